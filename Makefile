@@ -1,0 +1,102 @@
+# hvtrace: `make` builds ./hvtrace and the test guest; `make test` runs every test; `make bench` measures.
+# Missing Debian build dependencies are installed first (scripts/deps.sh, as root).
+
+CC      ?= gcc
+BUILD   := build
+CFLAGS  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializers -pthread \
+           -D_GNU_SOURCE -MMD -MP
+LDFLAGS := -pthread
+# Evaluated lazily, after $(DEPS) has installed pkg-config and the -dev packages.
+ELF_CFLAGS   = $(shell pkg-config --cflags libelf)
+ELF_LIBS     = $(shell pkg-config --libs libelf)
+CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
+
+DEPS := $(BUILD)/.deps-installed
+
+LIB_SRCS := $(wildcard arch/x86/*.c) $(wildcard vmi/*.c) \
+            $(filter-out host/main.c,$(wildcard host/*.c))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/libhvtrace.a
+
+# Freestanding test guest: workloads are instrumented, the runtime is not.
+GUEST_DIR    := $(BUILD)/guest
+GUEST        := $(GUEST_DIR)/test-guest.elf
+GUEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
+                -fno-stack-protector -mno-red-zone -mgeneral-regs-only -fno-omit-frame-pointer \
+                -fno-optimize-sibling-calls -fcf-protection=none -fno-asynchronous-unwind-tables
+GUEST_PG     := -pg -mfentry -mnop-mcount -mrecord-mcount
+GUEST_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,tests/guest/guest.ld -Wl,--build-id=none \
+                 -Wl,-z,noexecstack
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+KVM_SRCS  := $(wildcard tests/kvm/test_*.c)
+KVM_BINS  := $(KVM_SRCS:tests/kvm/%.c=$(BUILD)/tests/%)
+TEST_COMMON := $(BUILD)/tests/kvm_common.o
+
+.PHONY: all test unit-test kvm-test bench clean format
+all: hvtrace $(GUEST)
+
+$(DEPS): scripts/deps.sh
+	@mkdir -p $(@D)
+	sh scripts/deps.sh
+	@touch $@
+
+$(BUILD)/%.o: %.c | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(ELF_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+hvtrace: $(BUILD)/host/main.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(ELF_LIBS)
+
+$(GUEST_DIR)/workloads.o: tests/guest/workloads.c tests/guest/guest.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
+$(GUEST_DIR)/runtime.o: tests/guest/runtime.c tests/guest/guest.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) -c $< -o $@
+$(GUEST_DIR)/start.o: tests/guest/start.S | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) -c $< -o $@
+$(GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime.o $(GUEST_DIR)/workloads.o tests/guest/guest.ld
+	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIB) | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(ELF_CFLAGS) -o $@ $< $(LIB) $(ELF_LIBS) $(CMOCKA_LIBS)
+
+$(TEST_COMMON): tests/kvm/kvm_common.c tests/kvm/kvm_common.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/%: tests/kvm/%.c $(TEST_COMMON) $(LIB) | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(ELF_CFLAGS) -o $@ $< $(TEST_COMMON) $(LIB) $(ELF_LIBS) $(CMOCKA_LIBS)
+
+unit-test: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+kvm-test: hvtrace $(GUEST) $(KVM_BINS)
+	@set -e; for t in $(KVM_BINS); do echo "== $$t"; HVTRACE=./hvtrace GUEST=$(GUEST) $$t; done
+
+test: unit-test kvm-test
+	@echo "hvtrace: all tests passed"
+
+bench: hvtrace $(BUILD)/tests/bench
+	$(BUILD)/tests/bench
+
+$(BUILD)/tests/bench: tests/bench/bench.c $(LIB) $(BENCH_GUEST) | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(ELF_CFLAGS) -o $@ $< $(LIB) $(ELF_LIBS)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^tests/guest/')
+
+clean:
+	rm -rf $(BUILD) hvtrace
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

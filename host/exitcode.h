@@ -1,0 +1,12 @@
+/* hvtrace's exit statuses (README, "Exit status"). A guest that writes V to port 0xf4 makes hvtrace exit
+ * with V (1 if V is non-zero but its low byte is 0). */
+#ifndef HVT_EXITCODE_H
+#define HVT_EXITCODE_H
+
+#define EXIT_BAD_INPUT 2   /* bad arguments or guest image; the guest was not started */
+#define EXIT_GUEST_FAULT 3 /* triple fault, unexpected exit, all vCPUs halted */
+#define EXIT_HOST_ERROR 4  /* KVM or the host failed */
+#define EXIT_TIMEOUT 124   /* --timeout expired */
+#define EXIT_SIGNAL_BASE 128 /* + signal number: SIGINT 130, SIGTERM 143 */
+
+#endif

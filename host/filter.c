@@ -1,0 +1,72 @@
+#include "filter.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+bool filter_glob_match(const char *glob, const char *name)
+{
+	return fnmatch(glob, name, 0) == 0;
+}
+
+static bool any_match(char *const *globs, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (filter_glob_match(globs[i], name))
+			return true;
+	return false;
+}
+
+/* Fails with a message if some glob of @globs matches no site. */
+static int check_each_matches(const struct vmi_sites *sites, char *const *globs, size_t n,
+			      const char *flag, char *err, size_t errlen)
+{
+	for (size_t g = 0; g < n; g++) {
+		size_t i;
+
+		for (i = 0; i < sites->nr; i++)
+			if (filter_glob_match(globs[g], sites->v[i].func->name))
+				break;
+		if (i == sites->nr) {
+			snprintf(err, errlen, "%s '%s': matches no traceable function", flag, globs[g]);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
+int filter_select(const struct vmi_sites *sites, char *const *filters, size_t nr_filters,
+		  char *const *notrace, size_t nr_notrace, const struct vmi_site ***out, size_t *nr,
+		  char *err, size_t errlen)
+{
+	const struct vmi_site **sel;
+	int ret;
+
+	ret = check_each_matches(sites, filters, nr_filters, "-l", err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = check_each_matches(sites, notrace, nr_notrace, "-n", err, errlen);
+	if (ret < 0)
+		return ret;
+	sel = calloc(sites->nr ? sites->nr : 1, sizeof(*sel));
+	if (!sel)
+		return -ENOMEM;
+	*nr = 0;
+	for (size_t i = 0; i < sites->nr; i++) {
+		const char *name = sites->v[i].func->name;
+
+		if (nr_filters && !any_match(filters, nr_filters, name))
+			continue;
+		if (any_match(notrace, nr_notrace, name))
+			continue;
+		sel[(*nr)++] = &sites->v[i];
+	}
+	if (!*nr) {
+		snprintf(err, errlen, "-n: excludes every function the filter selected");
+		free(sel);
+		return -ENOENT;
+	}
+	*out = sel;
+	return 0;
+}

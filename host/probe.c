@@ -1,0 +1,101 @@
+#include "probe.h"
+#include "../arch/x86/x86_insn.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites, size_t n)
+{
+	uint64_t size = 16;
+
+	memset(t, 0, sizeof(*t));
+	while (size < n * 2)
+		size <<= 1;
+	t->v = calloc(n ? n : 1, sizeof(*t->v));
+	t->slots = calloc(size, sizeof(*t->slots));
+	if (!t->v || !t->slots) {
+		probe_table_free(t);
+		return -ENOMEM;
+	}
+	t->mask = size - 1;
+	for (size_t i = 0; i < n; i++) {
+		struct probe *p = &t->v[t->nr];
+		uint64_t h;
+
+		if (probe_lookup(t, sites[i]->addr))
+			continue;
+		p->addr = sites[i]->addr;
+		p->func = sites[i]->func;
+		p->id = (uint32_t)t->nr;
+		h = (p->addr * 0x9e3779b97f4a7c15ull) >> 20;
+		while (t->slots[h & t->mask])
+			h++;
+		t->slots[h & t->mask] = (uint32_t)++t->nr;
+	}
+	return 0;
+}
+
+void probe_table_free(struct probe_table *t)
+{
+	free(t->v);
+	free(t->slots);
+	memset(t, 0, sizeof(*t));
+}
+
+int probe_insert_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen)
+{
+	int ret;
+
+	for (size_t i = 0; i < t->nr; i++) {
+		struct probe *p = &t->v[i];
+		struct vmi_site site = {.addr = p->addr, .func = p->func};
+		uint8_t bytes[X86_NOP5_LEN];
+
+		if (tgt->ops->read_virt(tgt, 0, p->addr, bytes, sizeof(bytes)) < 0) {
+			snprintf(err, errlen, "%s: site 0x%" PRIx64 " is not mapped in the guest",
+				 p->func->name, p->addr);
+			ret = -EFAULT;
+			goto undo;
+		}
+		ret = vmi_site_check(&site, bytes, err, errlen);
+		if (ret < 0)
+			goto undo;
+	}
+	for (size_t i = 0; i < t->nr; i++) {
+		struct probe *p = &t->v[i];
+
+		ret = tgt->ops->insert_bp(tgt, p->addr, &p->orig);
+		if (ret < 0) {
+			snprintf(err, errlen, "%s: writing INT3 at 0x%" PRIx64 " failed: %s",
+				 p->func->name, p->addr, strerror(-ret));
+			goto undo;
+		}
+		p->inserted = true;
+	}
+	return 0;
+undo:
+	probe_remove_all(t, tgt);
+	return ret;
+}
+
+int probe_remove_all(struct probe_table *t, struct target *tgt)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < t->nr; i++) {
+		struct probe *p = &t->v[i];
+		int r;
+
+		if (!p->inserted)
+			continue;
+		r = tgt->ops->remove_bp(tgt, p->addr, p->orig);
+		if (r < 0 && !ret)
+			ret = r;
+		if (r == 0)
+			p->inserted = false;
+	}
+	return ret;
+}

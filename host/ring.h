@@ -1,0 +1,58 @@
+/* Single-producer single-consumer ring of records: one per vCPU, written by that vCPU's thread and read
+ * by the writer thread. Lock-free; no allocation after ring_init. */
+#ifndef HVT_RING_H
+#define HVT_RING_H
+
+#include "record.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ring {
+	struct hvt_record *buf;
+	uint64_t mask;
+	_Alignas(64) _Atomic uint64_t head; /* next slot the producer writes */
+	_Alignas(64) _Atomic uint64_t tail; /* next slot the consumer reads */
+	uint64_t stalls; /* producer: times it found the ring full; producer thread only */
+};
+
+/* Allocates room for at least @nr records (rounded up to a power of two). Returns 0 or -ENOMEM. */
+int ring_init(struct ring *r, uint64_t nr);
+void ring_free(struct ring *r);
+
+/* Producer: the slot to fill, or NULL if the ring is full. */
+static inline struct hvt_record *ring_reserve(struct ring *r)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+
+	if (head - atomic_load_explicit(&r->tail, memory_order_acquire) > r->mask)
+		return NULL;
+	return &r->buf[head & r->mask];
+}
+
+/* Producer: publishes the slot ring_reserve returned. */
+static inline void ring_commit(struct ring *r)
+{
+	atomic_store_explicit(&r->head, atomic_load_explicit(&r->head, memory_order_relaxed) + 1,
+			      memory_order_release);
+}
+
+/* Consumer: the oldest unread record, or NULL. Valid until ring_pop. */
+static inline const struct hvt_record *ring_peek(struct ring *r)
+{
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	if (tail == atomic_load_explicit(&r->head, memory_order_acquire))
+		return NULL;
+	return &r->buf[tail & r->mask];
+}
+
+/* Consumer: releases the record ring_peek returned. */
+static inline void ring_pop(struct ring *r)
+{
+	atomic_store_explicit(&r->tail, atomic_load_explicit(&r->tail, memory_order_relaxed) + 1,
+			      memory_order_release);
+}
+
+#endif

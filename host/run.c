@@ -1,0 +1,247 @@
+#include "run.h"
+#include "exitcode.h"
+#include "filter.h"
+#include "guest_image.h"
+#include "sink.h"
+#include "target_kvm.h"
+#include "tracer.h"
+#include "vm.h"
+#include "writer.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+static void error_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void error_line(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("hvtrace: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cmd_list_functions(const struct session *s)
+{
+	struct guest_image g;
+	char err[512];
+
+	if (guest_image_open(&g, s->guest, err, sizeof(err)) < 0) {
+		error_line("%s", err);
+		return EXIT_BAD_INPUT;
+	}
+	for (size_t i = 0; i < g.sites.nr; i++)
+		printf("%s\n", g.sites.v[i].func->name);
+	guest_image_close(&g);
+	return fflush(stdout) ? EXIT_HOST_ERROR : 0;
+}
+
+static FILE *open_out(const char *path, const char *flag)
+{
+	FILE *f;
+
+	if (!path)
+		return stdout;
+	f = fopen(path, "w");
+	if (!f)
+		error_line("%s %s: %s", flag, path, strerror(errno));
+	return f;
+}
+
+static double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Waits for the VM to end, a signal, or the timeout. Returns 0 (VM ended), the signal number, or -1
+ * (timeout). */
+static int wait_for_end(struct vm *vm, int sfd, double timeout)
+{
+	double deadline = timeout > 0 ? now_sec() + timeout : 0;
+
+	for (;;) {
+		struct pollfd fds[2] = {{.fd = vm->event_fd, .events = POLLIN},
+					{.fd = sfd, .events = POLLIN}};
+		int ms = -1;
+
+		if (deadline) {
+			double left = deadline - now_sec();
+
+			if (left <= 0)
+				return -1;
+			ms = (int)(left * 1000) + 1;
+		}
+		if (poll(fds, 2, ms) < 0 && errno != EINTR)
+			return 0;
+		if (fds[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				return (int)si.ssi_signo;
+		}
+		if (fds[0].revents & POLLIN)
+			return 0;
+	}
+}
+
+static void print_stats(const struct vm *vm, const struct tracer *t, const struct writer *w)
+{
+	fprintf(stderr, "hvtrace: stats: probes %zu\n", t->probes.nr);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		fprintf(stderr, "hvtrace: stats: cpu%u events %llu exits %llu ring-stalls %llu lost %llu\n",
+			i, w->events ? w->events[i] : 0, (unsigned long long)vm->vcpus[i].exits,
+			(unsigned long long)t->rings[i].stalls, t->lost[i]);
+}
+
+/* Exit status and message for how the VM ended. */
+static int end_status(const struct vm *vm, int sig, const struct session *s)
+{
+	if (sig > 0) {
+		error_line("stopped by %s", strsignal(sig));
+		return EXIT_SIGNAL_BASE + sig;
+	}
+	if (sig < 0) {
+		error_line("--timeout %g: the guest was stopped after %g s", s->timeout, s->timeout);
+		return EXIT_TIMEOUT;
+	}
+	switch (vm->end) {
+	case VM_END_GUEST_EXIT:
+		if (vm->end_status && !(vm->end_status & 0xff))
+			return 1;
+		return vm->end_status & 0xff;
+	case VM_END_HALTED:
+	case VM_END_FAULT:
+		error_line("%s", vm->end_msg);
+		return EXIT_GUEST_FAULT;
+	default:
+		error_line("%s", vm->end_msg);
+		return EXIT_HOST_ERROR;
+	}
+}
+
+int cmd_run(const struct session *s)
+{
+	struct guest_image g;
+	const struct vmi_site **sel = NULL;
+	size_t nr_sel = 0;
+	FILE *out = NULL, *con = NULL;
+	struct vm vm;
+	struct target tgt;
+	struct tracer tr;
+	struct sink sink;
+	struct writer w = {0};
+	char err[512];
+	sigset_t sigs, old;
+	int sfd = -1, sig, status = EXIT_BAD_INPUT, ret;
+	bool vm_made = false, tr_made = false, writing = false;
+
+	if (guest_image_open(&g, s->guest, err, sizeof(err)) < 0) {
+		error_line("%s", err);
+		return EXIT_BAD_INPUT;
+	}
+	if (s->tracer != TRACER_NOP || s->nr_filter || s->nr_notrace) {
+		if (filter_select(&g.sites, s->filter, s->nr_filter, s->notrace, s->nr_notrace, &sel,
+				  &nr_sel, err, sizeof(err)) < 0) {
+			error_line("%s", err);
+			goto out;
+		}
+	}
+	if (s->tracer == TRACER_NOP)
+		nr_sel = 0;
+	out = open_out(s->output, "-o");
+	con = open_out(s->console, "--console");
+	if (!out || !con)
+		goto out;
+
+	struct vm_config cfg = {.smp = s->smp, .mem_mb = s->mem_mb, .console = con};
+
+	status = EXIT_HOST_ERROR;
+	if (vm_create(&vm, &cfg, err, sizeof(err)) < 0) {
+		error_line("%s", err);
+		goto out;
+	}
+	vm_made = true;
+	if (vm_load_elf(&vm, &g.elf, err, sizeof(err)) < 0) {
+		error_line("%s", err);
+		status = EXIT_BAD_INPUT;
+		goto out;
+	}
+	target_kvm_init(&tgt, &vm);
+	if (tracer_init(&tr, &tgt, sel, nr_sel, &g.task,
+			(uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record)) < 0) {
+		error_line("out of memory for %u KB trace buffers", s->buffer_size_kb);
+		goto out;
+	}
+	tr_made = true;
+	if (tracer_attach(&tr, err, sizeof(err)) < 0) {
+		error_line("%s", err);
+		status = EXIT_BAD_INPUT;
+		goto out;
+	}
+	sink_function_init(&sink, out, &g.elf.funcs, vm.nr_vcpus);
+	ret = writer_start(&w, tr.rings, tr.nr_cpus, &sink);
+	if (ret < 0) {
+		error_line("writer thread: %s", strerror(-ret));
+		goto out;
+	}
+	writing = true;
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, &old);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	if (sfd < 0 || vm_start(&vm, err, sizeof(err)) < 0) {
+		error_line("%s", sfd < 0 ? strerror(errno) : err);
+		goto out;
+	}
+	sig = wait_for_end(&vm, sfd, s->timeout);
+	/* Teardown: probes out with the vCPUs paused, then the VM stops. */
+	if (tracer_detach(&tr) < 0)
+		error_line("restoring the patched sites failed");
+	vm_join(&vm);
+	status = end_status(&vm, sig, s);
+out:
+	if (tr_made)
+		tracer_detach(&tr);
+	if (vm_made)
+		vm_join(&vm);
+	if (writing) {
+		writer_stop(&w, tracer_lost(&tr));
+		if (s->stats)
+			print_stats(&vm, &tr, &w);
+		writer_free(&w);
+	}
+	if (tr_made)
+		tracer_free(&tr);
+	if (vm_made)
+		vm_destroy(&vm);
+	if (sfd >= 0) {
+		close(sfd);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	if (out && out != stdout && fclose(out) && !status)
+		status = EXIT_HOST_ERROR;
+	if (con && con != stdout)
+		fclose(con);
+	fflush(stdout);
+	free(sel);
+	guest_image_close(&g);
+	return status;
+}

@@ -1,0 +1,207 @@
+#include "session.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char session_usage[] =
+	"usage: hvtrace run [options] GUEST.elf      boot GUEST in the embedded VMM and trace it\n"
+	"       hvtrace list-functions GUEST.elf     print the traceable functions\n"
+	"       hvtrace --help | --version\n"
+	"\n"
+	"run options:\n"
+	"  -p, --tracer NAME        function (default) or nop\n"
+	"  -l, --filter GLOB        trace only matching functions (set_ftrace_filter; repeatable)\n"
+	"  -n, --notrace GLOB       never trace matching functions (set_ftrace_notrace; repeatable)\n"
+	"  -o, --output FILE        write the trace to FILE (default: stdout)\n"
+	"      --console FILE       write the guest console to FILE (default: stdout)\n"
+	"      --smp N              vCPUs (default 2)\n"
+	"      --mem MB             guest RAM (default 64)\n"
+	"      --timeout SEC        stop the guest after SEC seconds (exit status 124)\n"
+	"      --buffer-size-kb KB  per-vCPU trace buffer (default 4096)\n"
+	"      --stats              print per-vCPU event counts to stderr at the end\n"
+	"\n"
+	"GLOBs are ftrace's: '*', '?' and '[...]'.\n";
+
+void session_init(struct session *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->tracer = TRACER_FUNCTION;
+	s->smp = 2;
+	s->mem_mb = 64;
+	s->buffer_size_kb = 4096;
+}
+
+void session_free(struct session *s)
+{
+	free(s->filter);
+	free(s->notrace);
+	s->filter = s->notrace = NULL;
+	s->nr_filter = s->nr_notrace = 0;
+}
+
+const char *tracer_name(enum tracer_kind k)
+{
+	switch (k) {
+	case TRACER_NOP: return "nop";
+	case TRACER_FUNCTION: return "function";
+	}
+	return "?";
+}
+
+static int parse_uint(const char *opt, const char *arg, unsigned lo, unsigned hi, unsigned *out,
+		      char *err, size_t errlen)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v < lo || v > hi) {
+		snprintf(err, errlen, "%s '%s': expected an integer in %u..%u", opt, arg, lo, hi);
+		return -EINVAL;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int push(char ***v, size_t *n, char *s)
+{
+	char **p = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!p)
+		return -ENOMEM;
+	p[(*n)++] = s;
+	*v = p;
+	return 0;
+}
+
+enum { OPT_CONSOLE = 256, OPT_SMP, OPT_MEM, OPT_TIMEOUT, OPT_BUFFER, OPT_STATS };
+
+static const struct option run_opts[] = {
+	{"tracer", required_argument, NULL, 'p'},
+	{"filter", required_argument, NULL, 'l'},
+	{"notrace", required_argument, NULL, 'n'},
+	{"output", required_argument, NULL, 'o'},
+	{"console", required_argument, NULL, OPT_CONSOLE},
+	{"smp", required_argument, NULL, OPT_SMP},
+	{"mem", required_argument, NULL, OPT_MEM},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"buffer-size-kb", required_argument, NULL, OPT_BUFFER},
+	{"stats", no_argument, NULL, OPT_STATS},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static int parse_tracer(struct session *s, const char *arg, char *err, size_t errlen)
+{
+	if (!strcmp(arg, "function"))
+		s->tracer = TRACER_FUNCTION;
+	else if (!strcmp(arg, "nop"))
+		s->tracer = TRACER_NOP;
+	else {
+		snprintf(err, errlen, "-p '%s': unknown tracer (available: function nop)", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_timeout(struct session *s, const char *arg, char *err, size_t errlen)
+{
+	char *end;
+
+	errno = 0;
+	s->timeout = strtod(arg, &end);
+	if (errno || end == arg || *end || !(s->timeout > 0) || s->timeout > 1e6) {
+		snprintf(err, errlen, "--timeout '%s': expected seconds > 0", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_run(struct session *s, int argc, char **argv, char *err, size_t errlen)
+{
+	int c, ret = 0;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:p:l:n:o:h", run_opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': ret = parse_tracer(s, optarg, err, errlen); break;
+		case 'l': ret = push(&s->filter, &s->nr_filter, optarg); break;
+		case 'n': ret = push(&s->notrace, &s->nr_notrace, optarg); break;
+		case 'o': s->output = optarg; break;
+		case OPT_CONSOLE: s->console = optarg; break;
+		case OPT_SMP: ret = parse_uint("--smp", optarg, 1, 64, &s->smp, err, errlen); break;
+		case OPT_MEM:
+			ret = parse_uint("--mem", optarg, 2, 3072, &s->mem_mb, err, errlen);
+			break;
+		case OPT_TIMEOUT: ret = parse_timeout(s, optarg, err, errlen); break;
+		case OPT_BUFFER:
+			ret = parse_uint("--buffer-size-kb", optarg, 4, 1 << 20, &s->buffer_size_kb,
+					 err, errlen);
+			break;
+		case OPT_STATS: s->stats = true; break;
+		case 'h': s->cmd = CMD_HELP; return 0;
+		case ':':
+			snprintf(err, errlen, "%s: missing argument", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			snprintf(err, errlen, "%s: unknown option", argv[optind - 1]);
+			return -EINVAL;
+		}
+		if (ret == -ENOMEM)
+			snprintf(err, errlen, "out of memory");
+		if (ret < 0)
+			return ret;
+	}
+	if (optind >= argc) {
+		snprintf(err, errlen, "%s: missing GUEST.elf (see hvtrace --help)", argv[0]);
+		return -EINVAL;
+	}
+	if (optind + 1 < argc) {
+		snprintf(err, errlen, "'%s': unexpected argument after GUEST.elf", argv[optind + 1]);
+		return -EINVAL;
+	}
+	s->guest = argv[optind];
+	return 0;
+}
+
+int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen)
+{
+	const char *cmd;
+
+	if (argc < 2) {
+		snprintf(err, errlen, "missing command (see hvtrace --help)");
+		return -EINVAL;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		s->cmd = CMD_HELP;
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		s->cmd = CMD_VERSION;
+		return 0;
+	}
+	if (!strcmp(cmd, "run"))
+		s->cmd = CMD_RUN;
+	else if (!strcmp(cmd, "list-functions"))
+		s->cmd = CMD_LIST_FUNCTIONS;
+	else {
+		snprintf(err, errlen, "'%s': unknown command (run, list-functions)", cmd);
+		return -EINVAL;
+	}
+	if (s->cmd == CMD_LIST_FUNCTIONS) {
+		if (argc != 3 || argv[2][0] == '-') {
+			snprintf(err, errlen, "list-functions: expected exactly one GUEST.elf");
+			return -EINVAL;
+		}
+		s->guest = argv[2];
+		return 0;
+	}
+	return parse_run(s, argc - 1, argv + 1, err, errlen);
+}

@@ -1,0 +1,45 @@
+/* One model of a trace session: the knobs ftrace users know from tracefs, filled by the CLI (and later
+ * by session files and other front ends). */
+#ifndef HVT_SESSION_H
+#define HVT_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum session_cmd { CMD_NONE, CMD_RUN, CMD_LIST_FUNCTIONS, CMD_HELP, CMD_VERSION };
+
+enum tracer_kind { TRACER_NOP, TRACER_FUNCTION };
+
+struct session {
+	enum session_cmd cmd;
+	enum tracer_kind tracer; /* current_tracer */
+	char **filter;		 /* set_ftrace_filter globs (argv strings, borrowed) */
+	size_t nr_filter;
+	char **notrace; /* set_ftrace_notrace globs */
+	size_t nr_notrace;
+	const char *output;  /* trace file, NULL = stdout */
+	const char *console; /* guest console file, NULL = stdout */
+	const char *guest;   /* guest ELF */
+	unsigned smp;
+	unsigned mem_mb;
+	double timeout; /* seconds, 0 = none */
+	unsigned buffer_size_kb; /* per vCPU */
+	bool stats;
+};
+
+/* Defaults: function tracer, 2 vCPUs, 64 MB, 4096 KB per-vCPU buffer. */
+void session_init(struct session *s);
+
+/* Parses `hvtrace CMD [options] ARGS` into @s. Returns 0, or -EINVAL with one line in @err naming the
+ * option or argument at fault. Strings in @s point into @argv. Does not touch files. */
+int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen);
+
+/* Frees what session_parse_args allocated (the glob arrays). */
+void session_free(struct session *s);
+
+/* Usage text for --help. */
+extern const char session_usage[];
+
+const char *tracer_name(enum tracer_kind k);
+
+#endif

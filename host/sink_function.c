@@ -1,0 +1,72 @@
+#include "sink.h"
+
+#include <inttypes.h>
+
+void sink_symbol_name(char *buf, size_t len, uint64_t addr, const struct vmi_symtab *syms)
+{
+	const struct vmi_sym *s = vmi_symtab_lookup(syms, addr);
+
+	if (s)
+		snprintf(buf, len, "%s", s->name);
+	else
+		snprintf(buf, len, "0x%" PRIx64, addr);
+}
+
+int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
+			 const struct vmi_symtab *syms)
+{
+	char func[128], parent[128];
+
+	sink_symbol_name(func, sizeof(func), r->ip, syms);
+	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
+	return snprintf(buf, len, "%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s <-%s\n",
+			r->comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
+			(uint64_t)(r->ts % 1000000000u / 1000),
+			func, parent);
+}
+
+static void function_begin(struct sink *s)
+{
+	fprintf(s->out,
+		"# tracer: function\n"
+		"#\n"
+		"# CPUs: %u\n"
+		"#\n"
+		"#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
+		"#              | |         |       |         |\n",
+		s->nr_cpus);
+}
+
+static void function_record(struct sink *s, const struct hvt_record *r)
+{
+	char line[512];
+	int n;
+
+	if (r->type != HVT_REC_ENTRY)
+		return;
+	n = sink_function_format(line, sizeof(line), r, s->syms);
+	fwrite(line, 1, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1, s->out);
+	s->written++;
+}
+
+static void function_end(struct sink *s)
+{
+	fprintf(s->out, "# entries-written: %llu   lost: %llu\n", s->written, s->lost);
+	fflush(s->out);
+}
+
+static const struct sink_ops function_ops = {
+	.begin = function_begin,
+	.record = function_record,
+	.end = function_end,
+};
+
+void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
+{
+	s->ops = &function_ops;
+	s->out = out;
+	s->syms = syms;
+	s->nr_cpus = nr_cpus;
+	s->written = 0;
+	s->lost = 0;
+}

@@ -1,0 +1,40 @@
+/* The one interface through which the tracer core reaches a guest. Implemented by the embedded VMM
+ * (target_kvm.c) and later by the QEMU attach backend. */
+#ifndef HVT_TARGET_H
+#define HVT_TARGET_H
+
+#include "../arch/x86/x86_regs.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct target;
+
+/* Called on the thread that owns vCPU @cpu when it hits an INT3 at @addr. Returns 0 if the breakpoint is
+ * the tracer's (regs->rip then says where to resume), -ENOENT otherwise. Must not block for long. */
+typedef int (*target_bp_fn)(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs);
+
+struct target_ops {
+	/* Guest-virtual memory as vCPU @cpu sees it. 0 or -EFAULT. From that vCPU's hit callback, or from
+	 * any thread while the target is paused (or not yet started). */
+	int (*read_virt)(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len);
+	int (*write_virt)(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len);
+	/* Writes INT3 over the byte at @gva (saving it in *@orig) and checks it landed. 0 or -errno. */
+	int (*insert_bp)(struct target *t, uint64_t gva, uint8_t *orig);
+	/* Puts @orig back at @gva. 0 or -errno. */
+	int (*remove_bp)(struct target *t, uint64_t gva, uint8_t orig);
+	/* Stops all vCPUs (nesting) / lets them run again. Not from a hit callback. */
+	int (*pause)(struct target *t);
+	void (*resume)(struct target *t);
+	/* Registers @fn as the breakpoint callback; before the guest runs. */
+	void (*set_bp_handler)(struct target *t, target_bp_fn fn, void *ctx);
+};
+
+struct target {
+	const struct target_ops *ops;
+	const char *name;
+	unsigned nr_cpus;
+	void *priv; /* backend state */
+};
+
+#endif

@@ -1,0 +1,68 @@
+#include "target_kvm.h"
+#include "../arch/x86/x86_insn.h"
+
+#include <errno.h>
+
+static int kvm_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
+{
+	return vm_read_virt(t->priv, cpu, gva, buf, len);
+}
+
+static int kvm_write_virt(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len)
+{
+	return vm_write_virt(t->priv, cpu, gva, buf, len);
+}
+
+/* A one-byte store into guest RAM is atomic for the vCPUs, so this is safe while they run. */
+static int kvm_insert_bp(struct target *t, uint64_t gva, uint8_t *orig)
+{
+	uint8_t int3 = X86_INT3, check;
+
+	if (vm_read_virt(t->priv, 0, gva, orig, 1) < 0 ||
+	    vm_write_virt(t->priv, 0, gva, &int3, 1) < 0 ||
+	    vm_read_virt(t->priv, 0, gva, &check, 1) < 0)
+		return -EFAULT;
+	return check == X86_INT3 ? 0 : -EIO;
+}
+
+static int kvm_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
+{
+	return vm_write_virt(t->priv, 0, gva, &orig, 1);
+}
+
+static int kvm_pause(struct target *t)
+{
+	return vm_pause(t->priv);
+}
+
+static void kvm_resume(struct target *t)
+{
+	vm_resume(t->priv);
+}
+
+static void kvm_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
+{
+	struct vm *vm = t->priv;
+
+	vm->bp_hit = fn;
+	vm->bp_ctx = ctx;
+}
+
+static const struct target_ops kvm_ops = {
+	.set_bp_handler = kvm_set_bp_handler,
+	.read_virt = kvm_read_virt,
+	.write_virt = kvm_write_virt,
+	.insert_bp = kvm_insert_bp,
+	.remove_bp = kvm_remove_bp,
+	.pause = kvm_pause,
+	.resume = kvm_resume,
+};
+
+void target_kvm_init(struct target *t, struct vm *vm)
+{
+	t->ops = &kvm_ops;
+	t->name = "kvm";
+	t->nr_cpus = vm->nr_vcpus;
+	t->priv = vm;
+}
+

@@ -1,0 +1,29 @@
+/* The writer thread: drains the per-vCPU rings in timestamp order into one sink. */
+#ifndef HVT_WRITER_H
+#define HVT_WRITER_H
+
+#include "ring.h"
+#include "sink.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct writer {
+	struct ring *rings; /* borrowed, @nr of them */
+	unsigned nr;
+	struct sink *sink; /* borrowed */
+	pthread_t thread;
+	atomic_int stop;
+	unsigned long long *events; /* per ring, records delivered */
+};
+
+/* Calls the sink's begin() and starts the thread. Returns 0 or -errno. */
+int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink *sink);
+
+/* Drains every ring to the end, calls the sink's end() with @lost, joins. Call once no producer runs. */
+void writer_stop(struct writer *w, unsigned long long lost);
+
+/* Frees the per-ring counters (after writer_stop). */
+void writer_free(struct writer *w);
+
+#endif

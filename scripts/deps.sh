@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs the Debian packages hvtrace needs to build and test, if any is missing.
+# Run as root (CI and the project's machines are); prints what it installs.
+set -eu
+
+PKGS="gcc make pkg-config libc6-dev libelf-dev libcmocka-dev"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $p"
+	fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "hvtrace: missing Debian packages:$missing (run scripts/deps.sh as root)" >&2
+	exit 1
+fi
+echo "hvtrace: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

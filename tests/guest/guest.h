@@ -1,0 +1,50 @@
+/* Shared between the test guest's runtime (not instrumented) and its workloads (instrumented). */
+#ifndef HVT_TEST_GUEST_H
+#define HVT_TEST_GUEST_H
+
+#include <stdint.h>
+
+#define MAX_CPUS 64
+#define NTASKS 4
+#define TASK_STEPS 4
+#define TASK_STACK 8192
+#define FIB_BASE 12
+#define TREE_ROUNDS 3
+#define TREE_VALUE 243
+
+#define notrace __attribute__((no_instrument_function))
+#define noinline __attribute__((noinline))
+
+/* The task ABI hvtrace reads (README, "Guest boot contract"): pid at offset 0, comm at offset 4. */
+struct task {
+	int32_t pid;
+	char comm[16];
+	uint64_t rsp;
+	int cpu;      /* vCPU it runs on now */
+	int next_cpu; /* where to run after the next yield */
+	int done;
+	int migrations;
+	long result;
+};
+
+/* Functions of the workloads, each counted per vCPU at its entry. */
+enum fn_id { FN_WORKLOAD_RUN, FN_FIB, FN_TREE_ROOT, FN_TREE_A, FN_TREE_B, FN_TREE_LEAF,
+	     FN_TASK_BODY, FN_TASK_STEP, FN_TASK_LEAF, NR_FN };
+
+extern const char *const fn_names[NR_FN];
+extern uint64_t fn_count[MAX_CPUS][NR_FN];
+extern int nr_cpus;
+
+int this_cpu(void);
+void count_call(enum fn_id f);
+void task_yield_migrate(struct task *t);
+
+/* workloads.c */
+long workload_run(int cpu, long *fib_out);
+void task_body(struct task *t);
+long fib(long n);
+long tree_root(void);
+
+#define COUNT(f) count_call(f)
+
+#endif

@@ -1,0 +1,40 @@
+/* A guest image read from an ELF64 x86_64 file with libelf: loadable segments, function symbols,
+ * patchable sites (__mcount_loc) and data symbols the tracer needs. */
+#ifndef HVT_VMI_ELF_H
+#define HVT_VMI_ELF_H
+
+#include "vmi_symtab.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct vmi_segment {
+	uint64_t paddr, vaddr;
+	uint64_t filesz, memsz;
+	const uint8_t *data; /* filesz bytes, points into the image's file buffer */
+};
+
+struct vmi_elf {
+	char *path;
+	uint8_t *file; /* whole file, owned */
+	size_t file_size;
+	uint64_t entry;
+	struct vmi_segment *segs;
+	size_t nr_segs;
+	struct vmi_symtab funcs; /* STT_FUNC symbols */
+	struct vmi_symtab objects; /* STT_OBJECT symbols */
+	uint64_t *mcount;	   /* addresses listed in __mcount_loc, sorted */
+	size_t nr_mcount;
+};
+
+/* Reads @path. Returns 0, or a negative errno with a one-line reason in @err (naming the file):
+ * -ENOENT missing, -ENOEXEC not an ELF64 x86_64 executable, -ENODATA no __mcount_loc section.
+ * Without @need_mcount the missing section is not an error. The caller owns @img (vmi_elf_close). */
+int vmi_elf_open(struct vmi_elf *img, const char *path, int need_mcount, char *err, size_t errlen);
+
+/* The file bytes at guest-virtual @vaddr, @len long, if a segment's file image holds them; else NULL. */
+const uint8_t *vmi_elf_bytes_at(const struct vmi_elf *img, uint64_t vaddr, size_t len);
+
+void vmi_elf_close(struct vmi_elf *img);
+
+#endif

@@ -1,0 +1,44 @@
+#include "vmi_sites.h"
+#include "../arch/x86/x86_insn.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int vmi_sites_build(struct vmi_sites *sites, const uint64_t *addrs, size_t n,
+		    const struct vmi_symtab *funcs)
+{
+	sites->nr = 0;
+	sites->v = calloc(n ? n : 1, sizeof(*sites->v));
+	if (!sites->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct vmi_sym *f = vmi_symtab_lookup(funcs, addrs[i]);
+
+		if (!f)
+			continue;
+		if (sites->nr && sites->v[sites->nr - 1].func == f)
+			continue;
+		sites->v[sites->nr++] = (struct vmi_site){.addr = addrs[i], .func = f};
+	}
+	return 0;
+}
+
+int vmi_site_check(const struct vmi_site *site, const uint8_t *bytes, char *err, size_t errlen)
+{
+	char hex[3 * X86_NOP5_LEN];
+
+	if (x86_is_nop5(bytes))
+		return 0;
+	snprintf(err, errlen, "%s: site 0x%" PRIx64 " holds %s, not a NOP5", site->func->name,
+		 site->addr, x86_format_bytes(bytes, X86_NOP5_LEN, hex));
+	return -EILSEQ;
+}
+
+void vmi_sites_free(struct vmi_sites *sites)
+{
+	free(sites->v);
+	memset(sites, 0, sizeof(*sites));
+}

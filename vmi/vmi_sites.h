@@ -1,0 +1,32 @@
+/* Patchable function entries of a guest: the addresses a compiler recorded (e.g. __mcount_loc),
+ * each paired with the function it starts. */
+#ifndef HVT_VMI_SITES_H
+#define HVT_VMI_SITES_H
+
+#include "vmi_symtab.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct vmi_site {
+	uint64_t addr;
+	const struct vmi_sym *func; /* borrowed from the symbol table the sites were built from */
+};
+
+struct vmi_sites {
+	struct vmi_site *v;
+	size_t nr;
+};
+
+/* Pairs each recorded address with its function (addresses inside no function are skipped; one site per
+ * function, the first). @funcs must outlive @sites. Returns 0 or -ENOMEM. */
+int vmi_sites_build(struct vmi_sites *sites, const uint64_t *addrs, size_t n,
+		    const struct vmi_symtab *funcs);
+
+/* Checks that @bytes (the 5 bytes at the site) are a NOP5. Returns 0, or -EILSEQ with
+ * "<func>: site 0x<addr> holds <bytes>, not a NOP5" in @err. Pure. */
+int vmi_site_check(const struct vmi_site *site, const uint8_t *bytes, char *err, size_t errlen);
+
+void vmi_sites_free(struct vmi_sites *sites);
+
+#endif

@@ -1,0 +1,24 @@
+#include "vmi_task.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_virt_fn read, void *ctx,
+		      struct vmi_task *out)
+{
+	uint64_t task;
+
+	if (!l->current) {
+		snprintf(out->comm, sizeof(out->comm), "cpu%u", cpu);
+		out->pid = 0;
+		return;
+	}
+	if (read(ctx, cpu, l->current + 8ull * cpu, &task, 8) < 0 || !task ||
+	    read(ctx, cpu, task + l->pid_off, &out->pid, 4) < 0 ||
+	    read(ctx, cpu, task + l->comm_off, out->comm, VMI_COMM_LEN) < 0) {
+		strcpy(out->comm, "<unknown>");
+		out->pid = 0;
+		return;
+	}
+	out->comm[VMI_COMM_LEN - 1] = 0;
+}

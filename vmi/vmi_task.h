@@ -1,0 +1,29 @@
+/* The guest task running on a vCPU: found through a per-vCPU array of task pointers in guest memory
+ * (the freestanding guest's `hvtrace_current`, later Linux's per-CPU current_task with BTF offsets). */
+#ifndef HVT_VMI_TASK_H
+#define HVT_VMI_TASK_H
+
+#include <stdint.h>
+
+#define VMI_COMM_LEN 16
+
+/* Reads @len bytes at guest-virtual @gva as seen by vCPU @cpu. Returns 0 or a negative errno. */
+typedef int (*vmi_read_virt_fn)(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsigned len);
+
+struct vmi_task_layout {
+	uint64_t current; /* GVA of an array of 8-byte task pointers indexed by vCPU; 0: no task info */
+	unsigned pid_off; /* offsets in the task struct */
+	unsigned comm_off;
+};
+
+struct vmi_task {
+	int32_t pid;
+	char comm[VMI_COMM_LEN]; /* NUL-terminated */
+};
+
+/* Fills @out with the task on @cpu. Without task info it is "cpu<N>"-0; if the guest memory cannot be read
+ * it is "<unknown>"-0. Never fails. Any thread; calls only @read. */
+void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_virt_fn read, void *ctx,
+		      struct vmi_task *out);
+
+#endif
