@@ -21,12 +21,13 @@ LIB      := $(BUILD)/libhvtrace.a
 # Freestanding test guest: workloads are instrumented, the runtime is not.
 GUEST_DIR    := $(BUILD)/guest
 GUEST        := $(GUEST_DIR)/test-guest.elf
+GUEST_VARIANTS := $(GUEST_DIR)/test-guest-loop.elf $(GUEST_DIR)/test-guest-fault.elf
 GUEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
                 -fno-stack-protector -mno-red-zone -mgeneral-regs-only -fno-omit-frame-pointer \
                 -fno-optimize-sibling-calls -fcf-protection=none -fno-asynchronous-unwind-tables
 GUEST_PG     := -pg -mfentry -mnop-mcount -mrecord-mcount
 GUEST_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,tests/guest/guest.ld -Wl,--build-id=none \
-                 -Wl,-z,noexecstack
+                 -Wl,-z,noexecstack -Wl,--no-warn-rwx-segments
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
@@ -35,7 +36,7 @@ KVM_BINS  := $(KVM_SRCS:tests/kvm/%.c=$(BUILD)/tests/%)
 TEST_COMMON := $(BUILD)/tests/kvm_common.o
 
 .PHONY: all test unit-test kvm-test bench clean format
-all: hvtrace $(GUEST)
+all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 $(DEPS): scripts/deps.sh
 	@mkdir -p $(@D)
@@ -62,7 +63,14 @@ $(GUEST_DIR)/runtime.o: tests/guest/runtime.c tests/guest/guest.h | $(DEPS)
 $(GUEST_DIR)/start.o: tests/guest/start.S | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) -c $< -o $@
+$(GUEST_DIR)/runtime-%.o: tests/guest/runtime.c tests/guest/guest.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) -DGUEST_MODE_$(shell echo $* | tr a-z A-Z) -c $< -o $@
 $(GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime.o $(GUEST_DIR)/workloads.o tests/guest/guest.ld
+	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
+# Variants for the tests: `loop` never ends by itself, `fault` triple-faults on cpu0.
+$(GUEST_DIR)/test-guest-%.elf: $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-%.o $(GUEST_DIR)/workloads.o \
+			       tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) | $(DEPS)
@@ -80,7 +88,7 @@ $(BUILD)/tests/%: tests/kvm/%.c $(TEST_COMMON) $(LIB) | $(DEPS)
 unit-test: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
-kvm-test: hvtrace $(GUEST) $(KVM_BINS)
+kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS)
 	@set -e; for t in $(KVM_BINS); do echo "== $$t"; HVTRACE=./hvtrace GUEST=$(GUEST) $$t; done
 
 test: unit-test kvm-test

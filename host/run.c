@@ -68,12 +68,10 @@ static double now_sec(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Waits for the VM to end, a signal, or the timeout. Returns 0 (VM ended), the signal number, or -1
- * (timeout). */
-static int wait_for_end(struct vm *vm, int sfd, double timeout)
+/* Waits for the VM to end, a signal, or the absolute time @deadline (0: none). Returns 0 (VM ended),
+ * the signal number, or -1 (deadline). */
+static int wait_for_end(struct vm *vm, int sfd, double deadline)
 {
-	double deadline = timeout > 0 ? now_sec() + timeout : 0;
-
 	for (;;) {
 		struct pollfd fds[2] = {{.fd = vm->event_fd, .events = POLLIN},
 					{.fd = sfd, .events = POLLIN}};
@@ -99,12 +97,42 @@ static int wait_for_end(struct vm *vm, int sfd, double timeout)
 	}
 }
 
+/* Runs until the guest ends, a signal or --timeout; --duration detaches the tracer on the way and lets
+ * the guest go on untraced. Returns as wait_for_end. */
+static int supervise(struct vm *vm, struct tracer *tr, int sfd, const struct session *s)
+{
+	double start = now_sec();
+	double timeout_at = s->timeout > 0 ? start + s->timeout : 0;
+	double detach_at = s->duration > 0 ? start + s->duration : 0;
+
+	for (;;) {
+		double deadline = timeout_at;
+		int r;
+
+		if (detach_at && (!deadline || detach_at < deadline))
+			deadline = detach_at;
+		r = wait_for_end(vm, sfd, deadline);
+		if (r == -1 && detach_at && deadline == detach_at) {
+			if (tracer_detach(tr) < 0)
+				fprintf(stderr, "hvtrace: restoring the patched sites failed\n");
+			detach_at = 0;
+			continue;
+		}
+		return r;
+	}
+}
+
 static void print_stats(const struct vm *vm, const struct tracer *t, const struct writer *w)
 {
 	fprintf(stderr, "hvtrace: stats: probes %zu\n", t->probes.nr);
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		fprintf(stderr, "hvtrace: stats: cpu%u events %llu exits %llu ring-stalls %llu lost %llu\n",
+		fprintf(stderr,
+			"hvtrace: stats: cpu%u events %llu exits %llu bp-exits debug %llu emulation %llu "
+			"shutdown %llu ring-stalls %llu lost %llu\n",
 			i, w->events ? w->events[i] : 0, (unsigned long long)vm->vcpus[i].exits,
+			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_DEBUG],
+			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_EMULATION],
+			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_SHUTDOWN],
 			(unsigned long long)t->rings[i].stalls, t->lost[i]);
 }
 
@@ -112,7 +140,7 @@ static void print_stats(const struct vm *vm, const struct tracer *t, const struc
 static int end_status(const struct vm *vm, int sig, const struct session *s)
 {
 	if (sig > 0) {
-		error_line("stopped by %s", strsignal(sig));
+		error_line("stopped by SIG%s", sigabbrev_np(sig));
 		return EXIT_SIGNAL_BASE + sig;
 	}
 	if (sig < 0) {
@@ -153,6 +181,21 @@ int cmd_run(const struct session *s)
 	if (guest_image_open(&g, s->guest, err, sizeof(err)) < 0) {
 		error_line("%s", err);
 		return EXIT_BAD_INPUT;
+	}
+	/* Before any thread exists: SIGINT/SIGTERM/SIGHUP only reach us through the signalfd, so every
+	 * thread (vCPUs, writer) inherits the mask and teardown always runs. A shell starts background jobs
+	 * with SIGINT ignored; an explicit `kill -INT` should still stop us cleanly. */
+	signal(SIGINT, SIG_DFL);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, &old);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	if (sfd < 0) {
+		error_line("signalfd: %s", strerror(errno));
+		status = EXIT_HOST_ERROR;
+		goto out;
 	}
 	if (s->tracer != TRACER_NOP || s->nr_filter || s->nr_notrace) {
 		if (filter_select(&g.sites, s->filter, s->nr_filter, s->notrace, s->nr_notrace, &sel,
@@ -201,17 +244,11 @@ int cmd_run(const struct session *s)
 	}
 	writing = true;
 
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &sigs, &old);
-	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
-	if (sfd < 0 || vm_start(&vm, err, sizeof(err)) < 0) {
+	if (vm_start(&vm, err, sizeof(err)) < 0) {
 		error_line("%s", sfd < 0 ? strerror(errno) : err);
 		goto out;
 	}
-	sig = wait_for_end(&vm, sfd, s->timeout);
+	sig = supervise(&vm, &tr, sfd, s);
 	/* Teardown: probes out with the vCPUs paused, then the VM stops. */
 	if (tracer_detach(&tr) < 0)
 		error_line("restoring the patched sites failed");
@@ -232,10 +269,9 @@ out:
 		tracer_free(&tr);
 	if (vm_made)
 		vm_destroy(&vm);
-	if (sfd >= 0) {
+	if (sfd >= 0)
 		close(sfd);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (out && out != stdout && fclose(out) && !status)
 		status = EXIT_HOST_ERROR;
 	if (con && con != stdout)

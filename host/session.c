@@ -21,6 +21,8 @@ const char session_usage[] =
 	"      --smp N              vCPUs (default 2)\n"
 	"      --mem MB             guest RAM (default 64)\n"
 	"      --timeout SEC        stop the guest after SEC seconds (exit status 124)\n"
+	"      --duration SEC       trace for SEC seconds, then remove every probe and let the guest\n"
+	"                           run on untraced\n"
 	"      --buffer-size-kb KB  per-vCPU trace buffer (default 4096)\n"
 	"      --stats              print per-vCPU event counts to stderr at the end\n"
 	"\n"
@@ -79,7 +81,7 @@ static int push(char ***v, size_t *n, char *s)
 	return 0;
 }
 
-enum { OPT_CONSOLE = 256, OPT_SMP, OPT_MEM, OPT_TIMEOUT, OPT_BUFFER, OPT_STATS };
+enum { OPT_CONSOLE = 256, OPT_SMP, OPT_MEM, OPT_TIMEOUT, OPT_DURATION, OPT_BUFFER, OPT_STATS };
 
 static const struct option run_opts[] = {
 	{"tracer", required_argument, NULL, 'p'},
@@ -90,6 +92,7 @@ static const struct option run_opts[] = {
 	{"smp", required_argument, NULL, OPT_SMP},
 	{"mem", required_argument, NULL, OPT_MEM},
 	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"duration", required_argument, NULL, OPT_DURATION},
 	{"buffer-size-kb", required_argument, NULL, OPT_BUFFER},
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"help", no_argument, NULL, 'h'},
@@ -109,14 +112,14 @@ static int parse_tracer(struct session *s, const char *arg, char *err, size_t er
 	return 0;
 }
 
-static int parse_timeout(struct session *s, const char *arg, char *err, size_t errlen)
+static int parse_seconds(const char *opt, const char *arg, double *out, char *err, size_t errlen)
 {
 	char *end;
 
 	errno = 0;
-	s->timeout = strtod(arg, &end);
-	if (errno || end == arg || *end || !(s->timeout > 0) || s->timeout > 1e6) {
-		snprintf(err, errlen, "--timeout '%s': expected seconds > 0", arg);
+	*out = strtod(arg, &end);
+	if (errno || end == arg || *end || !(*out > 0) || *out > 1e6) {
+		snprintf(err, errlen, "%s '%s': expected seconds > 0", opt, arg);
 		return -EINVAL;
 	}
 	return 0;
@@ -139,7 +142,12 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_MEM:
 			ret = parse_uint("--mem", optarg, 2, 3072, &s->mem_mb, err, errlen);
 			break;
-		case OPT_TIMEOUT: ret = parse_timeout(s, optarg, err, errlen); break;
+		case OPT_TIMEOUT:
+			ret = parse_seconds("--timeout", optarg, &s->timeout, err, errlen);
+			break;
+		case OPT_DURATION:
+			ret = parse_seconds("--duration", optarg, &s->duration, err, errlen);
+			break;
 		case OPT_BUFFER:
 			ret = parse_uint("--buffer-size-kb", optarg, 4, 1 << 20, &s->buffer_size_kb,
 					 err, errlen);

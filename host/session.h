@@ -22,7 +22,8 @@ struct session {
 	const char *guest;   /* guest ELF */
 	unsigned smp;
 	unsigned mem_mb;
-	double timeout; /* seconds, 0 = none */
+	double timeout;	 /* seconds, 0 = none */
+	double duration; /* trace for this long, then detach and let the guest run on; 0 = none */
 	unsigned buffer_size_kb; /* per vCPU */
 	bool stats;
 };

@@ -125,6 +125,9 @@ static bool handle_bp(struct vcpu *c)
 	if (vm->bp_hit(vm->bp_ctx, c->index, addr, regs) < 0)
 		return false;
 	run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+	c->bp_exits[run->exit_reason == KVM_EXIT_DEBUG		? VCPU_BP_DEBUG
+		    : run->exit_reason == KVM_EXIT_INTERNAL_ERROR ? VCPU_BP_EMULATION
+								  : VCPU_BP_SHUTDOWN]++;
 	return true;
 }
 

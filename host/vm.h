@@ -39,6 +39,9 @@ enum vm_end {
  * tracer's (it then sets regs->rip to where the vCPU resumes), -ENOENT when it is not. Must not block. */
 typedef int (*vm_bp_fn)(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs);
 
+/* How a breakpoint hit reached the host: real KVM, or this machine's PVM at CPL0 / CPL3. */
+enum vcpu_bp_kind { VCPU_BP_DEBUG, VCPU_BP_EMULATION, VCPU_BP_SHUTDOWN };
+
 enum vcpu_state { VCPU_RUNNING, VCPU_PARKED, VCPU_HALTED, VCPU_DONE };
 
 struct vcpu {
@@ -54,6 +57,7 @@ struct vcpu {
 	char con[256]; /* debugcon line being assembled */
 	unsigned con_len;
 	uint64_t exits;
+	uint64_t bp_exits[3]; /* breakpoint hits the tracer owned, by exit kind (enum vcpu_bp_kind) */
 };
 
 struct vm {

@@ -30,6 +30,8 @@ static uint8_t task_stacks[NTASKS][TASK_STACK] __attribute__((aligned(16)));
 static long fib_result[MAX_CPUS];
 static long workload_bad[MAX_CPUS];
 static int tasks_done;
+/* GUEST_MODE_LOOP: after the report the guest keeps calling traced functions forever, counting here. */
+volatile uint64_t loop_iterations;
 
 struct rq {
 	int lock;
@@ -295,6 +297,10 @@ static void report(void)
 			putstr("\n");
 		}
 	putstr(bad ? "hvt-guest: FAILED\n" : "hvt-guest: ok\n");
+#ifdef GUEST_MODE_LOOP
+	putstr("hvt-guest: looping\n");
+	return;
+#endif
 	guest_exit(bad ? 1 : 0);
 }
 
@@ -310,6 +316,13 @@ void guest_entry(uint64_t cpu, uint64_t ncpus)
 	copy_name(pc->idle.comm, "cpu", (long)cpu);
 	__asm__ volatile("wrmsr" : : "c"(MSR_GS_BASE), "a"((uint32_t)base), "d"((uint32_t)(base >> 32)));
 	hvtrace_current[cpu] = &pc->idle;
+#ifdef GUEST_MODE_FAULT
+	/* No IDT: the invalid opcode becomes a triple fault. */
+	if (cpu == 0) {
+		putstr("hvt-guest: faulting\n");
+		__asm__ volatile("ud2");
+	}
+#endif
 	if (cpu == 0) {
 		__atomic_store_n(&nr_cpus, ncpus > MAX_CPUS ? MAX_CPUS : (int)ncpus,
 				 __ATOMIC_RELEASE);
@@ -332,6 +345,14 @@ void guest_entry(uint64_t cpu, uint64_t ncpus)
 	barrier();
 	if (cpu == 0)
 		report();
+#ifdef GUEST_MODE_LOOP
+	barrier();
+	for (;;) {
+		if (tree_root() != TREE_VALUE)
+			guest_exit(1);
+		__atomic_add_fetch(&loop_iterations, 1, __ATOMIC_RELAXED);
+	}
+#endif
 	for (;;)
 		__asm__ volatile("cli; hlt");
 }

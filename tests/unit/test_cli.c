@@ -1,0 +1,299 @@
+/* host/session.c: `hvtrace` command-line parsing into a session, and its error messages. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../host/session.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define ARGC(v) ((int)(sizeof(v) / sizeof((v)[0])))
+
+/* Each test gets a fresh session (session_init) and frees it afterwards (session_free). */
+struct cli {
+	struct session s;
+	char err[256];
+};
+
+static struct cli cli;
+
+static int cli_setup(void **state)
+{
+	(void)state;
+	session_init(&cli.s);
+	memset(cli.err, 0, sizeof(cli.err));
+	return 0;
+}
+
+static int cli_teardown(void **state)
+{
+	(void)state;
+	session_free(&cli.s);
+	return 0;
+}
+
+/* Parses @argv; on error returns the code with the message in cli.err. */
+static int parse(int argc, char **argv)
+{
+	return session_parse_args(&cli.s, argc, argv, cli.err, sizeof(cli.err));
+}
+
+/* Parses and expects -EINVAL with exactly @msg. Re-initialises the session first. */
+static void expect_error(int argc, char **argv, const char *msg)
+{
+	session_free(&cli.s);
+	session_init(&cli.s);
+	cli.err[0] = 0;
+	assert_int_equal(parse(argc, argv), -EINVAL);
+	assert_string_equal(cli.err, msg);
+}
+
+/* ---- defaults and the full option set ------------------------------------------------------- */
+
+static void test_defaults(void **state)
+{
+	char *argv[] = {"hvtrace", "run", "g.elf"};
+
+	(void)state;
+	assert_int_equal(cli.s.cmd, CMD_NONE);
+	assert_int_equal(cli.s.tracer, TRACER_FUNCTION);
+	assert_int_equal(cli.s.smp, 2);
+	assert_int_equal(cli.s.mem_mb, 64);
+	assert_int_equal(cli.s.buffer_size_kb, 4096);
+
+	assert_int_equal(parse(ARGC(argv), argv), 0);
+	assert_int_equal(cli.s.cmd, CMD_RUN);
+	assert_int_equal(cli.s.tracer, TRACER_FUNCTION);
+	assert_ptr_equal(cli.s.guest, argv[2]);
+	assert_int_equal(cli.s.nr_filter, 0);
+	assert_null(cli.s.filter);
+	assert_int_equal(cli.s.nr_notrace, 0);
+	assert_null(cli.s.notrace);
+	assert_null(cli.s.output);
+	assert_null(cli.s.console);
+	assert_int_equal(cli.s.smp, 2);
+	assert_int_equal(cli.s.mem_mb, 64);
+	assert_true(cli.s.timeout == 0.0);
+	assert_int_equal(cli.s.buffer_size_kb, 4096);
+	assert_false(cli.s.stats);
+	assert_string_equal(cli.err, "");
+}
+
+static void test_all_options(void **state)
+{
+	char *argv[] = {"hvtrace", "run",     "-p",	   "nop",  "-l",      "fib",
+			"-l",	   "tree_*",  "-n",	   "tree_leaf", "-o",  "out",
+			"--console", "con",   "--smp",	   "4",	   "--mem",   "128",
+			"--timeout", "2.5",   "--buffer-size-kb", "64", "--stats", "g.elf"};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(argv), argv), 0);
+	assert_int_equal(cli.s.cmd, CMD_RUN);
+	assert_int_equal(cli.s.tracer, TRACER_NOP);
+	assert_int_equal(cli.s.nr_filter, 2);
+	assert_string_equal(cli.s.filter[0], "fib");
+	assert_string_equal(cli.s.filter[1], "tree_*");
+	assert_int_equal(cli.s.nr_notrace, 1);
+	assert_string_equal(cli.s.notrace[0], "tree_leaf");
+	assert_string_equal(cli.s.output, "out");
+	assert_string_equal(cli.s.console, "con");
+	assert_int_equal(cli.s.smp, 4);
+	assert_int_equal(cli.s.mem_mb, 128);
+	assert_true(cli.s.timeout == 2.5);
+	assert_int_equal(cli.s.buffer_size_kb, 64);
+	assert_true(cli.s.stats);
+	assert_string_equal(cli.s.guest, "g.elf");
+	/* strings point into argv */
+	assert_ptr_equal(cli.s.filter[1], argv[7]);
+	assert_ptr_equal(cli.s.guest, argv[ARGC(argv) - 1]);
+}
+
+/* Long spellings, --opt=value, and range limits accepted. */
+static void test_long_forms(void **state)
+{
+	char *argv[] = {"hvtrace",	 "run",	      "--tracer=function", "--filter", "a*",
+			"--notrace=b",	 "--output",  "o",		   "--smp=64", "--mem=3072",
+			"--buffer-size-kb=4", "--timeout=1e-3", "x.elf"};
+	char *argv2[] = {"hvtrace", "run", "--smp", "1", "--mem", "2", "--buffer-size-kb", "1048576",
+			 "x.elf"};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(argv), argv), 0);
+	assert_int_equal(cli.s.tracer, TRACER_FUNCTION);
+	assert_int_equal(cli.s.nr_filter, 1);
+	assert_string_equal(cli.s.filter[0], "a*");
+	assert_int_equal(cli.s.nr_notrace, 1);
+	assert_string_equal(cli.s.notrace[0], "b");
+	assert_string_equal(cli.s.output, "o");
+	assert_int_equal(cli.s.smp, 64);
+	assert_int_equal(cli.s.mem_mb, 3072);
+	assert_int_equal(cli.s.buffer_size_kb, 4);
+	assert_true(cli.s.timeout == 1e-3);
+
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(ARGC(argv2), argv2), 0);
+	assert_int_equal(cli.s.smp, 1);
+	assert_int_equal(cli.s.mem_mb, 2);
+	assert_int_equal(cli.s.buffer_size_kb, 1048576);
+}
+
+/* Parsing twice in a row works: getopt's state is reset by the parser. */
+static void test_reparse(void **state)
+{
+	char *a[] = {"hvtrace", "run", "--smp", "3", "a.elf"};
+	char *b[] = {"hvtrace", "run", "-l", "x", "--smp", "5", "b.elf"};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(a), a), 0);
+	assert_int_equal(cli.s.smp, 3);
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(ARGC(b), b), 0);
+	assert_int_equal(cli.s.smp, 5);
+	assert_int_equal(cli.s.nr_filter, 1);
+	assert_string_equal(cli.s.guest, "b.elf");
+}
+
+/* ---- commands ------------------------------------------------------------------------------- */
+
+static void test_commands(void **state)
+{
+	char *lf[] = {"hvtrace", "list-functions", "g.elf"};
+	char *help1[] = {"hvtrace", "--help"};
+	char *help2[] = {"hvtrace", "-h"};
+	char *help3[] = {"hvtrace", "help"};
+	char *help4[] = {"hvtrace", "run", "--help"};
+	char *version[] = {"hvtrace", "--version"};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(lf), lf), 0);
+	assert_int_equal(cli.s.cmd, CMD_LIST_FUNCTIONS);
+	assert_string_equal(cli.s.guest, "g.elf");
+
+	assert_int_equal(parse(ARGC(help1), help1), 0);
+	assert_int_equal(cli.s.cmd, CMD_HELP);
+	cli.s.cmd = CMD_NONE;
+	assert_int_equal(parse(ARGC(help2), help2), 0);
+	assert_int_equal(cli.s.cmd, CMD_HELP);
+	cli.s.cmd = CMD_NONE;
+	assert_int_equal(parse(ARGC(help3), help3), 0);
+	assert_int_equal(cli.s.cmd, CMD_HELP);
+	cli.s.cmd = CMD_NONE;
+	assert_int_equal(parse(ARGC(help4), help4), 0);
+	assert_int_equal(cli.s.cmd, CMD_HELP);
+
+	assert_int_equal(parse(ARGC(version), version), 0);
+	assert_int_equal(cli.s.cmd, CMD_VERSION);
+
+	assert_non_null(strstr(session_usage, "usage: hvtrace run [options] GUEST.elf"));
+	assert_string_equal(tracer_name(TRACER_FUNCTION), "function");
+	assert_string_equal(tracer_name(TRACER_NOP), "nop");
+}
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+static void test_error_commands(void **state)
+{
+	(void)state;
+	expect_error(1, (char *[]){"hvtrace"}, "missing command (see hvtrace --help)");
+	expect_error(3, (char *[]){"hvtrace", "trace", "g.elf"},
+		     "'trace': unknown command (run, list-functions)");
+	expect_error(2, (char *[]){"hvtrace", "list-functions"},
+		     "list-functions: expected exactly one GUEST.elf");
+	expect_error(4, (char *[]){"hvtrace", "list-functions", "a.elf", "b.elf"},
+		     "list-functions: expected exactly one GUEST.elf");
+	expect_error(3, (char *[]){"hvtrace", "list-functions", "-x"},
+		     "list-functions: expected exactly one GUEST.elf");
+}
+
+static void test_error_guest_args(void **state)
+{
+	(void)state;
+	expect_error(2, (char *[]){"hvtrace", "run"}, "run: missing GUEST.elf (see hvtrace --help)");
+	expect_error(4, (char *[]){"hvtrace", "run", "--smp", "4"},
+		     "run: missing GUEST.elf (see hvtrace --help)");
+	expect_error(4, (char *[]){"hvtrace", "run", "a.elf", "b.elf"},
+		     "'b.elf': unexpected argument after GUEST.elf");
+	/* options stop at the guest: a later option is an extra argument */
+	expect_error(5, (char *[]){"hvtrace", "run", "a.elf", "--smp", "4"},
+		     "'--smp': unexpected argument after GUEST.elf");
+}
+
+static void test_error_tracer(void **state)
+{
+	(void)state;
+	expect_error(5, (char *[]){"hvtrace", "run", "-p", "bogus", "g.elf"},
+		     "-p 'bogus': unknown tracer (available: function nop)");
+	expect_error(4, (char *[]){"hvtrace", "run", "--tracer=function_graph", "g.elf"},
+		     "-p 'function_graph': unknown tracer (available: function nop)");
+}
+
+static void test_error_numbers(void **state)
+{
+	(void)state;
+	expect_error(5, (char *[]){"hvtrace", "run", "--smp", "0", "g.elf"},
+		     "--smp '0': expected an integer in 1..64");
+	expect_error(5, (char *[]){"hvtrace", "run", "--smp", "abc", "g.elf"},
+		     "--smp 'abc': expected an integer in 1..64");
+	expect_error(5, (char *[]){"hvtrace", "run", "--smp", "65", "g.elf"},
+		     "--smp '65': expected an integer in 1..64");
+	expect_error(5, (char *[]){"hvtrace", "run", "--smp", "4x", "g.elf"},
+		     "--smp '4x': expected an integer in 1..64");
+	expect_error(5, (char *[]){"hvtrace", "run", "--smp", "-1", "g.elf"},
+		     "--smp '-1': expected an integer in 1..64");
+	expect_error(5, (char *[]){"hvtrace", "run", "--smp", "", "g.elf"},
+		     "--smp '': expected an integer in 1..64");
+	expect_error(5, (char *[]){"hvtrace", "run", "--mem", "1", "g.elf"},
+		     "--mem '1': expected an integer in 2..3072");
+	expect_error(5, (char *[]){"hvtrace", "run", "--mem", "3073", "g.elf"},
+		     "--mem '3073': expected an integer in 2..3072");
+	expect_error(5, (char *[]){"hvtrace", "run", "--mem", "99999999999999999999", "g.elf"},
+		     "--mem '99999999999999999999': expected an integer in 2..3072");
+	expect_error(5, (char *[]){"hvtrace", "run", "--buffer-size-kb", "3", "g.elf"},
+		     "--buffer-size-kb '3': expected an integer in 4..1048576");
+	expect_error(5, (char *[]){"hvtrace", "run", "--buffer-size-kb", "1048577", "g.elf"},
+		     "--buffer-size-kb '1048577': expected an integer in 4..1048576");
+	expect_error(5, (char *[]){"hvtrace", "run", "--timeout", "-1", "g.elf"},
+		     "--timeout '-1': expected seconds > 0");
+	expect_error(5, (char *[]){"hvtrace", "run", "--timeout", "0", "g.elf"},
+		     "--timeout '0': expected seconds > 0");
+	expect_error(5, (char *[]){"hvtrace", "run", "--timeout", "soon", "g.elf"},
+		     "--timeout 'soon': expected seconds > 0");
+	expect_error(5, (char *[]){"hvtrace", "run", "--timeout", "nan", "g.elf"},
+		     "--timeout 'nan': expected seconds > 0");
+	expect_error(5, (char *[]){"hvtrace", "run", "--timeout", "2s", "g.elf"},
+		     "--timeout '2s': expected seconds > 0");
+}
+
+static void test_error_options(void **state)
+{
+	(void)state;
+	expect_error(4, (char *[]){"hvtrace", "run", "--bogus", "g.elf"}, "--bogus: unknown option");
+	expect_error(4, (char *[]){"hvtrace", "run", "-x", "g.elf"}, "-x: unknown option");
+	expect_error(3, (char *[]){"hvtrace", "run", "--smp"}, "--smp: missing argument");
+	expect_error(3, (char *[]){"hvtrace", "run", "-l"}, "-l: missing argument");
+	expect_error(5, (char *[]){"hvtrace", "run", "-l", "fib", "-n"}, "-n: missing argument");
+	expect_error(3, (char *[]){"hvtrace", "run", "--output"}, "--output: missing argument");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_defaults, cli_setup, cli_teardown),
+		cmocka_unit_test_setup_teardown(test_all_options, cli_setup, cli_teardown),
+		cmocka_unit_test_setup_teardown(test_long_forms, cli_setup, cli_teardown),
+		cmocka_unit_test_setup_teardown(test_reparse, cli_setup, cli_teardown),
+		cmocka_unit_test_setup_teardown(test_commands, cli_setup, cli_teardown),
+		cmocka_unit_test_setup_teardown(test_error_commands, cli_setup, cli_teardown),
+		cmocka_unit_test_setup_teardown(test_error_guest_args, cli_setup, cli_teardown),
+		cmocka_unit_test_setup_teardown(test_error_tracer, cli_setup, cli_teardown),
+		cmocka_unit_test_setup_teardown(test_error_numbers, cli_setup, cli_teardown),
+		cmocka_unit_test_setup_teardown(test_error_options, cli_setup, cli_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,620 @@
+/* host/record.h, host/ring.h, host/probe.h: the record layout, the per-vCPU SPSC ring, and the probe table
+ * (lookup by address, plus insert/remove through a fake target). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../host/probe.h"
+#include "../../host/record.h"
+#include "../../host/ring.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- struct hvt_record ---------------------------------------------------------------------- */
+
+static void test_record_layout(void **state)
+{
+	(void)state;
+	assert_int_equal(sizeof(struct hvt_record), 64);
+	assert_int_equal(offsetof(struct hvt_record, comm) + VMI_COMM_LEN, 64);
+}
+
+/* hvt_record_entry overwrites every field, whatever the slot held before. */
+static void test_record_entry(void **state)
+{
+	struct vmi_task task;
+	struct hvt_record r;
+
+	(void)state;
+	memset(&task, 0, sizeof(task));
+	task.pid = 4242;
+	strcpy(task.comm, "worker1");
+	memset(&r, 0xa5, sizeof(r));
+
+	hvt_record_entry(&r, 1234567890ull, 3, 0xffffffff81000010ull, 0xffffffff81000abcull, &task);
+	assert_int_equal(r.ts, 1234567890ull);
+	assert_int_equal(r.ip, 0xffffffff81000010ull);
+	assert_int_equal(r.parent, 0xffffffff81000abcull);
+	assert_int_equal(r.value, 0);
+	assert_int_equal(r.duration, 0);
+	assert_int_equal(r.pid, 4242);
+	assert_int_equal(r.cpu, 3);
+	assert_int_equal(r.type, HVT_REC_ENTRY);
+	assert_int_equal(r.depth, 0);
+	assert_memory_equal(r.comm, task.comm, VMI_COMM_LEN);
+	assert_string_equal(r.comm, "worker1");
+}
+
+/* ---- ring ----------------------------------------------------------------------------------- */
+
+static void push(struct ring *r, uint64_t seq)
+{
+	struct hvt_record *rec = ring_reserve(r);
+
+	if (!rec) {
+		fail_msg("ring full at record %llu", (unsigned long long)seq);
+		return;
+	}
+	memset(rec, 0, sizeof(*rec));
+	rec->ts = seq;
+	rec->ip = ~seq;
+	ring_commit(r);
+}
+
+static void pop_expect(struct ring *r, uint64_t seq)
+{
+	const struct hvt_record *rec = ring_peek(r);
+
+	assert_non_null(rec);
+	assert_int_equal(rec->ts, seq);
+	assert_int_equal(rec->ip, ~seq);
+	ring_pop(r);
+}
+
+/* Capacity is the requested size rounded up to a power of two. */
+static void test_ring_init_rounds_up(void **state)
+{
+	static const struct {
+		uint64_t want, slots;
+	} cases[] = {{2, 2}, {3, 4}, {4, 4}, {5, 8}, {1000, 1024}, {1024, 1024}, {1025, 2048},
+		     {65536, 65536}};
+	struct ring r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(ring_init(&r, cases[i].want), 0);
+		assert_non_null(r.buf);
+		assert_int_equal(r.mask + 1, cases[i].slots);
+		assert_int_equal((uintptr_t)r.buf % 64, 0);
+		assert_null(ring_peek(&r));
+		ring_free(&r);
+		assert_null(r.buf);
+	}
+}
+
+/* Records come out in the order they were committed; a reserved but uncommitted slot is invisible; peek
+ * without pop returns the same record. */
+static void test_ring_fifo(void **state)
+{
+	struct ring r;
+	struct hvt_record *rec;
+
+	(void)state;
+	assert_int_equal(ring_init(&r, 8), 0);
+	assert_null(ring_peek(&r));
+	for (uint64_t i = 0; i < 5; i++)
+		push(&r, i);
+	assert_ptr_equal(ring_peek(&r), ring_peek(&r));
+
+	rec = ring_reserve(&r); /* not committed yet */
+	assert_non_null(rec);
+	rec->ts = 99;
+	for (uint64_t i = 0; i < 5; i++)
+		pop_expect(&r, i);
+	assert_null(ring_peek(&r));
+
+	rec->ip = ~99ull;
+	ring_commit(&r);
+	pop_expect(&r, 99);
+	assert_null(ring_peek(&r));
+	ring_free(&r);
+}
+
+/* A ring of N slots takes exactly N records, then refuses until the consumer frees one. */
+static void test_ring_full(void **state)
+{
+	struct ring r;
+
+	(void)state;
+	assert_int_equal(ring_init(&r, 13), 0);
+	assert_int_equal(r.mask + 1, 16);
+	for (uint64_t i = 0; i < 16; i++)
+		push(&r, i);
+	assert_null(ring_reserve(&r));
+	assert_null(ring_reserve(&r));
+
+	pop_expect(&r, 0);
+	push(&r, 16);
+	assert_null(ring_reserve(&r));
+	for (uint64_t i = 1; i <= 16; i++)
+		pop_expect(&r, i);
+	assert_null(ring_peek(&r));
+	assert_non_null(ring_reserve(&r));
+	ring_free(&r);
+}
+
+/* Many cycles with varying fill levels wrap the indices around the buffer many times. */
+static void test_ring_wraparound(void **state)
+{
+	struct ring r;
+	uint64_t in = 0, out = 0;
+
+	(void)state;
+	assert_int_equal(ring_init(&r, 8), 0);
+	for (unsigned cycle = 0; cycle < 5000; cycle++) {
+		unsigned n_in = 1 + cycle % 8; /* 1..8: sometimes fills the ring exactly */
+
+		for (unsigned k = 0; k < n_in; k++)
+			push(&r, in++);
+		if (n_in == 8)
+			assert_null(ring_reserve(&r));
+		while (out < in)
+			pop_expect(&r, out++);
+		assert_null(ring_peek(&r));
+	}
+	assert_true(in > 20000);
+	ring_free(&r);
+}
+
+/* One producer and one consumer thread: every record arrives once, in order. */
+#define SPSC_COUNT 300000
+
+static void *spsc_producer(void *arg)
+{
+	struct ring *r = arg;
+
+	for (uint64_t i = 0; i < SPSC_COUNT; i++) {
+		struct hvt_record *rec;
+
+		while (!(rec = ring_reserve(r)))
+			;
+		rec->ts = i;
+		rec->ip = ~i;
+		ring_commit(r);
+	}
+	return NULL;
+}
+
+static void test_ring_two_threads(void **state)
+{
+	struct ring r;
+	pthread_t th;
+	uint64_t next = 0, bad = 0;
+
+	(void)state;
+	assert_int_equal(ring_init(&r, 64), 0);
+	assert_int_equal(pthread_create(&th, NULL, spsc_producer, &r), 0);
+	while (next < SPSC_COUNT) {
+		const struct hvt_record *rec = ring_peek(&r);
+
+		if (!rec)
+			continue;
+		if (rec->ts != next || rec->ip != ~next)
+			bad++;
+		ring_pop(&r);
+		next++;
+	}
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(bad, 0);
+	assert_null(ring_peek(&r));
+	ring_free(&r);
+}
+
+/* ---- probe table ---------------------------------------------------------------------------- */
+
+#define HASH_HOME(t, addr) ((((addr) * 0x9e3779b97f4a7c15ull) >> 20) & (t)->mask)
+
+struct site_set {
+	struct vmi_sym *syms;
+	struct vmi_site *sites;
+	const struct vmi_site **ptrs;
+	size_t n;
+};
+
+/* @n sites at @base + i * @stride, each its own function. */
+static void make_sites(struct site_set *s, size_t n, uint64_t base, uint64_t stride)
+{
+	s->n = n;
+	s->syms = calloc(n ? n : 1, sizeof(*s->syms));
+	s->sites = calloc(n ? n : 1, sizeof(*s->sites));
+	s->ptrs = calloc(n ? n : 1, sizeof(*s->ptrs));
+	assert_non_null(s->syms);
+	assert_non_null(s->sites);
+	assert_non_null(s->ptrs);
+	for (size_t i = 0; i < n; i++) {
+		s->syms[i] = (struct vmi_sym){.addr = base + i * stride, .size = stride, .name = "f"};
+		s->sites[i] = (struct vmi_site){.addr = base + i * stride, .func = &s->syms[i]};
+		s->ptrs[i] = &s->sites[i];
+	}
+}
+
+static void free_sites(struct site_set *s)
+{
+	free(s->syms);
+	free(s->sites);
+	free(s->ptrs);
+}
+
+/* A few sites: each is found with its function and id; neighbouring addresses are not. */
+static void test_probe_small(void **state)
+{
+	struct site_set s;
+	struct probe_table t;
+
+	(void)state;
+	make_sites(&s, 3, 0x401000, 0x40);
+	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
+	assert_int_equal(t.nr, 3);
+	assert_int_equal(t.mask + 1, 16);
+	for (size_t i = 0; i < s.n; i++) {
+		struct probe *p = probe_lookup(&t, s.sites[i].addr);
+
+		assert_non_null(p);
+		assert_ptr_equal(p, &t.v[i]);
+		assert_int_equal(p->addr, s.sites[i].addr);
+		assert_ptr_equal(p->func, &s.syms[i]);
+		assert_int_equal(p->id, i);
+		assert_false(p->inserted);
+		assert_null(probe_lookup(&t, s.sites[i].addr + 1));
+		assert_null(probe_lookup(&t, s.sites[i].addr - 1));
+	}
+	assert_null(probe_lookup(&t, 0));
+	assert_null(probe_lookup(&t, UINT64_MAX));
+	probe_table_free(&t);
+	assert_null(t.v);
+	free_sites(&s);
+}
+
+/* No sites: an empty table that finds nothing. */
+static void test_probe_empty(void **state)
+{
+	struct probe_table t;
+
+	(void)state;
+	assert_int_equal(probe_table_init(&t, NULL, 0), 0);
+	assert_int_equal(t.nr, 0);
+	assert_null(probe_lookup(&t, 0x401000));
+	probe_table_free(&t);
+}
+
+/* Repeated addresses give one probe each, numbered in first-seen order. */
+static void test_probe_duplicates(void **state)
+{
+	struct site_set s;
+	struct probe_table t;
+	const struct vmi_site *dup[7];
+	struct vmi_site other;
+
+	(void)state;
+	make_sites(&s, 3, 0xffffffff81000000ull, 0x100);
+	other = s.sites[1]; /* a different site struct with the same address */
+	dup[0] = &s.sites[2];
+	dup[1] = &s.sites[0];
+	dup[2] = &s.sites[2];
+	dup[3] = &other;
+	dup[4] = &s.sites[1];
+	dup[5] = &s.sites[0];
+	dup[6] = &s.sites[2];
+	assert_int_equal(probe_table_init(&t, dup, 7), 0);
+	assert_int_equal(t.nr, 3);
+	assert_int_equal(t.v[0].addr, s.sites[2].addr);
+	assert_int_equal(t.v[1].addr, s.sites[0].addr);
+	assert_int_equal(t.v[2].addr, s.sites[1].addr);
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_int_equal(t.v[i].id, i);
+		assert_ptr_equal(probe_lookup(&t, t.v[i].addr), &t.v[i]);
+	}
+	probe_table_free(&t);
+	free_sites(&s);
+}
+
+/* Checks that every site of @s is found in @t and that addresses between sites are not; returns how many
+ * probes do not sit in their home slot (they collided with another). */
+static size_t check_table(const struct probe_table *t, const struct site_set *s)
+{
+	size_t displaced = 0;
+
+	assert_int_equal(t->nr, s->n);
+	assert_true(t->mask + 1 >= 2 * s->n);
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t a = s->sites[i].addr;
+		struct probe *p = probe_lookup(t, a);
+
+		assert_non_null(p);
+		assert_int_equal(p->addr, a);
+		assert_int_equal(p->id, i);
+		assert_ptr_equal(p->func, &s->syms[i]);
+		if (t->slots[HASH_HOME(t, a)] != i + 1)
+			displaced++;
+		/* sites are at least 2 bytes apart in every set below */
+		if (i + 1 == s->n || s->sites[i + 1].addr != a + 1)
+			assert_null(probe_lookup(t, a + 1));
+	}
+	return displaced;
+}
+
+/* Thousands of sites in arithmetic progressions (kernel-like 16-byte stride, odd strides, 1 MiB): the
+ * multiplicative hash spreads these without collisions, and each is found. A 4 GiB stride agrees in the
+ * hashed bits, so every site collides: still correct, only slower. */
+static void test_probe_many_progressions(void **state)
+{
+	static const struct {
+		size_t n;
+		uint64_t base, stride;
+		bool collide;
+	} cases[] = {
+		{5000, 0xffffffff81000000ull, 16, false},
+		{4096, 0xffffffff81000000ull, 1ull << 20, false},
+		{10000, 0x401000, 5, false},
+		{3000, 0x1000, 1ull << 32, true},
+	};
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct site_set s;
+		struct probe_table t;
+		size_t displaced;
+
+		make_sites(&s, cases[c].n, cases[c].base, cases[c].stride);
+		assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
+		displaced = check_table(&t, &s);
+		if (cases[c].collide)
+			assert_int_equal(displaced, s.n - 2);
+		assert_null(probe_lookup(&t, cases[c].base - 1));
+		assert_null(probe_lookup(&t, cases[c].base + cases[c].n * cases[c].stride));
+		probe_table_free(&t);
+		free_sites(&s);
+	}
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* 8000 random 16-byte aligned addresses in 256 MiB of kernel text: collisions occur (probes displaced
+ * from their home slot) and every site is still found, every other address missed. */
+static void test_probe_many_random(void **state)
+{
+	enum { N = 8000 };
+	uint64_t *addrs = malloc(N * sizeof(*addrs));
+	uint64_t x = 0x243f6a8885a308d3ull;
+	struct site_set s;
+	struct probe_table t;
+	size_t n = 0, displaced, misses = 0;
+
+	(void)state;
+	assert_non_null(addrs);
+	for (size_t i = 0; i < N; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+		addrs[i] = 0xffffffff80000000ull + (x % (1u << 24)) * 16;
+	}
+	qsort(addrs, N, sizeof(*addrs), u64_cmp);
+	for (size_t i = 0; i < N; i++)
+		if (!n || addrs[n - 1] != addrs[i])
+			addrs[n++] = addrs[i];
+	assert_true(n > N - 100);
+
+	make_sites(&s, n, 0, 0);
+	for (size_t i = 0; i < n; i++) {
+		s.syms[i].addr = s.sites[i].addr = addrs[i];
+		s.syms[i].size = 16;
+	}
+	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
+	displaced = check_table(&t, &s);
+	assert_true(displaced > 0);
+	/* the 8 addresses in the middle of each 16-byte slot: none is a site */
+	for (size_t i = 0; i < n; i++)
+		for (uint64_t off = 4; off < 12; off++)
+			misses += probe_lookup(&t, addrs[i] + off) == NULL;
+	assert_int_equal(misses, 8 * n);
+	probe_table_free(&t);
+	free_sites(&s);
+	free(addrs);
+}
+
+/* ---- probe_insert_all / probe_remove_all over a fake target --------------------------------- */
+
+/* Guest text at 0x1000.. in a host buffer; optional failure of insert_bp at one address. */
+struct fake_target {
+	struct target t;
+	uint8_t text[0x400];
+	uint64_t fail_insert_at;
+	unsigned inserts, removes;
+};
+
+#define TEXT_BASE 0x1000ull
+
+static struct fake_target *ft(struct target *t)
+{
+	return (struct fake_target *)t;
+}
+
+static int ft_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
+{
+	(void)cpu;
+	if (gva < TEXT_BASE || gva - TEXT_BASE + len > sizeof(ft(t)->text))
+		return -EFAULT;
+	memcpy(buf, ft(t)->text + (gva - TEXT_BASE), len);
+	return 0;
+}
+
+static int ft_insert_bp(struct target *t, uint64_t gva, uint8_t *orig)
+{
+	ft(t)->inserts++;
+	if (gva == ft(t)->fail_insert_at)
+		return -EIO;
+	*orig = ft(t)->text[gva - TEXT_BASE];
+	ft(t)->text[gva - TEXT_BASE] = 0xcc;
+	return 0;
+}
+
+static int ft_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
+{
+	ft(t)->removes++;
+	ft(t)->text[gva - TEXT_BASE] = orig;
+	return 0;
+}
+
+static const struct target_ops ft_ops = {
+	.read_virt = ft_read_virt,
+	.insert_bp = ft_insert_bp,
+	.remove_bp = ft_remove_bp,
+};
+
+/* Four NOP5 sites at 0x1000, 0x1040, 0x1080, 0x10c0. */
+static void ft_init(struct fake_target *f)
+{
+	static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+
+	memset(f, 0, sizeof(*f));
+	f->t.ops = &ft_ops;
+	f->t.name = "fake";
+	f->t.nr_cpus = 1;
+	memset(f->text, 0xc3, sizeof(f->text));
+	for (unsigned i = 0; i < 4; i++)
+		memcpy(f->text + i * 0x40, nop5, 5);
+}
+
+static void test_probe_insert_remove(void **state)
+{
+	struct site_set s;
+	struct probe_table t;
+	struct fake_target f;
+	uint8_t before[sizeof(f.text)];
+	char err[256] = "";
+
+	(void)state;
+	ft_init(&f);
+	memcpy(before, f.text, sizeof(before));
+	make_sites(&s, 4, TEXT_BASE, 0x40);
+	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
+	assert_int_equal(probe_insert_all(&t, &f.t, err, sizeof(err)), 0);
+	for (size_t i = 0; i < t.nr; i++) {
+		assert_true(t.v[i].inserted);
+		assert_int_equal(t.v[i].orig, 0x0f);
+		assert_int_equal(f.text[i * 0x40], 0xcc);
+		assert_int_equal(f.text[i * 0x40 + 1], 0x1f);
+	}
+	assert_int_equal(probe_remove_all(&t, &f.t), 0);
+	assert_memory_equal(f.text, before, sizeof(before));
+	for (size_t i = 0; i < t.nr; i++)
+		assert_false(t.v[i].inserted);
+	/* removing again does nothing */
+	assert_int_equal(probe_remove_all(&t, &f.t), 0);
+	assert_int_equal(f.removes, 4);
+	probe_table_free(&t);
+	free_sites(&s);
+}
+
+/* A site that is not a NOP5: nothing is written and the error names the site. */
+static void test_probe_insert_refuses_non_nop(void **state)
+{
+	struct site_set s;
+	struct probe_table t;
+	struct fake_target f;
+	uint8_t before[sizeof(f.text)];
+	char err[256] = "";
+
+	(void)state;
+	ft_init(&f);
+	memcpy(f.text + 0x80, (const uint8_t[]){0xe8, 0x12, 0x34, 0x56, 0x78}, 5);
+	memcpy(before, f.text, sizeof(before));
+	make_sites(&s, 4, TEXT_BASE, 0x40);
+	s.syms[2].name = "tree_a";
+	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
+	assert_int_equal(probe_insert_all(&t, &f.t, err, sizeof(err)), -EILSEQ);
+	assert_string_equal(err, "tree_a: site 0x1080 holds e8 12 34 56 78, not a NOP5");
+	assert_int_equal(f.inserts, 0);
+	assert_memory_equal(f.text, before, sizeof(before));
+	probe_table_free(&t);
+	free_sites(&s);
+}
+
+/* A site outside guest memory: -EFAULT naming it. */
+static void test_probe_insert_unmapped(void **state)
+{
+	struct site_set s;
+	struct probe_table t;
+	struct fake_target f;
+	char err[256] = "";
+
+	(void)state;
+	ft_init(&f);
+	make_sites(&s, 2, 0x8000, 0x40);
+	s.syms[0].name = "far";
+	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
+	assert_int_equal(probe_insert_all(&t, &f.t, err, sizeof(err)), -EFAULT);
+	assert_string_equal(err, "far: site 0x8000 is not mapped in the guest");
+	assert_int_equal(f.inserts, 0);
+	probe_table_free(&t);
+	free_sites(&s);
+}
+
+/* A failing INT3 write undoes the ones already written. */
+static void test_probe_insert_failure_undoes(void **state)
+{
+	struct site_set s;
+	struct probe_table t;
+	struct fake_target f;
+	uint8_t before[sizeof(f.text)];
+	char err[256] = "";
+
+	(void)state;
+	ft_init(&f);
+	memcpy(before, f.text, sizeof(before));
+	f.fail_insert_at = TEXT_BASE + 0x80;
+	make_sites(&s, 4, TEXT_BASE, 0x40);
+	s.syms[2].name = "tree_b";
+	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
+	assert_int_equal(probe_insert_all(&t, &f.t, err, sizeof(err)), -EIO);
+	assert_string_equal(err, "tree_b: writing INT3 at 0x1080 failed: Input/output error");
+	assert_int_equal(f.inserts, 3);
+	assert_int_equal(f.removes, 2);
+	assert_memory_equal(f.text, before, sizeof(before));
+	for (size_t i = 0; i < t.nr; i++)
+		assert_false(t.v[i].inserted);
+	probe_table_free(&t);
+	free_sites(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_record_layout),
+		cmocka_unit_test(test_record_entry),
+		cmocka_unit_test(test_ring_init_rounds_up),
+		cmocka_unit_test(test_ring_fifo),
+		cmocka_unit_test(test_ring_full),
+		cmocka_unit_test(test_ring_wraparound),
+		cmocka_unit_test(test_ring_two_threads),
+		cmocka_unit_test(test_probe_small),
+		cmocka_unit_test(test_probe_empty),
+		cmocka_unit_test(test_probe_duplicates),
+		cmocka_unit_test(test_probe_many_progressions),
+		cmocka_unit_test(test_probe_many_random),
+		cmocka_unit_test(test_probe_insert_remove),
+		cmocka_unit_test(test_probe_insert_refuses_non_nop),
+		cmocka_unit_test(test_probe_insert_unmapped),
+		cmocka_unit_test(test_probe_insert_failure_undoes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,136 @@
+/* host/vcpu_exit.c: which KVM exits are INT3 hits (real KVM and PVM flavours), and exit names. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../host/vcpu_exit.h"
+
+#include <string.h>
+
+#define RIP 0xffffffff81234567ull
+#define UNTOUCHED 0x5a5a5a5a5a5a5a5aull
+
+static struct kvm_run run;
+
+static int clear_run(void **state)
+{
+	(void)state;
+	memset(&run, 0, sizeof(run));
+	return 0;
+}
+
+/* Real KVM with KVM_GUESTDBG_USE_SW_BP: #BP (vector 3) reports the INT3's address in debug.arch.pc. */
+static void test_debug_breakpoint(void **state)
+{
+	uint64_t addr = UNTOUCHED;
+
+	(void)state;
+	run.exit_reason = KVM_EXIT_DEBUG;
+	run.debug.arch.exception = 3;
+	run.debug.arch.pc = 0x401000;
+	assert_true(vcpu_exit_bp_addr(&run, RIP, &addr));
+	assert_int_equal(addr, 0x401000);
+}
+
+/* A #DB (vector 1: single step, hardware breakpoint) is not an INT3 hit. */
+static void test_debug_trap_is_not_bp(void **state)
+{
+	uint64_t addr = UNTOUCHED;
+
+	(void)state;
+	run.exit_reason = KVM_EXIT_DEBUG;
+	run.debug.arch.exception = 1;
+	run.debug.arch.pc = 0x401000;
+	assert_false(vcpu_exit_bp_addr(&run, RIP, &addr));
+	assert_int_equal(addr, UNTOUCHED);
+}
+
+/* PVM at CPL0: an emulation failure with RIP at the INT3. */
+static void test_pvm_emulation_failure(void **state)
+{
+	uint64_t addr = UNTOUCHED;
+
+	(void)state;
+	run.exit_reason = KVM_EXIT_INTERNAL_ERROR;
+	run.internal.suberror = KVM_INTERNAL_ERROR_EMULATION;
+	assert_true(vcpu_exit_bp_addr(&run, RIP, &addr));
+	assert_int_equal(addr, RIP);
+}
+
+/* Other internal errors are not breakpoints. */
+static void test_pvm_other_internal_error(void **state)
+{
+	static const uint32_t others[] = {KVM_INTERNAL_ERROR_SIMUL_EX,
+					  KVM_INTERNAL_ERROR_DELIVERY_EV, 0, 99};
+	uint64_t addr = UNTOUCHED;
+
+	(void)state;
+	run.exit_reason = KVM_EXIT_INTERNAL_ERROR;
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		run.internal.suberror = others[i];
+		assert_false(vcpu_exit_bp_addr(&run, RIP, &addr));
+	}
+	assert_int_equal(addr, UNTOUCHED);
+}
+
+/* PVM at CPL3: a shutdown with RIP just past the one-byte INT3. */
+static void test_pvm_shutdown(void **state)
+{
+	uint64_t addr = UNTOUCHED;
+
+	(void)state;
+	run.exit_reason = KVM_EXIT_SHUTDOWN;
+	assert_true(vcpu_exit_bp_addr(&run, RIP, &addr));
+	assert_int_equal(addr, RIP - 1);
+}
+
+/* Ordinary exits are not breakpoints. */
+static void test_other_exits(void **state)
+{
+	static const uint32_t others[] = {KVM_EXIT_IO,	 KVM_EXIT_HLT,	      KVM_EXIT_MMIO,
+					  KVM_EXIT_INTR, KVM_EXIT_FAIL_ENTRY, KVM_EXIT_UNKNOWN,
+					  KVM_EXIT_EXCEPTION, KVM_EXIT_SYSTEM_EVENT};
+	uint64_t addr = UNTOUCHED;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		run.exit_reason = others[i];
+		assert_false(vcpu_exit_bp_addr(&run, RIP, &addr));
+	}
+	assert_int_equal(addr, UNTOUCHED);
+}
+
+static void test_exit_names(void **state)
+{
+	(void)state;
+	assert_string_equal(vcpu_exit_name(KVM_EXIT_UNKNOWN), "KVM_EXIT_UNKNOWN");
+	assert_string_equal(vcpu_exit_name(KVM_EXIT_IO), "KVM_EXIT_IO");
+	assert_string_equal(vcpu_exit_name(KVM_EXIT_DEBUG), "KVM_EXIT_DEBUG");
+	assert_string_equal(vcpu_exit_name(KVM_EXIT_HLT), "KVM_EXIT_HLT");
+	assert_string_equal(vcpu_exit_name(KVM_EXIT_SHUTDOWN), "KVM_EXIT_SHUTDOWN");
+	assert_string_equal(vcpu_exit_name(KVM_EXIT_FAIL_ENTRY), "KVM_EXIT_FAIL_ENTRY");
+	assert_string_equal(vcpu_exit_name(KVM_EXIT_INTERNAL_ERROR), "KVM_EXIT_INTERNAL_ERROR");
+	assert_string_equal(vcpu_exit_name(KVM_EXIT_SYSTEM_EVENT), "KVM_EXIT_SYSTEM_EVENT");
+	/* a hole in the table (s390) and values past its end */
+	assert_string_equal(vcpu_exit_name(KVM_EXIT_S390_SIEIC), "KVM_EXIT_(other)");
+	assert_string_equal(vcpu_exit_name(KVM_EXIT_SYSTEM_EVENT + 1), "KVM_EXIT_(other)");
+	assert_string_equal(vcpu_exit_name(1000), "KVM_EXIT_(other)");
+	assert_string_equal(vcpu_exit_name(UINT32_MAX), "KVM_EXIT_(other)");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_debug_breakpoint, clear_run),
+		cmocka_unit_test_setup(test_debug_trap_is_not_bp, clear_run),
+		cmocka_unit_test_setup(test_pvm_emulation_failure, clear_run),
+		cmocka_unit_test_setup(test_pvm_other_internal_error, clear_run),
+		cmocka_unit_test_setup(test_pvm_shutdown, clear_run),
+		cmocka_unit_test_setup(test_other_exits, clear_run),
+		cmocka_unit_test(test_exit_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
