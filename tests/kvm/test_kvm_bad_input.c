@@ -1,0 +1,135 @@
+/* Bad input: one clear error line on stderr, exit status 2, and the guest never starts (its console
+ * stays empty). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kvm_common.h"
+#include "../../arch/x86/x86_insn.h"
+#include "../../vmi/vmi_elf.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void expect_refusal(const char *const *argv, const char *err_line)
+{
+	struct hv_result r;
+
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.err, err_line);
+	assert_string_equal(r.console, "");
+	assert_int_equal(r.nr_lines, 0);
+	hv_result_free(&r);
+}
+
+static void test_missing_file(void **state)
+{
+	const char *argv[] = {"run", "/nonexistent/guest.elf", NULL};
+
+	(void)state;
+	expect_refusal(argv, "hvtrace: /nonexistent/guest.elf: No such file or directory\n");
+}
+
+static void test_not_elf(void **state)
+{
+	char path[] = "/tmp/hvt-notelf-XXXXXX";
+	int fd = mkstemp(path);
+	char want[128];
+
+	(void)state;
+	assert_true(write(fd, "#!/bin/sh\necho hello\n", 21) == 21);
+	close(fd);
+	const char *argv[] = {"run", path, NULL};
+
+	snprintf(want, sizeof(want), "hvtrace: %s: not an ELF64 file\n", path);
+	expect_refusal(argv, want);
+	unlink(path);
+}
+
+static void test_no_mcount_loc(void **state)
+{
+	/* any x86_64 program built without -mrecord-mcount */
+	const char *argv[] = {"run", "/bin/true", NULL};
+
+	(void)state;
+	expect_refusal(argv, "hvtrace: /bin/true: no __mcount_loc section (build the guest with -pg "
+			     "-mfentry -mnop-mcount -mrecord-mcount)\n");
+}
+
+static void test_glob_matches_nothing(void **state)
+{
+	const char *argv[] = {"run", "-l", "fib", "-l", "nosuch_*", hv_guest(NULL), NULL};
+	const char *argv2[] = {"run", "-n", "zzz?", hv_guest(NULL), NULL};
+	const char *argv3[] = {"run", "-l", "fib", "-n", "f*", hv_guest(NULL), NULL};
+
+	(void)state;
+	expect_refusal(argv, "hvtrace: -l 'nosuch_*': matches no traceable function\n");
+	expect_refusal(argv2, "hvtrace: -n 'zzz?': matches no traceable function\n");
+	expect_refusal(argv3, "hvtrace: -n: excludes every function the filter selected\n");
+}
+
+static void test_bad_arguments(void **state)
+{
+	const char *a1[] = {"run", "--smp", "0", hv_guest(NULL), NULL};
+	const char *a2[] = {"run", "-p", "function_graf", hv_guest(NULL), NULL};
+	const char *a3[] = {"run", "--bogus", hv_guest(NULL), NULL};
+	const char *a4[] = {"run", NULL};
+
+	(void)state;
+	expect_refusal(a1, "hvtrace: --smp '0': expected an integer in 1..64\n");
+	expect_refusal(a2, "hvtrace: -p 'function_graf': unknown tracer (available: function nop)\n");
+	expect_refusal(a3, "hvtrace: --bogus: unknown option\n");
+	expect_refusal(a4, "hvtrace: run: missing GUEST.elf (see hvtrace --help)\n");
+}
+
+/* A copy of the guest whose fib entry holds a CALL instead of the NOP5. */
+static void test_site_not_nop5(void **state)
+{
+	struct vmi_elf img;
+	char err[256], path[] = "/tmp/hvt-badsite-XXXXXX", want[256];
+	const struct vmi_sym *fib;
+	const uint8_t *site;
+	uint8_t *copy;
+	int fd;
+
+	(void)state;
+	assert_int_equal(vmi_elf_open(&img, hv_guest(NULL), 1, err, sizeof(err)), 0);
+	fib = vmi_symtab_find(&img.funcs, "fib");
+	assert_non_null(fib);
+	site = vmi_elf_bytes_at(&img, fib->addr, X86_NOP5_LEN);
+	assert_non_null(site);
+	assert_true(x86_is_nop5(site));
+	copy = malloc(img.file_size);
+	memcpy(copy, img.file, img.file_size);
+	memcpy(copy + (site - img.file), "\xe8\x12\x34\x56\x78", 5);
+	fd = mkstemp(path);
+	assert_true(write(fd, copy, img.file_size) == (ssize_t)img.file_size);
+	close(fd);
+	snprintf(want, sizeof(want), "hvtrace: fib: site 0x%" PRIx64 " holds e8 12 34 56 78, not a NOP5\n",
+		 fib->addr);
+
+	const char *argv[] = {"run", "-l", "tree_*", path, NULL};
+
+	/* refused even when fib is not selected: the image is checked whole */
+	expect_refusal(argv, want);
+	unlink(path);
+	free(copy);
+	vmi_elf_close(&img);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_missing_file),	     cmocka_unit_test(test_not_elf),
+		cmocka_unit_test(test_no_mcount_loc),	     cmocka_unit_test(test_glob_matches_nothing),
+		cmocka_unit_test(test_bad_arguments),	     cmocka_unit_test(test_site_not_nop5),
+	};
+
+	return cmocka_run_group_tests_name("bad_input", tests, NULL, NULL);
+}

@@ -1,0 +1,171 @@
+/* KVM integration at the library level: attach to a running guest, detach while calls are in flight,
+ * and check that the guest is left as it was found (every patched byte restored) and keeps running. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kvm_common.h"
+#include "../../arch/x86/x86_insn.h"
+#include "../../host/guest_image.h"
+#include "../../host/sink.h"
+#include "../../host/target_kvm.h"
+#include "../../host/tracer.h"
+#include "../../host/vm.h"
+#include "../../host/writer.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void sleep_sec(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
+
+	nanosleep(&ts, NULL);
+}
+
+struct fixture {
+	struct guest_image g;
+	struct vm vm;
+	struct target tgt;
+	struct tracer tr;
+	const struct vmi_site **sel;
+	FILE *devnull;
+	uint8_t (*pristine)[X86_NOP5_LEN];
+};
+
+static void fixture_boot(struct fixture *f, const char *guest)
+{
+	char err[256];
+	struct vm_config cfg = {.smp = 2, .mem_mb = 64};
+
+	memset(f, 0, sizeof(*f));
+	assert_int_equal(guest_image_open(&f->g, guest, err, sizeof(err)), 0);
+	f->devnull = fopen("/dev/null", "w");
+	cfg.console = f->devnull;
+	assert_int_equal(vm_create(&f->vm, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(vm_load_elf(&f->vm, &f->g.elf, err, sizeof(err)), 0);
+	f->sel = calloc(f->g.sites.nr, sizeof(*f->sel));
+	f->pristine = calloc(f->g.sites.nr, sizeof(*f->pristine));
+	for (size_t i = 0; i < f->g.sites.nr; i++) {
+		f->sel[i] = &f->g.sites.v[i];
+		memcpy(f->pristine[i], vm_gpa_ptr(&f->vm, f->sel[i]->addr, X86_NOP5_LEN), X86_NOP5_LEN);
+	}
+	target_kvm_init(&f->tgt, &f->vm);
+	assert_int_equal(tracer_init(&f->tr, &f->tgt, f->sel, f->g.sites.nr, &f->g.task, 1 << 16), 0);
+}
+
+static void fixture_free(struct fixture *f)
+{
+	tracer_free(&f->tr);
+	vm_destroy(&f->vm);
+	free(f->sel);
+	free(f->pristine);
+	fclose(f->devnull);
+	guest_image_close(&f->g);
+}
+
+static bool sites_pristine(struct fixture *f)
+{
+	for (size_t i = 0; i < f->g.sites.nr; i++)
+		if (memcmp(vm_gpa_ptr(&f->vm, f->sel[i]->addr, X86_NOP5_LEN), f->pristine[i],
+			   X86_NOP5_LEN))
+			return false;
+	return true;
+}
+
+static uint64_t ring_heads(struct tracer *tr)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < tr->nr_cpus; i++)
+		n += atomic_load(&tr->rings[i].head);
+	return n;
+}
+
+static void test_detach_in_flight(void **state)
+{
+	struct fixture f;
+	struct sink sink;
+	struct writer w = {0};
+	char err[256];
+	const struct vmi_sym *iters;
+	uint64_t before, after, events;
+	sigset_t sigs;
+
+	(void)state;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	fixture_boot(&f, hv_guest("loop"));
+	iters = vmi_symtab_find(&f.g.elf.objects, "loop_iterations");
+	assert_non_null(iters);
+
+	assert_int_equal(tracer_attach(&f.tr, err, sizeof(err)), 0);
+	for (size_t i = 0; i < f.g.sites.nr; i++)
+		assert_int_equal(*(uint8_t *)vm_gpa_ptr(&f.vm, f.sel[i]->addr, 1), X86_INT3);
+	sink_function_init(&sink, f.devnull, &f.g.elf.funcs, 2);
+	assert_int_equal(writer_start(&w, f.tr.rings, 2, &sink), 0);
+	assert_int_equal(vm_start(&f.vm, err, sizeof(err)), 0);
+
+	/* trace until the guest is in its endless loop of traced calls */
+	for (int i = 0; i < 200 && !*(volatile uint64_t *)vm_gpa_ptr(&f.vm, iters->addr, 8); i++)
+		sleep_sec(0.05);
+	assert_true(*(volatile uint64_t *)vm_gpa_ptr(&f.vm, iters->addr, 8) > 0);
+	assert_int_equal(tracer_detach(&f.tr), 0);
+	assert_true(sites_pristine(&f));
+	events = ring_heads(&f.tr);
+	assert_true(events > 0);
+
+	/* the guest runs on untraced: it progresses, records stop, and no fault ends it */
+	before = *(volatile uint64_t *)vm_gpa_ptr(&f.vm, iters->addr, 8);
+	sleep_sec(0.3);
+	after = *(volatile uint64_t *)vm_gpa_ptr(&f.vm, iters->addr, 8);
+	assert_true(after > before);
+	assert_int_equal(f.vm.end, VM_END_NONE);
+	assert_int_equal(ring_heads(&f.tr), events);
+
+	vm_join(&f.vm);
+	writer_stop(&w, tracer_lost(&f.tr));
+	assert_int_equal(tracer_lost(&f.tr), 0);
+	assert_int_equal(sink.written, events);
+	writer_free(&w);
+	fixture_free(&f);
+}
+
+/* A site that is not a NOP5 in guest memory: refused, and nothing at all is left patched. */
+static void test_attach_refuses_bad_site(void **state)
+{
+	struct fixture f;
+	char err[256], want[256];
+	uint8_t *p;
+
+	(void)state;
+	fixture_boot(&f, hv_guest(NULL));
+	p = vm_gpa_ptr(&f.vm, f.sel[f.g.sites.nr - 1]->addr, X86_NOP5_LEN);
+	memcpy(p, "\xe8\x00\x00\x00\x00", X86_NOP5_LEN);
+	memcpy(f.pristine[f.g.sites.nr - 1], p, X86_NOP5_LEN);
+	assert_int_equal(tracer_attach(&f.tr, err, sizeof(err)), -EILSEQ);
+	snprintf(want, sizeof(want), "%s: site 0x%lx holds e8 00 00 00 00, not a NOP5",
+		 f.sel[f.g.sites.nr - 1]->func->name, (unsigned long)f.sel[f.g.sites.nr - 1]->addr);
+	assert_string_equal(err, want);
+	assert_true(sites_pristine(&f));
+	fixture_free(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_detach_in_flight),
+		cmocka_unit_test(test_attach_refuses_bad_site),
+	};
+
+	if (!kvm_available())
+		return 0;
+	return cmocka_run_group_tests_name("kvm_detach", tests, NULL, NULL);
+}

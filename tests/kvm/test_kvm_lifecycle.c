@@ -1,0 +1,182 @@
+/* KVM integration: how a run ends. Timeout, SIGINT/SIGTERM, a faulting guest, --duration, and which
+ * exit path delivered the breakpoint hits (real KVM's KVM_EXIT_DEBUG or this machine's PVM quirk). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kvm_common.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The run ended by the host still flushes the whole trace: the trailer is there, nothing lost. */
+static void assert_flushed(const struct hv_result *r)
+{
+	char trailer[96];
+
+	assert_true(r->nr_lines > 0);
+	snprintf(trailer, sizeof(trailer), "# entries-written: %zu   lost: 0\n", r->nr_lines);
+	assert_non_null(strstr(r->trace, trailer));
+}
+
+static void test_timeout(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run", "--timeout", "0.5", hv_guest("loop"), NULL};
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 124);
+	assert_string_equal(r.err, "hvtrace: --timeout 0.5: the guest was stopped after 0.5 s\n");
+	assert_non_null(strstr(r.console, "hvt-guest: looping\n"));
+	assert_flushed(&r);
+	hv_result_free(&r);
+}
+
+static void stop_by_signal(int sig, const char *name)
+{
+	struct hv_result r;
+	const char *argv[] = {"run", "--timeout", "30", hv_guest("loop"), NULL};
+	char want[64];
+
+	hv_run(&r, argv, 0.5, sig);
+	assert_int_equal(r.status, 128 + sig);
+	snprintf(want, sizeof(want), "hvtrace: stopped by %s\n", name);
+	assert_string_equal(r.err, want);
+	assert_flushed(&r);
+	hv_result_free(&r);
+}
+
+static void test_sigint(void **state)
+{
+	(void)state;
+	stop_by_signal(SIGINT, "SIGINT");
+}
+
+static void test_sigterm(void **state)
+{
+	(void)state;
+	stop_by_signal(SIGTERM, "SIGTERM");
+}
+
+static void test_guest_fault(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run", hv_guest("fault"), NULL};
+	const char *prefix = "hvtrace: cpu0: KVM_EXIT_SHUTDOWN (triple fault) at RIP 0x";
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 3);
+	assert_int_equal(count_lines(r.err), 1);
+	if (strncmp(r.err, prefix, strlen(prefix)))
+		fail_msg("unexpected error line: %s", r.err);
+	assert_string_equal(r.console, "hvt-guest: faulting\n");
+	hv_result_free(&r);
+}
+
+/* --duration: tracing stops (every probe removed) long before the guest is stopped; the untraced guest
+ * keeps running without meeting an unhandled breakpoint (that would be a triple fault, status 3). */
+static void test_duration_detaches(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run", "--duration", "0.3", "--timeout", "2.5", hv_guest("loop"), NULL};
+	double last = 0;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 124);
+	assert_flushed(&r);
+	for (size_t i = 0; i < r.nr_lines; i++)
+		if (r.lines[i].ts > last)
+			last = r.lines[i].ts;
+	/* the guest ran 2.5 s; events stop at the detach (0.3 s; generous margin for a noisy host) */
+	if (last > 1.5)
+		fail_msg("an event at %.6f s, after the detach at 0.3 s", last);
+	hv_result_free(&r);
+}
+
+static bool module_loaded(const char *m)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/module/%s", m);
+	return access(path, F_OK) == 0;
+}
+
+static long stat_field(const char *err, unsigned cpu, const char *field)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), "stats: cpu%u events", cpu);
+	p = strstr(err, key);
+	if (!p)
+		return -1;
+	p = strstr(p, field);
+	return p ? atol(p + strlen(field)) : -1;
+}
+
+/* The breakpoint exit path of this host: every event came through it, none through the other. */
+static void check_bp_path(const char *want, const char *other)
+{
+	struct hv_result r;
+	const char *argv[] = {"run", "--stats", hv_guest(NULL), NULL};
+
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 0);
+	for (unsigned c = 0; c < 2; c++) {
+		long events = stat_field(r.err, c, "events ");
+		long got = stat_field(r.err, c, want);
+
+		assert_true(events > 0);
+		assert_int_equal(got, events);
+		assert_int_equal(stat_field(r.err, c, other), 0);
+		assert_int_equal(trace_count(&r, NULL, (int)c), events);
+	}
+	hv_result_free(&r);
+}
+
+static void test_pvm_emulation_path(void **state)
+{
+	(void)state;
+	if (!module_loaded("kvm_pvm")) {
+		printf("SKIPPED: PVM breakpoint path: /dev/kvm is not PVM here (no kvm_pvm module)\n");
+		skip();
+	}
+	check_bp_path("emulation ", "debug ");
+}
+
+static void test_real_kvm_debug_path(void **state)
+{
+	(void)state;
+	if (module_loaded("kvm_pvm") || !(module_loaded("kvm_intel") || module_loaded("kvm_amd"))) {
+		printf("SKIPPED: real-KVM breakpoint path (KVM_EXIT_DEBUG): /dev/kvm here is %s, "
+		       "not kvm_intel/kvm_amd; run the tests on a VMX/SVM host to cover it\n",
+		       module_loaded("kvm_pvm") ? "PVM (kvm_pvm)" : "neither");
+		skip();
+	}
+	check_bp_path("debug ", "emulation ");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_sigint),
+		cmocka_unit_test(test_sigterm),
+		cmocka_unit_test(test_guest_fault),
+		cmocka_unit_test(test_duration_detaches),
+		cmocka_unit_test(test_pvm_emulation_path),
+		cmocka_unit_test(test_real_kvm_debug_path),
+	};
+
+	if (!kvm_available())
+		return 0;
+	return cmocka_run_group_tests_name("kvm_lifecycle", tests, NULL, NULL);
+}
