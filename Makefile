@@ -22,6 +22,7 @@ LIB      := $(BUILD)/libhvtrace.a
 GUEST_DIR    := $(BUILD)/guest
 GUEST        := $(GUEST_DIR)/test-guest.elf
 GUEST_VARIANTS := $(GUEST_DIR)/test-guest-loop.elf $(GUEST_DIR)/test-guest-fault.elf
+BENCH_GUEST  := $(GUEST_DIR)/bench-guest.elf
 GUEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
                 -fno-stack-protector -mno-red-zone -mgeneral-regs-only -fno-omit-frame-pointer \
                 -fno-optimize-sibling-calls -fcf-protection=none -fno-asynchronous-unwind-tables
@@ -60,6 +61,12 @@ $(GUEST_DIR)/workloads.o: tests/guest/workloads.c tests/guest/guest.h | $(DEPS)
 $(GUEST_DIR)/runtime.o: tests/guest/runtime.c tests/guest/guest.h | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) -c $< -o $@
+$(GUEST_DIR)/bench.o: tests/guest/bench.c tests/guest/guest.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
+$(BENCH_GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-bench.o $(GUEST_DIR)/workloads.o \
+		$(GUEST_DIR)/bench.o tests/guest/guest.ld
+	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
 $(GUEST_DIR)/start.o: tests/guest/start.S | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) -c $< -o $@
@@ -94,8 +101,8 @@ kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS)
 test: unit-test kvm-test
 	@echo "hvtrace: all tests passed"
 
-bench: hvtrace $(BUILD)/tests/bench
-	$(BUILD)/tests/bench
+bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST)
+	$(BUILD)/tests/bench $(BENCH_GUEST)
 
 $(BUILD)/tests/bench: tests/bench/bench.c $(LIB) $(BENCH_GUEST) | $(DEPS)
 	@mkdir -p $(@D)

@@ -11,6 +11,7 @@
 #define FIB_BASE 12
 #define TREE_ROUNDS 3
 #define TREE_VALUE 243
+#define BENCH_CALLS 20000 /* per vCPU, GUEST_MODE_BENCH */
 
 #define notrace __attribute__((no_instrument_function))
 #define noinline __attribute__((noinline))

@@ -337,6 +337,19 @@ void guest_entry(uint64_t cpu, uint64_t ncpus)
 	if (cpu == 0)
 		tasks_init();
 	barrier();
+#ifdef GUEST_MODE_BENCH
+	{
+		long bench_loop(long n);
+
+		if (bench_loop(BENCH_CALLS) != (long)BENCH_CALLS * (BENCH_CALLS + 1) / 2)
+			guest_exit(1);
+		barrier();
+		if (cpu == 0)
+			guest_exit(0);
+		for (;;)
+			__asm__ volatile("cli; hlt");
+	}
+#endif
 
 	workload_bad[cpu] = workload_run((int)cpu, &fib_result[cpu]);
 	barrier();

@@ -1,0 +1,183 @@
+/* make bench: the cost of a traced function call against the raw cost of an INT3 exit round trip,
+ * measured side by side in one run on the bench guest (each vCPU calls bench_leaf BENCH_CALLS times). */
+#include "../../host/filter.h"
+#include "../../host/guest_image.h"
+#include "../../host/sink.h"
+#include "../../host/target_kvm.h"
+#include "../../host/tracer.h"
+#include "../../host/vm.h"
+#include "../../host/writer.h"
+#include "../../arch/x86/x86_insn.h"
+#include "../guest/guest.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ROUNDS 5
+
+enum mode { MODE_BASE, MODE_RAW, MODE_TRACE, NR_MODES };
+static const char *const mode_names[] = {"no probe", "raw INT3 round trip", "function tracer"};
+
+/* CPU time of the whole process (vCPU threads, in-kernel emulation included, and the writer): steadier
+ * than wall time on a shared machine, and what tracing costs. */
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double last_wall; /* wall seconds of the last run_once */
+
+/* The least a hit can cost: recognise the probe, step over the NOP, resume. */
+static int raw_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
+{
+	(void)cpu;
+	if (!probe_lookup(ctx, addr))
+		return -ENOENT;
+	regs->rip = addr + X86_NOP5_LEN;
+	return 0;
+}
+
+static void die(const char *what, const char *err)
+{
+	fprintf(stderr, "bench: %s: %s\n", what, err);
+	exit(1);
+}
+
+/* One boot of the bench guest; returns CPU seconds from vCPU start to guest exit (wall in last_wall). */
+static double run_once(struct guest_image *g, unsigned smp, enum mode m)
+{
+	struct vm vm;
+	struct target tgt;
+	struct tracer tr;
+	struct probe_table probes;
+	struct sink sink;
+	struct writer w = {0};
+	FILE *devnull = fopen("/dev/null", "w");
+	struct vm_config cfg = {.smp = smp, .mem_mb = 64, .console = devnull};
+	char *filter[] = {"bench_leaf"};
+	const struct vmi_site **sel;
+	size_t nr;
+	char err[256];
+	double t0, t1, w0;
+
+	if (filter_select(&g->sites, filter, 1, NULL, 0, &sel, &nr, err, sizeof(err)) < 0)
+		die("filter", err);
+	if (vm_create(&vm, &cfg, err, sizeof(err)) < 0 || vm_load_elf(&vm, &g->elf, err, sizeof(err)))
+		die("vm", err);
+	target_kvm_init(&tgt, &vm);
+	if (m == MODE_RAW) {
+		probe_table_init(&probes, sel, nr);
+		if (probe_insert_all(&probes, &tgt, err, sizeof(err)) < 0)
+			die("probes", err);
+		tgt.ops->set_bp_handler(&tgt, raw_hit, &probes);
+	} else if (m == MODE_TRACE) {
+		if (tracer_init(&tr, &tgt, sel, nr, &g->task, 1 << 18) < 0 ||
+		    tracer_attach(&tr, err, sizeof(err)) < 0)
+			die("tracer", err);
+		sink_function_init(&sink, devnull, &g->elf.funcs, smp);
+		writer_start(&w, tr.rings, smp, &sink);
+	}
+	w0 = wall_now();
+	t0 = cpu_now();
+	if (vm_start(&vm, err, sizeof(err)) < 0)
+		die("start", err);
+	struct pollfd pfd = {.fd = vm.event_fd, .events = POLLIN};
+
+	poll(&pfd, 1, -1);
+	t1 = cpu_now();
+	last_wall = wall_now() - w0;
+	if (vm.end != VM_END_GUEST_EXIT || vm.end_status != 0)
+		die("guest", vm.end_msg);
+	vm_join(&vm);
+	if (m == MODE_RAW) {
+		probe_remove_all(&probes, &tgt);
+		probe_table_free(&probes);
+	} else if (m == MODE_TRACE) {
+		tracer_detach(&tr);
+		writer_stop(&w, tracer_lost(&tr));
+		if (sink.written != (unsigned long long)smp * BENCH_CALLS)
+			die("tracer", "wrong number of events");
+		writer_free(&w);
+		tracer_free(&tr);
+	}
+	vm_destroy(&vm);
+	free(sel);
+	fclose(devnull);
+	return t1 - t0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	struct guest_image g;
+	char err[256];
+	unsigned smps[2] = {1, 2};
+	double t[2][NR_MODES], wall[2];
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: bench BENCH-GUEST.elf\n");
+		return 2;
+	}
+	if (guest_image_open(&g, argv[1], err, sizeof(err)) < 0)
+		die("guest", err);
+	for (int s = 0; s < 2; s++) {
+		double v[NR_MODES][ROUNDS];
+
+		/* interleave the modes so that machine noise hits all of them alike */
+		double wv[ROUNDS];
+
+		for (int r = 0; r < ROUNDS; r++)
+			for (int m = 0; m < NR_MODES; m++) {
+				v[m][r] = run_once(&g, smps[s], m);
+				if (m == MODE_TRACE)
+					wv[r] = last_wall;
+			}
+		qsort(wv, ROUNDS, sizeof(double), cmp_double);
+		wall[s] = wv[ROUNDS / 2];
+		for (int m = 0; m < NR_MODES; m++) {
+			qsort(v[m], ROUNDS, sizeof(double), cmp_double);
+			t[s][m] = v[m][ROUNDS / 2];
+		}
+	}
+	printf("hvtrace bench: bench_leaf called %d times per vCPU; median of %d interleaved runs;\n"
+	       "costs are CPU time of the hvtrace process (vCPU threads with in-kernel emulation, writer)\n",
+	       BENCH_CALLS, ROUNDS);
+	for (int s = 0; s < 2; s++) {
+		double n = (double)smps[s] * BENCH_CALLS;
+		double raw = (t[s][MODE_RAW] - t[s][MODE_BASE]) / n;
+		double fn = (t[s][MODE_TRACE] - t[s][MODE_BASE]) / n;
+
+		printf("smp %u:\n", smps[s]);
+		for (int m = 0; m < NR_MODES; m++)
+			printf("  %-22s %8.3f CPU-s for %.0f calls\n", mode_names[m], t[s][m], n);
+		printf("  per event: raw INT3 round trip %.2f us, function tracer %.2f us\n", raw * 1e6,
+		       fn * 1e6);
+		printf("  ratio function tracer / raw INT3 round trip: %.3f\n", fn / raw);
+		printf("  events/s with the function tracer: %.0f (wall clock), %.0f per CPU-second\n",
+		       n / wall[s], n / t[s][MODE_TRACE]);
+	}
+	guest_image_close(&g);
+	return 0;
+}
