@@ -77,6 +77,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cli.s.smp, 2);
 	assert_int_equal(cli.s.mem_mb, 64);
 	assert_true(cli.s.timeout == 0.0);
+	assert_true(cli.s.duration == 0.0);
 	assert_int_equal(cli.s.buffer_size_kb, 4096);
 	assert_false(cli.s.stats);
 	assert_string_equal(cli.err, "");
@@ -84,10 +85,21 @@ static void test_defaults(void **state)
 
 static void test_all_options(void **state)
 {
-	char *argv[] = {"hvtrace", "run",     "-p",	   "nop",  "-l",      "fib",
-			"-l",	   "tree_*",  "-n",	   "tree_leaf", "-o",  "out",
-			"--console", "con",   "--smp",	   "4",	   "--mem",   "128",
-			"--timeout", "2.5",   "--buffer-size-kb", "64", "--stats", "g.elf"};
+	/* clang-format off */
+	char *argv[] = {"hvtrace", "run",
+			"-p", "nop",
+			"-l", "fib",
+			"-l", "tree_*",
+			"-n", "tree_leaf",
+			"-o", "out",
+			"--console", "con",
+			"--smp", "4",
+			"--mem", "128",
+			"--timeout", "2.5",
+			"--buffer-size-kb", "64",
+			"--stats",
+			"g.elf"};
+	/* clang-format on */
 
 	(void)state;
 	assert_int_equal(parse(ARGC(argv), argv), 0);
@@ -114,11 +126,23 @@ static void test_all_options(void **state)
 /* Long spellings, --opt=value, and range limits accepted. */
 static void test_long_forms(void **state)
 {
-	char *argv[] = {"hvtrace",	 "run",	      "--tracer=function", "--filter", "a*",
-			"--notrace=b",	 "--output",  "o",		   "--smp=64", "--mem=3072",
-			"--buffer-size-kb=4", "--timeout=1e-3", "x.elf"};
-	char *argv2[] = {"hvtrace", "run", "--smp", "1", "--mem", "2", "--buffer-size-kb", "1048576",
-			 "x.elf"};
+	char *argv[] = {"hvtrace",
+			"run",
+			"--tracer=function",
+			"--filter",
+			"a*",
+			"--notrace=b",
+			"--output",
+			"o",
+			"--smp=64",
+			"--mem=3072",
+			"--buffer-size-kb=4",
+			"--timeout=1e-3",
+			"--duration",
+			"1.5",
+			"x.elf"};
+	char *argv2[] = {"hvtrace",	     "run",	"--smp", "1", "--mem", "2",
+			 "--buffer-size-kb", "1048576", "x.elf"};
 
 	(void)state;
 	assert_int_equal(parse(ARGC(argv), argv), 0);
@@ -132,6 +156,7 @@ static void test_long_forms(void **state)
 	assert_int_equal(cli.s.mem_mb, 3072);
 	assert_int_equal(cli.s.buffer_size_kb, 4);
 	assert_true(cli.s.timeout == 1e-3);
+	assert_true(cli.s.duration == 1.5);
 
 	session_free(&cli.s);
 	session_init(&cli.s);
@@ -213,7 +238,8 @@ static void test_error_commands(void **state)
 static void test_error_guest_args(void **state)
 {
 	(void)state;
-	expect_error(2, (char *[]){"hvtrace", "run"}, "run: missing GUEST.elf (see hvtrace --help)");
+	expect_error(2, (char *[]){"hvtrace", "run"},
+		     "run: missing GUEST.elf (see hvtrace --help)");
 	expect_error(4, (char *[]){"hvtrace", "run", "--smp", "4"},
 		     "run: missing GUEST.elf (see hvtrace --help)");
 	expect_error(4, (char *[]){"hvtrace", "run", "a.elf", "b.elf"},
@@ -267,12 +293,17 @@ static void test_error_numbers(void **state)
 		     "--timeout 'nan': expected seconds > 0");
 	expect_error(5, (char *[]){"hvtrace", "run", "--timeout", "2s", "g.elf"},
 		     "--timeout '2s': expected seconds > 0");
+	expect_error(5, (char *[]){"hvtrace", "run", "--duration", "0", "g.elf"},
+		     "--duration '0': expected seconds > 0");
+	expect_error(4, (char *[]){"hvtrace", "run", "--duration=-3", "g.elf"},
+		     "--duration '-3': expected seconds > 0");
 }
 
 static void test_error_options(void **state)
 {
 	(void)state;
-	expect_error(4, (char *[]){"hvtrace", "run", "--bogus", "g.elf"}, "--bogus: unknown option");
+	expect_error(4, (char *[]){"hvtrace", "run", "--bogus", "g.elf"},
+		     "--bogus: unknown option");
 	expect_error(4, (char *[]){"hvtrace", "run", "-x", "g.elf"}, "-x: unknown option");
 	expect_error(3, (char *[]){"hvtrace", "run", "--smp"}, "--smp: missing argument");
 	expect_error(3, (char *[]){"hvtrace", "run", "-l"}, "-l: missing argument");
@@ -280,19 +311,30 @@ static void test_error_options(void **state)
 	expect_error(3, (char *[]){"hvtrace", "run", "--output"}, "--output: missing argument");
 }
 
+/* An unknown option inside a group of short options is named, not the argument before the group. */
+static void test_error_grouped_short_option(void **state)
+{
+	(void)state;
+	expect_error(5, (char *[]){"hvtrace", "run", "-xp", "nop", "g.elf"}, "-x: unknown option");
+	expect_error(6, (char *[]){"hvtrace", "run", "-p", "nop", "-xq", "g.elf"},
+		     "-x: unknown option");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_defaults, cli_setup, cli_teardown),
-		cmocka_unit_test_setup_teardown(test_all_options, cli_setup, cli_teardown),
-		cmocka_unit_test_setup_teardown(test_long_forms, cli_setup, cli_teardown),
-		cmocka_unit_test_setup_teardown(test_reparse, cli_setup, cli_teardown),
-		cmocka_unit_test_setup_teardown(test_commands, cli_setup, cli_teardown),
-		cmocka_unit_test_setup_teardown(test_error_commands, cli_setup, cli_teardown),
-		cmocka_unit_test_setup_teardown(test_error_guest_args, cli_setup, cli_teardown),
-		cmocka_unit_test_setup_teardown(test_error_tracer, cli_setup, cli_teardown),
-		cmocka_unit_test_setup_teardown(test_error_numbers, cli_setup, cli_teardown),
-		cmocka_unit_test_setup_teardown(test_error_options, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_defaults, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_all_options, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_long_forms, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_reparse, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_commands, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_error_commands, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_error_guest_args, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_error_tracer, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_error_numbers, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_error_options, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_error_grouped_short_option, cli_setup,
+					    cli_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,7 +76,7 @@ static void test_glob_question_and_class(void **state)
 
 /* The test guest's functions, one site each, in address order. */
 static const char *const names[] = {
-	"fib", "tree_leaf", "tree_a", "tree_b", "tree_root", "task_leaf", "task_step", "workload_run",
+    "fib", "tree_leaf", "tree_a", "tree_b", "tree_root", "task_leaf", "task_step", "workload_run",
 };
 #define NR_NAMES (sizeof(names) / sizeof(names[0]))
 
@@ -218,17 +218,17 @@ static void test_select_everything_excluded(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_glob_exact),
-		cmocka_unit_test(test_glob_star),
-		cmocka_unit_test(test_glob_question_and_class),
-		cmocka_unit_test_setup_teardown(test_select_all, fixture_setup, fixture_teardown),
-		cmocka_unit_test_setup_teardown(test_select_filter_union, fixture_setup,
-						fixture_teardown),
-		cmocka_unit_test_setup_teardown(test_select_notrace, fixture_setup, fixture_teardown),
-		cmocka_unit_test_setup_teardown(test_select_glob_matches_nothing, fixture_setup,
-						fixture_teardown),
-		cmocka_unit_test_setup_teardown(test_select_everything_excluded, fixture_setup,
-						fixture_teardown),
+	    cmocka_unit_test(test_glob_exact),
+	    cmocka_unit_test(test_glob_star),
+	    cmocka_unit_test(test_glob_question_and_class),
+	    cmocka_unit_test_setup_teardown(test_select_all, fixture_setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_select_filter_union, fixture_setup,
+					    fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_select_notrace, fixture_setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_select_glob_matches_nothing, fixture_setup,
+					    fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_select_everything_excluded, fixture_setup,
+					    fixture_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

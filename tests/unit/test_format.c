@@ -34,8 +34,8 @@ static int syms_teardown(void **state)
 	return 0;
 }
 
-static struct hvt_record entry(const char *comm, int32_t pid, unsigned cpu, uint64_t ts, uint64_t ip,
-			       uint64_t parent)
+static struct hvt_record entry(const char *comm, int32_t pid, unsigned cpu, uint64_t ts,
+			       uint64_t ip, uint64_t parent)
 {
 	struct vmi_task task;
 	struct hvt_record r;
@@ -73,8 +73,8 @@ static void test_symbol_name(void **state)
 
 /* ---- sink_function_format ------------------------------------------------------------------- */
 
-/* The reference line: comm right-aligned in 16, '-', pid left-aligned in 7, [cpu] in 3 digits, seconds
- * right-aligned in 5, microseconds in 6, then "func <-parent". */
+/* The reference line: comm right-aligned in 16, '-', pid left-aligned in 7, [cpu] in 3 digits,
+ * seconds right-aligned in 5, microseconds in 6, then "func <-parent". */
 static void test_format_line(void **state)
 {
 	struct hvt_record r = entry("worker1", 101, 1, 1234567890ull, 0x401000, 0x401117);
@@ -90,13 +90,14 @@ static void test_format_line(void **state)
 /* A parent in no symbol is printed as hex; so is an ip in no symbol. */
 static void test_format_unknown_parent(void **state)
 {
-	struct hvt_record r = entry("worker1", 101, 1, 1234567890ull, 0x401000, 0xffffffff81000abcull);
+	struct hvt_record r =
+	    entry("worker1", 101, 1, 1234567890ull, 0x401000, 0xffffffff81000abcull);
 	char buf[256];
 
 	(void)state;
 	sink_function_format(buf, sizeof(buf), &r, &syms);
-	assert_string_equal(buf,
-			    "         worker1-101     [001]     1.234567: fib <-0xffffffff81000abc\n");
+	assert_string_equal(
+	    buf, "         worker1-101     [001]     1.234567: fib <-0xffffffff81000abc\n");
 
 	r.ip = 0x500000;
 	r.parent = 0x401000;
@@ -150,26 +151,25 @@ static void test_sink_stream(void **state)
 	s.ops->end(&s);
 	assert_int_equal(s.written, 2);
 	assert_int_equal(fclose(out), 0);
-	assert_string_equal(text, "# tracer: function\n"
-				  "#\n"
-				  "# CPUs: 2\n"
-				  "#\n"
-				  "#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
-				  "#              | |         |       |         |\n"
-				  "         worker1-101     [001]     1.234567: fib <-task_step\n"
-				  "       <unknown>-0       [000]     2.000001: task_step <-0x9999\n"
-				  "# entries-written: 2   lost: 7\n");
+	assert_string_equal(text,
+			    "# tracer: function\n"
+			    "#\n"
+			    "# CPUs: 2\n"
+			    "#\n"
+			    "#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
+			    "#              | |         |       |         |\n"
+			    "         worker1-101     [001]     1.234567: fib <-task_step\n"
+			    "       <unknown>-0       [000]     2.000001: task_step <-0x9999\n"
+			    "# entries-written: 2   lost: 7\n");
 	free(text);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_symbol_name),
-		cmocka_unit_test(test_format_line),
-		cmocka_unit_test(test_format_unknown_parent),
-		cmocka_unit_test(test_format_fields),
-		cmocka_unit_test(test_sink_stream),
+	    cmocka_unit_test(test_symbol_name),		  cmocka_unit_test(test_format_line),
+	    cmocka_unit_test(test_format_unknown_parent), cmocka_unit_test(test_format_fields),
+	    cmocka_unit_test(test_sink_stream),
 	};
 
 	return cmocka_run_group_tests(tests, syms_setup, syms_teardown);

@@ -1,5 +1,5 @@
-/* host/record.h, host/ring.h, host/probe.h: the record layout, the per-vCPU SPSC ring, and the probe table
- * (lookup by address, plus insert/remove through a fake target). */
+/* host/record.h, host/ring.h, host/probe.h: the record layout, the per-vCPU SPSC ring, and the
+ * probe table (lookup by address, plus insert/remove through a fake target). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -81,8 +81,8 @@ static void test_ring_init_rounds_up(void **state)
 {
 	static const struct {
 		uint64_t want, slots;
-	} cases[] = {{2, 2}, {3, 4}, {4, 4}, {5, 8}, {1000, 1024}, {1024, 1024}, {1025, 2048},
-		     {65536, 65536}};
+	} cases[] = {{2, 2},	   {3, 4},	 {4, 4},       {5, 8},
+		     {1000, 1024}, {1024, 1024}, {1025, 2048}, {65536, 65536}};
 	struct ring r;
 
 	(void)state;
@@ -97,8 +97,22 @@ static void test_ring_init_rounds_up(void **state)
 	}
 }
 
-/* Records come out in the order they were committed; a reserved but uncommitted slot is invisible; peek
- * without pop returns the same record. */
+/* A request whose buffer size (records * 64 bytes) does not fit in 64 bits cannot be allocated: it
+ * must fail with -ENOMEM rather than succeed with a wrapped-around, too small buffer. */
+static void test_ring_init_too_large(void **state)
+{
+	struct ring r;
+	int ret;
+
+	(void)state;
+	ret = ring_init(&r, 1ull << 58); /* 2^58 * 64 bytes = 2^64 */
+	if (ret == 0)
+		ring_free(&r);
+	assert_int_equal(ret, -ENOMEM);
+}
+
+/* Records come out in the order they were committed; a reserved but uncommitted slot is invisible;
+ * peek without pop returns the same record. */
 static void test_ring_fifo(void **state)
 {
 	struct ring r;
@@ -217,7 +231,7 @@ static void test_ring_two_threads(void **state)
 
 /* ---- probe table ---------------------------------------------------------------------------- */
 
-#define HASH_HOME(t, addr) ((((addr) * 0x9e3779b97f4a7c15ull) >> 20) & (t)->mask)
+#define HASH_HOME(t, addr) ((((addr)*0x9e3779b97f4a7c15ull) >> 20) & (t)->mask)
 
 struct site_set {
 	struct vmi_sym *syms;
@@ -237,7 +251,8 @@ static void make_sites(struct site_set *s, size_t n, uint64_t base, uint64_t str
 	assert_non_null(s->sites);
 	assert_non_null(s->ptrs);
 	for (size_t i = 0; i < n; i++) {
-		s->syms[i] = (struct vmi_sym){.addr = base + i * stride, .size = stride, .name = "f"};
+		s->syms[i] =
+		    (struct vmi_sym){.addr = base + i * stride, .size = stride, .name = "f"};
 		s->sites[i] = (struct vmi_site){.addr = base + i * stride, .func = &s->syms[i]};
 		s->ptrs[i] = &s->sites[i];
 	}
@@ -323,8 +338,8 @@ static void test_probe_duplicates(void **state)
 	free_sites(&s);
 }
 
-/* Checks that every site of @s is found in @t and that addresses between sites are not; returns how many
- * probes do not sit in their home slot (they collided with another). */
+/* Checks that every site of @s is found in @t and that addresses between sites are not; returns how
+ * many probes do not sit in their home slot (they collided with another). */
 static size_t check_table(const struct probe_table *t, const struct site_set *s)
 {
 	size_t displaced = 0;
@@ -348,9 +363,9 @@ static size_t check_table(const struct probe_table *t, const struct site_set *s)
 	return displaced;
 }
 
-/* Thousands of sites in arithmetic progressions (kernel-like 16-byte stride, odd strides, 1 MiB): the
- * multiplicative hash spreads these without collisions, and each is found. A 4 GiB stride agrees in the
- * hashed bits, so every site collides: still correct, only slower. */
+/* Thousands of sites in arithmetic progressions (kernel-like 16-byte stride, odd strides, 1 MiB):
+ * the multiplicative hash spreads these without collisions, and each is found. A 4 GiB stride
+ * agrees in the hashed bits, so every site collides: still correct, only slower. */
 static void test_probe_many_progressions(void **state)
 {
 	static const struct {
@@ -358,10 +373,10 @@ static void test_probe_many_progressions(void **state)
 		uint64_t base, stride;
 		bool collide;
 	} cases[] = {
-		{5000, 0xffffffff81000000ull, 16, false},
-		{4096, 0xffffffff81000000ull, 1ull << 20, false},
-		{10000, 0x401000, 5, false},
-		{3000, 0x1000, 1ull << 32, true},
+	    {5000, 0xffffffff81000000ull, 16, false},
+	    {4096, 0xffffffff81000000ull, 1ull << 20, false},
+	    {10000, 0x401000, 5, false},
+	    {3000, 0x1000, 1ull << 32, true},
 	};
 
 	(void)state;
@@ -389,8 +404,8 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* 8000 random 16-byte aligned addresses in 256 MiB of kernel text: collisions occur (probes displaced
- * from their home slot) and every site is still found, every other address missed. */
+/* 8000 random 16-byte aligned addresses in 256 MiB of kernel text: collisions occur (probes
+ * displaced from their home slot) and every site is still found, every other address missed. */
 static void test_probe_many_random(void **state)
 {
 	enum { N = 8000 };
@@ -474,9 +489,9 @@ static int ft_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
 }
 
 static const struct target_ops ft_ops = {
-	.read_virt = ft_read_virt,
-	.insert_bp = ft_insert_bp,
-	.remove_bp = ft_remove_bp,
+    .read_virt = ft_read_virt,
+    .insert_bp = ft_insert_bp,
+    .remove_bp = ft_remove_bp,
 };
 
 /* Four NOP5 sites at 0x1000, 0x1040, 0x1080, 0x10c0. */
@@ -598,22 +613,23 @@ static void test_probe_insert_failure_undoes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_record_layout),
-		cmocka_unit_test(test_record_entry),
-		cmocka_unit_test(test_ring_init_rounds_up),
-		cmocka_unit_test(test_ring_fifo),
-		cmocka_unit_test(test_ring_full),
-		cmocka_unit_test(test_ring_wraparound),
-		cmocka_unit_test(test_ring_two_threads),
-		cmocka_unit_test(test_probe_small),
-		cmocka_unit_test(test_probe_empty),
-		cmocka_unit_test(test_probe_duplicates),
-		cmocka_unit_test(test_probe_many_progressions),
-		cmocka_unit_test(test_probe_many_random),
-		cmocka_unit_test(test_probe_insert_remove),
-		cmocka_unit_test(test_probe_insert_refuses_non_nop),
-		cmocka_unit_test(test_probe_insert_unmapped),
-		cmocka_unit_test(test_probe_insert_failure_undoes),
+	    cmocka_unit_test(test_record_layout),
+	    cmocka_unit_test(test_record_entry),
+	    cmocka_unit_test(test_ring_init_rounds_up),
+	    cmocka_unit_test(test_ring_init_too_large),
+	    cmocka_unit_test(test_ring_fifo),
+	    cmocka_unit_test(test_ring_full),
+	    cmocka_unit_test(test_ring_wraparound),
+	    cmocka_unit_test(test_ring_two_threads),
+	    cmocka_unit_test(test_probe_small),
+	    cmocka_unit_test(test_probe_empty),
+	    cmocka_unit_test(test_probe_duplicates),
+	    cmocka_unit_test(test_probe_many_progressions),
+	    cmocka_unit_test(test_probe_many_random),
+	    cmocka_unit_test(test_probe_insert_remove),
+	    cmocka_unit_test(test_probe_insert_refuses_non_nop),
+	    cmocka_unit_test(test_probe_insert_unmapped),
+	    cmocka_unit_test(test_probe_insert_failure_undoes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#define RIP 0xffffffff81234567ull
+#define RIP	  0xffffffff81234567ull
 #define UNTOUCHED 0x5a5a5a5a5a5a5a5aull
 
 static struct kvm_run run;
@@ -21,7 +21,8 @@ static int clear_run(void **state)
 	return 0;
 }
 
-/* Real KVM with KVM_GUESTDBG_USE_SW_BP: #BP (vector 3) reports the INT3's address in debug.arch.pc. */
+/* Real KVM with KVM_GUESTDBG_USE_SW_BP: #BP (vector 3) reports the INT3's address in debug.arch.pc.
+ */
 static void test_debug_breakpoint(void **state)
 {
 	uint64_t addr = UNTOUCHED;
@@ -34,16 +35,20 @@ static void test_debug_breakpoint(void **state)
 	assert_int_equal(addr, 0x401000);
 }
 
-/* A #DB (vector 1: single step, hardware breakpoint) is not an INT3 hit. */
+/* A #DB (vector 1: single step, hardware breakpoint) is not an INT3 hit, nor is any other vector.
+ */
 static void test_debug_trap_is_not_bp(void **state)
 {
+	static const uint32_t vectors[] = {1, 0, 2, 4, 6, 13, 14, 0x103};
 	uint64_t addr = UNTOUCHED;
 
 	(void)state;
 	run.exit_reason = KVM_EXIT_DEBUG;
-	run.debug.arch.exception = 1;
 	run.debug.arch.pc = 0x401000;
-	assert_false(vcpu_exit_bp_addr(&run, RIP, &addr));
+	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+		run.debug.arch.exception = vectors[i];
+		assert_false(vcpu_exit_bp_addr(&run, RIP, &addr));
+	}
 	assert_int_equal(addr, UNTOUCHED);
 }
 
@@ -89,9 +94,9 @@ static void test_pvm_shutdown(void **state)
 /* Ordinary exits are not breakpoints. */
 static void test_other_exits(void **state)
 {
-	static const uint32_t others[] = {KVM_EXIT_IO,	 KVM_EXIT_HLT,	      KVM_EXIT_MMIO,
-					  KVM_EXIT_INTR, KVM_EXIT_FAIL_ENTRY, KVM_EXIT_UNKNOWN,
-					  KVM_EXIT_EXCEPTION, KVM_EXIT_SYSTEM_EVENT};
+	static const uint32_t others[] = {
+	    KVM_EXIT_IO,	 KVM_EXIT_HLT,	   KVM_EXIT_MMIO,      KVM_EXIT_INTR,
+	    KVM_EXIT_FAIL_ENTRY, KVM_EXIT_UNKNOWN, KVM_EXIT_EXCEPTION, KVM_EXIT_SYSTEM_EVENT};
 	uint64_t addr = UNTOUCHED;
 
 	(void)state;
@@ -123,13 +128,13 @@ static void test_exit_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_debug_breakpoint, clear_run),
-		cmocka_unit_test_setup(test_debug_trap_is_not_bp, clear_run),
-		cmocka_unit_test_setup(test_pvm_emulation_failure, clear_run),
-		cmocka_unit_test_setup(test_pvm_other_internal_error, clear_run),
-		cmocka_unit_test_setup(test_pvm_shutdown, clear_run),
-		cmocka_unit_test_setup(test_other_exits, clear_run),
-		cmocka_unit_test(test_exit_names),
+	    cmocka_unit_test_setup(test_debug_breakpoint, clear_run),
+	    cmocka_unit_test_setup(test_debug_trap_is_not_bp, clear_run),
+	    cmocka_unit_test_setup(test_pvm_emulation_failure, clear_run),
+	    cmocka_unit_test_setup(test_pvm_other_internal_error, clear_run),
+	    cmocka_unit_test_setup(test_pvm_shutdown, clear_run),
+	    cmocka_unit_test_setup(test_other_exits, clear_run),
+	    cmocka_unit_test(test_exit_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

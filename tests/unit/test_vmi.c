@@ -1,5 +1,5 @@
-/* vmi/: the symbol table, patchable sites and their NOP5 check, reading guest ELF images (errors and the
- * real test guest), and the current task of a vCPU through a fake guest-memory reader. */
+/* vmi/: the symbol table, patchable sites and their NOP5 check, reading guest ELF images (errors
+ * and the real test guest), and the current task of a vCPU through a fake guest-memory reader. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,6 +12,7 @@
 #include "../../vmi/vmi_symtab.h"
 #include "../../vmi/vmi_task.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +64,8 @@ static void test_symtab_sort(void **state)
 	assert_int_equal(t.nr, 0);
 }
 
-/* Lookup at the first byte, inside, at the last byte, in gaps, before the first symbol, past the end. */
+/* Lookup at the first byte, inside, at the last byte, in gaps, before the first symbol, past the
+ * end. */
 static void test_symtab_lookup(void **state)
 {
 	struct vmi_symtab t;
@@ -87,7 +89,8 @@ static void test_symtab_lookup(void **state)
 	vmi_symtab_free(&t);
 }
 
-/* A last symbol of unknown size extends to the end of the address space; an empty table finds nothing. */
+/* A last symbol of unknown size extends to the end of the address space; an empty table finds
+ * nothing. */
 static void test_symtab_lookup_open_end(void **state)
 {
 	struct vmi_symtab t = {0};
@@ -148,8 +151,8 @@ static void test_symtab_duplicates(void **state)
 	vmi_symtab_free(&t);
 }
 
-/* Many symbols added in a scrambled order (grows the array past its first allocation): every lookup by
- * address and by name finds the right one. */
+/* Many symbols added in a scrambled order (grows the array past its first allocation): every lookup
+ * by address and by name finds the right one. */
 static void test_symtab_many(void **state)
 {
 	enum { N = 3001 };
@@ -161,8 +164,8 @@ static void test_symtab_many(void **state)
 		unsigned k = (i * 1237) % N; /* a permutation of 0..N-1 */
 
 		snprintf(name, sizeof(name), "fn%u", k);
-		assert_int_equal(vmi_symtab_add(&t, 0xffffffff81000000ull + k * 0x40ull, 0x30, name),
-				 0);
+		assert_int_equal(
+		    vmi_symtab_add(&t, 0xffffffff81000000ull + k * 0x40ull, 0x30, name), 0);
 	}
 	vmi_symtab_sort(&t);
 	assert_int_equal(t.nr, N);
@@ -185,7 +188,8 @@ static void test_sites_build(void **state)
 {
 	struct vmi_symtab t = {0};
 	struct vmi_sites s;
-	static const uint64_t addrs[] = {0x500, 0x1000, 0x1004, 0x1800, 0x2000, 0x2010, 0x2020, 0x9000};
+	static const uint64_t addrs[] = {0x500,	 0x1000, 0x1004, 0x1800,
+					 0x2000, 0x2010, 0x2020, 0x9000};
 
 	(void)state;
 	assert_int_equal(vmi_symtab_add(&t, 0x1000, 0x10, "a"), 0);
@@ -349,7 +353,8 @@ static void test_elf_relocatable(void **state)
 	snprintf(obj, sizeof(obj), "%s/tiny.o", tmpdir);
 	compile("int tiny(int x) { return x + 1; }\n", obj, "-c -O1");
 	assert_int_equal(vmi_elf_open(&img, obj, 0, err, sizeof(err)), -ENOEXEC);
-	snprintf(expect, sizeof(expect), "%s: not an x86_64 executable (e_machine 62, e_type 1)", obj);
+	snprintf(expect, sizeof(expect), "%s: not an x86_64 executable (e_machine 62, e_type 1)",
+		 obj);
 	assert_string_equal(err, expect);
 	assert_img_empty(&img);
 }
@@ -377,12 +382,13 @@ static void test_elf_no_mcount_bin_true(void **state)
 	assert_img_empty(&img);
 }
 
-#define FREESTANDING "-O1 -ffreestanding -fno-pic -fno-pie -fcf-protection=none -nostdlib -static " \
-		     "-no-pie -Wl,-e,alpha -Wl,--build-id=none"
+#define FREESTANDING                                                                               \
+	"-O1 -ffreestanding -fno-pic -fno-pie -fcf-protection=none -nostdlib -static "             \
+	"-no-pie -Wl,-e,alpha -Wl,--build-id=none"
 
-static const char two_funcs[] =
-	"__attribute__((noinline)) long beta(long x) { return x * 3; }\n"
-	"__attribute__((noinline)) void alpha(void) { volatile long v = beta(2); (void)v; for (;;) ; }\n";
+static const char two_funcs[] = "__attribute__((noinline)) long beta(long x) { return x * 3; }\n"
+				"__attribute__((noinline)) void alpha(void) { volatile long v = "
+				"beta(2); (void)v; for (;;) ; }\n";
 
 /* A static executable built without -pg has no __mcount_loc. */
 static void test_elf_no_mcount_compiled(void **state)
@@ -402,8 +408,8 @@ static void test_elf_no_mcount_compiled(void **state)
 	assert_img_empty(&img);
 }
 
-/* The same built with -pg -mfentry -mnop-mcount -mrecord-mcount: one site per function, at the function's
- * first byte, holding a NOP5 in the file image. */
+/* The same built with -pg -mfentry -mnop-mcount -mrecord-mcount: one site per function, at the
+ * function's first byte, holding a NOP5 in the file image. */
 static void test_elf_compiled_with_mcount(void **state)
 {
 	struct vmi_elf img;
@@ -436,7 +442,38 @@ static void test_elf_compiled_with_mcount(void **state)
 	vmi_elf_close(&img);
 }
 
-/* The freestanding test guest: its instrumented workloads are functions with sites, each site a NOP5. */
+/* __mcount_loc entries listed out of order (here by hand, in a section of their own) come out
+ * sorted. */
+static void test_elf_mcount_sorted(void **state)
+{
+	static const char src[] =
+	    "__attribute__((noinline)) long beta(long x) { return x * 3; }\n"
+	    "__attribute__((noinline)) void alpha(void) { volatile long v = beta(2); (void)v; for "
+	    "(;;) ; }\n"
+	    "__attribute__((noinline)) long gamma_(long x) { return x + 7; }\n"
+	    "asm(\".pushsection __mcount_loc, \\\"a\\\"\\n"
+	    ".quad gamma_\\n.quad beta\\n.quad alpha\\n.popsection\");\n";
+	struct vmi_elf img;
+	char elf[128], err[256] = "";
+	uint64_t want[3];
+
+	(void)state;
+	snprintf(elf, sizeof(elf), "%s/unsorted.elf", tmpdir);
+	compile(src, elf, FREESTANDING);
+	assert_int_equal(vmi_elf_open(&img, elf, 1, err, sizeof(err)), 0);
+	assert_int_equal(img.nr_mcount, 3);
+	want[0] = vmi_symtab_find(&img.funcs, "beta")->addr;
+	want[1] = vmi_symtab_find(&img.funcs, "alpha")->addr;
+	want[2] = vmi_symtab_find(&img.funcs, "gamma_")->addr;
+	assert_true(want[0] < want[1] && want[1] < want[2]); /* definition order */
+	assert_int_equal(img.mcount[0], want[0]);
+	assert_int_equal(img.mcount[1], want[1]);
+	assert_int_equal(img.mcount[2], want[2]);
+	vmi_elf_close(&img);
+}
+
+/* The freestanding test guest: its instrumented workloads are functions with sites, each site a
+ * NOP5. */
 static void test_elf_test_guest(void **state)
 {
 	static const char *const funcs[] = {"fib", "tree_a", "task_step"};
@@ -481,6 +518,100 @@ static void test_elf_test_guest(void **state)
 	assert_null(vmi_elf_bytes_at(&img, 0, 1));
 	vmi_sites_free(&sites);
 	vmi_elf_close(&img);
+}
+
+/* vmi_elf_bytes_at: ranges inside a segment's file image, and ranges that are not, including one
+ * whose end wraps past 2^64 (must not be mistaken for a range inside the segment). */
+static void test_elf_bytes_at(void **state)
+{
+	struct vmi_elf img;
+	char err[256] = "";
+	const struct vmi_segment *seg;
+
+	(void)state;
+	if (access(GUEST_ELF, R_OK) != 0) {
+		print_message("%s is missing: run `make %s` first\n", GUEST_ELF, GUEST_ELF);
+		fail();
+	}
+	assert_int_equal(vmi_elf_open(&img, GUEST_ELF, 1, err, sizeof(err)), 0);
+	assert_true(img.nr_segs >= 1);
+	seg = &img.segs[0];
+	assert_true(seg->filesz >= 16);
+	assert_ptr_equal(vmi_elf_bytes_at(&img, seg->vaddr, 1), seg->data);
+	assert_ptr_equal(vmi_elf_bytes_at(&img, seg->vaddr + seg->filesz - 5, 5),
+			 seg->data + seg->filesz - 5);
+	assert_null(
+	    vmi_elf_bytes_at(&img, seg->vaddr + seg->filesz - 4, 5)); /* runs past the end */
+	assert_null(vmi_elf_bytes_at(&img, seg->vaddr - 1, 5));	      /* starts before */
+	/* vaddr + len wraps around to a small number */
+	assert_null(vmi_elf_bytes_at(&img, UINT64_MAX - 1, 5));
+	assert_null(vmi_elf_bytes_at(&img, UINT64_MAX, 2));
+	vmi_elf_close(&img);
+}
+
+/* A hand-made ELF64 x86_64 executable with one PT_LOAD segment at file offset @off, @filesz bytes.
+ */
+static void write_elf_with_segment(const char *path, uint64_t off, uint64_t filesz)
+{
+	struct {
+		Elf64_Ehdr e;
+		Elf64_Phdr p;
+		uint8_t text[16];
+	} f;
+	FILE *out = fopen(path, "wb");
+
+	memset(&f, 0, sizeof(f));
+	memcpy(f.e.e_ident, ELFMAG, SELFMAG);
+	f.e.e_ident[EI_CLASS] = ELFCLASS64;
+	f.e.e_ident[EI_DATA] = ELFDATA2LSB;
+	f.e.e_ident[EI_VERSION] = EV_CURRENT;
+	f.e.e_type = ET_EXEC;
+	f.e.e_machine = EM_X86_64;
+	f.e.e_version = EV_CURRENT;
+	f.e.e_entry = 0x400000;
+	f.e.e_phoff = offsetof(typeof(f), p);
+	f.e.e_ehsize = sizeof(Elf64_Ehdr);
+	f.e.e_phentsize = sizeof(Elf64_Phdr);
+	f.e.e_phnum = 1;
+	f.p.p_type = PT_LOAD;
+	f.p.p_offset = off;
+	f.p.p_vaddr = f.p.p_paddr = 0x400000;
+	f.p.p_filesz = filesz;
+	f.p.p_memsz = filesz;
+	memset(f.text, 0x90, sizeof(f.text));
+	assert_non_null(out);
+	assert_int_equal(fwrite(&f, sizeof(f), 1, out), 1);
+	assert_int_equal(fclose(out), 0);
+}
+
+/* Segments must lie inside the file: past the end, and with an offset so large that offset + size
+ * wraps around 2^64. A segment that fits is accepted (no sections: no symbols, no sites). */
+static void test_elf_segment_outside_file(void **state)
+{
+	struct vmi_elf img;
+	char path[128], expect[256], err[256] = "";
+	const size_t text_off = sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr);
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/seg.elf", tmpdir);
+	write_elf_with_segment(path, text_off, 16);
+	assert_int_equal(vmi_elf_open(&img, path, 0, err, sizeof(err)), 0);
+	assert_int_equal(img.nr_segs, 1);
+	assert_int_equal(img.entry, 0x400000);
+	assert_ptr_equal(img.segs[0].data, img.file + text_off);
+	assert_int_equal(img.funcs.nr, 0);
+	vmi_elf_close(&img);
+
+	snprintf(expect, sizeof(expect), "%s: segment 0 lies outside the file", path);
+	write_elf_with_segment(path, text_off, 17);
+	assert_int_equal(vmi_elf_open(&img, path, 0, err, sizeof(err)), -ENOEXEC);
+	assert_string_equal(err, expect);
+
+	err[0] = 0;
+	write_elf_with_segment(path, UINT64_MAX - 7, 16); /* offset + size wraps to 8 */
+	assert_int_equal(vmi_elf_open(&img, path, 0, err, sizeof(err)), -ENOEXEC);
+	assert_string_equal(err, expect);
+	assert_img_empty(&img);
 }
 
 /* ---- vmi_task_current ----------------------------------------------------------------------- */
@@ -599,25 +730,28 @@ static void test_task_read_failure(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_symtab_sort),
-		cmocka_unit_test(test_symtab_lookup),
-		cmocka_unit_test(test_symtab_lookup_open_end),
-		cmocka_unit_test(test_symtab_find),
-		cmocka_unit_test(test_symtab_duplicates),
-		cmocka_unit_test(test_symtab_many),
-		cmocka_unit_test(test_sites_build),
-		cmocka_unit_test(test_site_check),
-		cmocka_unit_test(test_elf_missing),
-		cmocka_unit_test(test_elf_directory),
-		cmocka_unit_test(test_elf_not_elf),
-		cmocka_unit_test(test_elf_relocatable),
-		cmocka_unit_test(test_elf_no_mcount_bin_true),
-		cmocka_unit_test(test_elf_no_mcount_compiled),
-		cmocka_unit_test(test_elf_compiled_with_mcount),
-		cmocka_unit_test(test_elf_test_guest),
-		cmocka_unit_test(test_task_no_layout),
-		cmocka_unit_test(test_task_success),
-		cmocka_unit_test(test_task_read_failure),
+	    cmocka_unit_test(test_symtab_sort),
+	    cmocka_unit_test(test_symtab_lookup),
+	    cmocka_unit_test(test_symtab_lookup_open_end),
+	    cmocka_unit_test(test_symtab_find),
+	    cmocka_unit_test(test_symtab_duplicates),
+	    cmocka_unit_test(test_symtab_many),
+	    cmocka_unit_test(test_sites_build),
+	    cmocka_unit_test(test_site_check),
+	    cmocka_unit_test(test_elf_missing),
+	    cmocka_unit_test(test_elf_directory),
+	    cmocka_unit_test(test_elf_not_elf),
+	    cmocka_unit_test(test_elf_relocatable),
+	    cmocka_unit_test(test_elf_no_mcount_bin_true),
+	    cmocka_unit_test(test_elf_no_mcount_compiled),
+	    cmocka_unit_test(test_elf_compiled_with_mcount),
+	    cmocka_unit_test(test_elf_mcount_sorted),
+	    cmocka_unit_test(test_elf_test_guest),
+	    cmocka_unit_test(test_elf_bytes_at),
+	    cmocka_unit_test(test_elf_segment_outside_file),
+	    cmocka_unit_test(test_task_no_layout),
+	    cmocka_unit_test(test_task_success),
+	    cmocka_unit_test(test_task_read_failure),
 	};
 
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);

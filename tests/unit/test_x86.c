@@ -1,5 +1,5 @@
-/* arch/x86: NOP5 recognition, byte formatting, register arguments, the page-table walk over a fake guest
- * memory, and the identity map the VMM builds for freestanding guests. */
+/* arch/x86: NOP5 recognition, byte formatting, register arguments, the page-table walk over a fake
+ * guest memory, and the identity map the VMM builds for freestanding guests. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -21,10 +21,10 @@
 static void test_nop5_forms(void **state)
 {
 	static const uint8_t forms[][5] = {
-		{0x0f, 0x1f, 0x44, 0x00, 0x00}, /* P6 nopl 0(%rax,%rax,1): gcc -mnop-mcount, Linux */
-		{0x66, 0x66, 0x66, 0x66, 0x90}, /* K8 */
-		{0x66, 0x66, 0x90, 0x66, 0x90}, /* generic */
-		{0x3e, 0x8d, 0x74, 0x26, 0x00}, /* ds leal 0(%esi,%eiz,1) */
+	    {0x0f, 0x1f, 0x44, 0x00, 0x00}, /* P6 nopl 0(%rax,%rax,1): gcc -mnop-mcount, Linux */
+	    {0x66, 0x66, 0x66, 0x66, 0x90}, /* K8 */
+	    {0x66, 0x66, 0x90, 0x66, 0x90}, /* generic */
+	    {0x3e, 0x8d, 0x74, 0x26, 0x00}, /* ds leal 0(%esi,%eiz,1) */
 	};
 
 	(void)state;
@@ -36,18 +36,18 @@ static void test_nop5_forms(void **state)
 static void test_nop5_rejects(void **state)
 {
 	static const uint8_t others[][5] = {
-		{0xe8, 0x12, 0x34, 0x56, 0x78}, /* call rel32 (a patched stub probe) */
-		{0xe8, 0x00, 0x00, 0x00, 0x00},
-		{0xcc, 0x1f, 0x44, 0x00, 0x00}, /* INT3 already over the first byte */
-		{0xcc, 0xcc, 0xcc, 0xcc, 0xcc},
-		{0x0f, 0x1f, 0x40, 0x00, 0x90}, /* nopl 0(%rax) (NOP4) + nop */
-		{0x0f, 0x1f, 0x40, 0x00, 0x00},
-		{0x0f, 0x1f, 0x44, 0x00, 0x01}, /* last byte differs */
-		{0x66, 0x0f, 0x1f, 0x44, 0x00}, /* first 5 bytes of the NOP6 */
-		{0x90, 0x90, 0x90, 0x90, 0x90}, /* five 1-byte NOPs: not one instruction */
-		{0x66, 0x66, 0x66, 0x66, 0x66},
-		{0x3e, 0x8d, 0x74, 0x26, 0x01},
-		{0x00, 0x00, 0x00, 0x00, 0x00},
+	    {0xe8, 0x12, 0x34, 0x56, 0x78}, /* call rel32 (a patched stub probe) */
+	    {0xe8, 0x00, 0x00, 0x00, 0x00},
+	    {0xcc, 0x1f, 0x44, 0x00, 0x00}, /* INT3 already over the first byte */
+	    {0xcc, 0xcc, 0xcc, 0xcc, 0xcc},
+	    {0x0f, 0x1f, 0x40, 0x00, 0x90}, /* nopl 0(%rax) (NOP4) + nop */
+	    {0x0f, 0x1f, 0x40, 0x00, 0x00},
+	    {0x0f, 0x1f, 0x44, 0x00, 0x01}, /* last byte differs */
+	    {0x66, 0x0f, 0x1f, 0x44, 0x00}, /* first 5 bytes of the NOP6 */
+	    {0x90, 0x90, 0x90, 0x90, 0x90}, /* five 1-byte NOPs: not one instruction */
+	    {0x66, 0x66, 0x66, 0x66, 0x66},
+	    {0x3e, 0x8d, 0x74, 0x26, 0x01},
+	    {0x00, 0x00, 0x00, 0x00, 0x00},
 	};
 
 	(void)state;
@@ -80,8 +80,16 @@ static void test_format_bytes(void **state)
 /* SysV: rdi, rsi, rdx, rcx, r8, r9; the 7th argument is on the stack (0 here). */
 static void test_reg_arg(void **state)
 {
-	struct x86_regs r = {.rdi = 1, .rsi = 2, .rdx = 3, .rcx = 4, .r8 = 5, .r9 = 6,
-			     .rax = 100, .rbx = 101, .r10 = 102, .rsp = 103};
+	struct x86_regs r = {.rdi = 1,
+			     .rsi = 2,
+			     .rdx = 3,
+			     .rcx = 4,
+			     .r8 = 5,
+			     .r9 = 6,
+			     .rax = 100,
+			     .rbx = 101,
+			     .r10 = 102,
+			     .rsp = 103};
 
 	(void)state;
 	for (unsigned n = 0; n < X86_NR_REG_ARGS; n++)
@@ -92,7 +100,8 @@ static void test_reg_arg(void **state)
 
 /* ---- x86_translate over a fake guest-physical memory ---------------------------------------- */
 
-/* Guest-physical [0, FAKE_PAGES * 4 KiB) backed by a host buffer; every other address fails to read. */
+/* Guest-physical [0, FAKE_PAGES * 4 KiB) backed by a host buffer; every other address fails to
+ * read. */
 #define FAKE_PAGES 16
 
 struct fake_mem {
@@ -141,12 +150,12 @@ static void set_pte(struct fake_mem *f, unsigned page, unsigned idx, uint64_t va
 	f->m[page * 512 + idx] = val;
 }
 
-#define PG(n) ((uint64_t)(n) * X86_PAGE_SIZE)
-#define IDX(gva, level) ((unsigned)(((gva) >> (12 + 9 * ((level) - 1))) & 511))
-#define PRW (X86_PTE_P | X86_PTE_RW)
+#define PG(n)		((uint64_t)(n)*X86_PAGE_SIZE)
+#define IDX(gva, level) ((unsigned)(((gva) >> (12 + 9 * ((level)-1))) & 511))
+#define PRW		(X86_PTE_P | X86_PTE_RW)
 
-/* 4-level paging, 4 KiB page: flag bits (NX, US, available bits) never leak into the address, and the
- * low CR3 bits (PWT/PCD) are ignored. */
+/* 4-level paging, 4 KiB page: flag bits (NX, US, available bits) never leak into the address, and
+ * the low CR3 bits (PWT/PCD) are ignored. */
 static void test_translate_4level_4k(void **state)
 {
 	struct fake_mem *f = *state;
@@ -169,11 +178,12 @@ static void test_translate_4level_4k(void **state)
 	assert_int_equal(gpa, 0x123456fffull);
 
 	/* the next page has no PTE */
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva + 0x1000, &gpa), -EFAULT);
+	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva + 0x1000, &gpa),
+			 -EFAULT);
 }
 
-/* A 2 MiB page at the PD level: the low 21 bits come from the address; the PAT bit (12) of a large-page
- * entry is not part of the frame. */
+/* A 2 MiB page at the PD level: the low 21 bits come from the address; the PAT bit (12) of a
+ * large-page entry is not part of the frame. */
 static void test_translate_2m(void **state)
 {
 	struct fake_mem *f = *state;
@@ -206,7 +216,8 @@ static void test_translate_1g(void **state)
 	assert_int_equal(f->reads, 2);
 }
 
-/* 5-level paging: bits 48..56 index the PML5; the same tables walked 4-level resolve differently. */
+/* 5-level paging: bits 48..56 index the PML5; the same tables walked 4-level resolve differently.
+ */
 static void test_translate_5level(void **state)
 {
 	struct fake_mem *f = *state;
@@ -245,7 +256,8 @@ static void test_translate_5level_2m(void **state)
 	assert_int_equal(gpa, 0x7f45678ull);
 }
 
-/* A not-present entry at each level gives -EFAULT, even if the other bits look like a valid entry. */
+/* A not-present entry at each level gives -EFAULT, even if the other bits look like a valid entry.
+ */
 static void test_translate_not_present(void **state)
 {
 	struct fake_mem *f = *state;
@@ -304,14 +316,15 @@ static int idmap_read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
 	return 0;
 }
 
-/* Every address below @gib GiB translates to itself through 2 MiB pages; the next GiB is not mapped. */
+/* Every address below @gib GiB translates to itself through 2 MiB pages; the next GiB is not
+ * mapped. */
 static void test_identity_map(void **state)
 {
 	const unsigned gib = 4;
 	const uint64_t tables_gpa = 0x9000;
 	static const uint64_t addrs[] = {
-		0, 0x1234, 0x1fffff, 0x200000, 0x200005, 0x3fffffff, 0x40000000,
-		0x87654321, 0xc0000000, 0xfee00000, 0xffffffff,
+	    0,		0x1234,	    0x1fffff,	0x200000,   0x200005,	0x3fffffff,
+	    0x40000000, 0x87654321, 0xc0000000, 0xfee00000, 0xffffffff,
 	};
 	uint64_t *tables = aligned_alloc(4096, X86_IDMAP_PAGES(gib) * X86_PAGE_SIZE);
 	struct idmap_mem m = {tables, tables_gpa, X86_IDMAP_PAGES(gib)};
@@ -319,21 +332,22 @@ static void test_identity_map(void **state)
 
 	(void)state;
 	assert_non_null(tables);
-	memset(tables, 0xee, X86_IDMAP_PAGES(gib) * X86_PAGE_SIZE); /* garbage must be cleared */
+	memset(tables, 0xff, X86_IDMAP_PAGES(gib) * X86_PAGE_SIZE); /* garbage must be cleared */
 	assert_int_equal(X86_IDMAP_PAGES(gib), 6);
 	assert_int_equal(x86_build_identity_map(tables, tables_gpa, gib), tables_gpa);
 
 	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
 		gpa = ~0ull;
-		assert_int_equal(x86_translate(idmap_read_pte, &m, tables_gpa, false, addrs[i], &gpa), 0);
+		assert_int_equal(
+		    x86_translate(idmap_read_pte, &m, tables_gpa, false, addrs[i], &gpa), 0);
 		assert_int_equal(gpa, addrs[i]);
 	}
 	/* 4 GiB and above, and the upper half, are not mapped */
 	assert_int_equal(x86_translate(idmap_read_pte, &m, tables_gpa, false, 0x100000000ull, &gpa),
 			 -EFAULT);
 	assert_int_equal(
-		x86_translate(idmap_read_pte, &m, tables_gpa, false, 0xffffffff80000000ull, &gpa),
-		-EFAULT);
+	    x86_translate(idmap_read_pte, &m, tables_gpa, false, 0xffffffff80000000ull, &gpa),
+	    -EFAULT);
 	/* the mappings are 2 MiB pages: the PML4 and PDPT entries point at the next table pages */
 	assert_int_equal(tables[0], (tables_gpa + 0x1000) | X86_PTE_P | X86_PTE_RW);
 	assert_int_equal(tables[512 + 3], (tables_gpa + 0x5000) | X86_PTE_P | X86_PTE_RW);
@@ -359,19 +373,19 @@ static void test_gdt(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nop5_forms),
-		cmocka_unit_test(test_nop5_rejects),
-		cmocka_unit_test(test_format_bytes),
-		cmocka_unit_test(test_reg_arg),
-		cmocka_unit_test_setup_teardown(test_translate_4level_4k, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_translate_2m, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_translate_1g, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_translate_5level, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_translate_5level_2m, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_translate_not_present, fake_setup, fake_teardown),
-		cmocka_unit_test_setup_teardown(test_translate_read_error, fake_setup, fake_teardown),
-		cmocka_unit_test(test_identity_map),
-		cmocka_unit_test(test_gdt),
+	    cmocka_unit_test(test_nop5_forms),
+	    cmocka_unit_test(test_nop5_rejects),
+	    cmocka_unit_test(test_format_bytes),
+	    cmocka_unit_test(test_reg_arg),
+	    cmocka_unit_test_setup_teardown(test_translate_4level_4k, fake_setup, fake_teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_2m, fake_setup, fake_teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_1g, fake_setup, fake_teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_5level, fake_setup, fake_teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_5level_2m, fake_setup, fake_teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_not_present, fake_setup, fake_teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_read_error, fake_setup, fake_teardown),
+	    cmocka_unit_test(test_identity_map),
+	    cmocka_unit_test(test_gdt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
