@@ -13,7 +13,7 @@ CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 
 DEPS := $(BUILD)/.deps-installed
 
-LIB_SRCS := $(wildcard arch/x86/*.c) $(wildcard vmi/*.c) \
+LIB_SRCS := $(wildcard arch/x86/*.c) $(wildcard vmi/*.c) $(wildcard guest-stub/*.c) \
             $(filter-out host/main.c,$(wildcard host/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libhvtrace.a

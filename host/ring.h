@@ -48,6 +48,16 @@ static inline const struct hvt_record *ring_peek(struct ring *r)
 	return &r->buf[tail & r->mask];
 }
 
+/* Consumer: the record after the oldest unread one, or NULL. */
+static inline const struct hvt_record *ring_peek_next(struct ring *r)
+{
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	if (atomic_load_explicit(&r->head, memory_order_acquire) - tail < 2)
+		return NULL;
+	return &r->buf[(tail + 1) & r->mask];
+}
+
 /* Consumer: releases the record ring_peek returned. */
 static inline void ring_pop(struct ring *r)
 {

@@ -2,6 +2,7 @@
 #include "exitcode.h"
 #include "filter.h"
 #include "guest_image.h"
+#include "profile.h"
 #include "sink.h"
 #include "target_kvm.h"
 #include "tracer.h"
@@ -122,9 +123,30 @@ static int supervise(struct vm *vm, struct tracer *tr, int sfd, const struct ses
 	}
 }
 
+/* set_graph_function: marks the probes whose function matches a -g glob; each glob must match one. */
+static int mark_graph_roots(struct tracer *t, const struct session *s, char *err, size_t errlen)
+{
+	for (size_t g = 0; g < s->nr_graph; g++) {
+		bool any = false;
+
+		for (size_t i = 0; i < t->probes.nr; i++)
+			if (filter_glob_match(s->graph[g], t->probes.v[i].func->name)) {
+				t->graph_root[t->probes.v[i].id] = true;
+				any = true;
+			}
+		if (!any) {
+			snprintf(err, errlen, "-g '%s': matches no traced function", s->graph[g]);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
 static void print_stats(const struct vm *vm, const struct tracer *t, const struct writer *w)
 {
-	fprintf(stderr, "hvtrace: stats: probes %zu\n", t->probes.nr);
+	fprintf(stderr, "hvtrace: stats: probes %zu restored-slots %llu orphan-returns %llu\n",
+		t->probes.nr, (unsigned long long)t->restored_slots,
+		(unsigned long long)atomic_load(&t->orphan_returns));
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		fprintf(stderr,
 			"hvtrace: stats: cpu%u events %llu exits %llu bp-exits debug %llu emulation %llu "
@@ -133,7 +155,7 @@ static void print_stats(const struct vm *vm, const struct tracer *t, const struc
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_DEBUG],
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_EMULATION],
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_SHUTDOWN],
-			(unsigned long long)t->rings[i].stalls, t->lost[i]);
+			(unsigned long long)t->rings[i].stalls, t->cpu[i].lost);
 }
 
 /* Exit status and message for how the VM ended. */
@@ -176,7 +198,8 @@ int cmd_run(const struct session *s)
 	char err[512];
 	sigset_t sigs, old;
 	int sfd = -1, sig, status = EXIT_BAD_INPUT, ret;
-	bool vm_made = false, tr_made = false, writing = false;
+	bool vm_made = false, tr_made = false, writing = false, profiling = false;
+	struct profile prof;
 
 	if (guest_image_open(&g, s->guest, err, sizeof(err)) < 0) {
 		error_line("%s", err);
@@ -225,19 +248,45 @@ int cmd_run(const struct session *s)
 		goto out;
 	}
 	target_kvm_init(&tgt, &vm);
-	if (tracer_init(&tr, &tgt, sel, nr_sel, &g.task,
-			(uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record)) < 0) {
-		error_line("out of memory for %u KB trace buffers", s->buffer_size_kb);
+	struct tracer_opts opts = {
+		.returns = s->tracer == TRACER_FUNCTION_GRAPH,
+		.graph_filter = s->nr_graph > 0,
+		.max_depth = s->max_depth,
+		.ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
+	};
+
+	ret = tracer_init(&tr, &tgt, sel, nr_sel, &g.task, &opts);
+	if (ret < 0) {
+		error_line("%s", ret == -ENOTSUP ? "this target has no return trampoline"
+						 : "out of memory for the trace buffers");
 		goto out;
 	}
 	tr_made = true;
+	if (mark_graph_roots(&tr, s, err, sizeof(err)) < 0) {
+		error_line("%s", err);
+		status = EXIT_BAD_INPUT;
+		goto out;
+	}
 	if (tracer_attach(&tr, err, sizeof(err)) < 0) {
 		error_line("%s", err);
 		status = EXIT_BAD_INPUT;
 		goto out;
 	}
-	sink_function_init(&sink, out, &g.elf.funcs, vm.nr_vcpus);
-	ret = writer_start(&w, tr.rings, tr.nr_cpus, &sink);
+	if (s->tracer == TRACER_FUNCTION_GRAPH)
+		ret = sink_graph_init(&sink, out, &g.elf.funcs, vm.nr_vcpus, s->funcgraph_retval,
+				      s->funcgraph_tail);
+	else
+		sink_function_init(&sink, out, &g.elf.funcs, vm.nr_vcpus);
+	if (s->profile) {
+		if (profile_init(&prof, &tr.probes) < 0) {
+			error_line("out of memory");
+			goto out;
+		}
+		profiling = true;
+		w.tap = profile_add;
+		w.tap_ctx = &prof;
+	}
+	ret = writer_start(&w, tr.rings, tr.nr_cpus, &sink, tracer_horizon, &tr);
 	if (ret < 0) {
 		error_line("writer thread: %s", strerror(-ret));
 		goto out;
@@ -263,8 +312,12 @@ out:
 		writer_stop(&w, tracer_lost(&tr));
 		if (s->stats)
 			print_stats(&vm, &tr, &w);
+		if (profiling)
+			profile_print(&prof, &tr, stderr);
 		writer_free(&w);
 	}
+	if (profiling)
+		profile_free(&prof);
 	if (tr_made)
 		tracer_free(&tr);
 	if (vm_made)

@@ -13,9 +13,15 @@ const char session_usage[] =
 	"       hvtrace --help | --version\n"
 	"\n"
 	"run options:\n"
-	"  -p, --tracer NAME        function (default) or nop\n"
+	"  -p, --tracer NAME        function (default), function_graph or nop\n"
 	"  -l, --filter GLOB        trace only matching functions (set_ftrace_filter; repeatable)\n"
 	"  -n, --notrace GLOB       never trace matching functions (set_ftrace_notrace; repeatable)\n"
+	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
+	"                           (set_graph_function; repeatable)\n"
+	"      --max-depth N        function_graph: trace at most N levels deep\n"
+	"      --funcgraph-retval   function_graph: print return values (RAX)\n"
+	"      --funcgraph-tail     function_graph: name the function on closing braces\n"
+	"      --profile            per-function hits, returns, misses and durations on stderr\n"
 	"  -o, --output FILE        write the trace to FILE (default: stdout)\n"
 	"      --console FILE       write the guest console to FILE (default: stdout)\n"
 	"      --smp N              vCPUs (default 2)\n"
@@ -41,8 +47,9 @@ void session_free(struct session *s)
 {
 	free(s->filter);
 	free(s->notrace);
-	s->filter = s->notrace = NULL;
-	s->nr_filter = s->nr_notrace = 0;
+	free(s->graph);
+	s->filter = s->notrace = s->graph = NULL;
+	s->nr_filter = s->nr_notrace = s->nr_graph = 0;
 }
 
 const char *tracer_name(enum tracer_kind k)
@@ -50,6 +57,7 @@ const char *tracer_name(enum tracer_kind k)
 	switch (k) {
 	case TRACER_NOP: return "nop";
 	case TRACER_FUNCTION: return "function";
+	case TRACER_FUNCTION_GRAPH: return "function_graph";
 	}
 	return "?";
 }
@@ -81,12 +89,29 @@ static int push(char ***v, size_t *n, char *s)
 	return 0;
 }
 
-enum { OPT_CONSOLE = 256, OPT_SMP, OPT_MEM, OPT_TIMEOUT, OPT_DURATION, OPT_BUFFER, OPT_STATS };
+enum {
+	OPT_CONSOLE = 256,
+	OPT_SMP,
+	OPT_MEM,
+	OPT_TIMEOUT,
+	OPT_DURATION,
+	OPT_BUFFER,
+	OPT_STATS,
+	OPT_MAX_DEPTH,
+	OPT_RETVAL,
+	OPT_TAIL,
+	OPT_PROFILE,
+};
 
 static const struct option run_opts[] = {
 	{"tracer", required_argument, NULL, 'p'},
 	{"filter", required_argument, NULL, 'l'},
 	{"notrace", required_argument, NULL, 'n'},
+	{"graph-function", required_argument, NULL, 'g'},
+	{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+	{"funcgraph-retval", no_argument, NULL, OPT_RETVAL},
+	{"funcgraph-tail", no_argument, NULL, OPT_TAIL},
+	{"profile", no_argument, NULL, OPT_PROFILE},
 	{"output", required_argument, NULL, 'o'},
 	{"console", required_argument, NULL, OPT_CONSOLE},
 	{"smp", required_argument, NULL, OPT_SMP},
@@ -103,10 +128,13 @@ static int parse_tracer(struct session *s, const char *arg, char *err, size_t er
 {
 	if (!strcmp(arg, "function"))
 		s->tracer = TRACER_FUNCTION;
+	else if (!strcmp(arg, "function_graph"))
+		s->tracer = TRACER_FUNCTION_GRAPH;
 	else if (!strcmp(arg, "nop"))
 		s->tracer = TRACER_NOP;
 	else {
-		snprintf(err, errlen, "-p '%s': unknown tracer (available: function nop)", arg);
+		snprintf(err, errlen, "-p '%s': unknown tracer (available: function function_graph nop)",
+			 arg);
 		return -EINVAL;
 	}
 	return 0;
@@ -131,11 +159,18 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:l:n:o:h", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:l:n:g:o:h", run_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': ret = parse_tracer(s, optarg, err, errlen); break;
 		case 'l': ret = push(&s->filter, &s->nr_filter, optarg); break;
 		case 'n': ret = push(&s->notrace, &s->nr_notrace, optarg); break;
+		case 'g': ret = push(&s->graph, &s->nr_graph, optarg); break;
+		case OPT_MAX_DEPTH:
+			ret = parse_uint("--max-depth", optarg, 1, 255, &s->max_depth, err, errlen);
+			break;
+		case OPT_RETVAL: s->funcgraph_retval = true; break;
+		case OPT_TAIL: s->funcgraph_tail = true; break;
+		case OPT_PROFILE: s->profile = true; break;
 		case 'o': s->output = optarg; break;
 		case OPT_CONSOLE: s->console = optarg; break;
 		case OPT_SMP: ret = parse_uint("--smp", optarg, 1, 64, &s->smp, err, errlen); break;
@@ -175,6 +210,18 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		return -EINVAL;
 	}
 	s->guest = argv[optind];
+	if (s->tracer != TRACER_FUNCTION_GRAPH) {
+		const char *opt = s->nr_graph	       ? "-g"
+				  : s->max_depth       ? "--max-depth"
+				  : s->funcgraph_retval ? "--funcgraph-retval"
+				  : s->funcgraph_tail   ? "--funcgraph-tail"
+							: NULL;
+
+		if (opt) {
+			snprintf(err, errlen, "%s: needs -p function_graph", opt);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 

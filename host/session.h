@@ -8,7 +8,7 @@
 
 enum session_cmd { CMD_NONE, CMD_RUN, CMD_LIST_FUNCTIONS, CMD_HELP, CMD_VERSION };
 
-enum tracer_kind { TRACER_NOP, TRACER_FUNCTION };
+enum tracer_kind { TRACER_NOP, TRACER_FUNCTION, TRACER_FUNCTION_GRAPH };
 
 struct session {
 	enum session_cmd cmd;
@@ -17,6 +17,12 @@ struct session {
 	size_t nr_filter;
 	char **notrace; /* set_ftrace_notrace globs */
 	size_t nr_notrace;
+	char **graph; /* set_graph_function globs */
+	size_t nr_graph;
+	unsigned max_depth; /* max_graph_depth, 0 = no limit */
+	bool funcgraph_retval;
+	bool funcgraph_tail;
+	bool profile; /* per-function summary on stderr at the end */
 	const char *output;  /* trace file, NULL = stdout */
 	const char *console; /* guest console file, NULL = stdout */
 	const char *guest;   /* guest ELF */

@@ -6,15 +6,19 @@
 #include "record.h"
 #include "../vmi/vmi_symtab.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
 struct sink;
 
 struct sink_ops {
-	void (*begin)(struct sink *s);				  /* header */
-	void (*record)(struct sink *s, const struct hvt_record *r); /* one record, in time order */
-	void (*end)(struct sink *s);				  /* trailer */
+	void (*begin)(struct sink *s); /* header */
+	/* One record, in time order; @next is the following record of the same vCPU if already known
+	 * (NULL otherwise). Returns how many records it consumed: 1, or 2 when it used @next too. */
+	unsigned (*record)(struct sink *s, const struct hvt_record *r, const struct hvt_record *next);
+	void (*end)(struct sink *s); /* trailer */
+	bool lookahead; /* wants @next for entries (holds them back briefly until it is known) */
 };
 
 struct sink {
@@ -22,8 +26,12 @@ struct sink {
 	FILE *out;			/* borrowed */
 	const struct vmi_symtab *syms;	/* borrowed, for naming addresses */
 	unsigned nr_cpus;
-	unsigned long long written;	/* lines written */
+	unsigned long long written;	/* records written (a leaf line holds two) */
 	unsigned long long lost;	/* set by the writer before end() */
+	unsigned long long task_switches; /* function_graph: task-switch markers printed */
+	bool graph_retval;		/* function_graph: print return values */
+	bool graph_tail;		/* function_graph: name the function on closing braces */
+	void *priv;			/* the sink's own state */
 };
 
 /* ftrace's function tracer text: "<task>-<pid> [<cpu>] <ts>: <func> <-<parent>". */
@@ -32,6 +40,23 @@ void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms
 /* Formats @r as one function-tracer line (with '\n') into @buf. Returns the length. Pure. */
 int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
 			 const struct vmi_symtab *syms);
+
+/* ftrace's function_graph text: per-vCPU column, nesting by indentation, leaf calls on one line,
+ * durations with overhead marks, task-switch markers. @retval adds return values, @tail names the
+ * function on closing braces. Returns 0 or -1 (no memory). */
+int sink_graph_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus,
+		    bool retval, bool tail);
+
+/* One function_graph line (with '\n') for entry or return @r; for an entry with its return @ret, the
+ * one-line leaf form. Returns the length. Pure. */
+int sink_graph_format(char *buf, size_t len, const struct sink *s, const struct hvt_record *r,
+		      const struct hvt_record *ret);
+
+/* The duration column, e.g. "+ 12.345 us   " (mark, value, unit, padding). Returns the length. Pure. */
+int sink_graph_duration(char *buf, size_t len, uint64_t ns);
+
+/* ftrace's overhead mark for a duration: ' ', '+' (>10us), '!' (>100us), '#', '*', '@', '$' (>1s). */
+char sink_graph_mark(uint64_t ns);
 
 /* Writes the name of the function containing @addr ("0x<addr>" if none) into @buf. Pure. */
 void sink_symbol_name(char *buf, size_t len, uint64_t addr, const struct vmi_symtab *syms);

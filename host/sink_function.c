@@ -1,6 +1,7 @@
 #include "sink.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 void sink_symbol_name(char *buf, size_t len, uint64_t addr, const struct vmi_symtab *syms)
 {
@@ -37,16 +38,19 @@ static void function_begin(struct sink *s)
 		s->nr_cpus);
 }
 
-static void function_record(struct sink *s, const struct hvt_record *r)
+static unsigned function_record(struct sink *s, const struct hvt_record *r,
+				const struct hvt_record *next)
 {
 	char line[512];
 	int n;
 
+	(void)next;
 	if (r->type != HVT_REC_ENTRY)
-		return;
+		return 1;
 	n = sink_function_format(line, sizeof(line), r, s->syms);
 	fwrite(line, 1, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1, s->out);
 	s->written++;
+	return 1;
 }
 
 static void function_end(struct sink *s)
@@ -63,10 +67,9 @@ static const struct sink_ops function_ops = {
 
 void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
 {
+	memset(s, 0, sizeof(*s));
 	s->ops = &function_ops;
 	s->out = out;
 	s->syms = syms;
 	s->nr_cpus = nr_cpus;
-	s->written = 0;
-	s->lost = 0;
 }

@@ -26,6 +26,9 @@ struct target_ops {
 	/* Stops all vCPUs (nesting) / lets them run again. Not from a hit callback. */
 	int (*pause)(struct target *t);
 	void (*resume)(struct target *t);
+	/* Registers of a vCPU while the target is paused: read, and write back for when it resumes. */
+	int (*get_regs)(struct target *t, unsigned cpu, struct x86_regs *regs);
+	int (*set_regs)(struct target *t, unsigned cpu, const struct x86_regs *regs);
 	/* Registers @fn as the breakpoint callback; before the guest runs. */
 	void (*set_bp_handler)(struct target *t, target_bp_fn fn, void *ctx);
 };
@@ -34,7 +37,9 @@ struct target {
 	const struct target_ops *ops;
 	const char *name;
 	unsigned nr_cpus;
-	void *priv; /* backend state */
+	uint64_t trampoline; /* GVA of a guest-executable byte the tracer may own for returns, 0: none */
+	unsigned stack_shift; /* guest stacks are 1 << stack_shift aligned regions */
+	void *priv;	      /* backend state */
 };
 
 #endif

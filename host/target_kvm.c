@@ -2,6 +2,7 @@
 #include "../arch/x86/x86_insn.h"
 
 #include <errno.h>
+#include <string.h>
 
 static int kvm_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
 {
@@ -40,6 +41,30 @@ static void kvm_resume(struct target *t)
 	vm_resume(t->priv);
 }
 
+static int kvm_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+{
+	struct vm *vm = t->priv;
+
+	if (cpu >= vm->nr_vcpus)
+		return -EINVAL;
+	memcpy(regs, &vm->vcpus[cpu].run->s.regs.regs, sizeof(*regs));
+	return 0;
+}
+
+/* The vCPU is parked outside KVM_RUN: the synced registers are applied when it next enters. */
+static int kvm_set_regs(struct target *t, unsigned cpu, const struct x86_regs *regs)
+{
+	struct vm *vm = t->priv;
+	struct kvm_run *run;
+
+	if (cpu >= vm->nr_vcpus)
+		return -EINVAL;
+	run = vm->vcpus[cpu].run;
+	memcpy(&run->s.regs.regs, regs, sizeof(*regs));
+	run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+	return 0;
+}
+
 static void kvm_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 {
 	struct vm *vm = t->priv;
@@ -50,6 +75,8 @@ static void kvm_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 
 static const struct target_ops kvm_ops = {
 	.set_bp_handler = kvm_set_bp_handler,
+	.get_regs = kvm_get_regs,
+	.set_regs = kvm_set_regs,
 	.read_virt = kvm_read_virt,
 	.write_virt = kvm_write_virt,
 	.insert_bp = kvm_insert_bp,
@@ -63,6 +90,8 @@ void target_kvm_init(struct target *t, struct vm *vm)
 	t->ops = &kvm_ops;
 	t->name = "kvm";
 	t->nr_cpus = vm->nr_vcpus;
+	t->trampoline = vm->stub_gpa; /* identity-mapped */
+	t->stack_shift = VM_STACK_SHIFT;
 	t->priv = vm;
 }
 

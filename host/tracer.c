@@ -4,25 +4,41 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define SHADOW_STACKS 1024
+
 int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *const *sites, size_t n,
-		const struct vmi_task_layout *task, uint64_t ring_records)
+		const struct vmi_task_layout *task, const struct tracer_opts *opts)
 {
 	memset(t, 0, sizeof(*t));
 	t->tgt = tgt;
+	t->opts = *opts;
 	t->nr_cpus = tgt->nr_cpus;
 	t->task = *task;
+	if (opts->returns && !tgt->trampoline)
+		return -ENOTSUP;
 	if (probe_table_init(&t->probes, sites, n) < 0)
 		goto nomem;
+	t->counters = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->counters));
+	t->graph_root = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->graph_root));
 	t->rings = calloc(t->nr_cpus, sizeof(*t->rings));
-	t->lost = calloc(t->nr_cpus, sizeof(*t->lost));
-	if (!t->rings || !t->lost)
+	t->cpu = aligned_alloc(64, t->nr_cpus * sizeof(*t->cpu));
+	if (!t->counters || !t->graph_root || !t->rings || !t->cpu)
 		goto nomem;
-	for (unsigned i = 0; i < t->nr_cpus; i++)
-		if (ring_init(&t->rings[i], ring_records) < 0)
+	memset(t->cpu, 0, t->nr_cpus * sizeof(*t->cpu));
+	for (unsigned i = 0; i < t->nr_cpus; i++) {
+		atomic_store(&t->cpu[i].busy_since, UINT64_MAX);
+		if (ring_init(&t->rings[i], opts->ring_records) < 0)
 			goto nomem;
+	}
+	if (opts->returns) {
+		t->trampoline = tgt->trampoline;
+		if (shadow_init(&t->shadow, SHADOW_STACKS, tgt->stack_shift, t->trampoline) < 0)
+			goto nomem;
+	}
 	return 0;
 nomem:
 	tracer_free(t);
@@ -36,13 +52,56 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 	t->t0 = clock_now_ns();
 	atomic_store(&t->active, 1);
 	t->tgt->ops->set_bp_handler(t->tgt, tracer_hit, t);
+	if (t->trampoline) {
+		ret = t->tgt->ops->insert_bp(t->tgt, t->trampoline, &t->trampoline_orig);
+		if (ret < 0) {
+			snprintf(err, errlen, "return trampoline at 0x%llx: cannot write INT3: %s",
+				 (unsigned long long)t->trampoline, strerror(-ret));
+			atomic_store(&t->active, 0);
+			return ret;
+		}
+		t->trampoline_inserted = true;
+	}
 	ret = probe_insert_all(&t->probes, t->tgt, err, errlen);
 	if (ret < 0) {
 		atomic_store(&t->active, 0);
+		if (t->trampoline_inserted)
+			t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_orig);
+		t->trampoline_inserted = false;
 		return ret;
 	}
 	t->attached = true;
 	return 0;
+}
+
+/* Writes back the return address of one shadow entry if its slot still points at the trampoline. */
+static void restore_slot(void *ctx, const struct shadow_entry *e)
+{
+	struct tracer *t = ctx;
+	uint64_t cur;
+
+	if (t->tgt->ops->read_virt(t->tgt, 0, e->slot, &cur, 8) < 0 || cur != t->trampoline)
+		return;
+	if (t->tgt->ops->write_virt(t->tgt, 0, e->slot, &e->orig, 8) == 0 && e->orig != t->trampoline)
+		t->restored_slots++;
+}
+
+/* A vCPU stopped right on the trampoline (its RET already popped the slot) resumes at the real return
+ * address instead. */
+static void unhook_cpus(struct tracer *t)
+{
+	for (unsigned i = 0; i < t->nr_cpus; i++) {
+		struct x86_regs regs;
+		uint64_t orig;
+
+		if (t->tgt->ops->get_regs(t->tgt, i, &regs) < 0 || regs.rip != t->trampoline)
+			continue;
+		orig = shadow_resolve(&t->shadow, regs.rsp - 8);
+		if (!orig)
+			continue;
+		regs.rip = orig;
+		t->tgt->ops->set_regs(t->tgt, i, &regs);
+	}
 }
 
 int tracer_detach(struct tracer *t)
@@ -54,6 +113,18 @@ int tracer_detach(struct tracer *t)
 	t->tgt->ops->pause(t->tgt);
 	atomic_store(&t->active, 0);
 	ret = probe_remove_all(&t->probes, t->tgt);
+	if (t->trampoline) {
+		shadow_for_each(&t->shadow, restore_slot, t);
+		unhook_cpus(t);
+		shadow_clear(&t->shadow);
+		if (t->trampoline_inserted) {
+			int r = t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_orig);
+
+			if (r < 0 && !ret)
+				ret = r;
+			t->trampoline_inserted = r < 0;
+		}
+	}
 	t->tgt->ops->resume(t->tgt);
 	t->attached = false;
 	return ret;
@@ -66,35 +137,177 @@ static int read_task(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsigned 
 	return tgt->ops->read_virt(tgt, cpu, gva, buf, len);
 }
 
+/* A free slot in this vCPU's ring; waits for the writer rather than losing the event. NULL only once
+ * the tracer is detached. */
+static struct hvt_record *reserve(struct tracer *t, unsigned cpu)
+{
+	struct ring *ring = &t->rings[cpu];
+	struct hvt_record *rec;
+
+	while (!(rec = ring_reserve(ring))) {
+		ring->stalls++;
+		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
+			t->cpu[cpu].lost++;
+			return NULL;
+		}
+		sched_yield();
+	}
+	return rec;
+}
+
+static void count_unwound(void *ctx, const struct shadow_entry *e)
+{
+	struct tracer *t = ctx;
+
+	atomic_fetch_add_explicit(&t->counters[e->probe].unwound, 1, memory_order_relaxed);
+}
+
+static void miss(struct tracer *t, const struct probe *p)
+{
+	atomic_fetch_add_explicit(&t->counters[p->id].misses, 1, memory_order_relaxed);
+}
+
+/* Hooks the return of the call whose return address sits at @slot (holding @orig). Returns 1 when
+ * hooked (*@depth set), 0 when the call is not to be traced (graph filter, max depth), -1 on a miss. */
+static int hook_return(struct tracer *t, const struct probe *p, uint64_t slot, uint64_t orig,
+		       uint64_t now, uint8_t *depth)
+{
+	struct shadow_stack *st = shadow_lock(&t->shadow, slot, true);
+	const struct shadow_entry *top;
+	struct shadow_entry e;
+
+	if (!st)
+		return -1;
+	shadow_drop_dead(&t->shadow, st, slot, orig, count_unwound, t);
+	top = shadow_top(st);
+	e = (struct shadow_entry){
+		.slot = slot,
+		.orig = orig,
+		.t_entry = now,
+		.probe = p->id,
+		.depth = top ? top->depth + 1 : 0,
+		.in_graph = (top && top->in_graph) || t->graph_root[p->id],
+	};
+	if ((t->opts.graph_filter && !e.in_graph) ||
+	    (t->opts.max_depth && e.depth >= t->opts.max_depth)) {
+		shadow_unlock(st);
+		return 0;
+	}
+	if (!shadow_push(st, &e)) {
+		shadow_unlock(st);
+		return -1;
+	}
+	if (t->tgt->ops->write_virt(t->tgt, 0, slot, &t->trampoline, 8) < 0) {
+		st->nr--;
+		shadow_unlock(st);
+		return -1;
+	}
+	shadow_unlock(st);
+	*depth = e.depth;
+	return 1;
+}
+
+static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
+{
+	struct tracer_cpu *c = &t->cpu[cpu];
+	struct hvt_record *rec;
+	struct vmi_task task;
+	uint64_t orig = 0, now;
+	uint8_t depth = 0;
+
+	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
+	now = clock_now_ns();
+	if (t->tgt->ops->read_virt(t->tgt, cpu, regs->rsp, &orig, sizeof(orig)) < 0) {
+		miss(t, p);
+		if (t->opts.returns)
+			goto out;
+	}
+	if (t->opts.returns) {
+		int r = hook_return(t, p, regs->rsp, orig, now, &depth);
+
+		if (r < 0)
+			miss(t, p);
+		if (r <= 0)
+			goto out;
+	}
+	rec = reserve(t, cpu);
+	if (rec) {
+		vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
+		hvt_record_entry(rec, now - t->t0, cpu, p->addr, orig, &task);
+		rec->depth = depth;
+		ring_commit(&t->rings[cpu]);
+	}
+out:
+	atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
+	return 0;
+}
+
+static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs)
+{
+	struct tracer_cpu *c = &t->cpu[cpu];
+	uint64_t slot = regs->rsp - 8, now;
+	struct shadow_stack *st;
+	struct shadow_entry e;
+	struct hvt_record *rec;
+	struct vmi_task task;
+	bool found;
+
+	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
+	now = clock_now_ns();
+	st = shadow_lock(&t->shadow, slot, false);
+	found = st && shadow_pop(st, slot, &e, count_unwound, t);
+	if (st)
+		shadow_unlock(st);
+	if (!found) {
+		/* Not ours: nothing can be resumed safely. The vCPU faults with RIP on the trampoline. */
+		atomic_fetch_add(&t->orphan_returns, 1);
+		atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
+		return -ENOENT;
+	}
+	regs->rip = e.orig;
+	rec = atomic_load_explicit(&t->active, memory_order_relaxed) ? reserve(t, cpu) : NULL;
+	if (rec) {
+		vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
+		hvt_record_entry(rec, now - t->t0, cpu, t->probes.v[e.probe].addr, e.orig, &task);
+		rec->type = HVT_REC_RETURN;
+		rec->value = regs->rax;
+		rec->duration = now - e.t_entry;
+		rec->depth = e.depth;
+		ring_commit(&t->rings[cpu]);
+	}
+	atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
+	return 0;
+}
+
 int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
 {
 	struct tracer *t = ctx;
-	struct probe *p = probe_lookup(&t->probes, addr);
-	struct ring *ring = &t->rings[cpu];
-	struct hvt_record *rec;
-	struct vmi_task task;
-	uint64_t parent = 0, now = clock_now_ns();
+	struct probe *p;
 
+	if (addr == t->trampoline && t->trampoline)
+		return function_return(t, cpu, regs);
+	p = probe_lookup(&t->probes, addr);
 	if (!p)
 		return -ENOENT;
 	/* Emulate the NOP5 the INT3 sits on; the probe stays in place. */
 	regs->rip = addr + X86_NOP5_LEN;
 	if (!atomic_load_explicit(&t->active, memory_order_relaxed))
 		return 0;
-	while (!(rec = ring_reserve(ring))) {
-		/* Lossless: the guest waits for the writer rather than losing an event. */
-		ring->stalls++;
-		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
-			t->lost[cpu]++;
-			return 0;
-		}
-		sched_yield();
+	return function_entry(t, cpu, p, regs);
+}
+
+uint64_t tracer_horizon(void *ctx)
+{
+	struct tracer *t = ctx;
+	uint64_t h = clock_now_ns() - t->t0;
+
+	for (unsigned i = 0; i < t->nr_cpus; i++) {
+		uint64_t b = atomic_load(&t->cpu[i].busy_since);
+
+		if (b < h)
+			h = b;
 	}
-	t->tgt->ops->read_virt(t->tgt, cpu, regs->rsp, &parent, sizeof(parent));
-	vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
-	hvt_record_entry(rec, now - t->t0, cpu, addr, parent, &task);
-	ring_commit(ring);
-	return 0;
+	return h;
 }
 
 unsigned long long tracer_lost(const struct tracer *t)
@@ -102,7 +315,7 @@ unsigned long long tracer_lost(const struct tracer *t)
 	unsigned long long n = 0;
 
 	for (unsigned i = 0; i < t->nr_cpus; i++)
-		n += t->lost[i];
+		n += t->cpu[i].lost;
 	return n;
 }
 
@@ -112,7 +325,12 @@ void tracer_free(struct tracer *t)
 	for (unsigned i = 0; t->rings && i < t->nr_cpus; i++)
 		ring_free(&t->rings[i]);
 	free(t->rings);
-	free(t->lost);
+	free(t->cpu);
+	free(t->counters);
+	free(t->graph_root);
+	shadow_free(&t->shadow);
 	t->rings = NULL;
-	t->lost = NULL;
+	t->cpu = NULL;
+	t->counters = NULL;
+	t->graph_root = NULL;
 }

@@ -1,48 +1,81 @@
-/* The tracer core: owns the probes and the per-vCPU rings, handles every breakpoint hit on the hitting
- * vCPU's thread, and detaches leaving the guest as it found it. Works on any target. */
+/* The tracer core: owns the probes, the per-vCPU rings and the shadow stacks, handles every breakpoint
+ * hit on the hitting vCPU's thread, and detaches leaving the guest as it found it. Works on any target. */
 #ifndef HVT_TRACER_H
 #define HVT_TRACER_H
 
 #include "probe.h"
 #include "ring.h"
+#include "shadow.h"
 #include "target.h"
 #include "../vmi/vmi_task.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
 
+struct tracer_opts {
+	bool returns;	    /* hook returns through the trampoline (function_graph) */
+	bool graph_filter;  /* only calls below a probe marked graph_root (set_graph_function) */
+	unsigned max_depth; /* with returns: do not trace deeper than this (0 = no limit) */
+	uint64_t ring_records; /* per vCPU */
+};
+
+/* Per-probe counters kept on the vCPU threads (rare events only; hits and returns are in the records). */
+struct probe_counters {
+	_Atomic uint64_t misses;  /* could not be traced: shadow stack full, unreadable slot, no room */
+	_Atomic uint64_t unwound; /* hooked frames abandoned without returning (non-local exit) */
+};
+
+struct tracer_cpu {
+	_Alignas(64) _Atomic uint64_t busy_since; /* ts of the record being built, UINT64_MAX if none */
+	unsigned long long lost;		   /* events not recorded (detach while the ring was full) */
+};
+
 struct tracer {
 	struct target *tgt; /* borrowed */
+	struct tracer_opts opts;
 	struct probe_table probes;
+	struct probe_counters *counters; /* per probe */
+	bool *graph_root;		 /* per probe: set_graph_function matched it */
+	struct shadow shadow;
 	struct ring *rings; /* one per vCPU */
+	struct tracer_cpu *cpu;
 	unsigned nr_cpus;
 	struct vmi_task_layout task;
+	uint64_t trampoline; /* 0 unless opts.returns */
+	uint8_t trampoline_orig;
+	bool trampoline_inserted;
 	uint64_t t0;	   /* clock at attach; record timestamps count from here */
 	atomic_int active; /* 0 once detached: hits on old probes are only emulated */
 	bool attached;
-	unsigned long long *lost; /* per vCPU: events not recorded (detach while the ring was full) */
+	_Atomic uint64_t orphan_returns; /* trampoline hits with no shadow entry (must stay 0) */
+	uint64_t restored_slots;	 /* return slots written back at detach */
 };
 
-/* Prepares probes for the @n selected sites and one ring of @ring_records per vCPU of @tgt. Returns 0 or
- * -ENOMEM. Nothing touches the guest yet. */
+/* Prepares probes for the @n selected sites, rings and (with returns) shadow stacks. Returns 0, -ENOMEM,
+ * or -ENOTSUP if returns are asked of a target without a trampoline. Nothing touches the guest yet. */
 int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *const *sites, size_t n,
-		const struct vmi_task_layout *task, uint64_t ring_records);
+		const struct vmi_task_layout *task, const struct tracer_opts *opts);
 
-/* Verifies and patches every site, and takes over breakpoint hits. On error nothing stays patched and
- * @err names the site. Main thread. */
+/* Verifies and patches every site (and the trampoline), and takes over breakpoint hits. On error nothing
+ * stays patched and @err names the site. Main thread. */
 int tracer_attach(struct tracer *t, char *err, size_t errlen);
 
-/* With all vCPUs paused, removes every probe; later hits on them are emulated. Idempotent; main thread.
- * Returns 0 or the first restore error. */
+/* With all vCPUs paused: removes every probe, writes the original return address back into every guest
+ * stack slot still holding the trampoline (and moves any vCPU about to execute it), then removes the
+ * trampoline. Later hits on old probes are emulated. Idempotent; main thread. Returns 0 or an error. */
 int tracer_detach(struct tracer *t);
 
-/* The breakpoint callback (target_bp_fn): records the entry and resumes after the NOP. */
+/* The breakpoint callback (target_bp_fn): records the entry or the return and resumes the vCPU. */
 int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs);
+
+/* Timestamp below which every record is already visible in the rings (for in-order merging). Any
+ * thread. */
+uint64_t tracer_horizon(void *ctx);
 
 /* Sum of lost over vCPUs. */
 unsigned long long tracer_lost(const struct tracer *t);
 
-/* Frees probes and rings; the tracer must be detached. */
+/* Frees everything; the tracer must be detached. */
 void tracer_free(struct tracer *t);
 
 #endif

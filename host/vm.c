@@ -2,6 +2,7 @@
 #include "vcpu.h"
 #include "../arch/x86/x86_longmode.h"
 #include "../arch/x86/x86_pagewalk.h"
+#include "../guest-stub/trampoline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -158,6 +159,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	uint64_t gdt_gpa = pt_gpa + X86_IDMAP_PAGES(IDMAP_GIB) * X86_PAGE_SIZE;
 
 	vm->stub_gpa = gdt_gpa + X86_PAGE_SIZE;
+	memcpy(vm->ram + vm->stub_gpa, guest_stub_trampoline, guest_stub_trampoline_size);
 	x86_build_identity_map(vm->ram + pt_gpa, pt_gpa, IDMAP_GIB);
 	x86_build_gdt(vm->ram + gdt_gpa);
 	vm->cr3_boot = pt_gpa;

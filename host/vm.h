@@ -14,7 +14,8 @@
 #include <stdio.h>
 
 #define VM_MAX_VCPUS 64
-#define VM_STACK_SIZE (64 * 1024)
+#define VM_STACK_SHIFT 16 /* boot contract: guest stacks are 64 KiB-aligned 64 KiB regions */
+#define VM_STACK_SIZE (1 << VM_STACK_SHIFT)
 #define VM_PORT_DEBUGCON 0xe9
 #define VM_PORT_DEBUG_EXIT 0xf4
 

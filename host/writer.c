@@ -4,14 +4,19 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* Emits up to @budget records, oldest first across rings. Returns how many. */
-static unsigned drain(struct writer *w, unsigned budget)
+/* How long an entry may wait for the next record of its vCPU (to be printed as a leaf). */
+#define LOOKAHEAD_NS 20000000ull
+
+/* Emits up to @budget records, oldest first across rings, none at or past the horizon (when @final,
+ * everything). Returns how many. */
+static unsigned drain(struct writer *w, unsigned budget, bool final)
 {
+	uint64_t horizon = final ? UINT64_MAX : w->horizon(w->horizon_ctx);
 	unsigned done = 0;
 
 	while (done < budget) {
-		const struct hvt_record *best = NULL;
-		unsigned best_i = 0;
+		const struct hvt_record *best = NULL, *next;
+		unsigned best_i = 0, used;
 
 		for (unsigned i = 0; i < w->nr; i++) {
 			const struct hvt_record *r = ring_peek(&w->rings[i]);
@@ -21,12 +26,22 @@ static unsigned drain(struct writer *w, unsigned budget)
 				best_i = i;
 			}
 		}
-		if (!best)
+		if (!best || best->ts >= horizon)
 			break;
-		w->sink->ops->record(w->sink, best);
-		ring_pop(&w->rings[best_i]);
-		w->events[best_i]++;
-		done++;
+		next = ring_peek_next(&w->rings[best_i]);
+		if (w->sink->ops->lookahead && best->type == HVT_REC_ENTRY && !next && !final &&
+		    horizon - best->ts < LOOKAHEAD_NS)
+			break;
+		used = w->sink->ops->record(w->sink, best, next);
+		if (w->tap) {
+			w->tap(w->tap_ctx, best);
+			if (used > 1)
+				w->tap(w->tap_ctx, next);
+		}
+		for (unsigned k = 0; k < used; k++)
+			ring_pop(&w->rings[best_i]);
+		w->events[best_i] += used;
+		done += used;
 	}
 	return done;
 }
@@ -36,20 +51,23 @@ static void *writer_thread(void *arg)
 	struct writer *w = arg;
 
 	while (!atomic_load(&w->stop))
-		if (!drain(w, 4096))
+		if (!drain(w, 4096, false))
 			usleep(500);
-	while (drain(w, 4096))
+	while (drain(w, 4096, true))
 		;
 	return NULL;
 }
 
-int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink *sink)
+int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink *sink,
+		 writer_horizon_fn horizon, void *horizon_ctx)
 {
 	int e;
 
 	w->rings = rings;
 	w->nr = nr;
 	w->sink = sink;
+	w->horizon = horizon;
+	w->horizon_ctx = horizon_ctx;
 	atomic_store(&w->stop, 0);
 	w->events = calloc(nr, sizeof(*w->events));
 	if (!w->events)

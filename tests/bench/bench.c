@@ -87,11 +87,13 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 			die("probes", err);
 		tgt.ops->set_bp_handler(&tgt, raw_hit, &probes);
 	} else if (m == MODE_TRACE) {
-		if (tracer_init(&tr, &tgt, sel, nr, &g->task, 1 << 18) < 0 ||
+		struct tracer_opts opts = {.ring_records = 1 << 18};
+
+		if (tracer_init(&tr, &tgt, sel, nr, &g->task, &opts) < 0 ||
 		    tracer_attach(&tr, err, sizeof(err)) < 0)
 			die("tracer", err);
 		sink_function_init(&sink, devnull, &g->elf.funcs, smp);
-		writer_start(&w, tr.rings, smp, &sink);
+		writer_start(&w, tr.rings, smp, &sink, tracer_horizon, &tr);
 	}
 	w0 = wall_now();
 	t0 = cpu_now();

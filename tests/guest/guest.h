@@ -7,7 +7,7 @@
 #define MAX_CPUS 64
 #define NTASKS 4
 #define TASK_STEPS 4
-#define TASK_STACK 8192
+#define TASK_STACK 65536 /* boot contract: guest stacks are 64 KiB-aligned 64 KiB regions */
 #define FIB_BASE 12
 #define TREE_ROUNDS 3
 #define TREE_VALUE 243

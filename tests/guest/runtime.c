@@ -26,7 +26,7 @@ struct task *volatile hvtrace_current[MAX_CPUS];
 
 static struct percpu percpu[MAX_CPUS];
 static struct task tasks[NTASKS];
-static uint8_t task_stacks[NTASKS][TASK_STACK] __attribute__((aligned(16)));
+static uint8_t task_stacks[NTASKS][TASK_STACK] __attribute__((aligned(TASK_STACK)));
 static long fib_result[MAX_CPUS];
 static long workload_bad[MAX_CPUS];
 static int tasks_done;

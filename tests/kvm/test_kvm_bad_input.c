@@ -83,7 +83,8 @@ static void test_bad_arguments(void **state)
 
 	(void)state;
 	expect_refusal(a1, "hvtrace: --smp '0': expected an integer in 1..64\n");
-	expect_refusal(a2, "hvtrace: -p 'function_graf': unknown tracer (available: function nop)\n");
+	expect_refusal(a2,
+		       "hvtrace: -p 'function_graf': unknown tracer (available: function function_graph nop)\n");
 	expect_refusal(a3, "hvtrace: --bogus: unknown option\n");
 	expect_refusal(a4, "hvtrace: run: missing GUEST.elf (see hvtrace --help)\n");
 }

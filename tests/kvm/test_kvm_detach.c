@@ -39,7 +39,7 @@ struct fixture {
 	uint8_t (*pristine)[X86_NOP5_LEN];
 };
 
-static void fixture_boot(struct fixture *f, const char *guest)
+static void fixture_boot(struct fixture *f, const char *guest, bool returns)
 {
 	char err[256];
 	struct vm_config cfg = {.smp = 2, .mem_mb = 64};
@@ -57,7 +57,9 @@ static void fixture_boot(struct fixture *f, const char *guest)
 		memcpy(f->pristine[i], vm_gpa_ptr(&f->vm, f->sel[i]->addr, X86_NOP5_LEN), X86_NOP5_LEN);
 	}
 	target_kvm_init(&f->tgt, &f->vm);
-	assert_int_equal(tracer_init(&f->tr, &f->tgt, f->sel, f->g.sites.nr, &f->g.task, 1 << 16), 0);
+	struct tracer_opts opts = {.returns = returns, .ring_records = 1 << 16};
+
+	assert_int_equal(tracer_init(&f->tr, &f->tgt, f->sel, f->g.sites.nr, &f->g.task, &opts), 0);
 }
 
 static void fixture_free(struct fixture *f)
@@ -102,7 +104,7 @@ static void test_detach_in_flight(void **state)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	fixture_boot(&f, hv_guest("loop"));
+	fixture_boot(&f, hv_guest("loop"), false);
 	iters = vmi_symtab_find(&f.g.elf.objects, "loop_iterations");
 	assert_non_null(iters);
 
@@ -110,7 +112,7 @@ static void test_detach_in_flight(void **state)
 	for (size_t i = 0; i < f.g.sites.nr; i++)
 		assert_int_equal(*(uint8_t *)vm_gpa_ptr(&f.vm, f.sel[i]->addr, 1), X86_INT3);
 	sink_function_init(&sink, f.devnull, &f.g.elf.funcs, 2);
-	assert_int_equal(writer_start(&w, f.tr.rings, 2, &sink), 0);
+	assert_int_equal(writer_start(&w, f.tr.rings, 2, &sink, tracer_horizon, &f.tr), 0);
 	assert_int_equal(vm_start(&f.vm, err, sizeof(err)), 0);
 
 	/* trace until the guest is in its endless loop of traced calls */
@@ -146,7 +148,7 @@ static void test_attach_refuses_bad_site(void **state)
 	uint8_t *p;
 
 	(void)state;
-	fixture_boot(&f, hv_guest(NULL));
+	fixture_boot(&f, hv_guest(NULL), false);
 	p = vm_gpa_ptr(&f.vm, f.sel[f.g.sites.nr - 1]->addr, X86_NOP5_LEN);
 	memcpy(p, "\xe8\x00\x00\x00\x00", X86_NOP5_LEN);
 	memcpy(f.pristine[f.g.sites.nr - 1], p, X86_NOP5_LEN);
