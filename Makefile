@@ -58,6 +58,9 @@ hvtrace: $(BUILD)/host/main.o $(LIB)
 $(GUEST_DIR)/workloads.o: tests/guest/workloads.c tests/guest/guest.h | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
+$(GUEST_DIR)/tailcall.o: tests/guest/tailcall.c tests/guest/guest.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -O2 -foptimize-sibling-calls -c $< -o $@
 $(GUEST_DIR)/runtime.o: tests/guest/runtime.c tests/guest/guest.h | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) -c $< -o $@
@@ -65,7 +68,7 @@ $(GUEST_DIR)/bench.o: tests/guest/bench.c tests/guest/guest.h | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
 $(BENCH_GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-bench.o $(GUEST_DIR)/workloads.o \
-		$(GUEST_DIR)/bench.o tests/guest/guest.ld
+		$(GUEST_DIR)/tailcall.o $(GUEST_DIR)/bench.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
 $(GUEST_DIR)/start.o: tests/guest/start.S | $(DEPS)
 	@mkdir -p $(@D)
@@ -73,11 +76,11 @@ $(GUEST_DIR)/start.o: tests/guest/start.S | $(DEPS)
 $(GUEST_DIR)/runtime-%.o: tests/guest/runtime.c tests/guest/guest.h | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) -DGUEST_MODE_$(shell echo $* | tr a-z A-Z) -c $< -o $@
-$(GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime.o $(GUEST_DIR)/workloads.o tests/guest/guest.ld
+$(GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime.o $(GUEST_DIR)/workloads.o $(GUEST_DIR)/tailcall.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
 # Variants for the tests: `loop` never ends by itself, `fault` triple-faults on cpu0.
 $(GUEST_DIR)/test-guest-%.elf: $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-%.o $(GUEST_DIR)/workloads.o \
-			       tests/guest/guest.ld
+			       $(GUEST_DIR)/tailcall.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) | $(DEPS)

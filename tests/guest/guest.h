@@ -30,7 +30,19 @@ struct task {
 
 /* Functions of the workloads, each counted per vCPU at its entry. */
 enum fn_id { FN_WORKLOAD_RUN, FN_FIB, FN_TREE_ROOT, FN_TREE_A, FN_TREE_B, FN_TREE_LEAF,
-	     FN_TASK_BODY, FN_TASK_STEP, FN_TASK_LEAF, NR_FN };
+	     FN_TASK_BODY, FN_TASK_STEP, FN_TASK_LEAF, FN_TAIL_TOP, FN_TAIL_MID, FN_TAIL_LEAF,
+	     FN_NL_OUTER, FN_NL_INNER, NR_FN };
+
+/* A minimal setjmp/longjmp (start.S) for the non-local exit workload. */
+struct jmpbuf {
+	uint64_t rbx, rbp, r12, r13, r14, r15, rsp, rip;
+};
+long nl_setjmp(struct jmpbuf *b) __attribute__((returns_twice));
+void nl_longjmp(struct jmpbuf *b, long v) __attribute__((noreturn));
+
+#define NL_DEPTH 3   /* nl_inner calls abandoned by each nl_outer */
+#define NL_VALUE 7   /* what nl_outer returns */
+#define TAIL_ARG 1   /* tail_top(TAIL_ARG) = 2 * (TAIL_ARG + 2) */
 
 extern const char *const fn_names[NR_FN];
 extern uint64_t fn_count[MAX_CPUS][NR_FN];
@@ -45,6 +57,8 @@ long workload_run(int cpu, long *fib_out);
 void task_body(struct task *t);
 long fib(long n);
 long tree_root(void);
+long tail_top(long x);
+long nl_outer(void);
 
 #define COUNT(f) count_call(f)
 

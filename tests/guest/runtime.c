@@ -9,7 +9,9 @@ const char *const fn_names[NR_FN] = {
 	[FN_TREE_ROOT] = "tree_root",	    [FN_TREE_A] = "tree_a",
 	[FN_TREE_B] = "tree_b",		    [FN_TREE_LEAF] = "tree_leaf",
 	[FN_TASK_BODY] = "task_body",	    [FN_TASK_STEP] = "task_step",
-	[FN_TASK_LEAF] = "task_leaf",
+	[FN_TASK_LEAF] = "task_leaf",	    [FN_TAIL_TOP] = "tail_top",
+	[FN_TAIL_MID] = "tail_mid",	    [FN_TAIL_LEAF] = "tail_leaf",
+	[FN_NL_OUTER] = "nl_outer",	    [FN_NL_INNER] = "nl_inner",
 };
 
 struct percpu {

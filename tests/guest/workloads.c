@@ -63,6 +63,30 @@ noinline void task_body(struct task *t)
 	t->result = sum;
 }
 
+/* Calls itself until @depth reaches 0, then jumps back to nl_outer: no call returns. */
+noinline void nl_inner(struct jmpbuf *b, long depth)
+{
+	COUNT(FN_NL_INNER);
+	if (!b)
+		return;
+	if (depth > 1)
+		nl_inner(b, depth - 1);
+	nl_longjmp(b, NL_VALUE);
+}
+
+/* A non-local exit: NL_DEPTH nested nl_inner frames are abandoned. Returns NL_VALUE. */
+noinline long nl_outer(void)
+{
+	struct jmpbuf b;
+	volatile long r;
+
+	COUNT(FN_NL_OUTER);
+	r = nl_setjmp(&b);
+	if (r == 0)
+		nl_inner(&b, NL_DEPTH);
+	return r;
+}
+
 /* fib(FIB_BASE + cpu % 4) into *fib_out and TREE_ROUNDS call trees; returns the number of wrong tree
  * values. */
 noinline long workload_run(int cpu, long *fib_out)
@@ -74,5 +98,9 @@ noinline long workload_run(int cpu, long *fib_out)
 	for (int r = 0; r < TREE_ROUNDS; r++)
 		if (tree_root() != TREE_VALUE)
 			bad++;
+	if (tail_top(TAIL_ARG) != 2 * (TAIL_ARG + 2))
+		bad++;
+	if (nl_outer() != NL_VALUE)
+		bad++;
 	return bad;
 }

@@ -90,7 +90,7 @@ static uint64_t ring_heads(struct tracer *tr)
 	return n;
 }
 
-static void test_detach_in_flight(void **state)
+static void detach_in_flight(bool returns)
 {
 	struct fixture f;
 	struct sink sink;
@@ -100,18 +100,20 @@ static void test_detach_in_flight(void **state)
 	uint64_t before, after, events;
 	sigset_t sigs;
 
-	(void)state;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	fixture_boot(&f, hv_guest("loop"), false);
+	fixture_boot(&f, hv_guest("loop"), returns);
 	iters = vmi_symtab_find(&f.g.elf.objects, "loop_iterations");
 	assert_non_null(iters);
 
 	assert_int_equal(tracer_attach(&f.tr, err, sizeof(err)), 0);
 	for (size_t i = 0; i < f.g.sites.nr; i++)
 		assert_int_equal(*(uint8_t *)vm_gpa_ptr(&f.vm, f.sel[i]->addr, 1), X86_INT3);
-	sink_function_init(&sink, f.devnull, &f.g.elf.funcs, 2);
+	if (returns)
+		assert_int_equal(sink_graph_init(&sink, f.devnull, &f.g.elf.funcs, 2, true, false), 0);
+	else
+		sink_function_init(&sink, f.devnull, &f.g.elf.funcs, 2);
 	assert_int_equal(writer_start(&w, f.tr.rings, 2, &sink, tracer_horizon, &f.tr), 0);
 	assert_int_equal(vm_start(&f.vm, err, sizeof(err)), 0);
 
@@ -121,6 +123,12 @@ static void test_detach_in_flight(void **state)
 	assert_true(*(volatile uint64_t *)vm_gpa_ptr(&f.vm, iters->addr, 8) > 0);
 	assert_int_equal(tracer_detach(&f.tr), 0);
 	assert_true(sites_pristine(&f));
+	if (returns) {
+		/* the loop spends nearly all its time inside tree_root: calls were in flight */
+		assert_true(f.tr.restored_slots > 0);
+		assert_memory_equal(vm_gpa_ptr(&f.vm, f.vm.stub_gpa, 1), "\xc3", 1);
+		assert_int_equal(atomic_load(&f.tr.orphan_returns), 0);
+	}
 	events = ring_heads(&f.tr);
 	assert_true(events > 0);
 
@@ -138,6 +146,19 @@ static void test_detach_in_flight(void **state)
 	assert_int_equal(sink.written, events);
 	writer_free(&w);
 	fixture_free(&f);
+}
+
+static void test_detach_in_flight(void **state)
+{
+	(void)state;
+	detach_in_flight(false);
+}
+
+/* With return hooks: every slot holding the trampoline is written back before the guest resumes. */
+static void test_detach_in_flight_returns(void **state)
+{
+	(void)state;
+	detach_in_flight(true);
 }
 
 /* A site that is not a NOP5 in guest memory: refused, and nothing at all is left patched. */
@@ -164,6 +185,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_detach_in_flight),
+		cmocka_unit_test(test_detach_in_flight_returns),
 		cmocka_unit_test(test_attach_refuses_bad_site),
 	};
 
