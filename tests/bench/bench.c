@@ -20,8 +20,9 @@
 
 #define ROUNDS 5
 
-enum mode { MODE_BASE, MODE_RAW, MODE_TRACE, NR_MODES };
-static const char *const mode_names[] = {"no probe", "raw INT3 round trip", "function tracer"};
+enum mode { MODE_BASE, MODE_RAW, MODE_TRACE, MODE_GRAPH, NR_MODES };
+static const char *const mode_names[] = {"no probe", "raw INT3 round trip", "function tracer",
+					 "function_graph"};
 
 /* CPU time of the whole process (vCPU threads, in-kernel emulation included, and the writer): steadier
  * than wall time on a shared machine, and what tracing costs. */
@@ -81,18 +82,22 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 	if (vm_create(&vm, &cfg, err, sizeof(err)) < 0 || vm_load_elf(&vm, &g->elf, err, sizeof(err)))
 		die("vm", err);
 	target_kvm_init(&tgt, &vm);
-	if (m == MODE_RAW) {
+	if (m == MODE_BASE) {
+	} else if (m == MODE_RAW) {
 		probe_table_init(&probes, sel, nr);
 		if (probe_insert_all(&probes, &tgt, err, sizeof(err)) < 0)
 			die("probes", err);
 		tgt.ops->set_bp_handler(&tgt, raw_hit, &probes);
-	} else if (m == MODE_TRACE) {
-		struct tracer_opts opts = {.ring_records = 1 << 18};
+	} else {
+		struct tracer_opts opts = {.ring_records = 1 << 18, .returns = m == MODE_GRAPH};
 
 		if (tracer_init(&tr, &tgt, sel, nr, &g->task, &opts) < 0 ||
 		    tracer_attach(&tr, err, sizeof(err)) < 0)
 			die("tracer", err);
-		sink_function_init(&sink, devnull, &g->elf.funcs, smp);
+		if (m == MODE_GRAPH)
+			sink_graph_init(&sink, devnull, &g->elf.funcs, smp, true, false);
+		else
+			sink_function_init(&sink, devnull, &g->elf.funcs, smp);
 		writer_start(&w, tr.rings, smp, &sink, tracer_horizon, &tr);
 	}
 	w0 = wall_now();
@@ -110,10 +115,10 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 	if (m == MODE_RAW) {
 		probe_remove_all(&probes, &tgt);
 		probe_table_free(&probes);
-	} else if (m == MODE_TRACE) {
+	} else if (m != MODE_BASE) {
 		tracer_detach(&tr);
 		writer_stop(&w, tracer_lost(&tr));
-		if (sink.written != (unsigned long long)smp * BENCH_CALLS)
+		if (sink.written != (unsigned long long)smp * BENCH_CALLS * (m == MODE_GRAPH ? 2 : 1))
 			die("tracer", "wrong number of events");
 		writer_free(&w);
 		tracer_free(&tr);
@@ -170,6 +175,7 @@ int main(int argc, char **argv)
 		double n = (double)smps[s] * BENCH_CALLS;
 		double raw = (t[s][MODE_RAW] - t[s][MODE_BASE]) / n;
 		double fn = (t[s][MODE_TRACE] - t[s][MODE_BASE]) / n;
+		double graph = (t[s][MODE_GRAPH] - t[s][MODE_BASE]) / n;
 
 		printf("smp %u:\n", smps[s]);
 		for (int m = 0; m < NR_MODES; m++)
@@ -177,6 +183,9 @@ int main(int argc, char **argv)
 		printf("  per event: raw INT3 round trip %.2f us, function tracer %.2f us\n", raw * 1e6,
 		       fn * 1e6);
 		printf("  ratio function tracer / raw INT3 round trip: %.3f\n", fn / raw);
+		printf("  per call: function_graph (entry + return) %.2f us\n", graph * 1e6);
+		printf("  ratio function_graph call / two raw INT3 round trips: %.3f\n",
+		       graph / (2 * raw));
 		printf("  events/s with the function tracer: %.0f (wall clock), %.0f per CPU-second\n",
 		       n / wall[s], n / t[s][MODE_TRACE]);
 	}
