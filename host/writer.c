@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* How long an entry may wait for the next record of its vCPU (to be printed as a leaf). */
-#define LOOKAHEAD_NS 20000000ull
+/* How long an entry may wait for the next record of its vCPU (to be printed as a leaf): output is
+ * held back meanwhile, so this bounds the delay a quiet vCPU adds. */
+#define LOOKAHEAD_NS 1000000000ull
 
 /* Emits up to @budget records, oldest first across rings, none at or past the horizon (when @final,
  * everything). Returns how many. */

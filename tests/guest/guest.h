@@ -31,7 +31,7 @@ struct task {
 /* Functions of the workloads, each counted per vCPU at its entry. */
 enum fn_id { FN_WORKLOAD_RUN, FN_FIB, FN_TREE_ROOT, FN_TREE_A, FN_TREE_B, FN_TREE_LEAF,
 	     FN_TASK_BODY, FN_TASK_STEP, FN_TASK_LEAF, FN_TAIL_TOP, FN_TAIL_MID, FN_TAIL_LEAF,
-	     FN_NL_OUTER, FN_NL_INNER, NR_FN };
+	     FN_NL_OUTER, FN_NL_INNER, FN_DEEP, NR_FN };
 
 /* A minimal setjmp/longjmp (start.S) for the non-local exit workload. */
 struct jmpbuf {
@@ -43,6 +43,7 @@ void nl_longjmp(struct jmpbuf *b, long v) __attribute__((noreturn));
 #define NL_DEPTH 3   /* nl_inner calls abandoned by each nl_outer */
 #define NL_VALUE 7   /* what nl_outer returns */
 #define TAIL_ARG 1   /* tail_top(TAIL_ARG) = 2 * (TAIL_ARG + 2) */
+#define DEEP_CALLS 150 /* deeper than hvtrace's per-stack shadow bound (128) */
 
 extern const char *const fn_names[NR_FN];
 extern uint64_t fn_count[MAX_CPUS][NR_FN];
@@ -59,6 +60,7 @@ long fib(long n);
 long tree_root(void);
 long tail_top(long x);
 long nl_outer(void);
+long deep(long n);
 
 #define COUNT(f) count_call(f)
 

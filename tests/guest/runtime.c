@@ -12,6 +12,7 @@ const char *const fn_names[NR_FN] = {
 	[FN_TASK_LEAF] = "task_leaf",	    [FN_TAIL_TOP] = "tail_top",
 	[FN_TAIL_MID] = "tail_mid",	    [FN_TAIL_LEAF] = "tail_leaf",
 	[FN_NL_OUTER] = "nl_outer",	    [FN_NL_INNER] = "nl_inner",
+	[FN_DEEP] = "deep",
 };
 
 struct percpu {

@@ -87,6 +87,15 @@ noinline long nl_outer(void)
 	return r;
 }
 
+/* Recursion DEEP_CALLS deep; returns n. */
+noinline long deep(long n)
+{
+	COUNT(FN_DEEP);
+	if (n <= 1)
+		return 1;
+	return deep(n - 1) + 1;
+}
+
 /* fib(FIB_BASE + cpu % 4) into *fib_out and TREE_ROUNDS call trees; returns the number of wrong tree
  * values. */
 noinline long workload_run(int cpu, long *fib_out)
@@ -101,6 +110,8 @@ noinline long workload_run(int cpu, long *fib_out)
 	if (tail_top(TAIL_ARG) != 2 * (TAIL_ARG + 2))
 		bad++;
 	if (nl_outer() != NL_VALUE)
+		bad++;
+	if (deep(DEEP_CALLS) != DEEP_CALLS)
 		bad++;
 	return bad;
 }
