@@ -95,14 +95,17 @@ $(BUILD)/tests/%: tests/kvm/%.c $(TEST_COMMON) $(LIB) | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(ELF_CFLAGS) -o $@ $< $(TEST_COMMON) $(LIB) $(ELF_LIBS) $(CMOCKA_LIBS)
 
-unit-test: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+TEST_ENV := HVTRACE=./hvtrace GUEST=$(GUEST)
+
+unit-test: $(UNIT_BINS) $(GUEST)
+	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS)
 
 kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS)
-	@set -e; for t in $(KVM_BINS); do echo "== $$t"; HVTRACE=./hvtrace GUEST=$(GUEST) $$t; done
+	@$(TEST_ENV) scripts/run-tests.sh $(KVM_BINS)
 
-test: unit-test kvm-test
-	@echo "hvtrace: all tests passed"
+# Unit tests, then the KVM integration tests that boot the test guest.
+test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS)
+	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS)
 
 bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST)
 	$(BUILD)/tests/bench $(BENCH_GUEST)

@@ -63,7 +63,10 @@ int filter_select(const struct vmi_sites *sites, char *const *filters, size_t nr
 		sel[(*nr)++] = &sites->v[i];
 	}
 	if (!*nr) {
-		snprintf(err, errlen, "-n: excludes every function the filter selected");
+		if (nr_notrace)
+			snprintf(err, errlen, "-n: excludes every function the filter selected");
+		else
+			snprintf(err, errlen, "the guest has no traceable function");
 		free(sel);
 		return -ENOENT;
 	}

@@ -21,6 +21,7 @@ int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites,
 		return -ENOMEM;
 	}
 	t->mask = size - 1;
+	t->shift = 64 - (unsigned)__builtin_ctzll(size);
 	for (size_t i = 0; i < n; i++) {
 		struct probe *p = &t->v[t->nr];
 		uint64_t h;
@@ -30,7 +31,7 @@ int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites,
 		p->addr = sites[i]->addr;
 		p->func = sites[i]->func;
 		p->id = (uint32_t)t->nr;
-		h = (p->addr * 0x9e3779b97f4a7c15ull) >> 20;
+		h = probe_hash(t, p->addr);
 		while (t->slots[h & t->mask])
 			h++;
 		t->slots[h & t->mask] = (uint32_t)++t->nr;

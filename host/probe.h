@@ -23,7 +23,14 @@ struct probe_table {
 	size_t nr;
 	uint32_t *slots; /* open addressing: probe index + 1, 0 = empty */
 	uint64_t mask;
+	unsigned shift; /* 64 - log2(table size): the hash takes the product's top bits */
 };
+
+/* Fibonacci hashing of a site address into the table. */
+static inline uint64_t probe_hash(const struct probe_table *t, uint64_t addr)
+{
+	return (addr * 0x9e3779b97f4a7c15ull) >> t->shift;
+}
 
 /* Builds one probe per site in @sites[0..n). Returns 0 or -ENOMEM. */
 int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites, size_t n);
@@ -32,9 +39,7 @@ void probe_table_free(struct probe_table *t);
 /* The probe at @addr or NULL. Any thread; wait-free. */
 static inline struct probe *probe_lookup(const struct probe_table *t, uint64_t addr)
 {
-	uint64_t h = (addr * 0x9e3779b97f4a7c15ull) >> 20;
-
-	for (uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
+	for (uint64_t i = probe_hash(t, addr) & t->mask;; i = (i + 1) & t->mask) {
 		uint32_t s = t->slots[i];
 
 		if (!s)

@@ -1,6 +1,7 @@
 #include "ring.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,8 @@ int ring_init(struct ring *r, uint64_t nr)
 	uint64_t n = 2;
 
 	memset(r, 0, sizeof(*r));
+	if (nr > (UINT64_MAX / 2) / sizeof(*r->buf))
+		return -ENOMEM;
 	while (n < nr)
 		n <<= 1;
 	r->buf = aligned_alloc(64, n * sizeof(*r->buf));

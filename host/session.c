@@ -190,10 +190,15 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_STATS: s->stats = true; break;
 		case 'h': s->cmd = CMD_HELP; return 0;
 		case ':':
-			snprintf(err, errlen, "%s: missing argument", argv[optind - 1]);
+			/* only the last word can lack its argument: it is the option as typed */
+			snprintf(err, errlen, "%s: missing argument", argv[argc - 1]);
 			return -EINVAL;
 		default:
-			snprintf(err, errlen, "%s: unknown option", argv[optind - 1]);
+			/* a short option inside a group is named by optopt; a long one by its word */
+			if (optopt && optopt < 256)
+				snprintf(err, errlen, "-%c: unknown option", optopt);
+			else
+				snprintf(err, errlen, "%s: unknown option", argv[optind - 1]);
 			return -EINVAL;
 		}
 		if (ret == -ENOMEM)

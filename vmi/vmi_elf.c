@@ -141,7 +141,8 @@ int vmi_elf_open(struct vmi_elf *img, const char *path, int need_mcount, char *e
 
 		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		if (ph.p_offset + ph.p_filesz > img->file_size || ph.p_filesz > ph.p_memsz) {
+		if (ph.p_offset > img->file_size || ph.p_filesz > img->file_size - ph.p_offset ||
+		    ph.p_filesz > ph.p_memsz) {
 			snprintf(err, errlen, "%s: segment %zu lies outside the file", path, i);
 			ret = -ENOEXEC;
 			goto fail;
@@ -198,7 +199,8 @@ const uint8_t *vmi_elf_bytes_at(const struct vmi_elf *img, uint64_t vaddr, size_
 	for (size_t i = 0; i < img->nr_segs; i++) {
 		const struct vmi_segment *s = &img->segs[i];
 
-		if (vaddr >= s->vaddr && vaddr + len <= s->vaddr + s->filesz)
+		if (vaddr >= s->vaddr && vaddr - s->vaddr <= s->filesz &&
+		    len <= s->filesz - (vaddr - s->vaddr))
 			return s->data + (vaddr - s->vaddr);
 	}
 	return NULL;

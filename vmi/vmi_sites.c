@@ -19,7 +19,13 @@ int vmi_sites_build(struct vmi_sites *sites, const uint64_t *addrs, size_t n,
 
 		if (!f)
 			continue;
-		if (sites->nr && sites->v[sites->nr - 1].func == f)
+		/* one site per function (the first recorded) */
+		size_t j;
+
+		for (j = sites->nr; j-- > 0;)
+			if (sites->v[j].func == f)
+				break;
+		if (j != (size_t)-1)
 			continue;
 		sites->v[sites->nr++] = (struct vmi_site){.addr = addrs[i], .func = f};
 	}

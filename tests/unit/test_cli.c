@@ -166,6 +166,56 @@ static void test_long_forms(void **state)
 	assert_int_equal(cli.s.buffer_size_kb, 1048576);
 }
 
+/* function_graph and its options: -g globs, --max-depth, return values, tail names, profile. */
+static void test_graph_options(void **state)
+{
+	/* clang-format off */
+	char *argv[] = {"hvtrace", "run",
+			"-p", "function_graph",
+			"-g", "tree_root",
+			"--graph-function", "fib",
+			"--max-depth", "3",
+			"--funcgraph-retval",
+			"--funcgraph-tail",
+			"--profile",
+			"g.elf"};
+	/* clang-format on */
+
+	(void)state;
+	assert_int_equal(cli.s.nr_graph, 0);
+	assert_int_equal(cli.s.max_depth, 0);
+	assert_int_equal(parse(ARGC(argv), argv), 0);
+	assert_int_equal(cli.s.tracer, TRACER_FUNCTION_GRAPH);
+	assert_int_equal(cli.s.nr_graph, 2);
+	assert_string_equal(cli.s.graph[0], "tree_root");
+	assert_string_equal(cli.s.graph[1], "fib");
+	assert_int_equal(cli.s.max_depth, 3);
+	assert_true(cli.s.funcgraph_retval);
+	assert_true(cli.s.funcgraph_tail);
+	assert_true(cli.s.profile);
+	assert_string_equal(cli.s.guest, "g.elf");
+}
+
+/* The graph-only options need -p function_graph; --max-depth is 1..255. */
+static void test_error_graph_options(void **state)
+{
+	(void)state;
+	expect_error(5, (char *[]){"hvtrace", "run", "-g", "fib", "g.elf"},
+		     "-g: needs -p function_graph");
+	expect_error(7, (char *[]){"hvtrace", "run", "-p", "nop", "--max-depth", "2", "g.elf"},
+		     "--max-depth: needs -p function_graph");
+	expect_error(4, (char *[]){"hvtrace", "run", "--funcgraph-retval", "g.elf"},
+		     "--funcgraph-retval: needs -p function_graph");
+	expect_error(4, (char *[]){"hvtrace", "run", "--funcgraph-tail", "g.elf"},
+		     "--funcgraph-tail: needs -p function_graph");
+	expect_error(
+	    7, (char *[]){"hvtrace", "run", "-p", "function_graph", "--max-depth", "0", "g.elf"},
+	    "--max-depth '0': expected an integer in 1..255");
+	expect_error(
+	    7, (char *[]){"hvtrace", "run", "-p", "function_graph", "--max-depth", "256", "g.elf"},
+	    "--max-depth '256': expected an integer in 1..255");
+}
+
 /* Parsing twice in a row works: getopt's state is reset by the parser. */
 static void test_reparse(void **state)
 {
@@ -217,6 +267,7 @@ static void test_commands(void **state)
 	assert_non_null(strstr(session_usage, "usage: hvtrace run [options] GUEST.elf"));
 	assert_string_equal(tracer_name(TRACER_FUNCTION), "function");
 	assert_string_equal(tracer_name(TRACER_NOP), "nop");
+	assert_string_equal(tracer_name(TRACER_FUNCTION_GRAPH), "function_graph");
 }
 
 /* ---- errors --------------------------------------------------------------------------------- */
@@ -253,9 +304,11 @@ static void test_error_tracer(void **state)
 {
 	(void)state;
 	expect_error(5, (char *[]){"hvtrace", "run", "-p", "bogus", "g.elf"},
-		     "-p 'bogus': unknown tracer (available: function nop)");
-	expect_error(4, (char *[]){"hvtrace", "run", "--tracer=function_graph", "g.elf"},
-		     "-p 'function_graph': unknown tracer (available: function nop)");
+		     "-p 'bogus': unknown tracer (available: function function_graph nop)");
+	expect_error(4, (char *[]){"hvtrace", "run", "--tracer=graph", "g.elf"},
+		     "-p 'graph': unknown tracer (available: function function_graph nop)");
+	expect_error(5, (char *[]){"hvtrace", "run", "-p", "", "g.elf"},
+		     "-p '': unknown tracer (available: function function_graph nop)");
 }
 
 static void test_error_numbers(void **state)
@@ -326,6 +379,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_defaults, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_all_options, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_long_forms, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_graph_options, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_reparse, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_commands, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_commands, cli_setup, cli_teardown),
@@ -333,6 +387,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_error_tracer, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_numbers, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_options, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_error_graph_options, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_grouped_short_option, cli_setup,
 					    cli_teardown),
 	};

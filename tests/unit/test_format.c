@@ -143,10 +143,11 @@ static void test_sink_stream(void **state)
 	assert_non_null(out);
 	ret.type = HVT_REC_RETURN;
 	sink_function_init(&s, out, &syms, 2);
+	assert_false(s.ops->lookahead);
 	s.ops->begin(&s);
-	s.ops->record(&s, &r1);
-	s.ops->record(&s, &ret); /* not an entry: not printed */
-	s.ops->record(&s, &r2);
+	assert_int_equal(s.ops->record(&s, &r1, &r2), 1);   /* ignores @next: consumes one */
+	assert_int_equal(s.ops->record(&s, &ret, NULL), 1); /* not an entry: not printed */
+	assert_int_equal(s.ops->record(&s, &r2, NULL), 1);
 	s.lost = 7;
 	s.ops->end(&s);
 	assert_int_equal(s.written, 2);

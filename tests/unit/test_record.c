@@ -231,7 +231,7 @@ static void test_ring_two_threads(void **state)
 
 /* ---- probe table ---------------------------------------------------------------------------- */
 
-#define HASH_HOME(t, addr) ((((addr)*0x9e3779b97f4a7c15ull) >> 20) & (t)->mask)
+#define HASH_HOME(t, addr) (probe_hash((t), (addr)) & (t)->mask)
 
 struct site_set {
 	struct vmi_sym *syms;
@@ -363,20 +363,19 @@ static size_t check_table(const struct probe_table *t, const struct site_set *s)
 	return displaced;
 }
 
-/* Thousands of sites in arithmetic progressions (kernel-like 16-byte stride, odd strides, 1 MiB):
- * the multiplicative hash spreads these without collisions, and each is found. A 4 GiB stride
- * agrees in the hashed bits, so every site collides: still correct, only slower. */
+/* Thousands of sites in arithmetic progressions (kernel-like 16-byte stride, odd strides, 1 MiB,
+ * 4 GiB): the multiplicative hash takes the product's top bits, so all of them spread out (few sites
+ * displaced from their home slot), and each is found. */
 static void test_probe_many_progressions(void **state)
 {
 	static const struct {
 		size_t n;
 		uint64_t base, stride;
-		bool collide;
 	} cases[] = {
-	    {5000, 0xffffffff81000000ull, 16, false},
-	    {4096, 0xffffffff81000000ull, 1ull << 20, false},
-	    {10000, 0x401000, 5, false},
-	    {3000, 0x1000, 1ull << 32, true},
+	    {5000, 0xffffffff81000000ull, 16},
+	    {4096, 0xffffffff81000000ull, 1ull << 20},
+	    {10000, 0x401000, 5},
+	    {3000, 0x1000, 1ull << 32},
 	};
 
 	(void)state;
@@ -388,8 +387,7 @@ static void test_probe_many_progressions(void **state)
 		make_sites(&s, cases[c].n, cases[c].base, cases[c].stride);
 		assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
 		displaced = check_table(&t, &s);
-		if (cases[c].collide)
-			assert_int_equal(displaced, s.n - 2);
+		assert_true(displaced < s.n / 2); /* load <= 1/2: most sites sit at home */
 		assert_null(probe_lookup(&t, cases[c].base - 1));
 		assert_null(probe_lookup(&t, cases[c].base + cases[c].n * cases[c].stride));
 		probe_table_free(&t);
