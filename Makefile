@@ -120,4 +120,6 @@ format:
 clean:
 	rm -rf $(BUILD) hvtrace
 
+.SECONDARY:
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
