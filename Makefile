@@ -7,8 +7,8 @@ CFLAGS  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initialize
            -D_GNU_SOURCE -MMD -MP
 LDFLAGS := -pthread
 # Evaluated lazily, after $(DEPS) has installed pkg-config and the -dev packages.
-ELF_CFLAGS   = $(shell pkg-config --cflags libelf)
-ELF_LIBS     = $(shell pkg-config --libs libelf)
+ELF_CFLAGS   = $(shell pkg-config --cflags libelf libbpf)
+ELF_LIBS     = $(shell pkg-config --libs libelf libbpf)
 CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 
 DEPS := $(BUILD)/.deps-installed
@@ -36,7 +36,7 @@ KVM_SRCS  := $(wildcard tests/kvm/test_*.c)
 KVM_BINS  := $(KVM_SRCS:tests/kvm/%.c=$(BUILD)/tests/%)
 TEST_COMMON := $(BUILD)/tests/kvm_common.o
 
-.PHONY: all test unit-test kvm-test bench clean format
+.PHONY: all test unit-test kvm-test bench clean format guest
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 $(DEPS): scripts/deps.sh
@@ -113,6 +113,12 @@ bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST)
 $(BUILD)/tests/bench: tests/bench/bench.c $(LIB) $(BENCH_GUEST) | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(ELF_CFLAGS) -o $@ $< $(LIB) $(ELF_LIBS)
+
+# The Linux test guest: Debian's cloud kernel, its System.map, busybox initramfs (scripts/fetch-guest.sh).
+LINUX_GUEST := $(GUEST_DIR)/vmlinuz $(GUEST_DIR)/System.map $(GUEST_DIR)/config \
+               $(GUEST_DIR)/initramfs.cpio.gz
+guest: | $(DEPS)
+	bash scripts/fetch-guest.sh $(GUEST_DIR)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^tests/guest/')

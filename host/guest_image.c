@@ -43,10 +43,12 @@ int guest_image_open(struct guest_image *g, const char *path, char *err, size_t 
 	}
 	cur = vmi_symtab_find(&g->elf.objects, TASK_SYMBOL);
 	g->task = (struct vmi_task_layout){
-		.current = cur ? cur->addr : 0,
+		.valid = cur != NULL,
 		.pid_off = TASK_PID_OFF,
 		.comm_off = TASK_COMM_OFF,
 	};
+	for (unsigned c = 0; cur && c < VMI_MAX_CPUS; c++)
+		g->task.current_slot[c] = cur->addr + 8ull * c;
 	return 0;
 fail:
 	guest_image_close(g);

@@ -3,7 +3,8 @@
 # Run as root (CI and the project's machines are); prints what it installs.
 set -eu
 
-PKGS="gcc make pkg-config libc6-dev libelf-dev libcmocka-dev"
+# build: compiler, libelf, libbpf (BTF), cmocka; Linux guest: cpio to pack the initramfs, QEMU to run it
+PKGS="gcc make pkg-config libc6-dev libelf-dev libbpf-dev libcmocka-dev cpio qemu-system-x86"
 
 missing=""
 for p in $PKGS; do

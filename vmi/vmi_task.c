@@ -8,12 +8,12 @@ void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_vi
 {
 	uint64_t task;
 
-	if (!l->current) {
+	if (!l->valid || cpu >= VMI_MAX_CPUS) {
 		snprintf(out->comm, sizeof(out->comm), "cpu%u", cpu);
 		out->pid = 0;
 		return;
 	}
-	if (read(ctx, cpu, l->current + 8ull * cpu, &task, 8) < 0 || !task ||
+	if (read(ctx, cpu, l->current_slot[cpu], &task, 8) < 0 || !task ||
 	    read(ctx, cpu, task + l->pid_off, &out->pid, 4) < 0 ||
 	    read(ctx, cpu, task + l->comm_off, out->comm, VMI_COMM_LEN) < 0) {
 		strcpy(out->comm, "<unknown>");

@@ -3,16 +3,19 @@
 #ifndef HVT_VMI_TASK_H
 #define HVT_VMI_TASK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define VMI_COMM_LEN 16
+#define VMI_MAX_CPUS 64
 
 /* Reads @len bytes at guest-virtual @gva as seen by vCPU @cpu. Returns 0 or a negative errno. */
 typedef int (*vmi_read_virt_fn)(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsigned len);
 
 struct vmi_task_layout {
-	uint64_t current; /* GVA of an array of 8-byte task pointers indexed by vCPU; 0: no task info */
-	unsigned pid_off; /* offsets in the task struct */
+	bool valid;			     /* false: no task info */
+	uint64_t current_slot[VMI_MAX_CPUS]; /* GVA of the pointer to the task running on CPU N */
+	unsigned pid_off;		     /* offsets in the task struct */
 	unsigned comm_off;
 };
 

@@ -638,7 +638,13 @@ static int fake_read_virt(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsi
 	return 0;
 }
 
-static const struct vmi_task_layout layout = {.current = 0x1000, .pid_off = 0x10, .comm_off = 0x20};
+/* Slots at 0x1000 + 8 * cpu, like the freestanding guest's hvtrace_current array. */
+static const struct vmi_task_layout layout = {
+	.valid = true,
+	.current_slot = {0x1000, 0x1008, 0x1010, 0x1018, 0x7ffc},
+	.pid_off = 0x10,
+	.comm_off = 0x20,
+};
 
 static void fake_guest_init(struct fake_guest *g)
 {
@@ -722,8 +728,13 @@ static void test_task_read_failure(void **state)
 	assert_int_equal(t.pid, 0);
 
 	memset(&t, 0x55, sizeof(t));
-	vmi_task_current(&layout, 100, fake_read_virt, &g, &t); /* array slot outside memory */
+	vmi_task_current(&layout, 4, fake_read_virt, &g, &t); /* slot runs off the end of memory */
 	assert_string_equal(t.comm, "<unknown>");
+	assert_int_equal(t.pid, 0);
+
+	/* a CPU past the layout's table has no task info */
+	vmi_task_current(&layout, VMI_MAX_CPUS + 36, fake_read_virt, &g, &t);
+	assert_string_equal(t.comm, "cpu100");
 	assert_int_equal(t.pid, 0);
 }
 

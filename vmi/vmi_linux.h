@@ -1,0 +1,61 @@
+/* Knowledge of a Linux guest kernel: symbols from System.map, the KASLR slide found in guest memory, the
+ * patchable function entries (NOP5 at the function start, +4 after an endbr64), the return trampoline
+ * (__fentry__'s body), and the current task of each CPU through BTF-derived offsets. Memory is read
+ * through a callback; this module knows nothing of how. */
+#ifndef HVT_VMI_LINUX_H
+#define HVT_VMI_LINUX_H
+
+#include "vmi_sites.h"
+#include "vmi_symtab.h"
+#include "vmi_task.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VMI_LINUX_TEXT_BASE 0xffffffff80000000ull /* __START_KERNEL_map */
+#define VMI_LINUX_THREAD_SHIFT 14		  /* x86_64 THREAD_SIZE = 16 KiB */
+
+/* Reads guest-virtual memory (through some CPU's kernel page tables). 0 or a negative errno. */
+typedef int (*vmi_linux_read_fn)(void *ctx, uint64_t gva, void *buf, size_t len);
+
+struct vmi_linux {
+	struct vmi_symtab funcs;   /* text symbols (t, T, w, W) */
+	struct vmi_symtab objects; /* data symbols, per-CPU ones at their section offsets */
+	int64_t slide;		   /* applied to funcs and kernel-image objects once found */
+	bool slid;
+	uint64_t banner, fentry, per_cpu_offset, current_task, btf_start, btf_stop;
+	uint64_t stext, etext;
+	int pid_off, comm_off; /* task_struct offsets from BTF; -1 when unknown */
+};
+
+/* Parses System.map at @path. Returns 0, or a negative errno with a reason in @err (-ENOENT missing,
+ * -EINVAL not a System.map, -ENODATA without linux_banner or _stext/_etext). Caller frees. */
+int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errlen);
+
+/* Finds the KASLR slide by looking for "Linux version " at linux_banner in every 2 MiB-aligned place
+ * the kernel image can be, and rebases the symbols. Returns 0 or -ESRCH with a reason. */
+int vmi_linux_find_slide(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, char *err,
+			 size_t errlen);
+
+/* Struct offsets of task_struct.pid and .comm from the kernel's own BTF (__start_BTF..__stop_BTF in guest
+ * memory, parsed with libbpf). Returns 0, or -ENOENT when the kernel has no BTF (offsets stay -1). */
+int vmi_linux_read_btf(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, char *err,
+		       size_t errlen);
+
+/* Offsets of @member in struct @type of the raw BTF @data (exposed for tests). Returns the byte offset
+ * or a negative errno. */
+int vmi_btf_member_offset(const void *data, size_t size, const char *type, const char *member);
+
+/* The traceable functions: every text symbol in _stext.._etext whose first bytes (after an endbr64) are a
+ * NOP5 in guest memory, read in bulk. Returns 0 or a negative errno. */
+int vmi_linux_sites(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, struct vmi_sites *sites);
+
+/* Task layout for vmi_task_current: the GVA of CPU @cpu's current_task pointer is
+ * __per_cpu_offset[cpu] + &current_task. Fills @out for @nr_cpus CPUs; without BTF, no task info. */
+int vmi_linux_task_layout(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, unsigned nr_cpus,
+			  struct vmi_task_layout *out);
+
+void vmi_linux_close(struct vmi_linux *l);
+
+#endif
