@@ -1,0 +1,280 @@
+#include "vmi_linux.h"
+#include "../arch/x86/x86_insn.h"
+
+#include <bpf/btf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LINUX_LINK_TEXT 0xffffffff81000000ull /* where _text is linked */
+#define KASLR_ALIGN 0x200000ull		      /* CONFIG_PHYSICAL_ALIGN */
+#define KERNEL_IMAGE_SIZE 0x40000000ull	      /* 1 GiB of virtual room for the image */
+#define BANNER "Linux version "
+
+static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+
+int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char line[512], name[256], type;
+	unsigned long long addr;
+	size_t lines = 0;
+	int ret = 0;
+
+	memset(l, 0, sizeof(*l));
+	l->pid_off = l->comm_off = -1;
+	if (!f) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		struct vmi_symtab *t;
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3) {
+			snprintf(err, errlen, "%s:%zu: not a System.map line", path, lines + 1);
+			ret = -EINVAL;
+			goto out;
+		}
+		lines++;
+		switch (type) {
+		case 'T': case 't': case 'W': case 'w': t = &l->funcs; break;
+		case 'D': case 'd': case 'B': case 'b': case 'R': case 'r': case 'V': case 'v':
+			t = &l->objects;
+			break;
+		default: continue;
+		}
+		if (vmi_symtab_add(t, addr, 0, name) < 0) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	vmi_symtab_sort(&l->funcs);
+	vmi_symtab_sort(&l->objects);
+	const struct vmi_sym *banner = vmi_symtab_find(&l->objects, "linux_banner");
+	const struct vmi_sym *st = vmi_symtab_find(&l->funcs, "_stext");
+	const struct vmi_sym *et = vmi_symtab_find(&l->funcs, "_etext");
+	const struct vmi_sym *fe = vmi_symtab_find(&l->funcs, "__fentry__");
+	const struct vmi_sym *pco = vmi_symtab_find(&l->objects, "__per_cpu_offset");
+	const struct vmi_sym *ct = vmi_symtab_find(&l->objects, "current_task");
+	const struct vmi_sym *bs = vmi_symtab_find(&l->objects, "__start_BTF");
+	const struct vmi_sym *be = vmi_symtab_find(&l->objects, "__stop_BTF");
+
+	if (!banner || !st || !et) {
+		snprintf(err, errlen, "%s: no linux_banner, _stext or _etext (%zu symbols): not a %s",
+			 path, lines, "System.map of a Linux kernel with its symbols");
+		ret = -ENODATA;
+		goto out;
+	}
+	l->banner = banner->addr;
+	l->stext = st->addr;
+	l->etext = et->addr;
+	l->fentry = fe ? fe->addr : 0;
+	l->per_cpu_offset = pco ? pco->addr : 0;
+	l->current_task = ct ? ct->addr : 0;
+	l->btf_start = bs ? bs->addr : 0;
+	l->btf_stop = be ? be->addr : 0;
+out:
+	fclose(f);
+	if (ret < 0)
+		vmi_linux_close(l);
+	return ret;
+}
+
+static void rebase(struct vmi_symtab *t, int64_t slide)
+{
+	for (size_t i = 0; i < t->nr; i++)
+		if (t->syms[i].addr >= VMI_LINUX_TEXT_BASE)
+			t->syms[i].addr += slide;
+}
+
+static uint64_t slid(uint64_t a, int64_t slide)
+{
+	return a && a >= VMI_LINUX_TEXT_BASE ? a + slide : a;
+}
+
+int vmi_linux_find_slide(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, char *err,
+			 size_t errlen)
+{
+	char buf[sizeof(BANNER) - 1];
+	int64_t lo = -(int64_t)(LINUX_LINK_TEXT - VMI_LINUX_TEXT_BASE);
+	int64_t hi = (int64_t)(VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE - l->etext);
+	int64_t found = INT64_MIN;
+
+	/* no KASLR first, then every aligned place the image fits */
+	for (int64_t s = lo; found == INT64_MIN && s <= hi; s += (int64_t)KASLR_ALIGN) {
+		int64_t cand = s == lo ? 0 : (s == 0 ? lo : s);
+
+		if (read(ctx, l->banner + cand, buf, sizeof(buf)) == 0 &&
+		    !memcmp(buf, BANNER, sizeof(buf)))
+			found = cand;
+	}
+	if (found == INT64_MIN) {
+		snprintf(err, errlen,
+			 "KASLR: no \"%s\" at linux_banner (0x%" PRIx64 ") at any 2 MiB offset: the "
+			 "System.map does not match the running kernel",
+			 BANNER, l->banner);
+		return -ESRCH;
+	}
+	l->slide = found;
+	l->slid = true;
+	rebase(&l->funcs, found);
+	rebase(&l->objects, found);
+	l->banner = slid(l->banner, found);
+	l->stext = slid(l->stext, found);
+	l->etext = slid(l->etext, found);
+	l->fentry = slid(l->fentry, found);
+	l->per_cpu_offset = slid(l->per_cpu_offset, found);
+	l->btf_start = slid(l->btf_start, found);
+	l->btf_stop = slid(l->btf_stop, found);
+	/* current_task is a per-CPU offset (below the kernel map): never slid */
+	return 0;
+}
+
+/* Byte offset of @member in the struct with BTF id @id, searching anonymous members too. */
+static int member_offset(const struct btf *btf, __u32 id, const char *member)
+{
+	const struct btf_type *t = btf__type_by_id(btf, id);
+	const struct btf_member *m;
+
+	if (!t || (!btf_is_struct(t) && !btf_is_union(t)))
+		return -ENOENT;
+	m = btf_members(t);
+	for (__u16 i = 0; i < btf_vlen(t); i++, m++) {
+		const char *name = btf__name_by_offset(btf, m->name_off);
+		__u32 bits = btf_member_bit_offset(t, i);
+
+		if (name && !strcmp(name, member))
+			return (int)(bits / 8);
+		if (!name || !*name) {
+			__u32 sub = m->type;
+			const struct btf_type *st = btf__type_by_id(btf, sub);
+			int off;
+
+			while (st && (btf_is_mod(st) || btf_is_typedef(st))) {
+				sub = st->type;
+				st = btf__type_by_id(btf, sub);
+			}
+			off = st ? member_offset(btf, sub, member) : -ENOENT;
+			if (off >= 0)
+				return (int)(bits / 8) + off;
+		}
+	}
+	return -ENOENT;
+}
+
+int vmi_btf_member_offset(const void *data, size_t size, const char *type, const char *member)
+{
+	struct btf *btf = btf__new(data, (__u32)size);
+	__s32 id;
+	int off;
+
+	if (!btf)
+		return -EINVAL;
+	id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	off = id < 0 ? -ENOENT : member_offset(btf, (__u32)id, member);
+	btf__free(btf);
+	return off;
+}
+
+int vmi_linux_read_btf(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, char *err,
+		       size_t errlen)
+{
+	size_t size;
+	uint8_t *buf;
+	int ret;
+
+	if (!l->btf_start || l->btf_stop <= l->btf_start) {
+		snprintf(err, errlen, "the kernel has no BTF (__start_BTF/__stop_BTF)");
+		return -ENOENT;
+	}
+	size = l->btf_stop - l->btf_start;
+	if (size > (64u << 20)) {
+		snprintf(err, errlen, "BTF of %zu bytes is implausible", size);
+		return -EINVAL;
+	}
+	buf = malloc(size);
+	if (!buf)
+		return -ENOMEM;
+	ret = read(ctx, l->btf_start, buf, size);
+	if (ret < 0) {
+		snprintf(err, errlen, "reading BTF at 0x%" PRIx64 ": %s", l->btf_start, strerror(-ret));
+		free(buf);
+		return ret;
+	}
+	l->pid_off = vmi_btf_member_offset(buf, size, "task_struct", "pid");
+	l->comm_off = vmi_btf_member_offset(buf, size, "task_struct", "comm");
+	free(buf);
+	if (l->pid_off < 0 || l->comm_off < 0) {
+		snprintf(err, errlen, "BTF has no task_struct.pid/comm");
+		l->pid_off = l->comm_off = -1;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int vmi_linux_sites(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, struct vmi_sites *sites)
+{
+	size_t len = l->etext - l->stext, n = 0;
+	uint8_t *text = malloc(len + 16);
+	uint64_t *addrs = calloc(l->funcs.nr ? l->funcs.nr : 1, sizeof(*addrs));
+	int ret = -ENOMEM;
+
+	if (!text || !addrs)
+		goto out;
+	memset(text + len, 0, 16);
+	for (size_t off = 0; off < len; off += 1 << 20) {
+		size_t chunk = len - off < (1u << 20) ? len - off : 1u << 20;
+
+		ret = read(ctx, l->stext + off, text + off, chunk);
+		if (ret < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < l->funcs.nr; i++) {
+		uint64_t a = l->funcs.syms[i].addr;
+		const uint8_t *p;
+
+		if (a < l->stext || a + 9 > l->etext)
+			continue;
+		p = text + (a - l->stext);
+		if (!memcmp(p, endbr64, sizeof(endbr64))) {
+			p += 4;
+			a += 4;
+		}
+		if (x86_is_nop5(p))
+			addrs[n++] = a;
+	}
+	ret = vmi_sites_build(sites, addrs, n, &l->funcs);
+out:
+	free(text);
+	free(addrs);
+	return ret;
+}
+
+int vmi_linux_task_layout(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, unsigned nr_cpus,
+			  struct vmi_task_layout *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (l->pid_off < 0 || l->comm_off < 0 || !l->per_cpu_offset || !l->current_task)
+		return -ENOENT;
+	for (unsigned c = 0; c < nr_cpus && c < VMI_MAX_CPUS; c++) {
+		uint64_t off;
+		int ret = read(ctx, l->per_cpu_offset + 8ull * c, &off, 8);
+
+		if (ret < 0)
+			return ret;
+		out->current_slot[c] = off + l->current_task;
+	}
+	out->pid_off = (unsigned)l->pid_off;
+	out->comm_off = (unsigned)l->comm_off;
+	out->valid = true;
+	return 0;
+}
+
+void vmi_linux_close(struct vmi_linux *l)
+{
+	vmi_symtab_free(&l->funcs);
+	vmi_symtab_free(&l->objects);
+}
