@@ -1,0 +1,273 @@
+/* Linux guest knowledge: System.map parsing, the KASLR slide search, BTF struct offsets, sites found in
+ * (fake) guest memory, per-CPU current_task slots. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../vmi/vmi_linux.h"
+
+#include <bpf/btf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char map_path[64];
+
+/* A small System.map: text, data, per-CPU and BTF symbols of a kernel linked at 0xffffffff81000000. */
+static const char sysmap[] = "000000000001fb80 D current_task\n"
+			     "ffffffff81000000 T _stext\n"
+			     "ffffffff81000000 T _text\n"
+			     "ffffffff81000100 T func_nop\n"
+			     "ffffffff81000140 t func_endbr\n"
+			     "ffffffff81000180 T func_call\n"
+			     "ffffffff810001c0 T __fentry__\n"
+			     "ffffffff81000200 T _etext\n"
+			     "ffffffff82000000 D linux_banner\n"
+			     "ffffffff82000100 D __per_cpu_offset\n"
+			     "ffffffff82001000 R __start_BTF\n"
+			     "ffffffff82002000 R __stop_BTF\n"
+			     "ffffffff82003000 A some_absolute\n";
+
+static int setup(void **state)
+{
+	FILE *f;
+
+	(void)state;
+	strcpy(map_path, "/tmp/hvt-sysmap-XXXXXX");
+	close(mkstemp(map_path));
+	f = fopen(map_path, "w");
+	fputs(sysmap, f);
+	fclose(f);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(map_path);
+	return 0;
+}
+
+/* Guest-virtual memory of the fake kernel: text at base, banner, per-CPU offsets. */
+struct fake_kernel {
+	uint64_t text_va; /* where _stext is mapped */
+	uint8_t text[0x200];
+	uint64_t data_va;
+	uint8_t data[0x200];
+	unsigned reads;
+};
+
+static int fake_read(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	struct fake_kernel *k = ctx;
+
+	k->reads++;
+	if (gva >= k->text_va && gva + len <= k->text_va + sizeof(k->text)) {
+		memcpy(buf, k->text + (gva - k->text_va), len);
+		return 0;
+	}
+	if (gva >= k->data_va && gva + len <= k->data_va + sizeof(k->data)) {
+		memcpy(buf, k->data + (gva - k->data_va), len);
+		return 0;
+	}
+	return -EFAULT;
+}
+
+static void fake_kernel_init(struct fake_kernel *k, int64_t slide)
+{
+	uint64_t offs[2] = {0x10000, 0x20000};
+
+	memset(k, 0xcc, sizeof(*k));
+	k->reads = 0;
+	k->text_va = 0xffffffff81000000ull + slide;
+	k->data_va = 0xffffffff82000000ull + slide;
+	memcpy(k->text + 0x100, "\x0f\x1f\x44\x00\x00", 5);		/* func_nop */
+	memcpy(k->text + 0x140, "\xf3\x0f\x1e\xfa\x0f\x1f\x44\x00\x00", 9); /* func_endbr */
+	memcpy(k->text + 0x180, "\xe8\x00\x00\x00\x00", 5);		/* func_call */
+	memcpy(k->text + 0x1c0, "\xc3\xcc\xcc\xcc\xcc", 5);		/* __fentry__ */
+	memcpy(k->data, "Linux version 6.1.0-test", 24);
+	memcpy(k->data + 0x100, offs, sizeof(offs));
+}
+
+static void test_sysmap_parse(void **state)
+{
+	struct vmi_linux l;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
+	assert_int_equal(l.funcs.nr, 7); /* _stext _text func_nop func_endbr func_call __fentry__ _etext */
+	assert_non_null(vmi_symtab_find(&l.funcs, "func_endbr"));
+	assert_null(vmi_symtab_find(&l.funcs, "linux_banner"));
+	assert_null(vmi_symtab_find(&l.objects, "some_absolute"));
+	assert_int_equal(l.banner, 0xffffffff82000000ull);
+	assert_int_equal(l.current_task, 0x1fb80);
+	assert_int_equal(l.fentry, 0xffffffff810001c0ull);
+	assert_int_equal(l.btf_stop - l.btf_start, 0x1000);
+	assert_int_equal(l.pid_off, -1);
+	vmi_linux_close(&l);
+}
+
+static void test_sysmap_errors(void **state)
+{
+	struct vmi_linux l;
+	char err[256], path[] = "/tmp/hvt-badmap-XXXXXX";
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(vmi_linux_open(&l, "/nonexistent/System.map", err, sizeof(err)), -ENOENT);
+	assert_string_equal(err, "/nonexistent/System.map: No such file or directory");
+
+	close(mkstemp(path));
+	f = fopen(path, "w");
+	fputs("ffffffff81000000 T _stext\nthis is not a map\n", f);
+	fclose(f);
+	assert_int_equal(vmi_linux_open(&l, path, err, sizeof(err)), -EINVAL);
+	char want[128];
+
+	snprintf(want, sizeof(want), "%s:2: not a System.map line", path);
+	assert_string_equal(err, want);
+
+	f = fopen(path, "w");
+	fputs("ffffffff81000000 T _stext\n", f);
+	fclose(f);
+	assert_int_equal(vmi_linux_open(&l, path, err, sizeof(err)), -ENODATA);
+	unlink(path);
+}
+
+static void find_slide(int64_t slide)
+{
+	struct vmi_linux l;
+	struct fake_kernel k;
+	char err[256];
+
+	fake_kernel_init(&k, slide);
+	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
+	assert_int_equal(vmi_linux_find_slide(&l, fake_read, &k, err, sizeof(err)), 0);
+	assert_int_equal(l.slide, slide);
+	assert_int_equal(l.banner, 0xffffffff82000000ull + slide);
+	assert_int_equal(l.fentry, 0xffffffff810001c0ull + slide);
+	assert_int_equal(vmi_symtab_find(&l.funcs, "func_nop")->addr, 0xffffffff81000100ull + slide);
+	assert_int_equal(l.current_task, 0x1fb80); /* per-CPU offsets never move */
+	vmi_linux_close(&l);
+}
+
+static void test_slide_none(void **state)
+{
+	(void)state;
+	find_slide(0);
+}
+
+static void test_slide_kaslr(void **state)
+{
+	(void)state;
+	find_slide(0x15e00000);
+	find_slide(-0x800000);
+	find_slide(0x3c000000);
+}
+
+static void test_slide_not_found(void **state)
+{
+	struct vmi_linux l;
+	struct fake_kernel k;
+	char err[256];
+
+	(void)state;
+	fake_kernel_init(&k, 0x100000); /* not 2 MiB aligned: never found */
+	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
+	assert_int_equal(vmi_linux_find_slide(&l, fake_read, &k, err, sizeof(err)), -ESRCH);
+	assert_non_null(strstr(err, "the System.map does not match the running kernel"));
+	vmi_linux_close(&l);
+}
+
+/* Sites: the NOP5 function and the endbr64 + NOP5 one (site 4 bytes in); not the CALL, not __fentry__. */
+static void test_sites(void **state)
+{
+	struct vmi_linux l;
+	struct fake_kernel k;
+	struct vmi_sites s;
+	char err[256];
+
+	(void)state;
+	fake_kernel_init(&k, 0x200000);
+	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
+	assert_int_equal(vmi_linux_find_slide(&l, fake_read, &k, err, sizeof(err)), 0);
+	assert_int_equal(vmi_linux_sites(&l, fake_read, &k, &s), 0);
+	assert_int_equal(s.nr, 2);
+	assert_int_equal(s.v[0].addr, 0xffffffff81200100ull);
+	assert_string_equal(s.v[0].func->name, "func_nop");
+	assert_int_equal(s.v[1].addr, 0xffffffff81200144ull);
+	assert_string_equal(s.v[1].func->name, "func_endbr");
+	vmi_sites_free(&s);
+	vmi_linux_close(&l);
+}
+
+/* BTF built with libbpf: task_struct with pid directly and comm inside an anonymous struct. */
+static void test_btf_offsets(void **state)
+{
+	struct btf *btf = btf__new_empty();
+	int i32, chr, arr, anon, task;
+	const void *raw;
+	__u32 size;
+
+	(void)state;
+	i32 = btf__add_int(btf, "int", 4, BTF_INT_SIGNED);
+	chr = btf__add_int(btf, "char", 1, BTF_INT_SIGNED);
+	arr = btf__add_array(btf, i32, chr, 16);
+	anon = btf__add_struct(btf, NULL, 24);
+	btf__add_field(btf, "flags", i32, 0, 0);
+	btf__add_field(btf, "comm", arr, 32, 0);
+	task = btf__add_struct(btf, "task_struct", 2464);
+	btf__add_field(btf, "state", i32, 0, 0);
+	btf__add_field(btf, "pid", i32, 2416 * 8, 0);
+	btf__add_field(btf, NULL, anon, 2440 * 8, 0);
+	assert_true(task > 0);
+	raw = btf__raw_data(btf, &size);
+	assert_int_equal(vmi_btf_member_offset(raw, size, "task_struct", "pid"), 2416);
+	assert_int_equal(vmi_btf_member_offset(raw, size, "task_struct", "comm"), 2444);
+	assert_int_equal(vmi_btf_member_offset(raw, size, "task_struct", "nosuch"), -ENOENT);
+	assert_int_equal(vmi_btf_member_offset(raw, size, "mm_struct", "pid"), -ENOENT);
+	assert_int_equal(vmi_btf_member_offset("garbage", 7, "task_struct", "pid"), -EINVAL);
+	btf__free(btf);
+}
+
+static void test_task_layout(void **state)
+{
+	struct vmi_linux l;
+	struct fake_kernel k;
+	struct vmi_task_layout tl;
+	char err[256];
+
+	(void)state;
+	fake_kernel_init(&k, 0);
+	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
+	assert_int_equal(vmi_linux_find_slide(&l, fake_read, &k, err, sizeof(err)), 0);
+	/* without BTF offsets: no task info */
+	assert_int_equal(vmi_linux_task_layout(&l, fake_read, &k, 2, &tl), -ENOENT);
+	assert_false(tl.valid);
+	l.pid_off = 2416;
+	l.comm_off = 2976;
+	assert_int_equal(vmi_linux_task_layout(&l, fake_read, &k, 2, &tl), 0);
+	assert_true(tl.valid);
+	assert_int_equal(tl.current_slot[0], 0x10000 + 0x1fb80);
+	assert_int_equal(tl.current_slot[1], 0x20000 + 0x1fb80);
+	assert_int_equal(tl.pid_off, 2416);
+	assert_int_equal(tl.comm_off, 2976);
+	vmi_linux_close(&l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sysmap_parse),   cmocka_unit_test(test_sysmap_errors),
+		cmocka_unit_test(test_slide_none),     cmocka_unit_test(test_slide_kaslr),
+		cmocka_unit_test(test_slide_not_found), cmocka_unit_test(test_sites),
+		cmocka_unit_test(test_btf_offsets),    cmocka_unit_test(test_task_layout),
+	};
+
+	return cmocka_run_group_tests_name("vmi_linux", tests, setup, teardown);
+}
