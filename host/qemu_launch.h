@@ -1,0 +1,48 @@
+/* Starting a QEMU for `hvtrace run --qemu`: the command line, the process, and its serial console
+ * (forwarded to a FILE by a thread that also watches for a kernel panic). */
+#ifndef HVT_QEMU_LAUNCH_H
+#define HVT_QEMU_LAUNCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct qemu_launch_cfg {
+	const char *binary; /* default qemu-system-x86_64 */
+	const char *accel;  /* "tcg" (default) or "kvm" */
+	const char *kernel, *initrd, *append;
+	unsigned smp, mem_mb;
+	const char *qmp_path; /* unix socket QEMU listens on */
+	FILE *console;	      /* serial console goes here; borrowed */
+};
+
+struct qemu_proc {
+	pid_t pid;
+	int console_fd; /* read end of QEMU's stdout (serial) */
+	int err_fd;	/* read end of QEMU's stderr */
+	pthread_t console_thread;
+	bool console_running;
+	FILE *console;
+	atomic_bool panic; /* "Kernel panic" seen on the console */
+	char err_text[512]; /* the start of what QEMU wrote to stderr */
+};
+
+/* Builds the argv for @cfg into @argv (at most @max entries, NULL-terminated; strings are static or
+ * point into @buf). Returns the number of arguments or -E2BIG. Pure (for tests). */
+int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int max, char *buf,
+		     size_t buflen);
+
+/* Starts QEMU and the console thread, then waits (up to 10 s) for the QMP socket. Returns 0, or a
+ * negative errno with a reason in @err (-ENOENT: no QEMU binary; -EIO: QEMU exited, with its message). */
+int qemu_launch(const struct qemu_launch_cfg *cfg, struct qemu_proc *p, char *err, size_t errlen);
+
+/* Waits up to @timeout_ms for QEMU to exit. Returns its exit status (>= 0), 128 + signal, or -ETIMEDOUT.
+ * The console thread is joined when QEMU has exited. */
+int qemu_proc_wait(struct qemu_proc *p, int timeout_ms);
+
+/* Kills QEMU (SIGKILL) if it still runs and reaps it. */
+void qemu_proc_kill(struct qemu_proc *p);
+
+#endif
