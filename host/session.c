@@ -9,6 +9,10 @@
 
 const char session_usage[] =
 	"usage: hvtrace run [options] GUEST.elf      boot GUEST in the embedded VMM and trace it\n"
+	"       hvtrace run --qemu --kernel FILE --system-map FILE [options]\n"
+	"                                            launch QEMU with a Linux kernel and trace it\n"
+	"       hvtrace attach NAME | --qmp SOCKET | --pid PID --system-map FILE [options]\n"
+	"                                            trace a running QEMU VM (libvirt domain NAME)\n"
 	"       hvtrace list-functions GUEST.elf     print the traceable functions\n"
 	"       hvtrace --help | --version\n"
 	"\n"
@@ -32,6 +36,18 @@ const char session_usage[] =
 	"      --buffer-size-kb KB  per-vCPU trace buffer (default 4096)\n"
 	"      --stats              print per-vCPU event counts to stderr at the end\n"
 	"\n"
+	"Linux guests (run --qemu, attach):\n"
+	"      --qemu               launch QEMU instead of the embedded VMM\n"
+	"      --accel tcg|kvm      QEMU accelerator (default tcg)\n"
+	"      --kernel FILE        bzImage to boot\n"
+	"      --initrd FILE        initramfs\n"
+	"      --append STR         extra kernel command line\n"
+	"      --system-map FILE    the kernel's System.map (symbols; KASLR is found by itself)\n"
+	"      --qmp SOCKET         attach: the QMP socket of a bare QEMU\n"
+	"      --pid PID            attach: a QEMU process (its -qmp socket is used)\n"
+	"      --expect-call FUNC   exit 7 unless the guest called FUNC while traced (repeatable)\n"
+	"      --expect-no-call FUNC  exit 7 if the guest called FUNC while traced (repeatable)\n"
+	"\n"
 	"GLOBs are ftrace's: '*', '?' and '[...]'.\n";
 
 void session_init(struct session *s)
@@ -48,6 +64,10 @@ void session_free(struct session *s)
 	free(s->filter);
 	free(s->notrace);
 	free(s->graph);
+	free(s->expect_call);
+	free(s->expect_no_call);
+	s->expect_call = s->expect_no_call = NULL;
+	s->nr_expect_call = s->nr_expect_no_call = 0;
 	s->filter = s->notrace = s->graph = NULL;
 	s->nr_filter = s->nr_notrace = s->nr_graph = 0;
 }
@@ -101,6 +121,16 @@ enum {
 	OPT_RETVAL,
 	OPT_TAIL,
 	OPT_PROFILE,
+	OPT_QEMU,
+	OPT_ACCEL,
+	OPT_KERNEL,
+	OPT_INITRD,
+	OPT_APPEND,
+	OPT_SYSTEM_MAP,
+	OPT_QMP,
+	OPT_PID,
+	OPT_EXPECT_CALL,
+	OPT_EXPECT_NO_CALL,
 };
 
 static const struct option run_opts[] = {
@@ -120,6 +150,16 @@ static const struct option run_opts[] = {
 	{"duration", required_argument, NULL, OPT_DURATION},
 	{"buffer-size-kb", required_argument, NULL, OPT_BUFFER},
 	{"stats", no_argument, NULL, OPT_STATS},
+	{"qemu", no_argument, NULL, OPT_QEMU},
+	{"accel", required_argument, NULL, OPT_ACCEL},
+	{"kernel", required_argument, NULL, OPT_KERNEL},
+	{"initrd", required_argument, NULL, OPT_INITRD},
+	{"append", required_argument, NULL, OPT_APPEND},
+	{"system-map", required_argument, NULL, OPT_SYSTEM_MAP},
+	{"qmp", required_argument, NULL, OPT_QMP},
+	{"pid", required_argument, NULL, OPT_PID},
+	{"expect-call", required_argument, NULL, OPT_EXPECT_CALL},
+	{"expect-no-call", required_argument, NULL, OPT_EXPECT_NO_CALL},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -153,9 +193,67 @@ static int parse_seconds(const char *opt, const char *arg, double *out, char *er
 	return 0;
 }
 
+/* The checks that need every option: which target, and its required arguments. */
+static int check_target(struct session *s, int argc, char **argv, char *err, size_t errlen)
+{
+	int positional = argc - optind;
+	bool linux_guest = s->cmd == CMD_ATTACH || s->qemu;
+
+	if (s->cmd == CMD_ATTACH) {
+		int ways = (positional > 0) + !!s->qmp + !!s->pid;
+
+		if (positional > 1) {
+			snprintf(err, errlen, "'%s': unexpected argument after NAME", argv[optind + 1]);
+			return -EINVAL;
+		}
+		if (ways != 1) {
+			snprintf(err, errlen, "attach: give exactly one of NAME, --qmp SOCKET, --pid PID");
+			return -EINVAL;
+		}
+		if (positional)
+			s->domain = argv[optind];
+	} else if (s->qemu) {
+		if (positional) {
+			snprintf(err, errlen, "'%s': --qemu takes --kernel, not a GUEST.elf", argv[optind]);
+			return -EINVAL;
+		}
+		if (!s->kernel) {
+			snprintf(err, errlen, "--qemu: missing --kernel FILE");
+			return -EINVAL;
+		}
+	} else {
+		const char *only_linux = s->kernel ? "--kernel" : s->initrd ? "--initrd"
+				       : s->append ? "--append" : s->system_map ? "--system-map"
+				       : s->accel ? "--accel" : s->qmp ? "--qmp" : s->pid ? "--pid"
+				       : s->nr_expect_call ? "--expect-call"
+				       : s->nr_expect_no_call ? "--expect-no-call" : NULL;
+
+		if (only_linux) {
+			snprintf(err, errlen, "%s: needs --qemu (or attach)", only_linux);
+			return -EINVAL;
+		}
+		if (positional < 1) {
+			snprintf(err, errlen, "%s: missing GUEST.elf (see hvtrace --help)", argv[0]);
+			return -EINVAL;
+		}
+		if (positional > 1) {
+			snprintf(err, errlen, "'%s': unexpected argument after GUEST.elf",
+				 argv[optind + 1]);
+			return -EINVAL;
+		}
+		s->guest = argv[optind];
+	}
+	if (linux_guest && !s->system_map) {
+		snprintf(err, errlen, "%s: missing --system-map FILE", s->qemu ? "--qemu" : "attach");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_run(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
 	int c, ret = 0;
+	bool mem_given = false;
 
 	optind = 0;
 	opterr = 0;
@@ -171,11 +269,36 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_RETVAL: s->funcgraph_retval = true; break;
 		case OPT_TAIL: s->funcgraph_tail = true; break;
 		case OPT_PROFILE: s->profile = true; break;
+		case OPT_QEMU: s->qemu = true; break;
+		case OPT_ACCEL:
+			if (strcmp(optarg, "tcg") && strcmp(optarg, "kvm")) {
+				snprintf(err, errlen, "--accel '%s': expected tcg or kvm", optarg);
+				return -EINVAL;
+			}
+			s->accel = optarg;
+			break;
+		case OPT_KERNEL: s->kernel = optarg; break;
+		case OPT_INITRD: s->initrd = optarg; break;
+		case OPT_APPEND: s->append = optarg; break;
+		case OPT_SYSTEM_MAP: s->system_map = optarg; break;
+		case OPT_QMP: s->qmp = optarg; break;
+		case OPT_PID: {
+			unsigned pid;
+
+			ret = parse_uint("--pid", optarg, 1, 1u << 30, &pid, err, errlen);
+			s->pid = (int)pid;
+			break;
+		}
+		case OPT_EXPECT_CALL: ret = push(&s->expect_call, &s->nr_expect_call, optarg); break;
+		case OPT_EXPECT_NO_CALL:
+			ret = push(&s->expect_no_call, &s->nr_expect_no_call, optarg);
+			break;
 		case 'o': s->output = optarg; break;
 		case OPT_CONSOLE: s->console = optarg; break;
 		case OPT_SMP: ret = parse_uint("--smp", optarg, 1, 64, &s->smp, err, errlen); break;
 		case OPT_MEM:
 			ret = parse_uint("--mem", optarg, 2, 3072, &s->mem_mb, err, errlen);
+			mem_given = true;
 			break;
 		case OPT_TIMEOUT:
 			ret = parse_seconds("--timeout", optarg, &s->timeout, err, errlen);
@@ -206,15 +329,11 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		if (ret < 0)
 			return ret;
 	}
-	if (optind >= argc) {
-		snprintf(err, errlen, "%s: missing GUEST.elf (see hvtrace --help)", argv[0]);
-		return -EINVAL;
-	}
-	if (optind + 1 < argc) {
-		snprintf(err, errlen, "'%s': unexpected argument after GUEST.elf", argv[optind + 1]);
-		return -EINVAL;
-	}
-	s->guest = argv[optind];
+	ret = check_target(s, argc, argv, err, errlen);
+	if (ret < 0)
+		return ret;
+	if (s->qemu && !mem_given)
+		s->mem_mb = 256;
 	if (s->tracer != TRACER_FUNCTION_GRAPH) {
 		const char *opt = s->nr_graph	       ? "-g"
 				  : s->max_depth       ? "--max-depth"
@@ -249,10 +368,12 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 	}
 	if (!strcmp(cmd, "run"))
 		s->cmd = CMD_RUN;
+	else if (!strcmp(cmd, "attach"))
+		s->cmd = CMD_ATTACH;
 	else if (!strcmp(cmd, "list-functions"))
 		s->cmd = CMD_LIST_FUNCTIONS;
 	else {
-		snprintf(err, errlen, "'%s': unknown command (run, list-functions)", cmd);
+		snprintf(err, errlen, "'%s': unknown command (run, attach, list-functions)", cmd);
 		return -EINVAL;
 	}
 	if (s->cmd == CMD_LIST_FUNCTIONS) {

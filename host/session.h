@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum session_cmd { CMD_NONE, CMD_RUN, CMD_LIST_FUNCTIONS, CMD_HELP, CMD_VERSION };
+enum session_cmd { CMD_NONE, CMD_RUN, CMD_ATTACH, CMD_LIST_FUNCTIONS, CMD_HELP, CMD_VERSION };
 
 enum tracer_kind { TRACER_NOP, TRACER_FUNCTION, TRACER_FUNCTION_GRAPH };
 
@@ -32,9 +32,22 @@ struct session {
 	double duration; /* trace for this long, then detach and let the guest run on; 0 = none */
 	unsigned buffer_size_kb; /* per vCPU */
 	bool stats;
+
+	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
+	bool qemu;
+	const char *accel; /* "tcg" or "kvm" */
+	const char *kernel, *initrd, *append;
+	const char *system_map;
+	const char *domain;   /* attach: libvirt domain name */
+	const char *qmp;      /* attach: QMP socket of a bare QEMU */
+	int pid;	      /* attach: QEMU pid (its QMP socket is found on its command line) */
+	char **expect_call;   /* the trace must contain a call of each */
+	size_t nr_expect_call;
+	char **expect_no_call; /* ... and none of these */
+	size_t nr_expect_no_call;
 };
 
-/* Defaults: function tracer, 2 vCPUs, 64 MB, 4096 KB per-vCPU buffer. */
+/* Defaults: function tracer, 2 vCPUs, 64 MB (256 MB with --qemu), 4096 KB per-vCPU buffer. */
 void session_init(struct session *s);
 
 /* Parses `hvtrace CMD [options] ARGS` into @s. Returns 0, or -EINVAL with one line in @err naming the

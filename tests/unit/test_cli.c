@@ -277,7 +277,7 @@ static void test_error_commands(void **state)
 	(void)state;
 	expect_error(1, (char *[]){"hvtrace"}, "missing command (see hvtrace --help)");
 	expect_error(3, (char *[]){"hvtrace", "trace", "g.elf"},
-		     "'trace': unknown command (run, list-functions)");
+		     "'trace': unknown command (run, attach, list-functions)");
 	expect_error(2, (char *[]){"hvtrace", "list-functions"},
 		     "list-functions: expected exactly one GUEST.elf");
 	expect_error(4, (char *[]){"hvtrace", "list-functions", "a.elf", "b.elf"},
@@ -373,6 +373,87 @@ static void test_error_grouped_short_option(void **state)
 		     "-x: unknown option");
 }
 
+/* ---- Linux guests: run --qemu and attach ---------------------------------------------------- */
+
+static void test_qemu_run(void **state)
+{
+	char *argv[] = {"hvtrace", "run", "--qemu", "--accel", "tcg", "--kernel", "vmlinuz",
+			"--initrd", "initrd.gz", "--append", "quiet hvt.wait=2", "--system-map",
+			"System.map", "--smp", "3", "-p", "function_graph", "-g", "do_sys_openat2",
+			"--expect-call", "vfs_read", "--expect-call", "do_sys_openat2",
+			"--expect-no-call", "panic", NULL};
+
+	(void)state;
+	assert_int_equal(parse(25, argv), 0);
+	assert_int_equal(cli.s.cmd, CMD_RUN);
+	assert_true(cli.s.qemu);
+	assert_string_equal(cli.s.accel, "tcg");
+	assert_string_equal(cli.s.kernel, "vmlinuz");
+	assert_string_equal(cli.s.initrd, "initrd.gz");
+	assert_string_equal(cli.s.append, "quiet hvt.wait=2");
+	assert_string_equal(cli.s.system_map, "System.map");
+	assert_null(cli.s.guest);
+	assert_int_equal(cli.s.smp, 3);
+	assert_int_equal(cli.s.mem_mb, 256); /* the --qemu default */
+	assert_int_equal(cli.s.nr_expect_call, 2);
+	assert_string_equal(cli.s.expect_call[1], "do_sys_openat2");
+	assert_int_equal(cli.s.nr_expect_no_call, 1);
+	assert_string_equal(cli.s.expect_no_call[0], "panic");
+}
+
+static void test_attach(void **state)
+{
+	char *a1[] = {"hvtrace", "attach", "--system-map", "M", "-l", "vfs_read", "guest1", NULL};
+	char *a2[] = {"hvtrace", "attach", "--qmp", "/run/q.sock", "--system-map", "M", NULL};
+	char *a3[] = {"hvtrace", "attach", "--pid", "4242", "--system-map", "M", "--duration", "3",
+		      NULL};
+
+	(void)state;
+	assert_int_equal(parse(7, a1), 0);
+	assert_int_equal(cli.s.cmd, CMD_ATTACH);
+	assert_string_equal(cli.s.domain, "guest1");
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(6, a2), 0);
+	assert_string_equal(cli.s.qmp, "/run/q.sock");
+	assert_null(cli.s.domain);
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(8, a3), 0);
+	assert_int_equal(cli.s.pid, 4242);
+	assert_true(cli.s.duration == 3.0);
+}
+
+static void test_error_linux_guest(void **state)
+{
+	(void)state;
+	expect_error(4, (char *[]){"hvtrace", "run", "--qemu", "--system-map"},
+		     "--system-map: missing argument");
+	expect_error(5, (char *[]){"hvtrace", "run", "--qemu", "--system-map", "M"},
+		     "--qemu: missing --kernel FILE");
+	expect_error(5, (char *[]){"hvtrace", "run", "--qemu", "--kernel", "K"},
+		     "--qemu: missing --system-map FILE");
+	expect_error(8, (char *[]){"hvtrace", "run", "--qemu", "--kernel", "K", "--system-map", "M",
+				   "g.elf"},
+		     "'g.elf': --qemu takes --kernel, not a GUEST.elf");
+	expect_error(5, (char *[]){"hvtrace", "run", "--kernel", "K", "g.elf"},
+		     "--kernel: needs --qemu (or attach)");
+	expect_error(5, (char *[]){"hvtrace", "run", "--expect-call", "f", "g.elf"},
+		     "--expect-call: needs --qemu (or attach)");
+	expect_error(8, (char *[]){"hvtrace", "run", "--qemu", "--accel", "hvf", "--kernel", "K",
+				   "g.elf"},
+		     "--accel 'hvf': expected tcg or kvm");
+	expect_error(4, (char *[]){"hvtrace", "attach", "--system-map", "M"},
+		     "attach: give exactly one of NAME, --qmp SOCKET, --pid PID");
+	expect_error(7, (char *[]){"hvtrace", "attach", "--qmp", "S", "--system-map", "M", "vm"},
+		     "attach: give exactly one of NAME, --qmp SOCKET, --pid PID");
+	expect_error(6, (char *[]){"hvtrace", "attach", "--system-map", "M", "vm1", "vm2"},
+		     "'vm2': unexpected argument after NAME");
+	expect_error(3, (char *[]){"hvtrace", "attach", "vm"}, "attach: missing --system-map FILE");
+	expect_error(6, (char *[]){"hvtrace", "attach", "--pid", "0", "--system-map", "M"},
+		     "--pid '0': expected an integer in 1..1073741824");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +471,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_error_graph_options, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_grouped_short_option, cli_setup,
 					    cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_qemu_run, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_attach, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_error_linux_guest, cli_setup, cli_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
