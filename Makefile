@@ -7,8 +7,8 @@ CFLAGS  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initialize
            -D_GNU_SOURCE -MMD -MP
 LDFLAGS := -pthread
 # Evaluated lazily, after $(DEPS) has installed pkg-config and the -dev packages.
-ELF_CFLAGS   = $(shell pkg-config --cflags libelf libbpf)
-ELF_LIBS     = $(shell pkg-config --libs libelf libbpf)
+LIB_CFLAGS   = $(shell pkg-config --cflags libelf libbpf libvirt libvirt-qemu)
+LIB_LIBS     = $(shell pkg-config --libs libelf libbpf libvirt libvirt-qemu)
 CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 
 DEPS := $(BUILD)/.deps-installed
@@ -46,14 +46,14 @@ $(DEPS): scripts/deps.sh
 
 $(BUILD)/%.o: %.c | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(ELF_CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
 hvtrace: $(BUILD)/host/main.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(ELF_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(GUEST_DIR)/workloads.o: tests/guest/workloads.c tests/guest/guest.h | $(DEPS)
 	@mkdir -p $(@D)
@@ -85,7 +85,7 @@ $(GUEST_DIR)/test-guest-%.elf: $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-%.o $(G
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(ELF_CFLAGS) -o $@ $< $(LIB) $(ELF_LIBS) $(CMOCKA_LIBS)
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) -o $@ $< $(LIB) $(LIB_LIBS) $(CMOCKA_LIBS)
 
 $(TEST_COMMON): tests/kvm/kvm_common.c tests/kvm/kvm_common.h | $(DEPS)
 	@mkdir -p $(@D)
@@ -93,7 +93,7 @@ $(TEST_COMMON): tests/kvm/kvm_common.c tests/kvm/kvm_common.h | $(DEPS)
 
 $(BUILD)/tests/%: tests/kvm/%.c $(TEST_COMMON) $(LIB) | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(ELF_CFLAGS) -o $@ $< $(TEST_COMMON) $(LIB) $(ELF_LIBS) $(CMOCKA_LIBS)
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) -o $@ $< $(TEST_COMMON) $(LIB) $(LIB_LIBS) $(CMOCKA_LIBS)
 
 TEST_ENV := HVTRACE=./hvtrace GUEST=$(GUEST)
 
@@ -112,7 +112,7 @@ bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST)
 
 $(BUILD)/tests/bench: tests/bench/bench.c $(LIB) $(BENCH_GUEST) | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(ELF_CFLAGS) -o $@ $< $(LIB) $(ELF_LIBS)
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) -o $@ $< $(LIB) $(LIB_LIBS)
 
 # The Linux test guest: Debian's cloud kernel, its System.map, busybox initramfs (scripts/fetch-guest.sh).
 LINUX_GUEST := $(GUEST_DIR)/vmlinuz $(GUEST_DIR)/System.map $(GUEST_DIR)/config \

@@ -3,8 +3,10 @@
 # Run as root (CI and the project's machines are); prints what it installs.
 set -eu
 
-# build: compiler, libelf, libbpf (BTF), cmocka; Linux guest: cpio to pack the initramfs, QEMU to run it
-PKGS="gcc make pkg-config libc6-dev libelf-dev libbpf-dev libcmocka-dev cpio qemu-system-x86"
+# build: compiler, libelf, libbpf (BTF), libvirt (attach by name), cmocka;
+# Linux guest tests: cpio to pack the initramfs, QEMU to run it, libvirt's daemons for attach by name
+PKGS="gcc make pkg-config libc6-dev libelf-dev libbpf-dev libvirt-dev libcmocka-dev cpio
+      qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients"
 
 missing=""
 for p in $PKGS; do
