@@ -6,6 +6,9 @@
 #define EXIT_BAD_INPUT 2   /* bad arguments or guest image; the guest was not started */
 #define EXIT_GUEST_FAULT 3 /* triple fault, unexpected exit, all vCPUs halted */
 #define EXIT_HOST_ERROR 4  /* KVM or the host failed */
+#define EXIT_GUEST_PANIC 5 /* Linux guests: "Kernel panic" on the console */
+#define EXIT_QEMU_FAILED 6 /* QEMU could not start, or died, or its gdbstub failed */
+#define EXIT_EXPECT 7	   /* an --expect-call / --expect-no-call was not met */
 #define EXIT_TIMEOUT 124   /* --timeout expired */
 #define EXIT_SIGNAL_BASE 128 /* + signal number: SIGINT 130, SIGTERM 143 */
 

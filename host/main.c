@@ -1,5 +1,6 @@
 /* hvtrace: ftrace for a guest kernel, driven from the host over KVM. */
 #include "exitcode.h"
+#include "linux_run.h"
 #include "run.h"
 #include "session.h"
 
@@ -25,7 +26,8 @@ int main(int argc, char **argv)
 	case CMD_HELP: fputs(session_usage, stdout); status = 0; break;
 	case CMD_VERSION: printf("hvtrace %s\n", HVT_VERSION); status = 0; break;
 	case CMD_LIST_FUNCTIONS: status = cmd_list_functions(&s); break;
-	case CMD_RUN: status = cmd_run(&s); break;
+	case CMD_RUN: status = s.qemu ? cmd_linux(&s) : cmd_run(&s); break;
+	case CMD_ATTACH: status = cmd_linux(&s); break;
 	default: status = EXIT_BAD_INPUT; break;
 	}
 	session_free(&s);

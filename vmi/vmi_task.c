@@ -9,7 +9,10 @@ void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_vi
 	uint64_t task;
 
 	if (!l->valid || cpu >= VMI_MAX_CPUS) {
-		snprintf(out->comm, sizeof(out->comm), "cpu%u", cpu);
+		if (l->unknown)
+			strcpy(out->comm, "<unknown>");
+		else
+			snprintf(out->comm, sizeof(out->comm), "cpu%u", cpu);
 		out->pid = 0;
 		return;
 	}

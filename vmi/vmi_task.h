@@ -14,6 +14,7 @@ typedef int (*vmi_read_virt_fn)(void *ctx, unsigned cpu, uint64_t gva, void *buf
 
 struct vmi_task_layout {
 	bool valid;			     /* false: no task info */
+	bool unknown;			     /* without info: "<unknown>"-0 instead of "cpu<N>"-0 */
 	uint64_t current_slot[VMI_MAX_CPUS]; /* GVA of the pointer to the task running on CPU N */
 	unsigned pid_off;		     /* offsets in the task struct */
 	unsigned comm_off;
@@ -24,8 +25,9 @@ struct vmi_task {
 	char comm[VMI_COMM_LEN]; /* NUL-terminated */
 };
 
-/* Fills @out with the task on @cpu. Without task info it is "cpu<N>"-0; if the guest memory cannot be read
- * it is "<unknown>"-0. Never fails. Any thread; calls only @read. */
+/* Fills @out with the task on @cpu. Without task info it is "cpu<N>"-0 (or "<unknown>"-0 if the layout
+ * says so); if the guest memory cannot be read it is "<unknown>"-0. Never fails. Any thread; calls only
+ * @read. */
 void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_virt_fn read, void *ctx,
 		      struct vmi_task *out);
 

@@ -1,0 +1,93 @@
+/* Client of QEMU's QMP monitor: connect (unix socket or TCP), capabilities negotiation, synchronous
+ * commands with asynchronous events recorded on the side, HMP passthrough (e.g. `gdbserver`), and the
+ * few JSON scanners that needs (no JSON library). One struct qmp is one connection, used by one
+ * thread at a time. */
+#ifndef HVT_QMP_H
+#define HVT_QMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define QMP_TIMEOUT_MS 5000	/* default wait for a command's reply */
+#define QMP_MAX_MSG    (4 << 20) /* largest message accepted (query-qmp-schema is ~200 KiB) */
+
+/* Events remembered in qmp->events (any other event sets QMP_EV_OTHER). */
+enum qmp_event {
+	QMP_EV_STOP = 1u << 0,
+	QMP_EV_RESUME = 1u << 1,
+	QMP_EV_SHUTDOWN = 1u << 2,
+	QMP_EV_RESET = 1u << 3,
+	QMP_EV_POWERDOWN = 1u << 4,
+	QMP_EV_OTHER = 1u << 31,
+};
+
+struct qmp {
+	int fd;
+	int timeout_ms;	     /* reply wait; QMP_TIMEOUT_MS after connect */
+	unsigned events;     /* QMP_EV_* seen since connect or qmp_clear_events */
+	unsigned nr_events;  /* events seen since connect */
+	char last_event[64]; /* name of the newest event, "" none */
+	char version[32];    /* "7.2.22" from the greeting */
+	bool gone;	     /* the peer closed the connection */
+	char *buf;	     /* received bytes [pos, len) not yet parsed; owned */
+	size_t pos, len, cap;
+};
+
+/* ---- pure JSON helpers (any thread) ---------------------------------------------------------- */
+
+/* Length of the balanced JSON object that starts at @s[0] == '{' (strings and escapes honoured), 0
+ * when @len bytes do not complete it yet, -EPROTO when @s does not start with '{'. */
+ssize_t qmp_json_object_end(const char *s, size_t len);
+
+/* Finds top-level member @key of the object @obj (@len bytes) and points *@val, *@vlen at its value
+ * text (a string keeps its quotes). 0, -ENOENT, or -EPROTO when @obj is malformed. */
+int qmp_json_member(const char *obj, size_t len, const char *key, const char **val, size_t *vlen);
+
+/* Decodes the JSON string literal @val (with quotes; \uXXXX to UTF-8) into @out, NUL-terminated.
+ * 0, -ENOSPC, or -EPROTO when @val is not a string. */
+int qmp_json_string(const char *val, size_t vlen, char *out, size_t outlen);
+
+/* Writes @s as a JSON string literal, quotes included, into @out. Length, or -ENOSPC. */
+ssize_t qmp_json_quote(const char *s, char *out, size_t outlen);
+
+/* ---- connection (the thread owning @q) ------------------------------------------------------- */
+
+/* Connects to "unix:PATH", a PATH containing '/', "tcp:HOST:PORT" or "HOST:PORT", reads the greeting
+ * and sends qmp_capabilities. 0 or a negative errno with a one-line reason in @err; on failure
+ * nothing needs closing. */
+int qmp_connect(struct qmp *q, const char *addr, char *err, size_t errlen);
+
+/* Same handshake over an already connected stream @fd, which @q takes over (closed on failure). */
+int qmp_attach_fd(struct qmp *q, int fd, char *err, size_t errlen);
+
+/* Closes the connection and frees the buffer. Safe on a closed or zeroed struct. */
+void qmp_close(struct qmp *q);
+
+/* Sends the JSON command @cmd (`{"execute":...}`) and waits for its answer, recording the events
+ * that arrive meanwhile. On success copies the `return` value's JSON text into @reply (may be NULL)
+ * and returns 0 (-ENOSPC if it does not fit). On a QMP error copies its desc into @reply and returns
+ * -ENOSYS (CommandNotFound), -ENODEV (DeviceNotFound, DeviceNotActive) or -EINVAL (any other class).
+ * -ETIMEDOUT, -ECONNRESET (peer gone), -EPROTO. */
+int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len);
+
+/* Runs an HMP command line through human-monitor-command; its text output (decoded) goes to @out.
+ * HMP reports failures only in that text. 0 or -errno as qmp_execute. */
+int qmp_hmp(struct qmp *q, const char *cmdline, char *out, size_t len);
+
+/* Starts QEMU's gdbstub on @dev (e.g. "tcp:127.0.0.1:1234"). 0, or -EIO when QEMU could not open it
+ * (its message, without the line end, in @msg), or -errno as qmp_execute. */
+int qmp_gdbserver(struct qmp *q, const char *dev, char *msg, size_t len);
+
+/* query-status: whether the VM runs and its run state ("running", "paused", "prelaunch", ...).
+ * @status may be NULL. 0 or -errno. */
+int qmp_query_status(struct qmp *q, bool *running, char *status, size_t len);
+
+/* Waits until an event of @mask (QMP_EV_*) has been seen (returns at once if one was already). 0,
+ * -ETIMEDOUT (@timeout_ms < 0: forever), -ECONNRESET. */
+int qmp_wait_event(struct qmp *q, unsigned mask, int timeout_ms);
+
+/* Forgets the events seen so far (qmp->events). */
+void qmp_clear_events(struct qmp *q);
+
+#endif

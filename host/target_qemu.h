@@ -1,0 +1,56 @@
+/* The target interface on a running QEMU: breakpoints, stops and registers through QEMU's gdbstub
+ * (all-stop: a hit stops every vCPU, the host handles it, the VM continues), guest memory through the
+ * QEMU process (/proc/PID/mem) and the guest's own page tables. The gdbstub's Z0 breakpoints are owned by
+ * QEMU, which removes them itself if the connection drops. */
+#ifndef HVT_TARGET_QEMU_H
+#define HVT_TARGET_QEMU_H
+
+#include "gdbstub.h"
+#include "qemu_mem.h"
+#include "target.h"
+#include "../vmi/vmi_task.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct qemu_cpu {
+	int thread;	       /* gdbstub thread id */
+	struct x86_regs regs;  /* valid while the VM is stopped, once fetched */
+	uint64_t cr3, cr4;
+	bool regs_valid;
+	bool rip_dirty;
+};
+
+struct target_qemu {
+	struct target t;
+	struct gdb *gdb; /* borrowed, connected */
+	struct qemu_mem mem;
+	struct qemu_cpu cpu[VMI_MAX_CPUS];
+	bool stopped;
+	target_bp_fn bp;
+	void *bp_ctx;
+	uint64_t stops, hits; /* statistics */
+};
+
+/* Result of target_qemu_run. */
+enum qemu_run_end { QEMU_RUN_STOP_ASKED, QEMU_RUN_GUEST_GONE, QEMU_RUN_ERROR };
+
+/* Binds @q to the connected gdbstub @gdb of QEMU process @pid with @ram_size bytes of RAM: lists the
+ * vCPUs, opens the guest RAM, and stops the VM. Returns 0 or a negative errno with @err. */
+int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t ram_size,
+		     char *err, size_t errlen);
+
+/* Lets the VM run, handing every breakpoint stop to the registered callback, until @should_stop (polled
+ * at least every 50 ms) says so (the VM is then left stopped) or the guest is gone. Main thread. */
+enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(void *ctx), void *ctx);
+
+/* Lets the VM run for @ms milliseconds, then stops it again (for polling a booting guest). 0 or -errno;
+ * -ESRCH when the guest is gone. */
+int target_qemu_run_for(struct target_qemu *q, int ms);
+
+/* Kernel-address reads for vmi (vmi_linux_read_fn) through CPU 0's page tables. */
+int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len);
+
+void target_qemu_close(struct target_qemu *q);
+
+#endif
