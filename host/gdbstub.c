@@ -1,10 +1,11 @@
 /* GDB Remote Serial Protocol client for QEMU's gdbstub (x86_64, system emulation, all-stop).
  *
- * Wire notes: every packet is `$payload#cs` (cs = sum of the payload bytes mod 256, two hex digits).
- * Until QStartNoAckMode is accepted each side answers a packet with '+' (or '-' to ask for it again);
- * QEMU 7.2 refuses no-ack mode, so the '+' for a packet we received is held back and sent in front of
- * our next bytes, in the same TCP segment. QEMU (system mode) does not wait for that '+'. While the VM
- * runs, QEMU treats any received byte as "stop": only 0x03 may be sent then. */
+ * Wire notes: every packet is `$payload#cs` (cs = sum of the payload bytes mod 256, two hex
+ * digits). Until QStartNoAckMode is accepted each side answers a packet with '+' (or '-' to ask for
+ * it again); QEMU 7.2 refuses no-ack mode, so the '+' for a packet we received is held back and
+ * sent in front of our next bytes, in the same TCP segment. QEMU (system mode) does not wait for
+ * that '+'. While the VM runs, QEMU treats any received byte as "stop": only 0x03 may be sent then.
+ */
 #include "gdbstub.h"
 
 #include <errno.h>
@@ -213,29 +214,31 @@ struct reg_slot {
 	size_t off;
 };
 
+/* clang-format off */
 #define R8(f)  {8, 8, offsetof(struct gdb_regs, f)}
 #define R4(f)  {4, 4, offsetof(struct gdb_regs, f)}
 #define R48(f) {4, 8, offsetof(struct gdb_regs, f)}
 
 static const struct reg_slot reg_slots[GDB_NR_REGS] = {
-	[GDB_REG_RAX] = R8(gp.rax),	      [GDB_REG_RBX] = R8(gp.rbx),
-	[GDB_REG_RCX] = R8(gp.rcx),	      [GDB_REG_RDX] = R8(gp.rdx),
-	[GDB_REG_RSI] = R8(gp.rsi),	      [GDB_REG_RDI] = R8(gp.rdi),
-	[GDB_REG_RBP] = R8(gp.rbp),	      [GDB_REG_RSP] = R8(gp.rsp),
-	[GDB_REG_R8] = R8(gp.r8),	      [GDB_REG_R9] = R8(gp.r9),
-	[GDB_REG_R10] = R8(gp.r10),	      [GDB_REG_R11] = R8(gp.r11),
-	[GDB_REG_R12] = R8(gp.r12),	      [GDB_REG_R13] = R8(gp.r13),
-	[GDB_REG_R14] = R8(gp.r14),	      [GDB_REG_R15] = R8(gp.r15),
-	[GDB_REG_RIP] = R8(gp.rip),	      [GDB_REG_EFLAGS] = R48(gp.rflags),
-	[GDB_REG_CS] = R4(cs),		      [GDB_REG_SS] = R4(ss),
-	[GDB_REG_DS] = R4(ds),		      [GDB_REG_ES] = R4(es),
-	[GDB_REG_FS] = R4(fs),		      [GDB_REG_GS] = R4(gs),
-	[GDB_REG_FS_BASE] = R8(fs_base),      [GDB_REG_GS_BASE] = R8(gs_base),
-	[GDB_REG_K_GS_BASE] = R8(k_gs_base), [GDB_REG_CR0] = R8(cr0),
-	[GDB_REG_CR2] = R8(cr2),	      [GDB_REG_CR3] = R8(cr3),
-	[GDB_REG_CR4] = R8(cr4),	      [GDB_REG_CR8] = R8(cr8),
+	[GDB_REG_RAX] = R8(gp.rax),              [GDB_REG_RBX] = R8(gp.rbx),
+	[GDB_REG_RCX] = R8(gp.rcx),              [GDB_REG_RDX] = R8(gp.rdx),
+	[GDB_REG_RSI] = R8(gp.rsi),              [GDB_REG_RDI] = R8(gp.rdi),
+	[GDB_REG_RBP] = R8(gp.rbp),              [GDB_REG_RSP] = R8(gp.rsp),
+	[GDB_REG_R8] = R8(gp.r8),                [GDB_REG_R9] = R8(gp.r9),
+	[GDB_REG_R10] = R8(gp.r10),              [GDB_REG_R11] = R8(gp.r11),
+	[GDB_REG_R12] = R8(gp.r12),              [GDB_REG_R13] = R8(gp.r13),
+	[GDB_REG_R14] = R8(gp.r14),              [GDB_REG_R15] = R8(gp.r15),
+	[GDB_REG_RIP] = R8(gp.rip),              [GDB_REG_EFLAGS] = R48(gp.rflags),
+	[GDB_REG_CS] = R4(cs),                   [GDB_REG_SS] = R4(ss),
+	[GDB_REG_DS] = R4(ds),                   [GDB_REG_ES] = R4(es),
+	[GDB_REG_FS] = R4(fs),                   [GDB_REG_GS] = R4(gs),
+	[GDB_REG_FS_BASE] = R8(fs_base),         [GDB_REG_GS_BASE] = R8(gs_base),
+	[GDB_REG_K_GS_BASE] = R8(k_gs_base),     [GDB_REG_CR0] = R8(cr0),
+	[GDB_REG_CR2] = R8(cr2),                 [GDB_REG_CR3] = R8(cr3),
+	[GDB_REG_CR4] = R8(cr4),                 [GDB_REG_CR8] = R8(cr8),
 	[GDB_REG_EFER] = R8(efer),
 };
+/* clang-format on */
 
 unsigned gdb_reg_size(unsigned regno)
 {
@@ -257,7 +260,8 @@ static int le_from_hex(const char *hex, unsigned n, uint64_t *v)
 {
 	*v = 0;
 	for (unsigned i = 0; i < n; i++) {
-		int hi = hexval((unsigned char)hex[2 * i]), lo = hexval((unsigned char)hex[2 * i + 1]);
+		int hi = hexval((unsigned char)hex[2 * i]),
+		    lo = hexval((unsigned char)hex[2 * i + 1]);
 
 		if (hex[2 * i] == 'x' && hex[2 * i + 1] == 'x')
 			hi = lo = 0;
@@ -308,18 +312,22 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Sends @pre (may be empty) and @buf in one segment; a pending '+' goes first. */
+/* Sends @buf; the '+' owed for packets received since our last send go first, in the same segment.
+ */
 static int send_bytes(struct gdb *g, const char *buf, size_t len)
 {
-	char plus = '+';
+	char plus[16];
 	struct iovec iov[2];
 	int n = 0;
 
 	if (g->fd < 0 || g->gone)
 		return -ECONNRESET;
 	if (g->ack_pending) {
-		iov[n].iov_base = &plus;
-		iov[n++].iov_len = 1;
+		unsigned k = g->ack_pending < sizeof(plus) ? g->ack_pending : sizeof(plus);
+
+		memset(plus, '+', k);
+		iov[n].iov_base = plus;
+		iov[n++].iov_len = k;
 	}
 	iov[n].iov_base = (void *)buf;
 	iov[n++].iov_len = len;
@@ -331,9 +339,9 @@ static int send_bytes(struct gdb *g, const char *buf, size_t len)
 			if (errno == EINTR)
 				continue;
 			g->gone = true;
-			return -errno;
+			return errno == EPIPE ? -ECONNRESET : -errno;
 		}
-		g->ack_pending = false;
+		g->ack_pending = 0;
 		while (n > 0 && (size_t)w >= iov[0].iov_len) {
 			w -= (ssize_t)iov[0].iov_len;
 			memmove(iov, iov + 1, sizeof(iov[0]) * (size_t)--n);
@@ -430,7 +438,8 @@ static int read_packet(struct gdb *g, int timeout_ms)
 					return -EPROTO;
 				if (rc)
 					return rc;
-				g->ack_pending = g->ack;
+				if (g->ack)
+					g->ack_pending++;
 				return 0;
 			}
 			if (c == '%') { /* notification (non-stop mode only): skip it whole */
@@ -469,7 +478,8 @@ static bool is_stop_reply(const char *p)
 {
 	struct gdb_stop st;
 
-	return (p[0] == 'T' || p[0] == 'S' || p[0] == 'W' || p[0] == 'X') && !gdb_parse_stop(p, &st);
+	return (p[0] == 'T' || p[0] == 'S' || p[0] == 'W' || p[0] == 'X') &&
+	       !gdb_parse_stop(p, &st);
 }
 
 static void note_stop(struct gdb *g, const struct gdb_stop *st)
@@ -578,7 +588,8 @@ int gdb_attach_fd(struct gdb *g, int fd, char *err, size_t errlen)
 		snprintf(err, errlen, "gdbstub: vCont?: %s", strerror(-rc));
 		goto fail;
 	}
-	g->vcont = !rc && !strncmp(g->pkt, "vCont", 5) && strstr(g->pkt, ";c") && strstr(g->pkt, ";s");
+	g->vcont =
+	    !rc && !strncmp(g->pkt, "vCont", 5) && strstr(g->pkt, ";c") && strstr(g->pkt, ";s");
 
 	/* QEMU answers p/P only once the client has read the target description. */
 	if (xml) {
@@ -646,11 +657,17 @@ void gdb_close(struct gdb *g)
 {
 	if (g->fd < 0)
 		return;
-	if (g->ack_pending && !g->gone)
-		send(g->fd, "+", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (g->ack_pending && !g->gone) {
+		char plus[16];
+		size_t k = g->ack_pending < sizeof(plus) ? g->ack_pending : sizeof(plus);
+
+		memset(plus, '+', k);
+		if (send(g->fd, plus, k, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			g->gone = true;
+	}
 	close(g->fd);
 	g->fd = -1;
-	g->ack_pending = false;
+	g->ack_pending = 0;
 }
 
 int gdb_detach(struct gdb *g)

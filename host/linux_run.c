@@ -30,6 +30,9 @@
 #define BOOT_WAIT_SEC 120  /* how long a booting kernel may take to get its ftrace sites in place */
 #define MIN_SITES 1000	   /* fewer NOP5 entries: ftrace has not converted the call sites yet */
 #define QEMU_EXIT_WAIT_MS 10000
+/* -g without -l: probe what the graph functions reach through direct calls, this many calls deep
+ * (--max-depth lowers it). Every gdbstub breakpoint slows all of a TCG guest's translation. */
+#define GRAPH_STATIC_DEPTH 3
 
 typedef int (*hmp_fn)(void *ctx, const char *cmd, char *out, size_t len);
 
@@ -305,6 +308,52 @@ static int mark_graph_roots(struct tracer *t, const struct session *s, char *err
 	return 0;
 }
 
+/* -g without -l: the graph functions and their static callees (see GRAPH_STATIC_DEPTH), minus -n. */
+static int select_graph_closure(struct linux_run *r, char *err, size_t errlen)
+{
+	const struct session *s = r->s;
+	size_t *roots = calloc(r->sites.nr, sizeof(*roots)), nr_roots = 0;
+	bool *picked = calloc(r->sites.nr, sizeof(*picked));
+	unsigned depth = s->max_depth ? s->max_depth - 1 : GRAPH_STATIC_DEPTH;
+	long n;
+	int ret = -ENOMEM;
+
+	if (!roots || !picked)
+		goto out;
+	for (size_t g = 0; g < s->nr_graph; g++) {
+		size_t before = nr_roots;
+
+		for (size_t i = 0; i < r->sites.nr; i++)
+			if (filter_glob_match(s->graph[g], r->sites.v[i].func->name))
+				roots[nr_roots++] = i;
+		if (nr_roots == before) {
+			snprintf(err, errlen, "-g '%s': matches no traceable function", s->graph[g]);
+			ret = -ENOENT;
+			goto out;
+		}
+	}
+	n = vmi_linux_callees(&r->l, target_qemu_read_kernel, &r->tq, &r->sites, roots, nr_roots,
+			      depth, picked);
+	if (n < 0)
+		goto out;
+	r->sel = calloc(r->sites.nr, sizeof(*r->sel));
+	if (!r->sel)
+		goto out;
+	for (size_t i = 0; i < r->sites.nr; i++) {
+		bool excluded = false;
+
+		for (size_t k = 0; k < s->nr_notrace; k++)
+			excluded |= filter_glob_match(s->notrace[k], r->sites.v[i].func->name);
+		if (picked[i] && !excluded)
+			r->sel[r->nr_sel++] = &r->sites.v[i];
+	}
+	ret = 0;
+out:
+	free(roots);
+	free(picked);
+	return ret;
+}
+
 /* Probes in, rings and writer running. Returns an exit status on error, 0 on success. */
 static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task, char *err,
 			 size_t errlen)
@@ -313,14 +362,19 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	struct tracer_opts opts = {
 		.returns = s->tracer == TRACER_FUNCTION_GRAPH,
 		.graph_filter = s->nr_graph > 0,
+		.lazy = s->nr_graph > 0,
 		.max_depth = s->max_depth,
 		.ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
 	};
 	int ret;
 
-	if (filter_select(&r->sites, s->filter, s->nr_filter, s->notrace, s->nr_notrace, &r->sel,
-			  &r->nr_sel, err, errlen) < 0)
-		return EXIT_BAD_INPUT;
+	if (s->nr_graph && !s->nr_filter && s->tracer == TRACER_FUNCTION_GRAPH)
+		ret = select_graph_closure(r, err, errlen);
+	else
+		ret = filter_select(&r->sites, s->filter, s->nr_filter, s->notrace, s->nr_notrace,
+				    &r->sel, &r->nr_sel, err, errlen);
+	if (ret < 0)
+		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	if (s->tracer == TRACER_NOP)
 		r->nr_sel = 0;
 	r->tq.t.trampoline = r->l.fentry;
@@ -515,9 +569,9 @@ out:
 	if (r.writing) {
 		writer_stop(&r.w, tracer_lost(&r.tr));
 		if (s->stats)
-			fprintf(stderr, "hvtrace: stats: probes %zu stops %llu hits %llu restored-slots "
-					"%llu orphan-returns %llu\n",
-				r.tr.probes.nr, (unsigned long long)r.tq.stops,
+			fprintf(stderr, "hvtrace: stats: probes %zu arms %llu stops %llu hits %llu "
+					"restored-slots %llu orphan-returns %llu\n",
+				r.tr.probes.nr, (unsigned long long)r.tr.arms, (unsigned long long)r.tq.stops,
 				(unsigned long long)r.tq.hits, (unsigned long long)r.tr.restored_slots,
 				(unsigned long long)atomic_load(&r.tr.orphan_returns));
 		if (r.profiling && s->profile)

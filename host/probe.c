@@ -46,40 +46,68 @@ void probe_table_free(struct probe_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-int probe_insert_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen)
+int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen)
 {
-	int ret;
-
 	for (size_t i = 0; i < t->nr; i++) {
 		struct probe *p = &t->v[i];
 		struct vmi_site site = {.addr = p->addr, .func = p->func};
 		uint8_t bytes[X86_NOP5_LEN];
+		int ret;
 
 		if (tgt->ops->read_virt(tgt, 0, p->addr, bytes, sizeof(bytes)) < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 " is not mapped in the guest",
 				 p->func->name, p->addr);
-			ret = -EFAULT;
-			goto undo;
+			return -EFAULT;
 		}
 		ret = vmi_site_check(&site, bytes, err, errlen);
 		if (ret < 0)
-			goto undo;
+			return ret;
 	}
+	return 0;
+}
+
+int probe_insert(struct probe *p, struct target *tgt)
+{
+	int ret;
+
+	if (p->inserted)
+		return 0;
+	ret = tgt->ops->insert_bp(tgt, p->addr, &p->orig);
+	if (ret == 0)
+		p->inserted = true;
+	return ret;
+}
+
+int probe_remove(struct probe *p, struct target *tgt)
+{
+	int ret;
+
+	if (!p->inserted)
+		return 0;
+	ret = tgt->ops->remove_bp(tgt, p->addr, p->orig);
+	if (ret == 0)
+		p->inserted = false;
+	return ret;
+}
+
+int probe_insert_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen)
+{
+	int ret = probe_verify_all(t, tgt, err, errlen);
+
+	if (ret < 0)
+		return ret;
 	for (size_t i = 0; i < t->nr; i++) {
 		struct probe *p = &t->v[i];
 
-		ret = tgt->ops->insert_bp(tgt, p->addr, &p->orig);
+		ret = probe_insert(p, tgt);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: writing INT3 at 0x%" PRIx64 " failed: %s",
 				 p->func->name, p->addr, strerror(-ret));
-			goto undo;
+			probe_remove_all(t, tgt);
+			return ret;
 		}
-		p->inserted = true;
 	}
 	return 0;
-undo:
-	probe_remove_all(t, tgt);
-	return ret;
 }
 
 int probe_remove_all(struct probe_table *t, struct target *tgt)
@@ -87,16 +115,10 @@ int probe_remove_all(struct probe_table *t, struct target *tgt)
 	int ret = 0;
 
 	for (size_t i = 0; i < t->nr; i++) {
-		struct probe *p = &t->v[i];
-		int r;
+		int r = probe_remove(&t->v[i], tgt);
 
-		if (!p->inserted)
-			continue;
-		r = tgt->ops->remove_bp(tgt, p->addr, p->orig);
 		if (r < 0 && !ret)
 			ret = r;
-		if (r == 0)
-			p->inserted = false;
 	}
 	return ret;
 }

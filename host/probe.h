@@ -49,6 +49,14 @@ static inline struct probe *probe_lookup(const struct probe_table *t, uint64_t a
 	}
 }
 
+/* Verifies every site holds a NOP5 in guest memory. Returns 0, or -EFAULT / -EILSEQ with @err naming the
+ * site. Changes nothing. */
+int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen);
+
+/* Writes INT3 on one verified probe's site / puts its byte back; no-ops when already so. 0 or -errno. */
+int probe_insert(struct probe *p, struct target *tgt);
+int probe_remove(struct probe *p, struct target *tgt);
+
 /* Verifies every site holds a NOP5 in guest memory, then writes INT3 on each. On any error nothing stays
  * patched and @err names the site. Not from a hit callback. */
 int probe_insert_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen);

@@ -1,6 +1,7 @@
-/* QMP client. QEMU sends one JSON object per line ("\r\n"); this reads balanced top-level objects, so
- * line breaks do not matter. A command is answered by {"return": ...} or {"error": {"class", "desc"}};
- * {"event": ...} messages may come before the answer at any time and are recorded, not returned. */
+/* QMP client. QEMU sends one JSON object per line ("\r\n"); this reads balanced top-level objects,
+ * so line breaks do not matter. A command is answered by {"return": ...} or by {"error": {"class":
+ * ..., "desc": ...}}; {"event": ...} messages may come before the answer at any time and are
+ * recorded, not returned. */
 #include "qmp.h"
 
 #include <errno.h>
@@ -41,7 +42,8 @@ static size_t string_end(const char *s, size_t i, size_t len)
 	return 0;
 }
 
-/* End of the value starting at s[i]: string, object/array (balanced), or literal. 0 if incomplete. */
+/* End of the value starting at s[i]: string, object/array (balanced), or literal. 0 if incomplete.
+ */
 static size_t value_end(const char *s, size_t i, size_t len)
 {
 	int depth = 0;
@@ -161,21 +163,32 @@ int qmp_json_string(const char *val, size_t vlen, char *out, size_t outlen)
 			switch (c) {
 			case '"':
 			case '\\':
-			case '/': break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'n': c = '\n'; break;
-			case 'r': c = '\r'; break;
-			case 't': c = '\t'; break;
+			case '/':
+				break;
+			case 'b':
+				c = '\b';
+				break;
+			case 'f':
+				c = '\f';
+				break;
+			case 'n':
+				c = '\n';
+				break;
+			case 'r':
+				c = '\r';
+				break;
+			case 't':
+				c = '\t';
+				break;
 			case 'u': {
 				unsigned cp, lo;
 
 				if (i + 4 >= vlen - 1 || hex4(val + i + 1, &cp))
 					return -EPROTO;
 				i += 4;
-				if (cp >= 0xd800 && cp < 0xdc00 && i + 6 < vlen - 1 && val[i + 1] == '\\' &&
-				    val[i + 2] == 'u' && !hex4(val + i + 3, &lo) && lo >= 0xdc00 &&
-				    lo < 0xe000) {
+				if (cp >= 0xd800 && cp < 0xdc00 && i + 6 < vlen - 1 &&
+				    val[i + 1] == '\\' && val[i + 2] == 'u' &&
+				    !hex4(val + i + 3, &lo) && lo >= 0xdc00 && lo < 0xe000) {
 					cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 					i += 6;
 				}
@@ -203,7 +216,8 @@ int qmp_json_string(const char *val, size_t vlen, char *out, size_t outlen)
 				o += n;
 				continue;
 			}
-			default: return -EPROTO;
+			default:
+				return -EPROTO;
 			}
 		}
 		if (o + 1 >= outlen)
@@ -353,8 +367,8 @@ static const struct {
 	const char *name;
 	unsigned bit;
 } event_names[] = {
-	{"STOP", QMP_EV_STOP},	   {"RESUME", QMP_EV_RESUME},	    {"SHUTDOWN", QMP_EV_SHUTDOWN},
-	{"RESET", QMP_EV_RESET}, {"POWERDOWN", QMP_EV_POWERDOWN},
+    {"STOP", QMP_EV_STOP},   {"RESUME", QMP_EV_RESUME},	      {"SHUTDOWN", QMP_EV_SHUTDOWN},
+    {"RESET", QMP_EV_RESET}, {"POWERDOWN", QMP_EV_POWERDOWN},
 };
 
 /* Records @msg if it is an event; returns whether it was one. */
@@ -470,7 +484,8 @@ int qmp_attach_fd(struct qmp *q, int fd, char *err, size_t errlen)
 	}
 	if (qmp_json_member(msg, mlen, "QMP", &v, &vlen)) {
 		rc = -EPROTO;
-		snprintf(err, errlen, "qmp: no QMP greeting: %.*s", (int)(mlen < 80 ? mlen : 80), msg);
+		snprintf(err, errlen, "qmp: no QMP greeting: %.*s", (int)(mlen < 80 ? mlen : 80),
+			 msg);
 		goto fail;
 	}
 	greeting_version(q, msg, mlen);
@@ -583,7 +598,8 @@ void qmp_close(struct qmp *q)
 
 int qmp_hmp(struct qmp *q, const char *cmdline, char *out, size_t len)
 {
-	static const char pre[] = "{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":";
+	static const char pre[] =
+	    "{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":";
 	/* A quoted byte takes up to 6 bytes (\u00XX), both in the command and in the answer. */
 	size_t cap = sizeof(pre) + 6 * strlen(cmdline) + 8, rlen = 6 * len + 64;
 	char *cmd = malloc(cap), *reply = malloc(rlen);
@@ -626,12 +642,28 @@ int qmp_gdbserver(struct qmp *q, const char *dev, char *msg, size_t len)
 			snprintf(msg, len, "%s", out);
 		return rc;
 	}
+	/* One line: drop the final line end, join the others with "; ". */
 	n = strlen(out);
 	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
 		out[--n] = '\0';
-	if (msg && len)
-		snprintf(msg, len, "%s", out);
-	return strncmp(out, "Waiting for gdb connection", 26) ? -EIO : 0;
+	if (msg && len) {
+		size_t o = 0;
+
+		for (size_t i = 0; i < n && o + 1 < len; i++) {
+			if (out[i] == '\r' && out[i + 1] == '\n')
+				continue;
+			if (out[i] == '\n' || out[i] == '\r') {
+				if (o + 3 >= len)
+					break;
+				msg[o++] = ';';
+				msg[o++] = ' ';
+				continue;
+			}
+			msg[o++] = out[i];
+		}
+		msg[o] = '\0';
+	}
+	return strstr(out, "Waiting for gdb connection") == out ? 0 : -EIO;
 }
 
 int qmp_query_status(struct qmp *q, bool *running, char *status, size_t len)

@@ -1,6 +1,6 @@
 /* Client of QEMU's QMP monitor: connect (unix socket or TCP), capabilities negotiation, synchronous
- * commands with asynchronous events recorded on the side, HMP passthrough (e.g. `gdbserver`), and the
- * few JSON scanners that needs (no JSON library). One struct qmp is one connection, used by one
+ * commands with asynchronous events recorded on the side, HMP passthrough (e.g. `gdbserver`), and
+ * the few JSON scanners that needs (no JSON library). One struct qmp is one connection, used by one
  * thread at a time. */
 #ifndef HVT_QMP_H
 #define HVT_QMP_H
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define QMP_TIMEOUT_MS 5000	/* default wait for a command's reply */
+#define QMP_TIMEOUT_MS 5000	 /* default wait for a command's reply */
 #define QMP_MAX_MSG    (4 << 20) /* largest message accepted (query-qmp-schema is ~200 KiB) */
 
 /* Events remembered in qmp->events (any other event sets QMP_EV_OTHER). */
@@ -53,9 +53,9 @@ ssize_t qmp_json_quote(const char *s, char *out, size_t outlen);
 
 /* ---- connection (the thread owning @q) ------------------------------------------------------- */
 
-/* Connects to "unix:PATH", a PATH containing '/', "tcp:HOST:PORT" or "HOST:PORT", reads the greeting
- * and sends qmp_capabilities. 0 or a negative errno with a one-line reason in @err; on failure
- * nothing needs closing. */
+/* Connects to "unix:PATH", a PATH containing '/', "tcp:HOST:PORT" or "HOST:PORT", reads the
+ * greeting and sends qmp_capabilities. 0 or a negative errno with a one-line reason in @err; on
+ * failure nothing needs closing. */
 int qmp_connect(struct qmp *q, const char *addr, char *err, size_t errlen);
 
 /* Same handshake over an already connected stream @fd, which @q takes over (closed on failure). */
@@ -66,17 +66,19 @@ void qmp_close(struct qmp *q);
 
 /* Sends the JSON command @cmd (`{"execute":...}`) and waits for its answer, recording the events
  * that arrive meanwhile. On success copies the `return` value's JSON text into @reply (may be NULL)
- * and returns 0 (-ENOSPC if it does not fit). On a QMP error copies its desc into @reply and returns
- * -ENOSYS (CommandNotFound), -ENODEV (DeviceNotFound, DeviceNotActive) or -EINVAL (any other class).
- * -ETIMEDOUT, -ECONNRESET (peer gone), -EPROTO. */
+ * and returns 0 (-ENOSPC if it does not fit). On a QMP error copies its desc into @reply and
+ * returns -ENOSYS (CommandNotFound), -ENODEV (DeviceNotFound, DeviceNotActive) or -EINVAL (any
+ * other class). -ETIMEDOUT, -ECONNRESET (peer gone), -EPROTO. */
 int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len);
 
 /* Runs an HMP command line through human-monitor-command; its text output (decoded) goes to @out.
  * HMP reports failures only in that text. 0 or -errno as qmp_execute. */
 int qmp_hmp(struct qmp *q, const char *cmdline, char *out, size_t len);
 
-/* Starts QEMU's gdbstub on @dev (e.g. "tcp:127.0.0.1:1234"). 0, or -EIO when QEMU could not open it
- * (its message, without the line end, in @msg), or -errno as qmp_execute. */
+/* Starts QEMU's gdbstub on @dev (e.g. "tcp:127.0.0.1:1234"). 0, or -EIO when QEMU could not open
+ * it, or -errno as qmp_execute. QEMU's message goes to @msg (may be NULL) as one line, lines joined
+ * by "; ": "Failed to find an available port: Address already in use; Could not open gdbserver on
+ * device ...". */
 int qmp_gdbserver(struct qmp *q, const char *dev, char *msg, size_t len);
 
 /* query-status: whether the VM runs and its run state ("running", "paused", "prelaunch", ...).

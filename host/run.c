@@ -251,6 +251,7 @@ int cmd_run(const struct session *s)
 	struct tracer_opts opts = {
 		.returns = s->tracer == TRACER_FUNCTION_GRAPH,
 		.graph_filter = s->nr_graph > 0,
+		.lazy = s->nr_graph > 0,
 		.max_depth = s->max_depth,
 		.ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
 	};

@@ -14,8 +14,10 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 		const struct vmi_task_layout *task, const struct tracer_opts *opts)
 {
 	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->arm_lock, NULL);
 	t->tgt = tgt;
 	t->opts = *opts;
+	t->opts.lazy = opts->lazy && opts->graph_filter && opts->returns;
 	t->nr_cpus = tgt->nr_cpus;
 	t->task = *task;
 	if (opts->returns && !tgt->trampoline)
@@ -62,7 +64,19 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 		}
 		t->trampoline_inserted = true;
 	}
-	ret = probe_insert_all(&t->probes, t->tgt, err, errlen);
+	if (t->opts.lazy) {
+		/* every site is checked now; only the graph roots are armed until one is entered */
+		ret = probe_verify_all(&t->probes, t->tgt, err, errlen);
+		for (size_t i = 0; ret == 0 && i < t->probes.nr; i++)
+			if (t->graph_root[i])
+				ret = probe_insert(&t->probes.v[i], t->tgt);
+		if (ret < 0 && !*err)
+			snprintf(err, errlen, "cannot insert a breakpoint: %s", strerror(-ret));
+		if (ret < 0)
+			probe_remove_all(&t->probes, t->tgt);
+	} else {
+		ret = probe_insert_all(&t->probes, t->tgt, err, errlen);
+	}
 	if (ret < 0) {
 		atomic_store(&t->active, 0);
 		if (t->trampoline_inserted)
@@ -155,11 +169,46 @@ static struct hvt_record *reserve(struct tracer *t, unsigned cpu)
 	return rec;
 }
 
+/* Lazy arming: the callee probes are in while at least one graph-root call is live. */
+static void arm(struct tracer *t)
+{
+	pthread_mutex_lock(&t->arm_lock);
+	if (t->live_roots++ == 0) {
+		for (size_t i = 0; i < t->probes.nr; i++)
+			if (!t->graph_root[i])
+				probe_insert(&t->probes.v[i], t->tgt);
+		t->arms++;
+	}
+	pthread_mutex_unlock(&t->arm_lock);
+}
+
+static void disarm(struct tracer *t, unsigned roots)
+{
+	if (!roots)
+		return;
+	pthread_mutex_lock(&t->arm_lock);
+	t->live_roots = roots >= t->live_roots ? 0 : t->live_roots - roots;
+	if (!t->live_roots)
+		for (size_t i = 0; i < t->probes.nr; i++)
+			if (!t->graph_root[i])
+				probe_remove(&t->probes.v[i], t->tgt);
+	pthread_mutex_unlock(&t->arm_lock);
+}
+
+/* Frames dropped from a shadow stack (abandoned without returning): counted, and for lazy arming the
+ * graph roots among them are remembered, to disarm once the stack lock is released. */
+struct dropped {
+	struct tracer *t;
+	unsigned roots;
+};
+
 static void count_unwound(void *ctx, const struct shadow_entry *e)
 {
-	struct tracer *t = ctx;
+	struct dropped *d = ctx;
 
-	atomic_fetch_add_explicit(&t->counters[e->probe].unwound, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&d->t->counters[e->probe].unwound, 1, memory_order_relaxed);
+	if (d->t->graph_root[e->probe])
+		d->roots++;
 }
 
 static void miss(struct tracer *t, const struct probe *p)
@@ -173,12 +222,14 @@ static int hook_return(struct tracer *t, const struct probe *p, uint64_t slot, u
 		       uint64_t now, uint8_t *depth)
 {
 	struct shadow_stack *st = shadow_lock(&t->shadow, slot, true);
+	struct dropped d = {.t = t};
 	const struct shadow_entry *top;
 	struct shadow_entry e;
+	int hooked = 0;
 
 	if (!st)
 		return -1;
-	shadow_drop_dead(&t->shadow, st, slot, orig, count_unwound, t);
+	shadow_drop_dead(&t->shadow, st, slot, orig, count_unwound, &d);
 	top = shadow_top(st);
 	e = (struct shadow_entry){
 		.slot = slot,
@@ -190,21 +241,23 @@ static int hook_return(struct tracer *t, const struct probe *p, uint64_t slot, u
 	};
 	if ((t->opts.graph_filter && !e.in_graph) ||
 	    (t->opts.max_depth && e.depth >= t->opts.max_depth)) {
-		shadow_unlock(st);
-		return 0;
-	}
-	if (!shadow_push(st, &e)) {
-		shadow_unlock(st);
-		return -1;
-	}
-	if (t->tgt->ops->write_virt(t->tgt, 0, slot, &t->trampoline, 8) < 0) {
+		hooked = 0;
+	} else if (!shadow_push(st, &e)) {
+		hooked = -1;
+	} else if (t->tgt->ops->write_virt(t->tgt, 0, slot, &t->trampoline, 8) < 0) {
 		st->nr--;
-		shadow_unlock(st);
-		return -1;
+		hooked = -1;
+	} else {
+		hooked = 1;
+		*depth = e.depth;
 	}
 	shadow_unlock(st);
-	*depth = e.depth;
-	return 1;
+	if (t->opts.lazy) {
+		disarm(t, d.roots);
+		if (hooked == 1 && t->graph_root[p->id])
+			arm(t);
+	}
+	return hooked;
 }
 
 static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
@@ -250,14 +303,17 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 	struct shadow_entry e;
 	struct hvt_record *rec;
 	struct vmi_task task;
+	struct dropped d = {.t = t};
 	bool found;
 
 	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
 	now = clock_now_ns();
 	st = shadow_lock(&t->shadow, slot, false);
-	found = st && shadow_pop(st, slot, &e, count_unwound, t);
+	found = st && shadow_pop(st, slot, &e, count_unwound, &d);
 	if (st)
 		shadow_unlock(st);
+	if (t->opts.lazy)
+		disarm(t, d.roots + (found && t->graph_root[e.probe]));
 	if (!found) {
 		/* Not ours: nothing can be resumed safely. The vCPU faults with RIP on the trampoline. */
 		atomic_fetch_add(&t->orphan_returns, 1);
@@ -329,6 +385,7 @@ void tracer_free(struct tracer *t)
 	free(t->counters);
 	free(t->graph_root);
 	shadow_free(&t->shadow);
+	pthread_mutex_destroy(&t->arm_lock);
 	t->rings = NULL;
 	t->cpu = NULL;
 	t->counters = NULL;

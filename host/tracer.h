@@ -9,6 +9,7 @@
 #include "target.h"
 #include "../vmi/vmi_task.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -16,6 +17,9 @@ struct tracer_opts {
 	bool returns;	    /* hook returns through the trampoline (function_graph) */
 	bool graph_filter;  /* only calls below a probe marked graph_root (set_graph_function) */
 	unsigned max_depth; /* with returns: do not trace deeper than this (0 = no limit) */
+	bool lazy;	    /* with graph_filter: only graph-root probes stay inserted; the others are
+			     * inserted while a root call is live (for targets where every inserted
+			     * breakpoint costs, such as QEMU's gdbstub under TCG) */
 	uint64_t ring_records; /* per vCPU */
 };
 
@@ -48,6 +52,9 @@ struct tracer {
 	atomic_int active; /* 0 once detached: hits on old probes are only emulated */
 	bool attached;
 	_Atomic uint64_t orphan_returns; /* trampoline hits with no shadow entry (must stay 0) */
+	pthread_mutex_t arm_lock;	 /* lazy: live_roots and the callee probes' insertion */
+	unsigned live_roots;		 /* lazy: hooked graph-root frames not yet returned */
+	uint64_t arms;			 /* lazy: times the callee probes were inserted */
 	uint64_t restored_slots;	 /* return slots written back at detach */
 };
 

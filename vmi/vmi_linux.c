@@ -253,6 +253,81 @@ out:
 	return ret;
 }
 
+/* Index of the site of the function starting at @addr (or whose site is @addr), or -1. */
+static long site_of(const struct vmi_sites *sites, uint64_t addr)
+{
+	size_t lo = 0, hi = sites->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sites->v[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < sites->nr && (sites->v[lo].addr == addr || sites->v[lo].func->addr == addr))
+		return (long)lo;
+	return -1;
+}
+
+#define MAX_BODY (64u << 10)
+
+long vmi_linux_callees(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx,
+		       const struct vmi_sites *sites, const size_t *roots, size_t nr_roots,
+		       unsigned depth, bool *selected)
+{
+	size_t *frontier = calloc(sites->nr ? sites->nr : 1, sizeof(*frontier));
+	size_t *next = calloc(sites->nr ? sites->nr : 1, sizeof(*next));
+	uint8_t *body = malloc(MAX_BODY);
+	size_t nf = 0, nn;
+	long marked = 0;
+
+	(void)l;
+	if (!frontier || !next || !body) {
+		marked = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nr_roots; i++)
+		if (!selected[roots[i]]) {
+			selected[roots[i]] = true;
+			frontier[nf++] = roots[i];
+			marked++;
+		}
+	for (unsigned d = 0; d < depth && nf; d++) {
+		nn = 0;
+		for (size_t k = 0; k < nf; k++) {
+			const struct vmi_sym *f = sites->v[frontier[k]].func;
+			size_t len = f->size && f->size < MAX_BODY ? f->size : MAX_BODY;
+
+			if (read(ctx, f->addr, body, len) < 0)
+				continue;
+			/* rel32 calls and jumps whose target is a traceable function */
+			for (size_t i = 0; i + 5 <= len; i++) {
+				int32_t rel;
+				long t;
+
+				if (body[i] != X86_CALL_REL32 && body[i] != 0xe9)
+					continue;
+				memcpy(&rel, body + i + 1, 4);
+				t = site_of(sites, f->addr + i + 5 + (int64_t)rel);
+				if (t < 0 || selected[t])
+					continue;
+				selected[t] = true;
+				next[nn++] = (size_t)t;
+				marked++;
+			}
+		}
+		memcpy(frontier, next, nn * sizeof(*next));
+		nf = nn;
+	}
+out:
+	free(frontier);
+	free(next);
+	free(body);
+	return marked;
+}
+
 int vmi_linux_task_layout(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, unsigned nr_cpus,
 			  struct vmi_task_layout *out)
 {

@@ -51,6 +51,13 @@ int vmi_btf_member_offset(const void *data, size_t size, const char *type, const
  * NOP5 in guest memory, read in bulk. Returns 0 or a negative errno. */
 int vmi_linux_sites(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, struct vmi_sites *sites);
 
+/* Marks in @selected (one flag per site of @sites) the sites of @roots and of every function reachable
+ * from them through direct calls and jumps (e8/e9 rel32 to a site) in guest memory, at most @depth calls
+ * deep. Indirect calls are not followed. Returns the number of sites marked or a negative errno. */
+long vmi_linux_callees(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx,
+		       const struct vmi_sites *sites, const size_t *roots, size_t nr_roots,
+		       unsigned depth, bool *selected);
+
 /* Task layout for vmi_task_current: the GVA of CPU @cpu's current_task pointer is
  * __per_cpu_offset[cpu] + &current_task. Fills @out for @nr_cpus CPUs; without BTF, no task info. */
 int vmi_linux_task_layout(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, unsigned nr_cpus,

@@ -1,0 +1,883 @@
+/* host/gdbstub: packet framing, escapes, run lengths, stop replies, the x86_64 `g` layout, and the
+ * client's wire behaviour against a scripted stub on a socketpair (acks, resends, chunking, P->G).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../host/gdbstub.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- an independent packet builder for expectations ------------------------------------------ */
+
+static char *pool[1024]; /* pk() strings, freed after the group */
+static size_t pool_len;
+
+static int free_pool(void **state)
+{
+	(void)state;
+	while (pool_len > 0)
+		free(pool[--pool_len]);
+	return 0;
+}
+
+/* "pre" + "$payload#cs" + "post", computed here without the code under test. */
+static char *pk(const char *pre, const char *payload, const char *post)
+{
+	size_t n = strlen(pre) + strlen(payload) + strlen(post) + 8;
+	char *s = malloc(n);
+	unsigned sum = 0;
+
+	assert_true(pool_len < sizeof(pool) / sizeof(pool[0]));
+	pool[pool_len++] = s;
+
+	for (const char *p = payload; *p; p++)
+		sum += (unsigned char)*p;
+	snprintf(s, n, "%s$%s#%02x%s", pre, payload, sum & 0xff, post);
+	return s;
+}
+
+/* ---- gdb_frame ------------------------------------------------------------------------------- */
+
+static void assert_frame(const char *payload, const char *want)
+{
+	char out[64];
+	ssize_t n = gdb_frame(payload, strlen(payload), out, sizeof(out));
+
+	assert_int_equal(n, strlen(want));
+	assert_memory_equal(out, want, (size_t)n);
+}
+
+static void test_frame_checksum(void **state)
+{
+	(void)state;
+	assert_frame("g", "$g#67");
+	assert_frame("?", "$?#3f");
+	assert_frame("OK", "$OK#9a");
+	assert_frame("qSupported", "$qSupported#37");
+	assert_frame("vCont;c", "$vCont;c#a8");
+	assert_frame("", "$#00");
+}
+
+static void test_frame_escapes(void **state)
+{
+	const char data[] = {'a', '$', '#', '}', '*', 'b'};
+	const char want[] = "$a}\x04}\x03}]}\nb#25";
+	char out[64];
+	ssize_t n;
+
+	(void)state;
+	n = gdb_frame(data, sizeof(data), out, sizeof(out));
+	assert_int_equal(n, sizeof(want) - 1);
+	assert_memory_equal(out, want, (size_t)n);
+	/* Too small: "$" + payload + "#cs" does not fit. */
+	assert_int_equal(gdb_frame("abc", 3, out, 6), -ENOSPC);
+	assert_int_equal(gdb_frame("abc", 3, out, 7), 7);
+	assert_int_equal(gdb_frame("$", 1, out, 6), 6);
+	assert_int_equal(gdb_frame("$", 1, out, 5), -ENOSPC);
+	assert_int_equal(gdb_frame("$", 1, out, 3), -ENOSPC);
+}
+
+static void test_frame_roundtrip_all_bytes(void **state)
+{
+	unsigned char data[256];
+	char framed[600], out[300];
+	size_t len, used;
+	ssize_t n;
+
+	(void)state;
+	for (int i = 0; i < 256; i++)
+		data[i] = (unsigned char)i;
+	n = gdb_frame(data, sizeof(data), framed, sizeof(framed));
+	assert_int_equal(n, 1 + 256 + 4 + 3); /* four escapes */
+	assert_int_equal(gdb_unframe(framed, (size_t)n, out, sizeof(out), &len, &used), 0);
+	assert_int_equal(len, 256);
+	assert_int_equal(used, n);
+	assert_memory_equal(out, data, 256);
+}
+
+/* ---- gdb_unframe ----------------------------------------------------------------------------- */
+
+static void test_unframe_plain(void **state)
+{
+	char out[64];
+	size_t len = 99, used;
+
+	(void)state;
+	assert_int_equal(gdb_unframe("$OK#9a+$E01", 11, out, sizeof(out), &len, &used), 0);
+	assert_string_equal(out, "OK");
+	assert_int_equal(len, 2);
+	assert_int_equal(used, 6);
+	assert_int_equal(gdb_unframe("$#00", 4, out, sizeof(out), &len, &used), 0);
+	assert_int_equal(len, 0);
+	assert_string_equal(out, "");
+	/* Incomplete: no '#', or the checksum is not all there. */
+	assert_int_equal(gdb_unframe("$OK", 3, out, sizeof(out), &len, &used), -EAGAIN);
+	assert_int_equal(gdb_unframe("$OK#9", 5, out, sizeof(out), &len, &used), -EAGAIN);
+	/* Bad checksum: the packet is still consumed so the reader can skip it. */
+	assert_int_equal(gdb_unframe("$OK#9b", 6, out, sizeof(out), &len, &used), -EBADMSG);
+	assert_int_equal(used, 6);
+	assert_int_equal(gdb_unframe("$OK#zz", 6, out, sizeof(out), &len, &used), -EBADMSG);
+	assert_int_equal(gdb_unframe("OK#9a", 5, out, sizeof(out), &len, &used), -EPROTO);
+	/* Capacity counts the NUL. */
+	assert_int_equal(gdb_unframe("$OK#9a", 6, out, 2, &len, &used), -EMSGSIZE);
+	assert_int_equal(gdb_unframe("$OK#9a", 6, out, 3, &len, &used), 0);
+}
+
+static void test_unframe_run_length(void **state)
+{
+	char out[64], *p;
+	size_t len, used;
+
+	(void)state;
+	/* "0* " = '0' and 3 more ("0000"), the GDB manual's example. */
+	p = pk("", "0* ", "");
+	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), 0);
+	assert_string_equal(out, "0000");
+	/* '!' = 33: 4 more. Repeats of what precedes, then more data. */
+	p = pk("", "xa*!b", "");
+	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), 0);
+	assert_string_equal(out, "xaaaaab");
+	assert_int_equal(len, 7);
+	/* Longest legal run: '~' = 126 -> 97 more. */
+	p = pk("", "f*~", "");
+	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EMSGSIZE);
+	{
+		char big[128];
+
+		assert_int_equal(gdb_unframe(p, strlen(p), big, sizeof(big), &len, &used), 0);
+		assert_int_equal(len, 98);
+		for (int i = 0; i < 98; i++)
+			assert_int_equal(big[i], 'f');
+	}
+	/* An escaped byte can be repeated. */
+	p = pk("", "}]*!", "");
+	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), 0);
+	assert_string_equal(out, "}}}}}");
+	/* A run with nothing before it, or without its count. */
+	p = pk("", "*!", "");
+	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EPROTO);
+	p = pk("", "a*", "");
+	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EPROTO);
+	/* A '}' escape at the very end. */
+	p = pk("", "a}", "");
+	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EPROTO);
+}
+
+/* ---- gdb_parse_stop -------------------------------------------------------------------------- */
+
+static void test_parse_stop(void **state)
+{
+	struct gdb_stop st;
+
+	(void)state;
+	assert_int_equal(gdb_parse_stop("T05thread:01;", &st), 0);
+	assert_int_equal(st.kind, GDB_STOP_SIGNAL);
+	assert_int_equal(st.code, 5);
+	assert_int_equal(st.thread, 1);
+	assert_int_equal(gdb_parse_stop("T02thread:p1.2;core:1;", &st), 0);
+	assert_int_equal(st.code, 2);
+	assert_int_equal(st.thread, 2);
+	assert_int_equal(gdb_parse_stop("T05swbreak:;thread:0a;", &st), 0);
+	assert_int_equal(st.thread, 10);
+	assert_int_equal(gdb_parse_stop("T0506:0000000000000000;07:10ffffff;thread:1f", &st), 0);
+	assert_int_equal(st.code, 5);
+	assert_int_equal(st.thread, 31);
+	assert_int_equal(gdb_parse_stop("T11", &st), 0);
+	assert_int_equal(st.code, 17);
+	assert_int_equal(st.thread, 0);
+	assert_int_equal(gdb_parse_stop("S05", &st), 0);
+	assert_int_equal(st.kind, GDB_STOP_SIGNAL);
+	assert_int_equal(st.code, 5);
+	assert_int_equal(st.thread, 0);
+	assert_int_equal(gdb_parse_stop("W00", &st), 0);
+	assert_int_equal(st.kind, GDB_STOP_EXITED);
+	assert_int_equal(st.code, 0);
+	assert_int_equal(gdb_parse_stop("W01;process:1", &st), 0);
+	assert_int_equal(st.kind, GDB_STOP_EXITED);
+	assert_int_equal(st.code, 1);
+	assert_int_equal(gdb_parse_stop("X09", &st), 0);
+	assert_int_equal(st.kind, GDB_STOP_KILLED);
+	assert_int_equal(st.code, 9);
+
+	assert_int_equal(gdb_parse_stop("OK", &st), -EPROTO);
+	assert_int_equal(gdb_parse_stop("", &st), -EPROTO);
+	assert_int_equal(gdb_parse_stop("T5", &st), -EPROTO);
+	assert_int_equal(gdb_parse_stop("Tzz", &st), -EPROTO);
+	assert_int_equal(gdb_parse_stop("T05thread", &st), -EPROTO);
+	assert_int_equal(gdb_parse_stop("T05thread:;", &st), -EPROTO);
+	assert_int_equal(gdb_parse_stop("S05x", &st), -EPROTO);
+	assert_int_equal(gdb_parse_stop("W", &st), -EPROTO);
+}
+
+/* ---- gdb_decode_regs ------------------------------------------------------------------------- */
+
+/* QEMU 7.2's `g` reply for vCPU 1 of `-cpu qemu64` at reset (captured): rdx = CPUID 1 EAX, rip =
+ * 0xfff0, eflags 2, cs 0xf000, cr0 0x60000010; then st0-7, x87 control (fctrl 0x37f), xmm, mxcsr
+ * 0x1f80. 608 bytes. */
+static const char g_reset[] =
+    "000000000000000000000000000000000000000000000000b10f060000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    "00000000000000000000000000000000000000000000000000000000000000000000000000000000f0ff0000"
+    "000000000200000000f000000000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000001000006000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    "00000000000000007f0300000000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000801f0000";
+
+static void test_decode_qemu_reset(void **state)
+{
+	struct gdb_regs r;
+
+	(void)state;
+	assert_int_equal(strlen(g_reset), 1216);
+	assert_int_equal(gdb_decode_regs(g_reset, strlen(g_reset), &r), 0);
+	assert_int_equal(r.gp.rax, 0);
+	assert_int_equal(r.gp.rdx, 0x60fb1);
+	assert_int_equal(r.gp.rsp, 0);
+	assert_int_equal(r.gp.r15, 0);
+	assert_int_equal(r.gp.rip, 0xfff0);
+	assert_int_equal(r.gp.rflags, 2);
+	assert_int_equal(r.cs, 0xf000);
+	assert_int_equal(r.ss, 0);
+	assert_int_equal(r.gs, 0);
+	assert_int_equal(r.fs_base, 0);
+	assert_int_equal(r.k_gs_base, 0);
+	assert_int_equal(r.cr0, 0x60000010);
+	assert_int_equal(r.cr2, 0);
+	assert_int_equal(r.cr3, 0);
+	assert_int_equal(r.cr4, 0);
+	assert_int_equal(r.cr8, 0);
+	assert_int_equal(r.efer, 0);
+}
+
+/* Little-endian hex of @v over @n bytes, appended at @p. */
+static char *put_le(char *p, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++, v >>= 8)
+		p += sprintf(p, "%02x", (unsigned)(v & 0xff));
+	return p;
+}
+
+/* A `g` reply where register i holds 0x1111111111111111 * (i + 1) truncated to its size (QEMU's
+ * order: rax rbx rcx rdx rsi rdi rbp rsp r8-r15 rip, eflags, 6 selectors, fs_base gs_base
+ * k_gs_base, cr0 cr2 cr3 cr4 cr8, efer), followed by @tail. */
+static void build_g(char *buf, const char *tail)
+{
+	char *p = buf;
+
+	for (unsigned i = 0; i < 17; i++)
+		p = put_le(p, 0x0111111111111111ull * (i + 1), 8);
+	for (unsigned i = 17; i < 24; i++)
+		p = put_le(p, 0x01111111u * (i + 1), 4);
+	for (unsigned i = 24; i < 33; i++)
+		p = put_le(p, 0x0111111111111111ull * (i + 1), 8);
+	strcpy(p, tail);
+}
+
+/* Hex-digit offset of register @regno in a `g` reply, counted here independently. */
+static size_t hexoff(unsigned regno)
+{
+	size_t off = 0;
+
+	for (unsigned i = 0; i < regno; i++)
+		off += (i >= 17 && i <= 23) ? 4 : 8;
+	return 2 * off;
+}
+
+#define V8(i) (0x0111111111111111ull * ((i) + 1))
+#define V4(i) (0x01111111u * ((i) + 1))
+
+static void test_decode_layout(void **state)
+{
+	char hex[1300];
+	struct gdb_regs r;
+
+	(void)state;
+	build_g(hex, "");
+	assert_int_equal(strlen(hex), 2 * GDB_G_DECODED_BYTES);
+	assert_int_equal(gdb_decode_regs(hex, strlen(hex), &r), 0);
+	assert_int_equal(r.gp.rax, V8(0));
+	assert_int_equal(r.gp.rbx, V8(1));
+	assert_int_equal(r.gp.rcx, V8(2));
+	assert_int_equal(r.gp.rdx, V8(3));
+	assert_int_equal(r.gp.rsi, V8(4));
+	assert_int_equal(r.gp.rdi, V8(5));
+	assert_int_equal(r.gp.rbp, V8(6)); /* g has rbp before rsp; struct x86_regs the reverse */
+	assert_int_equal(r.gp.rsp, V8(7));
+	assert_int_equal(r.gp.r8, V8(8));
+	assert_int_equal(r.gp.r9, V8(9));
+	assert_int_equal(r.gp.r10, V8(10));
+	assert_int_equal(r.gp.r11, V8(11));
+	assert_int_equal(r.gp.r12, V8(12));
+	assert_int_equal(r.gp.r13, V8(13));
+	assert_int_equal(r.gp.r14, V8(14));
+	assert_int_equal(r.gp.r15, V8(15));
+	assert_int_equal(r.gp.rip, V8(16));
+	assert_int_equal(r.gp.rflags, V4(17));
+	assert_int_equal(r.cs, V4(18));
+	assert_int_equal(r.ss, V4(19));
+	assert_int_equal(r.ds, V4(20));
+	assert_int_equal(r.es, V4(21));
+	assert_int_equal(r.fs, V4(22));
+	assert_int_equal(r.gs, V4(23));
+	assert_int_equal(r.fs_base, V8(24));
+	assert_int_equal(r.gs_base, V8(25));
+	assert_int_equal(r.k_gs_base, V8(26));
+	assert_int_equal(r.cr0, V8(27));
+	assert_int_equal(r.cr2, V8(28));
+	assert_int_equal(r.cr3, V8(29));
+	assert_int_equal(r.cr4, V8(30));
+	assert_int_equal(r.cr8, V8(31));
+	assert_int_equal(r.efer, V8(32));
+	/* A real 0xffffffff81000000-style kernel address decodes to all 64 bits. */
+	memcpy(hex + hexoff(GDB_REG_RIP), "00000081ffffffff", 16);
+	assert_int_equal(gdb_decode_regs(hex, strlen(hex), &r), 0);
+	assert_int_equal(r.gp.rip, 0xffffffff81000000ull);
+}
+
+static void test_decode_errors(void **state)
+{
+	char hex[1300];
+	struct gdb_regs r;
+
+	(void)state;
+	build_g(hex, "");
+	assert_int_equal(gdb_decode_regs(hex, strlen(hex) - 2, &r), -EPROTO);
+	assert_int_equal(gdb_decode_regs(hex, strlen(hex) - 1, &r), -EPROTO);
+	hex[10] = 'g';
+	assert_int_equal(gdb_decode_regs(hex, strlen(hex), &r), -EPROTO);
+	/* "xx" (unavailable) bytes read as zero. */
+	build_g(hex, "");
+	memcpy(hex + hexoff(GDB_REG_CR3), "xxxxxxxxxxxxxxxx", 16);
+	assert_int_equal(gdb_decode_regs(hex, strlen(hex), &r), 0);
+	assert_int_equal(r.cr3, 0);
+	assert_int_equal(r.cr4, V8(30));
+}
+
+static void test_reg_size(void **state)
+{
+	(void)state;
+	assert_int_equal(gdb_reg_size(GDB_REG_RAX), 8);
+	assert_int_equal(gdb_reg_size(GDB_REG_RIP), 8);
+	assert_int_equal(gdb_reg_size(GDB_REG_EFLAGS), 4);
+	assert_int_equal(gdb_reg_size(GDB_REG_CS), 4);
+	assert_int_equal(gdb_reg_size(GDB_REG_GS), 4);
+	assert_int_equal(gdb_reg_size(GDB_REG_FS_BASE), 8);
+	assert_int_equal(gdb_reg_size(GDB_REG_EFER), 8);
+	assert_int_equal(gdb_reg_size(GDB_NR_REGS), 0);
+	assert_int_equal(GDB_REG_RIP, 16);
+	assert_int_equal(GDB_REG_CR3, 29);
+	assert_int_equal(GDB_REG_EFER, 32);
+}
+
+/* ---- scripted stub on a socketpair ----------------------------------------------------------- */
+
+/* One exchange: wait for exactly @expect (raw bytes, acks included), then write @reply (raw). */
+struct step {
+	const char *expect;
+	const char *reply;
+};
+
+struct stub {
+	int fd;
+	const struct step *steps;
+	size_t nr;
+	const char *first; /* written as soon as the connection exists, or NULL */
+	bool hangup;	   /* close right after the last step instead of reading until EOF */
+	int failed;	   /* index of the first step whose bytes differed, -1 */
+	char got[8192];	   /* what that step received */
+	char tail[256];	   /* bytes received after the last step, until EOF */
+	size_t tail_len;
+	pthread_t thread;
+};
+
+static bool read_exact(int fd, char *buf, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t r;
+
+		if (poll(&pfd, 1, 5000) <= 0)
+			return false;
+		r = read(fd, buf + i, n - i);
+		if (r <= 0)
+			return false;
+		i += (size_t)r;
+	}
+	return true;
+}
+
+static void *stub_main(void *arg)
+{
+	struct stub *s = arg;
+
+	if (s->first && write(s->fd, s->first, strlen(s->first)) < 0)
+		return NULL;
+	for (size_t i = 0; i < s->nr; i++) {
+		size_t n = strlen(s->steps[i].expect);
+
+		memset(s->got, 0, sizeof(s->got));
+		if (!read_exact(s->fd, s->got, n) || memcmp(s->got, s->steps[i].expect, n)) {
+			s->failed = (int)i;
+			close(s->fd);
+			return NULL;
+		}
+		if (write(s->fd, s->steps[i].reply, strlen(s->steps[i].reply)) < 0) {
+			s->failed = (int)i;
+			return NULL;
+		}
+	}
+	for (; !s->hangup;) {
+		struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
+		ssize_t r;
+
+		if (poll(&pfd, 1, 5000) <= 0)
+			break;
+		r = read(s->fd, s->tail + s->tail_len, sizeof(s->tail) - 1 - s->tail_len);
+		if (r <= 0)
+			break;
+		s->tail_len += (size_t)r;
+	}
+	close(s->fd);
+	return NULL;
+}
+
+/* Starts the stub and hands the other end to a fresh struct gdb (not yet negotiated). */
+static int stub_start(struct stub *s, const struct step *steps, size_t nr, const char *first,
+		      bool hangup)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memset(s, 0, sizeof(*s));
+	s->fd = sv[1];
+	s->steps = steps;
+	s->nr = nr;
+	s->first = first;
+	s->hangup = hangup;
+	s->failed = -1;
+	assert_int_equal(pthread_create(&s->thread, NULL, stub_main, s), 0);
+	return sv[0];
+}
+
+/* Joins the stub (after the client closed its end) and checks every step matched. */
+static void stub_finish(struct stub *s)
+{
+	pthread_join(s->thread, NULL);
+	if (s->failed >= 0)
+		fail_msg("stub step %d: expected \"%s\", got \"%s\"", s->failed,
+			 s->steps[s->failed].expect, s->got);
+	s->tail[s->tail_len] = '\0';
+}
+
+#define NSTEPS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* QEMU 7.2's answers to the negotiation: no-ack mode refused, target.xml served. */
+static size_t qemu72_hello(struct step *st, const char *pre1, const char *pre2)
+{
+	size_t n = 0;
+
+	st[n++] = (struct step){
+	    pk(pre1, "qSupported", ""),
+	    pk("+", "PacketSize=1000;qXfer:features:read+;vContSupported+;multiprocess+", "")};
+	st[n++] = (struct step){pk(pre2, "QStartNoAckMode", ""), pk("+", "", "")};
+	st[n++] = (struct step){pk("+", "vCont?", ""), pk("+", "vCont;c;C;s;S", "")};
+	st[n++] = (struct step){pk("+", "qXfer:features:read:target.xml:0,ffb", ""),
+				pk("+", "l<?xml version=\"1.0\"?><target/>", "")};
+	st[n++] = (struct step){pk("+", "?", ""), pk("+", "T05thread:01;", "")};
+	return n;
+}
+
+static struct gdb *new_gdb(void)
+{
+	struct gdb *g = calloc(1, sizeof(*g));
+
+	assert_non_null(g);
+	return g;
+}
+
+static void test_session_qemu72(void **state)
+{
+	char synth[1300], err[128];
+	struct step st[32];
+	size_t n;
+	struct stub s;
+	struct gdb *g = new_gdb();
+	struct gdb_regs r;
+	int tids[4];
+	unsigned nr;
+	uint8_t mem[4];
+
+	(void)state;
+	build_g(synth, "");
+	n = qemu72_hello(st, "", "+");
+	st[n++] = (struct step){pk("+", "qfThreadInfo", ""), pk("+", "m01,02", "")};
+	st[n++] = (struct step){pk("+", "qsThreadInfo", ""), pk("+", "mp1.3", "")};
+	st[n++] = (struct step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
+	st[n++] = (struct step){pk("+", "Hg2", ""), pk("+", "OK", "")};
+	st[n++] = (struct step){pk("+", "g", ""), pk("+", synth, "")};
+	/* Thread 2 is still selected: no second Hg. */
+	st[n++] = (struct step){pk("+", "g", ""), pk("+", synth, "")};
+	st[n++] = (struct step){pk("+", "P10=efbeadde00000000", ""), pk("+", "OK", "")};
+	st[n++] = (struct step){pk("+", "P11=02020000", ""), pk("+", "OK", "")};
+	st[n++] = (struct step){pk("+", "m1000,4", ""), pk("+", "E14", "")};
+	st[n++] = (struct step){pk("+", "m1000,4", ""), pk("+", "01020304", "")};
+	st[n++] = (struct step){pk("+", "M2000,2:abcd", ""), pk("+", "OK", "")};
+	st[n++] = (struct step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
+	st[n++] = (struct step){pk("+", "Z0,7c01,1", ""), pk("+", "OK", "")};
+	st[n++] = (struct step){pk("+", "z0,7c01,1", ""), pk("+", "E22", "")};
+	st[n++] = (struct step){pk("+", "Z0,ffffffff81000000,1", ""), pk("+", "", "")};
+	st[n++] = (struct step){pk("+", "D", ""), pk("+", "OK", "")};
+
+	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, false), err, sizeof(err)), 0);
+	assert_int_equal(g->packet_size, 4096);
+	assert_true(g->ack);
+	assert_true(g->vcont);
+	assert_false(g->running);
+	assert_int_equal(g->last_stop.kind, GDB_STOP_SIGNAL);
+	assert_int_equal(g->last_stop.code, 5);
+	assert_int_equal(g->last_stop.thread, 1);
+
+	assert_int_equal(gdb_threads(g, tids, 4, &nr), 0);
+	assert_int_equal(nr, 3);
+	assert_int_equal(tids[0], 1);
+	assert_int_equal(tids[1], 2);
+	assert_int_equal(tids[2], 3);
+
+	assert_int_equal(gdb_read_regs(g, 2, &r), 0);
+	assert_int_equal(r.gp.rip, V8(16));
+	assert_int_equal(r.efer, V8(32));
+	assert_int_equal(gdb_read_regs(g, 2, &r), 0);
+	assert_int_equal(gdb_write_reg(g, 2, GDB_REG_RIP, 0xdeadbeef), 0);
+	assert_int_equal(g->p_state, 1);
+	assert_int_equal(gdb_write_reg(g, 2, GDB_REG_EFLAGS, 0x202), 0);
+	assert_int_equal(gdb_write_reg(g, 2, GDB_NR_REGS, 0), -EINVAL);
+
+	assert_int_equal(gdb_read_mem(g, 0, 0x1000, mem, 4), -EFAULT);
+	assert_int_equal(g->last_error, 0x14);
+	assert_int_equal(gdb_read_mem(g, 2, 0x1000, mem, 4), 0);
+	assert_int_equal(mem[0], 1);
+	assert_int_equal(mem[3], 4);
+	assert_int_equal(gdb_write_mem(g, 0, 0x2000, "\xab\xcd", 2), 0);
+	assert_int_equal(gdb_set_phys_mode(g, true), 0);
+	assert_int_equal(gdb_set_phys_mode(g, true), 0); /* cached: no packet */
+
+	assert_int_equal(gdb_insert_bp(g, 0x7c01), 0);
+	assert_int_equal(gdb_remove_bp(g, 0x7c01), -EIO);
+	assert_int_equal(g->last_error, 0x22);
+	assert_int_equal(gdb_insert_bp(g, 0xffffffff81000000ull), -ENOTSUP);
+
+	assert_int_equal(gdb_detach(g), 0);
+	assert_int_equal(g->fd, -1);
+	stub_finish(&s);
+	assert_string_equal(s.tail, "+"); /* the ack of D's OK, flushed at close */
+	free(g);
+}
+
+static void test_noack_mode(void **state)
+{
+	struct step st[8];
+	struct stub s;
+	struct gdb *g = new_gdb();
+	char err[128];
+	size_t n = 0;
+
+	(void)state;
+	st[n++] = (struct step){pk("", "qSupported", ""),
+				pk("+", "PacketSize=4000;QStartNoAckMode+", "")};
+	st[n++] = (struct step){pk("+", "QStartNoAckMode", ""), pk("+", "OK", "")};
+	/* The OK itself is still acknowledged; then no more acks either way. */
+	st[n++] = (struct step){pk("+", "vCont?", ""), pk("", "", "")};
+	st[n++] = (struct step){pk("", "?", ""), pk("", "S05", "")};
+	st[n++] = (struct step){pk("", "c", ""), pk("", "T05thread:02;", "")};
+	st[n++] = (struct step){pk("", "Hc2", ""), pk("", "OK", "")};
+	st[n++] = (struct step){pk("", "s", ""), pk("", "T05thread:02;", "")};
+
+	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, false), err, sizeof(err)), 0);
+	assert_false(g->ack);
+	assert_false(g->vcont);
+	assert_int_equal(g->packet_size, 0x4000);
+	assert_int_equal(g->last_stop.code, 5);
+	assert_int_equal(g->last_stop.thread, 0);
+	{
+		struct gdb_stop stop;
+
+		assert_int_equal(gdb_continue(g), 0);
+		assert_int_equal(gdb_wait_stop(g, 1000, &stop), 0);
+		assert_int_equal(stop.thread, 2);
+		assert_int_equal(gdb_step(g, 2, &stop), 0);
+		assert_int_equal(stop.thread, 2);
+	}
+	gdb_close(g);
+	stub_finish(&s);
+	assert_string_equal(s.tail, "");
+	free(g);
+}
+
+/* A packet with a bad checksum is answered '-' and read again; a '-' from the stub makes the client
+ * send its packet again; console output packets are skipped; an unasked stop reply at connect (QEMU
+ * stopping a running VM for the debugger) is recorded and skipped. */
+static void test_resend_console_unasked_stop(void **state)
+{
+	struct step st[16];
+	struct stub s;
+	struct gdb *g = new_gdb();
+	char err[128], bad[64];
+	size_t n;
+	uint8_t b;
+
+	(void)state;
+	n = qemu72_hello(st, "", "++");
+	snprintf(bad, sizeof(bad), "+$2a#00");
+	st[n++] = (struct step){pk("+", "m10,1", ""), bad};
+	st[n++] = (struct step){"-", pk("", "2a", "")};
+	st[n++] = (struct step){pk("+", "m11,1", ""), "-"};
+	st[n++] = (struct step){pk("", "m11,1", ""), pk("+", "O48656c6c6f0a", pk("", "7f", ""))};
+	st[n++] = (struct step){pk("++", "Hg1", ""), pk("+", "OK", "")};
+
+	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, pk("", "T02thread:02;", ""), false),
+				       err, sizeof(err)),
+			 0);
+	/* The answer to '?' (T05, thread 1) came after the unasked T02. */
+	assert_int_equal(g->last_stop.code, 5);
+	assert_int_equal(g->last_stop.thread, 1);
+	assert_int_equal(gdb_read_mem(g, 0, 0x10, &b, 1), 0);
+	assert_int_equal(b, 0x2a);
+	assert_int_equal(gdb_read_mem(g, 0, 0x11, &b, 1), 0);
+	assert_int_equal(b, 0x7f);
+	assert_int_equal(gdb_select_thread(g, 1), 0);
+	gdb_close(g);
+	stub_finish(&s);
+	assert_string_equal(s.tail, "+");
+	free(g);
+}
+
+/* No P: the register is written by reading `g`, patching it and sending `G`; P is not tried again.
+ */
+static void test_write_reg_g_fallback(void **state)
+{
+	char orig[1300], with_cr3[1300], with_rip[1300], g1[1400], g2[1400], err[128];
+	struct step st[16];
+	struct stub s;
+	struct gdb *g = new_gdb();
+	size_t n;
+
+	(void)state;
+	/* The registers QEMU sends after efer (x87, xmm, mxcsr) go back unchanged. */
+	build_g(orig, "0011223344556677");
+	strcpy(with_cr3, orig);
+	memcpy(with_cr3 + hexoff(GDB_REG_CR3), "0010000000000000", 16);
+	strcpy(with_rip, with_cr3);
+	memcpy(with_rip + hexoff(GDB_REG_RIP), "0000000000000000", 16);
+	snprintf(g1, sizeof(g1), "G%s", with_cr3);
+	snprintf(g2, sizeof(g2), "G%s", with_rip);
+	n = qemu72_hello(st, "", "+");
+	st[n++] = (struct step){pk("+", "Hg1", ""), pk("+", "OK", "")};
+	st[n++] = (struct step){pk("+", "P1d=0010000000000000", ""), pk("+", "", "")};
+	st[n++] = (struct step){pk("+", "g", ""), pk("+", orig, "")};
+	st[n++] = (struct step){pk("+", g1, ""), pk("+", "OK", "")};
+	st[n++] = (struct step){pk("+", "g", ""), pk("+", with_cr3, "")};
+	st[n++] = (struct step){pk("+", g2, ""), pk("+", "E01", "")};
+
+	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, false), err, sizeof(err)), 0);
+	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_CR3, 0x1000), 0);
+	assert_int_equal(g->p_state, 0);
+	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RIP, 0), -EIO);
+	assert_int_equal(g->last_error, 1);
+	gdb_close(g);
+	stub_finish(&s);
+	free(g);
+}
+
+/* Reads and writes are cut to the stub's PacketSize; a short read continues where it stopped. */
+static void test_memory_chunks(void **state)
+{
+	struct step st[16];
+	struct stub s;
+	struct gdb *g = new_gdb();
+	char err[128], hex[128];
+	uint8_t buf[40], want[40];
+	size_t n = 0;
+
+	(void)state;
+	for (int i = 0; i < 40; i++)
+		want[i] = (uint8_t)(0xa0 + i);
+	st[n++] = (struct step){pk("", "qSupported", ""), pk("+", "PacketSize=40", "")};
+	st[n++] = (struct step){pk("+", "QStartNoAckMode", ""), pk("+", "", "")};
+	st[n++] = (struct step){pk("+", "vCont?", ""), pk("+", "", "")};
+	st[n++] = (struct step){pk("+", "?", ""), pk("+", "S05", "")};
+	/* PacketSize 0x40: reads of (64 - 8) / 2 = 28 bytes, writes of (64 - 48) / 2 = 8. */
+	for (int i = 0; i < 28; i++)
+		sprintf(hex + 2 * i, "%02x", want[i]);
+	st[n++] = (struct step){pk("+", "mfffff000,1c", ""), pk("+", hex, "")};
+	for (int i = 0; i < 5; i++) /* short answer: 5 of 12 */
+		sprintf(hex + 2 * i, "%02x", want[28 + i]);
+	st[n++] = (struct step){pk("+", "mfffff01c,c", ""), pk("+", hex, "")};
+	for (int i = 0; i < 7; i++)
+		sprintf(hex + 2 * i, "%02x", want[33 + i]);
+	st[n++] = (struct step){pk("+", "mfffff021,7", ""), pk("+", hex, "")};
+	st[n++] = (struct step){pk("+", "M10,8:a0a1a2a3a4a5a6a7", ""), pk("+", "OK", "")};
+	st[n++] = (struct step){pk("+", "M18,2:a8a9", ""), pk("+", "OK", "")};
+	st[n++] = (struct step){pk("+", "M0,1:00", ""), pk("+", "E0e", "")};
+
+	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, false), err, sizeof(err)), 0);
+	assert_int_equal(g->packet_size, 0x40);
+	assert_int_equal(gdb_read_mem(g, 0, 0xfffff000, buf, 40), 0);
+	assert_memory_equal(buf, want, 40);
+	assert_int_equal(gdb_write_mem(g, 0, 0x10, want, 10), 0);
+	assert_int_equal(gdb_write_mem(g, 0, 0, "", 1), -EFAULT);
+	assert_int_equal(g->last_error, 0x0e);
+	gdb_close(g);
+	stub_finish(&s);
+	free(g);
+}
+
+/* Continue, time out, refuse commands while running, interrupt with 0x03, step one thread, and the
+ * VM process exiting (W). */
+static void test_execution(void **state)
+{
+	struct step st[16];
+	struct stub s;
+	struct gdb *g = new_gdb();
+	struct gdb_stop stop;
+	struct gdb_regs r;
+	char err[128];
+	size_t n;
+
+	(void)state;
+	n = qemu72_hello(st, "", "+");
+	st[n++] = (struct step){pk("+", "vCont;c", ""), "+"};
+	st[n++] = (struct step){"\x03", pk("", "T02thread:01;", "")};
+	st[n++] = (struct step){pk("+", "vCont;s:2", ""), pk("+", "T05thread:02;", "")};
+	st[n++] = (struct step){pk("+", "vCont;c", ""), pk("+", "O6869", pk("", "W00", ""))};
+
+	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, false), err, sizeof(err)), 0);
+	assert_int_equal(gdb_wait_stop(g, 10, &stop), -EINVAL); /* not running */
+	assert_int_equal(gdb_continue(g), 0);
+	assert_true(g->running);
+	assert_int_equal(gdb_continue(g), -EBUSY);
+	assert_int_equal(gdb_wait_stop(g, 50, &stop), -ETIMEDOUT);
+	assert_int_equal(gdb_read_regs(g, 1, &r), -EBUSY);
+	assert_int_equal(gdb_command(g, "g"), -EBUSY);
+	assert_int_equal(gdb_interrupt(g, 1000, &stop), 0);
+	assert_int_equal(stop.kind, GDB_STOP_SIGNAL);
+	assert_int_equal(stop.code, 2);
+	assert_int_equal(stop.thread, 1);
+	assert_false(g->running);
+	/* Already stopped: the last stop again, nothing sent. */
+	memset(&stop, 0, sizeof(stop));
+	assert_int_equal(gdb_interrupt(g, 1000, &stop), 0);
+	assert_int_equal(stop.code, 2);
+	assert_int_equal(gdb_step(g, 2, &stop), 0);
+	assert_int_equal(stop.code, 5);
+	assert_int_equal(stop.thread, 2);
+	assert_int_equal(gdb_continue(g), 0);
+	assert_int_equal(gdb_wait_stop(g, 1000, &stop), 0);
+	assert_int_equal(stop.kind, GDB_STOP_EXITED);
+	assert_int_equal(stop.code, 0);
+	assert_true(g->gone);
+	assert_int_equal(gdb_command(g, "?"), -ECONNRESET);
+	assert_int_equal(gdb_detach(g), 0);
+	stub_finish(&s);
+	free(g);
+}
+
+static void test_connection_lost(void **state)
+{
+	struct step st[8];
+	struct stub s;
+	struct gdb *g = new_gdb();
+	struct gdb_stop stop;
+	char err[128];
+	size_t n;
+
+	(void)state;
+	n = qemu72_hello(st, "", "+");
+	st[n++] = (struct step){pk("+", "vCont;c", ""), "+"};
+	/* The stub hangs up right after acking vCont;c (QEMU killed while the VM runs). */
+	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, true), err, sizeof(err)), 0);
+	assert_int_equal(gdb_continue(g), 0);
+	assert_int_equal(gdb_wait_stop(g, 1000, &stop), -ECONNRESET);
+	assert_true(g->gone);
+	gdb_close(g);
+	stub_finish(&s);
+	free(g);
+}
+
+static void test_connect_refused(void **state)
+{
+	struct gdb *g = new_gdb();
+	char err[128];
+
+	(void)state;
+	/* Port 1 on loopback: nothing listens there. */
+	assert_int_equal(gdb_connect(g, "127.0.0.1", 1, err, sizeof(err)), -ECONNREFUSED);
+	assert_string_equal(err, "gdbstub 127.0.0.1:1: connect: Connection refused");
+	assert_int_equal(g->fd, -1);
+	free(g);
+}
+
+/* The stub acks qSupported and hangs up: the reason names the step, the fd is closed. */
+static void test_negotiation_fails(void **state)
+{
+	struct step st[1];
+	struct stub s;
+	struct gdb *g = new_gdb();
+	char err[128];
+	int fd;
+
+	(void)state;
+	st[0] = (struct step){pk("", "qSupported", ""), "+"};
+	fd = stub_start(&s, st, 1, NULL, true);
+	assert_int_equal(gdb_attach_fd(g, fd, err, sizeof(err)), -ECONNRESET);
+	assert_string_equal(err, "gdbstub: qSupported: Connection reset by peer");
+	assert_int_equal(g->fd, -1);
+	stub_finish(&s);
+	free(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_frame_checksum),
+	    cmocka_unit_test(test_frame_escapes),
+	    cmocka_unit_test(test_frame_roundtrip_all_bytes),
+	    cmocka_unit_test(test_unframe_plain),
+	    cmocka_unit_test(test_unframe_run_length),
+	    cmocka_unit_test(test_parse_stop),
+	    cmocka_unit_test(test_decode_qemu_reset),
+	    cmocka_unit_test(test_decode_layout),
+	    cmocka_unit_test(test_decode_errors),
+	    cmocka_unit_test(test_reg_size),
+	    cmocka_unit_test(test_session_qemu72),
+	    cmocka_unit_test(test_noack_mode),
+	    cmocka_unit_test(test_resend_console_unasked_stop),
+	    cmocka_unit_test(test_write_reg_g_fallback),
+	    cmocka_unit_test(test_memory_chunks),
+	    cmocka_unit_test(test_execution),
+	    cmocka_unit_test(test_connection_lost),
+	    cmocka_unit_test(test_connect_refused),
+	    cmocka_unit_test(test_negotiation_fails),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests_name("gdbstub", tests, NULL, free_pool);
+}

@@ -1,0 +1,517 @@
+/* host/qmp: the JSON scanners, and the client against a scripted QMP server on a socketpair
+ * (greeting, capabilities, events interleaved with answers, errors, HMP, split messages, timeouts,
+ * EOF). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../host/qmp.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GREETING                                                                                   \
+	"{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 22, \"minor\": 2, \"major\": 7}, "         \
+	"\"package\": \"Debian 1:7.2+dfsg-7+deb12u18+b3\"}, \"capabilities\": [\"oob\"]}}\r\n"
+#define CAPS	  "{\"execute\":\"qmp_capabilities\"}\n"
+#define RET_EMPTY "{\"return\": {}}\r\n"
+
+/* ---- JSON scanners --------------------------------------------------------------------------- */
+
+static void test_object_end(void **state)
+{
+	const char *nested = "{\"a\":\"}{\\\"\",\"b\":[{\"c\":{}}, \"]\"]}tail";
+
+	(void)state;
+	assert_int_equal(qmp_json_object_end("{\"a\":1}\r\n", 9), 7);
+	assert_int_equal(qmp_json_object_end("{}", 2), 2);
+	assert_int_equal(qmp_json_object_end(nested, strlen(nested)), strlen(nested) - 4);
+	/* Incomplete, including inside a string and after a backslash. */
+	assert_int_equal(qmp_json_object_end("{\"a\":{}", 7), 0);
+	assert_int_equal(qmp_json_object_end("{\"a\":\"}", 7), 0);
+	assert_int_equal(qmp_json_object_end("{\"a\":\"\\", 7), 0);
+	assert_int_equal(qmp_json_object_end("", 0), 0);
+	assert_int_equal(qmp_json_object_end("[1]", 3), -EPROTO);
+	assert_int_equal(qmp_json_object_end(" {}", 3), -EPROTO);
+}
+
+static void assert_member(const char *obj, const char *key, const char *want)
+{
+	const char *v;
+	size_t n;
+
+	assert_int_equal(qmp_json_member(obj, strlen(obj), key, &v, &n), 0);
+	assert_int_equal(n, strlen(want));
+	assert_memory_equal(v, want, n);
+}
+
+static void test_member(void **state)
+{
+	const char *reply = "{\"x\": {\"return\": 1}, \"return\": {\"status\": \"running\", "
+			    "\"singlestep\": false, \"running\": true}}";
+	const char *v;
+	size_t n;
+
+	(void)state;
+	assert_member(reply, "return",
+		      "{\"status\": \"running\", \"singlestep\": false, \"running\": true}");
+	assert_member(reply, "x", "{\"return\": 1}");
+	assert_member("{ \"a\" : 12 , \"b\" : \"s,}\" , \"c\":[1,{\"d\":2}],\"e\":null}", "a",
+		      "12");
+	assert_member("{ \"a\" : 12 , \"b\" : \"s,}\" , \"c\":[1,{\"d\":2}],\"e\":null}", "b",
+		      "\"s,}\"");
+	assert_member("{ \"a\" : 12 , \"b\" : \"s,}\" , \"c\":[1,{\"d\":2}],\"e\":null}", "c",
+		      "[1,{\"d\":2}]");
+	assert_member("{ \"a\" : 12 , \"b\" : \"s,}\" , \"c\":[1,{\"d\":2}],\"e\":null}", "e",
+		      "null");
+	assert_member("{\"k\\\"ey\":1,\"key\":2}", "key", "2");
+	/* Only top-level members count. */
+	assert_int_equal(qmp_json_member("{\"x\":{\"y\":1}}", 13, "y", &v, &n), -ENOENT);
+	assert_int_equal(qmp_json_member("{}", 2, "a", &v, &n), -ENOENT);
+	assert_int_equal(qmp_json_member("{ }", 3, "a", &v, &n), -ENOENT);
+	assert_int_equal(qmp_json_member("{\"a\" 1}", 7, "a", &v, &n), -EPROTO);
+	assert_int_equal(qmp_json_member("{\"a\":1 \"b\":2}", 13, "b", &v, &n), -EPROTO);
+	assert_int_equal(qmp_json_member("[]", 2, "a", &v, &n), -EPROTO);
+	assert_int_equal(qmp_json_member("{\"ab\":1}", 8, "a", &v, &n), -ENOENT);
+}
+
+static void test_string(void **state)
+{
+	const char *s = "\"a\\\"b\\\\c\\/d\\n\\r\\t\\b\\fe\"";
+	const char *u = "\"caf\\u00e9 \\u20ac \\ud83d\\ude00 \\u0041\"";
+	char out[64];
+
+	(void)state;
+	assert_int_equal(qmp_json_string(s, strlen(s), out, sizeof(out)), 0);
+	assert_string_equal(out, "a\"b\\c/d\n\r\t\b\fe");
+	assert_int_equal(qmp_json_string(u, strlen(u), out, sizeof(out)), 0);
+	assert_string_equal(out, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 A");
+	assert_int_equal(qmp_json_string("\"\"", 2, out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	/* Room for "abc" and its NUL exactly. */
+	assert_int_equal(qmp_json_string("\"abc\"", 5, out, 4), 0);
+	assert_int_equal(qmp_json_string("\"abc\"", 5, out, 3), -ENOSPC);
+	assert_int_equal(qmp_json_string("abc", 3, out, sizeof(out)), -EPROTO);
+	assert_int_equal(qmp_json_string("\"ab", 3, out, sizeof(out)), -EPROTO);
+	assert_int_equal(qmp_json_string("\"a\\q\"", 5, out, sizeof(out)), -EPROTO);
+	assert_int_equal(qmp_json_string("\"\\u12\"", 6, out, sizeof(out)), -EPROTO);
+	assert_int_equal(qmp_json_string("\"a\\\"", 4, out, sizeof(out)), -EPROTO);
+}
+
+static void test_quote(void **state)
+{
+	char out[64], back[64];
+	ssize_t n;
+
+	(void)state;
+	n = qmp_json_quote("gdbserver tcp:127.0.0.1:1234", out, sizeof(out));
+	assert_int_equal(n, 30);
+	assert_string_equal(out, "\"gdbserver tcp:127.0.0.1:1234\"");
+	n = qmp_json_quote("a\"b\\c\n\x01", out, sizeof(out));
+	assert_string_equal(out, "\"a\\\"b\\\\c\\u000a\\u0001\"");
+	assert_int_equal(n, strlen(out));
+	assert_int_equal(qmp_json_string(out, (size_t)n, back, sizeof(back)), 0);
+	assert_string_equal(back, "a\"b\\c\n\x01");
+	assert_int_equal(qmp_json_quote("abc", out, 5), -ENOSPC);
+	assert_int_equal(qmp_json_quote("abc", out, 6), 5);
+}
+
+/* ---- scripted server ------------------------------------------------------------------------- */
+
+/* Wait for exactly @expect from the client (NULL: expect nothing), then write @reply in pieces cut
+ * at each '|' with a pause between them (to split messages across reads). */
+struct step {
+	const char *expect;
+	const char *reply;
+};
+
+struct server {
+	int fd, lfd; /* connection; listening unix socket or -1 */
+	const struct step *steps;
+	size_t nr;
+	const char *greeting;
+	bool hold; /* after the last step, keep the connection until the client closes it */
+	int failed;
+	char got[1024];
+	pthread_t thread;
+};
+
+static bool read_exact(int fd, char *buf, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t r;
+
+		if (poll(&pfd, 1, 5000) <= 0)
+			return false;
+		r = read(fd, buf + i, n - i);
+		if (r <= 0)
+			return false;
+		i += (size_t)r;
+	}
+	return true;
+}
+
+static void write_pieces(int fd, const char *s)
+{
+	while (*s) {
+		const char *bar = strchr(s, '|');
+		size_t n = bar ? (size_t)(bar - s) : strlen(s);
+		struct timespec ts = {0, 20 * 1000 * 1000};
+
+		if (write(fd, s, n) < 0)
+			return;
+		if (!bar)
+			break;
+		nanosleep(&ts, NULL);
+		s = bar + 1;
+	}
+}
+
+static void *server_main(void *arg)
+{
+	struct server *s = arg;
+
+	if (s->lfd >= 0) {
+		s->fd = accept(s->lfd, NULL, NULL);
+		if (s->fd < 0) {
+			s->failed = 0;
+			return NULL;
+		}
+	}
+	write_pieces(s->fd, s->greeting);
+	for (size_t i = 0; i < s->nr; i++) {
+		if (s->steps[i].expect) {
+			size_t n = strlen(s->steps[i].expect);
+
+			memset(s->got, 0, sizeof(s->got));
+			if (!read_exact(s->fd, s->got, n) ||
+			    memcmp(s->got, s->steps[i].expect, n)) {
+				s->failed = (int)i;
+				break;
+			}
+		}
+		write_pieces(s->fd, s->steps[i].reply);
+	}
+	while (s->hold && s->failed < 0) {
+		struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
+		char c;
+
+		if (poll(&pfd, 1, 5000) <= 0 || read(s->fd, &c, 1) <= 0)
+			break;
+	}
+	close(s->fd);
+	return NULL;
+}
+
+static int server_start(struct server *s, const char *greeting, const struct step *steps, size_t nr,
+			bool hold)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memset(s, 0, sizeof(*s));
+	s->fd = sv[1];
+	s->lfd = -1;
+	s->greeting = greeting;
+	s->steps = steps;
+	s->nr = nr;
+	s->hold = hold;
+	s->failed = -1;
+	assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
+	return sv[0];
+}
+
+static void server_finish(struct server *s)
+{
+	pthread_join(s->thread, NULL);
+	if (s->lfd >= 0)
+		close(s->lfd);
+	if (s->failed >= 0)
+		fail_msg("server step %d: expected \"%s\", got \"%s\"", s->failed,
+			 s->steps[s->failed].expect ? s->steps[s->failed].expect : "(nothing)",
+			 s->got);
+}
+
+#define NSTEPS(a) (sizeof(a) / sizeof((a)[0]))
+
+static void test_handshake_and_events(void **state)
+{
+	static const struct step st[] = {
+	    {CAPS, RET_EMPTY},
+	    {"{\"execute\":\"query-status\"}\n",
+	     "{\"timestamp\": {\"seconds\": 1796025457, \"microseconds\": 513920}, \"event\": "
+	     "\"RESUME\"}\r\n{\"timestamp\": {\"seconds\": 1, \"microseconds\": 2}, \"event\": "
+	     "\"STOP\"}\r\n{\"return\": {\"status\": \"paused\", \"singlestep\": false, "
+	     "\"running\": false}}\r\n"},
+	    {"{\"execute\":\"query-status\"}\n", "{\"return\": {\"status\": \"running\", "
+						 "\"singlestep\": false, \"running\": true}}\r\n"},
+	    {"{\"execute\":\"quit\"}\n",
+	     "{\"timestamp\": {\"seconds\": 1, \"microseconds\": 2}, \"event\": \"SHUTDOWN\", "
+	     "\"data\": {\"guest\": false, \"reason\": \"host-qmp-quit\"}}\r\n" RET_EMPTY},
+	};
+	struct server s;
+	struct qmp q;
+	char err[128], status[32], reply[64];
+	bool running = true;
+
+	(void)state;
+	assert_int_equal(
+	    qmp_attach_fd(&q, server_start(&s, GREETING, st, NSTEPS(st), false), err, sizeof(err)),
+	    0);
+	assert_string_equal(q.version, "7.2.22");
+	assert_int_equal(q.events, 0);
+	assert_int_equal(qmp_query_status(&q, &running, status, sizeof(status)), 0);
+	assert_false(running);
+	assert_string_equal(status, "paused");
+	assert_int_equal(q.events, QMP_EV_RESUME | QMP_EV_STOP);
+	assert_int_equal(q.nr_events, 2);
+	assert_string_equal(q.last_event, "STOP");
+	qmp_clear_events(&q);
+	assert_int_equal(q.events, 0);
+	assert_string_equal(q.last_event, "");
+	assert_int_equal(qmp_query_status(&q, &running, NULL, 0), 0);
+	assert_true(running);
+	assert_int_equal(qmp_execute(&q, "{\"execute\":\"quit\"}", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "{}");
+	assert_int_equal(q.events, QMP_EV_SHUTDOWN);
+	assert_string_equal(q.last_event, "SHUTDOWN");
+	assert_int_equal(q.nr_events, 3);
+	assert_int_equal(qmp_wait_event(&q, QMP_EV_SHUTDOWN, 0), 0); /* already seen */
+	/* The server has closed: the next command finds the connection gone. */
+	assert_int_equal(qmp_wait_event(&q, QMP_EV_RESET, 1000), -ECONNRESET);
+	assert_true(q.gone);
+	assert_int_equal(qmp_execute(&q, "{\"execute\":\"query-status\"}", NULL, 0), -ECONNRESET);
+	qmp_close(&q);
+	qmp_close(&q); /* twice is fine */
+	server_finish(&s);
+}
+
+static void test_errors(void **state)
+{
+	static const struct step st[] = {
+	    {CAPS, RET_EMPTY},
+	    {"{\"execute\":\"nope\"}\n",
+	     "{\"error\": {\"class\": \"CommandNotFound\", \"desc\": \"The command nope has not "
+	     "been found\"}}\r\n"},
+	    {"{\"execute\":\"device_del\",\"arguments\":{\"id\":\"x\"}}\n",
+	     "{\"error\": {\"class\": \"DeviceNotFound\", \"desc\": \"Device 'x' not "
+	     "found\"}}\r\n"},
+	    {"{\"execute\":\"cont\"}\n",
+	     "{\"error\": {\"class\": \"GenericError\", \"desc\": \"Resetting the Virtual Machine "
+	     "is required\"}}\r\n"},
+	    {"{\"execute\":\"query-name\"}\n",
+	     "{\"return\": {\"name\": \"a-rather-long-name\"}}\r\n"},
+	    {"{\"execute\":\"x\"}\n", "not json\r\n"},
+	};
+	struct server s;
+	struct qmp q;
+	char err[128], reply[64], tiny[8];
+
+	(void)state;
+	assert_int_equal(
+	    qmp_attach_fd(&q, server_start(&s, GREETING, st, NSTEPS(st), false), err, sizeof(err)),
+	    0);
+	assert_int_equal(qmp_execute(&q, "{\"execute\":\"nope\"}", reply, sizeof(reply)), -ENOSYS);
+	assert_string_equal(reply, "The command nope has not been found");
+	assert_int_equal(qmp_execute(&q,
+				     "{\"execute\":\"device_del\",\"arguments\":{\"id\":\"x\"}}",
+				     reply, sizeof(reply)),
+			 -ENODEV);
+	assert_string_equal(reply, "Device 'x' not found");
+	assert_int_equal(qmp_execute(&q, "{\"execute\":\"cont\"}", reply, sizeof(reply)), -EINVAL);
+	assert_string_equal(reply, "Resetting the Virtual Machine is required");
+	assert_int_equal(qmp_execute(&q, "{\"execute\":\"query-name\"}", tiny, sizeof(tiny)),
+			 -ENOSPC);
+	assert_int_equal(qmp_execute(&q, "{\"execute\":\"x\"}", reply, sizeof(reply)), -EPROTO);
+	qmp_close(&q);
+	server_finish(&s);
+}
+
+static void test_hmp_gdbserver(void **state)
+{
+	static const struct step st[] = {
+	    {CAPS, RET_EMPTY},
+	    {"{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":\"gdbserver "
+	     "tcp:127.0.0.1:1234\"}}\n",
+	     "{\"return\": \"Waiting for gdb connection on device "
+	     "'tcp:127.0.0.1:1234'\\r\\n\"}\r\n"},
+	    {"{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":\"gdbserver "
+	     "tcp:127.0.0.1:1\"}}\n",
+	     "{\"return\": \"Failed to find an available port: Address already in use\\r\\nCould "
+	     "not open gdbserver on device 'tcp:127.0.0.1:1'\\r\\n\"}\r\n"},
+	    {"{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":\"info "
+	     "\\\"x\\\"\"}}\n",
+	     "{\"return\": \"line1\\r\\nline2\\r\\n\"}\r\n"},
+	    {"{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":\"bad\"}}\n",
+	     "{\"error\": {\"class\": \"GenericError\", \"desc\": \"boom\"}}\r\n"},
+	};
+	struct server s;
+	struct qmp q;
+	char err[128], msg[128];
+
+	(void)state;
+	assert_int_equal(
+	    qmp_attach_fd(&q, server_start(&s, GREETING, st, NSTEPS(st), false), err, sizeof(err)),
+	    0);
+	assert_int_equal(qmp_gdbserver(&q, "tcp:127.0.0.1:1234", msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "Waiting for gdb connection on device 'tcp:127.0.0.1:1234'");
+	assert_int_equal(qmp_gdbserver(&q, "tcp:127.0.0.1:1", msg, sizeof(msg)), -EIO);
+	assert_string_equal(msg,
+			    "Failed to find an available port: Address already in use; Could not "
+			    "open gdbserver on device 'tcp:127.0.0.1:1'");
+	assert_int_equal(qmp_hmp(&q, "info \"x\"", msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "line1\r\nline2\r\n");
+	assert_int_equal(qmp_hmp(&q, "bad", msg, sizeof(msg)), -EINVAL);
+	assert_string_equal(msg, "boom");
+	qmp_close(&q);
+	server_finish(&s);
+}
+
+/* Messages split across reads, several in one read, and pretty-printed over several lines. */
+static void test_split_messages(void **state)
+{
+	static const struct step st[] = {
+	    {CAPS, "{\"ret|urn\": {}}|\r\n"},
+	    {"{\"execute\":\"query-kvm\"}\n",
+	     "{\"event\": \"RE|SET\"}\r\n{\n  \"return\": {\n    \"enabled\": false,\n    "
+	     "\"present\": true\n  }\n}\r\n"},
+	    {NULL,
+	     "{\"timestamp\": {\"seconds\": 1, \"microseconds\": 2}, |\"event\": \"POWERDOWN\"}"
+	     "\r\n{\"event\": \"DEVICE_DELETED\", \"data\": {}}\r\n"},
+	};
+	struct server s;
+	struct qmp q;
+	char err[128], reply[128];
+
+	(void)state;
+	assert_int_equal(qmp_attach_fd(&q,
+				       server_start(&s, "{\"QMP\": {\"ver|sion\": {}}}\r\n", st,
+						    NSTEPS(st), false),
+				       err, sizeof(err)),
+			 0);
+	assert_string_equal(q.version, "");
+	assert_int_equal(qmp_execute(&q, "{\"execute\":\"query-kvm\"}", reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "{\n    \"enabled\": false,\n    \"present\": true\n  }");
+	assert_int_equal(q.events, QMP_EV_RESET);
+	assert_int_equal(qmp_wait_event(&q, QMP_EV_POWERDOWN, 2000), 0);
+	assert_int_equal(q.events, QMP_EV_RESET | QMP_EV_POWERDOWN);
+	assert_int_equal(qmp_wait_event(&q, QMP_EV_OTHER, 2000), 0);
+	assert_string_equal(q.last_event, "DEVICE_DELETED");
+	qmp_close(&q);
+	server_finish(&s);
+}
+
+static void test_timeout(void **state)
+{
+	static const struct step st[] = {
+	    {CAPS, RET_EMPTY}, {"{\"execute\":\"stop\"}\n", ""}, /* never answered */
+	};
+	struct server s;
+	struct qmp q;
+	char err[128];
+	int fd;
+
+	(void)state;
+	fd = server_start(&s, GREETING, st, NSTEPS(st), true);
+	assert_int_equal(qmp_attach_fd(&q, fd, err, sizeof(err)), 0);
+	q.timeout_ms = 100;
+	assert_int_equal(qmp_execute(&q, "{\"execute\":\"stop\"}", NULL, 0), -ETIMEDOUT);
+	assert_int_equal(qmp_wait_event(&q, QMP_EV_STOP, 50), -ETIMEDOUT);
+	qmp_close(&q);
+	server_finish(&s);
+}
+
+static void test_bad_greeting(void **state)
+{
+	static const struct step st[] = {{NULL, ""}};
+	struct server s;
+	struct qmp q;
+	char err[128];
+
+	(void)state;
+	assert_int_equal(qmp_attach_fd(&q, server_start(&s, "{\"hello\": 1}\r\n", st, 1, false),
+				       err, sizeof(err)),
+			 -EPROTO);
+	assert_string_equal(err, "qmp: no QMP greeting: {\"hello\": 1}");
+	assert_int_equal(q.fd, -1);
+	server_finish(&s);
+	/* The server hangs up after the greeting. */
+	assert_int_equal(
+	    qmp_attach_fd(&q, server_start(&s, GREETING, NULL, 0, false), err, sizeof(err)),
+	    -ECONNRESET);
+	assert_string_equal(err, "qmp: qmp_capabilities: Connection reset by peer");
+	server_finish(&s);
+}
+
+/* qmp_connect over a real unix socket path, with and without the "unix:" prefix. */
+static void test_connect_unix(void **state)
+{
+	static const struct step st[] = {{CAPS, RET_EMPTY}};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char path[64], addr[128], err[128];
+	struct server s;
+	struct qmp q;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/hvt-test-qmp-%d.sock", (int)getpid());
+	for (int round = 0; round < 2; round++) {
+		unlink(path);
+		memset(&s, 0, sizeof(s));
+		s.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		strcpy(sa.sun_path, path);
+		assert_int_equal(bind(s.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(listen(s.lfd, 1), 0);
+		s.fd = -1;
+		s.greeting = GREETING;
+		s.steps = st;
+		s.nr = 1;
+		s.failed = -1;
+		assert_int_equal(pthread_create(&s.thread, NULL, server_main, &s), 0);
+		snprintf(addr, sizeof(addr), "%s%s", round ? "" : "unix:", path);
+		assert_int_equal(qmp_connect(&q, addr, err, sizeof(err)), 0);
+		assert_string_equal(q.version, "7.2.22");
+		qmp_close(&q);
+		server_finish(&s);
+	}
+	unlink(path);
+	assert_int_equal(qmp_connect(&q, path, err, sizeof(err)), -ENOENT);
+	snprintf(addr, sizeof(addr), "qmp %s: connect: No such file or directory", path);
+	assert_string_equal(err, addr);
+	assert_int_equal(qmp_connect(&q, "tcp:127.0.0.1:1", err, sizeof(err)), -ECONNREFUSED);
+	assert_string_equal(err, "qmp 127.0.0.1:1: connect: Connection refused");
+	assert_int_equal(qmp_connect(&q, "tcp:nocolon", err, sizeof(err)), -EINVAL);
+	assert_int_equal(q.fd, -1);
+	qmp_close(&q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_object_end),
+	    cmocka_unit_test(test_member),
+	    cmocka_unit_test(test_string),
+	    cmocka_unit_test(test_quote),
+	    cmocka_unit_test(test_handshake_and_events),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_hmp_gdbserver),
+	    cmocka_unit_test(test_split_messages),
+	    cmocka_unit_test(test_timeout),
+	    cmocka_unit_test(test_bad_greeting),
+	    cmocka_unit_test(test_connect_unix),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests_name("qmp", tests, NULL, NULL);
+}
