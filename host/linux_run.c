@@ -65,6 +65,8 @@ struct linux_run {
 	bool profiling;
 	const struct vmi_site **sel;
 	size_t nr_sel;
+	uint8_t *text; /* --verify-text: the kernel text before attach */
+	bool text_changed;
 	/* how the run ends */
 	double start, detach_at, timeout_at;
 	int sig;
@@ -402,6 +404,14 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		r->w.tap = profile_add;
 		r->w.tap_ctx = &r->prof;
 	}
+	if (s->verify_text) {
+		r->text = malloc(r->l.etext - r->l.stext);
+		if (!r->text ||
+		    target_qemu_read_kernel(&r->tq, r->l.stext, r->text, r->l.etext - r->l.stext) < 0) {
+			snprintf(err, errlen, "--verify-text: cannot read the kernel text");
+			return EXIT_QEMU_FAILED;
+		}
+	}
 	ret = tracer_attach(&r->tr, err, errlen);
 	if (ret < 0)
 		return EXIT_QEMU_FAILED;
@@ -431,6 +441,31 @@ static bool should_stop(void *ctx)
 	return r->launched && atomic_load(&r->proc.panic);
 }
 
+/* --verify-text: the kernel text read again (VM stopped, probes out) against the copy from before. */
+static void verify_text(struct linux_run *r)
+{
+	size_t len = r->l.etext - r->l.stext;
+	uint8_t *now = malloc(len);
+
+	if (!now || target_qemu_read_kernel(&r->tq, r->l.stext, now, len) < 0) {
+		error_line("--verify-text: cannot read the kernel text after detach");
+		r->text_changed = true;
+	} else {
+		for (size_t i = 0; i < len; i++)
+			if (now[i] != r->text[i]) {
+				error_line("--verify-text: kernel text differs after detach at 0x%llx "
+					   "(%02x, was %02x)",
+					   (unsigned long long)(r->l.stext + i), now[i], r->text[i]);
+				r->text_changed = true;
+				break;
+			}
+		if (!r->text_changed)
+			fprintf(stderr, "hvtrace: --verify-text: kernel text unchanged (%zu bytes)\n",
+				len);
+	}
+	free(now);
+}
+
 /* Removes every probe, restores every return slot, and lets the VM go (gdbstub detach). */
 static void detach(struct linux_run *r)
 {
@@ -438,6 +473,8 @@ static void detach(struct linux_run *r)
 		return;
 	if (r->have_tr && tracer_detach(&r->tr) < 0)
 		error_line("restoring the guest failed: some probes or return slots may remain");
+	if (r->text && r->tq.stopped)
+		verify_text(r);
 	if (r->have_gdb)
 		gdb_detach(&r->gdb);
 	r->detached = true;
@@ -576,6 +613,8 @@ out:
 				(unsigned long long)atomic_load(&r.tr.orphan_returns));
 		if (r.profiling && s->profile)
 			profile_print(&r.prof, &r.tr, stderr);
+		if (r.text_changed && status == 0)
+			status = EXIT_HOST_ERROR;
 		if (r.profiling && status == 0 &&
 		    expect_verdict(&r.prof, s->expect_call, s->nr_expect_call, s->expect_no_call,
 				   s->nr_expect_no_call, stderr))
@@ -606,6 +645,7 @@ out:
 		close(r.sfd);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	free(r.sel);
+	free(r.text);
 	vmi_sites_free(&r.sites);
 	vmi_linux_close(&r.l);
 	return status;

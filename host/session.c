@@ -47,6 +47,7 @@ const char session_usage[] =
 	"      --pid PID            attach: a QEMU process (its -qmp socket is used)\n"
 	"      --expect-call FUNC   exit 7 unless the guest called FUNC while traced (repeatable)\n"
 	"      --expect-no-call FUNC  exit 7 if the guest called FUNC while traced (repeatable)\n"
+	"      --verify-text        check that the kernel text is byte-identical after detach\n"
 	"\n"
 	"GLOBs are ftrace's: '*', '?' and '[...]'.\n";
 
@@ -131,6 +132,7 @@ enum {
 	OPT_PID,
 	OPT_EXPECT_CALL,
 	OPT_EXPECT_NO_CALL,
+	OPT_VERIFY_TEXT,
 };
 
 static const struct option run_opts[] = {
@@ -160,6 +162,7 @@ static const struct option run_opts[] = {
 	{"pid", required_argument, NULL, OPT_PID},
 	{"expect-call", required_argument, NULL, OPT_EXPECT_CALL},
 	{"expect-no-call", required_argument, NULL, OPT_EXPECT_NO_CALL},
+	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -226,7 +229,8 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 				       : s->append ? "--append" : s->system_map ? "--system-map"
 				       : s->accel ? "--accel" : s->qmp ? "--qmp" : s->pid ? "--pid"
 				       : s->nr_expect_call ? "--expect-call"
-				       : s->nr_expect_no_call ? "--expect-no-call" : NULL;
+				       : s->nr_expect_no_call ? "--expect-no-call"
+				       : s->verify_text ? "--verify-text" : NULL;
 
 		if (only_linux) {
 			snprintf(err, errlen, "%s: needs --qemu (or attach)", only_linux);
@@ -257,7 +261,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:l:n:g:o:h", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:l:n:g:o:h", run_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': ret = parse_tracer(s, optarg, err, errlen); break;
 		case 'l': ret = push(&s->filter, &s->nr_filter, optarg); break;
@@ -290,6 +294,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 			break;
 		}
 		case OPT_EXPECT_CALL: ret = push(&s->expect_call, &s->nr_expect_call, optarg); break;
+		case OPT_VERIFY_TEXT: s->verify_text = true; break;
 		case OPT_EXPECT_NO_CALL:
 			ret = push(&s->expect_no_call, &s->nr_expect_no_call, optarg);
 			break;

@@ -91,9 +91,11 @@ void hv_run(struct hv_result *r, const char *const *argv, double signal_after, i
 	snprintf(epath, sizeof(epath), "%s/stderr", dir);
 	args[n++] = hv_binary();
 	args[n++] = argv[0];
-	if (!strcmp(argv[0], "run")) {
+	if (!strcmp(argv[0], "run") || !strcmp(argv[0], "attach")) {
 		args[n++] = "-o";
 		args[n++] = tpath;
+	}
+	if (!strcmp(argv[0], "run")) {
 		args[n++] = "--console";
 		args[n++] = cpath;
 	}
@@ -104,7 +106,7 @@ void hv_run(struct hv_result *r, const char *const *argv, double signal_after, i
 	pid = fork();
 	if (pid == 0) {
 		int fd = open(epath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int out = open(strcmp(argv[0], "run") ? tpath : "/dev/null",
+		int out = open(strcmp(argv[0], "run") && strcmp(argv[0], "attach") ? tpath : "/dev/null",
 			       O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		dup2(fd, 2);

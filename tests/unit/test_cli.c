@@ -295,9 +295,14 @@ static void test_error_guest_args(void **state)
 		     "run: missing GUEST.elf (see hvtrace --help)");
 	expect_error(4, (char *[]){"hvtrace", "run", "a.elf", "b.elf"},
 		     "'b.elf': unexpected argument after GUEST.elf");
-	/* options stop at the guest: a later option is an extra argument */
-	expect_error(5, (char *[]){"hvtrace", "run", "a.elf", "--smp", "4"},
-		     "'--smp': unexpected argument after GUEST.elf");
+	/* options may also follow the guest (GNU argument order, like `attach NAME --duration 3`) */
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(5, (char *[]){"hvtrace", "run", "a.elf", "--smp", "4", NULL}), 0);
+	assert_string_equal(cli.s.guest, "a.elf");
+	assert_int_equal(cli.s.smp, 4);
+	expect_error(6, (char *[]){"hvtrace", "run", "a.elf", "--smp", "4", "b.elf"},
+		     "'b.elf': unexpected argument after GUEST.elf");
 }
 
 static void test_error_tracer(void **state)

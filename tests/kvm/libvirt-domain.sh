@@ -1,0 +1,70 @@
+#!/bin/bash
+# Test helper: libvirt's daemons started by hand (no systemd here), and a transient TCG domain that boots
+# the Linux test guest.
+#   libvirt-domain.sh start NAME KERNEL INITRD CMDLINE CONSOLE_LOG
+#   libvirt-domain.sh state NAME          prints running / shut off / gone
+#   libvirt-domain.sh stop NAME
+set -euo pipefail
+uri=qemu:///system
+
+daemons() {
+	mkdir -p /var/log/libvirt /run/libvirt
+	getent group libvirt-qemu >/dev/null || groupadd -r libvirt-qemu
+	id libvirt-qemu >/dev/null 2>&1 || useradd -r -g libvirt-qemu -d /var/lib/libvirt \
+		-s /usr/sbin/nologin libvirt-qemu
+	pgrep -x virtlogd >/dev/null || virtlogd -d
+	pgrep -x libvirtd >/dev/null || libvirtd -d
+	for _ in $(seq 100); do
+		virsh -c $uri version >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "libvirtd did not come up" >&2
+	return 1
+}
+
+case "$1" in
+start)
+	name=$2 kernel=$3 initrd=$4 cmdline=$5 console=$6
+	daemons
+	dir=$(dirname "$console")
+	mkdir -p "$dir" && chmod 0755 "$dir"
+	# the QEMU of libvirt runs as libvirt-qemu: give it copies it can read
+	cp "$kernel" "$dir/vmlinuz" && cp "$initrd" "$dir/initrd"
+	chmod 0644 "$dir/vmlinuz" "$dir/initrd"
+	rm -f "$console"
+	cat > "$dir/$name.xml" <<XML
+<domain type='qemu'>
+  <name>$name</name>
+  <memory unit='MiB'>256</memory>
+  <vcpu>2</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$dir/vmlinuz</kernel>
+    <initrd>$dir/initrd</initrd>
+    <cmdline>console=ttyS0 $cmdline</cmdline>
+  </os>
+  <features><acpi/></features>
+  <cpu mode='maximum'/>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>destroy</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <emulator>$(command -v qemu-system-x86_64)</emulator>
+    <serial type='file'><source path='$console'/><target port='0'/></serial>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+XML
+	virsh -q -c $uri create "$dir/$name.xml" >/dev/null
+	;;
+state)
+	virsh -c $uri domstate "$2" 2>/dev/null || echo gone
+	;;
+stop)
+	virsh -q -c $uri destroy "$2" >/dev/null 2>&1 || true
+	;;
+*)
+	echo "usage: $0 start|state|stop NAME ..." >&2
+	exit 2
+	;;
+esac
