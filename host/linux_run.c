@@ -217,21 +217,48 @@ static int connect_monitor(struct linux_run *r, char *err, size_t errlen)
 	return 0;
 }
 
-/* Starts QEMU's gdbstub on a free loopback port through the monitor and connects to it. */
+/* The loopback port of a gdbstub QEMU already listens on ("gdb: filename=...tcp:HOST:PORT,server=on" in
+ * `info chardev`), or -1. */
+static int existing_gdbstub(struct linux_run *r)
+{
+	char out[4096];
+	const char *p;
+	int port;
+
+	if (r->hmp(r->hmp_ctx, "info chardev", out, sizeof(out)) < 0)
+		return -1;
+	for (p = out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		const char *tcp;
+
+		if (strncmp(p, "gdb: filename=", 14))
+			continue;
+		tcp = strstr(p, "tcp:127.0.0.1:");
+		if (tcp && tcp < strchr(p, '\n') && sscanf(tcp + 14, "%d", &port) == 1)
+			return port;
+	}
+	return -1;
+}
+
+/* Connects to QEMU's gdbstub: the one already listening (QEMU 7.2 cannot open a second TCP gdbserver:
+ * "duplicate yank instance"), or a new one on a free loopback port started through the monitor. */
 static int connect_gdbstub(struct linux_run *r, char *err, size_t errlen)
 {
-	char cmd[64], out[256];
-	int port = free_port(), ret;
+	char cmd[64], out[512];
+	int port = existing_gdbstub(r), ret;
 
 	if (port < 0) {
-		snprintf(err, errlen, "no free loopback port for the gdbstub");
-		return -EADDRINUSE;
-	}
-	snprintf(cmd, sizeof(cmd), "gdbserver tcp:127.0.0.1:%d", port);
-	ret = r->hmp(r->hmp_ctx, cmd, out, sizeof(out));
-	if (ret < 0) {
-		snprintf(err, errlen, "monitor '%s': %s", cmd, out);
-		return ret;
+		port = free_port();
+		if (port < 0) {
+			snprintf(err, errlen, "no free loopback port for the gdbstub");
+			return -EADDRINUSE;
+		}
+		snprintf(cmd, sizeof(cmd), "gdbserver tcp:127.0.0.1:%d", port);
+		ret = r->hmp(r->hmp_ctx, cmd, out, sizeof(out));
+		if (ret < 0 || !strstr(out, "Waiting for gdb connection")) {
+			out[strcspn(out, "\r\n")] = 0;
+			snprintf(err, errlen, "monitor '%s': %.200s", cmd, out);
+			return ret < 0 ? ret : -EIO;
+		}
 	}
 	ret = gdb_connect(&r->gdb, "127.0.0.1", port, err, errlen);
 	if (ret < 0)
@@ -606,9 +633,9 @@ out:
 	if (r.writing) {
 		writer_stop(&r.w, tracer_lost(&r.tr));
 		if (s->stats)
-			fprintf(stderr, "hvtrace: stats: probes %zu arms %llu stops %llu hits %llu "
-					"restored-slots %llu orphan-returns %llu\n",
-				r.tr.probes.nr, (unsigned long long)r.tr.arms, (unsigned long long)r.tq.stops,
+			fprintf(stderr, "hvtrace: stats: kaslr-slide 0x%llx sites %zu probes %zu arms %llu "
+					"stops %llu hits %llu restored-slots %llu orphan-returns %llu\n",
+				(unsigned long long)r.l.slide, r.sites.nr, r.tr.probes.nr, (unsigned long long)r.tr.arms, (unsigned long long)r.tq.stops,
 				(unsigned long long)r.tq.hits, (unsigned long long)r.tr.restored_slots,
 				(unsigned long long)atomic_load(&r.tr.orphan_returns));
 		if (r.profiling && s->profile)

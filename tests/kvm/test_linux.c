@@ -1,0 +1,301 @@
+/* Linux guest integration: Debian's cloud kernel with the test initramfs (make guest) under QEMU TCG,
+ * launched by hvtrace (run --qemu) and attached to by libvirt domain name. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kvm_common.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DOMAIN "hvtrace-test"
+#define CONSOLE "/tmp/hvtrace-libvirt/console.log"
+
+static char kernel[256], initrd[256], sysmap[256];
+
+static bool file_has(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, text) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+static bool has_line(const struct hv_result *r, const char *func, const char *comm)
+{
+	for (size_t i = 0; i < r->nr_lines; i++)
+		if (!strcmp(r->lines[i].func, func) && !strcmp(r->lines[i].comm, comm) &&
+		    r->lines[i].pid > 1)
+			return true;
+	return false;
+}
+
+/* --profile table on stderr: every listed function returned as often as it was entered, nothing missed
+ * or unwound. Returns the number of functions listed. */
+static int assert_profile_balanced(const char *err)
+{
+	const char *p = strstr(err, "  --------");
+	int n = 0;
+
+	assert_non_null(p);
+	p = strchr(p, '\n') + 1;
+	while (*p == ' ') {
+		char name[128];
+		long hit, ret, miss, unw;
+
+		if (sscanf(p, " %127s %ld %ld %ld %ld", name, &hit, &ret, &miss, &unw) != 5)
+			break;
+		if (hit != ret || miss || unw)
+			fail_msg("%s: %ld hits, %ld returns, %ld misses, %ld unwound", name, hit, ret, miss,
+				 unw);
+		n++;
+		p = strchr(p, '\n') + 1;
+	}
+	return n;
+}
+
+/* run --qemu, KASLR on (the default): the function tracer with the real comm of each event. */
+static void test_run_qemu_function_kaslr(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run",	      "--qemu",		"--kernel",	   kernel,
+			      "--initrd",     initrd,		"--system-map",	   sysmap,
+			      "--append",     "hvt.yes_sec=1", "-p",		   "function",
+			      "-l",	      "vfs_read",	"-l",		   "do_sys_openat2",
+			      "--expect-call", "vfs_read",	"--expect-call",   "do_sys_openat2",
+			      "--stats",      "--timeout",	"300",		   NULL};
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	if (r.status != 0)
+		fail_msg("status %d: %s", r.status, r.err);
+	assert_non_null(strstr(r.console, "hvt-linux: workload done"));
+	assert_non_null(strstr(r.console, "reboot: Power down"));
+	assert_non_null(strstr(r.err, "kaslr-slide 0x"));
+	assert_true(r.nr_lines > 10);
+	for (size_t i = 0; i < r.nr_lines; i++)
+		assert_true(!strcmp(r.lines[i].func, "vfs_read") ||
+			    !strcmp(r.lines[i].func, "do_sys_openat2"));
+	/* the workload's own processes, by name (busybox cat uses sendfile, not vfs_read) */
+	assert_true(has_line(&r, "do_sys_openat2", "cat"));
+	assert_true(has_line(&r, "do_sys_openat2", "head"));
+	assert_true(has_line(&r, "vfs_read", "tail") || has_line(&r, "vfs_read", "sed") ||
+		    has_line(&r, "vfs_read", "head"));
+	hv_result_free(&r);
+}
+
+/* run --qemu, nokaslr: function_graph under do_sys_openat2; every entry has its return. */
+static void test_run_qemu_graph_nokaslr(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run",	      "--qemu",		 "--kernel",	 kernel,
+			      "--initrd",     initrd,		 "--system-map", sysmap,
+			      "--append",     "nokaslr hvt.yes_sec=1", "-p",	 "function_graph",
+			      "-g",	      "do_sys_openat2",	 "--funcgraph-retval", "--profile",
+			      "--stats",      "--timeout",	 "300",		 NULL};
+	const char *p;
+	long opens = 0, closes = 0;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	if (r.status != 0)
+		fail_msg("status %d: %s", r.status, r.err);
+	assert_non_null(strstr(r.console, "hvt-linux: workload done"));
+	assert_non_null(strstr(r.err, "kaslr-slide 0x0 "));
+	assert_true(assert_profile_balanced(r.err) > 5);
+	for (p = r.trace; (p = strstr(p, "|  do_sys_openat2() {\n")); p++)
+		opens++;
+	for (p = r.trace; (p = strstr(p, "|  } /* do_sys_openat2 = 0x")); p++)
+		closes++;
+	assert_true(opens > 5);
+	assert_int_equal(opens, closes);
+	assert_non_null(strstr(r.trace, "|    do_filp_open() {\n"));
+	hv_result_free(&r);
+}
+
+static int domain(const char *cmd, const char *cmdline)
+{
+	char buf[2048];
+
+	snprintf(buf, sizeof(buf), "tests/kvm/libvirt-domain.sh %s %s %s %s '%s' %s", cmd, DOMAIN,
+		 kernel, initrd, cmdline ? cmdline : "", CONSOLE);
+	return system(buf);
+}
+
+static bool domain_gone(void)
+{
+	FILE *p = popen("tests/kvm/libvirt-domain.sh state " DOMAIN, "r");
+	char state[64] = "";
+
+	if (p) {
+		if (!fgets(state, sizeof(state), p))
+			state[0] = 0;
+		pclose(p);
+	}
+	return !strncmp(state, "gone", 4) || !strncmp(state, "shut off", 8);
+}
+
+static bool wait_console(const char *text, int seconds)
+{
+	for (int i = 0; i < seconds * 10; i++) {
+		if (file_has(CONSOLE, text))
+			return true;
+		sleep_ms(100);
+	}
+	return false;
+}
+
+/* attach by libvirt domain name, twice, while the guest runs its workload: the function tracer, then
+ * function_graph; each detach leaves the kernel text as it was; the guest then finishes and powers off. */
+static void test_attach_libvirt(void **state)
+{
+	struct hv_result r;
+	const char *fn[] = {"attach", DOMAIN, "--system-map", sysmap, "-p", "function", "-l",
+			    "vfs_read", "--duration", "4", "--verify-text", NULL};
+	const char *graph[] = {"attach",	 DOMAIN,	   "--system-map", sysmap,
+			       "-p",		 "function_graph", "-g",	   "do_sys_openat2",
+			       "--duration",	 "4",		   "--verify-text", "--profile",
+			       NULL};
+
+	(void)state;
+	if (domain("start", "hvt.rounds=400 hvt.yes_sec=2"))
+		fail_msg("cannot start the libvirt domain");
+	if (!wait_console("hvt-linux: workload start", 120)) {
+		domain("stop", NULL);
+		fail_msg("the guest did not reach its workload");
+	}
+
+	hv_run(&r, fn, 0, 0);
+	if (r.status != 0) {
+		domain("stop", NULL);
+		fail_msg("attach (function): status %d: %s", r.status, r.err);
+	}
+	assert_non_null(strstr(r.err, "--verify-text: kernel text unchanged"));
+	assert_true(has_line(&r, "vfs_read", "tail") || has_line(&r, "vfs_read", "sed") ||
+		    has_line(&r, "vfs_read", "tr") || has_line(&r, "vfs_read", "head"));
+	hv_result_free(&r);
+
+	hv_run(&r, graph, 0, 0);
+	if (r.status != 0) {
+		domain("stop", NULL);
+		fail_msg("attach (function_graph): status %d: %s", r.status, r.err);
+	}
+	assert_non_null(strstr(r.err, "--verify-text: kernel text unchanged"));
+	assert_profile_balanced(r.err);
+	assert_non_null(strstr(r.trace, "|  do_sys_openat2() {\n"));
+	hv_result_free(&r);
+
+	/* untraced again, the guest finishes its workload and powers off by itself */
+	for (int i = 0; i < 1800 && !domain_gone(); i++)
+		sleep_ms(100);
+	if (!domain_gone()) {
+		domain("stop", NULL);
+		fail_msg("the guest did not power off after the detach");
+	}
+	assert_true(file_has(CONSOLE, "hvt-linux: workload done"));
+	assert_true(file_has(CONSOLE, "reboot: Power down"));
+}
+
+/* SIGKILL while the function tracer is attached: QEMU drops the breakpoints with the connection and
+ * the guest runs on to its normal power-off. */
+static void test_sigkill_leaves_guest_alive(void **state)
+{
+	struct hv_result r;
+	const char *fn[] = {"attach", DOMAIN, "--system-map", sysmap, "-p", "function", "-l",
+			    "vfs_read", "-l", "do_sys_openat2", NULL};
+
+	(void)state;
+	if (domain("start", "hvt.rounds=30 hvt.yes_sec=1"))
+		fail_msg("cannot start the libvirt domain");
+	if (!wait_console("hvt-linux: workload start", 120)) {
+		domain("stop", NULL);
+		fail_msg("the guest did not reach its workload");
+	}
+	hv_run(&r, fn, 6, SIGKILL);
+	assert_int_equal(r.status, 128 + SIGKILL);
+	hv_result_free(&r);
+	for (int i = 0; i < 1800 && !domain_gone(); i++)
+		sleep_ms(100);
+	if (!domain_gone()) {
+		domain("stop", NULL);
+		fail_msg("the guest did not power off after hvtrace was killed");
+	}
+	assert_true(file_has(CONSOLE, "hvt-linux: workload done"));
+}
+
+static void test_bad_input(void **state)
+{
+	struct hv_result r;
+	const char *a1[] = {"run", "--qemu", "--kernel", kernel, "--system-map", "/nonexistent/map",
+			    NULL};
+	const char *a2[] = {"attach", "no-such-domain", "--system-map", sysmap, NULL};
+	const char *a3[] = {"attach", "--qmp", "/nonexistent/qmp.sock", "--system-map", sysmap, NULL};
+
+	(void)state;
+	hv_run(&r, a1, 0, 0);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.err,
+			    "hvtrace: --system-map /nonexistent/map: No such file or directory\n");
+	hv_result_free(&r);
+	hv_run(&r, a2, 0, 0);
+	assert_int_equal(r.status, 6);
+	assert_string_equal(r.err, "hvtrace: libvirt domain 'no-such-domain': no such domain\n");
+	hv_result_free(&r);
+	hv_run(&r, a3, 0, 0);
+	assert_int_equal(r.status, 6);
+	assert_int_equal(count_lines(r.err), 1);
+	assert_non_null(strstr(r.err, "/nonexistent/qmp.sock"));
+	hv_result_free(&r);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	domain("stop", NULL);
+	return 0;
+}
+
+int main(void)
+{
+	const char *dir = getenv("LINUX_GUEST_DIR") ? getenv("LINUX_GUEST_DIR") : "build/guest";
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_run_qemu_function_kaslr),
+		cmocka_unit_test(test_run_qemu_graph_nokaslr),
+		cmocka_unit_test_teardown(test_attach_libvirt, teardown),
+		cmocka_unit_test_teardown(test_sigkill_leaves_guest_alive, teardown),
+	};
+
+	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", dir);
+	snprintf(initrd, sizeof(initrd), "%s/initramfs.cpio.gz", dir);
+	snprintf(sysmap, sizeof(sysmap), "%s/System.map", dir);
+	if (system("command -v qemu-system-x86_64 >/dev/null") != 0) {
+		printf("SKIPPED: Linux guest tests: qemu-system-x86_64 is not installed\n");
+		return 0;
+	}
+	if (access(kernel, R_OK) || access(initrd, R_OK) || access(sysmap, R_OK)) {
+		printf("SKIPPED: Linux guest tests: no %s (make guest)\n", kernel);
+		return 0;
+	}
+	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);
+}
