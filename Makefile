@@ -100,11 +100,12 @@ TEST_ENV := HVTRACE=./hvtrace GUEST=$(GUEST)
 unit-test: $(UNIT_BINS) $(GUEST)
 	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS)
 
-kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS)
+kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest
 	@$(TEST_ENV) scripts/run-tests.sh $(KVM_BINS)
 
-# Unit tests, then the KVM integration tests that boot the test guest.
-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS)
+# Unit tests, then the integration tests: the freestanding guest in the embedded VMM (KVM), then the Linux
+# guest under QEMU (launched, and attached to through libvirt).
+test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) guest
 	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS)
 
 bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST)

@@ -3,6 +3,7 @@
 #include "expect.h"
 #include "filter.h"
 #include "gdbstub.h"
+#include "guardian.h"
 #include "libvirt_dom.h"
 #include "profile.h"
 #include "qemu_launch.h"
@@ -15,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -65,6 +67,7 @@ struct linux_run {
 	bool profiling;
 	const struct vmi_site **sel;
 	size_t nr_sel;
+	struct guardian guard; /* restores and detaches the guest if hvtrace dies */
 	uint8_t *text; /* --verify-text: the kernel text before attach */
 	bool text_changed;
 	/* how the run ends */
@@ -493,11 +496,46 @@ static void verify_text(struct linux_run *r)
 	free(now);
 }
 
+/* In the guardian, after hvtrace died: stop the VM, take over the gdbstub connection, restore the guest
+ * as tracer_detach does (the shadow stacks are shared memory), and detach, which makes QEMU drop every
+ * breakpoint and resume. */
+static void guardian_takeover(void *ctx)
+{
+	struct linux_run *r = ctx;
+	struct gdb fresh;
+	char c = 0x03, buf[4096], err[256];
+	int fd = r->gdb.fd;
+
+	if (write(fd, &c, 1) != 1)
+		return;
+	usleep(300000);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if (gdb_attach_fd(&fresh, fd, err, sizeof(err)) < 0) {
+		dprintf(2, "hvtrace guardian: %s\n", err);
+		return;
+	}
+	r->tq.gdb = &fresh;
+	r->tq.stopped = true;
+	for (unsigned i = 0; i < r->tq.t.nr_cpus; i++)
+		r->tq.cpu[i].regs_valid = false;
+	if (r->have_tr && r->tr.attached) {
+		shadow_break_locks(&r->tr.shadow);
+		tracer_detach(&r->tr);
+	}
+	gdb_detach(&fresh);
+	dprintf(2, "hvtrace guardian: hvtrace died; probes removed, return slots restored, VM "
+		   "resumed\n");
+}
+
 /* Removes every probe, restores every return slot, and lets the VM go (gdbstub detach). */
 static void detach(struct linux_run *r)
 {
 	if (r->detached)
 		return;
+	guardian_stop(&r->guard);
 	if (r->have_tr && tracer_detach(&r->tr) < 0)
 		error_line("restoring the guest failed: some probes or return slots may remain");
 	if (r->text && r->tq.stopped)
@@ -582,7 +620,7 @@ static FILE *open_out(const char *path, const char *flag)
 
 int cmd_linux(const struct session *s)
 {
-	struct linux_run r = {.s = s, .sfd = -1};
+	struct linux_run r = {.s = s, .sfd = -1, .guard = {.pid = -1, .fd = -1}};
 	struct vmi_task_layout task;
 	char err[512];
 	sigset_t sigs, old;
@@ -614,6 +652,7 @@ int cmd_linux(const struct session *s)
 		goto out;
 	}
 	r.have_tq = true;
+	guardian_start(&r.guard, guardian_takeover, &r);
 	if (learn_kernel(&r, &task, err, sizeof(err)) < 0) {
 		error_line("%s", signalled(&r) ? "stopped while the kernel was booting" : err);
 		status = r.sig ? EXIT_SIGNAL_BASE + r.sig : EXIT_BAD_INPUT;
@@ -624,12 +663,16 @@ int cmd_linux(const struct session *s)
 		error_line("%s", err);
 		goto out;
 	}
+	/* a guardian that knows the tracer (and shares its shadow stacks) */
+	guardian_stop(&r.guard);
+	guardian_start(&r.guard, guardian_takeover, &r);
 	r.detach_at = s->duration > 0 ? now_sec() + s->duration : 0;
 	how = target_qemu_run(&r.tq, should_stop, &r);
 	status = finish(&r, how);
 out:
 	if (r.have_gdb && !r.detached)
 		detach(&r);
+	guardian_stop(&r.guard);
 	if (r.writing) {
 		writer_stop(&r.w, tracer_lost(&r.tr));
 		if (s->stats)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 int shadow_init(struct shadow *s, unsigned nr_stacks, unsigned stack_shift, uint64_t trampoline)
 {
@@ -10,9 +11,13 @@ int shadow_init(struct shadow *s, unsigned nr_stacks, unsigned stack_shift, uint
 
 	while (n < nr_stacks)
 		n <<= 1;
-	s->stacks = calloc(n, sizeof(*s->stacks));
-	if (!s->stacks)
+	/* shared, so that a guardian process forked later still sees them if hvtrace dies */
+	s->size = n * sizeof(*s->stacks);
+	s->stacks = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (s->stacks == MAP_FAILED) {
+		s->stacks = NULL;
 		return -ENOMEM;
+	}
 	for (uint64_t i = 0; i < n; i++)
 		atomic_flag_clear(&s->stacks[i].lock);
 	s->mask = n - 1;
@@ -23,8 +28,15 @@ int shadow_init(struct shadow *s, unsigned nr_stacks, unsigned stack_shift, uint
 
 void shadow_free(struct shadow *s)
 {
-	free(s->stacks);
+	if (s->stacks)
+		munmap(s->stacks, s->size);
 	s->stacks = NULL;
+}
+
+void shadow_break_locks(struct shadow *s)
+{
+	for (uint64_t i = 0; s->stacks && i <= s->mask; i++)
+		atomic_flag_clear(&s->stacks[i].lock);
 }
 
 struct shadow_stack *shadow_lock(struct shadow *s, uint64_t slot, bool create)

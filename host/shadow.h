@@ -28,13 +28,15 @@ struct shadow_stack {
 };
 
 struct shadow {
-	struct shadow_stack *stacks; /* open-addressing table by stack id */
+	struct shadow_stack *stacks; /* open-addressing table by stack id; MAP_SHARED memory */
+	size_t size;
 	uint64_t mask;
 	unsigned stack_shift; /* a guest stack is a 1 << stack_shift aligned region */
 	uint64_t trampoline;
 };
 
-/* Room for @nr_stacks guest stacks (rounded up to a power of two). Returns 0 or -ENOMEM. */
+/* Room for @nr_stacks guest stacks (rounded up to a power of two), in shared memory that forked
+ * processes keep seeing. Returns 0 or -ENOMEM. */
 int shadow_init(struct shadow *s, unsigned nr_stacks, unsigned stack_shift, uint64_t trampoline);
 void shadow_free(struct shadow *s);
 
@@ -69,6 +71,9 @@ void shadow_for_each(struct shadow *s, void (*fn)(void *ctx, const struct shadow
 /* The address a return through @slot resumes at: the oldest entry's orig for that slot that is not
  * the trampoline. 0 if none. Only with all vCPUs stopped. */
 uint64_t shadow_resolve(struct shadow *s, uint64_t slot);
+
+/* Releases every stack lock: for a guardian process whose parent died holding one. */
+void shadow_break_locks(struct shadow *s);
 
 /* Empties every stack. Only with all vCPUs stopped. */
 void shadow_clear(struct shadow *s);

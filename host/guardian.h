@@ -1,0 +1,22 @@
+/* A guardian process for backends whose guest outlives hvtrace (QEMU): forked while tracing, it waits
+ * on a pipe; if hvtrace dies without saying goodbye (SIGKILL, crash), it runs the takeover (restore the
+ * guest, detach) itself. QEMU 7.2 neither removes gdbstub breakpoints nor resumes the VM when the gdb
+ * connection just drops. */
+#ifndef HVT_GUARDIAN_H
+#define HVT_GUARDIAN_H
+
+#include <sys/types.h>
+
+struct guardian {
+	pid_t pid; /* -1: none */
+	int fd;	   /* write end of the pipe; closing it without a goodbye means "hvtrace died" */
+};
+
+/* Forks the guardian. In the child, @takeover(@ctx) runs (with the parent's memory as at the fork, and
+ * its descriptors) only if the parent dies first; then the child exits. Returns 0 or -errno. */
+int guardian_start(struct guardian *g, void (*takeover)(void *ctx), void *ctx);
+
+/* The normal end: the guardian exits without doing anything; reaps it. Idempotent. */
+void guardian_stop(struct guardian *g);
+
+#endif
