@@ -108,8 +108,9 @@ kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest
 test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) guest
 	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS)
 
-bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST)
+bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST) guest
 	$(BUILD)/tests/bench $(BENCH_GUEST)
+	tests/bench/bench-qemu.sh $(GUEST_DIR)
 
 $(BUILD)/tests/bench: tests/bench/bench.c $(LIB) $(BENCH_GUEST) | $(DEPS)
 	@mkdir -p $(@D)

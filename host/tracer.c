@@ -114,7 +114,8 @@ static void unhook_cpus(struct tracer *t)
 		if (!orig)
 			continue;
 		regs.rip = orig;
-		t->tgt->ops->set_regs(t->tgt, i, &regs);
+		if (t->tgt->ops->set_regs(t->tgt, i, &regs) == 0)
+			t->restored_slots++;
 	}
 }
 

@@ -55,7 +55,7 @@ struct tracer {
 	pthread_mutex_t arm_lock;	 /* lazy: live_roots and the callee probes' insertion */
 	unsigned live_roots;		 /* lazy: hooked graph-root frames not yet returned */
 	uint64_t arms;			 /* lazy: times the callee probes were inserted */
-	uint64_t restored_slots;	 /* return slots written back at detach */
+	uint64_t restored_slots; /* hooked returns handed back at detach (slots, vCPUs on the trampoline) */
 };
 
 /* Prepares probes for the @n selected sites, rings and (with returns) shadow stacks. Returns 0, -ENOMEM,

@@ -58,7 +58,8 @@ XML
 	virsh -q -c $uri create "$dir/$name.xml" >/dev/null
 	;;
 state)
-	virsh -c $uri domstate "$2" 2>/dev/null || echo gone
+	state=$(virsh -c $uri domstate "$2" 2>/dev/null | sed '/^$/d' | head -1 || true)
+	echo "${state:-gone}"
 	;;
 stop)
 	virsh -q -c $uri destroy "$2" >/dev/null 2>&1 || true

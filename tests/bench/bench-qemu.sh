@@ -1,0 +1,62 @@
+#!/bin/bash
+# make bench, QEMU part: breakpoint events per second on ksys_write of a Linux guest running
+# `yes > /dev/null`, through hvtrace's QEMU backend and through plain gdb (a breakpoint whose command list
+# counts and continues), side by side on the same VM in one run.
+set -euo pipefail
+guest=${1:-build/guest}
+secs=${BENCH_SECS:-8}
+work=$(mktemp -d)
+trap 'kill $qemu 2>/dev/null; wait $qemu 2>/dev/null; rm -rf "$work"' EXIT
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 256 -display none -nodefaults \
+	-no-user-config -no-reboot -serial "file:$work/console" -monitor none \
+	-qmp "unix:$work/qmp,server=on,wait=off" -gdb "tcp:127.0.0.1:$port" \
+	-kernel "$guest/vmlinuz" -initrd "$guest/initramfs.cpio.gz" \
+	-append "console=ttyS0 nokaslr hvt.yes=2 hvt.yes_sec=600" &
+qemu=$!
+for _ in $(seq 600); do
+	grep -q "workload start" "$work/console" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 2 # the yes loops are up
+
+addr=0x$(awk '$3 == "ksys_write" { print $1 }' "$guest/System.map")
+
+# hvtrace: function tracer on ksys_write for $secs seconds
+./hvtrace attach --qmp "$work/qmp" --system-map "$guest/System.map" -p function -l ksys_write \
+	--duration "$secs" --stats -o /dev/null 2> "$work/hv.err"
+hv_hits=$(sed -n 's/.* hits \([0-9]*\) .*/\1/p' "$work/hv.err")
+
+# gdb: the same breakpoint, counted by a command list, for $secs seconds
+cat > "$work/gdb.cmd" <<GDB
+set pagination off
+set confirm off
+target remote 127.0.0.1:$port
+set \$n = 0
+break *$addr
+commands
+silent
+set \$n = \$n + 1
+continue
+end
+continue
+GDB
+cat > "$work/gdb.end" <<'GDB'
+printf "gdb-hits %d\n", $n
+delete
+detach
+GDB
+timeout -s INT "$secs" gdb -q -batch -x "$work/gdb.cmd" -x "$work/gdb.end" > "$work/gdb.out" 2>&1 || true
+gdb_hits=$(sed -n 's/^gdb-hits \([0-9]*\)/\1/p' "$work/gdb.out")
+if [ -z "$gdb_hits" ] || [ -z "$hv_hits" ]; then
+	echo "bench-qemu: no result (hvtrace: '$hv_hits', gdb: '$gdb_hits')" >&2
+	cat "$work/hv.err" "$work/gdb.out" >&2
+	exit 1
+fi
+awk -v hv="$hv_hits" -v gdb="$gdb_hits" -v s="$secs" 'BEGIN {
+	printf "hvtrace bench (QEMU TCG backend): breakpoint on ksys_write, guest running 2 x yes > /dev/null, %d s each\n", s
+	printf "  hvtrace attach -p function: %8.0f events/s  (%.0f us per event)\n", hv / s, 1e6 * s / (hv ? hv : 1)
+	printf "  gdb -batch, breakpoint commands: %8.0f events/s  (%.0f us per event)\n", gdb / s, 1e6 * s / (gdb ? gdb : 1)
+	printf "  ratio hvtrace / gdb (events/s): %.2f\n", (hv / s) / (gdb ? gdb / s : 1)
+}'
