@@ -519,8 +519,10 @@ static void guardian_takeover(void *ctx)
 	}
 	r->tq.gdb = &fresh;
 	r->tq.stopped = true;
-	for (unsigned i = 0; i < r->tq.t.nr_cpus; i++)
+	for (unsigned i = 0; i < r->tq.t.nr_cpus; i++) {
 		r->tq.cpu[i].regs_valid = false;
+		memset(r->tq.cpu[i].tlb, 0, sizeof(r->tq.cpu[i].tlb));
+	}
 	if (r->have_tr && r->tr.attached) {
 		shadow_break_locks(&r->tr.shadow);
 		tracer_detach(&r->tr);
@@ -675,12 +677,21 @@ out:
 	guardian_stop(&r.guard);
 	if (r.writing) {
 		writer_stop(&r.w, tracer_lost(&r.tr));
-		if (s->stats)
+		if (s->stats) {
+			unsigned long long hits = 0, walks = 0;
+
+			for (unsigned i = 0; i < r.tq.t.nr_cpus; i++) {
+				hits += r.tq.cpu[i].tlb_hits;
+				walks += r.tq.cpu[i].tlb_walks;
+			}
+			fprintf(stderr, "hvtrace: stats: translations %llu cached %llu walked\n", hits,
+				walks);
 			fprintf(stderr, "hvtrace: stats: kaslr-slide 0x%llx sites %zu probes %zu arms %llu "
 					"stops %llu hits %llu restored-slots %llu orphan-returns %llu\n",
 				(unsigned long long)r.l.slide, r.sites.nr, r.tr.probes.nr, (unsigned long long)r.tr.arms, (unsigned long long)r.tq.stops,
 				(unsigned long long)r.tq.hits, (unsigned long long)r.tr.restored_slots,
 				(unsigned long long)atomic_load(&r.tr.orphan_returns));
+		}
 		if (r.profiling && s->profile)
 			profile_print(&r.prof, &r.tr, stderr);
 		if (r.text_changed && status == 0)

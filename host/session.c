@@ -42,7 +42,7 @@ const char session_usage[] =
 	"      --kernel FILE        bzImage to boot\n"
 	"      --initrd FILE        initramfs\n"
 	"      --append STR         extra kernel command line\n"
-	"      --system-map FILE    the kernel's System.map (symbols; KASLR is found by itself)\n"
+	"      --system-map FILE    the kernel's System.map or ELF vmlinux (KASLR is found by itself)\n"
 	"      --qmp SOCKET         attach: the QMP socket of a bare QEMU\n"
 	"      --pid PID            attach: a QEMU process (its -qmp socket is used)\n"
 	"      --expect-call FUNC   exit 7 unless the guest called FUNC while traced (repeatable)\n"

@@ -47,10 +47,22 @@ static int translate(struct target_qemu *q, unsigned cpu, uint64_t gva, uint64_t
 {
 	struct qemu_cpu *c = &q->cpu[cpu];
 	bool la57 = c->cr4 & X86_CR4_LA57;
-	int ret = x86_translate(read_pte, &q->mem, c->cr3, la57, gva, gpa);
+	uint64_t vpage = gva & ~(X86_PAGE_SIZE - 1);
+	struct qemu_tlb *e = &c->tlb[(vpage >> 12) % QEMU_TLB_ENTRIES];
+	int ret;
 
+	if (e->valid && e->vpage == vpage && e->cr3 == c->cr3) {
+		c->tlb_hits++;
+		*gpa = e->ppage | (gva & (X86_PAGE_SIZE - 1));
+		return 0;
+	}
+	c->tlb_walks++;
+	ret = x86_translate(read_pte, &q->mem, c->cr3, la57, gva, gpa);
 	if (ret < 0 && gva >= KERNEL_HALF && (c->cr3 & PTI_USER_BIT))
 		ret = x86_translate(read_pte, &q->mem, c->cr3 & ~PTI_USER_BIT, la57, gva, gpa);
+	if (ret == 0)
+		*e = (struct qemu_tlb){.cr3 = c->cr3, .vpage = vpage,
+				       .ppage = *gpa & ~(X86_PAGE_SIZE - 1), .valid = true};
 	return ret;
 }
 
@@ -109,10 +121,14 @@ static int qemu_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
 	return gdb_remove_bp(tq(t)->gdb, gva);
 }
 
+/* At every stop: registers are fetched again, and translations walked again. */
 static void invalidate_regs(struct target_qemu *q)
 {
-	for (unsigned i = 0; i < q->t.nr_cpus; i++)
+	for (unsigned i = 0; i < q->t.nr_cpus; i++) {
 		q->cpu[i].regs_valid = false;
+		for (unsigned k = 0; k < QEMU_TLB_ENTRIES; k++)
+			q->cpu[i].tlb[k].valid = false;
+	}
 }
 
 static int stop_vm(struct target_qemu *q)

@@ -1,4 +1,5 @@
 #include "vmi_linux.h"
+#include "vmi_elf.h"
 #include "../arch/x86/x86_insn.h"
 
 #include <bpf/btf.h>
@@ -15,6 +16,24 @@
 
 static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
 
+/* Symbols of an ELF vmlinux, through libelf. */
+static int open_vmlinux(struct vmi_linux *l, const char *path, char *err, size_t errlen)
+{
+	struct vmi_elf img;
+	int ret = vmi_elf_open(&img, path, 0, err, errlen);
+
+	if (ret < 0)
+		return ret;
+	l->funcs = img.funcs;
+	l->objects = img.objects;
+	memset(&img.funcs, 0, sizeof(img.funcs));
+	memset(&img.objects, 0, sizeof(img.objects));
+	vmi_elf_close(&img);
+	return 0;
+}
+
+static int resolve(struct vmi_linux *l, const char *path, size_t lines, char *err, size_t errlen);
+
 int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
@@ -30,6 +49,16 @@ int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errl
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return ret;
 	}
+	if (fread(line, 1, 4, f) == 4 && !memcmp(line, "\177ELF", 4)) {
+		fclose(f);
+		ret = open_vmlinux(l, path, err, errlen);
+		if (ret == 0)
+			ret = resolve(l, path, l->funcs.nr + l->objects.nr, err, errlen);
+		if (ret < 0)
+			vmi_linux_close(l);
+		return ret;
+	}
+	rewind(f);
 	while (fgets(line, sizeof(line), f)) {
 		struct vmi_symtab *t;
 
@@ -53,6 +82,17 @@ int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errl
 	}
 	vmi_symtab_sort(&l->funcs);
 	vmi_symtab_sort(&l->objects);
+	ret = resolve(l, path, lines, err, errlen);
+out:
+	fclose(f);
+	if (ret < 0)
+		vmi_linux_close(l);
+	return ret;
+}
+
+/* The symbols hvtrace needs, by name. */
+static int resolve(struct vmi_linux *l, const char *path, size_t lines, char *err, size_t errlen)
+{
 	const struct vmi_sym *banner = vmi_symtab_find(&l->objects, "linux_banner");
 	const struct vmi_sym *st = vmi_symtab_find(&l->funcs, "_stext");
 	const struct vmi_sym *et = vmi_symtab_find(&l->funcs, "_etext");
@@ -64,9 +104,8 @@ int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errl
 
 	if (!banner || !st || !et) {
 		snprintf(err, errlen, "%s: no linux_banner, _stext or _etext (%zu symbols): not a %s",
-			 path, lines, "System.map of a Linux kernel with its symbols");
-		ret = -ENODATA;
-		goto out;
+			 path, lines, "System.map or vmlinux of a Linux kernel with its symbols");
+		return -ENODATA;
 	}
 	l->banner = banner->addr;
 	l->stext = st->addr;
@@ -76,11 +115,7 @@ int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errl
 	l->current_task = ct ? ct->addr : 0;
 	l->btf_start = bs ? bs->addr : 0;
 	l->btf_stop = be ? be->addr : 0;
-out:
-	fclose(f);
-	if (ret < 0)
-		vmi_linux_close(l);
-	return ret;
+	return 0;
 }
 
 static void rebase(struct vmi_symtab *t, int64_t slide)

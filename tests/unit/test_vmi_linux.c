@@ -260,6 +260,38 @@ static void test_task_layout(void **state)
 	vmi_linux_close(&l);
 }
 
+/* An ELF vmlinux instead of a System.map: symbols through libelf (a tiny kernel-like ELF built now). */
+static void test_vmlinux_elf(void **state)
+{
+	char dir[] = "/tmp/hvt-vmlinux-XXXXXX", src[64], elf[64], cmd[256], err[256];
+	struct vmi_linux l;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(src, sizeof(src), "%s/k.c", dir);
+	snprintf(elf, sizeof(elf), "%s/vmlinux", dir);
+	f = fopen(src, "w");
+	fputs("const char linux_banner[] = \"Linux version 6.1.0-test\";\n"
+	      "void _stext(void) {}\nvoid do_sys_openat2(void) {}\nvoid __fentry__(void) {}\n"
+	      "void _etext(void) {}\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "cc -O1 -nostdlib -static -no-pie -Wl,-e,_stext -o %s %s", elf, src);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(vmi_linux_open(&l, elf, err, sizeof(err)), 0);
+	assert_non_null(vmi_symtab_find(&l.funcs, "do_sys_openat2"));
+	assert_int_equal(l.banner, vmi_symtab_find(&l.objects, "linux_banner")->addr);
+	assert_int_equal(l.fentry, vmi_symtab_find(&l.funcs, "__fentry__")->addr);
+	assert_true(l.stext < l.etext);
+	vmi_linux_close(&l);
+
+	/* an ELF that is not a kernel */
+	assert_int_equal(vmi_linux_open(&l, "/bin/true", err, sizeof(err)), -ENODATA);
+	unlink(src);
+	unlink(elf);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_slide_none),     cmocka_unit_test(test_slide_kaslr),
 		cmocka_unit_test(test_slide_not_found), cmocka_unit_test(test_sites),
 		cmocka_unit_test(test_btf_offsets),    cmocka_unit_test(test_task_layout),
+		cmocka_unit_test(test_vmlinux_elf),
 	};
 
 	return cmocka_run_group_tests_name("vmi_linux", tests, setup, teardown);
