@@ -649,7 +649,7 @@ int cmd_linux(const struct session *s)
 
 	status = EXIT_QEMU_FAILED;
 	if (connect_monitor(&r, err, sizeof(err)) < 0 || connect_gdbstub(&r, err, sizeof(err)) < 0 ||
-	    target_qemu_init(&r.tq, &r.gdb, r.pid, r.ram, err, sizeof(err)) < 0) {
+	    target_qemu_init(&r.tq, &r.gdb, r.pid, r.ram, s->gdb_memory, err, sizeof(err)) < 0) {
 		error_line("%s", err);
 		goto out;
 	}

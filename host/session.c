@@ -48,6 +48,7 @@ const char session_usage[] =
 	"      --expect-call FUNC   exit 7 unless the guest called FUNC while traced (repeatable)\n"
 	"      --expect-no-call FUNC  exit 7 if the guest called FUNC while traced (repeatable)\n"
 	"      --verify-text        check that the kernel text is byte-identical after detach\n"
+	"      --gdb-memory         read guest memory through the gdbstub, not /proc/PID/mem\n"
 	"\n"
 	"GLOBs are ftrace's: '*', '?' and '[...]'.\n";
 
@@ -133,6 +134,7 @@ enum {
 	OPT_EXPECT_CALL,
 	OPT_EXPECT_NO_CALL,
 	OPT_VERIFY_TEXT,
+	OPT_GDB_MEMORY,
 };
 
 static const struct option run_opts[] = {
@@ -163,6 +165,7 @@ static const struct option run_opts[] = {
 	{"expect-call", required_argument, NULL, OPT_EXPECT_CALL},
 	{"expect-no-call", required_argument, NULL, OPT_EXPECT_NO_CALL},
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
+	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -230,7 +233,8 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 				       : s->accel ? "--accel" : s->qmp ? "--qmp" : s->pid ? "--pid"
 				       : s->nr_expect_call ? "--expect-call"
 				       : s->nr_expect_no_call ? "--expect-no-call"
-				       : s->verify_text ? "--verify-text" : NULL;
+				       : s->verify_text ? "--verify-text"
+				       : s->gdb_memory ? "--gdb-memory" : NULL;
 
 		if (only_linux) {
 			snprintf(err, errlen, "%s: needs --qemu (or attach)", only_linux);
@@ -295,6 +299,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		}
 		case OPT_EXPECT_CALL: ret = push(&s->expect_call, &s->nr_expect_call, optarg); break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;
+		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
 		case OPT_EXPECT_NO_CALL:
 			ret = push(&s->expect_no_call, &s->nr_expect_no_call, optarg);
 			break;

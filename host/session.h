@@ -46,6 +46,7 @@ struct session {
 	char **expect_no_call; /* ... and none of these */
 	size_t nr_expect_no_call;
 	bool verify_text; /* compare the kernel text before attach and after detach */
+	bool gdb_memory;  /* guest memory through the gdbstub, not the QEMU process */
 };
 
 /* Defaults: function tracer, 2 vCPUs, 64 MB (256 MB with --qemu), 4096 KB per-vCPU buffer. */

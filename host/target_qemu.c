@@ -36,9 +36,20 @@ static int cpu_regs(struct target_qemu *q, unsigned cpu)
 	return 0;
 }
 
+/* Guest-physical memory: through the QEMU process when it could be opened, else through the gdbstub
+ * in physical-address mode (the VM is stopped whenever this runs). */
+static int phys_access(struct target_qemu *q, uint64_t gpa, void *buf, size_t len, bool write)
+{
+	if (q->mem.fd >= 0)
+		return write ? qemu_mem_write(&q->mem, gpa, buf, len) : qemu_mem_read(&q->mem, gpa, buf, len);
+	if (write)
+		return gdb_write_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
+	return gdb_read_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
+}
+
 static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
 {
-	return qemu_mem_read(ctx, gpa, pte, 8);
+	return phys_access(ctx, gpa, pte, 8, false);
 }
 
 /* Guest-physical address of @gva as @cpu sees it; for kernel addresses seen from a PTI user page table,
@@ -57,9 +68,9 @@ static int translate(struct target_qemu *q, unsigned cpu, uint64_t gva, uint64_t
 		return 0;
 	}
 	c->tlb_walks++;
-	ret = x86_translate(read_pte, &q->mem, c->cr3, la57, gva, gpa);
+	ret = x86_translate(read_pte, q, c->cr3, la57, gva, gpa);
 	if (ret < 0 && gva >= KERNEL_HALF && (c->cr3 & PTI_USER_BIT))
-		ret = x86_translate(read_pte, &q->mem, c->cr3 & ~PTI_USER_BIT, la57, gva, gpa);
+		ret = x86_translate(read_pte, q, c->cr3 & ~PTI_USER_BIT, la57, gva, gpa);
 	if (ret == 0)
 		*e = (struct qemu_tlb){.cr3 = c->cr3, .vpage = vpage,
 				       .ppage = *gpa & ~(X86_PAGE_SIZE - 1), .valid = true};
@@ -82,8 +93,7 @@ static int access_virt(struct target_qemu *q, unsigned cpu, uint64_t gva, void *
 			chunk = len;
 		if (translate(q, cpu, gva, &gpa) < 0)
 			return -EFAULT;
-		ret = write ? qemu_mem_write(&q->mem, gpa, b, chunk)
-			    : qemu_mem_read(&q->mem, gpa, b, chunk);
+		ret = phys_access(q, gpa, b, chunk, write);
 		if (ret < 0)
 			return ret;
 		gva += chunk;
@@ -212,7 +222,7 @@ static const struct target_ops qemu_ops = {
 };
 
 int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t ram_size,
-		     char *err, size_t errlen)
+		     bool gdb_memory, char *err, size_t errlen)
 {
 	int threads[VMI_MAX_CPUS], ret;
 	unsigned n = 0;
@@ -223,9 +233,11 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t
 	q->t.name = "qemu";
 	q->t.priv = q;
 	q->gdb = gdb;
-	ret = qemu_mem_open(&q->mem, pid, ram_size, err, errlen);
-	if (ret < 0)
-		return ret;
+	if (!gdb_memory && qemu_mem_open(&q->mem, pid, ram_size, err, errlen) < 0) {
+		fprintf(stderr, "hvtrace: %s: guest memory goes through the gdbstub (slower)\n", err);
+		q->mem.fd = -1;
+		gdb_memory = true;
+	}
 	ret = stop_vm(q);
 	if (ret < 0) {
 		snprintf(err, errlen, "gdbstub: cannot stop the VM: %s", strerror(-ret));
@@ -239,6 +251,10 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t
 	q->t.nr_cpus = n;
 	for (unsigned i = 0; i < n; i++)
 		q->cpu[i].thread = threads[i];
+	if (gdb_memory && gdb_set_phys_mode(gdb, true) < 0) {
+		snprintf(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");
+		return -ENOTSUP;
+	}
 	return 0;
 }
 

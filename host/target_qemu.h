@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define QEMU_TLB_ENTRIES 8
 
@@ -46,9 +47,10 @@ struct target_qemu {
 enum qemu_run_end { QEMU_RUN_STOP_ASKED, QEMU_RUN_GUEST_GONE, QEMU_RUN_ERROR };
 
 /* Binds @q to the connected gdbstub @gdb of QEMU process @pid with @ram_size bytes of RAM: lists the
- * vCPUs, opens the guest RAM, and stops the VM. Returns 0 or a negative errno with @err. */
+ * vCPUs, opens the guest RAM (through the gdbstub's physical mode when @gdb_memory, or when the QEMU
+ * process's memory cannot be opened), and stops the VM. Returns 0 or a negative errno with @err. */
 int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t ram_size,
-		     char *err, size_t errlen);
+		     bool gdb_memory, char *err, size_t errlen);
 
 /* Lets the VM run, handing every breakpoint stop to the registered callback, until @should_stop (polled
  * at least every 50 ms) says so (the VM is then left stopped) or the guest is gone. Main thread. */

@@ -149,6 +149,26 @@ static void test_run_qemu_graph_nokaslr(void **state)
 	hv_result_free(&r);
 }
 
+/* Guest memory through the gdbstub's physical mode instead of /proc/PID/mem: same result. */
+static void test_run_qemu_gdb_memory(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run",	      "--qemu",	      "--gdb-memory", "--kernel",
+			      kernel,	      "--initrd",     initrd,	      "--system-map",
+			      sysmap,	      "--append",     "hvt.yes_sec=1", "-l",
+			      "vfs_read",     "--expect-call", "vfs_read",    "--timeout",
+			      "300",	      NULL};
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	if (r.status != 0)
+		fail_msg("status %d: %s", r.status, r.err);
+	assert_true(r.nr_lines > 10);
+	assert_true(has_line(&r, "vfs_read", "tail") || has_line(&r, "vfs_read", "sed") ||
+		    has_line(&r, "vfs_read", "tr"));
+	hv_result_free(&r);
+}
+
 static int domain(const char *cmd, const char *cmdline)
 {
 	char buf[2048];
@@ -298,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_run_qemu_function_kaslr),
 		cmocka_unit_test(test_run_qemu_graph_nokaslr),
+		cmocka_unit_test(test_run_qemu_gdb_memory),
 		cmocka_unit_test_teardown(test_attach_libvirt, teardown),
 		cmocka_unit_test_teardown(test_sigkill_leaves_guest_alive, teardown),
 	};
