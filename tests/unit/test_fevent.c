@@ -1,0 +1,215 @@
+/* Function-based event specs (seed 003's grammar): parsing of every type and form, error positions,
+ * capture from registers and (fake) guest memory, and the printed values. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../host/fevent.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Guest memory for the tests: 64 KiB at 0x10000. */
+static uint8_t mem[0x10000];
+#define BASE 0x10000ull
+
+static int fake_read(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	(void)ctx;
+	if (gva < BASE || gva + len > BASE + sizeof(mem))
+		return -EFAULT;
+	memcpy(buf, mem + (gva - BASE), len);
+	return 0;
+}
+
+static struct vmi_symtab syms;
+
+static int setup(void **state)
+{
+	uint64_t p;
+
+	(void)state;
+	memset(mem, 0, sizeof(mem));
+	strcpy((char *)mem + 0x100, "/etc/motd");		/* a string */
+	memcpy(mem + 0x200, "\x01\x02\x0a\xff\x10\x20", 6);	/* a mac address */
+	p = BASE + 0x400;
+	memcpy(mem + 0x300 + 16, &p, 8);			/* skb->dev at +16 */
+	memcpy(mem + 0x400 + 558, "\xde\xad\xbe\xef\x00\x01", 6); /* dev->perm_addr at +558 */
+	for (uint64_t i = 0; i < 32; i++)
+		memcpy(mem + 0x500 + 8 * i, &(uint64_t){0x1000 + i}, 8); /* a u64 array */
+	memcpy(mem + 0x600, "abcdefghij", 10);
+	memcpy(mem + 0x700 + 40, &(uint64_t){BASE + 0x800}, 8);
+	memcpy(mem + 0x800 + 16, &(uint64_t){0xffffffff81000123ull}, 8);
+	vmi_symtab_add(&syms, 0xffffffff81000100ull, 0x80, "vfs_read");
+	vmi_symtab_sort(&syms);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	vmi_symtab_free(&syms);
+	return 0;
+}
+
+/* Parses @spec, captures it for @regs, and checks the printed fields. */
+static void expect(const char *spec, const struct x86_regs *regs, const char *want)
+{
+	struct fe_spec s;
+	char err[128], out[1024];
+	size_t pos;
+	uint8_t payload[4096];
+
+	if (fe_parse(spec, &s, err, sizeof(err), &pos) < 0)
+		fail_msg("'%s': %s at %zu", spec, err, pos);
+	assert_true(fe_payload_size(&s) <= sizeof(payload));
+	fe_capture(&s, regs, fake_read, NULL, payload);
+	fe_format(out, sizeof(out), &s, payload, &syms);
+	assert_string_equal(out, want);
+}
+
+static void test_scalar_types(void **state)
+{
+	struct x86_regs r = {.rdi = (uint64_t)-100, .rsi = 0xff, .rdx = 0x12345678,
+			     .rcx = 0xfffffffffffffffeull, .r8 = 7, .r9 = 0x8000};
+
+	(void)state;
+	expect("f(int dfd)", &r, "dfd=-100");
+	expect("f(long a, char b, short c)", &r, "a=-100, b=-1, c=22136");
+	expect("f(unsigned int a, unsigned char b, unsigned long c, unsigned short d)", &r,
+	       "a=4294967196, b=255, c=305419896, d=65534");
+	expect("f(unsigned a)", &r, "a=4294967196");
+	expect("f(s8 a, s16 b, s32 c, s64 d, u8 e, u16 f)", &r,
+	       "a=-100, b=255, c=305419896, d=-2, e=7, f=32768");
+	expect("f(u32 a, u64 b, x8 c, x16 d, x32 e, x64 f)", &r,
+	       "a=4294967196, b=255, c=78, d=fffe, e=7, f=8000");
+}
+
+static void test_symbol(void **state)
+{
+	struct x86_regs r = {.rdi = 0xffffffff81000123ull, .rsi = 0, .rdx = 0x42};
+
+	(void)state;
+	expect("f(symbol ip, symbol none, symbol odd)", &r,
+	       "ip=vfs_read+0x23/0x80, none=(null), odd=0x42");
+}
+
+static void test_strings(void **state)
+{
+	struct x86_regs r = {.rdi = BASE + 0x100, .rsi = BASE + 0x600, .rdx = 0x42};
+
+	(void)state;
+	expect("do_sys_openat2(string filename)", &r, "filename=/etc/motd");
+	expect("f(NULL, char[4] s)", &r, "s=abcd");
+	expect("f(NULL, unsigned char[10] s)", &r, "s=abcdefghij");
+	expect("f(NULL, NULL, string bad)", &r, "bad=(fault)");
+}
+
+static void test_arrays_and_index(void **state)
+{
+	struct x86_regs r = {.rdi = BASE + 0x200, .rsi = BASE + 0x500};
+
+	(void)state;
+	expect("f(x8[6] mac)", &r, "mac=1,2,a,ff,10,20");
+	expect("f(u8[3] b)", &r, "b=1,2,10");
+	expect("f(NULL, x64 ip[16])", &r, "ip=1010");
+	expect("f(NULL, u64[3] v[2])", &r, "v=4098,4099,4100");
+	expect("f(NULL, x64 ip[16] | x64[2] two[30])", &r, "ip=1010, two=101e,101f");
+}
+
+static void test_chains(void **state)
+{
+	struct x86_regs r = {.rdi = BASE + 0x300, .rsi = BASE + 0x700, .rdx = BASE + 0x100};
+
+	(void)state;
+	/* skb->dev->perm_addr */
+	expect("f(x8[6] perm_addr+16[0]+558)", &r, "perm_addr=de,ad,be,ef,0,1");
+	expect("f(NULL, symbol read+40[0]+16)", &r, "read=vfs_read+0x23/0x80");
+	/* a chain ending in a dereference gives the pointer read there */
+	expect("f(x64 dev+16[0])", &r, "dev=10400");
+	expect("f(NULL, NULL, string name+0)", &r, "name=/etc/motd");
+	expect("f(NULL, NULL, char c+5)", &r, "c=109"); /* 'm' */
+	expect("f(x64 p-8[0])", &r, "p=0");
+	expect("f(x64 bad+0x100000[0])", &r, "bad=(fault)");
+}
+
+/* Arguments past the sixth come from the stack, above the return address. */
+static void test_stack_args(void **state)
+{
+	struct x86_regs r = {.rsp = BASE + 0x900};
+
+	(void)state;
+	memcpy(mem + 0x900 + 8, &(uint64_t){77}, 8);
+	memcpy(mem + 0x900 + 16, &(uint64_t){(uint64_t)-5}, 8);
+	expect("f(NULL, NULL, NULL, NULL, NULL, NULL, int g, long h)", &r, "g=77, h=-5");
+}
+
+static void expect_error(const char *spec, size_t want_pos, const char *want)
+{
+	struct fe_spec s;
+	char err[128];
+	size_t pos;
+
+	assert_int_equal(fe_parse(spec, &s, err, sizeof(err), &pos), -EINVAL);
+	assert_string_equal(err, want);
+	assert_int_equal(pos, want_pos);
+}
+
+static void test_errors(void **state)
+{
+	char buf[256];
+
+	(void)state;
+	expect_error("", 0, "expected a function name");
+	expect_error("f", 1, "expected '('");
+	expect_error("f(int)", 5, "expected a field name");
+	expect_error("f(int a", 7, "expected ',' or ')'");
+	expect_error("f(float x)", 2, "unknown type 'float'");
+	expect_error("f(int a, int a)", 9, "duplicate field name");
+	expect_error("f(x8[0] m)", 5, "array length out of range");
+	expect_error("f(x8[65] m)", 5, "array length out of range");
+	expect_error("f(x8[6 m)", 6, "expected ']'");
+	expect_error("f(string[4] s)", 8, "no arrays of this type");
+	expect_error("f(int a+)", 8, "expected a number");
+	expect_error("f(int a) x", 9, "unexpected text after ')'");
+	expect_error("f(x64 a+1+2+3+4+5+6+7+8+9)", 23, "too many offsets and dereferences");
+	fe_format_error(buf, sizeof(buf), "f(float x)", 2, "unknown type 'float'");
+	assert_string_equal(buf, "f(float x)\n  ^ unknown type 'float'");
+}
+
+static void test_shape(void **state)
+{
+	struct fe_spec s;
+	char err[128];
+	size_t pos;
+
+	(void)state;
+	assert_int_equal(fe_parse(" do_IRQ ( symbol ip[16] | x64[6] irq_stack[16] , NULL, int c ) ",
+				  &s, err, sizeof(err), &pos),
+			 0);
+	assert_string_equal(s.func, "do_IRQ");
+	assert_int_equal(s.nr_args, 3);
+	assert_int_equal(s.nr_fields, 3);
+	assert_int_equal(s.fields[0].arg, 0);
+	assert_int_equal(s.fields[1].arg, 0);
+	assert_int_equal(s.fields[1].count, 6);
+	assert_int_equal(s.fields[2].arg, 2);
+	assert_int_equal(fe_parse("f()", &s, err, sizeof(err), &pos), 0);
+	assert_int_equal(s.nr_fields, 0);
+	assert_int_equal(fe_payload_size(&s), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scalar_types),	 cmocka_unit_test(test_symbol),
+		cmocka_unit_test(test_strings),		 cmocka_unit_test(test_arrays_and_index),
+		cmocka_unit_test(test_chains),		 cmocka_unit_test(test_stack_args),
+		cmocka_unit_test(test_errors),		 cmocka_unit_test(test_shape),
+	};
+
+	return cmocka_run_group_tests_name("fevent", tests, setup, teardown);
+}
