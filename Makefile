@@ -36,7 +36,7 @@ KVM_SRCS  := $(wildcard tests/kvm/test_*.c)
 KVM_BINS  := $(KVM_SRCS:tests/kvm/%.c=$(BUILD)/tests/%)
 TEST_COMMON := $(BUILD)/tests/kvm_common.o
 
-.PHONY: all test unit-test kvm-test bench clean format guest
+.PHONY: all test unit-test kvm-test bench clean format guest fuzz
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 $(DEPS): scripts/deps.sh
@@ -121,6 +121,17 @@ LINUX_GUEST := $(GUEST_DIR)/vmlinuz $(GUEST_DIR)/System.map $(GUEST_DIR)/config 
                $(GUEST_DIR)/initramfs.cpio.gz
 guest: | $(DEPS)
 	bash scripts/fetch-guest.sh $(GUEST_DIR)
+
+# libFuzzer on the event spec parser (clang), for FUZZ_SECONDS (default 60).
+FUZZ_SECONDS ?= 60
+FUZZ_BIN := $(BUILD)/fuzz/fuzz_fevent
+$(FUZZ_BIN): tests/fuzz/fuzz_fevent.c host/fevent.c host/fevent.h vmi/vmi_symtab.c | $(DEPS)
+	@mkdir -p $(@D) $(BUILD)/fuzz/corpus
+	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -o $@ \
+		tests/fuzz/fuzz_fevent.c host/fevent.c vmi/vmi_symtab.c
+fuzz: $(FUZZ_BIN)
+	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(BUILD)/fuzz/corpus \
+		tests/fuzz/corpus
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^tests/guest/')
