@@ -4,6 +4,7 @@
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 bool filter_glob_match(const char *glob, const char *name)
 {
@@ -71,5 +72,28 @@ int filter_select(const struct vmi_sites *sites, char *const *filters, size_t nr
 		return -ENOENT;
 	}
 	*out = sel;
+	return 0;
+}
+
+int filter_add_events(const struct vmi_sites *sites, const struct fe_spec *specs, size_t nr_specs,
+		      const struct vmi_site **sel, size_t *nr, char *err, size_t errlen)
+{
+	for (size_t e = 0; e < nr_specs; e++) {
+		const struct vmi_site *site = NULL;
+		bool have = false;
+
+		for (size_t i = 0; i < sites->nr && !site; i++)
+			if (!strcmp(sites->v[i].func->name, specs[e].func))
+				site = &sites->v[i];
+		if (!site) {
+			snprintf(err, errlen, "-e %s(...): %s is not a traceable function", specs[e].func,
+				 specs[e].func);
+			return -ENOENT;
+		}
+		for (size_t k = 0; k < *nr && !have; k++)
+			have = sel[k] == site;
+		if (!have)
+			sel[(*nr)++] = site;
+	}
 	return 0;
 }

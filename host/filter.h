@@ -2,6 +2,7 @@
 #ifndef HVT_FILTER_H
 #define HVT_FILTER_H
 
+#include "fevent.h"
 #include "../vmi/vmi_sites.h"
 
 #include <stdbool.h>
@@ -17,5 +18,11 @@ bool filter_glob_match(const char *glob, const char *name);
 int filter_select(const struct vmi_sites *sites, char *const *filters, size_t nr_filters,
 		  char *const *notrace, size_t nr_notrace, const struct vmi_site ***out, size_t *nr,
 		  char *err, size_t errlen);
+
+/* Adds to the selection *@sel (*@nr entries, room for every site) the site of each function named by
+ * @specs (function-based events), unless already selected. Returns 0, or -ENOENT with "-e FUNC(...):
+ * FUNC is not a traceable function" in @err. */
+int filter_add_events(const struct vmi_sites *sites, const struct fe_spec *specs, size_t nr_specs,
+		      const struct vmi_site **sel, size_t *nr, char *err, size_t errlen);
 
 #endif

@@ -1,4 +1,5 @@
 #include "linux_run.h"
+#include "events.h"
 #include "exitcode.h"
 #include "expect.h"
 #include "filter.h"
@@ -409,6 +410,9 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	if (s->tracer == TRACER_NOP)
 		r->nr_sel = 0;
+	ret = events_select(s, &r->sites, &r->sel, &r->nr_sel, err, errlen);
+	if (ret < 0)
+		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	r->tq.t.trampoline = r->l.fentry;
 	r->tq.t.stack_shift = VMI_LINUX_THREAD_SHIFT;
 	ret = tracer_init(&r->tr, &r->tq.t, r->sel, r->nr_sel, task, &opts);
@@ -418,6 +422,10 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		return ret == -ENOTSUP ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
 	}
 	r->have_tr = true;
+	if (events_bind(s, &r->tr) < 0) {
+		snprintf(err, errlen, "out of memory for event buffers");
+		return EXIT_HOST_ERROR;
+	}
 	if (mark_graph_roots(&r->tr, s, err, errlen) < 0 ||
 	    expect_check_names(&r->tr.probes, s->expect_call, s->nr_expect_call, s->expect_no_call,
 			       s->nr_expect_no_call, err, errlen) < 0)
@@ -427,6 +435,8 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 				      s->funcgraph_retval, s->funcgraph_tail);
 	else
 		sink_function_init(&r->sink, r->out, &r->l.funcs, r->tq.t.nr_cpus);
+	r->sink.event_of = tracer_event_of;
+	r->sink.event_ctx = &r->tr;
 	if (s->profile || s->nr_expect_call || s->nr_expect_no_call) {
 		if (profile_init(&r->prof, &r->tr.probes) < 0)
 			return EXIT_HOST_ERROR;

@@ -20,7 +20,7 @@ void profile_add(void *ctx, const struct hvt_record *r)
 	if (!pr)
 		return;
 	e = &p->v[pr->id];
-	if (r->type == HVT_REC_ENTRY) {
+	if (r->type == HVT_REC_ENTRY || r->type == HVT_REC_EVENT) {
 		e->hits++;
 		return;
 	}

@@ -11,7 +11,12 @@
 enum hvt_rec_type {
 	HVT_REC_ENTRY = 1,  /* a traced function was entered */
 	HVT_REC_RETURN = 2, /* it returned (function_graph / return probes) */
+	HVT_REC_EVENT = 3,  /* an entry with a function-based event: `value` bytes of captured fields
+			     * follow in the next hvt_record_payload_slots(value) records, raw */
 };
+
+/* Records a payload of @len bytes occupies after its event record. */
+#define hvt_record_payload_slots(len) (((len) + 63) / 64)
 
 struct hvt_record {
 	uint64_t ts;	   /* ns since the session started */

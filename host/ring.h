@@ -38,6 +38,36 @@ static inline void ring_commit(struct ring *r)
 			      memory_order_release);
 }
 
+/* Producer: true if @n slots are free; they are then ring_slot(r, 0..n-1), published together by
+ * ring_commit_n. */
+static inline bool ring_reserve_n(struct ring *r, uint64_t n)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+
+	return head + n - atomic_load_explicit(&r->tail, memory_order_acquire) <= r->mask + 1;
+}
+
+static inline struct hvt_record *ring_slot(struct ring *r, uint64_t k)
+{
+	return &r->buf[(atomic_load_explicit(&r->head, memory_order_relaxed) + k) & r->mask];
+}
+
+static inline void ring_commit_n(struct ring *r, uint64_t n)
+{
+	atomic_store_explicit(&r->head, atomic_load_explicit(&r->head, memory_order_relaxed) + n,
+			      memory_order_release);
+}
+
+/* Consumer: the @k-th unread record, or NULL if fewer are there. */
+static inline const struct hvt_record *ring_peek_at(struct ring *r, uint64_t k)
+{
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	if (atomic_load_explicit(&r->head, memory_order_acquire) - tail <= k)
+		return NULL;
+	return &r->buf[(tail + k) & r->mask];
+}
+
 /* Consumer: the oldest unread record, or NULL. Valid until ring_pop. */
 static inline const struct hvt_record *ring_peek(struct ring *r)
 {

@@ -1,4 +1,5 @@
 #include "run.h"
+#include "events.h"
 #include "exitcode.h"
 #include "filter.h"
 #include "guest_image.h"
@@ -229,6 +230,10 @@ int cmd_run(const struct session *s)
 	}
 	if (s->tracer == TRACER_NOP)
 		nr_sel = 0;
+	if (events_select(s, &g.sites, &sel, &nr_sel, err, sizeof(err)) < 0) {
+		error_line("%s", err);
+		goto out;
+	}
 	out = open_out(s->output, "-o");
 	con = open_out(s->console, "--console");
 	if (!out || !con)
@@ -263,6 +268,10 @@ int cmd_run(const struct session *s)
 		goto out;
 	}
 	tr_made = true;
+	if (events_bind(s, &tr) < 0) {
+		error_line("out of memory for event buffers");
+		goto out;
+	}
 	if (mark_graph_roots(&tr, s, err, sizeof(err)) < 0) {
 		error_line("%s", err);
 		status = EXIT_BAD_INPUT;
@@ -278,6 +287,8 @@ int cmd_run(const struct session *s)
 				      s->funcgraph_tail);
 	else
 		sink_function_init(&sink, out, &g.elf.funcs, vm.nr_vcpus);
+	sink.event_of = tracer_event_of;
+	sink.event_ctx = &tr;
 	if (s->profile) {
 		if (profile_init(&prof, &tr.probes) < 0) {
 			error_line("out of memory");

@@ -20,6 +20,8 @@ const char session_usage[] =
 	"  -p, --tracer NAME        function (default), function_graph or nop\n"
 	"  -l, --filter GLOB        trace only matching functions (set_ftrace_filter; repeatable)\n"
 	"  -n, --notrace GLOB       never trace matching functions (set_ftrace_notrace; repeatable)\n"
+	"  -e, --event SPEC         function-based event, e.g. 'do_sys_openat2(int dfd, string name)'\n"
+	"                           (repeatable; with -e alone the tracer is nop)\n"
 	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
 	"                           (set_graph_function; repeatable)\n"
 	"      --max-depth N        function_graph: trace at most N levels deep\n"
@@ -66,6 +68,9 @@ void session_free(struct session *s)
 	free(s->filter);
 	free(s->notrace);
 	free(s->graph);
+	free(s->events);
+	s->events = NULL;
+	s->nr_events = 0;
 	free(s->expect_call);
 	free(s->expect_no_call);
 	s->expect_call = s->expect_no_call = NULL;
@@ -142,6 +147,7 @@ static const struct option run_opts[] = {
 	{"filter", required_argument, NULL, 'l'},
 	{"notrace", required_argument, NULL, 'n'},
 	{"graph-function", required_argument, NULL, 'g'},
+	{"event", required_argument, NULL, 'e'},
 	{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
 	{"funcgraph-retval", no_argument, NULL, OPT_RETVAL},
 	{"funcgraph-tail", no_argument, NULL, OPT_TAIL},
@@ -196,6 +202,25 @@ static int parse_seconds(const char *opt, const char *arg, double *out, char *er
 		snprintf(err, errlen, "%s '%s': expected seconds > 0", opt, arg);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* -e SPEC: parsed now, so a bad spec is refused before anything starts. The error shows the spec with a
+ * caret under the offending character. */
+static int parse_event(struct session *s, const char *spec, char *err, size_t errlen)
+{
+	struct fe_spec *v = realloc(s->events, (s->nr_events + 1) * sizeof(*v));
+	char reason[128];
+	size_t pos;
+
+	if (!v)
+		return -ENOMEM;
+	s->events = v;
+	if (fe_parse(spec, &v[s->nr_events], reason, sizeof(reason), &pos) < 0) {
+		snprintf(err, errlen, "-e: %s\n  %s\n  %*s^", reason, spec, (int)pos, "");
+		return -EINVAL;
+	}
+	s->nr_events++;
 	return 0;
 }
 
@@ -265,9 +290,13 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:l:n:g:o:h", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:l:n:g:e:o:h", run_opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': ret = parse_tracer(s, optarg, err, errlen); break;
+		case 'p':
+			ret = parse_tracer(s, optarg, err, errlen);
+			s->tracer_given = true;
+			break;
+		case 'e': ret = parse_event(s, optarg, err, errlen); break;
 		case 'l': ret = push(&s->filter, &s->nr_filter, optarg); break;
 		case 'n': ret = push(&s->notrace, &s->nr_notrace, optarg); break;
 		case 'g': ret = push(&s->graph, &s->nr_graph, optarg); break;
@@ -342,6 +371,8 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	ret = check_target(s, argc, argv, err, errlen);
 	if (ret < 0)
 		return ret;
+	if (s->nr_events && !s->tracer_given)
+		s->tracer = TRACER_NOP;
 	if (s->qemu && !mem_given)
 		s->mem_mb = 256;
 	if (s->tracer != TRACER_FUNCTION_GRAPH) {

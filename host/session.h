@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "fevent.h"
+
 enum session_cmd { CMD_NONE, CMD_RUN, CMD_ATTACH, CMD_LIST_FUNCTIONS, CMD_HELP, CMD_VERSION };
 
 enum tracer_kind { TRACER_NOP, TRACER_FUNCTION, TRACER_FUNCTION_GRAPH };
@@ -23,6 +25,9 @@ struct session {
 	bool funcgraph_retval;
 	bool funcgraph_tail;
 	bool profile; /* per-function summary on stderr at the end */
+	bool tracer_given; /* -p was given (with only -e, the default tracer is nop) */
+	struct fe_spec *events; /* -e function-based events, parsed */
+	size_t nr_events;
 	const char *output;  /* trace file, NULL = stdout */
 	const char *console; /* guest console file, NULL = stdout */
 	const char *guest;   /* guest ELF */

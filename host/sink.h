@@ -3,6 +3,7 @@
 #ifndef HVT_SINK_H
 #define HVT_SINK_H
 
+#include "fevent.h"
 #include "record.h"
 #include "../vmi/vmi_symtab.h"
 
@@ -32,14 +33,23 @@ struct sink {
 	bool graph_retval;		/* function_graph: print return values */
 	bool graph_tail;		/* function_graph: name the function on closing braces */
 	void *priv;			/* the sink's own state */
+	const uint8_t *payload;		/* set by the writer for an HVT_REC_EVENT record */
+	/* the event spec of the probe at @ip (function-based events), or NULL */
+	const struct fe_spec *(*event_of)(void *ctx, uint64_t ip);
+	void *event_ctx;
 };
 
-/* ftrace's function tracer text: "<task>-<pid> [<cpu>] <ts>: <func> <-<parent>". */
+/* ftrace's function tracer text: "<task>-<pid> [<cpu>] <ts>: <func> <-<parent>", and for function-based
+ * events "<task>-<pid> [<cpu>] <ts>: <parent>-><func>(name=value, ...)". */
 void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus);
 
 /* Formats @r as one function-tracer line (with '\n') into @buf. Returns the length. Pure. */
 int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
 			 const struct vmi_symtab *syms);
+
+/* Formats event @r with its captured @payload per @spec (seed 003's line). Returns the length. Pure. */
+int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		      const uint8_t *payload, const struct vmi_symtab *syms);
 
 /* ftrace's function_graph text: per-vCPU column, nesting by indentation, leaf calls on one line,
  * durations with overhead marks, task-switch markers. @retval adds return values, @tail names the

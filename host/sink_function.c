@@ -26,6 +26,18 @@ int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
 			func, parent);
 }
 
+int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		      const uint8_t *payload, const struct vmi_symtab *syms)
+{
+	char parent[128], fields[2048];
+
+	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
+	fe_format(fields, sizeof(fields), spec, payload, syms);
+	return snprintf(buf, len, "%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s->%s(%s)\n",
+			r->comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
+			(uint64_t)(r->ts % 1000000000u / 1000), parent, spec->func, fields);
+}
+
 static void function_begin(struct sink *s)
 {
 	fprintf(s->out,
@@ -45,7 +57,16 @@ static unsigned function_record(struct sink *s, const struct hvt_record *r,
 	int n;
 
 	(void)next;
-	if (r->type != HVT_REC_ENTRY)
+	if (r->type == HVT_REC_EVENT && s->payload && s->event_of && s->event_of(s->event_ctx, r->ip)) {
+		char ev[4096];
+
+		n = sink_event_format(ev, sizeof(ev), r, s->event_of(s->event_ctx, r->ip), s->payload,
+				      s->syms);
+		fwrite(ev, 1, (size_t)n < sizeof(ev) ? (size_t)n : sizeof(ev) - 1, s->out);
+		s->written++;
+		return 1;
+	}
+	if (r->type != HVT_REC_ENTRY && r->type != HVT_REC_EVENT)
 		return 1;
 	n = sink_function_format(line, sizeof(line), r, s->syms);
 	fwrite(line, 1, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1, s->out);

@@ -77,11 +77,11 @@ int sink_graph_format(char *buf, size_t len, const struct sink *s, const struct 
 	int n;
 
 	sink_symbol_name(func, sizeof(func), r->ip, s->syms);
-	if (r->type == HVT_REC_ENTRY && !ret) {
+	if (r->type != HVT_REC_RETURN && !ret) {
 		n = prefix(buf, len, s, r->cpu, NULL);
 		return n + snprintf(buf + n, len - n, "%*s%s() {\n", 2 * r->depth, "", func);
 	}
-	if (r->type == HVT_REC_ENTRY) {
+	if (r->type != HVT_REC_RETURN) {
 		n = prefix(buf, len, s, r->cpu, &ret->duration);
 		n += snprintf(buf + n, len - n, "%*s%s();", 2 * r->depth, "", func);
 		if (s->graph_retval)
@@ -128,7 +128,7 @@ static unsigned graph_record(struct sink *s, const struct hvt_record *r,
 			     const struct hvt_record *next)
 {
 	char line[512];
-	bool leaf = r->type == HVT_REC_ENTRY && next && next->type == HVT_REC_RETURN &&
+	bool leaf = r->type != HVT_REC_RETURN && next && next->type == HVT_REC_RETURN &&
 		    next->ip == r->ip && next->depth == r->depth && next->pid == r->pid;
 
 	task_marker(s, r);

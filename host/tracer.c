@@ -25,10 +25,12 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 	if (probe_table_init(&t->probes, sites, n) < 0)
 		goto nomem;
 	t->counters = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->counters));
+	t->events = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->events));
+	t->scratch = calloc(t->nr_cpus, sizeof(*t->scratch));
 	t->graph_root = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->graph_root));
 	t->rings = calloc(t->nr_cpus, sizeof(*t->rings));
 	t->cpu = aligned_alloc(64, t->nr_cpus * sizeof(*t->cpu));
-	if (!t->counters || !t->graph_root || !t->rings || !t->cpu)
+	if (!t->counters || !t->graph_root || !t->rings || !t->cpu || !t->events || !t->scratch)
 		goto nomem;
 	memset(t->cpu, 0, t->nr_cpus * sizeof(*t->cpu));
 	for (unsigned i = 0; i < t->nr_cpus; i++) {
@@ -45,6 +47,34 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 nomem:
 	tracer_free(t);
 	return -ENOMEM;
+}
+
+int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec)
+{
+	size_t need = fe_payload_size(spec);
+
+	if (id >= t->probes.nr)
+		return -EINVAL;
+	t->events[id] = spec;
+	if (need > t->max_payload) {
+		t->max_payload = need;
+		for (unsigned i = 0; i < t->nr_cpus; i++) {
+			uint8_t *b = realloc(t->scratch[i], need);
+
+			if (!b)
+				return -ENOMEM;
+			t->scratch[i] = b;
+		}
+	}
+	return 0;
+}
+
+const struct fe_spec *tracer_event_of(void *ctx, uint64_t ip)
+{
+	struct tracer *t = ctx;
+	struct probe *p = probe_lookup(&t->probes, ip);
+
+	return p ? t->events[p->id] : NULL;
 }
 
 int tracer_attach(struct tracer *t, char *err, size_t errlen)
@@ -261,6 +291,55 @@ static int hook_return(struct tracer *t, const struct probe *p, uint64_t slot, u
 	return hooked;
 }
 
+struct event_reader {
+	struct target *tgt;
+	unsigned cpu;
+};
+
+static int event_read(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	struct event_reader *r = ctx;
+
+	return r->tgt->ops->read_virt(r->tgt, r->cpu, gva, buf, len);
+}
+
+/* An entry with a function-based event: the fields are captured now (arguments as they are at the
+ * call), then the event record and its raw payload records are published together. */
+static void record_event(struct tracer *t, unsigned cpu, const struct probe *p,
+			 const struct x86_regs *regs, uint64_t now, uint64_t parent, uint8_t depth)
+{
+	const struct fe_spec *spec = t->events[p->id];
+	struct event_reader rd = {t->tgt, cpu};
+	struct ring *ring = &t->rings[cpu];
+	size_t len = fe_payload_size(spec);
+	uint64_t slots = 1 + hvt_record_payload_slots(len);
+	struct hvt_record *rec;
+	struct vmi_task task;
+
+	fe_capture(spec, regs, event_read, &rd, t->scratch[cpu]);
+	while (!ring_reserve_n(ring, slots)) {
+		ring->stalls++;
+		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
+			t->cpu[cpu].lost++;
+			return;
+		}
+		sched_yield();
+	}
+	rec = ring_slot(ring, 0);
+	vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
+	hvt_record_entry(rec, now - t->t0, cpu, p->addr, parent, &task);
+	rec->type = HVT_REC_EVENT;
+	rec->value = len;
+	rec->depth = depth;
+	for (uint64_t k = 1; k < slots; k++) {
+		size_t off = (k - 1) * sizeof(struct hvt_record);
+		size_t n = len - off < sizeof(struct hvt_record) ? len - off : sizeof(struct hvt_record);
+
+		memcpy(ring_slot(ring, k), t->scratch[cpu] + off, n);
+	}
+	ring_commit_n(ring, slots);
+}
+
 static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
 {
 	struct tracer_cpu *c = &t->cpu[cpu];
@@ -283,6 +362,10 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 			miss(t, p);
 		if (r <= 0)
 			goto out;
+	}
+	if (t->events[p->id]) {
+		record_event(t, cpu, p, regs, now, orig, depth);
+		goto out;
 	}
 	rec = reserve(t, cpu);
 	if (rec) {
@@ -385,6 +468,12 @@ void tracer_free(struct tracer *t)
 	free(t->cpu);
 	free(t->counters);
 	free(t->graph_root);
+	for (unsigned i = 0; t->scratch && i < t->nr_cpus; i++)
+		free(t->scratch[i]);
+	free(t->scratch);
+	free(t->events);
+	t->scratch = NULL;
+	t->events = NULL;
 	shadow_free(&t->shadow);
 	pthread_mutex_destroy(&t->arm_lock);
 	t->rings = NULL;

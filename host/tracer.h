@@ -3,6 +3,7 @@
 #ifndef HVT_TRACER_H
 #define HVT_TRACER_H
 
+#include "fevent.h"
 #include "probe.h"
 #include "ring.h"
 #include "shadow.h"
@@ -52,6 +53,9 @@ struct tracer {
 	atomic_int active; /* 0 once detached: hits on old probes are only emulated */
 	bool attached;
 	_Atomic uint64_t orphan_returns; /* trampoline hits with no shadow entry (must stay 0) */
+	const struct fe_spec **events; /* per probe: its function-based event, or NULL; borrowed */
+	size_t max_payload;	       /* largest event payload */
+	uint8_t **scratch;	       /* per vCPU: capture buffer of max_payload bytes */
 	pthread_mutex_t arm_lock;	 /* lazy: live_roots and the callee probes' insertion */
 	unsigned live_roots;		 /* lazy: hooked graph-root frames not yet returned */
 	uint64_t arms;			 /* lazy: times the callee probes were inserted */
@@ -62,6 +66,13 @@ struct tracer {
  * or -ENOTSUP if returns are asked of a target without a trampoline. Nothing touches the guest yet. */
 int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *const *sites, size_t n,
 		const struct vmi_task_layout *task, const struct tracer_opts *opts);
+
+/* Gives the probe of @id a function-based event (@spec, which must outlive the tracer): its entries
+ * then carry the captured fields. Before tracer_attach. Returns 0 or -ENOMEM. */
+int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec);
+
+/* The event spec of the probe at @ip, or NULL (for sinks; any thread). */
+const struct fe_spec *tracer_event_of(void *ctx, uint64_t ip);
 
 /* Verifies and patches every site (and the trampoline), and takes over breakpoint hits. On error nothing
  * stays patched and @err names the site. Main thread. */

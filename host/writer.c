@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* How long an entry may wait for the next record of its vCPU (to be printed as a leaf): output is
@@ -29,8 +30,21 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 		}
 		if (!best || best->ts >= horizon)
 			break;
-		next = ring_peek_next(&w->rings[best_i]);
-		if (w->sink->ops->lookahead && best->type == HVT_REC_ENTRY && !next && !final &&
+		/* an event carries its payload in the records after it: they go together */
+		unsigned n = 1;
+
+		w->sink->payload = NULL;
+		if (best->type == HVT_REC_EVENT) {
+			n = 1 + hvt_record_payload_slots(best->value);
+			if (best->value > WRITER_PAYLOAD_MAX || !ring_peek_at(&w->rings[best_i], n - 1))
+				break; /* cannot happen: published together, bounded by fe_payload_size */
+			for (unsigned k = 1; k < n; k++)
+				memcpy(w->payload + (k - 1) * sizeof(*best),
+				       ring_peek_at(&w->rings[best_i], k), sizeof(*best));
+			w->sink->payload = w->payload;
+		}
+		next = ring_peek_at(&w->rings[best_i], n);
+		if (w->sink->ops->lookahead && best->type != HVT_REC_RETURN && !next && !final &&
 		    horizon - best->ts < LOOKAHEAD_NS)
 			break;
 		used = w->sink->ops->record(w->sink, best, next);
@@ -39,6 +53,7 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 			if (used > 1)
 				w->tap(w->tap_ctx, next);
 		}
+		used = used > 1 ? n + 1 : n;
 		for (unsigned k = 0; k < used; k++)
 			ring_pop(&w->rings[best_i]);
 		w->events[best_i] += used;
@@ -71,8 +86,12 @@ int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink 
 	w->horizon_ctx = horizon_ctx;
 	atomic_store(&w->stop, 0);
 	w->events = calloc(nr, sizeof(*w->events));
-	if (!w->events)
+	w->payload = malloc(WRITER_PAYLOAD_MAX + 64);
+	if (!w->events || !w->payload) {
+		free(w->events);
+		free(w->payload);
 		return -ENOMEM;
+	}
 	sink->ops->begin(sink);
 	e = pthread_create(&w->thread, NULL, writer_thread, w);
 	if (e) {
@@ -94,5 +113,7 @@ void writer_stop(struct writer *w, unsigned long long lost)
 void writer_free(struct writer *w)
 {
 	free(w->events);
+	free(w->payload);
 	w->events = NULL;
+	w->payload = NULL;
 }

@@ -8,6 +8,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* The largest event payload the writer gathers (fe_payload_size is bounded well below). */
+#define WRITER_PAYLOAD_MAX (32u << 10)
+
 /* Timestamp below which every record is visible in the rings (tracer_horizon). */
 typedef uint64_t (*writer_horizon_fn)(void *ctx);
 
@@ -22,6 +25,7 @@ struct writer {
 	pthread_t thread;
 	atomic_int stop;
 	unsigned long long *events; /* per ring, records delivered */
+	uint8_t *payload;	    /* an event's payload, gathered from its records */
 };
 
 /* Calls the sink's begin() and starts the thread. Records are emitted in timestamp order across rings,

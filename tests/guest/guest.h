@@ -31,7 +31,7 @@ struct task {
 /* Functions of the workloads, each counted per vCPU at its entry. */
 enum fn_id { FN_WORKLOAD_RUN, FN_FIB, FN_TREE_ROOT, FN_TREE_A, FN_TREE_B, FN_TREE_LEAF,
 	     FN_TASK_BODY, FN_TASK_STEP, FN_TASK_LEAF, FN_TAIL_TOP, FN_TAIL_MID, FN_TAIL_LEAF,
-	     FN_NL_OUTER, FN_NL_INNER, FN_DEEP, NR_FN };
+	     FN_NL_OUTER, FN_NL_INNER, FN_DEEP, FN_EV_TARGET, NR_FN };
 
 /* A minimal setjmp/longjmp (start.S) for the non-local exit workload. */
 struct jmpbuf {
@@ -43,6 +43,22 @@ void nl_longjmp(struct jmpbuf *b, long v) __attribute__((noreturn));
 #define NL_DEPTH 3   /* nl_inner calls abandoned by each nl_outer */
 #define NL_VALUE 7   /* what nl_outer returns */
 #define TAIL_ARG 1   /* tail_top(TAIL_ARG) = 2 * (TAIL_ARG + 2) */
+/* For function-based events: a struct with a string, a chain of pointers and an array. */
+struct ev_node {
+	long value;
+	struct ev_node *next;
+};
+struct ev_obj {
+	int32_t id;	     /* +0 */
+	uint32_t flags;	     /* +4 */
+	const char *name;    /* +8 */
+	struct ev_node *node; /* +16 */
+	uint16_t arr[4];     /* +24 */
+};
+#define EV_BAD_POINTER 0x7fff00000000ull /* not mapped in the guest */
+long ev_target(struct ev_obj *o, const char *label, const uint32_t *vals, long n);
+void ev_report(void);
+
 #define DEEP_CALLS 150 /* deeper than hvtrace's per-stack shadow bound (128) */
 
 extern const char *const fn_names[NR_FN];

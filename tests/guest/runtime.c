@@ -12,7 +12,7 @@ const char *const fn_names[NR_FN] = {
 	[FN_TASK_LEAF] = "task_leaf",	    [FN_TAIL_TOP] = "tail_top",
 	[FN_TAIL_MID] = "tail_mid",	    [FN_TAIL_LEAF] = "tail_leaf",
 	[FN_NL_OUTER] = "nl_outer",	    [FN_NL_INNER] = "nl_inner",
-	[FN_DEEP] = "deep",
+	[FN_DEEP] = "deep", [FN_EV_TARGET] = "ev_target",
 };
 
 struct percpu {
@@ -247,6 +247,39 @@ static long fib_plain(long n)
 	return a;
 }
 
+/* The event test's data as the guest sees it (the trace of ev_target must show the same values). */
+static struct ev_node ev_n2 = {.value = 99};
+static struct ev_node ev_n1 = {.value = 7, .next = &ev_n2};
+static const uint32_t ev_vals[3] = {10, 20, 30};
+struct ev_obj ev_object = {.id = 42, .flags = 0xbeef, .name = "objname", .node = &ev_n1,
+			   .arr = {1, 2, 3, 4}};
+
+void ev_report(void)
+{
+	putstr("hvt-guest: ev id=");
+	putnum(ev_object.id);
+	putstr(" flags=beef name=");
+	putstr(ev_object.name);
+	putstr(" deep=");
+	putnum(ev_object.node->next->value);
+	putstr(" arr=");
+	for (int i = 0; i < 4; i++) {
+		putnum(ev_object.arr[i]);
+		putstr(i < 3 ? "," : "");
+	}
+	putstr(" label=hello-events vals=");
+	for (int i = 0; i < 3; i++) {
+		putnum(ev_vals[i]);
+		putstr(i < 2 ? "," : "");
+	}
+	putstr("\n");
+}
+
+long ev_call(int bad)
+{
+	return ev_target(&ev_object, bad ? (const char *)EV_BAD_POINTER : "hello-events", ev_vals, 3);
+}
+
 static void report(void)
 {
 	long bad = 0, migrations = 0, switches = 0;
@@ -282,6 +315,7 @@ static void report(void)
 			bad++;
 		migrations += tasks[i].migrations;
 	}
+	ev_report();
 	putstr("hvt-guest: switches ");
 	putnum(switches);
 	putstr(" migrations ");

@@ -96,6 +96,15 @@ noinline long deep(long n)
 	return deep(n - 1) + 1;
 }
 
+/* The target of function-based events: never dereferences @label (it may be a bad pointer). */
+noinline long ev_target(struct ev_obj *o, const char *label, const uint32_t *vals, long n)
+{
+	COUNT(FN_EV_TARGET);
+	(void)label;
+	(void)vals;
+	return o->id + n;
+}
+
 /* fib(FIB_BASE + cpu % 4) into *fib_out and TREE_ROUNDS call trees; returns the number of wrong tree
  * values. */
 noinline long workload_run(int cpu, long *fib_out)
@@ -113,5 +122,11 @@ noinline long workload_run(int cpu, long *fib_out)
 		bad++;
 	if (deep(DEEP_CALLS) != DEEP_CALLS)
 		bad++;
+	{
+		long ev_call(int bad);
+
+		if (ev_call(0) != 45 || ev_call(1) != 45)
+			bad++;
+	}
 	return bad;
 }

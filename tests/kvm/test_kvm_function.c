@@ -15,7 +15,7 @@
 static const char *const funcs[] = {"workload_run", "fib",	   "tree_root", "tree_a",
 				    "tree_b",	    "tree_leaf",   "task_body", "task_step",
 				    "task_leaf",    "tail_top",	   "tail_mid",	"tail_leaf",
-				    "nl_outer",	    "nl_inner",	   "deep"};
+				    "nl_outer",	    "nl_inner",	   "deep",	"ev_target"};
 #define NR_FUNCS (sizeof(funcs) / sizeof(funcs[0]))
 
 static bool is_traced(const char *f, const char *const *only, size_t n)

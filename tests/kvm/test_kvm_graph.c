@@ -20,7 +20,7 @@
 static const char *const funcs[] = {"workload_run", "fib",	 "tree_root", "tree_a",
 				    "tree_b",	    "tree_leaf", "task_body", "task_step",
 				    "task_leaf",    "tail_top",	 "tail_mid",  "tail_leaf",
-				    "nl_outer",	    "nl_inner",	   "deep"};
+				    "nl_outer",	    "nl_inner",	   "deep",	"ev_target"};
 #define NR_FUNCS (sizeof(funcs) / sizeof(funcs[0]))
 
 struct frame {
@@ -365,6 +365,7 @@ static void test_max_depth(void **state)
 			    : !strcmp(funcs[f], "tail_top")   ? 2
 			    : !strcmp(funcs[f], "nl_outer")   ? 2
 			    : !strcmp(funcs[f], "deep")	      ? 2
+			    : !strcmp(funcs[f], "ev_target")  ? 4
 							      : 0;
 
 		assert_int_equal(g->entries[f], want);

@@ -1,0 +1,18 @@
+/* Wiring a session's -e function-based events into a selection of sites and a tracer. Shared by the
+ * embedded VMM (`run`) and the QEMU backend (`run --qemu`, `attach`). */
+#ifndef HVT_EVENTS_H
+#define HVT_EVENTS_H
+
+#include "session.h"
+#include "tracer.h"
+#include "../vmi/vmi_sites.h"
+
+/* Makes sure every event function is in the selection *@sel (allocated with room for all of @sites if
+ * NULL). Returns 0, -ENOMEM, or -ENOENT with a reason in @err. */
+int events_select(const struct session *s, const struct vmi_sites *sites,
+		  const struct vmi_site ***sel, size_t *nr, char *err, size_t errlen);
+
+/* Gives each event's probe its spec (borrowed from @s). Returns 0 or -ENOMEM. */
+int events_bind(const struct session *s, struct tracer *t);
+
+#endif
