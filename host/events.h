@@ -12,7 +12,9 @@
 int events_select(const struct session *s, const struct vmi_sites *sites,
 		  const struct vmi_site ***sel, size_t *nr, char *err, size_t errlen);
 
-/* Gives each event's probe its spec (borrowed from @s). Returns 0 or -ENOMEM. */
-int events_bind(const struct session *s, struct tracer *t);
+/* Gives each event's probe its spec and makes each -r function a return probe (specs borrowed from
+ * @s). @traced[i] says probe i is traced by the tracer's own selection (NULL: none is), so that a
+ * probe there only for -r records no entries. Returns 0 or -errno. */
+int events_bind(const struct session *s, struct tracer *t, const bool *traced);
 
 #endif

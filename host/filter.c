@@ -75,8 +75,9 @@ int filter_select(const struct vmi_sites *sites, char *const *filters, size_t nr
 	return 0;
 }
 
-int filter_add_events(const struct vmi_sites *sites, const struct fe_spec *specs, size_t nr_specs,
-		      const struct vmi_site **sel, size_t *nr, char *err, size_t errlen)
+int filter_add_events(const struct vmi_sites *sites, const char *opt, const struct fe_spec *specs,
+		      size_t nr_specs, const struct vmi_site **sel, size_t *nr, char *err,
+		      size_t errlen)
 {
 	for (size_t e = 0; e < nr_specs; e++) {
 		const struct vmi_site *site = NULL;
@@ -86,8 +87,8 @@ int filter_add_events(const struct vmi_sites *sites, const struct fe_spec *specs
 			if (!strcmp(sites->v[i].func->name, specs[e].func))
 				site = &sites->v[i];
 		if (!site) {
-			snprintf(err, errlen, "-e %s(...): %s is not a traceable function", specs[e].func,
-				 specs[e].func);
+			snprintf(err, errlen, "%s %s(...): %s is not a traceable function", opt,
+				 specs[e].func, specs[e].func);
 			return -ENOENT;
 		}
 		for (size_t k = 0; k < *nr && !have; k++)

@@ -20,9 +20,10 @@ int filter_select(const struct vmi_sites *sites, char *const *filters, size_t nr
 		  char *err, size_t errlen);
 
 /* Adds to the selection *@sel (*@nr entries, room for every site) the site of each function named by
- * @specs (function-based events), unless already selected. Returns 0, or -ENOENT with "-e FUNC(...):
+ * @specs (events of option @opt), unless already selected. Returns 0, or -ENOENT with "<opt> FUNC(...):
  * FUNC is not a traceable function" in @err. */
-int filter_add_events(const struct vmi_sites *sites, const struct fe_spec *specs, size_t nr_specs,
-		      const struct vmi_site **sel, size_t *nr, char *err, size_t errlen);
+int filter_add_events(const struct vmi_sites *sites, const char *opt, const struct fe_spec *specs,
+		      size_t nr_specs, const struct vmi_site **sel, size_t *nr, char *err,
+		      size_t errlen);
 
 #endif

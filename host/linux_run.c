@@ -393,7 +393,8 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 {
 	const struct session *s = r->s;
 	struct tracer_opts opts = {
-		.returns = s->tracer == TRACER_FUNCTION_GRAPH,
+		.returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
+		.hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
 		.graph_filter = s->nr_graph > 0,
 		.lazy = s->nr_graph > 0,
 		.max_depth = s->max_depth,
@@ -410,6 +411,9 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	if (s->tracer == TRACER_NOP)
 		r->nr_sel = 0;
+	size_t nr_traced = r->nr_sel;
+	bool *traced;
+
 	ret = events_select(s, &r->sites, &r->sel, &r->nr_sel, err, errlen);
 	if (ret < 0)
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
@@ -422,7 +426,12 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		return ret == -ENOTSUP ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
 	}
 	r->have_tr = true;
-	if (events_bind(s, &r->tr) < 0) {
+	traced = calloc(r->nr_sel ? r->nr_sel : 1, sizeof(*traced));
+	for (size_t i = 0; traced && i < nr_traced; i++)
+		traced[i] = true;
+	ret = traced ? events_bind(s, &r->tr, traced) : -ENOMEM;
+	free(traced);
+	if (ret < 0) {
 		snprintf(err, errlen, "out of memory for event buffers");
 		return EXIT_HOST_ERROR;
 	}
@@ -436,6 +445,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	else
 		sink_function_init(&r->sink, r->out, &r->l.funcs, r->tq.t.nr_cpus);
 	r->sink.event_of = tracer_event_of;
+	r->sink.ret_event_of = tracer_ret_event_of;
 	r->sink.event_ctx = &r->tr;
 	if (s->profile || s->nr_expect_call || s->nr_expect_no_call) {
 		if (profile_init(&r->prof, &r->tr.probes) < 0)

@@ -24,6 +24,8 @@ void profile_add(void *ctx, const struct hvt_record *r)
 		e->hits++;
 		return;
 	}
+	if (r->type != HVT_REC_RETURN && r->type != HVT_REC_RETURN_EVENT)
+		return;
 	e->returns++;
 	e->total_ns += r->duration;
 	if (r->duration > e->max_ns)
@@ -80,6 +82,21 @@ void profile_print(const struct profile *p, const struct tracer *t, FILE *out)
 			max);
 	}
 	free(order);
+	/* events and return probes, in kprobe_profile's layout: name, hits, misses */
+	for (size_t i = 0; i < n; i++) {
+		const char *name = p->probes->v[i].func->name;
+		uint64_t misses = atomic_load(&t->counters[i].misses);
+
+		if (t->events[i])
+			fprintf(out, "  %-44s %15" PRIu64 " %15" PRIu64 "\n", name, p->v[i].hits, misses);
+		if (t->ret_probe[i]) {
+			char rname[160];
+
+			snprintf(rname, sizeof(rname), "r_%s", name);
+			fprintf(out, "  %-44s %15" PRIu64 " %15" PRIu64 "\n", rname, p->v[i].returns,
+				misses);
+		}
+	}
 }
 
 void profile_free(struct profile *p)

@@ -26,7 +26,8 @@ int profile_init(struct profile *p, const struct probe_table *probes);
 void profile_add(void *ctx, const struct hvt_record *r);
 
 /* Prints one line per probe that was hit or missed, busiest (total time, then hits) first, with the
- * tracer's miss and unwound counters. */
+ * tracer's miss and unwound counters; then one line per -e event ("<func> <hits> <misses>") and per
+ * return probe ("r_<func> <returns> <misses>"), as kprobe_profile. */
 void profile_print(const struct profile *p, const struct tracer *t, FILE *out);
 
 void profile_free(struct profile *p);

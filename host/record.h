@@ -13,7 +13,10 @@ enum hvt_rec_type {
 	HVT_REC_RETURN = 2, /* it returned (function_graph / return probes) */
 	HVT_REC_EVENT = 3,  /* an entry with a function-based event: `value` bytes of captured fields
 			     * follow in the next hvt_record_payload_slots(value) records, raw */
+	HVT_REC_RETURN_EVENT = 4, /* a return probe's return with typed fields (of RAX): payload as for
+				   * HVT_REC_EVENT, `value` its length */
 };
+
 
 /* Records a payload of @len bytes occupies after its event record. */
 #define hvt_record_payload_slots(len) (((len) + 63) / 64)
@@ -32,6 +35,12 @@ struct hvt_record {
 };
 
 static_assert(sizeof(struct hvt_record) == 64, "records are one cache line");
+
+/* Whether raw payload records follow @r. */
+static inline int hvt_record_has_payload(const struct hvt_record *r)
+{
+	return r->type == HVT_REC_EVENT || r->type == HVT_REC_RETURN_EVENT;
+}
 
 /* Fills @r as an entry record. Pure; allocation- and format-free (hot path). */
 static inline void hvt_record_entry(struct hvt_record *r, uint64_t ts, unsigned cpu, uint64_t ip,

@@ -189,7 +189,8 @@ int cmd_run(const struct session *s)
 {
 	struct guest_image g;
 	const struct vmi_site **sel = NULL;
-	size_t nr_sel = 0;
+	size_t nr_sel = 0, nr_traced = 0;
+	bool *traced = NULL;
 	FILE *out = NULL, *con = NULL;
 	struct vm vm;
 	struct target tgt;
@@ -230,6 +231,7 @@ int cmd_run(const struct session *s)
 	}
 	if (s->tracer == TRACER_NOP)
 		nr_sel = 0;
+	nr_traced = nr_sel;
 	if (events_select(s, &g.sites, &sel, &nr_sel, err, sizeof(err)) < 0) {
 		error_line("%s", err);
 		goto out;
@@ -254,7 +256,8 @@ int cmd_run(const struct session *s)
 	}
 	target_kvm_init(&tgt, &vm);
 	struct tracer_opts opts = {
-		.returns = s->tracer == TRACER_FUNCTION_GRAPH,
+		.returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
+		.hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
 		.graph_filter = s->nr_graph > 0,
 		.lazy = s->nr_graph > 0,
 		.max_depth = s->max_depth,
@@ -268,7 +271,10 @@ int cmd_run(const struct session *s)
 		goto out;
 	}
 	tr_made = true;
-	if (events_bind(s, &tr) < 0) {
+	traced = calloc(nr_sel ? nr_sel : 1, sizeof(*traced));
+	for (size_t i = 0; traced && i < nr_traced; i++)
+		traced[i] = true;
+	if (!traced || events_bind(s, &tr, traced) < 0) {
 		error_line("out of memory for event buffers");
 		goto out;
 	}
@@ -288,6 +294,7 @@ int cmd_run(const struct session *s)
 	else
 		sink_function_init(&sink, out, &g.elf.funcs, vm.nr_vcpus);
 	sink.event_of = tracer_event_of;
+	sink.ret_event_of = tracer_ret_event_of;
 	sink.event_ctx = &tr;
 	if (s->profile) {
 		if (profile_init(&prof, &tr.probes) < 0) {
@@ -343,6 +350,7 @@ out:
 		fclose(con);
 	fflush(stdout);
 	free(sel);
+	free(traced);
 	guest_image_close(&g);
 	return status;
 }

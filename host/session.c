@@ -22,6 +22,8 @@ const char session_usage[] =
 	"  -n, --notrace GLOB       never trace matching functions (set_ftrace_notrace; repeatable)\n"
 	"  -e, --event SPEC         function-based event, e.g. 'do_sys_openat2(int dfd, string name)'\n"
 	"                           (repeatable; with -e alone the tracer is nop)\n"
+	"  -r, --return-probe SPEC  return probe: 'func', or 'func(type name)' for a typed RAX\n"
+	"                           (kretprobe without maxactive; repeatable)\n"
 	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
 	"                           (set_graph_function; repeatable)\n"
 	"      --max-depth N        function_graph: trace at most N levels deep\n"
@@ -69,8 +71,9 @@ void session_free(struct session *s)
 	free(s->notrace);
 	free(s->graph);
 	free(s->events);
-	s->events = NULL;
-	s->nr_events = 0;
+	free(s->rprobes);
+	s->events = s->rprobes = NULL;
+	s->nr_events = s->nr_rprobes = 0;
 	free(s->expect_call);
 	free(s->expect_no_call);
 	s->expect_call = s->expect_no_call = NULL;
@@ -148,6 +151,7 @@ static const struct option run_opts[] = {
 	{"notrace", required_argument, NULL, 'n'},
 	{"graph-function", required_argument, NULL, 'g'},
 	{"event", required_argument, NULL, 'e'},
+	{"return-probe", required_argument, NULL, 'r'},
 	{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
 	{"funcgraph-retval", no_argument, NULL, OPT_RETVAL},
 	{"funcgraph-tail", no_argument, NULL, OPT_TAIL},
@@ -224,6 +228,29 @@ static int parse_event(struct session *s, const char *spec, char *err, size_t er
 	return 0;
 }
 
+/* -r SPEC: "func" (RAX in hex) or "func(type name)" whose one field is evaluated on RAX. */
+static int parse_rprobe(struct session *s, const char *spec, char *err, size_t errlen)
+{
+	struct fe_spec *v = realloc(s->rprobes, (s->nr_rprobes + 1) * sizeof(*v));
+	char reason[128], full[300];
+	size_t pos;
+
+	if (!v)
+		return -ENOMEM;
+	s->rprobes = v;
+	snprintf(full, sizeof(full), strchr(spec, '(') ? "%s" : "%s(x64 ret)", spec);
+	if (fe_parse(full, &v[s->nr_rprobes], reason, sizeof(reason), &pos) < 0) {
+		snprintf(err, errlen, "-r: %s\n  %s\n  %*s^", reason, spec, (int)pos, "");
+		return -EINVAL;
+	}
+	if (v[s->nr_rprobes].nr_args > 1) {
+		snprintf(err, errlen, "-r %s: a return probe has one value (RAX)", spec);
+		return -EINVAL;
+	}
+	s->nr_rprobes++;
+	return 0;
+}
+
 /* The checks that need every option: which target, and its required arguments. */
 static int check_target(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
@@ -290,13 +317,14 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:l:n:g:e:o:h", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:l:n:g:e:r:o:h", run_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			ret = parse_tracer(s, optarg, err, errlen);
 			s->tracer_given = true;
 			break;
 		case 'e': ret = parse_event(s, optarg, err, errlen); break;
+		case 'r': ret = parse_rprobe(s, optarg, err, errlen); break;
 		case 'l': ret = push(&s->filter, &s->nr_filter, optarg); break;
 		case 'n': ret = push(&s->notrace, &s->nr_notrace, optarg); break;
 		case 'g': ret = push(&s->graph, &s->nr_graph, optarg); break;
@@ -371,7 +399,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	ret = check_target(s, argc, argv, err, errlen);
 	if (ret < 0)
 		return ret;
-	if (s->nr_events && !s->tracer_given)
+	if ((s->nr_events || s->nr_rprobes) && !s->tracer_given)
 		s->tracer = TRACER_NOP;
 	if (s->qemu && !mem_given)
 		s->mem_mb = 256;

@@ -28,6 +28,8 @@ struct session {
 	bool tracer_given; /* -p was given (with only -e, the default tracer is nop) */
 	struct fe_spec *events; /* -e function-based events, parsed */
 	size_t nr_events;
+	struct fe_spec *rprobes; /* -r return probes: func, or func(type name) of RAX */
+	size_t nr_rprobes;
 	const char *output;  /* trace file, NULL = stdout */
 	const char *console; /* guest console file, NULL = stdout */
 	const char *guest;   /* guest ELF */

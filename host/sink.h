@@ -36,6 +36,7 @@ struct sink {
 	const uint8_t *payload;		/* set by the writer for an HVT_REC_EVENT record */
 	/* the event spec of the probe at @ip (function-based events), or NULL */
 	const struct fe_spec *(*event_of)(void *ctx, uint64_t ip);
+	const struct fe_spec *(*ret_event_of)(void *ctx, uint64_t ip); /* typed return probes */
 	void *event_ctx;
 };
 
@@ -46,6 +47,11 @@ void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms
 /* Formats @r as one function-tracer line (with '\n') into @buf. Returns the length. Pure. */
 int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
 			 const struct vmi_symtab *syms);
+
+/* A return probe's line: "<task>-<pid> [<cpu>] <ts>: r_<func>: (<caller+off/size> <- <func>) ret=0x..
+ * duration=<us>", the typed fields from @payload per @spec when given. Returns the length. Pure. */
+int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		       const uint8_t *payload, const struct vmi_symtab *syms);
 
 /* Formats event @r with its captured @payload per @spec (seed 003's line). Returns the length. Pure. */
 int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,

@@ -38,6 +38,30 @@ int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const s
 			(uint64_t)(r->ts % 1000000000u / 1000), parent, spec->func, fields);
 }
 
+int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		       const uint8_t *payload, const struct vmi_symtab *syms)
+{
+	char func[128], caller[160], fields[2048];
+	const struct vmi_sym *c = vmi_symtab_lookup(syms, r->parent);
+
+	sink_symbol_name(func, sizeof(func), r->ip, syms);
+	if (c)
+		snprintf(caller, sizeof(caller), "%s+0x%" PRIx64 "/0x%" PRIx64, c->name,
+			 r->parent - c->addr, c->size);
+	else
+		snprintf(caller, sizeof(caller), "0x%" PRIx64, r->parent);
+	if (spec && payload)
+		fe_format(fields, sizeof(fields), spec, payload, syms);
+	else
+		snprintf(fields, sizeof(fields), "ret=0x%" PRIx64, r->value);
+	return snprintf(buf, len,
+			"%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": r_%s: (%s <- %s) %s "
+			"duration=%" PRIu64 ".%03" PRIu64 "us\n",
+			r->comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
+			(uint64_t)(r->ts % 1000000000u / 1000), func, caller, func, fields,
+			r->duration / 1000, r->duration % 1000);
+}
+
 static void function_begin(struct sink *s)
 {
 	fprintf(s->out,
@@ -63,6 +87,17 @@ static unsigned function_record(struct sink *s, const struct hvt_record *r,
 		n = sink_event_format(ev, sizeof(ev), r, s->event_of(s->event_ctx, r->ip), s->payload,
 				      s->syms);
 		fwrite(ev, 1, (size_t)n < sizeof(ev) ? (size_t)n : sizeof(ev) - 1, s->out);
+		s->written++;
+		return 1;
+	}
+	if (r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT) {
+		char rl[4096];
+		const struct fe_spec *spec = r->type == HVT_REC_RETURN_EVENT && s->ret_event_of
+						     ? s->ret_event_of(s->event_ctx, r->ip)
+						     : NULL;
+
+		n = sink_return_format(rl, sizeof(rl), r, spec, s->payload, s->syms);
+		fwrite(rl, 1, (size_t)n < sizeof(rl) ? (size_t)n : sizeof(rl) - 1, s->out);
 		s->written++;
 		return 1;
 	}

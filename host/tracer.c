@@ -26,11 +26,15 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 		goto nomem;
 	t->counters = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->counters));
 	t->events = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->events));
+	t->ret_events = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->ret_events));
+	t->ret_probe = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->ret_probe));
+	t->quiet_entry = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->quiet_entry));
 	t->scratch = calloc(t->nr_cpus, sizeof(*t->scratch));
 	t->graph_root = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->graph_root));
 	t->rings = calloc(t->nr_cpus, sizeof(*t->rings));
 	t->cpu = aligned_alloc(64, t->nr_cpus * sizeof(*t->cpu));
-	if (!t->counters || !t->graph_root || !t->rings || !t->cpu || !t->events || !t->scratch)
+	if (!t->counters || !t->graph_root || !t->rings || !t->cpu || !t->events || !t->scratch ||
+	    !t->ret_events || !t->ret_probe || !t->quiet_entry)
 		goto nomem;
 	memset(t->cpu, 0, t->nr_cpus * sizeof(*t->cpu));
 	for (unsigned i = 0; i < t->nr_cpus; i++) {
@@ -49,13 +53,8 @@ nomem:
 	return -ENOMEM;
 }
 
-int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec)
+static int grow_scratch(struct tracer *t, size_t need)
 {
-	size_t need = fe_payload_size(spec);
-
-	if (id >= t->probes.nr)
-		return -EINVAL;
-	t->events[id] = spec;
 	if (need > t->max_payload) {
 		t->max_payload = need;
 		for (unsigned i = 0; i < t->nr_cpus; i++) {
@@ -67,6 +66,34 @@ int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec)
 		}
 	}
 	return 0;
+}
+
+int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec)
+{
+	if (id >= t->probes.nr)
+		return -EINVAL;
+	t->events[id] = spec;
+	return grow_scratch(t, fe_payload_size(spec));
+}
+
+int tracer_set_return(struct tracer *t, uint32_t id, const struct fe_spec *spec, bool quiet)
+{
+	if (id >= t->probes.nr)
+		return -EINVAL;
+	if (!t->opts.returns)
+		return -ENOTSUP;
+	t->ret_probe[id] = true;
+	t->quiet_entry[id] = quiet;
+	t->ret_events[id] = spec;
+	return spec ? grow_scratch(t, fe_payload_size(spec)) : 0;
+}
+
+const struct fe_spec *tracer_ret_event_of(void *ctx, uint64_t ip)
+{
+	struct tracer *t = ctx;
+	struct probe *p = probe_lookup(&t->probes, ip);
+
+	return p ? t->ret_events[p->id] : NULL;
 }
 
 const struct fe_spec *tracer_event_of(void *ctx, uint64_t ip)
@@ -305,10 +332,11 @@ static int event_read(void *ctx, uint64_t gva, void *buf, size_t len)
 
 /* An entry with a function-based event: the fields are captured now (arguments as they are at the
  * call), then the event record and its raw payload records are published together. */
-static void record_event(struct tracer *t, unsigned cpu, const struct probe *p,
-			 const struct x86_regs *regs, uint64_t now, uint64_t parent, uint8_t depth)
+static struct hvt_record *record_event(struct tracer *t, unsigned cpu, const struct probe *p,
+				       const struct fe_spec *spec, enum hvt_rec_type type,
+				       const struct x86_regs *regs, uint64_t now, uint64_t parent,
+				       uint8_t depth)
 {
-	const struct fe_spec *spec = t->events[p->id];
 	struct event_reader rd = {t->tgt, cpu};
 	struct ring *ring = &t->rings[cpu];
 	size_t len = fe_payload_size(spec);
@@ -321,14 +349,14 @@ static void record_event(struct tracer *t, unsigned cpu, const struct probe *p,
 		ring->stalls++;
 		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
 			t->cpu[cpu].lost++;
-			return;
+			return NULL;
 		}
 		sched_yield();
 	}
 	rec = ring_slot(ring, 0);
 	vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
 	hvt_record_entry(rec, now - t->t0, cpu, p->addr, parent, &task);
-	rec->type = HVT_REC_EVENT;
+	rec->type = (uint8_t)type;
 	rec->value = len;
 	rec->depth = depth;
 	for (uint64_t k = 1; k < slots; k++) {
@@ -337,7 +365,7 @@ static void record_event(struct tracer *t, unsigned cpu, const struct probe *p,
 
 		memcpy(ring_slot(ring, k), t->scratch[cpu] + off, n);
 	}
-	ring_commit_n(ring, slots);
+	return rec;
 }
 
 static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
@@ -355,7 +383,7 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 		if (t->opts.returns)
 			goto out;
 	}
-	if (t->opts.returns) {
+	if (t->opts.returns && (t->opts.hook_all || t->ret_probe[p->id])) {
 		int r = hook_return(t, p, regs->rsp, orig, now, &depth);
 
 		if (r < 0)
@@ -363,8 +391,12 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 		if (r <= 0)
 			goto out;
 	}
+	if (t->quiet_entry[p->id])
+		goto out;
 	if (t->events[p->id]) {
-		record_event(t, cpu, p, regs, now, orig, depth);
+		if (record_event(t, cpu, p, t->events[p->id], HVT_REC_EVENT, regs, now, orig, depth))
+			ring_commit_n(&t->rings[cpu],
+				      1 + hvt_record_payload_slots(fe_payload_size(t->events[p->id])));
 		goto out;
 	}
 	rec = reserve(t, cpu);
@@ -405,6 +437,21 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 		return -ENOENT;
 	}
 	regs->rip = e.orig;
+	if (t->ret_events[e.probe] && atomic_load_explicit(&t->active, memory_order_relaxed)) {
+		/* typed return: the fields are evaluated with RAX as the first argument */
+		const struct fe_spec *spec = t->ret_events[e.probe];
+		struct x86_regs ret = *regs;
+
+		ret.rdi = regs->rax;
+		rec = record_event(t, cpu, &t->probes.v[e.probe], spec, HVT_REC_RETURN_EVENT, &ret, now,
+				   e.orig, e.depth);
+		if (rec) {
+			rec->duration = now - e.t_entry;
+			ring_commit_n(&t->rings[cpu], 1 + hvt_record_payload_slots(fe_payload_size(spec)));
+		}
+		atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
+		return 0;
+	}
 	rec = atomic_load_explicit(&t->active, memory_order_relaxed) ? reserve(t, cpu) : NULL;
 	if (rec) {
 		vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
@@ -472,6 +519,12 @@ void tracer_free(struct tracer *t)
 		free(t->scratch[i]);
 	free(t->scratch);
 	free(t->events);
+	free(t->ret_events);
+	free(t->ret_probe);
+	free(t->quiet_entry);
+	t->ret_events = NULL;
+	t->ret_probe = NULL;
+	t->quiet_entry = NULL;
 	t->scratch = NULL;
 	t->events = NULL;
 	shadow_free(&t->shadow);

@@ -15,7 +15,9 @@
 #include <stdbool.h>
 
 struct tracer_opts {
-	bool returns;	    /* hook returns through the trampoline (function_graph) */
+	bool returns;	    /* return hooks through the trampoline are possible (function_graph, -r) */
+	bool hook_all;	    /* with returns: every probe hooks its return (function_graph); otherwise
+			     * only the return probes (tracer_set_return) */
 	bool graph_filter;  /* only calls below a probe marked graph_root (set_graph_function) */
 	unsigned max_depth; /* with returns: do not trace deeper than this (0 = no limit) */
 	bool lazy;	    /* with graph_filter: only graph-root probes stay inserted; the others are
@@ -54,6 +56,9 @@ struct tracer {
 	bool attached;
 	_Atomic uint64_t orphan_returns; /* trampoline hits with no shadow entry (must stay 0) */
 	const struct fe_spec **events; /* per probe: its function-based event, or NULL; borrowed */
+	bool *ret_probe;	       /* per probe: a return probe (-r) */
+	bool *quiet_entry;	       /* per probe: its entries are not recorded (only there for -r) */
+	const struct fe_spec **ret_events; /* per probe: typed return fields of RAX, or NULL */
 	size_t max_payload;	       /* largest event payload */
 	uint8_t **scratch;	       /* per vCPU: capture buffer of max_payload bytes */
 	pthread_mutex_t arm_lock;	 /* lazy: live_roots and the callee probes' insertion */
@@ -70,6 +75,14 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 /* Gives the probe of @id a function-based event (@spec, which must outlive the tracer): its entries
  * then carry the captured fields. Before tracer_attach. Returns 0 or -ENOMEM. */
 int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec);
+
+/* Makes probe @id a return probe (kretprobe without maxactive): its returns are recorded with RAX and
+ * the duration, or with the typed fields of @spec (evaluated with RAX as argument 0) if not NULL.
+ * @quiet: do not record its entries. Before tracer_attach; needs opts.returns. 0 or -errno. */
+int tracer_set_return(struct tracer *t, uint32_t id, const struct fe_spec *spec, bool quiet);
+
+/* The typed return spec of the probe at @ip, or NULL (for sinks; any thread). */
+const struct fe_spec *tracer_ret_event_of(void *ctx, uint64_t ip);
 
 /* The event spec of the probe at @ip, or NULL (for sinks; any thread). */
 const struct fe_spec *tracer_event_of(void *ctx, uint64_t ip);

@@ -34,7 +34,7 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 		unsigned n = 1;
 
 		w->sink->payload = NULL;
-		if (best->type == HVT_REC_EVENT) {
+		if (hvt_record_has_payload(best)) {
 			n = 1 + hvt_record_payload_slots(best->value);
 			if (best->value > WRITER_PAYLOAD_MAX || !ring_peek_at(&w->rings[best_i], n - 1))
 				break; /* cannot happen: published together, bounded by fe_payload_size */
@@ -44,7 +44,8 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 			w->sink->payload = w->payload;
 		}
 		next = ring_peek_at(&w->rings[best_i], n);
-		if (w->sink->ops->lookahead && best->type != HVT_REC_RETURN && !next && !final &&
+		if (w->sink->ops->lookahead && best->type != HVT_REC_RETURN &&
+		    best->type != HVT_REC_RETURN_EVENT && !next && !final &&
 		    horizon - best->ts < LOOKAHEAD_NS)
 			break;
 		used = w->sink->ops->record(w->sink, best, next);

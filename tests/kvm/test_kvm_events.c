@@ -86,12 +86,70 @@ static void test_bad_spec(void **state)
 	hv_result_free(&r);
 }
 
+/* kprobe_profile line "<name> <hits> <misses>" of --profile. */
+static void assert_kprobe_profile(const char *err, const char *name, long hits, long misses)
+{
+	char key[128];
+	const char *p;
+	long h, m;
+
+	snprintf(key, sizeof(key), "\n  %s ", name);
+	p = strstr(err, key);
+	if (!p)
+		fail_msg("no profile line for %s in: %s", name, err);
+	assert_int_equal(sscanf(p + strlen(key), " %ld %ld", &h, &m), 2);
+	/* the last such line is the kprobe_profile one (the function table comes first) */
+	while ((p = strstr(p + 1, key)))
+		assert_int_equal(sscanf(p + strlen(key), " %ld %ld", &h, &m), 2);
+	assert_int_equal(h, hits);
+	assert_int_equal(m, misses);
+}
+
+/* -r: returns of tree_a with a typed value and of tree_leaf in hex; no entry lines for them. */
+static void test_return_probes(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run", "-r", "tree_a(long ret)", "-r", "tree_leaf", "--profile",
+			      hv_guest(NULL), NULL};
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 0);
+	/* 3 rounds x 2 vCPUs of tree_root: tree_a returns 5, 13, 25; tree_leaf 1 4 4 9 9 16 9 */
+	assert_int_equal(count_text(r.trace, " <- tree_a) ret=5 duration="), 6);
+	assert_int_equal(count_text(r.trace, " <- tree_a) ret=13 duration="), 6);
+	assert_int_equal(count_text(r.trace, " <- tree_a) ret=25 duration="), 6);
+	assert_int_equal(count_text(r.trace, ": r_tree_a: (tree_root+0x"), 12);
+	assert_int_equal(count_text(r.trace, ": r_tree_a: (tree_b+0x"), 6);
+	assert_int_equal(count_text(r.trace, " <- tree_leaf) ret=10 duration="), 6); /* 16 in hex */
+	assert_int_equal(count_text(r.trace, ": r_tree_leaf: ("), 42);
+	assert_int_equal(count_text(r.trace, "tree_a <-"), 0);
+	assert_kprobe_profile(r.err, "r_tree_a", 18, 0);
+	assert_kprobe_profile(r.err, "r_tree_leaf", 42, 0);
+	hv_result_free(&r);
+}
+
+static void test_event_profile(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run", "-e", "ev_target(int id+0)", "--profile", hv_guest(NULL), NULL};
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(id=42)\n"), 4);
+	assert_kprobe_profile(r.err, "ev_target", 4, 0);
+	hv_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_event_values),
 		cmocka_unit_test(test_event_with_function_tracer),
 		cmocka_unit_test(test_bad_spec),
+		cmocka_unit_test(test_return_probes),
+		cmocka_unit_test(test_event_profile),
 	};
 
 	if (!kvm_available())
