@@ -92,9 +92,10 @@ void profile_print(const struct profile *p, const struct tracer *t, FILE *out)
 		if (t->ret_probe[i]) {
 			char rname[160];
 
+			/* hits: entries hooked, as kretprobe's nhit; each must have its return line */
 			snprintf(rname, sizeof(rname), "r_%s", name);
-			fprintf(out, "  %-44s %15" PRIu64 " %15" PRIu64 "\n", rname, p->v[i].returns,
-				misses);
+			fprintf(out, "  %-44s %15" PRIu64 " %15" PRIu64 "\n", rname,
+				(uint64_t)atomic_load(&t->counters[i].hooked), misses);
 		}
 	}
 }

@@ -308,6 +308,7 @@ static int hook_return(struct tracer *t, const struct probe *p, uint64_t slot, u
 	} else {
 		hooked = 1;
 		*depth = e.depth;
+		atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1, memory_order_relaxed);
 	}
 	shadow_unlock(st);
 	if (t->opts.lazy) {

@@ -30,6 +30,7 @@ struct tracer_opts {
 struct probe_counters {
 	_Atomic uint64_t misses;  /* could not be traced: shadow stack full, unreadable slot, no room */
 	_Atomic uint64_t unwound; /* hooked frames abandoned without returning (non-local exit) */
+	_Atomic uint64_t hooked;  /* entries whose return was hooked */
 };
 
 struct tracer_cpu {

@@ -169,6 +169,62 @@ static void test_run_qemu_gdb_memory(void **state)
 	hv_result_free(&r);
 }
 
+static long count_text(const char *s, const char *what)
+{
+	long n = 0;
+
+	for (; (s = strstr(s, what)); s++)
+		n++;
+	return n;
+}
+
+/* -e with a string argument: the paths the guest's init and its workload open. */
+static void test_linux_event_openat(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run",	     "--qemu",	    "--kernel",	    kernel,
+			      "--initrd",    initrd,	    "--system-map", sysmap,
+			      "--append",    "hvt.yes_sec=1", "-e", "do_sys_openat2(int dfd, string filename)",
+			      "--timeout",   "300",	    NULL};
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	if (r.status != 0)
+		fail_msg("status %d: %s", r.status, r.err);
+	assert_true(count_text(r.trace, "->do_sys_openat2(dfd=-100, filename=/etc/motd)\n") >= 3);
+	assert_true(count_text(r.trace, "->do_sys_openat2(dfd=-100, filename=/proc/version)\n") >= 3);
+	assert_true(strstr(r.trace, "             cat-") != NULL);
+	hv_result_free(&r);
+}
+
+/* Seed 001's stress: 32 concurrent `yes > /dev/null`, a return probe on vfs_write: every hooked entry
+ * gets its return, no miss (no maxactive to run out of). */
+static void test_linux_rprobe_stress(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run",	      "--qemu",	 "--kernel",	 kernel,
+			      "--initrd",     initrd,	 "--system-map", sysmap,
+			      "--append",     "hvt.yes=32 hvt.yes_sec=0.5 hvt.rounds=1",
+			      "-r",	      "vfs_write(long ret)", "--profile", "--timeout", "400",
+			      NULL};
+	const char *p;
+	long hits, misses, lines;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	if (r.status != 0)
+		fail_msg("status %d: %s", r.status, r.err);
+	p = strstr(r.err, "\n  r_vfs_write ");
+	assert_non_null(p);
+	assert_int_equal(sscanf(p + strlen("\n  r_vfs_write "), " %ld %ld", &hits, &misses), 2);
+	lines = count_text(r.trace, ": r_vfs_write: (");
+	assert_true(hits > 100);
+	assert_int_equal(lines, hits);
+	assert_int_equal(misses, 0);
+	assert_true(count_text(r.trace, "             yes-") > 100);
+	hv_result_free(&r);
+}
+
 static int domain(const char *cmd, const char *cmdline)
 {
 	char buf[2048];
@@ -319,6 +375,8 @@ int main(void)
 		cmocka_unit_test(test_run_qemu_function_kaslr),
 		cmocka_unit_test(test_run_qemu_graph_nokaslr),
 		cmocka_unit_test(test_run_qemu_gdb_memory),
+		cmocka_unit_test(test_linux_event_openat),
+		cmocka_unit_test(test_linux_rprobe_stress),
 		cmocka_unit_test_teardown(test_attach_libvirt, teardown),
 		cmocka_unit_test_teardown(test_sigkill_leaves_guest_alive, teardown),
 	};
