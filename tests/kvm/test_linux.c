@@ -197,16 +197,17 @@ static void test_linux_event_openat(void **state)
 	hv_result_free(&r);
 }
 
-/* Seed 001's stress: 32 concurrent `yes > /dev/null`, a return probe on vfs_write: every hooked entry
- * gets its return, no miss (no maxactive to run out of). */
+/* Seed 001's stress: 32 concurrent `yes > /dev/null`, a return probe on vfs_write for 15 s, then a
+ * detach while they still run: every hooked entry got its return line or was handed back at the detach,
+ * and nothing was missed (no maxactive to run out of). */
 static void test_linux_rprobe_stress(void **state)
 {
 	struct hv_result r;
 	const char *argv[] = {"run",	      "--qemu",	 "--kernel",	 kernel,
 			      "--initrd",     initrd,	 "--system-map", sysmap,
-			      "--append",     "hvt.yes=32 hvt.yes_sec=0.5 hvt.rounds=1",
-			      "-r",	      "vfs_write(long ret)", "--profile", "--timeout", "400",
-			      NULL};
+			      "--append",     "hvt.yes=32 hvt.yes_sec=12 hvt.rounds=1",
+			      "-r",	      "vfs_write(long ret)", "--profile", "--stats",
+			      "--duration",   "15",	 "--timeout", "400",	 NULL};
 	const char *p;
 	long hits, misses, lines;
 
@@ -219,7 +220,7 @@ static void test_linux_rprobe_stress(void **state)
 	assert_int_equal(sscanf(p + strlen("\n  r_vfs_write "), " %ld %ld", &hits, &misses), 2);
 	lines = count_text(r.trace, ": r_vfs_write: (");
 	assert_true(hits > 100);
-	assert_int_equal(lines, hits);
+	assert_int_equal(lines + restored_slots(r.err), hits);
 	assert_int_equal(misses, 0);
 	assert_true(count_text(r.trace, "             yes-") > 100);
 	hv_result_free(&r);
