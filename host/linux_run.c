@@ -1,5 +1,6 @@
 #include "linux_run.h"
 #include "events.h"
+#include "cmd_common.h"
 #include "exitcode.h"
 #include "expect.h"
 #include "filter.h"
@@ -77,27 +78,7 @@ struct linux_run {
 	bool timed_out, detached;
 };
 
-static void error_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-static void error_line(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fputs("hvtrace: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static double now_sec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int qmp_hmp_fn(void *ctx, const char *cmd, char *out, size_t len)
 {
@@ -287,7 +268,7 @@ static bool signalled(struct linux_run *r)
  * tracer needs: KASLR slide, BTF offsets, sites, task layout. */
 static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char *err, size_t errlen)
 {
-	double give_up = now_sec() + BOOT_WAIT_SEC;
+	double give_up = cmd_now() + BOOT_WAIT_SEC;
 	size_t last = 0;
 	int ret;
 
@@ -302,8 +283,8 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 				break;
 			last = ret == 0 ? r->sites.nr : 0;
 		}
-		if (now_sec() > give_up || signalled(r) ||
-		    (r->timeout_at && now_sec() > r->timeout_at)) {
+		if (cmd_now() > give_up || signalled(r) ||
+		    (r->timeout_at && cmd_now() > r->timeout_at)) {
 			if (!r->l.slid)
 				return -ESRCH; /* err says why */
 			snprintf(err, errlen, "the kernel has only %zu NOP5 function entries",
@@ -323,23 +304,6 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 	return 0;
 }
 
-static int mark_graph_roots(struct tracer *t, const struct session *s, char *err, size_t errlen)
-{
-	for (size_t g = 0; g < s->nr_graph; g++) {
-		bool any = false;
-
-		for (size_t i = 0; i < t->probes.nr; i++)
-			if (filter_glob_match(s->graph[g], t->probes.v[i].func->name)) {
-				t->graph_root[t->probes.v[i].id] = true;
-				any = true;
-			}
-		if (!any) {
-			snprintf(err, errlen, "-g '%s': matches no traced function", s->graph[g]);
-			return -ENOENT;
-		}
-	}
-	return 0;
-}
 
 /* -g without -l: the graph functions and their static callees (see GRAPH_STATIC_DEPTH), minus -n. */
 static int select_graph_closure(struct linux_run *r, char *err, size_t errlen)
@@ -435,7 +399,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		snprintf(err, errlen, "out of memory for event buffers");
 		return EXIT_HOST_ERROR;
 	}
-	if (mark_graph_roots(&r->tr, s, err, errlen) < 0 ||
+	if (cmd_mark_graph_roots(&r->tr, s, err, errlen) < 0 ||
 	    expect_check_names(&r->tr.probes, s->expect_call, s->nr_expect_call, s->expect_no_call,
 			       s->nr_expect_no_call, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
@@ -478,7 +442,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 static bool should_stop(void *ctx)
 {
 	struct linux_run *r = ctx;
-	double t = now_sec();
+	double t = cmd_now();
 
 	if (signalled(r))
 		return true;
@@ -498,12 +462,12 @@ static void verify_text(struct linux_run *r)
 	uint8_t *now = malloc(len);
 
 	if (!now || target_qemu_read_kernel(&r->tq, r->l.stext, now, len) < 0) {
-		error_line("--verify-text: cannot read the kernel text after detach");
+		cmd_error("--verify-text: cannot read the kernel text after detach");
 		r->text_changed = true;
 	} else {
 		for (size_t i = 0; i < len; i++)
 			if (now[i] != r->text[i]) {
-				error_line("--verify-text: kernel text differs after detach at 0x%llx "
+				cmd_error("--verify-text: kernel text differs after detach at 0x%llx "
 					   "(%02x, was %02x)",
 					   (unsigned long long)(r->l.stext + i), now[i], r->text[i]);
 				r->text_changed = true;
@@ -559,7 +523,7 @@ static void detach(struct linux_run *r)
 		return;
 	guardian_stop(&r->guard);
 	if (r->have_tr && tracer_detach(&r->tr) < 0)
-		error_line("restoring the guest failed: some probes or return slots may remain");
+		cmd_error("restoring the guest failed: some probes or return slots may remain");
 	if (r->text && r->tq.stopped)
 		verify_text(r);
 	if (r->have_gdb)
@@ -574,7 +538,7 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 	int st;
 
 	if (how == QEMU_RUN_ERROR) {
-		error_line("gdbstub failed while tracing");
+		cmd_error("gdbstub failed while tracing");
 		return EXIT_QEMU_FAILED;
 	}
 	if (how == QEMU_RUN_STOP_ASKED)
@@ -584,16 +548,16 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 	if (!r->launched) {
 		/* attach: the VM runs on; a detach by signal or --duration is the normal end */
 		if (how == QEMU_RUN_GUEST_GONE)
-			error_line("the VM went away");
+			cmd_error("the VM went away");
 		return 0;
 	}
 	if (r->sig || r->timed_out) {
 		qemu_proc_kill(&r->proc);
 		if (r->sig) {
-			error_line("stopped by SIG%s", sigabbrev_np(r->sig));
+			cmd_error("stopped by SIG%s", sigabbrev_np(r->sig));
 			return EXIT_SIGNAL_BASE + r->sig;
 		}
-		error_line("--timeout %g: QEMU was stopped after %g s", s->timeout, s->timeout);
+		cmd_error("--timeout %g: QEMU was stopped after %g s", s->timeout, s->timeout);
 		return EXIT_TIMEOUT;
 	}
 	/* the guest goes on to power off (after --duration it runs untraced) */
@@ -602,43 +566,32 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 		if (st != -ETIMEDOUT)
 			break;
 		if (atomic_load(&r->proc.panic) || signalled(r) ||
-		    (r->timeout_at && now_sec() > r->timeout_at))
+		    (r->timeout_at && cmd_now() > r->timeout_at))
 			break;
 	}
 	if (st == -ETIMEDOUT) {
 		qemu_proc_kill(&r->proc);
 		if (r->sig) {
-			error_line("stopped by SIG%s", sigabbrev_np(r->sig));
+			cmd_error("stopped by SIG%s", sigabbrev_np(r->sig));
 			return EXIT_SIGNAL_BASE + r->sig;
 		}
 		if (!atomic_load(&r->proc.panic)) {
-			error_line("--timeout %g: QEMU was stopped after %g s", s->timeout, s->timeout);
+			cmd_error("--timeout %g: QEMU was stopped after %g s", s->timeout, s->timeout);
 			return EXIT_TIMEOUT;
 		}
 	}
 	if (atomic_load(&r->proc.panic)) {
-		error_line("the guest kernel panicked (see the console)");
+		cmd_error("the guest kernel panicked (see the console)");
 		return EXIT_GUEST_PANIC;
 	}
 	if (st != 0) {
-		error_line("QEMU exited with status %d%s%s", st, r->proc.err_text[0] ? ": " : "",
+		cmd_error("QEMU exited with status %d%s%s", st, r->proc.err_text[0] ? ": " : "",
 			   r->proc.err_text);
 		return EXIT_QEMU_FAILED;
 	}
 	return 0;
 }
 
-static FILE *open_out(const char *path, const char *flag)
-{
-	FILE *f;
-
-	if (!path)
-		return stdout;
-	f = fopen(path, "w");
-	if (!f)
-		error_line("%s %s: %s", flag, path, strerror(errno));
-	return f;
-}
 
 int cmd_linux(const struct session *s)
 {
@@ -650,7 +603,7 @@ int cmd_linux(const struct session *s)
 	enum qemu_run_end how;
 
 	if (vmi_linux_open(&r.l, s->system_map, err, sizeof(err)) < 0) {
-		error_line("--system-map %s", err);
+		cmd_error("--system-map %s", err);
 		return EXIT_BAD_INPUT;
 	}
 	signal(SIGINT, SIG_DFL);
@@ -660,35 +613,35 @@ int cmd_linux(const struct session *s)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, &old);
 	r.sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
-	r.out = open_out(s->output, "-o");
-	r.con = open_out(s->console, "--console");
+	r.out = cmd_open_out(s->output, "-o");
+	r.con = cmd_open_out(s->console, "--console");
 	if (!r.out || !r.con)
 		goto out;
-	r.start = now_sec();
+	r.start = cmd_now();
 	r.timeout_at = s->timeout > 0 ? r.start + s->timeout : 0;
 
 	status = EXIT_QEMU_FAILED;
 	if (connect_monitor(&r, err, sizeof(err)) < 0 || connect_gdbstub(&r, err, sizeof(err)) < 0 ||
 	    target_qemu_init(&r.tq, &r.gdb, r.pid, r.ram, s->gdb_memory, err, sizeof(err)) < 0) {
-		error_line("%s", err);
+		cmd_error("%s", err);
 		goto out;
 	}
 	r.have_tq = true;
 	guardian_start(&r.guard, guardian_takeover, &r);
 	if (learn_kernel(&r, &task, err, sizeof(err)) < 0) {
-		error_line("%s", signalled(&r) ? "stopped while the kernel was booting" : err);
+		cmd_error("%s", signalled(&r) ? "stopped while the kernel was booting" : err);
 		status = r.sig ? EXIT_SIGNAL_BASE + r.sig : EXIT_BAD_INPUT;
 		goto out;
 	}
 	status = start_tracing(&r, &task, err, sizeof(err));
 	if (status) {
-		error_line("%s", err);
+		cmd_error("%s", err);
 		goto out;
 	}
 	/* a guardian that knows the tracer (and shares its shadow stacks) */
 	guardian_stop(&r.guard);
 	guardian_start(&r.guard, guardian_takeover, &r);
-	r.detach_at = s->duration > 0 ? now_sec() + s->duration : 0;
+	r.detach_at = s->duration > 0 ? cmd_now() + s->duration : 0;
 	how = target_qemu_run(&r.tq, should_stop, &r);
 	status = finish(&r, how);
 out:

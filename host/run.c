@@ -1,5 +1,6 @@
 #include "run.h"
 #include "events.h"
+#include "cmd_common.h"
 #include "exitcode.h"
 #include "filter.h"
 #include "guest_image.h"
@@ -21,19 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static void error_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void error_line(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fputs("hvtrace: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 int cmd_list_functions(const struct session *s)
 {
@@ -41,7 +29,7 @@ int cmd_list_functions(const struct session *s)
 	char err[512];
 
 	if (guest_image_open(&g, s->guest, err, sizeof(err)) < 0) {
-		error_line("%s", err);
+		cmd_error("%s", err);
 		return EXIT_BAD_INPUT;
 	}
 	for (size_t i = 0; i < g.sites.nr; i++)
@@ -50,25 +38,7 @@ int cmd_list_functions(const struct session *s)
 	return fflush(stdout) ? EXIT_HOST_ERROR : 0;
 }
 
-static FILE *open_out(const char *path, const char *flag)
-{
-	FILE *f;
 
-	if (!path)
-		return stdout;
-	f = fopen(path, "w");
-	if (!f)
-		error_line("%s %s: %s", flag, path, strerror(errno));
-	return f;
-}
-
-static double now_sec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Waits for the VM to end, a signal, or the absolute time @deadline (0: none). Returns 0 (VM ended),
  * the signal number, or -1 (deadline). */
@@ -80,7 +50,7 @@ static int wait_for_end(struct vm *vm, int sfd, double deadline)
 		int ms = -1;
 
 		if (deadline) {
-			double left = deadline - now_sec();
+			double left = deadline - cmd_now();
 
 			if (left <= 0)
 				return -1;
@@ -103,7 +73,7 @@ static int wait_for_end(struct vm *vm, int sfd, double deadline)
  * the guest go on untraced. Returns as wait_for_end. */
 static int supervise(struct vm *vm, struct tracer *tr, int sfd, const struct session *s)
 {
-	double start = now_sec();
+	double start = cmd_now();
 	double timeout_at = s->timeout > 0 ? start + s->timeout : 0;
 	double detach_at = s->duration > 0 ? start + s->duration : 0;
 
@@ -124,24 +94,6 @@ static int supervise(struct vm *vm, struct tracer *tr, int sfd, const struct ses
 	}
 }
 
-/* set_graph_function: marks the probes whose function matches a -g glob; each glob must match one. */
-static int mark_graph_roots(struct tracer *t, const struct session *s, char *err, size_t errlen)
-{
-	for (size_t g = 0; g < s->nr_graph; g++) {
-		bool any = false;
-
-		for (size_t i = 0; i < t->probes.nr; i++)
-			if (filter_glob_match(s->graph[g], t->probes.v[i].func->name)) {
-				t->graph_root[t->probes.v[i].id] = true;
-				any = true;
-			}
-		if (!any) {
-			snprintf(err, errlen, "-g '%s': matches no traced function", s->graph[g]);
-			return -ENOENT;
-		}
-	}
-	return 0;
-}
 
 static void print_stats(const struct vm *vm, const struct tracer *t, const struct writer *w)
 {
@@ -163,11 +115,11 @@ static void print_stats(const struct vm *vm, const struct tracer *t, const struc
 static int end_status(const struct vm *vm, int sig, const struct session *s)
 {
 	if (sig > 0) {
-		error_line("stopped by SIG%s", sigabbrev_np(sig));
+		cmd_error("stopped by SIG%s", sigabbrev_np(sig));
 		return EXIT_SIGNAL_BASE + sig;
 	}
 	if (sig < 0) {
-		error_line("--timeout %g: the guest was stopped after %g s", s->timeout, s->timeout);
+		cmd_error("--timeout %g: the guest was stopped after %g s", s->timeout, s->timeout);
 		return EXIT_TIMEOUT;
 	}
 	switch (vm->end) {
@@ -177,10 +129,10 @@ static int end_status(const struct vm *vm, int sig, const struct session *s)
 		return vm->end_status & 0xff;
 	case VM_END_HALTED:
 	case VM_END_FAULT:
-		error_line("%s", vm->end_msg);
+		cmd_error("%s", vm->end_msg);
 		return EXIT_GUEST_FAULT;
 	default:
-		error_line("%s", vm->end_msg);
+		cmd_error("%s", vm->end_msg);
 		return EXIT_HOST_ERROR;
 	}
 }
@@ -204,7 +156,7 @@ int cmd_run(const struct session *s)
 	struct profile prof;
 
 	if (guest_image_open(&g, s->guest, err, sizeof(err)) < 0) {
-		error_line("%s", err);
+		cmd_error("%s", err);
 		return EXIT_BAD_INPUT;
 	}
 	/* Before any thread exists: SIGINT/SIGTERM/SIGHUP only reach us through the signalfd, so every
@@ -218,14 +170,14 @@ int cmd_run(const struct session *s)
 	pthread_sigmask(SIG_BLOCK, &sigs, &old);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	if (sfd < 0) {
-		error_line("signalfd: %s", strerror(errno));
+		cmd_error("signalfd: %s", strerror(errno));
 		status = EXIT_HOST_ERROR;
 		goto out;
 	}
 	if (s->tracer != TRACER_NOP || s->nr_filter || s->nr_notrace) {
 		if (filter_select(&g.sites, s->filter, s->nr_filter, s->notrace, s->nr_notrace, &sel,
 				  &nr_sel, err, sizeof(err)) < 0) {
-			error_line("%s", err);
+			cmd_error("%s", err);
 			goto out;
 		}
 	}
@@ -233,11 +185,11 @@ int cmd_run(const struct session *s)
 		nr_sel = 0;
 	nr_traced = nr_sel;
 	if (events_select(s, &g.sites, &sel, &nr_sel, err, sizeof(err)) < 0) {
-		error_line("%s", err);
+		cmd_error("%s", err);
 		goto out;
 	}
-	out = open_out(s->output, "-o");
-	con = open_out(s->console, "--console");
+	out = cmd_open_out(s->output, "-o");
+	con = cmd_open_out(s->console, "--console");
 	if (!out || !con)
 		goto out;
 
@@ -245,12 +197,12 @@ int cmd_run(const struct session *s)
 
 	status = EXIT_HOST_ERROR;
 	if (vm_create(&vm, &cfg, err, sizeof(err)) < 0) {
-		error_line("%s", err);
+		cmd_error("%s", err);
 		goto out;
 	}
 	vm_made = true;
 	if (vm_load_elf(&vm, &g.elf, err, sizeof(err)) < 0) {
-		error_line("%s", err);
+		cmd_error("%s", err);
 		status = EXIT_BAD_INPUT;
 		goto out;
 	}
@@ -266,7 +218,7 @@ int cmd_run(const struct session *s)
 
 	ret = tracer_init(&tr, &tgt, sel, nr_sel, &g.task, &opts);
 	if (ret < 0) {
-		error_line("%s", ret == -ENOTSUP ? "this target has no return trampoline"
+		cmd_error("%s", ret == -ENOTSUP ? "this target has no return trampoline"
 						 : "out of memory for the trace buffers");
 		goto out;
 	}
@@ -275,16 +227,16 @@ int cmd_run(const struct session *s)
 	for (size_t i = 0; traced && i < nr_traced; i++)
 		traced[i] = true;
 	if (!traced || events_bind(s, &tr, traced) < 0) {
-		error_line("out of memory for event buffers");
+		cmd_error("out of memory for event buffers");
 		goto out;
 	}
-	if (mark_graph_roots(&tr, s, err, sizeof(err)) < 0) {
-		error_line("%s", err);
+	if (cmd_mark_graph_roots(&tr, s, err, sizeof(err)) < 0) {
+		cmd_error("%s", err);
 		status = EXIT_BAD_INPUT;
 		goto out;
 	}
 	if (tracer_attach(&tr, err, sizeof(err)) < 0) {
-		error_line("%s", err);
+		cmd_error("%s", err);
 		status = EXIT_BAD_INPUT;
 		goto out;
 	}
@@ -298,7 +250,7 @@ int cmd_run(const struct session *s)
 	sink.event_ctx = &tr;
 	if (s->profile) {
 		if (profile_init(&prof, &tr.probes) < 0) {
-			error_line("out of memory");
+			cmd_error("out of memory");
 			goto out;
 		}
 		profiling = true;
@@ -307,19 +259,19 @@ int cmd_run(const struct session *s)
 	}
 	ret = writer_start(&w, tr.rings, tr.nr_cpus, &sink, tracer_horizon, &tr);
 	if (ret < 0) {
-		error_line("writer thread: %s", strerror(-ret));
+		cmd_error("writer thread: %s", strerror(-ret));
 		goto out;
 	}
 	writing = true;
 
 	if (vm_start(&vm, err, sizeof(err)) < 0) {
-		error_line("%s", sfd < 0 ? strerror(errno) : err);
+		cmd_error("%s", sfd < 0 ? strerror(errno) : err);
 		goto out;
 	}
 	sig = supervise(&vm, &tr, sfd, s);
 	/* Teardown: probes out with the vCPUs paused, then the VM stops. */
 	if (tracer_detach(&tr) < 0)
-		error_line("restoring the patched sites failed");
+		cmd_error("restoring the patched sites failed");
 	vm_join(&vm);
 	status = end_status(&vm, sig, s);
 out:

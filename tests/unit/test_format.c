@@ -127,7 +127,7 @@ static void test_format_fields(void **state)
 				 "a_rather_long_function_name <-task_step\n");
 }
 
-/* ---- the sink: header, entry lines only, trailer -------------------------------------------- */
+/* ---- the sink: header, entry and return-probe lines, trailer --------------------------------- */
 
 static void test_sink_stream(void **state)
 {
@@ -142,15 +142,17 @@ static void test_sink_stream(void **state)
 	(void)state;
 	assert_non_null(out);
 	ret.type = HVT_REC_RETURN;
+	ret.value = 0x2a;
+	ret.duration = 12345;
 	sink_function_init(&s, out, &syms, 2);
 	assert_false(s.ops->lookahead);
 	s.ops->begin(&s);
 	assert_int_equal(s.ops->record(&s, &r1, &r2), 1);   /* ignores @next: consumes one */
-	assert_int_equal(s.ops->record(&s, &ret, NULL), 1); /* not an entry: not printed */
+	assert_int_equal(s.ops->record(&s, &ret, NULL), 1); /* a return probe's line */
 	assert_int_equal(s.ops->record(&s, &r2, NULL), 1);
 	s.lost = 7;
 	s.ops->end(&s);
-	assert_int_equal(s.written, 2);
+	assert_int_equal(s.written, 3);
 	assert_int_equal(fclose(out), 0);
 	assert_string_equal(text,
 			    "# tracer: function\n"
@@ -160,8 +162,10 @@ static void test_sink_stream(void **state)
 			    "#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
 			    "#              | |         |       |         |\n"
 			    "         worker1-101     [001]     1.234567: fib <-task_step\n"
+			    "         worker1-101     [001]     1.234567: r_fib: (task_step+0x17/0x80 <- fib) "
+			    "ret=0x2a duration=12.345us\n"
 			    "       <unknown>-0       [000]     2.000001: task_step <-0x9999\n"
-			    "# entries-written: 2   lost: 7\n");
+			    "# entries-written: 3   lost: 7\n");
 	free(text);
 }
 

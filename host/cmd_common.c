@@ -1,0 +1,57 @@
+#include "cmd_common.h"
+#include "filter.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+
+void cmd_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("hvtrace: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+FILE *cmd_open_out(const char *path, const char *flag)
+{
+	FILE *f;
+
+	if (!path)
+		return stdout;
+	f = fopen(path, "w");
+	if (!f)
+		cmd_error("%s %s: %s", flag, path, strerror(errno));
+	return f;
+}
+
+double cmd_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int cmd_mark_graph_roots(struct tracer *t, const struct session *s, char *err, size_t errlen)
+{
+	for (size_t g = 0; g < s->nr_graph; g++) {
+		bool any = false;
+
+		for (size_t i = 0; i < t->probes.nr; i++)
+			if (filter_glob_match(s->graph[g], t->probes.v[i].func->name)) {
+				t->graph_root[t->probes.v[i].id] = true;
+				any = true;
+			}
+		if (!any) {
+			snprintf(err, errlen, "-g '%s': matches no traced function", s->graph[g]);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,24 @@
+/* Helpers shared by the commands (`run` in the embedded VMM, `run --qemu` and `attach`). */
+#ifndef HVT_CMD_COMMON_H
+#define HVT_CMD_COMMON_H
+
+#include "session.h"
+#include "tracer.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Prints "hvtrace: <message>" as one line on stderr (stdout flushed first). */
+void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* @path opened for writing, or stdout when NULL; NULL (after cmd_error naming @flag) on failure. */
+FILE *cmd_open_out(const char *path, const char *flag);
+
+/* Monotonic seconds. */
+double cmd_now(void);
+
+/* set_graph_function: marks the probes whose function matches a -g glob of @s; each glob must match one
+ * traced function, else -ENOENT with a reason in @err. */
+int cmd_mark_graph_roots(struct tracer *t, const struct session *s, char *err, size_t errlen);
+
+#endif
