@@ -408,6 +408,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 				      s->funcgraph_retval, s->funcgraph_tail);
 	else
 		sink_function_init(&r->sink, r->out, &r->l.funcs, r->tq.t.nr_cpus);
+	r->sink.tracer = tracer_name(s->tracer);
 	r->sink.event_of = tracer_event_of;
 	r->sink.ret_event_of = tracer_ret_event_of;
 	r->sink.event_ctx = &r->tr;

@@ -245,6 +245,7 @@ int cmd_run(const struct session *s)
 				      s->funcgraph_tail);
 	else
 		sink_function_init(&sink, out, &g.elf.funcs, vm.nr_vcpus);
+	sink.tracer = tracer_name(s->tracer);
 	sink.event_of = tracer_event_of;
 	sink.ret_event_of = tracer_ret_event_of;
 	sink.event_ctx = &tr;

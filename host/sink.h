@@ -33,6 +33,7 @@ struct sink {
 	bool graph_retval;		/* function_graph: print return values */
 	bool graph_tail;		/* function_graph: name the function on closing braces */
 	void *priv;			/* the sink's own state */
+	const char *tracer;		/* for the header; "function" unless set */
 	const uint8_t *payload;		/* set by the writer for an HVT_REC_EVENT record */
 	/* the event spec of the probe at @ip (function-based events), or NULL */
 	const struct fe_spec *(*event_of)(void *ctx, uint64_t ip);

@@ -65,13 +65,13 @@ int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const 
 static void function_begin(struct sink *s)
 {
 	fprintf(s->out,
-		"# tracer: function\n"
+		"# tracer: %s\n"
 		"#\n"
 		"# CPUs: %u\n"
 		"#\n"
 		"#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
 		"#              | |         |       |         |\n",
-		s->nr_cpus);
+		s->tracer ? s->tracer : "function", s->nr_cpus);
 }
 
 static unsigned function_record(struct sink *s, const struct hvt_record *r,
