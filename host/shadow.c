@@ -33,6 +33,20 @@ void shadow_free(struct shadow *s)
 	s->stacks = NULL;
 }
 
+void shadow_forget(struct shadow *s, uint64_t slot)
+{
+	struct shadow_stack *st = shadow_lock(s, slot, false);
+	unsigned o = 0;
+
+	if (!st)
+		return;
+	for (unsigned i = 0; i < st->nr; i++)
+		if (st->e[i].slot != slot)
+			st->e[o++] = st->e[i];
+	st->nr = o;
+	shadow_unlock(st);
+}
+
 void shadow_break_locks(struct shadow *s)
 {
 	for (uint64_t i = 0; s->stacks && i <= s->mask; i++)

@@ -171,8 +171,11 @@ static void unhook_cpus(struct tracer *t)
 		if (!orig)
 			continue;
 		regs.rip = orig;
-		if (t->tgt->ops->set_regs(t->tgt, i, &regs) == 0)
+		if (t->tgt->ops->set_regs(t->tgt, i, &regs) == 0) {
 			t->restored_slots++;
+			/* its slot was popped already: not to be written back again */
+			shadow_forget(&t->shadow, regs.rsp - 8);
+		}
 	}
 }
 
@@ -186,8 +189,8 @@ int tracer_detach(struct tracer *t)
 	atomic_store(&t->active, 0);
 	ret = probe_remove_all(&t->probes, t->tgt);
 	if (t->trampoline) {
-		shadow_for_each(&t->shadow, restore_slot, t);
 		unhook_cpus(t);
+		shadow_for_each(&t->shadow, restore_slot, t);
 		shadow_clear(&t->shadow);
 		if (t->trampoline_inserted) {
 			int r = t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_orig);

@@ -189,6 +189,22 @@ static void test_for_each_newest_first(void **state)
 	assert_int_equal(visit_order[1], 0x10);
 }
 
+/* A return handed back at detach (vCPU on the trampoline): all entries of its slot go, others stay. */
+static void test_forget(void **state)
+{
+	struct shadow_entry e;
+
+	(void)state;
+	shadow_clear(&sh);
+	push(STACK_A + 0xff00, 0x10, 1);
+	push(STACK_A + 0xfe00, 0x20, 2);
+	push(STACK_A + 0xfe00, TRAMP, 3);
+	shadow_forget(&sh, STACK_A + 0xfe00);
+	assert_false(pop(STACK_A + 0xfe00, &e));
+	assert_true(pop(STACK_A + 0xff00, &e));
+	assert_int_equal(e.orig, 0x10);
+}
+
 /* The table of stacks is bounded: once full, a new stack gets none (the caller counts a miss). */
 static void test_table_full(void **state)
 {
@@ -217,6 +233,7 @@ int main(void)
 		cmocka_unit_test(test_depth_bound),
 		cmocka_unit_test(test_for_each_newest_first),
 		cmocka_unit_test(test_table_full),
+		cmocka_unit_test(test_forget),
 	};
 
 	return cmocka_run_group_tests_name("shadow", tests, setup, teardown);
