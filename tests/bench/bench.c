@@ -89,7 +89,8 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 			die("probes", err);
 		tgt.ops->set_bp_handler(&tgt, raw_hit, &probes);
 	} else {
-		struct tracer_opts opts = {.ring_records = 1 << 18, .returns = m == MODE_GRAPH};
+		struct tracer_opts opts = {
+			.ring_records = 1 << 18, .returns = m == MODE_GRAPH, .hook_all = m == MODE_GRAPH};
 
 		if (tracer_init(&tr, &tgt, sel, nr, &g->task, &opts) < 0 ||
 		    tracer_attach(&tr, err, sizeof(err)) < 0)
