@@ -103,12 +103,14 @@ static void print_stats(const struct vm *vm, const struct tracer *t, const struc
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		fprintf(stderr,
 			"hvtrace: stats: cpu%u events %llu exits %llu bp-exits debug %llu emulation %llu "
-			"shutdown %llu ring-stalls %llu lost %llu\n",
+			"shutdown %llu ring-stalls %llu lost %llu translations %llu cached %llu walked\n",
 			i, w->events ? w->events[i] : 0, (unsigned long long)vm->vcpus[i].exits,
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_DEBUG],
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_EMULATION],
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_SHUTDOWN],
-			(unsigned long long)t->rings[i].stalls, t->cpu[i].lost);
+			(unsigned long long)t->rings[i].stalls, t->cpu[i].lost,
+			(unsigned long long)vm->vcpus[i].tlb_hits,
+			(unsigned long long)vm->vcpus[i].tlb_walks);
 }
 
 /* Exit status and message for how the VM ended. */

@@ -158,6 +158,7 @@ void *vcpu_thread(void *arg)
 			break;
 		}
 		c->exits++;
+		c->tlb_gen++;
 		c->cr3 = run->s.regs.sregs.cr3;
 		c->la57 = run->s.regs.sregs.cr4 & X86_CR4_LA57;
 		switch (run->exit_reason) {

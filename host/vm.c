@@ -262,6 +262,29 @@ static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
 	return 0;
 }
 
+/* Guest-physical address of @gva for vCPU @c, through its translation cache (valid until its next exit:
+ * the guest may change its page tables while it runs). The cache belongs to the vCPU's own thread; other
+ * threads (lazy arming on another vCPU, the main thread while paused) walk the tables. */
+static int translate(struct vm *vm, struct vcpu *c, uint64_t gva, uint64_t *gpa)
+{
+	uint64_t vpage = gva & ~(X86_PAGE_SIZE - 1);
+	struct vcpu_tlb *e = &c->tlb[(vpage >> 12) % VCPU_TLB_ENTRIES];
+
+	if (!c->started || !pthread_equal(pthread_self(), c->thread))
+		return x86_translate(read_pte, vm, c->cr3, c->la57, gva, gpa) < 0 ? -EFAULT : 0;
+	if (e->gen == c->tlb_gen + 1 && e->vpage == vpage && e->cr3 == c->cr3) {
+		c->tlb_hits++;
+		*gpa = e->ppage | (gva & (X86_PAGE_SIZE - 1));
+		return 0;
+	}
+	c->tlb_walks++;
+	if (x86_translate(read_pte, vm, c->cr3, c->la57, gva, gpa) < 0)
+		return -EFAULT;
+	*e = (struct vcpu_tlb){.cr3 = c->cr3, .vpage = vpage, .ppage = *gpa & ~(X86_PAGE_SIZE - 1),
+			       .gen = c->tlb_gen + 1};
+	return 0;
+}
+
 /* Copies between guest-virtual memory and @buf page by page; @write selects the direction. */
 static int access_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len, bool write)
 {
@@ -275,7 +298,7 @@ static int access_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, siz
 
 		if (chunk > len)
 			chunk = len;
-		if (x86_translate(read_pte, vm, c->cr3, c->la57, gva, &gpa) < 0)
+		if (translate(vm, c, gva, &gpa) < 0)
 			return -EFAULT;
 		p = vm_gpa_ptr(vm, gpa, chunk);
 		if (!p)
