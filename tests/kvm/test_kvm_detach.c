@@ -57,7 +57,7 @@ static void fixture_boot(struct fixture *f, const char *guest, bool returns)
 		memcpy(f->pristine[i], vm_gpa_ptr(&f->vm, f->sel[i]->addr, X86_NOP5_LEN), X86_NOP5_LEN);
 	}
 	target_kvm_init(&f->tgt, &f->vm);
-	struct tracer_opts opts = {.returns = returns, .ring_records = 1 << 16};
+	struct tracer_opts opts = {.returns = returns, .hook_all = returns, .ring_records = 1 << 16};
 
 	assert_int_equal(tracer_init(&f->tr, &f->tgt, f->sel, f->g.sites.nr, &f->g.task, &opts), 0);
 }
