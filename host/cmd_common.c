@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/signalfd.h>
 #include <time.h>
 
 void cmd_error(const char *fmt, ...)
@@ -28,6 +30,21 @@ FILE *cmd_open_out(const char *path, const char *flag)
 	if (!f)
 		cmd_error("%s %s: %s", flag, path, strerror(errno));
 	return f;
+}
+
+int cmd_block_signals(sigset_t *old)
+{
+	sigset_t sigs;
+	int fd;
+
+	signal(SIGINT, SIG_DFL);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, old);
+	fd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 double cmd_now(void)

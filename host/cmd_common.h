@@ -5,6 +5,7 @@
 #include "session.h"
 #include "tracer.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -13,6 +14,12 @@ void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* @path opened for writing, or stdout when NULL; NULL (after cmd_error naming @flag) on failure. */
 FILE *cmd_open_out(const char *path, const char *flag);
+
+/* Call before any thread exists: blocks SIGINT, SIGTERM and SIGHUP (every later thread inherits the mask,
+ * so they reach only the returned signalfd and teardown always runs; the previous mask goes to @old).
+ * SIGINT is set back to its default first: a shell starts background jobs with it ignored, and an
+ * explicit `kill -INT` should still stop us cleanly. Returns the signalfd or -errno. */
+int cmd_block_signals(sigset_t *old);
 
 /* Monotonic seconds. */
 double cmd_now(void);

@@ -7,6 +7,7 @@
  * that '+'. While the VM runs, QEMU treats any received byte as "stop": only 0x03 may be sent then.
  */
 #include "gdbstub.h"
+#include "tcp.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -614,34 +615,18 @@ fail:
 
 int gdb_connect(struct gdb *g, const char *host, int port, char *err, size_t errlen)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res, *ai;
 	char service[16];
-	int fd = -1, rc, one = 1;
+	int fd, rc, one = 1, gai;
 
 	g->fd = -1;
 	snprintf(service, sizeof(service), "%d", port);
-	rc = getaddrinfo(host, service, &hints, &res);
-	if (rc) {
-		snprintf(err, errlen, "gdbstub %s:%d: %s", host, port, gai_strerror(rc));
-		return -EHOSTUNREACH;
-	}
-	rc = -ECONNREFUSED;
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd < 0) {
-			rc = -errno;
-			continue;
-		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		rc = -errno;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
+	fd = tcp_connect(host, service, &gai);
 	if (fd < 0) {
-		snprintf(err, errlen, "gdbstub %s:%d: connect: %s", host, port, strerror(-rc));
-		return rc;
+		if (fd == -EHOSTUNREACH && gai)
+			snprintf(err, errlen, "gdbstub %s:%d: %s", host, port, gai_strerror(gai));
+		else
+			snprintf(err, errlen, "gdbstub %s:%d: connect: %s", host, port, strerror(-fd));
+		return fd;
 	}
 	/* Without it every small request waits for the previous segment's delayed ACK (~40 ms). */
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0) {

@@ -206,19 +206,15 @@ static int connect_monitor(struct linux_run *r, char *err, size_t errlen)
  * `info chardev`), or -1. */
 static int existing_gdbstub(struct linux_run *r)
 {
-	char out[4096];
-	const char *p;
+	char out[4096], *line, *save;
 	int port;
 
 	if (r->hmp(r->hmp_ctx, "info chardev", out, sizeof(out)) < 0)
 		return -1;
-	for (p = out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		const char *tcp;
+	for (line = strtok_r(out, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+		const char *tcp = strstr(line, "tcp:127.0.0.1:");
 
-		if (strncmp(p, "gdb: filename=", 14))
-			continue;
-		tcp = strstr(p, "tcp:127.0.0.1:");
-		if (tcp && tcp < strchr(p, '\n') && sscanf(tcp + 14, "%d", &port) == 1)
+		if (!strncmp(line, "gdb: filename=", 14) && tcp && sscanf(tcp + 14, "%d", &port) == 1)
 			return port;
 	}
 	return -1;
@@ -599,7 +595,7 @@ int cmd_linux(const struct session *s)
 	struct linux_run r = {.s = s, .sfd = -1, .guard = {.pid = -1, .fd = -1}};
 	struct vmi_task_layout task;
 	char err[512];
-	sigset_t sigs, old;
+	sigset_t old;
 	int status = EXIT_BAD_INPUT;
 	enum qemu_run_end how;
 
@@ -607,13 +603,12 @@ int cmd_linux(const struct session *s)
 		cmd_error("--system-map %s", err);
 		return EXIT_BAD_INPUT;
 	}
-	signal(SIGINT, SIG_DFL);
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &sigs, &old);
-	r.sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	r.sfd = cmd_block_signals(&old);
+	if (r.sfd < 0) {
+		cmd_error("signalfd: %s", strerror(-r.sfd));
+		status = EXIT_HOST_ERROR;
+		goto out;
+	}
 	r.out = cmd_open_out(s->output, "-o");
 	r.con = cmd_open_out(s->console, "--console");
 	if (!r.out || !r.con)

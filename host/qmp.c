@@ -3,6 +3,7 @@
  * ..., "desc": ...}}; {"event": ...} messages may come before the answer at any time and are
  * recorded, not returned. */
 #include "qmp.h"
+#include "tcp.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -528,10 +529,9 @@ static int connect_unix(const char *path, char *err, size_t errlen)
 
 static int connect_tcp(const char *hostport, char *err, size_t errlen)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res, *ai;
 	const char *colon = strrchr(hostport, ':');
 	char host[256];
-	int fd = -1, rc;
+	int fd, gai;
 
 	if (!colon || (size_t)(colon - hostport) >= sizeof(host)) {
 		snprintf(err, errlen, "qmp %s: expected HOST:PORT", hostport);
@@ -539,29 +539,11 @@ static int connect_tcp(const char *hostport, char *err, size_t errlen)
 	}
 	memcpy(host, hostport, (size_t)(colon - hostport));
 	host[colon - hostport] = '\0';
-	rc = getaddrinfo(host, colon + 1, &hints, &res);
-	if (rc) {
-		snprintf(err, errlen, "qmp %s: %s", hostport, gai_strerror(rc));
-		return -EHOSTUNREACH;
-	}
-	rc = -ECONNREFUSED;
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd < 0) {
-			rc = -errno;
-			continue;
-		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		rc = -errno;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd < 0) {
-		snprintf(err, errlen, "qmp %s: connect: %s", hostport, strerror(-rc));
-		return rc;
-	}
+	fd = tcp_connect(host, colon + 1, &gai);
+	if (fd == -EHOSTUNREACH && gai)
+		snprintf(err, errlen, "qmp %s: %s", hostport, gai_strerror(gai));
+	else if (fd < 0)
+		snprintf(err, errlen, "qmp %s: connect: %s", hostport, strerror(-fd));
 	return fd;
 }
 

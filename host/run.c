@@ -152,7 +152,7 @@ int cmd_run(const struct session *s)
 	struct sink sink;
 	struct writer w = {0};
 	char err[512];
-	sigset_t sigs, old;
+	sigset_t old;
 	int sfd = -1, sig, status = EXIT_BAD_INPUT, ret;
 	bool vm_made = false, tr_made = false, writing = false, profiling = false;
 	struct profile prof;
@@ -161,18 +161,9 @@ int cmd_run(const struct session *s)
 		cmd_error("%s", err);
 		return EXIT_BAD_INPUT;
 	}
-	/* Before any thread exists: SIGINT/SIGTERM/SIGHUP only reach us through the signalfd, so every
-	 * thread (vCPUs, writer) inherits the mask and teardown always runs. A shell starts background jobs
-	 * with SIGINT ignored; an explicit `kill -INT` should still stop us cleanly. */
-	signal(SIGINT, SIG_DFL);
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &sigs, &old);
-	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	sfd = cmd_block_signals(&old);
 	if (sfd < 0) {
-		cmd_error("signalfd: %s", strerror(errno));
+		cmd_error("signalfd: %s", strerror(-sfd));
 		status = EXIT_HOST_ERROR;
 		goto out;
 	}

@@ -336,10 +336,9 @@ static int event_read(void *ctx, uint64_t gva, void *buf, size_t len)
 
 /* An entry with a function-based event: the fields are captured now (arguments as they are at the
  * call), then the event record and its raw payload records are published together. */
-static struct hvt_record *record_event(struct tracer *t, unsigned cpu, const struct probe *p,
-				       const struct fe_spec *spec, enum hvt_rec_type type,
-				       const struct x86_regs *regs, uint64_t now, uint64_t parent,
-				       uint8_t depth)
+static void record_event(struct tracer *t, unsigned cpu, const struct probe *p,
+			 const struct fe_spec *spec, enum hvt_rec_type type, const struct x86_regs *regs,
+			 uint64_t now, uint64_t parent, uint8_t depth, uint64_t duration)
 {
 	struct event_reader rd = {t->tgt, cpu};
 	struct ring *ring = &t->rings[cpu];
@@ -353,7 +352,7 @@ static struct hvt_record *record_event(struct tracer *t, unsigned cpu, const str
 		ring->stalls++;
 		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
 			t->cpu[cpu].lost++;
-			return NULL;
+			return;
 		}
 		sched_yield();
 	}
@@ -363,13 +362,14 @@ static struct hvt_record *record_event(struct tracer *t, unsigned cpu, const str
 	rec->type = (uint8_t)type;
 	rec->value = len;
 	rec->depth = depth;
+	rec->duration = duration;
 	for (uint64_t k = 1; k < slots; k++) {
 		size_t off = (k - 1) * sizeof(struct hvt_record);
 		size_t n = len - off < sizeof(struct hvt_record) ? len - off : sizeof(struct hvt_record);
 
 		memcpy(ring_slot(ring, k), t->scratch[cpu] + off, n);
 	}
-	return rec;
+	ring_commit_n(ring, slots);
 }
 
 static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
@@ -398,9 +398,7 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 	if (t->quiet_entry[p->id])
 		goto out;
 	if (t->events[p->id]) {
-		if (record_event(t, cpu, p, t->events[p->id], HVT_REC_EVENT, regs, now, orig, depth))
-			ring_commit_n(&t->rings[cpu],
-				      1 + hvt_record_payload_slots(fe_payload_size(t->events[p->id])));
+		record_event(t, cpu, p, t->events[p->id], HVT_REC_EVENT, regs, now, orig, depth, 0);
 		goto out;
 	}
 	rec = reserve(t, cpu);
@@ -447,12 +445,8 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 		struct x86_regs ret = *regs;
 
 		ret.rdi = regs->rax;
-		rec = record_event(t, cpu, &t->probes.v[e.probe], spec, HVT_REC_RETURN_EVENT, &ret, now,
-				   e.orig, e.depth);
-		if (rec) {
-			rec->duration = now - e.t_entry;
-			ring_commit_n(&t->rings[cpu], 1 + hvt_record_payload_slots(fe_payload_size(spec)));
-		}
+		record_event(t, cpu, &t->probes.v[e.probe], spec, HVT_REC_RETURN_EVENT, &ret, now, e.orig,
+			     e.depth, now - e.t_entry);
 		atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
 		return 0;
 	}

@@ -172,6 +172,15 @@ long trace_count(const struct hv_result *r, const char *func, int cpu)
 	return n;
 }
 
+long count_text(const char *s, const char *what)
+{
+	long n = 0;
+
+	for (; (s = strstr(s, what)); s++)
+		n++;
+	return n;
+}
+
 int count_lines(const char *s)
 {
 	int n = 0;

@@ -41,6 +41,8 @@ long guest_count(const struct hv_result *r, const char *func, unsigned cpu);
 long guest_count_all(const struct hv_result *r, const char *func, unsigned nr_cpus);
 /* Trace lines for @func (NULL: any) on @cpu (-1: any). */
 long trace_count(const struct hv_result *r, const char *func, int cpu);
+/* Occurrences of @what in @s. */
+long count_text(const char *s, const char *what);
 /* Number of lines of @s. */
 int count_lines(const char *s);
 /* Whether /dev/kvm can be opened; prints the skip line if not. */

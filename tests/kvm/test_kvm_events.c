@@ -16,15 +16,6 @@
 	"ev_target(int id+0 | x32 flags+4 | string name+8[0] | s64 deep+16[0]+8[0]+0 | "        \
 	"u16[4] arr+24, string label, u32[3] vals, long n)"
 
-static long count_text(const char *s, const char *what)
-{
-	long n = 0;
-
-	for (; (s = strstr(s, what)); s++)
-		n++;
-	return n;
-}
-
 static void test_event_values(void **state)
 {
 	struct hv_result r;

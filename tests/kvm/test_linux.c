@@ -169,15 +169,6 @@ static void test_run_qemu_gdb_memory(void **state)
 	hv_result_free(&r);
 }
 
-static long count_text(const char *s, const char *what)
-{
-	long n = 0;
-
-	for (; (s = strstr(s, what)); s++)
-		n++;
-	return n;
-}
-
 /* -e with a string argument: the paths the guest's init and its workload open. */
 static void test_linux_event_openat(void **state)
 {
