@@ -15,7 +15,8 @@ DEPS := $(BUILD)/.deps-installed
 
 LIB_SRCS := $(wildcard arch/x86/*.c) $(wildcard vmi/*.c) $(wildcard guest-stub/*.c) \
             $(filter-out host/main.c,$(wildcard host/*.c))
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB_ASMS := $(wildcard guest-stub/*.S)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(LIB_ASMS:%.S=$(BUILD)/%.o)
 LIB      := $(BUILD)/libhvtrace.a
 
 # Freestanding test guest: workloads are instrumented, the runtime is not.
@@ -47,6 +48,12 @@ $(DEPS): scripts/deps.sh
 $(BUILD)/%.o: %.c | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LIB_CFLAGS) -c $< -o $@
+
+# The stub is guest code assembled into the host binary as data (its bytes are copied into guests).
+$(BUILD)/guest-stub/%.o: guest-stub/%.S guest-stub/stub_abi.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) -c $< -o $@
+	@if readelf -r $@ | grep -q R_X86; then echo "$<: the stub must need no relocations" >&2; rm -f $@; exit 1; fi
 
 $(LIB): $(LIB_OBJS)
 	rm -f $@

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <pthread.h>
 #include <sys/signalfd.h>
@@ -70,5 +71,25 @@ int cmd_mark_graph_roots(struct tracer *t, const struct session *s, char *err, s
 			return -ENOENT;
 		}
 	}
+	return 0;
+}
+
+int cmd_probe_mode(const struct session *s, const struct target *tgt,
+		   const struct vmi_task_layout *task, bool *stub, char *err, size_t errlen)
+{
+	const char *why = !tgt->ops->stub_map ? "this target cannot place the stub"
+			  : !task->has_cpu_gs ? "the guest does not say where its CPU number is"
+			  : s->nr_graph && (s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes)
+				  ? "-g (set_graph_function) needs trap probes"
+				  : NULL;
+
+	*stub = false;
+	if (s->probe == PROBE_TRAP)
+		return 0;
+	if (why && s->probe == PROBE_STUB) {
+		snprintf(err, errlen, "--probe stub: %s", why);
+		return -ENOTSUP;
+	}
+	*stub = !why;
 	return 0;
 }

@@ -348,6 +348,14 @@ fault:
 	*out = 1;
 }
 
+bool fe_registers_only(const struct fe_spec *spec)
+{
+	for (unsigned i = 0; i < spec->nr_fields; i++)
+		if (spec->fields[i].memory || spec->fields[i].arg >= 6)
+			return false;
+	return true;
+}
+
 void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, fe_read_fn read, void *ctx,
 		uint8_t *payload)
 {

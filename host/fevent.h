@@ -56,6 +56,10 @@ typedef int (*fe_read_fn)(void *ctx, uint64_t gva, void *buf, size_t len);
 /* Value of argument @n (0-based): registers, then the stack above the return address. */
 uint64_t fe_arg(const struct x86_regs *regs, unsigned n, fe_read_fn read, void *ctx);
 
+/* True if every field of @spec comes from the argument registers alone (no guest memory, no stack
+ * argument), so it can be captured from registers saved earlier (stub probes). Pure. */
+bool fe_registers_only(const struct fe_spec *spec);
+
 /* Bytes fe_capture writes for @spec. Pure. */
 size_t fe_payload_size(const struct fe_spec *spec);
 

@@ -4,11 +4,15 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 /* The freestanding guest's task ABI: `hvtrace_current[N]` points at {int32 pid; char comm[16]}. */
 #define TASK_SYMBOL "hvtrace_current"
 #define TASK_PID_OFF 0
 #define TASK_COMM_OFF 4
+/* Stub probes: `hvtrace_cpu_gs` (u64) holds the offset of the u32 CPU number in the GS-based per-CPU
+ * area. */
+#define CPU_GS_SYMBOL "hvtrace_cpu_gs"
 
 int guest_image_open(struct guest_image *g, const char *path, char *err, size_t errlen)
 {
@@ -49,6 +53,13 @@ int guest_image_open(struct guest_image *g, const char *path, char *err, size_t 
 	};
 	for (unsigned c = 0; cur && c < VMI_MAX_CPUS; c++)
 		g->task.current_slot[c] = cur->addr + 8ull * c;
+	const struct vmi_sym *gs = vmi_symtab_find(&g->elf.objects, CPU_GS_SYMBOL);
+	const uint8_t *v = gs ? vmi_elf_bytes_at(&g->elf, gs->addr, 8) : NULL;
+
+	if (v) {
+		memcpy(&g->task.cpu_gs_off, v, 8);
+		g->task.has_cpu_gs = true;
+	}
 	return 0;
 fail:
 	guest_image_close(g);

@@ -426,7 +426,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	ret = tracer_attach(&r->tr, err, errlen);
 	if (ret < 0)
 		return EXIT_QEMU_FAILED;
-	ret = writer_start(&r->w, r->tr.rings, r->tr.nr_cpus, &r->sink, tracer_horizon, &r->tr);
+	ret = writer_start(&r->w, r->tr.rings, r->tr.nr_rings, &r->sink, tracer_horizon, &r->tr);
 	if (ret < 0) {
 		snprintf(err, errlen, "writer thread: %s", strerror(-ret));
 		return EXIT_HOST_ERROR;

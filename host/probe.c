@@ -99,6 +99,8 @@ int probe_insert_all(struct probe_table *t, struct target *tgt, char *err, size_
 	for (size_t i = 0; i < t->nr; i++) {
 		struct probe *p = &t->v[i];
 
+		if (p->stub)
+			continue;
 		ret = probe_insert(p, tgt);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: writing INT3 at 0x%" PRIx64 " failed: %s",

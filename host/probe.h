@@ -16,6 +16,9 @@ struct probe {
 	uint32_t id;
 	uint8_t orig;  /* the byte INT3 replaced */
 	bool inserted; /* INT3 is in guest memory now */
+	bool stub;     /* a stub probe: CALL rel32 into the guest stub instead of INT3 */
+	bool patched;  /* stub: the CALL is in guest memory now */
+	uint8_t nop[5]; /* stub: the NOP5 the CALL replaced */
 };
 
 struct probe_table {
@@ -57,8 +60,8 @@ int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_
 int probe_insert(struct probe *p, struct target *tgt);
 int probe_remove(struct probe *p, struct target *tgt);
 
-/* Verifies every site holds a NOP5 in guest memory, then writes INT3 on each. On any error nothing stays
- * patched and @err names the site. Not from a hit callback. */
+/* Verifies every site holds a NOP5 in guest memory, then writes INT3 on each that is not a stub probe.
+ * On any error nothing stays patched and @err names the site. Not from a hit callback. */
 int probe_insert_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen);
 
 /* Restores every inserted probe's byte. Returns 0 or the first error (it still tries all). Call with the

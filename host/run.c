@@ -111,6 +111,14 @@ static void print_stats(const struct vm *vm, const struct tracer *t, const struc
 			(unsigned long long)t->rings[i].stalls, t->cpu[i].lost,
 			(unsigned long long)vm->vcpus[i].tlb_hits,
 			(unsigned long long)vm->vcpus[i].tlb_walks);
+	if (t->nr_rings > t->nr_cpus) {
+		fprintf(stderr, "hvtrace: stats: stub probes %zu records %llu lost %llu ring %llu/cpu\n",
+			t->nr_stub_probes, (unsigned long long)t->stub_records,
+			(unsigned long long)t->stub_lost, (unsigned long long)t->stub.ring_records);
+		for (unsigned i = 0; i < vm->nr_vcpus; i++)
+			fprintf(stderr, "hvtrace: stats: cpu%u stub-events %llu\n", i,
+				w->events ? w->events[vm->nr_vcpus + i] : 0);
+	}
 }
 
 /* Exit status and message for how the VM ended. */
@@ -200,7 +208,15 @@ int cmd_run(const struct session *s)
 		goto out;
 	}
 	target_kvm_init(&tgt, &vm);
+	bool stub;
+
+	if (cmd_probe_mode(s, &tgt, &g.task, &stub, err, sizeof(err)) < 0) {
+		cmd_error("%s", err);
+		status = EXIT_BAD_INPUT;
+		goto out;
+	}
 	struct tracer_opts opts = {
+		.stub = stub,
 		.returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
 		.hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
 		.graph_filter = s->nr_graph > 0,
@@ -251,7 +267,7 @@ int cmd_run(const struct session *s)
 		w.tap = profile_add;
 		w.tap_ctx = &prof;
 	}
-	ret = writer_start(&w, tr.rings, tr.nr_cpus, &sink, tracer_horizon, &tr);
+	ret = writer_start(&w, tr.rings, tr.nr_rings, &sink, tracer_horizon, &tr);
 	if (ret < 0) {
 		cmd_error("writer thread: %s", strerror(-ret));
 		goto out;

@@ -39,6 +39,9 @@ const char session_usage[] =
 	"                           run on untraced\n"
 	"      --buffer-size-kb KB  per-vCPU trace buffer (default 4096)\n"
 	"      --stats              print per-vCPU event counts to stderr at the end\n"
+	"      --probe trap|stub|auto  trap: INT3, one VM exit per event (default); stub: CALL into\n"
+	"                           hvtrace's in-guest stub, no exit (events that read guest memory\n"
+	"                           and -g stay trap probes); auto: stub where the target can\n"
 	"\n"
 	"Linux guests (run --qemu, attach):\n"
 	"      --qemu               launch QEMU instead of the embedded VMM\n"
@@ -143,6 +146,7 @@ enum {
 	OPT_EXPECT_NO_CALL,
 	OPT_VERIFY_TEXT,
 	OPT_GDB_MEMORY,
+	OPT_PROBE,
 };
 
 static const struct option run_opts[] = {
@@ -176,6 +180,7 @@ static const struct option run_opts[] = {
 	{"expect-no-call", required_argument, NULL, OPT_EXPECT_NO_CALL},
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
+	{"probe", required_argument, NULL, OPT_PROBE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -357,6 +362,18 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_EXPECT_CALL: ret = push(&s->expect_call, &s->nr_expect_call, optarg); break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;
 		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
+		case OPT_PROBE:
+			if (!strcmp(optarg, "trap"))
+				s->probe = PROBE_TRAP;
+			else if (!strcmp(optarg, "stub"))
+				s->probe = PROBE_STUB;
+			else if (!strcmp(optarg, "auto"))
+				s->probe = PROBE_AUTO;
+			else {
+				snprintf(err, errlen, "--probe '%s': expected trap, stub or auto", optarg);
+				return -EINVAL;
+			}
+			break;
 		case OPT_EXPECT_NO_CALL:
 			ret = push(&s->expect_no_call, &s->nr_expect_no_call, optarg);
 			break;

@@ -12,6 +12,10 @@ enum session_cmd { CMD_NONE, CMD_RUN, CMD_ATTACH, CMD_LIST_FUNCTIONS, CMD_HELP, 
 
 enum tracer_kind { TRACER_NOP, TRACER_FUNCTION, TRACER_FUNCTION_GRAPH };
 
+/* How sites are patched: INT3 (a VM exit per event), CALL into the in-guest stub (no exit), or the stub
+ * wherever the target and the probe allow it. */
+enum probe_kind { PROBE_TRAP, PROBE_STUB, PROBE_AUTO };
+
 struct session {
 	enum session_cmd cmd;
 	enum tracer_kind tracer; /* current_tracer */
@@ -39,6 +43,7 @@ struct session {
 	double duration; /* trace for this long, then detach and let the guest run on; 0 = none */
 	unsigned buffer_size_kb; /* per vCPU */
 	bool stats;
+	enum probe_kind probe; /* --probe */
 
 	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
 	bool qemu;

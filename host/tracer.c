@@ -31,7 +31,8 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 	t->quiet_entry = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->quiet_entry));
 	t->scratch = calloc(t->nr_cpus, sizeof(*t->scratch));
 	t->graph_root = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->graph_root));
-	t->rings = calloc(t->nr_cpus, sizeof(*t->rings));
+	t->nr_rings = t->nr_cpus * (opts->stub ? 2 : 1);
+	t->rings = calloc(t->nr_rings, sizeof(*t->rings));
 	t->cpu = aligned_alloc(64, t->nr_cpus * sizeof(*t->cpu));
 	if (!t->counters || !t->graph_root || !t->rings || !t->cpu || !t->events || !t->scratch ||
 	    !t->ret_events || !t->ret_probe || !t->quiet_entry)
@@ -39,9 +40,11 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 	memset(t->cpu, 0, t->nr_cpus * sizeof(*t->cpu));
 	for (unsigned i = 0; i < t->nr_cpus; i++) {
 		atomic_store(&t->cpu[i].busy_since, UINT64_MAX);
+	}
+	for (unsigned i = 0; i < t->nr_rings; i++)
 		if (ring_init(&t->rings[i], opts->ring_records) < 0)
 			goto nomem;
-	}
+	atomic_store(&t->stub_horizon, UINT64_MAX);
 	if (opts->returns) {
 		t->trampoline = tgt->trampoline;
 		if (shadow_init(&t->shadow, SHADOW_STACKS, tgt->stack_shift, t->trampoline) < 0)
@@ -132,7 +135,24 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 		if (ret < 0)
 			probe_remove_all(&t->probes, t->tgt);
 	} else {
+		for (size_t i = 0; i < t->probes.nr; i++) {
+			t->probes.v[i].stub = tracer_stub_capable(t, (uint32_t)i);
+			t->nr_stub_probes += t->probes.v[i].stub;
+		}
 		ret = probe_insert_all(&t->probes, t->tgt, err, errlen);
+		if (ret == 0 && t->nr_stub_probes) {
+			/* NOP5 -> CALL rel32 is five bytes: only with every vCPU stopped */
+			ret = t->tgt->ops->pause(t->tgt);
+			if (ret == 0) {
+				ret = tracer_stub_attach(t, err, errlen);
+				t->tgt->ops->resume(t->tgt);
+			} else {
+				snprintf(err, errlen, "cannot stop the vCPUs to patch: %s",
+					 strerror(-ret));
+			}
+			if (ret < 0)
+				probe_remove_all(&t->probes, t->tgt);
+		}
 	}
 	if (ret < 0) {
 		atomic_store(&t->active, 0);
@@ -188,6 +208,12 @@ int tracer_detach(struct tracer *t)
 	t->tgt->ops->pause(t->tgt);
 	atomic_store(&t->active, 0);
 	ret = probe_remove_all(&t->probes, t->tgt);
+	if (t->nr_stub_probes) {
+		int r = tracer_stub_detach(t);
+
+		if (r < 0 && !ret)
+			ret = r;
+	}
 	if (t->trampoline) {
 		unhook_cpus(t);
 		shadow_for_each(&t->shadow, restore_slot, t);
@@ -484,8 +510,10 @@ int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
 uint64_t tracer_horizon(void *ctx)
 {
 	struct tracer *t = ctx;
-	uint64_t h = clock_now_ns() - t->t0;
+	uint64_t h = clock_now_ns() - t->t0, s = atomic_load(&t->stub_horizon);
 
+	if (s < h)
+		h = s;
 	for (unsigned i = 0; i < t->nr_cpus; i++) {
 		uint64_t b = atomic_load(&t->cpu[i].busy_since);
 
@@ -501,13 +529,13 @@ unsigned long long tracer_lost(const struct tracer *t)
 
 	for (unsigned i = 0; i < t->nr_cpus; i++)
 		n += t->cpu[i].lost;
-	return n;
+	return n + t->stub_lost;
 }
 
 void tracer_free(struct tracer *t)
 {
 	probe_table_free(&t->probes);
-	for (unsigned i = 0; t->rings && i < t->nr_cpus; i++)
+	for (unsigned i = 0; t->rings && i < t->nr_rings; i++)
 		ring_free(&t->rings[i]);
 	free(t->rings);
 	free(t->cpu);

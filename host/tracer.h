@@ -7,6 +7,7 @@
 #include "probe.h"
 #include "ring.h"
 #include "shadow.h"
+#include "stub.h"
 #include "target.h"
 #include "../vmi/vmi_task.h"
 
@@ -24,6 +25,7 @@ struct tracer_opts {
 			     * inserted while a root call is live (for targets where every inserted
 			     * breakpoint costs, such as QEMU's gdbstub under TCG) */
 	uint64_t ring_records; /* per vCPU */
+	bool stub; /* stub probes wherever they can do the job (tracer_init says which cannot) */
 };
 
 /* Per-probe counters kept on the vCPU threads (rare events only; hits and returns are in the records). */
@@ -66,6 +68,19 @@ struct tracer {
 	unsigned live_roots;		 /* lazy: hooked graph-root frames not yet returned */
 	uint64_t arms;			 /* lazy: times the callee probes were inserted */
 	uint64_t restored_slots; /* hooked returns handed back at detach (slots, vCPUs on the trampoline) */
+	unsigned nr_rings;	 /* nr_cpus, and as many again for the stub's records with stub probes */
+
+	/* stub probes (tracer_stub.c) */
+	struct stub stub;
+	size_t nr_stub_probes;
+	pthread_t drain;
+	bool drain_running;
+	atomic_int drain_stop;
+	_Atomic uint64_t stub_horizon; /* ts below which every stub record has been drained */
+	uint64_t tsc_ref, ns_ref, tsc_khz; /* guest TSC tsc_ref was current at host ns ns_ref */
+	bool clock_anchored;
+	uint64_t stub_records; /* records drained from the guest */
+	uint64_t stub_lost;    /* events the guest rings could not take, at detach */
 };
 
 /* Prepares probes for the @n selected sites, rings and (with returns) shadow stacks. Returns 0, -ENOMEM,
@@ -106,6 +121,15 @@ uint64_t tracer_horizon(void *ctx);
 
 /* Sum of lost over vCPUs. */
 unsigned long long tracer_lost(const struct tracer *t);
+
+/* Whether probe @id may be a stub probe in this tracer's configuration (events reading guest memory,
+ * typed return fields and set_graph_function need trap probes). */
+bool tracer_stub_capable(const struct tracer *t, uint32_t id);
+
+/* tracer_stub.c, for tracer.c: with the target paused, places the stub, patches the stub probes and
+ * starts the drain thread (0 or -errno with @err; nothing stays patched on error) / undoes it all. */
+int tracer_stub_attach(struct tracer *t, char *err, size_t errlen);
+int tracer_stub_detach(struct tracer *t);
 
 /* Frees everything; the tracer must be detached. */
 void tracer_free(struct tracer *t);

@@ -1,4 +1,5 @@
 #include "vm.h"
+#include "clock.h"
 #include "vcpu.h"
 #include "../arch/x86/x86_longmode.h"
 #include "../arch/x86/x86_pagewalk.h"
@@ -247,9 +248,71 @@ int vm_load_elf(struct vm *vm, const struct vmi_elf *img, char *err, size_t errl
 
 void *vm_gpa_ptr(struct vm *vm, uint64_t gpa, uint64_t len)
 {
+	if (vm->extra && gpa >= vm->extra_gpa && gpa - vm->extra_gpa < vm->extra_size &&
+	    len <= vm->extra_size - (gpa - vm->extra_gpa))
+		return vm->extra + (gpa - vm->extra_gpa);
 	if (gpa >= vm->ram_size || len > vm->ram_size - gpa)
 		return NULL;
 	return vm->ram + gpa;
+}
+
+int vm_map_extra(struct vm *vm, uint64_t gpa, uint64_t size)
+{
+	struct kvm_userspace_memory_region region = {
+		.slot = 1,
+		.guest_phys_addr = gpa,
+		.memory_size = size,
+	};
+	uint8_t *mem;
+
+	if (vm->extra || gpa < vm->ram_size || (gpa | size) & (X86_PAGE_SIZE - 1) ||
+	    gpa + size > (uint64_t)IDMAP_GIB << 30)
+		return -EINVAL;
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return -ENOMEM;
+	region.userspace_addr = (uintptr_t)mem;
+	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
+		int e = errno;
+
+		munmap(mem, size);
+		return -e;
+	}
+	vm->extra_gpa = gpa;
+	vm->extra_size = size;
+	__atomic_store_n(&vm->extra, mem, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int vm_tsc_sync(struct vm *vm, uint64_t *tsc, uint64_t *ns, uint64_t *khz)
+{
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e;
+	} m = {.h.nmsrs = 1, .e.index = 0x10 /* IA32_TSC */};
+	uint64_t before = clock_now_ns(), after;
+	int r;
+
+	if (ioctl(vm->vcpus[0].fd, KVM_GET_MSRS, &m) != 1)
+		return -errno ? -errno : -EIO;
+	after = clock_now_ns();
+	r = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0);
+	if (r <= 0)
+		return -EIO;
+	*tsc = m.e.data;
+	*ns = before + (after - before) / 2;
+	*khz = (uint64_t)r;
+	return 0;
+}
+
+void vm_unmap_extra(struct vm *vm)
+{
+	struct kvm_userspace_memory_region region = {.slot = 1, .guest_phys_addr = vm->extra_gpa};
+
+	if (!vm->extra)
+		return;
+	ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region); /* size 0 deletes the slot */
+	/* the mapping stays: another thread may still be reading records through vm_gpa_ptr */
 }
 
 static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
@@ -439,6 +502,9 @@ void vm_destroy(struct vm *vm)
 	if (vm->ram)
 		munmap(vm->ram, vm->ram_size);
 	vm->ram = NULL;
+	if (vm->extra)
+		munmap(vm->extra, vm->extra_size);
+	vm->extra = NULL;
 	if (vm->vm_fd >= 0)
 		close(vm->vm_fd);
 	if (vm->kvm_fd >= 0)

@@ -77,6 +77,8 @@ struct vm {
 	uint64_t ram_size;
 	uint64_t reserved_gpa; /* [reserved_gpa, ram_size): page tables, GDT, stub page, stacks */
 	uint64_t stub_gpa;     /* one page the VMM maps for guest-stub code */
+	uint8_t *extra;	       /* memslot 1: memory outside RAM for the exit-free stub, or NULL */
+	uint64_t extra_gpa, extra_size;
 	uint64_t entry;
 	uint64_t cr3_boot; /* identity-map page tables */
 	uint64_t gdt_gpa;
@@ -107,7 +109,18 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
  * boot contract. Returns 0, or -ERANGE with a reason when a segment does not fit below the VMM's area. */
 int vm_load_elf(struct vm *vm, const struct vmi_elf *img, char *err, size_t errlen);
 
-/* Host pointer to guest-physical [gpa, gpa+len) or NULL if that is not all RAM. Any thread. */
+/* Maps @size bytes of zeroed memory at guest-physical @gpa (outside RAM, inside the boot identity map)
+ * as a second memslot: memory the guest has never been told about. 0 or -errno. Main thread. */
+int vm_map_extra(struct vm *vm, uint64_t gpa, uint64_t size);
+/* Removes it again. Main thread, vCPUs paused. */
+void vm_unmap_extra(struct vm *vm);
+
+/* vCPU 0's guest TSC (IA32_TSC), the host CLOCK_MONOTONIC ns it was read at, and the guest TSC rate.
+ * vCPUs paused. 0 or -errno. */
+int vm_tsc_sync(struct vm *vm, uint64_t *tsc, uint64_t *ns, uint64_t *khz);
+
+/* Host pointer to guest-physical [gpa, gpa+len) or NULL if that is not all RAM (or the extra slot).
+ * Any thread. */
 void *vm_gpa_ptr(struct vm *vm, uint64_t gpa, uint64_t len);
 
 /* Reads/writes guest-virtual memory through vCPU @cpu's page tables (the CR3 of its last exit).

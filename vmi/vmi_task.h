@@ -18,6 +18,8 @@ struct vmi_task_layout {
 	uint64_t current_slot[VMI_MAX_CPUS]; /* GVA of the pointer to the task running on CPU N */
 	unsigned pid_off;		     /* offsets in the task struct */
 	unsigned comm_off;
+	bool has_cpu_gs;		     /* the CPU number is the u32 at %gs:cpu_gs_off */
+	uint64_t cpu_gs_off;
 };
 
 struct vmi_task {
@@ -30,5 +32,10 @@ struct vmi_task {
  * @read. */
 void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_virt_fn read, void *ctx,
 		      struct vmi_task *out);
+
+/* Fills @out from the task struct at @task (read through @read as CPU @cpu sees memory), as
+ * vmi_task_current does once it has the pointer; @task 0 means none ("cpu<N>"-0 or "<unknown>"-0). */
+void vmi_task_at(const struct vmi_task_layout *l, unsigned cpu, uint64_t task, vmi_read_virt_fn read,
+		 void *ctx, struct vmi_task *out);
 
 #endif

@@ -28,6 +28,8 @@ int nr_cpus;
 struct task *volatile hvtrace_current[MAX_CPUS];
 
 static struct percpu percpu[MAX_CPUS];
+/* hvtrace's stub probes find the CPU number at %gs:hvtrace_cpu_gs (see README). */
+const unsigned long hvtrace_cpu_gs = __builtin_offsetof(struct percpu, cpu);
 static struct task tasks[NTASKS];
 static uint8_t task_stacks[NTASKS][TASK_STACK] __attribute__((aligned(TASK_STACK)));
 static long fib_result[MAX_CPUS];

@@ -4,6 +4,7 @@
 #   libvirt-domain.sh start NAME KERNEL INITRD CMDLINE CONSOLE_LOG
 #   libvirt-domain.sh state NAME          prints running / shut off / gone
 #   libvirt-domain.sh stop NAME
+#   libvirt-domain.sh daemons           starts virtlogd and libvirtd if they are not running
 set -euo pipefail
 uri=qemu:///system
 
@@ -61,11 +62,14 @@ state)
 	state=$(timeout 60 virsh -c $uri domstate "$2" 2>/dev/null | sed '/^$/d' | head -1 || true)
 	echo "${state:-gone}"
 	;;
+daemons)
+	daemons
+	;;
 stop)
 	timeout 60 virsh -q -c $uri destroy "$2" >/dev/null 2>&1 || true
 	;;
 *)
-	echo "usage: $0 start|state|stop NAME ..." >&2
+	echo "usage: $0 daemons|start|state|stop NAME ..." >&2
 	exit 2
 	;;
 esac

@@ -1,0 +1,399 @@
+/* The exit-free stub: the only hvtrace code that runs inside a guest besides the trampoline byte.
+ * Layout and record format: stub_abi.h. Assembled into the host binary as data (.rodata) and copied
+ * into the guest by host/stub.c; every reference is RIP-relative inside the blob or goes through the
+ * header, so the bytes run wherever they are placed.
+ *
+ * hvt_stub_entry      reached by CALL rel32 from a patched site: records the entry and returns past the
+ *                     site. 0(%rsp) = site + 5, 8(%rsp) = the function's return address.
+ * hvt_stub_entry_ret  the same, and hooks the return: the return address is pushed on the shadow stack
+ *                     of its guest stack (in guest memory, next to the rings) and replaced by
+ *                     hvt_stub_ret.
+ * hvt_stub_ret        reached by the hooked function's RET: pops the frame matching the slot, records
+ *                     the return and goes on to the saved address. It needs nothing from the host, so a
+ *                     guest whose tracer vanished still returns correctly.
+ *
+ * Interrupts are off from the first instruction to the last (the flags are restored by POPF), so a record
+ * and a shadow-stack update are never split by preemption or migration. Every register is preserved. */
+#include "stub_abi.h"
+
+/* Stack frame after PUSHF and the ten pushes. */
+#define F_R14 0
+#define F_R13 8
+#define F_R12 16
+#define F_R11 24
+#define F_R10 32
+#define F_RBP 40
+#define F_RBX 48
+#define F_RDX 56
+#define F_RCX 64
+#define F_RAX 72
+#define F_FLAGS 80
+#define F_SITE 88  /* entry: site + 5 */
+#define F_SLOT 96  /* entry: the function's return-address slot */
+#define F_RSLOT 88 /* return: the slot the RET came through */
+#define R_STASH 120 /* a reserved record's sequence number until it is committed */
+
+.macro SAVE
+	pushfq
+	cli
+	push %rax
+	push %rcx
+	push %rdx
+	push %rbx
+	push %rbp
+	push %r10
+	push %r11
+	push %r12
+	push %r13
+	push %r14
+.endm
+
+.macro RESTORE
+	pop %r14
+	pop %r13
+	pop %r12
+	pop %r11
+	pop %r10
+	pop %rbp
+	pop %rbx
+	pop %rdx
+	pop %rcx
+	pop %rax
+	popfq
+.endm
+
+/* rbx = header, rbp = TSC, r12 = CPU number (all-ones when out of range). Clobbers rax, rcx, rdx. */
+.macro PROLOGUE
+	leaq .Lbase+STUB_HDR_OFF(%rip), %rbx
+	rdtsc
+	shlq $32, %rdx
+	orq %rdx, %rax
+	movq %rax, %rbp
+	movq H_CPU_GS_OFF(%rbx), %rcx
+	movl %gs:(%rcx), %r12d
+	cmpl H_NR_CPUS(%rbx), %r12d
+	jb 1f
+	lock incq H_BAD_CPU(%rbx)
+	movq $-1, %r12
+1:
+.endm
+
+	.section .rodata.hvt_stub, "a"
+	.balign 4096
+	.globl hvt_stub_start, hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_ret, hvt_stub_end
+hvt_stub_start:
+.Lbase:
+
+hvt_stub_entry:
+	SAVE
+	xorl %r10d, %r10d
+	jmp .Lentry
+
+hvt_stub_entry_ret:
+	SAVE
+	movl $1, %r10d
+.Lentry:
+	PROLOGUE
+	cmpq $-1, %r12
+	je .Lout
+	leaq F_SLOT(%rsp), %r14
+	call .Lreserve
+	movq %rax, %r13
+	testq %r13, %r13
+	jz .Lout /* ring full: counted, and the return is not hooked either */
+	movq %rbp, R_TSC(%r13)
+	movq F_SITE(%rsp), %rax
+	subq $5, %rax
+	movq %rax, R_IP(%r13)
+	movq (%r14), %rax
+	movq %rax, R_PARENT(%r13)
+	movq %r14, R_SLOT(%r13)
+	movq F_RAX(%rsp), %rax
+	movq %rax, R_RAX(%r13)
+	movq %rdi, R_ARGS+0(%r13)
+	movq %rsi, R_ARGS+8(%r13)
+	movq F_RDX(%rsp), %rax
+	movq %rax, R_ARGS+16(%r13)
+	movq F_RCX(%rsp), %rax
+	movq %rax, R_ARGS+24(%r13)
+	movq %r8, R_ARGS+32(%r13)
+	movq %r9, R_ARGS+40(%r13)
+	call .Ltask
+	movq %rax, R_TASK(%r13)
+	movl %r12d, %r11d
+	shll $16, %r11d
+	orl $STUB_REC_ENTRY, %r11d
+	testl %r10d, %r10d
+	jz .Lcommit_entry
+
+	/* Hook the return: the shadow stack of this guest stack, locked (busy or full: not hooked). */
+	movl $1, %edx
+	call .Lstack_get
+	testq %rax, %rax
+	jz .Lnohook
+	movq %rax, %r10
+.Ldrop_loop:
+	/* Frames deeper than this slot are gone; so is one at this slot unless it holds hvt_stub_ret
+	 * (a tail call, whose frame stays below the new one). */
+	movq S_NR(%r10), %rcx
+	testq %rcx, %rcx
+	jz .Lpush
+	shlq $5, %rcx
+	leaq S_E-32(%r10,%rcx), %rcx
+	cmpq %r14, E_SLOT(%rcx)
+	jb .Ldrop
+	jne .Lpush
+	movq (%r14), %rax
+	cmpq H_RET(%rbx), %rax
+	je .Lpush
+.Ldrop:
+	call .Lemit_drop
+	decq S_NR(%r10)
+	jmp .Ldrop_loop
+.Lpush:
+	movq S_NR(%r10), %rcx
+	cmpq $STUB_STACK_DEPTH, %rcx
+	jae .Lfull
+	movl %ecx, %eax
+	cmpl $255, %eax
+	jbe 3f
+	movl $255, %eax
+3:	shll $8, %eax
+	orl %eax, %r11d
+	shlq $5, %rcx
+	leaq S_E(%r10,%rcx), %rcx
+	movq %r14, E_SLOT(%rcx)
+	movq (%r14), %rax
+	movq %rax, E_ORIG(%rcx)
+	movq F_SITE(%rsp), %rax
+	subq $5, %rax
+	movq %rax, E_IP(%rcx)
+	movq %rbp, E_TSC(%rcx)
+	incq S_NR(%r10)
+	movq H_RET(%rbx), %rax
+	movq %rax, (%r14)
+	movq $0, S_LOCK(%r10)
+	jmp .Lcommit_entry
+.Lfull:
+	movq S_NR(%r10), %rcx
+	testq %rcx, %rcx
+	jnz 4f
+	movq $0, S_KEY(%r10)
+4:	movq $0, S_LOCK(%r10)
+.Lnohook:
+	lock incq H_NO_STACK(%rbx)
+	xorl $(STUB_REC_ENTRY ^ STUB_REC_ENTRY_NOHOOK), %r11d
+.Lcommit_entry:
+	movl %r11d, R_TYPE(%r13)
+	movq R_STASH(%r13), %rax
+	movq %rax, R_SEQ(%r13)
+.Lout:
+	RESTORE
+	ret
+
+hvt_stub_ret:
+	subq $8, %rsp
+	SAVE
+	PROLOGUE
+	leaq F_RSLOT(%rsp), %r14
+	xorl %edx, %edx
+	call .Lstack_get
+	testq %rax, %rax
+	jz .Lorphan
+	movq %rax, %r10
+.Lr_pop:
+	movq S_NR(%r10), %rcx
+	testq %rcx, %rcx
+	jz .Lorphan
+	shlq $5, %rcx
+	leaq S_E-32(%r10,%rcx), %rcx
+	cmpq %r14, E_SLOT(%rcx)
+	je .Lr_match
+	ja .Lorphan
+	call .Lemit_drop
+	decq S_NR(%r10)
+	jmp .Lr_pop
+.Lr_match:
+	movq E_ORIG(%rcx), %rax
+	movq %rax, (%r14)
+	movq E_IP(%rcx), %r13
+	movq E_TSC(%rcx), %r11
+	decq S_NR(%r10)
+	movq S_NR(%r10), %rcx
+	testq %rcx, %rcx
+	jnz 5f
+	movq $0, S_KEY(%r10)
+5:	movq $0, S_LOCK(%r10)
+	cmpl $255, %ecx
+	jbe 6f
+	movl $255, %ecx
+6:	movl %r12d, %r10d
+	shll $16, %r10d
+	shll $8, %ecx
+	orl %ecx, %r10d
+	orl $STUB_REC_RETURN, %r10d
+	cmpq $-1, %r12
+	je .Lr_out
+	call .Lreserve
+	testq %rax, %rax
+	jz .Lr_out
+	movl %r10d, R_TYPE(%rax)
+	movq %rbp, R_TSC(%rax)
+	movq %r13, R_IP(%rax)
+	movq (%r14), %rcx
+	movq %rcx, R_PARENT(%rax)
+	movq F_RAX(%rsp), %rcx
+	movq %rcx, R_RAX(%rax)
+	movq %r11, R_T0(%rax)
+	movq %r14, R_SLOT(%rax)
+	movq %rax, %r13
+	call .Ltask
+	movq %rax, R_TASK(%r13)
+	movq R_STASH(%r13), %rax
+	movq %rax, R_SEQ(%r13)
+.Lr_out:
+	RESTORE
+	ret /* to the saved return address, now back in the slot */
+.Lorphan:
+	/* A return through the stub with no frame for its slot: only a host bug can cause it. */
+	ud2
+
+/* Reserves a record on CPU r12's ring. Returns it in rax with its sequence number stashed, or 0 when
+ * the ring is full (counted in the ring's lost). Clobbers rcx, rdx. */
+.Lreserve:
+	movq %r12, %rcx
+	shlq $6, %rcx
+	leaq .Lbase+STUB_RINGHDR_OFF(%rip), %rdx
+	addq %rdx, %rcx
+7:	movq RH_HEAD(%rcx), %rax
+	movq %rax, %rdx
+	subq RH_TAIL(%rcx), %rdx
+	cmpq H_RING_MASK(%rbx), %rdx
+	ja 8f
+	leaq 1(%rax), %rdx
+	lock cmpxchgq %rdx, RH_HEAD(%rcx)
+	jne 7b
+	movq H_RING_MASK(%rbx), %rcx
+	andq %rcx, %rax
+	incq %rcx
+	imulq %r12, %rcx
+	addq %rcx, %rax
+	shlq $STUB_REC_SHIFT, %rax
+	addq H_RINGS(%rbx), %rax
+	movq %rdx, R_STASH(%rax)
+	ret
+8:	incq RH_LOST(%rcx)
+	xorl %eax, %eax
+	ret
+
+/* The current task pointer of CPU r12 (0 if unknown) in rax. */
+.Ltask:
+	leaq .Lbase+STUB_HDR_OFF+H_CUR_SLOTS(%rip), %rax
+	movq (%rax,%r12,8), %rax
+	testq %rax, %rax
+	jz 9f
+	movq (%rax), %rax
+9:	ret
+
+/* Records that the shadow frame at rcx was abandoned. Preserves rcx; clobbers rax, rdx. */
+.Lemit_drop:
+	cmpq $-1, %r12
+	je 10f
+	push %rcx
+	call .Lreserve
+	pop %rcx
+	testq %rax, %rax
+	jz 10f
+	movl %r12d, %edx
+	shll $16, %edx
+	orl $STUB_REC_DROP, %edx
+	movl %edx, R_TYPE(%rax)
+	movq %rbp, R_TSC(%rax)
+	movq E_IP(%rcx), %rdx
+	movq %rdx, R_IP(%rax)
+	movq E_ORIG(%rcx), %rdx
+	movq %rdx, R_PARENT(%rax)
+	movq E_TSC(%rcx), %rdx
+	movq %rdx, R_T0(%rax)
+	movq E_SLOT(%rcx), %rdx
+	movq %rdx, R_SLOT(%rax)
+	movq $0, R_TASK(%rax)
+	movq R_STASH(%rax), %rdx
+	movq %rdx, R_SEQ(%rax)
+10:	ret
+
+/* The shadow stack of the guest stack holding slot r14, locked, in rax; 0 if there is none. With edx = 1
+ * it is created if needed and only tried-locked (0 if busy); with edx = 0 the lock is waited for.
+ * Clobbers rcx, rdx. */
+.Lstack_get:
+	push %rsi
+	push %rdi
+	push %r8
+	push %r9
+	movl %edx, %r8d
+.Lsg_retry:
+	movq %r14, %rsi
+	movq H_STACK_SHIFT(%rbx), %rcx
+	shrq %cl, %rsi
+	incq %rsi
+	movq %rsi, %r9
+	movabsq $0x9e3779b97f4a7c15, %rax
+	imulq %rax, %r9
+	shrq $32, %r9
+	xorl %edi, %edi
+.Lsg_find:
+	leaq (%r9,%rdi), %rcx
+	andq H_STACKS_MASK(%rbx), %rcx
+	shlq $12, %rcx
+	addq H_STACKS(%rbx), %rcx
+	cmpq %rsi, S_KEY(%rcx)
+	je .Lsg_found
+	incl %edi
+	cmpl $STUB_STACK_PROBES, %edi
+	jb .Lsg_find
+	testl %r8d, %r8d
+	jz .Lsg_none
+	xorl %edi, %edi
+.Lsg_claim:
+	leaq (%r9,%rdi), %rcx
+	andq H_STACKS_MASK(%rbx), %rcx
+	shlq $12, %rcx
+	addq H_STACKS(%rbx), %rcx
+	xorl %eax, %eax
+	lock cmpxchgq %rsi, S_KEY(%rcx)
+	je .Lsg_found
+	incl %edi
+	cmpl $STUB_STACK_PROBES, %edi
+	jb .Lsg_claim
+	jmp .Lsg_none
+.Lsg_found:
+	testl %r8d, %r8d
+	jz .Lsg_spin
+	lock btsq $0, S_LOCK(%rcx)
+	jc .Lsg_none
+	jmp .Lsg_check
+.Lsg_spin:
+	lock btsq $0, S_LOCK(%rcx)
+	jnc .Lsg_check
+	pause
+	jmp .Lsg_spin
+.Lsg_check:
+	/* freed (emptied) or taken for another stack while we waited for the lock: look again */
+	cmpq %rsi, S_KEY(%rcx)
+	je .Lsg_ok
+	movq $0, S_LOCK(%rcx)
+	jmp .Lsg_retry
+.Lsg_ok:
+	movq %rcx, %rax
+	jmp .Lsg_out
+.Lsg_none:
+	xorl %eax, %eax
+.Lsg_out:
+	pop %r9
+	pop %r8
+	pop %rdi
+	pop %rsi
+	ret
+
+hvt_stub_end:
+	.section .note.GNU-stack, "", @progbits

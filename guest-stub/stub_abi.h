@@ -1,0 +1,105 @@
+/* The exit-free stub's memory layout: shared by the stub (guest-stub/stub.S, assembled) and the host
+ * (host/stub.c). One region of guest memory, mapped executable in the guest's kernel page tables within
+ * +-2 GiB of the text it is called from:
+ *
+ *   +0x0000  code: the entry routines and the return routine (position independent, never written
+ *            after placement, so TCG's translation cache never holds a stale copy)
+ *   +0x1000  header: parameters the host writes before any site calls the stub, counters the stub keeps
+ *   +0x2000  per-CPU ring headers, 64 bytes each (STUB_MAX_CPUS of them)
+ *   +rings   nr_cpus rings of (ring_mask + 1) records of STUB_REC_SIZE bytes
+ *   +stacks  (stacks_mask + 1) shadow stacks of STUB_STACK_SIZE bytes
+ *
+ * A record is reserved by a compare-and-swap on its CPU's head with interrupts off (so preemption and
+ * migration cannot split it, and an NMI that nests only takes the next index), filled, then committed by
+ * writing its sequence number (index + 1) last. The host reads records in index order, stops at the first
+ * one not yet committed, and hands the ring back by advancing the CPU's tail; a full ring counts the
+ * event in the CPU's `lost` and writes nothing. */
+#ifndef HVT_STUB_ABI_H
+#define HVT_STUB_ABI_H
+
+#define STUB_MAX_CPUS 64
+#define STUB_CODE_OFF 0x0000
+#define STUB_HDR_OFF 0x1000
+#define STUB_RINGHDR_OFF 0x2000
+#define STUB_RINGHDR_SIZE 64
+#define STUB_RINGS_OFF (STUB_RINGHDR_OFF + STUB_MAX_CPUS * STUB_RINGHDR_SIZE)
+#define STUB_MAGIC 0x6275747374766868 /* "hhvtstub" */
+
+/* Header fields (offsets in the header page). */
+#define H_MAGIC 0	 /* u64 */
+#define H_NR_CPUS 8	 /* u32 */
+#define H_RING_MASK 16	 /* u64: records per ring - 1 (a power of two - 1) */
+#define H_CPU_GS_OFF 24	 /* u64: the CPU number is the u32 at %gs:this */
+#define H_RINGS 32	 /* u64: GVA of the first ring */
+#define H_STACKS 40	 /* u64: GVA of the shadow-stack table */
+#define H_STACKS_MASK 48 /* u64: shadow stacks - 1 (a power of two - 1) */
+#define H_STACK_SHIFT 56 /* u64: a guest stack is a 1 << this aligned region */
+#define H_RET 64	 /* u64: GVA of the return routine */
+#define H_BAD_CPU 72	 /* u64 counter: calls on a CPU number >= nr_cpus (not recorded) */
+#define H_NO_STACK 80	 /* u64 counter: hooked entries whose return could not be hooked */
+#define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
+
+/* Ring header fields (offsets in a CPU's 64-byte ring header). */
+#define RH_HEAD 0  /* u64: next index the guest reserves */
+#define RH_TAIL 8  /* u64: next index the host reads (host-written) */
+#define RH_LOST 16 /* u64: events dropped because the ring was full */
+
+/* Record fields. */
+#define STUB_REC_SIZE 128
+#define STUB_REC_SHIFT 7
+#define R_SEQ 0	    /* u64: index + 1, written last (the commit marker) */
+#define R_TYPE 8    /* u8: enum stub_rec_type */
+#define R_DEPTH 9   /* u8: nesting depth on the guest stack (hooked entries and returns) */
+#define R_CPU 10    /* u16 */
+#define R_TSC 16    /* u64: RDTSC when the event happened */
+#define R_IP 24	    /* u64: the patched site (the function) */
+#define R_PARENT 32 /* u64: entry: its return address; return: where it returns to */
+#define R_TASK 40   /* u64: the current task pointer (0 if unknown) */
+#define R_RAX 48    /* u64: RAX (the return value on a return) */
+#define R_T0 56	    /* u64: return/drop: RDTSC at the matching entry */
+#define R_ARGS 64   /* u64[6]: entry: RDI, RSI, RDX, RCX, R8, R9 */
+#define R_SLOT 112  /* u64: hooked entries, returns and drops: the return-address slot */
+
+#define STUB_REC_ENTRY 1	/* an entry; depth valid if its return was hooked */
+#define STUB_REC_ENTRY_NOHOOK 2 /* an entry whose return should have been hooked but could not be */
+#define STUB_REC_RETURN 3	/* a hooked function returned */
+#define STUB_REC_DROP 4		/* a hooked frame was abandoned without returning (non-local exit) */
+
+/* Shadow stacks: one per guest stack region, claimed by compare-and-swap of its key ((slot >> shift) + 1)
+ * within STUB_STACK_PROBES entries of its hash, locked by a try-lock on entry (busy: the return is not
+ * hooked) and a spin on return, freed (key 0) when it empties. */
+#define STUB_STACK_SIZE 4096
+#define STUB_STACK_DEPTH 127
+#define STUB_STACK_PROBES 8
+#define S_KEY 0	 /* u64 */
+#define S_LOCK 8 /* u64: bit 0 */
+#define S_NR 16	 /* u64 */
+#define S_E 32	 /* entries of 32 bytes: */
+#define E_SLOT 0
+#define E_ORIG 8
+#define E_IP 16
+#define E_TSC 24
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+
+/* One ring record as the host reads it. */
+struct stub_rec {
+	uint64_t seq;
+	uint8_t type, depth;
+	uint16_t cpu;
+	uint32_t pad;
+	uint64_t tsc, ip, parent, task, rax, t0;
+	uint64_t args[6];
+	uint64_t slot, pad2;
+};
+
+/* One shadow-stack entry. */
+struct stub_frame {
+	uint64_t slot, orig, ip, tsc;
+};
+
+_Static_assert(sizeof(struct stub_rec) == STUB_REC_SIZE, "stub record layout");
+#endif
+
+#endif
