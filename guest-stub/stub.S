@@ -152,7 +152,7 @@ hvt_stub_entry_ret:
 	jmp .Ldrop_loop
 .Lpush:
 	movq S_NR(%r10), %rcx
-	cmpq $STUB_STACK_DEPTH, %rcx
+	cmpq H_MAX_DEPTH(%rbx), %rcx
 	jae .Lfull
 	movl %ecx, %eax
 	cmpl $255, %eax
@@ -344,7 +344,7 @@ hvt_stub_ret:
 .Lsg_find:
 	leaq (%r9,%rdi), %rcx
 	andq H_STACKS_MASK(%rbx), %rcx
-	shlq $12, %rcx
+	shlq $STUB_STACK_SHIFT, %rcx
 	addq H_STACKS(%rbx), %rcx
 	cmpq %rsi, S_KEY(%rcx)
 	je .Lsg_found
@@ -357,7 +357,7 @@ hvt_stub_ret:
 .Lsg_claim:
 	leaq (%r9,%rdi), %rcx
 	andq H_STACKS_MASK(%rbx), %rcx
-	shlq $12, %rcx
+	shlq $STUB_STACK_SHIFT, %rcx
 	addq H_STACKS(%rbx), %rcx
 	xorl %eax, %eax
 	lock cmpxchgq %rsi, S_KEY(%rcx)

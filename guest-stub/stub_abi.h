@@ -37,6 +37,7 @@
 #define H_RET 64	 /* u64: GVA of the return routine */
 #define H_BAD_CPU 72	 /* u64 counter: calls on a CPU number >= nr_cpus (not recorded) */
 #define H_NO_STACK 80	 /* u64 counter: hooked entries whose return could not be hooked */
+#define H_MAX_DEPTH 88	 /* u64: frames per shadow stack, at most STUB_STACK_DEPTH */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 
 /* Ring header fields (offsets in a CPU's 64-byte ring header). */
@@ -68,8 +69,9 @@
 /* Shadow stacks: one per guest stack region, claimed by compare-and-swap of its key ((slot >> shift) + 1)
  * within STUB_STACK_PROBES entries of its hash, locked by a try-lock on entry (busy: the return is not
  * hooked) and a spin on return, freed (key 0) when it empties. */
-#define STUB_STACK_SIZE 4096
-#define STUB_STACK_DEPTH 127
+#define STUB_STACK_SHIFT 13
+#define STUB_STACK_SIZE (1 << STUB_STACK_SHIFT)
+#define STUB_STACK_DEPTH 255 /* room per stack; the header's max_depth is the bound in force */
 #define STUB_STACK_PROBES 8
 #define S_KEY 0	 /* u64 */
 #define S_LOCK 8 /* u64: bit 0 */

@@ -55,6 +55,7 @@ static int put_header(struct stub *s, const struct stub_guest *g)
 	h[H_STACKS_MASK / 8] = s->nr_stacks ? s->nr_stacks - 1 : 0;
 	h[H_STACK_SHIFT / 8] = g->stack_shift;
 	h[H_RET / 8] = s->ret;
+	h[H_MAX_DEPTH / 8] = g->max_depth < STUB_STACK_DEPTH ? g->max_depth : STUB_STACK_DEPTH;
 	for (unsigned c = 0; g->task && g->task->valid && c < s->nr_cpus && c < VMI_MAX_CPUS; c++)
 		h[H_CUR_SLOTS / 8 + c] = g->task->current_slot[c];
 	return s->tgt->ops->write_phys(s->tgt, s->reg.gpa + STUB_HDR_OFF, h, sizeof(h));
@@ -169,7 +170,7 @@ static uint64_t resolve(const struct stub *s, const struct stub_frame *f, uint64
 	return 0;
 }
 
-int stub_restore_slots(struct stub *s)
+int stub_restore_slots(struct stub *s, bool clear)
 {
 	struct target *tgt = s->tgt;
 	uint64_t base = s->reg.gpa + stacks_off(s);
@@ -206,7 +207,7 @@ int stub_restore_slots(struct stub *s)
 			else
 				first = first ? first : -EFAULT;
 		}
-		if (zero_phys(tgt, gpa, S_E) < 0)
+		if (clear && zero_phys(tgt, gpa, S_E) < 0)
 			first = first ? first : -EFAULT;
 	}
 	free(buf);

@@ -33,6 +33,7 @@ struct stub_guest {
 	uint64_t cpu_gs_off;		/* the u32 CPU number is at %gs:cpu_gs_off */
 	const struct vmi_task_layout *task; /* current-task slots, or NULL */
 	unsigned stack_shift;		/* guest stacks are 1 << stack_shift aligned regions */
+	unsigned max_depth;		/* frames per shadow stack (the host's SHADOW_MAX_DEPTH) */
 };
 
 /* With the target paused: places and initialises the stub for @nr_cpus CPUs, reachable by CALL rel32
@@ -52,10 +53,10 @@ int stub_unpatch(struct stub *s, uint64_t site, const uint8_t orig[5]);
 /* True if @rip is inside the stub's code. */
 bool stub_owns_rip(const struct stub *s, uint64_t rip);
 
-/* With the target paused and no vCPU inside the stub: writes the saved return address back into every
- * guest stack slot that still points at the return routine, and empties the shadow stacks. Returns 0
- * or the first error (it still tries all). */
-int stub_restore_slots(struct stub *s);
+/* With the target paused: writes the saved return address back into every guest stack slot that still
+ * points at the return routine; with @clear (only once no vCPU is inside the stub) also empties the
+ * shadow stacks. Returns 0 or the first error (it still tries all). */
+int stub_restore_slots(struct stub *s, bool clear);
 
 /* With the target paused and nothing left that can enter it: unmaps the stub. */
 void stub_unplace(struct stub *s);

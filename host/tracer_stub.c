@@ -17,7 +17,8 @@
 #define HORIZON_SLACK_NS 2000000ull /* a record is committed within this of its timestamp */
 #define TASK_CACHE 256
 #define TASK_CACHE_NS 50000000ull
-#define LEAVE_TRIES 500
+#define LEAVE_TRIES 2000
+#define LEAVE_RUN_US 20 /* each short run lets a vCPU finish the stub routine it is in */
 
 bool tracer_stub_capable(const struct tracer *t, uint32_t id)
 {
@@ -256,6 +257,7 @@ int tracer_stub_attach(struct tracer *t, char *err, size_t errlen)
 		.cpu_gs_off = t->task.cpu_gs_off,
 		.task = &t->task,
 		.stack_shift = t->tgt->stack_shift,
+		.max_depth = SHADOW_MAX_DEPTH,
 	};
 	int ret;
 
@@ -328,10 +330,14 @@ int tracer_stub_detach(struct tracer *t)
 	if (!t->stub.placed)
 		return 0;
 	unpatch_all(t);
-	/* no new entries now; let any vCPU in the middle of the stub leave it */
+	/* No new entries now, and with the hooked slots handed back no new returns into the stub; a vCPU
+	 * in the middle of a routine finishes it (an entry may hook one more slot meanwhile: the second
+	 * pass hands that back too). */
+	if (stub_restore_slots(&t->stub, false) < 0)
+		ret = -EFAULT;
 	while (cpu_inside(t) && tries++ < LEAVE_TRIES) {
 		t->tgt->ops->resume(t->tgt);
-		usleep(1000);
+		usleep(LEAVE_RUN_US);
 		t->tgt->ops->pause(t->tgt);
 	}
 	if (cpu_inside(t)) {
@@ -339,7 +345,7 @@ int tracer_stub_detach(struct tracer *t)
 		fprintf(stderr, "hvtrace: a vCPU stays inside the stub: it is left mapped\n");
 		ret = -EBUSY;
 	}
-	if (stub_restore_slots(&t->stub) < 0 && !ret)
+	if (stub_restore_slots(&t->stub, !ret) < 0 && !ret)
 		ret = -EFAULT;
 	t->restored_slots += t->stub.restored_slots;
 	if (t->drain_running) {

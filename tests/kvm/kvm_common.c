@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -99,8 +100,20 @@ void hv_run(struct hv_result *r, const char *const *argv, double signal_after, i
 		args[n++] = "--console";
 		args[n++] = cpath;
 	}
-	for (int i = 1; argv[i]; i++)
+	bool qemu = false, probe = false;
+
+	for (int i = 1; argv[i]; i++) {
+		qemu |= !strcmp(argv[i], "--qemu");
+		probe |= !strcmp(argv[i], "--probe");
 		args[n++] = argv[i];
+	}
+	/* HVTRACE_TEST_PROBE=stub runs the embedded-VMM tests again with stub probes */
+	if (!strcmp(argv[0], "run") && !qemu && !probe && getenv("HVTRACE_TEST_PROBE")) {
+		memmove(args + 4, args + 2, (n - 2) * sizeof(*args));
+		args[2] = "--probe";
+		args[3] = getenv("HVTRACE_TEST_PROBE");
+		n += 2;
+	}
 	args[n] = NULL;
 	fflush(NULL);
 	pid = fork();

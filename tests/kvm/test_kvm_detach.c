@@ -39,7 +39,7 @@ struct fixture {
 	uint8_t (*pristine)[X86_NOP5_LEN];
 };
 
-static void fixture_boot(struct fixture *f, const char *guest, bool returns)
+static void fixture_boot(struct fixture *f, const char *guest, bool returns, bool stub)
 {
 	char err[256];
 	struct vm_config cfg = {.smp = 2, .mem_mb = 64};
@@ -57,7 +57,8 @@ static void fixture_boot(struct fixture *f, const char *guest, bool returns)
 		memcpy(f->pristine[i], vm_gpa_ptr(&f->vm, f->sel[i]->addr, X86_NOP5_LEN), X86_NOP5_LEN);
 	}
 	target_kvm_init(&f->tgt, &f->vm);
-	struct tracer_opts opts = {.returns = returns, .hook_all = returns, .ring_records = 1 << 16};
+	struct tracer_opts opts = {
+		.returns = returns, .hook_all = returns, .ring_records = 1 << 16, .stub = stub};
 
 	assert_int_equal(tracer_init(&f->tr, &f->tgt, f->sel, f->g.sites.nr, &f->g.task, &opts), 0);
 }
@@ -85,12 +86,12 @@ static uint64_t ring_heads(struct tracer *tr)
 {
 	uint64_t n = 0;
 
-	for (unsigned i = 0; i < tr->nr_cpus; i++)
+	for (unsigned i = 0; i < tr->nr_rings; i++)
 		n += atomic_load(&tr->rings[i].head);
 	return n;
 }
 
-static void detach_in_flight(bool returns)
+static void detach_in_flight(bool returns, bool stub)
 {
 	struct fixture f;
 	struct sink sink;
@@ -103,18 +104,20 @@ static void detach_in_flight(bool returns)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	fixture_boot(&f, hv_guest("loop"), returns);
+	fixture_boot(&f, hv_guest("loop"), returns, stub);
 	iters = vmi_symtab_find(&f.g.elf.objects, "loop_iterations");
 	assert_non_null(iters);
 
 	assert_int_equal(tracer_attach(&f.tr, err, sizeof(err)), 0);
 	for (size_t i = 0; i < f.g.sites.nr; i++)
-		assert_int_equal(*(uint8_t *)vm_gpa_ptr(&f.vm, f.sel[i]->addr, 1), X86_INT3);
+		assert_int_equal(*(uint8_t *)vm_gpa_ptr(&f.vm, f.sel[i]->addr, 1),
+				 stub ? 0xe8 /* CALL rel32 */ : X86_INT3);
+	assert_int_equal(f.tr.nr_stub_probes, stub ? f.g.sites.nr : 0);
 	if (returns)
 		assert_int_equal(sink_graph_init(&sink, f.devnull, &f.g.elf.funcs, 2, true, false), 0);
 	else
 		sink_function_init(&sink, f.devnull, &f.g.elf.funcs, 2);
-	assert_int_equal(writer_start(&w, f.tr.rings, 2, &sink, tracer_horizon, &f.tr), 0);
+	assert_int_equal(writer_start(&w, f.tr.rings, f.tr.nr_rings, &sink, tracer_horizon, &f.tr), 0);
 	assert_int_equal(vm_start(&f.vm, err, sizeof(err)), 0);
 
 	/* trace until the guest is in its endless loop of traced calls */
@@ -129,6 +132,8 @@ static void detach_in_flight(bool returns)
 		assert_memory_equal(vm_gpa_ptr(&f.vm, f.vm.stub_gpa, 1), "\xc3", 1);
 		assert_int_equal(atomic_load(&f.tr.orphan_returns), 0);
 	}
+	/* the stub's memory is gone from the guest: a return into it would end the VM below */
+	assert_false(f.tr.stub.placed);
 	events = ring_heads(&f.tr);
 	assert_true(events > 0);
 
@@ -151,14 +156,28 @@ static void detach_in_flight(bool returns)
 static void test_detach_in_flight(void **state)
 {
 	(void)state;
-	detach_in_flight(false);
+	detach_in_flight(false, false);
 }
 
 /* With return hooks: every slot holding the trampoline is written back before the guest resumes. */
 static void test_detach_in_flight_returns(void **state)
 {
 	(void)state;
-	detach_in_flight(true);
+	detach_in_flight(true, false);
+}
+
+/* The same with stub probes: every CALL is put back, every slot holding the stub's return routine gets
+ * its address back from the guest-memory shadow stacks, and the stub's memory is unmapped. */
+static void test_detach_in_flight_stub(void **state)
+{
+	(void)state;
+	detach_in_flight(false, true);
+}
+
+static void test_detach_in_flight_stub_returns(void **state)
+{
+	(void)state;
+	detach_in_flight(true, true);
 }
 
 /* A site that is not a NOP5 in guest memory: refused, and nothing at all is left patched. */
@@ -169,7 +188,7 @@ static void test_attach_refuses_bad_site(void **state)
 	uint8_t *p;
 
 	(void)state;
-	fixture_boot(&f, hv_guest(NULL), false);
+	fixture_boot(&f, hv_guest(NULL), false, false);
 	p = vm_gpa_ptr(&f.vm, f.sel[f.g.sites.nr - 1]->addr, X86_NOP5_LEN);
 	memcpy(p, "\xe8\x00\x00\x00\x00", X86_NOP5_LEN);
 	memcpy(f.pristine[f.g.sites.nr - 1], p, X86_NOP5_LEN);
@@ -186,6 +205,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_detach_in_flight),
 		cmocka_unit_test(test_detach_in_flight_returns),
+		cmocka_unit_test(test_detach_in_flight_stub),
+		cmocka_unit_test(test_detach_in_flight_stub_returns),
 		cmocka_unit_test(test_attach_refuses_bad_site),
 	};
 

@@ -126,7 +126,7 @@ static long stat_field(const char *err, unsigned cpu, const char *field)
 static void check_bp_path(const char *want, const char *other)
 {
 	struct hv_result r;
-	const char *argv[] = {"run", "--stats", hv_guest(NULL), NULL};
+	const char *argv[] = {"run", "--probe", "trap", "--stats", hv_guest(NULL), NULL};
 
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 0);
