@@ -75,9 +75,11 @@ int cmd_mark_graph_roots(struct tracer *t, const struct session *s, char *err, s
 }
 
 int cmd_probe_mode(const struct session *s, const struct target *tgt,
-		   const struct vmi_task_layout *task, bool *stub, char *err, size_t errlen)
+		   const struct vmi_task_layout *task, const char *target_why, bool *stub, char *err,
+		   size_t errlen)
 {
 	const char *why = !tgt->ops->stub_map ? "this target cannot place the stub"
+			  : target_why ? target_why
 			  : !task->has_cpu_gs ? "the guest does not say where its CPU number is"
 			  : s->nr_graph && (s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes)
 				  ? "-g (set_graph_function) needs trap probes"

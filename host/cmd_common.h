@@ -28,9 +28,11 @@ double cmd_now(void);
  * traced function, else -ENOENT with a reason in @err. */
 int cmd_mark_graph_roots(struct tracer *t, const struct session *s, char *err, size_t errlen);
 
-/* --probe: whether the tracer uses stub probes on @tgt for the guest described by @task. `auto` falls
- * back to trap probes where stubs cannot work; `stub` says why not in @err (-ENOTSUP). */
+/* --probe: whether the tracer uses stub probes on @tgt for the guest described by @task (@target_why:
+ * why this guest cannot host the stub, or NULL). `auto` falls back to trap probes where stubs cannot
+ * work; `stub` says why not in @err (-ENOTSUP). */
 int cmd_probe_mode(const struct session *s, const struct target *tgt,
-		   const struct vmi_task_layout *task, bool *stub, char *err, size_t errlen);
+		   const struct vmi_task_layout *task, const char *target_why, bool *stub, char *err,
+		   size_t errlen);
 
 #endif

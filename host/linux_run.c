@@ -360,8 +360,27 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		.max_depth = s->max_depth,
 		.ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
 	};
+	struct vmi_task_layout tl = *task;
+	char why[256] = "";
+	uint64_t lo, hi, va;
 	int ret;
 
+	tl.has_cpu_gs = vmi_linux_cpu_gs(&r->l, &tl.cpu_gs_off);
+	if (s->probe != PROBE_TRAP) {
+		if (vmi_linux_stub_area(&r->l, target_qemu_read_kernel, &r->tq, &lo, &hi, &va, why,
+					sizeof(why)) == 0)
+			target_qemu_set_stub_area(&r->tq, lo, hi, va);
+		if (r->tq.mem.fd < 0 && !*why)
+			snprintf(why, sizeof(why), "stub probes need guest memory through the QEMU "
+						   "process (not --gdb-memory)");
+		/* "stub probes: <reason>" -> "<reason>" after "--probe stub: " */
+		ret = cmd_probe_mode(s, &r->tq.t, &tl,
+				     *why ? why + (strncmp(why, "stub probes: ", 13) ? 0 : 13) : NULL,
+				     &opts.stub, err, errlen);
+		if (ret < 0)
+			return EXIT_BAD_INPUT;
+	}
+	task = &tl;
 	if (s->nr_graph && !s->nr_filter && s->tracer == TRACER_FUNCTION_GRAPH)
 		ret = select_graph_closure(r, err, errlen);
 	else
@@ -504,8 +523,10 @@ static void guardian_takeover(void *ctx)
 		r->tq.cpu[i].regs_valid = false;
 		memset(r->tq.cpu[i].tlb, 0, sizeof(r->tq.cpu[i].tlb));
 	}
+	r->tq.phys_mode = false; /* a new connection: say it again before writing text */
 	if (r->have_tr && r->tr.attached) {
 		shadow_break_locks(&r->tr.shadow);
+		r->tr.drain_running = false; /* threads do not survive fork */
 		tracer_detach(&r->tr);
 	}
 	gdb_detach(&fresh);
@@ -523,6 +544,8 @@ static void detach(struct linux_run *r)
 		cmd_error("restoring the guest failed: some probes or return slots may remain");
 	if (r->text && r->tq.stopped)
 		verify_text(r);
+	if (r->have_gdb && r->tq.phys_mode && gdb_set_phys_mode(&r->gdb, false) == 0)
+		r->tq.phys_mode = false;
 	if (r->have_gdb)
 		gdb_detach(&r->gdb);
 	r->detached = true;

@@ -210,7 +210,7 @@ int cmd_run(const struct session *s)
 	target_kvm_init(&tgt, &vm);
 	bool stub;
 
-	if (cmd_probe_mode(s, &tgt, &g.task, &stub, err, sizeof(err)) < 0) {
+	if (cmd_probe_mode(s, &tgt, &g.task, NULL, &stub, err, sizeof(err)) < 0) {
 		cmd_error("%s", err);
 		status = EXIT_BAD_INPUT;
 		goto out;

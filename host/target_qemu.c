@@ -3,6 +3,7 @@
 #include "../arch/x86/x86_pagewalk.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -209,7 +210,171 @@ static void qemu_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 	tq(t)->bp_ctx = ctx;
 }
 
+/* ---- stub probes ---------------------------------------------------------------------------------- */
+
+#define PMD_SPAN (2ull << 20)
+#define PDE_FLAGS (X86_PTE_P | X86_PTE_RW | (1ull << 5) /* A */)
+#define PTE_CODE (X86_PTE_P | (1ull << 5))
+#define PTE_DATA (X86_PTE_P | X86_PTE_RW | (1ull << 5) | (1ull << 6) /* D */)
+
+static int read_pte_phys(void *ctx, uint64_t gpa, uint64_t *pte)
+{
+	return qemu_mem_read(ctx, gpa, pte, 8);
+}
+
+/* One page-table page at stub_phys_lo maps the stub's pages, from the next page on, at stub_va (the
+ * first free 2 MiB slot from there): its page-directory entry is the only change to the guest's page
+ * tables. The guest bytes of the whole range are kept and put back by stub_unmap. */
+static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
+			 struct target_region *out, char *err, size_t errlen)
+{
+	struct target_qemu *q = tq(t);
+	uint64_t pt = q->stub_phys_lo, size, va = q->stub_va, pde = 0, pde_gpa = 0;
+	uint64_t ptes[512] = {0};
+	int ret;
+
+	if (!q->stub_va || q->mem.fd < 0) {
+		snprintf(err, errlen, "stub probes: %s",
+			 q->mem.fd < 0 ? "guest memory must be readable through the QEMU process "
+					 "(not --gdb-memory)"
+				       : "no free guest memory known for the stub");
+		return -ENOTSUP;
+	}
+	size = (q->stub_phys_hi - pt - X86_PAGE_SIZE) & ~(X86_PAGE_SIZE - 1);
+	if (size > want)
+		size = (want + X86_PAGE_SIZE - 1) & ~(X86_PAGE_SIZE - 1);
+	if (size < min || size > 511 * X86_PAGE_SIZE) {
+		snprintf(err, errlen, "stub probes: %llu KiB of free low memory, %llu KiB needed",
+			 (unsigned long long)(q->stub_phys_hi - pt) >> 10,
+			 (unsigned long long)(min + X86_PAGE_SIZE) >> 10);
+		return -ENOSPC;
+	}
+	ret = cpu_regs(q, 0);
+	if (ret < 0)
+		return ret;
+	q->kcr3 = q->cpu[0].cr3 & ~PTI_USER_BIT & X86_PTE_ADDR;
+	q->kla57 = q->cpu[0].cr4 & X86_CR4_LA57;
+	for (int tries = 0; tries < 64; tries++, va += PMD_SPAN) {
+		if (x86_pde_addr(read_pte_phys, &q->mem, q->kcr3, q->kla57, va, &pde_gpa) < 0 ||
+		    qemu_mem_read(&q->mem, pde_gpa, &pde, 8) < 0) {
+			pde_gpa = 0;
+			break;
+		}
+		if (!(pde & X86_PTE_P))
+			break;
+	}
+	if (!pde_gpa || (pde & X86_PTE_P) || va + size - lo > (2ull << 30) ||
+	    (hi > va && hi - va > (2ull << 30))) {
+		snprintf(err, errlen, "stub probes: no free kernel address after the image within 2 GiB "
+				      "of the traced code");
+		return -ENOSPC;
+	}
+	q->saved_len = X86_PAGE_SIZE + size;
+	q->saved_gpa = pt;
+	q->saved = malloc(q->saved_len);
+	if (!q->saved || qemu_mem_read(&q->mem, pt, q->saved, q->saved_len) < 0) {
+		free(q->saved);
+		q->saved = NULL;
+		snprintf(err, errlen, "stub probes: cannot read guest memory at 0x%llx",
+			 (unsigned long long)pt);
+		return -EFAULT;
+	}
+	for (uint64_t i = 0; i < size / X86_PAGE_SIZE; i++)
+		ptes[i] = (pt + (i + 1) * X86_PAGE_SIZE) | (i ? PTE_DATA : PTE_CODE);
+	pde = pt | PDE_FLAGS;
+	if (qemu_mem_write(&q->mem, pt, ptes, sizeof(ptes)) < 0 ||
+	    qemu_mem_write(&q->mem, pde_gpa, &pde, 8) < 0) {
+		qemu_mem_write(&q->mem, pt, q->saved, q->saved_len);
+		free(q->saved);
+		q->saved = NULL;
+		snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
+		return -EFAULT;
+	}
+	q->pde_gpa = pde_gpa;
+	*out = (struct target_region){.gva = va, .gpa = pt + X86_PAGE_SIZE, .size = size};
+	return 0;
+}
+
+static void qemu_stub_unmap(struct target *t, const struct target_region *r)
+{
+	struct target_qemu *q = tq(t);
+	uint64_t zero = 0;
+
+	(void)r;
+	if (q->pde_gpa)
+		qemu_mem_write(&q->mem, q->pde_gpa, &zero, 8);
+	q->pde_gpa = 0;
+	if (q->saved)
+		qemu_mem_write(&q->mem, q->saved_gpa, q->saved, q->saved_len);
+	free(q->saved);
+	q->saved = NULL;
+}
+
+static int qemu_read_phys(struct target *t, uint64_t gpa, void *buf, size_t len)
+{
+	return tq(t)->mem.fd >= 0 ? qemu_mem_read(&tq(t)->mem, gpa, buf, len) : -EFAULT;
+}
+
+static int qemu_write_phys(struct target *t, uint64_t gpa, const void *buf, size_t len)
+{
+	return tq(t)->mem.fd >= 0 ? qemu_mem_write(&tq(t)->mem, gpa, buf, len) : -EFAULT;
+}
+
+/* Through the gdbstub at the physical address: QEMU then drops translated code of those bytes. */
+static int qemu_write_text(struct target *t, uint64_t gva, const void *buf, size_t len)
+{
+	struct target_qemu *q = tq(t);
+	uint64_t gpa;
+
+	if (!q->stopped || cpu_regs(q, 0) < 0 || translate(q, 0, gva, &gpa) < 0 ||
+	    ((gpa ^ (gpa + len - 1)) & ~(X86_PAGE_SIZE - 1)))
+		return -EFAULT;
+	if (!q->phys_mode) {
+		if (gdb_set_phys_mode(q->gdb, true) < 0)
+			return -ENOTSUP;
+		q->phys_mode = true;
+	}
+	return gdb_write_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EIO : 0;
+}
+
+static int qemu_read_kernel(struct target *t, uint64_t gva, void *buf, size_t len)
+{
+	struct target_qemu *q = tq(t);
+	uint8_t *b = buf;
+
+	if (!q->kcr3 || q->mem.fd < 0)
+		return -EFAULT;
+	while (len) {
+		size_t chunk = X86_PAGE_SIZE - (gva & (X86_PAGE_SIZE - 1));
+		uint64_t gpa;
+
+		if (chunk > len)
+			chunk = len;
+		if (x86_translate(read_pte_phys, &q->mem, q->kcr3, q->kla57, gva, &gpa) < 0 ||
+		    qemu_mem_read(&q->mem, gpa, b, chunk) < 0)
+			return -EFAULT;
+		gva += chunk;
+		b += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
+			       uint64_t va)
+{
+	q->stub_phys_lo = phys_lo;
+	q->stub_phys_hi = phys_hi;
+	q->stub_va = va;
+}
+
 static const struct target_ops qemu_ops = {
+	.stub_map = qemu_stub_map,
+	.stub_unmap = qemu_stub_unmap,
+	.read_phys = qemu_read_phys,
+	.write_phys = qemu_write_phys,
+	.write_text = qemu_write_text,
+	.read_kernel = qemu_read_kernel,
 	.read_virt = qemu_read_virt,
 	.write_virt = qemu_write_virt,
 	.insert_bp = qemu_insert_bp,

@@ -41,6 +41,15 @@ struct target_qemu {
 	target_bp_fn bp;
 	void *bp_ctx;
 	uint64_t stops, hits; /* statistics */
+
+	/* stub probes: where they may live (target_qemu_set_stub_area), what stub_map changed */
+	uint64_t stub_phys_lo, stub_phys_hi, stub_va;
+	uint64_t kcr3; /* kernel page tables for read_kernel, captured by stub_map */
+	bool kla57;
+	uint64_t pde_gpa;		 /* the page-directory entry stub_map filled, 0: none */
+	uint8_t *saved;			 /* the guest bytes the stub's memory held before */
+	uint64_t saved_gpa, saved_len;
+	bool phys_mode; /* the gdbstub's memory packets take physical addresses now */
 };
 
 /* Result of target_qemu_run. */
@@ -62,6 +71,11 @@ int target_qemu_run_for(struct target_qemu *q, int ms);
 
 /* Kernel-address reads for vmi (vmi_linux_read_fn) through CPU 0's page tables. */
 int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len);
+
+/* Offers stub probes guest-physical [@phys_lo, @phys_hi) that the guest kernel never uses and the
+ * kernel address @va for mapping it (vmi_linux_stub_area). Without it, stub_map refuses. */
+void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
+			       uint64_t va);
 
 void target_qemu_close(struct target_qemu *q);
 

@@ -383,6 +383,66 @@ int vmi_linux_task_layout(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx
 	return 0;
 }
 
+#define LOW_LO 0x10000ull /* below: the BIOS data areas */
+#define LOW_HI 0x9f000ull /* above: the EBDA, then no RAM up to 1 MiB */
+#define PMD_SIZE 0x200000ull
+
+int vmi_linux_stub_area(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, uint64_t *phys_lo,
+			uint64_t *phys_hi, uint64_t *va, char *err, size_t errlen)
+{
+	const struct vmi_sym *end = vmi_symtab_find(&l->objects, "_end");
+	const struct vmi_sym *rmh = vmi_symtab_find(&l->objects, "real_mode_header");
+	const struct vmi_sym *pob = vmi_symtab_find(&l->objects, "page_offset_base");
+	const struct vmi_sym *rb = vmi_symtab_find(&l->objects, "real_mode_blob");
+	const struct vmi_sym *rbe = vmi_symtab_find(&l->objects, "real_mode_blob_end");
+	char banner[64] = "";
+	unsigned major = 0, minor = 0;
+	uint64_t hdr, base, t_lo, t_hi, lo = LOW_LO, hi = LOW_HI;
+
+	if (!end || !rmh || !pob || !rb || !rbe) {
+		snprintf(err, errlen, "stub probes: the System.map lacks _end, real_mode_header, "
+				      "page_offset_base or real_mode_blob");
+		return -ENOTSUP;
+	}
+	if (read(ctx, l->banner, banner, sizeof(banner) - 1) < 0 ||
+	    sscanf(banner, BANNER "%u.%u", &major, &minor) != 2 || major * 100 + minor < 513) {
+		snprintf(err, errlen, "stub probes: kernel %u.%u reserves only part of the first MiB "
+				      "(5.13 or later needed)", major, minor);
+		return -ENOTSUP;
+	}
+	if (read(ctx, rmh->addr, &hdr, 8) < 0 || read(ctx, pob->addr, &base, 8) < 0 || hdr < base) {
+		snprintf(err, errlen, "stub probes: cannot read real_mode_header / page_offset_base");
+		return -ENOTSUP;
+	}
+	/* the trampoline (real_mode_header points at its start) is the one thing Linux keeps there */
+	t_lo = (hdr - base) & ~0xfffull;
+	t_hi = (hdr - base + (rbe->addr - rb->addr) + 0xfff) & ~0xfffull;
+	if (t_lo < hi && t_hi > lo) {
+		if (t_lo - lo >= (t_hi < hi ? hi - t_hi : 0))
+			hi = t_lo > lo ? t_lo : lo;
+		else
+			lo = t_hi;
+	}
+	if (hi <= lo) {
+		snprintf(err, errlen, "stub probes: no free memory left in the first MiB");
+		return -ENOTSUP;
+	}
+	*phys_lo = lo;
+	*phys_hi = hi;
+	*va = ((end->addr + PMD_SIZE - 1) & ~(PMD_SIZE - 1)) + PMD_SIZE;
+	return 0;
+}
+
+bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off)
+{
+	const struct vmi_sym *cn = vmi_symtab_find(&l->objects, "cpu_number");
+
+	if (!cn || cn->addr >= VMI_LINUX_TEXT_BASE)
+		return false;
+	*off = cn->addr;
+	return true;
+}
+
 void vmi_linux_close(struct vmi_linux *l)
 {
 	vmi_symtab_free(&l->funcs);

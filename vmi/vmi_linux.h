@@ -63,6 +63,17 @@ long vmi_linux_callees(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx,
 int vmi_linux_task_layout(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, unsigned nr_cpus,
 			  struct vmi_task_layout *out);
 
+/* Where stub probes can live in this kernel (README, "Where the stub lives in a Linux guest"):
+ * guest-physical [*@phys_lo, *@phys_hi) in the first MiB, which Linux >= 5.13 reserves whole at boot and
+ * never allocates from, minus the real-mode trampoline carved out of it; and *@va, a 2 MiB-aligned
+ * kernel address past _end in the kernel-image mapping, which nothing else maps. Returns 0, or -ENOTSUP
+ * with a reason in @err. */
+int vmi_linux_stub_area(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, uint64_t *phys_lo,
+			uint64_t *phys_hi, uint64_t *va, char *err, size_t errlen);
+
+/* The per-CPU offset of the CPU number (cpu_number), for stub probes; false if the map lacks it. */
+bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off);
+
 void vmi_linux_close(struct vmi_linux *l);
 
 #endif

@@ -13,4 +13,9 @@ typedef int (*x86_read_pte_fn)(void *ctx, uint64_t gpa, uint64_t *pte);
 int x86_translate(x86_read_pte_fn read, void *ctx, uint64_t cr3, bool la57, uint64_t gva,
 		  uint64_t *gpa);
 
+/* Guest-physical address of the page-directory entry (level 2) for @gva under @cr3, for mapping a new
+ * page table there: every level above must be present and not a 1 GiB page. 0 or -EFAULT. Any thread. */
+int x86_pde_addr(x86_read_pte_fn read, void *ctx, uint64_t cr3, bool la57, uint64_t gva,
+		 uint64_t *pde_gpa);
+
 #endif

@@ -1,0 +1,178 @@
+/* KVM integration for stub probes (--probe stub|auto): sites become CALLs into the in-guest stub, no
+ * event takes a VM exit, and the trace is the trap probes' trace: the same counts, the same values.
+ * (The embedded-VMM suites also run whole with --probe auto; this checks that stubs really were used,
+ * and where trap probes must stay.) */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kvm_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const funcs[] = {"fib",	 "tree_root", "tree_a",	   "tree_b",   "tree_leaf",
+				    "task_body", "task_step", "task_leaf", "tail_top", "tail_mid",
+				    "tail_leaf", "nl_outer",  "nl_inner",  "deep",     "ev_target"};
+#define NR_FUNCS (sizeof(funcs) / sizeof(funcs[0]))
+
+/* A number after @field on the `stats: cpu@cpu events` line, or -1. */
+static long cpu_stat(const char *err, unsigned cpu, const char *field)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), "stats: cpu%u events", cpu);
+	p = strstr(err, key);
+	if (!p)
+		return -1;
+	p = strstr(p, field);
+	return p ? atol(p + strlen(field)) : -1;
+}
+
+static long stub_probes(const char *err)
+{
+	const char *p = strstr(err, "stats: stub probes ");
+
+	return p ? atol(p + strlen("stats: stub probes ")) : 0;
+}
+
+static long bp_exits(const char *err)
+{
+	long n = 0;
+
+	for (unsigned c = 0; c < 2; c++)
+		n += cpu_stat(err, c, "emulation ") + cpu_stat(err, c, "debug ") +
+		     cpu_stat(err, c, "shutdown ");
+	return n;
+}
+
+/* --probe auto on the embedded VMM: every probe is a stub probe, nothing exits, and the function
+ * tracer's entries equal the guest's own counts, with the task names of the switching scheduler. */
+static void test_auto_uses_stubs(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run", "--probe", "auto", "--stats", hv_guest(NULL), NULL};
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(stub_probes(r.err), (long)NR_FUNCS + 1 /* workload_run */);
+	assert_int_equal(bp_exits(r.err), 0);
+	for (size_t f = 0; f < NR_FUNCS; f++)
+		for (unsigned c = 0; c < 2; c++)
+			assert_int_equal(trace_count(&r, funcs[f], (int)c), guest_count(&r, funcs[f], c));
+	assert_true(count_text(r.trace, "  worker1-101   ") > 0);
+	assert_non_null(strstr(r.trace, "lost: 0\n"));
+	hv_result_free(&r);
+}
+
+/* The event lines of a trace, timestamps cut, sorted: comparable between two runs. */
+static char *event_lines(const char *trace, const char *what)
+{
+	size_t n = 0, cap = 64, len = 0;
+	char **v = malloc(cap * sizeof(*v)), *out;
+
+	for (const char *p = trace; (p = strstr(p, what)); p++) {
+		const char *eol = strchr(p, '\n');
+
+		if (n == cap)
+			v = realloc(v, (cap *= 2) * sizeof(*v));
+		v[n++] = strndup(p, eol ? (size_t)(eol - p) : strlen(p));
+	}
+	qsort(v, n, sizeof(*v), (int (*)(const void *, const void *))strcmp);
+	for (size_t i = 0; i < n; i++)
+		len += strlen(v[i]) + 1;
+	out = calloc(1, len + 1);
+	for (size_t i = 0; i < n; i++) {
+		strcat(strcat(out, v[i]), "\n");
+		free(v[i]);
+	}
+	free(v);
+	return out;
+}
+
+/* An event whose fields are argument registers only is a stub probe: the stub saved the registers,
+ * the host decodes them, and the lines equal the trap probe's. */
+static void test_register_event_on_stub(void **state)
+{
+	struct hv_result trap, stub;
+	const char *spec = "ev_target(x64 obj, NULL, s32 vals_lo, long n)";
+	const char *a1[] = {"run", "--probe", "trap", "-p", "nop", "-e", spec, hv_guest(NULL), NULL};
+	const char *a2[] = {"run", "--probe", "stub", "--stats", "-p", "nop", "-e", spec,
+			    hv_guest(NULL), NULL};
+	char *l1, *l2;
+
+	(void)state;
+	hv_run(&trap, a1, 0, 0);
+	hv_run(&stub, a2, 0, 0);
+	assert_int_equal(trap.status, 0);
+	assert_int_equal(stub.status, 0);
+	assert_int_equal(stub_probes(stub.err), 1);
+	assert_int_equal(bp_exits(stub.err), 0);
+	l1 = event_lines(trap.trace, "ev_call->ev_target(");
+	l2 = event_lines(stub.trace, "ev_call->ev_target(");
+	assert_int_equal(count_text(l1, ", n=3)\n"), 4);
+	assert_string_equal(l1, l2);
+	free(l1);
+	free(l2);
+	hv_result_free(&trap);
+	hv_result_free(&stub);
+}
+
+/* An event that dereferences guest memory must read it at the call: it stays a trap probe, the rest
+ * are stubs. Exactly its four calls exit. */
+static void test_memory_event_stays_trap(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run", "--probe", "stub", "--stats", "-p", "function", "-l", "fib",
+			      "-e", "ev_target(int id+0, string label)", hv_guest(NULL), NULL};
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(stub_probes(r.err), 1);
+	assert_int_equal(bp_exits(r.err), 4);
+	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(id=42, label=hello-events)\n"), 2);
+	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(id=42, label=(fault))\n"), 2);
+	for (unsigned c = 0; c < 2; c++)
+		assert_int_equal(trace_count(&r, "fib", (int)c), guest_count(&r, "fib", c));
+	hv_result_free(&r);
+}
+
+static void test_probe_errors(void **state)
+{
+	struct hv_result r;
+	const char *a1[] = {"run", "--probe", "fast", hv_guest(NULL), NULL};
+	const char *a2[] = {"run", "--probe", "stub", "-p", "function_graph", "-g", "tree_root",
+			    hv_guest(NULL), NULL};
+
+	(void)state;
+	hv_run(&r, a1, 0, 0);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.err, "hvtrace: --probe 'fast': expected trap, stub or auto\n");
+	hv_result_free(&r);
+	hv_run(&r, a2, 0, 0);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.err,
+			    "hvtrace: --probe stub: -g (set_graph_function) needs trap probes\n");
+	assert_null(strstr(r.console, "hvt-guest: ok"));
+	hv_result_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_auto_uses_stubs),
+		cmocka_unit_test(test_register_event_on_stub),
+		cmocka_unit_test(test_memory_event_stays_trap),
+		cmocka_unit_test(test_probe_errors),
+	};
+
+	if (!kvm_available())
+		return 0;
+	return cmocka_run_group_tests_name("kvm_stub", tests, NULL, NULL);
+}
