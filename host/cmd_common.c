@@ -95,3 +95,14 @@ int cmd_probe_mode(const struct session *s, const struct target *tgt,
 	*stub = !why;
 	return 0;
 }
+
+void cmd_print_stub_stats(const struct tracer *t)
+{
+	if (!t->nr_stub_probes)
+		return;
+	fprintf(stderr,
+		"hvtrace: stats: stub probes %zu records %llu lost %llu ring %llu/cpu region %llu KiB\n",
+		t->nr_stub_probes, (unsigned long long)t->stub_records,
+		(unsigned long long)t->stub_lost, (unsigned long long)t->stub.ring_records,
+		(unsigned long long)t->stub.reg.size >> 10);
+}

@@ -683,6 +683,7 @@ out:
 				(unsigned long long)r.l.slide, r.sites.nr, r.tr.probes.nr, (unsigned long long)r.tr.arms, (unsigned long long)r.tq.stops,
 				(unsigned long long)r.tq.hits, (unsigned long long)r.tr.restored_slots,
 				(unsigned long long)atomic_load(&r.tr.orphan_returns));
+			cmd_print_stub_stats(&r.tr);
 		}
 		if (r.profiling && s->profile)
 			profile_print(&r.prof, &r.tr, stderr);

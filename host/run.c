@@ -111,10 +111,8 @@ static void print_stats(const struct vm *vm, const struct tracer *t, const struc
 			(unsigned long long)t->rings[i].stalls, t->cpu[i].lost,
 			(unsigned long long)vm->vcpus[i].tlb_hits,
 			(unsigned long long)vm->vcpus[i].tlb_walks);
-	if (t->nr_rings > t->nr_cpus) {
-		fprintf(stderr, "hvtrace: stats: stub probes %zu records %llu lost %llu ring %llu/cpu\n",
-			t->nr_stub_probes, (unsigned long long)t->stub_records,
-			(unsigned long long)t->stub_lost, (unsigned long long)t->stub.ring_records);
+	cmd_print_stub_stats(t);
+	if (t->nr_stub_probes) {
 		for (unsigned i = 0; i < vm->nr_vcpus; i++)
 			fprintf(stderr, "hvtrace: stats: cpu%u stub-events %llu\n", i,
 				w->events ? w->events[vm->nr_vcpus + i] : 0);

@@ -11,6 +11,7 @@
 #include "../guest/guest.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,10 @@
 
 #define ROUNDS 5
 
-enum mode { MODE_BASE, MODE_RAW, MODE_TRACE, MODE_GRAPH, NR_MODES };
-static const char *const mode_names[] = {"no probe", "raw INT3 round trip", "function tracer",
-					 "function_graph"};
+enum mode { MODE_BASE, MODE_RAW, MODE_TRACE, MODE_GRAPH, MODE_STUB, MODE_STUB_GRAPH, NR_MODES };
+static const char *const mode_names[] = {"no probe",	   "raw INT3 round trip",
+					 "function tracer", "function_graph",
+					 "function (stub)", "function_graph (stub)"};
 
 /* CPU time of the whole process (vCPU threads, in-kernel emulation included, and the writer): steadier
  * than wall time on a shared machine, and what tracing costs. */
@@ -89,17 +91,22 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 			die("probes", err);
 		tgt.ops->set_bp_handler(&tgt, raw_hit, &probes);
 	} else {
-		struct tracer_opts opts = {
-			.ring_records = 1 << 18, .returns = m == MODE_GRAPH, .hook_all = m == MODE_GRAPH};
+		bool graph = m == MODE_GRAPH || m == MODE_STUB_GRAPH;
+		struct tracer_opts opts = {.ring_records = 1 << 18,
+					   .returns = graph,
+					   .hook_all = graph,
+					   .stub = m == MODE_STUB || m == MODE_STUB_GRAPH};
 
 		if (tracer_init(&tr, &tgt, sel, nr, &g->task, &opts) < 0 ||
 		    tracer_attach(&tr, err, sizeof(err)) < 0)
 			die("tracer", err);
-		if (m == MODE_GRAPH)
+		if (opts.stub && tr.nr_stub_probes != nr)
+			die("tracer", "not stub probes");
+		if (graph)
 			sink_graph_init(&sink, devnull, &g->elf.funcs, smp, true, false);
 		else
 			sink_function_init(&sink, devnull, &g->elf.funcs, smp);
-		writer_start(&w, tr.rings, smp, &sink, tracer_horizon, &tr);
+		writer_start(&w, tr.rings, tr.nr_rings, &sink, tracer_horizon, &tr);
 	}
 	w0 = wall_now();
 	t0 = cpu_now();
@@ -119,7 +126,8 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 	} else if (m != MODE_BASE) {
 		tracer_detach(&tr);
 		writer_stop(&w, tracer_lost(&tr));
-		if (sink.written != (unsigned long long)smp * BENCH_CALLS * (m == MODE_GRAPH ? 2 : 1))
+		if (sink.written != (unsigned long long)smp * BENCH_CALLS *
+					    (m == MODE_GRAPH || m == MODE_STUB_GRAPH ? 2 : 1))
 			die("tracer", "wrong number of events");
 		writer_free(&w);
 		tracer_free(&tr);
@@ -177,6 +185,8 @@ int main(int argc, char **argv)
 		double raw = (t[s][MODE_RAW] - t[s][MODE_BASE]) / n;
 		double fn = (t[s][MODE_TRACE] - t[s][MODE_BASE]) / n;
 		double graph = (t[s][MODE_GRAPH] - t[s][MODE_BASE]) / n;
+		double stub = (t[s][MODE_STUB] - t[s][MODE_BASE]) / n;
+		double stub_graph = (t[s][MODE_STUB_GRAPH] - t[s][MODE_BASE]) / n;
 
 		printf("smp %u:\n", smps[s]);
 		for (int m = 0; m < NR_MODES; m++)
@@ -189,6 +199,10 @@ int main(int argc, char **argv)
 		       graph / (2 * raw));
 		printf("  events/s with the function tracer: %.0f (wall clock), %.0f per CPU-second\n",
 		       n / wall[s], n / t[s][MODE_TRACE]);
+		printf("  stub probes: per event %.2f us, per function_graph call %.2f us\n", stub * 1e6,
+		       stub_graph * 1e6);
+		printf("  ratio stub / trap, function tracer: %.3f; function_graph: %.3f\n", stub / fn,
+		       stub_graph / graph);
 	}
 	guest_image_close(&g);
 	return 0;

@@ -188,6 +188,41 @@ static void test_linux_event_openat(void **state)
 	hv_result_free(&r);
 }
 
+/* A stub-probe line of --stats: "stub probes N records N lost N". */
+static long stub_stat(const char *err, const char *field)
+{
+	const char *p = strstr(err, "hvtrace: stats: stub probes ");
+
+	p = p ? strstr(p, field) : NULL;
+	return p ? atol(p + strlen(field)) : -1;
+}
+
+/* Every traceable function of the kernel (tens of thousands of sites) with stub probes: no VM stop at
+ * all, the workload runs to completion, nothing is lost, and the guest powers off normally. The trace
+ * itself goes to /dev/null (millions of lines); --expect-call checks it saw the workload. */
+static void test_run_qemu_all_functions_stub(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run",	       "--qemu",	 "--kernel",	   kernel,
+			      "--initrd",      initrd,		 "--system-map",   sysmap,
+			      "--append",      "hvt.yes_sec=1", "-p",		   "function",
+			      "--probe",       "stub",		 "--stats",	   "--expect-call",
+			      "do_sys_openat2", "--expect-call", "vfs_read",	   "-o",
+			      "/dev/null",     "--timeout",	 "600",		   NULL};
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	if (r.status != 0)
+		fail_msg("status %d: %s", r.status, r.err);
+	assert_non_null(strstr(r.console, "hvt-linux: workload done"));
+	assert_non_null(strstr(r.console, "reboot: Power down"));
+	assert_true(stub_stat(r.err, "stub probes ") > 20000);
+	assert_true(stub_stat(r.err, "records ") > 1000000);
+	assert_int_equal(stub_stat(r.err, "lost "), 0);
+	assert_non_null(strstr(r.err, " stops 0 hits 0 "));
+	hv_result_free(&r);
+}
+
 /* Seed 001's stress: 32 concurrent `yes > /dev/null`, a return probe on vfs_write for 15 s, then a
  * detach while they still run: every hooked entry got its return line or was handed back at the detach,
  * and nothing was missed (no maxactive to run out of). */
@@ -260,9 +295,12 @@ static void test_attach_libvirt(void **state)
 			       "-p",		 "function_graph", "-g",	   "do_sys_openat2",
 			       "--duration",	 "4",		   "--verify-text", "--profile",
 			       "--stats",	 NULL};
+	const char *stub[] = {"attach", DOMAIN, "--system-map", sysmap, "-p", "function", "--probe",
+			      "stub", "-o", "/dev/null", "--duration", "4", "--verify-text", "--stats",
+			      NULL};
 
 	(void)state;
-	if (domain("start", "hvt.rounds=150 hvt.yes_sec=2"))
+	if (domain("start", "hvt.rounds=250 hvt.yes_sec=2"))
 		fail_msg("cannot start the libvirt domain");
 	if (!wait_console("hvt-linux: workload start", 120)) {
 		domain("stop", NULL);
@@ -289,6 +327,19 @@ static void test_attach_libvirt(void **state)
 	assert_non_null(strstr(r.trace, "|  do_sys_openat2() {\n"));
 	hv_result_free(&r);
 
+	/* every function with stub probes: patched and unpatched with the VM stopped, the stub's memory
+	 * mapped and handed back */
+	hv_run(&r, stub, 0, 0);
+	if (r.status != 0) {
+		domain("stop", NULL);
+		fail_msg("attach (stub probes): status %d: %s", r.status, r.err);
+	}
+	assert_non_null(strstr(r.err, "--verify-text: kernel text unchanged"));
+	assert_true(stub_stat(r.err, "stub probes ") > 20000);
+	assert_true(stub_stat(r.err, "records ") > 10000);
+	assert_non_null(strstr(r.err, " stops 0 hits 0 "));
+	hv_result_free(&r);
+
 	/* untraced again, the guest finishes its workload and powers off by itself */
 	for (int i = 0; i < 1800 && !domain_gone(); i++)
 		sleep_ms(100);
@@ -300,22 +351,20 @@ static void test_attach_libvirt(void **state)
 	assert_true(file_has(CONSOLE, "reboot: Power down"));
 }
 
-/* SIGKILL while function_graph has return slots rewritten: hvtrace's guardian restores them and
- * detaches (QEMU 7.2 would otherwise keep the VM stopped), and the guest runs on to its power-off. */
-static void test_sigkill_leaves_guest_alive(void **state)
+/* SIGKILL while hvtrace has the guest patched (return slots rewritten too): hvtrace's guardian restores
+ * everything and detaches (QEMU 7.2 would otherwise keep the VM stopped), and the guest runs on to its
+ * power-off. */
+static void sigkill_case(const char *const *argv, const char *cmdline)
 {
 	struct hv_result r;
-	const char *fn[] = {"attach", DOMAIN, "--system-map", sysmap, "-p", "function_graph", "-g",
-			    "do_sys_openat2", NULL};
 
-	(void)state;
-	if (domain("start", "hvt.rounds=30 hvt.yes_sec=1"))
+	if (domain("start", cmdline))
 		fail_msg("cannot start the libvirt domain");
 	if (!wait_console("hvt-linux: workload start", 120)) {
 		domain("stop", NULL);
 		fail_msg("the guest did not reach its workload");
 	}
-	hv_run(&r, fn, 6, SIGKILL);
+	hv_run(&r, argv, 6, SIGKILL);
 	assert_int_equal(r.status, 128 + SIGKILL);
 	hv_result_free(&r);
 	for (int i = 0; i < 1800 && !domain_gone(); i++)
@@ -325,6 +374,26 @@ static void test_sigkill_leaves_guest_alive(void **state)
 		fail_msg("the guest did not power off after hvtrace was killed");
 	}
 	assert_true(file_has(CONSOLE, "hvt-linux: workload done"));
+}
+
+static void test_sigkill_leaves_guest_alive(void **state)
+{
+	const char *argv[] = {"attach", DOMAIN, "--system-map", sysmap, "-p", "function_graph", "-g",
+			      "do_sys_openat2", NULL};
+
+	(void)state;
+	sigkill_case(argv, "hvt.rounds=30 hvt.yes_sec=1");
+}
+
+/* The same with stub probes: the guardian puts every CALL back, hands back the return slots from the
+ * guest-memory shadow stacks, and unmaps the stub. */
+static void test_sigkill_stub_leaves_guest_alive(void **state)
+{
+	const char *argv[] = {"attach", DOMAIN, "--system-map", sysmap, "-p", "function_graph",
+			      "--probe", "stub", "-l", "vfs_*", "-l", "ksys_*", "-l", "*_sys_*", NULL};
+
+	(void)state;
+	sigkill_case(argv, "hvt.rounds=400 hvt.yes_sec=10"); /* stubs barely slow it: still busy at 6 s */
 }
 
 static void test_bad_input(void **state)
@@ -372,8 +441,10 @@ int main(void)
 		cmocka_unit_test(test_run_qemu_gdb_memory),
 		cmocka_unit_test(test_linux_event_openat),
 		cmocka_unit_test(test_linux_rprobe_stress),
+		cmocka_unit_test(test_run_qemu_all_functions_stub),
 		cmocka_unit_test_teardown(test_attach_libvirt, teardown),
 		cmocka_unit_test_teardown(test_sigkill_leaves_guest_alive, teardown),
+		cmocka_unit_test_teardown(test_sigkill_stub_leaves_guest_alive, teardown),
 	};
 
 	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", dir);
@@ -387,5 +458,7 @@ int main(void)
 		printf("SKIPPED: Linux guest tests: no %s (make guest)\n", kernel);
 		return 0;
 	}
+	if (getenv("HVT_TEST_FILTER")) /* e.g. HVT_TEST_FILTER='test_sigkill*' while developing */
+		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
 	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);
 }
