@@ -3,6 +3,9 @@
 # Kernel command line knobs: hvt.wait=SEC (sleep first, to give a tracer time to attach),
 # hvt.rounds=N (workload rounds, default 3), hvt.yes=N (copies of `yes > /dev/null`, default 4),
 # hvt.yes_sec=SEC (how long they run, default 2).
+# make bench: hvt.bench=N runs N rounds of the file workload alone between "bench start" and "bench end"
+# lines, then powers off; hvt.ftrace=GLOB[,GLOB...] (or "all") turns the guest's own function tracer on
+# (tracefs) for those rounds and prints how many events it recorded.
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -17,17 +20,57 @@ rounds=$(arg rounds 3)
 yes_n=$(arg yes 4)
 yes_sec=$(arg yes_sec 2)
 
-echo "hvt-linux: init up, waiting ${wait_sec}s"
-sleep "$wait_sec"
-echo "hvt-linux: workload start"
-i=0
-while [ "$i" -lt "$rounds" ]; do
+files() {
 	cat /etc/motd > /dev/null
 	cat /proc/version > /dev/null
 	ls / /proc/self > /dev/null
 	for p in /etc/motd /proc/cpuinfo /sys/kernel /nonexistent/path; do
 		[ -e "$p" ] && head -c 64 "$p" > /dev/null 2>&1
 	done
+}
+
+bench=$(arg bench 0)
+if [ "$bench" -gt 0 ]; then
+	ftrace=$(arg ftrace "")
+	t=/sys/kernel/tracing
+	if [ -n "$ftrace" ]; then
+		mount -t tracefs nodev $t
+		echo 4096 > $t/buffer_size_kb
+		if [ "$ftrace" != all ]; then
+			echo "$ftrace" | tr ',' '\n' > $t/set_ftrace_filter
+		fi
+		echo function > $t/current_tracer
+		echo 0 > $t/tracing_on
+		echo > $t/trace
+	fi
+	echo "hvt-linux: bench start"
+	[ -n "$ftrace" ] && echo 1 > $t/tracing_on
+	i=0
+	while [ "$i" -lt "$bench" ]; do
+		files
+		i=$((i + 1))
+	done
+	[ -n "$ftrace" ] && echo 0 > $t/tracing_on
+	echo "hvt-linux: bench end"
+	if [ -n "$ftrace" ]; then
+		n=0
+		for f in $t/per_cpu/cpu*/stats; do
+			e=$(sed -n 's/^entries: //p' "$f")
+			o=$(sed -n 's/^overrun: //p' "$f")
+			n=$((n + e + o))
+		done
+		echo "hvt-linux: bench ftrace-events $n"
+		echo nop > $t/current_tracer
+	fi
+	poweroff -f
+fi
+
+echo "hvt-linux: init up, waiting ${wait_sec}s"
+sleep "$wait_sec"
+echo "hvt-linux: workload start"
+i=0
+while [ "$i" -lt "$rounds" ]; do
+	files
 	i=$((i + 1))
 done
 j=0

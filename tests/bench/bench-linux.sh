@@ -1,0 +1,82 @@
+#!/bin/bash
+# make bench, Linux part: the guest's own ftrace function tracer (tracefs, in the test initramfs),
+# hvtrace's stub probes and hvtrace's trap probes on the same workload (BENCH_ROUNDS rounds of the
+# initramfs's file workload, hvt.bench=N), each in a fresh `run --qemu` boot under TCG, side by side in one
+# run. The window between the guest's "bench start" and "bench end" lines is timed on the host clock
+# (TCG's guest clock stands still while the gdbstub holds the VM, so the guest cannot time trap probes).
+# Per-event cost = (window - untraced window) / events, with the event count from the guest's ftrace run
+# of the same functions (the workload makes the same calls whoever traces them).
+set -euo pipefail
+guest=${1:-build/guest}
+rounds=${BENCH_ROUNDS:-20}
+few=vfs_read,vfs_write,do_sys_openat2,vfs_open
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# one NAME APPEND [hvtrace options...]: sets $window (seconds) and $events (guest ftrace events or 0)
+one() {
+	local name=$1 append=$2 con=$work/$1.con pid t0 t1
+	shift 2
+	rm -f "$con"
+	./hvtrace run --qemu --kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz" \
+		--system-map "$guest/System.map" --append "nokaslr hvt.bench=$rounds $append" \
+		--timeout 900 -o /dev/null --console "$con" --stats "$@" 2> "$work/$name.err" &
+	pid=$!
+	until grep -q "bench start" "$con" 2>/dev/null; do
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.005
+	done
+	t0=$(date +%s.%N)
+	until grep -q "bench end" "$con" 2>/dev/null; do
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.005
+	done
+	t1=$(date +%s.%N)
+	if ! wait $pid || ! grep -q "bench end" "$con"; then
+		echo "bench-linux: $name failed" >&2
+		cat "$work/$name.err" >&2
+		exit 1
+	fi
+	window=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+	events=$(sed -n 's/.*bench ftrace-events \([0-9]*\).*/\1/p' "$con")
+	events=${events:-0}
+}
+
+l_few=()
+for f in ${few//,/ }; do l_few+=(-l "$f"); done
+min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
+
+# the cheap-per-event runs twice, interleaved, keeping each one's shortest window (machine noise only
+# ever adds time)
+t_base="" t_ftrace_all="" t_stub_all=""
+for _ in $(seq "${BENCH_REPEAT:-2}"); do
+	one base "" -p nop
+	t_base=$(min "$t_base" "$window")
+	one ftrace_all "hvt.ftrace=all" -p nop
+	t_ftrace_all=$(min "$t_ftrace_all" "$window") e_all=$events
+	one stub_all "" -p function --probe stub
+	t_stub_all=$(min "$t_stub_all" "$window")
+done
+stub_probes=$(sed -n 's/.*stats: stub probes \([0-9]*\) .*/\1/p' "$work/stub_all.err")
+stub_lost=$(sed -n 's/.*stats: stub probes [0-9]* records [0-9]* lost \([0-9]*\) .*/\1/p' \
+	"$work/stub_all.err")
+# trap probes cost milliseconds each through the gdbstub: a few functions only
+one ftrace_few "hvt.ftrace=$few" -p nop
+e_few=$events
+one trap_few "" -p function --probe trap "${l_few[@]}"
+t_trap_few=$window
+
+awk -v r="$rounds" -v b="$t_base" -v tf="$t_trap_few" -v fa="$t_ftrace_all" -v sa="$t_stub_all" \
+	-v ef="$e_few" -v ea="$e_all" -v np="$stub_probes" -v lost="$stub_lost" -v few="$few" 'BEGIN {
+	printf "hvtrace bench (Linux guest, QEMU TCG): %d rounds of the file workload, window timed on the host\n", r
+	printf "  untraced window: %.3f s\n", b
+	printf "  every traceable function (%d stub probes; %d calls in the window, counted by the guest'"'"'s ftrace):\n", np, ea
+	ca = (fa - b) / ea; cs = (sa - b) / ea
+	printf "    guest ftrace function tracer %8.3f s  %9.3f us/event  %9.0f events/s\n", fa, 1e6 * ca, ea / fa
+	printf "    hvtrace stub probes          %8.3f s  %9.3f us/event  %9.0f events/s  (lost %d)\n", sa, 1e6 * cs, ea / sa, lost
+	printf "    ratio stub / guest ftrace (per event): %.2f\n", cs / ca
+	ct = (tf - b) / ef
+	printf "  trap probes on %s (%d calls in the window):\n", few, ef
+	printf "    hvtrace trap probes          %8.3f s  %9.1f us/event\n", tf, 1e6 * ct
+	printf "    ratio trap / stub (per event): %.0f   trap / guest ftrace: %.0f\n", ct / cs, ct / ca
+}'
