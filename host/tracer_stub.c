@@ -209,7 +209,9 @@ static unsigned drain_pass(struct tracer *t, struct stub_rec *buf, struct task_c
 				break;
 		}
 	}
-	if (t->clock_anchored && now - t->t0 > HORIZON_SLACK_NS)
+	/* Records still to come were taken after the pass started, less the slack; one that anchors the
+	 * clock later is stamped with the time of its pass, later still. */
+	if (now - t->t0 > HORIZON_SLACK_NS)
 		atomic_store(&t->stub_horizon, now - t->t0 - HORIZON_SLACK_NS);
 	return total;
 }

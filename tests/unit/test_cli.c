@@ -459,6 +459,29 @@ static void test_error_linux_guest(void **state)
 		     "--pid '0': expected an integer in 1..1073741824");
 }
 
+/* --probe: the three kinds, trap by default, for run, run --qemu and attach alike. */
+static void test_probe(void **state)
+{
+	(void)state;
+	assert_int_equal(cli.s.probe, PROBE_TRAP);
+	assert_int_equal(parse(5, (char *[]){"hvtrace", "run", "--probe", "stub", "g.elf", NULL}), 0);
+	assert_int_equal(cli.s.probe, PROBE_STUB);
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(4, (char *[]){"hvtrace", "run", "--probe=auto", "g.elf", NULL}), 0);
+	assert_int_equal(cli.s.probe, PROBE_AUTO);
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(7, (char *[]){"hvtrace", "attach", "vm", "--system-map", "M", "--probe",
+					     "trap", NULL}),
+			 0);
+	assert_int_equal(cli.s.probe, PROBE_TRAP);
+	expect_error(5, (char *[]){"hvtrace", "run", "--probe", "fast", "g.elf"},
+		     "--probe 'fast': expected trap, stub or auto");
+	expect_error(5, (char *[]){"hvtrace", "run", "--probe", "", "g.elf"},
+		     "--probe '': expected trap, stub or auto");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -479,6 +502,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_qemu_run, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_attach, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_linux_guest, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_probe, cli_setup, cli_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

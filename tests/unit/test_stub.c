@@ -1,0 +1,258 @@
+/* host/stub.c against a target that is plain memory (GVA = GPA): where the stub's header, code and
+ * rings go, the CALL rel32 it patches and takes back, reading committed records only, and handing the
+ * hooked return slots back from the guest-memory shadow stacks. (The stub's code itself runs in the KVM
+ * tests: it needs CPL0.) */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../host/stub.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MEM (8u << 20)
+#define REGION 0x400000ull
+#define SITE 0x1000ull
+#define FAR_SITE (0x100000000ull + 0x2000) /* more than 2 GiB from the region */
+
+extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[], hvt_stub_ret[],
+	hvt_stub_end[];
+
+static uint8_t *mem;
+static bool unmapped;
+
+static uint8_t *at(uint64_t a)
+{
+	return mem + (a & (MEM - 1));
+}
+
+static int rd(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
+{
+	(void)t, (void)cpu;
+	memcpy(buf, at(gva), len);
+	return 0;
+}
+
+static int wr(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len)
+{
+	(void)t, (void)cpu;
+	memcpy(at(gva), buf, len);
+	return 0;
+}
+
+static int rdp(struct target *t, uint64_t gpa, void *buf, size_t len)
+{
+	return rd(t, 0, gpa, buf, len);
+}
+
+static int wrp(struct target *t, uint64_t gpa, const void *buf, size_t len)
+{
+	return wr(t, 0, gpa, buf, len);
+}
+
+static int map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
+	       struct target_region *out, char *err, size_t errlen)
+{
+	(void)t, (void)lo, (void)hi, (void)err, (void)errlen;
+	out->gva = out->gpa = REGION;
+	out->size = want < (2u << 20) ? want : (2u << 20);
+	assert_true(out->size >= min);
+	return 0;
+}
+
+static void unmap(struct target *t, const struct target_region *r)
+{
+	(void)t, (void)r;
+	unmapped = true;
+}
+
+static const struct target_ops ops = {
+	.read_virt = rd, .write_virt = wr, .read_phys = rdp, .write_phys = wrp,
+	.write_text = wrp, .stub_map = map, .stub_unmap = unmap,
+};
+static struct target tgt = {.ops = &ops, .name = "memory", .nr_cpus = 2};
+static struct stub s;
+
+static uint64_t u64(uint64_t a)
+{
+	uint64_t v;
+
+	memcpy(&v, at(a), 8);
+	return v;
+}
+
+static void put64(uint64_t a, uint64_t v)
+{
+	memcpy(at(a), &v, 8);
+}
+
+static int setup(void **state)
+{
+	static struct vmi_task_layout task = {.valid = true};
+	struct stub_guest g = {.cpu_gs_off = 8, .task = &task, .stack_shift = 16, .max_depth = 128};
+	char err[128];
+
+	(void)state;
+	mem = calloc(1, MEM);
+	unmapped = false;
+	task.current_slot[0] = 0x5000;
+	task.current_slot[1] = 0x5008;
+	memcpy(at(SITE), "\x0f\x1f\x44\x00\x00", 5);
+	memcpy(at(FAR_SITE), "\x0f\x1f\x44\x00\x00", 5);
+	assert_int_equal(stub_place(&s, &tgt, 2, true, &g, SITE, SITE, err, sizeof(err)), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free(mem);
+	return 0;
+}
+
+static void test_place(void **state)
+{
+	uint64_t h = REGION + STUB_HDR_OFF, records = u64(h + H_RING_MASK) + 1;
+
+	(void)state;
+	assert_true(s.placed);
+	assert_memory_equal(at(REGION), hvt_stub_start, (size_t)(hvt_stub_end - hvt_stub_start));
+	assert_int_equal(u64(h + H_MAGIC), STUB_MAGIC);
+	assert_int_equal(u64(h + H_NR_CPUS), 2);
+	assert_int_equal(records & (records - 1), 0);
+	assert_true(records >= STUB_RING_RECORDS_MIN && records <= STUB_RING_RECORDS_MAX);
+	assert_int_equal(records, s.ring_records);
+	assert_int_equal(u64(h + H_CPU_GS_OFF), 8);
+	assert_int_equal(u64(h + H_RINGS), REGION + STUB_RINGS_OFF);
+	assert_int_equal(u64(h + H_STACK_SHIFT), 16);
+	assert_int_equal(u64(h + H_MAX_DEPTH), 128);
+	assert_int_equal(u64(h + H_RET), REGION + (uint64_t)(hvt_stub_ret - hvt_stub_start));
+	assert_int_equal(u64(h + H_CUR_SLOTS), 0x5000);
+	assert_int_equal(u64(h + H_CUR_SLOTS + 8), 0x5008);
+	assert_int_equal(u64(h + H_CUR_SLOTS + 16), 0);
+	/* the shadow stacks lie past the rings, inside the region */
+	assert_true(u64(h + H_STACKS) >= REGION + STUB_RINGS_OFF + 2 * records * STUB_REC_SIZE);
+	assert_true(u64(h + H_STACKS) + (u64(h + H_STACKS_MASK) + 1) * STUB_STACK_SIZE <=
+		    REGION + s.reg.size);
+	stub_unplace(&s);
+	assert_true(unmapped);
+	assert_false(s.placed);
+}
+
+static void test_patch(void **state)
+{
+	uint8_t orig[5], bad[5];
+	int32_t rel;
+
+	(void)state;
+	assert_int_equal(stub_patch(&s, SITE, false, orig), 0);
+	assert_memory_equal(orig, "\x0f\x1f\x44\x00\x00", 5);
+	assert_int_equal(*at(SITE), 0xe8);
+	memcpy(&rel, at(SITE + 1), 4);
+	assert_int_equal(SITE + 5 + rel, s.entry);
+	assert_int_equal(s.entry, REGION + (uint64_t)(hvt_stub_entry - hvt_stub_start));
+	/* a CALL is not a NOP5: patching twice is refused, and nothing is written */
+	assert_int_equal(stub_patch(&s, SITE, true, bad), -EILSEQ);
+	assert_int_equal(SITE + 5 + rel, s.entry);
+	assert_int_equal(stub_unpatch(&s, SITE, orig), 0);
+	assert_memory_equal(at(SITE), "\x0f\x1f\x44\x00\x00", 5);
+	assert_int_equal(stub_patch(&s, SITE, true, orig), 0);
+	memcpy(&rel, at(SITE + 1), 4);
+	assert_int_equal(SITE + 5 + rel, s.entry_ret);
+	/* out of CALL rel32 reach: refused, unchanged */
+	assert_int_equal(stub_patch(&s, FAR_SITE, false, orig), -ERANGE);
+	assert_memory_equal(at(FAR_SITE), "\x0f\x1f\x44\x00\x00", 5);
+	assert_true(stub_owns_rip(&s, s.ret));
+	assert_false(stub_owns_rip(&s, SITE));
+}
+
+static struct stub_rec *rec(unsigned cpu, uint64_t idx)
+{
+	return (struct stub_rec *)at(REGION + STUB_RINGS_OFF +
+				     (cpu * s.ring_records + (idx & (s.ring_records - 1))) *
+					     STUB_REC_SIZE);
+}
+
+static void test_read_committed_only(void **state)
+{
+	uint64_t rh = REGION + STUB_RINGHDR_OFF + STUB_RINGHDR_SIZE; /* CPU 1 */
+	struct stub_rec buf[8];
+
+	(void)state;
+	assert_int_equal(stub_read(&s, 1, buf, 8), 0);
+	for (uint64_t i = 0; i < 3; i++) {
+		rec(1, i)->ip = 0x100 + i;
+		rec(1, i)->seq = i < 2 ? i + 1 : 0; /* the third is reserved, not committed yet */
+	}
+	put64(rh + RH_HEAD, 3);
+	assert_int_equal(stub_read(&s, 1, buf, 8), 2);
+	assert_int_equal(buf[0].ip, 0x100);
+	assert_int_equal(buf[1].ip, 0x101);
+	assert_int_equal(stub_read(&s, 1, buf, 1), 1);
+	assert_int_equal(stub_consume(&s, 1, 2), 0);
+	assert_int_equal(u64(rh + RH_TAIL), 2);
+	assert_int_equal(stub_read(&s, 1, buf, 8), 0);
+	rec(1, 2)->seq = 3;
+	assert_int_equal(stub_read(&s, 1, buf, 8), 1);
+	assert_int_equal(buf[0].ip, 0x102);
+	/* a stale record from the previous lap does not count as the next one */
+	assert_int_equal(stub_consume(&s, 1, 1), 0);
+	rec(1, 3)->seq = 4 - s.ring_records;
+	put64(rh + RH_HEAD, 4);
+	assert_int_equal(stub_read(&s, 1, buf, 8), 0);
+	assert_int_equal(stub_read(&s, 0, buf, 8), 0);
+}
+
+static void test_restore_slots(void **state)
+{
+	uint64_t stacks = u64(REGION + STUB_HDR_OFF + H_STACKS), st = stacks + 3 * STUB_STACK_SIZE;
+	struct stub_frame f[3] = {
+		{.slot = 0x7ff8, .orig = 0x1111, .ip = SITE},
+		{.slot = 0x7f00, .orig = 0x2222, .ip = SITE},
+		{.slot = 0x7f00, .orig = s.ret, .ip = SITE}, /* a tail call on the same slot */
+	};
+	struct stub_counters c;
+
+	(void)state;
+	put64(st + S_KEY, (0x7ff8 >> 16) + 1);
+	put64(st + S_NR, 3);
+	memcpy(at(st + S_E), f, sizeof(f));
+	put64(0x7ff8, s.ret);
+	put64(0x7f00, s.ret);
+	put64(0x7e00, s.ret); /* no frame for it: left alone */
+	assert_int_equal(stub_restore_slots(&s, false), 0);
+	assert_int_equal(u64(0x7ff8), 0x1111);
+	assert_int_equal(u64(0x7f00), 0x2222);
+	assert_int_equal(u64(0x7e00), s.ret);
+	assert_int_equal(s.restored_slots, 2);
+	assert_int_equal(u64(st + S_NR), 3); /* kept until no vCPU can be inside the stub */
+	assert_int_equal(stub_restore_slots(&s, true), 0);
+	assert_int_equal(s.restored_slots, 2);
+	assert_int_equal(u64(st + S_KEY), 0);
+	assert_int_equal(u64(st + S_NR), 0);
+
+	put64(REGION + STUB_RINGHDR_OFF + RH_LOST, 5);
+	put64(REGION + STUB_RINGHDR_OFF + STUB_RINGHDR_SIZE + RH_LOST, 2);
+	put64(REGION + STUB_HDR_OFF + H_BAD_CPU, 1);
+	put64(REGION + STUB_HDR_OFF + H_NO_STACK, 4);
+	stub_counters(&s, &c);
+	assert_int_equal(c.lost, 7);
+	assert_int_equal(c.bad_cpu, 1);
+	assert_int_equal(c.no_stack, 4);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_patch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_committed_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restore_slots, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("stub", tests, NULL, NULL);
+}
