@@ -8,6 +8,8 @@
  * hvt_stub_entry_ret  the same, and hooks the return: the return address is pushed on the shadow stack
  *                     of its guest stack (in guest memory, next to the rings) and replaced by
  *                     hvt_stub_ret.
+ * hvt_stub_entry_args, hvt_stub_entry_ret_args
+ *                     the same two, recording the argument registers too (a second record).
  * hvt_stub_ret        reached by the hooked function's RET: pops the frame matching the slot, records
  *                     the return and goes on to the saved address. It needs nothing from the host, so a
  *                     guest whose tracer vanished still returns correctly.
@@ -31,7 +33,6 @@
 #define F_SITE 88  /* entry: site + 5 */
 #define F_SLOT 96  /* entry: the function's return-address slot */
 #define F_RSLOT 88 /* return: the slot the RET came through */
-#define R_STASH 120 /* a reserved record's sequence number until it is committed */
 
 .macro SAVE
 	pushfq
@@ -80,10 +81,12 @@
 
 	.section .rodata.hvt_stub, "a"
 	.balign 4096
-	.globl hvt_stub_start, hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_ret, hvt_stub_end
+	.globl hvt_stub_start, hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_entry_args
+	.globl hvt_stub_entry_ret_args, hvt_stub_ret, hvt_stub_end
 hvt_stub_start:
 .Lbase:
 
+/* r10: bit 0 hook the return, bit 1 record the argument registers */
 hvt_stub_entry:
 	SAVE
 	xorl %r10d, %r10d
@@ -92,38 +95,59 @@ hvt_stub_entry:
 hvt_stub_entry_ret:
 	SAVE
 	movl $1, %r10d
+	jmp .Lentry
+
+hvt_stub_entry_args:
+	SAVE
+	movl $2, %r10d
+	jmp .Lentry
+
+hvt_stub_entry_ret_args:
+	SAVE
+	movl $3, %r10d
 .Lentry:
 	PROLOGUE
 	cmpq $-1, %r12
 	je .Lout
 	leaq F_SLOT(%rsp), %r14
+	movl %r10d, %r11d
+	shrl $1, %r11d
+	incl %r11d
 	call .Lreserve
 	movq %rax, %r13
 	testq %r13, %r13
 	jz .Lout /* ring full: counted, and the return is not hooked either */
+	testl $2, %r10d
+	jz 1f
+	/* the argument registers, committed first: the host reads the entry before them */
+	movl $STUB_REC_ARGS, R_TYPE(%rcx)
+	movq %rdi, R_ARGS+0(%rcx)
+	movq %rsi, R_ARGS+8(%rcx)
+	movq F_RDX(%rsp), %rax
+	movq %rax, R_ARGS+16(%rcx)
+	movq F_RCX(%rsp), %rax
+	movq %rax, R_ARGS+24(%rcx)
+	movq %r8, R_ARGS+32(%rcx)
+	movq %r9, R_ARGS+40(%rcx)
+	movl R_STASH(%rcx), %eax
+	movl %eax, R_SEQ(%rcx)
+1:	movl %r10d, %eax
+	shrl $1, %eax
+	movl %eax, R_FLAGS(%r13)
 	movq %rbp, R_TSC(%r13)
 	movq F_SITE(%rsp), %rax
 	subq $5, %rax
 	movq %rax, R_IP(%r13)
 	movq (%r14), %rax
 	movq %rax, R_PARENT(%r13)
-	movq %r14, R_SLOT(%r13)
 	movq F_RAX(%rsp), %rax
 	movq %rax, R_RAX(%r13)
-	movq %rdi, R_ARGS+0(%r13)
-	movq %rsi, R_ARGS+8(%r13)
-	movq F_RDX(%rsp), %rax
-	movq %rax, R_ARGS+16(%r13)
-	movq F_RCX(%rsp), %rax
-	movq %rax, R_ARGS+24(%r13)
-	movq %r8, R_ARGS+32(%r13)
-	movq %r9, R_ARGS+40(%r13)
 	call .Ltask
 	movq %rax, R_TASK(%r13)
 	movl %r12d, %r11d
 	shll $16, %r11d
 	orl $STUB_REC_ENTRY, %r11d
-	testl %r10d, %r10d
+	testl $1, %r10d
 	jz .Lcommit_entry
 
 	/* Hook the return: the shadow stack of this guest stack, locked (busy or full: not hooked). */
@@ -185,8 +209,8 @@ hvt_stub_entry_ret:
 	xorl $(STUB_REC_ENTRY ^ STUB_REC_ENTRY_NOHOOK), %r11d
 .Lcommit_entry:
 	movl %r11d, R_TYPE(%r13)
-	movq R_STASH(%r13), %rax
-	movq %rax, R_SEQ(%r13)
+	movl R_STASH(%r13), %eax
+	movl %eax, R_SEQ(%r13)
 .Lout:
 	RESTORE
 	ret
@@ -234,10 +258,14 @@ hvt_stub_ret:
 	orl $STUB_REC_RETURN, %r10d
 	cmpq $-1, %r12
 	je .Lr_out
+	push %r11 /* the entry's TSC */
+	movl $1, %r11d
 	call .Lreserve
+	pop %r11
 	testq %rax, %rax
 	jz .Lr_out
 	movl %r10d, R_TYPE(%rax)
+	movl $0, R_FLAGS(%rax)
 	movq %rbp, R_TSC(%rax)
 	movq %r13, R_IP(%rax)
 	movq (%r14), %rcx
@@ -245,12 +273,11 @@ hvt_stub_ret:
 	movq F_RAX(%rsp), %rcx
 	movq %rcx, R_RAX(%rax)
 	movq %r11, R_T0(%rax)
-	movq %r14, R_SLOT(%rax)
 	movq %rax, %r13
 	call .Ltask
 	movq %rax, R_TASK(%r13)
-	movq R_STASH(%r13), %rax
-	movq %rax, R_SEQ(%r13)
+	movl R_STASH(%r13), %eax
+	movl %eax, R_SEQ(%r13)
 .Lr_out:
 	RESTORE
 	ret /* to the saved return address, now back in the slot */
@@ -258,21 +285,38 @@ hvt_stub_ret:
 	/* A return through the stub with no frame for its slot: only a host bug can cause it. */
 	ud2
 
-/* Reserves a record on CPU r12's ring. Returns it in rax with its sequence number stashed, or 0 when
- * the ring is full (counted in the ring's lost). Clobbers rcx, rdx. */
+/* Reserves r11 (1 or 2) consecutive records on CPU r12's ring: the first in rax, the second in rcx,
+ * each with its sequence number stashed; rax = 0 when the ring is full (counted in the ring's lost).
+ * Clobbers rdx. */
 .Lreserve:
 	movq %r12, %rcx
 	shlq $6, %rcx
 	leaq .Lbase+STUB_RINGHDR_OFF(%rip), %rdx
 	addq %rdx, %rcx
 7:	movq RH_HEAD(%rcx), %rax
-	movq %rax, %rdx
+	leaq -1(%rax,%r11), %rdx
 	subq RH_TAIL(%rcx), %rdx
 	cmpq H_RING_MASK(%rbx), %rdx
 	ja 8f
-	leaq 1(%rax), %rdx
+	leaq (%rax,%r11), %rdx
 	lock cmpxchgq %rdx, RH_HEAD(%rcx)
 	jne 7b
+	cmpl $1, %r11d
+	je .Lslot
+	push %rax
+	incq %rax
+	call .Lslot
+	xchgq %rax, (%rsp)
+	call .Lslot
+	pop %rcx
+	ret
+8:	incq RH_LOST(%rcx)
+	xorl %eax, %eax
+	ret
+
+/* The record of index rax on CPU r12's ring, in rax, its sequence number stashed. Clobbers rcx, rdx. */
+.Lslot:
+	leaq 1(%rax), %rdx
 	movq H_RING_MASK(%rbx), %rcx
 	andq %rcx, %rax
 	incq %rcx
@@ -280,10 +324,7 @@ hvt_stub_ret:
 	addq %rcx, %rax
 	shlq $STUB_REC_SHIFT, %rax
 	addq H_RINGS(%rbx), %rax
-	movq %rdx, R_STASH(%rax)
-	ret
-8:	incq RH_LOST(%rcx)
-	xorl %eax, %eax
+	movl %edx, R_STASH(%rax)
 	ret
 
 /* The current task pointer of CPU r12 (0 if unknown) in rax. */
@@ -300,7 +341,10 @@ hvt_stub_ret:
 	cmpq $-1, %r12
 	je 10f
 	push %rcx
+	push %r11
+	movl $1, %r11d
 	call .Lreserve
+	pop %r11
 	pop %rcx
 	testq %rax, %rax
 	jz 10f
@@ -308,6 +352,7 @@ hvt_stub_ret:
 	shll $16, %edx
 	orl $STUB_REC_DROP, %edx
 	movl %edx, R_TYPE(%rax)
+	movl $0, R_FLAGS(%rax)
 	movq %rbp, R_TSC(%rax)
 	movq E_IP(%rcx), %rdx
 	movq %rdx, R_IP(%rax)
@@ -315,11 +360,9 @@ hvt_stub_ret:
 	movq %rdx, R_PARENT(%rax)
 	movq E_TSC(%rcx), %rdx
 	movq %rdx, R_T0(%rax)
-	movq E_SLOT(%rcx), %rdx
-	movq %rdx, R_SLOT(%rax)
 	movq $0, R_TASK(%rax)
-	movq R_STASH(%rax), %rdx
-	movq %rdx, R_SEQ(%rax)
+	movl R_STASH(%rax), %edx
+	movl %edx, R_SEQ(%rax)
 10:	ret
 
 /* The shadow stack of the guest stack holding slot r14, locked, in rax; 0 if there is none. With edx = 1
@@ -361,6 +404,8 @@ hvt_stub_ret:
 	addq H_STACKS(%rbx), %rcx
 	xorl %eax, %eax
 	lock cmpxchgq %rsi, S_KEY(%rcx)
+	je .Lsg_found
+	cmpq %rsi, %rax /* another CPU just claimed it for the same stack: share it */
 	je .Lsg_found
 	incl %edi
 	cmpl $STUB_STACK_PROBES, %edi

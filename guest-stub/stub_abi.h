@@ -11,7 +11,7 @@
  *
  * A record is reserved by a compare-and-swap on its CPU's head with interrupts off (so preemption and
  * migration cannot split it, and an NMI that nests only takes the next index), filled, then committed by
- * writing its sequence number (index + 1) last. The host reads records in index order, stops at the first
+ * writing its sequence number (index + 1, low 32 bits) last. The host reads records in index order, stops at the first
  * one not yet committed, and hands the ring back by advancing the CPU's tail; a full ring counts the
  * event in the CPU's `lost` and writes nothing. */
 #ifndef HVT_STUB_ABI_H
@@ -45,26 +45,31 @@
 #define RH_TAIL 8  /* u64: next index the host reads (host-written) */
 #define RH_LOST 16 /* u64: events dropped because the ring was full */
 
-/* Record fields. */
-#define STUB_REC_SIZE 128
-#define STUB_REC_SHIFT 7
-#define R_SEQ 0	    /* u64: index + 1, written last (the commit marker) */
-#define R_TYPE 8    /* u8: enum stub_rec_type */
+/* Record fields: 64 bytes. An entry whose event needs the argument registers takes two consecutive
+ * records (reserved together): the entry with R_FLAGS bit STUB_F_ARGS, then a STUB_REC_ARGS record
+ * holding RDI, RSI, RDX, RCX, R8, R9 from R_TSC on. */
+#define STUB_REC_SIZE 64
+#define STUB_REC_SHIFT 6
+#define R_SEQ 0	    /* u32: the low 32 bits of index + 1, written last (the commit marker) */
+#define R_STASH 4   /* u32: the same, kept here from the reservation until the commit */
+#define R_TYPE 8    /* u8: STUB_REC_* */
 #define R_DEPTH 9   /* u8: nesting depth on the guest stack (hooked entries and returns) */
 #define R_CPU 10    /* u16 */
+#define R_FLAGS 12  /* u32: STUB_F_* */
 #define R_TSC 16    /* u64: RDTSC when the event happened */
 #define R_IP 24	    /* u64: the patched site (the function) */
 #define R_PARENT 32 /* u64: entry: its return address; return: where it returns to */
 #define R_TASK 40   /* u64: the current task pointer (0 if unknown) */
 #define R_RAX 48    /* u64: RAX (the return value on a return) */
-#define R_T0 56	    /* u64: return/drop: RDTSC at the matching entry */
-#define R_ARGS 64   /* u64[6]: entry: RDI, RSI, RDX, RCX, R8, R9 */
-#define R_SLOT 112  /* u64: hooked entries, returns and drops: the return-address slot */
+#define R_T0 56	    /* u64: return: RDTSC at the matching entry */
+#define R_ARGS 16   /* in a STUB_REC_ARGS record: u64[6] */
 
 #define STUB_REC_ENTRY 1	/* an entry; depth valid if its return was hooked */
 #define STUB_REC_ENTRY_NOHOOK 2 /* an entry whose return should have been hooked but could not be */
 #define STUB_REC_RETURN 3	/* a hooked function returned */
 #define STUB_REC_DROP 4		/* a hooked frame was abandoned without returning (non-local exit) */
+#define STUB_REC_ARGS 5		/* the argument registers of the entry before it */
+#define STUB_F_ARGS 1		/* entry: a STUB_REC_ARGS record follows */
 
 /* Shadow stacks: one per guest stack region, claimed by compare-and-swap of its key ((slot >> shift) + 1)
  * within STUB_STACK_PROBES entries of its hash, locked by a try-lock on entry (busy: the return is not
@@ -85,15 +90,18 @@
 #ifndef __ASSEMBLER__
 #include <stdint.h>
 
-/* One ring record as the host reads it. */
+/* One ring record as the host reads it (a STUB_REC_ARGS record: args over tsc..t0). */
 struct stub_rec {
-	uint64_t seq;
+	uint32_t seq, stash;
 	uint8_t type, depth;
 	uint16_t cpu;
-	uint32_t pad;
-	uint64_t tsc, ip, parent, task, rax, t0;
-	uint64_t args[6];
-	uint64_t slot, pad2;
+	uint32_t flags;
+	union {
+		struct {
+			uint64_t tsc, ip, parent, task, rax, t0;
+		};
+		uint64_t args[6];
+	};
 };
 
 /* One shadow-stack entry. */

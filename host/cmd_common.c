@@ -100,9 +100,14 @@ void cmd_print_stub_stats(const struct tracer *t)
 {
 	if (!t->nr_stub_probes)
 		return;
+	unsigned long long stalls = 0;
+
+	for (unsigned i = t->nr_cpus; i < t->nr_rings; i++)
+		stalls += t->rings[i].stalls;
 	fprintf(stderr,
-		"hvtrace: stats: stub probes %zu records %llu lost %llu ring %llu/cpu region %llu KiB\n",
+		"hvtrace: stats: stub probes %zu records %llu lost %llu ring %llu/cpu region %llu KiB "
+		"host-ring-stalls %llu\n",
 		t->nr_stub_probes, (unsigned long long)t->stub_records,
 		(unsigned long long)t->stub_lost, (unsigned long long)t->stub.ring_records,
-		(unsigned long long)t->stub.reg.size >> 10);
+		(unsigned long long)t->stub.reg.size >> 10, stalls);
 }

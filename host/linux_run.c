@@ -563,8 +563,9 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 	}
 	if (how == QEMU_RUN_STOP_ASKED)
 		detach(r);
-	else
-		r->detached = true; /* nothing left to restore in a VM that is gone */
+	else if (r->have_tr)
+		tracer_stub_stop(&r->tr); /* nothing left to restore in a VM that is gone */
+	r->detached = true;
 	if (!r->launched) {
 		/* attach: the VM runs on; a detach by signal or --duration is the normal end */
 		if (how == QEMU_RUN_GUEST_GONE)

@@ -98,6 +98,11 @@ void profile_print(const struct profile *p, const struct tracer *t, FILE *out)
 				(uint64_t)atomic_load(&t->counters[i].hooked), misses);
 		}
 	}
+	/* the stub cannot tell which probe an event it had no room for belonged to */
+	if (t->stub_lost)
+		fprintf(out, "hvtrace: %llu events missed: the stub's guest rings were full (no probe "
+			     "named)\n",
+			(unsigned long long)t->stub_lost);
 }
 
 void profile_free(struct profile *p)

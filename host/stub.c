@@ -8,8 +8,8 @@
 #include <string.h>
 
 /* The stub's bytes, assembled into this binary as data (guest-stub/stub.S). */
-extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[], hvt_stub_ret[],
-	hvt_stub_end[];
+extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
+	hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_ret[], hvt_stub_end[];
 
 #define PAGE 4096ull
 #define CALL_REL32 0xe8
@@ -115,8 +115,14 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->ring_records = pow2_floor(room / per_cpu);
 	if (s->ring_records > STUB_RING_RECORDS_MAX)
 		s->ring_records = STUB_RING_RECORDS_MAX;
-	s->entry = s->reg.gva + (uint64_t)(hvt_stub_entry - hvt_stub_start);
-	s->entry_ret = s->reg.gva + (uint64_t)(hvt_stub_entry_ret - hvt_stub_start);
+	if (g->max_records && s->ring_records > pow2_floor(g->max_records))
+		s->ring_records = pow2_floor(g->max_records);
+	if (s->ring_records < STUB_RING_RECORDS_MIN)
+		s->ring_records = STUB_RING_RECORDS_MIN;
+	s->entry[0] = s->reg.gva + (uint64_t)(hvt_stub_entry - hvt_stub_start);
+	s->entry[1] = s->reg.gva + (uint64_t)(hvt_stub_entry_ret - hvt_stub_start);
+	s->entry[2] = s->reg.gva + (uint64_t)(hvt_stub_entry_args - hvt_stub_start);
+	s->entry[3] = s->reg.gva + (uint64_t)(hvt_stub_entry_ret_args - hvt_stub_start);
 	s->ret = s->reg.gva + (uint64_t)(hvt_stub_ret - hvt_stub_start);
 	ret = zero_phys(tgt, s->reg.gpa, stacks_off(s) + s->nr_stacks * STUB_STACK_SIZE);
 	if (ret == 0)
@@ -133,10 +139,10 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	return 0;
 }
 
-int stub_patch(struct stub *s, uint64_t site, bool hook, uint8_t orig[5])
+int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, uint8_t orig[5])
 {
 	struct target *tgt = s->tgt;
-	int64_t rel = (int64_t)((hook ? s->entry_ret : s->entry) - (site + X86_NOP5_LEN));
+	int64_t rel = (int64_t)(s->entry[hook | args << 1] - (site + X86_NOP5_LEN));
 	uint8_t call[X86_NOP5_LEN] = {CALL_REL32};
 	int32_t rel32 = (int32_t)rel;
 
@@ -224,22 +230,27 @@ void stub_unplace(struct stub *s)
 
 unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max)
 {
-	uint64_t idx = s->tail[cpu], pos = idx & (s->ring_records - 1);
-	uint64_t n = s->ring_records - pos, head;
+	uint64_t idx = s->tail[cpu], pos = idx & (s->ring_records - 1), h[3], n, first;
+	uint64_t base = rings_gpa(s) + cpu * s->ring_records * STUB_REC_SIZE;
 	unsigned k = 0;
 
-	if (s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, cpu) + RH_HEAD, &head, 8) < 0 ||
-	    head == idx)
+	if (s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, cpu), h, sizeof(h)) < 0)
 		return 0;
-	if (n > head - idx)
-		n = head - idx;
+	s->lost[cpu] = h[RH_LOST / 8];
+	n = h[RH_HEAD / 8] - idx;
 	if (n > max)
 		n = max;
-	if (s->tgt->ops->read_phys(s->tgt,
-				   rings_gpa(s) + (cpu * s->ring_records + pos) * STUB_REC_SIZE, buf,
-				   n * STUB_REC_SIZE) < 0)
+	if (n > s->ring_records)
+		n = s->ring_records;
+	if (!n)
 		return 0;
-	while (k < n && buf[k].seq == idx + k + 1)
+	/* up to the end of the ring, then on from its start */
+	first = s->ring_records - pos < n ? s->ring_records - pos : n;
+	if (s->tgt->ops->read_phys(s->tgt, base + pos * STUB_REC_SIZE, buf, first * STUB_REC_SIZE) < 0 ||
+	    (n > first &&
+	     s->tgt->ops->read_phys(s->tgt, base, buf + first, (n - first) * STUB_REC_SIZE) < 0))
+		return 0;
+	while (k < n && buf[k].seq == (uint32_t)(idx + k + 1))
 		k++;
 	return k;
 }
@@ -255,13 +266,16 @@ void stub_counters(struct stub *s, struct stub_counters *out)
 	uint64_t h[3];
 
 	memset(out, 0, sizeof(*out));
-	if (!s->placed)
-		return;
-	for (unsigned c = 0; c < s->nr_cpus; c++)
-		if (s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, c), h, sizeof(h)) == 0)
-			out->lost += h[RH_LOST / 8];
-	if (s->tgt->ops->read_phys(s->tgt, s->reg.gpa + STUB_HDR_OFF + H_BAD_CPU, h, 16) == 0) {
-		out->bad_cpu = h[0];
-		out->no_stack = h[1];
+	for (unsigned c = 0; c < s->nr_cpus; c++) {
+		if (s->placed && s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, c), h, sizeof(h)) == 0)
+			s->lost[c] = h[RH_LOST / 8];
+		out->lost += s->lost[c];
 	}
+	if (s->placed &&
+	    s->tgt->ops->read_phys(s->tgt, s->reg.gpa + STUB_HDR_OFF + H_BAD_CPU, h, 16) == 0) {
+		s->bad_cpu = h[0];
+		s->no_stack = h[1];
+	}
+	out->bad_cpu = s->bad_cpu;
+	out->no_stack = s->no_stack;
 }

@@ -23,8 +23,11 @@ struct stub {
 	unsigned nr_cpus;
 	uint64_t ring_records; /* per CPU */
 	uint64_t nr_stacks;    /* 0: no return hooks */
-	uint64_t entry, entry_ret, ret; /* GVAs of the routines */
+	uint64_t entry[4];		/* GVAs of the entry routines: [hook return | 2 * argument registers] */
+	uint64_t ret;			/* GVA of the return routine */
 	uint64_t tail[STUB_MAX_CPUS];	/* next index the host reads, per CPU */
+	uint64_t lost[STUB_MAX_CPUS];	/* the guest's count of events its ring had no room for, as last read */
+	uint64_t bad_cpu, no_stack;	/* the header's counters, as last read */
 	uint64_t restored_slots;	/* hooked returns handed back at detach */
 };
 
@@ -34,6 +37,7 @@ struct stub_guest {
 	const struct vmi_task_layout *task; /* current-task slots, or NULL */
 	unsigned stack_shift;		/* guest stacks are 1 << stack_shift aligned regions */
 	unsigned max_depth;		/* frames per shadow stack (the host's SHADOW_MAX_DEPTH) */
+	uint64_t max_records;		/* at most this many records per CPU ring (0: no bound) */
 };
 
 /* With the target paused: places and initialises the stub for @nr_cpus CPUs, reachable by CALL rel32
@@ -43,9 +47,9 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	       const struct stub_guest *g, uint64_t lo, uint64_t hi, char *err, size_t errlen);
 
 /* With the target paused: CALL rel32 into the stub at @site (its NOP5 saved in @orig, checked to be a
- * NOP5 first), to the entry that also hooks the return when @hook. 0, -EILSEQ (not a NOP5), -ERANGE
- * (out of reach), -EFAULT. */
-int stub_patch(struct stub *s, uint64_t site, bool hook, uint8_t orig[5]);
+ * NOP5 first), to the entry that also hooks the return when @hook and records the argument registers
+ * when @args. 0, -EILSEQ (not a NOP5), -ERANGE (out of reach), -EFAULT. */
+int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, uint8_t orig[5]);
 
 /* With the target paused: puts @orig back at @site. 0 or -errno. */
 int stub_unpatch(struct stub *s, uint64_t site, const uint8_t orig[5]);
@@ -61,15 +65,16 @@ int stub_restore_slots(struct stub *s, bool clear);
 /* With the target paused and nothing left that can enter it: unmaps the stub. */
 void stub_unplace(struct stub *s);
 
-/* Up to @max committed, unread records of CPU @cpu, oldest first, copied into @buf. Returns how many
- * (0 if none or unreadable). Only the drain thread. */
+/* Up to @max committed, unread records of CPU @cpu, oldest first (across the end of the ring), copied
+ * into @buf. Returns how many (0 if none or unreadable). Only the drain thread. */
 unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max);
 
 /* Hands @n records of CPU @cpu back to the guest. 0 or -EFAULT. Only the drain thread. */
 int stub_consume(struct stub *s, unsigned cpu, unsigned n);
 
 /* Events the guest could not record (full rings, CPU numbers out of range, returns not hooked
- * because their shadow stack was busy or full): sums of the guest's counters. Any thread. */
+ * because their shadow stack was busy or full): sums of the guest's counters, as stub_read last saw
+ * them where the guest can no longer be read (a QEMU that exited). */
 struct stub_counters {
 	uint64_t lost, bad_cpu, no_stack;
 };

@@ -41,8 +41,9 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 	for (unsigned i = 0; i < t->nr_cpus; i++) {
 		atomic_store(&t->cpu[i].busy_since, UINT64_MAX);
 	}
+	/* the stub's records arrive in bursts the guest's small rings cannot hold: room for 4 times more */
 	for (unsigned i = 0; i < t->nr_rings; i++)
-		if (ring_init(&t->rings[i], opts->ring_records) < 0)
+		if (ring_init(&t->rings[i], opts->ring_records * (i < t->nr_cpus ? 1 : 4)) < 0)
 			goto nomem;
 	atomic_store(&t->stub_horizon, UINT64_MAX);
 	if (opts->returns) {
@@ -534,6 +535,7 @@ unsigned long long tracer_lost(const struct tracer *t)
 
 void tracer_free(struct tracer *t)
 {
+	tracer_stub_stop(t);
 	probe_table_free(&t->probes);
 	for (unsigned i = 0; t->rings && i < t->nr_rings; i++)
 		ring_free(&t->rings[i]);

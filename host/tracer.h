@@ -131,6 +131,11 @@ bool tracer_stub_capable(const struct tracer *t, uint32_t id);
 int tracer_stub_attach(struct tracer *t, char *err, size_t errlen);
 int tracer_stub_detach(struct tracer *t);
 
+/* Drains the guest rings one last time, as far as they can still be read, and stops the drain thread;
+ * the events the guest could not record are then in stub_lost (as the guest last said if it is gone).
+ * For a guest that went away without a detach; idempotent. Main thread. */
+void tracer_stub_stop(struct tracer *t);
+
 /* Frees everything; the tracer must be detached. */
 void tracer_free(struct tracer *t);
 

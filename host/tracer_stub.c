@@ -5,6 +5,7 @@
 #include "clock.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #define DRAIN_BATCH 256
 #define DRAIN_IDLE_US 200
 #define HORIZON_SLACK_NS 2000000ull /* a record is committed within this of its timestamp */
+#define FINAL_WAIT_PASSES 25000 /* 5 s without progress at detach: give up on the rest */
 #define TASK_CACHE 256
 #define TASK_CACHE_NS 50000000ull
 #define LEAVE_TRIES 2000
@@ -90,11 +92,12 @@ static void task_of(struct tracer *t, struct task_cache *c, unsigned cpu, uint64
 
 /* ---- the drain thread ------------------------------------------------------------------------------ */
 
-static struct hvt_record *wait_slots(struct ring *ring, uint64_t n)
+/* The slot for @n records of @ring, or NULL when the writer has not made room yet. */
+static struct hvt_record *room(struct ring *ring, uint64_t n)
 {
-	while (!ring_reserve_n(ring, n)) {
+	if (!ring_reserve_n(ring, n)) {
 		ring->stalls++;
-		usleep(100);
+		return NULL;
 	}
 	return ring_slot(ring, 0);
 }
@@ -108,9 +111,11 @@ static int no_memory(void *ctx, uint64_t gva, void *buf, size_t len)
 	return -EFAULT;
 }
 
-/* One guest record into the host record stream of its CPU. */
-static void convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
-		    const struct stub_rec *g)
+/* One guest record (and @args, the record after it, for an entry with argument registers) into the
+ * host record stream of its CPU. False (nothing done) when that ring has no room: the record stays in
+ * the guest's ring for the next pass. */
+static bool convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
+		    const struct stub_rec *g, const struct stub_rec *args)
 {
 	struct probe *p = probe_lookup(&t->probes, g->ip);
 	unsigned cpu = g->cpu < t->nr_cpus ? g->cpu : 0;
@@ -121,31 +126,35 @@ static void convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
 	bool deep;
 
 	if (!p)
-		return;
+		return true;
 	deep = t->opts.returns && t->opts.max_depth && g->depth >= t->opts.max_depth;
 	switch (g->type) {
 	case STUB_REC_ENTRY_NOHOOK:
 		atomic_fetch_add_explicit(&t->counters[p->id].misses, 1, memory_order_relaxed);
-		return;
+		return true;
 	case STUB_REC_DROP:
 		atomic_fetch_add_explicit(&t->counters[p->id].unwound, 1, memory_order_relaxed);
-		return;
+		return true;
 	case STUB_REC_ENTRY:
-		if (hooks_return(t, p->id))
-			atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1, memory_order_relaxed);
-		if (t->quiet_entry[p->id] || deep)
-			return;
-		task_of(t, tc, cpu, g->task, &task);
+		if (t->quiet_entry[p->id] || deep) {
+			if (hooks_return(t, p->id))
+				atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1,
+							  memory_order_relaxed);
+			return true;
+		}
 		spec = t->events[p->id];
-		if (spec) {
-			struct x86_regs regs = {.rdi = g->args[0], .rsi = g->args[1], .rdx = g->args[2],
-						.rcx = g->args[3], .r8 = g->args[4], .r9 = g->args[5],
-						.rax = g->rax};
+		if (spec && args) {
+			struct x86_regs regs = {.rdi = args->args[0], .rsi = args->args[1],
+						.rdx = args->args[2], .rcx = args->args[3],
+						.r8 = args->args[4], .r9 = args->args[5], .rax = g->rax};
 			size_t len = fe_payload_size(spec);
 			uint64_t slots = 1 + hvt_record_payload_slots(len);
 
+			rec = room(ring, slots);
+			if (!rec)
+				return false;
 			fe_capture(spec, &regs, no_memory, NULL, scratch);
-			rec = wait_slots(ring, slots);
+			task_of(t, tc, cpu, g->task, &task);
 			hvt_record_entry(rec, tsc_to_ts(t, g->tsc), cpu, p->addr, g->parent, &task);
 			rec->type = HVT_REC_EVENT;
 			rec->value = len;
@@ -157,41 +166,51 @@ static void convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
 				memcpy(ring_slot(ring, k), scratch + off, n);
 			}
 			ring_commit_n(ring, slots);
-			return;
+		} else {
+			rec = room(ring, 1);
+			if (!rec)
+				return false;
+			task_of(t, tc, cpu, g->task, &task);
+			hvt_record_entry(rec, tsc_to_ts(t, g->tsc), cpu, p->addr, g->parent, &task);
+			rec->depth = hooks_return(t, p->id) ? g->depth : 0;
+			ring_commit(ring);
 		}
-		rec = wait_slots(ring, 1);
-		hvt_record_entry(rec, tsc_to_ts(t, g->tsc), cpu, p->addr, g->parent, &task);
-		rec->depth = hooks_return(t, p->id) ? g->depth : 0;
-		ring_commit(ring);
-		return;
+		if (hooks_return(t, p->id))
+			atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1, memory_order_relaxed);
+		return true;
 	case STUB_REC_RETURN:
 		if (deep)
-			return;
+			return true;
+		rec = room(ring, 1);
+		if (!rec)
+			return false;
 		task_of(t, tc, cpu, g->task, &task);
-		rec = wait_slots(ring, 1);
 		hvt_record_entry(rec, tsc_to_ts(t, g->tsc), cpu, p->addr, g->parent, &task);
 		rec->type = HVT_REC_RETURN;
 		rec->value = g->rax;
 		rec->duration = tsc_to_ts(t, g->tsc) - tsc_to_ts(t, g->t0);
 		rec->depth = g->depth;
 		ring_commit(ring);
-		return;
+		return true;
 	}
+	return true;
 }
 
-/* Drains what the guest has committed. Returns how many records. */
+/* Drains what the guest has committed, as far as the host rings have room; *@more says whether some
+ * records had to stay in a guest ring. Returns how many records were taken. */
 static unsigned drain_pass(struct tracer *t, struct stub_rec *buf, struct task_cache *tc,
-			   uint8_t *scratch)
+			   uint8_t *scratch, bool *more)
 {
-	uint64_t now = clock_now_ns();
+	uint64_t now = clock_now_ns(), pending = UINT64_MAX, h;
 	unsigned total = 0;
 
+	*more = false;
 	if (now - tc->filled_at > TASK_CACHE_NS) {
 		memset(tc->ptr, 0, sizeof(tc->ptr));
 		tc->filled_at = now;
 	}
 	for (unsigned c = 0; c < t->nr_cpus; c++) {
-		unsigned n;
+		unsigned n, k, step;
 
 		while ((n = stub_read(&t->stub, c, buf, DRAIN_BATCH)) > 0) {
 			if (!t->clock_anchored) {
@@ -200,19 +219,45 @@ static unsigned drain_pass(struct tracer *t, struct stub_rec *buf, struct task_c
 				t->ns_ref = now;
 				t->clock_anchored = true;
 			}
-			for (unsigned k = 0; k < n; k++)
-				convert(t, tc, scratch, &buf[k]);
-			stub_consume(&t->stub, c, n);
-			t->stub_records += n;
-			total += n;
+			for (k = 0; k < n; k += step) {
+				const struct stub_rec *args = NULL;
+
+				step = 1;
+				if (buf[k].type == STUB_REC_ENTRY && (buf[k].flags & STUB_F_ARGS)) {
+					if (k + 1 == n)
+						break; /* its registers come with the next read */
+					if (buf[k + 1].type == STUB_REC_ARGS)
+						args = &buf[k + 1];
+					step = 2;
+				}
+				if (!convert(t, tc, scratch, &buf[k], args))
+					break;
+			}
+			if (k)
+				stub_consume(&t->stub, c, k);
+			t->stub_records += k;
+			total += k;
+			if (k < n && k + 1 == n && (buf[k].flags & STUB_F_ARGS) && n < DRAIN_BATCH) {
+				/* an entry whose registers are not committed yet: not waiting on the host */
+				*more = true;
+				break;
+			}
+			if (k < n) {
+				/* the writer first: nothing of this CPU from here on is in a host ring */
+				uint64_t ts = tsc_to_ts(t, buf[k].tsc);
+
+				pending = ts < pending ? ts : pending;
+				*more = true;
+				break;
+			}
 			if (n < DRAIN_BATCH)
 				break;
 		}
 	}
-	/* Records still to come were taken after the pass started, less the slack; one that anchors the
-	 * clock later is stamped with the time of its pass, later still. */
-	if (now - t->t0 > HORIZON_SLACK_NS)
-		atomic_store(&t->stub_horizon, now - t->t0 - HORIZON_SLACK_NS);
+	/* Records still to come were taken after the pass started, less the slack (one that anchors the
+	 * clock later is stamped with the time of its pass, later still), or are the ones left waiting. */
+	h = now - t->t0 > HORIZON_SLACK_NS ? now - t->t0 - HORIZON_SLACK_NS : 0;
+	atomic_store(&t->stub_horizon, h < pending ? h : pending);
 	return total;
 }
 
@@ -227,11 +272,26 @@ static void *drain_thread(void *arg)
 		fprintf(stderr, "hvtrace: stub drain: out of memory\n");
 		exit(4);
 	}
+	/* A guest ring holds a few milliseconds of events: the drain must not wait behind busy vCPU
+	 * threads for a time slice. Best effort (needs CAP_SYS_NICE); it sleeps whenever it is idle. */
+	struct sched_param sp = {.sched_priority = 1};
+
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	bool more;
+	unsigned idle = 0;
+
 	while (!atomic_load(&t->drain_stop))
-		if (!drain_pass(t, buf, tc, scratch))
+		if (!drain_pass(t, buf, tc, scratch, &more))
 			usleep(DRAIN_IDLE_US);
-	while (drain_pass(t, buf, tc, scratch))
-		;
+	/* the rest, while the writer makes room (it runs until after the detach) */
+	for (;;) {
+		if (drain_pass(t, buf, tc, scratch, &more))
+			idle = 0;
+		else if (!more || idle++ >= FINAL_WAIT_PASSES)
+			break;
+		else
+			usleep(DRAIN_IDLE_US);
+	}
 	atomic_store(&t->stub_horizon, UINT64_MAX);
 	free(buf);
 	free(tc);
@@ -260,6 +320,8 @@ int tracer_stub_attach(struct tracer *t, char *err, size_t errlen)
 		.task = &t->task,
 		.stack_shift = t->tgt->stack_shift,
 		.max_depth = SHADOW_MAX_DEPTH,
+		/* --buffer-size-kb bounds the guest's rings too (its records are twice the size) */
+		.max_records = t->opts.ring_records / 2,
 	};
 	int ret;
 
@@ -287,7 +349,8 @@ int tracer_stub_attach(struct tracer *t, char *err, size_t errlen)
 
 		if (!p->stub)
 			continue;
-		ret = stub_patch(&t->stub, p->addr, hooks_return(t, p->id), p->nop);
+		ret = stub_patch(&t->stub, p->addr, hooks_return(t, p->id), t->events[p->id] != NULL,
+				 p->nop);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 ": %s", p->func->name, p->addr,
 				 ret == -EILSEQ	 ? "not a NOP5"
@@ -324,9 +387,21 @@ static bool cpu_inside(struct tracer *t)
 	return false;
 }
 
-int tracer_stub_detach(struct tracer *t)
+void tracer_stub_stop(struct tracer *t)
 {
 	struct stub_counters c;
+
+	if (t->drain_running) {
+		atomic_store(&t->drain_stop, 1);
+		pthread_join(t->drain, NULL);
+		t->drain_running = false;
+	}
+	stub_counters(&t->stub, &c);
+	t->stub_lost = c.lost + c.bad_cpu;
+}
+
+int tracer_stub_detach(struct tracer *t)
+{
 	int ret = 0, tries = 0;
 
 	if (!t->stub.placed)
@@ -350,13 +425,7 @@ int tracer_stub_detach(struct tracer *t)
 	if (stub_restore_slots(&t->stub, !ret) < 0 && !ret)
 		ret = -EFAULT;
 	t->restored_slots += t->stub.restored_slots;
-	if (t->drain_running) {
-		atomic_store(&t->drain_stop, 1);
-		pthread_join(t->drain, NULL);
-		t->drain_running = false;
-	}
-	stub_counters(&t->stub, &c);
-	t->stub_lost = c.lost + c.bad_cpu;
+	tracer_stub_stop(t);
 	if (!ret)
 		stub_unplace(&t->stub);
 	return ret;

@@ -19,8 +19,8 @@
 #define SITE 0x1000ull
 #define FAR_SITE (0x100000000ull + 0x2000) /* more than 2 GiB from the region */
 
-extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[], hvt_stub_ret[],
-	hvt_stub_end[];
+extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
+	hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_ret[], hvt_stub_end[];
 
 static uint8_t *mem;
 static bool unmapped;
@@ -149,22 +149,28 @@ static void test_patch(void **state)
 	int32_t rel;
 
 	(void)state;
-	assert_int_equal(stub_patch(&s, SITE, false, orig), 0);
+	const uint8_t *const routines[4] = {hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_entry_args,
+					    hvt_stub_entry_ret_args};
+
+	assert_int_equal(stub_patch(&s, SITE, false, false, orig), 0);
 	assert_memory_equal(orig, "\x0f\x1f\x44\x00\x00", 5);
 	assert_int_equal(*at(SITE), 0xe8);
 	memcpy(&rel, at(SITE + 1), 4);
-	assert_int_equal(SITE + 5 + rel, s.entry);
-	assert_int_equal(s.entry, REGION + (uint64_t)(hvt_stub_entry - hvt_stub_start));
+	assert_int_equal(SITE + 5 + rel, s.entry[0]);
 	/* a CALL is not a NOP5: patching twice is refused, and nothing is written */
-	assert_int_equal(stub_patch(&s, SITE, true, bad), -EILSEQ);
-	assert_int_equal(SITE + 5 + rel, s.entry);
+	assert_int_equal(stub_patch(&s, SITE, true, false, bad), -EILSEQ);
+	assert_int_equal(SITE + 5 + rel, s.entry[0]);
 	assert_int_equal(stub_unpatch(&s, SITE, orig), 0);
 	assert_memory_equal(at(SITE), "\x0f\x1f\x44\x00\x00", 5);
-	assert_int_equal(stub_patch(&s, SITE, true, orig), 0);
-	memcpy(&rel, at(SITE + 1), 4);
-	assert_int_equal(SITE + 5 + rel, s.entry_ret);
+	/* the entry routine for each combination of return hook and argument registers */
+	for (unsigned k = 0; k < 4; k++) {
+		assert_int_equal(stub_patch(&s, SITE, k & 1, k & 2, orig), 0);
+		memcpy(&rel, at(SITE + 1), 4);
+		assert_int_equal(SITE + 5 + rel, REGION + (uint64_t)(routines[k] - hvt_stub_start));
+		assert_int_equal(stub_unpatch(&s, SITE, orig), 0);
+	}
 	/* out of CALL rel32 reach: refused, unchanged */
-	assert_int_equal(stub_patch(&s, FAR_SITE, false, orig), -ERANGE);
+	assert_int_equal(stub_patch(&s, FAR_SITE, false, false, orig), -ERANGE);
 	assert_memory_equal(at(FAR_SITE), "\x0f\x1f\x44\x00\x00", 5);
 	assert_true(stub_owns_rip(&s, s.ret));
 	assert_false(stub_owns_rip(&s, SITE));
@@ -201,10 +207,20 @@ static void test_read_committed_only(void **state)
 	assert_int_equal(buf[0].ip, 0x102);
 	/* a stale record from the previous lap does not count as the next one */
 	assert_int_equal(stub_consume(&s, 1, 1), 0);
-	rec(1, 3)->seq = 4 - s.ring_records;
+	rec(1, 3)->seq = (uint32_t)(4 - s.ring_records);
 	put64(rh + RH_HEAD, 4);
 	assert_int_equal(stub_read(&s, 1, buf, 8), 0);
 	assert_int_equal(stub_read(&s, 0, buf, 8), 0);
+	/* across the end of the ring: the last record, then the first */
+	s.tail[1] = 3 * s.ring_records - 1;
+	rec(1, s.tail[1])->seq = (uint32_t)(s.tail[1] + 1);
+	rec(1, s.tail[1])->ip = 0xaaa;
+	rec(1, s.tail[1] + 1)->seq = (uint32_t)(s.tail[1] + 2);
+	rec(1, s.tail[1] + 1)->ip = 0xbbb;
+	put64(rh + RH_HEAD, s.tail[1] + 2);
+	assert_int_equal(stub_read(&s, 1, buf, 8), 2);
+	assert_int_equal(buf[0].ip, 0xaaa);
+	assert_int_equal(buf[1].ip, 0xbbb);
 }
 
 static void test_restore_slots(void **state)
