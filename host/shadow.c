@@ -33,18 +33,20 @@ void shadow_free(struct shadow *s)
 	s->stacks = NULL;
 }
 
-void shadow_forget(struct shadow *s, uint64_t slot)
+unsigned shadow_forget(struct shadow *s, uint64_t slot)
 {
 	struct shadow_stack *st = shadow_lock(s, slot, false);
-	unsigned o = 0;
+	unsigned o = 0, gone;
 
 	if (!st)
-		return;
+		return 0;
 	for (unsigned i = 0; i < st->nr; i++)
 		if (st->e[i].slot != slot)
 			st->e[o++] = st->e[i];
+	gone = st->nr - o;
 	st->nr = o;
 	shadow_unlock(st);
+	return gone;
 }
 
 void shadow_break_locks(struct shadow *s)

@@ -72,8 +72,9 @@ void shadow_for_each(struct shadow *s, void (*fn)(void *ctx, const struct shadow
  * the trampoline. 0 if none. Only with all vCPUs stopped. */
 uint64_t shadow_resolve(struct shadow *s, uint64_t slot);
 
-/* Removes every entry for @slot (a return already handed back). Only with all vCPUs stopped. */
-void shadow_forget(struct shadow *s, uint64_t slot);
+/* Removes every entry for @slot (a return already handed back); returns how many (a tail call stacks
+ * several on one slot). Only with all vCPUs stopped. */
+unsigned shadow_forget(struct shadow *s, uint64_t slot);
 
 /* Releases every stack lock: for a guardian process whose parent died holding one. */
 void shadow_break_locks(struct shadow *s);

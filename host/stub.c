@@ -202,11 +202,20 @@ int stub_restore_slots(struct stub *s, bool clear)
 			continue;
 		if (nr > STUB_STACK_DEPTH)
 			nr = STUB_STACK_DEPTH;
-		for (uint64_t k = 0; k < nr; k++) {
-			uint64_t cur, orig = resolve(s, f, nr, f[k].slot);
+		/* every frame whose slot still points at the return routine is a return handed back
+		 * (a tail call has several on one slot): which ones, before writing any */
+		bool hooked[STUB_STACK_DEPTH];
 
-			if (tgt->ops->read_virt(tgt, 0, f[k].slot, &cur, 8) < 0 || cur != s->ret ||
-			    !orig)
+		for (uint64_t k = 0; k < nr; k++) {
+			uint64_t cur;
+
+			hooked[k] = tgt->ops->read_virt(tgt, 0, f[k].slot, &cur, 8) == 0 &&
+				    cur == s->ret && resolve(s, f, nr, f[k].slot);
+		}
+		for (uint64_t k = 0; k < nr; k++) {
+			uint64_t orig = resolve(s, f, nr, f[k].slot);
+
+			if (!hooked[k])
 				continue;
 			if (tgt->ops->write_virt(tgt, 0, f[k].slot, &orig, 8) == 0)
 				s->restored_slots++;

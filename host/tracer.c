@@ -172,9 +172,11 @@ static void restore_slot(void *ctx, const struct shadow_entry *e)
 	struct tracer *t = ctx;
 	uint64_t cur;
 
+	/* newest first: a tail call's frames (several on one slot, the newer ones saving the trampoline)
+	 * each count as a return handed back, and the oldest writes the real address last */
 	if (t->tgt->ops->read_virt(t->tgt, 0, e->slot, &cur, 8) < 0 || cur != t->trampoline)
 		return;
-	if (t->tgt->ops->write_virt(t->tgt, 0, e->slot, &e->orig, 8) == 0 && e->orig != t->trampoline)
+	if (t->tgt->ops->write_virt(t->tgt, 0, e->slot, &e->orig, 8) == 0)
 		t->restored_slots++;
 }
 
@@ -192,11 +194,9 @@ static void unhook_cpus(struct tracer *t)
 		if (!orig)
 			continue;
 		regs.rip = orig;
-		if (t->tgt->ops->set_regs(t->tgt, i, &regs) == 0) {
-			t->restored_slots++;
+		if (t->tgt->ops->set_regs(t->tgt, i, &regs) == 0)
 			/* its slot was popped already: not to be written back again */
-			shadow_forget(&t->shadow, regs.rsp - 8);
-		}
+			t->restored_slots += shadow_forget(&t->shadow, regs.rsp - 8);
 	}
 }
 

@@ -119,6 +119,8 @@ void hv_run(struct hv_result *r, const char *const *argv, double signal_after, i
 	pid = fork();
 	if (pid == 0) {
 		int fd = open(epath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		setpgid(0, 0); /* its own process group: a negative @sig reaches its children too */
 		int out = open(strcmp(argv[0], "run") && strcmp(argv[0], "attach") ? tpath : "/dev/null",
 			       O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
@@ -132,7 +134,10 @@ void hv_run(struct hv_result *r, const char *const *argv, double signal_after, i
 				      (long)((signal_after - (time_t)signal_after) * 1e9)};
 
 		nanosleep(&ts, NULL);
-		kill(pid, sig);
+		if (sig < 0)
+			kill(-pid, -sig);
+		else
+			kill(pid, sig);
 	}
 	waitpid(pid, &st, 0);
 	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);

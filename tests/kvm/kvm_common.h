@@ -31,7 +31,8 @@ const char *hv_binary(void);
 const char *hv_guest(const char *variant);
 
 /* Runs hvtrace with @argv (NULL-terminated, without the program name) plus `-o T --console C` inserted
- * after the command word; if @signal_after > 0 sends @sig after that many seconds. Fills @r. */
+ * after the command word; if @signal_after > 0 sends @sig after that many seconds (-@sig to hvtrace's
+ * whole process group, its guardian included, when @sig is negative). Fills @r. */
 void hv_run(struct hv_result *r, const char *const *argv, double signal_after, int sig);
 void hv_result_free(struct hv_result *r);
 

@@ -381,7 +381,7 @@ static void test_attach_libvirt(void **state)
 /* SIGKILL while hvtrace has the guest patched (return slots rewritten too): hvtrace's guardian restores
  * everything and detaches (QEMU 7.2 would otherwise keep the VM stopped), and the guest runs on to its
  * power-off. */
-static void sigkill_case(const char *const *argv, const char *cmdline)
+static void sigkill_case(const char *const *argv, const char *cmdline, int sig)
 {
 	struct hv_result r;
 
@@ -391,7 +391,7 @@ static void sigkill_case(const char *const *argv, const char *cmdline)
 		domain("stop", NULL);
 		fail_msg("the guest did not reach its workload");
 	}
-	hv_run(&r, argv, 6, SIGKILL);
+	hv_run(&r, argv, 6, sig);
 	assert_int_equal(r.status, 128 + SIGKILL);
 	hv_result_free(&r);
 	for (int i = 0; i < 1800 && !domain_gone(); i++)
@@ -409,7 +409,7 @@ static void test_sigkill_leaves_guest_alive(void **state)
 			      "do_sys_openat2", NULL};
 
 	(void)state;
-	sigkill_case(argv, "hvt.rounds=30 hvt.yes_sec=1");
+	sigkill_case(argv, "hvt.rounds=30 hvt.yes_sec=1", SIGKILL);
 }
 
 /* The same with stub probes: the guardian puts every CALL back, hands back the return slots from the
@@ -420,7 +420,19 @@ static void test_sigkill_stub_leaves_guest_alive(void **state)
 			      "--probe", "stub", "-l", "vfs_*", "-l", "ksys_*", "-l", "*_sys_*", NULL};
 
 	(void)state;
-	sigkill_case(argv, "hvt.rounds=400 hvt.yes_sec=10"); /* stubs barely slow it: still busy at 6 s */
+	sigkill_case(argv, "hvt.rounds=400 hvt.yes_sec=10", SIGKILL); /* still busy at 6 s */
+}
+
+/* hvtrace and its guardian both killed: nobody restores anything, yet the guest, its sites calling the
+ * stub and return slots pointing into it, runs its workload to the end: the stub needs no host (its
+ * rings just fill up), and the return routine finds every saved return address in guest memory. */
+static void test_sigkill_all_stub_guest_still_returns(void **state)
+{
+	const char *argv[] = {"attach", DOMAIN, "--system-map", sysmap, "-p", "function_graph",
+			      "--probe", "stub", "-l", "vfs_*", "-l", "ksys_*", "-l", "*_sys_*", NULL};
+
+	(void)state;
+	sigkill_case(argv, "hvt.rounds=400 hvt.yes_sec=10", -SIGKILL);
 }
 
 static void test_bad_input(void **state)
@@ -473,6 +485,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_attach_libvirt, teardown),
 		cmocka_unit_test_teardown(test_sigkill_leaves_guest_alive, teardown),
 		cmocka_unit_test_teardown(test_sigkill_stub_leaves_guest_alive, teardown),
+		cmocka_unit_test_teardown(test_sigkill_all_stub_guest_still_returns, teardown),
 	};
 
 	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", dir);
