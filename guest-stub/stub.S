@@ -1,21 +1,22 @@
 /* The exit-free stub: the only hvtrace code that runs inside a guest besides the trampoline byte.
- * Layout and record format: stub_abi.h. Assembled into the host binary as data (.rodata) and copied
- * into the guest by host/stub.c; every reference is RIP-relative inside the blob or goes through the
- * header, so the bytes run wherever they are placed.
+ * Layout and record format: stub_abi.h. Assembled into the host binary as data (.rodata) and
+ * copied into the guest by host/stub.c; every reference is RIP-relative inside the blob or goes
+ * through the header, so the bytes run wherever they are placed.
  *
- * hvt_stub_entry      reached by CALL rel32 from a patched site: records the entry and returns past the
- *                     site. 0(%rsp) = site + 5, 8(%rsp) = the function's return address.
- * hvt_stub_entry_ret  the same, and hooks the return: the return address is pushed on the shadow stack
- *                     of its guest stack (in guest memory, next to the rings) and replaced by
+ * hvt_stub_entry      reached by CALL rel32 from a patched site: records the entry and returns past
+ *                     the site. 0(%rsp) = site + 5, 8(%rsp) = the function's return address.
+ * hvt_stub_entry_ret  the same, and hooks the return: the return address is pushed on the shadow
+ *                     stack of its guest stack (in guest memory, next to the rings) and replaced by
  *                     hvt_stub_ret.
  * hvt_stub_entry_args, hvt_stub_entry_ret_args
  *                     the same two, recording the argument registers too (a second record).
- * hvt_stub_ret        reached by the hooked function's RET: pops the frame matching the slot, records
- *                     the return and goes on to the saved address. It needs nothing from the host, so a
- *                     guest whose tracer vanished still returns correctly.
+ * hvt_stub_ret        reached by the hooked function's RET: pops the frame matching the slot,
+ *                     records the return and goes on to the saved address. It needs nothing from
+ *                     the host, so a guest whose tracer vanished still returns correctly.
  *
- * Interrupts are off from the first instruction to the last (the flags are restored by POPF), so a record
- * and a shadow-stack update are never split by preemption or migration. Every register is preserved. */
+ * Interrupts are off from the first instruction to the last (the flags are restored by POPF), so a
+ * record and a shadow-stack update are never split by preemption or migration. Every register is
+ * preserved. */
 #include "stub_abi.h"
 
 /* Stack frame after PUSHF and the ten pushes. */

@@ -1,19 +1,20 @@
-/* The exit-free stub's memory layout: shared by the stub (guest-stub/stub.S, assembled) and the host
- * (host/stub.c). One region of guest memory, mapped executable in the guest's kernel page tables within
- * +-2 GiB of the text it is called from:
+/* The exit-free stub's memory layout, shared by the stub (guest-stub/stub.S, assembled) and the
+ * host (host/stub.c). One region of guest memory, mapped executable in the guest's kernel page
+ * tables within +-2 GiB of the text it is called from:
  *
- *   +0x0000  code: the entry routines and the return routine (position independent, never written
- *            after placement, so TCG's translation cache never holds a stale copy)
- *   +0x1000  header: parameters the host writes before any site calls the stub, counters the stub keeps
+ *   +0x0000  code: the entry routines and the return routine (position independent, never
+ *            written after placement, so TCG's translation cache never holds a stale copy)
+ *   +0x1000  header: parameters the host writes before any site calls the stub, and the
+ *            counters the stub keeps
  *   +0x2000  per-CPU ring headers, 64 bytes each (STUB_MAX_CPUS of them)
  *   +rings   nr_cpus rings of (ring_mask + 1) records of STUB_REC_SIZE bytes
  *   +stacks  (stacks_mask + 1) shadow stacks of STUB_STACK_SIZE bytes
  *
- * A record is reserved by a compare-and-swap on its CPU's head with interrupts off (so preemption and
- * migration cannot split it, and an NMI that nests only takes the next index), filled, then committed by
- * writing its sequence number (index + 1, low 32 bits) last. The host reads records in index order, stops at the first
- * one not yet committed, and hands the ring back by advancing the CPU's tail; a full ring counts the
- * event in the CPU's `lost` and writes nothing. */
+ * A record is reserved by a compare-and-swap on its CPU's head with interrupts off (so preemption
+ * and migration cannot split it, and an NMI that nests only takes the next index), filled, then
+ * committed by writing its sequence number (index + 1, low 32 bits) last. The host reads records in
+ * index order, stops at the first one not yet committed, and hands the ring back by advancing the
+ * CPU's tail; a full ring counts the event in the CPU's `lost` and writes nothing. */
 #ifndef HVT_STUB_ABI_H
 #define HVT_STUB_ABI_H
 
@@ -71,9 +72,9 @@
 #define STUB_REC_ARGS 5		/* the argument registers of the entry before it */
 #define STUB_F_ARGS 1		/* entry: a STUB_REC_ARGS record follows */
 
-/* Shadow stacks: one per guest stack region, claimed by compare-and-swap of its key ((slot >> shift) + 1)
- * within STUB_STACK_PROBES entries of its hash, locked by a try-lock on entry (busy: the return is not
- * hooked) and a spin on return, freed (key 0) when it empties. */
+/* Shadow stacks: one per guest stack region, claimed by compare-and-swap of its key
+ * ((slot >> shift) + 1) within STUB_STACK_PROBES entries of its hash, locked by a try-lock on entry
+ * (busy: the return is not hooked) and a spin on return, freed (key 0) when it empties. */
 #define STUB_STACK_SHIFT 13
 #define STUB_STACK_SIZE (1 << STUB_STACK_SHIFT)
 #define STUB_STACK_DEPTH 255 /* room per stack; the header's max_depth is the bound in force */

@@ -9,9 +9,9 @@
 
 /* The stub's bytes, assembled into this binary as data (guest-stub/stub.S). */
 extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
-	hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_ret[], hvt_stub_end[];
+    hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_ret[], hvt_stub_end[];
 
-#define PAGE 4096ull
+#define PAGE	   4096ull
 #define CALL_REL32 0xe8
 
 static uint64_t pow2_floor(uint64_t v)
@@ -131,7 +131,8 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 		ret = put_header(s, g);
 	if (ret < 0) {
 		tgt->ops->stub_unmap(tgt, &s->reg);
-		snprintf(err, errlen, "stub region at guest-physical 0x%" PRIx64 ": cannot write it",
+		snprintf(err, errlen,
+			 "stub region at guest-physical 0x%" PRIx64 ": cannot write it",
 			 s->reg.gpa);
 		return ret;
 	}
@@ -166,9 +167,10 @@ bool stub_owns_rip(const struct stub *s, uint64_t rip)
 	return s->placed && rip >= s->reg.gva && rip < s->reg.gva + PAGE;
 }
 
-/* The address a return through @slot resumes at: the oldest frame's saved address for that slot that
- * is not the return routine (tail calls stack several frames on one slot). */
-static uint64_t resolve(const struct stub *s, const struct stub_frame *f, uint64_t nr, uint64_t slot)
+/* The address a return through @slot resumes at: the oldest frame's saved address for that slot
+ * that is not the return routine (tail calls stack several frames on one slot). */
+static uint64_t resolve(const struct stub *s, const struct stub_frame *f, uint64_t nr,
+			uint64_t slot)
 {
 	for (uint64_t i = 0; i < nr; i++)
 		if (f[i].slot == slot && f[i].orig != s->ret)
@@ -255,7 +257,8 @@ unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned 
 		return 0;
 	/* up to the end of the ring, then on from its start */
 	first = s->ring_records - pos < n ? s->ring_records - pos : n;
-	if (s->tgt->ops->read_phys(s->tgt, base + pos * STUB_REC_SIZE, buf, first * STUB_REC_SIZE) < 0 ||
+	if (s->tgt->ops->read_phys(s->tgt, base + pos * STUB_REC_SIZE, buf, first * STUB_REC_SIZE) <
+		0 ||
 	    (n > first &&
 	     s->tgt->ops->read_phys(s->tgt, base, buf + first, (n - first) * STUB_REC_SIZE) < 0))
 		return 0;
@@ -276,7 +279,8 @@ void stub_counters(struct stub *s, struct stub_counters *out)
 
 	memset(out, 0, sizeof(*out));
 	for (unsigned c = 0; c < s->nr_cpus; c++) {
-		if (s->placed && s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, c), h, sizeof(h)) == 0)
+		if (s->placed &&
+		    s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, c), h, sizeof(h)) == 0)
 			s->lost[c] = h[RH_LOST / 8];
 		out->lost += s->lost[c];
 	}

@@ -1,6 +1,6 @@
-/* Stub probes in the tracer: which probes become stub probes, patching them in and out with every vCPU
- * stopped, and the drain thread that turns the guest rings' records into the same records trap probes
- * write (rings nr_cpus..2*nr_cpus-1), so every sink works unchanged. */
+/* Stub probes in the tracer: which probes become stub probes, patching them in and out with every
+ * vCPU stopped, and the drain thread that turns the guest rings' records into the same records trap
+ * probes write (rings nr_cpus..2*nr_cpus-1), so every sink works unchanged. */
 #include "tracer.h"
 #include "clock.h"
 
@@ -13,14 +13,14 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
-#define DRAIN_BATCH 256
-#define DRAIN_IDLE_US 200
-#define HORIZON_SLACK_NS 2000000ull /* a record is committed within this of its timestamp */
-#define FINAL_WAIT_PASSES 25000 /* 5 s without progress at detach: give up on the rest */
-#define TASK_CACHE 256
-#define TASK_CACHE_NS 50000000ull
-#define LEAVE_TRIES 2000
-#define LEAVE_RUN_US 20 /* each short run lets a vCPU finish the stub routine it is in */
+#define DRAIN_BATCH	  256
+#define DRAIN_IDLE_US	  200
+#define HORIZON_SLACK_NS  2000000ull /* a record is committed within this of its timestamp */
+#define FINAL_WAIT_PASSES 25000	     /* 5 s without progress at detach: give up on the rest */
+#define TASK_CACHE	  256
+#define TASK_CACHE_NS	  50000000ull
+#define LEAVE_TRIES	  2000
+#define LEAVE_RUN_US	  20 /* each short run lets a vCPU finish the stub routine it is in */
 
 bool tracer_stub_capable(const struct tracer *t, uint32_t id)
 {
@@ -34,9 +34,11 @@ static bool hooks_return(const struct tracer *t, uint32_t id)
 	return t->opts.returns && (t->opts.hook_all || t->ret_probe[id]);
 }
 
-/* ---- the guest clock ------------------------------------------------------------------------------- */
+/* ---- the guest clock
+ * ------------------------------------------------------------------------------- */
 
-/* The host's TSC rate, for targets that cannot say what the guest's is (QEMU: TCG's TSC is the host's). */
+/* The host's TSC rate, for targets that cannot say what the guest's is (QEMU: TCG's TSC is the
+ * host's). */
 static uint64_t host_tsc_khz(void)
 {
 	uint64_t n0 = clock_now_ns(), c0 = __rdtsc(), n1, c1;
@@ -56,7 +58,8 @@ static uint64_t tsc_to_ts(struct tracer *t, uint64_t tsc)
 	return ns < 0 ? 0 : (uint64_t)ns;
 }
 
-/* ---- task names ------------------------------------------------------------------------------------ */
+/* ---- task names
+ * ------------------------------------------------------------------------------------ */
 
 struct task_cache {
 	uint64_t ptr[TASK_CACHE];
@@ -90,7 +93,8 @@ static void task_of(struct tracer *t, struct task_cache *c, unsigned cpu, uint64
 	c->task[h] = *out;
 }
 
-/* ---- the drain thread ------------------------------------------------------------------------------ */
+/* ---- the drain thread
+ * ------------------------------------------------------------------------------ */
 
 /* The slot for @n records of @ring, or NULL when the writer has not made room yet. */
 static struct hvt_record *room(struct ring *ring, uint64_t n)
@@ -112,8 +116,8 @@ static int no_memory(void *ctx, uint64_t gva, void *buf, size_t len)
 }
 
 /* One guest record (and @args, the record after it, for an entry with argument registers) into the
- * host record stream of its CPU. False (nothing done) when that ring has no room: the record stays in
- * the guest's ring for the next pass. */
+ * host record stream of its CPU. False (nothing done) when that ring has no room: the record stays
+ * in the guest's ring for the next pass. */
 static bool convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
 		    const struct stub_rec *g, const struct stub_rec *args)
 {
@@ -144,9 +148,13 @@ static bool convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
 		}
 		spec = t->events[p->id];
 		if (spec && args) {
-			struct x86_regs regs = {.rdi = args->args[0], .rsi = args->args[1],
-						.rdx = args->args[2], .rcx = args->args[3],
-						.r8 = args->args[4], .r9 = args->args[5], .rax = g->rax};
+			struct x86_regs regs = {.rdi = args->args[0],
+						.rsi = args->args[1],
+						.rdx = args->args[2],
+						.rcx = args->args[3],
+						.r8 = args->args[4],
+						.r9 = args->args[5],
+						.rax = g->rax};
 			size_t len = fe_payload_size(spec);
 			uint64_t slots = 1 + hvt_record_payload_slots(len);
 
@@ -176,7 +184,8 @@ static bool convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
 			ring_commit(ring);
 		}
 		if (hooks_return(t, p->id))
-			atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1,
+						  memory_order_relaxed);
 		return true;
 	case STUB_REC_RETURN:
 		if (deep)
@@ -237,13 +246,16 @@ static unsigned drain_pass(struct tracer *t, struct stub_rec *buf, struct task_c
 				stub_consume(&t->stub, c, k);
 			t->stub_records += k;
 			total += k;
-			if (k < n && k + 1 == n && (buf[k].flags & STUB_F_ARGS) && n < DRAIN_BATCH) {
-				/* an entry whose registers are not committed yet: not waiting on the host */
+			if (k < n && k + 1 == n && (buf[k].flags & STUB_F_ARGS) &&
+			    n < DRAIN_BATCH) {
+				/* an entry whose registers are not committed yet: not waiting on
+				 * the host */
 				*more = true;
 				break;
 			}
 			if (k < n) {
-				/* the writer first: nothing of this CPU from here on is in a host ring */
+				/* the writer first: nothing of this CPU from here on is in a host
+				 * ring */
 				uint64_t ts = tsc_to_ts(t, buf[k].tsc);
 
 				pending = ts < pending ? ts : pending;
@@ -254,8 +266,9 @@ static unsigned drain_pass(struct tracer *t, struct stub_rec *buf, struct task_c
 				break;
 		}
 	}
-	/* Records still to come were taken after the pass started, less the slack (one that anchors the
-	 * clock later is stamped with the time of its pass, later still), or are the ones left waiting. */
+	/* Records still to come were taken after the pass started, less the slack (one that anchors
+	 * the clock later is stamped with the time of its pass, later still), or are the ones left
+	 * waiting. */
 	h = now - t->t0 > HORIZON_SLACK_NS ? now - t->t0 - HORIZON_SLACK_NS : 0;
 	atomic_store(&t->stub_horizon, h < pending ? h : pending);
 	return total;
@@ -273,7 +286,8 @@ static void *drain_thread(void *arg)
 		exit(4);
 	}
 	/* A guest ring holds a few milliseconds of events: the drain must not wait behind busy vCPU
-	 * threads for a time slice. Best effort (needs CAP_SYS_NICE); it sleeps whenever it is idle. */
+	 * threads for a time slice. Best effort (needs CAP_SYS_NICE); it sleeps whenever it is
+	 * idle. */
 	struct sched_param sp = {.sched_priority = 1};
 
 	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
@@ -299,7 +313,8 @@ static void *drain_thread(void *arg)
 	return NULL;
 }
 
-/* ---- attach and detach ----------------------------------------------------------------------------- */
+/* ---- attach and detach
+ * ----------------------------------------------------------------------------- */
 
 static void unpatch_all(struct tracer *t)
 {
@@ -316,12 +331,12 @@ int tracer_stub_attach(struct tracer *t, char *err, size_t errlen)
 	uint64_t lo = UINT64_MAX, hi = 0;
 	bool returns = false;
 	struct stub_guest g = {
-		.cpu_gs_off = t->task.cpu_gs_off,
-		.task = &t->task,
-		.stack_shift = t->tgt->stack_shift,
-		.max_depth = SHADOW_MAX_DEPTH,
-		/* --buffer-size-kb bounds the guest's rings too (its records are twice the size) */
-		.max_records = t->opts.ring_records / 2,
+	    .cpu_gs_off = t->task.cpu_gs_off,
+	    .task = &t->task,
+	    .stack_shift = t->tgt->stack_shift,
+	    .max_depth = SHADOW_MAX_DEPTH,
+	    /* --buffer-size-kb bounds the guest's rings too (its records are twice the size) */
+	    .max_records = t->opts.ring_records / 2,
 	};
 	int ret;
 
@@ -349,11 +364,11 @@ int tracer_stub_attach(struct tracer *t, char *err, size_t errlen)
 
 		if (!p->stub)
 			continue;
-		ret = stub_patch(&t->stub, p->addr, hooks_return(t, p->id), t->events[p->id] != NULL,
-				 p->nop);
+		ret = stub_patch(&t->stub, p->addr, hooks_return(t, p->id),
+				 t->events[p->id] != NULL, p->nop);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 ": %s", p->func->name, p->addr,
-				 ret == -EILSEQ	 ? "not a NOP5"
+				 ret == -EILSEQ	  ? "not a NOP5"
 				 : ret == -ERANGE ? "the stub is out of CALL rel32 reach"
 						  : "cannot write the CALL");
 			unpatch_all(t);
@@ -381,7 +396,8 @@ static bool cpu_inside(struct tracer *t)
 	for (unsigned i = 0; i < t->nr_cpus; i++) {
 		struct x86_regs regs;
 
-		if (t->tgt->ops->get_regs(t->tgt, i, &regs) == 0 && stub_owns_rip(&t->stub, regs.rip))
+		if (t->tgt->ops->get_regs(t->tgt, i, &regs) == 0 &&
+		    stub_owns_rip(&t->stub, regs.rip))
 			return true;
 	}
 	return false;
@@ -407,9 +423,9 @@ int tracer_stub_detach(struct tracer *t)
 	if (!t->stub.placed)
 		return 0;
 	unpatch_all(t);
-	/* No new entries now, and with the hooked slots handed back no new returns into the stub; a vCPU
-	 * in the middle of a routine finishes it (an entry may hook one more slot meanwhile: the second
-	 * pass hands that back too). */
+	/* No new entries now, and with the hooked slots handed back no new returns into the stub; a
+	 * vCPU in the middle of a routine finishes it (an entry may hook one more slot meanwhile:
+	 * the second pass hands that back too). */
 	if (stub_restore_slots(&t->stub, false) < 0)
 		ret = -EFAULT;
 	while (cpu_inside(t) && tries++ < LEAVE_TRIES) {
@@ -418,7 +434,8 @@ int tracer_stub_detach(struct tracer *t)
 		t->tgt->ops->pause(t->tgt);
 	}
 	if (cpu_inside(t)) {
-		/* cannot happen: the stub has no loop but the shadow-stack lock; leave it in place */
+		/* cannot happen: the stub has no loop but the shadow-stack lock; leave it in place
+		 */
 		fprintf(stderr, "hvtrace: a vCPU stays inside the stub: it is left mapped\n");
 		ret = -EBUSY;
 	}

@@ -47,7 +47,12 @@ printf "gdb-hits %d\n", $n
 delete
 detach
 GDB
-timeout -s INT "$secs" gdb -q -batch -x "$work/gdb.cmd" -x "$work/gdb.end" > "$work/gdb.out" 2>&1 || true
+gdb -q -batch -x "$work/gdb.cmd" -x "$work/gdb.end" > "$work/gdb.out" 2>&1 &
+gdb_pid=$!
+sleep "$secs"
+# gdb can swallow an interrupt that lands while it runs a breakpoint's commands: repeat until it stops
+while kill -INT $gdb_pid 2>/dev/null; do sleep 1; done
+wait $gdb_pid || true
 gdb_hits=$(sed -n 's/^gdb-hits \([0-9]*\)/\1/p' "$work/gdb.out")
 if [ -z "$gdb_hits" ] || [ -z "$hv_hits" ]; then
 	echo "bench-qemu: no result (hvtrace: '$hv_hits', gdb: '$gdb_hits')" >&2

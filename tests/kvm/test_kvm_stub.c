@@ -1,7 +1,7 @@
-/* KVM integration for stub probes (--probe stub|auto): sites become CALLs into the in-guest stub, no
- * event takes a VM exit, and the trace is the trap probes' trace: the same counts, the same values.
- * (The embedded-VMM suites also run whole with --probe auto; this checks that stubs really were used,
- * and where trap probes must stay.) */
+/* KVM integration for stub probes (--probe stub|auto): sites become CALLs into the in-guest stub,
+ * no event takes a VM exit, and the trace is the trap probes' trace: the same counts, the same
+ * values. (The embedded-VMM suites also run whole with --probe auto; this checks that stubs really
+ * were used, and where trap probes must stay.) */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -64,7 +64,8 @@ static void test_auto_uses_stubs(void **state)
 	assert_int_equal(bp_exits(r.err), 0);
 	for (size_t f = 0; f < NR_FUNCS; f++)
 		for (unsigned c = 0; c < 2; c++)
-			assert_int_equal(trace_count(&r, funcs[f], (int)c), guest_count(&r, funcs[f], c));
+			assert_int_equal(trace_count(&r, funcs[f], (int)c),
+					 guest_count(&r, funcs[f], c));
 	assert_true(count_text(r.trace, "  worker1-101   ") > 0);
 	assert_non_null(strstr(r.trace, "lost: 0\n"));
 	hv_result_free(&r);
@@ -101,9 +102,10 @@ static void test_register_event_on_stub(void **state)
 {
 	struct hv_result trap, stub;
 	const char *spec = "ev_target(x64 obj, NULL, s32 vals_lo, long n)";
-	const char *a1[] = {"run", "--probe", "trap", "-p", "nop", "-e", spec, hv_guest(NULL), NULL};
-	const char *a2[] = {"run", "--probe", "stub", "--stats", "-p", "nop", "-e", spec,
-			    hv_guest(NULL), NULL};
+	const char *a1[] = {"run", "--probe", "trap",	      "-p", "nop",
+			    "-e",  spec,      hv_guest(NULL), NULL};
+	const char *a2[] = {"run", "--probe", "stub", "--stats",      "-p",
+			    "nop", "-e",      spec,   hv_guest(NULL), NULL};
 	char *l1, *l2;
 
 	(void)state;
@@ -128,15 +130,18 @@ static void test_register_event_on_stub(void **state)
 static void test_memory_event_stays_trap(void **state)
 {
 	struct hv_result r;
-	const char *argv[] = {"run", "--probe", "stub", "--stats", "-p", "function", "-l", "fib",
-			      "-e", "ev_target(int id+0, string label)", hv_guest(NULL), NULL};
+	const char *argv[] = {
+	    "run",	    "--probe", "stub", "--stats", "-p",
+	    "function",	    "-l",      "fib",  "-e",	  "ev_target(int id+0, string label)",
+	    hv_guest(NULL), NULL};
 
 	(void)state;
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(stub_probes(r.err), 1);
 	assert_int_equal(bp_exits(r.err), 4);
-	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(id=42, label=hello-events)\n"), 2);
+	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(id=42, label=hello-events)\n"),
+			 2);
 	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(id=42, label=(fault))\n"), 2);
 	for (unsigned c = 0; c < 2; c++)
 		assert_int_equal(trace_count(&r, "fib", (int)c), guest_count(&r, "fib", c));
@@ -147,8 +152,8 @@ static void test_probe_errors(void **state)
 {
 	struct hv_result r;
 	const char *a1[] = {"run", "--probe", "fast", hv_guest(NULL), NULL};
-	const char *a2[] = {"run", "--probe", "stub", "-p", "function_graph", "-g", "tree_root",
-			    hv_guest(NULL), NULL};
+	const char *a2[] = {"run", "--probe",	"stub",		"-p", "function_graph",
+			    "-g",  "tree_root", hv_guest(NULL), NULL};
 
 	(void)state;
 	hv_run(&r, a1, 0, 0);
@@ -166,10 +171,10 @@ static void test_probe_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_auto_uses_stubs),
-		cmocka_unit_test(test_register_event_on_stub),
-		cmocka_unit_test(test_memory_event_stays_trap),
-		cmocka_unit_test(test_probe_errors),
+	    cmocka_unit_test(test_auto_uses_stubs),
+	    cmocka_unit_test(test_register_event_on_stub),
+	    cmocka_unit_test(test_memory_event_stays_trap),
+	    cmocka_unit_test(test_probe_errors),
 	};
 
 	if (!kvm_available())

@@ -1,7 +1,7 @@
 /* host/stub.c against a target that is plain memory (GVA = GPA): where the stub's header, code and
- * rings go, the CALL rel32 it patches and takes back, reading committed records only, and handing the
- * hooked return slots back from the guest-memory shadow stacks. (The stub's code itself runs in the KVM
- * tests: it needs CPL0.) */
+ * rings go, the CALL rel32 it patches and takes back, reading committed records only, and handing
+ * the hooked return slots back from the guest-memory shadow stacks. (The stub's code itself runs in
+ * the KVM tests: it needs CPL0.) */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -14,13 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MEM (8u << 20)
-#define REGION 0x400000ull
-#define SITE 0x1000ull
+#define MEM	 (8u << 20)
+#define REGION	 0x400000ull
+#define SITE	 0x1000ull
 #define FAR_SITE (0x100000000ull + 0x2000) /* more than 2 GiB from the region */
 
 extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
-	hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_ret[], hvt_stub_end[];
+    hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_ret[], hvt_stub_end[];
 
 static uint8_t *mem;
 static bool unmapped;
@@ -71,8 +71,13 @@ static void unmap(struct target *t, const struct target_region *r)
 }
 
 static const struct target_ops ops = {
-	.read_virt = rd, .write_virt = wr, .read_phys = rdp, .write_phys = wrp,
-	.write_text = wrp, .stub_map = map, .stub_unmap = unmap,
+    .read_virt = rd,
+    .write_virt = wr,
+    .read_phys = rdp,
+    .write_phys = wrp,
+    .write_text = wrp,
+    .stub_map = map,
+    .stub_unmap = unmap,
 };
 static struct target tgt = {.ops = &ops, .name = "memory", .nr_cpus = 2};
 static struct stub s;
@@ -180,7 +185,7 @@ static struct stub_rec *rec(unsigned cpu, uint64_t idx)
 {
 	return (struct stub_rec *)at(REGION + STUB_RINGS_OFF +
 				     (cpu * s.ring_records + (idx & (s.ring_records - 1))) *
-					     STUB_REC_SIZE);
+					 STUB_REC_SIZE);
 }
 
 static void test_read_committed_only(void **state)
@@ -227,9 +232,9 @@ static void test_restore_slots(void **state)
 {
 	uint64_t stacks = u64(REGION + STUB_HDR_OFF + H_STACKS), st = stacks + 3 * STUB_STACK_SIZE;
 	struct stub_frame f[3] = {
-		{.slot = 0x7ff8, .orig = 0x1111, .ip = SITE},
-		{.slot = 0x7f00, .orig = 0x2222, .ip = SITE},
-		{.slot = 0x7f00, .orig = s.ret, .ip = SITE}, /* a tail call on the same slot */
+	    {.slot = 0x7ff8, .orig = 0x1111, .ip = SITE},
+	    {.slot = 0x7f00, .orig = 0x2222, .ip = SITE},
+	    {.slot = 0x7f00, .orig = s.ret, .ip = SITE}, /* a tail call on the same slot */
 	};
 	struct stub_counters c;
 
@@ -245,7 +250,7 @@ static void test_restore_slots(void **state)
 	assert_int_equal(u64(0x7f00), 0x2222);
 	assert_int_equal(u64(0x7e00), s.ret);
 	assert_int_equal(s.restored_slots, 3); /* three returns: the tail call's two share a slot */
-	assert_int_equal(u64(st + S_NR), 3); /* kept until no vCPU can be inside the stub */
+	assert_int_equal(u64(st + S_NR), 3);   /* kept until no vCPU can be inside the stub */
 	assert_int_equal(stub_restore_slots(&s, true), 0);
 	assert_int_equal(s.restored_slots, 3);
 	assert_int_equal(u64(st + S_KEY), 0);
@@ -264,10 +269,10 @@ static void test_restore_slots(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_place, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_patch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_committed_only, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_restore_slots, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_place, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_patch, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_committed_only, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_restore_slots, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("stub", tests, NULL, NULL);
