@@ -368,8 +368,14 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	tl.has_cpu_gs = vmi_linux_cpu_gs(&r->l, &tl.cpu_gs_off);
 	if (s->probe != PROBE_TRAP) {
 		if (vmi_linux_stub_area(&r->l, target_qemu_read_kernel, &r->tq, &lo, &hi, &va, why,
-					sizeof(why)) == 0)
+					sizeof(why)) == 0) {
 			target_qemu_set_stub_area(&r->tq, lo, hi, va);
+			if (stub_live_at(&r->tq.t, target_qemu_stub_gpa(&r->tq))) {
+				target_qemu_set_stub_area(&r->tq, 0, 0, 0);
+				snprintf(why, sizeof(why), "the stub of an earlier hvtrace is still live in "
+							   "this guest (it was killed with its guardian)");
+			}
+		}
 		if (r->tq.mem.fd < 0 && !*why)
 			snprintf(why, sizeof(why), "stub probes need guest memory through the QEMU "
 						   "process (not --gdb-memory)");

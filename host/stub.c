@@ -76,6 +76,15 @@ static int zero_phys(struct target *tgt, uint64_t gpa, uint64_t len)
 	return 0;
 }
 
+bool stub_live_at(struct target *tgt, uint64_t gpa)
+{
+	uint64_t magic = 0;
+
+	return tgt->ops->read_phys &&
+	       tgt->ops->read_phys(tgt, gpa + STUB_HDR_OFF + H_MAGIC, &magic, 8) == 0 &&
+	       magic == STUB_MAGIC;
+}
+
 int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool returns,
 	       const struct stub_guest *g, uint64_t lo, uint64_t hi, char *err, size_t errlen)
 {
@@ -101,6 +110,16 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	ret = tgt->ops->stub_map(tgt, lo, hi, min, want, &s->reg, err, errlen);
 	if (ret < 0)
 		return ret;
+	/* The stub of an earlier hvtrace that died with its guardian keeps working there on its own
+	 * (sites call it, return slots point into it): overwriting it would crash the guest. */
+	if (stub_live_at(tgt, s->reg.gpa)) {
+		tgt->ops->stub_unmap(tgt, &s->reg);
+		snprintf(err, errlen,
+			 "stub probes: the stub of an earlier hvtrace is still live in this guest at "
+			 "guest-physical 0x%" PRIx64 " (it was killed with its guardian); use --probe trap",
+			 s->reg.gpa);
+		return -EBUSY;
+	}
 	/* rings get what the shadow stacks leave, each a power of two of records */
 	uint64_t room = s->reg.size - fixed_size() - PAGE;
 

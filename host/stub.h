@@ -47,6 +47,10 @@ struct stub_guest {
 int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool returns,
 	       const struct stub_guest *g, uint64_t lo, uint64_t hi, char *err, size_t errlen);
 
+/* Whether the stub of an earlier hvtrace (killed together with its guardian) still lives at
+ * guest-physical @gpa, where a stub region would start. Any thread. */
+bool stub_live_at(struct target *tgt, uint64_t gpa);
+
 /* With the target paused: CALL rel32 into the stub at @site (its NOP5 saved in @orig, checked to be
  * a NOP5 first), to the entry that also hooks the return when @hook and records the argument
  * registers when @args. 0, -EILSEQ (not a NOP5), -ERANGE (out of reach), -EFAULT. */

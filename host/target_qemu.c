@@ -229,7 +229,7 @@ static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t mi
 			 struct target_region *out, char *err, size_t errlen)
 {
 	struct target_qemu *q = tq(t);
-	uint64_t pt = q->stub_phys_lo, size, va = q->stub_va, pde = 0, pde_gpa = 0;
+	uint64_t pt = q->stub_phys_lo, size, va = q->stub_va, pde = 0, pde_gpa = 0; /* see stub_gpa */
 	uint64_t ptes[512] = {0};
 	int ret;
 
@@ -366,6 +366,12 @@ void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t
 	q->stub_phys_lo = phys_lo;
 	q->stub_phys_hi = phys_hi;
 	q->stub_va = va;
+}
+
+uint64_t target_qemu_stub_gpa(const struct target_qemu *q)
+{
+	/* its first page is the page table that maps the rest */
+	return q->stub_va ? q->stub_phys_lo + X86_PAGE_SIZE : 0;
 }
 
 static const struct target_ops qemu_ops = {

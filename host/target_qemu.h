@@ -77,6 +77,9 @@ int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len);
 void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
 			       uint64_t va);
 
+/* Where stub_map would place the stub's region (guest-physical), 0 without a stub area. */
+uint64_t target_qemu_stub_gpa(const struct target_qemu *q);
+
 void target_qemu_close(struct target_qemu *q);
 
 #endif

@@ -381,7 +381,9 @@ static void test_attach_libvirt(void **state)
 /* SIGKILL while hvtrace has the guest patched (return slots rewritten too): hvtrace's guardian restores
  * everything and detaches (QEMU 7.2 would otherwise keep the VM stopped), and the guest runs on to its
  * power-off. */
-static void sigkill_case(const char *const *argv, const char *cmdline, int sig)
+/* With @then, that command runs right after the kill, its result in *@then_r. */
+static void sigkill_case(const char *const *argv, const char *cmdline, int sig,
+			 const char *const *then, struct hv_result *then_r)
 {
 	struct hv_result r;
 
@@ -394,6 +396,8 @@ static void sigkill_case(const char *const *argv, const char *cmdline, int sig)
 	hv_run(&r, argv, 6, sig);
 	assert_int_equal(r.status, 128 + SIGKILL);
 	hv_result_free(&r);
+	if (then)
+		hv_run(then_r, then, 0, 0);
 	for (int i = 0; i < 1800 && !domain_gone(); i++)
 		sleep_ms(100);
 	if (!domain_gone()) {
@@ -409,7 +413,7 @@ static void test_sigkill_leaves_guest_alive(void **state)
 			      "do_sys_openat2", NULL};
 
 	(void)state;
-	sigkill_case(argv, "hvt.rounds=30 hvt.yes_sec=1", SIGKILL);
+	sigkill_case(argv, "hvt.rounds=30 hvt.yes_sec=1", SIGKILL, NULL, NULL);
 }
 
 /* The same with stub probes: the guardian puts every CALL back, hands back the return slots from the
@@ -420,7 +424,7 @@ static void test_sigkill_stub_leaves_guest_alive(void **state)
 			      "--probe", "stub", "-l", "vfs_*", "-l", "ksys_*", "-l", "*_sys_*", NULL};
 
 	(void)state;
-	sigkill_case(argv, "hvt.rounds=400 hvt.yes_sec=10", SIGKILL); /* still busy at 6 s */
+	sigkill_case(argv, "hvt.rounds=400 hvt.yes_sec=10", SIGKILL, NULL, NULL); /* busy at 6 s */
 }
 
 /* hvtrace and its guardian both killed: nobody restores anything, yet the guest, its sites calling the
@@ -430,9 +434,16 @@ static void test_sigkill_all_stub_guest_still_returns(void **state)
 {
 	const char *argv[] = {"attach", DOMAIN, "--system-map", sysmap, "-p", "function_graph",
 			      "--probe", "stub", "-l", "vfs_*", "-l", "ksys_*", "-l", "*_sys_*", NULL};
+	const char *again[] = {"attach", DOMAIN, "--system-map", sysmap, "-p", "function", "--probe",
+			       "stub", "-l", "vfs_read", NULL};
+	struct hv_result r;
 
 	(void)state;
-	sigkill_case(argv, "hvt.rounds=400 hvt.yes_sec=10", -SIGKILL);
+	sigkill_case(argv, "hvt.rounds=400 hvt.yes_sec=10", -SIGKILL, again, &r);
+	/* a new session must not overwrite the orphaned stub the guest still runs through */
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--probe stub: the stub of an earlier hvtrace is still live"));
+	hv_result_free(&r);
 }
 
 static void test_bad_input(void **state)
