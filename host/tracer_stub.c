@@ -34,8 +34,7 @@ static bool hooks_return(const struct tracer *t, uint32_t id)
 	return t->opts.returns && (t->opts.hook_all || t->ret_probe[id]);
 }
 
-/* ---- the guest clock
- * ------------------------------------------------------------------------------- */
+/* ---- the guest clock ------------------------------------------------------------------------- */
 
 /* The host's TSC rate, for targets that cannot say what the guest's is (QEMU: TCG's TSC is the
  * host's). */
@@ -58,8 +57,7 @@ static uint64_t tsc_to_ts(struct tracer *t, uint64_t tsc)
 	return ns < 0 ? 0 : (uint64_t)ns;
 }
 
-/* ---- task names
- * ------------------------------------------------------------------------------------ */
+/* ---- task names ------------------------------------------------------------------------------ */
 
 struct task_cache {
 	uint64_t ptr[TASK_CACHE];
@@ -93,8 +91,7 @@ static void task_of(struct tracer *t, struct task_cache *c, unsigned cpu, uint64
 	c->task[h] = *out;
 }
 
-/* ---- the drain thread
- * ------------------------------------------------------------------------------ */
+/* ---- the drain thread ------------------------------------------------------------------------ */
 
 /* The slot for @n records of @ring, or NULL when the writer has not made room yet. */
 static struct hvt_record *room(struct ring *ring, uint64_t n)
@@ -313,8 +310,7 @@ static void *drain_thread(void *arg)
 	return NULL;
 }
 
-/* ---- attach and detach
- * ----------------------------------------------------------------------------- */
+/* ---- attach and detach ----------------------------------------------------------------------- */
 
 static void unpatch_all(struct tracer *t)
 {
