@@ -1,7 +1,7 @@
 #!/bin/bash
 # make bench, QEMU part: breakpoint events per second on ksys_write of a Linux guest running
 # `yes > /dev/null`, through hvtrace's QEMU backend and through plain gdb (a breakpoint whose command list
-# counts and continues), side by side on the same VM in one run.
+# counts and continues), side by side on the same VM in one run; and the same function as a stub probe.
 set -euo pipefail
 guest=${1:-build/guest}
 secs=${BENCH_SECS:-8}
@@ -27,6 +27,11 @@ addr=0x$(awk '$3 == "ksys_write" { print $1 }' "$guest/System.map")
 ./hvtrace attach --qmp "$work/qmp" --system-map "$guest/System.map" -p function -l ksys_write \
 	--duration "$secs" --stats -o /dev/null 2> "$work/hv.err"
 hv_hits=$(sed -n 's/.* hits \([0-9]*\) .*/\1/p' "$work/hv.err")
+
+# hvtrace with a stub probe on the same function: no stop at all
+./hvtrace attach --qmp "$work/qmp" --system-map "$guest/System.map" -p function -l ksys_write \
+	--probe stub --duration "$secs" --stats -o /dev/null 2> "$work/stub.err"
+stub_events=$(sed -n 's/.*stats: stub probes [0-9]* records \([0-9]*\) .*/\1/p' "$work/stub.err")
 
 # gdb: the same breakpoint, counted by a command list, for $secs seconds
 cat > "$work/gdb.cmd" <<GDB
@@ -54,14 +59,16 @@ sleep "$secs"
 while kill -INT $gdb_pid 2>/dev/null; do sleep 1; done
 wait $gdb_pid || true
 gdb_hits=$(sed -n 's/^gdb-hits \([0-9]*\)/\1/p' "$work/gdb.out")
-if [ -z "$gdb_hits" ] || [ -z "$hv_hits" ]; then
-	echo "bench-qemu: no result (hvtrace: '$hv_hits', gdb: '$gdb_hits')" >&2
-	cat "$work/hv.err" "$work/gdb.out" >&2
+if [ -z "$gdb_hits" ] || [ -z "$hv_hits" ] || [ -z "$stub_events" ]; then
+	echo "bench-qemu: no result (hvtrace: '$hv_hits', stub: '$stub_events', gdb: '$gdb_hits')" >&2
+	cat "$work/hv.err" "$work/stub.err" "$work/gdb.out" >&2
 	exit 1
 fi
-awk -v hv="$hv_hits" -v gdb="$gdb_hits" -v s="$secs" 'BEGIN {
+awk -v hv="$hv_hits" -v gdb="$gdb_hits" -v st="$stub_events" -v s="$secs" 'BEGIN {
 	printf "hvtrace bench (QEMU TCG backend): breakpoint on ksys_write, guest running 2 x yes > /dev/null, %d s each\n", s
 	printf "  hvtrace attach -p function: %8.0f events/s  (%.0f us per event)\n", hv / s, 1e6 * s / (hv ? hv : 1)
 	printf "  gdb -batch, breakpoint commands: %8.0f events/s  (%.0f us per event)\n", gdb / s, 1e6 * s / (gdb ? gdb : 1)
 	printf "  ratio hvtrace / gdb (events/s): %.2f\n", (hv / s) / (gdb ? gdb / s : 1)
+	printf "  hvtrace attach -p function --probe stub: %8.0f events/s (the guest runs at full speed)\n", st / s
+	printf "  ratio stub / trap (events/s): %.0f\n", (st / s) / (hv ? hv / s : 1)
 }'
