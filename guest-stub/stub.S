@@ -64,6 +64,15 @@
 	popfq
 .endm
 
+/* A frame just popped from the shadow stack at r10 may have been the graph's root. Clobbers rcx. */
+.macro FIX_ROOT
+	movq S_ROOT(%r10), %rcx
+	cmpq S_NR(%r10), %rcx
+	jbe 11f
+	movq $0, S_ROOT(%r10)
+11:
+.endm
+
 /* rbx = header, rbp = TSC, r12 = CPU number (all-ones when out of range). Clobbers rax, rcx, rdx. */
 .macro PROLOGUE
 	leaq .Lbase+STUB_HDR_OFF(%rip), %rbx
@@ -83,11 +92,12 @@
 	.section .rodata.hvt_stub, "a"
 	.balign 4096
 	.globl hvt_stub_start, hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_entry_args
-	.globl hvt_stub_entry_ret_args, hvt_stub_ret, hvt_stub_end
+	.globl hvt_stub_entry_ret_args, hvt_stub_entry_root, hvt_stub_entry_root_args
+	.globl hvt_stub_ret, hvt_stub_end
 hvt_stub_start:
 .Lbase:
 
-/* r10: bit 0 hook the return, bit 1 record the argument registers */
+/* r10: bit 0 hook the return, bit 1 record the argument registers, bit 2 a graph root */
 hvt_stub_entry:
 	SAVE
 	xorl %r10d, %r10d
@@ -103,6 +113,16 @@ hvt_stub_entry_args:
 	movl $2, %r10d
 	jmp .Lentry
 
+hvt_stub_entry_root:
+	SAVE
+	movl $5, %r10d
+	jmp .Lentry
+
+hvt_stub_entry_root_args:
+	SAVE
+	movl $7, %r10d
+	jmp .Lentry
+
 hvt_stub_entry_ret_args:
 	SAVE
 	movl $3, %r10d
@@ -111,9 +131,23 @@ hvt_stub_entry_ret_args:
 	cmpq $-1, %r12
 	je .Lout
 	leaq F_SLOT(%rsp), %r14
+	/* set_graph_function: below no live root on this stack, a call is not traced at all */
+	cmpq $0, H_GRAPH(%rbx)
+	je 2f
+	testl $4, %r10d
+	jnz 2f
+	xorl %edx, %edx
+	call .Lstack_get
+	testq %rax, %rax
+	jz .Lout
+	cmpq $0, S_ROOT(%rax)
+	movq $0, S_LOCK(%rax)
+	je .Lout
+2:
 	movl %r10d, %r11d
 	shrl $1, %r11d
-	incl %r11d
+	andl $1, %r11d
+	incl %r11d /* records: 1, or 2 with the argument registers */
 	call .Lreserve
 	movq %rax, %r13
 	testq %r13, %r13
@@ -174,13 +208,31 @@ hvt_stub_entry_ret_args:
 .Ldrop:
 	call .Lemit_drop
 	decq S_NR(%r10)
+	FIX_ROOT
 	jmp .Ldrop_loop
 .Lpush:
 	movq S_NR(%r10), %rcx
 	cmpq H_MAX_DEPTH(%rbx), %rcx
 	jae .Lfull
-	movl %ecx, %eax
-	cmpl $255, %eax
+	cmpq $0, H_GRAPH(%rbx)
+	je 5f
+	testl $2, R_FLAGS(%r13) /* a root (R_FLAGS holds the routine's bits >> 1) */
+	jnz 6f
+	cmpq $0, S_ROOT(%r10)
+	je .Lskip /* its root was unwound just now: outside the graph */
+	jmp 5f
+6:	cmpq $0, S_ROOT(%r10)
+	jne 5f
+	leaq 1(%rcx), %rax
+	movq %rax, S_ROOT(%r10)
+	/* the depth, from the root frame when there is one */
+5:	movq %rcx, %rax
+	movq S_ROOT(%r10), %rdx
+	testq %rdx, %rdx
+	jz 7f
+	decq %rdx
+	subq %rdx, %rax
+7:	cmpl $255, %eax
 	jbe 3f
 	movl $255, %eax
 3:	shll $8, %eax
@@ -200,14 +252,15 @@ hvt_stub_entry_ret_args:
 	movq $0, S_LOCK(%r10)
 	jmp .Lcommit_entry
 .Lfull:
-	movq S_NR(%r10), %rcx
-	testq %rcx, %rcx
-	jnz 4f
-	movq $0, S_KEY(%r10)
-4:	movq $0, S_LOCK(%r10)
+	call .Lrelease
 .Lnohook:
 	lock incq H_NO_STACK(%rbx)
 	xorl $(STUB_REC_ENTRY ^ STUB_REC_ENTRY_NOHOOK), %r11d
+	jmp .Lcommit_entry
+.Lskip:
+	call .Lrelease
+	andl $0xffff0000, %r11d
+	orl $STUB_REC_SKIP, %r11d
 .Lcommit_entry:
 	movl %r11d, R_TYPE(%r13)
 	movl R_STASH(%r13), %eax
@@ -237,6 +290,7 @@ hvt_stub_ret:
 	ja .Lorphan
 	call .Lemit_drop
 	decq S_NR(%r10)
+	FIX_ROOT
 	jmp .Lr_pop
 .Lr_match:
 	movq E_ORIG(%rcx), %rax
@@ -244,11 +298,19 @@ hvt_stub_ret:
 	movq E_IP(%rcx), %r13
 	movq E_TSC(%rcx), %r11
 	decq S_NR(%r10)
+	/* the depth, from the root frame when there is one; the root itself returning ends the graph */
 	movq S_NR(%r10), %rcx
-	testq %rcx, %rcx
-	jnz 5f
-	movq $0, S_KEY(%r10)
-5:	movq $0, S_LOCK(%r10)
+	movq S_ROOT(%r10), %rdx
+	testq %rdx, %rdx
+	jz 5f
+	decq %rdx
+	subq %rdx, %rcx
+	cmpq S_NR(%r10), %rdx
+	jb 5f
+	movq $0, S_ROOT(%r10)
+5:	push %rcx
+	call .Lrelease
+	pop %rcx
 	cmpl $255, %ecx
 	jbe 6f
 	movl $255, %ecx
@@ -285,6 +347,15 @@ hvt_stub_ret:
 .Lorphan:
 	/* A return through the stub with no frame for its slot: only a host bug can cause it. */
 	ud2
+
+/* Unlocks the shadow stack at r10, freed if it is empty. Clobbers rcx. */
+.Lrelease:
+	movq S_NR(%r10), %rcx
+	testq %rcx, %rcx
+	jnz 12f
+	movq $0, S_KEY(%r10)
+12:	movq $0, S_LOCK(%r10)
+	ret
 
 /* Reserves r11 (1 or 2) consecutive records on CPU r12's ring: the first in rax, the second in rcx,
  * each with its sequence number stashed; rax = 0 when the ring is full (counted in the ring's lost).

@@ -39,6 +39,7 @@
 #define H_BAD_CPU 72	 /* u64 counter: calls on a CPU number >= nr_cpus (not recorded) */
 #define H_NO_STACK 80	 /* u64 counter: hooked entries whose return could not be hooked */
 #define H_MAX_DEPTH 88	 /* u64: frames per shadow stack, at most STUB_STACK_DEPTH */
+#define H_GRAPH 96	 /* u64: 1: set_graph_function: only calls below a root entry are traced */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 
 /* Ring header fields (offsets in a CPU's 64-byte ring header). */
@@ -54,7 +55,8 @@
 #define R_SEQ 0	    /* u32: the low 32 bits of index + 1, written last (the commit marker) */
 #define R_STASH 4   /* u32: the same, kept here from the reservation until the commit */
 #define R_TYPE 8    /* u8: STUB_REC_* */
-#define R_DEPTH 9   /* u8: nesting depth on the guest stack (hooked entries and returns) */
+#define R_DEPTH 9   /* u8: nesting depth on the guest stack (hooked entries and returns); with
+		     * H_GRAPH counted from the root frame */
 #define R_CPU 10    /* u16 */
 #define R_FLAGS 12  /* u32: STUB_F_* */
 #define R_TSC 16    /* u64: RDTSC when the event happened */
@@ -70,6 +72,7 @@
 #define STUB_REC_RETURN 3	/* a hooked function returned */
 #define STUB_REC_DROP 4		/* a hooked frame was abandoned without returning (non-local exit) */
 #define STUB_REC_ARGS 5		/* the argument registers of the entry before it */
+#define STUB_REC_SKIP 6		/* nothing: an entry that turned out to be outside the graph */
 #define STUB_F_ARGS 1		/* entry: a STUB_REC_ARGS record follows */
 
 /* Shadow stacks: one per guest stack region, claimed by compare-and-swap of its key
@@ -82,6 +85,7 @@
 #define S_KEY 0	 /* u64 */
 #define S_LOCK 8 /* u64: bit 0 */
 #define S_NR 16	 /* u64 */
+#define S_ROOT 24 /* u64: with H_GRAPH, index + 1 of the live root frame; 0: none */
 #define S_E 32	 /* entries of 32 bytes: */
 #define E_SLOT 0
 #define E_ORIG 8

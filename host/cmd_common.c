@@ -81,9 +81,7 @@ int cmd_probe_mode(const struct session *s, const struct target *tgt,
 	const char *why = !tgt->ops->stub_map ? "this target cannot place the stub"
 			  : target_why ? target_why
 			  : !task->has_cpu_gs ? "the guest does not say where its CPU number is"
-			  : s->nr_graph && (s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes)
-				  ? "-g (set_graph_function) needs trap probes"
-				  : NULL;
+					      : NULL;
 
 	*stub = false;
 	if (s->probe == PROBE_TRAP)

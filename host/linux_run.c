@@ -356,7 +356,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		.returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
 		.hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
 		.graph_filter = s->nr_graph > 0,
-		.lazy = s->nr_graph > 0,
+		.lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
 		.max_depth = s->max_depth,
 		.ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
 	};

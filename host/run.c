@@ -218,7 +218,7 @@ int cmd_run(const struct session *s)
 		.returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
 		.hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
 		.graph_filter = s->nr_graph > 0,
-		.lazy = s->nr_graph > 0,
+		.lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
 		.max_depth = s->max_depth,
 		.ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
 	};

@@ -41,7 +41,7 @@ const char session_usage[] =
 	"      --stats              print per-vCPU event counts to stderr at the end\n"
 	"      --probe trap|stub|auto  trap: INT3, one VM exit per event (default); stub: CALL into\n"
 	"                           hvtrace's in-guest stub, no exit (events that read guest memory\n"
-	"                           and -g stay trap probes); auto: stub where the target can\n"
+	"                           stay trap probes); auto: stub where the target can host it\n"
 	"\n"
 	"Linux guests (run --qemu, attach):\n"
 	"      --qemu               launch QEMU instead of the embedded VMM\n"

@@ -9,7 +9,8 @@
 
 /* The stub's bytes, assembled into this binary as data (guest-stub/stub.S). */
 extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
-    hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_ret[], hvt_stub_end[];
+	hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_entry_root[],
+	hvt_stub_entry_root_args[], hvt_stub_ret[], hvt_stub_end[];
 
 #define PAGE	   4096ull
 #define CALL_REL32 0xe8
@@ -55,6 +56,8 @@ static int put_header(struct stub *s, const struct stub_guest *g)
 	h[H_STACKS_MASK / 8] = s->nr_stacks ? s->nr_stacks - 1 : 0;
 	h[H_STACK_SHIFT / 8] = g->stack_shift;
 	h[H_RET / 8] = s->ret;
+	h[H_GRAPH / 8] = g->graph;
+	h[H_GRAPH / 8] = g->graph;
 	h[H_MAX_DEPTH / 8] = g->max_depth < STUB_STACK_DEPTH ? g->max_depth : STUB_STACK_DEPTH;
 	for (unsigned c = 0; g->task && g->task->valid && c < s->nr_cpus && c < VMI_MAX_CPUS; c++)
 		h[H_CUR_SLOTS / 8 + c] = g->task->current_slot[c];
@@ -142,6 +145,10 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->entry[1] = s->reg.gva + (uint64_t)(hvt_stub_entry_ret - hvt_stub_start);
 	s->entry[2] = s->reg.gva + (uint64_t)(hvt_stub_entry_args - hvt_stub_start);
 	s->entry[3] = s->reg.gva + (uint64_t)(hvt_stub_entry_ret_args - hvt_stub_start);
+	s->entry[5] = s->reg.gva + (uint64_t)(hvt_stub_entry_root - hvt_stub_start);
+	s->entry[7] = s->reg.gva + (uint64_t)(hvt_stub_entry_root_args - hvt_stub_start);
+	s->entry[5] = s->reg.gva + (uint64_t)(hvt_stub_entry_root - hvt_stub_start);
+	s->entry[7] = s->reg.gva + (uint64_t)(hvt_stub_entry_root_args - hvt_stub_start);
 	s->ret = s->reg.gva + (uint64_t)(hvt_stub_ret - hvt_stub_start);
 	ret = zero_phys(tgt, s->reg.gpa, stacks_off(s) + s->nr_stacks * STUB_STACK_SIZE);
 	if (ret == 0)
@@ -159,10 +166,11 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	return 0;
 }
 
-int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, uint8_t orig[5])
+int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, bool root, uint8_t orig[5])
 {
 	struct target *tgt = s->tgt;
-	int64_t rel = (int64_t)(s->entry[hook | args << 1] - (site + X86_NOP5_LEN));
+	unsigned which = (hook || root) | args << 1 | root << 2;
+	int64_t rel = (int64_t)(s->entry[which] - (site + X86_NOP5_LEN));
 	uint8_t call[X86_NOP5_LEN] = {CALL_REL32};
 	int32_t rel32 = (int32_t)rel;
 

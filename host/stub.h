@@ -23,7 +23,7 @@ struct stub {
 	unsigned nr_cpus;
 	uint64_t ring_records; /* per CPU */
 	uint64_t nr_stacks;    /* 0: no return hooks */
-	uint64_t entry[4]; /* GVAs of the entry routines: [hook return | 2 * argument registers] */
+	uint64_t entry[8]; /* GVAs of the entry routines: [hook | 2 * arguments | 4 * graph root] */
 	uint64_t ret;	   /* GVA of the return routine */
 	uint64_t tail[STUB_MAX_CPUS]; /* next index the host reads, per CPU */
 	uint64_t lost[STUB_MAX_CPUS]; /* the guest's count of events its ring had no room for, as
@@ -39,6 +39,7 @@ struct stub_guest {
 	unsigned stack_shift;		    /* guest stacks are 1 << stack_shift aligned regions */
 	unsigned max_depth;   /* frames per shadow stack (the host's SHADOW_MAX_DEPTH) */
 	uint64_t max_records; /* at most this many records per CPU ring (0: no bound) */
+	bool graph;	      /* set_graph_function: only calls below a root are traced */
 };
 
 /* With the target paused: places and initialises the stub for @nr_cpus CPUs, reachable by CALL
@@ -52,9 +53,10 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 bool stub_live_at(struct target *tgt, uint64_t gpa);
 
 /* With the target paused: CALL rel32 into the stub at @site (its NOP5 saved in @orig, checked to be
- * a NOP5 first), to the entry that also hooks the return when @hook and records the argument
- * registers when @args. 0, -EILSEQ (not a NOP5), -ERANGE (out of reach), -EFAULT. */
-int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, uint8_t orig[5]);
+ * a NOP5 first), to the entry that also hooks the return when @hook, records the argument registers
+ * when @args, and starts a graph when @root (set_graph_function; implies @hook). 0, -EILSEQ (not a
+ * NOP5), -ERANGE (out of reach), -EFAULT. */
+int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, bool root, uint8_t orig[5]);
 
 /* With the target paused: puts @orig back at @site. 0 or -errno. */
 int stub_unpatch(struct stub *s, uint64_t site, const uint8_t orig[5]);

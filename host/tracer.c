@@ -17,7 +17,8 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 	pthread_mutex_init(&t->arm_lock, NULL);
 	t->tgt = tgt;
 	t->opts = *opts;
-	t->opts.lazy = opts->lazy && opts->graph_filter && opts->returns;
+	/* stub probes cost nothing while no root is live: they stay in */
+	t->opts.lazy = opts->lazy && opts->graph_filter && opts->returns && !opts->stub;
 	t->nr_cpus = tgt->nr_cpus;
 	t->task = *task;
 	if (opts->returns && !tgt->trampoline)

@@ -24,7 +24,7 @@
 
 bool tracer_stub_capable(const struct tracer *t, uint32_t id)
 {
-	if (!t->opts.stub || (t->opts.graph_filter && t->opts.returns) || t->ret_events[id])
+	if (!t->opts.stub || t->ret_events[id])
 		return false;
 	return !t->events[id] || fe_registers_only(t->events[id]);
 }
@@ -135,6 +135,8 @@ static bool convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
 		return true;
 	case STUB_REC_DROP:
 		atomic_fetch_add_explicit(&t->counters[p->id].unwound, 1, memory_order_relaxed);
+		return true;
+	case STUB_REC_SKIP:
 		return true;
 	case STUB_REC_ENTRY:
 		if (t->quiet_entry[p->id] || deep) {
@@ -333,6 +335,7 @@ int tracer_stub_attach(struct tracer *t, char *err, size_t errlen)
 	    .max_depth = SHADOW_MAX_DEPTH,
 	    /* --buffer-size-kb bounds the guest's rings too (its records are twice the size) */
 	    .max_records = t->opts.ring_records / 2,
+	    .graph = t->opts.graph_filter && t->opts.returns,
 	};
 	int ret;
 
@@ -361,7 +364,7 @@ int tracer_stub_attach(struct tracer *t, char *err, size_t errlen)
 		if (!p->stub)
 			continue;
 		ret = stub_patch(&t->stub, p->addr, hooks_return(t, p->id),
-				 t->events[p->id] != NULL, p->nop);
+				 t->events[p->id] != NULL, g.graph && t->graph_root[p->id], p->nop);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 ": %s", p->func->name, p->addr,
 				 ret == -EILSEQ	  ? "not a NOP5"

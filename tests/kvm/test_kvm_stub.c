@@ -71,6 +71,11 @@ static void test_auto_uses_stubs(void **state)
 	hv_result_free(&r);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* The event lines of a trace, timestamps cut, sorted: comparable between two runs. */
 static char *event_lines(const char *trace, const char *what)
 {
@@ -84,7 +89,7 @@ static char *event_lines(const char *trace, const char *what)
 			v = realloc(v, (cap *= 2) * sizeof(*v));
 		v[n++] = strndup(p, eol ? (size_t)(eol - p) : strlen(p));
 	}
-	qsort(v, n, sizeof(*v), (int (*)(const void *, const void *))strcmp);
+	qsort(v, n, sizeof(*v), cmp_str);
 	for (size_t i = 0; i < n; i++)
 		len += strlen(v[i]) + 1;
 	out = calloc(1, len + 1);
@@ -152,20 +157,44 @@ static void test_probe_errors(void **state)
 {
 	struct hv_result r;
 	const char *a1[] = {"run", "--probe", "fast", hv_guest(NULL), NULL};
-	const char *a2[] = {"run", "--probe",	"stub",		"-p", "function_graph",
-			    "-g",  "tree_root", hv_guest(NULL), NULL};
 
 	(void)state;
 	hv_run(&r, a1, 0, 0);
 	assert_int_equal(r.status, 2);
 	assert_string_equal(r.err, "hvtrace: --probe 'fast': expected trap, stub or auto\n");
-	hv_result_free(&r);
-	hv_run(&r, a2, 0, 0);
-	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err,
-			    "hvtrace: --probe stub: -g (set_graph_function) needs trap probes\n");
 	assert_null(strstr(r.console, "hvt-guest: ok"));
 	hv_result_free(&r);
+}
+
+/* set_graph_function with stub probes: the stub itself keeps calls outside a tree_root call out (no
+ * record, no hook) and counts depth from the root; the graph equals the trap probes' one. */
+static void test_graph_function_on_stubs(void **state)
+{
+	struct hv_result trap, stub;
+	const char *a1[] = {"run",	    "--probe", "trap", "-p", "function_graph", "-g", "tree_root",
+			    "--funcgraph-retval", hv_guest(NULL), NULL};
+	const char *a2[] = {"run",	    "--probe", "stub", "--stats", "-p", "function_graph", "-g",
+			    "tree_root", "--funcgraph-retval", hv_guest(NULL), NULL};
+	char *l1, *l2;
+
+	(void)state;
+	hv_run(&trap, a1, 0, 0);
+	hv_run(&stub, a2, 0, 0);
+	assert_int_equal(trap.status, 0);
+	assert_int_equal(stub.status, 0);
+	assert_true(stub_probes(stub.err) > 0);
+	assert_int_equal(bp_exits(stub.err), 0);
+	/* the lines without their CPU and duration columns, sorted */
+	l1 = event_lines(trap.trace, "|  ");
+	l2 = event_lines(stub.trace, "|  ");
+	assert_true(count_text(l1, "|  tree_root() {\n") == 6);
+	assert_true(count_text(l1, "tree_leaf(); /* = 0x9 */\n") > 0);
+	assert_null(strstr(l1, "fib"));
+	assert_string_equal(l1, l2);
+	free(l1);
+	free(l2);
+	hv_result_free(&trap);
+	hv_result_free(&stub);
 }
 
 int main(void)
@@ -175,6 +204,7 @@ int main(void)
 	    cmocka_unit_test(test_register_event_on_stub),
 	    cmocka_unit_test(test_memory_event_stays_trap),
 	    cmocka_unit_test(test_probe_errors),
+	    cmocka_unit_test(test_graph_function_on_stubs),
 	};
 
 	if (!kvm_available())

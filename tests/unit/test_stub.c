@@ -19,6 +19,7 @@
 #define SITE	 0x1000ull
 #define FAR_SITE (0x100000000ull + 0x2000) /* more than 2 GiB from the region */
 
+extern const uint8_t hvt_stub_entry_root[], hvt_stub_entry_root_args[];
 extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
     hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_ret[], hvt_stub_end[];
 
@@ -135,6 +136,7 @@ static void test_place(void **state)
 	assert_int_equal(u64(h + H_RINGS), REGION + STUB_RINGS_OFF);
 	assert_int_equal(u64(h + H_STACK_SHIFT), 16);
 	assert_int_equal(u64(h + H_MAX_DEPTH), 128);
+	assert_int_equal(u64(h + H_GRAPH), 0);
 	assert_int_equal(u64(h + H_RET), REGION + (uint64_t)(hvt_stub_ret - hvt_stub_start));
 	assert_int_equal(u64(h + H_CUR_SLOTS), 0x5000);
 	assert_int_equal(u64(h + H_CUR_SLOTS + 8), 0x5008);
@@ -154,28 +156,31 @@ static void test_patch(void **state)
 	int32_t rel;
 
 	(void)state;
-	const uint8_t *const routines[4] = {hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_entry_args,
-					    hvt_stub_entry_ret_args};
+	/* the routine for each combination of return hook, argument registers and graph root (a root
+	 * always hooks its return) */
+	const uint8_t *const routines[8] = {
+		hvt_stub_entry,		 hvt_stub_entry_ret,	  hvt_stub_entry_args,
+		hvt_stub_entry_ret_args, hvt_stub_entry_root,	  hvt_stub_entry_root,
+		hvt_stub_entry_root_args, hvt_stub_entry_root_args};
 
-	assert_int_equal(stub_patch(&s, SITE, false, false, orig), 0);
+	assert_int_equal(stub_patch(&s, SITE, false, false, false, orig), 0);
 	assert_memory_equal(orig, "\x0f\x1f\x44\x00\x00", 5);
 	assert_int_equal(*at(SITE), 0xe8);
 	memcpy(&rel, at(SITE + 1), 4);
 	assert_int_equal(SITE + 5 + rel, s.entry[0]);
 	/* a CALL is not a NOP5: patching twice is refused, and nothing is written */
-	assert_int_equal(stub_patch(&s, SITE, true, false, bad), -EILSEQ);
+	assert_int_equal(stub_patch(&s, SITE, true, false, false, bad), -EILSEQ);
 	assert_int_equal(SITE + 5 + rel, s.entry[0]);
 	assert_int_equal(stub_unpatch(&s, SITE, orig), 0);
 	assert_memory_equal(at(SITE), "\x0f\x1f\x44\x00\x00", 5);
-	/* the entry routine for each combination of return hook and argument registers */
-	for (unsigned k = 0; k < 4; k++) {
-		assert_int_equal(stub_patch(&s, SITE, k & 1, k & 2, orig), 0);
+	for (unsigned k = 0; k < 8; k++) {
+		assert_int_equal(stub_patch(&s, SITE, k & 1, k & 2, k & 4, orig), 0);
 		memcpy(&rel, at(SITE + 1), 4);
 		assert_int_equal(SITE + 5 + rel, REGION + (uint64_t)(routines[k] - hvt_stub_start));
 		assert_int_equal(stub_unpatch(&s, SITE, orig), 0);
 	}
 	/* out of CALL rel32 reach: refused, unchanged */
-	assert_int_equal(stub_patch(&s, FAR_SITE, false, false, orig), -ERANGE);
+	assert_int_equal(stub_patch(&s, FAR_SITE, false, false, false, orig), -ERANGE);
 	assert_memory_equal(at(FAR_SITE), "\x0f\x1f\x44\x00\x00", 5);
 	assert_true(stub_owns_rip(&s, s.ret));
 	assert_false(stub_owns_rip(&s, SITE));
