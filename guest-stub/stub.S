@@ -225,17 +225,8 @@ hvt_stub_entry_ret_args:
 	jne 5f
 	leaq 1(%rcx), %rax
 	movq %rax, S_ROOT(%r10)
-	/* the depth, from the root frame when there is one */
-5:	movq %rcx, %rax
-	movq S_ROOT(%r10), %rdx
-	testq %rdx, %rdx
-	jz 7f
-	decq %rdx
-	subq %rdx, %rax
-7:	cmpl $255, %eax
-	jbe 3f
-	movl $255, %eax
-3:	shll $8, %eax
+5:	call .Ldepth
+	shll $8, %eax
 	orl %eax, %r11d
 	shlq $5, %rcx
 	leaq S_E(%r10,%rcx), %rcx
@@ -298,26 +289,14 @@ hvt_stub_ret:
 	movq E_IP(%rcx), %r13
 	movq E_TSC(%rcx), %r11
 	decq S_NR(%r10)
-	/* the depth, from the root frame when there is one; the root itself returning ends the graph */
 	movq S_NR(%r10), %rcx
-	movq S_ROOT(%r10), %rdx
-	testq %rdx, %rdx
-	jz 5f
-	decq %rdx
-	subq %rdx, %rcx
-	cmpq S_NR(%r10), %rdx
-	jb 5f
-	movq $0, S_ROOT(%r10)
-5:	push %rcx
+	call .Ldepth
+	FIX_ROOT /* the root itself returning ends the graph */
 	call .Lrelease
-	pop %rcx
-	cmpl $255, %ecx
-	jbe 6f
-	movl $255, %ecx
-6:	movl %r12d, %r10d
+	movl %r12d, %r10d
 	shll $16, %r10d
-	shll $8, %ecx
-	orl %ecx, %r10d
+	shll $8, %eax
+	orl %eax, %r10d
 	orl $STUB_REC_RETURN, %r10d
 	cmpq $-1, %r12
 	je .Lr_out
@@ -347,6 +326,20 @@ hvt_stub_ret:
 .Lorphan:
 	/* A return through the stub with no frame for its slot: only a host bug can cause it. */
 	ud2
+
+/* The depth of frame rcx on the shadow stack at r10, counted from the graph's root frame when there
+ * is one, at most 255, in eax. Clobbers rdx. */
+.Ldepth:
+	movq %rcx, %rax
+	movq S_ROOT(%r10), %rdx
+	testq %rdx, %rdx
+	jz 13f
+	decq %rdx
+	subq %rdx, %rax
+13:	cmpq $255, %rax
+	jbe 14f
+	movl $255, %eax
+14:	ret
 
 /* Unlocks the shadow stack at r10, freed if it is empty. Clobbers rcx. */
 .Lrelease:

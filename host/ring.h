@@ -7,7 +7,9 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct ring {
 	struct hvt_record *buf;
@@ -56,6 +58,18 @@ static inline void ring_commit_n(struct ring *r, uint64_t n)
 {
 	atomic_store_explicit(&r->head, atomic_load_explicit(&r->head, memory_order_relaxed) + n,
 			      memory_order_release);
+}
+
+/* Producer: copies the @len bytes of @payload into slots 1.. of a reservation made with
+ * ring_reserve_n (slot 0 holds the event record they follow). */
+static inline void ring_put_payload(struct ring *r, const uint8_t *payload, size_t len)
+{
+	for (uint64_t k = 1; k <= hvt_record_payload_slots(len); k++) {
+		size_t off = (k - 1) * sizeof(struct hvt_record);
+		size_t n = len - off < sizeof(struct hvt_record) ? len - off : sizeof(struct hvt_record);
+
+		memcpy(ring_slot(r, k), payload + off, n);
+	}
 }
 
 /* Consumer: the @k-th unread record, or NULL if fewer are there. */

@@ -217,11 +217,6 @@ static void qemu_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 #define PTE_CODE (X86_PTE_P | (1ull << 5))
 #define PTE_DATA (X86_PTE_P | X86_PTE_RW | (1ull << 5) | (1ull << 6) /* D */)
 
-static int read_pte_phys(void *ctx, uint64_t gpa, uint64_t *pte)
-{
-	return qemu_mem_read(ctx, gpa, pte, 8);
-}
-
 /* One page-table page at stub_phys_lo maps the stub's pages, from the next page on, at stub_va (the
  * first free 2 MiB slot from there): its page-directory entry is the only change to the guest's page
  * tables. The guest bytes of the whole range are kept and put back by stub_unmap. */
@@ -255,7 +250,7 @@ static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t mi
 	q->kcr3 = q->cpu[0].cr3 & ~PTI_USER_BIT & X86_PTE_ADDR;
 	q->kla57 = q->cpu[0].cr4 & X86_CR4_LA57;
 	for (int tries = 0; tries < 64; tries++, va += PMD_SPAN) {
-		if (x86_pde_addr(read_pte_phys, &q->mem, q->kcr3, q->kla57, va, &pde_gpa) < 0 ||
+		if (x86_pde_addr(read_pte, q, q->kcr3, q->kla57, va, &pde_gpa) < 0 ||
 		    qemu_mem_read(&q->mem, pde_gpa, &pde, 8) < 0) {
 			pde_gpa = 0;
 			break;
@@ -350,7 +345,7 @@ static int qemu_read_kernel(struct target *t, uint64_t gva, void *buf, size_t le
 
 		if (chunk > len)
 			chunk = len;
-		if (x86_translate(read_pte_phys, &q->mem, q->kcr3, q->kla57, gva, &gpa) < 0 ||
+		if (x86_translate(read_pte, q, q->kcr3, q->kla57, gva, &gpa) < 0 ||
 		    qemu_mem_read(&q->mem, gpa, b, chunk) < 0)
 			return -EFAULT;
 		gva += chunk;

@@ -391,12 +391,7 @@ static void record_event(struct tracer *t, unsigned cpu, const struct probe *p,
 	rec->value = len;
 	rec->depth = depth;
 	rec->duration = duration;
-	for (uint64_t k = 1; k < slots; k++) {
-		size_t off = (k - 1) * sizeof(struct hvt_record);
-		size_t n = len - off < sizeof(struct hvt_record) ? len - off : sizeof(struct hvt_record);
-
-		memcpy(ring_slot(ring, k), t->scratch[cpu] + off, n);
-	}
+	ring_put_payload(ring, t->scratch[cpu], len);
 	ring_commit_n(ring, slots);
 }
 
@@ -415,7 +410,7 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 		if (t->opts.returns)
 			goto out;
 	}
-	if (t->opts.returns && (t->opts.hook_all || t->ret_probe[p->id])) {
+	if (tracer_hooks_return(t, p->id)) {
 		int r = hook_return(t, p, regs->rsp, orig, now, &depth);
 
 		if (r < 0)

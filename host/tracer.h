@@ -122,6 +122,12 @@ uint64_t tracer_horizon(void *ctx);
 /* Sum of lost over vCPUs. */
 unsigned long long tracer_lost(const struct tracer *t);
 
+/* Whether probe @id hooks the returns of its calls (function_graph, or a return probe). Any thread. */
+static inline bool tracer_hooks_return(const struct tracer *t, uint32_t id)
+{
+	return t->opts.returns && (t->opts.hook_all || t->ret_probe[id]);
+}
+
 /* Whether probe @id may be a stub probe in this tracer's configuration (events reading guest memory,
  * typed return fields and set_graph_function need trap probes). */
 bool tracer_stub_capable(const struct tracer *t, uint32_t id);

@@ -29,11 +29,6 @@ bool tracer_stub_capable(const struct tracer *t, uint32_t id)
 	return !t->events[id] || fe_registers_only(t->events[id]);
 }
 
-static bool hooks_return(const struct tracer *t, uint32_t id)
-{
-	return t->opts.returns && (t->opts.hook_all || t->ret_probe[id]);
-}
-
 /* ---- the guest clock ------------------------------------------------------------------------- */
 
 /* The host's TSC rate, for targets that cannot say what the guest's is (QEMU: TCG's TSC is the
@@ -140,7 +135,7 @@ static bool convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
 		return true;
 	case STUB_REC_ENTRY:
 		if (t->quiet_entry[p->id] || deep) {
-			if (hooks_return(t, p->id))
+			if (tracer_hooks_return(t, p->id))
 				atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1,
 							  memory_order_relaxed);
 			return true;
@@ -165,13 +160,8 @@ static bool convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
 			hvt_record_entry(rec, tsc_to_ts(t, g->tsc), cpu, p->addr, g->parent, &task);
 			rec->type = HVT_REC_EVENT;
 			rec->value = len;
-			rec->depth = hooks_return(t, p->id) ? g->depth : 0;
-			for (uint64_t k = 1; k < slots; k++) {
-				size_t off = (k - 1) * sizeof(*rec);
-				size_t n = len - off < sizeof(*rec) ? len - off : sizeof(*rec);
-
-				memcpy(ring_slot(ring, k), scratch + off, n);
-			}
+			rec->depth = tracer_hooks_return(t, p->id) ? g->depth : 0;
+			ring_put_payload(ring, scratch, len);
 			ring_commit_n(ring, slots);
 		} else {
 			rec = room(ring, 1);
@@ -179,10 +169,10 @@ static bool convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
 				return false;
 			task_of(t, tc, cpu, g->task, &task);
 			hvt_record_entry(rec, tsc_to_ts(t, g->tsc), cpu, p->addr, g->parent, &task);
-			rec->depth = hooks_return(t, p->id) ? g->depth : 0;
+			rec->depth = tracer_hooks_return(t, p->id) ? g->depth : 0;
 			ring_commit(ring);
 		}
-		if (hooks_return(t, p->id))
+		if (tracer_hooks_return(t, p->id))
 			atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1,
 						  memory_order_relaxed);
 		return true;
@@ -346,7 +336,7 @@ int tracer_stub_attach(struct tracer *t, char *err, size_t errlen)
 			continue;
 		lo = p->addr < lo ? p->addr : lo;
 		hi = p->addr > hi ? p->addr : hi;
-		returns |= hooks_return(t, p->id);
+		returns |= tracer_hooks_return(t, p->id);
 	}
 	if (!t->nr_stub_probes)
 		return 0;
@@ -363,7 +353,7 @@ int tracer_stub_attach(struct tracer *t, char *err, size_t errlen)
 
 		if (!p->stub)
 			continue;
-		ret = stub_patch(&t->stub, p->addr, hooks_return(t, p->id),
+		ret = stub_patch(&t->stub, p->addr, tracer_hooks_return(t, p->id),
 				 t->events[p->id] != NULL, g.graph && t->graph_root[p->id], p->nop);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 ": %s", p->func->name, p->addr,

@@ -160,6 +160,29 @@ void hv_result_free(struct hv_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
+long hv_stat(const char *err, const char *line, const char *field)
+{
+	char key[128];
+	const char *p, *eol, *f;
+
+	snprintf(key, sizeof(key), "hvtrace: stats: %s", line);
+	p = strstr(err, key);
+	if (!p)
+		return -1;
+	p += strlen("hvtrace: stats: ");
+	eol = strchr(p, '\n');
+	f = strstr(p, field);
+	return f && (!eol || f < eol) ? atol(f + strlen(field)) : -1;
+}
+
+long hv_cpu_stat(const char *err, unsigned cpu, const char *field)
+{
+	char line[32];
+
+	snprintf(line, sizeof(line), "cpu%u events ", cpu);
+	return hv_stat(err, line, field);
+}
+
 long guest_count(const struct hv_result *r, const char *func, unsigned cpu)
 {
 	char key[128];

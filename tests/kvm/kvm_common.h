@@ -42,6 +42,13 @@ long guest_count(const struct hv_result *r, const char *func, unsigned cpu);
 long guest_count_all(const struct hv_result *r, const char *func, unsigned nr_cpus);
 /* Trace lines for @func (NULL: any) on @cpu (-1: any). */
 long trace_count(const struct hv_result *r, const char *func, int cpu);
+/* The number after @field on the line of hvtrace's --stats output (@err) that starts with
+ * "hvtrace: stats: @line" (@field may be the start of @line itself); -1 if there is none. */
+long hv_stat(const char *err, const char *line, const char *field);
+
+/* The same on vCPU @cpu's line ("hvtrace: stats: cpu<N> events ..."). */
+long hv_cpu_stat(const char *err, unsigned cpu, const char *field);
+
 /* Occurrences of @what in @s. */
 long count_text(const char *s, const char *what);
 /* Number of lines of @s. */

@@ -109,19 +109,6 @@ static bool module_loaded(const char *m)
 	return access(path, F_OK) == 0;
 }
 
-static long stat_field(const char *err, unsigned cpu, const char *field)
-{
-	char key[64];
-	const char *p;
-
-	snprintf(key, sizeof(key), "stats: cpu%u events", cpu);
-	p = strstr(err, key);
-	if (!p)
-		return -1;
-	p = strstr(p, field);
-	return p ? atol(p + strlen(field)) : -1;
-}
-
 /* The breakpoint exit path of this host: every event came through it, none through the other. */
 static void check_bp_path(const char *want, const char *other)
 {
@@ -131,12 +118,12 @@ static void check_bp_path(const char *want, const char *other)
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 0);
 	for (unsigned c = 0; c < 2; c++) {
-		long events = stat_field(r.err, c, "events ");
-		long got = stat_field(r.err, c, want);
+		long events = hv_cpu_stat(r.err, c, "events ");
+		long got = hv_cpu_stat(r.err, c, want);
 
 		assert_true(events > 0);
 		assert_int_equal(got, events);
-		assert_int_equal(stat_field(r.err, c, other), 0);
+		assert_int_equal(hv_cpu_stat(r.err, c, other), 0);
 		assert_int_equal(trace_count(&r, NULL, (int)c), events);
 	}
 	hv_result_free(&r);

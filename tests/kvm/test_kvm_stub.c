@@ -19,25 +19,9 @@ static const char *const funcs[] = {"fib",	 "tree_root", "tree_a",	   "tree_b", 
 				    "tail_leaf", "nl_outer",  "nl_inner",  "deep",     "ev_target"};
 #define NR_FUNCS (sizeof(funcs) / sizeof(funcs[0]))
 
-/* A number after @field on the `stats: cpu@cpu events` line, or -1. */
-static long cpu_stat(const char *err, unsigned cpu, const char *field)
-{
-	char key[64];
-	const char *p;
-
-	snprintf(key, sizeof(key), "stats: cpu%u events", cpu);
-	p = strstr(err, key);
-	if (!p)
-		return -1;
-	p = strstr(p, field);
-	return p ? atol(p + strlen(field)) : -1;
-}
-
 static long stub_probes(const char *err)
 {
-	const char *p = strstr(err, "stats: stub probes ");
-
-	return p ? atol(p + strlen("stats: stub probes ")) : 0;
+	return hv_stat(err, "stub probes ", "stub probes ");
 }
 
 static long bp_exits(const char *err)
@@ -45,8 +29,8 @@ static long bp_exits(const char *err)
 	long n = 0;
 
 	for (unsigned c = 0; c < 2; c++)
-		n += cpu_stat(err, c, "emulation ") + cpu_stat(err, c, "debug ") +
-		     cpu_stat(err, c, "shutdown ");
+		n += hv_cpu_stat(err, c, "emulation ") + hv_cpu_stat(err, c, "debug ") +
+		     hv_cpu_stat(err, c, "shutdown ");
 	return n;
 }
 

@@ -191,10 +191,7 @@ static void test_linux_event_openat(void **state)
 /* A stub-probe line of --stats: "stub probes N records N lost N". */
 static long stub_stat(const char *err, const char *field)
 {
-	const char *p = strstr(err, "hvtrace: stats: stub probes ");
-
-	p = p ? strstr(p, field) : NULL;
-	return p ? atol(p + strlen(field)) : -1;
+	return hv_stat(err, "stub probes ", field);
 }
 
 /* Every traceable function of the kernel (tens of thousands of sites) with stub probes: no VM stop at
