@@ -13,13 +13,11 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- pure helpers ---------------------------------------------------------------------------- */
@@ -305,14 +303,6 @@ int gdb_decode_regs(const char *hex, size_t len, struct gdb_regs *r)
 
 /* ---- transport ------------------------------------------------------------------------------- */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Sends @buf; the '+' owed for packets received since our last send go first, in the same segment.
  */
 static int send_bytes(struct gdb *g, const char *buf, size_t len)
@@ -377,41 +367,23 @@ static int fill(struct gdb *g, int64_t deadline)
 	}
 	if (g->rlen == sizeof(g->rbuf))
 		return -EMSGSIZE;
-	for (;;) {
-		struct pollfd pfd = {.fd = g->fd, .events = POLLIN};
-		int wait = -1, rc;
+	r = tcp_read_until(g->fd, g->rbuf + g->rlen, sizeof(g->rbuf) - g->rlen, deadline);
 
-		if (deadline >= 0) {
-			int64_t left = deadline - now_ms();
-
-			wait = left > 0 ? (int)left : 0;
-		}
-		rc = poll(&pfd, 1, wait);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
-			return -errno;
-		if (rc == 0)
-			return -ETIMEDOUT;
-		r = read(g->fd, g->rbuf + g->rlen, sizeof(g->rbuf) - g->rlen);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && errno == EAGAIN)
-			continue;
-		if (r <= 0) {
-			g->gone = true;
-			return r == 0 ? -ECONNRESET : -errno;
-		}
-		g->rlen += (size_t)r;
-		return 0;
+	if (r == -ETIMEDOUT)
+		return (int)r;
+	if (r < 0) {
+		g->gone = true;
+		return (int)r;
 	}
+	g->rlen += (size_t)r;
+	return 0;
 }
 
 /* Next packet from the stub into g->pkt, skipping acks; answers a '-' by resending our last packet
  * and a corrupt packet by '-' (or -EPROTO without acks). */
 static int read_packet(struct gdb *g, int timeout_ms)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : tcp_now_ms() + timeout_ms;
 	int rc;
 
 	if (g->fd < 0)
@@ -939,7 +911,7 @@ int gdb_step(struct gdb *g, int tid, struct gdb_stop *st)
 
 int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : tcp_now_ms() + timeout_ms;
 
 	if (!g->running)
 		return -EINVAL;
@@ -947,7 +919,7 @@ int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 		int left = -1, rc;
 
 		if (deadline >= 0) {
-			int64_t l = deadline - now_ms();
+			int64_t l = deadline - tcp_now_ms();
 
 			left = l > 0 ? (int)l : 0;
 		}

@@ -7,14 +7,12 @@
 
 #include <errno.h>
 #include <netdb.h>
-#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- JSON scanning --------------------------------------------------------------------------- */
@@ -263,14 +261,6 @@ ssize_t qmp_json_quote(const char *s, char *out, size_t outlen)
 
 /* ---- transport ------------------------------------------------------------------------------- */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int send_all(struct qmp *q, const char *s, size_t len)
 {
 	while (len > 0) {
@@ -308,33 +298,16 @@ static int fill(struct qmp *q, int64_t deadline)
 		q->buf = b;
 		q->cap = cap;
 	}
-	for (;;) {
-		struct pollfd pfd = {.fd = q->fd, .events = POLLIN};
-		int wait = -1, rc;
-		ssize_t r;
+	ssize_t r = tcp_read_until(q->fd, q->buf + q->len, q->cap - q->len, deadline);
 
-		if (deadline >= 0) {
-			int64_t left = deadline - now_ms();
-
-			wait = left > 0 ? (int)left : 0;
-		}
-		rc = poll(&pfd, 1, wait);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
-			return -errno;
-		if (rc == 0)
-			return -ETIMEDOUT;
-		r = read(q->fd, q->buf + q->len, q->cap - q->len);
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (r <= 0) {
-			q->gone = true;
-			return r == 0 || errno == ECONNRESET ? -ECONNRESET : -errno;
-		}
-		q->len += (size_t)r;
-		return 0;
+	if (r == -ETIMEDOUT)
+		return (int)r;
+	if (r < 0) {
+		q->gone = true;
+		return (int)r;
 	}
+	q->len += (size_t)r;
+	return 0;
 }
 
 /* Next whole message: *@msg points into q->buf (valid until the next read), consumed already. */
@@ -418,7 +391,7 @@ int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len)
 		rc = send_all(q, "\n", 1);
 	if (rc)
 		return rc;
-	deadline = q->timeout_ms < 0 ? -1 : now_ms() + q->timeout_ms;
+	deadline = q->timeout_ms < 0 ? -1 : tcp_now_ms() + q->timeout_ms;
 	for (;;) {
 		const char *msg, *v, *e;
 		size_t mlen, vlen, elen;
@@ -478,7 +451,7 @@ int qmp_attach_fd(struct qmp *q, int fd, char *err, size_t errlen)
 	memset(q, 0, sizeof(*q));
 	q->fd = fd;
 	q->timeout_ms = QMP_TIMEOUT_MS;
-	rc = next_message(q, now_ms() + q->timeout_ms, &msg, &mlen);
+	rc = next_message(q, tcp_now_ms() + q->timeout_ms, &msg, &mlen);
 	if (rc) {
 		snprintf(err, errlen, "qmp: greeting: %s", strerror(-rc));
 		goto fail;
@@ -675,7 +648,7 @@ int qmp_query_status(struct qmp *q, bool *running, char *status, size_t len)
 
 int qmp_wait_event(struct qmp *q, unsigned mask, int timeout_ms)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : tcp_now_ms() + timeout_ms;
 
 	while (!(q->events & mask)) {
 		const char *msg;
