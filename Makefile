@@ -4,7 +4,7 @@
 CC      ?= gcc
 BUILD   := build
 CFLAGS  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializers -pthread \
-           -D_GNU_SOURCE -MMD -MP
+           -D_GNU_SOURCE -MMD -MP -I.
 LDFLAGS := -pthread
 # Evaluated lazily, after $(DEPS) has installed pkg-config and the -dev packages.
 LIB_CFLAGS   = $(shell pkg-config --cflags libelf libbpf libvirt libvirt-qemu)
@@ -14,7 +14,7 @@ CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 DEPS := $(BUILD)/.deps-installed
 
 LIB_SRCS := $(wildcard arch/x86/*.c) $(wildcard vmi/*.c) $(wildcard guest-stub/*.c) \
-            $(filter-out host/main.c,$(wildcard host/*.c))
+            $(filter-out host/cli/main.c,$(wildcard host/*/*.c))
 LIB_ASMS := $(wildcard guest-stub/*.S)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(LIB_ASMS:%.S=$(BUILD)/%.o)
 LIB      := $(BUILD)/libhvtrace.a
@@ -24,7 +24,7 @@ GUEST_DIR    := $(BUILD)/guest
 GUEST        := $(GUEST_DIR)/test-guest.elf
 GUEST_VARIANTS := $(GUEST_DIR)/test-guest-loop.elf $(GUEST_DIR)/test-guest-fault.elf
 BENCH_GUEST  := $(GUEST_DIR)/bench-guest.elf
-GUEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
+GUEST_CFLAGS := -std=gnu11 -I. -O1 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
                 -fno-stack-protector -mno-red-zone -mgeneral-regs-only -fno-omit-frame-pointer \
                 -fno-optimize-sibling-calls -fcf-protection=none -fno-asynchronous-unwind-tables
 GUEST_PG     := -pg -mfentry -mnop-mcount -mrecord-mcount
@@ -54,14 +54,14 @@ $(BUILD)/%.o: %.c | $(DEPS)
 # The stub is guest code assembled into the host binary as data (its bytes are copied into guests).
 $(BUILD)/guest-stub/%.o: guest-stub/%.S guest-stub/stub_abi.h | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) -c $< -o $@
+	$(CC) -I. -c $< -o $@
 	@if readelf -r $@ | grep -q R_X86; then echo "$<: the stub must need no relocations" >&2; rm -f $@; exit 1; fi
 
 $(LIB): $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-hvtrace: $(BUILD)/host/main.o $(LIB)
+hvtrace: $(BUILD)/host/cli/main.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(GUEST_DIR)/workloads.o: tests/guest/workloads.c tests/guest/guest.h | $(DEPS)
@@ -135,10 +135,10 @@ guest: | $(DEPS)
 # libFuzzer on the event spec parser (clang), for FUZZ_SECONDS (default 60).
 FUZZ_SECONDS ?= 60
 FUZZ_BIN := $(BUILD)/fuzz/fuzz_fevent
-$(FUZZ_BIN): tests/fuzz/fuzz_fevent.c host/fevent.c host/fevent.h vmi/vmi_symtab.c | $(DEPS)
+$(FUZZ_BIN): tests/fuzz/fuzz_fevent.c host/trace/fevent.c host/trace/fevent.h vmi/vmi_symtab.c | $(DEPS)
 	@mkdir -p $(@D) $(BUILD)/fuzz/corpus
-	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -o $@ \
-		tests/fuzz/fuzz_fevent.c host/fevent.c vmi/vmi_symtab.c
+	clang -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -o $@ \
+		tests/fuzz/fuzz_fevent.c host/trace/fevent.c vmi/vmi_symtab.c
 fuzz: $(FUZZ_BIN)
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(BUILD)/fuzz/corpus \
 		tests/fuzz/corpus

@@ -17,7 +17,7 @@
  * Interrupts are off from the first instruction to the last (the flags are restored by POPF), so a
  * record and a shadow-stack update are never split by preemption or migration. Every register is
  * preserved. */
-#include "stub_abi.h"
+#include "guest-stub/stub_abi.h"
 
 /* Stack frame after PUSHF and the ten pushes. */
 #define F_R14 0

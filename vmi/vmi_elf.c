@@ -1,4 +1,4 @@
-#include "vmi_elf.h"
+#include "vmi/vmi_elf.h"
 
 #include <errno.h>
 #include <fcntl.h>

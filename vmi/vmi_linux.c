@@ -1,6 +1,6 @@
-#include "vmi_linux.h"
-#include "vmi_elf.h"
-#include "../arch/x86/x86_insn.h"
+#include "vmi/vmi_linux.h"
+#include "vmi/vmi_elf.h"
+#include "arch/x86/x86_insn.h"
 
 #include <bpf/btf.h>
 #include <errno.h>

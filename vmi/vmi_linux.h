@@ -5,9 +5,9 @@
 #ifndef HVT_VMI_LINUX_H
 #define HVT_VMI_LINUX_H
 
-#include "vmi_sites.h"
-#include "vmi_symtab.h"
-#include "vmi_task.h"
+#include "vmi/vmi_sites.h"
+#include "vmi/vmi_symtab.h"
+#include "vmi/vmi_task.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
-#include "vmi_sites.h"
-#include "../arch/x86/x86_insn.h"
+#include "vmi/vmi_sites.h"
+#include "arch/x86/x86_insn.h"
 
 #include <errno.h>
 #include <inttypes.h>

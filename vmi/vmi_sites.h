@@ -3,7 +3,7 @@
 #ifndef HVT_VMI_SITES_H
 #define HVT_VMI_SITES_H
 
-#include "vmi_symtab.h"
+#include "vmi/vmi_symtab.h"
 
 #include <stddef.h>
 #include <stdint.h>

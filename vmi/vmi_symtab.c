@@ -1,4 +1,4 @@
-#include "vmi_symtab.h"
+#include "vmi/vmi_symtab.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "vmi_task.h"
+#include "vmi/vmi_task.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "x86_insn.h"
+#include "arch/x86/x86_insn.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "x86_longmode.h"
+#include "arch/x86/x86_longmode.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
-#include "x86_pagewalk.h"
-#include "x86_longmode.h"
+#include "arch/x86/x86_pagewalk.h"
+#include "arch/x86/x86_longmode.h"
 
 #include <errno.h>
 

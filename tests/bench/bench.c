@@ -1,14 +1,14 @@
 /* make bench: the cost of a traced function call against the raw cost of an INT3 exit round trip,
  * measured side by side in one run on the bench guest (each vCPU calls bench_leaf BENCH_CALLS times). */
-#include "../../host/filter.h"
-#include "../../host/guest_image.h"
-#include "../../host/sink.h"
-#include "../../host/target_kvm.h"
-#include "../../host/tracer.h"
-#include "../../host/vm.h"
-#include "../../host/writer.h"
-#include "../../arch/x86/x86_insn.h"
-#include "../guest/guest.h"
+#include "host/trace/filter.h"
+#include "host/kvm/guest_image.h"
+#include "host/out/sink.h"
+#include "host/kvm/target_kvm.h"
+#include "host/trace/tracer.h"
+#include "host/kvm/vm.h"
+#include "host/out/writer.h"
+#include "arch/x86/x86_insn.h"
+#include "tests/guest/guest.h"
 
 #include <errno.h>
 #include <stdbool.h>

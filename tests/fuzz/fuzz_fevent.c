@@ -1,6 +1,6 @@
 /* libFuzzer harness for the function-based event spec parser, and for capture and formatting of what
  * it accepts (guest memory made of the input's bytes). */
-#include "../../host/fevent.h"
+#include "host/trace/fevent.h"
 
 #include <errno.h>
 #include <stdlib.h>

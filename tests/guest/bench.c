@@ -1,5 +1,5 @@
 /* Instrumented loop for `make bench`: each vCPU calls bench_leaf BENCH_CALLS times. */
-#include "guest.h"
+#include "tests/guest/guest.h"
 
 noinline long bench_leaf(long x)
 {

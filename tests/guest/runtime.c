@@ -1,6 +1,6 @@
 /* The test guest's runtime, not instrumented: console, per-vCPU data, barrier, a cooperative scheduler
  * that moves tasks between vCPUs, and the final report of the guest's own call counts. */
-#include "guest.h"
+#include "tests/guest/guest.h"
 
 #define MSR_GS_BASE 0xc0000101
 

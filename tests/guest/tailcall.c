@@ -1,6 +1,6 @@
 /* Instrumented tail calls (built with -O2 -foptimize-sibling-calls): tail_top jumps to tail_mid, which
  * jumps to tail_leaf, so all three share one return slot. tail_top(x) = 2 * (x + 2). */
-#include "guest.h"
+#include "tests/guest/guest.h"
 
 noinline long tail_leaf(long x)
 {

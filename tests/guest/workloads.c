@@ -1,6 +1,6 @@
 /* The instrumented part of the test guest (built with -pg -mfentry -mnop-mcount -mrecord-mcount).
  * Every function counts its own calls per vCPU, so the trace can be compared with the guest's counts. */
-#include "guest.h"
+#include "tests/guest/guest.h"
 
 noinline long fib(long n)
 {

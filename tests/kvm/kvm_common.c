@@ -1,4 +1,4 @@
-#include "kvm_common.h"
+#include "tests/kvm/kvm_common.h"
 
 #include <errno.h>
 #include <fcntl.h>

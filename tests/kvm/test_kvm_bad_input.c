@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "kvm_common.h"
-#include "../../arch/x86/x86_insn.h"
-#include "../../vmi/vmi_elf.h"
+#include "tests/kvm/kvm_common.h"
+#include "arch/x86/x86_insn.h"
+#include "vmi/vmi_elf.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -6,14 +6,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "kvm_common.h"
-#include "../../arch/x86/x86_insn.h"
-#include "../../host/guest_image.h"
-#include "../../host/sink.h"
-#include "../../host/target_kvm.h"
-#include "../../host/tracer.h"
-#include "../../host/vm.h"
-#include "../../host/writer.h"
+#include "tests/kvm/kvm_common.h"
+#include "arch/x86/x86_insn.h"
+#include "host/kvm/guest_image.h"
+#include "host/out/sink.h"
+#include "host/kvm/target_kvm.h"
+#include "host/trace/tracer.h"
+#include "host/kvm/vm.h"
+#include "host/out/writer.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "kvm_common.h"
+#include "tests/kvm/kvm_common.h"
 
 #include <signal.h>
 #include <stdio.h>

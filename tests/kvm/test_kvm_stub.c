@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "kvm_common.h"
+#include "tests/kvm/kvm_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

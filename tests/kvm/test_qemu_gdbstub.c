@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "kvm_common.h"
-#include "../../host/gdbstub.h"
-#include "../../host/qmp.h"
+#include "tests/kvm/kvm_common.h"
+#include "host/qemu/gdbstub.h"
+#include "host/qemu/qmp.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../host/session.h"
+#include "host/cli/session.h"
 
 #include <errno.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../host/fevent.h"
+#include "host/trace/fevent.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../host/filter.h"
+#include "host/trace/filter.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../host/record.h"
-#include "../../host/sink.h"
+#include "host/trace/record.h"
+#include "host/out/sink.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../host/gdbstub.h"
+#include "host/qemu/gdbstub.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../host/sink.h"
+#include "host/out/sink.h"
 
 #include <stdio.h>
 #include <stdlib.h>

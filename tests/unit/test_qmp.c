@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../host/qmp.h"
+#include "host/qemu/qmp.h"
 
 #include <errno.h>
 #include <poll.h>

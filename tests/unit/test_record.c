@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../host/probe.h"
-#include "../../host/record.h"
-#include "../../host/ring.h"
+#include "host/trace/probe.h"
+#include "host/trace/record.h"
+#include "host/trace/ring.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../host/shadow.h"
+#include "host/trace/shadow.h"
 
 #include <string.h>
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../host/stub.h"
+#include "host/trace/stub.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../host/vcpu_exit.h"
+#include "host/kvm/vcpu_exit.h"
 
 #include <string.h>
 

@@ -6,11 +6,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../arch/x86/x86_insn.h"
-#include "../../vmi/vmi_elf.h"
-#include "../../vmi/vmi_sites.h"
-#include "../../vmi/vmi_symtab.h"
-#include "../../vmi/vmi_task.h"
+#include "arch/x86/x86_insn.h"
+#include "vmi/vmi_elf.h"
+#include "vmi/vmi_sites.h"
+#include "vmi/vmi_symtab.h"
+#include "vmi/vmi_task.h"
 
 #include <elf.h>
 #include <errno.h>

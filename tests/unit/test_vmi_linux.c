@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../vmi/vmi_linux.h"
+#include "vmi/vmi_linux.h"
 
 #include <bpf/btf.h>
 #include <errno.h>

@@ -6,10 +6,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../arch/x86/x86_insn.h"
-#include "../../arch/x86/x86_longmode.h"
-#include "../../arch/x86/x86_pagewalk.h"
-#include "../../arch/x86/x86_regs.h"
+#include "arch/x86/x86_insn.h"
+#include "arch/x86/x86_longmode.h"
+#include "arch/x86/x86_pagewalk.h"
+#include "arch/x86/x86_regs.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,0 +1,111 @@
+#include "host/cli/cmd_common.h"
+#include "host/trace/filter.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <pthread.h>
+#include <sys/signalfd.h>
+#include <time.h>
+
+void cmd_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("hvtrace: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+FILE *cmd_open_out(const char *path, const char *flag)
+{
+	FILE *f;
+
+	if (!path)
+		return stdout;
+	f = fopen(path, "w");
+	if (!f)
+		cmd_error("%s %s: %s", flag, path, strerror(errno));
+	return f;
+}
+
+int cmd_block_signals(sigset_t *old)
+{
+	sigset_t sigs;
+	int fd;
+
+	signal(SIGINT, SIG_DFL);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, old);
+	fd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+double cmd_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int cmd_mark_graph_roots(struct tracer *t, const struct session *s, char *err, size_t errlen)
+{
+	for (size_t g = 0; g < s->nr_graph; g++) {
+		bool any = false;
+
+		for (size_t i = 0; i < t->probes.nr; i++)
+			if (filter_glob_match(s->graph[g], t->probes.v[i].func->name)) {
+				t->graph_root[t->probes.v[i].id] = true;
+				any = true;
+			}
+		if (!any) {
+			snprintf(err, errlen, "-g '%s': matches no traced function", s->graph[g]);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
+int cmd_probe_mode(const struct session *s, const struct target *tgt,
+		   const struct vmi_task_layout *task, const char *target_why, bool *stub, char *err,
+		   size_t errlen)
+{
+	const char *why = !tgt->ops->stub_map ? "this target cannot place the stub"
+			  : target_why ? target_why
+			  : !task->has_cpu_gs ? "the guest does not say where its CPU number is"
+					      : NULL;
+
+	*stub = false;
+	if (s->probe == PROBE_TRAP)
+		return 0;
+	if (why && s->probe == PROBE_STUB) {
+		snprintf(err, errlen, "--probe stub: %s", why);
+		return -ENOTSUP;
+	}
+	*stub = !why;
+	return 0;
+}
+
+void cmd_print_stub_stats(const struct tracer *t)
+{
+	if (!t->nr_stub_probes)
+		return;
+	unsigned long long stalls = 0;
+
+	for (unsigned i = t->nr_cpus; i < t->nr_rings; i++)
+		stalls += t->rings[i].stalls;
+	fprintf(stderr,
+		"hvtrace: stats: stub probes %zu records %llu lost %llu ring %llu/cpu region %llu KiB "
+		"host-ring-stalls %llu\n",
+		t->nr_stub_probes, (unsigned long long)t->stub_records,
+		(unsigned long long)t->stub_lost, (unsigned long long)t->stub.ring_records,
+		(unsigned long long)t->stub.reg.size >> 10, stalls);
+}

@@ -1,0 +1,41 @@
+/* Helpers shared by the commands (`run` in the embedded VMM, `run --qemu` and `attach`). */
+#ifndef HVT_CMD_COMMON_H
+#define HVT_CMD_COMMON_H
+
+#include "host/cli/session.h"
+#include "host/trace/tracer.h"
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Prints "hvtrace: <message>" as one line on stderr (stdout flushed first). */
+void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* @path opened for writing, or stdout when NULL; NULL (after cmd_error naming @flag) on failure. */
+FILE *cmd_open_out(const char *path, const char *flag);
+
+/* Call before any thread exists: blocks SIGINT, SIGTERM and SIGHUP (every later thread inherits the mask,
+ * so they reach only the returned signalfd and teardown always runs; the previous mask goes to @old).
+ * SIGINT is set back to its default first: a shell starts background jobs with it ignored, and an
+ * explicit `kill -INT` should still stop us cleanly. Returns the signalfd or -errno. */
+int cmd_block_signals(sigset_t *old);
+
+/* Monotonic seconds. */
+double cmd_now(void);
+
+/* set_graph_function: marks the probes whose function matches a -g glob of @s; each glob must match one
+ * traced function, else -ENOENT with a reason in @err. */
+int cmd_mark_graph_roots(struct tracer *t, const struct session *s, char *err, size_t errlen);
+
+/* --stats: the stub-probe line (nothing without stub probes). After the writer stopped. */
+void cmd_print_stub_stats(const struct tracer *t);
+
+/* --probe: whether the tracer uses stub probes on @tgt for the guest described by @task (@target_why:
+ * why this guest cannot host the stub, or NULL). `auto` falls back to trap probes where stubs cannot
+ * work; `stub` says why not in @err (-ENOTSUP). */
+int cmd_probe_mode(const struct session *s, const struct target *tgt,
+		   const struct vmi_task_layout *task, const char *target_why, bool *stub, char *err,
+		   size_t errlen);
+
+#endif

@@ -1,0 +1,57 @@
+#include "host/cli/events.h"
+#include "host/trace/filter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int events_select(const struct session *s, const struct vmi_sites *sites,
+		  const struct vmi_site ***sel, size_t *nr, char *err, size_t errlen)
+{
+	int ret;
+
+	if (!s->nr_events && !s->nr_rprobes)
+		return 0;
+	if (!*sel) {
+		*sel = calloc(sites->nr ? sites->nr : 1, sizeof(**sel));
+		if (!*sel)
+			return -ENOMEM;
+		*nr = 0;
+	}
+	ret = filter_add_events(sites, "-e", s->events, s->nr_events, *sel, nr, err, errlen);
+	if (ret == 0)
+		ret = filter_add_events(sites, "-r", s->rprobes, s->nr_rprobes, *sel, nr, err, errlen);
+	return ret;
+}
+
+/* Whether the probe of @func would trace entries without the return probe (selected by the tracer's
+ * own filters, or an -e event). */
+static bool entry_wanted(const struct session *s, const char *func, bool traced)
+{
+	for (size_t e = 0; e < s->nr_events; e++)
+		if (!strcmp(s->events[e].func, func))
+			return true;
+	return traced;
+}
+
+int events_bind(const struct session *s, struct tracer *t, const bool *traced)
+{
+	for (size_t e = 0; e < s->nr_events; e++)
+		for (size_t i = 0; i < t->probes.nr; i++)
+			if (!strcmp(t->probes.v[i].func->name, s->events[e].func)) {
+				int ret = tracer_set_event(t, t->probes.v[i].id, &s->events[e]);
+
+				if (ret < 0)
+					return ret;
+			}
+	for (size_t e = 0; e < s->nr_rprobes; e++)
+		for (size_t i = 0; i < t->probes.nr; i++)
+			if (!strcmp(t->probes.v[i].func->name, s->rprobes[e].func)) {
+				bool quiet = !entry_wanted(s, s->rprobes[e].func, traced && traced[i]);
+				int ret = tracer_set_return(t, t->probes.v[i].id, &s->rprobes[e], quiet);
+
+				if (ret < 0)
+					return ret;
+			}
+	return 0;
+}

@@ -1,0 +1,35 @@
+/* hvtrace: ftrace for a guest kernel, driven from the host over KVM. */
+#include "host/cli/exitcode.h"
+#include "host/cli/linux_run.h"
+#include "host/cli/run.h"
+#include "host/cli/session.h"
+
+#include <stdio.h>
+
+#ifndef HVT_VERSION
+#define HVT_VERSION "0.1"
+#endif
+
+int main(int argc, char **argv)
+{
+	struct session s;
+	char err[512];
+	int status;
+
+	session_init(&s);
+	if (session_parse_args(&s, argc, argv, err, sizeof(err)) < 0) {
+		fprintf(stderr, "hvtrace: %s\n", err);
+		session_free(&s);
+		return EXIT_BAD_INPUT;
+	}
+	switch (s.cmd) {
+	case CMD_HELP: fputs(session_usage, stdout); status = 0; break;
+	case CMD_VERSION: printf("hvtrace %s\n", HVT_VERSION); status = 0; break;
+	case CMD_LIST_FUNCTIONS: status = cmd_list_functions(&s); break;
+	case CMD_RUN: status = s.qemu ? cmd_linux(&s) : cmd_run(&s); break;
+	case CMD_ATTACH: status = cmd_linux(&s); break;
+	default: status = EXIT_BAD_INPUT; break;
+	}
+	session_free(&s);
+	return status;
+}

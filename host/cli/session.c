@@ -1,0 +1,474 @@
+#include "host/cli/session.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char session_usage[] =
+	"usage: hvtrace run [options] GUEST.elf      boot GUEST in the embedded VMM and trace it\n"
+	"       hvtrace run --qemu --kernel FILE --system-map FILE [options]\n"
+	"                                            launch QEMU with a Linux kernel and trace it\n"
+	"       hvtrace attach NAME | --qmp SOCKET | --pid PID --system-map FILE [options]\n"
+	"                                            trace a running QEMU VM (libvirt domain NAME)\n"
+	"       hvtrace list-functions GUEST.elf     print the traceable functions\n"
+	"       hvtrace --help | --version\n"
+	"\n"
+	"run options:\n"
+	"  -p, --tracer NAME        function (default), function_graph or nop\n"
+	"  -l, --filter GLOB        trace only matching functions (set_ftrace_filter; repeatable)\n"
+	"  -n, --notrace GLOB       never trace matching functions (set_ftrace_notrace; repeatable)\n"
+	"  -e, --event SPEC         function-based event, e.g. 'do_sys_openat2(int dfd, string name)'\n"
+	"                           (repeatable; with -e alone the tracer is nop)\n"
+	"  -r, --return-probe SPEC  return probe: 'func', or 'func(type name)' for a typed RAX\n"
+	"                           (kretprobe without maxactive; repeatable)\n"
+	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
+	"                           (set_graph_function; repeatable)\n"
+	"      --max-depth N        function_graph: trace at most N levels deep\n"
+	"      --funcgraph-retval   function_graph: print return values (RAX)\n"
+	"      --funcgraph-tail     function_graph: name the function on closing braces\n"
+	"      --profile            per-function hits, returns, misses and durations on stderr\n"
+	"  -o, --output FILE        write the trace to FILE (default: stdout)\n"
+	"      --console FILE       write the guest console to FILE (default: stdout)\n"
+	"      --smp N              vCPUs (default 2)\n"
+	"      --mem MB             guest RAM (default 64)\n"
+	"      --timeout SEC        stop the guest after SEC seconds (exit status 124)\n"
+	"      --duration SEC       trace for SEC seconds, then remove every probe and let the guest\n"
+	"                           run on untraced\n"
+	"      --buffer-size-kb KB  per-vCPU trace buffer (default 4096)\n"
+	"      --stats              print per-vCPU event counts to stderr at the end\n"
+	"      --probe trap|stub|auto  trap: INT3, one VM exit per event (default); stub: CALL into\n"
+	"                           hvtrace's in-guest stub, no exit (events that read guest memory\n"
+	"                           stay trap probes); auto: stub where the target can host it\n"
+	"\n"
+	"Linux guests (run --qemu, attach):\n"
+	"      --qemu               launch QEMU instead of the embedded VMM\n"
+	"      --accel tcg|kvm      QEMU accelerator (default tcg)\n"
+	"      --kernel FILE        bzImage to boot\n"
+	"      --initrd FILE        initramfs\n"
+	"      --append STR         extra kernel command line\n"
+	"      --system-map FILE    the kernel's System.map or ELF vmlinux (KASLR is found by itself)\n"
+	"      --qmp SOCKET         attach: the QMP socket of a bare QEMU\n"
+	"      --pid PID            attach: a QEMU process (its -qmp socket is used)\n"
+	"      --expect-call FUNC   exit 7 unless the guest called FUNC while traced (repeatable)\n"
+	"      --expect-no-call FUNC  exit 7 if the guest called FUNC while traced (repeatable)\n"
+	"      --verify-text        check that the kernel text is byte-identical after detach\n"
+	"      --gdb-memory         read guest memory through the gdbstub, not /proc/PID/mem\n"
+	"\n"
+	"GLOBs are ftrace's: '*', '?' and '[...]'.\n";
+
+void session_init(struct session *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->tracer = TRACER_FUNCTION;
+	s->smp = 2;
+	s->mem_mb = 64;
+	s->buffer_size_kb = 4096;
+}
+
+void session_free(struct session *s)
+{
+	free(s->filter);
+	free(s->notrace);
+	free(s->graph);
+	free(s->events);
+	free(s->rprobes);
+	s->events = s->rprobes = NULL;
+	s->nr_events = s->nr_rprobes = 0;
+	free(s->expect_call);
+	free(s->expect_no_call);
+	s->expect_call = s->expect_no_call = NULL;
+	s->nr_expect_call = s->nr_expect_no_call = 0;
+	s->filter = s->notrace = s->graph = NULL;
+	s->nr_filter = s->nr_notrace = s->nr_graph = 0;
+}
+
+const char *tracer_name(enum tracer_kind k)
+{
+	switch (k) {
+	case TRACER_NOP: return "nop";
+	case TRACER_FUNCTION: return "function";
+	case TRACER_FUNCTION_GRAPH: return "function_graph";
+	}
+	return "?";
+}
+
+static int parse_uint(const char *opt, const char *arg, unsigned lo, unsigned hi, unsigned *out,
+		      char *err, size_t errlen)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v < lo || v > hi) {
+		snprintf(err, errlen, "%s '%s': expected an integer in %u..%u", opt, arg, lo, hi);
+		return -EINVAL;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int push(char ***v, size_t *n, char *s)
+{
+	char **p = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!p)
+		return -ENOMEM;
+	p[(*n)++] = s;
+	*v = p;
+	return 0;
+}
+
+enum {
+	OPT_CONSOLE = 256,
+	OPT_SMP,
+	OPT_MEM,
+	OPT_TIMEOUT,
+	OPT_DURATION,
+	OPT_BUFFER,
+	OPT_STATS,
+	OPT_MAX_DEPTH,
+	OPT_RETVAL,
+	OPT_TAIL,
+	OPT_PROFILE,
+	OPT_QEMU,
+	OPT_ACCEL,
+	OPT_KERNEL,
+	OPT_INITRD,
+	OPT_APPEND,
+	OPT_SYSTEM_MAP,
+	OPT_QMP,
+	OPT_PID,
+	OPT_EXPECT_CALL,
+	OPT_EXPECT_NO_CALL,
+	OPT_VERIFY_TEXT,
+	OPT_GDB_MEMORY,
+	OPT_PROBE,
+};
+
+static const struct option run_opts[] = {
+	{"tracer", required_argument, NULL, 'p'},
+	{"filter", required_argument, NULL, 'l'},
+	{"notrace", required_argument, NULL, 'n'},
+	{"graph-function", required_argument, NULL, 'g'},
+	{"event", required_argument, NULL, 'e'},
+	{"return-probe", required_argument, NULL, 'r'},
+	{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+	{"funcgraph-retval", no_argument, NULL, OPT_RETVAL},
+	{"funcgraph-tail", no_argument, NULL, OPT_TAIL},
+	{"profile", no_argument, NULL, OPT_PROFILE},
+	{"output", required_argument, NULL, 'o'},
+	{"console", required_argument, NULL, OPT_CONSOLE},
+	{"smp", required_argument, NULL, OPT_SMP},
+	{"mem", required_argument, NULL, OPT_MEM},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"duration", required_argument, NULL, OPT_DURATION},
+	{"buffer-size-kb", required_argument, NULL, OPT_BUFFER},
+	{"stats", no_argument, NULL, OPT_STATS},
+	{"qemu", no_argument, NULL, OPT_QEMU},
+	{"accel", required_argument, NULL, OPT_ACCEL},
+	{"kernel", required_argument, NULL, OPT_KERNEL},
+	{"initrd", required_argument, NULL, OPT_INITRD},
+	{"append", required_argument, NULL, OPT_APPEND},
+	{"system-map", required_argument, NULL, OPT_SYSTEM_MAP},
+	{"qmp", required_argument, NULL, OPT_QMP},
+	{"pid", required_argument, NULL, OPT_PID},
+	{"expect-call", required_argument, NULL, OPT_EXPECT_CALL},
+	{"expect-no-call", required_argument, NULL, OPT_EXPECT_NO_CALL},
+	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
+	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
+	{"probe", required_argument, NULL, OPT_PROBE},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static int parse_tracer(struct session *s, const char *arg, char *err, size_t errlen)
+{
+	if (!strcmp(arg, "function"))
+		s->tracer = TRACER_FUNCTION;
+	else if (!strcmp(arg, "function_graph"))
+		s->tracer = TRACER_FUNCTION_GRAPH;
+	else if (!strcmp(arg, "nop"))
+		s->tracer = TRACER_NOP;
+	else {
+		snprintf(err, errlen, "-p '%s': unknown tracer (available: function function_graph nop)",
+			 arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_seconds(const char *opt, const char *arg, double *out, char *err, size_t errlen)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(arg, &end);
+	if (errno || end == arg || *end || !(*out > 0) || *out > 1e6) {
+		snprintf(err, errlen, "%s '%s': expected seconds > 0", opt, arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* -e SPEC: parsed now, so a bad spec is refused before anything starts. The error shows the spec with a
+ * caret under the offending character. */
+static int parse_event(struct session *s, const char *spec, char *err, size_t errlen)
+{
+	struct fe_spec *v = realloc(s->events, (s->nr_events + 1) * sizeof(*v));
+	char reason[128];
+	size_t pos;
+
+	if (!v)
+		return -ENOMEM;
+	s->events = v;
+	if (fe_parse(spec, &v[s->nr_events], reason, sizeof(reason), &pos) < 0) {
+		snprintf(err, errlen, "-e: %s\n  %s\n  %*s^", reason, spec, (int)pos, "");
+		return -EINVAL;
+	}
+	s->nr_events++;
+	return 0;
+}
+
+/* -r SPEC: "func" (RAX in hex) or "func(type name)" whose one field is evaluated on RAX. */
+static int parse_rprobe(struct session *s, const char *spec, char *err, size_t errlen)
+{
+	struct fe_spec *v = realloc(s->rprobes, (s->nr_rprobes + 1) * sizeof(*v));
+	char reason[128], full[300];
+	size_t pos;
+
+	if (!v)
+		return -ENOMEM;
+	s->rprobes = v;
+	snprintf(full, sizeof(full), strchr(spec, '(') ? "%s" : "%s(x64 ret)", spec);
+	if (fe_parse(full, &v[s->nr_rprobes], reason, sizeof(reason), &pos) < 0) {
+		snprintf(err, errlen, "-r: %s\n  %s\n  %*s^", reason, spec, (int)pos, "");
+		return -EINVAL;
+	}
+	if (v[s->nr_rprobes].nr_args > 1) {
+		snprintf(err, errlen, "-r %s: a return probe has one value (RAX)", spec);
+		return -EINVAL;
+	}
+	s->nr_rprobes++;
+	return 0;
+}
+
+/* The checks that need every option: which target, and its required arguments. */
+static int check_target(struct session *s, int argc, char **argv, char *err, size_t errlen)
+{
+	int positional = argc - optind;
+	bool linux_guest = s->cmd == CMD_ATTACH || s->qemu;
+
+	if (s->cmd == CMD_ATTACH) {
+		int ways = (positional > 0) + !!s->qmp + !!s->pid;
+
+		if (positional > 1) {
+			snprintf(err, errlen, "'%s': unexpected argument after NAME", argv[optind + 1]);
+			return -EINVAL;
+		}
+		if (ways != 1) {
+			snprintf(err, errlen, "attach: give exactly one of NAME, --qmp SOCKET, --pid PID");
+			return -EINVAL;
+		}
+		if (positional)
+			s->domain = argv[optind];
+	} else if (s->qemu) {
+		if (positional) {
+			snprintf(err, errlen, "'%s': --qemu takes --kernel, not a GUEST.elf", argv[optind]);
+			return -EINVAL;
+		}
+		if (!s->kernel) {
+			snprintf(err, errlen, "--qemu: missing --kernel FILE");
+			return -EINVAL;
+		}
+	} else {
+		const char *only_linux = s->kernel ? "--kernel" : s->initrd ? "--initrd"
+				       : s->append ? "--append" : s->system_map ? "--system-map"
+				       : s->accel ? "--accel" : s->qmp ? "--qmp" : s->pid ? "--pid"
+				       : s->nr_expect_call ? "--expect-call"
+				       : s->nr_expect_no_call ? "--expect-no-call"
+				       : s->verify_text ? "--verify-text"
+				       : s->gdb_memory ? "--gdb-memory" : NULL;
+
+		if (only_linux) {
+			snprintf(err, errlen, "%s: needs --qemu (or attach)", only_linux);
+			return -EINVAL;
+		}
+		if (positional < 1) {
+			snprintf(err, errlen, "%s: missing GUEST.elf (see hvtrace --help)", argv[0]);
+			return -EINVAL;
+		}
+		if (positional > 1) {
+			snprintf(err, errlen, "'%s': unexpected argument after GUEST.elf",
+				 argv[optind + 1]);
+			return -EINVAL;
+		}
+		s->guest = argv[optind];
+	}
+	if (linux_guest && !s->system_map) {
+		snprintf(err, errlen, "%s: missing --system-map FILE", s->qemu ? "--qemu" : "attach");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_run(struct session *s, int argc, char **argv, char *err, size_t errlen)
+{
+	int c, ret = 0;
+	bool mem_given = false;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":p:l:n:g:e:r:o:h", run_opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			ret = parse_tracer(s, optarg, err, errlen);
+			s->tracer_given = true;
+			break;
+		case 'e': ret = parse_event(s, optarg, err, errlen); break;
+		case 'r': ret = parse_rprobe(s, optarg, err, errlen); break;
+		case 'l': ret = push(&s->filter, &s->nr_filter, optarg); break;
+		case 'n': ret = push(&s->notrace, &s->nr_notrace, optarg); break;
+		case 'g': ret = push(&s->graph, &s->nr_graph, optarg); break;
+		case OPT_MAX_DEPTH:
+			ret = parse_uint("--max-depth", optarg, 1, 255, &s->max_depth, err, errlen);
+			break;
+		case OPT_RETVAL: s->funcgraph_retval = true; break;
+		case OPT_TAIL: s->funcgraph_tail = true; break;
+		case OPT_PROFILE: s->profile = true; break;
+		case OPT_QEMU: s->qemu = true; break;
+		case OPT_ACCEL:
+			if (strcmp(optarg, "tcg") && strcmp(optarg, "kvm")) {
+				snprintf(err, errlen, "--accel '%s': expected tcg or kvm", optarg);
+				return -EINVAL;
+			}
+			s->accel = optarg;
+			break;
+		case OPT_KERNEL: s->kernel = optarg; break;
+		case OPT_INITRD: s->initrd = optarg; break;
+		case OPT_APPEND: s->append = optarg; break;
+		case OPT_SYSTEM_MAP: s->system_map = optarg; break;
+		case OPT_QMP: s->qmp = optarg; break;
+		case OPT_PID: {
+			unsigned pid;
+
+			ret = parse_uint("--pid", optarg, 1, 1u << 30, &pid, err, errlen);
+			s->pid = (int)pid;
+			break;
+		}
+		case OPT_EXPECT_CALL: ret = push(&s->expect_call, &s->nr_expect_call, optarg); break;
+		case OPT_VERIFY_TEXT: s->verify_text = true; break;
+		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
+		case OPT_PROBE:
+			if (!strcmp(optarg, "trap"))
+				s->probe = PROBE_TRAP;
+			else if (!strcmp(optarg, "stub"))
+				s->probe = PROBE_STUB;
+			else if (!strcmp(optarg, "auto"))
+				s->probe = PROBE_AUTO;
+			else {
+				snprintf(err, errlen, "--probe '%s': expected trap, stub or auto", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_EXPECT_NO_CALL:
+			ret = push(&s->expect_no_call, &s->nr_expect_no_call, optarg);
+			break;
+		case 'o': s->output = optarg; break;
+		case OPT_CONSOLE: s->console = optarg; break;
+		case OPT_SMP: ret = parse_uint("--smp", optarg, 1, 64, &s->smp, err, errlen); break;
+		case OPT_MEM:
+			ret = parse_uint("--mem", optarg, 2, 3072, &s->mem_mb, err, errlen);
+			mem_given = true;
+			break;
+		case OPT_TIMEOUT:
+			ret = parse_seconds("--timeout", optarg, &s->timeout, err, errlen);
+			break;
+		case OPT_DURATION:
+			ret = parse_seconds("--duration", optarg, &s->duration, err, errlen);
+			break;
+		case OPT_BUFFER:
+			ret = parse_uint("--buffer-size-kb", optarg, 4, 1 << 20, &s->buffer_size_kb,
+					 err, errlen);
+			break;
+		case OPT_STATS: s->stats = true; break;
+		case 'h': s->cmd = CMD_HELP; return 0;
+		case ':':
+			/* only the last word can lack its argument: it is the option as typed */
+			snprintf(err, errlen, "%s: missing argument", argv[argc - 1]);
+			return -EINVAL;
+		default:
+			/* a short option inside a group is named by optopt; a long one by its word */
+			if (optopt && optopt < 256)
+				snprintf(err, errlen, "-%c: unknown option", optopt);
+			else
+				snprintf(err, errlen, "%s: unknown option", argv[optind - 1]);
+			return -EINVAL;
+		}
+		if (ret == -ENOMEM)
+			snprintf(err, errlen, "out of memory");
+		if (ret < 0)
+			return ret;
+	}
+	ret = check_target(s, argc, argv, err, errlen);
+	if (ret < 0)
+		return ret;
+	if ((s->nr_events || s->nr_rprobes) && !s->tracer_given)
+		s->tracer = TRACER_NOP;
+	if (s->qemu && !mem_given)
+		s->mem_mb = 256;
+	if (s->tracer != TRACER_FUNCTION_GRAPH) {
+		const char *opt = s->nr_graph	       ? "-g"
+				  : s->max_depth       ? "--max-depth"
+				  : s->funcgraph_retval ? "--funcgraph-retval"
+				  : s->funcgraph_tail   ? "--funcgraph-tail"
+							: NULL;
+
+		if (opt) {
+			snprintf(err, errlen, "%s: needs -p function_graph", opt);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen)
+{
+	const char *cmd;
+
+	if (argc < 2) {
+		snprintf(err, errlen, "missing command (see hvtrace --help)");
+		return -EINVAL;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		s->cmd = CMD_HELP;
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		s->cmd = CMD_VERSION;
+		return 0;
+	}
+	if (!strcmp(cmd, "run"))
+		s->cmd = CMD_RUN;
+	else if (!strcmp(cmd, "attach"))
+		s->cmd = CMD_ATTACH;
+	else if (!strcmp(cmd, "list-functions"))
+		s->cmd = CMD_LIST_FUNCTIONS;
+	else {
+		snprintf(err, errlen, "'%s': unknown command (run, attach, list-functions)", cmd);
+		return -EINVAL;
+	}
+	if (s->cmd == CMD_LIST_FUNCTIONS) {
+		if (argc != 3 || argv[2][0] == '-') {
+			snprintf(err, errlen, "list-functions: expected exactly one GUEST.elf");
+			return -EINVAL;
+		}
+		s->guest = argv[2];
+		return 0;
+	}
+	return parse_run(s, argc - 1, argv + 1, err, errlen);
+}

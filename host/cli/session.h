@@ -1,0 +1,79 @@
+/* One model of a trace session: the knobs ftrace users know from tracefs, filled by the CLI (and later
+ * by session files and other front ends). */
+#ifndef HVT_SESSION_H
+#define HVT_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "host/trace/fevent.h"
+
+enum session_cmd { CMD_NONE, CMD_RUN, CMD_ATTACH, CMD_LIST_FUNCTIONS, CMD_HELP, CMD_VERSION };
+
+enum tracer_kind { TRACER_NOP, TRACER_FUNCTION, TRACER_FUNCTION_GRAPH };
+
+/* How sites are patched: INT3 (a VM exit per event), CALL into the in-guest stub (no exit), or the stub
+ * wherever the target and the probe allow it. */
+enum probe_kind { PROBE_TRAP, PROBE_STUB, PROBE_AUTO };
+
+struct session {
+	enum session_cmd cmd;
+	enum tracer_kind tracer; /* current_tracer */
+	char **filter;		 /* set_ftrace_filter globs (argv strings, borrowed) */
+	size_t nr_filter;
+	char **notrace; /* set_ftrace_notrace globs */
+	size_t nr_notrace;
+	char **graph; /* set_graph_function globs */
+	size_t nr_graph;
+	unsigned max_depth; /* max_graph_depth, 0 = no limit */
+	bool funcgraph_retval;
+	bool funcgraph_tail;
+	bool profile; /* per-function summary on stderr at the end */
+	bool tracer_given; /* -p was given (with only -e, the default tracer is nop) */
+	struct fe_spec *events; /* -e function-based events, parsed */
+	size_t nr_events;
+	struct fe_spec *rprobes; /* -r return probes: func, or func(type name) of RAX */
+	size_t nr_rprobes;
+	const char *output;  /* trace file, NULL = stdout */
+	const char *console; /* guest console file, NULL = stdout */
+	const char *guest;   /* guest ELF */
+	unsigned smp;
+	unsigned mem_mb;
+	double timeout;	 /* seconds, 0 = none */
+	double duration; /* trace for this long, then detach and let the guest run on; 0 = none */
+	unsigned buffer_size_kb; /* per vCPU */
+	bool stats;
+	enum probe_kind probe; /* --probe */
+
+	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
+	bool qemu;
+	const char *accel; /* "tcg" or "kvm" */
+	const char *kernel, *initrd, *append;
+	const char *system_map;
+	const char *domain;   /* attach: libvirt domain name */
+	const char *qmp;      /* attach: QMP socket of a bare QEMU */
+	int pid;	      /* attach: QEMU pid (its QMP socket is found on its command line) */
+	char **expect_call;   /* the trace must contain a call of each */
+	size_t nr_expect_call;
+	char **expect_no_call; /* ... and none of these */
+	size_t nr_expect_no_call;
+	bool verify_text; /* compare the kernel text before attach and after detach */
+	bool gdb_memory;  /* guest memory through the gdbstub, not the QEMU process */
+};
+
+/* Defaults: function tracer, 2 vCPUs, 64 MB (256 MB with --qemu), 4096 KB per-vCPU buffer. */
+void session_init(struct session *s);
+
+/* Parses `hvtrace CMD [options] ARGS` into @s. Returns 0, or -EINVAL with one line in @err naming the
+ * option or argument at fault. Strings in @s point into @argv. Does not touch files. */
+int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen);
+
+/* Frees what session_parse_args allocated (the glob arrays). */
+void session_free(struct session *s);
+
+/* Usage text for --help. */
+extern const char session_usage[];
+
+const char *tracer_name(enum tracer_kind k);
+
+#endif

@@ -1,0 +1,174 @@
+#include "host/kvm/target_kvm.h"
+#include "arch/x86/x86_insn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static int kvm_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
+{
+	return vm_read_virt(t->priv, cpu, gva, buf, len);
+}
+
+static int kvm_write_virt(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len)
+{
+	return vm_write_virt(t->priv, cpu, gva, buf, len);
+}
+
+/* A one-byte store into guest RAM is atomic for the vCPUs, so this is safe while they run. */
+static int kvm_insert_bp(struct target *t, uint64_t gva, uint8_t *orig)
+{
+	uint8_t int3 = X86_INT3, check;
+
+	if (vm_read_virt(t->priv, 0, gva, orig, 1) < 0 ||
+	    vm_write_virt(t->priv, 0, gva, &int3, 1) < 0 ||
+	    vm_read_virt(t->priv, 0, gva, &check, 1) < 0)
+		return -EFAULT;
+	return check == X86_INT3 ? 0 : -EIO;
+}
+
+static int kvm_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
+{
+	return vm_write_virt(t->priv, 0, gva, &orig, 1);
+}
+
+static int kvm_pause(struct target *t)
+{
+	return vm_pause(t->priv);
+}
+
+static void kvm_resume(struct target *t)
+{
+	vm_resume(t->priv);
+}
+
+static int kvm_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+{
+	struct vm *vm = t->priv;
+
+	if (cpu >= vm->nr_vcpus)
+		return -EINVAL;
+	memcpy(regs, &vm->vcpus[cpu].run->s.regs.regs, sizeof(*regs));
+	return 0;
+}
+
+/* The vCPU is parked outside KVM_RUN: the synced registers are applied when it next enters. */
+static int kvm_set_regs(struct target *t, unsigned cpu, const struct x86_regs *regs)
+{
+	struct vm *vm = t->priv;
+	struct kvm_run *run;
+
+	if (cpu >= vm->nr_vcpus)
+		return -EINVAL;
+	run = vm->vcpus[cpu].run;
+	memcpy(&run->s.regs.regs, regs, sizeof(*regs));
+	run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+	return 0;
+}
+
+static void kvm_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
+{
+	struct vm *vm = t->priv;
+
+	vm->bp_hit = fn;
+	vm->bp_ctx = ctx;
+}
+
+/* The stub region: a memslot right above RAM (2 MiB aligned), which the freestanding guest, told only
+ * about its RAM, never uses; the boot identity map already maps it, executable. */
+static int kvm_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
+			struct target_region *out, char *err, size_t errlen)
+{
+	struct vm *vm = t->priv;
+	uint64_t gpa = (vm->ram_size + (2ull << 20) - 1) & ~((2ull << 20) - 1);
+	uint64_t size = (want + 4095) & ~4095ull;
+	int ret;
+
+	(void)min;
+	if (gpa + size - lo > (2ull << 30) || (hi > gpa && hi - gpa > (2ull << 30))) {
+		snprintf(err, errlen, "stub probes: guest RAM (--mem) too large to place the stub within "
+				      "2 GiB of the traced code");
+		return -ERANGE;
+	}
+	ret = vm_map_extra(vm, gpa, size);
+	if (ret < 0) {
+		snprintf(err, errlen, "stub probes: cannot map %llu KiB at 0x%llx: %s",
+			 (unsigned long long)size >> 10, (unsigned long long)gpa, strerror(-ret));
+		return ret;
+	}
+	*out = (struct target_region){.gva = gpa, .gpa = gpa, .size = size};
+	return 0;
+}
+
+static void kvm_stub_unmap(struct target *t, const struct target_region *r)
+{
+	(void)r;
+	vm_unmap_extra(t->priv);
+}
+
+static int kvm_read_phys(struct target *t, uint64_t gpa, void *buf, size_t len)
+{
+	void *p = vm_gpa_ptr(t->priv, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(buf, p, len);
+	return 0;
+}
+
+static int kvm_write_phys(struct target *t, uint64_t gpa, const void *buf, size_t len)
+{
+	void *p = vm_gpa_ptr(t->priv, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(p, buf, len);
+	return 0;
+}
+
+/* KVM executes guest RAM as it is: a write with the vCPUs out of KVM_RUN is seen by all of them. */
+static int kvm_write_text(struct target *t, uint64_t gva, const void *buf, size_t len)
+{
+	return vm_write_virt(t->priv, 0, gva, buf, len);
+}
+
+/* The freestanding guest keeps the boot identity map. */
+static int kvm_read_kernel(struct target *t, uint64_t gva, void *buf, size_t len)
+{
+	return kvm_read_phys(t, gva, buf, len);
+}
+
+static int kvm_tsc_sync(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *khz)
+{
+	return vm_tsc_sync(t->priv, tsc, ns, khz);
+}
+
+static const struct target_ops kvm_ops = {
+	.stub_map = kvm_stub_map,
+	.stub_unmap = kvm_stub_unmap,
+	.read_phys = kvm_read_phys,
+	.write_phys = kvm_write_phys,
+	.write_text = kvm_write_text,
+	.read_kernel = kvm_read_kernel,
+	.tsc_sync = kvm_tsc_sync,
+	.set_bp_handler = kvm_set_bp_handler,
+	.get_regs = kvm_get_regs,
+	.set_regs = kvm_set_regs,
+	.read_virt = kvm_read_virt,
+	.write_virt = kvm_write_virt,
+	.insert_bp = kvm_insert_bp,
+	.remove_bp = kvm_remove_bp,
+	.pause = kvm_pause,
+	.resume = kvm_resume,
+};
+
+void target_kvm_init(struct target *t, struct vm *vm)
+{
+	t->ops = &kvm_ops;
+	t->name = "kvm";
+	t->nr_cpus = vm->nr_vcpus;
+	t->trampoline = vm->stub_gpa; /* identity-mapped */
+	t->stack_shift = VM_STACK_SHIFT;
+	t->priv = vm;
+}
+

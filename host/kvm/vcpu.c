@@ -1,0 +1,209 @@
+#include "host/kvm/vcpu.h"
+#include "host/kvm/vcpu_exit.h"
+#include "host/kvm/vm.h"
+#include "arch/x86/x86_longmode.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+static_assert(sizeof(struct x86_regs) == sizeof(struct kvm_regs), "x86_regs must alias kvm_regs");
+static_assert(offsetof(struct x86_regs, rip) == offsetof(struct kvm_regs, rip), "rip offset");
+static_assert(offsetof(struct x86_regs, r8) == offsetof(struct kvm_regs, r8), "r8 offset");
+
+int vcpu_enable_sw_breakpoints(struct vcpu *c)
+{
+	struct kvm_guest_debug dbg = {.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_SW_BP};
+
+	return ioctl(c->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0 ? -errno : 0;
+}
+
+static void console_flush(struct vcpu *c)
+{
+	struct vm *vm = c->vm;
+
+	if (!c->con_len)
+		return;
+	pthread_mutex_lock(&vm->console_lock);
+	fwrite(c->con, 1, c->con_len, vm->console);
+	fflush(vm->console);
+	pthread_mutex_unlock(&vm->console_lock);
+	c->con_len = 0;
+}
+
+static void console_putc(struct vcpu *c, char ch)
+{
+	c->con[c->con_len++] = ch;
+	if (ch == '\n' || c->con_len == sizeof(c->con))
+		console_flush(c);
+}
+
+static void handle_io(struct vcpu *c)
+{
+	struct kvm_run *run = c->run;
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+
+	if (run->io.direction == KVM_EXIT_IO_IN) {
+		memset(data, 0xff, (size_t)run->io.size * run->io.count);
+		return;
+	}
+	if (run->io.port == VM_PORT_DEBUGCON) {
+		for (uint32_t i = 0; i < run->io.count; i++)
+			console_putc(c, data[i * run->io.size]);
+	} else if (run->io.port == VM_PORT_DEBUG_EXIT) {
+		uint32_t v = 0;
+
+		memcpy(&v, data, run->io.size < 4 ? run->io.size : 4);
+		console_flush(c);
+		vm_end(c->vm, VM_END_GUEST_EXIT, (int)v, "guest wrote 0x%x to port 0x%x", v,
+		       VM_PORT_DEBUG_EXIT);
+	}
+}
+
+/* Waits while the VM is paused; the vCPU counts as parked meanwhile. */
+static void park(struct vcpu *c, enum vcpu_state parked_as)
+{
+	struct vm *vm = c->vm;
+
+	pthread_mutex_lock(&vm->lock);
+	c->state = parked_as;
+	pthread_cond_broadcast(&vm->cond);
+	while ((atomic_load(&vm->pause_req) || parked_as == VCPU_HALTED) && !atomic_load(&vm->stop))
+		pthread_cond_wait(&vm->cond, &vm->lock);
+	c->state = VCPU_RUNNING;
+	pthread_mutex_unlock(&vm->lock);
+}
+
+static bool all_halted(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		if (vm->vcpus[i].state != VCPU_HALTED)
+			return false;
+	return true;
+}
+
+static void halt(struct vcpu *c)
+{
+	struct vm *vm = c->vm;
+	bool all;
+
+	console_flush(c);
+	pthread_mutex_lock(&vm->lock);
+	c->state = VCPU_HALTED;
+	all = all_halted(vm);
+	pthread_mutex_unlock(&vm->lock);
+	if (all)
+		vm_end(vm, VM_END_HALTED, 0,
+		       "every vCPU halted without writing to port 0x%x (last: cpu%u)",
+		       VM_PORT_DEBUG_EXIT, c->index);
+	/* No interrupt can wake a vCPU of this VMM: stay parked until the VM ends. */
+	park(c, VCPU_HALTED);
+}
+
+static void fault(struct vcpu *c, const char *what)
+{
+	struct kvm_run *run = c->run;
+
+	console_flush(c);
+	vm_end(c->vm, VM_END_FAULT, 0, "cpu%u: %s%s at RIP 0x%" PRIx64, c->index,
+	       vcpu_exit_name(run->exit_reason), what, (uint64_t)run->s.regs.regs.rip);
+}
+
+/* Returns true if the exit was a breakpoint the tracer owns (and it resumed the vCPU's RIP). */
+static bool handle_bp(struct vcpu *c)
+{
+	struct kvm_run *run = c->run;
+	struct vm *vm = c->vm;
+	struct x86_regs *regs = (struct x86_regs *)&run->s.regs.regs;
+	uint64_t addr;
+
+	if (!vm->bp_hit || !vcpu_exit_bp_addr(run, regs->rip, &addr))
+		return false;
+	if (vm->bp_hit(vm->bp_ctx, c->index, addr, regs) < 0)
+		return false;
+	run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+	c->bp_exits[run->exit_reason == KVM_EXIT_DEBUG		? VCPU_BP_DEBUG
+		    : run->exit_reason == KVM_EXIT_INTERNAL_ERROR ? VCPU_BP_EMULATION
+								  : VCPU_BP_SHUTDOWN]++;
+	return true;
+}
+
+void *vcpu_thread(void *arg)
+{
+	struct vcpu *c = arg;
+	struct vm *vm = c->vm;
+	struct kvm_run *run = c->run;
+	sigset_t set;
+	char what[96];
+
+	sigemptyset(&set);
+	sigaddset(&set, VCPU_KICK_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+
+	while (!atomic_load(&vm->stop)) {
+		if (atomic_load(&vm->pause_req)) {
+			park(c, VCPU_PARKED);
+			continue;
+		}
+		if (ioctl(c->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				__atomic_store_n(&run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+				continue;
+			}
+			vm_end(vm, VM_END_ERROR, 0, "cpu%u: KVM_RUN: %s", c->index, strerror(errno));
+			break;
+		}
+		c->exits++;
+		c->tlb_gen++;
+		c->cr3 = run->s.regs.sregs.cr3;
+		c->la57 = run->s.regs.sregs.cr4 & X86_CR4_LA57;
+		switch (run->exit_reason) {
+		case KVM_EXIT_IO:
+			handle_io(c);
+			break;
+		case KVM_EXIT_HLT:
+			halt(c);
+			break;
+		case KVM_EXIT_INTR:
+			break;
+		case KVM_EXIT_MMIO:
+			snprintf(what, sizeof(what), " (%s 0x%" PRIx64 ", no RAM there)",
+				 run->mmio.is_write ? "write to" : "read from",
+				 (uint64_t)run->mmio.phys_addr);
+			fault(c, what);
+			break;
+		case KVM_EXIT_DEBUG:
+		case KVM_EXIT_INTERNAL_ERROR:
+		case KVM_EXIT_SHUTDOWN:
+			if (handle_bp(c))
+				break;
+			if (run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
+				snprintf(what, sizeof(what), " (suberror %u)", run->internal.suberror);
+			else if (run->exit_reason == KVM_EXIT_SHUTDOWN)
+				snprintf(what, sizeof(what), " (triple fault)");
+			else
+				snprintf(what, sizeof(what), " (exception %u)",
+					 run->debug.arch.exception);
+			fault(c, what);
+			break;
+		case KVM_EXIT_FAIL_ENTRY:
+			snprintf(what, sizeof(what), " (hardware reason 0x%llx)",
+				 (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+			fault(c, what);
+			break;
+		default:
+			fault(c, "");
+			break;
+		}
+	}
+	console_flush(c);
+	pthread_mutex_lock(&vm->lock);
+	c->state = VCPU_DONE;
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+	return NULL;
+}

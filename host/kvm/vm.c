@@ -1,0 +1,515 @@
+#include "host/kvm/vm.h"
+#include "host/trace/clock.h"
+#include "host/kvm/vcpu.h"
+#include "arch/x86/x86_longmode.h"
+#include "arch/x86/x86_pagewalk.h"
+#include "guest-stub/trampoline.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define IDMAP_GIB 4
+
+static int fail(char *err, size_t errlen, int e, const char *what)
+{
+	snprintf(err, errlen, "%s: %s", what, strerror(e));
+	return -e;
+}
+
+static int setup_cpuid(struct vm *vm, struct vcpu *c)
+{
+	int n = 128;
+	struct kvm_cpuid2 *cpuid = calloc(1, sizeof(*cpuid) + n * sizeof(struct kvm_cpuid_entry2));
+	int ret = 0;
+
+	if (!cpuid)
+		return -ENOMEM;
+	cpuid->nent = n;
+	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cpuid) < 0 ||
+	    ioctl(c->fd, KVM_SET_CPUID2, cpuid) < 0)
+		ret = -errno;
+	free(cpuid);
+	return ret;
+}
+
+static void set_seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code)
+{
+	memset(s, 0, sizeof(*s));
+	s->selector = sel;
+	s->base = 0;
+	s->limit = 0xffffffff;
+	s->type = type;
+	s->present = 1;
+	s->dpl = 0;
+	s->s = 1;
+	s->l = code;
+	s->db = !code;
+	s->g = 1;
+}
+
+/* Long mode at CPL0, flat segments, identity map, per-vCPU stack; RDI = index, RSI = count. */
+static int setup_vcpu_regs(struct vm *vm, struct vcpu *c, uint64_t cr3, uint64_t gdt_gpa)
+{
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+
+	if (ioctl(c->fd, KVM_GET_SREGS, &sregs) < 0)
+		return -errno;
+	set_seg(&sregs.cs, X86_SEL_CODE64, 11, true);
+	set_seg(&sregs.ds, X86_SEL_DATA, 3, false);
+	sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
+	sregs.gdt.base = gdt_gpa;
+	sregs.gdt.limit = X86_GDT_ENTRIES * 8 - 1;
+	sregs.idt.base = 0;
+	sregs.idt.limit = 0;
+	sregs.cr0 = X86_CR0_PE | X86_CR0_MP | X86_CR0_ET | X86_CR0_NE | X86_CR0_WP | X86_CR0_PG;
+	sregs.cr3 = cr3;
+	sregs.cr4 = X86_CR4_PAE | X86_CR4_OSFXSR | X86_CR4_OSXMMEXCPT;
+	sregs.efer = X86_EFER_LME | X86_EFER_LMA | X86_EFER_SCE | X86_EFER_NXE;
+	if (ioctl(c->fd, KVM_SET_SREGS, &sregs) < 0)
+		return -errno;
+	c->cr3 = cr3;
+	c->la57 = false;
+
+	memset(&regs, 0, sizeof(regs));
+	regs.rip = vm->entry;
+	regs.rdi = c->index;
+	regs.rsi = vm->nr_vcpus;
+	regs.rsp = vm->reserved_gpa + (uint64_t)(c->index + 1) * VM_STACK_SIZE;
+	regs.rflags = 2;
+	if (ioctl(c->fd, KVM_SET_REGS, &regs) < 0)
+		return -errno;
+	return 0;
+}
+
+int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
+{
+	int ret;
+
+	memset(vm, 0, sizeof(*vm));
+	vm->kvm_fd = vm->vm_fd = vm->event_fd = -1;
+	if (cfg->smp < 1 || cfg->smp > VM_MAX_VCPUS) {
+		snprintf(err, errlen, "--smp %u: must be 1..%d", cfg->smp, VM_MAX_VCPUS);
+		return -EINVAL;
+	}
+	if (cfg->mem_mb < 2 || cfg->mem_mb > 3072) {
+		snprintf(err, errlen, "--mem %u: must be 2..3072 MB", cfg->mem_mb);
+		return -EINVAL;
+	}
+	pthread_mutex_init(&vm->lock, NULL);
+	pthread_cond_init(&vm->cond, NULL);
+	pthread_mutex_init(&vm->console_lock, NULL);
+	vm->console = cfg->console;
+	vm->nr_vcpus = cfg->smp;
+	vm->ram_size = (uint64_t)cfg->mem_mb << 20;
+
+	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm_fd < 0) {
+		ret = fail(err, errlen, errno, "/dev/kvm");
+		goto out;
+	}
+	if (ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION) {
+		snprintf(err, errlen, "/dev/kvm: unsupported KVM API version");
+		ret = -ENOTSUP;
+		goto out;
+	}
+	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0) {
+		ret = fail(err, errlen, errno, "KVM_CREATE_VM");
+		goto out;
+	}
+	vm->ram = mmap(NULL, vm->ram_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (vm->ram == MAP_FAILED) {
+		vm->ram = NULL;
+		ret = fail(err, errlen, errno, "guest RAM");
+		goto out;
+	}
+	struct kvm_userspace_memory_region region = {
+		.slot = 0,
+		.guest_phys_addr = 0,
+		.memory_size = vm->ram_size,
+		.userspace_addr = (uintptr_t)vm->ram,
+	};
+	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
+		ret = fail(err, errlen, errno, "KVM_SET_USER_MEMORY_REGION");
+		goto out;
+	}
+
+	/* VMM area at the top of RAM: stacks, then page tables, GDT and the stub page. */
+	uint64_t tables = (X86_IDMAP_PAGES(IDMAP_GIB) + 2) * X86_PAGE_SIZE;
+	uint64_t reserved = (uint64_t)vm->nr_vcpus * VM_STACK_SIZE + tables;
+
+	reserved = (reserved + 0xffff) & ~0xffffull;
+	if (reserved >= vm->ram_size / 2) {
+		snprintf(err, errlen, "--mem %u: too small for %u vCPUs", cfg->mem_mb, cfg->smp);
+		ret = -EINVAL;
+		goto out;
+	}
+	vm->reserved_gpa = vm->ram_size - reserved;
+	uint64_t pt_gpa = vm->reserved_gpa + (uint64_t)vm->nr_vcpus * VM_STACK_SIZE;
+	uint64_t gdt_gpa = pt_gpa + X86_IDMAP_PAGES(IDMAP_GIB) * X86_PAGE_SIZE;
+
+	vm->stub_gpa = gdt_gpa + X86_PAGE_SIZE;
+	memcpy(vm->ram + vm->stub_gpa, guest_stub_trampoline, guest_stub_trampoline_size);
+	x86_build_identity_map(vm->ram + pt_gpa, pt_gpa, IDMAP_GIB);
+	x86_build_gdt(vm->ram + gdt_gpa);
+	vm->cr3_boot = pt_gpa;
+	vm->gdt_gpa = gdt_gpa;
+
+	ret = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (ret < 0) {
+		ret = fail(err, errlen, errno, "KVM_GET_VCPU_MMAP_SIZE");
+		goto out;
+	}
+	vm->run_size = ret;
+	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
+	if (!vm->vcpus) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		vm->vcpus[i].fd = -1;
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *c = &vm->vcpus[i];
+
+		c->vm = vm;
+		c->index = i;
+		c->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, i);
+		if (c->fd < 0) {
+			ret = fail(err, errlen, errno, "KVM_CREATE_VCPU");
+			goto out;
+		}
+		c->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+		if (c->run == MAP_FAILED) {
+			c->run = NULL;
+			ret = fail(err, errlen, errno, "mmap kvm_run");
+			goto out;
+		}
+		ret = setup_cpuid(vm, c);
+		if (ret < 0) {
+			ret = fail(err, errlen, -ret, "KVM_SET_CPUID2");
+			goto out;
+		}
+		ret = vcpu_enable_sw_breakpoints(c);
+		if (ret < 0) {
+			ret = fail(err, errlen, -ret, "KVM_SET_GUEST_DEBUG");
+			goto out;
+		}
+	}
+	vm->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->event_fd < 0) {
+		ret = fail(err, errlen, errno, "eventfd");
+		goto out;
+	}
+	return 0;
+out:
+	vm_destroy(vm);
+	return ret;
+}
+
+int vm_load_elf(struct vm *vm, const struct vmi_elf *img, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < img->nr_segs; i++) {
+		const struct vmi_segment *s = &img->segs[i];
+
+		if (s->paddr + s->memsz < s->paddr || s->paddr + s->memsz > vm->reserved_gpa) {
+			snprintf(err, errlen,
+				 "%s: segment at 0x%" PRIx64 "+0x%" PRIx64
+				 " does not fit in guest RAM below 0x%" PRIx64 " (raise --mem)",
+				 img->path, s->paddr, s->memsz, vm->reserved_gpa);
+			return -ERANGE;
+		}
+	}
+	for (size_t i = 0; i < img->nr_segs; i++) {
+		const struct vmi_segment *s = &img->segs[i];
+
+		memcpy(vm->ram + s->paddr, s->data, s->filesz);
+		memset(vm->ram + s->paddr + s->filesz, 0, s->memsz - s->filesz);
+	}
+	vm->entry = img->entry;
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		int ret = setup_vcpu_regs(vm, &vm->vcpus[i], vm->cr3_boot, vm->gdt_gpa);
+
+		if (ret < 0)
+			return fail(err, errlen, -ret, "setting vCPU registers");
+	}
+	return 0;
+}
+
+void *vm_gpa_ptr(struct vm *vm, uint64_t gpa, uint64_t len)
+{
+	if (vm->extra && gpa >= vm->extra_gpa && gpa - vm->extra_gpa < vm->extra_size &&
+	    len <= vm->extra_size - (gpa - vm->extra_gpa))
+		return vm->extra + (gpa - vm->extra_gpa);
+	if (gpa >= vm->ram_size || len > vm->ram_size - gpa)
+		return NULL;
+	return vm->ram + gpa;
+}
+
+int vm_map_extra(struct vm *vm, uint64_t gpa, uint64_t size)
+{
+	struct kvm_userspace_memory_region region = {
+		.slot = 1,
+		.guest_phys_addr = gpa,
+		.memory_size = size,
+	};
+	uint8_t *mem;
+
+	if (vm->extra || gpa < vm->ram_size || (gpa | size) & (X86_PAGE_SIZE - 1) ||
+	    gpa + size > (uint64_t)IDMAP_GIB << 30)
+		return -EINVAL;
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return -ENOMEM;
+	region.userspace_addr = (uintptr_t)mem;
+	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
+		int e = errno;
+
+		munmap(mem, size);
+		return -e;
+	}
+	vm->extra_gpa = gpa;
+	vm->extra_size = size;
+	__atomic_store_n(&vm->extra, mem, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int vm_tsc_sync(struct vm *vm, uint64_t *tsc, uint64_t *ns, uint64_t *khz)
+{
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e;
+	} m = {.h.nmsrs = 1, .e.index = 0x10 /* IA32_TSC */};
+	uint64_t before = clock_now_ns(), after;
+	int r;
+
+	if (ioctl(vm->vcpus[0].fd, KVM_GET_MSRS, &m) != 1)
+		return -errno ? -errno : -EIO;
+	after = clock_now_ns();
+	r = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0);
+	if (r <= 0)
+		return -EIO;
+	*tsc = m.e.data;
+	*ns = before + (after - before) / 2;
+	*khz = (uint64_t)r;
+	return 0;
+}
+
+void vm_unmap_extra(struct vm *vm)
+{
+	struct kvm_userspace_memory_region region = {.slot = 1, .guest_phys_addr = vm->extra_gpa};
+
+	if (!vm->extra)
+		return;
+	ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region); /* size 0 deletes the slot */
+	/* the mapping stays: another thread may still be reading records through vm_gpa_ptr */
+}
+
+static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
+{
+	uint64_t *p = vm_gpa_ptr(ctx, gpa, 8);
+
+	if (!p)
+		return -EFAULT;
+	*pte = __atomic_load_n(p, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* Guest-physical address of @gva for vCPU @c, through its translation cache (valid until its next exit:
+ * the guest may change its page tables while it runs). The cache belongs to the vCPU's own thread; other
+ * threads (lazy arming on another vCPU, the main thread while paused) walk the tables. */
+static int translate(struct vm *vm, struct vcpu *c, uint64_t gva, uint64_t *gpa)
+{
+	uint64_t vpage = gva & ~(X86_PAGE_SIZE - 1);
+	struct vcpu_tlb *e = &c->tlb[(vpage >> 12) % VCPU_TLB_ENTRIES];
+
+	if (!c->started || !pthread_equal(pthread_self(), c->thread))
+		return x86_translate(read_pte, vm, c->cr3, c->la57, gva, gpa) < 0 ? -EFAULT : 0;
+	if (e->gen == c->tlb_gen + 1 && e->vpage == vpage && e->cr3 == c->cr3) {
+		c->tlb_hits++;
+		*gpa = e->ppage | (gva & (X86_PAGE_SIZE - 1));
+		return 0;
+	}
+	c->tlb_walks++;
+	if (x86_translate(read_pte, vm, c->cr3, c->la57, gva, gpa) < 0)
+		return -EFAULT;
+	*e = (struct vcpu_tlb){.cr3 = c->cr3, .vpage = vpage, .ppage = *gpa & ~(X86_PAGE_SIZE - 1),
+			       .gen = c->tlb_gen + 1};
+	return 0;
+}
+
+/* Copies between guest-virtual memory and @buf page by page; @write selects the direction. */
+static int access_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len, bool write)
+{
+	struct vcpu *c = &vm->vcpus[cpu];
+	uint8_t *b = buf;
+
+	while (len) {
+		uint64_t gpa;
+		size_t chunk = X86_PAGE_SIZE - (gva & (X86_PAGE_SIZE - 1));
+		uint8_t *p;
+
+		if (chunk > len)
+			chunk = len;
+		if (translate(vm, c, gva, &gpa) < 0)
+			return -EFAULT;
+		p = vm_gpa_ptr(vm, gpa, chunk);
+		if (!p)
+			return -EFAULT;
+		if (write)
+			memcpy(p, b, chunk);
+		else
+			memcpy(b, p, chunk);
+		gva += chunk;
+		b += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+int vm_read_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len)
+{
+	return access_virt(vm, cpu, gva, buf, len, false);
+}
+
+int vm_write_virt(struct vm *vm, unsigned cpu, uint64_t gva, const void *buf, size_t len)
+{
+	return access_virt(vm, cpu, gva, (void *)buf, len, true);
+}
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+}
+
+int vm_start(struct vm *vm, char *err, size_t errlen)
+{
+	struct sigaction sa = {.sa_handler = kick_handler};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(VCPU_KICK_SIGNAL, &sa, NULL);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *c = &vm->vcpus[i];
+		int e = pthread_create(&c->thread, NULL, vcpu_thread, c);
+
+		if (e) {
+			vm_end(vm, VM_END_ERROR, 0, "pthread_create: %s", strerror(e));
+			return fail(err, errlen, e, "starting vCPU threads");
+		}
+		c->started = true;
+	}
+	return 0;
+}
+
+static void kick_all(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *c = &vm->vcpus[i];
+
+		if (!c->started)
+			continue;
+		__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		pthread_kill(c->thread, VCPU_KICK_SIGNAL);
+	}
+}
+
+void vm_end(struct vm *vm, enum vm_end why, int status, const char *fmt, ...)
+{
+	va_list ap;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->end != VM_END_NONE) {
+		pthread_mutex_unlock(&vm->lock);
+		return;
+	}
+	vm->end = why;
+	vm->end_status = status;
+	va_start(ap, fmt);
+	vsnprintf(vm->end_msg, sizeof(vm->end_msg), fmt, ap);
+	va_end(ap);
+	atomic_store(&vm->stop, 1);
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+	kick_all(vm);
+	if (write(vm->event_fd, &one, sizeof(one)) < 0) {
+		/* the counter cannot overflow with one write per VM; nothing to do */
+	}
+}
+
+static bool all_parked(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		if (vm->vcpus[i].started && vm->vcpus[i].state == VCPU_RUNNING)
+			return false;
+	return true;
+}
+
+int vm_pause(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	atomic_fetch_add(&vm->pause_req, 1);
+	pthread_mutex_unlock(&vm->lock);
+	kick_all(vm);
+	pthread_mutex_lock(&vm->lock);
+	while (!all_parked(vm))
+		pthread_cond_wait(&vm->cond, &vm->lock);
+	pthread_mutex_unlock(&vm->lock);
+	return 0;
+}
+
+void vm_resume(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	atomic_fetch_sub(&vm->pause_req, 1);
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+}
+
+void vm_join(struct vm *vm)
+{
+	vm_end(vm, VM_END_STOPPED, 0, "stopped by the host");
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		if (!vm->vcpus[i].started)
+			continue;
+		pthread_join(vm->vcpus[i].thread, NULL);
+		vm->vcpus[i].started = false;
+	}
+}
+
+void vm_destroy(struct vm *vm)
+{
+	for (unsigned i = 0; vm->vcpus && i < vm->nr_vcpus; i++) {
+		struct vcpu *c = &vm->vcpus[i];
+
+		if (c->run)
+			munmap(c->run, vm->run_size);
+		if (c->fd >= 0)
+			close(c->fd);
+	}
+	free(vm->vcpus);
+	vm->vcpus = NULL;
+	if (vm->ram)
+		munmap(vm->ram, vm->ram_size);
+	vm->ram = NULL;
+	if (vm->extra)
+		munmap(vm->extra, vm->extra_size);
+	vm->extra = NULL;
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		close(vm->kvm_fd);
+	if (vm->event_fd >= 0)
+		close(vm->event_fd);
+	vm->vm_fd = vm->kvm_fd = vm->event_fd = -1;
+}

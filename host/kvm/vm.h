@@ -1,0 +1,150 @@
+/* The embedded VMM: one KVM VM with its guest RAM, long-mode set-up per the freestanding boot contract,
+ * one host thread per vCPU, debugcon console, isa-debug-exit, and pause/resume of all vCPUs. */
+#ifndef HVT_VM_H
+#define HVT_VM_H
+
+#include "arch/x86/x86_regs.h"
+#include "vmi/vmi_elf.h"
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define VM_MAX_VCPUS 64
+#define VM_STACK_SHIFT 16 /* boot contract: guest stacks are 64 KiB-aligned 64 KiB regions */
+#define VM_STACK_SIZE (1 << VM_STACK_SHIFT)
+#define VM_PORT_DEBUGCON 0xe9
+#define VM_PORT_DEBUG_EXIT 0xf4
+
+struct vm_config {
+	unsigned smp;	 /* vCPUs, 1..VM_MAX_VCPUS */
+	unsigned mem_mb; /* guest RAM, 2..3072 */
+	FILE *console;	 /* debugcon output; borrowed */
+};
+
+/* Why a VM stopped running. */
+enum vm_end {
+	VM_END_NONE,
+	VM_END_GUEST_EXIT, /* wrote port 0xf4; status holds the value */
+	VM_END_HALTED,	   /* every vCPU executed HLT without writing port 0xf4 */
+	VM_END_FAULT,	   /* triple fault, failed entry, unexpected exit */
+	VM_END_STOPPED,	   /* the host asked (signal, timeout, end of tracing) */
+	VM_END_ERROR,	   /* a KVM call failed */
+};
+
+/* Breakpoint hits are handed to this callback on the hitting vCPU's own thread. @addr is the address of
+ * the INT3; @regs the vCPU's registers, RIP as the exit left it. Returns 0 when the breakpoint is the
+ * tracer's (it then sets regs->rip to where the vCPU resumes), -ENOENT when it is not. Must not block. */
+typedef int (*vm_bp_fn)(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs);
+
+/* How a breakpoint hit reached the host: real KVM, or this machine's PVM at CPL0 / CPL3. */
+enum vcpu_bp_kind { VCPU_BP_DEBUG, VCPU_BP_EMULATION, VCPU_BP_SHUTDOWN };
+
+enum vcpu_state { VCPU_RUNNING, VCPU_PARKED, VCPU_HALTED, VCPU_DONE };
+
+#define VCPU_TLB_ENTRIES 8
+
+/* Translation cache entry: guest-virtual page -> guest-physical page under one CR3; valid for one exit. */
+struct vcpu_tlb {
+	uint64_t cr3, vpage, ppage, gen;
+};
+
+struct vcpu {
+	struct vm *vm;
+	unsigned index;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	bool started;
+	enum vcpu_state state; /* under vm->lock */
+	uint64_t cr3;	       /* from the last exit's sregs; the vCPU's own thread */
+	bool la57;
+	uint64_t tlb_gen;      /* bumped at every exit: older entries are stale */
+	struct vcpu_tlb tlb[VCPU_TLB_ENTRIES];
+	uint64_t tlb_hits, tlb_walks;
+	char con[256]; /* debugcon line being assembled */
+	unsigned con_len;
+	uint64_t exits;
+	uint64_t bp_exits[3]; /* breakpoint hits the tracer owned, by exit kind (enum vcpu_bp_kind) */
+};
+
+struct vm {
+	int kvm_fd, vm_fd;
+	uint8_t *ram;
+	uint64_t ram_size;
+	uint64_t reserved_gpa; /* [reserved_gpa, ram_size): page tables, GDT, stub page, stacks */
+	uint64_t stub_gpa;     /* one page the VMM maps for guest-stub code */
+	uint8_t *extra;	       /* memslot 1: memory outside RAM for the exit-free stub, or NULL */
+	uint64_t extra_gpa, extra_size;
+	uint64_t entry;
+	uint64_t cr3_boot; /* identity-map page tables */
+	uint64_t gdt_gpa;
+	unsigned nr_vcpus;
+	struct vcpu *vcpus;
+	size_t run_size;
+	FILE *console;
+	pthread_mutex_t console_lock;
+
+	vm_bp_fn bp_hit;
+	void *bp_ctx;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	atomic_int pause_req;
+	atomic_int stop;
+	enum vm_end end;
+	int end_status;
+	char end_msg[256];
+	int event_fd; /* readable once the VM has ended */
+};
+
+/* Creates the VM, its RAM and vCPUs (not yet running). Returns 0 or a negative errno with a one-line
+ * reason in @err. On failure nothing needs freeing. Main thread. */
+int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen);
+
+/* Copies @img's loadable segments to their physical addresses and sets every vCPU's entry state per the
+ * boot contract. Returns 0, or -ERANGE with a reason when a segment does not fit below the VMM's area. */
+int vm_load_elf(struct vm *vm, const struct vmi_elf *img, char *err, size_t errlen);
+
+/* Maps @size bytes of zeroed memory at guest-physical @gpa (outside RAM, inside the boot identity map)
+ * as a second memslot: memory the guest has never been told about. 0 or -errno. Main thread. */
+int vm_map_extra(struct vm *vm, uint64_t gpa, uint64_t size);
+/* Removes it again. Main thread, vCPUs paused. */
+void vm_unmap_extra(struct vm *vm);
+
+/* vCPU 0's guest TSC (IA32_TSC), the host CLOCK_MONOTONIC ns it was read at, and the guest TSC rate.
+ * vCPUs paused. 0 or -errno. */
+int vm_tsc_sync(struct vm *vm, uint64_t *tsc, uint64_t *ns, uint64_t *khz);
+
+/* Host pointer to guest-physical [gpa, gpa+len) or NULL if that is not all RAM (or the extra slot).
+ * Any thread. */
+void *vm_gpa_ptr(struct vm *vm, uint64_t gpa, uint64_t len);
+
+/* Reads/writes guest-virtual memory through vCPU @cpu's page tables (the CR3 of its last exit).
+ * Returns 0 or -EFAULT. Safe on that vCPU's thread, or on any thread while the vCPUs are paused. */
+int vm_read_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len);
+int vm_write_virt(struct vm *vm, unsigned cpu, uint64_t gva, const void *buf, size_t len);
+
+/* Starts one thread per vCPU. Call with SIGINT/SIGTERM blocked (threads inherit the mask). */
+int vm_start(struct vm *vm, char *err, size_t errlen);
+
+/* Records why the VM ends (the first call wins), stops every vCPU and makes event_fd readable.
+ * Any thread, including vCPU threads. */
+void vm_end(struct vm *vm, enum vm_end why, int status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Stops every vCPU out of KVM_RUN and waits until all are parked (stop_machine). Not from a vCPU thread.
+ * Returns 0. Calls nest: vm_resume undoes one. */
+int vm_pause(struct vm *vm);
+void vm_resume(struct vm *vm);
+
+/* Ends the VM if still running and joins the vCPU threads. Main thread. */
+void vm_join(struct vm *vm);
+
+/* Frees everything vm_create made. Threads must be joined. */
+void vm_destroy(struct vm *vm);
+
+#endif

@@ -1,0 +1,35 @@
+/* Per-function summary of a session (function_profile / kprobe_profile): hits, returns, misses,
+ * unwound frames, total / average / max duration. Fed from the record stream on the writer thread. */
+#ifndef HVT_PROFILE_H
+#define HVT_PROFILE_H
+
+#include "host/trace/probe.h"
+#include "host/trace/record.h"
+#include "host/trace/tracer.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct profile_entry {
+	uint64_t hits, returns, total_ns, max_ns;
+};
+
+struct profile {
+	const struct probe_table *probes; /* borrowed */
+	struct profile_entry *v;	  /* per probe id */
+};
+
+/* Returns 0 or -ENOMEM. */
+int profile_init(struct profile *p, const struct probe_table *probes);
+
+/* Accounts one record (writer tap; one thread). */
+void profile_add(void *ctx, const struct hvt_record *r);
+
+/* Prints one line per probe that was hit or missed, busiest (total time, then hits) first, with the
+ * tracer's miss and unwound counters; then one line per -e event ("<func> <hits> <misses>") and per
+ * return probe ("r_<func> <returns> <misses>"), as kprobe_profile. */
+void profile_print(const struct profile *p, const struct tracer *t, FILE *out);
+
+void profile_free(struct profile *p);
+
+#endif

@@ -1,0 +1,81 @@
+/* Sinks turn the record stream into an output format. They run on the writer thread only and never reach
+ * back into a target. */
+#ifndef HVT_SINK_H
+#define HVT_SINK_H
+
+#include "host/trace/fevent.h"
+#include "host/trace/record.h"
+#include "vmi/vmi_symtab.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct sink;
+
+struct sink_ops {
+	void (*begin)(struct sink *s); /* header */
+	/* One record, in time order; @next is the following record of the same vCPU if already known
+	 * (NULL otherwise). Returns how many records it consumed: 1, or 2 when it used @next too. */
+	unsigned (*record)(struct sink *s, const struct hvt_record *r, const struct hvt_record *next);
+	void (*end)(struct sink *s); /* trailer */
+	bool lookahead; /* wants @next for entries (holds them back briefly until it is known) */
+};
+
+struct sink {
+	const struct sink_ops *ops;
+	FILE *out;			/* borrowed */
+	const struct vmi_symtab *syms;	/* borrowed, for naming addresses */
+	unsigned nr_cpus;
+	unsigned long long written;	/* records written (a leaf line holds two) */
+	unsigned long long lost;	/* set by the writer before end() */
+	unsigned long long task_switches; /* function_graph: task-switch markers printed */
+	bool graph_retval;		/* function_graph: print return values */
+	bool graph_tail;		/* function_graph: name the function on closing braces */
+	void *priv;			/* the sink's own state */
+	const char *tracer;		/* for the header; "function" unless set */
+	const uint8_t *payload;		/* set by the writer for an HVT_REC_EVENT record */
+	/* the event spec of the probe at @ip (function-based events), or NULL */
+	const struct fe_spec *(*event_of)(void *ctx, uint64_t ip);
+	const struct fe_spec *(*ret_event_of)(void *ctx, uint64_t ip); /* typed return probes */
+	void *event_ctx;
+};
+
+/* ftrace's function tracer text: "<task>-<pid> [<cpu>] <ts>: <func> <-<parent>", and for function-based
+ * events "<task>-<pid> [<cpu>] <ts>: <parent>-><func>(name=value, ...)". */
+void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus);
+
+/* Formats @r as one function-tracer line (with '\n') into @buf. Returns the length. Pure. */
+int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
+			 const struct vmi_symtab *syms);
+
+/* A return probe's line: "<task>-<pid> [<cpu>] <ts>: r_<func>: (<caller+off/size> <- <func>) ret=0x..
+ * duration=<us>", the typed fields from @payload per @spec when given. Returns the length. Pure. */
+int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		       const uint8_t *payload, const struct vmi_symtab *syms);
+
+/* Formats event @r with its captured @payload per @spec (seed 003's line). Returns the length. Pure. */
+int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		      const uint8_t *payload, const struct vmi_symtab *syms);
+
+/* ftrace's function_graph text: per-vCPU column, nesting by indentation, leaf calls on one line,
+ * durations with overhead marks, task-switch markers. @retval adds return values, @tail names the
+ * function on closing braces. Returns 0 or -1 (no memory). */
+int sink_graph_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus,
+		    bool retval, bool tail);
+
+/* One function_graph line (with '\n') for entry or return @r; for an entry with its return @ret, the
+ * one-line leaf form. Returns the length. Pure. */
+int sink_graph_format(char *buf, size_t len, const struct sink *s, const struct hvt_record *r,
+		      const struct hvt_record *ret);
+
+/* The duration column, e.g. "+ 12.345 us   " (mark, value, unit, padding). Returns the length. Pure. */
+int sink_graph_duration(char *buf, size_t len, uint64_t ns);
+
+/* ftrace's overhead mark for a duration: ' ', '+' (>10us), '!' (>100us), '#', '*', '@', '$' (>1s). */
+char sink_graph_mark(uint64_t ns);
+
+/* Writes the name of the function containing @addr ("0x<addr>" if none) into @buf. Pure. */
+void sink_symbol_name(char *buf, size_t len, uint64_t addr, const struct vmi_symtab *syms);
+
+#endif

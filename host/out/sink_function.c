@@ -1,0 +1,131 @@
+#include "host/out/sink.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void sink_symbol_name(char *buf, size_t len, uint64_t addr, const struct vmi_symtab *syms)
+{
+	const struct vmi_sym *s = vmi_symtab_lookup(syms, addr);
+
+	if (s)
+		snprintf(buf, len, "%s", s->name);
+	else
+		snprintf(buf, len, "0x%" PRIx64, addr);
+}
+
+int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
+			 const struct vmi_symtab *syms)
+{
+	char func[128], parent[128];
+
+	sink_symbol_name(func, sizeof(func), r->ip, syms);
+	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
+	return snprintf(buf, len, "%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s <-%s\n",
+			r->comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
+			(uint64_t)(r->ts % 1000000000u / 1000),
+			func, parent);
+}
+
+int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		      const uint8_t *payload, const struct vmi_symtab *syms)
+{
+	char parent[128], fields[2048];
+
+	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
+	fe_format(fields, sizeof(fields), spec, payload, syms);
+	return snprintf(buf, len, "%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s->%s(%s)\n",
+			r->comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
+			(uint64_t)(r->ts % 1000000000u / 1000), parent, spec->func, fields);
+}
+
+int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		       const uint8_t *payload, const struct vmi_symtab *syms)
+{
+	char func[128], caller[160], fields[2048];
+	const struct vmi_sym *c = vmi_symtab_lookup(syms, r->parent);
+
+	sink_symbol_name(func, sizeof(func), r->ip, syms);
+	if (c)
+		snprintf(caller, sizeof(caller), "%s+0x%" PRIx64 "/0x%" PRIx64, c->name,
+			 r->parent - c->addr, c->size);
+	else
+		snprintf(caller, sizeof(caller), "0x%" PRIx64, r->parent);
+	if (spec && payload)
+		fe_format(fields, sizeof(fields), spec, payload, syms);
+	else
+		snprintf(fields, sizeof(fields), "ret=0x%" PRIx64, r->value);
+	return snprintf(buf, len,
+			"%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": r_%s: (%s <- %s) %s "
+			"duration=%" PRIu64 ".%03" PRIu64 "us\n",
+			r->comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
+			(uint64_t)(r->ts % 1000000000u / 1000), func, caller, func, fields,
+			r->duration / 1000, r->duration % 1000);
+}
+
+static void function_begin(struct sink *s)
+{
+	fprintf(s->out,
+		"# tracer: %s\n"
+		"#\n"
+		"# CPUs: %u\n"
+		"#\n"
+		"#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
+		"#              | |         |       |         |\n",
+		s->tracer ? s->tracer : "function", s->nr_cpus);
+}
+
+static unsigned function_record(struct sink *s, const struct hvt_record *r,
+				const struct hvt_record *next)
+{
+	char line[512];
+	int n;
+
+	(void)next;
+	if (r->type == HVT_REC_EVENT && s->payload && s->event_of && s->event_of(s->event_ctx, r->ip)) {
+		char ev[4096];
+
+		n = sink_event_format(ev, sizeof(ev), r, s->event_of(s->event_ctx, r->ip), s->payload,
+				      s->syms);
+		fwrite(ev, 1, (size_t)n < sizeof(ev) ? (size_t)n : sizeof(ev) - 1, s->out);
+		s->written++;
+		return 1;
+	}
+	if (r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT) {
+		char rl[4096];
+		const struct fe_spec *spec = r->type == HVT_REC_RETURN_EVENT && s->ret_event_of
+						     ? s->ret_event_of(s->event_ctx, r->ip)
+						     : NULL;
+
+		n = sink_return_format(rl, sizeof(rl), r, spec, s->payload, s->syms);
+		fwrite(rl, 1, (size_t)n < sizeof(rl) ? (size_t)n : sizeof(rl) - 1, s->out);
+		s->written++;
+		return 1;
+	}
+	if (r->type != HVT_REC_ENTRY && r->type != HVT_REC_EVENT)
+		return 1;
+	n = sink_function_format(line, sizeof(line), r, s->syms);
+	fwrite(line, 1, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1, s->out);
+	s->written++;
+	return 1;
+}
+
+static void function_end(struct sink *s)
+{
+	fprintf(s->out, "# entries-written: %llu   lost: %llu\n", s->written, s->lost);
+	fflush(s->out);
+}
+
+static const struct sink_ops function_ops = {
+	.begin = function_begin,
+	.record = function_record,
+	.end = function_end,
+};
+
+void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
+{
+	memset(s, 0, sizeof(*s));
+	s->ops = &function_ops;
+	s->out = out;
+	s->syms = syms;
+	s->nr_cpus = nr_cpus;
+}

@@ -1,0 +1,120 @@
+#include "host/out/writer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* How long an entry may wait for the next record of its vCPU (to be printed as a leaf): output is
+ * held back meanwhile, so this bounds the delay a quiet vCPU adds. */
+#define LOOKAHEAD_NS 1000000000ull
+
+/* Emits up to @budget records, oldest first across rings, none at or past the horizon (when @final,
+ * everything). Returns how many. */
+static unsigned drain(struct writer *w, unsigned budget, bool final)
+{
+	uint64_t horizon = final ? UINT64_MAX : w->horizon(w->horizon_ctx);
+	unsigned done = 0;
+
+	while (done < budget) {
+		const struct hvt_record *best = NULL, *next;
+		unsigned best_i = 0, used;
+
+		for (unsigned i = 0; i < w->nr; i++) {
+			const struct hvt_record *r = ring_peek(&w->rings[i]);
+
+			if (r && (!best || r->ts < best->ts)) {
+				best = r;
+				best_i = i;
+			}
+		}
+		if (!best || best->ts >= horizon)
+			break;
+		/* an event carries its payload in the records after it: they go together */
+		unsigned n = 1;
+
+		w->sink->payload = NULL;
+		if (hvt_record_has_payload(best)) {
+			n = 1 + hvt_record_payload_slots(best->value);
+			if (best->value > WRITER_PAYLOAD_MAX || !ring_peek_at(&w->rings[best_i], n - 1))
+				break; /* cannot happen: published together, bounded by fe_payload_size */
+			for (unsigned k = 1; k < n; k++)
+				memcpy(w->payload + (k - 1) * sizeof(*best),
+				       ring_peek_at(&w->rings[best_i], k), sizeof(*best));
+			w->sink->payload = w->payload;
+		}
+		next = ring_peek_at(&w->rings[best_i], n);
+		if (w->sink->ops->lookahead && best->type != HVT_REC_RETURN &&
+		    best->type != HVT_REC_RETURN_EVENT && !next && !final &&
+		    horizon - best->ts < LOOKAHEAD_NS)
+			break;
+		used = w->sink->ops->record(w->sink, best, next);
+		if (w->tap) {
+			w->tap(w->tap_ctx, best);
+			if (used > 1)
+				w->tap(w->tap_ctx, next);
+		}
+		used = used > 1 ? n + 1 : n;
+		for (unsigned k = 0; k < used; k++)
+			ring_pop(&w->rings[best_i]);
+		w->events[best_i] += used;
+		done += used;
+	}
+	return done;
+}
+
+static void *writer_thread(void *arg)
+{
+	struct writer *w = arg;
+
+	while (!atomic_load(&w->stop))
+		if (!drain(w, 4096, false))
+			usleep(500);
+	while (drain(w, 4096, true))
+		;
+	return NULL;
+}
+
+int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink *sink,
+		 writer_horizon_fn horizon, void *horizon_ctx)
+{
+	int e;
+
+	w->rings = rings;
+	w->nr = nr;
+	w->sink = sink;
+	w->horizon = horizon;
+	w->horizon_ctx = horizon_ctx;
+	atomic_store(&w->stop, 0);
+	w->events = calloc(nr, sizeof(*w->events));
+	w->payload = malloc(WRITER_PAYLOAD_MAX + 64);
+	if (!w->events || !w->payload) {
+		free(w->events);
+		free(w->payload);
+		return -ENOMEM;
+	}
+	sink->ops->begin(sink);
+	e = pthread_create(&w->thread, NULL, writer_thread, w);
+	if (e) {
+		free(w->events);
+		w->events = NULL;
+		return -e;
+	}
+	return 0;
+}
+
+void writer_stop(struct writer *w, unsigned long long lost)
+{
+	atomic_store(&w->stop, 1);
+	pthread_join(w->thread, NULL);
+	w->sink->lost = lost;
+	w->sink->ops->end(w->sink);
+}
+
+void writer_free(struct writer *w)
+{
+	free(w->events);
+	free(w->payload);
+	w->events = NULL;
+	w->payload = NULL;
+}

@@ -1,0 +1,42 @@
+/* The writer thread: drains the per-vCPU rings in timestamp order into one sink. */
+#ifndef HVT_WRITER_H
+#define HVT_WRITER_H
+
+#include "host/trace/ring.h"
+#include "host/out/sink.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* The largest event payload the writer gathers (fe_payload_size is bounded well below). */
+#define WRITER_PAYLOAD_MAX (32u << 10)
+
+/* Timestamp below which every record is visible in the rings (tracer_horizon). */
+typedef uint64_t (*writer_horizon_fn)(void *ctx);
+
+struct writer {
+	struct ring *rings; /* borrowed, @nr of them */
+	unsigned nr;
+	struct sink *sink; /* borrowed */
+	writer_horizon_fn horizon;
+	void *horizon_ctx;
+	void (*tap)(void *ctx, const struct hvt_record *r); /* optional: sees every record */
+	void *tap_ctx;
+	pthread_t thread;
+	atomic_int stop;
+	unsigned long long *events; /* per ring, records delivered */
+	uint8_t *payload;	    /* an event's payload, gathered from its records */
+};
+
+/* Calls the sink's begin() and starts the thread. Records are emitted in timestamp order across rings,
+ * each only once @horizon has passed it. Returns 0 or -errno. */
+int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink *sink,
+		 writer_horizon_fn horizon, void *horizon_ctx);
+
+/* Drains every ring to the end, calls the sink's end() with @lost, joins. Call once no producer runs. */
+void writer_stop(struct writer *w, unsigned long long lost);
+
+/* Frees the per-ring counters (after writer_stop). */
+void writer_free(struct writer *w);
+
+#endif

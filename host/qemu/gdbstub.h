@@ -1,0 +1,211 @@
+/* Client of QEMU's gdbstub (GDB Remote Serial Protocol over TCP) for x86_64 system emulation: vCPU
+ * threads, registers, guest memory (virtual or physical), Z0 breakpoints, continue/step/interrupt.
+ * All-stop mode only. One struct gdb is one connection; it is not thread-safe: one thread at a
+ * time. */
+#ifndef HVT_GDBSTUB_H
+#define HVT_GDBSTUB_H
+
+#include "arch/x86/x86_regs.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define GDB_MAX_PACKET	    16384 /* largest packet payload sent or accepted (decoded) */
+#define GDB_TIMEOUT_MS	    5000  /* default wait for a command's reply */
+#define GDB_MAX_THREADS	    256
+#define GDB_G_DECODED_BYTES 236 /* prefix of QEMU's x86_64 `g` reply that gdb_regs covers */
+
+/* Register numbers of QEMU's x86_64 gdbstub (the `g` order and the `P`/`p` numbers), QEMU 7.2.
+ * In the `g` reply, registers 33..65 (st0-7, x87 control, xmm0-15, mxcsr; 372 bytes) follow efer.
+ */
+enum gdb_reg {
+	GDB_REG_RAX,
+	GDB_REG_RBX,
+	GDB_REG_RCX,
+	GDB_REG_RDX,
+	GDB_REG_RSI,
+	GDB_REG_RDI,
+	GDB_REG_RBP,
+	GDB_REG_RSP,
+	GDB_REG_R8,
+	GDB_REG_R9,
+	GDB_REG_R10,
+	GDB_REG_R11,
+	GDB_REG_R12,
+	GDB_REG_R13,
+	GDB_REG_R14,
+	GDB_REG_R15,
+	GDB_REG_RIP,	/* 16 */
+	GDB_REG_EFLAGS, /* 17, 4 bytes */
+	GDB_REG_CS,	/* 18..23, 4 bytes each */
+	GDB_REG_SS,
+	GDB_REG_DS,
+	GDB_REG_ES,
+	GDB_REG_FS,
+	GDB_REG_GS,
+	GDB_REG_FS_BASE, /* 24 */
+	GDB_REG_GS_BASE,
+	GDB_REG_K_GS_BASE,
+	GDB_REG_CR0, /* 27 */
+	GDB_REG_CR2,
+	GDB_REG_CR3,
+	GDB_REG_CR4,
+	GDB_REG_CR8,
+	GDB_REG_EFER, /* 32 */
+	GDB_NR_REGS,
+};
+
+/* One vCPU's registers as the stub reports them. Outside 64-bit code QEMU reports (and writes) only
+ * the low 32 bits of rax..rdi/rip and zero for r8..r15. */
+struct gdb_regs {
+	struct x86_regs gp; /* rax..r15, rip, rflags in struct x86_regs order */
+	uint32_t cs, ss, ds, es, fs, gs;
+	uint64_t fs_base, gs_base, k_gs_base;
+	uint64_t cr0, cr2, cr3, cr4, cr8, efer;
+};
+
+enum gdb_stop_kind {
+	GDB_STOP_SIGNAL, /* T/S: the VM stopped; signal 5 breakpoint/step, 2 interrupt */
+	GDB_STOP_EXITED, /* W: the VM process is gone; code is its exit status */
+	GDB_STOP_KILLED, /* X: the VM process is gone; code is the terminating signal */
+};
+
+struct gdb_stop {
+	enum gdb_stop_kind kind;
+	int code;   /* signal number (SIGNAL, KILLED) or exit status (EXITED) */
+	int thread; /* thread id from `thread:` of a T reply, 0 when absent */
+};
+
+struct gdb {
+	int fd;
+	int timeout_ms;	      /* reply wait for commands; GDB_TIMEOUT_MS after connect */
+	size_t packet_size;   /* the stub's PacketSize (QEMU: 4096) */
+	bool ack;	      /* acknowledgements on (QEMU 7.2 refuses QStartNoAckMode) */
+	unsigned ack_pending; /* packets received and owed a '+' (sent with our next bytes) */
+	bool vcont;	      /* the stub supports vCont;c and vCont;s */
+	bool running;	      /* continued, no stop reply read since */
+	bool gone;	      /* W/X received or the connection dropped */
+	int p_state;	      /* P packet: 1 works, 0 unsupported (G used), -1 not tried yet */
+	int cur_thread;	      /* thread selected by the last Hg, 0 none */
+	int phys_mode;	      /* qemu.PhyMemMode as last set, -1 unknown */
+	/* NN of the last "E NN" reply, -1 none. Hex per the protocol, but QEMU writes its decimal
+	 * errno there: E14 (EFAULT) reads 0x14, E22 (EINVAL) 0x22. */
+	int last_error;
+	struct gdb_stop last_stop;
+	size_t rpos, rlen;
+	char rbuf[GDB_MAX_PACKET + 16]; /* bytes received and not yet parsed: rbuf[rpos, rlen) */
+	size_t out_len;
+	char out[GDB_MAX_PACKET + 8]; /* last framed packet, resent on '-' */
+	size_t pkt_len;
+	char pkt[GDB_MAX_PACKET + 1]; /* last received packet payload, decoded, NUL-terminated */
+};
+
+/* ---- pure helpers (no socket; any thread) ---------------------------------------------------- */
+
+/* Frames @data as `$data#cs` into @out, escaping `$ # } *` as `}` + (c ^ 0x20). Returns the framed
+ * length (no NUL is written) or -ENOSPC. */
+ssize_t gdb_frame(const void *data, size_t len, char *out, size_t outlen);
+
+/* Decodes one packet at the start of @in (which begins with '$'): checksum, `}` escapes and `*`
+ * run lengths. Writes the payload plus a NUL to @out and its length to *@outlen; *@consumed gets
+ * the bytes of @in used (also on -EBADMSG, so the caller can skip the packet). Returns 0, -EAGAIN
+ * when
+ * @in holds no complete packet yet, -EBADMSG on a bad checksum, -EPROTO on a malformed packet,
+ * -EMSGSIZE when the payload does not fit. */
+int gdb_unframe(const char *in, size_t len, char *out, size_t outcap, size_t *outlen,
+		size_t *consumed);
+
+/* Parses a stop reply (`S05`, `T05thread:01;...`, `W00`, `X09`, `thread:p1.2` forms). 0 or -EPROTO.
+ */
+int gdb_parse_stop(const char *pkt, struct gdb_stop *st);
+
+/* Decodes a `g` reply of @len hex digits into @r (x86_64 layout above; `xx` reads as 0). 0, or
+ * -EPROTO when it is shorter than GDB_G_DECODED_BYTES bytes or not hex. */
+int gdb_decode_regs(const char *hex, size_t len, struct gdb_regs *r);
+
+/* Size in bytes of register @regno in the `g`/`P` encoding, 0 if unknown. */
+unsigned gdb_reg_size(unsigned regno);
+
+/* ---- connection (the thread owning @g) ------------------------------------------------------ */
+
+/* Connects to host:port with TCP_NODELAY and negotiates (qSupported, QStartNoAckMode, vCont?, and
+ * target.xml, which QEMU requires before it answers p/P). QEMU stops the VM when a debugger
+ * connects. Returns 0 or a negative errno with a one-line reason in @err; on failure nothing needs
+ * closing. */
+int gdb_connect(struct gdb *g, const char *host, int port, char *err, size_t errlen);
+
+/* Same negotiation over an already connected stream @fd, which @g takes over (closed on failure).
+ */
+int gdb_attach_fd(struct gdb *g, int fd, char *err, size_t errlen);
+
+/* Sends `D` (QEMU then removes every breakpoint and resumes the VM) and closes. 0 or -errno; the
+ * connection is closed in every case. */
+int gdb_detach(struct gdb *g);
+
+/* Closes without detaching (QEMU also drops its gdb breakpoints when the connection goes). */
+void gdb_close(struct gdb *g);
+
+/* Sends @cmd and reads its reply into g->pkt (console `O` packets skipped). Replies "E NN" are
+ * returned as -EIO with g->last_error = NN. -EBUSY while the VM runs (in QEMU any byte received
+ * then stops the VM), -ETIMEDOUT, -ECONNRESET, -EPROTO. */
+int gdb_command(struct gdb *g, const char *cmd);
+
+/* ---- threads and registers (VM stopped) ------------------------------------------------------ */
+
+/* Lists the vCPU thread ids (QEMU: 1..N) into @tids. 0, -ENOSPC if more than @max, or -errno. */
+int gdb_threads(struct gdb *g, int *tids, unsigned max, unsigned *nr);
+
+/* Makes @tid the thread for registers and virtual memory (`Hg`, skipped when already selected). */
+int gdb_select_thread(struct gdb *g, int tid);
+
+/* Reads all registers of thread @tid. 0 or -errno. */
+int gdb_read_regs(struct gdb *g, int tid, struct gdb_regs *r);
+
+/* Writes register @regno (enum gdb_reg) of thread @tid: `P`, or read-modify-write `g`/`G` when the
+ * stub refuses P. 0, -EINVAL for an unknown regno, or -errno. */
+int gdb_write_reg(struct gdb *g, int tid, unsigned regno, uint64_t value);
+
+/* ---- memory (VM stopped) --------------------------------------------------------------------- */
+
+/* Reads/writes guest memory through thread @tid's page tables (@tid <= 0: the selected thread), or
+ * physical memory after gdb_set_phys_mode(g, true). Chunked to the stub's PacketSize. 0, -EFAULT
+ * when the stub refuses an address (g->last_error says why), or -errno. */
+int gdb_read_mem(struct gdb *g, int tid, uint64_t addr, void *buf, size_t len);
+int gdb_write_mem(struct gdb *g, int tid, uint64_t addr, const void *buf, size_t len);
+
+/* Switches QEMU's memory accesses to physical (true) or virtual addresses (qemu.PhyMemMode). 0,
+ * -ENOTSUP when the stub does not know the packet, or -errno. */
+int gdb_set_phys_mode(struct gdb *g, bool phys);
+
+/* ---- breakpoints and execution --------------------------------------------------------------- */
+
+/* Inserts/removes a software breakpoint (Z0/z0, kind 1) at virtual address @addr. QEMU owns it (its
+ * TCG/KVM breakpoint, guest memory untouched under TCG) and drops it when the connection goes.
+ * Continuing from a breakpoint's own address hits it again at once: step first. 0, -ENOTSUP, -EIO.
+ */
+int gdb_insert_bp(struct gdb *g, uint64_t addr);
+int gdb_remove_bp(struct gdb *g, uint64_t addr);
+
+/* Lets every vCPU run (`vCont;c` or `c`). No reply: wait with gdb_wait_stop. 0 or -errno. */
+int gdb_continue(struct gdb *g);
+
+/* Single-steps thread @tid only (`vCont;s:tid`; a step ignores a breakpoint at RIP) and waits up to
+ * g->timeout_ms for its stop reply into @st. 0 or -errno. */
+int gdb_step(struct gdb *g, int tid, struct gdb_stop *st);
+
+/* Waits up to @timeout_ms (< 0: forever) for the stop reply of a running VM. 0 with @st filled
+ * (also for W/X: the VM process is gone), -ETIMEDOUT (still running), -EINVAL when not running,
+ * -errno. */
+int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st);
+
+/* Stops a running VM (byte 0x03) and waits up to @timeout_ms for the stop reply, which may also be
+ * a breakpoint hit that raced with it. When the VM is already stopped, returns 0 and the last stop.
+ */
+int gdb_interrupt(struct gdb *g, int timeout_ms, struct gdb_stop *st);
+
+/* Asks why the VM is stopped (`?`). 0 or -errno. */
+int gdb_stop_reason(struct gdb *g, struct gdb_stop *st);
+
+#endif

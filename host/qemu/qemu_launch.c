@@ -1,0 +1,222 @@
+#include "host/qemu/qemu_launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PANIC_TEXT "Kernel panic - not syncing"
+
+int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int max, char *buf,
+		     size_t buflen)
+{
+	int n = 0;
+	size_t used = 0;
+
+#define ARG(s)                          \
+	do {                            \
+		if (n + 2 > max)        \
+			return -E2BIG;  \
+		argv[n++] = (s);        \
+	} while (0)
+#define FMT(...)                                                                  \
+	({                                                                        \
+		char *_p = buf + used;                                            \
+		int _k = snprintf(_p, buflen - used, __VA_ARGS__);                \
+		if (_k < 0 || (size_t)_k >= buflen - used)                        \
+			return -E2BIG;                                            \
+		used += (size_t)_k + 1;                                           \
+		_p;                                                               \
+	})
+	ARG(cfg->binary ? cfg->binary : "qemu-system-x86_64");
+	ARG("-accel");
+	ARG(cfg->accel && !strcmp(cfg->accel, "kvm") ? "kvm" : "tcg,thread=multi");
+	ARG("-cpu");
+	ARG("max");
+	ARG("-smp");
+	ARG(FMT("%u", cfg->smp ? cfg->smp : 2));
+	ARG("-m");
+	ARG(FMT("%u", cfg->mem_mb ? cfg->mem_mb : 256));
+	ARG("-display");
+	ARG("none");
+	ARG("-nodefaults");
+	ARG("-no-user-config");
+	ARG("-no-reboot");
+	ARG("-serial");
+	ARG("stdio");
+	ARG("-monitor");
+	ARG("none");
+	ARG("-qmp");
+	ARG(FMT("unix:%s,server=on,wait=off", cfg->qmp_path));
+	ARG("-kernel");
+	ARG(cfg->kernel);
+	if (cfg->initrd) {
+		ARG("-initrd");
+		ARG(cfg->initrd);
+	}
+	ARG("-append");
+	ARG(FMT("console=ttyS0 panic=-1%s%s", cfg->append ? " " : "", cfg->append ? cfg->append : ""));
+	argv[n] = NULL;
+	return n;
+#undef ARG
+#undef FMT
+}
+
+/* Forwards the serial console line by line and watches for a panic. */
+static void *console_thread(void *arg)
+{
+	struct qemu_proc *p = arg;
+	char buf[4096], line[1024];
+	size_t len = 0;
+	ssize_t n;
+
+	while ((n = read(p->console_fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == '\r')
+				continue;
+			line[len++] = buf[i];
+			if (buf[i] == '\n' || len == sizeof(line) - 1) {
+				line[len] = 0;
+				if (strstr(line, PANIC_TEXT))
+					atomic_store(&p->panic, true);
+				fputs(line, p->console);
+				fflush(p->console);
+				len = 0;
+			}
+		}
+	}
+	if (len) {
+		line[len] = 0;
+		fputs(line, p->console);
+		fflush(p->console);
+	}
+	return NULL;
+}
+
+static void read_err(struct qemu_proc *p)
+{
+	size_t used = strlen(p->err_text);
+	ssize_t n;
+
+	while (used + 1 < sizeof(p->err_text) &&
+	       (n = read(p->err_fd, p->err_text + used, sizeof(p->err_text) - 1 - used)) > 0)
+		used += (size_t)n;
+	p->err_text[used] = 0;
+	for (char *c = p->err_text; *c; c++)
+		if (*c == '\n' && c[1] == 0)
+			*c = 0;
+}
+
+int qemu_launch(const struct qemu_launch_cfg *cfg, struct qemu_proc *p, char *err, size_t errlen)
+{
+	const char *argv[64];
+	char buf[4096];
+	int out[2], errp[2], n;
+	struct stat st;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = -1;
+	p->console = cfg->console;
+	n = qemu_launch_argv(cfg, argv, 64, buf, sizeof(buf));
+	if (n < 0) {
+		snprintf(err, errlen, "QEMU command line too long");
+		return n;
+	}
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
+		return -errno;
+	unlink(cfg->qmp_path);
+	p->pid = fork();
+	if (p->pid < 0)
+		return -errno;
+	if (p->pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* a Ctrl-C for hvtrace must not kill the guest before hvtrace has detached */
+		setpgid(0, 0);
+		dup2(null, 0);
+		dup2(out[1], 1);
+		dup2(errp[1], 2);
+		execvp(argv[0], (char *const *)argv);
+		dprintf(2, "%s: %s", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(out[1]);
+	close(errp[1]);
+	p->console_fd = out[0];
+	p->err_fd = errp[0];
+	fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+	if (pthread_create(&p->console_thread, NULL, console_thread, p) == 0)
+		p->console_running = true;
+	for (int i = 0; i < 1000; i++) {
+		int status;
+
+		if (stat(cfg->qmp_path, &st) == 0 && S_ISSOCK(st.st_mode))
+			return 0;
+		if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
+			p->pid = -1;
+			usleep(20000);
+			read_err(p);
+			snprintf(err, errlen, "QEMU failed: %s",
+				 p->err_text[0] ? p->err_text : "exited at once");
+			return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -ENOENT : -EIO;
+		}
+		usleep(10000);
+	}
+	snprintf(err, errlen, "QEMU did not open its QMP socket %s within 10 s", cfg->qmp_path);
+	qemu_proc_kill(p);
+	return -ETIMEDOUT;
+}
+
+static void reaped(struct qemu_proc *p)
+{
+	p->pid = -1;
+	if (p->console_running) {
+		pthread_join(p->console_thread, NULL);
+		p->console_running = false;
+	}
+	read_err(p);
+	close(p->console_fd);
+	close(p->err_fd);
+}
+
+int qemu_proc_wait(struct qemu_proc *p, int timeout_ms)
+{
+	struct timespec t0, now;
+	int status;
+
+	if (p->pid < 0)
+		return -ECHILD;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pid_t r = waitpid(p->pid, &status, WNOHANG);
+
+		if (r == p->pid) {
+			reaped(p);
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
+			return -ETIMEDOUT;
+		usleep(5000);
+	}
+}
+
+void qemu_proc_kill(struct qemu_proc *p)
+{
+	int status;
+
+	if (p->pid < 0)
+		return;
+	kill(p->pid, SIGKILL);
+	waitpid(p->pid, &status, 0);
+	reaped(p);
+}

@@ -1,0 +1,669 @@
+/* QMP client. QEMU sends one JSON object per line ("\r\n"); this reads balanced top-level objects,
+ * so line breaks do not matter. A command is answered by {"return": ...} or by {"error": {"class":
+ * ..., "desc": ...}}; {"event": ...} messages may come before the answer at any time and are
+ * recorded, not returned. */
+#include "host/qemu/qmp.h"
+#include "host/qemu/tcp.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* ---- JSON scanning --------------------------------------------------------------------------- */
+
+static bool is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static size_t skip_ws(const char *s, size_t i, size_t len)
+{
+	while (i < len && is_ws(s[i]))
+		i++;
+	return i;
+}
+
+/* End (index past the closing quote) of the string starting at s[i] == '"', 0 if unterminated. */
+static size_t string_end(const char *s, size_t i, size_t len)
+{
+	for (i++; i < len; i++) {
+		if (s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			return i + 1;
+	}
+	return 0;
+}
+
+/* End of the value starting at s[i]: string, object/array (balanced), or literal. 0 if incomplete.
+ */
+static size_t value_end(const char *s, size_t i, size_t len)
+{
+	int depth = 0;
+
+	if (i >= len)
+		return 0;
+	if (s[i] == '"')
+		return string_end(s, i, len);
+	if (s[i] != '{' && s[i] != '[') {
+		size_t j = i;
+
+		while (j < len && !is_ws(s[j]) && s[j] != ',' && s[j] != '}' && s[j] != ']')
+			j++;
+		return j > i ? j : 0;
+	}
+	for (; i < len; i++) {
+		char c = s[i];
+
+		if (c == '"') {
+			i = string_end(s, i, len);
+			if (!i)
+				return 0;
+			i--;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			if (--depth == 0)
+				return i + 1;
+		}
+	}
+	return 0;
+}
+
+ssize_t qmp_json_object_end(const char *s, size_t len)
+{
+	if (len == 0)
+		return 0;
+	if (s[0] != '{')
+		return -EPROTO;
+	return (ssize_t)value_end(s, 0, len);
+}
+
+int qmp_json_member(const char *obj, size_t len, const char *key, const char **val, size_t *vlen)
+{
+	size_t klen = strlen(key), i;
+
+	if (len == 0 || obj[0] != '{')
+		return -EPROTO;
+	i = skip_ws(obj, 1, len);
+	if (i < len && obj[i] == '}')
+		return -ENOENT;
+	while (i < len) {
+		size_t ks, ke, vs, ve;
+
+		if (obj[i] != '"')
+			return -EPROTO;
+		ks = i;
+		ke = string_end(obj, i, len);
+		if (!ke)
+			return -EPROTO;
+		i = skip_ws(obj, ke, len);
+		if (i >= len || obj[i] != ':')
+			return -EPROTO;
+		vs = skip_ws(obj, i + 1, len);
+		ve = value_end(obj, vs, len);
+		if (!ve)
+			return -EPROTO;
+		if (ke - ks - 2 == klen && !memcmp(obj + ks + 1, key, klen)) {
+			*val = obj + vs;
+			*vlen = ve - vs;
+			return 0;
+		}
+		i = skip_ws(obj, ve, len);
+		if (i < len && obj[i] == '}')
+			return -ENOENT;
+		if (i >= len || obj[i] != ',')
+			return -EPROTO;
+		i = skip_ws(obj, i + 1, len);
+	}
+	return -EPROTO;
+}
+
+static int hex4(const char *s, unsigned *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = s[i];
+		unsigned d;
+
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			d = (unsigned)(c - 'A' + 10);
+		else
+			return -EPROTO;
+		*v = *v << 4 | d;
+	}
+	return 0;
+}
+
+int qmp_json_string(const char *val, size_t vlen, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	if (vlen < 2 || val[0] != '"' || val[vlen - 1] != '"' || string_end(val, 0, vlen) != vlen)
+		return -EPROTO;
+	if (outlen == 0)
+		return -ENOSPC;
+	for (size_t i = 1; i < vlen - 1; i++) {
+		char c = val[i], enc[4];
+		size_t n = 1;
+
+		if (c == '\\') {
+			c = val[++i];
+			switch (c) {
+			case '"':
+			case '\\':
+			case '/':
+				break;
+			case 'b':
+				c = '\b';
+				break;
+			case 'f':
+				c = '\f';
+				break;
+			case 'n':
+				c = '\n';
+				break;
+			case 'r':
+				c = '\r';
+				break;
+			case 't':
+				c = '\t';
+				break;
+			case 'u': {
+				unsigned cp, lo;
+
+				if (i + 4 >= vlen - 1 || hex4(val + i + 1, &cp))
+					return -EPROTO;
+				i += 4;
+				if (cp >= 0xd800 && cp < 0xdc00 && i + 6 < vlen - 1 &&
+				    val[i + 1] == '\\' && val[i + 2] == 'u' &&
+				    !hex4(val + i + 3, &lo) && lo >= 0xdc00 && lo < 0xe000) {
+					cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+					i += 6;
+				}
+				if (cp < 0x80) {
+					enc[0] = (char)cp;
+				} else if (cp < 0x800) {
+					enc[0] = (char)(0xc0 | cp >> 6);
+					enc[1] = (char)(0x80 | (cp & 0x3f));
+					n = 2;
+				} else if (cp < 0x10000) {
+					enc[0] = (char)(0xe0 | cp >> 12);
+					enc[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+					enc[2] = (char)(0x80 | (cp & 0x3f));
+					n = 3;
+				} else {
+					enc[0] = (char)(0xf0 | cp >> 18);
+					enc[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+					enc[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+					enc[3] = (char)(0x80 | (cp & 0x3f));
+					n = 4;
+				}
+				if (o + n >= outlen)
+					return -ENOSPC;
+				memcpy(out + o, enc, n);
+				o += n;
+				continue;
+			}
+			default:
+				return -EPROTO;
+			}
+		}
+		if (o + 1 >= outlen)
+			return -ENOSPC;
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+ssize_t qmp_json_quote(const char *s, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	if (outlen < 3)
+		return -ENOSPC;
+	out[o++] = '"';
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char esc[8];
+		size_t n;
+
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			n = 2;
+		} else if (c < 0x20) {
+			n = (size_t)snprintf(esc, sizeof(esc), "\\u%04x", c);
+		} else {
+			esc[0] = (char)c;
+			n = 1;
+		}
+		if (o + n + 2 > outlen)
+			return -ENOSPC;
+		memcpy(out + o, esc, n);
+		o += n;
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+	return (ssize_t)o;
+}
+
+/* ---- transport ------------------------------------------------------------------------------- */
+
+static int send_all(struct qmp *q, const char *s, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = send(q->fd, s, len, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			q->gone = true;
+			return errno == EPIPE ? -ECONNRESET : -errno;
+		}
+		s += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Reads more bytes, waiting until @deadline (ms, < 0: forever). */
+static int fill(struct qmp *q, int64_t deadline)
+{
+	if (q->pos > 0) {
+		memmove(q->buf, q->buf + q->pos, q->len - q->pos);
+		q->len -= q->pos;
+		q->pos = 0;
+	}
+	if (q->cap - q->len < 4096) {
+		size_t cap = q->cap ? q->cap * 2 : 65536;
+		char *b;
+
+		if (cap > QMP_MAX_MSG + 65536)
+			return -EMSGSIZE;
+		b = realloc(q->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		q->buf = b;
+		q->cap = cap;
+	}
+	ssize_t r = tcp_read_until(q->fd, q->buf + q->len, q->cap - q->len, deadline);
+
+	if (r == -ETIMEDOUT)
+		return (int)r;
+	if (r < 0) {
+		q->gone = true;
+		return (int)r;
+	}
+	q->len += (size_t)r;
+	return 0;
+}
+
+/* Next whole message: *@msg points into q->buf (valid until the next read), consumed already. */
+static int next_message(struct qmp *q, int64_t deadline, const char **msg, size_t *mlen)
+{
+	if (q->fd < 0)
+		return -ECONNRESET;
+	for (;;) {
+		ssize_t end;
+		int rc;
+
+		q->pos = skip_ws(q->buf, q->pos, q->len);
+		end = qmp_json_object_end(q->buf + q->pos, q->len - q->pos);
+		if (end < 0)
+			return (int)end;
+		if (end > 0) {
+			*msg = q->buf + q->pos;
+			*mlen = (size_t)end;
+			q->pos += (size_t)end;
+			return 0;
+		}
+		if (q->len - q->pos > QMP_MAX_MSG)
+			return -EMSGSIZE;
+		rc = fill(q, deadline);
+		if (rc)
+			return rc;
+	}
+}
+
+static const struct {
+	const char *name;
+	unsigned bit;
+} event_names[] = {
+    {"STOP", QMP_EV_STOP},   {"RESUME", QMP_EV_RESUME},	      {"SHUTDOWN", QMP_EV_SHUTDOWN},
+    {"RESET", QMP_EV_RESET}, {"POWERDOWN", QMP_EV_POWERDOWN},
+};
+
+/* Records @msg if it is an event; returns whether it was one. */
+static bool note_event(struct qmp *q, const char *msg, size_t mlen)
+{
+	const char *v;
+	size_t vlen;
+	char name[64];
+	unsigned bit = QMP_EV_OTHER;
+
+	if (qmp_json_member(msg, mlen, "event", &v, &vlen))
+		return false;
+	if (qmp_json_string(v, vlen, name, sizeof(name)))
+		snprintf(name, sizeof(name), "?");
+	for (size_t i = 0; i < sizeof(event_names) / sizeof(event_names[0]); i++)
+		if (!strcmp(name, event_names[i].name))
+			bit = event_names[i].bit;
+	q->events |= bit;
+	q->nr_events++;
+	snprintf(q->last_event, sizeof(q->last_event), "%s", name);
+	return true;
+}
+
+static int copy_out(const char *s, size_t n, char *out, size_t outlen)
+{
+	if (!out || outlen == 0)
+		return 0;
+	if (n + 1 > outlen)
+		return -ENOSPC;
+	memcpy(out, s, n);
+	out[n] = '\0';
+	return 0;
+}
+
+int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len)
+{
+	int64_t deadline;
+	int rc;
+
+	if (q->fd < 0 || q->gone)
+		return -ECONNRESET;
+	if (reply && len)
+		reply[0] = '\0';
+	rc = send_all(q, cmd, strlen(cmd));
+	if (!rc)
+		rc = send_all(q, "\n", 1);
+	if (rc)
+		return rc;
+	deadline = q->timeout_ms < 0 ? -1 : tcp_now_ms() + q->timeout_ms;
+	for (;;) {
+		const char *msg, *v, *e;
+		size_t mlen, vlen, elen;
+
+		rc = next_message(q, deadline, &msg, &mlen);
+		if (rc)
+			return rc;
+		if (note_event(q, msg, mlen))
+			continue;
+		if (!qmp_json_member(msg, mlen, "return", &v, &vlen))
+			return copy_out(v, vlen, reply, len);
+		if (!qmp_json_member(msg, mlen, "error", &e, &elen)) {
+			char cls[64] = "";
+
+			if (!qmp_json_member(e, elen, "class", &v, &vlen))
+				qmp_json_string(v, vlen, cls, sizeof(cls));
+			if (reply && len && !qmp_json_member(e, elen, "desc", &v, &vlen) &&
+			    qmp_json_string(v, vlen, reply, len) == -ENOSPC)
+				reply[0] = '\0';
+			if (!strcmp(cls, "CommandNotFound"))
+				return -ENOSYS;
+			if (!strcmp(cls, "DeviceNotFound") || !strcmp(cls, "DeviceNotActive"))
+				return -ENODEV;
+			return -EINVAL;
+		}
+		/* Anything else (a late greeting, an unknown message) is not our answer. */
+	}
+}
+
+/* ---- connection ------------------------------------------------------------------------------ */
+
+/* "7.2.22" from {"QMP": {"version": {"qemu": {"micro": 22, "minor": 2, "major": 7}, ...}}}. */
+static void greeting_version(struct qmp *q, const char *msg, size_t mlen)
+{
+	const char *qmp, *ver, *qemu, *v;
+	size_t ql, vl, ml, n;
+	long part[3] = {-1, -1, -1};
+	static const char *const names[3] = {"major", "minor", "micro"};
+
+	if (qmp_json_member(msg, mlen, "QMP", &qmp, &ql) ||
+	    qmp_json_member(qmp, ql, "version", &ver, &vl) ||
+	    qmp_json_member(ver, vl, "qemu", &qemu, &ml))
+		return;
+	for (int i = 0; i < 3; i++)
+		if (!qmp_json_member(qemu, ml, names[i], &v, &n))
+			part[i] = strtol(v, NULL, 10);
+	snprintf(q->version, sizeof(q->version), "%ld.%ld.%ld", part[0], part[1], part[2]);
+}
+
+int qmp_attach_fd(struct qmp *q, int fd, char *err, size_t errlen)
+{
+	const char *msg, *v;
+	size_t mlen, vlen;
+	char reply[256];
+	int rc;
+
+	memset(q, 0, sizeof(*q));
+	q->fd = fd;
+	q->timeout_ms = QMP_TIMEOUT_MS;
+	rc = next_message(q, tcp_now_ms() + q->timeout_ms, &msg, &mlen);
+	if (rc) {
+		snprintf(err, errlen, "qmp: greeting: %s", strerror(-rc));
+		goto fail;
+	}
+	if (qmp_json_member(msg, mlen, "QMP", &v, &vlen)) {
+		rc = -EPROTO;
+		snprintf(err, errlen, "qmp: no QMP greeting: %.*s", (int)(mlen < 80 ? mlen : 80),
+			 msg);
+		goto fail;
+	}
+	greeting_version(q, msg, mlen);
+	rc = qmp_execute(q, "{\"execute\":\"qmp_capabilities\"}", reply, sizeof(reply));
+	if (rc) {
+		snprintf(err, errlen, "qmp: qmp_capabilities: %s%s%s", strerror(-rc),
+			 reply[0] ? ": " : "", reply);
+		goto fail;
+	}
+	return 0;
+fail:
+	qmp_close(q);
+	return rc;
+}
+
+static int connect_unix(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "qmp %s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "qmp %s: socket: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "qmp %s: connect: %s", path, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+static int connect_tcp(const char *hostport, char *err, size_t errlen)
+{
+	const char *colon = strrchr(hostport, ':');
+	char host[256];
+	int fd, gai;
+
+	if (!colon || (size_t)(colon - hostport) >= sizeof(host)) {
+		snprintf(err, errlen, "qmp %s: expected HOST:PORT", hostport);
+		return -EINVAL;
+	}
+	memcpy(host, hostport, (size_t)(colon - hostport));
+	host[colon - hostport] = '\0';
+	fd = tcp_connect(host, colon + 1, &gai);
+	if (fd == -EHOSTUNREACH && gai)
+		snprintf(err, errlen, "qmp %s: %s", hostport, gai_strerror(gai));
+	else if (fd < 0)
+		snprintf(err, errlen, "qmp %s: connect: %s", hostport, strerror(-fd));
+	return fd;
+}
+
+int qmp_connect(struct qmp *q, const char *addr, char *err, size_t errlen)
+{
+	int fd;
+
+	memset(q, 0, sizeof(*q));
+	q->fd = -1;
+	if (!strncmp(addr, "unix:", 5))
+		fd = connect_unix(addr + 5, err, errlen);
+	else if (!strncmp(addr, "tcp:", 4))
+		fd = connect_tcp(addr + 4, err, errlen);
+	else if (strchr(addr, '/'))
+		fd = connect_unix(addr, err, errlen);
+	else
+		fd = connect_tcp(addr, err, errlen);
+	if (fd < 0)
+		return fd;
+	return qmp_attach_fd(q, fd, err, errlen);
+}
+
+void qmp_close(struct qmp *q)
+{
+	if (q->fd >= 0)
+		close(q->fd);
+	q->fd = -1;
+	free(q->buf);
+	q->buf = NULL;
+	q->pos = q->len = q->cap = 0;
+}
+
+/* ---- commands -------------------------------------------------------------------------------- */
+
+int qmp_hmp(struct qmp *q, const char *cmdline, char *out, size_t len)
+{
+	static const char pre[] =
+	    "{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":";
+	/* A quoted byte takes up to 6 bytes (\u00XX), both in the command and in the answer. */
+	size_t cap = sizeof(pre) + 6 * strlen(cmdline) + 8, rlen = 6 * len + 64;
+	char *cmd = malloc(cap), *reply = malloc(rlen);
+	ssize_t n;
+	int rc;
+
+	if (!cmd || !reply) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memcpy(cmd, pre, sizeof(pre) - 1);
+	n = qmp_json_quote(cmdline, cmd + sizeof(pre) - 1, cap - sizeof(pre) - 2);
+	if (n < 0) {
+		rc = (int)n;
+		goto out;
+	}
+	strcpy(cmd + sizeof(pre) - 1 + n, "}}");
+	rc = qmp_execute(q, cmd, reply, rlen);
+	if (!rc && out && len)
+		rc = qmp_json_string(reply, strlen(reply), out, len);
+	else if (rc != -ENOSPC && out && len)
+		snprintf(out, len, "%s", reply);
+out:
+	free(cmd);
+	free(reply);
+	return rc;
+}
+
+int qmp_gdbserver(struct qmp *q, const char *dev, char *msg, size_t len)
+{
+	char cmd[512], out[512];
+	size_t n;
+	int rc;
+
+	if (snprintf(cmd, sizeof(cmd), "gdbserver %s", dev) >= (int)sizeof(cmd))
+		return -ENAMETOOLONG;
+	rc = qmp_hmp(q, cmd, out, sizeof(out));
+	if (rc) {
+		if (msg && len)
+			snprintf(msg, len, "%s", out);
+		return rc;
+	}
+	/* One line: drop the final line end, join the others with "; ". */
+	n = strlen(out);
+	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+		out[--n] = '\0';
+	if (msg && len) {
+		size_t o = 0;
+
+		for (size_t i = 0; i < n && o + 1 < len; i++) {
+			if (out[i] == '\r' && out[i + 1] == '\n')
+				continue;
+			if (out[i] == '\n' || out[i] == '\r') {
+				if (o + 3 >= len)
+					break;
+				msg[o++] = ';';
+				msg[o++] = ' ';
+				continue;
+			}
+			msg[o++] = out[i];
+		}
+		msg[o] = '\0';
+	}
+	return strstr(out, "Waiting for gdb connection") == out ? 0 : -EIO;
+}
+
+int qmp_query_status(struct qmp *q, bool *running, char *status, size_t len)
+{
+	char reply[512];
+	const char *v;
+	size_t vlen;
+	int rc = qmp_execute(q, "{\"execute\":\"query-status\"}", reply, sizeof(reply));
+
+	if (rc)
+		return rc;
+	if (qmp_json_member(reply, strlen(reply), "running", &v, &vlen))
+		return -EPROTO;
+	if (vlen == 4 && !memcmp(v, "true", 4))
+		*running = true;
+	else if (vlen == 5 && !memcmp(v, "false", 5))
+		*running = false;
+	else
+		return -EPROTO;
+	if (status && len) {
+		if (qmp_json_member(reply, strlen(reply), "status", &v, &vlen))
+			return -EPROTO;
+		rc = qmp_json_string(v, vlen, status, len);
+	}
+	return rc;
+}
+
+int qmp_wait_event(struct qmp *q, unsigned mask, int timeout_ms)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : tcp_now_ms() + timeout_ms;
+
+	while (!(q->events & mask)) {
+		const char *msg;
+		size_t mlen;
+		int rc = next_message(q, deadline, &msg, &mlen);
+
+		if (rc)
+			return rc;
+		note_event(q, msg, mlen);
+	}
+	return 0;
+}
+
+void qmp_clear_events(struct qmp *q)
+{
+	q->events = 0;
+	q->last_event[0] = '\0';
+}

@@ -1,0 +1,508 @@
+#include "host/qemu/target_qemu.h"
+#include "arch/x86/x86_longmode.h"
+#include "arch/x86/x86_pagewalk.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define KERNEL_HALF 0xffff800000000000ull
+#define PTI_USER_BIT 0x1000ull /* PTI: the user PGD is the kernel PGD + 4 KiB */
+#define POLL_MS 50
+
+static struct target_qemu *tq(struct target *t)
+{
+	return (struct target_qemu *)t;
+}
+
+/* Registers of @cpu at the current stop, fetched once per stop. */
+static int cpu_regs(struct target_qemu *q, unsigned cpu)
+{
+	struct qemu_cpu *c = &q->cpu[cpu];
+	struct gdb_regs r;
+	int ret;
+
+	if (c->regs_valid)
+		return 0;
+	ret = gdb_read_regs(q->gdb, c->thread, &r);
+	if (ret < 0)
+		return ret;
+	c->regs = r.gp;
+	c->cr3 = r.cr3;
+	c->cr4 = r.cr4;
+	c->regs_valid = true;
+	c->rip_dirty = false;
+	return 0;
+}
+
+/* Guest-physical memory: through the QEMU process when it could be opened, else through the gdbstub
+ * in physical-address mode (the VM is stopped whenever this runs). */
+static int phys_access(struct target_qemu *q, uint64_t gpa, void *buf, size_t len, bool write)
+{
+	if (q->mem.fd >= 0)
+		return write ? qemu_mem_write(&q->mem, gpa, buf, len) : qemu_mem_read(&q->mem, gpa, buf, len);
+	if (write)
+		return gdb_write_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
+	return gdb_read_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
+}
+
+static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
+{
+	return phys_access(ctx, gpa, pte, 8, false);
+}
+
+/* Guest-physical address of @gva as @cpu sees it; for kernel addresses seen from a PTI user page table,
+ * through the kernel half of the pair. */
+static int translate(struct target_qemu *q, unsigned cpu, uint64_t gva, uint64_t *gpa)
+{
+	struct qemu_cpu *c = &q->cpu[cpu];
+	bool la57 = c->cr4 & X86_CR4_LA57;
+	uint64_t vpage = gva & ~(X86_PAGE_SIZE - 1);
+	struct qemu_tlb *e = &c->tlb[(vpage >> 12) % QEMU_TLB_ENTRIES];
+	int ret;
+
+	if (e->valid && e->vpage == vpage && e->cr3 == c->cr3) {
+		c->tlb_hits++;
+		*gpa = e->ppage | (gva & (X86_PAGE_SIZE - 1));
+		return 0;
+	}
+	c->tlb_walks++;
+	ret = x86_translate(read_pte, q, c->cr3, la57, gva, gpa);
+	if (ret < 0 && gva >= KERNEL_HALF && (c->cr3 & PTI_USER_BIT))
+		ret = x86_translate(read_pte, q, c->cr3 & ~PTI_USER_BIT, la57, gva, gpa);
+	if (ret == 0)
+		*e = (struct qemu_tlb){.cr3 = c->cr3, .vpage = vpage,
+				       .ppage = *gpa & ~(X86_PAGE_SIZE - 1), .valid = true};
+	return ret;
+}
+
+static int access_virt(struct target_qemu *q, unsigned cpu, uint64_t gva, void *buf, size_t len,
+		       bool write)
+{
+	uint8_t *b = buf;
+
+	if (cpu >= q->t.nr_cpus || !q->stopped || cpu_regs(q, cpu) < 0)
+		return -EFAULT;
+	while (len) {
+		uint64_t gpa;
+		size_t chunk = X86_PAGE_SIZE - (gva & (X86_PAGE_SIZE - 1));
+		int ret;
+
+		if (chunk > len)
+			chunk = len;
+		if (translate(q, cpu, gva, &gpa) < 0)
+			return -EFAULT;
+		ret = phys_access(q, gpa, b, chunk, write);
+		if (ret < 0)
+			return ret;
+		gva += chunk;
+		b += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+static int qemu_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
+{
+	return access_virt(tq(t), cpu, gva, buf, len, false);
+}
+
+/* Data only (return slots): TCG would not see code written this way. */
+static int qemu_write_virt(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len)
+{
+	return access_virt(tq(t), cpu, gva, (void *)buf, len, true);
+}
+
+/* A gdbstub breakpoint changes no guest byte: *orig is the byte that stays there. */
+static int qemu_insert_bp(struct target *t, uint64_t gva, uint8_t *orig)
+{
+	struct target_qemu *q = tq(t);
+	int ret = access_virt(q, 0, gva, orig, 1, false);
+
+	if (ret < 0)
+		return ret;
+	return gdb_insert_bp(q->gdb, gva);
+}
+
+static int qemu_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
+{
+	(void)orig;
+	return gdb_remove_bp(tq(t)->gdb, gva);
+}
+
+/* At every stop: registers are fetched again, and translations walked again. */
+static void invalidate_regs(struct target_qemu *q)
+{
+	for (unsigned i = 0; i < q->t.nr_cpus; i++) {
+		q->cpu[i].regs_valid = false;
+		for (unsigned k = 0; k < QEMU_TLB_ENTRIES; k++)
+			q->cpu[i].tlb[k].valid = false;
+	}
+}
+
+static int stop_vm(struct target_qemu *q)
+{
+	struct gdb_stop st;
+	int ret;
+
+	if (q->stopped)
+		return 0;
+	ret = gdb_interrupt(q->gdb, 5000, &st);
+	if (ret < 0)
+		return ret;
+	if (st.kind != GDB_STOP_SIGNAL)
+		return -ESRCH;
+	/* a breakpoint hit may have raced with the interrupt: it is handled when the VM next runs, as
+	 * the vCPU executes the breakpoint again */
+	q->stopped = true;
+	invalidate_regs(q);
+	return 0;
+}
+
+/* The VM is stopped whenever the tracer runs (hits are handled at a stop); pausing makes sure of it. */
+static int qemu_pause(struct target *t)
+{
+	return stop_vm(tq(t));
+}
+
+static void qemu_resume(struct target *t)
+{
+	(void)t; /* target_qemu_run continues the VM */
+}
+
+static int qemu_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+{
+	struct target_qemu *q = tq(t);
+	int ret;
+
+	if (cpu >= q->t.nr_cpus || !q->stopped)
+		return -EINVAL;
+	ret = cpu_regs(q, cpu);
+	if (ret == 0)
+		*regs = q->cpu[cpu].regs;
+	return ret;
+}
+
+/* Only RIP is ever changed by the tracer: that is what is written back. */
+static int qemu_set_regs(struct target *t, unsigned cpu, const struct x86_regs *regs)
+{
+	struct target_qemu *q = tq(t);
+	int ret;
+
+	if (cpu >= q->t.nr_cpus || !q->stopped)
+		return -EINVAL;
+	ret = cpu_regs(q, cpu);
+	if (ret < 0)
+		return ret;
+	if (regs->rip == q->cpu[cpu].regs.rip)
+		return 0;
+	ret = gdb_write_reg(q->gdb, q->cpu[cpu].thread, GDB_REG_RIP, regs->rip);
+	if (ret == 0)
+		q->cpu[cpu].regs.rip = regs->rip;
+	return ret;
+}
+
+static void qemu_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
+{
+	tq(t)->bp = fn;
+	tq(t)->bp_ctx = ctx;
+}
+
+/* ---- stub probes ---------------------------------------------------------------------------------- */
+
+#define PMD_SPAN (2ull << 20)
+#define PDE_FLAGS (X86_PTE_P | X86_PTE_RW | (1ull << 5) /* A */)
+#define PTE_CODE (X86_PTE_P | (1ull << 5))
+#define PTE_DATA (X86_PTE_P | X86_PTE_RW | (1ull << 5) | (1ull << 6) /* D */)
+
+/* One page-table page at stub_phys_lo maps the stub's pages, from the next page on, at stub_va (the
+ * first free 2 MiB slot from there): its page-directory entry is the only change to the guest's page
+ * tables. The guest bytes of the whole range are kept and put back by stub_unmap. */
+static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
+			 struct target_region *out, char *err, size_t errlen)
+{
+	struct target_qemu *q = tq(t);
+	uint64_t pt = q->stub_phys_lo, size, va = q->stub_va, pde = 0, pde_gpa = 0; /* see stub_gpa */
+	uint64_t ptes[512] = {0};
+	int ret;
+
+	if (!q->stub_va || q->mem.fd < 0) {
+		snprintf(err, errlen, "stub probes: %s",
+			 q->mem.fd < 0 ? "guest memory must be readable through the QEMU process "
+					 "(not --gdb-memory)"
+				       : "no free guest memory known for the stub");
+		return -ENOTSUP;
+	}
+	size = (q->stub_phys_hi - pt - X86_PAGE_SIZE) & ~(X86_PAGE_SIZE - 1);
+	if (size > want)
+		size = (want + X86_PAGE_SIZE - 1) & ~(X86_PAGE_SIZE - 1);
+	if (size < min || size > 511 * X86_PAGE_SIZE) {
+		snprintf(err, errlen, "stub probes: %llu KiB of free low memory, %llu KiB needed",
+			 (unsigned long long)(q->stub_phys_hi - pt) >> 10,
+			 (unsigned long long)(min + X86_PAGE_SIZE) >> 10);
+		return -ENOSPC;
+	}
+	ret = cpu_regs(q, 0);
+	if (ret < 0)
+		return ret;
+	q->kcr3 = q->cpu[0].cr3 & ~PTI_USER_BIT & X86_PTE_ADDR;
+	q->kla57 = q->cpu[0].cr4 & X86_CR4_LA57;
+	for (int tries = 0; tries < 64; tries++, va += PMD_SPAN) {
+		if (x86_pde_addr(read_pte, q, q->kcr3, q->kla57, va, &pde_gpa) < 0 ||
+		    qemu_mem_read(&q->mem, pde_gpa, &pde, 8) < 0) {
+			pde_gpa = 0;
+			break;
+		}
+		if (!(pde & X86_PTE_P))
+			break;
+	}
+	if (!pde_gpa || (pde & X86_PTE_P) || va + size - lo > (2ull << 30) ||
+	    (hi > va && hi - va > (2ull << 30))) {
+		snprintf(err, errlen, "stub probes: no free kernel address after the image within 2 GiB "
+				      "of the traced code");
+		return -ENOSPC;
+	}
+	q->saved_len = X86_PAGE_SIZE + size;
+	q->saved_gpa = pt;
+	q->saved = malloc(q->saved_len);
+	if (!q->saved || qemu_mem_read(&q->mem, pt, q->saved, q->saved_len) < 0) {
+		free(q->saved);
+		q->saved = NULL;
+		snprintf(err, errlen, "stub probes: cannot read guest memory at 0x%llx",
+			 (unsigned long long)pt);
+		return -EFAULT;
+	}
+	for (uint64_t i = 0; i < size / X86_PAGE_SIZE; i++)
+		ptes[i] = (pt + (i + 1) * X86_PAGE_SIZE) | (i ? PTE_DATA : PTE_CODE);
+	pde = pt | PDE_FLAGS;
+	if (qemu_mem_write(&q->mem, pt, ptes, sizeof(ptes)) < 0 ||
+	    qemu_mem_write(&q->mem, pde_gpa, &pde, 8) < 0) {
+		qemu_mem_write(&q->mem, pt, q->saved, q->saved_len);
+		free(q->saved);
+		q->saved = NULL;
+		snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
+		return -EFAULT;
+	}
+	q->pde_gpa = pde_gpa;
+	*out = (struct target_region){.gva = va, .gpa = pt + X86_PAGE_SIZE, .size = size};
+	return 0;
+}
+
+static void qemu_stub_unmap(struct target *t, const struct target_region *r)
+{
+	struct target_qemu *q = tq(t);
+	uint64_t zero = 0;
+
+	(void)r;
+	if (q->pde_gpa)
+		qemu_mem_write(&q->mem, q->pde_gpa, &zero, 8);
+	q->pde_gpa = 0;
+	if (q->saved)
+		qemu_mem_write(&q->mem, q->saved_gpa, q->saved, q->saved_len);
+	free(q->saved);
+	q->saved = NULL;
+}
+
+static int qemu_read_phys(struct target *t, uint64_t gpa, void *buf, size_t len)
+{
+	return tq(t)->mem.fd >= 0 ? qemu_mem_read(&tq(t)->mem, gpa, buf, len) : -EFAULT;
+}
+
+static int qemu_write_phys(struct target *t, uint64_t gpa, const void *buf, size_t len)
+{
+	return tq(t)->mem.fd >= 0 ? qemu_mem_write(&tq(t)->mem, gpa, buf, len) : -EFAULT;
+}
+
+/* Through the gdbstub at the physical address: QEMU then drops translated code of those bytes. */
+static int qemu_write_text(struct target *t, uint64_t gva, const void *buf, size_t len)
+{
+	struct target_qemu *q = tq(t);
+	uint64_t gpa;
+
+	if (!q->stopped || cpu_regs(q, 0) < 0 || translate(q, 0, gva, &gpa) < 0 ||
+	    ((gpa ^ (gpa + len - 1)) & ~(X86_PAGE_SIZE - 1)))
+		return -EFAULT;
+	if (!q->phys_mode) {
+		if (gdb_set_phys_mode(q->gdb, true) < 0)
+			return -ENOTSUP;
+		q->phys_mode = true;
+	}
+	return gdb_write_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EIO : 0;
+}
+
+static int qemu_read_kernel(struct target *t, uint64_t gva, void *buf, size_t len)
+{
+	struct target_qemu *q = tq(t);
+	uint8_t *b = buf;
+
+	if (!q->kcr3 || q->mem.fd < 0)
+		return -EFAULT;
+	while (len) {
+		size_t chunk = X86_PAGE_SIZE - (gva & (X86_PAGE_SIZE - 1));
+		uint64_t gpa;
+
+		if (chunk > len)
+			chunk = len;
+		if (x86_translate(read_pte, q, q->kcr3, q->kla57, gva, &gpa) < 0 ||
+		    qemu_mem_read(&q->mem, gpa, b, chunk) < 0)
+			return -EFAULT;
+		gva += chunk;
+		b += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
+			       uint64_t va)
+{
+	q->stub_phys_lo = phys_lo;
+	q->stub_phys_hi = phys_hi;
+	q->stub_va = va;
+}
+
+uint64_t target_qemu_stub_gpa(const struct target_qemu *q)
+{
+	/* its first page is the page table that maps the rest */
+	return q->stub_va ? q->stub_phys_lo + X86_PAGE_SIZE : 0;
+}
+
+static const struct target_ops qemu_ops = {
+	.stub_map = qemu_stub_map,
+	.stub_unmap = qemu_stub_unmap,
+	.read_phys = qemu_read_phys,
+	.write_phys = qemu_write_phys,
+	.write_text = qemu_write_text,
+	.read_kernel = qemu_read_kernel,
+	.read_virt = qemu_read_virt,
+	.write_virt = qemu_write_virt,
+	.insert_bp = qemu_insert_bp,
+	.remove_bp = qemu_remove_bp,
+	.pause = qemu_pause,
+	.resume = qemu_resume,
+	.get_regs = qemu_get_regs,
+	.set_regs = qemu_set_regs,
+	.set_bp_handler = qemu_set_bp_handler,
+};
+
+int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t ram_size,
+		     bool gdb_memory, char *err, size_t errlen)
+{
+	int threads[VMI_MAX_CPUS], ret;
+	unsigned n = 0;
+
+	memset(q, 0, sizeof(*q));
+	q->mem.fd = -1;
+	q->t.ops = &qemu_ops;
+	q->t.name = "qemu";
+	q->t.priv = q;
+	q->gdb = gdb;
+	if (!gdb_memory && qemu_mem_open(&q->mem, pid, ram_size, err, errlen) < 0) {
+		fprintf(stderr, "hvtrace: %s: guest memory goes through the gdbstub (slower)\n", err);
+		q->mem.fd = -1;
+		gdb_memory = true;
+	}
+	ret = stop_vm(q);
+	if (ret < 0) {
+		snprintf(err, errlen, "gdbstub: cannot stop the VM: %s", strerror(-ret));
+		return ret;
+	}
+	ret = gdb_threads(gdb, threads, VMI_MAX_CPUS, &n);
+	if (ret < 0 || !n) {
+		snprintf(err, errlen, "gdbstub: no vCPU threads");
+		return ret < 0 ? ret : -ENOENT;
+	}
+	q->t.nr_cpus = n;
+	for (unsigned i = 0; i < n; i++)
+		q->cpu[i].thread = threads[i];
+	if (gdb_memory && gdb_set_phys_mode(gdb, true) < 0) {
+		snprintf(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static unsigned cpu_of_thread(struct target_qemu *q, int thread)
+{
+	for (unsigned i = 0; i < q->t.nr_cpus; i++)
+		if (q->cpu[i].thread == thread)
+			return i;
+	return 0;
+}
+
+/* Handles one stop: a breakpoint of the tracer's gets its callback and the new RIP. */
+static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
+{
+	unsigned cpu = cpu_of_thread(q, st->thread);
+	struct qemu_cpu *c = &q->cpu[cpu];
+	uint64_t rip;
+	int ret;
+
+	q->stops++;
+	if (!q->bp)
+		return 0;
+	ret = cpu_regs(q, cpu);
+	if (ret < 0)
+		return ret;
+	rip = c->regs.rip;
+	if (q->bp(q->bp_ctx, cpu, rip, &c->regs) < 0)
+		return 0; /* not ours (an interrupt, another debugger's stop) */
+	q->hits++;
+	if (c->regs.rip != rip)
+		return gdb_write_reg(q->gdb, c->thread, GDB_REG_RIP, c->regs.rip);
+	return 0;
+}
+
+enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(void *ctx), void *ctx)
+{
+	for (;;) {
+		struct gdb_stop st;
+		int ret;
+
+		if (should_stop(ctx))
+			return stop_vm(q) == 0 ? QEMU_RUN_STOP_ASKED : QEMU_RUN_GUEST_GONE;
+		if (q->stopped) {
+			ret = gdb_continue(q->gdb);
+			if (ret < 0)
+				return QEMU_RUN_GUEST_GONE;
+			q->stopped = false;
+			invalidate_regs(q);
+		}
+		ret = gdb_wait_stop(q->gdb, POLL_MS, &st);
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret < 0 || st.kind != GDB_STOP_SIGNAL)
+			return QEMU_RUN_GUEST_GONE;
+		q->stopped = true;
+		if (handle_stop(q, &st) < 0)
+			return QEMU_RUN_ERROR;
+	}
+}
+
+int target_qemu_run_for(struct target_qemu *q, int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	int ret;
+
+	if (q->stopped) {
+		ret = gdb_continue(q->gdb);
+		if (ret < 0)
+			return -ESRCH;
+		q->stopped = false;
+		invalidate_regs(q);
+	}
+	nanosleep(&ts, NULL);
+	return stop_vm(q);
+}
+
+int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	return access_virt(ctx, 0, gva, buf, len, false);
+}
+
+void target_qemu_close(struct target_qemu *q)
+{
+	qemu_mem_close(&q->mem);
+}

@@ -1,0 +1,85 @@
+/* The target interface on a running QEMU: breakpoints, stops and registers through QEMU's gdbstub
+ * (all-stop: a hit stops every vCPU, the host handles it, the VM continues), guest memory through the
+ * QEMU process (/proc/PID/mem) and the guest's own page tables. The gdbstub's Z0 breakpoints are owned by
+ * QEMU, which removes them itself if the connection drops. */
+#ifndef HVT_TARGET_QEMU_H
+#define HVT_TARGET_QEMU_H
+
+#include "host/qemu/gdbstub.h"
+#include "host/qemu/qemu_mem.h"
+#include "host/trace/target.h"
+#include "vmi/vmi_task.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define QEMU_TLB_ENTRIES 8
+
+/* A translation cache entry: guest-virtual page -> guest-physical page, under one CR3. */
+struct qemu_tlb {
+	uint64_t cr3, vpage, ppage;
+	bool valid;
+};
+
+struct qemu_cpu {
+	int thread;	       /* gdbstub thread id */
+	struct qemu_tlb tlb[QEMU_TLB_ENTRIES]; /* emptied at every stop: page tables may change */
+	uint64_t tlb_hits, tlb_walks;
+	struct x86_regs regs;  /* valid while the VM is stopped, once fetched */
+	uint64_t cr3, cr4;
+	bool regs_valid;
+	bool rip_dirty;
+};
+
+struct target_qemu {
+	struct target t;
+	struct gdb *gdb; /* borrowed, connected */
+	struct qemu_mem mem;
+	struct qemu_cpu cpu[VMI_MAX_CPUS];
+	bool stopped;
+	target_bp_fn bp;
+	void *bp_ctx;
+	uint64_t stops, hits; /* statistics */
+
+	/* stub probes: where they may live (target_qemu_set_stub_area), what stub_map changed */
+	uint64_t stub_phys_lo, stub_phys_hi, stub_va;
+	uint64_t kcr3; /* kernel page tables for read_kernel, captured by stub_map */
+	bool kla57;
+	uint64_t pde_gpa;		 /* the page-directory entry stub_map filled, 0: none */
+	uint8_t *saved;			 /* the guest bytes the stub's memory held before */
+	uint64_t saved_gpa, saved_len;
+	bool phys_mode; /* the gdbstub's memory packets take physical addresses now */
+};
+
+/* Result of target_qemu_run. */
+enum qemu_run_end { QEMU_RUN_STOP_ASKED, QEMU_RUN_GUEST_GONE, QEMU_RUN_ERROR };
+
+/* Binds @q to the connected gdbstub @gdb of QEMU process @pid with @ram_size bytes of RAM: lists the
+ * vCPUs, opens the guest RAM (through the gdbstub's physical mode when @gdb_memory, or when the QEMU
+ * process's memory cannot be opened), and stops the VM. Returns 0 or a negative errno with @err. */
+int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t ram_size,
+		     bool gdb_memory, char *err, size_t errlen);
+
+/* Lets the VM run, handing every breakpoint stop to the registered callback, until @should_stop (polled
+ * at least every 50 ms) says so (the VM is then left stopped) or the guest is gone. Main thread. */
+enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(void *ctx), void *ctx);
+
+/* Lets the VM run for @ms milliseconds, then stops it again (for polling a booting guest). 0 or -errno;
+ * -ESRCH when the guest is gone. */
+int target_qemu_run_for(struct target_qemu *q, int ms);
+
+/* Kernel-address reads for vmi (vmi_linux_read_fn) through CPU 0's page tables. */
+int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len);
+
+/* Offers stub probes guest-physical [@phys_lo, @phys_hi) that the guest kernel never uses and the
+ * kernel address @va for mapping it (vmi_linux_stub_area). Without it, stub_map refuses. */
+void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
+			       uint64_t va);
+
+/* Where stub_map would place the stub's region (guest-physical), 0 without a stub area. */
+uint64_t target_qemu_stub_gpa(const struct target_qemu *q);
+
+void target_qemu_close(struct target_qemu *q);
+
+#endif

@@ -1,0 +1,69 @@
+#include "host/qemu/tcp.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <time.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int tcp_connect(const char *host, const char *service, int *gai_err)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res, *ai;
+	int fd = -1, rc;
+
+	*gai_err = getaddrinfo(host, service, &hints, &res);
+	if (*gai_err)
+		return -EHOSTUNREACH;
+	rc = -ECONNREFUSED;
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd < 0) {
+			rc = -errno;
+			continue;
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		rc = -errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return fd >= 0 ? fd : rc;
+}
+
+int64_t tcp_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+ssize_t tcp_read_until(int fd, void *buf, size_t len, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int wait = -1, rc;
+		ssize_t r;
+
+		if (deadline >= 0) {
+			int64_t left = deadline - tcp_now_ms();
+
+			wait = left > 0 ? (int)left : 0;
+		}
+		rc = poll(&pfd, 1, wait);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			return -errno;
+		if (rc == 0)
+			return -ETIMEDOUT;
+		r = read(fd, buf, len);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r == 0 || (r < 0 && errno == ECONNRESET))
+			return -ECONNRESET;
+		return r < 0 ? -errno : r;
+	}
+}

@@ -1,0 +1,451 @@
+#include "host/trace/fevent.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- parsing ------------------------------------------------------------------------------------ */
+
+struct parser {
+	const char *s;
+	size_t i;
+	char *err;
+	size_t errlen;
+	size_t *pos;
+};
+
+static int fail(struct parser *p, size_t at, const char *fmt, const char *what)
+{
+	snprintf(p->err, p->errlen, fmt, what);
+	*p->pos = at;
+	return -EINVAL;
+}
+
+static void skip_ws(struct parser *p)
+{
+	while (p->s[p->i] == ' ' || p->s[p->i] == '\t')
+		p->i++;
+}
+
+/* An identifier into @out (at most @len - 1 characters). Returns its length, 0 if none. */
+static size_t ident(struct parser *p, char *out, size_t len)
+{
+	size_t n = 0;
+
+	if (!isalpha((unsigned char)p->s[p->i]) && p->s[p->i] != '_')
+		return 0;
+	while (isalnum((unsigned char)p->s[p->i]) || p->s[p->i] == '_' || p->s[p->i] == '.') {
+		if (n + 1 < len)
+			out[n] = p->s[p->i];
+		n++;
+		p->i++;
+	}
+	out[n < len ? n : len - 1] = 0;
+	return n;
+}
+
+static int number(struct parser *p, int64_t *v)
+{
+	char *end;
+	size_t at = p->i;
+
+	errno = 0;
+	*v = strtoll(p->s + p->i, &end, 0);
+	if (end == p->s + p->i || errno)
+		return fail(p, at, "%s", "expected a number");
+	p->i = (size_t)(end - p->s);
+	return 0;
+}
+
+struct type_name {
+	const char *name;
+	enum fe_kind kind;
+	unsigned size;
+};
+
+static const struct type_name types[] = {
+	{"char", FE_SIGNED, 1},	   {"short", FE_SIGNED, 2},   {"int", FE_SIGNED, 4},
+	{"long", FE_SIGNED, 8},	   {"s8", FE_SIGNED, 1},      {"s16", FE_SIGNED, 2},
+	{"s32", FE_SIGNED, 4},	   {"s64", FE_SIGNED, 8},     {"u8", FE_UNSIGNED, 1},
+	{"u16", FE_UNSIGNED, 2},   {"u32", FE_UNSIGNED, 4},   {"u64", FE_UNSIGNED, 8},
+	{"x8", FE_HEX, 1},	   {"x16", FE_HEX, 2},	      {"x32", FE_HEX, 4},
+	{"x64", FE_HEX, 8},	   {"symbol", FE_SYMBOL, 8},  {"string", FE_STRING, 1},
+};
+
+/* The type words at the start of a field: "unsigned long", "x8", "char", ... Sets *@is_char for the
+ * spellings "char" and "unsigned char" (whose arrays are strings). */
+static int parse_type(struct parser *p, struct fe_field *f, bool *is_char)
+{
+	char word[32];
+	size_t at = p->i;
+	bool is_unsigned = false;
+
+	if (!ident(p, word, sizeof(word)))
+		return fail(p, at, "%s", "expected a type");
+	if (!strcmp(word, "unsigned")) {
+		size_t save = p->i;
+
+		is_unsigned = true;
+		skip_ws(p);
+		at = p->i;
+		if (!ident(p, word, sizeof(word)) ||
+		    (strcmp(word, "char") && strcmp(word, "short") && strcmp(word, "int") &&
+		     strcmp(word, "long"))) {
+			/* plain "unsigned" is unsigned int, and what followed is the name */
+			p->i = save;
+			strcpy(word, "int");
+		}
+	}
+	*is_char = !strcmp(word, "char");
+	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++)
+		if (!strcmp(word, types[k].name)) {
+			f->kind = types[k].kind;
+			f->size = types[k].size;
+			if (is_unsigned && f->kind == FE_SIGNED)
+				f->kind = FE_UNSIGNED;
+			return 0;
+		}
+	return fail(p, at, "unknown type '%s'", word);
+}
+
+/* One field: type, optional [N], name, optional [K], then +off / [K] steps. */
+static int parse_field(struct parser *p, struct fe_field *f, unsigned arg)
+{
+	size_t at;
+	int64_t v;
+	bool is_char;
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	f->arg = arg;
+	ret = parse_type(p, f, &is_char);
+	if (ret < 0)
+		return ret;
+	skip_ws(p);
+	if (p->s[p->i] == '[') {
+		at = p->i++;
+		if (number(p, &v) < 0)
+			return -EINVAL;
+		if (v < 1 || v > (is_char ? FE_MAX_STRING : FE_MAX_ARRAY))
+			return fail(p, at + 1, "%s", "array length out of range");
+		if (p->s[p->i] != ']')
+			return fail(p, p->i, "%s", "expected ']'");
+		p->i++;
+		if (f->kind == FE_STRING || f->kind == FE_SYMBOL)
+			return fail(p, at, "%s", "no arrays of this type");
+		f->count = (unsigned)v;
+		/* char[N] and unsigned char[N] are strings of N bytes (u8[N] stays numbers) */
+		if (is_char)
+			f->kind = FE_CHARS;
+		f->memory = true;
+	}
+	skip_ws(p);
+	at = p->i;
+	if (!ident(p, f->name, sizeof(f->name)))
+		return fail(p, at, "%s", "expected a field name");
+	if (strlen(f->name) + 1 >= sizeof(f->name))
+		return fail(p, at, "%s", "field name too long");
+	if (f->kind == FE_STRING)
+		f->memory = true;
+	/* name[K]: index into what the argument points to */
+	if (p->s[p->i] == '[') {
+		at = p->i++;
+		if (number(p, &v) < 0)
+			return -EINVAL;
+		if (p->s[p->i] != ']')
+			return fail(p, p->i, "%s", "expected ']'");
+		p->i++;
+		f->steps[f->nr_steps++] = (struct fe_step){.offset = v * (int64_t)f->size};
+		f->memory = true;
+	}
+	/* +off and [K] dereferences */
+	while (p->s[p->i] == '+' || p->s[p->i] == '-' || p->s[p->i] == '[') {
+		struct fe_step st = {0};
+
+		at = p->i;
+		if (f->nr_steps == FE_MAX_STEPS)
+			return fail(p, at, "%s", "too many offsets and dereferences");
+		if (p->s[p->i] == '[') {
+			p->i++;
+			if (number(p, &v) < 0)
+				return -EINVAL;
+			if (p->s[p->i] != ']')
+				return fail(p, p->i, "%s", "expected ']'");
+			p->i++;
+			st.deref = true;
+			st.offset = v;
+		} else {
+			bool neg = p->s[p->i] == '-';
+
+			p->i++;
+			if (number(p, &v) < 0)
+				return -EINVAL;
+			st.offset = neg ? -v : v;
+		}
+		f->steps[f->nr_steps++] = st;
+		f->memory = true;
+	}
+	/* a chain ending in a dereference already holds the value for a scalar */
+	if (f->nr_steps && f->steps[f->nr_steps - 1].deref && !f->count && f->kind != FE_STRING)
+		f->memory = false;
+	return 0;
+}
+
+int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, size_t *pos)
+{
+	struct parser p = {.s = text, .err = err, .errlen = errlen, .pos = pos};
+	size_t at;
+	int ret;
+
+	memset(spec, 0, sizeof(*spec));
+	*pos = 0;
+	skip_ws(&p);
+	at = p.i;
+	if (!ident(&p, spec->func, sizeof(spec->func)))
+		return fail(&p, at, "%s", "expected a function name");
+	skip_ws(&p);
+	if (text[p.i] != '(')
+		return fail(&p, p.i, "%s", "expected '('");
+	p.i++;
+	skip_ws(&p);
+	if (text[p.i] == ')') {
+		p.i++;
+	} else {
+		for (;;) {
+			char word[8];
+			size_t save;
+
+			skip_ws(&p);
+			save = p.i;
+			if (ident(&p, word, sizeof(word)) == 4 && !strcmp(word, "NULL")) {
+				/* NULL skips an argument */
+			} else {
+				p.i = save;
+				for (;;) {
+					if (spec->nr_fields == FE_MAX_FIELDS)
+						return fail(&p, p.i, "%s", "too many fields");
+					ret = parse_field(&p, &spec->fields[spec->nr_fields],
+							  spec->nr_args);
+					if (ret < 0)
+						return ret;
+					for (unsigned k = 0; k < spec->nr_fields; k++)
+						if (!strcmp(spec->fields[k].name,
+							    spec->fields[spec->nr_fields].name))
+							return fail(&p, save, "%s",
+								    "duplicate field name");
+					spec->nr_fields++;
+					skip_ws(&p);
+					if (text[p.i] != '|')
+						break;
+					p.i++;
+					skip_ws(&p);
+				}
+			}
+			spec->nr_args++;
+			skip_ws(&p);
+			if (text[p.i] == ',') {
+				p.i++;
+				continue;
+			}
+			if (text[p.i] == ')') {
+				p.i++;
+				break;
+			}
+			return fail(&p, p.i, "%s", "expected ',' or ')'");
+		}
+	}
+	skip_ws(&p);
+	if (text[p.i])
+		return fail(&p, p.i, "%s", "unexpected text after ')'");
+	return 0;
+}
+
+void fe_format_error(char *buf, size_t len, const char *text, size_t pos, const char *reason)
+{
+	snprintf(buf, len, "%s\n%*s^ %s", text, (int)pos, "", reason);
+}
+
+/* ---- capture (vCPU thread) ---------------------------------------------------------------------- */
+
+/* Payload per field: one status byte (0 ok, 1 fault) and the field's data. */
+static size_t field_data_size(const struct fe_field *f)
+{
+	switch (f->kind) {
+	case FE_STRING: return FE_MAX_STRING;
+	case FE_CHARS: return f->count;
+	default: return f->count ? (size_t)f->count * f->size : 8;
+	}
+}
+
+size_t fe_payload_size(const struct fe_spec *spec)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < spec->nr_fields; i++)
+		n += 1 + field_data_size(&spec->fields[i]);
+	return n;
+}
+
+uint64_t fe_arg(const struct x86_regs *regs, unsigned n, fe_read_fn read, void *ctx)
+{
+	uint64_t v = 0;
+
+	if (n < X86_NR_REG_ARGS)
+		return x86_reg_arg(regs, n);
+	/* at the entry: [rsp] is the return address, stack arguments follow */
+	if (read(ctx, regs->rsp + 8 * (n - X86_NR_REG_ARGS + 1), &v, 8) < 0)
+		return 0;
+	return v;
+}
+
+static void capture_field(const struct fe_field *f, uint64_t base, fe_read_fn read, void *ctx,
+			  uint8_t *out)
+{
+	size_t size = field_data_size(f);
+	uint8_t *data = out + 1;
+
+	*out = 0;
+	memset(data, 0, size);
+	for (unsigned s = 0; s < f->nr_steps; s++) {
+		if (f->steps[s].deref) {
+			if (read(ctx, base + 8 * (uint64_t)f->steps[s].offset, &base, 8) < 0)
+				goto fault;
+		} else {
+			base += (uint64_t)f->steps[s].offset;
+		}
+	}
+	if (!f->memory) {
+		memcpy(data, &base, 8);
+		return;
+	}
+	if (f->kind == FE_STRING) {
+		/* NUL-terminated, bounded; read up to a page boundary at a time */
+		size_t got = 0;
+
+		while (got < FE_MAX_STRING - 1) {
+			size_t chunk = 4096 - ((base + got) & 4095);
+
+			if (chunk > FE_MAX_STRING - 1 - got)
+				chunk = FE_MAX_STRING - 1 - got;
+			if (read(ctx, base + got, data + got, chunk) < 0) {
+				if (!got)
+					goto fault;
+				break;
+			}
+			if (memchr(data + got, 0, chunk))
+				break;
+			got += chunk;
+		}
+		data[FE_MAX_STRING - 1] = 0;
+		return;
+	}
+	if (read(ctx, base, data, f->count ? size : f->size) == 0)
+		return;
+fault:
+	*out = 1;
+}
+
+bool fe_registers_only(const struct fe_spec *spec)
+{
+	for (unsigned i = 0; i < spec->nr_fields; i++)
+		if (spec->fields[i].memory || spec->fields[i].arg >= 6)
+			return false;
+	return true;
+}
+
+void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, fe_read_fn read, void *ctx,
+		uint8_t *payload)
+{
+	for (unsigned i = 0; i < spec->nr_fields; i++) {
+		const struct fe_field *f = &spec->fields[i];
+
+		capture_field(f, fe_arg(regs, f->arg, read, ctx), read, ctx, payload);
+		payload += 1 + field_data_size(f);
+	}
+}
+
+/* ---- formatting (writer thread) ----------------------------------------------------------------- */
+
+static uint64_t element(const uint8_t *data, unsigned size, bool sign)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, data, size);
+	if (sign && size < 8 && (v >> (8 * size - 1)) & 1)
+		v |= ~0ull << (8 * size);
+	return v;
+}
+
+static int format_value(char *buf, size_t len, const struct fe_field *f, const uint8_t *data,
+			const struct vmi_symtab *syms)
+{
+	uint64_t v = element(data, f->memory || f->count ? f->size : 8, false);
+	const struct vmi_sym *s;
+
+	switch (f->kind) {
+	case FE_SIGNED:
+		return snprintf(buf, len, "%" PRId64, (int64_t)element(data, f->size, true));
+	case FE_UNSIGNED:
+		return snprintf(buf, len, "%" PRIu64, element(data, f->size, false));
+	case FE_HEX:
+		return snprintf(buf, len, "%" PRIx64, element(data, f->size, false));
+	case FE_SYMBOL:
+		v = element(data, 8, false);
+		if (!v)
+			return snprintf(buf, len, "(null)");
+		s = syms ? vmi_symtab_lookup(syms, v) : NULL;
+		if (!s)
+			return snprintf(buf, len, "0x%" PRIx64, v);
+		return snprintf(buf, len, "%s+0x%" PRIx64 "/0x%" PRIx64, s->name, v - s->addr,
+				s->size);
+	default:
+		return 0;
+	}
+}
+
+int fe_format(char *buf, size_t len, const struct fe_spec *spec, const uint8_t *payload,
+	      const struct vmi_symtab *syms)
+{
+	size_t n = 0;
+
+#define ADD(...)                                                              \
+	do {                                                                  \
+		int k_ = snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__); \
+		if (k_ > 0)                                                   \
+			n += (size_t)k_;                                      \
+	} while (0)
+	if (len)
+		buf[0] = 0;
+	for (unsigned i = 0; i < spec->nr_fields; i++) {
+		const struct fe_field *f = &spec->fields[i];
+		const uint8_t *data = payload + 1;
+
+		ADD("%s%s=", i ? ", " : "", f->name);
+		if (*payload) {
+			ADD("(fault)");
+		} else if (f->kind == FE_STRING || f->kind == FE_CHARS) {
+			size_t max = f->kind == FE_STRING ? FE_MAX_STRING : f->count;
+			size_t l = strnlen((const char *)data, max);
+
+			ADD("%.*s", (int)l, (const char *)data);
+		} else if (f->count) {
+			for (unsigned k = 0; k < f->count; k++) {
+				char v[32];
+
+				format_value(v, sizeof(v), f, data + (size_t)k * f->size, syms);
+				ADD("%s%s", k ? "," : "", v);
+			}
+		} else {
+			char v[160];
+
+			format_value(v, sizeof(v), f, data, syms);
+			ADD("%s", v);
+		}
+		payload += 1 + field_data_size(f);
+	}
+#undef ADD
+	return (int)(n < len ? n : (len ? len - 1 : 0));
+}

@@ -1,0 +1,76 @@
+/* Function-based events (seed 003): a pseudo-prototype `func(type name, ...)` saying which argument
+ * registers and which guest memory to record at a function's entry, and how to print them. Parsing and
+ * printing are pure; reading the values is done by the caller through a reader (guest memory). */
+#ifndef HVT_FEVENT_H
+#define HVT_FEVENT_H
+
+#include "arch/x86/x86_regs.h"
+#include "vmi/vmi_symtab.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FE_MAX_FIELDS 16
+#define FE_MAX_STEPS 8
+#define FE_MAX_ARRAY 64
+#define FE_MAX_STRING 128
+#define FE_NAME_LEN 32
+
+enum fe_kind { FE_SIGNED, FE_UNSIGNED, FE_HEX, FE_SYMBOL, FE_STRING, FE_CHARS };
+
+/* One step of an address chain: add @offset, or (deref) read the pointer at base + 8 * @offset. */
+struct fe_step {
+	int64_t offset;
+	bool deref;
+};
+
+struct fe_field {
+	char name[FE_NAME_LEN];
+	enum fe_kind kind;
+	unsigned size;	/* element size in bytes: 1, 2, 4, 8 */
+	unsigned count; /* type[N] arrays and char[N]: N; scalars: 0 */
+	unsigned arg;	/* argument position (0-based, NULLs count) */
+	bool memory;	/* the value is read from guest memory at the chain's address */
+	unsigned nr_steps;
+	struct fe_step steps[FE_MAX_STEPS];
+};
+
+struct fe_spec {
+	char func[128];
+	unsigned nr_args; /* positions, including NULL ones */
+	unsigned nr_fields;
+	struct fe_field fields[FE_MAX_FIELDS];
+};
+
+/* Parses @text. Returns 0, or -EINVAL with the reason in @err and the byte offset of the offending
+ * character in *@pos. Pure; any thread. */
+int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, size_t *pos);
+
+/* The one-line error display: the spec, then a caret under @pos, then the reason. */
+void fe_format_error(char *buf, size_t len, const char *text, size_t pos, const char *reason);
+
+/* Reads @len bytes of guest memory at @gva. 0 or a negative errno. */
+typedef int (*fe_read_fn)(void *ctx, uint64_t gva, void *buf, size_t len);
+
+/* Value of argument @n (0-based): registers, then the stack above the return address. */
+uint64_t fe_arg(const struct x86_regs *regs, unsigned n, fe_read_fn read, void *ctx);
+
+/* True if every field of @spec comes from the argument registers alone (no guest memory, no stack
+ * argument), so it can be captured from registers saved earlier (stub probes). Pure. */
+bool fe_registers_only(const struct fe_spec *spec);
+
+/* Bytes fe_capture writes for @spec. Pure. */
+size_t fe_payload_size(const struct fe_spec *spec);
+
+/* At the function's entry (vCPU thread): copies each field's raw value (registers, guest memory through
+ * the address chains) into @payload, fe_payload_size bytes. No formatting, no allocation. */
+void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, fe_read_fn read, void *ctx,
+		uint8_t *payload);
+
+/* Writer thread: "name=value, name=value" from a captured @payload; a field whose memory could not be
+ * read prints "(fault)". Returns the length. Pure. */
+int fe_format(char *buf, size_t len, const struct fe_spec *spec, const uint8_t *payload,
+	      const struct vmi_symtab *syms);
+
+#endif

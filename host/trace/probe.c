@@ -1,0 +1,126 @@
+#include "host/trace/probe.h"
+#include "arch/x86/x86_insn.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites, size_t n)
+{
+	uint64_t size = 16;
+
+	memset(t, 0, sizeof(*t));
+	while (size < n * 2)
+		size <<= 1;
+	t->v = calloc(n ? n : 1, sizeof(*t->v));
+	t->slots = calloc(size, sizeof(*t->slots));
+	if (!t->v || !t->slots) {
+		probe_table_free(t);
+		return -ENOMEM;
+	}
+	t->mask = size - 1;
+	t->shift = 64 - (unsigned)__builtin_ctzll(size);
+	for (size_t i = 0; i < n; i++) {
+		struct probe *p = &t->v[t->nr];
+		uint64_t h;
+
+		if (probe_lookup(t, sites[i]->addr))
+			continue;
+		p->addr = sites[i]->addr;
+		p->func = sites[i]->func;
+		p->id = (uint32_t)t->nr;
+		h = probe_hash(t, p->addr);
+		while (t->slots[h & t->mask])
+			h++;
+		t->slots[h & t->mask] = (uint32_t)++t->nr;
+	}
+	return 0;
+}
+
+void probe_table_free(struct probe_table *t)
+{
+	free(t->v);
+	free(t->slots);
+	memset(t, 0, sizeof(*t));
+}
+
+int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < t->nr; i++) {
+		struct probe *p = &t->v[i];
+		struct vmi_site site = {.addr = p->addr, .func = p->func};
+		uint8_t bytes[X86_NOP5_LEN];
+		int ret;
+
+		if (tgt->ops->read_virt(tgt, 0, p->addr, bytes, sizeof(bytes)) < 0) {
+			snprintf(err, errlen, "%s: site 0x%" PRIx64 " is not mapped in the guest",
+				 p->func->name, p->addr);
+			return -EFAULT;
+		}
+		ret = vmi_site_check(&site, bytes, err, errlen);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int probe_insert(struct probe *p, struct target *tgt)
+{
+	int ret;
+
+	if (p->inserted)
+		return 0;
+	ret = tgt->ops->insert_bp(tgt, p->addr, &p->orig);
+	if (ret == 0)
+		p->inserted = true;
+	return ret;
+}
+
+int probe_remove(struct probe *p, struct target *tgt)
+{
+	int ret;
+
+	if (!p->inserted)
+		return 0;
+	ret = tgt->ops->remove_bp(tgt, p->addr, p->orig);
+	if (ret == 0)
+		p->inserted = false;
+	return ret;
+}
+
+int probe_insert_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen)
+{
+	int ret = probe_verify_all(t, tgt, err, errlen);
+
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < t->nr; i++) {
+		struct probe *p = &t->v[i];
+
+		if (p->stub)
+			continue;
+		ret = probe_insert(p, tgt);
+		if (ret < 0) {
+			snprintf(err, errlen, "%s: writing INT3 at 0x%" PRIx64 " failed: %s",
+				 p->func->name, p->addr, strerror(-ret));
+			probe_remove_all(t, tgt);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int probe_remove_all(struct probe_table *t, struct target *tgt)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < t->nr; i++) {
+		int r = probe_remove(&t->v[i], tgt);
+
+		if (r < 0 && !ret)
+			ret = r;
+	}
+	return ret;
+}

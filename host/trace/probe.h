@@ -1,0 +1,71 @@
+/* Trap probes: one per patched site, found by address in O(1) without locks or allocation. The table
+ * is built before the guest runs and never changes shape while it does; only flags change. */
+#ifndef HVT_PROBE_H
+#define HVT_PROBE_H
+
+#include "host/trace/target.h"
+#include "vmi/vmi_sites.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct probe {
+	uint64_t addr;
+	const struct vmi_sym *func; /* borrowed */
+	uint32_t id;
+	uint8_t orig;  /* the byte INT3 replaced */
+	bool inserted; /* INT3 is in guest memory now */
+	bool stub;     /* a stub probe: CALL rel32 into the guest stub instead of INT3 */
+	bool patched;  /* stub: the CALL is in guest memory now */
+	uint8_t nop[5]; /* stub: the NOP5 the CALL replaced */
+};
+
+struct probe_table {
+	struct probe *v;
+	size_t nr;
+	uint32_t *slots; /* open addressing: probe index + 1, 0 = empty */
+	uint64_t mask;
+	unsigned shift; /* 64 - log2(table size): the hash takes the product's top bits */
+};
+
+/* Fibonacci hashing of a site address into the table. */
+static inline uint64_t probe_hash(const struct probe_table *t, uint64_t addr)
+{
+	return (addr * 0x9e3779b97f4a7c15ull) >> t->shift;
+}
+
+/* Builds one probe per site in @sites[0..n). Returns 0 or -ENOMEM. */
+int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites, size_t n);
+void probe_table_free(struct probe_table *t);
+
+/* The probe at @addr or NULL. Any thread; wait-free. */
+static inline struct probe *probe_lookup(const struct probe_table *t, uint64_t addr)
+{
+	for (uint64_t i = probe_hash(t, addr) & t->mask;; i = (i + 1) & t->mask) {
+		uint32_t s = t->slots[i];
+
+		if (!s)
+			return NULL;
+		if (t->v[s - 1].addr == addr)
+			return &t->v[s - 1];
+	}
+}
+
+/* Verifies every site holds a NOP5 in guest memory. Returns 0, or -EFAULT / -EILSEQ with @err naming the
+ * site. Changes nothing. */
+int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen);
+
+/* Writes INT3 on one verified probe's site / puts its byte back; no-ops when already so. 0 or -errno. */
+int probe_insert(struct probe *p, struct target *tgt);
+int probe_remove(struct probe *p, struct target *tgt);
+
+/* Verifies every site holds a NOP5 in guest memory, then writes INT3 on each that is not a stub probe.
+ * On any error nothing stays patched and @err names the site. Not from a hit callback. */
+int probe_insert_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen);
+
+/* Restores every inserted probe's byte. Returns 0 or the first error (it still tries all). Call with the
+ * target paused or not running. */
+int probe_remove_all(struct probe_table *t, struct target *tgt);
+
+#endif

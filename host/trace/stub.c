@@ -1,0 +1,321 @@
+#include "host/trace/stub.h"
+#include "arch/x86/x86_insn.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The stub's bytes, assembled into this binary as data (guest-stub/stub.S). */
+extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
+	hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_entry_root[],
+	hvt_stub_entry_root_args[], hvt_stub_ret[], hvt_stub_end[];
+
+#define PAGE	   4096ull
+#define CALL_REL32 0xe8
+
+static uint64_t pow2_floor(uint64_t v)
+{
+	return v ? 1ull << (63 - __builtin_clzll(v)) : 0;
+}
+
+static uint64_t fixed_size(void)
+{
+	return STUB_RINGS_OFF;
+}
+
+static uint64_t rings_gpa(const struct stub *s)
+{
+	return s->reg.gpa + STUB_RINGS_OFF;
+}
+
+static uint64_t ringhdr_gpa(const struct stub *s, unsigned cpu)
+{
+	return s->reg.gpa + STUB_RINGHDR_OFF + (uint64_t)cpu * STUB_RINGHDR_SIZE;
+}
+
+static uint64_t stacks_off(const struct stub *s)
+{
+	uint64_t end = STUB_RINGS_OFF + s->nr_cpus * s->ring_records * STUB_REC_SIZE;
+
+	return (end + PAGE - 1) & ~(PAGE - 1);
+}
+
+static int put_header(struct stub *s, const struct stub_guest *g)
+{
+	uint64_t h[PAGE / 8];
+
+	memset(h, 0, sizeof(h));
+	h[H_MAGIC / 8] = STUB_MAGIC;
+	h[H_NR_CPUS / 8] = s->nr_cpus;
+	h[H_RING_MASK / 8] = s->ring_records - 1;
+	h[H_CPU_GS_OFF / 8] = g->cpu_gs_off;
+	h[H_RINGS / 8] = s->reg.gva + STUB_RINGS_OFF;
+	h[H_STACKS / 8] = s->reg.gva + stacks_off(s);
+	h[H_STACKS_MASK / 8] = s->nr_stacks ? s->nr_stacks - 1 : 0;
+	h[H_STACK_SHIFT / 8] = g->stack_shift;
+	h[H_RET / 8] = s->ret;
+	h[H_GRAPH / 8] = g->graph;
+	h[H_GRAPH / 8] = g->graph;
+	h[H_MAX_DEPTH / 8] = g->max_depth < STUB_STACK_DEPTH ? g->max_depth : STUB_STACK_DEPTH;
+	for (unsigned c = 0; g->task && g->task->valid && c < s->nr_cpus && c < VMI_MAX_CPUS; c++)
+		h[H_CUR_SLOTS / 8 + c] = g->task->current_slot[c];
+	return s->tgt->ops->write_phys(s->tgt, s->reg.gpa + STUB_HDR_OFF, h, sizeof(h));
+}
+
+/* Zeroes guest-physical [gpa, gpa + len). */
+static int zero_phys(struct target *tgt, uint64_t gpa, uint64_t len)
+{
+	static const uint8_t zero[PAGE];
+
+	for (uint64_t off = 0; off < len; off += PAGE) {
+		uint64_t n = len - off < PAGE ? len - off : PAGE;
+		int ret = tgt->ops->write_phys(tgt, gpa + off, zero, n);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+bool stub_live_at(struct target *tgt, uint64_t gpa)
+{
+	uint64_t magic = 0;
+
+	return tgt->ops->read_phys &&
+	       tgt->ops->read_phys(tgt, gpa + STUB_HDR_OFF + H_MAGIC, &magic, 8) == 0 &&
+	       magic == STUB_MAGIC;
+}
+
+int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool returns,
+	       const struct stub_guest *g, uint64_t lo, uint64_t hi, char *err, size_t errlen)
+{
+	uint64_t code = (uint64_t)(hvt_stub_end - hvt_stub_start);
+	uint64_t per_cpu = STUB_REC_SIZE * (uint64_t)nr_cpus;
+	uint64_t stacks = returns ? STUB_STACKS_MIN * STUB_STACK_SIZE : 0;
+	uint64_t min = fixed_size() + per_cpu * STUB_RING_RECORDS_MIN + PAGE + stacks;
+	uint64_t want = fixed_size() + per_cpu * STUB_RING_RECORDS_MAX + PAGE +
+			(returns ? STUB_STACKS_MAX * STUB_STACK_SIZE : 0);
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->tgt = tgt;
+	s->nr_cpus = nr_cpus;
+	if (!tgt->ops->stub_map) {
+		snprintf(err, errlen, "the %s target cannot place stub probes", tgt->name);
+		return -ENOTSUP;
+	}
+	if (nr_cpus > STUB_MAX_CPUS || code > PAGE) {
+		snprintf(err, errlen, "stub probes: %u CPUs (at most %u)", nr_cpus, STUB_MAX_CPUS);
+		return -ENOTSUP;
+	}
+	ret = tgt->ops->stub_map(tgt, lo, hi, min, want, &s->reg, err, errlen);
+	if (ret < 0)
+		return ret;
+	/* The stub of an earlier hvtrace that died with its guardian keeps working there on its own
+	 * (sites call it, return slots point into it): overwriting it would crash the guest. */
+	if (stub_live_at(tgt, s->reg.gpa)) {
+		tgt->ops->stub_unmap(tgt, &s->reg);
+		snprintf(err, errlen,
+			 "stub probes: the stub of an earlier hvtrace is still live in this guest at "
+			 "guest-physical 0x%" PRIx64 " (it was killed with its guardian); use --probe trap",
+			 s->reg.gpa);
+		return -EBUSY;
+	}
+	/* rings get what the shadow stacks leave, each a power of two of records */
+	uint64_t room = s->reg.size - fixed_size() - PAGE;
+
+	if (returns) {
+		s->nr_stacks = pow2_floor(room / 4 / STUB_STACK_SIZE);
+		if (s->nr_stacks > STUB_STACKS_MAX)
+			s->nr_stacks = STUB_STACKS_MAX;
+		if (s->nr_stacks < STUB_STACKS_MIN)
+			s->nr_stacks = STUB_STACKS_MIN;
+		room -= s->nr_stacks * STUB_STACK_SIZE;
+	}
+	s->ring_records = pow2_floor(room / per_cpu);
+	if (s->ring_records > STUB_RING_RECORDS_MAX)
+		s->ring_records = STUB_RING_RECORDS_MAX;
+	if (g->max_records && s->ring_records > pow2_floor(g->max_records))
+		s->ring_records = pow2_floor(g->max_records);
+	if (s->ring_records < STUB_RING_RECORDS_MIN)
+		s->ring_records = STUB_RING_RECORDS_MIN;
+	s->entry[0] = s->reg.gva + (uint64_t)(hvt_stub_entry - hvt_stub_start);
+	s->entry[1] = s->reg.gva + (uint64_t)(hvt_stub_entry_ret - hvt_stub_start);
+	s->entry[2] = s->reg.gva + (uint64_t)(hvt_stub_entry_args - hvt_stub_start);
+	s->entry[3] = s->reg.gva + (uint64_t)(hvt_stub_entry_ret_args - hvt_stub_start);
+	s->entry[5] = s->reg.gva + (uint64_t)(hvt_stub_entry_root - hvt_stub_start);
+	s->entry[7] = s->reg.gva + (uint64_t)(hvt_stub_entry_root_args - hvt_stub_start);
+	s->entry[5] = s->reg.gva + (uint64_t)(hvt_stub_entry_root - hvt_stub_start);
+	s->entry[7] = s->reg.gva + (uint64_t)(hvt_stub_entry_root_args - hvt_stub_start);
+	s->ret = s->reg.gva + (uint64_t)(hvt_stub_ret - hvt_stub_start);
+	ret = zero_phys(tgt, s->reg.gpa, stacks_off(s) + s->nr_stacks * STUB_STACK_SIZE);
+	if (ret == 0)
+		ret = tgt->ops->write_phys(tgt, s->reg.gpa + STUB_CODE_OFF, hvt_stub_start, code);
+	if (ret == 0)
+		ret = put_header(s, g);
+	if (ret < 0) {
+		tgt->ops->stub_unmap(tgt, &s->reg);
+		snprintf(err, errlen,
+			 "stub region at guest-physical 0x%" PRIx64 ": cannot write it",
+			 s->reg.gpa);
+		return ret;
+	}
+	s->placed = true;
+	return 0;
+}
+
+int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, bool root, uint8_t orig[5])
+{
+	struct target *tgt = s->tgt;
+	unsigned which = (hook || root) | args << 1 | root << 2;
+	int64_t rel = (int64_t)(s->entry[which] - (site + X86_NOP5_LEN));
+	uint8_t call[X86_NOP5_LEN] = {CALL_REL32};
+	int32_t rel32 = (int32_t)rel;
+
+	if (tgt->ops->read_virt(tgt, 0, site, orig, X86_NOP5_LEN) < 0)
+		return -EFAULT;
+	if (!x86_is_nop5(orig))
+		return -EILSEQ;
+	if (rel != rel32)
+		return -ERANGE;
+	memcpy(call + 1, &rel32, 4);
+	return tgt->ops->write_text(tgt, site, call, sizeof(call));
+}
+
+int stub_unpatch(struct stub *s, uint64_t site, const uint8_t orig[5])
+{
+	return s->tgt->ops->write_text(s->tgt, site, orig, X86_NOP5_LEN);
+}
+
+bool stub_owns_rip(const struct stub *s, uint64_t rip)
+{
+	return s->placed && rip >= s->reg.gva && rip < s->reg.gva + PAGE;
+}
+
+/* The address a return through @slot resumes at: the oldest frame's saved address for that slot
+ * that is not the return routine (tail calls stack several frames on one slot). */
+static uint64_t resolve(const struct stub *s, const struct stub_frame *f, uint64_t nr,
+			uint64_t slot)
+{
+	for (uint64_t i = 0; i < nr; i++)
+		if (f[i].slot == slot && f[i].orig != s->ret)
+			return f[i].orig;
+	return 0;
+}
+
+int stub_restore_slots(struct stub *s, bool clear)
+{
+	struct target *tgt = s->tgt;
+	uint64_t base = s->reg.gpa + stacks_off(s);
+	int first = 0;
+	uint8_t *buf;
+
+	if (!s->placed || !s->nr_stacks)
+		return 0;
+	buf = malloc(STUB_STACK_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < s->nr_stacks; i++) {
+		uint64_t gpa = base + i * STUB_STACK_SIZE, key, nr;
+		const struct stub_frame *f = (const struct stub_frame *)(buf + S_E);
+
+		if (tgt->ops->read_phys(tgt, gpa, buf, STUB_STACK_SIZE) < 0) {
+			first = first ? first : -EFAULT;
+			continue;
+		}
+		memcpy(&key, buf + S_KEY, 8);
+		memcpy(&nr, buf + S_NR, 8);
+		if (!key)
+			continue;
+		if (nr > STUB_STACK_DEPTH)
+			nr = STUB_STACK_DEPTH;
+		/* every frame whose slot still points at the return routine is a return handed back
+		 * (a tail call has several on one slot): which ones, before writing any */
+		bool hooked[STUB_STACK_DEPTH];
+
+		for (uint64_t k = 0; k < nr; k++) {
+			uint64_t cur;
+
+			hooked[k] = tgt->ops->read_virt(tgt, 0, f[k].slot, &cur, 8) == 0 &&
+				    cur == s->ret && resolve(s, f, nr, f[k].slot);
+		}
+		for (uint64_t k = 0; k < nr; k++) {
+			uint64_t orig = resolve(s, f, nr, f[k].slot);
+
+			if (!hooked[k])
+				continue;
+			if (tgt->ops->write_virt(tgt, 0, f[k].slot, &orig, 8) == 0)
+				s->restored_slots++;
+			else
+				first = first ? first : -EFAULT;
+		}
+		if (clear && zero_phys(tgt, gpa, S_E) < 0)
+			first = first ? first : -EFAULT;
+	}
+	free(buf);
+	return first;
+}
+
+void stub_unplace(struct stub *s)
+{
+	if (!s->placed)
+		return;
+	s->tgt->ops->stub_unmap(s->tgt, &s->reg);
+	s->placed = false;
+}
+
+unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max)
+{
+	uint64_t idx = s->tail[cpu], pos = idx & (s->ring_records - 1), h[3], n, first;
+	uint64_t base = rings_gpa(s) + cpu * s->ring_records * STUB_REC_SIZE;
+	unsigned k = 0;
+
+	if (s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, cpu), h, sizeof(h)) < 0)
+		return 0;
+	s->lost[cpu] = h[RH_LOST / 8];
+	n = h[RH_HEAD / 8] - idx;
+	if (n > max)
+		n = max;
+	if (n > s->ring_records)
+		n = s->ring_records;
+	if (!n)
+		return 0;
+	/* up to the end of the ring, then on from its start */
+	first = s->ring_records - pos < n ? s->ring_records - pos : n;
+	if (s->tgt->ops->read_phys(s->tgt, base + pos * STUB_REC_SIZE, buf, first * STUB_REC_SIZE) <
+		0 ||
+	    (n > first &&
+	     s->tgt->ops->read_phys(s->tgt, base, buf + first, (n - first) * STUB_REC_SIZE) < 0))
+		return 0;
+	while (k < n && buf[k].seq == (uint32_t)(idx + k + 1))
+		k++;
+	return k;
+}
+
+int stub_consume(struct stub *s, unsigned cpu, unsigned n)
+{
+	s->tail[cpu] += n;
+	return s->tgt->ops->write_phys(s->tgt, ringhdr_gpa(s, cpu) + RH_TAIL, &s->tail[cpu], 8);
+}
+
+void stub_counters(struct stub *s, struct stub_counters *out)
+{
+	uint64_t h[3];
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned c = 0; c < s->nr_cpus; c++) {
+		if (s->placed &&
+		    s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, c), h, sizeof(h)) == 0)
+			s->lost[c] = h[RH_LOST / 8];
+		out->lost += s->lost[c];
+	}
+	if (s->placed &&
+	    s->tgt->ops->read_phys(s->tgt, s->reg.gpa + STUB_HDR_OFF + H_BAD_CPU, h, 16) == 0) {
+		s->bad_cpu = h[0];
+		s->no_stack = h[1];
+	}
+	out->bad_cpu = s->bad_cpu;
+	out->no_stack = s->no_stack;
+}

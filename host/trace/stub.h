@@ -1,0 +1,90 @@
+/* Stub probes, guest side: places the stub (guest-stub/stub.S) in guest memory through the target,
+ * patches sites NOP5 <-> CALL rel32 into it, reads the records its per-CPU rings hold, and at
+ * detach hands every hooked return back. Record decoding belongs to the tracer (tracer_stub.c). */
+#ifndef HVT_STUB_H
+#define HVT_STUB_H
+
+#include "host/trace/target.h"
+#include "guest-stub/stub_abi.h"
+#include "vmi/vmi_task.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define STUB_RING_RECORDS_MAX 4096 /* per CPU */
+#define STUB_RING_RECORDS_MIN 64
+#define STUB_STACKS_MAX	      256
+#define STUB_STACKS_MIN	      16
+
+struct stub {
+	struct target *tgt; /* borrowed */
+	struct target_region reg;
+	bool placed;
+	unsigned nr_cpus;
+	uint64_t ring_records; /* per CPU */
+	uint64_t nr_stacks;    /* 0: no return hooks */
+	uint64_t entry[8]; /* GVAs of the entry routines: [hook | 2 * arguments | 4 * graph root] */
+	uint64_t ret;	   /* GVA of the return routine */
+	uint64_t tail[STUB_MAX_CPUS]; /* next index the host reads, per CPU */
+	uint64_t lost[STUB_MAX_CPUS]; /* the guest's count of events its ring had no room for, as
+					 last read */
+	uint64_t bad_cpu, no_stack;   /* the header's counters, as last read */
+	uint64_t restored_slots;      /* hooked returns handed back at detach */
+};
+
+/* Where the stub needs the CPU number and the running task. */
+struct stub_guest {
+	uint64_t cpu_gs_off;		    /* the u32 CPU number is at %gs:cpu_gs_off */
+	const struct vmi_task_layout *task; /* current-task slots, or NULL */
+	unsigned stack_shift;		    /* guest stacks are 1 << stack_shift aligned regions */
+	unsigned max_depth;   /* frames per shadow stack (the host's SHADOW_MAX_DEPTH) */
+	uint64_t max_records; /* at most this many records per CPU ring (0: no bound) */
+	bool graph;	      /* set_graph_function: only calls below a root are traced */
+};
+
+/* With the target paused: places and initialises the stub for @nr_cpus CPUs, reachable by CALL
+ * rel32 from every address in [@lo, @hi]; with @returns room for shadow stacks. Returns 0 or -errno
+ * with a reason in @err (-ENOTSUP: the target has no stub support). Main thread. */
+int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool returns,
+	       const struct stub_guest *g, uint64_t lo, uint64_t hi, char *err, size_t errlen);
+
+/* Whether the stub of an earlier hvtrace (killed together with its guardian) still lives at
+ * guest-physical @gpa, where a stub region would start. Any thread. */
+bool stub_live_at(struct target *tgt, uint64_t gpa);
+
+/* With the target paused: CALL rel32 into the stub at @site (its NOP5 saved in @orig, checked to be
+ * a NOP5 first), to the entry that also hooks the return when @hook, records the argument registers
+ * when @args, and starts a graph when @root (set_graph_function; implies @hook). 0, -EILSEQ (not a
+ * NOP5), -ERANGE (out of reach), -EFAULT. */
+int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, bool root, uint8_t orig[5]);
+
+/* With the target paused: puts @orig back at @site. 0 or -errno. */
+int stub_unpatch(struct stub *s, uint64_t site, const uint8_t orig[5]);
+
+/* True if @rip is inside the stub's code. */
+bool stub_owns_rip(const struct stub *s, uint64_t rip);
+
+/* With the target paused: writes the saved return address back into every guest stack slot that
+ * still points at the return routine; with @clear (only once no vCPU is inside the stub) also
+ * empties the shadow stacks. Returns 0 or the first error (it still tries all). */
+int stub_restore_slots(struct stub *s, bool clear);
+
+/* With the target paused and nothing left that can enter it: unmaps the stub. */
+void stub_unplace(struct stub *s);
+
+/* Up to @max committed, unread records of CPU @cpu, oldest first (across the end of the ring),
+ * copied into @buf. Returns how many (0 if none or unreadable). Only the drain thread. */
+unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max);
+
+/* Hands @n records of CPU @cpu back to the guest. 0 or -EFAULT. Only the drain thread. */
+int stub_consume(struct stub *s, unsigned cpu, unsigned n);
+
+/* Events the guest could not record (full rings, CPU numbers out of range, returns not hooked
+ * because their shadow stack was busy or full): sums of the guest's counters, as stub_read last saw
+ * them where the guest can no longer be read (a QEMU that exited). */
+struct stub_counters {
+	uint64_t lost, bad_cpu, no_stack;
+};
+void stub_counters(struct stub *s, struct stub_counters *out);
+
+#endif

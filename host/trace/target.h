@@ -1,0 +1,73 @@
+/* The one interface through which the tracer core reaches a guest. Implemented by the embedded VMM
+ * (target_kvm.c) and later by the QEMU attach backend. */
+#ifndef HVT_TARGET_H
+#define HVT_TARGET_H
+
+#include "arch/x86/x86_regs.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct target;
+struct target_region;
+
+/* Called on the thread that owns vCPU @cpu when it hits an INT3 at @addr. Returns 0 if the breakpoint is
+ * the tracer's (regs->rip then says where to resume), -ENOENT otherwise. Must not block for long. */
+typedef int (*target_bp_fn)(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs);
+
+struct target_ops {
+	/* Guest-virtual memory as vCPU @cpu sees it. 0 or -EFAULT. From that vCPU's hit callback, or from
+	 * any thread while the target is paused (or not yet started). */
+	int (*read_virt)(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len);
+	int (*write_virt)(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len);
+	/* Writes INT3 over the byte at @gva (saving it in *@orig) and checks it landed. 0 or -errno. */
+	int (*insert_bp)(struct target *t, uint64_t gva, uint8_t *orig);
+	/* Puts @orig back at @gva. 0 or -errno. */
+	int (*remove_bp)(struct target *t, uint64_t gva, uint8_t orig);
+	/* Stops all vCPUs (nesting) / lets them run again. Not from a hit callback. */
+	int (*pause)(struct target *t);
+	void (*resume)(struct target *t);
+	/* Registers of a vCPU while the target is paused: read, and write back for when it resumes. */
+	int (*get_regs)(struct target *t, unsigned cpu, struct x86_regs *regs);
+	int (*set_regs)(struct target *t, unsigned cpu, const struct x86_regs *regs);
+	/* Registers @fn as the breakpoint callback; before the guest runs. */
+	void (*set_bp_handler)(struct target *t, target_bp_fn fn, void *ctx);
+
+	/* Stub probes; all NULL on a target that cannot host them. */
+	/* While paused: finds guest memory the guest kernel never uses, at least @min and at most @want
+	 * bytes, and maps it executable in the guest's kernel page tables within +-2 GiB of every address
+	 * in [@lo, @hi]. Returns 0 with *@out filled, or -errno with a reason in @err. */
+	int (*stub_map)(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
+			struct target_region *out, char *err, size_t errlen);
+	/* While paused: undoes stub_map (nothing may run in the region any more). */
+	void (*stub_unmap)(struct target *t, const struct target_region *r);
+	/* Guest-physical memory, data only (code caches do not see writes). Any thread, any time.
+	 * 0 or -EFAULT. */
+	int (*read_phys)(struct target *t, uint64_t gpa, void *buf, size_t len);
+	int (*write_phys)(struct target *t, uint64_t gpa, const void *buf, size_t len);
+	/* While paused: writes guest text so that every vCPU executes the new bytes (QEMU/TCG: through a
+	 * path that invalidates translated code). 0 or -errno. */
+	int (*write_text)(struct target *t, uint64_t gva, const void *buf, size_t len);
+	/* Kernel-half guest-virtual reads from any thread while the guest runs (through page tables
+	 * captured when the target was paused). 0 or -EFAULT. */
+	int (*read_kernel)(struct target *t, uint64_t gva, void *buf, size_t len);
+	/* A guest TSC value and the host CLOCK_MONOTONIC ns at which it was current, and the guest TSC
+	 * rate; optional (NULL: the stub clock is anchored at its first records). While paused. */
+	int (*tsc_sync)(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *khz);
+};
+
+/* A region of guest memory placed for the stub. */
+struct target_region {
+	uint64_t gva, gpa, size;
+};
+
+struct target {
+	const struct target_ops *ops;
+	const char *name;
+	unsigned nr_cpus;
+	uint64_t trampoline; /* GVA of a guest-executable byte the tracer may own for returns, 0: none */
+	unsigned stack_shift; /* guest stacks are 1 << stack_shift aligned regions */
+	void *priv;	      /* backend state */
+};
+
+#endif

@@ -1,0 +1,560 @@
+#include "host/trace/tracer.h"
+#include "host/trace/clock.h"
+#include "arch/x86/x86_insn.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHADOW_STACKS 1024
+
+int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *const *sites, size_t n,
+		const struct vmi_task_layout *task, const struct tracer_opts *opts)
+{
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->arm_lock, NULL);
+	t->tgt = tgt;
+	t->opts = *opts;
+	/* stub probes cost nothing while no root is live: they stay in */
+	t->opts.lazy = opts->lazy && opts->graph_filter && opts->returns && !opts->stub;
+	t->nr_cpus = tgt->nr_cpus;
+	t->task = *task;
+	if (opts->returns && !tgt->trampoline)
+		return -ENOTSUP;
+	if (probe_table_init(&t->probes, sites, n) < 0)
+		goto nomem;
+	t->counters = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->counters));
+	t->events = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->events));
+	t->ret_events = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->ret_events));
+	t->ret_probe = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->ret_probe));
+	t->quiet_entry = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->quiet_entry));
+	t->scratch = calloc(t->nr_cpus, sizeof(*t->scratch));
+	t->graph_root = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->graph_root));
+	t->nr_rings = t->nr_cpus * (opts->stub ? 2 : 1);
+	t->rings = calloc(t->nr_rings, sizeof(*t->rings));
+	t->cpu = aligned_alloc(64, t->nr_cpus * sizeof(*t->cpu));
+	if (!t->counters || !t->graph_root || !t->rings || !t->cpu || !t->events || !t->scratch ||
+	    !t->ret_events || !t->ret_probe || !t->quiet_entry)
+		goto nomem;
+	memset(t->cpu, 0, t->nr_cpus * sizeof(*t->cpu));
+	for (unsigned i = 0; i < t->nr_cpus; i++) {
+		atomic_store(&t->cpu[i].busy_since, UINT64_MAX);
+	}
+	/* the stub's records arrive in bursts the guest's small rings cannot hold: room for 4 times more */
+	for (unsigned i = 0; i < t->nr_rings; i++)
+		if (ring_init(&t->rings[i], opts->ring_records * (i < t->nr_cpus ? 1 : 4)) < 0)
+			goto nomem;
+	atomic_store(&t->stub_horizon, UINT64_MAX);
+	if (opts->returns) {
+		t->trampoline = tgt->trampoline;
+		if (shadow_init(&t->shadow, SHADOW_STACKS, tgt->stack_shift, t->trampoline) < 0)
+			goto nomem;
+	}
+	return 0;
+nomem:
+	tracer_free(t);
+	return -ENOMEM;
+}
+
+static int grow_scratch(struct tracer *t, size_t need)
+{
+	if (need > t->max_payload) {
+		t->max_payload = need;
+		for (unsigned i = 0; i < t->nr_cpus; i++) {
+			uint8_t *b = realloc(t->scratch[i], need);
+
+			if (!b)
+				return -ENOMEM;
+			t->scratch[i] = b;
+		}
+	}
+	return 0;
+}
+
+int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec)
+{
+	if (id >= t->probes.nr)
+		return -EINVAL;
+	t->events[id] = spec;
+	return grow_scratch(t, fe_payload_size(spec));
+}
+
+int tracer_set_return(struct tracer *t, uint32_t id, const struct fe_spec *spec, bool quiet)
+{
+	if (id >= t->probes.nr)
+		return -EINVAL;
+	if (!t->opts.returns)
+		return -ENOTSUP;
+	t->ret_probe[id] = true;
+	t->quiet_entry[id] = quiet;
+	t->ret_events[id] = spec;
+	return spec ? grow_scratch(t, fe_payload_size(spec)) : 0;
+}
+
+const struct fe_spec *tracer_ret_event_of(void *ctx, uint64_t ip)
+{
+	struct tracer *t = ctx;
+	struct probe *p = probe_lookup(&t->probes, ip);
+
+	return p ? t->ret_events[p->id] : NULL;
+}
+
+const struct fe_spec *tracer_event_of(void *ctx, uint64_t ip)
+{
+	struct tracer *t = ctx;
+	struct probe *p = probe_lookup(&t->probes, ip);
+
+	return p ? t->events[p->id] : NULL;
+}
+
+int tracer_attach(struct tracer *t, char *err, size_t errlen)
+{
+	int ret;
+
+	t->t0 = clock_now_ns();
+	atomic_store(&t->active, 1);
+	t->tgt->ops->set_bp_handler(t->tgt, tracer_hit, t);
+	if (t->trampoline) {
+		ret = t->tgt->ops->insert_bp(t->tgt, t->trampoline, &t->trampoline_orig);
+		if (ret < 0) {
+			snprintf(err, errlen, "return trampoline at 0x%llx: cannot write INT3: %s",
+				 (unsigned long long)t->trampoline, strerror(-ret));
+			atomic_store(&t->active, 0);
+			return ret;
+		}
+		t->trampoline_inserted = true;
+	}
+	if (t->opts.lazy) {
+		/* every site is checked now; only the graph roots are armed until one is entered */
+		ret = probe_verify_all(&t->probes, t->tgt, err, errlen);
+		for (size_t i = 0; ret == 0 && i < t->probes.nr; i++)
+			if (t->graph_root[i])
+				ret = probe_insert(&t->probes.v[i], t->tgt);
+		if (ret < 0 && !*err)
+			snprintf(err, errlen, "cannot insert a breakpoint: %s", strerror(-ret));
+		if (ret < 0)
+			probe_remove_all(&t->probes, t->tgt);
+	} else {
+		for (size_t i = 0; i < t->probes.nr; i++) {
+			t->probes.v[i].stub = tracer_stub_capable(t, (uint32_t)i);
+			t->nr_stub_probes += t->probes.v[i].stub;
+		}
+		ret = probe_insert_all(&t->probes, t->tgt, err, errlen);
+		if (ret == 0 && t->nr_stub_probes) {
+			/* NOP5 -> CALL rel32 is five bytes: only with every vCPU stopped */
+			ret = t->tgt->ops->pause(t->tgt);
+			if (ret == 0) {
+				ret = tracer_stub_attach(t, err, errlen);
+				t->tgt->ops->resume(t->tgt);
+			} else {
+				snprintf(err, errlen, "cannot stop the vCPUs to patch: %s",
+					 strerror(-ret));
+			}
+			if (ret < 0)
+				probe_remove_all(&t->probes, t->tgt);
+		}
+	}
+	if (ret < 0) {
+		atomic_store(&t->active, 0);
+		if (t->trampoline_inserted)
+			t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_orig);
+		t->trampoline_inserted = false;
+		return ret;
+	}
+	t->attached = true;
+	return 0;
+}
+
+/* Writes back the return address of one shadow entry if its slot still points at the trampoline. */
+static void restore_slot(void *ctx, const struct shadow_entry *e)
+{
+	struct tracer *t = ctx;
+	uint64_t cur;
+
+	/* newest first: a tail call's frames (several on one slot, the newer ones saving the trampoline)
+	 * each count as a return handed back, and the oldest writes the real address last */
+	if (t->tgt->ops->read_virt(t->tgt, 0, e->slot, &cur, 8) < 0 || cur != t->trampoline)
+		return;
+	if (t->tgt->ops->write_virt(t->tgt, 0, e->slot, &e->orig, 8) == 0)
+		t->restored_slots++;
+}
+
+/* A vCPU stopped right on the trampoline (its RET already popped the slot) resumes at the real return
+ * address instead. */
+static void unhook_cpus(struct tracer *t)
+{
+	for (unsigned i = 0; i < t->nr_cpus; i++) {
+		struct x86_regs regs;
+		uint64_t orig;
+
+		if (t->tgt->ops->get_regs(t->tgt, i, &regs) < 0 || regs.rip != t->trampoline)
+			continue;
+		orig = shadow_resolve(&t->shadow, regs.rsp - 8);
+		if (!orig)
+			continue;
+		regs.rip = orig;
+		if (t->tgt->ops->set_regs(t->tgt, i, &regs) == 0)
+			/* its slot was popped already: not to be written back again */
+			t->restored_slots += shadow_forget(&t->shadow, regs.rsp - 8);
+	}
+}
+
+int tracer_detach(struct tracer *t)
+{
+	int ret;
+
+	if (!t->attached)
+		return 0;
+	t->tgt->ops->pause(t->tgt);
+	atomic_store(&t->active, 0);
+	ret = probe_remove_all(&t->probes, t->tgt);
+	if (t->nr_stub_probes) {
+		int r = tracer_stub_detach(t);
+
+		if (r < 0 && !ret)
+			ret = r;
+	}
+	if (t->trampoline) {
+		unhook_cpus(t);
+		shadow_for_each(&t->shadow, restore_slot, t);
+		shadow_clear(&t->shadow);
+		if (t->trampoline_inserted) {
+			int r = t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_orig);
+
+			if (r < 0 && !ret)
+				ret = r;
+			t->trampoline_inserted = r < 0;
+		}
+	}
+	t->tgt->ops->resume(t->tgt);
+	t->attached = false;
+	return ret;
+}
+
+static int read_task(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsigned len)
+{
+	struct target *tgt = ctx;
+
+	return tgt->ops->read_virt(tgt, cpu, gva, buf, len);
+}
+
+/* A free slot in this vCPU's ring; waits for the writer rather than losing the event. NULL only once
+ * the tracer is detached. */
+static struct hvt_record *reserve(struct tracer *t, unsigned cpu)
+{
+	struct ring *ring = &t->rings[cpu];
+	struct hvt_record *rec;
+
+	while (!(rec = ring_reserve(ring))) {
+		ring->stalls++;
+		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
+			t->cpu[cpu].lost++;
+			return NULL;
+		}
+		sched_yield();
+	}
+	return rec;
+}
+
+/* Lazy arming: the callee probes are in while at least one graph-root call is live. */
+static void arm(struct tracer *t)
+{
+	pthread_mutex_lock(&t->arm_lock);
+	if (t->live_roots++ == 0) {
+		for (size_t i = 0; i < t->probes.nr; i++)
+			if (!t->graph_root[i])
+				probe_insert(&t->probes.v[i], t->tgt);
+		t->arms++;
+	}
+	pthread_mutex_unlock(&t->arm_lock);
+}
+
+static void disarm(struct tracer *t, unsigned roots)
+{
+	if (!roots)
+		return;
+	pthread_mutex_lock(&t->arm_lock);
+	t->live_roots = roots >= t->live_roots ? 0 : t->live_roots - roots;
+	if (!t->live_roots)
+		for (size_t i = 0; i < t->probes.nr; i++)
+			if (!t->graph_root[i])
+				probe_remove(&t->probes.v[i], t->tgt);
+	pthread_mutex_unlock(&t->arm_lock);
+}
+
+/* Frames dropped from a shadow stack (abandoned without returning): counted, and for lazy arming the
+ * graph roots among them are remembered, to disarm once the stack lock is released. */
+struct dropped {
+	struct tracer *t;
+	unsigned roots;
+};
+
+static void count_unwound(void *ctx, const struct shadow_entry *e)
+{
+	struct dropped *d = ctx;
+
+	atomic_fetch_add_explicit(&d->t->counters[e->probe].unwound, 1, memory_order_relaxed);
+	if (d->t->graph_root[e->probe])
+		d->roots++;
+}
+
+static void miss(struct tracer *t, const struct probe *p)
+{
+	atomic_fetch_add_explicit(&t->counters[p->id].misses, 1, memory_order_relaxed);
+}
+
+/* Hooks the return of the call whose return address sits at @slot (holding @orig). Returns 1 when
+ * hooked (*@depth set), 0 when the call is not to be traced (graph filter, max depth), -1 on a miss. */
+static int hook_return(struct tracer *t, const struct probe *p, uint64_t slot, uint64_t orig,
+		       uint64_t now, uint8_t *depth)
+{
+	struct shadow_stack *st = shadow_lock(&t->shadow, slot, true);
+	struct dropped d = {.t = t};
+	const struct shadow_entry *top;
+	struct shadow_entry e;
+	int hooked = 0;
+
+	if (!st)
+		return -1;
+	shadow_drop_dead(&t->shadow, st, slot, orig, count_unwound, &d);
+	top = shadow_top(st);
+	e = (struct shadow_entry){
+		.slot = slot,
+		.orig = orig,
+		.t_entry = now,
+		.probe = p->id,
+		.depth = top ? top->depth + 1 : 0,
+		.in_graph = (top && top->in_graph) || t->graph_root[p->id],
+	};
+	if ((t->opts.graph_filter && !e.in_graph) ||
+	    (t->opts.max_depth && e.depth >= t->opts.max_depth)) {
+		hooked = 0;
+	} else if (!shadow_push(st, &e)) {
+		hooked = -1;
+	} else if (t->tgt->ops->write_virt(t->tgt, 0, slot, &t->trampoline, 8) < 0) {
+		st->nr--;
+		hooked = -1;
+	} else {
+		hooked = 1;
+		*depth = e.depth;
+		atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1, memory_order_relaxed);
+	}
+	shadow_unlock(st);
+	if (t->opts.lazy) {
+		disarm(t, d.roots);
+		if (hooked == 1 && t->graph_root[p->id])
+			arm(t);
+	}
+	return hooked;
+}
+
+struct event_reader {
+	struct target *tgt;
+	unsigned cpu;
+};
+
+static int event_read(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	struct event_reader *r = ctx;
+
+	return r->tgt->ops->read_virt(r->tgt, r->cpu, gva, buf, len);
+}
+
+/* An entry with a function-based event: the fields are captured now (arguments as they are at the
+ * call), then the event record and its raw payload records are published together. */
+static void record_event(struct tracer *t, unsigned cpu, const struct probe *p,
+			 const struct fe_spec *spec, enum hvt_rec_type type, const struct x86_regs *regs,
+			 uint64_t now, uint64_t parent, uint8_t depth, uint64_t duration)
+{
+	struct event_reader rd = {t->tgt, cpu};
+	struct ring *ring = &t->rings[cpu];
+	size_t len = fe_payload_size(spec);
+	uint64_t slots = 1 + hvt_record_payload_slots(len);
+	struct hvt_record *rec;
+	struct vmi_task task;
+
+	fe_capture(spec, regs, event_read, &rd, t->scratch[cpu]);
+	while (!ring_reserve_n(ring, slots)) {
+		ring->stalls++;
+		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
+			t->cpu[cpu].lost++;
+			return;
+		}
+		sched_yield();
+	}
+	rec = ring_slot(ring, 0);
+	vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
+	hvt_record_entry(rec, now - t->t0, cpu, p->addr, parent, &task);
+	rec->type = (uint8_t)type;
+	rec->value = len;
+	rec->depth = depth;
+	rec->duration = duration;
+	ring_put_payload(ring, t->scratch[cpu], len);
+	ring_commit_n(ring, slots);
+}
+
+static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
+{
+	struct tracer_cpu *c = &t->cpu[cpu];
+	struct hvt_record *rec;
+	struct vmi_task task;
+	uint64_t orig = 0, now;
+	uint8_t depth = 0;
+
+	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
+	now = clock_now_ns();
+	if (t->tgt->ops->read_virt(t->tgt, cpu, regs->rsp, &orig, sizeof(orig)) < 0) {
+		miss(t, p);
+		if (t->opts.returns)
+			goto out;
+	}
+	if (tracer_hooks_return(t, p->id)) {
+		int r = hook_return(t, p, regs->rsp, orig, now, &depth);
+
+		if (r < 0)
+			miss(t, p);
+		if (r <= 0)
+			goto out;
+	}
+	if (t->quiet_entry[p->id])
+		goto out;
+	if (t->events[p->id]) {
+		record_event(t, cpu, p, t->events[p->id], HVT_REC_EVENT, regs, now, orig, depth, 0);
+		goto out;
+	}
+	rec = reserve(t, cpu);
+	if (rec) {
+		vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
+		hvt_record_entry(rec, now - t->t0, cpu, p->addr, orig, &task);
+		rec->depth = depth;
+		ring_commit(&t->rings[cpu]);
+	}
+out:
+	atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
+	return 0;
+}
+
+static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs)
+{
+	struct tracer_cpu *c = &t->cpu[cpu];
+	uint64_t slot = regs->rsp - 8, now;
+	struct shadow_stack *st;
+	struct shadow_entry e;
+	struct hvt_record *rec;
+	struct vmi_task task;
+	struct dropped d = {.t = t};
+	bool found;
+
+	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
+	now = clock_now_ns();
+	st = shadow_lock(&t->shadow, slot, false);
+	found = st && shadow_pop(st, slot, &e, count_unwound, &d);
+	if (st)
+		shadow_unlock(st);
+	if (t->opts.lazy)
+		disarm(t, d.roots + (found && t->graph_root[e.probe]));
+	if (!found) {
+		/* Not ours: nothing can be resumed safely. The vCPU faults with RIP on the trampoline. */
+		atomic_fetch_add(&t->orphan_returns, 1);
+		atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
+		return -ENOENT;
+	}
+	regs->rip = e.orig;
+	if (t->ret_events[e.probe] && atomic_load_explicit(&t->active, memory_order_relaxed)) {
+		/* typed return: the fields are evaluated with RAX as the first argument */
+		const struct fe_spec *spec = t->ret_events[e.probe];
+		struct x86_regs ret = *regs;
+
+		ret.rdi = regs->rax;
+		record_event(t, cpu, &t->probes.v[e.probe], spec, HVT_REC_RETURN_EVENT, &ret, now, e.orig,
+			     e.depth, now - e.t_entry);
+		atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
+		return 0;
+	}
+	rec = atomic_load_explicit(&t->active, memory_order_relaxed) ? reserve(t, cpu) : NULL;
+	if (rec) {
+		vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
+		hvt_record_entry(rec, now - t->t0, cpu, t->probes.v[e.probe].addr, e.orig, &task);
+		rec->type = HVT_REC_RETURN;
+		rec->value = regs->rax;
+		rec->duration = now - e.t_entry;
+		rec->depth = e.depth;
+		ring_commit(&t->rings[cpu]);
+	}
+	atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
+	return 0;
+}
+
+int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
+{
+	struct tracer *t = ctx;
+	struct probe *p;
+
+	if (addr == t->trampoline && t->trampoline)
+		return function_return(t, cpu, regs);
+	p = probe_lookup(&t->probes, addr);
+	if (!p)
+		return -ENOENT;
+	/* Emulate the NOP5 the INT3 sits on; the probe stays in place. */
+	regs->rip = addr + X86_NOP5_LEN;
+	if (!atomic_load_explicit(&t->active, memory_order_relaxed))
+		return 0;
+	return function_entry(t, cpu, p, regs);
+}
+
+uint64_t tracer_horizon(void *ctx)
+{
+	struct tracer *t = ctx;
+	uint64_t h = clock_now_ns() - t->t0, s = atomic_load(&t->stub_horizon);
+
+	if (s < h)
+		h = s;
+	for (unsigned i = 0; i < t->nr_cpus; i++) {
+		uint64_t b = atomic_load(&t->cpu[i].busy_since);
+
+		if (b < h)
+			h = b;
+	}
+	return h;
+}
+
+unsigned long long tracer_lost(const struct tracer *t)
+{
+	unsigned long long n = 0;
+
+	for (unsigned i = 0; i < t->nr_cpus; i++)
+		n += t->cpu[i].lost;
+	return n + t->stub_lost;
+}
+
+void tracer_free(struct tracer *t)
+{
+	tracer_stub_stop(t);
+	probe_table_free(&t->probes);
+	for (unsigned i = 0; t->rings && i < t->nr_rings; i++)
+		ring_free(&t->rings[i]);
+	free(t->rings);
+	free(t->cpu);
+	free(t->counters);
+	free(t->graph_root);
+	for (unsigned i = 0; t->scratch && i < t->nr_cpus; i++)
+		free(t->scratch[i]);
+	free(t->scratch);
+	free(t->events);
+	free(t->ret_events);
+	free(t->ret_probe);
+	free(t->quiet_entry);
+	t->ret_events = NULL;
+	t->ret_probe = NULL;
+	t->quiet_entry = NULL;
+	t->scratch = NULL;
+	t->events = NULL;
+	shadow_free(&t->shadow);
+	pthread_mutex_destroy(&t->arm_lock);
+	t->rings = NULL;
+	t->cpu = NULL;
+	t->counters = NULL;
+	t->graph_root = NULL;
+}
