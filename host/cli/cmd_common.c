@@ -1,5 +1,4 @@
 #include "host/cli/cmd_common.h"
-#include "host/trace/filter.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -56,24 +55,6 @@ double cmd_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-int cmd_mark_graph_roots(struct tracer *t, const struct session *s, char *err, size_t errlen)
-{
-	for (size_t g = 0; g < s->nr_graph; g++) {
-		bool any = false;
-
-		for (size_t i = 0; i < t->probes.nr; i++)
-			if (filter_glob_match(s->graph[g], t->probes.v[i].func->name)) {
-				t->graph_root[t->probes.v[i].id] = true;
-				any = true;
-			}
-		if (!any) {
-			snprintf(err, errlen, "-g '%s': matches no traced function", s->graph[g]);
-			return -ENOENT;
-		}
-	}
-	return 0;
-}
-
 int cmd_probe_mode(const struct session *s, const struct target *tgt,
 		   const struct vmi_task_layout *task, const char *target_why, bool *stub, char *err,
 		   size_t errlen)
@@ -92,20 +73,4 @@ int cmd_probe_mode(const struct session *s, const struct target *tgt,
 	}
 	*stub = !why;
 	return 0;
-}
-
-void cmd_print_stub_stats(const struct tracer *t)
-{
-	if (!t->nr_stub_probes)
-		return;
-	unsigned long long stalls = 0;
-
-	for (unsigned i = t->nr_cpus; i < t->nr_rings; i++)
-		stalls += t->rings[i].stalls;
-	fprintf(stderr,
-		"hvtrace: stats: stub probes %zu records %llu lost %llu ring %llu/cpu region %llu KiB "
-		"host-ring-stalls %llu\n",
-		t->nr_stub_probes, (unsigned long long)t->stub_records,
-		(unsigned long long)t->stub_lost, (unsigned long long)t->stub.ring_records,
-		(unsigned long long)t->stub.reg.size >> 10, stalls);
 }

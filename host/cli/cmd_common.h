@@ -24,13 +24,6 @@ int cmd_block_signals(sigset_t *old);
 /* Monotonic seconds. */
 double cmd_now(void);
 
-/* set_graph_function: marks the probes whose function matches a -g glob of @s; each glob must match one
- * traced function, else -ENOENT with a reason in @err. */
-int cmd_mark_graph_roots(struct tracer *t, const struct session *s, char *err, size_t errlen);
-
-/* --stats: the stub-probe line (nothing without stub probes). After the writer stopped. */
-void cmd_print_stub_stats(const struct tracer *t);
-
 /* --probe: whether the tracer uses stub probes on @tgt for the guest described by @task (@target_why:
  * why this guest cannot host the stub, or NULL). `auto` falls back to trap probes where stubs cannot
  * work; `stub` says why not in @err (-ENOTSUP). */

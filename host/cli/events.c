@@ -36,19 +36,21 @@ static bool entry_wanted(const struct session *s, const char *func, bool traced)
 
 int events_bind(const struct session *s, struct tracer *t, const bool *traced)
 {
+	const struct probe_table *probes = tracer_probes(t);
+
 	for (size_t e = 0; e < s->nr_events; e++)
-		for (size_t i = 0; i < t->probes.nr; i++)
-			if (!strcmp(t->probes.v[i].func->name, s->events[e].func)) {
-				int ret = tracer_set_event(t, t->probes.v[i].id, &s->events[e]);
+		for (size_t i = 0; i < probes->nr; i++)
+			if (!strcmp(probes->v[i].func->name, s->events[e].func)) {
+				int ret = tracer_set_event(t, probes->v[i].id, &s->events[e]);
 
 				if (ret < 0)
 					return ret;
 			}
 	for (size_t e = 0; e < s->nr_rprobes; e++)
-		for (size_t i = 0; i < t->probes.nr; i++)
-			if (!strcmp(t->probes.v[i].func->name, s->rprobes[e].func)) {
+		for (size_t i = 0; i < probes->nr; i++)
+			if (!strcmp(probes->v[i].func->name, s->rprobes[e].func)) {
 				bool quiet = !entry_wanted(s, s->rprobes[e].func, traced && traced[i]);
-				int ret = tracer_set_return(t, t->probes.v[i].id, &s->rprobes[e], quiet);
+				int ret = tracer_set_return(t, probes->v[i].id, &s->rprobes[e], quiet);
 
 				if (ret < 0)
 					return ret;

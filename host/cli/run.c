@@ -1,15 +1,10 @@
 #include "host/cli/run.h"
-#include "host/cli/events.h"
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
-#include "host/trace/filter.h"
 #include "host/kvm/guest_image.h"
-#include "host/out/profile.h"
-#include "host/out/sink.h"
+#include "host/cli/pipeline.h"
 #include "host/kvm/target_kvm.h"
-#include "host/trace/tracer.h"
 #include "host/kvm/vm.h"
-#include "host/out/writer.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -71,7 +66,7 @@ static int wait_for_end(struct vm *vm, int sfd, double deadline)
 
 /* Runs until the guest ends, a signal or --timeout; --duration detaches the tracer on the way and lets
  * the guest go on untraced. Returns as wait_for_end. */
-static int supervise(struct vm *vm, struct tracer *tr, int sfd, const struct session *s)
+static int supervise(struct vm *vm, struct pipeline *p, int sfd, const struct session *s)
 {
 	double start = cmd_now();
 	double timeout_at = s->timeout > 0 ? start + s->timeout : 0;
@@ -85,7 +80,7 @@ static int supervise(struct vm *vm, struct tracer *tr, int sfd, const struct ses
 			deadline = detach_at;
 		r = wait_for_end(vm, sfd, deadline);
 		if (r == -1 && detach_at && deadline == detach_at) {
-			if (tracer_detach(tr) < 0)
+			if (pipeline_detach(p) < 0)
 				fprintf(stderr, "hvtrace: restoring the patched sites failed\n");
 			detach_at = 0;
 			continue;
@@ -95,27 +90,38 @@ static int supervise(struct vm *vm, struct tracer *tr, int sfd, const struct ses
 }
 
 
-static void print_stats(const struct vm *vm, const struct tracer *t, const struct writer *w)
+struct run_stats {
+	const struct vm *vm;
+};
+
+/* --stats of the embedded VMM: the tracer's totals, then per vCPU its exits, how breakpoint hits
+ * arrived, ring stalls and translations; then the stub line and the stub's records per vCPU. */
+static void print_stats(void *ctx, const struct pipeline *p)
 {
+	const struct vm *vm = ((const struct run_stats *)ctx)->vm;
+	const unsigned long long *events = p->w.events;
+	const struct tracer *t = &p->tr;
+	struct tracer_stats st;
+
+	tracer_stats(t, &st);
 	fprintf(stderr, "hvtrace: stats: probes %zu restored-slots %llu orphan-returns %llu\n",
-		t->probes.nr, (unsigned long long)t->restored_slots,
-		(unsigned long long)atomic_load(&t->orphan_returns));
+		st.probes, st.restored_slots, st.orphan_returns);
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		fprintf(stderr,
 			"hvtrace: stats: cpu%u events %llu exits %llu bp-exits debug %llu emulation %llu "
 			"shutdown %llu ring-stalls %llu lost %llu translations %llu cached %llu walked\n",
-			i, w->events ? w->events[i] : 0, (unsigned long long)vm->vcpus[i].exits,
+			i, events ? events[i] : 0, (unsigned long long)vm->vcpus[i].exits,
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_DEBUG],
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_EMULATION],
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_SHUTDOWN],
-			(unsigned long long)t->rings[i].stalls, t->cpu[i].lost,
+			tracer_cpu_stalls(t, i), tracer_cpu_lost(t, i),
 			(unsigned long long)vm->vcpus[i].tlb_hits,
 			(unsigned long long)vm->vcpus[i].tlb_walks);
-	cmd_print_stub_stats(t);
-	if (t->nr_stub_probes) {
+	pipeline_print_stub_stats(p);
+	if (st.stub_probes) {
 		for (unsigned i = 0; i < vm->nr_vcpus; i++)
 			fprintf(stderr, "hvtrace: stats: cpu%u stub-events %llu\n", i,
-				w->events ? w->events[vm->nr_vcpus + i] : 0);
+				events ? events[vm->nr_vcpus + i] : 0);
 	}
 }
 
@@ -148,20 +154,14 @@ static int end_status(const struct vm *vm, int sig, const struct session *s)
 int cmd_run(const struct session *s)
 {
 	struct guest_image g;
-	const struct vmi_site **sel = NULL;
-	size_t nr_sel = 0, nr_traced = 0;
-	bool *traced = NULL;
+	struct pipeline p;
 	FILE *out = NULL, *con = NULL;
 	struct vm vm;
 	struct target tgt;
-	struct tracer tr;
-	struct sink sink;
-	struct writer w = {0};
 	char err[512];
 	sigset_t old;
-	int sfd = -1, sig, status = EXIT_BAD_INPUT, ret;
-	bool vm_made = false, tr_made = false, writing = false, profiling = false;
-	struct profile prof;
+	int sfd = -1, sig, status = EXIT_BAD_INPUT;
+	bool vm_made = false, selected = false;
 
 	if (guest_image_open(&g, s->guest, err, sizeof(err)) < 0) {
 		cmd_error("%s", err);
@@ -173,20 +173,13 @@ int cmd_run(const struct session *s)
 		status = EXIT_HOST_ERROR;
 		goto out;
 	}
-	if (s->tracer != TRACER_NOP || s->nr_filter || s->nr_notrace) {
-		if (filter_select(&g.sites, s->filter, s->nr_filter, s->notrace, s->nr_notrace, &sel,
-				  &nr_sel, err, sizeof(err)) < 0) {
-			cmd_error("%s", err);
-			goto out;
-		}
-	}
-	if (s->tracer == TRACER_NOP)
-		nr_sel = 0;
-	nr_traced = nr_sel;
-	if (events_select(s, &g.sites, &sel, &nr_sel, err, sizeof(err)) < 0) {
+	status = pipeline_select(&p, s, &g.sites, NULL, 0, err, sizeof(err));
+	selected = true;
+	if (status) {
 		cmd_error("%s", err);
 		goto out;
 	}
+	status = EXIT_BAD_INPUT;
 	out = cmd_open_out(s->output, "-o");
 	con = cmd_open_out(s->console, "--console");
 	if (!out || !con)
@@ -206,99 +199,48 @@ int cmd_run(const struct session *s)
 		goto out;
 	}
 	target_kvm_init(&tgt, &vm);
-	bool stub;
 
-	if (cmd_probe_mode(s, &tgt, &g.task, NULL, &stub, err, sizeof(err)) < 0) {
-		cmd_error("%s", err);
-		status = EXIT_BAD_INPUT;
-		goto out;
-	}
-	struct tracer_opts opts = {
-		.stub = stub,
-		.returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
-		.hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
-		.graph_filter = s->nr_graph > 0,
-		.lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
-		.max_depth = s->max_depth,
-		.ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
+	struct pipeline_guest pg = {
+		.tgt = &tgt,
+		.task = &g.task,
+		.funcs = &g.elf.funcs,
+		.no_trampoline = "this target has no return trampoline",
 	};
 
-	ret = tracer_init(&tr, &tgt, sel, nr_sel, &g.task, &opts);
-	if (ret < 0) {
-		cmd_error("%s", ret == -ENOTSUP ? "this target has no return trampoline"
-						 : "out of memory for the trace buffers");
-		goto out;
-	}
-	tr_made = true;
-	traced = calloc(nr_sel ? nr_sel : 1, sizeof(*traced));
-	for (size_t i = 0; traced && i < nr_traced; i++)
-		traced[i] = true;
-	if (!traced || events_bind(s, &tr, traced) < 0) {
-		cmd_error("out of memory for event buffers");
-		goto out;
-	}
-	if (cmd_mark_graph_roots(&tr, s, err, sizeof(err)) < 0) {
+	if (cmd_probe_mode(s, &tgt, &g.task, NULL, &pg.stub, err, sizeof(err)) < 0) {
 		cmd_error("%s", err);
 		status = EXIT_BAD_INPUT;
 		goto out;
 	}
-	if (tracer_attach(&tr, err, sizeof(err)) < 0) {
+	status = pipeline_build(&p, &pg, out, err, sizeof(err));
+	if (!status)
+		status = pipeline_start(&p, EXIT_BAD_INPUT, err, sizeof(err));
+	if (status) {
 		cmd_error("%s", err);
-		status = EXIT_BAD_INPUT;
 		goto out;
 	}
-	if (s->tracer == TRACER_FUNCTION_GRAPH)
-		ret = sink_graph_init(&sink, out, &g.elf.funcs, vm.nr_vcpus, s->funcgraph_retval,
-				      s->funcgraph_tail);
-	else
-		sink_function_init(&sink, out, &g.elf.funcs, vm.nr_vcpus);
-	sink.tracer = tracer_name(s->tracer);
-	sink.event_of = tracer_event_of;
-	sink.ret_event_of = tracer_ret_event_of;
-	sink.event_ctx = &tr;
-	if (s->profile) {
-		if (profile_init(&prof, &tr.probes) < 0) {
-			cmd_error("out of memory");
-			goto out;
-		}
-		profiling = true;
-		w.tap = profile_add;
-		w.tap_ctx = &prof;
-	}
-	ret = writer_start(&w, tr.rings, tr.nr_rings, &sink, tracer_horizon, &tr);
-	if (ret < 0) {
-		cmd_error("writer thread: %s", strerror(-ret));
-		goto out;
-	}
-	writing = true;
-
+	status = EXIT_HOST_ERROR;
 	if (vm_start(&vm, err, sizeof(err)) < 0) {
 		cmd_error("%s", sfd < 0 ? strerror(errno) : err);
 		goto out;
 	}
-	sig = supervise(&vm, &tr, sfd, s);
+	sig = supervise(&vm, &p, sfd, s);
 	/* Teardown: probes out with the vCPUs paused, then the VM stops. */
-	if (tracer_detach(&tr) < 0)
+	if (pipeline_detach(&p) < 0)
 		cmd_error("restoring the patched sites failed");
 	vm_join(&vm);
 	status = end_status(&vm, sig, s);
 out:
-	if (tr_made)
-		tracer_detach(&tr);
+	if (selected)
+		pipeline_detach(&p);
 	if (vm_made)
 		vm_join(&vm);
-	if (writing) {
-		writer_stop(&w, tracer_lost(&tr));
-		if (s->stats)
-			print_stats(&vm, &tr, &w);
-		if (profiling)
-			profile_print(&prof, &tr, stderr);
-		writer_free(&w);
+	if (selected) {
+		struct run_stats rs = {.vm = &vm};
+
+		status = pipeline_finish(&p, status, print_stats, &rs);
+		pipeline_free(&p);
 	}
-	if (profiling)
-		profile_free(&prof);
-	if (tr_made)
-		tracer_free(&tr);
 	if (vm_made)
 		vm_destroy(&vm);
 	if (sfd >= 0)
@@ -309,8 +251,6 @@ out:
 	if (con && con != stdout)
 		fclose(con);
 	fflush(stdout);
-	free(sel);
-	free(traced);
 	guest_image_close(&g);
 	return status;
 }

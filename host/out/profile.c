@@ -51,7 +51,7 @@ static void us(char *buf, size_t len, uint64_t ns)
 	snprintf(buf, len, "%" PRIu64 ".%03" PRIu64 " us", ns / 1000, ns % 1000);
 }
 
-void profile_print(const struct profile *p, const struct tracer *t, FILE *out)
+void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *out)
 {
 	size_t n = p->probes->nr;
 	uint32_t *order = malloc((n ? n : 1) * sizeof(*order));
@@ -68,8 +68,9 @@ void profile_print(const struct profile *p, const struct tracer *t, FILE *out)
 		"------", "-------", "----", "---", "---");
 	for (size_t k = 0; k < n; k++) {
 		const struct profile_entry *e = &p->v[order[k]];
-		uint64_t misses = atomic_load(&t->counters[order[k]].misses);
-		uint64_t unwound = atomic_load(&t->counters[order[k]].unwound);
+		const struct probe *pr = &p->probes->v[order[k]];
+		uint64_t misses = atomic_load(&pr->n.misses);
+		uint64_t unwound = atomic_load(&pr->n.unwound);
 		char tot[32], avg[32], max[32];
 
 		if (!e->hits && !misses)
@@ -84,25 +85,26 @@ void profile_print(const struct profile *p, const struct tracer *t, FILE *out)
 	free(order);
 	/* events and return probes, in kprobe_profile's layout: name, hits, misses */
 	for (size_t i = 0; i < n; i++) {
-		const char *name = p->probes->v[i].func->name;
-		uint64_t misses = atomic_load(&t->counters[i].misses);
+		const struct probe *pr = &p->probes->v[i];
+		const char *name = pr->func->name;
+		uint64_t misses = atomic_load(&pr->n.misses);
 
-		if (t->events[i])
+		if (pr->event)
 			fprintf(out, "  %-44s %15" PRIu64 " %15" PRIu64 "\n", name, p->v[i].hits, misses);
-		if (t->ret_probe[i]) {
+		if (pr->ret_probe) {
 			char rname[160];
 
 			/* hits: entries hooked, as kretprobe's nhit; each must have its return line */
 			snprintf(rname, sizeof(rname), "r_%s", name);
 			fprintf(out, "  %-44s %15" PRIu64 " %15" PRIu64 "\n", rname,
-				(uint64_t)atomic_load(&t->counters[i].hooked), misses);
+				(uint64_t)atomic_load(&pr->n.hooked), misses);
 		}
 	}
 	/* the stub cannot tell which probe an event it had no room for belonged to */
-	if (t->stub_lost)
+	if (stub_lost)
 		fprintf(out, "hvtrace: %llu events missed: the stub's guest rings were full (no probe "
 			     "named)\n",
-			(unsigned long long)t->stub_lost);
+			stub_lost);
 }
 
 void profile_free(struct profile *p)

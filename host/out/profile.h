@@ -5,7 +5,6 @@
 
 #include "host/trace/probe.h"
 #include "host/trace/record.h"
-#include "host/trace/tracer.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -26,9 +25,10 @@ int profile_init(struct profile *p, const struct probe_table *probes);
 void profile_add(void *ctx, const struct hvt_record *r);
 
 /* Prints one line per probe that was hit or missed, busiest (total time, then hits) first, with the
- * tracer's miss and unwound counters; then one line per -e event ("<func> <hits> <misses>") and per
- * return probe ("r_<func> <returns> <misses>"), as kprobe_profile. */
-void profile_print(const struct profile *p, const struct tracer *t, FILE *out);
+ * probes' miss and unwound counters; then one line per -e event ("<func> <hits> <misses>") and per
+ * return probe ("r_<func> <returns> <misses>"), as kprobe_profile; then @stub_lost, the events the
+ * stub had no room for, if any. After the writer stopped; main thread. */
+void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *out);
 
 void profile_free(struct profile *p);
 

@@ -502,6 +502,20 @@ int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len)
 	return access_virt(ctx, 0, gva, buf, len, false);
 }
 
+void target_qemu_adopt(struct target_qemu *q, struct gdb *gdb)
+{
+	q->gdb = gdb;
+	q->stopped = true;
+	invalidate_regs(q);
+	q->phys_mode = false; /* a new connection: say it again before writing text */
+}
+
+void target_qemu_leave_phys_mode(struct target_qemu *q)
+{
+	if (q->phys_mode && gdb_set_phys_mode(q->gdb, false) == 0)
+		q->phys_mode = false;
+}
+
 void target_qemu_close(struct target_qemu *q)
 {
 	qemu_mem_close(&q->mem);

@@ -80,6 +80,13 @@ void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t
 /* Where stub_map would place the stub's region (guest-physical), 0 without a stub area. */
 uint64_t target_qemu_stub_gpa(const struct target_qemu *q);
 
+/* In a process forked from the tracing one (the guardian), once it has stopped the VM through its own
+ * connection @gdb to the same gdbstub: makes @q use it, with nothing cached from before. */
+void target_qemu_adopt(struct target_qemu *q, struct gdb *gdb);
+
+/* Leaves the gdbstub's physical-address mode if stub patching turned it on (before a detach). */
+void target_qemu_leave_phys_mode(struct target_qemu *q);
+
 void target_qemu_close(struct target_qemu *q);
 
 #endif

@@ -3,12 +3,22 @@
 #ifndef HVT_PROBE_H
 #define HVT_PROBE_H
 
+#include "host/trace/fevent.h"
 #include "host/trace/target.h"
 #include "vmi/vmi_sites.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Counters of one probe kept on the vCPU threads and the stub drain (rare events only: hits and returns
+ * are in the records). */
+struct probe_counters {
+	_Atomic uint64_t misses;  /* could not be traced: shadow stack full, unreadable slot, no room */
+	_Atomic uint64_t unwound; /* hooked frames abandoned without returning (non-local exit) */
+	_Atomic uint64_t hooked;  /* entries whose return was hooked */
+};
 
 struct probe {
 	uint64_t addr;
@@ -19,6 +29,16 @@ struct probe {
 	bool stub;     /* a stub probe: CALL rel32 into the guest stub instead of INT3 */
 	bool patched;  /* stub: the CALL is in guest memory now */
 	uint8_t nop[5]; /* stub: the NOP5 the CALL replaced */
+
+	/* What the session asks of it; set before the tracer attaches, read-only after. */
+	bool graph_root;		 /* set_graph_function matched it */
+	bool ret_probe;			 /* a return probe (-r) */
+	bool quiet_entry;		 /* its entries are not recorded (only there for -r) */
+	bool hooks_return;		 /* its returns go through the trampoline (function_graph, -r) */
+	const struct fe_spec *event;	 /* function-based event of its entries, or NULL; borrowed */
+	const struct fe_spec *ret_event; /* typed return fields of RAX, or NULL; borrowed */
+
+	struct probe_counters n;
 };
 
 struct probe_table {

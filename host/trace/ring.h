@@ -72,6 +72,25 @@ static inline void ring_put_payload(struct ring *r, const uint8_t *payload, size
 	}
 }
 
+/* Producer: publishes @rec followed by the @len bytes of @payload (raw, in the records after it), all
+ * or nothing. False, with the stall counted, when the ring has no room for them now. The one way
+ * records enter a ring; allocation- and format-free. */
+static inline bool ring_emit(struct ring *r, const struct hvt_record *rec, const void *payload,
+			     size_t len)
+{
+	uint64_t slots = 1 + hvt_record_payload_slots(len);
+
+	if (!ring_reserve_n(r, slots)) {
+		r->stalls++;
+		return false;
+	}
+	*ring_slot(r, 0) = *rec;
+	if (len)
+		ring_put_payload(r, payload, len);
+	ring_commit_n(r, slots);
+	return true;
+}
+
 /* Consumer: the @k-th unread record, or NULL if fewer are there. */
 static inline const struct hvt_record *ring_peek_at(struct ring *r, uint64_t k)
 {

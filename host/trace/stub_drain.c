@@ -1,8 +1,6 @@
-/* Stub probes in the tracer: which probes become stub probes, patching them in and out with every
- * vCPU stopped, and the drain thread that turns the guest rings' records into the same records trap
- * probes write (rings nr_cpus..2*nr_cpus-1), so every sink works unchanged. */
-#include "host/trace/tracer.h"
+#include "host/trace/stub_drain.h"
 #include "host/trace/clock.h"
+#include "host/trace/shadow.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -22,11 +20,17 @@
 #define LEAVE_TRIES	  2000
 #define LEAVE_RUN_US	  20 /* each short run lets a vCPU finish the stub routine it is in */
 
-bool tracer_stub_capable(const struct tracer *t, uint32_t id)
+bool stub_drain_capable(const struct probe *p)
 {
-	if (!t->opts.stub || t->ret_events[id])
+	if (p->ret_event)
 		return false;
-	return !t->events[id] || fe_registers_only(t->events[id]);
+	return !p->event || fe_registers_only(p->event);
+}
+
+void stub_drain_init(struct stub_drain *d)
+{
+	memset(d, 0, sizeof(*d));
+	atomic_store(&d->horizon, UINT64_MAX);
 }
 
 /* ---- the guest clock ------------------------------------------------------------------------- */
@@ -44,10 +48,10 @@ static uint64_t host_tsc_khz(void)
 }
 
 /* Session ns (since t0) of guest TSC @tsc. */
-static uint64_t tsc_to_ts(struct tracer *t, uint64_t tsc)
+static uint64_t tsc_to_ts(const struct stub_drain *d, uint64_t tsc)
 {
-	__int128 d = (__int128)(int64_t)(tsc - t->tsc_ref) * 1000000 / (__int128)t->tsc_khz;
-	__int128 ns = (__int128)t->ns_ref + d - (__int128)t->t0;
+	__int128 dt = (__int128)(int64_t)(tsc - d->tsc_ref) * 1000000 / (__int128)d->tsc_khz;
+	__int128 ns = (__int128)d->ns_ref + dt - (__int128)d->c.t0;
 
 	return ns < 0 ? 0 : (uint64_t)ns;
 }
@@ -68,35 +72,26 @@ static int read_kernel(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsigne
 	return tgt->ops->read_kernel(tgt, gva, buf, len);
 }
 
-static void task_of(struct tracer *t, struct task_cache *c, unsigned cpu, uint64_t ptr,
+static void task_of(struct stub_drain *d, struct task_cache *c, unsigned cpu, uint64_t ptr,
 		    struct vmi_task *out)
 {
 	unsigned h = (unsigned)((ptr * 0x9e3779b97f4a7c15ull) >> 56) % TASK_CACHE;
+	struct target *tgt = d->c.tgt;
 
-	if (!ptr || !t->tgt->ops->read_kernel) {
-		vmi_task_at(&t->task, cpu, 0, read_kernel, t->tgt, out);
+	if (!ptr || !tgt->ops->read_kernel) {
+		vmi_task_at(d->c.task, cpu, 0, read_kernel, tgt, out);
 		return;
 	}
 	if (c->ptr[h] == ptr) {
 		*out = c->task[h];
 		return;
 	}
-	vmi_task_at(&t->task, cpu, ptr, read_kernel, t->tgt, out);
+	vmi_task_at(d->c.task, cpu, ptr, read_kernel, tgt, out);
 	c->ptr[h] = ptr;
 	c->task[h] = *out;
 }
 
 /* ---- the drain thread ------------------------------------------------------------------------ */
-
-/* The slot for @n records of @ring, or NULL when the writer has not made room yet. */
-static struct hvt_record *room(struct ring *ring, uint64_t n)
-{
-	if (!ring_reserve_n(ring, n)) {
-		ring->stalls++;
-		return NULL;
-	}
-	return ring_slot(ring, 0);
-}
 
 static int no_memory(void *ctx, uint64_t gva, void *buf, size_t len)
 {
@@ -110,93 +105,71 @@ static int no_memory(void *ctx, uint64_t gva, void *buf, size_t len)
 /* One guest record (and @args, the record after it, for an entry with argument registers) into the
  * host record stream of its CPU. False (nothing done) when that ring has no room: the record stays
  * in the guest's ring for the next pass. */
-static bool convert(struct tracer *t, struct task_cache *tc, uint8_t *scratch,
+static bool convert(struct stub_drain *d, struct task_cache *tc, uint8_t *scratch,
 		    const struct stub_rec *g, const struct stub_rec *args)
 {
-	struct probe *p = probe_lookup(&t->probes, g->ip);
-	unsigned cpu = g->cpu < t->nr_cpus ? g->cpu : 0;
-	struct ring *ring = &t->rings[t->nr_cpus + cpu];
-	const struct fe_spec *spec;
-	struct hvt_record *rec;
+	struct probe *p = probe_lookup(d->c.probes, g->ip);
+	unsigned cpu = g->cpu < d->c.nr_cpus ? g->cpu : 0;
+	struct ring *ring = &d->c.rings[cpu];
+	struct hvt_record rec;
 	struct vmi_task task;
+	size_t len = 0;
 	bool deep;
 
 	if (!p)
 		return true;
-	deep = t->opts.returns && t->opts.max_depth && g->depth >= t->opts.max_depth;
+	deep = d->c.returns && d->c.max_depth && g->depth >= d->c.max_depth;
 	switch (g->type) {
 	case STUB_REC_ENTRY_NOHOOK:
-		atomic_fetch_add_explicit(&t->counters[p->id].misses, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&p->n.misses, 1, memory_order_relaxed);
 		return true;
 	case STUB_REC_DROP:
-		atomic_fetch_add_explicit(&t->counters[p->id].unwound, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&p->n.unwound, 1, memory_order_relaxed);
 		return true;
 	case STUB_REC_SKIP:
 		return true;
 	case STUB_REC_ENTRY:
-		if (t->quiet_entry[p->id] || deep) {
-			if (tracer_hooks_return(t, p->id))
-				atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1,
-							  memory_order_relaxed);
-			return true;
-		}
-		spec = t->events[p->id];
-		if (spec && args) {
-			struct x86_regs regs = {.rdi = args->args[0],
-						.rsi = args->args[1],
-						.rdx = args->args[2],
-						.rcx = args->args[3],
-						.r8 = args->args[4],
-						.r9 = args->args[5],
-						.rax = g->rax};
-			size_t len = fe_payload_size(spec);
-			uint64_t slots = 1 + hvt_record_payload_slots(len);
+		if (!p->quiet_entry && !deep) {
+			task_of(d, tc, cpu, g->task, &task);
+			hvt_record_entry(&rec, tsc_to_ts(d, g->tsc), cpu, p->addr, g->parent, &task);
+			rec.depth = p->hooks_return ? g->depth : 0;
+			if (p->event && args) {
+				struct x86_regs regs = {.rdi = args->args[0],
+							.rsi = args->args[1],
+							.rdx = args->args[2],
+							.rcx = args->args[3],
+							.r8 = args->args[4],
+							.r9 = args->args[5],
+							.rax = g->rax};
 
-			rec = room(ring, slots);
-			if (!rec)
+				len = fe_payload_size(p->event);
+				fe_capture(p->event, &regs, no_memory, NULL, scratch);
+				rec.type = HVT_REC_EVENT;
+				rec.value = len;
+			}
+			if (!ring_emit(ring, &rec, scratch, len))
 				return false;
-			fe_capture(spec, &regs, no_memory, NULL, scratch);
-			task_of(t, tc, cpu, g->task, &task);
-			hvt_record_entry(rec, tsc_to_ts(t, g->tsc), cpu, p->addr, g->parent, &task);
-			rec->type = HVT_REC_EVENT;
-			rec->value = len;
-			rec->depth = tracer_hooks_return(t, p->id) ? g->depth : 0;
-			ring_put_payload(ring, scratch, len);
-			ring_commit_n(ring, slots);
-		} else {
-			rec = room(ring, 1);
-			if (!rec)
-				return false;
-			task_of(t, tc, cpu, g->task, &task);
-			hvt_record_entry(rec, tsc_to_ts(t, g->tsc), cpu, p->addr, g->parent, &task);
-			rec->depth = tracer_hooks_return(t, p->id) ? g->depth : 0;
-			ring_commit(ring);
 		}
-		if (tracer_hooks_return(t, p->id))
-			atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1,
-						  memory_order_relaxed);
+		if (p->hooks_return)
+			atomic_fetch_add_explicit(&p->n.hooked, 1, memory_order_relaxed);
 		return true;
 	case STUB_REC_RETURN:
 		if (deep)
 			return true;
-		rec = room(ring, 1);
-		if (!rec)
-			return false;
-		task_of(t, tc, cpu, g->task, &task);
-		hvt_record_entry(rec, tsc_to_ts(t, g->tsc), cpu, p->addr, g->parent, &task);
-		rec->type = HVT_REC_RETURN;
-		rec->value = g->rax;
-		rec->duration = tsc_to_ts(t, g->tsc) - tsc_to_ts(t, g->t0);
-		rec->depth = g->depth;
-		ring_commit(ring);
-		return true;
+		task_of(d, tc, cpu, g->task, &task);
+		hvt_record_entry(&rec, tsc_to_ts(d, g->tsc), cpu, p->addr, g->parent, &task);
+		rec.type = HVT_REC_RETURN;
+		rec.value = g->rax;
+		rec.duration = tsc_to_ts(d, g->tsc) - tsc_to_ts(d, g->t0);
+		rec.depth = g->depth;
+		return ring_emit(ring, &rec, NULL, 0);
 	}
 	return true;
 }
 
 /* Drains what the guest has committed, as far as the host rings have room; *@more says whether some
  * records had to stay in a guest ring. Returns how many records were taken. */
-static unsigned drain_pass(struct tracer *t, struct stub_rec *buf, struct task_cache *tc,
+static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct task_cache *tc,
 			   uint8_t *scratch, bool *more)
 {
 	uint64_t now = clock_now_ns(), pending = UINT64_MAX, h;
@@ -207,15 +180,15 @@ static unsigned drain_pass(struct tracer *t, struct stub_rec *buf, struct task_c
 		memset(tc->ptr, 0, sizeof(tc->ptr));
 		tc->filled_at = now;
 	}
-	for (unsigned c = 0; c < t->nr_cpus; c++) {
+	for (unsigned c = 0; c < d->c.nr_cpus; c++) {
 		unsigned n, k, step;
 
-		while ((n = stub_read(&t->stub, c, buf, DRAIN_BATCH)) > 0) {
-			if (!t->clock_anchored) {
+		while ((n = stub_read(&d->stub, c, buf, DRAIN_BATCH)) > 0) {
+			if (!d->clock_anchored) {
 				/* no clock from the target: the newest record is about now */
-				t->tsc_ref = buf[n - 1].tsc;
-				t->ns_ref = now;
-				t->clock_anchored = true;
+				d->tsc_ref = buf[n - 1].tsc;
+				d->ns_ref = now;
+				d->clock_anchored = true;
 			}
 			for (k = 0; k < n; k += step) {
 				const struct stub_rec *args = NULL;
@@ -228,12 +201,12 @@ static unsigned drain_pass(struct tracer *t, struct stub_rec *buf, struct task_c
 						args = &buf[k + 1];
 					step = 2;
 				}
-				if (!convert(t, tc, scratch, &buf[k], args))
+				if (!convert(d, tc, scratch, &buf[k], args))
 					break;
 			}
 			if (k)
-				stub_consume(&t->stub, c, k);
-			t->stub_records += k;
+				stub_consume(&d->stub, c, k);
+			d->records += k;
 			total += k;
 			if (k < n && k + 1 == n && (buf[k].flags & STUB_F_ARGS) &&
 			    n < DRAIN_BATCH) {
@@ -245,7 +218,7 @@ static unsigned drain_pass(struct tracer *t, struct stub_rec *buf, struct task_c
 			if (k < n) {
 				/* the writer first: nothing of this CPU from here on is in a host
 				 * ring */
-				uint64_t ts = tsc_to_ts(t, buf[k].tsc);
+				uint64_t ts = tsc_to_ts(d, buf[k].tsc);
 
 				pending = ts < pending ? ts : pending;
 				*more = true;
@@ -258,17 +231,17 @@ static unsigned drain_pass(struct tracer *t, struct stub_rec *buf, struct task_c
 	/* Records still to come were taken after the pass started, less the slack (one that anchors
 	 * the clock later is stamped with the time of its pass, later still), or are the ones left
 	 * waiting. */
-	h = now - t->t0 > HORIZON_SLACK_NS ? now - t->t0 - HORIZON_SLACK_NS : 0;
-	atomic_store(&t->stub_horizon, h < pending ? h : pending);
+	h = now - d->c.t0 > HORIZON_SLACK_NS ? now - d->c.t0 - HORIZON_SLACK_NS : 0;
+	atomic_store(&d->horizon, h < pending ? h : pending);
 	return total;
 }
 
 static void *drain_thread(void *arg)
 {
-	struct tracer *t = arg;
+	struct stub_drain *d = arg;
 	struct stub_rec *buf = malloc(DRAIN_BATCH * sizeof(*buf));
 	struct task_cache *tc = calloc(1, sizeof(*tc));
-	uint8_t *scratch = malloc(t->max_payload + 1);
+	uint8_t *scratch = malloc(d->c.max_payload + 1);
 
 	if (!buf || !tc || !scratch) {
 		fprintf(stderr, "hvtrace: stub drain: out of memory\n");
@@ -283,19 +256,19 @@ static void *drain_thread(void *arg)
 	bool more;
 	unsigned idle = 0;
 
-	while (!atomic_load(&t->drain_stop))
-		if (!drain_pass(t, buf, tc, scratch, &more))
+	while (!atomic_load(&d->stop))
+		if (!drain_pass(d, buf, tc, scratch, &more))
 			usleep(DRAIN_IDLE_US);
 	/* the rest, while the writer makes room (it runs until after the detach) */
 	for (;;) {
-		if (drain_pass(t, buf, tc, scratch, &more))
+		if (drain_pass(d, buf, tc, scratch, &more))
 			idle = 0;
 		else if (!more || idle++ >= FINAL_WAIT_PASSES)
 			break;
 		else
 			usleep(DRAIN_IDLE_US);
 	}
-	atomic_store(&t->stub_horizon, UINT64_MAX);
+	atomic_store(&d->horizon, UINT64_MAX);
 	free(buf);
 	free(tc);
 	free(scratch);
@@ -304,135 +277,154 @@ static void *drain_thread(void *arg)
 
 /* ---- attach and detach ----------------------------------------------------------------------- */
 
-static void unpatch_all(struct tracer *t)
+static void unpatch_all(struct stub_drain *d)
 {
-	for (size_t i = 0; i < t->probes.nr; i++) {
-		struct probe *p = &t->probes.v[i];
+	for (size_t i = 0; i < d->c.probes->nr; i++) {
+		struct probe *p = &d->c.probes->v[i];
 
-		if (p->patched && stub_unpatch(&t->stub, p->addr, p->nop) == 0)
+		if (p->patched && stub_unpatch(&d->stub, p->addr, p->nop) == 0)
 			p->patched = false;
 	}
 }
 
-int tracer_stub_attach(struct tracer *t, char *err, size_t errlen)
+int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, char *err,
+		      size_t errlen)
 {
+	struct target *tgt = cfg->tgt;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	bool returns = false;
 	struct stub_guest g = {
-	    .cpu_gs_off = t->task.cpu_gs_off,
-	    .task = &t->task,
-	    .stack_shift = t->tgt->stack_shift,
+	    .cpu_gs_off = cfg->task->cpu_gs_off,
+	    .task = cfg->task,
+	    .stack_shift = tgt->stack_shift,
 	    .max_depth = SHADOW_MAX_DEPTH,
-	    /* --buffer-size-kb bounds the guest's rings too (its records are twice the size) */
-	    .max_records = t->opts.ring_records / 2,
-	    .graph = t->opts.graph_filter && t->opts.returns,
+	    .max_records = cfg->max_records,
+	    .graph = cfg->graph && cfg->returns,
 	};
 	int ret;
 
-	for (size_t i = 0; i < t->probes.nr; i++) {
-		struct probe *p = &t->probes.v[i];
+	d->c = *cfg;
+	d->nr_probes = 0;
+	for (size_t i = 0; i < cfg->probes->nr; i++) {
+		struct probe *p = &cfg->probes->v[i];
 
 		if (!p->stub)
 			continue;
 		lo = p->addr < lo ? p->addr : lo;
 		hi = p->addr > hi ? p->addr : hi;
-		returns |= tracer_hooks_return(t, p->id);
+		returns |= p->hooks_return;
+		d->nr_probes++;
 	}
-	if (!t->nr_stub_probes)
+	if (!d->nr_probes)
 		return 0;
-	ret = stub_place(&t->stub, t->tgt, t->nr_cpus, returns, &g, lo, hi, err, errlen);
+	ret = stub_place(&d->stub, tgt, cfg->nr_cpus, returns, &g, lo, hi, err, errlen);
 	if (ret < 0)
 		return ret;
-	if (t->tgt->ops->tsc_sync &&
-	    t->tgt->ops->tsc_sync(t->tgt, &t->tsc_ref, &t->ns_ref, &t->tsc_khz) == 0 && t->tsc_khz)
-		t->clock_anchored = true;
+	if (tgt->ops->tsc_sync && tgt->ops->tsc_sync(tgt, &d->tsc_ref, &d->ns_ref, &d->tsc_khz) == 0 &&
+	    d->tsc_khz)
+		d->clock_anchored = true;
 	else
-		t->tsc_khz = host_tsc_khz();
-	for (size_t i = 0; i < t->probes.nr; i++) {
-		struct probe *p = &t->probes.v[i];
+		d->tsc_khz = host_tsc_khz();
+	for (size_t i = 0; i < cfg->probes->nr; i++) {
+		struct probe *p = &cfg->probes->v[i];
 
 		if (!p->stub)
 			continue;
-		ret = stub_patch(&t->stub, p->addr, tracer_hooks_return(t, p->id),
-				 t->events[p->id] != NULL, g.graph && t->graph_root[p->id], p->nop);
+		ret = stub_patch(&d->stub, p->addr, p->hooks_return, p->event != NULL,
+				 g.graph && p->graph_root, p->nop);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 ": %s", p->func->name, p->addr,
 				 ret == -EILSEQ	  ? "not a NOP5"
 				 : ret == -ERANGE ? "the stub is out of CALL rel32 reach"
 						  : "cannot write the CALL");
-			unpatch_all(t);
-			stub_unplace(&t->stub);
+			unpatch_all(d);
+			stub_unplace(&d->stub);
 			return ret;
 		}
 		p->patched = true;
 	}
-	atomic_store(&t->drain_stop, 0);
-	atomic_store(&t->stub_horizon, 0);
-	ret = pthread_create(&t->drain, NULL, drain_thread, t);
+	atomic_store(&d->stop, 0);
+	atomic_store(&d->horizon, 0);
+	ret = pthread_create(&d->thread, NULL, drain_thread, d);
 	if (ret) {
-		unpatch_all(t);
-		stub_unplace(&t->stub);
+		atomic_store(&d->horizon, UINT64_MAX);
+		unpatch_all(d);
+		stub_unplace(&d->stub);
 		snprintf(err, errlen, "cannot start the stub drain thread: %s", strerror(ret));
 		return -ret;
 	}
-	t->drain_running = true;
+	d->running = true;
 	return 0;
 }
 
 /* True if some vCPU is executing the stub's code right now (target paused). */
-static bool cpu_inside(struct tracer *t)
+static bool cpu_inside(struct stub_drain *d)
 {
-	for (unsigned i = 0; i < t->nr_cpus; i++) {
+	for (unsigned i = 0; i < d->c.nr_cpus; i++) {
 		struct x86_regs regs;
 
-		if (t->tgt->ops->get_regs(t->tgt, i, &regs) == 0 &&
-		    stub_owns_rip(&t->stub, regs.rip))
+		if (d->c.tgt->ops->get_regs(d->c.tgt, i, &regs) == 0 &&
+		    stub_owns_rip(&d->stub, regs.rip))
 			return true;
 	}
 	return false;
 }
 
-void tracer_stub_stop(struct tracer *t)
+void stub_drain_stop(struct stub_drain *d)
 {
 	struct stub_counters c;
 
-	if (t->drain_running) {
-		atomic_store(&t->drain_stop, 1);
-		pthread_join(t->drain, NULL);
-		t->drain_running = false;
+	if (d->running) {
+		atomic_store(&d->stop, 1);
+		pthread_join(d->thread, NULL);
+		d->running = false;
 	}
-	stub_counters(&t->stub, &c);
-	t->stub_lost = c.lost + c.bad_cpu;
+	stub_counters(&d->stub, &c);
+	d->lost = c.lost + c.bad_cpu;
 }
 
-int tracer_stub_detach(struct tracer *t)
+void stub_drain_forget_thread(struct stub_drain *d)
 {
+	d->running = false;
+}
+
+unsigned long long stub_drain_stalls(const struct stub_drain *d)
+{
+	unsigned long long n = 0;
+
+	for (unsigned i = 0; d->nr_probes && i < d->c.nr_cpus; i++)
+		n += d->c.rings[i].stalls;
+	return n;
+}
+
+int stub_drain_detach(struct stub_drain *d)
+{
+	struct target *tgt = d->c.tgt;
 	int ret = 0, tries = 0;
 
-	if (!t->stub.placed)
+	if (!d->stub.placed)
 		return 0;
-	unpatch_all(t);
+	unpatch_all(d);
 	/* No new entries now, and with the hooked slots handed back no new returns into the stub; a
 	 * vCPU in the middle of a routine finishes it (an entry may hook one more slot meanwhile:
 	 * the second pass hands that back too). */
-	if (stub_restore_slots(&t->stub, false) < 0)
+	if (stub_restore_slots(&d->stub, false) < 0)
 		ret = -EFAULT;
-	while (cpu_inside(t) && tries++ < LEAVE_TRIES) {
-		t->tgt->ops->resume(t->tgt);
+	while (cpu_inside(d) && tries++ < LEAVE_TRIES) {
+		tgt->ops->resume(tgt);
 		usleep(LEAVE_RUN_US);
-		t->tgt->ops->pause(t->tgt);
+		tgt->ops->pause(tgt);
 	}
-	if (cpu_inside(t)) {
+	if (cpu_inside(d)) {
 		/* cannot happen: the stub has no loop but the shadow-stack lock; leave it in place
 		 */
 		fprintf(stderr, "hvtrace: a vCPU stays inside the stub: it is left mapped\n");
 		ret = -EBUSY;
 	}
-	if (stub_restore_slots(&t->stub, !ret) < 0 && !ret)
+	if (stub_restore_slots(&d->stub, !ret) < 0 && !ret)
 		ret = -EFAULT;
-	t->restored_slots += t->stub.restored_slots;
-	tracer_stub_stop(t);
+	stub_drain_stop(d);
 	if (!ret)
-		stub_unplace(&t->stub);
+		stub_unplace(&d->stub);
 	return ret;
 }

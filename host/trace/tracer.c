@@ -14,6 +14,7 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 		const struct vmi_task_layout *task, const struct tracer_opts *opts)
 {
 	memset(t, 0, sizeof(*t));
+	stub_drain_init(&t->stub);
 	pthread_mutex_init(&t->arm_lock, NULL);
 	t->tgt = tgt;
 	t->opts = *opts;
@@ -25,18 +26,11 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 		return -ENOTSUP;
 	if (probe_table_init(&t->probes, sites, n) < 0)
 		goto nomem;
-	t->counters = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->counters));
-	t->events = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->events));
-	t->ret_events = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->ret_events));
-	t->ret_probe = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->ret_probe));
-	t->quiet_entry = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->quiet_entry));
 	t->scratch = calloc(t->nr_cpus, sizeof(*t->scratch));
-	t->graph_root = calloc(t->probes.nr ? t->probes.nr : 1, sizeof(*t->graph_root));
 	t->nr_rings = t->nr_cpus * (opts->stub ? 2 : 1);
 	t->rings = calloc(t->nr_rings, sizeof(*t->rings));
 	t->cpu = aligned_alloc(64, t->nr_cpus * sizeof(*t->cpu));
-	if (!t->counters || !t->graph_root || !t->rings || !t->cpu || !t->events || !t->scratch ||
-	    !t->ret_events || !t->ret_probe || !t->quiet_entry)
+	if (!t->rings || !t->cpu || !t->scratch)
 		goto nomem;
 	memset(t->cpu, 0, t->nr_cpus * sizeof(*t->cpu));
 	for (unsigned i = 0; i < t->nr_cpus; i++) {
@@ -46,7 +40,6 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 	for (unsigned i = 0; i < t->nr_rings; i++)
 		if (ring_init(&t->rings[i], opts->ring_records * (i < t->nr_cpus ? 1 : 4)) < 0)
 			goto nomem;
-	atomic_store(&t->stub_horizon, UINT64_MAX);
 	if (opts->returns) {
 		t->trampoline = tgt->trampoline;
 		if (shadow_init(&t->shadow, SHADOW_STACKS, tgt->stack_shift, t->trampoline) < 0)
@@ -77,7 +70,7 @@ int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec)
 {
 	if (id >= t->probes.nr)
 		return -EINVAL;
-	t->events[id] = spec;
+	t->probes.v[id].event = spec;
 	return grow_scratch(t, fe_payload_size(spec));
 }
 
@@ -87,9 +80,9 @@ int tracer_set_return(struct tracer *t, uint32_t id, const struct fe_spec *spec,
 		return -EINVAL;
 	if (!t->opts.returns)
 		return -ENOTSUP;
-	t->ret_probe[id] = true;
-	t->quiet_entry[id] = quiet;
-	t->ret_events[id] = spec;
+	t->probes.v[id].ret_probe = true;
+	t->probes.v[id].quiet_entry = quiet;
+	t->probes.v[id].ret_event = spec;
 	return spec ? grow_scratch(t, fe_payload_size(spec)) : 0;
 }
 
@@ -98,7 +91,7 @@ const struct fe_spec *tracer_ret_event_of(void *ctx, uint64_t ip)
 	struct tracer *t = ctx;
 	struct probe *p = probe_lookup(&t->probes, ip);
 
-	return p ? t->ret_events[p->id] : NULL;
+	return p ? p->ret_event : NULL;
 }
 
 const struct fe_spec *tracer_event_of(void *ctx, uint64_t ip)
@@ -106,7 +99,50 @@ const struct fe_spec *tracer_event_of(void *ctx, uint64_t ip)
 	struct tracer *t = ctx;
 	struct probe *p = probe_lookup(&t->probes, ip);
 
-	return p ? t->events[p->id] : NULL;
+	return p ? p->event : NULL;
+}
+
+int tracer_set_graph_root(struct tracer *t, uint32_t id)
+{
+	if (id >= t->probes.nr)
+		return -EINVAL;
+	t->probes.v[id].graph_root = true;
+	return 0;
+}
+
+/* Whether probe @p can be a stub probe in this configuration (set_graph_function with lazy arming, or
+ * fields read from guest memory at the call, need trap probes). */
+static bool stub_capable(const struct tracer *t, const struct probe *p)
+{
+	return t->opts.stub && stub_drain_capable(p);
+}
+
+/* NOP5 -> CALL rel32 is five bytes: only with every vCPU stopped. */
+static int attach_stubs(struct tracer *t, char *err, size_t errlen)
+{
+	struct stub_drain_cfg cfg = {
+		.tgt = t->tgt,
+		.probes = &t->probes,
+		.rings = t->rings + t->nr_cpus,
+		.nr_cpus = t->nr_cpus,
+		.task = &t->task,
+		.returns = t->opts.returns,
+		.graph = t->opts.graph_filter,
+		.max_depth = t->opts.max_depth,
+		/* --buffer-size-kb bounds the guest's rings too (its records are twice the size) */
+		.max_records = t->opts.ring_records / 2,
+		.max_payload = t->max_payload,
+		.t0 = t->t0,
+	};
+	int ret = t->tgt->ops->pause(t->tgt);
+
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot stop the vCPUs to patch: %s", strerror(-ret));
+		return ret;
+	}
+	ret = stub_drain_attach(&t->stub, &cfg, err, errlen);
+	t->tgt->ops->resume(t->tgt);
+	return ret;
 }
 
 int tracer_attach(struct tracer *t, char *err, size_t errlen)
@@ -114,6 +150,11 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 	int ret;
 
 	t->t0 = clock_now_ns();
+	for (size_t i = 0; i < t->probes.nr; i++) {
+		struct probe *p = &t->probes.v[i];
+
+		p->hooks_return = t->opts.returns && (t->opts.hook_all || p->ret_probe);
+	}
 	atomic_store(&t->active, 1);
 	t->tgt->ops->set_bp_handler(t->tgt, tracer_hit, t);
 	if (t->trampoline) {
@@ -130,28 +171,22 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 		/* every site is checked now; only the graph roots are armed until one is entered */
 		ret = probe_verify_all(&t->probes, t->tgt, err, errlen);
 		for (size_t i = 0; ret == 0 && i < t->probes.nr; i++)
-			if (t->graph_root[i])
+			if (t->probes.v[i].graph_root)
 				ret = probe_insert(&t->probes.v[i], t->tgt);
 		if (ret < 0 && !*err)
 			snprintf(err, errlen, "cannot insert a breakpoint: %s", strerror(-ret));
 		if (ret < 0)
 			probe_remove_all(&t->probes, t->tgt);
 	} else {
+		bool stubs = false;
+
 		for (size_t i = 0; i < t->probes.nr; i++) {
-			t->probes.v[i].stub = tracer_stub_capable(t, (uint32_t)i);
-			t->nr_stub_probes += t->probes.v[i].stub;
+			t->probes.v[i].stub = stub_capable(t, &t->probes.v[i]);
+			stubs |= t->probes.v[i].stub;
 		}
 		ret = probe_insert_all(&t->probes, t->tgt, err, errlen);
-		if (ret == 0 && t->nr_stub_probes) {
-			/* NOP5 -> CALL rel32 is five bytes: only with every vCPU stopped */
-			ret = t->tgt->ops->pause(t->tgt);
-			if (ret == 0) {
-				ret = tracer_stub_attach(t, err, errlen);
-				t->tgt->ops->resume(t->tgt);
-			} else {
-				snprintf(err, errlen, "cannot stop the vCPUs to patch: %s",
-					 strerror(-ret));
-			}
+		if (ret == 0 && stubs) {
+			ret = attach_stubs(t, err, errlen);
 			if (ret < 0)
 				probe_remove_all(&t->probes, t->tgt);
 		}
@@ -210,9 +245,10 @@ int tracer_detach(struct tracer *t)
 	t->tgt->ops->pause(t->tgt);
 	atomic_store(&t->active, 0);
 	ret = probe_remove_all(&t->probes, t->tgt);
-	if (t->nr_stub_probes) {
-		int r = tracer_stub_detach(t);
+	if (t->stub.stub.placed) {
+		int r = stub_drain_detach(&t->stub);
 
+		t->restored_slots += t->stub.stub.restored_slots;
 		if (r < 0 && !ret)
 			ret = r;
 	}
@@ -240,22 +276,18 @@ static int read_task(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsigned 
 	return tgt->ops->read_virt(tgt, cpu, gva, buf, len);
 }
 
-/* A free slot in this vCPU's ring; waits for the writer rather than losing the event. NULL only once
- * the tracer is detached. */
-static struct hvt_record *reserve(struct tracer *t, unsigned cpu)
+/* Publishes @rec (and @len bytes of @payload) in this vCPU's ring; waits for the writer rather than
+ * lose the event, unless the tracer is detached: then the event is counted lost. */
+static void emit(struct tracer *t, unsigned cpu, const struct hvt_record *rec, const void *payload,
+		 size_t len)
 {
-	struct ring *ring = &t->rings[cpu];
-	struct hvt_record *rec;
-
-	while (!(rec = ring_reserve(ring))) {
-		ring->stalls++;
+	while (!ring_emit(&t->rings[cpu], rec, payload, len)) {
 		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
 			t->cpu[cpu].lost++;
-			return NULL;
+			return;
 		}
 		sched_yield();
 	}
-	return rec;
 }
 
 /* Lazy arming: the callee probes are in while at least one graph-root call is live. */
@@ -264,7 +296,7 @@ static void arm(struct tracer *t)
 	pthread_mutex_lock(&t->arm_lock);
 	if (t->live_roots++ == 0) {
 		for (size_t i = 0; i < t->probes.nr; i++)
-			if (!t->graph_root[i])
+			if (!t->probes.v[i].graph_root)
 				probe_insert(&t->probes.v[i], t->tgt);
 		t->arms++;
 	}
@@ -279,7 +311,7 @@ static void disarm(struct tracer *t, unsigned roots)
 	t->live_roots = roots >= t->live_roots ? 0 : t->live_roots - roots;
 	if (!t->live_roots)
 		for (size_t i = 0; i < t->probes.nr; i++)
-			if (!t->graph_root[i])
+			if (!t->probes.v[i].graph_root)
 				probe_remove(&t->probes.v[i], t->tgt);
 	pthread_mutex_unlock(&t->arm_lock);
 }
@@ -295,19 +327,21 @@ static void count_unwound(void *ctx, const struct shadow_entry *e)
 {
 	struct dropped *d = ctx;
 
-	atomic_fetch_add_explicit(&d->t->counters[e->probe].unwound, 1, memory_order_relaxed);
-	if (d->t->graph_root[e->probe])
+	struct probe *p = &d->t->probes.v[e->probe];
+
+	atomic_fetch_add_explicit(&p->n.unwound, 1, memory_order_relaxed);
+	if (p->graph_root)
 		d->roots++;
 }
 
-static void miss(struct tracer *t, const struct probe *p)
+static void miss(struct probe *p)
 {
-	atomic_fetch_add_explicit(&t->counters[p->id].misses, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->n.misses, 1, memory_order_relaxed);
 }
 
 /* Hooks the return of the call whose return address sits at @slot (holding @orig). Returns 1 when
  * hooked (*@depth set), 0 when the call is not to be traced (graph filter, max depth), -1 on a miss. */
-static int hook_return(struct tracer *t, const struct probe *p, uint64_t slot, uint64_t orig,
+static int hook_return(struct tracer *t, struct probe *p, uint64_t slot, uint64_t orig,
 		       uint64_t now, uint8_t *depth)
 {
 	struct shadow_stack *st = shadow_lock(&t->shadow, slot, true);
@@ -326,7 +360,7 @@ static int hook_return(struct tracer *t, const struct probe *p, uint64_t slot, u
 		.t_entry = now,
 		.probe = p->id,
 		.depth = top ? top->depth + 1 : 0,
-		.in_graph = (top && top->in_graph) || t->graph_root[p->id],
+		.in_graph = (top && top->in_graph) || p->graph_root,
 	};
 	if ((t->opts.graph_filter && !e.in_graph) ||
 	    (t->opts.max_depth && e.depth >= t->opts.max_depth)) {
@@ -339,12 +373,12 @@ static int hook_return(struct tracer *t, const struct probe *p, uint64_t slot, u
 	} else {
 		hooked = 1;
 		*depth = e.depth;
-		atomic_fetch_add_explicit(&t->counters[p->id].hooked, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&p->n.hooked, 1, memory_order_relaxed);
 	}
 	shadow_unlock(st);
 	if (t->opts.lazy) {
 		disarm(t, d.roots);
-		if (hooked == 1 && t->graph_root[p->id])
+		if (hooked == 1 && p->graph_root)
 			arm(t);
 	}
 	return hooked;
@@ -362,75 +396,59 @@ static int event_read(void *ctx, uint64_t gva, void *buf, size_t len)
 	return r->tgt->ops->read_virt(r->tgt, r->cpu, gva, buf, len);
 }
 
-/* An entry with a function-based event: the fields are captured now (arguments as they are at the
- * call), then the event record and its raw payload records are published together. */
-static void record_event(struct tracer *t, unsigned cpu, const struct probe *p,
-			 const struct fe_spec *spec, enum hvt_rec_type type, const struct x86_regs *regs,
-			 uint64_t now, uint64_t parent, uint8_t depth, uint64_t duration)
+/* The record of an entry or a return at @now of probe @p on @cpu, with the task running there. */
+static void make_record(struct tracer *t, struct hvt_record *rec, enum hvt_rec_type type,
+			unsigned cpu, const struct probe *p, uint64_t now, uint64_t parent, uint8_t depth)
 {
-	struct event_reader rd = {t->tgt, cpu};
-	struct ring *ring = &t->rings[cpu];
-	size_t len = fe_payload_size(spec);
-	uint64_t slots = 1 + hvt_record_payload_slots(len);
-	struct hvt_record *rec;
 	struct vmi_task task;
 
-	fe_capture(spec, regs, event_read, &rd, t->scratch[cpu]);
-	while (!ring_reserve_n(ring, slots)) {
-		ring->stalls++;
-		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
-			t->cpu[cpu].lost++;
-			return;
-		}
-		sched_yield();
-	}
-	rec = ring_slot(ring, 0);
 	vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
 	hvt_record_entry(rec, now - t->t0, cpu, p->addr, parent, &task);
 	rec->type = (uint8_t)type;
-	rec->value = len;
 	rec->depth = depth;
-	rec->duration = duration;
-	ring_put_payload(ring, t->scratch[cpu], len);
-	ring_commit_n(ring, slots);
+}
+
+/* An event's fields captured now (arguments as they are at the call, @regs) into this vCPU's scratch
+ * buffer; returns their length. */
+static size_t capture(struct tracer *t, unsigned cpu, const struct fe_spec *spec,
+		      const struct x86_regs *regs)
+{
+	struct event_reader rd = {t->tgt, cpu};
+
+	fe_capture(spec, regs, event_read, &rd, t->scratch[cpu]);
+	return fe_payload_size(spec);
 }
 
 static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
 {
 	struct tracer_cpu *c = &t->cpu[cpu];
-	struct hvt_record *rec;
-	struct vmi_task task;
+	struct hvt_record rec;
 	uint64_t orig = 0, now;
 	uint8_t depth = 0;
+	size_t len = 0;
 
 	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
 	now = clock_now_ns();
 	if (t->tgt->ops->read_virt(t->tgt, cpu, regs->rsp, &orig, sizeof(orig)) < 0) {
-		miss(t, p);
+		miss(p);
 		if (t->opts.returns)
 			goto out;
 	}
-	if (tracer_hooks_return(t, p->id)) {
+	if (p->hooks_return) {
 		int r = hook_return(t, p, regs->rsp, orig, now, &depth);
 
 		if (r < 0)
-			miss(t, p);
+			miss(p);
 		if (r <= 0)
 			goto out;
 	}
-	if (t->quiet_entry[p->id])
+	if (p->quiet_entry)
 		goto out;
-	if (t->events[p->id]) {
-		record_event(t, cpu, p, t->events[p->id], HVT_REC_EVENT, regs, now, orig, depth, 0);
-		goto out;
-	}
-	rec = reserve(t, cpu);
-	if (rec) {
-		vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
-		hvt_record_entry(rec, now - t->t0, cpu, p->addr, orig, &task);
-		rec->depth = depth;
-		ring_commit(&t->rings[cpu]);
-	}
+	if (p->event)
+		len = capture(t, cpu, p->event, regs);
+	make_record(t, &rec, p->event ? HVT_REC_EVENT : HVT_REC_ENTRY, cpu, p, now, orig, depth);
+	rec.value = len;
+	emit(t, cpu, &rec, t->scratch[cpu], len);
 out:
 	atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
 	return 0;
@@ -442,9 +460,10 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 	uint64_t slot = regs->rsp - 8, now;
 	struct shadow_stack *st;
 	struct shadow_entry e;
-	struct hvt_record *rec;
-	struct vmi_task task;
+	struct hvt_record rec;
 	struct dropped d = {.t = t};
+	const struct probe *p;
+	size_t len = 0;
 	bool found;
 
 	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
@@ -454,7 +473,7 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 	if (st)
 		shadow_unlock(st);
 	if (t->opts.lazy)
-		disarm(t, d.roots + (found && t->graph_root[e.probe]));
+		disarm(t, d.roots + (found && t->probes.v[e.probe].graph_root));
 	if (!found) {
 		/* Not ours: nothing can be resumed safely. The vCPU faults with RIP on the trampoline. */
 		atomic_fetch_add(&t->orphan_returns, 1);
@@ -462,26 +481,20 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 		return -ENOENT;
 	}
 	regs->rip = e.orig;
-	if (t->ret_events[e.probe] && atomic_load_explicit(&t->active, memory_order_relaxed)) {
-		/* typed return: the fields are evaluated with RAX as the first argument */
-		const struct fe_spec *spec = t->ret_events[e.probe];
-		struct x86_regs ret = *regs;
+	p = &t->probes.v[e.probe];
+	if (atomic_load_explicit(&t->active, memory_order_relaxed)) {
+		if (p->ret_event) {
+			/* typed return: the fields are evaluated with RAX as the first argument */
+			struct x86_regs ret = *regs;
 
-		ret.rdi = regs->rax;
-		record_event(t, cpu, &t->probes.v[e.probe], spec, HVT_REC_RETURN_EVENT, &ret, now, e.orig,
-			     e.depth, now - e.t_entry);
-		atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
-		return 0;
-	}
-	rec = atomic_load_explicit(&t->active, memory_order_relaxed) ? reserve(t, cpu) : NULL;
-	if (rec) {
-		vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
-		hvt_record_entry(rec, now - t->t0, cpu, t->probes.v[e.probe].addr, e.orig, &task);
-		rec->type = HVT_REC_RETURN;
-		rec->value = regs->rax;
-		rec->duration = now - e.t_entry;
-		rec->depth = e.depth;
-		ring_commit(&t->rings[cpu]);
+			ret.rdi = regs->rax;
+			len = capture(t, cpu, p->ret_event, &ret);
+		}
+		make_record(t, &rec, p->ret_event ? HVT_REC_RETURN_EVENT : HVT_REC_RETURN, cpu, p, now,
+			    e.orig, e.depth);
+		rec.value = p->ret_event ? len : regs->rax;
+		rec.duration = now - e.t_entry;
+		emit(t, cpu, &rec, t->scratch[cpu], len);
 	}
 	atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
 	return 0;
@@ -507,7 +520,7 @@ int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
 uint64_t tracer_horizon(void *ctx)
 {
 	struct tracer *t = ctx;
-	uint64_t h = clock_now_ns() - t->t0, s = atomic_load(&t->stub_horizon);
+	uint64_t h = clock_now_ns() - t->t0, s = stub_drain_horizon(&t->stub);
 
 	if (s < h)
 		h = s;
@@ -526,35 +539,55 @@ unsigned long long tracer_lost(const struct tracer *t)
 
 	for (unsigned i = 0; i < t->nr_cpus; i++)
 		n += t->cpu[i].lost;
-	return n + t->stub_lost;
+	return n + t->stub.lost;
+}
+
+void tracer_stats(const struct tracer *t, struct tracer_stats *out)
+{
+	*out = (struct tracer_stats){
+		.probes = t->probes.nr,
+		.restored_slots = t->restored_slots,
+		.orphan_returns = atomic_load(&t->orphan_returns),
+		.arms = t->arms,
+		.lost = tracer_lost(t),
+		.stub_probes = t->stub.nr_probes,
+		.stub_records = t->stub.records,
+		.stub_lost = t->stub.lost,
+		.stub_ring_records = t->stub.stub.ring_records,
+		.stub_region_bytes = t->stub.stub.reg.size,
+		.stub_host_stalls = stub_drain_stalls(&t->stub),
+		.stub_mapped = t->stub.stub.placed,
+	};
+}
+
+void tracer_stop_drain(struct tracer *t)
+{
+	stub_drain_stop(&t->stub);
+}
+
+int tracer_takeover_detach(struct tracer *t)
+{
+	if (!t->attached)
+		return 0;
+	shadow_break_locks(&t->shadow);
+	stub_drain_forget_thread(&t->stub);
+	return tracer_detach(t);
 }
 
 void tracer_free(struct tracer *t)
 {
-	tracer_stub_stop(t);
+	stub_drain_stop(&t->stub);
 	probe_table_free(&t->probes);
 	for (unsigned i = 0; t->rings && i < t->nr_rings; i++)
 		ring_free(&t->rings[i]);
 	free(t->rings);
 	free(t->cpu);
-	free(t->counters);
-	free(t->graph_root);
 	for (unsigned i = 0; t->scratch && i < t->nr_cpus; i++)
 		free(t->scratch[i]);
 	free(t->scratch);
-	free(t->events);
-	free(t->ret_events);
-	free(t->ret_probe);
-	free(t->quiet_entry);
-	t->ret_events = NULL;
-	t->ret_probe = NULL;
-	t->quiet_entry = NULL;
 	t->scratch = NULL;
-	t->events = NULL;
 	shadow_free(&t->shadow);
 	pthread_mutex_destroy(&t->arm_lock);
 	t->rings = NULL;
 	t->cpu = NULL;
-	t->counters = NULL;
-	t->graph_root = NULL;
 }

@@ -7,7 +7,7 @@
 #include "host/trace/probe.h"
 #include "host/trace/ring.h"
 #include "host/trace/shadow.h"
-#include "host/trace/stub.h"
+#include "host/trace/stub_drain.h"
 #include "host/trace/target.h"
 #include "vmi/vmi_task.h"
 
@@ -28,28 +28,22 @@ struct tracer_opts {
 	bool stub; /* stub probes wherever they can do the job (tracer_init says which cannot) */
 };
 
-/* Per-probe counters kept on the vCPU threads (rare events only; hits and returns are in the records). */
-struct probe_counters {
-	_Atomic uint64_t misses;  /* could not be traced: shadow stack full, unreadable slot, no room */
-	_Atomic uint64_t unwound; /* hooked frames abandoned without returning (non-local exit) */
-	_Atomic uint64_t hooked;  /* entries whose return was hooked */
-};
-
 struct tracer_cpu {
 	_Alignas(64) _Atomic uint64_t busy_since; /* ts of the record being built, UINT64_MAX if none */
 	unsigned long long lost;		   /* events not recorded (detach while the ring was full) */
 };
 
+/* The tracer's state is its own: code outside host/trace/tracer.c reads it through the accessors
+ * below and never writes it. */
 struct tracer {
 	struct target *tgt; /* borrowed */
 	struct tracer_opts opts;
-	struct probe_table probes;
-	struct probe_counters *counters; /* per probe */
-	bool *graph_root;		 /* per probe: set_graph_function matched it */
+	struct probe_table probes; /* each probe holds what was asked of it and its counters */
 	struct shadow shadow;
-	struct ring *rings; /* one per vCPU */
+	struct ring *rings; /* nr_cpus for trap probes, then nr_cpus for the stub's records */
 	struct tracer_cpu *cpu;
 	unsigned nr_cpus;
+	unsigned nr_rings; /* nr_cpus, and as many again with stub probes */
 	struct vmi_task_layout task;
 	uint64_t trampoline; /* 0 unless opts.returns */
 	uint8_t trampoline_orig;
@@ -58,29 +52,25 @@ struct tracer {
 	atomic_int active; /* 0 once detached: hits on old probes are only emulated */
 	bool attached;
 	_Atomic uint64_t orphan_returns; /* trampoline hits with no shadow entry (must stay 0) */
-	const struct fe_spec **events; /* per probe: its function-based event, or NULL; borrowed */
-	bool *ret_probe;	       /* per probe: a return probe (-r) */
-	bool *quiet_entry;	       /* per probe: its entries are not recorded (only there for -r) */
-	const struct fe_spec **ret_events; /* per probe: typed return fields of RAX, or NULL */
-	size_t max_payload;	       /* largest event payload */
-	uint8_t **scratch;	       /* per vCPU: capture buffer of max_payload bytes */
+	size_t max_payload;		 /* largest event payload */
+	uint8_t **scratch;		 /* per vCPU: capture buffer of max_payload bytes */
 	pthread_mutex_t arm_lock;	 /* lazy: live_roots and the callee probes' insertion */
 	unsigned live_roots;		 /* lazy: hooked graph-root frames not yet returned */
 	uint64_t arms;			 /* lazy: times the callee probes were inserted */
 	uint64_t restored_slots; /* hooked returns handed back at detach (slots, vCPUs on the trampoline) */
-	unsigned nr_rings;	 /* nr_cpus, and as many again for the stub's records with stub probes */
+	struct stub_drain stub;	 /* stub probes */
+};
 
-	/* stub probes (tracer_stub.c) */
-	struct stub stub;
-	size_t nr_stub_probes;
-	pthread_t drain;
-	bool drain_running;
-	atomic_int drain_stop;
-	_Atomic uint64_t stub_horizon; /* ts below which every stub record has been drained */
-	uint64_t tsc_ref, ns_ref, tsc_khz; /* guest TSC tsc_ref was current at host ns ns_ref */
-	bool clock_anchored;
-	uint64_t stub_records; /* records drained from the guest */
-	uint64_t stub_lost;    /* events the guest rings could not take, at detach */
+/* What a session did, for --stats and the profile; a copy, taken on the main thread once the writer
+ * has stopped (counters of live vCPU threads may still move otherwise). */
+struct tracer_stats {
+	size_t probes;
+	unsigned long long restored_slots, orphan_returns, arms, lost;
+	/* stub probes (all 0 without) */
+	size_t stub_probes;
+	unsigned long long stub_records, stub_lost, stub_ring_records, stub_region_bytes;
+	unsigned long long stub_host_stalls;
+	bool stub_mapped; /* the stub is still in guest memory */
 };
 
 /* Prepares probes for the @n selected sites, rings and (with returns) shadow stacks. Returns 0, -ENOMEM,
@@ -122,25 +112,44 @@ uint64_t tracer_horizon(void *ctx);
 /* Sum of lost over vCPUs. */
 unsigned long long tracer_lost(const struct tracer *t);
 
-/* Whether probe @id hooks the returns of its calls (function_graph, or a return probe). Any thread. */
-static inline bool tracer_hooks_return(const struct tracer *t, uint32_t id)
+/* set_graph_function: marks probe @id as a graph root. Before tracer_attach; -EINVAL for a bad id. */
+int tracer_set_graph_root(struct tracer *t, uint32_t id);
+
+/* The probes, in id order (each with its function and counters). Borrowed; any thread. */
+static inline const struct probe_table *tracer_probes(const struct tracer *t)
 {
-	return t->opts.returns && (t->opts.hook_all || t->ret_probe[id]);
+	return &t->probes;
 }
 
-/* Whether probe @id may be a stub probe in this tracer's configuration (events reading guest memory,
- * typed return fields and set_graph_function need trap probes). */
-bool tracer_stub_capable(const struct tracer *t, uint32_t id);
+/* The record rings the writer drains (*@nr of them). Borrowed; any thread. */
+static inline struct ring *tracer_rings(struct tracer *t, unsigned *nr)
+{
+	*nr = t->nr_rings;
+	return t->rings;
+}
 
-/* tracer_stub.c, for tracer.c: with the target paused, places the stub, patches the stub probes and
- * starts the drain thread (0 or -errno with @err; nothing stays patched on error) / undoes it all. */
-int tracer_stub_attach(struct tracer *t, char *err, size_t errlen);
-int tracer_stub_detach(struct tracer *t);
+/* Per vCPU: times its ring was full, and events it could not record. Main thread, after the writer. */
+static inline unsigned long long tracer_cpu_stalls(const struct tracer *t, unsigned cpu)
+{
+	return t->rings[cpu].stalls;
+}
 
-/* Drains the guest rings one last time, as far as they can still be read, and stops the drain thread;
- * the events the guest could not record are then in stub_lost (as the guest last said if it is gone).
- * For a guest that went away without a detach; idempotent. Main thread. */
-void tracer_stub_stop(struct tracer *t);
+static inline unsigned long long tracer_cpu_lost(const struct tracer *t, unsigned cpu)
+{
+	return t->cpu[cpu].lost;
+}
+
+/* A copy of the session's counters (see struct tracer_stats). Main thread. */
+void tracer_stats(const struct tracer *t, struct tracer_stats *out);
+
+/* For a guest that went away without a detach: drains what the stub's rings still hold and stops the
+ * drain, so that the lost count is final. Idempotent; main thread. */
+void tracer_stop_drain(struct tracer *t);
+
+/* In a process forked from the tracing one (the guardian), after the tracing process died: detaches as
+ * tracer_detach does, with shadow-stack locks a dead vCPU thread may have held broken and no drain
+ * thread (threads do not survive a fork). The target must already be usable from this process. */
+int tracer_takeover_detach(struct tracer *t);
 
 /* Frees everything; the tracer must be detached. */
 void tracer_free(struct tracer *t);

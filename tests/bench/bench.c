@@ -100,13 +100,18 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 		if (tracer_init(&tr, &tgt, sel, nr, &g->task, &opts) < 0 ||
 		    tracer_attach(&tr, err, sizeof(err)) < 0)
 			die("tracer", err);
-		if (opts.stub && tr.nr_stub_probes != nr)
+		struct tracer_stats st;
+		unsigned nr_rings;
+		struct ring *rings = tracer_rings(&tr, &nr_rings);
+
+		tracer_stats(&tr, &st);
+		if (opts.stub && st.stub_probes != nr)
 			die("tracer", "not stub probes");
 		if (graph)
 			sink_graph_init(&sink, devnull, &g->elf.funcs, smp, true, false);
 		else
 			sink_function_init(&sink, devnull, &g->elf.funcs, smp);
-		writer_start(&w, tr.rings, tr.nr_rings, &sink, tracer_horizon, &tr);
+		writer_start(&w, rings, nr_rings, &sink, tracer_horizon, &tr);
 	}
 	w0 = wall_now();
 	t0 = cpu_now();

@@ -84,11 +84,21 @@ static bool sites_pristine(struct fixture *f)
 
 static uint64_t ring_heads(struct tracer *tr)
 {
+	unsigned nr;
+	struct ring *rings = tracer_rings(tr, &nr);
 	uint64_t n = 0;
 
-	for (unsigned i = 0; i < tr->nr_rings; i++)
-		n += atomic_load(&tr->rings[i].head);
+	for (unsigned i = 0; i < nr; i++)
+		n += atomic_load(&rings[i].head);
 	return n;
+}
+
+static struct tracer_stats stats_of(const struct tracer *tr)
+{
+	struct tracer_stats st;
+
+	tracer_stats(tr, &st);
+	return st;
 }
 
 static void detach_in_flight(bool returns, bool stub)
@@ -112,12 +122,15 @@ static void detach_in_flight(bool returns, bool stub)
 	for (size_t i = 0; i < f.g.sites.nr; i++)
 		assert_int_equal(*(uint8_t *)vm_gpa_ptr(&f.vm, f.sel[i]->addr, 1),
 				 stub ? 0xe8 /* CALL rel32 */ : X86_INT3);
-	assert_int_equal(f.tr.nr_stub_probes, stub ? f.g.sites.nr : 0);
+	assert_int_equal(stats_of(&f.tr).stub_probes, stub ? f.g.sites.nr : 0);
 	if (returns)
 		assert_int_equal(sink_graph_init(&sink, f.devnull, &f.g.elf.funcs, 2, true, false), 0);
 	else
 		sink_function_init(&sink, f.devnull, &f.g.elf.funcs, 2);
-	assert_int_equal(writer_start(&w, f.tr.rings, f.tr.nr_rings, &sink, tracer_horizon, &f.tr), 0);
+	unsigned nr_rings;
+	struct ring *rings = tracer_rings(&f.tr, &nr_rings);
+
+	assert_int_equal(writer_start(&w, rings, nr_rings, &sink, tracer_horizon, &f.tr), 0);
 	assert_int_equal(vm_start(&f.vm, err, sizeof(err)), 0);
 
 	/* trace until the guest is in its endless loop of traced calls */
@@ -128,12 +141,12 @@ static void detach_in_flight(bool returns, bool stub)
 	assert_true(sites_pristine(&f));
 	if (returns) {
 		/* the loop spends nearly all its time inside tree_root: calls were in flight */
-		assert_true(f.tr.restored_slots > 0);
+		assert_true(stats_of(&f.tr).restored_slots > 0);
 		assert_memory_equal(vm_gpa_ptr(&f.vm, f.vm.stub_gpa, 1), "\xc3", 1);
-		assert_int_equal(atomic_load(&f.tr.orphan_returns), 0);
+		assert_int_equal(stats_of(&f.tr).orphan_returns, 0);
 	}
 	/* the stub's memory is gone from the guest: a return into it would end the VM below */
-	assert_false(f.tr.stub.placed);
+	assert_false(stats_of(&f.tr).stub_mapped);
 	events = ring_heads(&f.tr);
 	assert_true(events > 0);
 

@@ -1,0 +1,197 @@
+#include "host/cli/pipeline.h"
+#include "host/cli/events.h"
+#include "host/cli/exitcode.h"
+#include "host/out/expect.h"
+#include "host/trace/filter.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pipeline_select(struct pipeline *p, const struct session *s, const struct vmi_sites *sites,
+		    const struct vmi_site **preselected, size_t nr_preselected, char *err,
+		    size_t errlen)
+{
+	int ret = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->s = s;
+	if (preselected) {
+		p->sel = preselected;
+		p->nr_sel = nr_preselected;
+	} else if (s->tracer != TRACER_NOP || s->nr_filter || s->nr_notrace) {
+		ret = filter_select(sites, s->filter, s->nr_filter, s->notrace, s->nr_notrace, &p->sel,
+				    &p->nr_sel, err, errlen);
+	}
+	if (ret == 0 && s->tracer == TRACER_NOP)
+		p->nr_sel = 0;
+	p->nr_traced = p->nr_sel;
+	if (ret == 0)
+		ret = events_select(s, sites, &p->sel, &p->nr_sel, err, errlen);
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return ret == 0 ? 0 : ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
+}
+
+/* set_graph_function: marks the probes whose function matches a -g glob; each glob must match one
+ * traced function, else -ENOENT with a reason in @err. */
+static int mark_graph_roots(struct pipeline *p, char *err, size_t errlen)
+{
+	const struct probe_table *probes = tracer_probes(&p->tr);
+	const struct session *s = p->s;
+
+	for (size_t g = 0; g < s->nr_graph; g++) {
+		bool any = false;
+
+		for (size_t i = 0; i < probes->nr; i++)
+			if (filter_glob_match(s->graph[g], probes->v[i].func->name)) {
+				tracer_set_graph_root(&p->tr, probes->v[i].id);
+				any = true;
+			}
+		if (!any) {
+			snprintf(err, errlen, "-g '%s': matches no traced function", s->graph[g]);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
+/* -e events and -r return probes; @traced[i]: probe i is one of the tracer's own sites. */
+static int bind_events(struct pipeline *p)
+{
+	bool *traced = calloc(p->nr_sel ? p->nr_sel : 1, sizeof(*traced));
+	int ret;
+
+	if (!traced)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nr_traced; i++)
+		traced[i] = true;
+	ret = events_bind(p->s, &p->tr, traced);
+	free(traced);
+	return ret;
+}
+
+int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out, char *err,
+		   size_t errlen)
+{
+	const struct session *s = p->s;
+	struct tracer_opts opts = {
+		.stub = g->stub,
+		.returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
+		.hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
+		.graph_filter = s->nr_graph > 0,
+		.lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
+		.max_depth = s->max_depth,
+		.ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
+	};
+	unsigned nr_cpus = g->tgt->nr_cpus;
+	int ret;
+
+	ret = tracer_init(&p->tr, g->tgt, p->sel, p->nr_sel, g->task, &opts);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s",
+			 ret == -ENOTSUP ? g->no_trampoline : "out of memory for the trace buffers");
+		return ret == -ENOTSUP ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
+	}
+	p->have_tr = true;
+	if (bind_events(p) < 0) {
+		snprintf(err, errlen, "out of memory for event buffers");
+		return EXIT_HOST_ERROR;
+	}
+	if (mark_graph_roots(p, err, errlen) < 0 ||
+	    expect_check_names(tracer_probes(&p->tr), s->expect_call, s->nr_expect_call,
+			       s->expect_no_call, s->nr_expect_no_call, err, errlen) < 0)
+		return EXIT_BAD_INPUT;
+	if (s->tracer == TRACER_FUNCTION_GRAPH)
+		sink_graph_init(&p->sink, out, g->funcs, nr_cpus, s->funcgraph_retval,
+				s->funcgraph_tail);
+	else
+		sink_function_init(&p->sink, out, g->funcs, nr_cpus);
+	p->sink.tracer = tracer_name(s->tracer);
+	p->sink.event_of = tracer_event_of;
+	p->sink.ret_event_of = tracer_ret_event_of;
+	p->sink.event_ctx = &p->tr;
+	if (s->profile || s->nr_expect_call || s->nr_expect_no_call) {
+		if (profile_init(&p->prof, tracer_probes(&p->tr)) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return EXIT_HOST_ERROR;
+		}
+		p->profiling = true;
+		p->w.tap = profile_add;
+		p->w.tap_ctx = &p->prof;
+	}
+	return 0;
+}
+
+int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errlen)
+{
+	unsigned nr_rings;
+	struct ring *rings;
+	int ret;
+
+	if (tracer_attach(&p->tr, err, errlen) < 0)
+		return attach_status;
+	rings = tracer_rings(&p->tr, &nr_rings);
+	ret = writer_start(&p->w, rings, nr_rings, &p->sink, tracer_horizon, &p->tr);
+	if (ret < 0) {
+		snprintf(err, errlen, "writer thread: %s", strerror(-ret));
+		return EXIT_HOST_ERROR;
+	}
+	p->writing = true;
+	return 0;
+}
+
+int pipeline_detach(struct pipeline *p)
+{
+	return p->have_tr ? tracer_detach(&p->tr) : 0;
+}
+
+void pipeline_print_stub_stats(const struct pipeline *p)
+{
+	struct tracer_stats st;
+
+	tracer_stats(&p->tr, &st);
+	if (!st.stub_probes)
+		return;
+	fprintf(stderr,
+		"hvtrace: stats: stub probes %zu records %llu lost %llu ring %llu/cpu region %llu KiB "
+		"host-ring-stalls %llu\n",
+		st.stub_probes, st.stub_records, st.stub_lost, st.stub_ring_records,
+		st.stub_region_bytes >> 10, st.stub_host_stalls);
+}
+
+int pipeline_finish(struct pipeline *p, int status,
+		    void (*backend_stats)(void *ctx, const struct pipeline *p), void *ctx)
+{
+	const struct session *s = p->s;
+	struct tracer_stats st;
+
+	if (!p->writing)
+		return status;
+	writer_stop(&p->w, tracer_lost(&p->tr));
+	tracer_stats(&p->tr, &st);
+	if (s->stats)
+		backend_stats(ctx, p);
+	if (p->profiling && s->profile)
+		profile_print(&p->prof, st.stub_lost, stderr);
+	if (p->profiling && status == 0 &&
+	    expect_verdict(&p->prof, s->expect_call, s->nr_expect_call, s->expect_no_call,
+			   s->nr_expect_no_call, stderr))
+		status = EXIT_EXPECT;
+	writer_free(&p->w);
+	p->writing = false;
+	return status;
+}
+
+void pipeline_free(struct pipeline *p)
+{
+	if (p->profiling)
+		profile_free(&p->prof);
+	p->profiling = false;
+	if (p->have_tr)
+		tracer_free(&p->tr);
+	p->have_tr = false;
+	free(p->sel);
+	p->sel = NULL;
+}

@@ -1,0 +1,75 @@
+/* One trace session's pipeline, the same for every backend: the sites a session selects, the tracer
+ * over a target, the sink that formats, the profile and expectations that summarise, the writer thread
+ * between them. `run` (embedded VMM), `run --qemu` and `attach` build it the same way; only what
+ * reaches the target differs. All calls on the main thread. */
+#ifndef HVT_PIPELINE_H
+#define HVT_PIPELINE_H
+
+#include "host/cli/session.h"
+#include "host/out/profile.h"
+#include "host/out/sink.h"
+#include "host/out/writer.h"
+#include "host/trace/tracer.h"
+#include "vmi/vmi_sites.h"
+#include "vmi/vmi_symtab.h"
+#include "vmi/vmi_task.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct pipeline {
+	const struct session *s;   /* borrowed */
+	const struct vmi_site **sel; /* the sites probed (owned) */
+	size_t nr_sel;
+	size_t nr_traced; /* sel[0..nr_traced) are the tracer's; the rest only there for -e / -r */
+	struct tracer tr;
+	struct sink sink;
+	struct writer w;
+	struct profile prof;
+	bool have_tr, profiling, writing;
+};
+
+/* What the backend knows of its guest. Everything borrowed; it outlives the pipeline. */
+struct pipeline_guest {
+	struct target *tgt;		    /* trampoline and stack_shift already set */
+	const struct vmi_task_layout *task; /* where the current task is */
+	const struct vmi_symtab *funcs;	    /* for naming addresses in the output */
+	bool stub;			    /* stub probes wherever they can do the job (--probe) */
+	const char *no_trampoline;	    /* the reason when the target has no return trampoline */
+};
+
+/* Chooses the sites to probe among @sites: @preselected (taken over; the backend's own choice for
+ * the tracer, e.g. a graph closure) or else the session's -l/-n filters; none for the nop tracer;
+ * then every -e/-r function. Touches no guest. Returns 0 or an exit status with @err. */
+int pipeline_select(struct pipeline *p, const struct session *s, const struct vmi_sites *sites,
+		    const struct vmi_site **preselected, size_t nr_preselected, char *err,
+		    size_t errlen);
+
+/* Builds the tracer over @g's target for the selected sites, binds events, return probes and graph
+ * roots, checks --expect-* names, and prepares sink (writing to @out) and profile. Nothing touches the
+ * guest yet. Returns 0 or an exit status with @err. */
+int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out, char *err,
+		   size_t errlen);
+
+/* Patches the guest (tracer_attach) and starts the writer. Returns 0, @attach_status when the guest
+ * could not be patched (nothing stays patched), or another exit status; @err says why. */
+int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errlen);
+
+/* Leaves the guest as it was found (tracer_detach). Idempotent. 0 or -errno. */
+int pipeline_detach(struct pipeline *p);
+
+/* Ends the session after the guest was detached (or is gone): stops the writer, prints the stats
+ * (--stats: @backend_stats(@ctx, @p)), the profile (--profile) and, when
+ * @status is still 0, the --expect-* verdict. Returns @status, or EXIT_EXPECT for an unmet
+ * expectation. Call once. */
+int pipeline_finish(struct pipeline *p, int status,
+		    void (*backend_stats)(void *ctx, const struct pipeline *p), void *ctx);
+
+/* --stats: the stub-probe line (nothing without stub probes); for backend_stats. */
+void pipeline_print_stub_stats(const struct pipeline *p);
+
+/* Frees everything pipeline_select and pipeline_build made. */
+void pipeline_free(struct pipeline *p);
+
+#endif

@@ -1,0 +1,50 @@
+/* Reaching a QEMU VM for tracing: launch one (run --qemu), or find a running one (attach by libvirt
+ * domain, QMP socket or pid); then its human monitor (QMP, or libvirt's qemu-monitor-command) and its
+ * gdbstub (the one already listening, or a new one on a free loopback port). The result is what
+ * target_qemu_init needs: a connected gdbstub, QEMU's pid and its RAM size. Main thread. */
+#ifndef HVT_QEMU_ATTACH_H
+#define HVT_QEMU_ATTACH_H
+
+#include "host/qemu/gdbstub.h"
+#include "host/qemu/libvirt_dom.h"
+#include "host/qemu/qemu_launch.h"
+#include "host/qemu/qmp.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Which VM: exactly one of @launch, @domain, @pid or @qmp. */
+struct qemu_attach_cfg {
+	bool launch;			 /* start QEMU with @qemu (its qmp_path is chosen here) */
+	struct qemu_launch_cfg qemu;	 /* with @launch */
+	const char *domain;		 /* a libvirt domain name */
+	int pid;			 /* a QEMU whose command line has -qmp unix:PATH */
+	const char *qmp;		 /* a QMP unix socket */
+};
+
+struct qemu_conn {
+	pid_t pid;	/* the QEMU process */
+	uint64_t ram;	/* its guest RAM size */
+	struct qemu_proc proc; /* with launched */
+	bool launched;
+	struct qmp qmp;
+	bool have_qmp;
+	struct libvirt_dom dom;
+	bool have_dom;
+	struct gdb gdb;
+	bool have_gdb;
+	int (*hmp)(void *ctx, const char *cmd, char *out, size_t len); /* human monitor command */
+	void *hmp_ctx;
+};
+
+/* Launches or finds the VM of @cfg, connects to its monitor and its gdbstub. Returns 0, or -errno with
+ * one line in @err; what was opened stays in @c for qemu_attach_close either way. */
+int qemu_attach_open(struct qemu_conn *c, const struct qemu_attach_cfg *cfg, char *err,
+		     size_t errlen);
+
+/* Closes the gdbstub and monitor connections and kills a launched QEMU that still runs. Idempotent. */
+void qemu_attach_close(struct qemu_conn *c);
+
+#endif

@@ -1,0 +1,84 @@
+/* Stub probes in the tracer: patching the probes marked `stub` in and out with every vCPU stopped, and
+ * the drain thread that turns the guest rings' records into the same host records trap probes write,
+ * so every sink works unchanged. Knows the probes, the host rings it fills and the stub; not the
+ * tracer that owns them. */
+#ifndef HVT_STUB_DRAIN_H
+#define HVT_STUB_DRAIN_H
+
+#include "host/trace/probe.h"
+#include "host/trace/ring.h"
+#include "host/trace/stub.h"
+#include "host/trace/target.h"
+#include "vmi/vmi_task.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the drain works with; everything borrowed from its owner, which outlives it. */
+struct stub_drain_cfg {
+	struct target *tgt;
+	struct probe_table *probes; /* the ones with `stub` set are the drain's */
+	struct ring *rings;	    /* nr_cpus host rings only the drain thread writes */
+	unsigned nr_cpus;
+	const struct vmi_task_layout *task;
+	bool returns;	      /* returns are hooked (function_graph, -r) */
+	bool graph;	      /* set_graph_function: only calls below a graph-root probe */
+	unsigned max_depth;   /* with returns: calls this deep are not recorded (0 = no limit) */
+	uint64_t max_records; /* per guest ring at most (0 = no bound) */
+	size_t max_payload;   /* largest event payload of the stub probes */
+	uint64_t t0;	      /* host CLOCK_MONOTONIC ns that record timestamps count from */
+};
+
+struct stub_drain {
+	struct stub_drain_cfg c;
+	struct stub stub;
+	size_t nr_probes; /* stub probes */
+	pthread_t thread;
+	bool running;
+	atomic_int stop;
+	_Atomic uint64_t horizon;	   /* ts below which every stub record has been drained */
+	uint64_t tsc_ref, ns_ref, tsc_khz; /* guest TSC tsc_ref was current at host ns ns_ref */
+	bool clock_anchored;
+	uint64_t records; /* records drained from the guest */
+	uint64_t lost;	  /* events the guest rings could not take, once stopped */
+};
+
+/* Whether probe @p can be a stub probe (events reading guest memory and typed return fields need trap
+ * probes). Pure. */
+bool stub_drain_capable(const struct probe *p);
+
+/* An idle drain: no stub placed, horizon open. */
+void stub_drain_init(struct stub_drain *d);
+
+/* With the target paused: places the stub, patches every probe of @cfg marked `stub` and starts the
+ * drain thread. 0 (also with no stub probe) or -errno with @err naming the site; nothing stays
+ * patched on error. Main thread. */
+int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, char *err,
+		      size_t errlen);
+
+/* With the target paused: puts every CALL back, hands every hooked return slot back (counted in
+ * stub.restored_slots), lets vCPUs inside a stub routine leave it, stops the drain and unmaps the
+ * stub. 0 or -errno (-EBUSY: a vCPU stayed inside, the stub is left mapped). Main thread. */
+int stub_drain_detach(struct stub_drain *d);
+
+/* Drains the guest rings one last time, as far as they can still be read, and stops the drain thread;
+ * `lost` then holds the events the guest could not record (as the guest last said if it is gone).
+ * For a guest that went away without a detach; idempotent. Main thread. */
+void stub_drain_stop(struct stub_drain *d);
+
+/* In a forked process (the guardian): the drain thread does not exist there. */
+void stub_drain_forget_thread(struct stub_drain *d);
+
+/* Timestamp below which every stub record has reached the host rings. Any thread. */
+static inline uint64_t stub_drain_horizon(struct stub_drain *d)
+{
+	return atomic_load(&d->horizon);
+}
+
+/* Host-ring stalls of the drain (records that had to wait in a guest ring). After it stopped. */
+unsigned long long stub_drain_stalls(const struct stub_drain *d);
+
+#endif
