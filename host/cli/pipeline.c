@@ -21,8 +21,8 @@ int pipeline_select(struct pipeline *p, const struct session *s, const struct vm
 		p->sel = preselected;
 		p->nr_sel = nr_preselected;
 	} else if (s->tracer != TRACER_NOP || s->nr_filter || s->nr_notrace) {
-		ret = filter_select(sites, s->filter, s->nr_filter, s->notrace, s->nr_notrace, &p->sel,
-				    &p->nr_sel, err, errlen);
+		ret = filter_select(sites, s->filter, s->nr_filter, s->notrace, s->nr_notrace,
+				    &p->sel, &p->nr_sel, err, errlen);
 	}
 	if (ret == 0 && s->tracer == TRACER_NOP)
 		p->nr_sel = 0;
@@ -77,13 +77,13 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 {
 	const struct session *s = p->s;
 	struct tracer_opts opts = {
-		.stub = g->stub,
-		.returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
-		.hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
-		.graph_filter = s->nr_graph > 0,
-		.lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
-		.max_depth = s->max_depth,
-		.ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
+	    .stub = g->stub,
+	    .returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
+	    .hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
+	    .graph_filter = s->nr_graph > 0,
+	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
+	    .max_depth = s->max_depth,
+	    .ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
 	};
 	unsigned nr_cpus = g->tgt->nr_cpus;
 	int ret;
@@ -91,7 +91,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	ret = tracer_init(&p->tr, g->tgt, p->sel, p->nr_sel, g->task, &opts);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s",
-			 ret == -ENOTSUP ? g->no_trampoline : "out of memory for the trace buffers");
+			 ret == -ENOTSUP ? g->no_trampoline
+					 : "out of memory for the trace buffers");
 		return ret == -ENOTSUP ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
 	}
 	p->have_tr = true;
@@ -154,11 +155,12 @@ void pipeline_print_stub_stats(const struct pipeline *p)
 	tracer_stats(&p->tr, &st);
 	if (!st.stub_probes)
 		return;
-	fprintf(stderr,
-		"hvtrace: stats: stub probes %zu records %llu lost %llu ring %llu/cpu region %llu KiB "
-		"host-ring-stalls %llu\n",
-		st.stub_probes, st.stub_records, st.stub_lost, st.stub_ring_records,
-		st.stub_region_bytes >> 10, st.stub_host_stalls);
+	fprintf(
+	    stderr,
+	    "hvtrace: stats: stub probes %zu records %llu lost %llu ring %llu/cpu region %llu KiB "
+	    "host-ring-stalls %llu\n",
+	    st.stub_probes, st.stub_records, st.stub_lost, st.stub_ring_records,
+	    st.stub_region_bytes >> 10, st.stub_host_stalls);
 }
 
 int pipeline_finish(struct pipeline *p, int status,

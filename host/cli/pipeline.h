@@ -1,7 +1,7 @@
 /* One trace session's pipeline, the same for every backend: the sites a session selects, the tracer
- * over a target, the sink that formats, the profile and expectations that summarise, the writer thread
- * between them. `run` (embedded VMM), `run --qemu` and `attach` build it the same way; only what
- * reaches the target differs. All calls on the main thread. */
+ * over a target, the sink that formats, the profile and expectations that summarise, the writer
+ * thread between them. `run` (embedded VMM), `run --qemu` and `attach` build it the same way; only
+ * what reaches the target differs. All calls on the main thread. */
 #ifndef HVT_PIPELINE_H
 #define HVT_PIPELINE_H
 
@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 struct pipeline {
-	const struct session *s;   /* borrowed */
+	const struct session *s;     /* borrowed */
 	const struct vmi_site **sel; /* the sites probed (owned) */
 	size_t nr_sel;
 	size_t nr_traced; /* sel[0..nr_traced) are the tracer's; the rest only there for -e / -r */
@@ -36,7 +36,7 @@ struct pipeline_guest {
 	const struct vmi_task_layout *task; /* where the current task is */
 	const struct vmi_symtab *funcs;	    /* for naming addresses in the output */
 	bool stub;			    /* stub probes wherever they can do the job (--probe) */
-	const char *no_trampoline;	    /* the reason when the target has no return trampoline */
+	const char *no_trampoline; /* the reason when the target has no return trampoline */
 };
 
 /* Chooses the sites to probe among @sites: @preselected (taken over; the backend's own choice for
@@ -47,8 +47,8 @@ int pipeline_select(struct pipeline *p, const struct session *s, const struct vm
 		    size_t errlen);
 
 /* Builds the tracer over @g's target for the selected sites, binds events, return probes and graph
- * roots, checks --expect-* names, and prepares sink (writing to @out) and profile. Nothing touches the
- * guest yet. Returns 0 or an exit status with @err. */
+ * roots, checks --expect-* names, and prepares sink (writing to @out) and profile. Nothing touches
+ * the guest yet. Returns 0 or an exit status with @err. */
 int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out, char *err,
 		   size_t errlen);
 

@@ -1,8 +1,8 @@
 #include "host/cli/run.h"
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
-#include "host/kvm/guest_image.h"
 #include "host/cli/pipeline.h"
+#include "host/kvm/guest_image.h"
 #include "host/kvm/target_kvm.h"
 #include "host/kvm/vm.h"
 

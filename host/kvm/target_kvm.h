@@ -3,8 +3,8 @@
 #ifndef HVT_TARGET_KVM_H
 #define HVT_TARGET_KVM_H
 
-#include "host/trace/target.h"
 #include "host/kvm/vm.h"
+#include "host/trace/target.h"
 
 /* Makes @t a view of @vm (borrowed; must outlive @t). */
 void target_kvm_init(struct target *t, struct vm *vm);

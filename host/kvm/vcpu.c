@@ -1,7 +1,7 @@
 #include "host/kvm/vcpu.h"
+#include "arch/x86/x86_longmode.h"
 #include "host/kvm/vcpu_exit.h"
 #include "host/kvm/vm.h"
-#include "arch/x86/x86_longmode.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -1,9 +1,9 @@
 #include "host/kvm/vm.h"
-#include "host/trace/clock.h"
-#include "host/kvm/vcpu.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"
 #include "guest-stub/trampoline.h"
+#include "host/kvm/vcpu.h"
+#include "host/trace/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>

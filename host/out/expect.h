@@ -2,8 +2,8 @@
 #ifndef HVT_EXPECT_H
 #define HVT_EXPECT_H
 
-#include "host/trace/probe.h"
 #include "host/out/profile.h"
+#include "host/trace/probe.h"
 
 #include <stddef.h>
 #include <stdio.h>

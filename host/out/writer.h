@@ -2,8 +2,8 @@
 #ifndef HVT_WRITER_H
 #define HVT_WRITER_H
 
-#include "host/trace/ring.h"
 #include "host/out/sink.h"
+#include "host/trace/ring.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

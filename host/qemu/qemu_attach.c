@@ -100,7 +100,8 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 	} else if (how->pid) {
 		c->pid = how->pid;
 		if (qmp_path_of(c->pid, path, sizeof(path)) < 0) {
-			snprintf(err, errlen, "--pid %d: no -qmp unix:SOCKET on its command line", how->pid);
+			snprintf(err, errlen, "--pid %d: no -qmp unix:SOCKET on its command line",
+				 how->pid);
 			return -ENOENT;
 		}
 	} else {
@@ -124,8 +125,8 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 	return 0;
 }
 
-/* The loopback port of a gdbstub QEMU already listens on ("gdb: filename=...tcp:HOST:PORT,server=on" in
- * `info chardev`), or -1. */
+/* The loopback port of a gdbstub QEMU already listens on ("gdb:
+ * filename=...tcp:HOST:PORT,server=on" in `info chardev`), or -1. */
 static int existing_gdbstub(struct qemu_conn *c)
 {
 	char out[4096], *line, *save;
@@ -136,14 +137,16 @@ static int existing_gdbstub(struct qemu_conn *c)
 	for (line = strtok_r(out, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
 		const char *tcp = strstr(line, "tcp:127.0.0.1:");
 
-		if (!strncmp(line, "gdb: filename=", 14) && tcp && sscanf(tcp + 14, "%d", &port) == 1)
+		if (!strncmp(line, "gdb: filename=", 14) && tcp &&
+		    sscanf(tcp + 14, "%d", &port) == 1)
 			return port;
 	}
 	return -1;
 }
 
-/* Connects to QEMU's gdbstub: the one already listening (QEMU 7.2 cannot open a second TCP gdbserver:
- * "duplicate yank instance"), or a new one on a free loopback port started through the monitor. */
+/* Connects to QEMU's gdbstub: the one already listening (QEMU 7.2 cannot open a second TCP
+ * gdbserver: "duplicate yank instance"), or a new one on a free loopback port started through the
+ * monitor. */
 static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 {
 	char cmd[64], out[512];

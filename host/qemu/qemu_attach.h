@@ -1,6 +1,6 @@
 /* Reaching a QEMU VM for tracing: launch one (run --qemu), or find a running one (attach by libvirt
- * domain, QMP socket or pid); then its human monitor (QMP, or libvirt's qemu-monitor-command) and its
- * gdbstub (the one already listening, or a new one on a free loopback port). The result is what
+ * domain, QMP socket or pid); then its human monitor (QMP, or libvirt's qemu-monitor-command) and
+ * its gdbstub (the one already listening, or a new one on a free loopback port). The result is what
  * target_qemu_init needs: a connected gdbstub, QEMU's pid and its RAM size. Main thread. */
 #ifndef HVT_QEMU_ATTACH_H
 #define HVT_QEMU_ATTACH_H
@@ -17,16 +17,16 @@
 
 /* Which VM: exactly one of @launch, @domain, @pid or @qmp. */
 struct qemu_attach_cfg {
-	bool launch;			 /* start QEMU with @qemu (its qmp_path is chosen here) */
-	struct qemu_launch_cfg qemu;	 /* with @launch */
-	const char *domain;		 /* a libvirt domain name */
-	int pid;			 /* a QEMU whose command line has -qmp unix:PATH */
-	const char *qmp;		 /* a QMP unix socket */
+	bool launch;		     /* start QEMU with @qemu (its qmp_path is chosen here) */
+	struct qemu_launch_cfg qemu; /* with @launch */
+	const char *domain;	     /* a libvirt domain name */
+	int pid;		     /* a QEMU whose command line has -qmp unix:PATH */
+	const char *qmp;	     /* a QMP unix socket */
 };
 
 struct qemu_conn {
-	pid_t pid;	/* the QEMU process */
-	uint64_t ram;	/* its guest RAM size */
+	pid_t pid;	       /* the QEMU process */
+	uint64_t ram;	       /* its guest RAM size */
 	struct qemu_proc proc; /* with launched */
 	bool launched;
 	struct qmp qmp;
@@ -39,12 +39,13 @@ struct qemu_conn {
 	void *hmp_ctx;
 };
 
-/* Launches or finds the VM of @cfg, connects to its monitor and its gdbstub. Returns 0, or -errno with
- * one line in @err; what was opened stays in @c for qemu_attach_close either way. */
+/* Launches or finds the VM of @cfg, connects to its monitor and its gdbstub. Returns 0, or -errno
+ * with one line in @err; what was opened stays in @c for qemu_attach_close either way. */
 int qemu_attach_open(struct qemu_conn *c, const struct qemu_attach_cfg *cfg, char *err,
 		     size_t errlen);
 
-/* Closes the gdbstub and monitor connections and kills a launched QEMU that still runs. Idempotent. */
+/* Closes the gdbstub and monitor connections and kills a launched QEMU that still runs. Idempotent.
+ */
 void qemu_attach_close(struct qemu_conn *c);
 
 #endif

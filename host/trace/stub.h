@@ -4,8 +4,8 @@
 #ifndef HVT_STUB_H
 #define HVT_STUB_H
 
-#include "host/trace/target.h"
 #include "guest-stub/stub_abi.h"
+#include "host/trace/target.h"
 #include "vmi/vmi_task.h"
 
 #include <stdbool.h>

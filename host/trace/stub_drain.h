@@ -1,7 +1,7 @@
-/* Stub probes in the tracer: patching the probes marked `stub` in and out with every vCPU stopped, and
- * the drain thread that turns the guest rings' records into the same host records trap probes write,
- * so every sink works unchanged. Knows the probes, the host rings it fills and the stub; not the
- * tracer that owns them. */
+/* Stub probes in the tracer: patching the probes marked `stub` in and out with every vCPU stopped,
+ * and the drain thread that turns the guest rings' records into the same host records trap probes
+ * write, so every sink works unchanged. Knows the probes, the host rings it fills and the stub; not
+ * the tracer that owns them. */
 #ifndef HVT_STUB_DRAIN_H
 #define HVT_STUB_DRAIN_H
 
@@ -46,8 +46,8 @@ struct stub_drain {
 	uint64_t lost;	  /* events the guest rings could not take, once stopped */
 };
 
-/* Whether probe @p can be a stub probe (events reading guest memory and typed return fields need trap
- * probes). Pure. */
+/* Whether probe @p can be a stub probe (events reading guest memory and typed return fields need
+ * trap probes). Pure. */
 bool stub_drain_capable(const struct probe *p);
 
 /* An idle drain: no stub placed, horizon open. */
@@ -64,9 +64,9 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
  * stub. 0 or -errno (-EBUSY: a vCPU stayed inside, the stub is left mapped). Main thread. */
 int stub_drain_detach(struct stub_drain *d);
 
-/* Drains the guest rings one last time, as far as they can still be read, and stops the drain thread;
- * `lost` then holds the events the guest could not record (as the guest last said if it is gone).
- * For a guest that went away without a detach; idempotent. Main thread. */
+/* Drains the guest rings one last time, as far as they can still be read, and stops the drain
+ * thread; `lost` then holds the events the guest could not record (as the guest last said if it is
+ * gone). For a guest that went away without a detach; idempotent. Main thread. */
 void stub_drain_stop(struct stub_drain *d);
 
 /* In a forked process (the guardian): the drain thread does not exist there. */

@@ -1,6 +1,6 @@
 #include "host/trace/tracer.h"
-#include "host/trace/clock.h"
 #include "arch/x86/x86_insn.h"
+#include "host/trace/clock.h"
 
 #include <errno.h>
 #include <sched.h>
