@@ -8,6 +8,7 @@
 #include "host/out/sink.h"
 #include "host/kvm/target_kvm.h"
 #include "host/trace/tracer.h"
+#include "host/kvm/vcpu.h"
 #include "host/kvm/vm.h"
 #include "host/out/writer.h"
 
@@ -272,7 +273,7 @@ int cmd_run(const struct session *s)
 	}
 	writing = true;
 
-	if (vm_start(&vm, err, sizeof(err)) < 0) {
+	if (vcpu_start_all(&vm, err, sizeof(err)) < 0) {
 		cmd_error("%s", sfd < 0 ? strerror(errno) : err);
 		goto out;
 	}
@@ -280,13 +281,13 @@ int cmd_run(const struct session *s)
 	/* Teardown: probes out with the vCPUs paused, then the VM stops. */
 	if (tracer_detach(&tr) < 0)
 		cmd_error("restoring the patched sites failed");
-	vm_join(&vm);
+	vcpu_join_all(&vm);
 	status = end_status(&vm, sig, s);
 out:
 	if (tr_made)
 		tracer_detach(&tr);
 	if (vm_made)
-		vm_join(&vm);
+		vcpu_join_all(&vm);
 	if (writing) {
 		writer_stop(&w, tracer_lost(&tr));
 		if (s->stats)

@@ -1,5 +1,6 @@
-/* The embedded VMM: one KVM VM with its guest RAM, long-mode set-up per the freestanding boot contract,
- * one host thread per vCPU, debugcon console, isa-debug-exit, and pause/resume of all vCPUs. */
+/* The embedded VMM: one KVM VM with its guest RAM and vCPUs, long-mode set-up per the freestanding
+ * boot contract, and guest memory access. The vCPU threads that run it (console, isa-debug-exit,
+ * pause/resume of all vCPUs) are host/kvm/vcpu.h. */
 #ifndef HVT_VM_H
 #define HVT_VM_H
 
@@ -128,23 +129,7 @@ void *vm_gpa_ptr(struct vm *vm, uint64_t gpa, uint64_t len);
 int vm_read_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len);
 int vm_write_virt(struct vm *vm, unsigned cpu, uint64_t gva, const void *buf, size_t len);
 
-/* Starts one thread per vCPU. Call with SIGINT/SIGTERM blocked (threads inherit the mask). */
-int vm_start(struct vm *vm, char *err, size_t errlen);
-
-/* Records why the VM ends (the first call wins), stops every vCPU and makes event_fd readable.
- * Any thread, including vCPU threads. */
-void vm_end(struct vm *vm, enum vm_end why, int status, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-/* Stops every vCPU out of KVM_RUN and waits until all are parked (stop_machine). Not from a vCPU thread.
- * Returns 0. Calls nest: vm_resume undoes one. */
-int vm_pause(struct vm *vm);
-void vm_resume(struct vm *vm);
-
-/* Ends the VM if still running and joins the vCPU threads. Main thread. */
-void vm_join(struct vm *vm);
-
-/* Frees everything vm_create made. Threads must be joined. */
+/* Frees everything vm_create made. The vCPU threads must be joined (vcpu_join_all). */
 void vm_destroy(struct vm *vm);
 
 #endif

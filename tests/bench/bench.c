@@ -5,6 +5,7 @@
 #include "host/out/sink.h"
 #include "host/kvm/target_kvm.h"
 #include "host/trace/tracer.h"
+#include "host/kvm/vcpu.h"
 #include "host/kvm/vm.h"
 #include "host/out/writer.h"
 #include "arch/x86/x86_insn.h"
@@ -110,7 +111,7 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 	}
 	w0 = wall_now();
 	t0 = cpu_now();
-	if (vm_start(&vm, err, sizeof(err)) < 0)
+	if (vcpu_start_all(&vm, err, sizeof(err)) < 0)
 		die("start", err);
 	struct pollfd pfd = {.fd = vm.event_fd, .events = POLLIN};
 
@@ -119,7 +120,7 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 	last_wall = wall_now() - w0;
 	if (vm.end != VM_END_GUEST_EXIT || vm.end_status != 0)
 		die("guest", vm.end_msg);
-	vm_join(&vm);
+	vcpu_join_all(&vm);
 	if (m == MODE_RAW) {
 		probe_remove_all(&probes, &tgt);
 		probe_table_free(&probes);
