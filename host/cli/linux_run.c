@@ -527,7 +527,7 @@ static void guardian_takeover(void *ctx)
 	r->tq.stopped = true;
 	for (unsigned i = 0; i < r->tq.t.nr_cpus; i++) {
 		r->tq.cpu[i].regs_valid = false;
-		memset(r->tq.cpu[i].tlb, 0, sizeof(r->tq.cpu[i].tlb));
+		x86_tlb_invalidate(&r->tq.cpu[i].tlb);
 	}
 	r->tq.phys_mode = false; /* a new connection: say it again before writing text */
 	if (r->have_tr && r->tr.attached) {
@@ -680,8 +680,8 @@ out:
 			unsigned long long hits = 0, walks = 0;
 
 			for (unsigned i = 0; i < r.tq.t.nr_cpus; i++) {
-				hits += r.tq.cpu[i].tlb_hits;
-				walks += r.tq.cpu[i].tlb_walks;
+				hits += r.tq.cpu[i].tlb.hits;
+				walks += r.tq.cpu[i].tlb.walks;
 			}
 			fprintf(stderr, "hvtrace: stats: translations %llu cached %llu walked\n", hits,
 				walks);

@@ -110,8 +110,8 @@ static void print_stats(const struct vm *vm, const struct tracer *t, const struc
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_EMULATION],
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_SHUTDOWN],
 			(unsigned long long)t->rings[i].stalls, t->cpu[i].lost,
-			(unsigned long long)vm->vcpus[i].tlb_hits,
-			(unsigned long long)vm->vcpus[i].tlb_walks);
+			(unsigned long long)vm->vcpus[i].tlb.hits,
+			(unsigned long long)vm->vcpus[i].tlb.walks);
 	cmd_print_stub_stats(t);
 	if (t->nr_stub_probes) {
 		for (unsigned i = 0; i < vm->nr_vcpus; i++)

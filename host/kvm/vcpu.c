@@ -193,7 +193,7 @@ static void *vcpu_thread(void *arg)
 			break;
 		}
 		c->exits++;
-		c->tlb_gen++;
+		x86_tlb_invalidate(&c->tlb);
 		c->cr3 = run->s.regs.sregs.cr3;
 		c->la57 = run->s.regs.sregs.cr4 & X86_CR4_LA57;
 		switch (run->exit_reason) {

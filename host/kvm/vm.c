@@ -2,6 +2,7 @@
 #include "host/trace/clock.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"
+#include "arch/x86/x86_tlb.h"
 #include "guest-stub/trampoline.h"
 
 #include <errno.h>
@@ -330,66 +331,49 @@ static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
 	return 0;
 }
 
-/* Guest-physical address of @gva for vCPU @c, through its translation cache (valid until its next exit:
- * the guest may change its page tables while it runs). The cache belongs to the vCPU's own thread; other
- * threads (lazy arming on another vCPU, the main thread while paused) walk the tables. */
-static int translate(struct vm *vm, struct vcpu *c, uint64_t gva, uint64_t *gpa)
+/* A page walk through vCPU @ctx's page tables (the CR3 of its last exit). */
+static int walk(void *ctx, uint64_t gva, uint64_t *gpa)
 {
-	uint64_t vpage = gva & ~(X86_PAGE_SIZE - 1);
-	struct vcpu_tlb *e = &c->tlb[(vpage >> 12) % VCPU_TLB_ENTRIES];
+	struct vcpu *c = ctx;
 
-	if (!c->started || !pthread_equal(pthread_self(), c->thread))
-		return x86_translate(read_pte, vm, c->cr3, c->la57, gva, gpa) < 0 ? -EFAULT : 0;
-	if (e->gen == c->tlb_gen + 1 && e->vpage == vpage && e->cr3 == c->cr3) {
-		c->tlb_hits++;
-		*gpa = e->ppage | (gva & (X86_PAGE_SIZE - 1));
-		return 0;
-	}
-	c->tlb_walks++;
-	if (x86_translate(read_pte, vm, c->cr3, c->la57, gva, gpa) < 0)
-		return -EFAULT;
-	*e = (struct vcpu_tlb){.cr3 = c->cr3, .vpage = vpage, .ppage = *gpa & ~(X86_PAGE_SIZE - 1),
-			       .gen = c->tlb_gen + 1};
-	return 0;
+	return x86_translate(read_pte, c->vm, c->cr3, c->la57, gva, gpa) < 0 ? -EFAULT : 0;
 }
 
-/* Copies between guest-virtual memory and @buf page by page; @write selects the direction. */
-static int access_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len, bool write)
+/* Guest-physical address of @gva for vCPU @ctx, through its translation cache (valid until its next
+ * exit: the guest may change its page tables while it runs). The cache belongs to the vCPU's own
+ * thread; other threads (lazy arming on another vCPU, the main thread while paused) walk the
+ * tables. */
+static int translate(void *ctx, uint64_t gva, uint64_t *gpa)
 {
-	struct vcpu *c = &vm->vcpus[cpu];
-	uint8_t *b = buf;
+	struct vcpu *c = ctx;
 
-	while (len) {
-		uint64_t gpa;
-		size_t chunk = X86_PAGE_SIZE - (gva & (X86_PAGE_SIZE - 1));
-		uint8_t *p;
+	if (!c->started || !pthread_equal(pthread_self(), c->thread))
+		return walk(c, gva, gpa);
+	return x86_tlb_translate(&c->tlb, c->cr3, gva, walk, c, gpa);
+}
 
-		if (chunk > len)
-			chunk = len;
-		if (translate(vm, c, gva, &gpa) < 0)
-			return -EFAULT;
-		p = vm_gpa_ptr(vm, gpa, chunk);
-		if (!p)
-			return -EFAULT;
-		if (write)
-			memcpy(p, b, chunk);
-		else
-			memcpy(b, p, chunk);
-		gva += chunk;
-		b += chunk;
-		len -= chunk;
-	}
+static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
+{
+	struct vcpu *c = ctx;
+	uint8_t *p = vm_gpa_ptr(c->vm, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	if (write)
+		memcpy(p, buf, len);
+	else
+		memcpy(buf, p, len);
 	return 0;
 }
 
 int vm_read_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len)
 {
-	return access_virt(vm, cpu, gva, buf, len, false);
+	return x86_copy_virt(gva, buf, len, false, translate, copy_phys, &vm->vcpus[cpu]);
 }
 
 int vm_write_virt(struct vm *vm, unsigned cpu, uint64_t gva, const void *buf, size_t len)
 {
-	return access_virt(vm, cpu, gva, (void *)buf, len, true);
+	return x86_copy_virt(gva, (void *)buf, len, true, translate, copy_phys, &vm->vcpus[cpu]);
 }
 
 void vm_destroy(struct vm *vm)

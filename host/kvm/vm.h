@@ -5,6 +5,7 @@
 #define HVT_VM_H
 
 #include "arch/x86/x86_regs.h"
+#include "arch/x86/x86_tlb.h"
 #include "vmi/vmi_elf.h"
 
 #include <linux/kvm.h>
@@ -46,13 +47,6 @@ enum vcpu_bp_kind { VCPU_BP_DEBUG, VCPU_BP_EMULATION, VCPU_BP_SHUTDOWN };
 
 enum vcpu_state { VCPU_RUNNING, VCPU_PARKED, VCPU_HALTED, VCPU_DONE };
 
-#define VCPU_TLB_ENTRIES 8
-
-/* Translation cache entry: guest-virtual page -> guest-physical page under one CR3; valid for one exit. */
-struct vcpu_tlb {
-	uint64_t cr3, vpage, ppage, gen;
-};
-
 struct vcpu {
 	struct vm *vm;
 	unsigned index;
@@ -63,9 +57,7 @@ struct vcpu {
 	enum vcpu_state state; /* under vm->lock */
 	uint64_t cr3;	       /* from the last exit's sregs; the vCPU's own thread */
 	bool la57;
-	uint64_t tlb_gen;      /* bumped at every exit: older entries are stale */
-	struct vcpu_tlb tlb[VCPU_TLB_ENTRIES];
-	uint64_t tlb_hits, tlb_walks;
+	struct x86_tlb tlb;    /* the vCPU's own thread; invalidated at every exit */
 	char con[256]; /* debugcon line being assembled */
 	unsigned con_len;
 	uint64_t exits;
