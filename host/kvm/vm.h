@@ -4,7 +4,7 @@
 #ifndef HVT_VM_H
 #define HVT_VM_H
 
-#include "arch/x86/x86_regs.h"
+#include "host/trace/target.h"
 #include "arch/x86/x86_tlb.h"
 #include "vmi/vmi_elf.h"
 
@@ -36,11 +36,6 @@ enum vm_end {
 	VM_END_STOPPED,	   /* the host asked (signal, timeout, end of tracing) */
 	VM_END_ERROR,	   /* a KVM call failed */
 };
-
-/* Breakpoint hits are handed to this callback on the hitting vCPU's own thread. @addr is the address of
- * the INT3; @regs the vCPU's registers, RIP as the exit left it. Returns 0 when the breakpoint is the
- * tracer's (it then sets regs->rip to where the vCPU resumes), -ENOENT when it is not. Must not block. */
-typedef int (*vm_bp_fn)(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs);
 
 /* How a breakpoint hit reached the host: real KVM, or this machine's PVM at CPL0 / CPL3. */
 enum vcpu_bp_kind { VCPU_BP_DEBUG, VCPU_BP_EMULATION, VCPU_BP_SHUTDOWN };
@@ -81,7 +76,9 @@ struct vm {
 	FILE *console;
 	pthread_mutex_t console_lock;
 
-	vm_bp_fn bp_hit;
+	/* Breakpoint hits, on the hitting vCPU's own thread: @addr is the INT3's address, @regs the
+	 * vCPU's registers with RIP as the exit left it. Must not block. */
+	target_bp_fn bp_hit;
 	void *bp_ctx;
 
 	pthread_mutex_t lock;

@@ -61,7 +61,7 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
  * -ESRCH when the guest is gone. */
 int target_qemu_run_for(struct target_qemu *q, int ms);
 
-/* Kernel-address reads for vmi (vmi_linux_read_fn) through CPU 0's page tables. */
+/* Kernel-address reads for vmi (a vmi_read_fn) through CPU 0's page tables. */
 int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len);
 
 /* Offers stub probes guest-physical [@phys_lo, @phys_hi) that the guest kernel never uses and the

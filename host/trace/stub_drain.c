@@ -60,11 +60,11 @@ struct task_cache {
 	uint64_t filled_at;
 };
 
-static int read_kernel(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsigned len)
+/* Kernel memory (a vmi_read_fn): task structs are the same from every CPU. */
+static int read_kernel(void *ctx, uint64_t gva, void *buf, size_t len)
 {
 	struct target *tgt = ctx;
 
-	(void)cpu;
 	return tgt->ops->read_kernel(tgt, gva, buf, len);
 }
 

@@ -233,13 +233,6 @@ int tracer_detach(struct tracer *t)
 	return ret;
 }
 
-static int read_task(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsigned len)
-{
-	struct target *tgt = ctx;
-
-	return tgt->ops->read_virt(tgt, cpu, gva, buf, len);
-}
-
 /* A free slot in this vCPU's ring; waits for the writer rather than losing the event. NULL only once
  * the tracer is detached. */
 static struct hvt_record *reserve(struct tracer *t, unsigned cpu)
@@ -350,6 +343,7 @@ static int hook_return(struct tracer *t, const struct probe *p, uint64_t slot, u
 	return hooked;
 }
 
+/* Guest memory as vCPU @cpu sees it (a vmi_read_fn): event fields, task names. */
 struct event_reader {
 	struct target *tgt;
 	unsigned cpu;
@@ -385,7 +379,7 @@ static void record_event(struct tracer *t, unsigned cpu, const struct probe *p,
 		sched_yield();
 	}
 	rec = ring_slot(ring, 0);
-	vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
+	vmi_task_current(&t->task, cpu, event_read, &rd, &task);
 	hvt_record_entry(rec, now - t->t0, cpu, p->addr, parent, &task);
 	rec->type = (uint8_t)type;
 	rec->value = len;
@@ -398,6 +392,7 @@ static void record_event(struct tracer *t, unsigned cpu, const struct probe *p,
 static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
 {
 	struct tracer_cpu *c = &t->cpu[cpu];
+	struct event_reader rd = {t->tgt, cpu};
 	struct hvt_record *rec;
 	struct vmi_task task;
 	uint64_t orig = 0, now;
@@ -426,7 +421,7 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 	}
 	rec = reserve(t, cpu);
 	if (rec) {
-		vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
+		vmi_task_current(&t->task, cpu, event_read, &rd, &task);
 		hvt_record_entry(rec, now - t->t0, cpu, p->addr, orig, &task);
 		rec->depth = depth;
 		ring_commit(&t->rings[cpu]);
@@ -439,6 +434,7 @@ out:
 static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs)
 {
 	struct tracer_cpu *c = &t->cpu[cpu];
+	struct event_reader rd = {t->tgt, cpu};
 	uint64_t slot = regs->rsp - 8, now;
 	struct shadow_stack *st;
 	struct shadow_entry e;
@@ -475,7 +471,7 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 	}
 	rec = atomic_load_explicit(&t->active, memory_order_relaxed) ? reserve(t, cpu) : NULL;
 	if (rec) {
-		vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
+		vmi_task_current(&t->task, cpu, event_read, &rd, &task);
 		hvt_record_entry(rec, now - t->t0, cpu, t->probes.v[e.probe].addr, e.orig, &task);
 		rec->type = HVT_REC_RETURN;
 		rec->value = regs->rax;
