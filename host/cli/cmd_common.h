@@ -21,9 +21,6 @@ FILE *cmd_open_out(const char *path, const char *flag);
  * explicit `kill -INT` should still stop us cleanly. Returns the signalfd or -errno. */
 int cmd_block_signals(sigset_t *old);
 
-/* Monotonic seconds. */
-double cmd_now(void);
-
 /* set_graph_function: marks the probes whose function matches a -g glob of @s; each glob must match one
  * traced function, else -ENOENT with a reason in @err. */
 int cmd_mark_graph_roots(struct tracer *t, const struct session *s, char *err, size_t errlen);

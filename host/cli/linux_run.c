@@ -3,6 +3,7 @@
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
 #include "host/out/expect.h"
+#include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/guardian.h"
@@ -264,7 +265,7 @@ static bool signalled(struct linux_run *r)
  * tracer needs: KASLR slide, BTF offsets, sites, task layout. */
 static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char *err, size_t errlen)
 {
-	double give_up = cmd_now() + BOOT_WAIT_SEC;
+	double give_up = clock_now_s() + BOOT_WAIT_SEC;
 	size_t last = 0;
 	int ret;
 
@@ -279,8 +280,8 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 				break;
 			last = ret == 0 ? r->sites.nr : 0;
 		}
-		if (cmd_now() > give_up || signalled(r) ||
-		    (r->timeout_at && cmd_now() > r->timeout_at)) {
+		if (clock_now_s() > give_up || signalled(r) ||
+		    (r->timeout_at && clock_now_s() > r->timeout_at)) {
 			if (!r->l.slid)
 				return -ESRCH; /* err says why */
 			snprintf(err, errlen, "the kernel has only %zu NOP5 function entries",
@@ -464,7 +465,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 static bool should_stop(void *ctx)
 {
 	struct linux_run *r = ctx;
-	double t = cmd_now();
+	double t = clock_now_s();
 
 	if (signalled(r))
 		return true;
@@ -593,7 +594,7 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 		if (st != -ETIMEDOUT)
 			break;
 		if (atomic_load(&r->proc.panic) || signalled(r) ||
-		    (r->timeout_at && cmd_now() > r->timeout_at))
+		    (r->timeout_at && clock_now_s() > r->timeout_at))
 			break;
 	}
 	if (st == -ETIMEDOUT) {
@@ -643,7 +644,7 @@ int cmd_linux(const struct session *s)
 	r.con = cmd_open_out(s->console, "--console");
 	if (!r.out || !r.con)
 		goto out;
-	r.start = cmd_now();
+	r.start = clock_now_s();
 	r.timeout_at = s->timeout > 0 ? r.start + s->timeout : 0;
 
 	status = EXIT_QEMU_FAILED;
@@ -667,7 +668,7 @@ int cmd_linux(const struct session *s)
 	/* a guardian that knows the tracer (and shares its shadow stacks) */
 	guardian_stop(&r.guard);
 	guardian_start(&r.guard, guardian_takeover, &r);
-	r.detach_at = s->duration > 0 ? cmd_now() + s->duration : 0;
+	r.detach_at = s->duration > 0 ? clock_now_s() + s->duration : 0;
 	how = target_qemu_run(&r.tq, should_stop, &r);
 	status = finish(&r, how);
 out:

@@ -2,6 +2,7 @@
 #include "host/cli/events.h"
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
+#include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "host/kvm/guest_image.h"
 #include "host/out/profile.h"
@@ -51,7 +52,7 @@ static int wait_for_end(struct vm *vm, int sfd, double deadline)
 		int ms = -1;
 
 		if (deadline) {
-			double left = deadline - cmd_now();
+			double left = deadline - clock_now_s();
 
 			if (left <= 0)
 				return -1;
@@ -74,7 +75,7 @@ static int wait_for_end(struct vm *vm, int sfd, double deadline)
  * the guest go on untraced. Returns as wait_for_end. */
 static int supervise(struct vm *vm, struct tracer *tr, int sfd, const struct session *s)
 {
-	double start = cmd_now();
+	double start = clock_now_s();
 	double timeout_at = s->timeout > 0 ? start + s->timeout : 0;
 	double detach_at = s->duration > 0 ? start + s->duration : 0;
 

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #define DRAIN_BATCH	  256
 #define DRAIN_IDLE_US	  200
@@ -31,25 +30,10 @@ bool tracer_stub_capable(const struct tracer *t, uint32_t id)
 
 /* ---- the guest clock ------------------------------------------------------------------------- */
 
-/* The host's TSC rate, for targets that cannot say what the guest's is (QEMU: TCG's TSC is the
- * host's). */
-static uint64_t host_tsc_khz(void)
-{
-	uint64_t n0 = clock_now_ns(), c0 = __rdtsc(), n1, c1;
-
-	usleep(20000);
-	n1 = clock_now_ns();
-	c1 = __rdtsc();
-	return (c1 - c0) * 1000000ull / (n1 - n0);
-}
-
 /* Session ns (since t0) of guest TSC @tsc. */
 static uint64_t tsc_to_ts(struct tracer *t, uint64_t tsc)
 {
-	__int128 d = (__int128)(int64_t)(tsc - t->tsc_ref) * 1000000 / (__int128)t->tsc_khz;
-	__int128 ns = (__int128)t->ns_ref + d - (__int128)t->t0;
-
-	return ns < 0 ? 0 : (uint64_t)ns;
+	return clock_tsc_to_ns(tsc, t->tsc_ref, t->ns_ref, t->tsc_khz, t->t0);
 }
 
 /* ---- task names ------------------------------------------------------------------------------ */
@@ -347,7 +331,7 @@ int tracer_stub_attach(struct tracer *t, char *err, size_t errlen)
 	    t->tgt->ops->tsc_sync(t->tgt, &t->tsc_ref, &t->ns_ref, &t->tsc_khz) == 0 && t->tsc_khz)
 		t->clock_anchored = true;
 	else
-		t->tsc_khz = host_tsc_khz();
+		t->tsc_khz = clock_host_tsc_khz(); /* QEMU: TCG's TSC is the host's */
 	for (size_t i = 0; i < t->probes.nr; i++) {
 		struct probe *p = &t->probes.v[i];
 

@@ -1,5 +1,6 @@
 /* make bench: the cost of a traced function call against the raw cost of an INT3 exit round trip,
  * measured side by side in one run on the bench guest (each vCPU calls bench_leaf BENCH_CALLS times). */
+#include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "host/kvm/guest_image.h"
 #include "host/out/sink.h"
@@ -34,14 +35,6 @@ static double cpu_now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -109,7 +102,7 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 			sink_function_init(&sink, devnull, &g->elf.funcs, smp);
 		writer_start(&w, tr.rings, tr.nr_rings, &sink, tracer_horizon, &tr);
 	}
-	w0 = wall_now();
+	w0 = clock_now_s();
 	t0 = cpu_now();
 	if (vcpu_start_all(&vm, err, sizeof(err)) < 0)
 		die("start", err);
@@ -117,7 +110,7 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 
 	poll(&pfd, 1, -1);
 	t1 = cpu_now();
-	last_wall = wall_now() - w0;
+	last_wall = clock_now_s() - w0;
 	if (vm.end != VM_END_GUEST_EXIT || vm.end_status != 0)
 		die("guest", vm.end_msg);
 	vcpu_join_all(&vm);
