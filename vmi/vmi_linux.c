@@ -130,8 +130,7 @@ static uint64_t slid(uint64_t a, int64_t slide)
 	return a && a >= VMI_LINUX_TEXT_BASE ? a + slide : a;
 }
 
-int vmi_linux_find_slide(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, char *err,
-			 size_t errlen)
+int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen)
 {
 	char buf[sizeof(BANNER) - 1];
 	int64_t lo = -(int64_t)(LINUX_LINK_TEXT - VMI_LINUX_TEXT_BASE);
@@ -214,8 +213,7 @@ int vmi_btf_member_offset(const void *data, size_t size, const char *type, const
 	return off;
 }
 
-int vmi_linux_read_btf(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, char *err,
-		       size_t errlen)
+int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen)
 {
 	size_t size;
 	uint8_t *buf;
@@ -250,7 +248,7 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, c
 	return 0;
 }
 
-int vmi_linux_sites(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, struct vmi_sites *sites)
+int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi_sites *sites)
 {
 	size_t len = l->etext - l->stext, n = 0;
 	uint8_t *text = malloc(len + 16);
@@ -308,7 +306,7 @@ static long site_of(const struct vmi_sites *sites, uint64_t addr)
 
 #define MAX_BODY (64u << 10)
 
-long vmi_linux_callees(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx,
+long vmi_linux_callees(struct vmi_linux *l, vmi_read_fn read, void *ctx,
 		       const struct vmi_sites *sites, const size_t *roots, size_t nr_roots,
 		       unsigned depth, bool *selected)
 {
@@ -363,7 +361,7 @@ out:
 	return marked;
 }
 
-int vmi_linux_task_layout(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, unsigned nr_cpus,
+int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsigned nr_cpus,
 			  struct vmi_task_layout *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -387,7 +385,7 @@ int vmi_linux_task_layout(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx
 #define LOW_HI 0x9f000ull /* above: the EBDA, then no RAM up to 1 MiB */
 #define PMD_SIZE 0x200000ull
 
-int vmi_linux_stub_area(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, uint64_t *phys_lo,
+int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64_t *phys_lo,
 			uint64_t *phys_hi, uint64_t *va, char *err, size_t errlen)
 {
 	const struct vmi_sym *end = vmi_symtab_find(&l->objects, "_end");

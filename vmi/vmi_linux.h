@@ -1,10 +1,12 @@
 /* Knowledge of a Linux guest kernel: symbols from System.map, the KASLR slide found in guest memory, the
  * patchable function entries (NOP5 at the function start, +4 after an endbr64), the return trampoline
  * (__fentry__'s body), and the current task of each CPU through BTF-derived offsets. Memory is read
- * through a callback; this module knows nothing of how. */
+ * through a reader (vmi_read_fn, through some CPU's kernel page tables); this module knows nothing of
+ * how. */
 #ifndef HVT_VMI_LINUX_H
 #define HVT_VMI_LINUX_H
 
+#include "vmi/vmi_read.h"
 #include "vmi/vmi_sites.h"
 #include "vmi/vmi_symtab.h"
 #include "vmi/vmi_task.h"
@@ -15,9 +17,6 @@
 
 #define VMI_LINUX_TEXT_BASE 0xffffffff80000000ull /* __START_KERNEL_map */
 #define VMI_LINUX_THREAD_SHIFT 14		  /* x86_64 THREAD_SIZE = 16 KiB */
-
-/* Reads guest-virtual memory (through some CPU's kernel page tables). 0 or a negative errno. */
-typedef int (*vmi_linux_read_fn)(void *ctx, uint64_t gva, void *buf, size_t len);
 
 struct vmi_linux {
 	struct vmi_symtab funcs;   /* text symbols (t, T, w, W) */
@@ -35,13 +34,12 @@ int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errl
 
 /* Finds the KASLR slide by looking for "Linux version " at linux_banner in every 2 MiB-aligned place
  * the kernel image can be, and rebases the symbols. Returns 0 or -ESRCH with a reason. */
-int vmi_linux_find_slide(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, char *err,
+int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err,
 			 size_t errlen);
 
 /* Struct offsets of task_struct.pid and .comm from the kernel's own BTF (__start_BTF..__stop_BTF in guest
  * memory, parsed with libbpf). Returns 0, or -ENOENT when the kernel has no BTF (offsets stay -1). */
-int vmi_linux_read_btf(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, char *err,
-		       size_t errlen);
+int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen);
 
 /* Offsets of @member in struct @type of the raw BTF @data (exposed for tests). Returns the byte offset
  * or a negative errno. */
@@ -49,18 +47,18 @@ int vmi_btf_member_offset(const void *data, size_t size, const char *type, const
 
 /* The traceable functions: every text symbol in _stext.._etext whose first bytes (after an endbr64) are a
  * NOP5 in guest memory, read in bulk. Returns 0 or a negative errno. */
-int vmi_linux_sites(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, struct vmi_sites *sites);
+int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi_sites *sites);
 
 /* Marks in @selected (one flag per site of @sites) the sites of @roots and of every function reachable
  * from them through direct calls and jumps (e8/e9 rel32 to a site) in guest memory, at most @depth calls
  * deep. Indirect calls are not followed. Returns the number of sites marked or a negative errno. */
-long vmi_linux_callees(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx,
+long vmi_linux_callees(struct vmi_linux *l, vmi_read_fn read, void *ctx,
 		       const struct vmi_sites *sites, const size_t *roots, size_t nr_roots,
 		       unsigned depth, bool *selected);
 
 /* Task layout for vmi_task_current: the GVA of CPU @cpu's current_task pointer is
  * __per_cpu_offset[cpu] + &current_task. Fills @out for @nr_cpus CPUs; without BTF, no task info. */
-int vmi_linux_task_layout(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, unsigned nr_cpus,
+int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsigned nr_cpus,
 			  struct vmi_task_layout *out);
 
 /* Where stub probes can live in this kernel (README, "Where the stub lives in a Linux guest"):
@@ -68,7 +66,7 @@ int vmi_linux_task_layout(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx
  * never allocates from, minus the real-mode trampoline carved out of it; and *@va, a 2 MiB-aligned
  * kernel address past _end in the kernel-image mapping, which nothing else maps. Returns 0, or -ENOTSUP
  * with a reason in @err. */
-int vmi_linux_stub_area(struct vmi_linux *l, vmi_linux_read_fn read, void *ctx, uint64_t *phys_lo,
+int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64_t *phys_lo,
 			uint64_t *phys_hi, uint64_t *va, char *err, size_t errlen);
 
 /* The per-CPU offset of the CPU number (cpu_number), for stub probes; false if the map lacks it. */

@@ -12,15 +12,15 @@ static void no_task(const struct vmi_task_layout *l, unsigned cpu, struct vmi_ta
 	out->pid = 0;
 }
 
-void vmi_task_at(const struct vmi_task_layout *l, unsigned cpu, uint64_t task, vmi_read_virt_fn read,
+void vmi_task_at(const struct vmi_task_layout *l, unsigned cpu, uint64_t task, vmi_read_fn read,
 		 void *ctx, struct vmi_task *out)
 {
 	if (!l->valid || !task) {
 		no_task(l, cpu, out);
 		return;
 	}
-	if (read(ctx, cpu, task + l->pid_off, &out->pid, 4) < 0 ||
-	    read(ctx, cpu, task + l->comm_off, out->comm, VMI_COMM_LEN) < 0) {
+	if (read(ctx, task + l->pid_off, &out->pid, 4) < 0 ||
+	    read(ctx, task + l->comm_off, out->comm, VMI_COMM_LEN) < 0) {
 		strcpy(out->comm, "<unknown>");
 		out->pid = 0;
 		return;
@@ -28,7 +28,7 @@ void vmi_task_at(const struct vmi_task_layout *l, unsigned cpu, uint64_t task, v
 	out->comm[VMI_COMM_LEN - 1] = 0;
 }
 
-void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_virt_fn read, void *ctx,
+void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_fn read, void *ctx,
 		      struct vmi_task *out)
 {
 	uint64_t task;
@@ -37,7 +37,7 @@ void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_vi
 		no_task(l, cpu, out);
 		return;
 	}
-	if (read(ctx, cpu, l->current_slot[cpu], &task, 8) < 0 || !task) {
+	if (read(ctx, l->current_slot[cpu], &task, 8) < 0 || !task) {
 		strcpy(out->comm, "<unknown>");
 		out->pid = 0;
 		return;

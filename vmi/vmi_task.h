@@ -3,14 +3,13 @@
 #ifndef HVT_VMI_TASK_H
 #define HVT_VMI_TASK_H
 
+#include "vmi/vmi_read.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
 #define VMI_COMM_LEN 16
 #define VMI_MAX_CPUS 64
-
-/* Reads @len bytes at guest-virtual @gva as seen by vCPU @cpu. Returns 0 or a negative errno. */
-typedef int (*vmi_read_virt_fn)(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsigned len);
 
 struct vmi_task_layout {
 	bool valid;			     /* false: no task info */
@@ -27,15 +26,15 @@ struct vmi_task {
 	char comm[VMI_COMM_LEN]; /* NUL-terminated */
 };
 
-/* Fills @out with the task on @cpu. Without task info it is "cpu<N>"-0 (or "<unknown>"-0 if the layout
- * says so); if the guest memory cannot be read it is "<unknown>"-0. Never fails. Any thread; calls only
- * @read. */
-void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_virt_fn read, void *ctx,
+/* Fills @out with the task on @cpu, reading guest memory through @read (which sees it as @cpu
+ * does). Without task info it is "cpu<N>"-0 (or "<unknown>"-0 if the layout says so); if the guest
+ * memory cannot be read it is "<unknown>"-0. Never fails. Any thread; calls only @read. */
+void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_fn read, void *ctx,
 		      struct vmi_task *out);
 
-/* Fills @out from the task struct at @task (read through @read as CPU @cpu sees memory), as
- * vmi_task_current does once it has the pointer; @task 0 means none ("cpu<N>"-0 or "<unknown>"-0). */
-void vmi_task_at(const struct vmi_task_layout *l, unsigned cpu, uint64_t task, vmi_read_virt_fn read,
+/* Fills @out from the task struct at @task (read through @read), as vmi_task_current does for @cpu
+ * once it has the pointer; @task 0 means none ("cpu<N>"-0 or "<unknown>"-0). */
+void vmi_task_at(const struct vmi_task_layout *l, unsigned cpu, uint64_t task, vmi_read_fn read,
 		 void *ctx, struct vmi_task *out);
 
 #endif

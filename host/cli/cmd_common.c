@@ -6,7 +6,6 @@
 #include <string.h>
 #include <pthread.h>
 #include <sys/signalfd.h>
-#include <time.h>
 
 void cmd_error(const char *fmt, ...)
 {
@@ -45,14 +44,6 @@ int cmd_block_signals(sigset_t *old)
 	pthread_sigmask(SIG_BLOCK, &sigs, old);
 	fd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	return fd < 0 ? -errno : fd;
-}
-
-double cmd_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int cmd_probe_mode(const struct session *s, const struct target *tgt,

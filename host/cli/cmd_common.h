@@ -21,9 +21,6 @@ FILE *cmd_open_out(const char *path, const char *flag);
  * explicit `kill -INT` should still stop us cleanly. Returns the signalfd or -errno. */
 int cmd_block_signals(sigset_t *old);
 
-/* Monotonic seconds. */
-double cmd_now(void);
-
 /* --probe: whether the tracer uses stub probes on @tgt for the guest described by @task (@target_why:
  * why this guest cannot host the stub, or NULL). `auto` falls back to trap probes where stubs cannot
  * work; `stub` says why not in @err (-ENOTSUP). */

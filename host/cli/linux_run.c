@@ -6,6 +6,7 @@
 #include "host/qemu/guardian.h"
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/target_qemu.h"
+#include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "host/trace/stub.h"
 #include "vmi/vmi_linux.h"
@@ -65,7 +66,7 @@ static bool signalled(struct linux_run *r)
  * tracer needs: KASLR slide, BTF offsets, sites, task layout. */
 static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char *err, size_t errlen)
 {
-	double give_up = cmd_now() + BOOT_WAIT_SEC;
+	double give_up = clock_now_s() + BOOT_WAIT_SEC;
 	size_t last = 0;
 	int ret;
 
@@ -80,8 +81,8 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 				break;
 			last = ret == 0 ? r->sites.nr : 0;
 		}
-		if (cmd_now() > give_up || signalled(r) ||
-		    (r->timeout_at && cmd_now() > r->timeout_at)) {
+		if (clock_now_s() > give_up || signalled(r) ||
+		    (r->timeout_at && clock_now_s() > r->timeout_at)) {
 			if (!r->l.slid)
 				return -ESRCH; /* err says why */
 			snprintf(err, errlen, "the kernel has only %zu NOP5 function entries",
@@ -220,7 +221,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 static bool should_stop(void *ctx)
 {
 	struct linux_run *r = ctx;
-	double t = cmd_now();
+	double t = clock_now_s();
 
 	if (signalled(r))
 		return true;
@@ -340,7 +341,7 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 		if (st != -ETIMEDOUT)
 			break;
 		if (atomic_load(&r->qc.proc.panic) || signalled(r) ||
-		    (r->timeout_at && cmd_now() > r->timeout_at))
+		    (r->timeout_at && clock_now_s() > r->timeout_at))
 			break;
 	}
 	if (st == -ETIMEDOUT) {
@@ -376,8 +377,8 @@ static void print_stats(void *ctx, const struct pipeline *p)
 	struct tracer_stats st;
 
 	for (unsigned i = 0; i < r->tq.t.nr_cpus; i++) {
-		hits += r->tq.cpu[i].tlb_hits;
-		walks += r->tq.cpu[i].tlb_walks;
+		hits += r->tq.cpu[i].tlb.hits;
+		walks += r->tq.cpu[i].tlb.walks;
 	}
 	tracer_stats(&p->tr, &st);
 	fprintf(stderr, "hvtrace: stats: translations %llu cached %llu walked\n", hits, walks);
@@ -413,7 +414,7 @@ int cmd_linux(const struct session *s)
 	r.con = cmd_open_out(s->console, "--console");
 	if (!r.out || !r.con)
 		goto out;
-	r.start = cmd_now();
+	r.start = clock_now_s();
 	r.timeout_at = s->timeout > 0 ? r.start + s->timeout : 0;
 
 	struct qemu_attach_cfg qa = {
@@ -452,7 +453,7 @@ int cmd_linux(const struct session *s)
 	/* a guardian that knows the tracer (and shares its shadow stacks) */
 	guardian_stop(&r.guard);
 	guardian_start(&r.guard, guardian_takeover, &r);
-	r.detach_at = s->duration > 0 ? cmd_now() + s->duration : 0;
+	r.detach_at = s->duration > 0 ? clock_now_s() + s->duration : 0;
 	how = target_qemu_run(&r.tq, should_stop, &r);
 	status = finish(&r, how);
 out:

@@ -2,8 +2,10 @@
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
 #include "host/cli/pipeline.h"
+#include "host/trace/clock.h"
 #include "host/kvm/guest_image.h"
 #include "host/kvm/target_kvm.h"
+#include "host/kvm/vcpu.h"
 #include "host/kvm/vm.h"
 
 #include <errno.h>
@@ -45,7 +47,7 @@ static int wait_for_end(struct vm *vm, int sfd, double deadline)
 		int ms = -1;
 
 		if (deadline) {
-			double left = deadline - cmd_now();
+			double left = deadline - clock_now_s();
 
 			if (left <= 0)
 				return -1;
@@ -68,7 +70,7 @@ static int wait_for_end(struct vm *vm, int sfd, double deadline)
  * the guest go on untraced. Returns as wait_for_end. */
 static int supervise(struct vm *vm, struct pipeline *p, int sfd, const struct session *s)
 {
-	double start = cmd_now();
+	double start = clock_now_s();
 	double timeout_at = s->timeout > 0 ? start + s->timeout : 0;
 	double detach_at = s->duration > 0 ? start + s->duration : 0;
 
@@ -115,8 +117,8 @@ static void print_stats(void *ctx, const struct pipeline *p)
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_EMULATION],
 			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_SHUTDOWN],
 			tracer_cpu_stalls(t, i), tracer_cpu_lost(t, i),
-			(unsigned long long)vm->vcpus[i].tlb_hits,
-			(unsigned long long)vm->vcpus[i].tlb_walks);
+			(unsigned long long)vm->vcpus[i].tlb.hits,
+			(unsigned long long)vm->vcpus[i].tlb.walks);
 	pipeline_print_stub_stats(p);
 	if (st.stub_probes) {
 		for (unsigned i = 0; i < vm->nr_vcpus; i++)
@@ -220,7 +222,7 @@ int cmd_run(const struct session *s)
 		goto out;
 	}
 	status = EXIT_HOST_ERROR;
-	if (vm_start(&vm, err, sizeof(err)) < 0) {
+	if (vcpu_start_all(&vm, err, sizeof(err)) < 0) {
 		cmd_error("%s", sfd < 0 ? strerror(errno) : err);
 		goto out;
 	}
@@ -228,13 +230,13 @@ int cmd_run(const struct session *s)
 	/* Teardown: probes out with the vCPUs paused, then the VM stops. */
 	if (pipeline_detach(&p) < 0)
 		cmd_error("restoring the patched sites failed");
-	vm_join(&vm);
+	vcpu_join_all(&vm);
 	status = end_status(&vm, sig, s);
 out:
 	if (selected)
 		pipeline_detach(&p);
 	if (vm_made)
-		vm_join(&vm);
+		vcpu_join_all(&vm);
 	if (selected) {
 		struct run_stats rs = {.vm = &vm};
 

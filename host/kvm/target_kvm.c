@@ -1,4 +1,5 @@
 #include "host/kvm/target_kvm.h"
+#include "host/kvm/vcpu.h"
 #include "arch/x86/x86_insn.h"
 
 #include <errno.h>
@@ -34,12 +35,12 @@ static int kvm_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
 
 static int kvm_pause(struct target *t)
 {
-	return vm_pause(t->priv);
+	return vcpu_pause_all(t->priv);
 }
 
 static void kvm_resume(struct target *t)
 {
-	vm_resume(t->priv);
+	vcpu_resume_all(t->priv);
 }
 
 static int kvm_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)

@@ -1,24 +1,57 @@
 #include "host/kvm/vcpu.h"
-#include "arch/x86/x86_longmode.h"
 #include "host/kvm/vcpu_exit.h"
-#include "host/kvm/vm.h"
+#include "arch/x86/x86_longmode.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 static_assert(sizeof(struct x86_regs) == sizeof(struct kvm_regs), "x86_regs must alias kvm_regs");
 static_assert(offsetof(struct x86_regs, rip) == offsetof(struct kvm_regs, rip), "rip offset");
 static_assert(offsetof(struct x86_regs, r8) == offsetof(struct kvm_regs, r8), "r8 offset");
 
-int vcpu_enable_sw_breakpoints(struct vcpu *c)
+static void kick_all(struct vm *vm)
 {
-	struct kvm_guest_debug dbg = {.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_SW_BP};
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *c = &vm->vcpus[i];
 
-	return ioctl(c->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0 ? -errno : 0;
+		if (!c->started)
+			continue;
+		__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		pthread_kill(c->thread, VCPU_KICK_SIGNAL);
+	}
+}
+
+/* Records why the VM ends (the first call wins), stops every vCPU and makes event_fd readable.
+ * Any thread, including vCPU threads. */
+static __attribute__((format(printf, 4, 5))) void end_vm(struct vm *vm, enum vm_end why, int status,
+							 const char *fmt, ...)
+{
+	va_list ap;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->end != VM_END_NONE) {
+		pthread_mutex_unlock(&vm->lock);
+		return;
+	}
+	vm->end = why;
+	vm->end_status = status;
+	va_start(ap, fmt);
+	vsnprintf(vm->end_msg, sizeof(vm->end_msg), fmt, ap);
+	va_end(ap);
+	atomic_store(&vm->stop, 1);
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+	kick_all(vm);
+	if (write(vm->event_fd, &one, sizeof(one)) < 0) {
+		/* the counter cannot overflow with one write per VM; nothing to do */
+	}
 }
 
 static void console_flush(struct vcpu *c)
@@ -58,7 +91,7 @@ static void handle_io(struct vcpu *c)
 
 		memcpy(&v, data, run->io.size < 4 ? run->io.size : 4);
 		console_flush(c);
-		vm_end(c->vm, VM_END_GUEST_EXIT, (int)v, "guest wrote 0x%x to port 0x%x", v,
+		end_vm(c->vm, VM_END_GUEST_EXIT, (int)v, "guest wrote 0x%x to port 0x%x", v,
 		       VM_PORT_DEBUG_EXIT);
 	}
 }
@@ -96,7 +129,7 @@ static void halt(struct vcpu *c)
 	all = all_halted(vm);
 	pthread_mutex_unlock(&vm->lock);
 	if (all)
-		vm_end(vm, VM_END_HALTED, 0,
+		end_vm(vm, VM_END_HALTED, 0,
 		       "every vCPU halted without writing to port 0x%x (last: cpu%u)",
 		       VM_PORT_DEBUG_EXIT, c->index);
 	/* No interrupt can wake a vCPU of this VMM: stay parked until the VM ends. */
@@ -108,7 +141,7 @@ static void fault(struct vcpu *c, const char *what)
 	struct kvm_run *run = c->run;
 
 	console_flush(c);
-	vm_end(c->vm, VM_END_FAULT, 0, "cpu%u: %s%s at RIP 0x%" PRIx64, c->index,
+	end_vm(c->vm, VM_END_FAULT, 0, "cpu%u: %s%s at RIP 0x%" PRIx64, c->index,
 	       vcpu_exit_name(run->exit_reason), what, (uint64_t)run->s.regs.regs.rip);
 }
 
@@ -131,7 +164,8 @@ static bool handle_bp(struct vcpu *c)
 	return true;
 }
 
-void *vcpu_thread(void *arg)
+/* pthread entry point of vCPU @arg (a struct vcpu *). Returns when the VM ends. */
+static void *vcpu_thread(void *arg)
 {
 	struct vcpu *c = arg;
 	struct vm *vm = c->vm;
@@ -154,11 +188,12 @@ void *vcpu_thread(void *arg)
 				__atomic_store_n(&run->immediate_exit, 0, __ATOMIC_SEQ_CST);
 				continue;
 			}
-			vm_end(vm, VM_END_ERROR, 0, "cpu%u: KVM_RUN: %s", c->index, strerror(errno));
+			end_vm(vm, VM_END_ERROR, 0, "cpu%u: KVM_RUN: %s", c->index,
+			       strerror(errno));
 			break;
 		}
 		c->exits++;
-		c->tlb_gen++;
+		x86_tlb_invalidate(&c->tlb);
 		c->cr3 = run->s.regs.sregs.cr3;
 		c->la57 = run->s.regs.sregs.cr4 & X86_CR4_LA57;
 		switch (run->exit_reason) {
@@ -206,4 +241,69 @@ void *vcpu_thread(void *arg)
 	pthread_cond_broadcast(&vm->cond);
 	pthread_mutex_unlock(&vm->lock);
 	return NULL;
+}
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+}
+
+int vcpu_start_all(struct vm *vm, char *err, size_t errlen)
+{
+	struct sigaction sa = {.sa_handler = kick_handler};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(VCPU_KICK_SIGNAL, &sa, NULL);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *c = &vm->vcpus[i];
+		int e = pthread_create(&c->thread, NULL, vcpu_thread, c);
+
+		if (e) {
+			end_vm(vm, VM_END_ERROR, 0, "pthread_create: %s", strerror(e));
+			snprintf(err, errlen, "starting vCPU threads: %s", strerror(e));
+			return -e;
+		}
+		c->started = true;
+	}
+	return 0;
+}
+
+static bool all_parked(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		if (vm->vcpus[i].started && vm->vcpus[i].state == VCPU_RUNNING)
+			return false;
+	return true;
+}
+
+int vcpu_pause_all(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	atomic_fetch_add(&vm->pause_req, 1);
+	pthread_mutex_unlock(&vm->lock);
+	kick_all(vm);
+	pthread_mutex_lock(&vm->lock);
+	while (!all_parked(vm))
+		pthread_cond_wait(&vm->cond, &vm->lock);
+	pthread_mutex_unlock(&vm->lock);
+	return 0;
+}
+
+void vcpu_resume_all(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	atomic_fetch_sub(&vm->pause_req, 1);
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+}
+
+void vcpu_join_all(struct vm *vm)
+{
+	end_vm(vm, VM_END_STOPPED, 0, "stopped by the host");
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		if (!vm->vcpus[i].started)
+			continue;
+		pthread_join(vm->vcpus[i].thread, NULL);
+		vm->vcpus[i].started = false;
+	}
 }

@@ -1,15 +1,13 @@
 #include "host/kvm/vm.h"
+#include "host/trace/clock.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"
+#include "arch/x86/x86_tlb.h"
 #include "guest-stub/trampoline.h"
-#include "host/kvm/vcpu.h"
-#include "host/trace/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -23,6 +21,14 @@ static int fail(char *err, size_t errlen, int e, const char *what)
 {
 	snprintf(err, errlen, "%s: %s", what, strerror(e));
 	return -e;
+}
+
+/* INT3 exits to the host on real KVM. */
+static int enable_sw_breakpoints(struct vcpu *c)
+{
+	struct kvm_guest_debug dbg = {.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_SW_BP};
+
+	return ioctl(c->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0 ? -errno : 0;
 }
 
 static int setup_cpuid(struct vm *vm, struct vcpu *c)
@@ -200,7 +206,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 			ret = fail(err, errlen, -ret, "KVM_SET_CPUID2");
 			goto out;
 		}
-		ret = vcpu_enable_sw_breakpoints(c);
+		ret = enable_sw_breakpoints(c);
 		if (ret < 0) {
 			ret = fail(err, errlen, -ret, "KVM_SET_GUEST_DEBUG");
 			goto out;
@@ -325,166 +331,49 @@ static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
 	return 0;
 }
 
-/* Guest-physical address of @gva for vCPU @c, through its translation cache (valid until its next exit:
- * the guest may change its page tables while it runs). The cache belongs to the vCPU's own thread; other
- * threads (lazy arming on another vCPU, the main thread while paused) walk the tables. */
-static int translate(struct vm *vm, struct vcpu *c, uint64_t gva, uint64_t *gpa)
+/* A page walk through vCPU @ctx's page tables (the CR3 of its last exit). */
+static int walk(void *ctx, uint64_t gva, uint64_t *gpa)
 {
-	uint64_t vpage = gva & ~(X86_PAGE_SIZE - 1);
-	struct vcpu_tlb *e = &c->tlb[(vpage >> 12) % VCPU_TLB_ENTRIES];
+	struct vcpu *c = ctx;
 
-	if (!c->started || !pthread_equal(pthread_self(), c->thread))
-		return x86_translate(read_pte, vm, c->cr3, c->la57, gva, gpa) < 0 ? -EFAULT : 0;
-	if (e->gen == c->tlb_gen + 1 && e->vpage == vpage && e->cr3 == c->cr3) {
-		c->tlb_hits++;
-		*gpa = e->ppage | (gva & (X86_PAGE_SIZE - 1));
-		return 0;
-	}
-	c->tlb_walks++;
-	if (x86_translate(read_pte, vm, c->cr3, c->la57, gva, gpa) < 0)
-		return -EFAULT;
-	*e = (struct vcpu_tlb){.cr3 = c->cr3, .vpage = vpage, .ppage = *gpa & ~(X86_PAGE_SIZE - 1),
-			       .gen = c->tlb_gen + 1};
-	return 0;
+	return x86_translate(read_pte, c->vm, c->cr3, c->la57, gva, gpa) < 0 ? -EFAULT : 0;
 }
 
-/* Copies between guest-virtual memory and @buf page by page; @write selects the direction. */
-static int access_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len, bool write)
+/* Guest-physical address of @gva for vCPU @ctx, through its translation cache (valid until its next
+ * exit: the guest may change its page tables while it runs). The cache belongs to the vCPU's own
+ * thread; other threads (lazy arming on another vCPU, the main thread while paused) walk the
+ * tables. */
+static int translate(void *ctx, uint64_t gva, uint64_t *gpa)
 {
-	struct vcpu *c = &vm->vcpus[cpu];
-	uint8_t *b = buf;
+	struct vcpu *c = ctx;
 
-	while (len) {
-		uint64_t gpa;
-		size_t chunk = X86_PAGE_SIZE - (gva & (X86_PAGE_SIZE - 1));
-		uint8_t *p;
+	if (!c->started || !pthread_equal(pthread_self(), c->thread))
+		return walk(c, gva, gpa);
+	return x86_tlb_translate(&c->tlb, c->cr3, gva, walk, c, gpa);
+}
 
-		if (chunk > len)
-			chunk = len;
-		if (translate(vm, c, gva, &gpa) < 0)
-			return -EFAULT;
-		p = vm_gpa_ptr(vm, gpa, chunk);
-		if (!p)
-			return -EFAULT;
-		if (write)
-			memcpy(p, b, chunk);
-		else
-			memcpy(b, p, chunk);
-		gva += chunk;
-		b += chunk;
-		len -= chunk;
-	}
+static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
+{
+	struct vcpu *c = ctx;
+	uint8_t *p = vm_gpa_ptr(c->vm, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	if (write)
+		memcpy(p, buf, len);
+	else
+		memcpy(buf, p, len);
 	return 0;
 }
 
 int vm_read_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len)
 {
-	return access_virt(vm, cpu, gva, buf, len, false);
+	return x86_copy_virt(gva, buf, len, false, translate, copy_phys, &vm->vcpus[cpu]);
 }
 
 int vm_write_virt(struct vm *vm, unsigned cpu, uint64_t gva, const void *buf, size_t len)
 {
-	return access_virt(vm, cpu, gva, (void *)buf, len, true);
-}
-
-static void kick_handler(int sig)
-{
-	(void)sig;
-}
-
-int vm_start(struct vm *vm, char *err, size_t errlen)
-{
-	struct sigaction sa = {.sa_handler = kick_handler};
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(VCPU_KICK_SIGNAL, &sa, NULL);
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		struct vcpu *c = &vm->vcpus[i];
-		int e = pthread_create(&c->thread, NULL, vcpu_thread, c);
-
-		if (e) {
-			vm_end(vm, VM_END_ERROR, 0, "pthread_create: %s", strerror(e));
-			return fail(err, errlen, e, "starting vCPU threads");
-		}
-		c->started = true;
-	}
-	return 0;
-}
-
-static void kick_all(struct vm *vm)
-{
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		struct vcpu *c = &vm->vcpus[i];
-
-		if (!c->started)
-			continue;
-		__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
-		pthread_kill(c->thread, VCPU_KICK_SIGNAL);
-	}
-}
-
-void vm_end(struct vm *vm, enum vm_end why, int status, const char *fmt, ...)
-{
-	va_list ap;
-	uint64_t one = 1;
-
-	pthread_mutex_lock(&vm->lock);
-	if (vm->end != VM_END_NONE) {
-		pthread_mutex_unlock(&vm->lock);
-		return;
-	}
-	vm->end = why;
-	vm->end_status = status;
-	va_start(ap, fmt);
-	vsnprintf(vm->end_msg, sizeof(vm->end_msg), fmt, ap);
-	va_end(ap);
-	atomic_store(&vm->stop, 1);
-	pthread_cond_broadcast(&vm->cond);
-	pthread_mutex_unlock(&vm->lock);
-	kick_all(vm);
-	if (write(vm->event_fd, &one, sizeof(one)) < 0) {
-		/* the counter cannot overflow with one write per VM; nothing to do */
-	}
-}
-
-static bool all_parked(struct vm *vm)
-{
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		if (vm->vcpus[i].started && vm->vcpus[i].state == VCPU_RUNNING)
-			return false;
-	return true;
-}
-
-int vm_pause(struct vm *vm)
-{
-	pthread_mutex_lock(&vm->lock);
-	atomic_fetch_add(&vm->pause_req, 1);
-	pthread_mutex_unlock(&vm->lock);
-	kick_all(vm);
-	pthread_mutex_lock(&vm->lock);
-	while (!all_parked(vm))
-		pthread_cond_wait(&vm->cond, &vm->lock);
-	pthread_mutex_unlock(&vm->lock);
-	return 0;
-}
-
-void vm_resume(struct vm *vm)
-{
-	pthread_mutex_lock(&vm->lock);
-	atomic_fetch_sub(&vm->pause_req, 1);
-	pthread_cond_broadcast(&vm->cond);
-	pthread_mutex_unlock(&vm->lock);
-}
-
-void vm_join(struct vm *vm)
-{
-	vm_end(vm, VM_END_STOPPED, 0, "stopped by the host");
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		if (!vm->vcpus[i].started)
-			continue;
-		pthread_join(vm->vcpus[i].thread, NULL);
-		vm->vcpus[i].started = false;
-	}
+	return x86_copy_virt(gva, (void *)buf, len, true, translate, copy_phys, &vm->vcpus[cpu]);
 }
 
 void vm_destroy(struct vm *vm)

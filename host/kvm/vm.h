@@ -1,9 +1,11 @@
-/* The embedded VMM: one KVM VM with its guest RAM, long-mode set-up per the freestanding boot contract,
- * one host thread per vCPU, debugcon console, isa-debug-exit, and pause/resume of all vCPUs. */
+/* The embedded VMM: one KVM VM with its guest RAM and vCPUs, long-mode set-up per the freestanding
+ * boot contract, and guest memory access. The vCPU threads that run it (console, isa-debug-exit,
+ * pause/resume of all vCPUs) are host/kvm/vcpu.h. */
 #ifndef HVT_VM_H
 #define HVT_VM_H
 
-#include "arch/x86/x86_regs.h"
+#include "host/trace/target.h"
+#include "arch/x86/x86_tlb.h"
 #include "vmi/vmi_elf.h"
 
 #include <linux/kvm.h>
@@ -35,22 +37,10 @@ enum vm_end {
 	VM_END_ERROR,	   /* a KVM call failed */
 };
 
-/* Breakpoint hits are handed to this callback on the hitting vCPU's own thread. @addr is the address of
- * the INT3; @regs the vCPU's registers, RIP as the exit left it. Returns 0 when the breakpoint is the
- * tracer's (it then sets regs->rip to where the vCPU resumes), -ENOENT when it is not. Must not block. */
-typedef int (*vm_bp_fn)(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs);
-
 /* How a breakpoint hit reached the host: real KVM, or this machine's PVM at CPL0 / CPL3. */
 enum vcpu_bp_kind { VCPU_BP_DEBUG, VCPU_BP_EMULATION, VCPU_BP_SHUTDOWN };
 
 enum vcpu_state { VCPU_RUNNING, VCPU_PARKED, VCPU_HALTED, VCPU_DONE };
-
-#define VCPU_TLB_ENTRIES 8
-
-/* Translation cache entry: guest-virtual page -> guest-physical page under one CR3; valid for one exit. */
-struct vcpu_tlb {
-	uint64_t cr3, vpage, ppage, gen;
-};
 
 struct vcpu {
 	struct vm *vm;
@@ -62,9 +52,7 @@ struct vcpu {
 	enum vcpu_state state; /* under vm->lock */
 	uint64_t cr3;	       /* from the last exit's sregs; the vCPU's own thread */
 	bool la57;
-	uint64_t tlb_gen;      /* bumped at every exit: older entries are stale */
-	struct vcpu_tlb tlb[VCPU_TLB_ENTRIES];
-	uint64_t tlb_hits, tlb_walks;
+	struct x86_tlb tlb;    /* the vCPU's own thread; invalidated at every exit */
 	char con[256]; /* debugcon line being assembled */
 	unsigned con_len;
 	uint64_t exits;
@@ -88,7 +76,9 @@ struct vm {
 	FILE *console;
 	pthread_mutex_t console_lock;
 
-	vm_bp_fn bp_hit;
+	/* Breakpoint hits, on the hitting vCPU's own thread: @addr is the INT3's address, @regs the
+	 * vCPU's registers with RIP as the exit left it. Must not block. */
+	target_bp_fn bp_hit;
 	void *bp_ctx;
 
 	pthread_mutex_t lock;
@@ -128,23 +118,7 @@ void *vm_gpa_ptr(struct vm *vm, uint64_t gpa, uint64_t len);
 int vm_read_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len);
 int vm_write_virt(struct vm *vm, unsigned cpu, uint64_t gva, const void *buf, size_t len);
 
-/* Starts one thread per vCPU. Call with SIGINT/SIGTERM blocked (threads inherit the mask). */
-int vm_start(struct vm *vm, char *err, size_t errlen);
-
-/* Records why the VM ends (the first call wins), stops every vCPU and makes event_fd readable.
- * Any thread, including vCPU threads. */
-void vm_end(struct vm *vm, enum vm_end why, int status, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-/* Stops every vCPU out of KVM_RUN and waits until all are parked (stop_machine). Not from a vCPU thread.
- * Returns 0. Calls nest: vm_resume undoes one. */
-int vm_pause(struct vm *vm);
-void vm_resume(struct vm *vm);
-
-/* Ends the VM if still running and joins the vCPU threads. Main thread. */
-void vm_join(struct vm *vm);
-
-/* Frees everything vm_create made. Threads must be joined. */
+/* Frees everything vm_create made. The vCPU threads must be joined (vcpu_join_all). */
 void vm_destroy(struct vm *vm);
 
 #endif

@@ -8,6 +8,7 @@
  */
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/tcp.h"
+#include "host/trace/clock.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -383,7 +384,7 @@ static int fill(struct gdb *g, int64_t deadline)
  * and a corrupt packet by '-' (or -EPROTO without acks). */
 static int read_packet(struct gdb *g, int timeout_ms)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : tcp_now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : clock_now_ms() + timeout_ms;
 	int rc;
 
 	if (g->fd < 0)
@@ -911,7 +912,7 @@ int gdb_step(struct gdb *g, int tid, struct gdb_stop *st)
 
 int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : tcp_now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : clock_now_ms() + timeout_ms;
 
 	if (!g->running)
 		return -EINVAL;
@@ -919,7 +920,7 @@ int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 		int left = -1, rc;
 
 		if (deadline >= 0) {
-			int64_t l = deadline - tcp_now_ms();
+			int64_t l = deadline - clock_now_ms();
 
 			left = l > 0 ? (int)l : 0;
 		}

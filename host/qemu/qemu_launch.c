@@ -1,4 +1,5 @@
 #include "host/qemu/qemu_launch.h"
+#include "host/trace/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PANIC_TEXT "Kernel panic - not syncing"
@@ -190,12 +190,12 @@ static void reaped(struct qemu_proc *p)
 
 int qemu_proc_wait(struct qemu_proc *p, int timeout_ms)
 {
-	struct timespec t0, now;
+	int64_t t0;
 	int status;
 
 	if (p->pid < 0)
 		return -ECHILD;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = clock_now_ms();
 	for (;;) {
 		pid_t r = waitpid(p->pid, &status, WNOHANG);
 
@@ -203,8 +203,7 @@ int qemu_proc_wait(struct qemu_proc *p, int timeout_ms)
 			reaped(p);
 			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
+		if (clock_now_ms() - t0 >= timeout_ms)
 			return -ETIMEDOUT;
 		usleep(5000);
 	}

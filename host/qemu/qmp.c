@@ -4,6 +4,7 @@
  * recorded, not returned. */
 #include "host/qemu/qmp.h"
 #include "host/qemu/tcp.h"
+#include "host/trace/clock.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -391,7 +392,7 @@ int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len)
 		rc = send_all(q, "\n", 1);
 	if (rc)
 		return rc;
-	deadline = q->timeout_ms < 0 ? -1 : tcp_now_ms() + q->timeout_ms;
+	deadline = q->timeout_ms < 0 ? -1 : clock_now_ms() + q->timeout_ms;
 	for (;;) {
 		const char *msg, *v, *e;
 		size_t mlen, vlen, elen;
@@ -451,7 +452,7 @@ int qmp_attach_fd(struct qmp *q, int fd, char *err, size_t errlen)
 	memset(q, 0, sizeof(*q));
 	q->fd = fd;
 	q->timeout_ms = QMP_TIMEOUT_MS;
-	rc = next_message(q, tcp_now_ms() + q->timeout_ms, &msg, &mlen);
+	rc = next_message(q, clock_now_ms() + q->timeout_ms, &msg, &mlen);
 	if (rc) {
 		snprintf(err, errlen, "qmp: greeting: %s", strerror(-rc));
 		goto fail;
@@ -648,7 +649,7 @@ int qmp_query_status(struct qmp *q, bool *running, char *status, size_t len)
 
 int qmp_wait_event(struct qmp *q, unsigned mask, int timeout_ms)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : tcp_now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : clock_now_ms() + timeout_ms;
 
 	while (!(q->events & mask)) {
 		const char *msg;

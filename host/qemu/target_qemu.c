@@ -1,6 +1,7 @@
 #include "host/qemu/target_qemu.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"
+#include "arch/x86/x86_tlb.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -53,55 +54,59 @@ static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
 	return phys_access(ctx, gpa, pte, 8, false);
 }
 
-/* Guest-physical address of @gva as @cpu sees it; for kernel addresses seen from a PTI user page table,
- * through the kernel half of the pair. */
-static int translate(struct target_qemu *q, unsigned cpu, uint64_t gva, uint64_t *gpa)
+/* A vCPU of the target, the context of the translation callbacks. */
+struct vcpu_ref {
+	struct target_qemu *q;
+	unsigned cpu;
+};
+
+/* Guest-physical address of @gva as the vCPU sees it; for kernel addresses seen from a PTI user
+ * page table, through the kernel half of the pair. */
+static int walk(void *ctx, uint64_t gva, uint64_t *gpa)
 {
-	struct qemu_cpu *c = &q->cpu[cpu];
+	const struct vcpu_ref *r = ctx;
+	struct qemu_cpu *c = &r->q->cpu[r->cpu];
 	bool la57 = c->cr4 & X86_CR4_LA57;
-	uint64_t vpage = gva & ~(X86_PAGE_SIZE - 1);
-	struct qemu_tlb *e = &c->tlb[(vpage >> 12) % QEMU_TLB_ENTRIES];
 	int ret;
 
-	if (e->valid && e->vpage == vpage && e->cr3 == c->cr3) {
-		c->tlb_hits++;
-		*gpa = e->ppage | (gva & (X86_PAGE_SIZE - 1));
-		return 0;
-	}
-	c->tlb_walks++;
-	ret = x86_translate(read_pte, q, c->cr3, la57, gva, gpa);
+	ret = x86_translate(read_pte, r->q, c->cr3, la57, gva, gpa);
 	if (ret < 0 && gva >= KERNEL_HALF && (c->cr3 & PTI_USER_BIT))
-		ret = x86_translate(read_pte, q, c->cr3 & ~PTI_USER_BIT, la57, gva, gpa);
-	if (ret == 0)
-		*e = (struct qemu_tlb){.cr3 = c->cr3, .vpage = vpage,
-				       .ppage = *gpa & ~(X86_PAGE_SIZE - 1), .valid = true};
+		ret = x86_translate(read_pte, r->q, c->cr3 & ~PTI_USER_BIT, la57, gva, gpa);
 	return ret;
+}
+
+/* The same through the vCPU's translation cache. */
+static int translate(void *ctx, uint64_t gva, uint64_t *gpa)
+{
+	const struct vcpu_ref *r = ctx;
+	struct qemu_cpu *c = &r->q->cpu[r->cpu];
+
+	return x86_tlb_translate(&c->tlb, c->cr3, gva, walk, ctx, gpa);
+}
+
+/* Kernel addresses through the page tables stub_map captured. */
+static int translate_kernel(void *ctx, uint64_t gva, uint64_t *gpa)
+{
+	const struct vcpu_ref *r = ctx;
+
+	return x86_translate(read_pte, r->q, r->q->kcr3, r->q->kla57, gva, gpa);
+}
+
+static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
+{
+	const struct vcpu_ref *r = ctx;
+
+	return phys_access(r->q, gpa, buf, len, write);
 }
 
 static int access_virt(struct target_qemu *q, unsigned cpu, uint64_t gva, void *buf, size_t len,
 		       bool write)
 {
-	uint8_t *b = buf;
+	struct vcpu_ref r = {q, cpu};
 
 	if (cpu >= q->t.nr_cpus || !q->stopped || cpu_regs(q, cpu) < 0)
 		return -EFAULT;
-	while (len) {
-		uint64_t gpa;
-		size_t chunk = X86_PAGE_SIZE - (gva & (X86_PAGE_SIZE - 1));
-		int ret;
-
-		if (chunk > len)
-			chunk = len;
-		if (translate(q, cpu, gva, &gpa) < 0)
-			return -EFAULT;
-		ret = phys_access(q, gpa, b, chunk, write);
-		if (ret < 0)
-			return ret;
-		gva += chunk;
-		b += chunk;
-		len -= chunk;
-	}
-	return 0;
+	return x86_copy_virt(gva, buf, len, write, translate, copy_phys, &r);
 }
 
 static int qemu_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
@@ -137,8 +142,7 @@ static void invalidate_regs(struct target_qemu *q)
 {
 	for (unsigned i = 0; i < q->t.nr_cpus; i++) {
 		q->cpu[i].regs_valid = false;
-		for (unsigned k = 0; k < QEMU_TLB_ENTRIES; k++)
-			q->cpu[i].tlb[k].valid = false;
+		x86_tlb_invalidate(&q->cpu[i].tlb);
 	}
 }
 
@@ -321,7 +325,8 @@ static int qemu_write_text(struct target *t, uint64_t gva, const void *buf, size
 	struct target_qemu *q = tq(t);
 	uint64_t gpa;
 
-	if (!q->stopped || cpu_regs(q, 0) < 0 || translate(q, 0, gva, &gpa) < 0 ||
+	if (!q->stopped || cpu_regs(q, 0) < 0 ||
+	    translate(&(struct vcpu_ref){q, 0}, gva, &gpa) < 0 ||
 	    ((gpa ^ (gpa + len - 1)) & ~(X86_PAGE_SIZE - 1)))
 		return -EFAULT;
 	if (!q->phys_mode) {
@@ -334,24 +339,11 @@ static int qemu_write_text(struct target *t, uint64_t gva, const void *buf, size
 
 static int qemu_read_kernel(struct target *t, uint64_t gva, void *buf, size_t len)
 {
-	struct target_qemu *q = tq(t);
-	uint8_t *b = buf;
+	struct vcpu_ref r = {tq(t), 0};
 
-	if (!q->kcr3 || q->mem.fd < 0)
+	if (!r.q->kcr3 || r.q->mem.fd < 0 ||
+	    x86_copy_virt(gva, buf, len, false, translate_kernel, copy_phys, &r) < 0)
 		return -EFAULT;
-	while (len) {
-		size_t chunk = X86_PAGE_SIZE - (gva & (X86_PAGE_SIZE - 1));
-		uint64_t gpa;
-
-		if (chunk > len)
-			chunk = len;
-		if (x86_translate(read_pte, q, q->kcr3, q->kla57, gva, &gpa) < 0 ||
-		    qemu_mem_read(&q->mem, gpa, b, chunk) < 0)
-			return -EFAULT;
-		gva += chunk;
-		b += chunk;
-		len -= chunk;
-	}
 	return 0;
 }
 

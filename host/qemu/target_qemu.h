@@ -8,24 +8,16 @@
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/qemu_mem.h"
 #include "host/trace/target.h"
+#include "arch/x86/x86_tlb.h"
 #include "vmi/vmi_task.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#define QEMU_TLB_ENTRIES 8
-
-/* A translation cache entry: guest-virtual page -> guest-physical page, under one CR3. */
-struct qemu_tlb {
-	uint64_t cr3, vpage, ppage;
-	bool valid;
-};
-
 struct qemu_cpu {
 	int thread;	       /* gdbstub thread id */
-	struct qemu_tlb tlb[QEMU_TLB_ENTRIES]; /* emptied at every stop: page tables may change */
-	uint64_t tlb_hits, tlb_walks;
+	struct x86_tlb tlb;    /* invalidated at every stop: page tables may change */
 	struct x86_regs regs;  /* valid while the VM is stopped, once fetched */
 	uint64_t cr3, cr4;
 	bool regs_valid;
@@ -69,7 +61,7 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
  * -ESRCH when the guest is gone. */
 int target_qemu_run_for(struct target_qemu *q, int ms);
 
-/* Kernel-address reads for vmi (vmi_linux_read_fn) through CPU 0's page tables. */
+/* Kernel-address reads for vmi (a vmi_read_fn) through CPU 0's page tables. */
 int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len);
 
 /* Offers stub probes guest-physical [@phys_lo, @phys_hi) that the guest kernel never uses and the

@@ -1,9 +1,9 @@
 #include "host/qemu/tcp.h"
+#include "host/trace/clock.h"
 
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
-#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,14 +32,6 @@ int tcp_connect(const char *host, const char *service, int *gai_err)
 	return fd >= 0 ? fd : rc;
 }
 
-int64_t tcp_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 ssize_t tcp_read_until(int fd, void *buf, size_t len, int64_t deadline)
 {
 	for (;;) {
@@ -48,7 +40,7 @@ ssize_t tcp_read_until(int fd, void *buf, size_t len, int64_t deadline)
 		ssize_t r;
 
 		if (deadline >= 0) {
-			int64_t left = deadline - tcp_now_ms();
+			int64_t left = deadline - clock_now_ms();
 
 			wait = left > 0 ? (int)left : 0;
 		}

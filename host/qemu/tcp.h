@@ -11,12 +11,9 @@ int tcp_connect(const char *host, const char *service, int *gai_err);
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Monotonic milliseconds, for the deadlines below. */
-int64_t tcp_now_ms(void);
-
-/* Reads what is there (at most @len bytes) from @fd, waiting until @deadline (tcp_now_ms() time;
- * < 0: forever). Returns the bytes read (> 0), -ETIMEDOUT, -ECONNRESET when the peer closed or reset
- * the connection, or another negative errno. */
+/* Reads what is there (at most @len bytes) from @fd, waiting until @deadline (clock_now_ms() time;
+ * < 0: forever). Returns the bytes read (> 0), -ETIMEDOUT, -ECONNRESET when the peer closed or
+ * reset the connection, or another negative errno. */
 ssize_t tcp_read_until(int fd, void *buf, size_t len, int64_t deadline);
 
 #endif

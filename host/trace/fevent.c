@@ -289,7 +289,7 @@ size_t fe_payload_size(const struct fe_spec *spec)
 	return n;
 }
 
-uint64_t fe_arg(const struct x86_regs *regs, unsigned n, fe_read_fn read, void *ctx)
+uint64_t fe_arg(const struct x86_regs *regs, unsigned n, vmi_read_fn read, void *ctx)
 {
 	uint64_t v = 0;
 
@@ -301,7 +301,7 @@ uint64_t fe_arg(const struct x86_regs *regs, unsigned n, fe_read_fn read, void *
 	return v;
 }
 
-static void capture_field(const struct fe_field *f, uint64_t base, fe_read_fn read, void *ctx,
+static void capture_field(const struct fe_field *f, uint64_t base, vmi_read_fn read, void *ctx,
 			  uint8_t *out)
 {
 	size_t size = field_data_size(f);
@@ -356,8 +356,8 @@ bool fe_registers_only(const struct fe_spec *spec)
 	return true;
 }
 
-void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, fe_read_fn read, void *ctx,
-		uint8_t *payload)
+void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_read_fn read,
+		void *ctx, uint8_t *payload)
 {
 	for (unsigned i = 0; i < spec->nr_fields; i++) {
 		const struct fe_field *f = &spec->fields[i];

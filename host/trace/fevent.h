@@ -5,6 +5,7 @@
 #define HVT_FEVENT_H
 
 #include "arch/x86/x86_regs.h"
+#include "vmi/vmi_read.h"
 #include "vmi/vmi_symtab.h"
 
 #include <stdbool.h>
@@ -50,11 +51,8 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 /* The one-line error display: the spec, then a caret under @pos, then the reason. */
 void fe_format_error(char *buf, size_t len, const char *text, size_t pos, const char *reason);
 
-/* Reads @len bytes of guest memory at @gva. 0 or a negative errno. */
-typedef int (*fe_read_fn)(void *ctx, uint64_t gva, void *buf, size_t len);
-
 /* Value of argument @n (0-based): registers, then the stack above the return address. */
-uint64_t fe_arg(const struct x86_regs *regs, unsigned n, fe_read_fn read, void *ctx);
+uint64_t fe_arg(const struct x86_regs *regs, unsigned n, vmi_read_fn read, void *ctx);
 
 /* True if every field of @spec comes from the argument registers alone (no guest memory, no stack
  * argument), so it can be captured from registers saved earlier (stub probes). Pure. */
@@ -65,8 +63,8 @@ size_t fe_payload_size(const struct fe_spec *spec);
 
 /* At the function's entry (vCPU thread): copies each field's raw value (registers, guest memory through
  * the address chains) into @payload, fe_payload_size bytes. No formatting, no allocation. */
-void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, fe_read_fn read, void *ctx,
-		uint8_t *payload);
+void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_read_fn read,
+		void *ctx, uint8_t *payload);
 
 /* Writer thread: "name=value, name=value" from a captured @payload; a field whose memory could not be
  * read prints "(fault)". Returns the length. Pure. */

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #define DRAIN_BATCH	  256
 #define DRAIN_IDLE_US	  200
@@ -35,25 +34,10 @@ void stub_drain_init(struct stub_drain *d)
 
 /* ---- the guest clock ------------------------------------------------------------------------- */
 
-/* The host's TSC rate, for targets that cannot say what the guest's is (QEMU: TCG's TSC is the
- * host's). */
-static uint64_t host_tsc_khz(void)
-{
-	uint64_t n0 = clock_now_ns(), c0 = __rdtsc(), n1, c1;
-
-	usleep(20000);
-	n1 = clock_now_ns();
-	c1 = __rdtsc();
-	return (c1 - c0) * 1000000ull / (n1 - n0);
-}
-
 /* Session ns (since t0) of guest TSC @tsc. */
 static uint64_t tsc_to_ts(const struct stub_drain *d, uint64_t tsc)
 {
-	__int128 dt = (__int128)(int64_t)(tsc - d->tsc_ref) * 1000000 / (__int128)d->tsc_khz;
-	__int128 ns = (__int128)d->ns_ref + dt - (__int128)d->c.t0;
-
-	return ns < 0 ? 0 : (uint64_t)ns;
+	return clock_tsc_to_ns(tsc, d->tsc_ref, d->ns_ref, d->tsc_khz, d->c.t0);
 }
 
 /* ---- task names ------------------------------------------------------------------------------ */
@@ -64,11 +48,11 @@ struct task_cache {
 	uint64_t filled_at;
 };
 
-static int read_kernel(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsigned len)
+/* Kernel memory (a vmi_read_fn): task structs are the same from every CPU. */
+static int read_kernel(void *ctx, uint64_t gva, void *buf, size_t len)
 {
 	struct target *tgt = ctx;
 
-	(void)cpu;
 	return tgt->ops->read_kernel(tgt, gva, buf, len);
 }
 
@@ -324,7 +308,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	    d->tsc_khz)
 		d->clock_anchored = true;
 	else
-		d->tsc_khz = host_tsc_khz();
+		d->tsc_khz = clock_host_tsc_khz(); /* QEMU: TCG's TSC is the host's */
 	for (size_t i = 0; i < cfg->probes->nr; i++) {
 		struct probe *p = &cfg->probes->v[i];
 

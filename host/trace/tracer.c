@@ -269,13 +269,6 @@ int tracer_detach(struct tracer *t)
 	return ret;
 }
 
-static int read_task(void *ctx, unsigned cpu, uint64_t gva, void *buf, unsigned len)
-{
-	struct target *tgt = ctx;
-
-	return tgt->ops->read_virt(tgt, cpu, gva, buf, len);
-}
-
 /* Publishes @rec (and @len bytes of @payload) in this vCPU's ring; waits for the writer rather than
  * lose the event, unless the tracer is detached: then the event is counted lost. */
 static void emit(struct tracer *t, unsigned cpu, const struct hvt_record *rec, const void *payload,
@@ -384,6 +377,7 @@ static int hook_return(struct tracer *t, struct probe *p, uint64_t slot, uint64_
 	return hooked;
 }
 
+/* Guest memory as vCPU @cpu sees it (a vmi_read_fn): event fields, task names. */
 struct event_reader {
 	struct target *tgt;
 	unsigned cpu;
@@ -400,9 +394,10 @@ static int event_read(void *ctx, uint64_t gva, void *buf, size_t len)
 static void make_record(struct tracer *t, struct hvt_record *rec, enum hvt_rec_type type,
 			unsigned cpu, const struct probe *p, uint64_t now, uint64_t parent, uint8_t depth)
 {
+	struct event_reader rd = {t->tgt, cpu};
 	struct vmi_task task;
 
-	vmi_task_current(&t->task, cpu, read_task, t->tgt, &task);
+	vmi_task_current(&t->task, cpu, event_read, &rd, &task);
 	hvt_record_entry(rec, now - t->t0, cpu, p->addr, parent, &task);
 	rec->type = (uint8_t)type;
 	rec->depth = depth;

@@ -1,10 +1,12 @@
 /* make bench: the cost of a traced function call against the raw cost of an INT3 exit round trip,
  * measured side by side in one run on the bench guest (each vCPU calls bench_leaf BENCH_CALLS times). */
+#include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "host/kvm/guest_image.h"
 #include "host/out/sink.h"
 #include "host/kvm/target_kvm.h"
 #include "host/trace/tracer.h"
+#include "host/kvm/vcpu.h"
 #include "host/kvm/vm.h"
 #include "host/out/writer.h"
 #include "arch/x86/x86_insn.h"
@@ -33,14 +35,6 @@ static double cpu_now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -113,18 +107,18 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 			sink_function_init(&sink, devnull, &g->elf.funcs, smp);
 		writer_start(&w, rings, nr_rings, &sink, tracer_horizon, &tr);
 	}
-	w0 = wall_now();
+	w0 = clock_now_s();
 	t0 = cpu_now();
-	if (vm_start(&vm, err, sizeof(err)) < 0)
+	if (vcpu_start_all(&vm, err, sizeof(err)) < 0)
 		die("start", err);
 	struct pollfd pfd = {.fd = vm.event_fd, .events = POLLIN};
 
 	poll(&pfd, 1, -1);
 	t1 = cpu_now();
-	last_wall = wall_now() - w0;
+	last_wall = clock_now_s() - w0;
 	if (vm.end != VM_END_GUEST_EXIT || vm.end_status != 0)
 		die("guest", vm.end_msg);
-	vm_join(&vm);
+	vcpu_join_all(&vm);
 	if (m == MODE_RAW) {
 		probe_remove_all(&probes, &tgt);
 		probe_table_free(&probes);

@@ -12,6 +12,7 @@
 #include "host/out/sink.h"
 #include "host/kvm/target_kvm.h"
 #include "host/trace/tracer.h"
+#include "host/kvm/vcpu.h"
 #include "host/kvm/vm.h"
 #include "host/out/writer.h"
 
@@ -131,7 +132,7 @@ static void detach_in_flight(bool returns, bool stub)
 	struct ring *rings = tracer_rings(&f.tr, &nr_rings);
 
 	assert_int_equal(writer_start(&w, rings, nr_rings, &sink, tracer_horizon, &f.tr), 0);
-	assert_int_equal(vm_start(&f.vm, err, sizeof(err)), 0);
+	assert_int_equal(vcpu_start_all(&f.vm, err, sizeof(err)), 0);
 
 	/* trace until the guest is in its endless loop of traced calls */
 	for (int i = 0; i < 200 && !*(volatile uint64_t *)vm_gpa_ptr(&f.vm, iters->addr, 8); i++)
@@ -158,7 +159,7 @@ static void detach_in_flight(bool returns, bool stub)
 	assert_int_equal(f.vm.end, VM_END_NONE);
 	assert_int_equal(ring_heads(&f.tr), events);
 
-	vm_join(&f.vm);
+	vcpu_join_all(&f.vm);
 	writer_stop(&w, tracer_lost(&f.tr));
 	assert_int_equal(tracer_lost(&f.tr), 0);
 	assert_int_equal(sink.written, events);
