@@ -1,6 +1,6 @@
 /* The exit-free stub: the only hvtrace code that runs inside a guest besides the trampoline byte.
  * Layout and record format: stub_abi.h. Assembled into the host binary as data (.rodata) and
- * copied into the guest by host/stub.c; every reference is RIP-relative inside the blob or goes
+ * copied into the guest by host/trace/stub.c; every reference is RIP-relative inside the blob or goes
  * through the header, so the bytes run wherever they are placed.
  *
  * hvt_stub_entry      reached by CALL rel32 from a patched site: records the entry and returns past

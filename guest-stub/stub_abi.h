@@ -1,5 +1,5 @@
 /* The exit-free stub's memory layout, shared by the stub (guest-stub/stub.S, assembled) and the
- * host (host/stub.c). One region of guest memory, mapped executable in the guest's kernel page
+ * host (host/trace/stub.c). One region of guest memory, mapped executable in the guest's kernel page
  * tables within +-2 GiB of the text it is called from:
  *
  *   +0x0000  code: the entry routines and the return routine (position independent, never

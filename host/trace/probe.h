@@ -1,5 +1,7 @@
-/* Trap probes: one per patched site, found by address in O(1) without locks or allocation. The table
- * is built before the guest runs and never changes shape while it does; only flags change. */
+/* Probes: one per patched site (INT3 for a trap probe, CALL rel32 into the guest stub for a stub
+ * probe), found by address in O(1) without locks or allocation, each with what the session asked of it
+ * and its counters. The table is built before the guest runs and never changes shape while it does;
+ * only flags and counters change. */
 #ifndef HVT_PROBE_H
 #define HVT_PROBE_H
 

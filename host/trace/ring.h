@@ -1,5 +1,7 @@
-/* Single-producer single-consumer ring of records: one per vCPU, written by that vCPU's thread and read
- * by the writer thread. Lock-free; no allocation after ring_init. */
+/* Single-producer single-consumer ring of records, read by the writer thread. One per vCPU for trap
+ * probes, written by the thread that handles that vCPU's hits (its own thread in the embedded VMM, the
+ * main thread under QEMU), and one per vCPU for stub probes, written by the stub drain thread.
+ * Lock-free; no allocation after ring_init. */
 #ifndef HVT_RING_H
 #define HVT_RING_H
 

@@ -13,7 +13,6 @@ extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
 	hvt_stub_entry_root_args[], hvt_stub_ret[], hvt_stub_end[];
 
 #define PAGE	   4096ull
-#define CALL_REL32 0xe8
 
 static uint64_t pow2_floor(uint64_t v)
 {
@@ -171,7 +170,7 @@ int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, bool root, u
 	struct target *tgt = s->tgt;
 	unsigned which = (hook || root) | args << 1 | root << 2;
 	int64_t rel = (int64_t)(s->entry[which] - (site + X86_NOP5_LEN));
-	uint8_t call[X86_NOP5_LEN] = {CALL_REL32};
+	uint8_t call[X86_NOP5_LEN] = {X86_CALL_REL32};
 	int32_t rel32 = (int32_t)rel;
 
 	if (tgt->ops->read_virt(tgt, 0, site, orig, X86_NOP5_LEN) < 0)

@@ -1,5 +1,5 @@
 /* The one interface through which the tracer core reaches a guest. Implemented by the embedded VMM
- * (target_kvm.c) and later by the QEMU attach backend. */
+ * (host/kvm/target_kvm.c) and by the QEMU backend (host/qemu/target_qemu.c). */
 #ifndef HVT_TARGET_H
 #define HVT_TARGET_H
 
