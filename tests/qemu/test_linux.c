@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "tests/kvm/kvm_common.h"
+#include "tests/common/hv_run.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -32,13 +32,6 @@ static bool file_has(const char *path, const char *text)
 	if (f)
 		fclose(f);
 	return found;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-
-	nanosleep(&ts, NULL);
 }
 
 static bool has_line(const struct hv_result *r, const char *func, const char *comm)
@@ -280,14 +273,14 @@ static int domain(const char *cmd, const char *cmdline)
 {
 	char buf[2048];
 
-	snprintf(buf, sizeof(buf), "tests/kvm/libvirt-domain.sh %s %s %s %s '%s' %s", cmd, DOMAIN,
+	snprintf(buf, sizeof(buf), "tests/qemu/libvirt-domain.sh %s %s %s %s '%s' %s", cmd, DOMAIN,
 		 kernel, initrd, cmdline ? cmdline : "", CONSOLE);
 	return system(buf);
 }
 
 static bool domain_gone(void)
 {
-	FILE *p = popen("tests/kvm/libvirt-domain.sh state " DOMAIN, "r");
+	FILE *p = popen("tests/qemu/libvirt-domain.sh state " DOMAIN, "r");
 	char state[64] = "";
 
 	if (p) {
@@ -458,7 +451,7 @@ static void test_bad_input(void **state)
 			    "hvtrace: --system-map /nonexistent/map: No such file or directory\n");
 	hv_result_free(&r);
 	/* a fresh machine has no libvirtd yet: start it so the lookup itself is what fails */
-	if (system("tests/kvm/libvirt-domain.sh daemons") != 0)
+	if (system("tests/qemu/libvirt-domain.sh daemons") != 0)
 		fail_msg("cannot start libvirtd");
 	hv_run(&r, a2, 0, 0);
 	assert_int_equal(r.status, 6);
