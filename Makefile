@@ -31,15 +31,23 @@ GUEST_PG     := -pg -mfentry -mnop-mcount -mrecord-mcount
 GUEST_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,tests/guest/guest.ld -Wl,--build-id=none \
                  -Wl,-z,noexecstack -Wl,--no-warn-rwx-segments
 
+# Tests, one binary per tests/<folder>/test_*.c in $(BUILD)/tests/<folder>/: unit/ (cmocka, no guest),
+# kvm/ (the freestanding guest in the embedded VMM), qemu/ (QEMU's gdbstub and QMP, and the Linux guest
+# under QEMU TCG, launched and attached to through libvirt). tests/common/ holds the fakes and helpers
+# they share, built once into one archive that every test links (each takes only what it uses).
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+UNIT_BINS := $(UNIT_SRCS:%.c=$(BUILD)/%)
 KVM_SRCS  := $(wildcard tests/kvm/test_*.c)
-KVM_BINS  := $(KVM_SRCS:tests/kvm/%.c=$(BUILD)/tests/%)
+KVM_BINS  := $(KVM_SRCS:%.c=$(BUILD)/%)
+QEMU_SRCS := $(wildcard tests/qemu/test_*.c)
+QEMU_BINS := $(QEMU_SRCS:%.c=$(BUILD)/%)
 # The embedded-VMM integration tests once more with --probe auto (stub probes wherever they apply).
-STUB_RUNS := $(foreach t,function graph lifecycle events,HVTRACE_TEST_PROBE=auto,$(BUILD)/tests/test_kvm_$(t))
-TEST_COMMON := $(BUILD)/tests/kvm_common.o
+STUB_RUNS := $(foreach t,function graph lifecycle events,HVTRACE_TEST_PROBE=auto,$(BUILD)/tests/kvm/test_kvm_$(t))
+TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
+TEST_LIB    := $(BUILD)/tests/libtestcommon.a
+KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
 
-.PHONY: all test unit-test kvm-test bench clean format guest fuzz
+.PHONY: all check-layers test unit-test kvm-test qemu-test bench clean format guest fuzz
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 $(DEPS): scripts/deps.sh
@@ -92,30 +100,36 @@ $(GUEST_DIR)/test-guest-%.elf: $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-%.o $(G
 			       $(GUEST_DIR)/tailcall.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIB) | $(DEPS)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LIB_CFLAGS) -o $@ $< $(LIB) $(LIB_LIBS) $(CMOCKA_LIBS)
+$(TEST_LIB): $(TEST_COMMON)
+	rm -f $@
+	ar rcs $@ $^
 
-$(TEST_COMMON): tests/kvm/kvm_common.c tests/kvm/kvm_common.h | $(DEPS)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+$(KVM_BINS): $(KVM_COMMON)
 
-$(BUILD)/tests/%: tests/kvm/%.c $(TEST_COMMON) $(LIB) | $(DEPS)
+$(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(LIB) | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LIB_CFLAGS) -o $@ $< $(TEST_COMMON) $(LIB) $(LIB_LIBS) $(CMOCKA_LIBS)
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) -o $@ $< $(filter %.o,$^) $(TEST_LIB) $(LIB) $(LIB_LIBS) \
+		$(CMOCKA_LIBS)
 
 TEST_ENV := HVTRACE=./hvtrace GUEST=$(GUEST)
 
 unit-test: $(UNIT_BINS) $(GUEST)
 	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS)
 
-kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest
+kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS)
 	@$(TEST_ENV) scripts/run-tests.sh $(KVM_BINS) $(STUB_RUNS)
 
-# Unit tests, then the integration tests: the freestanding guest in the embedded VMM (KVM), then the Linux
-# guest under QEMU (launched, and attached to through libvirt).
-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) guest
-	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS) $(STUB_RUNS)
+qemu-test: hvtrace $(QEMU_BINS) guest
+	@$(TEST_ENV) scripts/run-tests.sh $(QEMU_BINS)
+
+# The include graph: layers include only downward, no include loop (scripts/check-layers.py).
+check-layers: | $(DEPS)
+	python3 scripts/check-layers.py
+
+# The layers, the unit tests, then the integration tests: the freestanding guest in the embedded VMM (KVM),
+# then the Linux guest under QEMU (launched, and attached to through libvirt).
+test: check-layers hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) $(QEMU_BINS) guest
+	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS) $(STUB_RUNS) $(QEMU_BINS)
 
 bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST) guest
 	$(BUILD)/tests/bench $(BENCH_GUEST)

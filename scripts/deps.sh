@@ -7,8 +7,8 @@ set -eu
 # Linux guest tests: cpio to pack the initramfs, QEMU to run it, libvirt's daemons for attach by name
 PKGS="gcc make pkg-config libc6-dev libelf-dev libbpf-dev libvirt-dev libcmocka-dev cpio
       qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients"
-# make fuzz: clang with its libFuzzer/sanitizer runtime
-PKGS="$PKGS clang libclang-rt-14-dev"
+# make fuzz: clang with its libFuzzer/sanitizer runtime; make check-layers: python3
+PKGS="$PKGS clang libclang-rt-14-dev python3"
 
 missing=""
 for p in $PKGS; do

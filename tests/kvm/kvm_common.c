@@ -2,22 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdbool.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-const char *hv_binary(void)
-{
-	const char *p = getenv("HVTRACE");
-
-	return p ? p : "./hvtrace";
-}
 
 const char *hv_guest(const char *variant)
 {
@@ -30,157 +18,6 @@ const char *hv_guest(const char *variant)
 		return g;
 	snprintf(buf, sizeof(buf), "%.*s-%s.elf", (int)(strlen(g) - 4), g, variant);
 	return buf;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n + 1);
-	n = (long)fread(buf, 1, n, f);
-	buf[n] = 0;
-	fclose(f);
-	return buf;
-}
-
-static void parse_trace(struct hv_result *r)
-{
-	char *save, *copy = strdup(r->trace);
-
-	r->lines = calloc(KVM_MAX_LINES, sizeof(*r->lines));
-	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		struct trace_line *t = &r->lines[r->nr_lines];
-		char task[64], *dash;
-
-		if (l[0] == '#' || r->nr_lines == KVM_MAX_LINES)
-			continue;
-		if (sscanf(l, " %63s [%u] %lf: %63s <-%63s", task, &t->cpu, &t->ts, t->func,
-			   t->parent) != 5)
-			continue;
-		dash = strrchr(task, '-');
-		if (!dash)
-			continue;
-		*dash = 0;
-		snprintf(t->comm, sizeof(t->comm), "%.31s", task);
-		t->pid = atoi(dash + 1);
-		r->nr_lines++;
-	}
-	free(copy);
-}
-
-void hv_run(struct hv_result *r, const char *const *argv, double signal_after, int sig)
-{
-	char dir[] = "/tmp/hvt-test-XXXXXX", tpath[256], cpath[256], epath[256];
-	const char *args[64];
-	int n = 0, st;
-	pid_t pid;
-
-	memset(r, 0, sizeof(*r));
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	snprintf(tpath, sizeof(tpath), "%s/trace", dir);
-	snprintf(cpath, sizeof(cpath), "%s/console", dir);
-	snprintf(epath, sizeof(epath), "%s/stderr", dir);
-	args[n++] = hv_binary();
-	args[n++] = argv[0];
-	if (!strcmp(argv[0], "run") || !strcmp(argv[0], "attach")) {
-		args[n++] = "-o";
-		args[n++] = tpath;
-	}
-	if (!strcmp(argv[0], "run")) {
-		args[n++] = "--console";
-		args[n++] = cpath;
-	}
-	bool qemu = false, probe = false;
-
-	for (int i = 1; argv[i]; i++) {
-		qemu |= !strcmp(argv[i], "--qemu");
-		probe |= !strcmp(argv[i], "--probe");
-		args[n++] = argv[i];
-	}
-	/* HVTRACE_TEST_PROBE=stub runs the embedded-VMM tests again with stub probes */
-	if (!strcmp(argv[0], "run") && !qemu && !probe && getenv("HVTRACE_TEST_PROBE")) {
-		memmove(args + 4, args + 2, (n - 2) * sizeof(*args));
-		args[2] = "--probe";
-		args[3] = getenv("HVTRACE_TEST_PROBE");
-		n += 2;
-	}
-	args[n] = NULL;
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(epath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		setpgid(0, 0); /* its own process group: a negative @sig reaches its children too */
-		int out = open(strcmp(argv[0], "run") && strcmp(argv[0], "attach") ? tpath : "/dev/null",
-			       O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fd, 2);
-		dup2(out, 1);
-		execv(args[0], (char *const *)args);
-		_exit(127);
-	}
-	if (signal_after > 0) {
-		struct timespec ts = {(time_t)signal_after,
-				      (long)((signal_after - (time_t)signal_after) * 1e9)};
-
-		nanosleep(&ts, NULL);
-		if (sig < 0)
-			kill(-pid, -sig);
-		else
-			kill(pid, sig);
-	}
-	waitpid(pid, &st, 0);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r->trace = slurp(tpath);
-	r->console = slurp(cpath);
-	r->err = slurp(epath);
-	unlink(tpath);
-	unlink(cpath);
-	unlink(epath);
-	rmdir(dir);
-	parse_trace(r);
-}
-
-void hv_result_free(struct hv_result *r)
-{
-	free(r->trace);
-	free(r->console);
-	free(r->err);
-	free(r->lines);
-	memset(r, 0, sizeof(*r));
-}
-
-long hv_stat(const char *err, const char *line, const char *field)
-{
-	char key[128];
-	const char *p, *eol, *f;
-
-	snprintf(key, sizeof(key), "hvtrace: stats: %s", line);
-	p = strstr(err, key);
-	if (!p)
-		return -1;
-	p += strlen("hvtrace: stats: ");
-	eol = strchr(p, '\n');
-	f = strstr(p, field);
-	return f && (!eol || f < eol) ? atol(f + strlen(field)) : -1;
-}
-
-long hv_cpu_stat(const char *err, unsigned cpu, const char *field)
-{
-	char line[32];
-
-	snprintf(line, sizeof(line), "cpu%u events ", cpu);
-	return hv_stat(err, line, field);
 }
 
 long guest_count(const struct hv_result *r, const char *func, unsigned cpu)
@@ -199,35 +36,6 @@ long guest_count_all(const struct hv_result *r, const char *func, unsigned nr_cp
 
 	for (unsigned c = 0; c < nr_cpus; c++)
 		n += guest_count(r, func, c);
-	return n;
-}
-
-long trace_count(const struct hv_result *r, const char *func, int cpu)
-{
-	long n = 0;
-
-	for (size_t i = 0; i < r->nr_lines; i++)
-		if ((!func || !strcmp(r->lines[i].func, func)) &&
-		    (cpu < 0 || r->lines[i].cpu == (unsigned)cpu))
-			n++;
-	return n;
-}
-
-long count_text(const char *s, const char *what)
-{
-	long n = 0;
-
-	for (; (s = strstr(s, what)); s++)
-		n++;
-	return n;
-}
-
-int count_lines(const char *s)
-{
-	int n = 0;
-
-	for (; *s; s++)
-		n += *s == '\n';
 	return n;
 }
 

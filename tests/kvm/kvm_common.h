@@ -1,58 +1,19 @@
-/* Helpers for the KVM integration tests: run ./hvtrace on a test guest, read back its trace, console
- * and error output, and compare the trace with the guest's own counts. */
+/* Helpers for the embedded-VMM integration tests: the test guest's paths, its own counts on the
+ * console, and whether /dev/kvm is there. Running hvtrace itself: tests/common/hv_run.h. */
 #ifndef HVT_KVM_COMMON_H
 #define HVT_KVM_COMMON_H
 
+#include "tests/common/hv_run.h"
+
 #include <stdbool.h>
-#include <stddef.h>
 
-#define KVM_MAX_LINES 200000
-
-struct trace_line {
-	char comm[32];
-	int pid;
-	unsigned cpu;
-	double ts;
-	char func[64];
-	char parent[64];
-};
-
-struct hv_result {
-	int status;	 /* exit status, or 128+N if killed by signal N */
-	char *trace;	 /* whole -o file */
-	char *console;	 /* whole --console file */
-	char *err;	 /* whole stderr */
-	struct trace_line *lines;
-	size_t nr_lines;
-};
-
-/* Path of ./hvtrace and of a guest ELF (variant NULL, "loop" or "fault"), from $HVTRACE / $GUEST. */
-const char *hv_binary(void);
+/* Path of a guest ELF (variant NULL, "loop" or "fault"), from $GUEST. */
 const char *hv_guest(const char *variant);
-
-/* Runs hvtrace with @argv (NULL-terminated, without the program name) plus `-o T --console C` inserted
- * after the command word; if @signal_after > 0 sends @sig after that many seconds (-@sig to hvtrace's
- * whole process group, its guardian included, when @sig is negative). Fills @r. */
-void hv_run(struct hv_result *r, const char *const *argv, double signal_after, int sig);
-void hv_result_free(struct hv_result *r);
 
 /* The guest's "hvt-guest: count F cpu C = N" value (0 when absent). */
 long guest_count(const struct hv_result *r, const char *func, unsigned cpu);
 /* Total over vCPUs of the guest's count for @func. */
 long guest_count_all(const struct hv_result *r, const char *func, unsigned nr_cpus);
-/* Trace lines for @func (NULL: any) on @cpu (-1: any). */
-long trace_count(const struct hv_result *r, const char *func, int cpu);
-/* The number after @field on the line of hvtrace's --stats output (@err) that starts with
- * "hvtrace: stats: @line" (@field may be the start of @line itself); -1 if there is none. */
-long hv_stat(const char *err, const char *line, const char *field);
-
-/* The same on vCPU @cpu's line ("hvtrace: stats: cpu<N> events ..."). */
-long hv_cpu_stat(const char *err, unsigned cpu, const char *field);
-
-/* Occurrences of @what in @s. */
-long count_text(const char *s, const char *what);
-/* Number of lines of @s. */
-int count_lines(const char *s);
 /* Whether /dev/kvm can be opened; prints the skip line if not. */
 bool kvm_available(void);
 

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "host/trace/fevent.h"
+#include "tests/common/fake_mem.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,16 +15,8 @@
 
 /* Guest memory for the tests: 64 KiB at 0x10000. */
 static uint8_t mem[0x10000];
+static struct fake_mem fake;
 #define BASE 0x10000ull
-
-static int fake_read(void *ctx, uint64_t gva, void *buf, size_t len)
-{
-	(void)ctx;
-	if (gva < BASE || gva + len > BASE + sizeof(mem))
-		return -EFAULT;
-	memcpy(buf, mem + (gva - BASE), len);
-	return 0;
-}
 
 static struct vmi_symtab syms;
 
@@ -33,6 +26,8 @@ static int setup(void **state)
 
 	(void)state;
 	memset(mem, 0, sizeof(mem));
+	fake_mem_init(&fake);
+	fake_mem_map(&fake, BASE, mem, sizeof(mem));
 	strcpy((char *)mem + 0x100, "/etc/motd");		/* a string */
 	memcpy(mem + 0x200, "\x01\x02\x0a\xff\x10\x20", 6);	/* a mac address */
 	p = BASE + 0x400;
@@ -66,7 +61,7 @@ static void expect(const char *spec, const struct x86_regs *regs, const char *wa
 	if (fe_parse(spec, &s, err, sizeof(err), &pos) < 0)
 		fail_msg("'%s': %s at %zu", spec, err, pos);
 	assert_true(fe_payload_size(&s) <= sizeof(payload));
-	fe_capture(&s, regs, fake_read, NULL, payload);
+	fe_capture(&s, regs, fake_mem_read, &fake, payload);
 	fe_format(out, sizeof(out), &s, payload, &syms);
 	assert_string_equal(out, want);
 }

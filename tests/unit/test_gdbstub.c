@@ -8,15 +8,13 @@
 #include <cmocka.h>
 
 #include "host/qemu/gdbstub.h"
+#include "tests/common/fake_server.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 /* ---- an independent packet builder for expectations ------------------------------------------ */
@@ -388,121 +386,21 @@ static void test_reg_size(void **state)
 	assert_int_equal(GDB_REG_EFER, 32);
 }
 
-/* ---- scripted stub on a socketpair ----------------------------------------------------------- */
-
-/* One exchange: wait for exactly @expect (raw bytes, acks included), then write @reply (raw). */
-struct step {
-	const char *expect;
-	const char *reply;
-};
-
-struct stub {
-	int fd;
-	const struct step *steps;
-	size_t nr;
-	const char *first; /* written as soon as the connection exists, or NULL */
-	bool hangup;	   /* close right after the last step instead of reading until EOF */
-	int failed;	   /* index of the first step whose bytes differed, -1 */
-	char got[8192];	   /* what that step received */
-	char tail[256];	   /* bytes received after the last step, until EOF */
-	size_t tail_len;
-	pthread_t thread;
-};
-
-static bool read_exact(int fd, char *buf, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		ssize_t r;
-
-		if (poll(&pfd, 1, 5000) <= 0)
-			return false;
-		r = read(fd, buf + i, n - i);
-		if (r <= 0)
-			return false;
-		i += (size_t)r;
-	}
-	return true;
-}
-
-static void *stub_main(void *arg)
-{
-	struct stub *s = arg;
-
-	if (s->first && write(s->fd, s->first, strlen(s->first)) < 0)
-		return NULL;
-	for (size_t i = 0; i < s->nr; i++) {
-		size_t n = strlen(s->steps[i].expect);
-
-		memset(s->got, 0, sizeof(s->got));
-		if (!read_exact(s->fd, s->got, n) || memcmp(s->got, s->steps[i].expect, n)) {
-			s->failed = (int)i;
-			close(s->fd);
-			return NULL;
-		}
-		if (write(s->fd, s->steps[i].reply, strlen(s->steps[i].reply)) < 0) {
-			s->failed = (int)i;
-			return NULL;
-		}
-	}
-	for (; !s->hangup;) {
-		struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
-		ssize_t r;
-
-		if (poll(&pfd, 1, 5000) <= 0)
-			break;
-		r = read(s->fd, s->tail + s->tail_len, sizeof(s->tail) - 1 - s->tail_len);
-		if (r <= 0)
-			break;
-		s->tail_len += (size_t)r;
-	}
-	close(s->fd);
-	return NULL;
-}
-
-/* Starts the stub and hands the other end to a fresh struct gdb (not yet negotiated). */
-static int stub_start(struct stub *s, const struct step *steps, size_t nr, const char *first,
-		      bool hangup)
-{
-	int sv[2];
-
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	memset(s, 0, sizeof(*s));
-	s->fd = sv[1];
-	s->steps = steps;
-	s->nr = nr;
-	s->first = first;
-	s->hangup = hangup;
-	s->failed = -1;
-	assert_int_equal(pthread_create(&s->thread, NULL, stub_main, s), 0);
-	return sv[0];
-}
-
-/* Joins the stub (after the client closed its end) and checks every step matched. */
-static void stub_finish(struct stub *s)
-{
-	pthread_join(s->thread, NULL);
-	if (s->failed >= 0)
-		fail_msg("stub step %d: expected \"%s\", got \"%s\"", s->failed,
-			 s->steps[s->failed].expect, s->got);
-	s->tail[s->tail_len] = '\0';
-}
-
-#define NSTEPS(a) (sizeof(a) / sizeof((a)[0]))
+/* ---- scripted stub on a socketpair (tests/common/fake_server.h) ------------------------------ */
 
 /* QEMU 7.2's answers to the negotiation: no-ack mode refused, target.xml served. */
-static size_t qemu72_hello(struct step *st, const char *pre1, const char *pre2)
+static size_t qemu72_hello(struct fake_step *st, const char *pre1, const char *pre2)
 {
 	size_t n = 0;
 
-	st[n++] = (struct step){
+	st[n++] = (struct fake_step){
 	    pk(pre1, "qSupported", ""),
 	    pk("+", "PacketSize=1000;qXfer:features:read+;vContSupported+;multiprocess+", "")};
-	st[n++] = (struct step){pk(pre2, "QStartNoAckMode", ""), pk("+", "", "")};
-	st[n++] = (struct step){pk("+", "vCont?", ""), pk("+", "vCont;c;C;s;S", "")};
-	st[n++] = (struct step){pk("+", "qXfer:features:read:target.xml:0,ffb", ""),
-				pk("+", "l<?xml version=\"1.0\"?><target/>", "")};
-	st[n++] = (struct step){pk("+", "?", ""), pk("+", "T05thread:01;", "")};
+	st[n++] = (struct fake_step){pk(pre2, "QStartNoAckMode", ""), pk("+", "", "")};
+	st[n++] = (struct fake_step){pk("+", "vCont?", ""), pk("+", "vCont;c;C;s;S", "")};
+	st[n++] = (struct fake_step){pk("+", "qXfer:features:read:target.xml:0,ffb", ""),
+				     pk("+", "l<?xml version=\"1.0\"?><target/>", "")};
+	st[n++] = (struct fake_step){pk("+", "?", ""), pk("+", "T05thread:01;", "")};
 	return n;
 }
 
@@ -517,9 +415,9 @@ static struct gdb *new_gdb(void)
 static void test_session_qemu72(void **state)
 {
 	char synth[1300], err[128];
-	struct step st[32];
+	struct fake_step st[32];
 	size_t n;
-	struct stub s;
+	struct fake_server s;
 	struct gdb *g = new_gdb();
 	struct gdb_regs r;
 	int tids[4];
@@ -529,25 +427,27 @@ static void test_session_qemu72(void **state)
 	(void)state;
 	build_g(synth, "");
 	n = qemu72_hello(st, "", "+");
-	st[n++] = (struct step){pk("+", "qfThreadInfo", ""), pk("+", "m01,02", "")};
-	st[n++] = (struct step){pk("+", "qsThreadInfo", ""), pk("+", "mp1.3", "")};
-	st[n++] = (struct step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
-	st[n++] = (struct step){pk("+", "Hg2", ""), pk("+", "OK", "")};
-	st[n++] = (struct step){pk("+", "g", ""), pk("+", synth, "")};
+	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01,02", "")};
+	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "mp1.3", "")};
+	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
+	st[n++] = (struct fake_step){pk("+", "Hg2", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", synth, "")};
 	/* Thread 2 is still selected: no second Hg. */
-	st[n++] = (struct step){pk("+", "g", ""), pk("+", synth, "")};
-	st[n++] = (struct step){pk("+", "P10=efbeadde00000000", ""), pk("+", "OK", "")};
-	st[n++] = (struct step){pk("+", "P11=02020000", ""), pk("+", "OK", "")};
-	st[n++] = (struct step){pk("+", "m1000,4", ""), pk("+", "E14", "")};
-	st[n++] = (struct step){pk("+", "m1000,4", ""), pk("+", "01020304", "")};
-	st[n++] = (struct step){pk("+", "M2000,2:abcd", ""), pk("+", "OK", "")};
-	st[n++] = (struct step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
-	st[n++] = (struct step){pk("+", "Z0,7c01,1", ""), pk("+", "OK", "")};
-	st[n++] = (struct step){pk("+", "z0,7c01,1", ""), pk("+", "E22", "")};
-	st[n++] = (struct step){pk("+", "Z0,ffffffff81000000,1", ""), pk("+", "", "")};
-	st[n++] = (struct step){pk("+", "D", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", synth, "")};
+	st[n++] = (struct fake_step){pk("+", "P10=efbeadde00000000", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "P11=02020000", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "m1000,4", ""), pk("+", "E14", "")};
+	st[n++] = (struct fake_step){pk("+", "m1000,4", ""), pk("+", "01020304", "")};
+	st[n++] = (struct fake_step){pk("+", "M2000,2:abcd", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "Z0,7c01,1", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "z0,7c01,1", ""), pk("+", "E22", "")};
+	st[n++] = (struct fake_step){pk("+", "Z0,ffffffff81000000,1", ""), pk("+", "", "")};
+	st[n++] = (struct fake_step){pk("+", "D", ""), pk("+", "OK", "")};
 
-	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, false), err, sizeof(err)), 0);
+	assert_int_equal(gdb_attach_fd(g, fake_server_start(&s, NULL, st, n, FAKE_SERVER_HOLD), err,
+				       sizeof(err)),
+			 0);
 	assert_int_equal(g->packet_size, 4096);
 	assert_true(g->ack);
 	assert_true(g->vcont);
@@ -587,31 +487,33 @@ static void test_session_qemu72(void **state)
 
 	assert_int_equal(gdb_detach(g), 0);
 	assert_int_equal(g->fd, -1);
-	stub_finish(&s);
+	fake_server_finish(&s);
 	assert_string_equal(s.tail, "+"); /* the ack of D's OK, flushed at close */
 	free(g);
 }
 
 static void test_noack_mode(void **state)
 {
-	struct step st[8];
-	struct stub s;
+	struct fake_step st[8];
+	struct fake_server s;
 	struct gdb *g = new_gdb();
 	char err[128];
 	size_t n = 0;
 
 	(void)state;
-	st[n++] = (struct step){pk("", "qSupported", ""),
-				pk("+", "PacketSize=4000;QStartNoAckMode+", "")};
-	st[n++] = (struct step){pk("+", "QStartNoAckMode", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("", "qSupported", ""),
+				     pk("+", "PacketSize=4000;QStartNoAckMode+", "")};
+	st[n++] = (struct fake_step){pk("+", "QStartNoAckMode", ""), pk("+", "OK", "")};
 	/* The OK itself is still acknowledged; then no more acks either way. */
-	st[n++] = (struct step){pk("+", "vCont?", ""), pk("", "", "")};
-	st[n++] = (struct step){pk("", "?", ""), pk("", "S05", "")};
-	st[n++] = (struct step){pk("", "c", ""), pk("", "T05thread:02;", "")};
-	st[n++] = (struct step){pk("", "Hc2", ""), pk("", "OK", "")};
-	st[n++] = (struct step){pk("", "s", ""), pk("", "T05thread:02;", "")};
+	st[n++] = (struct fake_step){pk("+", "vCont?", ""), pk("", "", "")};
+	st[n++] = (struct fake_step){pk("", "?", ""), pk("", "S05", "")};
+	st[n++] = (struct fake_step){pk("", "c", ""), pk("", "T05thread:02;", "")};
+	st[n++] = (struct fake_step){pk("", "Hc2", ""), pk("", "OK", "")};
+	st[n++] = (struct fake_step){pk("", "s", ""), pk("", "T05thread:02;", "")};
 
-	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, false), err, sizeof(err)), 0);
+	assert_int_equal(gdb_attach_fd(g, fake_server_start(&s, NULL, st, n, FAKE_SERVER_HOLD), err,
+				       sizeof(err)),
+			 0);
 	assert_false(g->ack);
 	assert_false(g->vcont);
 	assert_int_equal(g->packet_size, 0x4000);
@@ -627,7 +529,7 @@ static void test_noack_mode(void **state)
 		assert_int_equal(stop.thread, 2);
 	}
 	gdb_close(g);
-	stub_finish(&s);
+	fake_server_finish(&s);
 	assert_string_equal(s.tail, "");
 	free(g);
 }
@@ -637,8 +539,8 @@ static void test_noack_mode(void **state)
  * stopping a running VM for the debugger) is recorded and skipped. */
 static void test_resend_console_unasked_stop(void **state)
 {
-	struct step st[16];
-	struct stub s;
+	struct fake_step st[16];
+	struct fake_server s;
 	struct gdb *g = new_gdb();
 	char err[128], bad[64];
 	size_t n;
@@ -647,13 +549,16 @@ static void test_resend_console_unasked_stop(void **state)
 	(void)state;
 	n = qemu72_hello(st, "", "++");
 	snprintf(bad, sizeof(bad), "+$2a#00");
-	st[n++] = (struct step){pk("+", "m10,1", ""), bad};
-	st[n++] = (struct step){"-", pk("", "2a", "")};
-	st[n++] = (struct step){pk("+", "m11,1", ""), "-"};
-	st[n++] = (struct step){pk("", "m11,1", ""), pk("+", "O48656c6c6f0a", pk("", "7f", ""))};
-	st[n++] = (struct step){pk("++", "Hg1", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "m10,1", ""), bad};
+	st[n++] = (struct fake_step){"-", pk("", "2a", "")};
+	st[n++] = (struct fake_step){pk("+", "m11,1", ""), "-"};
+	st[n++] =
+	    (struct fake_step){pk("", "m11,1", ""), pk("+", "O48656c6c6f0a", pk("", "7f", ""))};
+	st[n++] = (struct fake_step){pk("++", "Hg1", ""), pk("+", "OK", "")};
 
-	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, pk("", "T02thread:02;", ""), false),
+	assert_int_equal(gdb_attach_fd(g,
+				       fake_server_start(&s, pk("", "T02thread:02;", ""), st, n,
+							 FAKE_SERVER_HOLD),
 				       err, sizeof(err)),
 			 0);
 	/* The answer to '?' (T05, thread 1) came after the unasked T02. */
@@ -665,7 +570,7 @@ static void test_resend_console_unasked_stop(void **state)
 	assert_int_equal(b, 0x7f);
 	assert_int_equal(gdb_select_thread(g, 1), 0);
 	gdb_close(g);
-	stub_finish(&s);
+	fake_server_finish(&s);
 	assert_string_equal(s.tail, "+");
 	free(g);
 }
@@ -675,8 +580,8 @@ static void test_resend_console_unasked_stop(void **state)
 static void test_write_reg_g_fallback(void **state)
 {
 	char orig[1300], with_cr3[1300], with_rip[1300], g1[1400], g2[1400], err[128];
-	struct step st[16];
-	struct stub s;
+	struct fake_step st[16];
+	struct fake_server s;
 	struct gdb *g = new_gdb();
 	size_t n;
 
@@ -690,28 +595,30 @@ static void test_write_reg_g_fallback(void **state)
 	snprintf(g1, sizeof(g1), "G%s", with_cr3);
 	snprintf(g2, sizeof(g2), "G%s", with_rip);
 	n = qemu72_hello(st, "", "+");
-	st[n++] = (struct step){pk("+", "Hg1", ""), pk("+", "OK", "")};
-	st[n++] = (struct step){pk("+", "P1d=0010000000000000", ""), pk("+", "", "")};
-	st[n++] = (struct step){pk("+", "g", ""), pk("+", orig, "")};
-	st[n++] = (struct step){pk("+", g1, ""), pk("+", "OK", "")};
-	st[n++] = (struct step){pk("+", "g", ""), pk("+", with_cr3, "")};
-	st[n++] = (struct step){pk("+", g2, ""), pk("+", "E01", "")};
+	st[n++] = (struct fake_step){pk("+", "Hg1", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "P1d=0010000000000000", ""), pk("+", "", "")};
+	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", orig, "")};
+	st[n++] = (struct fake_step){pk("+", g1, ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", with_cr3, "")};
+	st[n++] = (struct fake_step){pk("+", g2, ""), pk("+", "E01", "")};
 
-	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, false), err, sizeof(err)), 0);
+	assert_int_equal(gdb_attach_fd(g, fake_server_start(&s, NULL, st, n, FAKE_SERVER_HOLD), err,
+				       sizeof(err)),
+			 0);
 	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_CR3, 0x1000), 0);
 	assert_int_equal(g->p_state, 0);
 	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RIP, 0), -EIO);
 	assert_int_equal(g->last_error, 1);
 	gdb_close(g);
-	stub_finish(&s);
+	fake_server_finish(&s);
 	free(g);
 }
 
 /* Reads and writes are cut to the stub's PacketSize; a short read continues where it stopped. */
 static void test_memory_chunks(void **state)
 {
-	struct step st[16];
-	struct stub s;
+	struct fake_step st[16];
+	struct fake_server s;
 	struct gdb *g = new_gdb();
 	char err[128], hex[128];
 	uint8_t buf[40], want[40];
@@ -720,25 +627,27 @@ static void test_memory_chunks(void **state)
 	(void)state;
 	for (int i = 0; i < 40; i++)
 		want[i] = (uint8_t)(0xa0 + i);
-	st[n++] = (struct step){pk("", "qSupported", ""), pk("+", "PacketSize=40", "")};
-	st[n++] = (struct step){pk("+", "QStartNoAckMode", ""), pk("+", "", "")};
-	st[n++] = (struct step){pk("+", "vCont?", ""), pk("+", "", "")};
-	st[n++] = (struct step){pk("+", "?", ""), pk("+", "S05", "")};
+	st[n++] = (struct fake_step){pk("", "qSupported", ""), pk("+", "PacketSize=40", "")};
+	st[n++] = (struct fake_step){pk("+", "QStartNoAckMode", ""), pk("+", "", "")};
+	st[n++] = (struct fake_step){pk("+", "vCont?", ""), pk("+", "", "")};
+	st[n++] = (struct fake_step){pk("+", "?", ""), pk("+", "S05", "")};
 	/* PacketSize 0x40: reads of (64 - 8) / 2 = 28 bytes, writes of (64 - 48) / 2 = 8. */
 	for (int i = 0; i < 28; i++)
 		sprintf(hex + 2 * i, "%02x", want[i]);
-	st[n++] = (struct step){pk("+", "mfffff000,1c", ""), pk("+", hex, "")};
+	st[n++] = (struct fake_step){pk("+", "mfffff000,1c", ""), pk("+", hex, "")};
 	for (int i = 0; i < 5; i++) /* short answer: 5 of 12 */
 		sprintf(hex + 2 * i, "%02x", want[28 + i]);
-	st[n++] = (struct step){pk("+", "mfffff01c,c", ""), pk("+", hex, "")};
+	st[n++] = (struct fake_step){pk("+", "mfffff01c,c", ""), pk("+", hex, "")};
 	for (int i = 0; i < 7; i++)
 		sprintf(hex + 2 * i, "%02x", want[33 + i]);
-	st[n++] = (struct step){pk("+", "mfffff021,7", ""), pk("+", hex, "")};
-	st[n++] = (struct step){pk("+", "M10,8:a0a1a2a3a4a5a6a7", ""), pk("+", "OK", "")};
-	st[n++] = (struct step){pk("+", "M18,2:a8a9", ""), pk("+", "OK", "")};
-	st[n++] = (struct step){pk("+", "M0,1:00", ""), pk("+", "E0e", "")};
+	st[n++] = (struct fake_step){pk("+", "mfffff021,7", ""), pk("+", hex, "")};
+	st[n++] = (struct fake_step){pk("+", "M10,8:a0a1a2a3a4a5a6a7", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "M18,2:a8a9", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "M0,1:00", ""), pk("+", "E0e", "")};
 
-	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, false), err, sizeof(err)), 0);
+	assert_int_equal(gdb_attach_fd(g, fake_server_start(&s, NULL, st, n, FAKE_SERVER_HOLD), err,
+				       sizeof(err)),
+			 0);
 	assert_int_equal(g->packet_size, 0x40);
 	assert_int_equal(gdb_read_mem(g, 0, 0xfffff000, buf, 40), 0);
 	assert_memory_equal(buf, want, 40);
@@ -746,7 +655,7 @@ static void test_memory_chunks(void **state)
 	assert_int_equal(gdb_write_mem(g, 0, 0, "", 1), -EFAULT);
 	assert_int_equal(g->last_error, 0x0e);
 	gdb_close(g);
-	stub_finish(&s);
+	fake_server_finish(&s);
 	free(g);
 }
 
@@ -754,8 +663,8 @@ static void test_memory_chunks(void **state)
  * VM process exiting (W). */
 static void test_execution(void **state)
 {
-	struct step st[16];
-	struct stub s;
+	struct fake_step st[16];
+	struct fake_server s;
 	struct gdb *g = new_gdb();
 	struct gdb_stop stop;
 	struct gdb_regs r;
@@ -764,12 +673,14 @@ static void test_execution(void **state)
 
 	(void)state;
 	n = qemu72_hello(st, "", "+");
-	st[n++] = (struct step){pk("+", "vCont;c", ""), "+"};
-	st[n++] = (struct step){"\x03", pk("", "T02thread:01;", "")};
-	st[n++] = (struct step){pk("+", "vCont;s:2", ""), pk("+", "T05thread:02;", "")};
-	st[n++] = (struct step){pk("+", "vCont;c", ""), pk("+", "O6869", pk("", "W00", ""))};
+	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), "+"};
+	st[n++] = (struct fake_step){"\x03", pk("", "T02thread:01;", "")};
+	st[n++] = (struct fake_step){pk("+", "vCont;s:2", ""), pk("+", "T05thread:02;", "")};
+	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "O6869", pk("", "W00", ""))};
 
-	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, false), err, sizeof(err)), 0);
+	assert_int_equal(gdb_attach_fd(g, fake_server_start(&s, NULL, st, n, FAKE_SERVER_HOLD), err,
+				       sizeof(err)),
+			 0);
 	assert_int_equal(gdb_wait_stop(g, 10, &stop), -EINVAL); /* not running */
 	assert_int_equal(gdb_continue(g), 0);
 	assert_true(g->running);
@@ -796,14 +707,14 @@ static void test_execution(void **state)
 	assert_true(g->gone);
 	assert_int_equal(gdb_command(g, "?"), -ECONNRESET);
 	assert_int_equal(gdb_detach(g), 0);
-	stub_finish(&s);
+	fake_server_finish(&s);
 	free(g);
 }
 
 static void test_connection_lost(void **state)
 {
-	struct step st[8];
-	struct stub s;
+	struct fake_step st[8];
+	struct fake_server s;
 	struct gdb *g = new_gdb();
 	struct gdb_stop stop;
 	char err[128];
@@ -811,14 +722,15 @@ static void test_connection_lost(void **state)
 
 	(void)state;
 	n = qemu72_hello(st, "", "+");
-	st[n++] = (struct step){pk("+", "vCont;c", ""), "+"};
+	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), "+"};
 	/* The stub hangs up right after acking vCont;c (QEMU killed while the VM runs). */
-	assert_int_equal(gdb_attach_fd(g, stub_start(&s, st, n, NULL, true), err, sizeof(err)), 0);
+	assert_int_equal(gdb_attach_fd(g, fake_server_start(&s, NULL, st, n, 0), err, sizeof(err)),
+			 0);
 	assert_int_equal(gdb_continue(g), 0);
 	assert_int_equal(gdb_wait_stop(g, 1000, &stop), -ECONNRESET);
 	assert_true(g->gone);
 	gdb_close(g);
-	stub_finish(&s);
+	fake_server_finish(&s);
 	free(g);
 }
 
@@ -838,19 +750,19 @@ static void test_connect_refused(void **state)
 /* The stub acks qSupported and hangs up: the reason names the step, the fd is closed. */
 static void test_negotiation_fails(void **state)
 {
-	struct step st[1];
-	struct stub s;
+	struct fake_step st[1];
+	struct fake_server s;
 	struct gdb *g = new_gdb();
 	char err[128];
 	int fd;
 
 	(void)state;
-	st[0] = (struct step){pk("", "qSupported", ""), "+"};
-	fd = stub_start(&s, st, 1, NULL, true);
+	st[0] = (struct fake_step){pk("", "qSupported", ""), "+"};
+	fd = fake_server_start(&s, NULL, st, 1, 0);
 	assert_int_equal(gdb_attach_fd(g, fd, err, sizeof(err)), -ECONNRESET);
 	assert_string_equal(err, "gdbstub: qSupported: Connection reset by peer");
 	assert_int_equal(g->fd, -1);
-	stub_finish(&s);
+	fake_server_finish(&s);
 	free(g);
 }
 

@@ -8,17 +8,13 @@
 #include <cmocka.h>
 
 #include "host/qemu/qmp.h"
+#include "tests/common/fake_server.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #define GREETING                                                                                   \
@@ -127,128 +123,11 @@ static void test_quote(void **state)
 	assert_int_equal(qmp_json_quote("abc", out, 6), 5);
 }
 
-/* ---- scripted server ------------------------------------------------------------------------- */
-
-/* Wait for exactly @expect from the client (NULL: expect nothing), then write @reply in pieces cut
- * at each '|' with a pause between them (to split messages across reads). */
-struct step {
-	const char *expect;
-	const char *reply;
-};
-
-struct server {
-	int fd, lfd; /* connection; listening unix socket or -1 */
-	const struct step *steps;
-	size_t nr;
-	const char *greeting;
-	bool hold; /* after the last step, keep the connection until the client closes it */
-	int failed;
-	char got[1024];
-	pthread_t thread;
-};
-
-static bool read_exact(int fd, char *buf, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		ssize_t r;
-
-		if (poll(&pfd, 1, 5000) <= 0)
-			return false;
-		r = read(fd, buf + i, n - i);
-		if (r <= 0)
-			return false;
-		i += (size_t)r;
-	}
-	return true;
-}
-
-static void write_pieces(int fd, const char *s)
-{
-	while (*s) {
-		const char *bar = strchr(s, '|');
-		size_t n = bar ? (size_t)(bar - s) : strlen(s);
-		struct timespec ts = {0, 20 * 1000 * 1000};
-
-		if (write(fd, s, n) < 0)
-			return;
-		if (!bar)
-			break;
-		nanosleep(&ts, NULL);
-		s = bar + 1;
-	}
-}
-
-static void *server_main(void *arg)
-{
-	struct server *s = arg;
-
-	if (s->lfd >= 0) {
-		s->fd = accept(s->lfd, NULL, NULL);
-		if (s->fd < 0) {
-			s->failed = 0;
-			return NULL;
-		}
-	}
-	write_pieces(s->fd, s->greeting);
-	for (size_t i = 0; i < s->nr; i++) {
-		if (s->steps[i].expect) {
-			size_t n = strlen(s->steps[i].expect);
-
-			memset(s->got, 0, sizeof(s->got));
-			if (!read_exact(s->fd, s->got, n) ||
-			    memcmp(s->got, s->steps[i].expect, n)) {
-				s->failed = (int)i;
-				break;
-			}
-		}
-		write_pieces(s->fd, s->steps[i].reply);
-	}
-	while (s->hold && s->failed < 0) {
-		struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
-		char c;
-
-		if (poll(&pfd, 1, 5000) <= 0 || read(s->fd, &c, 1) <= 0)
-			break;
-	}
-	close(s->fd);
-	return NULL;
-}
-
-static int server_start(struct server *s, const char *greeting, const struct step *steps, size_t nr,
-			bool hold)
-{
-	int sv[2];
-
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	memset(s, 0, sizeof(*s));
-	s->fd = sv[1];
-	s->lfd = -1;
-	s->greeting = greeting;
-	s->steps = steps;
-	s->nr = nr;
-	s->hold = hold;
-	s->failed = -1;
-	assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
-	return sv[0];
-}
-
-static void server_finish(struct server *s)
-{
-	pthread_join(s->thread, NULL);
-	if (s->lfd >= 0)
-		close(s->lfd);
-	if (s->failed >= 0)
-		fail_msg("server step %d: expected \"%s\", got \"%s\"", s->failed,
-			 s->steps[s->failed].expect ? s->steps[s->failed].expect : "(nothing)",
-			 s->got);
-}
-
-#define NSTEPS(a) (sizeof(a) / sizeof((a)[0]))
+/* ---- scripted server (tests/common/fake_server.h) -------------------------------------------- */
 
 static void test_handshake_and_events(void **state)
 {
-	static const struct step st[] = {
+	static const struct fake_step st[] = {
 	    {CAPS, RET_EMPTY},
 	    {"{\"execute\":\"query-status\"}\n",
 	     "{\"timestamp\": {\"seconds\": 1796025457, \"microseconds\": 513920}, \"event\": "
@@ -261,14 +140,16 @@ static void test_handshake_and_events(void **state)
 	     "{\"timestamp\": {\"seconds\": 1, \"microseconds\": 2}, \"event\": \"SHUTDOWN\", "
 	     "\"data\": {\"guest\": false, \"reason\": \"host-qmp-quit\"}}\r\n" RET_EMPTY},
 	};
-	struct server s;
+	struct fake_server s;
 	struct qmp q;
 	char err[128], status[32], reply[64];
 	bool running = true;
 
 	(void)state;
 	assert_int_equal(
-	    qmp_attach_fd(&q, server_start(&s, GREETING, st, NSTEPS(st), false), err, sizeof(err)),
+	    qmp_attach_fd(&q,
+			  fake_server_start(&s, GREETING, st, FAKE_NSTEPS(st), FAKE_SERVER_SPLIT),
+			  err, sizeof(err)),
 	    0);
 	assert_string_equal(q.version, "7.2.22");
 	assert_int_equal(q.events, 0);
@@ -295,12 +176,12 @@ static void test_handshake_and_events(void **state)
 	assert_int_equal(qmp_execute(&q, "{\"execute\":\"query-status\"}", NULL, 0), -ECONNRESET);
 	qmp_close(&q);
 	qmp_close(&q); /* twice is fine */
-	server_finish(&s);
+	fake_server_finish(&s);
 }
 
 static void test_errors(void **state)
 {
-	static const struct step st[] = {
+	static const struct fake_step st[] = {
 	    {CAPS, RET_EMPTY},
 	    {"{\"execute\":\"nope\"}\n",
 	     "{\"error\": {\"class\": \"CommandNotFound\", \"desc\": \"The command nope has not "
@@ -315,13 +196,15 @@ static void test_errors(void **state)
 	     "{\"return\": {\"name\": \"a-rather-long-name\"}}\r\n"},
 	    {"{\"execute\":\"x\"}\n", "not json\r\n"},
 	};
-	struct server s;
+	struct fake_server s;
 	struct qmp q;
 	char err[128], reply[64], tiny[8];
 
 	(void)state;
 	assert_int_equal(
-	    qmp_attach_fd(&q, server_start(&s, GREETING, st, NSTEPS(st), false), err, sizeof(err)),
+	    qmp_attach_fd(&q,
+			  fake_server_start(&s, GREETING, st, FAKE_NSTEPS(st), FAKE_SERVER_SPLIT),
+			  err, sizeof(err)),
 	    0);
 	assert_int_equal(qmp_execute(&q, "{\"execute\":\"nope\"}", reply, sizeof(reply)), -ENOSYS);
 	assert_string_equal(reply, "The command nope has not been found");
@@ -336,12 +219,12 @@ static void test_errors(void **state)
 			 -ENOSPC);
 	assert_int_equal(qmp_execute(&q, "{\"execute\":\"x\"}", reply, sizeof(reply)), -EPROTO);
 	qmp_close(&q);
-	server_finish(&s);
+	fake_server_finish(&s);
 }
 
 static void test_hmp_gdbserver(void **state)
 {
-	static const struct step st[] = {
+	static const struct fake_step st[] = {
 	    {CAPS, RET_EMPTY},
 	    {"{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":\"gdbserver "
 	     "tcp:127.0.0.1:1234\"}}\n",
@@ -357,13 +240,15 @@ static void test_hmp_gdbserver(void **state)
 	    {"{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":\"bad\"}}\n",
 	     "{\"error\": {\"class\": \"GenericError\", \"desc\": \"boom\"}}\r\n"},
 	};
-	struct server s;
+	struct fake_server s;
 	struct qmp q;
 	char err[128], msg[128];
 
 	(void)state;
 	assert_int_equal(
-	    qmp_attach_fd(&q, server_start(&s, GREETING, st, NSTEPS(st), false), err, sizeof(err)),
+	    qmp_attach_fd(&q,
+			  fake_server_start(&s, GREETING, st, FAKE_NSTEPS(st), FAKE_SERVER_SPLIT),
+			  err, sizeof(err)),
 	    0);
 	assert_int_equal(qmp_gdbserver(&q, "tcp:127.0.0.1:1234", msg, sizeof(msg)), 0);
 	assert_string_equal(msg, "Waiting for gdb connection on device 'tcp:127.0.0.1:1234'");
@@ -376,13 +261,13 @@ static void test_hmp_gdbserver(void **state)
 	assert_int_equal(qmp_hmp(&q, "bad", msg, sizeof(msg)), -EINVAL);
 	assert_string_equal(msg, "boom");
 	qmp_close(&q);
-	server_finish(&s);
+	fake_server_finish(&s);
 }
 
 /* Messages split across reads, several in one read, and pretty-printed over several lines. */
 static void test_split_messages(void **state)
 {
-	static const struct step st[] = {
+	static const struct fake_step st[] = {
 	    {CAPS, "{\"ret|urn\": {}}|\r\n"},
 	    {"{\"execute\":\"query-kvm\"}\n",
 	     "{\"event\": \"RE|SET\"}\r\n{\n  \"return\": {\n    \"enabled\": false,\n    "
@@ -391,14 +276,14 @@ static void test_split_messages(void **state)
 	     "{\"timestamp\": {\"seconds\": 1, \"microseconds\": 2}, |\"event\": \"POWERDOWN\"}"
 	     "\r\n{\"event\": \"DEVICE_DELETED\", \"data\": {}}\r\n"},
 	};
-	struct server s;
+	struct fake_server s;
 	struct qmp q;
 	char err[128], reply[128];
 
 	(void)state;
 	assert_int_equal(qmp_attach_fd(&q,
-				       server_start(&s, "{\"QMP\": {\"ver|sion\": {}}}\r\n", st,
-						    NSTEPS(st), false),
+				       fake_server_start(&s, "{\"QMP\": {\"ver|sion\": {}}}\r\n",
+							 st, FAKE_NSTEPS(st), FAKE_SERVER_SPLIT),
 				       err, sizeof(err)),
 			 0);
 	assert_string_equal(q.version, "");
@@ -410,80 +295,72 @@ static void test_split_messages(void **state)
 	assert_int_equal(qmp_wait_event(&q, QMP_EV_OTHER, 2000), 0);
 	assert_string_equal(q.last_event, "DEVICE_DELETED");
 	qmp_close(&q);
-	server_finish(&s);
+	fake_server_finish(&s);
 }
 
 static void test_timeout(void **state)
 {
-	static const struct step st[] = {
+	static const struct fake_step st[] = {
 	    {CAPS, RET_EMPTY}, {"{\"execute\":\"stop\"}\n", ""}, /* never answered */
 	};
-	struct server s;
+	struct fake_server s;
 	struct qmp q;
 	char err[128];
 	int fd;
 
 	(void)state;
-	fd = server_start(&s, GREETING, st, NSTEPS(st), true);
+	fd = fake_server_start(&s, GREETING, st, FAKE_NSTEPS(st),
+			       FAKE_SERVER_SPLIT | FAKE_SERVER_HOLD);
 	assert_int_equal(qmp_attach_fd(&q, fd, err, sizeof(err)), 0);
 	q.timeout_ms = 100;
 	assert_int_equal(qmp_execute(&q, "{\"execute\":\"stop\"}", NULL, 0), -ETIMEDOUT);
 	assert_int_equal(qmp_wait_event(&q, QMP_EV_STOP, 50), -ETIMEDOUT);
 	qmp_close(&q);
-	server_finish(&s);
+	fake_server_finish(&s);
 }
 
 static void test_bad_greeting(void **state)
 {
-	static const struct step st[] = {{NULL, ""}};
-	struct server s;
+	static const struct fake_step st[] = {{NULL, ""}};
+	struct fake_server s;
 	struct qmp q;
 	char err[128];
 
 	(void)state;
-	assert_int_equal(qmp_attach_fd(&q, server_start(&s, "{\"hello\": 1}\r\n", st, 1, false),
-				       err, sizeof(err)),
-			 -EPROTO);
+	assert_int_equal(
+	    qmp_attach_fd(&q, fake_server_start(&s, "{\"hello\": 1}\r\n", st, 1, FAKE_SERVER_SPLIT),
+			  err, sizeof(err)),
+	    -EPROTO);
 	assert_string_equal(err, "qmp: no QMP greeting: {\"hello\": 1}");
 	assert_int_equal(q.fd, -1);
-	server_finish(&s);
+	fake_server_finish(&s);
 	/* The server hangs up after the greeting. */
-	assert_int_equal(
-	    qmp_attach_fd(&q, server_start(&s, GREETING, NULL, 0, false), err, sizeof(err)),
-	    -ECONNRESET);
+	assert_int_equal(qmp_attach_fd(&q,
+				       fake_server_start(&s, GREETING, NULL, 0, FAKE_SERVER_SPLIT),
+				       err, sizeof(err)),
+			 -ECONNRESET);
 	assert_string_equal(err, "qmp: qmp_capabilities: Connection reset by peer");
-	server_finish(&s);
+	fake_server_finish(&s);
 }
 
 /* qmp_connect over a real unix socket path, with and without the "unix:" prefix. */
 static void test_connect_unix(void **state)
 {
-	static const struct step st[] = {{CAPS, RET_EMPTY}};
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	static const struct fake_step st[] = {{CAPS, RET_EMPTY}};
 	char path[64], addr[128], err[128];
-	struct server s;
+	struct fake_server s;
 	struct qmp q;
 
 	(void)state;
 	snprintf(path, sizeof(path), "/tmp/hvt-test-qmp-%d.sock", (int)getpid());
 	for (int round = 0; round < 2; round++) {
 		unlink(path);
-		memset(&s, 0, sizeof(s));
-		s.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		strcpy(sa.sun_path, path);
-		assert_int_equal(bind(s.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-		assert_int_equal(listen(s.lfd, 1), 0);
-		s.fd = -1;
-		s.greeting = GREETING;
-		s.steps = st;
-		s.nr = 1;
-		s.failed = -1;
-		assert_int_equal(pthread_create(&s.thread, NULL, server_main, &s), 0);
+		fake_server_listen_unix(&s, path, GREETING, st, 1, FAKE_SERVER_SPLIT);
 		snprintf(addr, sizeof(addr), "%s%s", round ? "" : "unix:", path);
 		assert_int_equal(qmp_connect(&q, addr, err, sizeof(err)), 0);
 		assert_string_equal(q.version, "7.2.22");
 		qmp_close(&q);
-		server_finish(&s);
+		fake_server_finish(&s);
 	}
 	unlink(path);
 	assert_int_equal(qmp_connect(&q, path, err, sizeof(err)), -ENOENT);

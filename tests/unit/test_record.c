@@ -9,6 +9,7 @@
 #include "host/trace/probe.h"
 #include "host/trace/record.h"
 #include "host/trace/ring.h"
+#include "tests/common/fake_target.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -446,50 +447,14 @@ static void test_probe_many_random(void **state)
 /* ---- probe_insert_all / probe_remove_all over a fake target --------------------------------- */
 
 /* Guest text at 0x1000.. in a host buffer; optional failure of insert_bp at one address. */
-struct fake_target {
-	struct target t;
-	uint8_t text[0x400];
-	uint64_t fail_insert_at;
-	unsigned inserts, removes;
-};
-
 #define TEXT_BASE 0x1000ull
 
-static struct fake_target *ft(struct target *t)
-{
-	return (struct fake_target *)t;
-}
-
-static int ft_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
-{
-	(void)cpu;
-	if (gva < TEXT_BASE || gva - TEXT_BASE + len > sizeof(ft(t)->text))
-		return -EFAULT;
-	memcpy(buf, ft(t)->text + (gva - TEXT_BASE), len);
-	return 0;
-}
-
-static int ft_insert_bp(struct target *t, uint64_t gva, uint8_t *orig)
-{
-	ft(t)->inserts++;
-	if (gva == ft(t)->fail_insert_at)
-		return -EIO;
-	*orig = ft(t)->text[gva - TEXT_BASE];
-	ft(t)->text[gva - TEXT_BASE] = 0xcc;
-	return 0;
-}
-
-static int ft_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
-{
-	ft(t)->removes++;
-	ft(t)->text[gva - TEXT_BASE] = orig;
-	return 0;
-}
+static uint8_t text[0x400];
 
 static const struct target_ops ft_ops = {
-    .read_virt = ft_read_virt,
-    .insert_bp = ft_insert_bp,
-    .remove_bp = ft_remove_bp,
+    .read_virt = fake_target_read_virt,
+    .insert_bp = fake_target_insert_bp,
+    .remove_bp = fake_target_remove_bp,
 };
 
 /* Four NOP5 sites at 0x1000, 0x1040, 0x1080, 0x10c0. */
@@ -497,13 +462,11 @@ static void ft_init(struct fake_target *f)
 {
 	static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
 
-	memset(f, 0, sizeof(*f));
-	f->t.ops = &ft_ops;
-	f->t.name = "fake";
-	f->t.nr_cpus = 1;
-	memset(f->text, 0xc3, sizeof(f->text));
+	fake_target_init(f, &ft_ops, 1);
+	memset(text, 0xc3, sizeof(text));
 	for (unsigned i = 0; i < 4; i++)
-		memcpy(f->text + i * 0x40, nop5, 5);
+		memcpy(text + i * 0x40, nop5, 5);
+	fake_mem_map(&f->mem, TEXT_BASE, text, sizeof(text));
 }
 
 static void test_probe_insert_remove(void **state)
@@ -511,23 +474,23 @@ static void test_probe_insert_remove(void **state)
 	struct site_set s;
 	struct probe_table t;
 	struct fake_target f;
-	uint8_t before[sizeof(f.text)];
+	uint8_t before[sizeof(text)];
 	char err[256] = "";
 
 	(void)state;
 	ft_init(&f);
-	memcpy(before, f.text, sizeof(before));
+	memcpy(before, text, sizeof(before));
 	make_sites(&s, 4, TEXT_BASE, 0x40);
 	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
 	assert_int_equal(probe_insert_all(&t, &f.t, err, sizeof(err)), 0);
 	for (size_t i = 0; i < t.nr; i++) {
 		assert_true(t.v[i].inserted);
 		assert_int_equal(t.v[i].orig, 0x0f);
-		assert_int_equal(f.text[i * 0x40], 0xcc);
-		assert_int_equal(f.text[i * 0x40 + 1], 0x1f);
+		assert_int_equal(text[i * 0x40], 0xcc);
+		assert_int_equal(text[i * 0x40 + 1], 0x1f);
 	}
 	assert_int_equal(probe_remove_all(&t, &f.t), 0);
-	assert_memory_equal(f.text, before, sizeof(before));
+	assert_memory_equal(text, before, sizeof(before));
 	for (size_t i = 0; i < t.nr; i++)
 		assert_false(t.v[i].inserted);
 	/* removing again does nothing */
@@ -543,20 +506,20 @@ static void test_probe_insert_refuses_non_nop(void **state)
 	struct site_set s;
 	struct probe_table t;
 	struct fake_target f;
-	uint8_t before[sizeof(f.text)];
+	uint8_t before[sizeof(text)];
 	char err[256] = "";
 
 	(void)state;
 	ft_init(&f);
-	memcpy(f.text + 0x80, (const uint8_t[]){0xe8, 0x12, 0x34, 0x56, 0x78}, 5);
-	memcpy(before, f.text, sizeof(before));
+	memcpy(text + 0x80, (const uint8_t[]){0xe8, 0x12, 0x34, 0x56, 0x78}, 5);
+	memcpy(before, text, sizeof(before));
 	make_sites(&s, 4, TEXT_BASE, 0x40);
 	s.syms[2].name = "tree_a";
 	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
 	assert_int_equal(probe_insert_all(&t, &f.t, err, sizeof(err)), -EILSEQ);
 	assert_string_equal(err, "tree_a: site 0x1080 holds e8 12 34 56 78, not a NOP5");
 	assert_int_equal(f.inserts, 0);
-	assert_memory_equal(f.text, before, sizeof(before));
+	assert_memory_equal(text, before, sizeof(before));
 	probe_table_free(&t);
 	free_sites(&s);
 }
@@ -587,12 +550,12 @@ static void test_probe_insert_failure_undoes(void **state)
 	struct site_set s;
 	struct probe_table t;
 	struct fake_target f;
-	uint8_t before[sizeof(f.text)];
+	uint8_t before[sizeof(text)];
 	char err[256] = "";
 
 	(void)state;
 	ft_init(&f);
-	memcpy(before, f.text, sizeof(before));
+	memcpy(before, text, sizeof(before));
 	f.fail_insert_at = TEXT_BASE + 0x80;
 	make_sites(&s, 4, TEXT_BASE, 0x40);
 	s.syms[2].name = "tree_b";
@@ -601,7 +564,7 @@ static void test_probe_insert_failure_undoes(void **state)
 	assert_string_equal(err, "tree_b: writing INT3 at 0x1080 failed: Input/output error");
 	assert_int_equal(f.inserts, 3);
 	assert_int_equal(f.removes, 2);
-	assert_memory_equal(f.text, before, sizeof(before));
+	assert_memory_equal(text, before, sizeof(before));
 	for (size_t i = 0; i < t.nr; i++)
 		assert_false(t.v[i].inserted);
 	probe_table_free(&t);

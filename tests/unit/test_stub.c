@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "host/trace/stub.h"
+#include "tests/common/fake_target.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -23,36 +24,16 @@ extern const uint8_t hvt_stub_entry_root[], hvt_stub_entry_root_args[];
 extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
     hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_ret[], hvt_stub_end[];
 
-static uint8_t *mem;
+static uint8_t *mem, far_page[0x1000];
 static bool unmapped;
+static struct fake_target ft;
 
 static uint8_t *at(uint64_t a)
 {
-	return mem + (a & (MEM - 1));
-}
+	uint8_t *p = fake_mem_at(&ft.mem, a, 1);
 
-static int rd(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
-{
-	(void)t, (void)cpu;
-	memcpy(buf, at(gva), len);
-	return 0;
-}
-
-static int wr(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len)
-{
-	(void)t, (void)cpu;
-	memcpy(at(gva), buf, len);
-	return 0;
-}
-
-static int rdp(struct target *t, uint64_t gpa, void *buf, size_t len)
-{
-	return rd(t, 0, gpa, buf, len);
-}
-
-static int wrp(struct target *t, uint64_t gpa, const void *buf, size_t len)
-{
-	return wr(t, 0, gpa, buf, len);
+	assert_non_null(p);
+	return p;
 }
 
 static int map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
@@ -72,15 +53,14 @@ static void unmap(struct target *t, const struct target_region *r)
 }
 
 static const struct target_ops ops = {
-    .read_virt = rd,
-    .write_virt = wr,
-    .read_phys = rdp,
-    .write_phys = wrp,
-    .write_text = wrp,
+    .read_virt = fake_target_read_virt,
+    .write_virt = fake_target_write_virt,
+    .read_phys = fake_target_read_phys,
+    .write_phys = fake_target_write_phys,
+    .write_text = fake_target_write_phys,
     .stub_map = map,
     .stub_unmap = unmap,
 };
-static struct target tgt = {.ops = &ops, .name = "memory", .nr_cpus = 2};
 static struct stub s;
 
 static uint64_t u64(uint64_t a)
@@ -104,12 +84,17 @@ static int setup(void **state)
 
 	(void)state;
 	mem = calloc(1, MEM);
+	memset(far_page, 0, sizeof(far_page));
 	unmapped = false;
+	fake_target_init(&ft, &ops, 2);
+	ft.t.name = "memory";
+	fake_mem_map(&ft.mem, 0, mem, MEM);
+	fake_mem_map(&ft.mem, FAR_SITE & ~0xfffull, far_page, sizeof(far_page));
 	task.current_slot[0] = 0x5000;
 	task.current_slot[1] = 0x5008;
 	memcpy(at(SITE), "\x0f\x1f\x44\x00\x00", 5);
 	memcpy(at(FAR_SITE), "\x0f\x1f\x44\x00\x00", 5);
-	assert_int_equal(stub_place(&s, &tgt, 2, true, &g, SITE, SITE, err, sizeof(err)), 0);
+	assert_int_equal(stub_place(&s, &ft.t, 2, true, &g, SITE, SITE, err, sizeof(err)), 0);
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "vmi/vmi_sites.h"
 #include "vmi/vmi_symtab.h"
 #include "vmi/vmi_task.h"
+#include "tests/common/fake_mem.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -619,22 +620,8 @@ static void test_elf_segment_outside_file(void **state)
 /* Guest-virtual memory: the per-vCPU task array at 0x1000 and two tasks at 0x5000 and 0x6000. */
 struct fake_guest {
 	uint8_t mem[0x8000];
-	unsigned calls;
-	int fail_at_call; /* 1-based call number that fails, 0 = none */
+	struct fake_mem m; /* mem at 0; counts the reads, fails the chosen one */
 };
-
-static int fake_read_virt(void *ctx, uint64_t gva, void *buf, size_t len)
-{
-	struct fake_guest *g = ctx;
-
-	g->calls++;
-	if ((int)g->calls == g->fail_at_call)
-		return -EFAULT;
-	if (gva >= sizeof(g->mem) || len > sizeof(g->mem) - gva)
-		return -EFAULT;
-	memcpy(buf, g->mem + gva, len);
-	return 0;
-}
 
 /* Slots at 0x1000 + 8 * cpu, like the freestanding guest's hvtrace_current array. */
 static const struct vmi_task_layout layout = {
@@ -650,6 +637,8 @@ static void fake_guest_init(struct fake_guest *g)
 	int32_t pid0 = 101, pid1 = 7;
 
 	memset(g, 0, sizeof(*g));
+	fake_mem_init(&g->m);
+	fake_mem_map(&g->m, 0, g->mem, sizeof(g->mem));
 	memcpy(g->mem + 0x1000, &t0, 8);   /* cpu0 */
 	memcpy(g->mem + 0x1008, &t1, 8);   /* cpu1 */
 	memcpy(g->mem + 0x1010, &none, 8); /* cpu2: no task */
@@ -669,11 +658,11 @@ static void test_task_no_layout(void **state)
 	(void)state;
 	fake_guest_init(&g);
 	memset(&t, 0x55, sizeof(t));
-	vmi_task_current(&none, 3, fake_read_virt, &g, &t);
+	vmi_task_current(&none, 3, fake_mem_read, &g.m, &t);
 	assert_string_equal(t.comm, "cpu3");
 	assert_int_equal(t.pid, 0);
-	assert_int_equal(g.calls, 0);
-	vmi_task_current(&none, 63, fake_read_virt, &g, &t);
+	assert_int_equal(g.m.reads, 0);
+	vmi_task_current(&none, 63, fake_mem_read, &g.m, &t);
 	assert_string_equal(t.comm, "cpu63");
 }
 
@@ -685,12 +674,12 @@ static void test_task_success(void **state)
 	(void)state;
 	fake_guest_init(&g);
 	memset(&t, 0x55, sizeof(t));
-	vmi_task_current(&layout, 0, fake_read_virt, &g, &t);
+	vmi_task_current(&layout, 0, fake_mem_read, &g.m, &t);
 	assert_int_equal(t.pid, 101);
 	assert_string_equal(t.comm, "worker1");
 
 	/* a 16-byte comm without NUL is cut to 15 characters; cpu1's slot is read */
-	vmi_task_current(&layout, 1, fake_read_virt, &g, &t);
+	vmi_task_current(&layout, 1, fake_mem_read, &g.m, &t);
 	assert_int_equal(t.pid, 7);
 	assert_string_equal(t.comm, "a-very-long-nam");
 }
@@ -704,32 +693,33 @@ static void test_task_read_failure(void **state)
 	(void)state;
 	for (int fail = 1; fail <= 3; fail++) {
 		fake_guest_init(&g);
-		g.fail_at_call = fail;
+		g.m.fail_read = fail;
 		memset(&t, 0x55, sizeof(t));
-		vmi_task_current(&layout, 0, fake_read_virt, &g, &t);
+		vmi_task_current(&layout, 0, fake_mem_read, &g.m, &t);
 		assert_string_equal(t.comm, "<unknown>");
 		assert_int_equal(t.pid, 0);
-		assert_int_equal(g.calls, fail);
+		assert_int_equal(g.m.reads, fail);
 	}
 
 	fake_guest_init(&g);
 	memset(&t, 0x55, sizeof(t));
-	vmi_task_current(&layout, 2, fake_read_virt, &g, &t); /* NULL task */
+	vmi_task_current(&layout, 2, fake_mem_read, &g.m, &t); /* NULL task */
 	assert_string_equal(t.comm, "<unknown>");
 	assert_int_equal(t.pid, 0);
 
 	memset(&t, 0x55, sizeof(t));
-	vmi_task_current(&layout, 3, fake_read_virt, &g, &t); /* comm unreadable */
+	vmi_task_current(&layout, 3, fake_mem_read, &g.m, &t); /* comm unreadable */
 	assert_string_equal(t.comm, "<unknown>");
 	assert_int_equal(t.pid, 0);
 
 	memset(&t, 0x55, sizeof(t));
-	vmi_task_current(&layout, 4, fake_read_virt, &g, &t); /* slot runs off the end of memory */
+	/* slot runs off the end of memory */
+	vmi_task_current(&layout, 4, fake_mem_read, &g.m, &t);
 	assert_string_equal(t.comm, "<unknown>");
 	assert_int_equal(t.pid, 0);
 
 	/* a CPU past the layout's table has no task info */
-	vmi_task_current(&layout, VMI_MAX_CPUS + 36, fake_read_virt, &g, &t);
+	vmi_task_current(&layout, VMI_MAX_CPUS + 36, fake_mem_read, &g.m, &t);
 	assert_string_equal(t.comm, "cpu100");
 	assert_int_equal(t.pid, 0);
 }

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "vmi/vmi_linux.h"
+#include "tests/common/fake_mem.h"
 
 #include <bpf/btf.h>
 #include <errno.h>
@@ -58,33 +59,19 @@ struct fake_kernel {
 	uint8_t text[0x200];
 	uint64_t data_va;
 	uint8_t data[0x200];
-	unsigned reads;
+	struct fake_mem mem; /* text and data at their addresses */
 };
-
-static int fake_read(void *ctx, uint64_t gva, void *buf, size_t len)
-{
-	struct fake_kernel *k = ctx;
-
-	k->reads++;
-	if (gva >= k->text_va && gva + len <= k->text_va + sizeof(k->text)) {
-		memcpy(buf, k->text + (gva - k->text_va), len);
-		return 0;
-	}
-	if (gva >= k->data_va && gva + len <= k->data_va + sizeof(k->data)) {
-		memcpy(buf, k->data + (gva - k->data_va), len);
-		return 0;
-	}
-	return -EFAULT;
-}
 
 static void fake_kernel_init(struct fake_kernel *k, int64_t slide)
 {
 	uint64_t offs[2] = {0x10000, 0x20000};
 
 	memset(k, 0xcc, sizeof(*k));
-	k->reads = 0;
 	k->text_va = 0xffffffff81000000ull + slide;
 	k->data_va = 0xffffffff82000000ull + slide;
+	fake_mem_init(&k->mem);
+	fake_mem_map(&k->mem, k->text_va, k->text, sizeof(k->text));
+	fake_mem_map(&k->mem, k->data_va, k->data, sizeof(k->data));
 	memcpy(k->text + 0x100, "\x0f\x1f\x44\x00\x00", 5);		/* func_nop */
 	memcpy(k->text + 0x140, "\xf3\x0f\x1e\xfa\x0f\x1f\x44\x00\x00", 9); /* func_endbr */
 	memcpy(k->text + 0x180, "\xe8\x00\x00\x00\x00", 5);		/* func_call */
@@ -147,7 +134,7 @@ static void find_slide(int64_t slide)
 
 	fake_kernel_init(&k, slide);
 	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
-	assert_int_equal(vmi_linux_find_slide(&l, fake_read, &k, err, sizeof(err)), 0);
+	assert_int_equal(vmi_linux_find_slide(&l, fake_mem_read, &k.mem, err, sizeof(err)), 0);
 	assert_int_equal(l.slide, slide);
 	assert_int_equal(l.banner, 0xffffffff82000000ull + slide);
 	assert_int_equal(l.fentry, 0xffffffff810001c0ull + slide);
@@ -179,7 +166,7 @@ static void test_slide_not_found(void **state)
 	(void)state;
 	fake_kernel_init(&k, 0x100000); /* not 2 MiB aligned: never found */
 	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
-	assert_int_equal(vmi_linux_find_slide(&l, fake_read, &k, err, sizeof(err)), -ESRCH);
+	assert_int_equal(vmi_linux_find_slide(&l, fake_mem_read, &k.mem, err, sizeof(err)), -ESRCH);
 	assert_non_null(strstr(err, "the System.map does not match the running kernel"));
 	vmi_linux_close(&l);
 }
@@ -195,8 +182,8 @@ static void test_sites(void **state)
 	(void)state;
 	fake_kernel_init(&k, 0x200000);
 	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
-	assert_int_equal(vmi_linux_find_slide(&l, fake_read, &k, err, sizeof(err)), 0);
-	assert_int_equal(vmi_linux_sites(&l, fake_read, &k, &s), 0);
+	assert_int_equal(vmi_linux_find_slide(&l, fake_mem_read, &k.mem, err, sizeof(err)), 0);
+	assert_int_equal(vmi_linux_sites(&l, fake_mem_read, &k.mem, &s), 0);
 	assert_int_equal(s.nr, 2);
 	assert_int_equal(s.v[0].addr, 0xffffffff81200100ull);
 	assert_string_equal(s.v[0].func->name, "func_nop");
@@ -245,13 +232,13 @@ static void test_task_layout(void **state)
 	(void)state;
 	fake_kernel_init(&k, 0);
 	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
-	assert_int_equal(vmi_linux_find_slide(&l, fake_read, &k, err, sizeof(err)), 0);
+	assert_int_equal(vmi_linux_find_slide(&l, fake_mem_read, &k.mem, err, sizeof(err)), 0);
 	/* without BTF offsets: no task info */
-	assert_int_equal(vmi_linux_task_layout(&l, fake_read, &k, 2, &tl), -ENOENT);
+	assert_int_equal(vmi_linux_task_layout(&l, fake_mem_read, &k.mem, 2, &tl), -ENOENT);
 	assert_false(tl.valid);
 	l.pid_off = 2416;
 	l.comm_off = 2976;
-	assert_int_equal(vmi_linux_task_layout(&l, fake_read, &k, 2, &tl), 0);
+	assert_int_equal(vmi_linux_task_layout(&l, fake_mem_read, &k.mem, 2, &tl), 0);
 	assert_true(tl.valid);
 	assert_int_equal(tl.current_slot[0], 0x10000 + 0x1fb80);
 	assert_int_equal(tl.current_slot[1], 0x20000 + 0x1fb80);

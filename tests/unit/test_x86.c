@@ -12,6 +12,7 @@
 #include "arch/x86/x86_pagewalk.h"
 #include "arch/x86/x86_regs.h"
 #include "arch/x86/x86_tlb.h"
+#include "tests/common/fake_mem.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -102,37 +103,22 @@ static void test_reg_arg(void **state)
 
 /* ---- x86_translate over a fake guest-physical memory ---------------------------------------- */
 
-/* Guest-physical [0, FAKE_PAGES * 4 KiB) backed by a host buffer; every other address fails to
- * read. */
+/* Guest-physical [0, FAKE_PAGES * 4 KiB) backed by a host buffer (the one region of a fake_mem);
+ * every other address fails to read. */
 #define FAKE_PAGES 16
-
-struct fake_mem {
-	uint64_t *m; /* FAKE_PAGES pages */
-	unsigned reads;
-};
-
-static int fake_read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
-{
-	struct fake_mem *f = ctx;
-
-	f->reads++;
-	if (gpa % 8 || gpa >= FAKE_PAGES * X86_PAGE_SIZE)
-		return -EIO;
-	*pte = f->m[gpa / 8];
-	return 0;
-}
 
 static int fake_setup(void **state)
 {
 	struct fake_mem *f = calloc(1, sizeof(*f));
+	void *pages = calloc(FAKE_PAGES, X86_PAGE_SIZE);
 
-	if (!f)
-		return -1;
-	f->m = calloc(FAKE_PAGES, X86_PAGE_SIZE);
-	if (!f->m) {
+	if (!f || !pages) {
 		free(f);
+		free(pages);
 		return -1;
 	}
+	fake_mem_init(f);
+	fake_mem_map(f, 0, pages, FAKE_PAGES * X86_PAGE_SIZE);
 	*state = f;
 	return 0;
 }
@@ -141,7 +127,7 @@ static int fake_teardown(void **state)
 {
 	struct fake_mem *f = *state;
 
-	free(f->m);
+	free(f->r[0].buf);
 	free(f);
 	return 0;
 }
@@ -149,7 +135,7 @@ static int fake_teardown(void **state)
 /* Sets entry @idx of the table in guest-physical page @page. */
 static void set_pte(struct fake_mem *f, unsigned page, unsigned idx, uint64_t val)
 {
-	f->m[page * 512 + idx] = val;
+	((uint64_t *)f->r[0].buf)[page * 512 + idx] = val;
 }
 
 #define PG(n)		((uint64_t)(n)*X86_PAGE_SIZE)
@@ -169,18 +155,19 @@ static void test_translate_4level_4k(void **state)
 	set_pte(f, 3, IDX(gva, 2), PG(4) | PRW);
 	set_pte(f, 4, IDX(gva, 1), 0x123456000ull | PRW | X86_PTE_NX | (7ull << 9));
 
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1) | 0x18, false, gva, &gpa), 0);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1) | 0x18, false, gva, &gpa), 0);
 	assert_int_equal(gpa, 0x123456abcull);
 	assert_int_equal(f->reads, 4);
 
 	/* the first and last byte of the same page */
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva & ~0xfffull, &gpa), 0);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva & ~0xfffull, &gpa),
+			 0);
 	assert_int_equal(gpa, 0x123456000ull);
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva | 0xfff, &gpa), 0);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva | 0xfff, &gpa), 0);
 	assert_int_equal(gpa, 0x123456fffull);
 
 	/* the next page has no PTE */
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva + 0x1000, &gpa),
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva + 0x1000, &gpa),
 			 -EFAULT);
 }
 
@@ -196,7 +183,7 @@ static void test_translate_2m(void **state)
 	set_pte(f, 2, IDX(gva, 3), PG(3) | PRW);
 	set_pte(f, 3, IDX(gva, 2), 0x40000000ull | PRW | X86_PTE_PS | (1ull << 12));
 
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva, &gpa), 0);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva, &gpa), 0);
 	assert_int_equal(gpa, 0x40000000ull | (gva & 0x1fffff));
 	assert_int_equal(gpa, 0x40145678ull);
 	assert_int_equal(f->reads, 3);
@@ -212,7 +199,7 @@ static void test_translate_1g(void **state)
 	set_pte(f, 1, IDX(gva, 4), PG(2) | PRW);
 	set_pte(f, 2, IDX(gva, 3), 0x1c0000000ull | PRW | X86_PTE_PS | X86_PTE_NX);
 
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva, &gpa), 0);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva, &gpa), 0);
 	assert_int_equal(gpa, 0x1c0000000ull | (gva & 0x3fffffff));
 	assert_int_equal(gpa, 0x1d2345678ull);
 	assert_int_equal(f->reads, 2);
@@ -233,13 +220,13 @@ static void test_translate_5level(void **state)
 	set_pte(f, 4, IDX(gva, 2), PG(5) | PRW);
 	set_pte(f, 5, IDX(gva, 1), 0xabcdef000ull | PRW);
 
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), true, gva, &gpa), 0);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), true, gva, &gpa), 0);
 	assert_int_equal(gpa, 0xabcdef678ull);
 	assert_int_equal(f->reads, 5);
 
 	/* walked 4-level, PML4 index (gva >> 39) & 511 = 1 is not present in page 1 */
 	assert_int_equal(IDX(gva, 4), 1);
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva, &gpa), -EFAULT);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva, &gpa), -EFAULT);
 }
 
 /* 5-level with a 2 MiB page under it. */
@@ -254,7 +241,7 @@ static void test_translate_5level_2m(void **state)
 	set_pte(f, 3, IDX(gva, 3), PG(4) | PRW);
 	set_pte(f, 4, IDX(gva, 2), 0x7e00000ull | PRW | X86_PTE_PS);
 
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), true, gva, &gpa), 0);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), true, gva, &gpa), 0);
 	assert_int_equal(gpa, 0x7f45678ull);
 }
 
@@ -267,22 +254,22 @@ static void test_translate_not_present(void **state)
 	uint64_t gpa = 0xdead;
 
 	/* empty PML4 */
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva, &gpa), -EFAULT);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva, &gpa), -EFAULT);
 
 	/* PML4 present, PDPT entry has every bit but P */
 	set_pte(f, 1, IDX(gva, 4), PG(2) | PRW);
 	set_pte(f, 2, IDX(gva, 3), PG(3) | X86_PTE_RW | X86_PTE_PS);
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva, &gpa), -EFAULT);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva, &gpa), -EFAULT);
 
 	/* down to a not-present PTE */
 	set_pte(f, 2, IDX(gva, 3), PG(3) | PRW);
 	set_pte(f, 3, IDX(gva, 2), PG(4) | PRW);
 	set_pte(f, 4, IDX(gva, 1), 0x5000ull | X86_PTE_RW);
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva, &gpa), -EFAULT);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva, &gpa), -EFAULT);
 
 	/* making it present completes the walk */
 	set_pte(f, 4, IDX(gva, 1), 0x5000ull | PRW);
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, gva, &gpa), 0);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva, &gpa), 0);
 	assert_int_equal(gpa, 0x5abcull);
 }
 
@@ -292,11 +279,11 @@ static void test_translate_read_error(void **state)
 	struct fake_mem *f = *state;
 	uint64_t gpa = 0;
 
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(FAKE_PAGES + 4), false, 0x1000, &gpa),
-			 -EFAULT);
+	assert_int_equal(
+	    x86_translate(fake_mem_read_pte, f, PG(FAKE_PAGES + 4), false, 0x1000, &gpa), -EFAULT);
 	/* PML4 entry points outside the fake memory */
 	set_pte(f, 1, 0, PG(FAKE_PAGES + 1) | PRW);
-	assert_int_equal(x86_translate(fake_read_pte, f, PG(1), false, 0x1000, &gpa), -EFAULT);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, 0x1000, &gpa), -EFAULT);
 }
 
 /* ---- x86_tlb_translate and x86_copy_virt ---------------------------------------------------- */

@@ -1,15 +1,15 @@
-/* Integration: host/gdbstub and host/qmp against a real qemu-system-x86_64 (TCG, 2 vCPUs, no disk,
- * started paused with -S at the reset vector). QMP starts the gdbstub; the client lists vCPUs,
- * reads and writes registers and memory, runs a 4-byte real-mode loop it writes at 0x7c00 under a
- * Z0 breakpoint, interrupts, detaches, re-attaches to the running VM, and sees QEMU exit. Prints
- * "SKIPPED:" when QEMU is not installed. QEMU is killed on every failure path. */
+/* Integration: host/qemu/gdbstub and host/qemu/qmp against a real qemu-system-x86_64 (TCG, 2 vCPUs,
+ * no disk, started paused with -S at the reset vector). QMP starts the gdbstub; the client lists
+ * vCPUs, reads and writes registers and memory, runs a 4-byte real-mode loop it writes at 0x7c00
+ * under a Z0 breakpoint, interrupts, detaches, re-attaches to the running VM, and sees QEMU exit.
+ * Prints "SKIPPED:" when QEMU is not installed. QEMU is killed on every failure path. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "tests/kvm/kvm_common.h"
+#include "tests/common/hv_run.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/qmp.h"
 
@@ -48,13 +48,6 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-
-	nanosleep(&ts, NULL);
 }
 
 /* $QEMU, else qemu-system-x86_64 on $PATH. */

@@ -1,0 +1,80 @@
+#include "tests/common/fake_target.h"
+
+#include <errno.h>
+#include <string.h>
+
+void fake_target_init(struct fake_target *f, const struct target_ops *ops, unsigned nr_cpus)
+{
+	memset(f, 0, sizeof(*f));
+	f->t.ops = ops;
+	f->t.name = "fake";
+	f->t.nr_cpus = nr_cpus;
+	fake_mem_init(&f->mem);
+}
+
+struct fake_target *fake_target_of(struct target *t)
+{
+	return (struct fake_target *)t;
+}
+
+int fake_target_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
+{
+	(void)cpu;
+	return fake_target_read_phys(t, gva, buf, len);
+}
+
+int fake_target_write_virt(struct target *t, unsigned cpu, uint64_t gva, const void *buf,
+			   size_t len)
+{
+	(void)cpu;
+	return fake_target_write_phys(t, gva, buf, len);
+}
+
+int fake_target_read_phys(struct target *t, uint64_t gpa, void *buf, size_t len)
+{
+	uint8_t *p = fake_mem_at(&fake_target_of(t)->mem, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(buf, p, len);
+	return 0;
+}
+
+int fake_target_write_phys(struct target *t, uint64_t gpa, const void *buf, size_t len)
+{
+	uint8_t *p = fake_mem_at(&fake_target_of(t)->mem, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(p, buf, len);
+	return 0;
+}
+
+int fake_target_insert_bp(struct target *t, uint64_t gva, uint8_t *orig)
+{
+	struct fake_target *f = fake_target_of(t);
+	uint8_t *p;
+
+	f->inserts++;
+	if (gva == f->fail_insert_at)
+		return -EIO;
+	p = fake_mem_at(&f->mem, gva, 1);
+	if (!p)
+		return -EFAULT;
+	*orig = *p;
+	*p = 0xcc;
+	return 0;
+}
+
+int fake_target_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
+{
+	struct fake_target *f = fake_target_of(t);
+	uint8_t *p;
+
+	f->removes++;
+	p = fake_mem_at(&f->mem, gva, 1);
+	if (!p)
+		return -EFAULT;
+	*p = orig;
+	return 0;
+}

@@ -1,0 +1,54 @@
+/* Helpers for the integration tests (embedded VMM and QEMU alike): run ./hvtrace as a child
+ * process, read back its trace, console and error output, and pick numbers out of them. */
+#ifndef HVT_TESTS_HV_RUN_H
+#define HVT_TESTS_HV_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define HV_MAX_LINES 200000
+
+struct trace_line {
+	char comm[32];
+	int pid;
+	unsigned cpu;
+	double ts;
+	char func[64];
+	char parent[64];
+};
+
+struct hv_result {
+	int status;    /* exit status, or 128+N if killed by signal N */
+	char *trace;   /* whole -o file */
+	char *console; /* whole --console file */
+	char *err;     /* whole stderr */
+	struct trace_line *lines;
+	size_t nr_lines;
+};
+
+/* Path of ./hvtrace, from $HVTRACE. */
+const char *hv_binary(void);
+
+/* Runs hvtrace with @argv (NULL-terminated, without the program name) plus `-o T --console C`
+ * inserted after the command word; if @signal_after > 0 sends @sig after that many seconds (-@sig
+ * to hvtrace's whole process group, its guardian included, when @sig is negative). Fills @r. */
+void hv_run(struct hv_result *r, const char *const *argv, double signal_after, int sig);
+void hv_result_free(struct hv_result *r);
+
+/* Trace lines for @func (NULL: any) on @cpu (-1: any). */
+long trace_count(const struct hv_result *r, const char *func, int cpu);
+/* The number after @field on the line of hvtrace's --stats output (@err) that starts with
+ * "hvtrace: stats: @line" (@field may be the start of @line itself); -1 if there is none. */
+long hv_stat(const char *err, const char *line, const char *field);
+
+/* The same on vCPU @cpu's line ("hvtrace: stats: cpu<N> events ..."). */
+long hv_cpu_stat(const char *err, unsigned cpu, const char *field);
+
+/* Occurrences of @what in @s. */
+long count_text(const char *s, const char *what);
+/* Number of lines of @s. */
+int count_lines(const char *s);
+/* Sleeps @ms milliseconds. */
+void sleep_ms(int ms);
+
+#endif

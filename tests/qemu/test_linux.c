@@ -1,0 +1,657 @@
+/* Linux guest integration: Debian's cloud kernel with the test initramfs (make guest) under QEMU
+ * TCG, launched by hvtrace (run --qemu) and attached to by libvirt domain name.
+ *
+ * Table-driven: each cmocka test is one entry of linux_tests[] (its hvtrace command lines and what
+ * each run must show), and one runner, play_test(), plays them all. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tests/common/hv_run.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DOMAIN	"hvtrace-test"
+#define CONSOLE "/tmp/hvtrace-libvirt/console.log"
+
+static char kernel[256], initrd[256], sysmap[256];
+
+/* ---- what a run must show -------------------------------------------------------------------- */
+
+/* Expectations of one hvtrace run. A zero field checks nothing, but @status (0: a clean exit). */
+struct expect {
+	int status;		/* hvtrace's exit status */
+	const char *err_is;	/* the whole of stderr */
+	int err_lines;		/* stderr is this many lines */
+	const char *err[3];	/* each in stderr */
+	const char *console[2]; /* each in the guest's console */
+	const char *trace[2];	/* each in the trace */
+	size_t lines_over;	/* more trace lines than this */
+	const char *only[2];	/* every trace line is one of these functions */
+	/* a trace line of @func by a workload process (pid > 1) named one of @comms */
+	struct task_line {
+		const char *func;
+		const char *comms[5];
+	} tasks[3];
+	/* more than @over occurrences of @text in the trace */
+	struct text_count {
+		const char *text;
+		long over;
+	} counts[2];
+	/* the number after @field on the "stub probes" line of --stats is more than @over */
+	struct stub_stat {
+		const char *field;
+		long over;
+	} stub[3];
+	/* as many @close as @open in the trace, and more than @over of them */
+	struct nesting {
+		const char *open, *close;
+		long over;
+	} nest;
+	bool none_in_flight; /* --stats: restored-slots 0 (nothing in flight at the end) */
+	bool profile;	     /* --profile is balanced, but for the returns handed back at detach */
+	int profile_min;     /* ... and lists at least this many functions */
+	void (*check)(const struct hv_result *r); /* anything else */
+};
+
+/* How a command line starts: `run --qemu` on the Linux guest with @append as its kernel command
+ * line, `attach` to the libvirt domain, or only what the case lists (where KERNEL and SYSMAP stand
+ * for the guest's paths). */
+enum cmd { RUN_QEMU, ATTACH, RAW };
+
+#define KERNEL "<kernel>"
+#define SYSMAP "<system-map>"
+
+/* One hvtrace command line and what its run must show. */
+struct hv_case {
+	const char *label; /* names the run in failure messages */
+	enum cmd cmd;
+	const char *append;   /* RUN_QEMU: the guest kernel's command line */
+	const char *args[16]; /* after what @cmd puts first */
+	bool libvirtd;	      /* libvirt's daemons must run first */
+	struct expect expect;
+};
+
+/* One cmocka test: its runs, in order. With @domain, the libvirt domain boots first with that
+ * kernel command line, the runs attach to it while its workload runs, and it must then run to its
+ * power-off, its console showing @console_after. With @kill, the first run gets that signal 6 s in
+ * (negative: its whole process group, guardian included), and the next one starts right after. */
+struct linux_test {
+	const char *name;
+	const char *domain;
+	int kill;
+	const char *console_after[2];
+	struct hv_case runs[3];
+};
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+
+static bool file_has(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, text) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static bool has_line(const struct hv_result *r, const char *func, const char *comm)
+{
+	for (size_t i = 0; i < r->nr_lines; i++)
+		if (!strcmp(r->lines[i].func, func) && !strcmp(r->lines[i].comm, comm) &&
+		    r->lines[i].pid > 1)
+			return true;
+	return false;
+}
+
+/* --profile table on stderr: every listed function returned as often as it was entered, nothing
+ * missed or unwound, except the @in_flight calls whose returns were handed back at detach. Returns
+ * the number of functions listed. */
+static int assert_profile_balanced(const char *err, long in_flight)
+{
+	const char *p = strstr(err, "  --------");
+	long open = 0;
+	int n = 0;
+
+	assert_non_null(p);
+	p = strchr(p, '\n') + 1;
+	while (*p == ' ') {
+		char name[128];
+		long hit, ret, miss, unw;
+
+		if (sscanf(p, " %127s %ld %ld %ld %ld", name, &hit, &ret, &miss, &unw) != 5)
+			break;
+		if (ret > hit || miss || unw)
+			fail_msg("%s: %ld hits, %ld returns, %ld misses, %ld unwound", name, hit,
+				 ret, miss, unw);
+		open += hit - ret;
+		n++;
+		p = strchr(p, '\n') + 1;
+	}
+	if (open != in_flight)
+		fail_msg("%ld entries without a return, %ld returns handed back at detach", open,
+			 in_flight);
+	return n;
+}
+
+/* The "restored-slots N" of --stats: hooked returns in flight at detach. */
+static long restored_slots(const char *err)
+{
+	const char *p = strstr(err, "restored-slots ");
+
+	assert_non_null(p);
+	return atol(p + strlen("restored-slots "));
+}
+
+/* A stub-probe line of --stats: "stub probes N records N lost N". */
+static long stub_stat(const char *err, const char *field)
+{
+	return hv_stat(err, "stub probes ", field);
+}
+
+static int domain(const char *cmd, const char *cmdline)
+{
+	char buf[2048];
+
+	snprintf(buf, sizeof(buf), "tests/qemu/libvirt-domain.sh %s %s %s %s '%s' %s", cmd, DOMAIN,
+		 kernel, initrd, cmdline ? cmdline : "", CONSOLE);
+	return system(buf);
+}
+
+static bool domain_gone(void)
+{
+	FILE *p = popen("tests/qemu/libvirt-domain.sh state " DOMAIN, "r");
+	char state[64] = "";
+
+	if (p) {
+		if (!fgets(state, sizeof(state), p))
+			state[0] = 0;
+		pclose(p);
+	}
+	return !strncmp(state, "gone", 4) || !strncmp(state, "shut off", 8);
+}
+
+static bool wait_console(const char *text, int seconds)
+{
+	for (int i = 0; i < seconds * 10; i++) {
+		if (file_has(CONSOLE, text))
+			return true;
+		sleep_ms(100);
+	}
+	return false;
+}
+
+/* -r vfs_write: every hooked entry got its return line or was handed back at the detach, and
+ * nothing was missed (no maxactive to run out of). */
+static void check_rprobe_balanced(const struct hv_result *r)
+{
+	const char *p = strstr(r->err, "\n  r_vfs_write ");
+	long hits, misses, lines;
+
+	assert_non_null(p);
+	assert_int_equal(sscanf(p + strlen("\n  r_vfs_write "), " %ld %ld", &hits, &misses), 2);
+	lines = count_text(r->trace, ": r_vfs_write: (");
+	assert_true(hits > 100);
+	assert_int_equal(lines + restored_slots(r->err), hits);
+	assert_int_equal(misses, 0);
+}
+
+/* ---- the tests ------------------------------------------------------------------------------- */
+
+#define WORKLOAD_DONE "hvt-linux: workload done"
+#define POWER_DOWN    "reboot: Power down"
+#define TEXT_KEPT     "--verify-text: kernel text unchanged"
+#define NO_STOPS      " stops 0 hits 0 "
+
+/* clang-format off */
+static const struct linux_test linux_tests[] = {
+    {
+	.name = "test_bad_input",
+	.runs = {
+	    {
+		.label = "run --qemu, no System.map",
+		.cmd = RAW,
+		.args = {"run", "--qemu", "--kernel", KERNEL, "--system-map", "/nonexistent/map"},
+		.expect = {
+		    .status = 2,
+		    .err_is = "hvtrace: --system-map /nonexistent/map: No such file or directory\n",
+		},
+	    },
+	    {
+		/* a fresh machine has no libvirtd yet: start it so the lookup itself is what
+		 * fails */
+		.label = "attach, no such domain",
+		.cmd = RAW,
+		.args = {"attach", "no-such-domain", "--system-map", SYSMAP},
+		.libvirtd = true,
+		.expect = {
+		    .status = 6,
+		    .err_is = "hvtrace: libvirt domain 'no-such-domain': no such domain\n",
+		},
+	    },
+	    {
+		.label = "attach, no QMP socket",
+		.cmd = RAW,
+		.args = {"attach", "--qmp", "/nonexistent/qmp.sock", "--system-map", SYSMAP},
+		.expect = {.status = 6, .err_lines = 1, .err = {"/nonexistent/qmp.sock"}},
+	    },
+	},
+    },
+    {
+	/* run --qemu, KASLR on (the default): the function tracer with the real comm of each
+	 * event. */
+	.name = "test_run_qemu_function_kaslr",
+	.runs = {{
+	    .label = "run --qemu -p function",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"-p", "function", "-l", "vfs_read", "-l", "do_sys_openat2", "--expect-call",
+		     "vfs_read", "--expect-call", "do_sys_openat2", "--stats", "--timeout", "300"},
+	    .expect = {
+		.console = {WORKLOAD_DONE, POWER_DOWN},
+		.err = {"kaslr-slide 0x"},
+		.lines_over = 10,
+		.only = {"vfs_read", "do_sys_openat2"},
+		/* the workload's own processes, by name (busybox cat uses sendfile, not
+		 * vfs_read) */
+		.tasks = {{"do_sys_openat2", {"cat"}},
+			  {"do_sys_openat2", {"head"}},
+			  {"vfs_read", {"tail", "sed", "head"}}},
+	    },
+	}},
+    },
+    {
+	/* run --qemu, nokaslr: function_graph under do_sys_openat2; every entry has its return. */
+	.name = "test_run_qemu_graph_nokaslr",
+	.runs = {{
+	    .label = "run --qemu -p function_graph",
+	    .cmd = RUN_QEMU,
+	    .append = "nokaslr hvt.yes_sec=1",
+	    .args = {"-p", "function_graph", "-g", "do_sys_openat2", "--funcgraph-retval",
+		     "--profile", "--stats", "--timeout", "300"},
+	    .expect = {
+		.console = {WORKLOAD_DONE},
+		.err = {"kaslr-slide 0x0 "},
+		.none_in_flight = true, /* the guest powered off: nothing in flight */
+		.profile = true,
+		.profile_min = 6,
+		.nest = {"|  do_sys_openat2() {\n", "|  } /* do_sys_openat2 = 0x", 5},
+		.trace = {"|    do_filp_open() {\n"},
+	    },
+	}},
+    },
+    {
+	/* Guest memory through the gdbstub's physical mode instead of /proc/PID/mem: same
+	 * result. */
+	.name = "test_run_qemu_gdb_memory",
+	.runs = {{
+	    .label = "run --qemu --gdb-memory",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"--gdb-memory", "-l", "vfs_read", "--expect-call", "vfs_read", "--timeout",
+		     "300"},
+	    .expect = {
+		.lines_over = 10,
+		.tasks = {{"vfs_read", {"tail", "sed", "tr"}}},
+	    },
+	}},
+    },
+    {
+	/* -e with a string argument: the paths the guest's init and its workload open. */
+	.name = "test_linux_event_openat",
+	.runs = {{
+	    .label = "run --qemu -e",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"-e", "do_sys_openat2(int dfd, string filename)", "--timeout", "300"},
+	    .expect = {
+		.counts = {{"->do_sys_openat2(dfd=-100, filename=/etc/motd)\n", 2},
+			   {"->do_sys_openat2(dfd=-100, filename=/proc/version)\n", 2}},
+		.trace = {"             cat-"},
+	    },
+	}},
+    },
+    {
+	/* Seed 001's stress: 32 concurrent `yes > /dev/null`, a return probe on vfs_write for 15 s,
+	 * then a detach while they still run: every hooked entry got its return line or was handed
+	 * back at the detach, and nothing was missed (no maxactive to run out of). */
+	.name = "test_linux_rprobe_stress",
+	.runs = {{
+	    .label = "run --qemu -r",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes=32 hvt.yes_sec=12 hvt.rounds=1",
+	    .args = {"-r", "vfs_write(long ret)", "--profile", "--stats", "--duration", "15",
+		     "--timeout", "400"},
+	    .expect = {
+		.check = check_rprobe_balanced,
+		.counts = {{"             yes-", 100}},
+	    },
+	}},
+    },
+    {
+	/* Every traceable function of the kernel (tens of thousands of sites) with stub probes: no
+	 * VM stop at all, the workload runs to completion, nothing is lost, and the guest powers
+	 * off normally. The trace itself goes to /dev/null (millions of lines); --expect-call
+	 * checks it saw the workload. */
+	.name = "test_run_qemu_all_functions_stub",
+	.runs = {{
+	    .label = "run --qemu --probe stub",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"-p", "function", "--probe", "stub", "--stats", "--expect-call",
+		     "do_sys_openat2", "--expect-call", "vfs_read", "-o", "/dev/null", "--timeout",
+		     "600"},
+	    .expect = {
+		.console = {WORKLOAD_DONE, POWER_DOWN},
+		/* bursts may outrun the guest's small rings on a busy host: counted, never
+		 * silent */
+		.stub = {{"stub probes ", 20000}, {"records ", 1000000}, {"lost ", -1}},
+		.err = {NO_STOPS},
+	    },
+	}},
+    },
+    {
+	/* Guest rings too small for the event rate (--buffer-size-kb 8: 64 records per CPU): events
+	 * the stub had no room for are counted, reported as misses, and the guest is unharmed. */
+	.name = "test_run_qemu_stub_overflow_counted",
+	.runs = {{
+	    .label = "run --qemu --probe stub --buffer-size-kb 8",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"-p", "function", "--probe", "stub", "--stats", "--profile",
+		     "--buffer-size-kb", "8", "-o", "/dev/null", "--timeout", "600"},
+	    .expect = {
+		.console = {POWER_DOWN},
+		.err = {" ring 64/cpu ", "events missed: the stub's guest rings were full"},
+		.stub = {{"lost ", 0}, {"records ", 100000}},
+	    },
+	}},
+    },
+    {
+	/* attach by libvirt domain name, three times, while the guest runs its workload: the
+	 * function tracer, function_graph, then every function with stub probes (patched and
+	 * unpatched with the VM stopped, the stub's memory mapped and handed back); each detach
+	 * leaves the kernel text as it was; untraced again, the guest finishes its workload and
+	 * powers off by itself. */
+	.name = "test_attach_libvirt",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2",
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {
+	    {
+		.label = "attach (function)",
+		.cmd = ATTACH,
+		.args = {"-p", "function", "-l", "vfs_read", "--duration", "4", "--verify-text"},
+		.expect = {
+		    .err = {TEXT_KEPT},
+		    .tasks = {{"vfs_read", {"tail", "sed", "tr", "head"}}},
+		},
+	    },
+	    {
+		.label = "attach (function_graph)",
+		.cmd = ATTACH,
+		.args = {"-p", "function_graph", "-g", "do_sys_openat2", "--duration", "4",
+			 "--verify-text", "--profile", "--stats"},
+		.expect = {
+		    .err = {TEXT_KEPT},
+		    .profile = true,
+		    .trace = {"|  do_sys_openat2() {\n"},
+		},
+	    },
+	    {
+		.label = "attach (stub probes)",
+		.cmd = ATTACH,
+		.args = {"-p", "function", "--probe", "stub", "-o", "/dev/null", "--duration", "4",
+			 "--verify-text", "--stats"},
+		.expect = {
+		    .err = {TEXT_KEPT, NO_STOPS},
+		    .stub = {{"stub probes ", 20000}, {"records ", 10000}},
+		},
+	    },
+	},
+    },
+    {
+	/* SIGKILL while hvtrace has the guest patched (return slots rewritten too): hvtrace's
+	 * guardian restores everything and detaches (QEMU 7.2 would otherwise keep the VM
+	 * stopped), and the guest runs on to its power-off. */
+	.name = "test_sigkill_leaves_guest_alive",
+	.domain = "hvt.rounds=30 hvt.yes_sec=1",
+	.kill = SIGKILL,
+	.console_after = {WORKLOAD_DONE},
+	.runs = {{
+	    .label = "attach, killed",
+	    .cmd = ATTACH,
+	    .args = {"-p", "function_graph", "-g", "do_sys_openat2"},
+	    .expect = {.status = 128 + SIGKILL},
+	}},
+    },
+    {
+	/* The same with stub probes: the guardian puts every CALL back, hands back the return slots
+	 * from the guest-memory shadow stacks, and unmaps the stub. */
+	.name = "test_sigkill_stub_leaves_guest_alive",
+	.domain = "hvt.rounds=400 hvt.yes_sec=10", /* busy at 6 s */
+	.kill = SIGKILL,
+	.console_after = {WORKLOAD_DONE},
+	.runs = {{
+	    .label = "attach --probe stub, killed",
+	    .cmd = ATTACH,
+	    .args = {"-p", "function_graph", "--probe", "stub", "-l", "vfs_*", "-l", "ksys_*",
+		     "-l", "*_sys_*"},
+	    .expect = {.status = 128 + SIGKILL},
+	}},
+    },
+    {
+	/* hvtrace and its guardian both killed: nobody restores anything, yet the guest, its sites
+	 * calling the stub and return slots pointing into it, runs its workload to the end: the
+	 * stub needs no host (its rings just fill up), and the return routine finds every saved
+	 * return address in guest memory. */
+	.name = "test_sigkill_all_stub_guest_still_returns",
+	.domain = "hvt.rounds=400 hvt.yes_sec=10",
+	.kill = -SIGKILL,
+	.console_after = {WORKLOAD_DONE},
+	.runs = {
+	    {
+		.label = "attach --probe stub, killed with its guardian",
+		.cmd = ATTACH,
+		.args = {"-p", "function_graph", "--probe", "stub", "-l", "vfs_*", "-l", "ksys_*",
+			 "-l", "*_sys_*"},
+		.expect = {.status = 128 + SIGKILL},
+	    },
+	    {
+		/* a new session must not overwrite the orphaned stub the guest still runs
+		 * through */
+		.label = "attach --probe stub again",
+		.cmd = ATTACH,
+		.args = {"-p", "function", "--probe", "stub", "-l", "vfs_read"},
+		.expect = {
+		    .status = 2,
+		    .err = {"--probe stub: the stub of an earlier hvtrace is still live"},
+		},
+	    },
+	},
+    },
+};
+/* clang-format on */
+
+/* ---- the runner ------------------------------------------------------------------------------ */
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *arg(const char *a)
+{
+	if (!strcmp(a, KERNEL))
+		return kernel;
+	if (!strcmp(a, SYSMAP))
+		return sysmap;
+	return a;
+}
+
+/* Runs @c's command line, with @sig after @signal_after seconds if that is > 0. */
+static void run_case(const struct hv_case *c, struct hv_result *r, double signal_after, int sig)
+{
+	const char *argv[32];
+	size_t n = 0;
+
+	if (c->cmd == RUN_QEMU) {
+		const char *head[] = {"run",  "--qemu",	      "--kernel", kernel,     "--initrd",
+				      initrd, "--system-map", sysmap,	  "--append", c->append};
+
+		for (size_t i = 0; i < ARRAY_LEN(head); i++)
+			argv[n++] = head[i];
+	} else if (c->cmd == ATTACH) {
+		argv[n++] = "attach";
+		argv[n++] = DOMAIN;
+		argv[n++] = "--system-map";
+		argv[n++] = sysmap;
+	}
+	for (size_t i = 0; i < ARRAY_LEN(c->args) && c->args[i]; i++)
+		argv[n++] = arg(c->args[i]);
+	argv[n] = NULL;
+	hv_run(r, argv, signal_after, sig);
+}
+
+static void assert_has(const char *label, const char *what, const char *s, const char *text)
+{
+	if (!strstr(s, text))
+		fail_msg("%s: no \"%s\" in its %s", label, text, what);
+}
+
+static void check_expect(const struct linux_test *t, const struct hv_case *c,
+			 const struct hv_result *r)
+{
+	const struct expect *e = &c->expect;
+
+	if (r->status != e->status) {
+		if (t->domain)
+			domain("stop", NULL);
+		fail_msg("%s: status %d, not %d: %s", c->label, r->status, e->status, r->err);
+	}
+	if (e->err_is)
+		assert_string_equal(r->err, e->err_is);
+	if (e->err_lines)
+		assert_int_equal(count_lines(r->err), e->err_lines);
+	for (size_t i = 0; i < ARRAY_LEN(e->err) && e->err[i]; i++)
+		assert_has(c->label, "stderr", r->err, e->err[i]);
+	for (size_t i = 0; i < ARRAY_LEN(e->console) && e->console[i]; i++)
+		assert_has(c->label, "console", r->console, e->console[i]);
+	for (size_t i = 0; i < ARRAY_LEN(e->trace) && e->trace[i]; i++)
+		assert_has(c->label, "trace", r->trace, e->trace[i]);
+	if (e->lines_over)
+		assert_true(r->nr_lines > e->lines_over);
+	if (e->only[0])
+		for (size_t l = 0; l < r->nr_lines; l++) {
+			bool listed = false;
+
+			for (size_t i = 0; i < ARRAY_LEN(e->only) && e->only[i]; i++)
+				listed |= !strcmp(r->lines[l].func, e->only[i]);
+			if (!listed)
+				fail_msg("%s: a trace line of %s", c->label, r->lines[l].func);
+		}
+	for (size_t i = 0; i < ARRAY_LEN(e->tasks) && e->tasks[i].func; i++) {
+		const struct task_line *tl = &e->tasks[i];
+		bool seen = false;
+
+		for (size_t k = 0; k < ARRAY_LEN(tl->comms) && tl->comms[k]; k++)
+			seen |= has_line(r, tl->func, tl->comms[k]);
+		if (!seen)
+			fail_msg("%s: no %s by %s (or the other workload processes listed)",
+				 c->label, tl->func, tl->comms[0]);
+	}
+	for (size_t i = 0; i < ARRAY_LEN(e->counts) && e->counts[i].text; i++)
+		assert_true(count_text(r->trace, e->counts[i].text) > e->counts[i].over);
+	for (size_t i = 0; i < ARRAY_LEN(e->stub) && e->stub[i].field; i++)
+		assert_true(stub_stat(r->err, e->stub[i].field) > e->stub[i].over);
+	if (e->nest.open) {
+		long opens = count_text(r->trace, e->nest.open);
+
+		assert_true(opens > e->nest.over);
+		assert_int_equal(opens, count_text(r->trace, e->nest.close));
+	}
+	if (e->none_in_flight)
+		assert_int_equal(restored_slots(r->err), 0);
+	if (e->profile)
+		assert_true(assert_profile_balanced(r->err, restored_slots(r->err)) >=
+			    e->profile_min);
+	if (e->check)
+		e->check(r);
+}
+
+static void play_test(void **state)
+{
+	const struct linux_test *t = *state;
+
+	if (t->domain) {
+		if (domain("start", t->domain))
+			fail_msg("cannot start the libvirt domain");
+		if (!wait_console("hvt-linux: workload start", 120)) {
+			domain("stop", NULL);
+			fail_msg("the guest did not reach its workload");
+		}
+	}
+	for (size_t i = 0; i < ARRAY_LEN(t->runs) && t->runs[i].label; i++) {
+		const struct hv_case *c = &t->runs[i];
+		bool killed = i == 0 && t->kill;
+		struct hv_result r;
+
+		if (c->libvirtd && system("tests/qemu/libvirt-domain.sh daemons") != 0)
+			fail_msg("cannot start libvirtd");
+		run_case(c, &r, killed ? 6 : 0, killed ? t->kill : 0);
+		check_expect(t, c, &r);
+		hv_result_free(&r);
+	}
+	if (!t->domain)
+		return;
+	for (int i = 0; i < 1800 && !domain_gone(); i++)
+		sleep_ms(100);
+	if (!domain_gone()) {
+		domain("stop", NULL);
+		fail_msg("the guest did not power off after %s",
+			 t->kill ? "hvtrace was killed" : "the detach");
+	}
+	for (size_t i = 0; i < ARRAY_LEN(t->console_after) && t->console_after[i]; i++)
+		assert_true(file_has(CONSOLE, t->console_after[i]));
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	domain("stop", NULL);
+	return 0;
+}
+
+int main(void)
+{
+	const char *dir = getenv("LINUX_GUEST_DIR") ? getenv("LINUX_GUEST_DIR") : "build/guest";
+	struct CMUnitTest tests[ARRAY_LEN(linux_tests)];
+
+	for (size_t i = 0; i < ARRAY_LEN(linux_tests); i++)
+		tests[i] = (struct CMUnitTest){
+		    .name = linux_tests[i].name,
+		    .test_func = play_test,
+		    .teardown_func = linux_tests[i].domain ? teardown : NULL,
+		    .initial_state = (void *)&linux_tests[i],
+		};
+	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", dir);
+	snprintf(initrd, sizeof(initrd), "%s/initramfs.cpio.gz", dir);
+	snprintf(sysmap, sizeof(sysmap), "%s/System.map", dir);
+	if (system("command -v qemu-system-x86_64 >/dev/null") != 0) {
+		printf("SKIPPED: Linux guest tests: qemu-system-x86_64 is not installed\n");
+		return 0;
+	}
+	if (access(kernel, R_OK) || access(initrd, R_OK) || access(sysmap, R_OK)) {
+		printf("SKIPPED: Linux guest tests: no %s (make guest)\n", kernel);
+		return 0;
+	}
+	if (getenv("HVT_TEST_FILTER")) /* e.g. HVT_TEST_FILTER='test_sigkill*' while developing */
+		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
+	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);
+}
