@@ -31,6 +31,7 @@ static int read_file(const char *path, uint8_t **buf, size_t *size, char *err, s
 	*size = st.st_size;
 	*buf = malloc(*size ? *size : 1);
 	if (!*buf) {
+		snprintf(err, errlen, "%s: out of memory", path);
 		close(fd);
 		return -ENOMEM;
 	}
@@ -89,16 +90,32 @@ static int read_mcount(struct vmi_elf *img, Elf_Scn *scn, GElf_Shdr *sh)
 
 	if (!d || sh->sh_type == SHT_NOBITS)
 		return -ENODATA;
-	img->nr_mcount = d->d_size / 8;
+	img->nr_mcount = d->d_buf ? d->d_size / 8 : 0;
 	img->mcount = malloc((img->nr_mcount ? img->nr_mcount : 1) * 8);
 	if (!img->mcount)
 		return -ENOMEM;
-	memcpy(img->mcount, d->d_buf, img->nr_mcount * 8);
-	qsort(img->mcount, img->nr_mcount, 8, u64_cmp);
+	if (img->nr_mcount) {
+		memcpy(img->mcount, d->d_buf, img->nr_mcount * 8);
+		qsort(img->mcount, img->nr_mcount, 8, u64_cmp);
+	}
 	return 0;
 }
 
 int vmi_elf_open(struct vmi_elf *img, const char *path, int need_mcount, char *err, size_t errlen)
+{
+	uint8_t *file = NULL;
+	size_t size = 0;
+	int ret;
+
+	memset(img, 0, sizeof(*img));
+	ret = read_file(path, &file, &size, err, errlen);
+	if (ret < 0)
+		return ret;
+	return vmi_elf_open_mem(img, file, size, path, need_mcount, err, errlen);
+}
+
+int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char *path,
+		     int need_mcount, char *err, size_t errlen)
 {
 	Elf *elf = NULL;
 	GElf_Ehdr eh;
@@ -107,10 +124,13 @@ int vmi_elf_open(struct vmi_elf *img, const char *path, int need_mcount, char *e
 	int ret, have_mcount = 0;
 
 	memset(img, 0, sizeof(*img));
-	ret = read_file(path, &img->file, &img->file_size, err, errlen);
-	if (ret < 0)
-		return ret;
+	img->file = file;
+	img->file_size = size;
 	img->path = strdup(path);
+	if (!img->path) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	elf_version(EV_CURRENT);
 	elf = elf_memory((char *)img->file, img->file_size);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
@@ -188,6 +208,8 @@ int vmi_elf_open(struct vmi_elf *img, const char *path, int need_mcount, char *e
 	elf_end(elf);
 	return 0;
 fail:
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "%s: out of memory", path);
 	if (elf)
 		elf_end(elf);
 	vmi_elf_close(img);

@@ -32,6 +32,11 @@ struct vmi_elf {
  * Without @need_mcount the missing section is not an error. The caller owns @img (vmi_elf_close). */
 int vmi_elf_open(struct vmi_elf *img, const char *path, int need_mcount, char *err, size_t errlen);
 
+/* Same as vmi_elf_open on the @size bytes at @file (malloc'ed; @img owns them from now on, also on
+ * failure), named @path in messages. Any thread; touches no file. */
+int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char *path,
+		     int need_mcount, char *err, size_t errlen);
+
 /* The file bytes at guest-virtual @vaddr, @len long, if a segment's file image holds them; else NULL. */
 const uint8_t *vmi_elf_bytes_at(const struct vmi_elf *img, uint64_t vaddr, size_t len);
 

@@ -3,6 +3,7 @@
 #include "arch/x86/x86_insn.h"
 
 #include <bpf/btf.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,12 +35,120 @@ static int open_vmlinux(struct vmi_linux *l, const char *path, char *err, size_t
 
 static int resolve(struct vmi_linux *l, const char *path, size_t lines, char *err, size_t errlen);
 
+/* One System.map (or kallsyms) line of @len bytes, without its '\n': "<hex address> <type> <name>",
+ * separated by blanks; anything after the name and a blank (kallsyms' "[module]") is ignored. The
+ * address has 1 to 16 hex digits, the name 1 to VMI_LINUX_NAME_MAX bytes, no byte is NUL. Points
+ * *@name into @line. Returns 0, or -EINVAL with a reason (NULL for "not a System.map line"). */
+static int map_line(const char *line, size_t len, uint64_t *addr, char *type, const char **name,
+		    size_t *name_len, const char **why)
+{
+	size_t i = 0, digits = 0, n;
+
+	*why = NULL;
+	if (memchr(line, 0, len))
+		return -EINVAL;
+	*addr = 0;
+	for (; i < len && isxdigit((unsigned char)line[i]); i++, digits++) {
+		if (digits == 16) {
+			*why = "address wider than 64 bits";
+			return -EINVAL;
+		}
+		*addr = *addr << 4 | (uint64_t)(isdigit((unsigned char)line[i])
+							? line[i] - '0'
+							: (tolower((unsigned char)line[i]) - 'a' + 10));
+	}
+	if (!digits || i == len || (line[i] != ' ' && line[i] != '\t'))
+		return -EINVAL;
+	while (i < len && (line[i] == ' ' || line[i] == '\t'))
+		i++;
+	if (i + 1 >= len || !isalpha((unsigned char)line[i]) ||
+	    (line[i + 1] != ' ' && line[i + 1] != '\t'))
+		return -EINVAL;
+	*type = line[i];
+	for (i += 1; i < len && (line[i] == ' ' || line[i] == '\t'); i++)
+		;
+	for (n = 0; i + n < len && !isspace((unsigned char)line[i + n]); n++)
+		;
+	if (!n)
+		return -EINVAL;
+	if (n > VMI_LINUX_NAME_MAX) {
+		*why = "symbol name too long";
+		return -EINVAL;
+	}
+	/* past the name only blanks, or a blank and more (kallsyms), or a '\r' */
+	if (i + n < len && line[i + n] != ' ' && line[i + n] != '\t' &&
+	    !(line[i + n] == '\r' && i + n + 1 == len))
+		return -EINVAL;
+	*name = line + i;
+	*name_len = n;
+	return 0;
+}
+
+int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err, size_t errlen)
+{
+	char *line = NULL, name[VMI_LINUX_NAME_MAX + 1];
+	size_t cap = 0, lines = 0;
+	ssize_t len;
+	int ret = 0;
+
+	memset(l, 0, sizeof(*l));
+	l->pid_off = l->comm_off = -1;
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		struct vmi_symtab *t;
+		const char *why, *nm;
+		uint64_t addr;
+		size_t nlen;
+		char type;
+
+		lines++;
+		if (len > 0 && line[len - 1] == '\n')
+			len--;
+		if (map_line(line, (size_t)len, &addr, &type, &nm, &nlen, &why) < 0) {
+			snprintf(err, errlen, "%s:%zu: %s", path, lines,
+				 why ? why : "not a System.map line");
+			ret = -EINVAL;
+			goto out;
+		}
+		switch (type) {
+		case 'T': case 't': case 'W': case 'w': t = &l->funcs; break;
+		case 'D': case 'd': case 'B': case 'b': case 'R': case 'r': case 'V': case 'v':
+			t = &l->objects;
+			break;
+		default: continue;
+		}
+		if (l->funcs.nr + l->objects.nr >= VMI_LINUX_MAX_SYMS) {
+			snprintf(err, errlen, "%s:%zu: more than %u symbols", path, lines,
+				 VMI_LINUX_MAX_SYMS);
+			ret = -EINVAL;
+			goto out;
+		}
+		memcpy(name, nm, nlen);
+		name[nlen] = 0;
+		if (vmi_symtab_add(t, addr, 0, name) < 0) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	if (ferror(f)) {
+		ret = -EIO;
+		snprintf(err, errlen, "%s: read: %s", path, strerror(errno ? errno : EIO));
+		goto out;
+	}
+	vmi_symtab_sort(&l->funcs);
+	vmi_symtab_sort(&l->objects);
+	ret = resolve(l, path, lines, err, errlen);
+out:
+	free(line);
+	if (ret < 0)
+		vmi_linux_close(l);
+	return ret;
+}
+
 int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
-	char line[512], name[256], type;
-	unsigned long long addr;
-	size_t lines = 0;
+	char magic[4];
 	int ret = 0;
 
 	memset(l, 0, sizeof(*l));
@@ -49,7 +158,7 @@ int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errl
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return ret;
 	}
-	if (fread(line, 1, 4, f) == 4 && !memcmp(line, "\177ELF", 4)) {
+	if (fread(magic, 1, 4, f) == 4 && !memcmp(magic, "\177ELF", 4)) {
 		fclose(f);
 		ret = open_vmlinux(l, path, err, errlen);
 		if (ret == 0)
@@ -59,34 +168,8 @@ int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errl
 		return ret;
 	}
 	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		struct vmi_symtab *t;
-
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3) {
-			snprintf(err, errlen, "%s:%zu: not a System.map line", path, lines + 1);
-			ret = -EINVAL;
-			goto out;
-		}
-		lines++;
-		switch (type) {
-		case 'T': case 't': case 'W': case 'w': t = &l->funcs; break;
-		case 'D': case 'd': case 'B': case 'b': case 'R': case 'r': case 'V': case 'v':
-			t = &l->objects;
-			break;
-		default: continue;
-		}
-		if (vmi_symtab_add(t, addr, 0, name) < 0) {
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
-	vmi_symtab_sort(&l->funcs);
-	vmi_symtab_sort(&l->objects);
-	ret = resolve(l, path, lines, err, errlen);
-out:
+	ret = vmi_linux_open_map(l, f, path, err, errlen);
 	fclose(f);
-	if (ret < 0)
-		vmi_linux_close(l);
 	return ret;
 }
 

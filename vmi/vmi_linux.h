@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define VMI_LINUX_TEXT_BASE 0xffffffff80000000ull /* __START_KERNEL_map */
 #define VMI_LINUX_THREAD_SHIFT 14		  /* x86_64 THREAD_SIZE = 16 KiB */
@@ -28,9 +29,17 @@ struct vmi_linux {
 	int pid_off, comm_off; /* task_struct offsets from BTF; -1 when unknown */
 };
 
+#define VMI_LINUX_NAME_MAX 511	    /* longest symbol name (the kernel's KSYM_NAME_LEN - 1) */
+#define VMI_LINUX_MAX_SYMS (1u << 22) /* text and data symbols (a distribution kernel has ~200k) */
+
 /* Parses System.map at @path. Returns 0, or a negative errno with a reason in @err (-ENOENT missing,
  * -EINVAL not a System.map, -ENODATA without linux_banner or _stext/_etext). Caller frees. */
 int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errlen);
+
+/* The System.map part of vmi_linux_open, on the text stream @f (named @path in messages): every line
+ * "<hex address> <type> <name>", at most VMI_LINUX_MAX_SYMS kept symbols. Same returns; -EINVAL
+ * names the line. Does not close @f. Any thread. */
+int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err, size_t errlen);
 
 /* Finds the KASLR slide by looking for "Linux version " at linux_banner in every 2 MiB-aligned place
  * the kernel image can be, and rebases the symbols. Returns 0 or -ESRCH with a reason. */

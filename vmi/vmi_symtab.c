@@ -37,6 +37,8 @@ void vmi_symtab_sort(struct vmi_symtab *t)
 {
 	size_t o = 0;
 
+	if (!t->nr)
+		return; /* an empty table has no array (qsort must not see NULL) */
 	qsort(t->syms, t->nr, sizeof(*t->syms), sym_cmp);
 	for (size_t i = 0; i < t->nr; i++) {
 		if (o && t->syms[o - 1].addr == t->syms[i].addr &&
@@ -69,7 +71,7 @@ const struct vmi_sym *vmi_symtab_lookup(const struct vmi_symtab *t, uint64_t add
 		return NULL;
 	const struct vmi_sym *s = &t->syms[lo - 1];
 
-	if (s->size && addr >= s->addr + s->size)
+	if (s->size && addr - s->addr >= s->size) /* s->addr + s->size may wrap */
 		return NULL;
 	return s;
 }

@@ -109,6 +109,35 @@ static void test_symtab_lookup_open_end(void **state)
 	vmi_symtab_free(&t);
 }
 
+/* An empty table sorts to nothing (qsort never sees its NULL array: UBSan aborted here). */
+static void test_symtab_sort_empty(void **state)
+{
+	struct vmi_symtab t = {0};
+
+	(void)state;
+	vmi_symtab_sort(&t);
+	assert_int_equal(t.nr, 0);
+	assert_null(t.syms);
+	assert_null(vmi_symtab_lookup(&t, 0));
+	vmi_symtab_free(&t);
+}
+
+/* A symbol whose end wraps past 2^64 (a forged size) still holds the addresses from its start. */
+static void test_symtab_lookup_wrapping_size(void **state)
+{
+	struct vmi_symtab t = {0};
+
+	(void)state;
+	assert_int_equal(vmi_symtab_add(&t, 0x1000, 0x10, "low"), 0);
+	assert_int_equal(vmi_symtab_add(&t, 0xfffffffffffff000ull, 0x2000, "top"), 0);
+	vmi_symtab_sort(&t);
+	assert_string_equal(lookup_name(&t, 0xfffffffffffff000ull), "top");
+	assert_string_equal(lookup_name(&t, UINT64_MAX), "top");
+	assert_null(lookup_name(&t, 0xffffffffffffefffull));
+	assert_string_equal(lookup_name(&t, 0x100f), "low");
+	vmi_symtab_free(&t);
+}
+
 /* Find by name returns the symbol; names are copies owned by the table. */
 static void test_symtab_find(void **state)
 {
@@ -342,6 +371,35 @@ static void test_elf_not_elf(void **state)
 	snprintf(expect, sizeof(expect), "%s: not an ELF64 file", path);
 	assert_string_equal(err, expect);
 	assert_img_empty(&img);
+}
+
+/* vmi_elf_open_mem: the same image from a buffer as from the file; garbage named in the message;
+ * the buffer is the image's in both cases (freed by vmi_elf_close, or on failure). */
+static void test_elf_open_mem(void **state)
+{
+	struct vmi_elf file, mem;
+	char err[256] = "";
+	uint8_t *copy;
+
+	(void)state;
+	assert_int_equal(vmi_elf_open(&file, GUEST_ELF, 1, err, sizeof(err)), 0);
+	copy = malloc(file.file_size);
+	assert_non_null(copy);
+	memcpy(copy, file.file, file.file_size);
+	assert_int_equal(vmi_elf_open_mem(&mem, copy, file.file_size, "guest", 1, err, sizeof(err)),
+			 0);
+	assert_int_equal(mem.funcs.nr, file.funcs.nr);
+	assert_int_equal(mem.nr_mcount, file.nr_mcount);
+	assert_int_equal(mem.entry, file.entry);
+	assert_string_equal(mem.path, "guest");
+	vmi_elf_close(&mem);
+	vmi_elf_close(&file);
+
+	copy = malloc(4);
+	memcpy(copy, "\177EL", 4);
+	assert_int_equal(vmi_elf_open_mem(&mem, copy, 4, "short", 0, err, sizeof(err)), -ENOEXEC);
+	assert_string_equal(err, "short: not an ELF64 file");
+	assert_img_empty(&mem);
 }
 
 /* An x86_64 relocatable object (ET_REL = 1, EM_X86_64 = 62) is not an executable. */
@@ -731,6 +789,8 @@ int main(void)
 	    cmocka_unit_test(test_symtab_lookup),
 	    cmocka_unit_test(test_symtab_lookup_open_end),
 	    cmocka_unit_test(test_symtab_find),
+	    cmocka_unit_test(test_symtab_sort_empty),
+	    cmocka_unit_test(test_symtab_lookup_wrapping_size),
 	    cmocka_unit_test(test_symtab_duplicates),
 	    cmocka_unit_test(test_symtab_many),
 	    cmocka_unit_test(test_sites_build),
@@ -739,6 +799,7 @@ int main(void)
 	    cmocka_unit_test(test_elf_directory),
 	    cmocka_unit_test(test_elf_not_elf),
 	    cmocka_unit_test(test_elf_relocatable),
+	    cmocka_unit_test(test_elf_open_mem),
 	    cmocka_unit_test(test_elf_no_mcount_bin_true),
 	    cmocka_unit_test(test_elf_no_mcount_compiled),
 	    cmocka_unit_test(test_elf_compiled_with_mcount),

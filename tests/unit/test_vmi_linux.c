@@ -126,6 +126,109 @@ static void test_sysmap_errors(void **state)
 	unlink(path);
 }
 
+/* vmi_linux_open_map on @text (a memory stream named "map"): its return, and @err. */
+static int open_text(struct vmi_linux *l, const char *text, char *err, size_t errlen)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	int ret;
+
+	assert_non_null(f);
+	err[0] = 0;
+	ret = vmi_linux_open_map(l, f, "map", err, errlen);
+	fclose(f);
+	return ret;
+}
+
+/* Every line is checked whole: an address of more than 16 hex digits, a sign, no name, a name
+ * longer than KSYM_NAME_LEN, a NUL byte are refused with the line number (sscanf took the first
+ * two, fgets split the long name into a second "line"). */
+static void test_sysmap_strict_lines(void **state)
+{
+	static const char ok[] = "ffffffff81000000 T _stext\n"
+				 "ffffffff81000200 T _etext\n"
+				 "ffffffff82000000 D linux_banner\n";
+	struct {
+		const char *line, *want;
+	} bad[] = {
+	    {"1ffffffff81000000 T big\n", "map:4: address wider than 64 bits"},
+	    {"-1 T neg\n", "map:4: not a System.map line"},
+	    {"0x10 T hexprefix\n", "map:4: not a System.map line"},
+	    {"ffffffff81000000 T\n", "map:4: not a System.map line"},
+	    {"ffffffff81000000 T \n", "map:4: not a System.map line"},
+	    {"ffffffff81000000 TT name\n", "map:4: not a System.map line"},
+	    {"ffffffff81000000 1 name\n", "map:4: not a System.map line"},
+	    {"ffffffff81000000T name\n", "map:4: not a System.map line"},
+	    {"\n", "map:4: not a System.map line"},
+	};
+	char text[2048], err[256], longname[600];
+	struct vmi_linux l;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "%s%s", ok, bad[i].line);
+		assert_int_equal(open_text(&l, text, err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, bad[i].want);
+		assert_int_equal(l.funcs.nr, 0);
+	}
+	memset(longname, 'a', 512);
+	longname[512] = 0;
+	snprintf(text, sizeof(text), "%sffffffff81000010 t %s\n", ok, longname);
+	assert_int_equal(open_text(&l, text, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "map:4: symbol name too long");
+	longname[511] = 0; /* KSYM_NAME_LEN - 1 bytes: fine */
+	snprintf(text, sizeof(text), "%sffffffff81000010 t %s\n", ok, longname);
+	assert_int_equal(open_text(&l, text, err, sizeof(err)), 0);
+	assert_non_null(vmi_symtab_find(&l.funcs, longname));
+	vmi_linux_close(&l);
+
+	/* a NUL inside a line */
+	FILE *f = fmemopen(NULL, 256, "w+");
+
+	fputs(ok, f);
+	fwrite("ffffffff81000010 t a\0b\n", 1, 24, f);
+	rewind(f);
+	assert_int_equal(vmi_linux_open_map(&l, f, "map", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "map:4: not a System.map line");
+	fclose(f);
+}
+
+/* Accepted: kallsyms lines (a module after the name), CRLF line ends, tabs, upper-case hex, a last
+ * line without '\n'. */
+static void test_sysmap_lenient_forms(void **state)
+{
+	static const char text[] = "FFFFFFFF81000000\tT\t_stext\r\n"
+				   "ffffffff81000100 t mod_func\t[some_module]\n"
+				   "ffffffff81000200 T _etext\n"
+				   "ffffffff82000000 D linux_banner";
+	struct vmi_linux l;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(open_text(&l, text, err, sizeof(err)), 0);
+	assert_int_equal(l.stext, 0xffffffff81000000ull);
+	assert_int_equal(l.etext, 0xffffffff81000200ull);
+	assert_int_equal(l.banner, 0xffffffff82000000ull);
+	assert_non_null(vmi_symtab_find(&l.funcs, "mod_func"));
+	vmi_linux_close(&l);
+}
+
+/* An empty map has no symbols (sorted without qsort on NULL: UBSan aborted here); a directory is a
+ * read error, not an empty map. */
+static void test_sysmap_empty_and_directory(void **state)
+{
+	struct vmi_linux l;
+	char err[256], want[256];
+
+	(void)state;
+	assert_int_equal(open_text(&l, "", err, sizeof(err)), -ENODATA);
+	assert_string_equal(err,
+			    "map: no linux_banner, _stext or _etext (0 symbols): not a System.map "
+			    "or vmlinux of a Linux kernel with its symbols");
+	assert_int_equal(vmi_linux_open(&l, "/tmp", err, sizeof(err)), -EIO);
+	snprintf(want, sizeof(want), "/tmp: read: %s", strerror(EISDIR));
+	assert_string_equal(err, want);
+}
+
 static void find_slide(int64_t slide)
 {
 	struct vmi_linux l;
@@ -287,6 +390,9 @@ int main(void)
 		cmocka_unit_test(test_slide_not_found), cmocka_unit_test(test_sites),
 		cmocka_unit_test(test_btf_offsets),    cmocka_unit_test(test_task_layout),
 		cmocka_unit_test(test_vmlinux_elf),
+		cmocka_unit_test(test_sysmap_strict_lines),
+		cmocka_unit_test(test_sysmap_lenient_forms),
+		cmocka_unit_test(test_sysmap_empty_and_directory),
 	};
 
 	return cmocka_run_group_tests_name("vmi_linux", tests, setup, teardown);
