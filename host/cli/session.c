@@ -1,4 +1,5 @@
 #include "host/cli/session.h"
+#include "host/kvm/vm.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -237,14 +238,19 @@ static int parse_event(struct session *s, const char *spec, char *err, size_t er
 static int parse_rprobe(struct session *s, const char *spec, char *err, size_t errlen)
 {
 	struct fe_spec *v = realloc(s->rprobes, (s->nr_rprobes + 1) * sizeof(*v));
-	char reason[128], full[300];
+	char reason[128], *full;
 	size_t pos;
+	int ret;
 
 	if (!v)
 		return -ENOMEM;
 	s->rprobes = v;
-	snprintf(full, sizeof(full), strchr(spec, '(') ? "%s" : "%s(x64 ret)", spec);
-	if (fe_parse(full, &v[s->nr_rprobes], reason, sizeof(reason), &pos) < 0) {
+	/* the whole spec, however long: a truncated copy could parse where the spec does not */
+	if (asprintf(&full, strchr(spec, '(') ? "%s" : "%s(x64 ret)", spec) < 0)
+		return -ENOMEM;
+	ret = fe_parse(full, &v[s->nr_rprobes], reason, sizeof(reason), &pos);
+	free(full);
+	if (ret < 0) {
 		snprintf(err, errlen, "-r: %s\n  %s\n  %*s^", reason, spec, (int)pos, "");
 		return -EINVAL;
 	}
@@ -416,6 +422,12 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	ret = check_target(s, argc, argv, err, errlen);
 	if (ret < 0)
 		return ret;
+	/* the embedded VMM keeps its stacks and page tables in guest RAM: the pair must fit */
+	if (s->cmd == CMD_RUN && !s->qemu && s->mem_mb < vm_min_mem_mb(s->smp)) {
+		snprintf(err, errlen, "--smp %u --mem %u: %u vCPUs need --mem %u or more", s->smp,
+			 s->mem_mb, s->smp, vm_min_mem_mb(s->smp));
+		return -EINVAL;
+	}
 	if ((s->nr_events || s->nr_rprobes) && !s->tracer_given)
 		s->tracer = TRACER_NOP;
 	if (s->qemu && !mem_given)

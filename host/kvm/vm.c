@@ -97,6 +97,19 @@ static int setup_vcpu_regs(struct vm *vm, struct vcpu *c, uint64_t cr3, uint64_t
 	return 0;
 }
 
+/* Bytes of the VMM area at the top of RAM for @smp vCPUs: stacks, page tables, GDT, stub page. */
+static uint64_t reserved_bytes(unsigned smp)
+{
+	uint64_t tables = (X86_IDMAP_PAGES(IDMAP_GIB) + 2) * X86_PAGE_SIZE;
+
+	return ((uint64_t)smp * VM_STACK_SIZE + tables + 0xffff) & ~0xffffull;
+}
+
+unsigned vm_min_mem_mb(unsigned smp)
+{
+	return (unsigned)(2 * reserved_bytes(smp) >> 20) + 1;
+}
+
 int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
 {
 	int ret;
@@ -152,11 +165,9 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	}
 
 	/* VMM area at the top of RAM: stacks, then page tables, GDT and the stub page. */
-	uint64_t tables = (X86_IDMAP_PAGES(IDMAP_GIB) + 2) * X86_PAGE_SIZE;
-	uint64_t reserved = (uint64_t)vm->nr_vcpus * VM_STACK_SIZE + tables;
+	uint64_t reserved = reserved_bytes(vm->nr_vcpus);
 
-	reserved = (reserved + 0xffff) & ~0xffffull;
-	if (reserved >= vm->ram_size / 2) {
+	if (cfg->mem_mb < vm_min_mem_mb(cfg->smp)) {
 		snprintf(err, errlen, "--mem %u: too small for %u vCPUs", cfg->mem_mb, cfg->smp);
 		ret = -EINVAL;
 		goto out;

@@ -91,6 +91,10 @@ struct vm {
 	int event_fd; /* readable once the VM has ended */
 };
 
+/* The least --mem (MB) for @smp vCPUs: the VMM's area at the top of RAM (a 64 KiB stack per vCPU,
+ * page tables, GDT, trampoline page) must take less than half of it. Pure; any thread. */
+unsigned vm_min_mem_mb(unsigned smp);
+
 /* Creates the VM, its RAM and vCPUs (not yet running). Returns 0 or a negative errno with a one-line
  * reason in @err. On failure nothing needs freeing. Main thread. */
 int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen);

@@ -320,7 +320,8 @@ static int next_message(struct qmp *q, int64_t deadline, const char **msg, size_
 		ssize_t end;
 		int rc;
 
-		q->pos = q->buf ? skip_ws(q->buf, q->pos, q->len) : 0; /* no buffer before the first read */
+		/* no buffer before the first read */
+		q->pos = q->buf ? skip_ws(q->buf, q->pos, q->len) : 0;
 		end = q->buf ? qmp_json_object_end(q->buf + q->pos, q->len - q->pos) : 0;
 		if (end < 0)
 			return (int)end;

@@ -47,15 +47,24 @@ static size_t ident(struct parser *p, char *out, size_t len)
 	return n;
 }
 
-static int number(struct parser *p, int64_t *v)
+/* A number at p->i: decimal, 0x hex or 0 octal, with a '-' only when @lo < 0 (no blanks, no '+'),
+ * in @lo..@hi; else -EINVAL naming @what at its first character. */
+static int number(struct parser *p, int64_t *v, int64_t lo, int64_t hi, const char *what)
 {
-	char *end;
+	const char *s = p->s + p->i;
 	size_t at = p->i;
+	char *end;
 
-	errno = 0;
-	*v = strtoll(p->s + p->i, &end, 0);
-	if (end == p->s + p->i || errno)
+	if (!isdigit((unsigned char)s[s[0] == '-' && lo < 0]))
 		return fail(p, at, "%s", "expected a number");
+	errno = 0;
+	*v = strtoll(s, &end, 0);
+	if (errno || *v < lo || *v > hi) {
+		snprintf(p->err, p->errlen, "%s out of range (%" PRId64 "..%" PRId64 ")", what, lo,
+			 hi);
+		*p->pos = at;
+		return -EINVAL;
+	}
 	p->i = (size_t)(end - p->s);
 	return 0;
 }
@@ -127,10 +136,8 @@ static int parse_field(struct parser *p, struct fe_field *f, unsigned arg)
 	skip_ws(p);
 	if (p->s[p->i] == '[') {
 		at = p->i++;
-		if (number(p, &v) < 0)
+		if (number(p, &v, 1, is_char ? FE_MAX_STRING : FE_MAX_ARRAY, "array length") < 0)
 			return -EINVAL;
-		if (v < 1 || v > (is_char ? FE_MAX_STRING : FE_MAX_ARRAY))
-			return fail(p, at + 1, "%s", "array length out of range");
 		if (p->s[p->i] != ']')
 			return fail(p, p->i, "%s", "expected ']'");
 		p->i++;
@@ -152,8 +159,10 @@ static int parse_field(struct parser *p, struct fe_field *f, unsigned arg)
 		f->memory = true;
 	/* name[K]: index into what the argument points to */
 	if (p->s[p->i] == '[') {
+		int64_t max = FE_MAX_OFFSET / (int64_t)f->size;
+
 		at = p->i++;
-		if (number(p, &v) < 0)
+		if (number(p, &v, -max, max, "index") < 0)
 			return -EINVAL;
 		if (p->s[p->i] != ']')
 			return fail(p, p->i, "%s", "expected ']'");
@@ -170,7 +179,7 @@ static int parse_field(struct parser *p, struct fe_field *f, unsigned arg)
 			return fail(p, at, "%s", "too many offsets and dereferences");
 		if (p->s[p->i] == '[') {
 			p->i++;
-			if (number(p, &v) < 0)
+			if (number(p, &v, -FE_MAX_OFFSET / 8, FE_MAX_OFFSET / 8, "index") < 0)
 				return -EINVAL;
 			if (p->s[p->i] != ']')
 				return fail(p, p->i, "%s", "expected ']'");
@@ -181,7 +190,7 @@ static int parse_field(struct parser *p, struct fe_field *f, unsigned arg)
 			bool neg = p->s[p->i] == '-';
 
 			p->i++;
-			if (number(p, &v) < 0)
+			if (number(p, &v, 0, FE_MAX_OFFSET, "offset") < 0)
 				return -EINVAL;
 			st.offset = neg ? -v : v;
 		}
@@ -206,6 +215,8 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 	at = p.i;
 	if (!ident(&p, spec->func, sizeof(spec->func)))
 		return fail(&p, at, "%s", "expected a function name");
+	if (p.i - at >= sizeof(spec->func))
+		return fail(&p, at, "%s", "function name too long");
 	skip_ws(&p);
 	if (text[p.i] != '(')
 		return fail(&p, p.i, "%s", "expected '('");
@@ -220,6 +231,8 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 
 			skip_ws(&p);
 			save = p.i;
+			if (spec->nr_args == FE_MAX_ARGS)
+				return fail(&p, p.i, "%s", "too many arguments");
 			if (ident(&p, word, sizeof(word)) == 4 && !strcmp(word, "NULL")) {
 				/* NULL skips an argument */
 			} else {

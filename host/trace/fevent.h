@@ -17,6 +17,8 @@
 #define FE_MAX_ARRAY 64
 #define FE_MAX_STRING 128
 #define FE_NAME_LEN 32
+#define FE_MAX_ARGS   32	  /* argument positions, NULLs included */
+#define FE_MAX_OFFSET (1ll << 32) /* |+off|, |index * element size| and |8 * [K]| */
 
 enum fe_kind { FE_SIGNED, FE_UNSIGNED, FE_HEX, FE_SYMBOL, FE_STRING, FE_CHARS };
 

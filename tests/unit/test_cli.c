@@ -482,6 +482,46 @@ static void test_probe(void **state)
 		     "--probe '': expected trap, stub or auto");
 }
 
+/* --smp and --mem are checked together at parse time for the embedded VMM (its stacks and page
+ * tables live in guest RAM): one error naming both, exit 2 instead of a failed vm_create (4).
+ * QEMU's guests are not the VMM's business. */
+static void test_error_smp_mem(void **state)
+{
+	(void)state;
+	expect_error(7, (char *[]){"hvtrace", "run", "--smp", "64", "--mem", "8", "g.elf"},
+		     "--smp 64 --mem 8: 64 vCPUs need --mem 9 or more");
+	expect_error(7, (char *[]){"hvtrace", "run", "--mem", "2", "--smp", "16", "g.elf"},
+		     "--smp 16 --mem 2: 16 vCPUs need --mem 3 or more");
+	assert_int_equal(
+	    parse(7, (char *[]){"hvtrace", "run", "--smp", "64", "--mem", "9", "g.elf"}), 0);
+	assert_int_equal(
+	    parse(7, (char *[]){"hvtrace", "run", "--smp", "1", "--mem", "2", "g.elf"}), 0);
+	assert_int_equal(parse(10, (char *[]){"hvtrace", "run", "--qemu", "--kernel", "K",
+					      "--system-map", "M", "--smp", "64", "--mem=8"}),
+			 0);
+}
+
+/* -e / -r: a number of the spec grammar out of its range is refused with a caret under it (it
+ * overflowed int64 in the parser: UBSan); a long -r spec is parsed whole, never a truncated copy.
+ */
+static void test_error_spec_numbers(void **state)
+{
+	char spec[400];
+
+	(void)state;
+	expect_error(5,
+		     (char *[]){"hvtrace", "run", "-e", "f(long a[9223372036854775807])", "g.elf"},
+		     "-e: index out of range (-536870912..536870912)\n"
+		     "  f(long a[9223372036854775807])\n"
+		     "           ^");
+	/* "f(x64 r)", blanks up to byte 300, then junk: a 300-byte copy parsed as valid */
+	memset(spec, ' ', sizeof(spec));
+	memcpy(spec, "f(x64 r)", 8);
+	strcpy(spec + 300, "junk");
+	assert_int_equal(parse(5, (char *[]){"hvtrace", "run", "-r", spec, "g.elf"}), -EINVAL);
+	assert_int_equal(strncmp(cli.err, "-r: unexpected text after ')'", 29), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -503,6 +543,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_attach, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_linux_guest, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_probe, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_error_smp_mem, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_error_spec_numbers, cli_setup, cli_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -164,8 +164,8 @@ static void test_errors(void **state)
 	expect_error("f(int a", 7, "expected ',' or ')'");
 	expect_error("f(float x)", 2, "unknown type 'float'");
 	expect_error("f(int a, int a)", 9, "duplicate field name");
-	expect_error("f(x8[0] m)", 5, "array length out of range");
-	expect_error("f(x8[65] m)", 5, "array length out of range");
+	expect_error("f(x8[0] m)", 5, "array length out of range (1..64)");
+	expect_error("f(x8[65] m)", 5, "array length out of range (1..64)");
 	expect_error("f(x8[6 m)", 6, "expected ']'");
 	expect_error("f(string[4] s)", 8, "no arrays of this type");
 	expect_error("f(int a+)", 8, "expected a number");
@@ -173,6 +173,63 @@ static void test_errors(void **state)
 	expect_error("f(x64 a+1+2+3+4+5+6+7+8+9)", 23, "too many offsets and dereferences");
 	fe_format_error(buf, sizeof(buf), "f(float x)", 2, "unknown type 'float'");
 	assert_string_equal(buf, "f(float x)\n  ^ unknown type 'float'");
+}
+
+/* Every number of the grammar is bounded before it is used: an index whose byte offset would
+ * overflow int64 (UBSan: signed overflow in v * size), huge array lengths and offsets, numbers out
+ * of strtoll's range, signs where none belongs; and the counts: argument positions, the function
+ * name. */
+static void test_number_bounds(void **state)
+{
+	char name[200];
+
+	(void)state;
+	expect_error("f(long a[9223372036854775807])", 9,
+		     "index out of range (-536870912..536870912)");
+	expect_error("f(long a[-9223372036854775808])", 9,
+		     "index out of range (-536870912..536870912)");
+	expect_error("f(char c[4294967297])", 9, "index out of range (-4294967296..4294967296)");
+	expect_error("f(x8[99999999999999999999] m)", 5, "array length out of range (1..64)");
+	expect_error("f(char[129] s)", 7, "array length out of range (1..128)");
+	expect_error("f(x8[-1] m)", 5, "expected a number");
+	expect_error("f(x64 a+4294967297)", 8, "offset out of range (0..4294967296)");
+	expect_error("f(x64 a--5)", 8, "expected a number");
+	expect_error("f(x64 a+-5)", 8, "expected a number");
+	expect_error("f(x64 a+ 5)", 8, "expected a number");
+	expect_error("f(x64 a[536870913])", 8, "index out of range (-536870912..536870912)");
+	expect_error("f(x64 a+8[-536870913])", 10, "index out of range (-536870912..536870912)");
+	expect_error("f(x64 a[0x7fffffffffffffff])", 8,
+		     "index out of range (-536870912..536870912)");
+	expect_error(
+	    "f(NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,"
+	    "NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,"
+	    "NULL,x64 a)",
+	    162, "too many arguments");
+	memset(name, 'g', 128);
+	strcpy(name + 128, "(x64 a)");
+	expect_error(name, 0, "function name too long");
+}
+
+/* The bounds themselves are accepted, and chains reach as far as they say. */
+static void test_number_limits(void **state)
+{
+	struct fe_spec s;
+	char err[128];
+	size_t pos;
+
+	(void)state;
+	assert_int_equal(fe_parse("f(x64 a[-536870912]+4294967296-4294967296[536870912])", &s, err,
+				  sizeof(err), &pos),
+			 0);
+	assert_int_equal(s.fields[0].nr_steps, 4);
+	assert_int_equal(s.fields[0].steps[0].offset, -4294967296ll);
+	assert_int_equal(s.fields[0].steps[1].offset, 4294967296ll);
+	assert_int_equal(s.fields[0].steps[2].offset, -4294967296ll);
+	assert_int_equal(s.fields[0].steps[3].offset, 536870912);
+	assert_true(s.fields[0].steps[3].deref);
+	assert_int_equal(fe_parse("f(x8[0x40] m, char[0200] c)", &s, err, sizeof(err), &pos), 0);
+	assert_int_equal(s.fields[0].count, 64);
+	assert_int_equal(s.fields[1].count, 128);
 }
 
 static void test_shape(void **state)
@@ -200,10 +257,11 @@ static void test_shape(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_scalar_types),	 cmocka_unit_test(test_symbol),
-		cmocka_unit_test(test_strings),		 cmocka_unit_test(test_arrays_and_index),
-		cmocka_unit_test(test_chains),		 cmocka_unit_test(test_stack_args),
-		cmocka_unit_test(test_errors),		 cmocka_unit_test(test_shape),
+	    cmocka_unit_test(test_scalar_types),  cmocka_unit_test(test_symbol),
+	    cmocka_unit_test(test_strings),	  cmocka_unit_test(test_arrays_and_index),
+	    cmocka_unit_test(test_chains),	  cmocka_unit_test(test_stack_args),
+	    cmocka_unit_test(test_errors),	  cmocka_unit_test(test_shape),
+	    cmocka_unit_test(test_number_bounds), cmocka_unit_test(test_number_limits),
 	};
 
 	return cmocka_run_group_tests_name("fevent", tests, setup, teardown);
