@@ -31,6 +31,22 @@ FILE *cmd_open_out(const char *path, const char *flag)
 	return f;
 }
 
+int cmd_finish_out(FILE *f, const char *path, const char *flag, int werr)
+{
+	int e = werr;
+
+	errno = 0;
+	if ((f == stdout ? fflush(f) : fclose(f)) && !e)
+		e = errno ? errno : EIO;
+	if (!e)
+		return 0;
+	if (path)
+		cmd_error("%s %s: %s", flag, path, strerror(e));
+	else
+		cmd_error("stdout: %s", strerror(e));
+	return -e;
+}
+
 int cmd_block_signals(sigset_t *old)
 {
 	sigset_t sigs;

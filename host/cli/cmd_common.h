@@ -15,6 +15,11 @@ void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* @path opened for writing, or stdout when NULL; NULL (after cmd_error naming @flag) on failure. */
 FILE *cmd_open_out(const char *path, const char *flag);
 
+/* Closes @f from cmd_open_out (stdout is flushed, not closed). @werr: errno of an earlier failed
+ * write to @f (0 none). On any failure prints one line naming @flag and @path ("stdout" when
+ * @path is NULL) and returns -errno; else 0. Main thread. */
+int cmd_finish_out(FILE *f, const char *path, const char *flag, int werr);
+
 /* Call before any thread exists: blocks SIGINT, SIGTERM and SIGHUP (every later thread inherits the mask,
  * so they reach only the returned signalfd and teardown always runs; the previous mask goes to @old).
  * SIGINT is set back to its default first: a shell starts background jobs with it ignored, and an

@@ -469,10 +469,16 @@ out:
 	if (r.have_tq)
 		target_qemu_close(&r.tq);
 	qemu_attach_close(&r.qc);
-	if (r.out && r.out != stdout)
-		fclose(r.out);
-	if (r.con && r.con != stdout)
-		fclose(r.con);
+	/* as in cmd_run: a trace or console that could not be written is one line and exit 4 */
+	int out_err = r.have_p ? r.p.sink.err : 0, con_err = r.qc.proc.console_err;
+
+	if (!out_err && r.out == r.con)
+		out_err = con_err;
+	if (r.out && cmd_finish_out(r.out, s->output, "-o", out_err) && !status)
+		status = EXIT_HOST_ERROR;
+	if (r.con && r.con != r.out && cmd_finish_out(r.con, s->console, "--console", con_err) &&
+	    !status)
+		status = EXIT_HOST_ERROR;
 	if (r.sfd >= 0)
 		close(r.sfd);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

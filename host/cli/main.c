@@ -1,9 +1,11 @@
 /* hvtrace: ftrace for a guest kernel, driven from the host over KVM. */
+#include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
 #include "host/cli/linux_run.h"
 #include "host/cli/run.h"
 #include "host/cli/session.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 #ifndef HVT_VERSION
@@ -23,8 +25,16 @@ int main(int argc, char **argv)
 		return EXIT_BAD_INPUT;
 	}
 	switch (s.cmd) {
-	case CMD_HELP: fputs(session_usage, stdout); status = 0; break;
-	case CMD_VERSION: printf("hvtrace %s\n", HVT_VERSION); status = 0; break;
+	case CMD_HELP:
+	case CMD_VERSION:
+		errno = 0;
+		if (s.cmd == CMD_HELP ? fputs(session_usage, stdout) < 0
+				      : printf("hvtrace %s\n", HVT_VERSION) < 0)
+			status = errno ? errno : EIO;
+		else
+			status = 0;
+		status = cmd_finish_out(stdout, NULL, NULL, status) < 0 ? EXIT_HOST_ERROR : 0;
+		break;
 	case CMD_LIST_FUNCTIONS: status = cmd_list_functions(&s); break;
 	case CMD_RUN: status = s.qemu ? cmd_linux(&s) : cmd_run(&s); break;
 	case CMD_ATTACH: status = cmd_linux(&s); break;

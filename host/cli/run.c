@@ -24,15 +24,19 @@ int cmd_list_functions(const struct session *s)
 {
 	struct guest_image g;
 	char err[512];
+	int werr = 0;
 
 	if (guest_image_open(&g, s->guest, err, sizeof(err)) < 0) {
 		cmd_error("%s", err);
 		return EXIT_BAD_INPUT;
 	}
-	for (size_t i = 0; i < g.sites.nr; i++)
-		printf("%s\n", g.sites.v[i].func->name);
+	for (size_t i = 0; i < g.sites.nr && !werr; i++) {
+		errno = 0;
+		if (printf("%s\n", g.sites.v[i].func->name) < 0)
+			werr = errno ? errno : EIO;
+	}
 	guest_image_close(&g);
-	return fflush(stdout) ? EXIT_HOST_ERROR : 0;
+	return cmd_finish_out(stdout, NULL, NULL, werr) < 0 ? EXIT_HOST_ERROR : 0;
 }
 
 
@@ -162,7 +166,7 @@ int cmd_run(const struct session *s)
 	struct target tgt;
 	char err[512];
 	sigset_t old;
-	int sfd = -1, sig, status = EXIT_BAD_INPUT;
+	int sfd = -1, sig, status = EXIT_BAD_INPUT, out_err = 0, con_err = 0;
 	bool vm_made = false, selected = false;
 
 	if (guest_image_open(&g, s->guest, err, sizeof(err)) < 0) {
@@ -241,17 +245,24 @@ out:
 		struct run_stats rs = {.vm = &vm};
 
 		status = pipeline_finish(&p, status, print_stats, &rs);
+		out_err = p.sink.err;
 		pipeline_free(&p);
 	}
-	if (vm_made)
+	if (vm_made) {
+		con_err = vm.console_err;
 		vm_destroy(&vm);
+	}
 	if (sfd >= 0)
 		close(sfd);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (out && out != stdout && fclose(out) && !status)
+	/* a trace or console that could not be written: one line (one for both on stdout), exit 4
+	 * unless something else failed first */
+	if (!out_err && out == con)
+		out_err = con_err;
+	if (out && cmd_finish_out(out, s->output, "-o", out_err) && !status)
 		status = EXIT_HOST_ERROR;
-	if (con && con != stdout)
-		fclose(con);
+	if (con && con != out && cmd_finish_out(con, s->console, "--console", con_err) && !status)
+		status = EXIT_HOST_ERROR;
 	fflush(stdout);
 	guest_image_close(&g);
 	return status;

@@ -61,8 +61,10 @@ static void console_flush(struct vcpu *c)
 	if (!c->con_len)
 		return;
 	pthread_mutex_lock(&vm->console_lock);
-	fwrite(c->con, 1, c->con_len, vm->console);
-	fflush(vm->console);
+	errno = 0; /* a failed write is kept (vm->console_err); later lines are dropped */
+	if (!vm->console_err &&
+	    (fwrite(c->con, 1, c->con_len, vm->console) != c->con_len || fflush(vm->console)))
+		vm->console_err = errno ? errno : EIO;
 	pthread_mutex_unlock(&vm->console_lock);
 	c->con_len = 0;
 }

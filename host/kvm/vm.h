@@ -75,6 +75,7 @@ struct vm {
 	size_t run_size;
 	FILE *console;
 	pthread_mutex_t console_lock;
+	int console_err; /* errno of the first failed console write, 0 none (under console_lock) */
 
 	/* Breakpoint hits, on the hitting vCPU's own thread: @addr is the INT3's address, @regs the
 	 * vCPU's registers with RIP as the exit left it. Must not block. */

@@ -29,6 +29,7 @@ struct sink {
 	unsigned nr_cpus;
 	unsigned long long written;	/* records written (a leaf line holds two) */
 	unsigned long long lost;	/* set by the writer before end() */
+	int err; /* errno of the first failed write to @out, 0 if none (sink_write) */
 	unsigned long long task_switches; /* function_graph: task-switch markers printed */
 	bool graph_retval;		/* function_graph: print return values */
 	bool graph_tail;		/* function_graph: name the function on closing braces */
@@ -40,6 +41,17 @@ struct sink {
 	const struct fe_spec *(*ret_event_of)(void *ctx, uint64_t ip); /* typed return probes */
 	void *event_ctx;
 };
+
+/* Writes @len bytes of @buf to s->out, unless a write already failed: the first failure's errno
+ * goes to s->err and every later write is skipped. Sinks write only through these three. Writer
+ * thread. */
+void sink_write(struct sink *s, const char *buf, size_t len);
+
+/* The same for a printf-formatted text. */
+void sink_printf(struct sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Flushes s->out (at the end of the trace); a failure goes to s->err as for sink_write. */
+void sink_flush(struct sink *s);
 
 /* ftrace's function tracer text: "<task>-<pid> [<cpu>] <ts>: <func> <-<parent>", and for function-based
  * events "<task>-<pid> [<cpu>] <ts>: <parent>-><func>(name=value, ...)". */

@@ -64,14 +64,14 @@ int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const 
 
 static void function_begin(struct sink *s)
 {
-	fprintf(s->out,
-		"# tracer: %s\n"
-		"#\n"
-		"# CPUs: %u\n"
-		"#\n"
-		"#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
-		"#              | |         |       |         |\n",
-		s->tracer ? s->tracer : "function", s->nr_cpus);
+	sink_printf(s,
+		    "# tracer: %s\n"
+		    "#\n"
+		    "# CPUs: %u\n"
+		    "#\n"
+		    "#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
+		    "#              | |         |       |         |\n",
+		    s->tracer ? s->tracer : "function", s->nr_cpus);
 }
 
 static unsigned function_record(struct sink *s, const struct hvt_record *r,
@@ -86,7 +86,7 @@ static unsigned function_record(struct sink *s, const struct hvt_record *r,
 
 		n = sink_event_format(ev, sizeof(ev), r, s->event_of(s->event_ctx, r->ip), s->payload,
 				      s->syms);
-		fwrite(ev, 1, (size_t)n < sizeof(ev) ? (size_t)n : sizeof(ev) - 1, s->out);
+		sink_write(s, ev, (size_t)n < sizeof(ev) ? (size_t)n : sizeof(ev) - 1);
 		s->written++;
 		return 1;
 	}
@@ -97,22 +97,22 @@ static unsigned function_record(struct sink *s, const struct hvt_record *r,
 						     : NULL;
 
 		n = sink_return_format(rl, sizeof(rl), r, spec, s->payload, s->syms);
-		fwrite(rl, 1, (size_t)n < sizeof(rl) ? (size_t)n : sizeof(rl) - 1, s->out);
+		sink_write(s, rl, (size_t)n < sizeof(rl) ? (size_t)n : sizeof(rl) - 1);
 		s->written++;
 		return 1;
 	}
 	if (r->type != HVT_REC_ENTRY && r->type != HVT_REC_EVENT)
 		return 1;
 	n = sink_function_format(line, sizeof(line), r, s->syms);
-	fwrite(line, 1, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1, s->out);
+	sink_write(s, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 	s->written++;
 	return 1;
 }
 
 static void function_end(struct sink *s)
 {
-	fprintf(s->out, "# entries-written: %llu   lost: %llu\n", s->written, s->lost);
-	fflush(s->out);
+	sink_printf(s, "# entries-written: %llu   lost: %llu\n", s->written, s->lost);
+	sink_flush(s);
 }
 
 static const struct sink_ops function_ops = {

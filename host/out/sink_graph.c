@@ -99,10 +99,10 @@ int sink_graph_format(char *buf, size_t len, const struct sink *s, const struct 
 
 static void graph_begin(struct sink *s)
 {
-	fprintf(s->out, "# tracer: function_graph\n"
-			"#\n"
-			"# CPU  DURATION                  FUNCTION CALLS\n"
-			"# |     |   |                     |   |   |   |\n");
+	sink_printf(s, "# tracer: function_graph\n"
+		       "#\n"
+		       "# CPU  DURATION                  FUNCTION CALLS\n"
+		       "# |     |   |                     |   |   |   |\n");
 }
 
 /* Prints the "prev-pid => next-pid" comment line when the guest task on this vCPU changed. */
@@ -116,7 +116,7 @@ static void task_marker(struct sink *s, const struct hvt_record *r)
 		n = prefix(line, sizeof(line), s, r->cpu, NULL);
 		snprintf(line + n, sizeof(line) - n, "/* %.16s-%d => %.16s-%d */\n", c->comm, c->pid,
 			 r->comm, r->pid);
-		fputs(line, s->out);
+		sink_write(s, line, strlen(line));
 		s->task_switches++;
 	}
 	c->seen = true;
@@ -133,15 +133,15 @@ static unsigned graph_record(struct sink *s, const struct hvt_record *r,
 
 	task_marker(s, r);
 	sink_graph_format(line, sizeof(line), s, r, leaf ? next : NULL);
-	fputs(line, s->out);
+	sink_write(s, line, strlen(line));
 	s->written += leaf ? 2 : 1;
 	return leaf ? 2 : 1;
 }
 
 static void graph_end(struct sink *s)
 {
-	fprintf(s->out, "# entries-written: %llu   lost: %llu\n", s->written, s->lost);
-	fflush(s->out);
+	sink_printf(s, "# entries-written: %llu   lost: %llu\n", s->written, s->lost);
+	sink_flush(s);
 	free(s->priv);
 	s->priv = NULL;
 }

@@ -68,6 +68,14 @@ int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int m
 #undef FMT
 }
 
+/* Writes one console line; the first failure is kept in p->console_err, later lines are dropped. */
+static void console_line(struct qemu_proc *p, const char *line)
+{
+	errno = 0;
+	if (!p->console_err && (fputs(line, p->console) < 0 || fflush(p->console)))
+		p->console_err = errno ? errno : EIO;
+}
+
 /* Forwards the serial console line by line and watches for a panic. */
 static void *console_thread(void *arg)
 {
@@ -85,16 +93,14 @@ static void *console_thread(void *arg)
 				line[len] = 0;
 				if (strstr(line, PANIC_TEXT))
 					atomic_store(&p->panic, true);
-				fputs(line, p->console);
-				fflush(p->console);
+				console_line(p, line);
 				len = 0;
 			}
 		}
 	}
 	if (len) {
 		line[len] = 0;
-		fputs(line, p->console);
-		fflush(p->console);
+		console_line(p, line);
 	}
 	return NULL;
 }

@@ -25,6 +25,7 @@ struct qemu_proc {
 	pthread_t console_thread;
 	bool console_running;
 	FILE *console;
+	int console_err;   /* errno of the first failed console write, 0 none (console thread) */
 	atomic_bool panic; /* "Kernel panic" seen on the console */
 	char err_text[512]; /* the start of what QEMU wrote to stderr */
 };

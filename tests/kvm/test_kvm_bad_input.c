@@ -10,10 +10,12 @@
 #include "arch/x86/x86_insn.h"
 #include "vmi/vmi_elf.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void expect_refusal(const char *const *argv, const char *err_line)
@@ -124,12 +126,101 @@ static void test_site_not_nop5(void **state)
 	vmi_elf_close(&img);
 }
 
+/* --smp and --mem that the VMM cannot fit together: refused at parse time, both named (was exit 4
+ * from vm_create, after the guest image was read). */
+static void test_smp_mem(void **state)
+{
+	const char *argv[] = {"run", "--smp", "64", "--mem", "8", hv_guest(NULL), NULL};
+
+	(void)state;
+	expect_refusal(argv, "hvtrace: --smp 64 --mem 8: 64 vCPUs need --mem 9 or more\n");
+}
+
+/* A trace that cannot be written is not a success: the guest runs its course, then one line names
+ * the output and the reason, exit 4 (it exited 0 with the trace lost). Both tracers' sinks. */
+static void test_output_write_error(void **state)
+{
+	const char *tracers[] = {"function", "function_graph"};
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		const char *out[] = {"-o", "/dev/full"};
+		const char *argv[] = {"run",  "-p",   tracers[i],     "-l", "tree_*",
+				      out[0], out[1], hv_guest(NULL), NULL};
+		struct hv_result r;
+
+		hv_run(&r, argv, 0, 0);
+		assert_int_equal(r.status, 4);
+		assert_string_equal(r.err, "hvtrace: -o /dev/full: No space left on device\n");
+		assert_non_null(strstr(r.console, "hvt-guest: ok\n"));
+		hv_result_free(&r);
+	}
+}
+
+/* The same for the guest's console; the trace itself is complete. */
+static void test_console_write_error(void **state)
+{
+	const char *con[] = {"--console", "/dev/full"};
+	const char *argv[] = {"run", "-l", "tree_leaf", con[0], con[1], hv_guest(NULL), NULL};
+	struct hv_result r;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 4);
+	assert_string_equal(r.err, "hvtrace: --console /dev/full: No space left on device\n");
+	assert_true(r.nr_lines > 0);
+	assert_int_equal(r.nr_lines, trace_count(&r, "tree_leaf", -1));
+	assert_int_equal(count_text(r.trace, "# entries-written: "), 1);
+	hv_result_free(&r);
+}
+
+/* @args run with stdout on /dev/full: exit 4 and exactly the line "hvtrace: stdout: ...". */
+static void expect_stdout_full(const char *const *args)
+{
+	char errpath[] = "/tmp/hvt-stdout-XXXXXX", buf[256] = "";
+	int fd = mkstemp(errpath), st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int full = open("/dev/full", O_WRONLY);
+
+		dup2(full, 1);
+		dup2(fd, 2);
+		execv(args[0], (char *const *)args);
+		_exit(127);
+	}
+	assert_true(waitpid(pid, &st, 0) == pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 4);
+	assert_true(pread(fd, buf, sizeof(buf) - 1, 0) >= 0);
+	assert_string_equal(buf, "hvtrace: stdout: No space left on device\n");
+	close(fd);
+	unlink(errpath);
+}
+
+/* Without -o the trace and the console go to stdout; list-functions and --help write there too. */
+static void test_stdout_write_error(void **state)
+{
+	const char *run[] = {hv_binary(), "run", "-l", "tree_leaf", hv_guest(NULL), NULL};
+	const char *list[] = {hv_binary(), "list-functions", hv_guest(NULL), NULL};
+	const char *help[] = {hv_binary(), "--help", NULL};
+
+	(void)state;
+	expect_stdout_full(run);
+	expect_stdout_full(list);
+	expect_stdout_full(help);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_missing_file),	     cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_no_mcount_loc),	     cmocka_unit_test(test_glob_matches_nothing),
 		cmocka_unit_test(test_bad_arguments),	     cmocka_unit_test(test_site_not_nop5),
+		cmocka_unit_test(test_smp_mem),
+		cmocka_unit_test(test_output_write_error),
+		cmocka_unit_test(test_console_write_error),
+		cmocka_unit_test(test_stdout_write_error),
 	};
 
 	return cmocka_run_group_tests_name("bad_input", tests, NULL, NULL);
