@@ -187,6 +187,12 @@ int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char
 			if (ret < 0)
 				goto fail;
 		} else if (name && !strcmp(name, "__mcount_loc")) {
+			if (have_mcount) { /* found by fuzzing: the first list leaked */
+				snprintf(err, errlen, "%s: more than one __mcount_loc section",
+					 path);
+				ret = -ENOEXEC;
+				goto fail;
+			}
 			ret = read_mcount(img, scn, &sh);
 			if (ret < 0) {
 				snprintf(err, errlen, "%s: __mcount_loc is empty", path);

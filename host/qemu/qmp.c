@@ -146,7 +146,7 @@ static int hex4(const char *s, unsigned *v)
 	return 0;
 }
 
-int qmp_json_string(const char *val, size_t vlen, char *out, size_t outlen)
+static int json_string(const char *val, size_t vlen, char *out, size_t outlen)
 {
 	size_t o = 0;
 
@@ -226,6 +226,17 @@ int qmp_json_string(const char *val, size_t vlen, char *out, size_t outlen)
 	}
 	out[o] = '\0';
 	return 0;
+}
+
+/* Found by fuzzing: a string that failed half-way was left unterminated (qmp_hmp then printed
+ * past its buffer). */
+int qmp_json_string(const char *val, size_t vlen, char *out, size_t outlen)
+{
+	int rc = json_string(val, vlen, out, outlen);
+
+	if (rc < 0 && outlen)
+		out[0] = '\0';
+	return rc;
 }
 
 ssize_t qmp_json_quote(const char *s, char *out, size_t outlen)
@@ -384,10 +395,10 @@ int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len)
 	int64_t deadline;
 	int rc;
 
+	if (reply && len) /* "" on every failure (found by fuzzing: qmp_hmp printed it unset) */
+		reply[0] = '\0';
 	if (q->fd < 0 || q->gone)
 		return -ECONNRESET;
-	if (reply && len)
-		reply[0] = '\0';
 	rc = send_all(q, cmd, strlen(cmd));
 	if (!rc)
 		rc = send_all(q, "\n", 1);

@@ -44,8 +44,8 @@ ssize_t qmp_json_object_end(const char *s, size_t len);
  * text (a string keeps its quotes). 0, -ENOENT, or -EPROTO when @obj is malformed. */
 int qmp_json_member(const char *obj, size_t len, const char *key, const char **val, size_t *vlen);
 
-/* Decodes the JSON string literal @val (with quotes; \uXXXX to UTF-8) into @out, NUL-terminated.
- * 0, -ENOSPC, or -EPROTO when @val is not a string. */
+/* Decodes the JSON string literal @val (with quotes; \uXXXX to UTF-8) into @out, NUL-terminated
+ * ("" on failure). 0, -ENOSPC, or -EPROTO when @val is not a string. */
 int qmp_json_string(const char *val, size_t vlen, char *out, size_t outlen);
 
 /* Writes @s as a JSON string literal, quotes included, into @out. Length, or -ENOSPC. */

@@ -105,6 +105,36 @@ static void test_string(void **state)
 	assert_int_equal(qmp_json_string("\"a\\\"", 4, out, sizeof(out)), -EPROTO);
 }
 
+/* A string that fails half-way leaves "" behind, never unterminated bytes (found by fuzzing:
+ * qmp_hmp printed such an error desc past its buffer). */
+static void test_string_failure_is_empty(void **state)
+{
+	char out[16];
+
+	(void)state;
+	memset(out, 'x', sizeof(out));
+	assert_int_equal(qmp_json_string("\"abcdef\\q\"", 11, out, sizeof(out)), -EPROTO);
+	assert_string_equal(out, "");
+	memset(out, 'x', sizeof(out));
+	assert_int_equal(qmp_json_string("\"abcdefghijklmnopq\"", 19, out, sizeof(out)), -ENOSPC);
+	assert_string_equal(out, "");
+}
+
+/* A command on a connection already gone leaves "" in the reply, as every failure does (found by
+ * fuzzing: qmp_hmp printed its reply buffer unset). */
+static void test_execute_gone_reply_empty(void **state)
+{
+	struct qmp q = {.fd = -1};
+	char reply[8] = "junk", out[8] = "junk";
+
+	(void)state;
+	assert_int_equal(qmp_execute(&q, "{\"execute\":\"cont\"}", reply, sizeof(reply)),
+			 -ECONNRESET);
+	assert_string_equal(reply, "");
+	assert_int_equal(qmp_hmp(&q, "info status", out, sizeof(out)), -ECONNRESET);
+	assert_string_equal(out, "");
+}
+
 static void test_quote(void **state)
 {
 	char out[64], back[64];
@@ -379,6 +409,8 @@ int main(void)
 	    cmocka_unit_test(test_object_end),
 	    cmocka_unit_test(test_member),
 	    cmocka_unit_test(test_string),
+	    cmocka_unit_test(test_string_failure_is_empty),
+	    cmocka_unit_test(test_execute_gone_reply_empty),
 	    cmocka_unit_test(test_quote),
 	    cmocka_unit_test(test_handshake_and_events),
 	    cmocka_unit_test(test_errors),

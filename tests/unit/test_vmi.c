@@ -501,6 +501,49 @@ static void test_elf_compiled_with_mcount(void **state)
 	vmi_elf_close(&img);
 }
 
+/* Two sections named __mcount_loc: refused (found by fuzzing: the first list leaked). The second is
+ * made by giving .text the name of the real one. */
+static void test_elf_two_mcount_loc(void **state)
+{
+	struct vmi_elf img;
+	char elf[128], expect[256], err[256] = "";
+	Elf64_Shdr *sh, *mc = NULL, *text = NULL;
+	const char *names;
+	Elf64_Ehdr *eh;
+	uint8_t *buf;
+	size_t size;
+	FILE *f;
+
+	(void)state;
+	snprintf(elf, sizeof(elf), "%s/two.elf", tmpdir);
+	compile(two_funcs, elf, FREESTANDING " -pg -mfentry -mnop-mcount -mrecord-mcount");
+	assert_int_equal(vmi_elf_open(&img, elf, 1, err, sizeof(err)), 0);
+	buf = img.file; /* taken over: the image's buffer, edited and written back */
+	size = img.file_size;
+	img.file = NULL;
+	vmi_elf_close(&img);
+	eh = (Elf64_Ehdr *)buf;
+	sh = (Elf64_Shdr *)(buf + eh->e_shoff);
+	names = (const char *)buf + sh[eh->e_shstrndx].sh_offset;
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		if (!strcmp(names + sh[i].sh_name, "__mcount_loc"))
+			mc = &sh[i];
+		if (!strcmp(names + sh[i].sh_name, ".text"))
+			text = &sh[i];
+	}
+	assert_non_null(mc);
+	assert_non_null(text);
+	text->sh_name = mc->sh_name;
+	f = fopen(elf, "w");
+	assert_int_equal(fwrite(buf, 1, size, f), size);
+	assert_int_equal(fclose(f), 0);
+	free(buf);
+	assert_int_equal(vmi_elf_open(&img, elf, 1, err, sizeof(err)), -ENOEXEC);
+	snprintf(expect, sizeof(expect), "%s: more than one __mcount_loc section", elf);
+	assert_string_equal(err, expect);
+	assert_img_empty(&img);
+}
+
 /* __mcount_loc entries listed out of order (here by hand, in a section of their own) come out
  * sorted. */
 static void test_elf_mcount_sorted(void **state)
@@ -800,6 +843,7 @@ int main(void)
 	    cmocka_unit_test(test_elf_not_elf),
 	    cmocka_unit_test(test_elf_relocatable),
 	    cmocka_unit_test(test_elf_open_mem),
+	    cmocka_unit_test(test_elf_two_mcount_loc),
 	    cmocka_unit_test(test_elf_no_mcount_bin_true),
 	    cmocka_unit_test(test_elf_no_mcount_compiled),
 	    cmocka_unit_test(test_elf_compiled_with_mcount),
