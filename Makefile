@@ -160,16 +160,42 @@ LINUX_GUEST := $(GUEST_DIR)/vmlinuz $(GUEST_DIR)/System.map $(GUEST_DIR)/config 
 guest: | $(DEPS)
 	bash scripts/fetch-guest.sh $(GUEST_DIR)
 
-# libFuzzer on the event spec parser (clang), for FUZZ_SECONDS (default 60).
-FUZZ_SECONDS ?= 60
-FUZZ_BIN := $(BUILD)/fuzz/fuzz_fevent
-$(FUZZ_BIN): tests/fuzz/fuzz_fevent.c host/trace/fevent.c host/trace/fevent.h vmi/vmi_symtab.c | $(DEPS)
-	@mkdir -p $(@D) $(BUILD)/fuzz/corpus
-	clang -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -o $@ \
-		tests/fuzz/fuzz_fevent.c host/trace/fevent.c vmi/vmi_symtab.c
-fuzz: $(FUZZ_BIN)
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(BUILD)/fuzz/corpus \
-		tests/fuzz/corpus
+# ---- make fuzz (issue #10): libFuzzer (clang) on every parser fed by a peer or a file: event specs
+# (fevent), gdbstub packets and the client (gdbstub), QMP JSON and the client (qmp), System.map
+# (sysmap), ELF images (elf). Each runs FUZZ_SECONDS (default 30) from its seeds in
+# tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
+# (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
+# each.
+FUZZ_SECONDS ?= 30
+FUZZERS      := fevent gdbstub qmp sysmap elf
+FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_SRCS_fevent  := host/trace/fevent.c vmi/vmi_symtab.c
+FUZZ_SRCS_gdbstub := host/qemu/gdbstub.c host/qemu/tcp.c host/trace/clock.c
+FUZZ_SRCS_qmp     := host/qemu/qmp.c host/qemu/tcp.c host/trace/clock.c
+FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_elf.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
+FUZZ_SRCS_elf     := vmi/vmi_elf.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
+FUZZ_LIBS_sysmap  := -lelf -lbpf
+FUZZ_LIBS_elf     := -lelf
+FUZZ_BINS    := $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
+define FUZZ_RULE
+$(BUILD)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) $$(wildcard */*.h */*/*.h) | $(DEPS)
+	@mkdir -p $$(@D)
+	clang $(FUZZ_CFLAGS) -o $$@ $$< $(FUZZ_SRCS_$(1)) $(FUZZ_LIBS_$(1))
+endef
+$(foreach f,$(FUZZERS),$(eval $(call FUZZ_RULE,$(f))))
+fuzz: $(FUZZ_BINS)
+	@for f in $(FUZZERS); do \
+		mkdir -p $(BUILD)/fuzz/corpus/$$f; \
+		echo "== fuzz_$$f, $(FUZZ_SECONDS) s"; \
+		$(BUILD)/fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -max_len=65536 \
+			-print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ \
+			$(BUILD)/fuzz/corpus/$$f tests/fuzz/corpus/$$f || exit 1; \
+	done
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=5
+.PHONY: fuzz-smoke
+# ---- end of make fuzz
 
 # ---- make check-asan (issue #10): hvtrace, the library and the tests built again in build-asan/ by
 # clang with ASan + UBSan (SAN=1 above), then every unit test and every embedded-VMM test, whose real
