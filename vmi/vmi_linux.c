@@ -468,6 +468,28 @@ int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsi
 #define LOW_HI 0x9f000ull /* above: the EBDA, then no RAM up to 1 MiB */
 #define PMD_SIZE 0x200000ull
 
+/* "MAJOR.MINOR" after "Linux version " in @banner (guest memory, NUL-terminated): each 1 to 3
+ * digits (sscanf's %u overflowed on a forged banner). */
+static bool banner_version(const char *banner, unsigned *major, unsigned *minor)
+{
+	const char *s = banner + sizeof(BANNER) - 1;
+	unsigned *v[2] = {major, minor};
+
+	if (strncmp(banner, BANNER, sizeof(BANNER) - 1))
+		return false;
+	for (int k = 0; k < 2; k++) {
+		unsigned n = 0;
+
+		for (*v[k] = 0; isdigit((unsigned char)*s) && n < 3; s++, n++)
+			*v[k] = *v[k] * 10 + (unsigned)(*s - '0');
+		if (!n || isdigit((unsigned char)*s) || (k == 0 && *s++ != '.')) {
+			*major = *minor = 0;
+			return false;
+		}
+	}
+	return true;
+}
+
 int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64_t *phys_lo,
 			uint64_t *phys_hi, uint64_t *va, char *err, size_t errlen)
 {
@@ -486,7 +508,7 @@ int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64
 		return -ENOTSUP;
 	}
 	if (read(ctx, l->banner, banner, sizeof(banner) - 1) < 0 ||
-	    sscanf(banner, BANNER "%u.%u", &major, &minor) != 2 || major * 100 + minor < 513) {
+	    !banner_version(banner, &major, &minor) || major * 1000 + minor < 5013) {
 		snprintf(err, errlen, "stub probes: kernel %u.%u reserves only part of the first MiB "
 				      "(5.13 or later needed)", major, minor);
 		return -ENOTSUP;

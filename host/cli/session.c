@@ -1,6 +1,7 @@
 #include "host/cli/session.h"
 #include "host/kvm/vm.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -104,7 +105,8 @@ static int parse_uint(const char *opt, const char *arg, unsigned lo, unsigned hi
 
 	errno = 0;
 	v = strtoul(arg, &end, 10);
-	if (errno || end == arg || *end || arg[0] == '-' || v < lo || v > hi) {
+	/* digits only: strtoul also takes blanks, '+' and '-' (which wraps) */
+	if (errno || !isdigit((unsigned char)arg[0]) || *end || v < lo || v > hi) {
 		snprintf(err, errlen, "%s '%s': expected an integer in %u..%u", opt, arg, lo, hi);
 		return -EINVAL;
 	}

@@ -504,6 +504,18 @@ static void test_error_smp_mem(void **state)
 /* -e / -r: a number of the spec grammar out of its range is refused with a caret under it (it
  * overflowed int64 in the parser: UBSan); a long -r spec is parsed whole, never a truncated copy.
  */
+/* Integer options are digits only (strtoul took " 4" and "+4"). */
+static void test_error_number_forms(void **state)
+{
+	(void)state;
+	expect_error(5, (char *[]){"hvtrace", "run", "--smp", " 4", "g.elf"},
+		     "--smp ' 4': expected an integer in 1..64");
+	expect_error(5, (char *[]){"hvtrace", "run", "--mem", "+64", "g.elf"},
+		     "--mem '+64': expected an integer in 2..3072");
+	expect_error(5, (char *[]){"hvtrace", "run", "--max-depth", "0x10", "g.elf"},
+		     "--max-depth '0x10': expected an integer in 1..255");
+}
+
 static void test_error_spec_numbers(void **state)
 {
 	char spec[400];
@@ -545,6 +557,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_probe, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_smp_mem, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_spec_numbers, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_error_number_forms, cli_setup, cli_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -229,6 +229,53 @@ static void test_sysmap_empty_and_directory(void **state)
 	assert_string_equal(err, want);
 }
 
+/* The stub area needs Linux >= 5.13, read from the guest's banner: a forged version is refused,
+ * never wrapped (sscanf's %u took 4294967296 for 0, and 4.999 counted as 4 * 100 + 999). */
+static void test_stub_area_banner(void **state)
+{
+	static const char map[] = "ffffffff81000000 T _stext\n"
+				  "ffffffff81000200 T _etext\n"
+				  "ffffffff82000000 D linux_banner\n"
+				  "ffffffff82000100 D real_mode_header\n"
+				  "ffffffff82000108 D page_offset_base\n"
+				  "ffffffff82000110 R real_mode_blob\n"
+				  "ffffffff82000120 R real_mode_blob_end\n"
+				  "ffffffff83000000 B _end\n";
+	struct {
+		const char *banner;
+		int ret;
+	} cases[] = {
+	    {"Linux version 6.1.0-test", 0},
+	    {"Linux version 5.13.0", 0},
+	    {"Linux version 5.12.19", -ENOTSUP},
+	    {"Linux version 4.999", -ENOTSUP},
+	    {"Linux version 4294967296.513", -ENOTSUP},
+	    {"Linux version 6", -ENOTSUP},
+	    {"Linux version .13", -ENOTSUP},
+	    {"Linux versio 6.1", -ENOTSUP},
+	};
+	uint8_t data[0x200];
+	uint64_t hdr = 0xffff888000098000ull, base = 0xffff888000000000ull, lo, hi, va;
+	struct fake_mem mem;
+	struct vmi_linux l;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(data, 0, sizeof(data));
+		strcpy((char *)data, cases[i].banner);
+		memcpy(data + 0x100, &hdr, 8);
+		memcpy(data + 0x108, &base, 8);
+		fake_mem_init(&mem);
+		fake_mem_map(&mem, 0xffffffff82000000ull, data, sizeof(data));
+		assert_int_equal(open_text(&l, map, err, sizeof(err)), 0);
+		assert_int_equal(
+		    vmi_linux_stub_area(&l, fake_mem_read, &mem, &lo, &hi, &va, err, sizeof(err)),
+		    cases[i].ret);
+		vmi_linux_close(&l);
+	}
+}
+
 static void find_slide(int64_t slide)
 {
 	struct vmi_linux l;
@@ -385,14 +432,19 @@ static void test_vmlinux_elf(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sysmap_parse),   cmocka_unit_test(test_sysmap_errors),
-		cmocka_unit_test(test_slide_none),     cmocka_unit_test(test_slide_kaslr),
-		cmocka_unit_test(test_slide_not_found), cmocka_unit_test(test_sites),
-		cmocka_unit_test(test_btf_offsets),    cmocka_unit_test(test_task_layout),
-		cmocka_unit_test(test_vmlinux_elf),
-		cmocka_unit_test(test_sysmap_strict_lines),
-		cmocka_unit_test(test_sysmap_lenient_forms),
-		cmocka_unit_test(test_sysmap_empty_and_directory),
+	    cmocka_unit_test(test_sysmap_parse),
+	    cmocka_unit_test(test_sysmap_errors),
+	    cmocka_unit_test(test_slide_none),
+	    cmocka_unit_test(test_slide_kaslr),
+	    cmocka_unit_test(test_slide_not_found),
+	    cmocka_unit_test(test_sites),
+	    cmocka_unit_test(test_btf_offsets),
+	    cmocka_unit_test(test_task_layout),
+	    cmocka_unit_test(test_vmlinux_elf),
+	    cmocka_unit_test(test_sysmap_strict_lines),
+	    cmocka_unit_test(test_sysmap_lenient_forms),
+	    cmocka_unit_test(test_sysmap_empty_and_directory),
+	    cmocka_unit_test(test_stub_area_banner),
 	};
 
 	return cmocka_run_group_tests_name("vmi_linux", tests, setup, teardown);
