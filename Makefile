@@ -165,7 +165,7 @@ guest: | $(DEPS)
 # (sysmap), ELF images (elf). Each runs FUZZ_SECONDS (default 30) from its seeds in
 # tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
 # (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
-# each.
+# each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
 FUZZERS      := fevent gdbstub qmp sysmap elf
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
@@ -194,7 +194,15 @@ fuzz: $(FUZZ_BINS)
 	done
 fuzz-smoke:
 	$(MAKE) fuzz FUZZ_SECONDS=5
-.PHONY: fuzz-smoke
+# Every seed once, no mutation: deterministic, for CI (the regress-* seeds are past findings).
+fuzz-replay: $(FUZZ_BINS)
+	@for f in $(FUZZERS); do \
+		out=$$($(BUILD)/fuzz/fuzz_$$f -runs=0 -artifact_prefix=$(BUILD)/fuzz/ \
+			tests/fuzz/corpus/$$f 2>&1); st=$$?; \
+		[ $$st -eq 0 ] || { printf '%s\n' "$$out"; exit 1; }; \
+		echo "fuzz_$$f: $$(ls tests/fuzz/corpus/$$f | wc -l) seeds replayed"; \
+	done
+.PHONY: fuzz-smoke fuzz-replay
 # ---- end of make fuzz
 
 # ---- make check-asan (issue #10): hvtrace, the library and the tests built again in build-asan/ by
