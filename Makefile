@@ -236,7 +236,7 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '^tests/guest/')
 
 clean:
-	rm -rf $(BUILD) hvtrace
+	rm -rf $(BUILD) $(ASAN_BUILD) hvtrace
 
 .SECONDARY:
 
