@@ -165,27 +165,47 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	return 0;
 }
 
-int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, bool root, uint8_t orig[5])
+int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5], bool hook,
+	       bool args, bool root)
 {
-	struct target *tgt = s->tgt;
 	unsigned which = (hook || root) | args << 1 | root << 2;
 	int64_t rel = (int64_t)(s->entry[which] - (site + X86_NOP5_LEN));
 	uint8_t call[X86_NOP5_LEN] = {X86_CALL_REL32};
 	int32_t rel32 = (int32_t)rel;
 
-	if (tgt->ops->read_virt(tgt, 0, site, orig, X86_NOP5_LEN) < 0)
-		return -EFAULT;
-	if (!x86_is_nop5(orig))
+	if (!x86_is_nop5(nop))
 		return -EILSEQ;
 	if (rel != rel32)
 		return -ERANGE;
 	memcpy(call + 1, &rel32, 4);
-	return tgt->ops->write_text(tgt, site, call, sizeof(call));
+	return s->tgt->ops->write_text(s->tgt, gpa, nop, call, sizeof(call));
 }
 
-int stub_unpatch(struct stub *s, uint64_t site, const uint8_t orig[5])
+/* Whether @b, at @site, is a CALL rel32 into one of the stub's entry routines. */
+static bool calls_stub(const struct stub *s, uint64_t site, const uint8_t b[5])
 {
-	return s->tgt->ops->write_text(s->tgt, site, orig, X86_NOP5_LEN);
+	int32_t rel32;
+	uint64_t to;
+
+	if (b[0] != X86_CALL_REL32)
+		return false;
+	memcpy(&rel32, b + 1, 4);
+	to = site + X86_NOP5_LEN + (uint64_t)(int64_t)rel32;
+	for (unsigned k = 0; k < sizeof(s->entry) / sizeof(s->entry[0]); k++)
+		if (s->entry[k] && to == s->entry[k])
+			return true;
+	return false;
+}
+
+int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5])
+{
+	uint8_t now[X86_NOP5_LEN];
+
+	if (s->tgt->ops->read_phys(s->tgt, gpa, now, sizeof(now)) < 0)
+		return -EFAULT;
+	if (!calls_stub(s, site, now))
+		return -ESTALE;
+	return s->tgt->ops->write_text(s->tgt, gpa, now, nop, X86_NOP5_LEN);
 }
 
 bool stub_owns_rip(const struct stub *s, uint64_t rip)

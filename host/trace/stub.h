@@ -52,14 +52,18 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
  * guest-physical @gpa, where a stub region would start. Any thread. */
 bool stub_live_at(struct target *tgt, uint64_t gpa);
 
-/* With the target paused: CALL rel32 into the stub at @site (its NOP5 saved in @orig, checked to be
- * a NOP5 first), to the entry that also hooks the return when @hook, records the argument registers
- * when @args, and starts a graph when @root (set_graph_function; implies @hook). 0, -EILSEQ (not a
- * NOP5), -ERANGE (out of reach), -EFAULT. */
-int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, bool root, uint8_t orig[5]);
+/* With the target paused: CALL rel32 into the stub at @site, written by guest-physical address
+ * (@gpa, resolved at attach) and only if the five bytes there are still @nop, the NOP5 verified at
+ * attach. The entry also hooks the return when @hook, records the argument registers when @args,
+ * and starts a graph when @root (set_graph_function; implies @hook). 0, -EILSEQ (@nop is not a
+ * NOP5), -ERANGE (out of reach), -ESTALE (the site no longer holds @nop; nothing written), or
+ * -EFAULT. */
+int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5], bool hook,
+	       bool args, bool root);
 
-/* With the target paused: puts @orig back at @site. 0 or -errno. */
-int stub_unpatch(struct stub *s, uint64_t site, const uint8_t orig[5]);
+/* With the target paused: puts @nop back at @site (guest-physical @gpa) if it still holds a CALL
+ * rel32 into the stub. 0, -ESTALE when the guest rewrote the site (nothing written), -errno. */
+int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5]);
 
 /* True if @rip is inside the stub's code. */
 bool stub_owns_rip(const struct stub *s, uint64_t rip);

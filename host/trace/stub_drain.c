@@ -265,9 +265,16 @@ static void unpatch_all(struct stub_drain *d)
 {
 	for (size_t i = 0; i < d->c.probes->nr; i++) {
 		struct probe *p = &d->c.probes->v[i];
+		int r;
 
-		if (p->patched && stub_unpatch(&d->stub, p->addr, p->nop) == 0)
+		if (!p->patched)
+			continue;
+		r = stub_unpatch(&d->stub, p->addr, p->gpa, p->nop);
+		/* a site the guest rewrote is no longer ours: left alone, reported by the tracer */
+		if (r == 0 || r == -ESTALE)
 			p->patched = false;
+		if (r == -ESTALE)
+			p->rewritten = true;
 	}
 }
 
@@ -314,12 +321,13 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 
 		if (!p->stub)
 			continue;
-		ret = stub_patch(&d->stub, p->addr, p->hooks_return, p->event != NULL,
-				 g.graph && p->graph_root, p->nop);
+		ret = stub_patch(&d->stub, p->addr, p->gpa, p->nop, p->hooks_return,
+				 p->event != NULL, g.graph && p->graph_root);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 ": %s", p->func->name, p->addr,
 				 ret == -EILSEQ	  ? "not a NOP5"
 				 : ret == -ERANGE ? "the stub is out of CALL rel32 reach"
+				 : ret == -ESTALE ? "rewritten by the guest since it was verified"
 						  : "cannot write the CALL");
 			unpatch_all(d);
 			stub_unplace(&d->stub);

@@ -3,6 +3,7 @@
 #include "host/trace/clock.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +146,17 @@ static int attach_stubs(struct tracer *t, char *err, size_t errlen)
 	return ret;
 }
 
+/* The trampoline's guest-physical address and byte, through vCPU 0's page tables at attach. */
+static int resolve_trampoline(struct tracer *t)
+{
+	struct target *tgt = t->tgt;
+
+	if (tgt->ops->translate(tgt, 0, t->trampoline, &t->trampoline_gpa) < 0 ||
+	    tgt->ops->read_phys(tgt, t->trampoline_gpa, &t->trampoline_orig, 1) < 0)
+		return -EFAULT;
+	return 0;
+}
+
 int tracer_attach(struct tracer *t, char *err, size_t errlen)
 {
 	int ret;
@@ -158,7 +170,10 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 	atomic_store(&t->active, 1);
 	t->tgt->ops->set_bp_handler(t->tgt, tracer_hit, t);
 	if (t->trampoline) {
-		ret = t->tgt->ops->insert_bp(t->tgt, t->trampoline, &t->trampoline_orig);
+		ret = resolve_trampoline(t);
+		if (ret == 0)
+			ret = t->tgt->ops->insert_bp(t->tgt, t->trampoline, t->trampoline_gpa,
+						     t->trampoline_orig);
 		if (ret < 0) {
 			snprintf(err, errlen, "return trampoline at 0x%llx: cannot write INT3: %s",
 				 (unsigned long long)t->trampoline, strerror(-ret));
@@ -194,7 +209,8 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 	if (ret < 0) {
 		atomic_store(&t->active, 0);
 		if (t->trampoline_inserted)
-			t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_orig);
+			t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_gpa,
+					       t->trampoline_orig);
 		t->trampoline_inserted = false;
 		return ret;
 	}
@@ -214,6 +230,12 @@ static void restore_slot(void *ctx, const struct shadow_entry *e)
 		return;
 	if (t->tgt->ops->write_virt(t->tgt, 0, e->slot, &e->orig, 8) == 0)
 		t->restored_slots++;
+}
+
+/* After the probes are out: names each site the guest rewrote over our patch. */
+static void report_rewritten(struct tracer *t)
+{
+	t->text_rewritten += probe_report_rewritten(&t->probes, t->tgt);
 }
 
 /* A vCPU stopped right on the trampoline (its RET already popped the slot) resumes at the real return
@@ -257,13 +279,26 @@ int tracer_detach(struct tracer *t)
 		shadow_for_each(&t->shadow, restore_slot, t);
 		shadow_clear(&t->shadow);
 		if (t->trampoline_inserted) {
-			int r = t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_orig);
+			int r = t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_gpa,
+						       t->trampoline_orig);
 
-			if (r < 0 && !ret)
+			if (r == -ESTALE) {
+				uint8_t now = 0;
+
+				t->tgt->ops->read_phys(t->tgt, t->trampoline_gpa, &now, 1);
+				fprintf(stderr,
+					"hvtrace: return trampoline at 0x%" PRIx64
+					" was rewritten by the guest (guest-physical 0x%" PRIx64
+					" holds %02x): left as it is\n",
+					t->trampoline, t->trampoline_gpa, now);
+				t->text_rewritten++;
+			} else if (r < 0 && !ret) {
 				ret = r;
-			t->trampoline_inserted = r < 0;
+			}
+			t->trampoline_inserted = r < 0 && r != -ESTALE;
 		}
 	}
+	report_rewritten(t);
 	t->tgt->ops->resume(t->tgt);
 	t->attached = false;
 	return ret;
@@ -542,6 +577,7 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 	*out = (struct tracer_stats){
 		.probes = t->probes.nr,
 		.restored_slots = t->restored_slots,
+		.text_rewritten = t->text_rewritten,
 		.orphan_returns = atomic_load(&t->orphan_returns),
 		.arms = t->arms,
 		.lost = tracer_lost(t),
