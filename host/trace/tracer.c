@@ -218,7 +218,9 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 	return 0;
 }
 
-/* Writes back the return address of one shadow entry if its slot still points at the trampoline. */
+/* Writes back the return address of one shadow entry if its slot still points at the trampoline: at
+ * the guest-physical address the hooking vCPU wrote the trampoline to, whatever page tables any
+ * vCPU holds now. */
 static void restore_slot(void *ctx, const struct shadow_entry *e)
 {
 	struct tracer *t = ctx;
@@ -226,9 +228,9 @@ static void restore_slot(void *ctx, const struct shadow_entry *e)
 
 	/* newest first: a tail call's frames (several on one slot, the newer ones saving the trampoline)
 	 * each count as a return handed back, and the oldest writes the real address last */
-	if (t->tgt->ops->read_virt(t->tgt, 0, e->slot, &cur, 8) < 0 || cur != t->trampoline)
+	if (t->tgt->ops->read_phys(t->tgt, e->slot_gpa, &cur, 8) < 0 || cur != t->trampoline)
 		return;
-	if (t->tgt->ops->write_virt(t->tgt, 0, e->slot, &e->orig, 8) == 0)
+	if (t->tgt->ops->write_phys(t->tgt, e->slot_gpa, &e->orig, 8) == 0)
 		t->restored_slots++;
 }
 
@@ -367,23 +369,31 @@ static void miss(struct probe *p)
 	atomic_fetch_add_explicit(&p->n.misses, 1, memory_order_relaxed);
 }
 
-/* Hooks the return of the call whose return address sits at @slot (holding @orig). Returns 1 when
- * hooked (*@depth set), 0 when the call is not to be traced (graph filter, max depth), -1 on a miss. */
-static int hook_return(struct tracer *t, struct probe *p, uint64_t slot, uint64_t orig,
-		       uint64_t now, uint8_t *depth)
+/* Hooks the return of the call whose return address sits at @slot (holding @orig) on vCPU @cpu, the
+ * hitting one: the slot is written at the guest-physical address @cpu's page tables give, which the
+ * shadow entry keeps for the restore at detach. Returns 1 when hooked (*@depth set), 0 when the
+ * call is not to be traced (graph filter, max depth), -1 on a miss (an unaligned slot, which could
+ * span two pages, counts as one). */
+static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t slot,
+		       uint64_t orig, uint64_t now, uint8_t *depth)
 {
-	struct shadow_stack *st = shadow_lock(&t->shadow, slot, true);
 	struct dropped d = {.t = t};
 	const struct shadow_entry *top;
+	struct shadow_stack *st;
 	struct shadow_entry e;
+	uint64_t slot_gpa;
 	int hooked = 0;
 
+	if ((slot & 7) || t->tgt->ops->translate(t->tgt, cpu, slot, &slot_gpa) < 0)
+		return -1;
+	st = shadow_lock(&t->shadow, slot, true);
 	if (!st)
 		return -1;
 	shadow_drop_dead(&t->shadow, st, slot, orig, count_unwound, &d);
 	top = shadow_top(st);
 	e = (struct shadow_entry){
 		.slot = slot,
+		.slot_gpa = slot_gpa,
 		.orig = orig,
 		.t_entry = now,
 		.probe = p->id,
@@ -395,7 +405,7 @@ static int hook_return(struct tracer *t, struct probe *p, uint64_t slot, uint64_
 		hooked = 0;
 	} else if (!shadow_push(st, &e)) {
 		hooked = -1;
-	} else if (t->tgt->ops->write_virt(t->tgt, 0, slot, &t->trampoline, 8) < 0) {
+	} else if (t->tgt->ops->write_phys(t->tgt, slot_gpa, &t->trampoline, 8) < 0) {
 		st->nr--;
 		hooked = -1;
 	} else {
@@ -465,7 +475,7 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 			goto out;
 	}
 	if (p->hooks_return) {
-		int r = hook_return(t, p, regs->rsp, orig, now, &depth);
+		int r = hook_return(t, cpu, p, regs->rsp, orig, now, &depth);
 
 		if (r < 0)
 			miss(p);
