@@ -22,7 +22,8 @@ LIB      := $(BUILD)/libhvtrace.a
 # Freestanding test guest: workloads are instrumented, the runtime is not.
 GUEST_DIR    := $(BUILD)/guest
 GUEST        := $(GUEST_DIR)/test-guest.elf
-GUEST_VARIANTS := $(GUEST_DIR)/test-guest-loop.elf $(GUEST_DIR)/test-guest-fault.elf
+GUEST_VARIANTS := $(GUEST_DIR)/test-guest-loop.elf $(GUEST_DIR)/test-guest-fault.elf \
+                  $(GUEST_DIR)/test-guest-hostile-cr3.elf
 BENCH_GUEST  := $(GUEST_DIR)/bench-guest.elf
 GUEST_CFLAGS := -std=gnu11 -I. -O1 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
                 -fno-stack-protector -mno-red-zone -mgeneral-regs-only -fno-omit-frame-pointer \
@@ -99,6 +100,15 @@ $(GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime.o $(GUEST_DIR)/workloads.o $
 $(GUEST_DIR)/test-guest-%.elf: $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-%.o $(GUEST_DIR)/workloads.o \
 			       $(GUEST_DIR)/tailcall.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
+
+# Hostile guest (issue #10): vCPU 0 runs a copy of the text under its own page tables. One file,
+# traced functions and runtime alike; its text pages must hold no writable data (no .data).
+$(GUEST_DIR)/hostile_cr3.o: tests/guest/hostile_cr3.c tests/guest/guest.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
+$(GUEST_DIR)/test-guest-hostile-cr3.elf: $(GUEST_DIR)/hostile_cr3.o tests/guest/guest.ld
+	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
+	@if readelf -SW $@ | grep -q ' \.data '; then echo "$@: .data shares a page with the text" >&2; rm -f $@; exit 1; fi
 
 $(TEST_LIB): $(TEST_COMMON)
 	rm -f $@
