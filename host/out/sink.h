@@ -28,7 +28,9 @@ struct sink {
 	const struct vmi_symtab *syms;	/* borrowed, for naming addresses */
 	unsigned nr_cpus;
 	unsigned long long written;	/* records written (a leaf line holds two) */
-	unsigned long long lost;	/* set by the writer before end() */
+	unsigned long long lost;	/* set by the writer before end(): lost as the host knows */
+	unsigned long long guest_lost;	/* set before end(): what the guest says it could not
+					 * record (stub rings), printed as guest-reported */
 	unsigned long long task_switches; /* function_graph: task-switch markers printed */
 	bool graph_retval;		/* function_graph: print return values */
 	bool graph_tail;		/* function_graph: name the function on closing braces */
@@ -40,6 +42,10 @@ struct sink {
 	const struct fe_spec *(*ret_event_of)(void *ctx, uint64_t ip); /* typed return probes */
 	void *event_ctx;
 };
+
+/* Guest-supplied text (task names, strings, symbols) is escaped (host/trace/escape.h) in every
+ * line; function_graph indents at most this many levels (the host's shadow-stack bound). */
+#define SINK_GRAPH_MAX_DEPTH 128
 
 /* ftrace's function tracer text: "<task>-<pid> [<cpu>] <ts>: <func> <-<parent>", and for function-based
  * events "<task>-<pid> [<cpu>] <ts>: <parent>-><func>(name=value, ...)". */
@@ -75,7 +81,15 @@ int sink_graph_duration(char *buf, size_t len, uint64_t ns);
 /* ftrace's overhead mark for a duration: ' ', '+' (>10us), '!' (>100us), '#', '*', '@', '$' (>1s). */
 char sink_graph_mark(uint64_t ns);
 
-/* Writes the name of the function containing @addr ("0x<addr>" if none) into @buf. Pure. */
+/* Writes line @buf (of @size bytes, @n as its formatter returned) to @s's output; a line cut short
+ * still ends with '\n'. Writer thread. */
+void sink_write_line(struct sink *s, char *buf, size_t size, int n);
+
+/* The trailer of the text sinks: records written, events lost as the host knows it, and what the
+ * guest reported lost when that is not 0. From end(). */
+void sink_trailer(struct sink *s);
+
+/* Writes the name of the function holding @addr (escaped; "0x<addr>" if none) into @buf. Pure. */
 void sink_symbol_name(char *buf, size_t len, uint64_t addr, const struct vmi_symtab *syms);
 
 #endif
