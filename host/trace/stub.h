@@ -23,12 +23,16 @@ struct stub {
 	unsigned nr_cpus;
 	uint64_t ring_records; /* per CPU */
 	uint64_t nr_stacks;    /* 0: no return hooks */
+	/* The bounds the host gave the stub, kept here: the guest can rewrite its copy in the
+	 * header, the host never reads them back. */
+	unsigned max_depth;   /* frames per shadow stack (H_MAX_DEPTH as written) */
+	unsigned stack_shift; /* guest stacks are 1 << stack_shift aligned regions */
 	uint64_t entry[8]; /* GVAs of the entry routines: [hook | 2 * arguments | 4 * graph root] */
 	uint64_t ret;	   /* GVA of the return routine */
 	uint64_t tail[STUB_MAX_CPUS]; /* next index the host reads, per CPU */
-	uint64_t lost[STUB_MAX_CPUS]; /* the guest's count of events its ring had no room for, as
-					 last read */
-	uint64_t bad_cpu, no_stack;   /* the header's counters, as last read */
+	uint64_t lost[STUB_MAX_CPUS]; /* guest-reported: the guest's count of events its ring had no
+				       * room for, as last read (any value the guest wrote) */
+	uint64_t bad_cpu, no_stack;   /* guest-reported: the header's counters, as last read */
 	uint64_t restored_slots;      /* hooked returns handed back at detach */
 };
 
@@ -77,15 +81,23 @@ int stub_restore_slots(struct stub *s, bool clear);
 void stub_unplace(struct stub *s);
 
 /* Up to @max committed, unread records of CPU @cpu, oldest first (across the end of the ring),
- * copied into @buf. Returns how many (0 if none or unreadable). Only the drain thread. */
+ * copied into @buf (at most the host's ring size, whatever head the guest wrote). Returns how many
+ * (0 if none or unreadable). Only the drain thread. */
 unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max);
+
+/* Once no vCPU can commit a record any more (the final drain): hands back the records of CPU @cpu
+ * reserved but never committed ahead of the first committed one (gaps in the sequence numbers),
+ * reading through @buf (@max records). Returns how many (0: the next record is committed, or no
+ * record after it is). Only the drain thread. */
+unsigned stub_skip_uncommitted(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max);
 
 /* Hands @n records of CPU @cpu back to the guest. 0 or -EFAULT. Only the drain thread. */
 int stub_consume(struct stub *s, unsigned cpu, unsigned n);
 
-/* Events the guest could not record (full rings, CPU numbers out of range, returns not hooked
- * because their shadow stack was busy or full): sums of the guest's counters, as stub_read last saw
- * them where the guest can no longer be read (a QEMU that exited). */
+/* Events the guest says it could not record (full rings, CPU numbers out of range, returns not
+ * hooked because their shadow stack was busy or full): sums of the guest's counters
+ * (guest-reported: any value the guest wrote, the sums saturating), as stub_read last saw them
+ * where the guest can no longer be read (a QEMU that exited). */
 struct stub_counters {
 	uint64_t lost, bad_cpu, no_stack;
 };

@@ -594,6 +594,8 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 		.stub_probes = t->stub.nr_probes,
 		.stub_records = t->stub.records,
 		.stub_lost = t->stub.lost,
+		.stub_guest_lost = t->stub.guest_lost,
+		.stub_rejected = t->stub.rejected,
 		.stub_ring_records = t->stub.stub.ring_records,
 		.stub_region_bytes = t->stub.stub.reg.size,
 		.stub_host_stalls = stub_drain_stalls(&t->stub),
