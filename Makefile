@@ -110,6 +110,16 @@ $(GUEST_DIR)/test-guest-hostile-cr3.elf: $(GUEST_DIR)/hostile_cr3.o tests/guest/
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
 	@if readelf -SW $@ | grep -q ' \.data '; then echo "$@: .data shares a page with the text" >&2; rm -f $@; exit 1; fi
 
+# The hostile guest of issue #10 (tests/guest/hostile_data.c, tests/kvm/test_kvm_hostile_data.c): it lies
+# to hvtrace through every value hvtrace reads from its memory. The test guest's start.S, nothing else.
+HOSTILE_DATA_GUEST := $(GUEST_DIR)/test-guest-hostile-data.elf
+all kvm-test test: $(HOSTILE_DATA_GUEST)
+$(GUEST_DIR)/hostile_data.o: tests/guest/hostile_data.c guest-stub/stub_abi.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
+$(HOSTILE_DATA_GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/hostile_data.o tests/guest/guest.ld
+	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
+
 $(TEST_LIB): $(TEST_COMMON)
 	rm -f $@
 	ar rcs $@ $^

@@ -19,14 +19,18 @@
 #define FORGED_NAME "x\n[000] forged\x1b[2J"
 
 static struct vmi_symtab syms;
+static char *text; /* what a sink wrote to the stream capture() opened */
+static size_t text_size;
 
 static int setup(void **state)
 {
+	static const struct vmi_sym funcs[] = {{0x1000, 0x40, "fib"}, {0x1100, 0x80, "task_step"}};
+
 	(void)state;
 	memset(&syms, 0, sizeof(syms));
-	if (vmi_symtab_add(&syms, 0x1000, 0x40, "fib") < 0 ||
-	    vmi_symtab_add(&syms, 0x1100, 0x80, "task_step") < 0)
-		return -1;
+	for (size_t i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++)
+		if (vmi_symtab_add(&syms, funcs[i].addr, funcs[i].size, funcs[i].name) < 0)
+			return -1;
 	vmi_symtab_sort(&syms);
 	return 0;
 }
@@ -35,6 +39,8 @@ static int teardown(void **state)
 {
 	(void)state;
 	vmi_symtab_free(&syms);
+	free(text);
+	text = NULL;
 	return 0;
 }
 
@@ -53,13 +59,25 @@ static struct hvt_record rec(uint8_t type, const char *comm, unsigned cpu, uint8
 	return r;
 }
 
-/* Everything a sink wrote, and that none of it is a raw control byte but the line ends. */
-static char *stream_text(FILE *out, char **buf)
+/* A stream for a sink to write to. */
+static FILE *capture(void)
+{
+	FILE *out;
+
+	free(text);
+	text = NULL;
+	out = open_memstream(&text, &text_size);
+	assert_non_null(out);
+	return out;
+}
+
+/* Everything the sink wrote to @out, checked to hold no raw control byte but the line ends. */
+static const char *captured(FILE *out)
 {
 	assert_int_equal(fclose(out), 0);
-	for (const char *p = *buf; *p; p++)
+	for (const char *p = text; *p; p++)
 		assert_true(*p == '\n' || (*p >= 0x20 && *p < 0x7f));
-	return *buf;
+	return text;
 }
 
 static void test_escape_bytes(void **state)
@@ -94,9 +112,7 @@ static void test_comm_escaped(void **state)
 {
 	struct hvt_record r = rec(HVT_REC_ENTRY, FORGED_NAME, 1, 0);
 	struct sink s;
-	char *text = NULL;
-	size_t size = 0;
-	FILE *out = open_memstream(&text, &size);
+	FILE *out = capture();
 
 	(void)state;
 	sink_function_init(&s, out, &syms, 2);
@@ -107,12 +123,11 @@ static void test_comm_escaped(void **state)
 	s.lost = 2;
 	s.guest_lost = 5;
 	s.ops->end(&s);
-	assert_string_equal(stream_text(out, &text),
+	assert_string_equal(captured(out),
 			    "x\\n[000] forged\\x1b[-66      [001]     1.234567: fib <-task_step\n"
 			    "x\\n[000] forged\\x1b[-66      [001]     1.234567: r_fib: "
 			    "(task_step+0x17/0x80 <- fib) ret=0x1 duration=0.000us\n"
 			    "# entries-written: 2   lost: 2   guest-reported-lost: 5\n");
-	free(text);
 }
 
 /* string and char[] arguments: guest bytes, escaped the same way. */
@@ -147,9 +162,7 @@ static void test_graph_forged_depth(void **state)
 	struct hvt_record ret = rec(HVT_REC_RETURN, "cpu0", 0, 255), ent = ret;
 	char indent[2 * SINK_GRAPH_MAX_DEPTH + 1], want[1024];
 	struct sink s;
-	char *text = NULL;
-	size_t size = 0;
-	FILE *out = open_memstream(&text, &size);
+	FILE *out = capture();
 
 	(void)state;
 	ret.duration = 1234;
@@ -168,8 +181,7 @@ static void test_graph_forged_depth(void **state)
 		 " 0)               |  %sfib() {\n"
 		 "# entries-written: 4   lost: 0\n",
 		 indent, indent, indent);
-	assert_string_equal(stream_text(out, &text), want);
-	free(text);
+	assert_string_equal(captured(out), want);
 }
 
 /* Whatever the buffer, sink_graph_format writes inside it and ends the line. */
@@ -213,9 +225,7 @@ static void test_graph_marker_escaped(void **state)
 			  b = rec(HVT_REC_ENTRY, FORGED_NAME, 0, 1);
 	struct hvt_record c = rec(HVT_REC_ENTRY, FORGED_NAME, 9, 0);
 	struct sink s;
-	char *text = NULL;
-	size_t size = 0;
-	FILE *out = open_memstream(&text, &size);
+	FILE *out = capture();
 
 	(void)state;
 	a.pid = 0;
@@ -224,14 +234,13 @@ static void test_graph_marker_escaped(void **state)
 	s.ops->record(&s, &b, NULL);
 	s.ops->record(&s, &c, NULL);
 	s.ops->end(&s);
-	assert_string_equal(stream_text(out, &text),
+	assert_string_equal(captured(out),
 			    " 0)               |  fib() {\n"
 			    " 0)               |  /* cpu0-0 => x\\n[000] forged\\x1b[-66 */\n"
 			    " 0)               |    fib() {\n"
 			    " 9)               |  fib() {\n"
 			    "# entries-written: 3   lost: 0\n");
 	assert_int_equal(s.task_switches, 1);
-	free(text);
 }
 
 int main(void)
