@@ -169,10 +169,11 @@ guest: | $(DEPS)
 # libFuzzer on the event spec parser (clang), for FUZZ_SECONDS (default 60).
 FUZZ_SECONDS ?= 60
 FUZZ_BIN := $(BUILD)/fuzz/fuzz_fevent
-$(FUZZ_BIN): tests/fuzz/fuzz_fevent.c host/trace/fevent.c host/trace/fevent.h vmi/vmi_symtab.c | $(DEPS)
+$(FUZZ_BIN): tests/fuzz/fuzz_fevent.c host/trace/fevent.c host/trace/fevent.h host/trace/escape.c \
+	     vmi/vmi_symtab.c | $(DEPS)
 	@mkdir -p $(@D) $(BUILD)/fuzz/corpus
 	clang -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -o $@ \
-		tests/fuzz/fuzz_fevent.c host/trace/fevent.c vmi/vmi_symtab.c
+		tests/fuzz/fuzz_fevent.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 fuzz: $(FUZZ_BIN)
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(BUILD)/fuzz/corpus \
 		tests/fuzz/corpus
