@@ -160,6 +160,14 @@ static int kvm_read_kernel(struct target *t, uint64_t gva, void *buf, size_t len
 	return kvm_read_phys(t, gva, buf, len);
 }
 
+static int kvm_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
+{
+	if (!vm_gpa_ptr(t->priv, gva, 1))
+		return -EFAULT;
+	*gpa = gva;
+	return 0;
+}
+
 static int kvm_tsc_sync(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *khz)
 {
 	return vm_tsc_sync(t->priv, tsc, ns, khz);
@@ -172,6 +180,7 @@ static const struct target_ops kvm_ops = {
 	.write_phys = kvm_write_phys,
 	.write_text = kvm_write_text,
 	.read_kernel = kvm_read_kernel,
+	.kernel_gpa = kvm_kernel_gpa,
 	.tsc_sync = kvm_tsc_sync,
 	.set_bp_handler = kvm_set_bp_handler,
 	.get_regs = kvm_get_regs,

@@ -374,6 +374,15 @@ static int qemu_read_kernel(struct target *t, uint64_t gva, void *buf, size_t le
 	return 0;
 }
 
+static int qemu_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
+{
+	struct vcpu_ref r = {tq(t), 0};
+
+	if (!r.q->kcr3 || translate_kernel(&r, gva, gpa) < 0)
+		return -EFAULT;
+	return 0;
+}
+
 void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
 			       uint64_t va)
 {
@@ -395,6 +404,7 @@ static const struct target_ops qemu_ops = {
 	.write_phys = qemu_write_phys,
 	.write_text = qemu_write_text,
 	.read_kernel = qemu_read_kernel,
+	.kernel_gpa = qemu_kernel_gpa,
 	.read_virt = qemu_read_virt,
 	.write_virt = qemu_write_virt,
 	.translate = qemu_translate,

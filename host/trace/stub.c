@@ -103,7 +103,7 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->nr_cpus = nr_cpus;
 	s->max_depth = g->max_depth < STUB_STACK_DEPTH ? g->max_depth : STUB_STACK_DEPTH;
 	s->stack_shift = g->stack_shift;
-	if (!tgt->ops->stub_map) {
+	if (!tgt->ops->stub_map || !tgt->ops->kernel_gpa) {
 		snprintf(err, errlen, "the %s target cannot place stub probes", tgt->name);
 		return -ENOTSUP;
 	}
@@ -226,6 +226,17 @@ static uint64_t resolve(const struct stub *s, const struct stub_frame *f, uint64
 	return 0;
 }
 
+/* Whether guest stack slot @slot (8-byte aligned) holds @want, read at its guest-physical address
+ * through the page tables captured at attach (never a vCPU's current CR3); *@gpa says where. */
+static bool slot_holds(struct stub *s, uint64_t slot, uint64_t want, uint64_t *gpa)
+{
+	struct target *tgt = s->tgt;
+	uint64_t cur;
+
+	return !(slot & 7) && tgt->ops->kernel_gpa(tgt, slot, gpa) == 0 &&
+	       tgt->ops->read_phys(tgt, *gpa, &cur, 8) == 0 && cur == want;
+}
+
 int stub_restore_slots(struct stub *s, bool clear)
 {
 	struct target *tgt = s->tgt;
@@ -258,20 +269,18 @@ int stub_restore_slots(struct stub *s, bool clear)
 		/* every frame whose slot still points at the return routine is a return handed back
 		 * (a tail call has several on one slot): which ones, before writing any */
 		bool hooked[STUB_STACK_DEPTH];
+		uint64_t slot_gpa[STUB_STACK_DEPTH];
 
-		for (uint64_t k = 0; k < nr; k++) {
-			uint64_t cur;
-
+		for (uint64_t k = 0; k < nr; k++)
 			hooked[k] = (f[k].slot >> s->stack_shift) + 1 == key &&
-				    tgt->ops->read_virt(tgt, 0, f[k].slot, &cur, 8) == 0 &&
-				    cur == s->ret && resolve(s, f, nr, f[k].slot);
-		}
+				    slot_holds(s, f[k].slot, s->ret, &slot_gpa[k]) &&
+				    resolve(s, f, nr, f[k].slot);
 		for (uint64_t k = 0; k < nr; k++) {
 			uint64_t orig = resolve(s, f, nr, f[k].slot);
 
 			if (!hooked[k])
 				continue;
-			if (tgt->ops->write_virt(tgt, 0, f[k].slot, &orig, 8) == 0)
+			if (tgt->ops->write_phys(tgt, slot_gpa[k], &orig, 8) == 0)
 				s->restored_slots++;
 			else
 				first = first ? first : -EFAULT;

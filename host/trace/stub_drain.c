@@ -323,8 +323,11 @@ static void *drain_thread(void *arg)
 
 /* ---- attach and detach ----------------------------------------------------------------------- */
 
-static void unpatch_all(struct stub_drain *d)
+/* Puts every CALL back. Returns how many sites still call the stub (a write that failed). */
+static size_t unpatch_all(struct stub_drain *d)
 {
+	size_t left = 0;
+
 	for (size_t i = 0; i < d->c.probes->nr; i++) {
 		struct probe *p = &d->c.probes->v[i];
 		int r;
@@ -337,7 +340,9 @@ static void unpatch_all(struct stub_drain *d)
 			p->patched = false;
 		if (r == -ESTALE)
 			p->rewritten = true;
+		left += p->patched;
 	}
+	return left;
 }
 
 int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, char *err,
@@ -456,9 +461,18 @@ int stub_drain_detach(struct stub_drain *d)
 	struct target *tgt = d->c.tgt;
 	int ret = 0, tries = 0;
 
+	size_t left;
+
 	if (!d->stub.placed)
 		return 0;
-	unpatch_all(d);
+	left = unpatch_all(d);
+	if (left) {
+		/* a CALL that could not be put back must keep its stub */
+		fprintf(stderr, "hvtrace: %zu stub probe sites could not be restored: the stub stays "
+				"mapped\n",
+			left);
+		ret = -EIO;
+	}
 	/* No new entries now, and with the hooked slots handed back no new returns into the stub; a
 	 * vCPU in the middle of a routine finishes it (an entry may hook one more slot meanwhile:
 	 * the second pass hands that back too). */

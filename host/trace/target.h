@@ -66,6 +66,10 @@ struct target_ops {
 	/* Kernel-half guest-virtual reads from any thread while the guest runs (through page tables
 	 * captured when the target was paused). 0 or -EFAULT. */
 	int (*read_kernel)(struct target *t, uint64_t gva, void *buf, size_t len);
+	/* The guest-physical address of kernel-half @gva through the same captured page tables (never
+	 * whatever CR3 a vCPU holds now): where the stub's return slots are restored. Any thread.
+	 * 0 or -EFAULT. */
+	int (*kernel_gpa)(struct target *t, uint64_t gva, uint64_t *gpa);
 	/* A guest TSC value and the host CLOCK_MONOTONIC ns at which it was current, and the guest TSC
 	 * rate; optional (NULL: the stub clock is anchored at its first records). While paused. */
 	int (*tsc_sync)(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *khz);

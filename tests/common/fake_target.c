@@ -102,3 +102,8 @@ int fake_target_write_text(struct target *t, uint64_t gpa, const void *expect, c
 		return -ESTALE;
 	return fake_target_write_phys(t, gpa, buf, len);
 }
+
+int fake_target_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
+{
+	return fake_target_translate(t, 0, gva, gpa);
+}

@@ -58,6 +58,7 @@ static const struct target_ops ops = {
     .read_phys = fake_target_read_phys,
     .write_phys = fake_target_write_phys,
     .write_text = fake_target_write_text,
+    .kernel_gpa = fake_target_kernel_gpa,
     .stub_map = map,
     .stub_unmap = unmap,
 };

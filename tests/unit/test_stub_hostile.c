@@ -73,13 +73,29 @@ static void resume_nop(struct target *t)
 	(void)t;
 }
 
+/* Set by a test: vCPUs now run on page tables that map every address DECOY bytes higher (a guest
+ * that switched CR3); the page tables captured at attach (kernel_gpa) still map it 1:1. */
+#define DECOY 0x100000ull
+static bool switched;
+
+static int virt_read(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
+{
+	return fake_target_read_virt(t, cpu, gva + (switched ? DECOY : 0), buf, len);
+}
+
+static int virt_write(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len)
+{
+	return fake_target_write_virt(t, cpu, gva + (switched ? DECOY : 0), buf, len);
+}
+
 static const struct target_ops guest_ops = {
-    .read_virt = fake_target_read_virt,
-    .write_virt = fake_target_write_virt,
+    .read_virt = virt_read,
+    .write_virt = virt_write,
     .read_phys = fake_target_read_phys,
     .write_phys = fake_target_write_phys,
     .write_text = fake_target_write_text,
     .translate = fake_target_translate,
+    .kernel_gpa = fake_target_kernel_gpa,
     .stub_map = place,
     .stub_unmap = drop,
     .tsc_sync = clock_1ghz,
@@ -279,12 +295,34 @@ static void test_forged_frames_restore(void **state)
 	assert_int_equal(d.stub.restored_slots, 1);
 }
 
+/* A guest that switched its vCPUs' page tables before the detach: the slot is restored where it was
+ * hooked (through the page tables of the attach), the decoy the current ones show is left alone. */
+static void test_restore_ignores_current_cr3(void **state)
+{
+	uint64_t st = get64(STUB_AT + STUB_HDR_OFF + H_STACKS) + 5 * STUB_STACK_SIZE;
+	struct stub_frame f = {.slot = RET_SLOT, .orig = 0x1111, .ip = F_HOOK};
+
+	(void)state;
+	set64(st + S_KEY, (RET_SLOT >> 16) + 1);
+	set64(st + S_NR, 1);
+	memcpy(fake_mem_at(&ft.mem, st + S_E, sizeof(f)), &f, sizeof(f));
+	set64(RET_SLOT, d.stub.ret);
+	set64(RET_SLOT + DECOY, d.stub.ret);
+	switched = true;
+	assert_int_equal(stub_restore_slots(&d.stub, false), 0);
+	switched = false;
+	assert_int_equal(get64(RET_SLOT), 0x1111);
+	assert_int_equal(get64(RET_SLOT + DECOY), d.stub.ret);
+	assert_int_equal(d.stub.restored_slots, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_forged_records_rejected, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_gap_counted_guest_lost_reported, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_forged_frames_restore, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_restore_ignores_current_cr3, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("stub_hostile", tests, NULL, NULL);
