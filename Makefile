@@ -36,7 +36,8 @@ LIB      := $(BUILD)/libhvtrace.a
 # Freestanding test guest: workloads are instrumented, the runtime is not.
 GUEST_DIR    := $(BUILD)/guest
 GUEST        := $(GUEST_DIR)/test-guest.elf
-GUEST_VARIANTS := $(GUEST_DIR)/test-guest-loop.elf $(GUEST_DIR)/test-guest-fault.elf
+GUEST_VARIANTS := $(GUEST_DIR)/test-guest-loop.elf $(GUEST_DIR)/test-guest-fault.elf \
+                  $(GUEST_DIR)/test-guest-hostile-cr3.elf
 BENCH_GUEST  := $(GUEST_DIR)/bench-guest.elf
 GUEST_CFLAGS := -std=gnu11 -I. -O1 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
                 -fno-stack-protector -mno-red-zone -mgeneral-regs-only -fno-omit-frame-pointer \
@@ -114,6 +115,25 @@ $(GUEST_DIR)/test-guest-%.elf: $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-%.o $(G
 			       $(GUEST_DIR)/tailcall.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
 
+# Hostile guest (issue #10): vCPU 0 runs a copy of the text under its own page tables. One file,
+# traced functions and runtime alike; its text pages must hold no writable data (no .data).
+$(GUEST_DIR)/hostile_cr3.o: tests/guest/hostile_cr3.c tests/guest/guest.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
+$(GUEST_DIR)/test-guest-hostile-cr3.elf: $(GUEST_DIR)/hostile_cr3.o tests/guest/guest.ld
+	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
+	@if readelf -SW $@ | grep -q ' \.data '; then echo "$@: .data shares a page with the text" >&2; rm -f $@; exit 1; fi
+
+# The hostile guest of issue #10 (tests/guest/hostile_data.c, tests/kvm/test_kvm_hostile_data.c): it lies
+# to hvtrace through every value hvtrace reads from its memory. The test guest's start.S, nothing else.
+HOSTILE_DATA_GUEST := $(GUEST_DIR)/test-guest-hostile-data.elf
+all kvm-test test: $(HOSTILE_DATA_GUEST)
+$(GUEST_DIR)/hostile_data.o: tests/guest/hostile_data.c guest-stub/stub_abi.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
+$(HOSTILE_DATA_GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/hostile_data.o tests/guest/guest.ld
+	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
+
 $(TEST_LIB): $(TEST_COMMON)
 	rm -f $@
 	ar rcs $@ $^
@@ -170,7 +190,7 @@ FUZZ_SECONDS ?= 30
 FUZZERS      := fevent gdbstub qmp sysmap elf
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_SRCS_fevent  := host/trace/fevent.c vmi/vmi_symtab.c
+FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_SRCS_gdbstub := host/qemu/gdbstub.c host/qemu/tcp.c host/trace/clock.c
 FUZZ_SRCS_qmp     := host/qemu/qmp.c host/qemu/tcp.c host/trace/clock.c
 FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_elf.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
@@ -207,8 +227,8 @@ fuzz-replay: $(FUZZ_BINS)
 
 # ---- make check-asan (issue #10): hvtrace, the library and the tests built again in build-asan/ by
 # clang with ASan + UBSan (SAN=1 above), then every unit test and every embedded-VMM test, whose real
-# traces (function, function_graph, events, stub probes, signals, --duration, bad input) run the ASan
-# hvtrace on the guests of the normal build (GCC: they need -mnop-mcount). Leak detection is on. Each
+# traces (function, function_graph, events, stub probes, signals, --duration, bad input, hostile
+# guests) run the ASan hvtrace on the guests of the normal build (`all`; GCC: they need -mnop-mcount). Leak detection is on. Each
 # report is fatal and is also written under build-asan/reports/: any file there fails the check,
 # whichever process (test or hvtrace) it came from. clang because its UBSan honours log_path (GCC's
 # writes to stderr only, where a child's report could go unseen).
@@ -219,7 +239,7 @@ ASAN_ENV     := ASAN_OPTIONS=log_path=$(ASAN_REPORTS)/asan:detect_leaks=1 \
 ASAN_GUEST   ?= $(GUEST)
 $(BUILD)/hvtrace: $(BUILD)/host/cli/main.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
-check-asan: $(GUEST) $(GUEST_VARIANTS)
+check-asan: all
 	$(MAKE) BUILD=$(ASAN_BUILD) SAN=1 CC=clang ASAN_GUEST=$(GUEST) asan-run
 asan-run: $(BUILD)/hvtrace $(UNIT_BINS) $(KVM_BINS)
 	@rm -rf $(ASAN_REPORTS) && mkdir -p $(ASAN_REPORTS)

@@ -214,6 +214,8 @@ hvt_stub_entry_ret_args:
 	movq S_NR(%r10), %rcx
 	cmpq H_MAX_DEPTH(%rbx), %rcx
 	jae .Lfull
+	cmpq $STUB_STACK_DEPTH, %rcx /* the room, whatever the header says now */
+	jae .Lfull
 	cmpq $0, H_GRAPH(%rbx)
 	je 5f
 	testl $2, R_FLAGS(%r13) /* a root (R_FLAGS holds the routine's bits >> 1) */

@@ -26,7 +26,8 @@
 #define STUB_RINGS_OFF (STUB_RINGHDR_OFF + STUB_MAX_CPUS * STUB_RINGHDR_SIZE)
 #define STUB_MAGIC 0x6275747374766868 /* "hhvtstub" */
 
-/* Header fields (offsets in the header page). */
+/* Header fields (offsets in the header page). The guest can rewrite any of them: the host keeps its
+ * own copy of every bound it writes here and never reads one back. */
 #define H_MAGIC 0	 /* u64 */
 #define H_NR_CPUS 8	 /* u32 */
 #define H_RING_MASK 16	 /* u64: records per ring - 1 (a power of two - 1) */
@@ -38,7 +39,7 @@
 #define H_RET 64	 /* u64: GVA of the return routine */
 #define H_BAD_CPU 72	 /* u64 counter: calls on a CPU number >= nr_cpus (not recorded) */
 #define H_NO_STACK 80	 /* u64 counter: hooked entries whose return could not be hooked */
-#define H_MAX_DEPTH 88	 /* u64: frames per shadow stack, at most STUB_STACK_DEPTH */
+#define H_MAX_DEPTH 88	 /* u64: frames per shadow stack; the stub uses at most STUB_STACK_DEPTH */
 #define H_GRAPH 96	 /* u64: 1: set_graph_function: only calls below a root entry are traced */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 

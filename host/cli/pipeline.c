@@ -155,12 +155,11 @@ void pipeline_print_stub_stats(const struct pipeline *p)
 	tracer_stats(&p->tr, &st);
 	if (!st.stub_probes)
 		return;
-	fprintf(
-	    stderr,
-	    "hvtrace: stats: stub probes %zu records %llu lost %llu ring %llu/cpu region %llu KiB "
-	    "host-ring-stalls %llu\n",
-	    st.stub_probes, st.stub_records, st.stub_lost, st.stub_ring_records,
-	    st.stub_region_bytes >> 10, st.stub_host_stalls);
+	fprintf(stderr,
+		"hvtrace: stats: stub probes %zu records %llu lost %llu guest-reported-lost %llu "
+		"rejected %llu ring %llu/cpu region %llu KiB host-ring-stalls %llu\n",
+		st.stub_probes, st.stub_records, st.stub_lost, st.stub_guest_lost, st.stub_rejected,
+		st.stub_ring_records, st.stub_region_bytes >> 10, st.stub_host_stalls);
 }
 
 int pipeline_finish(struct pipeline *p, int status,
@@ -171,12 +170,13 @@ int pipeline_finish(struct pipeline *p, int status,
 
 	if (!p->writing)
 		return status;
-	writer_stop(&p->w, tracer_lost(&p->tr));
 	tracer_stats(&p->tr, &st);
+	p->sink.guest_lost = st.stub_guest_lost;
+	writer_stop(&p->w, tracer_lost(&p->tr));
 	if (s->stats)
 		backend_stats(ctx, p);
 	if (p->profiling && s->profile)
-		profile_print(&p->prof, st.stub_lost, stderr);
+		profile_print(&p->prof, st.stub_guest_lost, stderr);
 	if (p->profiling && status == 0 &&
 	    expect_verdict(&p->prof, s->expect_call, s->nr_expect_call, s->expect_no_call,
 			   s->nr_expect_no_call, stderr))

@@ -16,21 +16,34 @@ static int kvm_write_virt(struct target *t, unsigned cpu, uint64_t gva, const vo
 	return vm_write_virt(t->priv, cpu, gva, buf, len);
 }
 
-/* A one-byte store into guest RAM is atomic for the vCPUs, so this is safe while they run. */
-static int kvm_insert_bp(struct target *t, uint64_t gva, uint8_t *orig)
+static int kvm_translate(struct target *t, unsigned cpu, uint64_t gva, uint64_t *gpa)
 {
-	uint8_t int3 = X86_INT3, check;
-
-	if (vm_read_virt(t->priv, 0, gva, orig, 1) < 0 ||
-	    vm_write_virt(t->priv, 0, gva, &int3, 1) < 0 ||
-	    vm_read_virt(t->priv, 0, gva, &check, 1) < 0)
-		return -EFAULT;
-	return check == X86_INT3 ? 0 : -EIO;
+	return vm_translate(t->priv, cpu, gva, gpa);
 }
 
-static int kvm_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
+/* One byte of guest RAM swapped atomically if it still holds @from: safe while the vCPUs run, and
+ * a guest that rewrote the byte meanwhile keeps what it wrote. */
+static int swap_byte(struct vm *vm, uint64_t gpa, uint8_t from, uint8_t to)
 {
-	return vm_write_virt(t->priv, 0, gva, &orig, 1);
+	uint8_t *p = vm_gpa_ptr(vm, gpa, 1);
+
+	if (!p)
+		return -EFAULT;
+	if (!__atomic_compare_exchange_n(p, &from, to, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return -ESTALE;
+	return 0;
+}
+
+static int kvm_insert_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
+{
+	(void)gva;
+	return swap_byte(t->priv, gpa, orig, X86_INT3);
+}
+
+static int kvm_remove_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
+{
+	(void)gva;
+	return swap_byte(t->priv, gpa, X86_INT3, orig);
 }
 
 static int kvm_pause(struct target *t)
@@ -128,15 +141,31 @@ static int kvm_write_phys(struct target *t, uint64_t gpa, const void *buf, size_
 }
 
 /* KVM executes guest RAM as it is: a write with the vCPUs out of KVM_RUN is seen by all of them. */
-static int kvm_write_text(struct target *t, uint64_t gva, const void *buf, size_t len)
+static int kvm_write_text(struct target *t, uint64_t gpa, const void *expect, const void *buf,
+			  size_t len)
 {
-	return vm_write_virt(t->priv, 0, gva, buf, len);
+	uint8_t *p = vm_gpa_ptr(t->priv, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	if (memcmp(p, expect, len))
+		return -ESTALE;
+	memcpy(p, buf, len);
+	return 0;
 }
 
 /* The freestanding guest keeps the boot identity map. */
 static int kvm_read_kernel(struct target *t, uint64_t gva, void *buf, size_t len)
 {
 	return kvm_read_phys(t, gva, buf, len);
+}
+
+static int kvm_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
+{
+	if (!vm_gpa_ptr(t->priv, gva, 1))
+		return -EFAULT;
+	*gpa = gva;
+	return 0;
 }
 
 static int kvm_tsc_sync(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *khz)
@@ -151,12 +180,14 @@ static const struct target_ops kvm_ops = {
 	.write_phys = kvm_write_phys,
 	.write_text = kvm_write_text,
 	.read_kernel = kvm_read_kernel,
+	.kernel_gpa = kvm_kernel_gpa,
 	.tsc_sync = kvm_tsc_sync,
 	.set_bp_handler = kvm_set_bp_handler,
 	.get_regs = kvm_get_regs,
 	.set_regs = kvm_set_regs,
 	.read_virt = kvm_read_virt,
 	.write_virt = kvm_write_virt,
+	.translate = kvm_translate,
 	.insert_bp = kvm_insert_bp,
 	.remove_bp = kvm_remove_bp,
 	.pause = kvm_pause,

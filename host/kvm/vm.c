@@ -377,6 +377,13 @@ static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
 	return 0;
 }
 
+int vm_translate(struct vm *vm, unsigned cpu, uint64_t gva, uint64_t *gpa)
+{
+	if (cpu >= vm->nr_vcpus)
+		return -EINVAL;
+	return translate(&vm->vcpus[cpu], gva, gpa);
+}
+
 int vm_read_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len)
 {
 	return x86_copy_virt(gva, buf, len, false, translate, copy_phys, &vm->vcpus[cpu]);

@@ -118,6 +118,11 @@ int vm_tsc_sync(struct vm *vm, uint64_t *tsc, uint64_t *ns, uint64_t *khz);
  * Any thread. */
 void *vm_gpa_ptr(struct vm *vm, uint64_t gpa, uint64_t len);
 
+/* The guest-physical address of @gva through vCPU @cpu's page tables (the CR3 of its last exit).
+ * Returns 0 or -EFAULT (-EINVAL: no such vCPU). Safe on that vCPU's thread (through its translation
+ * cache), or on any thread while the vCPUs are paused or not started. */
+int vm_translate(struct vm *vm, unsigned cpu, uint64_t gva, uint64_t *gpa);
+
 /* Reads/writes guest-virtual memory through vCPU @cpu's page tables (the CR3 of its last exit).
  * Returns 0 or -EFAULT. Safe on that vCPU's thread, or on any thread while the vCPUs are paused. */
 int vm_read_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len);

@@ -100,10 +100,12 @@ void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *
 				(uint64_t)atomic_load(&pr->n.hooked), misses);
 		}
 	}
-	/* the stub cannot tell which probe an event it had no room for belonged to */
+	/* the stub cannot tell which probe an event it had no room for belonged to, and the count
+	 * is the guest's own */
 	if (stub_lost)
-		fprintf(out, "hvtrace: %llu events missed: the stub's guest rings were full (no probe "
-			     "named)\n",
+		fprintf(out,
+			"hvtrace: guest-reported: %llu events missed: the stub's guest rings were "
+			"full (no probe named)\n",
 			stub_lost);
 }
 

@@ -28,7 +28,9 @@ struct sink {
 	const struct vmi_symtab *syms;	/* borrowed, for naming addresses */
 	unsigned nr_cpus;
 	unsigned long long written;	/* records written (a leaf line holds two) */
-	unsigned long long lost;	/* set by the writer before end() */
+	unsigned long long lost;	/* set by the writer before end(): lost as the host knows */
+	unsigned long long guest_lost;	/* set before end(): what the guest says it could not
+					 * record (stub rings), printed as guest-reported */
 	int err; /* errno of the first failed write to @out, 0 if none (sink_write) */
 	unsigned long long task_switches; /* function_graph: task-switch markers printed */
 	bool graph_retval;		/* function_graph: print return values */
@@ -41,6 +43,10 @@ struct sink {
 	const struct fe_spec *(*ret_event_of)(void *ctx, uint64_t ip); /* typed return probes */
 	void *event_ctx;
 };
+
+/* Guest-supplied text (task names, strings, symbols) is escaped (host/trace/escape.h) in every
+ * line; function_graph indents at most this many levels (the host's shadow-stack bound). */
+#define SINK_GRAPH_MAX_DEPTH 128
 
 /* Writes @len bytes of @buf to s->out, unless a write already failed: the first failure's errno
  * goes to s->err and every later write is skipped. Sinks write only through these three. Writer
@@ -87,7 +93,15 @@ int sink_graph_duration(char *buf, size_t len, uint64_t ns);
 /* ftrace's overhead mark for a duration: ' ', '+' (>10us), '!' (>100us), '#', '*', '@', '$' (>1s). */
 char sink_graph_mark(uint64_t ns);
 
-/* Writes the name of the function containing @addr ("0x<addr>" if none) into @buf. Pure. */
+/* Writes line @buf (of @size bytes, @n as its formatter returned) to @s's output; a line cut short
+ * still ends with '\n'. Writer thread. */
+void sink_write_line(struct sink *s, char *buf, size_t size, int n);
+
+/* The trailer of the text sinks: records written, events lost as the host knows it, and what the
+ * guest reported lost when that is not 0. From end(). */
+void sink_trailer(struct sink *s);
+
+/* Writes the name of the function holding @addr (escaped; "0x<addr>" if none) into @buf. Pure. */
 void sink_symbol_name(char *buf, size_t len, uint64_t addr, const struct vmi_symtab *syms);
 
 #endif

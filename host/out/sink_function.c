@@ -1,4 +1,5 @@
 #include "host/out/sink.h"
+#include "host/trace/escape.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -8,48 +9,70 @@ void sink_symbol_name(char *buf, size_t len, uint64_t addr, const struct vmi_sym
 	const struct vmi_sym *s = vmi_symtab_lookup(syms, addr);
 
 	if (s)
-		snprintf(buf, len, "%s", s->name);
+		escape_str(buf, len, s->name, SIZE_MAX);
 	else
 		snprintf(buf, len, "0x%" PRIx64, addr);
+}
+
+void sink_write_line(struct sink *s, char *buf, size_t size, int n)
+{
+	size_t len = n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+
+	if (len && buf[len - 1] != '\n')
+		buf[len - 1] = '\n';
+	sink_write(s, buf, len);
+}
+
+void sink_trailer(struct sink *s)
+{
+	sink_printf(s, "# entries-written: %llu   lost: %llu", s->written, s->lost);
+	if (s->guest_lost)
+		sink_printf(s, "   guest-reported-lost: %llu", s->guest_lost);
+	sink_write(s, "\n", 1);
 }
 
 int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
 			 const struct vmi_symtab *syms)
 {
-	char func[128], parent[128];
+	char func[128], parent[128], comm[ESCAPE_SIZE(VMI_COMM_LEN)];
 
 	sink_symbol_name(func, sizeof(func), r->ip, syms);
 	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
-	return snprintf(buf, len, "%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s <-%s\n",
-			r->comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
-			(uint64_t)(r->ts % 1000000000u / 1000),
-			func, parent);
+	escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
+	return snprintf(buf, len, "%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s <-%s\n", comm,
+			r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
+			(uint64_t)(r->ts % 1000000000u / 1000), func, parent);
 }
 
 int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
 		      const uint8_t *payload, const struct vmi_symtab *syms)
 {
-	char parent[128], fields[2048];
+	char parent[128], fields[2048], comm[ESCAPE_SIZE(VMI_COMM_LEN)];
 
 	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
 	fe_format(fields, sizeof(fields), spec, payload, syms);
-	return snprintf(buf, len, "%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s->%s(%s)\n",
-			r->comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
+	escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
+	return snprintf(buf, len, "%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s->%s(%s)\n", comm,
+			r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
 			(uint64_t)(r->ts % 1000000000u / 1000), parent, spec->func, fields);
 }
 
 int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
 		       const uint8_t *payload, const struct vmi_symtab *syms)
 {
-	char func[128], caller[160], fields[2048];
+	char func[128], caller[160], fields[2048], comm[ESCAPE_SIZE(VMI_COMM_LEN)];
 	const struct vmi_sym *c = vmi_symtab_lookup(syms, r->parent);
+	size_t n;
 
 	sink_symbol_name(func, sizeof(func), r->ip, syms);
-	if (c)
-		snprintf(caller, sizeof(caller), "%s+0x%" PRIx64 "/0x%" PRIx64, c->name,
+	escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
+	if (c) {
+		n = escape_str(caller, sizeof(caller), c->name, SIZE_MAX);
+		snprintf(caller + n, sizeof(caller) - n, "+0x%" PRIx64 "/0x%" PRIx64,
 			 r->parent - c->addr, c->size);
-	else
+	} else {
 		snprintf(caller, sizeof(caller), "0x%" PRIx64, r->parent);
+	}
 	if (spec && payload)
 		fe_format(fields, sizeof(fields), spec, payload, syms);
 	else
@@ -57,7 +80,7 @@ int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const 
 	return snprintf(buf, len,
 			"%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": r_%s: (%s <- %s) %s "
 			"duration=%" PRIu64 ".%03" PRIu64 "us\n",
-			r->comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
+			comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
 			(uint64_t)(r->ts % 1000000000u / 1000), func, caller, func, fields,
 			r->duration / 1000, r->duration % 1000);
 }
@@ -86,7 +109,7 @@ static unsigned function_record(struct sink *s, const struct hvt_record *r,
 
 		n = sink_event_format(ev, sizeof(ev), r, s->event_of(s->event_ctx, r->ip), s->payload,
 				      s->syms);
-		sink_write(s, ev, (size_t)n < sizeof(ev) ? (size_t)n : sizeof(ev) - 1);
+		sink_write_line(s, ev, sizeof(ev), n);
 		s->written++;
 		return 1;
 	}
@@ -97,21 +120,21 @@ static unsigned function_record(struct sink *s, const struct hvt_record *r,
 						     : NULL;
 
 		n = sink_return_format(rl, sizeof(rl), r, spec, s->payload, s->syms);
-		sink_write(s, rl, (size_t)n < sizeof(rl) ? (size_t)n : sizeof(rl) - 1);
+		sink_write_line(s, rl, sizeof(rl), n);
 		s->written++;
 		return 1;
 	}
 	if (r->type != HVT_REC_ENTRY && r->type != HVT_REC_EVENT)
 		return 1;
 	n = sink_function_format(line, sizeof(line), r, s->syms);
-	sink_write(s, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+	sink_write_line(s, line, sizeof(line), n);
 	s->written++;
 	return 1;
 }
 
 static void function_end(struct sink *s)
 {
-	sink_printf(s, "# entries-written: %llu   lost: %llu\n", s->written, s->lost);
+	sink_trailer(s);
 	sink_flush(s);
 }
 

@@ -1,6 +1,8 @@
 #include "host/out/sink.h"
+#include "host/trace/escape.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,64 +39,100 @@ char sink_graph_mark(uint64_t ns)
 	return ' ';
 }
 
+/* Appends the formatted text to @buf (@len bytes, @n used) as far as it fits. Returns the new
+ * length, never past @len - 1. */
+__attribute__((format(printf, 4, 5))) static size_t add(char *buf, size_t len, size_t n,
+							const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (n + 1 >= len)
+		return n;
+	va_start(ap, fmt);
+	k = vsnprintf(buf + n, len - n, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return n;
+	return n + (size_t)k < len ? n + (size_t)k : len - 1;
+}
+
+/* Ends the line in @buf at @n with '\n' (over its last character when it is full). */
+static size_t end_line(char *buf, size_t len, size_t n)
+{
+	if (len < 2) {
+		if (len)
+			buf[0] = 0;
+		return 0;
+	}
+	if (n + 1 >= len)
+		n = len - 2;
+	buf[n++] = '\n';
+	buf[n] = 0;
+	return n;
+}
+
 int sink_graph_duration(char *buf, size_t len, uint64_t ns)
 {
 	char us[24], frac[4];
-	int n, w;
+	size_t w;
+	int n;
 
 	n = snprintf(us, sizeof(us), "%" PRIu64, ns / 1000);
 	/* at most 7 digits in all: as many nanosecond digits as fit */
 	if (n < 7) {
 		snprintf(frac, sizeof(frac), "%03" PRIu64, ns % 1000);
 		frac[7 - n < 3 ? 7 - n : 3] = 0;
-		w = snprintf(buf, len, "%c %s.%s us ", sink_graph_mark(ns), us, frac);
+		w = add(buf, len, 0, "%c %s.%s us ", sink_graph_mark(ns), us, frac);
 		n += (int)strlen(frac) + 1;
 	} else {
-		w = snprintf(buf, len, "%c %s us ", sink_graph_mark(ns), us);
+		w = add(buf, len, 0, "%c %s us ", sink_graph_mark(ns), us);
 	}
-	for (; n < 8 && (size_t)w + 1 < len; n++)
+	for (; n < 8 && w + 1 < len; n++)
 		buf[w++] = ' ';
-	buf[w] = 0;
-	return w;
+	if (len)
+		buf[w] = 0;
+	return (int)w;
 }
 
 /* Writes the " N) " CPU column and the duration column ("" = filled with spaces). */
-static int prefix(char *buf, size_t len, const struct sink *s, unsigned cpu, const uint64_t *dur)
+static size_t prefix(char *buf, size_t len, const struct sink *s, unsigned cpu, const uint64_t *dur)
 {
-	int n = snprintf(buf, len, " %*u) ", cpu_width(s->nr_cpus), cpu);
+	size_t n = add(buf, len, 0, " %*u) ", cpu_width(s->nr_cpus), cpu);
 
-	if (dur)
-		n += sink_graph_duration(buf + n, len - n, *dur);
+	if (dur && n + 1 < len)
+		n += (size_t)sink_graph_duration(buf + n, len - n, *dur);
 	else
-		n += snprintf(buf + n, len - n, "              ");
-	return n + snprintf(buf + n, len - n, "|  ");
+		n = add(buf, len, n, "              ");
+	return add(buf, len, n, "|  ");
 }
 
 int sink_graph_format(char *buf, size_t len, const struct sink *s, const struct hvt_record *r,
 		      const struct hvt_record *ret)
 {
+	/* whatever depth a record claims, the line stays in @buf */
+	int indent = 2 * (r->depth < SINK_GRAPH_MAX_DEPTH ? r->depth : SINK_GRAPH_MAX_DEPTH);
 	char func[128];
-	int n;
+	size_t n;
 
 	sink_symbol_name(func, sizeof(func), r->ip, s->syms);
 	if (r->type != HVT_REC_RETURN && !ret) {
 		n = prefix(buf, len, s, r->cpu, NULL);
-		return n + snprintf(buf + n, len - n, "%*s%s() {\n", 2 * r->depth, "", func);
-	}
-	if (r->type != HVT_REC_RETURN) {
+		n = add(buf, len, n, "%*s%s() {", indent, "", func);
+	} else if (r->type != HVT_REC_RETURN) {
 		n = prefix(buf, len, s, r->cpu, &ret->duration);
-		n += snprintf(buf + n, len - n, "%*s%s();", 2 * r->depth, "", func);
+		n = add(buf, len, n, "%*s%s();", indent, "", func);
 		if (s->graph_retval)
-			n += snprintf(buf + n, len - n, " /* = 0x%" PRIx64 " */", ret->value);
-		return n + snprintf(buf + n, len - n, "\n");
+			n = add(buf, len, n, " /* = 0x%" PRIx64 " */", ret->value);
+	} else {
+		n = prefix(buf, len, s, r->cpu, &r->duration);
+		n = add(buf, len, n, "%*s}", indent, "");
+		if (s->graph_retval)
+			n = add(buf, len, n, " /* %s = 0x%" PRIx64 " */", func, r->value);
+		else if (s->graph_tail)
+			n = add(buf, len, n, " /* %s */", func);
 	}
-	n = prefix(buf, len, s, r->cpu, &r->duration);
-	n += snprintf(buf + n, len - n, "%*s}", 2 * r->depth, "");
-	if (s->graph_retval)
-		n += snprintf(buf + n, len - n, " /* %s = 0x%" PRIx64 " */", func, r->value);
-	else if (s->graph_tail)
-		n += snprintf(buf + n, len - n, " /* %s */", func);
-	return n + snprintf(buf + n, len - n, "\n");
+	return (int)end_line(buf, len, n);
 }
 
 static void graph_begin(struct sink *s)
@@ -108,14 +146,19 @@ static void graph_begin(struct sink *s)
 /* Prints the "prev-pid => next-pid" comment line when the guest task on this vCPU changed. */
 static void task_marker(struct sink *s, const struct hvt_record *r)
 {
-	struct graph_cpu *c = &((struct graph_cpu *)s->priv)[r->cpu];
-	char line[160];
-	int n;
+	char line[256], from[ESCAPE_SIZE(VMI_COMM_LEN)], to[ESCAPE_SIZE(VMI_COMM_LEN)];
+	struct graph_cpu *c;
+	size_t n;
 
+	if (r->cpu >= s->nr_cpus)
+		return;
+	c = &((struct graph_cpu *)s->priv)[r->cpu];
 	if (c->seen && (c->pid != r->pid || strncmp(c->comm, r->comm, VMI_COMM_LEN))) {
+		escape_str(from, sizeof(from), c->comm, VMI_COMM_LEN);
+		escape_str(to, sizeof(to), r->comm, VMI_COMM_LEN);
 		n = prefix(line, sizeof(line), s, r->cpu, NULL);
-		snprintf(line + n, sizeof(line) - n, "/* %.16s-%d => %.16s-%d */\n", c->comm, c->pid,
-			 r->comm, r->pid);
+		n = add(line, sizeof(line), n, "/* %s-%d => %s-%d */", from, c->pid, to, r->pid);
+		end_line(line, sizeof(line), n);
 		sink_write(s, line, strlen(line));
 		s->task_switches++;
 	}
@@ -132,15 +175,15 @@ static unsigned graph_record(struct sink *s, const struct hvt_record *r,
 		    next->ip == r->ip && next->depth == r->depth && next->pid == r->pid;
 
 	task_marker(s, r);
-	sink_graph_format(line, sizeof(line), s, r, leaf ? next : NULL);
-	sink_write(s, line, strlen(line));
+	sink_write_line(s, line, sizeof(line),
+			sink_graph_format(line, sizeof(line), s, r, leaf ? next : NULL));
 	s->written += leaf ? 2 : 1;
 	return leaf ? 2 : 1;
 }
 
 static void graph_end(struct sink *s)
 {
-	sink_printf(s, "# entries-written: %llu   lost: %llu\n", s->written, s->lost);
+	sink_trailer(s);
 	sink_flush(s);
 	free(s->priv);
 	s->priv = NULL;

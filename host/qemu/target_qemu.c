@@ -120,20 +120,35 @@ static int qemu_write_virt(struct target *t, unsigned cpu, uint64_t gva, const v
 	return access_virt(tq(t), cpu, gva, (void *)buf, len, true);
 }
 
-/* A gdbstub breakpoint changes no guest byte: *orig is the byte that stays there. */
-static int qemu_insert_bp(struct target *t, uint64_t gva, uint8_t *orig)
+static int qemu_translate(struct target *t, unsigned cpu, uint64_t gva, uint64_t *gpa)
 {
 	struct target_qemu *q = tq(t);
-	int ret = access_virt(q, 0, gva, orig, 1, false);
+	struct vcpu_ref r = {q, cpu};
 
-	if (ret < 0)
-		return ret;
+	if (cpu >= q->t.nr_cpus || !q->stopped || cpu_regs(q, cpu) < 0 ||
+	    translate(&r, gva, gpa) < 0)
+		return -EFAULT;
+	return 0;
+}
+
+/* A gdbstub breakpoint changes no guest byte: the one at @gpa is only checked to be still @orig.
+ * The VM is stopped (attach, or a hit being handled). */
+static int qemu_insert_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
+{
+	struct target_qemu *q = tq(t);
+	uint8_t now;
+
+	if (!q->stopped || phys_access(q, gpa, &now, 1, false) < 0)
+		return -EFAULT;
+	if (now != orig)
+		return -ESTALE;
 	return gdb_insert_bp(q->gdb, gva);
 }
 
-static int qemu_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
+/* QEMU owns the breakpoint and never wrote the guest's byte: nothing there to check or put back. */
+static int qemu_remove_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
 {
-	(void)orig;
+	(void)gpa, (void)orig;
 	return gdb_remove_bp(tq(t)->gdb, gva);
 }
 
@@ -309,26 +324,38 @@ static void qemu_stub_unmap(struct target *t, const struct target_region *r)
 	q->saved = NULL;
 }
 
+/* Through the QEMU process from any thread; with --gdb-memory through the gdbstub, only while the
+ * VM is stopped (the main thread's). */
 static int qemu_read_phys(struct target *t, uint64_t gpa, void *buf, size_t len)
 {
-	return tq(t)->mem.fd >= 0 ? qemu_mem_read(&tq(t)->mem, gpa, buf, len) : -EFAULT;
+	struct target_qemu *q = tq(t);
+
+	if (q->mem.fd < 0 && !q->stopped)
+		return -EFAULT;
+	return phys_access(q, gpa, buf, len, false);
 }
 
 static int qemu_write_phys(struct target *t, uint64_t gpa, const void *buf, size_t len)
 {
-	return tq(t)->mem.fd >= 0 ? qemu_mem_write(&tq(t)->mem, gpa, buf, len) : -EFAULT;
+	struct target_qemu *q = tq(t);
+
+	if (q->mem.fd < 0 && !q->stopped)
+		return -EFAULT;
+	return phys_access(q, gpa, (void *)buf, len, true);
 }
 
 /* Through the gdbstub at the physical address: QEMU then drops translated code of those bytes. */
-static int qemu_write_text(struct target *t, uint64_t gva, const void *buf, size_t len)
+static int qemu_write_text(struct target *t, uint64_t gpa, const void *expect, const void *buf,
+			   size_t len)
 {
 	struct target_qemu *q = tq(t);
-	uint64_t gpa;
+	uint8_t now[16];
 
-	if (!q->stopped || cpu_regs(q, 0) < 0 ||
-	    translate(&(struct vcpu_ref){q, 0}, gva, &gpa) < 0 ||
-	    ((gpa ^ (gpa + len - 1)) & ~(X86_PAGE_SIZE - 1)))
+	if (!q->stopped || len > sizeof(now) || ((gpa ^ (gpa + len - 1)) & ~(X86_PAGE_SIZE - 1)) ||
+	    phys_access(q, gpa, now, len, false) < 0)
 		return -EFAULT;
+	if (memcmp(now, expect, len))
+		return -ESTALE;
 	if (!q->phys_mode) {
 		if (gdb_set_phys_mode(q->gdb, true) < 0)
 			return -ENOTSUP;
@@ -343,6 +370,15 @@ static int qemu_read_kernel(struct target *t, uint64_t gva, void *buf, size_t le
 
 	if (!r.q->kcr3 || r.q->mem.fd < 0 ||
 	    x86_copy_virt(gva, buf, len, false, translate_kernel, copy_phys, &r) < 0)
+		return -EFAULT;
+	return 0;
+}
+
+static int qemu_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
+{
+	struct vcpu_ref r = {tq(t), 0};
+
+	if (!r.q->kcr3 || translate_kernel(&r, gva, gpa) < 0)
 		return -EFAULT;
 	return 0;
 }
@@ -368,8 +404,10 @@ static const struct target_ops qemu_ops = {
 	.write_phys = qemu_write_phys,
 	.write_text = qemu_write_text,
 	.read_kernel = qemu_read_kernel,
+	.kernel_gpa = qemu_kernel_gpa,
 	.read_virt = qemu_read_virt,
 	.write_virt = qemu_write_virt,
+	.translate = qemu_translate,
 	.insert_bp = qemu_insert_bp,
 	.remove_bp = qemu_remove_bp,
 	.pause = qemu_pause,

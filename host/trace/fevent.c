@@ -1,4 +1,5 @@
 #include "host/trace/fevent.h"
+#include "host/trace/escape.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -397,6 +398,7 @@ static int format_value(char *buf, size_t len, const struct fe_field *f, const u
 {
 	uint64_t v = element(data, f->memory || f->count ? f->size : 8, false);
 	const struct vmi_sym *s;
+	size_t n;
 
 	switch (f->kind) {
 	case FE_SIGNED:
@@ -410,10 +412,11 @@ static int format_value(char *buf, size_t len, const struct fe_field *f, const u
 		if (!v)
 			return snprintf(buf, len, "(null)");
 		s = syms ? vmi_symtab_lookup(syms, v) : NULL;
-		if (!s)
+		if (!s || len < 2)
 			return snprintf(buf, len, "0x%" PRIx64, v);
-		return snprintf(buf, len, "%s+0x%" PRIx64 "/0x%" PRIx64, s->name, v - s->addr,
-				s->size);
+		n = escape_str(buf, len, s->name, SIZE_MAX);
+		return (int)n + snprintf(buf + n, len - n, "+0x%" PRIx64 "/0x%" PRIx64, v - s->addr,
+					 s->size);
 	default:
 		return 0;
 	}
@@ -441,9 +444,10 @@ int fe_format(char *buf, size_t len, const struct fe_spec *spec, const uint8_t *
 			ADD("(fault)");
 		} else if (f->kind == FE_STRING || f->kind == FE_CHARS) {
 			size_t max = f->kind == FE_STRING ? FE_MAX_STRING : f->count;
-			size_t l = strnlen((const char *)data, max);
 
-			ADD("%.*s", (int)l, (const char *)data);
+			/* guest bytes: escaped, so none can start a line or a control sequence */
+			if (n < len)
+				n += escape_str(buf + n, len - n, (const char *)data, max);
 		} else if (f->count) {
 			for (unsigned k = 0; k < f->count; k++) {
 				char v[32];

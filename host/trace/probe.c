@@ -52,16 +52,37 @@ int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_
 		struct probe *p = &t->v[i];
 		struct vmi_site site = {.addr = p->addr, .func = p->func};
 		uint8_t bytes[X86_NOP5_LEN];
+		uint64_t gpa, last;
 		int ret;
 
-		if (tgt->ops->read_virt(tgt, 0, p->addr, bytes, sizeof(bytes)) < 0) {
+		if (tgt->ops->translate(tgt, 0, p->addr, &gpa) < 0 ||
+		    tgt->ops->translate(tgt, 0, p->addr + X86_NOP5_LEN - 1, &last) < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 " is not mapped in the guest",
 				 p->func->name, p->addr);
+			return -EFAULT;
+		}
+		/* the five bytes are written at once by guest-physical address */
+		if (last != gpa + X86_NOP5_LEN - 1) {
+			snprintf(err, errlen,
+				 "%s: site 0x%" PRIx64 " spans two pages that are not adjacent in "
+				 "guest-physical memory",
+				 p->func->name, p->addr);
+			return -EFAULT;
+		}
+		if (tgt->ops->read_phys(tgt, gpa, bytes, sizeof(bytes)) < 0) {
+			snprintf(err, errlen,
+				 "%s: site 0x%" PRIx64 " maps guest-physical 0x%" PRIx64
+				 ", which is not guest RAM",
+				 p->func->name, p->addr, gpa);
 			return -EFAULT;
 		}
 		ret = vmi_site_check(&site, bytes, err, errlen);
 		if (ret < 0)
 			return ret;
+		p->gpa = gpa;
+		memcpy(p->nop, bytes, sizeof(bytes));
+		p->orig = bytes[0];
+		p->resolved = true;
 	}
 	return 0;
 }
@@ -72,9 +93,13 @@ int probe_insert(struct probe *p, struct target *tgt)
 
 	if (p->inserted)
 		return 0;
-	ret = tgt->ops->insert_bp(tgt, p->addr, &p->orig);
+	if (!p->resolved)
+		return -EINVAL;
+	ret = tgt->ops->insert_bp(tgt, p->addr, p->gpa, p->orig);
 	if (ret == 0)
 		p->inserted = true;
+	else if (ret == -ESTALE)
+		p->rewritten = true;
 	return ret;
 }
 
@@ -84,9 +109,11 @@ int probe_remove(struct probe *p, struct target *tgt)
 
 	if (!p->inserted)
 		return 0;
-	ret = tgt->ops->remove_bp(tgt, p->addr, p->orig);
-	if (ret == 0)
+	ret = tgt->ops->remove_bp(tgt, p->addr, p->gpa, p->orig);
+	if (ret == 0 || ret == -ESTALE)
 		p->inserted = false;
+	if (ret == -ESTALE)
+		p->rewritten = true;
 	return ret;
 }
 
@@ -103,8 +130,15 @@ int probe_insert_all(struct probe_table *t, struct target *tgt, char *err, size_
 			continue;
 		ret = probe_insert(p, tgt);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: writing INT3 at 0x%" PRIx64 " failed: %s",
-				 p->func->name, p->addr, strerror(-ret));
+			if (ret == -ESTALE)
+				snprintf(err, errlen,
+					 "%s: site 0x%" PRIx64
+					 " was rewritten by the guest since it was verified",
+					 p->func->name, p->addr);
+			else
+				snprintf(err, errlen,
+					 "%s: writing INT3 at 0x%" PRIx64 " failed: %s",
+					 p->func->name, p->addr, strerror(-ret));
 			probe_remove_all(t, tgt);
 			return ret;
 		}
@@ -119,8 +153,31 @@ int probe_remove_all(struct probe_table *t, struct target *tgt)
 	for (size_t i = 0; i < t->nr; i++) {
 		int r = probe_remove(&t->v[i], tgt);
 
-		if (r < 0 && !ret)
+		if (r < 0 && r != -ESTALE && !ret)
 			ret = r;
 	}
 	return ret;
+}
+
+unsigned probe_report_rewritten(const struct probe_table *t, struct target *tgt)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < t->nr; i++) {
+		const struct probe *p = &t->v[i];
+		uint8_t now[X86_NOP5_LEN];
+		char hex[32] = "unreadable bytes";
+
+		if (!p->rewritten)
+			continue;
+		if (tgt->ops->read_phys(tgt, p->gpa, now, sizeof(now)) == 0)
+			x86_format_bytes(now, sizeof(now), hex);
+		fprintf(stderr,
+			"hvtrace: %s: site 0x%" PRIx64
+			" was rewritten by the guest (guest-physical 0x%" PRIx64
+			" holds %s): left as it is\n",
+			p->func->name, p->addr, p->gpa, hex);
+		n++;
+	}
+	return n;
 }

@@ -26,11 +26,14 @@ struct probe {
 	uint64_t addr;
 	const struct vmi_sym *func; /* borrowed */
 	uint32_t id;
-	uint8_t orig;  /* the byte INT3 replaced */
-	bool inserted; /* INT3 is in guest memory now */
-	bool stub;     /* a stub probe: CALL rel32 into the guest stub instead of INT3 */
-	bool patched;  /* stub: the CALL is in guest memory now */
-	uint8_t nop[5]; /* stub: the NOP5 the CALL replaced */
+	uint64_t gpa;	/* guest-physical address of the site, resolved once by probe_verify_all */
+	bool resolved;	/* gpa, orig and nop hold what probe_verify_all found */
+	bool rewritten; /* the guest rewrote a patch of ours there: no longer ours to restore */
+	uint8_t orig;	/* the byte INT3 replaced (the NOP5's first) */
+	bool inserted;	/* INT3 is in guest memory now */
+	bool stub;	/* a stub probe: CALL rel32 into the guest stub instead of INT3 */
+	bool patched;	/* stub: the CALL is in guest memory now */
+	uint8_t nop[5]; /* the NOP5 the site held when verified (a stub's CALL replaces it) */
 
 	/* What the session asks of it; set before the tracer attaches, read-only after. */
 	bool graph_root;		 /* set_graph_function matched it */
@@ -74,11 +77,16 @@ static inline struct probe *probe_lookup(const struct probe_table *t, uint64_t a
 	}
 }
 
-/* Verifies every site holds a NOP5 in guest memory. Returns 0, or -EFAULT / -EILSEQ with @err naming the
- * site. Changes nothing. */
+/* Resolves every site to its guest-physical address through vCPU 0's page tables, once (later
+ * patches and restores go by that address, whatever page tables a vCPU holds then), and verifies it
+ * holds a NOP5 there (kept in the probe). Returns 0, or -EFAULT / -EILSEQ with @err naming the
+ * site. Writes no guest memory. Main thread, target paused or not started. */
 int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen);
 
-/* Writes INT3 on one verified probe's site / puts its byte back; no-ops when already so. 0 or -errno. */
+/* Writes INT3 on one verified probe's site / puts its byte back, each only if the byte there is the
+ * one expected (the NOP5's first / our INT3); no-ops when already so. 0, -EINVAL (not verified),
+ * -ESTALE when the guest rewrote the site (nothing written; the probe is marked rewritten and no
+ * longer inserted), or -errno. Any thread (lazy arming runs on vCPU threads). */
 int probe_insert(struct probe *p, struct target *tgt);
 int probe_remove(struct probe *p, struct target *tgt);
 
@@ -86,8 +94,14 @@ int probe_remove(struct probe *p, struct target *tgt);
  * On any error nothing stays patched and @err names the site. Not from a hit callback. */
 int probe_insert_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen);
 
-/* Restores every inserted probe's byte. Returns 0 or the first error (it still tries all). Call with the
+/* Restores every inserted probe's byte. Returns 0 or the first error (it still tries all); a site
+ * the guest rewrote is left alone and only marked (see probe_report_rewritten). Call with the
  * target paused or not running. */
 int probe_remove_all(struct probe_table *t, struct target *tgt);
+
+/* Prints one line on stderr for each site the guest rewrote over a patch of ours (left as the guest
+ * wrote it), naming the site and the bytes it holds; returns how many. Main thread, after the
+ * detach. */
+unsigned probe_report_rewritten(const struct probe_table *t, struct target *tgt);
 
 #endif

@@ -12,7 +12,8 @@
 #define SHADOW_MAX_DEPTH 128 /* entries per guest stack */
 
 struct shadow_entry {
-	uint64_t slot; /* guest address of the return-address slot */
+	uint64_t slot;	   /* guest address of the return-address slot */
+	uint64_t slot_gpa; /* its guest-physical address, as the hooking vCPU saw it */
 	uint64_t orig; /* the return address it held (the trampoline for a tail call) */
 	uint64_t t_entry;
 	uint32_t probe; /* probe id */

@@ -57,7 +57,7 @@ static int put_header(struct stub *s, const struct stub_guest *g)
 	h[H_RET / 8] = s->ret;
 	h[H_GRAPH / 8] = g->graph;
 	h[H_GRAPH / 8] = g->graph;
-	h[H_MAX_DEPTH / 8] = g->max_depth < STUB_STACK_DEPTH ? g->max_depth : STUB_STACK_DEPTH;
+	h[H_MAX_DEPTH / 8] = s->max_depth;
 	for (unsigned c = 0; g->task && g->task->valid && c < s->nr_cpus && c < VMI_MAX_CPUS; c++)
 		h[H_CUR_SLOTS / 8 + c] = g->task->current_slot[c];
 	return s->tgt->ops->write_phys(s->tgt, s->reg.gpa + STUB_HDR_OFF, h, sizeof(h));
@@ -101,7 +101,9 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	memset(s, 0, sizeof(*s));
 	s->tgt = tgt;
 	s->nr_cpus = nr_cpus;
-	if (!tgt->ops->stub_map) {
+	s->max_depth = g->max_depth < STUB_STACK_DEPTH ? g->max_depth : STUB_STACK_DEPTH;
+	s->stack_shift = g->stack_shift;
+	if (!tgt->ops->stub_map || !tgt->ops->kernel_gpa) {
 		snprintf(err, errlen, "the %s target cannot place stub probes", tgt->name);
 		return -ENOTSUP;
 	}
@@ -165,27 +167,47 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	return 0;
 }
 
-int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, bool root, uint8_t orig[5])
+int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5], bool hook,
+	       bool args, bool root)
 {
-	struct target *tgt = s->tgt;
 	unsigned which = (hook || root) | args << 1 | root << 2;
 	int64_t rel = (int64_t)(s->entry[which] - (site + X86_NOP5_LEN));
 	uint8_t call[X86_NOP5_LEN] = {X86_CALL_REL32};
 	int32_t rel32 = (int32_t)rel;
 
-	if (tgt->ops->read_virt(tgt, 0, site, orig, X86_NOP5_LEN) < 0)
-		return -EFAULT;
-	if (!x86_is_nop5(orig))
+	if (!x86_is_nop5(nop))
 		return -EILSEQ;
 	if (rel != rel32)
 		return -ERANGE;
 	memcpy(call + 1, &rel32, 4);
-	return tgt->ops->write_text(tgt, site, call, sizeof(call));
+	return s->tgt->ops->write_text(s->tgt, gpa, nop, call, sizeof(call));
 }
 
-int stub_unpatch(struct stub *s, uint64_t site, const uint8_t orig[5])
+/* Whether @b, at @site, is a CALL rel32 into one of the stub's entry routines. */
+static bool calls_stub(const struct stub *s, uint64_t site, const uint8_t b[5])
 {
-	return s->tgt->ops->write_text(s->tgt, site, orig, X86_NOP5_LEN);
+	int32_t rel32;
+	uint64_t to;
+
+	if (b[0] != X86_CALL_REL32)
+		return false;
+	memcpy(&rel32, b + 1, 4);
+	to = site + X86_NOP5_LEN + (uint64_t)(int64_t)rel32;
+	for (unsigned k = 0; k < sizeof(s->entry) / sizeof(s->entry[0]); k++)
+		if (s->entry[k] && to == s->entry[k])
+			return true;
+	return false;
+}
+
+int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5])
+{
+	uint8_t now[X86_NOP5_LEN];
+
+	if (s->tgt->ops->read_phys(s->tgt, gpa, now, sizeof(now)) < 0)
+		return -EFAULT;
+	if (!calls_stub(s, site, now))
+		return -ESTALE;
+	return s->tgt->ops->write_text(s->tgt, gpa, now, nop, X86_NOP5_LEN);
 }
 
 bool stub_owns_rip(const struct stub *s, uint64_t rip)
@@ -202,6 +224,17 @@ static uint64_t resolve(const struct stub *s, const struct stub_frame *f, uint64
 		if (f[i].slot == slot && f[i].orig != s->ret)
 			return f[i].orig;
 	return 0;
+}
+
+/* Whether guest stack slot @slot (8-byte aligned) holds @want, read at its guest-physical address
+ * through the page tables captured at attach (never a vCPU's current CR3); *@gpa says where. */
+static bool slot_holds(struct stub *s, uint64_t slot, uint64_t want, uint64_t *gpa)
+{
+	struct target *tgt = s->tgt;
+	uint64_t cur;
+
+	return !(slot & 7) && tgt->ops->kernel_gpa(tgt, slot, gpa) == 0 &&
+	       tgt->ops->read_phys(tgt, *gpa, &cur, 8) == 0 && cur == want;
 }
 
 int stub_restore_slots(struct stub *s, bool clear)
@@ -228,24 +261,26 @@ int stub_restore_slots(struct stub *s, bool clear)
 		memcpy(&nr, buf + S_NR, 8);
 		if (!key)
 			continue;
+		/* the guest may have written anything here: at most the frames the layout has room
+		 * for, each written back only into a slot of the guest stack this shadow stack
+		 * belongs to that still holds the return routine's address */
 		if (nr > STUB_STACK_DEPTH)
 			nr = STUB_STACK_DEPTH;
 		/* every frame whose slot still points at the return routine is a return handed back
 		 * (a tail call has several on one slot): which ones, before writing any */
 		bool hooked[STUB_STACK_DEPTH];
+		uint64_t slot_gpa[STUB_STACK_DEPTH];
 
-		for (uint64_t k = 0; k < nr; k++) {
-			uint64_t cur;
-
-			hooked[k] = tgt->ops->read_virt(tgt, 0, f[k].slot, &cur, 8) == 0 &&
-				    cur == s->ret && resolve(s, f, nr, f[k].slot);
-		}
+		for (uint64_t k = 0; k < nr; k++)
+			hooked[k] = (f[k].slot >> s->stack_shift) + 1 == key &&
+				    slot_holds(s, f[k].slot, s->ret, &slot_gpa[k]) &&
+				    resolve(s, f, nr, f[k].slot);
 		for (uint64_t k = 0; k < nr; k++) {
 			uint64_t orig = resolve(s, f, nr, f[k].slot);
 
 			if (!hooked[k])
 				continue;
-			if (tgt->ops->write_virt(tgt, 0, f[k].slot, &orig, 8) == 0)
+			if (tgt->ops->write_phys(tgt, slot_gpa[k], &orig, 8) == 0)
 				s->restored_slots++;
 			else
 				first = first ? first : -EFAULT;
@@ -265,20 +300,24 @@ void stub_unplace(struct stub *s)
 	s->placed = false;
 }
 
-unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max)
+/* Reads up to @max records of CPU @cpu from index @idx on, as far as the guest says it has
+ * reserved but at most one ring's worth from the host's own tail, into @buf. Returns how many (0 if
+ * none or unreadable). */
+static unsigned read_window(struct stub *s, unsigned cpu, uint64_t idx, struct stub_rec *buf,
+			    unsigned max)
 {
-	uint64_t idx = s->tail[cpu], pos = idx & (s->ring_records - 1), h[3], n, first;
+	uint64_t pos = idx & (s->ring_records - 1), h[3], n, first, done = idx - s->tail[cpu];
 	uint64_t base = rings_gpa(s) + cpu * s->ring_records * STUB_REC_SIZE;
-	unsigned k = 0;
 
 	if (s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, cpu), h, sizeof(h)) < 0)
 		return 0;
 	s->lost[cpu] = h[RH_LOST / 8];
-	n = h[RH_HEAD / 8] - idx;
-	if (n > max)
-		n = max;
+	n = h[RH_HEAD / 8] - s->tail[cpu];
 	if (n > s->ring_records)
 		n = s->ring_records;
+	n = n > done ? n - done : 0;
+	if (n > max)
+		n = max;
 	if (!n)
 		return 0;
 	/* up to the end of the ring, then on from its start */
@@ -288,15 +327,46 @@ unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned 
 	    (n > first &&
 	     s->tgt->ops->read_phys(s->tgt, base, buf + first, (n - first) * STUB_REC_SIZE) < 0))
 		return 0;
+	return (unsigned)n;
+}
+
+unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max)
+{
+	uint64_t idx = s->tail[cpu];
+	unsigned n = read_window(s, cpu, idx, buf, max), k = 0;
+
 	while (k < n && buf[k].seq == (uint32_t)(idx + k + 1))
 		k++;
 	return k;
+}
+
+unsigned stub_skip_uncommitted(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max)
+{
+	uint64_t idx = s->tail[cpu];
+	unsigned n;
+
+	while ((n = read_window(s, cpu, idx, buf, max)) > 0) {
+		for (unsigned k = 0; k < n; k++, idx++)
+			if (buf[k].seq == (uint32_t)(idx + 1)) {
+				unsigned gap = (unsigned)(idx - s->tail[cpu]);
+
+				if (gap && stub_consume(s, cpu, gap) < 0)
+					return 0;
+				return gap;
+			}
+	}
+	return 0;
 }
 
 int stub_consume(struct stub *s, unsigned cpu, unsigned n)
 {
 	s->tail[cpu] += n;
 	return s->tgt->ops->write_phys(s->tgt, ringhdr_gpa(s, cpu) + RH_TAIL, &s->tail[cpu], 8);
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
 }
 
 void stub_counters(struct stub *s, struct stub_counters *out)
@@ -308,7 +378,7 @@ void stub_counters(struct stub *s, struct stub_counters *out)
 		if (s->placed &&
 		    s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, c), h, sizeof(h)) == 0)
 			s->lost[c] = h[RH_LOST / 8];
-		out->lost += s->lost[c];
+		out->lost = sat_add(out->lost, s->lost[c]);
 	}
 	if (s->placed &&
 	    s->tgt->ops->read_phys(s->tgt, s->reg.gpa + STUB_HDR_OFF + H_BAD_CPU, h, 16) == 0) {

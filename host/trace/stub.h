@@ -23,12 +23,16 @@ struct stub {
 	unsigned nr_cpus;
 	uint64_t ring_records; /* per CPU */
 	uint64_t nr_stacks;    /* 0: no return hooks */
+	/* The bounds the host gave the stub, kept here: the guest can rewrite its copy in the
+	 * header, the host never reads them back. */
+	unsigned max_depth;   /* frames per shadow stack (H_MAX_DEPTH as written) */
+	unsigned stack_shift; /* guest stacks are 1 << stack_shift aligned regions */
 	uint64_t entry[8]; /* GVAs of the entry routines: [hook | 2 * arguments | 4 * graph root] */
 	uint64_t ret;	   /* GVA of the return routine */
 	uint64_t tail[STUB_MAX_CPUS]; /* next index the host reads, per CPU */
-	uint64_t lost[STUB_MAX_CPUS]; /* the guest's count of events its ring had no room for, as
-					 last read */
-	uint64_t bad_cpu, no_stack;   /* the header's counters, as last read */
+	uint64_t lost[STUB_MAX_CPUS]; /* guest-reported: the guest's count of events its ring had no
+				       * room for, as last read (any value the guest wrote) */
+	uint64_t bad_cpu, no_stack;   /* guest-reported: the header's counters, as last read */
 	uint64_t restored_slots;      /* hooked returns handed back at detach */
 };
 
@@ -52,14 +56,18 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
  * guest-physical @gpa, where a stub region would start. Any thread. */
 bool stub_live_at(struct target *tgt, uint64_t gpa);
 
-/* With the target paused: CALL rel32 into the stub at @site (its NOP5 saved in @orig, checked to be
- * a NOP5 first), to the entry that also hooks the return when @hook, records the argument registers
- * when @args, and starts a graph when @root (set_graph_function; implies @hook). 0, -EILSEQ (not a
- * NOP5), -ERANGE (out of reach), -EFAULT. */
-int stub_patch(struct stub *s, uint64_t site, bool hook, bool args, bool root, uint8_t orig[5]);
+/* With the target paused: CALL rel32 into the stub at @site, written by guest-physical address
+ * (@gpa, resolved at attach) and only if the five bytes there are still @nop, the NOP5 verified at
+ * attach. The entry also hooks the return when @hook, records the argument registers when @args,
+ * and starts a graph when @root (set_graph_function; implies @hook). 0, -EILSEQ (@nop is not a
+ * NOP5), -ERANGE (out of reach), -ESTALE (the site no longer holds @nop; nothing written), or
+ * -EFAULT. */
+int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5], bool hook,
+	       bool args, bool root);
 
-/* With the target paused: puts @orig back at @site. 0 or -errno. */
-int stub_unpatch(struct stub *s, uint64_t site, const uint8_t orig[5]);
+/* With the target paused: puts @nop back at @site (guest-physical @gpa) if it still holds a CALL
+ * rel32 into the stub. 0, -ESTALE when the guest rewrote the site (nothing written), -errno. */
+int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5]);
 
 /* True if @rip is inside the stub's code. */
 bool stub_owns_rip(const struct stub *s, uint64_t rip);
@@ -73,15 +81,23 @@ int stub_restore_slots(struct stub *s, bool clear);
 void stub_unplace(struct stub *s);
 
 /* Up to @max committed, unread records of CPU @cpu, oldest first (across the end of the ring),
- * copied into @buf. Returns how many (0 if none or unreadable). Only the drain thread. */
+ * copied into @buf (at most the host's ring size, whatever head the guest wrote). Returns how many
+ * (0 if none or unreadable). Only the drain thread. */
 unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max);
+
+/* Once no vCPU can commit a record any more (the final drain): hands back the records of CPU @cpu
+ * reserved but never committed ahead of the first committed one (gaps in the sequence numbers),
+ * reading through @buf (@max records). Returns how many (0: the next record is committed, or no
+ * record after it is). Only the drain thread. */
+unsigned stub_skip_uncommitted(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max);
 
 /* Hands @n records of CPU @cpu back to the guest. 0 or -EFAULT. Only the drain thread. */
 int stub_consume(struct stub *s, unsigned cpu, unsigned n);
 
-/* Events the guest could not record (full rings, CPU numbers out of range, returns not hooked
- * because their shadow stack was busy or full): sums of the guest's counters, as stub_read last saw
- * them where the guest can no longer be read (a QEMU that exited). */
+/* Events the guest says it could not record (full rings, CPU numbers out of range, returns not
+ * hooked because their shadow stack was busy or full): sums of the guest's counters
+ * (guest-reported: any value the guest wrote, the sums saturating), as stub_read last saw them
+ * where the guest can no longer be read (a QEMU that exited). */
 struct stub_counters {
 	uint64_t lost, bad_cpu, no_stack;
 };

@@ -86,22 +86,47 @@ static int no_memory(void *ctx, uint64_t gva, void *buf, size_t len)
 	return -EFAULT;
 }
 
-/* One guest record (and @args, the record after it, for an entry with argument registers) into the
- * host record stream of its CPU. False (nothing done) when that ring has no room: the record stays
- * in the guest's ring for the next pass. */
-static bool convert(struct stub_drain *d, struct task_cache *tc, uint8_t *scratch,
+/* Whether guest record @g, read from CPU @cpu's ring, is one the stub the host placed can have
+ * written: a known type, that CPU, a stub probe's site, a depth within the bound the host gave
+ * the stub (its own copy, not the header's), and records of hooked returns only for probes whose
+ * returns are hooked. The guest can write anything there: the rest is forged, and rejected. */
+static bool valid(const struct stub_drain *d, unsigned cpu, const struct probe *p,
+		  const struct stub_rec *g)
+{
+	if (!p || !p->stub || g->cpu != cpu || g->depth >= d->stub.max_depth)
+		return false;
+	switch (g->type) {
+	case STUB_REC_ENTRY:
+	case STUB_REC_SKIP:
+		return true;
+	case STUB_REC_ENTRY_NOHOOK:
+	case STUB_REC_RETURN:
+	case STUB_REC_DROP:
+		return p->hooks_return;
+	default: /* unknown, or the argument registers without their entry */
+		return false;
+	}
+}
+
+/* One guest record of CPU @cpu's ring (and @args, the record after it, for an entry with argument
+ * registers) into the host record stream of that CPU. False (nothing done) when that ring has no
+ * room: the record stays in the guest's ring for the next pass. A forged record is counted in
+ * `rejected` and dropped. */
+static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, uint8_t *scratch,
 		    const struct stub_rec *g, const struct stub_rec *args)
 {
 	struct probe *p = probe_lookup(d->c.probes, g->ip);
-	unsigned cpu = g->cpu < d->c.nr_cpus ? g->cpu : 0;
 	struct ring *ring = &d->c.rings[cpu];
 	struct hvt_record rec;
 	struct vmi_task task;
+	uint64_t ts, t0;
 	size_t len = 0;
 	bool deep;
 
-	if (!p)
+	if (!valid(d, cpu, p, g)) {
+		d->rejected++;
 		return true;
+	}
 	deep = d->c.returns && d->c.max_depth && g->depth >= d->c.max_depth;
 	switch (g->type) {
 	case STUB_REC_ENTRY_NOHOOK:
@@ -141,10 +166,12 @@ static bool convert(struct stub_drain *d, struct task_cache *tc, uint8_t *scratc
 		if (deep)
 			return true;
 		task_of(d, tc, cpu, g->task, &task);
-		hvt_record_entry(&rec, tsc_to_ts(d, g->tsc), cpu, p->addr, g->parent, &task);
+		ts = tsc_to_ts(d, g->tsc);
+		t0 = tsc_to_ts(d, g->t0);
+		hvt_record_entry(&rec, ts, cpu, p->addr, g->parent, &task);
 		rec.type = HVT_REC_RETURN;
 		rec.value = g->rax;
-		rec.duration = tsc_to_ts(d, g->tsc) - tsc_to_ts(d, g->t0);
+		rec.duration = ts > t0 ? ts - t0 : 0;
 		rec.depth = g->depth;
 		return ring_emit(ring, &rec, NULL, 0);
 	}
@@ -152,9 +179,11 @@ static bool convert(struct stub_drain *d, struct task_cache *tc, uint8_t *scratc
 }
 
 /* Drains what the guest has committed, as far as the host rings have room; *@more says whether some
- * records had to stay in a guest ring. Returns how many records were taken. */
+ * records had to stay in a guest ring. @final: no vCPU can commit a record any more, so nothing is
+ * waited for: an entry's missing registers, a record reserved but never committed (skipped, and
+ * counted lost). Returns how many records were taken. */
 static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct task_cache *tc,
-			   uint8_t *scratch, bool *more)
+			   uint8_t *scratch, bool final, bool *more)
 {
 	uint64_t now = clock_now_ns(), pending = UINT64_MAX, h;
 	unsigned total = 0;
@@ -165,9 +194,17 @@ static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct ta
 		tc->filled_at = now;
 	}
 	for (unsigned c = 0; c < d->c.nr_cpus; c++) {
-		unsigned n, k, step;
+		unsigned n, k, step, gap;
 
-		while ((n = stub_read(&d->stub, c, buf, DRAIN_BATCH)) > 0) {
+		for (;;) {
+			n = stub_read(&d->stub, c, buf, DRAIN_BATCH);
+			if (!n && final &&
+			    (gap = stub_skip_uncommitted(&d->stub, c, buf, DRAIN_BATCH))) {
+				d->lost += gap;
+				continue;
+			}
+			if (!n)
+				break;
 			if (!d->clock_anchored) {
 				/* no clock from the target: the newest record is about now */
 				d->tsc_ref = buf[n - 1].tsc;
@@ -179,13 +216,14 @@ static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct ta
 
 				step = 1;
 				if (buf[k].type == STUB_REC_ENTRY && (buf[k].flags & STUB_F_ARGS)) {
-					if (k + 1 == n)
+					if (k + 1 == n && (!final || n == DRAIN_BATCH))
 						break; /* its registers come with the next read */
-					if (buf[k + 1].type == STUB_REC_ARGS)
+					if (k + 1 < n && buf[k + 1].type == STUB_REC_ARGS) {
 						args = &buf[k + 1];
-					step = 2;
+						step = 2;
+					}
 				}
-				if (!convert(d, tc, scratch, &buf[k], args))
+				if (!convert(d, c, tc, scratch, &buf[k], args))
 					break;
 			}
 			if (k)
@@ -220,6 +258,25 @@ static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct ta
 	return total;
 }
 
+/* Gives up on what the guest rings still hold (the host rings stayed full): every record committed
+ * or skipped there is counted lost. */
+static void discard_rest(struct stub_drain *d, struct stub_rec *buf)
+{
+	for (unsigned c = 0; c < d->c.nr_cpus; c++) {
+		for (;;) {
+			unsigned n = stub_read(&d->stub, c, buf, DRAIN_BATCH);
+
+			if (n) {
+				if (stub_consume(&d->stub, c, n) < 0)
+					break;
+			} else if (!(n = stub_skip_uncommitted(&d->stub, c, buf, DRAIN_BATCH))) {
+				break;
+			}
+			d->lost += n;
+		}
+	}
+}
+
 static void *drain_thread(void *arg)
 {
 	struct stub_drain *d = arg;
@@ -241,17 +298,22 @@ static void *drain_thread(void *arg)
 	unsigned idle = 0;
 
 	while (!atomic_load(&d->stop))
-		if (!drain_pass(d, buf, tc, scratch, &more))
+		if (!drain_pass(d, buf, tc, scratch, false, &more))
 			usleep(DRAIN_IDLE_US);
-	/* the rest, while the writer makes room (it runs until after the detach) */
+	/* the rest, while the writer makes room (it runs until after the detach); no vCPU can
+	 * commit a record now */
 	for (;;) {
-		if (drain_pass(d, buf, tc, scratch, &more))
+		if (drain_pass(d, buf, tc, scratch, true, &more))
 			idle = 0;
-		else if (!more || idle++ >= FINAL_WAIT_PASSES)
+		else if (!more)
+			break;
+		else if (idle++ >= FINAL_WAIT_PASSES)
 			break;
 		else
 			usleep(DRAIN_IDLE_US);
 	}
+	if (more)
+		discard_rest(d, buf);
 	atomic_store(&d->horizon, UINT64_MAX);
 	free(buf);
 	free(tc);
@@ -261,14 +323,26 @@ static void *drain_thread(void *arg)
 
 /* ---- attach and detach ----------------------------------------------------------------------- */
 
-static void unpatch_all(struct stub_drain *d)
+/* Puts every CALL back. Returns how many sites still call the stub (a write that failed). */
+static size_t unpatch_all(struct stub_drain *d)
 {
+	size_t left = 0;
+
 	for (size_t i = 0; i < d->c.probes->nr; i++) {
 		struct probe *p = &d->c.probes->v[i];
+		int r;
 
-		if (p->patched && stub_unpatch(&d->stub, p->addr, p->nop) == 0)
+		if (!p->patched)
+			continue;
+		r = stub_unpatch(&d->stub, p->addr, p->gpa, p->nop);
+		/* a site the guest rewrote is no longer ours: left alone, reported by the tracer */
+		if (r == 0 || r == -ESTALE)
 			p->patched = false;
+		if (r == -ESTALE)
+			p->rewritten = true;
+		left += p->patched;
 	}
+	return left;
 }
 
 int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, char *err,
@@ -314,12 +388,13 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 
 		if (!p->stub)
 			continue;
-		ret = stub_patch(&d->stub, p->addr, p->hooks_return, p->event != NULL,
-				 g.graph && p->graph_root, p->nop);
+		ret = stub_patch(&d->stub, p->addr, p->gpa, p->nop, p->hooks_return,
+				 p->event != NULL, g.graph && p->graph_root);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 ": %s", p->func->name, p->addr,
 				 ret == -EILSEQ	  ? "not a NOP5"
 				 : ret == -ERANGE ? "the stub is out of CALL rel32 reach"
+				 : ret == -ESTALE ? "rewritten by the guest since it was verified"
 						  : "cannot write the CALL");
 			unpatch_all(d);
 			stub_unplace(&d->stub);
@@ -364,7 +439,7 @@ void stub_drain_stop(struct stub_drain *d)
 		d->running = false;
 	}
 	stub_counters(&d->stub, &c);
-	d->lost = c.lost + c.bad_cpu;
+	d->guest_lost = c.lost > UINT64_MAX - c.bad_cpu ? UINT64_MAX : c.lost + c.bad_cpu;
 }
 
 void stub_drain_forget_thread(struct stub_drain *d)
@@ -386,9 +461,18 @@ int stub_drain_detach(struct stub_drain *d)
 	struct target *tgt = d->c.tgt;
 	int ret = 0, tries = 0;
 
+	size_t left;
+
 	if (!d->stub.placed)
 		return 0;
-	unpatch_all(d);
+	left = unpatch_all(d);
+	if (left) {
+		/* a CALL that could not be put back must keep its stub */
+		fprintf(stderr, "hvtrace: %zu stub probe sites could not be restored: the stub stays "
+				"mapped\n",
+			left);
+		ret = -EIO;
+	}
 	/* No new entries now, and with the hooked slots handed back no new returns into the stub; a
 	 * vCPU in the middle of a routine finishes it (an entry may hook one more slot meanwhile:
 	 * the second pass hands that back too). */

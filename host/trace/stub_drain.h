@@ -42,8 +42,13 @@ struct stub_drain {
 	_Atomic uint64_t horizon;	   /* ts below which every stub record has been drained */
 	uint64_t tsc_ref, ns_ref, tsc_khz; /* guest TSC tsc_ref was current at host ns ns_ref */
 	bool clock_anchored;
-	uint64_t records; /* records drained from the guest */
-	uint64_t lost;	  /* events the guest rings could not take, once stopped */
+	uint64_t records;    /* records drained from the guest */
+	uint64_t lost;	     /* what the host itself knows was lost: records reserved but never
+			      * committed ahead of committed ones, records left when the host
+			      * rings stayed full at the end */
+	uint64_t guest_lost; /* guest-reported, once stopped: events its rings could not take and
+			      * calls on CPU numbers out of range, as its counters say */
+	uint64_t rejected;   /* records the stub cannot have written (forged): dropped */
 };
 
 /* Whether probe @p can be a stub probe (events reading guest memory and typed return fields need
@@ -65,7 +70,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 int stub_drain_detach(struct stub_drain *d);
 
 /* Drains the guest rings one last time, as far as they can still be read, and stops the drain
- * thread; `lost` then holds the events the guest could not record (as the guest last said if it is
+ * thread; `lost` and `guest_lost` are then final (the guest's figure as it last said if it is
  * gone). For a guest that went away without a detach; idempotent. Main thread. */
 void stub_drain_stop(struct stub_drain *d);
 

@@ -20,10 +20,21 @@ struct target_ops {
 	 * any thread while the target is paused (or not yet started). */
 	int (*read_virt)(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len);
 	int (*write_virt)(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len);
-	/* Writes INT3 over the byte at @gva (saving it in *@orig) and checks it landed. 0 or -errno. */
-	int (*insert_bp)(struct target *t, uint64_t gva, uint8_t *orig);
-	/* Puts @orig back at @gva. 0 or -errno. */
-	int (*remove_bp)(struct target *t, uint64_t gva, uint8_t orig);
+	/* The guest-physical address of @gva as vCPU @cpu sees it now (its current page tables). 0
+	 * or -errno (-EFAULT: not mapped). Same threads as read_virt. The tracer resolves each site
+	 * once at attach and each return slot on the hitting vCPU, and from then on writes by
+	 * guest-physical address only: a vCPU that switches page tables later cannot redirect a
+	 * write. */
+	int (*translate)(struct target *t, unsigned cpu, uint64_t gva, uint64_t *gpa);
+	/* Breakpoint on the site that vCPUs execute at @gva, whose first byte is at guest-physical
+	 * @gpa (resolved at attach). Checks that byte is still @orig, writes INT3 and checks it
+	 * landed: 0, -ESTALE when the byte is not @orig (nothing written), -EFAULT, -EIO. Any
+	 * thread: one byte, safe while vCPUs run. (QEMU: a gdbstub Z0 at @gva; no guest byte
+	 * changes.) */
+	int (*insert_bp)(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig);
+	/* Puts @orig back at @gpa if it still holds the INT3: 0, -ESTALE when the guest rewrote
+	 * that byte (nothing written), -EFAULT. Same threads as insert_bp. */
+	int (*remove_bp)(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig);
 	/* Stops all vCPUs (nesting) / lets them run again. Not from a hit callback. */
 	int (*pause)(struct target *t);
 	void (*resume)(struct target *t);
@@ -32,6 +43,10 @@ struct target_ops {
 	int (*set_regs)(struct target *t, unsigned cpu, const struct x86_regs *regs);
 	/* Registers @fn as the breakpoint callback; before the guest runs. */
 	void (*set_bp_handler)(struct target *t, target_bp_fn fn, void *ctx);
+	/* Guest-physical memory, data only (code caches do not see writes). 0 or -EFAULT. Any
+	 * thread, any time (QEMU with --gdb-memory: only while stopped, on the main thread). */
+	int (*read_phys)(struct target *t, uint64_t gpa, void *buf, size_t len);
+	int (*write_phys)(struct target *t, uint64_t gpa, const void *buf, size_t len);
 
 	/* Stub probes; all NULL on a target that cannot host them. */
 	/* While paused: finds guest memory the guest kernel never uses, at least @min and at most @want
@@ -41,16 +56,20 @@ struct target_ops {
 			struct target_region *out, char *err, size_t errlen);
 	/* While paused: undoes stub_map (nothing may run in the region any more). */
 	void (*stub_unmap)(struct target *t, const struct target_region *r);
-	/* Guest-physical memory, data only (code caches do not see writes). Any thread, any time.
-	 * 0 or -EFAULT. */
-	int (*read_phys)(struct target *t, uint64_t gpa, void *buf, size_t len);
-	int (*write_phys)(struct target *t, uint64_t gpa, const void *buf, size_t len);
-	/* While paused: writes guest text so that every vCPU executes the new bytes (QEMU/TCG: through a
-	 * path that invalidates translated code). 0 or -errno. */
-	int (*write_text)(struct target *t, uint64_t gva, const void *buf, size_t len);
+	/* While paused: writes @len bytes of guest text at guest-physical @gpa (resolved at
+	 * attach), so that every vCPU executes the new bytes (QEMU/TCG: through a path that
+	 * invalidates translated code), if those bytes still hold @expect. 0, -ESTALE when they do
+	 * not (nothing written), -EFAULT (not RAM, or across a page; QEMU: more than 16 bytes),
+	 * -errno. */
+	int (*write_text)(struct target *t, uint64_t gpa, const void *expect, const void *buf,
+			  size_t len);
 	/* Kernel-half guest-virtual reads from any thread while the guest runs (through page tables
 	 * captured when the target was paused). 0 or -EFAULT. */
 	int (*read_kernel)(struct target *t, uint64_t gva, void *buf, size_t len);
+	/* The guest-physical address of kernel-half @gva through the same captured page tables (never
+	 * whatever CR3 a vCPU holds now): where the stub's return slots are restored. Any thread.
+	 * 0 or -EFAULT. */
+	int (*kernel_gpa)(struct target *t, uint64_t gva, uint64_t *gpa);
 	/* A guest TSC value and the host CLOCK_MONOTONIC ns at which it was current, and the guest TSC
 	 * rate; optional (NULL: the stub clock is anchored at its first records). While paused. */
 	int (*tsc_sync)(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *khz);

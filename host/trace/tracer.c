@@ -3,6 +3,7 @@
 #include "host/trace/clock.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +146,17 @@ static int attach_stubs(struct tracer *t, char *err, size_t errlen)
 	return ret;
 }
 
+/* The trampoline's guest-physical address and byte, through vCPU 0's page tables at attach. */
+static int resolve_trampoline(struct tracer *t)
+{
+	struct target *tgt = t->tgt;
+
+	if (tgt->ops->translate(tgt, 0, t->trampoline, &t->trampoline_gpa) < 0 ||
+	    tgt->ops->read_phys(tgt, t->trampoline_gpa, &t->trampoline_orig, 1) < 0)
+		return -EFAULT;
+	return 0;
+}
+
 int tracer_attach(struct tracer *t, char *err, size_t errlen)
 {
 	int ret;
@@ -158,7 +170,10 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 	atomic_store(&t->active, 1);
 	t->tgt->ops->set_bp_handler(t->tgt, tracer_hit, t);
 	if (t->trampoline) {
-		ret = t->tgt->ops->insert_bp(t->tgt, t->trampoline, &t->trampoline_orig);
+		ret = resolve_trampoline(t);
+		if (ret == 0)
+			ret = t->tgt->ops->insert_bp(t->tgt, t->trampoline, t->trampoline_gpa,
+						     t->trampoline_orig);
 		if (ret < 0) {
 			snprintf(err, errlen, "return trampoline at 0x%llx: cannot write INT3: %s",
 				 (unsigned long long)t->trampoline, strerror(-ret));
@@ -194,7 +209,8 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 	if (ret < 0) {
 		atomic_store(&t->active, 0);
 		if (t->trampoline_inserted)
-			t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_orig);
+			t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_gpa,
+					       t->trampoline_orig);
 		t->trampoline_inserted = false;
 		return ret;
 	}
@@ -202,7 +218,9 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 	return 0;
 }
 
-/* Writes back the return address of one shadow entry if its slot still points at the trampoline. */
+/* Writes back the return address of one shadow entry if its slot still points at the trampoline: at
+ * the guest-physical address the hooking vCPU wrote the trampoline to, whatever page tables any
+ * vCPU holds now. */
 static void restore_slot(void *ctx, const struct shadow_entry *e)
 {
 	struct tracer *t = ctx;
@@ -210,10 +228,16 @@ static void restore_slot(void *ctx, const struct shadow_entry *e)
 
 	/* newest first: a tail call's frames (several on one slot, the newer ones saving the trampoline)
 	 * each count as a return handed back, and the oldest writes the real address last */
-	if (t->tgt->ops->read_virt(t->tgt, 0, e->slot, &cur, 8) < 0 || cur != t->trampoline)
+	if (t->tgt->ops->read_phys(t->tgt, e->slot_gpa, &cur, 8) < 0 || cur != t->trampoline)
 		return;
-	if (t->tgt->ops->write_virt(t->tgt, 0, e->slot, &e->orig, 8) == 0)
+	if (t->tgt->ops->write_phys(t->tgt, e->slot_gpa, &e->orig, 8) == 0)
 		t->restored_slots++;
+}
+
+/* After the probes are out: names each site the guest rewrote over our patch. */
+static void report_rewritten(struct tracer *t)
+{
+	t->text_rewritten += probe_report_rewritten(&t->probes, t->tgt);
 }
 
 /* A vCPU stopped right on the trampoline (its RET already popped the slot) resumes at the real return
@@ -257,13 +281,26 @@ int tracer_detach(struct tracer *t)
 		shadow_for_each(&t->shadow, restore_slot, t);
 		shadow_clear(&t->shadow);
 		if (t->trampoline_inserted) {
-			int r = t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_orig);
+			int r = t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_gpa,
+						       t->trampoline_orig);
 
-			if (r < 0 && !ret)
+			if (r == -ESTALE) {
+				uint8_t now = 0;
+
+				t->tgt->ops->read_phys(t->tgt, t->trampoline_gpa, &now, 1);
+				fprintf(stderr,
+					"hvtrace: return trampoline at 0x%" PRIx64
+					" was rewritten by the guest (guest-physical 0x%" PRIx64
+					" holds %02x): left as it is\n",
+					t->trampoline, t->trampoline_gpa, now);
+				t->text_rewritten++;
+			} else if (r < 0 && !ret) {
 				ret = r;
-			t->trampoline_inserted = r < 0;
+			}
+			t->trampoline_inserted = r < 0 && r != -ESTALE;
 		}
 	}
+	report_rewritten(t);
 	t->tgt->ops->resume(t->tgt);
 	t->attached = false;
 	return ret;
@@ -332,23 +369,31 @@ static void miss(struct probe *p)
 	atomic_fetch_add_explicit(&p->n.misses, 1, memory_order_relaxed);
 }
 
-/* Hooks the return of the call whose return address sits at @slot (holding @orig). Returns 1 when
- * hooked (*@depth set), 0 when the call is not to be traced (graph filter, max depth), -1 on a miss. */
-static int hook_return(struct tracer *t, struct probe *p, uint64_t slot, uint64_t orig,
-		       uint64_t now, uint8_t *depth)
+/* Hooks the return of the call whose return address sits at @slot (holding @orig) on vCPU @cpu, the
+ * hitting one: the slot is written at the guest-physical address @cpu's page tables give, which the
+ * shadow entry keeps for the restore at detach. Returns 1 when hooked (*@depth set), 0 when the
+ * call is not to be traced (graph filter, max depth), -1 on a miss (an unaligned slot, which could
+ * span two pages, counts as one). */
+static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t slot,
+		       uint64_t orig, uint64_t now, uint8_t *depth)
 {
-	struct shadow_stack *st = shadow_lock(&t->shadow, slot, true);
 	struct dropped d = {.t = t};
 	const struct shadow_entry *top;
+	struct shadow_stack *st;
 	struct shadow_entry e;
+	uint64_t slot_gpa;
 	int hooked = 0;
 
+	if ((slot & 7) || t->tgt->ops->translate(t->tgt, cpu, slot, &slot_gpa) < 0)
+		return -1;
+	st = shadow_lock(&t->shadow, slot, true);
 	if (!st)
 		return -1;
 	shadow_drop_dead(&t->shadow, st, slot, orig, count_unwound, &d);
 	top = shadow_top(st);
 	e = (struct shadow_entry){
 		.slot = slot,
+		.slot_gpa = slot_gpa,
 		.orig = orig,
 		.t_entry = now,
 		.probe = p->id,
@@ -360,7 +405,7 @@ static int hook_return(struct tracer *t, struct probe *p, uint64_t slot, uint64_
 		hooked = 0;
 	} else if (!shadow_push(st, &e)) {
 		hooked = -1;
-	} else if (t->tgt->ops->write_virt(t->tgt, 0, slot, &t->trampoline, 8) < 0) {
+	} else if (t->tgt->ops->write_phys(t->tgt, slot_gpa, &t->trampoline, 8) < 0) {
 		st->nr--;
 		hooked = -1;
 	} else {
@@ -430,7 +475,7 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 			goto out;
 	}
 	if (p->hooks_return) {
-		int r = hook_return(t, p, regs->rsp, orig, now, &depth);
+		int r = hook_return(t, cpu, p, regs->rsp, orig, now, &depth);
 
 		if (r < 0)
 			miss(p);
@@ -542,12 +587,15 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 	*out = (struct tracer_stats){
 		.probes = t->probes.nr,
 		.restored_slots = t->restored_slots,
+		.text_rewritten = t->text_rewritten,
 		.orphan_returns = atomic_load(&t->orphan_returns),
 		.arms = t->arms,
 		.lost = tracer_lost(t),
 		.stub_probes = t->stub.nr_probes,
 		.stub_records = t->stub.records,
 		.stub_lost = t->stub.lost,
+		.stub_guest_lost = t->stub.guest_lost,
+		.stub_rejected = t->stub.rejected,
 		.stub_ring_records = t->stub.stub.ring_records,
 		.stub_region_bytes = t->stub.stub.reg.size,
 		.stub_host_stalls = stub_drain_stalls(&t->stub),

@@ -46,6 +46,7 @@ struct tracer {
 	unsigned nr_rings; /* nr_cpus, and as many again with stub probes */
 	struct vmi_task_layout task;
 	uint64_t trampoline; /* 0 unless opts.returns */
+	uint64_t trampoline_gpa; /* resolved at attach */
 	uint8_t trampoline_orig;
 	bool trampoline_inserted;
 	uint64_t t0;	   /* clock at attach; record timestamps count from here */
@@ -58,6 +59,7 @@ struct tracer {
 	unsigned live_roots;		 /* lazy: hooked graph-root frames not yet returned */
 	uint64_t arms;			 /* lazy: times the callee probes were inserted */
 	uint64_t restored_slots; /* hooked returns handed back at detach (slots, vCPUs on the trampoline) */
+	unsigned text_rewritten; /* patched sites (and trampoline) the guest rewrote: left alone */
 	struct stub_drain stub;	 /* stub probes */
 };
 
@@ -66,9 +68,12 @@ struct tracer {
 struct tracer_stats {
 	size_t probes;
 	unsigned long long restored_slots, orphan_returns, arms, lost;
+	unsigned text_rewritten; /* sites the guest rewrote over a patch: reported, left alone */
 	/* stub probes (all 0 without) */
 	size_t stub_probes;
 	unsigned long long stub_records, stub_lost, stub_ring_records, stub_region_bytes;
+	unsigned long long stub_guest_lost; /* guest-reported: what the stub's counters say */
+	unsigned long long stub_rejected;   /* forged records dropped */
 	unsigned long long stub_host_stalls;
 	bool stub_mapped; /* the stub is still in guest memory */
 };
@@ -97,9 +102,12 @@ const struct fe_spec *tracer_event_of(void *ctx, uint64_t ip);
  * stays patched and @err names the site. Main thread. */
 int tracer_attach(struct tracer *t, char *err, size_t errlen);
 
-/* With all vCPUs paused: removes every probe, writes the original return address back into every guest
- * stack slot still holding the trampoline (and moves any vCPU about to execute it), then removes the
- * trampoline. Later hits on old probes are emulated. Idempotent; main thread. Returns 0 or an error. */
+/* With all vCPUs paused: removes every probe, writes the original return address back into every
+ * guest stack slot still holding the trampoline (and moves any vCPU about to execute it), then
+ * removes the trampoline. Every write goes to the guest-physical address resolved when the patch
+ * was made, and only where the bytes are still the ones hvtrace wrote: a site the guest rewrote is
+ * left as it is, counted (text_rewritten) and named in one line on stderr. Later hits on old probes
+ * are emulated. Idempotent; main thread. Returns 0 or an error (a rewritten site is not one). */
 int tracer_detach(struct tracer *t);
 
 /* The breakpoint callback (target_bp_fn): records the entry or the return and resumes the vCPU. */

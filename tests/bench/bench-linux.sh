@@ -58,7 +58,7 @@ for _ in $(seq "${BENCH_REPEAT:-2}"); do
 	t_stub_all=$(min "$t_stub_all" "$window")
 done
 stub_probes=$(sed -n 's/.*stats: stub probes \([0-9]*\) .*/\1/p' "$work/stub_all.err")
-stub_lost=$(sed -n 's/.*stats: stub probes [0-9]* records [0-9]* lost \([0-9]*\) .*/\1/p' \
+stub_lost=$(sed -n 's/.*stats: stub probes .* guest-reported-lost \([0-9]*\) .*/\1/p' \
 	"$work/stub_all.err")
 # trap probes cost milliseconds each through the gdbstub: a few functions only
 one ftrace_few "hvt.ftrace=$few" -p nop

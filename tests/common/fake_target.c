@@ -50,31 +50,60 @@ int fake_target_write_phys(struct target *t, uint64_t gpa, const void *buf, size
 	return 0;
 }
 
-int fake_target_insert_bp(struct target *t, uint64_t gva, uint8_t *orig)
+int fake_target_translate(struct target *t, unsigned cpu, uint64_t gva, uint64_t *gpa)
+{
+	(void)cpu;
+	if (!fake_mem_at(&fake_target_of(t)->mem, gva, 1))
+		return -EFAULT;
+	*gpa = gva;
+	return 0;
+}
+
+/* The byte at @gpa becomes @to if it is @from. */
+static int swap_byte(struct fake_target *f, uint64_t gpa, uint8_t from, uint8_t to)
+{
+	uint8_t *p = fake_mem_at(&f->mem, gpa, 1);
+
+	if (!p)
+		return -EFAULT;
+	if (*p != from)
+		return -ESTALE;
+	*p = to;
+	return 0;
+}
+
+int fake_target_insert_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
 {
 	struct fake_target *f = fake_target_of(t);
-	uint8_t *p;
 
 	f->inserts++;
 	if (gva == f->fail_insert_at)
 		return -EIO;
-	p = fake_mem_at(&f->mem, gva, 1);
-	if (!p)
-		return -EFAULT;
-	*orig = *p;
-	*p = 0xcc;
-	return 0;
+	return swap_byte(f, gpa, orig, 0xcc);
 }
 
-int fake_target_remove_bp(struct target *t, uint64_t gva, uint8_t orig)
+int fake_target_remove_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
 {
 	struct fake_target *f = fake_target_of(t);
-	uint8_t *p;
 
+	(void)gva;
 	f->removes++;
-	p = fake_mem_at(&f->mem, gva, 1);
-	if (!p)
+	return swap_byte(f, gpa, 0xcc, orig);
+}
+
+int fake_target_write_text(struct target *t, uint64_t gpa, const void *expect, const void *buf,
+			   size_t len)
+{
+	uint8_t now[16];
+
+	if (len > sizeof(now) || fake_target_read_phys(t, gpa, now, len) < 0)
 		return -EFAULT;
-	*p = orig;
-	return 0;
+	if (memcmp(now, expect, len))
+		return -ESTALE;
+	return fake_target_write_phys(t, gpa, buf, len);
+}
+
+int fake_target_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
+{
+	return fake_target_translate(t, 0, gva, gpa);
 }

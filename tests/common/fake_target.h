@@ -26,8 +26,18 @@ int fake_target_write_virt(struct target *t, unsigned cpu, uint64_t gva, const v
 			   size_t len);
 int fake_target_read_phys(struct target *t, uint64_t gpa, void *buf, size_t len);
 int fake_target_write_phys(struct target *t, uint64_t gpa, const void *buf, size_t len);
-/* INT3 over the byte at @gva (counted in inserts; -EIO at fail_insert_at), and back (removes). */
-int fake_target_insert_bp(struct target *t, uint64_t gva, uint8_t *orig);
-int fake_target_remove_bp(struct target *t, uint64_t gva, uint8_t orig);
+/* GVA = GPA: 0 for an address inside a mapped region, else -EFAULT. */
+int fake_target_translate(struct target *t, unsigned cpu, uint64_t gva, uint64_t *gpa);
+/* kernel_gpa: the same identity mapping as fake_target_translate. */
+int fake_target_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa);
+/* INT3 over the byte at @gpa if it holds @orig (counted in inserts; -EIO at fail_insert_at), and
+ * @orig back if it holds INT3 (removes); -ESTALE (nothing written) when the byte is not the one
+ * expected, -EFAULT outside the regions. */
+int fake_target_insert_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig);
+int fake_target_remove_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig);
+/* @buf over [@gpa, @gpa + @len) if it holds @expect: 0, -ESTALE (nothing written), -EFAULT
+ * (outside the regions, or more than 16 bytes). */
+int fake_target_write_text(struct target *t, uint64_t gpa, const void *expect, const void *buf,
+			   size_t len);
 
 #endif

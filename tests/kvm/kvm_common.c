@@ -1,4 +1,11 @@
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
 #include "tests/kvm/kvm_common.h"
+#include "host/kvm/target_kvm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,5 +55,48 @@ bool kvm_available(void)
 		return false;
 	}
 	close(fd);
+	return true;
+}
+
+void kvm_fixture_boot(struct kvm_fixture *f, const char *guest, bool returns, bool stub)
+{
+	char err[256];
+	struct vm_config cfg = {.smp = 2, .mem_mb = 64};
+
+	memset(f, 0, sizeof(*f));
+	assert_int_equal(guest_image_open(&f->g, guest, err, sizeof(err)), 0);
+	f->devnull = fopen("/dev/null", "w");
+	cfg.console = f->devnull;
+	assert_int_equal(vm_create(&f->vm, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(vm_load_elf(&f->vm, &f->g.elf, err, sizeof(err)), 0);
+	f->sel = calloc(f->g.sites.nr, sizeof(*f->sel));
+	f->pristine = calloc(f->g.sites.nr, sizeof(*f->pristine));
+	for (size_t i = 0; i < f->g.sites.nr; i++) {
+		f->sel[i] = &f->g.sites.v[i];
+		memcpy(f->pristine[i], vm_gpa_ptr(&f->vm, f->sel[i]->addr, X86_NOP5_LEN), X86_NOP5_LEN);
+	}
+	target_kvm_init(&f->tgt, &f->vm);
+	struct tracer_opts opts = {
+		.returns = returns, .hook_all = returns, .ring_records = 1 << 16, .stub = stub};
+
+	assert_int_equal(tracer_init(&f->tr, &f->tgt, f->sel, f->g.sites.nr, &f->g.task, &opts), 0);
+}
+
+void kvm_fixture_free(struct kvm_fixture *f)
+{
+	tracer_free(&f->tr);
+	vm_destroy(&f->vm);
+	free(f->sel);
+	free(f->pristine);
+	fclose(f->devnull);
+	guest_image_close(&f->g);
+}
+
+bool kvm_sites_pristine(struct kvm_fixture *f)
+{
+	for (size_t i = 0; i < f->g.sites.nr; i++)
+		if (memcmp(vm_gpa_ptr(&f->vm, f->sel[i]->addr, X86_NOP5_LEN), f->pristine[i],
+			   X86_NOP5_LEN))
+			return false;
 	return true;
 }

@@ -3,9 +3,14 @@
 #ifndef HVT_KVM_COMMON_H
 #define HVT_KVM_COMMON_H
 
+#include "arch/x86/x86_insn.h"
+#include "host/kvm/guest_image.h"
+#include "host/kvm/vm.h"
+#include "host/trace/tracer.h"
 #include "tests/common/hv_run.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* Path of a guest ELF (variant NULL, "loop" or "fault"), from $GUEST. */
 const char *hv_guest(const char *variant);
@@ -16,5 +21,24 @@ long guest_count(const struct hv_result *r, const char *func, unsigned cpu);
 long guest_count_all(const struct hv_result *r, const char *func, unsigned nr_cpus);
 /* Whether /dev/kvm can be opened; prints the skip line if not. */
 bool kvm_available(void);
+
+/* A guest booted in this process (2 vCPUs, 64 MiB, console to /dev/null), not started, with a tracer
+ * over every site, not attached; the sites' bytes as loaded are kept. */
+struct kvm_fixture {
+	struct guest_image g;
+	struct vm vm;
+	struct target tgt;
+	struct tracer tr;
+	const struct vmi_site **sel;
+	FILE *devnull;
+	uint8_t (*pristine)[X86_NOP5_LEN];
+};
+
+/* Boots @guest into @f with a tracer hooking every return when @returns, with stub probes when
+ * @stub. Fails the test on any error. */
+void kvm_fixture_boot(struct kvm_fixture *f, const char *guest, bool returns, bool stub);
+void kvm_fixture_free(struct kvm_fixture *f);
+/* Whether every site holds the bytes it held when loaded. */
+bool kvm_sites_pristine(struct kvm_fixture *f);
 
 #endif

@@ -30,59 +30,6 @@ static void sleep_sec(double s)
 	nanosleep(&ts, NULL);
 }
 
-struct fixture {
-	struct guest_image g;
-	struct vm vm;
-	struct target tgt;
-	struct tracer tr;
-	const struct vmi_site **sel;
-	FILE *devnull;
-	uint8_t (*pristine)[X86_NOP5_LEN];
-};
-
-static void fixture_boot(struct fixture *f, const char *guest, bool returns, bool stub)
-{
-	char err[256];
-	struct vm_config cfg = {.smp = 2, .mem_mb = 64};
-
-	memset(f, 0, sizeof(*f));
-	assert_int_equal(guest_image_open(&f->g, guest, err, sizeof(err)), 0);
-	f->devnull = fopen("/dev/null", "w");
-	cfg.console = f->devnull;
-	assert_int_equal(vm_create(&f->vm, &cfg, err, sizeof(err)), 0);
-	assert_int_equal(vm_load_elf(&f->vm, &f->g.elf, err, sizeof(err)), 0);
-	f->sel = calloc(f->g.sites.nr, sizeof(*f->sel));
-	f->pristine = calloc(f->g.sites.nr, sizeof(*f->pristine));
-	for (size_t i = 0; i < f->g.sites.nr; i++) {
-		f->sel[i] = &f->g.sites.v[i];
-		memcpy(f->pristine[i], vm_gpa_ptr(&f->vm, f->sel[i]->addr, X86_NOP5_LEN), X86_NOP5_LEN);
-	}
-	target_kvm_init(&f->tgt, &f->vm);
-	struct tracer_opts opts = {
-		.returns = returns, .hook_all = returns, .ring_records = 1 << 16, .stub = stub};
-
-	assert_int_equal(tracer_init(&f->tr, &f->tgt, f->sel, f->g.sites.nr, &f->g.task, &opts), 0);
-}
-
-static void fixture_free(struct fixture *f)
-{
-	tracer_free(&f->tr);
-	vm_destroy(&f->vm);
-	free(f->sel);
-	free(f->pristine);
-	fclose(f->devnull);
-	guest_image_close(&f->g);
-}
-
-static bool sites_pristine(struct fixture *f)
-{
-	for (size_t i = 0; i < f->g.sites.nr; i++)
-		if (memcmp(vm_gpa_ptr(&f->vm, f->sel[i]->addr, X86_NOP5_LEN), f->pristine[i],
-			   X86_NOP5_LEN))
-			return false;
-	return true;
-}
-
 static uint64_t ring_heads(struct tracer *tr)
 {
 	unsigned nr;
@@ -104,7 +51,7 @@ static struct tracer_stats stats_of(const struct tracer *tr)
 
 static void detach_in_flight(bool returns, bool stub)
 {
-	struct fixture f;
+	struct kvm_fixture f;
 	struct sink sink;
 	struct writer w = {0};
 	char err[256];
@@ -115,7 +62,7 @@ static void detach_in_flight(bool returns, bool stub)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	fixture_boot(&f, hv_guest("loop"), returns, stub);
+	kvm_fixture_boot(&f, hv_guest("loop"), returns, stub);
 	iters = vmi_symtab_find(&f.g.elf.objects, "loop_iterations");
 	assert_non_null(iters);
 
@@ -139,7 +86,7 @@ static void detach_in_flight(bool returns, bool stub)
 		sleep_sec(0.05);
 	assert_true(*(volatile uint64_t *)vm_gpa_ptr(&f.vm, iters->addr, 8) > 0);
 	assert_int_equal(tracer_detach(&f.tr), 0);
-	assert_true(sites_pristine(&f));
+	assert_true(kvm_sites_pristine(&f));
 	if (returns) {
 		/* the loop spends nearly all its time inside tree_root: calls were in flight */
 		assert_true(stats_of(&f.tr).restored_slots > 0);
@@ -164,7 +111,7 @@ static void detach_in_flight(bool returns, bool stub)
 	assert_int_equal(tracer_lost(&f.tr), 0);
 	assert_int_equal(sink.written, events);
 	writer_free(&w);
-	fixture_free(&f);
+	kvm_fixture_free(&f);
 }
 
 static void test_detach_in_flight(void **state)
@@ -197,12 +144,12 @@ static void test_detach_in_flight_stub_returns(void **state)
 /* A site that is not a NOP5 in guest memory: refused, and nothing at all is left patched. */
 static void test_attach_refuses_bad_site(void **state)
 {
-	struct fixture f;
+	struct kvm_fixture f;
 	char err[256], want[256];
 	uint8_t *p;
 
 	(void)state;
-	fixture_boot(&f, hv_guest(NULL), false, false);
+	kvm_fixture_boot(&f, hv_guest(NULL), false, false);
 	p = vm_gpa_ptr(&f.vm, f.sel[f.g.sites.nr - 1]->addr, X86_NOP5_LEN);
 	memcpy(p, "\xe8\x00\x00\x00\x00", X86_NOP5_LEN);
 	memcpy(f.pristine[f.g.sites.nr - 1], p, X86_NOP5_LEN);
@@ -210,8 +157,8 @@ static void test_attach_refuses_bad_site(void **state)
 	snprintf(want, sizeof(want), "%s: site 0x%lx holds e8 00 00 00 00, not a NOP5",
 		 f.sel[f.g.sites.nr - 1]->func->name, (unsigned long)f.sel[f.g.sites.nr - 1]->addr);
 	assert_string_equal(err, want);
-	assert_true(sites_pristine(&f));
-	fixture_free(&f);
+	assert_true(kvm_sites_pristine(&f));
+	kvm_fixture_free(&f);
 }
 
 int main(void)

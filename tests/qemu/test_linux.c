@@ -373,7 +373,7 @@ static const struct linux_test linux_tests[] = {
 	    .expect = {
 		.console = {POWER_DOWN},
 		.err = {" ring 64/cpu ", "events missed: the stub's guest rings were full"},
-		.stub = {{"lost ", 0}, {"records ", 100000}},
+		.stub = {{"guest-reported-lost ", 0}, {"records ", 100000}},
 	    },
 	}},
     },

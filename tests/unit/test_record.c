@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -453,6 +454,8 @@ static uint8_t text[0x400];
 
 static const struct target_ops ft_ops = {
     .read_virt = fake_target_read_virt,
+    .translate = fake_target_translate,
+    .read_phys = fake_target_read_phys,
     .insert_bp = fake_target_insert_bp,
     .remove_bp = fake_target_remove_bp,
 };
@@ -524,24 +527,34 @@ static void test_probe_insert_refuses_non_nop(void **state)
 	free_sites(&s);
 }
 
-/* A site outside guest memory: -EFAULT naming it. */
-static void test_probe_insert_unmapped(void **state)
+/* probe_insert_all over @ops (NULL: the plain fake) refuses the first of two sites from @addr, of
+ * function @name, with -EFAULT and @want, and writes nothing. */
+static void assert_refused(const struct target_ops *ops, uint64_t addr, char *name,
+			   const char *want)
 {
 	struct site_set s;
 	struct probe_table t;
 	struct fake_target f;
 	char err[256] = "";
 
-	(void)state;
 	ft_init(&f);
-	make_sites(&s, 2, 0x8000, 0x40);
-	s.syms[0].name = "far";
+	if (ops)
+		f.t.ops = ops;
+	make_sites(&s, 2, addr, 0x40);
+	s.syms[0].name = name;
 	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
 	assert_int_equal(probe_insert_all(&t, &f.t, err, sizeof(err)), -EFAULT);
-	assert_string_equal(err, "far: site 0x8000 is not mapped in the guest");
+	assert_string_equal(err, want);
 	assert_int_equal(f.inserts, 0);
 	probe_table_free(&t);
 	free_sites(&s);
+}
+
+/* A site outside guest memory: -EFAULT naming it. */
+static void test_probe_insert_unmapped(void **state)
+{
+	(void)state;
+	assert_refused(NULL, 0x8000, "far", "far: site 0x8000 is not mapped in the guest");
 }
 
 /* A failing INT3 write undoes the ones already written. */
@@ -571,6 +584,138 @@ static void test_probe_insert_failure_undoes(void **state)
 	free_sites(&s);
 }
 
+/* Runs probe_report_rewritten with stderr going to a buffer: its count, the text in @out. */
+static unsigned report_into(const struct probe_table *t, struct target *tgt, char *out, size_t len)
+{
+	FILE *saved = stderr, *f = tmpfile();
+	unsigned n;
+	size_t got;
+
+	assert_non_null(f);
+	stderr = f;
+	n = probe_report_rewritten(t, tgt);
+	stderr = saved;
+	rewind(f);
+	got = fread(out, 1, len - 1, f);
+	out[got] = 0;
+	fclose(f);
+	return n;
+}
+
+/* A site whose INT3 the guest overwrote: the detach leaves the guest's byte, restores the others,
+ * and names the site in one line. */
+static void test_probe_remove_rewritten(void **state)
+{
+	struct site_set s;
+	struct probe_table t;
+	struct fake_target f;
+	uint8_t before[sizeof(text)];
+	char err[256] = "", out[512];
+
+	(void)state;
+	ft_init(&f);
+	memcpy(before, text, sizeof(before));
+	make_sites(&s, 4, TEXT_BASE, 0x40);
+	s.syms[1].name = "tree_a";
+	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
+	assert_int_equal(probe_insert_all(&t, &f.t, err, sizeof(err)), 0);
+	memcpy(text + 0x40, "\x66\x66\x90\x66\x90", 5); /* the guest's own NOP5 over our INT3 */
+	memcpy(before + 0x40, "\x66\x66\x90\x66\x90", 5);
+	assert_int_equal(probe_remove_all(&t, &f.t), 0);
+	assert_memory_equal(text, before, sizeof(before));
+	for (size_t i = 0; i < t.nr; i++) {
+		assert_false(t.v[i].inserted);
+		assert_int_equal(t.v[i].rewritten, i == 1);
+	}
+	assert_int_equal(report_into(&t, &f.t, out, sizeof(out)), 1);
+	assert_string_equal(out, "hvtrace: tree_a: site 0x1040 was rewritten by the guest "
+				 "(guest-physical 0x1040 holds 66 66 90 66 90): left as it is\n");
+	/* lazy arming again later: the site no longer holds the NOP5's byte, nothing is written */
+	assert_int_equal(probe_insert(&t.v[1], &f.t), -ESTALE);
+	assert_false(t.v[1].inserted);
+	assert_memory_equal(text, before, sizeof(before));
+	probe_table_free(&t);
+	free_sites(&s);
+}
+
+/* A second address space for vCPU 0: site addresses translate to @offset above themselves. */
+static uint64_t xlate_offset;
+
+static int offset_translate(struct target *t, unsigned cpu, uint64_t gva, uint64_t *gpa)
+{
+	return fake_target_translate(t, cpu, gva + xlate_offset, gpa);
+}
+
+static const struct target_ops moving_ops = {
+    .translate = offset_translate,
+    .read_phys = fake_target_read_phys,
+    .insert_bp = fake_target_insert_bp,
+    .remove_bp = fake_target_remove_bp,
+};
+
+/* Sites are resolved once, at attach: when vCPU 0 later maps the text's addresses onto a copy, the
+ * INT3s still come out of the real text, and the copy is never written. */
+static void test_probe_patches_by_gpa(void **state)
+{
+	static uint8_t copy[sizeof(text)];
+	struct site_set s;
+	struct probe_table t;
+	struct fake_target f;
+	uint8_t before[sizeof(text)], copy_before[sizeof(copy)];
+	char err[256] = "";
+
+	(void)state;
+	ft_init(&f);
+	f.t.ops = &moving_ops;
+	/* the real text moves to 0x11000 (guest-physical), the copy stands at the text's address */
+	fake_mem_init(&f.mem);
+	fake_mem_map(&f.mem, TEXT_BASE + 0x10000, text, sizeof(text));
+	memset(copy, 0x90, sizeof(copy));
+	fake_mem_map(&f.mem, TEXT_BASE, copy, sizeof(copy));
+	memcpy(before, text, sizeof(before));
+	memcpy(copy_before, copy, sizeof(copy));
+	xlate_offset = 0x10000;
+	make_sites(&s, 4, TEXT_BASE, 0x40);
+	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
+	assert_int_equal(probe_insert_all(&t, &f.t, err, sizeof(err)), 0);
+	for (size_t i = 0; i < t.nr; i++) {
+		assert_int_equal(t.v[i].gpa, t.v[i].addr + 0x10000);
+		assert_int_equal(text[i * 0x40], 0xcc);
+	}
+	xlate_offset = 0; /* vCPU 0 switches page tables */
+	assert_int_equal(probe_remove_all(&t, &f.t), 0);
+	assert_memory_equal(text, before, sizeof(before));
+	assert_memory_equal(copy, copy_before, sizeof(copy));
+	for (size_t i = 0; i < t.nr; i++)
+		assert_false(t.v[i].rewritten);
+	probe_table_free(&t);
+	free_sites(&s);
+}
+
+/* A site whose five bytes span two pages that are not adjacent in guest-physical memory cannot be
+ * patched by one guest-physical write: refused at attach, naming it. */
+static int split_translate(struct target *t, unsigned cpu, uint64_t gva, uint64_t *gpa)
+{
+	(void)t, (void)cpu;
+	*gpa = (gva & 0xfff) + ((gva >> 12) & 1 ? 0x5000 : 0x1000);
+	return 0;
+}
+
+static void test_probe_refuses_split_site(void **state)
+{
+	static const struct target_ops split_ops = {
+	    .translate = split_translate,
+	    .read_phys = fake_target_read_phys,
+	    .insert_bp = fake_target_insert_bp,
+	    .remove_bp = fake_target_remove_bp,
+	};
+
+	(void)state;
+	assert_refused(&split_ops, 0x2ffe, "straddle",
+		       "straddle: site 0x2ffe spans two pages that are not adjacent in "
+		       "guest-physical memory");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -591,6 +736,9 @@ int main(void)
 	    cmocka_unit_test(test_probe_insert_refuses_non_nop),
 	    cmocka_unit_test(test_probe_insert_unmapped),
 	    cmocka_unit_test(test_probe_insert_failure_undoes),
+	    cmocka_unit_test(test_probe_remove_rewritten),
+	    cmocka_unit_test(test_probe_patches_by_gpa),
+	    cmocka_unit_test(test_probe_refuses_split_site),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

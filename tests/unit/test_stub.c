@@ -57,7 +57,8 @@ static const struct target_ops ops = {
     .write_virt = fake_target_write_virt,
     .read_phys = fake_target_read_phys,
     .write_phys = fake_target_write_phys,
-    .write_text = fake_target_write_phys,
+    .write_text = fake_target_write_text,
+    .kernel_gpa = fake_target_kernel_gpa,
     .stub_map = map,
     .stub_unmap = unmap,
 };
@@ -135,9 +136,10 @@ static void test_place(void **state)
 	assert_false(s.placed);
 }
 
+static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+
 static void test_patch(void **state)
 {
-	uint8_t orig[5], bad[5];
 	int32_t rel;
 
 	(void)state;
@@ -148,27 +150,60 @@ static void test_patch(void **state)
 		hvt_stub_entry_ret_args, hvt_stub_entry_root,	  hvt_stub_entry_root,
 		hvt_stub_entry_root_args, hvt_stub_entry_root_args};
 
-	assert_int_equal(stub_patch(&s, SITE, false, false, false, orig), 0);
-	assert_memory_equal(orig, "\x0f\x1f\x44\x00\x00", 5);
+	assert_int_equal(stub_patch(&s, SITE, SITE, nop5, false, false, false), 0);
 	assert_int_equal(*at(SITE), 0xe8);
 	memcpy(&rel, at(SITE + 1), 4);
 	assert_int_equal(SITE + 5 + rel, s.entry[0]);
-	/* a CALL is not a NOP5: patching twice is refused, and nothing is written */
-	assert_int_equal(stub_patch(&s, SITE, true, false, false, bad), -EILSEQ);
+	/* the site no longer holds the NOP5 verified at attach: patching twice is refused, and
+	 * nothing is written */
+	assert_int_equal(stub_patch(&s, SITE, SITE, nop5, true, false, false), -ESTALE);
 	assert_int_equal(SITE + 5 + rel, s.entry[0]);
-	assert_int_equal(stub_unpatch(&s, SITE, orig), 0);
-	assert_memory_equal(at(SITE), "\x0f\x1f\x44\x00\x00", 5);
+	/* what it is asked to replace must be a NOP5 */
+	assert_int_equal(stub_patch(&s, SITE, SITE, at(SITE), true, false, false), -EILSEQ);
+	assert_int_equal(stub_unpatch(&s, SITE, SITE, nop5), 0);
+	assert_memory_equal(at(SITE), nop5, 5);
+	/* no CALL of ours there any more: nothing to put back */
+	assert_int_equal(stub_unpatch(&s, SITE, SITE, nop5), -ESTALE);
 	for (unsigned k = 0; k < 8; k++) {
-		assert_int_equal(stub_patch(&s, SITE, k & 1, k & 2, k & 4, orig), 0);
+		assert_int_equal(stub_patch(&s, SITE, SITE, nop5, k & 1, k & 2, k & 4), 0);
 		memcpy(&rel, at(SITE + 1), 4);
 		assert_int_equal(SITE + 5 + rel, REGION + (uint64_t)(routines[k] - hvt_stub_start));
-		assert_int_equal(stub_unpatch(&s, SITE, orig), 0);
+		assert_int_equal(stub_unpatch(&s, SITE, SITE, nop5), 0);
 	}
 	/* out of CALL rel32 reach: refused, unchanged */
-	assert_int_equal(stub_patch(&s, FAR_SITE, false, false, false, orig), -ERANGE);
-	assert_memory_equal(at(FAR_SITE), "\x0f\x1f\x44\x00\x00", 5);
+	assert_int_equal(stub_patch(&s, FAR_SITE, FAR_SITE, nop5, false, false, false), -ERANGE);
+	assert_memory_equal(at(FAR_SITE), nop5, 5);
 	assert_true(stub_owns_rip(&s, s.ret));
 	assert_false(stub_owns_rip(&s, SITE));
+}
+
+/* The CALL goes to the site's guest-physical address (the relative target computed from where the
+ * site executes), and comes back out only where the guest left it. */
+static void test_patch_by_gpa(void **state)
+{
+	uint64_t gpa = SITE + 0x2000;
+	int32_t rel;
+
+	(void)state;
+	memcpy(at(gpa), nop5, 5);
+	assert_int_equal(stub_patch(&s, SITE, gpa, nop5, true, false, false), 0);
+	assert_memory_equal(at(SITE), nop5, 5); /* the site's address itself is not written */
+	assert_int_equal(*at(gpa), 0xe8);
+	memcpy(&rel, at(gpa + 1), 4);
+	assert_int_equal(SITE + 5 + rel, s.entry[1]);
+	/* a CALL that does not lead into the stub is not ours */
+	memcpy(at(gpa + 1), &(int32_t){rel + 1}, 4);
+	assert_int_equal(stub_unpatch(&s, SITE, gpa, nop5), -ESTALE);
+	memcpy(at(gpa + 1), &rel, 4);
+	/* the guest rewrote the site: left as it wrote it */
+	memcpy(at(gpa), "\x66\x66\x90\x66\x90", 5);
+	assert_int_equal(stub_unpatch(&s, SITE, gpa, nop5), -ESTALE);
+	assert_memory_equal(at(gpa), "\x66\x66\x90\x66\x90", 5);
+	memcpy(at(gpa), "\xe8", 1);
+	memcpy(at(gpa + 1), &rel, 4);
+	assert_int_equal(stub_unpatch(&s, SITE, gpa, nop5), 0);
+	assert_memory_equal(at(gpa), nop5, 5);
+	assert_memory_equal(at(SITE), nop5, 5);
 }
 
 static struct stub_rec *rec(unsigned cpu, uint64_t idx)
@@ -261,6 +296,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_place, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_patch, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_patch_by_gpa, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_committed_only, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_restore_slots, setup, teardown),
 	};

@@ -286,6 +286,41 @@ static void test_translate_read_error(void **state)
 	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, 0x1000, &gpa), -EFAULT);
 }
 
+/* Cyclic tables (a hostile guest's): the walk reads exactly one entry per level and ends, here in
+ * the recursive mapping's defined result, the table's own page. */
+static void test_translate_self_reference(void **state)
+{
+	struct fake_mem *f = *state;
+	const uint64_t gva = 0x0000123456789abcull;
+	uint64_t gpa = 0, pde = 0;
+
+	for (unsigned i = 0; i < 512; i++)
+		set_pte(f, 1, i, PG(1) | PRW); /* every entry of the PML4 points at the PML4 */
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva, &gpa), 0);
+	assert_int_equal(gpa, PG(1) | 0xabc);
+	assert_int_equal(f->reads, 4);
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), true, gva, &gpa), 0);
+	assert_int_equal(gpa, PG(1) | 0xabc);
+	assert_int_equal(f->reads, 4 + 5);
+	assert_int_equal(x86_pde_addr(fake_mem_read_pte, f, PG(1), false, gva, &pde), 0);
+	assert_int_equal(pde, PG(1) + IDX(gva, 2) * 8);
+	assert_int_equal(f->reads, 4 + 5 + 2);
+
+	/* two tables pointing at each other: the same bound */
+	for (unsigned i = 0; i < 512; i++) {
+		set_pte(f, 1, i, PG(2) | PRW);
+		set_pte(f, 2, i, PG(1) | PRW);
+	}
+	f->reads = 0;
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva, &gpa), 0);
+	assert_int_equal(gpa, PG(1) | 0xabc);
+	assert_int_equal(f->reads, 4);
+	/* and a cycle that never reaches a present leaf ends in -EFAULT */
+	set_pte(f, 2, IDX(gva, 1), PG(1));
+	assert_int_equal(x86_translate(fake_mem_read_pte, f, PG(1), false, gva, &gpa), -EFAULT);
+	assert_int_equal(f->reads, 8);
+}
+
 /* ---- x86_tlb_translate and x86_copy_virt ---------------------------------------------------- */
 
 #define SPACE_PAGES 4 /* guest-virtual pages of the fake address space */
@@ -577,6 +612,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_translate_5level_2m, fake_setup, fake_teardown),
 	    cmocka_unit_test_setup_teardown(test_translate_not_present, fake_setup, fake_teardown),
 	    cmocka_unit_test_setup_teardown(test_translate_read_error, fake_setup, fake_teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_self_reference, fake_setup,
+					    fake_teardown),
 	    cmocka_unit_test(test_tlb_hit_and_miss),
 	    cmocka_unit_test(test_tlb_invalidate),
 	    cmocka_unit_test(test_tlb_walk_error),

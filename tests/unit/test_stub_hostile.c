@@ -1,0 +1,329 @@
+/* Stub probes against a guest that writes anything into the stub's memory: forged ring records are
+ * rejected by the drain (unknown type, another CPU, a depth past the host's own bound, a site that
+ * is no stub probe's), a record never committed is a gap the host counts lost, the guest's lost
+ * counters are reported as the guest's (saturating), and forged shadow-stack frames cannot make the
+ * detach write outside the guest stack they claim. Guest memory is a host buffer (GVA = GPA). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "host/trace/stub_drain.h"
+#include "tests/common/fake_target.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GUEST_MEM (8u << 20)
+#define STUB_AT	  0x400000ull
+#define F_HOOK	  0x1000ull /* a stub probe whose returns are hooked */
+#define F_PLAIN	  0x2000ull /* a stub probe without return hook */
+#define F_TRAP	  0x3000ull /* a trap probe */
+#define RET_SLOT  0x7ff8ull /* a return-address slot on the guest stack [0, 64 KiB) */
+
+static uint8_t *guest;
+static struct fake_target ft;
+static struct vmi_symtab syms;
+static struct vmi_site sites[3];
+static struct probe_table probes;
+static struct ring rings[2];
+static struct vmi_task_layout task = {.cpu_gs_off = 8};
+static struct stub_drain d;
+
+static int place(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
+		 struct target_region *out, char *err, size_t errlen)
+{
+	(void)t, (void)lo, (void)hi, (void)min, (void)err, (void)errlen;
+	*out = (struct target_region){
+	    .gva = STUB_AT, .gpa = STUB_AT, .size = want < (2u << 20) ? want : (2u << 20)};
+	return 0;
+}
+
+static void drop(struct target *t, const struct target_region *r)
+{
+	(void)t, (void)r;
+}
+
+/* One guest TSC tick is one nanosecond from 0 on. */
+static int clock_1ghz(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *khz)
+{
+	(void)t;
+	*tsc = *ns = 0;
+	*khz = 1000000;
+	return 0;
+}
+
+static int no_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+{
+	(void)t, (void)cpu, (void)regs;
+	return -EIO;
+}
+
+static int pause_nop(struct target *t)
+{
+	(void)t;
+	return 0;
+}
+
+static void resume_nop(struct target *t)
+{
+	(void)t;
+}
+
+/* Set by a test: vCPUs now run on page tables that map every address DECOY bytes higher (a guest
+ * that switched CR3); the page tables captured at attach (kernel_gpa) still map it 1:1. */
+#define DECOY 0x100000ull
+static bool switched;
+
+static int virt_read(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
+{
+	return fake_target_read_virt(t, cpu, gva + (switched ? DECOY : 0), buf, len);
+}
+
+static int virt_write(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len)
+{
+	return fake_target_write_virt(t, cpu, gva + (switched ? DECOY : 0), buf, len);
+}
+
+static const struct target_ops guest_ops = {
+    .read_virt = virt_read,
+    .write_virt = virt_write,
+    .read_phys = fake_target_read_phys,
+    .write_phys = fake_target_write_phys,
+    .write_text = fake_target_write_text,
+    .translate = fake_target_translate,
+    .kernel_gpa = fake_target_kernel_gpa,
+    .stub_map = place,
+    .stub_unmap = drop,
+    .tsc_sync = clock_1ghz,
+    .get_regs = no_regs,
+    .pause = pause_nop,
+    .resume = resume_nop,
+};
+
+static uint64_t get64(uint64_t a)
+{
+	uint64_t v;
+
+	memcpy(&v, fake_mem_at(&ft.mem, a, 8), 8);
+	return v;
+}
+
+static void set64(uint64_t a, uint64_t v)
+{
+	memcpy(fake_mem_at(&ft.mem, a, 8), &v, 8);
+}
+
+/* Boots the drain over two CPUs with the three probes, F_HOOK's returns hooked. */
+static int setup(void **state)
+{
+	struct stub_drain_cfg cfg = {.tgt = &ft.t,
+				     .probes = &probes,
+				     .rings = rings,
+				     .nr_cpus = 2,
+				     .task = &task,
+				     .returns = true,
+				     .max_records = 64};
+	const struct vmi_site *sel[3] = {&sites[0], &sites[1], &sites[2]};
+	char err[256];
+
+	(void)state;
+	guest = calloc(1, GUEST_MEM);
+	fake_target_init(&ft, &guest_ops, 2);
+	ft.t.stack_shift = 16;
+	fake_mem_map(&ft.mem, 0, guest, GUEST_MEM);
+	memset(&syms, 0, sizeof(syms));
+	vmi_symtab_add(&syms, F_HOOK, 0x100, "f_hook");
+	vmi_symtab_add(&syms, F_PLAIN, 0x100, "f_plain");
+	vmi_symtab_add(&syms, F_TRAP, 0x100, "f_trap");
+	vmi_symtab_sort(&syms);
+	for (unsigned i = 0; i < 3; i++) {
+		sites[i] = (struct vmi_site){.addr = F_HOOK + 0x1000 * i, .func = &syms.syms[i]};
+		memcpy(guest + sites[i].addr, "\x0f\x1f\x44\x00\x00", 5);
+	}
+	assert_int_equal(probe_table_init(&probes, sel, 3), 0);
+	assert_int_equal(probe_verify_all(&probes, &ft.t, err, sizeof(err)), 0);
+	probes.v[0].stub = probes.v[1].stub = true;
+	probes.v[0].hooks_return = true;
+	for (unsigned c = 0; c < 2; c++)
+		assert_int_equal(ring_init(&rings[c], 64), 0);
+	stub_drain_init(&d);
+	assert_int_equal(stub_drain_attach(&d, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(d.stub.max_depth, 128);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	stub_drain_detach(&d);
+	for (unsigned c = 0; c < 2; c++)
+		ring_free(&rings[c]);
+	probe_table_free(&probes);
+	vmi_symtab_free(&syms);
+	free(guest);
+	return 0;
+}
+
+/* Appends @r at index @idx of CPU @cpu's guest ring, committed unless @uncommitted, as a guest
+ * that writes the stub's memory itself would. */
+static void forge(unsigned cpu, uint64_t idx, struct stub_rec r, bool uncommitted)
+{
+	uint64_t at =
+	    STUB_AT + STUB_RINGS_OFF +
+	    (cpu * d.stub.ring_records + (idx & (d.stub.ring_records - 1))) * STUB_REC_SIZE;
+
+	r.seq = uncommitted ? 0 : (uint32_t)(idx + 1);
+	r.tsc = 1000 * (idx + 1);
+	memcpy(fake_mem_at(&ft.mem, at, STUB_REC_SIZE), &r, STUB_REC_SIZE);
+}
+
+static void set_head(unsigned cpu, uint64_t head)
+{
+	uint64_t *h = (uint64_t *)fake_mem_at(
+	    &ft.mem, STUB_AT + STUB_RINGHDR_OFF + cpu * STUB_RINGHDR_SIZE + RH_HEAD, 8);
+
+	__atomic_store_n(h, head, __ATOMIC_RELEASE);
+}
+
+/* What reached host ring @cpu: its records' "type:ip:depth:duration" joined by spaces. */
+static void host_records(unsigned cpu, char *out, size_t len)
+{
+	const struct hvt_record *r;
+	size_t n = 0;
+
+	out[0] = 0;
+	while ((r = ring_peek(&rings[cpu])) != NULL) {
+		n += (size_t)snprintf(out + n, len - n, "%s%u:%#llx:%u:%llu", n ? " " : "", r->type,
+				      (unsigned long long)r->ip, r->depth,
+				      (unsigned long long)r->duration);
+		ring_pop(&rings[cpu]);
+	}
+}
+
+/* Every forged record is dropped and counted; the valid ones come through unchanged, on their own
+ * CPU; the guest's rewritten depth bound in the header changes nothing. */
+static void test_forged_records_rejected(void **state)
+{
+	uint64_t i = 0;
+	char got[512];
+
+	(void)state;
+	set64(STUB_AT + STUB_HDR_OFF + H_MAX_DEPTH, 255);
+	forge(0, i++, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_HOOK}, false);
+	forge(0, i++, (struct stub_rec){.type = STUB_REC_RETURN, .ip = F_HOOK, .depth = 255},
+	      false);
+	forge(0, i++, (struct stub_rec){.type = STUB_REC_RETURN, .ip = F_HOOK, .depth = 128},
+	      false);
+	forge(0, i++, (struct stub_rec){.type = 0x77, .ip = F_HOOK}, false);
+	forge(0, i++, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_HOOK, .cpu = 1}, false);
+	forge(0, i++, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_HOOK, .cpu = 0xffff},
+	      false);
+	forge(0, i++, (struct stub_rec){.type = STUB_REC_ARGS, .ip = F_HOOK}, false);
+	forge(0, i++, (struct stub_rec){.type = STUB_REC_RETURN, .ip = F_PLAIN}, false);
+	forge(0, i++, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_TRAP}, false);
+	forge(0, i++, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = 0x9999}, false);
+	/* the deepest depth the stub can write, and an entry TSC after the return's */
+	forge(0, i++,
+	      (struct stub_rec){.type = STUB_REC_RETURN, .ip = F_HOOK, .depth = 127, .t0 = 1000000},
+	      false);
+	forge(0, i++, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_PLAIN}, false);
+	set_head(0, i);
+	stub_drain_stop(&d);
+	host_records(0, got, sizeof(got));
+	assert_string_equal(got, "1:0x1000:0:0 2:0x1000:127:0 1:0x2000:0:0");
+	host_records(1, got, sizeof(got));
+	assert_string_equal(got, "");
+	assert_int_equal(d.rejected, 9);
+	assert_int_equal(d.records, 12);
+	assert_int_equal(d.lost, 0);
+}
+
+/* A record reserved and never committed blocks nothing at the end: it is skipped and counted lost
+ * by the host (a gap in the sequence numbers), the committed ones after it are drained; records
+ * reserved after the last committed one are not counted. The guest's own lost counters are
+ * reported as they are, summed without wrapping. */
+static void test_gap_counted_guest_lost_reported(void **state)
+{
+	struct stub_rec e = {.type = STUB_REC_ENTRY, .ip = F_PLAIN, .cpu = 1};
+	char got[512];
+
+	(void)state;
+	forge(1, 0, e, false);
+	forge(1, 1, e, true);
+	forge(1, 2, e, true);
+	forge(1, 3, e, false);
+	forge(1, 4, e, true);
+	set_head(1, 5);
+	set64(STUB_AT + STUB_RINGHDR_OFF + RH_LOST, UINT64_MAX - 1);
+	set64(STUB_AT + STUB_RINGHDR_OFF + STUB_RINGHDR_SIZE + RH_LOST, 3);
+	stub_drain_stop(&d);
+	host_records(1, got, sizeof(got));
+	assert_string_equal(got, "1:0x2000:0:0 1:0x2000:0:0");
+	assert_int_equal(d.lost, 2);
+	assert_int_equal(d.records, 2);
+	assert_int_equal(d.guest_lost, UINT64_MAX);
+	assert_int_equal(get64(STUB_AT + STUB_RINGHDR_OFF + STUB_RINGHDR_SIZE + RH_TAIL), 4);
+}
+
+/* Forged frames on a shadow stack whose count is huge: only the slot that lies in the guest stack
+ * the shadow stack belongs to and still holds the return routine's address is written; a slot in
+ * another stack region that holds it too, the guest's text, an unmapped address are left alone. */
+static void test_forged_frames_restore(void **state)
+{
+	uint64_t st = get64(STUB_AT + STUB_HDR_OFF + H_STACKS) + 5 * STUB_STACK_SIZE;
+	struct stub_frame f[4] = {
+	    {.slot = RET_SLOT, .orig = 0x1111, .ip = F_HOOK},
+	    {.slot = 0x30000, .orig = 0x4141, .ip = F_HOOK},
+	    {.slot = F_HOOK, .orig = 0x4242, .ip = F_HOOK},
+	    {.slot = 0xdead00000000ull, .orig = 0x4343, .ip = F_HOOK},
+	};
+
+	(void)state;
+	set64(st + S_KEY, (RET_SLOT >> 16) + 1);
+	set64(st + S_NR, UINT64_MAX);
+	memcpy(fake_mem_at(&ft.mem, st + S_E, sizeof(f)), f, sizeof(f));
+	set64(RET_SLOT, d.stub.ret);
+	set64(0x30000, d.stub.ret);
+	assert_int_equal(stub_restore_slots(&d.stub, false), 0);
+	assert_int_equal(get64(RET_SLOT), 0x1111);
+	assert_int_equal(get64(0x30000), d.stub.ret);
+	assert_memory_equal(guest + F_HOOK, "\xe8", 1); /* still the CALL: not written */
+	assert_int_equal(d.stub.restored_slots, 1);
+}
+
+/* A guest that switched its vCPUs' page tables before the detach: the slot is restored where it was
+ * hooked (through the page tables of the attach), the decoy the current ones show is left alone. */
+static void test_restore_ignores_current_cr3(void **state)
+{
+	uint64_t st = get64(STUB_AT + STUB_HDR_OFF + H_STACKS) + 5 * STUB_STACK_SIZE;
+	struct stub_frame f = {.slot = RET_SLOT, .orig = 0x1111, .ip = F_HOOK};
+
+	(void)state;
+	set64(st + S_KEY, (RET_SLOT >> 16) + 1);
+	set64(st + S_NR, 1);
+	memcpy(fake_mem_at(&ft.mem, st + S_E, sizeof(f)), &f, sizeof(f));
+	set64(RET_SLOT, d.stub.ret);
+	set64(RET_SLOT + DECOY, d.stub.ret);
+	switched = true;
+	assert_int_equal(stub_restore_slots(&d.stub, false), 0);
+	switched = false;
+	assert_int_equal(get64(RET_SLOT), 0x1111);
+	assert_int_equal(get64(RET_SLOT + DECOY), d.stub.ret);
+	assert_int_equal(d.stub.restored_slots, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_forged_records_rejected, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_gap_counted_guest_lost_reported, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_forged_frames_restore, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_restore_ignores_current_cr3, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("stub_hostile", tests, NULL, NULL);
+}
