@@ -6,12 +6,11 @@
  * whole client talks to the script over a socketpair: connect, threads, registers, memory,
  * breakpoints, run, detach. */
 #include "host/qemu/gdbstub.h"
+#include "tests/fuzz/fuzz_peer.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 /* The decoders on the input as received bytes. */
@@ -108,19 +107,10 @@ static void session(int fd)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static char wire[1 << 17];
-	size_t n;
-	int sv[2];
+	int peer;
 
 	decode(data, size);
-	n = script(data, size, wire, sizeof(wire));
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
-		abort();
-	/* the client never blocks on a send to a peer that does not read */
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
-	if (n && send(sv[1], wire, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
-		abort();
-	shutdown(sv[1], SHUT_WR); /* then EOF: the client ends instead of waiting */
-	session(sv[0]);
-	close(sv[1]);
+	session(fuzz_peer(wire, script(data, size, wire, sizeof(wire)), &peer));
+	close(peer);
 	return 0;
 }

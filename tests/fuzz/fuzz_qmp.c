@@ -3,13 +3,12 @@
  * as the monitor's byte stream over a socketpair: greeting, qmp_capabilities, query-status, an HMP
  * command, gdbserver, waiting for events. */
 #include "host/qemu/qmp.h"
+#include "tests/fuzz/fuzz_peer.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 static const char *const keys[] = {"QMP",  "return",  "error",	"event",   "class",
@@ -80,17 +79,10 @@ static void session(int fd)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	int sv[2];
+	int peer;
 
 	scan(data, size);
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
-		abort();
-	/* the client never blocks on a send to a peer that does not read */
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
-	if (size && send(sv[1], data, size, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
-		abort();
-	shutdown(sv[1], SHUT_WR); /* then EOF: the client ends instead of waiting */
-	session(sv[0]);
-	close(sv[1]);
+	session(fuzz_peer(data, size, &peer));
+	close(peer);
 	return 0;
 }
