@@ -7,6 +7,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+static int intr_fd = -1; /* tcp_set_interrupt */
+
+void tcp_set_interrupt(int fd)
+{
+	intr_fd = fd;
+}
+
+bool tcp_interrupted(void)
+{
+	struct pollfd pfd = {.fd = intr_fd, .events = POLLIN};
+
+	return intr_fd >= 0 && poll(&pfd, 1, 0) == 1;
+}
+
 int tcp_connect(const char *host, const char *service, int *gai_err)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res, *ai;
@@ -35,7 +49,8 @@ int tcp_connect(const char *host, const char *service, int *gai_err)
 ssize_t tcp_read_until(int fd, void *buf, size_t len, int64_t deadline)
 {
 	for (;;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN},
+					{.fd = intr_fd, .events = POLLIN}};
 		int wait = -1, rc;
 		ssize_t r;
 
@@ -44,11 +59,13 @@ ssize_t tcp_read_until(int fd, void *buf, size_t len, int64_t deadline)
 
 			wait = left > 0 ? (int)left : 0;
 		}
-		rc = poll(&pfd, 1, wait);
+		rc = poll(pfd, intr_fd >= 0 ? 2 : 1, wait);
 		if (rc < 0 && errno == EINTR)
 			continue;
 		if (rc < 0)
 			return -errno;
+		if (intr_fd >= 0 && pfd[1].revents)
+			return -EINTR;
 		if (rc == 0)
 			return -ETIMEDOUT;
 		r = read(fd, buf, len);

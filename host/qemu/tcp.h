@@ -1,19 +1,29 @@
-/* A TCP client connection, shared by the gdbstub and QMP clients. */
+/* A TCP client connection, shared by the gdbstub and QMP clients, and the one "stop now" that every
+ * wait on such a connection honours. */
 #ifndef HVT_TCP_H
 #define HVT_TCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 /* Connects to @host:@service (any address family getaddrinfo gives). Returns the socket (close-on-exec)
  * or a negative errno: -EHOSTUNREACH when the name does not resolve (*@gai_err set), else the connect
  * error. */
 int tcp_connect(const char *host, const char *service, int *gai_err);
 
-#include <stddef.h>
-#include <stdint.h>
-#include <sys/types.h>
+/* Makes every later tcp_read_until of this process also end, with -EINTR, as soon as @fd is readable
+ * (the session's signalfd: a SIGINT or SIGTERM is pending); nothing is read from @fd. -1: no such
+ * stop (the default, and what a forked guardian sets first). Main thread, before or between waits. */
+void tcp_set_interrupt(int fd);
+
+/* Whether the fd of tcp_set_interrupt is readable now (a stop is asked). Any thread. */
+bool tcp_interrupted(void);
 
 /* Reads what is there (at most @len bytes) from @fd, waiting until @deadline (clock_now_ms() time;
- * < 0: forever). Returns the bytes read (> 0), -ETIMEDOUT, -ECONNRESET when the peer closed or
- * reset the connection, or another negative errno. */
+ * < 0: forever) or a stop (tcp_set_interrupt). Returns the bytes read (> 0), -ETIMEDOUT, -EINTR (a
+ * stop), -ECONNRESET when the peer closed or reset the connection, or another negative errno. */
 ssize_t tcp_read_until(int fd, void *buf, size_t len, int64_t deadline);
 
 #endif

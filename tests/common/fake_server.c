@@ -47,6 +47,26 @@ static bool write_script(const struct fake_server *s, const char *str)
 	return true;
 }
 
+/* Writes @str again and again, @every_ms apart, until the client is gone. */
+static void flood(struct fake_server *s, const char *str, unsigned every_ms)
+{
+	struct timespec ts = {every_ms / 1000, (long)(every_ms % 1000) * 1000000};
+	size_t n = strlen(str);
+
+	for (;;) {
+		for (size_t off = 0; off < n;) {
+			ssize_t w = send(s->fd, str + off, n - off, MSG_NOSIGNAL);
+
+			if (w <= 0)
+				return;
+			off += (size_t)w;
+		}
+		s->flood_sent++;
+		if (every_ms)
+			nanosleep(&ts, NULL);
+	}
+}
+
 static void *server_main(void *arg)
 {
 	struct fake_server *s = arg;
@@ -73,6 +93,10 @@ static void *server_main(void *arg)
 		}
 		if (!write_script(s, s->steps[i].reply)) {
 			s->failed = (int)i;
+			goto out;
+		}
+		if (s->steps[i].flood) {
+			flood(s, s->steps[i].flood, s->steps[i].every_ms);
 			goto out;
 		}
 	}

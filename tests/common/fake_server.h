@@ -1,6 +1,8 @@
 /* A scripted peer for the client tests of the gdbstub and QMP protocols: a thread on the other end
  * of a socketpair (or of a unix socket it listens on) that writes a greeting, then for each step
- * waits for exactly the bytes it expects and writes its reply. */
+ * waits for exactly the bytes it expects and writes its reply. It can also play a hostile peer: one
+ * that floods (the same bytes again and again), stalls (half a reply, then nothing: the last step
+ * with FAKE_SERVER_HOLD) or lies (any reply at all). */
 #ifndef HVT_TESTS_FAKE_SERVER_H
 #define HVT_TESTS_FAKE_SERVER_H
 
@@ -9,10 +11,13 @@
 #include <stddef.h>
 
 /* One exchange: wait for exactly @expect (raw bytes, gdb acks included; NULL: nothing), then write
- * @reply (raw). */
+ * @reply (raw). With @flood, then write @flood again and again, @every_ms apart (0: as fast as the
+ * client takes it), until the client hangs up (flood_sent counts the copies): the last step. */
 struct fake_step {
 	const char *expect;
 	const char *reply;
+	const char *flood;
+	unsigned every_ms;
 };
 
 /* After the last step, keep reading (into tail) until the client closes; without it the server
@@ -33,6 +38,7 @@ struct fake_server {
 	char got[8192]; /* what that step received */
 	char tail[256]; /* FAKE_SERVER_HOLD: what came after the last step, until EOF */
 	size_t tail_len;
+	unsigned long flood_sent; /* copies of a step's @flood written whole */
 	pthread_t thread;
 };
 
