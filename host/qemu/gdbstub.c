@@ -321,6 +321,21 @@ static int why(struct gdb *g, int rc, const char *fmt, ...)
 /* A reply the stub should not have sent (the connection stays in step): -EPROTO with g->why. */
 #define lie(g, ...) why(g, -EPROTO, "gdbstub: " __VA_ARGS__)
 
+/* The same for the packet just received, shown (printable, cut) before what @fmt says of it. */
+static int bad_reply(struct gdb *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int bad_reply(struct gdb *g, const char *fmt, ...)
+{
+	char text[40], what[96];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	tcp_printable(g->pkt, g->pkt_len, text, sizeof(text));
+	return lie(g, "'%s' %s", text, what);
+}
+
 /* The connection is out of step for good (a late reply would be taken for the next command's):
  * every later command fails with -ECONNABORTED. */
 static int broken(struct gdb *g, int rc)
@@ -768,12 +783,12 @@ int gdb_threads(struct gdb *g, int *tids, unsigned max, unsigned *nr)
 		if (g->pkt[0] == 'l')
 			return 0;
 		if (g->pkt[0] != 'm')
-			return lie(g, "'%.16s' in the thread list", g->pkt);
+			return bad_reply(g, "in the thread list");
 		for (;;) {
 			int tid = parse_thread_id(&s);
 
 			if (tid <= 0)
-				return lie(g, "thread id '%.16s' in the thread list", g->pkt);
+				return bad_reply(g, "in the thread list");
 			for (unsigned i = 0; i < *nr; i++)
 				if (tids[i] == tid)
 					return lie(g, "thread %d listed twice", tid);
@@ -783,7 +798,7 @@ int gdb_threads(struct gdb *g, int *tids, unsigned max, unsigned *nr)
 			if (*s == '\0')
 				break;
 			if (*s++ != ',')
-				return lie(g, "'%.16s' in the thread list", g->pkt);
+				return bad_reply(g, "in the thread list");
 		}
 		rc = gdb_command(g, "qsThreadInfo");
 	}
@@ -804,7 +819,7 @@ int gdb_select_thread(struct gdb *g, int tid)
 	if (rc)
 		return rc;
 	if (!reply_is(g, "OK"))
-		return lie(g, "'%.16s' in reply to '%s'", g->pkt, cmd);
+		return bad_reply(g, "in reply to '%s'", cmd);
 	g->cur_thread = tid;
 	return 0;
 }
@@ -847,7 +862,7 @@ int gdb_write_reg(struct gdb *g, int tid, unsigned regno, uint64_t value)
 			return 0;
 		}
 		if (g->pkt_len)
-			return lie(g, "'%.16s' in reply to 'P'", g->pkt);
+			return bad_reply(g, "in reply to 'P'");
 		g->p_state = 0;
 	}
 	/* No P: read all, patch one, write all. */
@@ -863,7 +878,7 @@ int gdb_write_reg(struct gdb *g, int tid, unsigned regno, uint64_t value)
 	rc = gdb_command(g, cmd);
 	if (rc)
 		return rc;
-	return reply_is(g, "OK") ? 0 : lie(g, "'%.16s' in reply to 'G'", g->pkt);
+	return reply_is(g, "OK") ? 0 : bad_reply(g, "in reply to 'G'");
 }
 
 /* ---- memory ---------------------------------------------------------------------------------- */
@@ -935,7 +950,7 @@ int gdb_write_mem(struct gdb *g, int tid, uint64_t addr, const void *buf, size_t
 		if (rc)
 			return rc;
 		if (!reply_is(g, "OK"))
-			return lie(g, "'%.16s' in reply to 'M'", g->pkt);
+			return bad_reply(g, "in reply to 'M'");
 		in += n;
 		addr += n;
 		len -= n;
@@ -955,7 +970,7 @@ int gdb_set_phys_mode(struct gdb *g, bool phys)
 	if (g->pkt_len == 0)
 		return -ENOTSUP;
 	if (!reply_is(g, "OK"))
-		return lie(g, "'%.16s' in reply to 'Qqemu.PhyMemMode'", g->pkt);
+		return bad_reply(g, "in reply to 'Qqemu.PhyMemMode'");
 	g->phys_mode = phys;
 	return 0;
 }
@@ -973,7 +988,7 @@ static int breakpoint(struct gdb *g, char op, uint64_t addr)
 		return rc;
 	if (g->pkt_len == 0)
 		return -ENOTSUP;
-	return reply_is(g, "OK") ? 0 : lie(g, "'%.16s' in reply to '%s'", g->pkt, cmd);
+	return reply_is(g, "OK") ? 0 : bad_reply(g, "in reply to '%s'", cmd);
 }
 
 int gdb_insert_bp(struct gdb *g, uint64_t addr)
@@ -1041,7 +1056,7 @@ int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 	if (rc)
 		return rc;
 	if (gdb_parse_stop(g->pkt, st))
-		return lie(g, "'%.16s' where a stop reply was due", g->pkt);
+		return bad_reply(g, "where a stop reply was due");
 	note_stop(g, st);
 	return 0;
 }
@@ -1071,7 +1086,7 @@ int gdb_stop_reason(struct gdb *g, struct gdb_stop *st)
 	if (rc)
 		return rc;
 	if (gdb_parse_stop(g->pkt, st))
-		return lie(g, "'%.16s' in reply to '?'", g->pkt);
+		return bad_reply(g, "in reply to '?'");
 	note_stop(g, st);
 	return 0;
 }

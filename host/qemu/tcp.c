@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +21,28 @@ bool tcp_interrupted(void)
 	struct pollfd pfd = {.fd = intr_fd, .events = POLLIN};
 
 	return intr_fd >= 0 && poll(&pfd, 1, 0) == 1;
+}
+
+const char *tcp_printable(const void *p, size_t len, char *out, size_t outlen)
+{
+	const unsigned char *b = p;
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char e[8];
+		int n = b[i] >= 0x20 && b[i] < 0x7f ? snprintf(e, sizeof(e), "%c", b[i])
+						     : snprintf(e, sizeof(e), "\\x%02x", b[i]);
+
+		if (o + (size_t)n + (i + 1 < len ? 3 : 0) >= outlen) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		memcpy(out + o, e, (size_t)n);
+		o += (size_t)n;
+	}
+	out[o] = '\0';
+	return out;
 }
 
 int tcp_connect(const char *host, const char *service, int *gai_err)

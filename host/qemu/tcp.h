@@ -21,6 +21,10 @@ void tcp_set_interrupt(int fd);
 /* Whether the fd of tcp_set_interrupt is readable now (a stop is asked). Any thread. */
 bool tcp_interrupted(void);
 
+/* Up to @outlen - 1 characters (@outlen >= 8) showing the @len bytes a peer sent at @p in a message:
+ * printable ASCII as is, any other byte as \xNN, "..." where cut. Returns @out. Any thread. */
+const char *tcp_printable(const void *p, size_t len, char *out, size_t outlen);
+
 /* Reads what is there (at most @len bytes) from @fd, waiting until @deadline (clock_now_ms() time;
  * < 0: forever) or a stop (tcp_set_interrupt). Returns the bytes read (> 0), -ETIMEDOUT, -EINTR (a
  * stop), -ECONNRESET when the peer closed or reset the connection, or another negative errno. */
