@@ -130,13 +130,16 @@ static uint64_t slid(uint64_t a, int64_t slide)
 	return a && a >= VMI_LINUX_TEXT_BASE ? a + slide : a;
 }
 
-/* _stext.._etext must be a non-empty range inside the kernel image's 1 GiB: anything else would have the
- * scans read up to 2^64 bytes, or wrap the text's length. 0, or -EINVAL with @err naming the values. */
+/* _stext.._etext must be a non-empty range inside the kernel image's 1 GiB: anything else would
+ * have the scans read up to 2^64 bytes, or wrap the text's length. 0, or -EINVAL with @err naming
+ * the values. */
 static int check_text(const struct vmi_linux *l, char *err, size_t errlen)
 {
 	if (l->etext < l->stext) {
-		snprintf(err, errlen, "_etext 0x%" PRIx64 " is below _stext 0x%" PRIx64
-			 ": not the text of a kernel", l->etext, l->stext);
+		snprintf(err, errlen,
+			 "_etext 0x%" PRIx64 " is below _stext 0x%" PRIx64
+			 ": not the text of a kernel",
+			 l->etext, l->stext);
 		return -EINVAL;
 	}
 	if (l->etext == l->stext) {
@@ -145,8 +148,10 @@ static int check_text(const struct vmi_linux *l, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (l->stext < VMI_LINUX_TEXT_BASE || l->etext > VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE) {
-		snprintf(err, errlen, "_stext 0x%" PRIx64 " .. _etext 0x%" PRIx64 " is not within the "
-			 "kernel image (0x%llx-0x%llx)", l->stext, l->etext, VMI_LINUX_TEXT_BASE,
+		snprintf(err, errlen,
+			 "_stext 0x%" PRIx64 " .. _etext 0x%" PRIx64 " is not within the "
+			 "kernel image (0x%llx-0x%llx)",
+			 l->stext, l->etext, VMI_LINUX_TEXT_BASE,
 			 VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE);
 		return -EINVAL;
 	}

@@ -396,8 +396,8 @@ static int send_packet(struct gdb *g, const char *payload)
 	return send_bytes(g, g->out, g->out_len);
 }
 
-/* One wait for the stub: a single deadline whatever arrives meanwhile, and bounds on what it puts up
- * with until its packet comes. */
+/* One wait for the stub: a single deadline whatever arrives meanwhile, and bounds on what it puts
+ * up with until its packet comes. */
 struct wait {
 	int64_t deadline; /* clock_now_ms() time, < 0: none */
 	const char *cmd;  /* the command whose reply this is, NULL: a stop reply */
@@ -422,8 +422,8 @@ static int fill(struct gdb *g, const struct wait *w)
 		g->rpos = 0;
 	}
 	if (g->rlen == sizeof(g->rbuf))
-		return broken(g, why(g, -EMSGSIZE, "gdbstub: a packet longer than %d bytes",
-				     GDB_MAX_PACKET));
+		return broken(
+		    g, why(g, -EMSGSIZE, "gdbstub: a packet longer than %d bytes", GDB_MAX_PACKET));
 	r = tcp_read_until(g->fd, g->rbuf + g->rlen, sizeof(g->rbuf) - g->rlen, w->deadline);
 	if (r == -ETIMEDOUT || r == -EINTR)
 		return (int)r;
@@ -463,8 +463,10 @@ static int read_packet(struct gdb *g, struct wait *w)
 				if (rc == -EBADMSG)
 					return broken(g, why(g, -EPROTO, "gdbstub: bad checksums"));
 				if (rc == -EMSGSIZE)
-					return why(g, rc, "gdbstub: a packet that decodes to more "
-							  "than %d bytes", GDB_MAX_PACKET);
+					return why(g, rc,
+						   "gdbstub: a packet that decodes to more "
+						   "than %d bytes",
+						   GDB_MAX_PACKET);
 				if (rc)
 					return why(g, rc, "gdbstub: a malformed packet");
 				if (g->ack)
@@ -478,20 +480,24 @@ static int read_packet(struct gdb *g, struct wait *w)
 					break;
 				g->rpos = (size_t)(h - g->rbuf) + 3;
 				if (++w->skipped > GDB_MAX_SKIPPED)
-					return broken(g, why(g, -EPROTO, "gdbstub: %u notifications",
-							     w->skipped));
+					return broken(g,
+						      why(g, -EPROTO, "gdbstub: %u notifications",
+							  w->skipped));
 				continue;
 			}
 			g->rpos++;
 			if (c == '-' && g->out_len) {
 				if (++w->resends > GDB_MAX_RESENDS)
-					return broken(g, why(g, -EPROTO, "gdbstub: our packet "
-							     "refused ('-') %u times", w->resends));
+					return broken(g, why(g, -EPROTO,
+							     "gdbstub: our packet "
+							     "refused ('-') %u times",
+							     w->resends));
 				rc = send_bytes(g, g->out, g->out_len);
 				if (rc)
 					return rc;
 			} else if (c != '+' && ++w->junk > GDB_MAX_PACKET) {
-				return broken(g, why(g, -EPROTO, "gdbstub: %zu bytes outside any packet",
+				return broken(g, why(g, -EPROTO,
+						     "gdbstub: %zu bytes outside any packet",
 						     w->junk));
 			}
 		}
@@ -535,10 +541,12 @@ static int skip(struct gdb *g, struct wait *w)
 	if (++w->skipped <= GDB_MAX_SKIPPED)
 		return 0;
 	if (w->cmd)
-		return broken(g, why(g, -EPROTO, "gdbstub: %u console or stop packets and no reply "
-					    "to '%.24s'", w->skipped, w->cmd));
-	return broken(g, why(g, -EPROTO, "gdbstub: %u console packets and no stop reply",
-			     w->skipped));
+		return broken(g, why(g, -EPROTO,
+				     "gdbstub: %u console or stop packets and no reply "
+				     "to '%.24s'",
+				     w->skipped, w->cmd));
+	return broken(g,
+		      why(g, -EPROTO, "gdbstub: %u console packets and no stop reply", w->skipped));
 }
 
 /* The wait ended without its packet: @rc for the caller, with g->why saying why. A command whose
@@ -554,8 +562,9 @@ static int wait_failed(struct gdb *g, const struct wait *w, int rc)
 		size_t part = g->rlen - g->rpos;
 
 		if (part)
-			return broken(g, why(g, rc, "gdbstub: no reply to '%.24s' within %d ms (%zu "
-						    "bytes of a packet, then nothing)",
+			return broken(g, why(g, rc,
+					     "gdbstub: no reply to '%.24s' within %d ms (%zu "
+					     "bytes of a packet, then nothing)",
 					     w->cmd, g->timeout_ms, part));
 		return broken(g, why(g, rc, "gdbstub: no reply to '%.24s' within %d ms", w->cmd,
 				     g->timeout_ms));

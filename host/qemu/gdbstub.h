@@ -104,7 +104,7 @@ struct gdb {
 	/* NN of the last "E NN" reply, -1 none. Hex per the protocol, but QEMU writes its decimal
 	 * errno there: E14 (EFAULT) reads 0x14, E22 (EINVAL) 0x22. */
 	int last_error;
-	char why[192]; /* the last failure in one line ("gdbstub: no reply to 'g' within 5000 ms") */
+	char why[192]; /* the last failure, one line ("gdbstub: no reply to 'g' within 300 ms") */
 	struct gdb_stop last_stop;
 	size_t rpos, rlen;
 	char rbuf[GDB_MAX_PACKET + 16]; /* bytes received and not yet parsed: rbuf[rpos, rlen) */
@@ -162,21 +162,21 @@ void gdb_close(struct gdb *g);
 /* Sends @cmd and reads its reply into g->pkt (console `O` packets and unasked stop replies skipped,
  * GDB_MAX_SKIPPED at most), all before one deadline. Replies "E NN" are returned as -EIO with
  * g->last_error = NN. -EBUSY while the VM runs (in QEMU any byte received then stops the VM),
- * -ETIMEDOUT (no reply in time: the connection is then broken), -EINTR (a stop: the reply is skipped
- * when it comes), -ECONNABORTED once broken, -ECONNRESET, -EPROTO; g->why says which. */
+ * -ETIMEDOUT (no reply in time: the connection is then broken), -EINTR (a stop: the reply is
+ * skipped when it comes), -ECONNABORTED once broken, -ECONNRESET, -EPROTO; g->why says which. */
 int gdb_command(struct gdb *g, const char *cmd);
 
 /* ---- threads and registers (VM stopped) ------------------------------------------------------ */
 
-/* Lists the vCPU thread ids (QEMU: 1..N) into @tids. 0, -ENOSPC if more than @max, -EPROTO for an id
- * that is not positive or comes twice, or -errno. */
+/* Lists the vCPU thread ids (QEMU: 1..N) into @tids. 0, -ENOSPC if more than @max, -EPROTO for an
+ * id that is not positive or comes twice, or -errno. */
 int gdb_threads(struct gdb *g, int *tids, unsigned max, unsigned *nr);
 
 /* Makes @tid the thread for registers and virtual memory (`Hg`, skipped when already selected). */
 int gdb_select_thread(struct gdb *g, int tid);
 
-/* Reads all registers of thread @tid. 0, -EPROTO for a reply shorter than GDB_G_DECODED_BYTES or not
- * hex, or -errno. */
+/* Reads all registers of thread @tid. 0, -EPROTO for a reply shorter than GDB_G_DECODED_BYTES or
+ * not hex, or -errno. */
 int gdb_read_regs(struct gdb *g, int tid, struct gdb_regs *r);
 
 /* Writes register @regno (enum gdb_reg) of thread @tid: `P`, or read-modify-write `g`/`G` when the

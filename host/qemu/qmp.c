@@ -43,9 +43,9 @@ static size_t string_end(const char *s, size_t i, size_t len)
 	return 0;
 }
 
-/* Length of the object or array at s[0] once @len bytes complete it, else 0 with *@st saying how far
- * it got: scanning goes on from there when more bytes have come (a message in many pieces is scanned
- * once). Iterative: any nesting depth. */
+/* Length of the object or array at s[0] once @len bytes complete it, else 0 with *@st saying how
+ * far it got: scanning goes on from there when more bytes have come (a message in many pieces is
+ * scanned once). Iterative: any nesting depth. */
 static size_t bracket_scan(const char *s, size_t len, struct qmp_json_scan *st)
 {
 	for (size_t i = st->at; i < len; i++) {
@@ -362,13 +362,14 @@ static int next_message(struct qmp *q, int64_t deadline, const char **msg, size_
 				char text[80];
 
 				tcp_printable(q->buf + q->pos, q->len - q->pos, text, sizeof(text));
-				return broken(q, why(q, -EPROTO, "qmp: '%s' where a JSON object was due",
-						     text));
+				return broken(
+				    q,
+				    why(q, -EPROTO, "qmp: '%s' where a JSON object was due", text));
 			}
 		}
-		end = q->pos < q->len ? (ssize_t)bracket_scan(q->buf + q->pos, q->len - q->pos,
-								&q->scan)
-				      : 0;
+		end = q->pos < q->len
+			  ? (ssize_t)bracket_scan(q->buf + q->pos, q->len - q->pos, &q->scan)
+			  : 0;
 		if (end > 0) {
 			*msg = q->buf + q->pos;
 			*mlen = (size_t)end;
@@ -380,7 +381,8 @@ static int next_message(struct qmp *q, int64_t deadline, const char **msg, size_
 					     QMP_MAX_MSG));
 		rc = fill(q, deadline);
 		if (rc == -EMSGSIZE)
-			return broken(q, why(q, rc, "qmp: a message longer than %d bytes", QMP_MAX_MSG));
+			return broken(
+			    q, why(q, rc, "qmp: a message longer than %d bytes", QMP_MAX_MSG));
 		if (rc)
 			return rc;
 	}

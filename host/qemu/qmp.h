@@ -4,9 +4,9 @@
  * thread at a time.
  *
  * The monitor is a peer, not trusted: a command has one deadline (q->timeout_ms) whatever arrives
- * meanwhile, takes at most QMP_MAX_SKIPPED messages that are not its answer and QMP_MAX_MSG bytes for
- * one message, and ends at once with -EINTR on a stop (tcp_set_interrupt). A command that fails so
- * leaves the connection broken (a late answer would be taken for the next command's), and q->why
+ * meanwhile, takes at most QMP_MAX_SKIPPED messages that are not its answer and QMP_MAX_MSG bytes
+ * for one message, and ends at once with -EINTR on a stop (tcp_set_interrupt). A command that fails
+ * so leaves the connection broken (a late answer would be taken for the next command's), and q->why
  * says why in one line. */
 #ifndef HVT_QMP_H
 #define HVT_QMP_H
@@ -17,7 +17,7 @@
 
 #define QMP_TIMEOUT_MS 5000	 /* default wait for a command's reply */
 #define QMP_MAX_MSG    (4 << 20) /* largest message accepted (query-qmp-schema is ~200 KiB) */
-#define QMP_MAX_SKIPPED 1024	 /* messages a command skips (events) waiting for its answer */
+#define QMP_MAX_SKIPPED 1024	  /* messages a command skips (events) waiting for its answer */
 
 /* Events remembered in qmp->events (any other event sets QMP_EV_OTHER). */
 enum qmp_event {
@@ -45,7 +45,7 @@ struct qmp {
 	char version[32];    /* "7.2.22" from the greeting */
 	bool gone;	     /* the peer closed the connection */
 	bool broken;	     /* out of step with the peer (see above): commands fail */
-	char why[192];	     /* the last failure, one line ("qmp: no answer to 'stop' within 5000 ms") */
+	char why[192]; /* the last failure, one line ("qmp: no answer to 'stop' within 5000 ms") */
 	char *buf;	     /* received bytes [pos, len) not yet parsed; owned */
 	size_t pos, len, cap;
 	struct qmp_json_scan scan; /* of the message at pos */

@@ -54,10 +54,10 @@ enum qemu_run_end { QEMU_RUN_STOP_ASKED, QEMU_RUN_GUEST_GONE, QEMU_RUN_ERROR };
 int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t ram_size,
 		     bool gdb_memory, char *err, size_t errlen);
 
-/* Lets the VM run, handing every breakpoint stop to the registered callback, until @should_stop (polled
- * at least every 50 ms, and at once when a wait is interrupted: tcp_set_interrupt) says so (the VM is
- * then left stopped) or the guest is gone. QEMU_RUN_ERROR when the gdbstub fails or lies (a stop of a
- * thread that is no vCPU, a reply out of shape): q->err says how. Main thread. */
+/* Lets the VM run, handing every breakpoint stop to the registered callback, until @should_stop
+ * (polled at least every 50 ms, and at once when a wait is interrupted: tcp_set_interrupt) says so
+ * (the VM is then left stopped) or the guest is gone. QEMU_RUN_ERROR when the gdbstub fails or lies
+ * (a stop of a thread that is no vCPU, a reply out of shape): q->err says how. Main thread. */
 enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(void *ctx), void *ctx);
 
 /* Lets the VM run for @ms milliseconds, then stops it again (for polling a booting guest). 0 or -errno;

@@ -31,7 +31,7 @@ const char *tcp_printable(const void *p, size_t len, char *out, size_t outlen)
 	for (size_t i = 0; i < len; i++) {
 		char e[8];
 		int n = b[i] >= 0x20 && b[i] < 0x7f ? snprintf(e, sizeof(e), "%c", b[i])
-						     : snprintf(e, sizeof(e), "\\x%02x", b[i]);
+						    : snprintf(e, sizeof(e), "\\x%02x", b[i]);
 
 		if (o + (size_t)n + (i + 1 < len ? 3 : 0) >= outlen) {
 			memcpy(out + o, "...", 3);

@@ -13,16 +13,18 @@
  * error. */
 int tcp_connect(const char *host, const char *service, int *gai_err);
 
-/* Makes every later tcp_read_until of this process also end, with -EINTR, as soon as @fd is readable
- * (the session's signalfd: a SIGINT or SIGTERM is pending); nothing is read from @fd. -1: no such
- * stop (the default, and what a forked guardian sets first). Main thread, before or between waits. */
+/* Makes every later tcp_read_until of this process also end, with -EINTR, as soon as @fd is
+ * readable (the session's signalfd: a SIGINT or SIGTERM is pending); nothing is read from @fd. -1:
+ * no such stop (the default, and what a forked guardian sets first). Main thread, before or between
+ * waits. */
 void tcp_set_interrupt(int fd);
 
 /* Whether the fd of tcp_set_interrupt is readable now (a stop is asked). Any thread. */
 bool tcp_interrupted(void);
 
-/* Up to @outlen - 1 characters (@outlen >= 8) showing the @len bytes a peer sent at @p in a message:
- * printable ASCII as is, any other byte as \xNN, "..." where cut. Returns @out. Any thread. */
+/* Up to @outlen - 1 characters (@outlen >= 8) showing the @len bytes a peer sent at @p in a
+ * message: printable ASCII as is, any other byte as \xNN, "..." where cut. Returns @out. Any
+ * thread. */
 const char *tcp_printable(const void *p, size_t len, char *out, size_t outlen);
 
 /* Reads what is there (at most @len bytes) from @fd, waiting until @deadline (clock_now_ms() time;

@@ -770,7 +770,7 @@ static void test_negotiation_fails(void **state)
 	free(g);
 }
 
-/* ---- hostile stubs: floods, stalls, lies (issue #10) ------------------------------------------ */
+/* ---- hostile stubs: floods, stalls, lies (issue #10) ----------------------------------------- */
 
 /* A hostile peer must never hang the test: a client that would wait forever dies here instead. */
 static void watchdog(unsigned seconds)
@@ -792,8 +792,8 @@ static struct gdb *hostile(struct fake_server *s, struct fake_step *st, size_t n
 	struct gdb *g = new_gdb();
 	char err[128];
 
-	assert_int_equal(gdb_attach_fd(g, fake_server_start(s, NULL, st, n, flags), err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    gdb_attach_fd(g, fake_server_start(s, NULL, st, n, flags), err, sizeof(err)), 0);
 	return g;
 }
 
@@ -835,21 +835,21 @@ static void test_hostile_console_flood(void **state)
 	char why[192];
 
 	(void)state;
-	assert_int_equal(hostile_g("+", pk("", "O6869", ""), 0, 5000, why, sizeof(why),
-				   "console flood"),
-			 -EPROTO);
+	assert_int_equal(
+	    hostile_g("+", pk("", "O6869", ""), 0, 5000, why, sizeof(why), "console flood"),
+	    -EPROTO);
 	assert_string_equal(why, "gdbstub: 257 console or stop packets and no reply to 'g'");
 }
 
-/* The same one every 20 ms (fewer than the bound): one deadline for the command, whatever arrives. */
+/* The same every 20 ms (fewer than the bound): one deadline for the command, whatever arrives. */
 static void test_hostile_console_trickle(void **state)
 {
 	char why[192];
 
 	(void)state;
-	assert_int_equal(hostile_g("+", pk("", "O6869", ""), 20, 300, why, sizeof(why),
-				   "console trickle"),
-			 -ETIMEDOUT);
+	assert_int_equal(
+	    hostile_g("+", pk("", "O6869", ""), 20, 300, why, sizeof(why), "console trickle"),
+	    -ETIMEDOUT);
 	assert_string_equal(why, "gdbstub: no reply to 'g' within 300 ms");
 }
 
@@ -859,9 +859,9 @@ static void test_hostile_stop_flood(void **state)
 	char why[192];
 
 	(void)state;
-	assert_int_equal(hostile_g("+", pk("", "T05thread:01;", ""), 0, 5000, why, sizeof(why),
-				   "stop flood"),
-			 -EPROTO);
+	assert_int_equal(
+	    hostile_g("+", pk("", "T05thread:01;", ""), 0, 5000, why, sizeof(why), "stop flood"),
+	    -EPROTO);
 	assert_string_equal(why, "gdbstub: 257 console or stop packets and no reply to 'g'");
 }
 
@@ -872,8 +872,8 @@ static void test_hostile_stall(void **state)
 
 	(void)state;
 	assert_int_equal(hostile_g("+$0011", NULL, 0, 300, why, sizeof(why), "stall"), -ETIMEDOUT);
-	assert_string_equal(why,
-			    "gdbstub: no reply to 'g' within 300 ms (5 bytes of a packet, then nothing)");
+	assert_string_equal(
+	    why, "gdbstub: no reply to 'g' within 300 ms (5 bytes of a packet, then nothing)");
 }
 
 /* A packet that never ends: refused once it outgrows the buffer. */
@@ -897,8 +897,8 @@ static void test_hostile_nak_and_junk_floods(void **state)
 	(void)state;
 	assert_int_equal(hostile_g("+", "-", 0, 5000, why, sizeof(why), "nak flood"), -EPROTO);
 	assert_string_equal(why, "gdbstub: our packet refused ('-') 9 times");
-	assert_int_equal(hostile_g("+", "xxxxxxxxxxxxxxxx", 0, 5000, why, sizeof(why), "junk flood"),
-			 -EPROTO);
+	assert_int_equal(
+	    hostile_g("+", "xxxxxxxxxxxxxxxx", 0, 5000, why, sizeof(why), "junk flood"), -EPROTO);
 	assert_string_equal(why, "gdbstub: 16385 bytes outside any packet");
 }
 

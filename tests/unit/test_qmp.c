@@ -326,7 +326,7 @@ static void test_timeout(void **state)
 	fake_server_finish(&s);
 }
 
-/* ---- hostile monitors: floods, endless messages, deep nesting, stops (issue #10) -------------- */
+/* ---- hostile monitors: floods, endless messages, deep nesting, stops (issue #10) ------------- */
 
 static double elapsed_ms(const struct timespec *t0)
 {
@@ -339,8 +339,8 @@ static double elapsed_ms(const struct timespec *t0)
 #define EVENT "{\"event\": \"RTC_CHANGE\", \"data\": {\"offset\": 0}}\r\n"
 #define QUERY "{\"execute\":\"query-status\"}"
 
-/* Events without end instead of the answer: given up after QMP_MAX_SKIPPED of them at full speed, and
- * at the command's one deadline when they trickle in. */
+/* Events without end instead of the answer: given up after QMP_MAX_SKIPPED of them at full speed,
+ * and at the command's one deadline when they trickle in. */
 static void test_hostile_event_floods(void **state)
 {
 	static const unsigned every[2] = {0, 20};
@@ -350,7 +350,8 @@ static void test_hostile_event_floods(void **state)
 
 	(void)state;
 	for (int i = 0; i < 2; i++) {
-		const struct fake_step st[] = {{CAPS, RET_EMPTY}, {QUERY "\n", "", EVENT, every[i]}};
+		const struct fake_step st[] = {{CAPS, RET_EMPTY},
+					       {QUERY "\n", "", EVENT, every[i]}};
 		struct fake_server s;
 		struct timespec t0;
 		struct qmp q;
@@ -439,11 +440,11 @@ static void test_interrupted(void **state)
 	int p[2];
 
 	(void)state;
-	assert_int_equal(qmp_attach_fd(&q,
-				       fake_server_start(&s, GREETING, st, FAKE_NSTEPS(st),
-							 FAKE_SERVER_HOLD),
-				       err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    qmp_attach_fd(&q,
+			  fake_server_start(&s, GREETING, st, FAKE_NSTEPS(st), FAKE_SERVER_HOLD),
+			  err, sizeof(err)),
+	    0);
 	q.timeout_ms = -1; /* no deadline at all */
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(write(p[1], "x", 1), 1);

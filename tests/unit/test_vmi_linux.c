@@ -232,24 +232,27 @@ static void open_with_etext(struct vmi_linux *l, const char *etext)
 
 	close(mkstemp(path));
 	f = fopen(path, "w");
-	fprintf(f, "ffffffff81000000 T _stext\nffffffff81000100 T func_nop\n%s T _etext\n"
-		   "ffffffff82000000 D linux_banner\n", etext);
+	fprintf(f,
+		"ffffffff81000000 T _stext\nffffffff81000100 T func_nop\n%s T _etext\n"
+		"ffffffff82000000 D linux_banner\n",
+		etext);
 	fclose(f);
 	assert_int_equal(vmi_linux_open(l, path, err, sizeof(err)), 0);
 	unlink(path);
 }
 
-/* _etext at 2^63, below _stext, equal to it, or past the image's 1 GiB: one error naming the values,
- * before a single read (the scan would otherwise run ~2^42 times, or the sites' buffer wrap). */
+/* _etext at 2^63, below _stext, equal to it, or past the image's 1 GiB: one error naming the
+ * values, before a single read (the scan would otherwise run ~2^42 times, or the sites' buffer
+ * wrap). */
 static void test_text_range_rejected(void **state)
 {
 	static const struct {
 		const char *etext, *err;
 	} cases[] = {
-	    {"8000000000000000", "_etext 0x8000000000000000 is below _stext 0xffffffff81000000: not "
-				 "the text of a kernel"},
-	    {"ffffffff80fff000", "_etext 0xffffffff80fff000 is below _stext 0xffffffff81000000: not "
-				 "the text of a kernel"},
+	    {"8000000000000000", "_etext 0x8000000000000000 is below _stext 0xffffffff81000000: "
+				 "not the text of a kernel"},
+	    {"ffffffff80fff000", "_etext 0xffffffff80fff000 is below _stext 0xffffffff81000000: "
+				 "not the text of a kernel"},
 	    {"ffffffff81000000", "_stext and _etext are both 0xffffffff81000000: no kernel text"},
 	    {"ffffffffc0001000", "_stext 0xffffffff81000000 .. _etext 0xffffffffc0001000 is not "
 				 "within the kernel image (0xffffffff80000000-0xffffffffc0000000)"},
