@@ -315,8 +315,8 @@ static void guardian_takeover(void *ctx)
 		return;
 	usleep(300000);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
+	for (int i = 0; i < 256 && read(fd, buf, sizeof(buf)) > 0; i++)
+		; /* what the dead process left unread: 1 MiB at most (a stub may flood) */
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	if (gdb_attach_fd(&fresh, fd, err, sizeof(err)) < 0) {
 		dprintf(2, "hvtrace guardian: %s\n", err);

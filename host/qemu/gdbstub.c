@@ -305,18 +305,8 @@ int gdb_decode_regs(const char *hex, size_t len, struct gdb_regs *r)
 
 /* ---- transport ------------------------------------------------------------------------------- */
 
-/* One line in g->why (the reason of the last failure); returns @rc. */
-static int why(struct gdb *g, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int why(struct gdb *g, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(g->why, sizeof(g->why), fmt, ap);
-	va_end(ap);
-	return rc;
-}
+/* One line in g->why (the reason of the last failure), then @rc. */
+#define why(g, rc, ...) tcp_why((g)->why, sizeof((g)->why), rc, __VA_ARGS__)
 
 /* A reply the stub should not have sent (the connection stays in step): -EPROTO with g->why. */
 #define lie(g, ...) why(g, -EPROTO, "gdbstub: " __VA_ARGS__)
@@ -1052,6 +1042,16 @@ int gdb_step(struct gdb *g, int tid, struct gdb_stop *st)
 	return rc ? rc : gdb_wait_stop(g, g->timeout_ms, st);
 }
 
+/* The stop reply just received into *@st, and the VM stopped; -EPROTO ("'<packet>' @what") if it is
+ * none. */
+static int take_stop(struct gdb *g, struct gdb_stop *st, const char *what)
+{
+	if (gdb_parse_stop(g->pkt, st))
+		return bad_reply(g, "%s", what);
+	note_stop(g, st);
+	return 0;
+}
+
 int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 {
 	struct wait w = {.deadline = deadline_in(timeout_ms)};
@@ -1062,12 +1062,7 @@ int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 	if (g->broken)
 		return -ECONNABORTED;
 	rc = next_packet(g, &w);
-	if (rc)
-		return rc;
-	if (gdb_parse_stop(g->pkt, st))
-		return bad_reply(g, "where a stop reply was due");
-	note_stop(g, st);
-	return 0;
+	return rc ? rc : take_stop(g, st, "where a stop reply was due");
 }
 
 int gdb_interrupt(struct gdb *g, int timeout_ms, struct gdb_stop *st)
@@ -1092,10 +1087,5 @@ int gdb_stop_reason(struct gdb *g, struct gdb_stop *st)
 {
 	int rc = gdb_command(g, "?");
 
-	if (rc)
-		return rc;
-	if (gdb_parse_stop(g->pkt, st))
-		return bad_reply(g, "in reply to '?'");
-	note_stop(g, st);
-	return 0;
+	return rc ? rc : take_stop(g, st, "in reply to '?'");
 }

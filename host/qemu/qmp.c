@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <netdb.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,18 +277,8 @@ ssize_t qmp_json_quote(const char *s, char *out, size_t outlen)
 
 /* ---- transport ------------------------------------------------------------------------------- */
 
-/* One line in q->why; returns @rc. */
-static int why(struct qmp *q, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int why(struct qmp *q, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(q->why, sizeof(q->why), fmt, ap);
-	va_end(ap);
-	return rc;
-}
+/* One line in q->why (the reason of the last failure), then @rc. */
+#define why(q, rc, ...) tcp_why((q)->why, sizeof((q)->why), rc, __VA_ARGS__)
 
 /* Out of step with the peer for good: later commands fail with -ECONNABORTED. Returns @rc. */
 static int broken(struct qmp *q, int rc)

@@ -8,9 +8,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Connects to @host:@service (any address family getaddrinfo gives). Returns the socket (close-on-exec)
- * or a negative errno: -EHOSTUNREACH when the name does not resolve (*@gai_err set), else the connect
- * error. */
+/* Connects to @host:@service (any address family getaddrinfo gives), each address given 5 s, and
+ * ending at once on a stop (tcp_set_interrupt). Returns the socket (close-on-exec) or a negative
+ * errno: -EHOSTUNREACH when the name does not resolve (*@gai_err set), else the connect error
+ * (-ETIMEDOUT, -EINTR). */
 int tcp_connect(const char *host, const char *service, int *gai_err);
 
 /* Makes every later tcp_read_until of this process also end, with -EINTR, as soon as @fd is
@@ -26,6 +27,11 @@ bool tcp_interrupted(void);
  * message: printable ASCII as is, any other byte as \xNN, "..." where cut. Returns @out. Any
  * thread. */
 const char *tcp_printable(const void *p, size_t len, char *out, size_t outlen);
+
+/* Writes one line of printf @fmt into @buf (the reason a client keeps for its last failure) and
+ * returns @rc. Any thread. */
+int tcp_why(char *buf, size_t len, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Reads what is there (at most @len bytes) from @fd, waiting until @deadline (clock_now_ms() time;
  * < 0: forever) or a stop (tcp_set_interrupt). Returns the bytes read (> 0), -ETIMEDOUT, -EINTR (a

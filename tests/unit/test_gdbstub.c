@@ -12,7 +12,9 @@
 #include "host/qemu/tcp.h"
 #include "tests/common/fake_server.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -828,78 +830,48 @@ static int hostile_g(const char *reply, const char *flood, unsigned every_ms, in
 	return rc;
 }
 
-/* `O` console packets as fast as the socket takes them: the reply never comes, the client gives up
- * after GDB_MAX_SKIPPED of them (it used to wait forever: each packet restarted the timeout). */
-static void test_hostile_console_flood(void **state)
+#define A64 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+
+/* The stub answers 'g' with floods and stalls: every case ends with its one error, never a hang. */
+static void test_hostile_replies(void **state)
 {
-	char why[192];
+	const struct {
+		const char *label, *reply, *flood;
+		unsigned every_ms;
+		int timeout_ms, rc;
+		const char *why;
+	} cases[] = {
+	    /* `O` console packets as fast as the socket takes them: the client used to wait forever
+	     * (each packet restarted the timeout); now GDB_MAX_SKIPPED of them end it */
+	    {"console flood", "+", pk("", "O6869", ""), 0, 5000, -EPROTO,
+	     "gdbstub: 257 console or stop packets and no reply to 'g'"},
+	    /* the same every 20 ms (fewer than the bound): one deadline whatever arrives */
+	    {"console trickle", "+", pk("", "O6869", ""), 20, 300, -ETIMEDOUT,
+	     "gdbstub: no reply to 'g' within 300 ms"},
+	    /* unasked stop replies without end while the VM is stopped */
+	    {"stop flood", "+", pk("", "T05thread:01;", ""), 0, 5000, -EPROTO,
+	     "gdbstub: 257 console or stop packets and no reply to 'g'"},
+	    /* half a packet, then nothing */
+	    {"stall", "+$0011", NULL, 0, 300, -ETIMEDOUT,
+	     "gdbstub: no reply to 'g' within 300 ms (5 bytes of a packet, then nothing)"},
+	    /* a packet that never ends: refused once it outgrows the buffer */
+	    {"endless packet", "+$", A64 A64 A64 A64, 0, 5000, -EMSGSIZE,
+	     "gdbstub: a packet longer than 16384 bytes"},
+	    /* '-' without end (each asks for our packet again), and bytes outside any packet */
+	    {"nak flood", "+", "-", 0, 5000, -EPROTO, "gdbstub: our packet refused ('-') 9 times"},
+	    {"junk flood", "+", "xxxxxxxxxxxxxxxx", 0, 5000, -EPROTO,
+	     "gdbstub: 16385 bytes outside any packet"},
+	};
 
 	(void)state;
-	assert_int_equal(
-	    hostile_g("+", pk("", "O6869", ""), 0, 5000, why, sizeof(why), "console flood"),
-	    -EPROTO);
-	assert_string_equal(why, "gdbstub: 257 console or stop packets and no reply to 'g'");
-}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char why[192];
 
-/* The same every 20 ms (fewer than the bound): one deadline for the command, whatever arrives. */
-static void test_hostile_console_trickle(void **state)
-{
-	char why[192];
-
-	(void)state;
-	assert_int_equal(
-	    hostile_g("+", pk("", "O6869", ""), 20, 300, why, sizeof(why), "console trickle"),
-	    -ETIMEDOUT);
-	assert_string_equal(why, "gdbstub: no reply to 'g' within 300 ms");
-}
-
-/* Unasked stop replies without end while the VM is stopped. */
-static void test_hostile_stop_flood(void **state)
-{
-	char why[192];
-
-	(void)state;
-	assert_int_equal(
-	    hostile_g("+", pk("", "T05thread:01;", ""), 0, 5000, why, sizeof(why), "stop flood"),
-	    -EPROTO);
-	assert_string_equal(why, "gdbstub: 257 console or stop packets and no reply to 'g'");
-}
-
-/* Half a packet, then nothing. */
-static void test_hostile_stall(void **state)
-{
-	char why[192];
-
-	(void)state;
-	assert_int_equal(hostile_g("+$0011", NULL, 0, 300, why, sizeof(why), "stall"), -ETIMEDOUT);
-	assert_string_equal(
-	    why, "gdbstub: no reply to 'g' within 300 ms (5 bytes of a packet, then nothing)");
-}
-
-/* A packet that never ends: refused once it outgrows the buffer. */
-static void test_hostile_endless_packet(void **state)
-{
-	static char as[1025];
-	char why[192];
-
-	(void)state;
-	memset(as, 'A', sizeof(as) - 1);
-	assert_int_equal(hostile_g("+$", as, 0, 5000, why, sizeof(why), "endless packet"),
-			 -EMSGSIZE);
-	assert_string_equal(why, "gdbstub: a packet longer than 16384 bytes");
-}
-
-/* '-' without end (resend!), and bytes that belong to no packet. */
-static void test_hostile_nak_and_junk_floods(void **state)
-{
-	char why[192];
-
-	(void)state;
-	assert_int_equal(hostile_g("+", "-", 0, 5000, why, sizeof(why), "nak flood"), -EPROTO);
-	assert_string_equal(why, "gdbstub: our packet refused ('-') 9 times");
-	assert_int_equal(
-	    hostile_g("+", "xxxxxxxxxxxxxxxx", 0, 5000, why, sizeof(why), "junk flood"), -EPROTO);
-	assert_string_equal(why, "gdbstub: 16385 bytes outside any packet");
+		assert_int_equal(hostile_g(cases[i].reply, cases[i].flood, cases[i].every_ms,
+					   cases[i].timeout_ms, why, sizeof(why), cases[i].label),
+				 cases[i].rc);
+		assert_string_equal(why, cases[i].why);
+	}
 }
 
 /* Replies of the wrong shape: one error naming what was wrong; the connection stays usable. */
@@ -1031,6 +1003,43 @@ static void test_interrupted_command_reply_skipped(void **state)
 	free(g);
 }
 
+/* A connect that would hang (a listener whose backlog is full drops the SYN) ends on a stop. */
+static void test_connect_interrupted(void **state)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), c[4], p[2];
+	struct gdb *g = new_gdb();
+	char err[128], want[128];
+
+	(void)state;
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 0), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+	/* fill the accept queue with connections nobody accepts */
+	for (int i = 0; i < 4; i++) {
+		c[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		connect(c[i], (struct sockaddr *)&a, sizeof(a));
+	}
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	tcp_set_interrupt(p[0]);
+	alarm(20);
+	assert_int_equal(gdb_connect(g, "127.0.0.1", ntohs(a.sin_port), err, sizeof(err)), -EINTR);
+	alarm(0);
+	tcp_set_interrupt(-1);
+	snprintf(want, sizeof(want), "gdbstub 127.0.0.1:%d: connect: Interrupted system call",
+		 ntohs(a.sin_port));
+	assert_string_equal(err, want);
+	assert_int_equal(g->fd, -1);
+	for (int i = 0; i < 4; i++)
+		close(c[i]);
+	close(l);
+	close(p[0]);
+	close(p[1]);
+	free(g);
+}
+
 static unsigned polls;
 
 static bool stop_after_many(void *ctx)
@@ -1094,16 +1103,12 @@ int main(void)
 	    cmocka_unit_test(test_connection_lost),
 	    cmocka_unit_test(test_connect_refused),
 	    cmocka_unit_test(test_negotiation_fails),
-	    cmocka_unit_test(test_hostile_console_flood),
-	    cmocka_unit_test(test_hostile_console_trickle),
-	    cmocka_unit_test(test_hostile_stop_flood),
-	    cmocka_unit_test(test_hostile_stall),
-	    cmocka_unit_test(test_hostile_endless_packet),
-	    cmocka_unit_test(test_hostile_nak_and_junk_floods),
+	    cmocka_unit_test(test_hostile_replies),
 	    cmocka_unit_test(test_hostile_lies),
 	    cmocka_unit_test(test_interrupt_ends_endless_wait),
 	    cmocka_unit_test(test_interrupted_command_reply_skipped),
 	    cmocka_unit_test(test_target_stop_of_unknown_thread),
+	    cmocka_unit_test(test_connect_interrupted),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
