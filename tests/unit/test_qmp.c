@@ -328,6 +328,16 @@ static void test_timeout(void **state)
 
 /* ---- hostile monitors: floods, endless messages, deep nesting, stops (issue #10) ------------- */
 
+/* A client connected to a scripted monitor that greets as QEMU 7.2 does. */
+static void connect_fake(struct qmp *q, struct fake_server *s, const struct fake_step *st, size_t n,
+			 unsigned flags)
+{
+	char err[128];
+
+	assert_int_equal(
+	    qmp_attach_fd(q, fake_server_start(s, GREETING, st, n, flags), err, sizeof(err)), 0);
+}
+
 static double elapsed_ms(const struct timespec *t0)
 {
 	struct timespec t1;
@@ -355,13 +365,9 @@ static void test_hostile_event_floods(void **state)
 		struct fake_server s;
 		struct timespec t0;
 		struct qmp q;
-		char err[128];
 		bool running;
 
-		assert_int_equal(
-		    qmp_attach_fd(&q, fake_server_start(&s, GREETING, st, FAKE_NSTEPS(st), 0), err,
-				  sizeof(err)),
-		    0);
+		connect_fake(&q, &s, st, FAKE_NSTEPS(st), 0);
 		q.timeout_ms = 300;
 		alarm(20);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -404,7 +410,7 @@ static void test_hostile_endless_greeting(void **state)
 static void test_hostile_deep_nesting(void **state)
 {
 	enum { DEEP = 10000 };
-	char *deep = malloc(2 * DEEP + 64), *p = deep, reply[64], err[128];
+	char *deep = malloc(2 * DEEP + 64), *p = deep, reply[64];
 	struct fake_step st[4] = {{CAPS, RET_EMPTY}};
 	struct fake_server s;
 	struct qmp q;
@@ -417,9 +423,7 @@ static void test_hostile_deep_nesting(void **state)
 	st[1] = (struct fake_step){QUERY "\n", deep};
 	st[2] = (struct fake_step){QUERY "\n", RET_EMPTY};
 	st[3] = (struct fake_step){QUERY "\n", "[[[[1]]]]\r\n"};
-	assert_int_equal(qmp_attach_fd(&q, fake_server_start(&s, GREETING, st, 4, FAKE_SERVER_HOLD),
-				       err, sizeof(err)),
-			 0);
+	connect_fake(&q, &s, st, 4, FAKE_SERVER_HOLD);
 	assert_int_equal(qmp_execute(&q, QUERY, reply, sizeof(reply)), -ENOSPC);
 	assert_int_equal(qmp_execute(&q, QUERY, reply, sizeof(reply)), 0);
 	assert_string_equal(reply, "{}");
@@ -436,15 +440,10 @@ static void test_interrupted(void **state)
 	static const struct fake_step st[] = {{CAPS, RET_EMPTY}, {QUERY "\n", ""}};
 	struct fake_server s;
 	struct qmp q;
-	char err[128];
 	int p[2];
 
 	(void)state;
-	assert_int_equal(
-	    qmp_attach_fd(&q,
-			  fake_server_start(&s, GREETING, st, FAKE_NSTEPS(st), FAKE_SERVER_HOLD),
-			  err, sizeof(err)),
-	    0);
+	connect_fake(&q, &s, st, FAKE_NSTEPS(st), FAKE_SERVER_HOLD);
 	q.timeout_ms = -1; /* no deadline at all */
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(write(p[1], "x", 1), 1);

@@ -135,13 +135,15 @@ static uint64_t slot_value(struct fixture *x)
 	return v;
 }
 
-/* func_a is called (return address CALLER at SLOT) and hooked; then it returns into the trampoline.
- */
+/* Attached; func_a is called (return address CALLER at SLOT) and hooked; then it returns into the
+ * trampoline, whose hit leaves in *@at_return the registers the vCPU is to resume with. */
 static void call_and_return(struct fixture *x, struct x86_regs *at_return)
 {
 	struct x86_regs r = {.rip = SITE_A, .rsp = SLOT};
 	uint64_t ret = CALLER;
 
+	fixture_init(x);
+	attach(x);
 	memcpy(x->stack + (SLOT - STACK), &ret, 8);
 	x->regs[0] = r;
 	assert_int_equal(tracer_hit(&x->tr, 0, SITE_A, &x->regs[0]), 0);
@@ -164,8 +166,6 @@ static void test_takeover_mid_return(void **state)
 	struct x86_regs at_return;
 
 	(void)state;
-	fixture_init(&x);
-	attach(&x);
 	call_and_return(&x, &at_return);
 	/* never written back: x.regs[0].rip is still the trampoline */
 	assert_int_equal(x.regs[0].rip, TRAMP);
@@ -185,8 +185,6 @@ static void test_detach_after_return(void **state)
 	struct x86_regs at_return;
 
 	(void)state;
-	fixture_init(&x);
-	attach(&x);
 	call_and_return(&x, &at_return);
 	x.regs[0] = at_return;
 	assert_int_equal(tracer_detach(&x.tr), 0);
@@ -195,62 +193,75 @@ static void test_detach_after_return(void **state)
 	fixture_free(&x);
 }
 
-/* --verify-text: the kernel patched its own text while traced (alternatives): reported, not blamed.
- */
+/* The fixture, and --verify-text's reference copy of its text (taken before the first patch). */
+static void verify_init(struct fixture *x, struct text_verify *v)
+{
+	fixture_init(x);
+	assert_int_equal(text_verify_begin(v, fake_mem_read, &x->f.mem, TEXT, TEXT + 0x100), 0);
+}
+
+/* What --verify-text finds now. */
+static void verify_now(struct fixture *x, const struct text_verify *v, struct text_verdict *d)
+{
+	assert_int_equal(text_verify_end(v, fake_mem_read, &x->f.mem, &x->tr.probes, TRAMP, d), 0);
+	assert_int_equal(d->len, 0x100);
+}
+
+/* A traced run between --verify-text's two reads: attach, the kernel writes @val at @off of its
+ * text (0: nothing), detach (its return value), with remove_bp failing at @fail_remove_at. */
+static int traced_run(struct fixture *x, struct text_verdict *d, unsigned off, uint8_t val,
+		      uint64_t fail_remove_at)
+{
+	struct text_verify v;
+	int ret;
+
+	verify_init(x, &v);
+	x->fail_remove_at = fail_remove_at;
+	attach(x);
+	if (off) /* alternatives, return thunks: two bytes, then one apart */
+		x->text[off] = x->text[off + 1] = x->text[off + 0x20] = val;
+	ret = tracer_detach(&x->tr);
+	verify_now(x, &v, d);
+	text_verify_free(&v);
+	return ret;
+}
+
+/* --verify-text: the kernel patched its own text while traced (alternatives): reported, not
+ * blamed. */
 static void test_verify_kernel_own_changes(void **state)
 {
 	struct fixture x;
-	struct text_verify v;
 	struct text_verdict d;
 
 	(void)state;
-	fixture_init(&x);
-	/* the reference just before the first patch, then a run in which the kernel patches itself
-	 */
-	assert_int_equal(text_verify_begin(&v, fake_mem_read, &x.f.mem, TEXT, TEXT + 0x100), 0);
-	attach(&x);
-	x.text[0x80] = 0xe9;
-	x.text[0x81] = 0x12;
-	x.text[0xa0] = 0xcc;
-	assert_int_equal(tracer_detach(&x.tr), 0);
-	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, &x.tr.probes, TRAMP, &d), 0);
-	assert_int_equal(d.len, 0x100);
+	assert_int_equal(traced_run(&x, &d, 0x80, 0xe9, 0), 0);
 	assert_int_equal(d.ours, 0);
 	assert_int_equal(d.kernel, 3);
 	assert_int_equal(d.kernel_runs, 2);
 	assert_int_equal(d.kernel_at, TEXT + 0x80);
-	text_verify_free(&v);
 	fixture_free(&x);
 }
 
 /* --verify-text: an INT3 the restore could not take out (the peer refused it) is caught, at its
- * site.
- */
+ * site. */
 static void test_verify_catches_left_byte(void **state)
 {
 	struct fixture x;
-	struct text_verify v;
 	struct text_verdict d;
 
 	(void)state;
-	fixture_init(&x);
-	assert_int_equal(text_verify_begin(&v, fake_mem_read, &x.f.mem, TEXT, TEXT + 0x100), 0);
-	x.fail_remove_at = SITE_B;
-	attach(&x);
-	assert_int_equal(tracer_detach(&x.tr), -EIO);
-	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, &x.tr.probes, TRAMP, &d), 0);
+	assert_int_equal(traced_run(&x, &d, 0, 0, SITE_B), -EIO);
 	assert_int_equal(d.ours, 1);
 	assert_int_equal(d.ours_at, SITE_B);
 	assert_int_equal(d.ours_now, X86_INT3);
 	assert_int_equal(d.ours_was, 0x0f);
 	assert_int_equal(d.kernel, 0);
-	text_verify_free(&v);
 	fixture_free(&x);
 }
 
 /* The trampoline: an INT3 left there is hvtrace's; any other change (the kernel rewriting its own
- * RET, as return-thunk patching does to __fentry__) is the kernel's. So are bytes next to a site.
- */
+ * RET, as return-thunk patching does to __fentry__) is the kernel's, and so are bytes next to a
+ * site. */
 static void test_verify_trampoline_and_neighbours(void **state)
 {
 	struct fixture x;
@@ -258,17 +269,16 @@ static void test_verify_trampoline_and_neighbours(void **state)
 	struct text_verdict d;
 
 	(void)state;
-	fixture_init(&x);
-	assert_int_equal(text_verify_begin(&v, fake_mem_read, &x.f.mem, TEXT, TEXT + 0x100), 0);
+	verify_init(&x, &v);
 	x.text[TRAMP - TEXT] = 0xe9;
 	x.text[SITE_A - TEXT - 1] = 0xcc;
 	x.text[SITE_A - TEXT + X86_NOP5_LEN] = 0xcc;
-	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, &x.tr.probes, TRAMP, &d), 0);
+	verify_now(&x, &v, &d);
 	assert_int_equal(d.ours, 0);
 	assert_int_equal(d.kernel, 3);
 	x.text[TRAMP - TEXT] = X86_INT3;
 	x.text[SITE_A - TEXT + 4] = 0x01;
-	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, &x.tr.probes, TRAMP, &d), 0);
+	verify_now(&x, &v, &d);
 	assert_int_equal(d.ours, 2);
 	assert_int_equal(d.ours_at, SITE_A + 4);
 	assert_int_equal(d.kernel, 2);
