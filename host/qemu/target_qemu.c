@@ -398,12 +398,16 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t
 	}
 	ret = stop_vm(q);
 	if (ret < 0) {
-		snprintf(err, errlen, "gdbstub: cannot stop the VM: %s", strerror(-ret));
+		if (gdb->why[0])
+			snprintf(err, errlen, "%s", gdb->why);
+		else
+			snprintf(err, errlen, "gdbstub: cannot stop the VM: %s", strerror(-ret));
 		return ret;
 	}
 	ret = gdb_threads(gdb, threads, VMI_MAX_CPUS, &n);
 	if (ret < 0 || !n) {
-		snprintf(err, errlen, "gdbstub: no vCPU threads");
+		snprintf(err, errlen, "%s",
+			 ret < 0 && gdb->why[0] ? gdb->why : "gdbstub: no vCPU threads");
 		return ret < 0 ? ret : -ENOENT;
 	}
 	q->t.nr_cpus = n;

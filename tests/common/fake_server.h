@@ -50,10 +50,17 @@ int fake_server_start(struct fake_server *s, const char *greeting, const struct 
  * accepts one connection. */
 void fake_server_listen_unix(struct fake_server *s, const char *path, const char *greeting,
 			     const struct fake_step *steps, size_t nr, unsigned flags);
+/* The same on TCP, listening on a free loopback port, which it returns. */
+int fake_server_listen_tcp(struct fake_server *s, const char *greeting,
+			   const struct fake_step *steps, size_t nr, unsigned flags);
 /* Joins the server (after the client closed its end, unless the server hangs up by itself), fails
  * the test if a step did not match, and NUL-terminates tail. */
 void fake_server_finish(struct fake_server *s);
 
 #define FAKE_NSTEPS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* @pre, then @payload framed as a gdbstub packet ("$payload#cs", the checksum computed here), into
+ * @out; returns @out. */
+const char *fake_gdb_packet(char *out, size_t len, const char *pre, const char *payload);
 
 #endif
