@@ -92,6 +92,14 @@ static void play(const struct fake_step *qmp, size_t nq, const struct fake_step 
 		fake_server_finish(&gs);
 }
 
+/* hvtrace ended with @status and said exactly @err. */
+static void check(struct hv_result *r, int status, const char *err)
+{
+	assert_string_equal(r->err, err);
+	assert_int_equal(r->status, status);
+	hv_result_free(r);
+}
+
 /* A monitor that never answers qmp_capabilities: SIGINT ends the wait at once (exit 130), not the
  * command's deadline 4 s later. */
 static void test_sigint_ends_stalled_monitor(void **state)
@@ -101,9 +109,7 @@ static void test_sigint_ends_stalled_monitor(void **state)
 
 	(void)state;
 	play(qmp, 1, NULL, 0, SIGINT, &r);
-	assert_string_equal(r.err, "hvtrace: stopped while connecting to QEMU\n");
-	assert_int_equal(r.status, 128 + SIGINT);
-	hv_result_free(&r);
+	check(&r, 128 + SIGINT, "hvtrace: stopped while connecting to QEMU\n");
 }
 
 /* A monitor that sends events without end instead of the answer. */
@@ -114,10 +120,7 @@ static void test_flooding_monitor(void **state)
 
 	(void)state;
 	play(qmp, 1, NULL, 0, 0, &r);
-	assert_string_equal(r.err,
-			    "hvtrace: qmp: 1024 messages and no answer to 'qmp_capabilities'\n");
-	assert_int_equal(r.status, 6);
-	hv_result_free(&r);
+	check(&r, 6, "hvtrace: qmp: 1024 messages and no answer to 'qmp_capabilities'\n");
 }
 
 /* A gdbstub that answers qSupported with console output forever. */
@@ -131,10 +134,8 @@ static void test_flooding_gdbstub(void **state)
 
 	(void)state;
 	play(qmp, 1, gdb, 1, 0, &r);
-	assert_string_equal(
-	    r.err, "hvtrace: gdbstub: 257 console or stop packets and no reply to 'qSupported'\n");
-	assert_int_equal(r.status, 6);
-	hv_result_free(&r);
+	check(&r, 6,
+	      "hvtrace: gdbstub: 257 console or stop packets and no reply to 'qSupported'\n");
 }
 
 /* A gdbstub that stops half-way through its answer: SIGTERM ends the wait (exit 143). */
@@ -148,9 +149,7 @@ static void test_sigterm_ends_stalled_gdbstub(void **state)
 
 	(void)state;
 	play(qmp, 1, gdb, 1, SIGTERM, &r);
-	assert_string_equal(r.err, "hvtrace: stopped while connecting to QEMU\n");
-	assert_int_equal(r.status, 128 + SIGTERM);
-	hv_result_free(&r);
+	check(&r, 128 + SIGTERM, "hvtrace: stopped while connecting to QEMU\n");
 }
 
 /* A gdbstub that lists one vCPU twice. */
@@ -171,9 +170,7 @@ static void test_lying_gdbstub(void **state)
 
 	(void)state;
 	play(qmp, 1, gdb, FAKE_NSTEPS(gdb), 0, &r);
-	assert_string_equal(r.err, "hvtrace: gdbstub: thread 1 listed twice\n");
-	assert_int_equal(r.status, 6);
-	hv_result_free(&r);
+	check(&r, 6, "hvtrace: gdbstub: thread 1 listed twice\n");
 }
 
 int main(void)
