@@ -213,19 +213,55 @@ static uint64_t slid(uint64_t a, int64_t slide)
 	return a && a >= VMI_LINUX_TEXT_BASE ? a + slide : a;
 }
 
+/* _stext.._etext must be a non-empty range inside the kernel image's 1 GiB: anything else would
+ * have the scans read up to 2^64 bytes, or wrap the text's length. 0, or -EINVAL with @err naming
+ * the values. */
+static int check_text(const struct vmi_linux *l, char *err, size_t errlen)
+{
+	if (l->etext < l->stext) {
+		snprintf(err, errlen,
+			 "_etext 0x%" PRIx64 " is below _stext 0x%" PRIx64
+			 ": not the text of a kernel",
+			 l->etext, l->stext);
+		return -EINVAL;
+	}
+	if (l->etext == l->stext) {
+		snprintf(err, errlen, "_stext and _etext are both 0x%" PRIx64 ": no kernel text",
+			 l->stext);
+		return -EINVAL;
+	}
+	if (l->stext < VMI_LINUX_TEXT_BASE || l->etext > VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE) {
+		snprintf(err, errlen,
+			 "_stext 0x%" PRIx64 " .. _etext 0x%" PRIx64 " is not within the "
+			 "kernel image (0x%llx-0x%llx)",
+			 l->stext, l->etext, VMI_LINUX_TEXT_BASE,
+			 VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen)
 {
 	char buf[sizeof(BANNER) - 1];
-	int64_t lo = -(int64_t)(LINUX_LINK_TEXT - VMI_LINUX_TEXT_BASE);
-	int64_t hi = (int64_t)(VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE - l->etext);
+	int64_t lo = -(int64_t)(LINUX_LINK_TEXT - VMI_LINUX_TEXT_BASE), hi;
 	int64_t found = INT64_MIN;
+	int ret = check_text(l, err, errlen);
 
+	if (ret < 0)
+		return ret;
+	/* the image's end stays inside its 1 GiB: at most 512 + 8 candidates */
+	hi = (int64_t)(VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE - l->etext);
 	/* no KASLR first, then every aligned place the image fits */
 	for (int64_t s = lo; found == INT64_MIN && s <= hi; s += (int64_t)KASLR_ALIGN) {
 		int64_t cand = s == lo ? 0 : (s == 0 ? lo : s);
 
-		if (read(ctx, l->banner + cand, buf, sizeof(buf)) == 0 &&
-		    !memcmp(buf, BANNER, sizeof(buf)))
+		ret = read(ctx, l->banner + cand, buf, sizeof(buf));
+		if (ret == -EINTR) {
+			snprintf(err, errlen, "KASLR: the scan was stopped");
+			return ret;
+		}
+		if (ret == 0 && !memcmp(buf, BANNER, sizeof(buf)))
 			found = cand;
 	}
 	if (found == INT64_MIN) {
@@ -333,11 +369,18 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 
 int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi_sites *sites)
 {
-	size_t len = l->etext - l->stext, n = 0;
-	uint8_t *text = malloc(len + 16);
-	uint64_t *addrs = calloc(l->funcs.nr ? l->funcs.nr : 1, sizeof(*addrs));
-	int ret = -ENOMEM;
+	char why[160];
+	size_t len, n = 0;
+	uint8_t *text = NULL;
+	uint64_t *addrs = NULL;
+	int ret = check_text(l, why, sizeof(why));
 
+	if (ret < 0)
+		return ret;
+	len = l->etext - l->stext;
+	text = malloc(len + 16);
+	addrs = calloc(l->funcs.nr ? l->funcs.nr : 1, sizeof(*addrs));
+	ret = -ENOMEM;
 	if (!text || !addrs)
 		goto out;
 	memset(text + len, 0, 16);

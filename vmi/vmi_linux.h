@@ -41,8 +41,11 @@ int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errl
  * names the line. Does not close @f. Any thread. */
 int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err, size_t errlen);
 
-/* Finds the KASLR slide by looking for "Linux version " at linux_banner in every 2 MiB-aligned place
- * the kernel image can be, and rebases the symbols. Returns 0 or -ESRCH with a reason. */
+/* Finds the KASLR slide by looking for "Linux version " at linux_banner in every 2 MiB-aligned
+ * place the kernel image can be (its 1 GiB: at most 520 reads), and rebases the symbols. Returns 0,
+ * -ESRCH with a reason, -EINVAL (with the values) when _stext.._etext is empty, inverted or not
+ * within the image's 1 GiB, or -EINTR as soon as @read fails so (a reader can stop the scan that
+ * way). */
 int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err,
 			 size_t errlen);
 
@@ -54,8 +57,9 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
  * or a negative errno. */
 int vmi_btf_member_offset(const void *data, size_t size, const char *type, const char *member);
 
-/* The traceable functions: every text symbol in _stext.._etext whose first bytes (after an endbr64) are a
- * NOP5 in guest memory, read in bulk. Returns 0 or a negative errno. */
+/* The traceable functions: every text symbol in _stext.._etext whose first bytes (after an endbr64)
+ * are a NOP5 in guest memory, read in bulk. Returns 0, -EINVAL for a text range
+ * vmi_linux_find_slide would refuse, or a negative errno (@read's). */
 int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi_sites *sites);
 
 /* Marks in @selected (one flag per site of @sites) the sites of @roots and of every function reachable

@@ -2,10 +2,12 @@
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
 #include "host/cli/pipeline.h"
+#include "host/cli/text_verify.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/guardian.h"
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/target_qemu.h"
+#include "host/qemu/tcp.h"
 #include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "host/trace/stub.h"
@@ -42,7 +44,7 @@ struct linux_run {
 	struct pipeline p;
 	bool have_p;
 	struct guardian guard; /* restores and detaches the guest if hvtrace dies */
-	uint8_t *text; /* --verify-text: the kernel text before attach */
+	struct text_verify text; /* --verify-text: the kernel text just before the first patch */
 	bool text_changed;
 	/* how the run ends */
 	double start, detach_at, timeout_at;
@@ -62,6 +64,15 @@ static bool signalled(struct linux_run *r)
 	return r->sig != 0;
 }
 
+/* The kernel reader of the scans (KASLR, sites): fails with -EINTR once a signal is pending, which
+ * ends the scan at once. */
+static int read_kernel_or_stop(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	struct linux_run *r = ctx;
+
+	return signalled(r) ? -EINTR : target_qemu_read_kernel(&r->tq, gva, buf, len);
+}
+
 /* Waits (letting the guest run) until its kernel is up with ftrace's NOPs in place, then reads what the
  * tracer needs: KASLR slide, BTF offsets, sites, task layout. */
 static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char *err, size_t errlen)
@@ -71,11 +82,14 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 	int ret;
 
 	for (;;) {
-		if (!r->l.slid)
-			vmi_linux_find_slide(&r->l, target_qemu_read_kernel, &r->tq, err, errlen);
+		if (!r->l.slid) {
+			ret = vmi_linux_find_slide(&r->l, read_kernel_or_stop, r, err, errlen);
+			if (ret == -EINVAL || ret == -EINTR)
+				return ret; /* a System.map no scan can use; a signal */
+		}
 		if (r->l.slid) {
 			vmi_sites_free(&r->sites);
-			ret = vmi_linux_sites(&r->l, target_qemu_read_kernel, &r->tq, &r->sites);
+			ret = vmi_linux_sites(&r->l, read_kernel_or_stop, r, &r->sites);
 			/* the same count twice: ftrace is not converting call sites right now */
 			if (ret == 0 && r->sites.nr >= MIN_SITES && r->sites.nr == last)
 				break;
@@ -90,8 +104,12 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 			return -ENODATA;
 		}
 		ret = target_qemu_run_for(&r->tq, 100);
+		if (ret == -EINTR)
+			return ret;
 		if (ret < 0) {
-			snprintf(err, errlen, "the guest went away while booting");
+			snprintf(err, errlen, "%s",
+				 r->qc.gdb.why[0] ? r->qc.gdb.why
+						  : "the guest went away while booting");
 			return ret;
 		}
 	}
@@ -206,13 +224,12 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	ret = pipeline_build(&r->p, &pg, r->out, err, errlen);
 	if (ret)
 		return ret;
-	if (s->verify_text) {
-		r->text = malloc(r->l.etext - r->l.stext);
-		if (!r->text ||
-		    target_qemu_read_kernel(&r->tq, r->l.stext, r->text, r->l.etext - r->l.stext) < 0) {
-			snprintf(err, errlen, "--verify-text: cannot read the kernel text");
-			return EXIT_QEMU_FAILED;
-		}
+	/* the reference: the text as the kernel has made it so far, just before hvtrace's first
+	 * patch */
+	if (s->verify_text && text_verify_begin(&r->text, target_qemu_read_kernel, &r->tq,
+						r->l.stext, r->l.etext) < 0) {
+		snprintf(err, errlen, "--verify-text: cannot read the kernel text");
+		return EXIT_QEMU_FAILED;
 	}
 	return pipeline_start(&r->p, EXIT_QEMU_FAILED, err, errlen);
 }
@@ -222,41 +239,65 @@ static bool should_stop(void *ctx)
 {
 	struct linux_run *r = ctx;
 	double t = clock_now_s();
+	bool stop = signalled(r);
 
-	if (signalled(r))
-		return true;
-	if (r->timeout_at && t >= r->timeout_at) {
+	if (!stop && r->timeout_at && t >= r->timeout_at) {
 		r->timed_out = true;
-		return true;
+		stop = true;
 	}
-	if (r->detach_at && t >= r->detach_at)
-		return true;
-	return r->qc.launched && atomic_load(&r->qc.proc.panic);
+	stop = stop || (r->detach_at && t >= r->detach_at) ||
+	       (r->qc.launched && atomic_load(&r->qc.proc.panic));
+	/* the run ends: another signal must not cut the restore short (its waits keep their
+	 * deadlines, and a gdbstub that misses one is given up) */
+	if (stop)
+		tcp_set_interrupt(-1);
+	return stop;
 }
 
-/* --verify-text: the kernel text read again (VM stopped, probes out) against the copy from before. */
+/* @a as "symbol+0xoff" (or the bare address) for messages. */
+static const char *sym_at(const struct linux_run *r, uint64_t a, char *buf, size_t len)
+{
+	const struct vmi_sym *f = vmi_symtab_lookup(&r->l.funcs, a);
+
+	if (f)
+		snprintf(buf, len, "%s+0x%llx", f->name, (unsigned long long)(a - f->addr));
+	else
+		snprintf(buf, len, "0x%llx", (unsigned long long)a);
+	return buf;
+}
+
+/* --verify-text: the kernel text read again (VM stopped, probes out) against the copy from just
+ * before the first patch. A byte hvtrace may have written that differs fails the run; what the
+ * kernel patched in its own text meanwhile is only reported. */
 static void verify_text(struct linux_run *r)
 {
-	size_t len = r->l.etext - r->l.stext;
-	uint8_t *now = malloc(len);
+	struct text_verdict v;
+	char at[160];
 
-	if (!now || target_qemu_read_kernel(&r->tq, r->l.stext, now, len) < 0) {
+	if (text_verify_end(&r->text, target_qemu_read_kernel, &r->tq, &r->p.tr.probes,
+			    r->p.tr.trampoline, &v) < 0) {
 		cmd_error("--verify-text: cannot read the kernel text after detach");
 		r->text_changed = true;
-	} else {
-		for (size_t i = 0; i < len; i++)
-			if (now[i] != r->text[i]) {
-				cmd_error("--verify-text: kernel text differs after detach at 0x%llx "
-					   "(%02x, was %02x)",
-					   (unsigned long long)(r->l.stext + i), now[i], r->text[i]);
-				r->text_changed = true;
-				break;
-			}
-		if (!r->text_changed)
-			fprintf(stderr, "hvtrace: --verify-text: kernel text unchanged (%zu bytes)\n",
-				len);
+		return;
 	}
-	free(now);
+	if (v.ours) {
+		cmd_error(
+		    "--verify-text: kernel text differs after detach at %s (0x%llx): %02x, was "
+		    "%02x, a byte hvtrace patched (%zu such bytes)",
+		    sym_at(r, v.ours_at, at, sizeof(at)), (unsigned long long)v.ours_at, v.ours_now,
+		    v.ours_was, v.ours);
+		r->text_changed = true;
+	} else if (v.kernel) {
+		fprintf(stderr,
+			"hvtrace: --verify-text: kernel text unchanged where hvtrace patched (%zu "
+			"probes%s); the kernel itself changed %zu bytes in %zu places since attach "
+			"(first at %s)\n",
+			r->p.tr.probes.nr, r->p.tr.trampoline ? " and the trampoline" : "",
+			v.kernel, v.kernel_runs, sym_at(r, v.kernel_at, at, sizeof(at)));
+	} else {
+		fprintf(stderr, "hvtrace: --verify-text: kernel text unchanged (%zu bytes)\n",
+			v.len);
+	}
 }
 
 /* In the guardian, after hvtrace died: stop the VM, take over the gdbstub connection, restore the guest
@@ -269,12 +310,13 @@ static void guardian_takeover(void *ctx)
 	char c = 0x03, buf[4096], err[256];
 	int fd = r->qc.gdb.fd;
 
+	tcp_set_interrupt(-1); /* the signalfd is hvtrace's: nothing may cut this short */
 	if (write(fd, &c, 1) != 1)
 		return;
 	usleep(300000);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
+	for (int i = 0; i < 256 && read(fd, buf, sizeof(buf)) > 0; i++)
+		; /* what the dead process left unread: 1 MiB at most (a stub may flood) */
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	if (gdb_attach_fd(&fresh, fd, err, sizeof(err)) < 0) {
 		dprintf(2, "hvtrace guardian: %s\n", err);
@@ -293,10 +335,12 @@ static void detach(struct linux_run *r)
 {
 	if (r->detached)
 		return;
+	tcp_set_interrupt(-1); /* the restore runs to its end, each wait with its deadline */
 	guardian_stop(&r->guard);
 	if (r->have_p && pipeline_detach(&r->p) < 0)
-		cmd_error("restoring the guest failed: some probes or return slots may remain");
-	if (r->text && r->tq.stopped)
+		cmd_error("restoring the guest failed%s%s: some probes or return slots may remain",
+			  r->qc.gdb.why[0] ? ": " : "", r->qc.gdb.why);
+	if (r->text.before && r->tq.stopped)
 		verify_text(r);
 	if (r->qc.have_gdb) {
 		target_qemu_leave_phys_mode(&r->tq);
@@ -312,7 +356,7 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 	int st;
 
 	if (how == QEMU_RUN_ERROR) {
-		cmd_error("gdbstub failed while tracing");
+		cmd_error("gdbstub failed while tracing: %s", r->tq.err);
 		return EXIT_QEMU_FAILED;
 	}
 	if (how == QEMU_RUN_STOP_ASKED)
@@ -391,6 +435,18 @@ static void print_stats(void *ctx, const struct pipeline *p)
 	pipeline_print_stub_stats(p);
 }
 
+/* The run cannot go on: a pending signal is why (its status, "stopped <while>"), or @err is
+ * (@status). */
+static int failed(struct linux_run *r, int status, const char *when, const char *err)
+{
+	if (signalled(r)) {
+		cmd_error("stopped %s", when);
+		return EXIT_SIGNAL_BASE + r->sig;
+	}
+	cmd_error("%s", err);
+	return status;
+}
+
 int cmd_linux(const struct session *s)
 {
 	struct linux_run r = {.s = s, .sfd = -1, .guard = {.pid = -1, .fd = -1}};
@@ -410,6 +466,7 @@ int cmd_linux(const struct session *s)
 		status = EXIT_HOST_ERROR;
 		goto out;
 	}
+	tcp_set_interrupt(r.sfd); /* a signal ends any wait on QEMU's monitor or gdbstub */
 	r.out = cmd_open_out(s->output, "-o");
 	r.con = cmd_open_out(s->console, "--console");
 	if (!r.out || !r.con)
@@ -431,23 +488,21 @@ int cmd_linux(const struct session *s)
 		.qmp = s->qmp,
 	};
 
-	status = EXIT_QEMU_FAILED;
 	if (qemu_attach_open(&r.qc, &qa, err, sizeof(err)) < 0 ||
 	    target_qemu_init(&r.tq, &r.qc.gdb, r.qc.pid, r.qc.ram, s->gdb_memory, err, sizeof(err)) <
 		    0) {
-		cmd_error("%s", err);
+		status = failed(&r, EXIT_QEMU_FAILED, "while connecting to QEMU", err);
 		goto out;
 	}
 	r.have_tq = true;
 	guardian_start(&r.guard, guardian_takeover, &r);
 	if (learn_kernel(&r, &task, err, sizeof(err)) < 0) {
-		cmd_error("%s", signalled(&r) ? "stopped while the kernel was booting" : err);
-		status = r.sig ? EXIT_SIGNAL_BASE + r.sig : EXIT_BAD_INPUT;
+		status = failed(&r, EXIT_BAD_INPUT, "while the kernel was booting", err);
 		goto out;
 	}
 	status = start_tracing(&r, &task, err, sizeof(err));
 	if (status) {
-		cmd_error("%s", err);
+		status = failed(&r, status, "while attaching", err);
 		goto out;
 	}
 	/* a guardian that knows the tracer (and shares its shadow stacks) */
@@ -481,8 +536,9 @@ out:
 		status = EXIT_HOST_ERROR;
 	if (r.sfd >= 0)
 		close(r.sfd);
+	tcp_set_interrupt(-1);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	free(r.text);
+	text_verify_free(&r.text);
 	vmi_sites_free(&r.sites);
 	vmi_linux_close(&r.l);
 	return status;

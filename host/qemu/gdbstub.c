@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -304,6 +305,35 @@ int gdb_decode_regs(const char *hex, size_t len, struct gdb_regs *r)
 
 /* ---- transport ------------------------------------------------------------------------------- */
 
+/* One line in g->why (the reason of the last failure), then @rc. */
+#define why(g, rc, ...) tcp_why((g)->why, sizeof((g)->why), rc, __VA_ARGS__)
+
+/* A reply the stub should not have sent (the connection stays in step): -EPROTO with g->why. */
+#define lie(g, ...) why(g, -EPROTO, "gdbstub: " __VA_ARGS__)
+
+/* The same for the packet just received, shown (printable, cut) before what @fmt says of it. */
+static int bad_reply(struct gdb *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int bad_reply(struct gdb *g, const char *fmt, ...)
+{
+	char text[40], what[96];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	tcp_printable(g->pkt, g->pkt_len, text, sizeof(text));
+	return lie(g, "'%s' %s", text, what);
+}
+
+/* The connection is out of step for good (a late reply would be taken for the next command's):
+ * every later command fails with -ECONNABORTED. */
+static int broken(struct gdb *g, int rc)
+{
+	g->broken = true;
+	return rc;
+}
+
 /* Sends @buf; the '+' owed for packets received since our last send go first, in the same segment.
  */
 static int send_bytes(struct gdb *g, const char *buf, size_t len)
@@ -356,8 +386,23 @@ static int send_packet(struct gdb *g, const char *payload)
 	return send_bytes(g, g->out, g->out_len);
 }
 
-/* Reads more bytes into rbuf, waiting until @deadline (ms, < 0: forever). */
-static int fill(struct gdb *g, int64_t deadline)
+/* One wait for the stub: a single deadline whatever arrives meanwhile, and bounds on what it puts
+ * up with until its packet comes. */
+struct wait {
+	int64_t deadline; /* clock_now_ms() time, < 0: none */
+	const char *cmd;  /* the command whose reply this is, NULL: a stop reply */
+	unsigned skipped; /* packets that were not the one waited for (console, unasked stops) */
+	unsigned resends; /* our packet sent again because the stub answered '-' */
+	size_t junk;	  /* bytes outside any packet */
+};
+
+static int64_t deadline_in(int ms)
+{
+	return ms < 0 ? -1 : clock_now_ms() + ms;
+}
+
+/* Reads more bytes into rbuf, waiting until the wait's deadline or a stop (tcp_set_interrupt). */
+static int fill(struct gdb *g, const struct wait *w)
 {
 	ssize_t r;
 
@@ -367,10 +412,10 @@ static int fill(struct gdb *g, int64_t deadline)
 		g->rpos = 0;
 	}
 	if (g->rlen == sizeof(g->rbuf))
-		return -EMSGSIZE;
-	r = tcp_read_until(g->fd, g->rbuf + g->rlen, sizeof(g->rbuf) - g->rlen, deadline);
-
-	if (r == -ETIMEDOUT)
+		return broken(
+		    g, why(g, -EMSGSIZE, "gdbstub: a packet longer than %d bytes", GDB_MAX_PACKET));
+	r = tcp_read_until(g->fd, g->rbuf + g->rlen, sizeof(g->rbuf) - g->rlen, w->deadline);
+	if (r == -ETIMEDOUT || r == -EINTR)
 		return (int)r;
 	if (r < 0) {
 		g->gone = true;
@@ -382,9 +427,8 @@ static int fill(struct gdb *g, int64_t deadline)
 
 /* Next packet from the stub into g->pkt, skipping acks; answers a '-' by resending our last packet
  * and a corrupt packet by '-' (or -EPROTO without acks). */
-static int read_packet(struct gdb *g, int timeout_ms)
+static int read_packet(struct gdb *g, struct wait *w)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : clock_now_ms() + timeout_ms;
 	int rc;
 
 	if (g->fd < 0)
@@ -399,19 +443,22 @@ static int read_packet(struct gdb *g, int timeout_ms)
 						 sizeof(g->pkt), &g->pkt_len, &used);
 				if (rc == -EAGAIN)
 					break;
-				if (rc == -EPROTO && used == 0)
-					return rc;
 				g->rpos += used;
-				if (rc == -EBADMSG && g->ack) {
+				if (rc == -EBADMSG && g->ack && ++w->resends <= GDB_MAX_RESENDS) {
 					rc = send_bytes(g, "-", 1);
 					if (rc)
 						return rc;
 					continue;
 				}
 				if (rc == -EBADMSG)
-					return -EPROTO;
+					return broken(g, why(g, -EPROTO, "gdbstub: bad checksums"));
+				if (rc == -EMSGSIZE)
+					return why(g, rc,
+						   "gdbstub: a packet that decodes to more "
+						   "than %d bytes",
+						   GDB_MAX_PACKET);
 				if (rc)
-					return rc;
+					return why(g, rc, "gdbstub: a malformed packet");
 				if (g->ack)
 					g->ack_pending++;
 				return 0;
@@ -422,16 +469,29 @@ static int read_packet(struct gdb *g, int timeout_ms)
 				if (!h || (size_t)(h - g->rbuf) + 3 > g->rlen)
 					break;
 				g->rpos = (size_t)(h - g->rbuf) + 3;
+				if (++w->skipped > GDB_MAX_SKIPPED)
+					return broken(g,
+						      why(g, -EPROTO, "gdbstub: %u notifications",
+							  w->skipped));
 				continue;
 			}
 			g->rpos++;
 			if (c == '-' && g->out_len) {
+				if (++w->resends > GDB_MAX_RESENDS)
+					return broken(g, why(g, -EPROTO,
+							     "gdbstub: our packet "
+							     "refused ('-') %u times",
+							     w->resends));
 				rc = send_bytes(g, g->out, g->out_len);
 				if (rc)
 					return rc;
+			} else if (c != '+' && ++w->junk > GDB_MAX_PACKET) {
+				return broken(g, why(g, -EPROTO,
+						     "gdbstub: %zu bytes outside any packet",
+						     w->junk));
 			}
 		}
-		rc = fill(g, deadline);
+		rc = fill(g, w);
 		if (rc)
 			return rc;
 	}
@@ -465,24 +525,84 @@ static void note_stop(struct gdb *g, const struct gdb_stop *st)
 		g->gone = true;
 }
 
-/* Reads the reply of a command; stop replies that arrive unasked (QEMU sends one when it stops a
- * running VM because a debugger connected) are recorded and skipped unless @want_stop. */
-static int read_reply(struct gdb *g, bool want_stop)
+/* A packet that is not the one waited for: counted against the wait's bound. */
+static int skip(struct gdb *g, struct wait *w)
+{
+	if (++w->skipped <= GDB_MAX_SKIPPED)
+		return 0;
+	if (w->cmd)
+		return broken(g, why(g, -EPROTO,
+				     "gdbstub: %u console or stop packets and no reply "
+				     "to '%.24s'",
+				     w->skipped, w->cmd));
+	return broken(g,
+		      why(g, -EPROTO, "gdbstub: %u console packets and no stop reply", w->skipped));
+}
+
+/* The wait ended without its packet: @rc for the caller, with g->why saying why. A command whose
+ * reply is late leaves the connection out of step (broken); one interrupted by a stop still gets
+ * its reply later, which the next wait skips (owed). */
+static int wait_failed(struct gdb *g, const struct wait *w, int rc)
+{
+	if (rc == -EINTR && w->cmd) {
+		g->owed++;
+		return why(g, rc, "gdbstub: interrupted waiting for the reply to '%.24s'", w->cmd);
+	}
+	if (rc == -ETIMEDOUT && w->cmd) {
+		size_t part = g->rlen - g->rpos;
+
+		if (part)
+			return broken(g, why(g, rc,
+					     "gdbstub: no reply to '%.24s' within %d ms (%zu "
+					     "bytes of a packet, then nothing)",
+					     w->cmd, g->timeout_ms, part));
+		return broken(g, why(g, rc, "gdbstub: no reply to '%.24s' within %d ms", w->cmd,
+				     g->timeout_ms));
+	}
+	return rc;
+}
+
+/* The next packet that is no console output and no reply owed to an abandoned command. */
+static int next_packet(struct gdb *g, struct wait *w)
 {
 	for (;;) {
-		int rc = read_packet(g, g->timeout_ms);
+		int rc = read_packet(g, w);
+
+		if (rc)
+			return wait_failed(g, w, rc);
+		if (!is_console(g->pkt, g->pkt_len)) {
+			if (!g->owed)
+				return 0;
+			g->owed--; /* the late reply of an interrupted command */
+		}
+		rc = skip(g, w);
+		if (rc)
+			return rc;
+	}
+}
+
+/* Reads the reply of command @cmd, all of it before one deadline; stop replies that arrive unasked
+ * (QEMU sends one when it stops a running VM because a debugger connected) are recorded and skipped
+ * unless @want_stop. */
+static int read_reply(struct gdb *g, const char *cmd, bool want_stop)
+{
+	struct wait w = {.deadline = deadline_in(g->timeout_ms), .cmd = cmd};
+
+	for (;;) {
+		int rc = next_packet(g, &w);
 
 		if (rc)
 			return rc;
-		if (is_console(g->pkt, g->pkt_len))
-			continue;
 		if (!want_stop && is_stop_reply(g->pkt)) {
 			struct gdb_stop st;
 
 			gdb_parse_stop(g->pkt, &st);
 			note_stop(g, &st);
 			if (g->gone)
-				return -ECONNRESET;
+				return why(g, -ECONNRESET, "gdbstub: the VM is gone");
+			rc = skip(g, &w);
+			if (rc)
+				return rc;
 			continue;
 		}
 		if (g->pkt_len == 3 && g->pkt[0] == 'E' && hexval((unsigned char)g->pkt[1]) >= 0 &&
@@ -499,12 +619,15 @@ static int command(struct gdb *g, const char *cmd, bool want_stop)
 {
 	int rc;
 
+	if (g->broken)
+		return -ECONNABORTED;
 	if (g->fd < 0 || g->gone)
 		return -ECONNRESET;
 	if (g->running)
 		return -EBUSY;
+	g->why[0] = '\0';
 	rc = send_packet(g, cmd);
-	return rc ? rc : read_reply(g, want_stop);
+	return rc ? rc : read_reply(g, cmd, want_stop);
 }
 
 int gdb_command(struct gdb *g, const char *cmd)
@@ -518,6 +641,18 @@ static bool reply_is(const struct gdb *g, const char *s)
 }
 
 /* ---- connection ------------------------------------------------------------------------------ */
+
+/* Step @step of the negotiation failed with @rc: the connection is closed, @err says why. */
+static int negotiation_failed(struct gdb *g, const char *step, int rc, char *err, size_t errlen)
+{
+	if (g->why[0])
+		snprintf(err, errlen, "%s", g->why);
+	else
+		snprintf(err, errlen, "gdbstub: %s: %s", step, strerror(-rc));
+	close(g->fd);
+	g->fd = -1;
+	return rc;
+}
 
 int gdb_attach_fd(struct gdb *g, int fd, char *err, size_t errlen)
 {
@@ -535,10 +670,8 @@ int gdb_attach_fd(struct gdb *g, int fd, char *err, size_t errlen)
 	g->last_error = -1;
 
 	rc = gdb_command(g, "qSupported");
-	if (rc) {
-		snprintf(err, errlen, "gdbstub: qSupported: %s", strerror(-rc));
-		goto fail;
-	}
+	if (rc)
+		return negotiation_failed(g, "qSupported", rc, err, errlen);
 	ps = strstr(g->pkt, "PacketSize=");
 	if (ps) {
 		uint64_t v;
@@ -550,40 +683,28 @@ int gdb_attach_fd(struct gdb *g, int fd, char *err, size_t errlen)
 	xml = strstr(g->pkt, "qXfer:features:read+") != NULL;
 
 	rc = gdb_command(g, "QStartNoAckMode");
-	if (rc && rc != -EIO) {
-		snprintf(err, errlen, "gdbstub: QStartNoAckMode: %s", strerror(-rc));
-		goto fail;
-	}
+	if (rc && rc != -EIO)
+		return negotiation_failed(g, "QStartNoAckMode", rc, err, errlen);
 	if (!rc && reply_is(g, "OK"))
 		g->ack = false; /* the '+' for this OK is still pending and goes out first */
 
 	rc = gdb_command(g, "vCont?");
-	if (rc && rc != -EIO) {
-		snprintf(err, errlen, "gdbstub: vCont?: %s", strerror(-rc));
-		goto fail;
-	}
+	if (rc && rc != -EIO)
+		return negotiation_failed(g, "vCont?", rc, err, errlen);
 	g->vcont =
 	    !rc && !strncmp(g->pkt, "vCont", 5) && strstr(g->pkt, ";c") && strstr(g->pkt, ";s");
 
 	/* QEMU answers p/P only once the client has read the target description. */
 	if (xml) {
 		rc = gdb_command(g, "qXfer:features:read:target.xml:0,ffb");
-		if (rc && rc != -EIO) {
-			snprintf(err, errlen, "gdbstub: qXfer target.xml: %s", strerror(-rc));
-			goto fail;
-		}
+		if (rc && rc != -EIO)
+			return negotiation_failed(g, "qXfer target.xml", rc, err, errlen);
 	}
 
 	rc = gdb_stop_reason(g, &g->last_stop);
-	if (rc) {
-		snprintf(err, errlen, "gdbstub: ?: %s", strerror(-rc));
-		goto fail;
-	}
+	if (rc)
+		return negotiation_failed(g, "?", rc, err, errlen);
 	return 0;
-fail:
-	close(g->fd);
-	g->fd = -1;
-	return rc;
 }
 
 int gdb_connect(struct gdb *g, const char *host, int port, char *err, size_t errlen)
@@ -661,19 +782,22 @@ int gdb_threads(struct gdb *g, int *tids, unsigned max, unsigned *nr)
 		if (g->pkt[0] == 'l')
 			return 0;
 		if (g->pkt[0] != 'm')
-			return -EPROTO;
+			return bad_reply(g, "in the thread list");
 		for (;;) {
 			int tid = parse_thread_id(&s);
 
-			if (tid < 0)
-				return -EPROTO;
+			if (tid <= 0)
+				return bad_reply(g, "in the thread list");
+			for (unsigned i = 0; i < *nr; i++)
+				if (tids[i] == tid)
+					return lie(g, "thread %d listed twice", tid);
 			if (*nr >= max)
 				return -ENOSPC;
 			tids[(*nr)++] = tid;
 			if (*s == '\0')
 				break;
 			if (*s++ != ',')
-				return -EPROTO;
+				return bad_reply(g, "in the thread list");
 		}
 		rc = gdb_command(g, "qsThreadInfo");
 	}
@@ -694,7 +818,7 @@ int gdb_select_thread(struct gdb *g, int tid)
 	if (rc)
 		return rc;
 	if (!reply_is(g, "OK"))
-		return -EPROTO;
+		return bad_reply(g, "in reply to '%s'", cmd);
 	g->cur_thread = tid;
 	return 0;
 }
@@ -705,7 +829,12 @@ int gdb_read_regs(struct gdb *g, int tid, struct gdb_regs *r)
 
 	if (!rc)
 		rc = gdb_command(g, "g");
-	return rc ? rc : gdb_decode_regs(g->pkt, g->pkt_len, r);
+	if (rc)
+		return rc;
+	if (gdb_decode_regs(g->pkt, g->pkt_len, r) < 0)
+		return lie(g, "'g' reply of %zu bytes for thread %d, not %u hex digits or more",
+			   g->pkt_len, tid, 2 * GDB_G_DECODED_BYTES);
+	return 0;
 }
 
 int gdb_write_reg(struct gdb *g, int tid, unsigned regno, uint64_t value)
@@ -732,7 +861,7 @@ int gdb_write_reg(struct gdb *g, int tid, unsigned regno, uint64_t value)
 			return 0;
 		}
 		if (g->pkt_len)
-			return -EPROTO;
+			return bad_reply(g, "in reply to 'P'");
 		g->p_state = 0;
 	}
 	/* No P: read all, patch one, write all. */
@@ -741,14 +870,14 @@ int gdb_write_reg(struct gdb *g, int tid, unsigned regno, uint64_t value)
 		return rc;
 	off = 2 * reg_offset(regno);
 	if (off + 2 * size > g->pkt_len || g->pkt_len + 2 > sizeof(cmd))
-		return -EPROTO;
+		return lie(g, "'g' reply of %zu bytes for thread %d", g->pkt_len, tid);
 	cmd[0] = 'G';
 	memcpy(cmd + 1, g->pkt, g->pkt_len + 1);
 	le_to_hex(value, size, cmd + 1 + off);
 	rc = gdb_command(g, cmd);
 	if (rc)
 		return rc;
-	return reply_is(g, "OK") ? 0 : -EPROTO;
+	return reply_is(g, "OK") ? 0 : bad_reply(g, "in reply to 'G'");
 }
 
 /* ---- memory ---------------------------------------------------------------------------------- */
@@ -775,7 +904,7 @@ int gdb_read_mem(struct gdb *g, int tid, uint64_t addr, void *buf, size_t len)
 			return rc;
 		got = g->pkt_len / 2;
 		if (g->pkt_len % 2 || got > n)
-			return -EPROTO;
+			return lie(g, "'%s' answered with %zu hex digits", cmd, g->pkt_len);
 		if (got == 0)
 			return -EFAULT;
 		for (size_t i = 0; i < got; i++) {
@@ -783,7 +912,8 @@ int gdb_read_mem(struct gdb *g, int tid, uint64_t addr, void *buf, size_t len)
 			int lo = hexval((unsigned char)g->pkt[2 * i + 1]);
 
 			if (hi < 0 || lo < 0)
-				return -EPROTO;
+				return lie(g, "'%s' answered with a byte that is not hex at %zu",
+					   cmd, 2 * i + (hi >= 0));
 			out[i] = (unsigned char)(hi << 4 | lo);
 		}
 		out += got;
@@ -819,7 +949,7 @@ int gdb_write_mem(struct gdb *g, int tid, uint64_t addr, const void *buf, size_t
 		if (rc)
 			return rc;
 		if (!reply_is(g, "OK"))
-			return -EPROTO;
+			return bad_reply(g, "in reply to 'M'");
 		in += n;
 		addr += n;
 		len -= n;
@@ -839,7 +969,7 @@ int gdb_set_phys_mode(struct gdb *g, bool phys)
 	if (g->pkt_len == 0)
 		return -ENOTSUP;
 	if (!reply_is(g, "OK"))
-		return -EPROTO;
+		return bad_reply(g, "in reply to 'Qqemu.PhyMemMode'");
 	g->phys_mode = phys;
 	return 0;
 }
@@ -857,7 +987,7 @@ static int breakpoint(struct gdb *g, char op, uint64_t addr)
 		return rc;
 	if (g->pkt_len == 0)
 		return -ENOTSUP;
-	return reply_is(g, "OK") ? 0 : -EPROTO;
+	return reply_is(g, "OK") ? 0 : bad_reply(g, "in reply to '%s'", cmd);
 }
 
 int gdb_insert_bp(struct gdb *g, uint64_t addr)
@@ -874,6 +1004,8 @@ static int resume(struct gdb *g, const char *cmd)
 {
 	int rc;
 
+	if (g->broken)
+		return -ECONNABORTED;
 	if (g->fd < 0 || g->gone)
 		return -ECONNRESET;
 	if (g->running)
@@ -910,31 +1042,27 @@ int gdb_step(struct gdb *g, int tid, struct gdb_stop *st)
 	return rc ? rc : gdb_wait_stop(g, g->timeout_ms, st);
 }
 
+/* The stop reply just received into *@st, and the VM stopped; -EPROTO ("'<packet>' @what") if it is
+ * none. */
+static int take_stop(struct gdb *g, struct gdb_stop *st, const char *what)
+{
+	if (gdb_parse_stop(g->pkt, st))
+		return bad_reply(g, "%s", what);
+	note_stop(g, st);
+	return 0;
+}
+
 int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : clock_now_ms() + timeout_ms;
+	struct wait w = {.deadline = deadline_in(timeout_ms)};
+	int rc;
 
 	if (!g->running)
 		return -EINVAL;
-	for (;;) {
-		int left = -1, rc;
-
-		if (deadline >= 0) {
-			int64_t l = deadline - clock_now_ms();
-
-			left = l > 0 ? (int)l : 0;
-		}
-		rc = read_packet(g, left);
-		if (rc)
-			return rc;
-		if (is_console(g->pkt, g->pkt_len))
-			continue;
-		rc = gdb_parse_stop(g->pkt, st);
-		if (rc)
-			return rc;
-		note_stop(g, st);
-		return 0;
-	}
+	if (g->broken)
+		return -ECONNABORTED;
+	rc = next_packet(g, &w);
+	return rc ? rc : take_stop(g, st, "where a stop reply was due");
 }
 
 int gdb_interrupt(struct gdb *g, int timeout_ms, struct gdb_stop *st)
@@ -945,19 +1073,19 @@ int gdb_interrupt(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 		*st = g->last_stop;
 		return 0;
 	}
+	if (g->broken)
+		return -ECONNABORTED;
 	rc = send_bytes(g, "\x03", 1);
-	return rc ? rc : gdb_wait_stop(g, timeout_ms, st);
+	if (!rc)
+		rc = gdb_wait_stop(g, timeout_ms, st);
+	if (rc == -ETIMEDOUT)
+		why(g, rc, "gdbstub: the VM did not stop within %d ms of an interrupt", timeout_ms);
+	return rc;
 }
 
 int gdb_stop_reason(struct gdb *g, struct gdb_stop *st)
 {
 	int rc = gdb_command(g, "?");
 
-	if (rc)
-		return rc;
-	rc = gdb_parse_stop(g->pkt, st);
-	if (rc)
-		return rc;
-	note_stop(g, st);
-	return 0;
+	return rc ? rc : take_stop(g, st, "in reply to '?'");
 }

@@ -1,7 +1,12 @@
 /* Client of QEMU's gdbstub (GDB Remote Serial Protocol over TCP) for x86_64 system emulation: vCPU
  * threads, registers, guest memory (virtual or physical), Z0 breakpoints, continue/step/interrupt.
  * All-stop mode only. One struct gdb is one connection; it is not thread-safe: one thread at a
- * time. */
+ * time.
+ *
+ * The stub is a peer, not trusted: every command has one deadline (g->timeout_ms) whatever arrives
+ * meanwhile, puts up with at most GDB_MAX_SKIPPED packets that are not its reply, and checks the
+ * reply's shape; every wait also ends at once with -EINTR on a stop (tcp_set_interrupt). A failure
+ * leaves one line in g->why. */
 #ifndef HVT_GDBSTUB_H
 #define HVT_GDBSTUB_H
 
@@ -16,6 +21,10 @@
 #define GDB_TIMEOUT_MS	    5000  /* default wait for a command's reply */
 #define GDB_MAX_THREADS	    256
 #define GDB_G_DECODED_BYTES 236 /* prefix of QEMU's x86_64 `g` reply that gdb_regs covers */
+/* What one wait (a command's reply, a stop reply) puts up with before it gives up: packets that are
+ * not its own (console output, unasked stop replies), and '-' asking for our packet again. */
+#define GDB_MAX_SKIPPED 256
+#define GDB_MAX_RESENDS 8
 
 /* Register numbers of QEMU's x86_64 gdbstub (the `g` order and the `P`/`p` numbers), QEMU 7.2.
  * In the `g` reply, registers 33..65 (st0-7, x87 control, xmm0-15, mxcsr; 372 bytes) follow efer.
@@ -87,12 +96,15 @@ struct gdb {
 	bool vcont;	      /* the stub supports vCont;c and vCont;s */
 	bool running;	      /* continued, no stop reply read since */
 	bool gone;	      /* W/X received or the connection dropped */
+	bool broken;	      /* out of step with the stub (a late reply, a flood): commands fail */
+	unsigned owed;	      /* replies still to come for commands a stop interrupted: skipped */
 	int p_state;	      /* P packet: 1 works, 0 unsupported (G used), -1 not tried yet */
 	int cur_thread;	      /* thread selected by the last Hg, 0 none */
 	int phys_mode;	      /* qemu.PhyMemMode as last set, -1 unknown */
 	/* NN of the last "E NN" reply, -1 none. Hex per the protocol, but QEMU writes its decimal
 	 * errno there: E14 (EFAULT) reads 0x14, E22 (EINVAL) 0x22. */
 	int last_error;
+	char why[192]; /* the last failure, one line ("gdbstub: no reply to 'g' within 300 ms") */
 	struct gdb_stop last_stop;
 	size_t rpos, rlen;
 	char rbuf[GDB_MAX_PACKET + 16]; /* bytes received and not yet parsed: rbuf[rpos, rlen) */
@@ -147,20 +159,24 @@ int gdb_detach(struct gdb *g);
 /* Closes without detaching (QEMU also drops its gdb breakpoints when the connection goes). */
 void gdb_close(struct gdb *g);
 
-/* Sends @cmd and reads its reply into g->pkt (console `O` packets skipped). Replies "E NN" are
- * returned as -EIO with g->last_error = NN. -EBUSY while the VM runs (in QEMU any byte received
- * then stops the VM), -ETIMEDOUT, -ECONNRESET, -EPROTO. */
+/* Sends @cmd and reads its reply into g->pkt (console `O` packets and unasked stop replies skipped,
+ * GDB_MAX_SKIPPED at most), all before one deadline. Replies "E NN" are returned as -EIO with
+ * g->last_error = NN. -EBUSY while the VM runs (in QEMU any byte received then stops the VM),
+ * -ETIMEDOUT (no reply in time: the connection is then broken), -EINTR (a stop: the reply is
+ * skipped when it comes), -ECONNABORTED once broken, -ECONNRESET, -EPROTO; g->why says which. */
 int gdb_command(struct gdb *g, const char *cmd);
 
 /* ---- threads and registers (VM stopped) ------------------------------------------------------ */
 
-/* Lists the vCPU thread ids (QEMU: 1..N) into @tids. 0, -ENOSPC if more than @max, or -errno. */
+/* Lists the vCPU thread ids (QEMU: 1..N) into @tids. 0, -ENOSPC if more than @max, -EPROTO for an
+ * id that is not positive or comes twice, or -errno. */
 int gdb_threads(struct gdb *g, int *tids, unsigned max, unsigned *nr);
 
 /* Makes @tid the thread for registers and virtual memory (`Hg`, skipped when already selected). */
 int gdb_select_thread(struct gdb *g, int tid);
 
-/* Reads all registers of thread @tid. 0 or -errno. */
+/* Reads all registers of thread @tid. 0, -EPROTO for a reply shorter than GDB_G_DECODED_BYTES or
+ * not hex, or -errno. */
 int gdb_read_regs(struct gdb *g, int tid, struct gdb_regs *r);
 
 /* Writes register @regno (enum gdb_reg) of thread @tid: `P`, or read-modify-write `g`/`G` when the
@@ -195,9 +211,9 @@ int gdb_continue(struct gdb *g);
  * g->timeout_ms for its stop reply into @st. 0 or -errno. */
 int gdb_step(struct gdb *g, int tid, struct gdb_stop *st);
 
-/* Waits up to @timeout_ms (< 0: forever) for the stop reply of a running VM. 0 with @st filled
- * (also for W/X: the VM process is gone), -ETIMEDOUT (still running), -EINVAL when not running,
- * -errno. */
+/* Waits up to @timeout_ms (< 0: until a stop, tcp_set_interrupt) for the stop reply of a running
+ * VM. 0 with @st filled (also for W/X: the VM process is gone), -ETIMEDOUT (still running), -EINTR
+ * (a stop), -EINVAL when not running, -EPROTO for a packet that is no stop reply, -errno. */
 int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st);
 
 /* Stops a running VM (byte 0x03) and waits up to @timeout_ms for the stop reply, which may also be

@@ -1,5 +1,6 @@
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/qemu_mem.h"
+#include "host/qemu/tcp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -161,8 +162,10 @@ static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 		snprintf(cmd, sizeof(cmd), "gdbserver tcp:127.0.0.1:%d", port);
 		ret = c->hmp(c->hmp_ctx, cmd, out, sizeof(out));
 		if (ret < 0 || !strstr(out, "Waiting for gdb connection")) {
-			out[strcspn(out, "\r\n")] = 0;
-			snprintf(err, errlen, "monitor '%s': %.200s", cmd, out);
+			char text[200];
+
+			tcp_printable(out, strcspn(out, "\r\n"), text, sizeof(text));
+			snprintf(err, errlen, "monitor '%s': %s", cmd, text);
 			return ret < 0 ? ret : -EIO;
 		}
 	}

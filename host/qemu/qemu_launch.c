@@ -1,4 +1,5 @@
 #include "host/qemu/qemu_launch.h"
+#include "host/qemu/tcp.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>
@@ -167,6 +168,11 @@ int qemu_launch(const struct qemu_launch_cfg *cfg, struct qemu_proc *p, char *er
 
 		if (stat(cfg->qmp_path, &st) == 0 && S_ISSOCK(st.st_mode))
 			return 0;
+		if (tcp_interrupted()) {
+			snprintf(err, errlen, "stopped while QEMU was starting");
+			qemu_proc_kill(p);
+			return -EINTR;
+		}
 		if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
 			p->pid = -1;
 			usleep(20000);

@@ -42,11 +42,40 @@ static size_t string_end(const char *s, size_t i, size_t len)
 	return 0;
 }
 
+/* Length of the object or array at s[0] once @len bytes complete it, else 0 with *@st saying how
+ * far it got: scanning goes on from there when more bytes have come (a message in many pieces is
+ * scanned once). Iterative: any nesting depth. */
+static size_t bracket_scan(const char *s, size_t len, struct qmp_json_scan *st)
+{
+	for (size_t i = st->at; i < len; i++) {
+		char c = s[i];
+
+		if (st->in_string) {
+			if (st->escape)
+				st->escape = false;
+			else if (c == '\\')
+				st->escape = true;
+			else if (c == '"')
+				st->in_string = false;
+		} else if (c == '"') {
+			st->in_string = true;
+		} else if (c == '{' || c == '[') {
+			st->depth++;
+		} else if ((c == '}' || c == ']') && --st->depth == 0) {
+			*st = (struct qmp_json_scan){0};
+			return i + 1;
+		}
+	}
+	st->at = len;
+	return 0;
+}
+
 /* End of the value starting at s[i]: string, object/array (balanced), or literal. 0 if incomplete.
  */
 static size_t value_end(const char *s, size_t i, size_t len)
 {
-	int depth = 0;
+	struct qmp_json_scan st = {0};
+	size_t n;
 
 	if (i >= len)
 		return 0;
@@ -59,22 +88,8 @@ static size_t value_end(const char *s, size_t i, size_t len)
 			j++;
 		return j > i ? j : 0;
 	}
-	for (; i < len; i++) {
-		char c = s[i];
-
-		if (c == '"') {
-			i = string_end(s, i, len);
-			if (!i)
-				return 0;
-			i--;
-		} else if (c == '{' || c == '[') {
-			depth++;
-		} else if (c == '}' || c == ']') {
-			if (--depth == 0)
-				return i + 1;
-		}
-	}
-	return 0;
+	n = bracket_scan(s + i, len - i, &st);
+	return n ? i + n : 0;
 }
 
 ssize_t qmp_json_object_end(const char *s, size_t len)
@@ -273,6 +288,16 @@ ssize_t qmp_json_quote(const char *s, char *out, size_t outlen)
 
 /* ---- transport ------------------------------------------------------------------------------- */
 
+/* One line in q->why (the reason of the last failure), then @rc. */
+#define why(q, rc, ...) tcp_why((q)->why, sizeof((q)->why), rc, __VA_ARGS__)
+
+/* Out of step with the peer for good: later commands fail with -ECONNABORTED. Returns @rc. */
+static int broken(struct qmp *q, int rc)
+{
+	q->broken = true;
+	return rc;
+}
+
 static int send_all(struct qmp *q, const char *s, size_t len)
 {
 	while (len > 0) {
@@ -312,7 +337,7 @@ static int fill(struct qmp *q, int64_t deadline)
 	}
 	ssize_t r = tcp_read_until(q->fd, q->buf + q->len, q->cap - q->len, deadline);
 
-	if (r == -ETIMEDOUT)
+	if (r == -ETIMEDOUT || r == -EINTR)
 		return (int)r;
 	if (r < 0) {
 		q->gone = true;
@@ -331,11 +356,20 @@ static int next_message(struct qmp *q, int64_t deadline, const char **msg, size_
 		ssize_t end;
 		int rc;
 
-		/* no buffer before the first read */
-		q->pos = q->buf ? skip_ws(q->buf, q->pos, q->len) : 0;
-		end = q->buf ? qmp_json_object_end(q->buf + q->pos, q->len - q->pos) : 0;
-		if (end < 0)
-			return (int)end;
+		if (!q->scan.at) {
+			q->pos = skip_ws(q->buf, q->pos, q->len);
+			if (q->pos < q->len && q->buf[q->pos] != '{') {
+				char text[80];
+
+				tcp_printable(q->buf + q->pos, q->len - q->pos, text, sizeof(text));
+				return broken(
+				    q,
+				    why(q, -EPROTO, "qmp: '%s' where a JSON object was due", text));
+			}
+		}
+		end = q->pos < q->len
+			  ? (ssize_t)bracket_scan(q->buf + q->pos, q->len - q->pos, &q->scan)
+			  : 0;
 		if (end > 0) {
 			*msg = q->buf + q->pos;
 			*mlen = (size_t)end;
@@ -343,8 +377,12 @@ static int next_message(struct qmp *q, int64_t deadline, const char **msg, size_
 			return 0;
 		}
 		if (q->len - q->pos > QMP_MAX_MSG)
-			return -EMSGSIZE;
+			return broken(q, why(q, -EMSGSIZE, "qmp: a message longer than %d bytes",
+					     QMP_MAX_MSG));
 		rc = fill(q, deadline);
+		if (rc == -EMSGSIZE)
+			return broken(
+			    q, why(q, rc, "qmp: a message longer than %d bytes", QMP_MAX_MSG));
 		if (rc)
 			return rc;
 	}
@@ -390,15 +428,44 @@ static int copy_out(const char *s, size_t n, char *out, size_t outlen)
 	return 0;
 }
 
+/* The command's name ("query-status") for messages; "?" if @cmd does not say. */
+static void cmd_name(const char *cmd, char *out, size_t outlen)
+{
+	const char *v;
+	size_t vlen;
+
+	if (qmp_json_member(cmd, strlen(cmd), "execute", &v, &vlen) ||
+	    qmp_json_string(v, vlen, out, outlen))
+		snprintf(out, outlen, "?");
+}
+
+/* The wait for the answer to @cmd ended with @rc: it is late, interrupted or unreadable, and
+ * would arrive as the answer to the next command: the connection is broken. */
+static int answer_failed(struct qmp *q, const char *cmd, int rc)
+{
+	char name[48];
+
+	cmd_name(cmd, name, sizeof(name));
+	if (rc == -ETIMEDOUT)
+		why(q, rc, "qmp: no answer to '%s' within %d ms", name, q->timeout_ms);
+	else if (rc == -EINTR)
+		why(q, rc, "qmp: interrupted waiting for the answer to '%s'", name);
+	return rc == -ECONNRESET ? rc : broken(q, rc);
+}
+
 int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len)
 {
+	unsigned skipped = 0;
 	int64_t deadline;
 	int rc;
 
 	if (reply && len) /* "" on every failure (found by fuzzing: qmp_hmp printed it unset) */
 		reply[0] = '\0';
+	if (q->broken)
+		return -ECONNABORTED;
 	if (q->fd < 0 || q->gone)
 		return -ECONNRESET;
+	q->why[0] = '\0';
 	rc = send_all(q, cmd, strlen(cmd));
 	if (!rc)
 		rc = send_all(q, "\n", 1);
@@ -411,7 +478,14 @@ int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len)
 
 		rc = next_message(q, deadline, &msg, &mlen);
 		if (rc)
-			return rc;
+			return answer_failed(q, cmd, rc);
+		if (++skipped > QMP_MAX_SKIPPED) {
+			char name[48];
+
+			cmd_name(cmd, name, sizeof(name));
+			return broken(q, why(q, -EPROTO, "qmp: %u messages and no answer to '%s'",
+					     QMP_MAX_SKIPPED, name));
+		}
 		if (note_event(q, msg, mlen))
 			continue;
 		if (!qmp_json_member(msg, mlen, "return", &v, &vlen))
@@ -466,17 +540,28 @@ int qmp_attach_fd(struct qmp *q, int fd, char *err, size_t errlen)
 	q->timeout_ms = QMP_TIMEOUT_MS;
 	rc = next_message(q, clock_now_ms() + q->timeout_ms, &msg, &mlen);
 	if (rc) {
-		snprintf(err, errlen, "qmp: greeting: %s", strerror(-rc));
+		if (rc == -ETIMEDOUT)
+			snprintf(err, errlen, "qmp: no whole greeting within %d ms", q->timeout_ms);
+		else if (q->why[0])
+			snprintf(err, errlen, "qmp: greeting: %s", q->why + strlen("qmp: "));
+		else
+			snprintf(err, errlen, "qmp: greeting: %s", strerror(-rc));
 		goto fail;
 	}
 	if (qmp_json_member(msg, mlen, "QMP", &v, &vlen)) {
+		char text[80];
+
 		rc = -EPROTO;
-		snprintf(err, errlen, "qmp: no QMP greeting: %.*s", (int)(mlen < 80 ? mlen : 80),
-			 msg);
+		snprintf(err, errlen, "qmp: no QMP greeting: %s",
+			 tcp_printable(msg, mlen, text, sizeof(text)));
 		goto fail;
 	}
 	greeting_version(q, msg, mlen);
 	rc = qmp_execute(q, "{\"execute\":\"qmp_capabilities\"}", reply, sizeof(reply));
+	if (rc && q->why[0]) {
+		snprintf(err, errlen, "%s", q->why);
+		goto fail;
+	}
 	if (rc) {
 		snprintf(err, errlen, "qmp: qmp_capabilities: %s%s%s", strerror(-rc),
 			 reply[0] ? ": " : "", reply);
@@ -560,6 +645,7 @@ void qmp_close(struct qmp *q)
 	free(q->buf);
 	q->buf = NULL;
 	q->pos = q->len = q->cap = 0;
+	q->scan = (struct qmp_json_scan){0};
 }
 
 /* ---- commands -------------------------------------------------------------------------------- */
@@ -589,7 +675,7 @@ int qmp_hmp(struct qmp *q, const char *cmdline, char *out, size_t len)
 	if (!rc && out && len)
 		rc = qmp_json_string(reply, strlen(reply), out, len);
 	else if (rc != -ENOSPC && out && len)
-		snprintf(out, len, "%s", reply);
+		snprintf(out, len, "%s", reply[0] ? reply : q->why);
 out:
 	free(cmd);
 	free(reply);
@@ -663,6 +749,8 @@ int qmp_wait_event(struct qmp *q, unsigned mask, int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : clock_now_ms() + timeout_ms;
 
+	if (q->broken)
+		return -ECONNABORTED;
 	while (!(q->events & mask)) {
 		const char *msg;
 		size_t mlen;

@@ -1,7 +1,13 @@
 /* Client of QEMU's QMP monitor: connect (unix socket or TCP), capabilities negotiation, synchronous
  * commands with asynchronous events recorded on the side, HMP passthrough (e.g. `gdbserver`), and
  * the few JSON scanners that needs (no JSON library). One struct qmp is one connection, used by one
- * thread at a time. */
+ * thread at a time.
+ *
+ * The monitor is a peer, not trusted: a command has one deadline (q->timeout_ms) whatever arrives
+ * meanwhile, takes at most QMP_MAX_SKIPPED messages that are not its answer and QMP_MAX_MSG bytes
+ * for one message, and ends at once with -EINTR on a stop (tcp_set_interrupt). A command that fails
+ * so leaves the connection broken (a late answer would be taken for the next command's), and q->why
+ * says why in one line. */
 #ifndef HVT_QMP_H
 #define HVT_QMP_H
 
@@ -11,6 +17,7 @@
 
 #define QMP_TIMEOUT_MS 5000	 /* default wait for a command's reply */
 #define QMP_MAX_MSG    (4 << 20) /* largest message accepted (query-qmp-schema is ~200 KiB) */
+#define QMP_MAX_SKIPPED 1024	  /* messages a command skips (events) waiting for its answer */
 
 /* Events remembered in qmp->events (any other event sets QMP_EV_OTHER). */
 enum qmp_event {
@@ -22,6 +29,13 @@ enum qmp_event {
 	QMP_EV_OTHER = 1u << 31,
 };
 
+/* How far bracket scanning of an incomplete message got. */
+struct qmp_json_scan {
+	size_t at;	/* bytes scanned */
+	unsigned depth; /* brackets open */
+	bool in_string, escape;
+};
+
 struct qmp {
 	int fd;
 	int timeout_ms;	     /* reply wait; QMP_TIMEOUT_MS after connect */
@@ -30,8 +44,11 @@ struct qmp {
 	char last_event[64]; /* name of the newest event, "" none */
 	char version[32];    /* "7.2.22" from the greeting */
 	bool gone;	     /* the peer closed the connection */
+	bool broken;	     /* out of step with the peer (see above): commands fail */
+	char why[192]; /* the last failure, one line ("qmp: no answer to 'stop' within 5000 ms") */
 	char *buf;	     /* received bytes [pos, len) not yet parsed; owned */
 	size_t pos, len, cap;
+	struct qmp_json_scan scan; /* of the message at pos */
 };
 
 /* ---- pure JSON helpers (any thread) ---------------------------------------------------------- */
@@ -68,7 +85,8 @@ void qmp_close(struct qmp *q);
  * that arrive meanwhile. On success copies the `return` value's JSON text into @reply (may be NULL)
  * and returns 0 (-ENOSPC if it does not fit). On a QMP error copies its desc into @reply and
  * returns -ENOSYS (CommandNotFound), -ENODEV (DeviceNotFound, DeviceNotActive) or -EINVAL (any
- * other class). -ETIMEDOUT, -ECONNRESET (peer gone), -EPROTO. */
+ * other class). -ETIMEDOUT, -EINTR (a stop), -ECONNRESET (peer gone), -EPROTO (not JSON, too many
+ * messages), -EMSGSIZE, then -ECONNABORTED for every later command; q->why says which. */
 int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len);
 
 /* Runs an HMP command line through human-monitor-command; its text output (decoded) goes to @out.
@@ -86,7 +104,7 @@ int qmp_gdbserver(struct qmp *q, const char *dev, char *msg, size_t len);
 int qmp_query_status(struct qmp *q, bool *running, char *status, size_t len);
 
 /* Waits until an event of @mask (QMP_EV_*) has been seen (returns at once if one was already). 0,
- * -ETIMEDOUT (@timeout_ms < 0: forever), -ECONNRESET. */
+ * -ETIMEDOUT (@timeout_ms < 0: until a stop), -EINTR, -ECONNRESET, -ECONNABORTED. */
 int qmp_wait_event(struct qmp *q, unsigned mask, int timeout_ms);
 
 /* Forgets the events seen so far (qmp->events). */

@@ -436,12 +436,16 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t
 	}
 	ret = stop_vm(q);
 	if (ret < 0) {
-		snprintf(err, errlen, "gdbstub: cannot stop the VM: %s", strerror(-ret));
+		if (gdb->why[0])
+			snprintf(err, errlen, "%s", gdb->why);
+		else
+			snprintf(err, errlen, "gdbstub: cannot stop the VM: %s", strerror(-ret));
 		return ret;
 	}
 	ret = gdb_threads(gdb, threads, VMI_MAX_CPUS, &n);
 	if (ret < 0 || !n) {
-		snprintf(err, errlen, "gdbstub: no vCPU threads");
+		snprintf(err, errlen, "%s",
+			 ret < 0 && gdb->why[0] ? gdb->why : "gdbstub: no vCPU threads");
 		return ret < 0 ? ret : -ENOENT;
 	}
 	q->t.nr_cpus = n;
@@ -454,34 +458,59 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t
 	return 0;
 }
 
-static unsigned cpu_of_thread(struct target_qemu *q, int thread)
+/* The vCPU of gdbstub thread @thread (0, a stop that names none: the first), or -1. */
+static int cpu_of_thread(struct target_qemu *q, int thread)
 {
+	if (!thread)
+		return 0;
 	for (unsigned i = 0; i < q->t.nr_cpus; i++)
 		if (q->cpu[i].thread == thread)
-			return i;
-	return 0;
+			return (int)i;
+	return -1;
+}
+
+/* q->err for a failed gdbstub call: its own reason, or @what and the errno. */
+static int gdb_failed(struct target_qemu *q, const char *what, int ret)
+{
+	if (q->gdb->why[0])
+		snprintf(q->err, sizeof(q->err), "%s", q->gdb->why);
+	else
+		snprintf(q->err, sizeof(q->err), "gdbstub: %s: %s", what, strerror(-ret));
+	return ret;
 }
 
 /* Handles one stop: a breakpoint of the tracer's gets its callback and the new RIP. */
 static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 {
-	unsigned cpu = cpu_of_thread(q, st->thread);
-	struct qemu_cpu *c = &q->cpu[cpu];
+	int cpu = cpu_of_thread(q, st->thread);
+	struct qemu_cpu *c;
 	uint64_t rip;
 	int ret;
 
+	if (cpu < 0) {
+		snprintf(q->err, sizeof(q->err),
+			 "gdbstub: a stop of thread %d, which is no vCPU of this VM (%u threads)",
+			 st->thread, q->t.nr_cpus);
+		return -EPROTO;
+	}
+	c = &q->cpu[cpu];
 	q->stops++;
 	if (!q->bp)
 		return 0;
-	ret = cpu_regs(q, cpu);
+	ret = cpu_regs(q, (unsigned)cpu);
 	if (ret < 0)
-		return ret;
+		return gdb_failed(q, "registers", ret);
 	rip = c->regs.rip;
-	if (q->bp(q->bp_ctx, cpu, rip, &c->regs) < 0)
+	if (q->bp(q->bp_ctx, (unsigned)cpu, rip, &c->regs) < 0)
 		return 0; /* not ours (an interrupt, another debugger's stop) */
 	q->hits++;
-	if (c->regs.rip != rip)
-		return gdb_write_reg(q->gdb, c->thread, GDB_REG_RIP, c->regs.rip);
+	if (c->regs.rip != rip) {
+		ret = gdb_write_reg(q->gdb, c->thread, GDB_REG_RIP, c->regs.rip);
+		if (ret < 0) {
+			c->regs_valid = false; /* RIP may be as it was: read it again */
+			return gdb_failed(q, "writing RIP", ret);
+		}
+	}
 	return 0;
 }
 
@@ -491,22 +520,38 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 		struct gdb_stop st;
 		int ret;
 
-		if (should_stop(ctx))
-			return stop_vm(q) == 0 ? QEMU_RUN_STOP_ASKED : QEMU_RUN_GUEST_GONE;
+		if (should_stop(ctx)) {
+			ret = stop_vm(q);
+			if (ret == 0)
+				return QEMU_RUN_STOP_ASKED;
+			if (ret == -ESRCH || ret == -ECONNRESET)
+				return QEMU_RUN_GUEST_GONE;
+			gdb_failed(q, "stopping the VM", ret);
+			return QEMU_RUN_ERROR;
+		}
 		if (q->stopped) {
 			ret = gdb_continue(q->gdb);
+			if (ret == -ECONNABORTED) {
+				gdb_failed(q, "continuing", ret);
+				return QEMU_RUN_ERROR;
+			}
 			if (ret < 0)
 				return QEMU_RUN_GUEST_GONE;
 			q->stopped = false;
 			invalidate_regs(q);
 		}
 		ret = gdb_wait_stop(q->gdb, POLL_MS, &st);
-		if (ret == -ETIMEDOUT)
-			continue;
+		if (ret == -ETIMEDOUT || ret == -EINTR)
+			continue; /* a stop asked: should_stop says so next */
+		if (ret == -EPROTO || ret == -ECONNABORTED) {
+			gdb_failed(q, "waiting for a stop", ret);
+			return QEMU_RUN_ERROR;
+		}
 		if (ret < 0 || st.kind != GDB_STOP_SIGNAL)
 			return QEMU_RUN_GUEST_GONE;
 		q->stopped = true;
-		if (handle_stop(q, &st) < 0)
+		ret = handle_stop(q, &st);
+		if (ret < 0 && ret != -EINTR)
 			return QEMU_RUN_ERROR;
 	}
 }

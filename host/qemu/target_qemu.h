@@ -33,6 +33,7 @@ struct target_qemu {
 	target_bp_fn bp;
 	void *bp_ctx;
 	uint64_t stops, hits; /* statistics */
+	char err[224];	      /* why target_qemu_run ended with QEMU_RUN_ERROR */
 
 	/* stub probes: where they may live (target_qemu_set_stub_area), what stub_map changed */
 	uint64_t stub_phys_lo, stub_phys_hi, stub_va;
@@ -53,8 +54,10 @@ enum qemu_run_end { QEMU_RUN_STOP_ASKED, QEMU_RUN_GUEST_GONE, QEMU_RUN_ERROR };
 int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t ram_size,
 		     bool gdb_memory, char *err, size_t errlen);
 
-/* Lets the VM run, handing every breakpoint stop to the registered callback, until @should_stop (polled
- * at least every 50 ms) says so (the VM is then left stopped) or the guest is gone. Main thread. */
+/* Lets the VM run, handing every breakpoint stop to the registered callback, until @should_stop
+ * (polled at least every 50 ms, and at once when a wait is interrupted: tcp_set_interrupt) says so
+ * (the VM is then left stopped) or the guest is gone. QEMU_RUN_ERROR when the gdbstub fails or lies
+ * (a stop of a thread that is no vCPU, a reply out of shape): q->err says how. Main thread. */
 enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(void *ctx), void *ctx);
 
 /* Lets the VM run for @ms milliseconds, then stops it again (for polling a booting guest). 0 or -errno;

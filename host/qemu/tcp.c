@@ -2,14 +2,113 @@
 #include "host/trace/clock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#define TCP_CONNECT_MS 5000 /* a connect that takes longer is given up */
+
+static int intr_fd = -1; /* tcp_set_interrupt */
+
+void tcp_set_interrupt(int fd)
+{
+	intr_fd = fd;
+}
+
+bool tcp_interrupted(void)
+{
+	struct pollfd pfd = {.fd = intr_fd, .events = POLLIN};
+
+	return intr_fd >= 0 && poll(&pfd, 1, 0) == 1;
+}
+
+const char *tcp_printable(const void *p, size_t len, char *out, size_t outlen)
+{
+	const unsigned char *b = p;
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char e[8];
+		int n = b[i] >= 0x20 && b[i] < 0x7f ? snprintf(e, sizeof(e), "%c", b[i])
+						    : snprintf(e, sizeof(e), "\\x%02x", b[i]);
+
+		if (o + (size_t)n + (i + 1 < len ? 3 : 0) >= outlen) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		memcpy(out + o, e, (size_t)n);
+		o += (size_t)n;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* Waits until @fd is ready for @events, @deadline or a stop. 0, -ETIMEDOUT, -EINTR, -errno. */
+static int wait_ready(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd pfd[2] = {{.fd = fd, .events = events},
+					{.fd = intr_fd, .events = POLLIN}};
+		int wait = -1, rc;
+
+		if (deadline >= 0) {
+			int64_t left = deadline - clock_now_ms();
+
+			wait = left > 0 ? (int)left : 0;
+		}
+		rc = poll(pfd, intr_fd >= 0 ? 2 : 1, wait);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			return -errno;
+		if (intr_fd >= 0 && pfd[1].revents)
+			return -EINTR;
+		return rc == 0 ? -ETIMEDOUT : 0;
+	}
+}
+
+/* connect(2) that gives up at @deadline or on a stop (an address that never answers would block
+ * ~2 minutes). The socket stays blocking. 0 or -errno. */
+static int connect_until(int fd, const struct sockaddr *sa, socklen_t len, int64_t deadline)
+{
+	int flags = fcntl(fd, F_GETFL), err = 0, rc;
+	socklen_t elen = sizeof(err);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	rc = connect(fd, sa, len) == 0 ? 0 : -errno;
+	if (rc == -EINPROGRESS) {
+		rc = wait_ready(fd, POLLOUT, deadline);
+		if (!rc && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
+			rc = -errno;
+		else if (!rc)
+			rc = -err;
+	}
+	if (!rc && fcntl(fd, F_SETFL, flags) < 0)
+		rc = -errno;
+	return rc;
+}
+
+int tcp_why(char *buf, size_t len, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return rc;
+}
 
 int tcp_connect(const char *host, const char *service, int *gai_err)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res, *ai;
+	int64_t deadline;
 	int fd = -1, rc;
 
 	*gai_err = getaddrinfo(host, service, &hints, &res);
@@ -22,11 +121,14 @@ int tcp_connect(const char *host, const char *service, int *gai_err)
 			rc = -errno;
 			continue;
 		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		deadline = clock_now_ms() + TCP_CONNECT_MS;
+		rc = connect_until(fd, ai->ai_addr, ai->ai_addrlen, deadline);
+		if (rc == 0)
 			break;
-		rc = -errno;
 		close(fd);
 		fd = -1;
+		if (rc == -EINTR)
+			break;
 	}
 	freeaddrinfo(res);
 	return fd >= 0 ? fd : rc;
@@ -35,22 +137,11 @@ int tcp_connect(const char *host, const char *service, int *gai_err)
 ssize_t tcp_read_until(int fd, void *buf, size_t len, int64_t deadline)
 {
 	for (;;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		int wait = -1, rc;
+		int rc = wait_ready(fd, POLLIN, deadline);
 		ssize_t r;
 
-		if (deadline >= 0) {
-			int64_t left = deadline - clock_now_ms();
-
-			wait = left > 0 ? (int)left : 0;
-		}
-		rc = poll(&pfd, 1, wait);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
-			return -errno;
-		if (rc == 0)
-			return -ETIMEDOUT;
+		if (rc)
+			return rc;
 		r = read(fd, buf, len);
 		if (r < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;

@@ -44,7 +44,10 @@ unsigned shadow_forget(struct shadow *s, uint64_t slot)
 		if (st->e[i].slot != slot)
 			st->e[o++] = st->e[i];
 	gone = st->nr - o;
+	if (st->popped == slot && !gone)
+		gone = 1; /* the return in flight */
 	st->nr = o;
+	st->popped = 0;
 	shadow_unlock(st);
 	return gone;
 }
@@ -99,6 +102,7 @@ unsigned shadow_drop_dead(struct shadow *s, struct shadow_stack *st, uint64_t sl
 			break;
 		if (dropped)
 			dropped(ctx, top);
+		st->popped = 0;
 		st->nr--;
 		n++;
 	}
@@ -111,11 +115,17 @@ bool shadow_pop(struct shadow_stack *st, uint64_t slot, struct shadow_entry *out
 	while (st->nr && st->e[st->nr - 1].slot < slot) {
 		if (dropped)
 			dropped(ctx, &st->e[st->nr - 1]);
+		st->popped = 0;
 		st->nr--;
 	}
 	if (!st->nr || st->e[st->nr - 1].slot != slot)
 		return false;
-	*out = st->e[--st->nr];
+	*out = st->e[st->nr - 1];
+	/* the memory is shared with a guardian that acts only once this process is dead: mark it
+	 * popped before it leaves the stack, so that a kill between the two still finds it */
+	st->popped = slot;
+	atomic_signal_fence(memory_order_seq_cst);
+	st->nr--;
 	return true;
 }
 
@@ -123,6 +133,8 @@ bool shadow_push(struct shadow_stack *st, const struct shadow_entry *e)
 {
 	if (st->nr == SHADOW_MAX_DEPTH)
 		return false;
+	st->popped = 0;
+	atomic_signal_fence(memory_order_seq_cst);
 	st->e[st->nr++] = *e;
 	return true;
 }
@@ -151,12 +163,17 @@ uint64_t shadow_resolve(struct shadow *s, uint64_t slot)
 			orig = st->e[j].orig;
 		}
 	}
+	if (!orig && st->popped == slot && st->nr < SHADOW_MAX_DEPTH &&
+	    st->e[st->nr].slot == slot && st->e[st->nr].orig != s->trampoline)
+		orig = st->e[st->nr].orig; /* popped, the vCPU never moved on */
 	shadow_unlock(st);
 	return orig;
 }
 
 void shadow_clear(struct shadow *s)
 {
-	for (uint64_t i = 0; i <= s->mask; i++)
+	for (uint64_t i = 0; i <= s->mask; i++) {
 		s->stacks[i].nr = 0;
+		s->stacks[i].popped = 0;
+	}
 }

@@ -25,6 +25,10 @@ struct shadow_stack {
 	_Atomic uint64_t key; /* stack id + 1; 0 = free */
 	atomic_flag lock;
 	unsigned nr;
+	/* slot of the entry shadow_pop took last, which stays in e[nr] until the next push or drop:
+	 * a return in flight (entry popped, the vCPU's RIP not yet moved) can still be resolved by
+	 * a process that takes over after the tracing one died (shadow_resolve); 0 = none */
+	uint64_t popped;
 	struct shadow_entry e[SHADOW_MAX_DEPTH];
 };
 
@@ -52,8 +56,9 @@ void shadow_unlock(struct shadow_stack *st);
 unsigned shadow_drop_dead(struct shadow *s, struct shadow_stack *st, uint64_t slot, uint64_t cur,
 			  void (*dropped)(void *ctx, const struct shadow_entry *e), void *ctx);
 
-/* Return through @slot: drops entries deeper than @slot (unwound without returning, reported through
- * @dropped), then pops and returns the entry for @slot into *@out. Returns false if there is none. */
+/* Return through @slot: drops entries deeper than @slot (unwound without returning, reported
+ * through @dropped), then pops and returns the entry for @slot into *@out, remembered as popped
+ * (see struct shadow_stack) until the next push or drop. Returns false if there is none. */
 bool shadow_pop(struct shadow_stack *st, uint64_t slot, struct shadow_entry *out,
 		void (*dropped)(void *ctx, const struct shadow_entry *e), void *ctx);
 
@@ -70,11 +75,13 @@ bool shadow_push(struct shadow_stack *st, const struct shadow_entry *e);
 void shadow_for_each(struct shadow *s, void (*fn)(void *ctx, const struct shadow_entry *e), void *ctx);
 
 /* The address a return through @slot resumes at: the oldest entry's orig for that slot that is not
- * the trampoline. 0 if none. Only with all vCPUs stopped. */
+ * the trampoline, else that of the entry popped last for @slot (its return was in flight: a vCPU on
+ * the trampoline whose RIP was never moved). 0 if none. Only with all vCPUs stopped. */
 uint64_t shadow_resolve(struct shadow *s, uint64_t slot);
 
-/* Removes every entry for @slot (a return already handed back); returns how many (a tail call stacks
- * several on one slot). Only with all vCPUs stopped. */
+/* Removes every entry for @slot (a return already handed back), and forgets it as popped; returns
+ * how many (a tail call stacks several on one slot; one for a return in flight). Only with all
+ * vCPUs stopped. */
 unsigned shadow_forget(struct shadow *s, uint64_t slot);
 
 /* Releases every stack lock: for a guardian process whose parent died holding one. */

@@ -6,7 +6,10 @@
 
 #include "tests/common/fake_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -47,6 +50,26 @@ static bool write_script(const struct fake_server *s, const char *str)
 	return true;
 }
 
+/* Writes @str again and again, @every_ms apart, until the client is gone. */
+static void flood(struct fake_server *s, const char *str, unsigned every_ms)
+{
+	struct timespec ts = {every_ms / 1000, (long)(every_ms % 1000) * 1000000};
+	size_t n = strlen(str);
+
+	for (;;) {
+		for (size_t off = 0; off < n;) {
+			ssize_t w = send(s->fd, str + off, n - off, MSG_NOSIGNAL);
+
+			if (w <= 0)
+				return;
+			off += (size_t)w;
+		}
+		s->flood_sent++;
+		if (every_ms)
+			nanosleep(&ts, NULL);
+	}
+}
+
 static void *server_main(void *arg)
 {
 	struct fake_server *s = arg;
@@ -73,6 +96,10 @@ static void *server_main(void *arg)
 		}
 		if (!write_script(s, s->steps[i].reply)) {
 			s->failed = (int)i;
+			goto out;
+		}
+		if (s->steps[i].flood) {
+			flood(s, s->steps[i].flood, s->steps[i].every_ms);
 			goto out;
 		}
 	}
@@ -131,6 +158,22 @@ void fake_server_listen_unix(struct fake_server *s, const char *path, const char
 	assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
 }
 
+int fake_server_listen_tcp(struct fake_server *s, const char *greeting,
+			   const struct fake_step *steps, size_t nr, unsigned flags)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+
+	setup(s, greeting, steps, nr, flags);
+	s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(s->lfd >= 0);
+	assert_int_equal(bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(s->lfd, 1), 0);
+	assert_int_equal(getsockname(s->lfd, (struct sockaddr *)&sa, &len), 0);
+	assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
+	return ntohs(sa.sin_port);
+}
+
 void fake_server_finish(struct fake_server *s)
 {
 	pthread_join(s->thread, NULL);
@@ -143,4 +186,14 @@ void fake_server_finish(struct fake_server *s)
 			 s->steps && s->steps[s->failed].expect ? s->steps[s->failed].expect
 								: "(nothing)",
 			 s->got);
+}
+
+const char *fake_gdb_packet(char *out, size_t len, const char *pre, const char *payload)
+{
+	unsigned sum = 0;
+
+	for (const char *p = payload; *p; p++)
+		sum += (unsigned char)*p;
+	snprintf(out, len, "%s$%s#%02x", pre, payload, sum & 0xff);
+	return out;
 }

@@ -291,6 +291,23 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
+	/* --verify-text on a kernel traced from early boot, detached while it runs: the kernel
+	 * patches its own text meanwhile (alternatives, return thunks), which is reported, not
+	 * blamed; every byte hvtrace patched is as it was. */
+	.name = "test_run_qemu_verify_text",
+	.runs = {{
+	    .label = "run --qemu --verify-text --duration",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"-p", "function_graph", "-g", "do_sys_openat2", "--verify-text", "--duration",
+		     "5", "--timeout", "300"},
+	    .expect = {
+		.console = {WORKLOAD_DONE, POWER_DOWN},
+		.err = {TEXT_KEPT},
+	    },
+	}},
+    },
+    {
 	/* Guest memory through the gdbstub's physical mode instead of /proc/PID/mem: same
 	 * result. */
 	.name = "test_run_qemu_gdb_memory",

@@ -8,13 +8,19 @@
 #include <cmocka.h>
 
 #include "host/qemu/gdbstub.h"
+#include "host/qemu/target_qemu.h"
+#include "host/qemu/tcp.h"
 #include "tests/common/fake_server.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- an independent packet builder for expectations ------------------------------------------ */
@@ -766,6 +772,315 @@ static void test_negotiation_fails(void **state)
 	free(g);
 }
 
+/* ---- hostile stubs: floods, stalls, lies (issue #10) ----------------------------------------- */
+
+/* A hostile peer must never hang the test: a client that would wait forever dies here instead. */
+static void watchdog(unsigned seconds)
+{
+	alarm(seconds);
+}
+
+static double elapsed_ms(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* A connected client after QEMU 7.2's negotiation, whose stub then plays @st (its last steps). */
+static struct gdb *hostile(struct fake_server *s, struct fake_step *st, size_t n, unsigned flags)
+{
+	struct gdb *g = new_gdb();
+	char err[128];
+
+	assert_int_equal(
+	    gdb_attach_fd(g, fake_server_start(s, NULL, st, n, flags), err, sizeof(err)), 0);
+	return g;
+}
+
+/* Runs gdb_command(g, "g") against a stub that answers it with @reply then @flood (@every_ms apart,
+ * or a stall with FAKE_SERVER_HOLD when @flood is NULL), the client waiting @timeout_ms at most:
+ * returns its code, g->why in @why. */
+static int hostile_g(const char *reply, const char *flood, unsigned every_ms, int timeout_ms,
+		     char *why, size_t whylen, const char *label)
+{
+	struct fake_step st[8];
+	struct fake_server s;
+	struct timespec t0;
+	struct gdb *g;
+	size_t n = qemu72_hello(st, "", "+");
+	int rc;
+
+	st[n++] = (struct fake_step){pk("+", "g", ""), reply, flood, every_ms};
+	g = hostile(&s, st, n, flood ? 0 : FAKE_SERVER_HOLD);
+	g->timeout_ms = timeout_ms;
+	watchdog(20);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = gdb_command(g, "g");
+	print_message("%s: %s after %.0f ms\n", label, strerror(-rc), elapsed_ms(&t0));
+	alarm(0);
+	snprintf(why, whylen, "%s", g->why);
+	/* whatever failed that way leaves the connection unusable, not hanging */
+	assert_true(g->broken);
+	assert_int_equal(gdb_command(g, "?"), -ECONNABORTED);
+	gdb_close(g);
+	fake_server_finish(&s);
+	free(g);
+	return rc;
+}
+
+#define A64 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+
+/* The stub answers 'g' with floods and stalls: every case ends with its one error, never a hang. */
+static void test_hostile_replies(void **state)
+{
+	const struct {
+		const char *label, *reply, *flood;
+		unsigned every_ms;
+		int timeout_ms, rc;
+		const char *why;
+	} cases[] = {
+	    /* `O` console packets as fast as the socket takes them: the client used to wait forever
+	     * (each packet restarted the timeout); now GDB_MAX_SKIPPED of them end it */
+	    {"console flood", "+", pk("", "O6869", ""), 0, 5000, -EPROTO,
+	     "gdbstub: 257 console or stop packets and no reply to 'g'"},
+	    /* the same every 20 ms (fewer than the bound): one deadline whatever arrives */
+	    {"console trickle", "+", pk("", "O6869", ""), 20, 300, -ETIMEDOUT,
+	     "gdbstub: no reply to 'g' within 300 ms"},
+	    /* unasked stop replies without end while the VM is stopped */
+	    {"stop flood", "+", pk("", "T05thread:01;", ""), 0, 5000, -EPROTO,
+	     "gdbstub: 257 console or stop packets and no reply to 'g'"},
+	    /* half a packet, then nothing */
+	    {"stall", "+$0011", NULL, 0, 300, -ETIMEDOUT,
+	     "gdbstub: no reply to 'g' within 300 ms (5 bytes of a packet, then nothing)"},
+	    /* a packet that never ends: refused once it outgrows the buffer */
+	    {"endless packet", "+$", A64 A64 A64 A64, 0, 5000, -EMSGSIZE,
+	     "gdbstub: a packet longer than 16384 bytes"},
+	    /* '-' without end (each asks for our packet again), and bytes outside any packet */
+	    {"nak flood", "+", "-", 0, 5000, -EPROTO, "gdbstub: our packet refused ('-') 9 times"},
+	    {"junk flood", "+", "xxxxxxxxxxxxxxxx", 0, 5000, -EPROTO,
+	     "gdbstub: 16385 bytes outside any packet"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char why[192];
+
+		assert_int_equal(hostile_g(cases[i].reply, cases[i].flood, cases[i].every_ms,
+					   cases[i].timeout_ms, why, sizeof(why), cases[i].label),
+				 cases[i].rc);
+		assert_string_equal(why, cases[i].why);
+	}
+}
+
+/* Replies of the wrong shape: one error naming what was wrong; the connection stays usable. */
+static void test_hostile_lies(void **state)
+{
+	struct fake_step st[16];
+	struct fake_server s;
+	struct gdb_regs r;
+	struct gdb *g;
+	uint8_t mem[4];
+	int tids[4];
+	unsigned nr;
+	size_t n = qemu72_hello(st, "", "+");
+
+	(void)state;
+	st[n++] = (struct fake_step){pk("+", "Hg1", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", "0011", "")};
+	st[n++] = (struct fake_step){pk("+", "m1000,4", ""), pk("+", "0102zz04", "")};
+	st[n++] = (struct fake_step){pk("+", "m1000,4", ""), pk("+", "0102030405", "")};
+	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01,01", "")};
+	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m0", "")};
+	st[n++] = (struct fake_step){pk("+", "?", ""), pk("+", "\x1b[2J\x1b[31mOK", "")};
+	st[n++] = (struct fake_step){pk("+", "m1000,4", ""), pk("+", "01020304", "")};
+	g = hostile(&s, st, n, FAKE_SERVER_HOLD);
+
+	assert_int_equal(gdb_read_regs(g, 1, &r), -EPROTO);
+	assert_string_equal(g->why, "gdbstub: 'g' reply of 4 bytes for thread 1, not 472 hex "
+				    "digits or more");
+	assert_int_equal(gdb_read_mem(g, 0, 0x1000, mem, 4), -EPROTO);
+	assert_string_equal(g->why, "gdbstub: 'm1000,4' answered with a byte that is not hex at 4");
+	assert_int_equal(gdb_read_mem(g, 0, 0x1000, mem, 4), -EPROTO);
+	assert_string_equal(g->why, "gdbstub: 'm1000,4' answered with 10 hex digits");
+	assert_int_equal(gdb_threads(g, tids, 4, &nr), -EPROTO);
+	assert_string_equal(g->why, "gdbstub: thread 1 listed twice");
+	assert_int_equal(gdb_threads(g, tids, 4, &nr), -EPROTO);
+	assert_string_equal(g->why, "gdbstub: 'm0' in the thread list");
+	assert_int_equal(gdb_stop_reason(g, &g->last_stop), -EPROTO);
+	/* the peer's bytes shown, never sent to a terminal as they are */
+	assert_string_equal(g->why, "gdbstub: '\\x1b[2J\\x1b[31mOK' in reply to '?'");
+	/* still in step with the stub */
+	assert_false(g->broken);
+	assert_int_equal(gdb_read_mem(g, 0, 0x1000, mem, 4), 0);
+	assert_int_equal(mem[3], 4);
+	gdb_close(g);
+	fake_server_finish(&s);
+	free(g);
+}
+
+static int intr_pipe[2];
+
+static void *interrupt_later(void *arg)
+{
+	struct timespec ts = {0, 100 * 1000 * 1000};
+
+	(void)arg;
+	nanosleep(&ts, NULL);
+	assert_int_equal(write(intr_pipe[1], "x", 1), 1);
+	return NULL;
+}
+
+/* A stop (the session's signalfd becoming readable) ends a wait that has no deadline at all, while
+ * console packets keep coming. */
+static void test_interrupt_ends_endless_wait(void **state)
+{
+	struct fake_step st[8];
+	struct fake_server s;
+	struct gdb_stop stop;
+	struct timespec t0;
+	pthread_t th;
+	struct gdb *g;
+	size_t n = qemu72_hello(st, "", "+");
+	char c;
+
+	(void)state;
+	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), "+", pk("", "O6869", ""), 10};
+	g = hostile(&s, st, n, 0);
+	assert_int_equal(pipe(intr_pipe), 0);
+	tcp_set_interrupt(intr_pipe[0]);
+	assert_int_equal(gdb_continue(g), 0);
+	assert_int_equal(pthread_create(&th, NULL, interrupt_later, NULL), 0);
+	watchdog(20);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(gdb_wait_stop(g, -1, &stop), -EINTR);
+	print_message("endless wait: interrupted after %.0f ms\n", elapsed_ms(&t0));
+	alarm(0);
+	pthread_join(th, NULL);
+	assert_true(g->running); /* nothing stopped it: the caller decides */
+	assert_false(g->broken);
+	assert_true(tcp_interrupted());
+	assert_int_equal(read(intr_pipe[0], &c, 1), 1);
+	assert_false(tcp_interrupted());
+	tcp_set_interrupt(-1);
+	close(intr_pipe[0]);
+	close(intr_pipe[1]);
+	gdb_close(g);
+	fake_server_finish(&s);
+	free(g);
+}
+
+/* A command a stop interrupted still gets its reply later: the next command skips it and reads its
+ * own. */
+static void test_interrupted_command_reply_skipped(void **state)
+{
+	struct fake_step st[8];
+	struct fake_server s;
+	struct gdb *g;
+	size_t n = qemu72_hello(st, "", "+");
+	char c;
+
+	(void)state;
+	st[n++] = (struct fake_step){pk("+", "g", ""), ""};
+	st[n++] = (struct fake_step){pk("", "Hg1", ""), pk("+", "0011", pk("+", "OK", ""))};
+	g = hostile(&s, st, n, FAKE_SERVER_HOLD);
+	assert_int_equal(pipe(intr_pipe), 0);
+	assert_int_equal(write(intr_pipe[1], "x", 1), 1);
+	tcp_set_interrupt(intr_pipe[0]);
+	assert_int_equal(gdb_command(g, "g"), -EINTR);
+	assert_string_equal(g->why, "gdbstub: interrupted waiting for the reply to 'g'");
+	assert_int_equal(g->owed, 1);
+	assert_int_equal(read(intr_pipe[0], &c, 1), 1);
+	tcp_set_interrupt(-1);
+	assert_int_equal(gdb_select_thread(g, 1), 0);
+	assert_int_equal(g->owed, 0);
+	close(intr_pipe[0]);
+	close(intr_pipe[1]);
+	gdb_close(g);
+	fake_server_finish(&s);
+	assert_string_equal(s.tail, "++");
+	free(g);
+}
+
+/* A connect that would hang (a listener whose backlog is full drops the SYN) ends on a stop. */
+static void test_connect_interrupted(void **state)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), c[4], p[2];
+	struct gdb *g = new_gdb();
+	char err[128], want[128];
+
+	(void)state;
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 0), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+	/* fill the accept queue with connections nobody accepts */
+	for (int i = 0; i < 4; i++) {
+		c[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		connect(c[i], (struct sockaddr *)&a, sizeof(a));
+	}
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	tcp_set_interrupt(p[0]);
+	alarm(20);
+	assert_int_equal(gdb_connect(g, "127.0.0.1", ntohs(a.sin_port), err, sizeof(err)), -EINTR);
+	alarm(0);
+	tcp_set_interrupt(-1);
+	snprintf(want, sizeof(want), "gdbstub 127.0.0.1:%d: connect: Interrupted system call",
+		 ntohs(a.sin_port));
+	assert_string_equal(err, want);
+	assert_int_equal(g->fd, -1);
+	for (int i = 0; i < 4; i++)
+		close(c[i]);
+	close(l);
+	close(p[0]);
+	close(p[1]);
+	free(g);
+}
+
+static unsigned polls;
+
+static bool stop_after_many(void *ctx)
+{
+	(void)ctx;
+	return ++polls > 100;
+}
+
+/* The target over such a stub: a stop of a thread that is no vCPU ends the run with an error that
+ * says so (it used to be taken for vCPU 0's). */
+static void test_target_stop_of_unknown_thread(void **state)
+{
+	struct fake_step st[12];
+	struct fake_server s;
+	struct target_qemu *q = calloc(1, sizeof(*q));
+	struct gdb *g;
+	char err[256];
+	size_t n = qemu72_hello(st, "", "+");
+
+	(void)state;
+	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01,02", "")};
+	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
+	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:09;", "")};
+	g = hostile(&s, st, n, FAKE_SERVER_HOLD);
+	assert_non_null(q);
+	assert_int_equal(target_qemu_init(q, g, getpid(), 1 << 20, true, err, sizeof(err)), 0);
+	assert_int_equal(q->t.nr_cpus, 2);
+	polls = 0;
+	watchdog(20);
+	assert_int_equal(target_qemu_run(q, stop_after_many, NULL), QEMU_RUN_ERROR);
+	alarm(0);
+	assert_string_equal(q->err, "gdbstub: a stop of thread 9, which is no vCPU of this VM (2 "
+				    "threads)");
+	target_qemu_close(q);
+	gdb_close(g);
+	fake_server_finish(&s);
+	free(g);
+	free(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -788,8 +1103,16 @@ int main(void)
 	    cmocka_unit_test(test_connection_lost),
 	    cmocka_unit_test(test_connect_refused),
 	    cmocka_unit_test(test_negotiation_fails),
+	    cmocka_unit_test(test_hostile_replies),
+	    cmocka_unit_test(test_hostile_lies),
+	    cmocka_unit_test(test_interrupt_ends_endless_wait),
+	    cmocka_unit_test(test_interrupted_command_reply_skipped),
+	    cmocka_unit_test(test_target_stop_of_unknown_thread),
+	    cmocka_unit_test(test_connect_interrupted),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
+	if (getenv("HVT_TEST_FILTER")) /* e.g. HVT_TEST_FILTER='test_hostile*' */
+		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
 	return cmocka_run_group_tests_name("gdbstub", tests, NULL, free_pool);
 }

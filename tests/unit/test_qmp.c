@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "host/qemu/qmp.h"
+#include "host/qemu/tcp.h"
 #include "tests/common/fake_server.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GREETING                                                                                   \
@@ -343,8 +345,147 @@ static void test_timeout(void **state)
 			       FAKE_SERVER_SPLIT | FAKE_SERVER_HOLD);
 	assert_int_equal(qmp_attach_fd(&q, fd, err, sizeof(err)), 0);
 	q.timeout_ms = 100;
-	assert_int_equal(qmp_execute(&q, "{\"execute\":\"stop\"}", NULL, 0), -ETIMEDOUT);
 	assert_int_equal(qmp_wait_event(&q, QMP_EV_STOP, 50), -ETIMEDOUT);
+	assert_int_equal(qmp_execute(&q, "{\"execute\":\"stop\"}", NULL, 0), -ETIMEDOUT);
+	assert_string_equal(q.why, "qmp: no answer to 'stop' within 100 ms");
+	/* a late answer would be taken for the next command's: the connection is given up */
+	assert_true(q.broken);
+	assert_int_equal(qmp_execute(&q, "{\"execute\":\"cont\"}", NULL, 0), -ECONNABORTED);
+	assert_int_equal(qmp_wait_event(&q, QMP_EV_STOP, 50), -ECONNABORTED);
+	qmp_close(&q);
+	fake_server_finish(&s);
+}
+
+/* ---- hostile monitors: floods, endless messages, deep nesting, stops (issue #10) ------------- */
+
+/* A client connected to a scripted monitor that greets as QEMU 7.2 does. */
+static void connect_fake(struct qmp *q, struct fake_server *s, const struct fake_step *st, size_t n,
+			 unsigned flags)
+{
+	char err[128];
+
+	assert_int_equal(
+	    qmp_attach_fd(q, fake_server_start(s, GREETING, st, n, flags), err, sizeof(err)), 0);
+}
+
+static double elapsed_ms(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+#define EVENT "{\"event\": \"RTC_CHANGE\", \"data\": {\"offset\": 0}}\r\n"
+#define QUERY "{\"execute\":\"query-status\"}"
+
+/* Events without end instead of the answer: given up after QMP_MAX_SKIPPED of them at full speed,
+ * and at the command's one deadline when they trickle in. */
+static void test_hostile_event_floods(void **state)
+{
+	static const unsigned every[2] = {0, 20};
+	static const int want[2] = {-EPROTO, -ETIMEDOUT};
+	static const char *why[2] = {"qmp: 1024 messages and no answer to 'query-status'",
+				     "qmp: no answer to 'query-status' within 300 ms"};
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		const struct fake_step st[] = {{CAPS, RET_EMPTY},
+					       {QUERY "\n", "", EVENT, every[i]}};
+		struct fake_server s;
+		struct timespec t0;
+		struct qmp q;
+		bool running;
+
+		connect_fake(&q, &s, st, FAKE_NSTEPS(st), 0);
+		q.timeout_ms = 300;
+		alarm(20);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		assert_int_equal(qmp_query_status(&q, &running, NULL, 0), want[i]);
+		print_message("event flood every %u ms: %s after %.0f ms\n", every[i],
+			      strerror(-want[i]), elapsed_ms(&t0));
+		alarm(0);
+		assert_string_equal(q.why, why[i]);
+		assert_int_equal(qmp_execute(&q, QUERY, NULL, 0), -ECONNABORTED);
+		qmp_close(&q);
+		fake_server_finish(&s);
+	}
+}
+
+/* A greeting that never ends: refused at QMP_MAX_MSG bytes, the fd closed. */
+static void test_hostile_endless_greeting(void **state)
+{
+	static const struct fake_step st[] = {{NULL, "", "[1, [2, {\"a\": \"bcdefgh\"}, ", 0}};
+	struct fake_server s;
+	struct timespec t0;
+	struct qmp q;
+	char err[128];
+
+	(void)state;
+	alarm(20);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(qmp_attach_fd(&q,
+				       fake_server_start(&s, "{\"QMP\": {\"version\": ", st, 1, 0),
+				       err, sizeof(err)),
+			 -EMSGSIZE);
+	print_message("endless greeting: refused after %.0f ms\n", elapsed_ms(&t0));
+	alarm(0);
+	assert_string_equal(err, "qmp: greeting: a message longer than 4194304 bytes");
+	assert_int_equal(q.fd, -1);
+	fake_server_finish(&s);
+}
+
+/* JSON nested 10000 deep is scanned without recursion: an answer too big for the caller's buffer,
+ * then the next command as usual; an array where an object was due is refused. */
+static void test_hostile_deep_nesting(void **state)
+{
+	enum { DEEP = 10000 };
+	char *deep = malloc(2 * DEEP + 64), *p = deep, reply[64];
+	struct fake_step st[4] = {{CAPS, RET_EMPTY}};
+	struct fake_server s;
+	struct qmp q;
+
+	(void)state;
+	p += sprintf(p, "{\"return\": ");
+	memset(p, '[', DEEP);
+	memset(p + DEEP, ']', DEEP);
+	strcpy(p + 2 * DEEP, "}\r\n");
+	st[1] = (struct fake_step){QUERY "\n", deep};
+	st[2] = (struct fake_step){QUERY "\n", RET_EMPTY};
+	st[3] = (struct fake_step){QUERY "\n", "[[[[1]]]]\r\n"};
+	connect_fake(&q, &s, st, 4, FAKE_SERVER_HOLD);
+	assert_int_equal(qmp_execute(&q, QUERY, reply, sizeof(reply)), -ENOSPC);
+	assert_int_equal(qmp_execute(&q, QUERY, reply, sizeof(reply)), 0);
+	assert_string_equal(reply, "{}");
+	assert_int_equal(qmp_execute(&q, QUERY, reply, sizeof(reply)), -EPROTO);
+	assert_string_equal(q.why, "qmp: '[[[[1]]]]\\x0d\\x0a' where a JSON object was due");
+	qmp_close(&q);
+	fake_server_finish(&s);
+	free(deep);
+}
+
+/* A stop (the session's signalfd readable) ends the wait for an answer at once. */
+static void test_interrupted(void **state)
+{
+	static const struct fake_step st[] = {{CAPS, RET_EMPTY}, {QUERY "\n", ""}};
+	struct fake_server s;
+	struct qmp q;
+	int p[2];
+
+	(void)state;
+	connect_fake(&q, &s, st, FAKE_NSTEPS(st), FAKE_SERVER_HOLD);
+	q.timeout_ms = -1; /* no deadline at all */
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	tcp_set_interrupt(p[0]);
+	alarm(20);
+	assert_int_equal(qmp_execute(&q, QUERY, NULL, 0), -EINTR);
+	alarm(0);
+	tcp_set_interrupt(-1);
+	assert_string_equal(q.why, "qmp: interrupted waiting for the answer to 'query-status'");
+	assert_true(q.broken);
+	close(p[0]);
+	close(p[1]);
 	qmp_close(&q);
 	fake_server_finish(&s);
 }
@@ -419,6 +560,10 @@ int main(void)
 	    cmocka_unit_test(test_timeout),
 	    cmocka_unit_test(test_bad_greeting),
 	    cmocka_unit_test(test_connect_unix),
+	    cmocka_unit_test(test_hostile_event_floods),
+	    cmocka_unit_test(test_hostile_endless_greeting),
+	    cmocka_unit_test(test_hostile_deep_nesting),
+	    cmocka_unit_test(test_interrupted),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -205,6 +205,38 @@ static void test_forget(void **state)
 	assert_int_equal(e.orig, 0x10);
 }
 
+/* A return in flight: its entry popped, the vCPU still on the trampoline (the tracing process died
+ * before moving it). Its address stays known until the stack changes again; forgetting it counts it
+ * as the one return handed back. */
+static void test_popped_entry_resolves(void **state)
+{
+	struct shadow_entry e;
+
+	(void)state;
+	shadow_clear(&sh);
+	push(STACK_A + 0xff00, 0x10, 1);
+	push(STACK_A + 0xfe00, 0x20, 2);
+	assert_true(pop(STACK_A + 0xfe00, &e));
+	assert_int_equal(shadow_resolve(&sh, STACK_A + 0xfe00), 0x20);
+	assert_int_equal(shadow_resolve(&sh, STACK_A + 0xfd00), 0);
+	assert_int_equal(shadow_forget(&sh, STACK_A + 0xfe00), 1);
+	assert_int_equal(shadow_resolve(&sh, STACK_A + 0xfe00), 0);
+	/* a later call on that stack overwrites what was popped: nothing in flight any more */
+	assert_true(pop(STACK_A + 0xff00, &e));
+	assert_int_equal(shadow_resolve(&sh, STACK_A + 0xff00), 0x10);
+	push(STACK_A + 0xff00, 0x30, 3);
+	assert_true(pop(STACK_A + 0xff00, &e));
+	push(STACK_A + 0xfe00, 0x40, 4);
+	assert_int_equal(shadow_resolve(&sh, STACK_A + 0xff00), 0);
+	/* a tail call: the live entry wins over the popped one (whose orig is the trampoline) */
+	shadow_clear(&sh);
+	push(STACK_A + 0xff00, 0x50, 5);
+	push(STACK_A + 0xff00, TRAMP, 6);
+	assert_true(pop(STACK_A + 0xff00, &e));
+	assert_int_equal(e.orig, TRAMP);
+	assert_int_equal(shadow_resolve(&sh, STACK_A + 0xff00), 0x50);
+}
+
 /* The table of stacks is bounded: once full, a new stack gets none (the caller counts a miss). */
 static void test_table_full(void **state)
 {
@@ -234,6 +266,7 @@ int main(void)
 		cmocka_unit_test(test_for_each_newest_first),
 		cmocka_unit_test(test_table_full),
 		cmocka_unit_test(test_forget),
+		cmocka_unit_test(test_popped_entry_resolves),
 	};
 
 	return cmocka_run_group_tests_name("shadow", tests, setup, teardown);

@@ -321,6 +321,113 @@ static void test_slide_not_found(void **state)
 	vmi_linux_close(&l);
 }
 
+/* A reader over the fake kernel that counts its calls, fails with -EINTR from call @intr_at on (0:
+ * never), and fails the test past 1000 calls (a scan that would go on for 2^42 reads). */
+struct counting_reader {
+	struct fake_mem *mem;
+	unsigned calls, intr_at;
+};
+
+static int counting_read(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	struct counting_reader *c = ctx;
+
+	if (++c->calls > 1000)
+		fail_msg("%u reads: the scan is not bounded", c->calls);
+	if (c->intr_at && c->calls >= c->intr_at)
+		return -EINTR;
+	return fake_mem_read(c->mem, gva, buf, len);
+}
+
+/* The scan reads each 2 MiB place the image can have in its 1 GiB once, and no more. */
+static void test_slide_scan_bounded(void **state)
+{
+	struct vmi_linux l;
+	struct fake_kernel k;
+	struct counting_reader c = {.mem = &k.mem};
+	char err[256];
+
+	(void)state;
+	fake_kernel_init(&k, 0x100000); /* not 2 MiB aligned: every candidate is tried */
+	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
+	assert_int_equal(vmi_linux_find_slide(&l, counting_read, &c, err, sizeof(err)), -ESRCH);
+	/* from -16 MiB up to where _etext (0xffffffff81000200) reaches 0xffffffffc0000000 */
+	assert_int_equal(c.calls, 512);
+	vmi_linux_close(&l);
+}
+
+/* A signal stops the scan between two candidates (the reader says so with -EINTR). */
+static void test_slide_scan_interrupted(void **state)
+{
+	struct vmi_linux l;
+	struct fake_kernel k;
+	struct counting_reader c = {.mem = &k.mem, .intr_at = 3};
+	char err[256];
+
+	(void)state;
+	fake_kernel_init(&k, 0x100000);
+	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
+	assert_int_equal(vmi_linux_find_slide(&l, counting_read, &c, err, sizeof(err)), -EINTR);
+	assert_string_equal(err, "KASLR: the scan was stopped");
+	assert_int_equal(c.calls, 3);
+	assert_false(l.slid);
+	vmi_linux_close(&l);
+}
+
+/* A System.map with this _etext (and the test's other symbols). */
+static void open_with_etext(struct vmi_linux *l, const char *etext)
+{
+	char path[] = "/tmp/hvt-textmap-XXXXXX", err[256];
+	FILE *f;
+
+	close(mkstemp(path));
+	f = fopen(path, "w");
+	fprintf(f,
+		"ffffffff81000000 T _stext\nffffffff81000100 T func_nop\n%s T _etext\n"
+		"ffffffff82000000 D linux_banner\n",
+		etext);
+	fclose(f);
+	assert_int_equal(vmi_linux_open(l, path, err, sizeof(err)), 0);
+	unlink(path);
+}
+
+/* _etext at 2^63, below _stext, equal to it, or past the image's 1 GiB: one error naming the
+ * values, before a single read (the scan would otherwise run ~2^42 times, or the sites' buffer
+ * wrap). */
+static void test_text_range_rejected(void **state)
+{
+	static const struct {
+		const char *etext, *err;
+	} cases[] = {
+	    {"8000000000000000", "_etext 0x8000000000000000 is below _stext 0xffffffff81000000: "
+				 "not the text of a kernel"},
+	    {"ffffffff80fff000", "_etext 0xffffffff80fff000 is below _stext 0xffffffff81000000: "
+				 "not the text of a kernel"},
+	    {"ffffffff81000000", "_stext and _etext are both 0xffffffff81000000: no kernel text"},
+	    {"ffffffffc0001000", "_stext 0xffffffff81000000 .. _etext 0xffffffffc0001000 is not "
+				 "within the kernel image (0xffffffff80000000-0xffffffffc0000000)"},
+	};
+	struct fake_kernel k;
+
+	(void)state;
+	fake_kernel_init(&k, 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct counting_reader c = {.mem = &k.mem};
+		struct vmi_linux l;
+		struct vmi_sites s = {0};
+		char err[256];
+
+		open_with_etext(&l, cases[i].etext);
+		assert_int_equal(vmi_linux_find_slide(&l, counting_read, &c, err, sizeof(err)),
+				 -EINVAL);
+		assert_string_equal(err, cases[i].err);
+		assert_false(l.slid);
+		assert_int_equal(vmi_linux_sites(&l, counting_read, &c, &s), -EINVAL);
+		assert_int_equal(c.calls, 0);
+		vmi_linux_close(&l);
+	}
+}
+
 /* Sites: the NOP5 function and the endbr64 + NOP5 one (site 4 bytes in); not the CALL, not __fentry__. */
 static void test_sites(void **state)
 {
@@ -437,6 +544,9 @@ int main(void)
 	    cmocka_unit_test(test_slide_none),
 	    cmocka_unit_test(test_slide_kaslr),
 	    cmocka_unit_test(test_slide_not_found),
+	    cmocka_unit_test(test_slide_scan_bounded),
+	    cmocka_unit_test(test_slide_scan_interrupted),
+	    cmocka_unit_test(test_text_range_rejected),
 	    cmocka_unit_test(test_sites),
 	    cmocka_unit_test(test_btf_offsets),
 	    cmocka_unit_test(test_task_layout),

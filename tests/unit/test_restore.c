@@ -1,0 +1,304 @@
+/* What a detach leaves in the guest, over a fake target whose memory and registers the test holds:
+ * a takeover after hvtrace died in the middle of a return (entry popped, RIP not yet written), and
+ * --verify-text telling a byte hvtrace left behind from the kernel's own patching. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "arch/x86/x86_insn.h"
+#include "host/cli/text_verify.h"
+#include "host/trace/tracer.h"
+#include "tests/common/fake_target.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define TEXT   0x100000ull /* the guest's text: two functions and the trampoline */
+#define SITE_A (TEXT + 0x10)
+#define SITE_B (TEXT + 0x40)
+#define TRAMP  (TEXT + 0xf0)
+#define CALLER (TEXT + 0x99) /* a return address in the text */
+#define STACK  0x200000ull   /* a 16 KiB guest stack */
+#define SLOT   (STACK + 0x3f00)
+#define NOP5   "\x0f\x1f\x44\x00\x00"
+
+struct fixture {
+	struct fake_target f;
+	uint8_t text[0x100], stack[0x4000];
+	struct x86_regs regs[1]; /* what the vCPU has, as the target would report it */
+	uint64_t fail_remove_at; /* remove_bp there fails (a peer that refuses the restore) */
+	struct vmi_symtab syms;
+	struct vmi_sites sites;
+	const struct vmi_site *sel[2];
+	struct tracer tr;
+};
+
+static struct fixture *fx(struct target *t)
+{
+	return (struct fixture *)fake_target_of(t);
+}
+
+static int pause_ok(struct target *t)
+{
+	(void)t;
+	return 0;
+}
+
+static void resume_ok(struct target *t)
+{
+	(void)t;
+}
+
+static int get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+{
+	*regs = fx(t)->regs[cpu];
+	return 0;
+}
+
+static int set_regs(struct target *t, unsigned cpu, const struct x86_regs *regs)
+{
+	fx(t)->regs[cpu] = *regs;
+	return 0;
+}
+
+static void set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
+{
+	(void)t;
+	(void)fn;
+	(void)ctx;
+}
+
+static int remove_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
+{
+	return gva == fx(t)->fail_remove_at ? -EIO : fake_target_remove_bp(t, gva, gpa, orig);
+}
+
+static const struct target_ops ops = {
+    .read_virt = fake_target_read_virt,
+    .write_virt = fake_target_write_virt,
+    .read_phys = fake_target_read_phys,
+    .write_phys = fake_target_write_phys,
+    .translate = fake_target_translate,
+    .insert_bp = fake_target_insert_bp,
+    .remove_bp = remove_bp,
+    .pause = pause_ok,
+    .resume = resume_ok,
+    .get_regs = get_regs,
+    .set_regs = set_regs,
+    .set_bp_handler = set_bp_handler,
+};
+
+/* Two traced functions and the trampoline, a tracer with returns hooked, not attached yet. */
+static void fixture_init(struct fixture *x)
+{
+	static const uint64_t addrs[2] = {SITE_A, SITE_B};
+	struct tracer_opts opts = {.returns = true, .hook_all = true, .ring_records = 64};
+	struct vmi_task_layout task = {.unknown = true};
+
+	memset(x, 0, sizeof(*x));
+	fake_target_init(&x->f, &ops, 1);
+	x->f.t.trampoline = TRAMP;
+	x->f.t.stack_shift = 14;
+	memset(x->text, 0x90, sizeof(x->text));
+	memcpy(x->text + (SITE_A - TEXT), NOP5, 5);
+	memcpy(x->text + (SITE_B - TEXT), NOP5, 5);
+	x->text[TRAMP - TEXT] = 0xc3;
+	fake_mem_map(&x->f.mem, TEXT, x->text, sizeof(x->text));
+	fake_mem_map(&x->f.mem, STACK, x->stack, sizeof(x->stack));
+	assert_int_equal(vmi_symtab_add(&x->syms, SITE_A, 0x30, "func_a"), 0);
+	assert_int_equal(vmi_symtab_add(&x->syms, SITE_B, 0x30, "func_b"), 0);
+	vmi_symtab_sort(&x->syms);
+	assert_int_equal(vmi_sites_build(&x->sites, addrs, 2, &x->syms), 0);
+	x->sel[0] = &x->sites.v[0];
+	x->sel[1] = &x->sites.v[1];
+	assert_int_equal(tracer_init(&x->tr, &x->f.t, x->sel, 2, &task, &opts), 0);
+}
+
+static void attach(struct fixture *x)
+{
+	char err[256];
+
+	assert_int_equal(tracer_attach(&x->tr, err, sizeof(err)), 0);
+}
+
+static void fixture_free(struct fixture *x)
+{
+	tracer_free(&x->tr);
+	vmi_sites_free(&x->sites);
+	vmi_symtab_free(&x->syms);
+}
+
+static uint64_t slot_value(struct fixture *x)
+{
+	uint64_t v;
+
+	memcpy(&v, x->stack + (SLOT - STACK), 8);
+	return v;
+}
+
+/* Attached; func_a is called (return address CALLER at SLOT) and hooked; then it returns into the
+ * trampoline, whose hit leaves in *@at_return the registers the vCPU is to resume with. */
+static void call_and_return(struct fixture *x, struct x86_regs *at_return)
+{
+	struct x86_regs r = {.rip = SITE_A, .rsp = SLOT};
+	uint64_t ret = CALLER;
+
+	fixture_init(x);
+	attach(x);
+	memcpy(x->stack + (SLOT - STACK), &ret, 8);
+	x->regs[0] = r;
+	assert_int_equal(tracer_hit(&x->tr, 0, SITE_A, &x->regs[0]), 0);
+	assert_int_equal(x->regs[0].rip, SITE_A + X86_NOP5_LEN);
+	assert_int_equal(slot_value(x), TRAMP);
+	/* its RET: RIP on the trampoline, the slot popped */
+	x->regs[0].rip = TRAMP;
+	x->regs[0].rsp = SLOT + 8;
+	*at_return = x->regs[0];
+	assert_int_equal(tracer_hit(&x->tr, 0, TRAMP, at_return), 0);
+	assert_int_equal(at_return->rip, CALLER);
+}
+
+/* hvtrace is killed after the return's shadow entry was popped and before the new RIP reached the
+ * vCPU (QEMU: the gdbstub's P packet): the guardian, taking over, still moves that vCPU off the
+ * trampoline to where it returns. */
+static void test_takeover_mid_return(void **state)
+{
+	struct fixture x;
+	struct x86_regs at_return;
+
+	(void)state;
+	call_and_return(&x, &at_return);
+	/* never written back: x.regs[0].rip is still the trampoline */
+	assert_int_equal(x.regs[0].rip, TRAMP);
+	assert_int_equal(tracer_takeover_detach(&x.tr), 0);
+	assert_int_equal(x.regs[0].rip, CALLER);
+	assert_int_equal(x.regs[0].rsp, SLOT + 8);
+	assert_int_equal(x.tr.restored_slots, 1);
+	assert_memory_equal(x.text + (SITE_A - TEXT), NOP5, 5);
+	assert_int_equal(x.text[TRAMP - TEXT], 0xc3);
+	fixture_free(&x);
+}
+
+/* The same return completed (RIP written): the detach leaves that vCPU where it is. */
+static void test_detach_after_return(void **state)
+{
+	struct fixture x;
+	struct x86_regs at_return;
+
+	(void)state;
+	call_and_return(&x, &at_return);
+	x.regs[0] = at_return;
+	assert_int_equal(tracer_detach(&x.tr), 0);
+	assert_int_equal(x.regs[0].rip, CALLER);
+	assert_int_equal(x.tr.restored_slots, 0);
+	fixture_free(&x);
+}
+
+/* The fixture, and --verify-text's reference copy of its text (taken before the first patch). */
+static void verify_init(struct fixture *x, struct text_verify *v)
+{
+	fixture_init(x);
+	assert_int_equal(text_verify_begin(v, fake_mem_read, &x->f.mem, TEXT, TEXT + 0x100), 0);
+}
+
+/* What --verify-text finds now. */
+static void verify_now(struct fixture *x, const struct text_verify *v, struct text_verdict *d)
+{
+	assert_int_equal(text_verify_end(v, fake_mem_read, &x->f.mem, &x->tr.probes, TRAMP, d), 0);
+	assert_int_equal(d->len, 0x100);
+}
+
+/* A traced run between --verify-text's two reads: attach, the kernel writes @val at @off of its
+ * text (0: nothing), detach (its return value), with remove_bp failing at @fail_remove_at. */
+static int traced_run(struct fixture *x, struct text_verdict *d, unsigned off, uint8_t val,
+		      uint64_t fail_remove_at)
+{
+	struct text_verify v;
+	int ret;
+
+	verify_init(x, &v);
+	x->fail_remove_at = fail_remove_at;
+	attach(x);
+	if (off) /* alternatives, return thunks: two bytes, then one apart */
+		x->text[off] = x->text[off + 1] = x->text[off + 0x20] = val;
+	ret = tracer_detach(&x->tr);
+	verify_now(x, &v, d);
+	text_verify_free(&v);
+	return ret;
+}
+
+/* --verify-text: the kernel patched its own text while traced (alternatives): reported, not
+ * blamed. */
+static void test_verify_kernel_own_changes(void **state)
+{
+	struct fixture x;
+	struct text_verdict d;
+
+	(void)state;
+	assert_int_equal(traced_run(&x, &d, 0x80, 0xe9, 0), 0);
+	assert_int_equal(d.ours, 0);
+	assert_int_equal(d.kernel, 3);
+	assert_int_equal(d.kernel_runs, 2);
+	assert_int_equal(d.kernel_at, TEXT + 0x80);
+	fixture_free(&x);
+}
+
+/* --verify-text: an INT3 the restore could not take out (the peer refused it) is caught, at its
+ * site. */
+static void test_verify_catches_left_byte(void **state)
+{
+	struct fixture x;
+	struct text_verdict d;
+
+	(void)state;
+	assert_int_equal(traced_run(&x, &d, 0, 0, SITE_B), -EIO);
+	assert_int_equal(d.ours, 1);
+	assert_int_equal(d.ours_at, SITE_B);
+	assert_int_equal(d.ours_now, X86_INT3);
+	assert_int_equal(d.ours_was, 0x0f);
+	assert_int_equal(d.kernel, 0);
+	fixture_free(&x);
+}
+
+/* The trampoline: an INT3 left there is hvtrace's; any other change (the kernel rewriting its own
+ * RET, as return-thunk patching does to __fentry__) is the kernel's, and so are bytes next to a
+ * site. */
+static void test_verify_trampoline_and_neighbours(void **state)
+{
+	struct fixture x;
+	struct text_verify v, empty;
+	struct text_verdict d;
+
+	(void)state;
+	verify_init(&x, &v);
+	x.text[TRAMP - TEXT] = 0xe9;
+	x.text[SITE_A - TEXT - 1] = 0xcc;
+	x.text[SITE_A - TEXT + X86_NOP5_LEN] = 0xcc;
+	verify_now(&x, &v, &d);
+	assert_int_equal(d.ours, 0);
+	assert_int_equal(d.kernel, 3);
+	x.text[TRAMP - TEXT] = X86_INT3;
+	x.text[SITE_A - TEXT + 4] = 0x01;
+	verify_now(&x, &v, &d);
+	assert_int_equal(d.ours, 2);
+	assert_int_equal(d.ours_at, SITE_A + 4);
+	assert_int_equal(d.kernel, 2);
+	assert_int_equal(text_verify_begin(&empty, fake_mem_read, &x.f.mem, TEXT, TEXT), -EINVAL);
+	text_verify_free(&v);
+	fixture_free(&x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_takeover_mid_return),
+	    cmocka_unit_test(test_detach_after_return),
+	    cmocka_unit_test(test_verify_kernel_own_changes),
+	    cmocka_unit_test(test_verify_catches_left_byte),
+	    cmocka_unit_test(test_verify_trampoline_and_neighbours),
+	};
+
+	return cmocka_run_group_tests_name("restore", tests, NULL, NULL);
+}
