@@ -615,16 +615,22 @@ static int read_reply(struct gdb *g, const char *cmd, bool want_stop)
 	}
 }
 
-static int command(struct gdb *g, const char *cmd, bool want_stop)
+/* Whether a command may be sent now: 0, or why not (a broken, closed or running connection). */
+static int ready(const struct gdb *g)
 {
-	int rc;
-
 	if (g->broken)
 		return -ECONNABORTED;
 	if (g->fd < 0 || g->gone)
 		return -ECONNRESET;
-	if (g->running)
-		return -EBUSY;
+	return g->running ? -EBUSY : 0;
+}
+
+static int command(struct gdb *g, const char *cmd, bool want_stop)
+{
+	int rc = ready(g);
+
+	if (rc)
+		return rc;
 	g->why[0] = '\0';
 	rc = send_packet(g, cmd);
 	return rc ? rc : read_reply(g, cmd, want_stop);
@@ -1002,14 +1008,10 @@ int gdb_remove_bp(struct gdb *g, uint64_t addr)
 
 static int resume(struct gdb *g, const char *cmd)
 {
-	int rc;
+	int rc = ready(g);
 
-	if (g->broken)
-		return -ECONNABORTED;
-	if (g->fd < 0 || g->gone)
-		return -ECONNRESET;
-	if (g->running)
-		return -EBUSY;
+	if (rc)
+		return rc;
 	rc = send_packet(g, cmd);
 	if (rc)
 		return rc;
