@@ -17,8 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DOMAIN	"hvtrace-test"
-#define CONSOLE "/tmp/hvtrace-libvirt/console.log"
+/* The libvirt domain the attach tests boot, and its console log: $HVT_TEST_DOMAIN (default
+ * hvtrace-test), so that two checkouts can run their tests side by side. */
+static char domain_name[64] = "hvtrace-test", console_log[128];
+#define DOMAIN	domain_name
+#define CONSOLE console_log
 
 static char kernel[256], initrd[256], sysmap[256];
 
@@ -170,8 +173,11 @@ static int domain(const char *cmd, const char *cmdline)
 
 static bool domain_gone(void)
 {
-	FILE *p = popen("tests/qemu/libvirt-domain.sh state " DOMAIN, "r");
-	char state[64] = "";
+	char cmd[128], state[64] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "tests/qemu/libvirt-domain.sh state %s", DOMAIN);
+	p = popen(cmd, "r");
 
 	if (p) {
 		if (!fgets(state, sizeof(state), p))
@@ -668,6 +674,9 @@ int main(void)
 		printf("SKIPPED: Linux guest tests: no %s (make guest)\n", kernel);
 		return 0;
 	}
+	if (getenv("HVT_TEST_DOMAIN"))
+		snprintf(domain_name, sizeof(domain_name), "%s", getenv("HVT_TEST_DOMAIN"));
+	snprintf(console_log, sizeof(console_log), "/tmp/hvtrace-libvirt/%s/console.log", domain_name);
 	if (getenv("HVT_TEST_FILTER")) /* e.g. HVT_TEST_FILTER='test_sigkill*' while developing */
 		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
 	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);
