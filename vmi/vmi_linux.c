@@ -1,8 +1,8 @@
 #include "vmi/vmi_linux.h"
+#include "vmi/vmi_btf.h"
 #include "vmi/vmi_elf.h"
 #include "arch/x86/x86_insn.h"
 
-#include <bpf/btf.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -286,49 +286,16 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
 	return 0;
 }
 
-/* Byte offset of @member in the struct with BTF id @id, searching anonymous members too. */
-static int member_offset(const struct btf *btf, __u32 id, const char *member)
-{
-	const struct btf_type *t = btf__type_by_id(btf, id);
-	const struct btf_member *m;
-
-	if (!t || (!btf_is_struct(t) && !btf_is_union(t)))
-		return -ENOENT;
-	m = btf_members(t);
-	for (__u16 i = 0; i < btf_vlen(t); i++, m++) {
-		const char *name = btf__name_by_offset(btf, m->name_off);
-		__u32 bits = btf_member_bit_offset(t, i);
-
-		if (name && !strcmp(name, member))
-			return (int)(bits / 8);
-		if (!name || !*name) {
-			__u32 sub = m->type;
-			const struct btf_type *st = btf__type_by_id(btf, sub);
-			int off;
-
-			while (st && (btf_is_mod(st) || btf_is_typedef(st))) {
-				sub = st->type;
-				st = btf__type_by_id(btf, sub);
-			}
-			off = st ? member_offset(btf, sub, member) : -ENOENT;
-			if (off >= 0)
-				return (int)(bits / 8) + off;
-		}
-	}
-	return -ENOENT;
-}
-
 int vmi_btf_member_offset(const void *data, size_t size, const char *type, const char *member)
 {
-	struct btf *btf = btf__new(data, (__u32)size);
-	__s32 id;
+	char err[160];
+	struct vmi_btf *b = vmi_btf_new(data, size, err, sizeof(err));
 	int off;
 
-	if (!btf)
+	if (!b)
 		return -EINVAL;
-	id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
-	off = id < 0 ? -ENOENT : member_offset(btf, (__u32)id, member);
-	btf__free(btf);
+	off = vmi_btf_struct_offset(b, type, member);
+	vmi_btf_free(b);
 	return off;
 }
 
@@ -343,7 +310,7 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 		return -ENOENT;
 	}
 	size = l->btf_stop - l->btf_start;
-	if (size > (64u << 20)) {
+	if (size > VMI_BTF_MAX_SIZE) {
 		snprintf(err, errlen, "BTF of %zu bytes is implausible", size);
 		return -EINVAL;
 	}
@@ -356,9 +323,13 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 		free(buf);
 		return ret;
 	}
-	l->pid_off = vmi_btf_member_offset(buf, size, "task_struct", "pid");
-	l->comm_off = vmi_btf_member_offset(buf, size, "task_struct", "comm");
+	vmi_btf_free(l->btf);
+	l->btf = vmi_btf_new(buf, size, err, errlen);
 	free(buf);
+	if (!l->btf)
+		return -EINVAL;
+	l->pid_off = vmi_btf_struct_offset(l->btf, "task_struct", "pid");
+	l->comm_off = vmi_btf_struct_offset(l->btf, "task_struct", "comm");
 	if (l->pid_off < 0 || l->comm_off < 0) {
 		snprintf(err, errlen, "BTF has no task_struct.pid/comm");
 		l->pid_off = l->comm_off = -1;
@@ -593,4 +564,6 @@ void vmi_linux_close(struct vmi_linux *l)
 {
 	vmi_symtab_free(&l->funcs);
 	vmi_symtab_free(&l->objects);
+	vmi_btf_free(l->btf);
+	l->btf = NULL;
 }

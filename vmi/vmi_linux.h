@@ -6,6 +6,7 @@
 #ifndef HVT_VMI_LINUX_H
 #define HVT_VMI_LINUX_H
 
+#include "vmi/vmi_btf.h"
 #include "vmi/vmi_read.h"
 #include "vmi/vmi_sites.h"
 #include "vmi/vmi_symtab.h"
@@ -27,6 +28,7 @@ struct vmi_linux {
 	uint64_t banner, fentry, per_cpu_offset, current_task, btf_start, btf_stop;
 	uint64_t stext, etext;
 	int pid_off, comm_off; /* task_struct offsets from BTF; -1 when unknown */
+	struct vmi_btf *btf;   /* the kernel's BTF once read (vmi_linux_read_btf), else NULL */
 };
 
 #define VMI_LINUX_NAME_MAX 511	    /* longest symbol name (the kernel's KSYM_NAME_LEN - 1) */
@@ -49,8 +51,9 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
 int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err,
 			 size_t errlen);
 
-/* Struct offsets of task_struct.pid and .comm from the kernel's own BTF (__start_BTF..__stop_BTF in guest
- * memory, parsed with libbpf). Returns 0, or -ENOENT when the kernel has no BTF (offsets stay -1). */
+/* Reads the kernel's own BTF (__start_BTF..__stop_BTF in guest memory, parsed with libbpf) into l->btf,
+ * kept until vmi_linux_close, and the struct offsets of task_struct.pid and .comm from it. Returns 0, or
+ * -ENOENT when the kernel has no BTF (offsets stay -1), -EINVAL when it is refused. */
 int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen);
 
 /* Offsets of @member in struct @type of the raw BTF @data (exposed for tests). Returns the byte offset

@@ -1,7 +1,9 @@
 #include "host/cli/events.h"
+#include "host/trace/fevent_btf.h"
 #include "host/trace/filter.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,14 +36,41 @@ static bool entry_wanted(const struct session *s, const char *func, bool traced)
 	return traced;
 }
 
-int events_bind(const struct session *s, struct tracer *t, const bool *traced)
+int events_resolve(const struct session *s, const struct vmi_btf *btf, struct fe_spec **events,
+		   struct fe_spec **rprobes, char *err, size_t errlen)
+{
+	char why[384];
+
+	*events = calloc(s->nr_events ? s->nr_events : 1, sizeof(**events));
+	*rprobes = calloc(s->nr_rprobes ? s->nr_rprobes : 1, sizeof(**rprobes));
+	if (!*events || !*rprobes)
+		return -ENOMEM;
+	for (size_t e = 0; e < s->nr_events; e++) {
+		(*events)[e] = s->events[e];
+		if (fe_resolve_btf(&(*events)[e], false, btf, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "-e: %s", why);
+			return -EINVAL;
+		}
+	}
+	for (size_t e = 0; e < s->nr_rprobes; e++) {
+		(*rprobes)[e] = s->rprobes[e];
+		if (fe_resolve_btf(&(*rprobes)[e], true, btf, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "-r: %s", why);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int events_bind(const struct session *s, const struct fe_spec *events, const struct fe_spec *rprobes,
+		struct tracer *t, const bool *traced)
 {
 	const struct probe_table *probes = tracer_probes(t);
 
 	for (size_t e = 0; e < s->nr_events; e++)
 		for (size_t i = 0; i < probes->nr; i++)
 			if (!strcmp(probes->v[i].func->name, s->events[e].func)) {
-				int ret = tracer_set_event(t, probes->v[i].id, &s->events[e]);
+				int ret = tracer_set_event(t, probes->v[i].id, &events[e]);
 
 				if (ret < 0)
 					return ret;
@@ -50,7 +79,7 @@ int events_bind(const struct session *s, struct tracer *t, const bool *traced)
 		for (size_t i = 0; i < probes->nr; i++)
 			if (!strcmp(probes->v[i].func->name, s->rprobes[e].func)) {
 				bool quiet = !entry_wanted(s, s->rprobes[e].func, traced && traced[i]);
-				int ret = tracer_set_return(t, probes->v[i].id, &s->rprobes[e], quiet);
+				int ret = tracer_set_return(t, probes->v[i].id, &rprobes[e], quiet);
 
 				if (ret < 0)
 					return ret;

@@ -180,6 +180,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		.task = &tl,
 		.funcs = &r->l.funcs,
 		.no_trampoline = "no __fentry__ in the System.map",
+		.btf = r->l.btf,
 	};
 	const struct vmi_site **sel = NULL;
 	size_t nr_sel = 0;

@@ -67,7 +67,7 @@ static int bind_events(struct pipeline *p)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->nr_traced; i++)
 		traced[i] = true;
-	ret = events_bind(p->s, &p->tr, traced);
+	ret = events_bind(p->s, p->events, p->rprobes, &p->tr, traced);
 	free(traced);
 	return ret;
 }
@@ -88,6 +88,13 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	unsigned nr_cpus = g->tgt->nr_cpus;
 	int ret;
 
+	/* -e / -r typed from BTF: refused here, before any probe, like any bad spec */
+	ret = events_resolve(s, g->btf, &p->events, &p->rprobes, err, errlen);
+	if (ret < 0) {
+		if (ret == -ENOMEM)
+			snprintf(err, errlen, "out of memory");
+		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
+	}
 	ret = tracer_init(&p->tr, g->tgt, p->sel, p->nr_sel, g->task, &opts);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s",
@@ -196,4 +203,7 @@ void pipeline_free(struct pipeline *p)
 	p->have_tr = false;
 	free(p->sel);
 	p->sel = NULL;
+	free(p->events);
+	free(p->rprobes);
+	p->events = p->rprobes = NULL;
 }

@@ -10,6 +10,7 @@
 #include "host/out/sink.h"
 #include "host/out/writer.h"
 #include "host/trace/tracer.h"
+#include "vmi/vmi_btf.h"
 #include "vmi/vmi_sites.h"
 #include "vmi/vmi_symtab.h"
 #include "vmi/vmi_task.h"
@@ -27,6 +28,7 @@ struct pipeline {
 	struct sink sink;
 	struct writer w;
 	struct profile prof;
+	struct fe_spec *events, *rprobes; /* the session's -e / -r, typed from BTF (owned) */
 	bool have_tr, profiling, writing;
 };
 
@@ -37,6 +39,7 @@ struct pipeline_guest {
 	const struct vmi_symtab *funcs;	    /* for naming addresses in the output */
 	bool stub;			    /* stub probes wherever they can do the job (--probe) */
 	const char *no_trampoline; /* the reason when the target has no return trampoline */
+	const struct vmi_btf *btf; /* the guest's BTF, for -e / -r typed by name (NULL: none) */
 };
 
 /* Chooses the sites to probe among @sites: @preselected (taken over; the backend's own choice for

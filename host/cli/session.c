@@ -236,7 +236,8 @@ static int parse_event(struct session *s, const char *spec, char *err, size_t er
 	return 0;
 }
 
-/* -r SPEC: "func" (RAX in hex) or "func(type name)" whose one field is evaluated on RAX. */
+/* -r SPEC: "func" (RAX in its BTF type, or in hex), "func(name)" (in its BTF type) or "func(type name)"
+ * whose one field is evaluated on RAX. */
 static int parse_rprobe(struct session *s, const char *spec, char *err, size_t errlen)
 {
 	struct fe_spec *v = realloc(s->rprobes, (s->nr_rprobes + 1) * sizeof(*v));
@@ -248,7 +249,7 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 		return -ENOMEM;
 	s->rprobes = v;
 	/* the whole spec, however long: a truncated copy could parse where the spec does not */
-	if (asprintf(&full, strchr(spec, '(') ? "%s" : "%s(x64 ret)", spec) < 0)
+	if (asprintf(&full, strchr(spec, '(') ? "%s" : "%s(ret)", spec) < 0)
 		return -ENOMEM;
 	ret = fe_parse(full, &v[s->nr_rprobes], reason, sizeof(reason), &pos);
 	free(full);
@@ -256,7 +257,9 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 		snprintf(err, errlen, "-r: %s\n  %s\n  %*s^", reason, spec, (int)pos, "");
 		return -EINVAL;
 	}
-	if (v[s->nr_rprobes].nr_args > 1) {
+	/* bare: RAX in the return's BTF type where the guest has BTF, else in hex */
+	v[s->nr_rprobes].ret_hex = !strchr(spec, '(');
+	if (v[s->nr_rprobes].nr_args > 1 || v[s->nr_rprobes].all_args) {
 		snprintf(err, errlen, "-r %s: a return probe has one value (RAX)", spec);
 		return -EINVAL;
 	}

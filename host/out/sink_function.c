@@ -78,10 +78,11 @@ int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const 
 	else
 		snprintf(fields, sizeof(fields), "ret=0x%" PRIx64, r->value);
 	return snprintf(buf, len,
-			"%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": r_%s: (%s <- %s) %s "
+			"%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": r_%s: (%s <- %s) %s%s"
 			"duration=%" PRIu64 ".%03" PRIu64 "us\n",
 			comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
 			(uint64_t)(r->ts % 1000000000u / 1000), func, caller, func, fields,
+			*fields ? " " : "", /* a void return has no value */
 			r->duration / 1000, r->duration % 1000);
 }
 

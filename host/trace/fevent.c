@@ -121,6 +121,42 @@ static int parse_type(struct parser *p, struct fe_field *f, bool *is_char)
 	return fail(p, at, "unknown type '%s'", word);
 }
 
+static bool is_type_word(const char *word)
+{
+	if (!strcmp(word, "unsigned"))
+		return true;
+	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++)
+		if (!strcmp(word, types[k].name))
+			return true;
+	return false;
+}
+
+/* An argument given by its name alone ("dfd" in "f(dfd, string name)"): a field whose type and argument
+ * position come from BTF later. Returns 1 and fills @f if that is what is at p->i, 0 (nothing
+ * consumed) if not, or -EINVAL. */
+static int parse_name_only(struct parser *p, struct fe_field *f)
+{
+	char word[FE_NAME_LEN + 1];
+	size_t at = p->i, n = ident(p, word, sizeof(word));
+
+	if (!n || is_type_word(word))
+		goto not_this;
+	skip_ws(p);
+	if (p->s[p->i] != ',' && p->s[p->i] != ')')
+		goto not_this;
+	if (n >= FE_NAME_LEN)
+		return fail(p, at, "%s", "field name too long");
+	memset(f, 0, sizeof(*f));
+	memcpy(f->name, word, n + 1);
+	f->untyped = true;
+	f->kind = FE_HEX; /* until fe_resolve_btf types it */
+	f->size = 8;
+	return 1;
+not_this:
+	p->i = at;
+	return 0;
+}
+
 /* One field: type, optional [N], name, optional [K], then +off / [K] steps. */
 static int parse_field(struct parser *p, struct fe_field *f, unsigned arg)
 {
@@ -236,6 +272,22 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 				return fail(&p, p.i, "%s", "too many arguments");
 			if (ident(&p, word, sizeof(word)) == 4 && !strcmp(word, "NULL")) {
 				/* NULL skips an argument */
+			} else if (text[p.i] == '*') {
+				/* every argument, as fprobe's $arg* */
+				p.i++;
+				skip_ws(&p);
+				if (spec->nr_args || text[p.i] != ')')
+					return fail(&p, save, "%s", "'*' (every argument) comes alone");
+				spec->all_args = true;
+			} else if (spec->nr_fields < FE_MAX_FIELDS &&
+				   (ret = parse_name_only(&p, &spec->fields[spec->nr_fields])) != 0) {
+				if (ret < 0)
+					return ret;
+				for (unsigned k = 0; k < spec->nr_fields; k++)
+					if (!strcmp(spec->fields[k].name,
+						    spec->fields[spec->nr_fields].name))
+						return fail(&p, save, "%s", "duplicate field name");
+				spec->nr_fields++;
 			} else {
 				p.i = save;
 				for (;;) {
@@ -394,7 +446,7 @@ static uint64_t element(const uint8_t *data, unsigned size, bool sign)
 }
 
 static int format_value(char *buf, size_t len, const struct fe_field *f, const uint8_t *data,
-			const struct vmi_symtab *syms)
+			const struct vmi_symtab *syms, bool fprobe)
 {
 	uint64_t v = element(data, f->memory || f->count ? f->size : 8, false);
 	const struct vmi_sym *s;
@@ -406,7 +458,8 @@ static int format_value(char *buf, size_t len, const struct fe_field *f, const u
 	case FE_UNSIGNED:
 		return snprintf(buf, len, "%" PRIu64, element(data, f->size, false));
 	case FE_HEX:
-		return snprintf(buf, len, "%" PRIx64, element(data, f->size, false));
+		return snprintf(buf, len, fprobe ? "0x%" PRIx64 : "%" PRIx64,
+				element(data, f->size, false));
 	case FE_SYMBOL:
 		v = element(data, 8, false);
 		if (!v)
@@ -425,6 +478,7 @@ static int format_value(char *buf, size_t len, const struct fe_field *f, const u
 int fe_format(char *buf, size_t len, const struct fe_spec *spec, const uint8_t *payload,
 	      const struct vmi_symtab *syms)
 {
+	bool fprobe = spec->fprobe_style;
 	size_t n = 0;
 
 #define ADD(...)                                                              \
@@ -439,26 +493,31 @@ int fe_format(char *buf, size_t len, const struct fe_spec *spec, const uint8_t *
 		const struct fe_field *f = &spec->fields[i];
 		const uint8_t *data = payload + 1;
 
-		ADD("%s%s=", i ? ", " : "", f->name);
+		ADD("%s%s=", i ? (fprobe ? " " : ", ") : "", f->name);
 		if (*payload) {
 			ADD("(fault)");
 		} else if (f->kind == FE_STRING || f->kind == FE_CHARS) {
 			size_t max = f->kind == FE_STRING ? FE_MAX_STRING : f->count;
 
 			/* guest bytes: escaped, so none can start a line or a control sequence */
-			if (n < len)
-				n += escape_str(buf + n, len - n, (const char *)data, max);
+			ADD("%s", fprobe ? "\"" : "");
+			if (n + fprobe < len) /* room for the closing quote */
+				n += escape_str(buf + n, len - n - fprobe, (const char *)data, max);
+			ADD("%s", fprobe ? "\"" : "");
 		} else if (f->count) {
+			ADD("%s", fprobe ? "{" : "");
 			for (unsigned k = 0; k < f->count; k++) {
 				char v[32];
 
-				format_value(v, sizeof(v), f, data + (size_t)k * f->size, syms);
+				format_value(v, sizeof(v), f, data + (size_t)k * f->size, syms,
+					     fprobe);
 				ADD("%s%s", k ? "," : "", v);
 			}
+			ADD("%s", fprobe ? "}" : "");
 		} else {
 			char v[160];
 
-			format_value(v, sizeof(v), f, data, syms);
+			format_value(v, sizeof(v), f, data, syms, fprobe);
 			ADD("%s", v);
 		}
 		payload += 1 + field_data_size(f);

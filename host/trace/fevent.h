@@ -35,6 +35,7 @@ struct fe_field {
 	unsigned count; /* type[N] arrays and char[N]: N; scalars: 0 */
 	unsigned arg;	/* argument position (0-based, NULLs count) */
 	bool memory;	/* the value is read from guest memory at the chain's address */
+	bool untyped;	/* given by name alone: type and position come from BTF (fe_resolve_btf) */
 	unsigned nr_steps;
 	struct fe_step steps[FE_MAX_STEPS];
 };
@@ -43,11 +44,16 @@ struct fe_spec {
 	char func[128];
 	unsigned nr_args; /* positions, including NULL ones */
 	unsigned nr_fields;
+	bool all_args;	   /* func(*): every parameter, from BTF */
+	bool ret_hex;	   /* -r func: RAX in its BTF type where BTF is known, else x64 */
+	bool fprobe_style; /* some field is typed from BTF: printed as fprobe events print */
 	struct fe_field fields[FE_MAX_FIELDS];
 };
 
-/* Parses @text. Returns 0, or -EINVAL with the reason in @err and the byte offset of the offending
- * character in *@pos. Pure; any thread. */
+/* Parses @text. An argument may be a name alone (its type and position to come from the function's
+ * BTF: untyped) and the whole list may be `*` (every parameter): fe_resolve_btf completes those.
+ * Returns 0, or -EINVAL with the reason in @err and the byte offset of the offending character in
+ * *@pos. Pure; any thread. */
 int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, size_t *pos);
 
 /* The one-line error display: the spec, then a caret under @pos, then the reason. */
@@ -69,7 +75,8 @@ void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_rea
 		void *ctx, uint8_t *payload);
 
 /* Writer thread: "name=value, name=value" from a captured @payload; a field whose memory could not be
- * read prints "(fault)". Returns the length. Pure. */
+ * read prints "(fault)". A spec typed from BTF (fprobe_style) prints as the kernel's fprobe events do:
+ * "name=value name=value", strings in double quotes, hex with 0x. Returns the length. Pure. */
 int fe_format(char *buf, size_t len, const struct fe_spec *spec, const uint8_t *payload,
 	      const struct vmi_symtab *syms);
 
