@@ -265,12 +265,16 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 		for (;;) {
 			char word[8];
 			size_t save;
+			bool null;
 
 			skip_ws(&p);
 			save = p.i;
 			if (spec->nr_args == FE_MAX_ARGS)
 				return fail(&p, p.i, "%s", "too many arguments");
-			if (ident(&p, word, sizeof(word)) == 4 && !strcmp(word, "NULL")) {
+			null = ident(&p, word, sizeof(word)) == 4 && !strcmp(word, "NULL");
+			if (!null)
+				p.i = save;
+			if (null) {
 				/* NULL skips an argument */
 			} else if (text[p.i] == '*') {
 				/* every argument, as fprobe's $arg* */
@@ -289,7 +293,6 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 						return fail(&p, save, "%s", "duplicate field name");
 				spec->nr_fields++;
 			} else {
-				p.i = save;
 				for (;;) {
 					if (spec->nr_fields == FE_MAX_FIELDS)
 						return fail(&p, p.i, "%s", "too many fields");
@@ -500,10 +503,18 @@ int fe_format(char *buf, size_t len, const struct fe_spec *spec, const uint8_t *
 			size_t max = f->kind == FE_STRING ? FE_MAX_STRING : f->count;
 
 			/* guest bytes: escaped, so none can start a line or a control sequence */
-			ADD("%s", fprobe ? "\"" : "");
-			if (n + fprobe < len) /* room for the closing quote */
-				n += escape_str(buf + n, len - n - fprobe, (const char *)data, max);
-			ADD("%s", fprobe ? "\"" : "");
+			if (fprobe) {
+				char e[ESCAPE_SIZE(FE_MAX_STRING)];
+
+				escape_str(e, sizeof(e), (const char *)data, max);
+				ADD("\"");
+				/* and a quote in the string cannot end the quoted value */
+				for (const char *c = e; *c; c++)
+					ADD("%s%c", *c == '"' ? "\\" : "", *c);
+				ADD("\"");
+			} else if (n < len) {
+				n += escape_str(buf + n, len - n, (const char *)data, max);
+			}
 		} else if (f->count) {
 			ADD("%s", fprobe ? "{" : "");
 			for (unsigned k = 0; k < f->count; k++) {
