@@ -212,6 +212,32 @@ static void check_rprobe_balanced(const struct hv_result *r)
 	assert_int_equal(misses, 0);
 }
 
+/* -e 'vfs_read(*)': every vfs_read line has the four parameters of its BTF prototype, each printed
+ * in its type: file (pointer, hex), buf (char *, a quoted string), count (size_t, unsigned
+ * decimal), pos (pointer, hex). */
+static void check_vfs_read_all_args(const struct hv_result *r)
+{
+	const char *p = r->trace;
+	long n = 0;
+
+	while ((p = strstr(p, "->vfs_read(")) != NULL) {
+		unsigned long long file, count, pos;
+		const char *q;
+		int used = 0;
+
+		p += strlen("->vfs_read(");
+		assert_int_equal(sscanf(p, "file=0x%llx buf=\"%n", &file, &used), 1);
+		assert_true(used > 0);
+		q = strstr(p, "\" count=");
+		assert_non_null(q);
+		assert_true(q < strchr(p, '\n'));
+		assert_int_equal(sscanf(q, "\" count=%llu pos=0x%llx)\n", &count, &pos), 2);
+		assert_true(file >= 0xff00000000000000ull); /* a kernel pointer */
+		n++;
+	}
+	assert_true(n > 10);
+}
+
 /* ---- the tests ------------------------------------------------------------------------------- */
 
 #define WORKLOAD_DONE "hvt-linux: workload done"
@@ -343,6 +369,47 @@ static const struct linux_test linux_tests[] = {
 		.trace = {"             cat-"},
 	    },
 	}},
+    },
+    {
+	/* Arguments typed from the guest's BTF: by name alone (dfd, filename: int and const char *),
+	 * every argument (*), a return in its type (int: a negative errno for the workload's
+	 * /nonexistent/path), and a name BTF does not know refused before any probe. */
+	.name = "test_linux_event_btf",
+	.runs = {
+	    {
+		.label = "run --qemu -e by name",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-e", "do_sys_openat2(dfd, filename)", "--timeout", "300"},
+		.expect = {
+		    .counts = {{"->do_sys_openat2(dfd=-100 filename=\"/etc/motd\")\n", 2},
+			       {"->do_sys_openat2(dfd=-100 filename=\"/proc/version\")\n", 2}},
+		    .trace = {"             cat-"},
+		},
+	    },
+	    {
+		.label = "run --qemu -e (*) -r",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-e", "vfs_read(*)", "-r", "filename_lookup", "--timeout", "300"},
+		.expect = {
+		    .check = check_vfs_read_all_args,
+		    .counts = {{"<- filename_lookup) ret=-2 duration=", 2},
+			       {"<- filename_lookup) ret=0 duration=", 2}},
+		},
+	    },
+	    {
+		.label = "run --qemu -e, no such parameter",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-e", "do_sys_openat2(dfd, fname)", "--timeout", "300"},
+		.expect = {
+		    .status = 2,
+		    .err_is = "hvtrace: -e: do_sys_openat2 has no parameter 'fname' (its "
+			      "parameters: dfd, filename, how)\n",
+		},
+	    },
+	},
     },
     {
 	/* Seed 001's stress: 32 concurrent `yes > /dev/null`, a return probe on vfs_write for 15 s,
