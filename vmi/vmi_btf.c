@@ -23,10 +23,21 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list args)
 
 struct vmi_btf *vmi_btf_new(const void *data, size_t size, char *err, size_t errlen)
 {
+	struct btf_header hdr;
 	struct vmi_btf *b;
 
 	if (!size || size > VMI_BTF_MAX_SIZE) {
 		snprintf(err, errlen, "BTF of %zu bytes is implausible", size);
+		return NULL;
+	}
+	/* libbpf takes type records where the header puts them: they must be 4-byte aligned (as the
+	 * kernel's own check demands), and an x86 guest's BTF is in its byte order */
+	if (size >= sizeof(hdr))
+		memcpy(&hdr, data, sizeof(hdr));
+	if (size < sizeof(hdr) || hdr.magic != BTF_MAGIC || (hdr.hdr_len + hdr.type_off) % 4) {
+		snprintf(err, errlen, "BTF of %zu bytes: %s", size,
+			 size < sizeof(hdr) || hdr.magic != BTF_MAGIC ? "no BTF header"
+								  : "unaligned type section");
 		return NULL;
 	}
 	b = calloc(1, sizeof(*b));

@@ -278,7 +278,7 @@ static void test_raw_hostile(void **state)
 	struct btf_header hdr;
 	uint8_t *copy;
 	const uint8_t *raw;
-	char err[160];
+	char err[160], want[160];
 	int i32, fp;
 	__u32 size;
 
@@ -304,7 +304,15 @@ static void test_raw_hostile(void **state)
 		assert_non_null(strstr(err, "refused by libbpf"));
 		assert_null(strchr(err, '\n'));
 	}
+	/* type records off their 4-byte alignment */
+	memcpy(&hdr, copy, sizeof(hdr));
+	hdr.type_off += 1;
+	memcpy(copy, &hdr, sizeof(hdr));
+	assert_null(vmi_btf_new(copy, size, err, sizeof(err)));
+	snprintf(want, sizeof(want), "BTF of %u bytes: unaligned type section", size);
+	assert_string_equal(err, want);
 	assert_null(vmi_btf_new("garbage!", 8, err, sizeof(err)));
+	assert_string_equal(err, "BTF of 8 bytes: no BTF header");
 	assert_null(vmi_btf_new(copy, VMI_BTF_MAX_SIZE + 1, err, sizeof(err)));
 	assert_string_equal(err, "BTF of 67108865 bytes is implausible");
 	assert_null(vmi_btf_new(copy, 0, err, sizeof(err)));
