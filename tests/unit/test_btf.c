@@ -257,11 +257,7 @@ static void test_dangling_and_wide(void **state)
 	}
 	btf__add_func(btf, "wide", BTF_FUNC_GLOBAL, fp);
 	b = load(btf, err, sizeof(err));
-	if (!b) {
-		/* a libbpf that validates ids refuses the whole table: also fine, and one line */
-		assert_non_null(strstr(err, "refused by libbpf"));
-		return;
-	}
+	assert_non_null(b); /* libbpf 1.1 does not check where ids point: vmi_btf must */
 	assert_int_equal(vmi_btf_func_proto(b, "dangling", &p, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "BTF of dangling: broken type of parameter 1");
 	assert_int_equal(vmi_btf_func_proto(b, "not_proto", &p, err, sizeof(err)), -EINVAL);
