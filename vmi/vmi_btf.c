@@ -157,10 +157,13 @@ static int describe(const struct btf *btf, __u32 id, struct vmi_btf_value *v)
 			}
 		}
 		to = t->type;
-		strip(btf, &to, true, &broken);
+		c = strip(btf, &to, true, &broken);
 		if (broken)
 			return -EINVAL;
 		v->target = to;
+		if (c && btf_is_composite(c))
+			snprintf(v->c, sizeof(v->c), "%s %s *", btf_is_struct(c) ? "struct" : "union",
+				 name_of(btf, c->name_off));
 		return 0;
 	}
 	case BTF_KIND_STRUCT:

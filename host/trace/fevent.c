@@ -131,30 +131,58 @@ static bool is_type_word(const char *word)
 	return false;
 }
 
-/* An argument given by its name alone ("dfd" in "f(dfd, string name)"): a field whose type and argument
- * position come from BTF later. Returns 1 and fills @f if that is what is at p->i, 0 (nothing
- * consumed) if not, or -EINVAL. */
+/* Length of the C identifier at @s (letters, digits, '_'; not starting with a digit), 0 if none. */
+static size_t c_ident(const char *s)
+{
+	size_t n = 0;
+
+	if (!isalpha((unsigned char)s[0]) && s[0] != '_')
+		return 0;
+	while (isalnum((unsigned char)s[n]) || s[n] == '_')
+		n++;
+	return n;
+}
+
+/* An argument given by its name alone ("dfd" in "f(dfd, string name)"), maybe followed by members
+ * ("file->f_path.dentry"): a field whose type, argument position and address steps come from BTF
+ * later. Returns 1 and fills @f if that is what is at p->i, 0 (nothing consumed) if not, or
+ * -EINVAL. */
 static int parse_name_only(struct parser *p, struct fe_field *f)
 {
-	char word[FE_NAME_LEN + 1];
-	size_t at = p->i, n = ident(p, word, sizeof(word));
+	const char *s = p->s + p->i;
+	size_t at = p->i, n = c_ident(s), k;
+	char word[32];
 
-	if (!n || is_type_word(word))
-		goto not_this;
+	if (!n)
+		return 0;
+	snprintf(word, sizeof(word), "%.*s", (int)n, s); /* type words are short */
+	if (n < sizeof(word) && is_type_word(word))
+		return 0;
+	for (;;) {
+		size_t op = s[n] == '.' ? 1 : s[n] == '-' && s[n + 1] == '>' ? 2 : 0;
+
+		if (!op)
+			break;
+		k = c_ident(s + n + op);
+		if (!k)
+			return fail(p, at + n + op, "%s", "expected a member name");
+		n += op + k;
+	}
+	p->i = at + n;
 	skip_ws(p);
-	if (p->s[p->i] != ',' && p->s[p->i] != ')')
-		goto not_this;
+	if (p->s[p->i] != ',' && p->s[p->i] != ')') {
+		p->i = at;
+		return 0;
+	}
 	if (n >= FE_NAME_LEN)
 		return fail(p, at, "%s", "field name too long");
 	memset(f, 0, sizeof(*f));
-	memcpy(f->name, word, n + 1);
+	memcpy(f->name, s, n);
+	f->name[n] = 0;
 	f->untyped = true;
 	f->kind = FE_HEX; /* until fe_resolve_btf types it */
 	f->size = 8;
 	return 1;
-not_this:
-	p->i = at;
-	return 0;
 }
 
 /* One field: type, optional [N], name, optional [K], then +off / [K] steps. */

@@ -16,7 +16,7 @@
 #define FE_MAX_STEPS 8
 #define FE_MAX_ARRAY 64
 #define FE_MAX_STRING 128
-#define FE_NAME_LEN 32
+#define FE_NAME_LEN 64
 #define FE_MAX_ARGS   32	  /* argument positions, NULLs included */
 #define FE_MAX_OFFSET (1ll << 32) /* |+off|, |index * element size| and |8 * [K]| */
 
@@ -35,7 +35,8 @@ struct fe_field {
 	unsigned count; /* type[N] arrays and char[N]: N; scalars: 0 */
 	unsigned arg;	/* argument position (0-based, NULLs count) */
 	bool memory;	/* the value is read from guest memory at the chain's address */
-	bool untyped;	/* given by name alone: type and position come from BTF (fe_resolve_btf) */
+	bool untyped;	/* given by name alone (and members: "file->f_path.dentry"): type, position
+			 * and address steps come from BTF (fe_resolve_btf) */
 	unsigned nr_steps;
 	struct fe_step steps[FE_MAX_STEPS];
 };

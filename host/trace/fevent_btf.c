@@ -1,6 +1,7 @@
 #include "host/trace/fevent_btf.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,9 +19,6 @@ bool fe_needs_btf(const struct fe_spec *spec)
 static int type_field(struct fe_field *f, const struct vmi_btf_value *v, const char *func,
 		      const char *what, char *err, size_t errlen)
 {
-	f->count = 0;
-	f->nr_steps = 0;
-	f->memory = false;
 	switch (v->cls) {
 	case VMI_BTF_INT:
 	case VMI_BTF_ENUM:
@@ -49,6 +47,85 @@ static int type_field(struct fe_field *f, const struct vmi_btf_value *v, const c
 	return 0;
 }
 
+/* Adds an address step to @f. Returns 0, or -EINVAL with a reason in @err when the chain is full. */
+static int add_step(struct fe_field *f, int64_t offset, bool deref, char *err, size_t errlen)
+{
+	if (!deref && !offset)
+		return 0;
+	if (f->nr_steps == FE_MAX_STEPS) {
+		snprintf(err, errlen, "%s: too many dereferences", f->name);
+		return -EINVAL;
+	}
+	f->steps[f->nr_steps++] = (struct fe_step){.offset = offset, .deref = deref};
+	return 0;
+}
+
+/* The members after the parameter in @f's name ("->f_path.dentry->d_name.name" of
+ * "file->f_path..."), @v being the parameter's type: each becomes an offset from BTF, each '->' after
+ * the first a read of the pointer there; the field ends typed as the last member, read from memory
+ * (a char pointer: the string it points to). */
+static int resolve_members(struct fe_field *f, const char *path, struct vmi_btf_value v,
+			   const struct vmi_btf *btf, const char *func, char *err, size_t errlen)
+{
+	bool in_memory = false; /* v is the type of the object at the chain's address (else: of the
+				 * argument itself) */
+	int64_t offset = 0;
+
+	while (*path) {
+		bool arrow = path[0] == '-';
+		char m[FE_NAME_LEN];
+		uint32_t off, id;
+		size_t n;
+		int ret;
+
+		path += arrow ? 2 : 1;
+		n = strcspn(path, ".-");
+		snprintf(m, sizeof(m), "%.*s", (int)n, path);
+		path += n;
+		if (arrow) {
+			if (v.cls != VMI_BTF_PTR || !v.target) {
+				snprintf(err, errlen, "%s: '->%s' in '%s': not a pointer to a struct (%s)",
+					 func, m, f->name, v.c);
+				return -EINVAL;
+			}
+			if (in_memory && (add_step(f, offset, false, err, errlen) < 0 ||
+					  add_step(f, 0, true, err, errlen) < 0))
+				return -EINVAL;
+			offset = 0;
+			id = v.target;
+		} else {
+			if (!in_memory || v.cls != VMI_BTF_AGGREGATE) {
+				snprintf(err, errlen, "%s: '.%s' in '%s': not a struct (%s)%s", func, m,
+					 f->name, v.c, v.cls == VMI_BTF_PTR ? ", use '->'" : "");
+				return -EINVAL;
+			}
+			id = v.id;
+		}
+		ret = vmi_btf_member(btf, id, m, &off, &v);
+		if (ret < 0) {
+			snprintf(err, errlen, "%s: '%s': %s '%s'", func, f->name,
+				 ret == -ENOENT	      ? "no member"
+				 : ret == -EOPNOTSUPP ? "a bitfield, which hvtrace does not decode:"
+						      : "broken BTF type at",
+				 m);
+			return -EINVAL;
+		}
+		offset += off;
+		in_memory = true;
+	}
+	if (v.cls == VMI_BTF_AGGREGATE) {
+		snprintf(err, errlen, "%s: '%s' is %s: name one of its members", func, f->name, v.c);
+		return -EINVAL;
+	}
+	if (type_field(f, &v, func, f->name, err, errlen) < 0)
+		return -EINVAL;
+	if (add_step(f, offset, false, err, errlen) < 0 ||
+	    (f->kind == FE_STRING && add_step(f, 0, true, err, errlen) < 0))
+		return -EINVAL;
+	f->memory = true;
+	return 0;
+}
+
 /* "its parameters: a, b, c" (or "it has none") into @buf. */
 static void list_params(char *buf, size_t len, const struct vmi_btf_proto *p)
 {
@@ -71,8 +148,8 @@ static int resolve_return(struct fe_spec *spec, const struct vmi_btf_proto *prot
 	return type_field(f, &proto->ret, spec->func, "its return value", err, errlen);
 }
 
-static int resolve_args(struct fe_spec *spec, const struct vmi_btf_proto *proto, char *err,
-			size_t errlen)
+static int resolve_args(struct fe_spec *spec, const struct vmi_btf_proto *proto,
+			const struct vmi_btf *btf, char *err, size_t errlen)
 {
 	char what[96], list[256];
 
@@ -107,18 +184,28 @@ static int resolve_args(struct fe_spec *spec, const struct vmi_btf_proto *proto,
 		struct fe_field *f = &spec->fields[i];
 		unsigned k;
 
+		size_t base;
+
 		if (!f->untyped)
 			continue;
+		base = strcspn(f->name, ".-"); /* the parameter, before any member */
 		for (k = 0; k < proto->nr_params; k++)
-			if (!strcmp(proto->params[k].name, f->name))
+			if (strlen(proto->params[k].name) == base &&
+			    !strncmp(proto->params[k].name, f->name, base))
 				break;
 		if (k == proto->nr_params) {
 			list_params(list, sizeof(list), proto);
-			snprintf(err, errlen, "%s has no parameter '%s' (%s)", spec->func, f->name,
-				 list);
+			snprintf(err, errlen, "%s has no parameter '%.*s' (%s)", spec->func, (int)base,
+				 f->name, list);
 			return -EINVAL;
 		}
 		f->arg = k;
+		if (f->name[base]) {
+			if (resolve_members(f, f->name + base, proto->params[k].type, btf, spec->func,
+					    err, errlen) < 0)
+				return -EINVAL;
+			continue;
+		}
 		snprintf(what, sizeof(what), "parameter '%s'", f->name);
 		if (type_field(f, &proto->params[k].type, spec->func, what, err, errlen) < 0)
 			return -EINVAL;
@@ -165,5 +252,5 @@ int fe_resolve_btf(struct fe_spec *spec, bool is_return, const struct vmi_btf *b
 		return -EINVAL;
 	spec->fprobe_style = true;
 	return is_return ? resolve_return(spec, &proto, err, errlen)
-			 : resolve_args(spec, &proto, err, errlen);
+			 : resolve_args(spec, &proto, btf, err, errlen);
 }

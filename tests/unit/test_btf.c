@@ -53,10 +53,11 @@ static struct vmi_btf *kernel_btf(void)
 	ploff = btf__add_ptr(btf, loff);
 	/* struct file { unsigned int f_flags:3; union { int a; struct path f_path; }; } */
 	vp = btf__add_ptr(btf, 0);
-	path = btf__add_struct(btf, "path", 16);
+	path = btf__add_struct(btf, "path", 24);
 	btf__add_field(btf, "mnt", vp, 0, 0);
 	btf__add_field(btf, "name", ucp, 64, 0);
-	anon = btf__add_union(btf, NULL, 16);
+	btf__add_field(btf, "how", phow, 128, 0);
+	anon = btf__add_union(btf, NULL, 24);
 	btf__add_field(btf, "a", i32, 0, 0);
 	btf__add_field(btf, "f_path", path, 0, 0);
 	file = btf__add_struct(btf, "file", 32);
@@ -381,9 +382,16 @@ static void test_parse_forms(void **state)
 	/* a type word alone is still a type without a name */
 	assert_int_equal(fe_parse("f(int)", &s, err, sizeof(err), &pos), -EINVAL);
 	assert_string_equal(err, "expected a field name");
-	assert_int_equal(fe_parse("f(a_name_that_is_far_too_long_for_a_field)", &s, err, sizeof(err),
-				  &pos), -EINVAL);
+	assert_int_equal(fe_parse("f(a_name_that_is_far_too_long_for_a_field->and_its_member_too_long)",
+				  &s, err, sizeof(err), &pos), -EINVAL);
 	assert_string_equal(err, "field name too long");
+	assert_int_equal(fe_parse("f(file->f_path.dentry->d_name.name)", &s, err, sizeof(err), &pos),
+			 0);
+	assert_string_equal(s.fields[0].name, "file->f_path.dentry->d_name.name");
+	assert_true(s.fields[0].untyped);
+	assert_int_equal(fe_parse("f(file->)", &s, err, sizeof(err), &pos), -EINVAL);
+	assert_string_equal(err, "expected a member name");
+	assert_int_equal(pos, 8);
 	/* fully typed: nothing for BTF to do, and unchanged by it */
 	assert_int_equal(fe_parse("f(int a)", &s, err, sizeof(err), &pos), 0);
 	assert_false(fe_needs_btf(&s));
@@ -463,6 +471,49 @@ static void test_events_refused(void **state)
 	vmi_btf_free(b);
 }
 
+/* Struct members by name: offsets from BTF, '->' through pointers, a char pointer member as a string. */
+static void test_members_by_name(void **state)
+{
+	struct vmi_btf *b = kernel_btf();
+	struct x86_regs r = {.rdi = BASE + 0x300, .rsi = BASE + 0x100, .rdx = 3};
+	char out[512];
+
+	(void)state;
+	memset(mem + 0x300, 0, 0x200);
+	memcpy(mem + 0x300 + 8, &(uint64_t){7}, 8);		/* file->f_path.mnt, file->a */
+	memcpy(mem + 0x300 + 16, &(uint64_t){BASE + 0x100}, 8); /* file->f_path.name */
+	memcpy(mem + 0x300 + 24, &(uint64_t){BASE + 0x400}, 8); /* file->f_path.how */
+	memcpy(mem + 0x400 + 8, &(uint64_t){0755}, 8);		/* how->mode */
+	assert_int_equal(resolve("vfs_read(file->f_path.name, file->f_path.how->mode, file->a, "
+				 "file->f_path.how, count)", false, b, &r, out, sizeof(out)), 0);
+	assert_string_equal(out, "file->f_path.name=\"/etc/motd\" file->f_path.how->mode=493 "
+				 "file->a=7 file->f_path.how=0x10400 count=3");
+	/* a NULL pointer on the way */
+	memcpy(mem + 0x300 + 24, &(uint64_t){0}, 8);
+	assert_int_equal(resolve("vfs_read(file->f_path.how->mode)", false, b, &r, out, sizeof(out)),
+			 0);
+	assert_string_equal(out, "file->f_path.how->mode=(fault)");
+
+	assert_int_equal(resolve("vfs_read(file->f_flags)", false, b, &r, out, sizeof(out)), -EINVAL);
+	assert_string_equal(out, "vfs_read: 'file->f_flags': a bitfield, which hvtrace does not "
+				 "decode: 'f_flags'");
+	assert_int_equal(resolve("vfs_read(file->nosuch)", false, b, &r, out, sizeof(out)), -EINVAL);
+	assert_string_equal(out, "vfs_read: 'file->nosuch': no member 'nosuch'");
+	assert_int_equal(resolve("vfs_read(file.a)", false, b, &r, out, sizeof(out)), -EINVAL);
+	assert_string_equal(out, "vfs_read: '.a' in 'file.a': not a struct (struct file *), use '->'");
+	assert_int_equal(resolve("vfs_read(count->x)", false, b, &r, out, sizeof(out)), -EINVAL);
+	assert_string_equal(out, "vfs_read: '->x' in 'count->x': not a pointer to a struct "
+				 "(long unsigned int)");
+	assert_int_equal(resolve("vfs_read(buf->x)", false, b, &r, out, sizeof(out)), -EINVAL);
+	assert_string_equal(out, "vfs_read: '->x' in 'buf->x': not a pointer to a struct (char *)");
+	assert_int_equal(resolve("vfs_read(file->f_path)", false, b, &r, out, sizeof(out)), -EINVAL);
+	assert_string_equal(out, "vfs_read: 'file->f_path' is struct path: name one of its members");
+	assert_int_equal(resolve("vfs_read(fil->a)", false, b, &r, out, sizeof(out)), -EINVAL);
+	assert_string_equal(out, "vfs_read has no parameter 'fil' (its parameters: file, buf, count, "
+				 "pos)");
+	vmi_btf_free(b);
+}
+
 /* -r: RAX (handed over as the first argument) in the return's type. */
 static void test_returns(void **state)
 {
@@ -500,7 +551,7 @@ int main(void)
 	    cmocka_unit_test(test_type_loops),	      cmocka_unit_test(test_dangling_and_wide),
 	    cmocka_unit_test(test_raw_hostile),	      cmocka_unit_test(test_parse_forms),
 	    cmocka_unit_test(test_events_typed),      cmocka_unit_test(test_events_refused),
-	    cmocka_unit_test(test_returns),
+	    cmocka_unit_test(test_members_by_name), cmocka_unit_test(test_returns),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
