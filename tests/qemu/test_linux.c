@@ -372,7 +372,7 @@ static const struct linux_test linux_tests[] = {
     },
     {
 	/* Arguments typed from the guest's BTF: by name alone (dfd, filename: int and const char *),
-	 * every argument (*), a return in its type (int: a negative errno for the workload's
+	 * struct members through pointers (file->f_path.dentry->d_name.name), every argument (*), a return in its type (int: a negative errno for the workload's
 	 * /nonexistent/path), and a name BTF does not know refused before any probe. */
 	.name = "test_linux_event_btf",
 	.runs = {
@@ -380,11 +380,15 @@ static const struct linux_test linux_tests[] = {
 		.label = "run --qemu -e by name",
 		.cmd = RUN_QEMU,
 		.append = "hvt.yes_sec=1",
-		.args = {"-e", "do_sys_openat2(dfd, filename)", "--timeout", "300"},
+		.args = {"-e", "do_sys_openat2(dfd, filename)", "-e",
+			 "vfs_read(file->f_path.dentry->d_name.name, count)", "--timeout", "300"},
 		.expect = {
 		    .counts = {{"->do_sys_openat2(dfd=-100 filename=\"/etc/motd\")\n", 2},
-			       {"->do_sys_openat2(dfd=-100 filename=\"/proc/version\")\n", 2}},
-		    .trace = {"             cat-"},
+			       /* head -c 64 /etc/motd: the data, then the end of the file */
+			       {"->vfs_read(file->f_path.dentry->d_name.name=\"motd\" count=4096)\n",
+				2}},
+		    .trace = {"->do_sys_openat2(dfd=-100 filename=\"/proc/version\")\n",
+			      "             cat-"},
 		},
 	    },
 	    {
