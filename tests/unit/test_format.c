@@ -169,10 +169,36 @@ static void test_sink_stream(void **state)
 	free(text);
 }
 
+/* A return typed from BTF: void has no value (one blank before duration), a long is signed. */
+static void test_return_typed(void **state)
+{
+	struct hvt_record r = entry("worker1", 101, 1, 1234567890, 0x401000, 0x401117);
+	struct fe_spec spec;
+	uint8_t payload[16] = {0};
+	char line[256], err[64];
+	size_t pos;
+
+	(void)state;
+	r.type = HVT_REC_RETURN_EVENT;
+	r.duration = 12345;
+	assert_int_equal(fe_parse("fib()", &spec, err, sizeof(err), &pos), 0);
+	spec.fprobe_style = true;
+	sink_return_format(line, sizeof(line), &r, &spec, payload, &syms);
+	assert_string_equal(line, "         worker1-101     [001]     1.234567: r_fib: "
+				  "(task_step+0x17/0x80 <- fib) duration=12.345us\n");
+	assert_int_equal(fe_parse("fib(long ret)", &spec, err, sizeof(err), &pos), 0);
+	spec.fprobe_style = true;
+	memcpy(payload + 1, &(int64_t){-2}, 8);
+	sink_return_format(line, sizeof(line), &r, &spec, payload, &syms);
+	assert_string_equal(line, "         worker1-101     [001]     1.234567: r_fib: "
+				  "(task_step+0x17/0x80 <- fib) ret=-2 duration=12.345us\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_symbol_name),		  cmocka_unit_test(test_format_line),
+	    cmocka_unit_test(test_return_typed),
 	    cmocka_unit_test(test_format_unknown_parent), cmocka_unit_test(test_format_fields),
 	    cmocka_unit_test(test_sink_stream),
 	};
