@@ -37,7 +37,7 @@ struct vmi_btf *vmi_btf_new(const void *data, size_t size, char *err, size_t err
 	if (size < sizeof(hdr) || hdr.magic != BTF_MAGIC || (hdr.hdr_len + hdr.type_off) % 4) {
 		snprintf(err, errlen, "BTF of %zu bytes: %s", size,
 			 size < sizeof(hdr) || hdr.magic != BTF_MAGIC ? "no BTF header"
-								  : "unaligned type section");
+								      : "unaligned type section");
 		return NULL;
 	}
 	b = calloc(1, sizeof(*b));
@@ -48,7 +48,8 @@ struct vmi_btf *vmi_btf_new(const void *data, size_t size, char *err, size_t err
 	libbpf_set_print(quiet);
 	b->btf = btf__new(data, (__u32)size); /* libbpf copies and validates */
 	if (!b->btf) {
-		snprintf(err, errlen, "BTF of %zu bytes refused by libbpf: %s", size, strerror(errno));
+		snprintf(err, errlen, "BTF of %zu bytes refused by libbpf: %s", size,
+			 strerror(errno));
 		free(b);
 		return NULL;
 	}
@@ -127,8 +128,8 @@ static int describe(const struct btf *btf, __u32 id, struct vmi_btf_value *v)
 		v->is_signed = enc & BTF_INT_SIGNED;
 		v->is_bool = enc & BTF_INT_BOOL;
 		v->cls = size_ok(t->size) && !btf_int_offset(t) && btf_int_bits(t) == 8 * t->size
-				 ? VMI_BTF_INT
-				 : VMI_BTF_OTHER;
+			     ? VMI_BTF_INT
+			     : VMI_BTF_OTHER;
 		return 0;
 	}
 	case BTF_KIND_ENUM:
@@ -162,8 +163,8 @@ static int describe(const struct btf *btf, __u32 id, struct vmi_btf_value *v)
 			return -EINVAL;
 		v->target = to;
 		if (c && btf_is_composite(c))
-			snprintf(v->c, sizeof(v->c), "%s %s *", btf_is_struct(c) ? "struct" : "union",
-				 name_of(btf, c->name_off));
+			snprintf(v->c, sizeof(v->c), "%s %s *",
+				 btf_is_struct(c) ? "struct" : "union", name_of(btf, c->name_off));
 		return 0;
 	}
 	case BTF_KIND_STRUCT:
@@ -224,7 +225,8 @@ int vmi_btf_func_proto(const struct vmi_btf *b, const char *func, struct vmi_btf
 		else
 			snprintf(q->name, sizeof(q->name), "arg%u", i + 1);
 		if (describe(btf, p[i].type, &q->type) < 0 || q->type.cls == VMI_BTF_VOID) {
-			snprintf(err, errlen, "BTF of %s: broken type of parameter %u", func, i + 1);
+			snprintf(err, errlen, "BTF of %s: broken type of parameter %u", func,
+				 i + 1);
 			return -EINVAL;
 		}
 	}

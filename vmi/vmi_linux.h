@@ -51,9 +51,10 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
 int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err,
 			 size_t errlen);
 
-/* Reads the kernel's own BTF (__start_BTF..__stop_BTF in guest memory, parsed with libbpf) into l->btf,
- * kept until vmi_linux_close, and the struct offsets of task_struct.pid and .comm from it. Returns 0, or
- * -ENOENT when the kernel has no BTF (offsets stay -1), -EINVAL when it is refused. */
+/* Reads the kernel's own BTF (__start_BTF..__stop_BTF in guest memory, parsed with libbpf) into
+ * l->btf, kept until vmi_linux_close, and the struct offsets of task_struct.pid and .comm from it.
+ * Returns 0, or -ENOENT when the kernel has no BTF (offsets stay -1), -EINVAL when it is refused.
+ */
 int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen);
 
 /* Offsets of @member in struct @type of the raw BTF @data (exposed for tests). Returns the byte offset

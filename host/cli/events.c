@@ -62,8 +62,8 @@ int events_resolve(const struct session *s, const struct vmi_btf *btf, struct fe
 	return 0;
 }
 
-int events_bind(const struct session *s, const struct fe_spec *events, const struct fe_spec *rprobes,
-		struct tracer *t, const bool *traced)
+int events_bind(const struct session *s, const struct fe_spec *events,
+		const struct fe_spec *rprobes, struct tracer *t, const bool *traced)
 {
 	const struct probe_table *probes = tracer_probes(t);
 

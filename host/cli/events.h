@@ -13,17 +13,18 @@
 int events_select(const struct session *s, const struct vmi_sites *sites,
 		  const struct vmi_site ***sel, size_t *nr, char *err, size_t errlen);
 
-/* The session's -e and -r specs completed from the guest's BTF (@btf, NULL for a guest without one):
- * fresh arrays of s->nr_events and s->nr_rprobes specs in *@events and *@rprobes (the caller frees
- * them). Touches no guest. Returns 0, -ENOMEM, or -EINVAL with one line in @err ("-e ..." / "-r ..."). */
+/* The session's -e and -r specs completed from the guest's BTF (@btf, NULL for a guest without
+ * one): fresh arrays of s->nr_events and s->nr_rprobes specs in *@events and *@rprobes (the caller
+ * frees them). Touches no guest. Returns 0, -ENOMEM, or -EINVAL with one line in @err ("-e ..." /
+ * "-r ..."). */
 int events_resolve(const struct session *s, const struct vmi_btf *btf, struct fe_spec **events,
 		   struct fe_spec **rprobes, char *err, size_t errlen);
 
 /* Gives each event's probe its spec and makes each -r function a return probe (@events and
  * @rprobes, the session's specs as events_resolve completed them, are borrowed). @traced[i] says
- * probe i is traced by the tracer's own selection (NULL: none is), so that a probe there only for -r
- * records no entries. Returns 0 or -errno. */
-int events_bind(const struct session *s, const struct fe_spec *events, const struct fe_spec *rprobes,
-		struct tracer *t, const bool *traced);
+ * probe i is traced by the tracer's own selection (NULL: none is), so that a probe there only for
+ * -r records no entries. Returns 0 or -errno. */
+int events_bind(const struct session *s, const struct fe_spec *events,
+		const struct fe_spec *rprobes, struct tracer *t, const bool *traced);
 
 #endif

@@ -236,8 +236,8 @@ static int parse_event(struct session *s, const char *spec, char *err, size_t er
 	return 0;
 }
 
-/* -r SPEC: "func" (RAX in its BTF type, or in hex), "func(name)" (in its BTF type) or "func(type name)"
- * whose one field is evaluated on RAX. */
+/* -r SPEC: "func" (RAX in its BTF type, or in hex), "func(name)" (in its BTF type) or "func(type
+ * name)" whose one field is evaluated on RAX. */
 static int parse_rprobe(struct session *s, const char *spec, char *err, size_t errlen)
 {
 	struct fe_spec *v = realloc(s->rprobes, (s->nr_rprobes + 1) * sizeof(*v));

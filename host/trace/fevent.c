@@ -185,6 +185,25 @@ static int parse_name_only(struct parser *p, struct fe_field *f)
 	return 1;
 }
 
+/* parse_name_only into the next field of @spec (the argument starting at @at). Returns 1 when
+ * added, 0 when what is there is no name alone, or -EINVAL. */
+static int add_name_only(struct parser *p, struct fe_spec *spec, size_t at)
+{
+	struct fe_field *f = &spec->fields[spec->nr_fields];
+	int ret;
+
+	if (spec->nr_fields == FE_MAX_FIELDS)
+		return 0; /* parse_field says "too many fields" */
+	ret = parse_name_only(p, f);
+	if (ret <= 0)
+		return ret;
+	for (unsigned k = 0; k < spec->nr_fields; k++)
+		if (!strcmp(spec->fields[k].name, f->name))
+			return fail(p, at, "%s", "duplicate field name");
+	spec->nr_fields++;
+	return 1;
+}
+
 /* One field: type, optional [N], name, optional [K], then +off / [K] steps. */
 static int parse_field(struct parser *p, struct fe_field *f, unsigned arg)
 {
@@ -309,17 +328,12 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 				p.i++;
 				skip_ws(&p);
 				if (spec->nr_args || text[p.i] != ')')
-					return fail(&p, save, "%s", "'*' (every argument) comes alone");
+					return fail(&p, save, "%s",
+						    "'*' (every argument) comes alone");
 				spec->all_args = true;
-			} else if (spec->nr_fields < FE_MAX_FIELDS &&
-				   (ret = parse_name_only(&p, &spec->fields[spec->nr_fields])) != 0) {
+			} else if ((ret = add_name_only(&p, spec, save)) != 0) {
 				if (ret < 0)
 					return ret;
-				for (unsigned k = 0; k < spec->nr_fields; k++)
-					if (!strcmp(spec->fields[k].name,
-						    spec->fields[spec->nr_fields].name))
-						return fail(&p, save, "%s", "duplicate field name");
-				spec->nr_fields++;
 			} else {
 				for (;;) {
 					if (spec->nr_fields == FE_MAX_FIELDS)

@@ -16,7 +16,7 @@
 #define FE_MAX_STEPS 8
 #define FE_MAX_ARRAY 64
 #define FE_MAX_STRING 128
-#define FE_NAME_LEN 64
+#define FE_NAME_LEN   64
 #define FE_MAX_ARGS   32	  /* argument positions, NULLs included */
 #define FE_MAX_OFFSET (1ll << 32) /* |+off|, |index * element size| and |8 * [K]| */
 
@@ -75,9 +75,10 @@ size_t fe_payload_size(const struct fe_spec *spec);
 void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_read_fn read,
 		void *ctx, uint8_t *payload);
 
-/* Writer thread: "name=value, name=value" from a captured @payload; a field whose memory could not be
- * read prints "(fault)". A spec typed from BTF (fprobe_style) prints as the kernel's fprobe events do:
- * "name=value name=value", strings in double quotes, hex with 0x. Returns the length. Pure. */
+/* Writer thread: "name=value, name=value" from a captured @payload; a field whose memory could not
+ * be read prints "(fault)". A spec typed from BTF (fprobe_style) prints as the kernel's fprobe
+ * events do: "name=value name=value", strings in double quotes, hex with 0x. Returns the length.
+ * Pure. */
 int fe_format(char *buf, size_t len, const struct fe_spec *spec, const uint8_t *payload,
 	      const struct vmi_symtab *syms);
 

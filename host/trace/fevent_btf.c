@@ -47,7 +47,8 @@ static int type_field(struct fe_field *f, const struct vmi_btf_value *v, const c
 	return 0;
 }
 
-/* Adds an address step to @f. Returns 0, or -EINVAL with a reason in @err when the chain is full. */
+/* Adds an address step to @f. Returns 0, or -EINVAL with a reason in @err when the chain is full.
+ */
 static int add_step(struct fe_field *f, int64_t offset, bool deref, char *err, size_t errlen)
 {
 	if (!deref && !offset)
@@ -61,9 +62,9 @@ static int add_step(struct fe_field *f, int64_t offset, bool deref, char *err, s
 }
 
 /* The members after the parameter in @f's name ("->f_path.dentry->d_name.name" of
- * "file->f_path..."), @v being the parameter's type: each becomes an offset from BTF, each '->' after
- * the first a read of the pointer there; the field ends typed as the last member, read from memory
- * (a char pointer: the string it points to). */
+ * "file->f_path..."), @v being the parameter's type: each becomes an offset from BTF, each '->'
+ * after the first a read of the pointer there; the field ends typed as the last member, read from
+ * memory (a char pointer: the string it points to). */
 static int resolve_members(struct fe_field *f, const char *path, struct vmi_btf_value v,
 			   const struct vmi_btf *btf, const char *func, char *err, size_t errlen)
 {
@@ -84,8 +85,9 @@ static int resolve_members(struct fe_field *f, const char *path, struct vmi_btf_
 		path += n;
 		if (arrow) {
 			if (v.cls != VMI_BTF_PTR || !v.target) {
-				snprintf(err, errlen, "%s: '->%s' in '%s': not a pointer to a struct (%s)",
-					 func, m, f->name, v.c);
+				snprintf(err, errlen,
+					 "%s: '->%s' in '%s': not a pointer to a struct (%s)", func,
+					 m, f->name, v.c);
 				return -EINVAL;
 			}
 			if (in_memory && (add_step(f, offset, false, err, errlen) < 0 ||
@@ -95,8 +97,9 @@ static int resolve_members(struct fe_field *f, const char *path, struct vmi_btf_
 			id = v.target;
 		} else {
 			if (!in_memory || v.cls != VMI_BTF_AGGREGATE) {
-				snprintf(err, errlen, "%s: '.%s' in '%s': not a struct (%s)%s", func, m,
-					 f->name, v.c, v.cls == VMI_BTF_PTR ? ", use '->'" : "");
+				snprintf(err, errlen, "%s: '.%s' in '%s': not a struct (%s)%s",
+					 func, m, f->name, v.c,
+					 v.cls == VMI_BTF_PTR ? ", use '->'" : "");
 				return -EINVAL;
 			}
 			id = v.id;
@@ -114,7 +117,8 @@ static int resolve_members(struct fe_field *f, const char *path, struct vmi_btf_
 		in_memory = true;
 	}
 	if (v.cls == VMI_BTF_AGGREGATE) {
-		snprintf(err, errlen, "%s: '%s' is %s: name one of its members", func, f->name, v.c);
+		snprintf(err, errlen, "%s: '%s' is %s: name one of its members", func, f->name,
+			 v.c);
 		return -EINVAL;
 	}
 	if (type_field(f, &v, func, f->name, err, errlen) < 0)
@@ -155,8 +159,8 @@ static int resolve_args(struct fe_spec *spec, const struct vmi_btf_proto *proto,
 
 	if (spec->all_args) {
 		if (proto->nr_params > FE_MAX_FIELDS) {
-			snprintf(err, errlen, "%s(*): %u parameters, more than %u fields", spec->func,
-				 proto->nr_params, FE_MAX_FIELDS);
+			snprintf(err, errlen, "%s(*): %u parameters, more than %u fields",
+				 spec->func, proto->nr_params, FE_MAX_FIELDS);
 			return -EINVAL;
 		}
 		spec->nr_fields = 0;
@@ -195,14 +199,14 @@ static int resolve_args(struct fe_spec *spec, const struct vmi_btf_proto *proto,
 				break;
 		if (k == proto->nr_params) {
 			list_params(list, sizeof(list), proto);
-			snprintf(err, errlen, "%s has no parameter '%.*s' (%s)", spec->func, (int)base,
-				 f->name, list);
+			snprintf(err, errlen, "%s has no parameter '%.*s' (%s)", spec->func,
+				 (int)base, f->name, list);
 			return -EINVAL;
 		}
 		f->arg = k;
 		if (f->name[base]) {
-			if (resolve_members(f, f->name + base, proto->params[k].type, btf, spec->func,
-					    err, errlen) < 0)
+			if (resolve_members(f, f->name + base, proto->params[k].type, btf,
+					    spec->func, err, errlen) < 0)
 				return -EINVAL;
 			continue;
 		}
@@ -234,16 +238,20 @@ int fe_resolve_btf(struct fe_spec *spec, bool is_return, const struct vmi_btf *b
 		return 0;
 	if (!btf) {
 		if (spec->all_args) {
-			snprintf(err, errlen, "%s(*): every argument needs the guest's BTF, and this "
-				 "guest has none", spec->func);
+			snprintf(err, errlen,
+				 "%s(*): every argument needs the guest's BTF, and this "
+				 "guest has none",
+				 spec->func);
 		} else {
 			const char *name = "";
 
 			for (unsigned i = 0; i < spec->nr_fields && !*name; i++)
 				if (spec->fields[i].untyped)
 					name = spec->fields[i].name;
-			snprintf(err, errlen, "%s: '%s' has no type, and this guest has no BTF to take "
-				 "it from (give one, e.g. 'long %s')", spec->func, name, name);
+			snprintf(err, errlen,
+				 "%s: '%s' has no type, and this guest has no BTF to take "
+				 "it from (give one, e.g. 'long %s')",
+				 spec->func, name, name);
 		}
 		return -EINVAL;
 	}

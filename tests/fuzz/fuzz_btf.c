@@ -1,7 +1,7 @@
-/* libFuzzer harness for the guest's BTF as hvtrace reads it (vmi_btf): the input is the raw .BTF bytes.
- * What libbpf accepts is then asked what the tracer asks: every function's prototype, every struct's
- * members by name, and -e / -r specs typed from it (fe_resolve_btf). Loops, dangling ids and absurd
- * counts must end in an error, never a hang or a crash. */
+/* libFuzzer harness for the guest's BTF as hvtrace reads it (vmi_btf): the input is the raw .BTF
+ * bytes. What libbpf accepts is then asked what the tracer asks: every function's prototype, every
+ * struct's members by name, and -e / -r specs typed from it (fe_resolve_btf). Loops, dangling ids
+ * and absurd counts must end in an error, never a hang or a crash. */
 #include "host/trace/fevent_btf.h"
 #include "vmi/vmi_btf.h"
 
@@ -28,7 +28,8 @@ static void ask_func(const struct vmi_btf *b, const char *name)
 	}
 	snprintf(text, sizeof(text), "%s(*)", name);
 	if (fe_parse(text, &spec, err, sizeof(err), &pos) == 0 &&
-	    fe_resolve_btf(&spec, false, b, err, sizeof(err)) == 0 && spec.nr_fields > FE_MAX_FIELDS)
+	    fe_resolve_btf(&spec, false, b, err, sizeof(err)) == 0 &&
+	    spec.nr_fields > FE_MAX_FIELDS)
 		abort();
 	snprintf(text, sizeof(text), "%s(ret)", name);
 	if (fe_parse(text, &spec, err, sizeof(err), &pos) == 0) {

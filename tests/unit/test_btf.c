@@ -1,6 +1,7 @@
-/* The guest's BTF (vmi_btf) and -e / -r specs typed from it (fe_resolve_btf): prototypes and members of a
- * kernel-like BTF built here with libbpf, hostile BTF (type loops, dangling ids, huge and truncated
- * tables), and the fprobe-style lines of events typed that way, captured from fake registers and memory. */
+/* The guest's BTF (vmi_btf) and -e / -r specs typed from it (fe_resolve_btf): prototypes and
+ * members of a kernel-like BTF built here with libbpf, hostile BTF (type loops, dangling ids, huge
+ * and truncated tables), and the fprobe-style lines of events typed that way, captured from fake
+ * registers and memory. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -26,8 +27,8 @@ static struct fake_mem fake;
 static struct vmi_btf *kernel_btf(void)
 {
 	struct btf *btf = btf__new_empty();
-	int i32, u32, i64, u64, chr, uchr, bl, cchr, pcchr, ucp, how, phow, size_t_, loff, ploff, file,
-	    pfile, pchar, ssize, en, fp, f, vp, anon, path, tagged, ptag, flt;
+	int i32, u32, i64, u64, chr, uchr, bl, cchr, pcchr, ucp, how, phow, size_t_, loff, ploff,
+	    file, pfile, pchar, ssize, en, fp, f, vp, anon, path, tagged, ptag, flt;
 	const void *raw;
 	struct vmi_btf *b;
 	char err[160];
@@ -183,14 +184,16 @@ static void test_members(void **state)
 	assert_int_equal(vmi_btf_member(b, p.params[0].type.target, "f_flags", &off, &v),
 			 -EOPNOTSUPP); /* a bitfield */
 	assert_int_equal(vmi_btf_member(b, p.params[0].type.target, "nosuch", &off, &v), -ENOENT);
-	assert_int_equal(vmi_btf_member(b, p.params[2].type.id, "x", &off, &v), -ENOENT); /* an int */
+	assert_int_equal(vmi_btf_member(b, p.params[2].type.id, "x", &off, &v),
+			 -ENOENT); /* an int */
 	assert_int_equal(vmi_btf_struct_offset(b, "open_how", "resolve"), 16);
 	assert_int_equal(vmi_btf_struct_offset(b, "file", "a"), 8);
 	assert_int_equal(vmi_btf_struct_offset(b, "no_struct", "a"), -ENOENT);
 	vmi_btf_free(b);
 }
 
-/* ---- hostile BTF ------------------------------------------------------------------------------ */
+/* ---- hostile BTF ------------------------------------------------------------------------------
+ */
 
 static struct vmi_btf *load(struct btf *btf, char *err, size_t errlen)
 {
@@ -214,9 +217,9 @@ static void test_type_loops(void **state)
 
 	(void)state;
 	i32 = btf__add_int(btf, "int", 4, BTF_INT_SIGNED);
-	ta = btf__add_typedef(btf, "a", i32 + 2);	 /* -> b */
+	ta = btf__add_typedef(btf, "a", i32 + 2);		   /* -> b */
 	assert_int_equal(btf__add_typedef(btf, "b", ta), i32 + 2); /* -> a */
-	self = btf__add_const(btf, i32 + 3);		 /* itself */
+	self = btf__add_const(btf, i32 + 3);			   /* itself */
 	fp = btf__add_func_proto(btf, i32);
 	btf__add_func_param(btf, "x", ta);
 	btf__add_func(btf, "loop_param", BTF_FUNC_GLOBAL, fp);
@@ -317,7 +320,8 @@ static void test_raw_hostile(void **state)
 	btf__free(btf);
 }
 
-/* ---- specs typed from BTF --------------------------------------------------------------------- */
+/* ---- specs typed from BTF ---------------------------------------------------------------------
+ */
 
 static int setup(void **state)
 {
@@ -382,11 +386,13 @@ static void test_parse_forms(void **state)
 	/* a type word alone is still a type without a name */
 	assert_int_equal(fe_parse("f(int)", &s, err, sizeof(err), &pos), -EINVAL);
 	assert_string_equal(err, "expected a field name");
-	assert_int_equal(fe_parse("f(a_name_that_is_far_too_long_for_a_field->and_its_member_too_long)",
-				  &s, err, sizeof(err), &pos), -EINVAL);
+	assert_int_equal(
+	    fe_parse("f(a_name_that_is_far_too_long_for_a_field->and_its_member_too_long)", &s, err,
+		     sizeof(err), &pos),
+	    -EINVAL);
 	assert_string_equal(err, "field name too long");
-	assert_int_equal(fe_parse("f(file->f_path.dentry->d_name.name)", &s, err, sizeof(err), &pos),
-			 0);
+	assert_int_equal(
+	    fe_parse("f(file->f_path.dentry->d_name.name)", &s, err, sizeof(err), &pos), 0);
 	assert_string_equal(s.fields[0].name, "file->f_path.dentry->d_name.name");
 	assert_true(s.fields[0].untyped);
 	assert_int_equal(fe_parse("f(file->)", &s, err, sizeof(err), &pos), -EINVAL);
@@ -402,14 +408,15 @@ static void test_parse_forms(void **state)
 static void test_events_typed(void **state)
 {
 	struct vmi_btf *b = kernel_btf();
-	struct x86_regs r = {.rdi = (uint64_t)-100, .rsi = BASE + 0x100, .rdx = 0xffff888000001000ull,
-			     .rcx = 0x1};
-	struct x86_regs rr = {.rdi = 0xffff888000002000ull, .rsi = BASE + 0x200, .rdx = 64,
-			      .rcx = BASE + 0xff8};
+	struct x86_regs r = {
+	    .rdi = (uint64_t)-100, .rsi = BASE + 0x100, .rdx = 0xffff888000001000ull, .rcx = 0x1};
+	struct x86_regs rr = {
+	    .rdi = 0xffff888000002000ull, .rsi = BASE + 0x200, .rdx = 64, .rcx = BASE + 0xff8};
 	char out[512];
 
 	(void)state;
-	assert_int_equal(resolve("do_sys_openat2(dfd, filename)", false, b, &r, out, sizeof(out)), 0);
+	assert_int_equal(resolve("do_sys_openat2(dfd, filename)", false, b, &r, out, sizeof(out)),
+			 0);
 	assert_string_equal(out, "dfd=-100 filename=\"/etc/motd\"");
 	/* order of the spec, positions of the prototype */
 	assert_int_equal(resolve("do_sys_openat2(how, dfd)", false, b, &r, out, sizeof(out)), 0);
@@ -419,11 +426,13 @@ static void test_events_typed(void **state)
 				 "pos=0x10ff8");
 	/* mixed with typed fields: all printed fprobe-style */
 	assert_int_equal(resolve("do_sys_openat2(x32 d, string f, how, u8[2] c)", false, b, &r, out,
-				 sizeof(out)), 0);
+				 sizeof(out)),
+			 0);
 	assert_string_equal(out, "d=0xffffff9c f=\"/etc/motd\" how=0xffff888000001000 c=(fault)");
 	r.rcx = BASE + 0x100;
-	assert_int_equal(resolve("do_sys_openat2(NULL, NULL, NULL, u8[2] c, dfd)", false, b, &r, out,
-				 sizeof(out)), 0);
+	assert_int_equal(resolve("do_sys_openat2(NULL, NULL, NULL, u8[2] c, dfd)", false, b, &r,
+				 out, sizeof(out)),
+			 0);
 	assert_string_equal(out, "c={47,101} dfd=-100");
 	/* an unreadable string */
 	r.rsi = 0x42;
@@ -461,17 +470,21 @@ static void test_events_refused(void **state)
 	assert_int_equal(resolve("nosuch(a)", false, b, &r, out, sizeof(out)), -EINVAL);
 	assert_string_equal(out, "BTF has no function nosuch");
 	/* a guest without BTF */
-	assert_int_equal(resolve("do_sys_openat2(int dfd, filename)", false, NULL, &r, out,
-				 sizeof(out)), -EINVAL);
-	assert_string_equal(out, "do_sys_openat2: 'filename' has no type, and this guest has no BTF "
-				 "to take it from (give one, e.g. 'long filename')");
+	assert_int_equal(
+	    resolve("do_sys_openat2(int dfd, filename)", false, NULL, &r, out, sizeof(out)),
+	    -EINVAL);
+	assert_string_equal(out,
+			    "do_sys_openat2: 'filename' has no type, and this guest has no BTF "
+			    "to take it from (give one, e.g. 'long filename')");
 	assert_int_equal(resolve("vfs_read(*)", false, NULL, &r, out, sizeof(out)), -EINVAL);
-	assert_string_equal(out, "vfs_read(*): every argument needs the guest's BTF, and this guest "
-				 "has none");
+	assert_string_equal(out,
+			    "vfs_read(*): every argument needs the guest's BTF, and this guest "
+			    "has none");
 	vmi_btf_free(b);
 }
 
-/* Struct members by name: offsets from BTF, '->' through pointers, a char pointer member as a string. */
+/* Struct members by name: offsets from BTF, '->' through pointers, a char pointer member as a
+ * string. */
 static void test_members_by_name(void **state)
 {
 	struct vmi_btf *b = kernel_btf();
@@ -485,32 +498,40 @@ static void test_members_by_name(void **state)
 	memcpy(mem + 0x300 + 24, &(uint64_t){BASE + 0x400}, 8); /* file->f_path.how */
 	memcpy(mem + 0x400 + 8, &(uint64_t){0755}, 8);		/* how->mode */
 	assert_int_equal(resolve("vfs_read(file->f_path.name, file->f_path.how->mode, file->a, "
-				 "file->f_path.how, count)", false, b, &r, out, sizeof(out)), 0);
+				 "file->f_path.how, count)",
+				 false, b, &r, out, sizeof(out)),
+			 0);
 	assert_string_equal(out, "file->f_path.name=\"/etc/motd\" file->f_path.how->mode=493 "
 				 "file->a=7 file->f_path.how=0x10400 count=3");
 	/* a NULL pointer on the way */
 	memcpy(mem + 0x300 + 24, &(uint64_t){0}, 8);
-	assert_int_equal(resolve("vfs_read(file->f_path.how->mode)", false, b, &r, out, sizeof(out)),
-			 0);
+	assert_int_equal(
+	    resolve("vfs_read(file->f_path.how->mode)", false, b, &r, out, sizeof(out)), 0);
 	assert_string_equal(out, "file->f_path.how->mode=(fault)");
 
-	assert_int_equal(resolve("vfs_read(file->f_flags)", false, b, &r, out, sizeof(out)), -EINVAL);
+	assert_int_equal(resolve("vfs_read(file->f_flags)", false, b, &r, out, sizeof(out)),
+			 -EINVAL);
 	assert_string_equal(out, "vfs_read: 'file->f_flags': a bitfield, which hvtrace does not "
 				 "decode: 'f_flags'");
-	assert_int_equal(resolve("vfs_read(file->nosuch)", false, b, &r, out, sizeof(out)), -EINVAL);
+	assert_int_equal(resolve("vfs_read(file->nosuch)", false, b, &r, out, sizeof(out)),
+			 -EINVAL);
 	assert_string_equal(out, "vfs_read: 'file->nosuch': no member 'nosuch'");
 	assert_int_equal(resolve("vfs_read(file.a)", false, b, &r, out, sizeof(out)), -EINVAL);
-	assert_string_equal(out, "vfs_read: '.a' in 'file.a': not a struct (struct file *), use '->'");
+	assert_string_equal(out,
+			    "vfs_read: '.a' in 'file.a': not a struct (struct file *), use '->'");
 	assert_int_equal(resolve("vfs_read(count->x)", false, b, &r, out, sizeof(out)), -EINVAL);
 	assert_string_equal(out, "vfs_read: '->x' in 'count->x': not a pointer to a struct "
 				 "(long unsigned int)");
 	assert_int_equal(resolve("vfs_read(buf->x)", false, b, &r, out, sizeof(out)), -EINVAL);
 	assert_string_equal(out, "vfs_read: '->x' in 'buf->x': not a pointer to a struct (char *)");
-	assert_int_equal(resolve("vfs_read(file->f_path)", false, b, &r, out, sizeof(out)), -EINVAL);
-	assert_string_equal(out, "vfs_read: 'file->f_path' is struct path: name one of its members");
+	assert_int_equal(resolve("vfs_read(file->f_path)", false, b, &r, out, sizeof(out)),
+			 -EINVAL);
+	assert_string_equal(out,
+			    "vfs_read: 'file->f_path' is struct path: name one of its members");
 	assert_int_equal(resolve("vfs_read(fil->a)", false, b, &r, out, sizeof(out)), -EINVAL);
-	assert_string_equal(out, "vfs_read has no parameter 'fil' (its parameters: file, buf, count, "
-				 "pos)");
+	assert_string_equal(out,
+			    "vfs_read has no parameter 'fil' (its parameters: file, buf, count, "
+			    "pos)");
 	vmi_btf_free(b);
 }
 
@@ -547,10 +568,10 @@ static void test_returns(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_prototypes),	      cmocka_unit_test(test_members),
-	    cmocka_unit_test(test_type_loops),	      cmocka_unit_test(test_dangling_and_wide),
-	    cmocka_unit_test(test_raw_hostile),	      cmocka_unit_test(test_parse_forms),
-	    cmocka_unit_test(test_events_typed),      cmocka_unit_test(test_events_refused),
+	    cmocka_unit_test(test_prototypes),	    cmocka_unit_test(test_members),
+	    cmocka_unit_test(test_type_loops),	    cmocka_unit_test(test_dangling_and_wide),
+	    cmocka_unit_test(test_raw_hostile),	    cmocka_unit_test(test_parse_forms),
+	    cmocka_unit_test(test_events_typed),    cmocka_unit_test(test_events_refused),
 	    cmocka_unit_test(test_members_by_name), cmocka_unit_test(test_returns),
 	};
 

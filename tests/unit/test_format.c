@@ -197,10 +197,9 @@ static void test_return_typed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_symbol_name),		  cmocka_unit_test(test_format_line),
-	    cmocka_unit_test(test_return_typed),
-	    cmocka_unit_test(test_format_unknown_parent), cmocka_unit_test(test_format_fields),
-	    cmocka_unit_test(test_sink_stream),
+	    cmocka_unit_test(test_symbol_name),	  cmocka_unit_test(test_format_line),
+	    cmocka_unit_test(test_return_typed),  cmocka_unit_test(test_format_unknown_parent),
+	    cmocka_unit_test(test_format_fields), cmocka_unit_test(test_sink_stream),
 	};
 
 	return cmocka_run_group_tests(tests, syms_setup, syms_teardown);
