@@ -250,12 +250,17 @@ static void kick_handler(int sig)
 	(void)sig;
 }
 
-int vcpu_start_all(struct vm *vm, char *err, size_t errlen)
+void vcpu_kick_handler_install(void)
 {
 	struct sigaction sa = {.sa_handler = kick_handler};
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(VCPU_KICK_SIGNAL, &sa, NULL);
+}
+
+int vcpu_start_all(struct vm *vm, char *err, size_t errlen)
+{
+	vcpu_kick_handler_install();
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		struct vcpu *c = &vm->vcpus[i];
 		int e = pthread_create(&c->thread, NULL, vcpu_thread, c);

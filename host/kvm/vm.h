@@ -104,6 +104,10 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
  * boot contract. Returns 0, or -ERANGE with a reason when a segment does not fit below the VMM's area. */
 int vm_load_elf(struct vm *vm, const struct vmi_elf *img, char *err, size_t errlen);
 
+/* Sets every vCPU's entry state per the boot contract, entering at @entry (vm_load_elf does this for
+ * an ELF image). Returns 0 or a negative errno with a reason in @err. Main thread, vCPUs not started. */
+int vm_boot_at(struct vm *vm, uint64_t entry, char *err, size_t errlen);
+
 /* Maps @size bytes of zeroed memory at guest-physical @gpa (outside RAM, inside the boot identity map)
  * as a second memslot: memory the guest has never been told about. 0 or -errno. Main thread. */
 int vm_map_extra(struct vm *vm, uint64_t gpa, uint64_t size);
