@@ -57,6 +57,35 @@ const char *kvm_int3_verdict_name(enum kvm_int3_verdict v)
 	return "?";
 }
 
+const char *kvm_int3_why(const struct kvm_int3_check *c, bool qemu, char *buf, size_t len)
+{
+	switch (c->verdict) {
+	case KVM_INT3_DEBUG_EXIT:
+		snprintf(buf, len, "it does: KVM_EXIT_DEBUG");
+		break;
+	case KVM_INT3_EMULATION:
+		snprintf(buf, len,
+			 qemu ? "it ends in an emulation failure, not the KVM_EXIT_DEBUG QEMU "
+				"needs"
+			      : "it does: emulation failure at the INT3");
+		break;
+	case KVM_INT3_GUEST_IDT:
+		snprintf(buf, len, "it goes to the guest's IDT");
+		break;
+	case KVM_INT3_TRIPLE_FAULT:
+		snprintf(buf, len, "it triple-faults the guest");
+		break;
+	case KVM_INT3_TIMEOUT:
+	case KVM_INT3_OTHER:
+		snprintf(buf, len, "a check VM saw %s", c->detail);
+		break;
+	case KVM_INT3_NO_CHECK:
+		snprintf(buf, len, "or cannot tell: the check VM failed: %s", c->detail);
+		break;
+	}
+	return buf;
+}
+
 int kvm_int3_verdict_parse(const char *name)
 {
 	for (size_t i = 0; i < sizeof(verdict_names) / sizeof(verdict_names[0]); i++)

@@ -39,6 +39,11 @@ const struct kvm_int3_check *kvm_int3_check(void);
  * emulation failure; QEMU with KVM (@qemu) needs KVM_EXIT_DEBUG. Pure. */
 bool kvm_int3_exits(enum kvm_int3_verdict v, bool qemu);
 
+/* Why trap probes cannot work with @c (for the backend @qemu as in kvm_int3_exits), as the tail of
+ * "INT3 in a guest does not exit on this host's KVM (...)": "it goes to the guest's IDT", ... Pure.
+ */
+const char *kvm_int3_why(const struct kvm_int3_check *c, bool qemu, char *buf, size_t len);
+
 /* A short name of @v: "KVM_EXIT_DEBUG (real KVM)", "emulation failure (PVM-style)", ... Pure. */
 const char *kvm_int3_verdict_name(enum kvm_int3_verdict v);
 

@@ -56,6 +56,9 @@ struct vcpu {
 	char con[256]; /* debugcon line being assembled */
 	unsigned con_len;
 	uint64_t exits;
+	uint64_t last_rip;  /* RIP as the last exit before the current one reported it; own thread */
+	uint32_t last_exit; /* that exit's reason */
+	bool has_last;	    /* false until an exit has been handled */
 	uint64_t bp_exits[3]; /* breakpoint hits the tracer owned, by exit kind (enum vcpu_bp_kind) */
 };
 
