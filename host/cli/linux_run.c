@@ -5,6 +5,7 @@
 #include "host/cli/text_verify.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/guardian.h"
+#include "host/qemu/qemu_accel.h"
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/target_qemu.h"
 #include "host/qemu/tcp.h"
@@ -503,6 +504,12 @@ int cmd_linux(const struct session *s)
 		goto out;
 	}
 	r.have_tq = true;
+	/* attach: a QEMU on KVM (or one that does not say) gets the same check */
+	if (!s->qemu && qemu_uses_kvm(&r.qc) != 0 &&
+	    cmd_check_int3(s, true, &r.no_trap, err, sizeof(err)) < 0) {
+		cmd_error("%s", err);
+		goto out;
+	}
 	guardian_start(&r.guard, guardian_takeover, &r);
 	if (learn_kernel(&r, &task, err, sizeof(err)) < 0) {
 		status = failed(&r, EXIT_BAD_INPUT, "while the kernel was booting", err);

@@ -147,21 +147,21 @@ static void fault(struct vcpu *c, const char *what)
 	       vcpu_exit_name(run->exit_reason), what, (uint64_t)run->s.regs.regs.rip);
 }
 
-/* A triple fault: where the guest was. KVM on AMD resets the vCPU before the exit (RIP 0xfff0), so
- * the RIP of this vCPU's previous exit is given too, and alone when the exit's own is the reset's. */
+/* A triple fault: where the guest was. KVM on AMD resets the vCPU before the exit (RIP 0xfff0):
+ * the RIP of this vCPU's previous exit is given too, and alone when the exit's is the reset's. */
 static void triple_fault(struct vcpu *c, bool reset)
 {
 	char last[96];
 
 	console_flush(c);
 	if (c->has_last)
-		snprintf(last, sizeof(last), "; last RIP hvtrace saw: 0x%" PRIx64 " (%s)", c->last_rip,
-			 vcpu_exit_name(c->last_exit));
+		snprintf(last, sizeof(last), "; last RIP hvtrace saw: 0x%" PRIx64 " (%s)",
+			 c->last_rip, vcpu_exit_name(c->last_exit));
 	else
 		snprintf(last, sizeof(last), "; no earlier exit of this vCPU");
 	if (reset)
 		end_vm(c->vm, VM_END_FAULT, 0,
-		       "cpu%u: KVM_EXIT_SHUTDOWN (triple fault; KVM reset the vCPU to RIP 0xfff0)%s",
+		       "cpu%u: KVM_EXIT_SHUTDOWN (triple fault; KVM reset the vCPU to 0xfff0)%s",
 		       c->index, last);
 	else
 		end_vm(c->vm, VM_END_FAULT, 0,
