@@ -21,7 +21,8 @@ int qemu_accel_info_kvm(const char *out, size_t len)
 	left = len - (size_t)(p - out);
 	if (left >= 7 && !memcmp(p, "enabled", 7))
 		return 1;
-	if ((left >= 8 && !memcmp(p, "disabled", 8)) || (left >= 12 && !memcmp(p, "not compiled", 12)))
+	if ((left >= 8 && !memcmp(p, "disabled", 8)) ||
+	    (left >= 12 && !memcmp(p, "not compiled", 12)))
 		return 0;
 	return -1;
 }
@@ -67,7 +68,8 @@ int qemu_accel_cmdline_kvm(const char *buf, size_t len)
 		if ((n == 11 && !memcmp(arg, "-enable-kvm", 11)) ||
 		    (n == 12 && !memcmp(arg, "--enable-kvm", 12)))
 			return 1;
-		if (prev && (starts(prev, prev_len, "-accel") || starts(prev, prev_len, "--accel")) &&
+		if (prev &&
+		    (starts(prev, prev_len, "-accel") || starts(prev, prev_len, "--accel")) &&
 		    (n == 3 || starts(arg, n, "kvm,")) && starts(arg, n, "kvm"))
 			return 1;
 		if (prev && has_accel_kvm(arg, n))

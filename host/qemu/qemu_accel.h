@@ -13,7 +13,8 @@
 int qemu_accel_info_kvm(const char *out, size_t len);
 
 /* Whether the command line @buf (@len bytes of NUL-separated arguments, as /proc/PID/cmdline)
- * asks for KVM: -enable-kvm, -accel kvm[,...], -machine/-M/-accel ...accel=kvm[:...]. 1 or 0. Pure. */
+ * asks for KVM: -enable-kvm, -accel kvm[,...], -machine/-M/-accel ...accel=kvm[:...]. 1 or 0. Pure.
+ */
 int qemu_accel_cmdline_kvm(const char *buf, size_t len);
 
 /* 1 if the QEMU of @c uses KVM, 0 if not, -errno when neither its monitor nor /proc/PID/cmdline
