@@ -12,9 +12,12 @@
 #include "tests/kvm/kvm_common.h"
 #include "host/kvm/kvm_int3_probe.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -196,6 +199,88 @@ static void test_qemu_kvm_auto_uses_stubs(void **state)
 	hv_result_free(&r);
 }
 
+/* A QEMU (-accel @accel, stopped, no guest) with a QMP socket at @sock; its pid, or -1 (and a skip
+ * line) when it cannot start. */
+static pid_t start_qemu(const char *accel, const char *sock)
+{
+	char qmp[256];
+	pid_t pid;
+
+	snprintf(qmp, sizeof(qmp), "unix:%s,server=on,wait=off", sock);
+	unlink(sock);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_RDWR);
+
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execlp("qemu-system-x86_64", "qemu-system-x86_64", "-accel", accel, "-m", "64",
+		       "-display", "none", "-nodefaults", "-S", "-qmp", qmp, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; pid > 0 && i < 100; i++) {
+		if (access(sock, F_OK) == 0)
+			return pid;
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			break;
+		sleep_ms(50);
+	}
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	printf("SKIPPED: qemu-system-x86_64 -accel %s did not start\n", accel);
+	return -1;
+}
+
+static void stop_qemu(pid_t pid, const char *sock)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	unlink(sock);
+}
+
+/* attach to a QEMU that uses KVM (HMP `info kvm`) where the check says no: refused in one line, the
+ * VM left running; the same attach to a QEMU under TCG is not checked at all. */
+static void test_attach_qemu_kvm_refused(void **state)
+{
+	char map[512], sock[128], want[512];
+	struct hv_result r;
+	pid_t qemu;
+
+	(void)state;
+	if (!qemu_kvm_refused_here() || !linux_file("System.map", map, sizeof(map)))
+		skip();
+	snprintf(sock, sizeof(sock), "/tmp/kvmsafe-int3-%d.qmp", (int)getpid());
+	qemu = start_qemu("kvm", sock);
+	if (qemu < 0)
+		skip();
+	const char *argv[] = {"attach", "--qmp",   sock,   "--system-map",
+			      map,	"--probe", "trap", NULL};
+
+	hv_run(&r, argv, 0, 0);
+	refusal_line(true, want, sizeof(want));
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.err, want);
+	assert_int_equal(waitpid(qemu, NULL, WNOHANG), 0); /* QEMU lives on */
+	hv_result_free(&r);
+	stop_qemu(qemu, sock);
+
+	qemu = start_qemu("tcg", sock);
+	if (qemu < 0)
+		skip();
+	const char *tcg[] = {"attach",	  "--qmp", sock, "--system-map", map, "--probe", "trap",
+			     "--timeout", "1",	   NULL};
+
+	hv_run(&r, tcg, 0, 0);
+	/* no kernel in that VM: the attach gives up on it, but never over INT3 */
+	assert_int_not_equal(r.status, 0);
+	assert_null(strstr(r.err, "INT3"));
+	hv_result_free(&r);
+	stop_qemu(qemu, sock);
+}
+
 /* The embedded VMM where INT3 does not exit (forced through the test hook): --probe trap refused,
  * auto traces every call through stub probes (no breakpoint exit at all), and an event that needs
  * a trap probe (it reads guest memory) is refused before the guest starts. */
@@ -262,6 +347,7 @@ int main(void)
 	    cmocka_unit_test(test_check_vm_idt_and_bound),
 	    cmocka_unit_test(test_qemu_kvm_trap_refused),
 	    cmocka_unit_test(test_qemu_kvm_auto_uses_stubs),
+	    cmocka_unit_test(test_attach_qemu_kvm_refused),
 	    cmocka_unit_test(test_embedded_no_int3),
 	};
 
