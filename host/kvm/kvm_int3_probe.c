@@ -207,7 +207,7 @@ static void run_check(struct kvm_int3_check *res, const uint8_t *code, size_t le
 
 struct check_run {
 	struct vm vm;
-	struct kvm_int3_check *res;
+	struct kvm_int3_check res; /* the thread's; copied out once it is done */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool done;
@@ -227,19 +227,19 @@ static void *check_thread(void *arg)
 	sigaddset(&set, VCPU_KICK_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	run->kvm_valid_regs = KVM_SYNC_X86_REGS;
-	snprintf(cr->res->detail, sizeof(cr->res->detail), "more than %d exits", CHECK_MAX_EXITS);
+	snprintf(cr->res.detail, sizeof(cr->res.detail), "more than %d exits", CHECK_MAX_EXITS);
 	for (int i = 0; i < CHECK_MAX_EXITS; i++) {
 		int e = ioctl(cr->vm.vcpus[0].fd, KVM_RUN, 0) < 0 ? errno : 0;
 
-		v = kvm_int3_classify(run, e, atomic_load(&cr->timed_out), cr->res->detail,
-				      sizeof(cr->res->detail));
+		v = kvm_int3_classify(run, e, atomic_load(&cr->timed_out), cr->res.detail,
+				      sizeof(cr->res.detail));
 		if (v >= 0)
 			break;
 		__atomic_store_n(&run->immediate_exit, 0, __ATOMIC_SEQ_CST);
 		v = KVM_INT3_OTHER;
 	}
 	pthread_mutex_lock(&cr->lock);
-	cr->res->verdict = (enum kvm_int3_verdict)v;
+	cr->res.verdict = (enum kvm_int3_verdict)v;
 	cr->done = true;
 	pthread_cond_broadcast(&cr->cond);
 	pthread_mutex_unlock(&cr->lock);
@@ -292,7 +292,6 @@ static void run_check(struct kvm_int3_check *res, const uint8_t *code, size_t le
 		snprintf(res->detail, sizeof(res->detail), "out of memory");
 		return;
 	}
-	cr->res = res;
 	if (vm_create(&cr->vm, &cfg, err, sizeof(err)) < 0) { /* nothing to free then */
 		snprintf(res->detail, sizeof(res->detail), "%s", err);
 		free(cr);
@@ -327,7 +326,8 @@ static void run_check(struct kvm_int3_check *res, const uint8_t *code, size_t le
 		}
 	}
 	if (!wait_done(cr, 0)) {
-		/* KVM_RUN ignores signals: leave the thread and its VM behind rather than hang */
+		/* KVM_RUN ignores signals: leave the thread and its VM (and what it may still
+		 * write) behind rather than hang */
 		pthread_detach(th);
 		res->verdict = KVM_INT3_TIMEOUT;
 		snprintf(res->detail, sizeof(res->detail),
@@ -336,6 +336,7 @@ static void run_check(struct kvm_int3_check *res, const uint8_t *code, size_t le
 		return;
 	}
 	pthread_join(th, NULL);
+	*res = cr->res;
 	vm_destroy(&cr->vm);
 	pthread_cond_destroy(&cr->cond);
 	pthread_mutex_destroy(&cr->lock);
