@@ -21,7 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK_BOUND_MS 4000 /* the check's run bound (3 s) and its kicks (1 s) */
+/* the check's run bound (3 s) and its kicks (1 s); VM set-up and teardown come on top (0.5 s on a
+ * nested AMD host under TCG) */
+#define CHECK_BOUND_MS 4000
 
 static double now_ms(void)
 {
@@ -59,18 +61,21 @@ static void auto_line(bool qemu, char *buf, size_t len)
  * once per process. */
 static void test_check_verdict(void **state)
 {
-	const struct kvm_int3_check *c = kvm_int3_check();
-	double t0 = now_ms();
+	const struct kvm_int3_check *c = kvm_int3_check(), *again;
+	double t0, cached_ms;
 
 	(void)state;
 	printf("INT3 check: %s (%s) in %.2f ms\n", kvm_int3_verdict_name(c->verdict), c->detail,
 	       c->ms);
 	assert_false(c->forced);
 	assert_int_not_equal(c->verdict, KVM_INT3_NO_CHECK);
-	assert_true(c->ms > 0 && c->ms < CHECK_BOUND_MS + 500);
-	/* cached: the same answer at once */
-	assert_ptr_equal(kvm_int3_check(), c);
-	assert_true(now_ms() - t0 < 5);
+	assert_true(c->ms > 0 && c->ms < CHECK_BOUND_MS + 1000);
+	/* cached: the same answer at once, no second VM */
+	t0 = now_ms();
+	again = kvm_int3_check();
+	cached_ms = now_ms() - t0;
+	assert_ptr_equal(again, c);
+	assert_true(cached_ms < 1);
 }
 
 /* The check's verdict agrees with what a real trap-probe run does in the embedded VMM: where it
@@ -119,7 +124,7 @@ static void test_check_vm_idt_and_bound(void **state)
 	assert_int_equal(c.verdict, KVM_INT3_TIMEOUT);
 	assert_string_equal(c.detail, "no exit within 3000 ms of KVM_RUN");
 	printf("spinning check VM stopped after %.0f ms\n", c.ms);
-	assert_true(c.ms >= 3000 && c.ms < CHECK_BOUND_MS + 500);
+	assert_true(c.ms >= 3000 && c.ms < CHECK_BOUND_MS + 1000);
 }
 
 /* $GUEST's folder holds the Linux guest too (make guest); NULL (and a skip line) when it does not.
