@@ -23,7 +23,8 @@ cp "$mods/virt/lib/irqbypass.ko" "$mods/arch/x86/kvm/kvm.ko" "$mods/arch/x86/kvm
 cp "$busybox" "$root/bin/"
 for a in sh mount insmod poweroff cat; do ln -s busybox "$root/bin/$a"; done
 cp ./hvtrace "$root/bin/"
-cp "$build"/guest/test-guest*.elf "$root/guest/"
+cp "$build"/guest/test-guest*.elf "$build"/guest/System.map "$build"/guest/vmlinuz \
+	"$build"/guest/initramfs.cpio.gz "$root/guest/"
 cp "$@" "$root/tests/"
 for l in $(ldd ./hvtrace "$@" | awk '/=>/ {print $3}' | sort -u); do cp -L "$l" "$root/lib/"; done
 cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
