@@ -26,13 +26,14 @@ struct kvm_int3_check {
 	enum kvm_int3_verdict verdict;
 	bool forced;	  /* from $HVTRACE_TEST_INT3 (a test hook), not from a VM */
 	double ms;	  /* how long the check took, VM creation and teardown included */
-	char detail[200]; /* what the check saw, for messages: "KVM_EXIT_DEBUG at the INT3" */
+	char detail[200]; /* what the check saw: "KVM_EXIT_DEBUG (#BP) at the INT3" */
 };
 
 /* The check's result: run on the first call (bounded: a few seconds at most, never hangs), cached
  * for the process after that. Test hook: $HVTRACE_TEST_INT3 set to a verdict name (debug-exit,
- * emulation, guest-idt, triple-fault, other, timeout, no-check) gives that verdict without a VM.
- * Installs the VCPU_KICK_SIGNAL handler. Any thread; the result is immutable. */
+ * emulation, guest-idt, triple-fault, other, timeout, no-check) gives that verdict without a VM
+ * (another value is ignored). Installs the VCPU_KICK_SIGNAL handler. Any thread; the result is
+ * immutable. */
 const struct kvm_int3_check *kvm_int3_check(void);
 
 /* Whether trap probes work with verdict @v: the embedded VMM handles KVM_EXIT_DEBUG and PVM's
@@ -53,10 +54,9 @@ int kvm_int3_verdict_parse(const char *name);
 /* Where the check guest's INT3 is (guest-physical and virtual: identity-mapped). */
 #define KVM_INT3_CHECK_RIP 0x1000ull
 
-/* The same check VM, run now (not cached) with @code at KVM_INT3_CHECK_RIP instead of `int3; hlt`:
- * for tests (ud2 shows that the guest's IDT works; `int $3` is the software interrupt KVM does not
- * intercept where it intercepts INT3). Returns 0, or -EIO when the VM could not run (@res says
- * why). */
+/* The same check VM, run now (not cached) with @code (at most 4 KiB) at KVM_INT3_CHECK_RIP instead
+ * of `int3; hlt`: for tests (ud2 shows that the guest's IDT works, a jump to itself that the bound
+ * holds). Returns 0, or -EIO when the VM could not run (@res says why). Main thread. */
 int kvm_int3_check_code(const uint8_t *code, size_t len, struct kvm_int3_check *res);
 
 /* What one KVM_RUN of the check guest says (@run_errno: KVM_RUN's errno, 0 if it returned an exit;
