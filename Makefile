@@ -187,7 +187,7 @@ guest: | $(DEPS)
 # (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
-FUZZERS      := fevent gdbstub qmp sysmap elf btf
+FUZZERS      := fevent gdbstub qmp sysmap elf btf accel
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -197,6 +197,7 @@ FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_btf.c vmi/vmi_elf.c vmi/vmi_symtab.
 FUZZ_SRCS_elf     := vmi/vmi_elf.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
 FUZZ_SRCS_btf     := vmi/vmi_btf.c host/trace/fevent_btf.c host/trace/fevent.c host/trace/escape.c \
                      vmi/vmi_symtab.c
+FUZZ_SRCS_accel   := host/qemu/qemu_accel.c
 FUZZ_LIBS_sysmap  := -lelf -lbpf
 FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf

@@ -1,4 +1,5 @@
 #include "host/cli/cmd_common.h"
+#include "host/kvm/kvm_int3_probe.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -63,8 +64,8 @@ int cmd_block_signals(sigset_t *old)
 }
 
 int cmd_probe_mode(const struct session *s, const struct target *tgt,
-		   const struct vmi_task_layout *task, const char *target_why, bool *stub, char *err,
-		   size_t errlen)
+		   const struct vmi_task_layout *task, const char *target_why, bool no_trap,
+		   bool *stub, char *err, size_t errlen)
 {
 	const char *why = !tgt->ops->stub_map ? "this target cannot place the stub"
 			  : target_why ? target_why
@@ -74,10 +75,41 @@ int cmd_probe_mode(const struct session *s, const struct target *tgt,
 	*stub = false;
 	if (s->probe == PROBE_TRAP)
 		return 0;
+	if (why && no_trap) {
+		snprintf(err, errlen,
+			 "trap probes: INT3 in a guest does not exit on this host's KVM, and stub "
+			 "probes cannot work: %s",
+			 why);
+		return -ENOTSUP;
+	}
 	if (why && s->probe == PROBE_STUB) {
 		snprintf(err, errlen, "--probe stub: %s", why);
 		return -ENOTSUP;
 	}
 	*stub = !why;
+	return 0;
+}
+
+int cmd_check_int3(const struct session *s, bool qemu, bool *no_trap, char *err, size_t errlen)
+{
+	const struct kvm_int3_check *c = kvm_int3_check();
+	char why[256];
+
+	*no_trap = !kvm_int3_exits(c->verdict, qemu);
+	if (!*no_trap)
+		return 0;
+	kvm_int3_why(c, qemu, why, sizeof(why));
+	if (s->probe == PROBE_TRAP) {
+		snprintf(err, errlen,
+			 "trap probes: INT3 in a guest does not exit on this host's KVM (%s); use "
+			 "--probe stub",
+			 why);
+		return -ENOTSUP;
+	}
+	if (s->probe == PROBE_AUTO)
+		fprintf(stderr,
+			"hvtrace: --probe auto: stub probes for every site: INT3 in a guest does not "
+			"exit on this host's KVM (%s)\n",
+			why);
 	return 0;
 }

@@ -28,9 +28,17 @@ int cmd_block_signals(sigset_t *old);
 
 /* --probe: whether the tracer uses stub probes on @tgt for the guest described by @task (@target_why:
  * why this guest cannot host the stub, or NULL). `auto` falls back to trap probes where stubs cannot
- * work; `stub` says why not in @err (-ENOTSUP). */
+ * work, unless @no_trap (cmd_check_int3: INT3 does not exit here); `stub`, or `auto` with @no_trap,
+ * says why not in @err (-ENOTSUP). */
 int cmd_probe_mode(const struct session *s, const struct target *tgt,
-		   const struct vmi_task_layout *task, const char *target_why, bool *stub, char *err,
-		   size_t errlen);
+		   const struct vmi_task_layout *task, const char *target_why, bool no_trap,
+		   bool *stub, char *err, size_t errlen);
+
+/* Before any trap probe on KVM (the embedded VMM, or QEMU with KVM when @qemu): does INT3 in a guest
+ * exit on this host in the form the backend needs (kvm_int3_check)? If so 0 and *@no_trap false.
+ * If not: --probe trap is refused (-ENOTSUP, the line in @err); `auto` says on stderr that it uses
+ * stub probes for every site; both `auto` and `stub` get *@no_trap (no trap probe may be armed).
+ * Main thread. */
+int cmd_check_int3(const struct session *s, bool qemu, bool *no_trap, char *err, size_t errlen);
 
 #endif

@@ -5,6 +5,7 @@
 #include "host/cli/text_verify.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/guardian.h"
+#include "host/qemu/qemu_accel.h"
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/target_qemu.h"
 #include "host/qemu/tcp.h"
@@ -50,6 +51,7 @@ struct linux_run {
 	double start, detach_at, timeout_at;
 	int sig;
 	bool timed_out, detached;
+	bool no_trap; /* QEMU uses KVM, and INT3 does not exit on it (cmd_check_int3) */
 };
 
 static bool signalled(struct linux_run *r)
@@ -181,6 +183,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		.funcs = &r->l.funcs,
 		.no_trampoline = "no __fentry__ in the System.map",
 		.btf = r->l.btf,
+		.no_trap = r->no_trap,
 	};
 	const struct vmi_site **sel = NULL;
 	size_t nr_sel = 0;
@@ -205,7 +208,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		/* "stub probes: <reason>" -> "<reason>" after "--probe stub: " */
 		ret = cmd_probe_mode(s, &r->tq.t, &tl,
 				     *why ? why + (strncmp(why, "stub probes: ", 13) ? 0 : 13) : NULL,
-				     &pg.stub, err, errlen);
+				     r->no_trap, &pg.stub, err, errlen);
 		if (ret < 0)
 			return EXIT_BAD_INPUT;
 	}
@@ -489,6 +492,12 @@ int cmd_linux(const struct session *s)
 		.qmp = s->qmp,
 	};
 
+	/* QEMU with KVM needs KVM_EXIT_DEBUG for its breakpoints: checked before QEMU starts */
+	if (s->qemu && s->accel && !strcmp(s->accel, "kvm") &&
+	    cmd_check_int3(s, true, &r.no_trap, err, sizeof(err)) < 0) {
+		cmd_error("%s", err);
+		goto out;
+	}
 	if (qemu_attach_open(&r.qc, &qa, err, sizeof(err)) < 0 ||
 	    target_qemu_init(&r.tq, &r.qc.gdb, r.qc.pid, r.qc.ram, s->gdb_memory, err, sizeof(err)) <
 		    0) {
@@ -496,6 +505,12 @@ int cmd_linux(const struct session *s)
 		goto out;
 	}
 	r.have_tq = true;
+	/* attach: a QEMU on KVM (or one that does not say) gets the same check */
+	if (!s->qemu && qemu_uses_kvm(&r.qc) != 0 &&
+	    cmd_check_int3(s, true, &r.no_trap, err, sizeof(err)) < 0) {
+		cmd_error("%s", err);
+		goto out;
+	}
 	guardian_start(&r.guard, guardian_takeover, &r);
 	if (learn_kernel(&r, &task, err, sizeof(err)) < 0) {
 		status = failed(&r, EXIT_BAD_INPUT, "while the kernel was booting", err);

@@ -3,6 +3,7 @@
 #include "host/cli/exitcode.h"
 #include "host/out/expect.h"
 #include "host/trace/filter.h"
+#include "host/trace/stub_drain.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -72,6 +73,26 @@ static int bind_events(struct pipeline *p)
 	return ret;
 }
 
+/* With no trap probe allowed: true (and why in @err) if a probe can only be a trap probe. */
+static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
+{
+	const struct probe_table *probes = tracer_probes(&p->tr);
+
+	for (size_t i = 0; i < probes->nr; i++) {
+		const struct probe *pr = &probes->v[i];
+
+		if (stub_drain_capable(pr))
+			continue;
+		snprintf(err, errlen,
+			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s %s "
+			 "needs one",
+			 pr->ret_event ? "the typed return probe -r of" : "the -e event of",
+			 pr->func->name);
+		return true;
+	}
+	return false;
+}
+
 int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out, char *err,
 		   size_t errlen)
 {
@@ -107,6 +128,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		snprintf(err, errlen, "out of memory for event buffers");
 		return EXIT_HOST_ERROR;
 	}
+	if (g->no_trap && need_trap_probe(p, err, errlen))
+		return EXIT_BAD_INPUT;
 	if (mark_graph_roots(p, err, errlen) < 0 ||
 	    expect_check_names(tracer_probes(&p->tr), s->expect_call, s->nr_expect_call,
 			       s->expect_no_call, s->nr_expect_no_call, err, errlen) < 0)

@@ -192,7 +192,12 @@ int cmd_run(const struct session *s)
 		goto out;
 
 	struct vm_config cfg = {.smp = s->smp, .mem_mb = s->mem_mb, .console = con};
+	bool no_trap;
 
+	if (cmd_check_int3(s, false, &no_trap, err, sizeof(err)) < 0) {
+		cmd_error("%s", err);
+		goto out;
+	}
 	status = EXIT_HOST_ERROR;
 	if (vm_create(&vm, &cfg, err, sizeof(err)) < 0) {
 		cmd_error("%s", err);
@@ -213,7 +218,8 @@ int cmd_run(const struct session *s)
 		.no_trampoline = "this target has no return trampoline",
 	};
 
-	if (cmd_probe_mode(s, &tgt, &g.task, NULL, &pg.stub, err, sizeof(err)) < 0) {
+	pg.no_trap = no_trap;
+	if (cmd_probe_mode(s, &tgt, &g.task, NULL, no_trap, &pg.stub, err, sizeof(err)) < 0) {
 		cmd_error("%s", err);
 		status = EXIT_BAD_INPUT;
 		goto out;

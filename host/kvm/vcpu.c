@@ -147,6 +147,28 @@ static void fault(struct vcpu *c, const char *what)
 	       vcpu_exit_name(run->exit_reason), what, (uint64_t)run->s.regs.regs.rip);
 }
 
+/* A triple fault: where the guest was. KVM on AMD resets the vCPU before the exit (RIP 0xfff0):
+ * the RIP of this vCPU's previous exit is given too, and alone when the exit's is the reset's. */
+static void triple_fault(struct vcpu *c, bool reset)
+{
+	char last[96];
+
+	console_flush(c);
+	if (c->has_last)
+		snprintf(last, sizeof(last), "; last RIP hvtrace saw: 0x%" PRIx64 " (%s)",
+			 c->last_rip, vcpu_exit_name(c->last_exit));
+	else
+		snprintf(last, sizeof(last), "; no earlier exit of this vCPU");
+	if (reset)
+		end_vm(c->vm, VM_END_FAULT, 0,
+		       "cpu%u: KVM_EXIT_SHUTDOWN (triple fault; KVM reset the vCPU to 0xfff0)%s",
+		       c->index, last);
+	else
+		end_vm(c->vm, VM_END_FAULT, 0,
+		       "cpu%u: KVM_EXIT_SHUTDOWN (triple fault) at RIP 0x%" PRIx64 "%s", c->index,
+		       (uint64_t)c->run->s.regs.regs.rip, last);
+}
+
 /* Returns true if the exit was a breakpoint the tracer owns (and it resumed the vCPU's RIP). */
 static bool handle_bp(struct vcpu *c)
 {
@@ -174,6 +196,8 @@ static void *vcpu_thread(void *arg)
 	struct kvm_run *run = c->run;
 	sigset_t set;
 	char what[96];
+	uint64_t exit_rip;
+	bool reset;
 
 	sigemptyset(&set);
 	sigaddset(&set, VCPU_KICK_SIGNAL);
@@ -196,8 +220,12 @@ static void *vcpu_thread(void *arg)
 		}
 		c->exits++;
 		x86_tlb_invalidate(&c->tlb);
-		c->cr3 = run->s.regs.sregs.cr3;
-		c->la57 = run->s.regs.sregs.cr4 & X86_CR4_LA57;
+		exit_rip = run->s.regs.regs.rip;
+		reset = vcpu_exit_was_reset(run);
+		if (!reset) { /* after a reset the last page tables stay the ones to use */
+			c->cr3 = run->s.regs.sregs.cr3;
+			c->la57 = run->s.regs.sregs.cr4 & X86_CR4_LA57;
+		}
 		switch (run->exit_reason) {
 		case KVM_EXIT_IO:
 			handle_io(c);
@@ -216,12 +244,14 @@ static void *vcpu_thread(void *arg)
 		case KVM_EXIT_DEBUG:
 		case KVM_EXIT_INTERNAL_ERROR:
 		case KVM_EXIT_SHUTDOWN:
-			if (handle_bp(c))
+			if (!reset && handle_bp(c))
 				break;
+			if (run->exit_reason == KVM_EXIT_SHUTDOWN) {
+				triple_fault(c, reset);
+				break;
+			}
 			if (run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
 				snprintf(what, sizeof(what), " (suberror %u)", run->internal.suberror);
-			else if (run->exit_reason == KVM_EXIT_SHUTDOWN)
-				snprintf(what, sizeof(what), " (triple fault)");
 			else
 				snprintf(what, sizeof(what), " (exception %u)",
 					 run->debug.arch.exception);
@@ -236,6 +266,9 @@ static void *vcpu_thread(void *arg)
 			fault(c, "");
 			break;
 		}
+		c->last_rip = exit_rip;
+		c->last_exit = run->exit_reason;
+		c->has_last = true;
 	}
 	console_flush(c);
 	pthread_mutex_lock(&vm->lock);
@@ -250,12 +283,17 @@ static void kick_handler(int sig)
 	(void)sig;
 }
 
-int vcpu_start_all(struct vm *vm, char *err, size_t errlen)
+void vcpu_kick_handler_install(void)
 {
 	struct sigaction sa = {.sa_handler = kick_handler};
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(VCPU_KICK_SIGNAL, &sa, NULL);
+}
+
+int vcpu_start_all(struct vm *vm, char *err, size_t errlen)
+{
+	vcpu_kick_handler_install();
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		struct vcpu *c = &vm->vcpus[i];
 		int e = pthread_create(&c->thread, NULL, vcpu_thread, c);

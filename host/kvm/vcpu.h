@@ -12,6 +12,10 @@
 /* Signal that kicks a vCPU thread out of KVM_RUN (its handler does nothing). */
 #define VCPU_KICK_SIGNAL SIGUSR1
 
+/* Installs the do-nothing handler of VCPU_KICK_SIGNAL (process-wide), so a kick interrupts KVM_RUN
+ * with EINTR instead of ending the process. Any thread. */
+void vcpu_kick_handler_install(void);
+
 /* Starts one thread per vCPU of @vm. Call with SIGINT/SIGTERM blocked (threads inherit the mask).
  * Returns 0, or a negative errno with a reason in @err (the VM has then ended). Main thread. */
 int vcpu_start_all(struct vm *vm, char *err, size_t errlen);

@@ -1,6 +1,8 @@
 #include "host/kvm/vcpu_exit.h"
+#include "arch/x86/x86_longmode.h"
 
 #define X86_BP_VECTOR 3
+#define X86_RESET_RIP 0xfff0 /* RIP after INIT (with CS base 0xffff0000) */
 
 bool vcpu_exit_bp_addr(const struct kvm_run *run, uint64_t rip, uint64_t *addr)
 {
@@ -21,6 +23,12 @@ bool vcpu_exit_bp_addr(const struct kvm_run *run, uint64_t rip, uint64_t *addr)
 	default:
 		return false;
 	}
+}
+
+bool vcpu_exit_was_reset(const struct kvm_run *run)
+{
+	return run->exit_reason == KVM_EXIT_SHUTDOWN && run->s.regs.regs.rip == X86_RESET_RIP &&
+	       !(run->s.regs.sregs.cr0 & X86_CR0_PG);
 }
 
 const char *vcpu_exit_name(uint32_t reason)

@@ -13,6 +13,11 @@
  * its probes. Pure. */
 bool vcpu_exit_bp_addr(const struct kvm_run *run, uint64_t rip, uint64_t *addr);
 
+/* True if the exit in @run (with sync_regs) is a shutdown after which KVM put the vCPU in its INIT
+ * state (RIP 0xfff0, paging off): what KVM on AMD does at a triple fault, so that the exit's registers
+ * no longer say where the guest was. Pure. */
+bool vcpu_exit_was_reset(const struct kvm_run *run);
+
 /* "KVM_EXIT_SHUTDOWN" etc.; static string. Pure. */
 const char *vcpu_exit_name(uint32_t reason);
 

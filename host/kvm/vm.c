@@ -253,7 +253,12 @@ int vm_load_elf(struct vm *vm, const struct vmi_elf *img, char *err, size_t errl
 		memcpy(vm->ram + s->paddr, s->data, s->filesz);
 		memset(vm->ram + s->paddr + s->filesz, 0, s->memsz - s->filesz);
 	}
-	vm->entry = img->entry;
+	return vm_boot_at(vm, img->entry, err, errlen);
+}
+
+int vm_boot_at(struct vm *vm, uint64_t entry, char *err, size_t errlen)
+{
+	vm->entry = entry;
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		int ret = setup_vcpu_regs(vm, &vm->vcpus[i], vm->cr3_boot, vm->gdt_gpa);
 

@@ -56,6 +56,9 @@ struct vcpu {
 	char con[256]; /* debugcon line being assembled */
 	unsigned con_len;
 	uint64_t exits;
+	uint64_t last_rip;  /* RIP as the last exit before the current one reported it; own thread */
+	uint32_t last_exit; /* that exit's reason */
+	bool has_last;	    /* false until an exit has been handled */
 	uint64_t bp_exits[3]; /* breakpoint hits the tracer owned, by exit kind (enum vcpu_bp_kind) */
 };
 
@@ -103,6 +106,10 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 /* Copies @img's loadable segments to their physical addresses and sets every vCPU's entry state per the
  * boot contract. Returns 0, or -ERANGE with a reason when a segment does not fit below the VMM's area. */
 int vm_load_elf(struct vm *vm, const struct vmi_elf *img, char *err, size_t errlen);
+
+/* Sets every vCPU's entry state per the boot contract, entering at @entry (vm_load_elf does this for
+ * an ELF image). Returns 0 or a negative errno with a reason in @err. Main thread, vCPUs not started. */
+int vm_boot_at(struct vm *vm, uint64_t entry, char *err, size_t errlen);
 
 /* Maps @size bytes of zeroed memory at guest-physical @gpa (outside RAM, inside the boot identity map)
  * as a second memslot: memory the guest has never been told about. 0 or -errno. Main thread. */

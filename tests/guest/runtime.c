@@ -356,9 +356,11 @@ void guest_entry(uint64_t cpu, uint64_t ncpus)
 	__asm__ volatile("wrmsr" : : "c"(MSR_GS_BASE), "a"((uint32_t)base), "d"((uint32_t)(base >> 32)));
 	hvtrace_current[cpu] = &pc->idle;
 #ifdef GUEST_MODE_FAULT
-	/* No IDT: the invalid opcode becomes a triple fault. */
+	/* No IDT: the invalid opcode becomes a triple fault, right after one traced call (whose probe
+	 * hit is the last exit the host sees of this vCPU before the fault). */
 	if (cpu == 0) {
 		putstr("hvt-guest: faulting\n");
+		tree_root();
 		__asm__ volatile("ud2");
 	}
 #endif

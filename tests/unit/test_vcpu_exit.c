@@ -107,6 +107,27 @@ static void test_other_exits(void **state)
 	assert_int_equal(addr, UNTOUCHED);
 }
 
+/* KVM on AMD resets the vCPU at a triple fault (INIT: RIP 0xfff0, paging off) before the shutdown
+ * exit; PVM and Intel keep the faulting state. Only the first is a reset. */
+static void test_shutdown_reset(void **state)
+{
+	(void)state;
+	run.exit_reason = KVM_EXIT_SHUTDOWN;
+	run.s.regs.regs.rip = 0xfff0;
+	run.s.regs.sregs.cr0 = 0x60000010; /* INIT's CR0: CD, NW, ET */
+	assert_true(vcpu_exit_was_reset(&run));
+	/* a long-mode guest faulting with paging on, at 0xfff0 or anywhere else */
+	run.s.regs.sregs.cr0 = 0x80050033;
+	assert_false(vcpu_exit_was_reset(&run));
+	run.s.regs.sregs.cr0 = 0x60000010;
+	run.s.regs.regs.rip = 0x1004fa;
+	assert_false(vcpu_exit_was_reset(&run));
+	/* only a shutdown is a reset */
+	run.s.regs.regs.rip = 0xfff0;
+	run.exit_reason = KVM_EXIT_INTERNAL_ERROR;
+	assert_false(vcpu_exit_was_reset(&run));
+}
+
 static void test_exit_names(void **state)
 {
 	(void)state;
@@ -134,6 +155,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_pvm_other_internal_error, clear_run),
 	    cmocka_unit_test_setup(test_pvm_shutdown, clear_run),
 	    cmocka_unit_test_setup(test_other_exits, clear_run),
+	    cmocka_unit_test_setup(test_shutdown_reset, clear_run),
 	    cmocka_unit_test(test_exit_names),
 	};
 

@@ -1,0 +1,126 @@
+/* host/cli/cmd_common.c: the --probe decision with the INT3 check's verdict. The verdict is forced
+ * through the HVTRACE_TEST_INT3 test hook ("guest-idt": INT3 does not exit on this host), set
+ * before the first check of this process. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "host/cli/cmd_common.h"
+#include "host/kvm/kvm_int3_probe.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int no_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
+		       struct target_region *r, char *err, size_t errlen)
+{
+	(void)t, (void)lo, (void)hi, (void)min, (void)want, (void)r, (void)err, (void)errlen;
+	return -ENOSYS; /* never called: only its presence is looked at */
+}
+
+/* cmd_check_int3 for @probe; what it printed on stderr into @printed. */
+static int check(enum probe_kind probe, bool qemu, bool *no_trap, char *err, char *printed)
+{
+	struct session s = {.probe = probe};
+	FILE *tmp = tmpfile();
+	int saved = dup(2), ret;
+	size_t n;
+
+	assert_non_null(tmp);
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	ret = cmd_check_int3(&s, qemu, no_trap, err, 512);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(printed, 1, 511, tmp);
+	printed[n] = 0;
+	fclose(tmp);
+	return ret;
+}
+
+static void test_trap_refused(void **state)
+{
+	char err[512] = "", printed[512];
+	bool no_trap = false;
+
+	(void)state;
+	assert_true(kvm_int3_check()->forced);
+	for (int qemu = 0; qemu < 2; qemu++) {
+		assert_int_equal(check(PROBE_TRAP, qemu, &no_trap, err, printed), -ENOTSUP);
+		assert_true(no_trap);
+		assert_string_equal(err,
+				    "trap probes: INT3 in a guest does not exit on this host's "
+				    "KVM (it goes to the guest's IDT); use --probe stub");
+		assert_string_equal(printed, "");
+	}
+}
+
+static void test_auto_says_stub(void **state)
+{
+	char err[512] = "", printed[512];
+	bool no_trap = false;
+
+	(void)state;
+	assert_int_equal(check(PROBE_AUTO, true, &no_trap, err, printed), 0);
+	assert_true(no_trap);
+	assert_string_equal(err, "");
+	assert_string_equal(printed,
+			    "hvtrace: --probe auto: stub probes for every site: INT3 in a "
+			    "guest does not exit on this host's KVM (it goes to the guest's "
+			    "IDT)\n");
+	/* --probe stub needs no word */
+	no_trap = false;
+	assert_int_equal(check(PROBE_STUB, false, &no_trap, err, printed), 0);
+	assert_true(no_trap);
+	assert_string_equal(printed, "");
+}
+
+/* With no trap probes, auto cannot fall back to them where stubs cannot work. */
+static void test_probe_mode_no_trap(void **state)
+{
+	struct target_ops ops = {.stub_map = no_stub_map}, none = {0};
+	struct target t = {.ops = &ops};
+	struct vmi_task_layout task = {.has_cpu_gs = true};
+	struct session s = {.probe = PROBE_AUTO};
+	char err[512] = "";
+	bool stub = false;
+
+	(void)state;
+	assert_int_equal(cmd_probe_mode(&s, &t, &task, NULL, true, &stub, err, sizeof(err)), 0);
+	assert_true(stub);
+	/* without the check's no, auto falls back to trap probes */
+	assert_int_equal(cmd_probe_mode(&s, &t, &task, "no room", false, &stub, err, sizeof(err)),
+			 0);
+	assert_false(stub);
+	/* with it, that is refused */
+	assert_int_equal(cmd_probe_mode(&s, &t, &task, "no room", true, &stub, err, sizeof(err)),
+			 -ENOTSUP);
+	assert_string_equal(err,
+			    "trap probes: INT3 in a guest does not exit on this host's KVM, and "
+			    "stub probes cannot work: no room");
+	t.ops = &none;
+	assert_int_equal(cmd_probe_mode(&s, &t, &task, NULL, true, &stub, err, sizeof(err)),
+			 -ENOTSUP);
+	assert_string_equal(err,
+			    "trap probes: INT3 in a guest does not exit on this host's KVM, and "
+			    "stub probes cannot work: this target cannot place the stub");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_trap_refused),
+	    cmocka_unit_test(test_auto_says_stub),
+	    cmocka_unit_test(test_probe_mode_no_trap),
+	};
+
+	setenv("HVTRACE_TEST_INT3", "guest-idt", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
