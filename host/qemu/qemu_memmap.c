@@ -389,6 +389,8 @@ static int by_content(const struct qemu_memmap_in *in, const struct qemu_rambloc
 	uint64_t step = b->used / SAMPLES, gpa;
 	unsigned k;
 
+	if (!in->host_read)
+		return -EIO;
 	step = step < PAGE ? PAGE : step & ~(PAGE - 1);
 	for (uint64_t off = 0; off + PAGE <= b->used && *n > 1; off += step) {
 		bool differ = false;
