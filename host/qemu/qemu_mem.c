@@ -41,9 +41,14 @@ static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_c
 	static char memdevs[QEMU_MEMMAP_MAX_BLOCKS][QEMU_MEMMAP_NAME];
 	static struct qemu_host_map maps[QEMU_MEMMAP_MAX_MAPS];
 	uint64_t sizes[QEMU_MEMMAP_MAX_BLOCKS];
-	struct qemu_memmap_in in = {.ranges = ranges, .blocks = blocks, .memdevs = memdevs,
-				    .maps = maps, .host_read = host_read, .host_ctx = m,
-				    .phys_read = phys_read, .phys_ctx = phys_ctx};
+	struct qemu_memmap_in in = {.ranges = ranges,
+				    .blocks = blocks,
+				    .memdevs = memdevs,
+				    .maps = maps,
+				    .host_read = host_read,
+				    .host_ctx = m,
+				    .phys_read = phys_read,
+				    .phys_ctx = phys_ctx};
 	char *out = malloc(HMP_OUT), path[64];
 	FILE *f;
 	int rc;
@@ -54,7 +59,8 @@ static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_c
 	}
 	rc = monitor(hmp, hmp_ctx, "info mtree -f", out, err, errlen);
 	if (!rc)
-		rc = qemu_mtree_parse(out, ranges, QEMU_MEMMAP_MAX_RANGES, &in.nr_ranges, err, errlen);
+		rc = qemu_mtree_parse(out, ranges, QEMU_MEMMAP_MAX_RANGES, &in.nr_ranges, err,
+				      errlen);
 	if (!rc)
 		rc = monitor(hmp, hmp_ctx, "info ramblock", out, err, errlen);
 	if (!rc)

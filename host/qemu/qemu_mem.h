@@ -1,5 +1,5 @@
-/* Guest RAM of a running QEMU, read and written through the QEMU process's memory (/proc/PID/mem) at
- * the host addresses of a guest-physical map learned from QEMU (qemu_memmap.h): any machine type
+/* Guest RAM of a running QEMU, read and written through the QEMU process's memory (/proc/PID/mem)
+ * at the host addresses of a guest-physical map learned from QEMU (qemu_memmap.h): any machine type
  * (pc, q35), any RAM size, anonymous, memfd, file or hugetlbfs backends, NUMA nodes. Data only: TCG
  * does not see code written this way (code patches go through the gdbstub). */
 #ifndef HVT_QEMU_MEM_H
@@ -12,8 +12,8 @@
 #include <sys/types.h>
 
 struct qemu_mem {
-	int fd;			/* /proc/PID/mem */
-	unsigned nr;		/* regions, sorted by gpa, disjoint */
+	int fd;	     /* /proc/PID/mem */
+	unsigned nr; /* regions, sorted by gpa, disjoint */
 	struct qemu_mem_region region[QEMU_MEM_MAX_REGIONS];
 };
 
@@ -22,14 +22,15 @@ typedef int (*qemu_hmp_fn)(void *ctx, const char *cmd, char *out, size_t len);
 
 /* Learns the guest-physical map of QEMU @pid through its human monitor @hmp (`info mtree -f`,
  * `info ramblock`, `info memdev`) and its /proc/PID/smaps, telling alike backends apart through
- * @phys_read (guest-physical reads, the gdbstub's physical mode; the VM must be stopped). Returns 0,
- * or a negative errno with one line in @err (-EACCES: not allowed to read the process). */
+ * @phys_read (guest-physical reads, the gdbstub's physical mode; the VM must be stopped). Main
+ * thread. Returns 0, or a negative errno with one line in @err (-EACCES: not allowed to read the
+ * process). */
 int qemu_mem_open(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_ctx,
 		  qemu_memmap_read_fn phys_read, void *phys_ctx, char *err, size_t errlen);
 
-/* Reads/writes guest-physical memory: 0, or -EFAULT when any byte is outside RAM (nothing is written
- * then) or the process is gone. An access across two adjacent regions is split. Any thread; no
- * allocation. */
+/* Reads/writes guest-physical memory: 0, or -EFAULT when any byte is outside RAM (nothing is
+ * written then) or the process is gone. An access across two adjacent regions is split. Any thread;
+ * no allocation. */
 int qemu_mem_read(const struct qemu_mem *m, uint64_t gpa, void *buf, size_t len);
 int qemu_mem_write(const struct qemu_mem *m, uint64_t gpa, const void *buf, size_t len);
 

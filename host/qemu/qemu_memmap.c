@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PAGE 4096ull
+#define PAGE	4096ull
 #define SAMPLES 4096 /* pages compared per backend when several mappings fit */
 
-/* ---- text of QEMU's monitor -------------------------------------------------------------------- */
+/* ---- text of QEMU's monitor ------------------------------------------------------------------ */
 
 /* The next line of @*text into @line (without its "\r\n"), @*text moved past it. 1, 0 at the end,
  * -1 when the line does not fit. */
@@ -145,14 +145,15 @@ int qemu_mtree_parse(const char *text, struct qemu_ram_range *r, unsigned max, u
 		}
 		if (in_view && !strcmp(line, " AS \"memory\", root: system")) {
 			if (found) {
-				snprintf(err, errlen, "info mtree: two flat views of address space memory");
+				snprintf(err, errlen,
+					 "info mtree: two flat views of address space memory");
 				return -EINVAL;
 			}
 			found = in_mem = true;
 			continue;
 		}
-		if (!in_mem || strncmp(line, "  ", 2) || !strchr("0123456789abcdefABCDEF", line[2]) ||
-		    !line[2])
+		if (!in_mem || strncmp(line, "  ", 2) ||
+		    !strchr("0123456789abcdefABCDEF", line[2]) || !line[2])
 			continue;
 		if (!range_line(line, &x, &ram)) {
 			snprintf(err, errlen, "info mtree: a range out of shape: '%s'",
@@ -244,7 +245,8 @@ int qemu_ramblock_parse(const char *text, struct qemu_ramblock *b, unsigned max,
 		strcpy(x.name, t[0]);
 		for (unsigned i = 0; i < *nr; i++)
 			if (!strcmp(b[i].name, x.name)) {
-				snprintf(err, errlen, "info ramblock: block %s listed twice", x.name);
+				snprintf(err, errlen, "info ramblock: block %s listed twice",
+					 x.name);
 				return -EINVAL;
 			}
 		if (*nr == max) {
@@ -297,7 +299,7 @@ int qemu_memdev_parse(const char *text, char (*ids)[QEMU_MEMMAP_NAME], unsigned 
 	return 0;
 }
 
-/* ---- host mappings ------------------------------------------------------------------------------ */
+/* ---- host mappings --------------------------------------------------------------------------- */
 
 int qemu_maps_parse(FILE *f, const uint64_t *sizes, unsigned nsizes, struct qemu_host_map *m,
 		    unsigned max, unsigned *nr, char *err, size_t errlen)
@@ -324,22 +326,25 @@ int qemu_maps_parse(FILE *f, const uint64_t *sizes, unsigned nsizes, struct qemu
 			last->pagesize = kb < (1ull << 40) ? kb << 10 : 0;
 			continue;
 		}
-		if (sscanf(line, "%llx-%llx %7s %llx %15s %lu %n", &lo, &hi, perms, &off, dev, &inode,
-			   &n) < 6 || !n) {
+		if (sscanf(line, "%llx-%llx %7s %llx %15s %lu %n", &lo, &hi, perms, &off, dev,
+			   &inode, &n) < 6 ||
+		    !n) {
 			continue;
 		}
 		last = NULL;
 		path = line + n;
 		/* readable, writable, not executable; anonymous (no path) or a file (memfd, tmpfs,
 		 * hugetlbfs): no [heap], [stack] and the like */
-		if (hi <= lo || strncmp(perms, "rw-", 3) || (*path && *path != '\n' && *path != '/'))
+		if (hi <= lo || strncmp(perms, "rw-", 3) ||
+		    (*path && *path != '\n' && *path != '/'))
 			continue;
 		for (unsigned i = 0; i < nsizes; i++)
 			wanted |= hi - lo == sizes[i];
 		if (!wanted)
 			continue;
 		if (*nr == max) {
-			snprintf(err, errlen, "more than %u host mappings of a RAM block's size", max);
+			snprintf(err, errlen, "more than %u host mappings of a RAM block's size",
+				 max);
 			return -E2BIG;
 		}
 		last = &m[(*nr)++];
@@ -348,7 +353,7 @@ int qemu_maps_parse(FILE *f, const uint64_t *sizes, unsigned nsizes, struct qemu
 	return 0;
 }
 
-/* ---- the map ------------------------------------------------------------------------------------ */
+/* ---- the map --------------------------------------------------------------------------------- */
 
 static bool is_memdev(const struct qemu_memmap_in *in, const char *nm)
 {
@@ -398,7 +403,8 @@ static int by_content(const struct qemu_memmap_in *in, const struct qemu_rambloc
 		if (!gpa_of(in, b, off, &gpa))
 			continue;
 		for (unsigned i = 0; i < *n; i++) {
-			if (in->host_read(in->host_ctx, in->maps[cand[i]].lo + off, page[i], PAGE) < 0)
+			if (in->host_read(in->host_ctx, in->maps[cand[i]].lo + off, page[i], PAGE) <
+			    0)
 				return -EIO;
 			differ |= i && memcmp(page[i], page[0], PAGE);
 		}
@@ -447,8 +453,9 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region 
 		if (!is_memdev(in, b->name))
 			continue;
 		if (!b->used || b->used % b->psize) {
-			snprintf(err, errlen, "memory backend %s: %" PRIu64 " bytes in %" PRIu64
-				 "-byte pages", b->name, b->used, b->psize);
+			snprintf(err, errlen,
+				 "memory backend %s: %" PRIu64 " bytes in %" PRIu64 "-byte pages",
+				 b->name, b->used, b->psize);
 			return -EINVAL;
 		}
 		for (unsigned i = 0; i < in->nr_maps; i++)
@@ -468,22 +475,26 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region 
 		if (nc > 1 || alike > 1)
 			rc = by_content(in, b, cand, &nc);
 		if (rc == -EIO) {
-			snprintf(err, errlen, "memory backend %s: cannot compare its candidate mappings with guest memory",
+			snprintf(err, errlen,
+				 "memory backend %s: cannot compare its candidate mappings with "
+				 "guest memory",
 				 b->name);
 			return -EIO;
 		}
 		if (rc == -EEXIST) {
 			snprintf(err, errlen,
-				 "memory backends of %" PRIu64 " MiB: %u mappings fit %s and hold the "
+				 "memory backends of %" PRIu64
+				 " MiB: %u mappings fit %s and hold the "
 				 "same bytes where the guest has any; cannot tell them apart "
 				 "(--gdb-memory reads guest memory through the gdbstub)",
 				 b->used >> 20, nc, b->name);
 			return -EEXIST;
 		}
 		if (rc == -ENOENT || owner[cand[0]] >= 0) {
-			snprintf(err, errlen,
-				 "memory backend %s: no mapping in the QEMU process holds its bytes",
-				 b->name);
+			snprintf(
+			    err, errlen,
+			    "memory backend %s: no mapping in the QEMU process holds its bytes",
+			    b->name);
 			return -ENOENT;
 		}
 		owner[cand[0]] = (int)bi;
@@ -502,8 +513,8 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region 
 		if (r->offset > map->hi - map->lo || r->len > map->hi - map->lo - r->offset ||
 		    r->gpa + r->len < r->gpa) {
 			snprintf(err, errlen,
-				 "info mtree: range 0x%" PRIx64 "+0x%" PRIx64 " of %s at offset 0x%" PRIx64
-				 " is outside its %" PRIu64 " MiB",
+				 "info mtree: range 0x%" PRIx64 "+0x%" PRIx64
+				 " of %s at offset 0x%" PRIx64 " is outside its %" PRIu64 " MiB",
 				 r->gpa, r->len, r->name, r->offset, (map->hi - map->lo) >> 20);
 			return -EINVAL;
 		}
@@ -524,7 +535,8 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region 
 	for (unsigned i = 1; i < n; i++)
 		if (out[i].gpa < out[i - 1].gpa + out[i - 1].len) {
 			snprintf(err, errlen,
-				 "info mtree: RAM ranges at 0x%" PRIx64 " and 0x%" PRIx64 " overlap",
+				 "info mtree: RAM ranges at 0x%" PRIx64 " and 0x%" PRIx64
+				 " overlap",
 				 out[i - 1].gpa, out[i].gpa);
 			return -EINVAL;
 		}

@@ -1,10 +1,11 @@
-/* The guest-physical map of a running QEMU, learned from QEMU itself: which guest-physical ranges are
- * RAM and which memory backend holds them (HMP `info mtree -f`, `info ramblock`, `info memdev`), and
- * where each backend is mapped in the QEMU process (/proc/PID/smaps: anonymous, memfd, file or
- * hugetlbfs mappings of the block's size and page size). Backends of the same size and page size
- * (NUMA nodes) are told apart by content: a page where the candidate mappings differ, compared with
- * the same page read through the gdbstub's physical mode. Everything QEMU prints is untrusted: lines,
- * names, counts and ranges are bounded, and overlapping or out-of-block ranges are refused. */
+/* The guest-physical map of a running QEMU, learned from QEMU itself: which guest-physical ranges
+ * are RAM and which memory backend holds them (HMP `info mtree -f`, `info ramblock`, `info
+ * memdev`), and where each backend is mapped in the QEMU process (/proc/PID/smaps: anonymous,
+ * memfd, file or hugetlbfs mappings of the block's size and page size). Backends of the same size
+ * and page size (NUMA nodes) are told apart by content: a page where the candidate mappings differ,
+ * compared with the same page read through the gdbstub's physical mode. Everything QEMU prints is
+ * untrusted: lines, names, counts and ranges are bounded, and overlapping or out-of-block ranges
+ * are refused. */
 #ifndef HVT_QEMU_MEMMAP_H
 #define HVT_QEMU_MEMMAP_H
 
@@ -82,9 +83,9 @@ struct qemu_memmap_in {
 
 /* The map: each memory backend's block to its host mapping (told apart by content where several
  * fit), then every RAM range of a backend to its host address, sorted by gpa, adjacent ones merged.
- * RAM ranges of other blocks (device RAM) are left out. 0, or a negative errno with one line in @err
- * (-ENOENT: a backend with no mapping; -EEXIST: backends that cannot be told apart; -EINVAL: a range
- * outside its block, overlapping ranges; -E2BIG: too many regions). */
+ * RAM ranges of other blocks (device RAM) are left out. Main thread. 0, or a negative errno with
+ * one line in @err (-ENOENT: a backend with no mapping; -EEXIST: backends that cannot be told
+ * apart; -EINVAL: a range outside its block, overlapping ranges; -E2BIG: too many regions). */
 int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region *out, unsigned max,
 			unsigned *nr, char *err, size_t errlen);
 

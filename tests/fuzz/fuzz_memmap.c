@@ -1,9 +1,10 @@
-/* libFuzzer harness for the guest-physical map of QEMU (host/qemu/qemu_memmap.c, qemu_mem.c): what a
- * (hostile) QEMU prints for `info mtree -f`, `info ramblock` and `info memdev`, and a /proc/PID/smaps
- * text, as four sections of the input separated by 0x01 bytes. Each parser gets its section; when all
- * parse, the map is resolved (host and guest reads give bytes derived from the address) and checked:
- * sorted, disjoint, every region inside the mapping its backend was given; then reads and writes at
- * addresses from the input go through qemu_mem_read/write (on /dev/zero). */
+/* libFuzzer harness for the guest-physical map of QEMU (host/qemu/qemu_memmap.c, qemu_mem.c): what
+ * a (hostile) QEMU prints for `info mtree -f`, `info ramblock` and `info memdev`, and a
+ * /proc/PID/smaps text, as four sections of the input separated by 0x01 bytes. Each parser gets its
+ * section; when all parse, the map is resolved (host and guest reads give bytes derived from the
+ * address) and checked: sorted, disjoint, every region inside the mapping its backend was given;
+ * then reads and writes at addresses from the input go through qemu_mem_read/write (on /dev/zero).
+ */
 #include "host/qemu/qemu_mem.h"
 #include "host/qemu/qemu_memmap.h"
 
@@ -28,8 +29,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static char memdevs[QEMU_MEMMAP_MAX_BLOCKS][QEMU_MEMMAP_NAME];
 	static struct qemu_host_map maps[QEMU_MEMMAP_MAX_MAPS];
 	static int zero = -1;
-	struct qemu_memmap_in in = {.ranges = ranges, .blocks = blocks, .memdevs = memdevs,
-				    .maps = maps, .host_read = fake_read, .phys_read = fake_read};
+	struct qemu_memmap_in in = {.ranges = ranges,
+				    .blocks = blocks,
+				    .memdevs = memdevs,
+				    .maps = maps,
+				    .host_read = fake_read,
+				    .phys_read = fake_read};
 	uint64_t sizes[QEMU_MEMMAP_MAX_BLOCKS];
 	struct qemu_mem m = {.fd = -1};
 	char *text = malloc(size + 1), *sec[4] = {"", "", "", ""}, err[256];
@@ -59,11 +64,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sizes[i] = blocks[i].used;
 	f = fmemopen(sec[3], strlen(sec[3]) + 1, "r");
 	if (f) {
-		ok |= qemu_maps_parse(f, sizes, in.nr_blocks, maps, QEMU_MEMMAP_MAX_MAPS, &in.nr_maps,
-				      err, sizeof(err));
+		ok |= qemu_maps_parse(f, sizes, in.nr_blocks, maps, QEMU_MEMMAP_MAX_MAPS,
+				      &in.nr_maps, err, sizeof(err));
 		fclose(f);
 	}
-	if (!ok && !qemu_memmap_resolve(&in, m.region, QEMU_MEM_MAX_REGIONS, &m.nr, err, sizeof(err))) {
+	if (!ok &&
+	    !qemu_memmap_resolve(&in, m.region, QEMU_MEM_MAX_REGIONS, &m.nr, err, sizeof(err))) {
 		if (!m.nr || m.nr > QEMU_MEM_MAX_REGIONS)
 			abort();
 		for (unsigned i = 0; i < m.nr; i++) {
@@ -90,8 +96,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(&len, data + i + 8, 4);
 			len %= sizeof(buf) + 1;
 			qemu_mem_read(&m, gpa, buf, len);
-			qemu_mem_write(&m, m.region[gpa % m.nr].gpa + m.region[gpa % m.nr].len - 1 -
-						 (gpa >> 40) % 8, buf, len);
+			qemu_mem_write(&m,
+				       m.region[gpa % m.nr].gpa + m.region[gpa % m.nr].len - 1 -
+					   (gpa >> 40) % 8,
+				       buf, len);
 		}
 	}
 	free(text);

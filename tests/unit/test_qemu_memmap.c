@@ -1,8 +1,8 @@
-/* The guest-physical map of QEMU (host/qemu/qemu_memmap.c, qemu_mem.c): the monitor's outputs as QEMU
- * 7.2 printed them (tests/unit/data/qemu_memmap/: pc 256 MiB, q35 4 GiB, two NUMA nodes, a memfd and a
- * file backend; their /proc/PID/maps cut to the mappings of 1 MiB and more), hostile ones, backends
- * told apart by content in this process's own memory, and guest-physical reads and writes across
- * regions through /proc/self/mem. */
+/* The guest-physical map of QEMU (host/qemu/qemu_memmap.c, qemu_mem.c): the monitor's outputs as
+ * QEMU 7.2 printed them (tests/unit/data/qemu_memmap/: pc 256 MiB, q35 4 GiB, two NUMA nodes, a
+ * memfd and a file backend; their /proc/PID/maps cut to the mappings of 1 MiB and more), hostile
+ * ones, backends told apart by content in this process's own memory, and guest-physical reads and
+ * writes across regions through /proc/self/mem. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #define DATA "tests/unit/data/qemu_memmap/"
-#define GiB (1ull << 30)
-#define MiB (1ull << 20)
+#define GiB  (1ull << 30)
+#define MiB  (1ull << 20)
 
 static char *slurp(const char *name, const char *kind)
 {
@@ -65,19 +65,22 @@ static void load(struct capture *c, const char *name)
 	FILE *f;
 
 	memset(c, 0, sizeof(*c));
-	c->in = (struct qemu_memmap_in){.ranges = c->ranges, .blocks = c->blocks,
-					.memdevs = c->memdevs, .maps = c->maps};
+	c->in = (struct qemu_memmap_in){
+	    .ranges = c->ranges, .blocks = c->blocks, .memdevs = c->memdevs, .maps = c->maps};
 	t = slurp(name, "mtree");
 	assert_int_equal(qemu_mtree_parse(t, c->ranges, QEMU_MEMMAP_MAX_RANGES, &c->in.nr_ranges,
-					  c->err, sizeof(c->err)), 0);
+					  c->err, sizeof(c->err)),
+			 0);
 	free(t);
 	t = slurp(name, "ramblock");
 	assert_int_equal(qemu_ramblock_parse(t, c->blocks, QEMU_MEMMAP_MAX_BLOCKS, &c->in.nr_blocks,
-					     c->err, sizeof(c->err)), 0);
+					     c->err, sizeof(c->err)),
+			 0);
 	free(t);
 	t = slurp(name, "memdev");
 	assert_int_equal(qemu_memdev_parse(t, c->memdevs, QEMU_MEMMAP_MAX_BLOCKS, &c->in.nr_memdevs,
-					   c->err, sizeof(c->err)), 0);
+					   c->err, sizeof(c->err)),
+			 0);
 	free(t);
 	for (unsigned i = 0; i < c->in.nr_blocks; i++)
 		sizes[i] = c->blocks[i].used;
@@ -85,7 +88,8 @@ static void load(struct capture *c, const char *name)
 	f = fopen(path, "r");
 	assert_non_null(f);
 	assert_int_equal(qemu_maps_parse(f, sizes, c->in.nr_blocks, c->maps, QEMU_MEMMAP_MAX_MAPS,
-					 &c->in.nr_maps, c->err, sizeof(c->err)), 0);
+					 &c->in.nr_maps, c->err, sizeof(c->err)),
+			 0);
 	fclose(f);
 }
 
@@ -103,7 +107,7 @@ static void region_is(const struct capture *c, unsigned i, uint64_t gpa, uint64_
 	assert_int_equal(c->out[i].hva, hva);
 }
 
-/* ---- captures of QEMU 7.2 ------------------------------------------------------------------------ */
+/* ---- captures of QEMU 7.2 -------------------------------------------------------------------- */
 
 static void test_pc_256m(void **state)
 {
@@ -299,26 +303,31 @@ static void test_numa_real_memory(void **state)
 	assert_true(area != MAP_FAILED);
 	assert_int_equal(mprotect(area + 4096, 8 * MiB, PROT_READ | PROT_WRITE), 0);
 	assert_int_equal(mprotect(area + 8 * MiB + 8192, 8 * MiB, PROT_READ | PROT_WRITE), 0);
-	r.node[1] = area + 4096;	   /* guest node 1 lies lower in this process */
-	r.node[0] = area + 8 * MiB + 8192; /* node 0 */
+	r.node[1] = area + 4096;		 /* guest node 1 lies lower in this process */
+	r.node[0] = area + 8 * MiB + 8192;	 /* node 0 */
 	memset(r.node[0] + 3 * MiB, 0x5a, 4096); /* alike everywhere but two pages */
 	memset(r.node[1] + 5 * MiB, 0xc3, 4096);
 	r.fd = open("/proc/self/mem", O_RDONLY);
 	assert_true(r.fd >= 0);
-	c->in = (struct qemu_memmap_in){.ranges = c->ranges, .blocks = c->blocks,
-					.memdevs = c->memdevs, .maps = c->maps,
-					.host_read = self_read, .host_ctx = &r,
-					.phys_read = guest_read, .phys_ctx = &r};
-	assert_int_equal(qemu_mtree_parse(mtree, c->ranges, 8, &c->in.nr_ranges, c->err,
-					  sizeof(c->err)), 0);
-	assert_int_equal(qemu_ramblock_parse(blocks, c->blocks, 8, &c->in.nr_blocks, c->err,
-					     sizeof(c->err)), 0);
-	assert_int_equal(qemu_memdev_parse(memdev, c->memdevs, 8, &c->in.nr_memdevs, c->err,
-					   sizeof(c->err)), 0);
+	c->in = (struct qemu_memmap_in){.ranges = c->ranges,
+					.blocks = c->blocks,
+					.memdevs = c->memdevs,
+					.maps = c->maps,
+					.host_read = self_read,
+					.host_ctx = &r,
+					.phys_read = guest_read,
+					.phys_ctx = &r};
+	assert_int_equal(
+	    qemu_mtree_parse(mtree, c->ranges, 8, &c->in.nr_ranges, c->err, sizeof(c->err)), 0);
+	assert_int_equal(
+	    qemu_ramblock_parse(blocks, c->blocks, 8, &c->in.nr_blocks, c->err, sizeof(c->err)), 0);
+	assert_int_equal(
+	    qemu_memdev_parse(memdev, c->memdevs, 8, &c->in.nr_memdevs, c->err, sizeof(c->err)), 0);
 	f = fopen("/proc/self/smaps", "r");
 	assert_non_null(f);
 	assert_int_equal(qemu_maps_parse(f, sizes, 2, c->maps, QEMU_MEMMAP_MAX_MAPS, &c->in.nr_maps,
-					 c->err, sizeof(c->err)), 0);
+					 c->err, sizeof(c->err)),
+			 0);
 	fclose(f);
 	assert_true(c->in.nr_maps >= 2);
 	assert_int_equal(resolve(c), 0);
@@ -335,26 +344,27 @@ static void test_numa_real_memory(void **state)
 	memset(r.node[0] + 3 * MiB, 0x11, 4096);
 	r.lie = true;
 	assert_int_equal(resolve(c), -ENOENT);
-	assert_string_equal(c->err, "memory backend n0: no mapping in the QEMU process holds its bytes");
+	assert_string_equal(c->err,
+			    "memory backend n0: no mapping in the QEMU process holds its bytes");
 	close(r.fd);
 	munmap(area, 16 * MiB + 3 * 4096);
 	free(c);
 }
 
-/* ---- hugetlbfs: the page size must match ----------------------------------------------------------- */
+/* ---- hugetlbfs: the page size must match ----------------------------------------------------- */
 
 static void test_hugetlbfs_page_size(void **state)
 {
-	static const char smaps[] =
-	    "7f0000000000-7f0040000000 rw-s 00000000 00:2f 1234   /dev/hugepages/qemu_back_mem.m0 (deleted)\n"
-	    "Size:            1048576 kB\n"
-	    "KernelPageSize:     2048 kB\n"
-	    "MMUPageSize:        2048 kB\n"
-	    "7f1000000000-7f1040000000 rw-p 00000000 00:00 0 \n"
-	    "Size:            1048576 kB\n"
-	    "KernelPageSize:        4 kB\n"
-	    "7f2000000000-7f2040000000 rwxp 00000000 00:00 0 \n"
-	    "KernelPageSize:        4 kB\n";
+	static const char smaps[] = "7f0000000000-7f0040000000 rw-s 00000000 00:2f 1234   "
+				    "/dev/hugepages/qemu_back_mem.m0 (deleted)\n"
+				    "Size:            1048576 kB\n"
+				    "KernelPageSize:     2048 kB\n"
+				    "MMUPageSize:        2048 kB\n"
+				    "7f1000000000-7f1040000000 rw-p 00000000 00:00 0 \n"
+				    "Size:            1048576 kB\n"
+				    "KernelPageSize:        4 kB\n"
+				    "7f2000000000-7f2040000000 rwxp 00000000 00:00 0 \n"
+				    "KernelPageSize:        4 kB\n";
 	static const char blocks[] = "Block Name PSize Offset Used Total\n"
 				     "m0 2 MiB 0x0 0x40000000 0x40000000\n";
 	struct capture *c = malloc(sizeof(*c));
@@ -363,16 +373,16 @@ static void test_hugetlbfs_page_size(void **state)
 
 	(void)state;
 	memset(c, 0, sizeof(*c));
-	c->in = (struct qemu_memmap_in){.ranges = c->ranges, .blocks = c->blocks,
-					.memdevs = c->memdevs, .maps = c->maps};
-	assert_int_equal(qemu_maps_parse(f, &size, 1, c->maps, 8, &c->in.nr_maps, c->err,
-					 sizeof(c->err)), 0);
+	c->in = (struct qemu_memmap_in){
+	    .ranges = c->ranges, .blocks = c->blocks, .memdevs = c->memdevs, .maps = c->maps};
+	assert_int_equal(
+	    qemu_maps_parse(f, &size, 1, c->maps, 8, &c->in.nr_maps, c->err, sizeof(c->err)), 0);
 	fclose(f);
 	assert_int_equal(c->in.nr_maps, 2); /* not the executable one */
 	assert_int_equal(c->maps[0].pagesize, 2 * MiB);
 	assert_int_equal(c->maps[1].pagesize, 4096);
-	assert_int_equal(qemu_ramblock_parse(blocks, c->blocks, 8, &c->in.nr_blocks, c->err,
-					     sizeof(c->err)), 0);
+	assert_int_equal(
+	    qemu_ramblock_parse(blocks, c->blocks, 8, &c->in.nr_blocks, c->err, sizeof(c->err)), 0);
 	strcpy(c->memdevs[0], "m0");
 	c->in.nr_memdevs = 1;
 	c->ranges[0] = (struct qemu_ram_range){.gpa = 0, .len = GiB, .name = "m0"};
@@ -382,12 +392,13 @@ static void test_hugetlbfs_page_size(void **state)
 	region_is(c, 0, 0, GiB, 0x7f0000000000);
 	c->blocks[0].psize = 1 * GiB;
 	assert_int_equal(resolve(c), -ENOENT);
-	assert_string_equal(c->err, "memory backend m0: no mapping of 1024 MiB in 1048576-KiB pages "
-				    "in the QEMU process");
+	assert_string_equal(c->err,
+			    "memory backend m0: no mapping of 1024 MiB in 1048576-KiB pages "
+			    "in the QEMU process");
 	free(c);
 }
 
-/* ---- hostile outputs ------------------------------------------------------------------------------- */
+/* ---- hostile outputs ------------------------------------------------------------------------- */
 
 static int mtree(const char *text, char *err)
 {
@@ -408,24 +419,29 @@ static void test_hostile_mtree(void **state)
 	assert_string_equal(err, "info mtree: no flat view of address space memory");
 	assert_int_equal(mtree(VIEW "\n" VIEW, err), -EINVAL);
 	assert_string_equal(err, "info mtree: two flat views of address space memory");
-	assert_int_equal(mtree(VIEW "  0000000000001000-0000000000000fff (prio 0, ram): pc.ram\n", err),
-			 -EINVAL);
-	assert_string_equal(err, "info mtree: a range out of shape: '  0000000000001000-0000000000000fff "
-				 "(prio 0, ram): pc.ram'");
+	assert_int_equal(
+	    mtree(VIEW "  0000000000001000-0000000000000fff (prio 0, ram): pc.ram\n", err),
+	    -EINVAL);
+	assert_string_equal(
+	    err, "info mtree: a range out of shape: '  0000000000001000-0000000000000fff "
+		 "(prio 0, ram): pc.ram'");
 	/* 17 hex digits */
-	assert_int_equal(mtree(VIEW "  00000000000000000-0000000000000fff (prio 0, ram): pc.ram\n", err),
-			 -EINVAL);
+	assert_int_equal(
+	    mtree(VIEW "  00000000000000000-0000000000000fff (prio 0, ram): pc.ram\n", err),
+	    -EINVAL);
 	/* the whole 64-bit space: its length does not fit */
-	assert_int_equal(mtree(VIEW "  0000000000000000-ffffffffffffffff (prio 0, ram): pc.ram\n", err),
-			 -EINVAL);
+	assert_int_equal(
+	    mtree(VIEW "  0000000000000000-ffffffffffffffff (prio 0, ram): pc.ram\n", err),
+	    -EINVAL);
 	assert_int_equal(mtree(VIEW "  0000000000000000-0000000000000fff (prio 0, ram): \n", err),
 			 -EINVAL);
-	assert_int_equal(mtree(VIEW "  0000000000000000-0000000000000fff (prio 0, ram): pc.ram @zz\n",
-			       err), -EINVAL);
-	assert_int_equal(mtree(VIEW "  0000000000000000-0000000000000fff (prio 0, ram) pc.ram\n", err),
-			 -EINVAL);
-	snprintf(line, sizeof(line), VIEW "  0000000000000000-0000000000000fff (prio 0, ram): %0100d\n",
-		 0);
+	assert_int_equal(
+	    mtree(VIEW "  0000000000000000-0000000000000fff (prio 0, ram): pc.ram @zz\n", err),
+	    -EINVAL);
+	assert_int_equal(
+	    mtree(VIEW "  0000000000000000-0000000000000fff (prio 0, ram) pc.ram\n", err), -EINVAL);
+	snprintf(line, sizeof(line),
+		 VIEW "  0000000000000000-0000000000000fff (prio 0, ram): %0100d\n", 0);
 	assert_int_equal(mtree(line, err), -EINVAL); /* a name of 100 bytes */
 	memset(line, 'a', sizeof(line) - 1);
 	line[sizeof(line) - 1] = 0;
@@ -433,12 +449,17 @@ static void test_hostile_mtree(void **state)
 	assert_string_equal(err, "info mtree: a line longer than 1023 bytes");
 	assert_int_equal(mtree(VIEW "  0-fff (prio 0, ram): a\n  1000-1fff (prio 0, ram): a\n"
 				    "  2000-2fff (prio 0, ram): a\n  3000-3fff (prio 0, ram): a\n"
-				    "  4000-4fff (prio 0, ram): a\n", err), -EINVAL);
+				    "  4000-4fff (prio 0, ram): a\n",
+			       err),
+			 -EINVAL);
 	assert_string_equal(err, "info mtree: more than 4 RAM ranges");
 	/* I/O and ROM are no RAM; other address spaces are not read */
-	assert_int_equal(mtree(VIEW "  0-fff (prio 0, i/o): a\n  1000-1fff (prio 0, rom): a\n"
-				    "  2000-2fff (prio 0, romd): a\n\nFlatView #2\n AS \"I/O\", root: io\n"
-				    "  zz-zz junk\n", err), 0);
+	assert_int_equal(
+	    mtree(VIEW "  0-fff (prio 0, i/o): a\n  1000-1fff (prio 0, rom): a\n"
+		       "  2000-2fff (prio 0, romd): a\n\nFlatView #2\n AS \"I/O\", root: io\n"
+		       "  zz-zz junk\n",
+		  err),
+	    0);
 }
 
 static void test_hostile_ramblock(void **state)
@@ -448,31 +469,42 @@ static void test_hostile_ramblock(void **state)
 	unsigned nr;
 
 	(void)state;
-	assert_int_equal(qemu_ramblock_parse("pc.ram 4 KiB 0x0 0x1000 0x1000\n", b, 2, &nr, err,
-					     sizeof(err)), -EINVAL);
+	assert_int_equal(
+	    qemu_ramblock_parse("pc.ram 4 KiB 0x0 0x1000 0x1000\n", b, 2, &nr, err, sizeof(err)),
+	    -EINVAL);
 	assert_string_equal(err, "info ramblock: no table (Block Name, PSize, ..., Used)");
 #define HDR "Block Name PSize Offset Used Total\r\n"
-	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 3 KiB 0x0 0x1000 0x1000\r\n", b, 2, &nr, err,
-					     sizeof(err)), -EINVAL);
-	assert_string_equal(err, "info ramblock: a block out of shape: 'pc.ram 3 KiB 0x0 0x1000 0x1000'");
-	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 4 KiB 0x0 0x2000 0x1000\r\n", b, 2, &nr, err,
-					     sizeof(err)), -EINVAL); /* used > total */
-	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 4 TiB 0x0 0x1000 0x1000\r\n", b, 2, &nr, err,
-					     sizeof(err)), -EINVAL);
-	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 4 KiB 0x0 0x1000\r\n", b, 2, &nr, err,
-					     sizeof(err)), -EINVAL);
+	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 3 KiB 0x0 0x1000 0x1000\r\n", b, 2, &nr,
+					     err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(
+	    err, "info ramblock: a block out of shape: 'pc.ram 3 KiB 0x0 0x1000 0x1000'");
+	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 4 KiB 0x0 0x2000 0x1000\r\n", b, 2, &nr,
+					     err, sizeof(err)),
+			 -EINVAL); /* used > total */
+	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 4 TiB 0x0 0x1000 0x1000\r\n", b, 2, &nr,
+					     err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(
+	    qemu_ramblock_parse(HDR "pc.ram 4 KiB 0x0 0x1000\r\n", b, 2, &nr, err, sizeof(err)),
+	    -EINVAL);
 	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 4 KiB 0x0 0x1000 0x1000 x\r\n", b, 2, &nr,
-					     err, sizeof(err)), -EINVAL);
+					     err, sizeof(err)),
+			 -EINVAL);
 	assert_int_equal(qemu_ramblock_parse(HDR "a 4 KiB 0x0 0x1000 0x1000\r\n"
-						 "a 4 KiB 0x0 0x1000 0x1000\r\n", b, 2, &nr, err,
-					     sizeof(err)), -EINVAL);
+						 "a 4 KiB 0x0 0x1000 0x1000\r\n",
+					     b, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
 	assert_string_equal(err, "info ramblock: block a listed twice");
-	assert_int_equal(qemu_ramblock_parse(HDR "a 4 KiB 0x0 0x1000 0x1000\r\nb 4 KiB 0 1000 1000\r\n"
-						 "c 4 KiB 0 1000 1000\r\n", b, 2, &nr, err,
-					     sizeof(err)), -EINVAL);
+	assert_int_equal(qemu_ramblock_parse(HDR
+					     "a 4 KiB 0x0 0x1000 0x1000\r\nb 4 KiB 0 1000 1000\r\n"
+					     "c 4 KiB 0 1000 1000\r\n",
+					     b, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
 	assert_string_equal(err, "info ramblock: more than 2 blocks");
 	assert_int_equal(qemu_ramblock_parse(HDR "a 2 MiB 0x0 0x200000 0x400000\r\n\r\n", b, 2, &nr,
-					     err, sizeof(err)), 0);
+					     err, sizeof(err)),
+			 0);
 	assert_int_equal(nr, 1);
 	assert_int_equal(b[0].psize, 2 * MiB);
 }
@@ -484,11 +516,12 @@ static void test_hostile_memdev(void **state)
 
 	(void)state;
 	assert_int_equal(qemu_memdev_parse("memory backend: a\r\nmemory backend: b\r\n"
-					   "memory backend: c\r\n", ids, 2, &nr, err, sizeof(err)),
+					   "memory backend: c\r\n",
+					   ids, 2, &nr, err, sizeof(err)),
 			 -EINVAL);
 	assert_string_equal(err, "info memdev: more than 2 backends");
-	assert_int_equal(qemu_memdev_parse("memory backend: a b\r\n", ids, 2, &nr, err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    qemu_memdev_parse("memory backend: a b\r\n", ids, 2, &nr, err, sizeof(err)), -EINVAL);
 	snprintf(line, sizeof(line), "memory backend: %070d\n", 0);
 	assert_int_equal(qemu_memdev_parse(line, ids, 2, &nr, err, sizeof(err)), -EINVAL);
 	assert_int_equal(qemu_memdev_parse("", ids, 2, &nr, err, sizeof(err)), 0);
@@ -504,8 +537,9 @@ static void test_hostile_ranges(void **state)
 	load(c, "pc256");
 	c->ranges[1].len += 4096; /* one page past the end of pc.ram */
 	assert_int_equal(resolve(c), -EINVAL);
-	assert_string_equal(c->err, "info mtree: range 0x100000+0xff01000 of pc.ram at offset 0x100000 "
-				    "is outside its 256 MiB");
+	assert_string_equal(c->err,
+			    "info mtree: range 0x100000+0xff01000 of pc.ram at offset 0x100000 "
+			    "is outside its 256 MiB");
 	load(c, "pc256");
 	c->ranges[1].offset = UINT64_MAX - 10;
 	assert_int_equal(resolve(c), -EINVAL);
@@ -520,8 +554,9 @@ static void test_hostile_ranges(void **state)
 	load(c, "pc256");
 	c->in.nr_maps = 0;
 	assert_int_equal(resolve(c), -ENOENT);
-	assert_string_equal(c->err, "memory backend pc.ram: no mapping of 256 MiB in 4-KiB pages in the "
-				    "QEMU process");
+	assert_string_equal(c->err,
+			    "memory backend pc.ram: no mapping of 256 MiB in 4-KiB pages in the "
+			    "QEMU process");
 	/* two of them and no way to read guest memory to tell */
 	load(c, "pc256");
 	c->maps[1] = c->maps[0];
@@ -529,12 +564,13 @@ static void test_hostile_ranges(void **state)
 	c->maps[1].hi += 1ull << 40;
 	c->in.nr_maps = 2;
 	assert_int_equal(resolve(c), -EIO);
-	assert_string_equal(c->err, "memory backend pc.ram: cannot compare its candidate mappings with "
-				    "guest memory");
+	assert_string_equal(c->err,
+			    "memory backend pc.ram: cannot compare its candidate mappings with "
+			    "guest memory");
 	free(c);
 }
 
-/* ---- reads and writes ---------------------------------------------------------------------------- */
+/* ---- reads and writes ------------------------------------------------------------------------ */
 
 static void test_read_write_regions(void **state)
 {
