@@ -41,6 +41,7 @@ static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_c
 	static char memdevs[QEMU_MEMMAP_MAX_BLOCKS][QEMU_MEMMAP_NAME];
 	static struct qemu_host_map maps[QEMU_MEMMAP_MAX_MAPS];
 	uint64_t sizes[QEMU_MEMMAP_MAX_BLOCKS];
+	unsigned nsizes = 0;
 	struct qemu_memmap_in in = {.ranges = ranges,
 				    .blocks = blocks,
 				    .memdevs = memdevs,
@@ -74,8 +75,9 @@ static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_c
 	free(out);
 	if (rc < 0)
 		return rc;
-	for (unsigned i = 0; i < in.nr_blocks; i++)
-		sizes[i] = blocks[i].used;
+	for (unsigned i = 0; i < in.nr_blocks; i++) /* only the backends' sizes: ROMs are small */
+		if (qemu_memmap_wanted(&in, blocks[i].name))
+			sizes[nsizes++] = blocks[i].used;
 	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
 	f = fopen(path, "re");
 	if (!f) {
@@ -83,8 +85,8 @@ static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_c
 		snprintf(err, errlen, "QEMU pid %d: %s: %s", (int)pid, path, strerror(-rc));
 		return rc;
 	}
-	rc = qemu_maps_parse(f, sizes, in.nr_blocks, maps, QEMU_MEMMAP_MAX_MAPS, &in.nr_maps, err,
-			     errlen);
+	rc =
+	    qemu_maps_parse(f, sizes, nsizes, maps, QEMU_MEMMAP_MAX_MAPS, &in.nr_maps, err, errlen);
 	fclose(f);
 	if (!rc)
 		rc = qemu_memmap_resolve(&in, m->region, QEMU_MEM_MAX_REGIONS, &m->nr, err, errlen);

@@ -355,10 +355,13 @@ int qemu_maps_parse(FILE *f, const uint64_t *sizes, unsigned nsizes, struct qemu
 
 /* ---- the map --------------------------------------------------------------------------------- */
 
-static bool is_memdev(const struct qemu_memmap_in *in, const char *nm)
+bool qemu_memmap_wanted(const struct qemu_memmap_in *in, const char *block)
 {
 	for (unsigned i = 0; i < in->nr_memdevs; i++)
-		if (!strcmp(in->memdevs[i], nm))
+		if (!strcmp(in->memdevs[i], block))
+			return true;
+	for (unsigned i = 0; !in->nr_memdevs && i < in->nr_ranges; i++)
+		if (!strcmp(in->ranges[i].name, block))
 			return true;
 	return false;
 }
@@ -450,7 +453,7 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region 
 		int rc = 0;
 
 		map_of[bi] = -1;
-		if (!is_memdev(in, b->name))
+		if (!qemu_memmap_wanted(in, b->name))
 			continue;
 		if (!b->used || b->used % b->psize) {
 			snprintf(err, errlen,
@@ -462,7 +465,7 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region 
 			if (fits(&in->maps[i], b))
 				cand[nc++] = i;
 		for (unsigned j = 0; j < in->nr_blocks; j++)
-			alike += is_memdev(in, in->blocks[j].name) &&
+			alike += qemu_memmap_wanted(in, in->blocks[j].name) &&
 				 in->blocks[j].used == b->used && in->blocks[j].psize == b->psize;
 		if (!nc) {
 			snprintf(err, errlen,

@@ -9,6 +9,7 @@
 #ifndef HVT_QEMU_MEMMAP_H
 #define HVT_QEMU_MEMMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,11 +82,16 @@ struct qemu_memmap_in {
 	void *host_ctx, *phys_ctx;
 };
 
+/* Is @block one whose mapping the map needs: a memory backend's (`info memdev`), or, with no
+ * backend listed (QEMU before 5.0), one that a RAM range names? */
+bool qemu_memmap_wanted(const struct qemu_memmap_in *in, const char *block);
+
 /* The map: each memory backend's block to its host mapping (told apart by content where several
  * fit), then every RAM range of a backend to its host address, sorted by gpa, adjacent ones merged.
- * RAM ranges of other blocks (device RAM) are left out. Main thread. 0, or a negative errno with
- * one line in @err (-ENOENT: a backend with no mapping; -EEXIST: backends that cannot be told
- * apart; -EINVAL: a range outside its block, overlapping ranges; -E2BIG: too many regions). */
+ * RAM ranges of other blocks (device RAM) are left out (qemu_memmap_wanted). Main thread. 0, or a
+ * negative errno with one line in @err (-ENOENT: a backend with no mapping; -EEXIST: backends that
+ * cannot be told apart; -EINVAL: a range outside its block, overlapping ranges; -E2BIG: too many
+ * regions). */
 int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region *out, unsigned max,
 			unsigned *nr, char *err, size_t errlen);
 

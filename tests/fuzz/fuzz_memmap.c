@@ -36,6 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				    .host_read = fake_read,
 				    .phys_read = fake_read};
 	uint64_t sizes[QEMU_MEMMAP_MAX_BLOCKS];
+	unsigned nsizes = 0;
 	struct qemu_mem m = {.fd = -1};
 	char *text = malloc(size + 1), *sec[4] = {"", "", "", ""}, err[256];
 	int ok = 0;
@@ -61,11 +62,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ok |= qemu_memdev_parse(sec[2], memdevs, QEMU_MEMMAP_MAX_BLOCKS, &in.nr_memdevs, err,
 				sizeof(err));
 	for (unsigned i = 0; i < in.nr_blocks; i++)
-		sizes[i] = blocks[i].used;
+		if (qemu_memmap_wanted(&in, blocks[i].name))
+			sizes[nsizes++] = blocks[i].used;
 	f = fmemopen(sec[3], strlen(sec[3]) + 1, "r");
 	if (f) {
-		ok |= qemu_maps_parse(f, sizes, in.nr_blocks, maps, QEMU_MEMMAP_MAX_MAPS,
-				      &in.nr_maps, err, sizeof(err));
+		ok |= qemu_maps_parse(f, sizes, nsizes, maps, QEMU_MEMMAP_MAX_MAPS, &in.nr_maps,
+				      err, sizeof(err));
 		fclose(f);
 	}
 	if (!ok &&

@@ -61,6 +61,7 @@ static void load(struct capture *c, const char *name)
 {
 	char *t;
 	uint64_t sizes[QEMU_MEMMAP_MAX_BLOCKS];
+	unsigned nsizes = 0;
 	char path[256];
 	FILE *f;
 
@@ -82,12 +83,13 @@ static void load(struct capture *c, const char *name)
 					   c->err, sizeof(c->err)),
 			 0);
 	free(t);
-	for (unsigned i = 0; i < c->in.nr_blocks; i++)
-		sizes[i] = c->blocks[i].used;
+	for (unsigned i = 0; i < c->in.nr_blocks; i++) /* as qemu_mem_open: the backends' sizes */
+		if (qemu_memmap_wanted(&c->in, c->blocks[i].name))
+			sizes[nsizes++] = c->blocks[i].used;
 	snprintf(path, sizeof(path), DATA "%s.maps", name);
 	f = fopen(path, "r");
 	assert_non_null(f);
-	assert_int_equal(qemu_maps_parse(f, sizes, c->in.nr_blocks, c->maps, QEMU_MEMMAP_MAX_MAPS,
+	assert_int_equal(qemu_maps_parse(f, sizes, nsizes, c->maps, QEMU_MEMMAP_MAX_MAPS,
 					 &c->in.nr_maps, c->err, sizeof(c->err)),
 			 0);
 	fclose(f);
@@ -132,6 +134,15 @@ static void test_pc_256m(void **state)
 	assert_int_equal(resolve(c), 0);
 	assert_int_equal(c->nr, 2);
 	region_is(c, 0, 0, 0xc0000, 0x7efe57e00000);
+	region_is(c, 1, 0x100000, 256 * MiB - 0x100000, 0x7efe57e00000 + 0x100000);
+	assert_true(qemu_memmap_wanted(&c->in, "pc.ram"));
+	assert_false(qemu_memmap_wanted(&c->in, "pc.bios"));
+	/* no backend listed (QEMU before 5.0): the blocks of RAM ranges count, not the ROMs */
+	c->in.nr_memdevs = 0;
+	assert_true(qemu_memmap_wanted(&c->in, "pc.ram"));
+	assert_false(qemu_memmap_wanted(&c->in, "pc.bios"));
+	assert_int_equal(resolve(c), 0);
+	assert_int_equal(c->nr, 2);
 	region_is(c, 1, 0x100000, 256 * MiB - 0x100000, 0x7efe57e00000 + 0x100000);
 	free(c);
 }
