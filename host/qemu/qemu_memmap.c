@@ -488,8 +488,7 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region 
 			snprintf(err, errlen,
 				 "memory backends of %" PRIu64
 				 " MiB: %u mappings fit %s and hold the "
-				 "same bytes where the guest has any; cannot tell them apart "
-				 "(--gdb-memory reads guest memory through the gdbstub)",
+				 "same bytes where the guest has any; cannot tell them apart",
 				 b->used >> 20, nc, b->name);
 			return -EEXIST;
 		}
