@@ -514,7 +514,7 @@ static const struct linux_test linux_tests[] = {
 	{                                                                                         \
 	    .label = "attach --qmp (" what ", function_graph)",                                   \
 	    .cmd = ATTACH_QMP,                                                                    \
-	    .args = {"-p", "function_graph", "-g", "do_sys_openat2", "--duration", "6",           \
+	    .args = {"-p", "function_graph", "-g", "do_sys_openat2", "--duration", "8",           \
 		     "--verify-text", "--profile", "--stats"},                                    \
 	    .expect = {                                                                           \
 		.err = {TEXT_KEPT},                                                               \
@@ -533,12 +533,13 @@ static const struct linux_test linux_tests[] = {
     },
     {
 	/* two NUMA nodes of 2 GiB each: two anonymous mappings of the same size in QEMU, told
-	 * apart by content (node 1 is all above 4 GiB) */
+	 * apart by content. Node 1, all above 4 GiB, has both CPUs: they take their stacks from it;
+	 * node 0 (below 4 GiB) holds the kernel image. */
 	.name = "test_attach_qmp_numa",
 	.domain = "hvt.rounds=250 hvt.yes_sec=2",
 	.bare_qemu = {"-M", "q35", "-m", "4096", "-object", "memory-backend-ram,id=m0,size=2G",
 		      "-object", "memory-backend-ram,id=m1,size=2G", "-numa", "node,memdev=m0",
-		      "-numa", "node,memdev=m1"},
+		      "-numa", "node,memdev=m1,cpus=0-1"},
 	.console_after = {WORKLOAD_DONE, POWER_DOWN},
 	.runs = {ATTACH_QMP_GRAPH("NUMA, 2 nodes")},
     },
