@@ -298,7 +298,8 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 	} else {
 		const char *only_linux = s->kernel ? "--kernel" : s->initrd ? "--initrd"
 				       : s->append ? "--append" : s->system_map ? "--system-map"
-				       : s->accel ? "--accel" : s->machine ? "--machine" : s->qmp ? "--qmp" : s->pid ? "--pid"
+				       : s->accel ? "--accel" : s->machine ? "--machine"
+				       : s->qmp ? "--qmp" : s->pid ? "--pid"
 				       : s->nr_expect_call ? "--expect-call"
 				       : s->nr_expect_no_call ? "--expect-no-call"
 				       : s->verify_text ? "--verify-text"
