@@ -487,8 +487,8 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region 
 		if (rc == -EEXIST) {
 			snprintf(err, errlen,
 				 "memory backends of %" PRIu64
-				 " MiB: %u mappings fit %s and hold the "
-				 "same bytes where the guest has any; cannot tell them apart",
+				 " MiB: %u mappings fit %s and hold the same "
+				 "bytes at every page compared; cannot tell them apart",
 				 b->used >> 20, nc, b->name);
 			return -EEXIST;
 		}
