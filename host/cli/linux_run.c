@@ -432,10 +432,10 @@ static void print_stats(void *ctx, const struct pipeline *p)
 	fprintf(stderr, "hvtrace: stats: translations %llu cached %llu walked\n", hits, walks);
 	fprintf(stderr,
 		"hvtrace: stats: kaslr-slide 0x%llx sites %zu probes %zu arms %llu stops %llu hits %llu "
-		"restored-slots %llu orphan-returns %llu\n",
+		"restored-slots %llu orphan-returns %llu slots-above-4g %llu\n",
 		(unsigned long long)r->l.slide, r->sites.nr, st.probes, st.arms,
 		(unsigned long long)r->tq.stops, (unsigned long long)r->tq.hits, st.restored_slots,
-		st.orphan_returns);
+		st.orphan_returns, st.slots_above_4g);
 	pipeline_print_stub_stats(p);
 }
 
@@ -481,6 +481,7 @@ int cmd_linux(const struct session *s)
 	struct qemu_attach_cfg qa = {
 		.launch = s->qemu,
 		.qemu = {.accel = s->accel,
+			 .machine = s->machine,
 			 .kernel = s->kernel,
 			 .initrd = s->initrd,
 			 .append = s->append,
@@ -499,8 +500,8 @@ int cmd_linux(const struct session *s)
 		goto out;
 	}
 	if (qemu_attach_open(&r.qc, &qa, err, sizeof(err)) < 0 ||
-	    target_qemu_init(&r.tq, &r.qc.gdb, r.qc.pid, r.qc.ram, s->gdb_memory, err, sizeof(err)) <
-		    0) {
+	    target_qemu_init(&r.tq, &r.qc.gdb, r.qc.pid, r.qc.hmp, r.qc.hmp_ctx, s->gdb_memory, err,
+			     sizeof(err)) < 0) {
 		status = failed(&r, EXIT_QEMU_FAILED, "while connecting to QEMU", err);
 		goto out;
 	}

@@ -35,7 +35,7 @@ const char session_usage[] =
 	"  -o, --output FILE        write the trace to FILE (default: stdout)\n"
 	"      --console FILE       write the guest console to FILE (default: stdout)\n"
 	"      --smp N              vCPUs (default 2)\n"
-	"      --mem MB             guest RAM (default 64)\n"
+	"      --mem MB             guest RAM (default 64; 256 with --qemu, which takes any size)\n"
 	"      --timeout SEC        stop the guest after SEC seconds (exit status 124)\n"
 	"      --duration SEC       trace for SEC seconds, then remove every probe and let the guest\n"
 	"                           run on untraced\n"
@@ -48,6 +48,7 @@ const char session_usage[] =
 	"Linux guests (run --qemu, attach):\n"
 	"      --qemu               launch QEMU instead of the embedded VMM\n"
 	"      --accel tcg|kvm      QEMU accelerator (default tcg)\n"
+	"      --machine pc|q35     QEMU machine type (default pc)\n"
 	"      --kernel FILE        bzImage to boot\n"
 	"      --initrd FILE        initramfs\n"
 	"      --append STR         extra kernel command line\n"
@@ -150,6 +151,7 @@ enum {
 	OPT_VERIFY_TEXT,
 	OPT_GDB_MEMORY,
 	OPT_PROBE,
+	OPT_MACHINE,
 };
 
 static const struct option run_opts[] = {
@@ -184,6 +186,7 @@ static const struct option run_opts[] = {
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
+	{"machine", required_argument, NULL, OPT_MACHINE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -298,7 +301,8 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 	} else {
 		const char *only_linux = s->kernel ? "--kernel" : s->initrd ? "--initrd"
 				       : s->append ? "--append" : s->system_map ? "--system-map"
-				       : s->accel ? "--accel" : s->qmp ? "--qmp" : s->pid ? "--pid"
+				       : s->accel ? "--accel" : s->machine ? "--machine"
+				       : s->qmp ? "--qmp" : s->pid ? "--pid"
 				       : s->nr_expect_call ? "--expect-call"
 				       : s->nr_expect_no_call ? "--expect-no-call"
 				       : s->verify_text ? "--verify-text"
@@ -329,7 +333,7 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 static int parse_run(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
 	int c, ret = 0;
-	bool mem_given = false;
+	const char *mem_arg = NULL;
 
 	optind = 0;
 	opterr = 0;
@@ -357,6 +361,13 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 				return -EINVAL;
 			}
 			s->accel = optarg;
+			break;
+		case OPT_MACHINE:
+			if (strcmp(optarg, "pc") && strcmp(optarg, "q35")) {
+				snprintf(err, errlen, "--machine '%s': expected pc or q35", optarg);
+				return -EINVAL;
+			}
+			s->machine = optarg;
 			break;
 		case OPT_KERNEL: s->kernel = optarg; break;
 		case OPT_INITRD: s->initrd = optarg; break;
@@ -391,10 +402,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case 'o': s->output = optarg; break;
 		case OPT_CONSOLE: s->console = optarg; break;
 		case OPT_SMP: ret = parse_uint("--smp", optarg, 1, 64, &s->smp, err, errlen); break;
-		case OPT_MEM:
-			ret = parse_uint("--mem", optarg, 2, 3072, &s->mem_mb, err, errlen);
-			mem_given = true;
-			break;
+		case OPT_MEM: mem_arg = optarg; break; /* its range depends on --qemu */
 		case OPT_TIMEOUT:
 			ret = parse_seconds("--timeout", optarg, &s->timeout, err, errlen);
 			break;
@@ -424,6 +432,10 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		if (ret < 0)
 			return ret;
 	}
+	/* the embedded VMM's RAM lies below its 3 GiB hole; QEMU maps any size (qemu_mem.h) */
+	if (mem_arg && parse_uint("--mem", mem_arg, 2, s->qemu ? 1u << 24 : 3072, &s->mem_mb, err,
+				  errlen) < 0)
+		return -EINVAL;
 	ret = check_target(s, argc, argv, err, errlen);
 	if (ret < 0)
 		return ret;
@@ -435,7 +447,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	}
 	if ((s->nr_events || s->nr_rprobes) && !s->tracer_given)
 		s->tracer = TRACER_NOP;
-	if (s->qemu && !mem_given)
+	if (s->qemu && !mem_arg)
 		s->mem_mb = 256;
 	if (s->tracer != TRACER_FUNCTION_GRAPH) {
 		const char *opt = s->nr_graph	       ? "-g"

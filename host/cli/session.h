@@ -48,6 +48,7 @@ struct session {
 	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
 	bool qemu;
 	const char *accel; /* "tcg" or "kvm" */
+	const char *machine; /* run --qemu: "pc" or "q35", NULL: pc */
 	const char *kernel, *initrd, *append;
 	const char *system_map;
 	const char *domain;   /* attach: libvirt domain name */

@@ -1,5 +1,4 @@
 #include "host/qemu/qemu_attach.h"
-#include "host/qemu/qemu_mem.h"
 #include "host/qemu/tcp.h"
 
 #include <arpa/inet.h>
@@ -121,8 +120,6 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 			return -ENOENT;
 		}
 	}
-	if (!c->ram)
-		c->ram = qemu_mem_ram_size(c->pid);
 	return 0;
 }
 

@@ -38,6 +38,8 @@ int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int m
 	ARG(cfg->binary ? cfg->binary : "qemu-system-x86_64");
 	ARG("-accel");
 	ARG(cfg->accel && !strcmp(cfg->accel, "kvm") ? "kvm" : "tcg,thread=multi");
+	ARG("-M");
+	ARG(cfg->machine ? cfg->machine : "pc");
 	ARG("-cpu");
 	ARG("max");
 	ARG("-smp");

@@ -12,6 +12,7 @@
 struct qemu_launch_cfg {
 	const char *binary; /* default qemu-system-x86_64 */
 	const char *accel;  /* "tcg" (default) or "kvm" */
+	const char *machine; /* -M: "pc" (default) or "q35" */
 	const char *kernel, *initrd, *append;
 	unsigned smp, mem_mb;
 	const char *qmp_path; /* unix socket QEMU listens on */

@@ -2,132 +2,187 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define LOWMEM_MAX 0xc0000000ull /* pc/q35 keep at most 3 GiB below 4 GiB (gigabyte alignment) */
-#define HIGHMEM_BASE 0x100000000ull
+#define HMP_OUT (1u << 20) /* `info mtree -f` of a machine with many devices: tens of KiB */
 
-int qemu_mem_open(struct qemu_mem *m, pid_t pid, uint64_t ram_size, char *err, size_t errlen)
+static int host_read(void *ctx, uint64_t hva, void *buf, size_t len)
 {
-	char path[64], line[512];
-	FILE *maps;
-	int found = 0;
+	const struct qemu_mem *m = ctx;
 
-	memset(m, 0, sizeof(*m));
-	m->fd = -1;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	maps = fopen(path, "r");
-	if (!maps) {
-		int e = errno;
+	return pread(m->fd, buf, len, (off_t)hva) == (ssize_t)len ? 0 : -EFAULT;
+}
 
-		snprintf(err, errlen, "QEMU pid %d: %s: %s", (int)pid, path, strerror(e));
-		return -e;
-	}
-	while (fgets(line, sizeof(line), maps)) {
-		unsigned long long lo, hi, off;
-		char perms[8], dev[16];
-		unsigned long inode;
-		int n = 0;
+/* Runs @cmd into @out (HMP_OUT bytes); a reply that fills it may have been cut: refused. */
+static int monitor(qemu_hmp_fn hmp, void *ctx, const char *cmd, char *out, char *err, size_t errlen)
+{
+	int rc;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %15s %lu %n", &lo, &hi, perms, &off, dev, &inode,
-			   &n) < 6)
-			continue;
-		/* anonymous (no path), readable and writable, exactly the RAM size */
-		if (inode || hi - lo != ram_size || perms[0] != 'r' || perms[1] != 'w')
-			continue;
-		if (line[n] && line[n] != '\n')
-			continue;
-		m->hva = lo;
-		found++;
+	out[0] = 0;
+	rc = hmp(ctx, cmd, out, HMP_OUT);
+	if (rc < 0 || strnlen(out, HMP_OUT) >= HMP_OUT - 1) {
+		snprintf(err, errlen, "monitor '%s': %s", cmd,
+			 rc == -ENOSPC || rc >= 0 ? "its answer is too long" : strerror(-rc));
+		return rc < 0 ? rc : -E2BIG;
 	}
-	fclose(maps);
-	if (found != 1) {
-		snprintf(err, errlen,
-			 "QEMU pid %d: %s anonymous mapping of %" PRIu64 " MiB (the guest RAM) in %s",
-			 (int)pid, found ? "more than one" : "no", ram_size >> 20, path);
-		return -ENOENT;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	m->fd = open(path, O_RDWR | O_CLOEXEC);
-	if (m->fd < 0) {
-		int e = errno;
-
-		snprintf(err, errlen, "QEMU pid %d: %s: %s", (int)pid, path, strerror(e));
-		return -e;
-	}
-	m->size = ram_size;
-	m->lowmem = ram_size < LOWMEM_MAX ? ram_size : LOWMEM_MAX;
 	return 0;
 }
 
-/* Host offset in the mapping for guest-physical [gpa, gpa+len), or -1 if that is not all RAM. */
-static int64_t hva_of(const struct qemu_mem *m, uint64_t gpa, size_t len)
+/* The map of QEMU @pid into @m (whose fd is open). */
+static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_ctx,
+		     qemu_memmap_read_fn phys_read, void *phys_ctx, char *err, size_t errlen)
 {
-	if (gpa < m->lowmem && len <= m->lowmem - gpa)
-		return (int64_t)(m->hva + gpa);
-	if (gpa >= HIGHMEM_BASE && gpa - HIGHMEM_BASE < m->size - m->lowmem &&
-	    len <= m->size - m->lowmem - (gpa - HIGHMEM_BASE))
-		return (int64_t)(m->hva + m->lowmem + (gpa - HIGHMEM_BASE));
-	return -1;
+	static struct qemu_ram_range ranges[QEMU_MEMMAP_MAX_RANGES];
+	static struct qemu_ramblock blocks[QEMU_MEMMAP_MAX_BLOCKS];
+	static char memdevs[QEMU_MEMMAP_MAX_BLOCKS][QEMU_MEMMAP_NAME];
+	static struct qemu_host_map maps[QEMU_MEMMAP_MAX_MAPS];
+	uint64_t sizes[QEMU_MEMMAP_MAX_BLOCKS];
+	unsigned nsizes = 0;
+	struct qemu_memmap_in in = {.ranges = ranges,
+				    .blocks = blocks,
+				    .memdevs = memdevs,
+				    .maps = maps,
+				    .host_read = host_read,
+				    .host_ctx = m,
+				    .phys_read = phys_read,
+				    .phys_ctx = phys_ctx};
+	char *out = malloc(HMP_OUT), path[64];
+	FILE *f;
+	int rc;
+
+	if (!out) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = monitor(hmp, hmp_ctx, "info mtree -f", out, err, errlen);
+	if (!rc)
+		rc = qemu_mtree_parse(out, ranges, QEMU_MEMMAP_MAX_RANGES, &in.nr_ranges, err,
+				      errlen);
+	if (!rc)
+		rc = monitor(hmp, hmp_ctx, "info ramblock", out, err, errlen);
+	if (!rc)
+		rc = qemu_ramblock_parse(out, blocks, QEMU_MEMMAP_MAX_BLOCKS, &in.nr_blocks, err,
+					 errlen);
+	if (!rc)
+		rc = monitor(hmp, hmp_ctx, "info memdev", out, err, errlen);
+	if (!rc)
+		rc = qemu_memdev_parse(out, memdevs, QEMU_MEMMAP_MAX_BLOCKS, &in.nr_memdevs, err,
+				       errlen);
+	free(out);
+	if (rc < 0)
+		return rc;
+	for (unsigned i = 0; i < in.nr_blocks; i++) /* only the backends' sizes: ROMs are small */
+		if (qemu_memmap_wanted(&in, blocks[i].name))
+			sizes[nsizes++] = blocks[i].used;
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	f = fopen(path, "re");
+	if (!f) {
+		rc = -errno;
+		snprintf(err, errlen, "QEMU pid %d: %s: %s", (int)pid, path, strerror(-rc));
+		return rc;
+	}
+	rc =
+	    qemu_maps_parse(f, sizes, nsizes, maps, QEMU_MEMMAP_MAX_MAPS, &in.nr_maps, err, errlen);
+	fclose(f);
+	if (!rc)
+		rc = qemu_memmap_resolve(&in, m->region, QEMU_MEM_MAX_REGIONS, &m->nr, err, errlen);
+	return rc;
+}
+
+int qemu_mem_open(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_ctx,
+		  qemu_memmap_read_fn phys_read, void *phys_ctx, char *err, size_t errlen)
+{
+	char path[64];
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	m->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (m->fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "QEMU pid %d: %s: %s", (int)pid, path, strerror(-rc));
+		return rc;
+	}
+	rc = learn_map(m, pid, hmp, hmp_ctx, phys_read, phys_ctx, err, errlen);
+	if (rc < 0)
+		qemu_mem_close(m);
+	return rc;
+}
+
+/* The region holding @gpa, or NULL (binary search). */
+static const struct qemu_mem_region *region_of(const struct qemu_mem *m, uint64_t gpa)
+{
+	unsigned lo = 0, hi = m->nr;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		const struct qemu_mem_region *r = &m->region[mid];
+
+		if (gpa < r->gpa)
+			hi = mid;
+		else if (gpa - r->gpa >= r->len)
+			lo = mid + 1;
+		else
+			return r;
+	}
+	return NULL;
+}
+
+/* Is guest-physical [gpa, gpa+len) all RAM (in regions that follow each other)? */
+static bool all_ram(const struct qemu_mem *m, uint64_t gpa, size_t len)
+{
+	const struct qemu_mem_region *r = region_of(m, gpa), *end = m->region + m->nr;
+
+	if (!r || gpa + len < gpa)
+		return false;
+	while (len > r->len - (gpa - r->gpa)) {
+		uint64_t n = r->len - (gpa - r->gpa);
+
+		gpa += n;
+		len -= n;
+		if (++r == end || r->gpa != gpa)
+			return false;
+	}
+	return true;
+}
+
+/* [gpa, gpa+len) through the process's memory, region by region (all_ram said yes). */
+static int access_ram(const struct qemu_mem *m, uint64_t gpa, void *buf, size_t len, bool write)
+{
+	const struct qemu_mem_region *r = region_of(m, gpa);
+	uint8_t *p = buf;
+
+	while (len) {
+		uint64_t in = gpa - r->gpa, n = r->len - in < len ? r->len - in : len;
+		ssize_t k = write ? pwrite(m->fd, p, n, (off_t)(r->hva + in))
+				  : pread(m->fd, p, n, (off_t)(r->hva + in));
+
+		if (k != (ssize_t)n)
+			return -EFAULT;
+		p += n;
+		gpa += n;
+		len -= n;
+		r++;
+	}
+	return 0;
 }
 
 int qemu_mem_read(const struct qemu_mem *m, uint64_t gpa, void *buf, size_t len)
 {
-	int64_t at = hva_of(m, gpa, len);
-
-	if (at < 0 || pread(m->fd, buf, len, at) != (ssize_t)len)
+	if (m->fd < 0 || !all_ram(m, gpa, len))
 		return -EFAULT;
-	return 0;
+	return access_ram(m, gpa, buf, len, false);
 }
 
 int qemu_mem_write(const struct qemu_mem *m, uint64_t gpa, const void *buf, size_t len)
 {
-	int64_t at = hva_of(m, gpa, len);
-
-	if (at < 0 || pwrite(m->fd, buf, len, at) != (ssize_t)len)
+	if (m->fd < 0 || !all_ram(m, gpa, len))
 		return -EFAULT;
-	return 0;
-}
-
-uint64_t qemu_mem_ram_size(pid_t pid)
-{
-	char path[64], *buf = NULL, *p;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *f;
-	uint64_t size = 128ull << 20; /* QEMU's default */
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = getdelim(&buf, &cap, 0, f);
-	while (n > 0) {
-		if (!strcmp(buf, "-m")) {
-			n = getdelim(&buf, &cap, 0, f);
-			if (n <= 0)
-				break;
-			p = strstr(buf, "size=");
-			p = p ? p + 5 : buf;
-			char *end;
-			double v = strtod(p, &end);
-
-			switch (*end) {
-			case 'G': case 'g': size = (uint64_t)(v * (1ull << 30)); break;
-			case 'K': case 'k': size = (uint64_t)(v * (1ull << 10)); break;
-			case 'B': case 'b': size = (uint64_t)v; break;
-			default: size = (uint64_t)(v * (1ull << 20)); break;
-			}
-		}
-		n = getdelim(&buf, &cap, 0, f);
-	}
-	free(buf);
-	fclose(f);
-	return size;
+	return access_ram(m, gpa, (void *)buf, len, true);
 }
 
 void qemu_mem_close(struct qemu_mem *m)
@@ -135,4 +190,5 @@ void qemu_mem_close(struct qemu_mem *m)
 	if (m->fd >= 0)
 		close(m->fd);
 	m->fd = -1;
+	m->nr = 0;
 }

@@ -1,30 +1,38 @@
-/* Guest RAM of a running QEMU, read and written through the QEMU process's memory (/proc/PID/mem): its
- * RAM is one anonymous mapping of exactly the RAM size. Data only: TCG does not see code written this way
- * (code patches go through the gdbstub). */
+/* Guest RAM of a running QEMU, read and written through the QEMU process's memory (/proc/PID/mem)
+ * at the host addresses of a guest-physical map learned from QEMU (qemu_memmap.h): any machine type
+ * (pc, q35), any RAM size, anonymous, memfd, file or hugetlbfs backends, NUMA nodes. Data only: TCG
+ * does not see code written this way (code patches go through the gdbstub). */
 #ifndef HVT_QEMU_MEM_H
 #define HVT_QEMU_MEM_H
+
+#include "host/qemu/qemu_memmap.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 struct qemu_mem {
-	int fd;		  /* /proc/PID/mem */
-	uint64_t hva;	  /* start of the RAM mapping in QEMU */
-	uint64_t size;	  /* RAM size */
-	uint64_t lowmem;  /* RAM below the PCI hole; the rest is at 4 GiB */
+	int fd;	     /* /proc/PID/mem */
+	unsigned nr; /* regions, sorted by gpa, disjoint */
+	struct qemu_mem_region region[QEMU_MEM_MAX_REGIONS];
 };
 
-/* Finds the RAM mapping of QEMU @pid for @ram_size bytes of RAM. Returns 0, or a negative errno with a
- * reason in @err (-ENOENT: no such mapping; -EACCES: not allowed to read the process). */
-int qemu_mem_open(struct qemu_mem *m, pid_t pid, uint64_t ram_size, char *err, size_t errlen);
+/* A human monitor command (struct qemu_conn's hmp): 0, or a negative errno. */
+typedef int (*qemu_hmp_fn)(void *ctx, const char *cmd, char *out, size_t len);
 
-/* Reads/writes guest-physical memory. 0 or -EFAULT (outside RAM or the process is gone). Any thread. */
+/* Learns the guest-physical map of QEMU @pid through its human monitor @hmp (`info mtree -f`,
+ * `info ramblock`, `info memdev`) and its /proc/PID/smaps, telling alike backends apart through
+ * @phys_read (guest-physical reads, the gdbstub's physical mode; the VM must be stopped). Main
+ * thread. Returns 0, or a negative errno with one line in @err (-EACCES: not allowed to read the
+ * process). */
+int qemu_mem_open(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_ctx,
+		  qemu_memmap_read_fn phys_read, void *phys_ctx, char *err, size_t errlen);
+
+/* Reads/writes guest-physical memory: 0, or -EFAULT when any byte is outside RAM (nothing is
+ * written then) or the process is gone. An access across two adjacent regions is split. Any thread;
+ * no allocation. */
 int qemu_mem_read(const struct qemu_mem *m, uint64_t gpa, void *buf, size_t len);
 int qemu_mem_write(const struct qemu_mem *m, uint64_t gpa, const void *buf, size_t len);
-
-/* The RAM size QEMU @pid was started with (-m), from its command line. 0 if unknown. */
-uint64_t qemu_mem_ram_size(pid_t pid);
 
 void qemu_mem_close(struct qemu_mem *m);
 

@@ -417,11 +417,18 @@ static const struct target_ops qemu_ops = {
 	.set_bp_handler = qemu_set_bp_handler,
 };
 
-int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t ram_size,
-		     bool gdb_memory, char *err, size_t errlen)
+/* Guest-physical reads through the gdbstub in physical mode (qemu_mem_open's content check). */
+static int gdb_phys_read(void *ctx, uint64_t gpa, void *buf, size_t len)
+{
+	return gdb_read_mem(ctx, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
+}
+
+int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp_fn hmp,
+		     void *hmp_ctx, bool gdb_memory, char *err, size_t errlen)
 {
 	int threads[VMI_MAX_CPUS], ret;
 	unsigned n = 0;
+	bool phys;
 
 	memset(q, 0, sizeof(*q));
 	q->mem.fd = -1;
@@ -429,11 +436,6 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t
 	q->t.name = "qemu";
 	q->t.priv = q;
 	q->gdb = gdb;
-	if (!gdb_memory && qemu_mem_open(&q->mem, pid, ram_size, err, errlen) < 0) {
-		fprintf(stderr, "hvtrace: %s: guest memory goes through the gdbstub (slower)\n", err);
-		q->mem.fd = -1;
-		gdb_memory = true;
-	}
 	ret = stop_vm(q);
 	if (ret < 0) {
 		if (gdb->why[0])
@@ -451,9 +453,24 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, uint64_t
 	q->t.nr_cpus = n;
 	for (unsigned i = 0; i < n; i++)
 		q->cpu[i].thread = threads[i];
-	if (gdb_memory && gdb_set_phys_mode(gdb, true) < 0) {
+	phys = gdb_set_phys_mode(gdb, true) == 0;
+	if (gdb_memory && !phys) {
 		snprintf(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");
 		return -ENOTSUP;
+	}
+	/* the VM is stopped: the gdbstub's view and the process's memory hold the same bytes */
+	if (!gdb_memory && qemu_mem_open(&q->mem, pid, hmp, hmp_ctx, phys ? gdb_phys_read : NULL,
+					 gdb, err, errlen) < 0) {
+		fprintf(stderr, "hvtrace: %s: guest memory goes through the gdbstub (slower)\n", err);
+		if (!phys) {
+			snprintf(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");
+			return -ENOTSUP;
+		}
+		gdb_memory = true;
+	}
+	if (!gdb_memory && phys && gdb_set_phys_mode(gdb, false) < 0) {
+		snprintf(err, errlen, "gdbstub: cannot leave physical memory mode");
+		return -EIO;
 	}
 	return 0;
 }

@@ -412,6 +412,8 @@ static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t
 		hooked = 1;
 		*depth = e.depth;
 		atomic_fetch_add_explicit(&p->n.hooked, 1, memory_order_relaxed);
+		if (slot_gpa >> 32)
+			atomic_fetch_add_explicit(&t->slots_above_4g, 1, memory_order_relaxed);
 	}
 	shadow_unlock(st);
 	if (t->opts.lazy) {
@@ -589,6 +591,7 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 		.restored_slots = t->restored_slots,
 		.text_rewritten = t->text_rewritten,
 		.orphan_returns = atomic_load(&t->orphan_returns),
+		.slots_above_4g = atomic_load(&t->slots_above_4g),
 		.arms = t->arms,
 		.lost = tracer_lost(t),
 		.stub_probes = t->stub.nr_probes,

@@ -53,6 +53,7 @@ struct tracer {
 	atomic_int active; /* 0 once detached: hits on old probes are only emulated */
 	bool attached;
 	_Atomic uint64_t orphan_returns; /* trampoline hits with no shadow entry (must stay 0) */
+	_Atomic uint64_t slots_above_4g; /* hooked return slots at guest-physical >= 4 GiB */
 	size_t max_payload;		 /* largest event payload */
 	uint8_t **scratch;		 /* per vCPU: capture buffer of max_payload bytes */
 	pthread_mutex_t arm_lock;	 /* lazy: live_roots and the callee probes' insertion */
@@ -68,6 +69,7 @@ struct tracer {
 struct tracer_stats {
 	size_t probes;
 	unsigned long long restored_slots, orphan_returns, arms, lost;
+	unsigned long long slots_above_4g; /* hooked return slots at guest-physical >= 4 GiB */
 	unsigned text_rewritten; /* sites the guest rewrote over a patch: reported, left alone */
 	/* stub probes (all 0 without) */
 	size_t stub_probes;

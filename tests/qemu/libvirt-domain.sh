@@ -2,6 +2,7 @@
 # Test helper: libvirt's daemons started by hand (no systemd here), and a transient TCG domain that boots
 # the Linux test guest.
 #   libvirt-domain.sh start NAME KERNEL INITRD CMDLINE CONSOLE_LOG
+#     (machine type $HVT_DOMAIN_MACHINE, default pc; RAM $HVT_DOMAIN_MEM_MB MiB, default 256)
 #   libvirt-domain.sh state NAME          prints running / shut off / gone
 #   libvirt-domain.sh stop NAME
 #   libvirt-domain.sh daemons           starts virtlogd and libvirtd if they are not running
@@ -26,6 +27,9 @@ daemons() {
 case "$1" in
 start)
 	name=$2 kernel=$3 initrd=$4 cmdline=$5 console=$6
+	machine=${HVT_DOMAIN_MACHINE:-pc} mem=${HVT_DOMAIN_MEM_MB:-256}
+	case "$machine" in pc|q35) ;; *) echo "HVT_DOMAIN_MACHINE=$machine: pc or q35" >&2; exit 2;; esac
+	case "$mem" in ''|*[!0-9]*) echo "HVT_DOMAIN_MEM_MB=$mem: a number of MiB" >&2; exit 2;; esac
 	daemons
 	dir=$(dirname "$console")
 	mkdir -p "$dir" && chmod 0755 "$dir"
@@ -36,10 +40,10 @@ start)
 	cat > "$dir/$name.xml" <<XML
 <domain type='qemu'>
   <name>$name</name>
-  <memory unit='MiB'>256</memory>
+  <memory unit='MiB'>$mem</memory>
   <vcpu>2</vcpu>
   <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
+    <type arch='x86_64' machine='$machine'>hvm</type>
     <kernel>$dir/vmlinuz</kernel>
     <initrd>$dir/initrd</initrd>
     <cmdline>console=ttyS0 $cmdline</cmdline>

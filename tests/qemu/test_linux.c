@@ -11,10 +11,14 @@
 
 #include "tests/common/hv_run.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The libvirt domain the attach tests boot, and its console log: $HVT_TEST_DOMAIN (default
@@ -24,6 +28,11 @@ static char domain_name[64] = "hvtrace-test", console_log[128];
 #define CONSOLE console_log
 
 static char kernel[256], initrd[256], sysmap[256];
+
+/* A QEMU the test launches itself (bare, no libvirt), attached to by its QMP socket. */
+static char bare_qmp[128];
+static pid_t bare_pid = -1;
+static bool bare_mode; /* the test playing now launched it */
 
 /* ---- what a run must show -------------------------------------------------------------------- */
 
@@ -58,15 +67,16 @@ struct expect {
 		long over;
 	} nest;
 	bool none_in_flight; /* --stats: restored-slots 0 (nothing in flight at the end) */
+	bool above_4g;	     /* --stats: slots-above-4g > 0 (return slots hooked above 4 GiB) */
 	bool profile;	     /* --profile is balanced, but for the returns handed back at detach */
 	int profile_min;     /* ... and lists at least this many functions */
 	void (*check)(const struct hv_result *r); /* anything else */
 };
 
 /* How a command line starts: `run --qemu` on the Linux guest with @append as its kernel command
- * line, `attach` to the libvirt domain, or only what the case lists (where KERNEL and SYSMAP stand
+ * line, `attach` to the libvirt domain (or by --qmp to the bare QEMU), or only what the case lists (where KERNEL and SYSMAP stand
  * for the guest's paths). */
-enum cmd { RUN_QEMU, ATTACH, RAW };
+enum cmd { RUN_QEMU, ATTACH, ATTACH_QMP, RAW };
 
 #define KERNEL "<kernel>"
 #define SYSMAP "<system-map>"
@@ -88,6 +98,11 @@ struct hv_case {
 struct linux_test {
 	const char *name;
 	const char *domain;
+	const char *machine; /* the domain's machine type (default pc) ... */
+	unsigned mem_mb;     /* ... and RAM (default 256 MiB) */
+	/* with @domain: the test launches QEMU itself with these arguments (its RAM, machine and
+	 * backends) and the kernel command line @domain, instead of a libvirt domain */
+	const char *bare_qemu[12];
 	int kill;
 	const char *console_after[2];
 	struct hv_case runs[3];
@@ -171,10 +186,83 @@ static int domain(const char *cmd, const char *cmdline)
 	return system(buf);
 }
 
+/* Starts @t's libvirt domain with its machine type and RAM. */
+static int domain_start(const struct linux_test *t)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%u", t->mem_mb ? t->mem_mb : 256);
+	setenv("HVT_DOMAIN_MACHINE", t->machine ? t->machine : "pc", 1);
+	setenv("HVT_DOMAIN_MEM_MB", buf, 1);
+	return domain("start", t->domain);
+}
+
+/* Launches @t's bare QEMU: the Linux guest with kernel command line @t->domain, its serial
+ * console into CONSOLE, QMP on bare_qmp. */
+static int bare_start(const struct linux_test *t)
+{
+	char append[512], qmparg[160];
+	const char *argv[48];
+	pid_t parent = getpid();
+	size_t n = 0;
+
+	snprintf(append, sizeof(append), "console=ttyS0 panic=-1 %s", t->domain);
+	snprintf(qmparg, sizeof(qmparg), "unix:%s,server=on,wait=off", bare_qmp);
+	const char *head[] = {"qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max",
+			      "-smp", "2", "-display", "none", "-nodefaults", "-no-user-config",
+			      "-no-reboot", "-serial", "stdio", "-monitor", "none", "-qmp", qmparg,
+			      "-kernel", kernel, "-initrd", initrd, "-append", append};
+
+	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+		argv[n++] = head[i];
+	for (size_t i = 0; i < 12 && t->bare_qemu[i]; i++)
+		argv[n++] = t->bare_qemu[i];
+	argv[n] = NULL;
+	unlink(bare_qmp);
+	unlink(CONSOLE);
+	bare_pid = fork();
+	if (bare_pid < 0)
+		return -1;
+	if (bare_pid == 0) {
+		int nul = open("/dev/null", O_RDWR),
+		    con = open(CONSOLE, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* no stray QEMU if the test dies */
+		if (getppid() != parent || nul < 0 || con < 0)
+			_exit(127);
+		dup2(nul, 0);
+		dup2(con, 1);
+		dup2(con, 2);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return 0;
+}
+
+/* Has the bare QEMU exited (reaped then)? */
+static bool bare_gone(void)
+{
+	if (bare_pid > 0 && waitpid(bare_pid, NULL, WNOHANG) == bare_pid)
+		bare_pid = -1;
+	return bare_pid <= 0;
+}
+
+static void bare_stop(void)
+{
+	if (bare_pid > 0) {
+		kill(bare_pid, SIGKILL);
+		waitpid(bare_pid, NULL, 0);
+	}
+	bare_pid = -1;
+}
+
 static bool domain_gone(void)
 {
 	char cmd[128], state[64] = "";
 	FILE *p;
+
+	if (bare_mode)
+		return bare_gone();
 
 	snprintf(cmd, sizeof(cmd), "tests/qemu/libvirt-domain.sh state %s", DOMAIN);
 	p = popen(cmd, "r");
@@ -472,6 +560,99 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
+	/* run --qemu on q35 with 4 GiB: 2 GiB of RAM below 4 GiB, 2 GiB above it (qemu_mem.h), where
+	 * most kernel stacks live: return slots hooked above 4 GiB, each entry with its exact return,
+	 * and the guest runs its workload to its power-off. */
+	.name = "test_run_qemu_q35_4g",
+	.runs = {{
+	    .label = "run --qemu --machine q35 --mem 4096 -p function_graph",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"--machine", "q35", "--mem", "4096", "-p", "function_graph", "-g",
+		     "do_sys_openat2", "--funcgraph-retval", "--profile", "--stats", "--timeout",
+		     "300"},
+	    .expect = {
+		.console = {WORKLOAD_DONE, POWER_DOWN},
+		.none_in_flight = true,
+		.above_4g = true,
+		.profile = true,
+		.profile_min = 6,
+		.nest = {"|  do_sys_openat2() {\n", "|  } /* do_sys_openat2 = 0x", 5},
+	    },
+	}},
+    },
+#define ATTACH_QMP_GRAPH(what)                                                                    \
+	{                                                                                         \
+	    .label = "attach --qmp (" what ", function_graph)",                                   \
+	    .cmd = ATTACH_QMP,                                                                    \
+	    .args = {"-p", "function_graph", "-g", "do_sys_openat2", "--duration", "8",           \
+		     "--verify-text", "--profile", "--stats"},                                    \
+	    .expect = {                                                                           \
+		.err = {TEXT_KEPT},                                                               \
+		.above_4g = true,                                                                 \
+		.profile = true,                                                                  \
+		.trace = {"|  do_sys_openat2() {\n"},                                             \
+	    },                                                                                    \
+	}
+    {
+	/* attach by QMP socket to a QEMU launched with -M q35 -m 4096 */
+	.name = "test_attach_qmp_q35_4g",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2",
+	.bare_qemu = {"-M", "q35", "-m", "4096"},
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {ATTACH_QMP_GRAPH("q35, 4 GiB")},
+    },
+    {
+	/* two NUMA nodes of 2 GiB each: two anonymous mappings of the same size in QEMU, told
+	 * apart by content. Node 1, all above 4 GiB, has both CPUs: they take their stacks from it;
+	 * node 0 (below 4 GiB) holds the kernel image. */
+	.name = "test_attach_qmp_numa",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2",
+	.bare_qemu = {"-M", "q35", "-m", "4096", "-object", "memory-backend-ram,id=m0,size=2G",
+		      "-object", "memory-backend-ram,id=m1,size=2G", "-numa", "node,memdev=m0",
+		      "-numa", "node,memdev=m1,cpus=0-1"},
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {ATTACH_QMP_GRAPH("NUMA, 2 nodes")},
+    },
+    {
+	/* guest RAM in a memfd */
+	.name = "test_attach_qmp_memfd",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2",
+	.bare_qemu = {"-M", "q35,memory-backend=m0", "-m", "4096", "-object",
+		      "memory-backend-memfd,id=m0,size=4G"},
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {ATTACH_QMP_GRAPH("memfd")},
+    },
+    {
+	/* guest RAM in a file (a deleted temporary file in /dev/shm) */
+	.name = "test_attach_qmp_file",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2",
+	.bare_qemu = {"-M", "q35,memory-backend=m0", "-m", "4096", "-object",
+		      "memory-backend-file,id=m0,size=4G,mem-path=/dev/shm,share=on"},
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {ATTACH_QMP_GRAPH("file")},
+    },
+    {
+	/* attach by libvirt domain name to a q35 domain of 4 GiB */
+	.name = "test_attach_libvirt_q35_4g",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2",
+	.machine = "q35",
+	.mem_mb = 4096,
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {{
+	    .label = "attach (q35, 4 GiB, function_graph)",
+	    .cmd = ATTACH,
+	    .args = {"-p", "function_graph", "-g", "do_sys_openat2", "--duration", "6",
+		     "--verify-text", "--profile", "--stats"},
+	    .expect = {
+		.err = {TEXT_KEPT},
+		.above_4g = true,
+		.profile = true,
+		.trace = {"|  do_sys_openat2() {\n"},
+	    },
+	}},
+    },
+    {
 	/* attach by libvirt domain name, three times, while the guest runs its workload: the
 	 * function tracer, function_graph, then every function with stub probes (patched and
 	 * unpatched with the VM stopped, the stub's memory mapped and handed back); each detach
@@ -606,6 +787,12 @@ static void run_case(const struct hv_case *c, struct hv_result *r, double signal
 		argv[n++] = DOMAIN;
 		argv[n++] = "--system-map";
 		argv[n++] = sysmap;
+	} else if (c->cmd == ATTACH_QMP) {
+		argv[n++] = "attach";
+		argv[n++] = "--qmp";
+		argv[n++] = bare_qmp;
+		argv[n++] = "--system-map";
+		argv[n++] = sysmap;
 	}
 	for (size_t i = 0; i < ARRAY_LEN(c->args) && c->args[i]; i++)
 		argv[n++] = arg(c->args[i]);
@@ -625,7 +812,9 @@ static void check_expect(const struct linux_test *t, const struct hv_case *c,
 	const struct expect *e = &c->expect;
 
 	if (r->status != e->status) {
-		if (t->domain)
+		if (t->domain && t->bare_qemu[0])
+			bare_stop();
+		else if (t->domain)
 			domain("stop", NULL);
 		fail_msg("%s: status %d, not %d: %s", c->label, r->status, e->status, r->err);
 	}
@@ -672,6 +861,8 @@ static void check_expect(const struct linux_test *t, const struct hv_case *c,
 	}
 	if (e->none_in_flight)
 		assert_int_equal(restored_slots(r->err), 0);
+	if (e->above_4g && hv_stat(r->err, "kaslr-slide ", "slots-above-4g ") <= 0)
+		fail_msg("%s: no return slot hooked above 4 GiB: %s", c->label, r->err);
 	if (e->profile)
 		assert_true(assert_profile_balanced(r->err, restored_slots(r->err)) >=
 			    e->profile_min);
@@ -683,11 +874,15 @@ static void play_test(void **state)
 {
 	const struct linux_test *t = *state;
 
+	bare_mode = t->bare_qemu[0] != NULL;
 	if (t->domain) {
-		if (domain("start", t->domain))
-			fail_msg("cannot start the libvirt domain");
+		if (t->bare_qemu[0] ? bare_start(t) : domain_start(t))
+			fail_msg("cannot start the %s", t->bare_qemu[0] ? "QEMU" : "libvirt domain");
 		if (!wait_console("hvt-linux: workload start", 120)) {
-			domain("stop", NULL);
+			if (t->bare_qemu[0])
+				bare_stop();
+			else
+				domain("stop", NULL);
 			fail_msg("the guest did not reach its workload");
 		}
 	}
@@ -707,7 +902,10 @@ static void play_test(void **state)
 	for (int i = 0; i < 1800 && !domain_gone(); i++)
 		sleep_ms(100);
 	if (!domain_gone()) {
-		domain("stop", NULL);
+		if (t->bare_qemu[0])
+			bare_stop();
+		else
+			domain("stop", NULL);
 		fail_msg("the guest did not power off after %s",
 			 t->kill ? "hvtrace was killed" : "the detach");
 	}
@@ -717,8 +915,12 @@ static void play_test(void **state)
 
 static int teardown(void **state)
 {
-	(void)state;
-	domain("stop", NULL);
+	const struct linux_test *t = *state;
+
+	if (t->bare_qemu[0])
+		bare_stop();
+	else
+		domain("stop", NULL);
 	return 0;
 }
 
@@ -726,6 +928,7 @@ int main(void)
 {
 	const char *dir = getenv("LINUX_GUEST_DIR") ? getenv("LINUX_GUEST_DIR") : "build/guest";
 	struct CMUnitTest tests[ARRAY_LEN(linux_tests)];
+	char buf[128];
 
 	for (size_t i = 0; i < ARRAY_LEN(linux_tests); i++)
 		tests[i] = (struct CMUnitTest){
@@ -748,6 +951,10 @@ int main(void)
 	if (getenv("HVT_TEST_DOMAIN"))
 		snprintf(domain_name, sizeof(domain_name), "%s", getenv("HVT_TEST_DOMAIN"));
 	snprintf(console_log, sizeof(console_log), "/tmp/hvtrace-libvirt/%s/console.log", domain_name);
+	snprintf(bare_qmp, sizeof(bare_qmp), "/tmp/hvtrace-libvirt/%s/qmp.sock", domain_name);
+	mkdir("/tmp/hvtrace-libvirt", 0755);
+	snprintf(buf, sizeof(buf), "/tmp/hvtrace-libvirt/%s", domain_name);
+	mkdir(buf, 0755);
 	if (getenv("HVT_TEST_FILTER")) /* e.g. HVT_TEST_FILTER='test_sigkill*' while developing */
 		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
 	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "host/cli/session.h"
+#include "host/qemu/qemu_launch.h"
 
 #include <errno.h>
 #include <string.h>
@@ -406,6 +407,42 @@ static void test_qemu_run(void **state)
 	assert_string_equal(cli.s.expect_no_call[0], "panic");
 }
 
+/* --machine and a --mem of any size with --qemu, whatever the order; QEMU's -M follows */
+static void test_qemu_machine_mem(void **state)
+{
+	char *argv[] = {"hvtrace", "run", "--machine", "q35", "--mem", "4096", "--qemu", "--kernel",
+			"K", "--system-map", "M", NULL};
+	struct qemu_launch_cfg cfg = {.kernel = "K", .qmp_path = "/tmp/q.sock"};
+	const char *qargv[64];
+	char buf[1024];
+	int n;
+
+	(void)state;
+	assert_int_equal(parse(11, argv), 0);
+	assert_string_equal(cli.s.machine, "q35");
+	assert_int_equal(cli.s.mem_mb, 4096);
+	expect_error(8, (char *[]){"hvtrace", "run", "--qemu", "--machine", "virt", "--kernel", "K",
+				   "g.elf"},
+		     "--machine 'virt': expected pc or q35");
+	expect_error(5, (char *[]){"hvtrace", "run", "--machine", "q35", "g.elf"},
+		     "--machine: needs --qemu (or attach)");
+	expect_error(9, (char *[]){"hvtrace", "run", "--qemu", "--mem", "16777217", "--kernel", "K",
+				   "--system-map", "M"},
+		     "--mem '16777217': expected an integer in 2..16777216");
+	/* the default machine is pc, as before --machine */
+	n = qemu_launch_argv(&cfg, qargv, 64, buf, sizeof(buf));
+	assert_true(n > 4);
+	assert_string_equal(qargv[3], "-M");
+	assert_string_equal(qargv[4], "pc");
+	cfg.machine = "q35";
+	cfg.mem_mb = 4096;
+	n = qemu_launch_argv(&cfg, qargv, 64, buf, sizeof(buf));
+	assert_string_equal(qargv[4], "q35");
+	for (int i = 0; i < n - 1; i++)
+		if (!strcmp(qargv[i], "-m"))
+			assert_string_equal(qargv[i + 1], "4096");
+}
+
 static void test_attach(void **state)
 {
 	char *a1[] = {"hvtrace", "attach", "--system-map", "M", "-l", "vfs_read", "guest1", NULL};
@@ -552,6 +589,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_error_grouped_short_option, cli_setup,
 					    cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_qemu_run, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_qemu_machine_mem, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_attach, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_linux_guest, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_probe, cli_setup, cli_teardown),

@@ -1066,7 +1066,7 @@ static void test_target_stop_of_unknown_thread(void **state)
 	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:09;", "")};
 	g = hostile(&s, st, n, FAKE_SERVER_HOLD);
 	assert_non_null(q);
-	assert_int_equal(target_qemu_init(q, g, getpid(), 1 << 20, true, err, sizeof(err)), 0);
+	assert_int_equal(target_qemu_init(q, g, getpid(), NULL, NULL, true, err, sizeof(err)), 0);
 	assert_int_equal(q->t.nr_cpus, 2);
 	polls = 0;
 	watchdog(20);

@@ -1,0 +1,561 @@
+#include "host/qemu/qemu_memmap.h"
+#include "host/qemu/tcp.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE	4096ull
+#define SAMPLES 4096 /* pages compared per backend when several mappings fit */
+
+/* ---- text of QEMU's monitor ------------------------------------------------------------------ */
+
+/* The next line of @*text into @line (without its "\r\n"), @*text moved past it. 1, 0 at the end,
+ * -1 when the line does not fit. */
+static int next_line(const char **text, char *line, size_t cap)
+{
+	const char *s = *text;
+	size_t n;
+
+	if (!*s)
+		return 0;
+	n = strcspn(s, "\n");
+	*text = s + n + (s[n] == '\n');
+	if (n && s[n - 1] == '\r')
+		n--;
+	if (n >= cap)
+		return -1;
+	memcpy(line, s, n);
+	line[n] = 0;
+	return 1;
+}
+
+/* The start of @line, printable, for an error message. */
+static const char *shown(const char *line, char *buf, size_t cap)
+{
+	tcp_printable(line, strnlen(line, 80), buf, cap);
+	return buf;
+}
+
+/* 1 to 16 hex digits at @*p (after an optional 0x), @*p moved past them. */
+static bool hex(const char **p, uint64_t *v)
+{
+	const char *s = *p;
+	unsigned n = 0;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	*v = 0;
+	for (;; s++, n++) {
+		unsigned d;
+
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (*s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (*s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			break;
+		if (n == 16)
+			return false;
+		*v = *v << 4 | d;
+	}
+	*p = s;
+	return n > 0;
+}
+
+static bool skip(const char **p, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if (strncmp(*p, lit, n))
+		return false;
+	*p += n;
+	return true;
+}
+
+/* A name token (no blank) at @*p into @out; false when empty or too long. */
+static bool name(const char **p, char *out)
+{
+	size_t n = strcspn(*p, " \t");
+
+	if (!n || n >= QEMU_MEMMAP_NAME)
+		return false;
+	memcpy(out, *p, n);
+	out[n] = 0;
+	*p += n;
+	return true;
+}
+
+/* "  LO-HI (prio N, KIND): NAME[ @OFFSET]..." into @r; *@ram says whether KIND is "ram". */
+static bool range_line(const char *s, struct qemu_ram_range *r, bool *ram)
+{
+	uint64_t lo, hi;
+	const char *kind;
+	size_t klen;
+
+	if (!skip(&s, "  ") || !hex(&s, &lo) || !skip(&s, "-") || !hex(&s, &hi) ||
+	    !skip(&s, " (prio "))
+		return false;
+	s += strspn(s, "-0123456789");
+	if (!skip(&s, ", "))
+		return false;
+	kind = s;
+	s = strstr(s, "): ");
+	if (!s)
+		return false;
+	klen = (size_t)(s - kind);
+	s += 3;
+	*ram = klen == 3 && !strncmp(kind, "ram", 3);
+	if (hi < lo || hi - lo == UINT64_MAX)
+		return false;
+	r->gpa = lo;
+	r->len = hi - lo + 1;
+	r->offset = 0;
+	if (!name(&s, r->name))
+		return false;
+	if (skip(&s, " @") && !hex(&s, &r->offset))
+		return false;
+	return true;
+}
+
+int qemu_mtree_parse(const char *text, struct qemu_ram_range *r, unsigned max, unsigned *nr,
+		     char *err, size_t errlen)
+{
+	char line[QEMU_MEMMAP_MAX_LINE], buf[96];
+	bool in_view = false, in_mem = false, found = false;
+	int rc;
+
+	*nr = 0;
+	while ((rc = next_line(&text, line, sizeof(line))) > 0) {
+		struct qemu_ram_range x;
+		bool ram;
+
+		if (!strncmp(line, "FlatView #", 10)) {
+			in_view = true;
+			in_mem = false;
+			continue;
+		}
+		if (!line[0]) {
+			in_view = in_mem = false;
+			continue;
+		}
+		if (in_view && !strcmp(line, " AS \"memory\", root: system")) {
+			if (found) {
+				snprintf(err, errlen,
+					 "info mtree: two flat views of address space memory");
+				return -EINVAL;
+			}
+			found = in_mem = true;
+			continue;
+		}
+		if (!in_mem || strncmp(line, "  ", 2) ||
+		    !strchr("0123456789abcdefABCDEF", line[2]) || !line[2])
+			continue;
+		if (!range_line(line, &x, &ram)) {
+			snprintf(err, errlen, "info mtree: a range out of shape: '%s'",
+				 shown(line, buf, sizeof(buf)));
+			return -EINVAL;
+		}
+		if (!ram)
+			continue;
+		if (*nr == max) {
+			snprintf(err, errlen, "info mtree: more than %u RAM ranges", max);
+			return -EINVAL;
+		}
+		r[(*nr)++] = x;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "info mtree: a line longer than %d bytes",
+			 QEMU_MEMMAP_MAX_LINE - 1);
+		return -EINVAL;
+	}
+	if (!found) {
+		snprintf(err, errlen, "info mtree: no flat view of address space memory");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* "4 KiB" and the like into bytes (powers of two only: page sizes). */
+static bool page_size(const char *num, const char *unit, uint64_t *v)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB"};
+	char *end;
+	unsigned long long n;
+
+	errno = 0;
+	n = strtoull(num, &end, 10);
+	if (errno || *end || !n || n > 1024 || (n & (n - 1)) || !strchr("0123456789", num[0]))
+		return false;
+	for (unsigned i = 0; i < 4; i++)
+		if (!strcmp(unit, units[i])) {
+			*v = (uint64_t)n << (10 * i);
+			return true;
+		}
+	return false;
+}
+
+/* Splits @line at blanks into at most @max tokens (in place); their number, or max + 1. */
+static unsigned tokens(char *line, char **tok, unsigned max)
+{
+	unsigned n = 0;
+	char *save, *t;
+
+	for (t = strtok_r(line, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+		if (n == max)
+			return max + 1;
+		tok[n++] = t;
+	}
+	return n;
+}
+
+int qemu_ramblock_parse(const char *text, struct qemu_ramblock *b, unsigned max, unsigned *nr,
+			char *err, size_t errlen)
+{
+	char line[QEMU_MEMMAP_MAX_LINE], copy[QEMU_MEMMAP_MAX_LINE], buf[96], *t[8];
+	bool header = false;
+	int rc;
+
+	*nr = 0;
+	while ((rc = next_line(&text, line, sizeof(line))) > 0) {
+		struct qemu_ramblock x;
+		const char *p;
+		uint64_t off, total;
+
+		if (!header) {
+			header = strstr(line, "Block Name") && strstr(line, "PSize") &&
+				 strstr(line, "Used");
+			continue;
+		}
+		memcpy(copy, line, sizeof(line));
+		if (!line[strspn(line, " \t")])
+			continue;
+		if (tokens(copy, t, 8) != 6 || strlen(t[0]) >= QEMU_MEMMAP_NAME ||
+		    !page_size(t[1], t[2], &x.psize) || !(p = t[3], hex(&p, &off)) || *p ||
+		    !(p = t[4], hex(&p, &x.used)) || *p || !(p = t[5], hex(&p, &total)) || *p ||
+		    x.used > total) {
+			snprintf(err, errlen, "info ramblock: a block out of shape: '%s'",
+				 shown(line, buf, sizeof(buf)));
+			return -EINVAL;
+		}
+		strcpy(x.name, t[0]);
+		for (unsigned i = 0; i < *nr; i++)
+			if (!strcmp(b[i].name, x.name)) {
+				snprintf(err, errlen, "info ramblock: block %s listed twice",
+					 x.name);
+				return -EINVAL;
+			}
+		if (*nr == max) {
+			snprintf(err, errlen, "info ramblock: more than %u blocks", max);
+			return -EINVAL;
+		}
+		b[(*nr)++] = x;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "info ramblock: a line longer than %d bytes",
+			 QEMU_MEMMAP_MAX_LINE - 1);
+		return -EINVAL;
+	}
+	if (!header) {
+		snprintf(err, errlen, "info ramblock: no table (Block Name, PSize, ..., Used)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int qemu_memdev_parse(const char *text, char (*ids)[QEMU_MEMMAP_NAME], unsigned max, unsigned *nr,
+		      char *err, size_t errlen)
+{
+	char line[QEMU_MEMMAP_MAX_LINE], buf[96];
+	int rc;
+
+	*nr = 0;
+	while ((rc = next_line(&text, line, sizeof(line))) > 0) {
+		const char *p = line;
+		char id[QEMU_MEMMAP_NAME];
+
+		if (!skip(&p, "memory backend: "))
+			continue;
+		if (!name(&p, id) || *p) {
+			snprintf(err, errlen, "info memdev: a backend id out of shape: '%s'",
+				 shown(line, buf, sizeof(buf)));
+			return -EINVAL;
+		}
+		if (*nr == max) {
+			snprintf(err, errlen, "info memdev: more than %u backends", max);
+			return -EINVAL;
+		}
+		strcpy(ids[(*nr)++], id);
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "info memdev: a line longer than %d bytes",
+			 QEMU_MEMMAP_MAX_LINE - 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- host mappings --------------------------------------------------------------------------- */
+
+int qemu_maps_parse(FILE *f, const uint64_t *sizes, unsigned nsizes, struct qemu_host_map *m,
+		    unsigned max, unsigned *nr, char *err, size_t errlen)
+{
+	char line[QEMU_MEMMAP_MAX_LINE];
+	struct qemu_host_map *last = NULL; /* the candidate whose smaps fields follow */
+
+	*nr = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off, kb;
+		char perms[8], dev[16];
+		unsigned long inode;
+		const char *path;
+		bool wanted = false;
+		int n = 0;
+
+		if (!strchr(line, '\n')) { /* a longer line (a long path): skip the rest of it */
+			int c;
+
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+		}
+		if (last && sscanf(line, "KernelPageSize: %llu kB", &kb) == 1) {
+			last->pagesize = kb < (1ull << 40) ? kb << 10 : 0;
+			continue;
+		}
+		if (sscanf(line, "%llx-%llx %7s %llx %15s %lu %n", &lo, &hi, perms, &off, dev,
+			   &inode, &n) < 6 ||
+		    !n) {
+			continue;
+		}
+		last = NULL;
+		path = line + n;
+		/* readable, writable, not executable; anonymous (no path) or a file (memfd, tmpfs,
+		 * hugetlbfs): no [heap], [stack] and the like */
+		if (hi <= lo || strncmp(perms, "rw-", 3) ||
+		    (*path && *path != '\n' && *path != '/'))
+			continue;
+		for (unsigned i = 0; i < nsizes; i++)
+			wanted |= hi - lo == sizes[i];
+		if (!wanted)
+			continue;
+		if (*nr == max) {
+			snprintf(err, errlen, "more than %u host mappings of a RAM block's size",
+				 max);
+			return -E2BIG;
+		}
+		last = &m[(*nr)++];
+		*last = (struct qemu_host_map){.lo = lo, .hi = hi, .pagesize = PAGE};
+	}
+	return 0;
+}
+
+/* ---- the map --------------------------------------------------------------------------------- */
+
+bool qemu_memmap_wanted(const struct qemu_memmap_in *in, const char *block)
+{
+	for (unsigned i = 0; i < in->nr_memdevs; i++)
+		if (!strcmp(in->memdevs[i], block))
+			return true;
+	for (unsigned i = 0; !in->nr_memdevs && i < in->nr_ranges; i++)
+		if (!strcmp(in->ranges[i].name, block))
+			return true;
+	return false;
+}
+
+/* Does mapping @map fit block @b (size and page size)? */
+static bool fits(const struct qemu_host_map *map, const struct qemu_ramblock *b)
+{
+	return map->hi - map->lo == b->used && map->pagesize == b->psize;
+}
+
+/* The guest-physical address of the page at @off in block @b (a range of it maps it), or false. */
+static bool gpa_of(const struct qemu_memmap_in *in, const struct qemu_ramblock *b, uint64_t off,
+		   uint64_t *gpa)
+{
+	for (unsigned i = 0; i < in->nr_ranges; i++) {
+		const struct qemu_ram_range *r = &in->ranges[i];
+
+		if (!strcmp(r->name, b->name) && off >= r->offset && off - r->offset < r->len &&
+		    r->len - (off - r->offset) >= PAGE) {
+			*gpa = r->gpa + (off - r->offset);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Tells which of the mappings @cand[0..*n) holds block @b: drops those whose content differs from
+ * the guest's at sampled pages until one is left. -EEXIST if several are left, -ENOENT if none. */
+static int by_content(const struct qemu_memmap_in *in, const struct qemu_ramblock *b,
+		      unsigned *cand, unsigned *n)
+{
+	static uint8_t guest[PAGE], page[QEMU_MEMMAP_MAX_MAPS][PAGE];
+	uint64_t step = b->used / SAMPLES, gpa;
+	unsigned k;
+
+	if (!in->host_read)
+		return -EIO;
+	step = step < PAGE ? PAGE : step & ~(PAGE - 1);
+	for (uint64_t off = 0; off + PAGE <= b->used && *n > 1; off += step) {
+		bool differ = false;
+
+		if (!gpa_of(in, b, off, &gpa))
+			continue;
+		for (unsigned i = 0; i < *n; i++) {
+			if (in->host_read(in->host_ctx, in->maps[cand[i]].lo + off, page[i], PAGE) <
+			    0)
+				return -EIO;
+			differ |= i && memcmp(page[i], page[0], PAGE);
+		}
+		if (!differ)
+			continue;
+		if (!in->phys_read || in->phys_read(in->phys_ctx, gpa, guest, PAGE) < 0)
+			return -EIO;
+		for (unsigned i = k = 0; i < *n; i++) {
+			if (!memcmp(page[i], guest, PAGE)) {
+				memmove(page[k], page[i], PAGE);
+				cand[k++] = cand[i];
+			}
+		}
+		*n = k;
+	}
+	return *n == 1 ? 0 : *n ? -EEXIST : -ENOENT;
+}
+
+static int by_gpa(const void *a, const void *b)
+{
+	const struct qemu_mem_region *x = a, *y = b;
+
+	return x->gpa < y->gpa ? -1 : x->gpa > y->gpa;
+}
+
+int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region *out, unsigned max,
+			unsigned *nr, char *err, size_t errlen)
+{
+	int owner[QEMU_MEMMAP_MAX_MAPS]; /* the block each mapping holds, -1 none */
+	int map_of[QEMU_MEMMAP_MAX_BLOCKS];
+	unsigned n = 0;
+
+	*nr = 0;
+	if (in->nr_maps > QEMU_MEMMAP_MAX_MAPS || in->nr_blocks > QEMU_MEMMAP_MAX_BLOCKS) {
+		snprintf(err, errlen, "too many RAM blocks or host mappings");
+		return -E2BIG;
+	}
+	for (unsigned i = 0; i < in->nr_maps; i++)
+		owner[i] = -1;
+	for (unsigned bi = 0; bi < in->nr_blocks; bi++) {
+		const struct qemu_ramblock *b = &in->blocks[bi];
+		unsigned cand[QEMU_MEMMAP_MAX_MAPS], nc = 0, alike = 0;
+		int rc = 0;
+
+		map_of[bi] = -1;
+		if (!qemu_memmap_wanted(in, b->name))
+			continue;
+		if (!b->used || b->used % b->psize) {
+			snprintf(err, errlen,
+				 "memory backend %s: %" PRIu64 " bytes in %" PRIu64 "-byte pages",
+				 b->name, b->used, b->psize);
+			return -EINVAL;
+		}
+		for (unsigned i = 0; i < in->nr_maps; i++)
+			if (fits(&in->maps[i], b))
+				cand[nc++] = i;
+		for (unsigned j = 0; j < in->nr_blocks; j++)
+			alike += qemu_memmap_wanted(in, in->blocks[j].name) &&
+				 in->blocks[j].used == b->used && in->blocks[j].psize == b->psize;
+		if (!nc) {
+			snprintf(err, errlen,
+				 "memory backend %s: no mapping of %" PRIu64 " MiB in %" PRIu64
+				 "-KiB pages in the QEMU process",
+				 b->name, b->used >> 20, b->psize >> 10);
+			return -ENOENT;
+		}
+		/* one mapping that fits and no other backend like this one: it is this one's */
+		if (nc > 1 || alike > 1)
+			rc = by_content(in, b, cand, &nc);
+		if (rc == -EIO) {
+			snprintf(err, errlen,
+				 "memory backend %s: cannot compare its candidate mappings with "
+				 "guest memory",
+				 b->name);
+			return -EIO;
+		}
+		if (rc == -EEXIST) {
+			snprintf(err, errlen,
+				 "memory backends of %" PRIu64
+				 " MiB: %u mappings fit %s and hold the same "
+				 "bytes at every page compared; cannot tell them apart",
+				 b->used >> 20, nc, b->name);
+			return -EEXIST;
+		}
+		if (rc == -ENOENT || owner[cand[0]] >= 0) {
+			snprintf(
+			    err, errlen,
+			    "memory backend %s: no mapping in the QEMU process holds its bytes",
+			    b->name);
+			return -ENOENT;
+		}
+		owner[cand[0]] = (int)bi;
+		map_of[bi] = (int)cand[0];
+	}
+	for (unsigned i = 0; i < in->nr_ranges; i++) {
+		const struct qemu_ram_range *r = &in->ranges[i];
+		const struct qemu_host_map *map = NULL;
+		unsigned bi;
+
+		for (bi = 0; bi < in->nr_blocks && !map; bi++)
+			if (!strcmp(in->blocks[bi].name, r->name) && map_of[bi] >= 0)
+				map = &in->maps[map_of[bi]];
+		if (!map)
+			continue; /* device RAM, ROM shadows: not a backend's */
+		if (r->offset > map->hi - map->lo || r->len > map->hi - map->lo - r->offset ||
+		    r->gpa + r->len < r->gpa) {
+			snprintf(err, errlen,
+				 "info mtree: range 0x%" PRIx64 "+0x%" PRIx64
+				 " of %s at offset 0x%" PRIx64 " is outside its %" PRIu64 " MiB",
+				 r->gpa, r->len, r->name, r->offset, (map->hi - map->lo) >> 20);
+			return -EINVAL;
+		}
+		if (n == QEMU_MEMMAP_MAX_RANGES) {
+			snprintf(err, errlen, "more than %u RAM ranges", QEMU_MEMMAP_MAX_RANGES);
+			return -E2BIG;
+		}
+		/* staged in @out when it has room, else refused below */
+		if (n < max)
+			out[n] = (struct qemu_mem_region){r->gpa, r->len, map->lo + r->offset};
+		n++;
+	}
+	if (n > max) {
+		snprintf(err, errlen, "more than %u guest RAM regions", max);
+		return -E2BIG;
+	}
+	qsort(out, n, sizeof(*out), by_gpa);
+	for (unsigned i = 1; i < n; i++)
+		if (out[i].gpa < out[i - 1].gpa + out[i - 1].len) {
+			snprintf(err, errlen,
+				 "info mtree: RAM ranges at 0x%" PRIx64 " and 0x%" PRIx64
+				 " overlap",
+				 out[i - 1].gpa, out[i].gpa);
+			return -EINVAL;
+		}
+	/* merge neighbours contiguous in both address spaces */
+	*nr = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct qemu_mem_region *prev = *nr ? &out[*nr - 1] : NULL;
+
+		if (prev && prev->gpa + prev->len == out[i].gpa &&
+		    prev->hva + prev->len == out[i].hva)
+			prev->len += out[i].len;
+		else
+			out[(*nr)++] = out[i];
+	}
+	if (!*nr) {
+		snprintf(err, errlen, "info mtree: no RAM range of a memory backend");
+		return -ENOENT;
+	}
+	return 0;
+}

@@ -1,0 +1,642 @@
+/* The guest-physical map of QEMU (host/qemu/qemu_memmap.c, qemu_mem.c): the monitor's outputs as
+ * QEMU 7.2 printed them (tests/unit/data/qemu_memmap/: pc 256 MiB, q35 4 GiB, two NUMA nodes, a
+ * memfd and a file backend; their /proc/PID/maps cut to the mappings of 1 MiB and more), hostile
+ * ones, backends told apart by content in this process's own memory, and guest-physical reads and
+ * writes across regions through /proc/self/mem. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "host/qemu/qemu_mem.h"
+#include "host/qemu/qemu_memmap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define DATA "tests/unit/data/qemu_memmap/"
+#define GiB  (1ull << 30)
+#define MiB  (1ull << 20)
+
+static char *slurp(const char *name, const char *kind)
+{
+	char path[256];
+	FILE *f;
+	char *buf;
+	long n;
+
+	snprintf(path, sizeof(path), DATA "%s.%s", name, kind);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return buf;
+}
+
+/* Everything qemu_memmap_resolve takes, parsed from the captures of one QEMU. */
+struct capture {
+	struct qemu_ram_range ranges[QEMU_MEMMAP_MAX_RANGES];
+	struct qemu_ramblock blocks[QEMU_MEMMAP_MAX_BLOCKS];
+	char memdevs[QEMU_MEMMAP_MAX_BLOCKS][QEMU_MEMMAP_NAME];
+	struct qemu_host_map maps[QEMU_MEMMAP_MAX_MAPS];
+	struct qemu_memmap_in in;
+	struct qemu_mem_region out[QEMU_MEM_MAX_REGIONS];
+	unsigned nr;
+	char err[256];
+};
+
+static void load(struct capture *c, const char *name)
+{
+	char *t;
+	uint64_t sizes[QEMU_MEMMAP_MAX_BLOCKS];
+	unsigned nsizes = 0;
+	char path[256];
+	FILE *f;
+
+	memset(c, 0, sizeof(*c));
+	c->in = (struct qemu_memmap_in){
+	    .ranges = c->ranges, .blocks = c->blocks, .memdevs = c->memdevs, .maps = c->maps};
+	t = slurp(name, "mtree");
+	assert_int_equal(qemu_mtree_parse(t, c->ranges, QEMU_MEMMAP_MAX_RANGES, &c->in.nr_ranges,
+					  c->err, sizeof(c->err)),
+			 0);
+	free(t);
+	t = slurp(name, "ramblock");
+	assert_int_equal(qemu_ramblock_parse(t, c->blocks, QEMU_MEMMAP_MAX_BLOCKS, &c->in.nr_blocks,
+					     c->err, sizeof(c->err)),
+			 0);
+	free(t);
+	t = slurp(name, "memdev");
+	assert_int_equal(qemu_memdev_parse(t, c->memdevs, QEMU_MEMMAP_MAX_BLOCKS, &c->in.nr_memdevs,
+					   c->err, sizeof(c->err)),
+			 0);
+	free(t);
+	for (unsigned i = 0; i < c->in.nr_blocks; i++) /* as qemu_mem_open: the backends' sizes */
+		if (qemu_memmap_wanted(&c->in, c->blocks[i].name))
+			sizes[nsizes++] = c->blocks[i].used;
+	snprintf(path, sizeof(path), DATA "%s.maps", name);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_int_equal(qemu_maps_parse(f, sizes, nsizes, c->maps, QEMU_MEMMAP_MAX_MAPS,
+					 &c->in.nr_maps, c->err, sizeof(c->err)),
+			 0);
+	fclose(f);
+}
+
+static int resolve(struct capture *c)
+{
+	return qemu_memmap_resolve(&c->in, c->out, QEMU_MEM_MAX_REGIONS, &c->nr, c->err,
+				   sizeof(c->err));
+}
+
+static void region_is(const struct capture *c, unsigned i, uint64_t gpa, uint64_t len, uint64_t hva)
+{
+	assert_true(i < c->nr);
+	assert_int_equal(c->out[i].gpa, gpa);
+	assert_int_equal(c->out[i].len, len);
+	assert_int_equal(c->out[i].hva, hva);
+}
+
+/* ---- captures of QEMU 7.2 -------------------------------------------------------------------- */
+
+static void test_pc_256m(void **state)
+{
+	struct capture *c = malloc(sizeof(*c));
+
+	(void)state;
+	load(c, "pc256");
+	/* pc.ram below the VGA hole and from 1 MiB; ROMs and I/O left out */
+	assert_int_equal(c->in.nr_ranges, 2);
+	assert_string_equal(c->ranges[1].name, "pc.ram");
+	assert_int_equal(c->ranges[1].gpa, 0x100000);
+	assert_int_equal(c->ranges[1].offset, 0x100000);
+	assert_int_equal(c->ranges[1].len, 256 * MiB - 0x100000);
+	assert_int_equal(c->in.nr_blocks, 6);
+	assert_string_equal(c->blocks[0].name, "pc.ram");
+	assert_int_equal(c->blocks[0].used, 256 * MiB);
+	assert_int_equal(c->blocks[0].psize, 4096);
+	assert_string_equal(c->blocks[1].name, "/rom@etc/acpi/tables");
+	assert_int_equal(c->in.nr_memdevs, 1);
+	assert_string_equal(c->memdevs[0], "pc.ram");
+	assert_int_equal(c->in.nr_maps, 1); /* the one anonymous rw mapping of 256 MiB */
+	assert_int_equal(resolve(c), 0);
+	assert_int_equal(c->nr, 2);
+	region_is(c, 0, 0, 0xc0000, 0x7efe57e00000);
+	region_is(c, 1, 0x100000, 256 * MiB - 0x100000, 0x7efe57e00000 + 0x100000);
+	assert_true(qemu_memmap_wanted(&c->in, "pc.ram"));
+	assert_false(qemu_memmap_wanted(&c->in, "pc.bios"));
+	/* no backend listed (QEMU before 5.0): the blocks of RAM ranges count, not the ROMs */
+	c->in.nr_memdevs = 0;
+	assert_true(qemu_memmap_wanted(&c->in, "pc.ram"));
+	assert_false(qemu_memmap_wanted(&c->in, "pc.bios"));
+	assert_int_equal(resolve(c), 0);
+	assert_int_equal(c->nr, 2);
+	region_is(c, 1, 0x100000, 256 * MiB - 0x100000, 0x7efe57e00000 + 0x100000);
+	free(c);
+}
+
+static void test_q35_4g(void **state)
+{
+	struct capture *c = malloc(sizeof(*c));
+
+	(void)state;
+	load(c, "q35_4g");
+	assert_int_equal(resolve(c), 0);
+	/* 2 GiB below 4 GiB (not pc's 3), the other 2 GiB at 4 GiB: offset 2 GiB in the block */
+	assert_int_equal(c->nr, 3);
+	region_is(c, 0, 0, 0xc0000, 0x7f1a17e00000);
+	region_is(c, 1, 0x100000, 2 * GiB - 0x100000, 0x7f1a17e00000 + 0x100000);
+	region_is(c, 2, 4 * GiB, 2 * GiB, 0x7f1a17e00000 + 2 * GiB);
+	free(c);
+}
+
+static void test_memfd(void **state)
+{
+	struct capture *c = malloc(sizeof(*c));
+
+	(void)state;
+	load(c, "memfd");
+	assert_string_equal(c->memdevs[0], "m0");
+	assert_int_equal(c->in.nr_maps, 1); /* /memfd:memory-backend-memfd (deleted), rw-s */
+	assert_int_equal(resolve(c), 0);
+	assert_int_equal(c->nr, 2);
+	region_is(c, 1, 0x100000, GiB - 0x100000, 0x7fe0d7fff000 + 0x100000);
+	free(c);
+}
+
+static void test_file_backend(void **state)
+{
+	struct capture *c = malloc(sizeof(*c));
+
+	(void)state;
+	load(c, "file");
+	assert_int_equal(c->in.nr_maps, 1); /* /dev/shm/memmap-cap-ram */
+	assert_int_equal(resolve(c), 0);
+	assert_int_equal(c->nr, 2);
+	region_is(c, 1, 0x100000, 512 * MiB - 0x100000, 0x7fa92ffff000 + 0x100000);
+	free(c);
+}
+
+/* Simulated memories of the NUMA capture's two 2 GiB mappings: every page of the mapping at @lo
+ * holds one byte value, the other's another; the guest (phys_read) sees m0's bytes below 4 GiB and
+ * m1's above, as the flat view says, m0 being in the mapping at @m0_hva. */
+struct two_nodes {
+	uint64_t m0_hva, m1_hva;
+	bool alike; /* both mappings hold the same bytes */
+	unsigned phys_reads;
+};
+
+static int node_host_read(void *ctx, uint64_t hva, void *buf, size_t len)
+{
+	const struct two_nodes *t = ctx;
+	uint64_t lo = hva >= t->m1_hva && hva - t->m1_hva < 2 * GiB ? t->m1_hva : t->m0_hva;
+
+	memset(buf, t->alike ? 0 : lo == t->m0_hva ? 0xa0 : 0xb1, len);
+	return 0;
+}
+
+static int node_phys_read(void *ctx, uint64_t gpa, void *buf, size_t len)
+{
+	struct two_nodes *t = ctx;
+
+	t->phys_reads++;
+	memset(buf, t->alike ? 0 : gpa < 4 * GiB ? 0xa0 : 0xb1, len);
+	return 0;
+}
+
+static void numa(bool swapped, bool alike)
+{
+	struct capture *c = malloc(sizeof(*c));
+	/* the capture's mappings: 7fe49fc00000 and 7fe51fe00000 */
+	struct two_nodes t = {.m0_hva = swapped ? 0x7fe51fe00000 : 0x7fe49fc00000,
+			      .m1_hva = swapped ? 0x7fe49fc00000 : 0x7fe51fe00000,
+			      .alike = alike};
+
+	load(c, "numa2");
+	assert_int_equal(c->in.nr_memdevs, 2);
+	assert_int_equal(c->in.nr_maps, 2);
+	c->in.host_read = c->in.phys_read = NULL;
+	c->in.host_read = node_host_read;
+	c->in.phys_read = node_phys_read;
+	c->in.host_ctx = c->in.phys_ctx = &t;
+	if (alike) {
+		assert_int_equal(resolve(c), -EEXIST);
+		assert_non_null(strstr(c->err, "cannot tell them apart"));
+		assert_int_equal(t.phys_reads, 0);
+		free(c);
+		return;
+	}
+	assert_int_equal(resolve(c), 0);
+	assert_int_equal(c->nr, 3);
+	region_is(c, 0, 0, 0xc0000, t.m0_hva);
+	region_is(c, 1, 0x100000, 2 * GiB - 0x100000, t.m0_hva + 0x100000);
+	region_is(c, 2, 4 * GiB, 2 * GiB, t.m1_hva);
+	assert_int_equal(t.phys_reads, 2); /* one page per backend told them apart */
+	free(c);
+}
+
+static void test_numa_two_nodes(void **state)
+{
+	(void)state;
+	numa(false, false);
+	numa(true, false);
+}
+
+static void test_numa_alike_refused(void **state)
+{
+	(void)state;
+	numa(false, true);
+}
+
+/* The same with real memory: two mappings of this process told apart by content, read through
+ * /proc/self/mem; phys_read gives the guest's view (node 1 is the mapping at the lower address). */
+struct real_nodes {
+	uint8_t *node[2];
+	int fd;
+	bool lie; /* the guest's view is in neither mapping */
+};
+
+static int self_read(void *ctx, uint64_t hva, void *buf, size_t len)
+{
+	const struct real_nodes *r = ctx;
+
+	return pread(r->fd, buf, len, (off_t)hva) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+static int guest_read(void *ctx, uint64_t gpa, void *buf, size_t len)
+{
+	const struct real_nodes *r = ctx;
+	const uint64_t size = 8 * MiB;
+
+	if (gpa + len > 2 * size)
+		return -EFAULT;
+	if (r->lie) {
+		memset(buf, 0xee, len);
+		return 0;
+	}
+	memcpy(buf, r->node[gpa / size] + gpa % size, len);
+	return 0;
+}
+
+static void test_numa_real_memory(void **state)
+{
+	static const char mtree[] = "FlatView #0\n AS \"memory\", root: system\n"
+				    " Root memory region: system\n"
+				    "  0000000000000000-00000000007fffff (prio 0, ram): n0\n"
+				    "  0000000000800000-0000000000ffffff (prio 0, ram): n1\n\n";
+	static const char blocks[] = "   Block Name    PSize   Offset   Used   Total\r\n"
+				     "   n0  4 KiB  0x0 0x800000 0x800000\r\n"
+				     "   n1  4 KiB  0x800000 0x800000 0x800000\r\n";
+	static const char memdev[] = "memory backend: n1\r\n  size: 8388608\r\n"
+				     "memory backend: n0\r\n  size: 8388608\r\n";
+	struct capture *c = malloc(sizeof(*c));
+	struct real_nodes r = {0};
+	uint64_t sizes[2] = {8 * MiB, 8 * MiB};
+	uint8_t *area;
+	FILE *f;
+
+	(void)state;
+	memset(c, 0, sizeof(*c));
+	/* two 8 MiB mappings that cannot merge with anything: guard pages around them */
+	area = mmap(NULL, 16 * MiB + 3 * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(area != MAP_FAILED);
+	assert_int_equal(mprotect(area + 4096, 8 * MiB, PROT_READ | PROT_WRITE), 0);
+	assert_int_equal(mprotect(area + 8 * MiB + 8192, 8 * MiB, PROT_READ | PROT_WRITE), 0);
+	r.node[1] = area + 4096;		 /* guest node 1 lies lower in this process */
+	r.node[0] = area + 8 * MiB + 8192;	 /* node 0 */
+	memset(r.node[0] + 3 * MiB, 0x5a, 4096); /* alike everywhere but two pages */
+	memset(r.node[1] + 5 * MiB, 0xc3, 4096);
+	r.fd = open("/proc/self/mem", O_RDONLY);
+	assert_true(r.fd >= 0);
+	c->in = (struct qemu_memmap_in){.ranges = c->ranges,
+					.blocks = c->blocks,
+					.memdevs = c->memdevs,
+					.maps = c->maps,
+					.host_read = self_read,
+					.host_ctx = &r,
+					.phys_read = guest_read,
+					.phys_ctx = &r};
+	assert_int_equal(
+	    qemu_mtree_parse(mtree, c->ranges, 8, &c->in.nr_ranges, c->err, sizeof(c->err)), 0);
+	assert_int_equal(
+	    qemu_ramblock_parse(blocks, c->blocks, 8, &c->in.nr_blocks, c->err, sizeof(c->err)), 0);
+	assert_int_equal(
+	    qemu_memdev_parse(memdev, c->memdevs, 8, &c->in.nr_memdevs, c->err, sizeof(c->err)), 0);
+	f = fopen("/proc/self/smaps", "r");
+	assert_non_null(f);
+	assert_int_equal(qemu_maps_parse(f, sizes, 2, c->maps, QEMU_MEMMAP_MAX_MAPS, &c->in.nr_maps,
+					 c->err, sizeof(c->err)),
+			 0);
+	fclose(f);
+	assert_true(c->in.nr_maps >= 2);
+	assert_int_equal(resolve(c), 0);
+	/* contiguous in guest-physical space, not in the process: two regions */
+	assert_int_equal(c->nr, 2);
+	region_is(c, 0, 0, 8 * MiB, (uint64_t)(uintptr_t)r.node[0]);
+	region_is(c, 1, 8 * MiB, 8 * MiB, (uint64_t)(uintptr_t)r.node[1]);
+
+	/* the same bytes in both: refused */
+	memset(r.node[0] + 3 * MiB, 0, 4096);
+	memset(r.node[1] + 5 * MiB, 0, 4096);
+	assert_int_equal(resolve(c), -EEXIST);
+	/* the guest holds bytes that neither mapping has: refused */
+	memset(r.node[0] + 3 * MiB, 0x11, 4096);
+	r.lie = true;
+	assert_int_equal(resolve(c), -ENOENT);
+	assert_string_equal(c->err,
+			    "memory backend n0: no mapping in the QEMU process holds its bytes");
+	close(r.fd);
+	munmap(area, 16 * MiB + 3 * 4096);
+	free(c);
+}
+
+/* ---- hugetlbfs: the page size must match ----------------------------------------------------- */
+
+static void test_hugetlbfs_page_size(void **state)
+{
+	static const char smaps[] = "7f0000000000-7f0040000000 rw-s 00000000 00:2f 1234   "
+				    "/dev/hugepages/qemu_back_mem.m0 (deleted)\n"
+				    "Size:            1048576 kB\n"
+				    "KernelPageSize:     2048 kB\n"
+				    "MMUPageSize:        2048 kB\n"
+				    "7f1000000000-7f1040000000 rw-p 00000000 00:00 0 \n"
+				    "Size:            1048576 kB\n"
+				    "KernelPageSize:        4 kB\n"
+				    "7f2000000000-7f2040000000 rwxp 00000000 00:00 0 \n"
+				    "KernelPageSize:        4 kB\n";
+	static const char blocks[] = "Block Name PSize Offset Used Total\n"
+				     "m0 2 MiB 0x0 0x40000000 0x40000000\n";
+	struct capture *c = malloc(sizeof(*c));
+	uint64_t size = GiB;
+	FILE *f = fmemopen((void *)smaps, sizeof(smaps) - 1, "r");
+
+	(void)state;
+	memset(c, 0, sizeof(*c));
+	c->in = (struct qemu_memmap_in){
+	    .ranges = c->ranges, .blocks = c->blocks, .memdevs = c->memdevs, .maps = c->maps};
+	assert_int_equal(
+	    qemu_maps_parse(f, &size, 1, c->maps, 8, &c->in.nr_maps, c->err, sizeof(c->err)), 0);
+	fclose(f);
+	assert_int_equal(c->in.nr_maps, 2); /* not the executable one */
+	assert_int_equal(c->maps[0].pagesize, 2 * MiB);
+	assert_int_equal(c->maps[1].pagesize, 4096);
+	assert_int_equal(
+	    qemu_ramblock_parse(blocks, c->blocks, 8, &c->in.nr_blocks, c->err, sizeof(c->err)), 0);
+	strcpy(c->memdevs[0], "m0");
+	c->in.nr_memdevs = 1;
+	c->ranges[0] = (struct qemu_ram_range){.gpa = 0, .len = GiB, .name = "m0"};
+	c->in.nr_ranges = 1;
+	/* one mapping of 1 GiB in 2 MiB pages: it, not the anonymous one of the same size */
+	assert_int_equal(resolve(c), 0);
+	region_is(c, 0, 0, GiB, 0x7f0000000000);
+	c->blocks[0].psize = 1 * GiB;
+	assert_int_equal(resolve(c), -ENOENT);
+	assert_string_equal(c->err,
+			    "memory backend m0: no mapping of 1024 MiB in 1048576-KiB pages "
+			    "in the QEMU process");
+	free(c);
+}
+
+/* ---- hostile outputs ------------------------------------------------------------------------- */
+
+static int mtree(const char *text, char *err)
+{
+	struct qemu_ram_range r[4];
+	unsigned nr;
+
+	return qemu_mtree_parse(text, r, 4, &nr, err, 256);
+}
+
+#define VIEW "FlatView #1\n AS \"memory\", root: system\n Root memory region: system\n"
+
+static void test_hostile_mtree(void **state)
+{
+	char err[256], line[2000];
+
+	(void)state;
+	assert_int_equal(mtree("", err), -EINVAL);
+	assert_string_equal(err, "info mtree: no flat view of address space memory");
+	assert_int_equal(mtree(VIEW "\n" VIEW, err), -EINVAL);
+	assert_string_equal(err, "info mtree: two flat views of address space memory");
+	assert_int_equal(
+	    mtree(VIEW "  0000000000001000-0000000000000fff (prio 0, ram): pc.ram\n", err),
+	    -EINVAL);
+	assert_string_equal(
+	    err, "info mtree: a range out of shape: '  0000000000001000-0000000000000fff "
+		 "(prio 0, ram): pc.ram'");
+	/* 17 hex digits */
+	assert_int_equal(
+	    mtree(VIEW "  00000000000000000-0000000000000fff (prio 0, ram): pc.ram\n", err),
+	    -EINVAL);
+	/* the whole 64-bit space: its length does not fit */
+	assert_int_equal(
+	    mtree(VIEW "  0000000000000000-ffffffffffffffff (prio 0, ram): pc.ram\n", err),
+	    -EINVAL);
+	assert_int_equal(mtree(VIEW "  0000000000000000-0000000000000fff (prio 0, ram): \n", err),
+			 -EINVAL);
+	assert_int_equal(
+	    mtree(VIEW "  0000000000000000-0000000000000fff (prio 0, ram): pc.ram @zz\n", err),
+	    -EINVAL);
+	assert_int_equal(
+	    mtree(VIEW "  0000000000000000-0000000000000fff (prio 0, ram) pc.ram\n", err), -EINVAL);
+	snprintf(line, sizeof(line),
+		 VIEW "  0000000000000000-0000000000000fff (prio 0, ram): %0100d\n", 0);
+	assert_int_equal(mtree(line, err), -EINVAL); /* a name of 100 bytes */
+	memset(line, 'a', sizeof(line) - 1);
+	line[sizeof(line) - 1] = 0;
+	assert_int_equal(mtree(line, err), -EINVAL);
+	assert_string_equal(err, "info mtree: a line longer than 1023 bytes");
+	assert_int_equal(mtree(VIEW "  0-fff (prio 0, ram): a\n  1000-1fff (prio 0, ram): a\n"
+				    "  2000-2fff (prio 0, ram): a\n  3000-3fff (prio 0, ram): a\n"
+				    "  4000-4fff (prio 0, ram): a\n",
+			       err),
+			 -EINVAL);
+	assert_string_equal(err, "info mtree: more than 4 RAM ranges");
+	/* I/O and ROM are no RAM; other address spaces are not read */
+	assert_int_equal(
+	    mtree(VIEW "  0-fff (prio 0, i/o): a\n  1000-1fff (prio 0, rom): a\n"
+		       "  2000-2fff (prio 0, romd): a\n\nFlatView #2\n AS \"I/O\", root: io\n"
+		       "  zz-zz junk\n",
+		  err),
+	    0);
+}
+
+static void test_hostile_ramblock(void **state)
+{
+	struct qemu_ramblock b[2];
+	char err[256];
+	unsigned nr;
+
+	(void)state;
+	assert_int_equal(
+	    qemu_ramblock_parse("pc.ram 4 KiB 0x0 0x1000 0x1000\n", b, 2, &nr, err, sizeof(err)),
+	    -EINVAL);
+	assert_string_equal(err, "info ramblock: no table (Block Name, PSize, ..., Used)");
+#define HDR "Block Name PSize Offset Used Total\r\n"
+	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 3 KiB 0x0 0x1000 0x1000\r\n", b, 2, &nr,
+					     err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(
+	    err, "info ramblock: a block out of shape: 'pc.ram 3 KiB 0x0 0x1000 0x1000'");
+	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 4 KiB 0x0 0x2000 0x1000\r\n", b, 2, &nr,
+					     err, sizeof(err)),
+			 -EINVAL); /* used > total */
+	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 4 TiB 0x0 0x1000 0x1000\r\n", b, 2, &nr,
+					     err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(
+	    qemu_ramblock_parse(HDR "pc.ram 4 KiB 0x0 0x1000\r\n", b, 2, &nr, err, sizeof(err)),
+	    -EINVAL);
+	assert_int_equal(qemu_ramblock_parse(HDR "pc.ram 4 KiB 0x0 0x1000 0x1000 x\r\n", b, 2, &nr,
+					     err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(qemu_ramblock_parse(HDR "a 4 KiB 0x0 0x1000 0x1000\r\n"
+						 "a 4 KiB 0x0 0x1000 0x1000\r\n",
+					     b, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "info ramblock: block a listed twice");
+	assert_int_equal(qemu_ramblock_parse(HDR
+					     "a 4 KiB 0x0 0x1000 0x1000\r\nb 4 KiB 0 1000 1000\r\n"
+					     "c 4 KiB 0 1000 1000\r\n",
+					     b, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "info ramblock: more than 2 blocks");
+	assert_int_equal(qemu_ramblock_parse(HDR "a 2 MiB 0x0 0x200000 0x400000\r\n\r\n", b, 2, &nr,
+					     err, sizeof(err)),
+			 0);
+	assert_int_equal(nr, 1);
+	assert_int_equal(b[0].psize, 2 * MiB);
+}
+
+static void test_hostile_memdev(void **state)
+{
+	char ids[2][QEMU_MEMMAP_NAME], err[256], line[200];
+	unsigned nr;
+
+	(void)state;
+	assert_int_equal(qemu_memdev_parse("memory backend: a\r\nmemory backend: b\r\n"
+					   "memory backend: c\r\n",
+					   ids, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "info memdev: more than 2 backends");
+	assert_int_equal(
+	    qemu_memdev_parse("memory backend: a b\r\n", ids, 2, &nr, err, sizeof(err)), -EINVAL);
+	snprintf(line, sizeof(line), "memory backend: %070d\n", 0);
+	assert_int_equal(qemu_memdev_parse(line, ids, 2, &nr, err, sizeof(err)), -EINVAL);
+	assert_int_equal(qemu_memdev_parse("", ids, 2, &nr, err, sizeof(err)), 0);
+	assert_int_equal(nr, 0);
+}
+
+/* A map built by hand on the pc capture: ranges outside the block, overlapping ones. */
+static void test_hostile_ranges(void **state)
+{
+	struct capture *c = malloc(sizeof(*c));
+
+	(void)state;
+	load(c, "pc256");
+	c->ranges[1].len += 4096; /* one page past the end of pc.ram */
+	assert_int_equal(resolve(c), -EINVAL);
+	assert_string_equal(c->err,
+			    "info mtree: range 0x100000+0xff01000 of pc.ram at offset 0x100000 "
+			    "is outside its 256 MiB");
+	load(c, "pc256");
+	c->ranges[1].offset = UINT64_MAX - 10;
+	assert_int_equal(resolve(c), -EINVAL);
+	load(c, "pc256");
+	c->ranges[1].gpa = 0x80000; /* over the first range */
+	assert_int_equal(resolve(c), -EINVAL);
+	assert_string_equal(c->err, "info mtree: RAM ranges at 0x0 and 0x80000 overlap");
+	load(c, "pc256");
+	c->ranges[1].gpa = UINT64_MAX - 0x1000; /* wraps */
+	assert_int_equal(resolve(c), -EINVAL);
+	/* no mapping of the backend's size in the process */
+	load(c, "pc256");
+	c->in.nr_maps = 0;
+	assert_int_equal(resolve(c), -ENOENT);
+	assert_string_equal(c->err,
+			    "memory backend pc.ram: no mapping of 256 MiB in 4-KiB pages in the "
+			    "QEMU process");
+	/* two of them and no way to read guest memory to tell */
+	load(c, "pc256");
+	c->maps[1] = c->maps[0];
+	c->maps[1].lo += 1ull << 40;
+	c->maps[1].hi += 1ull << 40;
+	c->in.nr_maps = 2;
+	assert_int_equal(resolve(c), -EIO);
+	assert_string_equal(c->err,
+			    "memory backend pc.ram: cannot compare its candidate mappings with "
+			    "guest memory");
+	free(c);
+}
+
+/* ---- reads and writes ------------------------------------------------------------------------ */
+
+static void test_read_write_regions(void **state)
+{
+	static uint8_t a[8192], b[8192], c[8192];
+	struct qemu_mem m = {.fd = open("/proc/self/mem", O_RDWR), .nr = 3};
+	uint8_t buf[64];
+
+	(void)state;
+	assert_true(m.fd >= 0);
+	/* [0, 8K) at a, [8K, 16K) at b (contiguous in guest-physical space), [4 GiB, +8K) at c */
+	m.region[0] = (struct qemu_mem_region){0, 8192, (uint64_t)(uintptr_t)a};
+	m.region[1] = (struct qemu_mem_region){8192, 8192, (uint64_t)(uintptr_t)b};
+	m.region[2] = (struct qemu_mem_region){4 * GiB, 8192, (uint64_t)(uintptr_t)c};
+	memset(buf, 0x77, sizeof(buf));
+	/* across a and b: split */
+	assert_int_equal(qemu_mem_write(&m, 8192 - 8, buf, 16), 0);
+	assert_int_equal(a[8191], 0x77);
+	assert_int_equal(b[7], 0x77);
+	assert_int_equal(b[8], 0);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(qemu_mem_read(&m, 8192 - 8, buf, 16), 0);
+	assert_int_equal(buf[0], 0x77);
+	assert_int_equal(buf[15], 0x77);
+	/* above 4 GiB */
+	assert_int_equal(qemu_mem_write(&m, 4 * GiB + 100, "hi", 2), 0);
+	assert_memory_equal(c + 100, "hi", 2);
+	/* past b into the hole: nothing written */
+	assert_int_equal(qemu_mem_write(&m, 16384 - 4, buf, 8), -EFAULT);
+	assert_int_equal(b[8191], 0);
+	assert_int_equal(qemu_mem_read(&m, 16384, buf, 1), -EFAULT);
+	assert_int_equal(qemu_mem_read(&m, 4 * GiB + 8192 - 1, buf, 2), -EFAULT);
+	assert_int_equal(qemu_mem_read(&m, 4 * GiB - 1, buf, 2), -EFAULT);
+	assert_int_equal(qemu_mem_read(&m, UINT64_MAX - 1, buf, 8), -EFAULT);
+	assert_int_equal(qemu_mem_read(&m, 4 * GiB + 8191, buf, 1), 0);
+	qemu_mem_close(&m);
+	assert_int_equal(qemu_mem_read(&m, 0, buf, 1), -EFAULT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_pc_256m),
+	    cmocka_unit_test(test_q35_4g),
+	    cmocka_unit_test(test_memfd),
+	    cmocka_unit_test(test_file_backend),
+	    cmocka_unit_test(test_numa_two_nodes),
+	    cmocka_unit_test(test_numa_alike_refused),
+	    cmocka_unit_test(test_numa_real_memory),
+	    cmocka_unit_test(test_hugetlbfs_page_size),
+	    cmocka_unit_test(test_hostile_mtree),
+	    cmocka_unit_test(test_hostile_ramblock),
+	    cmocka_unit_test(test_hostile_memdev),
+	    cmocka_unit_test(test_hostile_ranges),
+	    cmocka_unit_test(test_read_write_regions),
+	};
+
+	return cmocka_run_group_tests_name("qemu_memmap", tests, NULL, NULL);
+}
