@@ -102,9 +102,11 @@ static bool opt_on(bool has_val, const char *val)
 	       !strcmp(val, "y");
 }
 
-/* "HOST:PORT" (HOST may be empty, or "[v6]") into a connectable "tcp:HOST:PORT". */
+/* HOST and PORT (HOST may be empty, or "[v6]") as a connectable "tcp:HOST:PORT", brackets dropped. */
 static int tcp_addr(const char *host, const char *port, char *addr, size_t len)
 {
+	char h[72];
+	size_t n = strlen(host);
 	char *end;
 	long p;
 
@@ -112,15 +114,25 @@ static int tcp_addr(const char *host, const char *port, char *addr, size_t len)
 	p = strtol(port, &end, 10);
 	if (!isdigit((unsigned char)port[0]) || *end || errno || p < 1 || p > 65535)
 		return -EINVAL;
-	/* a wildcard listens on loopback too */
-	if (!host[0] || !strcmp(host, "0.0.0.0") || !strcmp(host, "localhost"))
-		host = "127.0.0.1";
-	else if (!strcmp(host, "::") || !strcmp(host, "[::]"))
-		host = "::1";
-	for (const char *h = host; *h; h++)
-		if (!isalnum((unsigned char)*h) && !strchr(".-:[]_", *h))
+	if (n && host[0] == '[') {
+		if (n < 3 || host[n - 1] != ']' || n - 2 >= sizeof(h))
 			return -EINVAL;
-	if ((size_t)snprintf(addr, len, "tcp:%s:%ld", host, p) >= len)
+		memcpy(h, host + 1, n - 2);
+		h[n - 2] = 0;
+	} else if (n < sizeof(h)) {
+		memcpy(h, host, n + 1);
+	} else {
+		return -EINVAL;
+	}
+	for (const char *c = h; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr(".-:_", *c))
+			return -EINVAL;
+	/* a wildcard listens on loopback too */
+	if (!h[0] || !strcmp(h, "0.0.0.0") || !strcmp(h, "localhost"))
+		strcpy(h, "127.0.0.1");
+	else if (!strcmp(h, "::"))
+		strcpy(h, "::1");
+	if ((size_t)snprintf(addr, len, "tcp:%s:%ld", h, p) >= len)
 		return -ENAMETOOLONG;
 	return 0;
 }
@@ -176,8 +188,8 @@ static void socket_opts(const char *s, const char *end, char *id, size_t idlen, 
 	}
 }
 
-/* A compat chardev spec ("unix:PATH,server=on", "tcp:HOST:PORT,...", "stdio", ...), as -qmp and
- * -monitor take. @server: whether QEMU forces server mode. */
+/* A compat chardev spec ("unix:PATH,server=on", "tcp:HOST:PORT,...", "stdio", ...), as -qmp,
+ * -monitor and -gdb take. @server: QEMU forces server mode on a TCP one (-gdb). */
 static void compat_spec(const char *spec, char *addr, size_t alen, char *why, size_t wlen,
 			bool server)
 {
@@ -196,6 +208,7 @@ static void compat_spec(const char *spec, char *addr, size_t alen, char *why, si
 	} else if (!strncmp(spec, "tcp:", 4)) {
 		const char *hp = spec + 4, *comma = hp, *colon;
 		char host[72], port[16];
+		bool forced = server;
 
 		while (comma < end && *comma != ',')
 			comma++;
@@ -209,17 +222,25 @@ static void compat_spec(const char *spec, char *addr, size_t alen, char *why, si
 		host[colon - hp] = 0;
 		memcpy(port, colon + 1, (size_t)(comma - colon - 1));
 		port[comma - colon - 1] = 0;
+		/* the options after HOST:PORT: only "server" matters */
 		{
-			/* the options after HOST:PORT, as a socket chardev's */
-			char opts[VAL_MAX + 64];
-			int n = snprintf(opts, sizeof(opts), "host=%s,port=%s%s%s", host, port,
-					 *comma ? "," : "", *comma ? comma + 1 : "");
+			const char *o = *comma ? comma + 1 : comma;
+			char key[32], val[16];
+			bool has_val, too_long;
 
-			if (n < 0 || (size_t)n >= sizeof(opts)) {
-				snprintf(why, wlen, "an option too long");
-				return;
-			}
-			socket_opts(opts, opts + n, NULL, 0, addr, alen, why, wlen, server);
+			while (!forced &&
+			       next_opt(&o, end, key, sizeof(key), val, sizeof(val), &has_val,
+					&too_long))
+				if (!strcmp(key, "server"))
+					server = opt_on(has_val, val);
+				else if (!strcmp(key, "noserver"))
+					server = false;
+		}
+		if (!server)
+			snprintf(why, wlen, "not a server (QEMU connects out)");
+		else if (tcp_addr(host, port, addr, alen) < 0) {
+			addr[0] = 0;
+			snprintf(why, wlen, "no valid tcp HOST:PORT");
 		}
 	} else {
 		size_t n = strcspn(spec, ":,");
@@ -328,18 +349,11 @@ static void opt_gdb(struct qemu_cmdline *c, const char *dev)
 	if (strncmp(dev, "tcp:", 4))
 		return;
 	compat_spec(dev, addr, sizeof(addr), why, sizeof(why), true); /* QEMU forces server=on */
-	if (!addr[0])
+	if (strncmp(addr, "tcp:", 4))
 		return;
 	colon = strrchr(addr, ':');
 	snprintf(c->gdb_host, sizeof(c->gdb_host), "%.*s", (int)(colon - addr - 4), addr + 4);
 	c->gdb_port = atoi(colon + 1);
-	if (c->gdb_host[0] == '[') { /* "[::1]" -> "::1" for getaddrinfo */
-		size_t n = strlen(c->gdb_host);
-
-		memmove(c->gdb_host, c->gdb_host + 1, n);
-		if (n >= 2 && c->gdb_host[n - 2] == ']')
-			c->gdb_host[n - 2] = 0;
-	}
 }
 
 static bool valid_uuid(const char *s)
