@@ -368,7 +368,7 @@ static void check_ports(const char *label, const char *before)
 	pid_t pid = the_qemu();
 
 	for (int i = 0; i < 150; i++) {
-		if (kill(pid, 0) < 0)
+		if (bare_pid > 0 ? bare_gone() : kill(pid, 0) < 0)
 			return; /* the guest powered off: nothing listens any more */
 		listening_ports(pid, now, sizeof(now));
 		if (!strcmp(now, before))
@@ -736,7 +736,7 @@ static const struct linux_test linux_tests[] = {
 	 * -mon one); each detach closes the gdbstub hvtrace started, leaves QEMU's own QMP port
 	 * listening, the text as it was, and the guest finishes its workload. */
 	.name = "test_attach_bare_qmp",
-	.domain = "hvt.rounds=250 hvt.yes_sec=2",
+	.domain = "hvt.rounds=600 hvt.yes_sec=2",
 	.qemu = {"-chardev", CHARDEV_ARG, "-mon", "chardev=hvtmon,mode=control", "-qmp",
 		 QMP_TCP_ARG},
 	.console_after = {WORKLOAD_DONE, POWER_DOWN},
