@@ -267,7 +267,7 @@ void qemu_attach_close(struct qemu_conn *c)
 	char err[320];
 
 	/* an error path: the VM is gone, or QEMU was launched by hvtrace and is killed below */
-	if (c->started_gdb && !c->launched && kill(c->pid, 0) == 0 &&
+	if (c->started_gdb && !c->launched && c->pid > 0 && kill(c->pid, 0) == 0 &&
 	    qemu_attach_stop_gdbstub(c, err, sizeof(err)) < 0)
 		fprintf(stderr, "hvtrace: %s\n", err);
 	c->started_gdb = false;
