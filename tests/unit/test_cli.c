@@ -472,10 +472,10 @@ static void test_error_linux_guest(void **state)
 	expect_error(3, (char *[]){"hvtrace", "attach", "vm"}, "attach: missing --system-map FILE");
 	expect_error(6, (char *[]){"hvtrace", "attach", "--pid", "0", "--system-map", "M"},
 		     "--pid '0': expected an integer in 1..1073741824");
-	expect_error(7, (char *[]){"hvtrace", "attach", "-c", "qemu:///system", "--qmp", "S",
+	expect_error(8, (char *[]){"hvtrace", "attach", "-c", "qemu:///system", "--qmp", "S",
 				   "--system-map", "M"},
 		     "-c qemu:///system: a libvirt URI goes with attach NAME");
-	expect_error(8, (char *[]){"hvtrace", "run", "--qemu", "--kernel", "K", "--system-map", "M",
+	expect_error(9, (char *[]){"hvtrace", "run", "--qemu", "--kernel", "K", "--system-map", "M",
 				   "-c", "qemu:///system"},
 		     "-c qemu:///system: a libvirt URI goes with attach NAME");
 	expect_error(4, (char *[]){"hvtrace", "attach", "vm", "-c"}, "-c: missing argument");
