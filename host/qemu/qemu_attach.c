@@ -137,9 +137,10 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 	return 0;
 }
 
-/* The loopback port of a gdbstub QEMU already listens on ("gdb:
- * filename=...tcp:HOST:PORT,server=on" in `info chardev`), or -1. */
-static int existing_gdbstub(struct qemu_conn *c)
+/* The loopback port of a gdbstub QEMU already listens on ("gdb: filename=disconnected:tcp:HOST:PORT,
+ * server=on" in `info chardev`, HOST loopback or a wildcard), its host in @host; or -1. The
+ * monitor's text is untrusted: another host is never connected to. */
+static int existing_gdbstub(struct qemu_conn *c, char *host, size_t hlen)
 {
 	char out[4096], *line, *save;
 	int port;
@@ -147,10 +148,11 @@ static int existing_gdbstub(struct qemu_conn *c)
 	if (c->hmp(c->hmp_ctx, "info chardev", out, sizeof(out)) < 0)
 		return -1;
 	for (line = strtok_r(out, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
-		const char *tcp = strstr(line, "tcp:127.0.0.1:");
+		const char *tcp = strstr(line, "tcp:");
 
 		if (!strncmp(line, "gdb: filename=", 14) && tcp &&
-		    sscanf(tcp + 14, "%d", &port) == 1)
+		    qemu_cmdline_tcp(tcp, host, hlen, &port) == 0 &&
+		    (!strcmp(host, "127.0.0.1") || !strcmp(host, "::1")))
 			return port;
 	}
 	return -1;
@@ -161,7 +163,7 @@ static int existing_gdbstub(struct qemu_conn *c)
  * monitor. */
 static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 {
-	char cmd[64], out[512];
+	char cmd[64], out[512], host[64];
 	int port, ret;
 
 	if (c->no_monitor) {
@@ -171,8 +173,9 @@ static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 		c->have_gdb = true;
 		return 0;
 	}
-	port = existing_gdbstub(c);
+	port = existing_gdbstub(c, host, sizeof(host));
 	if (port < 0) {
+		snprintf(host, sizeof(host), "127.0.0.1");
 		port = free_port();
 		if (port < 0) {
 			snprintf(err, errlen, "no free loopback port for the gdbstub");
@@ -193,7 +196,7 @@ static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 		c->started_gdb = true;
 	}
 	c->gdb_port = port;
-	ret = gdb_connect(&c->gdb, "127.0.0.1", port, err, errlen);
+	ret = gdb_connect(&c->gdb, host, port, err, errlen);
 	if (ret < 0)
 		return ret;
 	c->have_gdb = true;

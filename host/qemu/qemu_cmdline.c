@@ -339,21 +339,31 @@ static void opt_qmp(struct parse *p, const char *opt, const char *val, bool cont
 	compat_spec(val, m->addr, sizeof(m->addr), m->why, sizeof(m->why), false);
 }
 
-static void opt_gdb(struct qemu_cmdline *c, const char *dev)
+int qemu_cmdline_tcp(const char *spec, char *host, size_t hlen, int *port)
 {
 	char addr[QEMU_ADDR_MAX], why[96];
 	const char *colon;
 
-	c->gdb_host[0] = 0;
-	c->gdb_port = 0; /* QEMU takes the last -gdb or -s */
-	if (strncmp(dev, "tcp:", 4))
-		return;
-	compat_spec(dev, addr, sizeof(addr), why, sizeof(why), true); /* QEMU forces server=on */
+	if (strncmp(spec, "tcp:", 4))
+		return -EINVAL;
+	compat_spec(spec, addr, sizeof(addr), why, sizeof(why), true);
 	if (strncmp(addr, "tcp:", 4))
-		return;
+		return -EINVAL;
 	colon = strrchr(addr, ':');
-	snprintf(c->gdb_host, sizeof(c->gdb_host), "%.*s", (int)(colon - addr - 4), addr + 4);
-	c->gdb_port = atoi(colon + 1);
+	if ((size_t)(colon - addr - 4) >= hlen)
+		return -EINVAL;
+	snprintf(host, hlen, "%.*s", (int)(colon - addr - 4), addr + 4);
+	*port = atoi(colon + 1);
+	return 0;
+}
+
+static void opt_gdb(struct qemu_cmdline *c, const char *dev)
+{
+	/* QEMU takes the last -gdb or -s; only a TCP one can be reused */
+	if (qemu_cmdline_tcp(dev, c->gdb_host, sizeof(c->gdb_host), &c->gdb_port) < 0) {
+		c->gdb_host[0] = 0;
+		c->gdb_port = 0;
+	}
 }
 
 static bool valid_uuid(const char *s)

@@ -26,6 +26,11 @@ struct qemu_cmdline {
  * Never fails: what is not understood is skipped, and c->why says why a monitor is unusable. */
 void qemu_cmdline_parse(const char *buf, size_t len, struct qemu_cmdline *c);
 
+/* A chardev spec "tcp:HOST:PORT[,options]" (as -gdb takes it, or `info chardev` shows it) as a
+ * host to connect to and a port: a wildcard or empty HOST becomes loopback ("127.0.0.1", "::1"),
+ * brackets are dropped. 0, or -EINVAL (not tcp:, a bad HOST or PORT). */
+int qemu_cmdline_tcp(const char *spec, char *host, size_t hlen, int *port);
+
 /* Reads /proc/@pid/cmdline (at most QEMU_CMDLINE_MAX bytes) into a malloc'ed buffer *@buf, its
  * length in *@len. 0 or -errno (-ESRCH: no such process). */
 int qemu_cmdline_read(pid_t pid, char **buf, size_t *len);

@@ -782,6 +782,24 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
+	/* A bare QEMU with QMP and its own gdbstub (-gdb tcp::PORT, on the wildcard address): the
+	 * attach reuses that gdbstub (QEMU 7.2 cannot open a second), and leaves it listening. */
+	.name = "test_attach_bare_qmp_own_gdbstub",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2",
+	.qemu = {"-qmp", QMP_TCP_ARG, "-gdb", GDB_ARG},
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {{
+	    .label = "attach --qmp tcp: (QEMU's gdbstub)",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "--system-map", SYSMAP, "-p", "function", "-l",
+		     "vfs_read", "--duration", "4", "--verify-text"},
+	    .expect = {
+		.err = {TEXT_KEPT},
+		.tasks = {{"vfs_read", {"tail", "sed", "tr", "head"}}},
+	    },
+	}},
+    },
+    {
 	/* A bare QEMU with a gdbstub (-gdb tcp::PORT) and no monitor at all: --pid reuses the
 	 * gdbstub, guest memory goes through it, and it still listens after the detach. */
 	.name = "test_attach_bare_gdbstub_only",

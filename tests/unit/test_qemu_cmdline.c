@@ -233,6 +233,39 @@ static void test_has_uuid(void **state)
 	assert_int_equal(qemu_cmdline_has_uuid(b, sizeof(b), "4f0e6f1c"), 0);
 }
 
+/* qemu_cmdline_tcp, as `info chardev` shows a gdbstub ("tcp:0.0.0.0:1234,server=on"). */
+static void test_tcp(void **state)
+{
+	static const struct {
+		const char *spec, *host;
+		int port;
+	} ok[] = {
+	    {"tcp:0.0.0.0:1234,server=on", "127.0.0.1", 1234},
+	    {"tcp:127.0.0.1:1,server=on,wait=off", "127.0.0.1", 1},
+	    {"tcp::65535", "127.0.0.1", 65535},
+	    {"tcp:[::]:5", "::1", 5},
+	    {"tcp:::1:5", "::1", 5},
+	    {"tcp:10.0.0.5:22", "10.0.0.5", 22}, /* a host is a host: the caller decides */
+	};
+	static const char *const bad[] = {
+	    "tcp:", "tcp::", "tcp::0", "tcp::65536", "tcp:a b:1", "tcp:h:1x", "unix:/x",
+	    "tcp:[::1:5", "tcp:" /* a host over 63 bytes: */
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:1",
+	};
+	char host[64];
+	int port;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(ok); i++) {
+		assert_int_equal(qemu_cmdline_tcp(ok[i].spec, host, sizeof(host), &port), 0);
+		assert_string_equal(host, ok[i].host);
+		assert_int_equal(port, ok[i].port);
+	}
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++)
+		if (qemu_cmdline_tcp(bad[i], host, sizeof(host), &port) != -EINVAL)
+			fail_msg("'%s' taken as %s:%d", bad[i], host, port);
+}
+
 /* This very process's command line, read back whole. */
 static void test_read_self(void **state)
 {
@@ -253,6 +286,7 @@ int main(void)
 	    cmocka_unit_test(test_forms),    cmocka_unit_test(test_unterminated),
 	    cmocka_unit_test(test_too_long), cmocka_unit_test(test_many),
 	    cmocka_unit_test(test_has_uuid), cmocka_unit_test(test_read_self),
+	    cmocka_unit_test(test_tcp),
 	};
 
 	return cmocka_run_group_tests_name("qemu_cmdline", tests, NULL, NULL);
