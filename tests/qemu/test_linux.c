@@ -369,7 +369,8 @@ static void check_ports(const char *label, const char *before)
 
 	for (int i = 0; i < 150; i++) {
 		if (bare_pid > 0 ? bare_gone() : kill(pid, 0) < 0)
-			return; /* the guest powered off: nothing listens any more */
+			return; /* the guest powered off: nothing listens any more (a test whose
+				   guardian closes the port keeps its guest alive longer) */
 		listening_ports(pid, now, sizeof(now));
 		if (!strcmp(now, before))
 			return;
@@ -632,7 +633,7 @@ static const struct linux_test linux_tests[] = {
 	 * guardian restores everything and detaches (QEMU 7.2 would otherwise keep the VM
 	 * stopped), and the guest runs on to its power-off. */
 	.name = "test_sigkill_leaves_guest_alive",
-	.domain = "hvt.rounds=30 hvt.yes_sec=1",
+	.domain = "hvt.rounds=30 hvt.yes_sec=20", /* alive while its ports are checked */
 	.kill = SIGKILL,
 	.console_after = {WORKLOAD_DONE},
 	.runs = {{
@@ -769,7 +770,7 @@ static const struct linux_test linux_tests[] = {
 	 * QEMU's QMP port itself (the dead process's connection goes with it) and closes the
 	 * gdbstub hvtrace started. */
 	.name = "test_sigkill_bare_qmp_tcp",
-	.domain = "hvt.rounds=30 hvt.yes_sec=1",
+	.domain = "hvt.rounds=30 hvt.yes_sec=20", /* alive while its ports are checked */
 	.qemu = {"-qmp", QMP_TCP_ARG},
 	.kill = SIGKILL,
 	.console_after = {WORKLOAD_DONE},
