@@ -5,8 +5,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,15 +211,41 @@ int qemu_attach_open(struct qemu_conn *c, const struct qemu_attach_cfg *cfg, cha
 	return ret < 0 ? ret : connect_gdbstub(c, err, errlen);
 }
 
+/* Whether QEMU @pid has exited (a zombie too): then nothing of it listens. */
+static bool qemu_exited(pid_t pid)
+{
+	char path[64], stat[256], *paren;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, stat, sizeof(stat) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	stat[n] = 0;
+	paren = strrchr(stat, ')'); /* "PID (COMM) STATE ...": COMM may hold anything */
+	return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 /* `gdbserver none` through the monitor: QEMU closes the gdbstub's chardev, listening socket
  * included ("Disabled gdbserver"). */
 static int gdbserver_none(struct qemu_conn *c, char *err, size_t errlen)
 {
-	char out[512], text[200];
+	char out[512] = "", text[200];
 	int ret = c->hmp(c->hmp_ctx, "gdbserver none", out, sizeof(out));
 
 	if (ret == 0 && strstr(out, "Disabled gdbserver"))
 		return 0;
+	if (qemu_exited(c->pid))
+		return 0; /* the VM went away: its gdbstub with it */
+	if (!out[0])
+		snprintf(out, sizeof(out), "%s", strerror(ret < 0 ? -ret : EIO));
 	tcp_printable(out, strcspn(out, "\r\n"), text, sizeof(text));
 	snprintf(err, errlen, "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: "
 		 "monitor 'gdbserver none': %s", c->gdb_port, text);
@@ -269,9 +295,8 @@ void qemu_attach_close(struct qemu_conn *c)
 {
 	char err[320];
 
-	/* an error path: the VM is gone, or QEMU was launched by hvtrace and is killed below */
-	if (c->started_gdb && !c->launched && c->pid > 0 && kill(c->pid, 0) == 0 &&
-	    qemu_attach_stop_gdbstub(c, err, sizeof(err)) < 0)
+	/* an error path (QEMU launched by hvtrace is killed below) */
+	if (c->started_gdb && !c->launched && qemu_attach_stop_gdbstub(c, err, sizeof(err)) < 0)
 		fprintf(stderr, "hvtrace: %s\n", err);
 	c->started_gdb = false;
 	if (c->have_gdb)

@@ -85,6 +85,7 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 #define CHARDEV_ARG  "<chardev-arg>"
 #define GDB_ARG	     "<gdb-arg>"
 #define SELF_PID     "<self-pid>" /* the test itself: a process that is no QEMU */
+#define FAKE_MAP     "<fake-map>" /* a System.map whose banner no guest has */
 
 /* One hvtrace command line and what its run must show. */
 struct hv_case {
@@ -220,7 +221,7 @@ static bool wait_console(const char *text, int seconds)
 
 static pid_t bare_pid = -1;
 static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16],
-    self_pid[16];
+    self_pid[16], fake_map[128];
 
 /* A TCP port free on loopback now. */
 static int free_port(void)
@@ -783,6 +784,23 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
+	/* An attach that ends on an error path after it started the gdbstub: its System.map names a
+	 * banner the guest never shows, so it waits for the kernel until SIGINT; the gdbstub is
+	 * closed all the same. */
+	.name = "test_attach_error_closes_gdbstub",
+	.domain = "hvt.rounds=3 hvt.yes_sec=30",
+	.qemu = {"-qmp", QMP_TCP_ARG},
+	.kill = SIGINT,
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {{
+	    .label = "attach --qmp tcp:, SIGINT while waiting for the kernel",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "--system-map", FAKE_MAP, "-l", "vfs_read"},
+	    .expect = {.status = 128 + SIGINT,
+		       .err_is = "hvtrace: stopped while the kernel was booting\n"},
+	}},
+    },
+    {
 	/* A bare QEMU with QMP and its own gdbstub (-gdb tcp::PORT, on the wildcard address): the
 	 * attach reuses that gdbstub (QEMU 7.2 cannot open a second), and leaves it listening. */
 	.name = "test_attach_bare_qmp_own_gdbstub",
@@ -844,6 +862,8 @@ static const char *arg(const char *a)
 		return gdb_arg;
 	if (!strcmp(a, SELF_PID))
 		return self_pid;
+	if (!strcmp(a, FAKE_MAP))
+		return fake_map;
 	return a;
 }
 
@@ -1044,6 +1064,17 @@ int main(void)
 		 "socket,id=hvtmon,path=/tmp/hvtrace-%s-mon.sock,server=on,wait=off", domain_name);
 	snprintf(gdb_arg, sizeof(gdb_arg), "tcp::%d", free_port());
 	snprintf(self_pid, sizeof(self_pid), "%d", (int)getpid());
+	snprintf(fake_map, sizeof(fake_map), "/tmp/hvtrace-%s-fake.map", domain_name);
+	{
+		FILE *f = fopen(fake_map, "w");
+
+		if (!f)
+			return 1;
+		fputs("ffffffff81000000 T _stext\nffffffff81000100 T vfs_read\n"
+		      "ffffffff81200000 T _etext\nffffffff82000000 D linux_banner\n",
+		      f);
+		fclose(f);
+	}
 	if (getenv("HVT_TEST_FILTER")) /* e.g. HVT_TEST_FILTER='test_sigkill*' while developing */
 		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
 	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);
