@@ -56,18 +56,20 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 	}
 	if (cl.gdb_port) {
 		c->no_monitor = true;
-		snprintf(c->no_monitor_host, sizeof(c->no_monitor_host), "%s", cl.gdb_host);
+		snprintf(c->gdb_host, sizeof(c->gdb_host), "%s", cl.gdb_host);
 		c->gdb_port = cl.gdb_port;
 		fprintf(stderr,
-			"hvtrace: --pid %d: no QMP monitor%s%s; its gdbstub (tcp:%s:%d) is used as found, "
+			"hvtrace: --pid %d: no QMP monitor%s%s; its gdbstub (tcp:%s:%d) is used as "
+			"found, "
 			"guest memory through it (physical mode)\n",
 			(int)pid, cl.why[0] ? ": " : "", cl.why, cl.gdb_host, cl.gdb_port);
 		return 0;
 	}
 	snprintf(err, errlen, "--pid %d: %s", (int)pid,
-		 cl.why[0] ? cl.why
-			   : "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on its "
-			     "command line");
+		 cl.why[0]
+		     ? cl.why
+		     : "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on its "
+		       "command line");
 	return -ENOENT;
 }
 
@@ -127,8 +129,8 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 		return peer < 0 ? peer : -ENOENT;
 	}
 	if (c->pid && peer != c->pid) {
-		snprintf(err, errlen, "--pid %d: its QMP socket %s is held by process %d", (int)c->pid,
-			 path, (int)peer);
+		snprintf(err, errlen, "--pid %d: its QMP socket %s is held by process %d",
+			 (int)c->pid, path, (int)peer);
 		return -EPERM;
 	}
 	c->pid = peer;
@@ -137,9 +139,9 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 	return 0;
 }
 
-/* The loopback port of a gdbstub QEMU already listens on ("gdb: filename=disconnected:tcp:HOST:PORT,
- * server=on" in `info chardev`, HOST loopback or a wildcard), its host in @host; or -1. The
- * monitor's text is untrusted: another host is never connected to. */
+/* The loopback port of a gdbstub QEMU already listens on ("gdb:
+ * filename=disconnected:tcp:HOST:PORT, server=on" in `info chardev`, HOST loopback or a wildcard),
+ * its host in @host; or -1. The monitor's text is untrusted: another host is never connected to. */
 static int existing_gdbstub(struct qemu_conn *c, char *host, size_t hlen)
 {
 	char out[4096], *line, *save;
@@ -163,19 +165,19 @@ static int existing_gdbstub(struct qemu_conn *c, char *host, size_t hlen)
  * monitor. */
 static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 {
-	char cmd[64], out[512], host[64];
+	char cmd[64], out[512];
 	int port, ret;
 
 	if (c->no_monitor) {
-		ret = gdb_connect(&c->gdb, c->no_monitor_host, c->gdb_port, err, errlen);
+		ret = gdb_connect(&c->gdb, c->gdb_host, c->gdb_port, err, errlen);
 		if (ret < 0)
 			return ret;
 		c->have_gdb = true;
 		return 0;
 	}
-	port = existing_gdbstub(c, host, sizeof(host));
+	port = existing_gdbstub(c, c->gdb_host, sizeof(c->gdb_host));
 	if (port < 0) {
-		snprintf(host, sizeof(host), "127.0.0.1");
+		snprintf(c->gdb_host, sizeof(c->gdb_host), "127.0.0.1");
 		port = free_port();
 		if (port < 0) {
 			snprintf(err, errlen, "no free loopback port for the gdbstub");
@@ -187,16 +189,15 @@ static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 			char text[200];
 
 			tcp_printable(out, strcspn(out, "\r\n"), text, sizeof(text));
+			/* not marked as started: a `gdbserver none` could close a gdbstub that was
+			 * there before (one this monitor did not show) */
 			snprintf(err, errlen, "monitor '%s': %s", cmd, text);
-			/* it may listen all the same (an answer lost): stopping it is harmless */
-			c->started_gdb = true;
-			c->gdb_port = port;
 			return ret < 0 ? ret : -EIO;
 		}
 		c->started_gdb = true;
 	}
 	c->gdb_port = port;
-	ret = gdb_connect(&c->gdb, host, port, err, errlen);
+	ret = gdb_connect(&c->gdb, c->gdb_host, port, err, errlen);
 	if (ret < 0)
 		return ret;
 	c->have_gdb = true;
@@ -247,8 +248,10 @@ static int gdbserver_none(struct qemu_conn *c, char *err, size_t errlen)
 	if (!out[0])
 		snprintf(out, sizeof(out), "%s", strerror(ret < 0 ? -ret : EIO));
 	tcp_printable(out, strcspn(out, "\r\n"), text, sizeof(text));
-	snprintf(err, errlen, "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: "
-		 "monitor 'gdbserver none': %s", c->gdb_port, text);
+	snprintf(err, errlen,
+		 "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: "
+		 "monitor 'gdbserver none': %s",
+		 c->gdb_port, text);
 	return ret < 0 ? ret : -EIO;
 }
 
@@ -261,8 +264,10 @@ int qemu_attach_stop_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 		return 0;
 	c->started_gdb = false; /* one try: a monitor that failed once is not asked again */
 	if (!c->hmp) {
-		snprintf(err, errlen, "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still "
-			 "listen: no monitor", c->gdb_port);
+		snprintf(err, errlen,
+			 "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still "
+			 "listen: no monitor",
+			 c->gdb_port);
 		return -ENOTCONN;
 	}
 	return gdbserver_none(c, err, errlen);

@@ -21,10 +21,9 @@ struct qemu_attach_cfg {
 	bool launch;		     /* start QEMU with @qemu (its qmp_path is chosen here) */
 	struct qemu_launch_cfg qemu; /* with @launch */
 	const char *domain;	     /* a libvirt domain name */
-	const char *uri;	     /* with @domain: libvirt's URI (NULL: $LIBVIRT_DEFAULT_URI or
-					qemu:///system) */
-	int pid;		     /* a QEMU whose command line names its QMP monitor or gdbstub */
-	const char *qmp;	     /* a QMP socket: unix:PATH, PATH or tcp:HOST:PORT */
+	const char *uri;	     /* with @domain: libvirt's URI (NULL: the default) */
+	int pid;		     /* a QEMU (its command line names its monitor) */
+	const char *qmp;	     /* unix:PATH, PATH or tcp:HOST:PORT */
 };
 
 struct qemu_conn {
@@ -36,13 +35,13 @@ struct qemu_conn {
 	bool have_qmp;
 	struct libvirt_dom dom;
 	bool have_dom;
-	char qmp_addr[QEMU_ADDR_MAX]; /* with have_qmp: where (a guardian connects there again) */
+	char qmp_addr[QEMU_ADDR_MAX]; /* with have_qmp: where (for a guardian) */
 	struct gdb gdb;
 	bool have_gdb;
-	bool no_monitor;      /* --pid of a QEMU with a gdbstub and no QMP: guest memory through it */
-	char no_monitor_host[64]; /* with no_monitor: the gdbstub's host */
-	bool started_gdb;     /* hvtrace started the gdbstub (gdbserver): it stops it at the end */
-	int gdb_port;	      /* the gdbstub's loopback port */
+	bool no_monitor;   /* --pid of a QEMU with a gdbstub and no QMP: guest memory through it */
+	char gdb_host[64]; /* the gdbstub's host */
+	bool started_gdb;  /* hvtrace started the gdbstub (gdbserver): it stops it at the end */
+	int gdb_port;	   /* the gdbstub's loopback port */
 	int (*hmp)(void *ctx, const char *cmd, char *out, size_t len); /* human monitor command */
 	void *hmp_ctx;
 };

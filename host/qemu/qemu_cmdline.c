@@ -102,7 +102,8 @@ static bool opt_on(bool has_val, const char *val)
 	       !strcmp(val, "y");
 }
 
-/* HOST and PORT (HOST may be empty, or "[v6]") as a connectable "tcp:HOST:PORT", brackets dropped. */
+/* HOST and PORT (HOST may be empty, or "[v6]") as a connectable "tcp:HOST:PORT", brackets dropped.
+ */
 static int tcp_addr(const char *host, const char *port, char *addr, size_t len)
 {
 	char h[72];
@@ -228,9 +229,8 @@ static void compat_spec(const char *spec, char *addr, size_t alen, char *why, si
 			char key[32], val[16];
 			bool has_val, too_long;
 
-			while (!forced &&
-			       next_opt(&o, end, key, sizeof(key), val, sizeof(val), &has_val,
-					&too_long))
+			while (!forced && next_opt(&o, end, key, sizeof(key), val, sizeof(val),
+						   &has_val, &too_long))
 				if (!strcmp(key, "server"))
 					server = opt_on(has_val, val);
 				else if (!strcmp(key, "noserver"))
@@ -249,7 +249,8 @@ static void compat_spec(const char *spec, char *addr, size_t alen, char *why, si
 	}
 }
 
-/* ---- the options ------------------------------------------------------------------------------ */
+/* ---- the options ------------------------------------------------------------------------------
+ */
 
 static struct monitor *new_monitor(struct parse *p, const char *opt, bool control)
 {
@@ -417,8 +418,9 @@ static void resolve(struct parse *p, struct qemu_cmdline *c)
 		}
 		if (!c->why[0]) {
 			if (m->by_id)
-				snprintf(c->why, sizeof(c->why), "its QMP monitor (%s chardev %.63s): %s",
-					 m->opt, m->id, why);
+				snprintf(c->why, sizeof(c->why),
+					 "its QMP monitor (%s chardev %.63s): %s", m->opt, m->id,
+					 why);
 			else
 				snprintf(c->why, sizeof(c->why), "its QMP monitor (%s): %s", m->opt,
 					 why);
@@ -568,8 +570,8 @@ int qemu_cmdline_has_uuid(const char *buf, size_t len, const char *uuid)
 
 		if (after_opt && alen == strlen(uuid) && !strncasecmp(a, uuid, alen))
 			return 1;
-		after_opt = (alen == 5 && !memcmp(a, "-uuid", 5)) ||
-			    (alen == 6 && !memcmp(a, "--uuid", 6));
+		after_opt =
+		    (alen == 5 && !memcmp(a, "-uuid", 5)) || (alen == 6 && !memcmp(a, "--uuid", 6));
 		a += alen + 1;
 	}
 	return 0;

@@ -1,7 +1,9 @@
-/* What a running QEMU's command line (/proc/PID/cmdline) says about how to reach it: its QMP monitor
+/* What a running QEMU's command line (/proc/PID/cmdline) says about how to reach it: its QMP
+ * monitor
  * (-qmp, -qmp-pretty, or -mon chardev=ID,mode=control with -chardev socket,id=ID,...), its gdbstub
  * (-s, -gdb tcp:...) and its -uuid. The command line is untrusted input (any process can write its
- * own): every length is bounded, every value checked, and what cannot be used is said in one line. */
+ * own): every length is bounded, every value checked, and what cannot be used is said in one line.
+ */
 #ifndef HVT_QEMU_CMDLINE_H
 #define HVT_QEMU_CMDLINE_H
 
@@ -18,7 +20,8 @@ struct qemu_cmdline {
 	char gdb_host[64];
 	int gdb_port;
 	char uuid[40]; /* -uuid, "" none */
-	/* with qmp "": why no monitor QEMU has can be used, one line ("" when it has none at all) */
+	/* with qmp "": why no monitor QEMU has can be used, one line ("" when it has none at all)
+	 */
 	char why[192];
 };
 

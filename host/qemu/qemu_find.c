@@ -75,7 +75,8 @@ static bool same(const struct endpoint *a, const struct endpoint *b)
 	return a->port == b->port && !memcmp(a->ip, b->ip, 16);
 }
 
-/* The inode of the socket whose local end is @local and remote end @remote, from @table. 0 if none. */
+/* The inode of the socket whose local end is @local and remote end @remote, from @table. 0 if none.
+ */
 static unsigned long tcp_inode(const char *table, const struct endpoint *local,
 			       const struct endpoint *remote)
 {
@@ -88,8 +89,8 @@ static unsigned long tcp_inode(const char *table, const struct endpoint *local,
 	while (!inode && fgets(line, sizeof(line), f)) {
 		struct endpoint el, er;
 
-		if (sscanf(line, " %*u: %63s %63s %*x %*x:%*x %*x:%*x %*x %*u %*d %lu", l, r, &ino) !=
-		    3)
+		if (sscanf(line, " %*u: %63s %63s %*x %*x:%*x %*x:%*x %*x %*u %*d %lu", l, r,
+			   &ino) != 3)
 			continue;
 		if (endpoint_parse(l, &el) == 0 && endpoint_parse(r, &er) == 0 &&
 		    same(&el, local) && same(&er, remote))
@@ -158,7 +159,8 @@ pid_t qemu_find_socket_peer(int fd, char *err, size_t errlen)
 		socklen_t len = sizeof(cred);
 
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0) {
-			snprintf(err, errlen, "cannot tell the process at the other end of the socket");
+			snprintf(err, errlen,
+				 "cannot tell the process at the other end of the socket");
 			return -ENOENT;
 		}
 		return cred.pid;

@@ -26,7 +26,7 @@ struct cmdline_case {
 	const char *uuid;
 };
 
-#define Q "qemu-system-x86_64\n"
+#define Q    "qemu-system-x86_64\n"
 #define UUID "4f0e6f1c-1b38-4c38-9a1b-6ad2e0a1f00d"
 
 /* clang-format off */
@@ -144,8 +144,7 @@ static void test_forms(void **state)
 			fail_msg("case %zu: qmp '%s', not '%s'", i, c.qmp, k->qmp);
 		if (k->why[0] ? !strstr(c.why, k->why) : c.why[0] != 0)
 			fail_msg("case %zu: why '%s', not '%s'", i, c.why, k->why);
-		if (c.gdb_port != k->gdb_port ||
-		    strcmp(c.gdb_host, k->gdb_host ? k->gdb_host : ""))
+		if (c.gdb_port != k->gdb_port || strcmp(c.gdb_host, k->gdb_host ? k->gdb_host : ""))
 			fail_msg("case %zu: gdb '%s' %d, not '%s' %d", i, c.gdb_host, c.gdb_port,
 				 k->gdb_host ? k->gdb_host : "", k->gdb_port);
 		if (strcmp(c.uuid, k->uuid ? k->uuid : ""))
@@ -210,7 +209,8 @@ static void test_many(void **state)
 	(void)state;
 	len += (size_t)sprintf(b + len, "qemu%c-qmp%cunix:/tmp/first,server=on%c", 0, 0, 0);
 	for (int i = 0; i < 5000; i++)
-		len += (size_t)sprintf(b + len, "-chardev%csocket,id=c%d,path=/tmp/%d,server=on%c-mon%c"
+		len += (size_t)sprintf(b + len,
+				       "-chardev%csocket,id=c%d,path=/tmp/%d,server=on%c-mon%c"
 				       "c%d,mode=control%c",
 				       0, i, i, 0, 0, i, 0);
 	qemu_cmdline_parse(b, len, &c);
@@ -221,7 +221,8 @@ static void test_many(void **state)
 static void test_has_uuid(void **state)
 {
 	static const char b[] = "qemu\0-name\0guest=x\0-uuid\0" UUID "\0-m\0256";
-	static const char upper[] = "qemu\0--uuid\0" "4F0E6F1C-1B38-4C38-9A1B-6AD2E0A1F00D";
+	static const char upper[] = "qemu\0--uuid\0"
+				    "4F0E6F1C-1B38-4C38-9A1B-6AD2E0A1F00D";
 	static const char inside[] = "sh\0-c\0qemu -uuid " UUID;
 	static const char last[] = "qemu\0" UUID "\0-uuid";
 
@@ -248,8 +249,15 @@ static void test_tcp(void **state)
 	    {"tcp:10.0.0.5:22", "10.0.0.5", 22}, /* a host is a host: the caller decides */
 	};
 	static const char *const bad[] = {
-	    "tcp:", "tcp::", "tcp::0", "tcp::65536", "tcp:a b:1", "tcp:h:1x", "unix:/x",
-	    "tcp:[::1:5", "tcp:" /* a host over 63 bytes: */
+	    "tcp:",
+	    "tcp::",
+	    "tcp::0",
+	    "tcp::65536",
+	    "tcp:a b:1",
+	    "tcp:h:1x",
+	    "unix:/x",
+	    "tcp:[::1:5",
+	    "tcp:" /* a host over 63 bytes: */
 	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:1",
 	};
 	char host[64];
