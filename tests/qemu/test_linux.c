@@ -79,13 +79,13 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 #define SYSMAP "<system-map>"
 /* A bare QEMU's (linux_test.qemu): its pid, its QMP on TCP (address, and as -qmp takes it), a QMP
  * unix socket as -chardev takes it, and a gdbstub as -gdb takes it; the ports are free ones. */
-#define QEMU_PID     "<qemu-pid>"
-#define QMP_TCP	     "<qmp-tcp>"
-#define QMP_TCP_ARG  "<qmp-tcp-arg>"
-#define CHARDEV_ARG  "<chardev-arg>"
-#define GDB_ARG	     "<gdb-arg>"
-#define SELF_PID     "<self-pid>" /* the test itself: a process that is no QEMU */
-#define FAKE_MAP     "<fake-map>" /* a System.map whose banner no guest has */
+#define QEMU_PID    "<qemu-pid>"
+#define QMP_TCP	    "<qmp-tcp>"
+#define QMP_TCP_ARG "<qmp-tcp-arg>"
+#define CHARDEV_ARG "<chardev-arg>"
+#define GDB_ARG	    "<gdb-arg>"
+#define SELF_PID    "<self-pid>" /* the test itself: a process that is no QEMU */
+#define FAKE_MAP    "<fake-map>" /* a System.map whose banner no guest has */
 
 /* One hvtrace command line and what its run must show. */
 struct hv_case {
@@ -103,7 +103,8 @@ struct hv_case {
  * power-off, its console showing @console_after. With @kill, the first run gets that signal 6 s in
  * (negative: its whole process group, guardian included), and the next one starts right after.
  * After each run, QEMU listens on exactly the TCP ports it listened on before the first (the
- * gdbstub hvtrace started is closed, one QEMU had is not), but where the guardian was killed too. */
+ * gdbstub hvtrace started is closed, one QEMU had is not), unless the guardian was killed too.
+ */
 struct linux_test {
 	const char *name;
 	const char *domain;
@@ -217,11 +218,11 @@ static bool wait_console(const char *text, int seconds)
 	return false;
 }
 
-/* ---- a bare QEMU, and what QEMU listens on ---------------------------------------------------- */
+/* ---- a bare QEMU, and what QEMU listens on --------------------------------------------------- */
 
 static pid_t bare_pid = -1;
-static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16],
-    self_pid[16], fake_map[128];
+static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16], self_pid[16],
+    fake_map[128];
 
 /* A TCP port free on loopback now. */
 static int free_port(void)
@@ -243,10 +244,12 @@ static const char *arg(const char *a);
 static int bare_start(const char *const *opts, const char *cmdline)
 {
 	char append[512], serial[160];
+	/* clang-format off */
 	const char *argv[48] = {"qemu-system-x86_64", "-display", "none", "-nodefaults",
 				"-no-user-config", "-M", "pc", "-cpu", "max", "-accel", "tcg",
 				"-smp", "2", "-m", "256", "-no-reboot", "-kernel", kernel,
 				"-initrd", initrd, "-append", append, "-serial", serial};
+	/* clang-format on */
 	size_t n = 24;
 
 	snprintf(append, sizeof(append), "console=ttyS0 %s", cmdline);
@@ -341,7 +344,8 @@ static void listening_ports(pid_t pid, char *out, size_t len)
 		unsigned long ino;
 
 		while (f && fgets(line, sizeof(line), f))
-			if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*s %x %*x:%*x %*x:%*x %*x %*u %*d %lu",
+			if (sscanf(line,
+				   " %*u: %*[0-9A-Fa-f]:%x %*s %x %*x:%*x %*x:%*x %*x %*u %*d %lu",
 				   &port, &st, &ino) == 3 &&
 			    st == 0x0A)
 				for (unsigned i = 0; i < nr_in; i++)
