@@ -60,8 +60,7 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 		c->gdb_port = cl.gdb_port;
 		fprintf(stderr,
 			"hvtrace: --pid %d: no QMP monitor%s%s; its gdbstub (tcp:%s:%d) is used as "
-			"found, "
-			"guest memory through it (physical mode)\n",
+			"found, guest memory through it (physical mode)\n",
 			(int)pid, cl.why[0] ? ": " : "", cl.why, cl.gdb_host, cl.gdb_port);
 		return 0;
 	}
@@ -265,8 +264,7 @@ int qemu_attach_stop_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 	c->started_gdb = false; /* one try: a monitor that failed once is not asked again */
 	if (!c->hmp) {
 		snprintf(err, errlen,
-			 "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still "
-			 "listen: no monitor",
+			 "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: no monitor",
 			 c->gdb_port);
 		return -ENOTCONN;
 	}
