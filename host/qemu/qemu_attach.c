@@ -263,9 +263,10 @@ int qemu_attach_stop_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 		return 0;
 	c->started_gdb = false; /* one try: a monitor that failed once is not asked again */
 	if (!c->hmp) {
-		snprintf(err, errlen,
-			 "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: no monitor",
-			 c->gdb_port);
+		snprintf(
+		    err, errlen,
+		    "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: no monitor",
+		    c->gdb_port);
 		return -ENOTCONN;
 	}
 	return gdbserver_none(c, err, errlen);
