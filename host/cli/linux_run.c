@@ -330,13 +330,18 @@ static void guardian_takeover(void *ctx)
 	if (r->have_p && r->p.have_tr)
 		tracer_takeover_detach(&r->p.tr);
 	gdb_detach(&fresh);
+	r->qc.have_gdb = false; /* detached and closed as fresh */
 	dprintf(2, "hvtrace guardian: hvtrace died; probes removed, return slots restored, VM "
 		   "resumed\n");
+	if (qemu_attach_takeover_stop_gdbstub(&r->qc, err, sizeof(err)) < 0)
+		dprintf(2, "hvtrace guardian: %s\n", err);
 }
 
 /* Removes every probe, restores every return slot, and lets the VM go (gdbstub detach). */
 static void detach(struct linux_run *r)
 {
+	char err[320];
+
 	if (r->detached)
 		return;
 	tcp_set_interrupt(-1); /* the restore runs to its end, each wait with its deadline */
@@ -350,6 +355,8 @@ static void detach(struct linux_run *r)
 		target_qemu_leave_phys_mode(&r->tq);
 		gdb_detach(&r->qc.gdb);
 	}
+	if (qemu_attach_stop_gdbstub(&r->qc, err, sizeof(err)) < 0)
+		cmd_error("%s", err);
 	r->detached = true;
 }
 
@@ -489,6 +496,7 @@ int cmd_linux(const struct session *s)
 			 .mem_mb = s->mem_mb,
 			 .console = r.con},
 		.domain = s->domain,
+		.uri = s->connect,
 		.pid = s->pid,
 		.qmp = s->qmp,
 	};
@@ -500,8 +508,8 @@ int cmd_linux(const struct session *s)
 		goto out;
 	}
 	if (qemu_attach_open(&r.qc, &qa, err, sizeof(err)) < 0 ||
-	    target_qemu_init(&r.tq, &r.qc.gdb, r.qc.pid, r.qc.hmp, r.qc.hmp_ctx, s->gdb_memory, err,
-			     sizeof(err)) < 0) {
+	    target_qemu_init(&r.tq, &r.qc.gdb, r.qc.pid, r.qc.hmp, r.qc.hmp_ctx,
+			     s->gdb_memory || r.qc.no_monitor, err, sizeof(err)) < 0) {
 		status = failed(&r, EXIT_QEMU_FAILED, "while connecting to QEMU", err);
 		goto out;
 	}

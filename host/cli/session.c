@@ -13,7 +13,7 @@ const char session_usage[] =
 	"usage: hvtrace run [options] GUEST.elf      boot GUEST in the embedded VMM and trace it\n"
 	"       hvtrace run --qemu --kernel FILE --system-map FILE [options]\n"
 	"                                            launch QEMU with a Linux kernel and trace it\n"
-	"       hvtrace attach NAME | --qmp SOCKET | --pid PID --system-map FILE [options]\n"
+	"       hvtrace attach [-c URI] NAME | --qmp SOCKET | --pid PID --system-map FILE [options]\n"
 	"                                            trace a running QEMU VM (libvirt domain NAME)\n"
 	"       hvtrace list-functions GUEST.elf     print the traceable functions\n"
 	"       hvtrace --help | --version\n"
@@ -53,8 +53,11 @@ const char session_usage[] =
 	"      --initrd FILE        initramfs\n"
 	"      --append STR         extra kernel command line\n"
 	"      --system-map FILE    the kernel's System.map or ELF vmlinux (KASLR is found by itself)\n"
-	"      --qmp SOCKET         attach: the QMP socket of a bare QEMU\n"
-	"      --pid PID            attach: a QEMU process (its -qmp socket is used)\n"
+	"  -c, --connect URI        attach NAME: libvirt's URI (default $LIBVIRT_DEFAULT_URI, else\n"
+	"                           qemu:///system)\n"
+	"      --qmp SOCKET         attach: a bare QEMU's QMP socket: unix:PATH, PATH or tcp:HOST:PORT\n"
+	"      --pid PID            attach: a QEMU process: its QMP monitor (-qmp, -mon), else its\n"
+	"                           gdbstub (-s, -gdb tcp:), from its command line\n"
 	"      --expect-call FUNC   exit 7 unless the guest called FUNC while traced (repeatable)\n"
 	"      --expect-no-call FUNC  exit 7 if the guest called FUNC while traced (repeatable)\n"
 	"      --verify-text        check that the kernel text is byte-identical after detach\n"
@@ -179,6 +182,7 @@ static const struct option run_opts[] = {
 	{"initrd", required_argument, NULL, OPT_INITRD},
 	{"append", required_argument, NULL, OPT_APPEND},
 	{"system-map", required_argument, NULL, OPT_SYSTEM_MAP},
+	{"connect", required_argument, NULL, 'c'},
 	{"qmp", required_argument, NULL, OPT_QMP},
 	{"pid", required_argument, NULL, OPT_PID},
 	{"expect-call", required_argument, NULL, OPT_EXPECT_CALL},
@@ -276,6 +280,10 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 	int positional = argc - optind;
 	bool linux_guest = s->cmd == CMD_ATTACH || s->qemu;
 
+	if (s->connect && (s->cmd != CMD_ATTACH || positional < 1)) {
+		snprintf(err, errlen, "-c %s: a libvirt URI goes with attach NAME", s->connect);
+		return -EINVAL;
+	}
 	if (s->cmd == CMD_ATTACH) {
 		int ways = (positional > 0) + !!s->qmp + !!s->pid;
 
@@ -289,6 +297,7 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 		}
 		if (positional)
 			s->domain = argv[optind];
+
 	} else if (s->qemu) {
 		if (positional) {
 			snprintf(err, errlen, "'%s': --qemu takes --kernel, not a GUEST.elf", argv[optind]);
@@ -337,7 +346,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:l:n:g:e:r:o:h", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:l:n:g:e:r:o:c:h", run_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			ret = parse_tracer(s, optarg, err, errlen);
@@ -374,6 +383,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_APPEND: s->append = optarg; break;
 		case OPT_SYSTEM_MAP: s->system_map = optarg; break;
 		case OPT_QMP: s->qmp = optarg; break;
+		case 'c': s->connect = optarg; break;
 		case OPT_PID: {
 			unsigned pid;
 

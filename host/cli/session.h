@@ -52,6 +52,7 @@ struct session {
 	const char *kernel, *initrd, *append;
 	const char *system_map;
 	const char *domain;   /* attach: libvirt domain name */
+	const char *connect;  /* attach: libvirt URI (-c; default $LIBVIRT_DEFAULT_URI, qemu:///system) */
 	const char *qmp;      /* attach: QMP socket of a bare QEMU */
 	int pid;	      /* attach: QEMU pid (its QMP socket is found on its command line) */
 	char **expect_call;   /* the trace must contain a call of each */

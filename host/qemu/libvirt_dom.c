@@ -1,4 +1,5 @@
 #include "host/qemu/libvirt_dom.h"
+#include "host/qemu/qemu_find.h"
 
 #include <errno.h>
 #include <libvirt/libvirt-qemu.h>
@@ -21,37 +22,32 @@ static const char *last_error(void)
 	return e && e->message ? e->message : "unknown libvirt error";
 }
 
-/* libvirt's qemu driver keeps the QEMU pid in its state directory. */
-static pid_t domain_pid(const char *name)
+/* The URI hvtrace connects to: -c URI, $LIBVIRT_DEFAULT_URI, or qemu:///system. */
+static const char *uri_of(const char *uri)
 {
-	char path[256];
-	FILE *f;
-	int pid = 0;
-
-	snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%d", &pid) != 1)
-		pid = -1;
-	fclose(f);
-	return pid;
+	if (uri && uri[0])
+		return uri;
+	uri = getenv("LIBVIRT_DEFAULT_URI");
+	return uri && uri[0] ? uri : "qemu:///system";
 }
 
-int libvirt_dom_open(struct libvirt_dom *d, const char *name, char *err, size_t errlen)
+int libvirt_dom_open(struct libvirt_dom *d, const char *uri, const char *name, char *err,
+		     size_t errlen)
 {
-	const char *uri = getenv("LIBVIRT_DEFAULT_URI");
 	virDomainInfo info;
+	char why[256];
 
 	memset(d, 0, sizeof(*d));
+	snprintf(d->uri, sizeof(d->uri), "%s", uri_of(uri));
 	virSetErrorFunc(NULL, quiet_errors);
-	d->conn = virConnectOpen(uri ? uri : "qemu:///system");
+	d->conn = virConnectOpen(d->uri);
 	if (!d->conn) {
-		snprintf(err, errlen, "libvirt %s: %s", uri ? uri : "qemu:///system", last_error());
+		snprintf(err, errlen, "libvirt %s: %s", d->uri, last_error());
 		return -ECONNREFUSED;
 	}
 	d->dom = virDomainLookupByName(d->conn, name);
-	if (!d->dom || virDomainIsActive(d->dom) != 1 || virDomainGetInfo(d->dom, &info) < 0) {
+	if (!d->dom || virDomainIsActive(d->dom) != 1 || virDomainGetInfo(d->dom, &info) < 0 ||
+	    virDomainGetUUIDString(d->dom, d->uuid) < 0) {
 		snprintf(err, errlen, "libvirt domain '%s': %s", name,
 			 d->dom ? "not running" : "no such domain");
 		libvirt_dom_close(d);
@@ -59,9 +55,28 @@ int libvirt_dom_open(struct libvirt_dom *d, const char *name, char *err, size_t 
 	}
 	d->ram_size = (uint64_t)info.memory * 1024;
 	d->nr_vcpus = info.nrVirtCpu;
-	d->pid = domain_pid(name);
+	/* libvirt has no call for the pid: the domain's UUID, which QEMU gets as -uuid */
+	d->pid = qemu_find_by_uuid(d->uuid, why, sizeof(why));
 	if (d->pid <= 0) {
-		snprintf(err, errlen, "libvirt domain '%s': cannot find its QEMU process", name);
+		snprintf(err, errlen, "libvirt domain '%s' (%s): %s", name, d->uri, why);
+		libvirt_dom_close(d);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int libvirt_dom_reopen(struct libvirt_dom *d, char *err, size_t errlen)
+{
+	/* the inherited connection is dropped, not closed: its state is the dead process's */
+	d->conn = d->dom = NULL;
+	d->conn = virConnectOpen(d->uri);
+	if (!d->conn) {
+		snprintf(err, errlen, "libvirt %s: %s", d->uri, last_error());
+		return -ECONNREFUSED;
+	}
+	d->dom = virDomainLookupByUUIDString(d->conn, d->uuid);
+	if (!d->dom) {
+		snprintf(err, errlen, "libvirt %s: no domain %s any more", d->uri, d->uuid);
 		libvirt_dom_close(d);
 		return -ENOENT;
 	}

@@ -10,14 +10,23 @@
 struct libvirt_dom {
 	void *conn; /* virConnectPtr */
 	void *dom;  /* virDomainPtr */
+	char uri[256];
+	char uuid[40]; /* VIR_UUID_STRING_BUFLEN */
 	pid_t pid;
 	uint64_t ram_size;
 	unsigned nr_vcpus;
 };
 
-/* Connects to $LIBVIRT_DEFAULT_URI or qemu:///system and finds the running domain @name. Returns 0, or
- * -ENOENT (no such running domain) / -ECONNREFUSED (no libvirtd) with a reason in @err. */
-int libvirt_dom_open(struct libvirt_dom *d, const char *name, char *err, size_t errlen);
+/* Connects to @uri (NULL: $LIBVIRT_DEFAULT_URI, else qemu:///system) and finds the running domain
+ * @name, and its QEMU process: the one on this host whose command line has the domain's -uuid.
+ * Returns 0, or -ENOENT (no such running domain, or no such process here) / -ECONNREFUSED (no
+ * libvirt at @uri) with a reason in @err. */
+int libvirt_dom_open(struct libvirt_dom *d, const char *uri, const char *name, char *err,
+		     size_t errlen);
+
+/* In a forked process whose parent opened @d: a connection of its own to the same URI and domain
+ * (by UUID). The inherited one is abandoned, not closed. 0 or -errno with one line in @err. */
+int libvirt_dom_reopen(struct libvirt_dom *d, char *err, size_t errlen);
 
 /* Runs human-monitor command @cmd in the domain's QEMU; its output (NUL-terminated) in @out. 0 or -EIO. */
 int libvirt_dom_hmp(void *ctx, const char *cmd, char *out, size_t outlen);

@@ -1,8 +1,10 @@
 #include "host/qemu/qemu_attach.h"
+#include "host/qemu/qemu_find.h"
 #include "host/qemu/tcp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,17 +15,6 @@
 static int qmp_hmp_fn(void *ctx, const char *cmd, char *out, size_t len)
 {
 	return qmp_hmp(ctx, cmd, out, len);
-}
-
-/* The process at the other end of the QMP unix socket (SO_PEERCRED). */
-static pid_t qmp_peer_pid(const struct qmp *q)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-
-	if (getsockopt(q->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return -1;
-	return cred.pid;
 }
 
 /* A free TCP port on loopback for the gdbstub. */
@@ -41,42 +32,55 @@ static int free_port(void)
 	return port;
 }
 
-/* The unix socket of a `-qmp unix:PATH,...` on QEMU @pid's command line. */
-static int qmp_path_of(pid_t pid, char *path, size_t len)
+/* How to reach QEMU @pid from its command line: its QMP monitor's address in @addr, or (no monitor)
+ * its gdbstub in c->gdb_host/port with c->no_monitor. */
+static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len, char *err,
+			  size_t errlen)
 {
-	char f[64], *buf = NULL, *prev = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *cmd;
-	int found = -ENOENT;
+	struct qemu_cmdline cl;
+	char *buf;
+	size_t n;
+	int ret = qemu_cmdline_read(pid, &buf, &n);
 
-	snprintf(f, sizeof(f), "/proc/%d/cmdline", (int)pid);
-	cmd = fopen(f, "r");
-	if (!cmd)
-		return -errno;
-	while ((n = getdelim(&buf, &cap, 0, cmd)) > 0) {
-		if (prev && !strcmp(prev, "-qmp") && !strncmp(buf, "unix:", 5)) {
-			snprintf(path, len, "%.*s", (int)strcspn(buf + 5, ","), buf + 5);
-			found = 0;
-		}
-		free(prev);
-		prev = strdup(buf);
+	if (ret < 0) {
+		snprintf(err, errlen, "--pid %d: %s", (int)pid,
+			 ret == -ESRCH ? "no such process" : strerror(-ret));
+		return ret;
 	}
-	free(prev);
+	qemu_cmdline_parse(buf, n, &cl);
 	free(buf);
-	fclose(cmd);
-	return found;
+	if (cl.qmp[0]) {
+		snprintf(addr, len, "%s", cl.qmp);
+		return 0;
+	}
+	if (cl.gdb_port) {
+		c->no_monitor = true;
+		snprintf(c->gdb_host, sizeof(c->gdb_host), "%s", cl.gdb_host);
+		c->gdb_port = cl.gdb_port;
+		fprintf(stderr,
+			"hvtrace: --pid %d: no QMP monitor%s%s; its gdbstub (tcp:%s:%d) is used as "
+			"found, guest memory through it (physical mode)\n",
+			(int)pid, cl.why[0] ? ": " : "", cl.why, cl.gdb_host, cl.gdb_port);
+		return 0;
+	}
+	snprintf(err, errlen, "--pid %d: %s", (int)pid,
+		 cl.why[0]
+		     ? cl.why
+		     : "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on its "
+		       "command line");
+	return -ENOENT;
 }
 
 /* Reaches the VM's monitor: launches QEMU, or finds it. */
 static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *how, char *err,
 			   size_t errlen)
 {
-	char path[256];
+	char path[QEMU_ADDR_MAX], why[256];
+	pid_t peer;
 	int ret;
 
 	if (how->domain) {
-		ret = libvirt_dom_open(&c->dom, how->domain, err, errlen);
+		ret = libvirt_dom_open(&c->dom, how->uri, how->domain, err, errlen);
 		if (ret < 0)
 			return ret;
 		c->have_dom = true;
@@ -99,11 +103,11 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 		c->ram = (uint64_t)cfg.mem_mb << 20;
 	} else if (how->pid) {
 		c->pid = how->pid;
-		if (qmp_path_of(c->pid, path, sizeof(path)) < 0) {
-			snprintf(err, errlen, "--pid %d: no -qmp unix:SOCKET on its command line",
-				 how->pid);
-			return -ENOENT;
-		}
+		ret = monitor_of_pid(c, c->pid, path, sizeof(path), err, errlen);
+		if (ret < 0)
+			return ret;
+		if (c->no_monitor)
+			return 0; /* guest memory through the gdbstub: no monitor to learn the map from */
 	} else {
 		snprintf(path, sizeof(path), "%s", how->qmp);
 	}
@@ -111,21 +115,28 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 	if (ret < 0)
 		return ret;
 	c->have_qmp = true;
+	snprintf(c->qmp_addr, sizeof(c->qmp_addr), "%s", path);
 	c->hmp = qmp_hmp_fn;
 	c->hmp_ctx = &c->qmp;
-	if (!c->pid) {
-		c->pid = qmp_peer_pid(&c->qmp);
-		if (c->pid <= 0) {
-			snprintf(err, errlen, "--qmp %s: cannot tell the QEMU process", path);
-			return -ENOENT;
-		}
+	/* the process behind the socket, as the kernel tells it: never what the peer says */
+	peer = qemu_find_socket_peer(c->qmp.fd, why, sizeof(why));
+	if (peer <= 0) {
+		snprintf(err, errlen, "QMP %s: %s", path, why);
+		return peer < 0 ? peer : -ENOENT;
 	}
+	if (c->pid && peer != c->pid) {
+		snprintf(err, errlen, "--pid %d: its QMP socket %s is held by process %d",
+			 (int)c->pid, path, (int)peer);
+		return -EPERM;
+	}
+	c->pid = peer;
 	return 0;
 }
 
 /* The loopback port of a gdbstub QEMU already listens on ("gdb:
- * filename=...tcp:HOST:PORT,server=on" in `info chardev`), or -1. */
-static int existing_gdbstub(struct qemu_conn *c)
+ * filename=disconnected:tcp:HOST:PORT, server=on" in `info chardev`, HOST loopback or a wildcard),
+ * its host in @host; or -1. The monitor's text is untrusted: another host is never connected to. */
+static int existing_gdbstub(struct qemu_conn *c, char *host, size_t hlen)
 {
 	char out[4096], *line, *save;
 	int port;
@@ -133,10 +144,11 @@ static int existing_gdbstub(struct qemu_conn *c)
 	if (c->hmp(c->hmp_ctx, "info chardev", out, sizeof(out)) < 0)
 		return -1;
 	for (line = strtok_r(out, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
-		const char *tcp = strstr(line, "tcp:127.0.0.1:");
+		const char *tcp = strstr(line, "tcp:");
 
 		if (!strncmp(line, "gdb: filename=", 14) && tcp &&
-		    sscanf(tcp + 14, "%d", &port) == 1)
+		    qemu_cmdline_tcp(tcp, host, hlen, &port) == 0 &&
+		    (!strcmp(host, "127.0.0.1") || !strcmp(host, "::1")))
 			return port;
 	}
 	return -1;
@@ -148,9 +160,18 @@ static int existing_gdbstub(struct qemu_conn *c)
 static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 {
 	char cmd[64], out[512];
-	int port = existing_gdbstub(c), ret;
+	int port, ret;
 
+	if (c->no_monitor) {
+		ret = gdb_connect(&c->gdb, c->gdb_host, c->gdb_port, err, errlen);
+		if (ret < 0)
+			return ret;
+		c->have_gdb = true;
+		return 0;
+	}
+	port = existing_gdbstub(c, c->gdb_host, sizeof(c->gdb_host));
 	if (port < 0) {
+		snprintf(c->gdb_host, sizeof(c->gdb_host), "127.0.0.1");
 		port = free_port();
 		if (port < 0) {
 			snprintf(err, errlen, "no free loopback port for the gdbstub");
@@ -162,11 +183,15 @@ static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 			char text[200];
 
 			tcp_printable(out, strcspn(out, "\r\n"), text, sizeof(text));
+			/* not marked as started: a `gdbserver none` could close a gdbstub that was
+			 * there before (one this monitor did not show) */
 			snprintf(err, errlen, "monitor '%s': %s", cmd, text);
 			return ret < 0 ? ret : -EIO;
 		}
+		c->started_gdb = true;
 	}
-	ret = gdb_connect(&c->gdb, "127.0.0.1", port, err, errlen);
+	c->gdb_port = port;
+	ret = gdb_connect(&c->gdb, c->gdb_host, port, err, errlen);
 	if (ret < 0)
 		return ret;
 	c->have_gdb = true;
@@ -181,8 +206,98 @@ int qemu_attach_open(struct qemu_conn *c, const struct qemu_attach_cfg *cfg, cha
 	return ret < 0 ? ret : connect_gdbstub(c, err, errlen);
 }
 
+/* Whether QEMU @pid has exited (a zombie too): then nothing of it listens. */
+static bool qemu_exited(pid_t pid)
+{
+	char path[64], stat[256], *paren;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, stat, sizeof(stat) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	stat[n] = 0;
+	paren = strrchr(stat, ')'); /* "PID (COMM) STATE ...": COMM may hold anything */
+	return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/* `gdbserver none` through the monitor: QEMU closes the gdbstub's chardev, listening socket
+ * included ("Disabled gdbserver"). */
+static int gdbserver_none(struct qemu_conn *c, char *err, size_t errlen)
+{
+	char out[512] = "", text[200];
+	int ret = c->hmp(c->hmp_ctx, "gdbserver none", out, sizeof(out));
+
+	if (ret == 0 && strstr(out, "Disabled gdbserver"))
+		return 0;
+	if (qemu_exited(c->pid))
+		return 0; /* the VM went away: its gdbstub with it */
+	if (!out[0])
+		snprintf(out, sizeof(out), "%s", strerror(ret < 0 ? -ret : EIO));
+	tcp_printable(out, strcspn(out, "\r\n"), text, sizeof(text));
+	snprintf(err, errlen,
+		 "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: "
+		 "monitor 'gdbserver none': %s",
+		 c->gdb_port, text);
+	return ret < 0 ? ret : -EIO;
+}
+
+int qemu_attach_stop_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
+{
+	if (c->have_gdb)
+		gdb_close(&c->gdb);
+	c->have_gdb = false;
+	if (!c->started_gdb)
+		return 0;
+	c->started_gdb = false; /* one try: a monitor that failed once is not asked again */
+	if (!c->hmp) {
+		snprintf(
+		    err, errlen,
+		    "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: no monitor",
+		    c->gdb_port);
+		return -ENOTCONN;
+	}
+	return gdbserver_none(c, err, errlen);
+}
+
+int qemu_attach_takeover_stop_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
+{
+	int ret;
+
+	if (!c->started_gdb)
+		return 0;
+	if (c->have_dom) {
+		ret = libvirt_dom_reopen(&c->dom, err, errlen);
+		if (ret < 0)
+			return ret;
+	} else if (c->have_qmp) {
+		/* QEMU serves one client per monitor socket: it takes the new connection once the
+		 * inherited one is closed (the parent's end closed when it died) */
+		qmp_close(&c->qmp);
+		c->have_qmp = false;
+		ret = qmp_connect(&c->qmp, c->qmp_addr, err, errlen);
+		if (ret < 0)
+			return ret;
+		c->have_qmp = true;
+	}
+	return qemu_attach_stop_gdbstub(c, err, errlen);
+}
+
 void qemu_attach_close(struct qemu_conn *c)
 {
+	char err[320];
+
+	/* an error path (QEMU launched by hvtrace is killed below) */
+	if (c->started_gdb && !c->launched && qemu_attach_stop_gdbstub(c, err, sizeof(err)) < 0)
+		fprintf(stderr, "hvtrace: %s\n", err);
+	c->started_gdb = false;
 	if (c->have_gdb)
 		gdb_close(&c->gdb);
 	c->have_gdb = false;

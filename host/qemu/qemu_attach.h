@@ -7,6 +7,7 @@
 
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/libvirt_dom.h"
+#include "host/qemu/qemu_cmdline.h"
 #include "host/qemu/qemu_launch.h"
 #include "host/qemu/qmp.h"
 
@@ -20,8 +21,9 @@ struct qemu_attach_cfg {
 	bool launch;		     /* start QEMU with @qemu (its qmp_path is chosen here) */
 	struct qemu_launch_cfg qemu; /* with @launch */
 	const char *domain;	     /* a libvirt domain name */
-	int pid;		     /* a QEMU whose command line has -qmp unix:PATH */
-	const char *qmp;	     /* a QMP unix socket */
+	const char *uri;	     /* with @domain: libvirt's URI (NULL: the default) */
+	int pid;		     /* a QEMU (its command line names its monitor) */
+	const char *qmp;	     /* unix:PATH, PATH or tcp:HOST:PORT */
 };
 
 struct qemu_conn {
@@ -33,8 +35,13 @@ struct qemu_conn {
 	bool have_qmp;
 	struct libvirt_dom dom;
 	bool have_dom;
+	char qmp_addr[QEMU_ADDR_MAX]; /* with have_qmp: where (for a guardian) */
 	struct gdb gdb;
 	bool have_gdb;
+	bool no_monitor;   /* --pid of a QEMU with a gdbstub and no QMP: guest memory through it */
+	char gdb_host[64]; /* the gdbstub's host */
+	bool started_gdb;  /* hvtrace started the gdbstub (gdbserver): it stops it at the end */
+	int gdb_port;	   /* the gdbstub's loopback port */
 	int (*hmp)(void *ctx, const char *cmd, char *out, size_t len); /* human monitor command */
 	void *hmp_ctx;
 };
@@ -44,8 +51,20 @@ struct qemu_conn {
 int qemu_attach_open(struct qemu_conn *c, const struct qemu_attach_cfg *cfg, char *err,
 		     size_t errlen);
 
-/* Closes the gdbstub and monitor connections and kills a launched QEMU that still runs. Idempotent.
- */
+/* Closes the gdbstub connection (gdb_detach it first to let the VM run) and, if hvtrace started the
+ * gdbstub, stops it through the monitor (`gdbserver none`), so that nothing hvtrace opened still
+ * listens. A gdbstub that was there before stays. 0, or -errno with one line in @err (the stub may
+ * still listen). Idempotent. */
+int qemu_attach_stop_gdbstub(struct qemu_conn *c, char *err, size_t errlen);
+
+/* The same in a guardian (a process forked after qemu_attach_open) whose parent died: it reaches
+ * the monitor by a connection of its own (the inherited one may be mid-command), QMP at the same
+ * address or libvirt at the same URI, then stops the gdbstub hvtrace started. */
+int qemu_attach_takeover_stop_gdbstub(struct qemu_conn *c, char *err, size_t errlen);
+
+/* Stops the gdbstub hvtrace started if that was not done yet (a line on stderr if that fails while
+ * QEMU runs), closes the gdbstub and monitor connections, and kills a launched QEMU that still
+ * runs. Idempotent. */
 void qemu_attach_close(struct qemu_conn *c);
 
 #endif

@@ -7,7 +7,7 @@
 #   libvirt-domain.sh stop NAME
 #   libvirt-domain.sh daemons           starts virtlogd and libvirtd if they are not running
 set -euo pipefail
-uri=qemu:///system
+uri=${HVT_LIBVIRT_URI:-qemu:///system} # the tests boot a qemu:///session domain too
 
 daemons() {
 	mkdir -p /var/log/libvirt /run/libvirt

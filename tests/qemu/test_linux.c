@@ -11,12 +11,15 @@
 
 #include "tests/common/hv_run.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,11 +31,6 @@ static char domain_name[64] = "hvtrace-test", console_log[128];
 #define CONSOLE console_log
 
 static char kernel[256], initrd[256], sysmap[256];
-
-/* A QEMU the test launches itself (bare, no libvirt), attached to by its QMP socket. */
-static char bare_qmp[128];
-static pid_t bare_pid = -1;
-static bool bare_mode; /* the test playing now launched it */
 
 /* ---- what a run must show -------------------------------------------------------------------- */
 
@@ -74,12 +72,21 @@ struct expect {
 };
 
 /* How a command line starts: `run --qemu` on the Linux guest with @append as its kernel command
- * line, `attach` to the libvirt domain (or by --qmp to the bare QEMU), or only what the case lists (where KERNEL and SYSMAP stand
+ * line, `attach` to the libvirt domain, or only what the case lists (where KERNEL and SYSMAP stand
  * for the guest's paths). */
-enum cmd { RUN_QEMU, ATTACH, ATTACH_QMP, RAW };
+enum cmd { RUN_QEMU, ATTACH, RAW };
 
 #define KERNEL "<kernel>"
 #define SYSMAP "<system-map>"
+/* A bare QEMU's (linux_test.qemu): its pid, its QMP on TCP (address, and as -qmp takes it), a QMP
+ * unix socket as -chardev takes it, and a gdbstub as -gdb takes it; the ports are free ones. */
+#define QEMU_PID    "<qemu-pid>"
+#define QMP_TCP	    "<qmp-tcp>"
+#define QMP_TCP_ARG "<qmp-tcp-arg>"
+#define CHARDEV_ARG "<chardev-arg>"
+#define GDB_ARG	    "<gdb-arg>"
+#define SELF_PID    "<self-pid>" /* the test itself: a process that is no QEMU */
+#define FAKE_MAP    "<fake-map>" /* a System.map whose banner no guest has */
 
 /* One hvtrace command line and what its run must show. */
 struct hv_case {
@@ -88,21 +95,25 @@ struct hv_case {
 	const char *append;   /* RUN_QEMU: the guest kernel's command line */
 	const char *args[16]; /* after what @cmd puts first */
 	bool libvirtd;	      /* libvirt's daemons must run first */
+	const char *env;      /* "NAME=VALUE" in hvtrace's environment for this run */
 	struct expect expect;
 };
 
 /* One cmocka test: its runs, in order. With @domain, the libvirt domain boots first with that
  * kernel command line, the runs attach to it while its workload runs, and it must then run to its
  * power-off, its console showing @console_after. With @kill, the first run gets that signal 6 s in
- * (negative: its whole process group, guardian included), and the next one starts right after. */
+ * (negative: its whole process group, guardian included), and the next one starts right after.
+ * After each run, QEMU listens on exactly the TCP ports it listened on before the first (the
+ * gdbstub hvtrace started is closed, one QEMU had is not), unless the guardian was killed too.
+ */
 struct linux_test {
 	const char *name;
 	const char *domain;
-	const char *machine; /* the domain's machine type (default pc) ... */
+	/* with @domain: a bare QEMU with these options boots (-M pc and -m 256 unless they say
+	 * otherwise), not libvirt's */
+	const char *qemu[16];
+	const char *machine; /* the libvirt domain's machine type (default pc) ... */
 	unsigned mem_mb;     /* ... and RAM (default 256 MiB) */
-	/* with @domain: the test launches QEMU itself with these arguments (its RAM, machine and
-	 * backends) and the kernel command line @domain, instead of a libvirt domain */
-	const char *bare_qemu[12];
 	int kill;
 	const char *console_after[2];
 	struct hv_case runs[3];
@@ -186,83 +197,10 @@ static int domain(const char *cmd, const char *cmdline)
 	return system(buf);
 }
 
-/* Starts @t's libvirt domain with its machine type and RAM. */
-static int domain_start(const struct linux_test *t)
-{
-	char buf[64];
-
-	snprintf(buf, sizeof(buf), "%u", t->mem_mb ? t->mem_mb : 256);
-	setenv("HVT_DOMAIN_MACHINE", t->machine ? t->machine : "pc", 1);
-	setenv("HVT_DOMAIN_MEM_MB", buf, 1);
-	return domain("start", t->domain);
-}
-
-/* Launches @t's bare QEMU: the Linux guest with kernel command line @t->domain, its serial
- * console into CONSOLE, QMP on bare_qmp. */
-static int bare_start(const struct linux_test *t)
-{
-	char append[512], qmparg[160];
-	const char *argv[48];
-	pid_t parent = getpid();
-	size_t n = 0;
-
-	snprintf(append, sizeof(append), "console=ttyS0 panic=-1 %s", t->domain);
-	snprintf(qmparg, sizeof(qmparg), "unix:%s,server=on,wait=off", bare_qmp);
-	const char *head[] = {"qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max",
-			      "-smp", "2", "-display", "none", "-nodefaults", "-no-user-config",
-			      "-no-reboot", "-serial", "stdio", "-monitor", "none", "-qmp", qmparg,
-			      "-kernel", kernel, "-initrd", initrd, "-append", append};
-
-	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
-		argv[n++] = head[i];
-	for (size_t i = 0; i < 12 && t->bare_qemu[i]; i++)
-		argv[n++] = t->bare_qemu[i];
-	argv[n] = NULL;
-	unlink(bare_qmp);
-	unlink(CONSOLE);
-	bare_pid = fork();
-	if (bare_pid < 0)
-		return -1;
-	if (bare_pid == 0) {
-		int nul = open("/dev/null", O_RDWR),
-		    con = open(CONSOLE, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* no stray QEMU if the test dies */
-		if (getppid() != parent || nul < 0 || con < 0)
-			_exit(127);
-		dup2(nul, 0);
-		dup2(con, 1);
-		dup2(con, 2);
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	return 0;
-}
-
-/* Has the bare QEMU exited (reaped then)? */
-static bool bare_gone(void)
-{
-	if (bare_pid > 0 && waitpid(bare_pid, NULL, WNOHANG) == bare_pid)
-		bare_pid = -1;
-	return bare_pid <= 0;
-}
-
-static void bare_stop(void)
-{
-	if (bare_pid > 0) {
-		kill(bare_pid, SIGKILL);
-		waitpid(bare_pid, NULL, 0);
-	}
-	bare_pid = -1;
-}
-
 static bool domain_gone(void)
 {
 	char cmd[128], state[64] = "";
 	FILE *p;
-
-	if (bare_mode)
-		return bare_gone();
 
 	snprintf(cmd, sizeof(cmd), "tests/qemu/libvirt-domain.sh state %s", DOMAIN);
 	p = popen(cmd, "r");
@@ -283,6 +221,185 @@ static bool wait_console(const char *text, int seconds)
 		sleep_ms(100);
 	}
 	return false;
+}
+
+/* ---- a bare QEMU, and what QEMU listens on --------------------------------------------------- */
+
+static pid_t bare_pid = -1;
+static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16], self_pid[16],
+    fake_map[128];
+
+/* A TCP port free on loopback now. */
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static const char *arg(const char *a);
+
+/* Boots the Linux guest in a bare QEMU with @opts, its console in CONSOLE, @cmdline appended. */
+static int bare_start(const char *const *opts, const char *cmdline)
+{
+	char append[512], serial[160];
+	/* clang-format off */
+	const char *argv[48] = {"qemu-system-x86_64", "-display", "none", "-nodefaults",
+				"-no-user-config", "-cpu", "max", "-accel", "tcg",
+				"-smp", "2", "-no-reboot", "-kernel", kernel,
+				"-initrd", initrd, "-append", append, "-serial", serial};
+	/* clang-format on */
+	size_t n = 20;
+	bool machine = false, mem = false;
+
+	snprintf(append, sizeof(append), "console=ttyS0 %s", cmdline);
+	for (size_t i = 0; i < 16 && opts[i]; i++) {
+		machine |= !strcmp(opts[i], "-M");
+		mem |= !strcmp(opts[i], "-m");
+		argv[n++] = arg(opts[i]);
+	}
+	if (!machine) {
+		argv[n++] = "-M";
+		argv[n++] = "pc";
+	}
+	if (!mem) {
+		argv[n++] = "-m";
+		argv[n++] = "256";
+	}
+	argv[n] = NULL;
+	mkdir("/tmp/hvtrace-libvirt", 0755);
+	snprintf(serial, sizeof(serial), "/tmp/hvtrace-libvirt/%s", DOMAIN);
+	mkdir(serial, 0755);
+	snprintf(serial, sizeof(serial), "file:%s", CONSOLE);
+	unlink(CONSOLE);
+	bare_pid = fork();
+	if (bare_pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	snprintf(qemu_pid, sizeof(qemu_pid), "%d", (int)bare_pid);
+	return bare_pid > 0 ? 0 : -1;
+}
+
+static bool bare_gone(void)
+{
+	if (bare_pid > 0 && waitpid(bare_pid, NULL, WNOHANG) == bare_pid)
+		bare_pid = -1;
+	return bare_pid <= 0;
+}
+
+static void bare_stop(void)
+{
+	if (bare_pid > 0) {
+		kill(bare_pid, SIGKILL);
+		waitpid(bare_pid, NULL, 0);
+	}
+	bare_pid = -1;
+}
+
+/* The QEMU of the test: the bare one, or the libvirt domain's. */
+static pid_t the_qemu(void)
+{
+	char path[160];
+	FILE *f;
+	int pid = -1;
+
+	if (bare_pid > 0)
+		return bare_pid;
+	snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", DOMAIN);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%d", &pid) != 1)
+			pid = -1;
+		fclose(f);
+	}
+	return pid;
+}
+
+/* The TCP ports process @pid listens on, ascending, as "1234 5678 " (its socket inodes in
+ * /proc/PID/fd matched to the LISTEN lines of /proc/net/tcp and tcp6). */
+static void listening_ports(pid_t pid, char *out, size_t len)
+{
+	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	unsigned long inodes[1024];
+	unsigned ports[64], nr_in = 0, nr = 0;
+	char path[64], link[64], line[512];
+	struct dirent *e;
+	DIR *d;
+
+	out[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	while (d && (e = readdir(d)) && nr_in < 1024) {
+		char fd[320];
+		ssize_t n;
+
+		snprintf(fd, sizeof(fd), "%s/%s", path, e->d_name);
+		n = readlink(fd, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = 0;
+			if (sscanf(link, "socket:[%lu]", &inodes[nr_in]) == 1)
+				nr_in++;
+		}
+	}
+	if (d)
+		closedir(d);
+	for (size_t t = 0; t < 2; t++) {
+		FILE *f = fopen(tables[t], "r");
+		unsigned port, st;
+		unsigned long ino;
+
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line,
+				   " %*u: %*[0-9A-Fa-f]:%x %*s %x %*x:%*x %*x:%*x %*x %*u %*d %lu",
+				   &port, &st, &ino) == 3 &&
+			    st == 0x0A)
+				for (unsigned i = 0; i < nr_in; i++)
+					if (inodes[i] == ino && nr < 64)
+						ports[nr++] = port;
+		if (f)
+			fclose(f);
+	}
+	for (unsigned i = 0; i < nr; i++) /* a few: insertion sort */
+		for (unsigned k = i; k > 0 && ports[k - 1] > ports[k]; k--) {
+			unsigned x = ports[k];
+
+			ports[k] = ports[k - 1];
+			ports[k - 1] = x;
+		}
+	for (unsigned i = 0; i < nr; i++)
+		snprintf(out + strlen(out), len - strlen(out), "%u ", ports[i]);
+}
+
+/* After run @label: QEMU listens on the ports @before again within 15 s (a guardian may still be
+ * at work). */
+static void check_ports(const char *label, const char *before)
+{
+	char now[512] = "";
+	pid_t pid = the_qemu();
+
+	for (int i = 0; i < 150; i++) {
+		if (bare_pid > 0 ? bare_gone() : kill(pid, 0) < 0)
+			return; /* the guest powered off: nothing listens any more (a test whose
+				   guardian closes the port keeps its guest alive longer) */
+		listening_ports(pid, now, sizeof(now));
+		if (!strcmp(now, before))
+			return;
+		sleep_ms(100);
+	}
+	fail_msg("%s: QEMU listens on TCP ports '%s' after the detach, '%s' before", label, now,
+		 before);
 }
 
 /* -r vfs_write: every hooked entry got its return line or was handed back at the detach, and
@@ -584,9 +701,10 @@ static const struct linux_test linux_tests[] = {
 #define ATTACH_QMP_GRAPH(what)                                                                    \
 	{                                                                                         \
 	    .label = "attach --qmp (" what ", function_graph)",                                   \
-	    .cmd = ATTACH_QMP,                                                                    \
-	    .args = {"-p", "function_graph", "-g", "do_sys_openat2", "--duration", "8",           \
-		     "--verify-text", "--profile", "--stats"},                                    \
+	    .cmd = RAW,                                                                           \
+	    .args = {"attach", "--qmp", QMP_TCP, "--system-map", SYSMAP, "-p", "function_graph",   \
+		     "-g", "do_sys_openat2", "--duration", "8", "--verify-text", "--profile",      \
+		     "--stats"},                                                                  \
 	    .expect = {                                                                           \
 		.err = {TEXT_KEPT},                                                               \
 		.above_4g = true,                                                                 \
@@ -598,7 +716,7 @@ static const struct linux_test linux_tests[] = {
 	/* attach by QMP socket to a QEMU launched with -M q35 -m 4096 */
 	.name = "test_attach_qmp_q35_4g",
 	.domain = "hvt.rounds=250 hvt.yes_sec=2",
-	.bare_qemu = {"-M", "q35", "-m", "4096"},
+	.qemu = {"-qmp", QMP_TCP_ARG, "-M", "q35", "-m", "4096"},
 	.console_after = {WORKLOAD_DONE, POWER_DOWN},
 	.runs = {ATTACH_QMP_GRAPH("q35, 4 GiB")},
     },
@@ -608,7 +726,7 @@ static const struct linux_test linux_tests[] = {
 	 * node 0 (below 4 GiB) holds the kernel image. */
 	.name = "test_attach_qmp_numa",
 	.domain = "hvt.rounds=250 hvt.yes_sec=2",
-	.bare_qemu = {"-M", "q35", "-m", "4096", "-object", "memory-backend-ram,id=m0,size=2G",
+	.qemu = {"-qmp", QMP_TCP_ARG, "-M", "q35", "-m", "4096", "-object", "memory-backend-ram,id=m0,size=2G",
 		      "-object", "memory-backend-ram,id=m1,size=2G", "-numa", "node,memdev=m0",
 		      "-numa", "node,memdev=m1,cpus=0-1"},
 	.console_after = {WORKLOAD_DONE, POWER_DOWN},
@@ -618,7 +736,7 @@ static const struct linux_test linux_tests[] = {
 	/* guest RAM in a memfd */
 	.name = "test_attach_qmp_memfd",
 	.domain = "hvt.rounds=250 hvt.yes_sec=2",
-	.bare_qemu = {"-M", "q35,memory-backend=m0", "-m", "4096", "-object",
+	.qemu = {"-qmp", QMP_TCP_ARG, "-M", "q35,memory-backend=m0", "-m", "4096", "-object",
 		      "memory-backend-memfd,id=m0,size=4G"},
 	.console_after = {WORKLOAD_DONE, POWER_DOWN},
 	.runs = {ATTACH_QMP_GRAPH("memfd")},
@@ -627,7 +745,7 @@ static const struct linux_test linux_tests[] = {
 	/* guest RAM in a file (a deleted temporary file in /dev/shm) */
 	.name = "test_attach_qmp_file",
 	.domain = "hvt.rounds=250 hvt.yes_sec=2",
-	.bare_qemu = {"-M", "q35,memory-backend=m0", "-m", "4096", "-object",
+	.qemu = {"-qmp", QMP_TCP_ARG, "-M", "q35,memory-backend=m0", "-m", "4096", "-object",
 		      "memory-backend-file,id=m0,size=4G,mem-path=/dev/shm,share=on"},
 	.console_after = {WORKLOAD_DONE, POWER_DOWN},
 	.runs = {ATTACH_QMP_GRAPH("file")},
@@ -653,7 +771,8 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
-	/* attach by libvirt domain name, three times, while the guest runs its workload: the
+	/* attach by libvirt domain name (the URI by -c, then by $LIBVIRT_DEFAULT_URI, then the
+	 * default), three times, while the guest runs its workload: the
 	 * function tracer, function_graph, then every function with stub probes (patched and
 	 * unpatched with the VM stopped, the stub's memory mapped and handed back); each detach
 	 * leaves the kernel text as it was; untraced again, the guest finishes its workload and
@@ -663,17 +782,19 @@ static const struct linux_test linux_tests[] = {
 	.console_after = {WORKLOAD_DONE, POWER_DOWN},
 	.runs = {
 	    {
-		.label = "attach (function)",
+		.label = "attach -c qemu:///system (function)",
 		.cmd = ATTACH,
-		.args = {"-p", "function", "-l", "vfs_read", "--duration", "4", "--verify-text"},
+		.args = {"-c", "qemu:///system", "-p", "function", "-l", "vfs_read", "--duration", "4",
+			 "--verify-text"},
 		.expect = {
 		    .err = {TEXT_KEPT},
 		    .tasks = {{"vfs_read", {"tail", "sed", "tr", "head"}}},
 		},
 	    },
 	    {
-		.label = "attach (function_graph)",
+		.label = "attach, LIBVIRT_DEFAULT_URI=qemu:///system (function_graph)",
 		.cmd = ATTACH,
+		.env = "LIBVIRT_DEFAULT_URI=qemu:///system",
 		.args = {"-p", "function_graph", "-g", "do_sys_openat2", "--duration", "4",
 			 "--verify-text", "--profile", "--stats"},
 		.expect = {
@@ -699,7 +820,7 @@ static const struct linux_test linux_tests[] = {
 	 * guardian restores everything and detaches (QEMU 7.2 would otherwise keep the VM
 	 * stopped), and the guest runs on to its power-off. */
 	.name = "test_sigkill_leaves_guest_alive",
-	.domain = "hvt.rounds=30 hvt.yes_sec=1",
+	.domain = "hvt.rounds=30 hvt.yes_sec=20", /* alive while its ports are checked */
 	.kill = SIGKILL,
 	.console_after = {WORKLOAD_DONE},
 	.runs = {{
@@ -754,6 +875,154 @@ static const struct linux_test linux_tests[] = {
 	    },
 	},
     },
+    {
+	/* Targets that are not there: libvirt's test driver (its URI by $LIBVIRT_DEFAULT_URI, then
+	 * by -c over a bogus $LIBVIRT_DEFAULT_URI) has a running domain "test" whose UUID no process
+	 * here has; a --pid that is no QEMU. */
+	.name = "test_attach_bad_target",
+	.runs = {
+	    {
+		.label = "attach test, LIBVIRT_DEFAULT_URI=test:///default",
+		.cmd = RAW,
+		.env = "LIBVIRT_DEFAULT_URI=test:///default",
+		.args = {"attach", "test", "--system-map", SYSMAP},
+		.expect = {
+		    .status = 6,
+		    .err_is = "hvtrace: libvirt domain 'test' (test:///default): no process on this "
+			      "host has -uuid 6695eb01-f6a4-8304-79aa-97f2502e193f (hvtrace must run "
+			      "on the VM's host)\n",
+		},
+	    },
+	    {
+		.label = "attach -c test:///default test, LIBVIRT_DEFAULT_URI=bogus:///x",
+		.cmd = RAW,
+		.env = "LIBVIRT_DEFAULT_URI=bogus:///x",
+		.args = {"attach", "-c", "test:///default", "test", "--system-map", SYSMAP},
+		.expect = {
+		    .status = 6,
+		    .err_is = "hvtrace: libvirt domain 'test' (test:///default): no process on this "
+			      "host has -uuid 6695eb01-f6a4-8304-79aa-97f2502e193f (hvtrace must run "
+			      "on the VM's host)\n",
+		},
+	    },
+	    {
+		.label = "attach --pid (not a QEMU)",
+		.cmd = RAW,
+		.args = {"attach", "--pid", SELF_PID, "--system-map", SYSMAP},
+		.expect = {
+		    .status = 6,
+		    .err_lines = 1,
+		    .err = {": neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on "
+			    "its command line\n"},
+		},
+	    },
+	},
+    },
+    {
+	/* A bare QEMU with two QMP monitors: -mon + -chardev on a unix socket, and -qmp on TCP.
+	 * Attached by --qmp tcp:, then by --pid (the first QMP monitor of its command line, the
+	 * -mon one); each detach closes the gdbstub hvtrace started, leaves QEMU's own QMP port
+	 * listening, the text as it was, and the guest finishes its workload. */
+	.name = "test_attach_bare_qmp",
+	.domain = "hvt.rounds=600 hvt.yes_sec=2",
+	.qemu = {"-chardev", CHARDEV_ARG, "-mon", "chardev=hvtmon,mode=control", "-qmp",
+		 QMP_TCP_ARG},
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {
+	    {
+		.label = "attach --qmp tcp:",
+		.cmd = RAW,
+		.args = {"attach", "--qmp", QMP_TCP, "--system-map", SYSMAP, "-p", "function", "-l",
+			 "vfs_read", "--duration", "4", "--verify-text"},
+		.expect = {
+		    .err = {TEXT_KEPT},
+		    .tasks = {{"vfs_read", {"tail", "sed", "tr", "head"}}},
+		},
+	    },
+	    {
+		.label = "attach --pid (-mon chardev)",
+		.cmd = RAW,
+		.args = {"attach", "--pid", QEMU_PID, "--system-map", SYSMAP, "-p",
+			 "function_graph", "-g", "do_sys_openat2", "--duration", "4",
+			 "--verify-text"},
+		.expect = {
+		    .err = {TEXT_KEPT},
+		    .trace = {"|  do_sys_openat2() {\n"},
+		},
+	    },
+	},
+    },
+    {
+	/* SIGKILL of an attach by --qmp tcp: the guardian restores the guest, then connects to
+	 * QEMU's QMP port itself (the dead process's connection goes with it) and closes the
+	 * gdbstub hvtrace started. */
+	.name = "test_sigkill_bare_qmp_tcp",
+	.domain = "hvt.rounds=30 hvt.yes_sec=20", /* alive while its ports are checked */
+	.qemu = {"-qmp", QMP_TCP_ARG},
+	.kill = SIGKILL,
+	.console_after = {WORKLOAD_DONE},
+	.runs = {{
+	    .label = "attach --qmp tcp:, killed",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "--system-map", SYSMAP, "-p", "function_graph",
+		     "-g", "do_sys_openat2"},
+	    .expect = {.status = 128 + SIGKILL},
+	}},
+    },
+    {
+	/* An attach that ends on an error path after it started the gdbstub: its System.map names a
+	 * banner the guest never shows, so it waits for the kernel until SIGINT; the gdbstub is
+	 * closed all the same. */
+	.name = "test_attach_error_closes_gdbstub",
+	.domain = "hvt.rounds=3 hvt.yes_sec=30",
+	.qemu = {"-qmp", QMP_TCP_ARG},
+	.kill = SIGINT,
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {{
+	    .label = "attach --qmp tcp:, SIGINT while waiting for the kernel",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "--system-map", FAKE_MAP, "-l", "vfs_read"},
+	    .expect = {.status = 128 + SIGINT,
+		       .err_is = "hvtrace: stopped while the kernel was booting\n"},
+	}},
+    },
+    {
+	/* A bare QEMU with QMP and its own gdbstub (-gdb tcp::PORT, on the wildcard address): the
+	 * attach reuses that gdbstub (QEMU 7.2 cannot open a second), and leaves it listening. */
+	.name = "test_attach_bare_qmp_own_gdbstub",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2",
+	.qemu = {"-qmp", QMP_TCP_ARG, "-gdb", GDB_ARG},
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {{
+	    .label = "attach --qmp tcp: (QEMU's gdbstub)",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "--system-map", SYSMAP, "-p", "function", "-l",
+		     "vfs_read", "--duration", "4", "--verify-text"},
+	    .expect = {
+		.err = {TEXT_KEPT},
+		.tasks = {{"vfs_read", {"tail", "sed", "tr", "head"}}},
+	    },
+	}},
+    },
+    {
+	/* A bare QEMU with a gdbstub (-gdb tcp::PORT) and no monitor at all: --pid reuses the
+	 * gdbstub, guest memory goes through it, and it still listens after the detach. */
+	.name = "test_attach_bare_gdbstub_only",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2",
+	.qemu = {"-gdb", GDB_ARG},
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {{
+	    .label = "attach --pid (-gdb only)",
+	    .cmd = RAW,
+	    .args = {"attach", "--pid", QEMU_PID, "--system-map", SYSMAP, "-p", "function", "-l",
+		     "vfs_read", "--duration", "4", "--verify-text"},
+	    .expect = {
+		.err = {": no QMP monitor; its gdbstub (tcp:127.0.0.1:",
+			"is used as found, guest memory through it (physical mode)\n", TEXT_KEPT},
+		.tasks = {{"vfs_read", {"tail", "sed", "tr", "head"}}},
+	    },
+	}},
+    },
 };
 /* clang-format on */
 
@@ -767,6 +1036,20 @@ static const char *arg(const char *a)
 		return kernel;
 	if (!strcmp(a, SYSMAP))
 		return sysmap;
+	if (!strcmp(a, QEMU_PID))
+		return qemu_pid;
+	if (!strcmp(a, QMP_TCP))
+		return qmp_tcp;
+	if (!strcmp(a, QMP_TCP_ARG))
+		return qmp_tcp_arg;
+	if (!strcmp(a, CHARDEV_ARG))
+		return chardev_arg;
+	if (!strcmp(a, GDB_ARG))
+		return gdb_arg;
+	if (!strcmp(a, SELF_PID))
+		return self_pid;
+	if (!strcmp(a, FAKE_MAP))
+		return fake_map;
 	return a;
 }
 
@@ -787,12 +1070,6 @@ static void run_case(const struct hv_case *c, struct hv_result *r, double signal
 		argv[n++] = DOMAIN;
 		argv[n++] = "--system-map";
 		argv[n++] = sysmap;
-	} else if (c->cmd == ATTACH_QMP) {
-		argv[n++] = "attach";
-		argv[n++] = "--qmp";
-		argv[n++] = bare_qmp;
-		argv[n++] = "--system-map";
-		argv[n++] = sysmap;
 	}
 	for (size_t i = 0; i < ARRAY_LEN(c->args) && c->args[i]; i++)
 		argv[n++] = arg(c->args[i]);
@@ -806,16 +1083,40 @@ static void assert_has(const char *label, const char *what, const char *s, const
 		fail_msg("%s: no \"%s\" in its %s", label, text, what);
 }
 
+/* The test's guest: a bare QEMU (with linux_test.qemu) or the libvirt domain. */
+static int guest_start(const struct linux_test *t)
+{
+	char mem[16];
+
+	if (t->qemu[0])
+		return bare_start(t->qemu, t->domain);
+	snprintf(mem, sizeof(mem), "%u", t->mem_mb ? t->mem_mb : 256);
+	setenv("HVT_DOMAIN_MACHINE", t->machine ? t->machine : "pc", 1);
+	setenv("HVT_DOMAIN_MEM_MB", mem, 1);
+	return domain("start", t->domain);
+}
+
+static void guest_stop(const struct linux_test *t)
+{
+	if (t->qemu[0])
+		bare_stop();
+	else
+		domain("stop", NULL);
+}
+
+static bool guest_gone(const struct linux_test *t)
+{
+	return t->qemu[0] ? bare_gone() : domain_gone();
+}
+
 static void check_expect(const struct linux_test *t, const struct hv_case *c,
 			 const struct hv_result *r)
 {
 	const struct expect *e = &c->expect;
 
 	if (r->status != e->status) {
-		if (t->domain && t->bare_qemu[0])
-			bare_stop();
-		else if (t->domain)
-			domain("stop", NULL);
+		if (t->domain)
+			guest_stop(t);
 		fail_msg("%s: status %d, not %d: %s", c->label, r->status, e->status, r->err);
 	}
 	if (e->err_is)
@@ -873,18 +1174,16 @@ static void check_expect(const struct linux_test *t, const struct hv_case *c,
 static void play_test(void **state)
 {
 	const struct linux_test *t = *state;
+	char ports[512] = "";
 
-	bare_mode = t->bare_qemu[0] != NULL;
 	if (t->domain) {
-		if (t->bare_qemu[0] ? bare_start(t) : domain_start(t))
-			fail_msg("cannot start the %s", t->bare_qemu[0] ? "QEMU" : "libvirt domain");
+		if (guest_start(t))
+			fail_msg("cannot start the guest's QEMU");
 		if (!wait_console("hvt-linux: workload start", 120)) {
-			if (t->bare_qemu[0])
-				bare_stop();
-			else
-				domain("stop", NULL);
+			guest_stop(t);
 			fail_msg("the guest did not reach its workload");
 		}
+		listening_ports(the_qemu(), ports, sizeof(ports));
 	}
 	for (size_t i = 0; i < ARRAY_LEN(t->runs) && t->runs[i].label; i++) {
 		const struct hv_case *c = &t->runs[i];
@@ -893,19 +1192,26 @@ static void play_test(void **state)
 
 		if (c->libvirtd && system("tests/qemu/libvirt-domain.sh daemons") != 0)
 			fail_msg("cannot start libvirtd");
+		if (c->env)
+			putenv((char *)c->env);
 		run_case(c, &r, killed ? 6 : 0, killed ? t->kill : 0);
+		if (c->env) {
+			char name[64];
+
+			snprintf(name, sizeof(name), "%.*s", (int)strcspn(c->env, "="), c->env);
+			unsetenv(name);
+		}
 		check_expect(t, c, &r);
 		hv_result_free(&r);
+		if (t->domain && t->kill >= 0)
+			check_ports(c->label, ports);
 	}
 	if (!t->domain)
 		return;
-	for (int i = 0; i < 1800 && !domain_gone(); i++)
+	for (int i = 0; i < 1800 && !guest_gone(t); i++)
 		sleep_ms(100);
-	if (!domain_gone()) {
-		if (t->bare_qemu[0])
-			bare_stop();
-		else
-			domain("stop", NULL);
+	if (!guest_gone(t)) {
+		guest_stop(t);
 		fail_msg("the guest did not power off after %s",
 			 t->kill ? "hvtrace was killed" : "the detach");
 	}
@@ -915,12 +1221,9 @@ static void play_test(void **state)
 
 static int teardown(void **state)
 {
-	const struct linux_test *t = *state;
-
-	if (t->bare_qemu[0])
-		bare_stop();
-	else
-		domain("stop", NULL);
+	(void)state;
+	domain("stop", NULL);
+	bare_stop();
 	return 0;
 }
 
@@ -928,7 +1231,6 @@ int main(void)
 {
 	const char *dir = getenv("LINUX_GUEST_DIR") ? getenv("LINUX_GUEST_DIR") : "build/guest";
 	struct CMUnitTest tests[ARRAY_LEN(linux_tests)];
-	char buf[128];
 
 	for (size_t i = 0; i < ARRAY_LEN(linux_tests); i++)
 		tests[i] = (struct CMUnitTest){
@@ -951,10 +1253,23 @@ int main(void)
 	if (getenv("HVT_TEST_DOMAIN"))
 		snprintf(domain_name, sizeof(domain_name), "%s", getenv("HVT_TEST_DOMAIN"));
 	snprintf(console_log, sizeof(console_log), "/tmp/hvtrace-libvirt/%s/console.log", domain_name);
-	snprintf(bare_qmp, sizeof(bare_qmp), "/tmp/hvtrace-libvirt/%s/qmp.sock", domain_name);
-	mkdir("/tmp/hvtrace-libvirt", 0755);
-	snprintf(buf, sizeof(buf), "/tmp/hvtrace-libvirt/%s", domain_name);
-	mkdir(buf, 0755);
+	snprintf(qmp_tcp, sizeof(qmp_tcp), "tcp:127.0.0.1:%d", free_port());
+	snprintf(qmp_tcp_arg, sizeof(qmp_tcp_arg), "%s,server=on,wait=off", qmp_tcp);
+	snprintf(chardev_arg, sizeof(chardev_arg),
+		 "socket,id=hvtmon,path=/tmp/hvtrace-%s-mon.sock,server=on,wait=off", domain_name);
+	snprintf(gdb_arg, sizeof(gdb_arg), "tcp::%d", free_port());
+	snprintf(self_pid, sizeof(self_pid), "%d", (int)getpid());
+	snprintf(fake_map, sizeof(fake_map), "/tmp/hvtrace-%s-fake.map", domain_name);
+	{
+		FILE *f = fopen(fake_map, "w");
+
+		if (!f)
+			return 1;
+		fputs("ffffffff81000000 T _stext\nffffffff81000100 T vfs_read\n"
+		      "ffffffff81200000 T _etext\nffffffff82000000 D linux_banner\n",
+		      f);
+		fclose(f);
+	}
 	if (getenv("HVT_TEST_FILTER")) /* e.g. HVT_TEST_FILTER='test_sigkill*' while developing */
 		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
 	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);

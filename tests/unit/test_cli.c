@@ -464,6 +464,21 @@ static void test_attach(void **state)
 	assert_int_equal(parse(8, a3), 0);
 	assert_int_equal(cli.s.pid, 4242);
 	assert_true(cli.s.duration == 3.0);
+	assert_null(cli.s.connect);
+	/* libvirt's URI: -c before or after NAME, or --connect */
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(7, (char *[]){"hvtrace", "attach", "-c", "qemu:///session", "vm",
+					     "--system-map", "M", NULL}),
+			 0);
+	assert_string_equal(cli.s.connect, "qemu:///session");
+	assert_string_equal(cli.s.domain, "vm");
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(6, (char *[]){"hvtrace", "attach", "vm", "--connect=test:///default",
+					     "--system-map", "M", NULL}),
+			 0);
+	assert_string_equal(cli.s.connect, "test:///default");
 }
 
 static void test_error_linux_guest(void **state)
@@ -494,6 +509,13 @@ static void test_error_linux_guest(void **state)
 	expect_error(3, (char *[]){"hvtrace", "attach", "vm"}, "attach: missing --system-map FILE");
 	expect_error(6, (char *[]){"hvtrace", "attach", "--pid", "0", "--system-map", "M"},
 		     "--pid '0': expected an integer in 1..1073741824");
+	expect_error(8, (char *[]){"hvtrace", "attach", "-c", "qemu:///system", "--qmp", "S",
+				   "--system-map", "M"},
+		     "-c qemu:///system: a libvirt URI goes with attach NAME");
+	expect_error(9, (char *[]){"hvtrace", "run", "--qemu", "--kernel", "K", "--system-map", "M",
+				   "-c", "qemu:///system"},
+		     "-c qemu:///system: a libvirt URI goes with attach NAME");
+	expect_error(4, (char *[]){"hvtrace", "attach", "vm", "-c"}, "-c: missing argument");
 }
 
 /* --probe: the three kinds, trap by default, for run, run --qemu and attach alike. */
