@@ -186,7 +186,8 @@ static bool find_names(struct tables *t)
 		 * more than the last marker and at most 256 entries more */
 		to = am - 16;
 		from = am > 16 + prev + 256ull * ENTRY_MAX ? am - 16 - prev - 256ull * ENTRY_MAX : 0;
-		for (size_t a = to; a >= from && a >= 8; a -= 8) {
+		for (size_t k = 0; k <= (to - from) / 8; k++) {
+			size_t a = to - 8 * k;
 			uint32_t n = u32_at(t->img + a);
 			size_t need = ((size_t)n + 255) / 256;
 
