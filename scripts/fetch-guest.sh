@@ -2,7 +2,8 @@
 # Builds the Linux test guest in build/guest/: vmlinuz, System.map and config from Debian's cloud kernel
 # (the image package, and only System.map out of the -dbg package), and initramfs.cpio.gz with busybox,
 # the /init of scripts/guest-init.sh and binfmt_misc.ko (a module it loads). Packages are fetched with
-# `apt-get download` and unpacked with dpkg-deb into a cache folder ($HVTRACE_CACHE, default /var/cache/hvtrace); nothing is installed.
+# `apt-get download` and unpacked with dpkg-deb into a cache folder ($HVTRACE_CACHE, default
+# /var/cache/hvtrace); nothing is installed.
 # Quick when the outputs are already there and newer than this script and the init.
 set -euo pipefail
 

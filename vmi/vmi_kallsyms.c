@@ -20,6 +20,9 @@
 #define PAGE 0x1000ull
 #define LITERALS "0123456789abcdefghijklmnopqrstuvwxyz_"
 #define LITERALS_MIN 30 /* of the 37 above, kept as themselves in a real token table */
+/* steps of the searches (candidate checks, tokens, names walked): a real kernel needs a few
+ * million; a table forged to look valid almost everywhere must not keep hvtrace busy for long */
+#define WORK_MAX (1ul << 28)
 
 static size_t align8(size_t v)
 {
@@ -63,15 +66,25 @@ struct tables {
 	size_t offsets; /* kallsyms_offsets */
 	uint64_t rbase; /* kallsyms_relative_base */
 	bool new_layout; /* offsets after the token index (6.4+) */
+	unsigned long work; /* steps so far, up to WORK_MAX */
 };
 
+/* Counts @n steps; false once past the budget. */
+static bool step(struct tables *t, unsigned long n)
+{
+	t->work += n;
+	return t->work <= WORK_MAX;
+}
+
 /* The token table ending (with its padding) right at @p, each token where idx says: 0 or 1. */
-static bool tokens_at(const struct tables *t, size_t q, size_t p)
+static bool tokens_at(struct tables *t, size_t q, size_t p)
 {
 	const uint8_t *img = t->img;
 	unsigned literal = 0;
 	size_t end;
 
+	if (!step(t, TOKENS + (p - q)))
+		return false;
 	for (int i = 0; i < TOKENS - 1; i++) {
 		size_t s = q + t->idx[i], e = q + t->idx[i + 1] - 1; /* e: its NUL */
 
@@ -107,6 +120,8 @@ static bool find_tokens(struct tables *t)
 
 		if (u16_at(ix) != 0)
 			continue;
+		if (!step(t, 1))
+			return false;
 		for (int i = 1; i < TOKENS && ok; i++) {
 			unsigned d = (unsigned)u16_at(ix + 2 * i) - u16_at(ix + 2 * (i - 1));
 
@@ -121,6 +136,8 @@ static bool find_tokens(struct tables *t)
 		/* the table's size is last + the last token + its NUL, padded to 8 */
 		lo = align8(last + 2);
 		hi = align8(last + TOKEN_MAX + 1);
+		if (!step(t, TOKENS))
+			return false;
 		for (size_t sz = lo; sz <= hi && sz <= p; sz += 8) {
 			if (tokens_at(t, p - sz, p)) {
 				t->tt = p - sz;
@@ -134,13 +151,15 @@ static bool find_tokens(struct tables *t)
 
 /* The @n names from @names: each a length (1 byte, or 2 with 0x80 set in the first) and that many
  * token bytes, every 256th at its marker; they end (padded to 8) where the markers begin. */
-static bool names_fit(const struct tables *t, size_t names, uint32_t n, size_t am)
+static bool names_fit(struct tables *t, size_t names, uint32_t n, size_t am)
 {
 	size_t off = names;
 
 	for (uint32_t i = 0; i < n; i++) {
 		unsigned l;
 
+		if (!step(t, 1))
+			return false;
 		if (i % 256 == 0 && off - names != u32_at(t->img + am + 4 * (i / 256)))
 			return false;
 		if (off >= am)
@@ -172,6 +191,8 @@ static bool find_names(struct tables *t)
 
 		if (u32_at(t->img + am))
 			continue;
+		if (!step(t, 1))
+			return false;
 		while (nm < MARKERS_MAX && am + 4 * (nm + 1) <= t->tt) {
 			uint32_t v = u32_at(t->img + am + 4 * nm);
 
@@ -194,6 +215,8 @@ static bool find_names(struct tables *t)
 			if (u32_at(t->img + a + 4) || n <= 256 || n > VMI_LINUX_MAX_SYMS || need > nm ||
 			    a + 8 + u32_at(t->img + am + 4 * (need - 1)) >= am)
 				continue;
+			if (!step(t, 1))
+				return false;
 			if (names_fit(t, a + 8, n, am)) {
 				t->num = a;
 				t->names = a + 8;
@@ -265,6 +288,8 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 	size_t off;
 
 	if (base % 8 || !find_tokens(&t)) {
+		if (t.work > WORK_MAX)
+			goto too_long;
 		snprintf(err, errlen,
 			 "no kallsyms tables (kallsyms_token_table/_index) in the kernel image at "
 			 "0x%" PRIx64 " (%zu bytes)",
@@ -272,6 +297,8 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 		return -ENOENT;
 	}
 	if (!find_names(&t)) {
+		if (t.work > WORK_MAX)
+			goto too_long;
 		snprintf(err, errlen,
 			 "kallsyms: token table at 0x%" PRIx64 " but no consistent kallsyms_markers, "
 			 "_num_syms and _names before it",
@@ -308,6 +335,10 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 			return ret;
 	}
 	return t.n;
+too_long:
+	snprintf(err, errlen, "kallsyms: the search in the kernel image at 0x%" PRIx64 " gave up after "
+		 "%lu steps (tables forged to look valid everywhere?)", base, WORK_MAX);
+	return -E2BIG;
 }
 
 long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *actx, char *err,

@@ -514,21 +514,19 @@ static int failed(struct linux_run *r, int status, const char *when, const char 
 	return status;
 }
 
-/* list-functions of a running VM: each traceable function on stdout, "name [module]" for a module's
- * (as available_filter_functions), in address order. Nothing is patched. */
-static int list_functions(struct linux_run *r)
+/* list-functions of a running VM: each traceable function on the -o stream (stdout), "name
+ * [module]" for a module's (as available_filter_functions), in address order. Nothing is patched;
+ * a failed write shows when the stream is closed. */
+static void list_functions(struct linux_run *r)
 {
-	int werr = 0;
-
-	for (size_t i = 0; i < r->sites.nr && !werr; i++) {
+	for (size_t i = 0; i < r->sites.nr && !ferror(r->out); i++) {
 		const struct vmi_module *m = vmi_modules_find(&r->l.mods, r->sites.v[i].addr);
 
-		errno = 0;
-		if ((m ? printf("%s [%s]\n", r->sites.v[i].func->name, m->name)
-		       : printf("%s\n", r->sites.v[i].func->name)) < 0)
-			werr = errno ? errno : EIO;
+		if (m)
+			fprintf(r->out, "%s [%s]\n", r->sites.v[i].func->name, m->name);
+		else
+			fprintf(r->out, "%s\n", r->sites.v[i].func->name);
 	}
-	return cmd_finish_out(stdout, NULL, NULL, werr) < 0 ? EXIT_HOST_ERROR : 0;
 }
 
 int cmd_linux(const struct session *s)
@@ -585,7 +583,8 @@ int cmd_linux(const struct session *s)
 		goto out;
 	}
 	if (s->cmd == CMD_LIST_FUNCTIONS) {
-		status = list_functions(&r);
+		list_functions(&r);
+		status = 0;
 		goto out;
 	}
 	status = start_tracing(&r, &task, err, sizeof(err));
@@ -617,6 +616,8 @@ out:
 
 	if (!out_err && r.out == r.con)
 		out_err = con_err;
+	if (!out_err && r.out && ferror(r.out)) /* list-functions */
+		out_err = EIO;
 	if (r.out && cmd_finish_out(r.out, s->output, "-o", out_err) && !status)
 		status = EXIT_HOST_ERROR;
 	if (r.con && r.con != r.out && cmd_finish_out(r.con, s->console, "--console", con_err) &&

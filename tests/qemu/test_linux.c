@@ -24,6 +24,8 @@ static char domain_name[64] = "hvtrace-test", console_log[128];
 #define CONSOLE console_log
 
 static char kernel[256], initrd[256], sysmap[256];
+/* System.maps that must be refused: Debian's placeholder, and the real one with linux_banner moved */
+static char stub_map[160], other_map[160];
 
 /* ---- what a run must show -------------------------------------------------------------------- */
 
@@ -70,6 +72,9 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 
 #define KERNEL "<kernel>"
 #define SYSMAP "<system-map>"
+#define STUB_MAP "<stub-map>"
+#define OTHER_MAP "<other-map>"
+#define DOMAIN_ARG "<domain>"
 
 /* One hvtrace command line and what its run must show. */
 struct hv_case {
@@ -78,6 +83,7 @@ struct hv_case {
 	const char *append;   /* RUN_QEMU: the guest kernel's command line */
 	const char *args[16]; /* after what @cmd puts first */
 	bool libvirtd;	      /* libvirt's daemons must run first */
+	bool no_map;	      /* RUN_QEMU, ATTACH: without --system-map (symbols from kallsyms) */
 	struct expect expect;
 };
 
@@ -212,6 +218,34 @@ static void check_rprobe_balanced(const struct hv_result *r)
 	assert_int_equal(misses, 0);
 }
 
+/* list-functions of the running guest: the first listing (from its kallsyms) is kept; the second
+ * (from --system-map) must be the same, module functions ("name [module]") included. */
+static char *kallsyms_listing;
+
+static void keep_listing(const struct hv_result *r)
+{
+	assert_true(count_lines(r->trace) > 20000);
+	assert_non_null(strstr(r->trace, "\nvfs_read\n"));
+	assert_non_null(strstr(r->trace, "\nbm_status_read [binfmt_misc]\n"));
+	free(kallsyms_listing);
+	kallsyms_listing = strdup(r->trace);
+}
+
+static void same_listing(const struct hv_result *r)
+{
+	assert_non_null(kallsyms_listing);
+	assert_string_equal(r->trace, kallsyms_listing);
+}
+
+/* -l bm_status_read: exactly the hvt.bm=7 reads of the module's status file, by dd. */
+static void seven_bm_reads(const struct hv_result *r)
+{
+	assert_int_equal(trace_count(r, "bm_status_read", -1), 7);
+	assert_int_equal(r->nr_lines, 7);
+	for (size_t i = 0; i < r->nr_lines; i++)
+		assert_string_equal(r->lines[i].comm, "dd");
+}
+
 /* ---- the tests ------------------------------------------------------------------------------- */
 
 #define WORKLOAD_DONE "hvt-linux: workload done"
@@ -275,6 +309,94 @@ static const struct linux_test linux_tests[] = {
 			  {"vfs_read", {"tail", "sed", "head"}}},
 	    },
 	}},
+    },
+    {
+	/* No --system-map: the symbols from the guest's own kallsyms, with KASLR; the same function
+	 * trace as with the map. */
+	.name = "test_run_qemu_kallsyms",
+	.runs = {{
+	    .label = "run --qemu -p function, symbols from kallsyms",
+	    .cmd = RUN_QEMU,
+	    .no_map = true,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"-p", "function", "-l", "vfs_read", "-l", "do_sys_openat2", "--expect-call",
+		     "vfs_read", "--expect-call", "do_sys_openat2", "--stats", "--timeout", "300"},
+	    .expect = {
+		.console = {WORKLOAD_DONE, POWER_DOWN},
+		.err = {"hvtrace: symbols: ", " from the guest's kallsyms (kernel 6.", "kaslr-slide 0x"},
+		.lines_over = 10,
+		.only = {"vfs_read", "do_sys_openat2"},
+		.tasks = {{"do_sys_openat2", {"cat"}},
+			  {"do_sys_openat2", {"head"}},
+			  {"vfs_read", {"tail", "sed", "head"}}},
+	    },
+	}},
+    },
+    {
+	/* System.maps that cannot be used, each refused with one line that says what to do:
+	 * Debian's placeholder (at once), and a map of another kernel (once the kernel is up, its
+	 * kallsyms tell). */
+	.name = "test_system_map_errors",
+	.runs = {
+	    {
+		.label = "run --qemu, Debian's placeholder System.map",
+		.cmd = RAW,
+		.args = {"run", "--qemu", "--kernel", KERNEL, "--system-map", STUB_MAP},
+		.expect = {
+		    .status = 2,
+		    .err_lines = 1,
+		    .err = {" is a placeholder (the real System.map is in the kernel's -dbg "
+			    "package): omit --system-map to read the symbols from the guest's "
+			    "kallsyms\n"},
+		},
+	    },
+	    {
+		.label = "run --qemu, the System.map of another kernel",
+		.cmd = RUN_QEMU,
+		.no_map = true,
+		.append = "hvt.yes_sec=1",
+		.args = {"--system-map", OTHER_MAP, "--timeout", "300"},
+		.expect = {
+		    .status = 2,
+		    .err_lines = 1,
+		    .err = {" is for another kernel: no \"Linux version\" at its linux_banner at any "
+			    "KASLR slide (the guest runs 6.",
+			    "); omit --system-map to read the symbols from the guest's kallsyms\n"},
+		},
+	    },
+	},
+    },
+    {
+	/* attach by libvirt name, no file from the guest: list-functions from its kallsyms (its
+	 * module's functions included) is the list --system-map gives; then a function of the
+	 * module binfmt_misc is traced: exactly the 7 status reads the guest makes. */
+	.name = "test_attach_kallsyms_module",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2 hvt.bm=7 hvt.bm_wait=20",
+	.console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},
+	.runs = {
+	    {
+		.label = "list-functions NAME",
+		.cmd = RAW,
+		.args = {"list-functions", DOMAIN_ARG},
+		.expect = {
+		    .err = {" from the guest's kallsyms (kernel 6.", "; 1 modules, "},
+		    .check = keep_listing,
+		},
+	    },
+	    {
+		.label = "list-functions NAME --system-map",
+		.cmd = RAW,
+		.args = {"list-functions", DOMAIN_ARG, "--system-map", SYSMAP},
+		.expect = {.err = {" from System.map "}, .check = same_listing},
+	    },
+	    {
+		.label = "attach -l bm_status_read",
+		.cmd = ATTACH,
+		.no_map = true,
+		.args = {"-l", "bm_status_read", "--duration", "35", "--verify-text"},
+		.expect = {.err = {TEXT_KEPT}, .check = seven_bm_reads},
+	    },
+	},
     },
     {
 	/* run --qemu, nokaslr: function_graph under do_sys_openat2; every entry has its return. */
@@ -515,6 +637,12 @@ static const char *arg(const char *a)
 		return kernel;
 	if (!strcmp(a, SYSMAP))
 		return sysmap;
+	if (!strcmp(a, STUB_MAP))
+		return stub_map;
+	if (!strcmp(a, OTHER_MAP))
+		return other_map;
+	if (!strcmp(a, DOMAIN_ARG))
+		return DOMAIN;
 	return a;
 }
 
@@ -525,16 +653,18 @@ static void run_case(const struct hv_case *c, struct hv_result *r, double signal
 	size_t n = 0;
 
 	if (c->cmd == RUN_QEMU) {
-		const char *head[] = {"run",  "--qemu",	      "--kernel", kernel,     "--initrd",
-				      initrd, "--system-map", sysmap,	  "--append", c->append};
+		const char *head[] = {"run",	  "--qemu",   "--kernel",     kernel, "--initrd",
+				      initrd,	  "--append", c->append, "--system-map", sysmap};
 
-		for (size_t i = 0; i < ARRAY_LEN(head); i++)
+		for (size_t i = 0; i < ARRAY_LEN(head) - (c->no_map ? 2 : 0); i++)
 			argv[n++] = head[i];
 	} else if (c->cmd == ATTACH) {
 		argv[n++] = "attach";
 		argv[n++] = DOMAIN;
-		argv[n++] = "--system-map";
-		argv[n++] = sysmap;
+		if (!c->no_map) {
+			argv[n++] = "--system-map";
+			argv[n++] = sysmap;
+		}
 	}
 	for (size_t i = 0; i < ARRAY_LEN(c->args) && c->args[i]; i++)
 		argv[n++] = arg(c->args[i]);
@@ -651,6 +781,47 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* Debian's placeholder System.map, and the real one with linux_banner 4 KiB further on (where no
+ * "Linux version" is at any KASLR slide). */
+static int write_bad_maps(void)
+{
+	FILE *in, *out;
+	char line[512];
+	int moved = 0;
+
+	snprintf(stub_map, sizeof(stub_map), "/tmp/hvtrace-test-%s-stub.map", domain_name);
+	snprintf(other_map, sizeof(other_map), "/tmp/hvtrace-test-%s-other.map", domain_name);
+	out = fopen(stub_map, "w");
+	if (!out)
+		return -1;
+	fputs("ffffffffffffffff B The real System.map is in the linux-image-6.1.0-57-cloud-amd64-dbg "
+	      "package\n",
+	      out);
+	fclose(out);
+	in = fopen(sysmap, "r");
+	out = fopen(other_map, "w");
+	if (!in || !out) {
+		if (in)
+			fclose(in);
+		if (out)
+			fclose(out);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), in)) {
+		unsigned long long a;
+
+		if (strstr(line, " D linux_banner\n") && sscanf(line, "%llx", &a) == 1) {
+			fprintf(out, "%016llx D linux_banner\n", a + 0x1000);
+			moved++;
+		} else {
+			fputs(line, out);
+		}
+	}
+	fclose(in);
+	fclose(out);
+	return moved == 1 ? 0 : -1;
+}
+
 int main(void)
 {
 	const char *dir = getenv("LINUX_GUEST_DIR") ? getenv("LINUX_GUEST_DIR") : "build/guest";
@@ -677,6 +848,10 @@ int main(void)
 	if (getenv("HVT_TEST_DOMAIN"))
 		snprintf(domain_name, sizeof(domain_name), "%s", getenv("HVT_TEST_DOMAIN"));
 	snprintf(console_log, sizeof(console_log), "/tmp/hvtrace-libvirt/%s/console.log", domain_name);
+	if (write_bad_maps() < 0) {
+		printf("cannot write the System.maps of test_system_map_errors in /tmp\n");
+		return 1;
+	}
 	if (getenv("HVT_TEST_FILTER")) /* e.g. HVT_TEST_FILTER='test_sigkill*' while developing */
 		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
 	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);

@@ -220,6 +220,16 @@ static void test_hostile(void **state)
 	memcpy(img + w.rbase, &q, 8);
 	expect_fail(img, len, -EINVAL, "no kallsyms_offsets");
 	expect_fail(img, w.rbase + 4, -EINVAL, "no kallsyms_offsets"); /* cut in relative_base */
+	/* a token index copied all over 16 MiB: the search gives up, it does not run for minutes */
+	{
+		size_t big = 16u << 20;
+		uint8_t *many = malloc(big);
+
+		for (size_t at = 0; at + 512 <= big; at += 512)
+			memcpy(many + at, img + w.ti, 512);
+		expect_fail(many, big, -E2BIG, "gave up after 268435456 steps");
+		free(many);
+	}
 	free(img);
 }
 
