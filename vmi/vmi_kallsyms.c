@@ -1,5 +1,4 @@
 #include "vmi/vmi_kallsyms.h"
-#include "vmi/vmi_linux.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,10 +9,10 @@
 
 #define TOKENS 256
 #define TOKEN_MAX 128 /* longest token accepted (the kernel's are a few bytes) */
-#define ENTRY_MAX (2 + VMI_LINUX_NAME_MAX + 1) /* length bytes + one byte per token at most */
-#define MARKERS_MAX (VMI_LINUX_MAX_SYMS / 256 + 1)
+#define ENTRY_MAX (2 + VMI_KALLSYMS_NAME_MAX + 1) /* length bytes + one byte per token at most */
+#define MARKERS_MAX (VMI_KALLSYMS_MAX_SYMS / 256 + 1)
 /* how far before the token table the markers can start: markers and kallsyms_seqs_of_names */
-#define MARKERS_WINDOW (4ull * MARKERS_MAX + 3ull * VMI_LINUX_MAX_SYMS + 32)
+#define MARKERS_WINDOW (4ull * MARKERS_MAX + 3ull * VMI_KALLSYMS_MAX_SYMS + 32)
 #define IMAGE_BASE 0xffffffff80000000ull
 #define IMAGE_SIZE 0x40000000ull
 #define BLOCK 0x200000ull
@@ -170,7 +169,7 @@ static bool names_fit(struct tables *t, size_t names, uint32_t n, size_t am)
 				return false;
 			l = (l & 0x7f) | (unsigned)t->img[off++] << 7;
 		}
-		if (!l || l > VMI_LINUX_NAME_MAX + 1 || l > am - off)
+		if (!l || l > VMI_KALLSYMS_NAME_MAX + 1 || l > am - off)
 			return false;
 		off += l;
 	}
@@ -212,7 +211,7 @@ static bool find_names(struct tables *t)
 			uint32_t n = u32_at(t->img + a);
 			size_t need = ((size_t)n + 255) / 256;
 
-			if (u32_at(t->img + a + 4) || n <= 256 || n > VMI_LINUX_MAX_SYMS || need > nm ||
+			if (u32_at(t->img + a + 4) || n <= 256 || n > VMI_KALLSYMS_MAX_SYMS || need > nm ||
 			    a + 8 + u32_at(t->img + am + 4 * (need - 1)) >= am)
 				continue;
 			if (!step(t, 1))
@@ -256,7 +255,7 @@ static bool find_offsets(struct tables *t)
 	return false;
 }
 
-/* Symbol @i's name and type into @buf (at most VMI_LINUX_NAME_MAX + 2 bytes with the NUL); @*off
+/* Symbol @i's name and type into @buf (at most VMI_KALLSYMS_NAME_MAX + 2 bytes with the NUL); @*off
  * walks the names. 0, or -EINVAL when the expanded name is too long or empty. */
 static int expand(const struct tables *t, size_t *off, char *buf)
 {
@@ -269,7 +268,7 @@ static int expand(const struct tables *t, size_t *off, char *buf)
 		const char *tok = (const char *)t->img + t->tt + t->idx[t->img[*off + k]];
 		size_t tl = strlen(tok); /* NUL-terminated within TOKEN_MAX: tokens_at checked */
 
-		if (pos + tl > VMI_LINUX_NAME_MAX + 1)
+		if (pos + tl > VMI_KALLSYMS_NAME_MAX + 1)
 			return -EINVAL;
 		memcpy(buf + pos, tok, tl);
 		pos += tl;
@@ -283,7 +282,7 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 			 void *actx, char *err, size_t errlen)
 {
 	struct tables t = {.img = img, .len = len, .base = base};
-	char name[VMI_LINUX_NAME_MAX + 2];
+	char name[VMI_KALLSYMS_NAME_MAX + 2];
 	bool percpu = false;
 	size_t off;
 
@@ -327,7 +326,7 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 		if (expand(&t, &off, name) < 0) {
 			snprintf(err, errlen, "kallsyms: symbol %" PRIu32 " of %" PRIu32 " at 0x%" PRIx64
 				 ": name empty or longer than %u bytes", i, t.n, base + off,
-				 VMI_LINUX_NAME_MAX);
+				 VMI_KALLSYMS_NAME_MAX);
 			return -EINVAL;
 		}
 		ret = add(actx, addr, name[0], name + 1);

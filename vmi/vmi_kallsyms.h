@@ -12,11 +12,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define VMI_KALLSYMS_NAME_MAX 511		    /* longest name (KSYM_NAME_LEN - 1) */
+#define VMI_KALLSYMS_MAX_SYMS (1u << 22)	    /* most symbols accepted */
 #define VMI_KALLSYMS_MAX_IMAGE (256u << 20) /* most bytes of kernel image read from the guest */
 #define VMI_KALLSYMS_MAX_READS 65536u	    /* most reads one search makes */
 
 /* One symbol: its runtime address (per-CPU ones: their offset in the per-CPU section), type letter
- * (t, T, d, b, r, ...) and NUL-terminated name (at most VMI_LINUX_NAME_MAX bytes). Returns 0 or a
+ * (t, T, d, b, r, ...) and NUL-terminated name (at most VMI_KALLSYMS_NAME_MAX bytes). Returns 0 or a
  * negative errno, which stops the decoding and is returned. */
 typedef int (*vmi_kallsyms_fn)(void *ctx, uint64_t addr, char type, const char *name);
 

@@ -19,6 +19,9 @@
 
 static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
 
+_Static_assert(VMI_KALLSYMS_NAME_MAX == VMI_LINUX_NAME_MAX, "one longest symbol name");
+_Static_assert(VMI_KALLSYMS_MAX_SYMS == VMI_LINUX_MAX_SYMS, "one symbol budget");
+
 /* Symbols of an ELF vmlinux, through libelf. */
 static int open_vmlinux(struct vmi_linux *l, const char *path, char *err, size_t errlen)
 {

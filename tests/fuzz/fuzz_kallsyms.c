@@ -1,8 +1,7 @@
 /* libFuzzer harness for the kallsyms decoder (vmi_kallsyms_decode): the input is the bytes of a
  * kernel image, as a guest could lay them out. Every symbol it accepts has a name of 1 to
- * VMI_LINUX_NAME_MAX bytes without a NUL, and no more symbols than the input could encode. */
+ * VMI_KALLSYMS_NAME_MAX bytes without a NUL, and no more symbols than the input could encode. */
 #include "vmi/vmi_kallsyms.h"
-#include "vmi/vmi_linux.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +14,10 @@ struct seen {
 static int check(void *ctx, uint64_t addr, char type, const char *name)
 {
 	struct seen *s = ctx;
-	size_t l = strnlen(name, VMI_LINUX_NAME_MAX + 1);
+	size_t l = strnlen(name, VMI_KALLSYMS_NAME_MAX + 1);
 
 	(void)addr;
-	if (!type || !l || l > VMI_LINUX_NAME_MAX)
+	if (!type || !l || l > VMI_KALLSYMS_NAME_MAX)
 		abort();
 	if (++s->n > s->len / 2)
 		abort(); /* each name takes 2 bytes or more */
