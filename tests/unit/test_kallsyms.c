@@ -378,6 +378,23 @@ static void test_linux_open_kallsyms(void **state)
 	free(a);
 }
 
+/* Debian's placeholder System.map: refused with what to do instead. */
+static void test_placeholder_map(void **state)
+{
+	static const char stub[] = "ffffffffffffffff B The real System.map is in the "
+				   "linux-image-6.1.0-57-cloud-amd64-dbg package\n";
+	FILE *f = fmemopen((void *)stub, sizeof(stub) - 1, "r");
+	struct vmi_linux l;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(vmi_linux_open_map(&l, f, "/boot/System.map", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "/boot/System.map is a placeholder (the real System.map is in the "
+				 "kernel's -dbg package): omit --system-map to read the symbols from "
+				 "the guest's kallsyms");
+	fclose(f);
+}
+
 /* ---- modules -------------------------------------------------------------------------------- */
 
 #define MODS 0xffffffffc0000000ull /* module memory, and the list head in it */
@@ -589,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_name_too_long),
 		cmocka_unit_test(test_read),
 		cmocka_unit_test(test_linux_open_kallsyms),
+		cmocka_unit_test(test_placeholder_map),
 		cmocka_unit_test(test_modules),
 		cmocka_unit_test(test_module_layout_btf),
 	};
