@@ -7,18 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TOKENS 256
-#define TOKEN_MAX 128 /* longest token accepted (the kernel's are a few bytes) */
-#define ENTRY_MAX (2 + VMI_KALLSYMS_NAME_MAX + 1) /* length bytes + one byte per token at most */
+#define TOKENS	    256
+#define TOKEN_MAX   128 /* longest token accepted (the kernel's are a few bytes) */
+#define ENTRY_MAX   (2 + VMI_KALLSYMS_NAME_MAX + 1) /* length bytes + one byte per token at most */
 #define MARKERS_MAX (VMI_KALLSYMS_MAX_SYMS / 256 + 1)
 /* how far before the token table the markers can start: markers and kallsyms_seqs_of_names */
 #define MARKERS_WINDOW (4ull * MARKERS_MAX + 3ull * VMI_KALLSYMS_MAX_SYMS + 32)
-#define IMAGE_BASE 0xffffffff80000000ull
-#define IMAGE_SIZE 0x40000000ull
-#define BLOCK 0x200000ull
-#define PAGE 0x1000ull
-#define LITERALS "0123456789abcdefghijklmnopqrstuvwxyz_"
-#define LITERALS_MIN 30 /* of the 37 above, kept as themselves in a real token table */
+#define IMAGE_BASE     0xffffffff80000000ull
+#define IMAGE_SIZE     0x40000000ull
+#define BLOCK	       0x200000ull
+#define PAGE	       0x1000ull
+#define LITERALS       "0123456789abcdefghijklmnopqrstuvwxyz_"
+#define LITERALS_MIN   30 /* of the 37 above, kept as themselves in a real token table */
 /* steps of the searches (candidate checks, tokens, names walked): a real kernel needs a few
  * million; a table forged to look valid almost everywhere must not keep hvtrace busy for long */
 #define WORK_MAX (1ul << 28)
@@ -62,9 +62,9 @@ struct tables {
 	size_t markers, nm; /* kallsyms_markers and how many */
 	size_t num, names;  /* kallsyms_num_syms, kallsyms_names */
 	uint32_t n;
-	size_t offsets; /* kallsyms_offsets */
-	uint64_t rbase; /* kallsyms_relative_base */
-	bool new_layout; /* offsets after the token index (6.4+) */
+	size_t offsets;	    /* kallsyms_offsets */
+	uint64_t rbase;	    /* kallsyms_relative_base */
+	bool new_layout;    /* offsets after the token index (6.4+) */
 	unsigned long work; /* steps so far, up to WORK_MAX */
 };
 
@@ -205,14 +205,15 @@ static bool find_names(struct tables *t)
 		/* kallsyms_num_syms (u32 then 4 zero bytes) 8 bytes before the names, which span
 		 * more than the last marker and at most 256 entries more */
 		to = am - 16;
-		from = am > 16 + prev + 256ull * ENTRY_MAX ? am - 16 - prev - 256ull * ENTRY_MAX : 0;
+		from =
+		    am > 16 + prev + 256ull * ENTRY_MAX ? am - 16 - prev - 256ull * ENTRY_MAX : 0;
 		for (size_t k = 0; k <= (to - from) / 8; k++) {
 			size_t a = to - 8 * k;
 			uint32_t n = u32_at(t->img + a);
 			size_t need = ((size_t)n + 255) / 256;
 
-			if (u32_at(t->img + a + 4) || n <= 256 || n > VMI_KALLSYMS_MAX_SYMS || need > nm ||
-			    a + 8 + u32_at(t->img + am + 4 * (need - 1)) >= am)
+			if (u32_at(t->img + a + 4) || n <= 256 || n > VMI_KALLSYMS_MAX_SYMS ||
+			    need > nm || a + 8 + u32_at(t->img + am + 4 * (need - 1)) >= am)
 				continue;
 			if (!step(t, 1))
 				return false;
@@ -299,7 +300,8 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 		if (t.work > WORK_MAX)
 			goto too_long;
 		snprintf(err, errlen,
-			 "kallsyms: token table at 0x%" PRIx64 " but no consistent kallsyms_markers, "
+			 "kallsyms: token table at 0x%" PRIx64
+			 " but no consistent kallsyms_markers, "
 			 "_num_syms and _names before it",
 			 base + t.tt);
 		return -EINVAL;
@@ -318,15 +320,16 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 	off = t.names;
 	for (uint32_t i = 0; i < t.n; i++) {
 		int32_t o = (int32_t)u32_at(img + t.offsets + 4ull * i);
-		uint64_t addr = !percpu ? t.rbase + (uint32_t)o
+		uint64_t addr = !percpu	 ? t.rbase + (uint32_t)o
 				: o >= 0 ? (uint64_t)o
 					 : t.rbase - 1 - (int64_t)o;
 		int ret;
 
 		if (expand(&t, &off, name) < 0) {
-			snprintf(err, errlen, "kallsyms: symbol %" PRIu32 " of %" PRIu32 " at 0x%" PRIx64
-				 ": name empty or longer than %u bytes", i, t.n, base + off,
-				 VMI_KALLSYMS_NAME_MAX);
+			snprintf(err, errlen,
+				 "kallsyms: symbol %" PRIu32 " of %" PRIu32 " at 0x%" PRIx64
+				 ": name empty or longer than %u bytes",
+				 i, t.n, base + off, VMI_KALLSYMS_NAME_MAX);
 			return -EINVAL;
 		}
 		ret = add(actx, addr, name[0], name + 1);
@@ -335,8 +338,10 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 	}
 	return t.n;
 too_long:
-	snprintf(err, errlen, "kallsyms: the search in the kernel image at 0x%" PRIx64 " gave up after "
-		 "%lu steps (tables forged to look valid everywhere?)", base, WORK_MAX);
+	snprintf(err, errlen,
+		 "kallsyms: the search in the kernel image at 0x%" PRIx64 " gave up after "
+		 "%lu steps (tables forged to look valid everywhere?)",
+		 base, WORK_MAX);
 	return -E2BIG;
 }
 
@@ -362,13 +367,15 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 		}
 	}
 	if (first < 0) {
-		snprintf(err, errlen, "no kernel image mapped at 0x%llx-0x%llx (the kernel is not up)",
+		snprintf(err, errlen,
+			 "no kernel image mapped at 0x%llx-0x%llx (the kernel is not up)",
 			 IMAGE_BASE, IMAGE_BASE + IMAGE_SIZE);
 		return -ESRCH;
 	}
 	size = (size_t)(last - first + 1) * BLOCK;
 	if (size > VMI_KALLSYMS_MAX_IMAGE) {
-		snprintf(err, errlen, "kallsyms: the kernel image mapping spans %zu MiB (more than %u)",
+		snprintf(err, errlen,
+			 "kallsyms: the kernel image mapping spans %zu MiB (more than %u)",
 			 size >> 20, VMI_KALLSYMS_MAX_IMAGE >> 20);
 		return -E2BIG;
 	}
@@ -397,7 +404,8 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 			if (ret == -EINTR)
 				snprintf(err, errlen, "kallsyms: the search was stopped");
 			else
-				snprintf(err, errlen, "kallsyms: more than %u reads of the kernel image",
+				snprintf(err, errlen,
+					 "kallsyms: more than %u reads of the kernel image",
 					 VMI_KALLSYMS_MAX_READS);
 			free(img);
 			return ret == -EINTR ? -EINTR : -E2BIG;

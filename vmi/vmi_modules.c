@@ -8,10 +8,10 @@
 #include <string.h>
 
 #define KERNEL_HALF 0xffff800000000000ull /* module text lives in the kernel's half */
-#define SYM_SIZE 24			  /* sizeof(Elf64_Sym) */
-#define STT_FUNC_ 2
-#define NAME_MAX_ 511 /* longest symbol name (KSYM_NAME_LEN - 1) */
-#define CHUNK 64
+#define SYM_SIZE    24			  /* sizeof(Elf64_Sym) */
+#define STT_FUNC_   2
+#define NAME_MAX_   511 /* longest symbol name (KSYM_NAME_LEN - 1) */
+#define CHUNK	    64
 
 static __u32 skip_mods(const struct btf *btf, __u32 id)
 {
@@ -25,8 +25,7 @@ static __u32 skip_mods(const struct btf *btf, __u32 id)
 }
 
 /* Offset of @member in struct/union @id (anonymous members searched too); its type in @type. */
-static long find_member(const struct btf *btf, __u32 id, const char *member, __u32 *type,
-			int depth)
+static long find_member(const struct btf *btf, __u32 id, const char *member, __u32 *type, int depth)
 {
 	const struct btf_type *t = btf__type_by_id(btf, skip_mods(btf, id));
 	const struct btf_member *m;
@@ -42,13 +41,15 @@ static long find_member(const struct btf *btf, __u32 id, const char *member, __u
 			*type = m->type;
 			return bits / 8;
 		}
-		if ((!name || !*name) && (off = find_member(btf, m->type, member, type, depth + 1)) >= 0)
+		if ((!name || !*name) &&
+		    (off = find_member(btf, m->type, member, type, depth + 1)) >= 0)
 			return bits / 8 + off;
 	}
 	return -ENOENT;
 }
 
-/* Offset of the dotted @path ("core_layout.base") in struct @type; arrays count as their element 0. */
+/* Offset of the dotted @path ("core_layout.base") in struct @type; arrays count as their element 0.
+ */
 static long path_offset(const struct btf *btf, const char *type, const char *path)
 {
 	__s32 sid = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
@@ -100,11 +101,12 @@ int vmi_module_layout_btf(const void *data, size_t size, struct vmi_module_layou
 	lo->ks_num = path_offset(btf, "mod_kallsyms", "num_symtab");
 	lo->ks_strtab = path_offset(btf, "mod_kallsyms", "strtab");
 	btf__free(btf);
-	missing = lo->list < 0 ? "module.list" : lo->name < 0 ? "module.name"
-		: lo->kallsyms < 0 ? "module.kallsyms"
-		: lo->text < 0 || lo->text_size < 0 ? "module.core_layout or module.mem"
-		: lo->ks_symtab < 0 || lo->ks_num < 0 || lo->ks_strtab < 0 ? "struct mod_kallsyms"
-		: NULL;
+	missing = lo->list < 0			      ? "module.list"
+		  : lo->name < 0		      ? "module.name"
+		  : lo->kallsyms < 0		      ? "module.kallsyms"
+		  : lo->text < 0 || lo->text_size < 0 ? "module.core_layout or module.mem"
+		  : lo->ks_symtab < 0 || lo->ks_num < 0 || lo->ks_strtab < 0 ? "struct mod_kallsyms"
+									     : NULL;
 	if (missing) {
 		snprintf(err, errlen, "modules: the kernel's BTF has no %s", missing);
 		return -ENOENT;
@@ -136,8 +138,9 @@ static long read_str(vmi_read_fn read, void *ctx, uint64_t gva, char *buf, size_
 }
 
 /* The functions of one module into @funcs. Returns how many, or -ENOMEM. */
-static long module_funcs(const struct vmi_module_layout *lo, uint64_t ks, const struct vmi_module *m,
-			 vmi_read_fn read, void *ctx, struct vmi_symtab *funcs, size_t max_syms)
+static long module_funcs(const struct vmi_module_layout *lo, uint64_t ks,
+			 const struct vmi_module *m, vmi_read_fn read, void *ctx,
+			 struct vmi_symtab *funcs, size_t max_syms)
 {
 	uint64_t symtab, strtab;
 	uint32_t num;
@@ -182,9 +185,9 @@ static long module_funcs(const struct vmi_module_layout *lo, uint64_t ks, const 
 	return added;
 }
 
-long vmi_modules_read(const struct vmi_module_layout *lo, uint64_t head, vmi_read_fn read, void *ctx,
-		      struct vmi_modules *mods, struct vmi_symtab *funcs, size_t max_syms, char *err,
-		      size_t errlen)
+long vmi_modules_read(const struct vmi_module_layout *lo, uint64_t head, vmi_read_fn read,
+		      void *ctx, struct vmi_modules *mods, struct vmi_symtab *funcs,
+		      size_t max_syms, char *err, size_t errlen)
 {
 	uint64_t p;
 	long total = 0;
@@ -200,12 +203,15 @@ long vmi_modules_read(const struct vmi_module_layout *lo, uint64_t head, vmi_rea
 		long n;
 
 		if (count >= VMI_MODULES_MAX) {
-			snprintf(err, errlen, "modules: the list at 0x%" PRIx64 " has more than %u "
-				 "entries (a cycle?)", head, VMI_MODULES_MAX);
+			snprintf(err, errlen,
+				 "modules: the list at 0x%" PRIx64 " has more than %u "
+				 "entries (a cycle?)",
+				 head, VMI_MODULES_MAX);
 			return -ELOOP;
 		}
 		if (read(ctx, p, &next, 8) < 0) {
-			snprintf(err, errlen, "modules: cannot read the list entry at 0x%" PRIx64, p);
+			snprintf(err, errlen, "modules: cannot read the list entry at 0x%" PRIx64,
+				 p);
 			return -EIO;
 		}
 		if (read(ctx, mod + (uint64_t)lo->name, m.name, sizeof(m.name)) < 0)

@@ -6,8 +6,8 @@
 
 /* Printable bytes are themselves; the others stand for these multi-byte tokens, then for
  * generated two-byte ones. */
-static const char *const multi[] = {"vfs_", "read", "write", "do_sys_", "open", "func_", "_t",
-				    "bm_", "status", "__", "kallsyms"};
+static const char *const multi[] = {"vfs_", "read", "write",  "do_sys_", "open",    "func_",
+				    "_t",   "bm_",  "status", "__",	 "kallsyms"};
 static char gen[256][4];
 
 const char *ks_token(unsigned b)
@@ -69,8 +69,9 @@ static size_t put_offsets(uint8_t *buf, size_t cap, size_t at, const struct ks_s
 	if (!room(at, 4 * n + 16, cap))
 		return 0;
 	for (size_t i = 0; i < n; i++) {
-		int32_t o = syms[i].name[0] == 'A' ? (int32_t)syms[i].addr
-						   : (int32_t)(-(int64_t)(syms[i].addr - rbase) - 1);
+		int32_t o = syms[i].name[0] == 'A'
+				? (int32_t)syms[i].addr
+				: (int32_t)(-(int64_t)(syms[i].addr - rbase) - 1);
 
 		memcpy(buf + at + 4 * i, &o, 4);
 	}

@@ -8,10 +8,11 @@
 #include <stdint.h>
 
 enum ks_layout {
-	KS_6_1_NOSEQS, /* offsets, relative_base, num_syms, names, markers, token_table, token_index */
+	KS_6_1_NOSEQS, /* offsets, relative_base, num_syms, names, markers, token_table, token_index
+			*/
 	KS_6_1,	       /* ... markers, seqs_of_names, token_table, token_index */
-	KS_6_4,	       /* num_syms, names, markers, seqs_of_names, token_table, token_index, offsets,
-			* relative_base */
+	KS_6_4, /* num_syms, names, markers, seqs_of_names, token_table, token_index, offsets,
+		 * relative_base */
 };
 
 struct ks_sym {
@@ -25,8 +26,8 @@ struct ks_where {
 };
 
 /* Builds the tables for @n symbols into @buf (@cap bytes, zeroed first) after @lead bytes of
- * pseudo-random filler (a multiple of 8). Non-'A' addresses must be >= @rbase. Returns the bytes used
- * (0 when @cap is too small), the places in @w. */
+ * pseudo-random filler (a multiple of 8). Non-'A' addresses must be >= @rbase. Returns the bytes
+ * used (0 when @cap is too small), the places in @w. */
 size_t ks_build(uint8_t *buf, size_t cap, const struct ks_sym *syms, size_t n, enum ks_layout lay,
 		uint64_t rbase, size_t lead, struct ks_where *w);
 

@@ -28,7 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct seen s = {.len = size};
 	char err[256];
-	long n = vmi_kallsyms_decode(data, size, 0xffffffff81000000ull, check, &s, err, sizeof(err));
+	long n =
+	    vmi_kallsyms_decode(data, size, 0xffffffff81000000ull, check, &s, err, sizeof(err));
 
 	if (n >= 0 && (size_t)n != s.n)
 		abort();

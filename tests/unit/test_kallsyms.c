@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BASE 0xffffffff81000000ull /* where the fake image is mapped */
+#define BASE  0xffffffff81000000ull /* where the fake image is mapped */
 #define NSYMS 700
-#define CAP (256u << 10)
+#define CAP   (256u << 10)
 
 static struct ks_sym syms[NSYMS];
 static char names[NSYMS][300];
@@ -52,8 +52,8 @@ static void make_syms(void)
 		else if (i == NSYMS - 1)
 			snprintf(names[i], sizeof(names[i]), "Dlinux_banner");
 		else
-			snprintf(names[i], sizeof(names[i]), "%cfunc_%zu_do_sys_open", i % 3 ? 'T' : 't',
-				 i);
+			snprintf(names[i], sizeof(names[i]), "%cfunc_%zu_do_sys_open",
+				 i % 3 ? 'T' : 't', i);
 		syms[i].name = names[i];
 		syms[i].addr = i == 0 ? 0 : i == 1 ? 0x1fb80 : a;
 		if (i >= 3)
@@ -165,9 +165,8 @@ static void test_hostile(void **state)
 		struct got *g = calloc(1, sizeof(*g));
 		char err[256];
 
-		assert_int_equal(vmi_kallsyms_decode(img, len, BASE + 4, collect, g, err,
-						     sizeof(err)),
-				 -ENOENT);
+		assert_int_equal(
+		    vmi_kallsyms_decode(img, len, BASE + 4, collect, g, err, sizeof(err)), -ENOENT);
 		free(g);
 	}
 	/* token index out of range, or not increasing */
@@ -389,9 +388,10 @@ static void test_placeholder_map(void **state)
 
 	(void)state;
 	assert_int_equal(vmi_linux_open_map(&l, f, "/boot/System.map", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "/boot/System.map is a placeholder (the real System.map is in the "
-				 "kernel's -dbg package): omit --system-map to read the symbols from "
-				 "the guest's kallsyms");
+	assert_string_equal(err,
+			    "/boot/System.map is a placeholder (the real System.map is in the "
+			    "kernel's -dbg package): omit --system-map to read the symbols from "
+			    "the guest's kallsyms");
 	fclose(f);
 }
 
@@ -400,16 +400,22 @@ static void test_placeholder_map(void **state)
 #define MODS 0xffffffffc0000000ull /* module memory, and the list head in it */
 enum {
 	HEAD = 0x0,
-	MOD1 = 0x100,	/* struct module at MODS + MOD1 */
+	MOD1 = 0x100, /* struct module at MODS + MOD1 */
 	MOD2 = 0x400,
-	KS1 = 0x800,	/* struct mod_kallsyms */
+	KS1 = 0x800, /* struct mod_kallsyms */
 	SYMTAB1 = 0x900,
 	STRTAB1 = 0xb00,
 	TEXT1 = 0x1000, /* 0x1000 bytes of text */
 };
 static const struct vmi_module_layout lo = {
-	.list = 8, .name = 24, .kallsyms = 0x100, .text = 0x120, .text_size = 0x130,
-	.ks_symtab = 0, .ks_num = 8, .ks_strtab = 16,
+    .list = 8,
+    .name = 24,
+    .kallsyms = 0x100,
+    .text = 0x120,
+    .text_size = 0x130,
+    .ks_symtab = 0,
+    .ks_num = 8,
+    .ks_strtab = 16,
 };
 
 static void put64(uint8_t *mem, size_t at, uint64_t v)
@@ -447,10 +453,10 @@ static void make_modules(uint8_t *mem)
 	memcpy(mem + KS1 + lo.ks_num, &num, 4);
 	put64(mem, KS1 + lo.ks_strtab, MODS + STRTAB1);
 	memcpy(mem + STRTAB1, "\0bm_status_read\0bm_obj\0bm_entry_read\0outside\0", 46);
-	put_sym(mem, 0, 1, 0x02, MODS + TEXT1 + 0x10, 0x40);   /* FUNC */
-	put_sym(mem, 1, 16, 0x01, MODS + TEXT1 + 0x100, 8);    /* OBJECT */
+	put_sym(mem, 0, 1, 0x02, MODS + TEXT1 + 0x10, 0x40);	 /* FUNC */
+	put_sym(mem, 1, 16, 0x01, MODS + TEXT1 + 0x100, 8);	 /* OBJECT */
 	put_sym(mem, 2, 23, 0x12, MODS + TEXT1 + 0x200, 0x5000); /* GLOBAL FUNC, size cut */
-	put_sym(mem, 3, 37, 0x02, MODS + TEXT1 + 0x1000, 0x10);  /* just past the text */
+	put_sym(mem, 3, 37, 0x02, MODS + TEXT1 + 0x1000, 0x10);	 /* just past the text */
 }
 
 static void test_modules(void **state)
@@ -601,14 +607,14 @@ static void test_module_layout_btf(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_layouts),
-		cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_name_too_long),
-		cmocka_unit_test(test_read),
-		cmocka_unit_test(test_linux_open_kallsyms),
-		cmocka_unit_test(test_placeholder_map),
-		cmocka_unit_test(test_modules),
-		cmocka_unit_test(test_module_layout_btf),
+	    cmocka_unit_test(test_layouts),
+	    cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_name_too_long),
+	    cmocka_unit_test(test_read),
+	    cmocka_unit_test(test_linux_open_kallsyms),
+	    cmocka_unit_test(test_placeholder_map),
+	    cmocka_unit_test(test_modules),
+	    cmocka_unit_test(test_module_layout_btf),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
