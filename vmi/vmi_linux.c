@@ -302,9 +302,9 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
 	return 0;
 }
 
-/* One kallsyms symbol into the tables, with System.map's semantics: text (t, T, w, W) to funcs, data
- * to objects, per-CPU ones (kallsyms types them 'A' under KALLSYMS_ABSOLUTE_PERCPU) at their section
- * offsets. */
+/* One kallsyms symbol into the tables, with System.map's semantics: text (t, T, w, W) to funcs,
+ * data to objects, per-CPU ones (kallsyms types them 'A' under KALLSYMS_ABSOLUTE_PERCPU) at their
+ * section offsets. */
 static int add_kallsym(void *ctx, uint64_t addr, char type, const char *name)
 {
 	struct vmi_linux *l = ctx;
@@ -341,10 +341,10 @@ int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, ch
 	}
 	vmi_symtab_sort(&l->funcs);
 	vmi_symtab_sort(&l->objects);
-	if (!vmi_symtab_find(&l->objects, "linux_banner") || !vmi_symtab_find(&l->funcs, "_stext") ||
-	    !vmi_symtab_find(&l->funcs, "_etext")) {
-		snprintf(err, errlen, "kallsyms: %ld symbols, but no linux_banner, _stext or _etext "
-				      "among them", n);
+	if (!vmi_symtab_find(&l->objects, "linux_banner") ||
+	    !vmi_symtab_find(&l->funcs, "_stext") || !vmi_symtab_find(&l->funcs, "_etext")) {
+		snprintf(err, errlen,
+			 "kallsyms: %ld symbols, but no linux_banner, _stext or _etext among them", n);
 		vmi_linux_close(l);
 		return -ENODATA;
 	}
@@ -500,6 +500,7 @@ long vmi_linux_modules(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 {
 	const struct vmi_sym *head = vmi_symtab_find(&l->objects, "modules");
 	struct vmi_module_layout lo;
+	size_t max;
 	long n;
 	int ret;
 
@@ -515,9 +516,8 @@ long vmi_linux_modules(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 	ret = vmi_module_layout_btf(l->btf, l->btf_size, &lo, err, errlen);
 	if (ret < 0)
 		return ret;
-	n = vmi_modules_read(&lo, head->addr, read, ctx, &l->mods, &l->funcs,
-			     VMI_LINUX_MAX_SYMS > l->objects.nr ? VMI_LINUX_MAX_SYMS - l->objects.nr : 0,
-			     err, errlen);
+	max = VMI_LINUX_MAX_SYMS > l->objects.nr ? VMI_LINUX_MAX_SYMS - l->objects.nr : 0;
+	n = vmi_modules_read(&lo, head->addr, read, ctx, &l->mods, &l->funcs, max, err, errlen);
 	vmi_symtab_sort(&l->funcs);
 	return n;
 }
