@@ -235,25 +235,52 @@ static bool in_image(uint64_t v)
 	return v >= IMAGE_BASE && v < IMAGE_BASE + IMAGE_SIZE;
 }
 
+/* Symbol @i's address: with KALLSYMS_ABSOLUTE_PERCPU (@percpu), non-negative offsets are absolute
+ * (per-CPU) values and negative ones relative to relative_base - 1; without it, all relative. */
+static uint64_t sym_addr(const struct tables *t, uint32_t i, bool percpu)
+{
+	int32_t o = (int32_t)u32_at(t->img + t->offsets + 4ull * i);
+
+	if (!percpu)
+		return t->rbase + (uint32_t)o;
+	return o >= 0 ? (uint64_t)o : t->rbase - 1 - (int64_t)o;
+}
+
+/* Offsets at @off and relative base at @rb that make addresses sorted as kallsyms sorts them (the
+ * per-CPU ones, small, first): sets them and *@percpu (any negative offset). */
+static bool offsets_at(struct tables *t, size_t off, size_t rb, bool *percpu)
+{
+	uint64_t prev = 0;
+
+	if (!in_image(u64_at(t->img + rb)))
+		return false;
+	t->offsets = off;
+	t->rbase = u64_at(t->img + rb);
+	*percpu = false;
+	for (uint32_t i = 0; i < t->n && !*percpu; i++)
+		*percpu = (int32_t)u32_at(t->img + off + 4ull * i) < 0;
+	for (uint32_t i = 0; i < t->n; i++) {
+		uint64_t a = sym_addr(t, i, *percpu);
+
+		if (a < prev)
+			return false;
+		prev = a;
+	}
+	return true;
+}
+
 /* kallsyms_offsets (s32 each) and kallsyms_relative_base (u64, in the kernel image): before
- * kallsyms_num_syms (6.1), or after kallsyms_token_index (6.4+). */
-static bool find_offsets(struct tables *t)
+ * kallsyms_num_syms (6.1), or after kallsyms_token_index (6.4+); the one whose addresses are
+ * sorted. */
+static bool find_offsets(struct tables *t, bool *percpu)
 {
 	size_t size = align8(4ull * t->n);
 
-	if (t->num >= 8 + size && in_image(u64_at(t->img + t->num - 8))) {
-		t->offsets = t->num - 8 - size;
-		t->rbase = u64_at(t->img + t->num - 8);
+	if (t->num >= 8 + size && offsets_at(t, t->num - 8 - size, t->num - 8, percpu))
 		return true;
-	}
-	if (t->ti + 2 * TOKENS + size + 8 <= t->len &&
-	    in_image(u64_at(t->img + t->ti + 2 * TOKENS + size))) {
-		t->offsets = t->ti + 2 * TOKENS;
-		t->rbase = u64_at(t->img + t->offsets + size);
-		t->new_layout = true;
-		return true;
-	}
-	return false;
+	t->new_layout = true;
+	return t->ti + 2 * TOKENS + size + 8 <= t->len &&
+	       offsets_at(t, t->ti + 2 * TOKENS, t->ti + 2 * TOKENS + size, percpu);
 }
 
 /* Symbol @i's name and type into @buf (at most VMI_KALLSYMS_NAME_MAX + 2 bytes with the NUL); @*off
@@ -306,23 +333,16 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 			 base + t.tt);
 		return -EINVAL;
 	}
-	if (!find_offsets(&t)) {
+	if (!find_offsets(&t, &percpu)) {
 		snprintf(err, errlen,
 			 "kallsyms: %" PRIu32 " names at 0x%" PRIx64 " but no kallsyms_offsets and "
-			 "_relative_base in the kernel image next to them",
+			 "_relative_base next to them that give sorted addresses in the kernel image",
 			 t.n, base + t.names);
 		return -EINVAL;
 	}
-	/* KALLSYMS_ABSOLUTE_PERCPU: non-negative offsets are absolute (per-CPU) values, negative
-	 * ones relative to relative_base - 1; without it (no negative offset), all relative */
-	for (uint32_t i = 0; i < t.n && !percpu; i++)
-		percpu = (int32_t)u32_at(img + t.offsets + 4ull * i) < 0;
 	off = t.names;
 	for (uint32_t i = 0; i < t.n; i++) {
-		int32_t o = (int32_t)u32_at(img + t.offsets + 4ull * i);
-		uint64_t addr = !percpu	 ? t.rbase + (uint32_t)o
-				: o >= 0 ? (uint64_t)o
-					 : t.rbase - 1 - (int64_t)o;
+		uint64_t addr = sym_addr(&t, i, percpu);
 		int ret;
 
 		if (expand(&t, &off, name) < 0) {
