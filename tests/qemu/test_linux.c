@@ -379,7 +379,7 @@ static const struct linux_test linux_tests[] = {
 		.cmd = RAW,
 		.args = {"list-functions", DOMAIN_ARG},
 		.expect = {
-		    .err = {" from the guest's kallsyms (kernel 6.", "; modules: 1, with 18 functions\n"},
+		    .err = {" from the guest's kallsyms (kernel 6.", "; modules: 1, with "},
 		    .check = keep_listing,
 		},
 	    },
