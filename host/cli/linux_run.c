@@ -121,9 +121,9 @@ static void print_symbols(struct linux_run *r)
 	for (size_t i = 0; i < r->l.mods.nr; i++)
 		mfuncs += r->l.mods.v[i].nr_funcs;
 	fprintf(stderr,
-		"hvtrace: symbols: %zu from %s%s (kernel %s, KASLR slide 0x%llx); modules: %zu, with "
-		"%zu functions\n",
-		r->l.funcs.nr + r->l.objects.nr - mfuncs,
+		"hvtrace: symbols: %zu (%zu functions) from %s%s (kernel %s, KASLR slide 0x%llx); "
+		"modules: %zu, with %zu functions\n",
+		r->l.funcs.nr + r->l.objects.nr - mfuncs, r->l.funcs.nr - mfuncs,
 		r->s->system_map ? "System.map " : "the guest's kallsyms",
 		r->s->system_map ? r->s->system_map : "", *rel ? rel : "?",
 		(unsigned long long)r->l.slide, r->l.mods.nr, mfuncs);

@@ -222,8 +222,30 @@ static void check_rprobe_balanced(const struct hv_result *r)
  * (from --system-map) must be the same, module functions ("name [module]") included. */
 static char *kallsyms_listing;
 
+/* The text symbols (t, T, w, W) of build/guest/System.map. */
+static long map_functions(void)
+{
+	FILE *f = fopen(sysmap, "r");
+	char line[600], type;
+	long n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %c", &type) == 1 && strchr("tTwW", type))
+			n++;
+	fclose(f);
+	return n;
+}
+
 static void keep_listing(const struct hv_result *r)
 {
+	const char *p = strstr(r->err, "hvtrace: symbols: ");
+	long syms, funcs;
+
+	/* as many functions from kallsyms as the System.map names */
+	assert_non_null(p);
+	assert_int_equal(sscanf(p, "hvtrace: symbols: %ld (%ld functions)", &syms, &funcs), 2);
+	assert_int_equal(funcs, map_functions());
 	assert_true(count_lines(r->trace) > 20000);
 	assert_non_null(strstr(r->trace, "\nvfs_read\n"));
 	assert_non_null(strstr(r->trace, "\nbm_status_read [binfmt_misc]\n"));
@@ -371,7 +393,7 @@ static const struct linux_test linux_tests[] = {
 	 * module's functions included) is the list --system-map gives; then a function of the
 	 * module binfmt_misc is traced: exactly the 7 status reads the guest makes. */
 	.name = "test_attach_kallsyms_module",
-	.domain = "hvt.rounds=250 hvt.yes_sec=2 hvt.bm=7 hvt.bm_wait=20",
+	.domain = "hvt.rounds=800 hvt.yes_sec=2 hvt.bm=7 hvt.bm_wait=20",
 	.console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},
 	.runs = {
 	    {
@@ -393,7 +415,7 @@ static const struct linux_test linux_tests[] = {
 		.label = "attach -l bm_status_read",
 		.cmd = ATTACH,
 		.no_map = true,
-		.args = {"-l", "bm_status_read", "--duration", "35", "--verify-text"},
+		.args = {"-l", "bm_status_read", "--duration", "30", "--verify-text"},
 		.expect = {.err = {TEXT_KEPT}, .check = seven_bm_reads},
 	    },
 	},
@@ -675,7 +697,7 @@ static void run_case(const struct hv_case *c, struct hv_result *r, double signal
 static void assert_has(const char *label, const char *what, const char *s, const char *text)
 {
 	if (!strstr(s, text))
-		fail_msg("%s: no \"%s\" in its %s", label, text, what);
+		fail_msg("%s: no \"%s\" in its %s: %.2000s", label, text, what, s);
 }
 
 static void check_expect(const struct linux_test *t, const struct hv_case *c,
