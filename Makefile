@@ -183,25 +183,27 @@ guest: | $(DEPS)
 # ---- make fuzz (issue #10): libFuzzer (clang) on every parser fed by a peer or a file: event specs
 # (fevent), gdbstub packets and the client (gdbstub), QMP JSON and the client (qmp), System.map
 # (sysmap), ELF images (elf), a guest kernel's BTF (btf), QEMU's accelerator (accel), QEMU's
-# guest-physical map from its monitor and smaps (memmap), QEMU command lines (qemu_cmdline). Each runs
-# FUZZ_SECONDS (default 30) from its seeds in tests/fuzz/corpus/<name>/, new inputs kept in
-# build/fuzz/corpus/<name>/; ASan, and UBSan aborting (-fno-sanitize-recover), so any report is a crash
-# that stops `make fuzz`. `make fuzz-smoke`: 5 s each; `make fuzz-replay`: each seed once, no mutation
-# (CI).
+# guest-physical map from its monitor and smaps (memmap), QEMU command lines (qemu_cmdline), kallsyms
+# tables in guest memory (kallsyms). Each runs FUZZ_SECONDS (default 30) from its seeds in
+# tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
+# (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
+# each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
-FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline
+FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_SRCS_gdbstub := host/qemu/gdbstub.c host/qemu/tcp.c host/trace/clock.c
 FUZZ_SRCS_qmp     := host/qemu/qmp.c host/qemu/tcp.c host/trace/clock.c
-FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_btf.c vmi/vmi_elf.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
+FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_btf.c vmi/vmi_kallsyms.c vmi/vmi_modules.c vmi/vmi_elf.c \
+                     vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
 FUZZ_SRCS_elf     := vmi/vmi_elf.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
 FUZZ_SRCS_btf     := vmi/vmi_btf.c host/trace/fevent_btf.c host/trace/fevent.c host/trace/escape.c \
                      vmi/vmi_symtab.c
 FUZZ_SRCS_accel   := host/qemu/qemu_accel.c
 FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/qemu/tcp.c host/trace/clock.c
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
+FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
 FUZZ_LIBS_sysmap  := -lelf -lbpf
 FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Builds the Linux test guest in build/guest/: vmlinuz, System.map and config from Debian's cloud kernel
-# (the image package, and only System.map out of the -dbg package), and initramfs.cpio.gz with busybox and
-# the /init of scripts/guest-init.sh. Packages are fetched with `apt-get download` and unpacked with
-# dpkg-deb into a cache folder ($HVTRACE_CACHE, default /var/cache/hvtrace); nothing is installed.
+# (the image package, and only System.map out of the -dbg package), and initramfs.cpio.gz with busybox,
+# the /init of scripts/guest-init.sh and binfmt_misc.ko (a module it loads). Packages are fetched with
+# `apt-get download` and unpacked with dpkg-deb into a cache folder ($HVTRACE_CACHE, default
+# /var/cache/hvtrace); nothing is installed.
 # Quick when the outputs are already there and newer than this script and the init.
 set -euo pipefail
 
@@ -70,6 +71,9 @@ for applet in $("$bbroot/bin/busybox" --list); do
 	[ -e "$stage/bin/$applet" ] || ln -s busybox "$stage/bin/$applet"
 done
 install -m 0755 "$here/guest-init.sh" "$stage/init"
+# a module the guest loads (module tracing): uncompressed in the image package
+mkdir -p "$stage/lib/modules"
+cp "$kroot/lib/modules/$kver/kernel/fs/binfmt_misc.ko" "$stage/lib/modules/binfmt_misc.ko"
 echo "hvtrace test guest" > "$stage/etc/motd"
 (cd "$stage" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -9 > "$out/initramfs.cpio.gz.tmp"
 mv "$out/initramfs.cpio.gz.tmp" "$out/initramfs.cpio.gz"

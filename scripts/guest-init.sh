@@ -2,7 +2,9 @@
 # /init of the Linux test guest: a small, known workload, then power off.
 # Kernel command line knobs: hvt.wait=SEC (sleep first, to give a tracer time to attach),
 # hvt.rounds=N (workload rounds, default 3), hvt.yes=N (copies of `yes > /dev/null`, default 4),
-# hvt.yes_sec=SEC (how long they run, default 2).
+# hvt.yes_sec=SEC (how long they run, default 2), hvt.bm=N (after the workload start line and
+# hvt.bm_wait=SEC, read the status of binfmt_misc, a module loaded at boot, N times: N calls of its
+# bm_status_read).
 # make bench: hvt.bench=N runs N rounds of the file workload alone between "bench start" and "bench end"
 # lines, then powers off; hvt.ftrace=GLOB[,GLOB...] (or "all") turns the guest's own function tracer on
 # (tracefs) for those rounds and prints how many events it recorded.
@@ -65,9 +67,25 @@ if [ "$bench" -gt 0 ]; then
 	poweroff -f
 fi
 
+# a module for module tracing: binfmt_misc, mounted
+bm=$(arg bm 0)
+bm_wait=$(arg bm_wait 0)
+mkdir -p /tmp/binfmt
+insmod /lib/modules/binfmt_misc.ko && mount -t binfmt_misc binfmt_misc /tmp/binfmt &&
+	echo "hvt-linux: module binfmt_misc loaded"
+
 echo "hvt-linux: init up, waiting ${wait_sec}s"
 sleep "$wait_sec"
 echo "hvt-linux: workload start"
+if [ "$bm" -gt 0 ]; then
+	sleep "$bm_wait"
+	k=0
+	while [ "$k" -lt "$bm" ]; do # one read(2), one bm_status_read, each
+		dd if=/tmp/binfmt/status of=/dev/null bs=64 count=1 2>/dev/null
+		k=$((k + 1))
+	done
+	echo "hvt-linux: binfmt_misc status read $bm times"
+fi
 i=0
 while [ "$i" -lt "$rounds" ]; do
 	files

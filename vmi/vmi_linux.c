@@ -1,6 +1,8 @@
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_btf.h"
 #include "vmi/vmi_elf.h"
+#include "vmi/vmi_kallsyms.h"
+#include "vmi/vmi_modules.h"
 #include "arch/x86/x86_insn.h"
 
 #include <ctype.h>
@@ -16,6 +18,9 @@
 #define BANNER "Linux version "
 
 static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+
+_Static_assert(VMI_KALLSYMS_NAME_MAX == VMI_LINUX_NAME_MAX, "one longest symbol name");
+_Static_assert(VMI_KALLSYMS_MAX_SYMS == VMI_LINUX_MAX_SYMS, "one symbol budget");
 
 /* Symbols of an ELF vmlinux, through libelf. */
 static int open_vmlinux(struct vmi_linux *l, const char *path, char *err, size_t errlen)
@@ -103,6 +108,16 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
 		lines++;
 		if (len > 0 && line[len - 1] == '\n')
 			len--;
+		/* Debian's image package ships a one-line placeholder */
+		if (lines == 1 && memmem(line, (size_t)len, "The real System.map is in", 25)) {
+			snprintf(err, errlen,
+				 "%s is a placeholder (the real System.map is in the kernel's -dbg "
+				 "package): omit --system-map to read the symbols from the guest's "
+				 "kallsyms",
+				 path);
+			ret = -EINVAL;
+			goto out;
+		}
 		if (map_line(line, (size_t)len, &addr, &type, &nm, &nlen, &why) < 0) {
 			snprintf(err, errlen, "%s:%zu: %s", path, lines,
 				 why ? why : "not a System.map line");
@@ -267,7 +282,8 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
 	if (found == INT64_MIN) {
 		snprintf(err, errlen,
 			 "KASLR: no \"%s\" at linux_banner (0x%" PRIx64 ") at any 2 MiB offset: the "
-			 "System.map does not match the running kernel",
+			 "System.map is for another kernel (omit --system-map to read the symbols "
+			 "from the guest's kallsyms)",
 			 BANNER, l->banner);
 		return -ESRCH;
 	}
@@ -284,6 +300,82 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
 	l->btf_stop = slid(l->btf_stop, found);
 	/* current_task is a per-CPU offset (below the kernel map): never slid */
 	return 0;
+}
+
+/* One kallsyms symbol into the tables, with System.map's semantics: text (t, T, w, W) to funcs,
+ * data to objects, per-CPU ones (kallsyms types them 'A' under KALLSYMS_ABSOLUTE_PERCPU) at their
+ * section offsets. */
+static int add_kallsym(void *ctx, uint64_t addr, char type, const char *name)
+{
+	struct vmi_linux *l = ctx;
+	struct vmi_symtab *t;
+
+	switch (type) {
+	case 'T': case 't': case 'W': case 'w': t = &l->funcs; break;
+	case 'D': case 'd': case 'B': case 'b': case 'R': case 'r': case 'V': case 'v': case 'A':
+		t = &l->objects;
+		break;
+	default: return 0;
+	}
+	if (l->funcs.nr + l->objects.nr >= VMI_LINUX_MAX_SYMS)
+		return -EOVERFLOW;
+	return vmi_symtab_add(t, addr, 0, name);
+}
+
+int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err,
+			    size_t errlen)
+{
+	const struct vmi_sym *text;
+	long n;
+	int ret;
+
+	memset(l, 0, sizeof(*l));
+	l->pid_off = l->comm_off = -1;
+	n = vmi_kallsyms_read(read, ctx, add_kallsym, l, err, errlen);
+	if (n == -ENOMEM || n == -EOVERFLOW)
+		snprintf(err, errlen, "kallsyms: %s", n == -ENOMEM ? "out of memory"
+							    : "too many symbols");
+	if (n < 0) {
+		vmi_linux_close(l);
+		return (int)n;
+	}
+	vmi_symtab_sort(&l->funcs);
+	vmi_symtab_sort(&l->objects);
+	if (!vmi_symtab_find(&l->objects, "linux_banner") ||
+	    !vmi_symtab_find(&l->funcs, "_stext") || !vmi_symtab_find(&l->funcs, "_etext")) {
+		snprintf(err, errlen,
+			 "kallsyms: %ld symbols, but no linux_banner, _stext or _etext among them", n);
+		vmi_linux_close(l);
+		return -ENODATA;
+	}
+	ret = resolve(l, "kallsyms", (size_t)n, err, errlen);
+	if (ret == 0)
+		ret = check_text(l, err, errlen);
+	if (ret < 0) {
+		vmi_linux_close(l);
+		return ret;
+	}
+	text = vmi_symtab_find(&l->funcs, "_text");
+	l->slide = (int64_t)((text ? text->addr : l->stext) - LINUX_LINK_TEXT);
+	l->slid = true; /* kallsyms holds the runtime addresses */
+	l->nr_kallsyms = (size_t)n;
+	return 0;
+}
+
+void vmi_linux_release(const struct vmi_linux *l, vmi_read_fn read, void *ctx, char *buf,
+		       size_t len)
+{
+	char banner[96] = "";
+	size_t n = 0;
+
+	if (len)
+		buf[0] = 0;
+	if (!len || !l->banner || read(ctx, l->banner, banner, sizeof(banner) - 1) < 0 ||
+	    strncmp(banner, BANNER, sizeof(BANNER) - 1))
+		return;
+	for (const char *c = banner + sizeof(BANNER) - 1; n + 1 < len && *c > ' ' && *c < 0x7f; c++)
+		buf[n++] = *c;
+	buf[n] = 0;
 }
 
 int vmi_btf_member_offset(const void *data, size_t size, const char *type, const char *member)
@@ -325,9 +417,14 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 	}
 	vmi_btf_free(l->btf);
 	l->btf = vmi_btf_new(buf, size, err, errlen);
-	free(buf);
-	if (!l->btf)
+	free(l->btf_raw);
+	l->btf_raw = NULL;
+	if (!l->btf) {
+		free(buf);
 		return -EINVAL;
+	}
+	l->btf_raw = buf; /* kept for vmi_linux_modules */
+	l->btf_raw_size = size;
 	l->pid_off = vmi_btf_struct_offset(l->btf, "task_struct", "pid");
 	l->comm_off = vmi_btf_struct_offset(l->btf, "task_struct", "comm");
 	if (l->pid_off < 0 || l->comm_off < 0) {
@@ -336,6 +433,67 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 		return -ENOENT;
 	}
 	return 0;
+}
+
+/* The NOP5 entries of the module functions in l->funcs, each module's text read whole (unreadable
+ * text: no sites there), appended to @addrs (room for every function). 0 or -ENOMEM. */
+static int module_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64_t *addrs,
+			size_t *n)
+{
+	for (size_t k = 0; k < l->mods.nr; k++) {
+		const struct vmi_module *m = &l->mods.v[k];
+		uint8_t *text;
+
+		if (!m->nr_funcs || !m->text_size)
+			continue;
+		text = malloc(m->text_size + 16);
+		if (!text)
+			return -ENOMEM;
+		memset(text + m->text_size, 0, 16);
+		if (read(ctx, m->text, text, m->text_size) == 0)
+			for (size_t i = 0; i < l->funcs.nr; i++) {
+				uint64_t a = l->funcs.syms[i].addr;
+				const uint8_t *p;
+
+				if (a < m->text || a - m->text + 9 > m->text_size)
+					continue;
+				p = text + (a - m->text);
+				if (!memcmp(p, endbr64, sizeof(endbr64))) {
+					p += 4;
+					a += 4;
+				}
+				if (x86_is_nop5(p))
+					addrs[(*n)++] = a;
+			}
+		free(text);
+	}
+	return 0;
+}
+
+long vmi_linux_modules(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen)
+{
+	const struct vmi_sym *head = vmi_symtab_find(&l->objects, "modules");
+	struct vmi_module_layout lo;
+	size_t max;
+	long n;
+	int ret;
+
+	vmi_modules_free(&l->mods);
+	if (!head) {
+		snprintf(err, errlen, "modules: no `modules` symbol");
+		return -ENOENT;
+	}
+	if (!l->btf) {
+		snprintf(err, errlen, "modules: the kernel has no BTF");
+		return -ENOENT;
+	}
+	ret = vmi_module_layout_btf(l->btf_raw, l->btf_raw_size, &lo, err, errlen);
+	if (ret < 0)
+		return ret;
+	max = VMI_LINUX_MAX_SYMS > l->objects.nr ? VMI_LINUX_MAX_SYMS - l->objects.nr : 0;
+	n = vmi_modules_read(&lo, head->addr, read, ctx, &l->mods, &l->funcs, max, err, errlen);
+	vmi_symtab_sort(&l->funcs);
+	return n;
 }
 
 int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi_sites *sites)
@@ -376,7 +534,9 @@ int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi
 		if (x86_is_nop5(p))
 			addrs[n++] = a;
 	}
-	ret = vmi_sites_build(sites, addrs, n, &l->funcs);
+	ret = module_sites(l, read, ctx, addrs, &n);
+	if (ret == 0)
+		ret = vmi_sites_build(sites, addrs, n, &l->funcs);
 out:
 	free(text);
 	free(addrs);
@@ -562,6 +722,9 @@ bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off)
 
 void vmi_linux_close(struct vmi_linux *l)
 {
+	vmi_modules_free(&l->mods);
+	free(l->btf_raw);
+	l->btf_raw = NULL;
 	vmi_symtab_free(&l->funcs);
 	vmi_symtab_free(&l->objects);
 	vmi_btf_free(l->btf);

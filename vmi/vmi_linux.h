@@ -7,6 +7,7 @@
 #define HVT_VMI_LINUX_H
 
 #include "vmi/vmi_btf.h"
+#include "vmi/vmi_modules.h"
 #include "vmi/vmi_read.h"
 #include "vmi/vmi_sites.h"
 #include "vmi/vmi_symtab.h"
@@ -29,6 +30,10 @@ struct vmi_linux {
 	uint64_t stext, etext;
 	int pid_off, comm_off; /* task_struct offsets from BTF; -1 when unknown */
 	struct vmi_btf *btf;   /* the kernel's BTF once read (vmi_linux_read_btf), else NULL */
+	void *btf_raw;	       /* ... and its raw bytes, for vmi_linux_modules' struct module layout */
+	size_t btf_raw_size;
+	size_t nr_kallsyms;    /* symbols read from the guest's kallsyms (0: from a file) */
+	struct vmi_modules mods; /* loaded modules (vmi_linux_modules); their functions in funcs */
 };
 
 #define VMI_LINUX_NAME_MAX 511	    /* longest symbol name (the kernel's KSYM_NAME_LEN - 1) */
@@ -42,6 +47,19 @@ int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errl
  * "<hex address> <type> <name>", at most VMI_LINUX_MAX_SYMS kept symbols. Same returns; -EINVAL
  * names the line. Does not close @f. Any thread. */
 int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err, size_t errlen);
+
+/* Fills @l from the guest's own kallsyms tables (vmi_kallsyms_read through @read): the same tables
+ * as from a System.map, at their runtime addresses, so l->slid is set and l->slide is the runtime
+ * _text minus its link address 0xffffffff81000000. Returns 0, or a negative errno with a reason in
+ * @err (vmi_kallsyms_read's; -ENODATA without linux_banner, _stext or _etext; -EINVAL for a text
+ * range vmi_linux_find_slide would refuse). Caller frees. */
+int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err,
+			    size_t errlen);
+
+/* The kernel release after "Linux version " at linux_banner (e.g. "6.1.0-57-cloud-amd64"),
+ * printable bytes only, into @buf; "" when unreadable. */
+void vmi_linux_release(const struct vmi_linux *l, vmi_read_fn read, void *ctx, char *buf,
+		       size_t len);
 
 /* Finds the KASLR slide by looking for "Linux version " at linux_banner in every 2 MiB-aligned
  * place the kernel image can be (its 1 GiB: at most 520 reads), and rebases the symbols. Returns 0,
@@ -61,8 +79,15 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
  * or a negative errno. */
 int vmi_btf_member_offset(const void *data, size_t size, const char *type, const char *member);
 
+/* Loaded modules: walks the guest's `modules` list (struct layouts from the BTF vmi_linux_read_btf
+ * kept) and adds each module's functions to l->funcs, re-sorted: sites built before are stale (build
+ * them again). Returns the number of module functions, or a negative errno with @err (-ENOENT
+ * without BTF or a `modules` symbol; vmi_modules_read's). */
+long vmi_linux_modules(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen);
+
 /* The traceable functions: every text symbol in _stext.._etext whose first bytes (after an endbr64)
- * are a NOP5 in guest memory, read in bulk. Returns 0, -EINVAL for a text range
+ * are a NOP5 in guest memory, read in bulk, and those of the module functions (vmi_linux_modules)
+ * in their module's text. Returns 0, -EINVAL for a text range
  * vmi_linux_find_slide would refuse, or a negative errno (@read's). */
 int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi_sites *sites);
 

@@ -75,6 +75,62 @@ static int read_kernel_or_stop(void *ctx, uint64_t gva, void *buf, size_t len)
 	return signalled(r) ? -EINTR : target_qemu_read_kernel(&r->tq, gva, buf, len);
 }
 
+/* The kernel's symbols: from the guest's kallsyms, or the --system-map given (with the KASLR slide
+ * found). -ESRCH (and why in @err) while the kernel is not up; -EMEDIUMTYPE when a System.map does not
+ * match a kernel that is up, or (attach) when kallsyms cannot be read in a kernel that runs. */
+static int find_symbols(struct linux_run *r, char *err, size_t errlen)
+{
+	struct vmi_linux k;
+	char rel[64] = "", why[256];
+	int ret;
+
+	if (!r->s->system_map) {
+		ret = vmi_linux_open_kallsyms(&r->l, read_kernel_or_stop, r, err, errlen);
+		if (ret == 0 || ret == -EINTR || ret == -ESRCH)
+			return ret;
+		if (ret == -ENOENT) { /* an image without kallsyms: the map is the way */
+			size_t n = strlen(err);
+
+			snprintf(err + n, errlen - n, ": pass --system-map FILE (the kernel's System.map "
+						      "or vmlinux)");
+		}
+		/* a booting kernel may be half in place: only a running one is final */
+		return r->qc.launched ? -ESRCH : -EMEDIUMTYPE;
+	}
+	ret = vmi_linux_find_slide(&r->l, read_kernel_or_stop, r, err, errlen);
+	if (ret != -ESRCH)
+		return ret;
+	/* no banner at any slide: if the kernel is up (its kallsyms read), the map is another's */
+	if (vmi_linux_open_kallsyms(&k, read_kernel_or_stop, r, why, sizeof(why)) < 0)
+		return ret;
+	vmi_linux_release(&k, read_kernel_or_stop, r, rel, sizeof(rel));
+	vmi_linux_close(&k);
+	snprintf(err, errlen,
+		 "--system-map %s is for another kernel: no \"Linux version\" at its linux_banner "
+		 "at any KASLR slide (the guest runs %s); omit --system-map to read the symbols "
+		 "from the guest's kallsyms",
+		 r->s->system_map, *rel ? rel : "another kernel");
+	return -EMEDIUMTYPE;
+}
+
+/* One line on stderr: where the symbols came from, how many, the kernel and its KASLR slide. */
+static void print_symbols(struct linux_run *r)
+{
+	char rel[64];
+	size_t mfuncs = 0;
+
+	vmi_linux_release(&r->l, target_qemu_read_kernel, &r->tq, rel, sizeof(rel));
+	for (size_t i = 0; i < r->l.mods.nr; i++)
+		mfuncs += r->l.mods.v[i].nr_funcs;
+	fprintf(stderr,
+		"hvtrace: symbols: %zu (%zu functions) from %s%s (kernel %s, KASLR slide 0x%llx); "
+		"modules: %zu, with %zu functions\n",
+		r->l.funcs.nr + r->l.objects.nr - mfuncs, r->l.funcs.nr - mfuncs,
+		r->s->system_map ? "System.map " : "the guest's kallsyms",
+		r->s->system_map ? r->s->system_map : "", *rel ? rel : "?",
+		(unsigned long long)r->l.slide, r->l.mods.nr, mfuncs);
+}
+
 /* Waits (letting the guest run) until its kernel is up with ftrace's NOPs in place, then reads what the
  * tracer needs: KASLR slide, BTF offsets, sites, task layout. */
 static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char *err, size_t errlen)
@@ -85,9 +141,9 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 
 	for (;;) {
 		if (!r->l.slid) {
-			ret = vmi_linux_find_slide(&r->l, read_kernel_or_stop, r, err, errlen);
-			if (ret == -EINVAL || ret == -EINTR)
-				return ret; /* a System.map no scan can use; a signal */
+			ret = find_symbols(r, err, errlen);
+			if (ret == -EINVAL || ret == -EINTR || ret == -EMEDIUMTYPE)
+				return ret; /* symbols no scan can use; a signal */
 		}
 		if (r->l.slid) {
 			vmi_sites_free(&r->sites);
@@ -117,6 +173,17 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 	}
 	if (vmi_linux_read_btf(&r->l, target_qemu_read_kernel, &r->tq, err, errlen) < 0)
 		fprintf(stderr, "hvtrace: %s: tasks show as <unknown>-0\n", err);
+	else if (vmi_linux_modules(&r->l, target_qemu_read_kernel, &r->tq, err, errlen) < 0)
+		fprintf(stderr, "hvtrace: %s: module functions are not traceable\n", err);
+	if (r->l.mods.nr) { /* the functions moved: sites again, with the modules' */
+		vmi_sites_free(&r->sites);
+		ret = vmi_linux_sites(&r->l, target_qemu_read_kernel, &r->tq, &r->sites);
+		if (ret < 0) {
+			snprintf(err, errlen, "reading the kernel text: %s", strerror(-ret));
+			return ret;
+		}
+	}
+	print_symbols(r);
 	if (vmi_linux_task_layout(&r->l, target_qemu_read_kernel, &r->tq, r->tq.t.nr_cpus, task) < 0)
 		task->unknown = true;
 	return 0;
@@ -458,6 +525,21 @@ static int failed(struct linux_run *r, int status, const char *when, const char 
 	return status;
 }
 
+/* list-functions of a running VM: each traceable function on the -o stream (stdout), "name
+ * [module]" for a module's (as available_filter_functions), in address order. Nothing is patched;
+ * a failed write shows when the stream is closed. */
+static void list_functions(struct linux_run *r)
+{
+	for (size_t i = 0; i < r->sites.nr && !ferror(r->out); i++) {
+		const struct vmi_module *m = vmi_modules_find(&r->l.mods, r->sites.v[i].addr);
+
+		if (m)
+			fprintf(r->out, "%s [%s]\n", r->sites.v[i].func->name, m->name);
+		else
+			fprintf(r->out, "%s\n", r->sites.v[i].func->name);
+	}
+}
+
 int cmd_linux(const struct session *s)
 {
 	struct linux_run r = {.s = s, .sfd = -1, .guard = {.pid = -1, .fd = -1}};
@@ -467,7 +549,7 @@ int cmd_linux(const struct session *s)
 	int status = EXIT_BAD_INPUT;
 	enum qemu_run_end how;
 
-	if (vmi_linux_open(&r.l, s->system_map, err, sizeof(err)) < 0) {
+	if (s->system_map && vmi_linux_open(&r.l, s->system_map, err, sizeof(err)) < 0) {
 		cmd_error("--system-map %s", err);
 		return EXIT_BAD_INPUT;
 	}
@@ -525,6 +607,11 @@ int cmd_linux(const struct session *s)
 		status = failed(&r, EXIT_BAD_INPUT, "while the kernel was booting", err);
 		goto out;
 	}
+	if (s->cmd == CMD_LIST_FUNCTIONS) {
+		list_functions(&r);
+		status = 0;
+		goto out;
+	}
 	status = start_tracing(&r, &task, err, sizeof(err));
 	if (status) {
 		status = failed(&r, status, "while attaching", err);
@@ -554,6 +641,8 @@ out:
 
 	if (!out_err && r.out == r.con)
 		out_err = con_err;
+	if (!out_err && r.out && ferror(r.out)) /* list-functions */
+		out_err = EIO;
 	if (r.out && cmd_finish_out(r.out, s->output, "-o", out_err) && !status)
 		status = EXIT_HOST_ERROR;
 	if (r.con && r.con != r.out && cmd_finish_out(r.con, s->console, "--console", con_err) &&

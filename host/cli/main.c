@@ -35,7 +35,9 @@ int main(int argc, char **argv)
 			status = 0;
 		status = cmd_finish_out(stdout, NULL, NULL, status) < 0 ? EXIT_HOST_ERROR : 0;
 		break;
-	case CMD_LIST_FUNCTIONS: status = cmd_list_functions(&s); break;
+	case CMD_LIST_FUNCTIONS:
+		status = s.list_running ? cmd_linux(&s) : cmd_list_functions(&s);
+		break;
 	case CMD_RUN: status = s.qemu ? cmd_linux(&s) : cmd_run(&s); break;
 	case CMD_ATTACH: status = cmd_linux(&s); break;
 	default: status = EXIT_BAD_INPUT; break;

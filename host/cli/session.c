@@ -8,14 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char session_usage[] =
 	"usage: hvtrace run [options] GUEST.elf      boot GUEST in the embedded VMM and trace it\n"
-	"       hvtrace run --qemu --kernel FILE --system-map FILE [options]\n"
+	"       hvtrace run --qemu --kernel FILE [options]\n"
 	"                                            launch QEMU with a Linux kernel and trace it\n"
-	"       hvtrace attach [-c URI] NAME | --qmp SOCKET | --pid PID --system-map FILE [options]\n"
+	"       hvtrace attach [-c URI] NAME | --qmp SOCKET | --pid PID [options]\n"
 	"                                            trace a running QEMU VM (libvirt domain NAME)\n"
-	"       hvtrace list-functions GUEST.elf     print the traceable functions\n"
+	"       hvtrace list-functions GUEST.elf | NAME | --qmp SOCKET | --pid PID\n"
+	"                                            print the traceable functions (of a running\n"
+	"                                            VM: its kernel's and its modules')\n"
 	"       hvtrace --help | --version\n"
 	"\n"
 	"run options:\n"
@@ -52,7 +55,8 @@ const char session_usage[] =
 	"      --kernel FILE        bzImage to boot\n"
 	"      --initrd FILE        initramfs\n"
 	"      --append STR         extra kernel command line\n"
-	"      --system-map FILE    the kernel's System.map or ELF vmlinux (KASLR is found by itself)\n"
+	"      --system-map FILE    the kernel's System.map or ELF vmlinux instead of the symbols\n"
+	"                           the guest's kallsyms holds (KASLR is found by itself)\n"
 	"  -c, --connect URI        attach NAME: libvirt's URI (default $LIBVIRT_DEFAULT_URI, else\n"
 	"                           qemu:///system)\n"
 	"      --qmp SOCKET         attach: a bare QEMU's QMP socket: unix:PATH, PATH or tcp:HOST:PORT\n"
@@ -278,13 +282,13 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 static int check_target(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
 	int positional = argc - optind;
-	bool linux_guest = s->cmd == CMD_ATTACH || s->qemu;
+	bool attach = s->cmd == CMD_ATTACH || s->list_running;
 
-	if (s->connect && (s->cmd != CMD_ATTACH || positional < 1)) {
+	if (s->connect && (!attach || positional < 1)) {
 		snprintf(err, errlen, "-c %s: a libvirt URI goes with attach NAME", s->connect);
 		return -EINVAL;
 	}
-	if (s->cmd == CMD_ATTACH) {
+	if (attach) {
 		int ways = (positional > 0) + !!s->qmp + !!s->pid;
 
 		if (positional > 1) {
@@ -292,7 +296,9 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 			return -EINVAL;
 		}
 		if (ways != 1) {
-			snprintf(err, errlen, "attach: give exactly one of NAME, --qmp SOCKET, --pid PID");
+			snprintf(err, errlen, "%s: give exactly one of %sNAME, --qmp SOCKET, --pid PID",
+				 s->list_running ? "list-functions" : "attach",
+				 s->list_running ? "GUEST.elf, " : "");
 			return -EINVAL;
 		}
 		if (positional)
@@ -331,10 +337,6 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 			return -EINVAL;
 		}
 		s->guest = argv[optind];
-	}
-	if (linux_guest && !s->system_map) {
-		snprintf(err, errlen, "%s: missing --system-map FILE", s->qemu ? "--qemu" : "attach");
-		return -EINVAL;
 	}
 	return 0;
 }
@@ -502,12 +504,19 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		return -EINVAL;
 	}
 	if (s->cmd == CMD_LIST_FUNCTIONS) {
-		if (argc != 3 || argv[2][0] == '-') {
-			snprintf(err, errlen, "list-functions: expected exactly one GUEST.elf");
-			return -EINVAL;
+		/* an ELF guest (*.elf, or an existing file); else a running VM, named as for attach */
+		size_t n = argc > 2 ? strlen(argv[2]) : 0;
+
+		if (n && argv[2][0] != '-' &&
+		    ((n > 4 && !strcmp(argv[2] + n - 4, ".elf")) || access(argv[2], F_OK) == 0)) {
+			if (argc != 3) {
+				snprintf(err, errlen, "list-functions: expected exactly one GUEST.elf");
+				return -EINVAL;
+			}
+			s->guest = argv[2];
+			return 0;
 		}
-		s->guest = argv[2];
-		return 0;
+		s->list_running = true;
 	}
 	return parse_run(s, argc - 1, argv + 1, err, errlen);
 }

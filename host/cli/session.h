@@ -47,6 +47,7 @@ struct session {
 
 	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
 	bool qemu;
+	bool list_running; /* list-functions of a running QEMU VM (NAME, --qmp, --pid), not an ELF */
 	const char *accel; /* "tcg" or "kvm" */
 	const char *machine; /* run --qemu: "pc" or "q35", NULL: pc */
 	const char *kernel, *initrd, *append;

@@ -31,6 +31,8 @@ static char domain_name[64] = "hvtrace-test", console_log[128];
 #define CONSOLE console_log
 
 static char kernel[256], initrd[256], sysmap[256];
+/* System.maps that must be refused: Debian's placeholder, and the real one with linux_banner moved */
+static char stub_map[160], other_map[160];
 
 /* ---- what a run must show -------------------------------------------------------------------- */
 
@@ -87,6 +89,9 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 #define GDB_ARG	    "<gdb-arg>"
 #define SELF_PID    "<self-pid>" /* the test itself: a process that is no QEMU */
 #define FAKE_MAP    "<fake-map>" /* a System.map whose banner no guest has */
+#define STUB_MAP "<stub-map>"
+#define OTHER_MAP "<other-map>"
+#define DOMAIN_ARG "<domain>"
 
 /* One hvtrace command line and what its run must show. */
 struct hv_case {
@@ -96,6 +101,7 @@ struct hv_case {
 	const char *args[16]; /* after what @cmd puts first */
 	bool libvirtd;	      /* libvirt's daemons must run first */
 	const char *env;      /* "NAME=VALUE" in hvtrace's environment for this run */
+	bool no_map;	      /* RUN_QEMU, ATTACH: without --system-map (symbols from kallsyms) */
 	struct expect expect;
 };
 
@@ -443,6 +449,56 @@ static void check_vfs_read_all_args(const struct hv_result *r)
 	assert_true(n > 10);
 }
 
+/* list-functions of the running guest: the first listing (from its kallsyms) is kept; the second
+ * (from --system-map) must be the same, module functions ("name [module]") included. */
+static char *kallsyms_listing;
+
+/* The text symbols (t, T, w, W) of build/guest/System.map. */
+static long map_functions(void)
+{
+	FILE *f = fopen(sysmap, "r");
+	char line[600], type;
+	long n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %c", &type) == 1 && strchr("tTwW", type))
+			n++;
+	fclose(f);
+	return n;
+}
+
+static void keep_listing(const struct hv_result *r)
+{
+	const char *p = strstr(r->err, "hvtrace: symbols: ");
+	long syms, funcs;
+
+	/* as many functions from kallsyms as the System.map names */
+	assert_non_null(p);
+	assert_int_equal(sscanf(p, "hvtrace: symbols: %ld (%ld functions)", &syms, &funcs), 2);
+	assert_int_equal(funcs, map_functions());
+	assert_true(count_lines(r->trace) > 20000);
+	assert_non_null(strstr(r->trace, "\nvfs_read\n"));
+	assert_non_null(strstr(r->trace, "\nbm_status_read [binfmt_misc]\n"));
+	free(kallsyms_listing);
+	kallsyms_listing = strdup(r->trace);
+}
+
+static void same_listing(const struct hv_result *r)
+{
+	assert_non_null(kallsyms_listing);
+	assert_string_equal(r->trace, kallsyms_listing);
+}
+
+/* -l bm_status_read: exactly the hvt.bm=7 reads of the module's status file, by dd. */
+static void seven_bm_reads(const struct hv_result *r)
+{
+	assert_int_equal(trace_count(r, "bm_status_read", -1), 7);
+	assert_int_equal(r->nr_lines, 7);
+	for (size_t i = 0; i < r->nr_lines; i++)
+		assert_string_equal(r->lines[i].comm, "dd");
+}
+
 /* ---- the tests ------------------------------------------------------------------------------- */
 
 #define WORKLOAD_DONE "hvt-linux: workload done"
@@ -506,6 +562,94 @@ static const struct linux_test linux_tests[] = {
 			  {"vfs_read", {"tail", "sed", "head"}}},
 	    },
 	}},
+    },
+    {
+	/* No --system-map: the symbols from the guest's own kallsyms, with KASLR; the same function
+	 * trace as with the map. */
+	.name = "test_run_qemu_kallsyms",
+	.runs = {{
+	    .label = "run --qemu -p function, symbols from kallsyms",
+	    .cmd = RUN_QEMU,
+	    .no_map = true,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"-p", "function", "-l", "vfs_read", "-l", "do_sys_openat2", "--expect-call",
+		     "vfs_read", "--expect-call", "do_sys_openat2", "--stats", "--timeout", "300"},
+	    .expect = {
+		.console = {WORKLOAD_DONE, POWER_DOWN},
+		.err = {"hvtrace: symbols: ", " from the guest's kallsyms (kernel 6.", "kaslr-slide 0x"},
+		.lines_over = 10,
+		.only = {"vfs_read", "do_sys_openat2"},
+		.tasks = {{"do_sys_openat2", {"cat"}},
+			  {"do_sys_openat2", {"head"}},
+			  {"vfs_read", {"tail", "sed", "head"}}},
+	    },
+	}},
+    },
+    {
+	/* System.maps that cannot be used, each refused with one line that says what to do:
+	 * Debian's placeholder (at once), and a map of another kernel (once the kernel is up, its
+	 * kallsyms tell). */
+	.name = "test_system_map_errors",
+	.runs = {
+	    {
+		.label = "run --qemu, Debian's placeholder System.map",
+		.cmd = RAW,
+		.args = {"run", "--qemu", "--kernel", KERNEL, "--system-map", STUB_MAP},
+		.expect = {
+		    .status = 2,
+		    .err_lines = 1,
+		    .err = {" is a placeholder (the real System.map is in the kernel's -dbg "
+			    "package): omit --system-map to read the symbols from the guest's "
+			    "kallsyms\n"},
+		},
+	    },
+	    {
+		.label = "run --qemu, the System.map of another kernel",
+		.cmd = RUN_QEMU,
+		.no_map = true,
+		.append = "hvt.yes_sec=1",
+		.args = {"--system-map", OTHER_MAP, "--timeout", "300"},
+		.expect = {
+		    .status = 2,
+		    .err_lines = 1,
+		    .err = {" is for another kernel: no \"Linux version\" at its linux_banner at any "
+			    "KASLR slide (the guest runs 6.",
+			    "); omit --system-map to read the symbols from the guest's kallsyms\n"},
+		},
+	    },
+	},
+    },
+    {
+	/* attach by libvirt name, no file from the guest: list-functions from its kallsyms (its
+	 * module's functions included) is the list --system-map gives; then a function of the
+	 * module binfmt_misc is traced: exactly the 7 status reads the guest makes. */
+	.name = "test_attach_kallsyms_module",
+	.domain = "hvt.rounds=800 hvt.yes_sec=2 hvt.bm=7 hvt.bm_wait=20",
+	.console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},
+	.runs = {
+	    {
+		.label = "list-functions NAME",
+		.cmd = RAW,
+		.args = {"list-functions", DOMAIN_ARG},
+		.expect = {
+		    .err = {" from the guest's kallsyms (kernel 6.", "; modules: 1, with "},
+		    .check = keep_listing,
+		},
+	    },
+	    {
+		.label = "list-functions NAME --system-map",
+		.cmd = RAW,
+		.args = {"list-functions", DOMAIN_ARG, "--system-map", SYSMAP},
+		.expect = {.err = {" from System.map "}, .check = same_listing},
+	    },
+	    {
+		.label = "attach -l bm_status_read",
+		.cmd = ATTACH,
+		.no_map = true,
+		.args = {"-l", "bm_status_read", "--duration", "30", "--verify-text"},
+		.expect = {.err = {TEXT_KEPT}, .check = seven_bm_reads},
+	    },
+	},
     },
     {
 	/* run --qemu, nokaslr: function_graph under do_sys_openat2; every entry has its return. */
@@ -1050,6 +1194,12 @@ static const char *arg(const char *a)
 		return self_pid;
 	if (!strcmp(a, FAKE_MAP))
 		return fake_map;
+	if (!strcmp(a, STUB_MAP))
+		return stub_map;
+	if (!strcmp(a, OTHER_MAP))
+		return other_map;
+	if (!strcmp(a, DOMAIN_ARG))
+		return DOMAIN;
 	return a;
 }
 
@@ -1060,16 +1210,18 @@ static void run_case(const struct hv_case *c, struct hv_result *r, double signal
 	size_t n = 0;
 
 	if (c->cmd == RUN_QEMU) {
-		const char *head[] = {"run",  "--qemu",	      "--kernel", kernel,     "--initrd",
-				      initrd, "--system-map", sysmap,	  "--append", c->append};
+		const char *head[] = {"run",	  "--qemu",   "--kernel",     kernel, "--initrd",
+				      initrd,	  "--append", c->append, "--system-map", sysmap};
 
-		for (size_t i = 0; i < ARRAY_LEN(head); i++)
+		for (size_t i = 0; i < ARRAY_LEN(head) - (c->no_map ? 2 : 0); i++)
 			argv[n++] = head[i];
 	} else if (c->cmd == ATTACH) {
 		argv[n++] = "attach";
 		argv[n++] = DOMAIN;
-		argv[n++] = "--system-map";
-		argv[n++] = sysmap;
+		if (!c->no_map) {
+			argv[n++] = "--system-map";
+			argv[n++] = sysmap;
+		}
 	}
 	for (size_t i = 0; i < ARRAY_LEN(c->args) && c->args[i]; i++)
 		argv[n++] = arg(c->args[i]);
@@ -1080,7 +1232,7 @@ static void run_case(const struct hv_case *c, struct hv_result *r, double signal
 static void assert_has(const char *label, const char *what, const char *s, const char *text)
 {
 	if (!strstr(s, text))
-		fail_msg("%s: no \"%s\" in its %s", label, text, what);
+		fail_msg("%s: no \"%s\" in its %s: %.2000s", label, text, what, s);
 }
 
 /* The test's guest: a bare QEMU (with linux_test.qemu) or the libvirt domain. */
@@ -1227,6 +1379,47 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* Debian's placeholder System.map, and the real one with linux_banner 4 KiB further on (where no
+ * "Linux version" is at any KASLR slide). */
+static int write_bad_maps(void)
+{
+	FILE *in, *out;
+	char line[512];
+	int moved = 0;
+
+	snprintf(stub_map, sizeof(stub_map), "/tmp/hvtrace-test-%s-stub.map", domain_name);
+	snprintf(other_map, sizeof(other_map), "/tmp/hvtrace-test-%s-other.map", domain_name);
+	out = fopen(stub_map, "w");
+	if (!out)
+		return -1;
+	fputs("ffffffffffffffff B The real System.map is in the linux-image-6.1.0-57-cloud-amd64-dbg "
+	      "package\n",
+	      out);
+	fclose(out);
+	in = fopen(sysmap, "r");
+	out = fopen(other_map, "w");
+	if (!in || !out) {
+		if (in)
+			fclose(in);
+		if (out)
+			fclose(out);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), in)) {
+		unsigned long long a;
+
+		if (strstr(line, " D linux_banner\n") && sscanf(line, "%llx", &a) == 1) {
+			fprintf(out, "%016llx D linux_banner\n", a + 0x1000);
+			moved++;
+		} else {
+			fputs(line, out);
+		}
+	}
+	fclose(in);
+	fclose(out);
+	return moved == 1 ? 0 : -1;
+}
+
 int main(void)
 {
 	const char *dir = getenv("LINUX_GUEST_DIR") ? getenv("LINUX_GUEST_DIR") : "build/guest";
@@ -1269,6 +1462,10 @@ int main(void)
 		      "ffffffff81200000 T _etext\nffffffff82000000 D linux_banner\n",
 		      f);
 		fclose(f);
+	}
+	if (write_bad_maps() < 0) {
+		printf("cannot write the System.maps of test_system_map_errors in /tmp\n");
+		return 1;
 	}
 	if (getenv("HVT_TEST_FILTER")) /* e.g. HVT_TEST_FILTER='test_sigkill*' while developing */
 		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));

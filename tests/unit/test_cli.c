@@ -280,11 +280,12 @@ static void test_error_commands(void **state)
 	expect_error(3, (char *[]){"hvtrace", "trace", "g.elf"},
 		     "'trace': unknown command (run, attach, list-functions)");
 	expect_error(2, (char *[]){"hvtrace", "list-functions"},
-		     "list-functions: expected exactly one GUEST.elf");
+		     "list-functions: give exactly one of GUEST.elf, NAME, --qmp SOCKET, --pid PID");
 	expect_error(4, (char *[]){"hvtrace", "list-functions", "a.elf", "b.elf"},
 		     "list-functions: expected exactly one GUEST.elf");
-	expect_error(3, (char *[]){"hvtrace", "list-functions", "-x"},
-		     "list-functions: expected exactly one GUEST.elf");
+	expect_error(3, (char *[]){"hvtrace", "list-functions", "-x"}, "-x: unknown option");
+	expect_error(4, (char *[]){"hvtrace", "list-functions", "vm1", "vm2"},
+		     "'vm2': unexpected argument after NAME");
 }
 
 static void test_error_guest_args(void **state)
@@ -479,6 +480,26 @@ static void test_attach(void **state)
 					     "--system-map", "M", NULL}),
 			 0);
 	assert_string_equal(cli.s.connect, "test:///default");
+	/* symbols from the guest's kallsyms: no --system-map */
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(3, (char *[]){"hvtrace", "attach", "vm", NULL}), 0);
+	assert_string_equal(cli.s.domain, "vm");
+	assert_null(cli.s.system_map);
+	/* list-functions of a running VM: by name, --qmp or --pid, as attach */
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(3, (char *[]){"hvtrace", "list-functions", "vm", NULL}), 0);
+	assert_int_equal(cli.s.cmd, CMD_LIST_FUNCTIONS);
+	assert_true(cli.s.list_running);
+	assert_string_equal(cli.s.domain, "vm");
+	assert_null(cli.s.guest);
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(4, (char *[]){"hvtrace", "list-functions", "--qmp", "/q.sock", NULL}),
+			 0);
+	assert_true(cli.s.list_running);
+	assert_string_equal(cli.s.qmp, "/q.sock");
 }
 
 static void test_error_linux_guest(void **state)
@@ -488,8 +509,6 @@ static void test_error_linux_guest(void **state)
 		     "--system-map: missing argument");
 	expect_error(5, (char *[]){"hvtrace", "run", "--qemu", "--system-map", "M"},
 		     "--qemu: missing --kernel FILE");
-	expect_error(5, (char *[]){"hvtrace", "run", "--qemu", "--kernel", "K"},
-		     "--qemu: missing --system-map FILE");
 	expect_error(8, (char *[]){"hvtrace", "run", "--qemu", "--kernel", "K", "--system-map", "M",
 				   "g.elf"},
 		     "'g.elf': --qemu takes --kernel, not a GUEST.elf");
@@ -506,7 +525,6 @@ static void test_error_linux_guest(void **state)
 		     "attach: give exactly one of NAME, --qmp SOCKET, --pid PID");
 	expect_error(6, (char *[]){"hvtrace", "attach", "--system-map", "M", "vm1", "vm2"},
 		     "'vm2': unexpected argument after NAME");
-	expect_error(3, (char *[]){"hvtrace", "attach", "vm"}, "attach: missing --system-map FILE");
 	expect_error(6, (char *[]){"hvtrace", "attach", "--pid", "0", "--system-map", "M"},
 		     "--pid '0': expected an integer in 1..1073741824");
 	expect_error(8, (char *[]){"hvtrace", "attach", "-c", "qemu:///system", "--qmp", "S",

@@ -317,7 +317,7 @@ static void test_slide_not_found(void **state)
 	fake_kernel_init(&k, 0x100000); /* not 2 MiB aligned: never found */
 	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
 	assert_int_equal(vmi_linux_find_slide(&l, fake_mem_read, &k.mem, err, sizeof(err)), -ESRCH);
-	assert_non_null(strstr(err, "the System.map does not match the running kernel"));
+	assert_non_null(strstr(err, "the System.map is for another kernel"));
 	vmi_linux_close(&l);
 }
 
