@@ -122,7 +122,7 @@ struct linux_test {
 	unsigned mem_mb;     /* ... and RAM (default 256 MiB) */
 	int kill;
 	const char *console_after[2];
-	struct hv_case runs[3];
+	struct hv_case runs[4];
 };
 
 /* ---- helpers --------------------------------------------------------------------------------- */
@@ -490,13 +490,21 @@ static void same_listing(const struct hv_result *r)
 	assert_string_equal(r->trace, kallsyms_listing);
 }
 
-/* -l bm_status_read: exactly the hvt.bm=7 reads of the module's status file, by dd. */
+/* -l bm_status_read -e 'do_sys_openat2(dfd, filename)': exactly the hvt.bm=7 reads of the module's
+ * status file, by dd, and the 7 opens of that file, their arguments typed from the guest's BTF. */
 static void seven_bm_reads(const struct hv_result *r)
 {
+	size_t reads = 0;
+
 	assert_int_equal(trace_count(r, "bm_status_read", -1), 7);
-	assert_int_equal(r->nr_lines, 7);
 	for (size_t i = 0; i < r->nr_lines; i++)
-		assert_string_equal(r->lines[i].comm, "dd");
+		if (!strcmp(r->lines[i].func, "bm_status_read")) {
+			assert_string_equal(r->lines[i].comm, "dd");
+			reads++;
+		}
+	assert_int_equal(reads, 7);
+	assert_int_equal(
+	    count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/tmp/binfmt/status\")\n"), 7);
 }
 
 /* ---- the tests ------------------------------------------------------------------------------- */
@@ -620,11 +628,15 @@ static const struct linux_test linux_tests[] = {
 	},
     },
     {
-	/* attach by libvirt name, no file from the guest: list-functions from its kallsyms (its
-	 * module's functions included) is the list --system-map gives; then a function of the
-	 * module binfmt_misc is traced: exactly the 7 status reads the guest makes. */
+	/* attach by libvirt name to a q35 domain of 4 GiB (2 GiB of its RAM above 4 GiB), no file
+	 * from the guest: list-functions from its kallsyms (its module's functions included) is the
+	 * list --system-map gives; a function of the module binfmt_misc is traced, exactly the 7
+	 * status reads the guest makes, with the opens of that file as an -e event typed from BTF;
+	 * then function_graph, return slots hooked above 4 GiB, each entry with its return. */
 	.name = "test_attach_kallsyms_module",
 	.domain = "hvt.rounds=800 hvt.yes_sec=2 hvt.bm=7 hvt.bm_wait=20",
+	.machine = "q35",
+	.mem_mb = 4096,
 	.console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},
 	.runs = {
 	    {
@@ -646,8 +658,22 @@ static const struct linux_test linux_tests[] = {
 		.label = "attach -l bm_status_read",
 		.cmd = ATTACH,
 		.no_map = true,
-		.args = {"-l", "bm_status_read", "--duration", "30", "--verify-text"},
+		.args = {"-p", "function", "-l", "bm_status_read", "-e",
+			 "do_sys_openat2(dfd, filename)", "--duration", "30", "--verify-text"},
 		.expect = {.err = {TEXT_KEPT}, .check = seven_bm_reads},
+	    },
+	    {
+		.label = "attach -p function_graph (q35, 4 GiB)",
+		.cmd = ATTACH,
+		.no_map = true,
+		.args = {"-p", "function_graph", "-g", "do_sys_openat2", "--duration", "6",
+			 "--verify-text", "--profile", "--stats"},
+		.expect = {
+		    .err = {TEXT_KEPT},
+		    .above_4g = true,
+		    .profile = true,
+		    .trace = {"|  do_sys_openat2() {\n"},
+		},
 	    },
 	},
     },
@@ -846,11 +872,10 @@ static const struct linux_test linux_tests[] = {
 	{                                                                                         \
 	    .label = "attach --qmp (" what ", function_graph)",                                   \
 	    .cmd = RAW,                                                                           \
-	    .args = {"attach", "--qmp", QMP_TCP, "--system-map", SYSMAP, "-p", "function_graph",   \
-		     "-g", "do_sys_openat2", "--duration", "8", "--verify-text", "--profile",      \
-		     "--stats"},                                                                  \
+	    .args = {"attach", "--qmp", QMP_TCP, "-p", "function_graph", "-g", "do_sys_openat2",   \
+		     "--duration", "8", "--verify-text", "--profile", "--stats"},                 \
 	    .expect = {                                                                           \
-		.err = {TEXT_KEPT},                                                               \
+		.err = {TEXT_KEPT, " from the guest's kallsyms (kernel 6."},                      \
 		.above_4g = true,                                                                 \
 		.profile = true,                                                                  \
 		.trace = {"|  do_sys_openat2() {\n"},                                             \
@@ -893,26 +918,6 @@ static const struct linux_test linux_tests[] = {
 		      "memory-backend-file,id=m0,size=4G,mem-path=/dev/shm,share=on"},
 	.console_after = {WORKLOAD_DONE, POWER_DOWN},
 	.runs = {ATTACH_QMP_GRAPH("file")},
-    },
-    {
-	/* attach by libvirt domain name to a q35 domain of 4 GiB */
-	.name = "test_attach_libvirt_q35_4g",
-	.domain = "hvt.rounds=250 hvt.yes_sec=2",
-	.machine = "q35",
-	.mem_mb = 4096,
-	.console_after = {WORKLOAD_DONE, POWER_DOWN},
-	.runs = {{
-	    .label = "attach (q35, 4 GiB, function_graph)",
-	    .cmd = ATTACH,
-	    .args = {"-p", "function_graph", "-g", "do_sys_openat2", "--duration", "6",
-		     "--verify-text", "--profile", "--stats"},
-	    .expect = {
-		.err = {TEXT_KEPT},
-		.above_4g = true,
-		.profile = true,
-		.trace = {"|  do_sys_openat2() {\n"},
-	    },
-	}},
     },
     {
 	/* attach by libvirt domain name (the URI by -c, then by $LIBVIRT_DEFAULT_URI, then the
