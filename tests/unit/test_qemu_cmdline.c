@@ -257,8 +257,8 @@ static void test_tcp(void **state)
 	    "tcp:h:1x",
 	    "unix:/x",
 	    "tcp:[::1:5",
-	    "tcp:" /* a host over 63 bytes: */
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:1",
+	    /* a host over 63 bytes: */
+	    ("tcp:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:1"),
 	};
 	char host[64];
 	int port;
