@@ -95,7 +95,7 @@ void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *
 			char rname[160];
 
 			/* hits: entries hooked, as kretprobe's nhit; each must have its return line */
-			snprintf(rname, sizeof(rname), "r_%s", name);
+			snprintf(rname, sizeof(rname), "r_%s_0", name); /* the kernel's default kretprobe name */
 			fprintf(out, "  %-44s %15" PRIu64 " %15" PRIu64 "\n", rname,
 				(uint64_t)atomic_load(&pr->n.hooked), misses);
 		}

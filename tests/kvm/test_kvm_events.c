@@ -115,8 +115,8 @@ static void test_return_probes(void **state)
 	assert_int_equal(count_text(r.trace, " <- tree_leaf) ret=10 duration="), 6); /* 16 in hex */
 	assert_int_equal(count_text(r.trace, ": r_tree_leaf: ("), 42);
 	assert_int_equal(count_text(r.trace, "tree_a <-"), 0);
-	assert_kprobe_profile(r.err, "r_tree_a", 18, 0);
-	assert_kprobe_profile(r.err, "r_tree_leaf", 42, 0);
+	assert_kprobe_profile(r.err, "r_tree_a_0", 18, 0);
+	assert_kprobe_profile(r.err, "r_tree_leaf_0", 42, 0);
 	hv_result_free(&r);
 }
 
