@@ -412,11 +412,11 @@ static void check_ports(const char *label, const char *before)
  * nothing was missed (no maxactive to run out of). */
 static void check_rprobe_balanced(const struct hv_result *r)
 {
-	const char *p = strstr(r->err, "\n  r_vfs_write ");
+	const char *p = strstr(r->err, "\n  r_vfs_write_0 ");
 	long hits, misses, lines;
 
 	assert_non_null(p);
-	assert_int_equal(sscanf(p + strlen("\n  r_vfs_write "), " %ld %ld", &hits, &misses), 2);
+	assert_int_equal(sscanf(p + strlen("\n  r_vfs_write_0 "), " %ld %ld", &hits, &misses), 2);
 	lines = count_text(r->trace, ": r_vfs_write: (");
 	assert_true(hits > 100);
 	assert_int_equal(lines + restored_slots(r->err), hits);
