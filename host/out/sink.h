@@ -38,6 +38,7 @@ struct sink {
 	void *priv;			/* the sink's own state */
 	const char *tracer;		/* for the header; "function" unless set */
 	const uint8_t *payload;		/* set by the writer for an HVT_REC_EVENT record */
+	const uint8_t *next_payload;	/* lookahead sinks: @next's payload when it has one */
 	/* the event spec of the probe at @ip (function-based events), or NULL */
 	const struct fe_spec *(*event_of)(void *ctx, uint64_t ip);
 	const struct fe_spec *(*ret_event_of)(void *ctx, uint64_t ip); /* typed return probes */
@@ -71,6 +72,11 @@ int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
  * duration=<us>", the typed fields from @payload per @spec when given. Returns the length. Pure. */
 int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
 		       const uint8_t *payload, const struct vmi_symtab *syms);
+
+/* The part of a return probe's line after the timestamp, without the duration:
+ * "r_<func>: (<caller+off/size> <- <func>) ret=0x..". Returns the length. Pure. */
+int sink_return_body(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		     const uint8_t *payload, const struct vmi_symtab *syms);
 
 /* Formats event @r with its captured @payload per @spec (seed 003's line). Returns the length. Pure. */
 int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,

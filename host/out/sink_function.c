@@ -57,15 +57,14 @@ int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const s
 			(uint64_t)(r->ts % 1000000000u / 1000), parent, spec->func, fields);
 }
 
-int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
-		       const uint8_t *payload, const struct vmi_symtab *syms)
+int sink_return_body(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		     const uint8_t *payload, const struct vmi_symtab *syms)
 {
-	char func[128], caller[160], fields[2048], comm[ESCAPE_SIZE(VMI_COMM_LEN)];
+	char func[128], caller[160], fields[2048];
 	const struct vmi_sym *c = vmi_symtab_lookup(syms, r->parent);
 	size_t n;
 
 	sink_symbol_name(func, sizeof(func), r->ip, syms);
-	escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
 	if (c) {
 		n = escape_str(caller, sizeof(caller), c->name, SIZE_MAX);
 		snprintf(caller + n, sizeof(caller) - n, "+0x%" PRIx64 "/0x%" PRIx64,
@@ -77,13 +76,24 @@ int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const 
 		fe_format(fields, sizeof(fields), spec, payload, syms);
 	else
 		snprintf(fields, sizeof(fields), "ret=0x%" PRIx64, r->value);
+	/* a void return has no value */
+	return snprintf(buf, len, "r_%s: (%s <- %s)%s%s", func, caller, func, *fields ? " " : "",
+			fields);
+}
+
+int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		       const uint8_t *payload, const struct vmi_symtab *syms)
+{
+	char body[2560], comm[ESCAPE_SIZE(VMI_COMM_LEN)];
+
+	sink_return_body(body, sizeof(body), r, spec, payload, syms);
+	escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
 	return snprintf(buf, len,
-			"%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": r_%s: (%s <- %s) %s%s"
-			"duration=%" PRIu64 ".%03" PRIu64 "us\n",
+			"%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s duration=%" PRIu64
+			".%03" PRIu64 "us\n",
 			comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
-			(uint64_t)(r->ts % 1000000000u / 1000), func, caller, func, fields,
-			*fields ? " " : "", /* a void return has no value */
-			r->duration / 1000, r->duration % 1000);
+			(uint64_t)(r->ts % 1000000000u / 1000), body, r->duration / 1000,
+			r->duration % 1000);
 }
 
 static void function_begin(struct sink *s)

@@ -167,17 +167,106 @@ static void task_marker(struct sink *s, const struct hvt_record *r)
 	memcpy(c->comm, r->comm, VMI_COMM_LEN);
 }
 
+/* RAX of return @r into *@v: a plain return's value, or a return probe's first field when that is
+ * the register itself (a bare -r). False when the probe's fields hold no copy of it. */
+static bool return_value(const struct sink *s, const struct hvt_record *r, const uint8_t *payload,
+			 uint64_t *v)
+{
+	const struct fe_spec *spec;
+	const struct fe_field *f;
+
+	if (r->type == HVT_REC_RETURN) {
+		*v = r->value;
+		return true;
+	}
+	spec = s->ret_event_of ? s->ret_event_of(s->event_ctx, r->ip) : NULL;
+	if (!spec || !payload || !spec->nr_fields)
+		return false;
+	f = &spec->fields[0];
+	if (f->arg || f->memory || f->nr_steps || f->count || payload[0])
+		return false;
+	memcpy(v, payload + 1, 8);
+	return true;
+}
+
+/* A "/ * text * /" comment line at @depth's indentation, as ftrace's function_graph prints trace events
+ * (print_graph_comment): blank duration column. */
+static void comment_line(struct sink *s, unsigned cpu, unsigned depth, const char *text)
+{
+	char line[4096];
+	int indent = 2 * (int)(depth < SINK_GRAPH_MAX_DEPTH ? depth : SINK_GRAPH_MAX_DEPTH);
+	size_t n = prefix(line, sizeof(line), s, cpu, NULL);
+
+	n = add(line, sizeof(line), n, "%*s/* %s */", indent, "", text);
+	n = end_line(line, sizeof(line), n);
+	sink_write(s, line, n);
+}
+
+/* The "r_<func>: (...) ret=.." comment of a return probe's return @r with its @payload. */
+static void return_comment(struct sink *s, const struct hvt_record *r, const uint8_t *payload)
+{
+	const struct fe_spec *spec = s->ret_event_of ? s->ret_event_of(s->event_ctx, r->ip) : NULL;
+	char body[2560];
+
+	sink_return_body(body, sizeof(body), r, spec, payload, s->syms);
+	comment_line(s, r->cpu, r->depth, body);
+	s->written++;
+}
+
+/* The "<func>: fields" comment of -e event @r inside its function, one level deeper. */
+static void event_comment(struct sink *s, const struct hvt_record *r)
+{
+	const struct fe_spec *spec = s->event_of ? s->event_of(s->event_ctx, r->ip) : NULL;
+	char body[2560], fields[2048];
+
+	if (!spec || !s->payload)
+		return;
+	fe_format(fields, sizeof(fields), spec, s->payload, s->syms);
+	snprintf(body, sizeof(body), "%s: %s", spec->func, fields);
+	comment_line(s, r->cpu, r->depth + 1u, body);
+}
+
+/* The function_graph line of return @r (a return probe's too: as a plain return, its RAX from
+ * @payload where the probe recorded it). */
+static int format_return(char *buf, size_t len, const struct sink *s, const struct hvt_record *r,
+			 const struct hvt_record *entry, const uint8_t *payload)
+{
+	struct hvt_record ret = *r;
+	struct sink plain = *s;
+
+	ret.type = HVT_REC_RETURN;
+	plain.graph_retval = s->graph_retval && return_value(s, r, payload, &ret.value);
+	return entry ? sink_graph_format(buf, len, &plain, entry, &ret)
+		     : sink_graph_format(buf, len, &plain, &ret, NULL);
+}
+
 static unsigned graph_record(struct sink *s, const struct hvt_record *r,
 			     const struct hvt_record *next)
 {
 	char line[512];
-	bool leaf = r->type != HVT_REC_RETURN && next && next->type == HVT_REC_RETURN &&
+	bool is_return = r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT;
+	/* an entry with an -e event is no leaf: its comment goes inside, as the kernel prints it */
+	bool leaf = r->type == HVT_REC_ENTRY && next &&
+		    (next->type == HVT_REC_RETURN || next->type == HVT_REC_RETURN_EVENT) &&
 		    next->ip == r->ip && next->depth == r->depth && next->pid == r->pid;
 
 	task_marker(s, r);
-	sink_write_line(s, line, sizeof(line),
-			sink_graph_format(line, sizeof(line), s, r, leaf ? next : NULL));
+	if (is_return) {
+		sink_write_line(s, line, sizeof(line),
+				format_return(line, sizeof(line), s, r, NULL, s->payload));
+	} else if (leaf) {
+		sink_write_line(s, line, sizeof(line),
+				format_return(line, sizeof(line), s, next, r, s->next_payload));
+	} else {
+		sink_write_line(s, line, sizeof(line), sink_graph_format(line, sizeof(line), s, r, NULL));
+	}
 	s->written += leaf ? 2 : 1;
+	if (r->type == HVT_REC_EVENT)
+		event_comment(s, r);
+	if (r->type == HVT_REC_RETURN_EVENT)
+		return_comment(s, r, s->payload);
+	if (leaf && next->type == HVT_REC_RETURN_EVENT)
+		return_comment(s, next, s->next_payload);
 	return leaf ? 2 : 1;
 }
 

@@ -44,6 +44,20 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 			w->sink->payload = w->payload;
 		}
 		next = ring_peek_at(&w->rings[best_i], n);
+		/* a sink that looks ahead gets the next record's payload too (a return with typed
+		 * fields closes a leaf): it is popped with that record */
+		unsigned m = 0;
+
+		w->sink->next_payload = NULL;
+		if (w->sink->ops->lookahead && next && hvt_record_has_payload(next)) {
+			m = hvt_record_payload_slots(next->value);
+			if (next->value > WRITER_PAYLOAD_MAX || !ring_peek_at(&w->rings[best_i], n + m))
+				break; /* cannot happen: published together, bounded as above */
+			for (unsigned k = 1; k <= m; k++)
+				memcpy(w->next_payload + (k - 1) * sizeof(*best),
+				       ring_peek_at(&w->rings[best_i], n + k), sizeof(*best));
+			w->sink->next_payload = w->next_payload;
+		}
 		if (w->sink->ops->lookahead && best->type != HVT_REC_RETURN &&
 		    best->type != HVT_REC_RETURN_EVENT && !next && !final &&
 		    horizon - best->ts < LOOKAHEAD_NS)
@@ -54,7 +68,7 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 			if (used > 1)
 				w->tap(w->tap_ctx, next);
 		}
-		used = used > 1 ? n + 1 : n;
+		used = used > 1 ? n + 1 + m : n;
 		for (unsigned k = 0; k < used; k++)
 			ring_pop(&w->rings[best_i]);
 		w->events[best_i] += used;
@@ -87,7 +101,8 @@ int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink 
 	w->horizon_ctx = horizon_ctx;
 	atomic_store(&w->stop, 0);
 	w->events = calloc(nr, sizeof(*w->events));
-	w->payload = malloc(WRITER_PAYLOAD_MAX + 64);
+	w->payload = malloc(2 * (WRITER_PAYLOAD_MAX + 64));
+	w->next_payload = w->payload ? w->payload + WRITER_PAYLOAD_MAX + 64 : NULL;
 	if (!w->events || !w->payload) {
 		free(w->events);
 		free(w->payload);
@@ -117,4 +132,5 @@ void writer_free(struct writer *w)
 	free(w->payload);
 	w->events = NULL;
 	w->payload = NULL;
+	w->next_payload = NULL;
 }

@@ -26,6 +26,7 @@ struct writer {
 	atomic_int stop;
 	unsigned long long *events; /* per ring, records delivered */
 	uint8_t *payload;	    /* an event's payload, gathered from its records */
+	uint8_t *next_payload;	    /* the looked-ahead record's payload (inside @payload's block) */
 };
 
 /* Calls the sink's begin() and starts the thread. Records are emitted in timestamp order across rings,
