@@ -345,6 +345,121 @@ static void test_graph_function(void **state)
 	free(g);
 }
 
+/* Removes from @trace the comment lines whose text (after the bar and indentation) starts with
+ * "/ * @tag"; each must follow a line ending in @after (NULL: any), and counts them into *@n. */
+static char *strip_comments(const char *trace, const char *tag, const char *after, long *n)
+{
+	char *out = calloc(1, strlen(trace) + 1), *o = out, key[64];
+	const char *l = trace, *prev = NULL, *prev_end = NULL;
+
+	assert_non_null(out);
+	snprintf(key, sizeof(key), "/* %s", tag);
+	*n = 0;
+	while (*l) {
+		const char *end = strchr(l, '\n'), *bar = strchr(l, '|'), *text;
+
+		end = end ? end + 1 : l + strlen(l);
+		text = bar && bar < end ? bar + 1 : end;
+		while (text < end && *text == ' ')
+			text++;
+		if (!strncmp(text, key, strlen(key))) {
+			size_t a = after ? strlen(after) : 0;
+
+			if (after && (!prev || (size_t)(prev_end - prev) < a + 1 ||
+				      strncmp(prev_end - 1 - a, after, a)))
+				fail_msg("'%.*s' does not follow a line ending in '%s'",
+					 (int)(end - l - 1), l, after);
+			(*n)++;
+		} else {
+			memcpy(o, l, (size_t)(end - l));
+			o += end - l;
+		}
+		prev = l;
+		prev_end = end;
+		l = end;
+	}
+	return out;
+}
+
+/* -r in function_graph: every graph line stays as without it (f's own entry and closing brace), and
+ * each return adds its r_ event as the kernel prints trace events there: a comment at the return. */
+static void test_graph_rprobe(void **state)
+{
+	struct hv_result r;
+	struct graph *g = calloc(1, sizeof(*g));
+	const char *argv[] = {"run", "-p", "function_graph", "--funcgraph-retval", "-g", "tree_b",
+			      "-r", "tree_a", "-r", "tree_leaf", hv_guest(NULL), NULL};
+	char *a, *b;
+	long na, nb;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 0);
+	a = strip_comments(r.trace, "r_tree_a: (tree_b+0x", "|    } /* tree_a = 0x19 */", &na);
+	assert_int_equal(na, 6);
+	b = strip_comments(a, "r_tree_leaf: (tree_", NULL, &nb);
+	assert_int_equal(nb, 18);
+	assert_int_equal(count_text(r.trace, "               |    /* r_tree_a: (tree_b+0x"), 6);
+	assert_int_equal(count_text(r.trace, " <- tree_a) ret=19 */\n"), 6);
+	/* tree_leaf(3) and tree_leaf(4) in tree_a(3), tree_leaf(3) in tree_b(3) */
+	assert_int_equal(count_text(r.trace, "|      tree_leaf(); /* = 0x9 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "|      tree_leaf(); /* = 0x10 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "|    tree_leaf(); /* = 0x9 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "               |      /* r_tree_leaf: (tree_a+0x"), 12);
+	assert_int_equal(count_text(r.trace, "               |    /* r_tree_leaf: (tree_b+0x"), 6);
+	assert_int_equal(count_text(r.trace, " <- tree_leaf) ret=9 */\n"), 12);
+	assert_int_equal(count_text(r.trace, " <- tree_leaf) ret=10 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "tree_a() {\n"), 6);
+	parse_graph(g, b, 2);
+	for (size_t f = 0; f < NR_FUNCS; f++) {
+		long want = !strcmp(funcs[f], "tree_b")	   ? 6
+			    : !strcmp(funcs[f], "tree_a")    ? 6
+			    : !strcmp(funcs[f], "tree_leaf") ? 18
+							     : 0;
+
+		assert_int_equal(g->entries[f], want);
+		assert_int_equal(g->returns[f], want);
+	}
+	assert_int_equal(count_text(r.trace, "|  } /* tree_b = 0xe1 */\n"), 6);
+	free(a);
+	free(b);
+	hv_result_free(&r);
+	free(g);
+}
+
+/* -e in function_graph: the event's fields as a comment inside its call, as the kernel prints them. */
+static void test_graph_event(void **state)
+{
+	struct hv_result r;
+	struct graph *g = calloc(1, sizeof(*g));
+	const char *argv[] = {"run", "-p", "function_graph", "--funcgraph-retval", "-g", "ev_target",
+			      "-e", "ev_target(int id+0, string label)", hv_guest(NULL), NULL};
+	char *rest;
+	long n;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 0);
+	rest = strip_comments(r.trace, "ev_target: id=42, label=", "|  ev_target() {", &n);
+	assert_int_equal(n, 4);
+	assert_int_equal(count_text(r.trace,
+				    "               |    /* ev_target: id=42, label=hello-events */\n"),
+			 2);
+	assert_int_equal(count_text(r.trace, "               |    /* ev_target: id=42, label=(fault) */\n"),
+			 2);
+	parse_graph(g, rest, 2);
+	for (size_t f = 0; f < NR_FUNCS; f++) {
+		long want = !strcmp(funcs[f], "ev_target") ? 4 : 0;
+
+		assert_int_equal(g->entries[f], want);
+		assert_int_equal(g->returns[f], want);
+	}
+	assert_int_equal(count_text(r.trace, "|  } /* ev_target = 0x2d */\n"), 4);
+	free(rest);
+	hv_result_free(&r);
+	free(g);
+}
+
 /* --max-depth 2 below workload_run: it and its direct callees only (tail_mid, tail-called by tail_top,
  * counts one level deeper). */
 static void test_max_depth(void **state)
@@ -437,6 +552,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_graph_smp1),     cmocka_unit_test(test_graph_smp2),
 		cmocka_unit_test(test_graph_smp3),     cmocka_unit_test(test_graph_function),
+		cmocka_unit_test(test_graph_rprobe),     cmocka_unit_test(test_graph_event),
 		cmocka_unit_test(test_max_depth),      cmocka_unit_test(test_profile),
 		cmocka_unit_test(test_duration_then_guest_finishes),
 	};
