@@ -156,12 +156,106 @@ static void test_stream(void **state)
 	free(buf);
 }
 
+static struct fe_spec ev_spec, ret_spec;
+
+static const struct fe_spec *event_of(void *ctx, uint64_t ip)
+{
+	(void)ctx;
+	return ip == 0x1040 ? &ev_spec : NULL;
+}
+
+static const struct fe_spec *ret_event_of(void *ctx, uint64_t ip)
+{
+	(void)ctx;
+	return ip == 0x1000 || ip == 0x1040 ? &ret_spec : NULL;
+}
+
+/* -e and -r in function_graph: the graph lines are those without them (a return probe's return closes
+ * its call, a leaf stays a leaf, with RAX as return value), the events are comment lines: the -e
+ * fields inside the call, the r_ line right after the return. */
+static void test_stream_events(void **state)
+{
+	struct sink s;
+	char *buf = NULL, err[64];
+	size_t len = 0, pos;
+	FILE *out = open_memstream(&buf, &len);
+	uint8_t ev_payload[9] = {0}, fib_ret[9] = {0}, tree_ret[9] = {0};
+	struct hvt_record a = {.type = HVT_REC_EVENT, .ip = 0x1040, .value = 9, .comm = "cpu0"};
+	struct hvt_record b = {.type = HVT_REC_ENTRY, .ip = 0x1000, .depth = 1, .comm = "cpu0"};
+	struct hvt_record c = {.type = HVT_REC_RETURN_EVENT, .ip = 0x1000, .parent = 0x1050,
+			       .depth = 1, .duration = 1000, .value = 9, .comm = "cpu0"};
+	struct hvt_record d = {.type = HVT_REC_RETURN_EVENT, .ip = 0x1040, .parent = 0x2000,
+			       .duration = 5000, .value = 9, .comm = "cpu0"};
+
+	(void)state;
+	assert_int_equal(fe_parse("tree_b(int id)", &ev_spec, err, sizeof(err), &pos), 0);
+	/* what a bare -r is without BTF: RAX in hex */
+	assert_int_equal(fe_parse("fib(x64 ret)", &ret_spec, err, sizeof(err), &pos), 0);
+	memcpy(ev_payload + 1, &(int64_t){42}, 8);
+	memcpy(fib_ret + 1, &(uint64_t){0x9}, 8);
+	memcpy(tree_ret + 1, &(uint64_t){0xe1}, 8);
+	assert_int_equal(sink_graph_init(&s, out, &syms, 1, true, false), 0);
+	s.event_of = event_of;
+	s.ret_event_of = ret_event_of;
+	s.ops->begin(&s);
+	s.payload = ev_payload;
+	assert_int_equal(s.ops->record(&s, &a, &b), 1);
+	s.payload = NULL;
+	s.next_payload = fib_ret;
+	assert_int_equal(s.ops->record(&s, &b, &c), 2);
+	s.payload = tree_ret;
+	s.next_payload = NULL;
+	assert_int_equal(s.ops->record(&s, &d, NULL), 1);
+	s.ops->end(&s);
+	fclose(out);
+	assert_string_equal(buf, "# tracer: function_graph\n"
+				 "#\n"
+				 "# CPU  DURATION                  FUNCTION CALLS\n"
+				 "# |     |   |                     |   |   |   |\n"
+				 " 0)               |  tree_b() {\n"
+				 " 0)               |    /* tree_b: id=42 */\n"
+				 " 0)   1.000 us    |    fib(); /* = 0x9 */\n"
+				 " 0)               |    /* r_fib: (tree_b+0x10/0x40 <- fib) ret=9 */\n"
+				 " 0)   5.000 us    |  } /* tree_b = 0xe1 */\n"
+				 " 0)               |  /* r_tree_b: (0x2000 <- tree_b) ret=e1 */\n"
+				 "# entries-written: 6   lost: 0\n");
+	free(buf);
+}
+
+/* A return probe whose fields hold no copy of RAX (a dereference): the closing line has no value
+ * rather than a wrong one. */
+static void test_return_without_rax(void **state)
+{
+	struct sink s;
+	char *buf = NULL, err[64];
+	size_t len = 0, pos;
+	uint8_t payload[9] = {0};
+	struct hvt_record d = {.type = HVT_REC_RETURN_EVENT, .ip = 0x1040, .parent = 0x2000,
+			       .duration = 5000, .value = 9, .comm = "cpu0"};
+	FILE *out = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_int_equal(fe_parse("tree_b(u64 ret[1])", &ret_spec, err, sizeof(err), &pos), 0);
+	memcpy(payload + 1, &(uint64_t){7}, 8);
+	assert_int_equal(sink_graph_init(&s, out, &syms, 1, true, false), 0);
+	s.ret_event_of = ret_event_of;
+	s.payload = payload;
+	assert_int_equal(s.ops->record(&s, &d, NULL), 1);
+	s.ops->end(&s);
+	fclose(out);
+	assert_string_equal(buf, " 0)   5.000 us    |  }\n"
+				 " 0)               |  /* r_tree_b: (0x2000 <- tree_b) ret=7 */\n"
+				 "# entries-written: 2   lost: 0\n");
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_marks),	 cmocka_unit_test(test_duration_column),
 		cmocka_unit_test(test_lines),	 cmocka_unit_test(test_cpu_column_width),
-		cmocka_unit_test(test_stream),
+		cmocka_unit_test(test_stream),	 cmocka_unit_test(test_stream_events),
+		cmocka_unit_test(test_return_without_rax),
 	};
 
 	return cmocka_run_group_tests_name("graph_format", tests, setup, teardown);
