@@ -83,6 +83,7 @@ static const struct type_name types[] = {
 	{"u16", FE_UNSIGNED, 2},   {"u32", FE_UNSIGNED, 4},   {"u64", FE_UNSIGNED, 8},
 	{"x8", FE_HEX, 1},	   {"x16", FE_HEX, 2},	      {"x32", FE_HEX, 4},
 	{"x64", FE_HEX, 8},	   {"symbol", FE_SYMBOL, 8},  {"string", FE_STRING, 1},
+	{"size_t", FE_UNSIGNED, 8}, {"ssize_t", FE_SIGNED, 8},
 };
 
 /* The type words at the start of a field: "unsigned long", "x8", "char", ... Sets *@is_char for the
@@ -241,6 +242,22 @@ static int parse_field(struct parser *p, struct fe_field *f, unsigned arg)
 		return fail(p, at, "%s", "field name too long");
 	if (f->kind == FE_STRING)
 		f->memory = true;
+	/* name=ADDR: a guest address (a global), read there instead of an argument */
+	if (p->s[p->i] == '=') {
+		const char *s = p->s + ++p->i;
+		char *end;
+
+		at = p->i;
+		if (!isdigit((unsigned char)s[0]))
+			return fail(p, at, "%s", "expected an address");
+		errno = 0;
+		f->addr = strtoull(s, &end, 0);
+		if (errno)
+			return fail(p, at, "%s", "address out of range (at most 64 bits)");
+		p->i = (size_t)(end - p->s);
+		f->direct = true;
+		f->memory = true;
+	}
 	/* name[K]: index into what the argument points to */
 	if (p->s[p->i] == '[') {
 		int64_t max = FE_MAX_OFFSET / (int64_t)f->size;
@@ -312,7 +329,7 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 		for (;;) {
 			char word[8];
 			size_t save;
-			bool null;
+			bool null, direct_only = false;
 
 			skip_ws(&p);
 			save = p.i;
@@ -335,6 +352,8 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 				if (ret < 0)
 					return ret;
 			} else {
+				unsigned first = spec->nr_fields;
+
 				for (;;) {
 					if (spec->nr_fields == FE_MAX_FIELDS)
 						return fail(&p, p.i, "%s", "too many fields");
@@ -354,8 +373,14 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 					p.i++;
 					skip_ws(&p);
 				}
+				/* direct addresses alone take no argument position */
+				for (; first < spec->nr_fields && spec->fields[first].direct; first++)
+					;
+				if (first == spec->nr_fields)
+					direct_only = true;
 			}
-			spec->nr_args++;
+			if (!direct_only)
+				spec->nr_args++;
 			skip_ws(&p);
 			if (text[p.i] == ',') {
 				p.i++;
@@ -473,7 +498,8 @@ void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_rea
 	for (unsigned i = 0; i < spec->nr_fields; i++) {
 		const struct fe_field *f = &spec->fields[i];
 
-		capture_field(f, fe_arg(regs, f->arg, read, ctx), read, ctx, payload);
+		capture_field(f, f->direct ? f->addr : fe_arg(regs, f->arg, read, ctx), read, ctx,
+			      payload);
 		payload += 1 + field_data_size(f);
 	}
 }

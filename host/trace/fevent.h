@@ -35,6 +35,9 @@ struct fe_field {
 	unsigned count; /* type[N] arrays and char[N]: N; scalars: 0 */
 	unsigned arg;	/* argument position (0-based, NULLs count) */
 	bool memory;	/* the value is read from guest memory at the chain's address */
+	bool direct;	/* "type name=0xADDR": read at guest address @addr, no argument (seed 003's
+			 * direct address); address steps may follow */
+	uint64_t addr;
 	bool untyped;	/* given by name alone (and members: "file->f_path.dentry"): type, position
 			 * and address steps come from BTF (fe_resolve_btf) */
 	unsigned nr_steps;

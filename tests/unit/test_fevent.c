@@ -38,6 +38,7 @@ static int setup(void **state)
 	memcpy(mem + 0x600, "abcdefghij", 10);
 	memcpy(mem + 0x700 + 40, &(uint64_t){BASE + 0x800}, 8);
 	memcpy(mem + 0x800 + 16, &(uint64_t){0xffffffff81000123ull}, 8);
+	memcpy(mem + 0x900, &(int32_t){1419}, 4); /* a global: total_forks */
 	vmi_symtab_add(&syms, 0xffffffff81000100ull, 0x80, "vfs_read");
 	vmi_symtab_sort(&syms);
 	return 0;
@@ -153,6 +154,39 @@ static void expect_error(const char *spec, size_t want_pos, const char *want)
 	assert_int_equal(pos, want_pos);
 }
 
+/* size_t and ssize_t, and seed 003's direct address "type name=ADDR": a global read at ADDR, taking
+ * no argument position; address steps may follow. */
+static void test_size_t_and_direct(void **state)
+{
+	struct x86_regs r = {.rdi = 5, .rsi = (uint64_t)-1, .rdx = BASE + 0x100};
+	struct fe_spec s;
+	char err[128];
+	size_t pos;
+
+	(void)state;
+	expect("f(size_t n, ssize_t m)", &r, "n=5, m=-1");
+	expect("f(size_t n, size_t big)", &r, "n=5, big=18446744073709551615");
+	expect("f(int total_forks=0x10900)", &r, "total_forks=1419");
+	/* the global takes no position: n is still the first argument, s the third */
+	expect("f(int total=0x10900, size_t n, NULL, string s)", &r,
+	       "total=1419, n=5, s=/etc/motd");
+	expect("f(size_t n, int total=67840)", &r, "n=5, total=1419"); /* decimal */
+	expect("f(x64 p=0x10700+40[0])", &r, "p=10800");
+	expect("f(x8[3] b=0x10200)", &r, "b=1,2,a");
+	expect("f(int g=0x1)", &r, "g=(fault)");
+	assert_int_equal(fe_parse("f(int g=0xffffffff82354c18, u32 a)", &s, err, sizeof(err), &pos),
+			 0);
+	assert_true(s.fields[0].direct);
+	assert_true(s.fields[0].addr == 0xffffffff82354c18ull);
+	assert_int_equal(s.fields[1].arg, 0);
+	assert_int_equal(s.nr_args, 1);
+	assert_false(fe_registers_only(&s));
+	expect_error("f(int g=)", 8, "expected an address");
+	expect_error("f(int g=x)", 8, "expected an address");
+	expect_error("f(int g=-1)", 8, "expected an address");
+	expect_error("f(int g=0x1ffffffffffffffff)", 8, "address out of range (at most 64 bits)");
+}
+
 static void test_errors(void **state)
 {
 	char buf[256];
@@ -262,6 +296,7 @@ int main(void)
 	    cmocka_unit_test(test_chains),	  cmocka_unit_test(test_stack_args),
 	    cmocka_unit_test(test_errors),	  cmocka_unit_test(test_shape),
 	    cmocka_unit_test(test_number_bounds), cmocka_unit_test(test_number_limits),
+	    cmocka_unit_test(test_size_t_and_direct),
 	};
 
 	return cmocka_run_group_tests_name("fevent", tests, setup, teardown);
