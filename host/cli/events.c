@@ -36,6 +36,15 @@ static bool entry_wanted(const struct session *s, const char *func, bool traced)
 	return traced;
 }
 
+/* The first -e of the function of -e @e. */
+static size_t first_of(const struct session *s, size_t e)
+{
+	for (size_t k = 0; k < e; k++)
+		if (!strcmp(s->events[k].func, s->events[e].func))
+			return k;
+	return e;
+}
+
 int events_resolve(const struct session *s, const struct vmi_btf *btf, struct fe_spec **events,
 		   struct fe_spec **rprobes, char *err, size_t errlen)
 {
@@ -52,6 +61,25 @@ int events_resolve(const struct session *s, const struct vmi_btf *btf, struct fe
 			return -EINVAL;
 		}
 	}
+	/* several -e of one function: chained after its first, all recorded at each call */
+	for (size_t e = 0; e < s->nr_events; e++) {
+		size_t last = first_of(s, e), n = 1;
+
+		if (last == e)
+			continue;
+		/* the chain is built in order: its tail is the latest -e of the function before @e */
+		for (size_t j = last + 1; j < e; j++)
+			if (!strcmp(s->events[j].func, s->events[e].func)) {
+				last = j;
+				n++;
+			}
+		if (n >= FE_MAX_CHAIN) {
+			snprintf(err, errlen, "-e %s: at most %d events on one function", s->events[e].func,
+				 FE_MAX_CHAIN);
+			return -EINVAL;
+		}
+		(*events)[last].next = &(*events)[e];
+	}
 	for (size_t e = 0; e < s->nr_rprobes; e++) {
 		(*rprobes)[e] = s->rprobes[e];
 		if (fe_resolve_btf(&(*rprobes)[e], true, btf, why, sizeof(why)) < 0) {
@@ -67,7 +95,9 @@ int events_bind(const struct session *s, const struct fe_spec *events,
 {
 	const struct probe_table *probes = tracer_probes(t);
 
-	for (size_t e = 0; e < s->nr_events; e++)
+	for (size_t e = 0; e < s->nr_events; e++) {
+		if (first_of(s, e) != e)
+			continue; /* chained after the first -e of its function (events_resolve) */
 		for (size_t i = 0; i < probes->nr; i++)
 			if (!strcmp(probes->v[i].func->name, s->events[e].func)) {
 				int ret = tracer_set_event(t, probes->v[i].id, &events[e]);
@@ -75,6 +105,7 @@ int events_bind(const struct session *s, const struct fe_spec *events,
 				if (ret < 0)
 					return ret;
 			}
+	}
 	for (size_t e = 0; e < s->nr_rprobes; e++)
 		for (size_t i = 0; i < probes->nr; i++)
 			if (!strcmp(probes->v[i].func->name, s->rprobes[e].func)) {

@@ -116,11 +116,16 @@ static unsigned function_record(struct sink *s, const struct hvt_record *r,
 
 	(void)next;
 	if (r->type == HVT_REC_EVENT && s->payload && s->event_of && s->event_of(s->event_ctx, r->ip)) {
+		const uint8_t *payload = s->payload;
+		const struct fe_spec *e = s->event_of(s->event_ctx, r->ip);
 		char ev[4096];
 
-		n = sink_event_format(ev, sizeof(ev), r, s->event_of(s->event_ctx, r->ip), s->payload,
-				      s->syms);
-		sink_write_line(s, ev, sizeof(ev), n);
+		/* one line per -e event of the function, each from its part of the payload */
+		for (unsigned k = 0; e && k < FE_MAX_CHAIN; e = e->next, k++) {
+			n = sink_event_format(ev, sizeof(ev), r, e, payload, s->syms);
+			sink_write_line(s, ev, sizeof(ev), n);
+			payload += fe_event_size(e);
+		}
 		s->written++;
 		return 1;
 	}

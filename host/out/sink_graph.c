@@ -213,17 +213,22 @@ static void return_comment(struct sink *s, const struct hvt_record *r, const uin
 	s->written++;
 }
 
-/* The "<func>: fields" comment of -e event @r inside its function, one level deeper. */
+/* The "<func>: fields" comments of -e event @r inside its function, one level deeper. */
 static void event_comment(struct sink *s, const struct hvt_record *r)
 {
 	const struct fe_spec *spec = s->event_of ? s->event_of(s->event_ctx, r->ip) : NULL;
+	const uint8_t *payload = s->payload;
 	char body[2560], fields[2048];
 
-	if (!spec || !s->payload)
+	if (!payload)
 		return;
-	fe_format(fields, sizeof(fields), spec, s->payload, s->syms);
-	snprintf(body, sizeof(body), "%s: %s", spec->func, fields);
-	comment_line(s, r->cpu, r->depth + 1u, body);
+	/* one comment per -e event of the function, each from its part of the payload */
+	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++) {
+		fe_format(fields, sizeof(fields), spec, payload, s->syms);
+		snprintf(body, sizeof(body), "%s: %s", spec->func, fields);
+		comment_line(s, r->cpu, r->depth + 1u, body);
+		payload += fe_event_size(spec);
+	}
 }
 
 /* The function_graph line of return @r (a return probe's too: as a plain return, its RAX from

@@ -416,12 +416,21 @@ static size_t field_data_size(const struct fe_field *f)
 	}
 }
 
-size_t fe_payload_size(const struct fe_spec *spec)
+size_t fe_event_size(const struct fe_spec *spec)
 {
 	size_t n = 0;
 
 	for (unsigned i = 0; i < spec->nr_fields; i++)
 		n += 1 + field_data_size(&spec->fields[i]);
+	return n;
+}
+
+size_t fe_payload_size(const struct fe_spec *spec)
+{
+	size_t n = 0;
+
+	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++)
+		n += fe_event_size(spec);
 	return n;
 }
 
@@ -486,22 +495,24 @@ fault:
 
 bool fe_registers_only(const struct fe_spec *spec)
 {
-	for (unsigned i = 0; i < spec->nr_fields; i++)
-		if (spec->fields[i].memory || spec->fields[i].arg >= 6)
-			return false;
+	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++)
+		for (unsigned i = 0; i < spec->nr_fields; i++)
+			if (spec->fields[i].memory || spec->fields[i].arg >= 6)
+				return false;
 	return true;
 }
 
 void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_read_fn read,
 		void *ctx, uint8_t *payload)
 {
-	for (unsigned i = 0; i < spec->nr_fields; i++) {
-		const struct fe_field *f = &spec->fields[i];
+	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++)
+		for (unsigned i = 0; i < spec->nr_fields; i++) {
+			const struct fe_field *f = &spec->fields[i];
 
-		capture_field(f, f->direct ? f->addr : fe_arg(regs, f->arg, read, ctx), read, ctx,
-			      payload);
-		payload += 1 + field_data_size(f);
-	}
+			capture_field(f, f->direct ? f->addr : fe_arg(regs, f->arg, read, ctx),
+				      read, ctx, payload);
+			payload += 1 + field_data_size(f);
+		}
 }
 
 /* ---- formatting (writer thread) ----------------------------------------------------------------- */

@@ -52,7 +52,12 @@ struct fe_spec {
 	bool ret_hex;	   /* -r func: RAX in its BTF type where BTF is known, else x64 */
 	bool fprobe_style; /* some field is typed from BTF: printed as fprobe events print */
 	struct fe_field fields[FE_MAX_FIELDS];
+	/* the next -e event of the same function (captured and printed after this one), or NULL;
+	 * a chain holds at most FE_MAX_CHAIN specs */
+	const struct fe_spec *next;
 };
+
+#define FE_MAX_CHAIN 3 /* -e events per function: their payloads stay below the writer's bound */
 
 /* Parses @text. An argument may be a name alone (its type and position to come from the function's
  * BTF: untyped) and the whole list may be `*` (every parameter): fe_resolve_btf completes those.
@@ -66,19 +71,23 @@ void fe_format_error(char *buf, size_t len, const char *text, size_t pos, const 
 /* Value of argument @n (0-based): registers, then the stack above the return address. */
 uint64_t fe_arg(const struct x86_regs *regs, unsigned n, vmi_read_fn read, void *ctx);
 
-/* True if every field of @spec comes from the argument registers alone (no guest memory, no stack
+/* True if every field of @spec (and of its chain) comes from the argument registers alone (no guest memory, no stack
  * argument), so it can be captured from registers saved earlier (stub probes). Pure. */
 bool fe_registers_only(const struct fe_spec *spec);
 
-/* Bytes fe_capture writes for @spec. Pure. */
+/* Bytes fe_capture writes for @spec and the specs chained after it (->next). Pure. */
 size_t fe_payload_size(const struct fe_spec *spec);
 
+/* Bytes of @spec's own part of that payload (without the chained specs). Pure. */
+size_t fe_event_size(const struct fe_spec *spec);
+
 /* At the function's entry (vCPU thread): copies each field's raw value (registers, guest memory through
- * the address chains) into @payload, fe_payload_size bytes. No formatting, no allocation. */
+ * the address chains) of @spec, then of each chained spec, into @payload, fe_payload_size bytes. No formatting, no allocation. */
 void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_read_fn read,
 		void *ctx, uint8_t *payload);
 
-/* Writer thread: "name=value, name=value" from a captured @payload; a field whose memory could not
+/* Writer thread: "name=value, name=value" of @spec alone (not its chain) from its part of a captured
+ * @payload; a field whose memory could not
  * be read prints "(fault)". A spec typed from BTF (fprobe_style) prints as the kernel's fprobe
  * events do: "name=value name=value", strings in double quotes, hex with 0x. Returns the length.
  * Pure. */
