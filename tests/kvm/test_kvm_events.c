@@ -10,6 +10,7 @@
 #include "tests/kvm/kvm_common.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SPEC                                                                                        \
@@ -77,6 +78,82 @@ static void test_bad_spec(void **state)
 	hv_result_free(&r);
 }
 
+/* Two -e on one function: both are recorded at each call and printed in their order, in the function
+ * tracer's lines and as function_graph comments; a fourth is refused with one line. */
+static void test_two_events_one_function(void **state)
+{
+	struct hv_result r;
+	const char *a1[] = {"run", "-e", "ev_target(int id+0)", "-e", "ev_target(NULL, string label)",
+			    hv_guest(NULL), NULL};
+	const char *a2[] = {"run", "-p", "function_graph", "-g", "ev_target", "-e",
+			    "ev_target(int id+0)", "-e", "ev_target(NULL, string label)", hv_guest(NULL),
+			    NULL};
+	const char *a3[] = {"run", "-e", "ev_target(int a)", "-e", "ev_target(int b)", "-e",
+			    "ev_target(int c)", "-e", "ev_target(int d)", hv_guest(NULL), NULL};
+
+	(void)state;
+	hv_run(&r, a1, 0, 0);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(id=42)\n"), 4);
+	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(label=hello-events)\n"), 2);
+	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(label=(fault))\n"), 2);
+	/* the second line of each call right after the first, same task, CPU and time */
+	for (const char *p = r.trace; (p = strstr(p, ": ev_call->ev_target(id=42)\n"));) {
+		const char *l = p, *next = strchr(p, '\n') + 1;
+
+		while (l > r.trace && l[-1] != '\n')
+			l--;
+		assert_memory_equal(l, next, (size_t)(p - l));
+		assert_true(!strncmp(next + (p - l), ": ev_call->ev_target(label=", 27));
+		p = next;
+	}
+	assert_non_null(strstr(r.trace, "# entries-written: 4   lost: 0\n"));
+	hv_result_free(&r);
+	hv_run(&r, a2, 0, 0);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(count_text(r.trace, "|  ev_target() {\n"), 4);
+	assert_int_equal(count_text(r.trace, "|  ev_target() {\n"
+					     " 0)               |    /* ev_target: id=42 */\n"
+					     " 0)               |    /* ev_target: label="),
+			 2);
+	assert_int_equal(count_text(r.trace, "|    /* ev_target: id=42 */\n"), 4);
+	assert_int_equal(count_text(r.trace, "|    /* ev_target: label=hello-events */\n"), 2);
+	assert_int_equal(count_text(r.trace, "|    /* ev_target: label=(fault) */\n"), 2);
+	hv_result_free(&r);
+	hv_run(&r, a3, 0, 0);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.err, "hvtrace: -e ev_target: at most 3 events on one function\n");
+	assert_string_equal(r.console, "");
+	hv_result_free(&r);
+}
+
+/* size_t and a direct address (seed 003: "type name=ADDR", a global, no argument position): the guest's
+ * ev_object.id read at its address from the ELF's symbols. */
+static void test_direct_address(void **state)
+{
+	struct hv_result r;
+	char cmd[600], spec[128], line[128];
+	unsigned long long addr = 0;
+	FILE *nm;
+	const char *argv[] = {"run", "-e", spec, hv_guest(NULL), NULL};
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "nm '%s'", hv_guest(NULL));
+	nm = popen(cmd, "r");
+	assert_non_null(nm);
+	while (fgets(line, sizeof(line), nm))
+		if (strstr(line, " ev_object\n"))
+			addr = strtoull(line, NULL, 16);
+	pclose(nm);
+	assert_true(addr != 0);
+	snprintf(spec, sizeof(spec), "ev_target(int gid=0x%llx, NULL, NULL, NULL, size_t n)", addr);
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(gid=42, n=3)\n"), 4);
+	assert_non_null(strstr(r.trace, "# entries-written: 4   lost: 0\n"));
+	hv_result_free(&r);
+}
+
 /* kprobe_profile line "<name> <hits> <misses>" of --profile. */
 static void assert_kprobe_profile(const char *err, const char *name, long hits, long misses)
 {
@@ -139,6 +216,8 @@ int main(void)
 		cmocka_unit_test(test_event_values),
 		cmocka_unit_test(test_event_with_function_tracer),
 		cmocka_unit_test(test_bad_spec),
+		cmocka_unit_test(test_two_events_one_function),
+		cmocka_unit_test(test_direct_address),
 		cmocka_unit_test(test_return_probes),
 		cmocka_unit_test(test_event_profile),
 	};
