@@ -187,6 +187,35 @@ static void test_size_t_and_direct(void **state)
 	expect_error("f(int g=0x1ffffffffffffffff)", 8, "address out of range (at most 64 bits)");
 }
 
+/* Chained specs (several -e of one function): one payload, each spec's part after the previous. */
+static void test_chain(void **state)
+{
+	struct x86_regs r = {.rdi = 7, .rsi = BASE + 0x100};
+	struct fe_spec a, b, c;
+	char err[128], out[256];
+	size_t pos;
+	uint8_t payload[512];
+
+	(void)state;
+	assert_int_equal(fe_parse("f(int x)", &a, err, sizeof(err), &pos), 0);
+	assert_int_equal(fe_parse("f(NULL, string s)", &b, err, sizeof(err), &pos), 0);
+	assert_int_equal(fe_parse("f(int x=0x10900)", &c, err, sizeof(err), &pos), 0);
+	assert_int_equal(fe_event_size(&a), 9);
+	assert_int_equal(fe_event_size(&b), 1 + FE_MAX_STRING);
+	assert_true(fe_registers_only(&a));
+	a.next = &b;
+	b.next = &c;
+	assert_int_equal(fe_payload_size(&a), 9 + 1 + FE_MAX_STRING + 9);
+	assert_false(fe_registers_only(&a));
+	fe_capture(&a, &r, fake_mem_read, &fake, payload);
+	fe_format(out, sizeof(out), &a, payload, &syms);
+	assert_string_equal(out, "x=7");
+	fe_format(out, sizeof(out), &b, payload + 9, &syms);
+	assert_string_equal(out, "s=/etc/motd");
+	fe_format(out, sizeof(out), &c, payload + 9 + 1 + FE_MAX_STRING, &syms);
+	assert_string_equal(out, "x=1419");
+}
+
 static void test_errors(void **state)
 {
 	char buf[256];
@@ -296,7 +325,7 @@ int main(void)
 	    cmocka_unit_test(test_chains),	  cmocka_unit_test(test_stack_args),
 	    cmocka_unit_test(test_errors),	  cmocka_unit_test(test_shape),
 	    cmocka_unit_test(test_number_bounds), cmocka_unit_test(test_number_limits),
-	    cmocka_unit_test(test_size_t_and_direct),
+	    cmocka_unit_test(test_size_t_and_direct), cmocka_unit_test(test_chain),
 	};
 
 	return cmocka_run_group_tests_name("fevent", tests, setup, teardown);
