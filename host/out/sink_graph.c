@@ -210,7 +210,6 @@ static void return_comment(struct sink *s, const struct hvt_record *r, const uin
 
 	sink_return_body(body, sizeof(body), r, spec, payload, s->syms);
 	comment_line(s, r->cpu, r->depth, body);
-	s->written++;
 }
 
 /* The "<func>: fields" comments of -e event @r inside its function, one level deeper. */

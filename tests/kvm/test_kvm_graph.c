@@ -424,6 +424,8 @@ static void test_graph_rprobe(void **state)
 		assert_int_equal(g->returns[f], want);
 	}
 	assert_int_equal(count_text(r.trace, "|  } /* tree_b = 0xe1 */\n"), 6);
+	/* records: an entry and a return per call, the comments are no records of their own */
+	assert_non_null(strstr(r.trace, "# entries-written: 60   lost: 0\n"));
 	free(a);
 	free(b);
 	hv_result_free(&r);
