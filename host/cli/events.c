@@ -67,15 +67,15 @@ int events_resolve(const struct session *s, const struct vmi_btf *btf, struct fe
 
 		if (last == e)
 			continue;
-		/* the chain is built in order: its tail is the latest -e of the function before @e */
+		/* built in order: the chain's tail is the latest -e of the function before @e */
 		for (size_t j = last + 1; j < e; j++)
 			if (!strcmp(s->events[j].func, s->events[e].func)) {
 				last = j;
 				n++;
 			}
 		if (n >= FE_MAX_CHAIN) {
-			snprintf(err, errlen, "-e %s: at most %d events on one function", s->events[e].func,
-				 FE_MAX_CHAIN);
+			snprintf(err, errlen, "-e %s: at most %d events on one function",
+				 s->events[e].func, FE_MAX_CHAIN);
 			return -EINVAL;
 		}
 		(*events)[last].next = &(*events)[e];

@@ -26,9 +26,9 @@ void profile_add(void *ctx, const struct hvt_record *r);
 
 /* Prints one line per probe that was hit or missed, busiest (total time, then hits) first, with the
  * probes' miss and unwound counters; then one line per -e event ("<func> <hits> <misses>") and per
- * return probe ("r_<func>_0 <returns> <misses>", the kernel's default name), as kprobe_profile; then @stub_lost, the events the
- * guest says its stub had no room for (guest-reported), if any. After the writer stopped; main
- * thread. */
+ * return probe ("r_<func>_0 <returns> <misses>", the kernel's default kretprobe name), as
+ * kprobe_profile; then @stub_lost, the events the guest says its stub had no room for
+ * (guest-reported), if any. After the writer stopped; main thread. */
 void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *out);
 
 void profile_free(struct profile *p);

@@ -189,8 +189,8 @@ static bool return_value(const struct sink *s, const struct hvt_record *r, const
 	return true;
 }
 
-/* A "/ * text * /" comment line at @depth's indentation, as ftrace's function_graph prints trace events
- * (print_graph_comment): blank duration column. */
+/* A comment line ("/" "* text *" "/") at @depth's indentation, as ftrace's function_graph prints
+ * trace events (print_graph_comment): blank duration column. */
 static void comment_line(struct sink *s, unsigned cpu, unsigned depth, const char *text)
 {
 	char line[4096];
@@ -262,7 +262,8 @@ static unsigned graph_record(struct sink *s, const struct hvt_record *r,
 		sink_write_line(s, line, sizeof(line),
 				format_return(line, sizeof(line), s, next, r, s->next_payload));
 	} else {
-		sink_write_line(s, line, sizeof(line), sink_graph_format(line, sizeof(line), s, r, NULL));
+		sink_write_line(s, line, sizeof(line),
+				sink_graph_format(line, sizeof(line), s, r, NULL));
 	}
 	s->written += leaf ? 2 : 1;
 	if (r->type == HVT_REC_EVENT)

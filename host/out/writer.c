@@ -51,7 +51,8 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 		w->sink->next_payload = NULL;
 		if (w->sink->ops->lookahead && next && hvt_record_has_payload(next)) {
 			m = hvt_record_payload_slots(next->value);
-			if (next->value > WRITER_PAYLOAD_MAX || !ring_peek_at(&w->rings[best_i], n + m))
+			if (next->value > WRITER_PAYLOAD_MAX ||
+			    !ring_peek_at(&w->rings[best_i], n + m))
 				break; /* cannot happen: published together, bounded as above */
 			for (unsigned k = 1; k <= m; k++)
 				memcpy(w->next_payload + (k - 1) * sizeof(*best),
