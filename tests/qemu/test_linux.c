@@ -1331,6 +1331,9 @@ static void check_expect(const struct linux_test *t, const struct hv_case *c,
 		e->check(r);
 }
 
+/* stderr of the last hvtrace run of a test, shown if its guest does not power off after it */
+static char last_err[16384];
+
 static void play_test(void **state)
 {
 	const struct linux_test *t = *state;
@@ -1362,6 +1365,7 @@ static void play_test(void **state)
 			unsetenv(name);
 		}
 		check_expect(t, c, &r);
+		snprintf(last_err, sizeof(last_err), "%s", r.err ? r.err : "");
 		hv_result_free(&r);
 		if (t->domain && t->kill >= 0)
 			check_ports(c->label, ports);
@@ -1371,7 +1375,14 @@ static void play_test(void **state)
 	for (int i = 0; i < 1800 && !guest_gone(t); i++)
 		sleep_ms(100);
 	if (!guest_gone(t)) {
+		char cmd[256];
+
 		guest_stop(t);
+		/* what the guest said last (an oops, a hang), and what the runs said */
+		snprintf(cmd, sizeof(cmd), "tail -n 40 %s", CONSOLE);
+		if (system(cmd) < 0)
+			perror("tail");
+		fprintf(stderr, "last run's stderr:\n%s\n", last_err);
 		fail_msg("the guest did not power off after %s",
 			 t->kill ? "hvtrace was killed" : "the detach");
 	}
