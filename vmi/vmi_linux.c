@@ -108,11 +108,11 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
 		lines++;
 		if (len > 0 && line[len - 1] == '\n')
 			len--;
-		/* Debian's image package ships a one-line placeholder */
+		/* Debian's image package ships a System.map of one line and no symbols */
 		if (lines == 1 && memmem(line, (size_t)len, "The real System.map is in", 25)) {
 			snprintf(err, errlen,
-				 "%s is a placeholder (the real System.map is in the kernel's -dbg "
-				 "package): omit --system-map to read the symbols from the guest's "
+				 "%s holds no symbols (Debian puts the real System.map in the kernel's "
+				 "-dbg package): omit --system-map to read the symbols from the guest's "
 				 "kallsyms",
 				 path);
 			ret = -EINVAL;

@@ -31,8 +31,8 @@ static char domain_name[64] = "hvtrace-test", console_log[128];
 #define CONSOLE console_log
 
 static char kernel[256], initrd[256], sysmap[256];
-/* System.maps that must be refused: Debian's placeholder, and the real one with linux_banner moved */
-static char stub_map[160], other_map[160];
+/* System.maps that must be refused: Debian's symbol-less one, and the real one with linux_banner moved */
+static char nosyms_map[160], other_map[160];
 
 /* ---- what a run must show -------------------------------------------------------------------- */
 
@@ -89,7 +89,7 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 #define GDB_ARG	    "<gdb-arg>"
 #define SELF_PID    "<self-pid>" /* the test itself: a process that is no QEMU */
 #define FAKE_MAP    "<fake-map>" /* a System.map whose banner no guest has */
-#define STUB_MAP "<stub-map>"
+#define NOSYMS_MAP "<nosyms-map>"
 #define OTHER_MAP "<other-map>"
 #define DOMAIN_ARG "<domain>"
 
@@ -595,19 +595,19 @@ static const struct linux_test linux_tests[] = {
     },
     {
 	/* System.maps that cannot be used, each refused with one line that says what to do:
-	 * Debian's placeholder (at once), and a map of another kernel (once the kernel is up, its
+	 * Debian's symbol-less one (at once), and a map of another kernel (once the kernel is up, its
 	 * kallsyms tell). */
 	.name = "test_system_map_errors",
 	.runs = {
 	    {
-		.label = "run --qemu, Debian's placeholder System.map",
+		.label = "run --qemu, Debian's symbol-less System.map",
 		.cmd = RAW,
-		.args = {"run", "--qemu", "--kernel", KERNEL, "--system-map", STUB_MAP},
+		.args = {"run", "--qemu", "--kernel", KERNEL, "--system-map", NOSYMS_MAP},
 		.expect = {
 		    .status = 2,
 		    .err_lines = 1,
-		    .err = {" is a placeholder (the real System.map is in the kernel's -dbg "
-			    "package): omit --system-map to read the symbols from the guest's "
+		    .err = {" holds no symbols (Debian puts the real System.map in the kernel's "
+			    "-dbg package): omit --system-map to read the symbols from the guest's "
 			    "kallsyms\n"},
 		},
 	    },
@@ -1202,8 +1202,8 @@ static const char *arg(const char *a)
 		return self_pid;
 	if (!strcmp(a, FAKE_MAP))
 		return fake_map;
-	if (!strcmp(a, STUB_MAP))
-		return stub_map;
+	if (!strcmp(a, NOSYMS_MAP))
+		return nosyms_map;
 	if (!strcmp(a, OTHER_MAP))
 		return other_map;
 	if (!strcmp(a, DOMAIN_ARG))
@@ -1398,7 +1398,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Debian's placeholder System.map, and the real one with linux_banner 4 KiB further on (where no
+/* Debian's symbol-less System.map, and the real one with linux_banner 4 KiB further on (where no
  * "Linux version" is at any KASLR slide). */
 static int write_bad_maps(void)
 {
@@ -1406,9 +1406,9 @@ static int write_bad_maps(void)
 	char line[512];
 	int moved = 0;
 
-	snprintf(stub_map, sizeof(stub_map), "/tmp/hvtrace-test-%s-stub.map", domain_name);
+	snprintf(nosyms_map, sizeof(nosyms_map), "/tmp/hvtrace-test-%s-stub.map", domain_name);
 	snprintf(other_map, sizeof(other_map), "/tmp/hvtrace-test-%s-other.map", domain_name);
-	out = fopen(stub_map, "w");
+	out = fopen(nosyms_map, "w");
 	if (!out)
 		return -1;
 	fputs("ffffffffffffffff B The real System.map is in the linux-image-6.1.0-57-cloud-amd64-dbg "

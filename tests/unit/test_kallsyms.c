@@ -389,8 +389,8 @@ static void test_linux_open_kallsyms(void **state)
 	free(a);
 }
 
-/* Debian's placeholder System.map: refused with what to do instead. */
-static void test_placeholder_map(void **state)
+/* Debian's symbol-less System.map: refused with what to do instead. */
+static void test_symbolless_map(void **state)
 {
 	static const char stub[] = "ffffffffffffffff B The real System.map is in the "
 				   "linux-image-6.1.0-57-cloud-amd64-dbg package\n";
@@ -401,8 +401,8 @@ static void test_placeholder_map(void **state)
 	(void)state;
 	assert_int_equal(vmi_linux_open_map(&l, f, "/boot/System.map", err, sizeof(err)), -EINVAL);
 	assert_string_equal(err,
-			    "/boot/System.map is a placeholder (the real System.map is in the "
-			    "kernel's -dbg package): omit --system-map to read the symbols from "
+			    "/boot/System.map holds no symbols (Debian puts the real System.map in "
+			    "the kernel's -dbg package): omit --system-map to read the symbols from "
 			    "the guest's kallsyms");
 	fclose(f);
 }
@@ -624,7 +624,7 @@ int main(void)
 	    cmocka_unit_test(test_name_too_long),
 	    cmocka_unit_test(test_read),
 	    cmocka_unit_test(test_linux_open_kallsyms),
-	    cmocka_unit_test(test_placeholder_map),
+	    cmocka_unit_test(test_symbolless_map),
 	    cmocka_unit_test(test_modules),
 	    cmocka_unit_test(test_module_layout_btf),
 	};
