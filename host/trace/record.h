@@ -15,6 +15,8 @@ enum hvt_rec_type {
 			     * follow in the next hvt_record_payload_slots(value) records, raw */
 	HVT_REC_RETURN_EVENT = 4, /* a return probe's return with typed fields (of RAX): payload as for
 				   * HVT_REC_EVENT, `value` its length */
+	HVT_REC_LOST = 5, /* `value` events of vCPU `cpu` were lost just before this point of its
+			   * stream (ts: when the loss was seen); no function, no payload */
 };
 
 
