@@ -6,6 +6,7 @@
 #include "host/cli/session.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 
 #ifndef HVT_VERSION
@@ -18,6 +19,9 @@ int main(int argc, char **argv)
 	char err[512];
 	int status;
 
+	/* A closed output (`hvtrace ... | head`) is a write error like any other: reported in one line,
+	 * the guest detached as after any error, never a death by signal halfway through a detach. */
+	signal(SIGPIPE, SIG_IGN);
 	session_init(&s);
 	if (session_parse_args(&s, argc, argv, err, sizeof(err)) < 0) {
 		fprintf(stderr, "hvtrace: %s\n", err);

@@ -11,6 +11,7 @@
 #include "host/kvm/kvm_int3_probe.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,46 @@ static void test_real_kvm_debug_path(void **state)
 	check_bp_path("debug ", "emulation ");
 }
 
+/* A reader that goes away (`hvtrace run ... | head -1`) is a write error: one line naming the output
+ * and exit status 4 (EXIT_HOST_ERROR), not a death by SIGPIPE. */
+static void test_closed_output(void **state)
+{
+	int fds[2], errp[2], status;
+	char line[64];
+	pid_t pid;
+	FILE *in;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(pipe(errp), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		dup2(errp[1], 2);
+		close(fds[0]);
+		close(errp[0]);
+		execl(hv_binary(), "hvtrace", "run", "--probe", probe_here(), "--console", "/dev/null",
+		      hv_guest(NULL), (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	close(errp[1]);
+	in = fdopen(fds[0], "r");
+	assert_non_null(in);
+	assert_non_null(fgets(line, sizeof(line), in));
+	assert_string_equal(line, "# tracer: function\n");
+	fclose(in); /* the reader is gone: the guest's ~100 KB of trace meet a closed pipe */
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 4);
+	in = fdopen(errp[0], "r");
+	assert_non_null(in);
+	assert_non_null(fgets(line, sizeof(line), in));
+	assert_string_equal(line, "hvtrace: stdout: Broken pipe\n");
+	fclose(in);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +259,7 @@ int main(void)
 	    cmocka_unit_test(test_duration_detaches),
 	    cmocka_unit_test(test_pvm_emulation_path),
 	    cmocka_unit_test(test_real_kvm_debug_path),
+	    cmocka_unit_test(test_closed_output),
 	};
 
 	if (!kvm_available())
