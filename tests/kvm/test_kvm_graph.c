@@ -90,8 +90,16 @@ static void parse_graph(struct graph *g, const char *trace, unsigned smp)
 		unsigned long long v;
 		struct task_state *t;
 
-		if (l[0] == '#')
+		if (l[0] == '#' || !strncmp(l, " ------------------------------------------", 43))
 			continue;
+		/* the kernel's context-switch block (verif_pid): dashes, " N) prev => next", dashes */
+		if (sscanf(l, " %u) %39s => %39s", &cpu, a, b) == 3) {
+			assert_true(cpu < smp);
+			assert_string_equal(a, cur[cpu]->name);
+			cur[cpu] = task(g, b);
+			g->markers++;
+			continue;
+		}
 		if (sscanf(l, " %u) ", &cpu) != 1 || cpu >= smp)
 			fail_msg("bad line: '%s'", l);
 		bar = strchr(l, '|');
@@ -100,16 +108,11 @@ static void parse_graph(struct graph *g, const char *trace, unsigned smp)
 		while (text[indent] == ' ')
 			indent++;
 		text += indent;
-		if (sscanf(text, "/* %39s => %39s */", a, b) == 2) {
-			assert_string_equal(a, cur[cpu]->name);
-			cur[cpu] = task(g, b);
-			g->markers++;
-			continue;
-		}
 		t = cur[cpu];
 		t->cpus |= 1u << cpu;
 		if (text[0] == '}') {
-			if (sscanf(text, "} /* %63s = 0x%llx */", name, &v) != 2)
+			if (sscanf(text, "} /* %63s ret=0x%llx */", name, &v) != 2 &&
+			    sscanf(text, "} /* %63s ret=%lld */", name, (long long *)&v) != 2)
 				fail_msg("bad closing line: '%s'", l);
 			/* frames the guest abandoned (non-local exit) are only ever nl_inner */
 			while (t->depth > 0 && strcmp(t->stack[t->depth - 1].func, name)) {
@@ -133,7 +136,8 @@ static void parse_graph(struct graph *g, const char *trace, unsigned smp)
 			g->entries[f]++;
 			snprintf(t->stack[t->depth++].func, sizeof(t->stack[0].func), "%s", name);
 			g->records++;
-		} else if (sscanf(text, "%63[^(](); /* = 0x%llx */", name, &v) == 2) {
+		} else if (sscanf(text, "%63[^(](); /* ret=0x%llx */", name, &v) == 2 ||
+			   sscanf(text, "%63[^(](); /* ret=%lld */", name, (long long *)&v) == 2) {
 			f = func_index(name);
 			g->entries[f]++;
 			g->returns[f]++;
@@ -338,9 +342,9 @@ static void test_graph_function(void **state)
 	}
 	assert_non_null(strstr(r.trace, "|  tree_b() {\n"));
 	assert_non_null(strstr(r.trace, "|    tree_a() {\n"));
-	assert_non_null(strstr(r.trace, "|      tree_leaf(); /* = 0x9 */\n"));
-	assert_non_null(strstr(r.trace, "|    tree_leaf(); /* = 0x9 */\n"));
-	assert_non_null(strstr(r.trace, "|  } /* tree_b = 0xe1 */\n"));
+	assert_non_null(strstr(r.trace, "|      tree_leaf(); /* ret=0x9 */\n"));
+	assert_non_null(strstr(r.trace, "|    tree_leaf(); /* ret=0x9 */\n"));
+	assert_non_null(strstr(r.trace, "|  } /* tree_b ret=0xe1 */\n"));
 	hv_result_free(&r);
 	free(g);
 }
@@ -398,18 +402,18 @@ static void test_graph_rprobe(void **state)
 	(void)state;
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 0);
-	a = strip_comments(r.trace, "r_tree_a: (tree_b+0x", "|    } /* tree_a = 0x19 */", &na);
+	a = strip_comments(r.trace, "r_tree_a: (tree_b+0x", "|    } /* tree_a ret=0x19 */", &na);
 	assert_int_equal(na, 6);
 	b = strip_comments(a, "r_tree_leaf: (tree_", NULL, &nb);
 	assert_int_equal(nb, 18);
-	assert_int_equal(count_text(r.trace, "               |    /* r_tree_a: (tree_b+0x"), 6);
+	assert_int_equal(count_text(r.trace, "               |  /* r_tree_a: (tree_b+0x"), 6);
 	assert_int_equal(count_text(r.trace, " <- tree_a) ret=19 */\n"), 6);
 	/* tree_leaf(3) and tree_leaf(4) in tree_a(3), tree_leaf(3) in tree_b(3) */
-	assert_int_equal(count_text(r.trace, "|      tree_leaf(); /* = 0x9 */\n"), 6);
-	assert_int_equal(count_text(r.trace, "|      tree_leaf(); /* = 0x10 */\n"), 6);
-	assert_int_equal(count_text(r.trace, "|    tree_leaf(); /* = 0x9 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "|      tree_leaf(); /* ret=0x9 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "|      tree_leaf(); /* ret=0x10 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "|    tree_leaf(); /* ret=0x9 */\n"), 6);
 	assert_int_equal(count_text(r.trace, "               |      /* r_tree_leaf: (tree_a+0x"), 12);
-	assert_int_equal(count_text(r.trace, "               |    /* r_tree_leaf: (tree_b+0x"), 6);
+	assert_int_equal(count_text(r.trace, "               |  /* r_tree_leaf: (tree_b+0x"), 6);
 	assert_int_equal(count_text(r.trace, " <- tree_leaf) ret=9 */\n"), 12);
 	assert_int_equal(count_text(r.trace, " <- tree_leaf) ret=10 */\n"), 6);
 	assert_int_equal(count_text(r.trace, "tree_a() {\n"), 6);
@@ -423,7 +427,7 @@ static void test_graph_rprobe(void **state)
 		assert_int_equal(g->entries[f], want);
 		assert_int_equal(g->returns[f], want);
 	}
-	assert_int_equal(count_text(r.trace, "|  } /* tree_b = 0xe1 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "|  } /* tree_b ret=0xe1 */\n"), 6);
 	/* records: an entry and a return per call, the comments are no records of their own */
 	assert_non_null(strstr(r.trace, "# entries-written: 60   lost: 0\n"));
 	free(a);
@@ -448,9 +452,9 @@ static void test_graph_event(void **state)
 	rest = strip_comments(r.trace, "ev_target: id=42, label=", "|  ev_target() {", &n);
 	assert_int_equal(n, 4);
 	assert_int_equal(count_text(r.trace,
-				    "               |    /* ev_target: id=42, label=hello-events */\n"),
+				    "               |  /* ev_target: id=42, label=hello-events */\n"),
 			 2);
-	assert_int_equal(count_text(r.trace, "               |    /* ev_target: id=42, label=(fault) */\n"),
+	assert_int_equal(count_text(r.trace, "               |  /* ev_target: id=42, label=(fault) */\n"),
 			 2);
 	parse_graph(g, rest, 2);
 	for (size_t f = 0; f < NR_FUNCS; f++) {
@@ -459,7 +463,7 @@ static void test_graph_event(void **state)
 		assert_int_equal(g->entries[f], want);
 		assert_int_equal(g->returns[f], want);
 	}
-	assert_int_equal(count_text(r.trace, "|  } /* ev_target = 0x2d */\n"), 4);
+	assert_int_equal(count_text(r.trace, "|  } /* ev_target ret=0x2d */\n"), 4);
 	free(rest);
 	hv_result_free(&r);
 	free(g);

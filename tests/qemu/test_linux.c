@@ -692,7 +692,7 @@ static const struct linux_test linux_tests[] = {
 		.none_in_flight = true, /* the guest powered off: nothing in flight */
 		.profile = true,
 		.profile_min = 6,
-		.nest = {"|  do_sys_openat2() {\n", "|  } /* do_sys_openat2 = 0x", 5},
+		.nest = {"|  do_sys_openat2() {\n", "|  } /* do_sys_openat2 ret=", 5},
 		.trace = {"|    do_filp_open() {\n"},
 	    },
 	}},
@@ -867,7 +867,7 @@ static const struct linux_test linux_tests[] = {
 		.above_4g = true,
 		.profile = true,
 		.profile_min = 6,
-		.nest = {"|  do_sys_openat2() {\n", "|  } /* do_sys_openat2 = 0x", 5},
+		.nest = {"|  do_sys_openat2() {\n", "|  } /* do_sys_openat2 ret=", 5},
 	    },
 	}},
     },
