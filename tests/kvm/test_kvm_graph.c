@@ -556,6 +556,76 @@ static void test_duration_then_guest_finishes(void **state)
 	hv_result_free(&r);
 }
 
+/* The lines of a function_graph trace without their CPU and duration columns: an irq marker as
+ * ">" or "<", a context-switch block's middle line as is, every other line from after its "|  ". */
+static char *graph_shape(const char *trace)
+{
+	char *out = calloc(1, strlen(trace) + 1), *o = out;
+
+	assert_non_null(out);
+	for (const char *l = trace; *l;) {
+		const char *end = strchr(l, '\n'), *bar;
+
+		end = end ? end + 1 : l + strlen(l);
+		bar = memchr(l, '|', (size_t)(end - l));
+		if (*l == '#' || *l == '\n') {
+			/* header, trailer, the empty line after a block */
+		} else if (!strncmp(l, " 0)   ==========> |\n", 20)) {
+			*o++ = '>';
+			*o++ = '\n';
+		} else if (!strncmp(l, " 0)   <========== |\n", 20)) {
+			*o++ = '<';
+			*o++ = '\n';
+		} else if (bar && bar[1] == ' ' && bar[2] == ' ') {
+			memcpy(o, bar + 3, (size_t)(end - bar - 3));
+			o += end - bar - 3;
+		} else {
+			fail_msg("unexpected line '%.*s'", (int)(end - l - 1), l);
+		}
+		l = end;
+	}
+	return out;
+}
+
+/* A guest with a .irqentry.text (tests/guest/irqentry.c): "==========>" before each call into it and
+ * "<==========" after its return, a leaf's included, as print_graph_irq prints them; with trap and
+ * stub probes alike. An errno return (ie_irq_leaf(0) = -1) in decimal. */
+static void test_graph_irq_markers(void **state)
+{
+	static const char *const probes[] = {"trap", "stub"};
+	char want[4096] = "", round[512];
+
+	(void)state;
+	for (long i = 0; i < 3; i++) {
+		snprintf(round, sizeof(round),
+			 "ie_outer() {\n>\n  ie_irq() {\n    ie_leaf(); /* ret=0x%lx */\n"
+			 "  } /* ie_irq ret=0x%lx */\n<\n  ie_leaf(); /* ret=0x%lx */\n>\n"
+			 "  ie_irq_leaf(); /* ret=%s%lx */\n<\n} /* ie_outer ret=0x%lx */\n",
+			 i + 1, 2 * (i + 1), i + 1, i ? "0x" : "-", i ? i - 1 : 1,
+			 2 * (i + 1) + (i + 1) + (i - 1));
+		strcat(want, round);
+	}
+	for (size_t k = 0; k < 2; k++) {
+		struct hv_result r;
+		const char *argv[] = {"run",	 "--probe",	       probes[k],
+				      "-p",	 "function_graph",     "--funcgraph-retval",
+				      "--stats", hv_guest("irqentry"), NULL};
+		char *shape;
+
+		hv_run(&r, argv, 0, 0);
+		assert_int_equal(r.status, 0);
+		assert_non_null(strstr(r.console, "hvt-irqentry: ok\n"));
+		shape = graph_shape(r.trace);
+		assert_string_equal(shape, want);
+		assert_non_null(strstr(r.trace, "\n# entries-written: 30   lost: 0\n"));
+		/* the stub run's records all came through the stub's rings */
+		if (k == 1)
+			assert_int_equal(hv_stat(r.err, "stub probes ", "records "), 30);
+		free(shape);
+		hv_result_free(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -564,6 +634,7 @@ int main(void)
 		cmocka_unit_test(test_graph_rprobe),     cmocka_unit_test(test_graph_event),
 		cmocka_unit_test(test_max_depth),      cmocka_unit_test(test_profile),
 		cmocka_unit_test(test_duration_then_guest_finishes),
+		cmocka_unit_test(test_graph_irq_markers),
 	};
 
 	if (!kvm_available())
