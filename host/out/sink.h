@@ -65,7 +65,8 @@ void sink_printf(struct sink *s, const char *fmt, ...) __attribute__((format(pri
 /* Flushes s->out (at the end of the trace); a failure goes to s->err as for sink_write. */
 void sink_flush(struct sink *s);
 
-/* ftrace's function tracer text: "<task>-<pid> [<cpu>]  <ts>: <func> <-<parent>", and for function-based
+/* ftrace's function tracer text as Linux 6.x prints it with irq-info off (the kernel's header and
+ * legend; "CPU:N [LOST M EVENTS]" lines): "<task>-<pid> [<cpu>]  <ts>: <func> <-<parent>", and for function-based
  * events "<task>-<pid> [<cpu>] <ts>: <parent>-><func>(name=value, ...)". */
 void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus);
 
@@ -94,8 +95,10 @@ int sink_return_body(char *buf, size_t len, const struct hvt_record *r, const st
 int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
 		      const uint8_t *payload, const struct vmi_symtab *syms);
 
-/* ftrace's function_graph text: per-vCPU column, nesting by indentation, leaf calls on one line,
- * durations with overhead marks, task-switch markers. @retval adds return values, @tail names the
+/* ftrace's function_graph text as Linux 6.x prints it: per-vCPU column, nesting by indentation, leaf
+ * calls on one line, durations with overhead marks, the context-switch block on a pid change of a
+ * vCPU, "==========>" / "<==========" around calls into [irq_lo, irq_hi), "CPU:N [LOST M EVENTS]".
+ * @retval adds return values (errno values in decimal unless graph_retval_hex), @tail names the
  * function on closing braces. Returns 0 or -1 (no memory). */
 int sink_graph_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus,
 		    bool retval, bool tail);
