@@ -32,7 +32,7 @@ const char session_usage[] =
 	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
 	"                           (set_graph_function; repeatable)\n"
 	"      --max-depth N        function_graph: trace at most N levels deep\n"
-	"      --funcgraph-retval   function_graph: print return values (RAX; errno values in decimal)\n"
+	"      --funcgraph-retval   function_graph: print return values (RAX; errno in decimal)\n"
 	"      --funcgraph-retval-hex\n"
 	"                           function_graph: print return values, all in hex\n"
 	"      --funcgraph-tail     function_graph: name the function on closing braces\n"

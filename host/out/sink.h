@@ -66,8 +66,8 @@ void sink_printf(struct sink *s, const char *fmt, ...) __attribute__((format(pri
 void sink_flush(struct sink *s);
 
 /* ftrace's function tracer text as Linux 6.x prints it with irq-info off (the kernel's header and
- * legend; "CPU:N [LOST M EVENTS]" lines): "<task>-<pid> [<cpu>]  <ts>: <func> <-<parent>", and for function-based
- * events "<task>-<pid> [<cpu>] <ts>: <parent>-><func>(name=value, ...)". */
+ * legend; "CPU:N [LOST M EVENTS]" lines): "<task>-<pid> [<cpu>]  <ts>: <func> <-<parent>", and for
+ * function-based events "<task>-<pid> [<cpu>]  <ts>: <parent>-><func>(name=value, ...)". */
 void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus);
 
 /* The kernel's context columns (trace_print_context, irq-info off): "%16s-%-7d [%03d]  %5lu.%06lu: ",

@@ -60,8 +60,8 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 			w->sink->next_payload = w->next_payload;
 		}
 		if (w->sink->ops->lookahead && best->type != HVT_REC_RETURN &&
-		    best->type != HVT_REC_RETURN_EVENT && best->type != HVT_REC_LOST && !next && !final &&
-		    horizon - best->ts < LOOKAHEAD_NS)
+		    best->type != HVT_REC_RETURN_EVENT && best->type != HVT_REC_LOST && !next &&
+		    !final && horizon - best->ts < LOOKAHEAD_NS)
 			break;
 		w->last_ts = best->ts;
 		used = w->sink->ops->record(w->sink, best, next);

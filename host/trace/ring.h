@@ -88,8 +88,8 @@ static inline void ring_lost(struct ring *r, uint64_t n, unsigned cpu)
 
 /* Producer: publishes @rec followed by the @len bytes of @payload (raw, in the records after it), all
  * or nothing, preceded by an HVT_REC_LOST record (stamped with @rec's time) when ring_lost counted
- * some since the last one. False, with the stall counted, when the ring has no room for them now. The one way
- * records enter a ring; allocation- and format-free. */
+ * some since the last one. False, with the stall counted, when the ring has no room for them now.
+ * The one way records enter a ring; allocation- and format-free. */
 static inline bool ring_emit(struct ring *r, const struct hvt_record *rec, const void *payload,
 			     size_t len)
 {

@@ -106,7 +106,8 @@ static void test_format_unknown_parent(void **state)
 	assert_string_equal(buf, "         worker1-101     [001]      1.234568: 0x500000 <-fib\n");
 }
 
-/* Field edges: zero time, sub-microsecond rounding (ns2usecs adds 500 ns), a 15-character comm, a wide pid, cpu >= 100,
+/* Field edges: zero time, sub-microsecond rounding (ns2usecs adds 500 ns), a 15-character comm, a
+ * wide pid, cpu >= 100,
  * more than 99999 seconds. */
 static void test_format_fields(void **state)
 {
@@ -161,7 +162,8 @@ static void test_sink_stream(void **state)
 			    "#           TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"
 			    "#              | |         |         |         |\n"
 			    "         worker1-101     [001]      1.234568: fib <-task_step\n"
-			    "         worker1-101     [001]      1.234568: r_fib: (task_step+0x17/0x80 <- fib) "
+			    "         worker1-101     [001]      1.234568: r_fib: "
+			    "(task_step+0x17/0x80 <- fib) "
 			    "ret=0x2a duration=12.345us\n"
 			    "       <unknown>-0       [000]      2.000001: task_step <-0x9999\n"
 			    "# entries-in-buffer/entries-written: 3/10   #P:2\n"
