@@ -134,6 +134,15 @@ $(GUEST_DIR)/hostile_data.o: tests/guest/hostile_data.c guest-stub/stub_abi.h | 
 $(HOSTILE_DATA_GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/hostile_data.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
 
+# A guest with a .irqentry.text (issue 12, tests/guest/irqentry.c): function_graph's irq markers.
+IRQENTRY_GUEST := $(GUEST_DIR)/test-guest-irqentry.elf
+all kvm-test test: $(IRQENTRY_GUEST)
+$(GUEST_DIR)/irqentry.o: tests/guest/irqentry.c | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
+$(IRQENTRY_GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/irqentry.o tests/guest/guest.ld
+	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
+
 $(TEST_LIB): $(TEST_COMMON)
 	rm -f $@
 	ar rcs $@ $^

@@ -134,10 +134,19 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	    expect_check_names(tracer_probes(&p->tr), s->expect_call, s->nr_expect_call,
 			       s->expect_no_call, s->nr_expect_no_call, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	if (s->tracer == TRACER_FUNCTION_GRAPH)
+	if (s->tracer == TRACER_FUNCTION_GRAPH) {
+		const struct vmi_sym *lo = vmi_symtab_find(g->funcs, "__irqentry_text_start");
+		const struct vmi_sym *hi = vmi_symtab_find(g->funcs, "__irqentry_text_end");
+
 		sink_graph_init(&p->sink, out, g->funcs, nr_cpus, s->funcgraph_retval,
 				s->funcgraph_tail);
-	else
+		p->sink.graph_retval_hex = s->funcgraph_retval_hex;
+		/* the kernel's ==========> / <========== around its .irqentry.text */
+		if (lo && hi && lo->addr < hi->addr) {
+			p->sink.irq_lo = lo->addr;
+			p->sink.irq_hi = hi->addr;
+		}
+	} else
 		sink_function_init(&p->sink, out, g->funcs, nr_cpus);
 	p->sink.tracer = tracer_name(s->tracer);
 	p->sink.event_of = tracer_event_of;

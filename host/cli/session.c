@@ -32,7 +32,9 @@ const char session_usage[] =
 	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
 	"                           (set_graph_function; repeatable)\n"
 	"      --max-depth N        function_graph: trace at most N levels deep\n"
-	"      --funcgraph-retval   function_graph: print return values (RAX)\n"
+	"      --funcgraph-retval   function_graph: print return values (RAX; errno in decimal)\n"
+	"      --funcgraph-retval-hex\n"
+	"                           function_graph: print return values, all in hex\n"
 	"      --funcgraph-tail     function_graph: name the function on closing braces\n"
 	"      --profile            per-function hits, returns, misses and durations on stderr\n"
 	"  -o, --output FILE        write the trace to FILE (default: stdout)\n"
@@ -143,6 +145,7 @@ enum {
 	OPT_STATS,
 	OPT_MAX_DEPTH,
 	OPT_RETVAL,
+	OPT_RETVAL_HEX,
 	OPT_TAIL,
 	OPT_PROFILE,
 	OPT_QEMU,
@@ -170,6 +173,7 @@ static const struct option run_opts[] = {
 	{"return-probe", required_argument, NULL, 'r'},
 	{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
 	{"funcgraph-retval", no_argument, NULL, OPT_RETVAL},
+	{"funcgraph-retval-hex", no_argument, NULL, OPT_RETVAL_HEX},
 	{"funcgraph-tail", no_argument, NULL, OPT_TAIL},
 	{"profile", no_argument, NULL, OPT_PROFILE},
 	{"output", required_argument, NULL, 'o'},
@@ -363,6 +367,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 			ret = parse_uint("--max-depth", optarg, 1, 255, &s->max_depth, err, errlen);
 			break;
 		case OPT_RETVAL: s->funcgraph_retval = true; break;
+		case OPT_RETVAL_HEX: s->funcgraph_retval = s->funcgraph_retval_hex = true; break;
 		case OPT_TAIL: s->funcgraph_tail = true; break;
 		case OPT_PROFILE: s->profile = true; break;
 		case OPT_QEMU: s->qemu = true; break;
@@ -464,6 +469,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	if (s->tracer != TRACER_FUNCTION_GRAPH) {
 		const char *opt = s->nr_graph	       ? "-g"
 				  : s->max_depth       ? "--max-depth"
+				  : s->funcgraph_retval_hex ? "--funcgraph-retval-hex"
 				  : s->funcgraph_retval ? "--funcgraph-retval"
 				  : s->funcgraph_tail   ? "--funcgraph-tail"
 							: NULL;

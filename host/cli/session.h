@@ -27,6 +27,7 @@ struct session {
 	size_t nr_graph;
 	unsigned max_depth; /* max_graph_depth, 0 = no limit */
 	bool funcgraph_retval;
+	bool funcgraph_retval_hex; /* every return value in hex (implies funcgraph_retval) */
 	bool funcgraph_tail;
 	bool profile; /* per-function summary on stderr at the end */
 	bool tracer_given; /* -p was given (with only -e, the default tracer is nop) */

@@ -43,6 +43,11 @@ struct sink {
 	const struct fe_spec *(*event_of)(void *ctx, uint64_t ip);
 	const struct fe_spec *(*ret_event_of)(void *ctx, uint64_t ip); /* typed return probes */
 	void *event_ctx;
+	bool graph_retval_hex;		/* function_graph: every return value in hex */
+	uint64_t irq_lo, irq_hi;	/* the guest's .irqentry.text [lo, hi), 0/0 if unknown */
+	/* set before begin() by a reader of a finished trace (report): the header's counts */
+	bool counts_known;
+	unsigned long long hdr_entries, hdr_written;
 };
 
 /* Guest-supplied text (task names, strings, symbols) is escaped (host/trace/escape.h) in every
@@ -60,9 +65,17 @@ void sink_printf(struct sink *s, const char *fmt, ...) __attribute__((format(pri
 /* Flushes s->out (at the end of the trace); a failure goes to s->err as for sink_write. */
 void sink_flush(struct sink *s);
 
-/* ftrace's function tracer text: "<task>-<pid> [<cpu>] <ts>: <func> <-<parent>", and for function-based
- * events "<task>-<pid> [<cpu>] <ts>: <parent>-><func>(name=value, ...)". */
+/* ftrace's function tracer text as Linux 6.x prints it with irq-info off (the kernel's header and
+ * legend; "CPU:N [LOST M EVENTS]" lines): "<task>-<pid> [<cpu>]  <ts>: <func> <-<parent>", and for
+ * function-based events "<task>-<pid> [<cpu>]  <ts>: <parent>-><func>(name=value, ...)". */
 void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus);
+
+/* The kernel's context columns (trace_print_context, irq-info off): "%16s-%-7d [%03d]  %5lu.%06lu: ",
+ * task, pid, CPU, timestamp rounded to the microsecond as ns2usecs(). Returns the length. Pure. */
+int sink_context(char *buf, size_t len, const struct hvt_record *r);
+
+/* The kernel's lost-events line for HVT_REC_LOST @r: "CPU:%d [LOST %lu EVENTS]\n". Pure. */
+int sink_lost_format(char *buf, size_t len, const struct hvt_record *r);
 
 /* Formats @r as one function-tracer line (with '\n') into @buf. Returns the length. Pure. */
 int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
@@ -82,8 +95,10 @@ int sink_return_body(char *buf, size_t len, const struct hvt_record *r, const st
 int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
 		      const uint8_t *payload, const struct vmi_symtab *syms);
 
-/* ftrace's function_graph text: per-vCPU column, nesting by indentation, leaf calls on one line,
- * durations with overhead marks, task-switch markers. @retval adds return values, @tail names the
+/* ftrace's function_graph text as Linux 6.x prints it: per-vCPU column, nesting by indentation, leaf
+ * calls on one line, durations with overhead marks, the context-switch block on a pid change of a
+ * vCPU, "==========>" / "<==========" around calls into [irq_lo, irq_hi), "CPU:N [LOST M EVENTS]".
+ * @retval adds return values (errno values in decimal unless graph_retval_hex), @tail names the
  * function on closing braces. Returns 0 or -1 (no memory). */
 int sink_graph_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus,
 		    bool retval, bool tail);
@@ -104,7 +119,9 @@ char sink_graph_mark(uint64_t ns);
 void sink_write_line(struct sink *s, char *buf, size_t size, int n);
 
 /* The trailer of the text sinks: records written, events lost as the host knows it, and what the
- * guest reported lost when that is not 0. From end(). */
+ * guest reported lost when that is not 0. From end(). (The function tracer's end() prints the
+ * kernel's "# entries-in-buffer/entries-written: a/b   #P:n" line before it in a live trace, whose
+ * header could not hold it.) */
 void sink_trailer(struct sink *s);
 
 /* Writes the name of the function holding @addr (escaped; "0x<addr>" if none) into @buf. Pure. */

@@ -31,30 +31,43 @@ void sink_trailer(struct sink *s)
 	sink_write(s, "\n", 1);
 }
 
+int sink_context(char *buf, size_t len, const struct hvt_record *r)
+{
+	char comm[ESCAPE_SIZE(VMI_COMM_LEN)];
+	/* ns2usecs() rounds to the nearest microsecond */
+	uint64_t us = r->ts / 1000u + (r->ts % 1000u >= 500u);
+
+	escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
+	return snprintf(buf, len, "%16s-%-7d [%03u]  %5" PRIu64 ".%06" PRIu64 ": ", comm, r->pid,
+			r->cpu, us / 1000000u, us % 1000000u);
+}
+
+int sink_lost_format(char *buf, size_t len, const struct hvt_record *r)
+{
+	return snprintf(buf, len, "CPU:%u [LOST %" PRIu64 " EVENTS]\n", r->cpu, r->value);
+}
+
 int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
 			 const struct vmi_symtab *syms)
 {
-	char func[128], parent[128], comm[ESCAPE_SIZE(VMI_COMM_LEN)];
+	char func[128], parent[128], ctx[128];
 
 	sink_symbol_name(func, sizeof(func), r->ip, syms);
 	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
-	escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
-	return snprintf(buf, len, "%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s <-%s\n", comm,
-			r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
-			(uint64_t)(r->ts % 1000000000u / 1000), func, parent);
+	sink_context(ctx, sizeof(ctx), r);
+	/* trace_fn_trace(): "func <-parent" */
+	return snprintf(buf, len, "%s%s <-%s\n", ctx, func, parent);
 }
 
 int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
 		      const uint8_t *payload, const struct vmi_symtab *syms)
 {
-	char parent[128], fields[2048], comm[ESCAPE_SIZE(VMI_COMM_LEN)];
+	char parent[128], fields[2048], ctx[128];
 
 	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
 	fe_format(fields, sizeof(fields), spec, payload, syms);
-	escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
-	return snprintf(buf, len, "%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s->%s(%s)\n", comm,
-			r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
-			(uint64_t)(r->ts % 1000000000u / 1000), parent, spec->func, fields);
+	sink_context(ctx, sizeof(ctx), r);
+	return snprintf(buf, len, "%s%s->%s(%s)\n", ctx, parent, spec->func, fields);
 }
 
 int sink_return_body(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
@@ -84,28 +97,25 @@ int sink_return_body(char *buf, size_t len, const struct hvt_record *r, const st
 int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
 		       const uint8_t *payload, const struct vmi_symtab *syms)
 {
-	char body[2560], comm[ESCAPE_SIZE(VMI_COMM_LEN)];
+	char body[2560], ctx[128];
 
 	sink_return_body(body, sizeof(body), r, spec, payload, syms);
-	escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
-	return snprintf(buf, len,
-			"%16s-%-7d [%03u] %5" PRIu64 ".%06" PRIu64 ": %s duration=%" PRIu64
-			".%03" PRIu64 "us\n",
-			comm, r->pid, r->cpu, (uint64_t)(r->ts / 1000000000u),
-			(uint64_t)(r->ts % 1000000000u / 1000), body, r->duration / 1000,
-			r->duration % 1000);
+	sink_context(ctx, sizeof(ctx), r);
+	return snprintf(buf, len, "%s%s duration=%" PRIu64 ".%03" PRIu64 "us\n", ctx, body,
+			r->duration / 1000, r->duration % 1000);
 }
 
 static void function_begin(struct sink *s)
 {
-	sink_printf(s,
-		    "# tracer: %s\n"
-		    "#\n"
-		    "# CPUs: %u\n"
-		    "#\n"
-		    "#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
-		    "#              | |         |       |         |\n",
-		    s->tracer ? s->tracer : "function", s->nr_cpus);
+	/* s_show() names the tracer; print_func_help_header() (irq-info off: we cannot know the
+	 * irqs-off/need-resched flags) prints the counts (print_event_info) and the legend. A live
+	 * trace does not know its counts yet: they go to the trailer. */
+	sink_printf(s, "# tracer: %s\n#\n", s->tracer ? s->tracer : "function");
+	if (s->counts_known)
+		sink_printf(s, "# entries-in-buffer/entries-written: %llu/%llu   #P:%u\n#\n",
+			    s->hdr_entries, s->hdr_written, s->nr_cpus);
+	sink_printf(s, "#           TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"
+		       "#              | |         |         |         |\n");
 }
 
 static unsigned function_record(struct sink *s, const struct hvt_record *r,
@@ -115,6 +125,12 @@ static unsigned function_record(struct sink *s, const struct hvt_record *r,
 	int n;
 
 	(void)next;
+	if (r->type == HVT_REC_LOST) {
+		/* print_trace_line(): before the next event of that CPU */
+		n = sink_lost_format(line, sizeof(line), r);
+		sink_write_line(s, line, sizeof(line), n);
+		return 1;
+	}
 	if (r->type == HVT_REC_EVENT && s->payload && s->event_of && s->event_of(s->event_ctx, r->ip)) {
 		const uint8_t *payload = s->payload;
 		const struct fe_spec *e = s->event_of(s->event_ctx, r->ip);
@@ -150,6 +166,10 @@ static unsigned function_record(struct sink *s, const struct hvt_record *r,
 
 static void function_end(struct sink *s)
 {
+	/* the kernel's count line (print_event_info), where a live trace knows the numbers */
+	if (!s->counts_known)
+		sink_printf(s, "# entries-in-buffer/entries-written: %llu/%llu   #P:%u\n", s->written,
+			    s->written + s->lost, s->nr_cpus);
 	sink_trailer(s);
 	sink_flush(s);
 }

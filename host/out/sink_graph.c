@@ -107,6 +107,22 @@ static size_t prefix(char *buf, size_t len, const struct sink *s, unsigned cpu, 
 	return add(buf, len, n, "|  ");
 }
 
+/* The retval comment of print_graph_retval(): errno values (-4095..-1, also as a sign-extended
+ * 32-bit int) in decimal unless @hex, everything else in hex. */
+static size_t add_retval(char *buf, size_t len, size_t n, uint64_t v, bool hex)
+{
+	uint64_t err = 0;
+
+	if (v && !hex) {
+		err = (v & (1ull << 31)) && !(v >> 32) ? (uint64_t)(int64_t)(int32_t)v : v;
+		if (err < (uint64_t)-4095) /* !IS_ERR_VALUE */
+			err = 0;
+	}
+	if (err)
+		return add(buf, len, n, " ret=%" PRId64, (int64_t)err);
+	return add(buf, len, n, " ret=0x%" PRIx64, v);
+}
+
 int sink_graph_format(char *buf, size_t len, const struct sink *s, const struct hvt_record *r,
 		      const struct hvt_record *ret)
 {
@@ -117,20 +133,29 @@ int sink_graph_format(char *buf, size_t len, const struct sink *s, const struct 
 
 	sink_symbol_name(func, sizeof(func), r->ip, s->syms);
 	if (r->type != HVT_REC_RETURN && !ret) {
+		/* print_graph_entry_nested() */
 		n = prefix(buf, len, s, r->cpu, NULL);
 		n = add(buf, len, n, "%*s%s() {", indent, "", func);
 	} else if (r->type != HVT_REC_RETURN) {
+		/* print_graph_entry_leaf(), print_graph_retval() with an entry */
 		n = prefix(buf, len, s, r->cpu, &ret->duration);
 		n = add(buf, len, n, "%*s%s();", indent, "", func);
-		if (s->graph_retval)
-			n = add(buf, len, n, " /* = 0x%" PRIx64 " */", ret->value);
+		if (s->graph_retval) {
+			n = add(buf, len, n, " /*");
+			n = add_retval(buf, len, n, ret->value, s->graph_retval_hex);
+			n = add(buf, len, n, " */");
+		}
 	} else {
+		/* print_graph_return(), print_graph_retval() without an entry */
 		n = prefix(buf, len, s, r->cpu, &r->duration);
 		n = add(buf, len, n, "%*s}", indent, "");
-		if (s->graph_retval)
-			n = add(buf, len, n, " /* %s = 0x%" PRIx64 " */", func, r->value);
-		else if (s->graph_tail)
+		if (s->graph_retval) {
+			n = add(buf, len, n, " /* %s", func);
+			n = add_retval(buf, len, n, r->value, s->graph_retval_hex);
+			n = add(buf, len, n, " */");
+		} else if (s->graph_tail) {
 			n = add(buf, len, n, " /* %s */", func);
+		}
 	}
 	return (int)end_line(buf, len, n);
 }
@@ -143,28 +168,58 @@ static void graph_begin(struct sink *s)
 		       "# |     |   |                     |   |   |   |\n");
 }
 
-/* Prints the "prev-pid => next-pid" comment line when the guest task on this vCPU changed. */
+/* print_graph_proc(): "comm-pid" (comm cut to 7 bytes), centred in 14 columns. */
+static size_t add_proc(char *buf, size_t len, size_t n, const char *comm, int32_t pid)
+{
+	char raw[8], name[ESCAPE_SIZE(8)], id[16];
+	int w, spaces;
+
+	memcpy(raw, comm, 7);
+	raw[7] = 0;
+	escape_str(name, sizeof(name), raw, 7);
+	snprintf(id, sizeof(id), "%d", pid);
+	w = (int)(strlen(name) + strlen(id) + 1);
+	spaces = w < 14 ? 14 - w : 0;
+	return add(buf, len, n, "%*s%s-%s%*s", spaces / 2, "", name, id, spaces - spaces / 2, "");
+}
+
+/* verif_pid(): the context-switch block when the guest task (pid) on this vCPU changed. */
 static void task_marker(struct sink *s, const struct hvt_record *r)
 {
-	char line[256], from[ESCAPE_SIZE(VMI_COMM_LEN)], to[ESCAPE_SIZE(VMI_COMM_LEN)];
+	char line[256];
 	struct graph_cpu *c;
 	size_t n;
 
 	if (r->cpu >= s->nr_cpus)
 		return;
 	c = &((struct graph_cpu *)s->priv)[r->cpu];
-	if (c->seen && (c->pid != r->pid || strncmp(c->comm, r->comm, VMI_COMM_LEN))) {
-		escape_str(from, sizeof(from), c->comm, VMI_COMM_LEN);
-		escape_str(to, sizeof(to), r->comm, VMI_COMM_LEN);
-		n = prefix(line, sizeof(line), s, r->cpu, NULL);
-		n = add(line, sizeof(line), n, "/* %s-%d => %s-%d */", from, c->pid, to, r->pid);
-		end_line(line, sizeof(line), n);
-		sink_write(s, line, strlen(line));
+	if (c->seen && c->pid != r->pid) {
+		n = add(line, sizeof(line), 0, " ------------------------------------------\n");
+		n = add(line, sizeof(line), n, " %*u) ", cpu_width(s->nr_cpus), r->cpu);
+		n = add_proc(line, sizeof(line), n, c->comm, c->pid);
+		n = add(line, sizeof(line), n, " => ");
+		n = add_proc(line, sizeof(line), n, r->comm, r->pid);
+		n = add(line, sizeof(line), n, "\n ------------------------------------------\n\n");
+		sink_write(s, line, n);
 		s->task_switches++;
 	}
 	c->seen = true;
 	c->pid = r->pid;
 	memcpy(c->comm, r->comm, VMI_COMM_LEN);
+}
+
+/* print_graph_irq(): "==========>" before an entry into the guest's .irqentry.text, "<=========="
+ * after its return. */
+static void irq_marker(struct sink *s, const struct hvt_record *r, bool enter)
+{
+	char line[64];
+	size_t n;
+
+	if (r->ip < s->irq_lo || r->ip >= s->irq_hi)
+		return;
+	n = add(line, sizeof(line), 0, " %*u)   %s |\n", cpu_width(s->nr_cpus), r->cpu,
+		enter ? "==========>" : "<==========");
+	sink_write(s, line, n);
 }
 
 /* RAX of return @r into *@v: a plain return's value, or a return probe's first field when that is
@@ -189,12 +244,15 @@ static bool return_value(const struct sink *s, const struct hvt_record *r, const
 	return true;
 }
 
-/* A comment line ("/" "* text *" "/") at @depth's indentation, as ftrace's function_graph prints
- * trace events (print_graph_comment): blank duration column. */
-static void comment_line(struct sink *s, unsigned cpu, unsigned depth, const char *text)
+/* A comment line ("/" "* text *" "/") as ftrace's function_graph prints trace events
+ * (print_graph_comment): blank duration column, indented by the vCPU's graph depth @depth as the
+ * kernel keeps it (the entry's depth inside a function, one less after a return), and not at all
+ * when that is 0. */
+static void comment_line(struct sink *s, unsigned cpu, int depth, const char *text)
 {
 	char line[4096];
-	int indent = 2 * (int)(depth < SINK_GRAPH_MAX_DEPTH ? depth : SINK_GRAPH_MAX_DEPTH);
+	int d = depth < SINK_GRAPH_MAX_DEPTH ? depth : SINK_GRAPH_MAX_DEPTH;
+	int indent = d > 0 ? 2 * (d + 1) : 0;
 	size_t n = prefix(line, sizeof(line), s, cpu, NULL);
 
 	n = add(line, sizeof(line), n, "%*s/* %s */", indent, "", text);
@@ -209,7 +267,7 @@ static void return_comment(struct sink *s, const struct hvt_record *r, const uin
 	char body[2560];
 
 	sink_return_body(body, sizeof(body), r, spec, payload, s->syms);
-	comment_line(s, r->cpu, r->depth, body);
+	comment_line(s, r->cpu, (int)r->depth - 1, body);
 }
 
 /* The "<func>: fields" comments of -e event @r inside its function, one level deeper. */
@@ -225,7 +283,7 @@ static void event_comment(struct sink *s, const struct hvt_record *r)
 	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++) {
 		fe_format(fields, sizeof(fields), spec, payload, s->syms);
 		snprintf(body, sizeof(body), "%s: %s", spec->func, fields);
-		comment_line(s, r->cpu, r->depth + 1u, body);
+		comment_line(s, r->cpu, r->depth, body);
 		payload += fe_event_size(spec);
 	}
 }
@@ -254,7 +312,14 @@ static unsigned graph_record(struct sink *s, const struct hvt_record *r,
 		    (next->type == HVT_REC_RETURN || next->type == HVT_REC_RETURN_EVENT) &&
 		    next->ip == r->ip && next->depth == r->depth && next->pid == r->pid;
 
+	if (r->type == HVT_REC_LOST) {
+		/* print_trace_line(): before the next event of that CPU */
+		sink_write_line(s, line, sizeof(line), sink_lost_format(line, sizeof(line), r));
+		return 1;
+	}
 	task_marker(s, r);
+	if (!is_return)
+		irq_marker(s, r, true);
 	if (is_return) {
 		sink_write_line(s, line, sizeof(line),
 				format_return(line, sizeof(line), s, r, NULL, s->payload));
@@ -266,6 +331,8 @@ static unsigned graph_record(struct sink *s, const struct hvt_record *r,
 				sink_graph_format(line, sizeof(line), s, r, NULL));
 	}
 	s->written += leaf ? 2 : 1;
+	if (is_return || leaf)
+		irq_marker(s, r, false);
 	if (r->type == HVT_REC_EVENT)
 		event_comment(s, r);
 	if (r->type == HVT_REC_RETURN_EVENT)

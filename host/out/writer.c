@@ -60,9 +60,10 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 			w->sink->next_payload = w->next_payload;
 		}
 		if (w->sink->ops->lookahead && best->type != HVT_REC_RETURN &&
-		    best->type != HVT_REC_RETURN_EVENT && !next && !final &&
-		    horizon - best->ts < LOOKAHEAD_NS)
+		    best->type != HVT_REC_RETURN_EVENT && best->type != HVT_REC_LOST && !next &&
+		    !final && horizon - best->ts < LOOKAHEAD_NS)
 			break;
+		w->last_ts = best->ts;
 		used = w->sink->ops->record(w->sink, best, next);
 		if (w->tap) {
 			w->tap(w->tap_ctx, best);
@@ -119,10 +120,32 @@ int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink 
 	return 0;
 }
 
+/* Losses counted after the last record a ring took (ring_lost with no ring_emit since): one
+ * HVT_REC_LOST record each, at the end of the stream. */
+static void pending_losses(struct writer *w)
+{
+	for (unsigned i = 0; i < w->nr; i++) {
+		struct ring *ring = &w->rings[i];
+		struct hvt_record r = {.ts = w->last_ts, .type = HVT_REC_LOST};
+
+		if (!ring->lost_pending)
+			continue;
+		r.cpu = ring->lost_cpu;
+		r.value = ring->lost_pending;
+		ring->lost_pending = 0;
+		w->sink->payload = NULL;
+		w->sink->next_payload = NULL;
+		w->sink->ops->record(w->sink, &r, NULL);
+		if (w->tap)
+			w->tap(w->tap_ctx, &r);
+	}
+}
+
 void writer_stop(struct writer *w, unsigned long long lost)
 {
 	atomic_store(&w->stop, 1);
 	pthread_join(w->thread, NULL);
+	pending_losses(w);
 	w->sink->lost = lost;
 	w->sink->ops->end(w->sink);
 }

@@ -27,6 +27,7 @@ struct writer {
 	unsigned long long *events; /* per ring, records delivered */
 	uint8_t *payload;	    /* an event's payload, gathered from its records */
 	uint8_t *next_payload;	    /* the looked-ahead record's payload (inside @payload's block) */
+	uint64_t last_ts;	    /* of the last record handed to the sink */
 };
 
 /* Calls the sink's begin() and starts the thread. Records are emitted in timestamp order across rings,
@@ -34,7 +35,8 @@ struct writer {
 int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink *sink,
 		 writer_horizon_fn horizon, void *horizon_ctx);
 
-/* Drains every ring to the end, calls the sink's end() with @lost, joins. Call once no producer runs. */
+/* Drains every ring to the end, hands the sink an HVT_REC_LOST record for each ring's losses counted
+ * after its last record, calls the sink's end() with @lost, joins. Call once no producer runs. */
 void writer_stop(struct writer *w, unsigned long long lost);
 
 /* Frees the per-ring counters (after writer_stop). */

@@ -19,6 +19,10 @@ struct ring {
 	_Alignas(64) _Atomic uint64_t head; /* next slot the producer writes */
 	_Alignas(64) _Atomic uint64_t tail; /* next slot the consumer reads */
 	uint64_t stalls; /* producer: times it found the ring full; producer thread only */
+	/* producer: events lost since the last record published, to go out as one HVT_REC_LOST
+	 * record of vCPU @lost_cpu before the next record (ring_emit), or at the end (writer) */
+	uint64_t lost_pending;
+	uint16_t lost_cpu;
 };
 
 /* Allocates room for at least @nr records (rounded up to a power of two). Returns 0 or -ENOMEM. */
@@ -74,17 +78,37 @@ static inline void ring_put_payload(struct ring *r, const uint8_t *payload, size
 	}
 }
 
+/* Producer: counts @n events of vCPU @cpu lost at this point of the ring's stream (saturating).
+ * Allocation- and format-free. */
+static inline void ring_lost(struct ring *r, uint64_t n, unsigned cpu)
+{
+	r->lost_pending = r->lost_pending + n < n ? UINT64_MAX : r->lost_pending + n;
+	r->lost_cpu = (uint16_t)cpu;
+}
+
 /* Producer: publishes @rec followed by the @len bytes of @payload (raw, in the records after it), all
- * or nothing. False, with the stall counted, when the ring has no room for them now. The one way
- * records enter a ring; allocation- and format-free. */
+ * or nothing, preceded by an HVT_REC_LOST record (stamped with @rec's time) when ring_lost counted
+ * some since the last one. False, with the stall counted, when the ring has no room for them now.
+ * The one way records enter a ring; allocation- and format-free. */
 static inline bool ring_emit(struct ring *r, const struct hvt_record *rec, const void *payload,
 			     size_t len)
 {
 	uint64_t slots = 1 + hvt_record_payload_slots(len);
 
-	if (!ring_reserve_n(r, slots)) {
+	if (!ring_reserve_n(r, slots + (r->lost_pending != 0))) {
 		r->stalls++;
 		return false;
+	}
+	if (r->lost_pending) {
+		struct hvt_record *l = ring_slot(r, 0);
+
+		memset(l, 0, sizeof(*l));
+		l->ts = rec->ts;
+		l->cpu = r->lost_cpu;
+		l->type = HVT_REC_LOST;
+		l->value = r->lost_pending;
+		r->lost_pending = 0;
+		ring_commit_n(r, 1);
 	}
 	*ring_slot(r, 0) = *rec;
 	if (len)

@@ -178,6 +178,18 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 	return true;
 }
 
+/* Marks in vCPU @c's host ring (ring_lost) what its guest ring says it could not take since the
+ * last look (guest-reported: a count that went back is only taken as the new base). After the
+ * records read with that count: they were in the ring while it was full. */
+static void note_guest_lost(struct stub_drain *d, unsigned c)
+{
+	uint64_t now = d->stub.lost[c];
+
+	if (now > d->guest_seen[c])
+		ring_lost(&d->c.rings[c], now - d->guest_seen[c], c);
+	d->guest_seen[c] = now;
+}
+
 /* Drains what the guest has committed, as far as the host rings have room; *@more says whether some
  * records had to stay in a guest ring. @final: no vCPU can commit a record any more, so nothing is
  * waited for: an entry's missing registers, a record reserved but never committed (skipped, and
@@ -201,10 +213,13 @@ static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct ta
 			if (!n && final &&
 			    (gap = stub_skip_uncommitted(&d->stub, c, buf, DRAIN_BATCH))) {
 				d->lost += gap;
+				ring_lost(&d->c.rings[c], gap, c);
 				continue;
 			}
-			if (!n)
+			if (!n) {
+				note_guest_lost(d, c);
 				break;
+			}
 			if (!d->clock_anchored) {
 				/* no clock from the target: the newest record is about now */
 				d->tsc_ref = buf[n - 1].tsc;
@@ -230,6 +245,8 @@ static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct ta
 				stub_consume(&d->stub, c, k);
 			d->records += k;
 			total += k;
+			if (k == n)
+				note_guest_lost(d, c);
 			if (k < n && k + 1 == n && (buf[k].flags & STUB_F_ARGS) &&
 			    n < DRAIN_BATCH) {
 				/* an entry whose registers are not committed yet: not waiting on
@@ -273,6 +290,7 @@ static void discard_rest(struct stub_drain *d, struct stub_rec *buf)
 				break;
 			}
 			d->lost += n;
+			ring_lost(&d->c.rings[c], n, c);
 		}
 	}
 }
@@ -363,6 +381,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 
 	d->c = *cfg;
 	d->nr_probes = 0;
+	memset(d->guest_seen, 0, sizeof(d->guest_seen));
 	for (size_t i = 0; i < cfg->probes->nr; i++) {
 		struct probe *p = &cfg->probes->v[i];
 
@@ -440,6 +459,9 @@ void stub_drain_stop(struct stub_drain *d)
 	}
 	stub_counters(&d->stub, &c);
 	d->guest_lost = c.lost > UINT64_MAX - c.bad_cpu ? UINT64_MAX : c.lost + c.bad_cpu;
+	/* the guest's last word, for the writer to mark at the end */
+	for (unsigned i = 0; d->nr_probes && i < d->c.nr_cpus && i < STUB_MAX_CPUS; i++)
+		note_guest_lost(d, i);
 }
 
 void stub_drain_forget_thread(struct stub_drain *d)

@@ -49,6 +49,8 @@ struct stub_drain {
 	uint64_t guest_lost; /* guest-reported, once stopped: events its rings could not take and
 			      * calls on CPU numbers out of range, as its counters say */
 	uint64_t rejected;   /* records the stub cannot have written (forged): dropped */
+	uint64_t guest_seen[STUB_MAX_CPUS]; /* each guest ring's lost count already marked in the
+					     * stream (HVT_REC_LOST) */
 };
 
 /* Whether probe @p can be a stub probe (events reading guest memory and typed return fields need

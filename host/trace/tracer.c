@@ -307,13 +307,15 @@ int tracer_detach(struct tracer *t)
 }
 
 /* Publishes @rec (and @len bytes of @payload) in this vCPU's ring; waits for the writer rather than
- * lose the event, unless the tracer is detached: then the event is counted lost. */
+ * lose the event, unless the tracer is detached: then the event is counted lost (and marked in the
+ * stream, ring_lost). */
 static void emit(struct tracer *t, unsigned cpu, const struct hvt_record *rec, const void *payload,
 		 size_t len)
 {
 	while (!ring_emit(&t->rings[cpu], rec, payload, len)) {
 		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
 			t->cpu[cpu].lost++;
+			ring_lost(&t->rings[cpu], 1, cpu);
 			return;
 		}
 		sched_yield();

@@ -113,12 +113,12 @@ static void test_two_events_one_function(void **state)
 	assert_int_equal(r.status, 0);
 	assert_int_equal(count_text(r.trace, "|  ev_target() {\n"), 4);
 	assert_int_equal(count_text(r.trace, "|  ev_target() {\n"
-					     " 0)               |    /* ev_target: id=42 */\n"
-					     " 0)               |    /* ev_target: label="),
+					     " 0)               |  /* ev_target: id=42 */\n"
+					     " 0)               |  /* ev_target: label="),
 			 2);
-	assert_int_equal(count_text(r.trace, "|    /* ev_target: id=42 */\n"), 4);
-	assert_int_equal(count_text(r.trace, "|    /* ev_target: label=hello-events */\n"), 2);
-	assert_int_equal(count_text(r.trace, "|    /* ev_target: label=(fault) */\n"), 2);
+	assert_int_equal(count_text(r.trace, "|  /* ev_target: id=42 */\n"), 4);
+	assert_int_equal(count_text(r.trace, "|  /* ev_target: label=hello-events */\n"), 2);
+	assert_int_equal(count_text(r.trace, "|  /* ev_target: label=(fault) */\n"), 2);
 	hv_result_free(&r);
 	hv_run(&r, a3, 0, 0);
 	assert_int_equal(r.status, 2);

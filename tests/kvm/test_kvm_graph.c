@@ -90,8 +90,16 @@ static void parse_graph(struct graph *g, const char *trace, unsigned smp)
 		unsigned long long v;
 		struct task_state *t;
 
-		if (l[0] == '#')
+		if (l[0] == '#' || !strncmp(l, " ------------------------------------------", 43))
 			continue;
+		/* the kernel's context-switch block (verif_pid): dashes, " N) prev => next", dashes */
+		if (sscanf(l, " %u) %39s => %39s", &cpu, a, b) == 3) {
+			assert_true(cpu < smp);
+			assert_string_equal(a, cur[cpu]->name);
+			cur[cpu] = task(g, b);
+			g->markers++;
+			continue;
+		}
 		if (sscanf(l, " %u) ", &cpu) != 1 || cpu >= smp)
 			fail_msg("bad line: '%s'", l);
 		bar = strchr(l, '|');
@@ -100,16 +108,11 @@ static void parse_graph(struct graph *g, const char *trace, unsigned smp)
 		while (text[indent] == ' ')
 			indent++;
 		text += indent;
-		if (sscanf(text, "/* %39s => %39s */", a, b) == 2) {
-			assert_string_equal(a, cur[cpu]->name);
-			cur[cpu] = task(g, b);
-			g->markers++;
-			continue;
-		}
 		t = cur[cpu];
 		t->cpus |= 1u << cpu;
 		if (text[0] == '}') {
-			if (sscanf(text, "} /* %63s = 0x%llx */", name, &v) != 2)
+			if (sscanf(text, "} /* %63s ret=0x%llx */", name, &v) != 2 &&
+			    sscanf(text, "} /* %63s ret=%lld */", name, (long long *)&v) != 2)
 				fail_msg("bad closing line: '%s'", l);
 			/* frames the guest abandoned (non-local exit) are only ever nl_inner */
 			while (t->depth > 0 && strcmp(t->stack[t->depth - 1].func, name)) {
@@ -133,7 +136,8 @@ static void parse_graph(struct graph *g, const char *trace, unsigned smp)
 			g->entries[f]++;
 			snprintf(t->stack[t->depth++].func, sizeof(t->stack[0].func), "%s", name);
 			g->records++;
-		} else if (sscanf(text, "%63[^(](); /* = 0x%llx */", name, &v) == 2) {
+		} else if (sscanf(text, "%63[^(](); /* ret=0x%llx */", name, &v) == 2 ||
+			   sscanf(text, "%63[^(](); /* ret=%lld */", name, (long long *)&v) == 2) {
 			f = func_index(name);
 			g->entries[f]++;
 			g->returns[f]++;
@@ -338,9 +342,9 @@ static void test_graph_function(void **state)
 	}
 	assert_non_null(strstr(r.trace, "|  tree_b() {\n"));
 	assert_non_null(strstr(r.trace, "|    tree_a() {\n"));
-	assert_non_null(strstr(r.trace, "|      tree_leaf(); /* = 0x9 */\n"));
-	assert_non_null(strstr(r.trace, "|    tree_leaf(); /* = 0x9 */\n"));
-	assert_non_null(strstr(r.trace, "|  } /* tree_b = 0xe1 */\n"));
+	assert_non_null(strstr(r.trace, "|      tree_leaf(); /* ret=0x9 */\n"));
+	assert_non_null(strstr(r.trace, "|    tree_leaf(); /* ret=0x9 */\n"));
+	assert_non_null(strstr(r.trace, "|  } /* tree_b ret=0xe1 */\n"));
 	hv_result_free(&r);
 	free(g);
 }
@@ -398,18 +402,18 @@ static void test_graph_rprobe(void **state)
 	(void)state;
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 0);
-	a = strip_comments(r.trace, "r_tree_a: (tree_b+0x", "|    } /* tree_a = 0x19 */", &na);
+	a = strip_comments(r.trace, "r_tree_a: (tree_b+0x", "|    } /* tree_a ret=0x19 */", &na);
 	assert_int_equal(na, 6);
 	b = strip_comments(a, "r_tree_leaf: (tree_", NULL, &nb);
 	assert_int_equal(nb, 18);
-	assert_int_equal(count_text(r.trace, "               |    /* r_tree_a: (tree_b+0x"), 6);
+	assert_int_equal(count_text(r.trace, "               |  /* r_tree_a: (tree_b+0x"), 6);
 	assert_int_equal(count_text(r.trace, " <- tree_a) ret=19 */\n"), 6);
 	/* tree_leaf(3) and tree_leaf(4) in tree_a(3), tree_leaf(3) in tree_b(3) */
-	assert_int_equal(count_text(r.trace, "|      tree_leaf(); /* = 0x9 */\n"), 6);
-	assert_int_equal(count_text(r.trace, "|      tree_leaf(); /* = 0x10 */\n"), 6);
-	assert_int_equal(count_text(r.trace, "|    tree_leaf(); /* = 0x9 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "|      tree_leaf(); /* ret=0x9 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "|      tree_leaf(); /* ret=0x10 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "|    tree_leaf(); /* ret=0x9 */\n"), 6);
 	assert_int_equal(count_text(r.trace, "               |      /* r_tree_leaf: (tree_a+0x"), 12);
-	assert_int_equal(count_text(r.trace, "               |    /* r_tree_leaf: (tree_b+0x"), 6);
+	assert_int_equal(count_text(r.trace, "               |  /* r_tree_leaf: (tree_b+0x"), 6);
 	assert_int_equal(count_text(r.trace, " <- tree_leaf) ret=9 */\n"), 12);
 	assert_int_equal(count_text(r.trace, " <- tree_leaf) ret=10 */\n"), 6);
 	assert_int_equal(count_text(r.trace, "tree_a() {\n"), 6);
@@ -423,7 +427,7 @@ static void test_graph_rprobe(void **state)
 		assert_int_equal(g->entries[f], want);
 		assert_int_equal(g->returns[f], want);
 	}
-	assert_int_equal(count_text(r.trace, "|  } /* tree_b = 0xe1 */\n"), 6);
+	assert_int_equal(count_text(r.trace, "|  } /* tree_b ret=0xe1 */\n"), 6);
 	/* records: an entry and a return per call, the comments are no records of their own */
 	assert_non_null(strstr(r.trace, "# entries-written: 60   lost: 0\n"));
 	free(a);
@@ -448,9 +452,9 @@ static void test_graph_event(void **state)
 	rest = strip_comments(r.trace, "ev_target: id=42, label=", "|  ev_target() {", &n);
 	assert_int_equal(n, 4);
 	assert_int_equal(count_text(r.trace,
-				    "               |    /* ev_target: id=42, label=hello-events */\n"),
+				    "               |  /* ev_target: id=42, label=hello-events */\n"),
 			 2);
-	assert_int_equal(count_text(r.trace, "               |    /* ev_target: id=42, label=(fault) */\n"),
+	assert_int_equal(count_text(r.trace, "               |  /* ev_target: id=42, label=(fault) */\n"),
 			 2);
 	parse_graph(g, rest, 2);
 	for (size_t f = 0; f < NR_FUNCS; f++) {
@@ -459,7 +463,7 @@ static void test_graph_event(void **state)
 		assert_int_equal(g->entries[f], want);
 		assert_int_equal(g->returns[f], want);
 	}
-	assert_int_equal(count_text(r.trace, "|  } /* ev_target = 0x2d */\n"), 4);
+	assert_int_equal(count_text(r.trace, "|  } /* ev_target ret=0x2d */\n"), 4);
 	free(rest);
 	hv_result_free(&r);
 	free(g);
@@ -552,6 +556,76 @@ static void test_duration_then_guest_finishes(void **state)
 	hv_result_free(&r);
 }
 
+/* The lines of a function_graph trace without their CPU and duration columns: an irq marker as
+ * ">" or "<", a context-switch block's middle line as is, every other line from after its "|  ". */
+static char *graph_shape(const char *trace)
+{
+	char *out = calloc(1, strlen(trace) + 1), *o = out;
+
+	assert_non_null(out);
+	for (const char *l = trace; *l;) {
+		const char *end = strchr(l, '\n'), *bar;
+
+		end = end ? end + 1 : l + strlen(l);
+		bar = memchr(l, '|', (size_t)(end - l));
+		if (*l == '#' || *l == '\n') {
+			/* header, trailer, the empty line after a block */
+		} else if (!strncmp(l, " 0)   ==========> |\n", 20)) {
+			*o++ = '>';
+			*o++ = '\n';
+		} else if (!strncmp(l, " 0)   <========== |\n", 20)) {
+			*o++ = '<';
+			*o++ = '\n';
+		} else if (bar && bar[1] == ' ' && bar[2] == ' ') {
+			memcpy(o, bar + 3, (size_t)(end - bar - 3));
+			o += end - bar - 3;
+		} else {
+			fail_msg("unexpected line '%.*s'", (int)(end - l - 1), l);
+		}
+		l = end;
+	}
+	return out;
+}
+
+/* A guest with a .irqentry.text (tests/guest/irqentry.c): "==========>" before each call into it and
+ * "<==========" after its return, a leaf's included, as print_graph_irq prints them; with trap and
+ * stub probes alike. An errno return (ie_irq_leaf(0) = -1) in decimal. */
+static void test_graph_irq_markers(void **state)
+{
+	static const char *const probes[] = {"trap", "stub"};
+	char want[4096] = "", round[512];
+
+	(void)state;
+	for (long i = 0; i < 3; i++) {
+		snprintf(round, sizeof(round),
+			 "ie_outer() {\n>\n  ie_irq() {\n    ie_leaf(); /* ret=0x%lx */\n"
+			 "  } /* ie_irq ret=0x%lx */\n<\n  ie_leaf(); /* ret=0x%lx */\n>\n"
+			 "  ie_irq_leaf(); /* ret=%s%lx */\n<\n} /* ie_outer ret=0x%lx */\n",
+			 i + 1, 2 * (i + 1), i + 1, i ? "0x" : "-", i ? i - 1 : 1,
+			 2 * (i + 1) + (i + 1) + (i - 1));
+		strcat(want, round);
+	}
+	for (size_t k = 0; k < 2; k++) {
+		struct hv_result r;
+		const char *argv[] = {"run",	 "--probe",	       probes[k],
+				      "-p",	 "function_graph",     "--funcgraph-retval",
+				      "--stats", hv_guest("irqentry"), NULL};
+		char *shape;
+
+		hv_run(&r, argv, 0, 0);
+		assert_int_equal(r.status, 0);
+		assert_non_null(strstr(r.console, "hvt-irqentry: ok\n"));
+		shape = graph_shape(r.trace);
+		assert_string_equal(shape, want);
+		assert_non_null(strstr(r.trace, "\n# entries-written: 30   lost: 0\n"));
+		/* the stub run's records all came through the stub's rings */
+		if (k == 1)
+			assert_int_equal(hv_stat(r.err, "stub probes ", "records "), 30);
+		free(shape);
+		hv_result_free(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -560,6 +634,7 @@ int main(void)
 		cmocka_unit_test(test_graph_rprobe),     cmocka_unit_test(test_graph_event),
 		cmocka_unit_test(test_max_depth),      cmocka_unit_test(test_profile),
 		cmocka_unit_test(test_duration_then_guest_finishes),
+		cmocka_unit_test(test_graph_irq_markers),
 	};
 
 	if (!kvm_available())

@@ -21,18 +21,26 @@
 
 #define NAME_ESCAPED "x\\n[000] forged\\x1b"
 #define GUEST_LOST   " guest-reported-lost 18446744073709551615 " /* 2^64 - 16 + 16, saturated */
+/* The same losses where they are in each vCPU's stream: vCPU 0's guest ring says 2^64 - 16, plus the
+ * host's gap of 1, marked before the records after them; vCPU 1's says 16, after its last record
+ * (the writer marks it at the end). */
+#define LOST_LINES "\nCPU:0 [LOST 18446744073709551601 EVENTS]\n"
 
-/* Every byte is printable or ends a line, and every line is a header/trailer line or starts the
- * way @sink's lines do: no guest byte began a line. */
+/* Every byte is printable or ends a line, and every line is a header/trailer line, a lost-events
+ * line or starts the way @sink's lines do (function_graph: also the context-switch block's dashes
+ * and the empty line after it): no guest byte began a line. */
 static void assert_clean(const char *trace, bool graph)
 {
 	for (const char *p = trace; *p; p++)
 		assert_true(*p == '\n' || (*p >= 0x20 && *p < 0x7f));
 	for (const char *l = trace; *l; l = strchr(l, '\n') + 1) {
 		if (graph)
-			assert_true(*l == '#' || !strncmp(l, " 0) ", 4));
+			assert_true(*l == '#' || !strncmp(l, " 0) ", 4) || !strncmp(l, "CPU:", 4) ||
+				    !strncmp(l, " ------------------------------------------\n", 44) ||
+				    *l == '\n');
 		else
 			assert_true(*l == '#' || !strncmp(l, "            cpu0-0 ", 19) ||
+				    !strncmp(l, "CPU:", 4) ||
 				    !strncmp(l, NAME_ESCAPED "-66 ", strlen(NAME_ESCAPED "-66 ")));
 		assert_false(!strncmp(l, "[000] forged", 12));
 		assert_non_null(strchr(l, '\n'));
@@ -86,14 +94,16 @@ static void test_stub_graph(void **state)
 	run(&stub, "stub", "function_graph");
 	assert_non_null(strstr(stub.console, "hvt-hostile: stub found\nhvt-hostile: ok\n"));
 	assert_clean(stub.trace, true);
-	assert_int_equal(count_text(stub.trace, "|  /* " NAME_ESCAPED "-66 => cpu0-0 */\n"), 1);
+	/* the comm cut to 7 bytes before escaping, as print_graph_proc cuts it */
+	assert_int_equal(count_text(stub.trace, " 0)  x\\n[000]-66   =>     cpu0-0    \n"), 1);
+	assert_int_equal(count_text(stub.trace, LOST_LINES), 1);
 	assert_int_equal(count_text(stub.trace, "hd_deep() {\n"), 127);
-	assert_int_equal(count_text(stub.trace, "hd_deep(); /* = 0x7a */\n"), 1);
-	assert_int_equal(count_text(stub.trace, "} /* hd_deep = "), 127);
+	assert_int_equal(count_text(stub.trace, "hd_deep(); /* ret=0x7a */\n"), 1);
+	assert_int_equal(count_text(stub.trace, "} /* hd_deep ret="), 127);
 	for (int i = 0; i < 4; i++) {
 		char leaf[64];
 
-		snprintf(leaf, sizeof(leaf), "|  hd_after(); /* = 0x%x */\n", 2 * i);
+		snprintf(leaf, sizeof(leaf), "|  hd_after(); /* ret=0x%x */\n", 2 * i);
 		assert_int_equal(count_text(stub.trace, leaf), 1);
 	}
 	assert_non_null(strstr(stub.trace,
@@ -132,6 +142,9 @@ static void test_function_lines(void **state)
 	run(&r, "stub", "function");
 	assert_clean(r.trace, false);
 	assert_int_equal(count_text(r.trace, NAME_ESCAPED "-66      [000] "), 2);
+	assert_int_equal(count_text(r.trace, LOST_LINES), 1);
+	assert_int_equal(count_text(r.trace, "[LOST "), 2);
+	assert_non_null(strstr(r.trace, "# entries-in-buffer/entries-written: 257/258   #P:2\n"));
 	assert_non_null(strstr(r.trace, "\n# entries-written: 257   lost: 1   guest-reported-lost: "
 					"18446744073709551615\n"));
 	assert_int_equal(hv_stat(r.err, "stub probes ", "rejected "), 3);

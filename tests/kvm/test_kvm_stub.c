@@ -172,7 +172,7 @@ static void test_graph_function_on_stubs(void **state)
 	l1 = event_lines(trap.trace, "|  ");
 	l2 = event_lines(stub.trace, "|  ");
 	assert_true(count_text(l1, "|  tree_root() {\n") == 6);
-	assert_true(count_text(l1, "tree_leaf(); /* = 0x9 */\n") > 0);
+	assert_true(count_text(l1, "tree_leaf(); /* ret=0x9 */\n") > 0);
 	assert_null(strstr(l1, "fib"));
 	assert_string_equal(l1, l2);
 	free(l1);

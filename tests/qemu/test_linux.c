@@ -68,6 +68,8 @@ struct expect {
 	} nest;
 	bool none_in_flight; /* --stats: restored-slots 0 (nothing in flight at the end) */
 	bool above_4g;	     /* --stats: slots-above-4g > 0 (return slots hooked above 4 GiB) */
+	bool lost_marked;    /* the trace's "CPU:N [LOST M EVENTS]" lines add up to --stats' stub
+			      * lost + guest-reported-lost */
 	bool profile;	     /* --profile is balanced, but for the returns handed back at detach */
 	int profile_min;     /* ... and lists at least this many functions */
 	void (*check)(const struct hv_result *r); /* anything else */
@@ -692,7 +694,7 @@ static const struct linux_test linux_tests[] = {
 		.none_in_flight = true, /* the guest powered off: nothing in flight */
 		.profile = true,
 		.profile_min = 6,
-		.nest = {"|  do_sys_openat2() {\n", "|  } /* do_sys_openat2 = 0x", 5},
+		.nest = {"|  do_sys_openat2() {\n", "|  } /* do_sys_openat2 ret=", 5},
 		.trace = {"|    do_filp_open() {\n"},
 	    },
 	}},
@@ -850,6 +852,24 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
+	/* Where the stub's small guest rings overflowed, the trace says so as the kernel does: its
+	 * "CPU:N [LOST M EVENTS]" lines add up to what --stats counts lost (issue 12). */
+	.name = "test_run_qemu_stub_lost_marked",
+	.runs = {{
+	    .label = "run --qemu --probe stub --buffer-size-kb 4 -l '*serial*' -l 'uart_*'",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"-p", "function", "--probe", "stub", "--stats", "--buffer-size-kb", "4", "-l",
+		     "*serial*", "-l", "uart_*", "--timeout", "300"},
+	    .expect = {
+		.console = {POWER_DOWN},
+		.stub = {{"guest-reported-lost ", 0}, {"records ", 1000}},
+		.counts = {{"\nCPU:0 [LOST ", 0}},
+		.lost_marked = true,
+	    },
+	}},
+    },
+    {
 	/* run --qemu on q35 with 4 GiB: 2 GiB of RAM below 4 GiB, 2 GiB above it (qemu_mem.h), where
 	 * most kernel stacks live: return slots hooked above 4 GiB, each entry with its exact return,
 	 * and the guest runs its workload to its power-off. */
@@ -867,7 +887,7 @@ static const struct linux_test linux_tests[] = {
 		.above_4g = true,
 		.profile = true,
 		.profile_min = 6,
-		.nest = {"|  do_sys_openat2() {\n", "|  } /* do_sys_openat2 = 0x", 5},
+		.nest = {"|  do_sys_openat2() {\n", "|  } /* do_sys_openat2 ret=", 5},
 	    },
 	}},
     },
@@ -1322,6 +1342,16 @@ static void check_expect(const struct linux_test *t, const struct hv_case *c,
 	}
 	if (e->none_in_flight)
 		assert_int_equal(restored_slots(r->err), 0);
+	if (e->lost_marked) {
+		unsigned long long sum = 0, m;
+		unsigned cpu;
+
+		for (const char *p = r->trace; (p = strstr(p, "\nCPU:")); p++)
+			if (sscanf(p, "\nCPU:%u [LOST %llu EVENTS]\n", &cpu, &m) == 2)
+				sum += m;
+		assert_int_equal(sum, stub_stat(r->err, "lost ") +
+					  stub_stat(r->err, "guest-reported-lost "));
+	}
 	if (e->above_4g && hv_stat(r->err, "kaslr-slide ", "slots-above-4g ") <= 0)
 		fail_msg("%s: no return slot hooked above 4 GiB: %s", c->label, r->err);
 	if (e->profile)

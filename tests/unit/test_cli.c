@@ -192,9 +192,21 @@ static void test_graph_options(void **state)
 	assert_string_equal(cli.s.graph[1], "fib");
 	assert_int_equal(cli.s.max_depth, 3);
 	assert_true(cli.s.funcgraph_retval);
+	assert_false(cli.s.funcgraph_retval_hex);
 	assert_true(cli.s.funcgraph_tail);
 	assert_true(cli.s.profile);
 	assert_string_equal(cli.s.guest, "g.elf");
+}
+
+/* --funcgraph-retval-hex prints return values, all in hex: it implies --funcgraph-retval. */
+static void test_graph_retval_hex(void **state)
+{
+	char *argv[] = {"hvtrace", "run", "-p", "function_graph", "--funcgraph-retval-hex", "g.elf"};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(argv), argv), 0);
+	assert_true(cli.s.funcgraph_retval);
+	assert_true(cli.s.funcgraph_retval_hex);
 }
 
 /* The graph-only options need -p function_graph; --max-depth is 1..255. */
@@ -209,6 +221,8 @@ static void test_error_graph_options(void **state)
 		     "--funcgraph-retval: needs -p function_graph");
 	expect_error(4, (char *[]){"hvtrace", "run", "--funcgraph-tail", "g.elf"},
 		     "--funcgraph-tail: needs -p function_graph");
+	expect_error(4, (char *[]){"hvtrace", "run", "--funcgraph-retval-hex", "g.elf"},
+		     "--funcgraph-retval-hex: needs -p function_graph");
 	expect_error(
 	    7, (char *[]){"hvtrace", "run", "-p", "function_graph", "--max-depth", "0", "g.elf"},
 	    "--max-depth '0': expected an integer in 1..255");
@@ -618,6 +632,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_all_options, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_long_forms, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_graph_options, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_graph_retval_hex, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_reparse, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_commands, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_commands, cli_setup, cli_teardown),

@@ -73,8 +73,9 @@ static void test_symbol_name(void **state)
 
 /* ---- sink_function_format ------------------------------------------------------------------- */
 
-/* The reference line: comm right-aligned in 16, '-', pid left-aligned in 7, [cpu] in 3 digits,
- * seconds right-aligned in 5, microseconds in 6, then "func <-parent". */
+/* The reference line (trace_print_context with irq-info off, then trace_fn_trace): comm
+ * right-aligned in 16, '-', pid left-aligned in 7, ' ', [cpu] in 3 digits, ' ', then " %5lu.%06lu"
+ * (seconds, microseconds rounded), ": ", then "func <-parent". */
 static void test_format_line(void **state)
 {
 	struct hvt_record r = entry("worker1", 101, 1, 1234567890ull, 0x401000, 0x401117);
@@ -83,7 +84,7 @@ static void test_format_line(void **state)
 
 	(void)state;
 	n = sink_function_format(buf, sizeof(buf), &r, &syms);
-	assert_string_equal(buf, "         worker1-101     [001]     1.234567: fib <-task_step\n");
+	assert_string_equal(buf, "         worker1-101     [001]      1.234568: fib <-task_step\n");
 	assert_int_equal(n, strlen(buf));
 }
 
@@ -97,15 +98,16 @@ static void test_format_unknown_parent(void **state)
 	(void)state;
 	sink_function_format(buf, sizeof(buf), &r, &syms);
 	assert_string_equal(
-	    buf, "         worker1-101     [001]     1.234567: fib <-0xffffffff81000abc\n");
+	    buf, "         worker1-101     [001]      1.234568: fib <-0xffffffff81000abc\n");
 
 	r.ip = 0x500000;
 	r.parent = 0x401000;
 	sink_function_format(buf, sizeof(buf), &r, &syms);
-	assert_string_equal(buf, "         worker1-101     [001]     1.234567: 0x500000 <-fib\n");
+	assert_string_equal(buf, "         worker1-101     [001]      1.234568: 0x500000 <-fib\n");
 }
 
-/* Field edges: zero time, sub-microsecond truncation, a 15-character comm, a wide pid, cpu >= 100,
+/* Field edges: zero time, sub-microsecond rounding (ns2usecs adds 500 ns), a 15-character comm, a
+ * wide pid, cpu >= 100,
  * more than 99999 seconds. */
 static void test_format_fields(void **state)
 {
@@ -115,15 +117,15 @@ static void test_format_fields(void **state)
 	(void)state;
 	r = entry("cpu0", 0, 0, 0, 0x401100, 0x401000);
 	sink_function_format(buf, sizeof(buf), &r, &syms);
-	assert_string_equal(buf, "            cpu0-0       [000]     0.000000: task_step <-fib\n");
+	assert_string_equal(buf, "            cpu0-0       [000]      0.000000: task_step <-fib\n");
 
 	r = entry("kworker/u8:3abc", 1234567, 12, 999999999ull, 0x401000, 0x401000);
 	sink_function_format(buf, sizeof(buf), &r, &syms);
-	assert_string_equal(buf, " kworker/u8:3abc-1234567 [012]     0.999999: fib <-fib\n");
+	assert_string_equal(buf, " kworker/u8:3abc-1234567 [012]      1.000000: fib <-fib\n");
 
 	r = entry("x", 12345678, 255, 123456789012345678ull, 0x402004, 0x401101);
 	sink_function_format(buf, sizeof(buf), &r, &syms);
-	assert_string_equal(buf, "               x-12345678 [255] 123456789.012345: "
+	assert_string_equal(buf, "               x-12345678 [255]  123456789.012346: "
 				 "a_rather_long_function_name <-task_step\n");
 }
 
@@ -157,14 +159,14 @@ static void test_sink_stream(void **state)
 	assert_string_equal(text,
 			    "# tracer: function\n"
 			    "#\n"
-			    "# CPUs: 2\n"
-			    "#\n"
-			    "#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
-			    "#              | |         |       |         |\n"
-			    "         worker1-101     [001]     1.234567: fib <-task_step\n"
-			    "         worker1-101     [001]     1.234567: r_fib: (task_step+0x17/0x80 <- fib) "
+			    "#           TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"
+			    "#              | |         |         |         |\n"
+			    "         worker1-101     [001]      1.234568: fib <-task_step\n"
+			    "         worker1-101     [001]      1.234568: r_fib: "
+			    "(task_step+0x17/0x80 <- fib) "
 			    "ret=0x2a duration=12.345us\n"
-			    "       <unknown>-0       [000]     2.000001: task_step <-0x9999\n"
+			    "       <unknown>-0       [000]      2.000001: task_step <-0x9999\n"
+			    "# entries-in-buffer/entries-written: 3/10   #P:2\n"
 			    "# entries-written: 3   lost: 7\n");
 	free(text);
 }
@@ -184,13 +186,13 @@ static void test_return_typed(void **state)
 	assert_int_equal(fe_parse("fib()", &spec, err, sizeof(err), &pos), 0);
 	spec.fprobe_style = true;
 	sink_return_format(line, sizeof(line), &r, &spec, payload, &syms);
-	assert_string_equal(line, "         worker1-101     [001]     1.234567: r_fib: "
+	assert_string_equal(line, "         worker1-101     [001]      1.234568: r_fib: "
 				  "(task_step+0x17/0x80 <- fib) duration=12.345us\n");
 	assert_int_equal(fe_parse("fib(long ret)", &spec, err, sizeof(err), &pos), 0);
 	spec.fprobe_style = true;
 	memcpy(payload + 1, &(int64_t){-2}, 8);
 	sink_return_format(line, sizeof(line), &r, &spec, payload, &syms);
-	assert_string_equal(line, "         worker1-101     [001]     1.234567: r_fib: "
+	assert_string_equal(line, "         worker1-101     [001]      1.234568: r_fib: "
 				  "(task_step+0x17/0x80 <- fib) ret=-2 duration=12.345us\n");
 }
 

@@ -89,12 +89,12 @@ static void test_lines(void **state)
 	assert_string_equal(b, " 1)   1.234 us    |      fib();\n");
 	s.graph_retval = true;
 	sink_graph_format(b, sizeof(b), &s, &e, &r);
-	assert_string_equal(b, " 1)   1.234 us    |      fib(); /* = 0x1 */\n");
+	assert_string_equal(b, " 1)   1.234 us    |      fib(); /* ret=0x1 */\n");
 
 	r = (struct hvt_record){.type = HVT_REC_RETURN, .ip = 0x1040, .cpu = 0, .depth = 1,
 				.duration = 173878, .value = 0xe1};
 	sink_graph_format(b, sizeof(b), &s, &r, NULL);
-	assert_string_equal(b, " 0) ! 173.878 us  |    } /* tree_b = 0xe1 */\n");
+	assert_string_equal(b, " 0) ! 173.878 us  |    } /* tree_b ret=0xe1 */\n");
 	s.graph_retval = false;
 	sink_graph_format(b, sizeof(b), &s, &r, NULL);
 	assert_string_equal(b, " 0) ! 173.878 us  |    }\n");
@@ -150,7 +150,12 @@ static void test_stream(void **state)
 				 "# |     |   |                     |   |   |   |\n"
 				 " 0)               |  tree_b() {\n"
 				 " 0)   1.000 us    |    fib();\n"
-				 " 0)               |  /* cpu0-0 => worker1-101 */\n"
+				 /* verif_pid()'s block: print_graph_proc() centres "comm-pid" in
+				  * 14 columns, the comm cut to 7 bytes */
+				 " ------------------------------------------\n"
+				 " 0)     cpu0-0     =>  worker1-101  \n"
+				 " ------------------------------------------\n"
+				 "\n"
 				 " 0)   5.000 us    |  }\n"
 				 "# entries-written: 4   lost: 0\n");
 	free(buf);
@@ -213,10 +218,12 @@ static void test_stream_events(void **state)
 				 "# CPU  DURATION                  FUNCTION CALLS\n"
 				 "# |     |   |                     |   |   |   |\n"
 				 " 0)               |  tree_b() {\n"
-				 " 0)               |    /* tree_b: id=42 */\n"
-				 " 0)   1.000 us    |    fib(); /* = 0x9 */\n"
-				 " 0)               |    /* r_fib: (tree_b+0x10/0x40 <- fib) ret=9 */\n"
-				 " 0)   5.000 us    |  } /* tree_b = 0xe1 */\n"
+				 /* print_graph_comment() indents by the CPU's depth + 1, not at
+				  * all at depth 0 (inside tree_b; after fib's return) */
+				 " 0)               |  /* tree_b: id=42 */\n"
+				 " 0)   1.000 us    |    fib(); /* ret=0x9 */\n"
+				 " 0)               |  /* r_fib: (tree_b+0x10/0x40 <- fib) ret=9 */\n"
+				 " 0)   5.000 us    |  } /* tree_b ret=0xe1 */\n"
 				 " 0)               |  /* r_tree_b: (0x2000 <- tree_b) ret=e1 */\n"
 				 "# entries-written: 4   lost: 0\n");
 	free(buf);

@@ -124,9 +124,10 @@ static void test_comm_escaped(void **state)
 	s.guest_lost = 5;
 	s.ops->end(&s);
 	assert_string_equal(captured(out),
-			    "x\\n[000] forged\\x1b[-66      [001]     1.234567: fib <-task_step\n"
-			    "x\\n[000] forged\\x1b[-66      [001]     1.234567: r_fib: "
+			    "x\\n[000] forged\\x1b[-66      [001]      1.234568: fib <-task_step\n"
+			    "x\\n[000] forged\\x1b[-66      [001]      1.234568: r_fib: "
 			    "(task_step+0x17/0x80 <- fib) ret=0x1 duration=0.000us\n"
+			    "# entries-in-buffer/entries-written: 2/4   #P:2\n"
 			    "# entries-written: 2   lost: 2   guest-reported-lost: 5\n");
 }
 
@@ -151,7 +152,7 @@ static void test_string_args_escaped(void **state)
 			 0);
 	fe_capture(&spec, &regs, fake_mem_read, &fake, payload);
 	sink_event_format(line, sizeof(line), &r, &spec, payload, &syms);
-	assert_string_equal(line, "         worker1-66      [000]     1.234567: "
+	assert_string_equal(line, "         worker1-66      [000]      1.234568: "
 				  "task_step->f(label=a\\nb\\x1b[2J, raw=\\r\\x07z\\\\)\n");
 }
 
@@ -176,8 +177,8 @@ static void test_graph_forged_depth(void **state)
 	assert_int_equal(s.ops->record(&s, &ent, NULL), 1);
 	s.ops->end(&s);
 	snprintf(want, sizeof(want),
-		 " 0)   1.234 us    |  %s} /* fib = 0x2a */\n"
-		 " 0)   1.234 us    |  %sfib(); /* = 0x2a */\n"
+		 " 0)   1.234 us    |  %s} /* fib ret=0x2a */\n"
+		 " 0)   1.234 us    |  %sfib(); /* ret=0x2a */\n"
 		 " 0)               |  %sfib() {\n"
 		 "# entries-written: 4   lost: 0\n",
 		 indent, indent, indent);
@@ -217,7 +218,8 @@ static void test_graph_line_bounded(void **state)
 	fclose(null);
 }
 
-/* A task switch to a forged name is one escaped marker line; a record of a CPU the sink does not
+/* A task switch to a forged name is one escaped marker block (its comm cut to 7 bytes, as
+ * print_graph_proc does, before escaping); a record of a CPU the sink does not
  * have gets no marker (and touches no state). */
 static void test_graph_marker_escaped(void **state)
 {
@@ -236,7 +238,10 @@ static void test_graph_marker_escaped(void **state)
 	s.ops->end(&s);
 	assert_string_equal(captured(out),
 			    " 0)               |  fib() {\n"
-			    " 0)               |  /* cpu0-0 => x\\n[000] forged\\x1b[-66 */\n"
+			    " ------------------------------------------\n"
+			    " 0)     cpu0-0     =>  x\\n[000]-66  \n"
+			    " ------------------------------------------\n"
+			    "\n"
 			    " 0)               |    fib() {\n"
 			    " 9)               |  fib() {\n"
 			    "# entries-written: 3   lost: 0\n");

@@ -244,8 +244,10 @@ static void test_forged_records_rejected(void **state)
 
 /* A record reserved and never committed blocks nothing at the end: it is skipped and counted lost
  * by the host (a gap in the sequence numbers), the committed ones after it are drained; records
- * reserved after the last committed one are not counted. The guest's own lost counters are
- * reported as they are, summed without wrapping. */
+ * reserved after the last committed one are not counted; the gap is an HVT_REC_LOST record in the
+ * host ring where it was, together with the 3 the guest's counter said it lost before (after the
+ * records read with that count). The guest's own lost counters are reported as they are, summed
+ * without wrapping; one with no record after it waits on its ring (lost_pending) for the writer. */
 static void test_gap_counted_guest_lost_reported(void **state)
 {
 	struct stub_rec e = {.type = STUB_REC_ENTRY, .ip = F_PLAIN, .cpu = 1};
@@ -261,8 +263,18 @@ static void test_gap_counted_guest_lost_reported(void **state)
 	set64(STUB_AT + STUB_RINGHDR_OFF + RH_LOST, UINT64_MAX - 1);
 	set64(STUB_AT + STUB_RINGHDR_OFF + STUB_RINGHDR_SIZE + RH_LOST, 3);
 	stub_drain_stop(&d);
+	{
+		const struct hvt_record *l = ring_peek_at(&rings[1], 1);
+
+		assert_non_null(l);
+		assert_int_equal(l->type, HVT_REC_LOST);
+		assert_int_equal(l->cpu, 1);
+		assert_int_equal(l->value, 2 + 3);
+	}
 	host_records(1, got, sizeof(got));
-	assert_string_equal(got, "1:0x2000:0:0 1:0x2000:0:0");
+	assert_string_equal(got, "1:0x2000:0:0 5:0:0:0 1:0x2000:0:0");
+	assert_int_equal(rings[1].lost_pending, 0);
+	assert_int_equal(rings[0].lost_pending, UINT64_MAX - 1);
 	assert_int_equal(d.lost, 2);
 	assert_int_equal(d.records, 2);
 	assert_int_equal(d.guest_lost, UINT64_MAX);
