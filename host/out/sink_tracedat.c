@@ -11,8 +11,9 @@
  * (fprobes/<func>__entry_<n> for BTF-typed specs, as the kernel names fprobe events), per -r a
  * kretprobe event kprobes/r_<func>_0, with the fields and print fmt the kernel would write. Two
  * fields of ours follow the kernel's (no print fmt names them, so trace-cmd does not show them):
- * __hvt_fault, a bit per field whose guest memory could not be read, and in return probes
- * __hvt_duration (ns since the entry): `hvtrace report` needs them to print what `run` printed. */
+ * __hvt_fault, a bit per field whose guest memory could not be read, __hvt_parent, the call site,
+ * and in return probes __hvt_duration (ns since the entry): `hvtrace report` needs them to print what
+ * `run` printed. */
 #include "host/out/sink_tracedat.h"
 #include "host/out/tracedat_format.h"
 
@@ -126,7 +127,7 @@ static size_t field_payload(const struct fe_field *f)
 
 /* The fields of @spec from its @payload, as the kprobe event's layout says (spec_format). */
 static size_t put_fields(uint8_t *ev, size_t at, const struct fe_spec *spec, const uint8_t *payload,
-			 const uint8_t **end)
+			 uint64_t parent, const uint8_t **end)
 {
 	size_t dyn = at, strings;
 	uint32_t fault = 0;
@@ -141,7 +142,7 @@ static size_t put_fields(uint8_t *ev, size_t at, const struct fe_spec *spec, con
 		       : f->kind == FE_SYMBOL ? 8
 					     : f->size;
 	}
-	dyn += 4; /* __hvt_fault */
+	dyn += 4 + 8; /* __hvt_fault, __hvt_parent */
 	strings = dyn;
 	for (unsigned i = 0; i < spec->nr_fields; i++) {
 		const struct fe_field *f = &spec->fields[i];
@@ -151,11 +152,12 @@ static size_t put_fields(uint8_t *ev, size_t at, const struct fe_spec *spec, con
 			fault |= 1u << i;
 		if (f->kind == FE_STRING) {
 			size_t n = *payload ? 0 : strnlen((const char *)data, FE_MAX_STRING - 1);
-			uint32_t loc = (uint32_t)(n + 1) << 16 | (uint32_t)strings;
+			/* a fault is an empty string, as the kernel stores it */
+			uint32_t loc = (uint32_t)(*payload ? 0 : n + 1) << 16 | (uint32_t)strings;
 
 			memcpy(ev + strings, data, n);
 			ev[strings + n] = 0;
-			strings += n + 1;
+			strings += *payload ? 0 : n + 1;
 			at = put(ev, at, &loc, 4);
 		} else if (f->kind == FE_CHARS || f->count) {
 			at = put(ev, at, data, field_payload(f));
@@ -164,7 +166,8 @@ static size_t put_fields(uint8_t *ev, size_t at, const struct fe_spec *spec, con
 		}
 		payload += 1 + field_payload(f);
 	}
-	put(ev, at, &fault, 4);
+	at = put(ev, at, &fault, 4);
+	put(ev, at, &parent, 8);
 	*end = payload;
 	return strings;
 }
@@ -207,7 +210,7 @@ static void emit_events(struct sink *s, const struct hvt_record *r)
 		size_t at = common(t->ev, spec_id(t, e, false), r->pid);
 
 		at = put(t->ev, at, &r->ip, 8);
-		at = put_fields(t->ev, at, e, payload, &payload);
+		at = put_fields(t->ev, at, e, payload, r->parent, &payload);
 		emit(s, r->cpu, r->ts, t->ev, at);
 	}
 }
@@ -227,12 +230,13 @@ static void emit_return_probe(struct sink *s, const struct hvt_record *r)
 	at = put(t->ev, at, &r->parent, 8);
 	at = put(t->ev, at, &r->duration, 8);
 	if (spec && s->payload) {
-		at = put_fields(t->ev, at, spec, s->payload, &end);
+		at = put_fields(t->ev, at, spec, s->payload, r->parent, &end);
 	} else {
 		uint32_t fault = 0;
 
 		at = put(t->ev, at, &r->value, 8);
 		at = put(t->ev, at, &fault, 4);
+		at = put(t->ev, at, &r->parent, 8);
 	}
 	emit(s, r->cpu, r->ts, t->ev, at);
 }
@@ -452,7 +456,10 @@ static void spec_format(struct td_text *x, const struct fe_spec *spec, unsigned 
 		text_add(&pa, ", %sREC->%s", f->kind == FE_SYMBOL ? "(void *)" : "", f->name);
 		offset += size;
 	}
-	text_add(x, "\tfield:u32 __hvt_fault;\toffset:%u;\tsize:4;\tsigned:0;\n\n", offset);
+	text_add(x,
+		 "\tfield:u32 __hvt_fault;\toffset:%u;\tsize:4;\tsigned:0;\n"
+		 "\tfield:unsigned long __hvt_parent;\toffset:%u;\tsize:8;\tsigned:0;\n\n",
+		 offset, offset + 4);
 	text_add(x, "print fmt: \"%s%s\", %s%s\n", fmt_head, pf.buf ? pf.buf : "", args_head,
 		 pa.buf ? pa.buf : "");
 	x->oom |= pf.oom || pa.oom;
@@ -500,7 +507,8 @@ static void rprobe_format(struct td_text *x, const struct td_sink *t, size_t i)
 		return;
 	}
 	text_add(x, "\tfield:u64 ret;\toffset:32;\tsize:8;\tsigned:0;\n"
-		    "\tfield:u32 __hvt_fault;\toffset:40;\tsize:4;\tsigned:0;\n\n"
+		    "\tfield:u32 __hvt_fault;\toffset:40;\tsize:4;\tsigned:0;\n"
+		    "\tfield:unsigned long __hvt_parent;\toffset:44;\tsize:8;\tsigned:0;\n\n"
 		    "print fmt: \"(%%lx <- %%lx) ret=0x%%Lx\", REC->__probe_func, "
 		    "REC->__probe_ret_ip, REC->ret\n");
 }
