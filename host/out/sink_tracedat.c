@@ -32,6 +32,8 @@ struct td_cpu {
 	FILE *tmp;
 	uint64_t pages;
 	uint64_t pending_lost; /* lost before the next page */
+	bool idle_seen;
+	char idle_comm[VMI_COMM_LEN]; /* pid 0's name on this vCPU (each has its own idle task) */
 };
 
 struct td_comm {
@@ -85,6 +87,11 @@ static void remember_comm(struct td_sink *t, const struct hvt_record *r)
 {
 	uint32_t h = (uint32_t)r->pid * 2654435761u;
 
+	if (r->pid == 0) {
+		t->cpus[r->cpu].idle_seen = true;
+		memcpy(t->cpus[r->cpu].idle_comm, r->comm, VMI_COMM_LEN);
+		return;
+	}
 	for (unsigned k = 0; k < 16; k++) {
 		struct td_comm *e = &t->comms[(h + k) % TD_COMMS];
 
@@ -611,6 +618,19 @@ static void write_headers(struct sink *s, struct td_text *events, struct td_text
 	out_bytes(s, "flyrecord", 10);
 }
 
+/* One "pid comm" line; guest bytes that could break the line become '?'. */
+static void add_cmdline(struct td_text *x, int pid, const char *name)
+{
+	char comm[VMI_COMM_LEN + 1];
+
+	memcpy(comm, name, VMI_COMM_LEN);
+	comm[VMI_COMM_LEN] = 0;
+	for (char *c = comm; *c; c++)
+		if ((unsigned char)*c < ' ' || (unsigned char)*c >= 127)
+			*c = '?';
+	text_add(x, "%d %s\n", pid, *comm ? comm : "<...>");
+}
+
 static void tracedat_end(struct sink *s)
 {
 	struct td_sink *t = s->priv;
@@ -626,22 +646,24 @@ static void tracedat_end(struct sink *s)
 		if (cpu->page.started && (cpu->page.len || cpu->page.lost))
 			flush_page(s, cpu);
 	}
-	for (size_t i = 0; s->syms && i < s->syms->nr; i++)
-		if (plain_name(s->syms->syms[i].name))
-			text_add(&syms, "%016" PRIx64 " t %s\n", s->syms->syms[i].addr,
-				 s->syms->syms[i].name);
-	for (unsigned i = 0; i < TD_COMMS; i++) {
-		char comm[VMI_COMM_LEN + 1];
+	for (size_t i = 0; s->syms && i < s->syms->nr; i++) {
+		const struct vmi_sym *y = &s->syms->syms[i];
 
-		if (!t->comms[i].used)
+		if (!plain_name(y->name))
 			continue;
-		memcpy(comm, t->comms[i].comm, VMI_COMM_LEN);
-		comm[VMI_COMM_LEN] = 0;
-		for (char *c = comm; *c; c++)
-			if ((unsigned char)*c < ' ' || (unsigned char)*c >= 127)
-				*c = '?';
-		text_add(&cmdlines, "%d %s\n", t->comms[i].pid, *comm ? comm : "<...>");
+		text_add(&syms, "%016" PRIx64 " t %s\n", y->addr, y->name);
+		/* where the function ends, when the next symbol does not start there: readers
+		 * take a symbol's size from the next one */
+		if (y->size && (i + 1 == s->syms->nr || s->syms->syms[i + 1].addr > y->addr + y->size))
+			text_add(&syms, "%016" PRIx64 " t %s.end\n", y->addr + y->size, y->name);
 	}
+	for (unsigned i = 0; i < TD_COMMS; i++)
+		if (t->comms[i].used)
+			add_cmdline(&cmdlines, t->comms[i].pid, t->comms[i].comm);
+	/* pid 0 reads as "<idle>" everywhere: each vCPU's idle task name is kept at -(1 + cpu) */
+	for (unsigned c = 0; c < s->nr_cpus; c++)
+		if (t->cpus[c].idle_seen)
+			add_cmdline(&cmdlines, -1 - (int)c, t->cpus[c].idle_comm);
 	if (syms.oom || cmdlines.oom) {
 		s->err = s->err ? s->err : ENOMEM;
 		goto out;
