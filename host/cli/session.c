@@ -19,8 +19,8 @@ const char session_usage[] =
 	"       hvtrace record [attach] [run or attach options]\n"
 	"                                            the same, writing trace-cmd's trace.dat (-o FILE,\n"
 	"                                            default trace.dat) for trace-cmd, KernelShark\n"
-	"       hvtrace report [-i FILE] [--format text|graph|json|folded]\n"
-	"                                            print a trace.dat as run prints its trace\n"
+	"       hvtrace report [-i FILE] [--format text|graph|json|folded] [--funcgraph-retval]\n"
+	"                      [--funcgraph-tail]    print a trace.dat as run prints its trace\n"
 	"                                            (default: trace.dat, graph for function_graph)\n"
 	"       hvtrace list-functions GUEST.elf | NAME | --qmp SOCKET | --pid PID\n"
 	"                                            print the traceable functions (of a running\n"
@@ -485,11 +485,13 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 static const struct option report_opts[] = {
 	{"input", required_argument, NULL, 'i'},
 	{"format", required_argument, NULL, 'f'},
+	{"funcgraph-retval", no_argument, NULL, OPT_RETVAL},
+	{"funcgraph-tail", no_argument, NULL, OPT_TAIL},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
 
-/* report [-i FILE] [--format text|graph|json|folded] */
+/* report [-i FILE] [--format text|graph|json|folded] [--funcgraph-retval] [--funcgraph-tail] */
 static int parse_report(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
 	static const char *const names[] = {"text", "graph", "json", "folded"};
@@ -513,6 +515,8 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 				return -EINVAL;
 			}
 			break;
+		case OPT_RETVAL: s->funcgraph_retval = true; break;
+		case OPT_TAIL: s->funcgraph_tail = true; break;
 		case 'h': s->cmd = CMD_HELP; return 0;
 		case ':': snprintf(err, errlen, "%s: missing argument", argv[argc - 1]); return -EINVAL;
 		default:
