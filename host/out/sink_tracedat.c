@@ -513,11 +513,12 @@ static void rprobe_format(struct td_text *x, const struct td_sink *t, size_t i)
 		spec_format(x, r, 32, "(%lx <- %lx)", "REC->__probe_func, REC->__probe_ret_ip");
 		return;
 	}
-	text_add(x, "\tfield:u64 ret;\toffset:32;\tsize:8;\tsigned:0;\n"
+	/* a bare -r: RAX as the kernel's `r:func $retval` names it */
+	text_add(x, "\tfield:u64 arg1;\toffset:32;\tsize:8;\tsigned:0;\n"
 		    "\tfield:u32 __hvt_fault;\toffset:40;\tsize:4;\tsigned:0;\n"
 		    "\tfield:unsigned long __hvt_parent;\toffset:44;\tsize:8;\tsigned:0;\n\n"
-		    "print fmt: \"(%%lx <- %%lx) ret=0x%%Lx\", REC->__probe_func, "
-		    "REC->__probe_ret_ip, REC->ret\n");
+		    "print fmt: \"(%%lx <- %%lx) arg1=0x%%Lx\", REC->__probe_func, "
+		    "REC->__probe_ret_ip, REC->arg1\n");
 }
 
 static void out_bytes(struct sink *s, const void *p, size_t n)
