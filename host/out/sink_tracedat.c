@@ -23,6 +23,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TD_COMMS 4096 /* task names kept for the cmdlines (open addressing) */
@@ -49,6 +50,7 @@ struct td_sink {
 	size_t nr_events, nr_rprobes;
 	struct td_cpu *cpus;
 	struct td_comm *comms;
+	uint64_t off;		  /* bytes written to the output (it may be a pipe: no ftell) */
 	uint8_t ev[TD_PAGE_DATA]; /* one event being built */
 };
 
@@ -524,6 +526,7 @@ static void rprobe_format(struct td_text *x, const struct td_sink *t, size_t i)
 static void out_bytes(struct sink *s, const void *p, size_t n)
 {
 	sink_write(s, p, n);
+	((struct td_sink *)s->priv)->off += n;
 }
 
 static void out_u16(struct sink *s, uint16_t v)
@@ -673,14 +676,14 @@ static void tracedat_end(struct sink *s)
 	if (events.oom && !s->err)
 		s->err = ENOMEM;
 	/* the per-CPU offsets and sizes, then the pages, each CPU's data page-aligned */
-	off = (uint64_t)ftell(s->out) + 16ull * s->nr_cpus;
+	off = t->off + 16ull * s->nr_cpus;
 	off = (off + TD_PAGE_SIZE - 1) & ~(uint64_t)(TD_PAGE_SIZE - 1);
 	for (unsigned c = 0; c < s->nr_cpus; c++) {
 		out_u64(s, off);
 		out_u64(s, t->cpus[c].pages * TD_PAGE_SIZE);
 		off += t->cpus[c].pages * TD_PAGE_SIZE;
 	}
-	out_bytes(s, zero, (size_t)(-ftell(s->out) & (TD_PAGE_SIZE - 1)));
+	out_bytes(s, zero, (size_t)(-t->off & (TD_PAGE_SIZE - 1)));
 	for (unsigned c = 0; c < s->nr_cpus && !s->err; c++) {
 		FILE *f = t->cpus[c].tmp;
 
@@ -723,14 +726,18 @@ static const struct sink_ops tracedat_ops = {
 	.end = tracedat_end,
 };
 
-/* An unlinked temporary file in @path's directory (so the pages stay on the output's filesystem). */
-static FILE *temp_next_to(const char *path)
+/* An unlinked temporary file in @path's directory (so the pages stay on the output's filesystem), or
+ * in $TMPDIR (else /tmp) when the output @out is no regular file (a pipe, /dev/stdout). */
+static FILE *temp_next_to(const char *path, FILE *out)
 {
 	char dir[4096];
 	const char *slash = strrchr(path, '/');
+	struct stat st;
 	int fd;
 
-	if (slash)
+	if (fstat(fileno(out), &st) == 0 && !S_ISREG(st.st_mode))
+		snprintf(dir, sizeof(dir), "%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	else if (slash)
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path) + 1, path);
 	else
 		snprintf(dir, sizeof(dir), ".");
@@ -772,7 +779,7 @@ int sink_tracedat_init(struct sink *s, FILE *out, const char *path, const struct
 	if (!t->cpus || !t->comms)
 		err = -ENOMEM;
 	for (unsigned c = 0; !err && c < nr_cpus; c++)
-		if (!(t->cpus[c].tmp = temp_next_to(path)))
+		if (!(t->cpus[c].tmp = temp_next_to(path, out)))
 			err = -errno;
 	if (err) {
 		for (unsigned c = 0; t->cpus && c < nr_cpus; c++)
