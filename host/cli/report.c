@@ -33,7 +33,8 @@ static int report_sink(struct sink *k, enum report_format fmt, const struct sess
 		snprintf(err, errlen, "--format %s: this build has no such sink",
 			 fmt == REPORT_JSON ? "json" : "folded");
 		return -1;
-	default: break;
+	default:
+		break;
 	}
 	snprintf(err, errlen, "unknown format");
 	return -1;
@@ -69,7 +70,8 @@ int cmd_report(const struct session *s)
 	if (fmt == REPORT_AUTO)
 		fmt = sum.graph ? REPORT_GRAPH : REPORT_TEXT;
 	if ((s->funcgraph_retval || s->funcgraph_tail) && fmt != REPORT_GRAPH) {
-		cmd_error("report: --funcgraph-retval and --funcgraph-tail go with the graph format");
+		cmd_error(
+		    "report: --funcgraph-retval and --funcgraph-tail go with the graph format");
 		status = EXIT_BAD_INPUT;
 		goto out;
 	}

@@ -16,13 +16,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define TDR_MAX_SPECS 256    /* probe events in one file */
+#define TDR_MAX_SPECS 256 /* probe events in one file */
 #define TDR_MAX_CPUS  256
-#define TDR_RING      4096u /* records per CPU between the reader and the writer */
-#define TDR_MAP	      1024       /* functions with probe events seen (ip -> spec) */
+#define TDR_RING      4096u	 /* records per CPU between the reader and the writer */
+#define TDR_MAP	      1024	 /* functions with probe events seen (ip -> spec) */
 #define TDR_ADDRS     (1u << 16) /* distinct function starts named */
 
-enum tdr_role { ROLE_NONE, ROLE_FUNCTION, ROLE_GRAPH_ENT, ROLE_GRAPH_EXIT, ROLE_PROBE, ROLE_RPROBE };
+enum tdr_role {
+	ROLE_NONE,
+	ROLE_FUNCTION,
+	ROLE_GRAPH_ENT,
+	ROLE_GRAPH_EXIT,
+	ROLE_PROBE,
+	ROLE_RPROBE
+};
 
 struct tdr_spec {
 	struct fe_spec spec;
@@ -63,7 +70,7 @@ struct tdr {
 	struct tdr_role_of *roles;
 	size_t nr_roles;
 	struct tep_format_field *fn_ip, *fn_parent, *ent_func, *ent_depth, *ex_func, *ex_retval,
-		*ex_depth, *ex_calltime, *ex_rettime;
+	    *ex_depth, *ex_calltime, *ex_rettime;
 	struct tdr_cpu *cpus;
 	struct ring *rings; /* one per CPU, the writer's input */
 	unsigned nr_rings;
@@ -141,7 +148,8 @@ static int rebuild_field(struct tdr *r, const struct tep_event *ev, struct tep_f
 	strcpy(f->name, tf->name);
 	if (tf->flags & TEP_FIELD_IS_DYNAMIC) {
 		if (tf->size != 4 || !strstr(tf->type, "char"))
-			return fail(r, err, errlen, "event %s: field %s: not a string", where, f->name);
+			return fail(r, err, errlen, "event %s: field %s: not a string", where,
+				    f->name);
 		f->kind = FE_STRING;
 		f->size = 1;
 		f->memory = true;
@@ -163,7 +171,8 @@ static int rebuild_field(struct tdr *r, const struct tep_event *ev, struct tep_f
 	if (tf->flags & TEP_FIELD_IS_ARRAY) {
 		if (!tf->arraylen || tf->arraylen > FE_MAX_ARRAY || !elem_size(tf->elementsize) ||
 		    tf->size != (int)(tf->arraylen * tf->elementsize))
-			return fail(r, err, errlen, "event %s: field %s: bad array", where, f->name);
+			return fail(r, err, errlen, "event %s: field %s: bad array", where,
+				    f->name);
 		f->count = tf->arraylen;
 		f->size = f->kind == FE_SYMBOL ? 8 : tf->elementsize;
 		f->memory = true;
@@ -216,21 +225,22 @@ static int rebuild_spec(struct tdr *r, struct tep_event *ev, struct tdr_spec *t,
 		return 1; /* not a probe event of ours: ignored */
 	t->spec.fprobe_style = fprobe;
 	for (struct tep_format_field *f = ev->format.fields; f; f = f->next) {
-		struct tep_format_field **known =
-			!strcmp(f->name, "__probe_ip")	     ? &t->ip
-			: !strcmp(f->name, "__probe_func")   ? &t->ip
-			: !strcmp(f->name, "__probe_ret_ip") ? &t->ret_ip
-			: !strcmp(f->name, "__hvt_duration") ? &t->duration
-			: !strcmp(f->name, "__hvt_fault")    ? &t->fault
-			: !strcmp(f->name, "__hvt_parent")   ? &t->parent
-								: NULL;
+		struct tep_format_field **known = !strcmp(f->name, "__probe_ip")       ? &t->ip
+						  : !strcmp(f->name, "__probe_func")   ? &t->ip
+						  : !strcmp(f->name, "__probe_ret_ip") ? &t->ret_ip
+						  : !strcmp(f->name, "__hvt_duration")
+						      ? &t->duration
+						  : !strcmp(f->name, "__hvt_fault")  ? &t->fault
+						  : !strcmp(f->name, "__hvt_parent") ? &t->parent
+										     : NULL;
 
 		if (known) {
 			*known = f;
 			continue;
 		}
 		if (n == FE_MAX_FIELDS)
-			return fail(r, err, errlen, "event %s: more than %s fields", ev->name, "16");
+			return fail(r, err, errlen, "event %s: more than %s fields", ev->name,
+				    "16");
 		if (rebuild_field(r, ev, f, &t->spec.fields[n], err, errlen) < 0)
 			return -EINVAL;
 		t->field[n++] = f;
@@ -272,8 +282,8 @@ static int link_chains(struct tdr *r, char *err, size_t errlen)
 			if (b->ret || strcmp(a->spec.func, b->spec.func) || b == a)
 				continue;
 			if (b->nth == a->nth)
-				return fail(r, err, errlen, "two events of %s numbered %s", a->spec.func,
-					    "alike");
+				return fail(r, err, errlen, "two events of %s numbered %s",
+					    a->spec.func, "alike");
 			if (b->nth == a->nth + 1)
 				a->spec.next = &b->spec;
 			len++;
@@ -294,9 +304,10 @@ static int no_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 	return 0;
 }
 
-/* libtracecmd reads the whole of @path in a child first (10 minutes at most): the library itself has
- * crashed on bad files (Debian's 3.1.6, on the error path of tracecmd_open), and it reads the same bytes the same way
- * again in this process only once that went well. 0, or -EINVAL with @err. */
+/* libtracecmd reads the whole of @path in a child first (10 minutes at most): the library itself
+ * has crashed on bad files (Debian's 3.1.6, on the error path of tracecmd_open), and it reads the
+ * same bytes the same way again in this process only once that went well. 0, or -EINVAL with @err.
+ */
 static int try_in_child(const char *path, char *err, size_t errlen)
 {
 	int st = 0;
@@ -312,7 +323,8 @@ static int try_in_child(const char *path, char *err, size_t errlen)
 		struct tracecmd_input *h;
 		int ret;
 
-		/* a crash is the child's plain death, seen by the parent (no sanitizer's handler) */
+		/* a crash is the child's plain death, seen by the parent (no sanitizer's handler)
+		 */
 		signal(SIGSEGV, SIG_DFL);
 		signal(SIGBUS, SIG_DFL);
 		signal(SIGFPE, SIG_DFL);
@@ -330,8 +342,8 @@ static int try_in_child(const char *path, char *err, size_t errlen)
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	if (WIFSIGNALED(st))
-		snprintf(err, errlen, "%s: libtracecmd crashed reading it (signal %d): a bad file", path,
-			 WTERMSIG(st));
+		snprintf(err, errlen, "%s: libtracecmd crashed reading it (signal %d): a bad file",
+			 path, WTERMSIG(st));
 	else if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
 		snprintf(err, errlen, "%s: its event data cannot be read", path);
 	else
@@ -429,8 +441,8 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 			r->nr_roles++;
 	}
 	if (missing) {
-		snprintf(err, errlen, "%s: an ftrace function or function_graph event lacks its fields",
-			 path);
+		snprintf(err, errlen,
+			 "%s: an ftrace function or function_graph event lacks its fields", path);
 		goto bad;
 	}
 	if (link_chains(r, err, errlen) < 0)
@@ -472,7 +484,7 @@ static uint64_t num(const struct tep_format_field *f, const struct tep_record *r
 
 static size_t slot_size(const struct fe_field *f)
 {
-	return f->kind == FE_STRING ? FE_MAX_STRING
+	return f->kind == FE_STRING  ? FE_MAX_STRING
 	       : f->kind == FE_CHARS ? f->count
 	       : f->count	     ? (size_t)f->count * f->size
 				     : 8;
@@ -499,7 +511,8 @@ static void rebuild_payload(const struct tdr_spec *t, const struct tep_record *r
 			if (!len || off + len > (size_t)rec->size)
 				out[0] = 1; /* the kernel's (fault): no data */
 			else
-				memcpy(slot, data + off, len < FE_MAX_STRING - 1 ? len : FE_MAX_STRING - 1);
+				memcpy(slot, data + off,
+				       len < FE_MAX_STRING - 1 ? len : FE_MAX_STRING - 1);
 			slot[FE_MAX_STRING - 1] = 0;
 		} else if (tf->offset >= 0 && tf->offset + tf->size <= rec->size) {
 			size_t n = (size_t)tf->size < size ? (size_t)tf->size : size;
@@ -707,7 +720,8 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 		if (r->cpus[k].pending && r->cpus[k].rec.ts < rec->ts)
 			flush_pending(r, &r->cpus[k]);
 	if (rec->missed_events) {
-		struct hvt_record lost = {.ts = rec->ts, .cpu = (uint16_t)cpu, .type = HVT_REC_LOST};
+		struct hvt_record lost = {
+		    .ts = rec->ts, .cpu = (uint16_t)cpu, .type = HVT_REC_LOST};
 
 		flush_pending(r, c);
 		lost.value = rec->missed_events > 0 ? (uint64_t)rec->missed_events : 0;
@@ -788,7 +802,8 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 			map_put(r->rets, ip, &t->spec);
 		}
 		break;
-	default: break;
+	default:
+		break;
 	}
 out:
 	if (r->sum)

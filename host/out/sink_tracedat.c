@@ -1,19 +1,19 @@
 /* The trace.dat sink: the record stream as `trace-cmd record` would have saved it (file version 6,
  * flyrecord), so trace-cmd, KernelShark and `hvtrace report` read it.
  *
- * While tracing, each record becomes one ftrace event in its vCPU's ring-buffer page; full pages go to
- * one unlinked temporary file per vCPU next to the output (no formatting, no symbol lookup, no
+ * While tracing, each record becomes one ftrace event in its vCPU's ring-buffer page; full pages go
+ * to one unlinked temporary file per vCPU next to the output (no formatting, no symbol lookup, no
  * allocation). At the end the headers are written (event formats, the guest's symbols as kallsyms,
  * the task names seen, the vCPU count) and the per-vCPU pages appended.
  *
- * Events: ftrace:function (function tracer), ftrace:funcgraph_entry / funcgraph_exit (function_graph,
- * exit with retval as Linux 6.5+ lays it out), and per -e spec a kprobe event kprobes/p_<func>_<n>
- * (fprobes/<func>__entry_<n> for BTF-typed specs, as the kernel names fprobe events), per -r a
- * kretprobe event kprobes/r_<func>_0, with the fields and print fmt the kernel would write. Two
- * fields of ours follow the kernel's (no print fmt names them, so trace-cmd does not show them):
- * __hvt_fault, a bit per field whose guest memory could not be read, __hvt_parent, the call site,
- * and in return probes __hvt_duration (ns since the entry): `hvtrace report` needs them to print what
- * `run` printed. */
+ * Events: ftrace:function (function tracer), ftrace:funcgraph_entry / funcgraph_exit
+ * (function_graph, exit with retval as Linux 6.5+ lays it out), and per -e spec a kprobe event
+ * kprobes/p_<func>_<n> (fprobes/<func>__entry_<n> for BTF-typed specs, as the kernel names fprobe
+ * events), per -r a kretprobe event kprobes/r_<func>_0, with the fields and print fmt the kernel
+ * would write. Three fields of ours follow the kernel's (no print fmt names them, so trace-cmd does
+ * not show them): __hvt_fault, a bit per field whose guest memory could not be read, __hvt_parent,
+ * the call site, and in return probes __hvt_duration (ns since the entry): `hvtrace report` needs
+ * them to print what `run` printed. */
 #include "host/out/sink_tracedat.h"
 #include "host/out/tracedat_format.h"
 
@@ -128,7 +128,7 @@ static size_t put(uint8_t *ev, size_t at, const void *v, size_t n)
 
 static size_t field_payload(const struct fe_field *f)
 {
-	return f->kind == FE_STRING ? FE_MAX_STRING
+	return f->kind == FE_STRING  ? FE_MAX_STRING
 	       : f->kind == FE_CHARS ? f->count
 	       : f->count	     ? (size_t)f->count * f->size
 				     : 8;
@@ -145,11 +145,11 @@ static size_t put_fields(uint8_t *ev, size_t at, const struct fe_spec *spec, con
 	for (unsigned i = 0; i < spec->nr_fields; i++) {
 		const struct fe_field *f = &spec->fields[i];
 
-		dyn += f->kind == FE_STRING ? 4
-		       : f->kind == FE_CHARS ? f->count
-		       : f->count	     ? (size_t)f->count * f->size
+		dyn += f->kind == FE_STRING   ? 4
+		       : f->kind == FE_CHARS  ? f->count
+		       : f->count	      ? (size_t)f->count * f->size
 		       : f->kind == FE_SYMBOL ? 8
-					     : f->size;
+					      : f->size;
 	}
 	dyn += 4 + 8; /* __hvt_fault, __hvt_parent */
 	strings = dyn;
@@ -197,8 +197,8 @@ static unsigned rprobe_id(struct sink *s, const struct hvt_record *r, const stru
 	const struct vmi_sym *sym;
 
 	*spec = r->type == HVT_REC_RETURN_EVENT && s->ret_event_of
-			? s->ret_event_of(s->event_ctx, r->ip)
-			: NULL;
+		    ? s->ret_event_of(s->event_ctx, r->ip)
+		    : NULL;
 	if (*spec)
 		return spec_id(t, *spec, true);
 	/* a bare -r: found by its function's name */
@@ -309,7 +309,8 @@ static unsigned tracedat_record(struct sink *s, const struct hvt_record *r,
 		}
 		emit_return_probe(s, r);
 		break;
-	default: return 1;
+	default:
+		return 1;
 	}
 	s->written++;
 	return 1;
@@ -317,11 +318,10 @@ static unsigned tracedat_record(struct sink *s, const struct hvt_record *r,
 
 /* ---- the headers (end of the trace) ---------------------------------------------------------- */
 
-static const char header_page[] =
-	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
-	"\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
-	"\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
-	"\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n";
+static const char header_page[] = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+				  "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+				  "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+				  "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n";
 
 static const char header_event[] = "# compressed entry header\n"
 				   "\ttype_len    :    5 bits\n"
@@ -333,34 +333,34 @@ static const char header_event[] = "# compressed entry header\n"
 				   "\ttime_stamp : type == 31\n"
 				   "\tdata max type_len  == 28\n";
 
-#define COMMON_FIELDS                                                                  \
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"         \
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"         \
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" \
+#define COMMON_FIELDS                                                                              \
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"                     \
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"                     \
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"             \
 	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
 
 static const char fmt_function[] =
-	"name: function\nID: 1\nformat:\n" COMMON_FIELDS
-	"\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
-	"\tfield:unsigned long parent_ip;\toffset:16;\tsize:8;\tsigned:0;\n\n"
-	"print fmt: \" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip\n";
+    "name: function\nID: 1\nformat:\n" COMMON_FIELDS
+    "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
+    "\tfield:unsigned long parent_ip;\toffset:16;\tsize:8;\tsigned:0;\n\n"
+    "print fmt: \" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip\n";
 
 static const char fmt_funcgraph_entry[] =
-	"name: funcgraph_entry\nID: 11\nformat:\n" COMMON_FIELDS
-	"\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n"
-	"\tfield:int depth;\toffset:16;\tsize:4;\tsigned:1;\n\n"
-	"print fmt: \"--> %ps (%d)\", (void *)REC->func, REC->depth\n";
+    "name: funcgraph_entry\nID: 11\nformat:\n" COMMON_FIELDS
+    "\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n"
+    "\tfield:int depth;\toffset:16;\tsize:4;\tsigned:1;\n\n"
+    "print fmt: \"--> %ps (%d)\", (void *)REC->func, REC->depth\n";
 
 static const char fmt_funcgraph_exit[] =
-	"name: funcgraph_exit\nID: 10\nformat:\n" COMMON_FIELDS
-	"\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n"
-	"\tfield:unsigned long retval;\toffset:16;\tsize:8;\tsigned:0;\n"
-	"\tfield:int depth;\toffset:24;\tsize:4;\tsigned:1;\n"
-	"\tfield:unsigned int overrun;\toffset:28;\tsize:4;\tsigned:0;\n"
-	"\tfield:unsigned long long calltime;\toffset:32;\tsize:8;\tsigned:0;\n"
-	"\tfield:unsigned long long rettime;\toffset:40;\tsize:8;\tsigned:0;\n\n"
-	"print fmt: \"<-- %ps (%d) (start: %llx  end: %llx) over: %d retval: %lx\", "
-	"(void *)REC->func, REC->depth, REC->calltime, REC->rettime, REC->depth, REC->retval\n";
+    "name: funcgraph_exit\nID: 10\nformat:\n" COMMON_FIELDS
+    "\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n"
+    "\tfield:unsigned long retval;\toffset:16;\tsize:8;\tsigned:0;\n"
+    "\tfield:int depth;\toffset:24;\tsize:4;\tsigned:1;\n"
+    "\tfield:unsigned int overrun;\toffset:28;\tsize:4;\tsigned:0;\n"
+    "\tfield:unsigned long long calltime;\toffset:32;\tsize:8;\tsigned:0;\n"
+    "\tfield:unsigned long long rettime;\toffset:40;\tsize:8;\tsigned:0;\n\n"
+    "print fmt: \"<-- %ps (%d) (start: %llx  end: %llx) over: %d retval: %lx\", "
+    "(void *)REC->func, REC->depth, REC->calltime, REC->rettime, REC->depth, REC->retval\n";
 
 /* A growing text (headers only; not the hot path). */
 struct td_text {
@@ -404,15 +404,30 @@ static void text_add(struct td_text *x, const char *fmt, ...)
 static void field_type(const struct fe_field *f, const char **type, const char **conv)
 {
 	static const char *const s[] = {"s8", "s16", "s32", "s64"}, *const u[] = {"u8", "u16",
-										   "u32", "u64"};
+										  "u32", "u64"};
 	unsigned lg = f->size == 1 ? 0 : f->size == 2 ? 1 : f->size == 4 ? 2 : 3;
 
 	switch (f->kind) {
-	case FE_SIGNED: *type = s[lg]; *conv = lg == 3 ? "%Ld" : "%d"; break;
-	case FE_UNSIGNED: *type = u[lg]; *conv = lg == 3 ? "%Lu" : "%u"; break;
-	case FE_HEX: *type = u[lg]; *conv = lg == 3 ? "0x%Lx" : "0x%x"; break;
-	case FE_SYMBOL: *type = "u64"; *conv = "%pS"; break;
-	default: *type = "char"; *conv = "%s"; break;
+	case FE_SIGNED:
+		*type = s[lg];
+		*conv = lg == 3 ? "%Ld" : "%d";
+		break;
+	case FE_UNSIGNED:
+		*type = u[lg];
+		*conv = lg == 3 ? "%Lu" : "%u";
+		break;
+	case FE_HEX:
+		*type = u[lg];
+		*conv = lg == 3 ? "0x%Lx" : "0x%x";
+		break;
+	case FE_SYMBOL:
+		*type = "u64";
+		*conv = "%pS";
+		break;
+	default:
+		*type = "char";
+		*conv = "%s";
+		break;
 	}
 }
 
@@ -430,7 +445,8 @@ static void spec_format(struct td_text *x, const struct fe_spec *spec, unsigned 
 
 		field_type(f, &type, &conv);
 		if (f->kind == FE_STRING) {
-			text_add(x, "\tfield:__data_loc char[] %s;\toffset:%u;\tsize:4;\tsigned:1;\n",
+			text_add(x,
+				 "\tfield:__data_loc char[] %s;\toffset:%u;\tsize:4;\tsigned:1;\n",
 				 f->name, offset);
 			text_add(&pf, " %s=\\\"%%s\\\"", f->name);
 			text_add(&pa, ", __get_str(%s)", f->name);
@@ -438,8 +454,8 @@ static void spec_format(struct td_text *x, const struct fe_spec *spec, unsigned 
 			continue;
 		}
 		if (f->kind == FE_CHARS) {
-			text_add(x, "\tfield:char %s[%u];\toffset:%u;\tsize:%u;\tsigned:1;\n", f->name,
-				 f->count, offset, f->count);
+			text_add(x, "\tfield:char %s[%u];\toffset:%u;\tsize:%u;\tsigned:1;\n",
+				 f->name, f->count, offset, f->count);
 			text_add(&pf, " %s=\\\"%%s\\\"", f->name);
 			text_add(&pa, ", REC->%s", f->name);
 			offset += f->count;
@@ -452,8 +468,8 @@ static void spec_format(struct td_text *x, const struct fe_spec *spec, unsigned 
 			text_add(&pf, " %s={", f->name);
 			for (unsigned k = 0; k < f->count; k++) {
 				text_add(&pf, "%s%s", k ? "," : "", conv);
-				text_add(&pa, ", %sREC->%s[%u]", f->kind == FE_SYMBOL ? "(void *)" : "",
-					 f->name, k);
+				text_add(&pa, ", %sREC->%s[%u]",
+					 f->kind == FE_SYMBOL ? "(void *)" : "", f->name, k);
 			}
 			text_add(&pf, "}");
 			offset += size * f->count;
@@ -496,8 +512,7 @@ static void event_format(struct td_text *x, const struct td_sink *t, size_t i)
 	char name[160];
 
 	event_name(name, sizeof(name), t, i);
-	text_add(x, "name: %s\nID: %u\nformat:\n" COMMON_FIELDS, name,
-		 TD_ID_DYNAMIC + (unsigned)i);
+	text_add(x, "name: %s\nID: %u\nformat:\n" COMMON_FIELDS, name, TD_ID_DYNAMIC + (unsigned)i);
 	text_add(x, "\tfield:unsigned long __probe_ip;\toffset:8;\tsize:8;\tsigned:0;\n");
 	spec_format(x, &t->events[i], 16, "(%lx)", "REC->__probe_ip");
 }
@@ -569,8 +584,9 @@ static void write_headers(struct sink *s, struct td_text *events, struct td_text
 			  struct td_text *cmdlines)
 {
 	struct td_sink *t = s->priv;
-	static const char magic[] = {0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g',
-				     '6',  0,	 0 /* little endian */, 8 /* long */};
+	static const char magic[] = {
+	    0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g', '6', 0, 0 /* little endian */,
+	    8 /* long */};
 
 	out_bytes(s, magic, sizeof(magic));
 	out_u32(s, TD_PAGE_SIZE);
@@ -614,7 +630,7 @@ static void write_headers(struct sink *s, struct td_text *events, struct td_text
 		}
 	}
 	out_section(s, syms->buf ? syms->buf : "", syms->len, false); /* kallsyms */
-	out_u32(s, 0);							      /* printk formats */
+	out_u32(s, 0);						      /* printk formats */
 	out_section(s, cmdlines->buf ? cmdlines->buf : "", cmdlines->len, true);
 	out_u32(s, s->nr_cpus);
 	out_bytes(s, "options  ", 10);
@@ -658,7 +674,8 @@ static void tracedat_end(struct sink *s)
 		text_add(&syms, "%016" PRIx64 " t %s\n", y->addr, y->name);
 		/* where the function ends, when the next symbol does not start there: readers
 		 * take a symbol's size from the next one */
-		if (y->size && (i + 1 == s->syms->nr || s->syms->syms[i + 1].addr > y->addr + y->size))
+		if (y->size &&
+		    (i + 1 == s->syms->nr || s->syms->syms[i + 1].addr > y->addr + y->size))
 			text_add(&syms, "%016" PRIx64 " t %s.end\n", y->addr + y->size, y->name);
 	}
 	for (unsigned i = 0; i < TD_COMMS; i++)
@@ -721,13 +738,13 @@ static void tracedat_begin(struct sink *s)
 }
 
 static const struct sink_ops tracedat_ops = {
-	.begin = tracedat_begin,
-	.record = tracedat_record,
-	.end = tracedat_end,
+    .begin = tracedat_begin,
+    .record = tracedat_record,
+    .end = tracedat_end,
 };
 
-/* An unlinked temporary file in @path's directory (so the pages stay on the output's filesystem), or
- * in $TMPDIR (else /tmp) when the output @out is no regular file (a pipe, /dev/stdout). */
+/* An unlinked temporary file in @path's directory (so the pages stay on the output's filesystem),
+ * or in $TMPDIR (else /tmp) when the output @out is no regular file (a pipe, /dev/stdout). */
 static FILE *temp_next_to(const char *path, FILE *out)
 {
 	char dir[4096];
@@ -759,8 +776,8 @@ static FILE *temp_next_to(const char *path, FILE *out)
 }
 
 int sink_tracedat_init(struct sink *s, FILE *out, const char *path, const struct vmi_symtab *syms,
-		       unsigned nr_cpus, bool graph, const struct fe_spec *events,
-		       size_t nr_events, const struct fe_spec *rprobes, size_t nr_rprobes)
+		       unsigned nr_cpus, bool graph, const struct fe_spec *events, size_t nr_events,
+		       const struct fe_spec *rprobes, size_t nr_rprobes)
 {
 	struct td_sink *t = calloc(1, sizeof(*t));
 	int err = 0;

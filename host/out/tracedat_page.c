@@ -1,4 +1,5 @@
-/* The kernel ring buffer's page layout, as trace.dat holds it (libtraceevent's kbuffer reads it). */
+/* The kernel ring buffer's page layout, as trace.dat holds it (libtraceevent's kbuffer reads it).
+ */
 #include "host/out/tracedat_format.h"
 
 #include <string.h>
@@ -36,7 +37,8 @@ bool td_page_add(struct td_page *p, uint64_t ts, const void *data, size_t len)
 	if (!len || p->len + need > room)
 		return false;
 	if (extend) {
-		put32(at, TD_TYPE_TIME_EXTEND | (uint32_t)(delta & ((1u << TD_DELTA_BITS) - 1)) << 5);
+		put32(at, TD_TYPE_TIME_EXTEND | (uint32_t)(delta & ((1u << TD_DELTA_BITS) - 1))
+						    << 5);
 		put32(at + 4, (uint32_t)(delta >> TD_DELTA_BITS));
 		at += 8;
 		delta = 0;

@@ -13,9 +13,9 @@
 
 /* The reader's libtracecmd check runs in a child that resets SIGSEGV & co to their default, so that
  * the library's own crashes on bad files are the child's death, not a finding here (ASan must let
- * it); the library asks malloc for absurd sizes a file names, and copes with NULL. A child that still
- * dies in the sanitizer leaves a crash- file behind while the fuzzing goes on: the parent, where our
- * code runs, saw a refused file. */
+ * it); the library asks malloc for absurd sizes a file names, and copes with NULL. A child that
+ * still dies in the sanitizer leaves a crash- file behind while the fuzzing goes on: the parent,
+ * where our code runs, saw a refused file. */
 const char *__asan_default_options(void)
 {
 	return "allow_user_segv_handler=1:allocator_may_return_null=1";
@@ -42,7 +42,8 @@ static void replay(const char *path, const struct vmi_symtab *syms, const struct
 	} else {
 		sink_function_init(&k, out, syms, sum->nr_cpus);
 	}
-	if (tdr_replay(r, &k, err, sizeof(err)) < 0 && (!memchr(err, 0, sizeof(err)) || strchr(err, '\n')))
+	if (tdr_replay(r, &k, err, sizeof(err)) < 0 &&
+	    (!memchr(err, 0, sizeof(err)) || strchr(err, '\n')))
 		abort();
 	free(k.priv); /* the graph sink's, NULL once its end() ran */
 	tdr_close(r);

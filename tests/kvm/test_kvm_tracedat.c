@@ -1,7 +1,7 @@
-/* `hvtrace record` on the test guest in the embedded VMM: the real trace-cmd reads the trace.dat with
- * the guest's own call counts per function and vCPU, its names and values; and `hvtrace report`
- * prints the same events as `hvtrace run` on the same guest (the guest is deterministic: each vCPU
- * runs the same calls in the same order every time; timestamps and durations differ). */
+/* `hvtrace record` on the test guest in the embedded VMM: the real trace-cmd reads the trace.dat
+ * with the guest's own call counts per function and vCPU, its names and values; and `hvtrace
+ * report` prints the same events as `hvtrace run` on the same guest (the guest is deterministic:
+ * each vCPU runs the same calls in the same order every time; timestamps and durations differ). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,14 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const funcs[] = {"workload_run", "fib",	   "tree_root", "tree_a",
-				    "tree_b",	    "tree_leaf",   "task_body", "task_step",
-				    "task_leaf",    "tail_top",	   "tail_mid",	"tail_leaf",
-				    "nl_outer",	    "nl_inner",	   "deep",	"ev_target"};
+static const char *const funcs[] = {"workload_run", "fib",	 "tree_root", "tree_a",
+				    "tree_b",	    "tree_leaf", "task_body", "task_step",
+				    "task_leaf",    "tail_top",	 "tail_mid",  "tail_leaf",
+				    "nl_outer",	    "nl_inner",	 "deep",      "ev_target"};
 #define NR_FUNCS (sizeof(funcs) / sizeof(funcs[0]))
 
-#define EV_SPEC                                                                                     \
-	"ev_target(int id+0 | x32 flags+4 | string name+8[0] | s64 deep+16[0]+8[0]+0 | "        \
+#define EV_SPEC                                                                                    \
+	"ev_target(int id+0 | x32 flags+4 | string name+8[0] | s64 deep+16[0]+8[0]+0 | "           \
 	"u16[4] arr+24, string label, u32[3] vals, long n)"
 
 static char dat[128];
@@ -91,7 +91,7 @@ static long count_lines_of(const char *text, const char *event, int cpu, const c
 
 			if (!tail || (contains ? strstr(line, tail) != NULL
 					       : strlen(line) >= tl &&
-							 !strcmp(line + strlen(line) - tl, tail)))
+						     !strcmp(line + strlen(line) - tl, tail)))
 				n++;
 		}
 		l += len + (end ? 1 : 0);
@@ -256,12 +256,14 @@ static void test_event(void **state)
 	(void)state;
 	record(&r, args);
 	text = trace_cmd_report("");
-	/* each vCPU calls it twice: a good label, then an unmapped one (the kernel's empty string) */
+	/* each vCPU calls it twice: a good label, then an unmapped one (the kernel's empty string)
+	 */
 	for (int c = 0; c < 2; c++) {
-		assert_int_equal(count_events(text, "p_ev_target_0", c,
-					      "id=42 flags=0xbeef name=\"objname\" deep=99 "
-					      "arr={1,2,3,4} label=\"hello-events\" vals={10,20,30} n=3"),
-				 1);
+		assert_int_equal(
+		    count_events(text, "p_ev_target_0", c,
+				 "id=42 flags=0xbeef name=\"objname\" deep=99 "
+				 "arr={1,2,3,4} label=\"hello-events\" vals={10,20,30} n=3"),
+		    1);
 		assert_int_equal(count_events(text, "p_ev_target_0", c,
 					      "id=42 flags=0xbeef name=\"objname\" deep=99 "
 					      "arr={1,2,3,4} label=\"\" vals={10,20,30} n=3"),
@@ -298,10 +300,10 @@ static void test_return_probes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_function),
-		cmocka_unit_test(test_function_graph_retval),
-		cmocka_unit_test(test_event),
-		cmocka_unit_test(test_return_probes),
+	    cmocka_unit_test(test_function),
+	    cmocka_unit_test(test_function_graph_retval),
+	    cmocka_unit_test(test_event),
+	    cmocka_unit_test(test_return_probes),
 	};
 
 	if (!kvm_available())

@@ -41,8 +41,8 @@ static void test_page_small_event(void **state)
 	td_page_start(&p, 1000, 0);
 	assert_true(td_page_add(&p, 1000, data, 24));
 	assert_true(td_page_add(&p, 1005, data, 22)); /* padded to 24 */
-	assert_int_equal(word(&p, 0), 6);		       /* type_len 6, delta 0 */
-	assert_int_equal(word(&p, 28), 6 | 5 << 5);	       /* delta 5 */
+	assert_int_equal(word(&p, 0), 6);	      /* type_len 6, delta 0 */
+	assert_int_equal(word(&p, 28), 6 | 5 << 5);   /* delta 5 */
 	assert_memory_equal(p.buf + TD_PAGE_HEADER + 32, data, 22);
 	assert_int_equal(p.buf[TD_PAGE_HEADER + 32 + 22], 0);
 	assert_int_equal(p.len, 56);
@@ -62,7 +62,7 @@ static void test_page_time_extend_and_big_event(void **state)
 	assert_true(td_page_add(&p, 50 + delta, data, sizeof(data)));
 	assert_int_equal(word(&p, 0), TD_TYPE_TIME_EXTEND | 7 << 5);
 	assert_int_equal(word(&p, 4), 3);
-	assert_int_equal(word(&p, 8), 0);   /* type_len 0: the length word follows */
+	assert_int_equal(word(&p, 8), 0);    /* type_len 0: the length word follows */
 	assert_int_equal(word(&p, 12), 204); /* data and the length word itself */
 	assert_memory_equal(p.buf + TD_PAGE_HEADER + 16, data, sizeof(data));
 	assert_int_equal(p.len, 16 + 200);
@@ -86,15 +86,21 @@ static void test_page_full_and_missed(void **state)
 	assert_int_equal(quad(p.buf + TD_PAGE_HEADER + p.len), 9);
 }
 
-/* ---- round trip --------------------------------------------------------------------------------- */
+/* ---- round trip ---------------------------------------------------------------------------------
+ */
 
 static char path[64];
 
 static void rec(struct sink *s, uint64_t ts, unsigned cpu, uint8_t type, uint64_t ip,
 		uint64_t parent, int pid, const char *comm, uint64_t value)
 {
-	struct hvt_record r = {.ts = ts, .ip = ip, .parent = parent, .pid = pid,
-			       .cpu = (uint16_t)cpu, .type = type, .value = value};
+	struct hvt_record r = {.ts = ts,
+			       .ip = ip,
+			       .parent = parent,
+			       .pid = pid,
+			       .cpu = (uint16_t)cpu,
+			       .type = type,
+			       .value = value};
 
 	strncpy(r.comm, comm, sizeof(r.comm));
 	s->ops->record(s, &r, NULL);
@@ -118,8 +124,10 @@ static void write_sample(struct vmi_symtab *syms)
 	vmi_symtab_sort(syms);
 	assert_int_equal(sink_tracedat_init(&s, out, path, syms, 2, false, NULL, 0, NULL, 0), 0);
 	s.ops->begin(&s);
-	rec(&s, 1000, 0, HVT_REC_ENTRY, 0xffffffff81000000ull, 0xffffffff81000110ull, 42, "bash", 0);
-	rec(&s, 2000, 1, HVT_REC_ENTRY, 0xffffffff81000000ull, 0xffffffff81000120ull, 0, "idle1", 0);
+	rec(&s, 1000, 0, HVT_REC_ENTRY, 0xffffffff81000000ull, 0xffffffff81000110ull, 42, "bash",
+	    0);
+	rec(&s, 2000, 1, HVT_REC_ENTRY, 0xffffffff81000000ull, 0xffffffff81000120ull, 0, "idle1",
+	    0);
 	rec(&s, 2500, 1, HVT_REC_LOST, 0, 0, 0, "", 7);
 	rec(&s, 3000000000ull, 1, HVT_REC_ENTRY, 0xffffffff81000100ull, 0xffffffff81000010ull, 43,
 	    "worker", 0);
@@ -160,18 +168,16 @@ static void test_round_trip(void **state)
 	assert_int_equal(tdr_replay(r, &k, err, sizeof(err)), 0);
 	tdr_close(r);
 	fclose(mem);
-	assert_string_equal(
-		text,
-		"# tracer: function\n"
-		"#\n"
-		"# CPUs: 2\n"
-		"#\n"
-		"#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
-		"#              | |         |       |         |\n"
-		"            bash-42      [000]     0.000001: do_work <-caller\n"
-		"           idle1-0       [001]     0.000002: do_work <-caller\n"
-		"          worker-43      [001]     3.000000: caller <-do_work\n"
-		"# entries-written: 3   lost: 7\n");
+	assert_string_equal(text, "# tracer: function\n"
+				  "#\n"
+				  "# CPUs: 2\n"
+				  "#\n"
+				  "#           TASK-PID     CPU#   TIMESTAMP  FUNCTION\n"
+				  "#              | |         |       |         |\n"
+				  "            bash-42      [000]     0.000001: do_work <-caller\n"
+				  "           idle1-0       [001]     0.000002: do_work <-caller\n"
+				  "          worker-43      [001]     3.000000: caller <-do_work\n"
+				  "# entries-written: 3   lost: 7\n");
 	free(text);
 	vmi_symtab_free(&syms);
 	vmi_symtab_free(&wsyms);
@@ -195,9 +201,11 @@ static void test_trace_cmd_reads_it(void **state)
 	out[n] = 0;
 	assert_int_equal(pclose(p), 0);
 	assert_non_null(strstr(out, "cpus=2\n"));
-	assert_non_null(strstr(out, "bash-42    [000]     0.000001: function:             do_work"));
+	assert_non_null(
+	    strstr(out, "bash-42    [000]     0.000001: function:             do_work"));
 	/* (trace-cmd's function plugin indents by the nesting it infers) */
-	assert_non_null(strstr(out, "worker-43    [001]     3.000000: function:                caller\n"));
+	assert_non_null(
+	    strstr(out, "worker-43    [001]     3.000000: function:                caller\n"));
 	assert_non_null(strstr(out, "\nCPU:1 [7 EVENTS DROPPED]\n          worker-43"));
 	vmi_symtab_free(&wsyms);
 	unlink(path);
@@ -238,12 +246,12 @@ static void test_reader_rejects_corrupt(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_page_small_event),
-		cmocka_unit_test(test_page_time_extend_and_big_event),
-		cmocka_unit_test(test_page_full_and_missed),
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_trace_cmd_reads_it),
-		cmocka_unit_test(test_reader_rejects_corrupt),
+	    cmocka_unit_test(test_page_small_event),
+	    cmocka_unit_test(test_page_time_extend_and_big_event),
+	    cmocka_unit_test(test_page_full_and_missed),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_trace_cmd_reads_it),
+	    cmocka_unit_test(test_reader_rejects_corrupt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
