@@ -135,6 +135,24 @@ static bool elem_size(unsigned size)
 	return size == 1 || size == 2 || size == 4 || size == 8;
 }
 
+/* The size of a kprobe fetch type ("u16", "s32", "x64", "char"; libtraceevent may have appended the
+ * brackets: "u16[]"), 0 if none. */
+static unsigned type_size(const char *type)
+{
+	char t[8];
+	size_t n = strcspn(type, "[ ");
+
+	if (n >= sizeof(t))
+		return 0;
+	memcpy(t, type, n);
+	t[n] = 0;
+	if (!strcmp(t, "char") || !strcmp(t, "u8") || !strcmp(t, "s8") || !strcmp(t, "x8"))
+		return 1;
+	if (n != 3 || !strchr("usx", t[0]))
+		return 0;
+	return !strcmp(t + 1, "16") ? 2 : !strcmp(t + 1, "32") ? 4 : !strcmp(t + 1, "64") ? 8 : 0;
+}
+
 /* One field of a probe event into @f. */
 static int rebuild_field(struct tdr *r, const struct tep_event *ev, struct tep_format_field *tf,
 			 struct fe_field *f, char *err, size_t errlen)
@@ -169,12 +187,18 @@ static int rebuild_field(struct tdr *r, const struct tep_event *ev, struct tep_f
 		return fail(r, err, errlen, "event %s: field %s: no conversion in the print fmt",
 			    where, f->name);
 	if (tf->flags & TEP_FIELD_IS_ARRAY) {
-		if (!tf->arraylen || tf->arraylen > FE_MAX_ARRAY || !elem_size(tf->elementsize) ||
-		    tf->size != (int)(tf->arraylen * tf->elementsize))
+		/* "u16 arr[4]" (ours), or "u16 arr[]" of the whole size (the kernel's) */
+		unsigned elem = tf->arraylen ? tf->elementsize : type_size(tf->type);
+		unsigned count = tf->arraylen		? tf->arraylen
+				 : elem && tf->size > 0 ? (unsigned)tf->size / elem
+							: 0;
+
+		if (!count || count > FE_MAX_ARRAY || !elem_size(elem) ||
+		    tf->size != (int)(count * elem))
 			return fail(r, err, errlen, "event %s: field %s: bad array", where,
 				    f->name);
-		f->count = tf->arraylen;
-		f->size = f->kind == FE_SYMBOL ? 8 : tf->elementsize;
+		f->count = count;
+		f->size = f->kind == FE_SYMBOL ? 8 : elem;
 		f->memory = true;
 		return 0;
 	}

@@ -463,13 +463,14 @@ static void spec_format(struct td_text *x, const struct fe_spec *spec, unsigned 
 		}
 		size = f->kind == FE_SYMBOL ? 8 : f->size;
 		if (f->count) {
+			/* "u16 arr[4]": the kernel writes "arr[]", which libtraceevent (1.7) prints
+			 * as zeros */
 			text_add(x, "\tfield:%s %s[%u];\toffset:%u;\tsize:%u;\tsigned:%d;\n", type,
 				 f->name, f->count, offset, size * f->count, f->kind == FE_SIGNED);
 			text_add(&pf, " %s={", f->name);
 			for (unsigned k = 0; k < f->count; k++) {
 				text_add(&pf, "%s%s", k ? "," : "", conv);
-				text_add(&pa, ", %sREC->%s[%u]",
-					 f->kind == FE_SYMBOL ? "(void *)" : "", f->name, k);
+				text_add(&pa, ", REC->%s[%u]", f->name, k);
 			}
 			text_add(&pf, "}");
 			offset += size * f->count;
@@ -478,7 +479,7 @@ static void spec_format(struct td_text *x, const struct fe_spec *spec, unsigned 
 		text_add(x, "\tfield:%s %s;\toffset:%u;\tsize:%u;\tsigned:%d;\n", type, f->name,
 			 offset, size, f->kind == FE_SIGNED);
 		text_add(&pf, " %s=%s", f->name, conv);
-		text_add(&pa, ", %sREC->%s", f->kind == FE_SYMBOL ? "(void *)" : "", f->name);
+		text_add(&pa, ", REC->%s", f->name);
 		offset += size;
 	}
 	text_add(x,
