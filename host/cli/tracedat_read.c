@@ -18,9 +18,10 @@
 
 #define TDR_MAX_SPECS 256 /* probe events in one file */
 #define TDR_MAX_CPUS  256
-#define TDR_RING      4096u	 /* records per CPU between the reader and the writer */
-#define TDR_MAP	      1024	 /* functions with probe events seen (ip -> spec) */
-#define TDR_ADDRS     (1u << 16) /* distinct function starts named */
+#define TDR_RING      4096u	   /* records per CPU between the reader and the writer */
+#define TDR_MAP	      1024	   /* functions with probe events seen (ip -> spec) */
+#define TDR_ADDRS     (1u << 16)   /* distinct function starts named */
+#define TDR_MAX_TS    (1ull << 62) /* ns: 146 years */
 
 enum tdr_role {
 	ROLE_NONE,
@@ -161,6 +162,8 @@ static int rebuild_field(struct tdr *r, const struct tep_event *ev, struct tep_f
 
 	snprintf(where, sizeof(where), "%.60s/%.80s", ev->system, ev->name);
 	memset(f, 0, sizeof(*f));
+	if (!tf->name || !tf->type)
+		return fail(r, err, errlen, "event %s: a field without name or type", where, NULL);
 	if (strlen(tf->name) >= FE_NAME_LEN)
 		return fail(r, err, errlen, "event %s: a field name is too long", where, NULL);
 	strcpy(f->name, tf->name);
@@ -734,8 +737,14 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 	uint64_t ip;
 
 	(void)h;
-	if (cpu < 0 || (unsigned)cpu >= r->nr_cpus || rec->size < 8 || r->err)
-		return r->err ? 1 : 0;
+	if (r->err)
+		return 1;
+	if (rec->ts > TDR_MAX_TS) {
+		r->err = -ERANGE; /* the horizon below must stay above every timestamp */
+		return 1;
+	}
+	if (cpu < 0 || (unsigned)cpu >= r->nr_cpus || rec->size < 8)
+		return 0;
 	c = &r->cpus[cpu];
 	if (rec->ts > r->max_ts)
 		r->max_ts = rec->ts;
@@ -832,7 +841,8 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 out:
 	if (r->sum)
 		r->sum->records++;
-	atomic_store(&r->horizon, r->max_ts);
+	/* every record at or before the latest time read may go: later ones come after it */
+	atomic_store(&r->horizon, r->max_ts + 1);
 	return 0;
 }
 
@@ -845,10 +855,12 @@ static int iterate(struct tdr *r, char *err, size_t errlen)
 	ret = tracecmd_iterate_events(r->h, NULL, 0, on_record, r);
 	for (unsigned k = 0; k < r->nr_cpus; k++)
 		flush_pending(r, &r->cpus[k]);
-	if (r->err) {
+	if (r->err == -ERANGE)
+		snprintf(err, errlen, "%s: a record's timestamp is beyond 2^62 ns", r->path);
+	else if (r->err)
 		snprintf(err, errlen, "%s: %s", r->path, strerror(-r->err));
-		return r->err;
-	}
+	if (r->err)
+		return r->err == -ERANGE ? -EINVAL : r->err;
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: its event data cannot be read", r->path);
 		return -EINVAL;

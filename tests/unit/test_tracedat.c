@@ -10,6 +10,7 @@
 #include "host/out/sink_tracedat.h"
 #include "host/out/tracedat_format.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,8 +107,9 @@ static void rec(struct sink *s, uint64_t ts, unsigned cpu, uint8_t type, uint64_
 	s->ops->record(s, &r, NULL);
 }
 
-/* Writes a function-tracer trace.dat of two vCPUs to @path: 3 calls, 7 events lost on cpu1. */
-static void write_sample(struct vmi_symtab *syms)
+/* Writes a function-tracer trace.dat of two vCPUs to @path: 3 calls, 7 events lost on cpu1, the
+ * last call at @last_ts. */
+static void write_sample_at(struct vmi_symtab *syms, uint64_t last_ts)
 {
 	struct sink s;
 	FILE *out;
@@ -129,13 +131,18 @@ static void write_sample(struct vmi_symtab *syms)
 	rec(&s, 2000, 1, HVT_REC_ENTRY, 0xffffffff81000000ull, 0xffffffff81000120ull, 0, "idle1",
 	    0);
 	rec(&s, 2500, 1, HVT_REC_LOST, 0, 0, 0, "", 7);
-	rec(&s, 3000000000ull, 1, HVT_REC_ENTRY, 0xffffffff81000100ull, 0xffffffff81000010ull, 43,
+	rec(&s, last_ts, 1, HVT_REC_ENTRY, 0xffffffff81000100ull, 0xffffffff81000010ull, 43,
 	    "worker", 0);
 	s.lost = 7;
 	s.ops->end(&s);
 	assert_int_equal(s.err, 0);
 	assert_int_equal(s.written, 3);
 	assert_int_equal(fclose(out), 0);
+}
+
+static void write_sample(struct vmi_symtab *syms)
+{
+	write_sample_at(syms, 3000000000ull);
 }
 
 static void test_round_trip(void **state)
@@ -243,6 +250,27 @@ static void test_reader_rejects_corrupt(void **state)
 	vmi_symtab_free(&wsyms);
 }
 
+/* A timestamp no session reaches (it would stall the replay's horizon): refused, one line. */
+static void test_reader_rejects_far_timestamp(void **state)
+{
+	struct vmi_symtab wsyms, syms = {0};
+	struct tdr_summary sum;
+	char err[512];
+	struct tdr *r;
+
+	(void)state;
+	write_sample_at(&wsyms, 1ull << 63);
+	r = tdr_open(path, err, sizeof(err));
+	assert_non_null(r);
+	assert_int_equal(tdr_scan(r, &syms, &sum, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, ": a record's timestamp is beyond 2^62 ns"));
+	assert_non_null(strstr(err, path));
+	tdr_close(r);
+	vmi_symtab_free(&syms);
+	vmi_symtab_free(&wsyms);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +280,7 @@ int main(void)
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_trace_cmd_reads_it),
 	    cmocka_unit_test(test_reader_rejects_corrupt),
+	    cmocka_unit_test(test_reader_rejects_far_timestamp),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
