@@ -21,8 +21,8 @@ LDFLAGS += $(SAN_FLAGS)
 endif
 # ---- end of hardening
 # Evaluated lazily, after $(DEPS) has installed pkg-config and the -dev packages.
-LIB_CFLAGS   = $(shell pkg-config --cflags libelf libbpf libvirt libvirt-qemu)
-LIB_LIBS     = $(shell pkg-config --libs libelf libbpf libvirt libvirt-qemu)
+LIB_CFLAGS   = $(shell pkg-config --cflags libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent)
+LIB_LIBS     = $(shell pkg-config --libs libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent)
 CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 
 DEPS := $(BUILD)/.deps-installed
@@ -193,12 +193,12 @@ guest: | $(DEPS)
 # (fevent), gdbstub packets and the client (gdbstub), QMP JSON and the client (qmp), System.map
 # (sysmap), ELF images (elf), a guest kernel's BTF (btf), QEMU's accelerator (accel), QEMU's
 # guest-physical map from its monitor and smaps (memmap), QEMU command lines (qemu_cmdline), kallsyms
-# tables in guest memory (kallsyms). Each runs FUZZ_SECONDS (default 30) from its seeds in
+# tables in guest memory (kallsyms), trace.dat files for `report` (tracedat). Each runs FUZZ_SECONDS (default 30) from its seeds in
 # tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
 # (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
-FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms
+FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms tracedat
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -213,6 +213,10 @@ FUZZ_SRCS_accel   := host/qemu/qemu_accel.c
 FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/qemu/tcp.c host/trace/clock.c
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
+FUZZ_SRCS_tracedat := host/cli/tracedat_read.c host/out/writer.c host/trace/ring.c \
+                      host/out/sink_function.c host/out/sink_graph.c host/out/sink_io.c \
+                      host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
+FUZZ_LIBS_tracedat := $(shell pkg-config --cflags --libs libtracecmd libtraceevent)
 FUZZ_LIBS_sysmap  := -lelf -lbpf
 FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf

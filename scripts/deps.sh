@@ -7,6 +7,9 @@ set -eu
 # Linux guest tests: cpio to pack the initramfs, QEMU to run it, libvirt's daemons for attach by name
 PKGS="gcc make pkg-config libc6-dev libelf-dev libbpf-dev libvirt-dev libcmocka-dev cpio
       qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients"
+# record / report (trace.dat): libtracecmd and libtraceevent to read it (libtracecmd.pc requires
+# libtracefs), trace-cmd for the tests
+PKGS="$PKGS libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd"
 # make fuzz: clang with its libFuzzer/sanitizer runtime; make check-layers: python3
 PKGS="$PKGS clang libclang-rt-14-dev python3"
 

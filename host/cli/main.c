@@ -2,6 +2,7 @@
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
 #include "host/cli/linux_run.h"
+#include "host/cli/report.h"
 #include "host/cli/run.h"
 #include "host/cli/session.h"
 
@@ -44,6 +45,7 @@ int main(int argc, char **argv)
 		break;
 	case CMD_RUN: status = s.qemu ? cmd_linux(&s) : cmd_run(&s); break;
 	case CMD_ATTACH: status = cmd_linux(&s); break;
+	case CMD_REPORT: status = cmd_report(&s); break;
 	default: status = EXIT_BAD_INPUT; break;
 	}
 	session_free(&s);

@@ -2,6 +2,7 @@
 #include "host/cli/events.h"
 #include "host/cli/exitcode.h"
 #include "host/out/expect.h"
+#include "host/out/sink_tracedat.h"
 #include "host/trace/filter.h"
 #include "host/trace/stub_drain.h"
 
@@ -134,7 +135,16 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	    expect_check_names(tracer_probes(&p->tr), s->expect_call, s->nr_expect_call,
 			       s->expect_no_call, s->nr_expect_no_call, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	if (s->tracer == TRACER_FUNCTION_GRAPH) {
+	if (s->record) {
+		ret = sink_tracedat_init(&p->sink, out, s->output, g->funcs, nr_cpus,
+					 s->tracer == TRACER_FUNCTION_GRAPH, p->events, s->nr_events,
+					 p->rprobes, s->nr_rprobes);
+		if (ret < 0) {
+			snprintf(err, errlen, "-o %s: temporary per-CPU files: %s", s->output,
+				 strerror(-ret));
+			return EXIT_HOST_ERROR;
+		}
+	} else if (s->tracer == TRACER_FUNCTION_GRAPH) {
 		const struct vmi_sym *lo = vmi_symtab_find(g->funcs, "__irqentry_text_start");
 		const struct vmi_sym *hi = vmi_symtab_find(g->funcs, "__irqentry_text_end");
 

@@ -16,6 +16,12 @@ const char session_usage[] =
 	"                                            launch QEMU with a Linux kernel and trace it\n"
 	"       hvtrace attach [-c URI] NAME | --qmp SOCKET | --pid PID [options]\n"
 	"                                            trace a running QEMU VM (libvirt domain NAME)\n"
+	"       hvtrace record [attach] [run or attach options]\n"
+	"                                            the same, writing trace-cmd's trace.dat (-o FILE,\n"
+	"                                            default trace.dat) for trace-cmd, KernelShark\n"
+	"       hvtrace report [-i FILE] [--format text|graph|json|folded] [--funcgraph-retval]\n"
+	"                      [--funcgraph-tail]    print a trace.dat as run prints its trace\n"
+	"                                            (default: trace.dat, graph for function_graph)\n"
 	"       hvtrace list-functions GUEST.elf | NAME | --qmp SOCKET | --pid PID\n"
 	"                                            print the traceable functions (of a running\n"
 	"                                            VM: its kernel's and its modules')\n"
@@ -482,6 +488,55 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	return 0;
 }
 
+static const struct option report_opts[] = {
+	{"input", required_argument, NULL, 'i'},
+	{"format", required_argument, NULL, 'f'},
+	{"funcgraph-retval", no_argument, NULL, OPT_RETVAL},
+	{"funcgraph-tail", no_argument, NULL, OPT_TAIL},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+/* report [-i FILE] [--format text|graph|json|folded] [--funcgraph-retval] [--funcgraph-tail] */
+static int parse_report(struct session *s, int argc, char **argv, char *err, size_t errlen)
+{
+	static const char *const names[] = {"text", "graph", "json", "folded"};
+	int c;
+
+	s->cmd = CMD_REPORT;
+	s->input = "trace.dat";
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":i:f:h", report_opts, NULL)) != -1) {
+		switch (c) {
+		case 'i': s->input = optarg; break;
+		case 'f':
+			s->report_format = REPORT_AUTO;
+			for (unsigned k = 0; k < 4; k++)
+				if (!strcmp(optarg, names[k]))
+					s->report_format = (enum report_format)(REPORT_TEXT + k);
+			if (s->report_format == REPORT_AUTO) {
+				snprintf(err, errlen,
+					 "--format '%s': expected text, graph, json or folded", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_RETVAL: s->funcgraph_retval = true; break;
+		case OPT_TAIL: s->funcgraph_tail = true; break;
+		case 'h': s->cmd = CMD_HELP; return 0;
+		case ':': snprintf(err, errlen, "%s: missing argument", argv[argc - 1]); return -EINVAL;
+		default:
+			snprintf(err, errlen, "%s: unknown report option", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		snprintf(err, errlen, "'%s': unexpected argument (report -i FILE)", argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
 	const char *cmd;
@@ -499,6 +554,18 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		s->cmd = CMD_VERSION;
 		return 0;
 	}
+	if (!strcmp(cmd, "report"))
+		return parse_report(s, argc - 1, argv + 1, err, errlen);
+	if (!strcmp(cmd, "record")) {
+		/* record [attach] ...: run or attach, into trace.dat */
+		s->record = true;
+		cmd = "run";
+		if (argc > 2 && !strcmp(argv[2], "attach")) {
+			argc--;
+			argv++;
+			cmd = "attach";
+		}
+	}
 	if (!strcmp(cmd, "run"))
 		s->cmd = CMD_RUN;
 	else if (!strcmp(cmd, "attach"))
@@ -506,7 +573,8 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 	else if (!strcmp(cmd, "list-functions"))
 		s->cmd = CMD_LIST_FUNCTIONS;
 	else {
-		snprintf(err, errlen, "'%s': unknown command (run, attach, list-functions)", cmd);
+		snprintf(err, errlen,
+			 "'%s': unknown command (run, attach, record, report, list-functions)", cmd);
 		return -EINVAL;
 	}
 	if (s->cmd == CMD_LIST_FUNCTIONS) {
@@ -524,5 +592,9 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		}
 		s->list_running = true;
 	}
-	return parse_run(s, argc - 1, argv + 1, err, errlen);
+	if (parse_run(s, argc - 1, argv + 1, err, errlen) < 0)
+		return -EINVAL;
+	if (s->record && !s->output)
+		s->output = "trace.dat";
+	return 0;
 }

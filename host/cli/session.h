@@ -8,7 +8,19 @@
 
 #include "host/trace/fevent.h"
 
-enum session_cmd { CMD_NONE, CMD_RUN, CMD_ATTACH, CMD_LIST_FUNCTIONS, CMD_HELP, CMD_VERSION };
+enum session_cmd {
+	CMD_NONE,
+	CMD_RUN,
+	CMD_ATTACH,
+	CMD_LIST_FUNCTIONS,
+	CMD_REPORT,
+	CMD_HELP,
+	CMD_VERSION
+};
+
+/* report --format: what the trace.dat is printed as (REPORT_AUTO: graph if it holds function_graph
+ * events, else text). */
+enum report_format { REPORT_AUTO, REPORT_TEXT, REPORT_GRAPH, REPORT_JSON, REPORT_FOLDED };
 
 enum tracer_kind { TRACER_NOP, TRACER_FUNCTION, TRACER_FUNCTION_GRAPH };
 
@@ -63,6 +75,9 @@ struct session {
 	size_t nr_expect_no_call;
 	bool verify_text; /* compare the kernel text before attach and after detach */
 	bool gdb_memory;  /* guest memory through the gdbstub, not the QEMU process */
+	bool record;	  /* `record`: run / attach writing trace.dat (-o, default trace.dat) */
+	const char *input; /* report -i (default trace.dat) */
+	enum report_format report_format;
 };
 
 /* Defaults: function tracer, 2 vCPUs, 64 MB (256 MB with --qemu), 4096 KB per-vCPU buffer. */

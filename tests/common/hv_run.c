@@ -83,7 +83,8 @@ void hv_run(struct hv_result *r, const char *const *argv, double signal_after, i
 		args[n++] = "-o";
 		args[n++] = tpath;
 	}
-	if (!strcmp(argv[0], "run")) {
+	/* record (the embedded VMM): the caller's -o FILE is the trace.dat, the console as for run */
+	if (!strcmp(argv[0], "run") || (!strcmp(argv[0], "record") && strcmp(argv[1], "attach"))) {
 		args[n++] = "--console";
 		args[n++] = cpath;
 	}

@@ -30,7 +30,8 @@ struct hv_result {
 const char *hv_binary(void);
 
 /* Runs hvtrace with @argv (NULL-terminated, without the program name) plus `-o T --console C`
- * inserted after the command word; if @signal_after > 0 sends @sig after that many seconds (-@sig
+ * inserted after the command word (`record`: `--console C` only, its stdout is T; other commands:
+ * their stdout is T); if @signal_after > 0 sends @sig after that many seconds (-@sig
  * to hvtrace's whole process group, its guardian included, when @sig is negative). Fills @r. */
 void hv_run(struct hv_result *r, const char *const *argv, double signal_after, int sig);
 void hv_result_free(struct hv_result *r);

@@ -94,6 +94,7 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 #define NOSYMS_MAP "<nosyms-map>"
 #define OTHER_MAP "<other-map>"
 #define DOMAIN_ARG "<domain>"
+#define RECORD_DAT "<record-dat>" /* `record -o`: a trace.dat of this test process */
 
 /* One hvtrace command line and what its run must show. */
 struct hv_case {
@@ -104,6 +105,7 @@ struct hv_case {
 	bool libvirtd;	      /* libvirt's daemons must run first */
 	const char *env;      /* "NAME=VALUE" in hvtrace's environment for this run */
 	bool no_map;	      /* RUN_QEMU, ATTACH: without --system-map (symbols from kallsyms) */
+	bool record;	      /* RUN_QEMU, ATTACH: `record` (trace.dat) instead of run / attach */
 	struct expect expect;
 };
 
@@ -234,6 +236,7 @@ static bool wait_console(const char *text, int seconds)
 /* ---- a bare QEMU, and what QEMU listens on --------------------------------------------------- */
 
 static pid_t bare_pid = -1;
+static char record_dat[128];
 static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16], self_pid[16],
     fake_map[128];
 
@@ -449,6 +452,66 @@ static void check_vfs_read_all_args(const struct hv_result *r)
 		n++;
 	}
 	assert_true(n > 10);
+}
+
+/* The whole stdout of shell command @cmd, which must succeed. */
+static char *command_output(const char *cmd)
+{
+	size_t cap = 1 << 20, len = 0, n;
+	char *buf = malloc(cap);
+	FILE *p = popen(cmd, "r");
+
+	assert_non_null(p);
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (len + 1 == cap)
+			buf = realloc(buf, cap *= 2);
+	}
+	buf[len] = 0;
+	assert_int_equal(pclose(p), 0);
+	return buf;
+}
+
+/* The workload's opens of /proc/version: one `cat` per round (hvt.rounds, 3). */
+#define PROC_VERSION_OPENS 3
+
+/* `record --qemu -e 'do_sys_openat2(dfd, filename)' -r filename_lookup`: the real trace-cmd reads the
+ * trace.dat (the fprobe event of each open with its BTF-typed fields, the kretprobe of each lookup),
+ * and `hvtrace report` prints the lines `run` prints (check_run_openat) for the same events. */
+static void check_record_openat(const struct hv_result *r)
+{
+	char cmd[512], *tc, *rep;
+	long lookups_enoent;
+
+	(void)r;
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s 2>&1", record_dat);
+	tc = command_output(cmd);
+	assert_non_null(strstr(tc, "cpus=2\n"));
+	assert_int_equal(count_text(tc, ": do_sys_openat2__entry_0: "), count_text(tc, "dfd="));
+	assert_int_equal(count_text(tc, " dfd=-100 filename=\"/proc/version\"\n"),
+			 PROC_VERSION_OPENS);
+	lookups_enoent = count_text(tc, ") ret=-2\n");
+	assert_true(lookups_enoent >= 3); /* /nonexistent/path, each round */
+	snprintf(cmd, sizeof(cmd), "%s report -i %s", hv_binary(), record_dat);
+	rep = command_output(cmd);
+	assert_non_null(strstr(rep, "# tracer: nop\n"));
+	assert_int_equal(count_text(rep, "->do_sys_openat2(dfd=-100 filename=\"/proc/version\")\n"),
+			 PROC_VERSION_OPENS);
+	assert_int_equal(count_text(rep, "cat-"), count_text(tc, "cat-"));
+	assert_int_equal(count_text(rep, "->do_sys_openat2("), count_text(tc, "do_sys_openat2__entry_0"));
+	assert_int_equal(count_text(rep, "<- filename_lookup) ret=-2 duration="), lookups_enoent);
+	assert_int_equal(count_text(rep, ": r_filename_lookup: ("), count_text(tc, "r_filename_lookup_0:"));
+	free(tc);
+	free(rep);
+	unlink(record_dat);
+}
+
+/* The same session as check_record_openat under `run`. */
+static void check_run_openat(const struct hv_result *r)
+{
+	assert_int_equal(count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/proc/version\")\n"),
+			 PROC_VERSION_OPENS);
+	assert_true(count_text(r->trace, "<- filename_lookup) ret=-2 duration=") >= 3);
 }
 
 /* list-functions of the running guest: the first listing (from its kallsyms) is kept; the second
@@ -792,6 +855,30 @@ static const struct linux_test linux_tests[] = {
 			    "\nhvtrace: -e: do_sys_openat2 has no parameter 'fname' (its "
 			    "parameters: dfd, filename, how)\n"},
 		},
+	    },
+	},
+    },
+    {
+	/* record --qemu: trace.dat for trace-cmd (fprobe and kretprobe events from BTF-typed specs),
+	 * and report prints what run prints for the same guest. */
+	.name = "test_linux_record",
+	.runs = {
+	    {
+		.label = "record --qemu -e -r",
+		.cmd = RUN_QEMU,
+		.record = true,
+		.append = "hvt.yes_sec=1",
+		.args = {"-o", RECORD_DAT, "-e", "do_sys_openat2(dfd, filename)", "-r",
+			 "filename_lookup", "--timeout", "300"},
+		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN}, .check = check_record_openat},
+	    },
+	    {
+		.label = "run --qemu -e -r",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-e", "do_sys_openat2(dfd, filename)", "-r", "filename_lookup", "--timeout",
+			 "300"},
+		.expect = {.check = check_run_openat},
 	    },
 	},
     },
@@ -1228,6 +1315,8 @@ static const char *arg(const char *a)
 		return other_map;
 	if (!strcmp(a, DOMAIN_ARG))
 		return DOMAIN;
+	if (!strcmp(a, RECORD_DAT))
+		return record_dat;
 	return a;
 }
 
@@ -1238,12 +1327,15 @@ static void run_case(const struct hv_case *c, struct hv_result *r, double signal
 	size_t n = 0;
 
 	if (c->cmd == RUN_QEMU) {
-		const char *head[] = {"run",	  "--qemu",   "--kernel",     kernel, "--initrd",
+		const char *head[] = {c->record ? "record" : "run", "--qemu", "--kernel", kernel,
+				      "--initrd",
 				      initrd,	  "--append", c->append, "--system-map", sysmap};
 
 		for (size_t i = 0; i < ARRAY_LEN(head) - (c->no_map ? 2 : 0); i++)
 			argv[n++] = head[i];
 	} else if (c->cmd == ATTACH) {
+		if (c->record)
+			argv[n++] = "record";
 		argv[n++] = "attach";
 		argv[n++] = DOMAIN;
 		if (!c->no_map) {
@@ -1501,6 +1593,7 @@ int main(void)
 		 "socket,id=hvtmon,path=/tmp/hvtrace-%s-mon.sock,server=on,wait=off", domain_name);
 	snprintf(gdb_arg, sizeof(gdb_arg), "tcp::%d", free_port());
 	snprintf(self_pid, sizeof(self_pid), "%d", (int)getpid());
+	snprintf(record_dat, sizeof(record_dat), "/tmp/hvt-record-%d.dat", (int)getpid());
 	snprintf(fake_map, sizeof(fake_map), "/tmp/hvtrace-%s-fake.map", domain_name);
 	{
 		FILE *f = fopen(fake_map, "w");

@@ -54,6 +54,55 @@ static void expect_error(int argc, char **argv, const char *msg)
 
 /* ---- defaults and the full option set ------------------------------------------------------- */
 
+/* record: run or attach into trace.dat; report: its input and format. */
+static void test_record_report(void **state)
+{
+	char *rec[] = {"hvtrace", "record", "-p", "function_graph", "g.elf"};
+	char *rec_o[] = {"hvtrace", "record", "-o", "x.dat", "--qemu", "--kernel", "vmlinuz"};
+	char *rec_attach[] = {"hvtrace", "record", "attach", "vm1", "-e", "f(int a)"};
+	char *rep[] = {"hvtrace", "report"};
+	char *rep_all[] = {"hvtrace", "report", "-i", "a.dat", "--format", "folded",
+			   "--funcgraph-retval"};
+	char *bad_fmt[] = {"hvtrace", "report", "--format", "xml"};
+	char *bad_arg[] = {"hvtrace", "report", "a.dat"};
+	char *bad_opt[] = {"hvtrace", "report", "-p", "function"};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(rec), rec), 0);
+	assert_int_equal(cli.s.cmd, CMD_RUN);
+	assert_true(cli.s.record);
+	assert_string_equal(cli.s.output, "trace.dat");
+	assert_string_equal(cli.s.guest, "g.elf");
+	assert_int_equal(cli.s.tracer, TRACER_FUNCTION_GRAPH);
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(ARGC(rec_o), rec_o), 0);
+	assert_true(cli.s.record && cli.s.qemu);
+	assert_string_equal(cli.s.output, "x.dat");
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(ARGC(rec_attach), rec_attach), 0);
+	assert_int_equal(cli.s.cmd, CMD_ATTACH);
+	assert_true(cli.s.record);
+	assert_string_equal(cli.s.domain, "vm1");
+	assert_int_equal(cli.s.nr_events, 1);
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(ARGC(rep), rep), 0);
+	assert_int_equal(cli.s.cmd, CMD_REPORT);
+	assert_string_equal(cli.s.input, "trace.dat");
+	assert_int_equal(cli.s.report_format, REPORT_AUTO);
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(ARGC(rep_all), rep_all), 0);
+	assert_string_equal(cli.s.input, "a.dat");
+	assert_int_equal(cli.s.report_format, REPORT_FOLDED);
+	assert_true(cli.s.funcgraph_retval);
+	expect_error(ARGC(bad_fmt), bad_fmt, "--format 'xml': expected text, graph, json or folded");
+	expect_error(ARGC(bad_arg), bad_arg, "'a.dat': unexpected argument (report -i FILE)");
+	expect_error(ARGC(bad_opt), bad_opt, "-p: unknown report option");
+}
+
 static void test_defaults(void **state)
 {
 	char *argv[] = {"hvtrace", "run", "g.elf"};
@@ -292,7 +341,7 @@ static void test_error_commands(void **state)
 	(void)state;
 	expect_error(1, (char *[]){"hvtrace"}, "missing command (see hvtrace --help)");
 	expect_error(3, (char *[]){"hvtrace", "trace", "g.elf"},
-		     "'trace': unknown command (run, attach, list-functions)");
+		     "'trace': unknown command (run, attach, record, report, list-functions)");
 	expect_error(2, (char *[]){"hvtrace", "list-functions"},
 		     "list-functions: give exactly one of GUEST.elf, NAME, --qmp SOCKET, --pid PID");
 	expect_error(4, (char *[]){"hvtrace", "list-functions", "a.elf", "b.elf"},
@@ -629,6 +678,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_defaults, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_record_report, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_all_options, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_long_forms, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_graph_options, cli_setup, cli_teardown),

@@ -1,0 +1,312 @@
+/* `hvtrace record` on the test guest in the embedded VMM: the real trace-cmd reads the trace.dat
+ * with the guest's own call counts per function and vCPU, its names and values; and `hvtrace
+ * report` prints the same events as `hvtrace run` on the same guest (the guest is deterministic:
+ * each vCPU runs the same calls in the same order every time; timestamps and durations differ). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tests/kvm/kvm_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const funcs[] = {"workload_run", "fib",	 "tree_root", "tree_a",
+				    "tree_b",	    "tree_leaf", "task_body", "task_step",
+				    "task_leaf",    "tail_top",	 "tail_mid",  "tail_leaf",
+				    "nl_outer",	    "nl_inner",	 "deep",      "ev_target"};
+#define NR_FUNCS (sizeof(funcs) / sizeof(funcs[0]))
+
+#define EV_SPEC                                                                                    \
+	"ev_target(int id+0 | x32 flags+4 | string name+8[0] | s64 deep+16[0]+8[0]+0 | "           \
+	"u16[4] arr+24, string label, u32[3] vals, long n)"
+
+static char dat[128];
+
+/* The whole output of shell command @cmd (exit status must be 0). */
+static char *command_output(const char *cmd)
+{
+	size_t cap = 1 << 20, len = 0, n;
+	char *buf = malloc(cap);
+	FILE *p = popen(cmd, "r");
+
+	assert_non_null(p);
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (len + 1 == cap)
+			buf = realloc(buf, cap *= 2);
+	}
+	buf[len] = 0;
+	assert_int_equal(pclose(p), 0);
+	return buf;
+}
+
+static char *trace_cmd_report(const char *opts)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "trace-cmd report %s -i %s 2>&1", opts, dat);
+	return command_output(cmd);
+}
+
+/* `hvtrace record -o DAT @args... GUEST`; the guest must finish cleanly. */
+static void record(struct hv_result *r, const char *const *args)
+{
+	const char *argv[32] = {"record", "-o", dat};
+	int n = 3;
+
+	snprintf(dat, sizeof(dat), "/tmp/tdat-kvm-%d.dat", getpid());
+	for (int i = 0; args[i]; i++)
+		argv[n++] = args[i];
+	argv[n++] = hv_guest(NULL);
+	argv[n] = NULL;
+	hv_run(r, argv, 0, 0);
+	if (r->status != 0 || !strstr(r->console, "hvt-guest: ok\n"))
+		fail_msg("record: status %d, stderr: %s", r->status, r->err);
+	assert_string_equal(r->err, "");
+}
+
+/* trace-cmd report lines of event @event on @cpu (-1: any) that end with @tail (NULL: any), or
+ * with @contains, hold it. */
+static long count_lines_of(const char *text, const char *event, int cpu, const char *tail,
+			   bool contains)
+{
+	char key[64], cpus[16];
+	long n = 0;
+
+	snprintf(key, sizeof(key), " %s:", event);
+	snprintf(cpus, sizeof(cpus), "[%03d]", cpu);
+	for (const char *l = text; *l;) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+		char line[1024];
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, l);
+		if (strstr(line, key) && (cpu < 0 || strstr(line, cpus))) {
+			size_t tl = tail ? strlen(tail) : 0;
+
+			if (!tail || (contains ? strstr(line, tail) != NULL
+					       : strlen(line) >= tl &&
+						     !strcmp(line + strlen(line) - tl, tail)))
+				n++;
+		}
+		l += len + (end ? 1 : 0);
+	}
+	return n;
+}
+
+static long count_events(const char *text, const char *event, int cpu, const char *tail)
+{
+	return count_lines_of(text, event, cpu, tail, false);
+}
+
+static long count_with(const char *text, const char *event, int cpu, const char *needle)
+{
+	return count_lines_of(text, event, cpu, needle, true);
+}
+
+/* The lines of @text for vCPU @cpu without what differs between two runs: timestamps, durations. */
+static char *cpu_lines(const char *text, unsigned cpu)
+{
+	size_t cap = strlen(text) + 1, len = 0;
+	char *out = malloc(cap), fcpu[16], gcpu[16];
+
+	snprintf(fcpu, sizeof(fcpu), "[%03u] ", cpu);
+	snprintf(gcpu, sizeof(gcpu), " %u) ", cpu);
+	out[0] = 0;
+	for (const char *l = text; *l;) {
+		const char *end = strchr(l, '\n');
+		size_t n = end ? (size_t)(end - l) : strlen(l);
+		char line[4096], *p, *q;
+
+		snprintf(line, sizeof(line), "%.*s", (int)n, l);
+		l += n + (end ? 1 : 0);
+		if ((p = strstr(line, fcpu)) && (q = strstr(p, ": "))) {
+			/* "comm-pid [cpu] ts: body" -> "comm-pid [cpu] body", no duration= */
+			memmove(p + strlen(fcpu), q + 2, strlen(q + 2) + 1);
+			if ((q = strstr(line, " duration=")))
+				*q = 0;
+		} else if (!strncmp(line, gcpu, strlen(gcpu)) && (q = strchr(line, '|'))) {
+			/* " N) duration | body" -> " N) | body" */
+			memmove(line + strlen(gcpu), q, strlen(q) + 1);
+		} else {
+			continue;
+		}
+		len += (size_t)snprintf(out + len, cap - len, "%s\n", line);
+	}
+	return out;
+}
+
+/* `hvtrace report` of the file prints, per vCPU, the lines `hvtrace run @args` prints. */
+static void assert_report_matches_run(const char *const *args, const char *report_opt)
+{
+	const char *run[32] = {"run"}, *rep[] = {"report", "-i", dat, report_opt, NULL};
+	struct hv_result r, p;
+	int n = 1;
+
+	for (int i = 0; args[i]; i++)
+		run[n++] = args[i];
+	run[n++] = hv_guest(NULL);
+	run[n] = NULL;
+	hv_run(&r, run, 0, 0);
+	assert_int_equal(r.status, 0);
+	hv_run(&p, rep, 0, 0);
+	if (p.status)
+		fail_msg("report: status %d: %s", p.status, p.err);
+	assert_string_equal(p.err, "");
+	for (unsigned c = 0; c < 2; c++) {
+		char *a = cpu_lines(r.trace, c), *b = cpu_lines(p.trace, c);
+
+		assert_true(strlen(a) > 100);
+		assert_string_equal(a, b);
+		free(a);
+		free(b);
+	}
+	/* header and trailer alike */
+	assert_non_null(strstr(p.trace, "# entries-written: "));
+	assert_string_equal(strstr(r.trace, "# entries-written: "),
+			    strstr(p.trace, "# entries-written: "));
+	hv_result_free(&r);
+	hv_result_free(&p);
+}
+
+static void test_function(void **state)
+{
+	const char *args[] = {"-p", "function", NULL};
+	struct hv_result r;
+	char *text;
+	long total = 0;
+
+	(void)state;
+	record(&r, args);
+	text = trace_cmd_report("");
+	assert_non_null(strstr(text, "cpus=2\n"));
+	for (size_t f = 0; f < NR_FUNCS; f++)
+		for (unsigned c = 0; c < 2; c++) {
+			char tail[80];
+			long want = guest_count(&r, funcs[f], c), got;
+
+			snprintf(tail, sizeof(tail), " %s", funcs[f]);
+			got = count_events(text, "function", (int)c, tail);
+			if (got != want)
+				fail_msg("%s on cpu%u: trace-cmd shows %ld, guest counted %ld",
+					 funcs[f], c, got, want);
+			total += want;
+		}
+	assert_int_equal(count_events(text, "function", -1, NULL), total);
+	/* the task names the guest gave its workers */
+	assert_non_null(strstr(text, "worker1-101 "));
+	free(text);
+	hv_result_free(&r);
+	assert_report_matches_run(args, NULL);
+	unlink(dat);
+}
+
+static void test_function_graph_retval(void **state)
+{
+	const char *args[] = {"-p", "function_graph", "--funcgraph-retval", NULL};
+	struct hv_result r;
+	char *raw;
+
+	(void)state;
+	record(&r, args);
+	raw = trace_cmd_report("-R");
+	for (size_t f = 0; f < NR_FUNCS; f++)
+		for (unsigned c = 0; c < 2; c++) {
+			char ent[80], ex[80];
+			long want = guest_count(&r, funcs[f], c), in, out;
+
+			/* deep() recurses past the shadow bound: its outer 127 levels are traced
+			 * (as test_kvm_graph says) */
+			if (!strcmp(funcs[f], "deep")) {
+				assert_int_equal(want, 150);
+				want = 127;
+			}
+
+			snprintf(ent, sizeof(ent), " func=%s depth=", funcs[f]);
+			snprintf(ex, sizeof(ex), " func=%s retval=", funcs[f]);
+			in = count_with(raw, "funcgraph_entry", (int)c, ent);
+			out = count_with(raw, "funcgraph_exit", (int)c, ex);
+			/* nl_inner never returns: nl_outer longjmps over its frames */
+			if (in != want || out != (strcmp(funcs[f], "nl_inner") ? want : 0))
+				fail_msg("%s on cpu%u: %ld entries, %ld exits; guest counted %ld",
+					 funcs[f], c, in, out, want);
+		}
+	/* return values (trace-cmd -R prints unsigned longs in hex): tree_a returns 5, 13, 25 in
+	 * each of 3 rounds on each vCPU */
+	assert_int_equal(count_text(raw, "func=tree_a retval=5 "), 6);
+	assert_int_equal(count_text(raw, "func=tree_a retval=d "), 6);
+	assert_int_equal(count_text(raw, "func=tree_a retval=19 "), 6);
+	free(raw);
+	hv_result_free(&r);
+	assert_report_matches_run(args, "--funcgraph-retval");
+	unlink(dat);
+}
+
+static void test_event(void **state)
+{
+	const char *args[] = {"-e", EV_SPEC, NULL};
+	struct hv_result r;
+	char *text;
+
+	(void)state;
+	record(&r, args);
+	text = trace_cmd_report("");
+	/* each vCPU calls it twice: a good label, then an unmapped one (the kernel's empty string)
+	 */
+	for (int c = 0; c < 2; c++) {
+		assert_int_equal(
+		    count_events(text, "p_ev_target_0", c,
+				 "id=42 flags=0xbeef name=\"objname\" deep=99 "
+				 "arr={1,2,3,4} label=\"hello-events\" vals={10,20,30} n=3"),
+		    1);
+		assert_int_equal(count_events(text, "p_ev_target_0", c,
+					      "id=42 flags=0xbeef name=\"objname\" deep=99 "
+					      "arr={1,2,3,4} label=\"\" vals={10,20,30} n=3"),
+				 1);
+	}
+	assert_int_equal(count_events(text, "p_ev_target_0", -1, NULL), 4);
+	free(text);
+	hv_result_free(&r);
+	assert_report_matches_run(args, NULL);
+	unlink(dat);
+}
+
+static void test_return_probes(void **state)
+{
+	const char *args[] = {"-r", "tree_a(long ret)", "-r", "tree_leaf", NULL};
+	struct hv_result r;
+	char *text;
+
+	(void)state;
+	record(&r, args);
+	text = trace_cmd_report("");
+	assert_int_equal(count_events(text, "r_tree_a_0", -1, ") ret=5"), 6);
+	assert_int_equal(count_events(text, "r_tree_a_0", -1, ") ret=13"), 6);
+	assert_int_equal(count_events(text, "r_tree_a_0", -1, ") ret=25"), 6);
+	assert_int_equal(count_events(text, "r_tree_a_0", -1, NULL), 18);
+	assert_int_equal(count_events(text, "r_tree_leaf_0", -1, ") ret=0x10"), 6);
+	assert_int_equal(count_events(text, "r_tree_leaf_0", -1, NULL), 42);
+	free(text);
+	hv_result_free(&r);
+	assert_report_matches_run(args, NULL);
+	unlink(dat);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_function),
+	    cmocka_unit_test(test_function_graph_retval),
+	    cmocka_unit_test(test_event),
+	    cmocka_unit_test(test_return_probes),
+	};
+
+	if (!kvm_available())
+		return 0;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
