@@ -134,11 +134,23 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	    expect_check_names(tracer_probes(&p->tr), s->expect_call, s->nr_expect_call,
 			       s->expect_no_call, s->nr_expect_no_call, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	if (s->tracer == TRACER_FUNCTION_GRAPH)
-		sink_graph_init(&p->sink, out, g->funcs, nr_cpus, s->funcgraph_retval,
-				s->funcgraph_tail);
+	/* test-only (tests/viewer/check-viewers.sh), no option: HVTRACE_TEST_SINK=json|folded writes
+	 * the stream through `report`'s viewer sinks until `report` reads them from a trace.dat */
+	const char *test_sink = getenv("HVTRACE_TEST_SINK");
+
+	if (test_sink && !strcmp(test_sink, "json"))
+		ret = sink_chrome_init(&p->sink, out, g->funcs, nr_cpus);
+	else if (test_sink && !strcmp(test_sink, "folded"))
+		ret = sink_folded_init(&p->sink, out, g->funcs, nr_cpus);
+	else if (s->tracer == TRACER_FUNCTION_GRAPH)
+		ret = sink_graph_init(&p->sink, out, g->funcs, nr_cpus, s->funcgraph_retval,
+				      s->funcgraph_tail);
 	else
 		sink_function_init(&p->sink, out, g->funcs, nr_cpus);
+	if (ret < 0) {
+		snprintf(err, errlen, "out of memory");
+		return EXIT_HOST_ERROR;
+	}
 	p->sink.tracer = tracer_name(s->tracer);
 	p->sink.event_of = tracer_event_of;
 	p->sink.ret_event_of = tracer_ret_event_of;

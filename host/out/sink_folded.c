@@ -4,7 +4,8 @@
  * one name share it; an empty comm is "<...>"), then the functions outermost first.
  *   - function_graph (returns known): N is the wall time in ns the task spent in that stack itself,
  *     from each of its records to its next one (time off the CPU included, as ftrace's durations
- *     include it). A return whose call began before the trace counts as a call from the comm itself.
+ *     include it), calls still open at the end up to the last timestamp. A return whose call began
+ *     before the trace counts as a call from the comm itself.
  *   - otherwise (function tracer): N is the number of hits of "comm;caller;function".
  * Frame names are escaped as in every text output (host/trace/escape.h), and ';' as \x3b. */
 #include "host/out/sink.h"
@@ -44,6 +45,7 @@ struct folded_task {
 
 struct folded {
 	bool graph;
+	uint64_t last_ts; /* of the whole stream */
 	struct task_table tasks, comms; /* comms: keyed by comm alone (pid 0) */
 	struct folded_task *task[FOLDED_MAX_TASKS + 1];
 	struct folded_node *nodes;
@@ -178,6 +180,8 @@ static unsigned folded_record(struct sink *s, const struct hvt_record *r,
 	struct folded_task *t;
 
 	(void)next;
+	if (r->ts > f->last_ts)
+		f->last_ts = r->ts;
 	if (r->type < HVT_REC_ENTRY || r->type > HVT_REC_RETURN_EVENT)
 		return 1; /* lost events: the stacks stay, returns are matched by function */
 	t = task_of(f, r);
@@ -264,6 +268,13 @@ static void folded_end(struct sink *s)
 	char **lines = calloc(f->nr_nodes ? f->nr_nodes : 1, sizeof(*lines));
 	size_t nr = 0;
 
+	/* calls still open: their stacks' time up to the end of the trace */
+	for (unsigned i = 0; i <= FOLDED_MAX_TASKS; i++) {
+		struct folded_task *t = f->task[i];
+
+		if (t && t->nr && f->last_ts > t->last_ts)
+			f->nodes[t->f[t->nr - 1].node].weight += f->last_ts - t->last_ts;
+	}
 	if (!lines && f->nr_nodes)
 		s->err = s->err ? s->err : ENOMEM;
 	for (uint32_t i = 0; lines && i < f->nr_nodes; i++) {
