@@ -62,7 +62,7 @@ TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
 
-.PHONY: all check-layers test unit-test kvm-test qemu-test bench clean format guest fuzz
+.PHONY: all check-layers test unit-test kvm-test qemu-test viewer-test bench clean format guest fuzz
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 $(DEPS): scripts/deps.sh
@@ -164,6 +164,11 @@ check-layers: | $(DEPS)
 # then the Linux guest under QEMU (launched, and attached to through libvirt).
 test: check-layers hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) $(QEMU_BINS) guest
 	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS) $(STUB_RUNS) $(QEMU_BINS)
+	@$(TEST_ENV) tests/viewer/check-viewers.sh
+
+# Chrome JSON and folded stacks loaded by speedscope in headless Chromium (npm, cached in build/viewer)
+viewer-test: hvtrace $(GUEST)
+	@$(TEST_ENV) tests/viewer/check-viewers.sh
 
 bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST) guest
 	$(BUILD)/tests/bench $(BENCH_GUEST)
