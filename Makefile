@@ -189,12 +189,12 @@ guest: | $(DEPS)
 # (fevent), gdbstub packets and the client (gdbstub), QMP JSON and the client (qmp), System.map
 # (sysmap), ELF images (elf), a guest kernel's BTF (btf), QEMU's accelerator (accel), QEMU's
 # guest-physical map from its monitor and smaps (memmap), QEMU command lines (qemu_cmdline), kallsyms
-# tables in guest memory (kallsyms). Each runs FUZZ_SECONDS (default 30) from its seeds in
+# tables in guest memory (kallsyms), record streams through the viewer sinks (viz_sinks). Each runs FUZZ_SECONDS (default 30) from its seeds in
 # tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
 # (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
-FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms
+FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms viz_sinks
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -209,6 +209,8 @@ FUZZ_SRCS_accel   := host/qemu/qemu_accel.c
 FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/qemu/tcp.c host/trace/clock.c
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
+FUZZ_SRCS_viz_sinks := host/out/sink_chrome.c host/out/sink_folded.c host/out/task_table.c \
+                       host/out/sink_io.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_sysmap  := -lelf -lbpf
 FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf
