@@ -4,6 +4,9 @@
  *   - process 2 "tasks": one thread per guest task, i.e. per (pid, comm) pair, so that the per-CPU
  *     idle tasks of pid 0 stay apart (tid = nr_cpus + the task's index in order of appearance,
  *     named "<comm>-<pid>"); at most CHROME_MAX_TASKS, later tasks share one "other tasks" thread.
+ * A vCPU's track shows the calls of the task last seen on it: when another task's record comes,
+ * the open calls there end ("switched_out" in their args) and the new task's open calls begin again
+ * ("resumed"); a task's calls are on one vCPU's track at a time.
  * function_graph calls are B/E slices on both tracks, kept well nested: a return closes the
  * matching open call (and any calls above it whose returns were lost); a return whose entry was
  * not seen becomes a complete (X) slice where it fits, else an instant; calls still open at the
@@ -39,6 +42,7 @@ struct chrome_stack {
 
 struct chrome_task {
 	unsigned tid;
+	int on_cpu; /* the vCPU whose track shows its calls, -1 none */
 	struct chrome_stack *stack;
 };
 
@@ -47,6 +51,7 @@ struct chrome {
 	bool first;	 /* no event written yet (no comma before the next) */
 	uint64_t last_ts;
 	struct chrome_stack *cpus; /* nr_cpus of them */
+	struct chrome_task **on;   /* per vCPU: the task its track shows, NULL none */
 	struct task_table table;
 	struct chrome_task tasks[CHROME_MAX_TASKS + 1]; /* the last one: "other tasks" */
 };
@@ -145,6 +150,7 @@ static struct chrome_task *task_of(struct sink *s, const struct hvt_record *r)
 	if (!t->stack)
 		return NULL;
 	t->tid = s->nr_cpus + i;
+	t->on_cpu = -1;
 	memcpy(comm, r->comm, VMI_COMM_LEN);
 	comm[VMI_COMM_LEN] = 0;
 	if (added)
@@ -219,10 +225,10 @@ static void open_call(struct sink *s, struct chrome_stack *st, int pid, unsigned
 	put(s, "}}");
 }
 
-/* Closes the innermost open call of @st at @ts: an E event, "unfinished" in its args when its
- * return was not seen (@r NULL). */
+/* Closes the innermost open call of @st at @ts: an E event with return @r's values, or without
+ * one (@r NULL) @why (e.g. "unfinished") true in its args. */
 static void close_top(struct sink *s, struct chrome_stack *st, int pid, unsigned tid, uint64_t ts,
-		      const struct hvt_record *r, const uint8_t *payload)
+		      const struct hvt_record *r, const uint8_t *payload, const char *why)
 {
 	const struct chrome_frame *f = &st->f[--st->nr];
 
@@ -239,7 +245,7 @@ static void close_top(struct sink *s, struct chrome_stack *st, int pid, unsigned
 		}
 		put(s, "}}");
 	} else {
-		put(s, ",\"args\":{\"unfinished\":true}}");
+		sink_printf(s, ",\"args\":{\"%s\":true}}", why);
 	}
 }
 
@@ -261,8 +267,8 @@ static void return_call(struct sink *s, struct chrome_stack *st, int pid, unsign
 	}
 	if (i > 0) {
 		while (st->nr > i)
-			close_top(s, st, pid, tid, r->ts, NULL, NULL);
-		close_top(s, st, pid, tid, r->ts, r, payload);
+			close_top(s, st, pid, tid, r->ts, NULL, NULL, "unfinished");
+		close_top(s, st, pid, tid, r->ts, r, payload, NULL);
 		return;
 	}
 	if (!st->nr || start >= st->f[st->nr - 1].ts) {
@@ -301,6 +307,43 @@ static void instant(struct sink *s, int pid, unsigned tid, const struct hvt_reco
 	if (spec)
 		args_fields(s, spec, payload);
 	put(s, "}}");
+}
+
+/* Makes vCPU @cpu's track show task @t from @r on: the calls of the task it showed are closed
+ * ("switched_out"), so are @t's on the track of the vCPU it ran on before (it runs on one at a
+ * time), and @t's open calls are opened again here ("resumed"). */
+static void switch_to(struct sink *s, unsigned cpu, struct chrome_task *t,
+		      const struct hvt_record *r)
+{
+	struct chrome *c = s->priv;
+	struct chrome_stack *st = &c->cpus[cpu];
+
+	if (c->on[cpu] == t)
+		return;
+	while (st->nr)
+		close_top(s, st, CHROME_PID_CPUS, cpu, r->ts, NULL, NULL, "switched_out");
+	if (c->on[cpu])
+		c->on[cpu]->on_cpu = -1;
+	if (t->on_cpu >= 0 && (unsigned)t->on_cpu < s->nr_cpus) {
+		struct chrome_stack *was = &c->cpus[t->on_cpu];
+
+		while (was->nr)
+			close_top(s, was, CHROME_PID_CPUS, (unsigned)t->on_cpu, r->ts, NULL, NULL,
+				  "switched_out");
+		c->on[t->on_cpu] = NULL;
+	}
+	c->on[cpu] = t;
+	t->on_cpu = (int)cpu;
+	for (unsigned i = 0; i < t->stack->nr; i++) {
+		const struct chrome_frame *f = &t->stack->f[i];
+
+		st->f[st->nr++] = (struct chrome_frame){
+		    .ip = f->ip, .ts = r->ts, .pid = f->pid, .depth = f->depth};
+		event_start(s, 'B', CHROME_PID_CPUS, cpu, r->ts);
+		event_name(s, f->ip);
+		args_open(s, r, true);
+		put(s, ",\"resumed\":true}}");
+	}
 }
 
 static void chrome_begin(struct sink *s)
@@ -342,6 +385,8 @@ static unsigned chrome_record(struct sink *s, const struct hvt_record *r,
 	t = task_of(s, r);
 	if (!t)
 		return 1; /* no memory for a new task's track: its records are left out */
+	if (cpu)
+		switch_to(s, r->cpu, t, r);
 	if (r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT) {
 		if (cpu)
 			return_call(s, cpu, CHROME_PID_CPUS, r->cpu, r, s->payload);
@@ -372,12 +417,14 @@ static void chrome_end(struct sink *s)
 	/* calls whose returns did not come: closed at the last timestamp */
 	for (unsigned cpu = 0; cpu < s->nr_cpus; cpu++)
 		while (c->cpus[cpu].nr)
-			close_top(s, &c->cpus[cpu], CHROME_PID_CPUS, cpu, c->last_ts, NULL, NULL);
+			close_top(s, &c->cpus[cpu], CHROME_PID_CPUS, cpu, c->last_ts, NULL, NULL,
+				  "unfinished");
 	for (unsigned i = 0; i <= CHROME_MAX_TASKS; i++) {
 		struct chrome_task *t = &c->tasks[i];
 
 		while (t->stack && t->stack->nr)
-			close_top(s, t->stack, CHROME_PID_TASKS, t->tid, c->last_ts, NULL, NULL);
+			close_top(s, t->stack, CHROME_PID_TASKS, t->tid, c->last_ts, NULL, NULL,
+				  "unfinished");
 		free(t->stack);
 		t->stack = NULL;
 	}
@@ -387,6 +434,7 @@ static void chrome_end(struct sink *s)
 		    c->graph ? "function_graph" : "function", s->written, s->lost, s->guest_lost);
 	sink_flush(s);
 	free(c->cpus);
+	free(c->on);
 	task_table_free(&c->table);
 	free(c);
 	s->priv = NULL;
@@ -421,8 +469,10 @@ int sink_chrome_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, u
 		return -1;
 	c->first = true;
 	c->cpus = calloc(nr_cpus ? nr_cpus : 1, sizeof(*c->cpus));
-	if (!c->cpus || task_table_init(&c->table, CHROME_MAX_TASKS) < 0) {
+	c->on = calloc(nr_cpus ? nr_cpus : 1, sizeof(*c->on));
+	if (!c->cpus || !c->on || task_table_init(&c->table, CHROME_MAX_TASKS) < 0) {
 		free(c->cpus);
+		free(c->on);
 		free(c);
 		return -1;
 	}

@@ -3,7 +3,8 @@
  * tests/golden/viz/ byte for byte. The streams: nested function_graph calls on two vCPUs by two
  * tasks, an -e event with an int and a string payload, a lost-events mark, a return whose entry was
  * never seen, a call still open at the end, and a guest whose comm, string argument and symbol name
- * hold quotes, backslashes, ';' and control bytes. tests/viewer/check-viewers.sh loads the same
+ * hold quotes, backslashes, ';' and control bytes; and a task switched out on one vCPU and resumed
+ * on the other. tests/viewer/check-viewers.sh loads the same
  * golden files in speedscope. HVT_UPDATE_GOLDEN=1 rewrites the golden files instead (review them). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -160,6 +161,32 @@ static void feed_function(struct sink *s)
 	s->ops->end(s);
 }
 
+/* Task switches: app's main on cpu0 is switched out by worker, which runs work there, then app
+ * resumes on cpu1 (migrated) and calls leaf; main returns on cpu1. */
+static void feed_switch(struct sink *s)
+{
+	struct hvt_record r;
+
+	s->tracer = "function_graph";
+	s->ops->begin(s);
+	r = rec(HVT_REC_ENTRY, 1000, 0, 0x1000, 0, 100, "app");
+	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	r = rec(HVT_REC_ENTRY, 1100, 0, 0x1100, 0, 101, "worker");
+	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	r = rec(HVT_REC_RETURN, 1300, 0, 0x1100, 0, 101, "worker");
+	r.duration = 200;
+	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	r = rec(HVT_REC_ENTRY, 1400, 1, 0x1200, 1, 100, "app");
+	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	r = rec(HVT_REC_RETURN, 1500, 1, 0x1200, 1, 100, "app");
+	r.duration = 100;
+	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	r = rec(HVT_REC_RETURN, 1600, 1, 0x1000, 0, 100, "app");
+	r.duration = 600;
+	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	s->ops->end(s);
+}
+
 static void run(int (*init)(struct sink *, FILE *, const struct vmi_symtab *, unsigned),
 		void (*feed)(struct sink *), const char *name)
 {
@@ -188,6 +215,18 @@ static void test_chrome_function(void **state)
 {
 	(void)state;
 	run(sink_chrome_init, feed_function, "function.json");
+}
+
+static void test_chrome_switch(void **state)
+{
+	(void)state;
+	run(sink_chrome_init, feed_switch, "switch.json");
+}
+
+static void test_folded_switch(void **state)
+{
+	(void)state;
+	run(sink_folded_init, feed_switch, "switch.folded");
 }
 
 static void test_folded_graph(void **state)
@@ -259,6 +298,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_chrome_graph),    cmocka_unit_test(test_chrome_function),
 	    cmocka_unit_test(test_folded_graph),    cmocka_unit_test(test_folded_function),
+	    cmocka_unit_test(test_chrome_switch),   cmocka_unit_test(test_folded_switch),
 	    cmocka_unit_test(test_all_bytes),
 	};
 

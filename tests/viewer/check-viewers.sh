@@ -1,6 +1,7 @@
 #!/bin/sh
 # The viewers are the test of `report --format json|folded` (host/out/sink_chrome.c, sink_folded.c):
-#   1. every JSON file parses with a strict parser (python3 -m json.tool);
+#   1. every JSON file parses with a strict parser (python3 -m json.tool), and its slices nest on
+#      every track (tests/viewer/check-nesting.py);
 #   2. speedscope (its release build from npm, driven in headless Chromium by puppeteer-core over the
 #      DevTools protocol: tests/viewer/speedscope-load.js) imports the golden files of
 #      tests/unit/test_viz_sinks.c and a real function_graph trace of the test guest, as JSON and as
@@ -26,6 +27,8 @@ for f in $golden/*.json "$work/guest.json"; do
 	python3 -m json.tool "$f" >/dev/null 2>"$work/err" || fail "$f: not strict JSON: $(cat "$work/err")"
 done
 echo "ok strict JSON: $(ls $golden/*.json | wc -l) golden files and the guest trace"
+# what Perfetto's importer needs too: named tracks, B/E pairs, slices nested on each track
+python3 tests/viewer/check-nesting.py $golden/*.json "$work/guest.json" || fail "slices not nested"
 
 release=$cache/node_modules/speedscope/dist/release
 if [ ! -f "$release/index.html" ] || [ ! -d "$cache/node_modules/puppeteer-core" ]; then
@@ -44,10 +47,12 @@ NODE_PATH=$cache/node_modules node tests/viewer/speedscope-load.js "$release" \
 	"$golden/graph.folded:main,work,leaf,we\"ird\\x3b\\\\sym" \
 	"$golden/function.json:=empty" \
 	"$golden/function.folded:main,work,leaf" \
+	"$golden/switch.json:main,work,leaf,worker-101" \
+	"$golden/switch.folded:main,work,leaf,worker" \
 	"$work/guest.json:workload_run,fib,deep,nl_outer,task_step" \
 	"$work/guest.folded:workload_run,fib,deep,nl_outer,task_step" >"$work/out" || true
 cat "$work/out"
-[ "$(grep -c '^ok ' "$work/out")" = 6 ] || fail "speedscope refused a profile"
+[ "$(grep -c '^ok ' "$work/out")" = 8 ] || fail "speedscope refused a profile"
 # and the check can fail: speedscope must refuse a cut JSON file
 NODE_PATH=$cache/node_modules node tests/viewer/speedscope-load.js "$release" \
 	"$work/truncated.json:main" >"$work/out" && fail "speedscope took a truncated JSON: $(cat "$work/out")"
