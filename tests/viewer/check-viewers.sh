@@ -7,7 +7,9 @@
 #      tests/unit/test_viz_sinks.c and a real function_graph trace of the test guest, as JSON and as
 #      folded stacks, and shows the expected frame names; a truncated JSON must be refused.
 # npm packages go to $HVTRACE_CACHE/viewer (default build/viewer); without the npm registry the
-# speedscope part is skipped with one line. Environment: HVTRACE (./hvtrace), GUEST (the test guest).
+# speedscope part is skipped with one line. Environment: HVTRACE (./hvtrace), GUEST (the test guest);
+# FLAMEGRAPH=PNG also draws the guest's folded stacks in speedscope's Left Heavy view to PNG (the
+# README's docs/img/flamegraph-test-guest.png).
 set -eu
 cd "$(dirname "$0")/../.."
 cache=${HVTRACE_CACHE:-build}/viewer
@@ -58,3 +60,8 @@ NODE_PATH=$cache/node_modules node tests/viewer/speedscope-load.js "$release" \
 	"$work/truncated.json:main" >"$work/out" && fail "speedscope took a truncated JSON: $(cat "$work/out")"
 grep -q '^FAIL' "$work/out" || fail "truncated JSON: $(cat "$work/out")"
 echo "ok speedscope refuses a truncated JSON file"
+if [ -n "${FLAMEGRAPH:-}" ]; then
+	cp "$work/guest.folded" "$work/test-guest.folded"
+	NODE_PATH=$cache/node_modules node tests/viewer/speedscope-load.js --screenshot "$FLAMEGRAPH" \
+		left-heavy "$release" "$work/test-guest.folded" || fail "flame graph picture"
+fi
