@@ -137,7 +137,7 @@ static void feed_graph(struct sink *s)
 	s->ops->end(s);
 }
 
-/* The function tracer stream: entries only (hits), the same tasks. */
+/* The function tracer stream: entries (hits) on both vCPUs, the same tasks, and one -r return. */
 static void feed_function(struct sink *s)
 {
 	static const struct {
@@ -148,16 +148,23 @@ static void feed_function(struct sink *s)
 	    {1300, 0x1200, 0x1310, 1}, {1400, 0x1100, 0x1020, 0},
 	};
 
+	struct hvt_record r;
+
 	s->tracer = "function";
 	s->ops->begin(s);
 	for (size_t i = 0; i < sizeof(hits) / sizeof(hits[0]); i++) {
-		struct hvt_record r = rec(HVT_REC_ENTRY, hits[i].ts, hits[i].cpu, hits[i].ip, 0,
-					  hits[i].cpu ? 200 : 100,
-					  hits[i].cpu ? hostile_comm : "app");
+		r = rec(HVT_REC_ENTRY, hits[i].ts, hits[i].cpu, hits[i].ip, 0,
+			hits[i].cpu ? 200 : 100, hits[i].cpu ? hostile_comm : "app");
 
 		r.parent = hits[i].parent;
 		assert_int_equal(s->ops->record(s, &r, NULL), 1);
 	}
+	/* a return probe (-r work): a complete slice with its value */
+	r = rec(HVT_REC_RETURN, 1500, 0, 0x1100, 0, 100, "app");
+	r.parent = 0x1020;
+	r.duration = 100;
+	r.value = 42;
+	assert_int_equal(s->ops->record(s, &r, NULL), 1);
 	s->ops->end(s);
 }
 

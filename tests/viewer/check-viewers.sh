@@ -47,7 +47,7 @@ head -c 2000 $golden/graph.json >"$work/truncated.json"
 NODE_PATH=$cache/node_modules node tests/viewer/speedscope-load.js "$release" \
 	"$golden/graph.json:main,work,leaf,we\"ird;\\sym,CPU 1,app-100" \
 	"$golden/graph.folded:main,work,leaf,we\"ird\\x3b\\\\sym" \
-	"$golden/function.json:=empty" \
+	"$golden/function.json:work,app-100" \
 	"$golden/function.folded:main,work,leaf" \
 	"$golden/switch.json:main,work,leaf,worker-101" \
 	"$golden/switch.folded:main,work,leaf,worker" \

@@ -2,8 +2,6 @@
 // speedscope's importer took each one: no import error or alert, and every expected frame name shown
 // in its sandwich view's table of some profile (DOM text, so the names are what speedscope parsed from our file).
 //   node speedscope-load.js SPEEDSCOPE_RELEASE_DIR PROFILE:NAME1,NAME2,... [PROFILE:...]
-// PROFILE:=empty expects speedscope's "imported, but it's empty" (a trace of instants only: the
-// format recognised, nothing to draw as a flame chart).
 //   node speedscope-load.js --screenshot PNG VIEW SPEEDSCOPE_RELEASE_DIR PROFILE
 // One line per profile: "ok PROFILE: N frames found (speedscope profile 'P')" or "FAIL PROFILE: why";
 // exits 1 if any failed. CHROMIUM names the browser (default /usr/bin/chromium).
@@ -87,13 +85,7 @@ async function main() {
 			const {page, problems} = await open(browser, port, i, s.file, shot ? shot.view : 'sandwich');
 			const text = await settle(page, problems);
 			const fail = why => { failed++; console.log(`FAIL ${s.file}: ${why}`); };
-			const empty = "alert: Successfully imported profile, but it's empty!";
-			if (s.names.length === 1 && s.names[0] === '=empty') {
-				if (problems.length === 1 && problems[0] === empty)
-					console.log(`ok ${s.file}: imported, no slices (instants only)`);
-				else
-					fail(`expected speedscope's empty-profile notice, got: ${problems.join('; ') || 'a profile'}`);
-			} else if (problems.length) {
+			if (problems.length) {
 				fail(problems.join('; '));
 			} else if (text === null) {
 				fail('speedscope showed no profile within 20 s');
