@@ -23,7 +23,7 @@
 #include <string.h>
 
 #define CHROME_MAX_TASKS 4096
-#define CHROME_PID_CPUS 1
+#define CHROME_PID_CPUS	 1
 #define CHROME_PID_TASKS 2
 
 /* An open call on a track. */
@@ -47,8 +47,8 @@ struct chrome_task {
 };
 
 struct chrome {
-	bool graph;	 /* function_graph: entries open calls */
-	bool first;	 /* no event written yet (no comma before the next) */
+	bool graph; /* function_graph: entries open calls */
+	bool first; /* no event written yet (no comma before the next) */
 	uint64_t last_ts;
 	struct chrome_stack *cpus; /* nr_cpus of them */
 	struct chrome_task **on;   /* per vCPU: the task its track shows, NULL none */
@@ -202,8 +202,8 @@ static void args_fields(struct sink *s, const struct fe_spec *spec, const uint8_
 static void args_return(struct sink *s, const struct hvt_record *r, const uint8_t *payload)
 {
 	const struct fe_spec *spec = r->type == HVT_REC_RETURN_EVENT && s->ret_event_of
-					     ? s->ret_event_of(s->event_ctx, r->ip)
-					     : NULL;
+					 ? s->ret_event_of(s->event_ctx, r->ip)
+					 : NULL;
 
 	if (r->type == HVT_REC_RETURN)
 		sink_printf(s, ",\"ret\":\"0x%" PRIx64 "\"", r->value);
@@ -217,8 +217,8 @@ static void open_call(struct sink *s, struct chrome_stack *st, int pid, unsigned
 {
 	if (st->nr >= SINK_GRAPH_MAX_DEPTH)
 		return;
-	st->f[st->nr++] = (struct chrome_frame){
-	    .ip = r->ip, .ts = r->ts, .pid = r->pid, .depth = r->depth};
+	st->f[st->nr++] =
+	    (struct chrome_frame){.ip = r->ip, .ts = r->ts, .pid = r->pid, .depth = r->depth};
 	event_start(s, 'B', pid, tid, r->ts);
 	event_name(s, r->ip);
 	args_open(s, r, pid == CHROME_PID_CPUS);
@@ -428,10 +428,11 @@ static void chrome_end(struct sink *s)
 		free(t->stack);
 		t->stack = NULL;
 	}
-	sink_printf(s,
-		    "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tracer\":\"%s\","
-		    "\"entries-written\":\"%llu\",\"lost\":\"%llu\",\"guest-reported-lost\":\"%llu\"}}\n",
-		    c->graph ? "function_graph" : "function", s->written, s->lost, s->guest_lost);
+	sink_printf(
+	    s,
+	    "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tracer\":\"%s\","
+	    "\"entries-written\":\"%llu\",\"lost\":\"%llu\",\"guest-reported-lost\":\"%llu\"}}\n",
+	    c->graph ? "function_graph" : "function", s->written, s->lost, s->guest_lost);
 	sink_flush(s);
 	free(c->cpus);
 	free(c->on);
@@ -450,9 +451,9 @@ static void chrome_begin_mode(struct sink *s)
 }
 
 static const struct sink_ops chrome_ops = {
-	.begin = chrome_begin_mode,
-	.record = chrome_record,
-	.end = chrome_end,
+    .begin = chrome_begin_mode,
+    .record = chrome_record,
+    .end = chrome_end,
 };
 
 int sink_chrome_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)

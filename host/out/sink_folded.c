@@ -19,7 +19,7 @@
 
 #define FOLDED_MAX_TASKS 4096
 #define FOLDED_MAX_NODES (1u << 22) /* distinct stacks kept; later ones count to their parent */
-#define FOLDED_ROOT UINT32_MAX	    /* a root node's parent (its key: the comm's index) */
+#define FOLDED_ROOT	 UINT32_MAX /* a root node's parent (its key: the comm's index) */
 
 /* A stack: its innermost frame's function (key) under its parent stack. */
 struct folded_node {
@@ -45,7 +45,7 @@ struct folded_task {
 
 struct folded {
 	bool graph;
-	uint64_t last_ts; /* of the whole stream */
+	uint64_t last_ts;		/* of the whole stream */
 	struct task_table tasks, comms; /* comms: keyed by comm alone (pid 0) */
 	struct folded_task *task[FOLDED_MAX_TASKS + 1];
 	struct folded_node *nodes;
@@ -205,7 +205,8 @@ static void folded_begin(struct sink *s)
 	f->graph = s->tracer && !strcmp(s->tracer, "function_graph");
 }
 
-/* Appends @name escaped (';' too) to @line at @n, at most @len - 1 bytes. Returns the new length. */
+/* Appends @name escaped (';' too) to @line at @n, at most @len - 1 bytes. Returns the new length.
+ */
 static size_t add_frame(char *line, size_t len, size_t n, const char *name, size_t max)
 {
 	char e[512];
@@ -310,9 +311,9 @@ static void folded_end(struct sink *s)
 }
 
 static const struct sink_ops folded_ops = {
-	.begin = folded_begin,
-	.record = folded_record,
-	.end = folded_end,
+    .begin = folded_begin,
+    .record = folded_record,
+    .end = folded_end,
 };
 
 int sink_folded_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)

@@ -39,7 +39,8 @@ unsigned task_table_find(struct task_table *t, int32_t pid, const char *comm, bo
 			*added = true;
 			return i;
 		}
-		if (t->pid[i - 1] == pid && !memcmp(t->comm[i - 1], comm, strnlen(comm, VMI_COMM_LEN)) &&
+		if (t->pid[i - 1] == pid &&
+		    !memcmp(t->comm[i - 1], comm, strnlen(comm, VMI_COMM_LEN)) &&
 		    strnlen(t->comm[i - 1], VMI_COMM_LEN) == strnlen(comm, VMI_COMM_LEN))
 			return i - 1;
 	}

@@ -10,9 +10,9 @@
 
 struct task_table {
 	unsigned nr, max;
-	int32_t *pid;	 /* max of them */
+	int32_t *pid; /* max of them */
 	char (*comm)[VMI_COMM_LEN];
-	unsigned *slot;	 /* open addressing, 2 * max slots: task index + 1, 0 = free */
+	unsigned *slot; /* open addressing, 2 * max slots: task index + 1, 0 = free */
 };
 
 /* Room for @max tasks. Returns 0 or -1 (no memory). */

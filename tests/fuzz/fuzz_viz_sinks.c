@@ -1,8 +1,8 @@
 /* libFuzzer harness for the viewer sinks (sink_chrome, sink_folded): `report` feeds them records
  * read back from a trace.dat, so any record stream must give well-formed output. The input: one
  * byte of settings (tracer, vCPU count), then 64-byte hvt_records, any order, any field; an event's
- * payload is the input's first bytes. The JSON must be printable ASCII with balanced brackets outside
- * its strings, the folded text printable lines. */
+ * payload is the input's first bytes. The JSON must be printable ASCII with balanced brackets
+ * outside its strings, the folded text printable lines. */
 #include "host/out/sink.h"
 
 #include <stdio.h>
@@ -51,8 +51,8 @@ static void check(const char *buf, size_t len, bool json)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t payload[4096];
-	int (*init[2])(struct sink *, FILE *, const struct vmi_symtab *, unsigned) = {
-	    sink_chrome_init, sink_folded_init};
+	int (*init[2])(struct sink *, FILE *, const struct vmi_symtab *,
+		       unsigned) = {sink_chrome_init, sink_folded_init};
 
 	if (!syms.nr) {
 		char err[64];

@@ -5,7 +5,8 @@
  * never seen, a call still open at the end, and a guest whose comm, string argument and symbol name
  * hold quotes, backslashes, ';' and control bytes; and a task switched out on one vCPU and resumed
  * on the other. tests/viewer/check-viewers.sh loads the same
- * golden files in speedscope. HVT_UPDATE_GOLDEN=1 rewrites the golden files instead (review them). */
+ * golden files in speedscope. HVT_UPDATE_GOLDEN=1 rewrites the golden files instead (review them).
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -86,8 +87,8 @@ static void golden(const char *name, const char *got, size_t len)
 static struct hvt_record rec(uint8_t type, uint64_t ts, unsigned cpu, uint64_t ip, uint8_t depth,
 			     int32_t pid, const char *comm)
 {
-	struct hvt_record r = {.type = type, .ts = ts, .cpu = (uint16_t)cpu, .ip = ip,
-			       .depth = depth, .pid = pid};
+	struct hvt_record r = {
+	    .type = type, .ts = ts, .cpu = (uint16_t)cpu, .ip = ip, .depth = depth, .pid = pid};
 
 	memcpy(r.comm, comm, strnlen(comm, VMI_COMM_LEN));
 	return r;
@@ -111,12 +112,12 @@ static void feed_graph(struct sink *s)
 	s->event_of = event_of;
 	s->tracer = "function_graph";
 	s->ops->begin(s);
-#define FEED(type, ts, cpu, ip, depth, pid, comm, ...)                    \
-	do {                                                            \
-		r = rec(type, ts, cpu, ip, depth, pid, comm);           \
-		__VA_ARGS__;                                            \
-		assert_int_equal(s->ops->record(s, &r, NULL), 1);       \
-		s->payload = NULL;                                      \
+#define FEED(type, ts, cpu, ip, depth, pid, comm, ...)                                             \
+	do {                                                                                       \
+		r = rec(type, ts, cpu, ip, depth, pid, comm);                                      \
+		__VA_ARGS__;                                                                       \
+		assert_int_equal(s->ops->record(s, &r, NULL), 1);                                  \
+		s->payload = NULL;                                                                 \
 	} while (0)
 	FEED(HVT_REC_ENTRY, 1000, 0, 0x1000, 0, 100, "app", r.parent = 0x10);
 	FEED(HVT_REC_ENTRY, 1200, 1, 0x1300, 0, 200, hostile_comm, r.parent = 0x10);
@@ -130,8 +131,7 @@ static void feed_graph(struct sink *s)
 	     r.value = 0xffffffffffffffea);
 	FEED(HVT_REC_RETURN, 2600, 0, 0x1200, 2, 100, "app", r.duration = 600, r.value = 7);
 	FEED(HVT_REC_RETURN, 3000, 0, 0x1100, 1, 100, "app", r.duration = 1500, r.value = 0);
-	FEED(HVT_REC_RETURN, 3200, 1, 0x1100, 0, 200, hostile_comm, r.duration = 300,
-	     r.value = 3);
+	FEED(HVT_REC_RETURN, 3200, 1, 0x1100, 0, 200, hostile_comm, r.duration = 300, r.value = 3);
 #undef FEED
 	s->lost = 5;
 	s->ops->end(s);
@@ -294,18 +294,21 @@ static void test_all_bytes(void **state)
 	for (size_t i = 0; i < len; i++)
 		assert_true(buf[i] == '\n' || (buf[i] >= 0x20 && buf[i] < 0x7f));
 	/* 255 tasks, each named once and its call opened on both tracks and closed at the end */
-	assert_non_null(strstr(buf, "\"name\":\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"-34\""));
-	assert_non_null(strstr(buf, "\"name\":\"\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff"
-				    "\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff-255\""));
+	assert_non_null(strstr(
+	    buf,
+	    "\"name\":\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"-34\""));
+	assert_non_null(strstr(buf,
+			       "\"name\":\"\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff"
+			       "\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff\\u00ff-255\""));
 	free(buf);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_chrome_graph),    cmocka_unit_test(test_chrome_function),
-	    cmocka_unit_test(test_folded_graph),    cmocka_unit_test(test_folded_function),
-	    cmocka_unit_test(test_chrome_switch),   cmocka_unit_test(test_folded_switch),
+	    cmocka_unit_test(test_chrome_graph),  cmocka_unit_test(test_chrome_function),
+	    cmocka_unit_test(test_folded_graph),  cmocka_unit_test(test_folded_function),
+	    cmocka_unit_test(test_chrome_switch), cmocka_unit_test(test_folded_switch),
 	    cmocka_unit_test(test_all_bytes),
 	};
 
