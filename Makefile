@@ -62,7 +62,7 @@ TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
 
-.PHONY: all check-layers test unit-test kvm-test qemu-test bench clean format guest fuzz
+.PHONY: all check-layers test unit-test kvm-test qemu-test viewer-test bench clean format guest fuzz
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 $(DEPS): scripts/deps.sh
@@ -173,6 +173,11 @@ check-layers: | $(DEPS)
 # then the Linux guest under QEMU (launched, and attached to through libvirt).
 test: check-layers hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) $(QEMU_BINS) guest
 	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS) $(STUB_RUNS) $(QEMU_BINS)
+	@$(TEST_ENV) tests/viewer/check-viewers.sh
+
+# Chrome JSON and folded stacks loaded by speedscope in headless Chromium (npm, cached in build/viewer)
+viewer-test: hvtrace $(GUEST)
+	@$(TEST_ENV) tests/viewer/check-viewers.sh
 
 bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST) guest
 	$(BUILD)/tests/bench $(BENCH_GUEST)
@@ -193,12 +198,14 @@ guest: | $(DEPS)
 # (fevent), gdbstub packets and the client (gdbstub), QMP JSON and the client (qmp), System.map
 # (sysmap), ELF images (elf), a guest kernel's BTF (btf), QEMU's accelerator (accel), QEMU's
 # guest-physical map from its monitor and smaps (memmap), QEMU command lines (qemu_cmdline), kallsyms
-# tables in guest memory (kallsyms), trace.dat files for `report` (tracedat). Each runs FUZZ_SECONDS (default 30) from its seeds in
+# tables in guest memory (kallsyms), trace.dat files for `report` (tracedat), record streams through
+# the viewer sinks (viz_sinks). Each runs FUZZ_SECONDS (default 30) from its seeds in
 # tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
 # (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
-FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms tracedat
+FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms tracedat \
+                viz_sinks
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -217,6 +224,8 @@ FUZZ_SRCS_tracedat := host/cli/tracedat_read.c host/out/writer.c host/trace/ring
                       host/out/sink_function.c host/out/sink_graph.c host/out/sink_io.c \
                       host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_tracedat := $(shell pkg-config --cflags --libs libtracecmd libtraceevent)
+FUZZ_SRCS_viz_sinks := host/out/sink_chrome.c host/out/sink_folded.c host/out/task_table.c \
+                       host/out/sink_io.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_sysmap  := -lelf -lbpf
 FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf

@@ -12,6 +12,9 @@ PKGS="gcc make pkg-config libc6-dev libelf-dev libbpf-dev libvirt-dev libcmocka-
 PKGS="$PKGS libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd"
 # make fuzz: clang with its libFuzzer/sanitizer runtime; make check-layers: python3
 PKGS="$PKGS clang libclang-rt-14-dev python3"
+# make test's viewer check (tests/viewer/check-viewers.sh): headless Chromium, node for speedscope
+# and puppeteer-core (from npm, at test time)
+PKGS="$PKGS chromium nodejs"
 
 missing=""
 for p in $PKGS; do
@@ -19,6 +22,8 @@ for p in $PKGS; do
 		missing="$missing $p"
 	fi
 done
+# npm: Debian's own package, unless the installed nodejs (e.g. NodeSource's) brings it
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

@@ -148,8 +148,11 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		const struct vmi_sym *lo = vmi_symtab_find(g->funcs, "__irqentry_text_start");
 		const struct vmi_sym *hi = vmi_symtab_find(g->funcs, "__irqentry_text_end");
 
-		sink_graph_init(&p->sink, out, g->funcs, nr_cpus, s->funcgraph_retval,
-				s->funcgraph_tail);
+		if (sink_graph_init(&p->sink, out, g->funcs, nr_cpus, s->funcgraph_retval,
+				    s->funcgraph_tail) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return EXIT_HOST_ERROR;
+		}
 		p->sink.graph_retval_hex = s->funcgraph_retval_hex;
 		/* the kernel's ==========> / <========== around its .irqentry.text */
 		if (lo && hi && lo->addr < hi->addr) {

@@ -28,19 +28,13 @@ static int report_sink(struct sink *k, enum report_format fmt, const struct sess
 		return 0;
 	case REPORT_JSON:
 	case REPORT_FOLDED:
-		/* The chrome-trace JSON and folded-stack sinks of branch viz plug in here, once merged:
-		 *	if ((fmt == REPORT_JSON ? sink_chrome_init : sink_folded_init)(
-		 *		    k, stdout, syms, sum->nr_cpus) < 0) {
-		 *		snprintf(err, errlen, "out of memory");
-		 *		return -1;
-		 *	}
-		 *	k->tracer = sum->graph ? "function_graph" : sum->function ? "function" : "nop";
-		 *	return 0;
-		 * (and report.c frees k.priv after the replay for them as for the graph sink, if their
-		 * end() does not). */
-		snprintf(err, errlen, "--format %s: this build has no such sink",
-			 fmt == REPORT_JSON ? "json" : "folded");
-		return -1;
+		if ((fmt == REPORT_JSON ? sink_chrome_init : sink_folded_init)(k, stdout, syms,
+									       sum->nr_cpus) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		k->tracer = sum->graph ? "function_graph" : sum->function ? "function" : "nop";
+		return 0;
 	default:
 		break;
 	}

@@ -114,6 +114,18 @@ int sink_graph_duration(char *buf, size_t len, uint64_t ns);
 /* ftrace's overhead mark for a duration: ' ', '+' (>10us), '!' (>100us), '#', '*', '@', '$' (>1s). */
 char sink_graph_mark(uint64_t ns);
 
+/* Chrome trace-event JSON (Perfetto's UI, chrome://tracing, speedscope): a track per vCPU and per
+ * guest task, function_graph calls as nested slices, -e events and lost events as instants, return
+ * values as args (host/out/sink_chrome.c says how). s->tracer ("function_graph" or not) must be set
+ * before begin(). Returns 0 or -1 (no memory). */
+int sink_chrome_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus);
+
+/* Collapsed stacks for flame graphs, "comm;f;g;h N" lines: with function_graph N is the wall time
+ * in ns the task spent in that stack itself, else the hits of "comm;caller;function"
+ * (host/out/sink_folded.c says how). s->tracer must be set before begin(). Returns 0 or -1 (no
+ * memory). */
+int sink_folded_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus);
+
 /* Writes line @buf (of @size bytes, @n as its formatter returned) to @s's output; a line cut short
  * still ends with '\n'. Writer thread. */
 void sink_write_line(struct sink *s, char *buf, size_t size, int n);

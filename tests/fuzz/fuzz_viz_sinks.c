@@ -1,0 +1,97 @@
+/* libFuzzer harness for the viewer sinks (sink_chrome, sink_folded): `report` feeds them records
+ * read back from a trace.dat, so any record stream must give well-formed output. The input: one
+ * byte of settings (tracer, vCPU count), then 64-byte hvt_records, any order, any field; an event's
+ * payload is the input's first bytes. The JSON must be printable ASCII with balanced brackets
+ * outside its strings, the folded text printable lines. */
+#include "host/out/sink.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct vmi_symtab syms;
+static struct fe_spec spec;
+
+static const struct fe_spec *event_of(void *ctx, uint64_t ip)
+{
+	(void)ctx;
+	return ip & 1 ? &spec : NULL;
+}
+
+/* Printable ASCII and newlines only; for JSON also strings closed and brackets balanced. */
+static void check(const char *buf, size_t len, bool json)
+{
+	bool str = false, esc = false;
+	long depth = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = buf[i];
+
+		if (!(c == '\n' && !str) && (c < 0x20 || c > 0x7e))
+			abort();
+		if (!json)
+			continue;
+		if (esc)
+			esc = false;
+		else if (str && c == '\\')
+			esc = true;
+		else if (c == '"')
+			str = !str;
+		else if (!str && (c == '{' || c == '['))
+			depth++;
+		else if (!str && (c == '}' || c == ']') && --depth < 0)
+			abort();
+	}
+	if (json && (str || depth))
+		abort();
+	if (!json && len && buf[len - 1] != '\n')
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static uint8_t payload[4096];
+	int (*init[2])(struct sink *, FILE *, const struct vmi_symtab *,
+		       unsigned) = {sink_chrome_init, sink_folded_init};
+
+	if (!syms.nr) {
+		char err[64];
+		size_t pos;
+
+		vmi_symtab_add(&syms, 0x1000, 0x100, "main");
+		vmi_symtab_add(&syms, 0x1100, 0x100, "we\"ird;\\\x01sym\n");
+		vmi_symtab_sort(&syms);
+		if (fe_parse("f(int a, string s, x8 b[4])", &spec, err, sizeof(err), &pos))
+			abort();
+	}
+	if (!size)
+		return 0;
+	memset(payload, 0, sizeof(payload));
+	memcpy(payload, data, size < sizeof(payload) ? size : sizeof(payload));
+	for (int k = 0; k < 2; k++) {
+		struct sink s;
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *out = open_memstream(&buf, &len);
+
+		if (!out || init[k](&s, out, &syms, data[0] & 7) < 0)
+			abort();
+		s.tracer = data[0] & 8 ? "function_graph" : "function";
+		s.event_of = event_of;
+		s.ret_event_of = event_of;
+		s.ops->begin(&s);
+		for (size_t off = 1; off + sizeof(struct hvt_record) <= size;
+		     off += sizeof(struct hvt_record)) {
+			struct hvt_record r;
+
+			memcpy(&r, data + off, sizeof(r));
+			s.payload = hvt_record_has_payload(&r) ? payload : NULL;
+			s.ops->record(&s, &r, NULL);
+		}
+		s.ops->end(&s);
+		fclose(out);
+		check(buf, len, k == 0);
+		free(buf);
+	}
+	return 0;
+}
