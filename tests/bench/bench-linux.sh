@@ -80,3 +80,35 @@ awk -v r="$rounds" -v b="$t_base" -v tf="$t_trap_few" -v fa="$t_ftrace_all" -v s
 	printf "    hvtrace trap probes          %8.3f s  %9.1f us/event\n", tf, 1e6 * ct
 	printf "    ratio trap / stub (per event): %.0f   trap / guest ftrace: %.0f\n", ct / cs, ct / ca
 }'
+
+# Lossless recording (issue 12): the whole session (boot to power-off) with every traceable function
+# stub-probed at the default buffers, once as text to /dev/null and once as trace.dat (`record`),
+# side by side: records taken, lost (host + guest-reported), host-ring stalls, records per second of
+# session wall time.
+whole() {
+	local name=$1 t0 t1
+	shift
+	t0=$(date +%s.%N)
+	"$@" --qemu --kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz" --probe stub \
+		-p function --console /dev/null --timeout 900 --stats 2>"$work/$name.err" >/dev/null ||
+		{ echo "bench-linux: $name failed" >&2; cat "$work/$name.err" >&2; exit 1; }
+	t1=$(date +%s.%N)
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+	line=$(grep "stats: stub probes" "$work/$name.err")
+}
+whole text ./hvtrace run -o /dev/null
+t_text=$secs l_text=$line
+whole record ./hvtrace record -o "$work/all.dat"
+t_rec=$secs l_rec=$line
+dat_bytes=$(stat -c %s "$work/all.dat")
+field() { sed -n "s/.* $2 \([0-9]*\).*/\1/p" <<<"$1"; }
+awk -v tt="$t_text" -v tr="$t_rec" -v bytes="$dat_bytes" \
+	-v rt="$(field "$l_text" records)" -v lt="$(field "$l_text" lost)" \
+	-v gt="$(field "$l_text" guest-reported-lost)" -v st="$(field "$l_text" host-ring-stalls)" \
+	-v rr="$(field "$l_rec" records)" -v lr="$(field "$l_rec" lost)" \
+	-v gr="$(field "$l_rec" guest-reported-lost)" -v sr="$(field "$l_rec" host-ring-stalls)" 'BEGIN {
+	printf "  whole session, every traceable function, stub probes, default buffers:\n"
+	printf "    run -o /dev/null (text)   %8.3f s  %9d records  %9.0f records/s  lost %d + guest-reported %d (%.3f%%)  host-ring stalls %d\n", tt, rt, rt / tt, lt, gt, 100 * (lt + gt) / (rt + lt + gt), st
+	printf "    record -o trace.dat       %8.3f s  %9d records  %9.0f records/s  lost %d + guest-reported %d (%.3f%%)  host-ring stalls %d  (%.0f MB)\n", tr, rr, rr / tr, lr, gr, 100 * (lr + gr) / (rr + lr + gr), sr, bytes / 1e6
+	printf "    ratio record / text (records/s): %.2f\n", (rr / tr) / (rt / tt)
+}'
