@@ -20,15 +20,18 @@ int main(int argc, char **argv)
 	char err[512];
 	int status;
 
-	/* A closed output (`hvtrace ... | head`) is a write error like any other: reported in one line,
-	 * the guest detached as after any error, never a death by signal halfway through a detach. */
-	signal(SIGPIPE, SIG_IGN);
 	session_init(&s);
 	if (session_parse_args(&s, argc, argv, err, sizeof(err)) < 0) {
 		fprintf(stderr, "hvtrace: %s\n", err);
 		session_free(&s);
 		return EXIT_BAD_INPUT;
 	}
+	/* With a guest attached, a closed output (`hvtrace run ... | head`) is a write error like any
+	 * other: reported in one line, the guest detached as after any error, never a death by signal
+	 * halfway through a detach. `report` and --help touch no guest: a closed pipe ends them quietly,
+	 * as it ends trace-cmd. */
+	if (s.cmd == CMD_RUN || s.cmd == CMD_ATTACH || s.cmd == CMD_LIST_FUNCTIONS)
+		signal(SIGPIPE, SIG_IGN);
 	switch (s.cmd) {
 	case CMD_HELP:
 	case CMD_VERSION:

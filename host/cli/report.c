@@ -20,6 +20,7 @@ static int report_sink(struct sink *k, enum report_format fmt, const struct sess
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
+		k->graph_retval_hex = s->funcgraph_retval_hex;
 		k->tracer = "function_graph";
 		return 0;
 	case REPORT_TEXT:

@@ -20,7 +20,8 @@ const char session_usage[] =
 	"                                            the same, writing trace-cmd's trace.dat (-o FILE,\n"
 	"                                            default trace.dat) for trace-cmd, KernelShark\n"
 	"       hvtrace report [-i FILE] [--format text|graph|json|folded] [--funcgraph-retval]\n"
-	"                      [--funcgraph-tail]    print a trace.dat as run prints its trace\n"
+	"                      [--funcgraph-retval-hex] [--funcgraph-tail]\n"
+	"                                            print a trace.dat as run prints its trace\n"
 	"                                            (default: trace.dat, graph for function_graph)\n"
 	"       hvtrace list-functions GUEST.elf | NAME | --qmp SOCKET | --pid PID\n"
 	"                                            print the traceable functions (of a running\n"
@@ -493,6 +494,7 @@ static const struct option report_opts[] = {
 	{"format", required_argument, NULL, 'f'},
 	{"funcgraph-retval", no_argument, NULL, OPT_RETVAL},
 	{"funcgraph-tail", no_argument, NULL, OPT_TAIL},
+	{"funcgraph-retval-hex", no_argument, NULL, OPT_RETVAL_HEX},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -523,6 +525,7 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 			break;
 		case OPT_RETVAL: s->funcgraph_retval = true; break;
 		case OPT_TAIL: s->funcgraph_tail = true; break;
+		case OPT_RETVAL_HEX: s->funcgraph_retval = s->funcgraph_retval_hex = true; break;
 		case 'h': s->cmd = CMD_HELP; return 0;
 		case ':': snprintf(err, errlen, "%s: missing argument", argv[argc - 1]); return -EINVAL;
 		default:
