@@ -10,6 +10,7 @@
 
 #include "tests/kvm/kvm_common.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +298,98 @@ static void test_return_probes(void **state)
 	unlink(dat);
 }
 
+/* One function_graph line reduced to what both renderings print: the body after '|' without a
+ * trailing comment (trace-cmd 3.1.6's plugin prints no return values) and the duration's whole
+ * microseconds (-1: none). The overhead marks and decimals differ above 1 ms: trace-cmd has its own
+ * thresholds and always 3 decimals, the kernel (and hvtrace) '*' above 10 ms and 8 digits in all. */
+struct graph_line {
+	long us;
+	char body[160];
+};
+
+/* The function_graph lines of @text: trace-cmd's (`... funcgraph_entry: DUR | BODY`) when
+ * @trace_cmd, else hvtrace's (` N) DUR | BODY`). Returns how many went to @out (at most @max). */
+static size_t graph_lines(const char *text, bool trace_cmd, struct graph_line *out, size_t max)
+{
+	size_t n = 0;
+
+	for (const char *l = text; *l && n < max;) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+		char line[512], *bar, *dur, *cm;
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, l);
+		l += len + (end ? 1 : 0);
+		bar = strchr(line, '|');
+		if (trace_cmd) {
+			dur = strstr(line, " funcgraph_entry:");
+			if (!dur)
+				dur = strstr(line, " funcgraph_exit:");
+			if (!dur)
+				continue;
+			dur = strchr(dur + 1, ':') + 1;
+		} else {
+			if (line[0] == '#' || !strstr(line, ") "))
+				continue;
+			dur = strstr(line, ") ") + 2;
+		}
+		if (!bar || bar < dur)
+			continue;
+		*bar = 0;
+		out[n].us = -1;
+		for (char *d = dur; *d; d++)
+			if (*d >= '0' && *d <= '9') {
+				out[n].us = strtol(d, NULL, 10);
+				break;
+			}
+		cm = strstr(bar + 1, "/*");
+		if (cm)
+			*cm = 0;
+		for (size_t k = strlen(bar + 1); k && bar[k] == ' '; k--)
+			bar[k] = 0;
+		snprintf(out[n].body, sizeof(out[n].body), "%s", bar + 1);
+		n++;
+	}
+	return n;
+}
+
+/* trace-cmd's function_graph rendering of the file and `hvtrace report`'s are the same calls, in the
+ * same nesting, leaves on one line, the same durations. One vCPU: trace-cmd 3.1.6 looks for a
+ * leaf's return in the next record of the whole merged stream, so with two vCPUs running tasks of
+ * the same pid its leaves follow the interleaving rather than the call. */
+static void test_graph_rendering_matches_trace_cmd(void **state)
+{
+	const char *args[] = {"--smp", "1", "-p", "function_graph", "--funcgraph-retval", NULL};
+	enum { MAX = 4096 };
+	struct graph_line *a = calloc(MAX, sizeof(*a)), *b = calloc(MAX, sizeof(*b));
+	char cmd[300], *tc, *hv;
+	size_t na, nb, leaves = 0;
+	struct hv_result r;
+
+	(void)state;
+	record(&r, args);
+	tc = trace_cmd_report("");
+	snprintf(cmd, sizeof(cmd), "%s report -i %s", hv_binary(), dat);
+	hv = command_output(cmd);
+	na = graph_lines(tc, true, a, MAX);
+	nb = graph_lines(hv, false, b, MAX);
+	assert_true(na > 500);
+	assert_int_equal(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		if (a[i].us != b[i].us || strcmp(a[i].body, b[i].body))
+			fail_msg("line %zu: trace-cmd '%ld|%s', hvtrace '%ld|%s'", i, a[i].us,
+				 a[i].body, b[i].us, b[i].body);
+		leaves += strstr(a[i].body, "();") != NULL;
+	}
+	assert_true(leaves > 100);
+	free(a);
+	free(b);
+	free(tc);
+	free(hv);
+	hv_result_free(&r);
+	unlink(dat);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +397,7 @@ int main(void)
 	    cmocka_unit_test(test_function_graph_retval),
 	    cmocka_unit_test(test_event),
 	    cmocka_unit_test(test_return_probes),
+	    cmocka_unit_test(test_graph_rendering_matches_trace_cmd),
 	};
 
 	if (!kvm_available())
