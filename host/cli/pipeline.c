@@ -94,6 +94,42 @@ static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 	return false;
 }
 
+/* --probe stub: one line naming the -e events and -r return probes that read guest memory at the
+ * call and so stay trap probes (nothing when there is none). */
+static void say_trap_probes(struct pipeline *p)
+{
+	const struct probe_table *probes = tracer_probes(&p->tr);
+	char list[512];
+	size_t len = 0, more = 0;
+
+	list[0] = 0;
+	for (size_t i = 0; i < probes->nr; i++) {
+		const struct probe *pr = &probes->v[i];
+		bool r = pr->ret_event && !fe_return_register_only(pr->ret_event);
+		bool e = pr->event && !fe_registers_only(pr->event);
+
+		for (int k = 0; k < 2; k++) {
+			int n;
+
+			if (!(k ? r : e))
+				continue;
+			n = snprintf(list + len, sizeof(list) - len, "%s%s %s", len ? ", " : "",
+				     k ? "-r" : "-e", pr->func->name);
+			if (n < 0 || (size_t)n >= sizeof(list) - len - 16) {
+				list[len] = 0;
+				more++;
+			} else {
+				len += (size_t)n;
+			}
+		}
+	}
+	if (len || more)
+		fprintf(stderr,
+			"hvtrace: --probe stub: these read guest memory at the call and stay trap "
+			"probes: %s%s\n",
+			len ? list : "", more ? (len ? " and more" : "several") : "");
+}
+
 int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out, char *err,
 		   size_t errlen)
 {
@@ -131,6 +167,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	}
 	if (g->no_trap && need_trap_probe(p, err, errlen))
 		return EXIT_BAD_INPUT;
+	if (g->stub && s->probe == PROBE_STUB)
+		say_trap_probes(p);
 	if (mark_graph_roots(p, err, errlen) < 0 ||
 	    expect_check_names(tracer_probes(&p->tr), s->expect_call, s->nr_expect_call,
 			       s->expect_no_call, s->nr_expect_no_call, err, errlen) < 0)

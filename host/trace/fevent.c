@@ -502,6 +502,22 @@ bool fe_registers_only(const struct fe_spec *spec)
 	return true;
 }
 
+bool fe_return_register_only(const struct fe_spec *spec)
+{
+	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++)
+		for (unsigned i = 0; i < spec->nr_fields; i++) {
+			const struct fe_field *f = &spec->fields[i];
+
+			if (f->memory || f->direct || f->arg != 0 || f->kind == FE_STRING ||
+			    f->kind == FE_CHARS)
+				return false;
+			for (unsigned s = 0; s < f->nr_steps; s++)
+				if (f->steps[s].deref)
+					return false;
+		}
+	return true;
+}
+
 void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_read_fn read,
 		void *ctx, uint8_t *payload)
 {

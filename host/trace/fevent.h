@@ -75,6 +75,11 @@ uint64_t fe_arg(const struct x86_regs *regs, unsigned n, vmi_read_fn read, void 
  * argument), so it can be captured from registers saved earlier (stub probes). Pure. */
 bool fe_registers_only(const struct fe_spec *spec);
 
+/* True if every field of typed return @spec (and of its chain) is the return register itself: the
+ * first argument position (RAX is handed over there), no guest memory, no dereference, no direct
+ * address. Such a return can be captured from the RAX a stub recorded. Pure. */
+bool fe_return_register_only(const struct fe_spec *spec);
+
 /* Bytes fe_capture writes for @spec and the specs chained after it (->next). Pure. */
 size_t fe_payload_size(const struct fe_spec *spec);
 

@@ -21,7 +21,7 @@
 
 bool stub_drain_capable(const struct probe *p)
 {
-	if (p->ret_event)
+	if (p->ret_event && !fe_return_register_only(p->ret_event))
 		return false;
 	return !p->event || fe_registers_only(p->event);
 }
@@ -171,9 +171,19 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 		hvt_record_entry(&rec, ts, cpu, p->addr, g->parent, &task);
 		rec.type = HVT_REC_RETURN;
 		rec.value = g->rax;
+		if (p->ret_event) {
+			/* typed return: its fields are RAX alone, handed over as the first
+			 * argument as the trap path does */
+			struct x86_regs regs = {.rdi = g->rax, .rax = g->rax};
+
+			len = fe_payload_size(p->ret_event);
+			fe_capture(p->ret_event, &regs, no_memory, NULL, scratch);
+			rec.type = HVT_REC_RETURN_EVENT;
+			rec.value = len;
+		}
 		rec.duration = ts > t0 ? ts - t0 : 0;
 		rec.depth = g->depth;
-		return ring_emit(ring, &rec, NULL, 0);
+		return ring_emit(ring, &rec, scratch, len);
 	}
 	return true;
 }

@@ -53,8 +53,8 @@ struct stub_drain {
 					     * stream (HVT_REC_LOST) */
 };
 
-/* Whether probe @p can be a stub probe (events reading guest memory and typed return fields need
- * trap probes). Pure. */
+/* Whether probe @p can be a stub probe: events reading guest memory, and typed returns whose fields
+ * are more than RAX itself (strings, dereferences, members), need trap probes. Pure. */
 bool stub_drain_capable(const struct probe *p);
 
 /* An idle drain: no stub placed, horizon open. */
