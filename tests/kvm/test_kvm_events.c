@@ -154,6 +154,11 @@ static void test_direct_address(void **state)
 	hv_result_free(&r);
 }
 
+static int strcmp_ptr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* kprobe_profile line "<name> <hits> <misses>" of --profile. */
 static void assert_kprobe_profile(const char *err, const char *name, long hits, long misses)
 {
@@ -197,6 +202,109 @@ static void test_return_probes(void **state)
 	hv_result_free(&r);
 }
 
+/* The trace's lines without what differs between two runs of the same guest: the timestamp and the
+ * duration's value. Sorted (vCPU timing orders them differently); @n set to their number. */
+static char **return_lines(const char *trace, size_t *n)
+{
+	size_t cap = (size_t)count_lines(trace) + 1;
+	char **v = calloc(cap, sizeof(*v));
+	const char *p = trace;
+
+	assert_non_null(v);
+	*n = 0;
+	while (*p) {
+		const char *eol = strchr(p, '\n'), *cpu, *ts, *dur;
+
+		eol = eol ? eol : p + strlen(p);
+		cpu = memchr(p, ']', (size_t)(eol - p));
+		ts = cpu ? memmem(cpu, (size_t)(eol - cpu), ": ", 2) : NULL;
+		dur = ts ? memmem(ts, (size_t)(eol - ts), " duration=", 10) : NULL;
+		if (*p != '#' && dur) {
+			assert_true(*n < cap);
+			assert_true(asprintf(&v[*n], "%.*s%.*s", (int)(cpu + 1 - p), p,
+					     (int)(dur - ts), ts) > 0);
+			(*n)++;
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+	qsort(v, *n, sizeof(*v), strcmp_ptr);
+	return v;
+}
+
+static void free_lines(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* --probe stub -r: plain and typed return probes whose value is RAX run in the stub (no VM exit
+ * for them) and print exactly the return lines the trap path prints. */
+static void test_return_probes_stub(void **state)
+{
+	struct hv_result trap, stub;
+	const char *targv[] = {"run", "-r", "tree_a(long ret)", "-r", "tree_leaf", "--stats",
+			       hv_guest(NULL), NULL};
+	const char *sargv[] = {"run", "--probe", "stub", "-r", "tree_a(long ret)", "-r", "tree_leaf",
+			       "--stats", hv_guest(NULL), NULL};
+	char **a, **b;
+	size_t na, nb;
+
+	(void)state;
+	hv_run(&trap, targv, 0, 0);
+	hv_run(&stub, sargv, 0, 0);
+	assert_int_equal(trap.status, 0);
+	assert_int_equal(stub.status, 0);
+	/* trap: every entry and return an exit; stub: none, 2 x (18 + 42) stub records */
+	assert_int_equal(hv_cpu_stat(trap.err, 0, "events") + hv_cpu_stat(trap.err, 1, "events"),
+			 120);
+	assert_int_equal(hv_cpu_stat(stub.err, 0, "events"), 0);
+	assert_int_equal(hv_cpu_stat(stub.err, 1, "events"), 0);
+	assert_int_equal(hv_stat(stub.err, "stub probes", "stub probes"), 2);
+	assert_int_equal(hv_stat(stub.err, "stub probes", "records"), 120);
+	assert_int_equal(hv_stat(stub.err, "stub probes", "lost"), 0);
+	assert_int_equal(hv_stat(stub.err, "cpu0 stub-events", "stub-events"), 60);
+	assert_int_equal(hv_stat(stub.err, "cpu1 stub-events", "stub-events"), 60);
+	assert_null(strstr(stub.err, "stay trap probes"));
+	a = return_lines(trap.trace, &na);
+	b = return_lines(stub.trace, &nb);
+	assert_int_equal(na, 60);
+	assert_int_equal(nb, 60);
+	for (size_t i = 0; i < na; i++)
+		assert_string_equal(a[i], b[i]);
+	assert_int_equal(count_text(stub.trace, " <- tree_a) ret=25 duration="), 6);
+	assert_int_equal(count_text(stub.trace, " <- tree_leaf) ret=10 duration="), 6);
+	assert_non_null(strstr(stub.trace, "# entries-written: 60   lost: 0\n"));
+	free_lines(a, na);
+	free_lines(b, nb);
+	hv_result_free(&trap);
+	hv_result_free(&stub);
+}
+
+/* A typed return reading guest memory stays a trap probe under --probe stub, said in one line; the
+ * other -r is still a stub probe. */
+static void test_return_probe_memory_stays_trap(void **state)
+{
+	struct hv_result r;
+	const char *argv[] = {"run", "--probe", "stub", "-r", "tree_a(long ret+0)", "-r",
+			      "tree_leaf", "--stats", hv_guest(NULL), NULL};
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(count_text(r.err, "hvtrace: --probe stub: these read guest memory at the "
+					   "call and stay trap probes: -r tree_a\n"),
+			 1);
+	/* tree_a: 9 calls per vCPU, entry and return each a trap */
+	assert_int_equal(hv_cpu_stat(r.err, 0, "events"), 18);
+	assert_int_equal(hv_cpu_stat(r.err, 1, "events"), 18);
+	assert_int_equal(hv_stat(r.err, "stub probes", "stub probes"), 1);
+	assert_int_equal(hv_stat(r.err, "stub probes", "records"), 84);
+	assert_int_equal(count_text(r.trace, ": r_tree_a: ("), 18);
+	assert_int_equal(count_text(r.trace, ": r_tree_leaf: ("), 42);
+	hv_result_free(&r);
+}
+
 static void test_event_profile(void **state)
 {
 	struct hv_result r;
@@ -219,6 +327,8 @@ int main(void)
 		cmocka_unit_test(test_two_events_one_function),
 		cmocka_unit_test(test_direct_address),
 		cmocka_unit_test(test_return_probes),
+		cmocka_unit_test(test_return_probes_stub),
+		cmocka_unit_test(test_return_probe_memory_stays_trap),
 		cmocka_unit_test(test_event_profile),
 	};
 
