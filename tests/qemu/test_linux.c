@@ -900,6 +900,24 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
+	/* The same stress with --probe stub: the typed return of vfs_write (RAX alone) runs in the
+	 * stub, so the VM never stops for it, and the same balance holds with nothing lost. */
+	.name = "test_linux_rprobe_stress_stub",
+	.runs = {{
+	    .label = "run --qemu --probe stub -r",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes=32 hvt.yes_sec=12 hvt.rounds=1",
+	    .args = {"--probe", "stub", "-r", "vfs_write(long ret)", "--profile", "--stats",
+		     "--duration", "15", "--timeout", "400"},
+	    .expect = {
+		.check = check_rprobe_balanced,
+		.counts = {{"             yes-", 100}},
+		.stub = {{"stub probes ", 0}, {"records ", 200}},
+		.err = {NO_STOPS, " lost 0 guest-reported-lost 0 rejected 0 "},
+	    },
+	}},
+    },
+    {
 	/* Every traceable function of the kernel (tens of thousands of sites) with stub probes: no
 	 * VM stop at all, the workload runs to completion, nothing is lost, and the guest powers
 	 * off normally. The trace itself goes to /dev/null (millions of lines); --expect-call

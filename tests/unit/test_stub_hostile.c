@@ -32,6 +32,8 @@ static struct probe_table probes;
 static struct ring rings[2];
 static struct vmi_task_layout task = {.cpu_gs_off = 8};
 static struct stub_drain d;
+static struct fe_spec ret_spec;	   /* F_HOOK's typed return, when set by setup_typed */
+static bool with_ret_spec;
 
 static int place(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 		 struct target_region *out, char *err, size_t errlen)
@@ -148,6 +150,12 @@ static int setup(void **state)
 	assert_int_equal(probe_verify_all(&probes, &ft.t, err, sizeof(err)), 0);
 	probes.v[0].stub = probes.v[1].stub = true;
 	probes.v[0].hooks_return = true;
+	if (with_ret_spec) {
+		probes.v[0].ret_probe = true;
+		probes.v[0].ret_event = &ret_spec;
+		cfg.max_payload = fe_payload_size(&ret_spec);
+		assert_true(stub_drain_capable(&probes.v[0]));
+	}
 	for (unsigned c = 0; c < 2; c++)
 		assert_int_equal(ring_init(&rings[c], 64), 0);
 	stub_drain_init(&d);
@@ -156,9 +164,21 @@ static int setup(void **state)
 	return 0;
 }
 
+/* setup, with F_HOOK a typed return probe "f_hook(long ret)". */
+static int setup_typed(void **state)
+{
+	char err[128];
+	size_t pos;
+
+	assert_int_equal(fe_parse("f_hook(long ret)", &ret_spec, err, sizeof(err), &pos), 0);
+	with_ret_spec = true;
+	return setup(state);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
+	with_ret_spec = false;
 	stub_drain_detach(&d);
 	for (unsigned c = 0; c < 2; c++)
 		ring_free(&rings[c]);
@@ -240,6 +260,68 @@ static void test_forged_records_rejected(void **state)
 	assert_int_equal(d.rejected, 9);
 	assert_int_equal(d.records, 12);
 	assert_int_equal(d.lost, 0);
+}
+
+/* A typed return whose one field is RAX: the drain builds its payload from the RAX the stub
+ * recorded, as the trap path does from the register, and no guest memory is read for it. */
+static void test_typed_return_from_rax(void **state)
+{
+	const struct hvt_record *r, *payload;
+	char out[64];
+
+	(void)state;
+	forge(0, 0, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_HOOK, .depth = 3}, false);
+	forge(0, 1,
+	      (struct stub_rec){.type = STUB_REC_RETURN,
+				.ip = F_HOOK,
+				.depth = 3,
+				.rax = (uint64_t)-5,
+				.parent = 0x1234,
+				.t0 = 1000},
+	      false);
+	set_head(0, 2);
+	stub_drain_stop(&d);
+	r = ring_peek_at(&rings[0], 1);
+	payload = ring_peek_at(&rings[0], 2);
+	assert_non_null(r);
+	assert_non_null(payload);
+	assert_int_equal(r->type, HVT_REC_RETURN_EVENT);
+	assert_int_equal(r->value, fe_payload_size(&ret_spec));
+	assert_int_equal(r->ip, F_HOOK);
+	assert_int_equal(r->parent, 0x1234);
+	assert_int_equal(r->depth, 3);
+	assert_int_equal(r->duration, 1000);
+	fe_format(out, sizeof(out), &ret_spec, (const uint8_t *)payload, &syms);
+	assert_string_equal(out, "ret=-5");
+	assert_int_equal(d.rejected, 0);
+}
+
+/* Which return probes can be stub probes: RAX itself in any integer form, not a field read from
+ * guest memory, a string, a dereference or another argument position. */
+static void test_return_capability(void **state)
+{
+	static const char *const stub[] = {"f(long ret)", "f(x64 ret)", "f(u8 ret)", "f(symbol ret)",
+					   "f()"};
+	static const char *const trap[] = {"f(long ret+0)", "f(string ret)", "f(x64 ret+8[0]+0)",
+					   "f(NULL, long b)", "f(int g=0x1000)", "f(char[4] ret)"};
+	struct probe p = {0};
+	struct fe_spec spec;
+	char err[128];
+	size_t pos;
+
+	(void)state;
+	p.ret_probe = true;
+	p.ret_event = &spec;
+	for (size_t i = 0; i < sizeof(stub) / sizeof(stub[0]); i++) {
+		assert_int_equal(fe_parse(stub[i], &spec, err, sizeof(err), &pos), 0);
+		if (!stub_drain_capable(&p))
+			fail_msg("%s should be a stub probe", stub[i]);
+	}
+	for (size_t i = 0; i < sizeof(trap) / sizeof(trap[0]); i++) {
+		assert_int_equal(fe_parse(trap[i], &spec, err, sizeof(err), &pos), 0);
+		if (stub_drain_capable(&p))
+			fail_msg("%s should stay a trap probe", trap[i]);
+	}
 }
 
 /* A record reserved and never committed blocks nothing at the end: it is skipped and counted lost
@@ -335,6 +417,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_gap_counted_guest_lost_reported, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_forged_frames_restore, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_restore_ignores_current_cr3, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_typed_return_from_rax, setup_typed, teardown),
+	    cmocka_unit_test(test_return_capability),
 	};
 
 	return cmocka_run_group_tests_name("stub_hostile", tests, NULL, NULL);
