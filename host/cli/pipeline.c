@@ -87,7 +87,9 @@ static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s %s "
 			 "needs one",
-			 pr->ret_event ? "the typed return probe -r of" : "the -e event of",
+			 pr->ret_event && !fe_return_register_only(pr->ret_event)
+			     ? "the return probe -r of"
+			     : "the -e event of",
 			 pr->func->name);
 		return true;
 	}

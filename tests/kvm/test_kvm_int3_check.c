@@ -296,6 +296,10 @@ static void test_embedded_no_int3(void **state)
 			       "-l",  "tree_*",	 hv_guest(NULL), NULL};
 	const char *mem_event[] = {
 	    "run", "--probe", "auto", "-e", "ev_target(string label)", hv_guest(NULL), NULL};
+	const char *reg_return[] = {"run", "--probe", "auto", "--stats", "-r", "tree_a(long ret)",
+				    "-r", "tree_leaf", hv_guest(NULL), NULL};
+	const char *mem_return[] = {
+	    "run", "--probe", "auto", "-r", "tree_a(long ret+0)", hv_guest(NULL), NULL};
 	const char *want_trap =
 	    "hvtrace: trap probes: INT3 in a guest does not exit on this host's "
 	    "KVM (it goes to the guest's IDT); use --probe stub\n";
@@ -339,6 +343,29 @@ static void test_embedded_no_int3(void **state)
 	    r.err + strlen(want_auto),
 	    "hvtrace: trap probes: INT3 in a guest does not exit on this host's KVM, "
 	    "and the -e event of ev_target needs one\n");
+	assert_string_equal(r.console, "");
+	hv_result_free(&r);
+
+	/* return probes of RAX alone are stub probes: auto traces them with no exit */
+	hv_run(&r, reg_return, 0, 0);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(hv_stat(r.err, "stub probes ", "stub probes "), 2);
+	for (unsigned cpu = 0; cpu < 2; cpu++) {
+		assert_int_equal(hv_cpu_stat(r.err, cpu, "debug "), 0);
+		assert_int_equal(hv_cpu_stat(r.err, cpu, "emulation "), 0);
+	}
+	assert_int_equal(count_text(r.trace, " <- tree_a) ret=25 duration="), 6);
+	assert_int_equal(count_text(r.trace, ": r_tree_a: ("), 18);
+	assert_int_equal(count_text(r.trace, ": r_tree_leaf: ("), 42);
+	hv_result_free(&r);
+
+	/* one reading guest memory needs a trap probe: refused before the guest starts */
+	hv_run(&r, mem_return, 0, 0);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(
+	    r.err + strlen(want_auto),
+	    "hvtrace: trap probes: INT3 in a guest does not exit on this host's KVM, "
+	    "and the return probe -r of tree_a needs one\n");
 	assert_string_equal(r.console, "");
 	hv_result_free(&r);
 	unsetenv("HVTRACE_TEST_INT3");
