@@ -243,8 +243,8 @@ static void free_lines(char **v, size_t n)
 static void test_return_probes_stub(void **state)
 {
 	struct hv_result trap, stub;
-	const char *targv[] = {"run", "-r", "tree_a(long ret)", "-r", "tree_leaf", "--stats",
-			       hv_guest(NULL), NULL};
+	const char *targv[] = {"run", "--probe", "trap", "-r", "tree_a(long ret)", "-r", "tree_leaf",
+			       "--stats", hv_guest(NULL), NULL};
 	const char *sargv[] = {"run", "--probe", "stub", "-r", "tree_a(long ret)", "-r", "tree_leaf",
 			       "--stats", hv_guest(NULL), NULL};
 	char **a, **b;
