@@ -126,7 +126,7 @@ struct linux_test {
 	unsigned mem_mb;     /* ... and RAM (default 256 MiB) */
 	int kill;
 	const char *console_after[2];
-	struct hv_case runs[4];
+	struct hv_case runs[5];
 };
 
 /* ---- helpers --------------------------------------------------------------------------------- */
@@ -506,6 +506,33 @@ static void check_record_openat(const struct hv_result *r)
 	unlink(record_dat);
 }
 
+/* record attach: the libvirt guest's function_graph under do_sys_openat2 as trace.dat. trace-cmd
+ * sees every entry with its exit but for the calls still in flight at the detach (one nest per
+ * vCPU at most, the returns handed back), and report prints as many calls as trace-cmd has. */
+static void check_record_attach_graph(const struct hv_result *r)
+{
+	char cmd[512], *tc, *rep;
+	long entries, exits;
+
+	(void)r;
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -R -i %s 2>&1", record_dat);
+	tc = command_output(cmd);
+	entries = count_text(tc, " funcgraph_entry: ");
+	exits = count_text(tc, " funcgraph_exit: ");
+	assert_true(count_text(tc, " func=do_sys_openat2 depth=0\n") > 0);
+	assert_true(entries > 0);
+	if (exits > entries || entries - exits > 2 * 64)
+		fail_msg("%ld funcgraph entries, %ld exits", entries, exits);
+	snprintf(cmd, sizeof(cmd), "%s report -i %s", hv_binary(), record_dat);
+	rep = command_output(cmd);
+	assert_non_null(strstr(rep, "# tracer: function_graph\n"));
+	assert_int_equal(count_text(rep, "|  do_sys_openat2() {\n"),
+			 count_text(tc, " func=do_sys_openat2 depth=0\n"));
+	free(tc);
+	free(rep);
+	unlink(record_dat);
+}
+
 /* The same session as check_record_openat under `run`. */
 static void check_run_openat(const struct hv_result *r)
 {
@@ -739,6 +766,15 @@ static const struct linux_test linux_tests[] = {
 		    .profile = true,
 		    .trace = {"|  do_sys_openat2() {\n"},
 		},
+	    },
+	    {
+		.label = "record attach -p function_graph",
+		.cmd = ATTACH,
+		.record = true,
+		.no_map = true,
+		.args = {"-o", RECORD_DAT, "-p", "function_graph", "-g", "do_sys_openat2",
+			 "--duration", "6", "--verify-text"},
+		.expect = {.err = {TEXT_KEPT}, .check = check_record_attach_graph},
 	    },
 	},
     },
