@@ -371,6 +371,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	bool returns = false;
 	struct stub_guest g = {
 	    .cpu_gs_off = cfg->task->cpu_gs_off,
+	    .cpu_aux_mask = cfg->task->cpu_aux_mask,
 	    .task = cfg->task,
 	    .stack_shift = tgt->stack_shift,
 	    .max_depth = SHADOW_MAX_DEPTH,
