@@ -385,6 +385,9 @@ static void *drain_thread(void *arg)
 		nap = drain_sleep_ns(taken, cycle, ring, peak, taken ? 0 : nap);
 		sleep_ns(nap);
 	}
+	/* One ordinary pass first, as if the last sleep had ended just now: the guest's lost counts as
+	 * they stand are noted ahead of the records the final passes skip (one lost mark, not two) */
+	drain_pass(d, buf, tc, scratch, false, &more);
 	/* the rest, while the writer makes room (it runs until after the detach); no vCPU can
 	 * commit a record now */
 	for (;;) {
