@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #define DRAIN_BATCH	    256
-#define DRAIN_IDLE_US	    200	     /* the final drain, waiting for the writer */
+#define DRAIN_IDLE_US	    200	       /* the final drain, waiting for the writer */
 #define DRAIN_SLEEP_MIN_NS  50000ull   /* the drain sleeps after every pass: at least this, */
 #define DRAIN_SLEEP_IDLE_NS 1000000ull /* at most this while nothing comes, */
 #define DRAIN_SLEEP_COLD_NS 200000ull  /* or this before the first record, */
-#define DRAIN_FILL_DIV	    16 /* and at most what fills 1/16 of a ring at the peak rate */
+#define DRAIN_FILL_DIV	    16	       /* and at most what fills 1/16 of a ring at the peak rate */
 #define DRAIN_NICE	    -10
 #define DRAIN_SLICE_NS	    100000ull /* EEVDF slice asked for without real-time priority */
 
@@ -385,8 +385,8 @@ static void *drain_thread(void *arg)
 		nap = drain_sleep_ns(taken, cycle, ring, peak, taken ? 0 : nap);
 		sleep_ns(nap);
 	}
-	/* One ordinary pass first, as if the last sleep had ended just now: the guest's lost counts as
-	 * they stand are noted ahead of the records the final passes skip (one lost mark, not two) */
+	/* One ordinary pass first, as if the last sleep had ended now: the guest's lost counts as they
+	 * stand are noted ahead of the records the final passes skip (one lost mark, not two) */
 	drain_pass(d, buf, tc, scratch, false, &more);
 	/* the rest, while the writer makes room (it runs until after the detach); no vCPU can
 	 * commit a record now */
