@@ -37,7 +37,7 @@ LIB      := $(BUILD)/libhvtrace.a
 GUEST_DIR    := $(BUILD)/guest
 GUEST        := $(GUEST_DIR)/test-guest.elf
 GUEST_VARIANTS := $(GUEST_DIR)/test-guest-loop.elf $(GUEST_DIR)/test-guest-fault.elf \
-                  $(GUEST_DIR)/test-guest-hostile-cr3.elf
+                  $(GUEST_DIR)/test-guest-hostile-cr3.elf $(GUEST_DIR)/test-guest-bare.elf
 BENCH_GUEST  := $(GUEST_DIR)/bench-guest.elf
 GUEST_CFLAGS := -std=gnu11 -I. -O1 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
                 -fno-stack-protector -mno-red-zone -mgeneral-regs-only -fno-omit-frame-pointer \
@@ -110,7 +110,8 @@ $(GUEST_DIR)/runtime-%.o: tests/guest/runtime.c tests/guest/guest.h | $(DEPS)
 	$(CC) $(GUEST_CFLAGS) -DGUEST_MODE_$(shell echo $* | tr a-z A-Z) -c $< -o $@
 $(GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime.o $(GUEST_DIR)/workloads.o $(GUEST_DIR)/tailcall.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
-# Variants for the tests: `loop` never ends by itself, `fault` triple-faults on cpu0.
+# Variants for the tests: `loop` never ends by itself, `fault` triple-faults on cpu0, `bare` defines
+# no hvtrace_* symbol (stub probes without guest cooperation).
 $(GUEST_DIR)/test-guest-%.elf: $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-%.o $(GUEST_DIR)/workloads.o \
 			       $(GUEST_DIR)/tailcall.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)

@@ -73,15 +73,23 @@
 11:
 .endm
 
-/* rbx = header, rbp = TSC, r12 = CPU number (all-ones when out of range). Clobbers rax, rcx, rdx. */
+/* rbx = header, rbp = TSC, r12 = CPU number (all-ones when out of range): from one RDTSCP
+ * (ECX = IA32_TSC_AUX, masked) when the header's H_AUX_MASK is set, else RDTSC and the u32 at
+ * %gs:H_CPU_GS_OFF. Clobbers rax, rcx, rdx. */
 .macro PROLOGUE
 	leaq .Lbase+STUB_HDR_OFF(%rip), %rbx
-	rdtsc
-	shlq $32, %rdx
-	orq %rdx, %rax
-	movq %rax, %rbp
+	movq H_AUX_MASK(%rbx), %r12
+	testq %r12, %r12
+	jz 15f
+	rdtscp
+	andl %ecx, %r12d
+	jmp 16f
+15:	rdtsc
 	movq H_CPU_GS_OFF(%rbx), %rcx
 	movl %gs:(%rcx), %r12d
+16:	shlq $32, %rdx
+	orq %rdx, %rax
+	movq %rax, %rbp
 	cmpl H_NR_CPUS(%rbx), %r12d
 	jb 1f
 	lock incq H_BAD_CPU(%rbx)

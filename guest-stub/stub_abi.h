@@ -41,6 +41,8 @@
 #define H_NO_STACK 80	 /* u64 counter: hooked entries whose return could not be hooked */
 #define H_MAX_DEPTH 88	 /* u64: frames per shadow stack; the stub uses at most STUB_STACK_DEPTH */
 #define H_GRAPH 96	 /* u64: 1: set_graph_function: only calls below a root entry are traced */
+#define H_AUX_MASK 104	 /* u64: nonzero: time and CPU number from one RDTSCP, the CPU number
+			  * being ECX (IA32_TSC_AUX) & this; 0: RDTSC and the u32 at %gs:H_CPU_GS_OFF */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 
 /* Ring header fields (offsets in a CPU's 64-byte ring header). */

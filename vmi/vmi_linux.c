@@ -720,6 +720,26 @@ bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off)
 	return true;
 }
 
+#define X86_CAP_WORD_8000_0001_EDX 1 /* Linux's x86_capability word of CPUID 0x80000001 EDX */
+#define X86_CAP_RDTSCP_BIT 27
+
+int vmi_linux_tsc_aux(const struct vmi_linux *l, vmi_read_fn read, void *ctx, uint32_t *mask)
+{
+	const struct vmi_sym *bcd = vmi_symtab_find(&l->objects, "boot_cpu_data");
+	int off = l->btf ? vmi_btf_struct_offset(l->btf, "cpuinfo_x86", "x86_capability") : -1;
+	uint32_t word = 0;
+
+	*mask = 0;
+	if (!bcd || off < 0 || off > 4096)
+		return -ENOENT;
+	if (read(ctx, bcd->addr + (uint64_t)off + 4 * X86_CAP_WORD_8000_0001_EDX, &word, 4) < 0)
+		return -EFAULT;
+	if (!(word >> X86_CAP_RDTSCP_BIT & 1))
+		return -ENOTSUP;
+	*mask = VMI_LINUX_TSC_AUX_CPU_MASK;
+	return 0;
+}
+
 void vmi_linux_close(struct vmi_linux *l)
 {
 	vmi_modules_free(&l->mods);

@@ -114,6 +114,14 @@ int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64
 /* The per-CPU offset of the CPU number (cpu_number), for stub probes; false if the map lacks it. */
 bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off);
 
+/* Linux writes IA32_TSC_AUX = (node << 12) | cpu on every CPU (for vgetcpu) when its boot CPU has
+ * RDTSCP (or RDPID). Reads boot_cpu_data.x86_capability (BTF offset) through @read: 0 and *@mask =
+ * VMI_LINUX_TSC_AUX_CPU_MASK if the kernel saw RDTSCP (RDTSCP's ECX & mask is the CPU number
+ * then), -ENOTSUP if it did not, -ENOENT without the symbol or BTF, -EFAULT if unreadable. The bit
+ * is the guest's word: a guest that lies about it only faults itself. */
+#define VMI_LINUX_TSC_AUX_CPU_MASK 0xfffu
+int vmi_linux_tsc_aux(const struct vmi_linux *l, vmi_read_fn read, void *ctx, uint32_t *mask);
+
 void vmi_linux_close(struct vmi_linux *l);
 
 #endif

@@ -19,6 +19,8 @@ struct vmi_task_layout {
 	unsigned comm_off;
 	bool has_cpu_gs;		     /* the CPU number is the u32 at %gs:cpu_gs_off */
 	uint64_t cpu_gs_off;
+	uint32_t cpu_aux_mask; /* nonzero: the CPU number is RDTSCP's ECX (IA32_TSC_AUX) & this,
+				* preferred to %gs:cpu_gs_off */
 };
 
 struct vmi_task {

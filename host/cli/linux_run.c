@@ -259,6 +259,8 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	int ret;
 
 	tl.has_cpu_gs = vmi_linux_cpu_gs(&r->l, &tl.cpu_gs_off);
+	/* RDTSCP's IA32_TSC_AUX, which Linux sets for vgetcpu, before %gs:cpu_number */
+	vmi_linux_tsc_aux(&r->l, target_qemu_read_kernel, &r->tq, &tl.cpu_aux_mask);
 	if (s->probe != PROBE_TRAP) {
 		if (vmi_linux_stub_area(&r->l, target_qemu_read_kernel, &r->tq, &lo, &hi, &va, why,
 					sizeof(why)) == 0) {

@@ -219,6 +219,8 @@ int cmd_run(const struct session *s)
 	};
 
 	pg.no_trap = no_trap;
+	/* the stub's CPU number: RDTSCP's IA32_TSC_AUX, which the VMM set to each vCPU's index */
+	g.task.cpu_aux_mask = vm.tsc_aux ? ~0u : 0;
 	if (cmd_probe_mode(s, &tgt, &g.task, NULL, no_trap, &pg.stub, err, sizeof(err)) < 0) {
 		cmd_error("%s", err);
 		status = EXIT_BAD_INPUT;

@@ -5,6 +5,8 @@
 #include "arch/x86/x86_tlb.h"
 #include "guest-stub/trampoline.h"
 
+#define MSR_TSC_AUX 0xc0000103
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -31,20 +33,40 @@ static int enable_sw_breakpoints(struct vcpu *c)
 	return ioctl(c->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0 ? -errno : 0;
 }
 
-static int setup_cpuid(struct vm *vm, struct vcpu *c)
+/* Gives the vCPU KVM's supported CPUID; *@rdtscp: it includes RDTSCP (0x80000001 EDX bit 27). */
+static int setup_cpuid(struct vm *vm, struct vcpu *c, bool *rdtscp)
 {
 	int n = 128;
 	struct kvm_cpuid2 *cpuid = calloc(1, sizeof(*cpuid) + n * sizeof(struct kvm_cpuid_entry2));
 	int ret = 0;
 
+	*rdtscp = false;
 	if (!cpuid)
 		return -ENOMEM;
 	cpuid->nent = n;
 	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cpuid) < 0 ||
 	    ioctl(c->fd, KVM_SET_CPUID2, cpuid) < 0)
 		ret = -errno;
+	for (unsigned i = 0; !ret && i < cpuid->nent; i++)
+		if (cpuid->entries[i].function == 0x80000001)
+			*rdtscp = cpuid->entries[i].edx >> 27 & 1;
 	free(cpuid);
 	return ret;
+}
+
+/* IA32_TSC_AUX = the vCPU's index, so that RDTSCP in the guest returns it in ECX (the stub's CPU
+ * number). True only if KVM took it and gives the same value back. */
+static bool set_tsc_aux(struct vcpu *c)
+{
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e;
+	} m = {.h.nmsrs = 1, .e.index = MSR_TSC_AUX, .e.data = c->index};
+
+	if (ioctl(c->fd, KVM_SET_MSRS, &m) != 1)
+		return false;
+	m.e.data = ~0ull;
+	return ioctl(c->fd, KVM_GET_MSRS, &m) == 1 && m.e.data == c->index;
 }
 
 static void set_seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code)
@@ -112,6 +134,7 @@ unsigned vm_min_mem_mb(unsigned smp)
 
 int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
 {
+	bool tsc_aux = true, rdtscp;
 	int ret;
 
 	memset(vm, 0, sizeof(*vm));
@@ -212,17 +235,19 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 			ret = fail(err, errlen, errno, "mmap kvm_run");
 			goto out;
 		}
-		ret = setup_cpuid(vm, c);
+		ret = setup_cpuid(vm, c, &rdtscp);
 		if (ret < 0) {
 			ret = fail(err, errlen, -ret, "KVM_SET_CPUID2");
 			goto out;
 		}
+		tsc_aux = tsc_aux && rdtscp && set_tsc_aux(c);
 		ret = enable_sw_breakpoints(c);
 		if (ret < 0) {
 			ret = fail(err, errlen, -ret, "KVM_SET_GUEST_DEBUG");
 			goto out;
 		}
 	}
+	vm->tsc_aux = tsc_aux;
 	vm->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->event_fd < 0) {
 		ret = fail(err, errlen, errno, "eventfd");

@@ -71,6 +71,7 @@ struct vm {
 	uint8_t *extra;	       /* memslot 1: memory outside RAM for the exit-free stub, or NULL */
 	uint64_t extra_gpa, extra_size;
 	uint64_t entry;
+	bool tsc_aux; /* every vCPU's RDTSCP returns its index in ECX (IA32_TSC_AUX, set and read back) */
 	uint64_t cr3_boot; /* identity-map page tables */
 	uint64_t gdt_gpa;
 	unsigned nr_vcpus;

@@ -50,12 +50,12 @@ static int put_header(struct stub *s, const struct stub_guest *g)
 	h[H_NR_CPUS / 8] = s->nr_cpus;
 	h[H_RING_MASK / 8] = s->ring_records - 1;
 	h[H_CPU_GS_OFF / 8] = g->cpu_gs_off;
+	h[H_AUX_MASK / 8] = g->cpu_aux_mask;
 	h[H_RINGS / 8] = s->reg.gva + STUB_RINGS_OFF;
 	h[H_STACKS / 8] = s->reg.gva + stacks_off(s);
 	h[H_STACKS_MASK / 8] = s->nr_stacks ? s->nr_stacks - 1 : 0;
 	h[H_STACK_SHIFT / 8] = g->stack_shift;
 	h[H_RET / 8] = s->ret;
-	h[H_GRAPH / 8] = g->graph;
 	h[H_GRAPH / 8] = g->graph;
 	h[H_MAX_DEPTH / 8] = s->max_depth;
 	for (unsigned c = 0; g->task && g->task->valid && c < s->nr_cpus && c < VMI_MAX_CPUS; c++)
@@ -103,6 +103,7 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->nr_cpus = nr_cpus;
 	s->max_depth = g->max_depth < STUB_STACK_DEPTH ? g->max_depth : STUB_STACK_DEPTH;
 	s->stack_shift = g->stack_shift;
+	s->aux_mask = g->cpu_aux_mask;
 	if (!tgt->ops->stub_map || !tgt->ops->kernel_gpa) {
 		snprintf(err, errlen, "the %s target cannot place stub probes", tgt->name);
 		return -ENOTSUP;

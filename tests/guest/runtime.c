@@ -24,12 +24,19 @@ struct percpu {
 
 uint64_t fn_count[MAX_CPUS][NR_FN];
 int nr_cpus;
+#ifdef GUEST_MODE_BARE
+/* The `bare` variant defines no hvtrace_* symbol at all: no task names, no CPU number offset. */
+#define hvtrace_current guest_current
+#endif
 /* hvtrace reads the running task of vCPU N from hvtrace_current[N] (see README). */
 struct task *volatile hvtrace_current[MAX_CPUS];
 
 static struct percpu percpu[MAX_CPUS];
-/* hvtrace's stub probes find the CPU number at %gs:hvtrace_cpu_gs (see README). */
+#ifndef GUEST_MODE_BARE
+/* hvtrace's stub probes find the CPU number at %gs:hvtrace_cpu_gs (see README) where the CPU has
+ * no RDTSCP (else IA32_TSC_AUX, which the host sets). */
 const unsigned long hvtrace_cpu_gs = __builtin_offsetof(struct percpu, cpu);
+#endif
 static struct task tasks[NTASKS];
 static uint8_t task_stacks[NTASKS][TASK_STACK] __attribute__((aligned(TASK_STACK)));
 static long fib_result[MAX_CPUS];
