@@ -211,3 +211,35 @@ void sleep_ms(int ms)
 
 	nanosleep(&ts, NULL);
 }
+
+char *hv_command_output(const char *cmd)
+{
+	size_t cap = 1 << 20, len = 0, n;
+	char *buf = malloc(cap), *more;
+	FILE *p = popen(cmd, "r");
+
+	if (!p || !buf) {
+		if (p)
+			pclose(p);
+		free(buf);
+		return NULL;
+	}
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (len + 1 == cap) {
+			more = realloc(buf, cap *= 2);
+			if (!more) {
+				free(buf);
+				pclose(p);
+				return NULL;
+			}
+			buf = more;
+		}
+	}
+	buf[len] = 0;
+	if (pclose(p) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}

@@ -45,6 +45,10 @@ long hv_stat(const char *err, const char *line, const char *field);
 /* The same on vCPU @cpu's line ("hvtrace: stats: cpu<N> events ..."). */
 long hv_cpu_stat(const char *err, unsigned cpu, const char *field);
 
+/* The whole stdout of shell command @cmd (malloc'd, the caller frees it), or NULL if it could not
+ * run or did not exit with status 0. */
+char *hv_command_output(const char *cmd);
+
 /* Occurrences of @what in @s. */
 long count_text(const char *s, const char *what);
 /* Number of lines of @s. */

@@ -28,22 +28,14 @@ static const char *const funcs[] = {"workload_run", "fib",	 "tree_root", "tree_a
 
 static char dat[128];
 
-/* The whole output of shell command @cmd (exit status must be 0). */
+/* The whole stdout of shell command @cmd, which must succeed. */
 static char *command_output(const char *cmd)
 {
-	size_t cap = 1 << 20, len = 0, n;
-	char *buf = malloc(cap);
-	FILE *p = popen(cmd, "r");
+	char *out = hv_command_output(cmd);
 
-	assert_non_null(p);
-	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (len + 1 == cap)
-			buf = realloc(buf, cap *= 2);
-	}
-	buf[len] = 0;
-	assert_int_equal(pclose(p), 0);
-	return buf;
+	if (!out)
+		fail_msg("'%s' failed", cmd);
+	return out;
 }
 
 static char *trace_cmd_report(const char *opts)

@@ -457,19 +457,11 @@ static void check_vfs_read_all_args(const struct hv_result *r)
 /* The whole stdout of shell command @cmd, which must succeed. */
 static char *command_output(const char *cmd)
 {
-	size_t cap = 1 << 20, len = 0, n;
-	char *buf = malloc(cap);
-	FILE *p = popen(cmd, "r");
+	char *out = hv_command_output(cmd);
 
-	assert_non_null(p);
-	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (len + 1 == cap)
-			buf = realloc(buf, cap *= 2);
-	}
-	buf[len] = 0;
-	assert_int_equal(pclose(p), 0);
-	return buf;
+	if (!out)
+		fail_msg("'%s' failed", cmd);
+	return out;
 }
 
 /* The workload's opens of /proc/version: one `cat` per round (hvt.rounds, 3). */
