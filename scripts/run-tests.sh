@@ -1,10 +1,10 @@
 #!/bin/bash
 # Runs each cmocka test binary given as an argument, in order, even after a failure, and closes with one
 # line "hvtrace: N passed, N failed, N skipped" summed from cmocka's own summaries. Exits non-zero if a
-# test failed or a binary crashed. An argument NAME=VALUE,BINARY runs BINARY with NAME=VALUE in its
-# environment.
+# test failed or a binary crashed; the 60 lines before each failure are repeated before that line (the end
+# of a truncated CI log). An argument NAME=VALUE,BINARY runs BINARY with NAME=VALUE in its environment.
 set -u
-passed=0 failed=0 skipped=0 crashed=0
+passed=0 failed=0 skipped=0 crashed=0 digest=
 for t in "$@"; do
 	echo "== $t"
 	if [[ $t == *=*,* ]]; then
@@ -20,11 +20,20 @@ for t in "$@"; do
 	passed=$((passed + ${p:-0}))
 	failed=$((failed + ${f:-0}))
 	skipped=$((skipped + ${s:-0}))
+	if [ -n "$f" ] || [ "$rc" -ne 0 ]; then
+		# what led to each failure, repeated at the end where a truncated CI log still shows it
+		digest+=$(printf '\n== %s (the 60 lines before each failure)\n' "$t"
+			printf '%s\n' "$out" | awk '{ l[NR] = $0 }
+				/^\[  FAILED  \] test_|^\[  ERROR   \]/ && !seen[$0]++ {
+					for (i = NR - 60 > last ? NR - 60 : last + 1; i <= NR; i++) print l[i]
+					last = NR }')
+	fi
 	if [ "$rc" -ne 0 ] && [ -z "$f" ]; then
 		echo "hvtrace: $t exited with status $rc"
 		crashed=$((crashed + 1))
 	fi
 done
 failed=$((failed + crashed))
+[ -n "$digest" ] && printf '%s\n' "$digest"
 echo "hvtrace: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

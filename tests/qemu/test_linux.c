@@ -1547,11 +1547,13 @@ static void play_test(void **state)
 		char cmd[256];
 
 		guest_stop(t);
-		/* what the guest said last (an oops, a hang), and what the runs said */
-		snprintf(cmd, sizeof(cmd), "tail -n 40 %s", CONSOLE);
+		/* what the runs said, then what the guest said last (an oops, a hang): next to the
+		 * failure, where the end of a CI log shows it */
+		fprintf(stderr, "last run's stderr:\n%s\n", last_err);
+		fflush(stderr);
+		snprintf(cmd, sizeof(cmd), "tail -n 40 %s >&2", CONSOLE);
 		if (system(cmd) < 0)
 			perror("tail");
-		fprintf(stderr, "last run's stderr:\n%s\n", last_err);
 		fail_msg("the guest did not power off after %s",
 			 t->kill ? "hvtrace was killed" : "the detach");
 	}
