@@ -49,6 +49,7 @@ struct linux_run {
 	bool text_changed;
 	/* how the run ends */
 	double start, detach_at, timeout_at;
+	double qmp_drain_at; /* when the QMP events QEMU sent are taken next */
 	int sig;
 	bool timed_out, detached;
 	bool no_trap; /* QEMU uses KVM, and INT3 does not exit on it (cmd_check_int3) */
@@ -320,6 +321,11 @@ static bool should_stop(void *ctx)
 	}
 	stop = stop || (r->detach_at && t >= r->detach_at) ||
 	       (r->qc.launched && atomic_load(&r->qc.proc.panic));
+	/* every gdbstub stop makes QEMU send a STOP and a RESUME event: take them as they come */
+	if (r->qc.have_qmp && t >= r->qmp_drain_at) {
+		qmp_drain_events(&r->qc.qmp);
+		r->qmp_drain_at = t + 0.1;
+	}
 	/* the run ends: another signal must not cut the restore short (its waits keep their
 	 * deadlines, and a gdbstub that misses one is given up) */
 	if (stop)

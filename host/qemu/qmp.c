@@ -455,7 +455,7 @@ static int answer_failed(struct qmp *q, const char *cmd, int rc)
 
 int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len)
 {
-	unsigned skipped = 0;
+	unsigned skipped = 0, skipped_events = 0;
 	int64_t deadline;
 	int rc;
 
@@ -479,15 +479,20 @@ int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len)
 		rc = next_message(q, deadline, &msg, &mlen);
 		if (rc)
 			return answer_failed(q, cmd, rc);
-		if (++skipped > QMP_MAX_SKIPPED) {
+		/* Events are what a VM sends as it runs (a STOP and a RESUME per gdbstub stop, queued
+		 * while no command was waiting): the deadline bounds them, or QMP_MAX_EVENTS_SKIPPED
+		 * without one. Anything else counts against QMP_MAX_SKIPPED. */
+		if (note_event(q, msg, mlen)) {
+			if (deadline >= 0 || ++skipped_events <= QMP_MAX_EVENTS_SKIPPED)
+				continue;
+		}
+		if (++skipped > QMP_MAX_SKIPPED || skipped_events > QMP_MAX_EVENTS_SKIPPED) {
 			char name[48];
 
 			cmd_name(cmd, name, sizeof(name));
 			return broken(q, why(q, -EPROTO, "qmp: %u messages and no answer to '%s'",
-					     QMP_MAX_SKIPPED, name));
+					     skipped + skipped_events, name));
 		}
-		if (note_event(q, msg, mlen))
-			continue;
 		if (!qmp_json_member(msg, mlen, "return", &v, &vlen))
 			return copy_out(v, vlen, reply, len);
 		if (!qmp_json_member(msg, mlen, "error", &e, &elen)) {
@@ -758,6 +763,30 @@ int qmp_wait_event(struct qmp *q, unsigned mask, int timeout_ms)
 
 		if (rc)
 			return rc;
+		note_event(q, msg, mlen);
+	}
+	return 0;
+}
+
+int qmp_drain_events(struct qmp *q)
+{
+	size_t taken = 0;
+
+	if (q->broken)
+		return -ECONNABORTED;
+	if (q->fd < 0 || q->gone)
+		return -ECONNRESET;
+	while (taken < QMP_DRAIN_MAX) {
+		const char *msg;
+		size_t mlen;
+		int rc = next_message(q, clock_now_ms(), &msg, &mlen);
+
+		if (rc == -ETIMEDOUT || rc == -EINTR)
+			return 0; /* nothing more right now */
+		if (rc)
+			return rc;
+		taken += mlen;
+		/* not an event, with no command waiting: a stray message, not an answer to anything */
 		note_event(q, msg, mlen);
 	}
 	return 0;

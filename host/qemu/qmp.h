@@ -4,8 +4,8 @@
  * thread at a time.
  *
  * The monitor is a peer, not trusted: a command has one deadline (q->timeout_ms) whatever arrives
- * meanwhile, takes at most QMP_MAX_SKIPPED messages that are not its answer and QMP_MAX_MSG bytes
- * for one message, and ends at once with -EINTR on a stop (tcp_set_interrupt). A command that fails
+ * meanwhile (events: the VM's STOP/RESUME pairs pile up while no command waits), takes at most
+ * QMP_MAX_SKIPPED other messages that are not its answer and QMP_MAX_MSG bytes for one message, and ends at once with -EINTR on a stop (tcp_set_interrupt). A command that fails
  * so leaves the connection broken (a late answer would be taken for the next command's), and q->why
  * says why in one line. */
 #ifndef HVT_QMP_H
@@ -17,7 +17,9 @@
 
 #define QMP_TIMEOUT_MS 5000	 /* default wait for a command's reply */
 #define QMP_MAX_MSG    (4 << 20) /* largest message accepted (query-qmp-schema is ~200 KiB) */
-#define QMP_MAX_SKIPPED 1024	  /* messages a command skips (events) waiting for its answer */
+#define QMP_MAX_SKIPPED 1024	  /* other messages than events a command skips for its answer */
+#define QMP_MAX_EVENTS_SKIPPED (1u << 24) /* events it skips when it has no deadline */
+#define QMP_DRAIN_MAX (1u << 20)	  /* bytes of events qmp_drain_events takes in one call */
 
 /* Events remembered in qmp->events (any other event sets QMP_EV_OTHER). */
 enum qmp_event {
@@ -106,6 +108,11 @@ int qmp_query_status(struct qmp *q, bool *running, char *status, size_t len);
 /* Waits until an event of @mask (QMP_EV_*) has been seen (returns at once if one was already). 0,
  * -ETIMEDOUT (@timeout_ms < 0: until a stop), -EINTR, -ECONNRESET, -ECONNABORTED. */
 int qmp_wait_event(struct qmp *q, unsigned mask, int timeout_ms);
+
+/* Takes the events QEMU has sent so far, without waiting (at most QMP_DRAIN_MAX bytes): called now
+ * and then while the VM runs, so that they do not pile up in QEMU and in the socket until the next
+ * command. 0, -ECONNRESET, -ECONNABORTED, -EPROTO (the connection is broken). */
+int qmp_drain_events(struct qmp *q);
 
 /* Forgets the events seen so far (qmp->events). */
 void qmp_clear_events(struct qmp *q);

@@ -1533,6 +1533,21 @@ static void play_test(void **state)
 			snprintf(name, sizeof(name), "%.*s", (int)strcspn(c->env, "="), c->env);
 			unsetenv(name);
 		}
+		if (getenv("HVT_TEST_SAVE")) { /* a directory: each run's trace and stderr, to debug */
+			char path[512];
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/%s.%zu.trace", getenv("HVT_TEST_SAVE"), t->name, i);
+			if ((f = fopen(path, "w"))) {
+				fputs(r.trace ? r.trace : "", f);
+				fclose(f);
+			}
+			snprintf(path, sizeof(path), "%s/%s.%zu.err", getenv("HVT_TEST_SAVE"), t->name, i);
+			if ((f = fopen(path, "w"))) {
+				fputs(r.err ? r.err : "", f);
+				fclose(f);
+			}
+		}
 		check_expect(t, c, &r);
 		snprintf(last_err, sizeof(last_err), "%s", r.err ? r.err : "");
 		hv_result_free(&r);

@@ -379,19 +379,23 @@ static double elapsed_ms(const struct timespec *t0)
 #define EVENT "{\"event\": \"RTC_CHANGE\", \"data\": {\"offset\": 0}}\r\n"
 #define QUERY "{\"execute\":\"query-status\"}"
 
-/* Events without end instead of the answer: given up after QMP_MAX_SKIPPED of them at full speed,
- * and at the command's one deadline when they trickle in. */
+#define STRAY "{\"what\": 1}\r\n"
+
+/* Events without end instead of the answer, at full speed or trickling in: given up at the
+ * command's one deadline; other messages that are not the answer: after QMP_MAX_SKIPPED of them. */
 static void test_hostile_event_floods(void **state)
 {
-	static const unsigned every[2] = {0, 20};
-	static const int want[2] = {-EPROTO, -ETIMEDOUT};
-	static const char *why[2] = {"qmp: 1024 messages and no answer to 'query-status'",
-				     "qmp: no answer to 'query-status' within 300 ms"};
+	static const unsigned every[3] = {0, 20, 0};
+	static const char *flood[3] = {EVENT, EVENT, STRAY};
+	static const int want[3] = {-ETIMEDOUT, -ETIMEDOUT, -EPROTO};
+	static const char *why[3] = {"qmp: no answer to 'query-status' within 300 ms",
+				     "qmp: no answer to 'query-status' within 300 ms",
+				     "qmp: 1025 messages and no answer to 'query-status'"};
 
 	(void)state;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		const struct fake_step st[] = {{CAPS, RET_EMPTY},
-					       {QUERY "\n", "", EVENT, every[i]}};
+					       {QUERY "\n", "", flood[i], every[i]}};
 		struct fake_server s;
 		struct timespec t0;
 		struct qmp q;
@@ -410,6 +414,60 @@ static void test_hostile_event_floods(void **state)
 		qmp_close(&q);
 		fake_server_finish(&s);
 	}
+}
+
+/* A STOP and a RESUME per gdbstub stop pile up while no command waits (thousands in a traced
+ * run): the next command skips them all for its answer, and qmp_drain_events takes them without
+ * waiting in between. */
+static void test_piled_up_events(void **state)
+{
+	static const char pair[] = "{\"timestamp\": {\"seconds\": 1, \"microseconds\": 2}, \"event\": "
+				   "\"STOP\"}\r\n{\"timestamp\": {\"seconds\": 1, \"microseconds\": 3}, "
+				   "\"event\": \"RESUME\"}\r\n";
+	enum { PAIRS = 3000 };
+	/* RET_EMPTY (the answer to qmp_capabilities), the pile, RET_EMPTY */
+	char *buf = malloc(sizeof(pair) * PAIRS + 2 * sizeof(RET_EMPTY)), *piled;
+	struct fake_server s;
+	struct qmp q;
+	size_t o = sizeof(RET_EMPTY) - 1;
+
+	(void)state;
+	assert_non_null(buf);
+	strcpy(buf, RET_EMPTY);
+	piled = buf + o;
+	for (int i = 0; i < PAIRS; i++, o += sizeof(pair) - 1)
+		memcpy(buf + o, pair, sizeof(pair) - 1);
+	strcpy(buf + o, RET_EMPTY);
+	{
+		const struct fake_step st[] = {{CAPS, RET_EMPTY}, {QUERY "\n", piled}};
+
+		connect_fake(&q, &s, st, FAKE_NSTEPS(st), 0);
+		assert_int_equal(qmp_execute(&q, QUERY, NULL, 0), 0);
+		assert_int_equal(q.nr_events, 2 * PAIRS);
+		assert_int_equal(q.events, QMP_EV_STOP | QMP_EV_RESUME);
+		qmp_close(&q);
+		fake_server_finish(&s);
+	}
+	/* the same pile taken by qmp_drain_events while no command waits, then a command answered */
+	buf[o] = '\0';
+	{
+		const struct fake_step st[] = {{CAPS, buf}, {QUERY "\n", RET_EMPTY}};
+		struct timespec t0;
+
+		connect_fake(&q, &s, st, FAKE_NSTEPS(st), 0);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (int i = 0; i < 200 && q.nr_events < 2 * PAIRS; i++) {
+			assert_int_equal(qmp_drain_events(&q), 0);
+			usleep(10000);
+		}
+		assert_int_equal(q.nr_events, 2 * PAIRS);
+		assert_int_equal(qmp_drain_events(&q), 0); /* nothing more: no wait */
+		assert_true(elapsed_ms(&t0) < 10000);
+		assert_int_equal(qmp_execute(&q, QUERY, NULL, 0), 0);
+		qmp_close(&q);
+		fake_server_finish(&s);
+	}
+	free(buf);
 }
 
 /* A greeting that never ends: refused at QMP_MAX_MSG bytes, the fd closed. */
@@ -561,6 +619,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_greeting),
 	    cmocka_unit_test(test_connect_unix),
 	    cmocka_unit_test(test_hostile_event_floods),
+	    cmocka_unit_test(test_piled_up_events),
 	    cmocka_unit_test(test_hostile_endless_greeting),
 	    cmocka_unit_test(test_hostile_deep_nesting),
 	    cmocka_unit_test(test_interrupted),
