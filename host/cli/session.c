@@ -1,4 +1,5 @@
 #include "host/cli/session.h"
+#include "host/cli/session_file.h"
 #include "host/kvm/vm.h"
 
 #include <ctype.h>
@@ -53,6 +54,8 @@ const char session_usage[] =
 	"                           run on untraced\n"
 	"      --buffer-size-kb KB  per-vCPU trace buffer (default 4096)\n"
 	"      --stats              print per-vCPU event counts to stderr at the end\n"
+	"      --session FILE       the options of FILE (- for standard input), one per line without\n"
+	"                           the dashes ('tracer function_graph'); options after it win\n"
 	"      --probe trap|stub|auto  trap: INT3, one VM exit per event (default); stub: CALL into\n"
 	"                           hvtrace's in-guest stub, no exit (events that read guest memory\n"
 	"                           stay trap probes); auto: stub where the target can host it\n"
@@ -98,6 +101,10 @@ void session_free(struct session *s)
 	s->nr_events = s->nr_rprobes = 0;
 	free(s->expect_call);
 	free(s->expect_no_call);
+	if (s->words)
+		session_words_free(s->words);
+	free(s->words);
+	s->words = NULL;
 	s->expect_call = s->expect_no_call = NULL;
 	s->nr_expect_call = s->nr_expect_no_call = 0;
 	s->filter = s->notrace = s->graph = NULL;
@@ -169,6 +176,7 @@ enum {
 	OPT_GDB_MEMORY,
 	OPT_PROBE,
 	OPT_MACHINE,
+	OPT_SESSION,
 };
 
 static const struct option run_opts[] = {
@@ -206,9 +214,15 @@ static const struct option run_opts[] = {
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
 	{"machine", required_argument, NULL, OPT_MACHINE},
+	{"session", required_argument, NULL, OPT_SESSION}, /* expanded before getopt (session_file.h) */
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
+static const char run_shortopts[] = ":p:l:n:g:e:r:o:c:h";
+
+/* The word parse_run is at (an option, or its argument), for naming a session file's line in an error;
+ * NULL past the options. */
+static const char *parsing_word;
 
 static int parse_tracer(struct session *s, const char *arg, char *err, size_t errlen)
 {
@@ -359,7 +373,8 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:l:n:g:e:r:o:c:h", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, run_shortopts, run_opts, NULL)) != -1) {
+		parsing_word = optarg ? optarg : argv[optind - 1];
 		switch (c) {
 		case 'p':
 			ret = parse_tracer(s, optarg, err, errlen);
@@ -456,10 +471,12 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		if (ret < 0)
 			return ret;
 	}
+	parsing_word = mem_arg;
 	/* the embedded VMM's RAM lies below its 3 GiB hole; QEMU maps any size (qemu_mem.h) */
 	if (mem_arg && parse_uint("--mem", mem_arg, 2, s->qemu ? 1u << 24 : 3072, &s->mem_mb, err,
 				  errlen) < 0)
 		return -EINVAL;
+	parsing_word = NULL;
 	ret = check_target(s, argc, argv, err, errlen);
 	if (ret < 0)
 		return ret;
@@ -540,6 +557,32 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 	return 0;
 }
 
+/* parse_run after expanding every --session FILE in place (session_file.h); an error about a word of a
+ * session file is prefixed with its "FILE:LINE: ". */
+static int parse_run_sessions(struct session *s, int argc, char **argv, char *err, size_t errlen)
+{
+	const struct session_origin *o;
+	char msg[512];
+	int ret;
+
+	s->words = calloc(1, sizeof(*s->words));
+	if (!s->words) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ret = session_expand(argc, argv, run_opts, run_shortopts, s->words, err, errlen);
+	if (ret < 0)
+		return ret;
+	parsing_word = NULL;
+	ret = parse_run(s, s->words->argc, s->words->argv, err, errlen);
+	o = ret < 0 && parsing_word ? session_words_origin(s->words, parsing_word) : NULL;
+	if (o) {
+		snprintf(msg, sizeof(msg), "%s", err);
+		snprintf(err, errlen, "%s:%u: %s", o->file, o->line, msg);
+	}
+	return ret;
+}
+
 int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
 	const char *cmd;
@@ -595,7 +638,7 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		}
 		s->list_running = true;
 	}
-	if (parse_run(s, argc - 1, argv + 1, err, errlen) < 0)
+	if (parse_run_sessions(s, argc - 1, argv + 1, err, errlen) < 0)
 		return -EINVAL;
 	if (s->record && !s->output)
 		s->output = "trace.dat";

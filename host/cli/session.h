@@ -8,6 +8,8 @@
 
 #include "host/trace/fevent.h"
 
+struct session_words;
+
 enum session_cmd {
 	CMD_NONE,
 	CMD_RUN,
@@ -78,13 +80,15 @@ struct session {
 	bool record;	  /* `record`: run / attach writing trace.dat (-o, default trace.dat) */
 	const char *input; /* report -i (default trace.dat) */
 	enum report_format report_format;
+	struct session_words *words; /* the run options with --session files expanded (owned) */
 };
 
 /* Defaults: function tracer, 2 vCPUs, 64 MB (256 MB with --qemu), 4096 KB per-vCPU buffer. */
 void session_init(struct session *s);
 
 /* Parses `hvtrace CMD [options] ARGS` into @s. Returns 0, or -EINVAL with one line in @err naming the
- * option or argument at fault. Strings in @s point into @argv. Does not touch files. */
+ * option or argument at fault ("FILE:LINE: ..." for a line of a session file). Strings in @s point into
+ * @argv or into @s->words. Touches no file but the session files of --session (read once). */
 int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen);
 
 /* Frees what session_parse_args allocated (the glob arrays). */
