@@ -1,4 +1,5 @@
 #include "host/cli/session.h"
+#include "host/cli/help.h"
 #include "host/cli/session_file.h"
 #include "host/kvm/vm.h"
 
@@ -557,6 +558,38 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 	return 0;
 }
 
+/* `hvtrace help [CMD]`, `hvtrace --help`: CMD must be a command with its own help. */
+static int parse_help(struct session *s, int argc, char **argv, char *err, size_t errlen)
+{
+	s->cmd = CMD_HELP;
+	if (argc > 3) {
+		snprintf(err, errlen, "'%s': unexpected argument after %s %s", argv[3], argv[1], argv[2]);
+		return -EINVAL;
+	}
+	if (argc == 3 && !help_known(argv[2])) {
+		snprintf(err, errlen, "%s %s: expected one of run, attach, record, report, list-functions",
+			 argv[1], argv[2]);
+		return -EINVAL;
+	}
+	s->help_cmd = argc == 3 ? argv[2] : NULL;
+	return 0;
+}
+
+/* The command whose help `hvtrace WORD ... --help` prints: WORD itself, or NULL when it has none. */
+static const char *cmd_help_name(const char *word)
+{
+	return help_known(word) ? word : NULL;
+}
+
+/* Whether -h or --help is among @argv (before a "--"). */
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	return false;
+}
+
 /* parse_run after expanding every --session FILE in place (session_file.h); an error about a word of a
  * session file is prefixed with its "FILE:LINE: ". */
 static int parse_run_sessions(struct session *s, int argc, char **argv, char *err, size_t errlen)
@@ -592,14 +625,13 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		return -EINVAL;
 	}
 	cmd = argv[1];
-	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-		s->cmd = CMD_HELP;
-		return 0;
-	}
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help"))
+		return parse_help(s, argc, argv, err, errlen);
 	if (!strcmp(cmd, "--version")) {
 		s->cmd = CMD_VERSION;
 		return 0;
 	}
+	s->help_cmd = cmd_help_name(argv[1]);
 	if (!strcmp(cmd, "report"))
 		return parse_report(s, argc - 1, argv + 1, err, errlen);
 	if (!strcmp(cmd, "record")) {
@@ -622,6 +654,10 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		snprintf(err, errlen,
 			 "'%s': unknown command (run, attach, record, report, list-functions)", cmd);
 		return -EINVAL;
+	}
+	if (s->cmd == CMD_LIST_FUNCTIONS && wants_help(argc - 2, argv + 2)) {
+		s->cmd = CMD_HELP;
+		return 0;
 	}
 	if (s->cmd == CMD_LIST_FUNCTIONS) {
 		/* an ELF guest (*.elf, or an existing file); else a running VM, named as for attach */

@@ -80,6 +80,7 @@ struct session {
 	bool record;	  /* `record`: run / attach writing trace.dat (-o, default trace.dat) */
 	const char *input; /* report -i (default trace.dat) */
 	enum report_format report_format;
+	const char *help_cmd; /* CMD_HELP: the command whose help (NULL: all of it) */
 	struct session_words *words; /* the run options with --session files expanded (owned) */
 };
 
