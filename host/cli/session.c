@@ -55,6 +55,14 @@ const char session_usage[] =
 	"                           run on untraced\n"
 	"      --buffer-size-kb KB  per-vCPU trace buffer (default 4096)\n"
 	"      --stats              print per-vCPU event counts to stderr at the end\n"
+	"      --expect-call FUNC   exit 7 unless the guest called FUNC while traced; 'FUNC>=N':\n"
+	"                           its count compares with N (>= > <= < = !=) (repeatable)\n"
+	"      --expect-no-call FUNC  exit 7 if the guest called FUNC while traced (repeatable)\n"
+	"      --expect-return 'FUNC==V'  exit 7 unless every return of FUNC had value V (or\n"
+	"                           none had, with !=); needs -p function_graph (repeatable)\n"
+	"      --expect-order 'A,B'  exit 7 unless A's first call came before B's (repeatable)\n"
+	"      --summary FILE       write a JSON summary: counts per function, lost, exit, verdicts\n"
+	"      --junit FILE         write a JUnit XML report, one test case per --expect-*\n"
 	"      --session FILE       the options of FILE (- for standard input), one per line without\n"
 	"                           the dashes ('tracer function_graph'); options after it win\n"
 	"      --probe trap|stub|auto  trap: INT3, one VM exit per event (default); stub: CALL into\n"
@@ -75,8 +83,6 @@ const char session_usage[] =
 	"      --qmp SOCKET         attach: a bare QEMU's QMP socket: unix:PATH, PATH or tcp:HOST:PORT\n"
 	"      --pid PID            attach: a QEMU process: its QMP monitor (-qmp, -mon), else its\n"
 	"                           gdbstub (-s, -gdb tcp:), from its command line\n"
-	"      --expect-call FUNC   exit 7 unless the guest called FUNC while traced (repeatable)\n"
-	"      --expect-no-call FUNC  exit 7 if the guest called FUNC while traced (repeatable)\n"
 	"      --verify-text        check that the kernel text is byte-identical after detach\n"
 	"      --gdb-memory         read guest memory through the gdbstub, not /proc/PID/mem\n"
 	"\n"
@@ -100,14 +106,13 @@ void session_free(struct session *s)
 	free(s->rprobes);
 	s->events = s->rprobes = NULL;
 	s->nr_events = s->nr_rprobes = 0;
-	free(s->expect_call);
-	free(s->expect_no_call);
+	free(s->expects);
+	s->expects = NULL;
+	s->nr_expects = 0;
 	if (s->words)
 		session_words_free(s->words);
 	free(s->words);
 	s->words = NULL;
-	s->expect_call = s->expect_no_call = NULL;
-	s->nr_expect_call = s->nr_expect_no_call = 0;
 	s->filter = s->notrace = s->graph = NULL;
 	s->nr_filter = s->nr_notrace = s->nr_graph = 0;
 }
@@ -178,6 +183,10 @@ enum {
 	OPT_PROBE,
 	OPT_MACHINE,
 	OPT_SESSION,
+	OPT_EXPECT_RETURN,
+	OPT_EXPECT_ORDER,
+	OPT_SUMMARY,
+	OPT_JUNIT,
 };
 
 static const struct option run_opts[] = {
@@ -211,6 +220,10 @@ static const struct option run_opts[] = {
 	{"pid", required_argument, NULL, OPT_PID},
 	{"expect-call", required_argument, NULL, OPT_EXPECT_CALL},
 	{"expect-no-call", required_argument, NULL, OPT_EXPECT_NO_CALL},
+	{"expect-return", required_argument, NULL, OPT_EXPECT_RETURN},
+	{"expect-order", required_argument, NULL, OPT_EXPECT_ORDER},
+	{"summary", required_argument, NULL, OPT_SUMMARY},
+	{"junit", required_argument, NULL, OPT_JUNIT},
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
@@ -304,6 +317,24 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 	return 0;
 }
 
+/* --expect-*: parsed now, so a bad spec is refused before anything starts. */
+static int parse_expect(struct session *s, int opt, const char *spec, char *err, size_t errlen)
+{
+	enum expect_kind kind = opt == OPT_EXPECT_CALL	    ? EXPECT_CALL
+				: opt == OPT_EXPECT_NO_CALL ? EXPECT_NO_CALL
+				: opt == OPT_EXPECT_RETURN  ? EXPECT_RETURN
+							    : EXPECT_ORDER;
+	struct expect *v = realloc(s->expects, (s->nr_expects + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->expects = v;
+	if (expect_parse(&v[s->nr_expects], kind, spec, err, errlen) < 0)
+		return -EINVAL;
+	s->nr_expects++;
+	return 0;
+}
+
 /* The checks that need every option: which target, and its required arguments. */
 static int check_target(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
@@ -344,8 +375,6 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 				       : s->append ? "--append" : s->system_map ? "--system-map"
 				       : s->accel ? "--accel" : s->machine ? "--machine"
 				       : s->qmp ? "--qmp" : s->pid ? "--pid"
-				       : s->nr_expect_call ? "--expect-call"
-				       : s->nr_expect_no_call ? "--expect-no-call"
 				       : s->verify_text ? "--verify-text"
 				       : s->gdb_memory ? "--gdb-memory" : NULL;
 
@@ -421,7 +450,12 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 			s->pid = (int)pid;
 			break;
 		}
-		case OPT_EXPECT_CALL: ret = push(&s->expect_call, &s->nr_expect_call, optarg); break;
+		case OPT_EXPECT_CALL:
+		case OPT_EXPECT_NO_CALL:
+		case OPT_EXPECT_RETURN:
+		case OPT_EXPECT_ORDER: ret = parse_expect(s, c, optarg, err, errlen); break;
+		case OPT_SUMMARY: s->summary = optarg; break;
+		case OPT_JUNIT: s->junit = optarg; break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;
 		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
 		case OPT_PROBE:
@@ -435,9 +469,6 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 				snprintf(err, errlen, "--probe '%s': expected trap, stub or auto", optarg);
 				return -EINVAL;
 			}
-			break;
-		case OPT_EXPECT_NO_CALL:
-			ret = push(&s->expect_no_call, &s->nr_expect_no_call, optarg);
 			break;
 		case 'o': s->output = optarg; break;
 		case OPT_CONSOLE: s->console = optarg; break;

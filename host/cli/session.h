@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "host/out/expect.h"
 #include "host/trace/fevent.h"
 
 struct session_words;
@@ -71,10 +72,10 @@ struct session {
 	const char *connect;  /* attach: libvirt URI (-c; default $LIBVIRT_DEFAULT_URI, qemu:///system) */
 	const char *qmp;      /* attach: QMP socket of a bare QEMU */
 	int pid;	      /* attach: QEMU pid (its QMP socket is found on its command line) */
-	char **expect_call;   /* the trace must contain a call of each */
-	size_t nr_expect_call;
-	char **expect_no_call; /* ... and none of these */
-	size_t nr_expect_no_call;
+	struct expect *expects; /* --expect-*, parsed, in the order given */
+	size_t nr_expects;
+	const char *summary; /* --summary FILE: the session's JSON summary */
+	const char *junit;   /* --junit FILE: one JUnit test case per --expect-* */
 	bool verify_text; /* compare the kernel text before attach and after detach */
 	bool gdb_memory;  /* guest memory through the gdbstub, not the QEMU process */
 	bool record;	  /* `record`: run / attach writing trace.dat (-o, default trace.dat) */
