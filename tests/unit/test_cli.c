@@ -579,6 +579,8 @@ static void test_error_linux_guest(void **state)
 	expect_error(5, (char *[]){"hvtrace", "run", "--kernel", "K", "g.elf"},
 		     "--kernel: needs --qemu (or attach)");
 	/* expectations work in the embedded VMM too */
+	session_free(&cli.s);
+	session_init(&cli.s);
 	assert_int_equal(parse(5, (char *[]){"hvtrace", "run", "--expect-call", "f", "g.elf"}), 0);
 	expect_error(8, (char *[]){"hvtrace", "run", "--qemu", "--accel", "hvf", "--kernel", "K",
 				   "g.elf"},
