@@ -62,8 +62,15 @@ TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
 
-.PHONY: all check-layers test unit-test kvm-test qemu-test viewer-test bench clean format guest fuzz
+.PHONY: all check-layers test unit-test kvm-test qemu-test viewer-test bench clean format guest fuzz install
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary and its man page (docs/hvtrace.1)
+PREFIX ?= /usr/local
+install: hvtrace
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 hvtrace $(DESTDIR)$(PREFIX)/bin/hvtrace
+	install -m 644 docs/hvtrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/hvtrace.1
 
 $(DEPS): scripts/deps.sh
 	@mkdir -p $(@D)
@@ -157,7 +164,7 @@ $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(LIB) | $(DEPS)
 
 TEST_ENV := HVTRACE=./hvtrace GUEST=$(GUEST)
 
-unit-test: $(UNIT_BINS) $(GUEST)
+unit-test: hvtrace $(UNIT_BINS) $(GUEST)
 	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS)
 
 kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS)
