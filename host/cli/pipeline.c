@@ -152,6 +152,7 @@ static int prepare_expect(struct pipeline *p, char *err, size_t errlen)
 	if (expect_state_init(&p->expect, &p->prof, s->expects, s->nr_expects) < 0)
 		goto nomem;
 	p->expecting = true;
+	p->expect.payload = &p->w.tap_payload;
 	if (expect_bind(p->expect.v, p->expect.nr, tracer_probes(&p->tr),
 			s->tracer == TRACER_FUNCTION_GRAPH, err, errlen) < 0)
 		return EXIT_BAD_INPUT;

@@ -59,7 +59,7 @@ const char session_usage[] =
 	"                           its count compares with N (>= > <= < = !=) (repeatable)\n"
 	"      --expect-no-call FUNC  exit 7 if the guest called FUNC while traced (repeatable)\n"
 	"      --expect-return 'FUNC==V'  exit 7 unless every return of FUNC had value V (or\n"
-	"                           none had, with !=); needs -p function_graph (repeatable)\n"
+	"                           none had, with !=); needs -p function_graph or -r FUNC\n"
 	"      --expect-order 'A,B'  exit 7 unless A's first call came before B's (repeatable)\n"
 	"      --summary FILE       write a JSON summary: counts per function, lost, exit, verdicts\n"
 	"      --junit FILE         write a JUnit XML report, one test case per --expect-*\n"

@@ -149,6 +149,15 @@ int expect_parse(struct expect *e, enum expect_kind kind, const char *spec, char
 	return -EINVAL;
 }
 
+/* Whether typed return @spec records RAX itself, whole, as its one field. */
+static bool rax_event(const struct fe_spec *spec)
+{
+	const struct fe_field *f = &spec->fields[0];
+
+	return spec->nr_fields == 1 && !spec->next && f->arg == 0 && !f->memory && !f->direct &&
+	       !f->nr_steps && !f->count;
+}
+
 static const struct probe *find_probe(const struct probe_table *probes, const char *name)
 {
 	for (size_t i = 0; i < probes->nr; i++)
@@ -166,17 +175,22 @@ int expect_bind(struct expect *v, size_t nr, const struct probe_table *probes, b
 		for (unsigned k = 0; k < e->nr_funcs; k++) {
 			const struct probe *p = find_probe(probes, e->funcs[k]);
 
-			if (!p || p->quiet_entry) {
+			/* a -r only probe records no entry: only its returns can be judged */
+			if (!p || (p->quiet_entry && e->kind != EXPECT_RETURN)) {
 				snprintf(err, errlen,
 					 "%s %s: %s is not traced (check -l/-n and the guest's symbols)",
 					 expect_option(e->kind), e->spec, e->funcs[k]);
 				return -ENOENT;
 			}
-			if (e->kind == EXPECT_RETURN && (!all_returns || p->ret_event)) {
+			if (e->kind == EXPECT_RETURN &&
+			    !(p->ret_event ? rax_event(p->ret_event) : all_returns)) {
 				snprintf(err, errlen,
-					 "%s %s: needs %s's return values: trace it with -p "
-					 "function_graph (and no -r %s)",
-					 expect_option(e->kind), e->spec, e->funcs[k], e->funcs[k]);
+					 p->ret_event ? "%s %s: needs %s's return values: its -r spec "
+							"must be RAX itself ('%s' or '%s(long ret)')"
+						      : "%s %s: needs %s's return values: trace it with "
+							"-p function_graph or -r %s",
+					 expect_option(e->kind), e->spec, e->funcs[k], e->funcs[k],
+					 e->funcs[k]);
 				return -ENOENT;
 			}
 			e->ids[k] = p->id;
@@ -221,28 +235,40 @@ void expect_tap(void *ctx, const struct hvt_record *r)
 	struct expect_state *st = ctx;
 	const struct probe *p;
 
+	uint64_t rax;
+
 	profile_add(st->prof, r);
-	if (r->type != HVT_REC_ENTRY && r->type != HVT_REC_EVENT && r->type != HVT_REC_RETURN)
+	if (r->type != HVT_REC_ENTRY && r->type != HVT_REC_EVENT && r->type != HVT_REC_RETURN &&
+	    r->type != HVT_REC_RETURN_EVENT)
 		return;
 	p = probe_lookup(st->prof->probes, r->ip);
 	if (!p)
 		return;
-	if (r->type != HVT_REC_RETURN) {
+	if (r->type == HVT_REC_ENTRY || r->type == HVT_REC_EVENT) {
 		if (r->ts < st->first_ts[p->id])
 			st->first_ts[p->id] = r->ts;
 		return;
 	}
 	if (!st->any_return)
 		return;
+	if (r->type == HVT_REC_RETURN) {
+		rax = r->value;
+	} else {
+		/* a typed return: RAX is its one field (expect_bind), after the field's status byte */
+		if (!p->ret_event || !rax_event(p->ret_event) || !st->payload || !*st->payload ||
+		    r->value < 9)
+			return;
+		memcpy(&rax, *st->payload + 1, sizeof(rax));
+	}
 	for (size_t i = 0; i < st->nr; i++) {
 		struct expect *e = &st->v[i];
 
 		if (e->kind != EXPECT_RETURN || e->ids[0] != p->id)
 			continue;
 		e->returns++;
-		if (value_matches(r->value, e->value) != (e->op == EXPECT_EQ)) {
+		if (value_matches(rax, e->value) != (e->op == EXPECT_EQ)) {
 			if (!e->mismatches)
-				e->first_bad = r->value;
+				e->first_bad = rax;
 			e->mismatches++;
 		}
 	}

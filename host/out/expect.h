@@ -4,7 +4,8 @@
  *   --expect-call FUNC        FUNC was called (at least once)
  *   --expect-call 'FUNC OP N' FUNC's calls compare with N: OP is one of >= > <= < = == !=
  *   --expect-no-call FUNC     FUNC was never called
- *   --expect-return 'FUNC==V' every return of FUNC had value V (and there was one); '!=': none had
+ *   --expect-return 'FUNC==V' every return of FUNC had value V (and there was one); '!=': none had;
+ *                             needs function_graph, or -r FUNC
  *                             V is decimal (signed) or 0x hex; RAX matches V as 64 bits, or in its low
  *                             32 bits as a signed int when V is in int range (an int function leaves
  *                             RAX's upper half undefined)
@@ -58,9 +59,9 @@ int expect_parse(struct expect *e, enum expect_kind kind, const char *spec, char
 const char *expect_option(enum expect_kind kind);
 
 /* Binds @v[0..@nr) to the probes of @probes: each function must be traced, and a function of
- * --expect-return must have its return values recorded: @all_returns (function_graph hooks every
- * return), and no -r on it (its returns are typed events). Returns 0, or -ENOENT with one line in
- * @err. */
+ * --expect-return must have its return values recorded: a return probe (-r) whose one field is RAX
+ * itself (bare, or typed without offsets or dereferences), or else @all_returns (function_graph hooks
+ * every return). Returns 0, or -ENOENT with one line in @err. */
 int expect_bind(struct expect *v, size_t nr, const struct probe_table *probes, bool all_returns,
 		char *err, size_t errlen);
 
@@ -72,6 +73,9 @@ struct expect_state {
 	size_t nr;
 	uint64_t *first_ts; /* per probe id; UINT64_MAX: never called */
 	bool any_return;    /* some --expect-return */
+	/* where the writer puts the payload of the record its tap sees (writer.tap_payload): a return
+	 * probe's RAX is in it; NULL: none */
+	const uint8_t *const *payload;
 };
 
 /* Copies @v[0..@nr) (bound) into @st over @prof. Returns 0 or -ENOMEM. */

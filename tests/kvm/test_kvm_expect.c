@@ -167,6 +167,36 @@ static void test_some_unmet(void **state)
 	unlink(JUNIT);
 }
 
+/* Return values through return probes (-r) alone, with the tracer nop. */
+static void test_return_probes(void **state)
+{
+	char ret_root[32], ret_nl[32], want[512];
+	struct hv_result r;
+
+	(void)state;
+	snprintf(ret_root, sizeof(ret_root), "tree_root==%d", TREE_VALUE);
+	snprintf(ret_nl, sizeof(ret_nl), "nl_outer==%d", NL_VALUE + 1);
+
+	const char *argv[] = {"run", "-r", "tree_root", "-r", "nl_outer(long ret)", "--smp", "2",
+			      "--expect-return", ret_root, "--expect-return", ret_nl,
+			      "--summary", SUMMARY, hv_guest(NULL), NULL};
+
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 7);
+	snprintf(want, sizeof(want),
+		 "hvtrace: --expect-return %s: nl_outer returned 0x%x (%d) in %d of %d returns\n",
+		 ret_nl, NL_VALUE, NL_VALUE, SMP, SMP);
+	assert_string_equal(r.err, want);
+	snprintf(want, sizeof(want), "[true,false]\n\"tree_root returned %d %d times\"\n", TREE_VALUE,
+		 SMP * TREE_ROUNDS);
+	assert_sh(want, "jq -c '[.expectations[].passed], .expectations[0].detail' %s", SUMMARY);
+	/* the trace shows the same values */
+	snprintf(want, sizeof(want), "r_tree_root: (workload_run+");
+	assert_int_equal(count_text(r.trace, want), SMP * TREE_ROUNDS);
+	hv_result_free(&r);
+	unlink(SUMMARY);
+}
+
 /* Refused before the guest starts: exit 2, one line, no file written. */
 static void test_refused(void **state)
 {
@@ -179,7 +209,10 @@ static void test_refused(void **state)
 	     "comparison\n"},
 	    {{"run", "--expect-return", "tree_root==243", NULL},
 	     "hvtrace: --expect-return tree_root==243: needs tree_root's return values: trace it "
-	     "with -p function_graph (and no -r tree_root)\n"},
+	     "with -p function_graph or -r tree_root\n"},
+	    {{"run", "-r", "tree_root(int ret+1)", "--expect-return", "tree_root==244", NULL},
+	     "hvtrace: --expect-return tree_root==244: needs tree_root's return values: its -r spec "
+	     "must be RAX itself ('tree_root' or 'tree_root(long ret)')\n"},
 	    {{"run", "-l", "fib", "--expect-order", "fib,tree_root", NULL},
 	     "hvtrace: --expect-order fib,tree_root: tree_root is not traced (check -l/-n and the "
 	     "guest's symbols)\n"},
@@ -212,6 +245,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_all_met),
 	    cmocka_unit_test(test_some_unmet),
+	    cmocka_unit_test(test_return_probes),
 	    cmocka_unit_test(test_refused),
 	};
 

@@ -234,7 +234,49 @@ static void test_bind_errors(void **state)
 	add(&f, EXPECT_RETURN, "alpha==1");
 	assert_int_equal(expect_bind(f.v, f.nr, &f.probes, false, err, sizeof(err)), -ENOENT);
 	assert_string_equal(err, "--expect-return alpha==1: needs alpha's return values: trace it with "
-				 "-p function_graph (and no -r alpha)");
+				 "-p function_graph or -r alpha");
+	fixture_free(&f);
+}
+
+/* A return probe (-r) on gamma: its returns are typed events, RAX in their payload; a spec that is not
+ * RAX itself is refused. */
+static void test_return_probe(void **state)
+{
+	struct fe_spec spec, off;
+	struct fixture f;
+	uint8_t payload[9] = {0};
+	const uint8_t *pl = payload;
+	uint64_t rax = 0xfffffffffffffff2ull; /* -14 */
+	char err[256];
+	size_t pos;
+	struct hvt_record r = {.ts = 5, .ip = 0x3000, .type = HVT_REC_RETURN_EVENT, .value = 9};
+
+	(void)state;
+	fixture_init(&f);
+	assert_int_equal(fe_parse("gamma(long ret)", &spec, err, sizeof(err), &pos), 0);
+	assert_int_equal(fe_parse("gamma(long ret+8)", &off, err, sizeof(err), &pos), 0);
+	f.probes.v[2].ret_event = &off;
+	add(&f, EXPECT_RETURN, "gamma==-14");
+	add(&f, EXPECT_RETURN, "gamma!=0");
+	assert_int_equal(expect_bind(f.v, 1, &f.probes, true, err, sizeof(err)), -ENOENT);
+	assert_string_equal(err, "--expect-return gamma==-14: needs gamma's return values: its -r spec "
+				 "must be RAX itself ('gamma' or 'gamma(long ret)')");
+	f.probes.v[2].ret_event = &spec;
+	f.probes.v[2].quiet_entry = true; /* -r alone: no entry records */
+	assert_int_equal(expect_bind(f.v, f.nr, &f.probes, false, err, sizeof(err)), 0);
+	assert_int_equal(expect_state_init(&f.st, &f.prof, f.v, f.nr), 0);
+	f.st.payload = &pl;
+	memcpy(payload + 1, &rax, 8);
+	expect_tap(&f.st, &r);
+	expect_tap(&f.st, &r);
+	assert_int_equal(expect_evaluate(&f.st), 0);
+	assert_string_equal(f.st.v[0].reason, "gamma returned -14 2 times");
+	rax = 3;
+	memcpy(payload + 1, &rax, 8);
+	expect_tap(&f.st, &r);
+	assert_int_equal(expect_evaluate(&f.st), 1);
+	assert_string_equal(f.st.v[0].reason, "gamma returned 0x3 (3) in 1 of 3 returns");
+	assert_true(f.st.v[1].passed);
 	fixture_free(&f);
 }
 
@@ -317,6 +359,7 @@ int main(void)
 	    cmocka_unit_test(test_parse),
 	    cmocka_unit_test(test_verdicts),
 	    cmocka_unit_test(test_bind_errors),
+	    cmocka_unit_test(test_return_probe),
 	    cmocka_unit_test(test_files),
 	};
 
