@@ -109,10 +109,13 @@ void session_free(struct session *s)
 	free(s->expects);
 	s->expects = NULL;
 	s->nr_expects = 0;
-	if (s->words)
+	while (s->words) {
+		struct session_words *older = s->words->older;
+
 		session_words_free(s->words);
-	free(s->words);
-	s->words = NULL;
+		free(s->words);
+		s->words = older;
+	}
 	s->filter = s->notrace = s->graph = NULL;
 	s->nr_filter = s->nr_notrace = s->nr_graph = 0;
 }
@@ -629,12 +632,16 @@ static int parse_run_sessions(struct session *s, int argc, char **argv, char *er
 	char msg[512];
 	int ret;
 
-	s->words = calloc(1, sizeof(*s->words));
-	if (!s->words) {
+	struct session_words *w = calloc(1, sizeof(*w));
+
+	if (!w) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	ret = session_expand(argc, argv, run_opts, run_shortopts, s->words, err, errlen);
+	ret = session_expand(argc, argv, run_opts, run_shortopts, w, err, errlen);
+	/* a session parsed again keeps the words of the earlier parse: its fields may point there */
+	w->older = s->words;
+	s->words = w;
 	if (ret < 0)
 		return ret;
 	parsing_word = NULL;

@@ -323,5 +323,9 @@ void session_words_free(struct session_words *w)
 	free(w->owned);
 	free(w->origin);
 	free(w->argv);
-	memset(w, 0, sizeof(*w));
+	w->owned = NULL;
+	w->origin = NULL;
+	w->argv = NULL;
+	w->nr_owned = 0;
+	w->argc = 0;
 }

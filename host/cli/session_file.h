@@ -26,6 +26,7 @@ struct session_words {
 	char **owned;  /* the words made from session files (malloc'd) */
 	struct session_origin *origin; /* parallel to owned */
 	size_t nr_owned;
+	struct session_words *older; /* the caller's: not touched by session_expand / _free */
 };
 
 /* Expands every `--session FILE` / `--session=FILE` (or an unambiguous abbreviation of it) among
@@ -40,7 +41,7 @@ int session_expand(int argc, char **argv, const struct option *opts, const char 
  * command line. */
 const struct session_origin *session_words_origin(const struct session_words *w, const char *p);
 
-/* Frees what session_expand made (not @w itself). */
+/* Frees what session_expand made (not @w itself, nor @w->older). */
 void session_words_free(struct session_words *w);
 
 #endif
