@@ -609,12 +609,6 @@ static int parse_help(struct session *s, int argc, char **argv, char *err, size_
 	return 0;
 }
 
-/* The command whose help `hvtrace WORD ... --help` prints: WORD itself, or NULL when it has none. */
-static const char *cmd_help_name(const char *word)
-{
-	return help_known(word) ? word : NULL;
-}
-
 /* Whether -h or --help is among @argv (before a "--"). */
 static bool wants_help(int argc, char **argv)
 {
@@ -628,11 +622,10 @@ static bool wants_help(int argc, char **argv)
  * session file is prefixed with its "FILE:LINE: ". */
 static int parse_run_sessions(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
+	struct session_words *w = calloc(1, sizeof(*w));
 	const struct session_origin *o;
 	char msg[512];
 	int ret;
-
-	struct session_words *w = calloc(1, sizeof(*w));
 
 	if (!w) {
 		snprintf(err, errlen, "out of memory");
@@ -669,7 +662,7 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		s->cmd = CMD_VERSION;
 		return 0;
 	}
-	s->help_cmd = cmd_help_name(argv[1]);
+	s->help_cmd = help_known(argv[1]) ? argv[1] : NULL; /* for `hvtrace CMD ... --help` */
 	if (!strcmp(cmd, "report"))
 		return parse_report(s, argc - 1, argv + 1, err, errlen);
 	if (!strcmp(cmd, "record")) {
