@@ -57,13 +57,20 @@ KVM_BINS  := $(KVM_SRCS:%.c=$(BUILD)/%)
 QEMU_SRCS := $(wildcard tests/qemu/test_*.c)
 QEMU_BINS := $(QEMU_SRCS:%.c=$(BUILD)/%)
 # The embedded-VMM integration tests once more with --probe auto (stub probes wherever they apply).
-STUB_RUNS := $(foreach t,function graph lifecycle events,HVTRACE_TEST_PROBE=auto,$(BUILD)/tests/kvm/test_kvm_$(t))
+STUB_RUNS := $(foreach t,function graph lifecycle events expect,HVTRACE_TEST_PROBE=auto,$(BUILD)/tests/kvm/test_kvm_$(t))
 TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
 
-.PHONY: all check-layers test unit-test kvm-test qemu-test viewer-test bench clean format guest fuzz
+.PHONY: all check-layers test unit-test kvm-test qemu-test viewer-test bench clean format guest fuzz install
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary and its man page (docs/hvtrace.1)
+PREFIX ?= /usr/local
+install: hvtrace
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 hvtrace $(DESTDIR)$(PREFIX)/bin/hvtrace
+	install -m 644 docs/hvtrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/hvtrace.1
 
 $(DEPS): scripts/deps.sh
 	@mkdir -p $(@D)
@@ -157,7 +164,7 @@ $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(LIB) | $(DEPS)
 
 TEST_ENV := HVTRACE=./hvtrace GUEST=$(GUEST)
 
-unit-test: $(UNIT_BINS) $(GUEST)
+unit-test: hvtrace $(UNIT_BINS) $(GUEST)
 	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS)
 
 kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS)
@@ -200,13 +207,13 @@ guest: | $(DEPS)
 # (sysmap), ELF images (elf), a guest kernel's BTF (btf), QEMU's accelerator (accel), QEMU's
 # guest-physical map from its monitor and smaps (memmap), QEMU command lines (qemu_cmdline), kallsyms
 # tables in guest memory (kallsyms), trace.dat files for `report` (tracedat), record streams through
-# the viewer sinks (viz_sinks). Each runs FUZZ_SECONDS (default 30) from its seeds in
+# the viewer sinks (viz_sinks), session files and --expect-* specs (session). Each runs FUZZ_SECONDS (default 30) from its seeds in
 # tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
 # (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
 FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms tracedat \
-                viz_sinks
+                viz_sinks session
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -227,6 +234,9 @@ FUZZ_SRCS_tracedat := host/cli/tracedat_read.c host/out/writer.c host/trace/ring
 FUZZ_LIBS_tracedat := $(shell pkg-config --cflags --libs libtracecmd libtraceevent)
 FUZZ_SRCS_viz_sinks := host/out/sink_chrome.c host/out/sink_folded.c host/out/task_table.c \
                        host/out/sink_io.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
+FUZZ_SRCS_session := host/cli/session_file.c host/out/expect.c host/out/profile.c host/trace/probe.c \
+                     vmi/vmi_sites.c vmi/vmi_symtab.c \
+                     arch/x86/x86_insn.c
 FUZZ_LIBS_sysmap  := -lelf -lbpf
 FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf

@@ -12,6 +12,10 @@ PKGS="gcc make pkg-config libc6-dev libelf-dev libbpf-dev libvirt-dev libcmocka-
 PKGS="$PKGS libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd"
 # make fuzz: clang with its libFuzzer/sanitizer runtime; make check-layers: python3
 PKGS="$PKGS clang libclang-rt-14-dev python3"
+# --summary / --junit tests (tests/kvm/test_kvm_expect.c): jq and python3 read the JSON, xmllint
+# checks the JUnit XML against tests/common/junit.xsd, junitparser (a JUnit consumer) reads it; the man
+# page check (tests/unit/test_manpage.c): groff and man
+PKGS="$PKGS jq libxml2-utils python3-junitparser groff-base man-db"
 # make test's viewer check (tests/viewer/check-viewers.sh): headless Chromium, node for speedscope
 # and puppeteer-core (from npm, at test time)
 PKGS="$PKGS chromium nodejs"

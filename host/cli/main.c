@@ -1,6 +1,7 @@
 /* hvtrace: ftrace for a guest kernel, driven from the host over KVM. */
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
+#include "host/cli/help.h"
 #include "host/cli/linux_run.h"
 #include "host/cli/report.h"
 #include "host/cli/run.h"
@@ -36,7 +37,7 @@ int main(int argc, char **argv)
 	case CMD_HELP:
 	case CMD_VERSION:
 		errno = 0;
-		if (s.cmd == CMD_HELP ? fputs(session_usage, stdout) < 0
+		if (s.cmd == CMD_HELP ? help_print(stdout, session_usage, s.help_cmd) < 0
 				      : printf("hvtrace %s\n", HVT_VERSION) < 0)
 			status = errno ? errno : EIO;
 		else

@@ -1,8 +1,11 @@
 #include "host/cli/pipeline.h"
+#include "host/cli/cmd_common.h"
 #include "host/cli/events.h"
 #include "host/cli/exitcode.h"
 #include "host/out/expect.h"
 #include "host/out/sink_tracedat.h"
+#include "host/out/verdict_files.h"
+#include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "host/trace/stub_drain.h"
 
@@ -132,6 +135,33 @@ static void say_trap_probes(struct pipeline *p)
 			len ? list : "", more ? (len ? " and more" : "several") : "");
 }
 
+/* The profile (--profile, and what the verdicts count) and the expectations, bound to the probes:
+ * before the sink, so a function that is not traced is refused before anything is made. */
+static int prepare_expect(struct pipeline *p, char *err, size_t errlen)
+{
+	const struct session *s = p->s;
+	bool expecting = s->nr_expects || s->summary || s->junit;
+
+	if (!s->profile && !expecting)
+		return 0;
+	if (profile_init(&p->prof, tracer_probes(&p->tr)) < 0)
+		goto nomem;
+	p->profiling = true;
+	if (!expecting)
+		return 0;
+	if (expect_state_init(&p->expect, &p->prof, s->expects, s->nr_expects) < 0)
+		goto nomem;
+	p->expecting = true;
+	p->expect.payload = &p->w.tap_payload;
+	if (expect_bind(p->expect.v, p->expect.nr, tracer_probes(&p->tr),
+			s->tracer == TRACER_FUNCTION_GRAPH, err, errlen) < 0)
+		return EXIT_BAD_INPUT;
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	return EXIT_HOST_ERROR;
+}
+
 int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out, char *err,
 		   size_t errlen)
 {
@@ -171,10 +201,11 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		return EXIT_BAD_INPUT;
 	if (g->stub && s->probe == PROBE_STUB)
 		say_trap_probes(p);
-	if (mark_graph_roots(p, err, errlen) < 0 ||
-	    expect_check_names(tracer_probes(&p->tr), s->expect_call, s->nr_expect_call,
-			       s->expect_no_call, s->nr_expect_no_call, err, errlen) < 0)
+	if (mark_graph_roots(p, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
+	ret = prepare_expect(p, err, errlen);
+	if (ret)
+		return ret;
 	if (s->record) {
 		ret = sink_tracedat_init(&p->sink, out, s->output, g->funcs, nr_cpus,
 					 s->tracer == TRACER_FUNCTION_GRAPH, p->events, s->nr_events,
@@ -205,12 +236,10 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	p->sink.event_of = tracer_event_of;
 	p->sink.ret_event_of = tracer_ret_event_of;
 	p->sink.event_ctx = &p->tr;
-	if (s->profile || s->nr_expect_call || s->nr_expect_no_call) {
-		if (profile_init(&p->prof, tracer_probes(&p->tr)) < 0) {
-			snprintf(err, errlen, "out of memory");
-			return EXIT_HOST_ERROR;
-		}
-		p->profiling = true;
+	if (p->expecting) {
+		p->w.tap = expect_tap;
+		p->w.tap_ctx = &p->expect;
+	} else if (p->profiling) {
 		p->w.tap = profile_add;
 		p->w.tap_ctx = &p->prof;
 	}
@@ -232,6 +261,7 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 		return EXIT_HOST_ERROR;
 	}
 	p->writing = true;
+	p->t_start = clock_now_s();
 	return 0;
 }
 
@@ -255,6 +285,66 @@ void pipeline_print_stub_stats(const struct pipeline *p)
 		st.stub_cpu_rdtscp ? "rdtscp" : "gs");
 }
 
+/* The README's name for exit status @status. */
+static const char *exit_reason(int status, char *buf, size_t len)
+{
+	switch (status) {
+	case 0: return "ok";
+	case EXIT_BAD_INPUT: return "bad-input";
+	case EXIT_GUEST_FAULT: return "guest-fault";
+	case EXIT_HOST_ERROR: return "host-error";
+	case EXIT_GUEST_PANIC: return "guest-panic";
+	case EXIT_QEMU_FAILED: return "qemu-failed";
+	case EXIT_EXPECT: return "expect-unmet";
+	case EXIT_TIMEOUT: return "timeout";
+	}
+	if (status > EXIT_SIGNAL_BASE && status < EXIT_SIGNAL_BASE + 65) {
+		const char *name = sigabbrev_np(status - EXIT_SIGNAL_BASE);
+
+		snprintf(buf, len, "signal SIG%s", name ? name : "?");
+		return buf;
+	}
+	return "guest-exit-status";
+}
+
+/* Writes @path with @write; 0, or -errno after one line naming @flag and @path. */
+static int write_file(const char *path, const char *flag, const struct expect_state *st,
+		      const struct verdict_end *end,
+		      int (*write)(FILE *, const struct expect_state *, const struct verdict_end *))
+{
+	FILE *f = fopen(path, "w");
+	int err;
+
+	if (!f) {
+		cmd_error("%s %s: %s", flag, path, strerror(errno));
+		return -errno;
+	}
+	err = write(f, st, end);
+	return cmd_finish_out(f, path, flag, err < 0 ? -err : 0);
+}
+
+/* --summary and --junit, with the final @status; returns it, or EXIT_HOST_ERROR if a file could not
+ * be written and @status was 0. */
+static int write_verdicts(struct pipeline *p, int status, unsigned long long lost)
+{
+	const struct session *s = p->s;
+	char buf[32];
+	struct verdict_end end = {
+		.tracer = tracer_name(s->tracer),
+		.exit_status = status,
+		.exit_reason = exit_reason(status, buf, sizeof(buf)),
+		.lost = lost,
+		.elapsed = clock_now_s() - p->t_start,
+	};
+	int bad = 0;
+
+	if (s->summary)
+		bad |= write_file(s->summary, "--summary", &p->expect, &end, verdict_write_summary);
+	if (s->junit)
+		bad |= write_file(s->junit, "--junit", &p->expect, &end, verdict_write_junit);
+	return bad && !status ? EXIT_HOST_ERROR : status;
+}
+
 int pipeline_finish(struct pipeline *p, int status,
 		    void (*backend_stats)(void *ctx, const struct pipeline *p), void *ctx)
 {
@@ -270,10 +360,13 @@ int pipeline_finish(struct pipeline *p, int status,
 		backend_stats(ctx, p);
 	if (p->profiling && s->profile)
 		profile_print(&p->prof, st.stub_guest_lost, stderr);
-	if (p->profiling && status == 0 &&
-	    expect_verdict(&p->prof, s->expect_call, s->nr_expect_call, s->expect_no_call,
-			   s->nr_expect_no_call, stderr))
+	if (p->expecting && expect_evaluate(&p->expect) && status == 0) {
+		fflush(stdout);
+		expect_print_unmet(&p->expect, stderr);
 		status = EXIT_EXPECT;
+	}
+	if (p->expecting)
+		status = write_verdicts(p, status, tracer_lost(&p->tr) + st.stub_guest_lost);
 	writer_free(&p->w);
 	p->writing = false;
 	return status;
@@ -281,6 +374,9 @@ int pipeline_finish(struct pipeline *p, int status,
 
 void pipeline_free(struct pipeline *p)
 {
+	if (p->expecting)
+		expect_state_free(&p->expect);
+	p->expecting = false;
 	if (p->profiling)
 		profile_free(&p->prof);
 	p->profiling = false;

@@ -6,6 +6,7 @@
 #define HVT_PIPELINE_H
 
 #include "host/cli/session.h"
+#include "host/out/expect.h"
 #include "host/out/profile.h"
 #include "host/out/sink.h"
 #include "host/out/writer.h"
@@ -28,8 +29,10 @@ struct pipeline {
 	struct sink sink;
 	struct writer w;
 	struct profile prof;
+	struct expect_state expect; /* --expect-*, --summary, --junit */
 	struct fe_spec *events, *rprobes; /* the session's -e / -r, typed from BTF (owned) */
-	bool have_tr, profiling, writing;
+	bool have_tr, profiling, writing, expecting;
+	double t_start; /* when the writer started (clock_now_s), for --summary / --junit */
 };
 
 /* What the backend knows of its guest. Everything borrowed; it outlives the pipeline. */
@@ -65,8 +68,9 @@ int pipeline_detach(struct pipeline *p);
 
 /* Ends the session after the guest was detached (or is gone): stops the writer, prints the stats
  * (--stats: @backend_stats(@ctx, @p)), the profile (--profile) and, when
- * @status is still 0, the --expect-* verdict. Returns @status, or EXIT_EXPECT for an unmet
- * expectation. Call once. */
+ * @status is still 0, the --expect-* verdict; then writes --summary and --junit. Returns @status,
+ * EXIT_EXPECT for an unmet expectation, or EXIT_HOST_ERROR when --summary / --junit could not be
+ * written (and @status was 0). Call once. */
 int pipeline_finish(struct pipeline *p, int status,
 		    void (*backend_stats)(void *ctx, const struct pipeline *p), void *ctx);
 

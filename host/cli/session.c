@@ -1,4 +1,6 @@
 #include "host/cli/session.h"
+#include "host/cli/help.h"
+#include "host/cli/session_file.h"
 #include "host/kvm/vm.h"
 
 #include <ctype.h>
@@ -53,6 +55,16 @@ const char session_usage[] =
 	"                           run on untraced\n"
 	"      --buffer-size-kb KB  per-vCPU trace buffer (default 4096)\n"
 	"      --stats              print per-vCPU event counts to stderr at the end\n"
+	"      --expect-call FUNC   exit 7 unless the guest called FUNC while traced; 'FUNC>=N':\n"
+	"                           its count compares with N (>= > <= < = !=) (repeatable)\n"
+	"      --expect-no-call FUNC  exit 7 if the guest called FUNC while traced (repeatable)\n"
+	"      --expect-return 'FUNC==V'  exit 7 unless every return of FUNC had value V (or\n"
+	"                           none had, with !=); needs -p function_graph or -r FUNC\n"
+	"      --expect-order 'A,B'  exit 7 unless A's first call came before B's (repeatable)\n"
+	"      --summary FILE       write a JSON summary: counts per function, lost, exit, verdicts\n"
+	"      --junit FILE         write a JUnit XML report, one test case per --expect-*\n"
+	"      --session FILE       the options of FILE (- for standard input), one per line without\n"
+	"                           the dashes ('tracer function_graph'); options after it win\n"
 	"      --probe trap|stub|auto  trap: INT3, one VM exit per event (default); stub: CALL into\n"
 	"                           hvtrace's in-guest stub, no exit (events that read guest memory\n"
 	"                           stay trap probes); auto: stub where the target can host it\n"
@@ -71,8 +83,6 @@ const char session_usage[] =
 	"      --qmp SOCKET         attach: a bare QEMU's QMP socket: unix:PATH, PATH or tcp:HOST:PORT\n"
 	"      --pid PID            attach: a QEMU process: its QMP monitor (-qmp, -mon), else its\n"
 	"                           gdbstub (-s, -gdb tcp:), from its command line\n"
-	"      --expect-call FUNC   exit 7 unless the guest called FUNC while traced (repeatable)\n"
-	"      --expect-no-call FUNC  exit 7 if the guest called FUNC while traced (repeatable)\n"
 	"      --verify-text        check that the kernel text is byte-identical after detach\n"
 	"      --gdb-memory         read guest memory through the gdbstub, not /proc/PID/mem\n"
 	"\n"
@@ -96,10 +106,16 @@ void session_free(struct session *s)
 	free(s->rprobes);
 	s->events = s->rprobes = NULL;
 	s->nr_events = s->nr_rprobes = 0;
-	free(s->expect_call);
-	free(s->expect_no_call);
-	s->expect_call = s->expect_no_call = NULL;
-	s->nr_expect_call = s->nr_expect_no_call = 0;
+	free(s->expects);
+	s->expects = NULL;
+	s->nr_expects = 0;
+	while (s->words) {
+		struct session_words *older = s->words->older;
+
+		session_words_free(s->words);
+		free(s->words);
+		s->words = older;
+	}
 	s->filter = s->notrace = s->graph = NULL;
 	s->nr_filter = s->nr_notrace = s->nr_graph = 0;
 }
@@ -169,6 +185,11 @@ enum {
 	OPT_GDB_MEMORY,
 	OPT_PROBE,
 	OPT_MACHINE,
+	OPT_SESSION,
+	OPT_EXPECT_RETURN,
+	OPT_EXPECT_ORDER,
+	OPT_SUMMARY,
+	OPT_JUNIT,
 };
 
 static const struct option run_opts[] = {
@@ -202,13 +223,23 @@ static const struct option run_opts[] = {
 	{"pid", required_argument, NULL, OPT_PID},
 	{"expect-call", required_argument, NULL, OPT_EXPECT_CALL},
 	{"expect-no-call", required_argument, NULL, OPT_EXPECT_NO_CALL},
+	{"expect-return", required_argument, NULL, OPT_EXPECT_RETURN},
+	{"expect-order", required_argument, NULL, OPT_EXPECT_ORDER},
+	{"summary", required_argument, NULL, OPT_SUMMARY},
+	{"junit", required_argument, NULL, OPT_JUNIT},
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
 	{"machine", required_argument, NULL, OPT_MACHINE},
+	{"session", required_argument, NULL, OPT_SESSION}, /* expanded before getopt (session_file.h) */
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
+static const char run_shortopts[] = ":p:l:n:g:e:r:o:c:h";
+
+/* The word parse_run is at (an option, or its argument), for naming a session file's line in an error;
+ * NULL past the options. */
+static const char *parsing_word;
 
 static int parse_tracer(struct session *s, const char *arg, char *err, size_t errlen)
 {
@@ -289,6 +320,24 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 	return 0;
 }
 
+/* --expect-*: parsed now, so a bad spec is refused before anything starts. */
+static int parse_expect(struct session *s, int opt, const char *spec, char *err, size_t errlen)
+{
+	enum expect_kind kind = opt == OPT_EXPECT_CALL	    ? EXPECT_CALL
+				: opt == OPT_EXPECT_NO_CALL ? EXPECT_NO_CALL
+				: opt == OPT_EXPECT_RETURN  ? EXPECT_RETURN
+							    : EXPECT_ORDER;
+	struct expect *v = realloc(s->expects, (s->nr_expects + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->expects = v;
+	if (expect_parse(&v[s->nr_expects], kind, spec, err, errlen) < 0)
+		return -EINVAL;
+	s->nr_expects++;
+	return 0;
+}
+
 /* The checks that need every option: which target, and its required arguments. */
 static int check_target(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
@@ -329,8 +378,6 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 				       : s->append ? "--append" : s->system_map ? "--system-map"
 				       : s->accel ? "--accel" : s->machine ? "--machine"
 				       : s->qmp ? "--qmp" : s->pid ? "--pid"
-				       : s->nr_expect_call ? "--expect-call"
-				       : s->nr_expect_no_call ? "--expect-no-call"
 				       : s->verify_text ? "--verify-text"
 				       : s->gdb_memory ? "--gdb-memory" : NULL;
 
@@ -359,7 +406,8 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:l:n:g:e:r:o:c:h", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, run_shortopts, run_opts, NULL)) != -1) {
+		parsing_word = optarg ? optarg : argv[optind - 1];
 		switch (c) {
 		case 'p':
 			ret = parse_tracer(s, optarg, err, errlen);
@@ -405,7 +453,12 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 			s->pid = (int)pid;
 			break;
 		}
-		case OPT_EXPECT_CALL: ret = push(&s->expect_call, &s->nr_expect_call, optarg); break;
+		case OPT_EXPECT_CALL:
+		case OPT_EXPECT_NO_CALL:
+		case OPT_EXPECT_RETURN:
+		case OPT_EXPECT_ORDER: ret = parse_expect(s, c, optarg, err, errlen); break;
+		case OPT_SUMMARY: s->summary = optarg; break;
+		case OPT_JUNIT: s->junit = optarg; break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;
 		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
 		case OPT_PROBE:
@@ -419,9 +472,6 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 				snprintf(err, errlen, "--probe '%s': expected trap, stub or auto", optarg);
 				return -EINVAL;
 			}
-			break;
-		case OPT_EXPECT_NO_CALL:
-			ret = push(&s->expect_no_call, &s->nr_expect_no_call, optarg);
 			break;
 		case 'o': s->output = optarg; break;
 		case OPT_CONSOLE: s->console = optarg; break;
@@ -456,10 +506,12 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		if (ret < 0)
 			return ret;
 	}
+	parsing_word = mem_arg;
 	/* the embedded VMM's RAM lies below its 3 GiB hole; QEMU maps any size (qemu_mem.h) */
 	if (mem_arg && parse_uint("--mem", mem_arg, 2, s->qemu ? 1u << 24 : 3072, &s->mem_mb, err,
 				  errlen) < 0)
 		return -EINVAL;
+	parsing_word = NULL;
 	ret = check_target(s, argc, argv, err, errlen);
 	if (ret < 0)
 		return ret;
@@ -540,6 +592,61 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 	return 0;
 }
 
+/* `hvtrace help [CMD]`, `hvtrace --help`: CMD must be a command with its own help. */
+static int parse_help(struct session *s, int argc, char **argv, char *err, size_t errlen)
+{
+	s->cmd = CMD_HELP;
+	if (argc > 3) {
+		snprintf(err, errlen, "'%s': unexpected argument after %s %s", argv[3], argv[1], argv[2]);
+		return -EINVAL;
+	}
+	if (argc == 3 && !help_known(argv[2])) {
+		snprintf(err, errlen, "%s %s: expected one of run, attach, record, report, list-functions",
+			 argv[1], argv[2]);
+		return -EINVAL;
+	}
+	s->help_cmd = argc == 3 ? argv[2] : NULL;
+	return 0;
+}
+
+/* Whether -h or --help is among @argv (before a "--"). */
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	return false;
+}
+
+/* parse_run after expanding every --session FILE in place (session_file.h); an error about a word of a
+ * session file is prefixed with its "FILE:LINE: ". */
+static int parse_run_sessions(struct session *s, int argc, char **argv, char *err, size_t errlen)
+{
+	struct session_words *w = calloc(1, sizeof(*w));
+	const struct session_origin *o;
+	char msg[512];
+	int ret;
+
+	if (!w) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ret = session_expand(argc, argv, run_opts, run_shortopts, w, err, errlen);
+	/* a session parsed again keeps the words of the earlier parse: its fields may point there */
+	w->older = s->words;
+	s->words = w;
+	if (ret < 0)
+		return ret;
+	parsing_word = NULL;
+	ret = parse_run(s, s->words->argc, s->words->argv, err, errlen);
+	o = ret < 0 && parsing_word ? session_words_origin(s->words, parsing_word) : NULL;
+	if (o) {
+		snprintf(msg, sizeof(msg), "%s", err);
+		snprintf(err, errlen, "%s:%u: %s", o->file, o->line, msg);
+	}
+	return ret;
+}
+
 int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
 	const char *cmd;
@@ -549,14 +656,13 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		return -EINVAL;
 	}
 	cmd = argv[1];
-	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-		s->cmd = CMD_HELP;
-		return 0;
-	}
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help"))
+		return parse_help(s, argc, argv, err, errlen);
 	if (!strcmp(cmd, "--version")) {
 		s->cmd = CMD_VERSION;
 		return 0;
 	}
+	s->help_cmd = help_known(argv[1]) ? argv[1] : NULL; /* for `hvtrace CMD ... --help` */
 	if (!strcmp(cmd, "report"))
 		return parse_report(s, argc - 1, argv + 1, err, errlen);
 	if (!strcmp(cmd, "record")) {
@@ -580,6 +686,10 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 			 "'%s': unknown command (run, attach, record, report, list-functions)", cmd);
 		return -EINVAL;
 	}
+	if (s->cmd == CMD_LIST_FUNCTIONS && wants_help(argc - 2, argv + 2)) {
+		s->cmd = CMD_HELP;
+		return 0;
+	}
 	if (s->cmd == CMD_LIST_FUNCTIONS) {
 		/* an ELF guest (*.elf, or an existing file); else a running VM, named as for attach */
 		size_t n = argc > 2 ? strlen(argv[2]) : 0;
@@ -595,7 +705,7 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		}
 		s->list_running = true;
 	}
-	if (parse_run(s, argc - 1, argv + 1, err, errlen) < 0)
+	if (parse_run_sessions(s, argc - 1, argv + 1, err, errlen) < 0)
 		return -EINVAL;
 	if (s->record && !s->output)
 		s->output = "trace.dat";

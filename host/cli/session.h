@@ -6,7 +6,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "host/out/expect.h"
 #include "host/trace/fevent.h"
+
+struct session_words;
 
 enum session_cmd {
 	CMD_NONE,
@@ -69,22 +72,25 @@ struct session {
 	const char *connect;  /* attach: libvirt URI (-c; default $LIBVIRT_DEFAULT_URI, qemu:///system) */
 	const char *qmp;      /* attach: QMP socket of a bare QEMU */
 	int pid;	      /* attach: QEMU pid (its QMP socket is found on its command line) */
-	char **expect_call;   /* the trace must contain a call of each */
-	size_t nr_expect_call;
-	char **expect_no_call; /* ... and none of these */
-	size_t nr_expect_no_call;
+	struct expect *expects; /* --expect-*, parsed, in the order given */
+	size_t nr_expects;
+	const char *summary; /* --summary FILE: the session's JSON summary */
+	const char *junit;   /* --junit FILE: one JUnit test case per --expect-* */
 	bool verify_text; /* compare the kernel text before attach and after detach */
 	bool gdb_memory;  /* guest memory through the gdbstub, not the QEMU process */
 	bool record;	  /* `record`: run / attach writing trace.dat (-o, default trace.dat) */
 	const char *input; /* report -i (default trace.dat) */
 	enum report_format report_format;
+	const char *help_cmd; /* CMD_HELP: the command whose help (NULL: all of it) */
+	struct session_words *words; /* the run options with --session files expanded (owned) */
 };
 
 /* Defaults: function tracer, 2 vCPUs, 64 MB (256 MB with --qemu), 4096 KB per-vCPU buffer. */
 void session_init(struct session *s);
 
 /* Parses `hvtrace CMD [options] ARGS` into @s. Returns 0, or -EINVAL with one line in @err naming the
- * option or argument at fault. Strings in @s point into @argv. Does not touch files. */
+ * option or argument at fault ("FILE:LINE: ..." for a line of a session file). Strings in @s point into
+ * @argv or into @s->words. Touches no file but the session files of --session (read once). */
 int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen);
 
 /* Frees what session_parse_args allocated (the glob arrays). */

@@ -66,7 +66,9 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 		w->last_ts = best->ts;
 		used = w->sink->ops->record(w->sink, best, next);
 		if (w->tap) {
+			w->tap_payload = w->sink->payload;
 			w->tap(w->tap_ctx, best);
+			w->tap_payload = w->sink->next_payload;
 			if (used > 1)
 				w->tap(w->tap_ctx, next);
 		}
@@ -136,6 +138,7 @@ static void pending_losses(struct writer *w)
 		w->sink->payload = NULL;
 		w->sink->next_payload = NULL;
 		w->sink->ops->record(w->sink, &r, NULL);
+		w->tap_payload = NULL;
 		if (w->tap)
 			w->tap(w->tap_ctx, &r);
 	}

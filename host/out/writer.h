@@ -28,6 +28,7 @@ struct writer {
 	uint8_t *payload;	    /* an event's payload, gathered from its records */
 	uint8_t *next_payload;	    /* the looked-ahead record's payload (inside @payload's block) */
 	uint64_t last_ts;	    /* of the last record handed to the sink */
+	const uint8_t *tap_payload; /* during tap(): the payload of the record it sees, or NULL */
 };
 
 /* Calls the sink's begin() and starts the thread. Records are emitted in timestamp order across rings,

@@ -591,6 +591,38 @@ static void seven_bm_reads(const struct hv_result *r)
 	    count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/tmp/binfmt/status\")\n"), 7);
 }
 
+/* tests/qemu/boot-test.session's verdicts: the --summary counts are the trace's, the --junit report
+ * is valid against tests/common/junit.xsd and junitparser reads two passes and the one failure. */
+static void check_boot_verdicts(const struct hv_result *r)
+{
+	long reads = trace_count(r, "vfs_read", -1), opens = trace_count(r, "do_sys_openat2", -1);
+	char want[1024], *got;
+
+	assert_true(reads >= 10 && opens > 0);
+	got = hv_command_output("jq -c '[.exit_status, .unmet, (.functions[] | select(.name == "
+				"\"vfs_read\") | .calls), (.functions[] | select(.name == "
+				"\"do_sys_openat2\") | .calls)]' /tmp/hvtrace-test-linux-summary.json");
+	snprintf(want, sizeof(want), "[7,1,%ld,%ld]\n", reads, opens);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+	got = hv_command_output("xmllint --noout --schema tests/common/junit.xsd "
+				"/tmp/hvtrace-test-linux-junit.xml 2>&1 && tests/common/junit_cases.py "
+				"/tmp/hvtrace-test-linux-junit.xml");
+	snprintf(want, sizeof(want),
+		 "/tmp/hvtrace-test-linux-junit.xml validates\n"
+		 "hvtrace|hvtrace.expect|--expect-call vfs_read>=10|passed\n"
+		 "hvtrace|hvtrace.expect|--expect-call do_sys_openat2>0|passed\n"
+		 "hvtrace|hvtrace.expect|--expect-no-call do_sys_openat2|failure|expect-no-call|the "
+		 "guest called it %ld times\n",
+		 opens);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+	unlink("/tmp/hvtrace-test-linux-summary.json");
+	unlink("/tmp/hvtrace-test-linux-junit.xml");
+}
+
 /* ---- the tests ------------------------------------------------------------------------------- */
 
 #define WORKLOAD_DONE "hvt-linux: workload done"
@@ -1307,6 +1339,24 @@ static const struct linux_test linux_tests[] = {
 	    .expect = {
 		.err = {TEXT_KEPT},
 		.tasks = {{"vfs_read", {"tail", "sed", "tr", "head"}}},
+	    },
+	}},
+    },
+    {
+	/* run --qemu from a session file holding boot-test verdicts (issue 15): exit 7 for the one
+	 * that cannot be met, the same verdicts in --summary and --junit. */
+	.name = "test_run_qemu_session_verdicts",
+	.runs = {{
+	    .label = "run --qemu --session boot-test.session",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"--session", "tests/qemu/boot-test.session"},
+	    .expect = {
+		.status = 7,
+		.console = {WORKLOAD_DONE, POWER_DOWN},
+		.err = {"hvtrace: --expect-no-call do_sys_openat2: the guest called it "},
+		.only = {"vfs_read", "do_sys_openat2"},
+		.check = check_boot_verdicts,
 	    },
 	}},
     },

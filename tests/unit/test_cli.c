@@ -465,10 +465,11 @@ static void test_qemu_run(void **state)
 	assert_null(cli.s.guest);
 	assert_int_equal(cli.s.smp, 3);
 	assert_int_equal(cli.s.mem_mb, 256); /* the --qemu default */
-	assert_int_equal(cli.s.nr_expect_call, 2);
-	assert_string_equal(cli.s.expect_call[1], "do_sys_openat2");
-	assert_int_equal(cli.s.nr_expect_no_call, 1);
-	assert_string_equal(cli.s.expect_no_call[0], "panic");
+	assert_int_equal(cli.s.nr_expects, 3);
+	assert_int_equal(cli.s.expects[1].kind, EXPECT_CALL);
+	assert_string_equal(cli.s.expects[1].funcs[0], "do_sys_openat2");
+	assert_int_equal(cli.s.expects[2].kind, EXPECT_NO_CALL);
+	assert_string_equal(cli.s.expects[2].spec, "panic");
 }
 
 /* --machine and a --mem of any size with --qemu, whatever the order; QEMU's -M follows */
@@ -577,8 +578,10 @@ static void test_error_linux_guest(void **state)
 		     "'g.elf': --qemu takes --kernel, not a GUEST.elf");
 	expect_error(5, (char *[]){"hvtrace", "run", "--kernel", "K", "g.elf"},
 		     "--kernel: needs --qemu (or attach)");
-	expect_error(5, (char *[]){"hvtrace", "run", "--expect-call", "f", "g.elf"},
-		     "--expect-call: needs --qemu (or attach)");
+	/* expectations work in the embedded VMM too */
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(5, (char *[]){"hvtrace", "run", "--expect-call", "f", "g.elf"}), 0);
 	expect_error(8, (char *[]){"hvtrace", "run", "--qemu", "--accel", "hvf", "--kernel", "K",
 				   "g.elf"},
 		     "--accel 'hvf': expected tcg or kvm");
