@@ -144,6 +144,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
 	    .max_depth = s->max_depth,
 	    .ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
+	    .ring_exact = s->buffer_size_set,
 	};
 	unsigned nr_cpus = g->tgt->nr_cpus;
 	int ret;

@@ -456,6 +456,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	    .stack_shift = tgt->stack_shift,
 	    .max_depth = SHADOW_MAX_DEPTH,
 	    .max_records = cfg->max_records,
+	    .exact = cfg->exact_records,
 	    .graph = cfg->graph && cfg->returns,
 	};
 	int ret;

@@ -25,6 +25,7 @@ struct tracer_opts {
 			     * inserted while a root call is live (for targets where every inserted
 			     * breakpoint costs, such as QEMU's gdbstub under TCG) */
 	uint64_t ring_records; /* per vCPU */
+	bool ring_exact;       /* stub probes: guest rings smaller than that are an error */
 	bool stub; /* stub probes wherever they can do the job (tracer_init says which cannot) */
 };
 
