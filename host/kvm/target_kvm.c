@@ -119,7 +119,7 @@ static int kvm_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min
 			 (unsigned long long)size >> 10, (unsigned long long)gpa, strerror(-ret));
 		return ret;
 	}
-	*out = (struct target_region){.gva = gpa, .gpa = gpa, .size = size};
+	*out = (struct target_region){.gva = gpa, .gpa = gpa, .size = size, .where = "memslot"};
 	return 0;
 }
 
