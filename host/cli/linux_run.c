@@ -34,6 +34,10 @@
  * (--max-depth lowers it). Every gdbstub breakpoint slows all of a TCG guest's translation. */
 #define GRAPH_STATIC_DEPTH 3
 
+/* run --qemu with stub probes: QEMU's nice above hvtrace's. The vCPUs never wait for the drain (no
+ * exit), so on a busy host only the scheduler can keep the guest from outrunning it. */
+#define QEMU_STUB_NICE 10
+
 struct linux_run {
 	const struct session *s;
 	struct vmi_linux l;
@@ -625,6 +629,7 @@ int cmd_linux(const struct session *s)
 					sizeof(r.resv_why)) < 0)
 			r.resv_size = 0;
 		qa.qemu.reserve_gpa = r.resv_gpa;
+		qa.qemu.nice = QEMU_STUB_NICE;
 		qa.qemu.reserve_size = r.resv_size;
 	}
 	/* QEMU with KVM needs KVM_EXIT_DEBUG for its breakpoints: checked before QEMU starts */

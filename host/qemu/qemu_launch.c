@@ -210,6 +210,8 @@ int qemu_launch(const struct qemu_launch_cfg *cfg, struct qemu_proc *p, char *er
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		/* a Ctrl-C for hvtrace must not kill the guest before hvtrace has detached */
 		setpgid(0, 0);
+		if (cfg->nice && nice(cfg->nice) == -1 && errno)
+			dprintf(2, "hvtrace: cannot renice QEMU: %s\n", strerror(errno));
 		dup2(null, 0);
 		dup2(out[1], 1);
 		dup2(errp[1], 2);

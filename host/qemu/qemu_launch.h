@@ -17,6 +17,8 @@ struct qemu_launch_cfg {
 	const char *kernel, *initrd, *append;
 	unsigned smp, mem_mb;
 	const char *qmp_path; /* unix socket QEMU listens on */
+	int nice; /* QEMU runs this much nicer than hvtrace (stub probes: the drain and the writer go
+		   * first, so a busy host slows the guest rather than letting its rings overflow) */
 	uint64_t reserve_gpa, reserve_size; /* nonzero: memmap=SIZE$ADDR on the kernel command line
 					     * (qemu_launch_reserve), RAM the kernel keeps out of use */
 	FILE *console;	      /* serial console goes here; borrowed */
