@@ -969,7 +969,7 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
-	/* Guest rings too small for the event rate (--buffer-size-kb 8: 64 records per CPU): events
+	/* Guest rings too small for the event rate (--buffer-size-kb 8: 128 records per CPU): events
 	 * the stub had no room for are counted, reported as misses, and the guest is unharmed. */
 	.name = "test_run_qemu_stub_overflow_counted",
 	.runs = {{
@@ -980,10 +980,62 @@ static const struct linux_test linux_tests[] = {
 		     "--buffer-size-kb", "8", "-o", "/dev/null", "--timeout", "600"},
 	    .expect = {
 		.console = {POWER_DOWN},
-		.err = {" ring 64/cpu ", "events missed: the stub's guest rings were full"},
+		.err = {" ring 128/cpu ", "events missed: the stub's guest rings were full"},
 		.stub = {{"guest-reported-lost ", 0}, {"records ", 100000}},
 	    },
 	}},
+    },
+    {
+	/* Rings sized by need: run --qemu reserves RAM for the stub (memmap=), the kernel's E820
+	 * table shows it reserved, and the default rings (4096 KiB per CPU, above ftrace's 1408) lie
+	 * there: a busy workload (every vfs, slab, lock and page function, 2 s of the
+	 * yes stress: about a million events) loses nothing. --buffer-size-kb 16384 gets 16 MiB per CPU. With RAM too small for the range
+	 * (--mem 72: the kernel alone takes 16 + 44 MiB), the stub goes to low memory and --stats says
+	 * why. */
+	.name = "test_run_qemu_stub_rings_by_need",
+	.runs = {
+	    {
+		.label = "run --qemu --probe stub, default rings",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=2",
+		.args = {"-p", "function", "--probe", "stub", "--stats", "-l", "vfs_*", "-l",
+			 "kmem_cache_*", "-l", "*_lock*", "-l", "*page*", "-o", "/dev/null"},
+		.expect = {
+		    .console = {WORKLOAD_DONE, POWER_DOWN},
+		    .err = {" lost 0 guest-reported-lost 0 rejected 0 ring 65536/cpu region 8204 KiB "
+			    "reserved host-ring-stalls 0 ",
+			    NO_STOPS},
+		    .stub = {{"records ", 500000}},
+		},
+	    },
+	    {
+		.label = "run --qemu --probe stub --buffer-size-kb 16384",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-p", "function", "--probe", "stub", "--stats", "-l", "vfs_*",
+			 "--buffer-size-kb", "16384", "-o", "/dev/null", "--timeout", "600"},
+		.expect = {
+		    .console = {WORKLOAD_DONE, POWER_DOWN},
+		    .err = {" lost 0 guest-reported-lost 0 rejected 0 ring 262144/cpu region 32780 "
+			    "KiB reserved "},
+		    .stub = {{"records ", 1000}},
+		},
+	    },
+	    {
+		.label = "run --qemu --probe stub --mem 72",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-p", "function", "--probe", "stub", "--stats", "-l", "vfs_*", "--mem", "72",
+			 "-o", "/dev/null", "--timeout", "600"},
+		.expect = {
+		    .console = {POWER_DOWN},
+		    .err = {" KiB low-memory host-ring-stalls ",
+			    "hvtrace: stats: stub region not in reserved RAM: 12288 KiB do not fit "
+			    "between the kernel and the initrd in 72 MiB of RAM\n"},
+		    .stub = {{"records ", 1000}},
+		},
+	    },
+	},
     },
     {
 	/* Where the stub's small guest rings overflowed, the trace says so as the kernel does: its
