@@ -265,6 +265,25 @@ static bool stub_reserved(struct linux_run *r)
 	return false;
 }
 
+/* attach: a RAM range the guest's own command line reserved (memmap=SIZE$ADDR), found in its E820
+ * tables; the stub uses it instead of low memory. */
+static void stub_find_reserved(struct linux_run *r)
+{
+	const struct vmi_sym *e = vmi_symtab_find(&r->l.objects, "e820_table");
+	const struct vmi_sym *f = vmi_symtab_find(&r->l.objects, "e820_table_firmware");
+	static uint8_t cur[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE],
+		fw[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE];
+	long nc, nf;
+
+	if (!e || !f)
+		return;
+	nc = qemu_e820_read(target_qemu_read_kernel, &r->tq, e->addr, cur, sizeof(cur));
+	nf = qemu_e820_read(target_qemu_read_kernel, &r->tq, f->addr, fw, sizeof(fw));
+	if (nc < 4 || nf < 4 ||
+	    !qemu_e820_user_reserved(cur, (size_t)nc, fw, (size_t)nf, &r->resv_gpa, &r->resv_size))
+		r->resv_gpa = r->resv_size = 0;
+}
+
 /* Probes in, rings and writer running. Returns an exit status on error, 0 on success. */
 static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task, char *err,
 			 size_t errlen)
@@ -291,7 +310,11 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	if (s->probe != PROBE_TRAP) {
 		if (vmi_linux_stub_area(&r->l, target_qemu_read_kernel, &r->tq, &lo, &hi, &va, why,
 					sizeof(why)) == 0) {
-			bool resv = r->resv_size && stub_reserved(r);
+			bool resv;
+
+			if (!r->qc.launched)
+				stub_find_reserved(r);
+			resv = r->resv_size && (!r->qc.launched || stub_reserved(r));
 
 			target_qemu_set_stub_area(&r->tq, lo, hi, va, resv ? r->resv_gpa : 0,
 						  resv ? r->resv_size : 0);

@@ -20,6 +20,13 @@
  * covering all of [@gpa, @gpa + @size) and no entry of another type overlapping it. Pure. */
 bool qemu_e820_covers(const uint8_t *tbl, size_t len, uint64_t gpa, uint64_t size, uint32_t type);
 
+/* A RAM range reserved on the kernel command line (memmap=SIZE$ADDR) of a guest hvtrace did not
+ * start: the largest E820 reserved entry of the kernel's table @cur that its firmware table @fw (as
+ * the boot loader passed it, e820_table_firmware) shows as RAM, above 1 MiB, trimmed to 2 MiB
+ * boundaries, at least 2 MiB. Pure. True with *@gpa and *@size. */
+bool qemu_e820_user_reserved(const uint8_t *cur, size_t cur_len, const uint8_t *fw, size_t fw_len,
+			     uint64_t *gpa, uint64_t *size);
+
 /* Reads the table the kernel pointer at @ptr_addr (the e820_table symbol) points to into @buf
  * (@len bytes, at most the count's worth). Returns the bytes read (>= 4) or -EFAULT. */
 long qemu_e820_read(vmi_read_fn read, void *ctx, uint64_t ptr_addr, uint8_t *buf, size_t len);

@@ -186,6 +186,45 @@ static void test_e820(void **state)
 	assert_false(qemu_e820_covers(buf, len, 0xfffffffffffff000ull, 0x1000, QEMU_E820_RESERVED));
 }
 
+/* attach: a range the guest's own command line reserved is RAM in the firmware's table and reserved
+ * in the kernel's; firmware-reserved ones, ones below 1 MiB and ones under 2 MiB after trimming to
+ * 2 MiB boundaries are not taken; the largest is. */
+static void test_e820_user_reserved(void **state)
+{
+	static const uint64_t fw[][3] = {
+	    {0, 0x9fc00, 1}, {0x9fc00, 0x400, 2}, {0x100000, 0xfee0000, 1}, {0xffe0000, 0x20000, 2}};
+	static const uint64_t cur[][3] = {
+	    {0, 0x1000, 2},		 /* below 1 MiB (the kernel trims the first page) */
+	    {0x9fc00, 0x400, 2},	 /* the firmware's */
+	    {0x2000000, 0x1ff000, 2}, /* under 2 MiB once trimmed */
+	    {0x4100000, 0x500000, 2}, /* 0x4200000..0x4600000 once trimmed */
+	    {0xe000000, 0x1000000, 2}, /* the largest: taken */
+	    {0xffe0000, 0x20000, 2},	 /* the firmware's */
+	};
+	static const uint64_t none[][3] = {{0xffe0000, 0x20000, 2}};
+	uint8_t c[4 + 8 * 20], f[4 + 8 * 20];
+	size_t nc = table(c, 6, cur, 6), nf = table(f, 4, fw, 4);
+	uint64_t gpa = 0, size = 0;
+
+	(void)state;
+	assert_true(qemu_e820_user_reserved(c, nc, f, nf, &gpa, &size));
+	assert_int_equal(gpa, 0xe000000);
+	assert_int_equal(size, 16 * MIB);
+	/* without the largest: the trimmed one */
+	nc = table(c, 4, cur, 4);
+	assert_true(qemu_e820_user_reserved(c, nc, f, nf, &gpa, &size));
+	assert_int_equal(gpa, 0x4200000);
+	assert_int_equal(size, 4 * MIB);
+	/* the firmware's own reserved ranges only: none */
+	nc = table(c, 1, none, 1);
+	assert_false(qemu_e820_user_reserved(c, nc, f, nf, &gpa, &size));
+	/* a firmware table that does not say RAM there (the guest rewrote it): none */
+	nc = table(c, 6, cur, 6);
+	nf = table(f, 2, fw, 2);
+	assert_false(qemu_e820_user_reserved(c, nc, f, nf, &gpa, &size));
+	assert_false(qemu_e820_user_reserved(c, 3, f, nf, &gpa, &size));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -194,6 +233,7 @@ int main(void)
 	    cmocka_unit_test(test_memmap_argument),
 	    cmocka_unit_test(test_reserve_size),
 	    cmocka_unit_test(test_e820),
+	    cmocka_unit_test(test_e820_user_reserved),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
