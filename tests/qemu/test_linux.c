@@ -1363,6 +1363,25 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
+	/* attach to a guest whose own command line reserved RAM (memmap=12M$0xe000000): the stub
+	 * takes that range instead of low memory (RAM in the firmware's E820 table, reserved in the
+	 * kernel's), with the default rings, and the guest runs on after the detach. */
+	.name = "test_attach_stub_in_guest_reserved_ram",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2 memmap=12M$0xe000000",
+	.qemu = {"-qmp", QMP_TCP_ARG, "-gdb", GDB_ARG},
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {{
+	    .label = "attach --probe stub (memmap= in the guest)",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "--system-map", SYSMAP, "-p", "function", "-l",
+		     "vfs_read", "--probe", "stub", "--stats", "--duration", "4"},
+	    .expect = {
+		.err = {" ring 65536/cpu region 8204 KiB reserved ", " lost 0 guest-reported-lost 0 "},
+		.tasks = {{"vfs_read", {"tail", "sed", "tr", "head"}}},
+	    },
+	}},
+    },
+    {
 	/* A bare QEMU with a gdbstub (-gdb tcp::PORT) and no monitor at all: --pid reuses the
 	 * gdbstub, guest memory goes through it, and it still listens after the detach. */
 	.name = "test_attach_bare_gdbstub_only",
