@@ -315,6 +315,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 			if (!r->qc.launched)
 				stub_find_reserved(r);
 			resv = r->resv_size && (!r->qc.launched || stub_reserved(r));
+			r->tq.stub_low_why = r->resv_why;
 
 			target_qemu_set_stub_area(&r->tq, lo, hi, va, resv ? r->resv_gpa : 0,
 						  resv ? r->resv_size : 0);

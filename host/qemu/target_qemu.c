@@ -278,9 +278,11 @@ static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t mi
 	if (size > want)
 		size = (want + X86_PAGE_SIZE - 1) & ~(X86_PAGE_SIZE - 1);
 	if (size < min || q->stub_phys_hi - pt < X86_PAGE_SIZE) {
-		snprintf(err, errlen, "stub probes: %llu KiB free at guest-physical 0x%llx (%s)",
+		snprintf(err, errlen, "stub probes: %llu KiB free at guest-physical 0x%llx (%s%s%s)",
 			 (unsigned long long)size >> 10, (unsigned long long)base,
-			 q->resv_size ? "the RAM range the kernel reserved" : "low memory");
+			 q->resv_size ? "the RAM range the kernel reserved" : "low memory",
+			 !q->resv_size && q->stub_low_why && *q->stub_low_why ? ": " : "",
+			 !q->resv_size && q->stub_low_why ? q->stub_low_why : "");
 		return -ENOSPC;
 	}
 	npde = (unsigned)((size + PMD_SPAN - 1) / PMD_SPAN);

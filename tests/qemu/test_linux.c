@@ -1022,17 +1022,18 @@ static const struct linux_test linux_tests[] = {
 		},
 	    },
 	    {
-		.label = "run --qemu --probe stub --mem 72",
+		.label = "run --qemu --probe stub --mem 128 --buffer-size-kb 65536",
 		.cmd = RUN_QEMU,
 		.append = "hvt.yes_sec=1",
-		.args = {"-p", "function", "--probe", "stub", "--stats", "-l", "vfs_*", "--mem", "72",
-			 "-o", "/dev/null", "--timeout", "600"},
+		.args = {"-p", "function", "--probe", "stub", "--stats", "-l", "vfs_*", "--mem",
+			 "128", "--buffer-size-kb", "65536", "-o", "/dev/null"},
 		.expect = {
-		    .console = {POWER_DOWN},
-		    .err = {" KiB low-memory host-ring-stalls ",
-			    "hvtrace: stats: stub region not in reserved RAM: 12288 KiB do not fit "
-			    "between the kernel and the initrd in 72 MiB of RAM\n"},
-		    .stub = {{"records ", 1000}},
+		    .status = 6,
+		    .err = {"\nhvtrace: stub probes: rings of 65536 KiB per CPU (131084 KiB for 2 CPUs "
+			    "with the stub) cannot be placed: ",
+			    " KiB free at guest-physical 0x",
+			    " (low memory: 135168 KiB do not fit between the kernel and the initrd in "
+			    "128 MiB of RAM)\n"},
 		},
 	    },
 	},
