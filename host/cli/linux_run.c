@@ -685,6 +685,11 @@ int cmd_linux(const struct session *s)
 		status = 0;
 		goto out;
 	}
+	/* stub probes: the drain and the writer, started now, inherit this thread's nice: ahead of the
+	 * vCPUs (QEMU, started before, runs at +QEMU_STUB_NICE) and of the rest of a busy host. Not
+	 * real-time; best effort (an unprivileged hvtrace stays at its nice). */
+	if (s->probe != PROBE_TRAP && s->qemu && nice(-10) == -1 && errno)
+		errno = 0;
 	status = start_tracing(&r, &task, err, sizeof(err));
 	if (status) {
 		status = failed(&r, status, "while attaching", err);
