@@ -1,7 +1,8 @@
 /* The Linux guest's own E820 table (arch/x86/kernel/e820.c: `struct e820_table *e820_table`, a u32
- * count, then packed 20-byte entries {u64 addr, u64 size, u32 type}), read from guest memory to prove
- * that a RAM range hvtrace asked the kernel to reserve (memmap=SIZE$ADDR) really is reserved: the
- * kernel neither allocates nor maps E820 reserved ranges. Every value is the guest's: bounded. */
+ * count, then packed 20-byte entries {u64 addr, u64 size, u32 type}), read from guest memory to
+ * prove that a RAM range hvtrace asked the kernel to reserve (memmap=SIZE$ADDR) really is reserved:
+ * the kernel neither allocates nor maps E820 reserved ranges. Every value is the guest's: bounded.
+ */
 #ifndef HVT_QEMU_E820_H
 #define HVT_QEMU_E820_H
 

@@ -266,6 +266,11 @@ static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t mi
 				       : "no free guest memory known for the stub");
 		return -ENOTSUP;
 	}
+	if ((q->resv_gpa | q->resv_size) & (PMD_SPAN - 1)) {
+		snprintf(err, errlen, "stub probes: reserved RAM 0x%llx+0x%llx is not 2 MiB aligned",
+			 (unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size);
+		return -EINVAL;
+	}
 	base = target_qemu_stub_gpa(q);
 	if (q->resv_size)
 		size = q->resv_size;

@@ -1,6 +1,6 @@
 /* libFuzzer harness for the guest's E820 table images (host/qemu/qemu_e820.c): the input is a table
- * as read from guest memory (the range asked about comes from its first 16 bytes), and split in two,
- * the kernel's and the firmware's tables. */
+ * as read from guest memory (the range asked about comes from its first 16 bytes), and split in
+ * two, the kernel's and the firmware's tables. */
 #include "host/qemu/qemu_e820.h"
 
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Where `run --qemu` puts the stub's rings: the RAM range memmap= asks the kernel to reserve
  * (host/qemu/qemu_launch.c: below the initrd QEMU loads at the top of low RAM, above the kernel the
- * decompressor places at 16 MiB), the kernel parameter that asks for it, the reservation's size, and
- * the check of the guest's own E820 table that proves the kernel did reserve it
+ * decompressor places at 16 MiB), the kernel parameter that asks for it, the reservation's size,
+ * and the check of the guest's own E820 table that proves the kernel did reserve it
  * (host/qemu/qemu_e820.c), against tables as hostile as a guest can write them. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -149,8 +149,8 @@ static void test_e820(void **state)
 {
 	/* the Debian guest's table with memmap=12288K$0xf000000 (its console's "user:" lines) */
 	static const uint64_t booted[][3] = {
-	    {0, 0x9fc00, 1},	      {0x9fc00, 0x400, 2},	 {0xf0000, 0x10000, 2},
-	    {0x100000, 0xef00000, 1}, {0xf000000, 0xc00000, 2},	 {0xfc00000, 0x3e0000, 1},
+	    {0, 0x9fc00, 1},	      {0x9fc00, 0x400, 2},	{0xf0000, 0x10000, 2},
+	    {0x100000, 0xef00000, 1}, {0xf000000, 0xc00000, 2}, {0xfc00000, 0x3e0000, 1},
 	    {0xffe0000, 0x20000, 2},  {0xfffc0000, 0x40000, 2},
 	};
 	static const uint64_t split[][3] = {{0xf000000, 0x600000, 2}, {0xf600000, 0x600000, 2}};
@@ -191,15 +191,17 @@ static void test_e820(void **state)
  * 2 MiB boundaries are not taken; the largest is. */
 static void test_e820_user_reserved(void **state)
 {
-	static const uint64_t fw[][3] = {
-	    {0, 0x9fc00, 1}, {0x9fc00, 0x400, 2}, {0x100000, 0xfee0000, 1}, {0xffe0000, 0x20000, 2}};
+	static const uint64_t fw[][3] = {{0, 0x9fc00, 1},
+					 {0x9fc00, 0x400, 2},
+					 {0x100000, 0xfee0000, 1},
+					 {0xffe0000, 0x20000, 2}};
 	static const uint64_t cur[][3] = {
-	    {0, 0x1000, 2},		 /* below 1 MiB (the kernel trims the first page) */
-	    {0x9fc00, 0x400, 2},	 /* the firmware's */
-	    {0x2000000, 0x1ff000, 2}, /* under 2 MiB once trimmed */
-	    {0x4100000, 0x500000, 2}, /* 0x4200000..0x4600000 once trimmed */
+	    {0, 0x1000, 2},	       /* below 1 MiB (the kernel trims the first page) */
+	    {0x9fc00, 0x400, 2},       /* the firmware's */
+	    {0x2000000, 0x1ff000, 2},  /* under 2 MiB once trimmed */
+	    {0x4100000, 0x500000, 2},  /* 0x4200000..0x4600000 once trimmed */
 	    {0xe000000, 0x1000000, 2}, /* the largest: taken */
-	    {0xffe0000, 0x20000, 2},	 /* the firmware's */
+	    {0xffe0000, 0x20000, 2},   /* the firmware's */
 	};
 	static const uint64_t none[][3] = {{0xffe0000, 0x20000, 2}};
 	uint8_t c[4 + 8 * 20], f[4 + 8 * 20];

@@ -23,7 +23,7 @@
 
 static uint8_t *mem;
 static struct fake_target ft;
-static uint64_t room;		  /* what the fake target places at most */
+static uint64_t room;		       /* what the fake target places at most */
 static uint64_t asked_min, asked_want; /* what stub_place asked it */
 static bool unmapped;
 
@@ -106,7 +106,8 @@ static uint64_t hdr(uint64_t field)
 static void test_records_for(void **state)
 {
 	(void)state;
-	/* nothing asked: ftrace's default 1408 KiB per CPU, rounded up to 2 MiB of 64-byte records */
+	/* nothing asked: ftrace's default 1408 KiB per CPU, rounded up to 2 MiB of 64-byte records
+	 */
 	assert_int_equal(stub_ring_records_for(0), 32768);
 	assert_true(stub_ring_records_for(0) * STUB_REC_SIZE >= 1441792);
 	/* --buffer-size-kb 1408: 22528 records of 64 bytes, rounded up */
@@ -123,7 +124,8 @@ static void test_records_for(void **state)
 static void test_region_bytes(void **state)
 {
 	(void)state;
-	/* code, header and ring headers take 0x3000; rings; shadow stacks page-aligned after them */
+	/* code, header and ring headers take 0x3000; rings; shadow stacks page-aligned after them
+	 */
 	assert_int_equal(stub_region_bytes(0, 0, 0), STUB_RINGS_OFF);
 	assert_int_equal(stub_region_bytes(2, 32768, 0), 0x3000 + 2 * 32768 * 64);
 	assert_int_equal(stub_region_bytes(2, 32768, 256), 0x3000 + 2 * 32768 * 64 + 256 * 8192);
@@ -191,8 +193,9 @@ static void test_place_asked_too_big(void **state)
 	room = 600 << 10;
 	unmapped = false;
 	assert_int_equal(place(&s, 2, false, 4096 * 1024 / 64, true, err, sizeof(err)), -ENOSPC);
-	assert_string_equal(err, "stub probes: rings of 4096 KiB per CPU (8204 KiB for 2 CPUs with "
-				 "the stub) cannot be placed: 600 KiB free at guest-physical 0x100000");
+	assert_string_equal(err,
+			    "stub probes: rings of 4096 KiB per CPU (8204 KiB for 2 CPUs with "
+			    "the stub) cannot be placed: 600 KiB free at guest-physical 0x100000");
 	assert_false(s.placed);
 	assert_null(strchr(err, '\n'));
 }
@@ -270,7 +273,8 @@ static void test_hostile_head(void **state)
 	set_ringhdr(0, RH_HEAD, 50);
 	assert_int_equal(stub_read(&s, 0, buf, max), 3996);
 	assert_int_equal(buf[0].seq, 101);
-	/* the guest rewriting the tail the host keeps changes nothing: the host's own copy counts */
+	/* the guest rewriting the tail the host keeps changes nothing: the host's own copy counts
+	 */
 	set_ringhdr(0, RH_TAIL, 0);
 	set_ringhdr(0, RH_HEAD, 100 + 8);
 	assert_int_equal(stub_read(&s, 0, buf, max), 8);
