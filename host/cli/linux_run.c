@@ -251,15 +251,17 @@ static bool stub_reserved(struct linux_run *r)
 {
 	const struct vmi_sym *e = vmi_symtab_find(&r->l.objects, "e820_table");
 	uint8_t tbl[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE];
-	long n = e ? qemu_e820_read(target_qemu_read_kernel, &r->tq, e->addr, tbl, sizeof(tbl)) : -1;
+	long n =
+	    e ? qemu_e820_read(target_qemu_read_kernel, &r->tq, e->addr, tbl, sizeof(tbl)) : -1;
 
-	if (n >= 4 && qemu_e820_covers(tbl, (size_t)n, r->resv_gpa, r->resv_size,
-				       QEMU_E820_RESERVED))
+	if (n >= 4 &&
+	    qemu_e820_covers(tbl, (size_t)n, r->resv_gpa, r->resv_size, QEMU_E820_RESERVED))
 		return true;
 	snprintf(r->resv_why, sizeof(r->resv_why),
 		 "the kernel's e820_table %s guest-physical 0x%llx-0x%llx (memmap=) reserved",
-		 !e ? "(not in the System.map) does not show" : n < 4 ? "(unreadable) does not show"
-								: "does not have",
+		 !e	 ? "(not in the System.map) does not show"
+		 : n < 4 ? "(unreadable) does not show"
+			 : "does not have",
 		 (unsigned long long)r->resv_gpa,
 		 (unsigned long long)(r->resv_gpa + r->resv_size - 1));
 	return false;
@@ -272,7 +274,7 @@ static void stub_find_reserved(struct linux_run *r)
 	const struct vmi_sym *e = vmi_symtab_find(&r->l.objects, "e820_table");
 	const struct vmi_sym *f = vmi_symtab_find(&r->l.objects, "e820_table_firmware");
 	static uint8_t cur[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE],
-		fw[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE];
+	    fw[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE];
 	long nc, nf;
 
 	if (!e || !f)
@@ -568,7 +570,8 @@ static void print_stats(void *ctx, const struct pipeline *p)
 		st.orphan_returns, st.slots_above_4g);
 	pipeline_print_stub_stats(p);
 	if (st.stub_probes && *r->resv_why)
-		fprintf(stderr, "hvtrace: stats: stub region not in reserved RAM: %s\n", r->resv_why);
+		fprintf(stderr, "hvtrace: stats: stub region not in reserved RAM: %s\n",
+			r->resv_why);
 }
 
 /* The run cannot go on: a pending signal is why (its status, "stopped <while>"), or @err is
@@ -645,8 +648,9 @@ int cmd_linux(const struct session *s)
 	 * with rings of --buffer-size-kb per vCPU needs */
 	if (s->qemu && s->probe != PROBE_TRAP) {
 		uint64_t region = stub_region_bytes(
-			s->smp, stub_ring_records_for((uint64_t)s->buffer_size_kb * 1024 / STUB_REC_SIZE),
-			STUB_STACKS_MAX);
+		    s->smp,
+		    stub_ring_records_for((uint64_t)s->buffer_size_kb * 1024 / STUB_REC_SIZE),
+		    STUB_STACKS_MAX);
 
 		r.resv_size = target_qemu_stub_reserve(region);
 		if (qemu_launch_reserve(&qa.qemu, r.resv_size, &r.resv_gpa, r.resv_why,
@@ -685,9 +689,9 @@ int cmd_linux(const struct session *s)
 		status = 0;
 		goto out;
 	}
-	/* stub probes: the drain and the writer, started now, inherit this thread's nice: ahead of the
-	 * vCPUs (QEMU, started before, runs at +QEMU_STUB_NICE) and of the rest of a busy host. Not
-	 * real-time; best effort (an unprivileged hvtrace stays at its nice). */
+	/* stub probes: the drain and the writer, started now, inherit this thread's nice: ahead of
+	 * the vCPUs (QEMU, started before, runs at +QEMU_STUB_NICE) and of the rest of a busy host.
+	 * Not real-time; best effort (an unprivileged hvtrace stays at its nice). */
 	if (s->probe != PROBE_TRAP && s->qemu && nice(-10) == -1 && errno)
 		errno = 0;
 	status = start_tracing(&r, &task, err, sizeof(err));

@@ -250,7 +250,8 @@ void pipeline_print_stub_stats(const struct pipeline *p)
 		return;
 	fprintf(stderr,
 		"hvtrace: stats: stub probes %zu records %llu lost %llu guest-reported-lost %llu "
-		"rejected %llu ring %llu/cpu region %llu KiB %s host-ring-stalls %llu cpu-from %s\n",
+		"rejected %llu ring %llu/cpu region %llu KiB %s host-ring-stalls %llu "
+		"cpu-from %s\n",
 		st.stub_probes, st.stub_records, st.stub_lost, st.stub_guest_lost, st.stub_rejected,
 		st.stub_ring_records, st.stub_region_bytes >> 10, st.stub_region_where,
 		st.stub_host_stalls,

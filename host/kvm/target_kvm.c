@@ -88,9 +88,9 @@ static void kvm_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 	vm->bp_ctx = ctx;
 }
 
-/* The stub region: a memslot right above RAM (2 MiB aligned), which the freestanding guest, told only
- * about its RAM, never uses; the boot identity map already maps it, executable. Any size up to the
- * end of the identity map: only its first page (the code) must be within CALL rel32 reach. */
+/* The stub region: a memslot right above RAM (2 MiB aligned), which the freestanding guest, told
+ * only about its RAM, never uses; the boot identity map already maps it, executable. Any size up to
+ * the end of the identity map: only its first page (the code) must be within CALL rel32 reach. */
 static int kvm_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 			struct target_region *out, char *err, size_t errlen)
 {
@@ -100,8 +100,9 @@ static int kvm_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min
 	int ret;
 
 	if (gpa >= VM_IDMAP_END || VM_IDMAP_END - gpa < min) {
-		snprintf(err, errlen, "stub probes: the guest's identity map ends at 4 GiB, %llu KiB "
-				      "above its RAM at guest-physical 0x%llx",
+		snprintf(err, errlen,
+			 "stub probes: the guest's identity map ends at 4 GiB, %llu KiB "
+			 "above its RAM at guest-physical 0x%llx",
 			 gpa < VM_IDMAP_END ? (unsigned long long)(VM_IDMAP_END - gpa) >> 10 : 0,
 			 (unsigned long long)gpa);
 		return -ENOSPC;

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define QEMU_E820_ENTRY_SIZE 20
-#define QEMU_E820_MAX	     512 /* entries read at most (the kernel's table holds 128 + 3 per node) */
+#define QEMU_E820_MAX	     512 /* entries read at most (the kernel's: 128 + 3 per node) */
 #define QEMU_E820_RAM	     1
 #define QEMU_E820_RESERVED   2
 

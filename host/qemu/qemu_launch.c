@@ -79,11 +79,11 @@ int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int m
 }
 
 #define MIB		 (1ull << 20)
-#define ACPI_ROOM	 0x28000ull  /* QEMU keeps this below the top of low RAM for ACPI */
-#define KERNEL_LOAD	 (16 * MIB)  /* LOAD_PHYSICAL_ADDR: the kernel without KASLR */
-#define BZ_MAGIC_OFF	 0x202	     /* "HdrS" */
+#define ACPI_ROOM	 0x28000ull /* QEMU keeps this below the top of low RAM for ACPI */
+#define KERNEL_LOAD	 (16 * MIB) /* LOAD_PHYSICAL_ADDR: the kernel without KASLR */
+#define BZ_MAGIC_OFF	 0x202	    /* "HdrS" */
 #define BZ_VERSION_OFF	 0x206
-#define BZ_INIT_SIZE_OFF 0x260	     /* u32, boot protocol 2.10 and later */
+#define BZ_INIT_SIZE_OFF 0x260 /* u32, boot protocol 2.10 and later */
 
 int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64_t *gpa, char *why,
 			size_t whylen)
@@ -121,8 +121,9 @@ int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64
 	}
 	floor = KERNEL_LOAD + (((uint64_t)init_size + 2 * MIB - 1) & ~(2 * MIB - 1));
 	if (size % (2 * MIB) || top < floor + 2 * MIB + size) {
-		snprintf(why, whylen, "%llu KiB do not fit between the kernel and the initrd in %llu "
-				      "MiB of RAM",
+		snprintf(why, whylen,
+			 "%llu KiB do not fit between the kernel and the initrd in %llu "
+			 "MiB of RAM",
 			 (unsigned long long)size >> 10, (unsigned long long)ram >> 20);
 		return -ENOSPC;
 	}

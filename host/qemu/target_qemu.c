@@ -245,11 +245,11 @@ uint64_t target_qemu_stub_gpa(const struct target_qemu *q);
 /* The stub's page-table page is the first page of the free low memory, which the kernel maps
  * (its own page-table walkers, such as the W^X check at boot, read it through the direct map); its
  * pages follow it there, or are the reserved RAM range, which the kernel does not map: there the
- * first 2 MiB are mapped through that page-table page (the code page read-only) and the rest by 2 MiB
- * pages, so no page-table page lies in memory the kernel cannot read. They are mapped at stub_va or
- * the first run of free 2 MiB slots after it in the kernel image's space: page-directory entries
- * are the only change to the guest's page tables. The guest bytes of the memory used and the
- * entries as they were are kept and put back by stub_unmap. */
+ * first 2 MiB are mapped through that page-table page (the code page read-only) and the rest by 2
+ * MiB pages, so no page-table page lies in memory the kernel cannot read. They are mapped at
+ * stub_va or the first run of free 2 MiB slots after it in the kernel image's space: page-directory
+ * entries are the only change to the guest's page tables. The guest bytes of the memory used and
+ * the entries as they were are kept and put back by stub_unmap. */
 static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 			 struct target_region *out, char *err, size_t errlen)
 {
@@ -267,7 +267,8 @@ static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t mi
 		return -ENOTSUP;
 	}
 	if ((q->resv_gpa | q->resv_size) & (PMD_SPAN - 1)) {
-		snprintf(err, errlen, "stub probes: reserved RAM 0x%llx+0x%llx is not 2 MiB aligned",
+		snprintf(err, errlen,
+			 "stub probes: reserved RAM 0x%llx+0x%llx is not 2 MiB aligned",
 			 (unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size);
 		return -EINVAL;
 	}
@@ -276,14 +277,15 @@ static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t mi
 		size = q->resv_size;
 	else
 		size = q->stub_phys_hi - pt > X86_PAGE_SIZE
-			       ? (q->stub_phys_hi - pt - X86_PAGE_SIZE) & ~(X86_PAGE_SIZE - 1)
-			       : 0;
+			   ? (q->stub_phys_hi - pt - X86_PAGE_SIZE) & ~(X86_PAGE_SIZE - 1)
+			   : 0;
 	if (!q->resv_size && size > 511 * X86_PAGE_SIZE)
 		size = 511 * X86_PAGE_SIZE;
 	if (size > want)
 		size = (want + X86_PAGE_SIZE - 1) & ~(X86_PAGE_SIZE - 1);
 	if (size < min || q->stub_phys_hi - pt < X86_PAGE_SIZE) {
-		snprintf(err, errlen, "stub probes: %llu KiB free at guest-physical 0x%llx (%s%s%s)",
+		snprintf(err, errlen,
+			 "stub probes: %llu KiB free at guest-physical 0x%llx (%s%s%s)",
 			 (unsigned long long)size >> 10, (unsigned long long)base,
 			 q->resv_size ? "the RAM range the kernel reserved" : "low memory",
 			 !q->resv_size && q->stub_low_why && *q->stub_low_why ? ": " : "",
@@ -309,8 +311,10 @@ static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t mi
 	va -= (uint64_t)npde * PMD_SPAN;
 	if (run < npde || va + X86_PAGE_SIZE - lo > (2ull << 30) ||
 	    (hi > va && hi - va > (2ull << 30))) {
-		snprintf(err, errlen, "stub probes: no %u free 2 MiB kernel address slots after the "
-				      "image within 2 GiB of the traced code", npde);
+		snprintf(err, errlen,
+			 "stub probes: no %u free 2 MiB kernel address slots after the "
+			 "image within 2 GiB of the traced code",
+			 npde);
 		return -ENOSPC;
 	}
 	q->saved_len = size;
@@ -358,11 +362,10 @@ static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t mi
 			goto fail;
 		}
 	}
-	*out = (struct target_region){
-	    .gva = va,
-	    .gpa = base,
-	    .size = size,
-	    .where = q->resv_size ? "reserved" : "low-memory"};
+	*out = (struct target_region){.gva = va,
+				      .gpa = base,
+				      .size = size,
+				      .where = q->resv_size ? "reserved" : "low-memory"};
 	return 0;
 fail:
 	if (!wrote) { /* nothing changed: nothing to put back */

@@ -37,12 +37,12 @@ struct target_qemu {
 
 	/* stub probes: where they may live (target_qemu_set_stub_area), what stub_map changed */
 	uint64_t stub_phys_lo, stub_phys_hi, stub_va;
-	const char *stub_low_why;     /* why low memory, not reserved RAM (NULL: not said); borrowed */
+	const char *stub_low_why; /* why low memory, not reserved RAM (NULL: not said); borrowed */
 	uint64_t resv_gpa, resv_size; /* nonzero: the stub's pages are this RAM range the kernel
 				       * reserved (2 MiB aligned); only the page table is low */
 	uint64_t kcr3; /* kernel page tables for read_kernel, captured by stub_map */
 	bool kla57;
-	uint64_t *pde_gpa, *pde_old;	 /* the page-directory entries stub_map filled, as they were */
+	uint64_t *pde_gpa, *pde_old; /* the page-directory entries stub_map filled, as they were */
 	unsigned nr_pde;
 	uint8_t *saved;			 /* the guest bytes the stub's memory held before */
 	uint8_t saved_pt[4096];		 /* and its page-table page at saved_pt_gpa (0: none) */

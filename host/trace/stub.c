@@ -129,7 +129,8 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	ret = tgt->ops->stub_map(tgt, lo, hi, min, want, &s->reg, why, sizeof(why));
 	if (ret < 0) {
 		/* one line: the size that did not fit, then where (the target's reason) */
-		snprintf(err, errlen, "stub probes: rings of %" PRIu64 " KiB per CPU (%" PRIu64
+		snprintf(err, errlen,
+			 "stub probes: rings of %" PRIu64 " KiB per CPU (%" PRIu64
 			 " KiB for %u CPUs with the stub) cannot be placed: %s",
 			 min_records * STUB_REC_SIZE >> 10, min >> 10, nr_cpus,
 			 strncmp(why, "stub probes: ", 13) ? why : why + 13);
@@ -137,9 +138,10 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	}
 	if (s->reg.size < min || s->reg.size > want) {
 		tgt->ops->stub_unmap(tgt, &s->reg);
-		snprintf(err, errlen, "stub probes: the %s target placed %" PRIu64 " KiB (%" PRIu64
-			 "-%" PRIu64 " KiB asked)", tgt->name, s->reg.size >> 10, min >> 10,
-			 want >> 10);
+		snprintf(err, errlen,
+			 "stub probes: the %s target placed %" PRIu64 " KiB (%" PRIu64 "-%" PRIu64
+			 " KiB asked)",
+			 tgt->name, s->reg.size >> 10, min >> 10, want >> 10);
 		return -ERANGE;
 	}
 	/* The stub of an earlier hvtrace that died with its guardian keeps working there on its own

@@ -13,7 +13,7 @@
 
 /* Records per CPU ring: a power of two, at least what was asked for (--buffer-size-kb: bytes per
  * CPU, as ftrace's buffer_size_kb), by default at least ftrace's default of 1408 KiB per CPU. */
-#define STUB_RING_RECORDS_DEFAULT 32768	    /* 2 MiB per CPU */
+#define STUB_RING_RECORDS_DEFAULT 32768	     /* 2 MiB per CPU */
 #define STUB_RING_RECORDS_MAX	  (1u << 24) /* 1 GiB per CPU */
 #define STUB_RING_RECORDS_MIN	  64
 #define STUB_STACKS_MAX	      256

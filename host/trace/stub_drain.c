@@ -14,12 +14,13 @@
 
 #define DRAIN_BATCH	    1024
 #define DRAIN_IDLE_US	    200	       /* the final drain, waiting for the writer */
-#define DRAIN_SLEEP_MIN_NS  100000ull   /* the drain sleeps after every pass: at least this, */
+#define DRAIN_SLEEP_MIN_NS  100000ull  /* the drain sleeps after every pass: at least this, */
 #define DRAIN_SLEEP_IDLE_NS 20000000ull /* at most this while nothing comes, */
-#define DRAIN_SLEEP_COLD_NS 1000000ull   /* or this before the first record, */
-#define DRAIN_FILL_DIV	    4		 /* and at most what fills 1/4 of a ring at the peak rate:
-					  * a wake-up that comes late by 3 times its sleep loses
-					  * nothing */
+#define DRAIN_SLEEP_COLD_NS 1000000ull	/* or this before the first record, */
+#define DRAIN_FILL_DIV                                                                             \
+	4 /* and at most what fills 1/4 of a ring at the peak rate:                                \
+	   * a wake-up that comes late by 3 times its sleep loses                                  \
+	   * nothing */
 #define DRAIN_NICE	    -10
 #define DRAIN_SLICE_NS	    100000ull /* EEVDF slice asked for without real-time priority */
 

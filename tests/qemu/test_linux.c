@@ -988,10 +988,10 @@ static const struct linux_test linux_tests[] = {
     {
 	/* Rings sized by need: run --qemu reserves RAM for the stub (memmap=), the kernel's E820
 	 * table shows it reserved, and the default rings (4096 KiB per CPU, above ftrace's 1408) lie
-	 * there: a busy workload (every vfs, slab, lock and page function, 2 s of the
-	 * yes stress: about a million events) loses nothing. --buffer-size-kb 16384 gets 16 MiB per CPU. With RAM too small for the range
-	 * (--mem 72: the kernel alone takes 16 + 44 MiB), the stub goes to low memory and --stats says
-	 * why. */
+	 * there: a busy workload (every vfs, slab, lock and page function, 2 s of the yes stress:
+	 * about a million events) loses nothing. --buffer-size-kb 16384 gets 16 MiB per CPU. Rings
+	 * asked for that RAM cannot hold (2 x 64 MiB in --mem 128) are one error line naming the
+	 * size, where, and why not reserved RAM. */
 	.name = "test_run_qemu_stub_rings_by_need",
 	.runs = {
 	    {
