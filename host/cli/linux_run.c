@@ -7,6 +7,7 @@
 #include "host/qemu/guardian.h"
 #include "host/qemu/qemu_accel.h"
 #include "host/qemu/qemu_attach.h"
+#include "host/qemu/qemu_e820.h"
 #include "host/qemu/target_qemu.h"
 #include "host/qemu/tcp.h"
 #include "host/trace/clock.h"
@@ -33,6 +34,10 @@
  * (--max-depth lowers it). Every gdbstub breakpoint slows all of a TCG guest's translation. */
 #define GRAPH_STATIC_DEPTH 3
 
+/* run --qemu with stub probes: QEMU's nice above hvtrace's. The vCPUs never wait for the drain (no
+ * exit), so on a busy host only the scheduler can keep the guest from outrunning it. */
+#define QEMU_STUB_NICE 10
+
 struct linux_run {
 	const struct session *s;
 	struct vmi_linux l;
@@ -53,6 +58,8 @@ struct linux_run {
 	int sig;
 	bool timed_out, detached;
 	bool no_trap; /* QEMU uses KVM, and INT3 does not exit on it (cmd_check_int3) */
+	uint64_t resv_gpa, resv_size; /* run --qemu: the RAM memmap= asked the kernel to reserve */
+	char resv_why[160];	      /* why the stub is not there ("" if it is) */
 };
 
 static bool signalled(struct linux_run *r)
@@ -239,6 +246,47 @@ out:
 	return ret;
 }
 
+/* Whether the kernel keeps the RAM memmap= asked for reserved: its own E820 table says so (the
+ * kernel neither allocates nor maps an E820 reserved range). Otherwise the reason in resv_why. */
+static bool stub_reserved(struct linux_run *r)
+{
+	const struct vmi_sym *e = vmi_symtab_find(&r->l.objects, "e820_table");
+	uint8_t tbl[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE];
+	long n =
+	    e ? qemu_e820_read(target_qemu_read_kernel, &r->tq, e->addr, tbl, sizeof(tbl)) : -1;
+
+	if (n >= 4 &&
+	    qemu_e820_covers(tbl, (size_t)n, r->resv_gpa, r->resv_size, QEMU_E820_RESERVED))
+		return true;
+	snprintf(r->resv_why, sizeof(r->resv_why),
+		 "the kernel's e820_table %s guest-physical 0x%llx-0x%llx (memmap=) reserved",
+		 !e	 ? "(not in the System.map) does not show"
+		 : n < 4 ? "(unreadable) does not show"
+			 : "does not have",
+		 (unsigned long long)r->resv_gpa,
+		 (unsigned long long)(r->resv_gpa + r->resv_size - 1));
+	return false;
+}
+
+/* attach: a RAM range the guest's own command line reserved (memmap=SIZE$ADDR), found in its E820
+ * tables; the stub uses it instead of low memory. */
+static void stub_find_reserved(struct linux_run *r)
+{
+	const struct vmi_sym *e = vmi_symtab_find(&r->l.objects, "e820_table");
+	const struct vmi_sym *f = vmi_symtab_find(&r->l.objects, "e820_table_firmware");
+	static uint8_t cur[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE],
+	    fw[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE];
+	long nc, nf;
+
+	if (!e || !f)
+		return;
+	nc = qemu_e820_read(target_qemu_read_kernel, &r->tq, e->addr, cur, sizeof(cur));
+	nf = qemu_e820_read(target_qemu_read_kernel, &r->tq, f->addr, fw, sizeof(fw));
+	if (nc < 4 || nf < 4 ||
+	    !qemu_e820_user_reserved(cur, (size_t)nc, fw, (size_t)nf, &r->resv_gpa, &r->resv_size))
+		r->resv_gpa = r->resv_size = 0;
+}
+
 /* Probes in, rings and writer running. Returns an exit status on error, 0 on success. */
 static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task, char *err,
 			 size_t errlen)
@@ -265,9 +313,17 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	if (s->probe != PROBE_TRAP) {
 		if (vmi_linux_stub_area(&r->l, target_qemu_read_kernel, &r->tq, &lo, &hi, &va, why,
 					sizeof(why)) == 0) {
-			target_qemu_set_stub_area(&r->tq, lo, hi, va);
+			bool resv;
+
+			if (!r->qc.launched)
+				stub_find_reserved(r);
+			resv = r->resv_size && (!r->qc.launched || stub_reserved(r));
+			r->tq.stub_low_why = r->resv_why;
+
+			target_qemu_set_stub_area(&r->tq, lo, hi, va, resv ? r->resv_gpa : 0,
+						  resv ? r->resv_size : 0);
 			if (stub_live_at(&r->tq.t, target_qemu_stub_gpa(&r->tq))) {
-				target_qemu_set_stub_area(&r->tq, 0, 0, 0);
+				target_qemu_set_stub_area(&r->tq, 0, 0, 0, 0, 0);
 				snprintf(why, sizeof(why), "the stub of an earlier hvtrace is still live in "
 							   "this guest (it was killed with its guardian)");
 			}
@@ -519,6 +575,9 @@ static void print_stats(void *ctx, const struct pipeline *p)
 		(unsigned long long)r->tq.stops, (unsigned long long)r->tq.hits, st.restored_slots,
 		st.orphan_returns, st.slots_above_4g);
 	pipeline_print_stub_stats(p);
+	if (st.stub_probes && *r->resv_why)
+		fprintf(stderr, "hvtrace: stats: stub region not in reserved RAM: %s\n",
+			r->resv_why);
 }
 
 /* The run cannot go on: a pending signal is why (its status, "stopped <while>"), or @err is
@@ -591,6 +650,22 @@ int cmd_linux(const struct session *s)
 		.qmp = s->qmp,
 	};
 
+	/* stub probes: RAM the kernel is told to keep out of use (memmap=), as large as the stub
+	 * with rings of --buffer-size-kb per vCPU needs */
+	if (s->qemu && s->probe != PROBE_TRAP) {
+		uint64_t region = stub_region_bytes(
+		    s->smp,
+		    stub_ring_records_for((uint64_t)s->buffer_size_kb * 1024 / STUB_REC_SIZE),
+		    STUB_STACKS_MAX);
+
+		r.resv_size = target_qemu_stub_reserve(region);
+		if (qemu_launch_reserve(&qa.qemu, r.resv_size, &r.resv_gpa, r.resv_why,
+					sizeof(r.resv_why)) < 0)
+			r.resv_size = 0;
+		qa.qemu.reserve_gpa = r.resv_gpa;
+		qa.qemu.nice = QEMU_STUB_NICE;
+		qa.qemu.reserve_size = r.resv_size;
+	}
 	/* QEMU with KVM needs KVM_EXIT_DEBUG for its breakpoints: checked before QEMU starts */
 	if (s->qemu && s->accel && !strcmp(s->accel, "kvm") &&
 	    cmd_check_int3(s, true, &r.no_trap, err, sizeof(err)) < 0) {
@@ -620,6 +695,11 @@ int cmd_linux(const struct session *s)
 		status = 0;
 		goto out;
 	}
+	/* stub probes: the drain and the writer, started now, inherit this thread's nice: ahead of
+	 * the vCPUs (QEMU, started before, runs at +QEMU_STUB_NICE) and of the rest of a busy host.
+	 * Not real-time; best effort (an unprivileged hvtrace stays at its nice). */
+	if (s->probe != PROBE_TRAP && s->qemu && nice(-10) == -1 && errno)
+		errno = 0;
 	status = start_tracing(&r, &task, err, sizeof(err));
 	if (status) {
 		status = failed(&r, status, "while attaching", err);

@@ -174,6 +174,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
 	    .max_depth = s->max_depth,
 	    .ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
+	    .ring_exact = s->buffer_size_set,
 	};
 	unsigned nr_cpus = g->tgt->nr_cpus;
 	int ret;
@@ -279,9 +280,11 @@ void pipeline_print_stub_stats(const struct pipeline *p)
 		return;
 	fprintf(stderr,
 		"hvtrace: stats: stub probes %zu records %llu lost %llu guest-reported-lost %llu "
-		"rejected %llu ring %llu/cpu region %llu KiB host-ring-stalls %llu cpu-from %s\n",
+		"rejected %llu ring %llu/cpu region %llu KiB %s host-ring-stalls %llu "
+		"cpu-from %s\n",
 		st.stub_probes, st.stub_records, st.stub_lost, st.stub_guest_lost, st.stub_rejected,
-		st.stub_ring_records, st.stub_region_bytes >> 10, st.stub_host_stalls,
+		st.stub_ring_records, st.stub_region_bytes >> 10, st.stub_region_where,
+		st.stub_host_stalls,
 		st.stub_cpu_rdtscp ? "rdtscp" : "gs");
 }
 

@@ -486,6 +486,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_BUFFER:
 			ret = parse_uint("--buffer-size-kb", optarg, 4, 1 << 20, &s->buffer_size_kb,
 					 err, errlen);
+			s->buffer_size_set = true;
 			break;
 		case OPT_STATS: s->stats = true; break;
 		case 'h': s->cmd = CMD_HELP; return 0;

@@ -58,6 +58,7 @@ struct session {
 	double timeout;	 /* seconds, 0 = none */
 	double duration; /* trace for this long, then detach and let the guest run on; 0 = none */
 	unsigned buffer_size_kb; /* per vCPU */
+	bool buffer_size_set;	 /* --buffer-size-kb given: the stub's rings must get it */
 	bool stats;
 	enum probe_kind probe; /* --probe */
 

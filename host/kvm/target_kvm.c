@@ -88,8 +88,9 @@ static void kvm_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 	vm->bp_ctx = ctx;
 }
 
-/* The stub region: a memslot right above RAM (2 MiB aligned), which the freestanding guest, told only
- * about its RAM, never uses; the boot identity map already maps it, executable. */
+/* The stub region: a memslot right above RAM (2 MiB aligned), which the freestanding guest, told
+ * only about its RAM, never uses; the boot identity map already maps it, executable. Any size up to
+ * the end of the identity map: only its first page (the code) must be within CALL rel32 reach. */
 static int kvm_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 			struct target_region *out, char *err, size_t errlen)
 {
@@ -98,8 +99,17 @@ static int kvm_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min
 	uint64_t size = (want + 4095) & ~4095ull;
 	int ret;
 
-	(void)min;
-	if (gpa + size - lo > (2ull << 30) || (hi > gpa && hi - gpa > (2ull << 30))) {
+	if (gpa >= VM_IDMAP_END || VM_IDMAP_END - gpa < min) {
+		snprintf(err, errlen,
+			 "stub probes: the guest's identity map ends at 4 GiB, %llu KiB "
+			 "above its RAM at guest-physical 0x%llx",
+			 gpa < VM_IDMAP_END ? (unsigned long long)(VM_IDMAP_END - gpa) >> 10 : 0,
+			 (unsigned long long)gpa);
+		return -ENOSPC;
+	}
+	if (size > VM_IDMAP_END - gpa)
+		size = VM_IDMAP_END - gpa;
+	if (gpa + 4096 - lo > (2ull << 30) || (hi > gpa && hi - gpa > (2ull << 30))) {
 		snprintf(err, errlen, "stub probes: guest RAM (--mem) too large to place the stub within "
 				      "2 GiB of the traced code");
 		return -ERANGE;
@@ -110,7 +120,7 @@ static int kvm_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min
 			 (unsigned long long)size >> 10, (unsigned long long)gpa, strerror(-ret));
 		return ret;
 	}
-	*out = (struct target_region){.gva = gpa, .gpa = gpa, .size = size};
+	*out = (struct target_region){.gva = gpa, .gpa = gpa, .size = size, .where = "memslot"};
 	return 0;
 }
 

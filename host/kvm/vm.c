@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define IDMAP_GIB 4
+#define IDMAP_GIB 4 /* VM_IDMAP_END */
 
 static int fail(char *err, size_t errlen, int e, const char *what)
 {
@@ -313,7 +313,7 @@ int vm_map_extra(struct vm *vm, uint64_t gpa, uint64_t size)
 	uint8_t *mem;
 
 	if (vm->extra || gpa < vm->ram_size || (gpa | size) & (X86_PAGE_SIZE - 1) ||
-	    gpa + size > (uint64_t)IDMAP_GIB << 30)
+	    gpa + size > VM_IDMAP_END)
 		return -EINVAL;
 	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)

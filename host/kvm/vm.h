@@ -115,6 +115,9 @@ int vm_boot_at(struct vm *vm, uint64_t entry, char *err, size_t errlen);
 /* Maps @size bytes of zeroed memory at guest-physical @gpa (outside RAM, inside the boot identity map)
  * as a second memslot: memory the guest has never been told about. 0 or -errno. Main thread. */
 int vm_map_extra(struct vm *vm, uint64_t gpa, uint64_t size);
+
+/* Guest-physical addresses below this are identity-mapped by the boot page tables. */
+#define VM_IDMAP_END (4ull << 30)
 /* Removes it again. Main thread, vCPUs paused. */
 void vm_unmap_extra(struct vm *vm);
 

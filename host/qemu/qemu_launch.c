@@ -64,11 +64,71 @@ int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int m
 		ARG(cfg->initrd);
 	}
 	ARG("-append");
-	ARG(FMT("console=ttyS0 panic=-1%s%s", cfg->append ? " " : "", cfg->append ? cfg->append : ""));
+	if (cfg->reserve_size)
+		ARG(FMT("console=ttyS0 panic=-1 memmap=%lluK$0x%llx%s%s",
+			(unsigned long long)cfg->reserve_size >> 10,
+			(unsigned long long)cfg->reserve_gpa, cfg->append ? " " : "",
+			cfg->append ? cfg->append : ""));
+	else
+		ARG(FMT("console=ttyS0 panic=-1%s%s", cfg->append ? " " : "",
+			cfg->append ? cfg->append : ""));
 	argv[n] = NULL;
 	return n;
 #undef ARG
 #undef FMT
+}
+
+#define MIB		 (1ull << 20)
+#define ACPI_ROOM	 0x28000ull /* QEMU keeps this below the top of low RAM for ACPI */
+#define KERNEL_LOAD	 (16 * MIB) /* LOAD_PHYSICAL_ADDR: the kernel without KASLR */
+#define BZ_MAGIC_OFF	 0x202	    /* "HdrS" */
+#define BZ_VERSION_OFF	 0x206
+#define BZ_INIT_SIZE_OFF 0x260 /* u32, boot protocol 2.10 and later */
+
+int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64_t *gpa, char *why,
+			size_t whylen)
+{
+	uint64_t ram = (uint64_t)(cfg->mem_mb ? cfg->mem_mb : 256) * MIB, low, top, floor;
+	uint8_t h[BZ_INIT_SIZE_OFF + 4];
+	uint16_t version;
+	uint32_t init_size;
+	struct stat st;
+	int fd;
+
+	/* pc splits RAM at 3.5 GiB and q35 at 2.75 GiB; under either split only 2 GiB are sure */
+	low = ram >= 0xb0000000ull ? 0x80000000ull : ram;
+	fd = open(cfg->kernel, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+		if (fd >= 0)
+			close(fd);
+		snprintf(why, whylen, "cannot read the kernel's boot header");
+		return -EIO;
+	}
+	close(fd);
+	memcpy(&version, h + BZ_VERSION_OFF, 2);
+	memcpy(&init_size, h + BZ_INIT_SIZE_OFF, 4);
+	if (memcmp(h + BZ_MAGIC_OFF, "HdrS", 4) || version < 0x20a) {
+		snprintf(why, whylen, "the kernel is no bzImage of boot protocol 2.10 or later");
+		return -ENOEXEC;
+	}
+	top = low - ACPI_ROOM;
+	if (cfg->initrd) {
+		if (stat(cfg->initrd, &st) < 0 || (uint64_t)st.st_size >= top) {
+			snprintf(why, whylen, "cannot size the initrd");
+			return -EIO;
+		}
+		top -= ((uint64_t)st.st_size + 4095) & ~4095ull;
+	}
+	floor = KERNEL_LOAD + (((uint64_t)init_size + 2 * MIB - 1) & ~(2 * MIB - 1));
+	if (size % (2 * MIB) || top < floor + 2 * MIB + size) {
+		snprintf(why, whylen,
+			 "%llu KiB do not fit between the kernel and the initrd in %llu "
+			 "MiB of RAM",
+			 (unsigned long long)size >> 10, (unsigned long long)ram >> 20);
+		return -ENOSPC;
+	}
+	*gpa = (top - 2 * MIB - size) & ~(2 * MIB - 1);
+	return 0;
 }
 
 /* Writes one console line; the first failure is kept in p->console_err, later lines are dropped. */
@@ -151,6 +211,8 @@ int qemu_launch(const struct qemu_launch_cfg *cfg, struct qemu_proc *p, char *er
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		/* a Ctrl-C for hvtrace must not kill the guest before hvtrace has detached */
 		setpgid(0, 0);
+		if (cfg->nice && nice(cfg->nice) == -1 && errno)
+			dprintf(2, "hvtrace: cannot renice QEMU: %s\n", strerror(errno));
 		dup2(null, 0);
 		dup2(out[1], 1);
 		dup2(errp[1], 2);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -16,6 +17,12 @@ struct qemu_launch_cfg {
 	const char *kernel, *initrd, *append;
 	unsigned smp, mem_mb;
 	const char *qmp_path; /* unix socket QEMU listens on */
+	int nice; /* QEMU runs this much nicer than hvtrace (stub probes: the drain and the writer
+		   * go first, so a busy host slows the guest rather than letting its rings
+		   * overflow) */
+	uint64_t reserve_gpa,
+	    reserve_size;     /* nonzero: memmap=SIZE$ADDR on the kernel command line
+			       * (qemu_launch_reserve), RAM the kernel keeps out of use */
 	FILE *console;	      /* serial console goes here; borrowed */
 };
 
@@ -35,6 +42,15 @@ struct qemu_proc {
  * point into @buf). Returns the number of arguments or -E2BIG. Pure (for tests). */
 int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int max, char *buf,
 		     size_t buflen);
+
+/* Where @size bytes (a multiple of 2 MiB) of guest RAM can be reserved for hvtrace by memmap=, so
+ * that nothing before the kernel proper reads that kernel parameter writes there either: below the
+ * RAM under 4 GiB (either machine type), below where QEMU loads the initrd (the top of that RAM,
+ * less its ACPI room) with 2 MiB to spare, and above where the decompressor puts the kernel without
+ * KASLR (16 MiB + the bzImage's init_size; KASLR itself avoids memmap= ranges). Reads the kernel's
+ * header and the initrd's size. 0 with *@gpa (2 MiB aligned), or -errno with the reason in @why. */
+int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64_t *gpa, char *why,
+			size_t whylen);
 
 /* Starts QEMU and the console thread, then waits (up to 10 s) for the QMP socket. Returns 0, or a
  * negative errno with a reason in @err (-ENOENT: no QEMU binary; -EIO: QEMU exited, with its message). */

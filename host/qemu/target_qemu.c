@@ -233,18 +233,30 @@ static void qemu_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 
 #define PMD_SPAN (2ull << 20)
 #define PDE_FLAGS (X86_PTE_P | X86_PTE_RW | (1ull << 5) /* A */)
+#define PDE_LARGE (1ull << 7 /* PS */ | 1ull << 6 /* D */)
 #define PTE_CODE (X86_PTE_P | (1ull << 5))
 #define PTE_DATA (X86_PTE_P | X86_PTE_RW | (1ull << 5) | (1ull << 6) /* D */)
 
-/* One page-table page at stub_phys_lo maps the stub's pages, from the next page on, at stub_va (the
- * first free 2 MiB slot from there): its page-directory entry is the only change to the guest's page
- * tables. The guest bytes of the whole range are kept and put back by stub_unmap. */
+#define MODULES_VADDR 0xffffffffc0000000ull /* the kernel image's 1 GiB ends here */
+
+static void qemu_stub_unmap(struct target *t, const struct target_region *r);
+uint64_t target_qemu_stub_gpa(const struct target_qemu *q);
+
+/* The stub's page-table page is the first page of the free low memory, which the kernel maps
+ * (its own page-table walkers, such as the W^X check at boot, read it through the direct map); its
+ * pages follow it there, or are the reserved RAM range, which the kernel does not map: there the
+ * first 2 MiB are mapped through that page-table page (the code page read-only) and the rest by 2
+ * MiB pages, so no page-table page lies in memory the kernel cannot read. They are mapped at
+ * stub_va or the first run of free 2 MiB slots after it in the kernel image's space: page-directory
+ * entries are the only change to the guest's page tables. The guest bytes of the memory used and
+ * the entries as they were are kept and put back by stub_unmap. */
 static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 			 struct target_region *out, char *err, size_t errlen)
 {
 	struct target_qemu *q = tq(t);
-	uint64_t pt = q->stub_phys_lo, size, va = q->stub_va, pde = 0, pde_gpa = 0; /* see stub_gpa */
-	uint64_t ptes[512] = {0};
+	uint64_t pt = q->stub_phys_lo, base, size, va, pde_gpa, pde = 0, ptes[512] = {0};
+	unsigned npde, run = 0;
+	bool wrote = false;
 	int ret;
 
 	if (!q->stub_va || q->mem.fd < 0) {
@@ -254,70 +266,131 @@ static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t mi
 				       : "no free guest memory known for the stub");
 		return -ENOTSUP;
 	}
-	size = (q->stub_phys_hi - pt - X86_PAGE_SIZE) & ~(X86_PAGE_SIZE - 1);
+	if ((q->resv_gpa | q->resv_size) & (PMD_SPAN - 1)) {
+		snprintf(err, errlen,
+			 "stub probes: reserved RAM 0x%llx+0x%llx is not 2 MiB aligned",
+			 (unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size);
+		return -EINVAL;
+	}
+	base = target_qemu_stub_gpa(q);
+	if (q->resv_size)
+		size = q->resv_size;
+	else
+		size = q->stub_phys_hi - pt > X86_PAGE_SIZE
+			   ? (q->stub_phys_hi - pt - X86_PAGE_SIZE) & ~(X86_PAGE_SIZE - 1)
+			   : 0;
+	if (!q->resv_size && size > 511 * X86_PAGE_SIZE)
+		size = 511 * X86_PAGE_SIZE;
 	if (size > want)
 		size = (want + X86_PAGE_SIZE - 1) & ~(X86_PAGE_SIZE - 1);
-	if (size < min || size > 511 * X86_PAGE_SIZE) {
-		snprintf(err, errlen, "stub probes: %llu KiB of free low memory, %llu KiB needed",
-			 (unsigned long long)(q->stub_phys_hi - pt) >> 10,
-			 (unsigned long long)(min + X86_PAGE_SIZE) >> 10);
+	if (size < min || q->stub_phys_hi - pt < X86_PAGE_SIZE) {
+		snprintf(err, errlen,
+			 "stub probes: %llu KiB free at guest-physical 0x%llx (%s%s%s)",
+			 (unsigned long long)size >> 10, (unsigned long long)base,
+			 q->resv_size ? "the RAM range the kernel reserved" : "low memory",
+			 !q->resv_size && q->stub_low_why && *q->stub_low_why ? ": " : "",
+			 !q->resv_size && q->stub_low_why ? q->stub_low_why : "");
 		return -ENOSPC;
 	}
+	npde = (unsigned)((size + PMD_SPAN - 1) / PMD_SPAN);
 	ret = cpu_regs(q, 0);
 	if (ret < 0)
 		return ret;
 	q->kcr3 = q->cpu[0].cr3 & ~PTI_USER_BIT & X86_PTE_ADDR;
 	q->kla57 = q->cpu[0].cr4 & X86_CR4_LA57;
-	for (int tries = 0; tries < 64; tries++, va += PMD_SPAN) {
+	/* npde free slots in a row, the first within reach of the traced code */
+	for (va = q->stub_va; run < npde && va >= q->stub_va && va + PMD_SPAN <= MODULES_VADDR;
+	     va += PMD_SPAN) {
 		if (x86_pde_addr(read_pte, q, q->kcr3, q->kla57, va, &pde_gpa) < 0 ||
-		    qemu_mem_read(&q->mem, pde_gpa, &pde, 8) < 0) {
-			pde_gpa = 0;
-			break;
+		    qemu_mem_read(&q->mem, pde_gpa, &pde, 8) < 0 || (pde & X86_PTE_P)) {
+			run = 0;
+			continue;
 		}
-		if (!(pde & X86_PTE_P))
-			break;
+		run++;
 	}
-	if (!pde_gpa || (pde & X86_PTE_P) || va + size - lo > (2ull << 30) ||
+	va -= (uint64_t)npde * PMD_SPAN;
+	if (run < npde || va + X86_PAGE_SIZE - lo > (2ull << 30) ||
 	    (hi > va && hi - va > (2ull << 30))) {
-		snprintf(err, errlen, "stub probes: no free kernel address after the image within 2 GiB "
-				      "of the traced code");
+		snprintf(err, errlen,
+			 "stub probes: no %u free 2 MiB kernel address slots after the "
+			 "image within 2 GiB of the traced code",
+			 npde);
 		return -ENOSPC;
 	}
-	q->saved_len = X86_PAGE_SIZE + size;
-	q->saved_gpa = pt;
-	q->saved = malloc(q->saved_len);
-	if (!q->saved || qemu_mem_read(&q->mem, pt, q->saved, q->saved_len) < 0) {
-		free(q->saved);
-		q->saved = NULL;
+	q->saved_len = size;
+	q->saved_gpa = base;
+	q->saved = malloc(size);
+	q->pde_gpa = calloc(npde, sizeof(*q->pde_gpa));
+	q->pde_old = calloc(npde, sizeof(*q->pde_old));
+	if (!q->saved || !q->pde_gpa || !q->pde_old) {
+		snprintf(err, errlen, "stub probes: out of memory keeping %llu KiB of guest memory",
+			 (unsigned long long)size >> 10);
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if (qemu_mem_read(&q->mem, base, q->saved, size) < 0 ||
+	    qemu_mem_read(&q->mem, pt, q->saved_pt, X86_PAGE_SIZE) < 0) {
 		snprintf(err, errlen, "stub probes: cannot read guest memory at 0x%llx",
-			 (unsigned long long)pt);
-		return -EFAULT;
+			 (unsigned long long)base);
+		ret = -EFAULT;
+		goto fail;
 	}
-	for (uint64_t i = 0; i < size / X86_PAGE_SIZE; i++)
-		ptes[i] = (pt + (i + 1) * X86_PAGE_SIZE) | (i ? PTE_DATA : PTE_CODE);
-	pde = pt | PDE_FLAGS;
-	if (qemu_mem_write(&q->mem, pt, ptes, sizeof(ptes)) < 0 ||
-	    qemu_mem_write(&q->mem, pde_gpa, &pde, 8) < 0) {
-		qemu_mem_write(&q->mem, pt, q->saved, q->saved_len);
+	for (unsigned i = 0; i < npde; i++)
+		if (x86_pde_addr(read_pte, q, q->kcr3, q->kla57, va + i * PMD_SPAN,
+				 &q->pde_gpa[i]) < 0 ||
+		    qemu_mem_read(&q->mem, q->pde_gpa[i], &q->pde_old[i], 8) < 0) {
+			snprintf(err, errlen, "stub probes: cannot read the guest's page tables");
+			ret = -EFAULT;
+			goto fail;
+		}
+	for (uint64_t i = 0; i < size / X86_PAGE_SIZE && i < 512; i++)
+		ptes[i] = (base + i * X86_PAGE_SIZE) | (i ? PTE_DATA : PTE_CODE);
+	wrote = true;
+	q->saved_pt_gpa = pt;
+	if (qemu_mem_write(&q->mem, pt, ptes, sizeof(ptes)) < 0) {
+		snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
+		ret = -EFAULT;
+		goto fail;
+	}
+	for (q->nr_pde = 0; q->nr_pde < npde; q->nr_pde++) {
+		/* past the first 2 MiB (reserved RAM only, 2 MiB aligned): 2 MiB pages */
+		pde = q->nr_pde ? (base + (uint64_t)q->nr_pde * PMD_SPAN) | PDE_FLAGS | PDE_LARGE
+				: pt | PDE_FLAGS;
+		if (qemu_mem_write(&q->mem, q->pde_gpa[q->nr_pde], &pde, 8) < 0) {
+			snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
+			ret = -EFAULT;
+			goto fail;
+		}
+	}
+	*out = (struct target_region){.gva = va,
+				      .gpa = base,
+				      .size = size,
+				      .where = q->resv_size ? "reserved" : "low-memory"};
+	return 0;
+fail:
+	if (!wrote) { /* nothing changed: nothing to put back */
 		free(q->saved);
 		q->saved = NULL;
-		snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
-		return -EFAULT;
+		q->saved_pt_gpa = 0;
 	}
-	q->pde_gpa = pde_gpa;
-	*out = (struct target_region){.gva = va, .gpa = pt + X86_PAGE_SIZE, .size = size};
-	return 0;
+	qemu_stub_unmap(t, NULL);
+	return ret;
 }
 
 static void qemu_stub_unmap(struct target *t, const struct target_region *r)
 {
 	struct target_qemu *q = tq(t);
-	uint64_t zero = 0;
 
 	(void)r;
-	if (q->pde_gpa)
-		qemu_mem_write(&q->mem, q->pde_gpa, &zero, 8);
-	q->pde_gpa = 0;
+	for (unsigned i = 0; i < q->nr_pde; i++)
+		qemu_mem_write(&q->mem, q->pde_gpa[i], &q->pde_old[i], 8);
+	q->nr_pde = 0;
+	free(q->pde_gpa);
+	free(q->pde_old);
+	q->pde_gpa = q->pde_old = NULL;
+	if (q->saved_pt_gpa)
+		qemu_mem_write(&q->mem, q->saved_pt_gpa, q->saved_pt, X86_PAGE_SIZE);
+	q->saved_pt_gpa = 0;
 	if (q->saved)
 		qemu_mem_write(&q->mem, q->saved_gpa, q->saved, q->saved_len);
 	free(q->saved);
@@ -384,17 +457,26 @@ static int qemu_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
 }
 
 void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
-			       uint64_t va)
+			       uint64_t va, uint64_t resv_gpa, uint64_t resv_size)
 {
 	q->stub_phys_lo = phys_lo;
 	q->stub_phys_hi = phys_hi;
 	q->stub_va = va;
+	q->resv_gpa = resv_gpa;
+	q->resv_size = resv_size;
+}
+
+uint64_t target_qemu_stub_reserve(uint64_t region)
+{
+	return (region + PMD_SPAN - 1) & ~(PMD_SPAN - 1);
 }
 
 uint64_t target_qemu_stub_gpa(const struct target_qemu *q)
 {
-	/* its first page is the page table that maps the rest */
-	return q->stub_va ? q->stub_phys_lo + X86_PAGE_SIZE : 0;
+	/* in low memory its first page is the page table that maps the rest */
+	if (!q->stub_va)
+		return 0;
+	return q->resv_size ? q->resv_gpa : q->stub_phys_lo + X86_PAGE_SIZE;
 }
 
 static const struct target_ops qemu_ops = {

@@ -37,10 +37,16 @@ struct target_qemu {
 
 	/* stub probes: where they may live (target_qemu_set_stub_area), what stub_map changed */
 	uint64_t stub_phys_lo, stub_phys_hi, stub_va;
+	const char *stub_low_why; /* why low memory, not reserved RAM (NULL: not said); borrowed */
+	uint64_t resv_gpa, resv_size; /* nonzero: the stub's pages are this RAM range the kernel
+				       * reserved (2 MiB aligned); only the page table is low */
 	uint64_t kcr3; /* kernel page tables for read_kernel, captured by stub_map */
 	bool kla57;
-	uint64_t pde_gpa;		 /* the page-directory entry stub_map filled, 0: none */
+	uint64_t *pde_gpa, *pde_old; /* the page-directory entries stub_map filled, as they were */
+	unsigned nr_pde;
 	uint8_t *saved;			 /* the guest bytes the stub's memory held before */
+	uint8_t saved_pt[4096];		 /* and its page-table page at saved_pt_gpa (0: none) */
+	uint64_t saved_pt_gpa;
 	uint64_t saved_gpa, saved_len;
 	bool phys_mode; /* the gdbstub's memory packets take physical addresses now */
 };
@@ -68,10 +74,15 @@ int target_qemu_run_for(struct target_qemu *q, int ms);
 /* Kernel-address reads for vmi (a vmi_read_fn) through CPU 0's page tables. */
 int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len);
 
-/* Offers stub probes guest-physical [@phys_lo, @phys_hi) that the guest kernel never uses and the
- * kernel address @va for mapping it (vmi_linux_stub_area). Without it, stub_map refuses. */
+/* Offers stub probes guest-physical [@phys_lo, @phys_hi) of low memory that the guest kernel never
+ * uses (vmi_linux_stub_area) and the kernel address @va after the kernel image for mapping it; with
+ * @resv_size, the stub's pages are [@resv_gpa, +@resv_size) instead, RAM the kernel reserved (2 MiB
+ * aligned), and only its page-table page is low. Without it, stub_map refuses. */
 void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
-			       uint64_t va);
+			       uint64_t va, uint64_t resv_gpa, uint64_t resv_size);
+
+/* Bytes of guest RAM (a multiple of 2 MiB) to reserve for a stub region of @region bytes. Pure. */
+uint64_t target_qemu_stub_reserve(uint64_t region);
 
 /* Where stub_map would place the stub's region (guest-physical), 0 without a stub area. */
 uint64_t target_qemu_stub_gpa(const struct target_qemu *q);

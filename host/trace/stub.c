@@ -19,11 +19,6 @@ static uint64_t pow2_floor(uint64_t v)
 	return v ? 1ull << (63 - __builtin_clzll(v)) : 0;
 }
 
-static uint64_t fixed_size(void)
-{
-	return STUB_RINGS_OFF;
-}
-
 static uint64_t rings_gpa(const struct stub *s)
 {
 	return s->reg.gpa + STUB_RINGS_OFF;
@@ -87,15 +82,34 @@ bool stub_live_at(struct target *tgt, uint64_t gpa)
 	       magic == STUB_MAGIC;
 }
 
+uint64_t stub_ring_records_for(uint64_t want)
+{
+	uint64_t r = STUB_RING_RECORDS_MIN;
+
+	if (!want)
+		want = STUB_RING_RECORDS_DEFAULT;
+	while (r < want && r < STUB_RING_RECORDS_MAX)
+		r <<= 1;
+	return r;
+}
+
+uint64_t stub_region_bytes(unsigned nr_cpus, uint64_t ring_records, uint64_t nr_stacks)
+{
+	uint64_t rings = STUB_RINGS_OFF + (uint64_t)nr_cpus * ring_records * STUB_REC_SIZE;
+
+	return ((rings + PAGE - 1) & ~(PAGE - 1)) + nr_stacks * STUB_STACK_SIZE;
+}
+
 int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool returns,
 	       const struct stub_guest *g, uint64_t lo, uint64_t hi, char *err, size_t errlen)
 {
 	uint64_t code = (uint64_t)(hvt_stub_end - hvt_stub_start);
 	uint64_t per_cpu = STUB_REC_SIZE * (uint64_t)nr_cpus;
-	uint64_t stacks = returns ? STUB_STACKS_MIN * STUB_STACK_SIZE : 0;
-	uint64_t min = fixed_size() + per_cpu * STUB_RING_RECORDS_MIN + PAGE + stacks;
-	uint64_t want = fixed_size() + per_cpu * STUB_RING_RECORDS_MAX + PAGE +
-			(returns ? STUB_STACKS_MAX * STUB_STACK_SIZE : 0);
+	uint64_t records = stub_ring_records_for(g->max_records);
+	uint64_t min_records = g->exact ? records : STUB_RING_RECORDS_MIN;
+	uint64_t min = stub_region_bytes(nr_cpus, min_records, returns ? STUB_STACKS_MIN : 0);
+	uint64_t want = stub_region_bytes(nr_cpus, records, returns ? STUB_STACKS_MAX : 0);
+	char why[160] = "";
 	int ret;
 
 	memset(s, 0, sizeof(*s));
@@ -112,9 +126,24 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 		snprintf(err, errlen, "stub probes: %u CPUs (at most %u)", nr_cpus, STUB_MAX_CPUS);
 		return -ENOTSUP;
 	}
-	ret = tgt->ops->stub_map(tgt, lo, hi, min, want, &s->reg, err, errlen);
-	if (ret < 0)
+	ret = tgt->ops->stub_map(tgt, lo, hi, min, want, &s->reg, why, sizeof(why));
+	if (ret < 0) {
+		/* one line: the size that did not fit, then where (the target's reason) */
+		snprintf(err, errlen,
+			 "stub probes: rings of %" PRIu64 " KiB per CPU (%" PRIu64
+			 " KiB for %u CPUs with the stub) cannot be placed: %s",
+			 min_records * STUB_REC_SIZE >> 10, min >> 10, nr_cpus,
+			 strncmp(why, "stub probes: ", 13) ? why : why + 13);
 		return ret;
+	}
+	if (s->reg.size < min || s->reg.size > want) {
+		tgt->ops->stub_unmap(tgt, &s->reg);
+		snprintf(err, errlen,
+			 "stub probes: the %s target placed %" PRIu64 " KiB (%" PRIu64 "-%" PRIu64
+			 " KiB asked)",
+			 tgt->name, s->reg.size >> 10, min >> 10, want >> 10);
+		return -ERANGE;
+	}
 	/* The stub of an earlier hvtrace that died with its guardian keeps working there on its own
 	 * (sites call it, return slots point into it): overwriting it would crash the guest. */
 	if (stub_live_at(tgt, s->reg.gpa)) {
@@ -125,30 +154,36 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 			 s->reg.gpa);
 		return -EBUSY;
 	}
-	/* rings get what the shadow stacks leave, each a power of two of records */
-	uint64_t room = s->reg.size - fixed_size() - PAGE;
+	if (s->reg.size == want) {
+		s->ring_records = records;
+		s->nr_stacks = returns ? STUB_STACKS_MAX : 0;
+	} else {
+		/* less room than wanted: rings get what the shadow stacks leave, each a power of
+		 * two of records, at least min_records (the region holds min) */
+		uint64_t room = s->reg.size - stub_region_bytes(0, 0, 0) - PAGE;
 
-	if (returns) {
-		s->nr_stacks = pow2_floor(room / 4 / STUB_STACK_SIZE);
-		if (s->nr_stacks > STUB_STACKS_MAX)
-			s->nr_stacks = STUB_STACKS_MAX;
-		if (s->nr_stacks < STUB_STACKS_MIN)
-			s->nr_stacks = STUB_STACKS_MIN;
-		room -= s->nr_stacks * STUB_STACK_SIZE;
+		if (returns) {
+			s->nr_stacks = pow2_floor(room / 4 / STUB_STACK_SIZE);
+			if (s->nr_stacks > STUB_STACKS_MAX)
+				s->nr_stacks = STUB_STACKS_MAX;
+			if (s->nr_stacks < STUB_STACKS_MIN)
+				s->nr_stacks = STUB_STACKS_MIN;
+			room -= s->nr_stacks * STUB_STACK_SIZE;
+		}
+		s->ring_records = pow2_floor(room / per_cpu);
+		if (s->ring_records > records)
+			s->ring_records = records;
+		if (s->ring_records < min_records)
+			s->ring_records = min_records;
+		if (stub_region_bytes(nr_cpus, s->ring_records, s->nr_stacks) > s->reg.size) {
+			s->nr_stacks = returns ? STUB_STACKS_MIN : 0;
+			s->ring_records = min_records;
+		}
 	}
-	s->ring_records = pow2_floor(room / per_cpu);
-	if (s->ring_records > STUB_RING_RECORDS_MAX)
-		s->ring_records = STUB_RING_RECORDS_MAX;
-	if (g->max_records && s->ring_records > pow2_floor(g->max_records))
-		s->ring_records = pow2_floor(g->max_records);
-	if (s->ring_records < STUB_RING_RECORDS_MIN)
-		s->ring_records = STUB_RING_RECORDS_MIN;
 	s->entry[0] = s->reg.gva + (uint64_t)(hvt_stub_entry - hvt_stub_start);
 	s->entry[1] = s->reg.gva + (uint64_t)(hvt_stub_entry_ret - hvt_stub_start);
 	s->entry[2] = s->reg.gva + (uint64_t)(hvt_stub_entry_args - hvt_stub_start);
 	s->entry[3] = s->reg.gva + (uint64_t)(hvt_stub_entry_ret_args - hvt_stub_start);
-	s->entry[5] = s->reg.gva + (uint64_t)(hvt_stub_entry_root - hvt_stub_start);
-	s->entry[7] = s->reg.gva + (uint64_t)(hvt_stub_entry_root_args - hvt_stub_start);
 	s->entry[5] = s->reg.gva + (uint64_t)(hvt_stub_entry_root - hvt_stub_start);
 	s->entry[7] = s->reg.gva + (uint64_t)(hvt_stub_entry_root_args - hvt_stub_start);
 	s->ret = s->reg.gva + (uint64_t)(hvt_stub_ret - hvt_stub_start);

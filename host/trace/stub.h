@@ -11,8 +11,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define STUB_RING_RECORDS_MAX 4096 /* per CPU */
-#define STUB_RING_RECORDS_MIN 64
+/* Records per CPU ring: a power of two, at least what was asked for (--buffer-size-kb: bytes per
+ * CPU, as ftrace's buffer_size_kb), by default at least ftrace's default of 1408 KiB per CPU. */
+#define STUB_RING_RECORDS_DEFAULT 32768	     /* 2 MiB per CPU */
+#define STUB_RING_RECORDS_MAX	  (1u << 24) /* 1 GiB per CPU */
+#define STUB_RING_RECORDS_MIN	  64
 #define STUB_STACKS_MAX	      256
 #define STUB_STACKS_MIN	      16
 
@@ -44,9 +47,19 @@ struct stub_guest {
 	const struct vmi_task_layout *task; /* current-task slots, or NULL */
 	unsigned stack_shift;		    /* guest stacks are 1 << stack_shift aligned regions */
 	unsigned max_depth;   /* frames per shadow stack (the host's SHADOW_MAX_DEPTH) */
-	uint64_t max_records; /* at most this many records per CPU ring (0: no bound) */
+	uint64_t max_records; /* records per CPU ring wanted, rounded up to a power of two
+			       * (0: STUB_RING_RECORDS_DEFAULT) */
+	bool exact;	      /* fewer than that is an error (else: as many as fit) */
 	bool graph;	      /* set_graph_function: only calls below a root are traced */
 };
+
+/* Records per CPU ring for @want records asked for (0: the default): the next power of two within
+ * [STUB_RING_RECORDS_MIN, STUB_RING_RECORDS_MAX]. Pure. */
+uint64_t stub_ring_records_for(uint64_t want);
+
+/* Bytes of the stub's region (guest-stub/stub_abi.h) for @nr_cpus rings of @ring_records records
+ * and @nr_stacks shadow stacks. Pure. */
+uint64_t stub_region_bytes(unsigned nr_cpus, uint64_t ring_records, uint64_t nr_stacks);
 
 /* With the target paused: places and initialises the stub for @nr_cpus CPUs, reachable by CALL
  * rel32 from every address in [@lo, @hi]; with @returns room for shadow stacks. Returns 0 or -errno

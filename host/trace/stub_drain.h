@@ -27,7 +27,8 @@ struct stub_drain_cfg {
 	bool returns;	      /* returns are hooked (function_graph, -r) */
 	bool graph;	      /* set_graph_function: only calls below a graph-root probe */
 	unsigned max_depth;   /* with returns: calls this deep are not recorded (0 = no limit) */
-	uint64_t max_records; /* per guest ring at most (0 = no bound) */
+	uint64_t max_records; /* per guest ring wanted (0: the default; stub_ring_records_for) */
+	bool exact_records;   /* fewer is an error (else as many as fit) */
 	size_t max_payload;   /* largest event payload of the stub probes */
 	uint64_t t0;	      /* host CLOCK_MONOTONIC ns that record timestamps count from */
 };

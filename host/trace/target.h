@@ -78,6 +78,8 @@ struct target_ops {
 /* A region of guest memory placed for the stub. */
 struct target_region {
 	uint64_t gva, gpa, size;
+	const char
+	    *where; /* static: "memslot", "reserved" (RAM the kernel reserved), "low-memory" */
 };
 
 struct target {

@@ -130,8 +130,9 @@ static int attach_stubs(struct tracer *t, char *err, size_t errlen)
 		.returns = t->opts.returns,
 		.graph = t->opts.graph_filter,
 		.max_depth = t->opts.max_depth,
-		/* --buffer-size-kb bounds the guest's rings too (its records are twice the size) */
-		.max_records = t->opts.ring_records / 2,
+		/* --buffer-size-kb is the guest's ring size too, in bytes per CPU */
+		.max_records = t->opts.ring_records * sizeof(struct hvt_record) / STUB_REC_SIZE,
+		.exact_records = t->opts.ring_exact,
 		.max_payload = t->max_payload,
 		.t0 = t->t0,
 	};
@@ -603,6 +604,7 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 		.stub_rejected = t->stub.rejected,
 		.stub_ring_records = t->stub.stub.ring_records,
 		.stub_region_bytes = t->stub.stub.reg.size,
+		.stub_region_where = t->stub.stub.reg.where ? t->stub.stub.reg.where : "-",
 		.stub_cpu_rdtscp = t->stub.stub.aux_mask != 0,
 		.stub_host_stalls = stub_drain_stalls(&t->stub),
 		.stub_mapped = t->stub.stub.placed,

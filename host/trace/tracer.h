@@ -25,6 +25,7 @@ struct tracer_opts {
 			     * inserted while a root call is live (for targets where every inserted
 			     * breakpoint costs, such as QEMU's gdbstub under TCG) */
 	uint64_t ring_records; /* per vCPU */
+	bool ring_exact;       /* stub probes: guest rings smaller than that are an error */
 	bool stub; /* stub probes wherever they can do the job (tracer_init says which cannot) */
 };
 
@@ -74,6 +75,7 @@ struct tracer_stats {
 	/* stub probes (all 0 without) */
 	size_t stub_probes;
 	unsigned long long stub_records, stub_lost, stub_ring_records, stub_region_bytes;
+	const char *stub_region_where; /* target_region.where */
 	bool stub_cpu_rdtscp; /* the stub's CPU number: RDTSCP's IA32_TSC_AUX (else %gs:offset) */
 	unsigned long long stub_guest_lost; /* guest-reported: what the stub's counters say */
 	unsigned long long stub_rejected;   /* forged records dropped */

@@ -247,6 +247,53 @@ static void test_stub_without_guest_cpu_number(void **state)
 	hv_result_free(&r);
 }
 
+/* Rings sized by need: the default is at least ftrace's 1408 KiB per CPU (4096 KiB: the session's
+ * default --buffer-size-kb), --buffer-size-kb N gives rings of N KiB per CPU in a memslot of
+ * exactly the stub's size, and a size the identity map cannot hold is one error line naming it and
+ * where, with nothing traced. */
+static void test_ring_size_asked(void **state)
+{
+	struct hv_result r;
+	const char *dflt[] = {"run", "--probe", "stub", "--stats", hv_guest(NULL), NULL};
+	const char *asked[] = {"run",	"--probe",	"stub", "--stats", "--buffer-size-kb",
+			       "16384", hv_guest(NULL), NULL};
+	const char *huge[] = {"run",	 "--probe",	 "stub",
+			      "--mem",	 "3072",	 "--buffer-size-kb",
+			      "1048576", hv_guest(NULL), NULL};
+
+	(void)state;
+	hv_run(&r, dflt, 0, 0);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(hv_stat(r.err, "stub probes ", " ring "), 65536);
+	assert_true(65536 * 64 >= 1441792);
+	assert_int_equal(hv_stat(r.err, "stub probes ", " lost "), 0);
+	hv_result_free(&r);
+
+	hv_run(&r, asked, 0, 0);
+	assert_int_equal(r.status, 0);
+	/* 16 MiB of 64-byte records per CPU; code, header and ring headers (12 KiB) ahead of them
+	 */
+	assert_int_equal(hv_stat(r.err, "stub probes ", " ring "), 262144);
+	assert_int_equal(hv_stat(r.err, "stub probes ", " region "), 12 + 2 * 16384);
+	assert_int_equal(hv_stat(r.err, "stub probes ", " lost "), 0);
+	assert_int_equal(hv_stat(r.err, "stub probes ", " guest-reported-lost "), 0);
+	for (size_t f = 0; f < NR_FUNCS; f++)
+		for (unsigned c = 0; c < 2; c++)
+			assert_int_equal(trace_count(&r, funcs[f], (int)c),
+					 guest_count(&r, funcs[f], c));
+	hv_result_free(&r);
+
+	hv_run(&r, huge, 0, 0);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.err,
+			    "hvtrace: stub probes: rings of 1048576 KiB per CPU (2097164 KiB "
+			    "for 2 CPUs with the stub) cannot be placed: the guest's identity "
+			    "map ends at 4 GiB, 1048576 KiB above its RAM at guest-physical "
+			    "0xc0000000\n");
+	assert_null(strstr(r.console, "hvt-guest:"));
+	hv_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -256,6 +303,7 @@ int main(void)
 	    cmocka_unit_test(test_probe_errors),
 	    cmocka_unit_test(test_graph_function_on_stubs),
 	    cmocka_unit_test(test_stub_without_guest_cpu_number),
+	    cmocka_unit_test(test_ring_size_asked),
 	};
 
 	if (!kvm_available())

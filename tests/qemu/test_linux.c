@@ -1001,7 +1001,7 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
-	/* Guest rings too small for the event rate (--buffer-size-kb 8: 64 records per CPU): events
+	/* Guest rings too small for the event rate (--buffer-size-kb 8: 128 records per CPU): events
 	 * the stub had no room for are counted, reported as misses, and the guest is unharmed. */
 	.name = "test_run_qemu_stub_overflow_counted",
 	.runs = {{
@@ -1012,10 +1012,63 @@ static const struct linux_test linux_tests[] = {
 		     "--buffer-size-kb", "8", "-o", "/dev/null", "--timeout", "600"},
 	    .expect = {
 		.console = {POWER_DOWN},
-		.err = {" ring 64/cpu ", "events missed: the stub's guest rings were full"},
+		.err = {" ring 128/cpu ", "events missed: the stub's guest rings were full"},
 		.stub = {{"guest-reported-lost ", 0}, {"records ", 100000}},
 	    },
 	}},
+    },
+    {
+	/* Rings sized by need: run --qemu reserves RAM for the stub (memmap=), the kernel's E820
+	 * table shows it reserved, and the default rings (4096 KiB per CPU, above ftrace's 1408) lie
+	 * there: a busy workload (every vfs, slab, lock and page function, 2 s of the yes stress:
+	 * about a million events) loses nothing. --buffer-size-kb 16384 gets 16 MiB per CPU. Rings
+	 * asked for that RAM cannot hold (2 x 64 MiB in --mem 128) are one error line naming the
+	 * size, where, and why not reserved RAM. */
+	.name = "test_run_qemu_stub_rings_by_need",
+	.runs = {
+	    {
+		.label = "run --qemu --probe stub, default rings",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=2",
+		.args = {"-p", "function", "--probe", "stub", "--stats", "-l", "vfs_*", "-l",
+			 "kmem_cache_*", "-l", "*_lock*", "-l", "*page*", "-o", "/dev/null"},
+		.expect = {
+		    .console = {WORKLOAD_DONE, POWER_DOWN},
+		    .err = {" lost 0 guest-reported-lost 0 rejected 0 ring 65536/cpu region 8204 KiB "
+			    "reserved host-ring-stalls 0 ",
+			    NO_STOPS},
+		    .stub = {{"records ", 500000}},
+		},
+	    },
+	    {
+		.label = "run --qemu --probe stub --buffer-size-kb 16384",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-p", "function", "--probe", "stub", "--stats", "-l", "vfs_*",
+			 "--buffer-size-kb", "16384", "-o", "/dev/null", "--timeout", "600"},
+		.expect = {
+		    .console = {WORKLOAD_DONE, POWER_DOWN},
+		    .err = {" lost 0 guest-reported-lost 0 rejected 0 ring 262144/cpu region 32780 "
+			    "KiB reserved "},
+		    .stub = {{"records ", 1000}},
+		},
+	    },
+	    {
+		.label = "run --qemu --probe stub --mem 128 --buffer-size-kb 65536",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-p", "function", "--probe", "stub", "--stats", "-l", "vfs_*", "--mem",
+			 "128", "--buffer-size-kb", "65536", "-o", "/dev/null"},
+		.expect = {
+		    .status = 6,
+		    .err = {"\nhvtrace: stub probes: rings of 65536 KiB per CPU (131084 KiB for 2 CPUs "
+			    "with the stub) cannot be placed: ",
+			    " KiB free at guest-physical 0x",
+			    " (low memory: 135168 KiB do not fit between the kernel and the initrd in "
+			    "128 MiB of RAM)\n"},
+		},
+	    },
+	},
     },
     {
 	/* Where the stub's small guest rings overflowed, the trace says so as the kernel does: its
@@ -1357,6 +1410,25 @@ static const struct linux_test linux_tests[] = {
 		.err = {"hvtrace: --expect-no-call do_sys_openat2: the guest called it "},
 		.only = {"vfs_read", "do_sys_openat2"},
 		.check = check_boot_verdicts,
+	    },
+	}},
+    },
+    {
+	/* attach to a guest whose own command line reserved RAM (memmap=12M$0xe000000): the stub
+	 * takes that range instead of low memory (RAM in the firmware's E820 table, reserved in the
+	 * kernel's), with the default rings, and the guest runs on after the detach. */
+	.name = "test_attach_stub_in_guest_reserved_ram",
+	.domain = "hvt.rounds=250 hvt.yes_sec=2 memmap=12M$0xe000000",
+	.qemu = {"-qmp", QMP_TCP_ARG, "-gdb", GDB_ARG},
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {{
+	    .label = "attach --probe stub (memmap= in the guest)",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "--system-map", SYSMAP, "-p", "function", "-l",
+		     "vfs_read", "--probe", "stub", "--stats", "--duration", "4"},
+	    .expect = {
+		.err = {" ring 65536/cpu region 8204 KiB reserved ", " lost 0 guest-reported-lost 0 "},
+		.tasks = {{"vfs_read", {"tail", "sed", "tr", "head"}}},
 	    },
 	}},
     },

@@ -129,6 +129,7 @@ static void test_defaults(void **state)
 	assert_true(cli.s.timeout == 0.0);
 	assert_true(cli.s.duration == 0.0);
 	assert_int_equal(cli.s.buffer_size_kb, 4096);
+	assert_false(cli.s.buffer_size_set);
 	assert_false(cli.s.stats);
 	assert_string_equal(cli.err, "");
 }
@@ -166,6 +167,7 @@ static void test_all_options(void **state)
 	assert_int_equal(cli.s.mem_mb, 128);
 	assert_true(cli.s.timeout == 2.5);
 	assert_int_equal(cli.s.buffer_size_kb, 64);
+	assert_true(cli.s.buffer_size_set);
 	assert_true(cli.s.stats);
 	assert_string_equal(cli.s.guest, "g.elf");
 	/* strings point into argv */
@@ -214,6 +216,7 @@ static void test_long_forms(void **state)
 	assert_int_equal(cli.s.smp, 1);
 	assert_int_equal(cli.s.mem_mb, 2);
 	assert_int_equal(cli.s.buffer_size_kb, 1048576);
+	assert_true(cli.s.buffer_size_set);
 }
 
 /* function_graph and its options: -g globs, --max-depth, return values, tail names, profile. */
