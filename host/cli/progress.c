@@ -10,6 +10,24 @@
 /* Back to the start of the line and erase it (ANSI EL): stderr is a terminal. */
 #define ERASE "\r\033[K"
 
+/* The terminal's line is shared with the messages of cmd_error: writes to it hold this lock, and a
+ * message erases the line first (progress_hold). @shown: the progress fd while a line may show. */
+static pthread_mutex_t term_lock = PTHREAD_MUTEX_INITIALIZER;
+static int shown = -1;
+
+void progress_hold(void)
+{
+	pthread_mutex_lock(&term_lock);
+	if (shown >= 0 && write(shown, ERASE, sizeof(ERASE) - 1) < 0) {
+		/* a terminal that cannot take it: the message follows anyway */
+	}
+}
+
+void progress_release(void)
+{
+	pthread_mutex_unlock(&term_lock);
+}
+
 bool progress_wanted(int fd, bool quiet)
 {
 	return !quiet && isatty(fd);
@@ -55,9 +73,11 @@ static void refresh(struct progress *p)
 							 ? (size_t)n
 							 : sizeof(line) - sizeof(ERASE));
 
+		pthread_mutex_lock(&term_lock);
 		if (write(p->fd, line, len) < 0) {
 			/* a terminal that cannot take it: nothing else to do */
 		}
+		pthread_mutex_unlock(&term_lock);
 	}
 	p->last_events = events;
 	p->last_t = now;
@@ -108,6 +128,9 @@ int progress_start(struct progress *p, const struct tracer *tr, int fd, unsigned
 		return -ret;
 	}
 	p->running = true;
+	pthread_mutex_lock(&term_lock);
+	shown = fd;
+	pthread_mutex_unlock(&term_lock);
 	return 0;
 }
 
@@ -123,7 +146,10 @@ void progress_stop(struct progress *p)
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	p->running = false;
+	pthread_mutex_lock(&term_lock);
+	shown = -1;
 	if (write(p->fd, ERASE, sizeof(ERASE) - 1) < 0) {
 		/* as in refresh() */
 	}
+	pthread_mutex_unlock(&term_lock);
 }

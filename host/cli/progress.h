@@ -34,6 +34,11 @@ int progress_start(struct progress *p, const struct tracer *tr, int fd, unsigned
  * thread. */
 void progress_stop(struct progress *p);
 
+/* Around a message on stderr (cmd_error): hold erases the line, if one shows, and keeps it from
+ * being redrawn until release; the next refresh draws it again below the message. Any thread. */
+void progress_hold(void);
+void progress_release(void);
+
 /* Formats the line for @events captured, @lost, @rate events/s and @elapsed seconds, without the
  * leading "\r" and the erase: "hvtrace: 12345 events (678/s), 0 lost, 3.5 s". Returns the length.
  * Pure. */
