@@ -59,7 +59,7 @@ static void refresh(struct progress *p)
 	char line[160];
 	double now = clock_now_s();
 	unsigned long long events = captured(p->tr);
-	/* the lost counters are 64-bit words that only grow: a read here is at worst a moment old */
+	/* the lost counters are 64-bit words that only grow: a read is at worst a moment old */
 	unsigned long long lost = tracer_lost(p->tr);
 	double dt = now - p->last_t;
 	int n;

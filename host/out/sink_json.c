@@ -1,9 +1,9 @@
 /* The live trace as JSON Lines (`run --format jsonl`): one JSON object per line, for scripts and CI
  * (jq, python). Every line has "type":
  *   begin  {"type":"begin","tracer":T,"cpus":N}, the first line;
- *   entry  a traced function was entered: ts (seconds, rounded to the microsecond as ftrace prints
- *          it, a JSON number), ts_ns, cpu, comm, pid, func, parent (the caller's function), and with
- *          function_graph depth;
+ *   entry  a traced function was entered: ts (seconds, rounded to the microsecond as ftrace
+ *          prints it, a JSON number), ts_ns, cpu, comm, pid, func, parent (the caller's function),
+ *          and with function_graph depth;
  *   exit   it returned (function_graph, -r): the same context, func, parent when known, retval (RAX
  *          as "0x..", exact), duration_ns; a typed return probe has args instead of retval;
  *   event  an -e event: the context, func, parent, args {field: value}; one line per -e spec of
@@ -178,7 +178,8 @@ static void json_exit(struct sink *s, const struct hvt_record *r)
 	sink_printf(s, ",\"duration_ns\":%" PRIu64 "}\n", r->duration);
 }
 
-static unsigned json_record(struct sink *s, const struct hvt_record *r, const struct hvt_record *next)
+static unsigned json_record(struct sink *s, const struct hvt_record *r,
+			    const struct hvt_record *next)
 {
 	const struct fe_spec *e;
 

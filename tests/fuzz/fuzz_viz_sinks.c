@@ -1,6 +1,6 @@
 /* libFuzzer harness for the viewer sinks (sink_chrome, sink_folded) and the live JSON Lines
- * (sink_json): `report` feeds the first two records read back from a trace.dat, `run --format jsonl`
- * the third records built from what a guest wrote, so any record stream must give well-formed
+ * (sink_json): `report` feeds the first two records read back from a trace.dat, `run --format
+ * jsonl` the third records built from what a guest wrote, so any record stream must give well-formed
  * output. The input: one
  * byte of settings (tracer, vCPU count), then 64-byte hvt_records, any order, any field; an event's
  * payload is the input's first bytes. The JSON must be printable ASCII with balanced brackets

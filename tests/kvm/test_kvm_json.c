@@ -1,10 +1,10 @@
-/* KVM integration for `run --format jsonl` and the progress line, on the test guest (which counts
- * its own calls, tests/guest/workloads.c) and on the hostile-data guest (a task name with a newline,
- * a forged line and an escape sequence): jq parses every line of the JSON Lines, the entries per
- * function and vCPU equal the guest's own counts, function_graph's exits carry the return values
- * the guest's source fixes, -e events their fields; the progress line shows on a pseudo-terminal
- * (tests/common/pty_stderr.py) and never in the trace, and not at all with --quiet or without a
- * terminal. */
+/* KVM integration for `run --format jsonl` and the progress line, on the test guest (which
+ * counts its own calls, tests/guest/workloads.c) and on the hostile-data guest (a task name with a
+ * newline, a forged line and an escape sequence): jq parses every line of the JSON Lines, the
+ * entries per function and vCPU equal the guest's own counts, function_graph's exits carry the
+ * return values the guest's source fixes, -e events their fields; the progress line shows on a
+ * pseudo-terminal (tests/common/pty_stderr.py) and never in the trace, and not at all with
+ * --quiet or without a terminal. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -238,8 +238,8 @@ static void test_format_refused(void **state)
 	hv_result_free(&r);
 }
 
-/* ./hvtrace @args on the never-ending guest for 1.6 s (exit 124) with its stderr on a pty:
- * what the terminal got (pty_stderr.py's escaped form); the trace file must hold only trace lines. */
+/* ./hvtrace @args on the never-ending guest for 1.6 s (exit 124) with its stderr on a pty: what
+ * the terminal got (pty_stderr.py's escaped form); the trace file must hold only trace lines. */
 static char *run_on_pty(const char *args)
 {
 	char *out, *trace;

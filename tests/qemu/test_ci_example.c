@@ -3,8 +3,8 @@
  * docs/ci/boot-test.session's expectations; its exit status is the verdict, its JUnit report is
  * valid against tests/common/junit.xsd and junitparser reads one passed case per expectation (and
  * the failure of an expectation added on its command line), its summary's counts are those of its
- * JSON Lines trace. The GitHub Actions workflow and the GitLab CI job parse as YAML and both run the
- * script and read its JUnit report (tests/common/ci_yaml.py). */
+ * JSON Lines trace. The GitHub Actions workflow and the GitLab CI job parse as YAML and both run
+ * the script and read its JUnit report (tests/common/ci_yaml.py). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /* The report sinks for viewers: Chrome trace-event JSON (sink_chrome) and collapsed stacks
- * (sink_folded), and the live JSON Lines of run --format jsonl (sink_json), fed exact synthetic record streams and compared with golden files in
- * tests/golden/viz/ byte for byte. The streams: nested function_graph calls on two vCPUs by two
+ * (sink_folded), and the live JSON Lines of run --format jsonl (sink_json), fed exact synthetic
+ * record streams and compared with golden files in tests/golden/viz/ byte for byte. The streams: nested function_graph calls on two vCPUs by two
  * tasks, an -e event with an int and a string payload, a lost-events mark, a return whose entry was
  * never seen, a call still open at the end, and a guest whose comm, string argument and symbol name
  * hold quotes, backslashes, ';' and control bytes; and a task switched out on one vCPU and resumed
