@@ -57,7 +57,7 @@ KVM_BINS  := $(KVM_SRCS:%.c=$(BUILD)/%)
 QEMU_SRCS := $(wildcard tests/qemu/test_*.c)
 QEMU_BINS := $(QEMU_SRCS:%.c=$(BUILD)/%)
 # The embedded-VMM integration tests once more with --probe auto (stub probes wherever they apply).
-STUB_RUNS := $(foreach t,function graph lifecycle events expect,HVTRACE_TEST_PROBE=auto,$(BUILD)/tests/kvm/test_kvm_$(t))
+STUB_RUNS := $(foreach t,function graph lifecycle events expect json,HVTRACE_TEST_PROBE=auto,$(BUILD)/tests/kvm/test_kvm_$(t))
 TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
