@@ -265,8 +265,10 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	}
 	p->writing = true;
 	p->t_start = clock_now_s();
-	/* the progress line: on a terminal's stderr only; without it the trace is the same */
-	if (progress_wanted(STDERR_FILENO, p->s->quiet))
+	/* the progress line: on a terminal's stderr only, and not over a trace printed on a terminal;
+	 * without it the trace is the same */
+	if (progress_wanted(STDERR_FILENO, p->s->quiet) &&
+	    !(p->sink.out == stdout && isatty(STDOUT_FILENO)))
 		progress_start(&p->progress, &p->tr, STDERR_FILENO, 500);
 	return 0;
 }

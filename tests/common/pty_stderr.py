@@ -2,7 +2,7 @@
 """Runs a command with its stderr on a pseudo-terminal (stdin from /dev/null, stdout to a file),
 for the tests of hvtrace's progress line (tests/kvm/test_kvm_json.c, tests/ci/).
 
-usage: pty_stderr.py OUT CMD [ARGS...]
+usage: pty_stderr.py OUT CMD [ARGS...]     (OUT "-": stdout on the terminal too)
 
 Writes what the command wrote to the terminal to standard output, each byte outside printable ASCII
 as \\xHH (so \\r and ESC are visible), and exits with the command's exit status."""
@@ -17,8 +17,10 @@ def main():
         sys.stderr.write(__doc__)
         return 2
     master, slave = pty.openpty()
-    with open(sys.argv[1], "wb") as out, open(os.devnull, "rb") as devnull:
-        child = subprocess.Popen(sys.argv[2:], stdin=devnull, stdout=out, stderr=slave)
+    with open(os.devnull if sys.argv[1] == "-" else sys.argv[1], "wb") as out, \
+            open(os.devnull, "rb") as devnull:
+        child = subprocess.Popen(sys.argv[2:], stdin=devnull,
+                                 stdout=slave if sys.argv[1] == "-" else out, stderr=slave)
     os.close(slave)
     got = bytearray()
     while True:

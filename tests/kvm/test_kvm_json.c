@@ -297,6 +297,24 @@ static void test_progress_pty(void **state)
 	free(out);
 }
 
+/* The trace itself printed on the terminal (no -o): no progress line over it. */
+static void test_progress_not_over_trace(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = sh("tests/common/pty_stderr.py - %s run --timeout 1.2 --console /dev/null %s; "
+		 "echo \" status=$?\"",
+		 hv_binary(), hv_guest("loop"));
+	assert_true(count_text(out, " <-") > 1000);
+	assert_int_equal(count_text(out, " events ("), 0);
+	assert_null(strstr(out, "\\x1b"));
+	assert_non_null(strstr(out, "\\x0d\\x0ahvtrace: --timeout 1.2: the guest was stopped after "
+				    "1.2 s\\x0d\\x0a# entries-in-buffer/entries-written: "));
+	assert_non_null(strstr(out, "   lost: 0\\x0d\\x0a status=124\n"));
+	free(out);
+}
+
 /* Without a terminal (stderr a file, as hv_run makes it): no progress line. */
 static void test_progress_not_a_tty(void **state)
 {
@@ -316,7 +334,7 @@ int main(void)
 	    cmocka_unit_test(test_function_counts), cmocka_unit_test(test_graph_exits),
 	    cmocka_unit_test(test_event_args),	    cmocka_unit_test(test_hostile_comm),
 	    cmocka_unit_test(test_format_refused),  cmocka_unit_test(test_progress_pty),
-	    cmocka_unit_test(test_progress_not_a_tty),
+	    cmocka_unit_test(test_progress_not_a_tty), cmocka_unit_test(test_progress_not_over_trace),
 	};
 
 	if (!kvm_available())
