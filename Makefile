@@ -57,7 +57,7 @@ KVM_BINS  := $(KVM_SRCS:%.c=$(BUILD)/%)
 QEMU_SRCS := $(wildcard tests/qemu/test_*.c)
 QEMU_BINS := $(QEMU_SRCS:%.c=$(BUILD)/%)
 # The embedded-VMM integration tests once more with --probe auto (stub probes wherever they apply).
-STUB_RUNS := $(foreach t,function graph lifecycle events expect,HVTRACE_TEST_PROBE=auto,$(BUILD)/tests/kvm/test_kvm_$(t))
+STUB_RUNS := $(foreach t,function graph lifecycle events expect json,HVTRACE_TEST_PROBE=auto,$(BUILD)/tests/kvm/test_kvm_$(t))
 TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
@@ -207,7 +207,7 @@ guest: | $(DEPS)
 # (sysmap), ELF images (elf), a guest kernel's BTF (btf), QEMU's accelerator (accel), QEMU's
 # guest-physical map from its monitor and smaps (memmap), QEMU command lines (qemu_cmdline), kallsyms
 # tables in guest memory (kallsyms), trace.dat files for `report` (tracedat), record streams through
-# the viewer sinks (viz_sinks), session files and --expect-* specs (session). Each runs FUZZ_SECONDS (default 30) from its seeds in
+# the viewer sinks and the live JSON Lines (viz_sinks), session files and --expect-* specs (session). Each runs FUZZ_SECONDS (default 30) from its seeds in
 # tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
 # (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
@@ -233,7 +233,7 @@ FUZZ_SRCS_tracedat := host/cli/tracedat_read.c host/out/writer.c host/trace/ring
                       host/out/sink_function.c host/out/sink_graph.c host/out/sink_io.c \
                       host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_tracedat := $(shell pkg-config --cflags --libs libtracecmd libtraceevent)
-FUZZ_SRCS_viz_sinks := host/out/sink_chrome.c host/out/sink_folded.c host/out/task_table.c \
+FUZZ_SRCS_viz_sinks := host/out/sink_chrome.c host/out/sink_folded.c host/out/sink_json.c host/out/task_table.c \
                        host/out/sink_io.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_SRCS_session := host/cli/session_file.c host/out/expect.c host/out/profile.c host/trace/probe.c \
                      vmi/vmi_sites.c vmi/vmi_symtab.c \

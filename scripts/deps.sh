@@ -16,6 +16,10 @@ PKGS="$PKGS clang libclang-rt-14-dev python3"
 # checks the JUnit XML against tests/common/junit.xsd, junitparser (a JUnit consumer) reads it; the man
 # page check (tests/unit/test_manpage.c): groff and man
 PKGS="$PKGS jq libxml2-utils python3-junitparser groff-base man-db"
+# run --format jsonl and the CI example (tests/kvm/test_kvm_json.c, tests/qemu/test_ci_example.c): jq
+# parses the JSON Lines, python3's pty module gives the progress line a terminal, PyYAML parses the
+# example GitHub Actions and GitLab CI files (tests/common/ci_yaml.py)
+PKGS="$PKGS python3-yaml"
 # make test's viewer check (tests/viewer/check-viewers.sh): headless Chromium, node for speedscope
 # and puppeteer-core (from npm, at test time)
 PKGS="$PKGS chromium nodejs"

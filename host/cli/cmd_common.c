@@ -1,4 +1,5 @@
 #include "host/cli/cmd_common.h"
+#include "host/cli/progress.h"
 #include "host/kvm/kvm_int3_probe.h"
 
 #include <errno.h>
@@ -13,11 +14,13 @@ void cmd_error(const char *fmt, ...)
 	va_list ap;
 
 	fflush(stdout);
+	progress_hold(); /* the progress line, if one shows, makes room */
 	fputs("hvtrace: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	progress_release();
 }
 
 FILE *cmd_open_out(const char *path, const char *flag)

@@ -9,6 +9,8 @@ static const char *const commands[] = {"run", "attach", "record", "report", "lis
 static const char *const not_run[] = {"connect", "qmp", "pid", NULL};
 static const char *const not_attach[] = {"qemu", "accel", "machine", "kernel", "initrd", "append",
 					 "smp", "mem", NULL};
+/* record writes trace.dat: the live trace's --format is not its */
+static const char *const not_record[] = {"format", NULL};
 /* ... and the only ones list-functions of a running VM takes */
 static const char *const list_only[] = {"connect", "qmp", "pid", "system-map", "gdb-memory", NULL};
 
@@ -56,7 +58,7 @@ static bool takes(const char *cmd, const char *line)
 		return !listed(not_attach, name, len);
 	if (!strcmp(cmd, "list-functions"))
 		return listed(list_only, name, len);
-	return !strcmp(cmd, "record");
+	return !strcmp(cmd, "record") && !listed(not_record, name, len);
 }
 
 /* Whether the synopsis line @line ("usage: hvtrace run ..." or "       hvtrace attach ...") is @cmd's. */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int pipeline_select(struct pipeline *p, const struct session *s, const struct vmi_sites *sites,
 		    const struct vmi_site **preselected, size_t nr_preselected, char *err,
@@ -216,7 +217,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 				 strerror(-ret));
 			return EXIT_HOST_ERROR;
 		}
-	} else if (s->tracer == TRACER_FUNCTION_GRAPH) {
+	} else if (s->tracer == TRACER_FUNCTION_GRAPH && !s->jsonl) {
 		const struct vmi_sym *lo = vmi_symtab_find(g->funcs, "__irqentry_text_start");
 		const struct vmi_sym *hi = vmi_symtab_find(g->funcs, "__irqentry_text_end");
 
@@ -231,6 +232,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 			p->sink.irq_lo = lo->addr;
 			p->sink.irq_hi = hi->addr;
 		}
+	} else if (s->jsonl) {
+		sink_json_init(&p->sink, out, g->funcs, nr_cpus);
 	} else
 		sink_function_init(&p->sink, out, g->funcs, nr_cpus);
 	p->sink.tracer = tracer_name(s->tracer);
@@ -263,6 +266,11 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	}
 	p->writing = true;
 	p->t_start = clock_now_s();
+	/* the progress line: on a terminal's stderr only, and not over a trace printed on a terminal;
+	 * without it the trace is the same */
+	if (progress_wanted(STDERR_FILENO, p->s->quiet) &&
+	    !(p->sink.out == stdout && isatty(STDOUT_FILENO)))
+		progress_start(&p->progress, &p->tr, STDERR_FILENO, 500);
 	return 0;
 }
 
@@ -356,6 +364,7 @@ int pipeline_finish(struct pipeline *p, int status,
 
 	if (!p->writing)
 		return status;
+	progress_stop(&p->progress); /* erased before anything else goes to stderr */
 	tracer_stats(&p->tr, &st);
 	p->sink.guest_lost = st.stub_guest_lost;
 	writer_stop(&p->w, tracer_lost(&p->tr));

@@ -5,6 +5,7 @@
 #ifndef HVT_PIPELINE_H
 #define HVT_PIPELINE_H
 
+#include "host/cli/progress.h"
 #include "host/cli/session.h"
 #include "host/out/expect.h"
 #include "host/out/profile.h"
@@ -33,6 +34,7 @@ struct pipeline {
 	struct fe_spec *events, *rprobes; /* the session's -e / -r, typed from BTF (owned) */
 	bool have_tr, profiling, writing, expecting;
 	double t_start; /* when the writer started (clock_now_s), for --summary / --junit */
+	struct progress progress; /* the progress line on a terminal's stderr (not --quiet) */
 };
 
 /* What the backend knows of its guest. Everything borrowed; it outlives the pipeline. */

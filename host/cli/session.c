@@ -63,6 +63,10 @@ const char session_usage[] =
 	"      --expect-order 'A,B'  exit 7 unless A's first call came before B's (repeatable)\n"
 	"      --summary FILE       write a JSON summary: counts per function, lost, exit, verdicts\n"
 	"      --junit FILE         write a JUnit XML report, one test case per --expect-*\n"
+	"      --format text|jsonl  the live trace as ftrace's text (default) or as JSON Lines: one\n"
+	"                           object per event (type, ts, cpu, comm, pid, func, parent, args,\n"
+	"                           retval, duration_ns); not report's json (Chrome trace events)\n"
+	"      --quiet              no progress line (events/s, lost, elapsed) on a terminal's stderr\n"
 	"      --session FILE       the options of FILE (- for standard input), one per line without\n"
 	"                           the dashes ('tracer function_graph'); options after it win\n"
 	"      --probe trap|stub|auto  trap: INT3, one VM exit per event (default); stub: CALL into\n"
@@ -190,6 +194,8 @@ enum {
 	OPT_EXPECT_ORDER,
 	OPT_SUMMARY,
 	OPT_JUNIT,
+	OPT_FORMAT,
+	OPT_QUIET,
 };
 
 static const struct option run_opts[] = {
@@ -231,6 +237,8 @@ static const struct option run_opts[] = {
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
 	{"machine", required_argument, NULL, OPT_MACHINE},
+	{"format", required_argument, NULL, OPT_FORMAT},
+	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"session", required_argument, NULL, OPT_SESSION}, /* expanded before getopt (session_file.h) */
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
@@ -336,6 +344,19 @@ static int parse_expect(struct session *s, int opt, const char *spec, char *err,
 		return -EINVAL;
 	s->nr_expects++;
 	return 0;
+}
+
+/* run/attach --format: text or jsonl (report's "json" is Chrome's trace-event JSON, another thing) */
+static int parse_live_format(struct session *s, const char *arg, char *err, size_t errlen)
+{
+	if (!strcmp(arg, "text") || !strcmp(arg, "jsonl")) {
+		s->jsonl = !strcmp(arg, "jsonl");
+		return 0;
+	}
+	snprintf(err, errlen, "--format '%s': expected text or jsonl%s", arg,
+		 !strcmp(arg, "json") ? " (JSON Lines; Chrome's trace-event JSON is report --format json)"
+				      : "");
+	return -EINVAL;
 }
 
 /* The checks that need every option: which target, and its required arguments. */
@@ -457,6 +478,8 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_EXPECT_NO_CALL:
 		case OPT_EXPECT_RETURN:
 		case OPT_EXPECT_ORDER: ret = parse_expect(s, c, optarg, err, errlen); break;
+		case OPT_FORMAT: ret = parse_live_format(s, optarg, err, errlen); break;
+		case OPT_QUIET: s->quiet = true; break;
 		case OPT_SUMMARY: s->summary = optarg; break;
 		case OPT_JUNIT: s->junit = optarg; break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;
@@ -708,6 +731,10 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 	}
 	if (parse_run_sessions(s, argc - 1, argv + 1, err, errlen) < 0)
 		return -EINVAL;
+	if (s->record && s->jsonl) {
+		snprintf(err, errlen, "--format jsonl: record writes trace.dat (use run or attach)");
+		return -EINVAL;
+	}
 	if (s->record && !s->output)
 		s->output = "trace.dat";
 	return 0;

@@ -83,6 +83,8 @@ struct session {
 	const char *input; /* report -i (default trace.dat) */
 	enum report_format report_format;
 	const char *help_cmd; /* CMD_HELP: the command whose help (NULL: all of it) */
+	bool jsonl; /* run/attach --format jsonl: the live trace as JSON Lines (sink_json) */
+	bool quiet; /* --quiet: no progress line on stderr */
 	struct session_words *words; /* the run options with --session files expanded (owned) */
 };
 

@@ -120,6 +120,11 @@ char sink_graph_mark(uint64_t ns);
  * before begin(). Returns 0 or -1 (no memory). */
 int sink_chrome_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus);
 
+/* The live trace as JSON Lines, one object per record with a "type" (begin, entry, exit, event,
+ * lost, end), every guest string JSON-escaped (host/out/sink_json.c says how). s->tracer must be
+ * set before begin(). */
+void sink_json_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus);
+
 /* Collapsed stacks for flame graphs, "comm;f;g;h N" lines: with function_graph N is the wall time
  * in ns the task spent in that stack itself, else the hits of "comm;caller;function"
  * (host/out/sink_folded.c says how). s->tracer must be set before begin(). Returns 0 or -1 (no

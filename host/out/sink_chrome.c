@@ -17,6 +17,7 @@
  * a guest supplied cannot break the document. */
 #include "host/out/sink.h"
 #include "host/out/task_table.h"
+#include "host/trace/escape.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -56,35 +57,16 @@ struct chrome {
 	struct chrome_task tasks[CHROME_MAX_TASKS + 1]; /* the last one: "other tasks" */
 };
 
-/* Writes @s (at most @max bytes, up to a NUL) as the inside of a JSON string: '"', '\\' and every
- * byte outside printable ASCII as an escape (bytes >= 0x80 as \u00XX, their Latin-1 reading), so
- * the document stays valid UTF-8 JSON whatever the bytes. */
+/* Writes @s (at most @max bytes, up to a NUL) as the inside of a JSON string (escape_json: '"',
+ * '\\' and every byte outside printable ASCII as an escape, bytes >= 0x80 as \u00XX, their Latin-1
+ * reading), so the document stays valid UTF-8 JSON whatever the bytes. */
 static void json_str(struct sink *s, const char *str, size_t max)
 {
-	static const char hex[] = "0123456789abcdef";
-	char buf[256];
-	size_t n = 0;
+	char buf[ESCAPE_JSON_SIZE(64)];
+	size_t n = strnlen(str, max);
 
-	for (size_t i = 0; i < max && str[i]; i++) {
-		unsigned char c = (unsigned char)str[i];
-
-		if (n + 6 > sizeof(buf)) {
-			sink_write(s, buf, n);
-			n = 0;
-		}
-		if (c == '"' || c == '\\') {
-			buf[n++] = '\\';
-			buf[n++] = (char)c;
-		} else if (c < 0x20 || c >= 0x7f) {
-			memcpy(buf + n, "\\u00", 4);
-			buf[n + 4] = hex[c >> 4];
-			buf[n + 5] = hex[c & 15];
-			n += 6;
-		} else {
-			buf[n++] = (char)c;
-		}
-	}
-	sink_write(s, buf, n);
+	for (size_t off = 0; off < n; off += 64)
+		sink_write(s, buf, escape_json(buf, sizeof(buf), str + off, n - off < 64 ? n - off : 64));
 }
 
 /* Writes the literal text @str. */

@@ -1,8 +1,11 @@
-/* libFuzzer harness for the viewer sinks (sink_chrome, sink_folded): `report` feeds them records
- * read back from a trace.dat, so any record stream must give well-formed output. The input: one
+/* libFuzzer harness for the viewer sinks (sink_chrome, sink_folded) and the live JSON Lines
+ * (sink_json): `report` feeds the first two records read back from a trace.dat, `run --format
+ * jsonl` the third records built from what a guest wrote, so any record stream must give well-formed
+ * output. The input: one
  * byte of settings (tracer, vCPU count), then 64-byte hvt_records, any order, any field; an event's
  * payload is the input's first bytes. The JSON must be printable ASCII with balanced brackets
- * outside its strings, the folded text printable lines. */
+ * outside its strings, the folded text printable lines, the JSON Lines one complete object per line
+ * (closed strings and balanced brackets at each newline). */
 #include "host/out/sink.h"
 
 #include <stdio.h>
@@ -18,8 +21,9 @@ static const struct fe_spec *event_of(void *ctx, uint64_t ip)
 	return ip & 1 ? &spec : NULL;
 }
 
-/* Printable ASCII and newlines only; for JSON also strings closed and brackets balanced. */
-static void check(const char *buf, size_t len, bool json)
+/* Printable ASCII and newlines only; for JSON also strings closed and brackets balanced; for JSON
+ * Lines (@lines) at each newline, which only ends an object. */
+static void check(const char *buf, size_t len, bool json, bool lines)
 {
 	bool str = false, esc = false;
 	long depth = 0;
@@ -28,6 +32,8 @@ static void check(const char *buf, size_t len, bool json)
 		char c = buf[i];
 
 		if (!(c == '\n' && !str) && (c < 0x20 || c > 0x7e))
+			abort();
+		if (lines && c == '\n' && (depth || (i && buf[i - 1] != '}')))
 			abort();
 		if (!json)
 			continue;
@@ -48,11 +54,17 @@ static void check(const char *buf, size_t len, bool json)
 		abort();
 }
 
+static int json_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
+{
+	sink_json_init(s, out, syms, nr_cpus);
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t payload[4096];
-	int (*init[2])(struct sink *, FILE *, const struct vmi_symtab *,
-		       unsigned) = {sink_chrome_init, sink_folded_init};
+	int (*init[3])(struct sink *, FILE *, const struct vmi_symtab *,
+		       unsigned) = {sink_chrome_init, sink_folded_init, json_init};
 
 	if (!syms.nr) {
 		char err[64];
@@ -68,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memset(payload, 0, sizeof(payload));
 	memcpy(payload, data, size < sizeof(payload) ? size : sizeof(payload));
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		struct sink s;
 		char *buf = NULL;
 		size_t len = 0;
@@ -90,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		s.ops->end(&s);
 		fclose(out);
-		check(buf, len, k == 0);
+		check(buf, len, k != 1, k == 2);
 		free(buf);
 	}
 	return 0;

@@ -533,6 +533,35 @@ static void check_run_openat(const struct hv_result *r)
 	assert_true(count_text(r->trace, "<- filename_lookup) ret=-2 duration=") >= 3);
 }
 
+/* run --qemu --format jsonl with the events of check_run_openat: jq parses every line; each open of
+ * /proc/version is an event whose args are the BTF-typed fields (dfd a number, filename a string),
+ * by `cat`; the failed lookups are exits whose "ret" is -2. */
+static void check_jsonl_openat(const struct hv_result *r)
+{
+	const char *path = "/tmp/json-test-linux.jsonl";
+	FILE *f = fopen(path, "w");
+	char *out;
+
+	assert_non_null(f);
+	assert_int_equal(fputs(r->trace, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+	out = command_output("jq -c .type /tmp/json-test-linux.jsonl | wc -l");
+	assert_int_equal(atol(out), count_lines(r->trace));
+	free(out);
+	out = command_output("jq -s -c '[(map(select(.type==\"event\" and .func==\"do_sys_openat2\" "
+			     "and .args.dfd==-100 and .args.filename==\"/proc/version\")) | "
+			     "map(.comm) | unique), (map(select(.type==\"event\" and "
+			     ".args.filename==\"/proc/version\")) | length), .[-1].type]' "
+			     "/tmp/json-test-linux.jsonl");
+	assert_string_equal(out, "[[\"cat\"],3,\"end\"]\n");
+	free(out);
+	out = command_output("jq -s 'map(select(.type==\"exit\" and .func==\"filename_lookup\" and "
+			     ".args.ret==-2 and .duration_ns>0)) | length' /tmp/json-test-linux.jsonl");
+	assert_true(atol(out) >= 3);
+	free(out);
+	unlink(path);
+}
+
 /* list-functions of the running guest: the first listing (from its kallsyms) is kept; the second
  * (from --system-map) must be the same, module functions ("name [module]") included. */
 static char *kallsyms_listing;
@@ -1449,6 +1478,19 @@ static const struct linux_test linux_tests[] = {
 			"is used as found, guest memory through it (physical mode)\n", TEXT_KEPT},
 		.tasks = {{"vfs_read", {"tail", "sed", "tr", "head"}}},
 	    },
+	}},
+    },
+    {
+	/* run --qemu --format jsonl (issue 15): the BTF-typed -e fields and -r values as JSON args,
+	 * every line parsed by jq. */
+	.name = "test_run_qemu_jsonl",
+	.runs = {{
+	    .label = "run --qemu --format jsonl -e -r",
+	    .cmd = RUN_QEMU,
+	    .append = "hvt.yes_sec=1",
+	    .args = {"--format", "jsonl", "-e", "do_sys_openat2(dfd, filename)", "-r",
+		     "filename_lookup", "--timeout", "300"},
+	    .expect = {.console = {WORKLOAD_DONE, POWER_DOWN}, .check = check_jsonl_openat},
 	}},
     },
 };

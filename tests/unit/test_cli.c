@@ -628,6 +628,39 @@ static void test_probe(void **state)
 		     "--probe '': expected trap, stub or auto");
 }
 
+/* --format text|jsonl (run and attach; report's --format is its own) and --quiet. */
+static void test_live_format(void **state)
+{
+	(void)state;
+	assert_false(cli.s.jsonl || cli.s.quiet);
+	assert_int_equal(parse(6, (char *[]){"hvtrace", "run", "--format", "jsonl", "--quiet", "g.elf",
+					     NULL}),
+			 0);
+	assert_true(cli.s.jsonl && cli.s.quiet);
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(6, (char *[]){"hvtrace", "attach", "vm", "--format=jsonl",
+					     "--format", "text", NULL}),
+			 0);
+	assert_false(cli.s.jsonl); /* the last one wins */
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(6, (char *[]){"hvtrace", "report", "--format", "json", "-i", "t.dat",
+					     NULL}),
+			 0);
+	assert_int_equal(cli.s.report_format, REPORT_JSON);
+	assert_false(cli.s.jsonl);
+	expect_error(5, (char *[]){"hvtrace", "run", "--format", "json", "g.elf"},
+		     "--format 'json': expected text or jsonl (JSON Lines; Chrome's trace-event JSON "
+		     "is report --format json)");
+	expect_error(5, (char *[]){"hvtrace", "run", "--format", "JSONL", "g.elf"},
+		     "--format 'JSONL': expected text or jsonl");
+	expect_error(5, (char *[]){"hvtrace", "record", "--format", "jsonl", "g.elf"},
+		     "--format jsonl: record writes trace.dat (use run or attach)");
+	expect_error(4, (char *[]){"hvtrace", "report", "--format", "jsonl"},
+		     "--format 'jsonl': expected text, graph, json or folded");
+}
+
 /* --smp and --mem are checked together at parse time for the embedded VMM (its stacks and page
  * tables live in guest RAM): one error naming both, exit 2 instead of a failed vm_create (4).
  * QEMU's guests are not the VMM's business. */
@@ -704,6 +737,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_attach, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_linux_guest, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_probe, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_live_format, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_smp_mem, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_spec_numbers, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_error_number_forms, cli_setup, cli_teardown),

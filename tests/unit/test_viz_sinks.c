@@ -1,6 +1,6 @@
 /* The report sinks for viewers: Chrome trace-event JSON (sink_chrome) and collapsed stacks
- * (sink_folded), fed exact synthetic record streams and compared with golden files in
- * tests/golden/viz/ byte for byte. The streams: nested function_graph calls on two vCPUs by two
+ * (sink_folded), and the live JSON Lines of run --format jsonl (sink_json), fed exact synthetic
+ * record streams and compared with golden files in tests/golden/viz/ byte for byte. The streams: nested function_graph calls on two vCPUs by two
  * tasks, an -e event with an int and a string payload, a lost-events mark, a return whose entry was
  * never seen, a call still open at the end, and a guest whose comm, string argument and symbol name
  * hold quotes, backslashes, ';' and control bytes; and a task switched out on one vCPU and resumed
@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "host/out/sink.h"
+#include "host/trace/escape.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,6 +213,122 @@ static void run(int (*init)(struct sink *, FILE *, const struct vmi_symtab *, un
 	free(buf);
 }
 
+static int json_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
+{
+	sink_json_init(s, out, syms, nr_cpus);
+	return 0;
+}
+
+static void test_json_graph(void **state)
+{
+	(void)state;
+	run(json_init, feed_graph, "graph.jsonl");
+}
+
+static void test_json_function(void **state)
+{
+	(void)state;
+	run(json_init, feed_function, "function.jsonl");
+}
+
+static void test_json_switch(void **state)
+{
+	(void)state;
+	run(json_init, feed_switch, "switch.jsonl");
+}
+
+/* Reads back the JSON string starting at @p (after its opening quote) into @out: the inverse of
+ * escape_json for what it writes. Returns the end (the closing quote), or NULL if malformed. */
+static const char *json_unescape(const char *p, char *out, size_t *n)
+{
+	*n = 0;
+	for (; *p && *p != '"'; p++) {
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			return NULL;
+		if (*p != '\\') {
+			out[(*n)++] = *p;
+			continue;
+		}
+		p++;
+		if (*p == '"' || *p == '\\') {
+			out[(*n)++] = *p;
+		} else if (*p == 'u' && !strncmp(p + 1, "00", 2)) {
+			unsigned v;
+
+			if (sscanf(p + 3, "%2x", &v) != 1)
+				return NULL;
+			out[(*n)++] = (char)v;
+			p += 4;
+		} else {
+			return NULL;
+		}
+	}
+	return *p == '"' ? p : NULL;
+}
+
+/* Every comm byte value 1..255, 16 of them: each line of the JSON Lines is printable ASCII, and
+ * its "comm" reads back as exactly the 16 bytes the guest wrote. */
+static void test_json_all_bytes(void **state)
+{
+	struct sink s;
+	char *buf = NULL, *line;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	unsigned lines = 0;
+
+	(void)state;
+	sink_json_init(&s, out, &syms, 1);
+	s.tracer = "function";
+	s.ops->begin(&s);
+	for (unsigned b = 1; b < 256; b++) {
+		struct hvt_record r = rec(HVT_REC_ENTRY, b, 0, 0x1100, 0, (int32_t)b, "");
+
+		memset(r.comm, (int)b, VMI_COMM_LEN);
+		r.parent = 0x1010;
+		s.ops->record(&s, &r, NULL);
+	}
+	s.ops->end(&s);
+	fclose(out);
+	assert_int_equal(s.err, 0);
+	for (size_t i = 0; i < len; i++)
+		assert_true(buf[i] == '\n' || (buf[i] >= 0x20 && buf[i] < 0x7f));
+	line = buf;
+	for (char *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+		const char *c;
+		char got[64];
+		size_t n;
+		unsigned pid;
+
+		*nl = 0;
+		c = strstr(line, "\"comm\":\"");
+		if (!c)
+			continue; /* begin, end */
+		assert_non_null(json_unescape(c + 8, got, &n));
+		assert_int_equal(n, VMI_COMM_LEN);
+		assert_int_equal(sscanf(strstr(line, "\"pid\":"), "\"pid\":%u}", &pid), 1);
+		for (size_t k = 0; k < n; k++)
+			assert_int_equal((unsigned char)got[k], pid);
+		lines++;
+	}
+	assert_int_equal(lines, 255);
+	assert_int_equal(s.written, 255);
+	free(buf);
+}
+
+/* escape_json: the escapes, and a cut that never splits one. */
+static void test_escape_json(void **state)
+{
+	char buf[64];
+
+	(void)state;
+	assert_int_equal(escape_json(buf, sizeof(buf), "a\"b\\c\n\x7f\xc3\xa9", SIZE_MAX), 31);
+	assert_string_equal(buf, "a\\\"b\\\\c\\u000a\\u007f\\u00c3\\u00a9");
+	assert_int_equal(escape_json(buf, 8, "ab\x01", SIZE_MAX), 2);
+	assert_string_equal(buf, "ab");
+	assert_int_equal(escape_json(buf, sizeof(buf), "abcdef", 3), 3);
+	assert_string_equal(buf, "abc");
+}
+
 static void test_chrome_graph(void **state)
 {
 	(void)state;
@@ -309,7 +426,9 @@ int main(void)
 	    cmocka_unit_test(test_chrome_graph),  cmocka_unit_test(test_chrome_function),
 	    cmocka_unit_test(test_folded_graph),  cmocka_unit_test(test_folded_function),
 	    cmocka_unit_test(test_chrome_switch), cmocka_unit_test(test_folded_switch),
-	    cmocka_unit_test(test_all_bytes),
+	    cmocka_unit_test(test_all_bytes),	  cmocka_unit_test(test_json_graph),
+	    cmocka_unit_test(test_json_function), cmocka_unit_test(test_json_switch),
+	    cmocka_unit_test(test_json_all_bytes), cmocka_unit_test(test_escape_json),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
