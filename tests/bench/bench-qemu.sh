@@ -1,9 +1,14 @@
 #!/bin/bash
 # make bench, QEMU part: breakpoint events per second on ksys_write of a Linux guest running
 # `yes > /dev/null`, through hvtrace's QEMU backend and through plain gdb (a breakpoint whose command list
-# counts and continues), side by side on the same VM in one run; and the same function as a stub probe.
+# counts and continues) and through a raw Z0 stop/continue loop (tests/bench/gdb-z0-loop.py: the gdbstub's own
+# limit, no tracer), side by side on the same VM in one run; and the same function as a stub probe.
+# QEMU (up to 10.1) flushes its whole TCG translation cache at every debug stop (gdb_vm_state_change):
+# the VM then retranslates all it runs until the next hit, which bounds all three; the TB flushes per
+# stop of the raw loop are counted (`info jit`) to show it. HVTRACE=path runs another hvtrace build.
 set -euo pipefail
 guest=${1:-build/guest}
+hv=${HVTRACE:-./hvtrace}
 secs=${BENCH_SECS:-8}
 work=$(mktemp -d)
 trap 'kill $qemu 2>/dev/null; wait $qemu 2>/dev/null; rm -rf "$work"' EXIT
@@ -24,14 +29,40 @@ sleep 2 # the yes loops are up
 addr=0x$(awk '$3 == "ksys_write" { print $1 }' "$guest/System.map")
 
 # hvtrace: function tracer on ksys_write for $secs seconds
-./hvtrace attach --qmp "$work/qmp" --system-map "$guest/System.map" -p function -l ksys_write \
+"$hv" attach --qmp "$work/qmp" --system-map "$guest/System.map" -p function -l ksys_write \
 	--duration "$secs" --stats -o /dev/null 2> "$work/hv.err"
 hv_hits=$(sed -n 's/.* hits \([0-9]*\) .*/\1/p' "$work/hv.err")
 
 # hvtrace with a stub probe on the same function: no stop at all
-./hvtrace attach --qmp "$work/qmp" --system-map "$guest/System.map" -p function -l ksys_write \
+"$hv" attach --qmp "$work/qmp" --system-map "$guest/System.map" -p function -l ksys_write \
 	--probe stub --duration "$secs" --stats -o /dev/null 2> "$work/stub.err"
 stub_events=$(sed -n 's/.*stats: stub probes [0-9]* records \([0-9]*\) .*/\1/p' "$work/stub.err")
+
+# the raw Z0 loop on the same breakpoint, with QEMU's TB flush count before and after
+tb_flushes() {
+	python3 - "$work/qmp" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+f.readline()
+for cmd in ({"execute": "qmp_capabilities"},
+            {"execute": "human-monitor-command", "arguments": {"command-line": "info jit"}}):
+    f.write(json.dumps(cmd) + "\n")
+    f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            break
+for line in str(r.get("return", "")).splitlines():
+    if line.startswith("TB flush count"):
+        print(line.split()[-1])
+PY
+}
+fl0=$(tb_flushes)
+tests/bench/gdb-z0-loop.py "$port" "$addr" "$secs" > "$work/z0.out"
+fl1=$(tb_flushes)
+read -r _ z0_stops z0_wall < "$work/z0.out"
 
 # gdb: the same breakpoint, counted by a command list, for $secs seconds
 cat > "$work/gdb.cmd" <<GDB
@@ -59,16 +90,19 @@ sleep "$secs"
 while kill -INT $gdb_pid 2>/dev/null; do sleep 1; done
 wait $gdb_pid || true
 gdb_hits=$(sed -n 's/^gdb-hits \([0-9]*\)/\1/p' "$work/gdb.out")
-if [ -z "$gdb_hits" ] || [ -z "$hv_hits" ] || [ -z "$stub_events" ]; then
-	echo "bench-qemu: no result (hvtrace: '$hv_hits', stub: '$stub_events', gdb: '$gdb_hits')" >&2
-	cat "$work/hv.err" "$work/stub.err" "$work/gdb.out" >&2
+if [ -z "$gdb_hits" ] || [ -z "$hv_hits" ] || [ -z "$stub_events" ] || [ -z "$z0_stops" ]; then
+	echo "bench-qemu: no result (hvtrace: '$hv_hits', stub: '$stub_events', gdb: '$gdb_hits', raw Z0: '$z0_stops')" >&2
+	cat "$work/hv.err" "$work/stub.err" "$work/gdb.out" "$work/z0.out" >&2
 	exit 1
 fi
-awk -v hv="$hv_hits" -v gdb="$gdb_hits" -v st="$stub_events" -v s="$secs" 'BEGIN {
+awk -v hv="$hv_hits" -v gdb="$gdb_hits" -v st="$stub_events" -v s="$secs" -v z0="$z0_stops" \
+	-v z0w="$z0_wall" -v fl="$(( ${fl1:-0} - ${fl0:-0} ))" 'BEGIN {
 	printf "hvtrace bench (QEMU TCG backend): breakpoint on ksys_write, guest running 2 x yes > /dev/null, %d s each\n", s
-	printf "  hvtrace attach -p function: %8.0f events/s  (%.0f us per event)\n", hv / s, 1e6 * s / (hv ? hv : 1)
-	printf "  gdb -batch, breakpoint commands: %8.0f events/s  (%.0f us per event)\n", gdb / s, 1e6 * s / (gdb ? gdb : 1)
-	printf "  ratio hvtrace / gdb (events/s): %.2f\n", (hv / s) / (gdb ? gdb / s : 1)
+	printf "  hvtrace attach -p function (trap): %8.0f events/s  (%.0f us per event)\n", hv / s, 1e6 * s / (hv ? hv : 1)
+	printf "  raw gdbstub Z0 stop/continue loop: %8.0f stops/s   (%.0f us per stop; %.2f TB flushes per stop)\n", z0 / z0w, 1e6 * z0w / (z0 ? z0 : 1), fl / (z0 ? z0 : 1)
+	printf "  gdb -batch, breakpoint commands:   %8.0f events/s  (%.0f us per event)\n", gdb / s, 1e6 * s / (gdb ? gdb : 1)
+	printf "  ratio hvtrace trap / gdb (events/s): %.2f\n", (hv / s) / (gdb ? gdb / s : 1)
+	printf "  ratio hvtrace trap / raw Z0 loop (events/s): %.2f\n", (hv / s) / (z0 ? z0 / z0w : 1)
 	printf "  hvtrace attach -p function --probe stub: %8.0f events/s (the guest runs at full speed)\n", st / s
 	printf "  ratio stub / trap (events/s): %.0f\n", (st / s) / (hv ? hv / s : 1)
 }'
