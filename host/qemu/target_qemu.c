@@ -3,6 +3,7 @@
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"
 #include "arch/x86/x86_tlb.h"
+#include "host/trace/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -618,6 +619,8 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 
 enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(void *ctx), void *ctx)
 {
+	uint64_t stopped_at = 0; /* when the stop being handled was received */
+
 	for (;;) {
 		struct gdb_stop st;
 		int ret;
@@ -633,6 +636,10 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 		}
 		if (q->stopped) {
 			ret = resume_vm(q);
+			if (!q->stopped && stopped_at) {
+				q->held_ns += clock_now_ns() - stopped_at;
+				stopped_at = 0;
+			}
 			if (ret == -ECONNABORTED || (ret < 0 && !q->stopped && ret != -EINTR)) {
 				gdb_failed(q, "continuing", ret);
 				return QEMU_RUN_ERROR;
@@ -649,6 +656,7 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 		}
 		if (ret < 0 || st.kind != GDB_STOP_SIGNAL)
 			return QEMU_RUN_GUEST_GONE;
+		stopped_at = clock_now_ns();
 		q->stopped = true;
 		ret = handle_stop(q, &st);
 		if (ret < 0 && ret != -EINTR) {

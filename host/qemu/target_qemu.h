@@ -34,6 +34,7 @@ struct target_qemu {
 	void *bp_ctx;
 	uint64_t stops, hits; /* statistics */
 	uint64_t nop5_refused; /* NOP5 emulations refused: the guest's bytes were no NOP5 (stepped) */
+	uint64_t held_ns;      /* time the VM stood stopped at stops target_qemu_run handled */
 	char err[224];	      /* why target_qemu_run ended with QEMU_RUN_ERROR */
 
 	/* stub probes: where they may live (target_qemu_set_stub_area), what stub_map changed */
