@@ -608,7 +608,8 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 	q->hits++;
 	if (c->regs.rip == rip)
 		return 0;
-	if (c->regs.rip == rip + X86_NOP5_LEN && !nop5_at(q, (unsigned)cpu, rip)) {
+	if (c->regs.rip == rip + X86_NOP5_LEN && rip != q->t.trampoline &&
+	    !nop5_at(q, (unsigned)cpu, rip)) {
 		c->regs.rip = rip;
 		q->nop5_refused++;
 		return step_over(q, c);
