@@ -4,8 +4,12 @@ around it. A raw Z0 stop/continue loop on QEMU's gdbstub: one Z0 breakpoint at A
 at each stop `P` RIP = ADDR + 5 (the NOP5 skipped, on the thread that stopped: QEMU makes it the
 register thread) and `vCont;c`. No register read, no memory read, no single-step.
 
-usage: gdb-z0-loop.py PORT ADDR SECONDS  ->  prints "z0-stops N SECONDS" (stops counted, wall time)
+usage: gdb-z0-loop.py PORT ADDR SECONDS [QMP-SOCKET]  ->  prints "z0-stops N SECONDS" (stops counted,
+wall time); with QMP-SOCKET, at every 10th stop also QEMU's `info jit` "TB count": the translation blocks
+QEMU made since the previous stop (whose debug stop flushed them all; this stop's flush is still pending
+when its reply comes), then "tbs-per-stop MEDIAN" (the queries slow the loop: a separate run).
 """
+import json
 import socket
 import sys
 import time
@@ -45,8 +49,34 @@ class Stub:
             return p
 
 
+class Monitor:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(path)
+        self.f = self.s.makefile("rw")
+        self.f.readline()
+        self.run({"execute": "qmp_capabilities"})
+
+    def run(self, cmd):
+        self.f.write(json.dumps(cmd) + "\n")
+        self.f.flush()
+        while True:
+            r = json.loads(self.f.readline())
+            if "return" in r or "error" in r:
+                return r
+
+    def tb_count(self):
+        r = self.run({"execute": "human-monitor-command", "arguments": {"command-line": "info jit"}})
+        for line in str(r.get("return", "")).splitlines():
+            if line.startswith("TB count"):
+                return int(line.split()[-1])
+        raise SystemExit("gdb-z0-loop: no TB count in 'info jit'")
+
+
 def main():
     port, addr, secs = int(sys.argv[1]), int(sys.argv[2], 0), float(sys.argv[3])
+    mon = Monitor(sys.argv[4]) if len(sys.argv) > 4 else None
+    tbs = []
     g = Stub(port)
     g.command("qSupported")
     g.command("qXfer:features:read:target.xml:0,ffb")  # QEMU answers P only after this
@@ -63,6 +93,8 @@ def main():
         if not p.startswith("T05"):
             raise SystemExit("gdb-z0-loop: stop reply %r" % p[:40])
         stops += 1
+        if mon and stops % 10 == 0:
+            tbs.append(mon.tb_count())
         if g.command(set_rip) != "OK":
             raise SystemExit("gdb-z0-loop: P refused")
         if time.monotonic() >= end:
@@ -71,6 +103,8 @@ def main():
     g.command("z0,%x,1" % addr)
     g.command("D")
     print("z0-stops %d %.3f" % (stops, wall))
+    if mon and tbs:
+        print("tbs-per-stop %d" % sorted(tbs)[len(tbs) // 2])
 
 
 main()
