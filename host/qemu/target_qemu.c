@@ -216,7 +216,7 @@ static int stop_vm(struct target_qemu *q)
 	int ret;
 
 	if (q->stopped)
-		return flush_rips(q); /* the VM stays stopped: RIPs changed at this stop go out now */
+		return flush_rips(q); /* it stays stopped: RIPs changed at this stop go out now */
 	ret = gdb_interrupt(q->gdb, 5000, &st);
 	if (ret < 0)
 		return ret;

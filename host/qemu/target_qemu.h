@@ -21,7 +21,7 @@ struct qemu_cpu {
 	struct x86_regs regs;  /* valid while the VM is stopped, once fetched */
 	uint64_t cr3, cr4;
 	bool regs_valid;
-	bool rip_dirty; /* regs.rip changed by the tracer, not yet written (goes with the continue) */
+	bool rip_dirty; /* regs.rip set by the tracer, not yet written (goes with the continue) */
 };
 
 struct target_qemu {

@@ -121,7 +121,7 @@ done
 
 # what a stop costs QEMU: the translation blocks it makes again between two stops (median)
 tests/bench/gdb-z0-loop.py "$port" "$addr" 4 "$work/qmp" > "$work/tbs.out"
-tbs_per_stop=$(sed -n 's/^tbs-per-stop //p' "$work/tbs.out")
+read -r _ tbs_per_stop tbs_samples < <(grep '^tbs-per-stop ' "$work/tbs.out" || echo "- 0 0")
 
 # hvtrace with a stub probe on the same function: no stop at all
 "$hv" attach --qmp "$work/qmp" --system-map "$guest/System.map" -p function -l ksys_write \
@@ -134,14 +134,14 @@ if [ -z "$stub_events" ]; then
 fi
 awk -v hv="$best_hv" -v held="$best_held" -v gdb="$best_gdb" -v st="$stub_events" -v s="$secs" \
 	-v z0="$best_z0" -v z0w="$best_z0w" -v fl="$best_fl" -v rounds="${BENCH_ROUNDS:-3}" \
-	-v tbs="${tbs_per_stop:-0}" 'BEGIN {
+	-v tbs="${tbs_per_stop:-0}" -v tbn="${tbs_samples:-0}" 'BEGIN {
 	printf "hvtrace bench (QEMU TCG backend): breakpoint on ksys_write, guest running 2 x yes > /dev/null, %d s each,\n", s
 	printf "best of %d interleaved rounds\n", rounds
 	hr = hv / s; zr = z0 / z0w; gr = gdb / s
 	printf "  hvtrace attach -p function (trap): %8.0f events/s  (%.0f us per event, %.0f us of it with the VM held by hvtrace)\n", hr, 1e6 / (hr ? hr : 1), held / (hv ? hv : 1)
 	printf "  raw gdbstub Z0 stop/continue loop: %8.0f stops/s   (%.0f us per stop; %.2f TB flushes per stop)\n", zr, 1e6 / (zr ? zr : 1), fl / (z0 ? z0 : 1)
 	printf "  gdb -batch, breakpoint commands:   %8.0f events/s  (%.0f us per event)\n", gr, 1e6 / (gr ? gr : 1)
-	printf "  QEMU translates %d blocks again between two stops (median; its translation cache is flushed at each)\n", tbs
+	printf "  QEMU translates %d blocks again between two stops (median of %d samples; it flushes them all at each)\n", tbs, tbn
 	printf "  ratio hvtrace trap / gdb (events/s): %.2f\n", hr / (gr ? gr : 1)
 	printf "  ratio hvtrace trap / raw Z0 loop (events/s): %.2f\n", hr / (zr ? zr : 1)
 	printf "  hvtrace attach -p function --probe stub: %8.0f events/s (the guest runs at full speed)\n", st / s

@@ -7,7 +7,8 @@ register thread) and `vCont;c`. No register read, no memory read, no single-step
 usage: gdb-z0-loop.py PORT ADDR SECONDS [QMP-SOCKET]  ->  prints "z0-stops N SECONDS" (stops counted,
 wall time); with QMP-SOCKET, at every 10th stop also QEMU's `info jit` "TB count": the translation blocks
 QEMU made since the previous stop (whose debug stop flushed them all; this stop's flush is still pending
-when its reply comes), then "tbs-per-stop MEDIAN" (the queries slow the loop: a separate run).
+when its reply comes, unless the vCPUs already ran it as they paused: such samples, 0, are dropped),
+then "tbs-per-stop MEDIAN SAMPLES" (the queries slow the loop: a separate run).
 """
 import json
 import socket
@@ -103,8 +104,10 @@ def main():
     g.command("z0,%x,1" % addr)
     g.command("D")
     print("z0-stops %d %.3f" % (stops, wall))
+    # a sample of 0: QEMU had already run this stop's flush (queued work, run as the vCPUs pause)
+    tbs = sorted(n for n in tbs if n > 0)
     if mon and tbs:
-        print("tbs-per-stop %d" % sorted(tbs)[len(tbs) // 2])
+        print("tbs-per-stop %d %d" % (tbs[len(tbs) // 2], len(tbs)))
 
 
 main()

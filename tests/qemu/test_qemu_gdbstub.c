@@ -467,7 +467,7 @@ static void test_breakpoint_step_continue(void **state)
 	assert_int_equal(r.gp.rip, LOOP_AT + 1);
 	assert_int_equal(r.gp.rax, 2 + 2 * n);
 
-	/* The same with P and vCont;c in one segment, P's reply read after the continue went out. */
+	/* The same, P and vCont;c in one segment, P's reply read after the continue went out. */
 	t0 = now_s();
 	for (int i = 1; i <= n; i++) {
 		assert_int_equal(gdb_write_pc_continue(g, 1, LOOP_AT + 2), 0);

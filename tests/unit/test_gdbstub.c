@@ -1081,7 +1081,7 @@ static void test_target_stop_of_unknown_thread(void **state)
 	free(q);
 }
 
-/* ---- the trap-probe hit path of target_qemu over a scripted stub -------------------------------- */
+/* ---- the trap-probe hit path of target_qemu over a scripted stub ---------------------------- */
 
 #define HIT_RIP 0x401000ull /* PML4 0, PDPT 0, PD 2, PT 1 under CR3 0x1000: code at 0x5000 */
 
