@@ -1025,6 +1025,48 @@ int gdb_continue(struct gdb *g)
 	return resume(g, g->vcont ? "vCont;c" : "c");
 }
 
+int gdb_write_pc_continue(struct gdb *g, int tid, uint64_t pc)
+{
+	const char *cont = g->vcont ? "vCont;c" : "c";
+	struct wait w = {.cmd = "P"};
+	char set[32];
+	ssize_t n1, n2;
+	int rc, h;
+
+	if (tid <= 0)
+		return -EINVAL;
+	if (g->p_state != 1 || g->cur_thread != tid) {
+		rc = gdb_write_reg(g, tid, GDB_REG_RIP, pc);
+		return rc ? rc : gdb_continue(g);
+	}
+	rc = ready(g);
+	if (rc)
+		return rc;
+	g->why[0] = '\0';
+	h = snprintf(set, sizeof(set), "P%x=", GDB_REG_RIP);
+	le_to_hex(pc, 8, set + h);
+	set[h + 16] = '\0';
+	/* both packets are what a '-' makes us send again */
+	n1 = gdb_frame(set, strlen(set), g->out, sizeof(g->out));
+	n2 = n1 < 0 ? n1 : gdb_frame(cont, strlen(cont), g->out + n1, sizeof(g->out) - (size_t)n1);
+	if (n2 < 0)
+		return (int)n2;
+	g->out_len = (size_t)(n1 + n2);
+	rc = send_bytes(g, g->out, g->out_len);
+	if (rc)
+		return rc;
+	g->running = true;
+	g->cur_thread = 0;
+	/* QEMU answers in order: P's reply comes before any stop reply of the continue */
+	w.deadline = deadline_in(g->timeout_ms);
+	rc = next_packet(g, &w);
+	if (rc)
+		return rc;
+	if (is_stop_reply(g->pkt))
+		return broken(g, bad_reply(g, "where the reply to 'P' was due"));
+	return reply_is(g, "OK") ? 0 : bad_reply(g, "in reply to 'P' (sent with a continue)");
+}
+
 int gdb_step(struct gdb *g, int tid, struct gdb_stop *st)
 {
 	char cmd[32];
@@ -1064,7 +1106,14 @@ int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 	if (g->broken)
 		return -ECONNABORTED;
 	rc = next_packet(g, &w);
-	return rc ? rc : take_stop(g, st, "where a stop reply was due");
+	if (!rc)
+		rc = take_stop(g, st, "where a stop reply was due");
+	/* A debug stop (breakpoint, watchpoint, step: T05) of a running VM: QEMU made the vCPU that
+	 * stopped its register thread (gdb_set_stop_cpu sets c_cpu and g_cpu), so no Hg is due for
+	 * it. An interrupt (T02) leaves g_cpu as it was: unknown here. */
+	if (!rc && st->kind == GDB_STOP_SIGNAL && st->code == 5 && st->thread > 0)
+		g->cur_thread = st->thread;
+	return rc;
 }
 
 int gdb_interrupt(struct gdb *g, int timeout_ms, struct gdb_stop *st)

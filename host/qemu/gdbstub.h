@@ -207,13 +207,21 @@ int gdb_remove_bp(struct gdb *g, uint64_t addr);
 /* Lets every vCPU run (`vCont;c` or `c`). No reply: wait with gdb_wait_stop. 0 or -errno. */
 int gdb_continue(struct gdb *g);
 
+/* Writes @pc into thread @tid's RIP and lets every vCPU run: `P` and `vCont;c` go out back to back
+ * in one segment (no round trip between them), then P's reply is read (it comes before any stop
+ * reply). Pipelined only once P is known to work and @tid is the selected thread (as after its own
+ * debug stop); else gdb_write_reg then gdb_continue. Whenever the continue went out the VM runs
+ * (g->running), also when P's reply is an error. 0 or -errno; wait with gdb_wait_stop. */
+int gdb_write_pc_continue(struct gdb *g, int tid, uint64_t pc);
+
 /* Single-steps thread @tid only (`vCont;s:tid`; a step ignores a breakpoint at RIP) and waits up to
  * g->timeout_ms for its stop reply into @st. 0 or -errno. */
 int gdb_step(struct gdb *g, int tid, struct gdb_stop *st);
 
 /* Waits up to @timeout_ms (< 0: until a stop, tcp_set_interrupt) for the stop reply of a running
- * VM. 0 with @st filled (also for W/X: the VM process is gone), -ETIMEDOUT (still running), -EINTR
- * (a stop), -EINVAL when not running, -EPROTO for a packet that is no stop reply, -errno. */
+ * VM; after a debug stop (T05 naming a thread) that thread is the selected one (no Hg needed). 0
+ * with @st filled (also for W/X: the VM process is gone), -ETIMEDOUT (still running), -EINTR (a
+ * stop), -EINVAL when not running, -EPROTO for a packet that is no stop reply, -errno. */
 int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stop *st);
 
 /* Stops a running VM (byte 0x03) and waits up to @timeout_ms for the stop reply, which may also be

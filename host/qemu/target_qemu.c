@@ -1,7 +1,9 @@
 #include "host/qemu/target_qemu.h"
+#include "arch/x86/x86_insn.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"
 #include "arch/x86/x86_tlb.h"
+#include "host/trace/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -35,6 +37,27 @@ static int cpu_regs(struct target_qemu *q, unsigned cpu)
 	c->cr4 = r.cr4;
 	c->regs_valid = true;
 	c->rip_dirty = false;
+	return 0;
+}
+
+/* Writes every RIP the tracer changed at this stop and not yet sent (they normally go out with the
+ * continue, gdb_write_pc_continue): before the VM is left stopped for others or stepped. */
+static int flush_rips(struct target_qemu *q)
+{
+	for (unsigned i = 0; i < q->t.nr_cpus; i++) {
+		struct qemu_cpu *c = &q->cpu[i];
+		int ret;
+
+		if (!c->rip_dirty)
+			continue;
+		ret = gdb_write_reg(q->gdb, c->thread, GDB_REG_RIP, c->regs.rip);
+		if (ret < 0) {
+			c->regs_valid = false; /* RIP may be as it was: read it again */
+			c->rip_dirty = false;
+			return ret;
+		}
+		c->rip_dirty = false;
+	}
 	return 0;
 }
 
@@ -157,8 +180,34 @@ static void invalidate_regs(struct target_qemu *q)
 {
 	for (unsigned i = 0; i < q->t.nr_cpus; i++) {
 		q->cpu[i].regs_valid = false;
+		q->cpu[i].rip_dirty = false;
 		x86_tlb_invalidate(&q->cpu[i].tlb);
 	}
+}
+
+/* Lets the stopped VM run: the RIP the last hit changed goes out with the continue, in one segment
+ * (gdb_write_pc_continue); any other changed RIP first. 0 or -errno; q->stopped says whether the
+ * VM runs (it does whenever the continue went out). */
+static int resume_vm(struct target_qemu *q)
+{
+	struct qemu_cpu *last = NULL;
+	int ret = 0;
+
+	for (unsigned i = 0; i < q->t.nr_cpus; i++)
+		if (q->cpu[i].rip_dirty) {
+			if (last)
+				ret = flush_rips(q); /* more than one (not from hits): all now */
+			last = &q->cpu[i];
+		}
+	if (ret == 0 && last && last->rip_dirty)
+		ret = gdb_write_pc_continue(q->gdb, last->thread, last->regs.rip);
+	else if (ret == 0)
+		ret = gdb_continue(q->gdb);
+	if (q->gdb->running) {
+		q->stopped = false;
+		invalidate_regs(q);
+	}
+	return ret;
 }
 
 static int stop_vm(struct target_qemu *q)
@@ -167,7 +216,7 @@ static int stop_vm(struct target_qemu *q)
 	int ret;
 
 	if (q->stopped)
-		return 0;
+		return flush_rips(q); /* it stays stopped: RIPs changed at this stop go out now */
 	ret = gdb_interrupt(q->gdb, 5000, &st);
 	if (ret < 0)
 		return ret;
@@ -216,10 +265,12 @@ static int qemu_set_regs(struct target *t, unsigned cpu, const struct x86_regs *
 	if (ret < 0)
 		return ret;
 	if (regs->rip == q->cpu[cpu].regs.rip)
-		return 0;
+		return 0; /* also when that RIP is still to be sent: it goes out with the continue */
 	ret = gdb_write_reg(q->gdb, q->cpu[cpu].thread, GDB_REG_RIP, regs->rip);
-	if (ret == 0)
+	if (ret == 0) {
 		q->cpu[cpu].regs.rip = regs->rip;
+		q->cpu[cpu].rip_dirty = false;
+	}
 	return ret;
 }
 
@@ -578,7 +629,41 @@ static int gdb_failed(struct target_qemu *q, const char *what, int ret)
 	return ret;
 }
 
-/* Handles one stop: a breakpoint of the tracer's gets its callback and the new RIP. */
+/* Executes the instruction at @c's RIP by a single step of that vCPU alone (the breakpoint there
+ * stays inserted: a step ignores it). 0 or -errno; the registers are read again afterwards. */
+static int step_over(struct target_qemu *q, struct qemu_cpu *c)
+{
+	struct gdb_stop st;
+	int ret = flush_rips(q);
+
+	if (ret == 0)
+		ret = gdb_step(q->gdb, c->thread, &st);
+	if (q->gdb->running)
+		q->stopped = false; /* no stop reply in time: the VM runs */
+	invalidate_regs(q);
+	if (ret < 0)
+		return gdb_failed(q, "stepping over a changed function entry", ret);
+	if (st.kind != GDB_STOP_SIGNAL) {
+		snprintf(q->err, sizeof(q->err), "gdbstub: the VM is gone (a step)");
+		return -ESRCH;
+	}
+	return 0;
+}
+
+/* The tracer emulates the NOP5 at a function entry by moving RIP past it (@rip -> @rip + 5); the
+ * gdbstub's breakpoint left the guest's bytes as they were, so the guest may have changed them since
+ * (its own ftrace or live patching turns the NOP5 into a CALL, text_poke puts an INT3 there, or a
+ * hostile guest anything). Whether the 5 bytes the vCPU sees at @rip are still a NOP5. */
+static bool nop5_at(struct target_qemu *q, unsigned cpu, uint64_t rip)
+{
+	uint8_t b[X86_NOP5_LEN];
+
+	return access_virt(q, cpu, rip, b, sizeof(b), false) == 0 && x86_is_nop5(b);
+}
+
+/* Handles one stop: a breakpoint of the tracer's gets its callback; the new RIP it sets goes out
+ * with the continue (resume_vm). A NOP5 emulation over bytes that are no NOP5 is refused: the
+ * instruction there is single-stepped instead, so the guest runs what it wrote. */
 static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 {
 	int cpu = cpu_of_thread(q, st->thread);
@@ -603,18 +688,22 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 	if (q->bp(q->bp_ctx, (unsigned)cpu, rip, &c->regs) < 0)
 		return 0; /* not ours (an interrupt, another debugger's stop) */
 	q->hits++;
-	if (c->regs.rip != rip) {
-		ret = gdb_write_reg(q->gdb, c->thread, GDB_REG_RIP, c->regs.rip);
-		if (ret < 0) {
-			c->regs_valid = false; /* RIP may be as it was: read it again */
-			return gdb_failed(q, "writing RIP", ret);
-		}
+	if (c->regs.rip == rip)
+		return 0;
+	if (c->regs.rip == rip + X86_NOP5_LEN && rip != q->t.trampoline &&
+	    !nop5_at(q, (unsigned)cpu, rip)) {
+		c->regs.rip = rip;
+		q->nop5_refused++;
+		return step_over(q, c);
 	}
+	c->rip_dirty = true;
 	return 0;
 }
 
 enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(void *ctx), void *ctx)
 {
+	uint64_t stopped_at = 0; /* when the stop being handled was received */
+
 	for (;;) {
 		struct gdb_stop st;
 		int ret;
@@ -629,15 +718,17 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 			return QEMU_RUN_ERROR;
 		}
 		if (q->stopped) {
-			ret = gdb_continue(q->gdb);
-			if (ret == -ECONNABORTED) {
+			ret = resume_vm(q);
+			if (!q->stopped && stopped_at) {
+				q->held_ns += clock_now_ns() - stopped_at;
+				stopped_at = 0;
+			}
+			if (ret == -ECONNABORTED || (ret < 0 && !q->stopped && ret != -EINTR)) {
 				gdb_failed(q, "continuing", ret);
 				return QEMU_RUN_ERROR;
 			}
-			if (ret < 0)
+			if (ret < 0 && q->stopped)
 				return QEMU_RUN_GUEST_GONE;
-			q->stopped = false;
-			invalidate_regs(q);
 		}
 		ret = gdb_wait_stop(q->gdb, POLL_MS, &st);
 		if (ret == -ETIMEDOUT || ret == -EINTR)
@@ -648,10 +739,14 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 		}
 		if (ret < 0 || st.kind != GDB_STOP_SIGNAL)
 			return QEMU_RUN_GUEST_GONE;
+		stopped_at = clock_now_ns();
 		q->stopped = true;
 		ret = handle_stop(q, &st);
-		if (ret < 0 && ret != -EINTR)
+		if (ret < 0 && ret != -EINTR) {
+			if (q->stopped)
+				flush_rips(q);
 			return QEMU_RUN_ERROR;
+		}
 	}
 }
 
@@ -661,11 +756,9 @@ int target_qemu_run_for(struct target_qemu *q, int ms)
 	int ret;
 
 	if (q->stopped) {
-		ret = gdb_continue(q->gdb);
-		if (ret < 0)
+		ret = resume_vm(q);
+		if (ret < 0 && q->stopped)
 			return -ESRCH;
-		q->stopped = false;
-		invalidate_regs(q);
 	}
 	nanosleep(&ts, NULL);
 	return stop_vm(q);

@@ -21,7 +21,7 @@ struct qemu_cpu {
 	struct x86_regs regs;  /* valid while the VM is stopped, once fetched */
 	uint64_t cr3, cr4;
 	bool regs_valid;
-	bool rip_dirty;
+	bool rip_dirty; /* regs.rip set by the tracer, not yet written (goes with the continue) */
 };
 
 struct target_qemu {
@@ -33,6 +33,8 @@ struct target_qemu {
 	target_bp_fn bp;
 	void *bp_ctx;
 	uint64_t stops, hits; /* statistics */
+	uint64_t nop5_refused; /* NOP5 emulations refused: the guest's bytes were no NOP5 (stepped) */
+	uint64_t held_ns;      /* time the VM stood stopped at stops target_qemu_run handled */
 	char err[224];	      /* why target_qemu_run ended with QEMU_RUN_ERROR */
 
 	/* stub probes: where they may live (target_qemu_set_stub_area), what stub_map changed */

@@ -65,9 +65,12 @@ one ftrace_few "hvt.ftrace=$few" -p nop
 e_few=$events
 one trap_few "" -p function --probe trap "${l_few[@]}"
 t_trap_few=$window
+trap_stops=$(sed -n 's/.* stops \([0-9]*\) hits .*/\1/p' "$work/trap_few.err")
+trap_held=$(sed -n 's/.* held-us \([0-9]*\).*/\1/p' "$work/trap_few.err")
 
 awk -v r="$rounds" -v b="$t_base" -v tf="$t_trap_few" -v fa="$t_ftrace_all" -v sa="$t_stub_all" \
-	-v ef="$e_few" -v ea="$e_all" -v np="$stub_probes" -v lost="$stub_lost" -v few="$few" 'BEGIN {
+	-v ef="$e_few" -v ea="$e_all" -v np="$stub_probes" -v lost="$stub_lost" -v few="$few" \
+	-v ts="${trap_stops:-0}" -v th="${trap_held:-0}" 'BEGIN {
 	printf "hvtrace bench (Linux guest, QEMU TCG): %d rounds of the file workload, window timed on the host\n", r
 	printf "  untraced window: %.3f s\n", b
 	printf "  every traceable function (%d stub probes; %d calls in the window, counted by the guest'"'"'s ftrace):\n", np, ea
@@ -78,6 +81,8 @@ awk -v r="$rounds" -v b="$t_base" -v tf="$t_trap_few" -v fa="$t_ftrace_all" -v s
 	ct = (tf - b) / ef
 	printf "  trap probes on %s (%d calls in the window):\n", few, ef
 	printf "    hvtrace trap probes          %8.3f s  %9.1f us/event\n", tf, 1e6 * ct
+	printf "    of which hvtrace held the VM %.0f us per stop (%d stops); the rest is QEMU'"'"'s: every debug stop\n", th / (ts ? ts : 1), ts
+	printf "    flushes its whole TCG translation cache, and the guest'"'"'s code is translated again until the next hit\n"
 	printf "    ratio trap / stub (per event): %.0f   trap / guest ftrace: %.0f\n", ct / cs, ct / ca
 }'
 

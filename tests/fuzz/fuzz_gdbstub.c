@@ -4,7 +4,7 @@
  * reply of the handshake and of the commands. First the pure decoders get the raw input
  * (gdb_unframe on it, then gdb_parse_stop and gdb_decode_regs on each decoded payload); then the
  * whole client talks to the script over a socketpair: connect, threads, registers, memory,
- * breakpoints, run, detach. */
+ * breakpoints, run (also a RIP write pipelined with the continue), detach. */
 #include "host/qemu/gdbstub.h"
 #include "tests/fuzz/fuzz_peer.h"
 
@@ -97,6 +97,10 @@ static void session(int fd)
 	gdb_insert_bp(&g, 0xffffffff81000010ull);
 	gdb_step(&g, 2, &st);
 	if (gdb_continue(&g) == 0)
+		gdb_wait_stop(&g, 0, &st);
+	/* a hit's RIP with the continue (P and vCont;c together), as target_qemu resumes */
+	gdb_write_pc_continue(&g, st.thread > 0 ? st.thread : 1, 0xffffffff81000015ull);
+	if (g.running)
 		gdb_wait_stop(&g, 0, &st);
 	gdb_interrupt(&g, 0, &st);
 	gdb_remove_bp(&g, 0xffffffff81000010ull);

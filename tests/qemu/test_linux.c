@@ -652,6 +652,37 @@ static void check_boot_verdicts(const struct hv_result *r)
 	unlink("/tmp/hvtrace-test-linux-junit.xml");
 }
 
+/* hvt.bench=3: 3 rounds of the file workload, 2 opens of /etc/motd each, every one traced once
+ * through a trap probe whose NOP5 hvtrace emulates (RIP + 5 while stopped; a wrong length or a
+ * skipped instruction would lose or double events, or crash the guest). */
+static void six_motd_opens(const struct hv_result *r)
+{
+	assert_int_equal(
+	    count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/etc/motd\")\n"), 6);
+}
+
+static void nop5_emulated(const struct hv_result *r)
+{
+	six_motd_opens(r);
+	assert_int_equal(hv_stat(r->err, "kaslr-slide ", "nop5-refused "), 0);
+}
+
+/* The same with the guest's own ftrace on do_sys_openat2 (hvt.ftrace): the guest turned the NOP5
+ * under the trap probe into a CALL. hvtrace refuses to emulate a NOP5 that is not there and steps
+ * the CALL instead: the guest's tracer sees the calls (had the CALL been skipped it would count
+ * none), each of them a refused emulation, and every open is still traced exactly once. */
+static void nop5_refused_under_guest_ftrace(const struct hv_result *r)
+{
+	const char *f = strstr(r->console, "hvt-linux: bench ftrace-events ");
+	long events, refused = hv_stat(r->err, "kaslr-slide ", "nop5-refused ");
+
+	six_motd_opens(r);
+	assert_non_null(f);
+	events = strtol(f + strlen("hvt-linux: bench ftrace-events "), NULL, 10);
+	assert_true(events >= 6);
+	assert_true(refused >= events);
+}
+
 /* ---- the tests ------------------------------------------------------------------------------- */
 
 #define WORKLOAD_DONE "hvt-linux: workload done"
@@ -1028,6 +1059,30 @@ static const struct linux_test linux_tests[] = {
 		.err = {NO_STOPS, " cpu-from rdtscp\n"},
 	    },
 	}},
+    },
+    {
+	/* Trap probes under QEMU emulate the NOP5 at a function entry only where the guest's bytes
+	 * are still a NOP5: exact counts with the emulation, and the same with the guest's own ftrace
+	 * having put a CALL there (the emulation refused, the CALL stepped). */
+	.name = "test_run_qemu_trap_nop5_checked",
+	.runs = {
+	    {
+		.label = "run --qemu --probe trap -e",
+		.cmd = RUN_QEMU,
+		.append = "hvt.bench=3",
+		.args = {"--probe", "trap", "-e", "do_sys_openat2(dfd, filename)", "--stats",
+			 "--timeout", "300"},
+		.expect = {.check = nop5_emulated},
+	    },
+	    {
+		.label = "run --qemu --probe trap -e, guest ftrace on the same function",
+		.cmd = RUN_QEMU,
+		.append = "hvt.bench=3 hvt.ftrace=do_sys_openat2",
+		.args = {"--probe", "trap", "-e", "do_sys_openat2(dfd, filename)", "--stats",
+			 "--timeout", "300"},
+		.expect = {.check = nop5_refused_under_guest_ftrace},
+	    },
+	},
     },
     {
 	/* Guest rings too small for the event rate (--buffer-size-kb 8: 128 records per CPU): events

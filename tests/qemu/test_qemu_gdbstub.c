@@ -396,7 +396,7 @@ static void test_breakpoint_step_continue(void **state)
 	struct gdb_stop st;
 	struct gdb_regs r;
 	const int n = 500;
-	double t0, step_rate, skip_rate;
+	double t0, step_rate, skip_rate, pipe_rate;
 
 	(void)state;
 	attach();
@@ -454,12 +454,39 @@ static void test_breakpoint_step_continue(void **state)
 	assert_int_equal(r.gp.rax, 1 + 2 * n);
 	assert_int_equal(r.gp.rbx, n);
 
+	/* A debug stop makes the vCPU that stopped QEMU's register thread, whatever Hg said before:
+	 * `g` with no Hg reads vCPU 1 (vCPU 2 still sits at the reset vector). */
+	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RIP, LOOP_AT + 2), 0);
+	assert_int_equal(gdb_select_thread(g, 2), 0);
+	assert_int_equal(gdb_continue(g), 0);
+	assert_int_equal(gdb_wait_stop(g, 5000, &st), 0);
+	assert_int_equal(st.thread, 1);
+	assert_int_equal(g->cur_thread, 1);
+	assert_int_equal(gdb_command(g, "g"), 0);
+	assert_int_equal(gdb_decode_regs(g->pkt, g->pkt_len, &r), 0);
+	assert_int_equal(r.gp.rip, LOOP_AT + 1);
+	assert_int_equal(r.gp.rax, 2 + 2 * n);
+
+	/* The same, P and vCont;c in one segment, P's reply read after the continue went out. */
+	t0 = now_s();
+	for (int i = 1; i <= n; i++) {
+		assert_int_equal(gdb_write_pc_continue(g, 1, LOOP_AT + 2), 0);
+		assert_true(g->running);
+		assert_int_equal(gdb_wait_stop(g, 5000, &st), 0);
+		assert_int_equal(st.thread, 1);
+	}
+	pipe_rate = n / (now_s() - t0);
+	assert_int_equal(gdb_read_regs(g, 1, &r), 0);
+	assert_int_equal(r.gp.rip, LOOP_AT + 1);
+	assert_int_equal(r.gp.rax, 2 + 3 * n);
+	assert_int_equal(r.gp.rbx, n);
+
 	assert_int_equal(gdb_remove_bp(g, LOOP_AT + 1), 0);
 	assert_int_equal(gdb_remove_bp(g, LOOP_AT + 1), -EIO);
 	assert_int_equal(g->last_error, 0x22); /* QEMU's decimal EINVAL */
 	printf("hvtrace: gdbstub TCG breakpoint hits: %.0f/s (step + continue), %.0f/s (P rip + "
-	       "continue)\n",
-	       step_rate, skip_rate);
+	       "continue), %.0f/s (P rip with the continue)\n",
+	       step_rate, skip_rate, pipe_rate);
 }
 
 static void test_continue_interrupt(void **state)

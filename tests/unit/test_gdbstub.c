@@ -1081,6 +1081,112 @@ static void test_target_stop_of_unknown_thread(void **state)
 	free(q);
 }
 
+/* ---- the trap-probe hit path of target_qemu over a scripted stub ---------------------------- */
+
+#define HIT_RIP 0x401000ull /* PML4 0, PDPT 0, PD 2, PT 1 under CR3 0x1000: code at 0x5000 */
+
+static unsigned hit_calls;
+
+/* The tracer's part of a hit on a function entry: emulate the NOP5 (RIP + 5). */
+static int emulate_nop5(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
+{
+	(void)ctx, (void)cpu;
+	if (addr != HIT_RIP)
+		return -ENOENT;
+	hit_calls++;
+	regs->rip = addr + 5;
+	return 0;
+}
+
+static unsigned run_polls;
+
+static bool stop_on_fourth_poll(void *ctx)
+{
+	(void)ctx;
+	return ++run_polls >= 4;
+}
+
+/* The page walk of HIT_RIP through the gdbstub (physical mode), then its 5 code bytes @code. */
+static size_t walk_steps(struct fake_step *st, const char *code)
+{
+	size_t n = 0;
+
+	st[n++] = (struct fake_step){pk("+", "m1000,8", ""), pk("+", "0720000000000000", "")};
+	st[n++] = (struct fake_step){pk("+", "m2000,8", ""), pk("+", "0730000000000000", "")};
+	st[n++] = (struct fake_step){pk("+", "m3010,8", ""), pk("+", "0740000000000000", "")};
+	st[n++] = (struct fake_step){pk("+", "m4008,8", ""), pk("+", "0750000000000000", "")};
+	st[n++] = (struct fake_step){pk("+", "m5000,5", ""), pk("+", code, "")};
+	return n;
+}
+
+/* Three hits on a function entry: the first RIP write is a plain P (P not known to work yet), then
+ * P and vCont;c go out together (the stub answers only once it has both: had the client waited for
+ * P's OK first, the run would time out); no Hg after any debug stop (QEMU made the stopping vCPU
+ * the register thread); the third hit's bytes are a CALL, not the NOP5: the emulation is refused
+ * and that vCPU steps the real instruction instead. */
+static void test_target_hits_pipelined_nop5_checked(void **state)
+{
+	char g[1300], set_pc[64], rip_hex[20];
+	struct fake_step st[48];
+	struct fake_server s;
+	struct target_qemu *q = calloc(1, sizeof(*q));
+	struct gdb *gdb;
+	char err[256];
+	size_t n = qemu72_hello(st, "", "+");
+
+	(void)state;
+	build_g(g, "");
+	put_le(rip_hex, HIT_RIP, 8);
+	memcpy(g + hexoff(GDB_REG_RIP), rip_hex, 16);
+	put_le(rip_hex, 0x1000, 8);
+	memcpy(g + hexoff(GDB_REG_CR3), rip_hex, 16);
+	put_le(rip_hex, 0x20, 8); /* PAE, no LA57 */
+	memcpy(g + hexoff(GDB_REG_CR4), rip_hex, 16);
+	put_le(rip_hex, HIT_RIP + 5, 8);
+	snprintf(set_pc, sizeof(set_pc), "P10=%s", rip_hex);
+
+	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01,02", "")};
+	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
+	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
+	/* hit 1, vCPU 0 */
+	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
+	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", g, "")};
+	n += walk_steps(st + n, "0f1f440000");
+	st[n++] = (struct fake_step){pk("+", set_pc, ""), pk("+", "OK", "")};
+	/* hit 2, vCPU 0 again */
+	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
+	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", g, "")};
+	n += walk_steps(st + n, "0f1f440000");
+	/* hit 3, vCPU 1: its RIP moved with the continue of hit 2, no round trip between */
+	st[n++] = (struct fake_step){pk("+", set_pc, pk("", "vCont;c", "")),
+				     pk("+", "OK", pk("+", "T05thread:02;", ""))};
+	st[n++] = (struct fake_step){pk("++", "g", ""), pk("+", g, "")};
+	n += walk_steps(st + n, "e8fbffffff");
+	st[n++] = (struct fake_step){pk("+", "vCont;s:2", ""), pk("+", "T05thread:02;", "")};
+	assert_true(n <= FAKE_NSTEPS(st));
+
+	gdb = hostile(&s, st, n, FAKE_SERVER_HOLD);
+	assert_non_null(q);
+	assert_int_equal(target_qemu_init(q, gdb, getpid(), NULL, NULL, true, err, sizeof(err)), 0);
+	q->t.ops->set_bp_handler(&q->t, emulate_nop5, NULL);
+	hit_calls = run_polls = 0;
+	watchdog(20);
+	if (target_qemu_run(q, stop_on_fourth_poll, NULL) != QEMU_RUN_STOP_ASKED)
+		fail_msg("run: %s (hits %u, polls %u)", q->err, hit_calls, run_polls);
+	alarm(0);
+	assert_int_equal(hit_calls, 3);
+	assert_int_equal(q->hits, 3);
+	assert_int_equal(q->stops, 3);
+	assert_int_equal(q->nop5_refused, 1);
+	assert_true(q->stopped);
+	target_qemu_close(q);
+	gdb_close(gdb);
+	fake_server_finish(&s);
+	assert_string_equal(s.tail, "+"); /* the ack of the step's stop reply, at close */
+	free(gdb);
+	free(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1108,6 +1214,7 @@ int main(void)
 	    cmocka_unit_test(test_interrupt_ends_endless_wait),
 	    cmocka_unit_test(test_interrupted_command_reply_skipped),
 	    cmocka_unit_test(test_target_stop_of_unknown_thread),
+	    cmocka_unit_test(test_target_hits_pipelined_nop5_checked),
 	    cmocka_unit_test(test_connect_interrupted),
 	};
 
