@@ -570,11 +570,12 @@ static void print_stats(void *ctx, const struct pipeline *p)
 	fprintf(stderr, "hvtrace: stats: translations %llu cached %llu walked\n", hits, walks);
 	fprintf(stderr,
 		"hvtrace: stats: kaslr-slide 0x%llx sites %zu probes %zu arms %llu stops %llu hits %llu "
-		"restored-slots %llu orphan-returns %llu slots-above-4g %llu nop5-refused %llu held-us %llu\n",
+		"restored-slots %llu orphan-returns %llu slots-above-4g %llu nop5-refused %llu held-us %llu "
+		"interrupted-returns %llu\n",
 		(unsigned long long)r->l.slide, r->sites.nr, st.probes, st.arms,
 		(unsigned long long)r->tq.stops, (unsigned long long)r->tq.hits, st.restored_slots,
 		st.orphan_returns, st.slots_above_4g, (unsigned long long)r->tq.nop5_refused,
-		(unsigned long long)(r->tq.held_ns / 1000));
+		(unsigned long long)(r->tq.held_ns / 1000), st.interrupted_returns);
 	pipeline_print_stub_stats(p);
 	if (st.stub_probes && *r->resv_why)
 		fprintf(stderr, "hvtrace: stats: stub region not in reserved RAM: %s\n",

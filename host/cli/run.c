@@ -110,8 +110,10 @@ static void print_stats(void *ctx, const struct pipeline *p)
 	struct tracer_stats st;
 
 	tracer_stats(t, &st);
-	fprintf(stderr, "hvtrace: stats: probes %zu restored-slots %llu orphan-returns %llu\n",
-		st.probes, st.restored_slots, st.orphan_returns);
+	fprintf(stderr,
+		"hvtrace: stats: probes %zu restored-slots %llu orphan-returns %llu "
+		"interrupted-returns %llu\n",
+		st.probes, st.restored_slots, st.orphan_returns, st.interrupted_returns);
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		fprintf(stderr,
 			"hvtrace: stats: cpu%u events %llu exits %llu bp-exits debug %llu emulation %llu "

@@ -241,6 +241,47 @@ static void report_rewritten(struct tracer *t)
 	t->text_rewritten += probe_report_rewritten(&t->probes, t->tgt);
 }
 
+/* Returns already taken but not trapped yet: the RET popped the slot and, before the trampoline's
+ * breakpoint fired, the vCPU took an interrupt (between two instructions). The hardware pushed its
+ * frame (RIP, CS, RFLAGS, RSP, SS) on that stack, below the popped slot and 16-byte aligned, with
+ * RIP on the trampoline and RSP one past the slot; with the probes gone, its IRET would run the
+ * trampoline's own code (a RET that pops whatever is next). The frame gets the real return address
+ * instead. Kept here between the scan and the shadow's update. */
+struct interrupted {
+	struct tracer *t;
+	uint64_t slots[64];
+	unsigned nr;
+};
+
+static void unhook_interrupted_one(void *ctx, const struct shadow_entry *e)
+{
+	struct interrupted *in = ctx;
+	struct tracer *t = in->t;
+	uint64_t frame = ((e->slot + 8) & ~15ull) - 40, f[5], orig;
+
+	if (in->nr == sizeof(in->slots) / sizeof(in->slots[0]) ||
+	    t->tgt->ops->read_virt(t->tgt, 0, frame, f, sizeof(f)) < 0 || f[0] != t->trampoline ||
+	    (f[1] & 3) != 0 || f[3] != e->slot + 8)
+		return;
+	for (unsigned i = 0; i < in->nr; i++)
+		if (in->slots[i] == e->slot)
+			return; /* a tail call's frames: one interrupted return */
+	orig = shadow_resolve(&t->shadow, e->slot);
+	if (orig && t->tgt->ops->write_virt(t->tgt, 0, frame, &orig, 8) == 0)
+		in->slots[in->nr++] = e->slot;
+}
+
+static void unhook_interrupted(struct tracer *t)
+{
+	struct interrupted in = {.t = t};
+
+	shadow_for_each(&t->shadow, unhook_interrupted_one, &in);
+	for (unsigned i = 0; i < in.nr; i++) {
+		t->restored_slots += shadow_forget(&t->shadow, in.slots[i]);
+		t->interrupted_returns++;
+	}
+}
+
 /* A vCPU stopped right on the trampoline (its RET already popped the slot) resumes at the real return
  * address instead. */
 static void unhook_cpus(struct tracer *t)
@@ -279,6 +320,7 @@ int tracer_detach(struct tracer *t)
 	}
 	if (t->trampoline) {
 		unhook_cpus(t);
+		unhook_interrupted(t);
 		shadow_for_each(&t->shadow, restore_slot, t);
 		shadow_clear(&t->shadow);
 		if (t->trampoline_inserted) {
@@ -592,6 +634,7 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 	*out = (struct tracer_stats){
 		.probes = t->probes.nr,
 		.restored_slots = t->restored_slots,
+		.interrupted_returns = t->interrupted_returns,
 		.text_rewritten = t->text_rewritten,
 		.orphan_returns = atomic_load(&t->orphan_returns),
 		.slots_above_4g = atomic_load(&t->slots_above_4g),

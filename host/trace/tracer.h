@@ -61,6 +61,7 @@ struct tracer {
 	unsigned live_roots;		 /* lazy: hooked graph-root frames not yet returned */
 	uint64_t arms;			 /* lazy: times the callee probes were inserted */
 	uint64_t restored_slots; /* hooked returns handed back at detach (slots, vCPUs on the trampoline) */
+	uint64_t interrupted_returns; /* of those: returns an interrupt caught on the trampoline */
 	unsigned text_rewritten; /* patched sites (and trampoline) the guest rewrote: left alone */
 	struct stub_drain stub;	 /* stub probes */
 };
@@ -70,6 +71,7 @@ struct tracer {
 struct tracer_stats {
 	size_t probes;
 	unsigned long long restored_slots, orphan_returns, arms, lost;
+	unsigned long long interrupted_returns; /* restored in an interrupt's frame (see tracer.c) */
 	unsigned long long slots_above_4g; /* hooked return slots at guest-physical >= 4 GiB */
 	unsigned text_rewritten; /* sites the guest rewrote over a patch: reported, left alone */
 	/* stub probes (all 0 without) */

@@ -1,5 +1,6 @@
 /* What a detach leaves in the guest, over a fake target whose memory and registers the test holds:
- * a takeover after hvtrace died in the middle of a return (entry popped, RIP not yet written), and
+ * a takeover after hvtrace died in the middle of a return (entry popped, RIP not yet written), a
+ * return an interrupt caught on the trampoline (its frame gets the return address), and
  * --verify-text telling a byte hvtrace left behind from the kernel's own patching. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -196,6 +197,77 @@ static void test_detach_after_return(void **state)
 	fixture_free(&x);
 }
 
+/* func_a called with its return address CALLER at @slot and hooked; its RET then pops the slot,
+ * and before the trampoline's breakpoint fires the vCPU takes an interrupt: the hardware frame
+ * (RIP, CS, RFLAGS, RSP, SS) goes below the popped slot, 16-byte aligned, with RIP on the trampoline
+ * (@frame_rsp: the RSP it saves). The vCPU is now in the handler, elsewhere. Returns the frame's
+ * address. */
+static uint64_t return_interrupted(struct fixture *x, uint64_t slot, uint64_t frame_rsp)
+{
+	uint64_t ret = CALLER, frame = ((slot + 8) & ~15ull) - 40;
+	const uint64_t hw[5] = {TRAMP, 0x10, 0x202, frame_rsp, 0x18};
+
+	fixture_init(x);
+	attach(x);
+	memcpy(x->stack + (slot - STACK), &ret, 8);
+	x->regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = slot};
+	assert_int_equal(tracer_hit(&x->tr, 0, SITE_A, &x->regs[0]), 0);
+	memcpy(&ret, x->stack + (slot - STACK), 8);
+	assert_int_equal(ret, TRAMP);
+	memcpy(x->stack + (frame - STACK), hw, sizeof(hw));
+	x->regs[0] = (struct x86_regs){.rip = TEXT + 0x80, .rsp = STACK + 0x1000};
+	return frame;
+}
+
+static uint64_t stack_word(struct fixture *x, uint64_t gva)
+{
+	uint64_t v;
+
+	memcpy(&v, x->stack + (gva - STACK), 8);
+	return v;
+}
+
+/* The detach hands the return back in the interrupt's frame: its IRET goes to CALLER, not to the
+ * trampoline's own RET (which would pop whatever lies above). Both alignments: the slot in the gap
+ * above the frame (still holding the trampoline), or under the frame's SS (overwritten). */
+static void test_detach_interrupted_return(void **state)
+{
+	static const uint64_t slots[2] = {SLOT, SLOT - 8};
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		struct fixture x;
+		uint64_t frame = return_interrupted(&x, slots[i], slots[i] + 8);
+
+		if (i == 1) /* the frame's SS went where the slot was */
+			assert_int_equal(stack_word(&x, slots[i]), 0x18);
+		assert_int_equal(tracer_detach(&x.tr), 0);
+		assert_int_equal(stack_word(&x, frame), CALLER);
+		assert_int_equal(stack_word(&x, frame + 24), slots[i] + 8);
+		assert_int_equal(x.regs[0].rip, TEXT + 0x80);
+		assert_int_equal(x.tr.restored_slots, 1);
+		assert_int_equal(x.tr.interrupted_returns, 1);
+		assert_memory_equal(x.text + (SITE_A - TEXT), NOP5, 5);
+		fixture_free(&x);
+	}
+}
+
+/* A frame that only looks like one (RIP on the trampoline, but saving another RSP than one past the
+ * slot) is left alone; the slot, still hooked, gets its return address back as usual. */
+static void test_detach_not_an_interrupted_return(void **state)
+{
+	struct fixture x;
+	uint64_t frame = return_interrupted(&x, SLOT, SLOT + 0x10);
+
+	(void)state;
+	assert_int_equal(tracer_detach(&x.tr), 0);
+	assert_int_equal(stack_word(&x, frame), TRAMP);
+	assert_int_equal(stack_word(&x, SLOT), CALLER);
+	assert_int_equal(x.tr.restored_slots, 1);
+	assert_int_equal(x.tr.interrupted_returns, 0);
+	fixture_free(&x);
+}
+
 /* The fixture, and --verify-text's reference copy of its text (taken before the first patch). */
 static void verify_init(struct fixture *x, struct text_verify *v)
 {
@@ -295,6 +367,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_takeover_mid_return),
 	    cmocka_unit_test(test_detach_after_return),
+	    cmocka_unit_test(test_detach_interrupted_return),
+	    cmocka_unit_test(test_detach_not_an_interrupted_return),
 	    cmocka_unit_test(test_verify_kernel_own_changes),
 	    cmocka_unit_test(test_verify_catches_left_byte),
 	    cmocka_unit_test(test_verify_trampoline_and_neighbours),
