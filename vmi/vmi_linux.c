@@ -197,6 +197,7 @@ static int resolve(struct vmi_linux *l, const char *path, size_t lines, char *er
 	const struct vmi_sym *fe = vmi_symtab_find(&l->funcs, "__fentry__");
 	const struct vmi_sym *pco = vmi_symtab_find(&l->objects, "__per_cpu_offset");
 	const struct vmi_sym *ct = vmi_symtab_find(&l->objects, "current_task");
+	const struct vmi_sym *pc = vmi_symtab_find(&l->objects, "__preempt_count");
 	const struct vmi_sym *bs = vmi_symtab_find(&l->objects, "__start_BTF");
 	const struct vmi_sym *be = vmi_symtab_find(&l->objects, "__stop_BTF");
 
@@ -211,6 +212,7 @@ static int resolve(struct vmi_linux *l, const char *path, size_t lines, char *er
 	l->fentry = fe ? fe->addr : 0;
 	l->per_cpu_offset = pco ? pco->addr : 0;
 	l->current_task = ct ? ct->addr : 0;
+	l->preempt_count = pc ? pc->addr : 0;
 	l->btf_start = bs ? bs->addr : 0;
 	l->btf_stop = be ? be->addr : 0;
 	return 0;
@@ -298,7 +300,7 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
 	l->per_cpu_offset = slid(l->per_cpu_offset, found);
 	l->btf_start = slid(l->btf_start, found);
 	l->btf_stop = slid(l->btf_stop, found);
-	/* current_task is a per-CPU offset (below the kernel map): never slid */
+	/* current_task and __preempt_count are per-CPU offsets (below the kernel map): never slid */
 	return 0;
 }
 
@@ -631,6 +633,7 @@ int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsi
 		if (ret < 0)
 			return ret;
 		out->current_slot[c] = off + l->current_task;
+		out->preempt_slot[c] = l->preempt_count ? off + l->preempt_count : 0;
 	}
 	out->pid_off = (unsigned)l->pid_off;
 	out->comm_off = (unsigned)l->comm_off;

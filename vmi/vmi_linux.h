@@ -27,6 +27,7 @@ struct vmi_linux {
 	int64_t slide;		   /* applied to funcs and kernel-image objects once found */
 	bool slid;
 	uint64_t banner, fentry, per_cpu_offset, current_task, btf_start, btf_stop;
+	uint64_t preempt_count; /* per-CPU offset of __preempt_count (0: none) */
 	uint64_t stext, etext;
 	int pid_off, comm_off; /* task_struct offsets from BTF; -1 when unknown */
 	struct vmi_btf *btf;   /* the kernel's BTF once read (vmi_linux_read_btf), else NULL */

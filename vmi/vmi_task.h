@@ -15,6 +15,7 @@ struct vmi_task_layout {
 	bool valid;			     /* false: no task info */
 	bool unknown;			     /* without info: "<unknown>"-0 instead of "cpu<N>"-0 */
 	uint64_t current_slot[VMI_MAX_CPUS]; /* GVA of the pointer to the task running on CPU N */
+	uint64_t preempt_slot[VMI_MAX_CPUS]; /* GVA of CPU N's preempt count (x86 Linux; 0: unknown) */
 	unsigned pid_off;		     /* offsets in the task struct */
 	unsigned comm_off;
 	bool has_cpu_gs;		     /* the CPU number is the u32 at %gs:cpu_gs_off */

@@ -517,7 +517,25 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	return 0;
 }
 
-/* True if some vCPU is executing the stub's code right now (target paused). */
+/* The preempt count's bits for an NMI, a hard interrupt and a softirq being served (Linux). */
+#define IN_INTERRUPT_MASK 0xf00000u | 0xf0000u | 0x100u
+
+/* True if vCPU @cpu serves an interrupt (Linux: its preempt count says so; unknown: no): what it
+ * interrupted may be the stub's code, to which it returns with an IRET the stub must still be
+ * mapped for. */
+static bool cpu_in_interrupt(struct stub_drain *d, unsigned cpu)
+{
+	struct target *tgt = d->c.tgt;
+	uint32_t count = 0;
+
+	return cpu < VMI_MAX_CPUS && d->c.task && d->c.task->preempt_slot[cpu] &&
+	       tgt->ops->read_kernel &&
+	       tgt->ops->read_kernel(tgt, d->c.task->preempt_slot[cpu], &count, 4) == 0 &&
+	       (count & (IN_INTERRUPT_MASK)) != 0;
+}
+
+/* True if some vCPU is executing the stub's code right now, or may return into it from an interrupt
+ * (target paused). */
 static bool cpu_inside(struct stub_drain *d)
 {
 	for (unsigned i = 0; i < d->c.nr_cpus; i++) {
@@ -525,6 +543,8 @@ static bool cpu_inside(struct stub_drain *d)
 
 		if (d->c.tgt->ops->get_regs(d->c.tgt, i, &regs) == 0 &&
 		    stub_owns_rip(&d->stub, regs.rip))
+			return true;
+		if (cpu_in_interrupt(d, i))
 			return true;
 	}
 	return false;
@@ -590,7 +610,8 @@ int stub_drain_detach(struct stub_drain *d)
 	if (cpu_inside(d)) {
 		/* cannot happen: the stub has no loop but the shadow-stack lock; leave it in place
 		 */
-		fprintf(stderr, "hvtrace: a vCPU stays inside the stub: it is left mapped\n");
+		fprintf(stderr, "hvtrace: a vCPU stays inside the stub (or in an interrupt that may "
+				"return into it): it is left mapped\n");
 		ret = -EBUSY;
 	}
 	if (stub_restore_slots(&d->stub, !ret) < 0 && !ret)

@@ -70,9 +70,23 @@ static int pause_nop(struct target *t)
 	return 0;
 }
 
+/* Set by a test: CPU 1's preempt count (Linux) is at PREEMPT_AT and says "in a hard interrupt"
+ * until the guest has run @irq_runs more times. */
+#define PREEMPT_AT 0x9000ull
+static int irq_runs;
+static unsigned resumes;
+
 static void resume_nop(struct target *t)
 {
 	(void)t;
+	resumes++;
+	if (irq_runs > 0 && --irq_runs == 0)
+		memset(guest + PREEMPT_AT, 0, 4);
+}
+
+static int kernel_read(struct target *t, uint64_t gva, void *buf, size_t len)
+{
+	return fake_target_read_phys(t, gva, buf, len);
 }
 
 /* Set by a test: vCPUs now run on page tables that map every address DECOY bytes higher (a guest
@@ -104,6 +118,7 @@ static const struct target_ops guest_ops = {
     .get_regs = no_regs,
     .pause = pause_nop,
     .resume = resume_nop,
+    .read_kernel = kernel_read,
 };
 
 static uint64_t get64(uint64_t a)
@@ -410,6 +425,40 @@ static void test_restore_ignores_current_cr3(void **state)
 	assert_int_equal(d.stub.restored_slots, 1);
 }
 
+/* A vCPU serving an interrupt may have interrupted the stub's code, and return into it by IRET: the
+ * detach lets the guest run until it is out of the interrupt before it unmaps the stub; one that
+ * never leaves it keeps the stub mapped. */
+static void test_detach_waits_out_interrupts(void **state)
+{
+	static const uint32_t hardirq = 0x10000 | 0x80000000u; /* and no resched needed */
+
+	(void)state;
+	task.preempt_slot[1] = PREEMPT_AT;
+	memcpy(guest + PREEMPT_AT, &hardirq, 4);
+	irq_runs = 3;
+	resumes = 0;
+	assert_int_equal(stub_drain_detach(&d), 0);
+	assert_int_equal(resumes, 3);
+	assert_false(d.stub.placed);
+	task.preempt_slot[1] = 0;
+}
+
+static void test_detach_keeps_stub_for_endless_interrupt(void **state)
+{
+	static const uint32_t nmi = 0x100000;
+
+	(void)state;
+	task.preempt_slot[1] = PREEMPT_AT;
+	memcpy(guest + PREEMPT_AT, &nmi, 4);
+	irq_runs = 0;
+	assert_int_equal(stub_drain_detach(&d), -EBUSY);
+	assert_true(d.stub.placed);
+	memset(guest + PREEMPT_AT, 0, 4);
+	task.preempt_slot[1] = 0;
+	assert_int_equal(stub_drain_detach(&d), 0);
+	assert_false(d.stub.placed);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -419,6 +468,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_restore_ignores_current_cr3, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_typed_return_from_rax, setup_typed, teardown),
 	    cmocka_unit_test(test_return_capability),
+	    cmocka_unit_test_setup_teardown(test_detach_waits_out_interrupts, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_detach_keeps_stub_for_endless_interrupt, setup,
+					    teardown),
 	};
 
 	return cmocka_run_group_tests_name("stub_hostile", tests, NULL, NULL);

@@ -19,7 +19,8 @@
 static char map_path[64];
 
 /* A small System.map: text, data, per-CPU and BTF symbols of a kernel linked at 0xffffffff81000000. */
-static const char sysmap[] = "000000000001fb80 D current_task\n"
+static const char sysmap[] = "000000000001fb40 D __preempt_count\n"
+			     "000000000001fb80 D current_task\n"
 			     "ffffffff81000000 T _stext\n"
 			     "ffffffff81000000 T _text\n"
 			     "ffffffff81000100 T func_nop\n"
@@ -290,6 +291,7 @@ static void find_slide(int64_t slide)
 	assert_int_equal(l.fentry, 0xffffffff810001c0ull + slide);
 	assert_int_equal(vmi_symtab_find(&l.funcs, "func_nop")->addr, 0xffffffff81000100ull + slide);
 	assert_int_equal(l.current_task, 0x1fb80); /* per-CPU offsets never move */
+	assert_int_equal(l.preempt_count, 0x1fb40);
 	vmi_linux_close(&l);
 }
 
@@ -499,6 +501,9 @@ static void test_task_layout(void **state)
 	assert_true(tl.valid);
 	assert_int_equal(tl.current_slot[0], 0x10000 + 0x1fb80);
 	assert_int_equal(tl.current_slot[1], 0x20000 + 0x1fb80);
+	/* where the stub's detach reads whether a vCPU serves an interrupt */
+	assert_int_equal(tl.preempt_slot[0], 0x10000 + 0x1fb40);
+	assert_int_equal(tl.preempt_slot[1], 0x20000 + 0x1fb40);
 	assert_int_equal(tl.pid_off, 2416);
 	assert_int_equal(tl.comm_off, 2976);
 	vmi_linux_close(&l);
