@@ -174,6 +174,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
 	    .max_depth = s->max_depth,
 	    .ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
+	    .keep = rec_filter_active(&s->tasks) ? &s->tasks : NULL,
 	};
 	unsigned nr_cpus = g->tgt->nr_cpus;
 	int ret;
@@ -356,8 +357,12 @@ int pipeline_finish(struct pipeline *p, int status,
 	tracer_stats(&p->tr, &st);
 	p->sink.guest_lost = st.stub_guest_lost;
 	writer_stop(&p->w, tracer_lost(&p->tr));
-	if (s->stats)
+	if (s->stats) {
 		backend_stats(ctx, p);
+		if (rec_filter_active(&s->tasks))
+			fprintf(stderr, "hvtrace: stats: filtered %llu (-P, --comm, --cpu)\n",
+				st.filtered);
+	}
 	if (p->profiling && s->profile)
 		profile_print(&p->prof, st.stub_guest_lost, stderr);
 	if (p->expecting && expect_evaluate(&p->expect) && status == 0) {

@@ -38,6 +38,10 @@ const char session_usage[] =
 	"                           (repeatable; with -e alone the tracer is nop)\n"
 	"  -r, --return-probe SPEC  return probe: 'func', or 'func(type name)' for a typed RAX\n"
 	"                           (kretprobe without maxactive; repeatable)\n"
+	"  -P, --task-pid PID       trace only guest task PID (set_ftrace_pid; repeatable)\n"
+	"      --comm NAME          trace only guest tasks named NAME, a glob (repeatable; with -P:\n"
+	"                           tasks either selects)\n"
+	"      --cpu LIST           trace only these guest CPUs: '0,2-3' (tracing_cpumask; repeatable)\n"
 	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
 	"                           (set_graph_function; repeatable)\n"
 	"      --max-depth N        function_graph: trace at most N levels deep\n"
@@ -109,6 +113,7 @@ void session_free(struct session *s)
 	free(s->expects);
 	s->expects = NULL;
 	s->nr_expects = 0;
+	rec_filter_free(&s->tasks);
 	while (s->words) {
 		struct session_words *older = s->words->older;
 
@@ -190,6 +195,8 @@ enum {
 	OPT_EXPECT_ORDER,
 	OPT_SUMMARY,
 	OPT_JUNIT,
+	OPT_COMM,
+	OPT_CPU,
 };
 
 static const struct option run_opts[] = {
@@ -227,6 +234,9 @@ static const struct option run_opts[] = {
 	{"expect-order", required_argument, NULL, OPT_EXPECT_ORDER},
 	{"summary", required_argument, NULL, OPT_SUMMARY},
 	{"junit", required_argument, NULL, OPT_JUNIT},
+	{"task-pid", required_argument, NULL, 'P'},
+	{"comm", required_argument, NULL, OPT_COMM},
+	{"cpu", required_argument, NULL, OPT_CPU},
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
@@ -235,7 +245,7 @@ static const struct option run_opts[] = {
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
-static const char run_shortopts[] = ":p:l:n:g:e:r:o:c:h";
+static const char run_shortopts[] = ":p:l:n:g:e:r:o:c:P:h";
 
 /* The word parse_run is at (an option, or its argument), for naming a session file's line in an error;
  * NULL past the options. */
@@ -457,6 +467,9 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_EXPECT_NO_CALL:
 		case OPT_EXPECT_RETURN:
 		case OPT_EXPECT_ORDER: ret = parse_expect(s, c, optarg, err, errlen); break;
+		case 'P': ret = rec_filter_add_pid(&s->tasks, optarg, err, errlen); break;
+		case OPT_COMM: ret = rec_filter_add_comm(&s->tasks, optarg, err, errlen); break;
+		case OPT_CPU: ret = rec_filter_add_cpus(&s->tasks, optarg, err, errlen); break;
 		case OPT_SUMMARY: s->summary = optarg; break;
 		case OPT_JUNIT: s->junit = optarg; break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;

@@ -8,6 +8,7 @@
 
 #include "host/out/expect.h"
 #include "host/trace/fevent.h"
+#include "host/trace/rec_filter.h"
 
 struct session_words;
 
@@ -60,6 +61,7 @@ struct session {
 	unsigned buffer_size_kb; /* per vCPU */
 	bool stats;
 	enum probe_kind probe; /* --probe */
+	struct rec_filter tasks; /* -P, --comm, --cpu: which guest tasks and CPUs are traced */
 
 	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
 	bool qemu;

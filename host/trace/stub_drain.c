@@ -125,6 +125,17 @@ static bool valid(const struct stub_drain *d, unsigned cpu, const struct probe *
 	}
 }
 
+/* ring_emit, unless the record filter drops @rec (counted; as done as an emitted record). */
+static bool emit_kept(struct stub_drain *d, struct ring *ring, const struct hvt_record *rec,
+		      const void *payload, size_t len)
+{
+	if (d->c.keep && !rec_filter_keep(d->c.keep, rec)) {
+		atomic_fetch_add_explicit(&d->filtered, 1, memory_order_relaxed);
+		return true;
+	}
+	return ring_emit(ring, rec, payload, len);
+}
+
 /* One guest record of CPU @cpu's ring (and @args, the record after it, for an entry with argument
  * registers) into the host record stream of that CPU. False (nothing done) when that ring has no
  * room: the record stays in the guest's ring for the next pass. A forged record is counted in
@@ -173,7 +184,7 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 				rec.type = HVT_REC_EVENT;
 				rec.value = len;
 			}
-			if (!ring_emit(ring, &rec, scratch, len))
+			if (!emit_kept(d, ring, &rec, scratch, len))
 				return false;
 		}
 		if (p->hooks_return)
@@ -200,7 +211,7 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 		}
 		rec.duration = ts > t0 ? ts - t0 : 0;
 		rec.depth = g->depth;
-		return ring_emit(ring, &rec, scratch, len);
+		return emit_kept(d, ring, &rec, scratch, len);
 	}
 	return true;
 }

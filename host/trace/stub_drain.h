@@ -6,6 +6,7 @@
 #define HVT_STUB_DRAIN_H
 
 #include "host/trace/probe.h"
+#include "host/trace/rec_filter.h"
 #include "host/trace/ring.h"
 #include "host/trace/stub.h"
 #include "host/trace/target.h"
@@ -30,6 +31,7 @@ struct stub_drain_cfg {
 	uint64_t max_records; /* per guest ring at most (0 = no bound) */
 	size_t max_payload;   /* largest event payload of the stub probes */
 	uint64_t t0;	      /* host CLOCK_MONOTONIC ns that record timestamps count from */
+	const struct rec_filter *keep; /* records it rejects are dropped, counted in `filtered` */
 };
 
 struct stub_drain {
@@ -49,6 +51,7 @@ struct stub_drain {
 	uint64_t guest_lost; /* guest-reported, once stopped: events its rings could not take and
 			      * calls on CPU numbers out of range, as its counters say */
 	uint64_t rejected;   /* records the stub cannot have written (forged): dropped */
+	_Atomic uint64_t filtered; /* records cfg.keep rejected (-P, --comm, --cpu) */
 	uint64_t guest_seen[STUB_MAX_CPUS]; /* each guest ring's lost count already marked in the
 					     * stream (HVT_REC_LOST) */
 };

@@ -130,6 +130,7 @@ static int attach_stubs(struct tracer *t, char *err, size_t errlen)
 		.returns = t->opts.returns,
 		.graph = t->opts.graph_filter,
 		.max_depth = t->opts.max_depth,
+		.keep = t->opts.keep,
 		/* --buffer-size-kb bounds the guest's rings too (its records are twice the size) */
 		.max_records = t->opts.ring_records / 2,
 		.max_payload = t->max_payload,
@@ -312,6 +313,10 @@ int tracer_detach(struct tracer *t)
 static void emit(struct tracer *t, unsigned cpu, const struct hvt_record *rec, const void *payload,
 		 size_t len)
 {
+	if (t->opts.keep && !rec_filter_keep(t->opts.keep, rec)) {
+		atomic_fetch_add_explicit(&t->filtered, 1, memory_order_relaxed);
+		return;
+	}
 	while (!ring_emit(&t->rings[cpu], rec, payload, len)) {
 		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
 			t->cpu[cpu].lost++;
@@ -606,6 +611,7 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 		.stub_cpu_rdtscp = t->stub.stub.aux_mask != 0,
 		.stub_host_stalls = stub_drain_stalls(&t->stub),
 		.stub_mapped = t->stub.stub.placed,
+		.filtered = atomic_load(&t->filtered) + atomic_load(&t->stub.filtered),
 	};
 }
 

@@ -5,6 +5,7 @@
 
 #include "host/trace/fevent.h"
 #include "host/trace/probe.h"
+#include "host/trace/rec_filter.h"
 #include "host/trace/ring.h"
 #include "host/trace/shadow.h"
 #include "host/trace/stub_drain.h"
@@ -26,6 +27,8 @@ struct tracer_opts {
 			     * breakpoint costs, such as QEMU's gdbstub under TCG) */
 	uint64_t ring_records; /* per vCPU */
 	bool stub; /* stub probes wherever they can do the job (tracer_init says which cannot) */
+	const struct rec_filter *keep; /* -P, --comm, --cpu: records it rejects are dropped (and
+					* counted); NULL keeps all. Borrowed, outlives the tracer */
 };
 
 struct tracer_cpu {
@@ -62,6 +65,7 @@ struct tracer {
 	uint64_t restored_slots; /* hooked returns handed back at detach (slots, vCPUs on the trampoline) */
 	unsigned text_rewritten; /* patched sites (and trampoline) the guest rewrote: left alone */
 	struct stub_drain stub;	 /* stub probes */
+	_Atomic uint64_t filtered; /* trap-path records opts.keep rejected */
 };
 
 /* What a session did, for --stats and the profile; a copy, taken on the main thread once the writer
@@ -79,6 +83,7 @@ struct tracer_stats {
 	unsigned long long stub_rejected;   /* forged records dropped */
 	unsigned long long stub_host_stalls;
 	bool stub_mapped; /* the stub is still in guest memory */
+	unsigned long long filtered; /* records -P, --comm, --cpu dropped (trap and stub paths) */
 };
 
 /* Prepares probes for the @n selected sites, rings and (with returns) shadow stacks. Returns 0, -ENOMEM,

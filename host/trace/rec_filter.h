@@ -1,0 +1,45 @@
+/* Which guest tasks and CPUs are traced (trace-cmd's -P and --comm, ftrace's set_ftrace_pid and
+ * tracing_cpumask): a test on each record the host makes, trap and stub path alike, before it reaches
+ * the writer. */
+#ifndef HVT_REC_FILTER_H
+#define HVT_REC_FILTER_H
+
+#include "host/trace/record.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define REC_FILTER_MAX_CPUS 1024 /* CPU numbers a --cpu list may name: 0..1023 */
+
+struct rec_filter {
+	int32_t *pids; /* -P: guest task pids (task_struct.pid) */
+	size_t nr_pids;
+	char **comms; /* --comm: ftrace globs on the task's comm (owned copies) */
+	size_t nr_comms;
+	bool by_cpu;					/* --cpu given: only the CPUs in cpus */
+	uint64_t cpus[REC_FILTER_MAX_CPUS / 64];	/* bit n: CPU n */
+};
+
+/* -P PID: adds a pid (decimal, 0..2^30). 0, -EINVAL with "-P 'ARG': ..." in @err, or -ENOMEM. */
+int rec_filter_add_pid(struct rec_filter *f, const char *arg, char *err, size_t errlen);
+
+/* --comm GLOB: adds a task name glob (1..15 characters, as a comm). 0, -EINVAL or -ENOMEM. */
+int rec_filter_add_comm(struct rec_filter *f, const char *glob, char *err, size_t errlen);
+
+/* --cpu LIST: adds the CPUs of a list like tracing_cpumask's ranges, "0,2-3" (each below
+ * REC_FILTER_MAX_CPUS, ranges ascending). 0, or -EINVAL with "--cpu 'LIST': ... at column N". */
+int rec_filter_add_cpus(struct rec_filter *f, const char *list, char *err, size_t errlen);
+
+/* Whether the filter selects anything (some -P, --comm or --cpu was given). Pure. */
+bool rec_filter_active(const struct rec_filter *f);
+
+/* Whether record @r is kept: its CPU is selected (or no --cpu), and its task is (its pid is one of -P
+ * or its comm matches a --comm glob, or neither was given). A lost-events mark is always kept. Pure,
+ * allocation-free (hot path). */
+bool rec_filter_keep(const struct rec_filter *f, const struct hvt_record *r);
+
+/* Frees what the add functions allocated; @f is then empty. */
+void rec_filter_free(struct rec_filter *f);
+
+#endif
