@@ -533,6 +533,52 @@ static void check_run_openat(const struct hv_result *r)
 	assert_true(count_text(r->trace, "<- filename_lookup) ret=-2 duration=") >= 3);
 }
 
+/* Every trace line (not a # comment) is of a task whose TASK-PID field starts with @prefix; returns
+ * how many lines there are. */
+static long assert_every_task(const char *trace, const char *prefix)
+{
+	long n = 0;
+
+	for (const char *p = trace; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+		char task[64];
+
+		if (*p == '#' || *p == '\n' || sscanf(p, " %63s", task) != 1)
+			continue;
+		if (strncmp(task, prefix, strlen(prefix)))
+			fail_msg("a line of task %s (want %s...): %.80s", task, prefix, p);
+		n++;
+	}
+	return n;
+}
+
+/* --comm cat -e do_sys_openat2: only cat's opens, each the workload's: one `cat /proc/version` and
+ * one `cat /etc/motd` a round; /proc/cpuinfo is opened by head alone. */
+static void check_comm_cat(const struct hv_result *r)
+{
+	long lines = assert_every_task(r->trace, "cat-");
+
+	assert_int_equal(count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/proc/version\")\n"),
+			 PROC_VERSION_OPENS);
+	assert_int_equal(count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/etc/motd\")\n"),
+			 PROC_VERSION_OPENS);
+	assert_int_equal(count_text(r->trace, "/proc/cpuinfo"), 0);
+	assert_int_equal(count_text(r->trace, "->do_sys_openat2("), lines);
+	assert_true(hv_stat(r->err, "filtered", "filtered") > 0);
+}
+
+/* -P 1 -l kernel_clone: the init shell's forks alone: every line is pid 1's, and there are at
+ * least the workload's (cat, cat, ls and three heads a round). */
+static void check_pid_init(const struct hv_result *r)
+{
+	long lines = assert_every_task(r->trace, "");
+
+	for (size_t i = 0; i < r->nr_lines; i++)
+		assert_int_equal(r->lines[i].pid, 1);
+	assert_int_equal((long)r->nr_lines, lines);
+	assert_true(lines >= 6 * PROC_VERSION_OPENS);
+	assert_true(hv_stat(r->err, "filtered", "filtered") > 0);
+}
+
 /* list-functions of the running guest: the first listing (from its kallsyms) is kept; the second
  * (from --system-map) must be the same, module functions ("name [module]") included. */
 static char *kallsyms_listing;
@@ -869,6 +915,27 @@ static const struct linux_test linux_tests[] = {
 		.trace = {"             cat-"},
 	    },
 	}},
+    },
+    {
+	/* -P and --comm (trace-cmd's task filter) on the guest's tasks: only that task's events. */
+	.name = "test_linux_task_filter",
+	.runs = {
+	    {
+		.label = "run --qemu --comm cat -e",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"--comm", "cat", "-e", "do_sys_openat2(dfd, filename)", "--stats",
+			 "--timeout", "300"},
+		.expect = {.check = check_comm_cat},
+	    },
+	    {
+		.label = "run --qemu -P 1 -l kernel_clone",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-P", "1", "-l", "kernel_clone", "--stats", "--timeout", "300"},
+		.expect = {.check = check_pid_init},
+	    },
+	},
     },
     {
 	/* Arguments typed from the guest's BTF: by name alone (dfd, filename: int and const char *),
