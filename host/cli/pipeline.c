@@ -77,6 +77,42 @@ static int bind_events(struct pipeline *p)
 	return ret;
 }
 
+/* --filter-event: each filter bound to the -e event of its function, in the record filter. */
+static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
+{
+	const struct session *s = p->s;
+	const struct probe_table *probes = tracer_probes(&p->tr);
+
+	if (!s->nr_efilters)
+		return 0;
+	p->efilters = malloc(s->nr_efilters * sizeof(*p->efilters));
+	if (!p->efilters) {
+		snprintf(err, errlen, "out of memory");
+		return EXIT_HOST_ERROR;
+	}
+	memcpy(p->efilters, s->efilters, s->nr_efilters * sizeof(*p->efilters));
+	for (size_t k = 0; k < s->nr_efilters; k++) {
+		struct ef_filter *ef = &p->efilters[k];
+		const struct probe *pr = NULL;
+
+		for (size_t i = 0; i < probes->nr && !pr; i++)
+			if (probes->v[i].event && !strcmp(probes->v[i].event->func, ef->func))
+				pr = &probes->v[i];
+		if (!pr) {
+			snprintf(err, errlen, "--filter-event '%s': %s has no -e event", ef->text,
+				 ef->func);
+			return EXIT_BAD_INPUT;
+		}
+		if (ef_bind(ef, pr->event, err, errlen) < 0)
+			return EXIT_BAD_INPUT;
+		if (rec_filter_add_event(&p->keep, pr->addr, ef) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return EXIT_HOST_ERROR;
+		}
+	}
+	return 0;
+}
+
 /* With no trap probe allowed: true (and why in @err) if a probe can only be a trap probe. */
 static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 {
@@ -174,7 +210,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
 	    .max_depth = s->max_depth,
 	    .ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
-	    .keep = rec_filter_active(&s->tasks) ? &s->tasks : NULL,
+	    .keep = rec_filter_active(&s->tasks) || s->nr_efilters ? &p->keep : NULL,
 	};
 	unsigned nr_cpus = g->tgt->nr_cpus;
 	int ret;
@@ -186,6 +222,10 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 			snprintf(err, errlen, "out of memory");
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	}
+	/* the session's task filter, borrowed; the event filters are added once the probes exist */
+	p->keep = s->tasks;
+	p->keep.events = NULL;
+	p->keep.nr_events = 0;
 	ret = tracer_init(&p->tr, g->tgt, p->sel, p->nr_sel, g->task, &opts);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s",
@@ -198,6 +238,9 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		snprintf(err, errlen, "out of memory for event buffers");
 		return EXIT_HOST_ERROR;
 	}
+	ret = bind_event_filters(p, err, errlen);
+	if (ret)
+		return ret;
 	if (g->no_trap && need_trap_probe(p, err, errlen))
 		return EXIT_BAD_INPUT;
 	if (g->stub && s->probe == PROBE_STUB)
@@ -359,8 +402,8 @@ int pipeline_finish(struct pipeline *p, int status,
 	writer_stop(&p->w, tracer_lost(&p->tr));
 	if (s->stats) {
 		backend_stats(ctx, p);
-		if (rec_filter_active(&s->tasks))
-			fprintf(stderr, "hvtrace: stats: filtered %llu (-P, --comm, --cpu)\n",
+		if (rec_filter_active(&p->keep))
+			fprintf(stderr, "hvtrace: stats: filtered %llu (-P, --comm, --cpu, --filter-event)\n",
 				st.filtered);
 	}
 	if (p->profiling && s->profile)
@@ -390,6 +433,9 @@ void pipeline_free(struct pipeline *p)
 	p->have_tr = false;
 	free(p->sel);
 	p->sel = NULL;
+	rec_filter_free_events(&p->keep);
+	free(p->efilters);
+	p->efilters = NULL;
 	free(p->events);
 	free(p->rprobes);
 	p->events = p->rprobes = NULL;

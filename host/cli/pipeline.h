@@ -33,6 +33,8 @@ struct pipeline {
 	struct fe_spec *events, *rprobes; /* the session's -e / -r, typed from BTF (owned) */
 	bool have_tr, profiling, writing, expecting;
 	double t_start; /* when the writer started (clock_now_s), for --summary / --junit */
+	struct rec_filter keep;	    /* the session's task filter with the event filters added */
+	struct ef_filter *efilters; /* --filter-event, bound to the probes' events (owned) */
 };
 
 /* What the backend knows of its guest. Everything borrowed; it outlives the pipeline. */

@@ -42,6 +42,9 @@ const char session_usage[] =
 	"      --comm NAME          trace only guest tasks named NAME, a glob (repeatable; with -P:\n"
 	"                           tasks either selects)\n"
 	"      --cpu LIST           trace only these guest CPUs: '0,2-3' (tracing_cpumask; repeatable)\n"
+	"      --filter-event 'FUNC: EXPR'  keep FUNC's -e events whose fields match EXPR (ftrace's\n"
+	"                           filter syntax: == != < > <= >= & on numbers, == != ~ globs on\n"
+	"                           strings, && || ! and parentheses; repeatable)\n"
 	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
 	"                           (set_graph_function; repeatable)\n"
 	"      --max-depth N        function_graph: trace at most N levels deep\n"
@@ -114,6 +117,9 @@ void session_free(struct session *s)
 	s->expects = NULL;
 	s->nr_expects = 0;
 	rec_filter_free(&s->tasks);
+	free(s->efilters);
+	s->efilters = NULL;
+	s->nr_efilters = 0;
 	while (s->words) {
 		struct session_words *older = s->words->older;
 
@@ -197,6 +203,7 @@ enum {
 	OPT_JUNIT,
 	OPT_COMM,
 	OPT_CPU,
+	OPT_FILTER_EVENT,
 };
 
 static const struct option run_opts[] = {
@@ -237,6 +244,7 @@ static const struct option run_opts[] = {
 	{"task-pid", required_argument, NULL, 'P'},
 	{"comm", required_argument, NULL, OPT_COMM},
 	{"cpu", required_argument, NULL, OPT_CPU},
+	{"filter-event", required_argument, NULL, OPT_FILTER_EVENT},
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
@@ -327,6 +335,20 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 		return -EINVAL;
 	}
 	s->nr_rprobes++;
+	return 0;
+}
+
+/* --filter-event 'FUNC: EXPR': parsed now; bound to FUNC's -e event when the probes exist. */
+static int parse_filter_event(struct session *s, const char *text, char *err, size_t errlen)
+{
+	struct ef_filter *v = realloc(s->efilters, (s->nr_efilters + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->efilters = v;
+	if (ef_parse(text, &v[s->nr_efilters], err, errlen) < 0)
+		return -EINVAL;
+	s->nr_efilters++;
 	return 0;
 }
 
@@ -470,6 +492,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case 'P': ret = rec_filter_add_pid(&s->tasks, optarg, err, errlen); break;
 		case OPT_COMM: ret = rec_filter_add_comm(&s->tasks, optarg, err, errlen); break;
 		case OPT_CPU: ret = rec_filter_add_cpus(&s->tasks, optarg, err, errlen); break;
+		case OPT_FILTER_EVENT: ret = parse_filter_event(s, optarg, err, errlen); break;
 		case OPT_SUMMARY: s->summary = optarg; break;
 		case OPT_JUNIT: s->junit = optarg; break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;

@@ -62,6 +62,8 @@ struct session {
 	bool stats;
 	enum probe_kind probe; /* --probe */
 	struct rec_filter tasks; /* -P, --comm, --cpu: which guest tasks and CPUs are traced */
+	struct ef_filter *efilters; /* --filter-event, parsed (bound to their -e by the pipeline) */
+	size_t nr_efilters;
 
 	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
 	bool qemu;

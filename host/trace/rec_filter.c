@@ -105,17 +105,33 @@ bad:
 	return -EINVAL;
 }
 
-bool rec_filter_active(const struct rec_filter *f)
+int rec_filter_add_event(struct rec_filter *f, uint64_t ip, const struct ef_filter *ef)
 {
-	return f && (f->nr_pids || f->nr_comms || f->by_cpu);
+	struct rec_event_filter *v = realloc(f->events, (f->nr_events + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	f->events = v;
+	v[f->nr_events++] = (struct rec_event_filter){.ip = ip, .ef = ef};
+	return 0;
 }
 
-bool rec_filter_keep(const struct rec_filter *f, const struct hvt_record *r)
+bool rec_filter_active(const struct rec_filter *f)
+{
+	return f && (f->nr_pids || f->nr_comms || f->by_cpu || f->nr_events);
+}
+
+bool rec_filter_keep(const struct rec_filter *f, const struct hvt_record *r, const void *payload,
+		     size_t len)
 {
 	char comm[VMI_COMM_LEN];
 
 	if (r->type == HVT_REC_LOST)
 		return true;
+	if (r->type == HVT_REC_EVENT)
+		for (size_t i = 0; i < f->nr_events; i++)
+			if (f->events[i].ip == r->ip && !ef_match(f->events[i].ef, payload, len))
+				return false;
 	if (f->by_cpu && (r->cpu >= REC_FILTER_MAX_CPUS || !(f->cpus[r->cpu / 64] >> (r->cpu % 64) & 1)))
 		return false;
 	if (!f->nr_pids && !f->nr_comms)
@@ -134,8 +150,16 @@ bool rec_filter_keep(const struct rec_filter *f, const struct hvt_record *r)
 	return false;
 }
 
+void rec_filter_free_events(struct rec_filter *f)
+{
+	free(f->events);
+	f->events = NULL;
+	f->nr_events = 0;
+}
+
 void rec_filter_free(struct rec_filter *f)
 {
+	free(f->events);
 	for (size_t i = 0; i < f->nr_comms; i++)
 		free(f->comms[i]);
 	free(f->comms);

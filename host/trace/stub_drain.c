@@ -129,7 +129,7 @@ static bool valid(const struct stub_drain *d, unsigned cpu, const struct probe *
 static bool emit_kept(struct stub_drain *d, struct ring *ring, const struct hvt_record *rec,
 		      const void *payload, size_t len)
 {
-	if (d->c.keep && !rec_filter_keep(d->c.keep, rec)) {
+	if (d->c.keep && !rec_filter_keep(d->c.keep, rec, payload, len)) {
 		atomic_fetch_add_explicit(&d->filtered, 1, memory_order_relaxed);
 		return true;
 	}

@@ -313,7 +313,7 @@ int tracer_detach(struct tracer *t)
 static void emit(struct tracer *t, unsigned cpu, const struct hvt_record *rec, const void *payload,
 		 size_t len)
 {
-	if (t->opts.keep && !rec_filter_keep(t->opts.keep, rec)) {
+	if (t->opts.keep && !rec_filter_keep(t->opts.keep, rec, payload, len)) {
 		atomic_fetch_add_explicit(&t->filtered, 1, memory_order_relaxed);
 		return;
 	}

@@ -195,6 +195,91 @@ static void test_bad_input(void **state)
 			      "characters)\n");
 }
 
+/* --filter-event on the fields of -e: each vCPU calls ev_target twice, with id 42, flags 0xbeef and
+ * n 3, once with the label "hello-events" and once with an unmapped label (a fault). */
+#define EV_SPEC "ev_target(int id+0 | x32 flags+4, string label, NULL, long n)"
+#define EV_GOOD ": ev_call->ev_target(id=42, flags=beef, label=hello-events, n=3)\n"
+#define EV_FAULT ": ev_call->ev_target(id=42, flags=beef, label=(fault), n=3)\n"
+
+static void event_filter(const char *spec, const char *expr, long good, long fault)
+{
+	const char *argv[] = {"run", "-e", spec, "--filter-event", expr, "--stats", hv_guest(NULL),
+			      NULL};
+	struct hv_result r;
+
+	hv_run(&r, argv, 0, 0);
+	assert_ran(&r);
+	if (count_text(r.trace, EV_GOOD) != good || count_text(r.trace, EV_FAULT) != fault)
+		fail_msg("'%s': %ld good, %ld fault; want %ld, %ld", expr,
+			 count_text(r.trace, EV_GOOD), count_text(r.trace, EV_FAULT), good, fault);
+	assert_int_equal(count_text(r.trace, ": ev_call->ev_target("), good + fault);
+	assert_int_equal(hv_stat(r.err, "filtered", "filtered"), 4 - good - fault);
+	hv_result_free(&r);
+}
+
+static void test_event_filter(void **state)
+{
+	(void)state;
+	event_filter(EV_SPEC, "ev_target: id == 42 && n == 3", 2, 2);
+	event_filter(EV_SPEC, "ev_target: label == \"hello-*\"", 2, 0);
+	event_filter(EV_SPEC, "ev_target: label ~ hello-events", 2, 0);
+	/* a faulted field satisfies no comparison, so its negation holds */
+	event_filter(EV_SPEC, "ev_target: !(label ~ \"hello*\")", 0, 2);
+	event_filter(EV_SPEC, "ev_target: label != \"hello-events\"", 0, 0);
+	event_filter(EV_SPEC, "ev_target: flags & 0x200 && (n >= 3 && n < 4)", 2, 2);
+	event_filter(EV_SPEC, "ev_target: flags & 0x100 || id <= 41 || id > 42", 0, 0);
+	event_filter(EV_SPEC, "ev_target: id > -1 && (n == 2 || label == hello-events)", 2, 0);
+}
+
+/* Stub probes: the filter applies where the drain turns guest records into host records. */
+static void test_event_filter_stub(void **state)
+{
+	const char *argv[] = {"run", "--probe", "stub", "-e", "ev_target(NULL, NULL, NULL, long n)",
+			      "--filter-event", "ev_target: n != 3", "--stats", hv_guest(NULL), NULL};
+	struct hv_result r;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_ran(&r);
+	assert_int_equal(count_text(r.trace, "ev_target"), 0);
+	assert_int_equal(hv_stat(r.err, "filtered", "filtered"), 4);
+	assert_true(hv_stat(r.err, "stub probes ", "stub probes") == 1);
+	hv_result_free(&r);
+	argv[6] = "ev_target: n == 3";
+	hv_run(&r, argv, 0, 0);
+	assert_ran(&r);
+	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(n=3)\n"), 4);
+	assert_int_equal(hv_stat(r.err, "filtered", "filtered"), 0);
+	hv_result_free(&r);
+}
+
+static void refused_filter(const char *expr, const char *line)
+{
+	const char *argv[] = {"run", "-e", EV_SPEC, "--filter-event", expr, hv_guest(NULL), NULL};
+	struct hv_result r;
+
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.err, line);
+	assert_string_equal(r.console, "");
+	hv_result_free(&r);
+}
+
+static void test_event_filter_refused(void **state)
+{
+	(void)state;
+	refused_filter("ev_target: nosuch == 1", "hvtrace: --filter-event 'ev_target: nosuch == 1': "
+						 "nosuch: no such field of the -e event at column 12\n");
+	refused_filter("ev_target: label > 3", "hvtrace: --filter-event 'ev_target: label > 3': "
+					       "label: a string field takes == != ~ at column 12\n");
+	refused_filter("ev_target: id ~ 4*", "hvtrace: --filter-event 'ev_target: id ~ 4*': id: a "
+					     "number field takes a number and == != < > <= >= & at "
+					     "column 12\n");
+	refused_filter("fib: n == 1", "hvtrace: --filter-event 'fib: n == 1': fib has no -e event\n");
+	refused_filter("ev_target: (id == 1", "hvtrace: --filter-event 'ev_target: (id == 1': "
+					      "unclosed '(' at column 12\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -202,6 +287,8 @@ int main(void)
 		cmocka_unit_test(test_cpu_all),		  cmocka_unit_test(test_pid_trap),
 		cmocka_unit_test(test_pid_stub),	  cmocka_unit_test(test_comm_glob_and_pid),
 		cmocka_unit_test(test_graph_comm),	  cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_event_filter),	  cmocka_unit_test(test_event_filter_stub),
+		cmocka_unit_test(test_event_filter_refused),
 	};
 
 	if (!kvm_available())

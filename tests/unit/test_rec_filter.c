@@ -28,7 +28,7 @@ static void test_empty_keeps_all(void **state)
 	(void)state;
 	assert_false(rec_filter_active(&f));
 	assert_false(rec_filter_active(NULL));
-	assert_true(rec_filter_keep(&f, &r));
+	assert_true(rec_filter_keep(&f, &r, NULL, 0));
 }
 
 static void test_cpus(void **state)
@@ -43,13 +43,13 @@ static void test_cpus(void **state)
 	for (unsigned c = 0; c < 1100; c++) {
 		struct hvt_record r = rec(c, 1, "a");
 
-		assert_int_equal(rec_filter_keep(&f, &r), c == 0 || c == 2 || c == 3 || c == 1023);
+		assert_int_equal(rec_filter_keep(&f, &r, NULL, 0), c == 0 || c == 2 || c == 3 || c == 1023);
 	}
 	/* a lost-events mark is never dropped */
 	struct hvt_record lost = rec(1, 0, "");
 
 	lost.type = HVT_REC_LOST;
-	assert_true(rec_filter_keep(&f, &lost));
+	assert_true(rec_filter_keep(&f, &lost, NULL, 0));
 	rec_filter_free(&f);
 }
 
@@ -90,17 +90,17 @@ static void test_tasks(void **state)
 	assert_int_equal(rec_filter_add_comm(&f, "kworker/*", err, sizeof(err)), 0);
 	struct hvt_record a = rec(0, 42, "bash"), b = rec(0, 43, "kworker/0:1"), c = rec(0, 43, "bash");
 
-	assert_true(rec_filter_keep(&f, &a));
-	assert_true(rec_filter_keep(&f, &b));
-	assert_false(rec_filter_keep(&f, &c));
+	assert_true(rec_filter_keep(&f, &a, NULL, 0));
+	assert_true(rec_filter_keep(&f, &b, NULL, 0));
+	assert_false(rec_filter_keep(&f, &c, NULL, 0));
 	/* a comm without its NUL (a hostile guest's) is still bounded */
 	memset(c.comm, 'k', sizeof(c.comm));
-	assert_false(rec_filter_keep(&f, &c));
+	assert_false(rec_filter_keep(&f, &c, NULL, 0));
 	/* with --cpu too: both must hold */
 	assert_int_equal(rec_filter_add_cpus(&f, "1", err, sizeof(err)), 0);
-	assert_false(rec_filter_keep(&f, &a));
+	assert_false(rec_filter_keep(&f, &a, NULL, 0));
 	a.cpu = 1;
-	assert_true(rec_filter_keep(&f, &a));
+	assert_true(rec_filter_keep(&f, &a, NULL, 0));
 	rec_filter_free(&f);
 	assert_false(rec_filter_active(&f));
 }
