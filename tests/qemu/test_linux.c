@@ -566,6 +566,17 @@ static void check_comm_cat(const struct hv_result *r)
 	assert_true(hv_stat(r->err, "filtered", "filtered") > 0);
 }
 
+/* --filter-event on -e's BTF-typed fields: exactly the workload's opens of /proc/version. */
+static void check_filter_event(const struct hv_result *r)
+{
+	long lines = assert_every_task(r->trace, "cat-");
+
+	assert_int_equal(count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/proc/version\")\n"),
+			 PROC_VERSION_OPENS);
+	assert_int_equal(lines, PROC_VERSION_OPENS);
+	assert_true(hv_stat(r->err, "filtered", "filtered") > 0);
+}
+
 /* -P 1 -l kernel_clone: the init shell's forks alone: every line is pid 1's, and there are at
  * least the workload's (cat, cat, ls and three heads a round). */
 static void check_pid_init(const struct hv_result *r)
@@ -917,7 +928,8 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
-	/* -P and --comm (trace-cmd's task filter) on the guest's tasks: only that task's events. */
+	/* -P and --comm (trace-cmd's task filter) on the guest's tasks: only that task's events;
+	 * --filter-event on an -e event's fields. */
 	.name = "test_linux_task_filter",
 	.runs = {
 	    {
@@ -934,6 +946,15 @@ static const struct linux_test linux_tests[] = {
 		.append = "hvt.yes_sec=1",
 		.args = {"-P", "1", "-l", "kernel_clone", "--stats", "--timeout", "300"},
 		.expect = {.check = check_pid_init},
+	    },
+	    {
+		.label = "run --qemu -e --filter-event",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-e", "do_sys_openat2(dfd, filename)", "--filter-event",
+			 "do_sys_openat2: dfd == -100 && filename ~ \"/proc/v*\"", "--stats",
+			 "--timeout", "300"},
+		.expect = {.check = check_filter_event},
 	    },
 	},
     },
