@@ -113,6 +113,42 @@ static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
 	return 0;
 }
 
+/* --trigger: each on the probe of its function, which must be a traced one. */
+static int bind_triggers(struct pipeline *p, char *err, size_t errlen)
+{
+	const struct session *s = p->s;
+	const struct probe_table *probes = tracer_probes(&p->tr);
+
+	for (size_t k = 0; k < s->nr_triggers; k++) {
+		const struct trigger *tg = &s->triggers[k];
+		size_t i;
+
+		for (i = 0; i < probes->nr; i++)
+			if (!strcmp(probes->v[i].func->name, tg->func))
+				break;
+		if (i == probes->nr || (probes->v[i].quiet_entry && !probes->v[i].event)) {
+			snprintf(err, errlen, "--trigger %s:%s: %s is not a traced function (-l, -g, -e)",
+				 tg->func, trigger_cmd_name(tg->cmd), tg->func);
+			return EXIT_BAD_INPUT;
+		}
+		if (tracer_add_trigger(&p->tr, probes->v[i].id, tg) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return EXIT_HOST_ERROR;
+		}
+	}
+	return 0;
+}
+
+/* The guest's code addresses: from the first function to the end of the last. */
+static void text_range(const struct vmi_symtab *funcs, uint64_t *lo, uint64_t *hi)
+{
+	*lo = *hi = 0;
+	if (!funcs || !funcs->nr)
+		return;
+	*lo = funcs->syms[0].addr;
+	*hi = funcs->syms[funcs->nr - 1].addr + funcs->syms[funcs->nr - 1].size;
+}
+
 /* With no trap probe allowed: true (and why in @err) if a probe can only be a trap probe. */
 static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 {
@@ -211,6 +247,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	    .max_depth = s->max_depth,
 	    .ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
 	    .keep = rec_filter_active(&s->tasks) || s->nr_efilters ? &p->keep : NULL,
+	    .tracing_off = s->tracing_off,
 	};
 	unsigned nr_cpus = g->tgt->nr_cpus;
 	int ret;
@@ -222,6 +259,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 			snprintf(err, errlen, "out of memory");
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	}
+	text_range(g->funcs, &opts.text_lo, &opts.text_hi);
 	/* the session's task filter, borrowed; the event filters are added once the probes exist */
 	p->keep = s->tasks;
 	p->keep.events = NULL;
@@ -239,6 +277,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		return EXIT_HOST_ERROR;
 	}
 	ret = bind_event_filters(p, err, errlen);
+	if (!ret)
+		ret = bind_triggers(p, err, errlen);
 	if (ret)
 		return ret;
 	if (g->no_trap && need_trap_probe(p, err, errlen))
@@ -276,6 +316,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		}
 	} else
 		sink_function_init(&p->sink, out, g->funcs, nr_cpus);
+	if (s->nr_triggers)
+		sink_trigger_wrap(&p->sink, &p->trig_sink, s->record ? NULL : s->output);
 	p->sink.tracer = tracer_name(s->tracer);
 	p->sink.event_of = tracer_event_of;
 	p->sink.ret_event_of = tracer_ret_event_of;

@@ -45,6 +45,11 @@ const char session_usage[] =
 	"      --filter-event 'FUNC: EXPR'  keep FUNC's -e events whose fields match EXPR (ftrace's\n"
 	"                           filter syntax: == != < > <= >= & on numbers, == != ~ globs on\n"
 	"                           strings, && || ! and parentheses; repeatable)\n"
+	"      --trigger 'FUNC:CMD[:N]'  at each entry of the traced function FUNC (N times at most):\n"
+	"                           traceon, traceoff (switch tracing), stacktrace (the guest's call\n"
+	"                           chain as a <stack trace> block), snapshot (the -o file so far to\n"
+	"                           FILE.snapshot-1, -2, ...); ftrace's function commands (repeatable)\n"
+	"      --tracing-off        start with tracing off (a traceon trigger switches it on)\n"
 	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
 	"                           (set_graph_function; repeatable)\n"
 	"      --max-depth N        function_graph: trace at most N levels deep\n"
@@ -120,6 +125,9 @@ void session_free(struct session *s)
 	free(s->efilters);
 	s->efilters = NULL;
 	s->nr_efilters = 0;
+	free(s->triggers);
+	s->triggers = NULL;
+	s->nr_triggers = 0;
 	while (s->words) {
 		struct session_words *older = s->words->older;
 
@@ -204,6 +212,8 @@ enum {
 	OPT_COMM,
 	OPT_CPU,
 	OPT_FILTER_EVENT,
+	OPT_TRIGGER,
+	OPT_TRACING_OFF,
 };
 
 static const struct option run_opts[] = {
@@ -245,6 +255,8 @@ static const struct option run_opts[] = {
 	{"comm", required_argument, NULL, OPT_COMM},
 	{"cpu", required_argument, NULL, OPT_CPU},
 	{"filter-event", required_argument, NULL, OPT_FILTER_EVENT},
+	{"trigger", required_argument, NULL, OPT_TRIGGER},
+	{"tracing-off", no_argument, NULL, OPT_TRACING_OFF},
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
@@ -349,6 +361,41 @@ static int parse_filter_event(struct session *s, const char *text, char *err, si
 	if (ef_parse(text, &v[s->nr_efilters], err, errlen) < 0)
 		return -EINVAL;
 	s->nr_efilters++;
+	return 0;
+}
+
+/* --trigger 'FUNC:CMD[:N]': parsed now; its function is found among the probes later. */
+static int parse_trigger(struct session *s, const char *text, char *err, size_t errlen)
+{
+	struct trigger *v = realloc(s->triggers, (s->nr_triggers + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->triggers = v;
+	if (trigger_parse(text, &v[s->nr_triggers], err, errlen) < 0)
+		return -EINVAL;
+	s->nr_triggers++;
+	return 0;
+}
+
+/* Triggers that write into the text output: not with record (trace.dat), and snapshot needs -o. */
+static int check_triggers(const struct session *s, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < s->nr_triggers; i++) {
+		const struct trigger *t = &s->triggers[i];
+		const char *cmd = trigger_cmd_name(t->cmd);
+
+		if (s->record && (t->cmd == TRIG_STACKTRACE || t->cmd == TRIG_SNAPSHOT)) {
+			snprintf(err, errlen, "--trigger %s:%s: not with record (trace.dat)", t->func,
+				 cmd);
+			return -EINVAL;
+		}
+		if (t->cmd == TRIG_SNAPSHOT && !s->output) {
+			snprintf(err, errlen, "--trigger %s:%s: needs -o FILE (snapshots are FILE.snapshot-N)",
+				 t->func, cmd);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
@@ -493,6 +540,8 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_COMM: ret = rec_filter_add_comm(&s->tasks, optarg, err, errlen); break;
 		case OPT_CPU: ret = rec_filter_add_cpus(&s->tasks, optarg, err, errlen); break;
 		case OPT_FILTER_EVENT: ret = parse_filter_event(s, optarg, err, errlen); break;
+		case OPT_TRIGGER: ret = parse_trigger(s, optarg, err, errlen); break;
+		case OPT_TRACING_OFF: s->tracing_off = true; break;
 		case OPT_SUMMARY: s->summary = optarg; break;
 		case OPT_JUNIT: s->junit = optarg; break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;
@@ -745,5 +794,7 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		return -EINVAL;
 	if (s->record && !s->output)
 		s->output = "trace.dat";
+	if (check_triggers(s, err, errlen) < 0)
+		return -EINVAL;
 	return 0;
 }

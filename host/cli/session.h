@@ -9,6 +9,7 @@
 #include "host/out/expect.h"
 #include "host/trace/fevent.h"
 #include "host/trace/rec_filter.h"
+#include "host/trace/trigger.h"
 
 struct session_words;
 
@@ -64,6 +65,9 @@ struct session {
 	struct rec_filter tasks; /* -P, --comm, --cpu: which guest tasks and CPUs are traced */
 	struct ef_filter *efilters; /* --filter-event, parsed (bound to their -e by the pipeline) */
 	size_t nr_efilters;
+	struct trigger *triggers; /* --trigger, parsed, in the order given */
+	size_t nr_triggers;
+	bool tracing_off; /* --tracing-off: start with tracing off */
 
 	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
 	bool qemu;

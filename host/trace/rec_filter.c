@@ -126,7 +126,7 @@ bool rec_filter_keep(const struct rec_filter *f, const struct hvt_record *r, con
 {
 	char comm[VMI_COMM_LEN];
 
-	if (r->type == HVT_REC_LOST)
+	if (r->type == HVT_REC_LOST || r->type == HVT_REC_SNAPSHOT)
 		return true;
 	if (r->type == HVT_REC_EVENT)
 		for (size_t i = 0; i < f->nr_events; i++)

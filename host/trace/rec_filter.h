@@ -47,8 +47,8 @@ bool rec_filter_active(const struct rec_filter *f);
 
 /* Whether record @r (with its @len bytes of @payload) is kept: its CPU is selected (or no --cpu), its
  * task is (its pid is one of -P or its comm matches a --comm glob, or neither was given), and, for
- * an event record, every event filter of its probe accepts the payload. A lost-events mark is
- * always kept. Pure, allocation-free (hot path). */
+ * an event record, every event filter of its probe accepts the payload. A lost-events or snapshot
+ * mark is always kept. Pure, allocation-free (hot path). */
 bool rec_filter_keep(const struct rec_filter *f, const struct hvt_record *r, const void *payload,
 		     size_t len);
 

@@ -125,10 +125,13 @@ static bool valid(const struct stub_drain *d, unsigned cpu, const struct probe *
 	}
 }
 
-/* ring_emit, unless the record filter drops @rec (counted; as done as an emitted record). */
+/* ring_emit, unless tracing was off at @rec's time or the record filter drops it (counted): then
+ * done as an emitted record. */
 static bool emit_kept(struct stub_drain *d, struct ring *ring, const struct hvt_record *rec,
 		      const void *payload, size_t len)
 {
+	if (d->c.tracing && !tracing_state_at(d->c.tracing, rec->ts))
+		return true; /* tracing was off then (--tracing-off, traceoff) */
 	if (d->c.keep && !rec_filter_keep(d->c.keep, rec, payload, len)) {
 		atomic_fetch_add_explicit(&d->filtered, 1, memory_order_relaxed);
 		return true;

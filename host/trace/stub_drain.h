@@ -10,6 +10,7 @@
 #include "host/trace/ring.h"
 #include "host/trace/stub.h"
 #include "host/trace/target.h"
+#include "host/trace/trigger.h"
 #include "vmi/vmi_task.h"
 
 #include <pthread.h>
@@ -32,6 +33,7 @@ struct stub_drain_cfg {
 	size_t max_payload;   /* largest event payload of the stub probes */
 	uint64_t t0;	      /* host CLOCK_MONOTONIC ns that record timestamps count from */
 	const struct rec_filter *keep; /* records it rejects are dropped, counted in `filtered` */
+	const struct tracing_state *tracing; /* records made while tracing was off are dropped */
 };
 
 struct stub_drain {

@@ -10,6 +10,7 @@
 #include "host/trace/shadow.h"
 #include "host/trace/stub_drain.h"
 #include "host/trace/target.h"
+#include "host/trace/trigger.h"
 #include "vmi/vmi_task.h"
 
 #include <pthread.h>
@@ -29,6 +30,15 @@ struct tracer_opts {
 	bool stub; /* stub probes wherever they can do the job (tracer_init says which cannot) */
 	const struct rec_filter *keep; /* -P, --comm, --cpu: records it rejects are dropped (and
 					* counted); NULL keeps all. Borrowed, outlives the tracer */
+	bool tracing_off;	   /* --tracing-off: start with tracing off (a traceon trigger starts it) */
+	uint64_t text_lo, text_hi; /* the guest's code addresses, for stacktrace's walk */
+};
+
+/* A --trigger on a probe (tracer_add_trigger). */
+struct tracer_trigger {
+	const struct trigger *trig; /* borrowed */
+	uint32_t probe;
+	_Atomic long left; /* firings left; -1: unlimited */
 };
 
 struct tracer_cpu {
@@ -66,6 +76,10 @@ struct tracer {
 	unsigned text_rewritten; /* patched sites (and trampoline) the guest rewrote: left alone */
 	struct stub_drain stub;	 /* stub probes */
 	_Atomic uint64_t filtered; /* trap-path records opts.keep rejected */
+	struct tracing_state tracing; /* tracing_on over time (--tracing-off, traceon/traceoff) */
+	struct tracer_trigger *triggers;
+	size_t nr_triggers;
+	_Atomic uint64_t snapshots; /* snapshot triggers fired */
 };
 
 /* What a session did, for --stats and the profile; a copy, taken on the main thread once the writer
@@ -94,6 +108,11 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 /* Gives the probe of @id a function-based event (@spec, which must outlive the tracer): its entries
  * then carry the captured fields. Before tracer_attach. Returns 0 or -ENOMEM. */
 int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec);
+
+/* Gives probe @id the trigger @trig (which must outlive the tracer): fired at each of its entries
+ * (trap probes only: a probe with a trigger is never a stub probe), whether or not the call is
+ * recorded. Before tracer_attach. 0, -EINVAL for a bad id, or -ENOMEM. */
+int tracer_add_trigger(struct tracer *t, uint32_t id, const struct trigger *trig);
 
 /* Makes probe @id a return probe (kretprobe without maxactive): its returns are recorded with RAX and
  * the duration, or with the typed fields of @spec (evaluated with RAX as argument 0) if not NULL.
