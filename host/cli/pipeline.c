@@ -260,6 +260,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	}
 	text_range(g->funcs, &opts.text_lo, &opts.text_hi);
+	/* a Linux kernel with the ORC unwinder keeps no frame pointers */
+	opts.no_frame_pointers = g->funcs && vmi_symtab_find(g->funcs, "__orc_find");
 	/* the session's task filter, borrowed; the event filters are added once the probes exist */
 	p->keep = s->tasks;
 	p->keep.events = NULL;

@@ -548,6 +548,7 @@ static void stack_record(struct tracer *t, unsigned cpu, const struct probe *p,
 	struct trigger_stack_cfg cfg = {
 		.text_lo = t->opts.text_lo,
 		.text_hi = t->opts.text_hi,
+		.no_frame_pointers = t->opts.no_frame_pointers,
 		.read = stack_read,
 		.ctx = &sr,
 		.trampoline = t->trampoline,
@@ -563,15 +564,36 @@ static void stack_record(struct tracer *t, unsigned cpu, const struct probe *p,
 	emit(t, cpu, &rec, frames, rec.value);
 }
 
+/* Whether a trigger of probe @p fires in this phase (@before: traceon). */
+static bool triggered(const struct tracer *t, const struct probe *p, bool before)
+{
+	for (size_t i = 0; i < t->nr_triggers; i++)
+		if (t->triggers[i].probe == p->id &&
+		    (t->triggers[i].trig->cmd == TRIG_TRACEON) == before)
+			return true;
+	return false;
+}
+
 /* The triggers of probe @p at its entry on @cpu at @now: traceon before the call is recorded
- * (@before), the others after it, so the call itself shows either way. */
+ * (@before), the others after it, so the call itself shows either way. Only for calls the task
+ * and CPU filters (-P, --comm, --cpu) keep. */
 static void fire_triggers(struct tracer *t, unsigned cpu, const struct probe *p,
 			  const struct x86_regs *regs, uint64_t now, bool before)
 {
+	uint64_t ts = now - t->t0;
+
+	if (!triggered(t, p, before))
+		return;
+	if (t->opts.keep) {
+		struct hvt_record call;
+
+		make_record(t, &call, HVT_REC_ENTRY, cpu, p, now, 0, 0);
+		if (!rec_filter_keep(t->opts.keep, &call, NULL, 0))
+			return;
+	}
 	for (size_t i = 0; i < t->nr_triggers; i++) {
 		struct tracer_trigger *tt = &t->triggers[i];
 		enum trigger_cmd cmd = tt->trig->cmd;
-		uint64_t ts = now - t->t0;
 
 		if (tt->probe != p->id || (cmd == TRIG_TRACEON) != before)
 			continue;

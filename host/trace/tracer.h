@@ -32,6 +32,7 @@ struct tracer_opts {
 					* counted); NULL keeps all. Borrowed, outlives the tracer */
 	bool tracing_off;	   /* --tracing-off: start with tracing off (a traceon trigger starts it) */
 	uint64_t text_lo, text_hi; /* the guest's code addresses, for stacktrace's walk */
+	bool no_frame_pointers;	   /* the guest's code keeps no frame pointers (stacktrace scans) */
 };
 
 /* A --trigger on a probe (tracer_add_trigger). */

@@ -145,7 +145,8 @@ size_t trigger_walk_stack(const struct trigger_stack_cfg *c, uint64_t ip, uint64
 		return n;
 	out[n++] = ret;
 	/* frame pointers: at the entry RBP is still the caller's frame */
-	for (uint64_t fp = rbp, prev = rsp; n < max; prev = fp, fp = frame[0]) {
+	for (uint64_t fp = rbp, prev = rsp; n < max && !c->no_frame_pointers;
+	     prev = fp, fp = frame[0]) {
 		if (fp <= prev || fp >= top - 16 || (fp & 7) || c->read(c->ctx, fp, frame, 16) < 0)
 			break;
 		frame[1] = real_ret(c, fp + 8, frame[1]);

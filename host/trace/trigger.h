@@ -52,12 +52,13 @@ bool tracing_state_set(struct tracing_state *s, bool on, uint64_t ts);
 
 /* The guest's call chain at a function's entry (RIP @ip, the return address at @rsp): @ip, then
  * return addresses, at most @max, into @out; returns how many. The frame-pointer chain from @rbp
- * first (each frame above the last, within TRIGGER_STACK_WINDOW of @rsp, 8-aligned, its return
+ * first (unless c->no_frame_pointers) (each frame above the last, within TRIGGER_STACK_WINDOW of @rsp, 8-aligned, its return
  * address in [@text_lo, @text_hi)); if it does not reach past the caller, every word of the
  * window (up to the first unreadable page) that lies in the text range, as the kernel's
  * unwinder does without frame pointers. Every read is bounded and through c->read. */
 struct trigger_stack_cfg {
 	uint64_t text_lo, text_hi; /* code addresses */
+	bool no_frame_pointers;	   /* the guest's code keeps none (an ORC kernel): scan at once */
 	vmi_read_fn read;	   /* guest memory, as the hitting vCPU sees it */
 	void *ctx;
 	/* hooked returns: a slot holding @trampoline (when not 0) holds in truth what @resolve

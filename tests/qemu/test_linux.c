@@ -533,8 +533,8 @@ static void check_run_openat(const struct hv_result *r)
 	assert_true(count_text(r->trace, "<- filename_lookup) ret=-2 duration=") >= 3);
 }
 
-/* Every trace line (not a # comment) is of a task whose TASK-PID field starts with @prefix; returns
- * how many lines there are. */
+/* Every trace line (not a # comment, nor a " => " frame of a stack trace) is of a task whose
+ * TASK-PID field starts with @prefix; returns how many lines there are. */
 static long assert_every_task(const char *trace, const char *prefix)
 {
 	long n = 0;
@@ -542,7 +542,7 @@ static long assert_every_task(const char *trace, const char *prefix)
 	for (const char *p = trace; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
 		char task[64];
 
-		if (*p == '#' || *p == '\n' || sscanf(p, " %63s", task) != 1)
+		if (*p == '#' || *p == '\n' || !strncmp(p, " => ", 4) || sscanf(p, " %63s", task) != 1)
 			continue;
 		if (strncmp(task, prefix, strlen(prefix)))
 			fail_msg("a line of task %s (want %s...): %.80s", task, prefix, p);
@@ -575,6 +575,38 @@ static void check_filter_event(const struct hv_result *r)
 			 PROC_VERSION_OPENS);
 	assert_int_equal(lines, PROC_VERSION_OPENS);
 	assert_true(hv_stat(r->err, "filtered", "filtered") > 0);
+}
+
+/* --comm cat --trigger do_sys_openat2:stacktrace:1 on a kernel without frame pointers (ORC): one
+ * <stack trace> block after cat's first open, starting with the function and the caller the
+ * return address names, then the text addresses on the stack, among them the syscall path in order. */
+static void check_stacktrace(const struct hv_result *r)
+{
+	static const char *const chain[] = {"\n => do_syscall_64+0x", "\n => entry_SYSCALL_64_after_hwframe+0x"};
+	const char *p = strstr(r->trace, "<stack trace>\n");
+
+	assert_int_equal(count_text(r->trace, "<stack trace>\n"), 1);
+	assert_non_null(p);
+	assert_true(p > strstr(r->trace, ": do_sys_openat2 <-__x64_sys_openat\n"));
+	assert_true(!strncmp(strchr(p, '\n'), "\n => do_sys_openat2+0x0/0x", 26));
+	p = strchr(p + 1, '\n') + 1;
+	p = strchr(p, '\n');
+	assert_true(!strncmp(p, "\n => __x64_sys_openat+0x", 24));
+	for (size_t i = 0; i < 2; i++) {
+		p = strstr(p, chain[i]);
+		if (!p)
+			fail_msg("no %s after the earlier frames:\n%s", chain[i] + 1, r->trace);
+	}
+	/* each round's two cats open one file each, and the block's own context line */
+	assert_int_equal(assert_every_task(r->trace, "cat-"), 2 * PROC_VERSION_OPENS + 1);
+}
+
+/* --comm cat -e do_sys_openat2 --trigger do_sys_openat2:traceoff: cat's first open, nothing after
+ * it on either vCPU. */
+static void check_traceoff(const struct hv_result *r)
+{
+	assert_int_equal(count_text(r->trace, "->do_sys_openat2(dfd=-100 "), 1);
+	assert_int_equal(assert_every_task(r->trace, "cat-"), 1);
 }
 
 /* -P 1 -l kernel_clone: the init shell's forks alone: every line is pid 1's, and there are at
@@ -955,6 +987,29 @@ static const struct linux_test linux_tests[] = {
 			 "do_sys_openat2: dfd == -100 && filename ~ \"/proc/v*\"", "--stats",
 			 "--timeout", "300"},
 		.expect = {.check = check_filter_event},
+	    },
+	},
+    },
+    {
+	/* --trigger on the Linux guest: stacktrace through the text scan (no frame pointers), and
+	 * traceoff. */
+	.name = "test_linux_trigger",
+	.runs = {
+	    {
+		.label = "run --qemu --trigger stacktrace",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-l", "do_sys_openat2", "--comm", "cat", "--trigger",
+			 "do_sys_openat2:stacktrace:1", "--timeout", "300"},
+		.expect = {.check = check_stacktrace},
+	    },
+	    {
+		.label = "run --qemu --trigger traceoff",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-e", "do_sys_openat2(dfd, filename)", "--comm", "cat", "--trigger",
+			 "do_sys_openat2:traceoff", "--timeout", "300"},
+		.expect = {.check = check_traceoff},
 	    },
 	},
     },
