@@ -188,6 +188,32 @@ static void test_stacktrace_graph(void **state)
 	hv_result_free(&r);
 }
 
+/* With -P, a trigger fires only for the calls the filter keeps: worker3's first task_leaf, whose
+ * chain is its task's (task_step, task_body, task_main). */
+static void test_stacktrace_pid(void **state)
+{
+	const char *argv[] = {"run", "--smp", "2", "-P", "103", "--trigger", "task_leaf:stacktrace:1",
+			      hv_guest(NULL), NULL};
+	struct hv_result r;
+	char names[256];
+	const char *p;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_ran(&r);
+	assert_int_equal(count_text(r.trace, "<stack trace>\n"), 1);
+	p = strstr(r.trace, "<stack trace>\n");
+	/* its context line names worker3 */
+	const char *line = p;
+
+	while (line > r.trace && line[-1] != '\n')
+		line--;
+	assert_true(!strncmp(line, "         worker3-103     [00", 28));
+	stack_names(line, names, sizeof(names));
+	assert_string_equal(names, "task_leaf,task_step,task_body,task_main,");
+	hv_result_free(&r);
+}
+
 /* snapshot:2 on tree_root: FILE.snapshot-1 and -2 hold exactly the trace up to the first and the
  * second tree_root; there is no third. */
 static void test_snapshot(void **state)
@@ -285,7 +311,8 @@ int main(void)
 		cmocka_unit_test(test_traceoff_trap),	 cmocka_unit_test(test_traceoff_stub),
 		cmocka_unit_test(test_traceoff_smp2),	 cmocka_unit_test(test_traceon),
 		cmocka_unit_test(test_tracing_off),	 cmocka_unit_test(test_stacktrace),
-		cmocka_unit_test(test_stacktrace_graph), cmocka_unit_test(test_snapshot),
+		cmocka_unit_test(test_stacktrace_graph), cmocka_unit_test(test_stacktrace_pid),
+		cmocka_unit_test(test_snapshot),
 		cmocka_unit_test(test_refused),
 	};
 

@@ -155,6 +155,18 @@ static void test_frame_pointers(void **state)
 	/* bounded by max */
 	assert_int_equal(trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, 3), 3);
 	assert_int_equal(trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, 0), 0);
+	/* a guest without frame pointers (ORC): the chain is not followed, the stack is scanned */
+	{
+		struct trigger_stack_cfg orc = cfg;
+
+		orc.no_frame_pointers = true;
+		n = trigger_walk_stack(&orc, 0x400000, STACK + 0x100, STACK + 0x200, out,
+				       TRIGGER_MAX_FRAMES);
+		assert_int_equal(n, 5); /* ip, ret, then 0x400200, the hooked one, 0x400400 by scan */
+		assert_int_equal(out[2], 0x400200);
+		assert_int_equal(out[3], 0x401234);
+		assert_int_equal(out[4], 0x400400);
+	}
 	/* a return address out of the text: just the function */
 	W(0x100) = 0x1234;
 	assert_int_equal(trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, 16), 1);
