@@ -146,8 +146,8 @@ static void end(struct sink *s)
 void sink_trigger_wrap(struct sink *s, struct sink_trigger *t, const char *output)
 {
 	t->inner = s->ops;
-	t->ops = (struct sink_ops){.begin = begin, .record = record, .end = end,
-				   .lookahead = s->ops->lookahead};
+	t->ops = (struct sink_ops){
+	    .begin = begin, .record = record, .end = end, .lookahead = s->ops->lookahead};
 	t->output = output;
 	t->snapshots = 0;
 	t->snapshot_failed = false;

@@ -1,6 +1,6 @@
 /* The trace lines of --trigger, around any other sink: the kernel's "<stack trace>" block for a
- * stacktrace trigger's record, and for a snapshot trigger's mark a copy of the output written so far
- * to OUTPUT.snapshot-N. Every other record goes to the sink it wraps, unchanged. */
+ * stacktrace trigger's record, and for a snapshot trigger's mark a copy of the output written so
+ * far to OUTPUT.snapshot-N. Every other record goes to the sink it wraps, unchanged. */
 #ifndef HVT_SINK_TRIGGER_H
 #define HVT_SINK_TRIGGER_H
 

@@ -63,7 +63,7 @@ static int parse_cmp(struct parser *p)
 	static const struct {
 		const char *text;
 		enum ef_op op;
-	} ops[] = {{"==", EF_EQ}, {"!=", EF_NE}, {"<=", EF_LE}, {">=", EF_GE},
+	} ops[] = {{"==", EF_EQ}, {"!=", EF_NE}, {"<=", EF_LE},	     {">=", EF_GE},
 		   {"<", EF_LT},  {">", EF_GT},	 {"&", EF_AND_MASK}, {"~", EF_GLOB}};
 	size_t start = p->i, n = 0;
 	struct ef_node *e;
@@ -162,8 +162,8 @@ static int parse_unary(struct parser *p)
 			return -1;
 		skip_ws(p);
 		if (p->s[p->i] != ')')
-			return fail(p, p->s[p->i] ? p->i : open, p->s[p->i] ? "expected ')'"
-									 : "unclosed '('");
+			return fail(p, p->s[p->i] ? p->i : open,
+				    p->s[p->i] ? "expected ')'" : "unclosed '('");
 		p->i++;
 		return id;
 	}
@@ -311,14 +311,22 @@ static bool cmp_number(const struct ef_node *e, const uint8_t *data)
 	if (sign && size < 8 && (v >> (8 * size - 1)) & 1)
 		v |= ~0ull << (8 * size);
 	switch (e->op) {
-	case EF_EQ: return v == w;
-	case EF_NE: return v != w;
-	case EF_AND_MASK: return (v & w) != 0;
-	case EF_LT: return sign ? (int64_t)v < (int64_t)w : v < w;
-	case EF_GT: return sign ? (int64_t)v > (int64_t)w : v > w;
-	case EF_LE: return sign ? (int64_t)v <= (int64_t)w : v <= w;
-	case EF_GE: return sign ? (int64_t)v >= (int64_t)w : v >= w;
-	default: return false;
+	case EF_EQ:
+		return v == w;
+	case EF_NE:
+		return v != w;
+	case EF_AND_MASK:
+		return (v & w) != 0;
+	case EF_LT:
+		return sign ? (int64_t)v < (int64_t)w : v < w;
+	case EF_GT:
+		return sign ? (int64_t)v > (int64_t)w : v > w;
+	case EF_LE:
+		return sign ? (int64_t)v <= (int64_t)w : v <= w;
+	case EF_GE:
+		return sign ? (int64_t)v >= (int64_t)w : v >= w;
+	default:
+		return false;
 	}
 }
 
@@ -327,9 +335,12 @@ static bool eval(const struct ef_filter *f, int id, const uint8_t *payload, size
 	const struct ef_node *e = &f->nodes[id];
 
 	switch (e->kind) {
-	case EF_AND: return eval(f, e->l, payload, len) && eval(f, e->r, payload, len);
-	case EF_OR: return eval(f, e->l, payload, len) || eval(f, e->r, payload, len);
-	case EF_NOT: return !eval(f, e->l, payload, len);
+	case EF_AND:
+		return eval(f, e->l, payload, len) && eval(f, e->r, payload, len);
+	case EF_OR:
+		return eval(f, e->l, payload, len) || eval(f, e->r, payload, len);
+	case EF_NOT:
+		return !eval(f, e->l, payload, len);
 	case EF_CMP:
 		if (!e->f || e->offset + 1 + fe_field_data_size(e->f) > len || payload[e->offset])
 			return false; /* unbound, short payload, or a fault */

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define EF_MAX_NODES 64	 /* comparisons and operators of one expression */
-#define EF_MAX_TEXT 512	 /* characters of one --filter-event */
+#define EF_MAX_TEXT  512 /* characters of one --filter-event */
 
 enum ef_op { EF_EQ, EF_NE, EF_LT, EF_GT, EF_LE, EF_GE, EF_AND_MASK, EF_GLOB };
 enum ef_node_kind { EF_CMP, EF_AND, EF_OR, EF_NOT };
@@ -23,10 +23,10 @@ struct ef_node {
 	/* EF_CMP */
 	char field[FE_NAME_LEN];
 	enum ef_op op;
-	bool is_string;	       /* the value was a quoted string or a bare word */
-	int64_t num;	       /* numeric value */
+	bool is_string;		 /* the value was a quoted string or a bare word */
+	int64_t num;		 /* numeric value */
 	char str[FE_MAX_STRING]; /* string value */
-	size_t pos;	       /* column of the field name, for errors */
+	size_t pos;		 /* column of the field name, for errors */
 	/* bound (ef_bind) */
 	size_t offset; /* of the field's status byte in the payload */
 	const struct fe_field *f;

@@ -32,8 +32,9 @@ int rec_filter_add_comm(struct rec_filter *f, const char *glob, char *err, size_
 	char **v, *copy;
 
 	if (!glob[0] || strlen(glob) >= VMI_COMM_LEN * 4) {
-		snprintf(err, errlen, "--comm '%s': expected a task name or glob (1 to %d characters)",
-			 glob, VMI_COMM_LEN * 4 - 1);
+		snprintf(err, errlen,
+			 "--comm '%s': expected a task name or glob (1 to %d characters)", glob,
+			 VMI_COMM_LEN * 4 - 1);
 		return -EINVAL;
 	}
 	v = realloc(f->comms, (f->nr_comms + 1) * sizeof(*v));
@@ -132,7 +133,8 @@ bool rec_filter_keep(const struct rec_filter *f, const struct hvt_record *r, con
 		for (size_t i = 0; i < f->nr_events; i++)
 			if (f->events[i].ip == r->ip && !ef_match(f->events[i].ef, payload, len))
 				return false;
-	if (f->by_cpu && (r->cpu >= REC_FILTER_MAX_CPUS || !(f->cpus[r->cpu / 64] >> (r->cpu % 64) & 1)))
+	if (f->by_cpu &&
+	    (r->cpu >= REC_FILTER_MAX_CPUS || !(f->cpus[r->cpu / 64] >> (r->cpu % 64) & 1)))
 		return false;
 	if (!f->nr_pids && !f->nr_comms)
 		return true;

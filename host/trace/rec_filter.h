@@ -1,6 +1,6 @@
 /* Which guest tasks and CPUs are traced (trace-cmd's -P and --comm, ftrace's set_ftrace_pid and
- * tracing_cpumask): a test on each record the host makes, trap and stub path alike, before it reaches
- * the writer. */
+ * tracing_cpumask): a test on each record the host makes, trap and stub path alike, before it
+ * reaches the writer. */
 #ifndef HVT_REC_FILTER_H
 #define HVT_REC_FILTER_H
 
@@ -18,13 +18,13 @@ struct rec_filter {
 	size_t nr_pids;
 	char **comms; /* --comm: ftrace globs on the task's comm (owned copies) */
 	size_t nr_comms;
-	bool by_cpu;					/* --cpu given: only the CPUs in cpus */
-	uint64_t cpus[REC_FILTER_MAX_CPUS / 64];	/* bit n: CPU n */
+	bool by_cpu;				 /* --cpu given: only the CPUs in cpus */
+	uint64_t cpus[REC_FILTER_MAX_CPUS / 64]; /* bit n: CPU n */
 	/* --filter-event: the event records of the probe at @ip must satisfy each @ef */
 	struct rec_event_filter {
 		uint64_t ip;
 		const struct ef_filter *ef; /* bound; borrowed */
-	} *events;
+	} * events;
 	size_t nr_events;
 };
 
@@ -45,10 +45,10 @@ int rec_filter_add_event(struct rec_filter *f, uint64_t ip, const struct ef_filt
 /* Whether the filter selects anything (some -P, --comm, --cpu or event filter). Pure. */
 bool rec_filter_active(const struct rec_filter *f);
 
-/* Whether record @r (with its @len bytes of @payload) is kept: its CPU is selected (or no --cpu), its
- * task is (its pid is one of -P or its comm matches a --comm glob, or neither was given), and, for
- * an event record, every event filter of its probe accepts the payload. A lost-events or snapshot
- * mark is always kept. Pure, allocation-free (hot path). */
+/* Whether record @r (with its @len bytes of @payload) is kept: its CPU is selected (or no --cpu),
+ * its task is (its pid is one of -P or its comm matches a --comm glob, or neither was given), and,
+ * for an event record, every event filter of its probe accepts the payload. A lost-events or
+ * snapshot mark is always kept. Pure, allocation-free (hot path). */
 bool rec_filter_keep(const struct rec_filter *f, const struct hvt_record *r, const void *payload,
 		     size_t len);
 

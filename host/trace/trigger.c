@@ -6,10 +6,10 @@
 #include <string.h>
 
 static const char *const names[] = {
-	[TRIG_TRACEON] = "traceon",
-	[TRIG_TRACEOFF] = "traceoff",
-	[TRIG_STACKTRACE] = "stacktrace",
-	[TRIG_SNAPSHOT] = "snapshot",
+    [TRIG_TRACEON] = "traceon",
+    [TRIG_TRACEOFF] = "traceoff",
+    [TRIG_STACKTRACE] = "stacktrace",
+    [TRIG_SNAPSHOT] = "snapshot",
 };
 
 const char *trigger_cmd_name(enum trigger_cmd c)
@@ -56,8 +56,8 @@ int trigger_parse(const char *text, struct trigger *t, char *err, size_t errlen)
 		errno = 0;
 		n = strtol(count + 1, &end, 10);
 		why = "expected a count from 1 to 2147483647 after the command";
-		if (errno || end == count + 1 || *end || count[1] == '-' || count[1] == '+' || n < 1 ||
-		    n > 2147483647l)
+		if (errno || end == count + 1 || *end || count[1] == '-' || count[1] == '+' ||
+		    n < 1 || n > 2147483647l)
 			goto bad;
 		t->count = n;
 	}
@@ -101,9 +101,11 @@ bool tracing_state_set(struct tracing_state *s, bool on, uint64_t ts)
 	cur = n ? atomic_load_explicit(&s->log[(n - 1) % TRACING_LOG], memory_order_relaxed) & 1
 		: s->initial;
 	if (cur != on) {
-		/* switches stay in time order: one racing from an earlier hit takes the last's time */
+		/* switches stay in time order: one racing from an earlier hit takes the last's time
+		 */
 		cur_ts = n ? atomic_load_explicit(&s->log[(n - 1) % TRACING_LOG],
-						  memory_order_relaxed) >> 1
+						  memory_order_relaxed) >>
+				 1
 			   : 0;
 		if (ts < cur_ts)
 			ts = cur_ts;
@@ -127,8 +129,8 @@ static uint64_t real_ret(const struct trigger_stack_cfg *c, uint64_t slot, uint6
 	return c->trampoline && v == c->trampoline && c->resolve ? c->resolve(c->ctx, slot) : v;
 }
 
-size_t trigger_walk_stack(const struct trigger_stack_cfg *c, uint64_t ip, uint64_t rsp, uint64_t rbp,
-			  uint64_t *out, size_t max)
+size_t trigger_walk_stack(const struct trigger_stack_cfg *c, uint64_t ip, uint64_t rsp,
+			  uint64_t rbp, uint64_t *out, size_t max)
 {
 	uint64_t ret, frame[2], top = rsp + TRIGGER_STACK_WINDOW, words[64];
 	size_t n = 0;

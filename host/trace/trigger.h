@@ -1,5 +1,6 @@
 /* ftrace's function commands as --trigger 'FUNC:CMD[:N]': traceon, traceoff, stacktrace, snapshot
- * (their parser), the tracing on/off timeline they switch, and the guest stack walk of stacktrace. */
+ * (their parser), the tracing on/off timeline they switch, and the guest stack walk of stacktrace.
+ */
 #ifndef HVT_TRIGGER_H
 #define HVT_TRIGGER_H
 
@@ -12,7 +13,7 @@
 
 enum trigger_cmd { TRIG_TRACEON, TRIG_TRACEOFF, TRIG_STACKTRACE, TRIG_SNAPSHOT };
 
-#define TRIGGER_MAX_FRAMES 16	    /* return addresses a stacktrace records */
+#define TRIGGER_MAX_FRAMES   16	   /* return addresses a stacktrace records */
 #define TRIGGER_STACK_WINDOW 16384 /* bytes above RSP a frame may lie in, or the scan reads */
 
 struct trigger {
@@ -34,10 +35,10 @@ const char *trigger_cmd_name(enum trigger_cmd c);
 #define TRACING_LOG 64
 
 struct tracing_state {
-	bool initial;		      /* before the first switch */
-	_Atomic uint64_t n;	      /* switches so far */
+	bool initial;			   /* before the first switch */
+	_Atomic uint64_t n;		   /* switches so far */
 	_Atomic uint64_t log[TRACING_LOG]; /* switch k at log[k % TRACING_LOG]: ts << 1 | on */
-	atomic_flag busy;	      /* one switch at a time */
+	atomic_flag busy;		   /* one switch at a time */
 };
 
 /* Starts with tracing @on. */
@@ -52,10 +53,11 @@ bool tracing_state_set(struct tracing_state *s, bool on, uint64_t ts);
 
 /* The guest's call chain at a function's entry (RIP @ip, the return address at @rsp): @ip, then
  * return addresses, at most @max, into @out; returns how many. The frame-pointer chain from @rbp
- * first (unless c->no_frame_pointers) (each frame above the last, within TRIGGER_STACK_WINDOW of @rsp, 8-aligned, its return
- * address in [@text_lo, @text_hi)); if it does not reach past the caller, every word of the
- * window (up to the first unreadable page) that lies in the text range, as the kernel's
- * unwinder does without frame pointers. Every read is bounded and through c->read. */
+ * first (unless c->no_frame_pointers) (each frame above the last, within TRIGGER_STACK_WINDOW of
+ * @rsp, 8-aligned, its return address in [@text_lo, @text_hi)); if it does not reach past the
+ * caller, every word of the window (up to the first unreadable page) that lies in the text range,
+ * as the kernel's unwinder does without frame pointers. Every read is bounded and through c->read.
+ */
 struct trigger_stack_cfg {
 	uint64_t text_lo, text_hi; /* code addresses */
 	bool no_frame_pointers;	   /* the guest's code keeps none (an ORC kernel): scan at once */
@@ -67,7 +69,7 @@ struct trigger_stack_cfg {
 	uint64_t (*resolve)(void *ctx, uint64_t slot);
 };
 
-size_t trigger_walk_stack(const struct trigger_stack_cfg *c, uint64_t ip, uint64_t rsp, uint64_t rbp,
-			  uint64_t *out, size_t max);
+size_t trigger_walk_stack(const struct trigger_stack_cfg *c, uint64_t ip, uint64_t rsp,
+			  uint64_t rbp, uint64_t *out, size_t max);
 
 #endif

@@ -1,6 +1,6 @@
-/* libFuzzer harness for --filter-event: the input is "EXPR" or "EXPR\nSPEC\nPAYLOAD": the expression
- * is parsed, bound to the -e spec (a fixed one if SPEC is absent or does not parse) and evaluated on
- * the payload bytes (as captured guest data: anything), cut short and whole. */
+/* libFuzzer harness for --filter-event: the input is "EXPR" or "EXPR\nSPEC\nPAYLOAD": the
+ * expression is parsed, bound to the -e spec (a fixed one if SPEC is absent or does not parse) and
+ * evaluated on the payload bytes (as captured guest data: anything), cut short and whole. */
 #include "host/trace/event_filter.h"
 
 #include <stdlib.h>
@@ -45,7 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t have = payload_at ? size - (size_t)(payload_at - text) : 0;
 
 		if (payload) {
-			memcpy(payload, payload_at ? (const uint8_t *)data + (payload_at - text) : data,
+			memcpy(payload,
+			       payload_at ? (const uint8_t *)data + (payload_at - text) : data,
 			       have < need ? have : need);
 			(void)ef_match(f, payload, need);
 			if (ef_match(f, payload, need ? need - 1 : 0))

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BASE 0x10000ull
+#define BASE	0x10000ull
 #define TEXT_LO 0x400000ull
 #define TEXT_HI 0x410000ull
-#define TRAMP 0x40f000ull
+#define TRAMP	0x40f000ull
 
 struct mem {
 	const uint8_t *data;
@@ -50,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n;
 
 	memcpy(sel, data, size < 16 ? size : 16);
-	n = trigger_walk_stack(&c, TEXT_LO, BASE + sel[0] % (size + 64), BASE + sel[1] % (size + 64),
-			       out, TRIGGER_MAX_FRAMES);
+	n = trigger_walk_stack(&c, TEXT_LO, BASE + sel[0] % (size + 64),
+			       BASE + sel[1] % (size + 64), out, TRIGGER_MAX_FRAMES);
 	if (n < 1 || n > TRIGGER_MAX_FRAMES || out[0] != TEXT_LO)
 		abort();
 	for (size_t i = 1; i < n; i++)

@@ -16,11 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const funcs[] = {"workload_run", "fib",	   "tree_root", "tree_a",
-				    "tree_b",	    "tree_leaf",   "task_body", "task_step",
-				    "task_leaf",    "tail_top",	   "tail_mid",	"tail_leaf",
-				    "nl_outer",	    "nl_inner",	   "deep",	"ev_target"};
-#define NR_FUNCS (sizeof(funcs) / sizeof(funcs[0]))
+static const char *const funcs[] = {"workload_run", "fib",	 "tree_root", "tree_a",
+				    "tree_b",	    "tree_leaf", "task_body", "task_step",
+				    "task_leaf",    "tail_top",	 "tail_mid",  "tail_leaf",
+				    "nl_outer",	    "nl_inner",	 "deep",      "ev_target"};
+#define NR_FUNCS     (sizeof(funcs) / sizeof(funcs[0]))
 #define WORKER_CALLS (1 + TASK_STEPS * 3) /* task_body, task_step, task_leaf twice a step */
 
 static void assert_ran(const struct hv_result *r)
@@ -33,8 +33,8 @@ static void assert_ran(const struct hv_result *r)
  * cpu0's calls as filtered. */
 static void cpu_one(const char *probe)
 {
-	const char *argv[] = {"run", "--probe", probe, "--smp", "2", "--cpu", "1", "--stats",
-			      hv_guest(NULL), NULL};
+	const char *argv[] = {"run",   "--probe", probe,     "--smp",	     "2",
+			      "--cpu", "1",	  "--stats", hv_guest(NULL), NULL};
 	long want = 0, dropped = 0;
 	struct hv_result r;
 
@@ -44,8 +44,8 @@ static void cpu_one(const char *probe)
 		long got = trace_count(&r, funcs[f], 1), n = guest_count(&r, funcs[f], 1);
 
 		if (got != n)
-			fail_msg("--probe %s: %s on cpu1: %ld lines, guest counted %ld", probe, funcs[f],
-				 got, n);
+			fail_msg("--probe %s: %s on cpu1: %ld lines, guest counted %ld", probe,
+				 funcs[f], got, n);
 		want += n;
 		dropped += guest_count(&r, funcs[f], 0);
 	}
@@ -71,7 +71,8 @@ static void test_cpu_stub(void **state)
 /* --cpu 0-1 and --cpu 0 --cpu 1 select both vCPUs: every call is there. */
 static void test_cpu_all(void **state)
 {
-	const char *argv[] = {"run", "--smp", "2", "--cpu", "0", "--cpu", "1-1", hv_guest(NULL), NULL};
+	const char *argv[] = {"run", "--smp",	     "2", "--cpu", "0", "--cpu",
+			      "1-1", hv_guest(NULL), NULL};
 	long want = 0;
 	struct hv_result r;
 
@@ -87,8 +88,8 @@ static void test_cpu_all(void **state)
 /* -P 101: worker1's calls and nothing else, on whichever vCPU it ran. */
 static void pid_one(const char *probe)
 {
-	const char *argv[] = {"run", "--probe", probe, "--smp", "2", "-P", "101", hv_guest(NULL),
-			      NULL};
+	const char *argv[] = {"run", "--probe", probe,		"--smp", "2",
+			      "-P",  "101",	hv_guest(NULL), NULL};
 	struct hv_result r;
 
 	hv_run(&r, argv, 0, 0);
@@ -119,8 +120,8 @@ static void test_pid_stub(void **state)
 /* --comm takes globs; with -P a task either names is kept. */
 static void test_comm_glob_and_pid(void **state)
 {
-	const char *argv[] = {"run", "--smp", "2", "--comm", "worker[34]", "-P", "101",
-			      hv_guest(NULL), NULL};
+	const char *argv[] = {"run", "--smp",	     "2", "--comm", "worker[34]", "-P",
+			      "101", hv_guest(NULL), NULL};
 	long per[5] = {0};
 	struct hv_result r;
 
@@ -186,25 +187,28 @@ static void test_bad_input(void **state)
 {
 	(void)state;
 	refused("--cpu", "0,3-1", "hvtrace: --cpu '0,3-1': a range must ascend at column 5\n");
-	refused("--cpu", "1,,2", "hvtrace: --cpu '1,,2': expected a CPU number (0 to 1023) at "
-				 "column 3\n");
-	refused("--cpu", "1024", "hvtrace: --cpu '1024': expected a CPU number (0 to 1023) at "
-				 "column 1\n");
+	refused("--cpu", "1,,2",
+		"hvtrace: --cpu '1,,2': expected a CPU number (0 to 1023) at "
+		"column 3\n");
+	refused("--cpu", "1024",
+		"hvtrace: --cpu '1024': expected a CPU number (0 to 1023) at "
+		"column 1\n");
 	refused("-P", "-1", "hvtrace: -P '-1': expected a guest pid (0 to 1073741824)\n");
-	refused("--comm", "", "hvtrace: --comm '': expected a task name or glob (1 to 63 "
-			      "characters)\n");
+	refused("--comm", "",
+		"hvtrace: --comm '': expected a task name or glob (1 to 63 "
+		"characters)\n");
 }
 
 /* --filter-event on the fields of -e: each vCPU calls ev_target twice, with id 42, flags 0xbeef and
  * n 3, once with the label "hello-events" and once with an unmapped label (a fault). */
-#define EV_SPEC "ev_target(int id+0 | x32 flags+4, string label, NULL, long n)"
-#define EV_GOOD ": ev_call->ev_target(id=42, flags=beef, label=hello-events, n=3)\n"
+#define EV_SPEC	 "ev_target(int id+0 | x32 flags+4, string label, NULL, long n)"
+#define EV_GOOD	 ": ev_call->ev_target(id=42, flags=beef, label=hello-events, n=3)\n"
 #define EV_FAULT ": ev_call->ev_target(id=42, flags=beef, label=(fault), n=3)\n"
 
 static void event_filter(const char *spec, const char *expr, long good, long fault)
 {
-	const char *argv[] = {"run", "-e", spec, "--filter-event", expr, "--stats", hv_guest(NULL),
-			      NULL};
+	const char *argv[] = {"run", "-e",	spec,		"--filter-event",
+			      expr,  "--stats", hv_guest(NULL), NULL};
 	struct hv_result r;
 
 	hv_run(&r, argv, 0, 0);
@@ -234,8 +238,16 @@ static void test_event_filter(void **state)
 /* Stub probes: the filter applies where the drain turns guest records into host records. */
 static void test_event_filter_stub(void **state)
 {
-	const char *argv[] = {"run", "--probe", "stub", "-e", "ev_target(NULL, NULL, NULL, long n)",
-			      "--filter-event", "ev_target: n != 3", "--stats", hv_guest(NULL), NULL};
+	const char *argv[] = {"run",
+			      "--probe",
+			      "stub",
+			      "-e",
+			      "ev_target(NULL, NULL, NULL, long n)",
+			      "--filter-event",
+			      "ev_target: n != 3",
+			      "--stats",
+			      hv_guest(NULL),
+			      NULL};
 	struct hv_result r;
 
 	(void)state;
@@ -268,14 +280,17 @@ static void refused_filter(const char *expr, const char *line)
 static void test_event_filter_refused(void **state)
 {
 	(void)state;
-	refused_filter("ev_target: nosuch == 1", "hvtrace: --filter-event 'ev_target: nosuch == 1': "
-						 "nosuch: no such field of the -e event at column 12\n");
-	refused_filter("ev_target: label > 3", "hvtrace: --filter-event 'ev_target: label > 3': "
-					       "label: a string field takes == != ~ at column 12\n");
+	refused_filter("ev_target: nosuch == 1",
+		       "hvtrace: --filter-event 'ev_target: nosuch == 1': "
+		       "nosuch: no such field of the -e event at column 12\n");
+	refused_filter("ev_target: label > 3",
+		       "hvtrace: --filter-event 'ev_target: label > 3': "
+		       "label: a string field takes == != ~ at column 12\n");
 	refused_filter("ev_target: id ~ 4*", "hvtrace: --filter-event 'ev_target: id ~ 4*': id: a "
 					     "number field takes a number and == != < > <= >= & at "
 					     "column 12\n");
-	refused_filter("fib: n == 1", "hvtrace: --filter-event 'fib: n == 1': fib has no -e event\n");
+	refused_filter("fib: n == 1",
+		       "hvtrace: --filter-event 'fib: n == 1': fib has no -e event\n");
 	refused_filter("ev_target: (id == 1", "hvtrace: --filter-event 'ev_target: (id == 1': "
 					      "unclosed '(' at column 12\n");
 }
@@ -283,12 +298,17 @@ static void test_event_filter_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cpu_trap),	  cmocka_unit_test(test_cpu_stub),
-		cmocka_unit_test(test_cpu_all),		  cmocka_unit_test(test_pid_trap),
-		cmocka_unit_test(test_pid_stub),	  cmocka_unit_test(test_comm_glob_and_pid),
-		cmocka_unit_test(test_graph_comm),	  cmocka_unit_test(test_bad_input),
-		cmocka_unit_test(test_event_filter),	  cmocka_unit_test(test_event_filter_stub),
-		cmocka_unit_test(test_event_filter_refused),
+	    cmocka_unit_test(test_cpu_trap),
+	    cmocka_unit_test(test_cpu_stub),
+	    cmocka_unit_test(test_cpu_all),
+	    cmocka_unit_test(test_pid_trap),
+	    cmocka_unit_test(test_pid_stub),
+	    cmocka_unit_test(test_comm_glob_and_pid),
+	    cmocka_unit_test(test_graph_comm),
+	    cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_event_filter),
+	    cmocka_unit_test(test_event_filter_stub),
+	    cmocka_unit_test(test_event_filter_refused),
 	};
 
 	if (!kvm_available())

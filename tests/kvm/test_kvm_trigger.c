@@ -27,8 +27,9 @@ static void assert_ran(const struct hv_result *r)
  * and nothing after it. Trap probes, and stub probes for every function but tree_root. */
 static void traceoff(const char *probe)
 {
-	const char *argv[] = {"run", "--probe", probe, "--smp", "1", "--trigger",
-			      "tree_root:traceoff", hv_guest(NULL), NULL};
+	const char *argv[] = {
+	    "run",	    "--probe", probe, "--smp", "1", "--trigger", "tree_root:traceoff",
+	    hv_guest(NULL), NULL};
 	struct hv_result r;
 
 	hv_run(&r, argv, 0, 0);
@@ -56,8 +57,8 @@ static void test_traceoff_stub(void **state)
 /* Two vCPUs: nothing is recorded after the first tree_root of either, on any vCPU. */
 static void test_traceoff_smp2(void **state)
 {
-	const char *argv[] = {"run", "--smp", "2", "--trigger", "tree_root:traceoff", hv_guest(NULL),
-			      NULL};
+	const char *argv[] = {"run",	      "--smp", "2", "--trigger", "tree_root:traceoff",
+			      hv_guest(NULL), NULL};
 	struct hv_result r;
 	double off;
 
@@ -140,8 +141,9 @@ static void stack_names(const char *from, char *out, size_t len)
 /* stacktrace:1 on tree_leaf: its first call's chain, right after its line, once. */
 static void test_stacktrace(void **state)
 {
-	const char *argv[] = {"run", "--smp", "1", "-l", "tree_*", "--trigger", "tree_leaf:stacktrace:1",
-			      hv_guest(NULL), NULL};
+	const char *argv[] = {
+	    "run",	    "--smp", "1", "-l", "tree_*", "--trigger", "tree_leaf:stacktrace:1",
+	    hv_guest(NULL), NULL};
 	struct hv_result r;
 	char names[256];
 	const char *leaf;
@@ -167,8 +169,17 @@ static void test_stacktrace(void **state)
  * (tree_b in the first tree_root's third call), and :3 fires three times. */
 static void test_stacktrace_graph(void **state)
 {
-	const char *argv[] = {"run", "--smp", "1", "-p", "function_graph", "-l", "tree_*",
-			      "--trigger", "tree_b:stacktrace:3", hv_guest(NULL), NULL};
+	const char *argv[] = {"run",
+			      "--smp",
+			      "1",
+			      "-p",
+			      "function_graph",
+			      "-l",
+			      "tree_*",
+			      "--trigger",
+			      "tree_b:stacktrace:3",
+			      hv_guest(NULL),
+			      NULL};
 	struct hv_result r;
 	char names[256];
 	const char *p;
@@ -192,8 +203,9 @@ static void test_stacktrace_graph(void **state)
  * chain is its task's (task_step, task_body, task_main). */
 static void test_stacktrace_pid(void **state)
 {
-	const char *argv[] = {"run", "--smp", "2", "-P", "103", "--trigger", "task_leaf:stacktrace:1",
-			      hv_guest(NULL), NULL};
+	const char *argv[] = {
+	    "run",	    "--smp", "2", "-P", "103", "--trigger", "task_leaf:stacktrace:1",
+	    hv_guest(NULL), NULL};
 	struct hv_result r;
 	char names[256];
 	const char *p;
@@ -219,8 +231,8 @@ static void test_stacktrace_pid(void **state)
 static void test_snapshot(void **state)
 {
 	const char *out = "/tmp/trig-trigger-snap.txt";
-	const char *argv[] = {"run", "--smp", "1", "--trigger", "tree_root:snapshot:2", "-o", out,
-			      hv_guest(NULL), NULL};
+	const char *argv[] = {"run", "--smp",	     "1", "--trigger", "tree_root:snapshot:2", "-o",
+			      out,   hv_guest(NULL), NULL};
 	char path[128], *trace, *snap;
 	struct hv_result r;
 	const char *at;
@@ -280,27 +292,31 @@ static void test_refused(void **state)
 		"the command\n");
 	refused((const char *[]){"--trigger", "fib", NULL},
 		"hvtrace: --trigger 'fib': expected FUNC:COMMAND[:N]\n");
-	refused((const char *[]){"-l", "fib", "--trigger", "tree_root:traceoff", NULL},
-		"hvtrace: --trigger tree_root:traceoff: tree_root is not a traced function (-l, -g, "
-		"-e)\n");
+	refused(
+	    (const char *[]){"-l", "fib", "--trigger", "tree_root:traceoff", NULL},
+	    "hvtrace: --trigger tree_root:traceoff: tree_root is not a traced function (-l, -g, "
+	    "-e)\n");
 	/* snapshot without -o (the trace on standard output): refused */
 	char cmd[512], *out;
 
-	snprintf(cmd, sizeof(cmd), "%s run --trigger fib:snapshot --console /dev/null %s 2>&1; echo $?",
-		 hv_binary(), hv_guest(NULL));
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --trigger fib:snapshot --console /dev/null %s 2>&1; echo $?", hv_binary(),
+		 hv_guest(NULL));
 	out = hv_command_output(cmd);
 	assert_non_null(out);
 	assert_string_equal(out, "hvtrace: --trigger fib:snapshot: needs -o FILE (snapshots are "
 				 "FILE.snapshot-N)\n2\n");
 	free(out);
 	/* record: stacktrace has no place in trace.dat */
-	snprintf(cmd, sizeof(cmd),
-		 "%s record -o /tmp/trig-refused.dat --trigger fib:stacktrace --console /dev/null %s "
-		 "2>&1; echo $?",
-		 hv_binary(), hv_guest(NULL));
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "%s record -o /tmp/trig-refused.dat --trigger fib:stacktrace --console /dev/null %s "
+	    "2>&1; echo $?",
+	    hv_binary(), hv_guest(NULL));
 	out = hv_command_output(cmd);
 	assert_non_null(out);
-	assert_string_equal(out, "hvtrace: --trigger fib:stacktrace: not with record (trace.dat)\n2\n");
+	assert_string_equal(out,
+			    "hvtrace: --trigger fib:stacktrace: not with record (trace.dat)\n2\n");
 	free(out);
 	assert_int_equal(access("/tmp/trig-refused.dat", F_OK), -1);
 }
@@ -308,12 +324,11 @@ static void test_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_traceoff_trap),	 cmocka_unit_test(test_traceoff_stub),
-		cmocka_unit_test(test_traceoff_smp2),	 cmocka_unit_test(test_traceon),
-		cmocka_unit_test(test_tracing_off),	 cmocka_unit_test(test_stacktrace),
-		cmocka_unit_test(test_stacktrace_graph), cmocka_unit_test(test_stacktrace_pid),
-		cmocka_unit_test(test_snapshot),
-		cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_traceoff_trap),    cmocka_unit_test(test_traceoff_stub),
+	    cmocka_unit_test(test_traceoff_smp2),    cmocka_unit_test(test_traceon),
+	    cmocka_unit_test(test_tracing_off),	     cmocka_unit_test(test_stacktrace),
+	    cmocka_unit_test(test_stacktrace_graph), cmocka_unit_test(test_stacktrace_pid),
+	    cmocka_unit_test(test_snapshot),	     cmocka_unit_test(test_refused),
 	};
 
 	if (!kvm_available())

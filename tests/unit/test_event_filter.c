@@ -24,8 +24,8 @@ static void make_payload(bool s_fault)
 	char err[128];
 	size_t pos, off = 0;
 
-	assert_int_equal(fe_parse("f(int a, u64 b, string s+0, char[4] c+0, u16[2] arr+0)", &spec, err,
-				  sizeof(err), &pos),
+	assert_int_equal(fe_parse("f(int a, u64 b, string s+0, char[4] c+0, u16[2] arr+0)", &spec,
+				  err, sizeof(err), &pos),
 			 0);
 	memset(payload, 0, sizeof(payload));
 	for (unsigned i = 0; i < spec.nr_fields; i++) {
@@ -33,11 +33,26 @@ static void make_payload(bool s_fault)
 		uint8_t *d = payload + off + 1;
 
 		switch (i) {
-		case 0: { uint64_t v = (uint64_t)-5; memcpy(d, &v, 8); break; }
-		case 1: { uint64_t v = 0x1f0; memcpy(d, &v, 8); break; }
-		case 2: payload[off] = s_fault; strcpy((char *)d, "kworker/1"); break;
-		case 3: memcpy(d, "abcd", 4); break; /* no NUL: a char[N] fills it */
-		case 4: payload[off] = 1; break;
+		case 0: {
+			uint64_t v = (uint64_t)-5;
+			memcpy(d, &v, 8);
+			break;
+		}
+		case 1: {
+			uint64_t v = 0x1f0;
+			memcpy(d, &v, 8);
+			break;
+		}
+		case 2:
+			payload[off] = s_fault;
+			strcpy((char *)d, "kworker/1");
+			break;
+		case 3:
+			memcpy(d, "abcd", 4);
+			break; /* no NUL: a char[N] fills it */
+		case 4:
+			payload[off] = 1;
+			break;
 		}
 		off += 1 + fe_field_data_size(f);
 	}
@@ -119,20 +134,28 @@ static void test_parse_errors(void **state)
 {
 	(void)state;
 	parse_error("", "--filter-event '': expected 'FUNC: EXPR' at column 1");
-	parse_error("f a == 1", "--filter-event 'f a == 1': expected ':' after the function at column 3");
+	parse_error("f a == 1",
+		    "--filter-event 'f a == 1': expected ':' after the function at column 3");
 	parse_error("f:", "--filter-event 'f:': expected a field name at column 3");
-	parse_error("f: a", "--filter-event 'f: a': expected an operator (== != < > <= >= & ~) at column 5");
-	parse_error("f: a &&", "--filter-event 'f: a &&': expected an operator (== != < > <= >= & ~) at "
-			       "column 6");
+	parse_error(
+	    "f: a",
+	    "--filter-event 'f: a': expected an operator (== != < > <= >= & ~) at column 5");
+	parse_error("f: a &&",
+		    "--filter-event 'f: a &&': expected an operator (== != < > <= >= & ~) at "
+		    "column 6");
 	parse_error("f: a == ", "--filter-event 'f: a == ': expected a value at column 9");
-	parse_error("f: a == 1 &&", "--filter-event 'f: a == 1 &&': expected a field name at column 13");
-	parse_error("f: a == 1 b == 2", "--filter-event 'f: a == 1 b == 2': expected && or || or the end "
-				    "at column 11");
+	parse_error("f: a == 1 &&",
+		    "--filter-event 'f: a == 1 &&': expected a field name at column 13");
+	parse_error("f: a == 1 b == 2",
+		    "--filter-event 'f: a == 1 b == 2': expected && or || or the end "
+		    "at column 11");
 	parse_error("f: (a == 1", "--filter-event 'f: (a == 1': unclosed '(' at column 4");
 	parse_error("f: (a == 1 x", "--filter-event 'f: (a == 1 x': expected ')' at column 12");
-	parse_error("f: s == \"abc", "--filter-event 'f: s == \"abc': unterminated string at column 9");
+	parse_error("f: s == \"abc",
+		    "--filter-event 'f: s == \"abc': unterminated string at column 9");
 	parse_error("f: a === 1", "--filter-event 'f: a === 1': expected a value at column 8");
-	parse_error("f: a == 1)", "--filter-event 'f: a == 1)': expected && or || or the end at column 10");
+	parse_error("f: a == 1)",
+		    "--filter-event 'f: a == 1)': expected && or || or the end at column 10");
 }
 
 /* Hostile input: deep nesting, too many terms, long names and values, every byte value. */
@@ -200,14 +223,18 @@ static void test_bind_errors(void **state)
 	static const struct {
 		const char *text, *err;
 	} bad[] = {
-		{"f: zz == 1", "--filter-event 'f: zz == 1': zz: no such field of the -e event at column 4"},
-		{"f: s < 1", "--filter-event 'f: s < 1': s: a string field takes == != ~ at column 4"},
-		{"f: a ~ 1", "--filter-event 'f: a ~ 1': a: a number field takes a number and == != < > <= "
-			     ">= & at column 4"},
-		{"f: a == x", "--filter-event 'f: a == x': a: a number field takes a number and == != < > "
-			      "<= >= & at column 4"},
-		{"f: arr == 1", "--filter-event 'f: arr == 1': arr: an array field cannot be compared at "
-				"column 4"},
+	    {"f: zz == 1",
+	     "--filter-event 'f: zz == 1': zz: no such field of the -e event at column 4"},
+	    {"f: s < 1", "--filter-event 'f: s < 1': s: a string field takes == != ~ at column 4"},
+	    {"f: a ~ 1",
+	     "--filter-event 'f: a ~ 1': a: a number field takes a number and == != < > <= "
+	     ">= & at column 4"},
+	    {"f: a == x",
+	     "--filter-event 'f: a == x': a: a number field takes a number and == != < > "
+	     "<= >= & at column 4"},
+	    {"f: arr == 1",
+	     "--filter-event 'f: arr == 1': arr: an array field cannot be compared at "
+	     "column 4"},
 	};
 	struct ef_filter *f = malloc(sizeof(*f));
 	char err[256];
@@ -228,9 +255,9 @@ static void test_bind_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_numbers),	     cmocka_unit_test(test_strings_and_logic),
-		cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_bind_errors),
+	    cmocka_unit_test(test_numbers),	 cmocka_unit_test(test_strings_and_logic),
+	    cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_bind_errors),
 	};
 
 	return cmocka_run_group_tests_name("event_filter", tests, NULL, NULL);

@@ -43,7 +43,8 @@ static void test_cpus(void **state)
 	for (unsigned c = 0; c < 1100; c++) {
 		struct hvt_record r = rec(c, 1, "a");
 
-		assert_int_equal(rec_filter_keep(&f, &r, NULL, 0), c == 0 || c == 2 || c == 3 || c == 1023);
+		assert_int_equal(rec_filter_keep(&f, &r, NULL, 0),
+				 c == 0 || c == 2 || c == 3 || c == 1023);
 	}
 	/* a lost-events mark is never dropped */
 	struct hvt_record lost = rec(1, 0, "");
@@ -58,15 +59,16 @@ static void test_cpu_errors(void **state)
 	static const struct {
 		const char *list, *err;
 	} bad[] = {
-		{"", "--cpu '': expected a CPU number (0 to 1023) at column 1"},
-		{"1,", "--cpu '1,': expected a CPU number (0 to 1023) at column 3"},
-		{"2-1", "--cpu '2-1': a range must ascend at column 3"},
-		{"1-", "--cpu '1-': expected a CPU number (0 to 1023) at column 3"},
-		{"1 2", "--cpu '1 2': expected ',' or '-' at column 2"},
-		{"99999999999999999999", "--cpu '99999999999999999999': expected a CPU number (0 to 1023) "
-					 "at column 1"},
-		{"-1", "--cpu '-1': expected a CPU number (0 to 1023) at column 1"},
-		{"0x1", "--cpu '0x1': expected ',' or '-' at column 2"},
+	    {"", "--cpu '': expected a CPU number (0 to 1023) at column 1"},
+	    {"1,", "--cpu '1,': expected a CPU number (0 to 1023) at column 3"},
+	    {"2-1", "--cpu '2-1': a range must ascend at column 3"},
+	    {"1-", "--cpu '1-': expected a CPU number (0 to 1023) at column 3"},
+	    {"1 2", "--cpu '1 2': expected ',' or '-' at column 2"},
+	    {"99999999999999999999",
+	     "--cpu '99999999999999999999': expected a CPU number (0 to 1023) "
+	     "at column 1"},
+	    {"-1", "--cpu '-1': expected a CPU number (0 to 1023) at column 1"},
+	    {"0x1", "--cpu '0x1': expected ',' or '-' at column 2"},
 	};
 	struct rec_filter f = {0};
 	char err[128];
@@ -88,7 +90,8 @@ static void test_tasks(void **state)
 	(void)state;
 	assert_int_equal(rec_filter_add_pid(&f, "42", err, sizeof(err)), 0);
 	assert_int_equal(rec_filter_add_comm(&f, "kworker/*", err, sizeof(err)), 0);
-	struct hvt_record a = rec(0, 42, "bash"), b = rec(0, 43, "kworker/0:1"), c = rec(0, 43, "bash");
+	struct hvt_record a = rec(0, 42, "bash"), b = rec(0, 43, "kworker/0:1"),
+			  c = rec(0, 43, "bash");
 
 	assert_true(rec_filter_keep(&f, &a, NULL, 0));
 	assert_true(rec_filter_keep(&f, &b, NULL, 0));
@@ -123,9 +126,9 @@ static void test_task_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_empty_keeps_all), cmocka_unit_test(test_cpus),
-		cmocka_unit_test(test_cpu_errors),	cmocka_unit_test(test_tasks),
-		cmocka_unit_test(test_task_errors),
+	    cmocka_unit_test(test_empty_keeps_all), cmocka_unit_test(test_cpus),
+	    cmocka_unit_test(test_cpu_errors),	    cmocka_unit_test(test_tasks),
+	    cmocka_unit_test(test_task_errors),
 	};
 
 	return cmocka_run_group_tests_name("rec_filter", tests, NULL, NULL);

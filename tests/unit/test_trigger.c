@@ -33,25 +33,28 @@ static void test_parse(void **state)
 	static const struct {
 		const char *text, *err;
 	} bad[] = {
-		{"", "--trigger '': expected FUNC:COMMAND[:N]"},
-		{":traceon", "--trigger ':traceon': expected FUNC:COMMAND[:N]"},
-		{"f", "--trigger 'f': expected FUNC:COMMAND[:N]"},
-		{"f:", "--trigger 'f:': unknown command (traceon, traceoff, stacktrace, snapshot)"},
-		{"f:traceonx", "--trigger 'f:traceonx': unknown command (traceon, traceoff, stacktrace, "
-			       "snapshot)"},
-		{"f:trace", "--trigger 'f:trace': unknown command (traceon, traceoff, stacktrace, "
-			    "snapshot)"},
-		{"f g:traceon", "--trigger 'f g:traceon': bad function name"},
-		{"f:traceon:", "--trigger 'f:traceon:': expected a count from 1 to 2147483647 after the "
-			       "command"},
-		{"f:traceon:0", "--trigger 'f:traceon:0': expected a count from 1 to 2147483647 after "
-				"the command"},
-		{"f:traceon:-1", "--trigger 'f:traceon:-1': expected a count from 1 to 2147483647 after "
-				 "the command"},
-		{"f:traceon:2147483648", "--trigger 'f:traceon:2147483648': expected a count from 1 to "
-					 "2147483647 after the command"},
-		{"f:traceon:1:2", "--trigger 'f:traceon:1:2': expected a count from 1 to 2147483647 "
-				  "after the command"},
+	    {"", "--trigger '': expected FUNC:COMMAND[:N]"},
+	    {":traceon", "--trigger ':traceon': expected FUNC:COMMAND[:N]"},
+	    {"f", "--trigger 'f': expected FUNC:COMMAND[:N]"},
+	    {"f:", "--trigger 'f:': unknown command (traceon, traceoff, stacktrace, snapshot)"},
+	    {"f:traceonx",
+	     "--trigger 'f:traceonx': unknown command (traceon, traceoff, stacktrace, "
+	     "snapshot)"},
+	    {"f:trace", "--trigger 'f:trace': unknown command (traceon, traceoff, stacktrace, "
+			"snapshot)"},
+	    {"f g:traceon", "--trigger 'f g:traceon': bad function name"},
+	    {"f:traceon:",
+	     "--trigger 'f:traceon:': expected a count from 1 to 2147483647 after the "
+	     "command"},
+	    {"f:traceon:0", "--trigger 'f:traceon:0': expected a count from 1 to 2147483647 after "
+			    "the command"},
+	    {"f:traceon:-1",
+	     "--trigger 'f:traceon:-1': expected a count from 1 to 2147483647 after "
+	     "the command"},
+	    {"f:traceon:2147483648", "--trigger 'f:traceon:2147483648': expected a count from 1 to "
+				     "2147483647 after the command"},
+	    {"f:traceon:1:2", "--trigger 'f:traceon:1:2': expected a count from 1 to 2147483647 "
+			      "after the command"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(trigger_parse(bad[i].text, &t, err, sizeof(err)), -EINVAL);
@@ -99,10 +102,10 @@ static void test_timeline(void **state)
 }
 
 /* Fake guest memory: a stack page at STACK (readable [STACK, STACK + len)). */
-#define STACK 0x7000
+#define STACK	0x7000
 #define TEXT_LO 0x400000
 #define TEXT_HI 0x500000
-#define TRAMP 0x4ff000
+#define TRAMP	0x4ff000
 
 static uint64_t mem[8192 / 8];
 static size_t mem_len = sizeof(mem);
@@ -145,7 +148,8 @@ static void test_frame_pointers(void **state)
 	W(0x300) = STACK + 0x400, W(0x308) = TRAMP; /* a hooked return */
 	W(0x400) = 0, W(0x408) = 0x400400;
 	resolve_slot = STACK + 0x308;
-	n = trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, TRIGGER_MAX_FRAMES);
+	n = trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out,
+			       TRIGGER_MAX_FRAMES);
 	assert_int_equal(n, 5);
 	assert_int_equal(out[0], 0x400000);
 	assert_int_equal(out[1], 0x400100);
@@ -153,8 +157,10 @@ static void test_frame_pointers(void **state)
 	assert_int_equal(out[3], 0x401234);
 	assert_int_equal(out[4], 0x400400);
 	/* bounded by max */
-	assert_int_equal(trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, 3), 3);
-	assert_int_equal(trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, 0), 0);
+	assert_int_equal(trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, 3),
+			 3);
+	assert_int_equal(trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, 0),
+			 0);
 	/* a guest without frame pointers (ORC): the chain is not followed, the stack is scanned */
 	{
 		struct trigger_stack_cfg orc = cfg;
@@ -162,14 +168,16 @@ static void test_frame_pointers(void **state)
 		orc.no_frame_pointers = true;
 		n = trigger_walk_stack(&orc, 0x400000, STACK + 0x100, STACK + 0x200, out,
 				       TRIGGER_MAX_FRAMES);
-		assert_int_equal(n, 5); /* ip, ret, then 0x400200, the hooked one, 0x400400 by scan */
+		assert_int_equal(n,
+				 5); /* ip, ret, then 0x400200, the hooked one, 0x400400 by scan */
 		assert_int_equal(out[2], 0x400200);
 		assert_int_equal(out[3], 0x401234);
 		assert_int_equal(out[4], 0x400400);
 	}
 	/* a return address out of the text: just the function */
 	W(0x100) = 0x1234;
-	assert_int_equal(trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, 16), 1);
+	assert_int_equal(trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, 16),
+			 1);
 }
 
 static void test_hostile_frames(void **state)
@@ -181,13 +189,16 @@ static void test_hostile_frames(void **state)
 	memset(mem, 0, sizeof(mem));
 	mem_len = sizeof(mem);
 	W(0x100) = 0x400100;
-	/* a frame pointing to itself, or down the stack: the chain stops after that frame (no loop) */
+	/* a frame pointing to itself, or down the stack: the chain stops after that frame (no loop)
+	 */
 	W(0x200) = STACK + 0x200, W(0x208) = 0x400200;
-	n = trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, TRIGGER_MAX_FRAMES);
+	n = trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out,
+			       TRIGGER_MAX_FRAMES);
 	assert_int_equal(n, 3); /* ip, ret, the self frame's return */
 	assert_int_equal(out[2], 0x400200);
 	W(0x200) = STACK + 0x100;
-	n = trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out, TRIGGER_MAX_FRAMES);
+	n = trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, STACK + 0x200, out,
+			       TRIGGER_MAX_FRAMES);
 	assert_int_equal(n, 3);
 	/* misaligned, below rsp, far above: no chain; the scan finds the text words */
 	memset(mem, 0, sizeof(mem));
@@ -196,13 +207,15 @@ static void test_hostile_frames(void **state)
 	W(0x1000) = 0x401000;
 	W(0x1008) = 0xffffffff81000000ull; /* not text here */
 	for (uint64_t rbp = 0; rbp < 4; rbp++) {
-		uint64_t bad[] = {STACK + 0x203, STACK + 0x80, STACK + 0x100 + TRIGGER_STACK_WINDOW, 0};
+		uint64_t bad[] = {STACK + 0x203, STACK + 0x80, STACK + 0x100 + TRIGGER_STACK_WINDOW,
+				  0};
 
-		n = trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, bad[rbp], out, TRIGGER_MAX_FRAMES);
+		n = trigger_walk_stack(&cfg, 0x400000, STACK + 0x100, bad[rbp], out,
+				       TRIGGER_MAX_FRAMES);
 		if (n != 4)
-			fail_msg("rbp %#llx: %zu frames: %#llx %#llx %#llx", (unsigned long long)bad[rbp], n,
-				 (unsigned long long)out[1], (unsigned long long)out[2],
-				 (unsigned long long)out[3]);
+			fail_msg("rbp %#llx: %zu frames: %#llx %#llx %#llx",
+				 (unsigned long long)bad[rbp], n, (unsigned long long)out[1],
+				 (unsigned long long)out[2], (unsigned long long)out[3]);
 		assert_int_equal(out[1], 0x400100);
 		assert_int_equal(out[2], 0x400180);
 		assert_int_equal(out[3], 0x401000);
@@ -225,10 +238,10 @@ static void test_hostile_frames(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse),
-		cmocka_unit_test(test_timeline),
-		cmocka_unit_test(test_frame_pointers),
-		cmocka_unit_test(test_hostile_frames),
+	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_timeline),
+	    cmocka_unit_test(test_frame_pointers),
+	    cmocka_unit_test(test_hostile_frames),
 	};
 
 	return cmocka_run_group_tests_name("trigger", tests, NULL, NULL);
