@@ -213,7 +213,7 @@ guest: | $(DEPS)
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
 FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms tracedat e820 \
-                viz_sinks session
+                viz_sinks session event_filter trigger_stack
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -238,6 +238,10 @@ FUZZ_SRCS_viz_sinks := host/out/sink_chrome.c host/out/sink_folded.c host/out/si
 FUZZ_SRCS_session := host/cli/session_file.c host/out/expect.c host/out/profile.c host/trace/probe.c \
                      vmi/vmi_sites.c vmi/vmi_symtab.c \
                      arch/x86/x86_insn.c
+FUZZ_SRCS_event_filter := host/trace/event_filter.c host/trace/filter.c host/trace/fevent.c \
+                          host/trace/escape.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
+FUZZ_SRCS_trigger_stack := host/trace/trigger.c host/out/sink_trigger.c host/out/sink_function.c \
+                           host/out/sink_io.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_sysmap  := -lelf -lbpf
 FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf

@@ -78,6 +78,78 @@ static int bind_events(struct pipeline *p)
 	return ret;
 }
 
+/* --filter-event: each filter bound to the -e event of its function, in the record filter. */
+static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
+{
+	const struct session *s = p->s;
+	const struct probe_table *probes = tracer_probes(&p->tr);
+
+	if (!s->nr_efilters)
+		return 0;
+	p->efilters = malloc(s->nr_efilters * sizeof(*p->efilters));
+	if (!p->efilters) {
+		snprintf(err, errlen, "out of memory");
+		return EXIT_HOST_ERROR;
+	}
+	memcpy(p->efilters, s->efilters, s->nr_efilters * sizeof(*p->efilters));
+	for (size_t k = 0; k < s->nr_efilters; k++) {
+		struct ef_filter *ef = &p->efilters[k];
+		const struct probe *pr = NULL;
+
+		for (size_t i = 0; i < probes->nr && !pr; i++)
+			if (probes->v[i].event && !strcmp(probes->v[i].event->func, ef->func))
+				pr = &probes->v[i];
+		if (!pr) {
+			snprintf(err, errlen, "--filter-event '%s': %s has no -e event", ef->text,
+				 ef->func);
+			return EXIT_BAD_INPUT;
+		}
+		if (ef_bind(ef, pr->event, err, errlen) < 0)
+			return EXIT_BAD_INPUT;
+		if (rec_filter_add_event(&p->keep, pr->addr, ef) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return EXIT_HOST_ERROR;
+		}
+	}
+	return 0;
+}
+
+/* --trigger: each on the probe of its function, which must be a traced one. */
+static int bind_triggers(struct pipeline *p, char *err, size_t errlen)
+{
+	const struct session *s = p->s;
+	const struct probe_table *probes = tracer_probes(&p->tr);
+
+	for (size_t k = 0; k < s->nr_triggers; k++) {
+		const struct trigger *tg = &s->triggers[k];
+		size_t i;
+
+		for (i = 0; i < probes->nr; i++)
+			if (!strcmp(probes->v[i].func->name, tg->func))
+				break;
+		if (i == probes->nr || (probes->v[i].quiet_entry && !probes->v[i].event)) {
+			snprintf(err, errlen, "--trigger %s:%s: %s is not a traced function (-l, -g, -e)",
+				 tg->func, trigger_cmd_name(tg->cmd), tg->func);
+			return EXIT_BAD_INPUT;
+		}
+		if (tracer_add_trigger(&p->tr, probes->v[i].id, tg) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return EXIT_HOST_ERROR;
+		}
+	}
+	return 0;
+}
+
+/* The guest's code addresses: from the first function to the end of the last. */
+static void text_range(const struct vmi_symtab *funcs, uint64_t *lo, uint64_t *hi)
+{
+	*lo = *hi = 0;
+	if (!funcs || !funcs->nr)
+		return;
+	*lo = funcs->syms[0].addr;
+	*hi = funcs->syms[funcs->nr - 1].addr + funcs->syms[funcs->nr - 1].size;
+}
+
 /* With no trap probe allowed: true (and why in @err) if a probe can only be a trap probe. */
 static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 {
@@ -176,6 +248,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	    .max_depth = s->max_depth,
 	    .ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
 	    .ring_exact = s->buffer_size_set,
+	    .keep = rec_filter_active(&s->tasks) || s->nr_efilters ? &p->keep : NULL,
+	    .tracing_off = s->tracing_off,
 	};
 	unsigned nr_cpus = g->tgt->nr_cpus;
 	int ret;
@@ -187,6 +261,13 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 			snprintf(err, errlen, "out of memory");
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	}
+	text_range(g->funcs, &opts.text_lo, &opts.text_hi);
+	/* a Linux kernel with the ORC unwinder keeps no frame pointers */
+	opts.no_frame_pointers = g->funcs && vmi_symtab_find(g->funcs, "__orc_find");
+	/* the session's task filter, borrowed; the event filters are added once the probes exist */
+	p->keep = s->tasks;
+	p->keep.events = NULL;
+	p->keep.nr_events = 0;
 	ret = tracer_init(&p->tr, g->tgt, p->sel, p->nr_sel, g->task, &opts);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s",
@@ -199,6 +280,11 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		snprintf(err, errlen, "out of memory for event buffers");
 		return EXIT_HOST_ERROR;
 	}
+	ret = bind_event_filters(p, err, errlen);
+	if (!ret)
+		ret = bind_triggers(p, err, errlen);
+	if (ret)
+		return ret;
 	if (g->no_trap && need_trap_probe(p, err, errlen))
 		return EXIT_BAD_INPUT;
 	if (g->stub && s->probe == PROBE_STUB)
@@ -236,6 +322,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		sink_json_init(&p->sink, out, g->funcs, nr_cpus);
 	} else
 		sink_function_init(&p->sink, out, g->funcs, nr_cpus);
+	if (s->nr_triggers)
+		sink_trigger_wrap(&p->sink, &p->trig_sink, s->record ? NULL : s->output);
 	p->sink.tracer = tracer_name(s->tracer);
 	p->sink.event_of = tracer_event_of;
 	p->sink.ret_event_of = tracer_ret_event_of;
@@ -368,8 +456,12 @@ int pipeline_finish(struct pipeline *p, int status,
 	tracer_stats(&p->tr, &st);
 	p->sink.guest_lost = st.stub_guest_lost;
 	writer_stop(&p->w, tracer_lost(&p->tr));
-	if (s->stats)
+	if (s->stats) {
 		backend_stats(ctx, p);
+		if (rec_filter_active(&p->keep))
+			fprintf(stderr, "hvtrace: stats: filtered %llu (-P, --comm, --cpu, --filter-event)\n",
+				st.filtered);
+	}
 	if (p->profiling && s->profile)
 		profile_print(&p->prof, st.stub_guest_lost, stderr);
 	if (p->expecting && expect_evaluate(&p->expect) && status == 0) {
@@ -397,6 +489,9 @@ void pipeline_free(struct pipeline *p)
 	p->have_tr = false;
 	free(p->sel);
 	p->sel = NULL;
+	rec_filter_free_events(&p->keep);
+	free(p->efilters);
+	p->efilters = NULL;
 	free(p->events);
 	free(p->rprobes);
 	p->events = p->rprobes = NULL;

@@ -10,6 +10,7 @@
 #include "host/out/expect.h"
 #include "host/out/profile.h"
 #include "host/out/sink.h"
+#include "host/out/sink_trigger.h"
 #include "host/out/writer.h"
 #include "host/trace/tracer.h"
 #include "vmi/vmi_btf.h"
@@ -35,6 +36,9 @@ struct pipeline {
 	bool have_tr, profiling, writing, expecting;
 	double t_start; /* when the writer started (clock_now_s), for --summary / --junit */
 	struct progress progress; /* the progress line on a terminal's stderr (not --quiet) */
+	struct rec_filter keep;	    /* the session's task filter with the event filters added */
+	struct ef_filter *efilters; /* --filter-event, bound to the probes' events (owned) */
+	struct sink_trigger trig_sink; /* --trigger: wraps the sink */
 };
 
 /* What the backend knows of its guest. Everything borrowed; it outlives the pipeline. */

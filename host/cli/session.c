@@ -38,6 +38,18 @@ const char session_usage[] =
 	"                           (repeatable; with -e alone the tracer is nop)\n"
 	"  -r, --return-probe SPEC  return probe: 'func', or 'func(type name)' for a typed RAX\n"
 	"                           (kretprobe without maxactive; repeatable)\n"
+	"  -P, --task-pid PID       trace only guest task PID (set_ftrace_pid; repeatable)\n"
+	"      --comm NAME          trace only guest tasks named NAME, a glob (repeatable; with -P:\n"
+	"                           tasks either selects)\n"
+	"      --cpu LIST           trace only these guest CPUs: '0,2-3' (tracing_cpumask; repeatable)\n"
+	"      --filter-event 'FUNC: EXPR'  keep FUNC's -e events whose fields match EXPR (ftrace's\n"
+	"                           filter syntax: == != < > <= >= & on numbers, == != ~ globs on\n"
+	"                           strings, && || ! and parentheses; repeatable)\n"
+	"      --trigger 'FUNC:CMD[:N]'  at each entry of the traced function FUNC (N times at most):\n"
+	"                           traceon, traceoff (switch tracing), stacktrace (the guest's call\n"
+	"                           chain as a <stack trace> block), snapshot (the -o file so far to\n"
+	"                           FILE.snapshot-1, -2, ...); ftrace's function commands (repeatable)\n"
+	"      --tracing-off        start with tracing off (a traceon trigger switches it on)\n"
 	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
 	"                           (set_graph_function; repeatable)\n"
 	"      --max-depth N        function_graph: trace at most N levels deep\n"
@@ -113,6 +125,13 @@ void session_free(struct session *s)
 	free(s->expects);
 	s->expects = NULL;
 	s->nr_expects = 0;
+	rec_filter_free(&s->tasks);
+	free(s->efilters);
+	s->efilters = NULL;
+	s->nr_efilters = 0;
+	free(s->triggers);
+	s->triggers = NULL;
+	s->nr_triggers = 0;
 	while (s->words) {
 		struct session_words *older = s->words->older;
 
@@ -196,6 +215,11 @@ enum {
 	OPT_JUNIT,
 	OPT_FORMAT,
 	OPT_QUIET,
+	OPT_COMM,
+	OPT_CPU,
+	OPT_FILTER_EVENT,
+	OPT_TRIGGER,
+	OPT_TRACING_OFF,
 };
 
 static const struct option run_opts[] = {
@@ -233,6 +257,12 @@ static const struct option run_opts[] = {
 	{"expect-order", required_argument, NULL, OPT_EXPECT_ORDER},
 	{"summary", required_argument, NULL, OPT_SUMMARY},
 	{"junit", required_argument, NULL, OPT_JUNIT},
+	{"task-pid", required_argument, NULL, 'P'},
+	{"comm", required_argument, NULL, OPT_COMM},
+	{"cpu", required_argument, NULL, OPT_CPU},
+	{"filter-event", required_argument, NULL, OPT_FILTER_EVENT},
+	{"trigger", required_argument, NULL, OPT_TRIGGER},
+	{"tracing-off", no_argument, NULL, OPT_TRACING_OFF},
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
@@ -243,7 +273,7 @@ static const struct option run_opts[] = {
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
-static const char run_shortopts[] = ":p:l:n:g:e:r:o:c:h";
+static const char run_shortopts[] = ":p:l:n:g:e:r:o:c:P:h";
 
 /* The word parse_run is at (an option, or its argument), for naming a session file's line in an error;
  * NULL past the options. */
@@ -325,6 +355,55 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 		return -EINVAL;
 	}
 	s->nr_rprobes++;
+	return 0;
+}
+
+/* --filter-event 'FUNC: EXPR': parsed now; bound to FUNC's -e event when the probes exist. */
+static int parse_filter_event(struct session *s, const char *text, char *err, size_t errlen)
+{
+	struct ef_filter *v = realloc(s->efilters, (s->nr_efilters + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->efilters = v;
+	if (ef_parse(text, &v[s->nr_efilters], err, errlen) < 0)
+		return -EINVAL;
+	s->nr_efilters++;
+	return 0;
+}
+
+/* --trigger 'FUNC:CMD[:N]': parsed now; its function is found among the probes later. */
+static int parse_trigger(struct session *s, const char *text, char *err, size_t errlen)
+{
+	struct trigger *v = realloc(s->triggers, (s->nr_triggers + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->triggers = v;
+	if (trigger_parse(text, &v[s->nr_triggers], err, errlen) < 0)
+		return -EINVAL;
+	s->nr_triggers++;
+	return 0;
+}
+
+/* Triggers that write into the text output: not with record (trace.dat), and snapshot needs -o. */
+static int check_triggers(const struct session *s, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < s->nr_triggers; i++) {
+		const struct trigger *t = &s->triggers[i];
+		const char *cmd = trigger_cmd_name(t->cmd);
+
+		if (s->record && (t->cmd == TRIG_STACKTRACE || t->cmd == TRIG_SNAPSHOT)) {
+			snprintf(err, errlen, "--trigger %s:%s: not with record (trace.dat)", t->func,
+				 cmd);
+			return -EINVAL;
+		}
+		if (t->cmd == TRIG_SNAPSHOT && !s->output) {
+			snprintf(err, errlen, "--trigger %s:%s: needs -o FILE (snapshots are FILE.snapshot-N)",
+				 t->func, cmd);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
@@ -480,6 +559,12 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_EXPECT_ORDER: ret = parse_expect(s, c, optarg, err, errlen); break;
 		case OPT_FORMAT: ret = parse_live_format(s, optarg, err, errlen); break;
 		case OPT_QUIET: s->quiet = true; break;
+		case 'P': ret = rec_filter_add_pid(&s->tasks, optarg, err, errlen); break;
+		case OPT_COMM: ret = rec_filter_add_comm(&s->tasks, optarg, err, errlen); break;
+		case OPT_CPU: ret = rec_filter_add_cpus(&s->tasks, optarg, err, errlen); break;
+		case OPT_FILTER_EVENT: ret = parse_filter_event(s, optarg, err, errlen); break;
+		case OPT_TRIGGER: ret = parse_trigger(s, optarg, err, errlen); break;
+		case OPT_TRACING_OFF: s->tracing_off = true; break;
 		case OPT_SUMMARY: s->summary = optarg; break;
 		case OPT_JUNIT: s->junit = optarg; break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;
@@ -737,5 +822,7 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 	}
 	if (s->record && !s->output)
 		s->output = "trace.dat";
+	if (check_triggers(s, err, errlen) < 0)
+		return -EINVAL;
 	return 0;
 }

@@ -8,6 +8,8 @@
 
 #include "host/out/expect.h"
 #include "host/trace/fevent.h"
+#include "host/trace/rec_filter.h"
+#include "host/trace/trigger.h"
 
 struct session_words;
 
@@ -61,6 +63,12 @@ struct session {
 	bool buffer_size_set;	 /* --buffer-size-kb given: the stub's rings must get it */
 	bool stats;
 	enum probe_kind probe; /* --probe */
+	struct rec_filter tasks; /* -P, --comm, --cpu: which guest tasks and CPUs are traced */
+	struct ef_filter *efilters; /* --filter-event, parsed (bound to their -e by the pipeline) */
+	size_t nr_efilters;
+	struct trigger *triggers; /* --trigger, parsed, in the order given */
+	size_t nr_triggers;
+	bool tracing_off; /* --tracing-off: start with tracing off */
 
 	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
 	bool qemu;

@@ -416,6 +416,11 @@ static size_t field_data_size(const struct fe_field *f)
 	}
 }
 
+size_t fe_field_data_size(const struct fe_field *f)
+{
+	return field_data_size(f);
+}
+
 size_t fe_event_size(const struct fe_spec *spec)
 {
 	size_t n = 0;

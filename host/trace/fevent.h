@@ -83,6 +83,9 @@ bool fe_return_register_only(const struct fe_spec *spec);
 /* Bytes fe_capture writes for @spec and the specs chained after it (->next). Pure. */
 size_t fe_payload_size(const struct fe_spec *spec);
 
+/* Bytes of field @f's data in a payload (after its status byte: 0 ok, 1 fault). Pure. */
+size_t fe_field_data_size(const struct fe_field *f);
+
 /* Bytes of @spec's own part of that payload (without the chained specs). Pure. */
 size_t fe_event_size(const struct fe_spec *spec);
 

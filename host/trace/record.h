@@ -17,6 +17,10 @@ enum hvt_rec_type {
 				   * HVT_REC_EVENT, `value` its length */
 	HVT_REC_LOST = 5, /* `value` events of vCPU `cpu` were lost just before this point of its
 			   * stream (ts: when the loss was seen); no function, no payload */
+	HVT_REC_STACK = 6,    /* --trigger FUNC:stacktrace hit FUNC (`ip`): `value` bytes of guest
+			       * code addresses (u64, innermost first) follow as a payload */
+	HVT_REC_SNAPSHOT = 7, /* --trigger FUNC:snapshot: snapshot number `value` of what was
+			       * traced before this point; no payload */
 };
 
 
@@ -41,7 +45,8 @@ static_assert(sizeof(struct hvt_record) == 64, "records are one cache line");
 /* Whether raw payload records follow @r. */
 static inline int hvt_record_has_payload(const struct hvt_record *r)
 {
-	return r->type == HVT_REC_EVENT || r->type == HVT_REC_RETURN_EVENT;
+	return r->type == HVT_REC_EVENT || r->type == HVT_REC_RETURN_EVENT ||
+	       r->type == HVT_REC_STACK;
 }
 
 /* Fills @r as an entry record. Pure; allocation- and format-free (hot path). */

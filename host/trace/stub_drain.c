@@ -128,6 +128,20 @@ static bool valid(const struct stub_drain *d, unsigned cpu, const struct probe *
 	}
 }
 
+/* ring_emit, unless tracing was off at @rec's time or the record filter drops it (counted): then
+ * done as an emitted record. */
+static bool emit_kept(struct stub_drain *d, struct ring *ring, const struct hvt_record *rec,
+		      const void *payload, size_t len)
+{
+	if (d->c.tracing && !tracing_state_at(d->c.tracing, rec->ts))
+		return true; /* tracing was off then (--tracing-off, traceoff) */
+	if (d->c.keep && !rec_filter_keep(d->c.keep, rec, payload, len)) {
+		atomic_fetch_add_explicit(&d->filtered, 1, memory_order_relaxed);
+		return true;
+	}
+	return ring_emit(ring, rec, payload, len);
+}
+
 /* One guest record of CPU @cpu's ring (and @args, the record after it, for an entry with argument
  * registers) into the host record stream of that CPU. False (nothing done) when that ring has no
  * room: the record stays in the guest's ring for the next pass. A forged record is counted in
@@ -176,7 +190,7 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 				rec.type = HVT_REC_EVENT;
 				rec.value = len;
 			}
-			if (!ring_emit(ring, &rec, scratch, len))
+			if (!emit_kept(d, ring, &rec, scratch, len))
 				return false;
 		}
 		if (p->hooks_return)
@@ -203,7 +217,7 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 		}
 		rec.duration = ts > t0 ? ts - t0 : 0;
 		rec.depth = g->depth;
-		return ring_emit(ring, &rec, scratch, len);
+		return emit_kept(d, ring, &rec, scratch, len);
 	}
 	return true;
 }

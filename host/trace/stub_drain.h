@@ -6,9 +6,11 @@
 #define HVT_STUB_DRAIN_H
 
 #include "host/trace/probe.h"
+#include "host/trace/rec_filter.h"
 #include "host/trace/ring.h"
 #include "host/trace/stub.h"
 #include "host/trace/target.h"
+#include "host/trace/trigger.h"
 #include "vmi/vmi_task.h"
 
 #include <pthread.h>
@@ -31,6 +33,8 @@ struct stub_drain_cfg {
 	bool exact_records;   /* fewer is an error (else as many as fit) */
 	size_t max_payload;   /* largest event payload of the stub probes */
 	uint64_t t0;	      /* host CLOCK_MONOTONIC ns that record timestamps count from */
+	const struct rec_filter *keep; /* records it rejects are dropped, counted in `filtered` */
+	const struct tracing_state *tracing; /* records made while tracing was off are dropped */
 };
 
 struct stub_drain {
@@ -50,6 +54,7 @@ struct stub_drain {
 	uint64_t guest_lost; /* guest-reported, once stopped: events its rings could not take and
 			      * calls on CPU numbers out of range, as its counters say */
 	uint64_t rejected;   /* records the stub cannot have written (forged): dropped */
+	_Atomic uint64_t filtered; /* records cfg.keep rejected (-P, --comm, --cpu) */
 	uint64_t guest_seen[STUB_MAX_CPUS]; /* each guest ring's lost count already marked in the
 					     * stream (HVT_REC_LOST) */
 };

@@ -19,6 +19,7 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 	pthread_mutex_init(&t->arm_lock, NULL);
 	t->tgt = tgt;
 	t->opts = *opts;
+	tracing_state_init(&t->tracing, !opts->tracing_off);
 	/* stub probes cost nothing while no root is live: they stay in */
 	t->opts.lazy = opts->lazy && opts->graph_filter && opts->returns && !opts->stub;
 	t->nr_cpus = tgt->nr_cpus;
@@ -75,6 +76,31 @@ int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec)
 	return grow_scratch(t, fe_payload_size(spec));
 }
 
+int tracer_add_trigger(struct tracer *t, uint32_t id, const struct trigger *trig)
+{
+	struct tracer_trigger *v;
+
+	if (id >= t->probes.nr)
+		return -EINVAL;
+	v = realloc(t->triggers, (t->nr_triggers + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	t->triggers = v;
+	v[t->nr_triggers].trig = trig;
+	v[t->nr_triggers].probe = id;
+	atomic_init(&v[t->nr_triggers].left, trig->count);
+	t->nr_triggers++;
+	return 0;
+}
+
+static bool has_trigger(const struct tracer *t, const struct probe *p)
+{
+	for (size_t i = 0; i < t->nr_triggers; i++)
+		if (t->triggers[i].probe == p->id)
+			return true;
+	return false;
+}
+
 int tracer_set_return(struct tracer *t, uint32_t id, const struct fe_spec *spec, bool quiet)
 {
 	if (id >= t->probes.nr)
@@ -115,7 +141,7 @@ int tracer_set_graph_root(struct tracer *t, uint32_t id)
  * fields read from guest memory at the call, need trap probes). */
 static bool stub_capable(const struct tracer *t, const struct probe *p)
 {
-	return t->opts.stub && stub_drain_capable(p);
+	return t->opts.stub && stub_drain_capable(p) && !has_trigger(t, p);
 }
 
 /* NOP5 -> CALL rel32 is five bytes: only with every vCPU stopped. */
@@ -130,6 +156,8 @@ static int attach_stubs(struct tracer *t, char *err, size_t errlen)
 		.returns = t->opts.returns,
 		.graph = t->opts.graph_filter,
 		.max_depth = t->opts.max_depth,
+		.keep = t->opts.keep,
+		.tracing = &t->tracing,
 		/* --buffer-size-kb is the guest's ring size too, in bytes per CPU */
 		.max_records = t->opts.ring_records * sizeof(struct hvt_record) / STUB_REC_SIZE,
 		.exact_records = t->opts.ring_exact,
@@ -355,6 +383,13 @@ int tracer_detach(struct tracer *t)
 static void emit(struct tracer *t, unsigned cpu, const struct hvt_record *rec, const void *payload,
 		 size_t len)
 {
+	if (rec->type != HVT_REC_LOST && rec->type != HVT_REC_SNAPSHOT &&
+	    !tracing_state_at(&t->tracing, rec->ts))
+		return; /* tracing is off (--tracing-off, traceoff) */
+	if (t->opts.keep && !rec_filter_keep(t->opts.keep, rec, payload, len)) {
+		atomic_fetch_add_explicit(&t->filtered, 1, memory_order_relaxed);
+		return;
+	}
 	while (!ring_emit(&t->rings[cpu], rec, payload, len)) {
 		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
 			t->cpu[cpu].lost++;
@@ -506,6 +541,129 @@ static size_t capture(struct tracer *t, unsigned cpu, const struct fe_spec *spec
 	return fe_payload_size(spec);
 }
 
+/* Takes one firing of @tt: false once its :N are used up. */
+static bool take(struct tracer_trigger *tt)
+{
+	long left = atomic_load_explicit(&tt->left, memory_order_relaxed);
+
+	while (left != -1) {
+		if (left == 0)
+			return false;
+		if (atomic_compare_exchange_weak(&tt->left, &left, left - 1))
+			return true;
+	}
+	return true;
+}
+
+/* The stack walk's view of the guest: its memory, and the return addresses behind hooked slots. */
+struct stack_resolver {
+	struct tracer *t;
+	struct event_reader *rd;
+};
+
+static int stack_read(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	return event_read(((struct stack_resolver *)ctx)->rd, gva, buf, len);
+}
+
+/* The return address a hooked @slot held, from its shadow stack (0 if none there). */
+static uint64_t hooked_return(void *ctx, uint64_t slot)
+{
+	struct tracer *t = ((struct stack_resolver *)ctx)->t;
+	struct shadow_stack *st = shadow_lock(&t->shadow, slot, false);
+	uint64_t orig = 0;
+
+	if (!st)
+		return 0;
+	for (unsigned i = 0; i < st->nr; i++)
+		if (st->e[i].slot == slot && st->e[i].orig != t->trampoline)
+			orig = st->e[i].orig;
+	shadow_unlock(st);
+	return orig;
+}
+
+/* stacktrace: the guest's call chain at this entry, as an HVT_REC_STACK record with its task. */
+static void stack_record(struct tracer *t, unsigned cpu, const struct probe *p,
+			 const struct x86_regs *regs, uint64_t now)
+{
+	struct event_reader rd = {t->tgt, cpu};
+	struct stack_resolver sr = {t, &rd};
+	struct trigger_stack_cfg cfg = {
+		.text_lo = t->opts.text_lo,
+		.text_hi = t->opts.text_hi,
+		.no_frame_pointers = t->opts.no_frame_pointers,
+		.read = stack_read,
+		.ctx = &sr,
+		.trampoline = t->trampoline,
+		.resolve = hooked_return,
+	};
+	uint64_t frames[TRIGGER_MAX_FRAMES];
+	struct hvt_record rec;
+	size_t n;
+
+	n = trigger_walk_stack(&cfg, p->addr, regs->rsp, regs->rbp, frames, TRIGGER_MAX_FRAMES);
+	make_record(t, &rec, HVT_REC_STACK, cpu, p, now, 0, 0);
+	rec.value = n * sizeof(frames[0]);
+	emit(t, cpu, &rec, frames, rec.value);
+}
+
+/* Whether a trigger of probe @p fires in this phase (@before: traceon). */
+static bool triggered(const struct tracer *t, const struct probe *p, bool before)
+{
+	for (size_t i = 0; i < t->nr_triggers; i++)
+		if (t->triggers[i].probe == p->id &&
+		    (t->triggers[i].trig->cmd == TRIG_TRACEON) == before)
+			return true;
+	return false;
+}
+
+/* The triggers of probe @p at its entry on @cpu at @now: traceon before the call is recorded
+ * (@before), the others after it, so the call itself shows either way. Only for calls the task
+ * and CPU filters (-P, --comm, --cpu) keep. */
+static void fire_triggers(struct tracer *t, unsigned cpu, const struct probe *p,
+			  const struct x86_regs *regs, uint64_t now, bool before)
+{
+	uint64_t ts = now - t->t0;
+
+	if (!triggered(t, p, before))
+		return;
+	if (t->opts.keep) {
+		struct hvt_record call;
+
+		make_record(t, &call, HVT_REC_ENTRY, cpu, p, now, 0, 0);
+		if (!rec_filter_keep(t->opts.keep, &call, NULL, 0))
+			return;
+	}
+	for (size_t i = 0; i < t->nr_triggers; i++) {
+		struct tracer_trigger *tt = &t->triggers[i];
+		enum trigger_cmd cmd = tt->trig->cmd;
+
+		if (tt->probe != p->id || (cmd == TRIG_TRACEON) != before)
+			continue;
+		switch (cmd) {
+		case TRIG_TRACEON:
+		case TRIG_TRACEOFF:
+			/* like the kernel's, a count is used only by a firing that switches */
+			if (tracing_state_at(&t->tracing, ts) != (cmd == TRIG_TRACEON) && take(tt))
+				tracing_state_set(&t->tracing, cmd == TRIG_TRACEON, ts);
+			break;
+		case TRIG_STACKTRACE:
+			if (tracing_state_at(&t->tracing, ts) && take(tt))
+				stack_record(t, cpu, p, regs, now);
+			break;
+		case TRIG_SNAPSHOT:
+			if (take(tt)) {
+				struct hvt_record rec;
+
+				make_record(t, &rec, HVT_REC_SNAPSHOT, cpu, p, now, 0, 0);
+				rec.value = atomic_fetch_add(&t->snapshots, 1) + 1;
+				emit(t, cpu, &rec, NULL, 0);
+			}
+			break;
+		}
+	}
+}
+
 static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
 {
 	struct tracer_cpu *c = &t->cpu[cpu];
@@ -516,6 +674,8 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 
 	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
 	now = clock_now_ns();
+	if (t->nr_triggers)
+		fire_triggers(t, cpu, p, regs, now, true);
 	if (t->tgt->ops->read_virt(t->tgt, cpu, regs->rsp, &orig, sizeof(orig)) < 0) {
 		miss(p);
 		if (t->opts.returns)
@@ -537,6 +697,8 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 	rec.value = len;
 	emit(t, cpu, &rec, t->scratch[cpu], len);
 out:
+	if (t->nr_triggers)
+		fire_triggers(t, cpu, p, regs, now, false);
 	atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
 	return 0;
 }
@@ -651,6 +813,7 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 		.stub_cpu_rdtscp = t->stub.stub.aux_mask != 0,
 		.stub_host_stalls = stub_drain_stalls(&t->stub),
 		.stub_mapped = t->stub.stub.placed,
+		.filtered = atomic_load(&t->filtered) + atomic_load(&t->stub.filtered),
 	};
 }
 
@@ -679,6 +842,9 @@ void tracer_free(struct tracer *t)
 	for (unsigned i = 0; t->scratch && i < t->nr_cpus; i++)
 		free(t->scratch[i]);
 	free(t->scratch);
+	free(t->triggers);
+	t->triggers = NULL;
+	t->nr_triggers = 0;
 	t->scratch = NULL;
 	shadow_free(&t->shadow);
 	pthread_mutex_destroy(&t->arm_lock);

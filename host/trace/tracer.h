@@ -5,10 +5,12 @@
 
 #include "host/trace/fevent.h"
 #include "host/trace/probe.h"
+#include "host/trace/rec_filter.h"
 #include "host/trace/ring.h"
 #include "host/trace/shadow.h"
 #include "host/trace/stub_drain.h"
 #include "host/trace/target.h"
+#include "host/trace/trigger.h"
 #include "vmi/vmi_task.h"
 
 #include <pthread.h>
@@ -27,6 +29,18 @@ struct tracer_opts {
 	uint64_t ring_records; /* per vCPU */
 	bool ring_exact;       /* stub probes: guest rings smaller than that are an error */
 	bool stub; /* stub probes wherever they can do the job (tracer_init says which cannot) */
+	const struct rec_filter *keep; /* -P, --comm, --cpu: records it rejects are dropped (and
+					* counted); NULL keeps all. Borrowed, outlives the tracer */
+	bool tracing_off;	   /* --tracing-off: start with tracing off (a traceon trigger starts it) */
+	uint64_t text_lo, text_hi; /* the guest's code addresses, for stacktrace's walk */
+	bool no_frame_pointers;	   /* the guest's code keeps no frame pointers (stacktrace scans) */
+};
+
+/* A --trigger on a probe (tracer_add_trigger). */
+struct tracer_trigger {
+	const struct trigger *trig; /* borrowed */
+	uint32_t probe;
+	_Atomic long left; /* firings left; -1: unlimited */
 };
 
 struct tracer_cpu {
@@ -64,6 +78,11 @@ struct tracer {
 	uint64_t interrupted_returns; /* of those: returns an interrupt caught on the trampoline */
 	unsigned text_rewritten; /* patched sites (and trampoline) the guest rewrote: left alone */
 	struct stub_drain stub;	 /* stub probes */
+	_Atomic uint64_t filtered; /* trap-path records opts.keep rejected */
+	struct tracing_state tracing; /* tracing_on over time (--tracing-off, traceon/traceoff) */
+	struct tracer_trigger *triggers;
+	size_t nr_triggers;
+	_Atomic uint64_t snapshots; /* snapshot triggers fired */
 };
 
 /* What a session did, for --stats and the profile; a copy, taken on the main thread once the writer
@@ -83,6 +102,7 @@ struct tracer_stats {
 	unsigned long long stub_rejected;   /* forged records dropped */
 	unsigned long long stub_host_stalls;
 	bool stub_mapped; /* the stub is still in guest memory */
+	unsigned long long filtered; /* records -P, --comm, --cpu dropped (trap and stub paths) */
 };
 
 /* Prepares probes for the @n selected sites, rings and (with returns) shadow stacks. Returns 0, -ENOMEM,
@@ -93,6 +113,11 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 /* Gives the probe of @id a function-based event (@spec, which must outlive the tracer): its entries
  * then carry the captured fields. Before tracer_attach. Returns 0 or -ENOMEM. */
 int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec);
+
+/* Gives probe @id the trigger @trig (which must outlive the tracer): fired at each of its entries
+ * (trap probes only: a probe with a trigger is never a stub probe), whether or not the call is
+ * recorded. Before tracer_attach. 0, -EINVAL for a bad id, or -ENOMEM. */
+int tracer_add_trigger(struct tracer *t, uint32_t id, const struct trigger *trig);
 
 /* Makes probe @id a return probe (kretprobe without maxactive): its returns are recorded with RAX and
  * the duration, or with the typed fields of @spec (evaluated with RAX as argument 0) if not NULL.

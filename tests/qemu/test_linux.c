@@ -562,6 +562,100 @@ static void check_jsonl_openat(const struct hv_result *r)
 	unlink(path);
 }
 
+/* Every trace line (not a # comment, nor a " => " frame of a stack trace) is of a task whose
+ * TASK-PID field starts with @prefix; returns how many lines there are. */
+static long assert_every_task(const char *trace, const char *prefix)
+{
+	long n = 0;
+
+	for (const char *p = trace; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+		char task[64];
+
+		if (*p == '#' || *p == '\n' || !strncmp(p, " => ", 4) || sscanf(p, " %63s", task) != 1)
+			continue;
+		if (strncmp(task, prefix, strlen(prefix)))
+			fail_msg("a line of task %s (want %s...): %.80s", task, prefix, p);
+		n++;
+	}
+	return n;
+}
+
+/* --comm cat -e do_sys_openat2: only cat's opens, each the workload's: one `cat /proc/version` and
+ * one `cat /etc/motd` a round; /proc/cpuinfo is opened by head alone. */
+static void check_comm_cat(const struct hv_result *r)
+{
+	long lines = assert_every_task(r->trace, "cat-");
+
+	assert_int_equal(count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/proc/version\")\n"),
+			 PROC_VERSION_OPENS);
+	assert_int_equal(count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/etc/motd\")\n"),
+			 PROC_VERSION_OPENS);
+	assert_int_equal(count_text(r->trace, "/proc/cpuinfo"), 0);
+	assert_int_equal(count_text(r->trace, "->do_sys_openat2("), lines);
+	assert_true(hv_stat(r->err, "filtered", "filtered") > 0);
+}
+
+/* --filter-event on -e's BTF-typed fields: exactly the workload's opens of /proc/version. */
+static void check_filter_event(const struct hv_result *r)
+{
+	long lines = assert_every_task(r->trace, "cat-");
+
+	assert_int_equal(count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/proc/version\")\n"),
+			 PROC_VERSION_OPENS);
+	assert_int_equal(lines, PROC_VERSION_OPENS);
+	assert_true(hv_stat(r->err, "filtered", "filtered") > 0);
+}
+
+/* --comm cat --trigger do_sys_openat2:stacktrace:1 on a kernel without frame pointers (ORC): one
+ * <stack trace> block after cat's first open, starting with the function and the caller the
+ * return address names, then the text addresses on the stack, among them the syscall path in order. */
+static void check_stacktrace(const struct hv_result *r)
+{
+	static const char *const chain[] = {"\n => do_syscall_64+0x", "\n => entry_SYSCALL_64_after_hwframe+0x"};
+	const char *p = strstr(r->trace, "<stack trace>\n");
+
+	assert_int_equal(count_text(r->trace, "<stack trace>\n"), 1);
+	assert_non_null(p);
+	assert_true(p > strstr(r->trace, ": do_sys_openat2 <-__x64_sys_openat\n"));
+	assert_true(!strncmp(strchr(p, '\n'), "\n => do_sys_openat2+0x0/0x", 26));
+	p = strchr(p + 1, '\n') + 1;
+	p = strchr(p, '\n');
+	assert_true(!strncmp(p, "\n => __x64_sys_openat+0x", 24));
+	for (size_t i = 0; i < 2; i++) {
+		p = strstr(p, chain[i]);
+		if (!p)
+			fail_msg("no %s after the earlier frames:\n%s", chain[i] + 1, r->trace);
+	}
+	/* each round's two cats open one file each, and the block's own context line */
+	assert_int_equal(assert_every_task(r->trace, "cat-"), 2 * PROC_VERSION_OPENS + 1);
+}
+
+/* --comm cat -e do_sys_openat2 --trigger do_sys_openat2:traceoff: cat's first open, nothing after
+ * it on either vCPU. */
+static void check_traceoff(const struct hv_result *r)
+{
+	assert_int_equal(count_text(r->trace, "->do_sys_openat2(dfd=-100 "), 1);
+	assert_int_equal(assert_every_task(r->trace, "cat-"), 1);
+}
+
+/* The forks of scripts/guest-init.sh's shell (pid 1, traced from early boot, before /init runs)
+ * with hvt.yes_sec=1 and the defaults: 7 $(arg ...) substitutions, 3 mounts, mkdir, insmod, the
+ * binfmt_misc mount, sleep "$wait_sec", 3 rounds of files() (cat, cat, ls and head for /etc/motd,
+ * /proc/cpuinfo and /sys/kernel: 6 each), 4 yes, sleep "$yes_sec", poweroff. */
+#define INIT_FORKS (7 + 3 + 1 + 1 + 1 + 1 + 6 * PROC_VERSION_OPENS + 4 + 1 + 1)
+
+/* -P 1 -l kernel_clone: the init shell's forks alone, every one of them. */
+static void check_pid_init(const struct hv_result *r)
+{
+	long lines = assert_every_task(r->trace, "init-1");
+
+	for (size_t i = 0; i < r->nr_lines; i++)
+		assert_int_equal(r->lines[i].pid, 1);
+	assert_int_equal((long)r->nr_lines, lines);
+	assert_int_equal(lines, INIT_FORKS);
+	assert_true(hv_stat(r->err, "filtered", "filtered") > 0);
+}
+
 /* list-functions of the running guest: the first listing (from its kallsyms) is kept; the second
  * (from --system-map) must be the same, module functions ("name [module]") included. */
 static char *kallsyms_listing;
@@ -929,6 +1023,60 @@ static const struct linux_test linux_tests[] = {
 		.trace = {"             cat-"},
 	    },
 	}},
+    },
+    {
+	/* -P and --comm (trace-cmd's task filter) on the guest's tasks: only that task's events;
+	 * --filter-event on an -e event's fields. */
+	.name = "test_linux_task_filter",
+	.runs = {
+	    {
+		.label = "run --qemu --comm cat -e",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"--comm", "cat", "-e", "do_sys_openat2(dfd, filename)", "--stats",
+			 "--timeout", "300"},
+		.expect = {.check = check_comm_cat},
+	    },
+	    {
+		.label = "run --qemu -P 1 -l kernel_clone",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-P", "1", "-l", "kernel_clone", "--stats", "--timeout", "300"},
+		.expect = {.check = check_pid_init},
+	    },
+	    {
+		.label = "run --qemu -e --filter-event",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-e", "do_sys_openat2(dfd, filename)", "--filter-event",
+			 "do_sys_openat2: dfd == -100 && filename ~ \"/proc/v*\"", "--stats",
+			 "--timeout", "300"},
+		.expect = {.check = check_filter_event},
+	    },
+	},
+    },
+    {
+	/* --trigger on the Linux guest: stacktrace through the text scan (no frame pointers), and
+	 * traceoff. */
+	.name = "test_linux_trigger",
+	.runs = {
+	    {
+		.label = "run --qemu --trigger stacktrace",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-l", "do_sys_openat2", "--comm", "cat", "--trigger",
+			 "do_sys_openat2:stacktrace:1", "--timeout", "300"},
+		.expect = {.check = check_stacktrace},
+	    },
+	    {
+		.label = "run --qemu --trigger traceoff",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-e", "do_sys_openat2(dfd, filename)", "--comm", "cat", "--trigger",
+			 "do_sys_openat2:traceoff", "--timeout", "300"},
+		.expect = {.check = check_traceoff},
+	    },
+	},
     },
     {
 	/* Arguments typed from the guest's BTF: by name alone (dfd, filename: int and const char *),
