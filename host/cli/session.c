@@ -75,9 +75,11 @@ const char session_usage[] =
 	"      --expect-order 'A,B'  exit 7 unless A's first call came before B's (repeatable)\n"
 	"      --summary FILE       write a JSON summary: counts per function, lost, exit, verdicts\n"
 	"      --junit FILE         write a JUnit XML report, one test case per --expect-*\n"
-	"      --format text|jsonl  the live trace as ftrace's text (default) or as JSON Lines: one\n"
-	"                           object per event (type, ts, cpu, comm, pid, func, parent, args,\n"
-	"                           retval, duration_ns); not report's json (Chrome trace events)\n"
+	"      --format text|json|jsonl\n"
+	"                           the live trace as ftrace's text (default) or as JSON Lines (json\n"
+	"                           and jsonl alike): one object per event (type, ts, cpu, comm, pid,\n"
+	"                           func, parent, args, retval, duration_ns); not report's json\n"
+	"                           (Chrome trace events)\n"
 	"      --quiet              no progress line (events/s, lost, elapsed) on a terminal's stderr\n"
 	"      --session FILE       the options of FILE (- for standard input), one per line without\n"
 	"                           the dashes ('tracer function_graph'); options after it win\n"
@@ -428,13 +430,12 @@ static int parse_expect(struct session *s, int opt, const char *spec, char *err,
 /* run/attach --format: text or jsonl (report's "json" is Chrome's trace-event JSON, another thing) */
 static int parse_live_format(struct session *s, const char *arg, char *err, size_t errlen)
 {
-	if (!strcmp(arg, "text") || !strcmp(arg, "jsonl")) {
-		s->jsonl = !strcmp(arg, "jsonl");
+	/* json: what a live trace can be, one object per event as it comes (JSON Lines) */
+	if (!strcmp(arg, "text") || !strcmp(arg, "jsonl") || !strcmp(arg, "json")) {
+		s->jsonl = strcmp(arg, "text") != 0;
 		return 0;
 	}
-	snprintf(err, errlen, "--format '%s': expected text or jsonl%s", arg,
-		 !strcmp(arg, "json") ? " (JSON Lines; Chrome's trace-event JSON is report --format json)"
-				      : "");
+	snprintf(err, errlen, "--format '%s': expected text, json or jsonl (both: JSON Lines)", arg);
 	return -EINVAL;
 }
 

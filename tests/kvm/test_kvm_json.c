@@ -220,15 +220,15 @@ static void test_hostile_comm(void **state)
 /* Bad --format values are refused before the guest starts, naming the choice. */
 static void test_format_refused(void **state)
 {
-	const char *a1[] = {"run", "--format", "json", hv_guest(NULL), NULL};
+	const char *a1[] = {"run", "--format", "xml", hv_guest(NULL), NULL};
 	const char *a2[] = {"record", "--format", "jsonl", hv_guest(NULL), NULL};
 	struct hv_result r;
 
 	(void)state;
 	hv_run(&r, a1, 0, 0);
 	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err, "hvtrace: --format 'json': expected text or jsonl (JSON Lines; "
-				   "Chrome's trace-event JSON is report --format json)\n");
+	assert_string_equal(r.err, "hvtrace: --format 'xml': expected text, json or jsonl (both: JSON "
+				   "Lines)\n");
 	assert_string_equal(r.console, "");
 	hv_result_free(&r);
 	hv_run(&r, a2, 0, 0);
