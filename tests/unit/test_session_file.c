@@ -113,9 +113,11 @@ static void test_precedence(void **state)
 {
 	char *after[] = {"hvtrace", "run", "--session", FILE1, "--smp", "4", "-l", "b*", "g.elf"};
 	char *before[] = {"hvtrace", "run", "--smp", "4", "-l", "b*", "--session", FILE1, "g.elf"};
-	char *two[] = {"hvtrace", "run", "--session=" FILE1, "--sess", FILE2, "g.elf"};
+	char eq[64];
+	char *two[] = {"hvtrace", "run", eq, "--sess", FILE2, "g.elf"};
 
 	(void)state;
+	snprintf(eq, sizeof(eq), "--session=%s", FILE1);
 	write_text(FILE1, "smp 1\nfilter a*\n");
 	write_text(FILE2, "smp 3\nfilter c*\n");
 	assert_int_equal(parse(ARGC(after), after), 0);
