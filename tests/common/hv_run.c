@@ -1,6 +1,10 @@
 #include "tests/common/hv_run.h"
 
 #include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +15,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 const char *hv_binary(void)
 {
@@ -242,4 +248,28 @@ char *hv_command_output(const char *cmd)
 		return NULL;
 	}
 	return buf;
+}
+
+char *hv_sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	char *out;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	out = hv_command_output(cmd);
+	if (!out)
+		fail_msg("failed: %s", cmd);
+	return out;
+}
+
+void hv_write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
 }

@@ -48,6 +48,11 @@ long hv_cpu_stat(const char *err, unsigned cpu, const char *field);
 /* The whole stdout of shell command @cmd (malloc'd, the caller frees it), or NULL if it could not
  * run or did not exit with status 0. */
 char *hv_command_output(const char *cmd);
+/* The whole stdout of the shell command printf-formatted from @fmt (at most 2047 bytes; malloc'd,
+ * the caller frees it); fails the running cmocka test, naming the command, if it does not exit 0. */
+char *hv_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Writes @text to the file @path (created or truncated); fails the running cmocka test if it cannot. */
+void hv_write_text(const char *path, const char *text);
 
 /* Occurrences of @what in @s. */
 long count_text(const char *s, const char *what);

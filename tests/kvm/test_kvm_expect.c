@@ -25,25 +25,9 @@
 #define SUMMARY "/tmp/sess-kvm-expect-summary.json"
 #define JUNIT "/tmp/sess-kvm-expect-junit.xml"
 
-/* Output of shell command @fmt..., which must exit 0. */
-static char *sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	char *out;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	out = hv_command_output(cmd);
-	if (!out)
-		fail_msg("failed: %s", cmd);
-	return out;
-}
-
 static void assert_sh(const char *want, const char *fmt, const char *arg)
 {
-	char *got = sh(fmt, arg, arg);
+	char *got = hv_sh(fmt, arg, arg);
 
 	assert_string_equal(got, want);
 	free(got);
@@ -52,11 +36,11 @@ static void assert_sh(const char *want, const char *fmt, const char *arg)
 /* The JUnit report: valid against the schema, and what junitparser reads in it. */
 static void assert_junit(const char *want_cases)
 {
-	char *out = sh("xmllint --noout --schema tests/common/junit.xsd %s 2>&1", JUNIT);
+	char *out = hv_sh("xmllint --noout --schema tests/common/junit.xsd %s 2>&1", JUNIT);
 
 	assert_string_equal(out, JUNIT " validates\n");
 	free(out);
-	out = sh("tests/common/junit_cases.py %s", JUNIT);
+	out = hv_sh("tests/common/junit_cases.py %s", JUNIT);
 	assert_string_equal(out, want_cases);
 	free(out);
 }
@@ -91,14 +75,14 @@ static void test_all_met(void **state)
 	assert_int_equal(guest_count_all(&r, "tree_leaf", SMP), SMP * TREE_ROUNDS * 7);
 
 	/* the summary: valid JSON; its counts are the guest's */
-	free(sh("python3 -m json.tool %s", SUMMARY));
+	free(hv_sh("python3 -m json.tool %s", SUMMARY));
 	assert_sh("0\n\"ok\"\n\"function_graph\"\n0\n0\n10\ntrue\n",
 		  "jq '.exit_status, .exit_reason, .tracer, .lost, .unmet, (.expectations | length), "
 		  "all(.expectations[]; .passed)' %s",
 		  SUMMARY);
 	for (int i = 0; i < 3; i++) {
 		static const char *const f[] = {"tree_root", "fib", "task_step"};
-		char want[64], *got = sh("jq '.functions[] | select(.name == \"%s\") | .calls, .returns' "
+		char want[64], *got = hv_sh("jq '.functions[] | select(.name == \"%s\") | .calls, .returns' "
 					 "%s",
 					 f[i], SUMMARY);
 

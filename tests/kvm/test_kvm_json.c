@@ -24,31 +24,6 @@
 #define BEGIN "{\"type\":\"begin\",\"tracer\":\"function\",\"cpus\":2}\n"
 #define TREE_VALUE 243 /* tests/guest/guest.h: what tree_root returns */
 
-/* Output of shell command @fmt..., which must exit 0. */
-static char *sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	char *out;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	out = hv_command_output(cmd);
-	if (!out)
-		fail_msg("failed: %s", cmd);
-	return out;
-}
-
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-}
-
 /* Runs hvtrace with @argv, exit status 0, nothing on stderr; its JSON Lines go to TRACE, and jq
  * must parse every line as one object with a type. */
 static void run_jsonl(struct hv_result *r, const char *const *argv)
@@ -58,14 +33,14 @@ static void run_jsonl(struct hv_result *r, const char *const *argv)
 	hv_run(r, argv, 0, 0);
 	assert_int_equal(r->status, 0);
 	assert_string_equal(r->err, "");
-	write_text(TRACE, r->trace);
+	hv_write_text(TRACE, r->trace);
 	/* jq -e fails on a line that does not parse, and on one whose .type is missing */
-	out = sh("jq -e -c '.type' " TRACE " | sort | uniq -c | awk '{print $2}' | tr -d '\"' | "
+	out = hv_sh("jq -e -c '.type' " TRACE " | sort | uniq -c | awk '{print $2}' | tr -d '\"' | "
 		 "sort | tr '\\n' ' '");
 	assert_non_null(strstr(out, "begin "));
 	assert_non_null(strstr(out, "end "));
 	free(out);
-	out = sh("jq -c . " TRACE " | wc -l");
+	out = hv_sh("jq -c . " TRACE " | wc -l");
 	assert_int_equal(atol(out), count_lines(r->trace));
 	free(out);
 }
@@ -73,7 +48,7 @@ static void run_jsonl(struct hv_result *r, const char *const *argv)
 /* The number jq program @prog prints for TRACE. */
 static long jq_num(const char *prog)
 {
-	char *out = sh("jq -s '%s' " TRACE, prog);
+	char *out = hv_sh("jq -s '%s' " TRACE, prog);
 	long v = atol(out);
 
 	free(out);
@@ -209,7 +184,7 @@ static void test_hostile_comm(void **state)
 	(void)state;
 	run_jsonl(&r, argv);
 	assert_non_null(strstr(r.trace, "\"comm\":\"x\\u000a[000] forged\\u001b\",\"pid\":66,"));
-	out = sh("jq -s -j 'map(select(.pid==66) | .comm) | unique | .[]' " TRACE
+	out = hv_sh("jq -s -j 'map(select(.pid==66) | .comm) | unique | .[]' " TRACE
 		 " | od -An -c | tr -s ' '");
 	assert_string_equal(out, " x \\n [ 0 0 0 ] f o r g e d 033\n");
 	free(out);
@@ -244,17 +219,17 @@ static char *run_on_pty(const char *args)
 {
 	char *out, *trace;
 
-	out = sh("tests/common/pty_stderr.py " PTY_OUT " %s run %s --timeout 1.6 -o " TRACE
+	out = hv_sh("tests/common/pty_stderr.py " PTY_OUT " %s run %s --timeout 1.6 -o " TRACE
 		 " --console /dev/null %s; echo \" status=$?\"",
 		 hv_binary(), args, hv_guest("loop"));
-	trace = sh("cat " TRACE);
+	trace = hv_sh("cat " TRACE);
 	/* never in the trace: no status text, no carriage return, no escape sequence */
 	assert_null(strstr(trace, "hvtrace"));
 	assert_null(strchr(trace, '\r'));
 	assert_null(strchr(trace, '\033'));
 	assert_true(count_text(trace, " <-") > 1000);
 	free(trace);
-	trace = sh("cat " PTY_OUT);
+	trace = hv_sh("cat " PTY_OUT);
 	assert_string_equal(trace, ""); /* the guest's console went to /dev/null */
 	free(trace);
 	return out;
@@ -303,7 +278,7 @@ static void test_progress_not_over_trace(void **state)
 	char *out;
 
 	(void)state;
-	out = sh("tests/common/pty_stderr.py - %s run --timeout 1.2 --console /dev/null %s; "
+	out = hv_sh("tests/common/pty_stderr.py - %s run --timeout 1.2 --console /dev/null %s; "
 		 "echo \" status=$?\"",
 		 hv_binary(), hv_guest("loop"));
 	assert_true(count_text(out, " <-") > 1000);

@@ -19,15 +19,6 @@
 #define SESSION "/tmp/sess-kvm-session.txt"
 #define EVENT "ev_target(int n+0, NULL, NULL, long n2)"
 
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-}
-
 /* @trace with every timestamp ("12.345678:") replaced by "TS:" (malloc'd). */
 static char *mask_ts(const char *trace)
 {
@@ -102,7 +93,7 @@ static void test_file_reproduces_command_line(void **state)
 	struct hv_result r;
 
 	(void)state;
-	write_text(SESSION, "# the reference session\n"
+	hv_write_text(SESSION, "# the reference session\n"
 			    "tracer function\n"
 			    "\n"
 			    "notrace 'fib'\n"
@@ -127,13 +118,13 @@ static void test_stdin_and_override(void **state)
 
 	(void)state;
 	/* the file says nop and 2 vCPUs; the command line after it says function and 1 */
-	write_text(SESSION, "tracer nop\nsmp 2\nnotrace fib\n");
+	hv_write_text(SESSION, "tracer nop\nsmp 2\nnotrace fib\n");
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 0);
 	assert_same_trace(want, r.trace);
 	hv_result_free(&r);
 
-	write_text(SESSION, "tracer function\nnotrace fib\nevent " EVENT "\nsmp 1\n");
+	hv_write_text(SESSION, "tracer function\nnotrace fib\nevent " EVENT "\nsmp 1\n");
 	snprintf(cmd, sizeof(cmd), "%s run --console /dev/null --session - %s < %s", hv_binary(),
 		 hv_guest(NULL), SESSION);
 	out = hv_command_output(cmd);
@@ -151,7 +142,7 @@ static void test_bad_line(void **state)
 	struct hv_result r;
 
 	(void)state;
-	write_text(SESSION, "tracer function\n# fine so far\ntracr nop\n");
+	hv_write_text(SESSION, "tracer function\n# fine so far\ntracr nop\n");
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 2);
 	assert_string_equal(r.err, "hvtrace: " SESSION ":3: unknown option 'tracr'\n");

@@ -23,27 +23,11 @@
 
 static char kernel[512], initrd[512];
 
-/* Output of shell command @fmt..., which must exit 0. */
-static char *sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	char *out;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	out = hv_command_output(cmd);
-	if (!out)
-		fail_msg("failed: %s", cmd);
-	return out;
-}
-
 /* Runs docs/ci/boot-test.sh on the test guest with @extra after its "--" (or nothing); its stdout
  * and stderr, then " status=N". */
 static char *boot_test(const char *extra)
 {
-	return sh("rm -rf " OUT " && HVTRACE=%s OUT=" OUT " APPEND=hvt.yes_sec=1 "
+	return hv_sh("rm -rf " OUT " && HVTRACE=%s OUT=" OUT " APPEND=hvt.yes_sec=1 "
 		  "docs/ci/boot-test.sh %s %s %s%s 2>&1; echo \" status=$?\"",
 		  hv_binary(), kernel, initrd, *extra ? "-- " : "", extra);
 }
@@ -52,8 +36,8 @@ static char *boot_test(const char *extra)
  * the same. */
 static long calls(const char *func)
 {
-	char *a = sh("jq '.functions[] | select(.name==\"%s\") | .calls' " OUT "/summary.json", func);
-	char *b = sh("jq -s 'map(select(.type==\"entry\" and .func==\"%s\")) | length' " OUT
+	char *a = hv_sh("jq '.functions[] | select(.name==\"%s\") | .calls' " OUT "/summary.json", func);
+	char *b = hv_sh("jq -s 'map(select(.type==\"entry\" and .func==\"%s\")) | length' " OUT
 		     "/trace.jsonl",
 		     func);
 	long n = atol(a);
@@ -67,11 +51,11 @@ static long calls(const char *func)
 /* The JUnit report: valid against the schema, and what junitparser reads in it. */
 static void assert_junit(const char *want)
 {
-	char *out = sh("xmllint --noout --schema tests/common/junit.xsd " OUT "/junit.xml 2>&1");
+	char *out = hv_sh("xmllint --noout --schema tests/common/junit.xsd " OUT "/junit.xml 2>&1");
 
 	assert_string_equal(out, OUT "/junit.xml validates\n");
 	free(out);
-	out = sh("tests/common/junit_cases.py " OUT "/junit.xml");
+	out = hv_sh("tests/common/junit_cases.py " OUT "/junit.xml");
 	assert_string_equal(out, want);
 	free(out);
 }
@@ -95,7 +79,7 @@ static void test_boot_passes(void **state)
 		     "--expect-call vfs_read>=10|passed\n" CASE "--expect-no-call __warn|passed\n" CASE
 		     "--expect-no-call oops_begin|passed\n");
 	/* the guest's console: it booted and powered off */
-	out = sh("grep -c 'reboot: Power down' " OUT "/console.log");
+	out = hv_sh("grep -c 'reboot: Power down' " OUT "/console.log");
 	assert_string_equal(out, "1\n");
 	free(out);
 }
@@ -131,11 +115,11 @@ static void test_script_usage(void **state)
 	char *out;
 
 	(void)state;
-	out = sh("docs/ci/boot-test.sh 2>&1; echo \" status=$?\"");
+	out = hv_sh("docs/ci/boot-test.sh 2>&1; echo \" status=$?\"");
 	assert_string_equal(out, "usage: boot-test.sh KERNEL [INITRD] [-- EXTRA HVTRACE OPTIONS...]\n"
 				 " status=2\n");
 	free(out);
-	out = sh("docs/ci/boot-test.sh /nonexistent/bzImage 2>&1; echo \" status=$?\"");
+	out = hv_sh("docs/ci/boot-test.sh /nonexistent/bzImage 2>&1; echo \" status=$?\"");
 	assert_string_equal(out, "boot-test.sh: /nonexistent/bzImage: cannot read it\n status=2\n");
 	free(out);
 }
@@ -146,7 +130,7 @@ static void test_ci_yaml(void **state)
 	char *out;
 
 	(void)state;
-	out = sh("tests/common/ci_yaml.py docs/ci/github-actions.yml docs/ci/gitlab-ci.yml");
+	out = hv_sh("tests/common/ci_yaml.py docs/ci/github-actions.yml docs/ci/gitlab-ci.yml");
 	assert_string_equal(out,
 			    "github-actions.yml: job boot-test, OUT=hvtrace-results, runs "
 			    "['hvtrace-src/docs/ci/boot-test.sh bzImage initramfs.cpio.gz'], junit "
