@@ -10,13 +10,9 @@
 
 #include "tests/kvm/kvm_common.h"
 
-#include <fcntl.h>
-#include <linux/kvm.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 static const char *const funcs[] = {"fib",	 "tree_root", "tree_a",	   "tree_b",   "tree_leaf",
 				    "task_body", "task_step", "task_leaf", "tail_top", "tail_mid",
@@ -186,26 +182,6 @@ static void test_graph_function_on_stubs(void **state)
 	hv_result_free(&stub);
 }
 
-/* Whether this host's KVM offers its guests RDTSCP (CPUID 0x80000001 EDX bit 27), asked here
- * independently of hvtrace. */
-static bool kvm_has_rdtscp(void)
-{
-	struct {
-		struct kvm_cpuid2 h;
-		struct kvm_cpuid_entry2 e[128];
-	} c = {.h.nent = 128};
-	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	bool has = false;
-
-	if (fd < 0 || ioctl(fd, KVM_GET_SUPPORTED_CPUID, &c) < 0)
-		fail_msg("KVM_GET_SUPPORTED_CPUID");
-	for (unsigned i = 0; i < c.h.nent; i++)
-		if (c.e[i].function == 0x80000001)
-			has = c.e[i].edx >> 27 & 1;
-	close(fd);
-	return has;
-}
-
 /* A guest that defines no hvtrace_* symbol (no hvtrace_cpu_gs, no hvtrace_current), traced with
  * --probe stub on @smp vCPUs: every probe is a stub probe, nothing exits, and the function tracer's
  * entries per function and per CPU column equal the guest's own counts per vCPU (fib's depth differs
@@ -217,7 +193,7 @@ static void stub_without_guest_cpu_number(const char *smp, unsigned nr_cpus)
 	struct hv_result r, trap;
 	const char *stub[] = {"run", "--probe", "stub", "--stats", "--smp", smp, hv_guest("bare"), NULL};
 	const char *traps[] = {"run", "--probe", "trap", "--stats", "--smp", smp, hv_guest("bare"), NULL};
-	const char *from = kvm_has_rdtscp() ? " cpu-from rdtscp\n" : " cpu-from cpuid\n";
+	const char *from = kvm_offers_rdtscp() ? " cpu-from rdtscp\n" : " cpu-from cpuid\n";
 	long total = 0;
 
 	hv_run(&r, stub, 0, 0);
