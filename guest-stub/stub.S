@@ -74,8 +74,9 @@
 .endm
 
 /* rbx = header, rbp = TSC, r12 = CPU number (all-ones when out of range): from one RDTSCP
- * (ECX = IA32_TSC_AUX, masked) when the header's H_AUX_MASK is set, else RDTSC and the u32 at
- * %gs:H_CPU_GS_OFF. Clobbers rax, rcx, rdx. */
+ * (ECX = IA32_TSC_AUX, masked) when the header's H_AUX_MASK is set; else RDTSC and the u32 at
+ * %gs:H_CPU_GS_OFF, or with H_CPUID set CPUID leaf 1's APIC ID (EBX[31:24]; the VMM sets it per
+ * vCPU, the guest cannot change it). Clobbers rax, rcx, rdx. */
 .macro PROLOGUE
 	leaq .Lbase+STUB_HDR_OFF(%rip), %rbx
 	movq H_AUX_MASK(%rbx), %r12
@@ -84,9 +85,19 @@
 	rdtscp
 	andl %ecx, %r12d
 	jmp 16f
-15:	rdtsc
+15:	cmpq $0, H_CPUID(%rbx)
+	jne 17f
+	rdtsc
 	movq H_CPU_GS_OFF(%rbx), %rcx
 	movl %gs:(%rcx), %r12d
+	jmp 16f
+17:	movl $1, %eax
+	xorl %ecx, %ecx
+	cpuid
+	shrl $24, %ebx
+	movl %ebx, %r12d
+	rdtsc
+	leaq .Lbase+STUB_HDR_OFF(%rip), %rbx
 16:	shlq $32, %rdx
 	orq %rdx, %rax
 	movq %rax, %rbp

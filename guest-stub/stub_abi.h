@@ -43,6 +43,8 @@
 #define H_GRAPH 96	 /* u64: 1: set_graph_function: only calls below a root entry are traced */
 #define H_AUX_MASK 104	 /* u64: nonzero: time and CPU number from one RDTSCP, the CPU number
 			  * being ECX (IA32_TSC_AUX) & this; 0: RDTSC and the u32 at %gs:H_CPU_GS_OFF */
+#define H_CPUID 112	 /* u64: nonzero (and H_AUX_MASK 0): the CPU number is CPUID leaf 1's initial
+			  * APIC ID, EBX[31:24], which the VMM sets to each vCPU's index */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 
 /* Ring header fields (offsets in a CPU's 64-byte ring header). */

@@ -22,6 +22,8 @@ struct vmi_task_layout {
 	uint64_t cpu_gs_off;
 	uint32_t cpu_aux_mask; /* nonzero: the CPU number is RDTSCP's ECX (IA32_TSC_AUX) & this,
 				* preferred to %gs:cpu_gs_off */
+	bool cpu_apic_id;      /* the CPU number is CPUID leaf 1's APIC ID (EBX[31:24]): the VMM set
+				* each vCPU's to its index; used when neither of the above is there */
 };
 
 struct vmi_task {

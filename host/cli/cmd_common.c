@@ -72,9 +72,10 @@ int cmd_probe_mode(const struct session *s, const struct target *tgt,
 {
 	const char *why = !tgt->ops->stub_map ? "this target cannot place the stub"
 			  : target_why ? target_why
-			  : !task->has_cpu_gs && !task->cpu_aux_mask
-			      ? "the guest's CPU has no RDTSCP with IA32_TSC_AUX set, and the guest "
-				"does not say where its CPU number is (hvtrace_cpu_gs)"
+			  : !task->has_cpu_gs && !task->cpu_aux_mask && !task->cpu_apic_id
+			      ? "the guest's CPU has no RDTSCP with IA32_TSC_AUX set, its CPUID does not "
+				"give each vCPU's index, and the guest does not say where its CPU "
+				"number is (hvtrace_cpu_gs)"
 					      : NULL;
 
 	*stub = false;

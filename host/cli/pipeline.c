@@ -381,7 +381,7 @@ void pipeline_print_stub_stats(const struct pipeline *p)
 		st.stub_probes, st.stub_records, st.stub_lost, st.stub_guest_lost, st.stub_rejected,
 		st.stub_ring_records, st.stub_region_bytes >> 10, st.stub_region_where,
 		st.stub_host_stalls,
-		st.stub_cpu_rdtscp ? "rdtscp" : "gs");
+		st.stub_cpu_from);
 }
 
 /* The README's name for exit status @status. */

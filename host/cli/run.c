@@ -221,8 +221,10 @@ int cmd_run(const struct session *s)
 	};
 
 	pg.no_trap = no_trap;
-	/* the stub's CPU number: RDTSCP's IA32_TSC_AUX, which the VMM set to each vCPU's index */
+	/* the stub's CPU number: RDTSCP's IA32_TSC_AUX, which the VMM set to each vCPU's index, else
+	 * CPUID's APIC ID, also the vCPU's index (this host's PVM has no RDTSCP: docs/pvm-cpu.md) */
 	g.task.cpu_aux_mask = vm.tsc_aux ? ~0u : 0;
+	g.task.cpu_apic_id = vm.cpuid_apic_id;
 	if (cmd_probe_mode(s, &tgt, &g.task, NULL, no_trap, &pg.stub, err, sizeof(err)) < 0) {
 		cmd_error("%s", err);
 		status = EXIT_BAD_INPUT;

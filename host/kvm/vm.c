@@ -33,23 +33,49 @@ static int enable_sw_breakpoints(struct vcpu *c)
 	return ioctl(c->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0 ? -errno : 0;
 }
 
-/* Gives the vCPU KVM's supported CPUID; *@rdtscp: it includes RDTSCP (0x80000001 EDX bit 27). */
-static int setup_cpuid(struct vm *vm, struct vcpu *c, bool *rdtscp)
+/* Whether vCPU @c's CPUID table, as KVM gives it back, has @index as leaf 1's initial APIC ID. */
+static bool cpuid_apic_id_is(struct vcpu *c, struct kvm_cpuid2 *cpuid, unsigned n, unsigned index)
+{
+	cpuid->nent = n;
+	if (ioctl(c->fd, KVM_GET_CPUID2, cpuid) < 0)
+		return false;
+	for (unsigned i = 0; i < cpuid->nent; i++)
+		if (cpuid->entries[i].function == 1)
+			return cpuid->entries[i].ebx >> 24 == index;
+	return false;
+}
+
+/* Gives the vCPU KVM's supported CPUID with its own index as APIC ID (leaf 1 EBX[31:24], leaves 0xB
+ * and 0x1F EDX), as QEMU does; *@rdtscp: it includes RDTSCP (0x80000001 EDX bit 27); *@apic_id: KVM
+ * kept the index in leaf 1 (read back), so CPUID in the guest tells which vCPU runs it. */
+static int setup_cpuid(struct vm *vm, struct vcpu *c, bool *rdtscp, bool *apic_id)
 {
 	int n = 128;
 	struct kvm_cpuid2 *cpuid = calloc(1, sizeof(*cpuid) + n * sizeof(struct kvm_cpuid_entry2));
 	int ret = 0;
 
-	*rdtscp = false;
+	*rdtscp = *apic_id = false;
 	if (!cpuid)
 		return -ENOMEM;
 	cpuid->nent = n;
-	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cpuid) < 0 ||
-	    ioctl(c->fd, KVM_SET_CPUID2, cpuid) < 0)
+	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cpuid) < 0) {
+		free(cpuid);
+		return -errno;
+	}
+	for (unsigned i = 0; i < cpuid->nent; i++) {
+		struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
+
+		if (e->function == 0x80000001)
+			*rdtscp = e->edx >> 27 & 1;
+		if (e->function == 1)
+			e->ebx = (e->ebx & 0xffffff) | c->index << 24;
+		if (e->function == 0xb || e->function == 0x1f)
+			e->edx = c->index;
+	}
+	if (ioctl(c->fd, KVM_SET_CPUID2, cpuid) < 0)
 		ret = -errno;
-	for (unsigned i = 0; !ret && i < cpuid->nent; i++)
-		if (cpuid->entries[i].function == 0x80000001)
-			*rdtscp = cpuid->entries[i].edx >> 27 & 1;
+	else
+		*apic_id = cpuid_apic_id_is(c, cpuid, n, c->index);
 	free(cpuid);
 	return ret;
 }
@@ -134,7 +160,7 @@ unsigned vm_min_mem_mb(unsigned smp)
 
 int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
 {
-	bool tsc_aux = true, rdtscp;
+	bool tsc_aux = true, apic_ids = true, rdtscp, apic_id;
 	int ret;
 
 	memset(vm, 0, sizeof(*vm));
@@ -235,12 +261,13 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 			ret = fail(err, errlen, errno, "mmap kvm_run");
 			goto out;
 		}
-		ret = setup_cpuid(vm, c, &rdtscp);
+		ret = setup_cpuid(vm, c, &rdtscp, &apic_id);
 		if (ret < 0) {
 			ret = fail(err, errlen, -ret, "KVM_SET_CPUID2");
 			goto out;
 		}
 		tsc_aux = tsc_aux && rdtscp && set_tsc_aux(c);
+		apic_ids = apic_ids && apic_id;
 		ret = enable_sw_breakpoints(c);
 		if (ret < 0) {
 			ret = fail(err, errlen, -ret, "KVM_SET_GUEST_DEBUG");
@@ -248,6 +275,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 		}
 	}
 	vm->tsc_aux = tsc_aux;
+	vm->cpuid_apic_id = apic_ids;
 	vm->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->event_fd < 0) {
 		ret = fail(err, errlen, errno, "eventfd");

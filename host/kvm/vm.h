@@ -72,6 +72,7 @@ struct vm {
 	uint64_t extra_gpa, extra_size;
 	uint64_t entry;
 	bool tsc_aux; /* every vCPU's RDTSCP returns its index in ECX (IA32_TSC_AUX, set and read back) */
+	bool cpuid_apic_id; /* every vCPU's CPUID leaf 1 has its index as APIC ID (EBX[31:24]) */
 	uint64_t cr3_boot; /* identity-map page tables */
 	uint64_t gdt_gpa;
 	unsigned nr_vcpus;

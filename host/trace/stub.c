@@ -46,6 +46,7 @@ static int put_header(struct stub *s, const struct stub_guest *g)
 	h[H_RING_MASK / 8] = s->ring_records - 1;
 	h[H_CPU_GS_OFF / 8] = g->cpu_gs_off;
 	h[H_AUX_MASK / 8] = g->cpu_aux_mask;
+	h[H_CPUID / 8] = !g->cpu_aux_mask && g->cpu_cpuid;
 	h[H_RINGS / 8] = s->reg.gva + STUB_RINGS_OFF;
 	h[H_STACKS / 8] = s->reg.gva + stacks_off(s);
 	h[H_STACKS_MASK / 8] = s->nr_stacks ? s->nr_stacks - 1 : 0;
@@ -117,7 +118,7 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->nr_cpus = nr_cpus;
 	s->max_depth = g->max_depth < STUB_STACK_DEPTH ? g->max_depth : STUB_STACK_DEPTH;
 	s->stack_shift = g->stack_shift;
-	s->aux_mask = g->cpu_aux_mask;
+	s->cpu_from = g->cpu_aux_mask ? "rdtscp" : g->cpu_cpuid ? "cpuid" : "gs";
 	if (!tgt->ops->stub_map || !tgt->ops->kernel_gpa) {
 		snprintf(err, errlen, "the %s target cannot place stub probes", tgt->name);
 		return -ENOTSUP;

@@ -30,7 +30,7 @@ struct stub {
 	 * header, the host never reads them back. */
 	unsigned max_depth;   /* frames per shadow stack (H_MAX_DEPTH as written) */
 	unsigned stack_shift; /* guest stacks are 1 << stack_shift aligned regions */
-	uint32_t aux_mask;    /* nonzero: the stub takes its CPU number from RDTSCP (H_AUX_MASK) */
+	const char *cpu_from; /* where the stub takes its CPU number: "rdtscp", "gs" or "cpuid" */
 	uint64_t entry[8]; /* GVAs of the entry routines: [hook | 2 * arguments | 4 * graph root] */
 	uint64_t ret;	   /* GVA of the return routine */
 	uint64_t tail[STUB_MAX_CPUS]; /* next index the host reads, per CPU */
@@ -44,6 +44,7 @@ struct stub {
 struct stub_guest {
 	uint64_t cpu_gs_off;		    /* the u32 CPU number is at %gs:cpu_gs_off */
 	uint32_t cpu_aux_mask; /* nonzero: it is RDTSCP's ECX & this instead (preferred) */
+	bool cpu_cpuid;	       /* without cpu_aux_mask: it is CPUID leaf 1's APIC ID instead */
 	const struct vmi_task_layout *task; /* current-task slots, or NULL */
 	unsigned stack_shift;		    /* guest stacks are 1 << stack_shift aligned regions */
 	unsigned max_depth;   /* frames per shadow stack (the host's SHADOW_MAX_DEPTH) */

@@ -466,6 +466,8 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	struct stub_guest g = {
 	    .cpu_gs_off = cfg->task->cpu_gs_off,
 	    .cpu_aux_mask = cfg->task->cpu_aux_mask,
+	    /* %gs:offset where the guest says (no exit on any host), else the APIC ID */
+	    .cpu_cpuid = cfg->task->cpu_apic_id && !cfg->task->has_cpu_gs,
 	    .task = cfg->task,
 	    .stack_shift = tgt->stack_shift,
 	    .max_depth = SHADOW_MAX_DEPTH,

@@ -97,7 +97,7 @@ struct tracer_stats {
 	size_t stub_probes;
 	unsigned long long stub_records, stub_lost, stub_ring_records, stub_region_bytes;
 	const char *stub_region_where; /* target_region.where */
-	bool stub_cpu_rdtscp; /* the stub's CPU number: RDTSCP's IA32_TSC_AUX (else %gs:offset) */
+	const char *stub_cpu_from; /* the stub's CPU number: "rdtscp", "gs" or "cpuid" (stub.h) */
 	unsigned long long stub_guest_lost; /* guest-reported: what the stub's counters say */
 	unsigned long long stub_rejected;   /* forged records dropped */
 	unsigned long long stub_host_stalls;

@@ -23,10 +23,21 @@
 
 #define ROUNDS 5
 
-enum mode { MODE_BASE, MODE_RAW, MODE_TRACE, MODE_GRAPH, MODE_STUB, MODE_STUB_GRAPH, NR_MODES };
-static const char *const mode_names[] = {"no probe",	   "raw INT3 round trip",
-					 "function tracer", "function_graph",
-					 "function (stub)", "function_graph (stub)"};
+/* MODE_STUB takes the CPU number where the bench guest says (%gs:hvtrace_cpu_gs), MODE_STUB_CPUID
+ * from CPUID's APIC ID (a guest that says nothing, on a host without RDTSCP) */
+enum mode {
+	MODE_BASE,
+	MODE_RAW,
+	MODE_TRACE,
+	MODE_GRAPH,
+	MODE_STUB,
+	MODE_STUB_GRAPH,
+	MODE_STUB_CPUID,
+	NR_MODES
+};
+static const char *const mode_names[] = {
+    "no probe",	       "raw INT3 round trip",   "function tracer",	  "function_graph",
+    "function (stub)", "function_graph (stub)", "function (stub, cpuid)"};
 
 /* CPU time of the whole process (vCPU threads, in-kernel emulation included, and the writer): steadier
  * than wall time on a shared machine, and what tracing costs. */
@@ -89,9 +100,17 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 		struct tracer_opts opts = {.ring_records = 1 << 18,
 					   .returns = graph,
 					   .hook_all = graph,
-					   .stub = m == MODE_STUB || m == MODE_STUB_GRAPH};
+					   .stub = m == MODE_STUB || m == MODE_STUB_GRAPH ||
+						   m == MODE_STUB_CPUID};
+		struct vmi_task_layout task = g->task;
 
-		if (tracer_init(&tr, &tgt, sel, nr, &g->task, &opts) < 0 ||
+		if (m == MODE_STUB_CPUID) {
+			if (!vm.cpuid_apic_id)
+				die("vm", "CPUID does not give each vCPU's index");
+			task.has_cpu_gs = false;
+			task.cpu_apic_id = true;
+		}
+		if (tracer_init(&tr, &tgt, sel, nr, &task, &opts) < 0 ||
 		    tracer_attach(&tr, err, sizeof(err)) < 0)
 			die("tracer", err);
 		struct tracer_stats st;
@@ -101,6 +120,8 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 		tracer_stats(&tr, &st);
 		if (opts.stub && st.stub_probes != nr)
 			die("tracer", "not stub probes");
+		if (opts.stub && strcmp(st.stub_cpu_from, m == MODE_STUB_CPUID ? "cpuid" : "gs"))
+			die("tracer", st.stub_cpu_from);
 		if (graph)
 			sink_graph_init(&sink, devnull, &g->elf.funcs, smp, true, false);
 		else
@@ -186,6 +207,7 @@ int main(int argc, char **argv)
 		double graph = (t[s][MODE_GRAPH] - t[s][MODE_BASE]) / n;
 		double stub = (t[s][MODE_STUB] - t[s][MODE_BASE]) / n;
 		double stub_graph = (t[s][MODE_STUB_GRAPH] - t[s][MODE_BASE]) / n;
+		double stub_cpuid = (t[s][MODE_STUB_CPUID] - t[s][MODE_BASE]) / n;
 
 		printf("smp %u:\n", smps[s]);
 		for (int m = 0; m < NR_MODES; m++)
@@ -202,6 +224,9 @@ int main(int argc, char **argv)
 		       stub_graph * 1e6);
 		printf("  ratio stub / trap, function tracer: %.3f; function_graph: %.3f\n", stub / fn,
 		       stub_graph / graph);
+		printf("  stub, CPU number from CPUID: per event %.2f us; ratio to %%gs: %.3f, to "
+		       "trap: %.3f\n",
+		       stub_cpuid * 1e6, stub_cpuid / stub, stub_cpuid / fn);
 	}
 	guest_image_close(&g);
 	return 0;

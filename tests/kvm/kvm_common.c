@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 const char *hv_guest(const char *variant)
@@ -44,6 +45,24 @@ long guest_count_all(const struct hv_result *r, const char *func, unsigned nr_cp
 	for (unsigned c = 0; c < nr_cpus; c++)
 		n += guest_count(r, func, c);
 	return n;
+}
+
+bool kvm_offers_rdtscp(void)
+{
+	struct {
+		struct kvm_cpuid2 h;
+		struct kvm_cpuid_entry2 e[128];
+	} c = {.h.nent = 128};
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	bool has = false;
+
+	if (fd < 0 || ioctl(fd, KVM_GET_SUPPORTED_CPUID, &c) < 0)
+		fail_msg("KVM_GET_SUPPORTED_CPUID");
+	for (unsigned i = 0; i < c.h.nent; i++)
+		if (c.e[i].function == 0x80000001)
+			has = c.e[i].edx >> 27 & 1;
+	close(fd);
+	return has;
 }
 
 bool kvm_available(void)

@@ -19,6 +19,9 @@ const char *hv_guest(const char *variant);
 long guest_count(const struct hv_result *r, const char *func, unsigned cpu);
 /* Total over vCPUs of the guest's count for @func. */
 long guest_count_all(const struct hv_result *r, const char *func, unsigned nr_cpus);
+/* Whether this host's KVM offers its guests RDTSCP (KVM_GET_SUPPORTED_CPUID 0x80000001 EDX bit
+ * 27), asked independently of hvtrace. Fails the test if /dev/kvm cannot answer. */
+bool kvm_offers_rdtscp(void);
 /* Whether /dev/kvm can be opened; prints the skip line if not. */
 bool kvm_available(void);
 

@@ -82,6 +82,39 @@ static void test_auto_says_stub(void **state)
 	assert_string_equal(printed, "");
 }
 
+/* Where the stub gets the CPU number: RDTSCP, %gs:offset or CPUID's APIC ID, any one of them; with
+ * none, --probe stub is refused with the reason and --probe auto falls back to trap probes. */
+static void test_probe_mode_cpu_number(void **state)
+{
+	struct target_ops ops = {.stub_map = no_stub_map};
+	struct target t = {.ops = &ops};
+	struct vmi_task_layout apic = {.cpu_apic_id = true}, aux = {.cpu_aux_mask = 0xfff},
+			       gs = {.has_cpu_gs = true}, none = {0};
+	const struct vmi_task_layout *ok[] = {&apic, &aux, &gs};
+	struct session s = {.probe = PROBE_STUB};
+	char err[512] = "";
+	bool stub;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		stub = false;
+		assert_int_equal(
+		    cmd_probe_mode(&s, &t, ok[i], NULL, false, &stub, err, sizeof(err)), 0);
+		assert_true(stub);
+	}
+	assert_int_equal(cmd_probe_mode(&s, &t, &none, NULL, false, &stub, err, sizeof(err)),
+			 -ENOTSUP);
+	assert_false(stub);
+	assert_string_equal(err,
+			    "--probe stub: the guest's CPU has no RDTSCP with IA32_TSC_AUX set, "
+			    "its CPUID does not give each vCPU's index, and the guest does "
+			    "not say where its CPU number is (hvtrace_cpu_gs)");
+	s.probe = PROBE_AUTO;
+	stub = true;
+	assert_int_equal(cmd_probe_mode(&s, &t, &none, NULL, false, &stub, err, sizeof(err)), 0);
+	assert_false(stub);
+}
+
 /* With no trap probes, auto cannot fall back to them where stubs cannot work. */
 static void test_probe_mode_no_trap(void **state)
 {
@@ -119,6 +152,7 @@ int main(void)
 	    cmocka_unit_test(test_trap_refused),
 	    cmocka_unit_test(test_auto_says_stub),
 	    cmocka_unit_test(test_probe_mode_no_trap),
+	    cmocka_unit_test(test_probe_mode_cpu_number),
 	};
 
 	setenv("HVTRACE_TEST_INT3", "guest-idt", 1);

@@ -119,6 +119,9 @@ static void test_place(void **state)
 	assert_true(records >= STUB_RING_RECORDS_MIN && records <= STUB_RING_RECORDS_MAX);
 	assert_int_equal(records, s.ring_records);
 	assert_int_equal(u64(h + H_CPU_GS_OFF), 8);
+	assert_int_equal(u64(h + H_AUX_MASK), 0);
+	assert_int_equal(u64(h + H_CPUID), 0);
+	assert_string_equal(s.cpu_from, "gs");
 	assert_int_equal(u64(h + H_RINGS), REGION + STUB_RINGS_OFF);
 	assert_int_equal(u64(h + H_STACK_SHIFT), 16);
 	assert_int_equal(u64(h + H_MAX_DEPTH), 128);
@@ -137,6 +140,44 @@ static void test_place(void **state)
 }
 
 static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+
+/* Where the stub takes its CPU number: RDTSCP when IA32_TSC_AUX holds it, else CPUID's APIC ID
+ * when asked for, else %gs:offset; the header says the one in force. */
+static void test_cpu_source(void **state)
+{
+	static const struct {
+		uint32_t aux;
+		bool cpuid;
+		uint64_t h_aux, h_cpuid;
+		const char *from;
+	} c[] = {
+	    {0xfff, false, 0xfff, 0, "rdtscp"},
+	    {0xfff, true, 0xfff, 0, "rdtscp"},
+	    {0, true, 0, 1, "cpuid"},
+	    {0, false, 0, 0, "gs"},
+	};
+	static struct vmi_task_layout task = {.valid = true};
+	uint64_t h = REGION + STUB_HDR_OFF;
+	char err[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct stub_guest g = {.cpu_gs_off = 8,
+				       .cpu_aux_mask = c[i].aux,
+				       .cpu_cpuid = c[i].cpuid,
+				       .task = &task,
+				       .stack_shift = 16,
+				       .max_depth = 128};
+
+		memset(mem, 0, MEM);
+		memcpy(at(SITE), "\x0f\x1f\x44\x00\x00", 5);
+		assert_int_equal(stub_place(&s, &ft.t, 2, true, &g, SITE, SITE, err, sizeof(err)),
+				 0);
+		assert_int_equal(u64(h + H_AUX_MASK), c[i].h_aux);
+		assert_int_equal(u64(h + H_CPUID), c[i].h_cpuid);
+		assert_string_equal(s.cpu_from, c[i].from);
+	}
+}
 
 static void test_patch(void **state)
 {
@@ -295,6 +336,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_place, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cpu_source, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_patch, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_patch_by_gpa, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_committed_only, setup, teardown),
