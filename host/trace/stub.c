@@ -348,6 +348,7 @@ static unsigned read_window(struct stub *s, unsigned cpu, uint64_t idx, struct s
 	if (s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, cpu), h, sizeof(h)) < 0)
 		return 0;
 	s->lost[cpu] = h[RH_LOST / 8];
+	s->head[cpu] = h[RH_HEAD / 8];
 	n = h[RH_HEAD / 8] - s->tail[cpu];
 	if (n > s->ring_records)
 		n = s->ring_records;
@@ -392,6 +393,13 @@ unsigned stub_skip_uncommitted(struct stub *s, unsigned cpu, struct stub_rec *bu
 			}
 	}
 	return 0;
+}
+
+uint64_t stub_backlog(const struct stub *s, unsigned cpu)
+{
+	uint64_t n = s->head[cpu] - s->tail[cpu];
+
+	return n > s->ring_records ? s->ring_records : n;
 }
 
 int stub_consume(struct stub *s, unsigned cpu, unsigned n)

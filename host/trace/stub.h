@@ -34,6 +34,7 @@ struct stub {
 	uint64_t entry[8]; /* GVAs of the entry routines: [hook | 2 * arguments | 4 * graph root] */
 	uint64_t ret;	   /* GVA of the return routine */
 	uint64_t tail[STUB_MAX_CPUS]; /* next index the host reads, per CPU */
+	uint64_t head[STUB_MAX_CPUS]; /* guest-reported: the ring's head as last read (any value) */
 	uint64_t lost[STUB_MAX_CPUS]; /* guest-reported: the guest's count of events its ring had no
 				       * room for, as last read (any value the guest wrote) */
 	uint64_t bad_cpu, no_stack;   /* guest-reported: the header's counters, as last read */
@@ -105,6 +106,10 @@ unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned 
  * reading through @buf (@max records). Returns how many (0: the next record is committed, or no
  * record after it is). Only the drain thread. */
 unsigned stub_skip_uncommitted(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max);
+
+/* Records CPU @cpu's ring held beyond the host's tail at the last read of its header, as the
+ * guest says (a lie is bounded to the ring's size). Only the drain thread. */
+uint64_t stub_backlog(const struct stub *s, unsigned cpu);
 
 /* Hands @n records of CPU @cpu back to the guest. 0 or -EFAULT. Only the drain thread. */
 int stub_consume(struct stub *s, unsigned cpu, unsigned n);

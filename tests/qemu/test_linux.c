@@ -1204,7 +1204,7 @@ static const struct linux_test linux_tests[] = {
 		 * silent */
 		.stub = {{"stub probes ", 20000}, {"records ", 1000000}, {"lost ", -1}},
 		/* the CPU number from RDTSCP: Linux set IA32_TSC_AUX (-cpu max has RDTSCP) */
-		.err = {NO_STOPS, " cpu-from rdtscp\n"},
+		.err = {NO_STOPS, " cpu-from rdtscp "},
 	    },
 	}},
     },
