@@ -26,6 +26,11 @@
 	4 /* and at most what fills 1/4 of a ring at the peak rate:                                \
 	   * a wake-up that comes late by 3 times its sleep loses                                  \
 	   * nothing */
+/* Backpressure in the guest: a stub that finds its ring full waits up to this long for the drain
+ * (measured: a drain at nice -10 on a busy 2-CPU host woke up to ~150 ms late), then gives up on
+ * waiting until the drain comes again. */
+#define DRAIN_GUEST_WAIT_MS  250ull
+#define DRAIN_TSC_KHZ_GUESS  3000000ull /* a TSC rate when none is known */
 #define DRAIN_NICE	    -10
 #define DRAIN_SLICE_NS	    100000ull /* EEVDF slice asked for without real-time priority */
 
@@ -510,14 +515,17 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	}
 	if (!d->nr_probes)
 		return 0;
-	ret = stub_place(&d->stub, tgt, cfg->nr_cpus, returns, &g, lo, hi, err, errlen);
-	if (ret < 0)
-		return ret;
+	d->clock_anchored = false;
 	if (tgt->ops->tsc_sync && tgt->ops->tsc_sync(tgt, &d->tsc_ref, &d->ns_ref, &d->tsc_khz) == 0 &&
 	    d->tsc_khz)
 		d->clock_anchored = true;
 	else
 		d->tsc_khz = clock_host_tsc_khz(); /* QEMU: TCG's TSC is the host's */
+	if (cfg->backpressure)
+		g.wait_tsc = (d->tsc_khz ? d->tsc_khz : DRAIN_TSC_KHZ_GUESS) * DRAIN_GUEST_WAIT_MS;
+	ret = stub_place(&d->stub, tgt, cfg->nr_cpus, returns, &g, lo, hi, err, errlen);
+	if (ret < 0)
+		return ret;
 	for (size_t i = 0; i < cfg->probes->nr; i++) {
 		struct probe *p = &cfg->probes->v[i];
 
@@ -649,7 +657,8 @@ int stub_drain_detach(struct stub_drain *d)
 		tgt->ops->pause(tgt);
 	}
 	if (cpu_inside(d)) {
-		/* cannot happen: the stub has no loop but the shadow-stack lock; leave it in place
+		/* cannot happen: the stub loops only on the shadow-stack lock and, bounded, waiting
+		 * for room in a full ring (which the drain, still running, makes); leave it in place
 		 */
 		fprintf(stderr, "hvtrace: a vCPU stays inside the stub (or in an interrupt that may "
 				"return into it): it is left mapped\n");

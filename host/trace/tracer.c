@@ -814,6 +814,8 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 		.stub_cpu_rdtscp = t->stub.stub.aux_mask != 0,
 		.stub_host_stalls = stub_drain_stalls(&t->stub),
 		.stub_pauses = t->stub.pauses,
+		.stub_wait_timeouts = t->stub.stub.wait_timeouts,
+		.stub_waits = stub_guest_waits(&t->stub.stub),
 		.stub_paused_ns = t->stub.paused_ns,
 		.stub_backpressure = t->opts.stub_backpressure,
 		.stub_mapped = t->stub.stub.placed,
