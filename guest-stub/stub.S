@@ -373,7 +373,9 @@ hvt_stub_ret:
 
 /* Reserves r11 (1 or 2) consecutive records on CPU r12's ring: the first in rax, the second in rcx,
  * each with its sequence number stashed; rax = 0 when the ring is full (counted in the ring's lost).
- * Clobbers rdx. */
+ * With H_WAIT_TSC set (backpressure), a full ring is first waited for, a PAUSE loop bounded by that
+ * many TSC ticks, until the host has made room; a wait that times out sets the ring's RH_GAVE_UP, and
+ * no more is waited on that ring until the host clears it. Clobbers rdx. */
 .Lreserve:
 	movq %r12, %rcx
 	shlq $6, %rcx
@@ -396,7 +398,33 @@ hvt_stub_ret:
 	call .Lslot
 	pop %rcx
 	ret
-8:	incq RH_LOST(%rcx)
+8:	cmpq $0, H_WAIT_TSC(%rbx)
+	je 9f
+	cmpq $0, RH_GAVE_UP(%rcx)
+	jne 9f
+	incq RH_WAITS(%rcx)
+	rdtsc
+	shlq $32, %rdx
+	orq %rdx, %rax
+	addq H_WAIT_TSC(%rbx), %rax
+	pushq %rax /* the deadline */
+10:	pause
+	movq RH_HEAD(%rcx), %rax
+	leaq -1(%rax,%r11), %rdx
+	subq RH_TAIL(%rcx), %rdx
+	cmpq H_RING_MASK(%rbx), %rdx
+	jbe 11f
+	rdtsc
+	shlq $32, %rdx
+	orq %rdx, %rax
+	cmpq (%rsp), %rax
+	jb 10b
+	movq $1, RH_GAVE_UP(%rcx)
+	addq $8, %rsp
+	jmp 9f
+11:	addq $8, %rsp /* room now: reserve again */
+	jmp 7b
+9:	incq RH_LOST(%rcx)
 	xorl %eax, %eax
 	ret
 

@@ -45,12 +45,18 @@
 			  * being ECX (IA32_TSC_AUX) & this; 0: RDTSC and the u32 at %gs:H_CPU_GS_OFF */
 #define H_CPUID 112	 /* u64: nonzero (and H_AUX_MASK 0): the CPU number is CPUID leaf 1's initial
 			  * APIC ID, EBX[31:24], which the VMM sets to each vCPU's index */
+#define H_WAIT_TSC 120	 /* u64: nonzero: a full ring is waited for, up to this many TSC ticks, for
+			  * the host to make room (backpressure), unless its RH_GAVE_UP is set */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 
 /* Ring header fields (offsets in a CPU's 64-byte ring header). */
 #define RH_HEAD 0  /* u64: next index the guest reserves */
 #define RH_TAIL 8  /* u64: next index the host reads (host-written) */
 #define RH_LOST 16 /* u64: events dropped because the ring was full */
+#define RH_GAVE_UP 24 /* u64: nonzero: a wait for room timed out (the host is gone or late): no more
+		       * waiting until the host clears it */
+#define RH_WAITS 32   /* u64: waits for room in a full ring (backpressure; each ended with room,
+		       * or timed out) */
 
 /* Record fields: 64 bytes. An entry whose event needs the argument registers takes two consecutive
  * records (reserved together): the entry with R_FLAGS bit STUB_F_ARGS, then a STUB_REC_ARGS record

@@ -55,13 +55,14 @@ if [ "$bench" -gt 0 ]; then
 	[ -n "$ftrace" ] && echo 0 > $t/tracing_on
 	echo "hvt-linux: bench end"
 	if [ -n "$ftrace" ]; then
-		n=0
+		n=0 lost=0
 		for f in $t/per_cpu/cpu*/stats; do
 			e=$(sed -n 's/^entries: //p' "$f")
 			o=$(sed -n 's/^overrun: //p' "$f")
-			n=$((n + e + o))
+			n=$((n + e + o)) lost=$((lost + o))
 		done
 		echo "hvt-linux: bench ftrace-events $n"
+		echo "hvt-linux: bench ftrace-lost $lost"
 		echo nop > $t/current_tracer
 	fi
 	poweroff -f

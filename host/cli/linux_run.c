@@ -2,6 +2,7 @@
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
 #include "host/cli/pipeline.h"
+#include "host/cli/sched_boost.h"
 #include "host/cli/text_verify.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/guardian.h"
@@ -60,6 +61,7 @@ struct linux_run {
 	bool no_trap; /* QEMU uses KVM, and INT3 does not exit on it (cmd_check_int3) */
 	uint64_t resv_gpa, resv_size; /* run --qemu: the RAM memmap= asked the kernel to reserve */
 	char resv_why[160];	      /* why the stub is not there ("" if it is) */
+	struct sched_boost boost;     /* stub probes: hvtrace's weight raised */
 };
 
 static bool signalled(struct linux_run *r)
@@ -300,6 +302,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		.no_trampoline = "no __fentry__ in the System.map",
 		.btf = r->l.btf,
 		.no_trap = r->no_trap,
+		.backpressure = !s->no_backpressure,
 	};
 	const struct vmi_site **sel = NULL;
 	size_t nr_sel = 0;
@@ -362,6 +365,14 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		return EXIT_QEMU_FAILED;
 	}
 	return pipeline_start(&r->p, EXIT_QEMU_FAILED, err, errlen);
+}
+
+/* Polled by target_qemu_run: whether the stub drain wants the VM held (backpressure). */
+static bool drain_holds(void *ctx)
+{
+	struct linux_run *r = ctx;
+
+	return stub_drain_holding(&r->p.tr.stub);
 }
 
 /* Polled by target_qemu_run: a signal, --duration, --timeout or a panic ends the traced part. */
@@ -698,10 +709,10 @@ int cmd_linux(const struct session *s)
 		goto out;
 	}
 	/* stub probes: the drain and the writer, started now, inherit this thread's nice: ahead of
-	 * the vCPUs (QEMU, started before, runs at +QEMU_STUB_NICE) and of the rest of a busy host.
-	 * Not real-time; best effort (an unprivileged hvtrace stays at its nice). */
-	if (s->probe != PROBE_TRAP && s->qemu && nice(-10) == -1 && errno)
-		errno = 0;
+	 * the vCPUs (QEMU, started before, runs at +QEMU_STUB_NICE) and of the rest of a busy host
+	 * (the autogroup's too). Not real-time; best effort. */
+	if (s->probe != PROBE_TRAP && s->qemu)
+		sched_boost_begin(&r.boost);
 	status = start_tracing(&r, &task, err, sizeof(err));
 	if (status) {
 		status = failed(&r, status, "while attaching", err);
@@ -711,7 +722,10 @@ int cmd_linux(const struct session *s)
 	guardian_stop(&r.guard);
 	guardian_start(&r.guard, guardian_takeover, &r);
 	r.detach_at = s->duration > 0 ? clock_now_s() + s->duration : 0;
+	if (r.p.tr.opts.stub_backpressure && r.p.tr.stub.nr_probes)
+		target_qemu_set_hold(&r.tq, drain_holds, &r);
 	how = target_qemu_run(&r.tq, should_stop, &r);
+	stub_drain_count_pauses(&r.p.tr.stub, r.tq.holds, r.tq.hold_ns);
 	status = finish(&r, how);
 out:
 	if (r.qc.have_gdb && !r.detached)
@@ -723,6 +737,7 @@ out:
 		status = pipeline_finish(&r.p, status, print_stats, &r);
 		pipeline_free(&r.p);
 	}
+	sched_boost_end(&r.boost);
 	if (r.have_tq)
 		target_qemu_close(&r.tq);
 	qemu_attach_close(&r.qc);

@@ -241,6 +241,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	const struct session *s = p->s;
 	struct tracer_opts opts = {
 	    .stub = g->stub,
+	    .stub_backpressure = g->stub && g->backpressure,
 	    .returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
 	    .hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
 	    .graph_filter = s->nr_graph > 0,
@@ -377,11 +378,12 @@ void pipeline_print_stub_stats(const struct pipeline *p)
 	fprintf(stderr,
 		"hvtrace: stats: stub probes %zu records %llu lost %llu guest-reported-lost %llu "
 		"rejected %llu ring %llu/cpu region %llu KiB %s host-ring-stalls %llu "
-		"cpu-from %s\n",
+		"cpu-from %s backpressure %s pauses %llu paused-us %llu guest-waits %llu wait-timeouts %llu\n",
 		st.stub_probes, st.stub_records, st.stub_lost, st.stub_guest_lost, st.stub_rejected,
 		st.stub_ring_records, st.stub_region_bytes >> 10, st.stub_region_where,
-		st.stub_host_stalls,
-		st.stub_cpu_from);
+		st.stub_host_stalls, st.stub_cpu_from,
+		st.stub_backpressure ? "on" : "off", st.stub_pauses, st.stub_paused_ns / 1000,
+		st.stub_waits, st.stub_wait_timeouts);
 }
 
 /* The README's name for exit status @status. */

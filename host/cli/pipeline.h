@@ -47,6 +47,8 @@ struct pipeline_guest {
 	const struct vmi_task_layout *task; /* where the current task is */
 	const struct vmi_symtab *funcs;	    /* for naming addresses in the output */
 	bool stub;			    /* stub probes wherever they can do the job (--probe) */
+	bool backpressure; /* stub probes: the caller holds the vCPUs while stub_drain_holding says
+			    * so (its run loop polls it) */
 	bool no_trap; /* INT3 does not exit on this host (cmd_check_int3): no trap probe at all */
 	const char *no_trampoline; /* the reason when the target has no return trampoline */
 	const struct vmi_btf *btf; /* the guest's BTF, for -e / -r typed by name (NULL: none) */

@@ -70,21 +70,57 @@ static int wait_for_end(struct vm *vm, int sfd, double deadline)
 	}
 }
 
+#define HOLD_POLL_S 0.002	/* backpressure: how often the drain is asked while the vCPUs run, */
+#define HOLD_WAIT_S 0.0002	/* and while they are held */
+
+/* Backpressure: holds every vCPU (paused, as for a patch) while the stub drain asks for it, up to
+ * @deadline (0: none). Counted in the drain's pauses. Returns -1 when the hold ended (or the vCPUs
+ * could not be paused), else as wait_for_end (a signal: the vCPUs run again first). */
+static int hold_vcpus(struct vm *vm, struct pipeline *p, int sfd, double deadline)
+{
+	struct target *tgt = p->tr.tgt;
+	uint64_t t0 = clock_now_ns();
+	int r = -1;
+
+	if (tgt->ops->pause(tgt) < 0)
+		return -1;
+	while (stub_drain_holding(&p->tr.stub) && (!deadline || clock_now_s() < deadline)) {
+		r = wait_for_end(vm, sfd, clock_now_s() + HOLD_WAIT_S);
+		if (r != -1)
+			break;
+	}
+	tgt->ops->resume(tgt);
+	stub_drain_count_pauses(&p->tr.stub, 1, clock_now_ns() - t0);
+	return r;
+}
+
 /* Runs until the guest ends, a signal or --timeout; --duration detaches the tracer on the way and lets
- * the guest go on untraced. Returns as wait_for_end. */
+ * the guest go on untraced; with stub backpressure, the vCPUs are held while the drain asks for it.
+ * Returns as wait_for_end. */
 static int supervise(struct vm *vm, struct pipeline *p, int sfd, const struct session *s)
 {
 	double start = clock_now_s();
 	double timeout_at = s->timeout > 0 ? start + s->timeout : 0;
 	double detach_at = s->duration > 0 ? start + s->duration : 0;
+	bool bp = p->tr.opts.stub_backpressure && p->tr.stub.nr_probes;
 
 	for (;;) {
-		double deadline = timeout_at;
+		double deadline = timeout_at, tick = bp ? clock_now_s() + HOLD_POLL_S : 0;
 		int r;
 
 		if (detach_at && (!deadline || detach_at < deadline))
 			deadline = detach_at;
-		r = wait_for_end(vm, sfd, deadline);
+		if (tick && (!deadline || tick < deadline)) {
+			r = wait_for_end(vm, sfd, tick);
+			if (r == -1 && stub_drain_holding(&p->tr.stub))
+				r = hold_vcpus(vm, p, sfd, deadline);
+			if (r != -1)
+				return r;
+			if (!deadline || clock_now_s() < deadline)
+				continue;
+		} else {
+			r = wait_for_end(vm, sfd, deadline);
+		}
 		if (r == -1 && detach_at && deadline == detach_at) {
 			if (pipeline_detach(p) < 0)
 				fprintf(stderr, "hvtrace: restoring the patched sites failed\n");
@@ -218,6 +254,7 @@ int cmd_run(const struct session *s)
 		.task = &g.task,
 		.funcs = &g.elf.funcs,
 		.no_trampoline = "this target has no return trampoline",
+		.backpressure = !s->no_backpressure,
 	};
 
 	pg.no_trap = no_trap;

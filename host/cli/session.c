@@ -86,6 +86,8 @@ const char session_usage[] =
 	"      --probe trap|stub|auto  trap: INT3, one VM exit per event (default); stub: CALL into\n"
 	"                           hvtrace's in-guest stub, no exit (events that read guest memory\n"
 	"                           stay trap probes); auto: stub where the target can host it\n"
+	"      --no-backpressure    stub probes: lose events when the guest's rings are full rather\n"
+	"                           than hold the vCPUs until they are drained\n"
 	"\n"
 	"Linux guests (run --qemu, attach):\n"
 	"      --qemu               launch QEMU instead of the embedded VMM\n"
@@ -207,6 +209,7 @@ enum {
 	OPT_EXPECT_CALL,
 	OPT_EXPECT_NO_CALL,
 	OPT_VERIFY_TEXT,
+	OPT_NO_BACKPRESSURE,
 	OPT_GDB_MEMORY,
 	OPT_PROBE,
 	OPT_MACHINE,
@@ -266,6 +269,7 @@ static const struct option run_opts[] = {
 	{"trigger", required_argument, NULL, OPT_TRIGGER},
 	{"tracing-off", no_argument, NULL, OPT_TRACING_OFF},
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
+	{"no-backpressure", no_argument, NULL, OPT_NO_BACKPRESSURE},
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
 	{"machine", required_argument, NULL, OPT_MACHINE},
@@ -569,6 +573,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_SUMMARY: s->summary = optarg; break;
 		case OPT_JUNIT: s->junit = optarg; break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;
+		case OPT_NO_BACKPRESSURE: s->no_backpressure = true; break;
 		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
 		case OPT_PROBE:
 			if (!strcmp(optarg, "trap"))

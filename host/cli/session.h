@@ -86,6 +86,7 @@ struct session {
 	const char *summary; /* --summary FILE: the session's JSON summary */
 	const char *junit;   /* --junit FILE: one JUnit test case per --expect-* */
 	bool verify_text; /* compare the kernel text before attach and after detach */
+	bool no_backpressure; /* stub probes: lose events rather than hold the vCPUs for the drain */
 	bool gdb_memory;  /* guest memory through the gdbstub, not the QEMU process */
 	bool record;	  /* `record`: run / attach writing trace.dat (-o, default trace.dat) */
 	const char *input; /* report -i (default trace.dat) */

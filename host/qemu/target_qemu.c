@@ -14,6 +14,8 @@
 #define KERNEL_HALF 0xffff800000000000ull
 #define PTI_USER_BIT 0x1000ull /* PTI: the user PGD is the kernel PGD + 4 KiB */
 #define POLL_MS 50
+#define HOLD_POLL_MS 2	   /* with a hold callback: how often it is asked while the VM runs */
+#define HOLD_WAIT_NS 200000 /* and while it holds the VM */
 
 static struct target_qemu *tq(struct target *t)
 {
@@ -700,15 +702,27 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 	return 0;
 }
 
+void target_qemu_set_hold(struct target_qemu *q, bool (*hold)(void *ctx), void *ctx)
+{
+	q->hold = hold;
+	q->hold_ctx = ctx;
+}
+
 enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(void *ctx), void *ctx)
 {
 	uint64_t stopped_at = 0; /* when the stop being handled was received */
+	uint64_t held_since = 0; /* when the VM was stopped for q->hold (0: it is not) */
 
 	for (;;) {
 		struct gdb_stop st;
+		bool stop = should_stop(ctx);
 		int ret;
 
-		if (should_stop(ctx)) {
+		if (held_since && (stop || !q->hold(q->hold_ctx))) {
+			q->hold_ns += clock_now_ns() - held_since;
+			held_since = 0;
+		}
+		if (stop) {
 			ret = stop_vm(q);
 			if (ret == 0)
 				return QEMU_RUN_STOP_ASKED;
@@ -716,6 +730,30 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 				return QEMU_RUN_GUEST_GONE;
 			gdb_failed(q, "stopping the VM", ret);
 			return QEMU_RUN_ERROR;
+		}
+		if (!held_since && q->hold && q->hold(q->hold_ctx)) {
+			/* the stub drain is behind: the VM waits for it (no record lost) */
+			ret = stop_vm(q);
+			if (ret == -EINTR)
+				continue; /* a signal: should_stop says so next */
+			if (ret == -ESRCH || ret == -ECONNRESET)
+				return QEMU_RUN_GUEST_GONE;
+			if (ret < 0) {
+				gdb_failed(q, "stopping the VM for the stub drain", ret);
+				return QEMU_RUN_ERROR;
+			}
+			held_since = clock_now_ns();
+			q->holds++;
+			if (stopped_at) {
+				q->held_ns += held_since - stopped_at;
+				stopped_at = 0;
+			}
+		}
+		if (held_since) {
+			struct timespec ts = {0, HOLD_WAIT_NS};
+
+			nanosleep(&ts, NULL);
+			continue;
 		}
 		if (q->stopped) {
 			ret = resume_vm(q);
@@ -730,7 +768,7 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 			if (ret < 0 && q->stopped)
 				return QEMU_RUN_GUEST_GONE;
 		}
-		ret = gdb_wait_stop(q->gdb, POLL_MS, &st);
+		ret = gdb_wait_stop(q->gdb, q->hold ? HOLD_POLL_MS : POLL_MS, &st);
 		if (ret == -ETIMEDOUT || ret == -EINTR)
 			continue; /* a stop asked: should_stop says so next */
 		if (ret == -EPROTO || ret == -ECONNABORTED) {

@@ -35,6 +35,9 @@ struct target_qemu {
 	uint64_t stops, hits; /* statistics */
 	uint64_t nop5_refused; /* NOP5 emulations refused: the guest's bytes were no NOP5 (stepped) */
 	uint64_t held_ns;      /* time the VM stood stopped at stops target_qemu_run handled */
+	bool (*hold)(void *ctx); /* target_qemu_set_hold */
+	void *hold_ctx;
+	uint64_t holds, hold_ns; /* times target_qemu_run held the VM for @hold, and how long */
 	char err[224];	      /* why target_qemu_run ended with QEMU_RUN_ERROR */
 
 	/* stub probes: where they may live (target_qemu_set_stub_area), what stub_map changed */
@@ -68,6 +71,12 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
  * (the VM is then left stopped) or the guest is gone. QEMU_RUN_ERROR when the gdbstub fails or lies
  * (a stop of a thread that is no vCPU, a reply out of shape): q->err says how. Main thread. */
 enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(void *ctx), void *ctx);
+
+/* From now on target_qemu_run polls @hold (every HOLD_POLL_MS at most, on its own thread) and keeps
+ * the VM stopped (a gdbstub stop: QEMU's virtual clock stands still too) for as long as it says so;
+ * @should_stop still ends the run at once, the VM left stopped as always. Counted in q->holds and
+ * q->hold_ns. NULL: no holds. Main thread, before target_qemu_run. */
+void target_qemu_set_hold(struct target_qemu *q, bool (*hold)(void *ctx), void *ctx);
 
 /* Lets the VM run for @ms milliseconds, then stops it again (for polling a booting guest). 0 or -errno;
  * -ESRCH when the guest is gone. */

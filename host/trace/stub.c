@@ -53,6 +53,7 @@ static int put_header(struct stub *s, const struct stub_guest *g)
 	h[H_STACK_SHIFT / 8] = g->stack_shift;
 	h[H_RET / 8] = s->ret;
 	h[H_GRAPH / 8] = g->graph;
+	h[H_WAIT_TSC / 8] = g->wait_tsc;
 	h[H_MAX_DEPTH / 8] = s->max_depth;
 	for (unsigned c = 0; g->task && g->task->valid && c < s->nr_cpus && c < VMI_MAX_CPUS; c++)
 		h[H_CUR_SLOTS / 8 + c] = g->task->current_slot[c];
@@ -343,12 +344,15 @@ void stub_unplace(struct stub *s)
 static unsigned read_window(struct stub *s, unsigned cpu, uint64_t idx, struct stub_rec *buf,
 			    unsigned max)
 {
-	uint64_t pos = idx & (s->ring_records - 1), h[3], n, first, done = idx - s->tail[cpu];
+	uint64_t pos = idx & (s->ring_records - 1), h[5], n, first, done = idx - s->tail[cpu];
 	uint64_t base = rings_gpa(s) + cpu * s->ring_records * STUB_REC_SIZE;
 
 	if (s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, cpu), h, sizeof(h)) < 0)
 		return 0;
 	s->lost[cpu] = h[RH_LOST / 8];
+	s->head[cpu] = h[RH_HEAD / 8];
+	s->gave_up[cpu] = h[RH_GAVE_UP / 8];
+	s->waits[cpu] = h[RH_WAITS / 8];
 	n = h[RH_HEAD / 8] - s->tail[cpu];
 	if (n > s->ring_records)
 		n = s->ring_records;
@@ -395,15 +399,41 @@ unsigned stub_skip_uncommitted(struct stub *s, unsigned cpu, struct stub_rec *bu
 	return 0;
 }
 
-int stub_consume(struct stub *s, unsigned cpu, unsigned n)
+uint64_t stub_backlog(const struct stub *s, unsigned cpu)
 {
-	s->tail[cpu] += n;
-	return s->tgt->ops->write_phys(s->tgt, ringhdr_gpa(s, cpu) + RH_TAIL, &s->tail[cpu], 8);
+	uint64_t n = s->head[cpu] - s->tail[cpu];
+
+	return n > s->ring_records ? s->ring_records : n;
 }
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
 	return a + b < a ? UINT64_MAX : a + b;
+}
+
+uint64_t stub_guest_waits(const struct stub *s)
+{
+	uint64_t n = 0;
+
+	for (unsigned c = 0; c < s->nr_cpus && c < STUB_MAX_CPUS; c++)
+		n = sat_add(n, s->waits[c]);
+	return n;
+}
+
+int stub_consume(struct stub *s, unsigned cpu, unsigned n)
+{
+	static const uint64_t zero;
+	int ret;
+
+	s->tail[cpu] += n;
+	ret = s->tgt->ops->write_phys(s->tgt, ringhdr_gpa(s, cpu) + RH_TAIL, &s->tail[cpu], 8);
+	if (ret == 0 && s->gave_up[cpu]) {
+		/* the host is here again: the stub may wait for room on this ring again */
+		ret = s->tgt->ops->write_phys(s->tgt, ringhdr_gpa(s, cpu) + RH_GAVE_UP, &zero, 8);
+		s->gave_up[cpu] = 0;
+		s->wait_timeouts++;
+	}
+	return ret;
 }
 
 void stub_counters(struct stub *s, struct stub_counters *out)

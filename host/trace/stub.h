@@ -34,6 +34,10 @@ struct stub {
 	uint64_t entry[8]; /* GVAs of the entry routines: [hook | 2 * arguments | 4 * graph root] */
 	uint64_t ret;	   /* GVA of the return routine */
 	uint64_t tail[STUB_MAX_CPUS]; /* next index the host reads, per CPU */
+	uint64_t head[STUB_MAX_CPUS]; /* guest-reported: the ring's head as last read (any value) */
+	uint64_t gave_up[STUB_MAX_CPUS]; /* guest-reported: its RH_GAVE_UP as last read */
+	uint64_t waits[STUB_MAX_CPUS];	 /* guest-reported: its RH_WAITS as last read */
+	uint64_t wait_timeouts; /* waits for room the host saw timed out (RH_GAVE_UP cleared) */
 	uint64_t lost[STUB_MAX_CPUS]; /* guest-reported: the guest's count of events its ring had no
 				       * room for, as last read (any value the guest wrote) */
 	uint64_t bad_cpu, no_stack;   /* guest-reported: the header's counters, as last read */
@@ -52,6 +56,8 @@ struct stub_guest {
 			       * (0: STUB_RING_RECORDS_DEFAULT) */
 	bool exact;	      /* fewer than that is an error (else: as many as fit) */
 	bool graph;	      /* set_graph_function: only calls below a root are traced */
+	uint64_t wait_tsc;    /* backpressure: TSC ticks the stub waits for room in a full ring
+			       * before it counts the event lost (0: it never waits) */
 };
 
 /* Records per CPU ring for @want records asked for (0: the default): the next power of two within
@@ -107,7 +113,17 @@ unsigned stub_read(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned 
  * record after it is). Only the drain thread. */
 unsigned stub_skip_uncommitted(struct stub *s, unsigned cpu, struct stub_rec *buf, unsigned max);
 
-/* Hands @n records of CPU @cpu back to the guest. 0 or -EFAULT. Only the drain thread. */
+/* Records CPU @cpu's ring held beyond the host's tail at the last read of its header, as the
+ * guest says (a lie is bounded to the ring's size). Only the drain thread. */
+uint64_t stub_backlog(const struct stub *s, unsigned cpu);
+
+/* Waits for room in a full ring the guest reports in all (backpressure; any value it wrote,
+ * saturating). Only the drain thread, or once it stopped. */
+uint64_t stub_guest_waits(const struct stub *s);
+
+/* Hands @n records of CPU @cpu back to the guest, and lets its stub wait for room again if a wait
+ * had timed out (RH_GAVE_UP cleared, counted in wait_timeouts). 0 or -EFAULT. Only the drain
+ * thread. */
 int stub_consume(struct stub *s, unsigned cpu, unsigned n);
 
 /* Events the guest says it could not record (full rings, CPU numbers out of range, returns not

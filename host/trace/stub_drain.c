@@ -14,13 +14,23 @@
 
 #define DRAIN_BATCH	    1024
 #define DRAIN_IDLE_US	    200	       /* the final drain, waiting for the writer */
-#define DRAIN_SLEEP_MIN_NS  100000ull  /* the drain sleeps after every pass: at least this, */
-#define DRAIN_SLEEP_IDLE_NS 20000000ull /* at most this while nothing comes, */
+#define DRAIN_SLEEP_MIN_NS  STUB_DRAIN_SLEEP_MIN_NS /* the drain sleeps after every pass: at least
+						     * this, */
+#define DRAIN_SLEEP_IDLE_NS STUB_DRAIN_SLEEP_MAX_NS /* at most this, also while nothing comes
+						     * (a TCG vCPU fills a 65536-record ring in
+						     * ~35 ms: a wake-up 15 times late loses
+						     * nothing), */
 #define DRAIN_SLEEP_COLD_NS 1000000ull	/* or this before the first record, */
+#define DRAIN_HOLD_NS	    200000ull	/* while the vCPUs are held: the writer makes room */
 #define DRAIN_FILL_DIV                                                                             \
 	4 /* and at most what fills 1/4 of a ring at the peak rate:                                \
 	   * a wake-up that comes late by 3 times its sleep loses                                  \
 	   * nothing */
+/* Backpressure in the guest: a stub that finds its ring full waits up to this long for the drain
+ * (measured: a drain at nice -10 on a busy 2-CPU host woke up to ~150 ms late), then gives up on
+ * waiting until the drain comes again. */
+#define DRAIN_GUEST_WAIT_MS  250ull
+#define DRAIN_TSC_KHZ_GUESS  3000000ull /* a TSC rate when none is known */
 #define DRAIN_NICE	    -10
 #define DRAIN_SLICE_NS	    100000ull /* EEVDF slice asked for without real-time priority */
 
@@ -49,6 +59,7 @@ bool stub_drain_capable(const struct probe *p)
 void stub_drain_init(struct stub_drain *d)
 {
 	memset(d, 0, sizeof(*d));
+	atomic_store(&d->hold, false);
 	atomic_store(&d->horizon, UINT64_MAX);
 }
 
@@ -235,16 +246,18 @@ static void note_guest_lost(struct stub_drain *d, unsigned c)
 }
 
 /* Drains what the guest has committed, as far as the host rings have room; *@more says whether some
- * records had to stay in a guest ring. @final: no vCPU can commit a record any more, so nothing is
+ * records had to stay in a guest ring, *@stalled how many at most a guest ring still holds that a
+ * full host ring kept there (0: none did). @final: no vCPU can commit a record any more, so nothing is
  * waited for: an entry's missing registers, a record reserved but never committed (skipped, and
  * counted lost). Returns how many records were taken. */
 static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct task_cache *tc,
-			   uint8_t *scratch, bool final, bool *more)
+			   uint8_t *scratch, bool final, bool *more, uint64_t *stalled)
 {
 	uint64_t now = clock_now_ns(), pending = UINT64_MAX, h;
 	unsigned total = 0;
 
 	*more = false;
+	*stalled = 0;
 	if (now - tc->filled_at > TASK_CACHE_NS) {
 		memset(tc->ptr, 0, sizeof(tc->ptr));
 		tc->filled_at = now;
@@ -301,10 +314,11 @@ static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct ta
 			if (k < n) {
 				/* the writer first: nothing of this CPU from here on is in a host
 				 * ring */
-				uint64_t ts = tsc_to_ts(d, buf[k].tsc);
+				uint64_t ts = tsc_to_ts(d, buf[k].tsc), left = stub_backlog(&d->stub, c);
 
 				pending = ts < pending ? ts : pending;
 				*more = true;
+				*stalled = left > *stalled ? left : *stalled;
 				break;
 			}
 			if (n < DRAIN_BATCH)
@@ -343,9 +357,11 @@ static void discard_rest(struct stub_drain *d, struct stub_rec *buf)
  * long enough that about 1/DRAIN_FILL_DIV of a ring has come in at the rate just seen, doubling
  * while nothing comes, never so long that 1/DRAIN_FILL_DIV of a ring (@ring records per CPU) fills
  * at the session's peak rate (@peak, records per ms, every record counted as if on one CPU), and
- * never less than DRAIN_SLEEP_MIN_NS: the drain never spins, whatever its priority. Pure. */
-static uint64_t drain_sleep_ns(uint64_t taken, uint64_t cycle_ns, uint64_t ring, uint64_t peak,
-			       uint64_t prev)
+ * never less than DRAIN_SLEEP_MIN_NS: the drain never spins, whatever its priority. Nor more than
+ * DRAIN_SLEEP_IDLE_NS: measured, a drain thread at nice -10 next to busy vCPU threads on a 2-CPU host
+ * can wake 60 ms late, which a longer sleep turns into lost records. */
+uint64_t stub_drain_sleep_ns(uint64_t taken, uint64_t cycle_ns, uint64_t ring, uint64_t peak,
+			     uint64_t prev)
 {
 	uint64_t want = ring / DRAIN_FILL_DIV, bound = DRAIN_SLEEP_COLD_NS, ns;
 
@@ -360,6 +376,11 @@ static uint64_t drain_sleep_ns(uint64_t taken, uint64_t cycle_ns, uint64_t ring,
 	if (ns > bound)
 		ns = bound;
 	return ns < DRAIN_SLEEP_MIN_NS ? DRAIN_SLEEP_MIN_NS : ns;
+}
+
+bool stub_drain_hold_next(bool held, uint64_t fill, uint64_t ring)
+{
+	return fill >= STUB_HOLD_HIGH(ring) || (held && fill > STUB_HOLD_LOW(ring));
 }
 
 /* No real-time priority: the rings are large enough (the default holds 65536 records per CPU) that
@@ -390,7 +411,7 @@ static void *drain_thread(void *arg)
 	struct stub_rec *buf = malloc(DRAIN_BATCH * sizeof(*buf));
 	struct task_cache *tc = calloc(1, sizeof(*tc));
 	uint8_t *scratch = malloc(d->c.max_payload + 1);
-	uint64_t ring = d->stub.ring_records, peak = 0, nap = 0, last = clock_now_ns();
+	uint64_t ring = d->stub.ring_records, peak = 0, nap = 0, last = clock_now_ns(), stalled;
 	bool more;
 	unsigned idle = 0;
 
@@ -400,22 +421,26 @@ static void *drain_thread(void *arg)
 	}
 	drain_priority();
 	while (!atomic_load(&d->stop)) {
-		uint64_t taken = drain_pass(d, buf, tc, scratch, false, &more);
+		uint64_t taken = drain_pass(d, buf, tc, scratch, false, &more, &stalled);
 		uint64_t now = clock_now_ns(), cycle = now > last ? now - last : 1;
+		bool hold = d->c.backpressure &&
+			    stub_drain_hold_next(stub_drain_holding(d), stalled, ring);
 
+		atomic_store_explicit(&d->hold, hold, memory_order_relaxed);
 		last = now;
 		if (taken && taken * 1000000ull / cycle > peak)
 			peak = taken * 1000000ull / cycle;
-		nap = drain_sleep_ns(taken, cycle, ring, peak, taken ? 0 : nap);
-		sleep_ns(nap);
+		nap = stub_drain_sleep_ns(taken, cycle, ring, peak, taken ? 0 : nap);
+		sleep_ns(hold && nap > DRAIN_HOLD_NS ? DRAIN_HOLD_NS : nap);
 	}
+	atomic_store(&d->hold, false); /* stopping: the owner must be free to stop the target */
 	/* One ordinary pass first, as if the last sleep had ended now: the guest's lost counts as they
 	 * stand are noted ahead of the records the final passes skip (one lost mark, not two) */
-	drain_pass(d, buf, tc, scratch, false, &more);
+	drain_pass(d, buf, tc, scratch, false, &more, &stalled);
 	/* the rest, while the writer makes room (it runs until after the detach); no vCPU can
 	 * commit a record now */
 	for (;;) {
-		if (drain_pass(d, buf, tc, scratch, true, &more))
+		if (drain_pass(d, buf, tc, scratch, true, &more, &stalled))
 			idle = 0;
 		else if (!more)
 			break;
@@ -492,14 +517,17 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	}
 	if (!d->nr_probes)
 		return 0;
-	ret = stub_place(&d->stub, tgt, cfg->nr_cpus, returns, &g, lo, hi, err, errlen);
-	if (ret < 0)
-		return ret;
+	d->clock_anchored = false;
 	if (tgt->ops->tsc_sync && tgt->ops->tsc_sync(tgt, &d->tsc_ref, &d->ns_ref, &d->tsc_khz) == 0 &&
 	    d->tsc_khz)
 		d->clock_anchored = true;
 	else
 		d->tsc_khz = clock_host_tsc_khz(); /* QEMU: TCG's TSC is the host's */
+	if (cfg->backpressure)
+		g.wait_tsc = (d->tsc_khz ? d->tsc_khz : DRAIN_TSC_KHZ_GUESS) * DRAIN_GUEST_WAIT_MS;
+	ret = stub_place(&d->stub, tgt, cfg->nr_cpus, returns, &g, lo, hi, err, errlen);
+	if (ret < 0)
+		return ret;
 	for (size_t i = 0; i < cfg->probes->nr; i++) {
 		struct probe *p = &cfg->probes->v[i];
 
@@ -520,6 +548,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 		p->patched = true;
 	}
 	atomic_store(&d->stop, 0);
+	atomic_store(&d->hold, false);
 	atomic_store(&d->horizon, 0);
 	ret = pthread_create(&d->thread, NULL, drain_thread, d);
 	if (ret) {
@@ -587,6 +616,12 @@ void stub_drain_forget_thread(struct stub_drain *d)
 	d->running = false;
 }
 
+void stub_drain_count_pauses(struct stub_drain *d, uint64_t n, uint64_t ns)
+{
+	d->pauses += n;
+	d->paused_ns += ns;
+}
+
 unsigned long long stub_drain_stalls(const struct stub_drain *d)
 {
 	unsigned long long n = 0;
@@ -624,7 +659,8 @@ int stub_drain_detach(struct stub_drain *d)
 		tgt->ops->pause(tgt);
 	}
 	if (cpu_inside(d)) {
-		/* cannot happen: the stub has no loop but the shadow-stack lock; leave it in place
+		/* cannot happen: the stub loops only on the shadow-stack lock and, bounded, waiting
+		 * for room in a full ring (which the drain, still running, makes); leave it in place
 		 */
 		fprintf(stderr, "hvtrace: a vCPU stays inside the stub (or in an interrupt that may "
 				"return into it): it is left mapped\n");

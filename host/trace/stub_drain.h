@@ -35,6 +35,8 @@ struct stub_drain_cfg {
 	uint64_t t0;	      /* host CLOCK_MONOTONIC ns that record timestamps count from */
 	const struct rec_filter *keep; /* records it rejects are dropped, counted in `filtered` */
 	const struct tracing_state *tracing; /* records made while tracing was off are dropped */
+	bool backpressure; /* ask for the vCPUs to be held (stub_drain_holding) while a guest ring
+			    * is too full for the drain to keep up, rather than lose records */
 };
 
 struct stub_drain {
@@ -57,7 +59,30 @@ struct stub_drain {
 	_Atomic uint64_t filtered; /* records cfg.keep rejected (-P, --comm, --cpu) */
 	uint64_t guest_seen[STUB_MAX_CPUS]; /* each guest ring's lost count already marked in the
 					     * stream (HVT_REC_LOST) */
+	atomic_bool hold;   /* backpressure: the drain wants the vCPUs held (stub_drain_holding) */
+	uint64_t pauses;    /* backpressure: times the owner held the vCPUs for the drain, */
+	uint64_t paused_ns; /* and for how long in all (stub_drain_count_pauses) */
 };
+
+/* Backpressure watermarks, in records of one guest ring of @ring records: the vCPUs are held
+ * once a ring still holds STUB_HOLD_HIGH(ring) records after a drain pass (the host rings are
+ * full: the writer is behind), and let go once every ring is at STUB_HOLD_LOW(ring) or below. */
+#define STUB_HOLD_HIGH(ring) ((ring) / 4)
+#define STUB_HOLD_LOW(ring)  ((ring) / 16)
+
+/* Whether the vCPUs should be held after a drain pass that left at most @fill records in any
+ * guest ring of @ring records, given whether they are held now (@held): hysteresis between the
+ * watermarks above. Pure. */
+bool stub_drain_hold_next(bool held, uint64_t fill, uint64_t ring);
+
+/* How long the drain sleeps after a pass that took @taken records @cycle_ns after the one before,
+ * given the session's peak rate @peak (records per ms), rings of @ring records and the last sleep
+ * @prev (0: the pass took records): see stub_drain.c. Never below STUB_DRAIN_SLEEP_MIN_NS nor above
+ * STUB_DRAIN_SLEEP_MAX_NS. Pure. */
+#define STUB_DRAIN_SLEEP_MIN_NS 100000ull
+#define STUB_DRAIN_SLEEP_MAX_NS 2000000ull
+uint64_t stub_drain_sleep_ns(uint64_t taken, uint64_t cycle_ns, uint64_t ring, uint64_t peak,
+			     uint64_t prev);
 
 /* Whether probe @p can be a stub probe: events reading guest memory, and typed returns whose fields
  * are more than RAX itself (strings, dereferences, members), need trap probes. Pure. */
@@ -90,6 +115,17 @@ static inline uint64_t stub_drain_horizon(struct stub_drain *d)
 {
 	return atomic_load(&d->horizon);
 }
+
+/* Whether the drain asks for the vCPUs to be held now (backpressure; always false without it or
+ * once the drain is stopping). The owner polls it from the thread that runs the target and
+ * pauses/resumes the vCPUs accordingly. Any thread. */
+static inline bool stub_drain_holding(struct stub_drain *d)
+{
+	return atomic_load_explicit(&d->hold, memory_order_relaxed);
+}
+
+/* The owner held the vCPUs @n more times, @ns in all. Owner's thread. */
+void stub_drain_count_pauses(struct stub_drain *d, uint64_t n, uint64_t ns);
 
 /* Host-ring stalls of the drain (records that had to wait in a guest ring). After it stopped. */
 unsigned long long stub_drain_stalls(const struct stub_drain *d);

@@ -163,6 +163,7 @@ static int attach_stubs(struct tracer *t, char *err, size_t errlen)
 		.exact_records = t->opts.ring_exact,
 		.max_payload = t->max_payload,
 		.t0 = t->t0,
+		.backpressure = t->opts.stub_backpressure,
 	};
 	int ret = t->tgt->ops->pause(t->tgt);
 
@@ -812,6 +813,11 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 		.stub_region_where = t->stub.stub.reg.where ? t->stub.stub.reg.where : "-",
 		.stub_cpu_from = t->stub.stub.cpu_from ? t->stub.stub.cpu_from : "-",
 		.stub_host_stalls = stub_drain_stalls(&t->stub),
+		.stub_pauses = t->stub.pauses,
+		.stub_wait_timeouts = t->stub.stub.wait_timeouts,
+		.stub_waits = stub_guest_waits(&t->stub.stub),
+		.stub_paused_ns = t->stub.paused_ns,
+		.stub_backpressure = t->opts.stub_backpressure,
 		.stub_mapped = t->stub.stub.placed,
 		.filtered = atomic_load(&t->filtered) + atomic_load(&t->stub.filtered),
 	};

@@ -29,6 +29,8 @@ struct tracer_opts {
 	uint64_t ring_records; /* per vCPU */
 	bool ring_exact;       /* stub probes: guest rings smaller than that are an error */
 	bool stub; /* stub probes wherever they can do the job (tracer_init says which cannot) */
+	bool stub_backpressure; /* stub probes: the drain may ask for the vCPUs to be held rather
+				 * than lose records (the target's owner polls stub_drain_holding) */
 	const struct rec_filter *keep; /* -P, --comm, --cpu: records it rejects are dropped (and
 					* counted); NULL keeps all. Borrowed, outlives the tracer */
 	bool tracing_off;	   /* --tracing-off: start with tracing off (a traceon trigger starts it) */
@@ -101,6 +103,10 @@ struct tracer_stats {
 	unsigned long long stub_guest_lost; /* guest-reported: what the stub's counters say */
 	unsigned long long stub_rejected;   /* forged records dropped */
 	unsigned long long stub_host_stalls;
+	unsigned long long stub_pauses, stub_paused_ns; /* backpressure: vCPUs held for the drain */
+	unsigned long long stub_waits;	       /* backpressure: the stub's waits for room (guest's) */
+	unsigned long long stub_wait_timeouts; /* ... of which the host saw this many time out */
+	bool stub_backpressure;
 	bool stub_mapped; /* the stub is still in guest memory */
 	unsigned long long filtered; /* records -P, --comm, --cpu dropped (trap and stub paths) */
 };

@@ -13,7 +13,8 @@ few=vfs_read,vfs_write,do_sys_openat2,vfs_open
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# one NAME APPEND [hvtrace options...]: sets $window (seconds) and $events (guest ftrace events or 0)
+# one NAME APPEND [hvtrace options...]: sets $window (seconds), $events (guest ftrace events or 0) and
+# $flost (events the guest's ftrace overwrote: its buffers' overrun)
 one() {
 	local name=$1 append=$2 con=$work/$1.con pid t0 t1
 	shift 2
@@ -40,6 +41,8 @@ one() {
 	window=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 	events=$(sed -n 's/.*bench ftrace-events \([0-9]*\).*/\1/p' "$con")
 	events=${events:-0}
+	flost=$(sed -n 's/.*bench ftrace-lost \([0-9]*\).*/\1/p' "$con")
+	flost=${flost:-0}
 }
 
 l_few=()
@@ -53,13 +56,15 @@ for _ in $(seq "${BENCH_REPEAT:-2}"); do
 	one base "" -p nop
 	t_base=$(min "$t_base" "$window")
 	one ftrace_all "hvt.ftrace=all" -p nop
-	t_ftrace_all=$(min "$t_ftrace_all" "$window") e_all=$events
+	t_ftrace_all=$(min "$t_ftrace_all" "$window") e_all=$events f_all=$flost
 	one stub_all "" -p function --probe stub
 	t_stub_all=$(min "$t_stub_all" "$window")
 done
 stub_probes=$(sed -n 's/.*stats: stub probes \([0-9]*\) .*/\1/p' "$work/stub_all.err")
-stub_lost=$(sed -n 's/.*stats: stub probes .* guest-reported-lost \([0-9]*\) .*/\1/p' \
-	"$work/stub_all.err")
+# stub probes: lost = what the host knows lost + what the guest counted; backpressure's VM holds
+sfield() { sed -n "s/.*stats: stub probes .* $1 \([0-9]*\).*/\1/p" "$work/stub_all.err"; }
+stub_lost=$(($(sfield lost) + $(sfield guest-reported-lost)))
+stub_pauses=$(sfield pauses) stub_paused=$(sfield paused-us)
 # trap probes cost milliseconds each through the gdbstub: a few functions only
 one ftrace_few "hvt.ftrace=$few" -p nop
 e_few=$events
@@ -70,13 +75,14 @@ trap_held=$(sed -n 's/.* held-us \([0-9]*\).*/\1/p' "$work/trap_few.err")
 
 awk -v r="$rounds" -v b="$t_base" -v tf="$t_trap_few" -v fa="$t_ftrace_all" -v sa="$t_stub_all" \
 	-v ef="$e_few" -v ea="$e_all" -v np="$stub_probes" -v lost="$stub_lost" -v few="$few" \
+	-v flost="$f_all" -v sp="$stub_pauses" -v spu="$stub_paused" \
 	-v ts="${trap_stops:-0}" -v th="${trap_held:-0}" 'BEGIN {
 	printf "hvtrace bench (Linux guest, QEMU TCG): %d rounds of the file workload, window timed on the host\n", r
 	printf "  untraced window: %.3f s\n", b
 	printf "  every traceable function (%d stub probes; %d calls in the window, counted by the guest'"'"'s ftrace):\n", np, ea
 	ca = (fa - b) / ea; cs = (sa - b) / ea
-	printf "    guest ftrace function tracer %8.3f s  %9.3f us/event  %9.0f events/s\n", fa, 1e6 * ca, ea / fa
-	printf "    hvtrace stub probes          %8.3f s  %9.3f us/event  %9.0f events/s  (lost %d)\n", sa, 1e6 * cs, ea / sa, lost
+	printf "    guest ftrace function tracer %8.3f s  %9.3f us/event  %9.0f events/s  lost %d (overrun, 4096 KB/cpu)\n", fa, 1e6 * ca, ea / fa, flost
+	printf "    hvtrace stub probes          %8.3f s  %9.3f us/event  %9.0f events/s  lost %d (backpressure: %d pauses, %.3f s)\n", sa, 1e6 * cs, ea / sa, lost, sp, spu / 1e6
 	printf "    ratio stub / guest ftrace (per event): %.2f\n", cs / ca
 	ct = (tf - b) / ef
 	printf "  trap probes on %s (%d calls in the window):\n", few, ef
@@ -86,10 +92,10 @@ awk -v r="$rounds" -v b="$t_base" -v tf="$t_trap_few" -v fa="$t_ftrace_all" -v s
 	printf "    ratio trap / stub (per event): %.0f   trap / guest ftrace: %.0f\n", ct / cs, ct / ca
 }'
 
-# Lossless recording (issue 12): the whole session (boot to power-off) with every traceable function
-# stub-probed at the default buffers, once as text to /dev/null and once as trace.dat (`record`),
-# side by side: records taken, lost (host + guest-reported), host-ring stalls, records per second of
-# session wall time.
+# Lossless recording (issues 12, 13): the whole session (boot to power-off) with every traceable
+# function stub-probed at the default buffers, as text to /dev/null and as trace.dat (`record`), both
+# with backpressure (the default), and as text with --no-backpressure, side by side: records taken,
+# lost (host + guest-reported), host-ring stalls, VM holds, records per second of session wall time.
 whole() {
 	local name=$1 t0 t1
 	shift
@@ -103,17 +109,24 @@ whole() {
 }
 whole text ./hvtrace run -o /dev/null
 t_text=$secs l_text=$line
+whole lossy ./hvtrace run -o /dev/null --no-backpressure
+t_lossy=$secs l_lossy=$line
 whole record ./hvtrace record -o "$work/all.dat"
 t_rec=$secs l_rec=$line
 dat_bytes=$(stat -c %s "$work/all.dat")
 field() { sed -n "s/.* $2 \([0-9]*\).*/\1/p" <<<"$1"; }
-awk -v tt="$t_text" -v tr="$t_rec" -v bytes="$dat_bytes" \
+awk -v tt="$t_text" -v tr="$t_rec" -v tl="$t_lossy" -v bytes="$dat_bytes" \
+	-v pt="$(field "$l_text" pauses)" -v ut="$(field "$l_text" paused-us)" \
+	-v pr="$(field "$l_rec" pauses)" -v ur="$(field "$l_rec" paused-us)" \
+	-v rl="$(field "$l_lossy" records)" -v ll="$(field "$l_lossy" lost)" \
+	-v gl="$(field "$l_lossy" guest-reported-lost)" -v sl="$(field "$l_lossy" host-ring-stalls)" \
 	-v rt="$(field "$l_text" records)" -v lt="$(field "$l_text" lost)" \
 	-v gt="$(field "$l_text" guest-reported-lost)" -v st="$(field "$l_text" host-ring-stalls)" \
 	-v rr="$(field "$l_rec" records)" -v lr="$(field "$l_rec" lost)" \
 	-v gr="$(field "$l_rec" guest-reported-lost)" -v sr="$(field "$l_rec" host-ring-stalls)" 'BEGIN {
 	printf "  whole session, every traceable function, stub probes, default buffers:\n"
-	printf "    run -o /dev/null (text)   %8.3f s  %9d records  %9.0f records/s  lost %d + guest-reported %d (%.3f%%)  host-ring stalls %d\n", tt, rt, rt / tt, lt, gt, 100 * (lt + gt) / (rt + lt + gt), st
-	printf "    record -o trace.dat       %8.3f s  %9d records  %9.0f records/s  lost %d + guest-reported %d (%.3f%%)  host-ring stalls %d  (%.0f MB)\n", tr, rr, rr / tr, lr, gr, 100 * (lr + gr) / (rr + lr + gr), sr, bytes / 1e6
+	printf "    run -o /dev/null (text)   %8.3f s  %9d records  %9.0f records/s  lost %d + guest-reported %d (%.3f%%)  host-ring stalls %d  pauses %d (%.3f s)\n", tt, rt, rt / tt, lt, gt, 100 * (lt + gt) / (rt + lt + gt), st, pt, ut / 1e6
+	printf "    record -o trace.dat       %8.3f s  %9d records  %9.0f records/s  lost %d + guest-reported %d (%.3f%%)  host-ring stalls %d  pauses %d (%.3f s)  (%.0f MB)\n", tr, rr, rr / tr, lr, gr, 100 * (lr + gr) / (rr + lr + gr), sr, pr, ur / 1e6, bytes / 1e6
+	printf "    run, --no-backpressure    %8.3f s  %9d records  %9.0f records/s  lost %d + guest-reported %d (%.3f%%)  host-ring stalls %d\n", tl, rl, rl / tl, ll, gl, 100 * (ll + gl) / (rl + ll + gl), sl
 	printf "    ratio record / text (records/s): %.2f\n", (rr / tr) / (rt / tt)
 }'

@@ -193,7 +193,7 @@ static void stub_without_guest_cpu_number(const char *smp, unsigned nr_cpus)
 	struct hv_result r, trap;
 	const char *stub[] = {"run", "--probe", "stub", "--stats", "--smp", smp, hv_guest("bare"), NULL};
 	const char *traps[] = {"run", "--probe", "trap", "--stats", "--smp", smp, hv_guest("bare"), NULL};
-	const char *from = kvm_offers_rdtscp() ? " cpu-from rdtscp\n" : " cpu-from cpuid\n";
+	const char *from = kvm_offers_rdtscp() ? " cpu-from rdtscp " : " cpu-from cpuid ";
 	long total = 0;
 
 	hv_run(&r, stub, 0, 0);
