@@ -44,8 +44,22 @@ static int setup_cpuid(struct vm *vm, struct vcpu *c, bool *rdtscp)
 	if (!cpuid)
 		return -ENOMEM;
 	cpuid->nent = n;
-	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cpuid) < 0 ||
-	    ioctl(c->fd, KVM_SET_CPUID2, cpuid) < 0)
+	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cpuid) < 0) {
+		free(cpuid);
+		return -errno;
+	}
+	/* the initial APIC ID (leaf 1 EBX[31:24], leaf 0xb EDX) is the vCPU's, as its local APIC's */
+	for (unsigned i = 0; i < cpuid->nent; i++) {
+		struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
+
+		if (e->function == 1) {
+			e->ebx = (e->ebx & 0x00ffffff) | c->index << 24;
+			e->ecx |= 1u << 31; /* a hypervisor: Linux looks for KVM's leaves (kvm-clock) */
+		} else if (e->function == 0xb || e->function == 0x1f) {
+			e->edx = c->index;
+		}
+	}
+	if (ioctl(c->fd, KVM_SET_CPUID2, cpuid) < 0)
 		ret = -errno;
 	for (unsigned i = 0; !ret && i < cpuid->nent; i++)
 		if (cpuid->entries[i].function == 0x80000001)
@@ -150,6 +164,9 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->cond, NULL);
 	pthread_mutex_init(&vm->console_lock, NULL);
+	pthread_mutex_init(&vm->uart_lock, NULL);
+	uart_init(&vm->uart);
+	vm->linux_pc = cfg->linux_pc;
 	vm->console = cfg->console;
 	vm->nr_vcpus = cfg->smp;
 	vm->ram_size = (uint64_t)cfg->mem_mb << 20;
@@ -206,6 +223,23 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	vm->cr3_boot = pt_gpa;
 	vm->gdt_gpa = gdt_gpa;
 
+	if (vm->linux_pc) {
+		/* the PC's interrupt controllers and timer, in the kernel: before the first vCPU */
+		struct kvm_pit_config pit = {.flags = 0};
+
+		if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, 0xfffbd000ul) < 0) {
+			ret = fail(err, errlen, errno, "KVM_SET_TSS_ADDR");
+			goto out;
+		}
+		if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
+			ret = fail(err, errlen, errno, "KVM_CREATE_IRQCHIP");
+			goto out;
+		}
+		if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
+			ret = fail(err, errlen, errno, "KVM_CREATE_PIT2");
+			goto out;
+		}
+	}
 	ret = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if (ret < 0) {
 		ret = fail(err, errlen, errno, "KVM_GET_VCPU_MMAP_SIZE");
@@ -241,7 +275,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 			goto out;
 		}
 		tsc_aux = tsc_aux && rdtscp && set_tsc_aux(c);
-		ret = enable_sw_breakpoints(c);
+		ret = vm->linux_pc ? 0 : enable_sw_breakpoints(c);
 		if (ret < 0) {
 			ret = fail(err, errlen, -ret, "KVM_SET_GUEST_DEBUG");
 			goto out;
@@ -289,6 +323,17 @@ int vm_boot_at(struct vm *vm, uint64_t entry, char *err, size_t errlen)
 
 		if (ret < 0)
 			return fail(err, errlen, -ret, "setting vCPU registers");
+	}
+	return 0;
+}
+
+int vm_check_linux_host(char *err, size_t errlen)
+{
+	if (access("/sys/module/kvm_pvm", F_OK) == 0) {
+		snprintf(err, errlen,
+			 "/dev/kvm is PVM (kvm_pvm): this host cannot boot a stock Linux kernel in the "
+			 "embedded VMM (use run --qemu, or real KVM)");
+		return -ENOTSUP;
 	}
 	return 0;
 }
