@@ -294,6 +294,12 @@ static void *vcpu_thread(void *arg)
 		if (ioctl(c->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				__atomic_store_n(&run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+				/* a kicked Linux vCPU may not have exited for long: where it is now */
+				if (vm->linux_pc && (run->s.regs.sregs.cr0 & X86_CR0_PG)) {
+					c->cr3 = run->s.regs.sregs.cr3;
+					c->la57 = run->s.regs.sregs.cr4 & X86_CR4_LA57;
+					x86_tlb_invalidate(&c->tlb);
+				}
 				continue;
 			}
 			end_vm(vm, VM_END_ERROR, 0, "cpu%u: KVM_RUN: %s", c->index,

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #define VM_MAX_VCPUS 64
+#define VM_STUB_PDES 8 /* a Linux guest's stub region: at most this many 2 MiB pages */
 #define VM_STACK_SHIFT 16 /* boot contract: guest stacks are 64 KiB-aligned 64 KiB regions */
 #define VM_STACK_SIZE (1 << VM_STACK_SHIFT)
 #define VM_PORT_DEBUGCON 0xe9
@@ -103,6 +104,11 @@ struct vm {
 	bool linux_pc;
 	struct uart8250 uart; /* linux_pc: COM1, under uart_lock */
 	pthread_mutex_t uart_lock;
+	/* linux_pc stub probes (target_kvm_linux_init): the kernel page tables captured at stub_map,
+	 * the 2 MiB-aligned kernel address the stub is mapped at, the page-directory entries used
+	 * and what they held */
+	uint64_t kcr3, stub_va, pde_gpa[VM_STUB_PDES], pde_old[VM_STUB_PDES];
+	unsigned nr_pde;
 	int event_fd; /* readable once the VM has ended */
 };
 
