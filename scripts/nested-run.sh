@@ -3,7 +3,7 @@
 # boots under QEMU TCG with an SVM CPU model (-cpu EPYC) as L1, loads kvm + kvm_amd and runs COMMAND
 # there in / with ./hvtrace, build/guest/* and build/tests/kvm/* at the same relative paths (packed
 # into L1's initramfs; nothing is copied back). INT3 does not exit in that L1 (QEMU 7.2 TCG), so only
-# stub probes trace there. Usage: scripts/nested-run.sh 'COMMAND ...'. L1's console goes to stdout;
+# stub probes trace there (NESTED_QEMU=1 packs QEMU as well). Usage: scripts/nested-run.sh 'COMMAND ...'. L1's console goes to stdout;
 # exits with COMMAND's status, or 125 when L1 did not report one (panic, hang: NESTED_TIMEOUT seconds,
 # default 900).
 set -euo pipefail
@@ -29,6 +29,14 @@ done
 cp ./hvtrace "$root/"
 cp "$build"/guest/* "$root/build/guest/" 2>/dev/null || true
 bins=(./hvtrace)
+# NESTED_QEMU=1: QEMU too (as /bin/qemu-system-x86_64, its firmware in /usr/share), to compare
+if [ -n "${NESTED_QEMU:-}" ]; then
+	q=$(command -v qemu-system-x86_64)
+	cp "$q" "$root/bin/"
+	bins+=("$q")
+	mkdir -p "$root/usr/share"
+	cp -rL /usr/share/qemu /usr/share/seabios "$root/usr/share/" 2>/dev/null || true
+fi
 for t in "$build"/tests/kvm/test_*; do
 	[ -x "$t" ] && [ -f "$t" ] && { cp "$t" "$root/build/tests/kvm/"; bins+=("$t"); }
 done

@@ -14,6 +14,7 @@
 
 const char session_usage[] =
 	"usage: hvtrace run [options] GUEST.elf      boot GUEST in the embedded VMM and trace it\n"
+	"       hvtrace run --kernel FILE [options]  boot a Linux bzImage in the embedded VMM (real KVM)\n"
 	"       hvtrace run --qemu --kernel FILE [options]\n"
 	"                                            launch QEMU with a Linux kernel and trace it\n"
 	"       hvtrace attach [-c URI] NAME | --qmp SOCKET | --pid PID [options]\n"
