@@ -331,6 +331,11 @@ int cmd_run_kernel(const struct session *s)
 	}
 	vcpu_join_all(&vm);
 	status = run_end_status(&vm, sig, s);
+	if (!status && !r.have_p && s->nr_expects) {
+		/* a guest that ended before it could be traced met no expectation */
+		cmd_error("--expect-*: the guest ended before its kernel could be traced");
+		status = EXIT_EXPECT;
+	}
 out:
 	if (r.have_p && !detached)
 		pipeline_detach(&r.p);
