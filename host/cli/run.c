@@ -1,4 +1,5 @@
 #include "host/cli/run.h"
+#include "host/cli/kvm_linux_run.h"
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
 #include "host/cli/pipeline.h"
@@ -94,15 +95,12 @@ static int hold_vcpus(struct vm *vm, struct pipeline *p, int sfd, double deadlin
 	return r;
 }
 
-/* Runs until the guest ends, a signal or --timeout; --duration detaches the tracer on the way and lets
- * the guest go on untraced; with stub backpressure, the vCPUs are held while the drain asks for it.
- * Returns as wait_for_end. */
-static int supervise(struct vm *vm, struct pipeline *p, int sfd, const struct session *s)
+int run_supervise(struct vm *vm, struct pipeline *p, int sfd, const struct session *s)
 {
 	double start = clock_now_s();
 	double timeout_at = s->timeout > 0 ? start + s->timeout : 0;
 	double detach_at = s->duration > 0 ? start + s->duration : 0;
-	bool bp = p->tr.opts.stub_backpressure && p->tr.stub.nr_probes;
+	bool bp = p && p->tr.opts.stub_backpressure && p->tr.stub.nr_probes;
 
 	for (;;) {
 		double deadline = timeout_at, tick = bp ? clock_now_s() + HOLD_POLL_S : 0;
@@ -122,7 +120,7 @@ static int supervise(struct vm *vm, struct pipeline *p, int sfd, const struct se
 			r = wait_for_end(vm, sfd, deadline);
 		}
 		if (r == -1 && detach_at && deadline == detach_at) {
-			if (pipeline_detach(p) < 0)
+			if (p && pipeline_detach(p) < 0)
 				fprintf(stderr, "hvtrace: restoring the patched sites failed\n");
 			detach_at = 0;
 			continue;
@@ -132,15 +130,9 @@ static int supervise(struct vm *vm, struct pipeline *p, int sfd, const struct se
 }
 
 
-struct run_stats {
-	const struct vm *vm;
-};
-
-/* --stats of the embedded VMM: the tracer's totals, then per vCPU its exits, how breakpoint hits
- * arrived, ring stalls and translations; then the stub line and the stub's records per vCPU. */
-static void print_stats(void *ctx, const struct pipeline *p)
+void run_print_stats(void *ctx, const struct pipeline *p)
 {
-	const struct vm *vm = ((const struct run_stats *)ctx)->vm;
+	const struct vm *vm = ctx;
 	const unsigned long long *events = p->w.events;
 	const struct tracer *t = &p->tr;
 	struct tracer_stats st;
@@ -169,8 +161,7 @@ static void print_stats(void *ctx, const struct pipeline *p)
 	}
 }
 
-/* Exit status and message for how the VM ended. */
-static int end_status(const struct vm *vm, int sig, const struct session *s)
+int run_end_status(const struct vm *vm, int sig, const struct session *s)
 {
 	if (sig > 0) {
 		cmd_error("stopped by SIG%s", sigabbrev_np(sig));
@@ -181,6 +172,12 @@ static int end_status(const struct vm *vm, int sig, const struct session *s)
 		return EXIT_TIMEOUT;
 	}
 	switch (vm->end) {
+	case VM_END_POWEROFF:
+	case VM_END_REBOOT: /* as QEMU's -no-reboot: the guest's own end */
+		return 0;
+	case VM_END_PANIC:
+		cmd_error("%s", vm->end_msg);
+		return EXIT_GUEST_PANIC;
 	case VM_END_GUEST_EXIT:
 		if (vm->end_status && !(vm->end_status & 0xff))
 			return 1;
@@ -207,6 +204,8 @@ int cmd_run(const struct session *s)
 	int sfd = -1, sig, status = EXIT_BAD_INPUT, out_err = 0, con_err = 0;
 	bool vm_made = false, selected = false;
 
+	if (s->kernel)
+		return cmd_run_kernel(s);
 	if (guest_image_open(&g, s->guest, err, sizeof(err)) < 0) {
 		cmd_error("%s", err);
 		return EXIT_BAD_INPUT;
@@ -279,21 +278,19 @@ int cmd_run(const struct session *s)
 		cmd_error("%s", sfd < 0 ? strerror(errno) : err);
 		goto out;
 	}
-	sig = supervise(&vm, &p, sfd, s);
+	sig = run_supervise(&vm, &p, sfd, s);
 	/* Teardown: probes out with the vCPUs paused, then the VM stops. */
 	if (pipeline_detach(&p) < 0)
 		cmd_error("restoring the patched sites failed");
 	vcpu_join_all(&vm);
-	status = end_status(&vm, sig, s);
+	status = run_end_status(&vm, sig, s);
 out:
 	if (selected)
 		pipeline_detach(&p);
 	if (vm_made)
 		vcpu_join_all(&vm);
 	if (selected) {
-		struct run_stats rs = {.vm = &vm};
-
-		status = pipeline_finish(&p, status, print_stats, &rs);
+		status = pipeline_finish(&p, status, run_print_stats, &vm);
 		out_err = p.sink.err;
 		pipeline_free(&p);
 	}

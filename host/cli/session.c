@@ -14,6 +14,7 @@
 
 const char session_usage[] =
 	"usage: hvtrace run [options] GUEST.elf      boot GUEST in the embedded VMM and trace it\n"
+	"       hvtrace run --kernel FILE [options]  boot a Linux bzImage in the embedded VMM (real KVM)\n"
 	"       hvtrace run --qemu --kernel FILE [options]\n"
 	"                                            launch QEMU with a Linux kernel and trace it\n"
 	"       hvtrace attach [-c URI] NAME | --qmp SOCKET | --pid PID [options]\n"
@@ -478,8 +479,24 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 			snprintf(err, errlen, "--qemu: missing --kernel FILE");
 			return -EINVAL;
 		}
+	} else if (s->kernel) {
+		/* a Linux kernel in the embedded VMM */
+		const char *only_qemu = s->accel ? "--accel" : s->machine ? "--machine"
+				      : s->qmp ? "--qmp" : s->pid ? "--pid"
+				      : s->verify_text ? "--verify-text"
+				      : s->gdb_memory ? "--gdb-memory" : NULL;
+
+		if (only_qemu) {
+			snprintf(err, errlen, "%s: needs --qemu (or attach)", only_qemu);
+			return -EINVAL;
+		}
+		if (positional) {
+			snprintf(err, errlen, "'%s': --kernel boots a bzImage, not a GUEST.elf",
+				 argv[optind]);
+			return -EINVAL;
+		}
 	} else {
-		const char *only_linux = s->kernel ? "--kernel" : s->initrd ? "--initrd"
+		const char *only_linux = s->initrd ? "--initrd"
 				       : s->append ? "--append" : s->system_map ? "--system-map"
 				       : s->accel ? "--accel" : s->machine ? "--machine"
 				       : s->qmp ? "--qmp" : s->pid ? "--pid"
@@ -638,7 +655,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	}
 	if ((s->nr_events || s->nr_rprobes) && !s->tracer_given)
 		s->tracer = TRACER_NOP;
-	if (s->qemu && !mem_arg)
+	if ((s->qemu || s->kernel) && !mem_arg)
 		s->mem_mb = 256;
 	if (s->tracer != TRACER_FUNCTION_GRAPH) {
 		const char *opt = s->nr_graph	       ? "-g"

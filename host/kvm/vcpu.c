@@ -1,5 +1,6 @@
 #include "host/kvm/vcpu.h"
 #include "host/kvm/vcpu_exit.h"
+#include "host/kvm/acpi.h"
 #include "arch/x86/x86_longmode.h"
 
 #include <assert.h>
@@ -54,12 +55,16 @@ static __attribute__((format(printf, 4, 5))) void end_vm(struct vm *vm, enum vm_
 	}
 }
 
+#define PANIC_TEXT "Kernel panic - not syncing"
+
 static void console_flush(struct vcpu *c)
 {
 	struct vm *vm = c->vm;
+	bool panic;
 
 	if (!c->con_len)
 		return;
+	panic = vm->linux_pc && memmem(c->con, c->con_len, PANIC_TEXT, strlen(PANIC_TEXT));
 	pthread_mutex_lock(&vm->console_lock);
 	errno = 0; /* a failed write is kept (vm->console_err); later lines are dropped */
 	if (!vm->console_err &&
@@ -67,6 +72,8 @@ static void console_flush(struct vcpu *c)
 		vm->console_err = errno ? errno : EIO;
 	pthread_mutex_unlock(&vm->console_lock);
 	c->con_len = 0;
+	if (panic)
+		end_vm(vm, VM_END_PANIC, 0, "the guest kernel panicked (see the console)");
 }
 
 static void console_putc(struct vcpu *c, char ch)
@@ -76,10 +83,85 @@ static void console_putc(struct vcpu *c, char ch)
 		console_flush(c);
 }
 
+/* Drives COM1's IRQ line to the UART's level (KVM_IRQ_LINE: the PIC's and the IOAPIC's pin 4).
+ * Under uart_lock. */
+static void uart_sync_irq(struct vm *vm)
+{
+	struct kvm_irq_level l = {.irq = UART_COM1_IRQ, .level = uart_irq(&vm->uart)};
+
+	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &l) < 0) {
+		/* only an invalid VM fails here; the guest just misses the interrupt */
+	}
+}
+
+/* The linux_pc ports: COM1, the 8042's status and reset, ACPI sleep control and reset register.
+ * Returns false for any other port. */
+static bool handle_pc_io(struct vcpu *c, uint16_t port, bool in, uint8_t *data, uint32_t size,
+			 uint32_t count)
+{
+	struct vm *vm = c->vm;
+
+	if (port >= UART_COM1 && port < UART_COM1 + UART_NR_PORTS) {
+		pthread_mutex_lock(&vm->uart_lock);
+		for (uint32_t i = 0; i < count; i++) {
+			uint8_t *d = data + (size_t)i * size;
+
+			if (in) {
+				memset(d, 0, size);
+				d[0] = uart_read(&vm->uart, port - UART_COM1);
+			} else {
+				int ch = uart_write(&vm->uart, port - UART_COM1, d[0]);
+
+				if (ch >= 0 && ch != '\r')
+					console_putc(c, (char)ch);
+			}
+		}
+		uart_sync_irq(vm);
+		pthread_mutex_unlock(&vm->uart_lock);
+		return true;
+	}
+	switch (port) {
+	case 0x60:
+	case 0x64: /* 8042: nothing to read, ready for input; 0xfe to the command port resets */
+		if (in)
+			memset(data, 0, (size_t)size * count);
+		else if (port == 0x64 && data[0] == 0xfe) {
+			console_flush(c);
+			end_vm(vm, VM_END_REBOOT, 0, "the guest reset the machine (8042)");
+		}
+		return true;
+	case ACPI_SLEEP_CTL_PORT:
+	case ACPI_SLEEP_STS_PORT:
+		if (in)
+			memset(data, 0, (size_t)size * count);
+		else if (port == ACPI_SLEEP_CTL_PORT && acpi_is_s5(data[0])) {
+			console_flush(c);
+			end_vm(vm, VM_END_POWEROFF, 0, "the guest powered off");
+		}
+		return true;
+	case ACPI_RESET_PORT:
+		if (!in && (data[0] & 0x04)) {
+			console_flush(c);
+			end_vm(vm, VM_END_REBOOT, 0, "the guest reset the machine (ACPI)");
+		}
+		return !in;
+	default:
+		return false;
+	}
+}
+
 static void handle_io(struct vcpu *c)
 {
 	struct kvm_run *run = c->run;
 	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+
+	if (c->vm->linux_pc) {
+		if (!handle_pc_io(c, run->io.port, run->io.direction == KVM_EXIT_IO_IN, data,
+				  run->io.size, run->io.count) &&
+		    run->io.direction == KVM_EXIT_IO_IN)
+			memset(data, 0xff, (size_t)run->io.size * run->io.count);
+		return; /* no debugcon or debug-exit port on a PC */
+	}
 
 	if (run->io.direction == KVM_EXIT_IO_IN) {
 		memset(data, 0xff, (size_t)run->io.size * run->io.count);
@@ -212,6 +294,12 @@ static void *vcpu_thread(void *arg)
 		if (ioctl(c->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				__atomic_store_n(&run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+				/* a kicked Linux vCPU may not have exited for long: where it is now */
+				if (vm->linux_pc && (run->s.regs.sregs.cr0 & X86_CR0_PG)) {
+					c->cr3 = run->s.regs.sregs.cr3;
+					c->la57 = run->s.regs.sregs.cr4 & X86_CR4_LA57;
+					x86_tlb_invalidate(&c->tlb);
+				}
 				continue;
 			}
 			end_vm(vm, VM_END_ERROR, 0, "cpu%u: KVM_RUN: %s", c->index,
@@ -236,6 +324,11 @@ static void *vcpu_thread(void *arg)
 		case KVM_EXIT_INTR:
 			break;
 		case KVM_EXIT_MMIO:
+			if (vm->linux_pc) { /* no device there: reads see all ones, as on a PC */
+				if (!run->mmio.is_write)
+					memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
+				break;
+			}
 			snprintf(what, sizeof(what), " (%s 0x%" PRIx64 ", no RAM there)",
 				 run->mmio.is_write ? "write to" : "read from",
 				 (uint64_t)run->mmio.phys_addr);
@@ -246,6 +339,12 @@ static void *vcpu_thread(void *arg)
 		case KVM_EXIT_SHUTDOWN:
 			if (!reset && handle_bp(c))
 				break;
+			if (run->exit_reason == KVM_EXIT_SHUTDOWN && vm->linux_pc) {
+				/* Linux's last way to reboot; QEMU's -no-reboot ends there too */
+				console_flush(c);
+				end_vm(vm, VM_END_REBOOT, 0, "the guest reset the machine (triple fault)");
+				break;
+			}
 			if (run->exit_reason == KVM_EXIT_SHUTDOWN) {
 				triple_fault(c, reset);
 				break;

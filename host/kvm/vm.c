@@ -67,8 +67,10 @@ static int setup_cpuid(struct vm *vm, struct vcpu *c, bool *rdtscp, bool *apic_i
 
 		if (e->function == 0x80000001)
 			*rdtscp = e->edx >> 27 & 1;
-		if (e->function == 1)
+		if (e->function == 1) { /* the initial APIC ID, as the local APIC's */
 			e->ebx = (e->ebx & 0xffffff) | c->index << 24;
+			e->ecx |= 1u << 31; /* a hypervisor: Linux looks for KVM's leaves (kvm-clock) */
+		}
 		if (e->function == 0xb || e->function == 0x1f)
 			e->edx = c->index;
 	}
@@ -176,6 +178,9 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->cond, NULL);
 	pthread_mutex_init(&vm->console_lock, NULL);
+	pthread_mutex_init(&vm->uart_lock, NULL);
+	uart_init(&vm->uart);
+	vm->linux_pc = cfg->linux_pc;
 	vm->console = cfg->console;
 	vm->nr_vcpus = cfg->smp;
 	vm->ram_size = (uint64_t)cfg->mem_mb << 20;
@@ -232,6 +237,23 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	vm->cr3_boot = pt_gpa;
 	vm->gdt_gpa = gdt_gpa;
 
+	if (vm->linux_pc) {
+		/* the PC's interrupt controllers and timer, in the kernel: before the first vCPU */
+		struct kvm_pit_config pit = {.flags = 0};
+
+		if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, 0xfffbd000ul) < 0) {
+			ret = fail(err, errlen, errno, "KVM_SET_TSS_ADDR");
+			goto out;
+		}
+		if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
+			ret = fail(err, errlen, errno, "KVM_CREATE_IRQCHIP");
+			goto out;
+		}
+		if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
+			ret = fail(err, errlen, errno, "KVM_CREATE_PIT2");
+			goto out;
+		}
+	}
 	ret = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if (ret < 0) {
 		ret = fail(err, errlen, errno, "KVM_GET_VCPU_MMAP_SIZE");
@@ -268,7 +290,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 		}
 		tsc_aux = tsc_aux && rdtscp && set_tsc_aux(c);
 		apic_ids = apic_ids && apic_id;
-		ret = enable_sw_breakpoints(c);
+		ret = vm->linux_pc ? 0 : enable_sw_breakpoints(c);
 		if (ret < 0) {
 			ret = fail(err, errlen, -ret, "KVM_SET_GUEST_DEBUG");
 			goto out;
@@ -317,6 +339,17 @@ int vm_boot_at(struct vm *vm, uint64_t entry, char *err, size_t errlen)
 
 		if (ret < 0)
 			return fail(err, errlen, -ret, "setting vCPU registers");
+	}
+	return 0;
+}
+
+int vm_check_linux_host(char *err, size_t errlen)
+{
+	if (access("/sys/module/kvm_pvm", F_OK) == 0) {
+		snprintf(err, errlen,
+			 "/dev/kvm is PVM (kvm_pvm): this host cannot boot a stock Linux kernel in the "
+			 "embedded VMM (use run --qemu, or real KVM)");
+		return -ENOTSUP;
 	}
 	return 0;
 }

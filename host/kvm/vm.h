@@ -6,6 +6,7 @@
 
 #include "host/trace/target.h"
 #include "arch/x86/x86_tlb.h"
+#include "host/kvm/uart8250.h"
 #include "vmi/vmi_elf.h"
 
 #include <linux/kvm.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 
 #define VM_MAX_VCPUS 64
+#define VM_STUB_PDES 8 /* a Linux guest's stub region: at most this many 2 MiB pages */
 #define VM_STACK_SHIFT 16 /* boot contract: guest stacks are 64 KiB-aligned 64 KiB regions */
 #define VM_STACK_SIZE (1 << VM_STACK_SHIFT)
 #define VM_PORT_DEBUGCON 0xe9
@@ -25,6 +27,9 @@ struct vm_config {
 	unsigned smp;	 /* vCPUs, 1..VM_MAX_VCPUS */
 	unsigned mem_mb; /* guest RAM, 2..3072 */
 	FILE *console;	 /* debugcon output; borrowed */
+	/* A PC for a Linux kernel (vm_load_linux): in-kernel irqchip and PIT, the COM1 UART (to
+	 * @console), ACPI power-off, reset; no debugcon/debug-exit ports, no software breakpoints. */
+	bool linux_pc;
 };
 
 /* Why a VM stopped running. */
@@ -35,6 +40,9 @@ enum vm_end {
 	VM_END_FAULT,	   /* triple fault, failed entry, unexpected exit */
 	VM_END_STOPPED,	   /* the host asked (signal, timeout, end of tracing) */
 	VM_END_ERROR,	   /* a KVM call failed */
+	VM_END_POWEROFF,   /* linux_pc: ACPI S5 written to the sleep control register */
+	VM_END_REBOOT,	   /* linux_pc: reset (ACPI reset register, 8042, triple fault) */
+	VM_END_PANIC,	   /* linux_pc: "Kernel panic - not syncing" on the console */
 };
 
 /* How a breakpoint hit reached the host: real KVM, or this machine's PVM at CPL0 / CPL3. */
@@ -94,6 +102,14 @@ struct vm {
 	enum vm_end end;
 	int end_status;
 	char end_msg[256];
+	bool linux_pc;
+	struct uart8250 uart; /* linux_pc: COM1, under uart_lock */
+	pthread_mutex_t uart_lock;
+	/* linux_pc stub probes (target_kvm_linux_init): the kernel page tables captured at stub_map,
+	 * the 2 MiB-aligned kernel address the stub is mapped at, the page-directory entries used
+	 * and what they held */
+	uint64_t kcr3, stub_va, pde_gpa[VM_STUB_PDES], pde_old[VM_STUB_PDES];
+	unsigned nr_pde;
 	int event_fd; /* readable once the VM has ended */
 };
 
@@ -112,6 +128,10 @@ int vm_load_elf(struct vm *vm, const struct vmi_elf *img, char *err, size_t errl
 /* Sets every vCPU's entry state per the boot contract, entering at @entry (vm_load_elf does this for
  * an ELF image). Returns 0 or a negative errno with a reason in @err. Main thread, vCPUs not started. */
 int vm_boot_at(struct vm *vm, uint64_t entry, char *err, size_t errlen);
+
+/* Whether this host's /dev/kvm can boot a stock Linux kernel: not on PVM (software virtualization, the
+ * kvm_pvm module). Returns 0, or -ENOTSUP with one line in @err. Any thread. */
+int vm_check_linux_host(char *err, size_t errlen);
 
 /* Maps @size bytes of zeroed memory at guest-physical @gpa (outside RAM, inside the boot identity map)
  * as a second memslot: memory the guest has never been told about. 0 or -errno. Main thread. */

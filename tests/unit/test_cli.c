@@ -579,8 +579,14 @@ static void test_error_linux_guest(void **state)
 	expect_error(8, (char *[]){"hvtrace", "run", "--qemu", "--kernel", "K", "--system-map", "M",
 				   "g.elf"},
 		     "'g.elf': --qemu takes --kernel, not a GUEST.elf");
+	/* --kernel without --qemu: Linux in the embedded VMM, which takes no GUEST.elf nor QEMU's
+	 * options */
 	expect_error(5, (char *[]){"hvtrace", "run", "--kernel", "K", "g.elf"},
-		     "--kernel: needs --qemu (or attach)");
+		     "'g.elf': --kernel boots a bzImage, not a GUEST.elf");
+	expect_error(6, (char *[]){"hvtrace", "run", "--kernel", "K", "--accel", "kvm"},
+		     "--accel: needs --qemu (or attach)");
+	expect_error(5, (char *[]){"hvtrace", "run", "--initrd", "I", "g.elf"},
+		     "--initrd: needs --qemu (or attach)");
 	/* expectations work in the embedded VMM too */
 	session_free(&cli.s);
 	session_init(&cli.s);

@@ -1,0 +1,144 @@
+#include "host/kvm/acpi.h"
+
+#include <string.h>
+
+#define RSDP_OFF 0x000
+#define XSDT_OFF 0x040
+#define FADT_OFF 0x080
+#define DSDT_OFF 0x200
+#define MADT_OFF 0x280
+#define HDR_LEN 36
+#define FADT_LEN 276
+#define FADT_HW_REDUCED (1u << 20)
+#define FADT_RESET_REG_SUP (1u << 10)
+#define FADT_PWR_BUTTON (1u << 4) /* set: no fixed power button */
+#define FADT_SLP_BUTTON (1u << 5)
+#define BOOT_ARCH_VGA_NOT_PRESENT (1u << 2)
+#define BOOT_ARCH_NO_CMOS_RTC (1u << 5) /* Linux then probes no RTC at ports 0x70/0x71 */
+#define IOAPIC_ADDR 0xfec00000u
+#define LAPIC_ADDR 0xfee00000u
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)v);
+	put16(p + 2, (uint16_t)(v >> 16));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint8_t checksum(const uint8_t *p, size_t len)
+{
+	uint8_t s = 0;
+
+	while (len--)
+		s = (uint8_t)(s + *p++);
+	return (uint8_t)-s;
+}
+
+/* The common table header; the checksum is set by finish(). */
+static void header(uint8_t *t, const char sig[4], uint32_t len, uint8_t rev)
+{
+	memcpy(t, sig, 4);
+	put32(t + 4, len);
+	t[8] = rev;
+	memcpy(t + 10, "HVTRAC", 6);
+	memcpy(t + 16, "HVTRACE ", 8);
+	put32(t + 24, 1);
+	memcpy(t + 28, "HVTR", 4);
+	put32(t + 32, 1);
+}
+
+static void finish(uint8_t *t, uint32_t len)
+{
+	t[9] = 0;
+	t[9] = checksum(t, len);
+}
+
+/* A Generic Address Structure: an 8-bit I/O port. */
+static void gas_io8(uint8_t *g, uint16_t port)
+{
+	g[0] = 1; /* SystemIO */
+	g[1] = 8;
+	g[2] = 0;
+	g[3] = 1; /* byte access */
+	put64(g + 4, port);
+}
+
+size_t acpi_build(uint8_t *buf, uint64_t gpa, unsigned nr_cpus)
+{
+	/* Name (_S5, Package (4) { 5, 0, 0, 0 }) */
+	static const uint8_t s5[] = {0x08, '_', 'S', '5', '_', 0x12, 0x07, 0x04,
+				     0x0a, ACPI_S5_TYP, 0x00, 0x00, 0x00};
+	uint8_t *rsdp = buf + RSDP_OFF, *xsdt = buf + XSDT_OFF, *fadt = buf + FADT_OFF;
+	uint8_t *dsdt = buf + DSDT_OFF, *madt = buf + MADT_OFF;
+	uint32_t dsdt_len = HDR_LEN + sizeof(s5), madt_len;
+
+	if (nr_cpus < 1)
+		nr_cpus = 1;
+	if (nr_cpus > ACPI_MAX_CPUS)
+		nr_cpus = ACPI_MAX_CPUS;
+	memset(buf, 0, ACPI_AREA_SIZE);
+
+	header(dsdt, "DSDT", dsdt_len, 2);
+	memcpy(dsdt + HDR_LEN, s5, sizeof(s5));
+	finish(dsdt, dsdt_len);
+
+	header(fadt, "FACP", FADT_LEN, 6);
+	put32(fadt + 40, (uint32_t)(gpa + DSDT_OFF));
+	put16(fadt + 109, BOOT_ARCH_VGA_NOT_PRESENT | BOOT_ARCH_NO_CMOS_RTC); /* no 8042 bit either */
+	put32(fadt + 112, FADT_HW_REDUCED | FADT_RESET_REG_SUP | FADT_PWR_BUTTON | FADT_SLP_BUTTON);
+	gas_io8(fadt + 116, ACPI_RESET_PORT);
+	fadt[128] = ACPI_RESET_VALUE;
+	fadt[131] = 0; /* minor version */
+	put64(fadt + 140, gpa + DSDT_OFF);
+	gas_io8(fadt + 244, ACPI_SLEEP_CTL_PORT);
+	gas_io8(fadt + 256, ACPI_SLEEP_STS_PORT);
+	memcpy(fadt + 268, "HVTRACE\0", 8); /* hypervisor vendor identity */
+	finish(fadt, FADT_LEN);
+
+	madt_len = HDR_LEN + 8 + 8 * nr_cpus + 12;
+	header(madt, "APIC", madt_len, 3);
+	put32(madt + 36, LAPIC_ADDR);
+	put32(madt + 40, 1); /* PCAT_COMPAT: 8259s present */
+	for (unsigned i = 0; i < nr_cpus; i++) {
+		uint8_t *e = madt + 44 + 8 * i;
+
+		e[0] = 0; /* processor local APIC */
+		e[1] = 8;
+		e[2] = (uint8_t)i;
+		e[3] = (uint8_t)i;
+		put32(e + 4, 1); /* enabled */
+	}
+	uint8_t *io = madt + 44 + 8 * nr_cpus;
+
+	io[0] = 1; /* I/O APIC */
+	io[1] = 12;
+	io[2] = (uint8_t)nr_cpus;
+	put32(io + 4, IOAPIC_ADDR);
+	put32(io + 8, 0);
+	finish(madt, madt_len);
+
+	header(xsdt, "XSDT", HDR_LEN + 16, 1);
+	put64(xsdt + HDR_LEN, gpa + FADT_OFF);
+	put64(xsdt + HDR_LEN + 8, gpa + MADT_OFF);
+	finish(xsdt, HDR_LEN + 16);
+
+	memcpy(rsdp, "RSD PTR ", 8);
+	memcpy(rsdp + 9, "HVTRAC", 6);
+	rsdp[15] = 2;
+	put32(rsdp + 20, 36);
+	put64(rsdp + 24, gpa + XSDT_OFF);
+	rsdp[8] = checksum(rsdp, 20);
+	rsdp[32] = checksum(rsdp, 36);
+	return MADT_OFF + madt_len;
+}

@@ -1,0 +1,521 @@
+/* Booting Linux in the embedded VMM, the pure parts: the bzImage setup header and payload
+ * (host/kvm/bzimage.c) with hostile images, decompression (lz4 legacy framing, gzip, xz) of payloads
+ * made here, the kernel ELF's loading, e820 map, boot_params and boot GDT (host/kvm/linux_boot.c),
+ * the ACPI tables (host/kvm/acpi.c) and the 16550A UART (host/kvm/uart8250.c), byte for byte. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "host/kvm/acpi.h"
+#include "host/kvm/bzimage.h"
+#include "host/kvm/linux_boot.h"
+#include "host/kvm/uart8250.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <lz4.h>
+#include <lzma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define SETUP_SECTS 3
+#define SETUP_LEN ((SETUP_SECTS + 1) * 512)
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* A small kernel ELF: two PT_LOAD segments at 1 MiB + 0x1000 and + 0x3000, the second with bss. */
+static size_t make_elf(uint8_t *buf)
+{
+	Elf64_Ehdr eh = {.e_type = ET_EXEC, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+			 .e_entry = 0x101000, .e_phoff = sizeof(Elf64_Ehdr),
+			 .e_ehsize = sizeof(Elf64_Ehdr), .e_phentsize = sizeof(Elf64_Phdr),
+			 .e_phnum = 2};
+	Elf64_Phdr ph[2] = {
+		{.p_type = PT_LOAD, .p_offset = 0x200, .p_paddr = 0x101000, .p_filesz = 0x10,
+		 .p_memsz = 0x10},
+		{.p_type = PT_LOAD, .p_offset = 0x210, .p_paddr = 0x103000, .p_filesz = 0x8,
+		 .p_memsz = 0x20},
+	};
+
+	memset(buf, 0, 0x218);
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	memcpy(buf, &eh, sizeof(eh));
+	memcpy(buf + sizeof(eh), ph, sizeof(ph));
+	for (int i = 0; i < 0x18; i++)
+		buf[0x200 + i] = (uint8_t)(0xa0 + i);
+	return 0x218;
+}
+
+/* A bzImage around @payload (@plen bytes, the decompressed size already appended). */
+static uint8_t *make_bz(const uint8_t *payload, size_t plen, size_t *len)
+{
+	uint8_t *img = calloc(1, SETUP_LEN + plen);
+
+	img[0x1f1] = SETUP_SECTS;
+	img[0x201] = 0x6a; /* header ends at 0x26c */
+	put32(img + 0x202, 0x53726448);
+	img[0x206] = 0x0f; /* protocol 2.15 */
+	img[0x207] = 0x02;
+	img[0x211] = 0x01;
+	put32(img + 0x22c, 0x7fffffff);
+	img[0x236] = 0x7f; /* xloadflags */
+	put32(img + 0x238, 2047);
+	put32(img + 0x248, 0);
+	put32(img + 0x24c, (uint32_t)plen);
+	put32(img + 0x258, 0x1000000);
+	put32(img + 0x260, 0x3378000);
+	memcpy(img + SETUP_LEN, payload, plen);
+	*len = SETUP_LEN + plen;
+	return img;
+}
+
+/* The kernel's legacy lz4: magic, (size, block)..., then the decompressed size. */
+static size_t lz4_payload(const uint8_t *in, size_t n, uint8_t *out)
+{
+	int c;
+
+	put32(out, 0x184c2102);
+	c = LZ4_compress_default((const char *)in, (char *)out + 8, (int)n, 4096);
+	assert_true(c > 0);
+	put32(out + 4, (uint32_t)c);
+	put32(out + 8 + c, (uint32_t)n);
+	return 12 + (size_t)c;
+}
+
+static size_t gzip_payload(const uint8_t *in, size_t n, uint8_t *out)
+{
+	z_stream z = {.next_in = (Bytef *)in, .avail_in = (uInt)n, .next_out = out,
+		      .avail_out = 4096};
+
+	assert_int_equal(deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
+			 Z_OK);
+	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+	deflateEnd(&z);
+	put32(out + z.total_out, (uint32_t)n);
+	return z.total_out + 4;
+}
+
+static size_t xz_payload(const uint8_t *in, size_t n, uint8_t *out)
+{
+	size_t pos = 0;
+
+	assert_int_equal(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC32, NULL, in, n, out, &pos, 4096),
+			 LZMA_OK);
+	put32(out + pos, (uint32_t)n);
+	return pos + 4;
+}
+
+static void check_roundtrip(size_t (*pack)(const uint8_t *, size_t, uint8_t *), enum bz_codec c)
+{
+	uint8_t elf[0x218], payload[4096], *img, *out;
+	size_t elen = make_elf(elf), plen = pack(elf, elen, payload), len, olen;
+	struct bzimage bz;
+	char err[256];
+
+	img = make_bz(payload, plen, &len);
+	assert_int_equal(bzimage_parse(img, len, &bz, err, sizeof(err)), 0);
+	assert_int_equal(bz.codec, c);
+	assert_int_equal(bz.version, 0x20f);
+	assert_int_equal(bz.vmlinux_size, elen);
+	assert_int_equal(bz.cmdline_size, 2047);
+	assert_int_equal(bz.pref_address, 0x1000000);
+	assert_int_equal(bz.init_size, 0x3378000);
+	assert_int_equal(bz.hdr_len, 0x26c - 0x1f1);
+	assert_ptr_equal(bz.payload, img + SETUP_LEN);
+	assert_int_equal(bzimage_decompress(&bz, &out, &olen, err, sizeof(err)), 0);
+	assert_int_equal(olen, elen);
+	assert_memory_equal(out, elf, elen);
+	free(out);
+	free(img);
+}
+
+static void test_decompress_lz4(void **state)
+{
+	(void)state;
+	check_roundtrip(lz4_payload, BZ_LZ4);
+}
+
+static void test_decompress_gzip(void **state)
+{
+	(void)state;
+	check_roundtrip(gzip_payload, BZ_GZIP);
+}
+
+static void test_decompress_xz(void **state)
+{
+	(void)state;
+	check_roundtrip(xz_payload, BZ_XZ);
+}
+
+/* One hostile image: parse fails with -EINVAL and exactly @msg. */
+static void parse_fails(const uint8_t *img, size_t len, const char *msg)
+{
+	struct bzimage bz;
+	char err[256];
+
+	assert_int_equal(bzimage_parse(img, len, &bz, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, msg);
+}
+
+static void test_parse_hostile(void **state)
+{
+	uint8_t elf[0x218], payload[4096], *img;
+	size_t plen = lz4_payload(elf, make_elf(elf), payload), len;
+	char msg[160];
+
+	(void)state;
+	img = make_bz(payload, plen, &len);
+	parse_fails(img, 0x100, "truncated: 256 bytes, a setup header needs 0x270");
+	snprintf(msg, sizeof(msg),
+		 "payload (offsets 0x248/0x24c) at 0x800+0x%zx is not inside the file", plen);
+	parse_fails(img, len - 1, msg);
+	img[0x1f1] = 200; /* setup past the end */
+	snprintf(msg, sizeof(msg),
+		 "truncated: setup_sects (offset 0x1f1) ends at 0x19200, file is 0x%zx", len);
+	parse_fails(img, len, msg);
+	img[0x1f1] = SETUP_SECTS;
+	put32(img + 0x24c, 0xffffffff); /* oversized payload length */
+	parse_fails(img, len,
+		    "payload (offsets 0x248/0x24c) at 0x800+0xffffffff is not inside the file");
+	put32(img + 0x24c, (uint32_t)plen);
+	put32(img + 0x248, 0xfffffff0); /* payload offset wraps */
+	snprintf(msg, sizeof(msg),
+		 "payload (offsets 0x248/0x24c) at 0x1000007f0+0x%zx is not inside the file", plen);
+	parse_fails(img, len, msg);
+	put32(img + 0x248, 0);
+	put32(img + SETUP_LEN + plen - 4, 0x7fffffff); /* claims 2 GiB decompressed */
+	parse_fails(img, len, "payload at 0x800: decompressed size 2147483647 is out of range");
+	put32(img + SETUP_LEN + plen - 4, 0x218);
+	img[0x236] = 0x7e;
+	parse_fails(img, len, "setup header at 0x236: xloadflags 0x7e lacks XLF_KERNEL_64");
+	img[0x236] = 0x7f;
+	img[0x206] = 0x0b;
+	parse_fails(img, len,
+		    "setup header at 0x206: boot protocol 0x20b, a 64-bit entry needs 2.12 (0x20c)");
+	img[0x206] = 0x0f;
+	img[0x202] = 'X';
+	parse_fails(img, len, "no setup header magic \"HdrS\" at offset 0x202 (0x53726458)");
+	free(img);
+}
+
+static void test_decompress_hostile(void **state)
+{
+	uint8_t elf[0x218], payload[4096], *img, *out;
+	size_t plen = lz4_payload(elf, make_elf(elf), payload), len, olen;
+	struct bzimage bz;
+	char err[256];
+
+	(void)state;
+	/* a block size beyond the payload */
+	put32(payload + 4, 0x7fff);
+	img = make_bz(payload, plen, &len);
+	assert_int_equal(bzimage_parse(img, len, &bz, err, sizeof(err)), 0);
+	assert_int_equal(bzimage_decompress(&bz, &out, &olen, err, sizeof(err)), -EINVAL);
+	assert_null(out);
+	assert_string_equal(err, "lz4 payload is corrupt or not the 536 bytes it announces (0 "
+				 "decompressed)");
+	free(img);
+	/* the right stream, a size that is one byte more */
+	plen = lz4_payload(elf, make_elf(elf), payload);
+	put32(payload + plen - 4, 0x219);
+	img = make_bz(payload, plen, &len);
+	assert_int_equal(bzimage_parse(img, len, &bz, err, sizeof(err)), 0);
+	assert_int_equal(bzimage_decompress(&bz, &out, &olen, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "lz4 payload is corrupt or not the 537 bytes it announces (536 "
+				 "decompressed)");
+	free(img);
+	/* gzip with a flipped byte in the deflate data */
+	plen = gzip_payload(elf, make_elf(elf), payload);
+	payload[20] ^= 0xff;
+	img = make_bz(payload, plen, &len);
+	assert_int_equal(bzimage_parse(img, len, &bz, err, sizeof(err)), 0);
+	assert_int_equal(bzimage_decompress(&bz, &out, &olen, err, sizeof(err)), -EINVAL);
+	assert_true(strncmp(err, "gzip payload is corrupt", 23) == 0);
+	free(img);
+	/* zstd: named, not supported */
+	memcpy(payload, "\x28\xb5\x2f\xfd", 4);
+	img = make_bz(payload, plen, &len);
+	assert_int_equal(bzimage_parse(img, len, &bz, err, sizeof(err)), 0);
+	assert_int_equal(bzimage_decompress(&bz, &out, &olen, err, sizeof(err)), -ENOTSUP);
+	assert_string_equal(err, "payload compressed with zstd: only gzip, xz and lz4 are supported");
+	free(img);
+}
+
+static void test_load_elf(void **state)
+{
+	static uint8_t ram[0x200000];
+	uint8_t elf[0x218];
+	size_t n = make_elf(elf);
+	uint64_t entry, end;
+	char err[256];
+	Elf64_Phdr ph;
+
+	(void)state;
+	memset(ram, 0x55, sizeof(ram));
+	assert_int_equal(lboot_load_elf(ram, sizeof(ram), elf, n, &entry, &end, err, sizeof(err)),
+			 0);
+	assert_int_equal(entry, 0x101000);
+	assert_int_equal(end, 0x103020);
+	assert_memory_equal(ram + 0x101000, elf + 0x200, 0x10);
+	assert_memory_equal(ram + 0x103000, elf + 0x210, 0x8);
+	for (int i = 8; i < 0x20; i++) /* bss zeroed */
+		assert_int_equal(ram[0x103000 + i], 0);
+	assert_int_equal(ram[0x103020], 0x55);
+	assert_int_equal(ram[0x100fff], 0x55);
+
+	/* RAM too small: nothing is written */
+	memset(ram, 0x55, sizeof(ram));
+	assert_int_equal(lboot_load_elf(ram, 0x103010, elf, n, &entry, &end, err, sizeof(err)),
+			 -ERANGE);
+	assert_string_equal(err, "kernel segment 1 at 0x103000+0x20 does not fit in guest RAM "
+				 "between 1 MiB and 0x103010 (raise --mem)");
+	assert_int_equal(ram[0x101000], 0x55);
+	/* a segment's file bytes outside the image */
+	memcpy(&ph, elf + sizeof(Elf64_Ehdr), sizeof(ph));
+	ph.p_filesz = 0x1000;
+	ph.p_memsz = 0x1000;
+	memcpy(elf + sizeof(Elf64_Ehdr), &ph, sizeof(ph));
+	assert_int_equal(lboot_load_elf(ram, sizeof(ram), elf, n, &entry, &end, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "decompressed kernel: segment 0 (offset 0x200+0x1000) outside the "
+				 "image");
+	/* a segment below 1 MiB (over the boot structures) */
+	make_elf(elf);
+	ph.p_type = PT_LOAD;
+	ph.p_offset = 0x200;
+	ph.p_paddr = 0x7000;
+	ph.p_filesz = ph.p_memsz = 0x10;
+	memcpy(elf + sizeof(Elf64_Ehdr), &ph, sizeof(ph));
+	assert_int_equal(lboot_load_elf(ram, sizeof(ram), elf, n, &entry, &end, err, sizeof(err)),
+			 -ERANGE);
+	/* program headers past the end; not an ELF */
+	make_elf(elf);
+	assert_int_equal(lboot_load_elf(ram, sizeof(ram), elf, 0x60, &entry, &end, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "decompressed kernel: program headers at 0x40 (2) outside the image");
+	elf[0] = 0;
+	assert_int_equal(lboot_load_elf(ram, sizeof(ram), elf, n, &entry, &end, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "decompressed kernel: not an x86-64 ELF64 image");
+}
+
+static void test_e820_zero_page_gdt(void **state)
+{
+	uint8_t elf[0x218], payload[4096], *img, zp[4096];
+	size_t plen = lz4_payload(elf, make_elf(elf), payload), len;
+	struct e820_entry e[8];
+	struct bzimage bz;
+	uint64_t gdt[LB_GDT_ENTRIES];
+	char err[256];
+	unsigned n;
+
+	(void)state;
+	n = lboot_e820(256 << 20, 0xffd0000, e, 8);
+	assert_int_equal(n, 4);
+	assert_int_equal(e[0].addr, 0);
+	assert_int_equal(e[0].size, 0x9f000);
+	assert_int_equal(e[0].type, E820_RAM);
+	assert_int_equal(e[1].addr, 0x9f000);
+	assert_int_equal(e[1].size, 0x61000);
+	assert_int_equal(e[1].type, E820_RESERVED);
+	assert_int_equal(e[2].addr, 0x100000);
+	assert_int_equal(e[2].size, 0xffd0000 - 0x100000);
+	assert_int_equal(e[2].type, E820_RAM);
+	assert_int_equal(e[3].addr, 0xffd0000);
+	assert_int_equal(e[3].size, 0x30000);
+	assert_int_equal(e[3].type, E820_RESERVED);
+	assert_int_equal(lboot_e820(256 << 20, 0xffd0000, e, 2), 2);
+
+	img = make_bz(payload, plen, &len);
+	assert_int_equal(bzimage_parse(img, len, &bz, err, sizeof(err)), 0);
+	n = lboot_e820(256 << 20, 0xffd0000, e, 8);
+	struct lboot_params p = {.bz = &bz, .cmdline_gpa = 0x20000, .initrd_gpa = 0xff00000,
+				 .initrd_size = 0x12345, .rsdp_gpa = 0xe0000, .e820 = e,
+				 .nr_e820 = n};
+	img[0x26c] = 0xee; /* past the header's end (its jump at 0x200): not boot_params' */
+	memset(zp, 0xcc, sizeof(zp));
+	lboot_zero_page(zp, &p);
+	assert_memory_equal(zp + 0x1f1, img + 0x1f1, 0x1f);	/* header copied up to 0x210 */
+	assert_memory_equal(zp + 0x22c, img + 0x22c, 0x26c - 0x22c); /* and after the fields set */
+	assert_int_equal(get32(zp + 0x202), 0x53726448);
+	assert_int_equal(zp[0x210], 0xff);
+	assert_int_equal(zp[0x211], 0x01);
+	assert_int_equal(get32(zp + 0x228), 0x20000);
+	assert_int_equal(get32(zp + 0x0c8), 0);
+	assert_int_equal(get32(zp + 0x218), 0xff00000);
+	assert_int_equal(get32(zp + 0x21c), 0x12345);
+	assert_int_equal(get64(zp + 0x070), 0xe0000);
+	assert_int_equal(zp[0x1e8], 4);
+	assert_int_equal(get64(zp + 0x2d0 + 2 * 20), 0x100000);
+	assert_int_equal(get64(zp + 0x2d0 + 2 * 20 + 8), 0xffd0000 - 0x100000);
+	assert_int_equal(get32(zp + 0x2d0 + 2 * 20 + 16), 1);
+	assert_int_equal(get32(zp + 0x2d0 + 3 * 20 + 16), 2);
+	assert_int_equal(zp[0x2d0 + 4 * 20], 0); /* the rest is zero */
+	assert_int_equal(zp[0], 0);
+	assert_int_equal(zp[4095], 0);
+	/* the header's bytes past its end (0x26c here) are not copied */
+	assert_int_equal(get32(zp + 0x26c), 0);
+	free(img);
+
+	lboot_gdt(gdt);
+	assert_int_equal(gdt[0], 0);
+	assert_int_equal(gdt[1], 0);
+	assert_int_equal(gdt[LB_BOOT_CS / 8], 0x00af9b000000ffffull);
+	assert_int_equal(gdt[LB_BOOT_DS / 8], 0x00cf93000000ffffull);
+}
+
+static uint8_t sum(const uint8_t *p, size_t n)
+{
+	uint8_t s = 0;
+
+	while (n--)
+		s = (uint8_t)(s + *p++);
+	return s;
+}
+
+static void test_acpi(void **state)
+{
+	static uint8_t buf[ACPI_AREA_SIZE];
+	const uint64_t gpa = 0xe0000;
+	static const uint8_t s5[] = {0x08, '_', 'S', '5', '_', 0x12, 0x07, 0x04,
+				     0x0a, 0x05, 0x00, 0x00, 0x00};
+	const uint8_t *rsdp = buf, *xsdt, *fadt, *dsdt, *madt;
+	size_t used;
+
+	(void)state;
+	used = acpi_build(buf, gpa, 2);
+	assert_int_equal(used, 0x280 + 36 + 8 + 16 + 12);
+	assert_memory_equal(rsdp, "RSD PTR ", 8);
+	assert_int_equal(sum(rsdp, 20), 0);
+	assert_int_equal(sum(rsdp, 36), 0);
+	assert_int_equal(rsdp[15], 2);
+	assert_int_equal(get32(rsdp + 20), 36);
+	xsdt = buf + (get64(rsdp + 24) - gpa);
+	assert_memory_equal(xsdt, "XSDT", 4);
+	assert_int_equal(get32(xsdt + 4), 52);
+	assert_int_equal(sum(xsdt, 52), 0);
+	fadt = buf + (get64(xsdt + 36) - gpa);
+	madt = buf + (get64(xsdt + 44) - gpa);
+	assert_memory_equal(fadt, "FACP", 4);
+	assert_int_equal(get32(fadt + 4), 276);
+	assert_int_equal(fadt[8], 6);
+	assert_int_equal(sum(fadt, 276), 0);
+	assert_int_equal(get32(fadt + 112), 1u << 20 | 1u << 10 | 1u << 4 | 1u << 5);
+	assert_int_equal(fadt[109], 0x24); /* no VGA, no CMOS RTC, no 8042 */
+	/* sleep control: SystemIO, 8 bits, byte access, port 0x600; status at 0x601 */
+	assert_memory_equal(fadt + 244, "\x01\x08\x00\x01\x00\x06\0\0\0\0\0\0", 12);
+	assert_memory_equal(fadt + 256, "\x01\x08\x00\x01\x01\x06\0\0\0\0\0\0", 12);
+	assert_memory_equal(fadt + 116, "\x01\x08\x00\x01\xf9\x0c\0\0\0\0\0\0", 12);
+	assert_int_equal(fadt[128], 6);
+	dsdt = buf + (get64(fadt + 140) - gpa);
+	assert_int_equal(get32(fadt + 40), gpa + (uint64_t)(dsdt - buf));
+	assert_memory_equal(dsdt, "DSDT", 4);
+	assert_int_equal(get32(dsdt + 4), 36 + sizeof(s5));
+	assert_int_equal(sum(dsdt, 36 + sizeof(s5)), 0);
+	assert_memory_equal(dsdt + 36, s5, sizeof(s5));
+	assert_memory_equal(madt, "APIC", 4);
+	assert_int_equal(get32(madt + 4), 36 + 8 + 16 + 12);
+	assert_int_equal(sum(madt, 36 + 8 + 16 + 12), 0);
+	assert_int_equal(get32(madt + 36), 0xfee00000);
+	assert_memory_equal(madt + 44, "\x00\x08\x00\x00\x01\x00\x00\x00", 8);
+	assert_memory_equal(madt + 52, "\x00\x08\x01\x01\x01\x00\x00\x00", 8);
+	assert_memory_equal(madt + 60, "\x01\x0c\x02\x00\x00\x00\xc0\xfe\x00\x00\x00\x00", 12);
+	/* what Linux writes for S5 (SLP_TYP 5 << 2 | SLP_EN), and what it is not */
+	assert_int_equal(ACPI_SLEEP_S5_VALUE, 0x34);
+	assert_true(acpi_is_s5(0x34));
+	assert_false(acpi_is_s5(0x14)); /* no SLP_EN */
+	assert_false(acpi_is_s5(0x2c)); /* S3 */
+	/* vCPU counts outside 1..64 are clamped: the tables stay inside the area */
+	assert_true(acpi_build(buf, gpa, 1000) <= ACPI_AREA_SIZE);
+	assert_int_equal(acpi_build(buf, gpa, 0), 0x280 + 36 + 8 + 8 + 12);
+}
+
+static void test_uart(void **state)
+{
+	struct uart8250 u;
+
+	(void)state;
+	uart_init(&u);
+	assert_int_equal(uart_read(&u, 5), 0x60); /* LSR: THR and transmitter empty */
+	assert_int_equal(uart_read(&u, 2), 0x01); /* IIR: nothing pending */
+	assert_false(uart_irq(&u));
+	assert_int_equal(uart_write(&u, 0, 'A'), 'A');
+	assert_false(uart_irq(&u)); /* THRI not enabled */
+	/* Linux's probe: IER reads back, scratch register, loopback MSR 0x90 for MCR 0x1a */
+	uart_write(&u, 1, 0x0f);
+	assert_int_equal(uart_read(&u, 1), 0x0f);
+	uart_write(&u, 1, 0xff);
+	assert_int_equal(uart_read(&u, 1), 0x0f);
+	uart_write(&u, 1, 0);
+	uart_write(&u, 7, 0xa5);
+	assert_int_equal(uart_read(&u, 7), 0xa5);
+	uart_write(&u, 4, 0x1a);
+	assert_int_equal(uart_read(&u, 6) & 0xf0, 0x90);
+	assert_int_equal(uart_write(&u, 0, 'x'), -1); /* loopback: nothing goes out */
+	uart_write(&u, 4, 0x1f);
+	assert_int_equal(uart_read(&u, 6), 0xf0);
+	uart_write(&u, 4, 0x0b);
+	assert_int_equal(uart_read(&u, 6), 0xb0);
+	/* the divisor latch hides THR/IER */
+	uart_write(&u, 3, 0x83);
+	assert_int_equal(uart_write(&u, 0, 0x01), -1);
+	uart_write(&u, 1, 0x00);
+	assert_int_equal(uart_read(&u, 0), 0x01);
+	assert_int_equal(uart_read(&u, 1), 0x00);
+	uart_write(&u, 3, 0x03);
+	assert_int_equal(uart_read(&u, 3), 0x03);
+	assert_int_equal(uart_read(&u, 1), 0x00); /* IER untouched by the latch */
+	/* FIFO enabled: IIR's top bits */
+	uart_write(&u, 2, 0x07);
+	assert_int_equal(uart_read(&u, 2), 0xc1);
+	/* THR empty interrupt: raised by enabling it, cleared by reading IIR, raised by a write */
+	uart_write(&u, 1, 0x02);
+	assert_true(uart_irq(&u));
+	assert_int_equal(uart_read(&u, 2), 0xc2);
+	assert_false(uart_irq(&u));
+	assert_int_equal(uart_read(&u, 2), 0xc1);
+	assert_int_equal(uart_write(&u, 0, '\n'), '\n');
+	assert_true(uart_irq(&u));
+	uart_write(&u, 1, 0x00); /* masked: the line drops */
+	assert_false(uart_irq(&u));
+	assert_int_equal(uart_read(&u, 5), 0x60);
+	assert_int_equal(uart_read(&u, 8 + 5), 0x60); /* offsets wrap at 8 */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decompress_lz4),	 cmocka_unit_test(test_decompress_gzip),
+		cmocka_unit_test(test_decompress_xz),	 cmocka_unit_test(test_parse_hostile),
+		cmocka_unit_test(test_decompress_hostile), cmocka_unit_test(test_load_elf),
+		cmocka_unit_test(test_e820_zero_page_gdt), cmocka_unit_test(test_acpi),
+		cmocka_unit_test(test_uart),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
