@@ -174,10 +174,10 @@ kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS)
 # (INT3 does not exit there); each binary ends after 10 minutes. Not in `make test` until it has passed 10
 # runs in a row. Skipped with one line where the lane cannot run (no TCG, no kernel package).
 test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest
-	@if scripts/nested-kvm.sh --check; then \
+	@if why=$$(scripts/nested-kvm.sh --check 2>&1); then \
 		scripts/nested-kvm.sh env $(TEST_ENV) HVTRACE_TEST_PROBE=stub HVT_TEST_TIMEOUT=600 \
 			scripts/run-tests.sh $(KVM_BINS); \
-	else echo "SKIPPED: test-nested: the nested lane cannot run here"; fi
+	else echo "SKIPPED: test-nested: $$why"; fi
 
 qemu-test: hvtrace $(QEMU_BINS) guest
 	@$(TEST_ENV) scripts/run-tests.sh $(QEMU_BINS)

@@ -40,8 +40,9 @@ qemu-system-x86_64 -accel help 2>/dev/null | grep -qx tcg || skip "QEMU has no T
 [ "$1" != --check ] || exit 0
 
 work=$(mktemp -d /tmp/hvt-nested.XXXXXX)
-vpid=
+vpid= qpid=
 cleanup() {
+	[ -n "$qpid" ] && kill "$qpid" 2>/dev/null
 	[ -n "$vpid" ] && kill "$vpid" 2>/dev/null
 	rm -rf "$work"
 }
@@ -97,14 +98,17 @@ boot() {
 		-o log_level=err >>"$work/virtiofsd.log" 2>&1 &
 	vpid=$!
 	for _ in $(seq 50); do [ -S "$work/vfs.sock" ] && break; sleep 0.1; done
-	timeout -k 10 "$lane_timeout" qemu-system-x86_64 -accel tcg,thread=multi -cpu "${HVT_LANE_CPU:-EPYC}" \
+	timeout --foreground -k 10 "$lane_timeout" qemu-system-x86_64 -accel tcg,thread=multi -cpu "${HVT_LANE_CPU:-EPYC}" \
 		-smp "${HVT_LANE_SMP:-2}" -m "${HVT_LANE_MEM:-2048}" \
 		-object memory-backend-memfd,id=mem,size="${HVT_LANE_MEM:-2048}M",share=on -numa node,memdev=mem \
 		-chardev socket,id=vfs,path="$work/vfs.sock" -device vhost-user-fs-pci,chardev=vfs,tag=hostroot \
 		-kernel "$kernel" -initrd "$work/initrd.cpio" \
 		-append "console=ttyS0 panic=-1 oops=panic quiet" -display none -nodefaults -no-reboot \
-		-serial file:"$log" -serial stdio </dev/null 2>>"$work/qemu.err"
+		-serial file:"$log" -serial stdio </dev/null 2>>"$work/qemu.err" &
+	qpid=$!
+	wait "$qpid"
 	local rc=$?
+	qpid=
 	kill "$vpid" 2>/dev/null
 	wait "$vpid" 2>/dev/null
 	vpid=

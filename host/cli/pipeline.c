@@ -285,15 +285,16 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		ret = bind_triggers(p, err, errlen);
 	if (ret)
 		return ret;
-	if (g->no_trap && need_trap_probe(p, err, errlen))
-		return EXIT_BAD_INPUT;
-	if (g->stub && s->probe == PROBE_STUB)
-		say_trap_probes(p);
 	if (mark_graph_roots(p, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	ret = prepare_expect(p, err, errlen);
 	if (ret)
 		return ret;
+	/* after the arguments' own checks: a wrong command line is told as such on every host */
+	if (g->no_trap && need_trap_probe(p, err, errlen))
+		return EXIT_BAD_INPUT;
+	if (g->stub && s->probe == PROBE_STUB)
+		say_trap_probes(p);
 	if (s->record) {
 		ret = sink_tracedat_init(&p->sink, out, s->output, g->funcs, nr_cpus,
 					 s->tracer == TRACER_FUNCTION_GRAPH, p->events, s->nr_events,
