@@ -53,7 +53,7 @@ trap 'exit 130' INT TERM
 root=$work/root
 mkdir -p "$root"/{bin,lib,proc,sys,dev,new}
 cp "$busybox" "$root/bin/"
-for a in sh mount insmod poweroff cat chroot mkdir echo sleep stty cp; do ln -s busybox "$root/bin/$a"; done
+for a in sh mount insmod poweroff cat chroot mkdir echo sleep stty cp ifconfig; do ln -s busybox "$root/bin/$a"; done
 for m in drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_pci_legacy_dev \
 	drivers/virtio/virtio_pci_modern_dev drivers/virtio/virtio_pci fs/fuse/fuse fs/fuse/virtiofs \
 	virt/lib/irqbypass arch/x86/kvm/kvm arch/x86/kvm/kvm-amd; do
@@ -73,6 +73,7 @@ cat >"$root/init" <<INIT
 mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
 for m in \$(cat /lib/order); do insmod /lib/\$m || echo "hvt-lane: insmod \$m failed"; done
 [ -c /dev/kvm ] || { echo "hvt-lane: no /dev/kvm"; poweroff -f; }
+ifconfig lo 127.0.0.1 up
 mount -t virtiofs hostroot /new || { echo "hvt-lane: no virtiofs"; poweroff -f; }
 mount --bind /new$here /new$here
 mount -o remount,bind,ro /new

@@ -61,7 +61,7 @@ static void stop_by_signal(int sig, const char *name)
 			      "30",  hv_guest("loop"), NULL};
 	char want[64];
 
-	hv_run(&r, argv, 0.5, sig);
+	hv_run_signal_on(&r, argv, "hvt-guest: looping\n", 0.5, sig);
 	assert_int_equal(r.status, 128 + sig);
 	snprintf(want, sizeof(want), "hvtrace: stopped by %s\n", name);
 	assert_string_equal(r.err, want);
