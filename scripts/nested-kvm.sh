@@ -11,7 +11,7 @@
 # $HVT_LANE_TIMEOUT seconds, default 1800; L1 never reaching COMMAND) is retried once; if it happens
 # again the status is 125 with one line "nested-kvm: infrastructure failure: WHY (LOG)" on stderr.
 # Status 2 with one line where the lane cannot run here (no QEMU, no TCG, no kernel package).
-# Tunables: HVT_LANE_SMP (2), HVT_LANE_MEM (MiB, 2048), HVT_LANE_CPU (EPYC).
+# Tunables: HVT_LANE_SMP (2), HVT_LANE_MEM (MiB, 4096: room for the tests' --mem 3072), HVT_LANE_CPU (EPYC).
 set -uo pipefail
 
 # --check: only whether the lane can run here (status 0, else 2 and the line saying why).
@@ -100,8 +100,8 @@ boot() {
 	vpid=$!
 	for _ in $(seq 50); do [ -S "$work/vfs.sock" ] && break; sleep 0.1; done
 	timeout --foreground -k 10 "$lane_timeout" qemu-system-x86_64 -accel tcg,thread=multi -cpu "${HVT_LANE_CPU:-EPYC}" \
-		-smp "${HVT_LANE_SMP:-2}" -m "${HVT_LANE_MEM:-2048}" \
-		-object memory-backend-memfd,id=mem,size="${HVT_LANE_MEM:-2048}M",share=on -numa node,memdev=mem \
+		-smp "${HVT_LANE_SMP:-2}" -m "${HVT_LANE_MEM:-4096}" \
+		-object memory-backend-memfd,id=mem,size="${HVT_LANE_MEM:-4096}M",share=on -numa node,memdev=mem \
 		-chardev socket,id=vfs,path="$work/vfs.sock" -device vhost-user-fs-pci,chardev=vfs,tag=hostroot \
 		-kernel "$kernel" -initrd "$work/initrd.cpio" \
 		-append "console=ttyS0 panic=-1 oops=panic quiet" -display none -nodefaults -no-reboot \

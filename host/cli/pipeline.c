@@ -158,14 +158,14 @@ static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 	for (size_t i = 0; i < probes->nr; i++) {
 		const struct probe *pr = &probes->v[i];
 
-		if (stub_drain_capable(pr))
+		if (stub_drain_capable(pr) && !tracer_has_trigger(&p->tr, pr))
 			continue;
 		snprintf(err, errlen,
 			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s %s "
 			 "needs one",
-			 pr->ret_event && !fe_return_register_only(pr->ret_event)
-			     ? "the return probe -r of"
-			     : "the -e event of",
+			 pr->ret_event && !fe_return_register_only(pr->ret_event) ? "the return probe -r of"
+			 : pr->event && !fe_registers_only(pr->event)		  ? "the -e event of"
+										  : "the --trigger on",
 			 pr->func->name);
 		return true;
 	}
