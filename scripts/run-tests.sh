@@ -6,7 +6,8 @@
 # HVT_TEST_TIMEOUT=SECONDS ends each binary still running after that long (status 124, a failure).
 set -u
 limit=()
-[ -n "${HVT_TEST_TIMEOUT:-}" ] && limit=(timeout -k 10 "$HVT_TEST_TIMEOUT")
+# (line-buffered: what a binary ended this way had printed is shown, its last test named)
+[ -n "${HVT_TEST_TIMEOUT:-}" ] && limit=(timeout -k 10 "$HVT_TEST_TIMEOUT" stdbuf -oL)
 passed=0 failed=0 skipped=0 crashed=0 digest=
 for t in "$@"; do
 	echo "== $t"
