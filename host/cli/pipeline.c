@@ -163,9 +163,10 @@ static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s %s "
 			 "needs one",
-			 pr->ret_event && !fe_return_register_only(pr->ret_event) ? "the return probe -r of"
-			 : pr->event && !fe_registers_only(pr->event)		  ? "the -e event of"
-										  : "the --trigger on",
+			 pr->ret_event && !fe_return_register_only(pr->ret_event)
+			     ? "the return probe -r of"
+			 : pr->event && !fe_registers_only(pr->event) ? "the -e event of"
+								      : "the --trigger on",
 			 pr->func->name);
 		return true;
 	}

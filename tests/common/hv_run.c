@@ -127,8 +127,10 @@ static void run(struct hv_result *r, const char *const *argv, const char *consol
 		probe |= !strcmp(argv[i], "--probe");
 		args[n++] = argv[i];
 	}
-	/* HVTRACE_TEST_PROBE=stub runs the embedded-VMM tests (run, record) again with stub probes */
-	if ((!strcmp(argv[0], "run") || (!strcmp(argv[0], "record") && strcmp(argv[1], "attach"))) &&
+	/* HVTRACE_TEST_PROBE=stub runs the embedded-VMM tests (run, record) again with stub probes
+	 */
+	if ((!strcmp(argv[0], "run") ||
+	     (!strcmp(argv[0], "record") && strcmp(argv[1], "attach"))) &&
 	    !qemu && !probe && getenv("HVTRACE_TEST_PROBE")) {
 		memmove(args + 4, args + 2, (n - 2) * sizeof(*args));
 		args[2] = "--probe";

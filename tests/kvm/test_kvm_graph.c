@@ -614,7 +614,8 @@ static void test_graph_irq_markers(void **state)
 			 2 * (i + 1) + (i + 1) + (i - 1));
 		strcat(want, round);
 	}
-	for (size_t k = needs_int3_exits("test_graph_irq_markers (trap probes)") ? 0 : 1; k < 2; k++) {
+	for (size_t k = needs_int3_exits("test_graph_irq_markers (trap probes)") ? 0 : 1; k < 2;
+	     k++) {
 		struct hv_result r;
 		const char *argv[] = {"run",	 "--probe",	       probes[k],
 				      "-p",	 "function_graph",     "--funcgraph-retval",

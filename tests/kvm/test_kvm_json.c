@@ -252,9 +252,10 @@ static char *run_on_pty(const char *args)
 {
 	char *out, *trace;
 
-	out = sh("tests/common/pty_stderr.py " PTY_OUT " %s run --probe %s %s --timeout 1.6 -o " TRACE
-		 " --console /dev/null %s; echo \" status=$?\"",
-		 hv_binary(), test_probe(), args, hv_guest("loop"));
+	out =
+	    sh("tests/common/pty_stderr.py " PTY_OUT " %s run --probe %s %s --timeout 1.6 -o " TRACE
+	       " --console /dev/null %s; echo \" status=$?\"",
+	       hv_binary(), test_probe(), args, hv_guest("loop"));
 	trace = sh("cat " TRACE);
 	/* never in the trace: no status text, no carriage return, no escape sequence */
 	assert_null(strstr(trace, "hvtrace"));

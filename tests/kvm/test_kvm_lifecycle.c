@@ -37,8 +37,8 @@ static void assert_flushed(const struct hv_result *r)
 	assert_true(r->nr_lines > 0);
 	snprintf(trailer, sizeof(trailer), "# entries-written: %zu   lost: 0\n", r->nr_lines);
 	if (!strstr(r->trace, trailer))
-		fail_msg("no \"%.*s\" in the trace, which ends: %s", (int)strlen(trailer) - 1, trailer,
-			 r->trace + (strlen(r->trace) > 200 ? strlen(r->trace) - 200 : 0));
+		fail_msg("no \"%.*s\" in the trace, which ends: %s", (int)strlen(trailer) - 1,
+			 trailer, r->trace + (strlen(r->trace) > 200 ? strlen(r->trace) - 200 : 0));
 }
 
 static void test_timeout(void **state)

@@ -376,11 +376,17 @@ static void test_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_traceoff_trap),    cmocka_unit_test(test_traceoff_stub),
-	    cmocka_unit_test(test_traceoff_smp2),    cmocka_unit_test(test_traceon),
-	    cmocka_unit_test(test_tracing_off),	     cmocka_unit_test(test_stacktrace),
-	    cmocka_unit_test(test_stacktrace_graph), cmocka_unit_test(test_stacktrace_pid),
-	    cmocka_unit_test(test_snapshot),	     cmocka_unit_test(test_refused), cmocka_unit_test(test_trigger_needs_int3_exits),
+	    cmocka_unit_test(test_traceoff_trap),
+	    cmocka_unit_test(test_traceoff_stub),
+	    cmocka_unit_test(test_traceoff_smp2),
+	    cmocka_unit_test(test_traceon),
+	    cmocka_unit_test(test_tracing_off),
+	    cmocka_unit_test(test_stacktrace),
+	    cmocka_unit_test(test_stacktrace_graph),
+	    cmocka_unit_test(test_stacktrace_pid),
+	    cmocka_unit_test(test_snapshot),
+	    cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_trigger_needs_int3_exits),
 	};
 
 	if (!kvm_available())
