@@ -75,9 +75,10 @@ for m in \$(cat /lib/order); do insmod /lib/\$m || echo "hvt-lane: insmod \$m fa
 [ -c /dev/kvm ] || { echo "hvt-lane: no /dev/kvm"; poweroff -f; }
 ifconfig lo 127.0.0.1 up
 mount -t virtiofs hostroot /new || { echo "hvt-lane: no virtiofs"; poweroff -f; }
-mount --bind /new$here /new$here
+mkdir -p /checkout; mount --bind /new$here /checkout
 mount -o remount,bind,ro /new
 mount -t tmpfs tmpfs /new/tmp; mount -t proc proc /new/proc; mount -t sysfs sysfs /new/sys
+mkdir -p /new$here; mount --move /checkout /new$here
 mount -t devtmpfs devtmpfs /new/dev; mkdir -p /new/dev/pts; mount -t devpts devpts /new/dev/pts
 stty -F /dev/ttyS1 raw -echo
 cp /command /new/tmp/hvt-lane-command
