@@ -3,14 +3,18 @@
 # line "hvtrace: N passed, N failed, N skipped" summed from cmocka's own summaries. Exits non-zero if a
 # test failed or a binary crashed; the 60 lines before each failure are repeated before that line (the end
 # of a truncated CI log). An argument NAME=VALUE,BINARY runs BINARY with NAME=VALUE in its environment.
+# HVT_TEST_TIMEOUT=SECONDS ends each binary still running after that long (status 124, a failure).
 set -u
+limit=()
+# (line-buffered: what a binary ended this way had printed is shown, its last test named)
+[ -n "${HVT_TEST_TIMEOUT:-}" ] && limit=(timeout -k 10 "$HVT_TEST_TIMEOUT" stdbuf -oL)
 passed=0 failed=0 skipped=0 crashed=0 digest=
 for t in "$@"; do
 	echo "== $t"
 	if [[ $t == *=*,* ]]; then
-		out=$(env "${t%%,*}" "${t#*,}" 2>&1)
+		out=$(env "${t%%,*}" "${limit[@]}" "${t#*,}" 2>&1)
 	else
-		out=$("$t" 2>&1)
+		out=$("${limit[@]}" "$t" 2>&1)
 	fi
 	rc=$?
 	printf '%s\n' "$out"

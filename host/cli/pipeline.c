@@ -158,14 +158,15 @@ static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 	for (size_t i = 0; i < probes->nr; i++) {
 		const struct probe *pr = &probes->v[i];
 
-		if (stub_drain_capable(pr))
+		if (stub_drain_capable(pr) && !tracer_has_trigger(&p->tr, pr))
 			continue;
 		snprintf(err, errlen,
 			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s %s "
 			 "needs one",
 			 pr->ret_event && !fe_return_register_only(pr->ret_event)
 			     ? "the return probe -r of"
-			     : "the -e event of",
+			 : pr->event && !fe_registers_only(pr->event) ? "the -e event of"
+								      : "the --trigger on",
 			 pr->func->name);
 		return true;
 	}
@@ -286,15 +287,16 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		ret = bind_triggers(p, err, errlen);
 	if (ret)
 		return ret;
-	if (g->no_trap && need_trap_probe(p, err, errlen))
-		return EXIT_BAD_INPUT;
-	if (g->stub && s->probe == PROBE_STUB)
-		say_trap_probes(p);
 	if (mark_graph_roots(p, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	ret = prepare_expect(p, err, errlen);
 	if (ret)
 		return ret;
+	/* after the arguments' own checks: a wrong command line is told as such on every host */
+	if (g->no_trap && need_trap_probe(p, err, errlen))
+		return EXIT_BAD_INPUT;
+	if (g->stub && s->probe == PROBE_STUB)
+		say_trap_probes(p);
 	if (s->record) {
 		ret = sink_tracedat_init(&p->sink, out, s->output, g->funcs, nr_cpus,
 					 s->tracer == TRACER_FUNCTION_GRAPH, p->events, s->nr_events,

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 int ring_init(struct ring *r, uint64_t nr)
 {
@@ -14,15 +15,21 @@ int ring_init(struct ring *r, uint64_t nr)
 		return -ENOMEM;
 	while (n < nr)
 		n <<= 1;
-	r->buf = aligned_alloc(64, n * sizeof(*r->buf));
-	if (!r->buf)
+	/* reserved, not committed: a page is only taken when a record first lands in it, so a large
+	 * --buffer-size-kb costs what the trace uses (and never fails up-front on overcommit) */
+	r->buf = mmap(NULL, n * sizeof(*r->buf), PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r->buf == MAP_FAILED) {
+		r->buf = NULL;
 		return -ENOMEM;
+	}
 	r->mask = n - 1;
 	return 0;
 }
 
 void ring_free(struct ring *r)
 {
-	free(r->buf);
+	if (r->buf)
+		munmap(r->buf, (r->mask + 1) * sizeof(*r->buf));
 	r->buf = NULL;
 }

@@ -25,7 +25,8 @@ struct ring {
 	uint16_t lost_cpu;
 };
 
-/* Allocates room for at least @nr records (rounded up to a power of two). Returns 0 or -ENOMEM. */
+/* Reserves room for at least @nr records (rounded up to a power of two; memory is taken as records
+ * land, not up-front). Returns 0 or -ENOMEM. */
 int ring_init(struct ring *r, uint64_t nr);
 void ring_free(struct ring *r);
 

@@ -93,7 +93,7 @@ int tracer_add_trigger(struct tracer *t, uint32_t id, const struct trigger *trig
 	return 0;
 }
 
-static bool has_trigger(const struct tracer *t, const struct probe *p)
+bool tracer_has_trigger(const struct tracer *t, const struct probe *p)
 {
 	for (size_t i = 0; i < t->nr_triggers; i++)
 		if (t->triggers[i].probe == p->id)
@@ -141,7 +141,7 @@ int tracer_set_graph_root(struct tracer *t, uint32_t id)
  * fields read from guest memory at the call, need trap probes). */
 static bool stub_capable(const struct tracer *t, const struct probe *p)
 {
-	return t->opts.stub && stub_drain_capable(p) && !has_trigger(t, p);
+	return t->opts.stub && stub_drain_capable(p) && !tracer_has_trigger(t, p);
 }
 
 /* NOP5 -> CALL rel32 is five bytes: only with every vCPU stopped. */

@@ -124,6 +124,8 @@ int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec);
  * (trap probes only: a probe with a trigger is never a stub probe), whether or not the call is
  * recorded. Before tracer_attach. 0, -EINVAL for a bad id, or -ENOMEM. */
 int tracer_add_trigger(struct tracer *t, uint32_t id, const struct trigger *trig);
+/* Whether probe @p has a --trigger (and so is a trap probe whatever --probe says). Pure. */
+bool tracer_has_trigger(const struct tracer *t, const struct probe *p);
 
 /* Makes probe @id a return probe (kretprobe without maxactive): its returns are recorded with RAX and
  * the duration, or with the typed fields of @spec (evaluated with RAX as argument 0) if not NULL.

@@ -68,7 +68,39 @@ static void parse_trace(struct hv_result *r)
 	free(copy);
 }
 
+/* Waits (at most 120 s, or until @pid has ended) for @text in the file @path. */
+static void wait_for_text(const char *path, const char *text, pid_t pid)
+{
+	for (int i = 0; i < 12000; i++) {
+		char *s = slurp(path);
+		bool seen = strstr(s, text) != NULL;
+
+		siginfo_t info = {0};
+
+		free(s);
+		if (seen || (!waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) &&
+			     info.si_pid == pid))
+			return;
+		sleep_ms(10);
+	}
+}
+
+static void run(struct hv_result *r, const char *const *argv, const char *console_text,
+		double signal_after, int sig);
+
 void hv_run(struct hv_result *r, const char *const *argv, double signal_after, int sig)
+{
+	run(r, argv, NULL, signal_after, sig);
+}
+
+void hv_run_signal_on(struct hv_result *r, const char *const *argv, const char *console_text,
+		      double after, int sig)
+{
+	run(r, argv, console_text, after, sig);
+}
+
+static void run(struct hv_result *r, const char *const *argv, const char *console_text,
+		double signal_after, int sig)
 {
 	char dir[] = "/tmp/hvt-test-XXXXXX", tpath[256], cpath[256], epath[256];
 	const char *args[64];
@@ -101,8 +133,11 @@ void hv_run(struct hv_result *r, const char *const *argv, double signal_after, i
 		probe |= !strcmp(argv[i], "--probe");
 		args[n++] = argv[i];
 	}
-	/* HVTRACE_TEST_PROBE=stub runs the embedded-VMM tests again with stub probes */
-	if (!strcmp(argv[0], "run") && !qemu && !probe && getenv("HVTRACE_TEST_PROBE")) {
+	/* HVTRACE_TEST_PROBE=stub runs the embedded-VMM tests (run, record) again with stub probes
+	 */
+	if ((!strcmp(argv[0], "run") ||
+	     (!strcmp(argv[0], "record") && strcmp(argv[1], "attach"))) &&
+	    !qemu && !probe && getenv("HVTRACE_TEST_PROBE")) {
 		memmove(args + 4, args + 2, (n - 2) * sizeof(*args));
 		args[2] = "--probe";
 		args[3] = getenv("HVTRACE_TEST_PROBE");
@@ -124,6 +159,8 @@ void hv_run(struct hv_result *r, const char *const *argv, double signal_after, i
 		execv(args[0], (char *const *)args);
 		_exit(127);
 	}
+	if (console_text)
+		wait_for_text(cpath, console_text, pid);
 	if (signal_after > 0) {
 		struct timespec ts = {(time_t)signal_after,
 				      (long)((signal_after - (time_t)signal_after) * 1e9)};

@@ -34,6 +34,10 @@ const char *hv_binary(void);
  * their stdout is T); if @signal_after > 0 sends @sig after that many seconds (-@sig
  * to hvtrace's whole process group, its guardian included, when @sig is negative). Fills @r. */
 void hv_run(struct hv_result *r, const char *const *argv, double signal_after, int sig);
+/* The same, with @sig sent @after seconds after @console_text has appeared on the guest's console
+ * (waited for at most 120 s): not before the guest runs, however slow the host is to start it. */
+void hv_run_signal_on(struct hv_result *r, const char *const *argv, const char *console_text,
+		      double after, int sig);
 void hv_result_free(struct hv_result *r);
 
 /* Trace lines for @func (NULL: any) on @cpu (-1: any). */

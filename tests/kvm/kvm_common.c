@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include "tests/kvm/kvm_common.h"
+#include "host/kvm/kvm_int3_probe.h"
 #include "host/kvm/target_kvm.h"
 
 #include <errno.h>
@@ -75,6 +76,26 @@ bool kvm_available(void)
 	}
 	close(fd);
 	return true;
+}
+
+bool needs_int3_exits(const char *what)
+{
+	const struct kvm_int3_check *c = kvm_int3_check();
+	char why[256];
+
+	if (kvm_int3_exits(c->verdict, false))
+		return true;
+	printf("SKIPPED: %s: needs INT3 exits (trap probes): INT3 in a guest does not exit on this "
+	       "host's KVM (%s)\n",
+	       what, kvm_int3_why(c, false, why, sizeof(why)));
+	return false;
+}
+
+const char *test_probe(void)
+{
+	const char *env = getenv("HVTRACE_TEST_PROBE");
+
+	return env && *env ? env : "trap";
 }
 
 void kvm_fixture_boot(struct kvm_fixture *f, const char *guest, bool returns, bool stub)

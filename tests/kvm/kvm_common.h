@@ -25,6 +25,14 @@ bool kvm_offers_rdtscp(void);
 /* Whether /dev/kvm can be opened; prints the skip line if not. */
 bool kvm_available(void);
 
+/* Whether trap probes work here (the INT3 check); if not, prints the one line "SKIPPED: @what:
+ * needs INT3 exits (trap probes): INT3 in a guest does not exit on this host's KVM (WHY)" and
+ * returns false: the caller then skip()s. For the tests of trap probes themselves (the nested AMD
+ * lane has none). */
+bool needs_int3_exits(const char *what);
+/* The --probe a test asks for when it only needs some probe: $HVTRACE_TEST_PROBE, else "trap". */
+const char *test_probe(void);
+
 /* A guest booted in this process (2 vCPUs, 64 MiB, console to /dev/null), not started, with a tracer
  * over every site, not attached; the sites' bytes as loaded are kept. */
 struct kvm_fixture {

@@ -201,7 +201,8 @@ static void expect_stdout_full(const char *const *args)
 /* Without -o the trace and the console go to stdout; list-functions and --help write there too. */
 static void test_stdout_write_error(void **state)
 {
-	const char *run[] = {hv_binary(), "run", "-l", "tree_leaf", hv_guest(NULL), NULL};
+	const char *run[] = {hv_binary(), "run",       "--probe",      test_probe(),
+			     "-l",	  "tree_leaf", hv_guest(NULL), NULL};
 	const char *list[] = {hv_binary(), "list-functions", hv_guest(NULL), NULL};
 	const char *help[] = {hv_binary(), "--help", NULL};
 

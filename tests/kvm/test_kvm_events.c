@@ -27,6 +27,10 @@ static void test_event_values(void **state)
 			  "arr=1,2,3,4, label=(fault), vals=10,20,30, n=3)\n";
 
 	(void)state;
+	if (!needs_int3_exits(__func__)) {
+		skip();
+		return;
+	}
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 0);
 	/* what the guest itself printed about the same data */
@@ -49,6 +53,10 @@ static void test_event_with_function_tracer(void **state)
 			      "ev_target(int n+0, NULL, NULL, long n2)", hv_guest(NULL), NULL};
 
 	(void)state;
+	if (!needs_int3_exits(__func__)) {
+		skip();
+		return;
+	}
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(n=42, n2=3)\n"), 4);
@@ -92,6 +100,10 @@ static void test_two_events_one_function(void **state)
 			    "ev_target(int c)", "-e", "ev_target(int d)", hv_guest(NULL), NULL};
 
 	(void)state;
+	if (!needs_int3_exits(__func__)) {
+		skip();
+		return;
+	}
 	hv_run(&r, a1, 0, 0);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(id=42)\n"), 4);
@@ -138,6 +150,10 @@ static void test_direct_address(void **state)
 	const char *argv[] = {"run", "-e", spec, hv_guest(NULL), NULL};
 
 	(void)state;
+	if (!needs_int3_exits(__func__)) {
+		skip();
+		return;
+	}
 	snprintf(cmd, sizeof(cmd), "nm '%s'", hv_guest(NULL));
 	nm = popen(cmd, "r");
 	assert_non_null(nm);
@@ -251,6 +267,10 @@ static void test_return_probes_stub(void **state)
 	size_t na, nb;
 
 	(void)state;
+	if (!needs_int3_exits(__func__)) {
+		skip();
+		return;
+	}
 	hv_run(&trap, targv, 0, 0);
 	hv_run(&stub, sargv, 0, 0);
 	assert_int_equal(trap.status, 0);
@@ -290,6 +310,10 @@ static void test_return_probe_memory_stays_trap(void **state)
 			      "tree_leaf", "--stats", hv_guest(NULL), NULL};
 
 	(void)state;
+	if (!needs_int3_exits(__func__)) {
+		skip();
+		return;
+	}
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(count_text(r.err, "hvtrace: --probe stub: these read guest memory at the "
@@ -311,6 +335,10 @@ static void test_event_profile(void **state)
 	const char *argv[] = {"run", "-e", "ev_target(int id+0)", "--profile", hv_guest(NULL), NULL};
 
 	(void)state;
+	if (!needs_int3_exits(__func__)) {
+		skip();
+		return;
+	}
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(count_text(r.trace, ": ev_call->ev_target(id=42)\n"), 4);

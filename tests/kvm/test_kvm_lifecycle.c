@@ -36,7 +36,9 @@ static void assert_flushed(const struct hv_result *r)
 
 	assert_true(r->nr_lines > 0);
 	snprintf(trailer, sizeof(trailer), "# entries-written: %zu   lost: 0\n", r->nr_lines);
-	assert_non_null(strstr(r->trace, trailer));
+	if (!strstr(r->trace, trailer))
+		fail_msg("no \"%.*s\" in the trace, which ends: %s", (int)strlen(trailer) - 1,
+			 trailer, r->trace + (strlen(r->trace) > 200 ? strlen(r->trace) - 200 : 0));
 }
 
 /* --timeout stops a guest that never ends. 2 s, not less: on a loaded machine (PVM emulates the
@@ -63,7 +65,7 @@ static void stop_by_signal(int sig, const char *name)
 			      "30",  hv_guest("loop"), NULL};
 	char want[64];
 
-	hv_run(&r, argv, 0.5, sig);
+	hv_run_signal_on(&r, argv, "hvt-guest: looping\n", 0.5, sig);
 	assert_int_equal(r.status, 128 + sig);
 	snprintf(want, sizeof(want), "hvtrace: stopped by %s\n", name);
 	assert_string_equal(r.err, want);
