@@ -2,6 +2,7 @@
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
 #include "host/cli/help.h"
+#include "host/cli/kvm_linux_run.h"
 #include "host/cli/linux_run.h"
 #include "host/cli/report.h"
 #include "host/cli/run.h"
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
 	case CMD_LIST_FUNCTIONS:
 		status = s.list_running ? cmd_linux(&s) : cmd_list_functions(&s);
 		break;
-	case CMD_RUN: status = s.qemu ? cmd_linux(&s) : cmd_run(&s); break;
+	case CMD_RUN: status = s.qemu ? cmd_linux(&s) : s.kernel ? cmd_run_kernel(&s) : cmd_run(&s); break;
 	case CMD_ATTACH: status = cmd_linux(&s); break;
 	case CMD_REPORT: status = cmd_report(&s); break;
 	default: status = EXIT_BAD_INPUT; break;

@@ -1,5 +1,4 @@
 #include "host/cli/run.h"
-#include "host/cli/kvm_linux_run.h"
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
 #include "host/cli/pipeline.h"
@@ -204,8 +203,6 @@ int cmd_run(const struct session *s)
 	int sfd = -1, sig, status = EXIT_BAD_INPUT, out_err = 0, con_err = 0;
 	bool vm_made = false, selected = false;
 
-	if (s->kernel)
-		return cmd_run_kernel(s);
 	if (guest_image_open(&g, s->guest, err, sizeof(err)) < 0) {
 		cmd_error("%s", err);
 		return EXIT_BAD_INPUT;
