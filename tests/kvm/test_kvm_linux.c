@@ -1,8 +1,7 @@
 /* KVM integration: a stock Linux kernel (build/guest/vmlinuz, `make guest`) booted by `hvtrace run
- * --kernel` in the embedded VMM, traced with stub probes: the init's vfs_read calls with their
- * comm,
- * --expect-call, power-off and panic verdicts. Needs real KVM (scripts/nested-run.sh gives it
- * here): on a host whose /dev/kvm cannot boot Linux (PVM) only the refusal and the bad-input checks
+ * --kernel` in the embedded VMM, traced with stub probes: the init's vfs_read calls with their comm,
+ * --expect-call, power-off and panic verdicts. Needs real KVM (the nested lane, scripts/nested-kvm.sh
+ * and make test-nested, gives it here): on a host whose /dev/kvm cannot boot Linux (PVM) only the refusal and the bad-input checks
  * run, the rest is skipped with one line. */
 #include <stdarg.h>
 #include <stddef.h>
