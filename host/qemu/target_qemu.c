@@ -290,10 +290,38 @@ static void qemu_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 #define PTE_CODE (X86_PTE_P | (1ull << 5))
 #define PTE_DATA (X86_PTE_P | X86_PTE_RW | (1ull << 5) | (1ull << 6) /* D */)
 
-#define MODULES_VADDR 0xffffffffc0000000ull /* the kernel image's 1 GiB ends here */
+#define IMAGE_MAP_BASE 0xffffffff80000000ull /* __START_KERNEL_map: the kernel image's 1 GiB */
+#define MODULES_VADDR 0xffffffffc0000000ull  /* ends here */
 
 static void qemu_stub_unmap(struct target *t, const struct target_region *r);
 uint64_t target_qemu_stub_gpa(const struct target_qemu *q);
+
+/* Whether @a and @b are less than 2 GiB apart (a CALL rel32 reaches). */
+static bool within_2g(uint64_t a, uint64_t b)
+{
+	return (a > b ? a - b : b - a) < (2ull << 30);
+}
+
+/* The first run of @npde 2 MiB slots in [@from, @to) whose page-directory entries (in the kernel's
+ * page tables, q->kcr3) are not present; its start in *@va. Returns the run's length: @npde when
+ * found. An entry that cannot be read counts as present. */
+static unsigned free_pde_run(struct target_qemu *q, uint64_t from, uint64_t to, unsigned npde,
+			     uint64_t *va)
+{
+	uint64_t v, pde_gpa, pde = 0;
+	unsigned run = 0;
+
+	for (v = from; run < npde && v >= from && v + PMD_SPAN <= to; v += PMD_SPAN) {
+		if (x86_pde_addr(read_pte, q, q->kcr3, q->kla57, v, &pde_gpa) < 0 ||
+		    qemu_mem_read(&q->mem, pde_gpa, &pde, 8) < 0 || (pde & X86_PTE_P)) {
+			run = 0;
+			continue;
+		}
+		run++;
+	}
+	*va = v - (uint64_t)run * PMD_SPAN;
+	return run;
+}
 
 /* The stub's page-table page is the first page of the free low memory, which the kernel maps
  * (its own page-table walkers, such as the W^X check at boot, read it through the direct map); its
@@ -307,8 +335,8 @@ static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t mi
 			 struct target_region *out, char *err, size_t errlen)
 {
 	struct target_qemu *q = tq(t);
-	uint64_t pt = q->stub_phys_lo, base, size, va, pde_gpa, pde = 0, ptes[512] = {0};
-	unsigned npde, run = 0;
+	uint64_t pt = q->stub_phys_lo, base, size, va, pde = 0, ptes[512] = {0};
+	unsigned npde, run;
 	bool wrote = false;
 	int ret;
 
@@ -351,22 +379,16 @@ static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t mi
 		return ret;
 	q->kcr3 = q->cpu[0].cr3 & ~PTI_USER_BIT & X86_PTE_ADDR;
 	q->kla57 = q->cpu[0].cr4 & X86_CR4_LA57;
-	/* npde free slots in a row, the first within reach of the traced code */
-	for (va = q->stub_va; run < npde && va >= q->stub_va && va + PMD_SPAN <= MODULES_VADDR;
-	     va += PMD_SPAN) {
-		if (x86_pde_addr(read_pte, q, q->kcr3, q->kla57, va, &pde_gpa) < 0 ||
-		    qemu_mem_read(&q->mem, pde_gpa, &pde, 8) < 0 || (pde & X86_PTE_P)) {
-			run = 0;
-			continue;
-		}
-		run++;
-	}
-	va -= (uint64_t)npde * PMD_SPAN;
-	if (run < npde || va + X86_PAGE_SIZE - lo > (2ull << 30) ||
-	    (hi > va && hi - va > (2ull << 30))) {
+	/* npde free slots in a row, within reach of the traced code: after the image, else (a large
+	 * KASLR slide leaves little room before the modules) below it, where the kernel cleared the
+	 * image mapping's entries (cleanup_highmap) */
+	run = free_pde_run(q, q->stub_va, MODULES_VADDR, npde, &va);
+	if (run < npde && q->stub_va > IMAGE_MAP_BASE)
+		run = free_pde_run(q, IMAGE_MAP_BASE, q->stub_va, npde, &va);
+	if (run < npde || !within_2g(va + X86_PAGE_SIZE, lo) || !within_2g(va, hi)) {
 		snprintf(err, errlen,
-			 "stub probes: no %u free 2 MiB kernel address slots after the "
-			 "image within 2 GiB of the traced code",
+			 "stub probes: no %u free 2 MiB kernel address slots in the image's 1 GiB "
+			 "within 2 GiB of the traced code",
 			 npde);
 		return -ENOSPC;
 	}
