@@ -11,15 +11,27 @@
 
 void cmd_error(const char *fmt, ...)
 {
+	char line[4096];
 	va_list ap;
+	int n;
 
 	fflush(stdout);
 	progress_hold(); /* the progress line, if one shows, makes room */
-	fputs("hvtrace: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vsnprintf(line + 9, sizeof(line) - 10, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (n >= 0 && (size_t)n < sizeof(line) - 10) {
+		/* one write: the writer thread's output on a shared terminal cannot split the line */
+		memcpy(line, "hvtrace: ", 9);
+		line[9 + n] = '\n';
+		fwrite(line, 1, 9 + (size_t)n + 1, stderr);
+	} else { /* longer than a line buffer: in pieces */
+		fputs("hvtrace: ", stderr);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
 	progress_release();
 }
 
