@@ -1,4 +1,5 @@
 #include "host/kvm/acpi.h"
+#include "host/kvm/le_bytes.h"
 
 #include <string.h>
 
@@ -17,24 +18,6 @@
 #define BOOT_ARCH_NO_CMOS_RTC (1u << 5) /* Linux then probes no RTC at ports 0x70/0x71 */
 #define IOAPIC_ADDR 0xfec00000u
 #define LAPIC_ADDR 0xfee00000u
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
 
 static uint8_t checksum(const uint8_t *p, size_t len)
 {
