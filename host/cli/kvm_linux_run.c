@@ -137,22 +137,14 @@ static int try_attach(struct klrun *r, char *err, size_t errlen)
 static int boot_and_attach(struct klrun *r, int sfd, double deadline, char *err, size_t errlen)
 {
 	for (;;) {
-		struct pollfd fds[2] = {{.fd = r->vm->event_fd, .events = POLLIN},
-					{.fd = sfd, .events = POLLIN}};
+		double tick = clock_now_s() + BOOT_POLL_MS / 1000.0;
 		int ret;
 
 		if (deadline && clock_now_s() >= deadline)
 			return -1;
-		if (poll(fds, 2, BOOT_POLL_MS) < 0 && errno != EINTR)
-			return 0;
-		if (fds[1].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			if (read(sfd, &si, sizeof(si)) == sizeof(si))
-				return (int)si.ssi_signo;
-		}
-		if (fds[0].revents & POLLIN)
-			return 0;
+		ret = run_wait_for_end(r->vm, sfd, deadline && deadline < tick ? deadline : tick);
+		if (ret != -1)
+			return ret;
 		vcpu_pause_all(r->vm);
 		ret = try_attach(r, err, errlen);
 		vcpu_resume_all(r->vm);

@@ -41,9 +41,7 @@ int cmd_list_functions(const struct session *s)
 
 
 
-/* Waits for the VM to end, a signal, or the absolute time @deadline (0: none). Returns 0 (VM ended),
- * the signal number, or -1 (deadline). */
-static int wait_for_end(struct vm *vm, int sfd, double deadline)
+int run_wait_for_end(struct vm *vm, int sfd, double deadline)
 {
 	for (;;) {
 		struct pollfd fds[2] = {{.fd = vm->event_fd, .events = POLLIN},
@@ -75,7 +73,7 @@ static int wait_for_end(struct vm *vm, int sfd, double deadline)
 
 /* Backpressure: holds every vCPU (paused, as for a patch) while the stub drain asks for it, up to
  * @deadline (0: none). Counted in the drain's pauses. Returns -1 when the hold ended (or the vCPUs
- * could not be paused), else as wait_for_end (a signal: the vCPUs run again first). */
+ * could not be paused), else as run_wait_for_end (a signal: the vCPUs run again first). */
 static int hold_vcpus(struct vm *vm, struct pipeline *p, int sfd, double deadline)
 {
 	struct target *tgt = p->tr.tgt;
@@ -85,7 +83,7 @@ static int hold_vcpus(struct vm *vm, struct pipeline *p, int sfd, double deadlin
 	if (tgt->ops->pause(tgt) < 0)
 		return -1;
 	while (stub_drain_holding(&p->tr.stub) && (!deadline || clock_now_s() < deadline)) {
-		r = wait_for_end(vm, sfd, clock_now_s() + HOLD_WAIT_S);
+		r = run_wait_for_end(vm, sfd, clock_now_s() + HOLD_WAIT_S);
 		if (r != -1)
 			break;
 	}
@@ -108,7 +106,7 @@ int run_supervise(struct vm *vm, struct pipeline *p, int sfd, const struct sessi
 		if (detach_at && (!deadline || detach_at < deadline))
 			deadline = detach_at;
 		if (tick && (!deadline || tick < deadline)) {
-			r = wait_for_end(vm, sfd, tick);
+			r = run_wait_for_end(vm, sfd, tick);
 			if (r == -1 && stub_drain_holding(&p->tr.stub))
 				r = hold_vcpus(vm, p, sfd, deadline);
 			if (r != -1)
@@ -116,7 +114,7 @@ int run_supervise(struct vm *vm, struct pipeline *p, int sfd, const struct sessi
 			if (!deadline || clock_now_s() < deadline)
 				continue;
 		} else {
-			r = wait_for_end(vm, sfd, deadline);
+			r = run_wait_for_end(vm, sfd, deadline);
 		}
 		if (r == -1 && detach_at && deadline == detach_at) {
 			if (p && pipeline_detach(p) < 0)

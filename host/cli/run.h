@@ -13,6 +13,10 @@ int cmd_run(const struct session *s);
 /* Prints the traceable functions of @s->guest, one per line in address order. Returns the exit status. */
 int cmd_list_functions(const struct session *s);
 
+/* Waits for @vm to end, a signal on @sfd, or the absolute time @deadline (0: none). Returns 0 (the VM
+ * ended), the signal number, or -1 (deadline). Main thread. */
+int run_wait_for_end(struct vm *vm, int sfd, double deadline);
+
 /* The embedded VMM's supervision, shared with `run --kernel`: waits until @vm ends, a signal on @sfd or
  * --timeout; --duration detaches @p (NULL: nothing to detach) on the way and lets the guest go on
  * untraced; with stub backpressure the vCPUs are held while the drain asks for it. Returns 0 (the
