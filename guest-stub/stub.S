@@ -441,14 +441,20 @@ hvt_stub_ret:
 	movl %edx, R_STASH(%rax)
 	ret
 
-/* The current task pointer of CPU r12 (0 if unknown) in rax. */
+/* The current task pointer of CPU r12 (0 if unknown) in rax: the u64 at %gs:H_CUR_GS_OFF when
+ * H_CUR_GS_ON is set, else the u64 H_CUR_SLOTS[r12] points at. */
 .Ltask:
-	leaq .Lbase+STUB_HDR_OFF+H_CUR_SLOTS(%rip), %rax
-	movq (%rax,%r12,8), %rax
+	leaq .Lbase+STUB_HDR_OFF(%rip), %rax
+	cmpq $0, H_CUR_GS_ON(%rax)
+	jne 8f
+	movq H_CUR_SLOTS(%rax,%r12,8), %rax
 	testq %rax, %rax
 	jz 9f
 	movq (%rax), %rax
 9:	ret
+8:	movq H_CUR_GS_OFF(%rax), %rax
+	movq %gs:(%rax), %rax
+	ret
 
 /* Records that the shadow frame at rcx was abandoned. Preserves rcx; clobbers rax, rdx. */
 .Lemit_drop:

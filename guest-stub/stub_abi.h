@@ -47,6 +47,10 @@
 			  * APIC ID, EBX[31:24], which the VMM sets to each vCPU's index */
 #define H_WAIT_TSC 120	 /* u64: nonzero: a full ring is waited for, up to this many TSC ticks, for
 			  * the host to make room (backpressure), unless its RH_GAVE_UP is set */
+#define H_CUR_GS_ON 128	 /* u64: nonzero: the current task pointer is the u64 at %gs:H_CUR_GS_OFF
+			  * (right from the kernel's first instruction, when the per-CPU areas
+			  * move) rather than where H_CUR_SLOTS says */
+#define H_CUR_GS_OFF 136 /* u64 */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 
 /* Ring header fields (offsets in a CPU's 64-byte ring header). */

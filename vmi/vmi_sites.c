@@ -2,6 +2,7 @@
 #include "arch/x86/x86_insn.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 int vmi_sites_build(struct vmi_sites *sites, const uint64_t *addrs, size_t n,
 		    const struct vmi_symtab *funcs)
 {
+	bool ascending = true;
+
 	sites->nr = 0;
 	sites->v = calloc(n ? n : 1, sizeof(*sites->v));
 	if (!sites->v)
@@ -17,16 +20,22 @@ int vmi_sites_build(struct vmi_sites *sites, const uint64_t *addrs, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		const struct vmi_sym *f = vmi_symtab_lookup(funcs, addrs[i]);
 
+		ascending = ascending && (!i || addrs[i] >= addrs[i - 1]);
 		if (!f)
 			continue;
-		/* one site per function (the first recorded) */
+		/* one site per function (the first recorded): with ascending addresses only the last
+		 * site can be the same function's */
 		size_t j;
 
-		for (j = sites->nr; j-- > 0;)
-			if (sites->v[j].func == f)
-				break;
-		if (j != (size_t)-1)
+		if (sites->nr && sites->v[sites->nr - 1].func == f)
 			continue;
+		if (!ascending) {
+			for (j = sites->nr; j-- > 0;)
+				if (sites->v[j].func == f)
+					break;
+			if (j != (size_t)-1)
+				continue;
+		}
 		sites->v[sites->nr++] = (struct vmi_site){.addr = addrs[i], .func = f};
 	}
 	return 0;

@@ -18,6 +18,9 @@ struct vmi_task_layout {
 	uint64_t preempt_slot[VMI_MAX_CPUS]; /* GVA of CPU N's preempt count (x86 Linux; 0: unknown) */
 	unsigned pid_off;		     /* offsets in the task struct */
 	unsigned comm_off;
+	bool has_task_gs; /* stub probes: the current task pointer is the u64 at %gs:task_gs_off
+			   * (exact while the per-CPU areas move at boot; current_slot is not) */
+	uint64_t task_gs_off;
 	bool has_cpu_gs;		     /* the CPU number is the u32 at %gs:cpu_gs_off */
 	uint64_t cpu_gs_off;
 	uint32_t cpu_aux_mask; /* nonzero: the CPU number is RDTSCP's ECX (IA32_TSC_AUX) & this,

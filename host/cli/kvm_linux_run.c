@@ -11,9 +11,11 @@
 #include "host/trace/clock.h"
 #include "arch/x86/x86_longmode.h"
 #include "vmi/vmi_linux.h"
+#include "vmi/vmi_linux_boot.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,9 +31,6 @@
  * not run here, so the kernel runs at its link address and System.map applies as it is. */
 #define BASE_CMDLINE "console=ttyS0 panic=-1"
 
-#define MIN_SITES    1000 /* fewer NOP5 entries: ftrace has not converted the call sites yet */
-#define BOOT_POLL_MS 200  /* how often the booting kernel is looked at until it can be traced */
-
 struct klrun {
 	const struct session *s;
 	struct vm *vm;
@@ -39,14 +38,15 @@ struct klrun {
 	struct vmi_linux l;
 	bool have_l;
 	struct vmi_sites sites;
-	size_t last_nr; /* the site count the last look found */
+	struct vmi_boot boot;
 	struct vmi_task_layout task;
 	struct pipeline p;
 	bool have_p;
 	FILE *out;
 };
 
-/* Kernel memory through vCPU 0's page tables (the kernel's once it runs); the vCPUs paused. */
+/* Kernel memory: the image linearly (before the first instruction too), the rest through the
+ * kernel's page tables (target_kvm_linux_init). */
 static int kread(void *ctx, uint64_t gva, void *buf, size_t len)
 {
 	struct klrun *r = ctx;
@@ -54,104 +54,123 @@ static int kread(void *ctx, uint64_t gva, void *buf, size_t len)
 	return r->tgt.ops->read_kernel(&r->tgt, gva, buf, len);
 }
 
-/* A cheap look before the scan of the whole text: ftrace has turned vfs_read's call to __fentry__
- * into a NOP5 (it converts every site at once, early in start_kernel). True without that symbol. */
-static bool ftrace_ready(struct klrun *r)
+/* Takes every selected site from ftrace before the kernel runs: the NOP5 ftrace_init would have
+ * written over `call __fentry__`, and the site's __mcount_loc entry zeroed so that ftrace_init skips
+ * it (it would otherwise find our CALL where it expects its own and disable itself). Those functions
+ * are then not in the guest's own available_filter_functions. 0, or an exit status with @err. */
+static int take_from_ftrace(struct klrun *r, char *err, size_t errlen)
 {
 	static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
-	const struct vmi_sym *f = vmi_symtab_find(&r->l.funcs, "vfs_read");
-	uint8_t b[9];
+	static const uint64_t zero;
 
-	if (!f)
-		return true;
-	if (kread(r, f->addr, b, sizeof(b)) < 0)
-		return false;
-	return !memcmp(b, nop5, 5) || !memcmp(b + 4, nop5, 5); /* after an endbr64 */
+	for (size_t i = 0; i < r->p.nr_sel; i++) {
+		const struct vmi_site *site = r->p.sel[i];
+		uint64_t loc = vmi_linux_boot_loc(&r->boot, site->addr), gpa, lgpa, entry = 0;
+		uint8_t b[5];
+
+		if (!loc || r->tgt.ops->kernel_gpa(&r->tgt, site->addr, &gpa) < 0 ||
+		    r->tgt.ops->kernel_gpa(&r->tgt, loc, &lgpa) < 0 ||
+		    r->tgt.ops->read_phys(&r->tgt, gpa, b, 5) < 0 ||
+		    r->tgt.ops->read_phys(&r->tgt, lgpa, &entry, 8) < 0 ||
+		    !vmi_linux_calls_fentry(b, site->addr, r->l.fentry) || entry != site->addr ||
+		    r->tgt.ops->write_phys(&r->tgt, gpa, nop5, 5) < 0 ||
+		    r->tgt.ops->write_phys(&r->tgt, lgpa, &zero, 8) < 0) {
+			snprintf(err, errlen,
+				 "boot tracing: %s: site 0x%" PRIx64 " is not a `call __fentry__` listed "
+				 "in __mcount_loc",
+				 site->func->name, site->addr);
+			return EXIT_BAD_INPUT;
+		}
+	}
+	return 0;
 }
 
-/* With the vCPUs paused: once the kernel runs on its own page tables with ftrace's NOP5s in place
- * (ftrace_ready), reads what the tracer needs and attaches it. Returns 1 when attached, 0
- * when the kernel is not that far yet, or an exit status (> 1) with @err. */
-static int try_attach(struct klrun *r, char *err, size_t errlen)
+/* Before any vCPU runs: reads the kernel's symbols (kallsyms in the loaded image, or --system-map),
+ * its fentry sites (vmi_linux_boot_sites, .init.text's included), places the stub and patches
+ * every selected site, so the kernel is traced from its first traced function (start_kernel) on.
+ * 0, or an exit status with @err. */
+static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 {
 	const struct session *s = r->s;
 	struct pipeline_guest pg = {
 	    .tgt = &r->tgt,
 	    .task = &r->task,
 	    .funcs = &r->l.funcs,
-	    .no_trampoline = "no __fentry__ in the System.map",
+	    .no_trampoline = "no __fentry__ in the kernel's symbols",
 	    .no_trap = true, /* INT3 belongs to the guest: no KVM_GUESTDBG on a linux_pc VM */
 	};
-	uint64_t lo, hi, va;
-	char why[256] = "";
+	const struct vmi_sym *top, *pud;
 	int ret;
 
-	if ((r->vm->vcpus[0].cr3 & X86_PTE_ADDR) == r->vm->cr3_boot)
-		return 0; /* still on the VMM's identity map */
-	if (!r->have_l) { /* no --system-map: the kernel's own kallsyms, once they are there */
+	if (!r->have_l) { /* no --system-map: the kallsyms tables in the loaded image */
 		if (vmi_linux_open_kallsyms(&r->l, kread, r, err, errlen) < 0)
-			return 0;
+			return EXIT_BAD_INPUT;
 		r->have_l = true;
 	}
-	if (!r->l.slid) {
-		ret = vmi_linux_find_slide(&r->l, kread, r, err, errlen);
-		if (ret == -ESRCH)
-			return 0;
-		if (ret < 0)
-			return EXIT_BAD_INPUT;
+	if (!r->l.slid && vmi_linux_find_slide(&r->l, kread, r, err, errlen) < 0)
+		return EXIT_BAD_INPUT;
+	if (r->l.slide) { /* the kernel runs at its link address here */
+		snprintf(err, errlen,
+			 "--system-map %s is not this kernel's: its linux_banner is 0x%" PRIx64
+			 " bytes away",
+			 s->system_map ? s->system_map : "", (uint64_t)r->l.slide);
+		return EXIT_BAD_INPUT;
 	}
-	if (!ftrace_ready(r))
-		return 0;
-	vmi_sites_free(&r->sites);
-	ret = vmi_linux_sites(&r->l, kread, r, &r->sites);
-	if (ret < 0 || r->sites.nr < MIN_SITES) {
-		r->last_nr = ret < 0 ? 0 : r->sites.nr;
-		return 0;
+	top = vmi_symtab_find(&r->l.objects, "init_top_pgt");
+	pud = vmi_symtab_find(&r->l.objects, "level3_kernel_pgt");
+	if (!top || !pud || target_kvm_linux_tables(&r->tgt, top->addr, pud->addr) < 0) {
+		snprintf(err, errlen,
+			 "boot tracing: the kernel's symbols lack init_top_pgt / level3_kernel_pgt in "
+			 "its image");
+		return EXIT_BAD_INPUT;
 	}
+	ret = vmi_linux_boot_sites(&r->l, kread, r, &r->boot, &r->sites, err, errlen);
+	if (ret < 0)
+		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	if (vmi_linux_read_btf(&r->l, kread, r, err, errlen) < 0)
 		fprintf(stderr, "hvtrace: %s: tasks show as <unknown>-0\n", err);
-	if (vmi_linux_task_layout(&r->l, kread, r, r->vm->nr_vcpus, &r->task) < 0)
+	if (vmi_linux_task_layout(&r->l, kread, r, r->vm->nr_vcpus, &r->task) < 0) {
 		r->task.unknown = true;
+	} else {
+		/* the per-CPU areas move once the kernel sets them up: the stub reads %gs */
+		r->task.has_task_gs = true;
+		r->task.task_gs_off = r->l.current_task;
+	}
 	r->task.has_cpu_gs = vmi_linux_cpu_gs(&r->l, &r->task.cpu_gs_off);
-	vmi_linux_tsc_aux(&r->l, kread, r, &r->task.cpu_aux_mask);
-	if (vmi_linux_stub_area(&r->l, kread, r, &lo, &hi, &va, why, sizeof(why)) == 0)
-		r->vm->stub_va = va;
-	pg.btf = r->l.btf;
-	if (cmd_probe_mode(s, &r->tgt, &r->task, *why ? why : NULL, true, &pg.stub, err, errlen) <
-	    0)
+	if (cmd_probe_mode(s, &r->tgt, &r->task, NULL, true, &pg.stub, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	ret = pipeline_select(&r->p, s, &r->sites, NULL, 0, err, errlen);
 	r->have_p = true;
 	if (ret)
 		return ret;
+	ret = take_from_ftrace(r, err, errlen);
+	if (ret)
+		return ret;
 	r->tgt.trampoline = r->l.fentry;
+	pg.btf = r->l.btf;
 	ret = pipeline_build(&r->p, &pg, r->out, err, errlen);
 	if (!ret)
 		ret = pipeline_start(&r->p, EXIT_BAD_INPUT, err, errlen);
-	return ret ? ret : 1;
+	return ret;
 }
 
-/* Lets the kernel boot until it can be traced (try_attach), the VM ends, a signal or @deadline (0:
- * none). Returns 0 (attached or the VM ended: see r->have_p / vm->end), a signal number, -1
- * (deadline), or an exit status + 1000 with @err. */
-static int boot_and_attach(struct klrun *r, int sfd, double deadline, char *err, size_t errlen)
+/* With the VM still there and its vCPUs paused, before the detach: probes in .init.text are
+ * forgotten once the kernel may have freed it (their memory is the kernel's again), and the
+ * per-CPU slots of the current task and preempt count are read again (they moved after boot). */
+static void before_detach(struct klrun *r)
 {
-	for (;;) {
-		double tick = clock_now_s() + BOOT_POLL_MS / 1000.0;
-		int ret;
+	struct vmi_task_layout now;
+	size_t n = 0;
 
-		if (deadline && clock_now_s() >= deadline)
-			return -1;
-		ret = run_wait_for_end(r->vm, sfd, deadline && deadline < tick ? deadline : tick);
-		if (ret != -1)
-			return ret;
-		vcpu_pause_all(r->vm);
-		ret = try_attach(r, err, errlen);
-		vcpu_resume_all(r->vm);
-		if (ret == 1)
-			return 0;
-		if (ret)
-			return 1000 + ret;
+	if (vmi_linux_init_freed(&r->l, kread, r) != 0)
+		n = tracer_forget_range(&r->p.tr, r->boot.init_lo, r->boot.init_hi);
+	if (n && r->s->stats)
+		fprintf(stderr, "hvtrace: stats: %zu probes in .init.text left to the kernel, which "
+				"freed it\n",
+			n);
+	if (r->task.valid && vmi_linux_task_layout(&r->l, kread, r, r->vm->nr_vcpus, &now) == 0) {
+		memcpy(r->task.current_slot, now.current_slot, sizeof(now.current_slot));
+		memcpy(r->task.preempt_slot, now.preempt_slot, sizeof(now.preempt_slot));
 	}
 }
 
@@ -216,9 +235,7 @@ int cmd_run_kernel(const struct session *s)
 	int sfd = -1, sig, status = EXIT_BAD_INPUT, con_err = 0, out_err = 0, ret;
 	bool vm_made = false, detached = false;
 	static struct klrun r; /* large (sites, symbols); one run per process */
-	struct session left;
 	struct bzimage bz;
-	double start;
 
 	memset(&r, 0, sizeof(r));
 	r.s = s;
@@ -289,35 +306,31 @@ int cmd_run_kernel(const struct session *s)
 		status = ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 		goto out;
 	}
-	target_kvm_linux_init(&r.tgt, &vm, 0);
+	target_kvm_linux_init(&r.tgt, &vm);
+	ret = attach_at_boot(&r, err, sizeof(err));
+	if (ret) {
+		cmd_error("%s", err);
+		status = ret;
+		goto out;
+	}
 	if (vcpu_start_all(&vm, err, sizeof(err)) < 0) {
 		cmd_error("%s", err);
 		goto out;
 	}
-	start = clock_now_s();
-	sig = boot_and_attach(&r, sfd, s->timeout > 0 ? start + s->timeout : 0, err, sizeof(err));
-	if (sig >= 1000) {
-		cmd_error("%s", err);
-		status = sig - 1000;
-		goto out;
-	}
-	if (!sig && vm.end == VM_END_NONE) {
-		/* the rest of --timeout and --duration from now on */
-		left = *s;
-		if (s->timeout > 0)
-			left.timeout = s->timeout - (clock_now_s() - start) > 0.001
-					   ? s->timeout - (clock_now_s() - start)
-					   : 0.001;
-		sig = run_supervise(&vm, r.have_p ? &r.p : NULL, sfd, &left);
-	}
+	sig = run_supervise(&vm, r.have_p ? &r.p : NULL, sfd, s);
 	if (r.have_p) {
 		if (vm.end == VM_END_POWEROFF || vm.end == VM_END_REBOOT ||
 		    vm.end == VM_END_PANIC) {
 			vcpu_join_all(&vm);
 			if (r.p.have_tr) /* nothing left to restore in a guest that is gone */
 				tracer_stop_drain(&r.p.tr);
-		} else if (pipeline_detach(&r.p) < 0) { /* the vCPUs still run out of the stub */
-			cmd_error("restoring the patched sites failed");
+		} else {
+			/* the vCPUs still run out of the stub */
+			vcpu_pause_all(&vm);
+			before_detach(&r);
+			if (pipeline_detach(&r.p) < 0)
+				cmd_error("restoring the patched sites failed");
+			vcpu_resume_all(&vm);
 		}
 		detached = true;
 	}

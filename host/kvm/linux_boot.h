@@ -15,6 +15,12 @@
 #define LB_ZERO_PAGE_GPA 0x7000ull /* boot_params, RSI at entry */
 #define LB_CMDLINE_GPA 0x20000ull  /* the command line, NUL-terminated */
 #define LB_CMDLINE_MAX 0x10000ull
+/* the stub's page directory and page table (host/kvm/target_kvm.c): RAM the kernel's direct map
+ * covers, so its page-table walkers (ptdump's W+X check) can read them, in the first MiB, which Linux
+ * >= 5.13 reserves whole and never allocates from but for the real-mode trampoline (top-down, near
+ * LB_LOWMEM_END) */
+#define LB_STUB_PT_GPA 0x10000ull
+#define LB_STUB_PT_SIZE 0x2000ull
 #define LB_ACPI_GPA 0xe0000ull /* RSDP, then the ACPI tables (host/kvm/acpi.h), up to 1 MiB */
 #define LB_LOWMEM_END 0x9f000ull
 #define LB_HIGH_GPA 0x100000ull

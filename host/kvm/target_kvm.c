@@ -1,4 +1,5 @@
 #include "host/kvm/target_kvm.h"
+#include "host/kvm/linux_boot.h"
 #include "host/kvm/vcpu.h"
 #include "arch/x86/x86_insn.h"
 #include "arch/x86/x86_longmode.h"
@@ -220,8 +221,16 @@ void target_kvm_init(struct target *t, struct vm *vm)
 /* ---- a Linux guest (linux_pc) ---------------------------------------------------------------- */
 
 #define PMD_SPAN (2ull << 20)
-#define PDE_STUB (X86_PTE_P | X86_PTE_RW | (1ull << 5) | (1ull << 6) | X86_PTE_PS) /* A, D, 2M */
 #define APIC_MMIO 0xfec00000ull /* the in-kernel IOAPIC and LAPIC live above */
+#define IMAGE_BASE 0xffffffff80000000ull /* __START_KERNEL_map: the kernel image's 1 GiB */
+#define IMAGE_END  0xffffffffc0000000ull
+#define STUB_PUD   509 /* level3_kernel_pgt's entry for [-3 GiB, -2 GiB): Linux's "unused hole" */
+#define STUB_TOP   IMAGE_BASE /* the stub's region ends where the kernel image's space starts */
+#define PTE_A	   (1ull << 5)
+#define PTE_D	   (1ull << 6)
+#define TABLE	   (X86_PTE_P | X86_PTE_RW | PTE_A) /* a page-table entry: the leaves decide */
+#define PAGE_RX	   (X86_PTE_P | PTE_A)
+#define PAGE_RW	   (X86_PTE_P | X86_PTE_RW | PTE_A | PTE_D | X86_PTE_NX)
 
 static int pte_read(void *ctx, uint64_t gpa, uint64_t *pte)
 {
@@ -233,16 +242,20 @@ static int pte_read(void *ctx, uint64_t gpa, uint64_t *pte)
 	return 0;
 }
 
-static uint64_t kernel_cr3(struct vm *vm)
-{
-	return (vm->kcr3 ? vm->kcr3 : vm->vcpus[0].cr3) & X86_PTE_ADDR;
-}
-
+/* The kernel image runs at its link address (no KASLR: the decompressor never runs), so its 1 GiB
+ * is guest-physical = virtual - IMAGE_BASE from before the first instruction to the end; the rest
+ * (the direct map, vmalloc, per-CPU areas) through the kernel's own top-level table (kcr3, once
+ * known), else vCPU 0's. */
 static int klinux_translate(void *ctx, uint64_t gva, uint64_t *gpa)
 {
 	struct vm *vm = ctx;
+	uint64_t cr3 = (vm->kcr3 ? vm->kcr3 : vm->vcpus[0].cr3) & X86_PTE_ADDR;
 
-	return x86_translate(pte_read, vm, kernel_cr3(vm), false, gva, gpa) < 0 ? -EFAULT : 0;
+	if (gva >= IMAGE_BASE && gva < IMAGE_END) {
+		*gpa = gva - IMAGE_BASE;
+		return 0;
+	}
+	return x86_translate(pte_read, vm, cr3, false, gva, gpa) < 0 ? -EFAULT : 0;
 }
 
 static int klinux_copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
@@ -268,81 +281,107 @@ static int klinux_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
 	return klinux_translate(t->priv, gva, gpa);
 }
 
+/* Every vCPU sees the kernel's addresses the same way: through the kernel's view. */
+static int klinux_translate_cpu(struct target *t, unsigned cpu, uint64_t gva, uint64_t *gpa)
+{
+	(void)cpu;
+	return klinux_translate(t->priv, gva, gpa);
+}
+
 static void klinux_stub_unmap(struct target *t, const struct target_region *r)
 {
-	struct vm *vm = t->priv;
-
 	(void)r;
-	for (unsigned i = 0; i < vm->nr_pde; i++) {
-		uint64_t *p = vm_gpa_ptr(vm, vm->pde_gpa[i], 8);
+	struct vm *vm = t->priv;
+	uint64_t *pud = vm->pud_set ? vm_gpa_ptr(vm, vm->kpud_gpa + 8 * STUB_PUD, 8) : NULL;
+	uint8_t *pts = vm->pud_set ? vm_gpa_ptr(vm, LB_STUB_PT_GPA, LB_STUB_PT_SIZE) : NULL;
 
-		if (p)
-			__atomic_store_n(p, vm->pde_old[i], __ATOMIC_SEQ_CST);
-	}
-	vm->nr_pde = 0;
+	if (pud)
+		__atomic_store_n(pud, vm->pud_old, __ATOMIC_SEQ_CST);
+	if (pts) /* the two pages as the kernel left them */
+		memcpy(pts, vm->stub_pt_saved, LB_STUB_PT_SIZE);
+	vm->pud_set = false;
 	vm_unmap_extra(vm);
 }
 
 /* The stub's memory is a memslot above RAM, which the kernel (told of its RAM by e820 only) never
- * uses, mapped by 2 MiB page-directory entries in the kernel image's page directory (shared by
- * every address space) at stub_va: the only change to the guest's page tables. */
+ * uses, mapped at the top of [-3 GiB, -2 GiB) (within CALL reach of the kernel's text) by one entry
+ * in level3_kernel_pgt, the table every address space shares from the first instruction on (the
+ * early page tables, init_top_pgt, every process's), which Linux leaves empty there. The page
+ * directory and page table behind it are two pages of the first MiB (LB_STUB_PT_GPA, saved and put
+ * back at unmap): the kernel walks page tables through its direct map, which covers RAM only. The
+ * code page is read-only and executable, everything else writable and not executable (no W+X
+ * mapping for the kernel's CONFIG_DEBUG_WX check to find). */
 static int klinux_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 			   struct target_region *out, char *err, size_t errlen)
 {
 	struct vm *vm = t->priv;
-	uint64_t gpa = (vm->ram_size + PMD_SPAN - 1) & ~(PMD_SPAN - 1), size, va = vm->stub_va;
-	unsigned npde;
+	uint64_t gpa = (vm->ram_size + PMD_SPAN - 1) & ~(PMD_SPAN - 1), size, span, va, pd_gpa, old = 0;
+	uint64_t *pd, *pt, *pud;
+	unsigned npde, first;
 	int ret;
 
 	size = (want < min ? min : want);
 	size = (size + X86_PAGE_SIZE - 1) & ~(X86_PAGE_SIZE - 1);
 	if (size > VM_STUB_PDES * PMD_SPAN)
 		size = VM_STUB_PDES * PMD_SPAN;
-	if (size < min || gpa + size > APIC_MMIO || !va) {
+	span = (size + PMD_SPAN - 1) & ~(PMD_SPAN - 1);
+	pd_gpa = LB_STUB_PT_GPA;
+	if (size < min || gpa + span > APIC_MMIO || !vm->kpud_gpa) {
 		snprintf(err, errlen, "stub probes: %s",
-			 !va ? "no free kernel address past the kernel image"
-			     : "no room for the stub between guest RAM and the APICs (lower --mem)");
+			 !vm->kpud_gpa ? "the kernel's level3_kernel_pgt is not known"
+				       : "no room for the stub between guest RAM and the APICs "
+					 "(lower --mem)");
 		return -ENOSPC;
 	}
-	npde = (unsigned)((size + PMD_SPAN - 1) / PMD_SPAN);
-	vm->kcr3 = vm->vcpus[0].cr3 & X86_PTE_ADDR;
-	if (va + X86_PAGE_SIZE - lo > (2ull << 30) || (hi > va && hi - va > (2ull << 30))) {
+	npde = (unsigned)(span / PMD_SPAN);
+	va = STUB_TOP - span;
+	if ((lo < va + X86_PAGE_SIZE && va + X86_PAGE_SIZE - lo > (2ull << 30)) ||
+	    (hi > va && hi - va > (2ull << 30))) {
 		snprintf(err, errlen, "stub probes: 0x%llx is not within 2 GiB of the traced code",
 			 (unsigned long long)va);
 		return -ERANGE;
 	}
-	for (unsigned i = 0; i < npde; i++) {
-		uint64_t pde;
-
-		if (x86_pde_addr(pte_read, vm, vm->kcr3, false, va + i * PMD_SPAN, &vm->pde_gpa[i]) <
-			0 ||
-		    pte_read(vm, vm->pde_gpa[i], &pde) < 0 || (pde & X86_PTE_P)) {
-			snprintf(err, errlen,
-				 "stub probes: the kernel address 0x%llx is mapped or its page "
-				 "directory missing",
-				 (unsigned long long)(va + i * PMD_SPAN));
-			return -ENOSPC;
-		}
-		vm->pde_old[i] = pde;
+	if (pte_read(vm, vm->kpud_gpa + 8 * STUB_PUD, &old) < 0 || (old & X86_PTE_P)) {
+		snprintf(err, errlen,
+			 "stub probes: the kernel maps 0x%llx already (level3_kernel_pgt[%d] is "
+			 "0x%llx)",
+			 (unsigned long long)va, STUB_PUD, (unsigned long long)old);
+		return -ENOSPC;
 	}
-	ret = vm_map_extra(vm, gpa, size);
+	ret = vm_map_extra(vm, gpa, span);
 	if (ret < 0) {
 		snprintf(err, errlen, "stub probes: cannot map %llu KiB at 0x%llx: %s",
-			 (unsigned long long)size >> 10, (unsigned long long)gpa, strerror(-ret));
+			 (unsigned long long)span >> 10, (unsigned long long)gpa, strerror(-ret));
 		return ret;
 	}
-	for (vm->nr_pde = 0; vm->nr_pde < npde; vm->nr_pde++) {
-		uint64_t *p = vm_gpa_ptr(vm, vm->pde_gpa[vm->nr_pde], 8);
-
-		__atomic_store_n(p, (gpa + vm->nr_pde * PMD_SPAN) | PDE_STUB, __ATOMIC_SEQ_CST);
+	pd = vm_gpa_ptr(vm, pd_gpa, X86_PAGE_SIZE);
+	pt = vm_gpa_ptr(vm, pd_gpa + X86_PAGE_SIZE, X86_PAGE_SIZE);
+	pud = vm_gpa_ptr(vm, vm->kpud_gpa + 8 * STUB_PUD, 8);
+	if (!pd || !pt || !pud) {
+		vm_unmap_extra(vm);
+		snprintf(err, errlen, "stub probes: the stub's page tables are not addressable");
+		return -EFAULT;
 	}
+	memcpy(vm->stub_pt_saved, pd, X86_PAGE_SIZE);
+	memcpy(vm->stub_pt_saved + X86_PAGE_SIZE, pt, X86_PAGE_SIZE);
+	first = 512 - npde; /* va's index in its page directory */
+	memset(pd, 0, X86_PAGE_SIZE);
+	pd[first] = (pd_gpa + X86_PAGE_SIZE) | TABLE;
+	for (unsigned i = 1; i < npde; i++)
+		pd[first + i] = (gpa + i * PMD_SPAN) | PAGE_RW | X86_PTE_PS;
+	pt[0] = gpa | PAGE_RX; /* STUB_CODE_OFF: the code, never written by the guest */
+	for (unsigned i = 1; i < 512; i++)
+		pt[i] = (gpa + i * X86_PAGE_SIZE) | PAGE_RW;
+	vm->pud_old = old;
+	vm->pud_set = true;
+	__atomic_store_n(pud, pd_gpa | TABLE, __ATOMIC_SEQ_CST);
 	*out = (struct target_region){.gva = va, .gpa = gpa, .size = size, .where = "memslot"};
 	return 0;
 }
 
 static struct target_ops klinux_ops;
 
-void target_kvm_linux_init(struct target *t, struct vm *vm, uint64_t stub_va)
+void target_kvm_linux_init(struct target *t, struct vm *vm)
 {
 	target_kvm_init(t, vm);
 	klinux_ops = kvm_ops;
@@ -350,9 +389,26 @@ void target_kvm_linux_init(struct target *t, struct vm *vm, uint64_t stub_va)
 	klinux_ops.stub_unmap = klinux_stub_unmap;
 	klinux_ops.read_kernel = klinux_read_kernel;
 	klinux_ops.kernel_gpa = klinux_kernel_gpa;
+	klinux_ops.translate = klinux_translate_cpu;
 	t->ops = &klinux_ops;
 	t->name = "kvm-linux";
 	t->trampoline = 0;
 	t->stack_shift = 14; /* x86_64 THREAD_SIZE */
-	vm->stub_va = stub_va;
+	vm->kcr3 = 0;
+	vm->kpud_gpa = 0;
+	vm->pud_set = false;
+}
+
+int target_kvm_linux_tables(struct target *t, uint64_t init_top_pgt, uint64_t level3_kernel_pgt)
+{
+	struct vm *vm = t->priv;
+	uint64_t top, pud;
+
+	if (klinux_translate(vm, init_top_pgt, &top) < 0 ||
+	    klinux_translate(vm, level3_kernel_pgt, &pud) < 0 || (top | pud) & (X86_PAGE_SIZE - 1) ||
+	    !vm_gpa_ptr(vm, top, X86_PAGE_SIZE) || !vm_gpa_ptr(vm, pud, X86_PAGE_SIZE))
+		return -EINVAL;
+	vm->kcr3 = top;
+	vm->kpud_gpa = pud;
+	return 0;
 }

@@ -17,7 +17,7 @@
 #include <stdio.h>
 
 #define VM_MAX_VCPUS 64
-#define VM_STUB_PDES 8 /* a Linux guest's stub region: at most this many 2 MiB pages */
+#define VM_STUB_PDES 128 /* a Linux guest's stub region: at most this many 2 MiB pages */
 #define VM_STACK_SHIFT 16 /* boot contract: guest stacks are 64 KiB-aligned 64 KiB regions */
 #define VM_STACK_SIZE (1 << VM_STACK_SHIFT)
 #define VM_PORT_DEBUGCON 0xe9
@@ -105,11 +105,12 @@ struct vm {
 	bool linux_pc;
 	struct uart8250 uart; /* linux_pc: COM1, under uart_lock */
 	pthread_mutex_t uart_lock;
-	/* linux_pc stub probes (target_kvm_linux_init): the kernel page tables captured at stub_map,
-	 * the 2 MiB-aligned kernel address the stub is mapped at, the page-directory entries used
-	 * and what they held */
-	uint64_t kcr3, stub_va, pde_gpa[VM_STUB_PDES], pde_old[VM_STUB_PDES];
-	unsigned nr_pde;
+	/* linux_pc (target_kvm_linux_init): the kernel's top-level page table (init_top_pgt) and
+	 * level3_kernel_pgt (guest-physical, 0: not known yet); the entry of the latter the stub is
+	 * mapped through, and what it held */
+	uint64_t kcr3, kpud_gpa, pud_old;
+	bool pud_set;
+	uint8_t stub_pt_saved[0x2000]; /* LB_STUB_PT_SIZE: what the stub's page tables replaced */
 	int event_fd; /* readable once the VM has ended */
 };
 

@@ -331,6 +331,21 @@ static void unhook_cpus(struct tracer *t)
 	}
 }
 
+size_t tracer_forget_range(struct tracer *t, uint64_t lo, uint64_t hi)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->probes.nr; i++) {
+		struct probe *p = &t->probes.v[i];
+
+		if (p->stub && p->patched && p->addr >= lo && p->addr < hi) {
+			p->patched = false;
+			n++;
+		}
+	}
+	return n;
+}
+
 int tracer_detach(struct tracer *t)
 {
 	int ret;

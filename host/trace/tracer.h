@@ -150,6 +150,11 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen);
  * are emulated. Idempotent; main thread. Returns 0 or an error (a rewritten site is not one). */
 int tracer_detach(struct tracer *t);
 
+/* With all vCPUs paused, before tracer_detach: the guest freed the memory of [@lo, @hi) (Linux's
+ * .init.text), so its stub probes are no longer hvtrace's to restore: they are marked unpatched and
+ * nothing is written there. Returns how many. Main thread. */
+size_t tracer_forget_range(struct tracer *t, uint64_t lo, uint64_t hi);
+
 /* The breakpoint callback (target_bp_fn): records the entry or the return and resumes the vCPU. */
 int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs);
 
