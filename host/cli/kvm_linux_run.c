@@ -85,6 +85,27 @@ static int take_from_ftrace(struct klrun *r, char *err, size_t errlen)
 	return 0;
 }
 
+/* tracer_detach's before_detach, with the VM still there and its vCPUs paused: probes in .init.text are
+ * forgotten once the kernel may have freed it (their memory is the kernel's again), and the
+ * per-CPU slots of the current task and preempt count are read again (they moved after boot). */
+static void before_detach(void *ctx)
+{
+	struct klrun *r = ctx;
+	struct vmi_task_layout now;
+	size_t n = 0;
+
+	if (vmi_linux_init_freed(&r->l, kread, r) != 0)
+		n = tracer_forget_range(&r->p.tr, r->boot.init_lo, r->boot.init_hi);
+	if (n && r->s->stats)
+		fprintf(stderr, "hvtrace: stats: init-text-probes-left %zu (the kernel freed .init.text)\n",
+			n);
+	if (r->task.valid && vmi_linux_task_layout(&r->l, kread, r, r->vm->nr_vcpus, &now) == 0) {
+		/* the tracer's own copy is the one the stub's detach looks at */
+		memcpy(r->p.tr.task.current_slot, now.current_slot, sizeof(now.current_slot));
+		memcpy(r->p.tr.task.preempt_slot, now.preempt_slot, sizeof(now.preempt_slot));
+	}
+}
+
 /* Before any vCPU runs: reads the kernel's symbols (kallsyms in the loaded image, or --system-map),
  * its fentry sites (vmi_linux_boot_sites, .init.text's included), places the stub and patches
  * every selected site, so the kernel is traced from its first traced function (start_kernel) on.
@@ -100,6 +121,8 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	    .no_trap = true, /* INT3 belongs to the guest: no KVM_GUESTDBG on a linux_pc VM */
 	};
 	const struct vmi_sym *top, *pud;
+	char release[64] = "";
+	unsigned major = 0, minor = 0;
 	int ret;
 
 	if (!r->have_l) { /* no --system-map: the kallsyms tables in the loaded image */
@@ -114,6 +137,15 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 			 "--system-map %s is not this kernel's: its linux_banner is 0x%" PRIx64
 			 " bytes away",
 			 s->system_map ? s->system_map : "", (uint64_t)r->l.slide);
+		return EXIT_BAD_INPUT;
+	}
+	vmi_linux_release(&r->l, kread, r, release, sizeof(release));
+	if (sscanf(release, "%u.%u", &major, &minor) != 2 || major > 99 || minor > 999 ||
+	    major * 1000 + minor < 5013) {
+		snprintf(err, errlen,
+			 "boot tracing: kernel \"%s\": 5.13 or later needed (the first MiB reserved "
+			 "whole, system_state's SYSTEM_FREEING_INITMEM)",
+			 release);
 		return EXIT_BAD_INPUT;
 	}
 	top = vmi_symtab_find(&r->l.objects, "init_top_pgt");
@@ -149,30 +181,13 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	r->tgt.trampoline = r->l.fentry;
 	pg.btf = r->l.btf;
 	ret = pipeline_build(&r->p, &pg, r->out, err, errlen);
-	if (!ret)
-		ret = pipeline_start(&r->p, EXIT_BAD_INPUT, err, errlen);
-	return ret;
+	if (ret)
+		return ret;
+	r->p.tr.before_detach = before_detach;
+	r->p.tr.before_detach_ctx = r;
+	return pipeline_start(&r->p, EXIT_BAD_INPUT, err, errlen);
 }
 
-/* With the VM still there and its vCPUs paused, before the detach: probes in .init.text are
- * forgotten once the kernel may have freed it (their memory is the kernel's again), and the
- * per-CPU slots of the current task and preempt count are read again (they moved after boot). */
-static void before_detach(struct klrun *r)
-{
-	struct vmi_task_layout now;
-	size_t n = 0;
-
-	if (vmi_linux_init_freed(&r->l, kread, r) != 0)
-		n = tracer_forget_range(&r->p.tr, r->boot.init_lo, r->boot.init_hi);
-	if (n && r->s->stats)
-		fprintf(stderr, "hvtrace: stats: %zu probes in .init.text left to the kernel, which "
-				"freed it\n",
-			n);
-	if (r->task.valid && vmi_linux_task_layout(&r->l, kread, r, r->vm->nr_vcpus, &now) == 0) {
-		memcpy(r->task.current_slot, now.current_slot, sizeof(now.current_slot));
-		memcpy(r->task.preempt_slot, now.preempt_slot, sizeof(now.preempt_slot));
-	}
-}
 
 /* Reads @path whole into a new buffer. 0, or -errno with one line (naming @flag and @path) in @err.
  */
@@ -326,11 +341,8 @@ int cmd_run_kernel(const struct session *s)
 				tracer_stop_drain(&r.p.tr);
 		} else {
 			/* the vCPUs still run out of the stub */
-			vcpu_pause_all(&vm);
-			before_detach(&r);
 			if (pipeline_detach(&r.p) < 0)
 				cmd_error("restoring the patched sites failed");
-			vcpu_resume_all(&vm);
 		}
 		detached = true;
 	}

@@ -354,6 +354,8 @@ int tracer_detach(struct tracer *t)
 		return 0;
 	t->tgt->ops->pause(t->tgt);
 	atomic_store(&t->active, 0);
+	if (t->before_detach)
+		t->before_detach(t->before_detach_ctx);
 	ret = probe_remove_all(&t->probes, t->tgt);
 	if (t->stub.stub.placed) {
 		int r = stub_drain_detach(&t->stub);

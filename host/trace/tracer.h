@@ -85,6 +85,10 @@ struct tracer {
 	struct tracer_trigger *triggers;
 	size_t nr_triggers;
 	_Atomic uint64_t snapshots; /* snapshot triggers fired */
+	/* The backend's last look at the guest before the detach puts anything back, called by
+	 * tracer_detach with the target paused (e.g. tracer_forget_range); NULL: none. */
+	void (*before_detach)(void *ctx);
+	void *before_detach_ctx;
 };
 
 /* What a session did, for --stats and the profile; a copy, taken on the main thread once the writer

@@ -6,9 +6,24 @@
 # (TCG's guest clock stands still while the gdbstub holds the VM, so the guest cannot time trap probes).
 # Per-event cost = (window - untraced window) / events, with the event count from the guest's ftrace run
 # of the same functions (the workload makes the same calls whoever traces them).
+#
+# BENCH_VMM=kvm (run it in the nested lane: scripts/nested-kvm.sh env BENCH_VMM=kvm
+# tests/bench/bench-linux.sh, or make bench-nested): the same windows with the kernel booted by
+# hvtrace's own VMM (`run --kernel`) on real KVM, stub probes only (INT3 does not exit there): the
+# per-event cost of stub probes on a few functions and on every function, against the guest's own
+# ftrace.
 set -euo pipefail
 guest=${1:-build/guest}
 rounds=${BENCH_ROUNDS:-20}
+vmm=${BENCH_VMM:-qemu}
+if [ "$vmm" = kvm ]; then
+	boot=(--kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz")
+	kaslr=""
+else
+	boot=(--qemu --kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz"
+		--system-map "$guest/System.map")
+	kaslr="nokaslr "
+fi
 few=vfs_read,vfs_write,do_sys_openat2,vfs_open
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -19,8 +34,7 @@ one() {
 	local name=$1 append=$2 con=$work/$1.con pid t0 t1
 	shift 2
 	rm -f "$con"
-	./hvtrace run --qemu --kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz" \
-		--system-map "$guest/System.map" --append "nokaslr hvt.bench=$rounds $append" \
+	./hvtrace run "${boot[@]}" --append "${kaslr}hvt.bench=$rounds $append" \
 		--timeout 900 -o /dev/null --console "$con" --stats "$@" 2> "$work/$name.err" &
 	pid=$!
 	until grep -q "bench start" "$con" 2>/dev/null; do
@@ -48,6 +62,31 @@ one() {
 l_few=()
 for f in ${few//,/ }; do l_few+=(-l "$f"); done
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
+
+if [ "$vmm" = kvm ]; then
+	# a few functions: every function traced from boot on takes L1's host side (under TCG) too long
+	t_base="" t_ff="" t_sf=""
+	for _ in $(seq "${BENCH_REPEAT:-2}"); do
+		one base "" -p nop
+		t_base=$(min "$t_base" "$window")
+		one ftrace_few "hvt.ftrace=$few" -p nop
+		t_ff=$(min "$t_ff" "$window") e_few=$events
+		one stub_few "" -p function --probe stub "${l_few[@]}"
+		t_sf=$(min "$t_sf" "$window")
+	done
+	records=$(sed -n 's/.*stats: stub probes [0-9]* records \([0-9]*\) .*/\1/p' "$work/stub_few.err")
+	awk -v r="$rounds" -v b="$t_base" -v ff="$t_ff" -v sf="$t_sf" -v ef="$e_few" -v few="$few" \
+		-v rec="${records:-0}" 'BEGIN {
+	printf "hvtrace bench (Linux guest, hvtrace'"'"'s own VMM on KVM): %d rounds of the file workload, window timed on the host\n", r
+	printf "  untraced window: %.3f s\n", b
+	cf = (ff - b) / ef; cs = (sf - b) / ef
+	printf "  %s: %d calls in the window (the guest'"'"'s ftrace count), %d records in the stub run (boot included)\n", few, ef, rec
+	printf "    guest ftrace function tracer %8.3f s  %9.3f us/event\n", ff, 1e6 * cf
+	printf "    hvtrace stub probes          %8.3f s  %9.3f us/event\n", sf, 1e6 * cs
+	printf "    ratio stub / guest ftrace (per event): %.2f\n", cs / cf
+}'
+	exit 0
+fi
 
 # the cheap-per-event runs twice, interleaved, keeping each one's shortest window (machine noise only
 # ever adds time)

@@ -1,6 +1,6 @@
 /* KVM integration: a stock Linux kernel (build/guest/vmlinuz, `make guest`) booted by `hvtrace run
  * --kernel` in the embedded VMM, traced with stub probes: the init's vfs_read calls with their comm,
- * --expect-call, power-off and panic verdicts. Needs real KVM (the nested lane, scripts/nested-kvm.sh
+ * --expect-call, power-off and panic verdicts, and boot tracing (start_kernel and .init.text). Needs real KVM (the nested lane, scripts/nested-kvm.sh
  * and make test-nested, gives it here): on a host whose /dev/kvm cannot boot Linux (PVM) only the refusal and the bad-input checks
  * run, the rest is skipped with one line. */
 #include <stdarg.h>
@@ -87,6 +87,120 @@ static void test_vfs_read(void **state)
 	hv_result_free(&r);
 }
 
+/* Boot tracing: probes armed before the kernel's first instruction. Each function here runs a
+ * known number of times: start_kernel, setup_arch, trap_init, setup_per_cpu_areas, rest_init,
+ * kernel_init_freeable and free_initmem once on the boot CPU (the __init ones from .init.text),
+ * notify_cpu_starting once on the second vCPU as it comes up, cpu_startup_entry once per vCPU (the
+ * boot CPU's idle loop, then the second's). start_kernel is the first event, by the boot task
+ * (swapper, pid 0), kernel_init_freeable the init task's (pid 1); the kernel's W+X check finds
+ * nothing (the stub's pages are W^X), and the guest's own ftrace still works (its function tracer
+ * on vfs_open counts events in the guest's bench rounds). */
+static void test_boot_trace(void **state)
+{
+	static const struct {
+		const char *func;
+		int cpu;
+		long n;
+	} want[] = {
+	    {"start_kernel", 0, 1},	   {"setup_arch", 0, 1},	    {"trap_init", 0, 1},
+	    {"setup_per_cpu_areas", 0, 1}, {"rest_init", 0, 1},		    {"kernel_init_freeable", -1, 1},
+	    {"free_initmem", -1, 1},	   {"notify_cpu_starting", 1, 1},   {"cpu_startup_entry", 0, 1},
+	    {"cpu_startup_entry", 1, 1},
+	};
+	const char *argv[] = {"run",
+			      "--kernel",
+			      kernel,
+			      "--initrd",
+			      initrd,
+			      "--smp",
+			      "2",
+			      "--append",
+			      "hvt.bench=1 hvt.ftrace=vfs_open",
+			      "--probe",
+			      "stub",
+			      "-l",
+			      "start_kernel",
+			      "-l",
+			      "setup_arch",
+			      "-l",
+			      "trap_init",
+			      "-l",
+			      "setup_per_cpu_areas",
+			      "-l",
+			      "rest_init",
+			      "-l",
+			      "kernel_init_freeable",
+			      "-l",
+			      "free_initmem",
+			      "-l",
+			      "notify_cpu_starting",
+			      "-l",
+			      "cpu_startup_entry",
+			      "--timeout",
+			      "600",
+			      NULL};
+	struct hv_result r;
+	long total = 0;
+	const char *ev;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	if (r.status)
+		fprintf(stderr, "stderr: %s\nconsole tail: %s\n", r.err,
+			r.console && strlen(r.console) > 2000 ? r.console + strlen(r.console) - 2000
+							      : r.console);
+	assert_int_equal(r.status, 0);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		long n = trace_count(&r, want[i].func, want[i].cpu);
+
+		if (n != want[i].n)
+			fprintf(stderr, "%s on cpu %d: %ld calls, %ld expected\n", want[i].func,
+				want[i].cpu, n, want[i].n);
+		assert_int_equal(n, want[i].n);
+		total += n;
+	}
+	assert_int_equal(trace_count(&r, NULL, -1), total);
+	assert_true(r.nr_lines > 0);
+	assert_string_equal(r.lines[0].func, "start_kernel");
+	assert_int_equal(r.lines[0].pid, 0);
+	assert_string_equal(r.lines[0].comm, "swapper");
+	for (size_t i = 0; i < r.nr_lines; i++)
+		if (!strcmp(r.lines[i].func, "kernel_init_freeable"))
+			assert_int_equal(r.lines[i].pid, 1);
+	assert_non_null(strstr(r.console, "x86/mm: Checked W+X mappings: passed"));
+	assert_null(strstr(r.console, "ftrace failed"));
+	ev = strstr(r.console, "hvt-linux: bench ftrace-events ");
+	assert_non_null(ev);
+	assert_true(atol(ev + strlen("hvt-linux: bench ftrace-events ")) > 0);
+	assert_non_null(strstr(r.console, "reboot: Power down"));
+	hv_result_free(&r);
+}
+
+/* Ended by the host long after boot (the guest's init sleeps): the .init.text probe (start_kernel)
+ * is left to the kernel, which freed that memory; the other one (free_initmem) is put back. */
+static void test_boot_trace_detach_after_init(void **state)
+{
+	const char *argv[] = {"run",	       "--kernel", kernel,	   "--initrd",
+			      initrd,	       "--append", "hvt.wait=100000", "--probe",
+			      "stub",	       "-l",	   "start_kernel", "-l",
+			      "free_initmem", "--stats",  "--duration",	   "150",
+			      NULL};
+	struct hv_result r;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	if (r.status || !strstr(r.console, "hvt-linux: init up"))
+		fprintf(stderr, "stderr: %s\nconsole tail: %s\n", r.err,
+			r.console && strlen(r.console) > 2000 ? r.console + strlen(r.console) - 2000
+							      : r.console);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, "hvt-linux: init up"));
+	assert_int_equal(trace_count(&r, "start_kernel", -1), 1);
+	assert_int_equal(trace_count(&r, "free_initmem", -1), 1);
+	assert_int_equal(hv_stat(r.err, "init-text-probes-left", "init-text-probes-left"), 1);
+	hv_result_free(&r);
+}
+
 /* No init: the kernel panics (panic=-1 is the VMM's), hvtrace says so and exits 5. */
 static void test_panic(void **state)
 {
@@ -123,6 +237,8 @@ int main(void)
 	const struct CMUnitTest kvm[] = {
 	    cmocka_unit_test(test_not_a_bzimage),
 	    cmocka_unit_test(test_vfs_read),
+	    cmocka_unit_test(test_boot_trace),
+	    cmocka_unit_test(test_boot_trace_detach_after_init),
 	    cmocka_unit_test(test_panic),
 	};
 	char why[256];

@@ -127,6 +127,7 @@ static void test_place(void **state)
 	assert_int_equal(u64(h + H_MAX_DEPTH), 128);
 	assert_int_equal(u64(h + H_GRAPH), 0);
 	assert_int_equal(u64(h + H_RET), REGION + (uint64_t)(hvt_stub_ret - hvt_stub_start));
+	assert_int_equal(u64(h + H_CUR_GS_ON), 0); /* the slots, not %gs, without has_task_gs */
 	assert_int_equal(u64(h + H_CUR_SLOTS), 0x5000);
 	assert_int_equal(u64(h + H_CUR_SLOTS + 8), 0x5008);
 	assert_int_equal(u64(h + H_CUR_SLOTS + 16), 0);

@@ -245,6 +245,18 @@ static void test_sites_build(void **state)
 	assert_int_equal(vmi_sites_build(&s, (const uint64_t[]){0x10, 0x1fff, 0x5000}, 3, &t), 0);
 	assert_int_equal(s.nr, 0);
 	vmi_sites_free(&s);
+	/* out of order, with the descent at an address in no function: still one site per function,
+	 * the first recorded */
+	assert_int_equal(vmi_sites_build(&s,
+					 (const uint64_t[]){0x1004, 0x2000, 0x10, 0x1000, 0x3000,
+							    0x2010},
+					 6, &t),
+			 0);
+	assert_int_equal(s.nr, 3);
+	assert_int_equal(s.v[0].addr, 0x1004);
+	assert_int_equal(s.v[1].addr, 0x2000);
+	assert_int_equal(s.v[2].addr, 0x3000);
+	vmi_sites_free(&s);
 	vmi_symtab_free(&t);
 }
 
