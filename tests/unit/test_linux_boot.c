@@ -402,8 +402,15 @@ static void test_acpi(void **state)
 {
 	static uint8_t buf[ACPI_AREA_SIZE];
 	const uint64_t gpa = 0xe0000;
-	static const uint8_t s5[] = {0x08, '_', 'S', '5', '_', 0x12, 0x07, 0x04,
-				     0x0a, 0x05, 0x00, 0x00, 0x00};
+	/* the DSDT's AML after its header, as `iasl -d` reads it back: Name (_S5, Package (4) {5, 0,
+	 * 0, 0}), then Device (\_SB.COM1) { Name (_HID, EisaId ("PNP0501")) Name (_UID, One)
+	 * Name (_CRS, ResourceTemplate () { IO (Decode16, 0x3F8, 0x3F8, 1, 8) IRQNoFlags () {4} }) } */
+	static const uint8_t aml[] = {
+		0x08, '_', 'S', '5', '_', 0x12, 0x07, 0x04, 0x0a, 0x05, 0x00, 0x00, 0x00,
+		0x5b, 0x82, 0x31, 0x5c, 0x2e, '_', 'S', 'B', '_', 'C', 'O', 'M', '1',
+		0x08, '_', 'H', 'I', 'D', 0x0c, 0x41, 0xd0, 0x05, 0x01, 0x08, '_', 'U', 'I', 'D', 0x01,
+		0x08, '_', 'C', 'R', 'S', 0x11, 0x10, 0x0a, 0x0d, 0x47, 0x01, 0xf8, 0x03, 0xf8, 0x03,
+		0x01, 0x08, 0x22, 0x10, 0x00, 0x79, 0x00};
 	const uint8_t *rsdp = buf, *xsdt, *fadt, *dsdt, *madt;
 	size_t used;
 
@@ -435,9 +442,10 @@ static void test_acpi(void **state)
 	dsdt = buf + (get64(fadt + 140) - gpa);
 	assert_int_equal(get32(fadt + 40), gpa + (uint64_t)(dsdt - buf));
 	assert_memory_equal(dsdt, "DSDT", 4);
-	assert_int_equal(get32(dsdt + 4), 36 + sizeof(s5));
-	assert_int_equal(sum(dsdt, 36 + sizeof(s5)), 0);
-	assert_memory_equal(dsdt + 36, s5, sizeof(s5));
+	assert_int_equal(get32(dsdt + 4), 36 + sizeof(aml));
+	assert_int_equal(sum(dsdt, 36 + sizeof(aml)), 0);
+	assert_memory_equal(dsdt + 36, aml, sizeof(aml));
+	assert_true(dsdt + 36 + sizeof(aml) <= madt); /* the tables do not overlap */
 	assert_memory_equal(madt, "APIC", 4);
 	assert_int_equal(get32(madt + 4), 36 + 8 + 16 + 12);
 	assert_int_equal(sum(madt, 36 + 8 + 16 + 12), 0);
