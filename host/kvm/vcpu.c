@@ -1,6 +1,7 @@
 #include "host/kvm/vcpu.h"
 #include "host/kvm/vcpu_exit.h"
 #include "host/kvm/acpi.h"
+#include "host/kvm/pio_ring.h"
 #include "host/trace/clock.h"
 #include "arch/x86/x86_longmode.h"
 
@@ -127,30 +128,19 @@ static void uart_out(struct vm *vm, unsigned off, uint8_t v)
 		uart_line_flush(vm);
 }
 
+static void uart_out_cb(void *vm, unsigned off, uint8_t v)
+{
+	uart_out(vm, off, v);
+}
+
 /* Replays, in order, the THR writes KVM queued in the coalesced ring since the last drain: before
- * any other access to the UART, so that the UART sees every access in the guest's order. At most one
- * ring's worth; entries other than a byte to COM1 are skipped. Under uart_lock. */
+ * any other access to the UART, so that the UART sees every access in the guest's order. Under
+ * uart_lock. */
 static void uart_drain(struct vm *vm)
 {
-	struct kvm_coalesced_mmio_ring *ring = vm->pio_ring;
-	uint32_t first, last;
-
-	if (!ring)
-		return;
-	first = ring->first;
-	last = __atomic_load_n(&ring->last, __ATOMIC_ACQUIRE);
-	if (first >= VM_PIO_RING_MAX || last >= VM_PIO_RING_MAX)
-		return; /* not a ring KVM keeps: leave it */
-	while (first != last) {
-		const struct kvm_coalesced_mmio *e = &ring->coalesced_mmio[first];
-
-		if (e->pio && e->len >= 1 && e->phys_addr >= UART_COM1 &&
-		    e->phys_addr < UART_COM1 + UART_NR_PORTS)
-			uart_out(vm, (unsigned)(e->phys_addr - UART_COM1), e->data[0]);
-		first = (first + 1) % VM_PIO_RING_MAX;
-		vm->pio_coalesced++;
-	}
-	__atomic_store_n(&ring->first, first, __ATOMIC_RELEASE);
+	if (vm->pio_ring)
+		vm->pio_coalesced +=
+		    pio_ring_drain(vm->pio_ring, UART_COM1, UART_NR_PORTS, uart_out_cb, vm);
 }
 
 /* Everything COM1 was given, out on the console: the queued THR writes and the line being

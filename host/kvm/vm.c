@@ -1,4 +1,5 @@
 #include "host/kvm/vm.h"
+#include "host/kvm/pio_ring.h"
 #include "host/trace/clock.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"
@@ -200,7 +201,7 @@ static struct kvm_coalesced_mmio_ring *coalesce_thr(struct vm *vm)
 	long page = sysconf(_SC_PAGESIZE);
 	int off = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_MMIO);
 
-	if (off <= 0 || page != VM_PIO_RING_PAGE ||
+	if (off <= 0 || page != PIO_RING_PAGE ||
 	    (size_t)(off + 1) * (size_t)page > vm->run_size ||
 	    ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_PIO) <= 0 ||
 	    ioctl(vm->vm_fd, KVM_REGISTER_COALESCED_MMIO, &zone) < 0)

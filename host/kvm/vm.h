@@ -23,10 +23,6 @@
 #define VM_STACK_SIZE (1 << VM_STACK_SHIFT)
 #define VM_PORT_DEBUGCON 0xe9
 #define VM_PORT_DEBUG_EXIT 0xf4
-#define VM_PIO_RING_PAGE 4096 /* the page the coalesced ring takes (x86) */
-#define VM_PIO_RING_MAX                                                                  \
-	((VM_PIO_RING_PAGE - sizeof(struct kvm_coalesced_mmio_ring)) /                     \
-	 sizeof(struct kvm_coalesced_mmio))
 
 struct vm_config {
 	unsigned smp;	 /* vCPUs, 1..VM_MAX_VCPUS */
