@@ -104,6 +104,8 @@ static int setup_cpuid(struct vm *vm, struct vcpu *c, bool *rdtscp, bool *apic_i
 		}
 		if (e->function == 0xb || e->function == 0x1f)
 			e->edx = c->index;
+		if (e->function == 0xd && e->index == 0) /* the XCR0 bits the guest may set */
+			vm->xcr0_supported = e->eax | (uint64_t)e->edx << 32;
 	}
 	if (ioctl(c->fd, KVM_SET_CPUID2, cpuid) < 0)
 		ret = -errno;
@@ -111,6 +113,21 @@ static int setup_cpuid(struct vm *vm, struct vcpu *c, bool *rdtscp, bool *apic_i
 		*apic_id = cpuid_apic_id_is(c, cpuid, n, c->index);
 	free(cpuid);
 	return ret;
+}
+
+/* XCR0 as Linux sets it (every user state component CPUID offers), already in KVM's copy before the
+ * guest runs. Under QEMU TCG's SVM (the nested lane's L0), XSETBV in L2 is not intercepted: KVM in L1
+ * never learns the guest's XCR0, keeps the reset value (x87 only), loads it at every VM entry and
+ * computes CPUID 0xD's sizes from it; Linux then warns "XSAVE consistency problem" (a 3 KB splat on
+ * the console) and its XSAVE keeps no SSE/AVX state. With the guest's value preset, both agree.
+ * Where XSETBV is intercepted (real hardware) the guest's own write replaces it. Best effort: a
+ * refusal leaves KVM's reset value. */
+static void preset_xcr0(struct vcpu *c, uint64_t xcr0)
+{
+	struct kvm_xcrs xcrs = {.nr_xcrs = 1, .xcrs = {{.xcr = 0, .value = xcr0}}};
+
+	if (xcr0 & 1) /* x87 is part of any valid XCR0 */
+		ioctl(c->fd, KVM_SET_XCRS, &xcrs);
 }
 
 /* IA32_TSC_AUX = the vCPU's index, so that RDTSCP in the guest returns it in ECX (the stub's CPU
@@ -340,6 +357,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 		}
 		tsc_aux = tsc_aux && rdtscp && set_tsc_aux(c);
 		apic_ids = apic_ids && apic_id;
+		if (vm->linux_pc)
+			preset_xcr0(c, vm->xcr0_supported);
 		ret = vm->linux_pc ? 0 : enable_sw_breakpoints(c);
 		if (ret < 0) {
 			ret = fail(err, errlen, -ret, "KVM_SET_GUEST_DEBUG");

@@ -117,6 +117,7 @@ struct vm {
 	char uart_line[256];	/* COM1 output being assembled into a line; under uart_lock */
 	unsigned uart_line_len;
 	bool tsc_deadline; /* linux_pc: KVM's local APIC has the TSC-deadline timer (CPUID says so) */
+	uint64_t xcr0_supported; /* CPUID 0xD.0 EDX:EAX as the vCPUs were given it */
 	/* linux_pc stub probes (target_kvm_linux_init): the kernel page tables captured at stub_map,
 	 * the 2 MiB-aligned kernel address the stub is mapped at, the page-directory entries used
 	 * and what they held */
