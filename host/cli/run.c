@@ -150,6 +150,11 @@ void run_print_stats(void *ctx, const struct pipeline *p)
 			tracer_cpu_stalls(t, i), tracer_cpu_lost(t, i),
 			(unsigned long long)vm->vcpus[i].tlb.hits,
 			(unsigned long long)vm->vcpus[i].tlb.walks);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		exit_stats_print(&vm->vcpus[i].xs, i, stderr);
+	fprintf(stderr, "hvtrace: stats: vm pauses %llu paused-ms %llu coalesced-pio %llu\n",
+		(unsigned long long)vm->pauses, (unsigned long long)(vm->paused_ns / 1000000),
+		(unsigned long long)vm->pio_coalesced);
 	pipeline_print_stub_stats(p);
 	if (st.stub_probes) {
 		for (unsigned i = 0; i < vm->nr_vcpus; i++)

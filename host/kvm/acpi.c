@@ -7,7 +7,7 @@
 #define XSDT_OFF 0x040
 #define FADT_OFF 0x080
 #define DSDT_OFF 0x200
-#define MADT_OFF 0x280
+#define MADT_OFF 0x280 /* after the DSDT's 100 bytes */
 #define HDR_LEN 36
 #define FADT_LEN 276
 #define FADT_HW_REDUCED (1u << 20)
@@ -62,9 +62,22 @@ size_t acpi_build(uint8_t *buf, uint64_t gpa, unsigned nr_cpus)
 	/* Name (_S5, Package (4) { 5, 0, 0, 0 }) */
 	static const uint8_t s5[] = {0x08, '_', 'S', '5', '_', 0x12, 0x07, 0x04,
 				     0x0a, ACPI_S5_TYP, 0x00, 0x00, 0x00};
+	/* Device (\_SB.COM1) { Name (_HID, EisaId ("PNP0501")) Name (_UID, One)
+	 *   Name (_CRS, ResourceTemplate () { IO (Decode16, 0x3F8, 0x3F8, 1, 8) IRQNoFlags () {4} }) }
+	 * In hardware-reduced mode Linux sets up no legacy ISA interrupts: it learns COM1's IRQ from
+	 * here (8250_pnp), without which the UART's interrupt has no handler and tty output stalls. */
+	static const uint8_t com1[] = {
+		0x5b, 0x82, 0x31, '\\', 0x2e, '_', 'S', 'B', '_', 'C', 'O', 'M', '1',
+		0x08, '_', 'H', 'I', 'D', 0x0c, 0x41, 0xd0, 0x05, 0x01,
+		0x08, '_', 'U', 'I', 'D', 0x01,
+		0x08, '_', 'C', 'R', 'S', 0x11, 0x10, 0x0a, 0x0d,
+		0x47, 0x01, 0xf8, 0x03, 0xf8, 0x03, 0x01, 0x08, /* IO */
+		0x22, 1 << ACPI_COM1_IRQ, 0x00,			/* IRQNoFlags */
+		0x79, 0x00,					/* end tag */
+	};
 	uint8_t *rsdp = buf + RSDP_OFF, *xsdt = buf + XSDT_OFF, *fadt = buf + FADT_OFF;
 	uint8_t *dsdt = buf + DSDT_OFF, *madt = buf + MADT_OFF;
-	uint32_t dsdt_len = HDR_LEN + sizeof(s5), madt_len;
+	uint32_t dsdt_len = HDR_LEN + sizeof(s5) + sizeof(com1), madt_len;
 
 	if (nr_cpus < 1)
 		nr_cpus = 1;
@@ -74,6 +87,7 @@ size_t acpi_build(uint8_t *buf, uint64_t gpa, unsigned nr_cpus)
 
 	header(dsdt, "DSDT", dsdt_len, 2);
 	memcpy(dsdt + HDR_LEN, s5, sizeof(s5));
+	memcpy(dsdt + HDR_LEN + sizeof(s5), com1, sizeof(com1));
 	finish(dsdt, dsdt_len);
 
 	header(fadt, "FACP", FADT_LEN, 6);

@@ -1,6 +1,8 @@
 #include "host/kvm/vcpu.h"
 #include "host/kvm/vcpu_exit.h"
 #include "host/kvm/acpi.h"
+#include "host/kvm/pio_ring.h"
+#include "host/trace/clock.h"
 #include "arch/x86/x86_longmode.h"
 
 #include <assert.h>
@@ -57,23 +59,24 @@ static __attribute__((format(printf, 4, 5))) void end_vm(struct vm *vm, enum vm_
 
 #define PANIC_TEXT "Kernel panic - not syncing"
 
-static void console_flush(struct vcpu *c)
+/* @len bytes of console text to vm->console; a failed write is kept (vm->console_err) and later
+ * text dropped. Any thread. */
+static void console_write(struct vm *vm, const char *buf, size_t len)
 {
-	struct vm *vm = c->vm;
-	bool panic;
-
-	if (!c->con_len)
-		return;
-	panic = vm->linux_pc && memmem(c->con, c->con_len, PANIC_TEXT, strlen(PANIC_TEXT));
 	pthread_mutex_lock(&vm->console_lock);
-	errno = 0; /* a failed write is kept (vm->console_err); later lines are dropped */
-	if (!vm->console_err &&
-	    (fwrite(c->con, 1, c->con_len, vm->console) != c->con_len || fflush(vm->console)))
+	errno = 0;
+	if (!vm->console_err && (fwrite(buf, 1, len, vm->console) != len || fflush(vm->console)))
 		vm->console_err = errno ? errno : EIO;
 	pthread_mutex_unlock(&vm->console_lock);
+}
+
+/* The debugcon line vCPU @c is assembling. */
+static void console_flush(struct vcpu *c)
+{
+	if (!c->con_len)
+		return;
+	console_write(c->vm, c->con, c->con_len);
 	c->con_len = 0;
-	if (panic)
-		end_vm(vm, VM_END_PANIC, 0, "the guest kernel panicked (see the console)");
 }
 
 static void console_putc(struct vcpu *c, char ch)
@@ -83,15 +86,72 @@ static void console_putc(struct vcpu *c, char ch)
 		console_flush(c);
 }
 
-/* Drives COM1's IRQ line to the UART's level (KVM_IRQ_LINE: the PIC's and the IOAPIC's pin 4).
- * Under uart_lock. */
+/* COM1's output line (one stream, whichever vCPU wrote it), and the panic verdict when the line
+ * says so. Under uart_lock. */
+static void uart_line_flush(struct vm *vm)
+{
+	bool panic;
+
+	if (!vm->uart_line_len)
+		return;
+	panic = memmem(vm->uart_line, vm->uart_line_len, PANIC_TEXT, strlen(PANIC_TEXT));
+	console_write(vm, vm->uart_line, vm->uart_line_len);
+	vm->uart_line_len = 0;
+	if (panic)
+		end_vm(vm, VM_END_PANIC, 0, "the guest kernel panicked (see the console)");
+}
+
+/* Drives COM1's IRQ line to the UART's level (KVM_IRQ_LINE: the PIC's and the IOAPIC's pin 4), when
+ * it changed. Under uart_lock. */
 static void uart_sync_irq(struct vm *vm)
 {
 	struct kvm_irq_level l = {.irq = UART_COM1_IRQ, .level = uart_irq(&vm->uart)};
 
+	if ((int)l.level == vm->uart_irq_level)
+		return;
 	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &l) < 0) {
 		/* only an invalid VM fails here; the guest just misses the interrupt */
+		return;
 	}
+	vm->uart_irq_level = (int)l.level;
+}
+
+/* A write of @v to COM1 register @off, and the byte it sends to the console. Under uart_lock. */
+static void uart_out(struct vm *vm, unsigned off, uint8_t v)
+{
+	int ch = uart_write(&vm->uart, off, v);
+
+	if (ch < 0 || ch == '\r')
+		return;
+	vm->uart_line[vm->uart_line_len++] = (char)ch;
+	if (ch == '\n' || vm->uart_line_len == sizeof(vm->uart_line))
+		uart_line_flush(vm);
+}
+
+static void uart_out_cb(void *vm, unsigned off, uint8_t v)
+{
+	uart_out(vm, off, v);
+}
+
+/* Replays, in order, the THR writes KVM queued in the coalesced ring since the last drain: before
+ * any other access to the UART, so that the UART sees every access in the guest's order. Under
+ * uart_lock. */
+static void uart_drain(struct vm *vm)
+{
+	if (vm->pio_ring)
+		vm->pio_coalesced +=
+		    pio_ring_drain(vm->pio_ring, UART_COM1, UART_NR_PORTS, uart_out_cb, vm);
+}
+
+/* Everything COM1 was given, out on the console: the queued THR writes and the line being
+ * assembled. Before the VM's end is reported, and when a vCPU thread ends. */
+static void uart_flush_all(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->uart_lock);
+	uart_drain(vm);
+	uart_sync_irq(vm);
+	uart_line_flush(vm);
+	pthread_mutex_unlock(&vm->uart_lock);
 }
 
 /* The linux_pc ports: COM1, the 8042's status and reset, ACPI sleep control and reset register.
@@ -103,6 +163,7 @@ static bool handle_pc_io(struct vcpu *c, uint16_t port, bool in, uint8_t *data, 
 
 	if (port >= UART_COM1 && port < UART_COM1 + UART_NR_PORTS) {
 		pthread_mutex_lock(&vm->uart_lock);
+		uart_drain(vm);
 		for (uint32_t i = 0; i < count; i++) {
 			uint8_t *d = data + (size_t)i * size;
 
@@ -110,10 +171,7 @@ static bool handle_pc_io(struct vcpu *c, uint16_t port, bool in, uint8_t *data, 
 				memset(d, 0, size);
 				d[0] = uart_read(&vm->uart, port - UART_COM1);
 			} else {
-				int ch = uart_write(&vm->uart, port - UART_COM1, d[0]);
-
-				if (ch >= 0 && ch != '\r')
-					console_putc(c, (char)ch);
+				uart_out(vm, port - UART_COM1, d[0]);
 			}
 		}
 		uart_sync_irq(vm);
@@ -126,7 +184,7 @@ static bool handle_pc_io(struct vcpu *c, uint16_t port, bool in, uint8_t *data, 
 		if (in)
 			memset(data, 0, (size_t)size * count);
 		else if (port == 0x64 && data[0] == 0xfe) {
-			console_flush(c);
+			uart_flush_all(vm);
 			end_vm(vm, VM_END_REBOOT, 0, "the guest reset the machine (8042)");
 		}
 		return true;
@@ -135,13 +193,13 @@ static bool handle_pc_io(struct vcpu *c, uint16_t port, bool in, uint8_t *data, 
 		if (in)
 			memset(data, 0, (size_t)size * count);
 		else if (port == ACPI_SLEEP_CTL_PORT && acpi_is_s5(data[0])) {
-			console_flush(c);
+			uart_flush_all(vm);
 			end_vm(vm, VM_END_POWEROFF, 0, "the guest powered off");
 		}
 		return true;
 	case ACPI_RESET_PORT:
 		if (!in && (data[0] & 0x04)) {
-			console_flush(c);
+			uart_flush_all(vm);
 			end_vm(vm, VM_END_REBOOT, 0, "the guest reset the machine (ACPI)");
 		}
 		return !in;
@@ -293,6 +351,7 @@ static void *vcpu_thread(void *arg)
 		}
 		if (ioctl(c->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
+				c->xs.kicks++;
 				__atomic_store_n(&run->immediate_exit, 0, __ATOMIC_SEQ_CST);
 				/* a kicked Linux vCPU may not have exited for long: where it is now */
 				if (vm->linux_pc && (run->s.regs.sregs.cr0 & X86_CR0_PG)) {
@@ -307,6 +366,7 @@ static void *vcpu_thread(void *arg)
 			break;
 		}
 		c->exits++;
+		exit_stats_add(&c->xs, run);
 		x86_tlb_invalidate(&c->tlb);
 		exit_rip = run->s.regs.regs.rip;
 		reset = vcpu_exit_was_reset(run);
@@ -341,7 +401,7 @@ static void *vcpu_thread(void *arg)
 				break;
 			if (run->exit_reason == KVM_EXIT_SHUTDOWN && vm->linux_pc) {
 				/* Linux's last way to reboot; QEMU's -no-reboot ends there too */
-				console_flush(c);
+				uart_flush_all(vm);
 				end_vm(vm, VM_END_REBOOT, 0, "the guest reset the machine (triple fault)");
 				break;
 			}
@@ -369,6 +429,8 @@ static void *vcpu_thread(void *arg)
 		c->last_exit = run->exit_reason;
 		c->has_last = true;
 	}
+	if (vm->linux_pc)
+		uart_flush_all(vm);
 	console_flush(c);
 	pthread_mutex_lock(&vm->lock);
 	c->state = VCPU_DONE;
@@ -418,7 +480,9 @@ static bool all_parked(struct vm *vm)
 int vcpu_pause_all(struct vm *vm)
 {
 	pthread_mutex_lock(&vm->lock);
-	atomic_fetch_add(&vm->pause_req, 1);
+	if (atomic_fetch_add(&vm->pause_req, 1) == 0)
+		vm->pause_start_ns = clock_now_ns();
+	vm->pauses++;
 	pthread_mutex_unlock(&vm->lock);
 	kick_all(vm);
 	pthread_mutex_lock(&vm->lock);
@@ -431,7 +495,8 @@ int vcpu_pause_all(struct vm *vm)
 void vcpu_resume_all(struct vm *vm)
 {
 	pthread_mutex_lock(&vm->lock);
-	atomic_fetch_sub(&vm->pause_req, 1);
+	if (atomic_fetch_sub(&vm->pause_req, 1) == 1)
+		vm->paused_ns += clock_now_ns() - vm->pause_start_ns;
 	pthread_cond_broadcast(&vm->cond);
 	pthread_mutex_unlock(&vm->lock);
 }

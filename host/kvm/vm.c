@@ -1,4 +1,5 @@
 #include "host/kvm/vm.h"
+#include "host/kvm/pio_ring.h"
 #include "host/trace/clock.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"
@@ -18,6 +19,32 @@
 #include <unistd.h>
 
 #define IDMAP_GIB 4 /* VM_IDMAP_END */
+#define CPUID_1_ECX_TSC_DEADLINE (1u << 24)
+
+#define HUGE_2M (2ull << 20)
+
+/* Guest RAM, 2 MiB-aligned and marked for transparent huge pages, so that KVM maps it with 2 MiB
+ * nested page table entries where the host gives huge pages (one fault per 2 MiB the guest touches,
+ * not per 4 KiB: each is an exit, and a costly one nested). NULL with errno on failure. */
+static uint8_t *map_ram(uint64_t size)
+{
+	uint8_t *p = mmap(NULL, size + HUGE_2M, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uintptr_t base, end, a;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	base = (uintptr_t)p;
+	end = base + size + HUGE_2M;
+	a = (base + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1);
+	if (a > base)
+		munmap(p, a - base);
+	if (end > a + size)
+		munmap((void *)(a + size), end - (a + size));
+	/* only advice: without THP the RAM works the same, in 4 KiB pages */
+	madvise((void *)a, size, MADV_HUGEPAGE);
+	return (uint8_t *)a;
+}
 
 static int fail(char *err, size_t errlen, int e, const char *what)
 {
@@ -70,9 +97,15 @@ static int setup_cpuid(struct vm *vm, struct vcpu *c, bool *rdtscp, bool *apic_i
 		if (e->function == 1) { /* the initial APIC ID, as the local APIC's */
 			e->ebx = (e->ebx & 0xffffff) | c->index << 24;
 			e->ecx |= 1u << 31; /* a hypervisor: Linux looks for KVM's leaves (kvm-clock) */
+			/* KVM's local APIC has the TSC-deadline timer (not in the supported list: the
+			 * VMM says it, as QEMU does): Linux then needs no APIC timer calibration */
+			if (vm->tsc_deadline)
+				e->ecx |= CPUID_1_ECX_TSC_DEADLINE;
 		}
 		if (e->function == 0xb || e->function == 0x1f)
 			e->edx = c->index;
+		if (e->function == 0xd && e->index == 0) /* the XCR0 bits the guest may set */
+			vm->xcr0_supported = e->eax | (uint64_t)e->edx << 32;
 	}
 	if (ioctl(c->fd, KVM_SET_CPUID2, cpuid) < 0)
 		ret = -errno;
@@ -80,6 +113,21 @@ static int setup_cpuid(struct vm *vm, struct vcpu *c, bool *rdtscp, bool *apic_i
 		*apic_id = cpuid_apic_id_is(c, cpuid, n, c->index);
 	free(cpuid);
 	return ret;
+}
+
+/* XCR0 as Linux sets it (every user state component CPUID offers), already in KVM's copy before the
+ * guest runs. Under QEMU TCG's SVM (the nested lane's L0), XSETBV in L2 is not intercepted: KVM in L1
+ * never learns the guest's XCR0, keeps the reset value (x87 only), loads it at every VM entry and
+ * computes CPUID 0xD's sizes from it; Linux then warns "XSAVE consistency problem" (a 3 KB splat on
+ * the console) and its XSAVE keeps no SSE/AVX state. With the guest's value preset, both agree.
+ * Where XSETBV is intercepted (real hardware) the guest's own write replaces it. Best effort: a
+ * refusal leaves KVM's reset value. */
+static void preset_xcr0(struct vcpu *c, uint64_t xcr0)
+{
+	struct kvm_xcrs xcrs = {.nr_xcrs = 1, .xcrs = {{.xcr = 0, .value = xcr0}}};
+
+	if (xcr0 & 1) /* x87 is part of any valid XCR0 */
+		ioctl(c->fd, KVM_SET_XCRS, &xcrs);
 }
 
 /* IA32_TSC_AUX = the vCPU's index, so that RDTSCP in the guest returns it in ECX (the stub's CPU
@@ -160,6 +208,25 @@ unsigned vm_min_mem_mb(unsigned smp)
 	return (unsigned)(2 * reserved_bytes(smp) >> 20) + 1;
 }
 
+/* Has KVM queue the guest's writes to COM1's transmit holding register (port 0x3f8) in its coalesced
+ * ring instead of exiting for each byte; the vCPU threads replay them before any other access to the
+ * UART (vcpu.c). The ring, mapped in every vCPU's kvm_run area, or NULL where KVM cannot (then every
+ * write exits, as before). */
+static struct kvm_coalesced_mmio_ring *coalesce_thr(struct vm *vm)
+{
+	struct kvm_coalesced_mmio_zone zone = {.addr = UART_COM1, .size = 1, .pio = 1};
+	long page = sysconf(_SC_PAGESIZE);
+	int off = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_MMIO);
+
+	if (off <= 0 || page != PIO_RING_PAGE ||
+	    (size_t)(off + 1) * (size_t)page > vm->run_size ||
+	    ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_PIO) <= 0 ||
+	    ioctl(vm->vm_fd, KVM_REGISTER_COALESCED_MMIO, &zone) < 0)
+		return NULL;
+	return (struct kvm_coalesced_mmio_ring *)((uint8_t *)vm->vcpus[0].run +
+						  (size_t)off * (size_t)page);
+}
+
 int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errlen)
 {
 	bool tsc_aux = true, apic_ids = true, rdtscp, apic_id;
@@ -180,6 +247,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	pthread_mutex_init(&vm->console_lock, NULL);
 	pthread_mutex_init(&vm->uart_lock, NULL);
 	uart_init(&vm->uart);
+	vm->uart_irq_level = -1;
 	vm->linux_pc = cfg->linux_pc;
 	vm->console = cfg->console;
 	vm->nr_vcpus = cfg->smp;
@@ -200,10 +268,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 		ret = fail(err, errlen, errno, "KVM_CREATE_VM");
 		goto out;
 	}
-	vm->ram = mmap(NULL, vm->ram_size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (vm->ram == MAP_FAILED) {
-		vm->ram = NULL;
+	vm->ram = map_ram(vm->ram_size);
+	if (!vm->ram) {
 		ret = fail(err, errlen, errno, "guest RAM");
 		goto out;
 	}
@@ -253,6 +319,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 			ret = fail(err, errlen, errno, "KVM_CREATE_PIT2");
 			goto out;
 		}
+		vm->tsc_deadline = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
 	}
 	ret = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if (ret < 0) {
@@ -290,6 +357,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 		}
 		tsc_aux = tsc_aux && rdtscp && set_tsc_aux(c);
 		apic_ids = apic_ids && apic_id;
+		if (vm->linux_pc)
+			preset_xcr0(c, vm->xcr0_supported);
 		ret = vm->linux_pc ? 0 : enable_sw_breakpoints(c);
 		if (ret < 0) {
 			ret = fail(err, errlen, -ret, "KVM_SET_GUEST_DEBUG");
@@ -298,6 +367,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	}
 	vm->tsc_aux = tsc_aux;
 	vm->cpuid_apic_id = apic_ids;
+	if (vm->linux_pc)
+		vm->pio_ring = coalesce_thr(vm);
 	vm->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->event_fd < 0) {
 		ret = fail(err, errlen, errno, "eventfd");

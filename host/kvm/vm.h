@@ -6,6 +6,7 @@
 
 #include "host/trace/target.h"
 #include "arch/x86/x86_tlb.h"
+#include "host/kvm/exit_stats.h"
 #include "host/kvm/uart8250.h"
 #include "vmi/vmi_elf.h"
 
@@ -68,6 +69,7 @@ struct vcpu {
 	uint32_t last_exit; /* that exit's reason */
 	bool has_last;	    /* false until an exit has been handled */
 	uint64_t bp_exits[3]; /* breakpoint hits the tracer owned, by exit kind (enum vcpu_bp_kind) */
+	struct exit_stats xs; /* own thread */
 };
 
 struct vm {
@@ -98,6 +100,8 @@ struct vm {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	atomic_int pause_req;
+	uint64_t pauses, paused_ns; /* vcpu_pause_all calls and the time from each to its resume */
+	uint64_t pause_start_ns;    /* of the outermost pause in progress */
 	atomic_int stop;
 	enum vm_end end;
 	int end_status;
@@ -105,6 +109,15 @@ struct vm {
 	bool linux_pc;
 	struct uart8250 uart; /* linux_pc: COM1, under uart_lock */
 	pthread_mutex_t uart_lock;
+	int uart_irq_level; /* the level last given to KVM_IRQ_LINE, -1 none yet; under uart_lock */
+	/* linux_pc: KVM's coalesced ring, where it queues writes to COM1's THR (port 0x3f8) without
+	 * an exit; NULL where KVM has no coalesced PIO. Drained under uart_lock (vcpu.c). */
+	struct kvm_coalesced_mmio_ring *pio_ring;
+	uint64_t pio_coalesced; /* ring entries drained; under uart_lock */
+	char uart_line[256];	/* COM1 output being assembled into a line; under uart_lock */
+	unsigned uart_line_len;
+	bool tsc_deadline; /* linux_pc: KVM's local APIC has the TSC-deadline timer (CPUID says so) */
+	uint64_t xcr0_supported; /* CPUID 0xD.0 EDX:EAX as the vCPUs were given it */
 	/* linux_pc (target_kvm_linux_init): the kernel's top-level page table (init_top_pgt) and
 	 * level3_kernel_pgt (guest-physical, 0: not known yet); the entry of the latter the stub is
 	 * mapped through, and what it held */

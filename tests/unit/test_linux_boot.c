@@ -1,7 +1,8 @@
 /* Booting Linux in the embedded VMM, the pure parts: the bzImage setup header and payload
  * (host/kvm/bzimage.c) with hostile images, decompression (lz4 legacy framing, gzip, xz) of payloads
  * made here, the kernel ELF's loading, e820 map, boot_params and boot GDT (host/kvm/linux_boot.c),
- * the ACPI tables (host/kvm/acpi.c) and the 16550A UART (host/kvm/uart8250.c), byte for byte. */
+ * the ACPI tables (host/kvm/acpi.c) and the 16550A UART (host/kvm/uart8250.c), byte for byte, and
+ * the coalesced ring its transmit writes come through (host/kvm/pio_ring.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,7 @@
 #include "host/kvm/acpi.h"
 #include "host/kvm/bzimage.h"
 #include "host/kvm/linux_boot.h"
+#include "host/kvm/pio_ring.h"
 #include "host/kvm/uart8250.h"
 
 #include <elf.h>
@@ -402,8 +404,15 @@ static void test_acpi(void **state)
 {
 	static uint8_t buf[ACPI_AREA_SIZE];
 	const uint64_t gpa = 0xe0000;
-	static const uint8_t s5[] = {0x08, '_', 'S', '5', '_', 0x12, 0x07, 0x04,
-				     0x0a, 0x05, 0x00, 0x00, 0x00};
+	/* the DSDT's AML after its header, as `iasl -d` reads it back: Name (_S5, Package (4) {5, 0,
+	 * 0, 0}), then Device (\_SB.COM1) { Name (_HID, EisaId ("PNP0501")) Name (_UID, One)
+	 * Name (_CRS, ResourceTemplate () { IO (Decode16, 0x3F8, 0x3F8, 1, 8) IRQNoFlags () {4} }) } */
+	static const uint8_t aml[] = {
+		0x08, '_', 'S', '5', '_', 0x12, 0x07, 0x04, 0x0a, 0x05, 0x00, 0x00, 0x00,
+		0x5b, 0x82, 0x31, 0x5c, 0x2e, '_', 'S', 'B', '_', 'C', 'O', 'M', '1',
+		0x08, '_', 'H', 'I', 'D', 0x0c, 0x41, 0xd0, 0x05, 0x01, 0x08, '_', 'U', 'I', 'D', 0x01,
+		0x08, '_', 'C', 'R', 'S', 0x11, 0x10, 0x0a, 0x0d, 0x47, 0x01, 0xf8, 0x03, 0xf8, 0x03,
+		0x01, 0x08, 0x22, 0x10, 0x00, 0x79, 0x00};
 	const uint8_t *rsdp = buf, *xsdt, *fadt, *dsdt, *madt;
 	size_t used;
 
@@ -435,9 +444,10 @@ static void test_acpi(void **state)
 	dsdt = buf + (get64(fadt + 140) - gpa);
 	assert_int_equal(get32(fadt + 40), gpa + (uint64_t)(dsdt - buf));
 	assert_memory_equal(dsdt, "DSDT", 4);
-	assert_int_equal(get32(dsdt + 4), 36 + sizeof(s5));
-	assert_int_equal(sum(dsdt, 36 + sizeof(s5)), 0);
-	assert_memory_equal(dsdt + 36, s5, sizeof(s5));
+	assert_int_equal(get32(dsdt + 4), 36 + sizeof(aml));
+	assert_int_equal(sum(dsdt, 36 + sizeof(aml)), 0);
+	assert_memory_equal(dsdt + 36, aml, sizeof(aml));
+	assert_true(dsdt + 36 + sizeof(aml) <= madt); /* the tables do not overlap */
 	assert_memory_equal(madt, "APIC", 4);
 	assert_int_equal(get32(madt + 4), 36 + 8 + 16 + 12);
 	assert_int_equal(sum(madt, 36 + 8 + 16 + 12), 0);
@@ -507,6 +517,73 @@ static void test_uart(void **state)
 	assert_int_equal(uart_read(&u, 8 + 5), 0x60); /* offsets wrap at 8 */
 }
 
+static union {
+	struct kvm_coalesced_mmio_ring r;
+	uint8_t page[PIO_RING_PAGE];
+} ring;
+static char got[PIO_RING_MAX * 2];
+static unsigned nr_got;
+
+static void got_out(void *ctx, unsigned off, uint8_t v)
+{
+	(void)ctx;
+	got[nr_got++] = (char)('0' + off);
+	got[nr_got++] = (char)v;
+}
+
+static void put_entry(uint32_t i, uint64_t port, uint32_t len, uint32_t pio, uint8_t v)
+{
+	struct kvm_coalesced_mmio *e = &ring.r.coalesced_mmio[i];
+
+	memset(e, 0, sizeof(*e));
+	e->phys_addr = port;
+	e->len = len;
+	e->pio = pio;
+	e->data[0] = v;
+}
+
+/* Entries replayed in order across the ring's wrap, only byte writes to the zone's ports; a ring
+ * with indices past its end is left alone; at most one ring's worth per drain. */
+static void test_pio_ring(void **state)
+{
+	uint32_t last = PIO_RING_MAX - 2;
+
+	(void)state;
+	assert_true(PIO_RING_MAX > 100); /* one page of 24-byte entries */
+	memset(&ring, 0, sizeof(ring));
+	ring.r.first = last;
+	put_entry(last, 0x3f8, 1, 1, 'h');
+	put_entry(last + 1, 0x3fb, 1, 1, 0x83); /* LCR */
+	put_entry(0, 0x3f8, 1, 0, 'x');		 /* MMIO, not PIO: skipped */
+	put_entry(1, 0x400, 1, 1, 'y');		 /* another port: skipped */
+	put_entry(2, 0x3f7, 1, 1, 'z');		 /* just below */
+	put_entry(3, 0x3f8, 4, 1, 'i');		 /* an outl: its low byte */
+	ring.r.last = 4;
+	nr_got = 0;
+	assert_int_equal(pio_ring_drain(&ring.r, 0x3f8, 8, got_out, NULL), 6);
+	assert_int_equal(nr_got, 6);
+	assert_memory_equal(got, "0h3\x83" "0i", 6);
+	assert_int_equal(ring.r.first, 4);
+	assert_int_equal(pio_ring_drain(&ring.r, 0x3f8, 8, got_out, NULL), 0); /* nothing new */
+	/* indices KVM never writes: nothing read, nothing moved */
+	ring.r.last = PIO_RING_MAX;
+	assert_int_equal(pio_ring_drain(&ring.r, 0x3f8, 8, got_out, NULL), 0);
+	assert_int_equal(ring.r.first, 4);
+	ring.r.first = 0xffffffff;
+	ring.r.last = 3;
+	assert_int_equal(pio_ring_drain(&ring.r, 0x3f8, 8, got_out, NULL), 0);
+	assert_int_equal(ring.r.first, 0xffffffff);
+	/* a full ring (last just behind first): PIO_RING_MAX - 1 entries, once */
+	for (uint32_t i = 0; i < PIO_RING_MAX; i++)
+		put_entry(i, 0x3f8, 1, 1, 'a');
+	ring.r.first = 5;
+	ring.r.last = 4;
+	nr_got = 0;
+	assert_int_equal(pio_ring_drain(&ring.r, 0x3f8, 8, got_out, NULL), PIO_RING_MAX - 1);
+	assert_int_equal(nr_got, 2 * (PIO_RING_MAX - 1));
+	assert_int_equal(ring.r.first, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -515,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_decompress_hostile), cmocka_unit_test(test_load_elf),
 		cmocka_unit_test(test_e820_zero_page_gdt), cmocka_unit_test(test_acpi),
 		cmocka_unit_test(test_uart),
+		cmocka_unit_test(test_pio_ring),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

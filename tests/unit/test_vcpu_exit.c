@@ -1,10 +1,12 @@
-/* host/vcpu_exit.c: which KVM exits are INT3 hits (real KVM and PVM flavours), and exit names. */
+/* host/vcpu_exit.c: which KVM exits are INT3 hits (real KVM and PVM flavours), and exit names;
+ * host/kvm/exit_stats.c: exits counted by reason and port, in bounded tables. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "host/kvm/exit_stats.h"
 #include "host/kvm/vcpu_exit.h"
 
 #include <string.h>
@@ -146,6 +148,53 @@ static void test_exit_names(void **state)
 	assert_string_equal(vcpu_exit_name(UINT32_MAX), "KVM_EXIT_(other)");
 }
 
+static void io_exit(uint16_t port, uint8_t dir)
+{
+	memset(&run, 0, sizeof(run));
+	run.exit_reason = KVM_EXIT_IO;
+	run.io.port = port;
+	run.io.direction = dir;
+}
+
+/* Counts by reason and by port and direction, most frequent first; ports past the table's
+ * XS_SLOTS are counted together ("other"), whatever the guest touches. */
+static void test_exit_stats(void **state)
+{
+	static struct exit_stats xs;
+	char buf[4096] = "";
+	FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+
+	(void)state;
+	memset(&xs, 0, sizeof(xs));
+	for (int i = 0; i < 3; i++) {
+		io_exit(0x3fd, KVM_EXIT_IO_IN);
+		exit_stats_add(&xs, &run);
+	}
+	io_exit(0x3f8, KVM_EXIT_IO_OUT);
+	exit_stats_add(&xs, &run);
+	for (unsigned p = 0; p < XS_SLOTS + 5; p++) { /* 0x100.. : XS_SLOTS - 2 new slots fit */
+		io_exit((uint16_t)(0x100 + p), KVM_EXIT_IO_OUT);
+		exit_stats_add(&xs, &run);
+	}
+	memset(&run, 0, sizeof(run));
+	run.exit_reason = KVM_EXIT_MMIO;
+	run.mmio.phys_addr = 0xfed00000;
+	run.mmio.is_write = 1;
+	exit_stats_add(&xs, &run);
+	run.exit_reason = 1000; /* past the reasons counted one by one */
+	exit_stats_add(&xs, &run);
+	xs.kicks = 2;
+	assert_int_equal(xs.nr_io, XS_SLOTS);
+	assert_int_equal(xs.io_other, 7);
+	exit_stats_print(&xs, 1, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "hvtrace: stats: cpu1 exits IO 25 MMIO 1 other 1 kicks 2\n"));
+	assert_non_null(strstr(buf, "hvtrace: stats: cpu1 io in 0x3fd 3 out 0x3f8 1 out 0x100 1 "));
+	assert_non_null(strstr(buf, " out 0x10d 1 other 7\n"));
+	assert_null(strstr(buf, "0x10e"));
+	assert_non_null(strstr(buf, "hvtrace: stats: cpu1 mmio write 0xfed00000 1\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -157,6 +206,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_other_exits, clear_run),
 	    cmocka_unit_test_setup(test_shutdown_reset, clear_run),
 	    cmocka_unit_test(test_exit_names),
+	    cmocka_unit_test(test_exit_stats),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
