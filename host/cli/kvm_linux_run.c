@@ -119,6 +119,7 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	    .funcs = &r->l.funcs,
 	    .no_trampoline = "no __fentry__ in the kernel's symbols",
 	    .no_trap = true, /* INT3 belongs to the guest: no KVM_GUESTDBG on a linux_pc VM */
+	    .backpressure = !s->no_backpressure, /* run_supervise holds the vCPUs when asked */
 	};
 	const struct vmi_sym *top, *pud;
 	char release[64] = "";
@@ -322,7 +323,10 @@ int cmd_run_kernel(const struct session *s)
 		goto out;
 	}
 	target_kvm_linux_init(&r.tgt, &vm);
-	ret = attach_at_boot(&r, err, sizeof(err));
+	/* nothing to probe (-p nop, no -e, -r or --expect-*): the kernel is not read at all */
+	ret = s->tracer == TRACER_NOP && !s->nr_events && !s->nr_rprobes && !s->nr_expects
+		  ? 0
+		  : attach_at_boot(&r, err, sizeof(err));
 	if (ret) {
 		cmd_error("%s", err);
 		status = ret;
@@ -362,12 +366,15 @@ out:
 		status = pipeline_finish(&r.p, status, run_print_stats, &vm);
 		out_err = r.p.sink.err;
 		pipeline_free(&r.p);
+	} else if (vm_made && s->stats) {
+		run_print_vm_stats(&vm);
 	}
 	if (vm_made) {
 		con_err = vm.console_err;
 		vm_destroy(&vm);
 	}
 	vmi_sites_free(&r.sites);
+	vmi_linux_boot_free(&r.boot);
 	if (r.have_l)
 		vmi_linux_close(&r.l);
 	close(sfd);

@@ -127,6 +127,15 @@ int run_supervise(struct vm *vm, struct pipeline *p, int sfd, const struct sessi
 }
 
 
+void run_print_vm_stats(const struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		exit_stats_print(&vm->vcpus[i].xs, i, stderr);
+	fprintf(stderr, "hvtrace: stats: vm pauses %llu paused-ms %llu coalesced-pio %llu\n",
+		(unsigned long long)vm->pauses, (unsigned long long)(vm->paused_ns / 1000000),
+		(unsigned long long)vm->pio_coalesced);
+}
+
 void run_print_stats(void *ctx, const struct pipeline *p)
 {
 	const struct vm *vm = ctx;
@@ -150,11 +159,7 @@ void run_print_stats(void *ctx, const struct pipeline *p)
 			tracer_cpu_stalls(t, i), tracer_cpu_lost(t, i),
 			(unsigned long long)vm->vcpus[i].tlb.hits,
 			(unsigned long long)vm->vcpus[i].tlb.walks);
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		exit_stats_print(&vm->vcpus[i].xs, i, stderr);
-	fprintf(stderr, "hvtrace: stats: vm pauses %llu paused-ms %llu coalesced-pio %llu\n",
-		(unsigned long long)vm->pauses, (unsigned long long)(vm->paused_ns / 1000000),
-		(unsigned long long)vm->pio_coalesced);
+	run_print_vm_stats(vm);
 	pipeline_print_stub_stats(p);
 	if (st.stub_probes) {
 		for (unsigned i = 0; i < vm->nr_vcpus; i++)

@@ -27,6 +27,10 @@ int run_supervise(struct vm *vm, struct pipeline *p, int sfd, const struct sessi
  * where it is not a success. */
 int run_end_status(const struct vm *vm, int sig, const struct session *s);
 
+/* --stats, the VM's part: each vCPU's exits by reason and port, and the VM's pauses. Main thread,
+ * vCPUs stopped. */
+void run_print_vm_stats(const struct vm *vm);
+
 /* --stats of the embedded VMM (pipeline_finish's backend_stats; @ctx is the struct vm): the tracer's
  * totals, per vCPU its exits, breakpoint hits, ring stalls and translations, then the stub's lines. */
 void run_print_stats(void *ctx, const struct pipeline *p);
