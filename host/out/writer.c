@@ -16,7 +16,7 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 	uint64_t horizon = final ? UINT64_MAX : w->horizon(w->horizon_ctx);
 	unsigned done = 0;
 
-	while (done < budget) {
+	while (done < budget && !atomic_load_explicit(&w->cut, memory_order_relaxed)) {
 		const struct hvt_record *best = NULL, *next;
 		unsigned best_i = 0, used;
 
@@ -81,15 +81,55 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 	return done;
 }
 
+/* Whether @r is an event the sinks count as written (lost marks, trigger records and payload are
+ * not). */
+static bool is_event(const struct hvt_record *r)
+{
+	return r->type == HVT_REC_ENTRY || r->type == HVT_REC_RETURN || r->type == HVT_REC_EVENT ||
+	       r->type == HVT_REC_RETURN_EVENT;
+}
+
+/* Drops every record the rings hold, an event with its payload, each event counted in
+ * not_written (the lost marks' counts are in the totals already). Returns how many records. */
+static unsigned discard(struct writer *w)
+{
+	unsigned done = 0;
+
+	for (unsigned i = 0; i < w->nr; i++) {
+		struct ring *ring = &w->rings[i];
+		const struct hvt_record *r;
+
+		while ((r = ring_peek(ring))) {
+			uint64_t n = 1;
+
+			if (hvt_record_has_payload(r)) {
+				n += hvt_record_payload_slots(r->value);
+				if (r->value > WRITER_PAYLOAD_MAX || !ring_peek_at(ring, n - 1))
+					n = 1; /* cannot happen: published together */
+			}
+			w->not_written += is_event(r);
+			for (uint64_t k = 0; k < n; k++)
+				ring_pop(ring);
+			done += (unsigned)n;
+		}
+	}
+	return done;
+}
+
 static void *writer_thread(void *arg)
 {
 	struct writer *w = arg;
 
-	while (!atomic_load(&w->stop))
-		if (!drain(w, 4096, false))
+	while (!atomic_load(&w->stop)) {
+		if (atomic_load_explicit(&w->cut, memory_order_relaxed) ? !discard(w)
+									: !drain(w, 4096, false))
 			usleep(500);
+	}
 	while (drain(w, 4096, true))
 		;
+	/* cut short, or (cannot happen) a record the sink could not be handed: what is left is
+	 * counted, not left unsaid */
+	discard(w);
 	return NULL;
 }
 
@@ -104,6 +144,8 @@ int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink 
 	w->horizon = horizon;
 	w->horizon_ctx = horizon_ctx;
 	atomic_store(&w->stop, 0);
+	atomic_store(&w->cut, false);
+	w->not_written = 0;
 	w->events = calloc(nr, sizeof(*w->events));
 	w->payload = malloc(2 * (WRITER_PAYLOAD_MAX + 64));
 	w->next_payload = w->payload ? w->payload + WRITER_PAYLOAD_MAX + 64 : NULL;
@@ -144,12 +186,18 @@ static void pending_losses(struct writer *w)
 	}
 }
 
+void writer_cut(struct writer *w)
+{
+	atomic_store_explicit(&w->cut, true, memory_order_relaxed);
+}
+
 void writer_stop(struct writer *w, unsigned long long lost)
 {
 	atomic_store(&w->stop, 1);
 	pthread_join(w->thread, NULL);
 	pending_losses(w);
-	w->sink->lost = lost;
+	w->sink->not_written = w->not_written;
+	w->sink->lost = lost + w->not_written < lost ? ~0ull : lost + w->not_written;
 	w->sink->ops->end(w->sink);
 }
 
