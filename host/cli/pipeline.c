@@ -395,11 +395,14 @@ static void *watch_end(void *arg)
 	return NULL;
 }
 
-int pipeline_watch_end(struct pipeline *p, int sfd)
+int pipeline_run_ended(struct pipeline *p, int sfd)
 {
 	int e;
 
-	if (!p->writing || p->watching || sfd < 0)
+	if (!p->writing || p->watching)
+		return 0;
+	progress_stop(&p->progress);
+	if (sfd < 0)
 		return 0;
 	p->watch_sfd = sfd;
 	p->watch_efd = eventfd(0, EFD_CLOEXEC);
@@ -415,7 +418,7 @@ int pipeline_watch_end(struct pipeline *p, int sfd)
 	return 0;
 }
 
-/* Stops the watcher of pipeline_watch_end, if it runs. */
+/* Stops the watcher of pipeline_run_ended, if it runs. */
 static void unwatch_end(struct pipeline *p)
 {
 	uint64_t one = 1;

@@ -276,7 +276,7 @@ int cmd_run(const struct session *s)
 	sig = run_supervise(&vm, &p, sfd, s);
 	/* From now on a signal cuts the rest of the trace short (it still ends with its trailer);
 	 * without the watcher, a signal waits until the end */
-	(void)pipeline_watch_end(&p, sfd);
+	(void)pipeline_run_ended(&p, sfd);
 	/* a signal or --timeout is said now, not after the rest of the trace is written */
 	if (sig)
 		status = run_end_status(&vm, sig, s);

@@ -44,16 +44,23 @@ static void last_line(const char *trace, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)(n - 1 - start), trace + start);
 }
 
-/* The events of the trace's "CPU:N [LOST M EVENTS]" lines. */
+/* The events of the trace's "CPU:N [LOST M EVENTS]" lines. (Each line scanned on its own: sscanf
+ * takes the length of all the text it is given, quadratic over a trace of 600,000 lines.) */
 static unsigned long long lost_marked(const char *trace)
 {
 	unsigned long long sum = 0, m;
+	char line[96];
 
 	for (const char *l = trace; *l;) {
 		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
 
-		if (sscanf(l, "CPU:%*u [LOST %llu EVENTS]", &m) == 1)
-			sum += m;
+		if (!strncmp(l, "CPU:", 4) && n < sizeof(line)) {
+			memcpy(line, l, n);
+			line[n] = 0;
+			if (sscanf(line, "CPU:%*u [LOST %llu EVENTS]", &m) == 1)
+				sum += m;
+		}
 		if (!nl)
 			break;
 		l = nl + 1;
