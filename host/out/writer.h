@@ -28,6 +28,7 @@ struct writer {
 	unsigned long long not_written; /* events dropped unwritten (writer_cut, or a record the
 					 * sink could not be handed); writer thread, then final */
 	unsigned long long *events; /* per ring, records delivered */
+	struct hvt_record *dropped_lost; /* per ring, the lost marks a cut dropped (value: summed) */
 	uint8_t *payload;	    /* an event's payload, gathered from its records */
 	uint8_t *next_payload;	    /* the looked-ahead record's payload (inside @payload's block) */
 	uint64_t last_ts;	    /* of the last record handed to the sink */
