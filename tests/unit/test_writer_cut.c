@@ -1,6 +1,6 @@
-/* The writer cut short (writer_cut, a second SIGINT while the backlog is written): the records still
- * in the rings are dropped, each event counted exactly in not-written and lost, the lost marks among
- * them still go out (one per ring, at the end), and the trace ends with its trailer. */
+/* The writer cut short (writer_cut, a second SIGINT while the backlog is written): the records
+ * still in the rings are dropped, each event counted exactly in not-written and lost, the lost
+ * marks among them still go out (one per ring, at the end), and the trace ends with its trailer. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -30,8 +30,8 @@ static uint64_t horizon(void *ctx)
 static struct vmi_sym syms_v[] = {{.addr = 0x1000, .size = 0x10, .name = "f"}};
 static const struct vmi_symtab syms = {.syms = syms_v, .nr = 1, .cap = 1};
 
-/* Ring r holds PER_RING entries of vCPU r at ts = 1000 * (k + 1) + r, one in ten with an event payload
- * of 100 bytes (two payload records), and 7 + r events lost before its record LOST_AT. */
+/* Ring r holds PER_RING entries of vCPU r at ts = 1000 * (k + 1) + r, one in ten with an event
+ * payload of 100 bytes (two payload records), and 7 + r events lost before its record LOST_AT. */
 static void fill(struct ring *rings)
 {
 	uint8_t payload[100];
@@ -40,8 +40,10 @@ static void fill(struct ring *rings)
 	for (unsigned r = 0; r < 2; r++) {
 		assert_int_equal(ring_init(&rings[r], 4096), 0);
 		for (unsigned k = 0; k < PER_RING; k++) {
-			struct hvt_record rec = {.ts = 1000ull * (k + 1) + r, .ip = 0x1000,
-						 .parent = 0x1008, .cpu = (uint16_t)r,
+			struct hvt_record rec = {.ts = 1000ull * (k + 1) + r,
+						 .ip = 0x1000,
+						 .parent = 0x1008,
+						 .cpu = (uint16_t)r,
 						 .type = HVT_REC_ENTRY};
 			size_t len = 0;
 
@@ -147,9 +149,8 @@ static void test_cut_midway(void **state)
 	assert_int_equal(written, 800);
 	assert_int_equal(w.not_written, 2 * PER_RING - 800);
 	assert_non_null(strstr(text, "CPU:0 [LOST 7 EVENTS]\nCPU:1 [LOST 8 EVENTS]\n"));
-	snprintf(trailer, sizeof(trailer),
-		 "# entries-written: 800   lost: %u   not-written: %u\n", 30 + 2 * PER_RING - 800,
-		 2 * PER_RING - 800);
+	snprintf(trailer, sizeof(trailer), "# entries-written: 800   lost: %u   not-written: %u\n",
+		 30 + 2 * PER_RING - 800, 2 * PER_RING - 800);
 	assert_string_equal(text + strlen(text) - strlen(trailer), trailer);
 	writer_free(&w);
 	free(text);
