@@ -10,9 +10,13 @@
 #include "host/trace/stub_drain.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 int pipeline_select(struct pipeline *p, const struct session *s, const struct vmi_sites *sites,
@@ -365,6 +369,69 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	return 0;
 }
 
+/* The watcher: the first signal after the run's end cuts the trace short; later ones are read and
+ * ignored (the trace is being closed). Ends when the eventfd is written. */
+static void *watch_end(void *arg)
+{
+	struct pipeline *p = arg;
+
+	for (;;) {
+		struct pollfd fds[2] = {{.fd = p->watch_sfd, .events = POLLIN},
+					{.fd = p->watch_efd, .events = POLLIN}};
+		struct signalfd_siginfo si;
+
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents)
+			break;
+		if (!(fds[0].revents & POLLIN) || read(p->watch_sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		if (!atomic_load(&p->cut_sig)) {
+			atomic_store(&p->cut_sig, (int)si.ssi_signo);
+			tracer_cut(&p->tr);
+			writer_cut(&p->w);
+		}
+	}
+	return NULL;
+}
+
+int pipeline_run_ended(struct pipeline *p, int sfd)
+{
+	int e;
+
+	if (!p->writing || p->watching)
+		return 0;
+	progress_stop(&p->progress);
+	if (sfd < 0)
+		return 0;
+	p->watch_sfd = sfd;
+	p->watch_efd = eventfd(0, EFD_CLOEXEC);
+	if (p->watch_efd < 0)
+		return -errno;
+	atomic_store(&p->cut_sig, 0);
+	e = pthread_create(&p->watcher, NULL, watch_end, p);
+	if (e) {
+		close(p->watch_efd);
+		return -e;
+	}
+	p->watching = true;
+	return 0;
+}
+
+/* Stops the watcher of pipeline_run_ended, if it runs. */
+static void unwatch_end(struct pipeline *p)
+{
+	uint64_t one = 1;
+
+	if (!p->watching)
+		return;
+	if (write(p->watch_efd, &one, sizeof(one)) != sizeof(one))
+		pthread_cancel(p->watcher); /* cannot happen: an eventfd takes a write of 1 */
+	pthread_join(p->watcher, NULL);
+	close(p->watch_efd);
+	p->watching = false;
+}
+
 int pipeline_detach(struct pipeline *p)
 {
 	return p->have_tr ? tracer_detach(&p->tr) : 0;
@@ -460,6 +527,17 @@ int pipeline_finish(struct pipeline *p, int status,
 	tracer_stats(&p->tr, &st);
 	p->sink.guest_lost = st.stub_guest_lost;
 	writer_stop(&p->w, tracer_lost(&p->tr));
+	unwatch_end(p);
+	int cut = atomic_load(&p->cut_sig);
+
+	if (cut) {
+		const char *name = sigabbrev_np(cut);
+
+		cmd_error("SIG%s: the rest of the trace was not written: %llu events, counted as lost",
+			  name ? name : "?", p->w.not_written);
+		if (!status)
+			status = EXIT_SIGNAL_BASE + cut;
+	}
 	if (s->stats) {
 		backend_stats(ctx, p);
 		if (rec_filter_active(&p->keep))
@@ -482,6 +560,7 @@ int pipeline_finish(struct pipeline *p, int status,
 
 void pipeline_free(struct pipeline *p)
 {
+	unwatch_end(p);
 	if (p->expecting)
 		expect_state_free(&p->expect);
 	p->expecting = false;

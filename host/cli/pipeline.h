@@ -18,6 +18,8 @@
 #include "vmi/vmi_symtab.h"
 #include "vmi/vmi_task.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -39,6 +41,11 @@ struct pipeline {
 	struct rec_filter keep;	    /* the session's task filter with the event filters added */
 	struct ef_filter *efilters; /* --filter-event, bound to the probes' events (owned) */
 	struct sink_trigger trig_sink; /* --trigger: wraps the sink */
+	/* pipeline_run_ended: the thread that reads the signals coming once the run has ended */
+	pthread_t watcher;
+	bool watching;
+	int watch_sfd, watch_efd; /* the backend's signalfd (borrowed), the stop eventfd (owned) */
+	atomic_int cut_sig;	  /* the signal that cut the trace short, 0: none */
 };
 
 /* What the backend knows of its guest. Everything borrowed; it outlives the pipeline. */
@@ -74,8 +81,18 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 /* Leaves the guest as it was found (tracer_detach). Idempotent. 0 or -errno. */
 int pipeline_detach(struct pipeline *p);
 
-/* Ends the session after the guest was detached (or is gone): stops the writer, prints the stats
- * (--stats: @backend_stats(@ctx, @p)), the profile (--profile) and, when
+/* The run has ended (by the guest, a signal, --timeout), the rest of the trace is to be written: the
+ * progress line is erased (the backend's message on how the run ended follows it), and until
+ * pipeline_finish a signal on @sfd (the backend's signalfd, which nothing else reads from now on)
+ * cuts the trace short: the records not yet written are dropped and counted (tracer_cut,
+ * writer_cut), so a second Ctrl-C does not wait for a large backlog, and the trace still ends with
+ * its trailer, which says how many were not written. Starts a thread (nothing without a writer).
+ * 0 or -errno (then a signal waits until hvtrace exits, as before). Main thread. */
+int pipeline_run_ended(struct pipeline *p, int sfd);
+
+/* Ends the session after the guest was detached (or is gone): stops the writer (and the watcher of
+ * pipeline_run_ended: a trace it cut short is one line, and a @status of 0 becomes the signal's),
+ * prints the stats (--stats: @backend_stats(@ctx, @p)), the profile (--profile) and, when
  * @status is still 0, the --expect-* verdict; then writes --summary and --junit. Returns @status,
  * EXIT_EXPECT for an unmet expectation, or EXIT_HOST_ERROR when --summary / --junit could not be
  * written (and @status was 0). Call once. */

@@ -284,11 +284,18 @@ int cmd_run(const struct session *s)
 		goto out;
 	}
 	sig = run_supervise(&vm, &p, sfd, s);
+	/* From now on a signal cuts the rest of the trace short (it still ends with its trailer);
+	 * without the watcher, a signal waits until the end */
+	(void)pipeline_run_ended(&p, sfd);
+	/* a signal or --timeout is said now, not after the rest of the trace is written */
+	if (sig)
+		status = run_end_status(&vm, sig, s);
 	/* Teardown: probes out with the vCPUs paused, then the VM stops. */
 	if (pipeline_detach(&p) < 0)
 		cmd_error("restoring the patched sites failed");
 	vcpu_join_all(&vm);
-	status = run_end_status(&vm, sig, s);
+	if (!sig)
+		status = run_end_status(&vm, sig, s);
 out:
 	if (selected)
 		pipeline_detach(&p);
@@ -305,7 +312,6 @@ out:
 	}
 	if (sfd >= 0)
 		close(sfd);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/* a trace or console that could not be written: one line (one for both on stdout), exit 4
 	 * unless something else failed first */
 	if (!out_err && out == con)
@@ -316,5 +322,8 @@ out:
 		status = EXIT_HOST_ERROR;
 	fflush(stdout);
 	guest_image_close(&g);
+	/* last: a signal still pending (one that came after the watcher stopped) ends hvtrace only
+	 * once every output is complete */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return status;
 }

@@ -31,6 +31,8 @@ struct sink {
 	unsigned long long lost;	/* set by the writer before end(): lost as the host knows */
 	unsigned long long guest_lost;	/* set before end(): what the guest says it could not
 					 * record (stub rings), printed as guest-reported */
+	unsigned long long not_written;	/* set before end(): events the host had but did not write
+					 * (the trace was cut short: writer_cut); part of @lost */
 	int err; /* errno of the first failed write to @out, 0 if none (sink_write) */
 	unsigned long long task_switches; /* function_graph: task-switch markers printed */
 	bool graph_retval;		/* function_graph: print return values */
@@ -136,7 +138,8 @@ int sink_folded_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, u
 void sink_write_line(struct sink *s, char *buf, size_t size, int n);
 
 /* The trailer of the text sinks: records written, events lost as the host knows it, and what the
- * guest reported lost when that is not 0. From end(). (The function tracer's end() prints the
+ * guest reported lost and (of the lost) what was not written when the trace was cut short, each
+ * when it is not 0. From end(). (The function tracer's end() prints the
  * kernel's "# entries-in-buffer/entries-written: a/b   #P:n" line before it in a live trace, whose
  * header could not hold it.) */
 void sink_trailer(struct sink *s);

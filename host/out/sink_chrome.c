@@ -413,8 +413,11 @@ static void chrome_end(struct sink *s)
 	sink_printf(
 	    s,
 	    "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tracer\":\"%s\","
-	    "\"entries-written\":\"%llu\",\"lost\":\"%llu\",\"guest-reported-lost\":\"%llu\"}}\n",
+	    "\"entries-written\":\"%llu\",\"lost\":\"%llu\",\"guest-reported-lost\":\"%llu\"",
 	    c->graph ? "function_graph" : "function", s->written, s->lost, s->guest_lost);
+	if (s->not_written) /* the trace was cut short: part of "lost" */
+		sink_printf(s, ",\"not-written\":\"%llu\"", s->not_written);
+	sink_write(s, "}}\n", 3);
 	sink_flush(s);
 	free(c->cpus);
 	free(c->on);

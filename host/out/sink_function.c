@@ -28,6 +28,8 @@ void sink_trailer(struct sink *s)
 	sink_printf(s, "# entries-written: %llu   lost: %llu", s->written, s->lost);
 	if (s->guest_lost)
 		sink_printf(s, "   guest-reported-lost: %llu", s->guest_lost);
+	if (s->not_written)
+		sink_printf(s, "   not-written: %llu", s->not_written);
 	sink_write(s, "\n", 1);
 }
 

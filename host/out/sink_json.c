@@ -9,7 +9,8 @@
  *   event  an -e event: the context, func, parent, args {field: value}; one line per -e spec of
  *          the function, as the text output prints one line per event;
  *   lost   {"type":"lost","ts","ts_ns","cpu","lost":N}: N events of that CPU were lost there;
- *   end    {"type":"end","written":W,"lost":L,"guest_lost":G}, the last line.
+ *   end    {"type":"end","written":W,"lost":L,"guest_lost":G}, the last line; with
+ *          "not_written":N (part of L) when the trace was cut short.
  * In args a number field (int, long, s32, u64, ...) is a JSON number, a string a JSON string of the
  * guest's bytes, a field the guest's memory could not give null, anything else (hex, symbols,
  * arrays) a string as the text output prints it. Every string a guest supplied (comm, symbol names,
@@ -211,8 +212,11 @@ static unsigned json_record(struct sink *s, const struct hvt_record *r,
 
 static void json_end(struct sink *s)
 {
-	sink_printf(s, "{\"type\":\"end\",\"written\":%llu,\"lost\":%llu,\"guest_lost\":%llu}\n",
+	sink_printf(s, "{\"type\":\"end\",\"written\":%llu,\"lost\":%llu,\"guest_lost\":%llu",
 		    s->written, s->lost, s->guest_lost);
+	if (s->not_written) /* the trace was cut short: part of "lost" */
+		sink_printf(s, ",\"not_written\":%llu", s->not_written);
+	sink_write(s, "}\n", 2);
 	sink_flush(s);
 }
 

@@ -24,7 +24,11 @@ struct writer {
 	void *tap_ctx;
 	pthread_t thread;
 	atomic_int stop;
+	atomic_bool cut; /* writer_cut: the rest is dropped, not written */
+	unsigned long long not_written; /* events dropped unwritten (writer_cut, or a record the
+					 * sink could not be handed); writer thread, then final */
 	unsigned long long *events; /* per ring, records delivered */
+	struct hvt_record *dropped_lost; /* per ring, the lost marks a cut dropped (value: summed) */
 	uint8_t *payload;	    /* an event's payload, gathered from its records */
 	uint8_t *next_payload;	    /* the looked-ahead record's payload (inside @payload's block) */
 	uint64_t last_ts;	    /* of the last record handed to the sink */
@@ -36,8 +40,14 @@ struct writer {
 int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink *sink,
 		 writer_horizon_fn horizon, void *horizon_ctx);
 
-/* Drains every ring to the end, hands the sink an HVT_REC_LOST record for each ring's losses counted
- * after its last record, calls the sink's end() with @lost, joins. Call once no producer runs. */
+/* From now on, the records still in the rings (and any that come) are dropped instead of written,
+ * each event counted in not_written: the trace is cut short but still ends with its trailer. For a
+ * second SIGINT while a backlog is being written. Any thread; idempotent. */
+void writer_cut(struct writer *w);
+
+/* Drains every ring to the end (or drops it all, once cut), hands the sink an HVT_REC_LOST record
+ * for each ring's losses counted after its last record, calls the sink's end() with @lost plus the
+ * events not written (sink->not_written says how many of them), joins. Call once no producer runs. */
 void writer_stop(struct writer *w, unsigned long long lost);
 
 /* Frees the per-ring counters (after writer_stop). */

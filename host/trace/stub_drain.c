@@ -440,6 +440,10 @@ static void *drain_thread(void *arg)
 	/* the rest, while the writer makes room (it runs until after the detach); no vCPU can
 	 * commit a record now */
 	for (;;) {
+		if (atomic_load_explicit(&d->cut, memory_order_relaxed)) {
+			more = true;
+			break;
+		}
 		if (drain_pass(d, buf, tc, scratch, true, &more, &stalled))
 			idle = 0;
 		else if (!more)
@@ -548,6 +552,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 		p->patched = true;
 	}
 	atomic_store(&d->stop, 0);
+	atomic_store(&d->cut, false);
 	atomic_store(&d->hold, false);
 	atomic_store(&d->horizon, 0);
 	ret = pthread_create(&d->thread, NULL, drain_thread, d);
@@ -609,6 +614,11 @@ void stub_drain_stop(struct stub_drain *d)
 	/* the guest's last word, for the writer to mark at the end */
 	for (unsigned i = 0; d->nr_probes && i < d->c.nr_cpus && i < STUB_MAX_CPUS; i++)
 		note_guest_lost(d, i);
+}
+
+void stub_drain_cut(struct stub_drain *d)
+{
+	atomic_store_explicit(&d->cut, true, memory_order_relaxed);
 }
 
 void stub_drain_forget_thread(struct stub_drain *d)

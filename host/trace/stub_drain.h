@@ -46,6 +46,7 @@ struct stub_drain {
 	pthread_t thread;
 	bool running;
 	atomic_int stop;
+	atomic_bool cut;		   /* stub_drain_cut: the final drain gives up on the rest */
 	_Atomic uint64_t horizon;	   /* ts below which every stub record has been drained */
 	uint64_t tsc_ref, ns_ref, tsc_khz; /* guest TSC tsc_ref was current at host ns ns_ref */
 	bool clock_anchored;
@@ -106,6 +107,11 @@ int stub_drain_detach(struct stub_drain *d);
  * thread; `lost` and `guest_lost` are then final (the guest's figure as it last said if it is
  * gone). For a guest that went away without a detach; idempotent. Main thread. */
 void stub_drain_stop(struct stub_drain *d);
+
+/* The trace is being cut short (a second SIGINT while the backlog is written): the final drain,
+ * now or when it comes, stops waiting for room in the host rings and counts what the guest rings
+ * still hold as lost. Any thread; idempotent. */
+void stub_drain_cut(struct stub_drain *d);
 
 /* In a forked process (the guardian): the drain thread does not exist there. */
 void stub_drain_forget_thread(struct stub_drain *d);

@@ -845,6 +845,11 @@ void tracer_stop_drain(struct tracer *t)
 	stub_drain_stop(&t->stub);
 }
 
+void tracer_cut(struct tracer *t)
+{
+	stub_drain_cut(&t->stub);
+}
+
 int tracer_takeover_detach(struct tracer *t)
 {
 	if (!t->attached)

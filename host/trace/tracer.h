@@ -203,6 +203,10 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out);
  * drain, so that the lost count is final. Idempotent; main thread. */
 void tracer_stop_drain(struct tracer *t);
 
+/* The trace is being cut short (stub_drain_cut): the final drain stops waiting for the writer and
+ * counts what the stub's rings still hold as lost. Any thread; idempotent. */
+void tracer_cut(struct tracer *t);
+
 /* In a process forked from the tracing one (the guardian), after the tracing process died: detaches as
  * tracer_detach does, with shadow-stack locks a dead vCPU thread may have held broken and no drain
  * thread (threads do not survive a fork). The target must already be usable from this process. */

@@ -43,17 +43,35 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-static void parse_trace(struct hv_result *r)
+/* Every function line of the trace, however many (the nested lane's traces have 600,000). */
+void hv_parse_trace(struct hv_result *r)
 {
 	char *save, *copy = strdup(r->trace);
+	size_t cap = 4096;
 
-	r->lines = calloc(HV_MAX_LINES, sizeof(*r->lines));
+	r->lines = calloc(cap, sizeof(*r->lines));
+	if (!copy || !r->lines) {
+		fprintf(stderr, "parse_trace: out of memory\n");
+		exit(1);
+	}
 	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		struct trace_line *t = &r->lines[r->nr_lines];
+		struct trace_line *t;
 		char task[64], *dash;
 
-		if (l[0] == '#' || r->nr_lines == HV_MAX_LINES)
+		if (l[0] == '#')
 			continue;
+		if (r->nr_lines == cap) {
+			struct trace_line *more = realloc(r->lines, 2 * cap * sizeof(*more));
+
+			if (!more) {
+				fprintf(stderr, "parse_trace: out of memory for %zu lines\n", 2 * cap);
+				exit(1);
+			}
+			memset(more + cap, 0, cap * sizeof(*more));
+			r->lines = more;
+			cap *= 2;
+		}
+		t = &r->lines[r->nr_lines];
 		if (sscanf(l, " %63s [%u] %lf: %63s <-%63s", task, &t->cpu, &t->ts, t->func,
 			   t->parent) != 5)
 			continue;
@@ -68,8 +86,7 @@ static void parse_trace(struct hv_result *r)
 	free(copy);
 }
 
-/* Waits (at most 120 s, or until @pid has ended) for @text in the file @path. */
-static void wait_for_text(const char *path, const char *text, pid_t pid)
+void hv_wait_for_text(const char *path, const char *text, pid_t pid)
 {
 	for (int i = 0; i < 12000; i++) {
 		char *s = slurp(path);
@@ -160,7 +177,7 @@ static void run(struct hv_result *r, const char *const *argv, const char *consol
 		_exit(127);
 	}
 	if (console_text)
-		wait_for_text(cpath, console_text, pid);
+		hv_wait_for_text(cpath, console_text, pid);
 	if (signal_after > 0) {
 		struct timespec ts = {(time_t)signal_after,
 				      (long)((signal_after - (time_t)signal_after) * 1e9)};
@@ -180,7 +197,7 @@ static void run(struct hv_result *r, const char *const *argv, const char *consol
 	unlink(cpath);
 	unlink(epath);
 	rmdir(dir);
-	parse_trace(r);
+	hv_parse_trace(r);
 }
 
 void hv_result_free(struct hv_result *r)

@@ -5,8 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-
-#define HV_MAX_LINES 200000
+#include <sys/types.h>
 
 struct trace_line {
 	char comm[32];
@@ -22,7 +21,7 @@ struct hv_result {
 	char *trace;   /* whole -o file */
 	char *console; /* whole --console file */
 	char *err;     /* whole stderr */
-	struct trace_line *lines;
+	struct trace_line *lines; /* every function line of the trace */
 	size_t nr_lines;
 };
 
@@ -39,6 +38,11 @@ void hv_run(struct hv_result *r, const char *const *argv, double signal_after, i
 void hv_run_signal_on(struct hv_result *r, const char *const *argv, const char *console_text,
 		      double after, int sig);
 void hv_result_free(struct hv_result *r);
+/* Fills @r->lines and @r->nr_lines from @r->trace (the function lines: "task-pid [cpu] ts: f <-p"). */
+void hv_parse_trace(struct hv_result *r);
+/* Waits (at most 120 s, or until process @pid has ended, which is not reaped) for @text in the file
+ * @path. */
+void hv_wait_for_text(const char *path, const char *text, pid_t pid);
 
 /* Trace lines for @func (NULL: any) on @cpu (-1: any). */
 long trace_count(const struct hv_result *r, const char *func, int cpu);
