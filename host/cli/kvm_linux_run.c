@@ -337,6 +337,12 @@ int cmd_run_kernel(const struct session *s)
 		goto out;
 	}
 	sig = run_supervise(&vm, r.have_p ? &r.p : NULL, sfd, s);
+	/* from now on a signal cuts the rest of the trace short (it still ends with its trailer), and
+	 * a signal or --timeout is said now, not after the rest of the trace is written */
+	if (r.have_p)
+		(void)pipeline_run_ended(&r.p, sfd);
+	if (sig)
+		status = run_end_status(&vm, sig, s);
 	if (r.have_p) {
 		if (vm.end == VM_END_POWEROFF || vm.end == VM_END_REBOOT ||
 		    vm.end == VM_END_PANIC) {
@@ -351,12 +357,8 @@ int cmd_run_kernel(const struct session *s)
 		detached = true;
 	}
 	vcpu_join_all(&vm);
-	status = run_end_status(&vm, sig, s);
-	if (!status && !r.have_p && s->nr_expects) {
-		/* a guest that ended before it could be traced met no expectation */
-		cmd_error("--expect-*: the guest ended before its kernel could be traced");
-		status = EXIT_EXPECT;
-	}
+	if (!sig)
+		status = run_end_status(&vm, sig, s);
 out:
 	if (r.have_p && !detached)
 		pipeline_detach(&r.p);
@@ -378,13 +380,14 @@ out:
 	if (r.have_l)
 		vmi_linux_close(&r.l);
 	close(sfd);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!out_err && out == con)
 		out_err = con_err;
 	if (out && cmd_finish_out(out, s->output, "-o", out_err) && !status)
 		status = EXIT_HOST_ERROR;
 	if (con && con != out && cmd_finish_out(con, s->console, "--console", con_err) && !status)
 		status = EXIT_HOST_ERROR;
+	/* last: a signal still pending ends hvtrace only once every output is complete */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 out_files:
 	free(cmdline);
 	free(kernel);
