@@ -62,7 +62,7 @@ TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
 
-.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench clean format guest fuzz install
+.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench bench-nested clean format guest fuzz install
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary and its man page (docs/hvtrace.1)
@@ -195,6 +195,13 @@ test: check-layers hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) $
 # Chrome JSON and folded stacks loaded by speedscope in headless Chromium (npm, cached in build/viewer)
 viewer-test: hvtrace $(GUEST)
 	@$(TEST_ENV) tests/viewer/check-viewers.sh
+
+# The Linux part on real KVM, in the nested lane: hvtrace's own VMM (run --kernel), stub probes.
+bench-nested: hvtrace guest
+	@if why=$$(scripts/nested-kvm.sh --check 2>&1); then \
+		scripts/nested-kvm.sh env BENCH_VMM=kvm BENCH_ROUNDS=$${BENCH_ROUNDS:-20} \
+			tests/bench/bench-linux.sh $(GUEST_DIR); \
+	else echo "SKIPPED: bench-nested: $$why"; fi
 
 bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST) guest
 	$(BUILD)/tests/bench $(BENCH_GUEST)
