@@ -8,15 +8,12 @@
 #include "host/kvm/target_kvm.h"
 #include "host/kvm/vcpu.h"
 #include "host/kvm/vm.h"
-#include "host/trace/clock.h"
-#include "arch/x86/x86_longmode.h"
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_linux_boot.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
