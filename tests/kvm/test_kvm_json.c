@@ -31,6 +31,11 @@ static void run_jsonl(struct hv_result *r, const char *const *argv)
 	char *out;
 
 	hv_run(r, argv, 0, 0);
+	if (r->status) /* the guest's side of a failure (the lane saw a guest fault once) */
+		fprintf(stderr, "status %d, stderr: %s\nconsole tail: %s\n", r->status, r->err,
+			r->console && strlen(r->console) > 1000
+			    ? r->console + strlen(r->console) - 1000
+			    : r->console);
 	assert_int_equal(r->status, 0);
 	assert_string_equal(r->err, "");
 	hv_write_text(TRACE, r->trace);
