@@ -509,6 +509,18 @@ static void test_qemu_machine_mem(void **state)
 	for (int i = 0; i < n - 1; i++)
 		if (!strcmp(qargv[i], "-m"))
 			assert_string_equal(qargv[i + 1], "4096");
+	/* the CPU model: max under TCG, host under KVM (max hangs or panics the nested lane's L1) */
+	assert_string_equal(qargv[5], "-cpu");
+	assert_string_equal(qargv[6], cfg.accel && !strcmp(cfg.accel, "kvm") ? "host" : "max");
+	cfg.accel = "kvm";
+	n = qemu_launch_argv(&cfg, qargv, 64, buf, sizeof(buf));
+	assert_string_equal(qargv[2], "kvm");
+	assert_string_equal(qargv[5], "-cpu");
+	assert_string_equal(qargv[6], "host");
+	cfg.accel = "tcg";
+	n = qemu_launch_argv(&cfg, qargv, 64, buf, sizeof(buf));
+	assert_string_equal(qargv[2], "tcg,thread=multi");
+	assert_string_equal(qargv[6], "max");
 }
 
 static void test_attach(void **state)
