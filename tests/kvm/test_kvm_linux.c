@@ -28,6 +28,15 @@ static void guest_files(void)
 	free(dir);
 }
 
+/* A failed run's side of the story: hvtrace's stderr and the console's last 2000 bytes. */
+static void print_failure(const struct hv_result *r)
+{
+	size_t len = r->console ? strlen(r->console) : 0;
+
+	fprintf(stderr, "stderr: %s\nconsole tail: %s\n", r->err,
+		len > 2000 ? r->console + len - 2000 : r->console);
+}
+
 /* On PVM: one line saying so, exit 2, before any VM exists. */
 static void test_pvm_refused(void **state)
 {
@@ -75,9 +84,7 @@ static void test_vfs_read(void **state)
 	(void)state;
 	hv_run(&r, argv, 0, 0);
 	if (r.status)
-		fprintf(stderr, "stderr: %s\nconsole tail: %s\n", r.err,
-			r.console && strlen(r.console) > 2000 ? r.console + strlen(r.console) - 2000
-							      : r.console);
+		print_failure(&r);
 	assert_int_equal(r.status, 0);
 	assert_true(trace_count(&r, "vfs_read", -1) > 0);
 	assert_int_equal(trace_count(&r, NULL, -1), trace_count(&r, "vfs_read", -1));
@@ -154,9 +161,7 @@ static void test_boot_trace(void **state)
 	(void)state;
 	hv_run(&r, argv, 0, 0);
 	if (r.status)
-		fprintf(stderr, "stderr: %s\nconsole tail: %s\n", r.err,
-			r.console && strlen(r.console) > 2000 ? r.console + strlen(r.console) - 2000
-							      : r.console);
+		print_failure(&r);
 	assert_int_equal(r.status, 0);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		long n = trace_count(&r, want[i].func, want[i].cpu);
@@ -199,9 +204,7 @@ static void test_boot_trace_detach_after_init(void **state)
 	(void)state;
 	hv_run(&r, argv, 0, 0);
 	if (r.status != 124 || !strstr(r.console, "hvt-linux: init up"))
-		fprintf(stderr, "stderr: %s\nconsole tail: %s\n", r.err,
-			r.console && strlen(r.console) > 2000 ? r.console + strlen(r.console) - 2000
-							      : r.console);
+		print_failure(&r);
 	assert_int_equal(r.status, 124);
 	assert_non_null(strstr(r.console, "hvt-linux: init up"));
 	assert_null(strstr(r.err, "restoring the patched sites failed"));
