@@ -50,7 +50,7 @@ GUEST_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,tests/guest/guest.ld -Wl,--bui
 # kvm/ (the freestanding guest in the embedded VMM), qemu/ (QEMU's gdbstub and QMP, and the Linux guest
 # under QEMU TCG, launched and attached to through libvirt). tests/common/ holds the fakes and helpers
 # they share, built once into one archive that every test links (each takes only what it uses).
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_SRCS := $(shell find tests/unit -name 'test_*.c' | sort)
 UNIT_BINS := $(UNIT_SRCS:%.c=$(BUILD)/%)
 KVM_SRCS  := $(wildcard tests/kvm/test_*.c)
 KVM_BINS  := $(KVM_SRCS:%.c=$(BUILD)/%)
@@ -245,19 +245,19 @@ FUZZ_SRCS_e820    := host/qemu/qemu_e820.c
 FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/qemu/tcp.c host/trace/clock.c
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
-FUZZ_SRCS_tracedat := host/cli/tracedat_read.c host/out/writer.c host/trace/ring.c \
-                      host/out/sink_function.c host/out/sink_graph.c host/out/sink_io.c \
+FUZZ_SRCS_tracedat := host/sink/tracedat_read.c host/sink/writer.c host/trace/ring.c \
+                      host/sink/sink_function.c host/sink/sink_graph.c host/sink/sink_io.c \
                       host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_tracedat := $(shell pkg-config --cflags --libs libtracecmd libtraceevent)
-FUZZ_SRCS_viz_sinks := host/out/sink_chrome.c host/out/sink_folded.c host/out/sink_json.c host/out/task_table.c \
-                       host/out/sink_io.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
-FUZZ_SRCS_session := host/cli/session_file.c host/out/expect.c host/out/profile.c host/trace/probe.c \
+FUZZ_SRCS_viz_sinks := host/sink/sink_chrome.c host/sink/sink_folded.c host/sink/sink_json.c host/sink/task_table.c \
+                       host/sink/sink_io.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
+FUZZ_SRCS_session := host/cli/session_file.c host/tap/expect.c host/tap/profile.c host/trace/probe.c \
                      vmi/vmi_sites.c vmi/vmi_symtab.c \
                      arch/x86/x86_insn.c
 FUZZ_SRCS_event_filter := host/trace/event_filter.c host/trace/filter.c host/trace/fevent.c \
                           host/trace/escape.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
-FUZZ_SRCS_trigger_stack := host/trace/trigger.c host/out/sink_trigger.c host/out/sink_function.c \
-                           host/out/sink_io.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
+FUZZ_SRCS_trigger_stack := host/trace/trigger.c host/sink/sink_trigger.c host/sink/sink_function.c \
+                           host/sink/sink_io.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_sysmap  := -lelf -lbpf
 FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf

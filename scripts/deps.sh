@@ -16,7 +16,7 @@ PKGS="$PKGS liblz4-dev liblzma-dev zlib1g-dev"
 PKGS="$PKGS clang libclang-rt-14-dev python3"
 # --summary / --junit tests (tests/kvm/test_kvm_expect.c): jq and python3 read the JSON, xmllint
 # checks the JUnit XML against tests/common/junit.xsd, junitparser (a JUnit consumer) reads it; the man
-# page check (tests/unit/test_manpage.c): groff and man
+# page check (tests/unit/host/cli/test_manpage.c): groff and man
 PKGS="$PKGS jq libxml2-utils python3-junitparser groff-base man-db"
 # run --format jsonl and the CI example (tests/kvm/test_kvm_json.c, tests/qemu/test_ci_example.c): jq
 # parses the JSON Lines, python3's pty module gives the progress line a terminal, PyYAML parses the

@@ -1,8 +1,8 @@
 #include "host/cli/report.h"
 #include "host/cli/cmd_common.h"
 #include "host/cli/exitcode.h"
-#include "host/cli/tracedat_read.h"
-#include "host/out/sink.h"
+#include "host/sink/tracedat_read.h"
+#include "host/sink/sink.h"
 
 #include <stdio.h>
 #include <stdlib.h>

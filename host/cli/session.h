@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "host/out/expect.h"
+#include "host/tap/expect.h"
 #include "host/trace/fevent.h"
 #include "host/trace/rec_filter.h"
 #include "host/trace/trigger.h"

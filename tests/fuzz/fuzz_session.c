@@ -1,8 +1,8 @@
 /* libFuzzer harness for session files (host/cli/session_file.c: the input is the file, read through a
  * memfd as `--session /proc/self/fd/N` among command-line words) and for --expect-* specs
- * (host/out/expect.c: the input's first line as each kind of spec). */
+ * (host/tap/expect.c: the input's first line as each kind of spec). */
 #include "host/cli/session_file.h"
-#include "host/out/expect.h"
+#include "host/tap/expect.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * rebuilt from event formats, every field taken from a record, the merging of events into records
  * and their replay through the writer into the text sinks. A file is refused with one line, or
  * printed; nothing else. */
-#include "host/cli/tracedat_read.h"
+#include "host/sink/tracedat_read.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * stack (from address 0x10000, everything else unreadable); its first 16 bytes choose RSP and RBP
  * within it, a few words of it play hooked returns. The walk must stay bounded and in range, and
  * every address it returns is the function or a text address. */
-#include "host/out/sink_trigger.h"
+#include "host/sink/sink_trigger.h"
 #include "host/trace/trigger.h"
 
 #include <stdlib.h>

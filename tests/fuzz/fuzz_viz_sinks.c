@@ -6,7 +6,7 @@
  * payload is the input's first bytes. The JSON must be printable ASCII with balanced brackets
  * outside its strings, the folded text printable lines, the JSON Lines one complete object per line
  * (closed strings and balanced brackets at each newline). */
-#include "host/out/sink.h"
+#include "host/sink/sink.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,12 +9,12 @@
 #include "tests/kvm/kvm_common.h"
 #include "arch/x86/x86_insn.h"
 #include "host/kvm/guest_image.h"
-#include "host/out/sink.h"
+#include "host/sink/sink.h"
 #include "host/kvm/target_kvm.h"
 #include "host/trace/tracer.h"
 #include "host/kvm/vcpu.h"
 #include "host/kvm/vm.h"
-#include "host/out/writer.h"
+#include "host/sink/writer.h"
 
 #include <errno.h>
 #include <signal.h>

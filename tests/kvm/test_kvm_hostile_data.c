@@ -11,8 +11,8 @@
 
 #include "tests/kvm/kvm_common.h"
 #include "host/kvm/vcpu.h"
-#include "host/out/sink.h"
-#include "host/out/writer.h"
+#include "host/sink/sink.h"
+#include "host/sink/writer.h"
 
 #include <poll.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
 #!/bin/sh
-# The viewers are the test of `report --format json|folded` (host/out/sink_chrome.c, sink_folded.c):
+# The viewers are the test of `report --format json|folded` (host/sink/sink_chrome.c, sink_folded.c):
 #   1. every JSON file parses with a strict parser (python3 -m json.tool), and its slices nest on
 #      every track (tests/viewer/check-nesting.py);
 #   2. speedscope (its release build from npm, driven in headless Chromium by puppeteer-core over the
 #      DevTools protocol: tests/viewer/speedscope-load.js) imports the golden files of
-#      tests/unit/test_viz_sinks.c and a real function_graph trace of the test guest (`record`, then
+#      tests/unit/host/sink/test_viz_sinks.c and a real function_graph trace of the test guest (`record`, then
 #      `report --format json|folded`), as JSON and as folded stacks, and shows the expected frame names; a truncated JSON must be refused.
 # npm packages go to $HVTRACE_CACHE/viewer (default build/viewer); without the npm registry the
 # speedscope part is skipped with one line. Environment: HVTRACE (./hvtrace), GUEST (the test guest);

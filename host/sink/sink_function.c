@@ -1,0 +1,192 @@
+#include "host/sink/sink.h"
+#include "host/trace/escape.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void sink_symbol_name(char *buf, size_t len, uint64_t addr, const struct vmi_symtab *syms)
+{
+	const struct vmi_sym *s = vmi_symtab_lookup(syms, addr);
+
+	if (s)
+		escape_str(buf, len, s->name, SIZE_MAX);
+	else
+		snprintf(buf, len, "0x%" PRIx64, addr);
+}
+
+void sink_write_line(struct sink *s, char *buf, size_t size, int n)
+{
+	size_t len = n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+
+	if (len && buf[len - 1] != '\n')
+		buf[len - 1] = '\n';
+	sink_write(s, buf, len);
+}
+
+void sink_trailer(struct sink *s)
+{
+	sink_printf(s, "# entries-written: %llu   lost: %llu", s->written, s->lost);
+	if (s->guest_lost)
+		sink_printf(s, "   guest-reported-lost: %llu", s->guest_lost);
+	if (s->not_written)
+		sink_printf(s, "   not-written: %llu", s->not_written);
+	sink_write(s, "\n", 1);
+}
+
+int sink_context(char *buf, size_t len, const struct hvt_record *r)
+{
+	char comm[ESCAPE_SIZE(VMI_COMM_LEN)];
+	/* ns2usecs() rounds to the nearest microsecond */
+	uint64_t us = r->ts / 1000u + (r->ts % 1000u >= 500u);
+
+	escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
+	return snprintf(buf, len, "%16s-%-7d [%03u]  %5" PRIu64 ".%06" PRIu64 ": ", comm, r->pid,
+			r->cpu, us / 1000000u, us % 1000000u);
+}
+
+int sink_lost_format(char *buf, size_t len, const struct hvt_record *r)
+{
+	return snprintf(buf, len, "CPU:%u [LOST %" PRIu64 " EVENTS]\n", r->cpu, r->value);
+}
+
+int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
+			 const struct vmi_symtab *syms)
+{
+	char func[128], parent[128], ctx[128];
+
+	sink_symbol_name(func, sizeof(func), r->ip, syms);
+	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
+	sink_context(ctx, sizeof(ctx), r);
+	/* trace_fn_trace(): "func <-parent" */
+	return snprintf(buf, len, "%s%s <-%s\n", ctx, func, parent);
+}
+
+int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		      const uint8_t *payload, const struct vmi_symtab *syms)
+{
+	char parent[128], fields[2048], ctx[128];
+
+	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
+	fe_format(fields, sizeof(fields), spec, payload, syms);
+	sink_context(ctx, sizeof(ctx), r);
+	return snprintf(buf, len, "%s%s->%s(%s)\n", ctx, parent, spec->func, fields);
+}
+
+int sink_return_body(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		     const uint8_t *payload, const struct vmi_symtab *syms)
+{
+	char func[128], caller[160], fields[2048];
+	const struct vmi_sym *c = vmi_symtab_lookup(syms, r->parent);
+	size_t n;
+
+	sink_symbol_name(func, sizeof(func), r->ip, syms);
+	if (c) {
+		n = escape_str(caller, sizeof(caller), c->name, SIZE_MAX);
+		snprintf(caller + n, sizeof(caller) - n, "+0x%" PRIx64 "/0x%" PRIx64,
+			 r->parent - c->addr, c->size);
+	} else {
+		snprintf(caller, sizeof(caller), "0x%" PRIx64, r->parent);
+	}
+	if (spec && payload)
+		fe_format(fields, sizeof(fields), spec, payload, syms);
+	else
+		snprintf(fields, sizeof(fields), "ret=0x%" PRIx64, r->value);
+	/* a void return has no value */
+	return snprintf(buf, len, "r_%s: (%s <- %s)%s%s", func, caller, func, *fields ? " " : "",
+			fields);
+}
+
+int sink_return_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
+		       const uint8_t *payload, const struct vmi_symtab *syms)
+{
+	char body[2560], ctx[128];
+
+	sink_return_body(body, sizeof(body), r, spec, payload, syms);
+	sink_context(ctx, sizeof(ctx), r);
+	return snprintf(buf, len, "%s%s duration=%" PRIu64 ".%03" PRIu64 "us\n", ctx, body,
+			r->duration / 1000, r->duration % 1000);
+}
+
+static void function_begin(struct sink *s)
+{
+	/* s_show() names the tracer; print_func_help_header() (irq-info off: we cannot know the
+	 * irqs-off/need-resched flags) prints the counts (print_event_info) and the legend. A live
+	 * trace does not know its counts yet: they go to the trailer. */
+	sink_printf(s, "# tracer: %s\n#\n", s->tracer ? s->tracer : "function");
+	if (s->counts_known)
+		sink_printf(s, "# entries-in-buffer/entries-written: %llu/%llu   #P:%u\n#\n",
+			    s->hdr_entries, s->hdr_written, s->nr_cpus);
+	sink_printf(s, "#           TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"
+		       "#              | |         |         |         |\n");
+}
+
+static unsigned function_record(struct sink *s, const struct hvt_record *r,
+				const struct hvt_record *next)
+{
+	char line[512];
+	int n;
+
+	(void)next;
+	if (r->type == HVT_REC_LOST) {
+		/* print_trace_line(): before the next event of that CPU */
+		n = sink_lost_format(line, sizeof(line), r);
+		sink_write_line(s, line, sizeof(line), n);
+		return 1;
+	}
+	if (r->type == HVT_REC_EVENT && s->payload && s->event_of && s->event_of(s->event_ctx, r->ip)) {
+		const uint8_t *payload = s->payload;
+		const struct fe_spec *e = s->event_of(s->event_ctx, r->ip);
+		char ev[4096];
+
+		/* one line per -e event of the function, each from its part of the payload */
+		for (unsigned k = 0; e && k < FE_MAX_CHAIN; e = e->next, k++) {
+			n = sink_event_format(ev, sizeof(ev), r, e, payload, s->syms);
+			sink_write_line(s, ev, sizeof(ev), n);
+			payload += fe_event_size(e);
+		}
+		s->written++;
+		return 1;
+	}
+	if (r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT) {
+		char rl[4096];
+		const struct fe_spec *spec = r->type == HVT_REC_RETURN_EVENT && s->ret_event_of
+						     ? s->ret_event_of(s->event_ctx, r->ip)
+						     : NULL;
+
+		n = sink_return_format(rl, sizeof(rl), r, spec, s->payload, s->syms);
+		sink_write_line(s, rl, sizeof(rl), n);
+		s->written++;
+		return 1;
+	}
+	if (r->type != HVT_REC_ENTRY && r->type != HVT_REC_EVENT)
+		return 1;
+	n = sink_function_format(line, sizeof(line), r, s->syms);
+	sink_write_line(s, line, sizeof(line), n);
+	s->written++;
+	return 1;
+}
+
+static void function_end(struct sink *s)
+{
+	/* the kernel's count line (print_event_info), where a live trace knows the numbers */
+	if (!s->counts_known)
+		sink_printf(s, "# entries-in-buffer/entries-written: %llu/%llu   #P:%u\n", s->written,
+			    s->written + s->lost, s->nr_cpus);
+	sink_trailer(s);
+	sink_flush(s);
+}
+
+static const struct sink_ops function_ops = {
+	.begin = function_begin,
+	.record = function_record,
+	.end = function_end,
+};
+
+void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
+{
+	memset(s, 0, sizeof(*s));
+	s->ops = &function_ops;
+	s->out = out;
+	s->syms = syms;
+	s->nr_cpus = nr_cpus;
+}

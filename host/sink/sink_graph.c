@@ -1,0 +1,372 @@
+#include "host/sink/sink.h"
+#include "host/trace/escape.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-vCPU state of the function_graph sink: who ran last, for the task-switch marker. */
+struct graph_cpu {
+	int32_t pid;
+	char comm[VMI_COMM_LEN];
+	bool seen;
+};
+
+static int cpu_width(unsigned nr_cpus)
+{
+	int w = 1;
+
+	for (unsigned n = nr_cpus > 1 ? nr_cpus - 1 : 0; n >= 10; n /= 10)
+		w++;
+	return w;
+}
+
+char sink_graph_mark(uint64_t ns)
+{
+	if (ns > 1000000000ull)
+		return '$';
+	if (ns > 100000000ull)
+		return '@';
+	if (ns > 10000000ull)
+		return '*';
+	if (ns > 1000000ull)
+		return '#';
+	if (ns > 100000ull)
+		return '!';
+	if (ns > 10000ull)
+		return '+';
+	return ' ';
+}
+
+/* Appends the formatted text to @buf (@len bytes, @n used) as far as it fits. Returns the new
+ * length, never past @len - 1. */
+__attribute__((format(printf, 4, 5))) static size_t add(char *buf, size_t len, size_t n,
+							const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (n + 1 >= len)
+		return n;
+	va_start(ap, fmt);
+	k = vsnprintf(buf + n, len - n, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return n;
+	return n + (size_t)k < len ? n + (size_t)k : len - 1;
+}
+
+/* Ends the line in @buf at @n with '\n' (over its last character when it is full). */
+static size_t end_line(char *buf, size_t len, size_t n)
+{
+	if (len < 2) {
+		if (len)
+			buf[0] = 0;
+		return 0;
+	}
+	if (n + 1 >= len)
+		n = len - 2;
+	buf[n++] = '\n';
+	buf[n] = 0;
+	return n;
+}
+
+int sink_graph_duration(char *buf, size_t len, uint64_t ns)
+{
+	char us[24], frac[4];
+	size_t w;
+	int n;
+
+	n = snprintf(us, sizeof(us), "%" PRIu64, ns / 1000);
+	/* at most 7 digits in all: as many nanosecond digits as fit */
+	if (n < 7) {
+		snprintf(frac, sizeof(frac), "%03" PRIu64, ns % 1000);
+		frac[7 - n < 3 ? 7 - n : 3] = 0;
+		w = add(buf, len, 0, "%c %s.%s us ", sink_graph_mark(ns), us, frac);
+		n += (int)strlen(frac) + 1;
+	} else {
+		w = add(buf, len, 0, "%c %s us ", sink_graph_mark(ns), us);
+	}
+	for (; n < 8 && w + 1 < len; n++)
+		buf[w++] = ' ';
+	if (len)
+		buf[w] = 0;
+	return (int)w;
+}
+
+/* Writes the " N) " CPU column and the duration column ("" = filled with spaces). */
+static size_t prefix(char *buf, size_t len, const struct sink *s, unsigned cpu, const uint64_t *dur)
+{
+	size_t n = add(buf, len, 0, " %*u) ", cpu_width(s->nr_cpus), cpu);
+
+	if (dur && n + 1 < len)
+		n += (size_t)sink_graph_duration(buf + n, len - n, *dur);
+	else
+		n = add(buf, len, n, "              ");
+	return add(buf, len, n, "|  ");
+}
+
+/* The retval comment of print_graph_retval(): errno values (-4095..-1, also as a sign-extended
+ * 32-bit int) in decimal unless @hex, everything else in hex. */
+static size_t add_retval(char *buf, size_t len, size_t n, uint64_t v, bool hex)
+{
+	uint64_t err = 0;
+
+	if (v && !hex) {
+		err = (v & (1ull << 31)) && !(v >> 32) ? (uint64_t)(int64_t)(int32_t)v : v;
+		if (err < (uint64_t)-4095) /* !IS_ERR_VALUE */
+			err = 0;
+	}
+	if (err)
+		return add(buf, len, n, " ret=%" PRId64, (int64_t)err);
+	return add(buf, len, n, " ret=0x%" PRIx64, v);
+}
+
+int sink_graph_format(char *buf, size_t len, const struct sink *s, const struct hvt_record *r,
+		      const struct hvt_record *ret)
+{
+	/* whatever depth a record claims, the line stays in @buf */
+	int indent = 2 * (r->depth < SINK_GRAPH_MAX_DEPTH ? r->depth : SINK_GRAPH_MAX_DEPTH);
+	char func[128];
+	size_t n;
+
+	sink_symbol_name(func, sizeof(func), r->ip, s->syms);
+	if (r->type != HVT_REC_RETURN && !ret) {
+		/* print_graph_entry_nested() */
+		n = prefix(buf, len, s, r->cpu, NULL);
+		n = add(buf, len, n, "%*s%s() {", indent, "", func);
+	} else if (r->type != HVT_REC_RETURN) {
+		/* print_graph_entry_leaf(), print_graph_retval() with an entry */
+		n = prefix(buf, len, s, r->cpu, &ret->duration);
+		n = add(buf, len, n, "%*s%s();", indent, "", func);
+		if (s->graph_retval) {
+			n = add(buf, len, n, " /*");
+			n = add_retval(buf, len, n, ret->value, s->graph_retval_hex);
+			n = add(buf, len, n, " */");
+		}
+	} else {
+		/* print_graph_return(), print_graph_retval() without an entry */
+		n = prefix(buf, len, s, r->cpu, &r->duration);
+		n = add(buf, len, n, "%*s}", indent, "");
+		if (s->graph_retval) {
+			n = add(buf, len, n, " /* %s", func);
+			n = add_retval(buf, len, n, r->value, s->graph_retval_hex);
+			n = add(buf, len, n, " */");
+		} else if (s->graph_tail) {
+			n = add(buf, len, n, " /* %s */", func);
+		}
+	}
+	return (int)end_line(buf, len, n);
+}
+
+static void graph_begin(struct sink *s)
+{
+	sink_printf(s, "# tracer: function_graph\n"
+		       "#\n"
+		       "# CPU  DURATION                  FUNCTION CALLS\n"
+		       "# |     |   |                     |   |   |   |\n");
+}
+
+/* print_graph_proc(): "comm-pid" (comm cut to 7 bytes), centred in 14 columns. */
+static size_t add_proc(char *buf, size_t len, size_t n, const char *comm, int32_t pid)
+{
+	char raw[8], name[ESCAPE_SIZE(8)], id[16];
+	int w, spaces;
+
+	memcpy(raw, comm, 7);
+	raw[7] = 0;
+	escape_str(name, sizeof(name), raw, 7);
+	snprintf(id, sizeof(id), "%d", pid);
+	w = (int)(strlen(name) + strlen(id) + 1);
+	spaces = w < 14 ? 14 - w : 0;
+	return add(buf, len, n, "%*s%s-%s%*s", spaces / 2, "", name, id, spaces - spaces / 2, "");
+}
+
+/* verif_pid(): the context-switch block when the guest task (pid) on this vCPU changed. */
+static void task_marker(struct sink *s, const struct hvt_record *r)
+{
+	char line[256];
+	struct graph_cpu *c;
+	size_t n;
+
+	if (r->cpu >= s->nr_cpus)
+		return;
+	c = &((struct graph_cpu *)s->priv)[r->cpu];
+	if (c->seen && c->pid != r->pid) {
+		n = add(line, sizeof(line), 0, " ------------------------------------------\n");
+		n = add(line, sizeof(line), n, " %*u) ", cpu_width(s->nr_cpus), r->cpu);
+		n = add_proc(line, sizeof(line), n, c->comm, c->pid);
+		n = add(line, sizeof(line), n, " => ");
+		n = add_proc(line, sizeof(line), n, r->comm, r->pid);
+		n = add(line, sizeof(line), n, "\n ------------------------------------------\n\n");
+		sink_write(s, line, n);
+		s->task_switches++;
+	}
+	c->seen = true;
+	c->pid = r->pid;
+	memcpy(c->comm, r->comm, VMI_COMM_LEN);
+}
+
+/* print_graph_irq(): "==========>" before an entry into the guest's .irqentry.text, "<=========="
+ * after its return. */
+static void irq_marker(struct sink *s, const struct hvt_record *r, bool enter)
+{
+	char line[64];
+	size_t n;
+
+	if (r->ip < s->irq_lo || r->ip >= s->irq_hi)
+		return;
+	n = add(line, sizeof(line), 0, " %*u)   %s |\n", cpu_width(s->nr_cpus), r->cpu,
+		enter ? "==========>" : "<==========");
+	sink_write(s, line, n);
+}
+
+/* RAX of return @r into *@v: a plain return's value, or a return probe's first field when that is
+ * the register itself (a bare -r). False when the probe's fields hold no copy of it. */
+static bool return_value(const struct sink *s, const struct hvt_record *r, const uint8_t *payload,
+			 uint64_t *v)
+{
+	const struct fe_spec *spec;
+	const struct fe_field *f;
+
+	if (r->type == HVT_REC_RETURN) {
+		*v = r->value;
+		return true;
+	}
+	spec = s->ret_event_of ? s->ret_event_of(s->event_ctx, r->ip) : NULL;
+	if (!spec || !payload || !spec->nr_fields)
+		return false;
+	f = &spec->fields[0];
+	if (f->arg || f->memory || f->nr_steps || f->count || payload[0])
+		return false;
+	memcpy(v, payload + 1, 8);
+	return true;
+}
+
+/* A comment line ("/" "* text *" "/") as ftrace's function_graph prints trace events
+ * (print_graph_comment): blank duration column, indented by the vCPU's graph depth @depth as the
+ * kernel keeps it (the entry's depth inside a function, one less after a return), and not at all
+ * when that is 0. */
+static void comment_line(struct sink *s, unsigned cpu, int depth, const char *text)
+{
+	char line[4096];
+	int d = depth < SINK_GRAPH_MAX_DEPTH ? depth : SINK_GRAPH_MAX_DEPTH;
+	int indent = d > 0 ? 2 * (d + 1) : 0;
+	size_t n = prefix(line, sizeof(line), s, cpu, NULL);
+
+	n = add(line, sizeof(line), n, "%*s/* %s */", indent, "", text);
+	n = end_line(line, sizeof(line), n);
+	sink_write(s, line, n);
+}
+
+/* The "r_<func>: (...) ret=.." comment of a return probe's return @r with its @payload. */
+static void return_comment(struct sink *s, const struct hvt_record *r, const uint8_t *payload)
+{
+	const struct fe_spec *spec = s->ret_event_of ? s->ret_event_of(s->event_ctx, r->ip) : NULL;
+	char body[2560];
+
+	sink_return_body(body, sizeof(body), r, spec, payload, s->syms);
+	comment_line(s, r->cpu, (int)r->depth - 1, body);
+}
+
+/* The "<func>: fields" comments of -e event @r inside its function, one level deeper. */
+static void event_comment(struct sink *s, const struct hvt_record *r)
+{
+	const struct fe_spec *spec = s->event_of ? s->event_of(s->event_ctx, r->ip) : NULL;
+	const uint8_t *payload = s->payload;
+	char body[2560], fields[2048];
+
+	if (!payload)
+		return;
+	/* one comment per -e event of the function, each from its part of the payload */
+	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++) {
+		fe_format(fields, sizeof(fields), spec, payload, s->syms);
+		snprintf(body, sizeof(body), "%s: %s", spec->func, fields);
+		comment_line(s, r->cpu, r->depth, body);
+		payload += fe_event_size(spec);
+	}
+}
+
+/* The function_graph line of return @r (a return probe's too: as a plain return, its RAX from
+ * @payload where the probe recorded it). */
+static int format_return(char *buf, size_t len, const struct sink *s, const struct hvt_record *r,
+			 const struct hvt_record *entry, const uint8_t *payload)
+{
+	struct hvt_record ret = *r;
+	struct sink plain = *s;
+
+	ret.type = HVT_REC_RETURN;
+	plain.graph_retval = s->graph_retval && return_value(s, r, payload, &ret.value);
+	return entry ? sink_graph_format(buf, len, &plain, entry, &ret)
+		     : sink_graph_format(buf, len, &plain, &ret, NULL);
+}
+
+static unsigned graph_record(struct sink *s, const struct hvt_record *r,
+			     const struct hvt_record *next)
+{
+	char line[512];
+	bool is_return = r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT;
+	/* an entry with an -e event is no leaf: its comment goes inside, as the kernel prints it */
+	bool leaf = r->type == HVT_REC_ENTRY && next &&
+		    (next->type == HVT_REC_RETURN || next->type == HVT_REC_RETURN_EVENT) &&
+		    next->ip == r->ip && next->depth == r->depth && next->pid == r->pid;
+
+	if (r->type == HVT_REC_LOST) {
+		/* print_trace_line(): before the next event of that CPU */
+		sink_write_line(s, line, sizeof(line), sink_lost_format(line, sizeof(line), r));
+		return 1;
+	}
+	task_marker(s, r);
+	if (!is_return)
+		irq_marker(s, r, true);
+	if (is_return) {
+		sink_write_line(s, line, sizeof(line),
+				format_return(line, sizeof(line), s, r, NULL, s->payload));
+	} else if (leaf) {
+		sink_write_line(s, line, sizeof(line),
+				format_return(line, sizeof(line), s, next, r, s->next_payload));
+	} else {
+		sink_write_line(s, line, sizeof(line),
+				sink_graph_format(line, sizeof(line), s, r, NULL));
+	}
+	s->written += leaf ? 2 : 1;
+	if (is_return || leaf)
+		irq_marker(s, r, false);
+	if (r->type == HVT_REC_EVENT)
+		event_comment(s, r);
+	if (r->type == HVT_REC_RETURN_EVENT)
+		return_comment(s, r, s->payload);
+	if (leaf && next->type == HVT_REC_RETURN_EVENT)
+		return_comment(s, next, s->next_payload);
+	return leaf ? 2 : 1;
+}
+
+static void graph_end(struct sink *s)
+{
+	sink_trailer(s);
+	sink_flush(s);
+	free(s->priv);
+	s->priv = NULL;
+}
+
+static const struct sink_ops graph_ops = {
+	.begin = graph_begin,
+	.record = graph_record,
+	.end = graph_end,
+	.lookahead = true,
+};
+
+int sink_graph_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus,
+		    bool retval, bool tail)
+{
+	memset(s, 0, sizeof(*s));
+	s->ops = &graph_ops;
+	s->out = out;
+	s->syms = syms;
+	s->nr_cpus = nr_cpus;
+	s->graph_retval = retval;
+	s->graph_tail = tail;
+	s->priv = calloc(nr_cpus, sizeof(struct graph_cpu));
+	return s->priv ? 0 : -1;
+}

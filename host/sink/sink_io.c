@@ -1,0 +1,48 @@
+/* Output of the sinks, with every write checked: the first failure is kept (errno in sink->err) and
+ * every later write skipped, so the CLI can say once why the trace is incomplete. Writer thread.
+ * Only the calls' own results count, not ferror(): stdout may be shared with the guest's console,
+ * whose failures are the console's to report. */
+#include "host/sink/sink.h"
+
+#include <errno.h>
+#include <stdarg.h>
+
+/* Keeps the first failure's errno (EIO when the library set none). */
+static void failed(struct sink *s)
+{
+	if (!s->err)
+		s->err = errno ? errno : EIO;
+}
+
+void sink_write(struct sink *s, const char *buf, size_t len)
+{
+	if (s->err || !len)
+		return;
+	errno = 0;
+	if (fwrite(buf, 1, len, s->out) != len)
+		failed(s);
+}
+
+void sink_printf(struct sink *s, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (s->err)
+		return;
+	errno = 0;
+	va_start(ap, fmt);
+	n = vfprintf(s->out, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		failed(s);
+}
+
+void sink_flush(struct sink *s)
+{
+	if (s->err)
+		return;
+	errno = 0;
+	if (fflush(s->out))
+		failed(s);
+}

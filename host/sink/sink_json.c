@@ -1,0 +1,236 @@
+/* The live trace as JSON Lines (`run --format jsonl`): one JSON object per line, for scripts and CI
+ * (jq, python). Every line has "type":
+ *   begin  {"type":"begin","tracer":T,"cpus":N}, the first line;
+ *   entry  a traced function was entered: ts (seconds, rounded to the microsecond as ftrace
+ *          prints it, a JSON number), ts_ns, cpu, comm, pid, func, parent (the caller's function),
+ *          and with function_graph depth;
+ *   exit   it returned (function_graph, -r): the same context, func, parent when known, retval (RAX
+ *          as "0x..", exact), duration_ns; a typed return probe has args instead of retval;
+ *   event  an -e event: the context, func, parent, args {field: value}; one line per -e spec of
+ *          the function, as the text output prints one line per event;
+ *   lost   {"type":"lost","ts","ts_ns","cpu","lost":N}: N events of that CPU were lost there;
+ *   end    {"type":"end","written":W,"lost":L,"guest_lost":G}, the last line; with
+ *          "not_written":N (part of L) when the trace was cut short.
+ * In args a number field (int, long, s32, u64, ...) is a JSON number, a string a JSON string of the
+ * guest's bytes, a field the guest's memory could not give null, anything else (hex, symbols,
+ * arrays) a string as the text output prints it. Every string a guest supplied (comm, symbol names,
+ * string arguments, field names from its BTF) is JSON-escaped by escape_json: quotes, control bytes
+ * and bytes >= 0x80 (valid UTF-8 or not) cannot break a line or the document. */
+#include "host/sink/sink.h"
+#include "host/trace/escape.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* Writes @str (at most @max bytes) as a JSON string, quotes included. */
+static void json_string(struct sink *s, const char *str, size_t max)
+{
+	char buf[ESCAPE_JSON_SIZE(256)];
+	size_t n = strnlen(str, max);
+
+	sink_write(s, "\"", 1);
+	/* in pieces, so any length fits */
+	for (size_t off = 0; off < n; off += 256) {
+		size_t k = escape_json(buf, sizeof(buf), str + off, n - off < 256 ? n - off : 256);
+
+		sink_write(s, buf, k);
+	}
+	sink_write(s, "\"", 1);
+}
+
+/* Writes the name of the function holding @addr as a JSON string ("0x<addr>" if none). */
+static void json_symbol(struct sink *s, uint64_t addr)
+{
+	const struct vmi_sym *sym = vmi_symtab_lookup(s->syms, addr);
+
+	if (sym)
+		json_string(s, sym->name, SIZE_MAX);
+	else
+		sink_printf(s, "\"0x%" PRIx64 "\"", addr);
+}
+
+/* {"type":@type,"ts":..,"ts_ns":..,"cpu":..,"comm":..,"pid":.. (left open) */
+static void json_context(struct sink *s, const char *type, const struct hvt_record *r)
+{
+	/* ns2usecs() rounds to the nearest microsecond */
+	uint64_t us = r->ts / 1000u + (r->ts % 1000u >= 500u);
+
+	sink_printf(s,
+		    "{\"type\":\"%s\",\"ts\":%" PRIu64 ".%06" PRIu64 ",\"ts_ns\":%" PRIu64
+		    ",\"cpu\":%u,\"comm\":",
+		    type, us / 1000000u, us % 1000000u, r->ts, r->cpu);
+	json_string(s, r->comm, VMI_COMM_LEN);
+	sink_printf(s, ",\"pid\":%" PRId32, r->pid);
+}
+
+/* Whether @v is a JSON integer: an optional '-', then digits without a leading zero. */
+static bool json_integer(const char *v)
+{
+	if (*v == '-')
+		v++;
+	if (!*v || (v[0] == '0' && v[1]))
+		return false;
+	for (; *v; v++)
+		if (*v < '0' || *v > '9')
+			return false;
+	return true;
+}
+
+/* "args":{...} for the fields of @spec alone (not its chain) in @payload. */
+static void json_args(struct sink *s, const struct fe_spec *spec, const uint8_t *payload)
+{
+	sink_write(s, ",\"args\":{", 9);
+	for (unsigned i = 0; i < spec->nr_fields && i < FE_MAX_FIELDS; i++) {
+		const struct fe_field *f = &spec->fields[i];
+		struct fe_spec one;
+		char v[2048];
+		size_t skip = strnlen(f->name, FE_NAME_LEN) + 1;
+		int n;
+
+		if (i)
+			sink_write(s, ",", 1);
+		json_string(s, f->name, FE_NAME_LEN);
+		sink_write(s, ":", 1);
+		one.nr_fields = 1;
+		one.fprobe_style = spec->fprobe_style;
+		one.fields[0] = *f;
+		if (payload[0]) {
+			sink_write(s, "null", 4); /* (fault): the guest's memory did not give it */
+		} else if (f->kind == FE_STRING || f->kind == FE_CHARS) {
+			json_string(s, (const char *)payload + 1,
+				    f->kind == FE_STRING ? FE_MAX_STRING : f->count);
+		} else {
+			/* fe_format's "name=value", the value alone */
+			n = fe_format(v, sizeof(v), &one, payload, s->syms);
+			if (n < 0 || (size_t)n < skip)
+				sink_write(s, "null", 4);
+			else if ((f->kind == FE_SIGNED || f->kind == FE_UNSIGNED) && !f->count &&
+				 json_integer(v + skip))
+				sink_write(s, v + skip, (size_t)n - skip);
+			else
+				json_string(s, v + skip, sizeof(v));
+		}
+		payload += fe_event_size(&one);
+	}
+	sink_write(s, "}", 1);
+}
+
+static void json_begin(struct sink *s)
+{
+	sink_printf(s, "{\"type\":\"begin\",\"tracer\":\"%s\",\"cpus\":%u}\n",
+		    s->tracer ? s->tracer : "function", s->nr_cpus);
+}
+
+static bool json_graph(const struct sink *s)
+{
+	return s->tracer && !strcmp(s->tracer, "function_graph");
+}
+
+static void json_entry(struct sink *s, const struct hvt_record *r)
+{
+	json_context(s, "entry", r);
+	sink_write(s, ",\"func\":", 8);
+	json_symbol(s, r->ip);
+	sink_write(s, ",\"parent\":", 10);
+	json_symbol(s, r->parent);
+	if (json_graph(s))
+		sink_printf(s, ",\"depth\":%u", r->depth);
+	sink_write(s, "}\n", 2);
+}
+
+/* One line per -e event of the function, each from its part of the payload. */
+static void json_events(struct sink *s, const struct hvt_record *r, const struct fe_spec *e)
+{
+	const uint8_t *payload = s->payload;
+
+	for (unsigned k = 0; e && k < FE_MAX_CHAIN; e = e->next, k++) {
+		json_context(s, "event", r);
+		sink_write(s, ",\"func\":", 8);
+		json_string(s, e->func, sizeof(e->func));
+		sink_write(s, ",\"parent\":", 10);
+		json_symbol(s, r->parent);
+		if (json_graph(s))
+			sink_printf(s, ",\"depth\":%u", r->depth);
+		json_args(s, e, payload);
+		sink_write(s, "}\n", 2);
+		payload += fe_event_size(e);
+	}
+}
+
+static void json_exit(struct sink *s, const struct hvt_record *r)
+{
+	const struct fe_spec *spec = r->type == HVT_REC_RETURN_EVENT && s->ret_event_of && s->payload
+					     ? s->ret_event_of(s->event_ctx, r->ip)
+					     : NULL;
+
+	json_context(s, "exit", r);
+	sink_write(s, ",\"func\":", 8);
+	json_symbol(s, r->ip);
+	if (r->parent) {
+		sink_write(s, ",\"parent\":", 10);
+		json_symbol(s, r->parent);
+	}
+	if (json_graph(s))
+		sink_printf(s, ",\"depth\":%u", r->depth);
+	if (r->type == HVT_REC_RETURN)
+		sink_printf(s, ",\"retval\":\"0x%" PRIx64 "\"", r->value);
+	else if (spec)
+		json_args(s, spec, s->payload);
+	sink_printf(s, ",\"duration_ns\":%" PRIu64 "}\n", r->duration);
+}
+
+static unsigned json_record(struct sink *s, const struct hvt_record *r,
+			    const struct hvt_record *next)
+{
+	const struct fe_spec *e;
+
+	(void)next;
+	uint64_t us = r->ts / 1000u + (r->ts % 1000u >= 500u);
+
+	switch (r->type) {
+	case HVT_REC_LOST:
+		sink_printf(s,
+			    "{\"type\":\"lost\",\"ts\":%" PRIu64 ".%06" PRIu64 ",\"ts_ns\":%" PRIu64
+			    ",\"cpu\":%u,\"lost\":%" PRIu64 "}\n",
+			    us / 1000000u, us % 1000000u, r->ts, r->cpu, r->value);
+		return 1;
+	case HVT_REC_EVENT:
+		e = s->payload && s->event_of ? s->event_of(s->event_ctx, r->ip) : NULL;
+		if (e)
+			json_events(s, r, e);
+		else
+			json_entry(s, r);
+		break;
+	case HVT_REC_ENTRY: json_entry(s, r); break;
+	case HVT_REC_RETURN:
+	case HVT_REC_RETURN_EVENT: json_exit(s, r); break;
+	default: return 1;
+	}
+	s->written++;
+	return 1;
+}
+
+static void json_end(struct sink *s)
+{
+	sink_printf(s, "{\"type\":\"end\",\"written\":%llu,\"lost\":%llu,\"guest_lost\":%llu",
+		    s->written, s->lost, s->guest_lost);
+	if (s->not_written) /* the trace was cut short: part of "lost" */
+		sink_printf(s, ",\"not_written\":%llu", s->not_written);
+	sink_write(s, "}\n", 2);
+	sink_flush(s);
+}
+
+static const struct sink_ops json_ops = {
+	.begin = json_begin,
+	.record = json_record,
+	.end = json_end,
+};
+
+void sink_json_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
+{
+	memset(s, 0, sizeof(*s));
+	s->ops = &json_ops;
+	s->out = out;
+	s->syms = syms;
+	s->nr_cpus = nr_cpus;
+}

@@ -1,0 +1,232 @@
+#include "host/sink/writer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* How long an entry may wait for the next record of its vCPU (to be printed as a leaf): output is
+ * held back meanwhile, so this bounds the delay a quiet vCPU adds. */
+#define LOOKAHEAD_NS 1000000000ull
+
+/* Emits up to @budget records, oldest first across rings, none at or past the horizon (when @final,
+ * everything). Returns how many. */
+static unsigned drain(struct writer *w, unsigned budget, bool final)
+{
+	uint64_t horizon = final ? UINT64_MAX : w->horizon(w->horizon_ctx);
+	unsigned done = 0;
+
+	while (done < budget && !atomic_load_explicit(&w->cut, memory_order_relaxed)) {
+		const struct hvt_record *best = NULL, *next;
+		unsigned best_i = 0, used;
+
+		for (unsigned i = 0; i < w->nr; i++) {
+			const struct hvt_record *r = ring_peek(&w->rings[i]);
+
+			if (r && (!best || r->ts < best->ts)) {
+				best = r;
+				best_i = i;
+			}
+		}
+		if (!best || best->ts >= horizon)
+			break;
+		/* an event carries its payload in the records after it: they go together */
+		unsigned n = 1;
+
+		w->sink->payload = NULL;
+		if (hvt_record_has_payload(best)) {
+			n = 1 + hvt_record_payload_slots(best->value);
+			if (best->value > WRITER_PAYLOAD_MAX || !ring_peek_at(&w->rings[best_i], n - 1))
+				break; /* cannot happen: published together, bounded by fe_payload_size */
+			for (unsigned k = 1; k < n; k++)
+				memcpy(w->payload + (k - 1) * sizeof(*best),
+				       ring_peek_at(&w->rings[best_i], k), sizeof(*best));
+			w->sink->payload = w->payload;
+		}
+		next = ring_peek_at(&w->rings[best_i], n);
+		/* a sink that looks ahead gets the next record's payload too (a return with typed
+		 * fields closes a leaf): it is popped with that record */
+		unsigned m = 0;
+
+		w->sink->next_payload = NULL;
+		if (w->sink->ops->lookahead && next && hvt_record_has_payload(next)) {
+			m = hvt_record_payload_slots(next->value);
+			if (next->value > WRITER_PAYLOAD_MAX ||
+			    !ring_peek_at(&w->rings[best_i], n + m))
+				break; /* cannot happen: published together, bounded as above */
+			for (unsigned k = 1; k <= m; k++)
+				memcpy(w->next_payload + (k - 1) * sizeof(*best),
+				       ring_peek_at(&w->rings[best_i], n + k), sizeof(*best));
+			w->sink->next_payload = w->next_payload;
+		}
+		if (w->sink->ops->lookahead && best->type != HVT_REC_RETURN &&
+		    best->type != HVT_REC_RETURN_EVENT && best->type != HVT_REC_LOST && !next &&
+		    !final && horizon - best->ts < LOOKAHEAD_NS)
+			break;
+		w->last_ts = best->ts;
+		used = w->sink->ops->record(w->sink, best, next);
+		if (w->tap) {
+			w->tap_payload = w->sink->payload;
+			w->tap(w->tap_ctx, best);
+			w->tap_payload = w->sink->next_payload;
+			if (used > 1)
+				w->tap(w->tap_ctx, next);
+		}
+		used = used > 1 ? n + 1 + m : n;
+		for (unsigned k = 0; k < used; k++)
+			ring_pop(&w->rings[best_i]);
+		w->events[best_i] += used;
+		done += used;
+	}
+	return done;
+}
+
+/* Whether @r is an event the sinks count as written (lost marks, trigger records and payload are
+ * not). */
+static bool is_event(const struct hvt_record *r)
+{
+	return r->type == HVT_REC_ENTRY || r->type == HVT_REC_RETURN || r->type == HVT_REC_EVENT ||
+	       r->type == HVT_REC_RETURN_EVENT;
+}
+
+/* Drops every record the rings hold, an event with its payload, each event counted in
+ * not_written; the lost marks' counts are kept for the end (dropped_lost). Returns how many
+ * records. */
+static unsigned discard(struct writer *w)
+{
+	unsigned done = 0;
+
+	for (unsigned i = 0; i < w->nr; i++) {
+		struct ring *ring = &w->rings[i];
+		const struct hvt_record *r;
+
+		while ((r = ring_peek(ring))) {
+			uint64_t n = 1;
+
+			if (hvt_record_has_payload(r)) {
+				n += hvt_record_payload_slots(r->value);
+				if (r->value > WRITER_PAYLOAD_MAX || !ring_peek_at(ring, n - 1))
+					n = 1; /* cannot happen: published together */
+			}
+			w->not_written += is_event(r);
+			if (r->type == HVT_REC_LOST) {
+				/* its count still goes out, at the end (pending_losses) */
+				struct hvt_record *m = &w->dropped_lost[i];
+
+				m->value = m->value + r->value < m->value ? UINT64_MAX
+									  : m->value + r->value;
+				m->cpu = r->cpu;
+			}
+			for (uint64_t k = 0; k < n; k++)
+				ring_pop(ring);
+			done += (unsigned)n;
+		}
+	}
+	return done;
+}
+
+static void *writer_thread(void *arg)
+{
+	struct writer *w = arg;
+
+	while (!atomic_load(&w->stop)) {
+		if (atomic_load_explicit(&w->cut, memory_order_relaxed) ? !discard(w)
+									: !drain(w, 4096, false))
+			usleep(500);
+	}
+	while (drain(w, 4096, true))
+		;
+	/* cut short, or (cannot happen) a record the sink could not be handed: what is left is
+	 * counted, not left unsaid */
+	discard(w);
+	return NULL;
+}
+
+int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink *sink,
+		 writer_horizon_fn horizon, void *horizon_ctx)
+{
+	int e;
+
+	w->rings = rings;
+	w->nr = nr;
+	w->sink = sink;
+	w->horizon = horizon;
+	w->horizon_ctx = horizon_ctx;
+	atomic_store(&w->stop, 0);
+	atomic_store(&w->cut, false);
+	w->not_written = 0;
+	w->events = calloc(nr, sizeof(*w->events));
+	w->dropped_lost = calloc(nr, sizeof(*w->dropped_lost));
+	w->payload = malloc(2 * (WRITER_PAYLOAD_MAX + 64));
+	w->next_payload = w->payload ? w->payload + WRITER_PAYLOAD_MAX + 64 : NULL;
+	if (!w->events || !w->dropped_lost || !w->payload) {
+		free(w->events);
+		free(w->dropped_lost);
+		free(w->payload);
+		w->events = NULL;
+		w->dropped_lost = NULL;
+		w->payload = NULL;
+		return -ENOMEM;
+	}
+	sink->ops->begin(sink);
+	e = pthread_create(&w->thread, NULL, writer_thread, w);
+	if (e) {
+		free(w->events);
+		free(w->dropped_lost);
+		w->events = NULL;
+		w->dropped_lost = NULL;
+		return -e;
+	}
+	return 0;
+}
+
+/* Losses counted after the last record a ring took (ring_lost with no ring_emit since), and those
+ * of the lost marks a cut dropped: one HVT_REC_LOST record per ring, at the end of the stream. */
+static void pending_losses(struct writer *w)
+{
+	for (unsigned i = 0; i < w->nr; i++) {
+		struct ring *ring = &w->rings[i];
+		struct hvt_record r = {.ts = w->last_ts, .type = HVT_REC_LOST};
+		uint64_t dropped = w->dropped_lost[i].value;
+
+		if (!ring->lost_pending && !dropped)
+			continue;
+		r.cpu = ring->lost_pending ? ring->lost_cpu : w->dropped_lost[i].cpu;
+		r.value = ring->lost_pending + dropped < dropped ? UINT64_MAX
+								 : ring->lost_pending + dropped;
+		ring->lost_pending = 0;
+		w->dropped_lost[i].value = 0;
+		w->sink->payload = NULL;
+		w->sink->next_payload = NULL;
+		w->sink->ops->record(w->sink, &r, NULL);
+		w->tap_payload = NULL;
+		if (w->tap)
+			w->tap(w->tap_ctx, &r);
+	}
+}
+
+void writer_cut(struct writer *w)
+{
+	atomic_store_explicit(&w->cut, true, memory_order_relaxed);
+}
+
+void writer_stop(struct writer *w, unsigned long long lost)
+{
+	atomic_store(&w->stop, 1);
+	pthread_join(w->thread, NULL);
+	pending_losses(w);
+	w->sink->not_written = w->not_written;
+	w->sink->lost = lost + w->not_written < lost ? ~0ull : lost + w->not_written;
+	w->sink->ops->end(w->sink);
+}
+
+void writer_free(struct writer *w)
+{
+	free(w->events);
+	free(w->dropped_lost);
+	free(w->payload);
+	w->dropped_lost = NULL;
+	w->events = NULL;
+	w->payload = NULL;
+	w->next_payload = NULL;
+}

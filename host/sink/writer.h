@@ -1,0 +1,56 @@
+/* The writer thread: drains the per-vCPU rings in timestamp order into one sink. */
+#ifndef HVT_WRITER_H
+#define HVT_WRITER_H
+
+#include "host/sink/sink.h"
+#include "host/trace/ring.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* The largest event payload the writer gathers (fe_payload_size is bounded well below). */
+#define WRITER_PAYLOAD_MAX (32u << 10)
+
+/* Timestamp below which every record is visible in the rings (tracer_horizon). */
+typedef uint64_t (*writer_horizon_fn)(void *ctx);
+
+struct writer {
+	struct ring *rings; /* borrowed, @nr of them */
+	unsigned nr;
+	struct sink *sink; /* borrowed */
+	writer_horizon_fn horizon;
+	void *horizon_ctx;
+	void (*tap)(void *ctx, const struct hvt_record *r); /* optional: sees every record */
+	void *tap_ctx;
+	pthread_t thread;
+	atomic_int stop;
+	atomic_bool cut; /* writer_cut: the rest is dropped, not written */
+	unsigned long long not_written; /* events dropped unwritten (writer_cut, or a record the
+					 * sink could not be handed); writer thread, then final */
+	unsigned long long *events; /* per ring, records delivered */
+	struct hvt_record *dropped_lost; /* per ring, the lost marks a cut dropped (value: summed) */
+	uint8_t *payload;	    /* an event's payload, gathered from its records */
+	uint8_t *next_payload;	    /* the looked-ahead record's payload (inside @payload's block) */
+	uint64_t last_ts;	    /* of the last record handed to the sink */
+	const uint8_t *tap_payload; /* during tap(): the payload of the record it sees, or NULL */
+};
+
+/* Calls the sink's begin() and starts the thread. Records are emitted in timestamp order across rings,
+ * each only once @horizon has passed it. Returns 0 or -errno. */
+int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink *sink,
+		 writer_horizon_fn horizon, void *horizon_ctx);
+
+/* From now on, the records still in the rings (and any that come) are dropped instead of written,
+ * each event counted in not_written: the trace is cut short but still ends with its trailer. For a
+ * second SIGINT while a backlog is being written. Any thread; idempotent. */
+void writer_cut(struct writer *w);
+
+/* Drains every ring to the end (or drops it all, once cut), hands the sink an HVT_REC_LOST record
+ * for each ring's losses counted after its last record, calls the sink's end() with @lost plus the
+ * events not written (sink->not_written says how many of them), joins. Call once no producer runs. */
+void writer_stop(struct writer *w, unsigned long long lost);
+
+/* Frees the per-ring counters (after writer_stop). */
+void writer_free(struct writer *w);
+
+#endif

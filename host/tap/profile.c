@@ -1,0 +1,116 @@
+#include "host/tap/profile.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+int profile_init(struct profile *p, const struct probe_table *probes)
+{
+	p->probes = probes;
+	p->v = calloc(probes->nr ? probes->nr : 1, sizeof(*p->v));
+	return p->v ? 0 : -ENOMEM;
+}
+
+void profile_add(void *ctx, const struct hvt_record *r)
+{
+	struct profile *p = ctx;
+	struct probe *pr = probe_lookup(p->probes, r->ip);
+	struct profile_entry *e;
+
+	if (!pr)
+		return;
+	e = &p->v[pr->id];
+	if (r->type == HVT_REC_ENTRY || r->type == HVT_REC_EVENT) {
+		e->hits++;
+		return;
+	}
+	if (r->type != HVT_REC_RETURN && r->type != HVT_REC_RETURN_EVENT)
+		return;
+	e->returns++;
+	e->total_ns += r->duration;
+	if (r->duration > e->max_ns)
+		e->max_ns = r->duration;
+}
+
+static const struct profile *sort_ctx;
+
+static int by_time(const void *a, const void *b)
+{
+	const struct profile_entry *x = &sort_ctx->v[*(const uint32_t *)a];
+	const struct profile_entry *y = &sort_ctx->v[*(const uint32_t *)b];
+
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	if (x->hits != y->hits)
+		return x->hits > y->hits ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static void us(char *buf, size_t len, uint64_t ns)
+{
+	snprintf(buf, len, "%" PRIu64 ".%03" PRIu64 " us", ns / 1000, ns % 1000);
+}
+
+void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *out)
+{
+	size_t n = p->probes->nr;
+	uint32_t *order = malloc((n ? n : 1) * sizeof(*order));
+
+	if (!order)
+		return;
+	for (size_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	sort_ctx = p;
+	qsort(order, n, sizeof(*order), by_time);
+	fprintf(out, "  %-30s %10s %10s %8s %8s %16s %14s %14s\n", "Function", "Hit", "Returns",
+		"Misses", "Unwound", "Time", "Avg", "Max");
+	fprintf(out, "  %-30s %10s %10s %8s %8s %16s %14s %14s\n", "--------", "---", "-------",
+		"------", "-------", "----", "---", "---");
+	for (size_t k = 0; k < n; k++) {
+		const struct profile_entry *e = &p->v[order[k]];
+		const struct probe *pr = &p->probes->v[order[k]];
+		uint64_t misses = atomic_load(&pr->n.misses);
+		uint64_t unwound = atomic_load(&pr->n.unwound);
+		char tot[32], avg[32], max[32];
+
+		if (!e->hits && !misses)
+			continue;
+		us(tot, sizeof(tot), e->total_ns);
+		us(avg, sizeof(avg), e->returns ? e->total_ns / e->returns : 0);
+		us(max, sizeof(max), e->max_ns);
+		fprintf(out, "  %-30s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %16s %14s %14s\n",
+			p->probes->v[order[k]].func->name, e->hits, e->returns, misses, unwound, tot, avg,
+			max);
+	}
+	free(order);
+	/* events and return probes, in kprobe_profile's layout: name, hits, misses */
+	for (size_t i = 0; i < n; i++) {
+		const struct probe *pr = &p->probes->v[i];
+		const char *name = pr->func->name;
+		uint64_t misses = atomic_load(&pr->n.misses);
+
+		if (pr->event)
+			fprintf(out, "  %-44s %15" PRIu64 " %15" PRIu64 "\n", name, p->v[i].hits, misses);
+		if (pr->ret_probe) {
+			char rname[160];
+
+			/* hits: entries hooked, as kretprobe's nhit; each must have its return line */
+			snprintf(rname, sizeof(rname), "r_%s_0", name); /* the kernel's default kretprobe name */
+			fprintf(out, "  %-44s %15" PRIu64 " %15" PRIu64 "\n", rname,
+				(uint64_t)atomic_load(&pr->n.hooked), misses);
+		}
+	}
+	/* the stub cannot tell which probe an event it had no room for belonged to, and the count
+	 * is the guest's own */
+	if (stub_lost)
+		fprintf(out,
+			"hvtrace: guest-reported: %llu events missed: the stub's guest rings were "
+			"full (no probe named)\n",
+			stub_lost);
+}
+
+void profile_free(struct profile *p)
+{
+	free(p->v);
+	p->v = NULL;
+}

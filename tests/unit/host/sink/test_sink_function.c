@@ -1,0 +1,208 @@
+/* host/sink_function.c: the ftrace "function" tracer text, line by line and as a whole sink. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "host/trace/record.h"
+#include "host/sink/sink.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* fib [0x401000, 0x401040), task_step [0x401100, 0x401180), a very long name at 0x402000. */
+static struct vmi_symtab syms;
+
+static int syms_setup(void **state)
+{
+	(void)state;
+	memset(&syms, 0, sizeof(syms));
+	if (vmi_symtab_add(&syms, 0x401000, 0x40, "fib") < 0 ||
+	    vmi_symtab_add(&syms, 0x401100, 0x80, "task_step") < 0 ||
+	    vmi_symtab_add(&syms, 0x402000, 0x10, "a_rather_long_function_name") < 0)
+		return -1;
+	vmi_symtab_sort(&syms);
+	return 0;
+}
+
+static int syms_teardown(void **state)
+{
+	(void)state;
+	vmi_symtab_free(&syms);
+	return 0;
+}
+
+static struct hvt_record entry(const char *comm, int32_t pid, unsigned cpu, uint64_t ts,
+			       uint64_t ip, uint64_t parent)
+{
+	struct vmi_task task;
+	struct hvt_record r;
+
+	memset(&task, 0, sizeof(task));
+	task.pid = pid;
+	snprintf(task.comm, sizeof(task.comm), "%s", comm);
+	hvt_record_entry(&r, ts, cpu, ip, parent, &task);
+	return r;
+}
+
+/* ---- sink_symbol_name ----------------------------------------------------------------------- */
+
+static void test_symbol_name(void **state)
+{
+	char buf[64];
+
+	(void)state;
+	sink_symbol_name(buf, sizeof(buf), 0x401000, &syms);
+	assert_string_equal(buf, "fib");
+	sink_symbol_name(buf, sizeof(buf), 0x40103f, &syms);
+	assert_string_equal(buf, "fib");
+	sink_symbol_name(buf, sizeof(buf), 0x401117, &syms);
+	assert_string_equal(buf, "task_step");
+	sink_symbol_name(buf, sizeof(buf), 0x401040, &syms);
+	assert_string_equal(buf, "0x401040");
+	sink_symbol_name(buf, sizeof(buf), 0xffffffff8100abcdull, &syms);
+	assert_string_equal(buf, "0xffffffff8100abcd");
+	sink_symbol_name(buf, sizeof(buf), 0, &syms);
+	assert_string_equal(buf, "0x0");
+	/* truncated to the buffer, always terminated */
+	sink_symbol_name(buf, 5, 0x401100, &syms);
+	assert_string_equal(buf, "task");
+}
+
+/* ---- sink_function_format ------------------------------------------------------------------- */
+
+/* The reference line (trace_print_context with irq-info off, then trace_fn_trace): comm
+ * right-aligned in 16, '-', pid left-aligned in 7, ' ', [cpu] in 3 digits, ' ', then " %5lu.%06lu"
+ * (seconds, microseconds rounded), ": ", then "func <-parent". */
+static void test_format_line(void **state)
+{
+	struct hvt_record r = entry("worker1", 101, 1, 1234567890ull, 0x401000, 0x401117);
+	char buf[256];
+	int n;
+
+	(void)state;
+	n = sink_function_format(buf, sizeof(buf), &r, &syms);
+	assert_string_equal(buf, "         worker1-101     [001]      1.234568: fib <-task_step\n");
+	assert_int_equal(n, strlen(buf));
+}
+
+/* A parent in no symbol is printed as hex; so is an ip in no symbol. */
+static void test_format_unknown_parent(void **state)
+{
+	struct hvt_record r =
+	    entry("worker1", 101, 1, 1234567890ull, 0x401000, 0xffffffff81000abcull);
+	char buf[256];
+
+	(void)state;
+	sink_function_format(buf, sizeof(buf), &r, &syms);
+	assert_string_equal(
+	    buf, "         worker1-101     [001]      1.234568: fib <-0xffffffff81000abc\n");
+
+	r.ip = 0x500000;
+	r.parent = 0x401000;
+	sink_function_format(buf, sizeof(buf), &r, &syms);
+	assert_string_equal(buf, "         worker1-101     [001]      1.234568: 0x500000 <-fib\n");
+}
+
+/* Field edges: zero time, sub-microsecond rounding (ns2usecs adds 500 ns), a 15-character comm, a
+ * wide pid, cpu >= 100,
+ * more than 99999 seconds. */
+static void test_format_fields(void **state)
+{
+	struct hvt_record r;
+	char buf[256];
+
+	(void)state;
+	r = entry("cpu0", 0, 0, 0, 0x401100, 0x401000);
+	sink_function_format(buf, sizeof(buf), &r, &syms);
+	assert_string_equal(buf, "            cpu0-0       [000]      0.000000: task_step <-fib\n");
+
+	r = entry("kworker/u8:3abc", 1234567, 12, 999999999ull, 0x401000, 0x401000);
+	sink_function_format(buf, sizeof(buf), &r, &syms);
+	assert_string_equal(buf, " kworker/u8:3abc-1234567 [012]      1.000000: fib <-fib\n");
+
+	r = entry("x", 12345678, 255, 123456789012345678ull, 0x402004, 0x401101);
+	sink_function_format(buf, sizeof(buf), &r, &syms);
+	assert_string_equal(buf, "               x-12345678 [255]  123456789.012346: "
+				 "a_rather_long_function_name <-task_step\n");
+}
+
+/* ---- the sink: header, entry and return-probe lines, trailer --------------------------------- */
+
+static void test_sink_stream(void **state)
+{
+	struct hvt_record r1 = entry("worker1", 101, 1, 1234567890ull, 0x401000, 0x401117);
+	struct hvt_record r2 = entry("<unknown>", 0, 0, 2000001000ull, 0x401100, 0x9999);
+	struct hvt_record ret = r1;
+	struct sink s;
+	char *text = NULL;
+	size_t size = 0;
+	FILE *out = open_memstream(&text, &size);
+
+	(void)state;
+	assert_non_null(out);
+	ret.type = HVT_REC_RETURN;
+	ret.value = 0x2a;
+	ret.duration = 12345;
+	sink_function_init(&s, out, &syms, 2);
+	assert_false(s.ops->lookahead);
+	s.ops->begin(&s);
+	assert_int_equal(s.ops->record(&s, &r1, &r2), 1);   /* ignores @next: consumes one */
+	assert_int_equal(s.ops->record(&s, &ret, NULL), 1); /* a return probe's line */
+	assert_int_equal(s.ops->record(&s, &r2, NULL), 1);
+	s.lost = 7;
+	s.ops->end(&s);
+	assert_int_equal(s.written, 3);
+	assert_int_equal(fclose(out), 0);
+	assert_string_equal(text,
+			    "# tracer: function\n"
+			    "#\n"
+			    "#           TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"
+			    "#              | |         |         |         |\n"
+			    "         worker1-101     [001]      1.234568: fib <-task_step\n"
+			    "         worker1-101     [001]      1.234568: r_fib: "
+			    "(task_step+0x17/0x80 <- fib) "
+			    "ret=0x2a duration=12.345us\n"
+			    "       <unknown>-0       [000]      2.000001: task_step <-0x9999\n"
+			    "# entries-in-buffer/entries-written: 3/10   #P:2\n"
+			    "# entries-written: 3   lost: 7\n");
+	free(text);
+}
+
+/* A return typed from BTF: void has no value (one blank before duration), a long is signed. */
+static void test_return_typed(void **state)
+{
+	struct hvt_record r = entry("worker1", 101, 1, 1234567890, 0x401000, 0x401117);
+	struct fe_spec spec;
+	uint8_t payload[16] = {0};
+	char line[256], err[64];
+	size_t pos;
+
+	(void)state;
+	r.type = HVT_REC_RETURN_EVENT;
+	r.duration = 12345;
+	assert_int_equal(fe_parse("fib()", &spec, err, sizeof(err), &pos), 0);
+	spec.fprobe_style = true;
+	sink_return_format(line, sizeof(line), &r, &spec, payload, &syms);
+	assert_string_equal(line, "         worker1-101     [001]      1.234568: r_fib: "
+				  "(task_step+0x17/0x80 <- fib) duration=12.345us\n");
+	assert_int_equal(fe_parse("fib(long ret)", &spec, err, sizeof(err), &pos), 0);
+	spec.fprobe_style = true;
+	memcpy(payload + 1, &(int64_t){-2}, 8);
+	sink_return_format(line, sizeof(line), &r, &spec, payload, &syms);
+	assert_string_equal(line, "         worker1-101     [001]      1.234568: r_fib: "
+				  "(task_step+0x17/0x80 <- fib) ret=-2 duration=12.345us\n");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_symbol_name),	  cmocka_unit_test(test_format_line),
+	    cmocka_unit_test(test_return_typed),  cmocka_unit_test(test_format_unknown_parent),
+	    cmocka_unit_test(test_format_fields), cmocka_unit_test(test_sink_stream),
+	};
+
+	return cmocka_run_group_tests(tests, syms_setup, syms_teardown);
+}

@@ -1,0 +1,196 @@
+/* The writer cut short (writer_cut, a second SIGINT while the backlog is written): the records
+ * still in the rings are dropped, each event counted exactly in not-written and lost, the lost
+ * marks among them still go out (one per ring, at the end), and the trace ends with its trailer. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "host/sink/sink.h"
+#include "host/sink/writer.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PER_RING 1000 /* events per ring */
+#define LOST_AT	 600  /* each ring: events lost just before its record number LOST_AT */
+
+static _Atomic uint64_t horizon_ts;
+
+static uint64_t horizon(void *ctx)
+{
+	(void)ctx;
+	return atomic_load(&horizon_ts);
+}
+
+static struct vmi_sym syms_v[] = {{.addr = 0x1000, .size = 0x10, .name = "f"}};
+static const struct vmi_symtab syms = {.syms = syms_v, .nr = 1, .cap = 1};
+
+/* Ring r holds PER_RING entries of vCPU r at ts = 1000 * (k + 1) + r, one in ten with an event
+ * payload of 100 bytes (two payload records), and 7 + r events lost before its record LOST_AT. */
+static void fill(struct ring *rings)
+{
+	uint8_t payload[100];
+
+	memset(payload, 0xab, sizeof(payload));
+	for (unsigned r = 0; r < 2; r++) {
+		assert_int_equal(ring_init(&rings[r], 4096), 0);
+		for (unsigned k = 0; k < PER_RING; k++) {
+			struct hvt_record rec = {.ts = 1000ull * (k + 1) + r,
+						 .ip = 0x1000,
+						 .parent = 0x1008,
+						 .cpu = (uint16_t)r,
+						 .type = HVT_REC_ENTRY};
+			size_t len = 0;
+
+			if (k == LOST_AT)
+				ring_lost(&rings[r], 7 + r, r);
+			if (k % 10 == 3) {
+				rec.type = HVT_REC_EVENT;
+				rec.value = len = sizeof(payload);
+			}
+			memcpy(rec.comm, "task", 5);
+			assert_true(ring_emit(&rings[r], &rec, payload, len));
+		}
+	}
+}
+
+/* Waits (bounded) until the writer has delivered @n records in all. */
+static void wait_delivered(struct writer *w, unsigned long long n)
+{
+	for (int i = 0; i < 20000; i++) {
+		unsigned long long got = 0;
+
+		for (unsigned r = 0; r < w->nr; r++)
+			got += __atomic_load_n(&w->events[r], __ATOMIC_RELAXED);
+		if (got >= n)
+			return;
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
+	fail_msg("the writer did not deliver %llu records", n);
+}
+
+static unsigned long long count_lines(const char *text, const char *what)
+{
+	unsigned long long n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)); p++)
+		n++;
+	return n;
+}
+
+/* The writer has written the records below @upto (0: none) when it is cut; returns the text. */
+static char *cut_at(uint64_t upto, unsigned long long written_before, struct writer *w)
+{
+	struct ring rings[2];
+	struct sink s;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	assert_non_null(out);
+	fill(rings);
+	sink_function_init(&s, out, &syms, 2);
+	atomic_store(&horizon_ts, upto);
+	memset(w, 0, sizeof(*w));
+	assert_int_equal(writer_start(w, rings, 2, &s, horizon, NULL), 0);
+	if (written_before)
+		wait_delivered(w, written_before);
+	writer_cut(w);
+	writer_stop(w, 30); /* the host's own lost count, as the tracer gives it */
+	for (unsigned r = 0; r < 2; r++) {
+		assert_null(ring_peek(&rings[r])); /* every record taken, written or dropped */
+		ring_free(&rings[r]);
+	}
+	assert_int_equal(fclose(out), 0);
+	return text;
+}
+
+/* Cut before anything was written: every event not written, counted. */
+static void test_cut_before_any(void **state)
+{
+	struct writer w;
+	char *text, trailer[128];
+
+	(void)state;
+	text = cut_at(0, 0, &w);
+	assert_int_equal(w.not_written, 2 * PER_RING);
+	assert_int_equal(count_lines(text, " <-"), 0);
+	/* the dropped lost marks, each at the end */
+	assert_non_null(strstr(text, "CPU:0 [LOST 7 EVENTS]\nCPU:1 [LOST 8 EVENTS]\n"));
+	snprintf(trailer, sizeof(trailer),
+		 "# entries-in-buffer/entries-written: 0/%u   #P:2\n"
+		 "# entries-written: 0   lost: %u   not-written: %u\n",
+		 30 + 2 * PER_RING, 30 + 2 * PER_RING, 2 * PER_RING);
+	assert_true(strlen(text) >= strlen(trailer));
+	assert_string_equal(text + strlen(text) - strlen(trailer), trailer);
+	writer_free(&w);
+	free(text);
+}
+
+/* Cut after the records below ts 400,500 were written (400 of ring 0, 400 of ring 1, their payload
+ * records with them): the rest, exactly, not written; the marks after the cut point still out. */
+static void test_cut_midway(void **state)
+{
+	struct writer w;
+	char *text, trailer[128];
+	/* records delivered below the horizon: 400 per ring, 40 of them events with 2 payload
+	 * records each */
+	unsigned long long delivered = 2 * (400 + 40 * 2);
+	unsigned long long written;
+
+	(void)state;
+	text = cut_at(400500, delivered, &w);
+	written = count_lines(text, "f <-f\n"); /* events print as function lines (no -e spec) */
+	assert_int_equal(written, 800);
+	assert_int_equal(w.not_written, 2 * PER_RING - 800);
+	assert_non_null(strstr(text, "CPU:0 [LOST 7 EVENTS]\nCPU:1 [LOST 8 EVENTS]\n"));
+	snprintf(trailer, sizeof(trailer), "# entries-written: 800   lost: %u   not-written: %u\n",
+		 30 + 2 * PER_RING - 800, 2 * PER_RING - 800);
+	assert_string_equal(text + strlen(text) - strlen(trailer), trailer);
+	writer_free(&w);
+	free(text);
+}
+
+/* Not cut: everything written, no not-written in the trailer, the marks where they were. */
+static void test_not_cut(void **state)
+{
+	struct ring rings[2];
+	struct sink s;
+	struct writer w = {0};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	(void)state;
+	fill(rings);
+	sink_function_init(&s, out, &syms, 2);
+	atomic_store(&horizon_ts, UINT64_MAX);
+	assert_int_equal(writer_start(&w, rings, 2, &s, horizon, NULL), 0);
+	writer_stop(&w, 30);
+	assert_int_equal(w.not_written, 0);
+	assert_int_equal(fclose(out), 0);
+	assert_int_equal(count_lines(text, "f <-f\n"), 2 * PER_RING);
+	assert_non_null(strstr(text, "CPU:0 [LOST 7 EVENTS]\n"));
+	assert_non_null(strstr(text, "CPU:1 [LOST 8 EVENTS]\n"));
+	assert_non_null(strstr(text, "# entries-written: 2000   lost: 30\n"));
+	writer_free(&w);
+	for (unsigned r = 0; r < 2; r++)
+		ring_free(&rings[r]);
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_cut_before_any),
+	    cmocka_unit_test(test_cut_midway),
+	    cmocka_unit_test(test_not_cut),
+	};
+
+	return cmocka_run_group_tests_name("writer_cut", tests, NULL, NULL);
+}
