@@ -1,5 +1,5 @@
 #!/bin/sh
-# Draws the README's KernelShark picture (docs/img/kernelshark-linux-guest.png): records the Linux test
+# Draws docs/formats.md's KernelShark picture (docs/img/kernelshark-linux-guest.png): records the Linux test
 # guest's file workload (stub probes on vfs_*, ksys_*, do_sys_*, *_openat*; boot to power-off under
 # QEMU TCG) to trace.dat, opens it in Debian's KernelShark on a virtual X display (Xvfb) as an
 # unprivileged user (as root KernelShark first asks to confirm) and takes the screen with ImageMagick.

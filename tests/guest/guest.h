@@ -16,7 +16,7 @@
 #define notrace __attribute__((no_instrument_function))
 #define noinline __attribute__((noinline))
 
-/* The task ABI hvtrace reads (README, "Guest boot contract"): pid at offset 0, comm at offset 4. */
+/* The task ABI hvtrace reads (docs/guest-contract.md): pid at offset 0, comm at offset 4. */
 struct task {
 	int32_t pid;
 	char comm[16];

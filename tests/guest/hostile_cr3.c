@@ -41,7 +41,7 @@ struct percpu {
 };
 
 static struct percpu percpu[2];
-/* hvtrace's stub probes find the CPU number at %gs:hvtrace_cpu_gs (see README). */
+/* hvtrace's stub probes find the CPU number at %gs:hvtrace_cpu_gs (docs/guest-contract.md). */
 const unsigned long hvtrace_cpu_gs = __builtin_offsetof(struct percpu, cpu);
 
 static uint64_t pml4[512] __attribute__((aligned(4096)));

@@ -28,13 +28,13 @@ int nr_cpus;
 /* The `bare` variant defines no hvtrace_* symbol at all: no task names, no CPU number offset. */
 #define hvtrace_current guest_current
 #endif
-/* hvtrace reads the running task of vCPU N from hvtrace_current[N] (see README). */
+/* hvtrace reads the running task of vCPU N from hvtrace_current[N] (docs/guest-contract.md). */
 struct task *volatile hvtrace_current[MAX_CPUS];
 
 static struct percpu percpu[MAX_CPUS];
 #ifndef GUEST_MODE_BARE
-/* hvtrace's stub probes find the CPU number at %gs:hvtrace_cpu_gs (see README) where the CPU has
- * no RDTSCP (else IA32_TSC_AUX, which the host sets). */
+/* hvtrace's stub probes find the CPU number at %gs:hvtrace_cpu_gs (docs/guest-contract.md) where
+ * the CPU has no RDTSCP (else IA32_TSC_AUX, which the host sets). */
 const unsigned long hvtrace_cpu_gs = __builtin_offsetof(struct percpu, cpu);
 #endif
 static struct task tasks[NTASKS];

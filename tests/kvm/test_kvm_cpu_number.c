@@ -1,5 +1,5 @@
 /* KVM integration: the embedded VMM's promise that a guest can tell which vCPU runs it without any
- * help from the guest (the stub's CPU number, README "Stub probes"), checked by guest code on this
+ * help from the guest (the stub's CPU number, docs/how-it-works.md), checked by guest code on this
  * host's /dev/kvm: CPUID leaf 1's APIC ID is the vCPU's index on every host, and RDTSCP's ECX
  * (IA32_TSC_AUX) is too wherever the VMM says so (vm.tsc_aux: KVM offers RDTSCP). This machine's
  * PVM offers no RDTSCP (docs/pvm-cpu.md), so there the stub takes CPUID. */

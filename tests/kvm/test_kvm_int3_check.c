@@ -2,7 +2,7 @@
  * commands do with its verdict. Every assertion follows the verdict the host really gives, so the
  * same tests pass on PVM (emulation failure), real KVM (KVM_EXIT_DEBUG) and a host whose KVM lets
  * INT3 reach the guest's IDT. The embedded VMM's answer to "INT3 does not exit" is also run here
- * with the verdict forced through the HVTRACE_TEST_INT3 test hook (README, "Where it runs"). */
+ * with the verdict forced through the HVTRACE_TEST_INT3 test hook (docs/where-it-runs.md). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

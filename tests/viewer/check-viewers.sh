@@ -9,7 +9,7 @@
 # npm packages go to $HVTRACE_CACHE/viewer (default build/viewer); without the npm registry the
 # speedscope part is skipped with one line. Environment: HVTRACE (./hvtrace), GUEST (the test guest);
 # FLAMEGRAPH=PNG also draws the guest's folded stacks in speedscope's Left Heavy view to PNG (the
-# README's docs/img/flamegraph-test-guest.png).
+# picture of docs/formats.md: docs/img/flamegraph-test-guest.png).
 set -eu
 cd "$(dirname "$0")/../.."
 cache=${HVTRACE_CACHE:-build}/viewer
