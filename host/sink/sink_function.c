@@ -184,9 +184,5 @@ static const struct sink_ops function_ops = {
 
 void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
 {
-	memset(s, 0, sizeof(*s));
-	s->ops = &function_ops;
-	s->out = out;
-	s->syms = syms;
-	s->nr_cpus = nr_cpus;
+	sink_setup(s, &function_ops, out, syms, nr_cpus);
 }

@@ -160,21 +160,13 @@ int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink 
 	w->payload = malloc(2 * (WRITER_PAYLOAD_MAX + 64));
 	w->next_payload = w->payload ? w->payload + WRITER_PAYLOAD_MAX + 64 : NULL;
 	if (!w->events || !w->dropped_lost || !w->payload) {
-		free(w->events);
-		free(w->dropped_lost);
-		free(w->payload);
-		w->events = NULL;
-		w->dropped_lost = NULL;
-		w->payload = NULL;
+		writer_free(w);
 		return -ENOMEM;
 	}
 	sink->ops->begin(sink);
 	e = pthread_create(&w->thread, NULL, writer_thread, w);
 	if (e) {
-		free(w->events);
-		free(w->dropped_lost);
-		w->events = NULL;
-		w->dropped_lost = NULL;
+		writer_free(w);
 		return -e;
 	}
 	return 0;
