@@ -172,18 +172,13 @@ static uint64_t horizon_of(void *ctx)
 static void deliver(struct tdr *r, struct tdr_cpu *c, const struct hvt_record *rec,
 		    const uint8_t *payload, size_t len)
 {
-	uint64_t n = 1 + (payload ? hvt_record_payload_slots(len) : 0);
-
 	if (!r->replay) {
 		name_record(r, rec, c);
 		return;
 	}
-	while (!ring_reserve_n(c->ring, n))
+	/* the writer drains the ring: wait for room rather than lose a record of the file */
+	while (!ring_emit(c->ring, rec, payload, payload ? len : 0))
 		usleep(200);
-	*ring_slot(c->ring, 0) = *rec;
-	if (payload)
-		ring_put_payload(c->ring, payload, len);
-	ring_commit_n(c->ring, n);
 }
 
 static void flush_pending(struct tdr *r, struct tdr_cpu *c)
@@ -271,11 +266,11 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 		if (r->cpus[k].pending && r->cpus[k].rec.ts < rec->ts)
 			flush_pending(r, &r->cpus[k]);
 	if (rec->missed_events) {
-		struct hvt_record lost = {
-		    .ts = rec->ts, .cpu = (uint16_t)cpu, .type = HVT_REC_LOST};
+		struct hvt_record lost;
 
 		flush_pending(r, c);
-		lost.value = rec->missed_events > 0 ? (uint64_t)rec->missed_events : 0;
+		hvt_record_lost(&lost, rec->ts, (unsigned)cpu,
+				rec->missed_events > 0 ? (uint64_t)rec->missed_events : 0);
 		r->lost += lost.value;
 		deliver(r, c, &lost, NULL, 0);
 	}
