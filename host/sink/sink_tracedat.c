@@ -96,14 +96,6 @@ static size_t put(uint8_t *ev, size_t at, const void *v, size_t n)
 	return at + n;
 }
 
-static size_t field_payload(const struct fe_field *f)
-{
-	return f->kind == FE_STRING  ? FE_MAX_STRING
-	       : f->kind == FE_CHARS ? f->count
-	       : f->count	     ? (size_t)f->count * f->size
-				     : 8;
-}
-
 /* The fields of @spec from its @payload, as the kprobe event's layout says (spec_format). */
 static size_t put_fields(uint8_t *ev, size_t at, const struct fe_spec *spec, const uint8_t *payload,
 			 uint64_t parent, const uint8_t **end)
@@ -139,11 +131,11 @@ static size_t put_fields(uint8_t *ev, size_t at, const struct fe_spec *spec, con
 			strings += *payload ? 0 : n + 1;
 			at = put(ev, at, &loc, 4);
 		} else if (f->kind == FE_CHARS || f->count) {
-			at = put(ev, at, data, field_payload(f));
+			at = put(ev, at, data, fe_field_data_size(f));
 		} else {
 			at = put(ev, at, data, f->kind == FE_SYMBOL ? 8 : f->size);
 		}
-		payload += 1 + field_payload(f);
+		payload += 1 + fe_field_data_size(f);
 	}
 	at = put(ev, at, &fault, 4);
 	put(ev, at, &parent, 8);

@@ -27,14 +27,6 @@ static uint64_t num(const struct tep_format_field *f, const struct tep_record *r
 	return v;
 }
 
-static size_t slot_size(const struct fe_field *f)
-{
-	return f->kind == FE_STRING  ? FE_MAX_STRING
-	       : f->kind == FE_CHARS ? f->count
-	       : f->count	     ? (size_t)f->count * f->size
-				     : 8;
-}
-
 /* The payload part of @t's event (fe_capture's layout) from @rec, into @out (fe_event_size). */
 static void rebuild_payload(const struct tdr_spec *t, const struct tep_record *rec, uint8_t *out)
 {
@@ -44,7 +36,7 @@ static void rebuild_payload(const struct tdr_spec *t, const struct tep_record *r
 	for (unsigned i = 0; i < t->spec.nr_fields; i++) {
 		const struct fe_field *f = &t->spec.fields[i];
 		const struct tep_format_field *tf = t->field[i];
-		size_t size = slot_size(f);
+		size_t size = fe_field_data_size(f);
 		uint8_t *slot = out + 1;
 
 		out[0] = (fault >> i) & 1;
@@ -157,7 +149,7 @@ static void name_record(struct tdr *r, const struct hvt_record *rec, const struc
 					memcpy(&v, p + 1 + 8 * e, 8);
 					name_addr(r, v);
 				}
-			p += 1 + slot_size(f);
+			p += 1 + fe_field_data_size(f);
 		}
 	}
 }
