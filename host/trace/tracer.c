@@ -280,16 +280,26 @@ static int event_read(void *ctx, uint64_t gva, void *buf, size_t len)
 	return r->tgt->ops->read_virt(r->tgt, r->cpu, gva, buf, len);
 }
 
-/* The record of an entry or a return at @now of probe @p on @cpu, with the task running there. */
-static void make_record(struct tracer *t, struct hvt_record *rec, enum hvt_rec_type type,
-			unsigned cpu, const struct probe *p, uint64_t now, uint64_t parent,
-			uint8_t depth)
-{
-	struct event_reader rd = {t->tgt, cpu};
+/* The task running on a vCPU during one hit, read from the guest at most once: the vCPU is stopped,
+ * so every record of the hit (the call, its triggers' stack and snapshot marks) names the same. */
+struct hit_task {
+	bool known;
 	struct vmi_task task;
+};
 
-	vmi_task_current(&t->task, cpu, event_read, &rd, &task);
-	hvt_record_entry(rec, now - t->t0, cpu, p->addr, parent, &task);
+/* The record of an entry or a return at @now of probe @p on @cpu, with the task running there
+ * (@ht: read on first use in this hit). */
+static void make_record(struct tracer *t, struct hit_task *ht, struct hvt_record *rec,
+			enum hvt_rec_type type, unsigned cpu, const struct probe *p, uint64_t now,
+			uint64_t parent, uint8_t depth)
+{
+	if (!ht->known) {
+		struct event_reader rd = {t->tgt, cpu};
+
+		vmi_task_current(&t->task, cpu, event_read, &rd, &ht->task);
+		ht->known = true;
+	}
+	hvt_record_entry(rec, now - t->t0, cpu, p->addr, parent, &ht->task);
 	rec->type = (uint8_t)type;
 	rec->depth = depth;
 }
@@ -347,7 +357,7 @@ static uint64_t hooked_return(void *ctx, uint64_t slot)
 }
 
 /* stacktrace: the guest's call chain at this entry, as an HVT_REC_STACK record with its task. */
-static void stack_record(struct tracer *t, unsigned cpu, const struct probe *p,
+static void stack_record(struct tracer *t, struct hit_task *ht, unsigned cpu, const struct probe *p,
 			 const struct x86_regs *regs, uint64_t now)
 {
 	struct event_reader rd = {t->tgt, cpu};
@@ -366,7 +376,7 @@ static void stack_record(struct tracer *t, unsigned cpu, const struct probe *p,
 	size_t n;
 
 	n = trigger_walk_stack(&cfg, p->addr, regs->rsp, regs->rbp, frames, TRIGGER_MAX_FRAMES);
-	make_record(t, &rec, HVT_REC_STACK, cpu, p, now, 0, 0);
+	make_record(t, ht, &rec, HVT_REC_STACK, cpu, p, now, 0, 0);
 	rec.value = n * sizeof(frames[0]);
 	emit(t, cpu, &rec, frames, rec.value);
 }
@@ -384,8 +394,9 @@ static bool triggered(const struct tracer *t, const struct probe *p, bool before
 /* The triggers of probe @p at its entry on @cpu at @now: traceon before the call is recorded
  * (@before), the others after it, so the call itself shows either way. Only for calls the task
  * and CPU filters (-P, --comm, --cpu) keep. */
-static void fire_triggers(struct tracer *t, unsigned cpu, const struct probe *p,
-			  const struct x86_regs *regs, uint64_t now, bool before)
+static void fire_triggers(struct tracer *t, struct hit_task *ht, unsigned cpu,
+			  const struct probe *p, const struct x86_regs *regs, uint64_t now,
+			  bool before)
 {
 	uint64_t ts = now - t->t0;
 
@@ -394,7 +405,7 @@ static void fire_triggers(struct tracer *t, unsigned cpu, const struct probe *p,
 	if (t->opts.keep) {
 		struct hvt_record call;
 
-		make_record(t, &call, HVT_REC_ENTRY, cpu, p, now, 0, 0);
+		make_record(t, ht, &call, HVT_REC_ENTRY, cpu, p, now, 0, 0);
 		if (!rec_filter_keep(t->opts.keep, &call, NULL, 0))
 			return;
 	}
@@ -413,13 +424,13 @@ static void fire_triggers(struct tracer *t, unsigned cpu, const struct probe *p,
 			break;
 		case TRIG_STACKTRACE:
 			if (tracing_state_at(&t->tracing, ts) && take(tt))
-				stack_record(t, cpu, p, regs, now);
+				stack_record(t, ht, cpu, p, regs, now);
 			break;
 		case TRIG_SNAPSHOT:
 			if (take(tt)) {
 				struct hvt_record rec;
 
-				make_record(t, &rec, HVT_REC_SNAPSHOT, cpu, p, now, 0, 0);
+				make_record(t, ht, &rec, HVT_REC_SNAPSHOT, cpu, p, now, 0, 0);
 				rec.value = atomic_fetch_add(&t->snapshots, 1) + 1;
 				emit(t, cpu, &rec, NULL, 0);
 			}
@@ -431,6 +442,7 @@ static void fire_triggers(struct tracer *t, unsigned cpu, const struct probe *p,
 static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
 {
 	struct tracer_cpu *c = &t->cpu[cpu];
+	struct hit_task ht = {.known = false};
 	struct hvt_record rec;
 	uint64_t orig = 0, now;
 	uint8_t depth = 0;
@@ -439,7 +451,7 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
 	now = clock_now_ns();
 	if (t->nr_triggers)
-		fire_triggers(t, cpu, p, regs, now, true);
+		fire_triggers(t, &ht, cpu, p, regs, now, true);
 	if (t->tgt->ops->read_virt(t->tgt, cpu, regs->rsp, &orig, sizeof(orig)) < 0) {
 		miss(p);
 		if (t->opts.returns)
@@ -457,12 +469,13 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 		goto out;
 	if (p->event)
 		len = capture(t, cpu, p->event, regs);
-	make_record(t, &rec, p->event ? HVT_REC_EVENT : HVT_REC_ENTRY, cpu, p, now, orig, depth);
+	make_record(t, &ht, &rec, p->event ? HVT_REC_EVENT : HVT_REC_ENTRY, cpu, p, now, orig,
+		    depth);
 	rec.value = len;
 	emit(t, cpu, &rec, t->scratch[cpu], len);
 out:
 	if (t->nr_triggers)
-		fire_triggers(t, cpu, p, regs, now, false);
+		fire_triggers(t, &ht, cpu, p, regs, now, false);
 	atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
 	return 0;
 }
@@ -474,6 +487,7 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 	struct shadow_stack *st;
 	struct shadow_entry e;
 	struct hvt_record rec;
+	struct hit_task ht = {.known = false};
 	struct dropped d = {.t = t};
 	const struct probe *p;
 	size_t len = 0;
@@ -504,8 +518,8 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 			ret.rdi = regs->rax;
 			len = capture(t, cpu, p->ret_event, &ret);
 		}
-		make_record(t, &rec, p->ret_event ? HVT_REC_RETURN_EVENT : HVT_REC_RETURN, cpu, p,
-			    now, e.orig, e.depth);
+		make_record(t, &ht, &rec, p->ret_event ? HVT_REC_RETURN_EVENT : HVT_REC_RETURN, cpu,
+			    p, now, e.orig, e.depth);
 		rec.value = p->ret_event ? len : regs->rax;
 		rec.duration = now - e.t_entry;
 		emit(t, cpu, &rec, t->scratch[cpu], len);
