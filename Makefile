@@ -245,7 +245,7 @@ FUZZ_SRCS_e820    := host/qemu/qemu_e820.c
 FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/qemu/tcp.c host/trace/clock.c
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
-FUZZ_SRCS_tracedat := host/sink/tracedat_read.c host/sink/writer.c host/trace/ring.c \
+FUZZ_SRCS_tracedat := host/sink/tracedat_read.c host/sink/tracedat_replay.c host/sink/writer.c host/trace/ring.c \
                       host/sink/sink_function.c host/sink/sink_graph.c host/sink/sink_io.c \
                       host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_tracedat := $(shell pkg-config --cflags --libs libtracecmd libtraceevent)

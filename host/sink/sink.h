@@ -56,6 +56,11 @@ struct sink {
  * line; function_graph indents at most this many levels (the host's shadow-stack bound). */
 #define SINK_GRAPH_MAX_DEPTH 128
 
+/* Clears @s and sets what every sink has: its @ops, @out (borrowed), @syms (borrowed) and @nr_cpus.
+ * The sink's init then adds its own. Main thread. */
+void sink_setup(struct sink *s, const struct sink_ops *ops, FILE *out, const struct vmi_symtab *syms,
+		unsigned nr_cpus);
+
 /* Writes @len bytes of @buf to s->out, unless a write already failed: the first failure's errno
  * goes to s->err and every later write is skipped. Sinks write only through these three. Writer
  * thread. */

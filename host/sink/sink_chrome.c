@@ -445,11 +445,7 @@ int sink_chrome_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, u
 {
 	struct chrome *c;
 
-	memset(s, 0, sizeof(*s));
-	s->ops = &chrome_ops;
-	s->out = out;
-	s->syms = syms;
-	s->nr_cpus = nr_cpus;
+	sink_setup(s, &chrome_ops, out, syms, nr_cpus);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -1;

@@ -320,11 +320,7 @@ int sink_folded_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, u
 {
 	struct folded *f;
 
-	memset(s, 0, sizeof(*s));
-	s->ops = &folded_ops;
-	s->out = out;
-	s->syms = syms;
-	s->nr_cpus = nr_cpus;
+	sink_setup(s, &folded_ops, out, syms, nr_cpus);
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;

@@ -133,9 +133,13 @@ static unsigned function_record(struct sink *s, const struct hvt_record *r,
 		sink_write_line(s, line, sizeof(line), n);
 		return 1;
 	}
-	if (r->type == HVT_REC_EVENT && s->payload && s->event_of && s->event_of(s->event_ctx, r->ip)) {
+	/* the spec looked up once per record */
+	const struct fe_spec *e = r->type == HVT_REC_EVENT && s->payload && s->event_of
+					  ? s->event_of(s->event_ctx, r->ip)
+					  : NULL;
+
+	if (e) {
 		const uint8_t *payload = s->payload;
-		const struct fe_spec *e = s->event_of(s->event_ctx, r->ip);
 		char ev[4096];
 
 		/* one line per -e event of the function, each from its part of the payload */
@@ -184,9 +188,5 @@ static const struct sink_ops function_ops = {
 
 void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
 {
-	memset(s, 0, sizeof(*s));
-	s->ops = &function_ops;
-	s->out = out;
-	s->syms = syms;
-	s->nr_cpus = nr_cpus;
+	sink_setup(s, &function_ops, out, syms, nr_cpus);
 }

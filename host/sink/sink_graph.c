@@ -24,18 +24,16 @@ static int cpu_width(unsigned nr_cpus)
 
 char sink_graph_mark(uint64_t ns)
 {
-	if (ns > 1000000000ull)
-		return '$';
-	if (ns > 100000000ull)
-		return '@';
-	if (ns > 10000000ull)
-		return '*';
-	if (ns > 1000000ull)
-		return '#';
-	if (ns > 100000ull)
-		return '!';
-	if (ns > 10000ull)
-		return '+';
+	/* the kernel's trace_find_mark: the first threshold exceeded, from the longest */
+	static const struct {
+		uint64_t above;
+		char mark;
+	} marks[] = {{1000000000ull, '$'}, {100000000ull, '@'}, {10000000ull, '*'},
+		     {1000000ull, '#'},	   {100000ull, '!'},	{10000ull, '+'}};
+
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if (ns > marks[i].above)
+			return marks[i].mark;
 	return ' ';
 }
 
@@ -360,11 +358,7 @@ static const struct sink_ops graph_ops = {
 int sink_graph_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus,
 		    bool retval, bool tail)
 {
-	memset(s, 0, sizeof(*s));
-	s->ops = &graph_ops;
-	s->out = out;
-	s->syms = syms;
-	s->nr_cpus = nr_cpus;
+	sink_setup(s, &graph_ops, out, syms, nr_cpus);
 	s->graph_retval = retval;
 	s->graph_tail = tail;
 	s->priv = calloc(nr_cpus, sizeof(struct graph_cpu));

@@ -6,6 +6,17 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <string.h>
+
+void sink_setup(struct sink *s, const struct sink_ops *ops, FILE *out, const struct vmi_symtab *syms,
+		unsigned nr_cpus)
+{
+	memset(s, 0, sizeof(*s));
+	s->ops = ops;
+	s->out = out;
+	s->syms = syms;
+	s->nr_cpus = nr_cpus;
+}
 
 /* Keeps the first failure's errno (EIO when the library set none). */
 static void failed(struct sink *s)

@@ -228,9 +228,5 @@ static const struct sink_ops json_ops = {
 
 void sink_json_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
 {
-	memset(s, 0, sizeof(*s));
-	s->ops = &json_ops;
-	s->out = out;
-	s->syms = syms;
-	s->nr_cpus = nr_cpus;
+	sink_setup(s, &json_ops, out, syms, nr_cpus);
 }

@@ -160,21 +160,13 @@ int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink 
 	w->payload = malloc(2 * (WRITER_PAYLOAD_MAX + 64));
 	w->next_payload = w->payload ? w->payload + WRITER_PAYLOAD_MAX + 64 : NULL;
 	if (!w->events || !w->dropped_lost || !w->payload) {
-		free(w->events);
-		free(w->dropped_lost);
-		free(w->payload);
-		w->events = NULL;
-		w->dropped_lost = NULL;
-		w->payload = NULL;
+		writer_free(w);
 		return -ENOMEM;
 	}
 	sink->ops->begin(sink);
 	e = pthread_create(&w->thread, NULL, writer_thread, w);
 	if (e) {
-		free(w->events);
-		free(w->dropped_lost);
-		w->events = NULL;
-		w->dropped_lost = NULL;
+		writer_free(w);
 		return -e;
 	}
 	return 0;
@@ -186,14 +178,15 @@ static void pending_losses(struct writer *w)
 {
 	for (unsigned i = 0; i < w->nr; i++) {
 		struct ring *ring = &w->rings[i];
-		struct hvt_record r = {.ts = w->last_ts, .type = HVT_REC_LOST};
+		struct hvt_record r;
 		uint64_t dropped = w->dropped_lost[i].value;
 
 		if (!ring->lost_pending && !dropped)
 			continue;
-		r.cpu = ring->lost_pending ? ring->lost_cpu : w->dropped_lost[i].cpu;
-		r.value = ring->lost_pending + dropped < dropped ? UINT64_MAX
-								 : ring->lost_pending + dropped;
+		hvt_record_lost(&r, w->last_ts,
+				ring->lost_pending ? ring->lost_cpu : w->dropped_lost[i].cpu,
+				ring->lost_pending + dropped < dropped ? UINT64_MAX
+								       : ring->lost_pending + dropped);
 		ring->lost_pending = 0;
 		w->dropped_lost[i].value = 0;
 		w->sink->payload = NULL;

@@ -65,4 +65,15 @@ static inline void hvt_record_entry(struct hvt_record *r, uint64_t ts, unsigned 
 	memcpy(r->comm, task->comm, VMI_COMM_LEN);
 }
 
+/* Fills @r as a loss mark: @n events of vCPU @cpu lost just before @ts (every other field 0). Pure;
+ * allocation- and format-free (hot path). */
+static inline void hvt_record_lost(struct hvt_record *r, uint64_t ts, unsigned cpu, uint64_t n)
+{
+	memset(r, 0, sizeof(*r));
+	r->ts = ts;
+	r->cpu = (uint16_t)cpu;
+	r->type = HVT_REC_LOST;
+	r->value = n;
+}
+
 #endif

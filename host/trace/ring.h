@@ -101,13 +101,7 @@ static inline bool ring_emit(struct ring *r, const struct hvt_record *rec, const
 		return false;
 	}
 	if (r->lost_pending) {
-		struct hvt_record *l = ring_slot(r, 0);
-
-		memset(l, 0, sizeof(*l));
-		l->ts = rec->ts;
-		l->cpu = r->lost_cpu;
-		l->type = HVT_REC_LOST;
-		l->value = r->lost_pending;
+		hvt_record_lost(ring_slot(r, 0), rec->ts, r->lost_cpu, r->lost_pending);
 		r->lost_pending = 0;
 		ring_commit_n(r, 1);
 	}

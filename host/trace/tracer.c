@@ -1,3 +1,5 @@
+/* The tracer: set-up, the hit path (entries, returns, triggers, stacks into the vCPU rings) and its
+ * counters; attach and detach are tracer_attach.c. */
 #include "host/trace/tracer.h"
 #include "arch/x86/x86_insn.h"
 #include "host/trace/clock.h"
@@ -38,7 +40,8 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 	for (unsigned i = 0; i < t->nr_cpus; i++) {
 		atomic_store(&t->cpu[i].busy_since, UINT64_MAX);
 	}
-	/* the stub's records arrive in bursts the guest's small rings cannot hold: room for 4 times more */
+	/* the stub's records arrive in bursts the guest's small rings cannot hold: room for 4 times
+	 * more */
 	for (unsigned i = 0; i < t->nr_rings; i++)
 		if (ring_init(&t->rings[i], opts->ring_records * (i < t->nr_cpus ? 1 : 4)) < 0)
 			goto nomem;
@@ -137,264 +140,6 @@ int tracer_set_graph_root(struct tracer *t, uint32_t id)
 	return 0;
 }
 
-/* Whether probe @p can be a stub probe in this configuration (set_graph_function with lazy arming, or
- * fields read from guest memory at the call, need trap probes). */
-static bool stub_capable(const struct tracer *t, const struct probe *p)
-{
-	return t->opts.stub && stub_drain_capable(p) && !tracer_has_trigger(t, p);
-}
-
-/* NOP5 -> CALL rel32 is five bytes: only with every vCPU stopped. */
-static int attach_stubs(struct tracer *t, char *err, size_t errlen)
-{
-	struct stub_drain_cfg cfg = {
-		.tgt = t->tgt,
-		.probes = &t->probes,
-		.rings = t->rings + t->nr_cpus,
-		.nr_cpus = t->nr_cpus,
-		.task = &t->task,
-		.returns = t->opts.returns,
-		.graph = t->opts.graph_filter,
-		.max_depth = t->opts.max_depth,
-		.keep = t->opts.keep,
-		.tracing = &t->tracing,
-		/* --buffer-size-kb is the guest's ring size too, in bytes per CPU */
-		.max_records = t->opts.ring_records * sizeof(struct hvt_record) / STUB_REC_SIZE,
-		.exact_records = t->opts.ring_exact,
-		.max_payload = t->max_payload,
-		.t0 = t->t0,
-		.backpressure = t->opts.stub_backpressure,
-	};
-	int ret = t->tgt->ops->pause(t->tgt);
-
-	if (ret < 0) {
-		snprintf(err, errlen, "cannot stop the vCPUs to patch: %s", strerror(-ret));
-		return ret;
-	}
-	ret = stub_drain_attach(&t->stub, &cfg, err, errlen);
-	t->tgt->ops->resume(t->tgt);
-	return ret;
-}
-
-/* The trampoline's guest-physical address and byte, through vCPU 0's page tables at attach. */
-static int resolve_trampoline(struct tracer *t)
-{
-	struct target *tgt = t->tgt;
-
-	if (tgt->ops->translate(tgt, 0, t->trampoline, &t->trampoline_gpa) < 0 ||
-	    tgt->ops->read_phys(tgt, t->trampoline_gpa, &t->trampoline_orig, 1) < 0)
-		return -EFAULT;
-	return 0;
-}
-
-int tracer_attach(struct tracer *t, char *err, size_t errlen)
-{
-	int ret;
-
-	t->t0 = clock_now_ns();
-	for (size_t i = 0; i < t->probes.nr; i++) {
-		struct probe *p = &t->probes.v[i];
-
-		p->hooks_return = t->opts.returns && (t->opts.hook_all || p->ret_probe);
-	}
-	atomic_store(&t->active, 1);
-	t->tgt->ops->set_bp_handler(t->tgt, tracer_hit, t);
-	if (t->trampoline) {
-		ret = resolve_trampoline(t);
-		if (ret == 0)
-			ret = t->tgt->ops->insert_bp(t->tgt, t->trampoline, t->trampoline_gpa,
-						     t->trampoline_orig);
-		if (ret < 0) {
-			snprintf(err, errlen, "return trampoline at 0x%llx: cannot write INT3: %s",
-				 (unsigned long long)t->trampoline, strerror(-ret));
-			atomic_store(&t->active, 0);
-			return ret;
-		}
-		t->trampoline_inserted = true;
-	}
-	if (t->opts.lazy) {
-		/* every site is checked now; only the graph roots are armed until one is entered */
-		ret = probe_verify_all(&t->probes, t->tgt, err, errlen);
-		for (size_t i = 0; ret == 0 && i < t->probes.nr; i++)
-			if (t->probes.v[i].graph_root)
-				ret = probe_insert(&t->probes.v[i], t->tgt);
-		if (ret < 0 && !*err)
-			snprintf(err, errlen, "cannot insert a breakpoint: %s", strerror(-ret));
-		if (ret < 0)
-			probe_remove_all(&t->probes, t->tgt);
-	} else {
-		bool stubs = false;
-
-		for (size_t i = 0; i < t->probes.nr; i++) {
-			t->probes.v[i].stub = stub_capable(t, &t->probes.v[i]);
-			stubs |= t->probes.v[i].stub;
-		}
-		ret = probe_insert_all(&t->probes, t->tgt, err, errlen);
-		if (ret == 0 && stubs) {
-			ret = attach_stubs(t, err, errlen);
-			if (ret < 0)
-				probe_remove_all(&t->probes, t->tgt);
-		}
-	}
-	if (ret < 0) {
-		atomic_store(&t->active, 0);
-		if (t->trampoline_inserted)
-			t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_gpa,
-					       t->trampoline_orig);
-		t->trampoline_inserted = false;
-		return ret;
-	}
-	t->attached = true;
-	return 0;
-}
-
-/* Writes back the return address of one shadow entry if its slot still points at the trampoline: at
- * the guest-physical address the hooking vCPU wrote the trampoline to, whatever page tables any
- * vCPU holds now. */
-static void restore_slot(void *ctx, const struct shadow_entry *e)
-{
-	struct tracer *t = ctx;
-	uint64_t cur;
-
-	/* newest first: a tail call's frames (several on one slot, the newer ones saving the trampoline)
-	 * each count as a return handed back, and the oldest writes the real address last */
-	if (t->tgt->ops->read_phys(t->tgt, e->slot_gpa, &cur, 8) < 0 || cur != t->trampoline)
-		return;
-	if (t->tgt->ops->write_phys(t->tgt, e->slot_gpa, &e->orig, 8) == 0)
-		t->restored_slots++;
-}
-
-/* After the probes are out: names each site the guest rewrote over our patch. */
-static void report_rewritten(struct tracer *t)
-{
-	t->text_rewritten += probe_report_rewritten(&t->probes, t->tgt);
-}
-
-/* Returns already taken but not trapped yet: the RET popped the slot and, before the trampoline's
- * breakpoint fired, the vCPU took an interrupt (between two instructions). The hardware pushed its
- * frame (RIP, CS, RFLAGS, RSP, SS) on that stack, below the popped slot and 16-byte aligned, with
- * RIP on the trampoline and RSP one past the slot; with the probes gone, its IRET would run the
- * trampoline's own code (a RET that pops whatever is next). The frame gets the real return address
- * instead. Kept here between the scan and the shadow's update. */
-struct interrupted {
-	struct tracer *t;
-	uint64_t slots[64];
-	unsigned nr;
-};
-
-static void unhook_interrupted_one(void *ctx, const struct shadow_entry *e)
-{
-	struct interrupted *in = ctx;
-	struct tracer *t = in->t;
-	uint64_t frame = ((e->slot + 8) & ~15ull) - 40, f[5], orig;
-
-	if (in->nr == sizeof(in->slots) / sizeof(in->slots[0]) ||
-	    t->tgt->ops->read_virt(t->tgt, 0, frame, f, sizeof(f)) < 0 || f[0] != t->trampoline ||
-	    (f[1] & 3) != 0 || f[3] != e->slot + 8)
-		return;
-	for (unsigned i = 0; i < in->nr; i++)
-		if (in->slots[i] == e->slot)
-			return; /* a tail call's frames: one interrupted return */
-	orig = shadow_resolve(&t->shadow, e->slot);
-	if (orig && t->tgt->ops->write_virt(t->tgt, 0, frame, &orig, 8) == 0)
-		in->slots[in->nr++] = e->slot;
-}
-
-static void unhook_interrupted(struct tracer *t)
-{
-	struct interrupted in = {.t = t};
-
-	shadow_for_each(&t->shadow, unhook_interrupted_one, &in);
-	for (unsigned i = 0; i < in.nr; i++) {
-		t->restored_slots += shadow_forget(&t->shadow, in.slots[i]);
-		t->interrupted_returns++;
-	}
-}
-
-/* A vCPU stopped right on the trampoline (its RET already popped the slot) resumes at the real return
- * address instead. */
-static void unhook_cpus(struct tracer *t)
-{
-	for (unsigned i = 0; i < t->nr_cpus; i++) {
-		struct x86_regs regs;
-		uint64_t orig;
-
-		if (t->tgt->ops->get_regs(t->tgt, i, &regs) < 0 || regs.rip != t->trampoline)
-			continue;
-		orig = shadow_resolve(&t->shadow, regs.rsp - 8);
-		if (!orig)
-			continue;
-		regs.rip = orig;
-		if (t->tgt->ops->set_regs(t->tgt, i, &regs) == 0)
-			/* its slot was popped already: not to be written back again */
-			t->restored_slots += shadow_forget(&t->shadow, regs.rsp - 8);
-	}
-}
-
-size_t tracer_forget_range(struct tracer *t, uint64_t lo, uint64_t hi)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < t->probes.nr; i++) {
-		struct probe *p = &t->probes.v[i];
-
-		if (p->stub && p->patched && p->addr >= lo && p->addr < hi) {
-			p->patched = false;
-			n++;
-		}
-	}
-	return n;
-}
-
-int tracer_detach(struct tracer *t)
-{
-	int ret;
-
-	if (!t->attached)
-		return 0;
-	t->tgt->ops->pause(t->tgt);
-	atomic_store(&t->active, 0);
-	if (t->before_detach)
-		t->before_detach(t->before_detach_ctx);
-	ret = probe_remove_all(&t->probes, t->tgt);
-	if (t->stub.stub.placed) {
-		int r = stub_drain_detach(&t->stub);
-
-		t->restored_slots += t->stub.stub.restored_slots;
-		if (r < 0 && !ret)
-			ret = r;
-	}
-	if (t->trampoline) {
-		unhook_cpus(t);
-		unhook_interrupted(t);
-		shadow_for_each(&t->shadow, restore_slot, t);
-		shadow_clear(&t->shadow);
-		if (t->trampoline_inserted) {
-			int r = t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_gpa,
-						       t->trampoline_orig);
-
-			if (r == -ESTALE) {
-				uint8_t now = 0;
-
-				t->tgt->ops->read_phys(t->tgt, t->trampoline_gpa, &now, 1);
-				fprintf(stderr,
-					"hvtrace: return trampoline at 0x%" PRIx64
-					" was rewritten by the guest (guest-physical 0x%" PRIx64
-					" holds %02x): left as it is\n",
-					t->trampoline, t->trampoline_gpa, now);
-				t->text_rewritten++;
-			} else if (r < 0 && !ret) {
-				ret = r;
-			}
-			t->trampoline_inserted = r < 0 && r != -ESTALE;
-		}
-	}
-	report_rewritten(t);
-	t->tgt->ops->resume(t->tgt);
-	t->attached = false;
-	return ret;
-}
-
 /* Publishes @rec (and @len bytes of @payload) in this vCPU's ring; waits for the writer rather than
  * lose the event, unless the tracer is detached: then the event is counted lost (and marked in the
  * stream, ring_lost). */
@@ -444,8 +189,8 @@ static void disarm(struct tracer *t, unsigned roots)
 	pthread_mutex_unlock(&t->arm_lock);
 }
 
-/* Frames dropped from a shadow stack (abandoned without returning): counted, and for lazy arming the
- * graph roots among them are remembered, to disarm once the stack lock is released. */
+/* Frames dropped from a shadow stack (abandoned without returning): counted, and for lazy arming
+ * the graph roots among them are remembered, to disarm once the stack lock is released. */
 struct dropped {
 	struct tracer *t;
 	unsigned roots;
@@ -490,13 +235,13 @@ static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t
 	shadow_drop_dead(&t->shadow, st, slot, orig, count_unwound, &d);
 	top = shadow_top(st);
 	e = (struct shadow_entry){
-		.slot = slot,
-		.slot_gpa = slot_gpa,
-		.orig = orig,
-		.t_entry = now,
-		.probe = p->id,
-		.depth = top ? top->depth + 1 : 0,
-		.in_graph = (top && top->in_graph) || p->graph_root,
+	    .slot = slot,
+	    .slot_gpa = slot_gpa,
+	    .orig = orig,
+	    .t_entry = now,
+	    .probe = p->id,
+	    .depth = top ? top->depth + 1 : 0,
+	    .in_graph = (top && top->in_graph) || p->graph_root,
 	};
 	if ((t->opts.graph_filter && !e.in_graph) ||
 	    (t->opts.max_depth && e.depth >= t->opts.max_depth)) {
@@ -535,21 +280,32 @@ static int event_read(void *ctx, uint64_t gva, void *buf, size_t len)
 	return r->tgt->ops->read_virt(r->tgt, r->cpu, gva, buf, len);
 }
 
-/* The record of an entry or a return at @now of probe @p on @cpu, with the task running there. */
-static void make_record(struct tracer *t, struct hvt_record *rec, enum hvt_rec_type type,
-			unsigned cpu, const struct probe *p, uint64_t now, uint64_t parent, uint8_t depth)
-{
-	struct event_reader rd = {t->tgt, cpu};
+/* The task running on a vCPU during one hit, read from the guest at most once: the vCPU is stopped,
+ * so every record of the hit (the call, its triggers' stack and snapshot marks) names the same. */
+struct hit_task {
+	bool known;
 	struct vmi_task task;
+};
 
-	vmi_task_current(&t->task, cpu, event_read, &rd, &task);
-	hvt_record_entry(rec, now - t->t0, cpu, p->addr, parent, &task);
+/* The record of an entry or a return at @now of probe @p on @cpu, with the task running there
+ * (@ht: read on first use in this hit). */
+static void make_record(struct tracer *t, struct hit_task *ht, struct hvt_record *rec,
+			enum hvt_rec_type type, unsigned cpu, const struct probe *p, uint64_t now,
+			uint64_t parent, uint8_t depth)
+{
+	if (!ht->known) {
+		struct event_reader rd = {t->tgt, cpu};
+
+		vmi_task_current(&t->task, cpu, event_read, &rd, &ht->task);
+		ht->known = true;
+	}
+	hvt_record_entry(rec, now - t->t0, cpu, p->addr, parent, &ht->task);
 	rec->type = (uint8_t)type;
 	rec->depth = depth;
 }
 
-/* An event's fields captured now (arguments as they are at the call, @regs) into this vCPU's scratch
- * buffer; returns their length. */
+/* An event's fields captured now (arguments as they are at the call, @regs) into this vCPU's
+ * scratch buffer; returns their length. */
 static size_t capture(struct tracer *t, unsigned cpu, const struct fe_spec *spec,
 		      const struct x86_regs *regs)
 {
@@ -601,26 +357,26 @@ static uint64_t hooked_return(void *ctx, uint64_t slot)
 }
 
 /* stacktrace: the guest's call chain at this entry, as an HVT_REC_STACK record with its task. */
-static void stack_record(struct tracer *t, unsigned cpu, const struct probe *p,
+static void stack_record(struct tracer *t, struct hit_task *ht, unsigned cpu, const struct probe *p,
 			 const struct x86_regs *regs, uint64_t now)
 {
 	struct event_reader rd = {t->tgt, cpu};
 	struct stack_resolver sr = {t, &rd};
 	struct trigger_stack_cfg cfg = {
-		.text_lo = t->opts.text_lo,
-		.text_hi = t->opts.text_hi,
-		.no_frame_pointers = t->opts.no_frame_pointers,
-		.read = stack_read,
-		.ctx = &sr,
-		.trampoline = t->trampoline,
-		.resolve = hooked_return,
+	    .text_lo = t->opts.text_lo,
+	    .text_hi = t->opts.text_hi,
+	    .no_frame_pointers = t->opts.no_frame_pointers,
+	    .read = stack_read,
+	    .ctx = &sr,
+	    .trampoline = t->trampoline,
+	    .resolve = hooked_return,
 	};
 	uint64_t frames[TRIGGER_MAX_FRAMES];
 	struct hvt_record rec;
 	size_t n;
 
 	n = trigger_walk_stack(&cfg, p->addr, regs->rsp, regs->rbp, frames, TRIGGER_MAX_FRAMES);
-	make_record(t, &rec, HVT_REC_STACK, cpu, p, now, 0, 0);
+	make_record(t, ht, &rec, HVT_REC_STACK, cpu, p, now, 0, 0);
 	rec.value = n * sizeof(frames[0]);
 	emit(t, cpu, &rec, frames, rec.value);
 }
@@ -638,8 +394,9 @@ static bool triggered(const struct tracer *t, const struct probe *p, bool before
 /* The triggers of probe @p at its entry on @cpu at @now: traceon before the call is recorded
  * (@before), the others after it, so the call itself shows either way. Only for calls the task
  * and CPU filters (-P, --comm, --cpu) keep. */
-static void fire_triggers(struct tracer *t, unsigned cpu, const struct probe *p,
-			  const struct x86_regs *regs, uint64_t now, bool before)
+static void fire_triggers(struct tracer *t, struct hit_task *ht, unsigned cpu,
+			  const struct probe *p, const struct x86_regs *regs, uint64_t now,
+			  bool before)
 {
 	uint64_t ts = now - t->t0;
 
@@ -648,7 +405,7 @@ static void fire_triggers(struct tracer *t, unsigned cpu, const struct probe *p,
 	if (t->opts.keep) {
 		struct hvt_record call;
 
-		make_record(t, &call, HVT_REC_ENTRY, cpu, p, now, 0, 0);
+		make_record(t, ht, &call, HVT_REC_ENTRY, cpu, p, now, 0, 0);
 		if (!rec_filter_keep(t->opts.keep, &call, NULL, 0))
 			return;
 	}
@@ -667,13 +424,13 @@ static void fire_triggers(struct tracer *t, unsigned cpu, const struct probe *p,
 			break;
 		case TRIG_STACKTRACE:
 			if (tracing_state_at(&t->tracing, ts) && take(tt))
-				stack_record(t, cpu, p, regs, now);
+				stack_record(t, ht, cpu, p, regs, now);
 			break;
 		case TRIG_SNAPSHOT:
 			if (take(tt)) {
 				struct hvt_record rec;
 
-				make_record(t, &rec, HVT_REC_SNAPSHOT, cpu, p, now, 0, 0);
+				make_record(t, ht, &rec, HVT_REC_SNAPSHOT, cpu, p, now, 0, 0);
 				rec.value = atomic_fetch_add(&t->snapshots, 1) + 1;
 				emit(t, cpu, &rec, NULL, 0);
 			}
@@ -685,6 +442,7 @@ static void fire_triggers(struct tracer *t, unsigned cpu, const struct probe *p,
 static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
 {
 	struct tracer_cpu *c = &t->cpu[cpu];
+	struct hit_task ht = {.known = false};
 	struct hvt_record rec;
 	uint64_t orig = 0, now;
 	uint8_t depth = 0;
@@ -693,7 +451,7 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
 	now = clock_now_ns();
 	if (t->nr_triggers)
-		fire_triggers(t, cpu, p, regs, now, true);
+		fire_triggers(t, &ht, cpu, p, regs, now, true);
 	if (t->tgt->ops->read_virt(t->tgt, cpu, regs->rsp, &orig, sizeof(orig)) < 0) {
 		miss(p);
 		if (t->opts.returns)
@@ -711,12 +469,13 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 		goto out;
 	if (p->event)
 		len = capture(t, cpu, p->event, regs);
-	make_record(t, &rec, p->event ? HVT_REC_EVENT : HVT_REC_ENTRY, cpu, p, now, orig, depth);
+	make_record(t, &ht, &rec, p->event ? HVT_REC_EVENT : HVT_REC_ENTRY, cpu, p, now, orig,
+		    depth);
 	rec.value = len;
 	emit(t, cpu, &rec, t->scratch[cpu], len);
 out:
 	if (t->nr_triggers)
-		fire_triggers(t, cpu, p, regs, now, false);
+		fire_triggers(t, &ht, cpu, p, regs, now, false);
 	atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
 	return 0;
 }
@@ -728,6 +487,7 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 	struct shadow_stack *st;
 	struct shadow_entry e;
 	struct hvt_record rec;
+	struct hit_task ht = {.known = false};
 	struct dropped d = {.t = t};
 	const struct probe *p;
 	size_t len = 0;
@@ -742,7 +502,8 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 	if (t->opts.lazy)
 		disarm(t, d.roots + (found && t->probes.v[e.probe].graph_root));
 	if (!found) {
-		/* Not ours: nothing can be resumed safely. The vCPU faults with RIP on the trampoline. */
+		/* Not ours: nothing can be resumed safely. The vCPU faults with RIP on the
+		 * trampoline. */
 		atomic_fetch_add(&t->orphan_returns, 1);
 		atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
 		return -ENOENT;
@@ -757,8 +518,8 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 			ret.rdi = regs->rax;
 			len = capture(t, cpu, p->ret_event, &ret);
 		}
-		make_record(t, &rec, p->ret_event ? HVT_REC_RETURN_EVENT : HVT_REC_RETURN, cpu, p, now,
-			    e.orig, e.depth);
+		make_record(t, &ht, &rec, p->ret_event ? HVT_REC_RETURN_EVENT : HVT_REC_RETURN, cpu,
+			    p, now, e.orig, e.depth);
 		rec.value = p->ret_event ? len : regs->rax;
 		rec.duration = now - e.t_entry;
 		emit(t, cpu, &rec, t->scratch[cpu], len);
@@ -812,31 +573,31 @@ unsigned long long tracer_lost(const struct tracer *t)
 void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 {
 	*out = (struct tracer_stats){
-		.probes = t->probes.nr,
-		.restored_slots = t->restored_slots,
-		.interrupted_returns = t->interrupted_returns,
-		.text_rewritten = t->text_rewritten,
-		.orphan_returns = atomic_load(&t->orphan_returns),
-		.slots_above_4g = atomic_load(&t->slots_above_4g),
-		.arms = t->arms,
-		.lost = tracer_lost(t),
-		.stub_probes = t->stub.nr_probes,
-		.stub_records = t->stub.records,
-		.stub_lost = t->stub.lost,
-		.stub_guest_lost = t->stub.guest_lost,
-		.stub_rejected = t->stub.rejected,
-		.stub_ring_records = t->stub.stub.ring_records,
-		.stub_region_bytes = t->stub.stub.reg.size,
-		.stub_region_where = t->stub.stub.reg.where ? t->stub.stub.reg.where : "-",
-		.stub_cpu_from = t->stub.stub.cpu_from ? t->stub.stub.cpu_from : "-",
-		.stub_host_stalls = stub_drain_stalls(&t->stub),
-		.stub_pauses = t->stub.pauses,
-		.stub_wait_timeouts = t->stub.stub.wait_timeouts,
-		.stub_waits = stub_guest_waits(&t->stub.stub),
-		.stub_paused_ns = t->stub.paused_ns,
-		.stub_backpressure = t->opts.stub_backpressure,
-		.stub_mapped = t->stub.stub.placed,
-		.filtered = atomic_load(&t->filtered) + atomic_load(&t->stub.filtered),
+	    .probes = t->probes.nr,
+	    .restored_slots = t->restored_slots,
+	    .interrupted_returns = t->interrupted_returns,
+	    .text_rewritten = t->text_rewritten,
+	    .orphan_returns = atomic_load(&t->orphan_returns),
+	    .slots_above_4g = atomic_load(&t->slots_above_4g),
+	    .arms = t->arms,
+	    .lost = tracer_lost(t),
+	    .stub_probes = t->stub.nr_probes,
+	    .stub_records = t->stub.records,
+	    .stub_lost = t->stub.lost,
+	    .stub_guest_lost = t->stub.guest_lost,
+	    .stub_rejected = t->stub.rejected,
+	    .stub_ring_records = t->stub.stub.ring_records,
+	    .stub_region_bytes = t->stub.stub.reg.size,
+	    .stub_region_where = t->stub.stub.reg.where ? t->stub.stub.reg.where : "-",
+	    .stub_cpu_from = t->stub.stub.cpu_from ? t->stub.stub.cpu_from : "-",
+	    .stub_host_stalls = stub_drain_stalls(&t->stub),
+	    .stub_pauses = t->stub.pauses,
+	    .stub_wait_timeouts = t->stub.stub.wait_timeouts,
+	    .stub_waits = stub_guest_waits(&t->stub.stub),
+	    .stub_paused_ns = t->stub.paused_ns,
+	    .stub_backpressure = t->opts.stub_backpressure,
+	    .stub_mapped = t->stub.stub.placed,
+	    .filtered = atomic_load(&t->filtered) + atomic_load(&t->stub.filtered),
 	};
 }
 
@@ -848,15 +609,6 @@ void tracer_stop_drain(struct tracer *t)
 void tracer_cut(struct tracer *t)
 {
 	stub_drain_cut(&t->stub);
-}
-
-int tracer_takeover_detach(struct tracer *t)
-{
-	if (!t->attached)
-		return 0;
-	shadow_break_locks(&t->shadow);
-	stub_drain_forget_thread(&t->stub);
-	return tracer_detach(t);
 }
 
 void tracer_free(struct tracer *t)

@@ -50,8 +50,8 @@ struct tracer_cpu {
 	unsigned long long lost;		   /* events not recorded (detach while the ring was full) */
 };
 
-/* The tracer's state is its own: code outside host/trace/tracer.c reads it through the accessors
- * below and never writes it. */
+/* The tracer's state is its own: code outside host/trace/tracer.c and tracer_attach.c reads it
+ * through the accessors below and never writes it. */
 struct tracer {
 	struct target *tgt; /* borrowed */
 	struct tracer_opts opts;
@@ -96,7 +96,7 @@ struct tracer {
 struct tracer_stats {
 	size_t probes;
 	unsigned long long restored_slots, orphan_returns, arms, lost;
-	unsigned long long interrupted_returns; /* restored in an interrupt's frame (see tracer.c) */
+	unsigned long long interrupted_returns; /* in an interrupt's frame (tracer_attach.c) */
 	unsigned long long slots_above_4g; /* hooked return slots at guest-physical >= 4 GiB */
 	unsigned text_rewritten; /* sites the guest rewrote over a patch: reported, left alone */
 	/* stub probes (all 0 without) */

@@ -1,7 +1,8 @@
 /* What a detach leaves in the guest, over a fake target whose memory and registers the test holds:
  * a takeover after hvtrace died in the middle of a return (entry popped, RIP not yet written), a
  * return an interrupt caught on the trampoline (its frame gets the return address), and
- * --verify-text telling a byte hvtrace left behind from the kernel's own patching. */
+ * --verify-text telling a byte hvtrace left behind from the kernel's own patching; and that one hit
+ * reads the running task once. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -24,6 +25,8 @@
 #define STACK  0x200000ull   /* a 16 KiB guest stack */
 #define SLOT   (STACK + 0x3f00)
 #define NOP5   "\x0f\x1f\x44\x00\x00"
+#define PERCPU 0x300000ull /* the current-task pointer of vCPU 0, then the task struct */
+#define TASK   (PERCPU + 0x40)
 
 struct fixture {
 	struct fake_target f;
@@ -34,11 +37,19 @@ struct fixture {
 	struct vmi_sites sites;
 	const struct vmi_site *sel[2];
 	struct tracer tr;
+	uint8_t percpu[0x80];
+	unsigned task_reads; /* reads of the current-task pointer */
 };
 
 static struct fixture *fx(struct target *t)
 {
 	return (struct fixture *)fake_target_of(t);
+}
+
+static int read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
+{
+	fx(t)->task_reads += gva == PERCPU;
+	return fake_target_read_virt(t, cpu, gva, buf, len);
 }
 
 static int pause_ok(struct target *t)
@@ -77,7 +88,7 @@ static int remove_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
 }
 
 static const struct target_ops ops = {
-    .read_virt = fake_target_read_virt,
+    .read_virt = read_virt,
     .write_virt = fake_target_write_virt,
     .read_phys = fake_target_read_phys,
     .write_phys = fake_target_write_phys,
@@ -199,7 +210,8 @@ static void test_detach_after_return(void **state)
 
 /* func_a called with its return address CALLER at @slot and hooked; its RET then pops the slot,
  * and before the trampoline's breakpoint fires the vCPU takes an interrupt: the hardware frame
- * (RIP, CS, RFLAGS, RSP, SS) goes below the popped slot, 16-byte aligned, with RIP on the trampoline
+ * (RIP, CS, RFLAGS, RSP, SS) goes below the popped slot, 16-byte aligned, with RIP on the
+ * trampoline
  * (@frame_rsp: the RSP it saves). The vCPU is now in the handler, elsewhere. Returns the frame's
  * address. */
 static uint64_t return_interrupted(struct fixture *x, uint64_t slot, uint64_t frame_rsp)
@@ -362,6 +374,55 @@ static void test_verify_trampoline_and_neighbours(void **state)
 	fixture_free(&x);
 }
 
+/* One hit reads the task running on the vCPU once, whatever records it makes: the call, and its
+ * stacktrace and snapshot triggers' records all name that task. */
+static void test_task_read_once_per_hit(void **state)
+{
+	static const struct trigger stack = {.func = "func_a", .cmd = TRIG_STACKTRACE, .count = -1};
+	static const struct trigger snap = {.func = "func_a", .cmd = TRIG_SNAPSHOT, .count = -1};
+	struct tracer_opts opts = {.returns = true, .hook_all = true, .ring_records = 64};
+	struct vmi_task_layout task = {.valid = true, .pid_off = 0, .comm_off = 8};
+	struct x86_regs r = {.rip = SITE_A, .rsp = SLOT};
+	uint64_t ret = CALLER, cur = TASK;
+	int32_t pid = 42;
+	const struct hvt_record *rec;
+	unsigned types = 0, n = 0;
+	struct fixture x;
+
+	(void)state;
+	fixture_init(&x);
+	tracer_free(&x.tr);
+	task.current_slot[0] = PERCPU;
+	memcpy(x.percpu, &cur, 8);
+	memcpy(x.percpu + 0x40, &pid, 4);
+	memcpy(x.percpu + 0x48, "worker", 7);
+	fake_mem_map(&x.f.mem, PERCPU, x.percpu, sizeof(x.percpu));
+	assert_int_equal(tracer_init(&x.tr, &x.f.t, x.sel, 2, &task, &opts), 0);
+	assert_int_equal(tracer_add_trigger(&x.tr, 0, &stack), 0);
+	assert_int_equal(tracer_add_trigger(&x.tr, 0, &snap), 0);
+	attach(&x);
+	memcpy(x.stack + (SLOT - STACK), &ret, 8);
+	x.regs[0] = r;
+	x.task_reads = 0;
+	assert_int_equal(tracer_hit(&x.tr, 0, SITE_A, &x.regs[0]), 0);
+	assert_int_equal(x.task_reads, 1);
+	while ((rec = ring_peek(&x.tr.rings[0]))) {
+		uint64_t slots =
+		    1 + (hvt_record_has_payload(rec) ? hvt_record_payload_slots(rec->value) : 0);
+
+		assert_int_equal(rec->pid, 42);
+		assert_string_equal(rec->comm, "worker");
+		types |= 1u << rec->type;
+		n++;
+		while (slots--)
+			ring_pop(&x.tr.rings[0]);
+	}
+	assert_int_equal(types, 1u << HVT_REC_ENTRY | 1u << HVT_REC_STACK | 1u << HVT_REC_SNAPSHOT);
+	assert_int_equal(n, 3);
+	tracer_detach(&x.tr);
+	fixture_free(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +433,7 @@ int main(void)
 	    cmocka_unit_test(test_verify_kernel_own_changes),
 	    cmocka_unit_test(test_verify_catches_left_byte),
 	    cmocka_unit_test(test_verify_trampoline_and_neighbours),
+	    cmocka_unit_test(test_task_read_once_per_hit),
 	};
 
 	return cmocka_run_group_tests_name("restore", tests, NULL, NULL);
