@@ -323,7 +323,6 @@ int main(void)
 	    cmocka_unit_test(test_event_filter_refused),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_filter", tests, NULL, NULL);
 }

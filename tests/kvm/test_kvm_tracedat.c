@@ -396,7 +396,6 @@ int main(void)
 	    cmocka_unit_test(test_graph_rendering_matches_trace_cmd),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -389,7 +389,6 @@ int main(void)
 	    cmocka_unit_test(test_trigger_needs_int3_exits),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_trigger", tests, NULL, NULL);
 }

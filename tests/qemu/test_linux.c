@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "tests/common/hv_run.h"
+#include "tests/common/skip.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -2067,14 +2068,10 @@ int main(void)
 	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", dir);
 	snprintf(initrd, sizeof(initrd), "%s/initramfs.cpio.gz", dir);
 	snprintf(sysmap, sizeof(sysmap), "%s/System.map", dir);
-	if (system("command -v qemu-system-x86_64 >/dev/null") != 0) {
-		printf("SKIPPED: Linux guest tests: qemu-system-x86_64 is not installed\n");
-		return 0;
-	}
-	if (access(kernel, R_OK) || access(initrd, R_OK) || access(sysmap, R_OK)) {
-		printf("SKIPPED: Linux guest tests: no %s (make guest)\n", kernel);
-		return 0;
-	}
+	if (system("command -v qemu-system-x86_64 >/dev/null") != 0)
+		hv_skip_binary("Linux guest tests: qemu-system-x86_64 is not installed");
+	if (access(kernel, R_OK) || access(initrd, R_OK) || access(sysmap, R_OK))
+		hv_skip_binary("Linux guest tests: no %s (make guest)", kernel);
 	if (getenv("HVT_TEST_DOMAIN"))
 		snprintf(domain_name, sizeof(domain_name), "%s", getenv("HVT_TEST_DOMAIN"));
 	snprintf(console_log, sizeof(console_log), "/tmp/hvtrace-libvirt/%s/console.log", domain_name);

@@ -2,7 +2,7 @@
  * no disk, started paused with -S at the reset vector). QMP starts the gdbstub; the client lists
  * vCPUs, reads and writes registers and memory, runs a 4-byte real-mode loop it writes at 0x7c00
  * under a Z0 breakpoint, interrupts, detaches, re-attaches to the running VM, and sees QEMU exit.
- * Prints "SKIPPED:" when QEMU is not installed. QEMU is killed on every failure path. */
+ * Skipped (hv_skip_binary) when QEMU is not installed. QEMU is killed on every failure path. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "tests/common/hv_run.h"
+#include "tests/common/skip.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/qmp.h"
 
@@ -595,10 +596,7 @@ int main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	if (!find_qemu()) {
-		printf("SKIPPED: QEMU gdbstub integration: qemu-system-x86_64 not found (set "
-		       "$QEMU)\n");
-		return 0;
-	}
+	if (!find_qemu())
+		hv_skip_binary("QEMU gdbstub integration: qemu-system-x86_64 not found (set $QEMU)");
 	return cmocka_run_group_tests_name("qemu_gdbstub", tests, NULL, NULL);
 }
