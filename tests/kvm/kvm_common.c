@@ -66,6 +66,12 @@ bool kvm_offers_rdtscp(void)
 	return has;
 }
 
+void assert_ran(const struct hv_result *r)
+{
+	if (r->status != 0 || !strstr(r->console, "hvt-guest: ok\n"))
+		fail_msg("status %d, stderr: %s", r->status, r->err);
+}
+
 void kvm_require(void)
 {
 	int fd = open("/dev/kvm", O_RDWR);

@@ -16,6 +16,9 @@
 /* Path of a guest ELF (variant NULL, "loop" or "fault"), from $GUEST. */
 const char *hv_guest(const char *variant);
 
+/* Fails the running test, with hvtrace's status and stderr, unless @r exited 0 and the guest said
+ * "hvt-guest: ok" on its console. */
+void assert_ran(const struct hv_result *r);
 /* The guest's "hvt-guest: count F cpu C = N" value (0 when absent). */
 long guest_count(const struct hv_result *r, const char *func, unsigned cpu);
 /* Total over vCPUs of the guest's count for @func. */

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "tests/common/hv_run.h"
+#include "tests/common/port.h"
 #include "tests/common/skip.h"
 
 #include <arpa/inet.h>
@@ -240,20 +241,6 @@ static pid_t bare_pid = -1;
 static char record_dat[128];
 static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16], self_pid[16],
     fake_map[128];
-
-/* A TCP port free on loopback now. */
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
 
 static const char *arg(const char *a);
 
@@ -2075,11 +2062,11 @@ int main(void)
 	if (getenv("HVT_TEST_DOMAIN"))
 		snprintf(domain_name, sizeof(domain_name), "%s", getenv("HVT_TEST_DOMAIN"));
 	snprintf(console_log, sizeof(console_log), "/tmp/hvtrace-libvirt/%s/console.log", domain_name);
-	snprintf(qmp_tcp, sizeof(qmp_tcp), "tcp:127.0.0.1:%d", free_port());
+	snprintf(qmp_tcp, sizeof(qmp_tcp), "tcp:127.0.0.1:%d", hv_free_port());
 	snprintf(qmp_tcp_arg, sizeof(qmp_tcp_arg), "%s,server=on,wait=off", qmp_tcp);
 	snprintf(chardev_arg, sizeof(chardev_arg),
 		 "socket,id=hvtmon,path=/tmp/hvtrace-%s-mon.sock,server=on,wait=off", domain_name);
-	snprintf(gdb_arg, sizeof(gdb_arg), "tcp::%d", free_port());
+	snprintf(gdb_arg, sizeof(gdb_arg), "tcp::%d", hv_free_port());
 	snprintf(self_pid, sizeof(self_pid), "%d", (int)getpid());
 	snprintf(record_dat, sizeof(record_dat), "/tmp/hvt-record-%d.dat", (int)getpid());
 	snprintf(fake_map, sizeof(fake_map), "/tmp/hvtrace-%s-fake.map", domain_name);

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "tests/common/hv_run.h"
+#include "tests/common/port.h"
 #include "tests/common/skip.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/qmp.h"
@@ -101,21 +102,6 @@ static int qemu_wait(int ms)
 	return -1;
 }
 
-/* A TCP port on 127.0.0.1 nothing listens on right now. */
-static int free_port(void)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 /* Starts QEMU paused and connects QMP (state: vmq.pid, vmq.qmp). */
 static int setup(void **state)
 {
@@ -201,7 +187,7 @@ static void attach(void)
 	char dev[64], msg[160], err[256], want[160];
 	int rc;
 
-	vmq.port = free_port();
+	vmq.port = hv_free_port();
 	snprintf(dev, sizeof(dev), "tcp:127.0.0.1:%d", vmq.port);
 	assert_int_equal(qmp_gdbserver(&vmq.qmp, dev, msg, sizeof(msg)), 0);
 	snprintf(want, sizeof(want), "Waiting for gdb connection on device '%s'", dev);
