@@ -150,8 +150,8 @@ static size_t check_table(const struct probe_table *t, const struct site_set *s)
 }
 
 /* Thousands of sites in arithmetic progressions (kernel-like 16-byte stride, odd strides, 1 MiB,
- * 4 GiB): the multiplicative hash takes the product's top bits, so all of them spread out (few sites
- * displaced from their home slot), and each is found. */
+ * 4 GiB): the multiplicative hash takes the product's top bits, so all of them spread out (few
+ * sites displaced from their home slot), and each is found. */
 static void test_probe_many_progressions(void **state)
 {
 	static const struct {
