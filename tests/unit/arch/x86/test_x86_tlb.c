@@ -221,8 +221,10 @@ static void test_copy_virt_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_tlb_hit_and_miss), cmocka_unit_test(test_tlb_invalidate),
-	    cmocka_unit_test(test_tlb_walk_error),   cmocka_unit_test(test_copy_virt_pages),
+	    cmocka_unit_test(test_tlb_hit_and_miss),
+	    cmocka_unit_test(test_tlb_invalidate),
+	    cmocka_unit_test(test_tlb_walk_error),
+	    cmocka_unit_test(test_copy_virt_pages),
 	    cmocka_unit_test(test_copy_virt_errors),
 	};
 
