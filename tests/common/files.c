@@ -55,3 +55,18 @@ char *hv_slurp(const char *path)
 			 strerror(errno));
 	return s;
 }
+
+void hv_write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		fail_msg("%s: %s", path, strerror(errno));
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+void hv_write_text(const char *path, const char *text)
+{
+	hv_write_file(path, text, strlen(text));
+}

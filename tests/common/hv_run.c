@@ -311,11 +311,3 @@ char *hv_sh(const char *fmt, ...)
 	return out;
 }
 
-void hv_write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-}

@@ -350,15 +350,6 @@ static void check_vfs_read_all_args(const struct hv_result *r)
 	assert_true(n > 10);
 }
 
-/* The whole stdout of shell command @cmd, which must succeed. */
-static char *command_output(const char *cmd)
-{
-	char *out = hv_command_output(cmd);
-
-	if (!out)
-		fail_msg("'%s' failed", cmd);
-	return out;
-}
 
 /* The workload's opens of /proc/version: one `cat` per round (hvt.rounds, 3). */
 #define PROC_VERSION_OPENS 3
@@ -373,7 +364,7 @@ static void check_record_openat(const struct hv_result *r)
 
 	(void)r;
 	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s 2>&1", record_dat);
-	tc = command_output(cmd);
+	tc = hv_sh("%s", cmd);
 	assert_non_null(strstr(tc, "cpus=2\n"));
 	assert_int_equal(count_text(tc, ": do_sys_openat2__entry_0: "), count_text(tc, "dfd="));
 	assert_int_equal(count_text(tc, " dfd=-100 filename=\"/proc/version\"\n"),
@@ -381,7 +372,7 @@ static void check_record_openat(const struct hv_result *r)
 	lookups_enoent = count_text(tc, ") ret=-2\n");
 	assert_true(lookups_enoent >= 3); /* /nonexistent/path, each round */
 	snprintf(cmd, sizeof(cmd), "%s report -i %s", hv_binary(), record_dat);
-	rep = command_output(cmd);
+	rep = hv_sh("%s", cmd);
 	assert_non_null(strstr(rep, "# tracer: nop\n"));
 	assert_int_equal(count_text(rep, "->do_sys_openat2(dfd=-100 filename=\"/proc/version\")\n"),
 			 PROC_VERSION_OPENS);
@@ -404,7 +395,7 @@ static void check_record_attach_graph(const struct hv_result *r)
 
 	(void)r;
 	snprintf(cmd, sizeof(cmd), "trace-cmd report -R -i %s 2>&1", record_dat);
-	tc = command_output(cmd);
+	tc = hv_sh("%s", cmd);
 	entries = count_text(tc, " funcgraph_entry: ");
 	exits = count_text(tc, " funcgraph_exit: ");
 	assert_true(count_text(tc, " func=do_sys_openat2 depth=0\n") > 0);
@@ -412,7 +403,7 @@ static void check_record_attach_graph(const struct hv_result *r)
 	if (exits > entries || entries - exits > 2 * 64)
 		fail_msg("%ld funcgraph entries, %ld exits", entries, exits);
 	snprintf(cmd, sizeof(cmd), "%s report -i %s", hv_binary(), record_dat);
-	rep = command_output(cmd);
+	rep = hv_sh("%s", cmd);
 	assert_non_null(strstr(rep, "# tracer: function_graph\n"));
 	assert_int_equal(count_text(rep, "|  do_sys_openat2() {\n"),
 			 count_text(tc, " func=do_sys_openat2 depth=0\n"));
@@ -441,17 +432,17 @@ static void check_jsonl_openat(const struct hv_result *r)
 	assert_non_null(f);
 	assert_int_equal(fputs(r->trace, f) >= 0, 1);
 	assert_int_equal(fclose(f), 0);
-	out = command_output("jq -c .type /tmp/json-test-linux.jsonl | wc -l");
+	out = hv_sh("%s", "jq -c .type /tmp/json-test-linux.jsonl | wc -l");
 	assert_int_equal(atol(out), count_lines(r->trace));
 	free(out);
-	out = command_output("jq -s -c '[(map(select(.type==\"event\" and .func==\"do_sys_openat2\" "
+	out = hv_sh("%s", "jq -s -c '[(map(select(.type==\"event\" and .func==\"do_sys_openat2\" "
 			     "and .args.dfd==-100 and .args.filename==\"/proc/version\")) | "
 			     "map(.comm) | unique), (map(select(.type==\"event\" and "
 			     ".args.filename==\"/proc/version\")) | length), .[-1].type]' "
 			     "/tmp/json-test-linux.jsonl");
 	assert_string_equal(out, "[[\"cat\"],3,\"end\"]\n");
 	free(out);
-	out = command_output("jq -s 'map(select(.type==\"exit\" and .func==\"filename_lookup\" and "
+	out = hv_sh("%s", "jq -s 'map(select(.type==\"exit\" and .func==\"filename_lookup\" and "
 			     ".args.ret==-2 and .duration_ns>0)) | length' /tmp/json-test-linux.jsonl");
 	assert_true(atol(out) >= 3);
 	free(out);
