@@ -1,5 +1,7 @@
 #include "tests/common/hv_run.h"
 
+#include "tests/common/files.h"
+
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,22 +27,12 @@ const char *hv_binary(void)
 	return p ? p : "./hvtrace";
 }
 
+/* The whole file @path, "" if it is not there (yet). */
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
+	char *s = hv_read_file(path);
 
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n + 1);
-	n = (long)fread(buf, 1, n, f);
-	buf[n] = 0;
-	fclose(f);
-	return buf;
+	return s ? s : strdup("");
 }
 
 /* Every function line of the trace, however many (the nested lane's traces have 600,000). */
@@ -319,11 +311,3 @@ char *hv_sh(const char *fmt, ...)
 	return out;
 }
 
-void hv_write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-}

@@ -3,6 +3,8 @@
 #ifndef HVT_TESTS_HV_RUN_H
 #define HVT_TESTS_HV_RUN_H
 
+#include "tests/common/files.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -59,8 +61,6 @@ char *hv_command_output(const char *cmd);
 /* The whole stdout of the shell command printf-formatted from @fmt (at most 2047 bytes; malloc'd,
  * the caller frees it); fails the running cmocka test, naming the command, if it does not exit 0. */
 char *hv_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Writes @text to the file @path (created or truncated); fails the running cmocka test if it cannot. */
-void hv_write_text(const char *path, const char *text);
 
 /* Occurrences of @what in @s. */
 long count_text(const char *s, const char *what);

@@ -66,16 +66,30 @@ bool kvm_offers_rdtscp(void)
 	return has;
 }
 
-bool kvm_available(void)
+void assert_ran(const struct hv_result *r)
+{
+	if (r->status != 0 || !strstr(r->console, "hvt-guest: ok\n"))
+		fail_msg("status %d, stderr: %s", r->status, r->err);
+}
+
+void kvm_require(void)
+{
+	int fd = open("/dev/kvm", O_RDWR);
+
+	if (fd < 0)
+		hv_skip_binary("KVM integration tests: /dev/kvm: %s", strerror(errno));
+	close(fd);
+}
+
+void kvm_require_test(const char *what)
 {
 	int fd = open("/dev/kvm", O_RDWR);
 
 	if (fd < 0) {
-		printf("SKIPPED: KVM integration tests: /dev/kvm: %s\n", strerror(errno));
-		return false;
+		printf("SKIPPED: %s: runs the guest: /dev/kvm: %s\n", what, strerror(errno));
+		skip();
 	}
 	close(fd);
-	return true;
 }
 
 bool needs_int3_exits(const char *what)

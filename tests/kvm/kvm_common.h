@@ -8,6 +8,7 @@
 #include "host/kvm/vm.h"
 #include "host/trace/tracer.h"
 #include "tests/common/hv_run.h"
+#include "tests/common/skip.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +16,9 @@
 /* Path of a guest ELF (variant NULL, "loop" or "fault"), from $GUEST. */
 const char *hv_guest(const char *variant);
 
+/* Fails the running test, with hvtrace's status and stderr, unless @r exited 0 and the guest said
+ * "hvt-guest: ok" on its console. */
+void assert_ran(const struct hv_result *r);
 /* The guest's "hvt-guest: count F cpu C = N" value (0 when absent). */
 long guest_count(const struct hv_result *r, const char *func, unsigned cpu);
 /* Total over vCPUs of the guest's count for @func. */
@@ -22,8 +26,12 @@ long guest_count_all(const struct hv_result *r, const char *func, unsigned nr_cp
 /* Whether this host's KVM offers its guests RDTSCP (KVM_GET_SUPPORTED_CPUID 0x80000001 EDX bit
  * 27), asked independently of hvtrace. Fails the test if /dev/kvm cannot answer. */
 bool kvm_offers_rdtscp(void);
-/* Whether /dev/kvm can be opened; prints the skip line if not. */
-bool kvm_available(void);
+/* Returns if /dev/kvm can be opened; if not, prints "SKIPPED: <why>" and exits HVT_SKIP_EXIT (the
+ * whole binary is skipped). Call it from main. */
+void kvm_require(void);
+/* The same for one cmocka test of a binary whose other tests need no /dev/kvm: prints "SKIPPED: @what:
+ * <why>" and skip()s the running test. */
+void kvm_require_test(const char *what);
 
 /* Whether trap probes work here (the INT3 check); if not, prints the one line "SKIPPED: @what:
  * needs INT3 exits (trap probes): INT3 in a guest does not exit on this host's KVM (WHY)" and

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/common/hv_expect.h"
 #include "tests/kvm/kvm_common.h"
 #include "arch/x86/x86_insn.h"
 #include "vmi/vmi_elf.h"
@@ -18,24 +19,45 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A refusal: exit 2, stderr exactly @line, the guest never started, no trace. */
+#define REFUSED(line) {.status = 2, .err_is = (line), .console_is = "", .no_lines = true}
+
+/* In a case's args: the test guest (hv_guest(NULL)). */
+#define GUEST "<guest>"
+
+static const char *arg(const char *a)
+{
+	return strcmp(a, GUEST) ? a : hv_guest(NULL);
+}
+
+static void play(const struct hv_run_case *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		hv_case_play(&cases[i], arg);
+}
+
+/* The same for a command line made at run time. */
 static void expect_refusal(const char *const *argv, const char *err_line)
 {
-	struct hv_result r;
+	struct hv_run_case c = {.label = argv[1], .expect = REFUSED(err_line)};
 
-	hv_run(&r, argv, 0, 0);
-	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err, err_line);
-	assert_string_equal(r.console, "");
-	assert_int_equal(r.nr_lines, 0);
-	hv_result_free(&r);
+	for (size_t i = 0; argv[i] && i + 1 < ARRAY_LEN(c.args); i++)
+		c.args[i] = argv[i];
+	hv_case_play(&c, NULL);
 }
 
 static void test_missing_file(void **state)
 {
-	const char *argv[] = {"run", "/nonexistent/guest.elf", NULL};
+	static const struct hv_run_case c[] = {
+	    {"missing file",
+	     {"run", "/nonexistent/guest.elf"},
+	     REFUSED("hvtrace: /nonexistent/guest.elf: No such file or directory\n")},
+	};
 
 	(void)state;
-	expect_refusal(argv, "hvtrace: /nonexistent/guest.elf: No such file or directory\n");
+	play(c, ARRAY_LEN(c));
 }
 
 static void test_not_elf(void **state)
@@ -57,38 +79,51 @@ static void test_not_elf(void **state)
 static void test_no_mcount_loc(void **state)
 {
 	/* any x86_64 program built without -mrecord-mcount */
-	const char *argv[] = {"run", "/bin/true", NULL};
+	static const struct hv_run_case c[] = {
+	    {"no __mcount_loc",
+	     {"run", "/bin/true"},
+	     REFUSED("hvtrace: /bin/true: no __mcount_loc section (build the guest with -pg "
+		     "-mfentry -mnop-mcount -mrecord-mcount)\n")},
+	};
 
 	(void)state;
-	expect_refusal(argv, "hvtrace: /bin/true: no __mcount_loc section (build the guest with -pg "
-			     "-mfentry -mnop-mcount -mrecord-mcount)\n");
+	play(c, ARRAY_LEN(c));
 }
 
 static void test_glob_matches_nothing(void **state)
 {
-	const char *argv[] = {"run", "-l", "fib", "-l", "nosuch_*", hv_guest(NULL), NULL};
-	const char *argv2[] = {"run", "-n", "zzz?", hv_guest(NULL), NULL};
-	const char *argv3[] = {"run", "-l", "fib", "-n", "f*", hv_guest(NULL), NULL};
+	static const struct hv_run_case c[] = {
+	    {"-l nosuch_*",
+	     {"run", "-l", "fib", "-l", "nosuch_*", GUEST},
+	     REFUSED("hvtrace: -l 'nosuch_*': matches no traceable function\n")},
+	    {"-n zzz?",
+	     {"run", "-n", "zzz?", GUEST},
+	     REFUSED("hvtrace: -n 'zzz?': matches no traceable function\n")},
+	    {"-n f*",
+	     {"run", "-l", "fib", "-n", "f*", GUEST},
+	     REFUSED("hvtrace: -n: excludes every function the filter selected\n")},
+	};
 
 	(void)state;
-	expect_refusal(argv, "hvtrace: -l 'nosuch_*': matches no traceable function\n");
-	expect_refusal(argv2, "hvtrace: -n 'zzz?': matches no traceable function\n");
-	expect_refusal(argv3, "hvtrace: -n: excludes every function the filter selected\n");
+	play(c, ARRAY_LEN(c));
 }
 
 static void test_bad_arguments(void **state)
 {
-	const char *a1[] = {"run", "--smp", "0", hv_guest(NULL), NULL};
-	const char *a2[] = {"run", "-p", "function_graf", hv_guest(NULL), NULL};
-	const char *a3[] = {"run", "--bogus", hv_guest(NULL), NULL};
-	const char *a4[] = {"run", NULL};
+	static const struct hv_run_case c[] = {
+	    {"--smp 0",
+	     {"run", "--smp", "0", GUEST},
+	     REFUSED("hvtrace: --smp '0': expected an integer in 1..64\n")},
+	    {"-p function_graf",
+	     {"run", "-p", "function_graf", GUEST},
+	     REFUSED("hvtrace: -p 'function_graf': unknown tracer (available: function "
+		     "function_graph nop)\n")},
+	    {"--bogus", {"run", "--bogus", GUEST}, REFUSED("hvtrace: --bogus: unknown option\n")},
+	    {"no guest", {"run"}, REFUSED("hvtrace: run: missing GUEST.elf (see hvtrace --help)\n")},
+	};
 
 	(void)state;
-	expect_refusal(a1, "hvtrace: --smp '0': expected an integer in 1..64\n");
-	expect_refusal(a2,
-		       "hvtrace: -p 'function_graf': unknown tracer (available: function function_graph nop)\n");
-	expect_refusal(a3, "hvtrace: --bogus: unknown option\n");
-	expect_refusal(a4, "hvtrace: run: missing GUEST.elf (see hvtrace --help)\n");
+	play(c, ARRAY_LEN(c));
 }
 
 /* A copy of the guest whose fib entry holds a CALL instead of the NOP5. */
@@ -143,6 +178,7 @@ static void test_output_write_error(void **state)
 	const char *tracers[] = {"function", "function_graph"};
 
 	(void)state;
+	kvm_require_test("output_write_error");
 	for (int i = 0; i < 2; i++) {
 		const char *out[] = {"-o", "/dev/full"};
 		const char *argv[] = {"run",  "-p",   tracers[i],     "-l", "tree_*",
@@ -165,6 +201,7 @@ static void test_console_write_error(void **state)
 	struct hv_result r;
 
 	(void)state;
+	kvm_require_test("console_write_error");
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 4);
 	assert_string_equal(r.err, "hvtrace: --console /dev/full: No space left on device\n");
@@ -207,6 +244,7 @@ static void test_stdout_write_error(void **state)
 	const char *help[] = {hv_binary(), "--help", NULL};
 
 	(void)state;
+	kvm_require_test("stdout_write_error");
 	expect_stdout_full(run);
 	expect_stdout_full(list);
 	expect_stdout_full(help);

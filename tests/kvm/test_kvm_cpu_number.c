@@ -79,7 +79,6 @@ int main(void)
 	    cmocka_unit_test(test_guest_knows_its_vcpu),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_cpu_number", tests, NULL, NULL);
 }

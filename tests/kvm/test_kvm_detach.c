@@ -179,7 +179,6 @@ int main(void)
 		cmocka_unit_test(test_attach_refuses_bad_site),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_detach", tests, NULL, NULL);
 }

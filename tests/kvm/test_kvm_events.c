@@ -360,7 +360,6 @@ int main(void)
 		cmocka_unit_test(test_event_profile),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_events", tests, NULL, NULL);
 }

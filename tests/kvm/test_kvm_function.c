@@ -215,7 +215,6 @@ int main(void)
 		cmocka_unit_test(test_list_functions),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_function", tests, NULL, NULL);
 }

@@ -647,7 +647,6 @@ int main(void)
 		cmocka_unit_test(test_graph_irq_markers),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_graph", tests, NULL, NULL);
 }

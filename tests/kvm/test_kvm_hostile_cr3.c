@@ -140,7 +140,6 @@ int main(void)
 	    cmocka_unit_test(test_hostile_cr3_graph),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_hostile_cr3", tests, NULL, NULL);
 }

@@ -240,7 +240,6 @@ int main(void)
 	    cmocka_unit_test(test_text_after_detach_trap),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_hostile_data", tests, NULL, NULL);
 }

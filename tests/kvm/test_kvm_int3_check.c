@@ -400,7 +400,6 @@ int main(void)
 	    cmocka_unit_test(test_embedded_no_int3),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_int3_check", tests, NULL, NULL);
 }

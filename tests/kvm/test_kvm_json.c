@@ -335,7 +335,6 @@ int main(void)
 	    cmocka_unit_test(test_progress_not_a_tty), cmocka_unit_test(test_progress_not_over_trace),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -467,7 +467,6 @@ int main(void)
 	    cmocka_unit_test(test_closed_output),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_lifecycle", tests, NULL, NULL);
 }

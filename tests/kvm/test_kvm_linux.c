@@ -257,8 +257,7 @@ int main(void)
 	};
 	char why[256];
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	guest_files();
 	if (access(kernel, R_OK) || access(initrd, R_OK)) {
 		printf("test_kvm_linux: SKIP: no %s (make guest)\n", kernel);

@@ -170,7 +170,6 @@ int main(void)
 	    cmocka_unit_test(test_bad_line),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -308,7 +308,6 @@ int main(void)
 	    cmocka_unit_test(test_ring_size_asked),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_stub", tests, NULL, NULL);
 }

@@ -28,22 +28,13 @@ static const char *const funcs[] = {"workload_run", "fib",	 "tree_root", "tree_a
 
 static char dat[128];
 
-/* The whole stdout of shell command @cmd, which must succeed. */
-static char *command_output(const char *cmd)
-{
-	char *out = hv_command_output(cmd);
-
-	if (!out)
-		fail_msg("'%s' failed", cmd);
-	return out;
-}
 
 static char *trace_cmd_report(const char *opts)
 {
 	char cmd[300];
 
 	snprintf(cmd, sizeof(cmd), "trace-cmd report %s -i %s 2>&1", opts, dat);
-	return command_output(cmd);
+	return hv_sh("%s", cmd);
 }
 
 /* `hvtrace record -o DAT @args... GUEST`; the guest must finish cleanly. */
@@ -366,7 +357,7 @@ static void test_graph_rendering_matches_trace_cmd(void **state)
 	record(&r, args);
 	tc = trace_cmd_report("");
 	snprintf(cmd, sizeof(cmd), "%s report -i %s", hv_binary(), dat);
-	hv = command_output(cmd);
+	hv = hv_sh("%s", cmd);
 	na = graph_lines(tc, true, a, MAX);
 	nb = graph_lines(hv, false, b, MAX);
 	assert_true(na > 500);
@@ -396,7 +387,6 @@ int main(void)
 	    cmocka_unit_test(test_graph_rendering_matches_trace_cmd),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

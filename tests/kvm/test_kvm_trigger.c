@@ -17,12 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static void assert_ran(const struct hv_result *r)
-{
-	if (r->status != 0 || !strstr(r->console, "hvt-guest: ok\n"))
-		fail_msg("status %d, stderr: %s", r->status, r->err);
-}
-
 /* traceoff at the first tree_root: the trace is workload_run, every fib call, that tree_root,
  * and nothing after it. Trap probes, and stub probes for every function but tree_root. */
 static void traceoff(const char *probe)
@@ -389,7 +383,6 @@ int main(void)
 	    cmocka_unit_test(test_trigger_needs_int3_exits),
 	};
 
-	if (!kvm_available())
-		return 0;
+	kvm_require();
 	return cmocka_run_group_tests_name("kvm_trigger", tests, NULL, NULL);
 }

@@ -9,7 +9,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/common/hv_expect.h"
 #include "tests/common/hv_run.h"
+#include "tests/common/port.h"
+#include "tests/common/skip.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -35,45 +38,6 @@ static char kernel[256], initrd[256], sysmap[256];
 static char nosyms_map[160], other_map[160];
 
 /* ---- what a run must show -------------------------------------------------------------------- */
-
-/* Expectations of one hvtrace run. A zero field checks nothing, but @status (0: a clean exit). */
-struct expect {
-	int status;		/* hvtrace's exit status */
-	const char *err_is;	/* the whole of stderr */
-	int err_lines;		/* stderr is this many lines */
-	const char *err[3];	/* each in stderr */
-	const char *console[2]; /* each in the guest's console */
-	const char *trace[2];	/* each in the trace */
-	size_t lines_over;	/* more trace lines than this */
-	const char *only[2];	/* every trace line is one of these functions */
-	/* a trace line of @func by a workload process (pid > 1) named one of @comms */
-	struct task_line {
-		const char *func;
-		const char *comms[5];
-	} tasks[3];
-	/* more than @over occurrences of @text in the trace */
-	struct text_count {
-		const char *text;
-		long over;
-	} counts[2];
-	/* the number after @field on the "stub probes" line of --stats is more than @over */
-	struct stub_stat {
-		const char *field;
-		long over;
-	} stub[3];
-	/* as many @close as @open in the trace, and more than @over of them */
-	struct nesting {
-		const char *open, *close;
-		long over;
-	} nest;
-	bool none_in_flight; /* --stats: restored-slots 0 (nothing in flight at the end) */
-	bool above_4g;	     /* --stats: slots-above-4g > 0 (return slots hooked above 4 GiB) */
-	bool lost_marked;    /* the trace's "CPU:N [LOST M EVENTS]" lines add up to --stats' stub
-			      * lost + guest-reported-lost */
-	bool profile;	     /* --profile is balanced, but for the returns handed back at detach */
-	int profile_min;     /* ... and lists at least this many functions */
-	void (*check)(const struct hv_result *r); /* anything else */
-};
 
 /* How a command line starts: `run --qemu` on the Linux guest with @append as its kernel command
  * line, `attach` to the libvirt domain, or only what the case lists (where KERNEL and SYSMAP stand
@@ -106,7 +70,7 @@ struct hv_case {
 	const char *env;      /* "NAME=VALUE" in hvtrace's environment for this run */
 	bool no_map;	      /* RUN_QEMU, ATTACH: without --system-map (symbols from kallsyms) */
 	bool record;	      /* RUN_QEMU, ATTACH: `record` (trace.dat) instead of run / attach */
-	struct expect expect;
+	struct hv_expect expect;
 };
 
 /* One cmocka test: its runs, in order. With @domain, the libvirt domain boots first with that
@@ -142,60 +106,6 @@ static bool file_has(const char *path, const char *text)
 	if (f)
 		fclose(f);
 	return found;
-}
-
-static bool has_line(const struct hv_result *r, const char *func, const char *comm)
-{
-	for (size_t i = 0; i < r->nr_lines; i++)
-		if (!strcmp(r->lines[i].func, func) && !strcmp(r->lines[i].comm, comm) &&
-		    r->lines[i].pid > 1)
-			return true;
-	return false;
-}
-
-/* --profile table on stderr: every listed function returned as often as it was entered, nothing
- * missed or unwound, except the @in_flight calls whose returns were handed back at detach. Returns
- * the number of functions listed. */
-static int assert_profile_balanced(const char *err, long in_flight)
-{
-	const char *p = strstr(err, "  --------");
-	long open = 0;
-	int n = 0;
-
-	assert_non_null(p);
-	p = strchr(p, '\n') + 1;
-	while (*p == ' ') {
-		char name[128];
-		long hit, ret, miss, unw;
-
-		if (sscanf(p, " %127s %ld %ld %ld %ld", name, &hit, &ret, &miss, &unw) != 5)
-			break;
-		if (ret > hit || miss || unw)
-			fail_msg("%s: %ld hits, %ld returns, %ld misses, %ld unwound", name, hit,
-				 ret, miss, unw);
-		open += hit - ret;
-		n++;
-		p = strchr(p, '\n') + 1;
-	}
-	if (open != in_flight)
-		fail_msg("%ld entries without a return, %ld returns handed back at detach", open,
-			 in_flight);
-	return n;
-}
-
-/* The "restored-slots N" of --stats: hooked returns in flight at detach. */
-static long restored_slots(const char *err)
-{
-	const char *p = strstr(err, "restored-slots ");
-
-	assert_non_null(p);
-	return atol(p + strlen("restored-slots "));
-}
-
-/* A stub-probe line of --stats: "stub probes N records N lost N". */
-static long stub_stat(const char *err, const char *field)
-{
-	return hv_stat(err, "stub probes ", field);
 }
 
 static int domain(const char *cmd, const char *cmdline)
@@ -239,20 +149,6 @@ static pid_t bare_pid = -1;
 static char record_dat[128];
 static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16], self_pid[16],
     fake_map[128];
-
-/* A TCP port free on loopback now. */
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
 
 static const char *arg(const char *a);
 
@@ -424,7 +320,7 @@ static void check_rprobe_balanced(const struct hv_result *r)
 	assert_int_equal(sscanf(p + strlen("\n  r_vfs_write_0 "), " %ld %ld", &hits, &misses), 2);
 	lines = count_text(r->trace, ": r_vfs_write: (");
 	assert_true(hits > 100);
-	assert_int_equal(lines + restored_slots(r->err), hits);
+	assert_int_equal(lines + hv_restored_slots(r->err), hits);
 	assert_int_equal(misses, 0);
 }
 
@@ -454,15 +350,6 @@ static void check_vfs_read_all_args(const struct hv_result *r)
 	assert_true(n > 10);
 }
 
-/* The whole stdout of shell command @cmd, which must succeed. */
-static char *command_output(const char *cmd)
-{
-	char *out = hv_command_output(cmd);
-
-	if (!out)
-		fail_msg("'%s' failed", cmd);
-	return out;
-}
 
 /* The workload's opens of /proc/version: one `cat` per round (hvt.rounds, 3). */
 #define PROC_VERSION_OPENS 3
@@ -477,7 +364,7 @@ static void check_record_openat(const struct hv_result *r)
 
 	(void)r;
 	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s 2>&1", record_dat);
-	tc = command_output(cmd);
+	tc = hv_sh("%s", cmd);
 	assert_non_null(strstr(tc, "cpus=2\n"));
 	assert_int_equal(count_text(tc, ": do_sys_openat2__entry_0: "), count_text(tc, "dfd="));
 	assert_int_equal(count_text(tc, " dfd=-100 filename=\"/proc/version\"\n"),
@@ -485,7 +372,7 @@ static void check_record_openat(const struct hv_result *r)
 	lookups_enoent = count_text(tc, ") ret=-2\n");
 	assert_true(lookups_enoent >= 3); /* /nonexistent/path, each round */
 	snprintf(cmd, sizeof(cmd), "%s report -i %s", hv_binary(), record_dat);
-	rep = command_output(cmd);
+	rep = hv_sh("%s", cmd);
 	assert_non_null(strstr(rep, "# tracer: nop\n"));
 	assert_int_equal(count_text(rep, "->do_sys_openat2(dfd=-100 filename=\"/proc/version\")\n"),
 			 PROC_VERSION_OPENS);
@@ -508,7 +395,7 @@ static void check_record_attach_graph(const struct hv_result *r)
 
 	(void)r;
 	snprintf(cmd, sizeof(cmd), "trace-cmd report -R -i %s 2>&1", record_dat);
-	tc = command_output(cmd);
+	tc = hv_sh("%s", cmd);
 	entries = count_text(tc, " funcgraph_entry: ");
 	exits = count_text(tc, " funcgraph_exit: ");
 	assert_true(count_text(tc, " func=do_sys_openat2 depth=0\n") > 0);
@@ -516,7 +403,7 @@ static void check_record_attach_graph(const struct hv_result *r)
 	if (exits > entries || entries - exits > 2 * 64)
 		fail_msg("%ld funcgraph entries, %ld exits", entries, exits);
 	snprintf(cmd, sizeof(cmd), "%s report -i %s", hv_binary(), record_dat);
-	rep = command_output(cmd);
+	rep = hv_sh("%s", cmd);
 	assert_non_null(strstr(rep, "# tracer: function_graph\n"));
 	assert_int_equal(count_text(rep, "|  do_sys_openat2() {\n"),
 			 count_text(tc, " func=do_sys_openat2 depth=0\n"));
@@ -545,17 +432,17 @@ static void check_jsonl_openat(const struct hv_result *r)
 	assert_non_null(f);
 	assert_int_equal(fputs(r->trace, f) >= 0, 1);
 	assert_int_equal(fclose(f), 0);
-	out = command_output("jq -c .type /tmp/json-test-linux.jsonl | wc -l");
+	out = hv_sh("%s", "jq -c .type /tmp/json-test-linux.jsonl | wc -l");
 	assert_int_equal(atol(out), count_lines(r->trace));
 	free(out);
-	out = command_output("jq -s -c '[(map(select(.type==\"event\" and .func==\"do_sys_openat2\" "
+	out = hv_sh("%s", "jq -s -c '[(map(select(.type==\"event\" and .func==\"do_sys_openat2\" "
 			     "and .args.dfd==-100 and .args.filename==\"/proc/version\")) | "
 			     "map(.comm) | unique), (map(select(.type==\"event\" and "
 			     ".args.filename==\"/proc/version\")) | length), .[-1].type]' "
 			     "/tmp/json-test-linux.jsonl");
 	assert_string_equal(out, "[[\"cat\"],3,\"end\"]\n");
 	free(out);
-	out = command_output("jq -s 'map(select(.type==\"exit\" and .func==\"filename_lookup\" and "
+	out = hv_sh("%s", "jq -s 'map(select(.type==\"exit\" and .func==\"filename_lookup\" and "
 			     ".args.ret==-2 and .duration_ns>0)) | length' /tmp/json-test-linux.jsonl");
 	assert_true(atol(out) >= 3);
 	free(out);
@@ -1823,12 +1710,6 @@ static void run_case(const struct hv_case *c, struct hv_result *r, double signal
 	hv_run(r, argv, signal_after, sig);
 }
 
-static void assert_has(const char *label, const char *what, const char *s, const char *text)
-{
-	if (!strstr(s, text))
-		fail_msg("%s: no \"%s\" in its %s: %.2000s", label, text, what, s);
-}
-
 /* The test's guest: a bare QEMU (with linux_test.qemu) or the libvirt domain. */
 static int guest_start(const struct linux_test *t)
 {
@@ -1855,76 +1736,13 @@ static bool guest_gone(const struct linux_test *t)
 	return t->qemu[0] ? bare_gone() : domain_gone();
 }
 
+/* @c's expectations of @r; a wrong status stops the test's guest first. */
 static void check_expect(const struct linux_test *t, const struct hv_case *c,
 			 const struct hv_result *r)
 {
-	const struct expect *e = &c->expect;
-
-	if (r->status != e->status) {
-		if (t->domain)
-			guest_stop(t);
-		fail_msg("%s: status %d, not %d: %s", c->label, r->status, e->status, r->err);
-	}
-	if (e->err_is)
-		assert_string_equal(r->err, e->err_is);
-	if (e->err_lines)
-		assert_int_equal(count_lines(r->err), e->err_lines);
-	for (size_t i = 0; i < ARRAY_LEN(e->err) && e->err[i]; i++)
-		assert_has(c->label, "stderr", r->err, e->err[i]);
-	for (size_t i = 0; i < ARRAY_LEN(e->console) && e->console[i]; i++)
-		assert_has(c->label, "console", r->console, e->console[i]);
-	for (size_t i = 0; i < ARRAY_LEN(e->trace) && e->trace[i]; i++)
-		assert_has(c->label, "trace", r->trace, e->trace[i]);
-	if (e->lines_over)
-		assert_true(r->nr_lines > e->lines_over);
-	if (e->only[0])
-		for (size_t l = 0; l < r->nr_lines; l++) {
-			bool listed = false;
-
-			for (size_t i = 0; i < ARRAY_LEN(e->only) && e->only[i]; i++)
-				listed |= !strcmp(r->lines[l].func, e->only[i]);
-			if (!listed)
-				fail_msg("%s: a trace line of %s", c->label, r->lines[l].func);
-		}
-	for (size_t i = 0; i < ARRAY_LEN(e->tasks) && e->tasks[i].func; i++) {
-		const struct task_line *tl = &e->tasks[i];
-		bool seen = false;
-
-		for (size_t k = 0; k < ARRAY_LEN(tl->comms) && tl->comms[k]; k++)
-			seen |= has_line(r, tl->func, tl->comms[k]);
-		if (!seen)
-			fail_msg("%s: no %s by %s (or the other workload processes listed)",
-				 c->label, tl->func, tl->comms[0]);
-	}
-	for (size_t i = 0; i < ARRAY_LEN(e->counts) && e->counts[i].text; i++)
-		assert_true(count_text(r->trace, e->counts[i].text) > e->counts[i].over);
-	for (size_t i = 0; i < ARRAY_LEN(e->stub) && e->stub[i].field; i++)
-		assert_true(stub_stat(r->err, e->stub[i].field) > e->stub[i].over);
-	if (e->nest.open) {
-		long opens = count_text(r->trace, e->nest.open);
-
-		assert_true(opens > e->nest.over);
-		assert_int_equal(opens, count_text(r->trace, e->nest.close));
-	}
-	if (e->none_in_flight)
-		assert_int_equal(restored_slots(r->err), 0);
-	if (e->lost_marked) {
-		unsigned long long sum = 0, m;
-		unsigned cpu;
-
-		for (const char *p = r->trace; (p = strstr(p, "\nCPU:")); p++)
-			if (sscanf(p, "\nCPU:%u [LOST %llu EVENTS]\n", &cpu, &m) == 2)
-				sum += m;
-		assert_int_equal(sum, stub_stat(r->err, "lost ") +
-					  stub_stat(r->err, "guest-reported-lost "));
-	}
-	if (e->above_4g && hv_stat(r->err, "kaslr-slide ", "slots-above-4g ") <= 0)
-		fail_msg("%s: no return slot hooked above 4 GiB: %s", c->label, r->err);
-	if (e->profile)
-		assert_true(assert_profile_balanced(r->err, restored_slots(r->err)) >=
-			    e->profile_min);
-	if (e->check)
-		e->check(r);
+	if (r->status != c->expect.status && t->domain)
+		guest_stop(t);
+	hv_expect_check(c->label, &c->expect, r);
 }
 
 /* stderr of the last hvtrace run of a test, shown if its guest does not power off after it */
@@ -2067,22 +1885,18 @@ int main(void)
 	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", dir);
 	snprintf(initrd, sizeof(initrd), "%s/initramfs.cpio.gz", dir);
 	snprintf(sysmap, sizeof(sysmap), "%s/System.map", dir);
-	if (system("command -v qemu-system-x86_64 >/dev/null") != 0) {
-		printf("SKIPPED: Linux guest tests: qemu-system-x86_64 is not installed\n");
-		return 0;
-	}
-	if (access(kernel, R_OK) || access(initrd, R_OK) || access(sysmap, R_OK)) {
-		printf("SKIPPED: Linux guest tests: no %s (make guest)\n", kernel);
-		return 0;
-	}
+	if (system("command -v qemu-system-x86_64 >/dev/null") != 0)
+		hv_skip_binary("Linux guest tests: qemu-system-x86_64 is not installed");
+	if (access(kernel, R_OK) || access(initrd, R_OK) || access(sysmap, R_OK))
+		hv_skip_binary("Linux guest tests: no %s (make guest)", kernel);
 	if (getenv("HVT_TEST_DOMAIN"))
 		snprintf(domain_name, sizeof(domain_name), "%s", getenv("HVT_TEST_DOMAIN"));
 	snprintf(console_log, sizeof(console_log), "/tmp/hvtrace-libvirt/%s/console.log", domain_name);
-	snprintf(qmp_tcp, sizeof(qmp_tcp), "tcp:127.0.0.1:%d", free_port());
+	snprintf(qmp_tcp, sizeof(qmp_tcp), "tcp:127.0.0.1:%d", hv_free_port());
 	snprintf(qmp_tcp_arg, sizeof(qmp_tcp_arg), "%s,server=on,wait=off", qmp_tcp);
 	snprintf(chardev_arg, sizeof(chardev_arg),
 		 "socket,id=hvtmon,path=/tmp/hvtrace-%s-mon.sock,server=on,wait=off", domain_name);
-	snprintf(gdb_arg, sizeof(gdb_arg), "tcp::%d", free_port());
+	snprintf(gdb_arg, sizeof(gdb_arg), "tcp::%d", hv_free_port());
 	snprintf(self_pid, sizeof(self_pid), "%d", (int)getpid());
 	snprintf(record_dat, sizeof(record_dat), "/tmp/hvt-record-%d.dat", (int)getpid());
 	snprintf(fake_map, sizeof(fake_map), "/tmp/hvtrace-%s-fake.map", domain_name);
@@ -2101,6 +1915,9 @@ int main(void)
 		return 1;
 	}
 	if (getenv("HVT_TEST_FILTER")) /* e.g. HVT_TEST_FILTER='test_sigkill*' while developing */
+		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
+	/* $HVT_TEST_FILTER: only the tests whose names match this glob (cmocka's test filter) */
+	if (getenv("HVT_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
 	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
  * no disk, started paused with -S at the reset vector). QMP starts the gdbstub; the client lists
  * vCPUs, reads and writes registers and memory, runs a 4-byte real-mode loop it writes at 0x7c00
  * under a Z0 breakpoint, interrupts, detaches, re-attaches to the running VM, and sees QEMU exit.
- * Prints "SKIPPED:" when QEMU is not installed. QEMU is killed on every failure path. */
+ * Skipped (hv_skip_binary) when QEMU is not installed. QEMU is killed on every failure path. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include "tests/common/hv_run.h"
+#include "tests/common/port.h"
+#include "tests/common/skip.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/qmp.h"
 
@@ -100,21 +102,6 @@ static int qemu_wait(int ms)
 	return -1;
 }
 
-/* A TCP port on 127.0.0.1 nothing listens on right now. */
-static int free_port(void)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 /* Starts QEMU paused and connects QMP (state: vmq.pid, vmq.qmp). */
 static int setup(void **state)
 {
@@ -200,7 +187,7 @@ static void attach(void)
 	char dev[64], msg[160], err[256], want[160];
 	int rc;
 
-	vmq.port = free_port();
+	vmq.port = hv_free_port();
 	snprintf(dev, sizeof(dev), "tcp:127.0.0.1:%d", vmq.port);
 	assert_int_equal(qmp_gdbserver(&vmq.qmp, dev, msg, sizeof(msg)), 0);
 	snprintf(want, sizeof(want), "Waiting for gdb connection on device '%s'", dev);
@@ -595,10 +582,7 @@ int main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	if (!find_qemu()) {
-		printf("SKIPPED: QEMU gdbstub integration: qemu-system-x86_64 not found (set "
-		       "$QEMU)\n");
-		return 0;
-	}
+	if (!find_qemu())
+		hv_skip_binary("QEMU gdbstub integration: qemu-system-x86_64 not found (set $QEMU)");
 	return cmocka_run_group_tests_name("qemu_gdbstub", tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
 #      tests/unit/host/sink/test_viz_sinks.c and a real function_graph trace of the test guest (`record`, then
 #      `report --format json|folded`), as JSON and as folded stacks, and shows the expected frame names; a truncated JSON must be refused.
 # npm packages go to $HVTRACE_CACHE/viewer (default build/viewer); without the npm registry the
-# speedscope part is skipped with one line. Environment: HVTRACE (./hvtrace), GUEST (the test guest);
+# speedscope part is skipped with one line "SKIPPED: speedscope: ...". Environment: HVTRACE (./hvtrace), GUEST (the test guest);
 # FLAMEGRAPH=PNG also draws the guest's folded stacks in speedscope's Left Heavy view to PNG (the
 # picture of docs/formats.md: docs/img/flamegraph-test-guest.png).
 set -eu
@@ -40,7 +40,7 @@ if [ ! -f "$release/index.html" ] || [ ! -d "$cache/node_modules/puppeteer-core"
 	mkdir -p "$cache"
 	if ! npm install --prefix "$cache" --no-audit --no-fund --no-save \
 		speedscope@1.25.0 puppeteer-core@22.15.0 >"$cache/npm.log" 2>&1; then
-		echo "skip speedscope: npm install failed (registry unreachable?), see $cache/npm.log"
+		echo "SKIPPED: speedscope: npm install failed (registry unreachable?), see $cache/npm.log"
 		exit 0
 	fi
 fi

@@ -12,6 +12,7 @@
 #include "vmi/vmi_symtab.h"
 #include "vmi/vmi_task.h"
 #include "tests/common/fake_mem.h"
+#include "tests/common/files.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -307,22 +308,13 @@ static int tmpdir_teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
-
 /* Compiles @src into @out with @flags; fails the test if the compiler does. */
 static void compile(const char *src, const char *out, const char *flags)
 {
 	char path[128], cmd[1024];
 
 	snprintf(path, sizeof(path), "%s/src.c", tmpdir);
-	write_file(path, src);
+	hv_write_text(path, src);
 	snprintf(cmd, sizeof(cmd), "cc %s -o '%s' '%s'", flags, out, path);
 	assert_int_equal(system(cmd), 0);
 }
@@ -370,14 +362,14 @@ static void test_elf_not_elf(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/notes.txt", tmpdir);
-	write_file(path, "this is not an ELF file\n");
+	hv_write_text(path, "this is not an ELF file\n");
 	assert_int_equal(vmi_elf_open(&img, path, 1, err, sizeof(err)), -ENOEXEC);
 	snprintf(expect, sizeof(expect), "%s: not an ELF64 file", path);
 	assert_string_equal(err, expect);
 	assert_img_empty(&img);
 
 	snprintf(path, sizeof(path), "%s/empty", tmpdir);
-	write_file(path, "");
+	hv_write_text(path, "");
 	err[0] = 0;
 	assert_int_equal(vmi_elf_open(&img, path, 0, err, sizeof(err)), -ENOEXEC);
 	snprintf(expect, sizeof(expect), "%s: not an ELF64 file", path);

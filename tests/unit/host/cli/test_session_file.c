@@ -8,6 +8,7 @@
 
 #include "host/cli/session.h"
 #include "host/cli/session_file.h"
+#include "tests/common/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,19 +41,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void write_file(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(data, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
-}
-
-static void write_text(const char *path, const char *text)
-{
-	write_file(path, text, strlen(text));
-}
 
 static int parse(int argc, char **argv)
 {
@@ -74,7 +62,7 @@ static void test_forms(void **state)
 	char *argv[] = {"hvtrace", "run", "--session", FILE1, "--qemu", "--kernel", "k"};
 
 	(void)state;
-	write_text(FILE1, "# a comment\n"
+	hv_write_text(FILE1, "# a comment\n"
 			  "\n"
 			  "   \t\n"
 			  "  # an indented comment\n"
@@ -118,8 +106,8 @@ static void test_precedence(void **state)
 
 	(void)state;
 	snprintf(eq, sizeof(eq), "--session=%s", FILE1);
-	write_text(FILE1, "smp 1\nfilter a*\n");
-	write_text(FILE2, "smp 3\nfilter c*\n");
+	hv_write_text(FILE1, "smp 1\nfilter a*\n");
+	hv_write_text(FILE2, "smp 3\nfilter c*\n");
 	assert_int_equal(parse(ARGC(after), after), 0);
 	assert_int_equal(s.smp, 4);
 	assert_int_equal(s.nr_filter, 2);
@@ -148,7 +136,7 @@ static void test_commands(void **state)
 	char *grouped[] = {"hvtrace", "run", "-lo", "--session", "g.elf"};
 
 	(void)state;
-	write_text(FILE1, "tracer function_graph\noutput x.dat\n");
+	hv_write_text(FILE1, "tracer function_graph\noutput x.dat\n");
 	assert_int_equal(parse(ARGC(rec), rec), 0);
 	assert_int_equal(s.cmd, CMD_ATTACH);
 	assert_true(s.record);
@@ -200,11 +188,11 @@ static void test_errors(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		write_text(FILE1, cases[i].text);
+		hv_write_text(FILE1, cases[i].text);
 		expect_error(ARGC(argv), argv, cases[i].msg);
 	}
 	/* combination errors are the command line's, with no line to name */
-	write_text(FILE1, "max-depth 2\n");
+	hv_write_text(FILE1, "max-depth 2\n");
 	expect_error(ARGC(argv), argv, "--max-depth: needs -p function_graph");
 	expect_error(ARGC(missing), missing, "--session: missing argument");
 	expect_error(ARGC(empty), empty, "--session=: missing argument");
@@ -223,29 +211,29 @@ static void test_hostile(void **state)
 
 	(void)state;
 	assert_non_null(buf);
-	write_file(FILE1, nul, sizeof(nul) - 1);
+	hv_write_file(FILE1, nul, sizeof(nul) - 1);
 	expect_error(ARGC(argv), argv, FILE1 ":2: a NUL byte in the line");
 	/* a line one byte over the limit is refused; one at the limit is read */
 	memset(buf, 'a', SESSION_FILE_MAX_LINE + 1);
 	memcpy(buf, "filter ", 7);
-	write_file(FILE1, buf, SESSION_FILE_MAX_LINE + 1);
+	hv_write_file(FILE1, buf, SESSION_FILE_MAX_LINE + 1);
 	snprintf(msg, sizeof(msg), FILE1 ":1: line longer than %u bytes", SESSION_FILE_MAX_LINE);
 	expect_error(ARGC(argv), argv, msg);
-	write_file(FILE1, buf, SESSION_FILE_MAX_LINE);
+	hv_write_file(FILE1, buf, SESSION_FILE_MAX_LINE);
 	assert_int_equal(parse(ARGC(argv), argv), 0);
 	assert_int_equal(strlen(s.filter[0]), SESSION_FILE_MAX_LINE - 7);
 	/* a file over the size limit, made of blank lines */
 	memset(buf, '\n', big);
-	write_file(FILE1, buf, big);
+	hv_write_file(FILE1, buf, big);
 	snprintf(msg, sizeof(msg), FILE1 ": larger than %u bytes", SESSION_FILE_MAX_SIZE);
 	expect_error(ARGC(argv), argv, msg);
 	/* blank lines up to the limit are fine */
-	write_file(FILE1, buf, SESSION_FILE_MAX_SIZE);
+	hv_write_file(FILE1, buf, SESSION_FILE_MAX_SIZE);
 	assert_int_equal(parse(ARGC(argv), argv), 0);
 	/* junk bytes: the first word is an unknown option, shown at most 64 bytes long */
 	for (size_t i = 0; i < 200; i++)
 		buf[i] = (char)(0x80 + i % 100);
-	write_file(FILE1, buf, 200);
+	hv_write_file(FILE1, buf, 200);
 	assert_int_equal(parse(ARGC(argv), argv), -EINVAL);
 	assert_int_equal(strncmp(err, FILE1 ":1: unknown option '", strlen(FILE1) + 20), 0);
 	assert_int_equal(strlen(err), strlen(FILE1) + 20 + 64 + 1);
@@ -260,13 +248,13 @@ static void test_stdin(void **state)
 	int saved = dup(0), fd;
 
 	(void)state;
-	write_text(FILE1, "tracer nop\nbogus 1\n");
+	hv_write_text(FILE1, "tracer nop\nbogus 1\n");
 	fd = open(FILE1, O_RDONLY);
 	assert_true(fd >= 0 && saved >= 0);
 	assert_int_equal(dup2(fd, 0), 0);
 	close(fd);
 	expect_error(ARGC(argv), argv, "<stdin>:2: unknown option 'bogus'");
-	write_text(FILE1, "tracer nop\n");
+	hv_write_text(FILE1, "tracer nop\n");
 	fd = open(FILE1, O_RDONLY);
 	assert_int_equal(dup2(fd, 0), 0);
 	close(fd);
@@ -290,7 +278,7 @@ static void test_expand_words(void **state)
 	struct session_words w;
 
 	(void)state;
-	write_text(FILE1, "stats\n\ntracer  function  \n");
+	hv_write_text(FILE1, "stats\n\ntracer  function  \n");
 	assert_int_equal(session_expand(ARGC(argv), argv, opts, ":p:", &w, err, sizeof(err)), 0);
 	assert_int_equal(w.argc, 8);
 	assert_string_equal(w.argv[1], "-p");

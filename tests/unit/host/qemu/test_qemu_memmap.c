@@ -11,6 +11,7 @@
 
 #include "host/qemu/qemu_mem.h"
 #include "host/qemu/qemu_memmap.h"
+#include "tests/common/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,24 +26,13 @@
 #define GiB  (1ull << 30)
 #define MiB  (1ull << 20)
 
+/* The capture @name.@kind of tests/unit/data/qemu_memmap (malloc'd). */
 static char *slurp(const char *name, const char *kind)
 {
 	char path[256];
-	FILE *f;
-	char *buf;
-	long n;
 
 	snprintf(path, sizeof(path), DATA "%s.%s", name, kind);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = calloc(1, (size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	return buf;
+	return hv_slurp(path);
 }
 
 /* Everything qemu_memmap_resolve takes, parsed from the captures of one QEMU. */

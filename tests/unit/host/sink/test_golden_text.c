@@ -12,6 +12,7 @@
 #include "host/sink/sink.h"
 #include "host/sink/writer.h"
 #include "host/trace/ring.h"
+#include "tests/common/files.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,27 +115,9 @@ static char *run(struct sink *s, FILE *out, char **text, bool entries_only)
 	return *text;
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (!f)
-		fail_msg("%s: cannot open (run from the repository's top directory)", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	return buf;
-}
-
 static void compare(const char *got, const char *golden)
 {
-	char *want = slurp(golden);
+	char *want = hv_slurp(golden);
 
 	if (strcmp(got, want)) {
 		fprintf(stderr, "--- %s\n%s--- got\n%s", golden, want, got);

@@ -10,6 +10,7 @@
 #include "host/sink/sink.h"
 #include "host/trace/escape.h"
 #include "tests/common/fake_mem.h"
+#include "tests/common/record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,16 +48,7 @@ static int teardown(void **state)
 /* A record whose comm holds all 16 bytes of @comm (no NUL if it is that long). */
 static struct hvt_record rec(uint8_t type, const char *comm, unsigned cpu, uint8_t depth)
 {
-	struct hvt_record r = {.type = type,
-			       .ip = 0x1000,
-			       .parent = 0x1117,
-			       .ts = 1234567890ull,
-			       .pid = 66,
-			       .cpu = (uint16_t)cpu,
-			       .depth = depth};
-
-	memcpy(r.comm, comm, strlen(comm) < VMI_COMM_LEN ? strlen(comm) + 1 : VMI_COMM_LEN);
-	return r;
+	return hv_record(type, 1234567890ull, cpu, 0x1000, 0x1117, depth, 66, comm);
 }
 
 /* A stream for a sink to write to. */

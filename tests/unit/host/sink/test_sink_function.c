@@ -7,6 +7,7 @@
 
 #include "host/trace/record.h"
 #include "host/sink/sink.h"
+#include "tests/common/record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,14 +38,7 @@ static int syms_teardown(void **state)
 static struct hvt_record entry(const char *comm, int32_t pid, unsigned cpu, uint64_t ts,
 			       uint64_t ip, uint64_t parent)
 {
-	struct vmi_task task;
-	struct hvt_record r;
-
-	memset(&task, 0, sizeof(task));
-	task.pid = pid;
-	snprintf(task.comm, sizeof(task.comm), "%s", comm);
-	hvt_record_entry(&r, ts, cpu, ip, parent, &task);
-	return r;
+	return hv_record(HVT_REC_ENTRY, ts, cpu, ip, parent, 0, pid, comm);
 }
 
 /* ---- sink_symbol_name ----------------------------------------------------------------------- */

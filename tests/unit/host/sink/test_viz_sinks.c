@@ -15,6 +15,7 @@
 
 #include "host/sink/sink.h"
 #include "host/trace/escape.h"
+#include "tests/common/record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,11 +89,7 @@ static void golden(const char *name, const char *got, size_t len)
 static struct hvt_record rec(uint8_t type, uint64_t ts, unsigned cpu, uint64_t ip, uint8_t depth,
 			     int32_t pid, const char *comm)
 {
-	struct hvt_record r = {
-	    .type = type, .ts = ts, .cpu = (uint16_t)cpu, .ip = ip, .depth = depth, .pid = pid};
-
-	memcpy(r.comm, comm, strnlen(comm, VMI_COMM_LEN));
-	return r;
+	return hv_record(type, ts, cpu, ip, 0, depth, pid, comm);
 }
 
 /* The function_graph stream, in time order across the two vCPUs:

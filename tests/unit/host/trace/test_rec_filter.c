@@ -6,18 +6,15 @@
 #include <cmocka.h>
 
 #include "host/trace/rec_filter.h"
+#include "tests/common/record.h"
 
 #include <errno.h>
 #include <string.h>
 
+/* An entry of @comm-@pid on @cpu (the fields a filter looks at). */
 static struct hvt_record rec(unsigned cpu, int pid, const char *comm)
 {
-	struct hvt_record r;
-	struct vmi_task t = {.pid = pid};
-
-	strncpy(t.comm, comm, VMI_COMM_LEN - 1);
-	hvt_record_entry(&r, 1, cpu, 0x1000, 0x2000, &t);
-	return r;
+	return hv_record(HVT_REC_ENTRY, 1, cpu, 0x1000, 0x2000, 0, pid, comm);
 }
 
 static void test_empty_keeps_all(void **state)

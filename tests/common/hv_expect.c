@@ -1,0 +1,157 @@
+#include "tests/common/hv_expect.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A trace line of @func by @comm, a process other than the idle task and init (pid > 1). */
+static bool has_line(const struct hv_result *r, const char *func, const char *comm)
+{
+	for (size_t i = 0; i < r->nr_lines; i++)
+		if (!strcmp(r->lines[i].func, func) && !strcmp(r->lines[i].comm, comm) &&
+		    r->lines[i].pid > 1)
+			return true;
+	return false;
+}
+
+/* --profile table on stderr: every listed function returned as often as it was entered, nothing
+ * missed or unwound, except the @in_flight calls whose returns were handed back at detach. Returns
+ * the number of functions listed. */
+static int assert_profile_balanced(const char *err, long in_flight)
+{
+	const char *p = strstr(err, "  --------");
+	long open = 0;
+	int n = 0;
+
+	assert_non_null(p);
+	p = strchr(p, '\n') + 1;
+	while (*p == ' ') {
+		char name[128];
+		long hit, ret, miss, unw;
+
+		if (sscanf(p, " %127s %ld %ld %ld %ld", name, &hit, &ret, &miss, &unw) != 5)
+			break;
+		if (ret > hit || miss || unw)
+			fail_msg("%s: %ld hits, %ld returns, %ld misses, %ld unwound", name, hit,
+				 ret, miss, unw);
+		open += hit - ret;
+		n++;
+		p = strchr(p, '\n') + 1;
+	}
+	if (open != in_flight)
+		fail_msg("%ld entries without a return, %ld returns handed back at detach", open,
+			 in_flight);
+	return n;
+}
+
+long hv_restored_slots(const char *err)
+{
+	const char *p = strstr(err, "restored-slots ");
+
+	assert_non_null(p);
+	return atol(p + strlen("restored-slots "));
+}
+
+/* A stub-probe line of --stats: "stub probes N records N lost N". */
+static long stub_stat(const char *err, const char *field)
+{
+	return hv_stat(err, "stub probes ", field);
+}
+
+static void assert_has(const char *label, const char *what, const char *s, const char *text)
+{
+	if (!strstr(s, text))
+		fail_msg("%s: no \"%s\" in its %s: %.2000s", label, text, what, s);
+}
+
+void hv_expect_check(const char *label, const struct hv_expect *e, const struct hv_result *r)
+{
+	if (r->status != e->status)
+		fail_msg("%s: status %d, not %d: %s", label, r->status, e->status, r->err);
+	if (e->err_is && strcmp(r->err, e->err_is))
+		fail_msg("%s: stderr \"%s\", not \"%s\"", label, r->err, e->err_is);
+	if (e->err_lines)
+		assert_int_equal(count_lines(r->err), e->err_lines);
+	for (size_t i = 0; i < ARRAY_LEN(e->err) && e->err[i]; i++)
+		assert_has(label, "stderr", r->err, e->err[i]);
+	if (e->console_is && strcmp(r->console, e->console_is))
+		fail_msg("%s: console \"%.2000s\", not \"%s\"", label, r->console, e->console_is);
+	for (size_t i = 0; i < ARRAY_LEN(e->console) && e->console[i]; i++)
+		assert_has(label, "console", r->console, e->console[i]);
+	for (size_t i = 0; i < ARRAY_LEN(e->trace) && e->trace[i]; i++)
+		assert_has(label, "trace", r->trace, e->trace[i]);
+	if (e->no_lines)
+		assert_int_equal(r->nr_lines, 0);
+	if (e->lines_over)
+		assert_true(r->nr_lines > e->lines_over);
+	if (e->only[0])
+		for (size_t l = 0; l < r->nr_lines; l++) {
+			bool listed = false;
+
+			for (size_t i = 0; i < ARRAY_LEN(e->only) && e->only[i]; i++)
+				listed |= !strcmp(r->lines[l].func, e->only[i]);
+			if (!listed)
+				fail_msg("%s: a trace line of %s", label, r->lines[l].func);
+		}
+	for (size_t i = 0; i < ARRAY_LEN(e->tasks) && e->tasks[i].func; i++) {
+		const struct task_line *tl = &e->tasks[i];
+		bool seen = false;
+
+		for (size_t k = 0; k < ARRAY_LEN(tl->comms) && tl->comms[k]; k++)
+			seen |= has_line(r, tl->func, tl->comms[k]);
+		if (!seen)
+			fail_msg("%s: no %s by %s (or the other workload processes listed)", label,
+				 tl->func, tl->comms[0]);
+	}
+	for (size_t i = 0; i < ARRAY_LEN(e->counts) && e->counts[i].text; i++)
+		assert_true(count_text(r->trace, e->counts[i].text) > e->counts[i].over);
+	for (size_t i = 0; i < ARRAY_LEN(e->stub) && e->stub[i].field; i++)
+		assert_true(stub_stat(r->err, e->stub[i].field) > e->stub[i].over);
+	if (e->nest.open) {
+		long opens = count_text(r->trace, e->nest.open);
+
+		assert_true(opens > e->nest.over);
+		assert_int_equal(opens, count_text(r->trace, e->nest.close));
+	}
+	if (e->none_in_flight)
+		assert_int_equal(hv_restored_slots(r->err), 0);
+	if (e->lost_marked) {
+		unsigned long long sum = 0, m;
+		unsigned cpu;
+
+		for (const char *p = r->trace; (p = strstr(p, "\nCPU:")); p++)
+			if (sscanf(p, "\nCPU:%u [LOST %llu EVENTS]\n", &cpu, &m) == 2)
+				sum += m;
+		assert_int_equal(sum, stub_stat(r->err, "lost ") +
+					  stub_stat(r->err, "guest-reported-lost "));
+	}
+	if (e->above_4g && hv_stat(r->err, "kaslr-slide ", "slots-above-4g ") <= 0)
+		fail_msg("%s: no return slot hooked above 4 GiB: %s", label, r->err);
+	if (e->profile)
+		assert_true(assert_profile_balanced(r->err, hv_restored_slots(r->err)) >=
+			    e->profile_min);
+	if (e->check)
+		e->check(r);
+}
+
+void hv_case_play(const struct hv_run_case *c, const char *(*arg)(const char *))
+{
+	const char *argv[ARRAY_LEN(c->args) + 1];
+	struct hv_result r;
+	size_t n = 0;
+
+	for (; n < ARRAY_LEN(c->args) && c->args[n]; n++)
+		argv[n] = arg ? arg(c->args[n]) : c->args[n];
+	argv[n] = NULL;
+	hv_run(&r, argv, 0, 0);
+	hv_expect_check(c->label, &c->expect, &r);
+	hv_result_free(&r);
+}
