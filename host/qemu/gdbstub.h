@@ -10,47 +10,12 @@
 #ifndef HVT_GDBSTUB_H
 #define HVT_GDBSTUB_H
 
-#include "host/qemu/gdb_packet.h"
+#include "host/qemu/gdb_wire.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-#define GDB_MAX_PACKET	16384 /* largest packet payload sent or accepted (decoded) */
-#define GDB_TIMEOUT_MS	5000  /* default wait for a command's reply */
-#define GDB_MAX_THREADS 256
-/* What one wait (a command's reply, a stop reply) puts up with before it gives up: packets that are
- * not its own (console output, unasked stop replies), and '-' asking for our packet again. */
-#define GDB_MAX_SKIPPED 256
-#define GDB_MAX_RESENDS 8
-
-struct gdb {
-	int fd;
-	int timeout_ms;	      /* reply wait for commands; GDB_TIMEOUT_MS after connect */
-	size_t packet_size;   /* the stub's PacketSize (QEMU: 4096) */
-	bool ack;	      /* acknowledgements on (QEMU 7.2 refuses QStartNoAckMode) */
-	unsigned ack_pending; /* packets received and owed a '+' (sent with our next bytes) */
-	bool vcont;	      /* the stub supports vCont;c and vCont;s */
-	bool running;	      /* continued, no stop reply read since */
-	bool gone;	      /* W/X received or the connection dropped */
-	bool broken;	      /* out of step with the stub (a late reply, a flood): commands fail */
-	unsigned owed;	      /* replies still to come for commands a stop interrupted: skipped */
-	int p_state;	      /* P packet: 1 works, 0 unsupported (G used), -1 not tried yet */
-	int cur_thread;	      /* thread selected by the last Hg, 0 none */
-	int phys_mode;	      /* qemu.PhyMemMode as last set, -1 unknown */
-	/* NN of the last "E NN" reply, -1 none. Hex per the protocol, but QEMU writes its decimal
-	 * errno there: E14 (EFAULT) reads 0x14, E22 (EINVAL) 0x22. */
-	int last_error;
-	char why[192]; /* the last failure, one line ("gdbstub: no reply to 'g' within 300 ms") */
-	struct gdb_stop last_stop;
-	size_t rpos, rlen;
-	char rbuf[GDB_MAX_PACKET + 16]; /* bytes received and not yet parsed: rbuf[rpos, rlen) */
-	size_t out_len;
-	char out[GDB_MAX_PACKET + 8]; /* last framed packet, resent on '-' */
-	size_t pkt_len;
-	char pkt[GDB_MAX_PACKET + 1]; /* last received packet payload, decoded, NUL-terminated */
-};
 
 /* ---- connection (the thread owning @g) ------------------------------------------------------ */
 
