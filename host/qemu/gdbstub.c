@@ -104,8 +104,7 @@ int gdb_connect(struct gdb *g, const char *host, int port, char *err, size_t err
 		if (fd == -EHOSTUNREACH && gai)
 			snprintf(err, errlen, "gdbstub %s:%d: %s", host, port, gai_strerror(gai));
 		else
-			snprintf(err, errlen, "gdbstub %s:%d: connect: %s", host, port,
-				 strerror(-fd));
+			snprintf(err, errlen, "gdbstub %s:%d: connect: %s", host, port, strerror(-fd));
 		return fd;
 	}
 	/* Without it every small request waits for the previous segment's delayed ACK (~40 ms). */

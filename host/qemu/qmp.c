@@ -210,10 +210,9 @@ int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len)
 		rc = next_message(q, deadline, &msg, &mlen);
 		if (rc)
 			return answer_failed(q, cmd, rc);
-		/* Events are what a VM sends as it runs (a STOP and a RESUME per gdbstub stop,
-		 * queued while no command was waiting): the deadline bounds them, or
-		 * QMP_MAX_EVENTS_SKIPPED without one. Anything else counts against QMP_MAX_SKIPPED.
-		 */
+		/* Events are what a VM sends as it runs (a STOP and a RESUME per gdbstub stop, queued
+		 * while no command was waiting): the deadline bounds them, or QMP_MAX_EVENTS_SKIPPED
+		 * without one. Anything else counts against QMP_MAX_SKIPPED. */
 		if (note_event(q, msg, mlen)) {
 			if (deadline >= 0 || ++skipped_events <= QMP_MAX_EVENTS_SKIPPED)
 				continue;
@@ -518,8 +517,7 @@ int qmp_drain_events(struct qmp *q)
 		if (rc)
 			return rc;
 		taken += mlen;
-		/* not an event, with no command waiting: a stray message, not an answer to anything
-		 */
+		/* not an event, with no command waiting: a stray message, not an answer to anything */
 		note_event(q, msg, mlen);
 	}
 	return 0;

@@ -5,10 +5,9 @@
  *
  * The monitor is a peer, not trusted: a command has one deadline (q->timeout_ms) whatever arrives
  * meanwhile (events: the VM's STOP/RESUME pairs pile up while no command waits), takes at most
- * QMP_MAX_SKIPPED other messages that are not its answer and QMP_MAX_MSG bytes for one message, and
- * ends at once with -EINTR on a stop (tcp_set_interrupt). A command that fails so leaves the
- * connection broken (a late answer would be taken for the next command's), and q->why says why in
- * one line. */
+ * QMP_MAX_SKIPPED other messages that are not its answer and QMP_MAX_MSG bytes for one message, and ends at once with -EINTR on a stop (tcp_set_interrupt). A command that fails
+ * so leaves the connection broken (a late answer would be taken for the next command's), and q->why
+ * says why in one line. */
 #ifndef HVT_QMP_H
 #define HVT_QMP_H
 
@@ -18,11 +17,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define QMP_TIMEOUT_MS	       5000	 /* default wait for a command's reply */
-#define QMP_MAX_MSG	       (4 << 20) /* largest message accepted (query-qmp-schema is ~200 KiB) */
-#define QMP_MAX_SKIPPED	       1024 /* other messages than events a command skips for its answer */
+#define QMP_TIMEOUT_MS 5000	 /* default wait for a command's reply */
+#define QMP_MAX_MSG    (4 << 20) /* largest message accepted (query-qmp-schema is ~200 KiB) */
+#define QMP_MAX_SKIPPED 1024	  /* other messages than events a command skips for its answer */
 #define QMP_MAX_EVENTS_SKIPPED (1u << 24) /* events it skips when it has no deadline */
-#define QMP_DRAIN_MAX	       (1u << 20) /* bytes of events qmp_drain_events takes in one call */
+#define QMP_DRAIN_MAX (1u << 20)	  /* bytes of events qmp_drain_events takes in one call */
 
 /* Events remembered in qmp->events (any other event sets QMP_EV_OTHER). */
 enum qmp_event {
@@ -44,7 +43,7 @@ struct qmp {
 	bool gone;	     /* the peer closed the connection */
 	bool broken;	     /* out of step with the peer (see above): commands fail */
 	char why[192]; /* the last failure, one line ("qmp: no answer to 'stop' within 5000 ms") */
-	char *buf;     /* received bytes [pos, len) not yet parsed; owned */
+	char *buf;	     /* received bytes [pos, len) not yet parsed; owned */
 	size_t pos, len, cap;
 	struct qmp_json_scan scan; /* of the message at pos */
 };

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-#define KERNEL_HALF  0xffff800000000000ull
+#define KERNEL_HALF 0xffff800000000000ull
 #define PTI_USER_BIT 0x1000ull /* PTI: the user PGD is the kernel PGD + 4 KiB */
-#define POLL_MS	     50
-#define HOLD_POLL_MS 2	    /* with a hold callback: how often it is asked while the VM runs */
+#define POLL_MS 50
+#define HOLD_POLL_MS 2	   /* with a hold callback: how often it is asked while the VM runs */
 #define HOLD_WAIT_NS 200000 /* and while it holds the VM */
 
 static struct target_qemu *tq(struct target *t)
@@ -68,8 +68,7 @@ static int flush_rips(struct target_qemu *q)
 static int phys_access(struct target_qemu *q, uint64_t gpa, void *buf, size_t len, bool write)
 {
 	if (q->mem.fd >= 0)
-		return write ? qemu_mem_write(&q->mem, gpa, buf, len)
-			     : qemu_mem_read(&q->mem, gpa, buf, len);
+		return write ? qemu_mem_write(&q->mem, gpa, buf, len) : qemu_mem_read(&q->mem, gpa, buf, len);
 	if (write)
 		return gdb_write_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
 	return gdb_read_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
@@ -141,8 +140,7 @@ static int qemu_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *bu
 }
 
 /* Data only (return slots): TCG would not see code written this way. */
-static int qemu_write_virt(struct target *t, unsigned cpu, uint64_t gva, const void *buf,
-			   size_t len)
+static int qemu_write_virt(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len)
 {
 	return access_virt(tq(t), cpu, gva, (void *)buf, len, true);
 }
@@ -226,15 +224,14 @@ static int stop_vm(struct target_qemu *q)
 		return ret;
 	if (st.kind != GDB_STOP_SIGNAL)
 		return -ESRCH;
-	/* a breakpoint hit may have raced with the interrupt: it is handled when the VM next runs,
-	 * as the vCPU executes the breakpoint again */
+	/* a breakpoint hit may have raced with the interrupt: it is handled when the VM next runs, as
+	 * the vCPU executes the breakpoint again */
 	q->stopped = true;
 	invalidate_regs(q);
 	return 0;
 }
 
-/* The VM is stopped whenever the tracer runs (hits are handled at a stop); pausing makes sure of
- * it. */
+/* The VM is stopped whenever the tracer runs (hits are handled at a stop); pausing makes sure of it. */
 static int qemu_pause(struct target *t)
 {
 	return stop_vm(tq(t));
@@ -270,8 +267,7 @@ static int qemu_set_regs(struct target *t, unsigned cpu, const struct x86_regs *
 	if (ret < 0)
 		return ret;
 	if (regs->rip == q->cpu[cpu].regs.rip)
-		return 0; /* also when that RIP is still to be sent: it goes out with the continue
-			   */
+		return 0; /* also when that RIP is still to be sent: it goes out with the continue */
 	ret = gdb_write_reg(q->gdb, q->cpu[cpu].thread, GDB_REG_RIP, regs->rip);
 	if (ret == 0) {
 		q->cpu[cpu].regs.rip = regs->rip;
@@ -396,23 +392,23 @@ uint64_t target_qemu_stub_gpa(const struct target_qemu *q)
 }
 
 static const struct target_ops qemu_ops = {
-    .stub_map = qemu_stub_map_op,
-    .stub_unmap = qemu_stub_unmap_op,
-    .read_phys = qemu_read_phys,
-    .write_phys = qemu_write_phys,
-    .write_text = qemu_write_text,
-    .read_kernel = qemu_read_kernel,
-    .kernel_gpa = qemu_kernel_gpa,
-    .read_virt = qemu_read_virt,
-    .write_virt = qemu_write_virt,
-    .translate = qemu_translate,
-    .insert_bp = qemu_insert_bp,
-    .remove_bp = qemu_remove_bp,
-    .pause = qemu_pause,
-    .resume = qemu_resume,
-    .get_regs = qemu_get_regs,
-    .set_regs = qemu_set_regs,
-    .set_bp_handler = qemu_set_bp_handler,
+	.stub_map = qemu_stub_map_op,
+	.stub_unmap = qemu_stub_unmap_op,
+	.read_phys = qemu_read_phys,
+	.write_phys = qemu_write_phys,
+	.write_text = qemu_write_text,
+	.read_kernel = qemu_read_kernel,
+	.kernel_gpa = qemu_kernel_gpa,
+	.read_virt = qemu_read_virt,
+	.write_virt = qemu_write_virt,
+	.translate = qemu_translate,
+	.insert_bp = qemu_insert_bp,
+	.remove_bp = qemu_remove_bp,
+	.pause = qemu_pause,
+	.resume = qemu_resume,
+	.get_regs = qemu_get_regs,
+	.set_regs = qemu_set_regs,
+	.set_bp_handler = qemu_set_bp_handler,
 };
 
 /* Guest-physical reads through the gdbstub in physical mode (qemu_mem_open's content check). */
@@ -459,8 +455,7 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	/* the VM is stopped: the gdbstub's view and the process's memory hold the same bytes */
 	if (!gdb_memory && qemu_mem_open(&q->mem, pid, hmp, hmp_ctx, phys ? gdb_phys_read : NULL,
 					 gdb, err, errlen) < 0) {
-		fprintf(stderr, "hvtrace: %s: guest memory goes through the gdbstub (slower)\n",
-			err);
+		fprintf(stderr, "hvtrace: %s: guest memory goes through the gdbstub (slower)\n", err);
 		if (!phys) {
 			snprintf(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");
 			return -ENOTSUP;
@@ -517,9 +512,9 @@ static int step_over(struct target_qemu *q, struct qemu_cpu *c)
 }
 
 /* The tracer emulates the NOP5 at a function entry by moving RIP past it (@rip -> @rip + 5); the
- * gdbstub's breakpoint left the guest's bytes as they were, so the guest may have changed them
- * since (its own ftrace or live patching turns the NOP5 into a CALL, text_poke puts an INT3 there,
- * or a hostile guest anything). Whether the 5 bytes the vCPU sees at @rip are still a NOP5. */
+ * gdbstub's breakpoint left the guest's bytes as they were, so the guest may have changed them since
+ * (its own ftrace or live patching turns the NOP5 into a CALL, text_poke puts an INT3 there, or a
+ * hostile guest anything). Whether the 5 bytes the vCPU sees at @rip are still a NOP5. */
 static bool nop5_at(struct target_qemu *q, unsigned cpu, uint64_t rip)
 {
 	uint8_t b[X86_NOP5_LEN];

@@ -1,7 +1,7 @@
 /* The target interface on a running QEMU: breakpoints, stops and registers through QEMU's gdbstub
- * (all-stop: a hit stops every vCPU, the host handles it, the VM continues), guest memory through
- * the QEMU process (/proc/PID/mem) and the guest's own page tables. The gdbstub's Z0 breakpoints
- * are owned by QEMU, which removes them itself if the connection drops. */
+ * (all-stop: a hit stops every vCPU, the host handles it, the VM continues), guest memory through the
+ * QEMU process (/proc/PID/mem) and the guest's own page tables. The gdbstub's Z0 breakpoints are owned by
+ * QEMU, which removes them itself if the connection drops. */
 #ifndef HVT_TARGET_QEMU_H
 #define HVT_TARGET_QEMU_H
 
@@ -17,9 +17,9 @@
 #include <sys/types.h>
 
 struct qemu_cpu {
-	int thread;	      /* gdbstub thread id */
-	struct x86_tlb tlb;   /* invalidated at every stop: page tables may change */
-	struct x86_regs regs; /* valid while the VM is stopped, once fetched */
+	int thread;	       /* gdbstub thread id */
+	struct x86_tlb tlb;    /* invalidated at every stop: page tables may change */
+	struct x86_regs regs;  /* valid while the VM is stopped, once fetched */
 	uint64_t cr3, cr4;
 	bool regs_valid;
 	bool rip_dirty; /* regs.rip set by the tracer, not yet written (goes with the continue) */
@@ -34,13 +34,12 @@ struct target_qemu {
 	target_bp_fn bp;
 	void *bp_ctx;
 	uint64_t stops, hits; /* statistics */
-	uint64_t
-	    nop5_refused; /* NOP5 emulations refused: the guest's bytes were no NOP5 (stepped) */
-	uint64_t held_ns; /* time the VM stood stopped at stops target_qemu_run handled */
+	uint64_t nop5_refused; /* NOP5 emulations refused: the guest's bytes were no NOP5 (stepped) */
+	uint64_t held_ns;      /* time the VM stood stopped at stops target_qemu_run handled */
 	bool (*hold)(void *ctx); /* target_qemu_set_hold */
 	void *hold_ctx;
 	uint64_t holds, hold_ns; /* times target_qemu_run held the VM for @hold, and how long */
-	char err[224];		 /* why target_qemu_run ended with QEMU_RUN_ERROR */
+	char err[224];	      /* why target_qemu_run ended with QEMU_RUN_ERROR */
 
 	/* stub probes: where they may live (target_qemu_set_stub_area), what stub_map changed */
 	struct qemu_stub stub;
@@ -72,8 +71,8 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
  * q->hold_ns. NULL: no holds. Main thread, before target_qemu_run. */
 void target_qemu_set_hold(struct target_qemu *q, bool (*hold)(void *ctx), void *ctx);
 
-/* Lets the VM run for @ms milliseconds, then stops it again (for polling a booting guest). 0 or
- * -errno; -ESRCH when the guest is gone. */
+/* Lets the VM run for @ms milliseconds, then stops it again (for polling a booting guest). 0 or -errno;
+ * -ESRCH when the guest is gone. */
 int target_qemu_run_for(struct target_qemu *q, int ms);
 
 /* Kernel-address reads for vmi (a vmi_read_fn) through CPU 0's page tables. */
@@ -92,8 +91,8 @@ uint64_t target_qemu_stub_reserve(uint64_t region);
 /* Where stub_map would place the stub's region (guest-physical), 0 without a stub area. */
 uint64_t target_qemu_stub_gpa(const struct target_qemu *q);
 
-/* In a process forked from the tracing one (the guardian), once it has stopped the VM through its
- * own connection @gdb to the same gdbstub: makes @q use it, with nothing cached from before. */
+/* In a process forked from the tracing one (the guardian), once it has stopped the VM through its own
+ * connection @gdb to the same gdbstub: makes @q use it, with nothing cached from before. */
 void target_qemu_adopt(struct target_qemu *q, struct gdb *gdb);
 
 /* Leaves the gdbstub's physical-address mode if stub patching turned it on (before a detach). */
