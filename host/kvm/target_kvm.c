@@ -257,22 +257,9 @@ static int klinux_translate(void *ctx, uint64_t gva, uint64_t *gpa)
 	return x86_translate(vm_read_pte, vm, cr3, false, gva, gpa) < 0 ? -EFAULT : 0;
 }
 
-static int klinux_copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
-{
-	uint8_t *p = vm_gpa_ptr(ctx, gpa, len);
-
-	if (!p)
-		return -EFAULT;
-	if (write)
-		memcpy(p, buf, len);
-	else
-		memcpy(buf, p, len);
-	return 0;
-}
-
 static int klinux_read_kernel(struct target *t, uint64_t gva, void *buf, size_t len)
 {
-	return x86_copy_virt(gva, buf, len, false, klinux_translate, klinux_copy_phys, t->priv);
+	return x86_copy_virt(gva, buf, len, false, klinux_translate, vm_copy_phys, t->priv);
 }
 
 static int klinux_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)

@@ -539,10 +539,9 @@ static int translate(void *ctx, uint64_t gva, uint64_t *gpa)
 	return x86_tlb_translate(&c->tlb, c->cr3, gva, walk, c, gpa);
 }
 
-static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
+int vm_copy_phys(void *vm, uint64_t gpa, void *buf, size_t len, bool write)
 {
-	struct vcpu *c = ctx;
-	uint8_t *p = vm_gpa_ptr(c->vm, gpa, len);
+	uint8_t *p = vm_gpa_ptr(vm, gpa, len);
 
 	if (!p)
 		return -EFAULT;
@@ -551,6 +550,13 @@ static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
 	else
 		memcpy(buf, p, len);
 	return 0;
+}
+
+static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
+{
+	struct vcpu *c = ctx;
+
+	return vm_copy_phys(c->vm, gpa, buf, len, write);
 }
 
 int vm_translate(struct vm *vm, unsigned cpu, uint64_t gva, uint64_t *gpa)

@@ -168,6 +168,10 @@ void *vm_gpa_ptr(struct vm *vm, uint64_t gpa, uint64_t len);
  * once (atomically: the guest may be writing it). 0 or -EFAULT outside RAM. Any thread. */
 int vm_read_pte(void *vm, uint64_t gpa, uint64_t *pte);
 
+/* Copies @len bytes between @buf and guest-physical @gpa of struct vm @vm (an x86_gpa_copy_fn):
+ * into guest RAM when @write. 0 or -EFAULT when the range is not all RAM. Any thread. */
+int vm_copy_phys(void *vm, uint64_t gpa, void *buf, size_t len, bool write);
+
 /* A vCPU's long-mode entry state at CPL0: flat code and data segments @cs and @ds of the GDT at
  * [@gdt_base, +@gdt_limit], no IDT, paging at @cr3. */
 struct vm_long_mode {
