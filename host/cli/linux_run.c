@@ -8,7 +8,7 @@
 #include "host/qemu/guardian.h"
 #include "host/qemu/qemu_accel.h"
 #include "host/qemu/qemu_attach.h"
-#include "host/qemu/qemu_e820.h"
+#include "vmi/vmi_linux_e820.h"
 #include "host/qemu/target_qemu.h"
 #include "host/qemu/tcp.h"
 #include "host/trace/clock.h"
@@ -253,12 +253,12 @@ out:
 static bool stub_reserved(struct linux_run *r)
 {
 	const struct vmi_sym *e = vmi_symtab_find(&r->l.objects, "e820_table");
-	uint8_t tbl[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE];
+	uint8_t tbl[4 + VMI_E820_MAX * VMI_E820_ENTRY_SIZE];
 	long n =
-	    e ? qemu_e820_read(target_qemu_read_kernel, &r->tq, e->addr, tbl, sizeof(tbl)) : -1;
+	    e ? vmi_linux_e820_read(target_qemu_read_kernel, &r->tq, e->addr, tbl, sizeof(tbl)) : -1;
 
 	if (n >= 4 &&
-	    qemu_e820_covers(tbl, (size_t)n, r->resv_gpa, r->resv_size, QEMU_E820_RESERVED))
+	    vmi_linux_e820_covers(tbl, (size_t)n, r->resv_gpa, r->resv_size, VMI_E820_RESERVED))
 		return true;
 	snprintf(r->resv_why, sizeof(r->resv_why),
 		 "the kernel's e820_table %s guest-physical 0x%llx-0x%llx (memmap=) reserved",
@@ -276,16 +276,16 @@ static void stub_find_reserved(struct linux_run *r)
 {
 	const struct vmi_sym *e = vmi_symtab_find(&r->l.objects, "e820_table");
 	const struct vmi_sym *f = vmi_symtab_find(&r->l.objects, "e820_table_firmware");
-	static uint8_t cur[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE],
-	    fw[4 + QEMU_E820_MAX * QEMU_E820_ENTRY_SIZE];
+	static uint8_t cur[4 + VMI_E820_MAX * VMI_E820_ENTRY_SIZE],
+	    fw[4 + VMI_E820_MAX * VMI_E820_ENTRY_SIZE];
 	long nc, nf;
 
 	if (!e || !f)
 		return;
-	nc = qemu_e820_read(target_qemu_read_kernel, &r->tq, e->addr, cur, sizeof(cur));
-	nf = qemu_e820_read(target_qemu_read_kernel, &r->tq, f->addr, fw, sizeof(fw));
+	nc = vmi_linux_e820_read(target_qemu_read_kernel, &r->tq, e->addr, cur, sizeof(cur));
+	nf = vmi_linux_e820_read(target_qemu_read_kernel, &r->tq, f->addr, fw, sizeof(fw));
 	if (nc < 4 || nf < 4 ||
-	    !qemu_e820_user_reserved(cur, (size_t)nc, fw, (size_t)nf, &r->resv_gpa, &r->resv_size))
+	    !vmi_linux_e820_user_reserved(cur, (size_t)nc, fw, (size_t)nf, &r->resv_gpa, &r->resv_size))
 		r->resv_gpa = r->resv_size = 0;
 }
 

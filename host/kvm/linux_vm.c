@@ -11,50 +11,29 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-static void seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code)
-{
-	memset(s, 0, sizeof(*s));
-	s->selector = sel;
-	s->limit = 0xffffffff;
-	s->type = type;
-	s->present = 1;
-	s->s = 1;
-	s->l = code;
-	s->db = !code;
-	s->g = 1;
-}
-
 /* vCPU 0 at @entry in long mode per the 64-bit boot protocol: __BOOT_CS/__BOOT_DS of the boot GDT,
  * the VMM's identity map, interrupts off, RSI = boot_params. */
 static int enter_64(struct vm *vm, uint64_t entry)
 {
-	struct vcpu *c = &vm->vcpus[0];
-	struct kvm_sregs sregs;
+	const struct vm_long_mode m = {
+	    .cs = LB_BOOT_CS,
+	    .ds = LB_BOOT_DS,
+	    .gdt_base = LB_GDT_GPA,
+	    .gdt_limit = LB_GDT_ENTRIES * 8 - 1,
+	    .cr3 = vm->cr3_boot,
+	    .cr4 = X86_CR4_PAE,
+	    .efer = X86_EFER_LME | X86_EFER_LMA,
+	};
 	struct kvm_regs regs;
+	int ret;
 
-	if (ioctl(c->fd, KVM_GET_SREGS, &sregs) < 0)
-		return -errno;
-	seg(&sregs.cs, LB_BOOT_CS, 11, true);
-	seg(&sregs.ds, LB_BOOT_DS, 3, false);
-	sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
-	sregs.gdt.base = LB_GDT_GPA;
-	sregs.gdt.limit = LB_GDT_ENTRIES * 8 - 1;
-	sregs.idt.base = 0;
-	sregs.idt.limit = 0;
-	sregs.cr0 = X86_CR0_PE | X86_CR0_MP | X86_CR0_ET | X86_CR0_NE | X86_CR0_WP | X86_CR0_PG;
-	sregs.cr3 = vm->cr3_boot;
-	sregs.cr4 = X86_CR4_PAE;
-	sregs.efer = X86_EFER_LME | X86_EFER_LMA;
-	if (ioctl(c->fd, KVM_SET_SREGS, &sregs) < 0)
-		return -errno;
-	c->cr3 = vm->cr3_boot;
-	c->la57 = false;
 	memset(&regs, 0, sizeof(regs));
 	regs.rip = entry;
 	regs.rsi = LB_ZERO_PAGE_GPA;
 	regs.rflags = 2;
-	if (ioctl(c->fd, KVM_SET_REGS, &regs) < 0)
-		return -errno;
+	ret = vm_vcpu_long_mode(&vm->vcpus[0], &m, &regs);
+	if (ret < 0)
+		return ret;
 	vm->entry = entry;
 	return 0;
 }

@@ -91,6 +91,18 @@ static void kvm_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 	vm->bp_ctx = ctx;
 }
 
+/* The stub's memory: @size bytes at guest-physical @gpa as the extra memslot. 0 or -errno with a
+ * reason in @err. */
+static int map_extra(struct vm *vm, uint64_t gpa, uint64_t size, char *err, size_t errlen)
+{
+	int ret = vm_map_extra(vm, gpa, size);
+
+	if (ret < 0)
+		snprintf(err, errlen, "stub probes: cannot map %llu KiB at 0x%llx: %s",
+			 (unsigned long long)size >> 10, (unsigned long long)gpa, strerror(-ret));
+	return ret;
+}
+
 /* The stub region: a memslot right above RAM (2 MiB aligned), which the freestanding guest, told
  * only about its RAM, never uses; the boot identity map already maps it, executable. Any size up to
  * the end of the identity map: only its first page (the code) must be within CALL rel32 reach. */
@@ -117,12 +129,9 @@ static int kvm_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min
 				      "2 GiB of the traced code");
 		return -ERANGE;
 	}
-	ret = vm_map_extra(vm, gpa, size);
-	if (ret < 0) {
-		snprintf(err, errlen, "stub probes: cannot map %llu KiB at 0x%llx: %s",
-			 (unsigned long long)size >> 10, (unsigned long long)gpa, strerror(-ret));
+	ret = map_extra(vm, gpa, size, err, errlen);
+	if (ret < 0)
 		return ret;
-	}
 	*out = (struct target_region){.gva = gpa, .gpa = gpa, .size = size, .where = "memslot"};
 	return 0;
 }
@@ -232,16 +241,6 @@ void target_kvm_init(struct target *t, struct vm *vm)
 #define PAGE_RX	   (X86_PTE_P | PTE_A)
 #define PAGE_RW	   (X86_PTE_P | X86_PTE_RW | PTE_A | PTE_D | X86_PTE_NX)
 
-static int pte_read(void *ctx, uint64_t gpa, uint64_t *pte)
-{
-	uint64_t *p = vm_gpa_ptr(ctx, gpa, 8);
-
-	if (!p)
-		return -EFAULT;
-	*pte = __atomic_load_n(p, __ATOMIC_RELAXED);
-	return 0;
-}
-
 /* The kernel image runs at its link address (no KASLR: the decompressor never runs), so its 1 GiB
  * is guest-physical = virtual - IMAGE_BASE from before the first instruction to the end; the rest
  * (the direct map, vmalloc, per-CPU areas) through the kernel's own top-level table (kcr3, once
@@ -255,25 +254,12 @@ static int klinux_translate(void *ctx, uint64_t gva, uint64_t *gpa)
 		*gpa = gva - IMAGE_BASE;
 		return 0;
 	}
-	return x86_translate(pte_read, vm, cr3, false, gva, gpa) < 0 ? -EFAULT : 0;
-}
-
-static int klinux_copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
-{
-	uint8_t *p = vm_gpa_ptr(ctx, gpa, len);
-
-	if (!p)
-		return -EFAULT;
-	if (write)
-		memcpy(p, buf, len);
-	else
-		memcpy(buf, p, len);
-	return 0;
+	return x86_translate(vm_read_pte, vm, cr3, false, gva, gpa) < 0 ? -EFAULT : 0;
 }
 
 static int klinux_read_kernel(struct target *t, uint64_t gva, void *buf, size_t len)
 {
-	return x86_copy_virt(gva, buf, len, false, klinux_translate, klinux_copy_phys, t->priv);
+	return x86_copy_virt(gva, buf, len, false, klinux_translate, vm_copy_phys, t->priv);
 }
 
 static int klinux_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
@@ -341,19 +327,16 @@ static int klinux_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t 
 			 (unsigned long long)va);
 		return -ERANGE;
 	}
-	if (pte_read(vm, vm->kpud_gpa + 8 * STUB_PUD, &old) < 0 || (old & X86_PTE_P)) {
+	if (vm_read_pte(vm, vm->kpud_gpa + 8 * STUB_PUD, &old) < 0 || (old & X86_PTE_P)) {
 		snprintf(err, errlen,
 			 "stub probes: the kernel maps 0x%llx already (level3_kernel_pgt[%d] is "
 			 "0x%llx)",
 			 (unsigned long long)va, STUB_PUD, (unsigned long long)old);
 		return -ENOSPC;
 	}
-	ret = vm_map_extra(vm, gpa, span);
-	if (ret < 0) {
-		snprintf(err, errlen, "stub probes: cannot map %llu KiB at 0x%llx: %s",
-			 (unsigned long long)span >> 10, (unsigned long long)gpa, strerror(-ret));
+	ret = map_extra(vm, gpa, span, err, errlen);
+	if (ret < 0)
 		return ret;
-	}
 	pd = vm_gpa_ptr(vm, pd_gpa, X86_PAGE_SIZE);
 	pt = vm_gpa_ptr(vm, pd_gpa + X86_PAGE_SIZE, X86_PAGE_SIZE);
 	pud = vm_gpa_ptr(vm, vm->kpud_gpa + 8 * STUB_PUD, 8);

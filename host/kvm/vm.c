@@ -160,29 +160,45 @@ static void set_seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code
 	s->g = 1;
 }
 
-/* Long mode at CPL0, flat segments, identity map, per-vCPU stack; RDI = index, RSI = count. */
-static int setup_vcpu_regs(struct vm *vm, struct vcpu *c, uint64_t cr3, uint64_t gdt_gpa)
+int vm_vcpu_long_mode(struct vcpu *c, const struct vm_long_mode *m, const struct kvm_regs *regs)
 {
 	struct kvm_sregs sregs;
-	struct kvm_regs regs;
 
 	if (ioctl(c->fd, KVM_GET_SREGS, &sregs) < 0)
 		return -errno;
-	set_seg(&sregs.cs, X86_SEL_CODE64, 11, true);
-	set_seg(&sregs.ds, X86_SEL_DATA, 3, false);
+	set_seg(&sregs.cs, m->cs, 11, true);
+	set_seg(&sregs.ds, m->ds, 3, false);
 	sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
-	sregs.gdt.base = gdt_gpa;
-	sregs.gdt.limit = X86_GDT_ENTRIES * 8 - 1;
+	sregs.gdt.base = m->gdt_base;
+	sregs.gdt.limit = m->gdt_limit;
 	sregs.idt.base = 0;
 	sregs.idt.limit = 0;
 	sregs.cr0 = X86_CR0_PE | X86_CR0_MP | X86_CR0_ET | X86_CR0_NE | X86_CR0_WP | X86_CR0_PG;
-	sregs.cr3 = cr3;
-	sregs.cr4 = X86_CR4_PAE | X86_CR4_OSFXSR | X86_CR4_OSXMMEXCPT;
-	sregs.efer = X86_EFER_LME | X86_EFER_LMA | X86_EFER_SCE | X86_EFER_NXE;
+	sregs.cr3 = m->cr3;
+	sregs.cr4 = m->cr4;
+	sregs.efer = m->efer;
 	if (ioctl(c->fd, KVM_SET_SREGS, &sregs) < 0)
 		return -errno;
-	c->cr3 = cr3;
+	c->cr3 = m->cr3;
 	c->la57 = false;
+	if (ioctl(c->fd, KVM_SET_REGS, regs) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Long mode at CPL0, flat segments, identity map, per-vCPU stack; RDI = index, RSI = count. */
+static int setup_vcpu_regs(struct vm *vm, struct vcpu *c, uint64_t cr3, uint64_t gdt_gpa)
+{
+	const struct vm_long_mode m = {
+	    .cs = X86_SEL_CODE64,
+	    .ds = X86_SEL_DATA,
+	    .gdt_base = gdt_gpa,
+	    .gdt_limit = X86_GDT_ENTRIES * 8 - 1,
+	    .cr3 = cr3,
+	    .cr4 = X86_CR4_PAE | X86_CR4_OSFXSR | X86_CR4_OSXMMEXCPT,
+	    .efer = X86_EFER_LME | X86_EFER_LMA | X86_EFER_SCE | X86_EFER_NXE,
+	};
+	struct kvm_regs regs;
 
 	memset(&regs, 0, sizeof(regs));
 	regs.rip = vm->entry;
@@ -190,9 +206,7 @@ static int setup_vcpu_regs(struct vm *vm, struct vcpu *c, uint64_t cr3, uint64_t
 	regs.rsi = vm->nr_vcpus;
 	regs.rsp = vm->reserved_gpa + (uint64_t)(c->index + 1) * VM_STACK_SIZE;
 	regs.rflags = 2;
-	if (ioctl(c->fd, KVM_SET_REGS, &regs) < 0)
-		return -errno;
-	return 0;
+	return vm_vcpu_long_mode(c, &m, &regs);
 }
 
 /* Bytes of the VMM area at the top of RAM for @smp vCPUs: stacks, page tables, GDT, stub page. */
@@ -494,9 +508,9 @@ void vm_unmap_extra(struct vm *vm)
 	/* the mapping stays: another thread may still be reading records through vm_gpa_ptr */
 }
 
-static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
+int vm_read_pte(void *vm, uint64_t gpa, uint64_t *pte)
 {
-	uint64_t *p = vm_gpa_ptr(ctx, gpa, 8);
+	uint64_t *p = vm_gpa_ptr(vm, gpa, 8);
 
 	if (!p)
 		return -EFAULT;
@@ -509,7 +523,7 @@ static int walk(void *ctx, uint64_t gva, uint64_t *gpa)
 {
 	struct vcpu *c = ctx;
 
-	return x86_translate(read_pte, c->vm, c->cr3, c->la57, gva, gpa) < 0 ? -EFAULT : 0;
+	return x86_translate(vm_read_pte, c->vm, c->cr3, c->la57, gva, gpa) < 0 ? -EFAULT : 0;
 }
 
 /* Guest-physical address of @gva for vCPU @ctx, through its translation cache (valid until its next
@@ -525,10 +539,9 @@ static int translate(void *ctx, uint64_t gva, uint64_t *gpa)
 	return x86_tlb_translate(&c->tlb, c->cr3, gva, walk, c, gpa);
 }
 
-static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
+int vm_copy_phys(void *vm, uint64_t gpa, void *buf, size_t len, bool write)
 {
-	struct vcpu *c = ctx;
-	uint8_t *p = vm_gpa_ptr(c->vm, gpa, len);
+	uint8_t *p = vm_gpa_ptr(vm, gpa, len);
 
 	if (!p)
 		return -EFAULT;
@@ -537,6 +550,13 @@ static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
 	else
 		memcpy(buf, p, len);
 	return 0;
+}
+
+static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
+{
+	struct vcpu *c = ctx;
+
+	return vm_copy_phys(c->vm, gpa, buf, len, write);
 }
 
 int vm_translate(struct vm *vm, unsigned cpu, uint64_t gva, uint64_t *gpa)

@@ -164,6 +164,27 @@ int vm_tsc_sync(struct vm *vm, uint64_t *tsc, uint64_t *ns, uint64_t *khz);
  * Any thread. */
 void *vm_gpa_ptr(struct vm *vm, uint64_t gpa, uint64_t len);
 
+/* The 8-byte page-table entry at guest-physical @gpa of struct vm @vm (an x86_read_pte_fn), read
+ * once (atomically: the guest may be writing it). 0 or -EFAULT outside RAM. Any thread. */
+int vm_read_pte(void *vm, uint64_t gpa, uint64_t *pte);
+
+/* Copies @len bytes between @buf and guest-physical @gpa of struct vm @vm (an x86_gpa_copy_fn):
+ * into guest RAM when @write. 0 or -EFAULT when the range is not all RAM. Any thread. */
+int vm_copy_phys(void *vm, uint64_t gpa, void *buf, size_t len, bool write);
+
+/* A vCPU's long-mode entry state at CPL0: flat code and data segments @cs and @ds of the GDT at
+ * [@gdt_base, +@gdt_limit], no IDT, paging at @cr3. */
+struct vm_long_mode {
+	uint16_t cs, ds;
+	uint64_t gdt_base;
+	uint16_t gdt_limit;
+	uint64_t cr3, cr4, efer;
+};
+
+/* Puts vCPU @c in long mode per @m (CR0 PE, PG and the usual bits) with general registers @regs.
+ * 0 or -errno. Main thread, vCPU not running. */
+int vm_vcpu_long_mode(struct vcpu *c, const struct vm_long_mode *m, const struct kvm_regs *regs);
+
 /* The guest-physical address of @gva through vCPU @cpu's page tables (the CR3 of its last exit).
  * Returns 0 or -EFAULT (-EINVAL: no such vCPU). Safe on that vCPU's thread (through its translation
  * cache), or on any thread while the vCPUs are paused or not started. */

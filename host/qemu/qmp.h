@@ -1,7 +1,7 @@
 /* Client of QEMU's QMP monitor: connect (unix socket or TCP), capabilities negotiation, synchronous
- * commands with asynchronous events recorded on the side, HMP passthrough (e.g. `gdbserver`), and
- * the few JSON scanners that needs (no JSON library). One struct qmp is one connection, used by one
- * thread at a time.
+ * commands with asynchronous events recorded on the side, HMP passthrough (e.g. `gdbserver`); the
+ * JSON scanners it needs are in qmp_json.h. One struct qmp is one connection, used by one thread at
+ * a time.
  *
  * The monitor is a peer, not trusted: a command has one deadline (q->timeout_ms) whatever arrives
  * meanwhile (events: the VM's STOP/RESUME pairs pile up while no command waits), takes at most
@@ -10,6 +10,8 @@
  * says why in one line. */
 #ifndef HVT_QMP_H
 #define HVT_QMP_H
+
+#include "host/qemu/qmp_json.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,13 +33,6 @@ enum qmp_event {
 	QMP_EV_OTHER = 1u << 31,
 };
 
-/* How far bracket scanning of an incomplete message got. */
-struct qmp_json_scan {
-	size_t at;	/* bytes scanned */
-	unsigned depth; /* brackets open */
-	bool in_string, escape;
-};
-
 struct qmp {
 	int fd;
 	int timeout_ms;	     /* reply wait; QMP_TIMEOUT_MS after connect */
@@ -52,23 +47,6 @@ struct qmp {
 	size_t pos, len, cap;
 	struct qmp_json_scan scan; /* of the message at pos */
 };
-
-/* ---- pure JSON helpers (any thread) ---------------------------------------------------------- */
-
-/* Length of the balanced JSON object that starts at @s[0] == '{' (strings and escapes honoured), 0
- * when @len bytes do not complete it yet, -EPROTO when @s does not start with '{'. */
-ssize_t qmp_json_object_end(const char *s, size_t len);
-
-/* Finds top-level member @key of the object @obj (@len bytes) and points *@val, *@vlen at its value
- * text (a string keeps its quotes). 0, -ENOENT, or -EPROTO when @obj is malformed. */
-int qmp_json_member(const char *obj, size_t len, const char *key, const char **val, size_t *vlen);
-
-/* Decodes the JSON string literal @val (with quotes; \uXXXX to UTF-8) into @out, NUL-terminated
- * ("" on failure). 0, -ENOSPC, or -EPROTO when @val is not a string. */
-int qmp_json_string(const char *val, size_t vlen, char *out, size_t outlen);
-
-/* Writes @s as a JSON string literal, quotes included, into @out. Length, or -ENOSPC. */
-ssize_t qmp_json_quote(const char *s, char *out, size_t outlen);
 
 /* ---- connection (the thread owning @q) ------------------------------------------------------- */
 

@@ -282,194 +282,38 @@ static void qemu_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 	tq(t)->bp_ctx = ctx;
 }
 
-/* ---- stub probes ---------------------------------------------------------------------------------- */
+/* ---- stub probes (qemu_stub_map) ------------------------------------------------------------ */
 
-#define PMD_SPAN (2ull << 20)
-#define PDE_FLAGS (X86_PTE_P | X86_PTE_RW | (1ull << 5) /* A */)
-#define PDE_LARGE (1ull << 7 /* PS */ | 1ull << 6 /* D */)
-#define PTE_CODE (X86_PTE_P | (1ull << 5))
-#define PTE_DATA (X86_PTE_P | X86_PTE_RW | (1ull << 5) | (1ull << 6) /* D */)
-
-#define IMAGE_MAP_BASE 0xffffffff80000000ull /* __START_KERNEL_map: the kernel image's 1 GiB */
-#define MODULES_VADDR 0xffffffffc0000000ull  /* ends here */
-
-static void qemu_stub_unmap(struct target *t, const struct target_region *r);
-uint64_t target_qemu_stub_gpa(const struct target_qemu *q);
-
-/* Whether @a and @b are less than 2 GiB apart (a CALL rel32 reaches). */
-static bool within_2g(uint64_t a, uint64_t b)
+/* The kernel's page tables, vCPU 0's at this stop: captured for read_kernel and stub_map. */
+static int capture_kernel_pt(void *ctx, uint64_t *cr3, bool *la57)
 {
-	return (a > b ? a - b : b - a) < (2ull << 30);
-}
+	struct target_qemu *q = ctx;
+	int ret = cpu_regs(q, 0);
 
-/* The first run of @npde 2 MiB slots in [@from, @to) whose page-directory entries (in the kernel's
- * page tables, q->kcr3) are not present; its start in *@va. Returns the run's length: @npde when
- * found. An entry that cannot be read counts as present. */
-static unsigned free_pde_run(struct target_qemu *q, uint64_t from, uint64_t to, unsigned npde,
-			     uint64_t *va)
-{
-	uint64_t v, pde_gpa, pde = 0;
-	unsigned run = 0;
-
-	for (v = from; run < npde && v >= from && v + PMD_SPAN <= to; v += PMD_SPAN) {
-		if (x86_pde_addr(read_pte, q, q->kcr3, q->kla57, v, &pde_gpa) < 0 ||
-		    qemu_mem_read(&q->mem, pde_gpa, &pde, 8) < 0 || (pde & X86_PTE_P)) {
-			run = 0;
-			continue;
-		}
-		run++;
-	}
-	*va = v - (uint64_t)run * PMD_SPAN;
-	return run;
-}
-
-/* The stub's page-table page is the first page of the free low memory, which the kernel maps
- * (its own page-table walkers, such as the W^X check at boot, read it through the direct map); its
- * pages follow it there, or are the reserved RAM range, which the kernel does not map: there the
- * first 2 MiB are mapped through that page-table page (the code page read-only) and the rest by 2
- * MiB pages, so no page-table page lies in memory the kernel cannot read. They are mapped at
- * stub_va or the first run of free 2 MiB slots after it in the kernel image's space: page-directory
- * entries are the only change to the guest's page tables. The guest bytes of the memory used and
- * the entries as they were are kept and put back by stub_unmap. */
-static int qemu_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
-			 struct target_region *out, char *err, size_t errlen)
-{
-	struct target_qemu *q = tq(t);
-	uint64_t pt = q->stub_phys_lo, base, size, va, pde = 0, ptes[512] = {0};
-	unsigned npde, run;
-	bool wrote = false;
-	int ret;
-
-	if (!q->stub_va || q->mem.fd < 0) {
-		snprintf(err, errlen, "stub probes: %s",
-			 q->mem.fd < 0 ? "guest memory must be readable through the QEMU process "
-					 "(not --gdb-memory)"
-				       : "no free guest memory known for the stub");
-		return -ENOTSUP;
-	}
-	if ((q->resv_gpa | q->resv_size) & (PMD_SPAN - 1)) {
-		snprintf(err, errlen,
-			 "stub probes: reserved RAM 0x%llx+0x%llx is not 2 MiB aligned",
-			 (unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size);
-		return -EINVAL;
-	}
-	base = target_qemu_stub_gpa(q);
-	if (q->resv_size)
-		size = q->resv_size;
-	else
-		size = q->stub_phys_hi - pt > X86_PAGE_SIZE
-			   ? (q->stub_phys_hi - pt - X86_PAGE_SIZE) & ~(X86_PAGE_SIZE - 1)
-			   : 0;
-	if (!q->resv_size && size > 511 * X86_PAGE_SIZE)
-		size = 511 * X86_PAGE_SIZE;
-	if (size > want)
-		size = (want + X86_PAGE_SIZE - 1) & ~(X86_PAGE_SIZE - 1);
-	if (size < min || q->stub_phys_hi - pt < X86_PAGE_SIZE) {
-		snprintf(err, errlen,
-			 "stub probes: %llu KiB free at guest-physical 0x%llx (%s%s%s)",
-			 (unsigned long long)size >> 10, (unsigned long long)base,
-			 q->resv_size ? "the RAM range the kernel reserved" : "low memory",
-			 !q->resv_size && q->stub_low_why && *q->stub_low_why ? ": " : "",
-			 !q->resv_size && q->stub_low_why ? q->stub_low_why : "");
-		return -ENOSPC;
-	}
-	npde = (unsigned)((size + PMD_SPAN - 1) / PMD_SPAN);
-	ret = cpu_regs(q, 0);
 	if (ret < 0)
 		return ret;
 	q->kcr3 = q->cpu[0].cr3 & ~PTI_USER_BIT & X86_PTE_ADDR;
 	q->kla57 = q->cpu[0].cr4 & X86_CR4_LA57;
-	/* npde free slots in a row, within reach of the traced code: after the image, else (a large
-	 * KASLR slide leaves little room before the modules) below it, where the kernel cleared the
-	 * image mapping's entries (cleanup_highmap) */
-	run = free_pde_run(q, q->stub_va, MODULES_VADDR, npde, &va);
-	if (run < npde && q->stub_va > IMAGE_MAP_BASE)
-		run = free_pde_run(q, IMAGE_MAP_BASE, q->stub_va, npde, &va);
-	if (run < npde || !within_2g(va + X86_PAGE_SIZE, lo) || !within_2g(va, hi)) {
-		snprintf(err, errlen,
-			 "stub probes: no %u free 2 MiB kernel address slots in the image's 1 GiB "
-			 "within 2 GiB of the traced code",
-			 npde);
-		return -ENOSPC;
-	}
-	q->saved_len = size;
-	q->saved_gpa = base;
-	q->saved = malloc(size);
-	q->pde_gpa = calloc(npde, sizeof(*q->pde_gpa));
-	q->pde_old = calloc(npde, sizeof(*q->pde_old));
-	if (!q->saved || !q->pde_gpa || !q->pde_old) {
-		snprintf(err, errlen, "stub probes: out of memory keeping %llu KiB of guest memory",
-			 (unsigned long long)size >> 10);
-		ret = -ENOMEM;
-		goto fail;
-	}
-	if (qemu_mem_read(&q->mem, base, q->saved, size) < 0 ||
-	    qemu_mem_read(&q->mem, pt, q->saved_pt, X86_PAGE_SIZE) < 0) {
-		snprintf(err, errlen, "stub probes: cannot read guest memory at 0x%llx",
-			 (unsigned long long)base);
-		ret = -EFAULT;
-		goto fail;
-	}
-	for (unsigned i = 0; i < npde; i++)
-		if (x86_pde_addr(read_pte, q, q->kcr3, q->kla57, va + i * PMD_SPAN,
-				 &q->pde_gpa[i]) < 0 ||
-		    qemu_mem_read(&q->mem, q->pde_gpa[i], &q->pde_old[i], 8) < 0) {
-			snprintf(err, errlen, "stub probes: cannot read the guest's page tables");
-			ret = -EFAULT;
-			goto fail;
-		}
-	for (uint64_t i = 0; i < size / X86_PAGE_SIZE && i < 512; i++)
-		ptes[i] = (base + i * X86_PAGE_SIZE) | (i ? PTE_DATA : PTE_CODE);
-	wrote = true;
-	q->saved_pt_gpa = pt;
-	if (qemu_mem_write(&q->mem, pt, ptes, sizeof(ptes)) < 0) {
-		snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
-		ret = -EFAULT;
-		goto fail;
-	}
-	for (q->nr_pde = 0; q->nr_pde < npde; q->nr_pde++) {
-		/* past the first 2 MiB (reserved RAM only, 2 MiB aligned): 2 MiB pages */
-		pde = q->nr_pde ? (base + (uint64_t)q->nr_pde * PMD_SPAN) | PDE_FLAGS | PDE_LARGE
-				: pt | PDE_FLAGS;
-		if (qemu_mem_write(&q->mem, q->pde_gpa[q->nr_pde], &pde, 8) < 0) {
-			snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
-			ret = -EFAULT;
-			goto fail;
-		}
-	}
-	*out = (struct target_region){.gva = va,
-				      .gpa = base,
-				      .size = size,
-				      .where = q->resv_size ? "reserved" : "low-memory"};
+	*cr3 = q->kcr3;
+	*la57 = q->kla57;
 	return 0;
-fail:
-	if (!wrote) { /* nothing changed: nothing to put back */
-		free(q->saved);
-		q->saved = NULL;
-		q->saved_pt_gpa = 0;
-	}
-	qemu_stub_unmap(t, NULL);
-	return ret;
 }
 
-static void qemu_stub_unmap(struct target *t, const struct target_region *r)
+static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
+			    struct target_region *out, char *err, size_t errlen)
+{
+	struct target_qemu *q = tq(t);
+
+	return qemu_stub_map(&q->stub, &q->mem, q->stub_low_why, capture_kernel_pt, q, lo, hi, min,
+			     want, out, err, errlen);
+}
+
+static void qemu_stub_unmap_op(struct target *t, const struct target_region *r)
 {
 	struct target_qemu *q = tq(t);
 
 	(void)r;
-	for (unsigned i = 0; i < q->nr_pde; i++)
-		qemu_mem_write(&q->mem, q->pde_gpa[i], &q->pde_old[i], 8);
-	q->nr_pde = 0;
-	free(q->pde_gpa);
-	free(q->pde_old);
-	q->pde_gpa = q->pde_old = NULL;
-	if (q->saved_pt_gpa)
-		qemu_mem_write(&q->mem, q->saved_pt_gpa, q->saved_pt, X86_PAGE_SIZE);
-	q->saved_pt_gpa = 0;
-	if (q->saved)
-		qemu_mem_write(&q->mem, q->saved_gpa, q->saved, q->saved_len);
-	free(q->saved);
-	q->saved = NULL;
+	qemu_stub_unmap(&q->stub, &q->mem);
 }
 
 /* Through the QEMU process from any thread; with --gdb-memory through the gdbstub, only while the
@@ -534,29 +378,22 @@ static int qemu_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
 void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
 			       uint64_t va, uint64_t resv_gpa, uint64_t resv_size)
 {
-	q->stub_phys_lo = phys_lo;
-	q->stub_phys_hi = phys_hi;
-	q->stub_va = va;
-	q->resv_gpa = resv_gpa;
-	q->resv_size = resv_size;
+	qemu_stub_set_area(&q->stub, phys_lo, phys_hi, va, resv_gpa, resv_size);
 }
 
 uint64_t target_qemu_stub_reserve(uint64_t region)
 {
-	return (region + PMD_SPAN - 1) & ~(PMD_SPAN - 1);
+	return qemu_stub_reserve(region);
 }
 
 uint64_t target_qemu_stub_gpa(const struct target_qemu *q)
 {
-	/* in low memory its first page is the page table that maps the rest */
-	if (!q->stub_va)
-		return 0;
-	return q->resv_size ? q->resv_gpa : q->stub_phys_lo + X86_PAGE_SIZE;
+	return qemu_stub_gpa(&q->stub);
 }
 
 static const struct target_ops qemu_ops = {
-	.stub_map = qemu_stub_map,
-	.stub_unmap = qemu_stub_unmap,
+	.stub_map = qemu_stub_map_op,
+	.stub_unmap = qemu_stub_unmap_op,
 	.read_phys = qemu_read_phys,
 	.write_phys = qemu_write_phys,
 	.write_text = qemu_write_text,

@@ -7,6 +7,7 @@
 
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/qemu_mem.h"
+#include "host/qemu/qemu_stub_map.h"
 #include "host/trace/target.h"
 #include "arch/x86/x86_tlb.h"
 #include "vmi/vmi_task.h"
@@ -41,18 +42,10 @@ struct target_qemu {
 	char err[224];	      /* why target_qemu_run ended with QEMU_RUN_ERROR */
 
 	/* stub probes: where they may live (target_qemu_set_stub_area), what stub_map changed */
-	uint64_t stub_phys_lo, stub_phys_hi, stub_va;
+	struct qemu_stub stub;
 	const char *stub_low_why; /* why low memory, not reserved RAM (NULL: not said); borrowed */
-	uint64_t resv_gpa, resv_size; /* nonzero: the stub's pages are this RAM range the kernel
-				       * reserved (2 MiB aligned); only the page table is low */
-	uint64_t kcr3; /* kernel page tables for read_kernel, captured by stub_map */
+	uint64_t kcr3;		  /* kernel page tables for read_kernel, captured by stub_map */
 	bool kla57;
-	uint64_t *pde_gpa, *pde_old; /* the page-directory entries stub_map filled, as they were */
-	unsigned nr_pde;
-	uint8_t *saved;			 /* the guest bytes the stub's memory held before */
-	uint8_t saved_pt[4096];		 /* and its page-table page at saved_pt_gpa (0: none) */
-	uint64_t saved_pt_gpa;
-	uint64_t saved_gpa, saved_len;
 	bool phys_mode; /* the gdbstub's memory packets take physical addresses now */
 };
 

@@ -2,7 +2,7 @@
  * piece per line: a line starting with '!' goes out raw (bad checksums, run lengths, escapes,
  * acks), any other line is framed as a packet with its right checksum, so the fuzzer reaches every
  * reply of the handshake and of the commands. First the pure decoders get the raw input
- * (gdb_unframe on it, then gdb_parse_stop and gdb_decode_regs on each decoded payload); then the
+ * (gdb_packet_unframe on it, then gdb_packet_parse_stop and gdb_packet_decode_regs on each decoded payload); then the
  * whole client talks to the script over a socketpair: connect, threads, registers, memory,
  * breakpoints, run (also a RIP write pipelined with the continue), detach. */
 #include "host/qemu/gdbstub.h"
@@ -28,7 +28,7 @@ static void decode(const uint8_t *data, size_t size)
 		if (!d)
 			break;
 		pos = (size_t)(d - in);
-		rc = gdb_unframe(in + pos, size - pos, pkt, sizeof(pkt), &len, &used);
+		rc = gdb_packet_unframe(in + pos, size - pos, pkt, sizeof(pkt), &len, &used);
 		if (rc == -EAGAIN || used == 0) {
 			pos++;
 			continue;
@@ -40,8 +40,8 @@ static void decode(const uint8_t *data, size_t size)
 
 			if (len > GDB_MAX_PACKET || pkt[len] != 0)
 				abort(); /* the payload fits and is terminated */
-			gdb_parse_stop(pkt, &st);
-			gdb_decode_regs(pkt, len, &r);
+			gdb_packet_parse_stop(pkt, &st);
+			gdb_packet_decode_regs(pkt, len, &r);
 		}
 	}
 }
@@ -61,7 +61,7 @@ static size_t script(const uint8_t *data, size_t size, char *out, size_t cap)
 			memcpy(out + o, data + i + 1, n - 1);
 			o += n - 1;
 		} else {
-			ssize_t f = gdb_frame(data + i, n, out + o, cap - o);
+			ssize_t f = gdb_packet_frame(data + i, n, out + o, cap - o);
 
 			if (f < 0)
 				break;

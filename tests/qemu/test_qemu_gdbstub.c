@@ -450,7 +450,7 @@ static void test_breakpoint_step_continue(void **state)
 	assert_int_equal(st.thread, 1);
 	assert_int_equal(g->cur_thread, 1);
 	assert_int_equal(gdb_command(g, "g"), 0);
-	assert_int_equal(gdb_decode_regs(g->pkt, g->pkt_len, &r), 0);
+	assert_int_equal(gdb_packet_decode_regs(g->pkt, g->pkt_len, &r), 0);
 	assert_int_equal(r.gp.rip, LOOP_AT + 1);
 	assert_int_equal(r.gp.rax, 2 + 2 * n);
 

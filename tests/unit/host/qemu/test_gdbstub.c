@@ -52,12 +52,12 @@ static char *pk(const char *pre, const char *payload, const char *post)
 	return s;
 }
 
-/* ---- gdb_frame ------------------------------------------------------------------------------- */
+/* ---- gdb_packet_frame ------------------------------------------------------------------------------- */
 
 static void assert_frame(const char *payload, const char *want)
 {
 	char out[64];
-	ssize_t n = gdb_frame(payload, strlen(payload), out, sizeof(out));
+	ssize_t n = gdb_packet_frame(payload, strlen(payload), out, sizeof(out));
 
 	assert_int_equal(n, strlen(want));
 	assert_memory_equal(out, want, (size_t)n);
@@ -82,15 +82,15 @@ static void test_frame_escapes(void **state)
 	ssize_t n;
 
 	(void)state;
-	n = gdb_frame(data, sizeof(data), out, sizeof(out));
+	n = gdb_packet_frame(data, sizeof(data), out, sizeof(out));
 	assert_int_equal(n, sizeof(want) - 1);
 	assert_memory_equal(out, want, (size_t)n);
 	/* Too small: "$" + payload + "#cs" does not fit. */
-	assert_int_equal(gdb_frame("abc", 3, out, 6), -ENOSPC);
-	assert_int_equal(gdb_frame("abc", 3, out, 7), 7);
-	assert_int_equal(gdb_frame("$", 1, out, 6), 6);
-	assert_int_equal(gdb_frame("$", 1, out, 5), -ENOSPC);
-	assert_int_equal(gdb_frame("$", 1, out, 3), -ENOSPC);
+	assert_int_equal(gdb_packet_frame("abc", 3, out, 6), -ENOSPC);
+	assert_int_equal(gdb_packet_frame("abc", 3, out, 7), 7);
+	assert_int_equal(gdb_packet_frame("$", 1, out, 6), 6);
+	assert_int_equal(gdb_packet_frame("$", 1, out, 5), -ENOSPC);
+	assert_int_equal(gdb_packet_frame("$", 1, out, 3), -ENOSPC);
 }
 
 static void test_frame_roundtrip_all_bytes(void **state)
@@ -103,15 +103,15 @@ static void test_frame_roundtrip_all_bytes(void **state)
 	(void)state;
 	for (int i = 0; i < 256; i++)
 		data[i] = (unsigned char)i;
-	n = gdb_frame(data, sizeof(data), framed, sizeof(framed));
+	n = gdb_packet_frame(data, sizeof(data), framed, sizeof(framed));
 	assert_int_equal(n, 1 + 256 + 4 + 3); /* four escapes */
-	assert_int_equal(gdb_unframe(framed, (size_t)n, out, sizeof(out), &len, &used), 0);
+	assert_int_equal(gdb_packet_unframe(framed, (size_t)n, out, sizeof(out), &len, &used), 0);
 	assert_int_equal(len, 256);
 	assert_int_equal(used, n);
 	assert_memory_equal(out, data, 256);
 }
 
-/* ---- gdb_unframe ----------------------------------------------------------------------------- */
+/* ---- gdb_packet_unframe ----------------------------------------------------------------------------- */
 
 static void test_unframe_plain(void **state)
 {
@@ -119,24 +119,24 @@ static void test_unframe_plain(void **state)
 	size_t len = 99, used;
 
 	(void)state;
-	assert_int_equal(gdb_unframe("$OK#9a+$E01", 11, out, sizeof(out), &len, &used), 0);
+	assert_int_equal(gdb_packet_unframe("$OK#9a+$E01", 11, out, sizeof(out), &len, &used), 0);
 	assert_string_equal(out, "OK");
 	assert_int_equal(len, 2);
 	assert_int_equal(used, 6);
-	assert_int_equal(gdb_unframe("$#00", 4, out, sizeof(out), &len, &used), 0);
+	assert_int_equal(gdb_packet_unframe("$#00", 4, out, sizeof(out), &len, &used), 0);
 	assert_int_equal(len, 0);
 	assert_string_equal(out, "");
 	/* Incomplete: no '#', or the checksum is not all there. */
-	assert_int_equal(gdb_unframe("$OK", 3, out, sizeof(out), &len, &used), -EAGAIN);
-	assert_int_equal(gdb_unframe("$OK#9", 5, out, sizeof(out), &len, &used), -EAGAIN);
+	assert_int_equal(gdb_packet_unframe("$OK", 3, out, sizeof(out), &len, &used), -EAGAIN);
+	assert_int_equal(gdb_packet_unframe("$OK#9", 5, out, sizeof(out), &len, &used), -EAGAIN);
 	/* Bad checksum: the packet is still consumed so the reader can skip it. */
-	assert_int_equal(gdb_unframe("$OK#9b", 6, out, sizeof(out), &len, &used), -EBADMSG);
+	assert_int_equal(gdb_packet_unframe("$OK#9b", 6, out, sizeof(out), &len, &used), -EBADMSG);
 	assert_int_equal(used, 6);
-	assert_int_equal(gdb_unframe("$OK#zz", 6, out, sizeof(out), &len, &used), -EBADMSG);
-	assert_int_equal(gdb_unframe("OK#9a", 5, out, sizeof(out), &len, &used), -EPROTO);
+	assert_int_equal(gdb_packet_unframe("$OK#zz", 6, out, sizeof(out), &len, &used), -EBADMSG);
+	assert_int_equal(gdb_packet_unframe("OK#9a", 5, out, sizeof(out), &len, &used), -EPROTO);
 	/* Capacity counts the NUL. */
-	assert_int_equal(gdb_unframe("$OK#9a", 6, out, 2, &len, &used), -EMSGSIZE);
-	assert_int_equal(gdb_unframe("$OK#9a", 6, out, 3, &len, &used), 0);
+	assert_int_equal(gdb_packet_unframe("$OK#9a", 6, out, 2, &len, &used), -EMSGSIZE);
+	assert_int_equal(gdb_packet_unframe("$OK#9a", 6, out, 3, &len, &used), 0);
 }
 
 static void test_unframe_run_length(void **state)
@@ -147,85 +147,85 @@ static void test_unframe_run_length(void **state)
 	(void)state;
 	/* "0* " = '0' and 3 more ("0000"), the GDB manual's example. */
 	p = pk("", "0* ", "");
-	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), 0);
+	assert_int_equal(gdb_packet_unframe(p, strlen(p), out, sizeof(out), &len, &used), 0);
 	assert_string_equal(out, "0000");
 	/* '!' = 33: 4 more. Repeats of what precedes, then more data. */
 	p = pk("", "xa*!b", "");
-	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), 0);
+	assert_int_equal(gdb_packet_unframe(p, strlen(p), out, sizeof(out), &len, &used), 0);
 	assert_string_equal(out, "xaaaaab");
 	assert_int_equal(len, 7);
 	/* Longest legal run: '~' = 126 -> 97 more. */
 	p = pk("", "f*~", "");
-	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EMSGSIZE);
+	assert_int_equal(gdb_packet_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EMSGSIZE);
 	{
 		char big[128];
 
-		assert_int_equal(gdb_unframe(p, strlen(p), big, sizeof(big), &len, &used), 0);
+		assert_int_equal(gdb_packet_unframe(p, strlen(p), big, sizeof(big), &len, &used), 0);
 		assert_int_equal(len, 98);
 		for (int i = 0; i < 98; i++)
 			assert_int_equal(big[i], 'f');
 	}
 	/* An escaped byte can be repeated. */
 	p = pk("", "}]*!", "");
-	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), 0);
+	assert_int_equal(gdb_packet_unframe(p, strlen(p), out, sizeof(out), &len, &used), 0);
 	assert_string_equal(out, "}}}}}");
 	/* A run with nothing before it, or without its count. */
 	p = pk("", "*!", "");
-	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EPROTO);
+	assert_int_equal(gdb_packet_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EPROTO);
 	p = pk("", "a*", "");
-	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EPROTO);
+	assert_int_equal(gdb_packet_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EPROTO);
 	/* A '}' escape at the very end. */
 	p = pk("", "a}", "");
-	assert_int_equal(gdb_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EPROTO);
+	assert_int_equal(gdb_packet_unframe(p, strlen(p), out, sizeof(out), &len, &used), -EPROTO);
 }
 
-/* ---- gdb_parse_stop -------------------------------------------------------------------------- */
+/* ---- gdb_packet_parse_stop -------------------------------------------------------------------------- */
 
 static void test_parse_stop(void **state)
 {
 	struct gdb_stop st;
 
 	(void)state;
-	assert_int_equal(gdb_parse_stop("T05thread:01;", &st), 0);
+	assert_int_equal(gdb_packet_parse_stop("T05thread:01;", &st), 0);
 	assert_int_equal(st.kind, GDB_STOP_SIGNAL);
 	assert_int_equal(st.code, 5);
 	assert_int_equal(st.thread, 1);
-	assert_int_equal(gdb_parse_stop("T02thread:p1.2;core:1;", &st), 0);
+	assert_int_equal(gdb_packet_parse_stop("T02thread:p1.2;core:1;", &st), 0);
 	assert_int_equal(st.code, 2);
 	assert_int_equal(st.thread, 2);
-	assert_int_equal(gdb_parse_stop("T05swbreak:;thread:0a;", &st), 0);
+	assert_int_equal(gdb_packet_parse_stop("T05swbreak:;thread:0a;", &st), 0);
 	assert_int_equal(st.thread, 10);
-	assert_int_equal(gdb_parse_stop("T0506:0000000000000000;07:10ffffff;thread:1f", &st), 0);
+	assert_int_equal(gdb_packet_parse_stop("T0506:0000000000000000;07:10ffffff;thread:1f", &st), 0);
 	assert_int_equal(st.code, 5);
 	assert_int_equal(st.thread, 31);
-	assert_int_equal(gdb_parse_stop("T11", &st), 0);
+	assert_int_equal(gdb_packet_parse_stop("T11", &st), 0);
 	assert_int_equal(st.code, 17);
 	assert_int_equal(st.thread, 0);
-	assert_int_equal(gdb_parse_stop("S05", &st), 0);
+	assert_int_equal(gdb_packet_parse_stop("S05", &st), 0);
 	assert_int_equal(st.kind, GDB_STOP_SIGNAL);
 	assert_int_equal(st.code, 5);
 	assert_int_equal(st.thread, 0);
-	assert_int_equal(gdb_parse_stop("W00", &st), 0);
+	assert_int_equal(gdb_packet_parse_stop("W00", &st), 0);
 	assert_int_equal(st.kind, GDB_STOP_EXITED);
 	assert_int_equal(st.code, 0);
-	assert_int_equal(gdb_parse_stop("W01;process:1", &st), 0);
+	assert_int_equal(gdb_packet_parse_stop("W01;process:1", &st), 0);
 	assert_int_equal(st.kind, GDB_STOP_EXITED);
 	assert_int_equal(st.code, 1);
-	assert_int_equal(gdb_parse_stop("X09", &st), 0);
+	assert_int_equal(gdb_packet_parse_stop("X09", &st), 0);
 	assert_int_equal(st.kind, GDB_STOP_KILLED);
 	assert_int_equal(st.code, 9);
 
-	assert_int_equal(gdb_parse_stop("OK", &st), -EPROTO);
-	assert_int_equal(gdb_parse_stop("", &st), -EPROTO);
-	assert_int_equal(gdb_parse_stop("T5", &st), -EPROTO);
-	assert_int_equal(gdb_parse_stop("Tzz", &st), -EPROTO);
-	assert_int_equal(gdb_parse_stop("T05thread", &st), -EPROTO);
-	assert_int_equal(gdb_parse_stop("T05thread:;", &st), -EPROTO);
-	assert_int_equal(gdb_parse_stop("S05x", &st), -EPROTO);
-	assert_int_equal(gdb_parse_stop("W", &st), -EPROTO);
+	assert_int_equal(gdb_packet_parse_stop("OK", &st), -EPROTO);
+	assert_int_equal(gdb_packet_parse_stop("", &st), -EPROTO);
+	assert_int_equal(gdb_packet_parse_stop("T5", &st), -EPROTO);
+	assert_int_equal(gdb_packet_parse_stop("Tzz", &st), -EPROTO);
+	assert_int_equal(gdb_packet_parse_stop("T05thread", &st), -EPROTO);
+	assert_int_equal(gdb_packet_parse_stop("T05thread:;", &st), -EPROTO);
+	assert_int_equal(gdb_packet_parse_stop("S05x", &st), -EPROTO);
+	assert_int_equal(gdb_packet_parse_stop("W", &st), -EPROTO);
 }
 
-/* ---- gdb_decode_regs ------------------------------------------------------------------------- */
+/* ---- gdb_packet_decode_regs ------------------------------------------------------------------------- */
 
 /* QEMU 7.2's `g` reply for vCPU 1 of `-cpu qemu64` at reset (captured): rdx = CPUID 1 EAX, rip =
  * 0xfff0, eflags 2, cs 0xf000, cr0 0x60000010; then st0-7, x87 control (fctrl 0x37f), xmm, mxcsr
@@ -252,7 +252,7 @@ static void test_decode_qemu_reset(void **state)
 
 	(void)state;
 	assert_int_equal(strlen(g_reset), 1216);
-	assert_int_equal(gdb_decode_regs(g_reset, strlen(g_reset), &r), 0);
+	assert_int_equal(gdb_packet_decode_regs(g_reset, strlen(g_reset), &r), 0);
 	assert_int_equal(r.gp.rax, 0);
 	assert_int_equal(r.gp.rdx, 0x60fb1);
 	assert_int_equal(r.gp.rsp, 0);
@@ -317,7 +317,7 @@ static void test_decode_layout(void **state)
 	(void)state;
 	build_g(hex, "");
 	assert_int_equal(strlen(hex), 2 * GDB_G_DECODED_BYTES);
-	assert_int_equal(gdb_decode_regs(hex, strlen(hex), &r), 0);
+	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex), &r), 0);
 	assert_int_equal(r.gp.rax, V8(0));
 	assert_int_equal(r.gp.rbx, V8(1));
 	assert_int_equal(r.gp.rcx, V8(2));
@@ -353,7 +353,7 @@ static void test_decode_layout(void **state)
 	assert_int_equal(r.efer, V8(32));
 	/* A real 0xffffffff81000000-style kernel address decodes to all 64 bits. */
 	memcpy(hex + hexoff(GDB_REG_RIP), "00000081ffffffff", 16);
-	assert_int_equal(gdb_decode_regs(hex, strlen(hex), &r), 0);
+	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex), &r), 0);
 	assert_int_equal(r.gp.rip, 0xffffffff81000000ull);
 }
 
@@ -364,14 +364,14 @@ static void test_decode_errors(void **state)
 
 	(void)state;
 	build_g(hex, "");
-	assert_int_equal(gdb_decode_regs(hex, strlen(hex) - 2, &r), -EPROTO);
-	assert_int_equal(gdb_decode_regs(hex, strlen(hex) - 1, &r), -EPROTO);
+	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex) - 2, &r), -EPROTO);
+	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex) - 1, &r), -EPROTO);
 	hex[10] = 'g';
-	assert_int_equal(gdb_decode_regs(hex, strlen(hex), &r), -EPROTO);
+	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex), &r), -EPROTO);
 	/* "xx" (unavailable) bytes read as zero. */
 	build_g(hex, "");
 	memcpy(hex + hexoff(GDB_REG_CR3), "xxxxxxxxxxxxxxxx", 16);
-	assert_int_equal(gdb_decode_regs(hex, strlen(hex), &r), 0);
+	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex), &r), 0);
 	assert_int_equal(r.cr3, 0);
 	assert_int_equal(r.cr4, V8(30));
 }
@@ -379,14 +379,14 @@ static void test_decode_errors(void **state)
 static void test_reg_size(void **state)
 {
 	(void)state;
-	assert_int_equal(gdb_reg_size(GDB_REG_RAX), 8);
-	assert_int_equal(gdb_reg_size(GDB_REG_RIP), 8);
-	assert_int_equal(gdb_reg_size(GDB_REG_EFLAGS), 4);
-	assert_int_equal(gdb_reg_size(GDB_REG_CS), 4);
-	assert_int_equal(gdb_reg_size(GDB_REG_GS), 4);
-	assert_int_equal(gdb_reg_size(GDB_REG_FS_BASE), 8);
-	assert_int_equal(gdb_reg_size(GDB_REG_EFER), 8);
-	assert_int_equal(gdb_reg_size(GDB_NR_REGS), 0);
+	assert_int_equal(gdb_packet_reg_size(GDB_REG_RAX), 8);
+	assert_int_equal(gdb_packet_reg_size(GDB_REG_RIP), 8);
+	assert_int_equal(gdb_packet_reg_size(GDB_REG_EFLAGS), 4);
+	assert_int_equal(gdb_packet_reg_size(GDB_REG_CS), 4);
+	assert_int_equal(gdb_packet_reg_size(GDB_REG_GS), 4);
+	assert_int_equal(gdb_packet_reg_size(GDB_REG_FS_BASE), 8);
+	assert_int_equal(gdb_packet_reg_size(GDB_REG_EFER), 8);
+	assert_int_equal(gdb_packet_reg_size(GDB_NR_REGS), 0);
 	assert_int_equal(GDB_REG_RIP, 16);
 	assert_int_equal(GDB_REG_CR3, 29);
 	assert_int_equal(GDB_REG_EFER, 32);
