@@ -21,8 +21,9 @@ LDFLAGS += $(SAN_FLAGS)
 endif
 # ---- end of hardening
 # Evaluated lazily, after $(DEPS) has installed pkg-config and the -dev packages.
-LIB_CFLAGS   = $(shell pkg-config --cflags libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib)
-LIB_LIBS     = $(shell pkg-config --libs libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib)
+LIB_CFLAGS   = $(shell pkg-config --cflags libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib libzstd lzo2)
+# libbz2 has no pkg-config file in Debian
+LIB_LIBS     = $(shell pkg-config --libs libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib libzstd lzo2) -lbz2
 CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 
 DEPS := $(BUILD)/.deps-installed
