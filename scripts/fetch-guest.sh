@@ -45,12 +45,12 @@ fetch() { # package -> path of its .deb in the cache
 	echo "$deb"
 }
 
-unpack() { # package fetcher -> its unpacked root in the cache
-	local root="$cache/$1"
+unpack() { # package fetcher [folder] -> its unpacked root in the cache (or in its folder there)
+	local root="$cache/${3:+$3/}$1" deb
 	if [ ! -e "$root/.unpacked" ]; then
-		rm -rf "$root" && mkdir -p "$root"
-		dpkg-deb -x "$($2 "$1")" "$root"
-		touch "$root/.unpacked"
+		deb=$($2 "$1") || exit 1
+		# over what is there (a copy unpacked by hand stays readable meanwhile)
+		mkdir -p "$root" && dpkg-deb -x "$deb" "$root" && touch "$root/.unpacked"
 	fi
 	echo "$root"
 }
@@ -121,11 +121,13 @@ if [ "$choice" != 6.1 ]; then
 		fi
 		echo "$deb"
 	}
-	# the newest package of the series and flavour by its Debian version
+	# the newest package of the series and flavour by its Debian version; at the same version 7.x's
+	# linux-binary-unsigned (its linux-image is then a meta-package around the signed linux-binary)
 	re="^linux-(image|binary-unsigned)-${series//./\\.}$([[ $series =~ \..*\. ]] || echo '(\.[0-9]+)?')\+[^-]*-$suffix\$"
 	kpkg="" best=""
 	while read -r pkg ver; do
-		if [ -z "$best" ] || dpkg --compare-versions "$ver" gt "$best"; then
+		if [ -z "$best" ] || dpkg --compare-versions "$ver" gt "$best" ||
+			{ [ "$ver" = "$best" ] && [[ $pkg == linux-binary-unsigned-* ]]; }; then
 			kpkg=$pkg best=$ver
 		fi
 	done < <(apt-cache "${apt_opts[@]}" pkgnames linux- | grep -E "$re" |
@@ -134,10 +136,11 @@ if [ "$choice" != 6.1 ]; then
 	[ -n "$kpkg" ] || { echo "hvtrace: KERNEL=$choice: no package in $apt_dir/sources.list matches $re" >&2; exit 1; }
 	kver=${kpkg#linux-image-}
 	kver=${kver#linux-binary-unsigned-}
-	roots=$(unpack "$kpkg" pfetch)
+	# in $cache/kernels: scripts/nested-kvm.sh takes $cache/linux-image-* as the 6.1 package
+	roots=$(unpack "$kpkg" pfetch kernels)
 	if [ "${kpkg#linux-binary-unsigned-}" != "$kpkg" ]; then
 		# 7.x splits the kernel: base files (config) and modules in their own packages
-		roots="$roots $(unpack "linux-base-$kver" pfetch) $(unpack "linux-modules-$kver" pfetch)"
+		roots="$roots $(unpack "linux-base-$kver" pfetch kernels) $(unpack "linux-modules-$kver" pfetch kernels)"
 	fi
 	pick() { # file name pattern... -> the first match under the roots
 		local r p
