@@ -21,8 +21,9 @@ LDFLAGS += $(SAN_FLAGS)
 endif
 # ---- end of hardening
 # Evaluated lazily, after $(DEPS) has installed pkg-config and the -dev packages.
-LIB_CFLAGS   = $(shell pkg-config --cflags libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib)
-LIB_LIBS     = $(shell pkg-config --libs libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib)
+LIB_CFLAGS   = $(shell pkg-config --cflags libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib libzstd lzo2)
+# libbz2 has no pkg-config file in Debian
+LIB_LIBS     = $(shell pkg-config --libs libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib libzstd lzo2) -lbz2
 CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 
 DEPS := $(BUILD)/.deps-installed
@@ -215,8 +216,11 @@ $(BUILD)/tests/bench: tests/bench/bench.c $(LIB) $(BENCH_GUEST) | $(DEPS)
 # The Linux test guest: Debian's cloud kernel, its System.map, busybox initramfs (scripts/fetch-guest.sh).
 LINUX_GUEST := $(GUEST_DIR)/vmlinuz $(GUEST_DIR)/System.map $(GUEST_DIR)/config \
                $(GUEST_DIR)/initramfs.cpio.gz
+# make guest KERNEL=6.12 (6.12-rt, 6.18-rt, 7.3, 7.3-generic, ...): another Debian kernel in
+# $(GUEST_DIR)/<KERNEL>/ (no System.map: Debian ships none outside -dbg); the default stays in $(GUEST_DIR).
+KERNEL ?= 6.1
 guest: | $(DEPS)
-	bash scripts/fetch-guest.sh $(GUEST_DIR)
+	bash scripts/fetch-guest.sh $(GUEST_DIR) $(KERNEL)
 
 # ---- make fuzz (issue #10): libFuzzer (clang) on every parser fed by a peer or a file: event specs
 # (fevent), gdbstub packets and the client (gdbstub), QMP JSON and the client (qmp), System.map

@@ -10,8 +10,9 @@ PKGS="gcc make pkg-config libc6-dev libelf-dev libbpf-dev libvirt-dev libcmocka-
 # record / report (trace.dat): libtracecmd and libtraceevent to read it (libtracecmd.pc requires
 # libtracefs), trace-cmd for the tests
 PKGS="$PKGS libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd"
-# run --kernel: a bzImage's payload decompressed (lz4: Debian's kernels; xz; gzip)
-PKGS="$PKGS liblz4-dev liblzma-dev zlib1g-dev"
+# run --kernel: a bzImage's payload decompressed (lz4: Debian 12's kernels; zstd: Debian 13's and 7.x;
+# xz and lzma; gzip; bzip2; lzo)
+PKGS="$PKGS liblz4-dev libzstd-dev liblzma-dev zlib1g-dev libbz2-dev liblzo2-dev"
 # make fuzz: clang with its libFuzzer/sanitizer runtime; make check-layers: python3
 PKGS="$PKGS clang libclang-rt-14-dev python3"
 # --summary / --junit tests (tests/kvm/test_kvm_expect.c): jq and python3 read the JSON, xmllint

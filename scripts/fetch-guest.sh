@@ -1,18 +1,30 @@
 #!/bin/bash
-# Builds the Linux test guest in build/guest/: vmlinuz, System.map and config from Debian's cloud kernel
-# (the image package, and only System.map out of the -dbg package), and initramfs.cpio.gz with busybox,
-# the /init of scripts/guest-init.sh and binfmt_misc.ko (a module it loads). Packages are fetched with
-# `apt-get download` and unpacked with dpkg-deb into a cache folder ($HVTRACE_CACHE, default
-# /var/cache/hvtrace); nothing is installed.
+# Builds a Linux test guest: vmlinuz, System.map (when the packages have a real one) and config of a Debian
+# kernel, and initramfs.cpio.gz with busybox, the /init of scripts/guest-init.sh and binfmt_misc.ko (a
+# module it loads) of that same kernel. Packages are fetched with `apt-get download` and unpacked with
+# dpkg-deb into a cache folder ($HVTRACE_CACHE, default /var/cache/hvtrace); nothing is installed.
+#
+#   fetch-guest.sh [OUT] [KERNEL]
+# KERNEL (default 6.1, into OUT, default build/guest): Debian 12's cloud kernel, the one the machine's apt
+# resolves linux-image-cloud-amd64 to, its System.map out of the -dbg package. Any other choice
+# SERIES[-FLAVOUR] (6.12, 6.12-rt, 6.18-rt, 7.2, 7.3, 7.3-generic; FLAVOUR cloud (default), rt or generic;
+# SERIES may name the patch level, 6.12.117) goes into OUT/KERNEL: the newest package of that series and
+# flavour by version, linux-image-<ver>-<flavour> or 7.x's linux-binary-unsigned-<ver>-<flavour> (with
+# linux-base-<ver> for config and linux-modules-<ver> for modules), fetched with a private apt
+# configuration in $HVTRACE_CACHE/apt: the machine's archive, suites trixie, trixie-backports, sid and
+# bookworm-backports. Debian's image packages ship a stub System.map: OUT/KERNEL has none then.
 # Quick when the outputs are already there and newer than this script and the init.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-build/guest}
+choice=${2:-${KERNEL:-6.1}}
 cache=${HVTRACE_CACHE:-/var/cache/hvtrace}
+[ "$choice" = 6.1 ] || out="$out/$choice"
 mkdir -p "$out" "$cache/debs"
 
-outputs="$out/vmlinuz $out/System.map $out/config $out/initramfs.cpio.gz"
+outputs="$out/vmlinuz $out/config $out/initramfs.cpio.gz"
+[ "$choice" = 6.1 ] && outputs="$outputs $out/System.map"
 fresh=1
 for f in $outputs; do
 	if [ ! -s "$f" ] || [ "$f" -ot "$0" ] || [ "$f" -ot "$here/guest-init.sh" ]; then
@@ -21,15 +33,7 @@ for f in $outputs; do
 done
 [ "$fresh" = 1 ] && exit 0
 
-# The kernel the cloud meta-package points at, e.g. linux-image-6.1.0-57-cloud-amd64.
-kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1)
-if [ -z "$kpkg" ]; then
-	apt-get update -qq >/dev/null
-	kpkg=$(apt-cache depends linux-image-cloud-amd64 | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1)
-fi
-[ -n "$kpkg" ] || { echo "hvtrace: cannot resolve linux-image-cloud-amd64" >&2; exit 1; }
-kver=${kpkg#linux-image-}
-
+# busybox-static from the machine's archive, as the 6.1 guest has it
 fetch() { # package -> path of its .deb in the cache
 	local deb
 	deb=$(ls "$cache/debs/$1"_*.deb 2>/dev/null | head -1 || true)
@@ -40,6 +44,139 @@ fetch() { # package -> path of its .deb in the cache
 	fi
 	echo "$deb"
 }
+
+unpack() { # package fetcher [folder] -> its unpacked root in the cache (or in its folder there)
+	local root="$cache/${3:+$3/}$1" deb
+	if [ ! -e "$root/.unpacked" ]; then
+		deb=$($2 "$1") || exit 1
+		# over what is there (a copy unpacked by hand stays readable meanwhile)
+		mkdir -p "$root" && dpkg-deb -x "$deb" "$root" && touch "$root/.unpacked"
+	fi
+	echo "$root"
+}
+
+# initramfs.cpio.gz in $out: busybox, its applet links, /init, and the binfmt_misc module at @1 (a .ko,
+# .ko.xz or .ko.zst, stored uncompressed: the guest's insmod hands it to init_module), or none (@2 says why)
+pack_initramfs() {
+	local ko=$1 bbroot
+	bbroot=$(unpack busybox-static fetch)
+	stage=$(mktemp -d)
+	trap 'rm -rf "$stage"' EXIT
+	mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,etc,root,lib/modules}
+	cp "$bbroot/bin/busybox" "$stage/bin/busybox"
+	for applet in $("$bbroot/bin/busybox" --list); do
+		[ -e "$stage/bin/$applet" ] || ln -s busybox "$stage/bin/$applet"
+	done
+	install -m 0755 "$here/guest-init.sh" "$stage/init"
+	case $ko in
+	*.ko.xz) xz -dc "$ko" > "$stage/lib/modules/binfmt_misc.ko" ;;
+	*.ko.zst) zstd -qdc "$ko" > "$stage/lib/modules/binfmt_misc.ko" ;;
+	*.ko) cp "$ko" "$stage/lib/modules/binfmt_misc.ko" ;;
+	"") echo "hvtrace: $2: the guest has no binfmt_misc.ko" >&2 ;;
+	esac
+	echo "hvtrace test guest" > "$stage/etc/motd"
+	(cd "$stage" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -9 > "$out/initramfs.cpio.gz.tmp"
+	mv "$out/initramfs.cpio.gz.tmp" "$out/initramfs.cpio.gz"
+}
+
+if [ "$choice" != 6.1 ]; then
+	series=${choice%%-*}
+	flavour=${choice#"$series"}
+	flavour=${flavour#-}
+	case ${flavour:-cloud} in
+	cloud) suffix=cloud-amd64 ;;
+	rt) suffix=rt-amd64 ;;
+	generic) suffix=amd64 ;;
+	*) echo "hvtrace: KERNEL=$choice: flavour '$flavour' is not cloud, rt or generic" >&2; exit 1 ;;
+	esac
+	if ! [[ $series =~ ^[0-9]+\.[0-9]+(\.[0-9]+)?$ ]]; then
+		echo "hvtrace: KERNEL=$choice: not SERIES[-FLAVOUR] (e.g. 6.12, 6.12-rt, 7.3-generic)" >&2
+		exit 1
+	fi
+	apt_dir="$cache/apt"
+	mkdir -p "$apt_dir/sources.d" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+	if [ ! -s "$apt_dir/sources.list" ]; then
+		# the machine's own archive (its first deb URI), the suites Debian ships newer kernels in
+		uri=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1)
+		[ -n "$uri" ] || uri=$(sed -n 's/^deb \(\[[^]]*\] *\)\?\([^ ]*\) .*/\2/p' /etc/apt/sources.list 2>/dev/null | head -1)
+		uri=${uri:-http://deb.debian.org/debian}
+		for suite in trixie trixie-backports sid bookworm-backports; do
+			echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main"
+		done > "$apt_dir/sources.list"
+	fi
+	apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o "Dir::Etc::sourceparts=$apt_dir/sources.d"
+		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
+		-o Dir::Cache::pkgcache=pkgcache.bin -o Dir::Cache::srcpkgcache=srcpkgcache.bin) # kept: ~20 s less per run
+	if ! ls "$apt_dir/lists/"*_Packages* >/dev/null 2>&1; then
+		apt-get "${apt_opts[@]}" update -qq >/dev/null ||
+			{ echo "hvtrace: apt-get update with $apt_dir/sources.list failed" >&2; exit 1; }
+	fi
+	pfetch() { # package -> its .deb, fetched with the private configuration
+		local deb
+		deb=$(ls "$cache/debs/$1"_*.deb "$cache/kdebs/$1"_*.deb 2>/dev/null | head -1 || true)
+		if [ -z "$deb" ]; then
+			(cd "$cache/debs" && apt-get "${apt_opts[@]}" download -q "$1" >/dev/null 2>&1) ||
+				{ echo "hvtrace: apt-get download $1 failed" >&2; exit 1; }
+			deb=$(ls "$cache/debs/$1"_*.deb | head -1)
+		fi
+		echo "$deb"
+	}
+	# the newest package of the series and flavour by its Debian version; at the same version 7.x's
+	# linux-binary-unsigned (its linux-image is then a meta-package around the signed linux-binary)
+	re="^linux-(image|binary-unsigned)-${series//./\\.}$([[ $series =~ \..*\. ]] || echo '(\.[0-9]+)?')\+[^-]*-$suffix\$"
+	kpkg="" best=""
+	while read -r pkg ver; do
+		if [ -z "$best" ] || dpkg --compare-versions "$ver" gt "$best" ||
+			{ [ "$ver" = "$best" ] && [[ $pkg == linux-binary-unsigned-* ]]; }; then
+			kpkg=$pkg best=$ver
+		fi
+	done < <(apt-cache "${apt_opts[@]}" pkgnames linux- | grep -E "$re" |
+		xargs -r apt-cache "${apt_opts[@]}" show --no-all-versions 2>/dev/null |
+		awk '/^Package:/ { p = $2 } /^Version:/ { print p, $2 }')
+	[ -n "$kpkg" ] || { echo "hvtrace: KERNEL=$choice: no package in $apt_dir/sources.list matches $re" >&2; exit 1; }
+	kver=${kpkg#linux-image-}
+	kver=${kver#linux-binary-unsigned-}
+	# in $cache/kernels: scripts/nested-kvm.sh takes $cache/linux-image-* as the 6.1 package
+	roots=$(unpack "$kpkg" pfetch kernels)
+	if [ "${kpkg#linux-binary-unsigned-}" != "$kpkg" ]; then
+		# 7.x splits the kernel: base files (config) and modules in their own packages
+		roots="$roots $(unpack "linux-base-$kver" pfetch kernels) $(unpack "linux-modules-$kver" pfetch kernels)"
+	fi
+	pick() { # file name pattern... -> the first match under the roots
+		local r p
+		for p in "$@"; do
+			for r in $roots; do
+				ls $r/$p 2>/dev/null || true
+			done
+		done | head -1
+	}
+	vmlinuz=$(pick "boot/vmlinuz-$kver" "usr/lib/modules/$kver/vmlinuz.unsigned" "usr/lib/modules/$kver/vmlinuz")
+	config=$(pick "boot/config-$kver" "usr/lib/modules/$kver/config")
+	sysmap=$(pick "boot/System.map-$kver" "usr/lib/modules/$kver/System.map")
+	ko=$(pick "usr/lib/modules/$kver/kernel/fs/binfmt_misc.ko*" "lib/modules/$kver/kernel/fs/binfmt_misc.ko*")
+	[ -n "$vmlinuz" ] || { echo "hvtrace: $kpkg: no vmlinuz in the package" >&2; exit 1; }
+	[ -n "$config" ] || { echo "hvtrace: $kpkg: no config in its packages" >&2; exit 1; }
+	cp "$vmlinuz" "$out/vmlinuz"
+	cp "$config" "$out/config"
+	rm -f "$out/System.map"
+	if [ -n "$sysmap" ] && ! grep -q "The real System.map is in" "$sysmap"; then
+		cp "$sysmap" "$out/System.map"
+	fi
+	why="$kver"
+	[ -z "$ko" ] && grep -q '^CONFIG_BINFMT_MISC=y' "$config" && why="$kver (binfmt_misc built in)"
+	pack_initramfs "$ko" "$why"
+	echo "hvtrace: guest kernel $kver ($kpkg $best) in $out" >&2
+	exit 0
+fi
+
+# The kernel the cloud meta-package points at, e.g. linux-image-6.1.0-57-cloud-amd64.
+kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1)
+if [ -z "$kpkg" ]; then
+	apt-get update -qq >/dev/null
+	kpkg=$(apt-cache depends linux-image-cloud-amd64 | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1)
+fi
+[ -n "$kpkg" ] || { echo "hvtrace: cannot resolve linux-image-cloud-amd64" >&2; exit 1; }
+kver=${kpkg#linux-image-}
 
 kroot="$cache/$kpkg"
 if [ ! -s "$kroot/boot/vmlinuz-$kver" ]; then
@@ -52,29 +189,11 @@ if [ ! -s "$kroot/System.map" ]; then
 		tar -xO "./usr/lib/debug/boot/System.map-$kver" > "$kroot/System.map.tmp"
 	mv "$kroot/System.map.tmp" "$kroot/System.map"
 fi
-bbroot="$cache/busybox-static"
-if [ ! -x "$bbroot/bin/busybox" ]; then
-	rm -rf "$bbroot" && mkdir -p "$bbroot"
-	dpkg-deb -x "$(fetch busybox-static)" "$bbroot"
-fi
 
 cp "$kroot/boot/vmlinuz-$kver" "$out/vmlinuz"
 cp "$kroot/System.map" "$out/System.map"
 cp "$kroot/boot/config-$kver" "$out/config"
 
-# initramfs: busybox, its applet links, /init.
-stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,etc,root}
-cp "$bbroot/bin/busybox" "$stage/bin/busybox"
-for applet in $("$bbroot/bin/busybox" --list); do
-	[ -e "$stage/bin/$applet" ] || ln -s busybox "$stage/bin/$applet"
-done
-install -m 0755 "$here/guest-init.sh" "$stage/init"
 # a module the guest loads (module tracing): uncompressed in the image package
-mkdir -p "$stage/lib/modules"
-cp "$kroot/lib/modules/$kver/kernel/fs/binfmt_misc.ko" "$stage/lib/modules/binfmt_misc.ko"
-echo "hvtrace test guest" > "$stage/etc/motd"
-(cd "$stage" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -9 > "$out/initramfs.cpio.gz.tmp"
-mv "$out/initramfs.cpio.gz.tmp" "$out/initramfs.cpio.gz"
+pack_initramfs "$kroot/lib/modules/$kver/kernel/fs/binfmt_misc.ko" "$kver"
 echo "hvtrace: guest kernel $kver in $out" >&2

@@ -72,8 +72,12 @@ fi
 bm=$(arg bm 0)
 bm_wait=$(arg bm_wait 0)
 mkdir -p /tmp/binfmt
-insmod /lib/modules/binfmt_misc.ko && mount -t binfmt_misc binfmt_misc /tmp/binfmt &&
-	echo "hvt-linux: module binfmt_misc loaded"
+if [ -e /lib/modules/binfmt_misc.ko ]; then
+	insmod /lib/modules/binfmt_misc.ko && mount -t binfmt_misc binfmt_misc /tmp/binfmt &&
+		echo "hvt-linux: module binfmt_misc loaded"
+else # a kernel with CONFIG_BINFMT_MISC=y (scripts/fetch-guest.sh packs no module then)
+	mount -t binfmt_misc binfmt_misc /tmp/binfmt && echo "hvt-linux: binfmt_misc built in"
+fi
 
 echo "hvt-linux: init up, waiting ${wait_sec}s"
 sleep "$wait_sec"
