@@ -82,11 +82,22 @@ static int collect(void *ctx, uint64_t addr, char type, const char *name)
 	return 0;
 }
 
+/* 7.0+ (6.15+): per-CPU symbols are kernel addresses, no absolute ones; they sort first. */
+static void make_syms_7_0(void)
+{
+	make_syms();
+	names[0][0] = 'D';
+	names[1][0] = 'D';
+	syms[0].addr = BASE - 0x20000;
+	syms[1].addr = BASE - 0x20000 + 0x1fb80;
+}
+
 static uint8_t *build(enum ks_layout lay, struct ks_where *w, size_t *len)
 {
 	uint8_t *img = malloc(CAP);
 
-	*len = ks_build(img, CAP, syms, NSYMS, lay, BASE, 4096, w);
+	/* 7.0's labels are aligned to 4 only: 4 bytes off 8 here */
+	*len = ks_build(img, CAP, syms, NSYMS, lay, BASE, lay == KS_7_0 ? 4100 : 4096, w);
 	assert_true(*len > 0);
 	return img;
 }
@@ -102,14 +113,23 @@ static void assert_all(const struct got *g)
 
 static void test_layouts(void **state)
 {
-	enum ks_layout lays[] = {KS_6_1_NOSEQS, KS_6_1, KS_6_4};
+	enum ks_layout lays[] = {KS_6_1_NOSEQS, KS_6_1, KS_6_4, KS_7_0, KS_7_0};
 
 	(void)state;
-	make_syms();
-	for (size_t k = 0; k < 3; k++) {
+	for (size_t k = 0; k < 5; k++) {
 		struct ks_where w;
 		size_t len;
-		uint8_t *img = build(lays[k], &w, &len);
+		uint8_t *img;
+
+		if (lays[k] == KS_7_0)
+			make_syms_7_0();
+		else
+			make_syms();
+		if (k == 4) /* 7.0 at 8: the alignment comes from the tables, not the layout */
+			len = ks_build(img = malloc(CAP), CAP, syms, NSYMS, KS_7_0, BASE, 4096, &w);
+		else
+			img = build(lays[k], &w, &len);
+		assert_true(len > 0);
 		struct got *g = calloc(1, sizeof(*g));
 		char err[256] = "";
 
@@ -123,9 +143,9 @@ static void test_layouts(void **state)
 
 			memcpy(img + w.num - 8, &ptr, 8);
 			memset(g, 0, sizeof(*g));
-			assert_int_equal(vmi_kallsyms_decode(img, len, BASE, collect, g, err,
-							     sizeof(err)),
-					 NSYMS);
+			assert_int_equal(
+			    vmi_kallsyms_decode(img, len, BASE, collect, g, err, sizeof(err)),
+			    NSYMS);
 			assert_all(g);
 		}
 		/* more bytes after the tables change nothing */
@@ -231,6 +251,33 @@ static void test_hostile(void **state)
 	memcpy(img + w.rbase, &q, 8);
 	expect_fail(img, len, -EINVAL, "no kallsyms_offsets");
 	expect_fail(img, w.rbase + 4, -EINVAL, "no kallsyms_offsets"); /* cut in relative_base */
+	free(img);
+	/* 7.0: a place-relative offset out of order, one out of the kernel image, the offsets cut;
+	 * num_syms one more than the names; a name's length byte zeroed */
+	make_syms_7_0();
+	img = build(KS_7_0, &w, &len);
+	memcpy(&v, img + w.offsets + 4 * 300, 4);
+	v += 0x100;
+	memcpy(img + w.offsets + 4 * 300, &v, 4);
+	expect_fail(img, len, -EINVAL, "no kallsyms_offsets");
+	free(img);
+	img = build(KS_7_0, &w, &len);
+	v = 0x80000000u; /* 2 GiB below its place: under the kernel image mapping */
+	memcpy(img + w.offsets, &v, 4);
+	expect_fail(img, len, -EINVAL, "no kallsyms_offsets");
+	expect_fail(img, w.offsets + 4 * NSYMS - 2, -EINVAL, "no kallsyms_offsets");
+	free(img);
+	img = build(KS_7_0, &w, &len);
+	v = NSYMS + 1;
+	memcpy(img + w.num, &v, 4);
+	expect_fail(img, len, -EINVAL, "no consistent kallsyms_markers");
+	free(img);
+	img = build(KS_7_0, &w, &len);
+	img[w.names] = 0;
+	expect_fail(img, len, -EINVAL, "no consistent kallsyms_markers");
+	free(img);
+	make_syms();
+	img = build(KS_6_4, &w, &len);
 	/* a token index copied all over 16 MiB: the search gives up, it does not run for minutes */
 	{
 		size_t big = 16u << 20;
@@ -400,10 +447,10 @@ static void test_symbolless_map(void **state)
 
 	(void)state;
 	assert_int_equal(vmi_linux_open_map(&l, f, "/boot/System.map", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err,
-			    "/boot/System.map holds no symbols (Debian puts the real System.map in "
-			    "the kernel's -dbg package): omit --system-map to read the symbols from "
-			    "the guest's kallsyms");
+	assert_string_equal(
+	    err, "/boot/System.map holds no symbols (Debian puts the real System.map in "
+		 "the kernel's -dbg package): omit --system-map to read the symbols from "
+		 "the guest's kallsyms");
 	fclose(f);
 }
 
