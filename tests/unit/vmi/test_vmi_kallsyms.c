@@ -12,12 +12,14 @@
 #include "vmi/vmi_modules.h"
 #include "tests/common/fake_mem.h"
 #include "tests/common/kallsyms_image.h"
+#include "tests/common/kernel_image.h"
 
 #include <bpf/btf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BASE  0xffffffff81000000ull /* where the fake image is mapped */
 #define NSYMS 700
@@ -663,6 +665,72 @@ static void test_module_layout_btf(void **state)
 	}
 }
 
+/* What a real kernel's kallsyms says of a few symbols. */
+struct real {
+	long n;
+	uint64_t text, stext, etext, vfs_read;
+	char vfs_read_type;
+};
+
+static int real_add(void *ctx, uint64_t addr, char type, const char *name)
+{
+	struct real *r = ctx;
+
+	r->n++;
+	if (!strcmp(name, "_text"))
+		r->text = addr;
+	else if (!strcmp(name, "_stext"))
+		r->stext = addr;
+	else if (!strcmp(name, "_etext"))
+		r->etext = addr;
+	else if (!strcmp(name, "vfs_read")) {
+		r->vfs_read = addr;
+		r->vfs_read_type = type;
+	}
+	return 0;
+}
+
+#define KERNELS "/var/cache/hvtrace/kernels/"
+
+/* Debian's own images, when the machine has them (their System.map is a placeholder): 6.12
+ * (base-relative offsets, labels aligned to 8) and 7.3 (7.0's place-relative layout, aligned to 4).
+ * _text is where the image's text starts, vfs_read is text and starts as a function does with IBT:
+ * ENDBR64, then the 5-byte ftrace site (CALL __fentry__ in the unbooted image). */
+static void test_real_kernels(void **state)
+{
+	static const char *const k[] = {
+	    KERNELS
+	    "linux-image-6.12.117+deb13-cloud-amd64/boot/vmlinuz-6.12.117+deb13-cloud-amd64",
+	    KERNELS "linux-binary-unsigned-7.3.4+deb13-cloud-amd64/usr/lib/modules/"
+		    "7.3.4+deb13-cloud-amd64/vmlinuz.unsigned",
+	};
+	unsigned tried = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		struct kernel_image ki;
+		struct real r = {0};
+		char err[256] = "";
+		long n;
+
+		if (access(k[i], R_OK) || kernel_image_load(k[i], &ki) < 0)
+			continue;
+		tried++;
+		n = vmi_kallsyms_decode(ki.img, ki.len, ki.base, real_add, &r, err, sizeof(err));
+		if (n < 0)
+			fail_msg("%s: %ld: %s", k[i], n, err);
+		assert_int_equal(n, r.n);
+		assert_true(n > 100000);
+		assert_int_equal(r.text, ki.base);
+		assert_true(r.stext >= r.text && r.stext < r.vfs_read && r.vfs_read < r.etext);
+		assert_true(r.vfs_read_type == 'T' || r.vfs_read_type == 't');
+		assert_memory_equal(ki.img + (r.vfs_read - ki.base), "\xf3\x0f\x1e\xfa\xe8", 5);
+		free(ki.img);
+	}
+	if (!tried)
+		skip(); /* no Debian kernel images (or no zstd) on this machine */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -674,6 +742,7 @@ int main(void)
 	    cmocka_unit_test(test_symbolless_map),
 	    cmocka_unit_test(test_modules),
 	    cmocka_unit_test(test_module_layout_btf),
+	    cmocka_unit_test(test_real_kernels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
