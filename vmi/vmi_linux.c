@@ -12,12 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LINUX_LINK_TEXT 0xffffffff81000000ull /* where _text is linked */
-#define KASLR_ALIGN 0x200000ull		      /* CONFIG_PHYSICAL_ALIGN */
-#define KERNEL_IMAGE_SIZE 0x40000000ull	      /* 1 GiB of virtual room for the image */
-#define BANNER "Linux version "
-
-static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+#define LINUX_LINK_TEXT	  0xffffffff81000000ull /* where _text is linked */
+#define KASLR_ALIGN	  0x200000ull		/* CONFIG_PHYSICAL_ALIGN */
+#define KERNEL_IMAGE_SIZE 0x40000000ull		/* 1 GiB of virtual room for the image */
+#define BANNER		  "Linux version "
 
 _Static_assert(VMI_KALLSYMS_NAME_MAX == VMI_LINUX_NAME_MAX, "one longest symbol name");
 _Static_assert(VMI_KALLSYMS_MAX_SYMS == VMI_LINUX_MAX_SYMS, "one symbol budget");
@@ -59,8 +57,8 @@ static int map_line(const char *line, size_t len, uint64_t *addr, char *type, co
 			return -EINVAL;
 		}
 		*addr = *addr << 4 | (uint64_t)(isdigit((unsigned char)line[i])
-							? line[i] - '0'
-							: (tolower((unsigned char)line[i]) - 'a' + 10));
+						    ? line[i] - '0'
+						    : (tolower((unsigned char)line[i]) - 'a' + 10));
 	}
 	if (!digits || i == len || (line[i] != ' ' && line[i] != '\t'))
 		return -EINVAL;
@@ -110,11 +108,12 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
 			len--;
 		/* Debian's image package ships a System.map of one line and no symbols */
 		if (lines == 1 && memmem(line, (size_t)len, "The real System.map is in", 25)) {
-			snprintf(err, errlen,
-				 "%s holds no symbols (Debian puts the real System.map in the kernel's "
-				 "-dbg package): omit --system-map to read the symbols from the guest's "
-				 "kallsyms",
-				 path);
+			snprintf(
+			    err, errlen,
+			    "%s holds no symbols (Debian puts the real System.map in the kernel's "
+			    "-dbg package): omit --system-map to read the symbols from the guest's "
+			    "kallsyms",
+			    path);
 			ret = -EINVAL;
 			goto out;
 		}
@@ -125,11 +124,24 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
 			goto out;
 		}
 		switch (type) {
-		case 'T': case 't': case 'W': case 'w': t = &l->funcs; break;
-		case 'D': case 'd': case 'B': case 'b': case 'R': case 'r': case 'V': case 'v':
+		case 'T':
+		case 't':
+		case 'W':
+		case 'w':
+			t = &l->funcs;
+			break;
+		case 'D':
+		case 'd':
+		case 'B':
+		case 'b':
+		case 'R':
+		case 'r':
+		case 'V':
+		case 'v':
 			t = &l->objects;
 			break;
-		default: continue;
+		default:
+			continue;
 		}
 		if (l->funcs.nr + l->objects.nr >= VMI_LINUX_MAX_SYMS) {
 			snprintf(err, errlen, "%s:%zu: more than %u symbols", path, lines,
@@ -202,8 +214,9 @@ static int resolve(struct vmi_linux *l, const char *path, size_t lines, char *er
 	const struct vmi_sym *be = vmi_symtab_find(&l->objects, "__stop_BTF");
 
 	if (!banner || !st || !et) {
-		snprintf(err, errlen, "%s: no linux_banner, _stext or _etext (%zu symbols): not a %s",
-			 path, lines, "System.map or vmlinux of a Linux kernel with its symbols");
+		snprintf(err, errlen,
+			 "%s: no linux_banner, _stext or _etext (%zu symbols): not a %s", path,
+			 lines, "System.map or vmlinux of a Linux kernel with its symbols");
 		return -ENODATA;
 	}
 	l->banner = banner->addr;
@@ -283,7 +296,8 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
 	}
 	if (found == INT64_MIN) {
 		snprintf(err, errlen,
-			 "KASLR: no \"%s\" at linux_banner (0x%" PRIx64 ") at any 2 MiB offset: the "
+			 "KASLR: no \"%s\" at linux_banner (0x%" PRIx64
+			 ") at any 2 MiB offset: the "
 			 "System.map is for another kernel (omit --system-map to read the symbols "
 			 "from the guest's kallsyms)",
 			 BANNER, l->banner);
@@ -300,7 +314,8 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
 	l->per_cpu_offset = slid(l->per_cpu_offset, found);
 	l->btf_start = slid(l->btf_start, found);
 	l->btf_stop = slid(l->btf_stop, found);
-	/* current_task and __preempt_count are per-CPU offsets (below the kernel map): never slid */
+	/* current_task and __preempt_count are per-CPU offsets (below the kernel map): never slid
+	 */
 	return 0;
 }
 
@@ -313,11 +328,25 @@ static int add_kallsym(void *ctx, uint64_t addr, char type, const char *name)
 	struct vmi_symtab *t;
 
 	switch (type) {
-	case 'T': case 't': case 'W': case 'w': t = &l->funcs; break;
-	case 'D': case 'd': case 'B': case 'b': case 'R': case 'r': case 'V': case 'v': case 'A':
+	case 'T':
+	case 't':
+	case 'W':
+	case 'w':
+		t = &l->funcs;
+		break;
+	case 'D':
+	case 'd':
+	case 'B':
+	case 'b':
+	case 'R':
+	case 'r':
+	case 'V':
+	case 'v':
+	case 'A':
 		t = &l->objects;
 		break;
-	default: return 0;
+	default:
+		return 0;
 	}
 	if (l->funcs.nr + l->objects.nr >= VMI_LINUX_MAX_SYMS)
 		return -EOVERFLOW;
@@ -335,8 +364,8 @@ int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, ch
 	l->pid_off = l->comm_off = -1;
 	n = vmi_kallsyms_read(read, ctx, add_kallsym, l, err, errlen);
 	if (n == -ENOMEM || n == -EOVERFLOW)
-		snprintf(err, errlen, "kallsyms: %s", n == -ENOMEM ? "out of memory"
-							    : "too many symbols");
+		snprintf(err, errlen, "kallsyms: %s",
+			 n == -ENOMEM ? "out of memory" : "too many symbols");
 	if (n < 0) {
 		vmi_linux_close(l);
 		return (int)n;
@@ -346,7 +375,8 @@ int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, ch
 	if (!vmi_symtab_find(&l->objects, "linux_banner") ||
 	    !vmi_symtab_find(&l->funcs, "_stext") || !vmi_symtab_find(&l->funcs, "_etext")) {
 		snprintf(err, errlen,
-			 "kallsyms: %ld symbols, but no linux_banner, _stext or _etext among them", n);
+			 "kallsyms: %ld symbols, but no linux_banner, _stext or _etext among them",
+			 n);
 		vmi_linux_close(l);
 		return -ENODATA;
 	}
@@ -413,7 +443,8 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 		return -ENOMEM;
 	ret = read(ctx, l->btf_start, buf, size);
 	if (ret < 0) {
-		snprintf(err, errlen, "reading BTF at 0x%" PRIx64 ": %s", l->btf_start, strerror(-ret));
+		snprintf(err, errlen, "reading BTF at 0x%" PRIx64 ": %s", l->btf_start,
+			 strerror(-ret));
 		free(buf);
 		return ret;
 	}
@@ -437,7 +468,20 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 	return 0;
 }
 
-/* The NOP5 entries of the module functions in l->funcs, each module's text read whole (unreadable
+/* The sites of the functions of l->funcs inside [@lo, @lo + @len) whose text is @text (16 bytes
+ * more, zeroed), appended to @addrs (room for every function). */
+static void scan_sites(const struct vmi_linux *l, const uint8_t *text, uint64_t lo, size_t len,
+		       uint64_t *addrs, size_t *n)
+{
+	for (size_t i = 0; i < l->funcs.nr; i++) {
+		uint64_t a = l->funcs.syms[i].addr;
+
+		if (a >= lo && a - lo + 9 <= len && vmi_site_entry(text + (a - lo), a, &addrs[*n]))
+			(*n)++;
+	}
+}
+
+/* The sites of the module functions in l->funcs, each module's text read whole (unreadable
  * text: no sites there), appended to @addrs (room for every function). 0 or -ENOMEM. */
 static int module_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64_t *addrs,
 			size_t *n)
@@ -453,20 +497,7 @@ static int module_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64
 			return -ENOMEM;
 		memset(text + m->text_size, 0, 16);
 		if (read(ctx, m->text, text, m->text_size) == 0)
-			for (size_t i = 0; i < l->funcs.nr; i++) {
-				uint64_t a = l->funcs.syms[i].addr;
-				const uint8_t *p;
-
-				if (a < m->text || a - m->text + 9 > m->text_size)
-					continue;
-				p = text + (a - m->text);
-				if (!memcmp(p, endbr64, sizeof(endbr64))) {
-					p += 4;
-					a += 4;
-				}
-				if (x86_is_nop5(p))
-					addrs[(*n)++] = a;
-			}
+			scan_sites(l, text, m->text, m->text_size, addrs, n);
 		free(text);
 	}
 	return 0;
@@ -522,20 +553,7 @@ int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi
 		if (ret < 0)
 			goto out;
 	}
-	for (size_t i = 0; i < l->funcs.nr; i++) {
-		uint64_t a = l->funcs.syms[i].addr;
-		const uint8_t *p;
-
-		if (a < l->stext || a + 9 > l->etext)
-			continue;
-		p = text + (a - l->stext);
-		if (!memcmp(p, endbr64, sizeof(endbr64))) {
-			p += 4;
-			a += 4;
-		}
-		if (x86_is_nop5(p))
-			addrs[n++] = a;
-	}
+	scan_sites(l, text, l->stext, len, addrs, &n);
 	ret = module_sites(l, read, ctx, addrs, &n);
 	if (ret == 0)
 		ret = vmi_sites_build(sites, addrs, n, &l->funcs);
@@ -641,8 +659,8 @@ int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsi
 	return 0;
 }
 
-#define LOW_LO 0x10000ull /* below: the BIOS data areas */
-#define LOW_HI 0x9f000ull /* above: the EBDA, then no RAM up to 1 MiB */
+#define LOW_LO	 0x10000ull /* below: the BIOS data areas */
+#define LOW_HI	 0x9f000ull /* above: the EBDA, then no RAM up to 1 MiB */
 #define PMD_SIZE 0x200000ull
 
 /* "MAJOR.MINOR" after "Linux version " in @banner (guest memory, NUL-terminated): each 1 to 3
@@ -680,21 +698,26 @@ int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64
 	uint64_t hdr, base, t_lo, t_hi, lo = LOW_LO, hi = LOW_HI;
 
 	if (!end || !rmh || !pob || !rb || !rbe) {
-		snprintf(err, errlen, "stub probes: the System.map lacks _end, real_mode_header, "
-				      "page_offset_base or real_mode_blob");
+		snprintf(err, errlen,
+			 "stub probes: the System.map lacks _end, real_mode_header, "
+			 "page_offset_base or real_mode_blob");
 		return -ENOTSUP;
 	}
 	if (read(ctx, l->banner, banner, sizeof(banner) - 1) < 0 ||
 	    !banner_version(banner, &major, &minor) || major * 1000 + minor < 5013) {
-		snprintf(err, errlen, "stub probes: kernel %u.%u reserves only part of the first MiB "
-				      "(5.13 or later needed)", major, minor);
+		snprintf(err, errlen,
+			 "stub probes: kernel %u.%u reserves only part of the first MiB "
+			 "(5.13 or later needed)",
+			 major, minor);
 		return -ENOTSUP;
 	}
 	if (read(ctx, rmh->addr, &hdr, 8) < 0 || read(ctx, pob->addr, &base, 8) < 0 || hdr < base) {
-		snprintf(err, errlen, "stub probes: cannot read real_mode_header / page_offset_base");
+		snprintf(err, errlen,
+			 "stub probes: cannot read real_mode_header / page_offset_base");
 		return -ENOTSUP;
 	}
-	/* the trampoline (real_mode_header points at its start) is the one thing Linux keeps there */
+	/* the trampoline (real_mode_header points at its start) is the one thing Linux keeps there
+	 */
 	t_lo = (hdr - base) & ~0xfffull;
 	t_hi = (hdr - base + (rbe->addr - rb->addr) + 0xfff) & ~0xfffull;
 	if (t_lo < hi && t_hi > lo) {
@@ -724,7 +747,7 @@ bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off)
 }
 
 #define X86_CAP_WORD_8000_0001_EDX 1 /* Linux's x86_capability word of CPUID 0x80000001 EDX */
-#define X86_CAP_RDTSCP_BIT 27
+#define X86_CAP_RDTSCP_BIT	   27
 
 int vmi_linux_tsc_aux(const struct vmi_linux *l, vmi_read_fn read, void *ctx, uint32_t *mask)
 {
