@@ -3,7 +3,6 @@
 #include "vmi/vmi_elf.h"
 #include "vmi/vmi_kallsyms.h"
 #include "vmi/vmi_modules.h"
-#include "arch/x86/x86_insn.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -246,7 +245,7 @@ static uint64_t slid(uint64_t a, int64_t slide)
 /* _stext.._etext must be a non-empty range inside the kernel image's 1 GiB: anything else would
  * have the scans read up to 2^64 bytes, or wrap the text's length. 0, or -EINVAL with @err naming
  * the values. */
-static int check_text(const struct vmi_linux *l, char *err, size_t errlen)
+int vmi_linux_check_text(const struct vmi_linux *l, char *err, size_t errlen)
 {
 	if (l->etext < l->stext) {
 		snprintf(err, errlen,
@@ -276,7 +275,7 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
 	char buf[sizeof(BANNER) - 1];
 	int64_t lo = -(int64_t)(LINUX_LINK_TEXT - VMI_LINUX_TEXT_BASE), hi;
 	int64_t found = INT64_MIN;
-	int ret = check_text(l, err, errlen);
+	int ret = vmi_linux_check_text(l, err, errlen);
 
 	if (ret < 0)
 		return ret;
@@ -382,7 +381,7 @@ int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, ch
 	}
 	ret = resolve(l, "kallsyms", (size_t)n, err, errlen);
 	if (ret == 0)
-		ret = check_text(l, err, errlen);
+		ret = vmi_linux_check_text(l, err, errlen);
 	if (ret < 0) {
 		vmi_linux_close(l);
 		return ret;
@@ -468,41 +467,6 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 	return 0;
 }
 
-/* The sites of the functions of l->funcs inside [@lo, @lo + @len) whose text is @text (16 bytes
- * more, zeroed), appended to @addrs (room for every function). */
-static void scan_sites(const struct vmi_linux *l, const uint8_t *text, uint64_t lo, size_t len,
-		       uint64_t *addrs, size_t *n)
-{
-	for (size_t i = 0; i < l->funcs.nr; i++) {
-		uint64_t a = l->funcs.syms[i].addr;
-
-		if (a >= lo && a - lo + 9 <= len && vmi_site_entry(text + (a - lo), a, &addrs[*n]))
-			(*n)++;
-	}
-}
-
-/* The sites of the module functions in l->funcs, each module's text read whole (unreadable
- * text: no sites there), appended to @addrs (room for every function). 0 or -ENOMEM. */
-static int module_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64_t *addrs,
-			size_t *n)
-{
-	for (size_t k = 0; k < l->mods.nr; k++) {
-		const struct vmi_module *m = &l->mods.v[k];
-		uint8_t *text;
-
-		if (!m->nr_funcs || !m->text_size)
-			continue;
-		text = malloc(m->text_size + 16);
-		if (!text)
-			return -ENOMEM;
-		memset(text + m->text_size, 0, 16);
-		if (read(ctx, m->text, text, m->text_size) == 0)
-			scan_sites(l, text, m->text, m->text_size, addrs, n);
-		free(text);
-	}
-	return 0;
-}
-
 long vmi_linux_modules(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen)
 {
 	const struct vmi_sym *head = vmi_symtab_find(&l->objects, "modules");
@@ -527,243 +491,6 @@ long vmi_linux_modules(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 	n = vmi_modules_read(&lo, head->addr, read, ctx, &l->mods, &l->funcs, max, err, errlen);
 	vmi_symtab_sort(&l->funcs);
 	return n;
-}
-
-int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi_sites *sites)
-{
-	char why[160];
-	size_t len, n = 0;
-	uint8_t *text = NULL;
-	uint64_t *addrs = NULL;
-	int ret = check_text(l, why, sizeof(why));
-
-	if (ret < 0)
-		return ret;
-	len = l->etext - l->stext;
-	text = malloc(len + 16);
-	addrs = calloc(l->funcs.nr ? l->funcs.nr : 1, sizeof(*addrs));
-	ret = -ENOMEM;
-	if (!text || !addrs)
-		goto out;
-	memset(text + len, 0, 16);
-	for (size_t off = 0; off < len; off += 1 << 20) {
-		size_t chunk = len - off < (1u << 20) ? len - off : 1u << 20;
-
-		ret = read(ctx, l->stext + off, text + off, chunk);
-		if (ret < 0)
-			goto out;
-	}
-	scan_sites(l, text, l->stext, len, addrs, &n);
-	ret = module_sites(l, read, ctx, addrs, &n);
-	if (ret == 0)
-		ret = vmi_sites_build(sites, addrs, n, &l->funcs);
-out:
-	free(text);
-	free(addrs);
-	return ret;
-}
-
-/* Index of the site of the function starting at @addr (or whose site is @addr), or -1. */
-static long site_of(const struct vmi_sites *sites, uint64_t addr)
-{
-	size_t lo = 0, hi = sites->nr;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sites->v[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < sites->nr && (sites->v[lo].addr == addr || sites->v[lo].func->addr == addr))
-		return (long)lo;
-	return -1;
-}
-
-#define MAX_BODY (64u << 10)
-
-long vmi_linux_callees(struct vmi_linux *l, vmi_read_fn read, void *ctx,
-		       const struct vmi_sites *sites, const size_t *roots, size_t nr_roots,
-		       unsigned depth, bool *selected)
-{
-	size_t *frontier = calloc(sites->nr ? sites->nr : 1, sizeof(*frontier));
-	size_t *next = calloc(sites->nr ? sites->nr : 1, sizeof(*next));
-	uint8_t *body = malloc(MAX_BODY);
-	size_t nf = 0, nn;
-	long marked = 0;
-
-	(void)l;
-	if (!frontier || !next || !body) {
-		marked = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < nr_roots; i++)
-		if (!selected[roots[i]]) {
-			selected[roots[i]] = true;
-			frontier[nf++] = roots[i];
-			marked++;
-		}
-	for (unsigned d = 0; d < depth && nf; d++) {
-		nn = 0;
-		for (size_t k = 0; k < nf; k++) {
-			const struct vmi_sym *f = sites->v[frontier[k]].func;
-			size_t len = f->size && f->size < MAX_BODY ? f->size : MAX_BODY;
-
-			if (read(ctx, f->addr, body, len) < 0)
-				continue;
-			/* rel32 calls and jumps whose target is a traceable function */
-			for (size_t i = 0; i + 5 <= len; i++) {
-				int32_t rel;
-				long t;
-
-				if (body[i] != X86_CALL_REL32 && body[i] != 0xe9)
-					continue;
-				memcpy(&rel, body + i + 1, 4);
-				t = site_of(sites, f->addr + i + 5 + (int64_t)rel);
-				if (t < 0 || selected[t])
-					continue;
-				selected[t] = true;
-				next[nn++] = (size_t)t;
-				marked++;
-			}
-		}
-		memcpy(frontier, next, nn * sizeof(*next));
-		nf = nn;
-	}
-out:
-	free(frontier);
-	free(next);
-	free(body);
-	return marked;
-}
-
-int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsigned nr_cpus,
-			  struct vmi_task_layout *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (l->pid_off < 0 || l->comm_off < 0 || !l->per_cpu_offset || !l->current_task)
-		return -ENOENT;
-	for (unsigned c = 0; c < nr_cpus && c < VMI_MAX_CPUS; c++) {
-		uint64_t off;
-		int ret = read(ctx, l->per_cpu_offset + 8ull * c, &off, 8);
-
-		if (ret < 0)
-			return ret;
-		out->current_slot[c] = off + l->current_task;
-		out->preempt_slot[c] = l->preempt_count ? off + l->preempt_count : 0;
-	}
-	out->pid_off = (unsigned)l->pid_off;
-	out->comm_off = (unsigned)l->comm_off;
-	out->valid = true;
-	return 0;
-}
-
-#define LOW_LO	 0x10000ull /* below: the BIOS data areas */
-#define LOW_HI	 0x9f000ull /* above: the EBDA, then no RAM up to 1 MiB */
-#define PMD_SIZE 0x200000ull
-
-/* "MAJOR.MINOR" after "Linux version " in @banner (guest memory, NUL-terminated): each 1 to 3
- * digits (sscanf's %u overflowed on a forged banner). */
-static bool banner_version(const char *banner, unsigned *major, unsigned *minor)
-{
-	const char *s = banner + sizeof(BANNER) - 1;
-	unsigned *v[2] = {major, minor};
-
-	if (strncmp(banner, BANNER, sizeof(BANNER) - 1))
-		return false;
-	for (int k = 0; k < 2; k++) {
-		unsigned n = 0;
-
-		for (*v[k] = 0; isdigit((unsigned char)*s) && n < 3; s++, n++)
-			*v[k] = *v[k] * 10 + (unsigned)(*s - '0');
-		if (!n || isdigit((unsigned char)*s) || (k == 0 && *s++ != '.')) {
-			*major = *minor = 0;
-			return false;
-		}
-	}
-	return true;
-}
-
-int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64_t *phys_lo,
-			uint64_t *phys_hi, uint64_t *va, char *err, size_t errlen)
-{
-	const struct vmi_sym *end = vmi_symtab_find(&l->objects, "_end");
-	const struct vmi_sym *rmh = vmi_symtab_find(&l->objects, "real_mode_header");
-	const struct vmi_sym *pob = vmi_symtab_find(&l->objects, "page_offset_base");
-	const struct vmi_sym *rb = vmi_symtab_find(&l->objects, "real_mode_blob");
-	const struct vmi_sym *rbe = vmi_symtab_find(&l->objects, "real_mode_blob_end");
-	char banner[64] = "";
-	unsigned major = 0, minor = 0;
-	uint64_t hdr, base, t_lo, t_hi, lo = LOW_LO, hi = LOW_HI;
-
-	if (!end || !rmh || !pob || !rb || !rbe) {
-		snprintf(err, errlen,
-			 "stub probes: the System.map lacks _end, real_mode_header, "
-			 "page_offset_base or real_mode_blob");
-		return -ENOTSUP;
-	}
-	if (read(ctx, l->banner, banner, sizeof(banner) - 1) < 0 ||
-	    !banner_version(banner, &major, &minor) || major * 1000 + minor < 5013) {
-		snprintf(err, errlen,
-			 "stub probes: kernel %u.%u reserves only part of the first MiB "
-			 "(5.13 or later needed)",
-			 major, minor);
-		return -ENOTSUP;
-	}
-	if (read(ctx, rmh->addr, &hdr, 8) < 0 || read(ctx, pob->addr, &base, 8) < 0 || hdr < base) {
-		snprintf(err, errlen,
-			 "stub probes: cannot read real_mode_header / page_offset_base");
-		return -ENOTSUP;
-	}
-	/* the trampoline (real_mode_header points at its start) is the one thing Linux keeps there
-	 */
-	t_lo = (hdr - base) & ~0xfffull;
-	t_hi = (hdr - base + (rbe->addr - rb->addr) + 0xfff) & ~0xfffull;
-	if (t_lo < hi && t_hi > lo) {
-		if (t_lo - lo >= (t_hi < hi ? hi - t_hi : 0))
-			hi = t_lo > lo ? t_lo : lo;
-		else
-			lo = t_hi;
-	}
-	if (hi <= lo) {
-		snprintf(err, errlen, "stub probes: no free memory left in the first MiB");
-		return -ENOTSUP;
-	}
-	*phys_lo = lo;
-	*phys_hi = hi;
-	*va = ((end->addr + PMD_SIZE - 1) & ~(PMD_SIZE - 1)) + PMD_SIZE;
-	return 0;
-}
-
-bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off)
-{
-	const struct vmi_sym *cn = vmi_symtab_find(&l->objects, "cpu_number");
-
-	if (!cn || cn->addr >= VMI_LINUX_TEXT_BASE)
-		return false;
-	*off = cn->addr;
-	return true;
-}
-
-#define X86_CAP_WORD_8000_0001_EDX 1 /* Linux's x86_capability word of CPUID 0x80000001 EDX */
-#define X86_CAP_RDTSCP_BIT	   27
-
-int vmi_linux_tsc_aux(const struct vmi_linux *l, vmi_read_fn read, void *ctx, uint32_t *mask)
-{
-	const struct vmi_sym *bcd = vmi_symtab_find(&l->objects, "boot_cpu_data");
-	int off = l->btf ? vmi_btf_struct_offset(l->btf, "cpuinfo_x86", "x86_capability") : -1;
-	uint32_t word = 0;
-
-	*mask = 0;
-	if (!bcd || off < 0 || off > 4096)
-		return -ENOENT;
-	if (read(ctx, bcd->addr + (uint64_t)off + 4 * X86_CAP_WORD_8000_0001_EDX, &word, 4) < 0)
-		return -EFAULT;
-	if (!(word >> X86_CAP_RDTSCP_BIT & 1))
-		return -ENOTSUP;
-	*mask = VMI_LINUX_TSC_AUX_CPU_MASK;
-	return 0;
 }
 
 void vmi_linux_close(struct vmi_linux *l)
