@@ -313,8 +313,11 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
 	l->per_cpu_offset = slid(l->per_cpu_offset, found);
 	l->btf_start = slid(l->btf_start, found);
 	l->btf_stop = slid(l->btf_stop, found);
-	/* current_task and __preempt_count are per-CPU offsets (below the kernel map): never slid
+	/* per-CPU offsets (zero-based per-CPU data, before 6.15) stay; kernel addresses (6.15+)
+	 * slide
 	 */
+	l->current_task = slid(l->current_task, found);
+	l->preempt_count = slid(l->preempt_count, found);
 	return 0;
 }
 
@@ -352,6 +355,53 @@ static int add_kallsym(void *ctx, uint64_t addr, char type, const char *name)
 	return vmi_symtab_add(t, addr, 0, name);
 }
 
+/* Address of @name in either table (unsorted is fine), 0 when absent. */
+static uint64_t any_addr(const struct vmi_linux *l, const char *name)
+{
+	const struct vmi_sym *s = vmi_symtab_find(&l->funcs, name);
+
+	if (!s)
+		s = vmi_symtab_find(&l->objects, name);
+	return s ? s->addr : 0;
+}
+
+/* A symbol's kind from the section it lies in, not kallsyms' letter alone: text-typed symbols
+ * inside .rodata, .data or .bss (6.18 types data T once .data is flagged executable: `modules`,
+ * `boot_cpu_data`) move to the objects. Before vmi_symtab_sort. 0 or -ENOMEM. */
+static int file_by_section(struct vmi_linux *l)
+{
+	static const char *const bounds[][2] = {{"__start_rodata", "__end_rodata"},
+						{"_sdata", "_edata"},
+						{"__bss_start", "__bss_stop"}};
+	uint64_t lo[3], hi[3];
+	size_t kept = 0;
+
+	for (int k = 0; k < 3; k++) {
+		lo[k] = any_addr(l, bounds[k][0]);
+		hi[k] = any_addr(l, bounds[k][1]);
+	}
+	for (size_t i = 0; i < l->funcs.nr; i++) {
+		struct vmi_sym *s = &l->funcs.syms[i];
+		bool data = false;
+
+		for (int k = 0; k < 3; k++)
+			data |= lo[k] && lo[k] < hi[k] && s->addr >= lo[k] && s->addr < hi[k];
+		if (!data) {
+			l->funcs.syms[kept++] = *s;
+			continue;
+		}
+		if (vmi_symtab_add(&l->objects, s->addr, 0, s->name) < 0) {
+			for (size_t j = i; j < l->funcs.nr; j++)
+				l->funcs.syms[kept++] = l->funcs.syms[j];
+			l->funcs.nr = kept;
+			return -ENOMEM;
+		}
+		free(s->name);
+	}
+	l->funcs.nr = kept;
+	return 0;
+}
+
 int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err,
 			    size_t errlen)
 {
@@ -362,6 +412,8 @@ int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, ch
 	memset(l, 0, sizeof(*l));
 	l->pid_off = l->comm_off = -1;
 	n = vmi_kallsyms_read(read, ctx, add_kallsym, l, err, errlen);
+	if (n >= 0 && file_by_section(l) < 0)
+		n = -ENOMEM;
 	if (n == -ENOMEM || n == -EOVERFLOW)
 		snprintf(err, errlen, "kallsyms: %s",
 			 n == -ENOMEM ? "out of memory" : "too many symbols");
@@ -422,6 +474,22 @@ int vmi_btf_member_offset(const void *data, size_t size, const char *type, const
 	return off;
 }
 
+/* 6.2-6.14 keep the current task and the preempt count in the per-CPU struct pcpu_hot (no
+ * current_task or __preempt_count symbol): their places from the symbol and BTF's layout. */
+static void pcpu_hot(struct vmi_linux *l)
+{
+	const struct vmi_sym *hot = vmi_symtab_find(&l->objects, "pcpu_hot");
+	int ct = vmi_btf_struct_offset(l->btf, "pcpu_hot", "current_task");
+	int pc = vmi_btf_struct_offset(l->btf, "pcpu_hot", "preempt_count");
+
+	if (!hot)
+		return;
+	if (!l->current_task && ct >= 0)
+		l->current_task = hot->addr + (uint64_t)ct;
+	if (!l->preempt_count && pc >= 0)
+		l->preempt_count = hot->addr + (uint64_t)pc;
+}
+
 int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen)
 {
 	size_t size;
@@ -464,6 +532,7 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 		l->pid_off = l->comm_off = -1;
 		return -ENOENT;
 	}
+	pcpu_hot(l);
 	return 0;
 }
 

@@ -122,7 +122,8 @@ int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsi
 int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64_t *phys_lo,
 			uint64_t *phys_hi, uint64_t *va, char *err, size_t errlen);
 
-/* The per-CPU offset of the CPU number (cpu_number), for stub probes; false if the map lacks it. */
+/* Where the CPU number (cpu_number) is for %gs: its per-CPU offset, or (6.15+, per-CPU data not
+ * zero-based) its kernel address; for stub probes. False if the symbols lack it. */
 bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off);
 
 /* Linux writes IA32_TSC_AUX = (node << 12) | cpu on every CPU (for vgetcpu) when its boot CPU has

@@ -112,7 +112,8 @@ bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off)
 {
 	const struct vmi_sym *cn = vmi_symtab_find(&l->objects, "cpu_number");
 
-	if (!cn || cn->addr >= VMI_LINUX_TEXT_BASE)
+	/* an offset in zero-based per-CPU data, or (6.15+) a kernel address: %gs wraps to it */
+	if (!cn)
 		return false;
 	*off = cn->addr;
 	return true;
