@@ -438,6 +438,47 @@ static void test_linux_open_kallsyms(void **state)
 	free(a);
 }
 
+/* 7.0's tables (6.15+ per-CPU data at kernel addresses, 6.18's data typed T): cpu_number and
+ * current_task are kernel addresses; a T symbol between _sdata and _edata is data, one past
+ * _edata stays a function. */
+static void test_linux_open_kallsyms_7_0(void **state)
+{
+	const uint64_t at = BASE + 0x4000000;
+	uint8_t *a = calloc(1, 2 << 20);
+	struct fake_mem m;
+	struct vmi_linux l;
+	struct ks_where w;
+	char err[256] = "";
+	uint64_t off = 0;
+
+	(void)state;
+	make_syms_7_0();
+	snprintf(names[0], sizeof(names[0]), "Dcpu_number");
+	snprintf(names[NSYMS - 6], sizeof(names[0]), "D_sdata");
+	snprintf(names[NSYMS - 5], sizeof(names[0]), "Tmodules");
+	snprintf(names[NSYMS - 4], sizeof(names[0]), "D_edata");
+	snprintf(names[NSYMS - 3], sizeof(names[0]), "Tafter_data");
+	for (size_t i = 0; i < NSYMS; i++)
+		syms[i].addr += 0x4000000;
+	assert_true(ks_build(a, 2 << 20, syms, NSYMS, KS_7_0, at, 0, &w) > 0);
+	fake_mem_init(&m);
+	fake_mem_map(&m, at, a, 2 << 20);
+	if (vmi_linux_open_kallsyms(&l, fake_mem_read, &m, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(l.slide, 0x4000000);
+	assert_int_equal(l.nr_kallsyms, NSYMS);
+	assert_int_equal(l.current_task, syms[1].addr);
+	assert_true(vmi_linux_cpu_gs(&l, &off));
+	assert_int_equal(off, syms[0].addr);
+	assert_null(vmi_symtab_find(&l.funcs, "modules"));
+	assert_non_null(vmi_symtab_find(&l.objects, "modules"));
+	assert_int_equal(vmi_symtab_find(&l.objects, "modules")->addr, syms[NSYMS - 5].addr);
+	assert_non_null(vmi_symtab_find(&l.funcs, "after_data"));
+	assert_non_null(vmi_symtab_find(&l.funcs, "vfs_read"));
+	vmi_linux_close(&l);
+	free(a);
+}
+
 /* Debian's symbol-less System.map: refused with what to do instead. */
 static void test_symbolless_map(void **state)
 {
@@ -739,6 +780,7 @@ int main(void)
 	    cmocka_unit_test(test_name_too_long),
 	    cmocka_unit_test(test_read),
 	    cmocka_unit_test(test_linux_open_kallsyms),
+	    cmocka_unit_test(test_linux_open_kallsyms_7_0),
 	    cmocka_unit_test(test_symbolless_map),
 	    cmocka_unit_test(test_modules),
 	    cmocka_unit_test(test_module_layout_btf),
