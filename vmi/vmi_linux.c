@@ -366,14 +366,15 @@ static uint64_t any_addr(const struct vmi_linux *l, const char *name)
 }
 
 /* A symbol's kind from the section it lies in, not kallsyms' letter alone: text-typed symbols
- * inside .rodata, .data or .bss (6.18 types data T once .data is flagged executable: `modules`,
- * `boot_cpu_data`) move to the objects. Before vmi_symtab_sort. 0 or -ENOMEM. */
+ * inside .rodata, .data or .bss and outside _text.._etext (6.18 types data T once .data is flagged
+ * executable: `modules`, `boot_cpu_data`; 6.12's _etext is __start_rodata) move to the objects.
+ * Before vmi_symtab_sort. 0 or -ENOMEM. */
 static int file_by_section(struct vmi_linux *l)
 {
 	static const char *const bounds[][2] = {{"__start_rodata", "__end_rodata"},
 						{"_sdata", "_edata"},
 						{"__bss_start", "__bss_stop"}};
-	uint64_t lo[3], hi[3];
+	uint64_t lo[3], hi[3], text = any_addr(l, "_text"), etext = any_addr(l, "_etext");
 	size_t kept = 0;
 
 	for (int k = 0; k < 3; k++) {
@@ -384,7 +385,7 @@ static int file_by_section(struct vmi_linux *l)
 		struct vmi_sym *s = &l->funcs.syms[i];
 		bool data = false;
 
-		for (int k = 0; k < 3; k++)
+		for (int k = 0; k < 3 && !(s->addr >= text && s->addr <= etext); k++)
 			data |= lo[k] && lo[k] < hi[k] && s->addr >= lo[k] && s->addr < hi[k];
 		if (!data) {
 			l->funcs.syms[kept++] = *s;

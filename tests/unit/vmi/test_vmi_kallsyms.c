@@ -454,12 +454,17 @@ static void test_linux_open_kallsyms_7_0(void **state)
 	(void)state;
 	make_syms_7_0();
 	snprintf(names[0], sizeof(names[0]), "Dcpu_number");
+	snprintf(names[NSYMS - 9], sizeof(names[0]), "T_etext");
+	snprintf(names[NSYMS - 8], sizeof(names[0]), "D__start_rodata"); /* at _etext, as on 6.12 */
+	snprintf(names[NSYMS - 7], sizeof(names[0]), "D__end_rodata");
+	snprintf(names[NSYMS - 2], sizeof(names[0]), "Tlast_func");
 	snprintf(names[NSYMS - 6], sizeof(names[0]), "D_sdata");
 	snprintf(names[NSYMS - 5], sizeof(names[0]), "Tmodules");
 	snprintf(names[NSYMS - 4], sizeof(names[0]), "D_edata");
 	snprintf(names[NSYMS - 3], sizeof(names[0]), "Tafter_data");
 	for (size_t i = 0; i < NSYMS; i++)
 		syms[i].addr += 0x4000000;
+	syms[NSYMS - 8].addr = syms[NSYMS - 9].addr;
 	assert_true(ks_build(a, 2 << 20, syms, NSYMS, KS_7_0, at, 0, &w) > 0);
 	fake_mem_init(&m);
 	fake_mem_map(&m, at, a, 2 << 20);
@@ -474,6 +479,8 @@ static void test_linux_open_kallsyms_7_0(void **state)
 	assert_non_null(vmi_symtab_find(&l.objects, "modules"));
 	assert_int_equal(vmi_symtab_find(&l.objects, "modules")->addr, syms[NSYMS - 5].addr);
 	assert_non_null(vmi_symtab_find(&l.funcs, "after_data"));
+	assert_non_null(vmi_symtab_find(&l.funcs, "last_func"));
+	assert_int_equal(l.etext, syms[NSYMS - 9].addr); /* _etext stays text */
 	assert_non_null(vmi_symtab_find(&l.funcs, "vfs_read"));
 	vmi_linux_close(&l);
 	free(a);
