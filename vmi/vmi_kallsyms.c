@@ -21,11 +21,19 @@
 #define LITERALS_MIN   30 /* of the 37 above, kept as themselves in a real token table */
 /* steps of the searches (candidate checks, tokens, names walked): a real kernel needs a few
  * million; a table forged to look valid almost everywhere must not keep hvtrace busy for long */
-#define WORK_MAX (1ul << 28)
+#define WORK_MAX    (1ul << 28)
+#define LABEL_ALIGN 4 /* the finest alignment the kernel gives a kallsyms label (7.0+; 8 before)   \
+		       */
+#define PAD_MAX 8     /* most padding bytes after a table (to the 8 of the older layouts) */
 
 static size_t align8(size_t v)
 {
 	return (v + 7) & ~(size_t)7;
+}
+
+static size_t align4(size_t v)
+{
+	return (v + 3) & ~(size_t)3;
 }
 
 static uint16_t u16_at(const uint8_t *p)
@@ -64,7 +72,7 @@ struct tables {
 	uint32_t n;
 	size_t offsets;	    /* kallsyms_offsets */
 	uint64_t rbase;	    /* kallsyms_relative_base */
-	bool new_layout;    /* offsets after the token index (6.4+) */
+	bool place_rel;	    /* offsets relative to their own place, no relative base (7.0+) */
 	unsigned long work; /* steps so far, up to WORK_MAX */
 };
 
@@ -109,10 +117,10 @@ static bool tokens_at(struct tables *t, size_t q, size_t p)
 }
 
 /* kallsyms_token_index: 256 u16, [0] == 0, increasing by 2..TOKEN_MAX+1 (a token and its NUL),
- * right after kallsyms_token_table, both 8-aligned. */
+ * right after kallsyms_token_table and its zero padding, both aligned to 8 (before 7.0) or 4. */
 static bool find_tokens(struct tables *t)
 {
-	for (size_t p = 8; p + 2 * TOKENS <= t->len; p += 8) {
+	for (size_t p = LABEL_ALIGN; p + 2 * TOKENS <= t->len; p += LABEL_ALIGN) {
 		const uint8_t *ix = t->img + p;
 		size_t last, lo, hi;
 		bool ok = true;
@@ -132,12 +140,12 @@ static bool find_tokens(struct tables *t)
 		for (int i = 0; i < TOKENS; i++)
 			t->idx[i] = u16_at(ix + 2 * i);
 		last = t->idx[TOKENS - 1];
-		/* the table's size is last + the last token + its NUL, padded to 8 */
-		lo = align8(last + 2);
+		/* the table's size is last + the last token + its NUL, padded to 4 or 8 */
+		lo = align4(last + 2);
 		hi = align8(last + TOKEN_MAX + 1);
 		if (!step(t, TOKENS))
 			return false;
-		for (size_t sz = lo; sz <= hi && sz <= p; sz += 8) {
+		for (size_t sz = lo; sz <= hi && sz <= p; sz += LABEL_ALIGN) {
 			if (tokens_at(t, p - sz, p)) {
 				t->tt = p - sz;
 				t->ti = p;
@@ -149,7 +157,8 @@ static bool find_tokens(struct tables *t)
 }
 
 /* The @n names from @names: each a length (1 byte, or 2 with 0x80 set in the first) and that many
- * token bytes, every 256th at its marker; they end (padded to 8) where the markers begin. */
+ * token bytes, every 256th at its marker; they end (zero-padded to 4 or 8) where the markers
+ * begin. */
 static bool names_fit(struct tables *t, size_t names, uint32_t n, size_t am)
 {
 	size_t off = names;
@@ -173,18 +182,24 @@ static bool names_fit(struct tables *t, size_t names, uint32_t n, size_t am)
 			return false;
 		off += l;
 	}
-	return align8(off) == am;
+	if (off > am || am - off >= PAD_MAX)
+		return false;
+	for (; off < am; off++)
+		if (t->img[off])
+			return false;
+	return true;
 }
 
 /* kallsyms_markers (u32, [0] == 0, one per 256 names) before the token table, with
- * kallsyms_seqs_of_names between them or not; kallsyms_num_syms and kallsyms_names before it. */
+ * kallsyms_seqs_of_names between them or not; kallsyms_num_syms and kallsyms_names before it:
+ * the names 8 bytes after num_syms (a u32 padded to 8, before 7.0) or right after it (7.0+). */
 static bool find_names(struct tables *t)
 {
 	size_t lo = t->tt > MARKERS_WINDOW ? t->tt - MARKERS_WINDOW : 0;
 
 	if (t->tt < 24)
 		return false;
-	for (size_t am = t->tt - 8; am >= lo + 16 && am >= 16; am -= 8) {
+	for (size_t am = t->tt - LABEL_ALIGN; am >= lo + 16 && am >= 16; am -= LABEL_ALIGN) {
 		size_t nm = 1, from, to;
 		uint32_t prev = 0;
 
@@ -202,24 +217,27 @@ static bool find_names(struct tables *t)
 		}
 		if (nm < 2)
 			continue; /* more than 256 symbols: a kernel has tens of thousands */
-		/* kallsyms_num_syms (u32 then 4 zero bytes) 8 bytes before the names, which span
-		 * more than the last marker and at most 256 entries more */
+		/* kallsyms_num_syms 4 or 8 bytes before the names, which span more than the last
+		 * marker and at most 256 entries more */
 		to = am - 16;
 		from =
 		    am > 16 + prev + 256ull * ENTRY_MAX ? am - 16 - prev - 256ull * ENTRY_MAX : 0;
-		for (size_t k = 0; k <= (to - from) / 8; k++) {
-			size_t a = to - 8 * k;
+		for (size_t k = 0; k <= (to - from) / LABEL_ALIGN; k++) {
+			size_t a = to - LABEL_ALIGN * k;
 			uint32_t n = u32_at(t->img + a);
-			size_t need = ((size_t)n + 255) / 256;
+			size_t need = ((size_t)n + 255) / 256, names;
 
-			if (u32_at(t->img + a + 4) || n <= 256 || n > VMI_KALLSYMS_MAX_SYMS ||
-			    need > nm || a + 8 + u32_at(t->img + am + 4 * (need - 1)) >= am)
+			if (n <= 256 || n > VMI_KALLSYMS_MAX_SYMS || need > nm)
+				continue;
+			/* a zero after num_syms is padding (a name's length is never 0) */
+			names = u32_at(t->img + a + 4) ? a + 4 : a + 8;
+			if (names + u32_at(t->img + am + 4 * (need - 1)) >= am)
 				continue;
 			if (!step(t, 1))
 				return false;
-			if (names_fit(t, a + 8, n, am)) {
+			if (names_fit(t, names, n, am)) {
 				t->num = a;
-				t->names = a + 8;
+				t->names = names;
 				t->n = n;
 				t->markers = am;
 				t->nm = need;
@@ -235,52 +253,78 @@ static bool in_image(uint64_t v)
 	return v >= IMAGE_BASE && v < IMAGE_BASE + IMAGE_SIZE;
 }
 
-/* Symbol @i's address: with KALLSYMS_ABSOLUTE_PERCPU (@percpu), non-negative offsets are absolute
- * (per-CPU) values and negative ones relative to relative_base - 1; without it, all relative. */
+/* Symbol @i's address: place-relative (7.0+), the offset's own address plus it; else with
+ * KALLSYMS_ABSOLUTE_PERCPU (@percpu), non-negative offsets are absolute (per-CPU) values and
+ * negative ones relative to relative_base - 1; without it, all relative to relative_base. */
 static uint64_t sym_addr(const struct tables *t, uint32_t i, bool percpu)
 {
 	int32_t o = (int32_t)u32_at(t->img + t->offsets + 4ull * i);
 
+	if (t->place_rel)
+		return t->base + t->offsets + 4ull * i + (uint64_t)(int64_t)o;
 	if (!percpu)
 		return t->rbase + (uint32_t)o;
 	return o >= 0 ? (uint64_t)o : t->rbase - 1 - (int64_t)o;
 }
 
-/* Offsets at @off and relative base at @rb that make addresses sorted as kallsyms sorts them (the
- * per-CPU ones, small, first): sets them and *@percpu (any negative offset). */
-static bool offsets_at(struct tables *t, size_t off, size_t rb, bool *percpu)
+/* Addresses sorted as kallsyms sorts them (the per-CPU ones, small, first), the place-relative
+ * ones all in the kernel image mapping. */
+static bool sorted(struct tables *t, bool percpu)
 {
 	uint64_t prev = 0;
 
-	if (!in_image(u64_at(t->img + rb)))
+	if (!step(t, t->n))
 		return false;
-	t->offsets = off;
-	t->rbase = u64_at(t->img + rb);
-	*percpu = false;
-	for (uint32_t i = 0; i < t->n && !*percpu; i++)
-		*percpu = (int32_t)u32_at(t->img + off + 4ull * i) < 0;
 	for (uint32_t i = 0; i < t->n; i++) {
-		uint64_t a = sym_addr(t, i, *percpu);
+		uint64_t a = sym_addr(t, i, percpu);
 
-		if (a < prev)
+		if (a < prev || (t->place_rel && !in_image(a)))
 			return false;
 		prev = a;
 	}
 	return true;
 }
 
-/* kallsyms_offsets (s32 each) and kallsyms_relative_base (u64, in the kernel image): before
- * kallsyms_num_syms (6.1), or after kallsyms_token_index (6.4+); the one whose addresses are
- * sorted. */
+/* Offsets at @off and relative base at @rb that make addresses sorted: sets them and *@percpu
+ * (any negative offset). */
+static bool offsets_at(struct tables *t, size_t off, size_t rb, bool *percpu)
+{
+	if (!in_image(u64_at(t->img + rb)))
+		return false;
+	t->offsets = off;
+	t->rbase = u64_at(t->img + rb);
+	t->place_rel = false;
+	*percpu = false;
+	for (uint32_t i = 0; i < t->n && !*percpu; i++)
+		*percpu = (int32_t)u32_at(t->img + off + 4ull * i) < 0;
+	return sorted(t, *percpu);
+}
+
+/* Place-relative offsets at @off (7.0+) that make addresses sorted, all in the image mapping. */
+static bool place_offsets_at(struct tables *t, size_t off, bool *percpu)
+{
+	t->offsets = off;
+	t->rbase = 0;
+	t->place_rel = true;
+	*percpu = false;
+	if (sorted(t, false))
+		return true;
+	t->place_rel = false;
+	return false;
+}
+
+/* kallsyms_offsets (s32 each): with kallsyms_relative_base (u64, in the kernel image) before
+ * kallsyms_num_syms (6.1) or after kallsyms_token_index (6.4+), or place-relative right after
+ * kallsyms_token_index (7.0+); the one whose addresses are sorted. */
 static bool find_offsets(struct tables *t, bool *percpu)
 {
-	size_t size = align8(4ull * t->n);
+	size_t size = align8(4ull * t->n), after = t->ti + 2 * TOKENS;
 
 	if (t->num >= 8 + size && offsets_at(t, t->num - 8 - size, t->num - 8, percpu))
 		return true;
-	t->new_layout = true;
-	return t->ti + 2 * TOKENS + size + 8 <= t->len &&
-	       offsets_at(t, t->ti + 2 * TOKENS, t->ti + 2 * TOKENS + size, percpu);
+	if (after + size + 8 <= t->len && offsets_at(t, after, after + size, percpu))
+		return true;
+	return after + 4ull * t->n <= t->len && place_offsets_at(t, after, percpu);
 }
 
 /* Symbol @i's name and type into @buf (at most VMI_KALLSYMS_NAME_MAX + 2 bytes with the NUL); @*off
@@ -334,9 +378,12 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 		return -EINVAL;
 	}
 	if (!find_offsets(&t, &percpu)) {
+		if (t.work > WORK_MAX)
+			goto too_long;
 		snprintf(err, errlen,
-			 "kallsyms: %" PRIu32 " names at 0x%" PRIx64 " but no kallsyms_offsets and "
-			 "_relative_base next to them that give sorted addresses in the kernel image",
+			 "kallsyms: %" PRIu32 " names at 0x%" PRIx64 " but no kallsyms_offsets "
+			 "(with _relative_base, or place-relative) next to them that give sorted "
+			 "addresses in the kernel image",
 			 t.n, base + t.names);
 		return -EINVAL;
 	}

@@ -2,8 +2,10 @@
  * (kallsyms_token_table/_index, _markers, _names, _num_syms, _offsets + _relative_base), found by
  * their shape in the kernel image: no System.map or vmlinux needed. Knows the 6.1 layout and the
  * newer ones (seqs_of_names after markers from 6.2; offsets and relative_base after token_index
- * from 6.4) and 2-byte name lengths. Every value read from the guest is bounded: a hostile or
- * half-written table gives an error, never a crash or an endless loop. */
+ * from 6.4; from 7.0 labels aligned to 4, not 8, and place-relative offsets with no
+ * relative_base), checking each by the shape it gives, and 2-byte name lengths. Every value read
+ * from the guest is bounded: a hostile or half-written table gives an error, never a crash or an
+ * endless loop. */
 #ifndef HVT_VMI_KALLSYMS_H
 #define HVT_VMI_KALLSYMS_H
 
@@ -23,9 +25,9 @@
 typedef int (*vmi_kallsyms_fn)(void *ctx, uint64_t addr, char type, const char *name);
 
 /* Decodes the kallsyms tables inside @img (@len bytes of the kernel image, mapped at @base: the
- * tables' alignment is taken relative to @base, which is 8-aligned), calling @add for each symbol
- * in table order. Pure: any thread. Returns the number of symbols, -ENOENT (no kallsyms tables
- * found:
+ * tables' alignment (4 or 8) is taken relative to @base, which is 8-aligned), calling @add for each
+ * symbol in table order. Pure: any thread. Returns the number of symbols, -ENOENT (no kallsyms
+ * tables found:
  * "<why>" in @err), -EINVAL (tables found but inconsistent, @err names what and where), or @add's
  * error. */
 long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kallsyms_fn add,

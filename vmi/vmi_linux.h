@@ -1,8 +1,9 @@
-/* Knowledge of a Linux guest kernel: symbols from System.map, the KASLR slide found in guest memory, the
- * patchable function entries (NOP5 at the function start, +4 after an endbr64), the return trampoline
- * (__fentry__'s body), and the current task of each CPU through BTF-derived offsets. Memory is read
- * through a reader (vmi_read_fn, through some CPU's kernel page tables); this module knows nothing of
- * how. */
+/* Knowledge of a Linux guest kernel: symbols from System.map or kallsyms, the KASLR slide found in
+ * guest memory, BTF and modules (vmi_linux.c); the patchable function entries (vmi_site_entry's
+ * shapes) and the callees of functions (vmi_linux_sites.c); the current task of each CPU through
+ * BTF-derived offsets and what stub probes need per CPU (vmi_linux_percpu.c). Memory is read
+ * through a reader (vmi_read_fn, through some CPU's kernel page tables); this module knows nothing
+ * of how. */
 #ifndef HVT_VMI_LINUX_H
 #define HVT_VMI_LINUX_H
 
@@ -18,8 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define VMI_LINUX_TEXT_BASE 0xffffffff80000000ull /* __START_KERNEL_map */
-#define VMI_LINUX_THREAD_SHIFT 14		  /* x86_64 THREAD_SIZE = 16 KiB */
+#define VMI_LINUX_TEXT_BASE    0xffffffff80000000ull /* __START_KERNEL_map */
+#define VMI_LINUX_THREAD_SHIFT 14		     /* x86_64 THREAD_SIZE = 16 KiB */
 
 struct vmi_linux {
 	struct vmi_symtab funcs;   /* text symbols (t, T, w, W) */
@@ -31,20 +32,23 @@ struct vmi_linux {
 	uint64_t stext, etext;
 	int pid_off, comm_off; /* task_struct offsets from BTF; -1 when unknown */
 	struct vmi_btf *btf;   /* the kernel's BTF once read (vmi_linux_read_btf), else NULL */
-	void *btf_raw;	       /* ... and its raw bytes, for vmi_linux_modules' struct module layout */
+	void *btf_raw; /* ... and its raw bytes, for vmi_linux_modules' struct module layout */
 	size_t btf_raw_size;
-	size_t nr_kallsyms;    /* symbols read from the guest's kallsyms (0: from a file) */
+	size_t nr_kallsyms;	 /* symbols read from the guest's kallsyms (0: from a file) */
 	struct vmi_modules mods; /* loaded modules (vmi_linux_modules); their functions in funcs */
 };
 
-#define VMI_LINUX_NAME_MAX 511	    /* longest symbol name (the kernel's KSYM_NAME_LEN - 1) */
-#define VMI_LINUX_MAX_SYMS (1u << 22) /* text and data symbols (a distribution kernel has ~200k) */
+#define VMI_LINUX_NAME_MAX 511	      /* longest symbol name (the kernel's KSYM_NAME_LEN - 1) */
+#define VMI_LINUX_MAX_SYMS (1u << 22) /* text and data symbols (a distribution kernel has ~200k)   \
+				       */
 
-/* Parses System.map at @path. Returns 0, or a negative errno with a reason in @err (-ENOENT missing,
- * -EINVAL not a System.map, -ENODATA without linux_banner or _stext/_etext). Caller frees. */
+/* Parses System.map at @path. Returns 0, or a negative errno with a reason in @err (-ENOENT
+ * missing, -EINVAL not a System.map, -ENODATA without linux_banner or _stext/_etext). Caller frees.
+ */
 int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errlen);
 
-/* The System.map part of vmi_linux_open, on the text stream @f (named @path in messages): every line
+/* The System.map part of vmi_linux_open, on the text stream @f (named @path in messages): every
+ * line
  * "<hex address> <type> <name>", at most VMI_LINUX_MAX_SYMS kept symbols. Same returns; -EINVAL
  * names the line. Does not close @f. Any thread. */
 int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err, size_t errlen);
@@ -76,43 +80,50 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
  */
 int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen);
 
-/* Offsets of @member in struct @type of the raw BTF @data (exposed for tests). Returns the byte offset
- * or a negative errno. */
+/* Offsets of @member in struct @type of the raw BTF @data (exposed for tests). Returns the byte
+ * offset or a negative errno. */
 int vmi_btf_member_offset(const void *data, size_t size, const char *type, const char *member);
 
 /* Loaded modules: walks the guest's `modules` list (struct layouts from the BTF vmi_linux_read_btf
- * kept) and adds each module's functions to l->funcs, re-sorted: sites built before are stale (build
- * them again). Returns the number of module functions, or a negative errno with @err (-ENOENT
- * without BTF or a `modules` symbol; vmi_modules_read's). */
+ * kept) and adds each module's functions to l->funcs, re-sorted: sites built before are stale
+ * (build them again). Returns the number of module functions, or a negative errno with @err
+ * (-ENOENT without BTF or a `modules` symbol; vmi_modules_read's). */
 long vmi_linux_modules(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err, size_t errlen);
 
-/* The traceable functions: every text symbol in _stext.._etext whose first bytes (after an endbr64)
- * are a NOP5 in guest memory, read in bulk, and those of the module functions (vmi_linux_modules)
- * in their module's text. Returns 0, -EINVAL for a text range
- * vmi_linux_find_slide would refuse, or a negative errno (@read's). */
+/* Checks that _stext.._etext is a non-empty range inside the kernel image's 1 GiB. 0, or -EINVAL
+ * with @err naming the values. Pure. */
+int vmi_linux_check_text(const struct vmi_linux *l, char *err, size_t errlen);
+
+/* The traceable functions: every text symbol in _stext.._etext whose first bytes are a site
+ * (vmi_site_entry: NOP5, after ENDBR64 or a sealed one) in guest memory, read in bulk, and those of
+ * the module functions (vmi_linux_modules) in their module's text. Returns 0, -EINVAL for a text
+ * range vmi_linux_find_slide would refuse, or a negative errno (@read's). */
 int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi_sites *sites);
 
-/* Marks in @selected (one flag per site of @sites) the sites of @roots and of every function reachable
- * from them through direct calls and jumps (e8/e9 rel32 to a site) in guest memory, at most @depth calls
- * deep. Indirect calls are not followed. Returns the number of sites marked or a negative errno. */
+/* Marks in @selected (one flag per site of @sites) the sites of @roots and of every function
+ * reachable from them through direct calls and jumps (e8/e9 rel32 to a site) in guest memory, at
+ * most @depth calls deep. Indirect calls are not followed. Returns the number of sites marked or a
+ * negative errno. */
 long vmi_linux_callees(struct vmi_linux *l, vmi_read_fn read, void *ctx,
 		       const struct vmi_sites *sites, const size_t *roots, size_t nr_roots,
 		       unsigned depth, bool *selected);
 
 /* Task layout for vmi_task_current: the GVA of CPU @cpu's current_task pointer is
- * __per_cpu_offset[cpu] + &current_task. Fills @out for @nr_cpus CPUs; without BTF, no task info. */
+ * __per_cpu_offset[cpu] + &current_task. Fills @out for @nr_cpus CPUs; without BTF, no task info.
+ */
 int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsigned nr_cpus,
 			  struct vmi_task_layout *out);
 
 /* Where stub probes can live in this kernel (README, "Where the stub lives in a Linux guest"):
- * guest-physical [*@phys_lo, *@phys_hi) in the first MiB, which Linux >= 5.13 reserves whole at boot and
- * never allocates from, minus the real-mode trampoline carved out of it; and *@va, a 2 MiB-aligned
- * kernel address past _end in the kernel-image mapping, which nothing else maps. Returns 0, or -ENOTSUP
- * with a reason in @err. */
+ * guest-physical [*@phys_lo, *@phys_hi) in the first MiB, which Linux >= 5.13 reserves whole at
+ * boot and never allocates from, minus the real-mode trampoline carved out of it; and *@va, a 2
+ * MiB-aligned kernel address past _end in the kernel-image mapping, which nothing else maps.
+ * Returns 0, or -ENOTSUP with a reason in @err. */
 int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64_t *phys_lo,
 			uint64_t *phys_hi, uint64_t *va, char *err, size_t errlen);
 
-/* The per-CPU offset of the CPU number (cpu_number), for stub probes; false if the map lacks it. */
+/* Where the CPU number (cpu_number) is for %gs: its per-CPU offset, or (6.15+, per-CPU data not
+ * zero-based) its kernel address; for stub probes. False if the symbols lack it. */
 bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off);
 
 /* Linux writes IA32_TSC_AUX = (node << 12) | cpu on every CPU (for vgetcpu) when its boot CPU has

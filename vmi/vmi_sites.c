@@ -8,6 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool vmi_site_entry(const uint8_t *p, uint64_t func, uint64_t *site)
+{
+	static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+	static const uint8_t sealed[4] = {0x66, 0x0f, 0x1f, 0x00};
+	size_t skip = !memcmp(p, endbr64, 4) || !memcmp(p, sealed, 4) ? 4 : 0;
+
+	if (!x86_is_nop5(p + skip))
+		return false;
+	*site = func + skip;
+	return true;
+}
+
 int vmi_sites_build(struct vmi_sites *sites, const uint64_t *addrs, size_t n,
 		    const struct vmi_symtab *funcs)
 {
@@ -23,8 +35,8 @@ int vmi_sites_build(struct vmi_sites *sites, const uint64_t *addrs, size_t n,
 		ascending = ascending && (!i || addrs[i] >= addrs[i - 1]);
 		if (!f)
 			continue;
-		/* one site per function (the first recorded): with ascending addresses only the last
-		 * site can be the same function's */
+		/* one site per function (the first recorded): with ascending addresses only the
+		 * last site can be the same function's */
 		size_t j;
 
 		if (sites->nr && sites->v[sites->nr - 1].func == f)

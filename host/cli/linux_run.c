@@ -175,9 +175,15 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 		if (ret == -EINTR)
 			return ret;
 		if (ret < 0) {
-			snprintf(err, errlen, "%s",
+			char why[256] = "";
+
+			if (!r->l.slid) /* err holds why the symbols were not found yet */
+				snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "%s%s%s%s",
 				 r->qc.gdb.why[0] ? r->qc.gdb.why
-						  : "the guest went away while booting");
+						  : "the guest went away while booting",
+				 why[0] ? " before hvtrace found its symbols (" : "", why,
+				 why[0] ? ")" : "");
 			return ret;
 		}
 	}

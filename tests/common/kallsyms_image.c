@@ -33,6 +33,12 @@ static size_t align8(size_t v)
 	return (v + 7) & ~(size_t)7;
 }
 
+/* A label's alignment in @lay: 4 from 7.0, 8 before. */
+static size_t align_to(enum ks_layout lay, size_t v)
+{
+	return lay == KS_7_0 ? (v + 3) & ~(size_t)3 : align8(v);
+}
+
 /* @name in token bytes, longest token first; returns how many. */
 static size_t encode(const char *name, uint8_t *out, size_t cap)
 {
@@ -63,7 +69,7 @@ static bool room(size_t at, size_t len, size_t cap)
 }
 
 static size_t put_offsets(uint8_t *buf, size_t cap, size_t at, const struct ks_sym *syms, size_t n,
-			  uint64_t rbase, struct ks_where *w)
+			  enum ks_layout lay, uint64_t rbase, struct ks_where *w)
 {
 	w->offsets = at;
 	if (!room(at, 4 * n + 16, cap))
@@ -73,8 +79,12 @@ static size_t put_offsets(uint8_t *buf, size_t cap, size_t at, const struct ks_s
 				? (int32_t)syms[i].addr
 				: (int32_t)(-(int64_t)(syms[i].addr - rbase) - 1);
 
+		if (lay == KS_7_0) /* place-relative: rbase is where buf is mapped */
+			o = (int32_t)(int64_t)(syms[i].addr - (rbase + at + 4 * i));
 		memcpy(buf + at + 4 * i, &o, 4);
 	}
+	if (lay == KS_7_0)
+		return at + 4 * n;
 	at = align8(at + 4 * n);
 	w->rbase = at;
 	memcpy(buf + at, &rbase, 8);
@@ -95,13 +105,14 @@ size_t ks_build(uint8_t *buf, size_t cap, const struct ks_sym *syms, size_t n, e
 		seed = seed * 1103515245 + 12345;
 		buf[i] = (uint8_t)(seed >> 16);
 	}
-	if (lay != KS_6_4 && !(at = put_offsets(buf, cap, at, syms, n, rbase, w)))
+	if (lay != KS_6_4 && lay != KS_7_0 &&
+	    !(at = put_offsets(buf, cap, at, syms, n, lay, rbase, w)))
 		return 0;
 	w->num = at;
 	if (!room(at, 8, cap))
 		return 0;
 	memcpy(buf + at, &n32, 4);
-	at += 8;
+	at += lay == KS_7_0 ? 4 : 8;
 	w->names = at;
 	{
 		uint32_t markers[4096];
@@ -123,14 +134,14 @@ size_t ks_build(uint8_t *buf, size_t cap, const struct ks_sym *syms, size_t n, e
 			memcpy(buf + at + off, tok, l);
 			off += l;
 		}
-		at = align8(at + off);
+		at = align_to(lay, at + off);
 		w->markers = at;
 		if (!room(at, 4 * nm + 8, cap) || nm > 4096)
 			return 0;
 		memcpy(buf + at, markers, 4 * nm);
-		at = align8(at + 4 * nm);
+		at = align_to(lay, at + 4 * nm);
 	}
-	if (lay != KS_6_1_NOSEQS) {
+	if (lay != KS_6_1_NOSEQS && lay != KS_7_0) {
 		w->seqs = at;
 		if (!room(at, 3 * n + 8, cap))
 			return 0;
@@ -155,15 +166,27 @@ size_t ks_build(uint8_t *buf, size_t cap, const struct ks_sym *syms, size_t n, e
 			memcpy(buf + at + t, tok, strlen(tok) + 1);
 			t += strlen(tok) + 1;
 		}
-		at = align8(at + t);
+		at = align_to(lay, at + t);
 		w->ti = at;
 		if (!room(at, 512, cap))
 			return 0;
 		memcpy(buf + at, idx, 512);
 		at += 512;
 	}
-	if (lay == KS_6_4 && !(at = put_offsets(buf, cap, at, syms, n, rbase, w)))
+	if ((lay == KS_6_4 || lay == KS_7_0) &&
+	    !(at = put_offsets(buf, cap, at, syms, n, lay, rbase, w)))
 		return 0;
+	if (lay == KS_7_0) { /* seqs_of_names after the offsets */
+		w->seqs = at;
+		if (!room(at, 3 * n + 4, cap))
+			return 0;
+		for (size_t i = 0; i < n; i++) {
+			buf[at + 3 * i] = (uint8_t)(i >> 16);
+			buf[at + 3 * i + 1] = (uint8_t)(i >> 8);
+			buf[at + 3 * i + 2] = (uint8_t)i;
+		}
+		at = align_to(lay, at + 3 * n);
+	}
 	w->end = at;
 	return at;
 }

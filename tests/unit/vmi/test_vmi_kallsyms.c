@@ -12,12 +12,14 @@
 #include "vmi/vmi_modules.h"
 #include "tests/common/fake_mem.h"
 #include "tests/common/kallsyms_image.h"
+#include "tests/common/kernel_image.h"
 
 #include <bpf/btf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BASE  0xffffffff81000000ull /* where the fake image is mapped */
 #define NSYMS 700
@@ -82,11 +84,22 @@ static int collect(void *ctx, uint64_t addr, char type, const char *name)
 	return 0;
 }
 
+/* 7.0+ (6.15+): per-CPU symbols are kernel addresses, no absolute ones; they sort first. */
+static void make_syms_7_0(void)
+{
+	make_syms();
+	names[0][0] = 'D';
+	names[1][0] = 'D';
+	syms[0].addr = BASE - 0x20000;
+	syms[1].addr = BASE - 0x20000 + 0x1fb80;
+}
+
 static uint8_t *build(enum ks_layout lay, struct ks_where *w, size_t *len)
 {
 	uint8_t *img = malloc(CAP);
 
-	*len = ks_build(img, CAP, syms, NSYMS, lay, BASE, 4096, w);
+	/* 7.0's labels are aligned to 4 only: 4 bytes off 8 here */
+	*len = ks_build(img, CAP, syms, NSYMS, lay, BASE, lay == KS_7_0 ? 4100 : 4096, w);
 	assert_true(*len > 0);
 	return img;
 }
@@ -102,14 +115,23 @@ static void assert_all(const struct got *g)
 
 static void test_layouts(void **state)
 {
-	enum ks_layout lays[] = {KS_6_1_NOSEQS, KS_6_1, KS_6_4};
+	enum ks_layout lays[] = {KS_6_1_NOSEQS, KS_6_1, KS_6_4, KS_7_0, KS_7_0};
 
 	(void)state;
-	make_syms();
-	for (size_t k = 0; k < 3; k++) {
+	for (size_t k = 0; k < 5; k++) {
 		struct ks_where w;
 		size_t len;
-		uint8_t *img = build(lays[k], &w, &len);
+		uint8_t *img;
+
+		if (lays[k] == KS_7_0)
+			make_syms_7_0();
+		else
+			make_syms();
+		if (k == 4) /* 7.0 at 8: the alignment comes from the tables, not the layout */
+			len = ks_build(img = malloc(CAP), CAP, syms, NSYMS, KS_7_0, BASE, 4096, &w);
+		else
+			img = build(lays[k], &w, &len);
+		assert_true(len > 0);
 		struct got *g = calloc(1, sizeof(*g));
 		char err[256] = "";
 
@@ -123,9 +145,9 @@ static void test_layouts(void **state)
 
 			memcpy(img + w.num - 8, &ptr, 8);
 			memset(g, 0, sizeof(*g));
-			assert_int_equal(vmi_kallsyms_decode(img, len, BASE, collect, g, err,
-							     sizeof(err)),
-					 NSYMS);
+			assert_int_equal(
+			    vmi_kallsyms_decode(img, len, BASE, collect, g, err, sizeof(err)),
+			    NSYMS);
 			assert_all(g);
 		}
 		/* more bytes after the tables change nothing */
@@ -231,6 +253,33 @@ static void test_hostile(void **state)
 	memcpy(img + w.rbase, &q, 8);
 	expect_fail(img, len, -EINVAL, "no kallsyms_offsets");
 	expect_fail(img, w.rbase + 4, -EINVAL, "no kallsyms_offsets"); /* cut in relative_base */
+	free(img);
+	/* 7.0: a place-relative offset out of order, one out of the kernel image, the offsets cut;
+	 * num_syms one more than the names; a name's length byte zeroed */
+	make_syms_7_0();
+	img = build(KS_7_0, &w, &len);
+	memcpy(&v, img + w.offsets + 4 * 300, 4);
+	v += 0x100;
+	memcpy(img + w.offsets + 4 * 300, &v, 4);
+	expect_fail(img, len, -EINVAL, "no kallsyms_offsets");
+	free(img);
+	img = build(KS_7_0, &w, &len);
+	v = 0x80000000u; /* 2 GiB below its place: under the kernel image mapping */
+	memcpy(img + w.offsets, &v, 4);
+	expect_fail(img, len, -EINVAL, "no kallsyms_offsets");
+	expect_fail(img, w.offsets + 4 * NSYMS - 2, -EINVAL, "no kallsyms_offsets");
+	free(img);
+	img = build(KS_7_0, &w, &len);
+	v = NSYMS + 1;
+	memcpy(img + w.num, &v, 4);
+	expect_fail(img, len, -EINVAL, "no consistent kallsyms_markers");
+	free(img);
+	img = build(KS_7_0, &w, &len);
+	img[w.names] = 0;
+	expect_fail(img, len, -EINVAL, "no consistent kallsyms_markers");
+	free(img);
+	make_syms();
+	img = build(KS_6_4, &w, &len);
 	/* a token index copied all over 16 MiB: the search gives up, it does not run for minutes */
 	{
 		size_t big = 16u << 20;
@@ -389,6 +438,54 @@ static void test_linux_open_kallsyms(void **state)
 	free(a);
 }
 
+/* 7.0's tables (6.15+ per-CPU data at kernel addresses, 6.18's data typed T): cpu_number and
+ * current_task are kernel addresses; a T symbol between _sdata and _edata is data, one past
+ * _edata stays a function. */
+static void test_linux_open_kallsyms_7_0(void **state)
+{
+	const uint64_t at = BASE + 0x4000000;
+	uint8_t *a = calloc(1, 2 << 20);
+	struct fake_mem m;
+	struct vmi_linux l;
+	struct ks_where w;
+	char err[256] = "";
+	uint64_t off = 0;
+
+	(void)state;
+	make_syms_7_0();
+	snprintf(names[0], sizeof(names[0]), "Dcpu_number");
+	snprintf(names[NSYMS - 9], sizeof(names[0]), "T_etext");
+	snprintf(names[NSYMS - 8], sizeof(names[0]), "D__start_rodata"); /* at _etext, as on 6.12 */
+	snprintf(names[NSYMS - 7], sizeof(names[0]), "D__end_rodata");
+	snprintf(names[NSYMS - 2], sizeof(names[0]), "Tlast_func");
+	snprintf(names[NSYMS - 6], sizeof(names[0]), "D_sdata");
+	snprintf(names[NSYMS - 5], sizeof(names[0]), "Tmodules");
+	snprintf(names[NSYMS - 4], sizeof(names[0]), "D_edata");
+	snprintf(names[NSYMS - 3], sizeof(names[0]), "Tafter_data");
+	for (size_t i = 0; i < NSYMS; i++)
+		syms[i].addr += 0x4000000;
+	syms[NSYMS - 8].addr = syms[NSYMS - 9].addr;
+	assert_true(ks_build(a, 2 << 20, syms, NSYMS, KS_7_0, at, 0, &w) > 0);
+	fake_mem_init(&m);
+	fake_mem_map(&m, at, a, 2 << 20);
+	if (vmi_linux_open_kallsyms(&l, fake_mem_read, &m, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(l.slide, 0x4000000);
+	assert_int_equal(l.nr_kallsyms, NSYMS);
+	assert_int_equal(l.current_task, syms[1].addr);
+	assert_true(vmi_linux_cpu_gs(&l, &off));
+	assert_int_equal(off, syms[0].addr);
+	assert_null(vmi_symtab_find(&l.funcs, "modules"));
+	assert_non_null(vmi_symtab_find(&l.objects, "modules"));
+	assert_int_equal(vmi_symtab_find(&l.objects, "modules")->addr, syms[NSYMS - 5].addr);
+	assert_non_null(vmi_symtab_find(&l.funcs, "after_data"));
+	assert_non_null(vmi_symtab_find(&l.funcs, "last_func"));
+	assert_int_equal(l.etext, syms[NSYMS - 9].addr); /* _etext stays text */
+	assert_non_null(vmi_symtab_find(&l.funcs, "vfs_read"));
+	vmi_linux_close(&l);
+	free(a);
+}
+
 /* Debian's symbol-less System.map: refused with what to do instead. */
 static void test_symbolless_map(void **state)
 {
@@ -400,10 +497,10 @@ static void test_symbolless_map(void **state)
 
 	(void)state;
 	assert_int_equal(vmi_linux_open_map(&l, f, "/boot/System.map", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err,
-			    "/boot/System.map holds no symbols (Debian puts the real System.map in "
-			    "the kernel's -dbg package): omit --system-map to read the symbols from "
-			    "the guest's kallsyms");
+	assert_string_equal(
+	    err, "/boot/System.map holds no symbols (Debian puts the real System.map in "
+		 "the kernel's -dbg package): omit --system-map to read the symbols from "
+		 "the guest's kallsyms");
 	fclose(f);
 }
 
@@ -616,6 +713,72 @@ static void test_module_layout_btf(void **state)
 	}
 }
 
+/* What a real kernel's kallsyms says of a few symbols. */
+struct real {
+	long n;
+	uint64_t text, stext, etext, vfs_read;
+	char vfs_read_type;
+};
+
+static int real_add(void *ctx, uint64_t addr, char type, const char *name)
+{
+	struct real *r = ctx;
+
+	r->n++;
+	if (!strcmp(name, "_text"))
+		r->text = addr;
+	else if (!strcmp(name, "_stext"))
+		r->stext = addr;
+	else if (!strcmp(name, "_etext"))
+		r->etext = addr;
+	else if (!strcmp(name, "vfs_read")) {
+		r->vfs_read = addr;
+		r->vfs_read_type = type;
+	}
+	return 0;
+}
+
+#define KERNELS "/var/cache/hvtrace/kernels/"
+
+/* Debian's own images, when the machine has them (their System.map is a placeholder): 6.12
+ * (base-relative offsets, labels aligned to 8) and 7.3 (7.0's place-relative layout, aligned to 4).
+ * _text is where the image's text starts, vfs_read is text and starts as a function does with IBT:
+ * ENDBR64, then the 5-byte ftrace site (CALL __fentry__ in the unbooted image). */
+static void test_real_kernels(void **state)
+{
+	static const char *const k[] = {
+	    KERNELS
+	    "linux-image-6.12.117+deb13-cloud-amd64/boot/vmlinuz-6.12.117+deb13-cloud-amd64",
+	    KERNELS "linux-binary-unsigned-7.3.4+deb13-cloud-amd64/usr/lib/modules/"
+		    "7.3.4+deb13-cloud-amd64/vmlinuz.unsigned",
+	};
+	unsigned tried = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		struct kernel_image ki;
+		struct real r = {0};
+		char err[256] = "";
+		long n;
+
+		if (access(k[i], R_OK) || kernel_image_load(k[i], &ki) < 0)
+			continue;
+		tried++;
+		n = vmi_kallsyms_decode(ki.img, ki.len, ki.base, real_add, &r, err, sizeof(err));
+		if (n < 0)
+			fail_msg("%s: %ld: %s", k[i], n, err);
+		assert_int_equal(n, r.n);
+		assert_true(n > 100000);
+		assert_int_equal(r.text, ki.base);
+		assert_true(r.stext >= r.text && r.stext < r.vfs_read && r.vfs_read < r.etext);
+		assert_true(r.vfs_read_type == 'T' || r.vfs_read_type == 't');
+		assert_memory_equal(ki.img + (r.vfs_read - ki.base), "\xf3\x0f\x1e\xfa\xe8", 5);
+		free(ki.img);
+	}
+	if (!tried)
+		skip(); /* no Debian kernel images (or no zstd) on this machine */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -624,9 +787,11 @@ int main(void)
 	    cmocka_unit_test(test_name_too_long),
 	    cmocka_unit_test(test_read),
 	    cmocka_unit_test(test_linux_open_kallsyms),
+	    cmocka_unit_test(test_linux_open_kallsyms_7_0),
 	    cmocka_unit_test(test_symbolless_map),
 	    cmocka_unit_test(test_modules),
 	    cmocka_unit_test(test_module_layout_btf),
+	    cmocka_unit_test(test_real_kernels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,5 @@
-/* Linux guest knowledge: System.map parsing, the KASLR slide search, BTF struct offsets, sites found in
- * (fake) guest memory, per-CPU current_task slots. */
+/* Linux guest knowledge: System.map parsing, the KASLR slide search, BTF struct offsets, sites
+ * found in (fake) guest memory, per-CPU current_task slots. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -18,7 +18,8 @@
 
 static char map_path[64];
 
-/* A small System.map: text, data, per-CPU and BTF symbols of a kernel linked at 0xffffffff81000000. */
+/* A small System.map: text, data, per-CPU and BTF symbols of a kernel linked at 0xffffffff81000000.
+ */
 static const char sysmap[] = "000000000001fb40 D __preempt_count\n"
 			     "000000000001fb80 D current_task\n"
 			     "ffffffff81000000 T _stext\n"
@@ -73,10 +74,10 @@ static void fake_kernel_init(struct fake_kernel *k, int64_t slide)
 	fake_mem_init(&k->mem);
 	fake_mem_map(&k->mem, k->text_va, k->text, sizeof(k->text));
 	fake_mem_map(&k->mem, k->data_va, k->data, sizeof(k->data));
-	memcpy(k->text + 0x100, "\x0f\x1f\x44\x00\x00", 5);		/* func_nop */
+	memcpy(k->text + 0x100, "\x0f\x1f\x44\x00\x00", 5);		    /* func_nop */
 	memcpy(k->text + 0x140, "\xf3\x0f\x1e\xfa\x0f\x1f\x44\x00\x00", 9); /* func_endbr */
-	memcpy(k->text + 0x180, "\xe8\x00\x00\x00\x00", 5);		/* func_call */
-	memcpy(k->text + 0x1c0, "\xc3\xcc\xcc\xcc\xcc", 5);		/* __fentry__ */
+	memcpy(k->text + 0x180, "\xe8\x00\x00\x00\x00", 5);		    /* func_call */
+	memcpy(k->text + 0x1c0, "\xc3\xcc\xcc\xcc\xcc", 5);		    /* __fentry__ */
 	memcpy(k->data, "Linux version 6.1.0-test", 24);
 	memcpy(k->data + 0x100, offs, sizeof(offs));
 }
@@ -88,7 +89,8 @@ static void test_sysmap_parse(void **state)
 
 	(void)state;
 	assert_int_equal(vmi_linux_open(&l, map_path, err, sizeof(err)), 0);
-	assert_int_equal(l.funcs.nr, 7); /* _stext _text func_nop func_endbr func_call __fentry__ _etext */
+	assert_int_equal(l.funcs.nr,
+			 7); /* _stext _text func_nop func_endbr func_call __fentry__ _etext */
 	assert_non_null(vmi_symtab_find(&l.funcs, "func_endbr"));
 	assert_null(vmi_symtab_find(&l.funcs, "linux_banner"));
 	assert_null(vmi_symtab_find(&l.objects, "some_absolute"));
@@ -289,7 +291,8 @@ static void find_slide(int64_t slide)
 	assert_int_equal(l.slide, slide);
 	assert_int_equal(l.banner, 0xffffffff82000000ull + slide);
 	assert_int_equal(l.fentry, 0xffffffff810001c0ull + slide);
-	assert_int_equal(vmi_symtab_find(&l.funcs, "func_nop")->addr, 0xffffffff81000100ull + slide);
+	assert_int_equal(vmi_symtab_find(&l.funcs, "func_nop")->addr,
+			 0xffffffff81000100ull + slide);
 	assert_int_equal(l.current_task, 0x1fb80); /* per-CPU offsets never move */
 	assert_int_equal(l.preempt_count, 0x1fb40);
 	vmi_linux_close(&l);
@@ -430,7 +433,8 @@ static void test_text_range_rejected(void **state)
 	}
 }
 
-/* Sites: the NOP5 function and the endbr64 + NOP5 one (site 4 bytes in); not the CALL, not __fentry__. */
+/* Sites: the NOP5 function and the endbr64 + NOP5 one (site 4 bytes in); not the CALL, not
+ * __fentry__. */
 static void test_sites(void **state)
 {
 	struct vmi_linux l;
@@ -509,7 +513,67 @@ static void test_task_layout(void **state)
 	vmi_linux_close(&l);
 }
 
-/* An ELF vmlinux instead of a System.map: symbols through libelf (a tiny kernel-like ELF built now). */
+/* 6.2-6.14: no current_task or __preempt_count symbol; both live in the per-CPU struct pcpu_hot,
+ * their places from its BTF layout, read from (fake) guest memory as vmi_linux_read_btf does. */
+static void test_pcpu_hot(void **state)
+{
+	const uint64_t btf_at = 0xffffffff82000000ull;
+	struct btf *btf = btf__new_empty();
+	int i32, chr, arr, ptr, task;
+	struct vmi_linux l;
+	struct fake_mem m;
+	uint8_t *copy;
+	const void *raw;
+	char err[256] = "";
+	__u32 size;
+
+	(void)state;
+	i32 = btf__add_int(btf, "int", 4, BTF_INT_SIGNED);
+	chr = btf__add_int(btf, "char", 1, BTF_INT_SIGNED);
+	arr = btf__add_array(btf, i32, chr, 16);
+	task = btf__add_struct(btf, "task_struct", 64);
+	btf__add_field(btf, "pid", i32, 8 * 8, 0);
+	btf__add_field(btf, "comm", arr, 16 * 8, 0);
+	ptr = btf__add_ptr(btf, task);
+	btf__add_struct(btf, "pcpu_hot", 64);
+	btf__add_field(btf, "current_task", ptr, 0, 0);
+	btf__add_field(btf, "preempt_count", i32, 8 * 8, 0);
+	raw = btf__raw_data(btf, &size);
+	copy = malloc(size);
+	memcpy(copy, raw, size);
+	fake_mem_init(&m);
+	fake_mem_map(&m, btf_at, copy, size);
+
+	memset(&l, 0, sizeof(l));
+	l.btf_start = btf_at;
+	l.btf_stop = btf_at + size;
+	assert_int_equal(vmi_symtab_add(&l.objects, 0x1fb40, 0, "pcpu_hot"), 0);
+	vmi_symtab_sort(&l.objects);
+	if (vmi_linux_read_btf(&l, fake_mem_read, &m, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(l.pid_off, 8);
+	assert_int_equal(l.current_task, 0x1fb40);
+	assert_int_equal(l.preempt_count, 0x1fb40 + 8);
+	vmi_linux_close(&l);
+
+	/* a current_task symbol (6.1, 6.15+) wins */
+	memset(&l, 0, sizeof(l));
+	l.btf_start = btf_at;
+	l.btf_stop = btf_at + size;
+	l.current_task = 0x2000;
+	l.preempt_count = 0x2040;
+	assert_int_equal(vmi_symtab_add(&l.objects, 0x1fb40, 0, "pcpu_hot"), 0);
+	vmi_symtab_sort(&l.objects);
+	assert_int_equal(vmi_linux_read_btf(&l, fake_mem_read, &m, err, sizeof(err)), 0);
+	assert_int_equal(l.current_task, 0x2000);
+	assert_int_equal(l.preempt_count, 0x2040);
+	vmi_linux_close(&l);
+	btf__free(btf);
+	free(copy);
+}
+
+/* An ELF vmlinux instead of a System.map: symbols through libelf (a tiny kernel-like ELF built
+ * now). */
 static void test_vmlinux_elf(void **state)
 {
 	char dir[] = "/tmp/hvt-vmlinux-XXXXXX", src[64], elf[64], cmd[256], err[256];
@@ -523,9 +587,11 @@ static void test_vmlinux_elf(void **state)
 	f = fopen(src, "w");
 	fputs("const char linux_banner[] = \"Linux version 6.1.0-test\";\n"
 	      "void _stext(void) {}\nvoid do_sys_openat2(void) {}\nvoid __fentry__(void) {}\n"
-	      "void _etext(void) {}\n", f);
+	      "void _etext(void) {}\n",
+	      f);
 	fclose(f);
-	snprintf(cmd, sizeof(cmd), "cc -O1 -nostdlib -static -no-pie -Wl,-e,_stext -o %s %s", elf, src);
+	snprintf(cmd, sizeof(cmd), "cc -O1 -nostdlib -static -no-pie -Wl,-e,_stext -o %s %s", elf,
+		 src);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(vmi_linux_open(&l, elf, err, sizeof(err)), 0);
 	assert_non_null(vmi_symtab_find(&l.funcs, "do_sys_openat2"));
@@ -555,6 +621,7 @@ int main(void)
 	    cmocka_unit_test(test_sites),
 	    cmocka_unit_test(test_btf_offsets),
 	    cmocka_unit_test(test_task_layout),
+	    cmocka_unit_test(test_pcpu_hot),
 	    cmocka_unit_test(test_vmlinux_elf),
 	    cmocka_unit_test(test_sysmap_strict_lines),
 	    cmocka_unit_test(test_sysmap_lenient_forms),

@@ -248,17 +248,47 @@ static void test_sites_build(void **state)
 	vmi_sites_free(&s);
 	/* out of order, with the descent at an address in no function: still one site per function,
 	 * the first recorded */
-	assert_int_equal(vmi_sites_build(&s,
-					 (const uint64_t[]){0x1004, 0x2000, 0x10, 0x1000, 0x3000,
-							    0x2010},
-					 6, &t),
-			 0);
+	assert_int_equal(
+	    vmi_sites_build(&s, (const uint64_t[]){0x1004, 0x2000, 0x10, 0x1000, 0x3000, 0x2010}, 6,
+			    &t),
+	    0);
 	assert_int_equal(s.nr, 3);
 	assert_int_equal(s.v[0].addr, 0x1004);
 	assert_int_equal(s.v[1].addr, 0x2000);
 	assert_int_equal(s.v[2].addr, 0x3000);
 	vmi_sites_free(&s);
 	vmi_symtab_free(&t);
+}
+
+/* A function's entry: NOP5 at the start, after ENDBR64, or after the 4-byte NOP of a sealed ENDBR
+ * (IBT, 6.12+); a CALL (not patched yet), __pfx_ padding, or ENDBR64 and a CALL are no site. */
+static void test_site_entry(void **state)
+{
+	static const struct {
+		uint8_t b[9];
+		bool ok;
+		uint64_t off;
+	} c[] = {
+	    {{0x0f, 0x1f, 0x44, 0x00, 0x00, 0x55}, true, 0},
+	    {{0xf3, 0x0f, 0x1e, 0xfa, 0x0f, 0x1f, 0x44, 0x00, 0x00}, true, 4},
+	    {{0x66, 0x0f, 0x1f, 0x00, 0x0f, 0x1f, 0x44, 0x00, 0x00}, true, 4},
+	    {{0xe8, 0x00, 0x00, 0x00, 0x00, 0x55}, false, 0},
+	    {{0xf3, 0x0f, 0x1e, 0xfa, 0xe8, 0x01, 0x02, 0x03, 0x04}, false, 0},
+	    {{0x66, 0x0f, 0x1f, 0x00, 0xe8, 0x01, 0x02, 0x03, 0x04}, false, 0},
+	    {{0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90}, false, 0},
+	    {{0x66, 0x0f, 0x1f, 0x01, 0x0f, 0x1f, 0x44, 0x00, 0x00}, false, 0},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		uint64_t site = 0;
+
+		assert_int_equal(vmi_site_entry(c[i].b, 0xffffffff81234560ull, &site), c[i].ok);
+		if (c[i].ok)
+			assert_int_equal(site, 0xffffffff81234560ull + c[i].off);
+		else
+			assert_int_equal(site, 0);
+	}
 }
 
 /* A NOP5 passes (err untouched); anything else is -EILSEQ with the function, site and bytes. */
@@ -730,10 +760,10 @@ struct fake_guest {
 
 /* Slots at 0x1000 + 8 * cpu, like the freestanding guest's hvtrace_current array. */
 static const struct vmi_task_layout layout = {
-	.valid = true,
-	.current_slot = {0x1000, 0x1008, 0x1010, 0x1018, 0x7ffc},
-	.pid_off = 0x10,
-	.comm_off = 0x20,
+    .valid = true,
+    .current_slot = {0x1000, 0x1008, 0x1010, 0x1018, 0x7ffc},
+    .pid_off = 0x10,
+    .comm_off = 0x20,
 };
 
 static void fake_guest_init(struct fake_guest *g)
@@ -841,6 +871,7 @@ int main(void)
 	    cmocka_unit_test(test_symtab_duplicates),
 	    cmocka_unit_test(test_symtab_many),
 	    cmocka_unit_test(test_sites_build),
+	    cmocka_unit_test(test_site_entry),
 	    cmocka_unit_test(test_site_check),
 	    cmocka_unit_test(test_elf_missing),
 	    cmocka_unit_test(test_elf_directory),
