@@ -3,7 +3,7 @@
 #ifndef HVT_KVM_LINUX_RUN_H
 #define HVT_KVM_LINUX_RUN_H
 
-#include "host/cli/session.h"
+#include "host/session/session.h"
 
 /* Runs @s (s->kernel set, not --qemu) to its end: power-off, reboot, panic, signal, --timeout.
  * Returns the exit status (exitcode.h); errors are one "hvtrace: ..." line. Main thread. */

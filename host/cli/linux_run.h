@@ -2,7 +2,7 @@
 #ifndef HVT_LINUX_RUN_H
 #define HVT_LINUX_RUN_H
 
-#include "host/cli/session.h"
+#include "host/session/session.h"
 
 /* Runs the session to its end (guest power-off, signal, --duration, --timeout) and returns the exit
  * status (exitcode.h). Errors are one "hvtrace: ..." line on stderr. Main thread. */

@@ -1,12 +1,12 @@
 /* hvtrace: ftrace for a guest kernel, driven from the host over KVM. */
 #include "host/cli/cmd_common.h"
-#include "host/cli/exitcode.h"
+#include "host/session/exitcode.h"
 #include "host/cli/help.h"
 #include "host/cli/kvm_linux_run.h"
 #include "host/cli/linux_run.h"
 #include "host/cli/report.h"
 #include "host/cli/run.h"
-#include "host/cli/session.h"
+#include "host/cli/session_args.h"
 
 #include <errno.h>
 #include <signal.h>

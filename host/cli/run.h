@@ -2,8 +2,8 @@
 #ifndef HVT_RUN_H
 #define HVT_RUN_H
 
-#include "host/cli/pipeline.h"
-#include "host/cli/session.h"
+#include "host/session/pipeline.h"
+#include "host/session/session.h"
 #include "host/kvm/vm.h"
 
 /* Runs @s to the end. Errors are printed as one "hvtrace: ..." line on stderr. Returns the exit status

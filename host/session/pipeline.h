@@ -5,8 +5,8 @@
 #ifndef HVT_PIPELINE_H
 #define HVT_PIPELINE_H
 
-#include "host/cli/progress.h"
-#include "host/cli/session.h"
+#include "host/session/progress.h"
+#include "host/session/session.h"
 #include "host/tap/expect.h"
 #include "host/tap/profile.h"
 #include "host/sink/sink.h"

@@ -1,4 +1,4 @@
-#include "host/cli/session_file.h"
+#include "host/session/session_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
