@@ -3,6 +3,7 @@
 #define HVT_CMD_COMMON_H
 
 #include "host/session/cmd_out.h"
+#include "host/session/cmd_probe.h"
 #include "host/session/session.h"
 #include "host/trace/tracer.h"
 
@@ -16,14 +17,6 @@
  * ignored, and an explicit `kill -INT` should still stop us cleanly. Returns the signalfd or
  * -errno. */
 int cmd_block_signals(sigset_t *old);
-
-/* --probe: whether the tracer uses stub probes on @tgt for the guest described by @task
- * (@target_why: why this guest cannot host the stub, or NULL). `auto` falls back to trap probes
- * where stubs cannot work, unless @no_trap (cmd_check_int3: INT3 does not exit here); `stub`, or
- * `auto` with @no_trap, says why not in @err (-ENOTSUP). */
-int cmd_probe_mode(const struct session *s, const struct target *tgt,
-		   const struct vmi_task_layout *task, const char *target_why, bool no_trap,
-		   bool *stub, char *err, size_t errlen);
 
 /* Before any trap probe on KVM (the embedded VMM, or QEMU with KVM when @qemu): does INT3 in a
  * guest exit on this host in the form the backend needs (kvm_int3_check)? If so 0 and *@no_trap
