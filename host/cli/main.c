@@ -3,11 +3,11 @@
 #include "host/session/exitcode.h"
 #include "host/cli/driver.h"
 #include "host/cli/help.h"
-#include "host/cli/linux_run.h"
 #include "host/cli/report.h"
 #include "host/cli/session_args.h"
 #include "host/kvm/backend_elf.h"
 #include "host/kvm/backend_linux.h"
+#include "host/qemu/backend_qemu.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -47,15 +47,16 @@ int main(int argc, char **argv)
 		status = cmd_finish_out(stdout, NULL, NULL, status) < 0 ? EXIT_HOST_ERROR : 0;
 		break;
 	case CMD_LIST_FUNCTIONS:
-		status = s.list_running ? cmd_linux(&s) : backend_elf_list_functions(&s);
+		status = s.list_running ? driver_run(&s, backend_qemu_new)
+					: backend_elf_list_functions(&s);
 		break;
 	case CMD_RUN:
-		status = s.qemu	    ? cmd_linux(&s)
+		status = s.qemu	    ? driver_run(&s, backend_qemu_new)
 			 : s.kernel ? driver_run(&s, backend_linux_new)
 				    : driver_run(&s, backend_elf_new);
 		break;
 	case CMD_ATTACH:
-		status = cmd_linux(&s);
+		status = driver_run(&s, backend_qemu_new);
 		break;
 	case CMD_REPORT:
 		status = cmd_report(&s);

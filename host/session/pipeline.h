@@ -128,6 +128,11 @@ size_t pipeline_forget_range(struct pipeline *p, uint64_t lo, uint64_t hi);
 /* tracer_set_task_slots on the pipeline's tracer (in before_detach). */
 void pipeline_set_task_slots(struct pipeline *p, const uint64_t *current, const uint64_t *preempt);
 
+/* The pipeline's tracer, to read (tracer_probes, trampoline); borrowed. */
+const struct tracer *pipeline_tracer(const struct pipeline *p);
+/* In the guardian: tracer_takeover_detach on the pipeline's tracer. */
+int pipeline_takeover_detach(struct pipeline *p);
+
 /* Frees everything pipeline_select and pipeline_build made. */
 void pipeline_free(struct pipeline *p);
 

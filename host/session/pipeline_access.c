@@ -62,3 +62,13 @@ void pipeline_set_task_slots(struct pipeline *p, const uint64_t *current, const 
 {
 	tracer_set_task_slots(&p->tr, current, preempt);
 }
+
+const struct tracer *pipeline_tracer(const struct pipeline *p)
+{
+	return &p->tr;
+}
+
+int pipeline_takeover_detach(struct pipeline *p)
+{
+	return tracer_takeover_detach(&p->tr);
+}
