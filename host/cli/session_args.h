@@ -12,7 +12,7 @@
  * @argv or into @s->words. Touches no file but the session files of --session (read once). */
 int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen);
 
-/* Usage text for --help. */
+/* Usage text for --help (usage.c). */
 extern const char session_usage[];
 
 #endif

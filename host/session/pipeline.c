@@ -351,8 +351,9 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	struct ring *rings;
 	int ret;
 
-	if (tracer_attach(&p->tr, err, errlen) < 0)
-		return attach_status;
+	ret = tracer_attach(&p->tr, err, errlen);
+	if (ret < 0) /* out of memory (the stub drain's buffers among it): a host failure */
+		return ret == -ENOMEM ? EXIT_HOST_ERROR : attach_status;
 	rings = tracer_rings(&p->tr, &nr_rings);
 	ret = writer_start(&p->w, rings, nr_rings, &p->sink, tracer_horizon, &p->tr);
 	if (ret < 0) {
