@@ -219,31 +219,27 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 	return 0;
 }
 
-/* --filter-event 'FUNC: EXPR': parsed now; bound to FUNC's -e event when the probes exist. */
-static int parse_filter_event(struct session *s, const char *text, char *err, size_t errlen)
+/* --filter-event 'FUNC: EXPR' (bound to FUNC's -e event when the probes exist) or, with @trigger,
+ * --trigger 'FUNC:CMD[:N]' (its function found among the probes later): parsed now, appended. */
+static int parse_bound(struct session *s, bool trigger, const char *text, char *err, size_t errlen)
 {
-	struct ef_filter *v = realloc(s->efilters, (s->nr_efilters + 1) * sizeof(*v));
+	size_t n = trigger ? s->nr_triggers : s->nr_efilters;
+	void *v = trigger ? realloc(s->triggers, (n + 1) * sizeof(*s->triggers))
+			  : realloc(s->efilters, (n + 1) * sizeof(*s->efilters));
+	int ret;
 
 	if (!v)
 		return -ENOMEM;
-	s->efilters = v;
-	if (ef_parse(text, &v[s->nr_efilters], err, errlen) < 0)
+	if (trigger) {
+		s->triggers = v;
+		ret = trigger_parse(text, &s->triggers[n], err, errlen);
+	} else {
+		s->efilters = v;
+		ret = ef_parse(text, &s->efilters[n], err, errlen);
+	}
+	if (ret < 0)
 		return -EINVAL;
-	s->nr_efilters++;
-	return 0;
-}
-
-/* --trigger 'FUNC:CMD[:N]': parsed now; its function is found among the probes later. */
-static int parse_trigger(struct session *s, const char *text, char *err, size_t errlen)
-{
-	struct trigger *v = realloc(s->triggers, (s->nr_triggers + 1) * sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	s->triggers = v;
-	if (trigger_parse(text, &v[s->nr_triggers], err, errlen) < 0)
-		return -EINVAL;
-	s->nr_triggers++;
+	*(trigger ? &s->nr_triggers : &s->nr_efilters) = n + 1;
 	return 0;
 }
 
@@ -438,8 +434,8 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case 'P': ret = rec_filter_add_pid(&s->tasks, optarg, err, errlen); break;
 		case OPT_COMM: ret = rec_filter_add_comm(&s->tasks, optarg, err, errlen); break;
 		case OPT_CPU: ret = rec_filter_add_cpus(&s->tasks, optarg, err, errlen); break;
-		case OPT_FILTER_EVENT: ret = parse_filter_event(s, optarg, err, errlen); break;
-		case OPT_TRIGGER: ret = parse_trigger(s, optarg, err, errlen); break;
+		case OPT_FILTER_EVENT: ret = parse_bound(s, false, optarg, err, errlen); break;
+		case OPT_TRIGGER: ret = parse_bound(s, true, optarg, err, errlen); break;
 		case OPT_TRACING_OFF: s->tracing_off = true; break;
 		case OPT_SUMMARY: s->summary = optarg; break;
 		case OPT_JUNIT: s->junit = optarg; break;

@@ -564,13 +564,11 @@ void pipeline_free(struct pipeline *p)
 	unwatch_end(p);
 	if (p->expecting)
 		expect_state_free(&p->expect);
-	p->expecting = false;
 	if (p->profiling)
 		profile_free(&p->prof);
-	p->profiling = false;
 	if (p->have_tr)
 		tracer_free(&p->tr);
-	p->have_tr = false;
+	p->expecting = p->profiling = p->have_tr = false;
 	free(p->sel);
 	p->sel = NULL;
 	rec_filter_free_events(&p->keep);
