@@ -13,11 +13,9 @@
 #include <stdlib.h>
 
 struct backend_elf {
-	struct backend_env env;
+	struct kvm_run_state k; /* first: the shared ops take the state as a struct kvm_run_state */
 	struct guest_image g;
 	bool have_g;
-	struct vm vm;
-	bool vm_made;
 	struct target tgt;
 };
 
@@ -26,30 +24,30 @@ static int elf_open(void *ctx, char *err, size_t errlen)
 	struct backend_elf *b = ctx;
 	int status;
 
-	if (guest_image_open(&b->g, b->env.s->guest, err, errlen) < 0)
+	if (guest_image_open(&b->g, b->k.env.s->guest, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	b->have_g = true;
-	status = pipeline_select(b->env.p, b->env.s, &b->g.sites, NULL, 0, err, errlen);
+	status = pipeline_select(b->k.env.p, b->k.env.s, &b->g.sites, NULL, 0, err, errlen);
 	return status;
 }
 
 static int elf_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size_t errlen)
 {
 	struct backend_elf *b = ctx;
-	const struct session *s = b->env.s;
+	const struct session *s = b->k.env.s;
 	struct vm_config cfg = {.smp = s->smp, .mem_mb = s->mem_mb, .console = con};
 	bool no_trap;
 	int status;
 
 	(void)sfd;
-	if (b->env.check_int3(s, false, &no_trap, err, errlen) < 0)
+	if (b->k.env.check_int3(s, false, &no_trap, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	if (vm_create(&b->vm, &cfg, err, errlen) < 0)
+	if (vm_create(&b->k.vm, &cfg, err, errlen) < 0)
 		return EXIT_HOST_ERROR;
-	b->vm_made = true;
-	if (vm_load_elf(&b->vm, &b->g.elf, err, errlen) < 0)
+	b->k.vm_made = true;
+	if (vm_load_elf(&b->k.vm, &b->g.elf, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	target_kvm_init(&b->tgt, &b->vm);
+	target_kvm_init(&b->tgt, &b->k.vm);
 
 	struct pipeline_guest pg = {
 	    .tgt = &b->tgt,
@@ -63,72 +61,43 @@ static int elf_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size
 	/* the stub's CPU number: RDTSCP's IA32_TSC_AUX, which the VMM set to each vCPU's index,
 	 * else CPUID's APIC ID, also the vCPU's index (this host's PVM has no RDTSCP:
 	 * docs/pvm-cpu.md) */
-	b->g.task.cpu_aux_mask = b->vm.tsc_aux ? ~0u : 0;
-	b->g.task.cpu_apic_id = b->vm.cpuid_apic_id;
+	b->g.task.cpu_aux_mask = b->k.vm.tsc_aux ? ~0u : 0;
+	b->g.task.cpu_apic_id = b->k.vm.cpuid_apic_id;
 	if (cmd_probe_mode(s, &b->tgt, &b->g.task, NULL, no_trap, &pg.stub, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	status = pipeline_build(b->env.p, &pg, out, err, errlen);
+	status = pipeline_build(b->k.env.p, &pg, out, err, errlen);
 	if (!status)
-		status = pipeline_start(b->env.p, EXIT_BAD_INPUT, err, errlen);
+		status = pipeline_start(b->k.env.p, EXIT_BAD_INPUT, err, errlen);
 	return status;
-}
-
-static int elf_start(void *ctx, char *err, size_t errlen)
-{
-	struct backend_elf *b = ctx;
-
-	return vcpu_start_all(&b->vm, err, errlen) < 0 ? EXIT_HOST_ERROR : 0;
 }
 
 static int elf_wait(void *ctx, int sfd)
 {
 	struct backend_elf *b = ctx;
-	const struct session *s = b->env.s;
-	struct pipeline *p = b->env.p;
-	int sig = kvm_run_supervise(&b->vm, p, sfd, s), status = 0;
+	const struct session *s = b->k.env.s;
+	struct pipeline *p = b->k.env.p;
+	int sig = kvm_run_supervise(&b->k.vm, p, sfd, s), status = 0;
 
 	/* From now on a signal cuts the rest of the trace short (it still ends with its trailer);
 	 * without the watcher, a signal waits until the end */
 	(void)pipeline_run_ended(p, sfd);
 	/* a signal or --timeout is said now, not after the rest of the trace is written */
 	if (sig)
-		status = kvm_run_end_status(&b->vm, sig, s);
+		status = kvm_run_end_status(&b->k.vm, sig, s);
 	/* Teardown: probes out with the vCPUs paused, then the VM stops. */
 	if (pipeline_detach(p) < 0)
 		cmd_error("restoring the patched sites failed");
-	vcpu_join_all(&b->vm);
+	vcpu_join_all(&b->k.vm);
 	if (!sig)
-		status = kvm_run_end_status(&b->vm, sig, s);
+		status = kvm_run_end_status(&b->k.vm, sig, s);
 	return status;
-}
-
-static int elf_detach(void *ctx, int status)
-{
-	struct backend_elf *b = ctx;
-
-	if (pipeline_selected(b->env.p))
-		pipeline_detach(b->env.p);
-	if (b->vm_made)
-		vcpu_join_all(&b->vm);
-	return status;
-}
-
-static void elf_stats(void *ctx, const struct pipeline *p)
-{
-	struct backend_elf *b = ctx;
-
-	kvm_run_print_stats(&b->vm, p);
 }
 
 static int elf_close(void *ctx)
 {
 	struct backend_elf *b = ctx;
-	int con_err = 0;
+	int con_err = kvm_run_close_vm(&b->k);
 
-	if (b->vm_made) {
-		con_err = b->vm.console_err;
-		vm_destroy(&b->vm);
-	}
 	if (b->have_g)
 		guest_image_close(&b->g);
 	free(b);
@@ -138,10 +107,11 @@ static int elf_close(void *ctx)
 static const struct backend_ops elf_ops = {
     .open = elf_open,
     .prepare = elf_prepare,
-    .start = elf_start,
+    .start = kvm_run_start,
     .wait = elf_wait,
-    .detach = elf_detach,
-    .stats = elf_stats,
+    .detach = kvm_run_detach,
+    .stats = kvm_run_stats,
+    .stats_alone = kvm_run_stats_alone,
     .close = elf_close,
 };
 
@@ -151,7 +121,7 @@ int backend_elf_new(struct backend *b, const struct backend_env *env)
 
 	if (!e)
 		return -ENOMEM;
-	e->env = *env;
+	e->k.env = *env;
 	b->ops = &elf_ops;
 	b->ctx = e;
 	return 0;

@@ -27,9 +27,7 @@
 #define BASE_CMDLINE "console=ttyS0 panic=-1"
 
 struct klrun {
-	struct backend_env env;
-	struct vm vm;
-	bool vm_made, detached;
+	struct kvm_run_state k; /* first: the shared ops take the state as a struct kvm_run_state */
 	struct target tgt;
 	struct vmi_linux l;
 	bool have_l;
@@ -58,7 +56,7 @@ static int take_from_ftrace(struct klrun *r, char *err, size_t errlen)
 {
 	static const uint64_t zero;
 	size_t nr_sel;
-	const struct vmi_site *const *sel = pipeline_selection(r->env.p, &nr_sel);
+	const struct vmi_site *const *sel = pipeline_selection(r->k.env.p, &nr_sel);
 
 	for (size_t i = 0; i < nr_sel; i++) {
 		const struct vmi_site *site = sel[i];
@@ -93,14 +91,14 @@ static void before_detach(void *ctx)
 	size_t n = 0;
 
 	if (vmi_linux_init_freed(&r->l, kread, r) != 0)
-		n = pipeline_forget_range(r->env.p, r->boot.init_lo, r->boot.init_hi);
-	if (n && r->env.s->stats)
+		n = pipeline_forget_range(r->k.env.p, r->boot.init_lo, r->boot.init_hi);
+	if (n && r->k.env.s->stats)
 		fprintf(stderr,
 			"hvtrace: stats: init-text-probes-left %zu (the kernel freed .init.text)\n",
 			n);
-	if (r->task.valid && vmi_linux_task_layout(&r->l, kread, r, r->vm.nr_vcpus, &now) == 0) {
+	if (r->task.valid && vmi_linux_task_layout(&r->l, kread, r, r->k.vm.nr_vcpus, &now) == 0) {
 		/* the tracer's own copy is the one the stub's detach looks at */
-		pipeline_set_task_slots(r->env.p, now.current_slot, now.preempt_slot);
+		pipeline_set_task_slots(r->k.env.p, now.current_slot, now.preempt_slot);
 	}
 }
 
@@ -110,7 +108,7 @@ static void before_detach(void *ctx)
  * 0, or an exit status with @err. */
 static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 {
-	const struct session *s = r->env.s;
+	const struct session *s = r->k.env.s;
 	struct pipeline_guest pg = {
 	    .tgt = &r->tgt,
 	    .task = &r->task,
@@ -162,7 +160,7 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	if (vmi_linux_read_btf(&r->l, kread, r, err, errlen) < 0)
 		fprintf(stderr, "hvtrace: %s: tasks show as <unknown>-0\n", err);
-	if (vmi_linux_task_layout(&r->l, kread, r, r->vm.nr_vcpus, &r->task) < 0) {
+	if (vmi_linux_task_layout(&r->l, kread, r, r->k.vm.nr_vcpus, &r->task) < 0) {
 		r->task.unknown = true;
 	} else {
 		/* the per-CPU areas move once the kernel sets them up: the stub reads %gs */
@@ -172,7 +170,7 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	r->task.has_cpu_gs = vmi_linux_cpu_gs(&r->l, &r->task.cpu_gs_off);
 	if (cmd_probe_mode(s, &r->tgt, &r->task, NULL, true, &pg.stub, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	ret = pipeline_select(r->env.p, s, &r->sites, NULL, 0, err, errlen);
+	ret = pipeline_select(r->k.env.p, s, &r->sites, NULL, 0, err, errlen);
 	if (ret)
 		return ret;
 	ret = take_from_ftrace(r, err, errlen);
@@ -180,11 +178,11 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 		return ret;
 	r->tgt.trampoline = r->l.fentry;
 	pg.btf = r->l.btf;
-	ret = pipeline_build(r->env.p, &pg, r->out, err, errlen);
+	ret = pipeline_build(r->k.env.p, &pg, r->out, err, errlen);
 	if (ret)
 		return ret;
-	pipeline_set_before_detach(r->env.p, before_detach, r);
-	return pipeline_start(r->env.p, EXIT_BAD_INPUT, err, errlen);
+	pipeline_set_before_detach(r->k.env.p, before_detach, r);
+	return pipeline_start(r->k.env.p, EXIT_BAD_INPUT, err, errlen);
 }
 
 /* Reads @path whole into a new buffer. 0, or -errno with one line (naming @flag and @path) in @err.
@@ -240,7 +238,7 @@ static int slurp(const char *path, const char *flag, uint8_t **buf, size_t *len,
 static int linux_open(void *ctx, char *err, size_t errlen)
 {
 	struct klrun *r = ctx;
-	const struct session *s = r->env.s;
+	const struct session *s = r->k.env.s;
 	struct bzimage bz;
 	char why[512];
 
@@ -272,7 +270,7 @@ static int linux_open(void *ctx, char *err, size_t errlen)
 static int linux_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size_t errlen)
 {
 	struct klrun *r = ctx;
-	const struct session *s = r->env.s;
+	const struct session *s = r->k.env.s;
 	struct vm_config cfg = {
 	    .smp = s->smp, .mem_mb = s->mem_mb, .console = con, .linux_pc = true};
 	struct linux_image li = {
@@ -287,44 +285,37 @@ static int linux_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, si
 
 	(void)sfd;
 	r->out = out;
-	if (vm_create(&r->vm, &cfg, err, errlen) < 0)
+	if (vm_create(&r->k.vm, &cfg, err, errlen) < 0)
 		return EXIT_HOST_ERROR;
-	r->vm_made = true;
-	ret = vm_load_linux(&r->vm, &li, err, errlen);
+	r->k.vm_made = true;
+	ret = vm_load_linux(&r->k.vm, &li, err, errlen);
 	if (ret < 0)
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
-	target_kvm_linux_init(&r->tgt, &r->vm);
+	target_kvm_linux_init(&r->tgt, &r->k.vm);
 	/* nothing to probe (-p nop, no -e, -r or --expect-*): the kernel is not read at all */
 	if (s->tracer == TRACER_NOP && !s->nr_events && !s->nr_rprobes && !s->nr_expects)
 		return 0;
 	return attach_at_boot(r, err, errlen);
 }
 
-static int linux_start(void *ctx, char *err, size_t errlen)
-{
-	struct klrun *r = ctx;
-
-	return vcpu_start_all(&r->vm, err, errlen) < 0 ? EXIT_HOST_ERROR : 0;
-}
-
 static int linux_wait(void *ctx, int sfd)
 {
 	struct klrun *r = ctx;
-	const struct session *s = r->env.s;
-	struct pipeline *p = r->env.p;
+	const struct session *s = r->k.env.s;
+	struct pipeline *p = r->k.env.p;
 	bool have_p = pipeline_selected(p);
-	int sig = kvm_run_supervise(&r->vm, have_p ? p : NULL, sfd, s), status = 0;
+	int sig = kvm_run_supervise(&r->k.vm, have_p ? p : NULL, sfd, s), status = 0;
 
 	/* from now on a signal cuts the rest of the trace short (it still ends with its trailer),
 	 * and a signal or --timeout is said now, not after the rest of the trace is written */
 	if (have_p)
 		(void)pipeline_run_ended(p, sfd);
 	if (sig)
-		status = kvm_run_end_status(&r->vm, sig, s);
+		status = kvm_run_end_status(&r->k.vm, sig, s);
 	if (have_p) {
-		if (r->vm.end == VM_END_POWEROFF || r->vm.end == VM_END_REBOOT ||
-		    r->vm.end == VM_END_PANIC) {
-			vcpu_join_all(&r->vm);
+		if (r->k.vm.end == VM_END_POWEROFF || r->k.vm.end == VM_END_REBOOT ||
+		    r->k.vm.end == VM_END_PANIC) {
+			vcpu_join_all(&r->k.vm);
 			pipeline_stop_drain(
 			    p); /* nothing left to restore in a guest that is gone */
 		} else {
@@ -332,49 +323,19 @@ static int linux_wait(void *ctx, int sfd)
 			if (pipeline_detach(p) < 0)
 				cmd_error("restoring the patched sites failed");
 		}
-		r->detached = true;
+		r->k.detached = true;
 	}
-	vcpu_join_all(&r->vm);
+	vcpu_join_all(&r->k.vm);
 	if (!sig)
-		status = kvm_run_end_status(&r->vm, sig, s);
+		status = kvm_run_end_status(&r->k.vm, sig, s);
 	return status;
-}
-
-static int linux_detach(void *ctx, int status)
-{
-	struct klrun *r = ctx;
-
-	if (pipeline_selected(r->env.p) && !r->detached)
-		pipeline_detach(r->env.p);
-	if (r->vm_made)
-		vcpu_join_all(&r->vm);
-	return status;
-}
-
-static void linux_stats(void *ctx, const struct pipeline *p)
-{
-	struct klrun *r = ctx;
-
-	kvm_run_print_stats(&r->vm, p);
-}
-
-static void linux_stats_alone(void *ctx)
-{
-	struct klrun *r = ctx;
-
-	if (r->vm_made)
-		kvm_run_print_vm_stats(&r->vm);
 }
 
 static int linux_close(void *ctx)
 {
 	struct klrun *r = ctx;
-	int con_err = 0;
+	int con_err = kvm_run_close_vm(&r->k);
 
-	if (r->vm_made) {
-		con_err = r->vm.console_err;
-		vm_destroy(&r->vm);
-	}
 	vmi_sites_free(&r->sites);
 	vmi_linux_boot_free(&r->boot);
 	if (r->have_l)
@@ -389,11 +350,11 @@ static int linux_close(void *ctx)
 static const struct backend_ops linux_ops = {
     .open = linux_open,
     .prepare = linux_prepare,
-    .start = linux_start,
+    .start = kvm_run_start,
     .wait = linux_wait,
-    .detach = linux_detach,
-    .stats = linux_stats,
-    .stats_alone = linux_stats_alone,
+    .detach = kvm_run_detach,
+    .stats = kvm_run_stats,
+    .stats_alone = kvm_run_stats_alone,
     .close = linux_close,
 };
 
@@ -403,7 +364,7 @@ int backend_linux_new(struct backend *b, const struct backend_env *env)
 
 	if (!r)
 		return -ENOMEM;
-	r->env = *env;
+	r->k.env = *env;
 	b->ops = &linux_ops;
 	b->ctx = r;
 	return 0;

@@ -166,3 +166,47 @@ int kvm_run_end_status(const struct vm *vm, int sig, const struct session *s)
 		return EXIT_HOST_ERROR;
 	}
 }
+
+int kvm_run_start(void *ctx, char *err, size_t errlen)
+{
+	struct kvm_run_state *k = ctx;
+
+	return vcpu_start_all(&k->vm, err, errlen) < 0 ? EXIT_HOST_ERROR : 0;
+}
+
+int kvm_run_detach(void *ctx, int status)
+{
+	struct kvm_run_state *k = ctx;
+
+	if (pipeline_selected(k->env.p) && !k->detached)
+		pipeline_detach(k->env.p);
+	if (k->vm_made)
+		vcpu_join_all(&k->vm);
+	return status;
+}
+
+void kvm_run_stats(void *ctx, const struct pipeline *p)
+{
+	struct kvm_run_state *k = ctx;
+
+	kvm_run_print_stats(&k->vm, p);
+}
+
+void kvm_run_stats_alone(void *ctx)
+{
+	struct kvm_run_state *k = ctx;
+
+	if (k->vm_made)
+		kvm_run_print_vm_stats(&k->vm);
+}
+
+int kvm_run_close_vm(struct kvm_run_state *k)
+{
+	int con_err = 0;
+
+	if (k->vm_made) {
+		con_err = k->vm.console_err;
+		vm_destroy(&k->vm);
+	}
+	return con_err;
+}

@@ -4,8 +4,33 @@
 #define HVT_KVM_RUN_H
 
 #include "host/kvm/vm.h"
+#include "host/session/backend.h"
 #include "host/session/pipeline.h"
 #include "host/session/session.h"
+
+/* What both embedded-VMM backends hold: the first member of each one's state, so that the ops
+ * below serve both (their ctx is that state). */
+struct kvm_run_state {
+	struct backend_env env;
+	struct vm vm;
+	bool vm_made;  /* vm_create succeeded */
+	bool detached; /* the wait detached or drained the pipeline already */
+};
+
+/* backend_ops.start: the vCPUs run. EXIT_HOST_ERROR with @err if they cannot. */
+int kvm_run_start(void *ctx, char *err, size_t errlen);
+
+/* backend_ops.detach: the pipeline detached unless the wait did, the vCPUs joined. */
+int kvm_run_detach(void *ctx, int status);
+
+/* backend_ops.stats: kvm_run_print_stats of the VM. */
+void kvm_run_stats(void *ctx, const struct pipeline *p);
+
+/* backend_ops.stats_alone: kvm_run_print_vm_stats, if the VM was made. */
+void kvm_run_stats_alone(void *ctx);
+
+/* For backend_ops.close: destroys the VM if it was made; returns its console's write error. */
+int kvm_run_close_vm(struct kvm_run_state *k);
 
 /* Waits for @vm to end, a signal on @sfd, or the absolute time @deadline (0: none). Returns 0 (the
  * VM ended), the signal number, or -1 (deadline). */
