@@ -879,15 +879,3 @@ void tracer_free(struct tracer *t)
 	t->rings = NULL;
 	t->cpu = NULL;
 }
-
-void tracer_set_before_detach(struct tracer *t, void (*fn)(void *ctx), void *ctx)
-{
-	t->before_detach = fn;
-	t->before_detach_ctx = ctx;
-}
-
-void tracer_set_task_slots(struct tracer *t, const uint64_t *current, const uint64_t *preempt)
-{
-	memcpy(t->task.current_slot, current, sizeof(t->task.current_slot));
-	memcpy(t->task.preempt_slot, preempt, sizeof(t->task.preempt_slot));
-}
