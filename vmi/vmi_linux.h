@@ -22,6 +22,9 @@
 #define VMI_LINUX_TEXT_BASE    0xffffffff80000000ull /* __START_KERNEL_map */
 #define VMI_LINUX_THREAD_SHIFT 14		     /* x86_64 THREAD_SIZE = 16 KiB */
 
+/* Linux's preempt count: its bits for an NMI, a hard interrupt and a softirq being served. */
+#define VMI_LINUX_IN_INTERRUPT_MASK (0xf00000u | 0xf0000u | 0x100u)
+
 struct vmi_linux {
 	struct vmi_symtab funcs;   /* text symbols (t, T, w, W) */
 	struct vmi_symtab objects; /* data symbols, per-CPU ones at their section offsets */

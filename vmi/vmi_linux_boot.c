@@ -174,3 +174,11 @@ void vmi_linux_boot_free(struct vmi_boot *b)
 	free(b->locs);
 	memset(b, 0, sizeof(*b));
 }
+
+const uint8_t vmi_linux_boot_nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+
+bool vmi_linux_boot_can_take(uint64_t site, uint64_t loc, uint64_t entry, const uint8_t bytes[5],
+			     uint64_t fentry)
+{
+	return loc && entry == site && vmi_linux_calls_fentry(bytes, site, fentry);
+}

@@ -41,6 +41,18 @@ uint64_t vmi_linux_boot_loc(const struct vmi_boot *b, uint64_t site);
 /* True if the five bytes @bytes at @site are `call __fentry__` (@fentry). Pure. */
 bool vmi_linux_calls_fentry(const uint8_t bytes[5], uint64_t site, uint64_t fentry);
 
+/* Boot tracing takes a site from ftrace before the kernel runs: the site's `call __fentry__` becomes the
+ * NOP5 ftrace_init would have written (@nop5), and its __mcount_loc entry is zeroed so that ftrace_init
+ * skips it (it would otherwise find the host's CALL where it expects its own and disable itself).
+ * Whether @site may be taken: it has an __mcount_loc entry (@loc, from vmi_linux_boot_loc) whose value
+ * @entry (read from the guest) is @site, and its five bytes @bytes are `call __fentry__` (@fentry).
+ * Pure; @bytes and @entry are the guest's, checked here. */
+bool vmi_linux_boot_can_take(uint64_t site, uint64_t loc, uint64_t entry, const uint8_t bytes[5],
+			     uint64_t fentry);
+
+/* The five bytes a taken site becomes (see vmi_linux_boot_can_take). */
+extern const uint8_t vmi_linux_boot_nop5[5];
+
 /* Whether the kernel may have freed its init memory: 1 when system_state (read through @read) is
  * past SYSTEM_SCHEDULING (1; Linux >= 5.13 sets SYSTEM_FREEING_INITMEM before it frees), 0 when
  * not, -1 when it cannot be read (then assume it did). The value is the guest's word: a lie only

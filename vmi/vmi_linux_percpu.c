@@ -25,6 +25,7 @@ int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsi
 		out->current_slot[c] = off + l->current_task;
 		out->preempt_slot[c] = l->preempt_count ? off + l->preempt_count : 0;
 	}
+	out->in_interrupt_mask = VMI_LINUX_IN_INTERRUPT_MASK;
 	out->pid_off = (unsigned)l->pid_off;
 	out->comm_off = (unsigned)l->comm_off;
 	out->valid = true;

@@ -16,6 +16,7 @@ struct vmi_task_layout {
 	bool unknown;			     /* without info: "<unknown>"-0 instead of "cpu<N>"-0 */
 	uint64_t current_slot[VMI_MAX_CPUS]; /* GVA of the pointer to the task running on CPU N */
 	uint64_t preempt_slot[VMI_MAX_CPUS]; /* GVA of CPU N's preempt count (x86 Linux; 0: unknown) */
+	uint32_t in_interrupt_mask; /* the preempt count's bits set while an interrupt is served */
 	unsigned pid_off;		     /* offsets in the task struct */
 	unsigned comm_off;
 	bool has_task_gs; /* stub probes: the current task pointer is the u64 at %gs:task_gs_off

@@ -2,43 +2,27 @@
 #ifndef HVT_CMD_COMMON_H
 #define HVT_CMD_COMMON_H
 
-#include "host/cli/session.h"
+#include "host/session/cmd_out.h"
+#include "host/session/cmd_probe.h"
+#include "host/session/session.h"
 #include "host/trace/tracer.h"
 
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 
-/* Prints "hvtrace: <message>" as one line on stderr (stdout flushed first). */
-void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* @path opened for writing, or stdout when NULL; NULL (after cmd_error naming @flag) on failure. */
-FILE *cmd_open_out(const char *path, const char *flag);
-
-/* Closes @f from cmd_open_out (stdout is flushed, not closed). @werr: errno of an earlier failed
- * write to @f (0 none). On any failure prints one line naming @flag and @path ("stdout" when
- * @path is NULL) and returns -errno; else 0. Main thread. */
-int cmd_finish_out(FILE *f, const char *path, const char *flag, int werr);
-
-/* Call before any thread exists: blocks SIGINT, SIGTERM and SIGHUP (every later thread inherits the mask,
- * so they reach only the returned signalfd and teardown always runs; the previous mask goes to @old).
- * SIGINT is set back to its default first: a shell starts background jobs with it ignored, and an
- * explicit `kill -INT` should still stop us cleanly. Returns the signalfd or -errno. */
+/* Call before any thread exists: blocks SIGINT, SIGTERM and SIGHUP (every later thread inherits the
+ * mask, so they reach only the returned signalfd and teardown always runs; the previous mask goes
+ * to @old). SIGINT is set back to its default first: a shell starts background jobs with it
+ * ignored, and an explicit `kill -INT` should still stop us cleanly. Returns the signalfd or
+ * -errno. */
 int cmd_block_signals(sigset_t *old);
 
-/* --probe: whether the tracer uses stub probes on @tgt for the guest described by @task (@target_why:
- * why this guest cannot host the stub, or NULL). `auto` falls back to trap probes where stubs cannot
- * work, unless @no_trap (cmd_check_int3: INT3 does not exit here); `stub`, or `auto` with @no_trap,
- * says why not in @err (-ENOTSUP). */
-int cmd_probe_mode(const struct session *s, const struct target *tgt,
-		   const struct vmi_task_layout *task, const char *target_why, bool no_trap,
-		   bool *stub, char *err, size_t errlen);
-
-/* Before any trap probe on KVM (the embedded VMM, or QEMU with KVM when @qemu): does INT3 in a guest
- * exit on this host in the form the backend needs (kvm_int3_check)? If so 0 and *@no_trap false.
- * If not: --probe trap is refused (-ENOTSUP, the line in @err); `auto` says on stderr that it uses
- * stub probes for every site; both `auto` and `stub` get *@no_trap (no trap probe may be armed).
- * Main thread. */
+/* Before any trap probe on KVM (the embedded VMM, or QEMU with KVM when @qemu): does INT3 in a
+ * guest exit on this host in the form the backend needs (kvm_int3_check)? If so 0 and *@no_trap
+ * false. If not: --probe trap is refused (-ENOTSUP, the line in @err); `auto` says on stderr that
+ * it uses stub probes for every site; both `auto` and `stub` get *@no_trap (no trap probe may be
+ * armed). Main thread. */
 int cmd_check_int3(const struct session *s, bool qemu, bool *no_trap, char *err, size_t errlen);
 
 #endif

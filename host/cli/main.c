@@ -1,12 +1,13 @@
 /* hvtrace: ftrace for a guest kernel, driven from the host over KVM. */
 #include "host/cli/cmd_common.h"
-#include "host/cli/exitcode.h"
+#include "host/session/exitcode.h"
+#include "host/cli/driver.h"
 #include "host/cli/help.h"
-#include "host/cli/kvm_linux_run.h"
-#include "host/cli/linux_run.h"
 #include "host/cli/report.h"
-#include "host/cli/run.h"
-#include "host/cli/session.h"
+#include "host/cli/session_args.h"
+#include "host/kvm/backend_elf.h"
+#include "host/kvm/backend_linux.h"
+#include "host/qemu/backend_qemu.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -28,10 +29,10 @@ int main(int argc, char **argv)
 		session_free(&s);
 		return EXIT_BAD_INPUT;
 	}
-	/* With a guest attached, a closed output (`hvtrace run ... | head`) is a write error like any
-	 * other: reported in one line, the guest detached as after any error, never a death by signal
-	 * halfway through a detach. `report` and --help touch no guest: a closed pipe ends them quietly,
-	 * as it ends trace-cmd. */
+	/* With a guest attached, a closed output (`hvtrace run ... | head`) is a write error like
+	 * any other: reported in one line, the guest detached as after any error, never a death by
+	 * signal halfway through a detach. `report` and --help touch no guest: a closed pipe ends
+	 * them quietly, as it ends trace-cmd. */
 	if (s.cmd == CMD_RUN || s.cmd == CMD_ATTACH || s.cmd == CMD_LIST_FUNCTIONS)
 		signal(SIGPIPE, SIG_IGN);
 	switch (s.cmd) {
@@ -46,12 +47,23 @@ int main(int argc, char **argv)
 		status = cmd_finish_out(stdout, NULL, NULL, status) < 0 ? EXIT_HOST_ERROR : 0;
 		break;
 	case CMD_LIST_FUNCTIONS:
-		status = s.list_running ? cmd_linux(&s) : cmd_list_functions(&s);
+		status = s.list_running ? driver_run(&s, backend_qemu_new)
+					: backend_elf_list_functions(&s);
 		break;
-	case CMD_RUN: status = s.qemu ? cmd_linux(&s) : s.kernel ? cmd_run_kernel(&s) : cmd_run(&s); break;
-	case CMD_ATTACH: status = cmd_linux(&s); break;
-	case CMD_REPORT: status = cmd_report(&s); break;
-	default: status = EXIT_BAD_INPUT; break;
+	case CMD_RUN:
+		status = s.qemu	    ? driver_run(&s, backend_qemu_new)
+			 : s.kernel ? driver_run(&s, backend_linux_new)
+				    : driver_run(&s, backend_elf_new);
+		break;
+	case CMD_ATTACH:
+		status = driver_run(&s, backend_qemu_new);
+		break;
+	case CMD_REPORT:
+		status = cmd_report(&s);
+		break;
+	default:
+		status = EXIT_BAD_INPUT;
+		break;
 	}
 	session_free(&s);
 	return status;

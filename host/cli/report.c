@@ -1,6 +1,6 @@
 #include "host/cli/report.h"
 #include "host/cli/cmd_common.h"
-#include "host/cli/exitcode.h"
+#include "host/session/exitcode.h"
 #include "host/sink/tracedat_read.h"
 #include "host/sink/sink.h"
 

@@ -2,7 +2,7 @@
 #ifndef HVT_REPORT_H
 #define HVT_REPORT_H
 
-#include "host/cli/session.h"
+#include "host/session/session.h"
 
 /* Reads s->input (trace.dat) and prints it on stdout as s->report_format says: text (the function
  * tracer's lines), graph (function_graph's), json or folded; auto: graph if the file holds

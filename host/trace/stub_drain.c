@@ -408,17 +408,16 @@ static void sleep_ns(uint64_t ns)
 static void *drain_thread(void *arg)
 {
 	struct stub_drain *d = arg;
-	struct stub_rec *buf = malloc(DRAIN_BATCH * sizeof(*buf));
-	struct task_cache *tc = calloc(1, sizeof(*tc));
-	uint8_t *scratch = malloc(d->c.max_payload + 1);
+	/* allocated by stub_drain_attach (an allocation that fails there ends the run on the main
+	 * thread: this thread never exits the process), freed here */
+	struct stub_rec *buf = d->buf;
+	struct task_cache *tc = d->tc;
+	uint8_t *scratch = d->scratch;
 	uint64_t ring = d->stub.ring_records, peak = 0, nap = 0, last = clock_now_ns(), stalled;
 	bool more;
 	unsigned idle = 0;
 
-	if (!buf || !tc || !scratch) {
-		fprintf(stderr, "hvtrace: stub drain: out of memory\n");
-		exit(4);
-	}
+	d->buf = d->tc = d->scratch = NULL;
 	drain_priority();
 	while (!atomic_load(&d->stop)) {
 		uint64_t taken = drain_pass(d, buf, tc, scratch, false, &more, &stalled);
@@ -486,6 +485,15 @@ static size_t unpatch_all(struct stub_drain *d)
 	return left;
 }
 
+/* Frees the drain thread's buffers while no thread owns them (attach failed). */
+static void free_buffers(struct stub_drain *d)
+{
+	free(d->buf);
+	free(d->tc);
+	free(d->scratch);
+	d->buf = d->tc = d->scratch = NULL;
+}
+
 int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, char *err,
 		      size_t errlen)
 {
@@ -521,6 +529,15 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	}
 	if (!d->nr_probes)
 		return 0;
+	/* the drain thread's buffers: a failure is the caller's to report (status 4) */
+	d->buf = malloc(DRAIN_BATCH * sizeof(struct stub_rec));
+	d->tc = calloc(1, sizeof(struct task_cache));
+	d->scratch = malloc(cfg->max_payload + 1);
+	if (!d->buf || !d->tc || !d->scratch) {
+		free_buffers(d);
+		snprintf(err, errlen, "stub drain: out of memory");
+		return -ENOMEM;
+	}
 	d->clock_anchored = false;
 	if (tgt->ops->tsc_sync && tgt->ops->tsc_sync(tgt, &d->tsc_ref, &d->ns_ref, &d->tsc_khz) == 0 &&
 	    d->tsc_khz)
@@ -530,8 +547,10 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	if (cfg->backpressure)
 		g.wait_tsc = (d->tsc_khz ? d->tsc_khz : DRAIN_TSC_KHZ_GUESS) * DRAIN_GUEST_WAIT_MS;
 	ret = stub_place(&d->stub, tgt, cfg->nr_cpus, returns, &g, lo, hi, err, errlen);
-	if (ret < 0)
+	if (ret < 0) {
+		free_buffers(d);
 		return ret;
+	}
 	for (size_t i = 0; i < cfg->probes->nr; i++) {
 		struct probe *p = &cfg->probes->v[i];
 
@@ -545,6 +564,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 				 : ret == -ERANGE ? "the stub is out of CALL rel32 reach"
 				 : ret == -ESTALE ? "rewritten by the guest since it was verified"
 						  : "cannot write the CALL");
+			free_buffers(d);
 			unpatch_all(d);
 			stub_unplace(&d->stub);
 			return ret;
@@ -557,6 +577,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	atomic_store(&d->horizon, 0);
 	ret = pthread_create(&d->thread, NULL, drain_thread, d);
 	if (ret) {
+		free_buffers(d);
 		atomic_store(&d->horizon, UINT64_MAX);
 		unpatch_all(d);
 		stub_unplace(&d->stub);
@@ -567,10 +588,8 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	return 0;
 }
 
-/* The preempt count's bits for an NMI, a hard interrupt and a softirq being served (Linux). */
-#define IN_INTERRUPT_MASK 0xf00000u | 0xf0000u | 0x100u
-
-/* True if vCPU @cpu serves an interrupt (Linux: its preempt count says so; unknown: no): what it
+/* True if vCPU @cpu serves an interrupt (its preempt count has a bit of the task layout's
+ * in_interrupt_mask, which vmi sets for Linux; unknown: no): what it
  * interrupted may be the stub's code, to which it returns with an IRET the stub must still be
  * mapped for. */
 static bool cpu_in_interrupt(struct stub_drain *d, unsigned cpu)
@@ -581,7 +600,7 @@ static bool cpu_in_interrupt(struct stub_drain *d, unsigned cpu)
 	return cpu < VMI_MAX_CPUS && d->c.task && d->c.task->preempt_slot[cpu] &&
 	       tgt->ops->read_kernel &&
 	       tgt->ops->read_kernel(tgt, d->c.task->preempt_slot[cpu], &count, 4) == 0 &&
-	       (count & (IN_INTERRUPT_MASK)) != 0;
+	       (count & d->c.task->in_interrupt_mask) != 0;
 }
 
 /* True if some vCPU is executing the stub's code right now, or may return into it from an interrupt

@@ -63,6 +63,8 @@ struct stub_drain {
 	atomic_bool hold;   /* backpressure: the drain wants the vCPUs held (stub_drain_holding) */
 	uint64_t pauses;    /* backpressure: times the owner held the vCPUs for the drain, */
 	uint64_t paused_ns; /* and for how long in all (stub_drain_count_pauses) */
+	/* the drain thread's buffers, from stub_drain_attach until the thread takes them */
+	void *buf, *tc, *scratch;
 };
 
 /* Backpressure watermarks, in records of one guest ring of @ring records: the vCPUs are held

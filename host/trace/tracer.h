@@ -196,6 +196,15 @@ static inline unsigned long long tracer_cpu_lost(const struct tracer *t, unsigne
 	return t->cpu[cpu].lost;
 }
 
+/* The backend's before_detach hook (see struct tracer): @fn(@ctx) runs in tracer_detach with the target
+ * paused; NULL: none. Before tracer_attach; main thread. */
+void tracer_set_before_detach(struct tracer *t, void (*fn)(void *ctx), void *ctx);
+
+/* The per-CPU slots of the current task and preempt count moved (e.g. after a kernel's boot): the
+ * tracer's copy, the one the stub's detach looks at, takes @current and @preempt (VMI_MAX_CPUS each).
+ * Target paused (before_detach); main thread. */
+void tracer_set_task_slots(struct tracer *t, const uint64_t *current, const uint64_t *preempt);
+
 /* A copy of the session's counters (see struct tracer_stats). Main thread. */
 void tracer_stats(const struct tracer *t, struct tracer_stats *out);
 

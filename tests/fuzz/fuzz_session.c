@@ -1,7 +1,7 @@
-/* libFuzzer harness for session files (host/cli/session_file.c: the input is the file, read through a
+/* libFuzzer harness for session files (host/session/session_file.c: the input is the file, read through a
  * memfd as `--session /proc/self/fd/N` among command-line words) and for --expect-* specs
  * (host/tap/expect.c: the input's first line as each kind of spec). */
-#include "host/cli/session_file.h"
+#include "host/session/session_file.h"
 #include "host/tap/expect.h"
 
 #include <getopt.h>

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include "host/cli/help.h"
-#include "host/cli/session.h"
+#include "host/cli/session_args.h"
 #include "tests/common/hv_run.h"
 
 #include <errno.h>

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "host/cli/exitcode.h"
-#include "host/cli/session.h"
+#include "host/session/exitcode.h"
+#include "host/cli/session_args.h"
 #include "tests/common/hv_run.h"
 
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "host/cli/session.h"
+#include "host/cli/session_args.h"
 #include "host/qemu/qemu_launch.h"
 
 #include <errno.h>

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "host/cli/sched_boost.h"
+#include "host/session/sched_boost.h"
 #include "host/trace/stub_drain.h"
 
 #include <errno.h>

@@ -11,6 +11,7 @@
 
 #include "host/trace/stub_drain.h"
 #include "tests/common/fake_target.h"
+#include "vmi/vmi_linux.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +31,8 @@ static struct vmi_symtab syms;
 static struct vmi_site sites[3];
 static struct probe_table probes;
 static struct ring rings[2];
-static struct vmi_task_layout task = {.cpu_gs_off = 8};
+static struct vmi_task_layout task = {.cpu_gs_off = 8,
+				      .in_interrupt_mask = VMI_LINUX_IN_INTERRUPT_MASK};
 static struct stub_drain d;
 static struct fe_spec ret_spec;	   /* F_HOOK's typed return, when set by setup_typed */
 static bool with_ret_spec;

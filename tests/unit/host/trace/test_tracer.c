@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "arch/x86/x86_insn.h"
-#include "host/cli/text_verify.h"
+#include "host/session/text_verify.h"
 #include "host/trace/tracer.h"
 #include "tests/common/fake_target.h"
 

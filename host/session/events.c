@@ -1,4 +1,4 @@
-#include "host/cli/events.h"
+#include "host/session/events.h"
 #include "host/trace/fevent_btf.h"
 #include "host/trace/filter.h"
 

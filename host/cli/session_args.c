@@ -1,6 +1,6 @@
-#include "host/cli/session.h"
+#include "host/cli/session_args.h"
 #include "host/cli/help.h"
-#include "host/cli/session_file.h"
+#include "host/session/session_file.h"
 #include "host/kvm/vm.h"
 
 #include <ctype.h>
@@ -11,152 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-const char session_usage[] =
-	"usage: hvtrace run [options] GUEST.elf      boot GUEST in the embedded VMM and trace it\n"
-	"       hvtrace run --kernel FILE [options]  boot a Linux bzImage in the embedded VMM (real KVM)\n"
-	"       hvtrace run --qemu --kernel FILE [options]\n"
-	"                                            launch QEMU with a Linux kernel and trace it\n"
-	"       hvtrace attach [-c URI] NAME | --qmp SOCKET | --pid PID [options]\n"
-	"                                            trace a running QEMU VM (libvirt domain NAME)\n"
-	"       hvtrace record [attach] [run or attach options]\n"
-	"                                            the same, writing trace-cmd's trace.dat (-o FILE,\n"
-	"                                            default trace.dat) for trace-cmd, KernelShark\n"
-	"       hvtrace report [-i FILE] [--format text|graph|json|folded] [--funcgraph-retval]\n"
-	"                      [--funcgraph-retval-hex] [--funcgraph-tail]\n"
-	"                                            print a trace.dat as run prints its trace\n"
-	"                                            (default: trace.dat, graph for function_graph)\n"
-	"       hvtrace list-functions GUEST.elf | NAME | --qmp SOCKET | --pid PID\n"
-	"                                            print the traceable functions (of a running\n"
-	"                                            VM: its kernel's and its modules')\n"
-	"       hvtrace --help | --version\n"
-	"\n"
-	"run options:\n"
-	"  -p, --tracer NAME        function (default), function_graph or nop\n"
-	"  -l, --filter GLOB        trace only matching functions (set_ftrace_filter; repeatable)\n"
-	"  -n, --notrace GLOB       never trace matching functions (set_ftrace_notrace; repeatable)\n"
-	"  -e, --event SPEC         function-based event, e.g. 'do_sys_openat2(int dfd, string name)'\n"
-	"                           (repeatable; with -e alone the tracer is nop)\n"
-	"  -r, --return-probe SPEC  return probe: 'func', or 'func(type name)' for a typed RAX\n"
-	"                           (kretprobe without maxactive; repeatable)\n"
-	"  -P, --task-pid PID       trace only guest task PID (set_ftrace_pid; repeatable)\n"
-	"      --comm NAME          trace only guest tasks named NAME, a glob (repeatable; with -P:\n"
-	"                           tasks either selects)\n"
-	"      --cpu LIST           trace only these guest CPUs: '0,2-3' (tracing_cpumask; repeatable)\n"
-	"      --filter-event 'FUNC: EXPR'  keep FUNC's -e events whose fields match EXPR (ftrace's\n"
-	"                           filter syntax: == != < > <= >= & on numbers, == != ~ globs on\n"
-	"                           strings, && || ! and parentheses; repeatable)\n"
-	"      --trigger 'FUNC:CMD[:N]'  at each entry of the traced function FUNC (N times at most):\n"
-	"                           traceon, traceoff (switch tracing), stacktrace (the guest's call\n"
-	"                           chain as a <stack trace> block), snapshot (the -o file so far to\n"
-	"                           FILE.snapshot-1, -2, ...); ftrace's function commands (repeatable)\n"
-	"      --tracing-off        start with tracing off (a traceon trigger switches it on)\n"
-	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
-	"                           (set_graph_function; repeatable)\n"
-	"      --max-depth N        function_graph: trace at most N levels deep\n"
-	"      --funcgraph-retval   function_graph: print return values (RAX; errno in decimal)\n"
-	"      --funcgraph-retval-hex\n"
-	"                           function_graph: print return values, all in hex\n"
-	"      --funcgraph-tail     function_graph: name the function on closing braces\n"
-	"      --profile            per-function hits, returns, misses and durations on stderr\n"
-	"  -o, --output FILE        write the trace to FILE (default: stdout)\n"
-	"      --console FILE       write the guest console to FILE (default: stdout)\n"
-	"      --smp N              vCPUs (default 2)\n"
-	"      --mem MB             guest RAM (default 64; 256 with --qemu, which takes any size)\n"
-	"      --timeout SEC        stop the guest after SEC seconds (exit status 124)\n"
-	"      --duration SEC       trace for SEC seconds, then remove every probe and let the guest\n"
-	"                           run on untraced\n"
-	"      --buffer-size-kb KB  per-vCPU trace buffer (default 4096)\n"
-	"      --stats              print per-vCPU event counts to stderr at the end\n"
-	"      --expect-call FUNC   exit 7 unless the guest called FUNC while traced; 'FUNC>=N':\n"
-	"                           its count compares with N (>= > <= < = !=) (repeatable)\n"
-	"      --expect-no-call FUNC  exit 7 if the guest called FUNC while traced (repeatable)\n"
-	"      --expect-return 'FUNC==V'  exit 7 unless every return of FUNC had value V (or\n"
-	"                           none had, with !=); needs -p function_graph or -r FUNC\n"
-	"      --expect-order 'A,B'  exit 7 unless A's first call came before B's (repeatable)\n"
-	"      --summary FILE       write a JSON summary: counts per function, lost, exit, verdicts\n"
-	"      --junit FILE         write a JUnit XML report, one test case per --expect-*\n"
-	"      --format text|json|jsonl\n"
-	"                           the live trace as ftrace's text (default) or as JSON Lines (json\n"
-	"                           and jsonl alike): one object per event (type, ts, cpu, comm, pid,\n"
-	"                           func, parent, args, retval, duration_ns); not report's json\n"
-	"                           (Chrome trace events)\n"
-	"      --quiet              no progress line (events/s, lost, elapsed) on a terminal's stderr\n"
-	"      --session FILE       the options of FILE (- for standard input), one per line without\n"
-	"                           the dashes ('tracer function_graph'); options after it win\n"
-	"      --probe trap|stub|auto  trap: INT3, one VM exit per event (default); stub: CALL into\n"
-	"                           hvtrace's in-guest stub, no exit (events that read guest memory\n"
-	"                           stay trap probes); auto: stub where the target can host it\n"
-	"      --no-backpressure    stub probes: lose events when the guest's rings are full rather\n"
-	"                           than hold the vCPUs until they are drained\n"
-	"\n"
-	"Linux guests (run --qemu, attach):\n"
-	"      --qemu               launch QEMU instead of the embedded VMM\n"
-	"      --accel tcg|kvm      QEMU accelerator (default tcg)\n"
-	"      --machine pc|q35     QEMU machine type (default pc)\n"
-	"      --kernel FILE        bzImage to boot\n"
-	"      --initrd FILE        initramfs\n"
-	"      --append STR         extra kernel command line\n"
-	"      --system-map FILE    the kernel's System.map or ELF vmlinux instead of the symbols\n"
-	"                           the guest's kallsyms holds (KASLR is found by itself)\n"
-	"  -c, --connect URI        attach NAME: libvirt's URI (default $LIBVIRT_DEFAULT_URI, else\n"
-	"                           qemu:///system)\n"
-	"      --qmp SOCKET         attach: a bare QEMU's QMP socket: unix:PATH, PATH or tcp:HOST:PORT\n"
-	"      --pid PID            attach: a QEMU process: its QMP monitor (-qmp, -mon), else its\n"
-	"                           gdbstub (-s, -gdb tcp:), from its command line\n"
-	"      --verify-text        check that the kernel text is byte-identical after detach\n"
-	"      --gdb-memory         read guest memory through the gdbstub, not /proc/PID/mem\n"
-	"\n"
-	"GLOBs are ftrace's: '*', '?' and '[...]'.\n";
-
-void session_init(struct session *s)
-{
-	memset(s, 0, sizeof(*s));
-	s->tracer = TRACER_FUNCTION;
-	s->smp = 2;
-	s->mem_mb = 64;
-	s->buffer_size_kb = 4096;
-}
-
-void session_free(struct session *s)
-{
-	free(s->filter);
-	free(s->notrace);
-	free(s->graph);
-	free(s->events);
-	free(s->rprobes);
-	s->events = s->rprobes = NULL;
-	s->nr_events = s->nr_rprobes = 0;
-	free(s->expects);
-	s->expects = NULL;
-	s->nr_expects = 0;
-	rec_filter_free(&s->tasks);
-	free(s->efilters);
-	s->efilters = NULL;
-	s->nr_efilters = 0;
-	free(s->triggers);
-	s->triggers = NULL;
-	s->nr_triggers = 0;
-	while (s->words) {
-		struct session_words *older = s->words->older;
-
-		session_words_free(s->words);
-		free(s->words);
-		s->words = older;
-	}
-	s->filter = s->notrace = s->graph = NULL;
-	s->nr_filter = s->nr_notrace = s->nr_graph = 0;
-}
-
-const char *tracer_name(enum tracer_kind k)
-{
-	switch (k) {
-	case TRACER_NOP: return "nop";
-	case TRACER_FUNCTION: return "function";
-	case TRACER_FUNCTION_GRAPH: return "function_graph";
-	}
-	return "?";
-}
 
 static int parse_uint(const char *opt, const char *arg, unsigned lo, unsigned hi, unsigned *out,
 		      char *err, size_t errlen)
@@ -365,31 +219,27 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 	return 0;
 }
 
-/* --filter-event 'FUNC: EXPR': parsed now; bound to FUNC's -e event when the probes exist. */
-static int parse_filter_event(struct session *s, const char *text, char *err, size_t errlen)
+/* --filter-event 'FUNC: EXPR' (bound to FUNC's -e event when the probes exist) or, with @trigger,
+ * --trigger 'FUNC:CMD[:N]' (its function found among the probes later): parsed now, appended. */
+static int parse_bound(struct session *s, bool trigger, const char *text, char *err, size_t errlen)
 {
-	struct ef_filter *v = realloc(s->efilters, (s->nr_efilters + 1) * sizeof(*v));
+	size_t n = trigger ? s->nr_triggers : s->nr_efilters;
+	void *v = trigger ? realloc(s->triggers, (n + 1) * sizeof(*s->triggers))
+			  : realloc(s->efilters, (n + 1) * sizeof(*s->efilters));
+	int ret;
 
 	if (!v)
 		return -ENOMEM;
-	s->efilters = v;
-	if (ef_parse(text, &v[s->nr_efilters], err, errlen) < 0)
+	if (trigger) {
+		s->triggers = v;
+		ret = trigger_parse(text, &s->triggers[n], err, errlen);
+	} else {
+		s->efilters = v;
+		ret = ef_parse(text, &s->efilters[n], err, errlen);
+	}
+	if (ret < 0)
 		return -EINVAL;
-	s->nr_efilters++;
-	return 0;
-}
-
-/* --trigger 'FUNC:CMD[:N]': parsed now; its function is found among the probes later. */
-static int parse_trigger(struct session *s, const char *text, char *err, size_t errlen)
-{
-	struct trigger *v = realloc(s->triggers, (s->nr_triggers + 1) * sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	s->triggers = v;
-	if (trigger_parse(text, &v[s->nr_triggers], err, errlen) < 0)
-		return -EINVAL;
-	s->nr_triggers++;
+	*(trigger ? &s->nr_triggers : &s->nr_efilters) = n + 1;
 	return 0;
 }
 
@@ -584,8 +434,8 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case 'P': ret = rec_filter_add_pid(&s->tasks, optarg, err, errlen); break;
 		case OPT_COMM: ret = rec_filter_add_comm(&s->tasks, optarg, err, errlen); break;
 		case OPT_CPU: ret = rec_filter_add_cpus(&s->tasks, optarg, err, errlen); break;
-		case OPT_FILTER_EVENT: ret = parse_filter_event(s, optarg, err, errlen); break;
-		case OPT_TRIGGER: ret = parse_trigger(s, optarg, err, errlen); break;
+		case OPT_FILTER_EVENT: ret = parse_bound(s, false, optarg, err, errlen); break;
+		case OPT_TRIGGER: ret = parse_bound(s, true, optarg, err, errlen); break;
 		case OPT_TRACING_OFF: s->tracing_off = true; break;
 		case OPT_SUMMARY: s->summary = optarg; break;
 		case OPT_JUNIT: s->junit = optarg; break;

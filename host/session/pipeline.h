@@ -5,8 +5,8 @@
 #ifndef HVT_PIPELINE_H
 #define HVT_PIPELINE_H
 
-#include "host/cli/progress.h"
-#include "host/cli/session.h"
+#include "host/session/progress.h"
+#include "host/session/session.h"
 #include "host/tap/expect.h"
 #include "host/tap/profile.h"
 #include "host/sink/sink.h"
@@ -101,6 +101,37 @@ int pipeline_finish(struct pipeline *p, int status,
 
 /* --stats: the stub-probe line (nothing without stub probes); for backend_stats. */
 void pipeline_print_stub_stats(const struct pipeline *p);
+
+/* What the driver and the backends ask of a pipeline (pipeline_access.c); main thread. */
+/* Whether pipeline_select ran on @p (zeroed by its owner before). */
+bool pipeline_selected(const struct pipeline *p);
+/* The sink's write error (errno, 0 none), once pipeline_finish has run. */
+int pipeline_sink_err(const struct pipeline *p);
+/* Whether pipeline_build made the tracer. */
+bool pipeline_has_tracer(const struct pipeline *p);
+/* Whether the vCPUs are to be held while the stub drain asks (stub probes with backpressure). */
+bool pipeline_backpressure(const struct pipeline *p);
+/* Whether the stub drain asks for the vCPUs to be held now (any thread). */
+bool pipeline_drain_holding(struct pipeline *p);
+/* Counts @n holds of the vCPUs, @ns in all, in the stub drain's pauses. */
+void pipeline_count_pauses(struct pipeline *p, uint64_t n, uint64_t ns);
+/* The tracer's target (after pipeline_build). */
+struct target *pipeline_target(const struct pipeline *p);
+/* For a guest that went away without a detach: tracer_stop_drain, if there is a tracer. */
+void pipeline_stop_drain(struct pipeline *p);
+/* The selected sites (pipeline_select), @nr of them; borrowed. */
+const struct vmi_site *const *pipeline_selection(const struct pipeline *p, size_t *nr);
+/* The backend's hook in the detach (tracer_set_before_detach). After pipeline_build. */
+void pipeline_set_before_detach(struct pipeline *p, void (*fn)(void *ctx), void *ctx);
+/* tracer_forget_range on the pipeline's tracer (in before_detach). */
+size_t pipeline_forget_range(struct pipeline *p, uint64_t lo, uint64_t hi);
+/* tracer_set_task_slots on the pipeline's tracer (in before_detach). */
+void pipeline_set_task_slots(struct pipeline *p, const uint64_t *current, const uint64_t *preempt);
+
+/* The pipeline's tracer, to read (tracer_probes, trampoline); borrowed. */
+const struct tracer *pipeline_tracer(const struct pipeline *p);
+/* In the guardian: tracer_takeover_detach on the pipeline's tracer. */
+int pipeline_takeover_detach(struct pipeline *p);
 
 /* Frees everything pipeline_select and pipeline_build made. */
 void pipeline_free(struct pipeline *p);

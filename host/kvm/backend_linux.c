@@ -1,24 +1,22 @@
-#include "host/cli/kvm_linux_run.h"
-#include "host/cli/cmd_common.h"
-#include "host/cli/exitcode.h"
-#include "host/cli/run.h"
-#include "host/cli/pipeline.h"
+#include "host/kvm/backend_linux.h"
 #include "host/kvm/bzimage.h"
+#include "host/kvm/kvm_run.h"
 #include "host/kvm/linux_vm.h"
 #include "host/kvm/target_kvm.h"
 #include "host/kvm/vcpu.h"
 #include "host/kvm/vm.h"
+#include "host/session/cmd_out.h"
+#include "host/session/cmd_probe.h"
+#include "host/session/exitcode.h"
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_linux_boot.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,17 +27,17 @@
 #define BASE_CMDLINE "console=ttyS0 panic=-1"
 
 struct klrun {
-	const struct session *s;
-	struct vm *vm;
+	struct kvm_run_state k; /* first: the shared ops take the state as a struct kvm_run_state */
 	struct target tgt;
 	struct vmi_linux l;
 	bool have_l;
 	struct vmi_sites sites;
 	struct vmi_boot boot;
 	struct vmi_task_layout task;
-	struct pipeline p;
-	bool have_p;
 	FILE *out;
+	uint8_t *kernel, *initrd;
+	size_t kernel_len, initrd_len;
+	char *cmdline;
 };
 
 /* Kernel memory: the image linearly (before the first instruction too), the rest through the
@@ -51,17 +49,17 @@ static int kread(void *ctx, uint64_t gva, void *buf, size_t len)
 	return r->tgt.ops->read_kernel(&r->tgt, gva, buf, len);
 }
 
-/* Takes every selected site from ftrace before the kernel runs: the NOP5 ftrace_init would have
- * written over `call __fentry__`, and the site's __mcount_loc entry zeroed so that ftrace_init skips
- * it (it would otherwise find our CALL where it expects its own and disable itself). Those functions
- * are then not in the guest's own available_filter_functions. 0, or an exit status with @err. */
+/* Takes every selected site from ftrace before the kernel runs (vmi_linux_boot_can_take says which
+ * may be taken and what they become). Those functions are then not in the guest's own
+ * available_filter_functions. 0, or an exit status with @err. */
 static int take_from_ftrace(struct klrun *r, char *err, size_t errlen)
 {
-	static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
 	static const uint64_t zero;
+	size_t nr_sel;
+	const struct vmi_site *const *sel = pipeline_selection(r->k.env.p, &nr_sel);
 
-	for (size_t i = 0; i < r->p.nr_sel; i++) {
-		const struct vmi_site *site = r->p.sel[i];
+	for (size_t i = 0; i < nr_sel; i++) {
+		const struct vmi_site *site = sel[i];
 		uint64_t loc = vmi_linux_boot_loc(&r->boot, site->addr), gpa, lgpa, entry = 0;
 		uint8_t b[5];
 
@@ -69,11 +67,12 @@ static int take_from_ftrace(struct klrun *r, char *err, size_t errlen)
 		    r->tgt.ops->kernel_gpa(&r->tgt, loc, &lgpa) < 0 ||
 		    r->tgt.ops->read_phys(&r->tgt, gpa, b, 5) < 0 ||
 		    r->tgt.ops->read_phys(&r->tgt, lgpa, &entry, 8) < 0 ||
-		    !vmi_linux_calls_fentry(b, site->addr, r->l.fentry) || entry != site->addr ||
-		    r->tgt.ops->write_phys(&r->tgt, gpa, nop5, 5) < 0 ||
+		    !vmi_linux_boot_can_take(site->addr, loc, entry, b, r->l.fentry) ||
+		    r->tgt.ops->write_phys(&r->tgt, gpa, vmi_linux_boot_nop5, 5) < 0 ||
 		    r->tgt.ops->write_phys(&r->tgt, lgpa, &zero, 8) < 0) {
 			snprintf(err, errlen,
-				 "boot tracing: %s: site 0x%" PRIx64 " is not a `call __fentry__` listed "
+				 "boot tracing: %s: site 0x%" PRIx64
+				 " is not a `call __fentry__` listed "
 				 "in __mcount_loc",
 				 site->func->name, site->addr);
 			return EXIT_BAD_INPUT;
@@ -82,8 +81,8 @@ static int take_from_ftrace(struct klrun *r, char *err, size_t errlen)
 	return 0;
 }
 
-/* tracer_detach's before_detach, with the VM still there and its vCPUs paused: probes in .init.text are
- * forgotten once the kernel may have freed it (their memory is the kernel's again), and the
+/* tracer_detach's before_detach, with the VM still there and its vCPUs paused: probes in .init.text
+ * are forgotten once the kernel may have freed it (their memory is the kernel's again), and the
  * per-CPU slots of the current task and preempt count are read again (they moved after boot). */
 static void before_detach(void *ctx)
 {
@@ -92,14 +91,14 @@ static void before_detach(void *ctx)
 	size_t n = 0;
 
 	if (vmi_linux_init_freed(&r->l, kread, r) != 0)
-		n = tracer_forget_range(&r->p.tr, r->boot.init_lo, r->boot.init_hi);
-	if (n && r->s->stats)
-		fprintf(stderr, "hvtrace: stats: init-text-probes-left %zu (the kernel freed .init.text)\n",
+		n = pipeline_forget_range(r->k.env.p, r->boot.init_lo, r->boot.init_hi);
+	if (n && r->k.env.s->stats)
+		fprintf(stderr,
+			"hvtrace: stats: init-text-probes-left %zu (the kernel freed .init.text)\n",
 			n);
-	if (r->task.valid && vmi_linux_task_layout(&r->l, kread, r, r->vm->nr_vcpus, &now) == 0) {
+	if (r->task.valid && vmi_linux_task_layout(&r->l, kread, r, r->k.vm.nr_vcpus, &now) == 0) {
 		/* the tracer's own copy is the one the stub's detach looks at */
-		memcpy(r->p.tr.task.current_slot, now.current_slot, sizeof(now.current_slot));
-		memcpy(r->p.tr.task.preempt_slot, now.preempt_slot, sizeof(now.preempt_slot));
+		pipeline_set_task_slots(r->k.env.p, now.current_slot, now.preempt_slot);
 	}
 }
 
@@ -109,14 +108,14 @@ static void before_detach(void *ctx)
  * 0, or an exit status with @err. */
 static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 {
-	const struct session *s = r->s;
+	const struct session *s = r->k.env.s;
 	struct pipeline_guest pg = {
 	    .tgt = &r->tgt,
 	    .task = &r->task,
 	    .funcs = &r->l.funcs,
 	    .no_trampoline = "no __fentry__ in the kernel's symbols",
 	    .no_trap = true, /* INT3 belongs to the guest: no KVM_GUESTDBG on a linux_pc VM */
-	    .backpressure = !s->no_backpressure, /* run_supervise holds the vCPUs when asked */
+	    .backpressure = !s->no_backpressure, /* kvm_run_supervise holds the vCPUs when asked */
 	};
 	const struct vmi_sym *top, *pud;
 	char release[64] = "";
@@ -140,18 +139,20 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	vmi_linux_release(&r->l, kread, r, release, sizeof(release));
 	if (sscanf(release, "%u.%u", &major, &minor) != 2 || major > 99 || minor > 999 ||
 	    major * 1000 + minor < 5013) {
-		snprintf(err, errlen,
-			 "boot tracing: kernel \"%s\": 5.13 or later needed (the first MiB reserved "
-			 "whole, system_state's SYSTEM_FREEING_INITMEM)",
-			 release);
+		snprintf(
+		    err, errlen,
+		    "boot tracing: kernel \"%s\": 5.13 or later needed (the first MiB reserved "
+		    "whole, system_state's SYSTEM_FREEING_INITMEM)",
+		    release);
 		return EXIT_BAD_INPUT;
 	}
 	top = vmi_symtab_find(&r->l.objects, "init_top_pgt");
 	pud = vmi_symtab_find(&r->l.objects, "level3_kernel_pgt");
 	if (!top || !pud || target_kvm_linux_tables(&r->tgt, top->addr, pud->addr) < 0) {
-		snprintf(err, errlen,
-			 "boot tracing: the kernel's symbols lack init_top_pgt / level3_kernel_pgt in "
-			 "its image");
+		snprintf(
+		    err, errlen,
+		    "boot tracing: the kernel's symbols lack init_top_pgt / level3_kernel_pgt in "
+		    "its image");
 		return EXIT_BAD_INPUT;
 	}
 	ret = vmi_linux_boot_sites(&r->l, kread, r, &r->boot, &r->sites, err, errlen);
@@ -159,7 +160,7 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	if (vmi_linux_read_btf(&r->l, kread, r, err, errlen) < 0)
 		fprintf(stderr, "hvtrace: %s: tasks show as <unknown>-0\n", err);
-	if (vmi_linux_task_layout(&r->l, kread, r, r->vm->nr_vcpus, &r->task) < 0) {
+	if (vmi_linux_task_layout(&r->l, kread, r, r->k.vm.nr_vcpus, &r->task) < 0) {
 		r->task.unknown = true;
 	} else {
 		/* the per-CPU areas move once the kernel sets them up: the stub reads %gs */
@@ -169,8 +170,7 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	r->task.has_cpu_gs = vmi_linux_cpu_gs(&r->l, &r->task.cpu_gs_off);
 	if (cmd_probe_mode(s, &r->tgt, &r->task, NULL, true, &pg.stub, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	ret = pipeline_select(&r->p, s, &r->sites, NULL, 0, err, errlen);
-	r->have_p = true;
+	ret = pipeline_select(r->k.env.p, s, &r->sites, NULL, 0, err, errlen);
 	if (ret)
 		return ret;
 	ret = take_from_ftrace(r, err, errlen);
@@ -178,14 +178,12 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 		return ret;
 	r->tgt.trampoline = r->l.fentry;
 	pg.btf = r->l.btf;
-	ret = pipeline_build(&r->p, &pg, r->out, err, errlen);
+	ret = pipeline_build(r->k.env.p, &pg, r->out, err, errlen);
 	if (ret)
 		return ret;
-	r->p.tr.before_detach = before_detach;
-	r->p.tr.before_detach_ctx = r;
-	return pipeline_start(&r->p, EXIT_BAD_INPUT, err, errlen);
+	pipeline_set_before_detach(r->k.env.p, before_detach, r);
+	return pipeline_start(r->k.env.p, EXIT_BAD_INPUT, err, errlen);
 }
-
 
 /* Reads @path whole into a new buffer. 0, or -errno with one line (naming @flag and @path) in @err.
  */
@@ -237,157 +235,137 @@ static int slurp(const char *path, const char *flag, uint8_t **buf, size_t *len,
 	return 0;
 }
 
-int cmd_run_kernel(const struct session *s)
+static int linux_open(void *ctx, char *err, size_t errlen)
 {
-	uint8_t *kernel = NULL, *initrd = NULL;
-	size_t kernel_len = 0, initrd_len = 0;
-	char err[512], *cmdline = NULL;
-	FILE *con = NULL, *out = NULL;
-	struct vm vm;
-	sigset_t old;
-	int sfd = -1, sig, status = EXIT_BAD_INPUT, con_err = 0, out_err = 0, ret;
-	bool vm_made = false, detached = false;
-	static struct klrun r; /* large (sites, symbols); one run per process */
+	struct klrun *r = ctx;
+	const struct session *s = r->k.env.s;
 	struct bzimage bz;
+	char why[512];
 
-	memset(&r, 0, sizeof(r));
-	r.s = s;
-	r.vm = &vm;
-
-	if (slurp(s->kernel, "--kernel", &kernel, &kernel_len, err, sizeof(err)) < 0 ||
+	if (slurp(s->kernel, "--kernel", &r->kernel, &r->kernel_len, err, errlen) < 0 ||
 	    (s->initrd &&
-	     slurp(s->initrd, "--initrd", &initrd, &initrd_len, err, sizeof(err)) < 0)) {
-		cmd_error("%s", err);
-		goto out_files;
-	}
+	     slurp(s->initrd, "--initrd", &r->initrd, &r->initrd_len, err, errlen) < 0))
+		return EXIT_BAD_INPUT;
 	/* a file that is no bzImage is named as such on any host */
-	if (bzimage_parse(kernel, kernel_len, &bz, err, sizeof(err)) < 0) {
-		cmd_error("%s: %s", s->kernel, err);
-		goto out_files;
+	if (bzimage_parse(r->kernel, r->kernel_len, &bz, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s", s->kernel, why);
+		return EXIT_BAD_INPUT;
 	}
-	if (vm_check_linux_host(err, sizeof(err)) < 0) {
-		cmd_error("%s", err);
-		goto out_files;
-	}
-	if (asprintf(&cmdline, "%s%s%s", BASE_CMDLINE, s->append ? " " : "",
+	if (vm_check_linux_host(err, errlen) < 0)
+		return EXIT_BAD_INPUT;
+	if (asprintf(&r->cmdline, "%s%s%s", BASE_CMDLINE, s->append ? " " : "",
 		     s->append ? s->append : "") < 0) {
-		cmdline = NULL;
-		cmd_error("out of memory");
-		status = EXIT_HOST_ERROR;
-		goto out_files;
-	}
-	sfd = cmd_block_signals(&old);
-	if (sfd < 0) {
-		cmd_error("signalfd: %s", strerror(-sfd));
-		status = EXIT_HOST_ERROR;
-		goto out_files;
+		r->cmdline = NULL;
+		snprintf(err, errlen, "out of memory");
+		return EXIT_HOST_ERROR;
 	}
 	if (s->system_map) {
-		ret = vmi_linux_open(&r.l, s->system_map, err, sizeof(err));
-		if (ret < 0) {
-			cmd_error("%s", err);
-			goto out;
-		}
-		r.have_l = true;
+		if (vmi_linux_open(&r->l, s->system_map, err, errlen) < 0)
+			return EXIT_BAD_INPUT;
+		r->have_l = true;
 	}
-	out = cmd_open_out(s->output, "-o");
-	con = cmd_open_out(s->console, "--console");
-	if (!out || !con)
-		goto out;
-	r.out = out;
+	return 0;
+}
 
+static int linux_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size_t errlen)
+{
+	struct klrun *r = ctx;
+	const struct session *s = r->k.env.s;
 	struct vm_config cfg = {
 	    .smp = s->smp, .mem_mb = s->mem_mb, .console = con, .linux_pc = true};
 	struct linux_image li = {
-	    .bzimage = kernel,
-	    .bzimage_len = kernel_len,
+	    .bzimage = r->kernel,
+	    .bzimage_len = r->kernel_len,
 	    .bzimage_name = s->kernel,
-	    .initrd = initrd,
-	    .initrd_len = initrd_len,
-	    .cmdline = cmdline,
+	    .initrd = r->initrd,
+	    .initrd_len = r->initrd_len,
+	    .cmdline = r->cmdline,
 	};
+	int ret;
 
-	status = EXIT_HOST_ERROR;
-	if (vm_create(&vm, &cfg, err, sizeof(err)) < 0) {
-		cmd_error("%s", err);
-		goto out;
-	}
-	vm_made = true;
-	ret = vm_load_linux(&vm, &li, err, sizeof(err));
-	if (ret < 0) {
-		cmd_error("%s", err);
-		status = ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
-		goto out;
-	}
-	target_kvm_linux_init(&r.tgt, &vm);
+	(void)sfd;
+	r->out = out;
+	if (vm_create(&r->k.vm, &cfg, err, errlen) < 0)
+		return EXIT_HOST_ERROR;
+	r->k.vm_made = true;
+	ret = vm_load_linux(&r->k.vm, &li, err, errlen);
+	if (ret < 0)
+		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
+	target_kvm_linux_init(&r->tgt, &r->k.vm);
 	/* nothing to probe (-p nop, no -e, -r or --expect-*): the kernel is not read at all */
-	ret = s->tracer == TRACER_NOP && !s->nr_events && !s->nr_rprobes && !s->nr_expects
-		  ? 0
-		  : attach_at_boot(&r, err, sizeof(err));
-	if (ret) {
-		cmd_error("%s", err);
-		status = ret;
-		goto out;
-	}
-	if (vcpu_start_all(&vm, err, sizeof(err)) < 0) {
-		cmd_error("%s", err);
-		goto out;
-	}
-	sig = run_supervise(&vm, r.have_p ? &r.p : NULL, sfd, s);
-	/* from now on a signal cuts the rest of the trace short (it still ends with its trailer), and
-	 * a signal or --timeout is said now, not after the rest of the trace is written */
-	if (r.have_p)
-		(void)pipeline_run_ended(&r.p, sfd);
+	if (s->tracer == TRACER_NOP && !s->nr_events && !s->nr_rprobes && !s->nr_expects)
+		return 0;
+	return attach_at_boot(r, err, errlen);
+}
+
+static int linux_wait(void *ctx, int sfd)
+{
+	struct klrun *r = ctx;
+	const struct session *s = r->k.env.s;
+	struct pipeline *p = r->k.env.p;
+	bool have_p = pipeline_selected(p);
+	int sig = kvm_run_supervise(&r->k.vm, have_p ? p : NULL, sfd, s), status = 0;
+
+	/* from now on a signal cuts the rest of the trace short (it still ends with its trailer),
+	 * and a signal or --timeout is said now, not after the rest of the trace is written */
+	if (have_p)
+		(void)pipeline_run_ended(p, sfd);
 	if (sig)
-		status = run_end_status(&vm, sig, s);
-	if (r.have_p) {
-		if (vm.end == VM_END_POWEROFF || vm.end == VM_END_REBOOT ||
-		    vm.end == VM_END_PANIC) {
-			vcpu_join_all(&vm);
-			if (r.p.have_tr) /* nothing left to restore in a guest that is gone */
-				tracer_stop_drain(&r.p.tr);
+		status = kvm_run_end_status(&r->k.vm, sig, s);
+	if (have_p) {
+		if (r->k.vm.end == VM_END_POWEROFF || r->k.vm.end == VM_END_REBOOT ||
+		    r->k.vm.end == VM_END_PANIC) {
+			vcpu_join_all(&r->k.vm);
+			pipeline_stop_drain(
+			    p); /* nothing left to restore in a guest that is gone */
 		} else {
 			/* the vCPUs still run out of the stub */
-			if (pipeline_detach(&r.p) < 0)
+			if (pipeline_detach(p) < 0)
 				cmd_error("restoring the patched sites failed");
 		}
-		detached = true;
+		r->k.detached = true;
 	}
-	vcpu_join_all(&vm);
+	vcpu_join_all(&r->k.vm);
 	if (!sig)
-		status = run_end_status(&vm, sig, s);
-out:
-	if (r.have_p && !detached)
-		pipeline_detach(&r.p);
-	if (vm_made)
-		vcpu_join_all(&vm);
-	if (r.have_p) {
-		status = pipeline_finish(&r.p, status, run_print_stats, &vm);
-		out_err = r.p.sink.err;
-		pipeline_free(&r.p);
-	} else if (vm_made && s->stats) {
-		run_print_vm_stats(&vm);
-	}
-	if (vm_made) {
-		con_err = vm.console_err;
-		vm_destroy(&vm);
-	}
-	vmi_sites_free(&r.sites);
-	vmi_linux_boot_free(&r.boot);
-	if (r.have_l)
-		vmi_linux_close(&r.l);
-	close(sfd);
-	if (!out_err && out == con)
-		out_err = con_err;
-	if (out && cmd_finish_out(out, s->output, "-o", out_err) && !status)
-		status = EXIT_HOST_ERROR;
-	if (con && con != out && cmd_finish_out(con, s->console, "--console", con_err) && !status)
-		status = EXIT_HOST_ERROR;
-	/* last: a signal still pending ends hvtrace only once every output is complete */
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-out_files:
-	free(cmdline);
-	free(kernel);
-	free(initrd);
+		status = kvm_run_end_status(&r->k.vm, sig, s);
 	return status;
+}
+
+static int linux_close(void *ctx)
+{
+	struct klrun *r = ctx;
+	int con_err = kvm_run_close_vm(&r->k);
+
+	vmi_sites_free(&r->sites);
+	vmi_linux_boot_free(&r->boot);
+	if (r->have_l)
+		vmi_linux_close(&r->l);
+	free(r->cmdline);
+	free(r->kernel);
+	free(r->initrd);
+	free(r);
+	return con_err;
+}
+
+static const struct backend_ops linux_ops = {
+    .open = linux_open,
+    .prepare = linux_prepare,
+    .start = kvm_run_start,
+    .wait = linux_wait,
+    .detach = kvm_run_detach,
+    .stats = kvm_run_stats,
+    .stats_alone = kvm_run_stats_alone,
+    .close = linux_close,
+};
+
+int backend_linux_new(struct backend *b, const struct backend_env *env)
+{
+	struct klrun *r = calloc(1, sizeof(*r)); /* large (sites, symbols) */
+
+	if (!r)
+		return -ENOMEM;
+	r->k.env = *env;
+	b->ops = &linux_ops;
+	b->ctx = r;
+	return 0;
 }

@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "host/cli/session.h"
-#include "host/cli/session_file.h"
+#include "host/cli/session_args.h"
+#include "host/session/session_file.h"
 #include "tests/common/files.h"
 
 #include <errno.h>

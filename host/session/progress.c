@@ -1,4 +1,4 @@
-#include "host/cli/progress.h"
+#include "host/session/progress.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
 #ifndef HVT_EVENTS_H
 #define HVT_EVENTS_H
 
-#include "host/cli/session.h"
+#include "host/session/session.h"
 #include "host/trace/tracer.h"
 #include "vmi/vmi_btf.h"
 #include "vmi/vmi_sites.h"

@@ -1,4 +1,4 @@
-#include "host/cli/session_file.h"
+#include "host/session/session_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -318,14 +318,13 @@ const struct session_origin *session_words_origin(const struct session_words *w,
 
 void session_words_free(struct session_words *w)
 {
+	struct session_words *older = w->older; /* the caller's */
+
 	for (size_t i = 0; i < w->nr_owned; i++)
 		free(w->owned[i]);
 	free(w->owned);
 	free(w->origin);
 	free(w->argv);
-	w->owned = NULL;
-	w->origin = NULL;
-	w->argv = NULL;
-	w->nr_owned = 0;
-	w->argc = 0;
+	memset(w, 0, sizeof(*w));
+	w->older = older;
 }

@@ -1,5 +1,6 @@
-/* One model of a trace session: the knobs ftrace users know from tracefs, filled by the CLI (and later
- * by session files and other front ends). */
+/* One model of a trace session: the knobs ftrace users know from tracefs, filled by the CLI's
+ * parser (host/cli/session_args.h, with session files) and read by the pipeline and the backends.
+ */
 #ifndef HVT_SESSION_H
 #define HVT_SESSION_H
 
@@ -29,8 +30,8 @@ enum report_format { REPORT_AUTO, REPORT_TEXT, REPORT_GRAPH, REPORT_JSON, REPORT
 
 enum tracer_kind { TRACER_NOP, TRACER_FUNCTION, TRACER_FUNCTION_GRAPH };
 
-/* How sites are patched: INT3 (a VM exit per event), CALL into the in-guest stub (no exit), or the stub
- * wherever the target and the probe allow it. */
+/* How sites are patched: INT3 (a VM exit per event), CALL into the in-guest stub (no exit), or the
+ * stub wherever the target and the probe allow it. */
 enum probe_kind { PROBE_TRAP, PROBE_STUB, PROBE_AUTO };
 
 struct session {
@@ -46,8 +47,8 @@ struct session {
 	bool funcgraph_retval;
 	bool funcgraph_retval_hex; /* every return value in hex (implies funcgraph_retval) */
 	bool funcgraph_tail;
-	bool profile; /* per-function summary on stderr at the end */
-	bool tracer_given; /* -p was given (with only -e, the default tracer is nop) */
+	bool profile;		/* per-function summary on stderr at the end */
+	bool tracer_given;	/* -p was given (with only -e, the default tracer is nop) */
 	struct fe_spec *events; /* -e function-based events, parsed */
 	size_t nr_events;
 	struct fe_spec *rprobes; /* -r return probes: func, or func(type name) of RAX */
@@ -62,8 +63,8 @@ struct session {
 	unsigned buffer_size_kb; /* per vCPU */
 	bool buffer_size_set;	 /* --buffer-size-kb given: the stub's rings must get it */
 	bool stats;
-	enum probe_kind probe; /* --probe */
-	struct rec_filter tasks; /* -P, --comm, --cpu: which guest tasks and CPUs are traced */
+	enum probe_kind probe;	    /* --probe */
+	struct rec_filter tasks;    /* -P, --comm, --cpu: which guest tasks and CPUs are traced */
 	struct ef_filter *efilters; /* --filter-event, parsed (bound to their -e by the pipeline) */
 	size_t nr_efilters;
 	struct trigger *triggers; /* --trigger, parsed, in the order given */
@@ -72,24 +73,27 @@ struct session {
 
 	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
 	bool qemu;
-	bool list_running; /* list-functions of a running QEMU VM (NAME, --qmp, --pid), not an ELF */
-	const char *accel; /* "tcg" or "kvm" */
+	bool
+	    list_running; /* list-functions of a running QEMU VM (NAME, --qmp, --pid), not an ELF */
+	const char *accel;   /* "tcg" or "kvm" */
 	const char *machine; /* run --qemu: "pc" or "q35", NULL: pc */
 	const char *kernel, *initrd, *append;
 	const char *system_map;
-	const char *domain;   /* attach: libvirt domain name */
-	const char *connect;  /* attach: libvirt URI (-c; default $LIBVIRT_DEFAULT_URI, qemu:///system) */
-	const char *qmp;      /* attach: QMP socket of a bare QEMU */
-	int pid;	      /* attach: QEMU pid (its QMP socket is found on its command line) */
+	const char *domain; /* attach: libvirt domain name */
+	const char
+	    *connect; /* attach: libvirt URI (-c; default $LIBVIRT_DEFAULT_URI, qemu:///system) */
+	const char *qmp;	/* attach: QMP socket of a bare QEMU */
+	int pid;		/* attach: QEMU pid (its QMP socket is found on its command line) */
 	struct expect *expects; /* --expect-*, parsed, in the order given */
 	size_t nr_expects;
 	const char *summary; /* --summary FILE: the session's JSON summary */
 	const char *junit;   /* --junit FILE: one JUnit test case per --expect-* */
-	bool verify_text; /* compare the kernel text before attach and after detach */
-	bool no_backpressure; /* stub probes: lose events rather than hold the vCPUs for the drain */
-	bool gdb_memory;  /* guest memory through the gdbstub, not the QEMU process */
-	bool record;	  /* `record`: run / attach writing trace.dat (-o, default trace.dat) */
-	const char *input; /* report -i (default trace.dat) */
+	bool verify_text;    /* compare the kernel text before attach and after detach */
+	bool
+	    no_backpressure; /* stub probes: lose events rather than hold the vCPUs for the drain */
+	bool gdb_memory;     /* guest memory through the gdbstub, not the QEMU process */
+	bool record;	     /* `record`: run / attach writing trace.dat (-o, default trace.dat) */
+	const char *input;   /* report -i (default trace.dat) */
 	enum report_format report_format;
 	const char *help_cmd; /* CMD_HELP: the command whose help (NULL: all of it) */
 	bool jsonl; /* run/attach --format jsonl: the live trace as JSON Lines (sink_json) */
@@ -100,17 +104,10 @@ struct session {
 /* Defaults: function tracer, 2 vCPUs, 64 MB (256 MB with --qemu), 4096 KB per-vCPU buffer. */
 void session_init(struct session *s);
 
-/* Parses `hvtrace CMD [options] ARGS` into @s. Returns 0, or -EINVAL with one line in @err naming the
- * option or argument at fault ("FILE:LINE: ..." for a line of a session file). Strings in @s point into
- * @argv or into @s->words. Touches no file but the session files of --session (read once). */
-int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen);
-
-/* Frees what session_parse_args allocated (the glob arrays). */
+/* Frees what the parser allocated (the glob arrays, the expanded session files). */
 void session_free(struct session *s);
 
-/* Usage text for --help. */
-extern const char session_usage[];
-
+/* ftrace's name of @k ("function_graph"), "?" if unknown; static storage. */
 const char *tracer_name(enum tracer_kind k);
 
 #endif

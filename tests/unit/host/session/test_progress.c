@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "host/cli/progress.h"
+#include "host/session/progress.h"
 
 #include <fcntl.h>
 #include <stdio.h>

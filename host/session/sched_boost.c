@@ -1,4 +1,4 @@
-#include "host/cli/sched_boost.h"
+#include "host/session/sched_boost.h"
 
 #include <errno.h>
 #include <stdio.h>

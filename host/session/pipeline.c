@@ -1,7 +1,7 @@
-#include "host/cli/pipeline.h"
-#include "host/cli/cmd_common.h"
-#include "host/cli/events.h"
-#include "host/cli/exitcode.h"
+#include "host/session/pipeline.h"
+#include "host/session/cmd_out.h"
+#include "host/session/events.h"
+#include "host/session/exitcode.h"
 #include "host/tap/expect.h"
 #include "host/sink/sink_tracedat.h"
 #include "host/tap/verdict_files.h"
@@ -351,8 +351,9 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	struct ring *rings;
 	int ret;
 
-	if (tracer_attach(&p->tr, err, errlen) < 0)
-		return attach_status;
+	ret = tracer_attach(&p->tr, err, errlen);
+	if (ret < 0) /* out of memory (the stub drain's buffers among it): a host failure */
+		return ret == -ENOMEM ? EXIT_HOST_ERROR : attach_status;
 	rings = tracer_rings(&p->tr, &nr_rings);
 	ret = writer_start(&p->w, rings, nr_rings, &p->sink, tracer_horizon, &p->tr);
 	if (ret < 0) {
@@ -563,13 +564,11 @@ void pipeline_free(struct pipeline *p)
 	unwatch_end(p);
 	if (p->expecting)
 		expect_state_free(&p->expect);
-	p->expecting = false;
 	if (p->profiling)
 		profile_free(&p->prof);
-	p->profiling = false;
 	if (p->have_tr)
 		tracer_free(&p->tr);
-	p->have_tr = false;
+	p->expecting = p->profiling = p->have_tr = false;
 	free(p->sel);
 	p->sel = NULL;
 	rec_filter_free_events(&p->keep);

@@ -1,4 +1,4 @@
-#include "host/cli/text_verify.h"
+#include "host/session/text_verify.h"
 #include "arch/x86/x86_insn.h"
 
 #include <errno.h>

@@ -1,46 +1,43 @@
-#include "host/cli/linux_run.h"
-#include "host/cli/cmd_common.h"
-#include "host/cli/exitcode.h"
-#include "host/cli/pipeline.h"
-#include "host/cli/sched_boost.h"
-#include "host/cli/text_verify.h"
+#include "host/qemu/backend_qemu.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/guardian.h"
 #include "host/qemu/qemu_accel.h"
 #include "host/qemu/qemu_attach.h"
-#include "vmi/vmi_linux_e820.h"
+#include "host/qemu/qemu_stub_place.h"
 #include "host/qemu/target_qemu.h"
 #include "host/qemu/tcp.h"
+#include "host/session/cmd_out.h"
+#include "host/session/cmd_probe.h"
+#include "host/session/end_status.h"
+#include "host/session/exitcode.h"
+#include "host/session/sched_boost.h"
+#include "host/session/text_verify.h"
 #include "host/trace/clock.h"
 #include "host/trace/filter.h"
-#include "host/trace/stub.h"
 #include "vmi/vmi_linux.h"
+#include "vmi/vmi_linux_find.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
-#define BOOT_WAIT_SEC 120  /* how long a booting kernel may take to get its ftrace sites in place */
-#define MIN_SITES 1000	   /* fewer NOP5 entries: ftrace has not converted the call sites yet */
+#define BOOT_WAIT_SEC 120 /* how long a booting kernel may take to get its ftrace sites in place   \
+			   */
+#define MIN_SITES	  1000 /* fewer NOP5 entries: ftrace has not converted the call sites yet */
 #define QEMU_EXIT_WAIT_MS 10000
 /* -g without -l: probe what the graph functions reach through direct calls, this many calls deep
  * (--max-depth lowers it). Every gdbstub breakpoint slows all of a TCG guest's translation. */
 #define GRAPH_STATIC_DEPTH 3
 
-/* run --qemu with stub probes: QEMU's nice above hvtrace's. The vCPUs never wait for the drain (no
- * exit), so on a busy host only the scheduler can keep the guest from outrunning it. */
-#define QEMU_STUB_NICE 10
-
 struct linux_run {
+	struct backend_env env;
 	const struct session *s;
+	struct pipeline *p; /* env.p */
 	struct vmi_linux l;
 	struct vmi_sites sites;
 	FILE *out, *con;
@@ -48,9 +45,7 @@ struct linux_run {
 	struct qemu_conn qc; /* QEMU, its monitor and gdbstub */
 	struct target_qemu tq;
 	bool have_tq;
-	struct pipeline p;
-	bool have_p;
-	struct guardian guard; /* restores and detaches the guest if hvtrace dies */
+	struct guardian guard;	 /* restores and detaches the guest if hvtrace dies */
 	struct text_verify text; /* --verify-text: the kernel text just before the first patch */
 	bool text_changed;
 	/* how the run ends */
@@ -59,9 +54,8 @@ struct linux_run {
 	int sig;
 	bool timed_out, detached;
 	bool no_trap; /* QEMU uses KVM, and INT3 does not exit on it (cmd_check_int3) */
-	uint64_t resv_gpa, resv_size; /* run --qemu: the RAM memmap= asked the kernel to reserve */
-	char resv_why[160];	      /* why the stub is not there ("" if it is) */
-	struct sched_boost boost;     /* stub probes: hvtrace's weight raised */
+	struct qemu_stub_place stub; /* where the stub lives */
+	struct sched_boost boost;    /* stub probes: hvtrace's weight raised */
 };
 
 static bool signalled(struct linux_run *r)
@@ -85,73 +79,19 @@ static int read_kernel_or_stop(void *ctx, uint64_t gva, void *buf, size_t len)
 	return signalled(r) ? -EINTR : target_qemu_read_kernel(&r->tq, gva, buf, len);
 }
 
-/* The kernel's symbols: from the guest's kallsyms, or the --system-map given (with the KASLR slide
- * found). -ESRCH (and why in @err) while the kernel is not up; -EMEDIUMTYPE when a System.map does not
- * match a kernel that is up, or (attach) when kallsyms cannot be read in a kernel that runs. */
-static int find_symbols(struct linux_run *r, char *err, size_t errlen)
-{
-	struct vmi_linux k;
-	char rel[64] = "", why[256];
-	int ret;
-
-	if (!r->s->system_map) {
-		ret = vmi_linux_open_kallsyms(&r->l, read_kernel_or_stop, r, err, errlen);
-		if (ret == 0 || ret == -EINTR || ret == -ESRCH)
-			return ret;
-		if (ret == -ENOENT) { /* an image without kallsyms: the map is the way */
-			size_t n = strlen(err);
-
-			snprintf(err + n, errlen - n, ": pass --system-map FILE (the kernel's System.map "
-						      "or vmlinux)");
-		}
-		/* a booting kernel may be half in place: only a running one is final */
-		return r->qc.launched ? -ESRCH : -EMEDIUMTYPE;
-	}
-	ret = vmi_linux_find_slide(&r->l, read_kernel_or_stop, r, err, errlen);
-	if (ret != -ESRCH)
-		return ret;
-	/* no banner at any slide: if the kernel is up (its kallsyms read), the map is another's */
-	if (vmi_linux_open_kallsyms(&k, read_kernel_or_stop, r, why, sizeof(why)) < 0)
-		return ret;
-	vmi_linux_release(&k, read_kernel_or_stop, r, rel, sizeof(rel));
-	vmi_linux_close(&k);
-	snprintf(err, errlen,
-		 "--system-map %s is for another kernel: no \"Linux version\" at its linux_banner "
-		 "at any KASLR slide (the guest runs %s); omit --system-map to read the symbols "
-		 "from the guest's kallsyms",
-		 r->s->system_map, *rel ? rel : "another kernel");
-	return -EMEDIUMTYPE;
-}
-
-/* One line on stderr: where the symbols came from, how many, the kernel and its KASLR slide. */
-static void print_symbols(struct linux_run *r)
-{
-	char rel[64];
-	size_t mfuncs = 0;
-
-	vmi_linux_release(&r->l, target_qemu_read_kernel, &r->tq, rel, sizeof(rel));
-	for (size_t i = 0; i < r->l.mods.nr; i++)
-		mfuncs += r->l.mods.v[i].nr_funcs;
-	fprintf(stderr,
-		"hvtrace: symbols: %zu (%zu functions) from %s%s (kernel %s, KASLR slide 0x%llx); "
-		"modules: %zu, with %zu functions\n",
-		r->l.funcs.nr + r->l.objects.nr - mfuncs, r->l.funcs.nr - mfuncs,
-		r->s->system_map ? "System.map " : "the guest's kallsyms",
-		r->s->system_map ? r->s->system_map : "", *rel ? rel : "?",
-		(unsigned long long)r->l.slide, r->l.mods.nr, mfuncs);
-}
-
-/* Waits (letting the guest run) until its kernel is up with ftrace's NOPs in place, then reads what the
- * tracer needs: KASLR slide, BTF offsets, sites, task layout. */
+/* Waits (letting the guest run) until its kernel is up with ftrace's NOPs in place, then reads what
+ * the tracer needs: KASLR slide, BTF offsets, sites, task layout. */
 static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char *err, size_t errlen)
 {
 	double give_up = clock_now_s() + BOOT_WAIT_SEC;
 	size_t last = 0;
+	char rel[64], line[4400];
 	int ret;
 
 	for (;;) {
 		if (!r->l.slid) {
-			ret = find_symbols(r, err, errlen);
+			ret = vmi_linux_find_symbols(&r->l, r->s->system_map, r->qc.launched,
+						     read_kernel_or_stop, r, err, errlen);
 			if (ret == -EINVAL || ret == -EINTR || ret == -EMEDIUMTYPE)
 				return ret; /* symbols no scan can use; a signal */
 		}
@@ -199,14 +139,17 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 			return ret;
 		}
 	}
-	print_symbols(r);
-	if (vmi_linux_task_layout(&r->l, target_qemu_read_kernel, &r->tq, r->tq.t.nr_cpus, task) < 0)
+	vmi_linux_release(&r->l, target_qemu_read_kernel, &r->tq, rel, sizeof(rel));
+	vmi_linux_describe_symbols(&r->l, r->s->system_map, rel, line, sizeof(line));
+	fprintf(stderr, "hvtrace: %s\n", line);
+	if (vmi_linux_task_layout(&r->l, target_qemu_read_kernel, &r->tq, r->tq.t.nr_cpus, task) <
+	    0)
 		task->unknown = true;
 	return 0;
 }
 
-
-/* -g without -l: the graph functions and their static callees (see GRAPH_STATIC_DEPTH), minus -n. */
+/* -g without -l: the graph functions and their static callees (see GRAPH_STATIC_DEPTH), minus -n.
+ */
 static int select_graph_closure(struct linux_run *r, const struct vmi_site ***sel, size_t *nr_sel,
 				char *err, size_t errlen)
 {
@@ -226,7 +169,8 @@ static int select_graph_closure(struct linux_run *r, const struct vmi_site ***se
 			if (filter_glob_match(s->graph[g], r->sites.v[i].func->name))
 				roots[nr_roots++] = i;
 		if (nr_roots == before) {
-			snprintf(err, errlen, "-g '%s': matches no traceable function", s->graph[g]);
+			snprintf(err, errlen, "-g '%s': matches no traceable function",
+				 s->graph[g]);
 			ret = -ENOENT;
 			goto out;
 		}
@@ -254,47 +198,6 @@ out:
 	return ret;
 }
 
-/* Whether the kernel keeps the RAM memmap= asked for reserved: its own E820 table says so (the
- * kernel neither allocates nor maps an E820 reserved range). Otherwise the reason in resv_why. */
-static bool stub_reserved(struct linux_run *r)
-{
-	const struct vmi_sym *e = vmi_symtab_find(&r->l.objects, "e820_table");
-	uint8_t tbl[4 + VMI_E820_MAX * VMI_E820_ENTRY_SIZE];
-	long n =
-	    e ? vmi_linux_e820_read(target_qemu_read_kernel, &r->tq, e->addr, tbl, sizeof(tbl)) : -1;
-
-	if (n >= 4 &&
-	    vmi_linux_e820_covers(tbl, (size_t)n, r->resv_gpa, r->resv_size, VMI_E820_RESERVED))
-		return true;
-	snprintf(r->resv_why, sizeof(r->resv_why),
-		 "the kernel's e820_table %s guest-physical 0x%llx-0x%llx (memmap=) reserved",
-		 !e	 ? "(not in the System.map) does not show"
-		 : n < 4 ? "(unreadable) does not show"
-			 : "does not have",
-		 (unsigned long long)r->resv_gpa,
-		 (unsigned long long)(r->resv_gpa + r->resv_size - 1));
-	return false;
-}
-
-/* attach: a RAM range the guest's own command line reserved (memmap=SIZE$ADDR), found in its E820
- * tables; the stub uses it instead of low memory. */
-static void stub_find_reserved(struct linux_run *r)
-{
-	const struct vmi_sym *e = vmi_symtab_find(&r->l.objects, "e820_table");
-	const struct vmi_sym *f = vmi_symtab_find(&r->l.objects, "e820_table_firmware");
-	static uint8_t cur[4 + VMI_E820_MAX * VMI_E820_ENTRY_SIZE],
-	    fw[4 + VMI_E820_MAX * VMI_E820_ENTRY_SIZE];
-	long nc, nf;
-
-	if (!e || !f)
-		return;
-	nc = vmi_linux_e820_read(target_qemu_read_kernel, &r->tq, e->addr, cur, sizeof(cur));
-	nf = vmi_linux_e820_read(target_qemu_read_kernel, &r->tq, f->addr, fw, sizeof(fw));
-	if (nc < 4 || nf < 4 ||
-	    !vmi_linux_e820_user_reserved(cur, (size_t)nc, fw, (size_t)nf, &r->resv_gpa, &r->resv_size))
-		r->resv_gpa = r->resv_size = 0;
-}
-
 /* Probes in, rings and writer running. Returns an exit status on error, 0 on success. */
 static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task, char *err,
 			 size_t errlen)
@@ -302,48 +205,29 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	const struct session *s = r->s;
 	struct vmi_task_layout tl = *task;
 	struct pipeline_guest pg = {
-		.tgt = &r->tq.t,
-		.task = &tl,
-		.funcs = &r->l.funcs,
-		.no_trampoline = "no __fentry__ in the System.map",
-		.btf = r->l.btf,
-		.no_trap = r->no_trap,
-		.backpressure = !s->no_backpressure,
+	    .tgt = &r->tq.t,
+	    .task = &tl,
+	    .funcs = &r->l.funcs,
+	    .no_trampoline = "no __fentry__ in the System.map",
+	    .btf = r->l.btf,
+	    .no_trap = r->no_trap,
+	    .backpressure = !s->no_backpressure,
 	};
 	const struct vmi_site **sel = NULL;
 	size_t nr_sel = 0;
 	char why[256] = "";
-	uint64_t lo, hi, va;
 	int ret;
 
 	tl.has_cpu_gs = vmi_linux_cpu_gs(&r->l, &tl.cpu_gs_off);
 	/* RDTSCP's IA32_TSC_AUX, which Linux sets for vgetcpu, before %gs:cpu_number */
 	vmi_linux_tsc_aux(&r->l, target_qemu_read_kernel, &r->tq, &tl.cpu_aux_mask);
 	if (s->probe != PROBE_TRAP) {
-		if (vmi_linux_stub_area(&r->l, target_qemu_read_kernel, &r->tq, &lo, &hi, &va, why,
-					sizeof(why)) == 0) {
-			bool resv;
-
-			if (!r->qc.launched)
-				stub_find_reserved(r);
-			resv = r->resv_size && (!r->qc.launched || stub_reserved(r));
-			r->tq.stub_low_why = r->resv_why;
-
-			target_qemu_set_stub_area(&r->tq, lo, hi, va, resv ? r->resv_gpa : 0,
-						  resv ? r->resv_size : 0);
-			if (stub_live_at(&r->tq.t, target_qemu_stub_gpa(&r->tq))) {
-				target_qemu_set_stub_area(&r->tq, 0, 0, 0, 0, 0);
-				snprintf(why, sizeof(why), "the stub of an earlier hvtrace is still live in "
-							   "this guest (it was killed with its guardian)");
-			}
-		}
-		if (r->tq.mem.fd < 0 && !*why)
-			snprintf(why, sizeof(why), "stub probes need guest memory through the QEMU "
-						   "process (not --gdb-memory)");
+		qemu_stub_place(&r->stub, &r->tq, &r->l, r->qc.launched, why, sizeof(why));
 		/* "stub probes: <reason>" -> "<reason>" after "--probe stub: " */
-		ret = cmd_probe_mode(s, &r->tq.t, &tl,
-				     *why ? why + (strncmp(why, "stub probes: ", 13) ? 0 : 13) : NULL,
-				     r->no_trap, &pg.stub, err, errlen);
+		ret =
+		    cmd_probe_mode(s, &r->tq.t, &tl,
+				   *why ? why + (strncmp(why, "stub probes: ", 13) ? 0 : 13) : NULL,
+				   r->no_trap, &pg.stub, err, errlen);
 		if (ret < 0)
 			return EXIT_BAD_INPUT;
 	}
@@ -354,13 +238,12 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 			return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 		}
 	}
-	ret = pipeline_select(&r->p, s, &r->sites, sel, nr_sel, err, errlen);
-	r->have_p = true;
+	ret = pipeline_select(r->p, s, &r->sites, sel, nr_sel, err, errlen);
 	if (ret)
 		return ret;
 	r->tq.t.trampoline = r->l.fentry;
 	r->tq.t.stack_shift = VMI_LINUX_THREAD_SHIFT;
-	ret = pipeline_build(&r->p, &pg, r->out, err, errlen);
+	ret = pipeline_build(r->p, &pg, r->out, err, errlen);
 	if (ret)
 		return ret;
 	/* the reference: the text as the kernel has made it so far, just before hvtrace's first
@@ -370,7 +253,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		snprintf(err, errlen, "--verify-text: cannot read the kernel text");
 		return EXIT_QEMU_FAILED;
 	}
-	return pipeline_start(&r->p, EXIT_QEMU_FAILED, err, errlen);
+	return pipeline_start(r->p, EXIT_QEMU_FAILED, err, errlen);
 }
 
 /* Polled by target_qemu_run: whether the stub drain wants the VM held (backpressure). */
@@ -378,7 +261,7 @@ static bool drain_holds(void *ctx)
 {
 	struct linux_run *r = ctx;
 
-	return stub_drain_holding(&r->p.tr.stub);
+	return pipeline_drain_holding(r->p);
 }
 
 /* Polled by target_qemu_run: a signal, --duration, --timeout or a panic ends the traced part. */
@@ -426,8 +309,10 @@ static void verify_text(struct linux_run *r)
 	struct text_verdict v;
 	char at[160];
 
-	if (text_verify_end(&r->text, target_qemu_read_kernel, &r->tq, &r->p.tr.probes,
-			    r->p.tr.trampoline, &v) < 0) {
+	const struct tracer *t = pipeline_tracer(r->p);
+
+	if (text_verify_end(&r->text, target_qemu_read_kernel, &r->tq, tracer_probes(t),
+			    t->trampoline, &v) < 0) {
 		cmd_error("--verify-text: cannot read the kernel text after detach");
 		r->text_changed = true;
 		return;
@@ -444,17 +329,17 @@ static void verify_text(struct linux_run *r)
 			"hvtrace: --verify-text: kernel text unchanged where hvtrace patched (%zu "
 			"probes%s); the kernel itself changed %zu bytes in %zu places since attach "
 			"(first at %s)\n",
-			r->p.tr.probes.nr, r->p.tr.trampoline ? " and the trampoline" : "",
-			v.kernel, v.kernel_runs, sym_at(r, v.kernel_at, at, sizeof(at)));
+			tracer_probes(t)->nr, t->trampoline ? " and the trampoline" : "", v.kernel,
+			v.kernel_runs, sym_at(r, v.kernel_at, at, sizeof(at)));
 	} else {
 		fprintf(stderr, "hvtrace: --verify-text: kernel text unchanged (%zu bytes)\n",
 			v.len);
 	}
 }
 
-/* In the guardian, after hvtrace died: stop the VM, take over the gdbstub connection, restore the guest
- * as tracer_detach does (the shadow stacks are shared memory), and detach, which makes QEMU drop every
- * breakpoint and resume. */
+/* In the guardian, after hvtrace died: stop the VM, take over the gdbstub connection, restore the
+ * guest as tracer_detach does (the shadow stacks are shared memory), and detach, which makes QEMU
+ * drop every breakpoint and resume. */
 static void guardian_takeover(void *ctx)
 {
 	struct linux_run *r = ctx;
@@ -475,8 +360,8 @@ static void guardian_takeover(void *ctx)
 		return;
 	}
 	target_qemu_adopt(&r->tq, &fresh);
-	if (r->have_p && r->p.have_tr)
-		tracer_takeover_detach(&r->p.tr);
+	if (pipeline_has_tracer(r->p))
+		pipeline_takeover_detach(r->p);
 	gdb_detach(&fresh);
 	r->qc.have_gdb = false; /* detached and closed as fresh */
 	dprintf(2, "hvtrace guardian: hvtrace died; probes removed, return slots restored, VM "
@@ -494,7 +379,7 @@ static void detach(struct linux_run *r)
 		return;
 	tcp_set_interrupt(-1); /* the restore runs to its end, each wait with its deadline */
 	guardian_stop(&r->guard);
-	if (r->have_p && pipeline_detach(&r->p) < 0)
+	if (pipeline_selected(r->p) && pipeline_detach(r->p) < 0)
 		cmd_error("restoring the guest failed%s%s: some probes or return slots may remain",
 			  r->qc.gdb.why[0] ? ": " : "", r->qc.gdb.why);
 	if (r->text.before && r->tq.stopped)
@@ -520,8 +405,8 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 	}
 	if (how == QEMU_RUN_STOP_ASKED)
 		detach(r);
-	else if (r->have_p && r->p.have_tr)
-		tracer_stop_drain(&r->p.tr); /* nothing left to restore in a VM that is gone */
+	else
+		pipeline_stop_drain(r->p); /* nothing left to restore in a VM that is gone */
 	r->detached = true;
 	if (!r->qc.launched) {
 		/* attach: the VM runs on; a detach by signal or --duration is the normal end */
@@ -531,12 +416,9 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 	}
 	if (r->sig || r->timed_out) {
 		qemu_proc_kill(&r->qc.proc);
-		if (r->sig) {
-			cmd_error("stopped by SIG%s", sigabbrev_np(r->sig));
-			return EXIT_SIGNAL_BASE + r->sig;
-		}
-		cmd_error("--timeout %g: QEMU was stopped after %g s", s->timeout, s->timeout);
-		return EXIT_TIMEOUT;
+		if (r->sig)
+			return end_status_signal(r->sig);
+		return end_status_timeout(s, "QEMU");
 	}
 	/* the guest goes on to power off (after --duration it runs untraced) */
 	for (;;) {
@@ -549,14 +431,10 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 	}
 	if (st == -ETIMEDOUT) {
 		qemu_proc_kill(&r->qc.proc);
-		if (r->sig) {
-			cmd_error("stopped by SIG%s", sigabbrev_np(r->sig));
-			return EXIT_SIGNAL_BASE + r->sig;
-		}
-		if (!atomic_load(&r->qc.proc.panic)) {
-			cmd_error("--timeout %g: QEMU was stopped after %g s", s->timeout, s->timeout);
-			return EXIT_TIMEOUT;
-		}
+		if (r->sig)
+			return end_status_signal(r->sig);
+		if (!atomic_load(&r->qc.proc.panic))
+			return end_status_timeout(s, "QEMU");
 	}
 	if (atomic_load(&r->qc.proc.panic)) {
 		cmd_error("the guest kernel panicked (see the console)");
@@ -564,16 +442,15 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 	}
 	if (st != 0) {
 		cmd_error("QEMU exited with status %d%s%s", st, r->qc.proc.err_text[0] ? ": " : "",
-			   r->qc.proc.err_text);
+			  r->qc.proc.err_text);
 		return EXIT_QEMU_FAILED;
 	}
 	return 0;
 }
 
-
 /* --stats of the QEMU backend: translations, then the tracer's totals with the kernel's and the
  * gdbstub's, then the stub line. */
-static void print_stats(void *ctx, const struct pipeline *p)
+static void qemu_stats(void *ctx, const struct pipeline *p)
 {
 	struct linux_run *r = ctx;
 	unsigned long long hits = 0, walks = 0;
@@ -586,28 +463,29 @@ static void print_stats(void *ctx, const struct pipeline *p)
 	tracer_stats(&p->tr, &st);
 	fprintf(stderr, "hvtrace: stats: translations %llu cached %llu walked\n", hits, walks);
 	fprintf(stderr,
-		"hvtrace: stats: kaslr-slide 0x%llx sites %zu probes %zu arms %llu stops %llu hits %llu "
-		"restored-slots %llu orphan-returns %llu slots-above-4g %llu nop5-refused %llu held-us %llu "
+		"hvtrace: stats: kaslr-slide 0x%llx sites %zu probes %zu arms %llu stops %llu hits "
+		"%llu "
+		"restored-slots %llu orphan-returns %llu slots-above-4g %llu nop5-refused %llu "
+		"held-us %llu "
 		"interrupted-returns %llu\n",
 		(unsigned long long)r->l.slide, r->sites.nr, st.probes, st.arms,
 		(unsigned long long)r->tq.stops, (unsigned long long)r->tq.hits, st.restored_slots,
 		st.orphan_returns, st.slots_above_4g, (unsigned long long)r->tq.nop5_refused,
 		(unsigned long long)(r->tq.held_ns / 1000), st.interrupted_returns);
 	pipeline_print_stub_stats(p);
-	if (st.stub_probes && *r->resv_why)
+	if (st.stub_probes && *r->stub.resv_why)
 		fprintf(stderr, "hvtrace: stats: stub region not in reserved RAM: %s\n",
-			r->resv_why);
+			r->stub.resv_why);
 }
 
-/* The run cannot go on: a pending signal is why (its status, "stopped <while>"), or @err is
- * (@status). */
-static int failed(struct linux_run *r, int status, const char *when, const char *err)
+/* The run cannot go on: a pending signal is why (its status, "stopped <while>" in @err), or @err
+ * is (@status). */
+static int failed(struct linux_run *r, int status, const char *when, char *err, size_t errlen)
 {
 	if (signalled(r)) {
-		cmd_error("stopped %s", when);
+		snprintf(err, errlen, "stopped %s", when);
 		return EXIT_SIGNAL_BASE + r->sig;
 	}
-	cmd_error("%s", err);
 	return status;
 }
 
@@ -626,145 +504,161 @@ static void list_functions(struct linux_run *r)
 	}
 }
 
-int cmd_linux(const struct session *s)
+static int qemu_open(void *ctx, char *err, size_t errlen)
 {
-	struct linux_run r = {.s = s, .sfd = -1, .guard = {.pid = -1, .fd = -1}};
-	struct vmi_task_layout task;
-	char err[512];
-	sigset_t old;
-	int status = EXIT_BAD_INPUT;
-	enum qemu_run_end how;
+	struct linux_run *r = ctx;
+	char why[512];
 
-	if (s->system_map && vmi_linux_open(&r.l, s->system_map, err, sizeof(err)) < 0) {
-		cmd_error("--system-map %s", err);
+	if (r->s->system_map && vmi_linux_open(&r->l, r->s->system_map, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "--system-map %s", why);
 		return EXIT_BAD_INPUT;
 	}
-	r.sfd = cmd_block_signals(&old);
-	if (r.sfd < 0) {
-		cmd_error("signalfd: %s", strerror(-r.sfd));
-		status = EXIT_HOST_ERROR;
-		goto out;
-	}
-	tcp_set_interrupt(r.sfd); /* a signal ends any wait on QEMU's monitor or gdbstub */
-	r.out = cmd_open_out(s->output, "-o");
-	r.con = cmd_open_out(s->console, "--console");
-	if (!r.out || !r.con)
-		goto out;
-	r.start = clock_now_s();
-	r.timeout_at = s->timeout > 0 ? r.start + s->timeout : 0;
+	return 0;
+}
+
+static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size_t errlen)
+{
+	struct linux_run *r = ctx;
+	const struct session *s = r->s;
+	struct vmi_task_layout task;
+	int status;
+
+	r->sfd = sfd;
+	tcp_set_interrupt(r->sfd); /* a signal ends any wait on QEMU's monitor or gdbstub */
+	r->out = out;
+	r->con = con;
+	r->start = clock_now_s();
+	r->timeout_at = s->timeout > 0 ? r->start + s->timeout : 0;
 
 	struct qemu_attach_cfg qa = {
-		.launch = s->qemu,
-		.qemu = {.accel = s->accel,
-			 .machine = s->machine,
-			 .kernel = s->kernel,
-			 .initrd = s->initrd,
-			 .append = s->append,
-			 .smp = s->smp,
-			 .mem_mb = s->mem_mb,
-			 .console = r.con},
-		.domain = s->domain,
-		.uri = s->connect,
-		.pid = s->pid,
-		.qmp = s->qmp,
+	    .launch = s->qemu,
+	    .qemu = {.accel = s->accel,
+		     .machine = s->machine,
+		     .kernel = s->kernel,
+		     .initrd = s->initrd,
+		     .append = s->append,
+		     .smp = s->smp,
+		     .mem_mb = s->mem_mb,
+		     .console = r->con},
+	    .domain = s->domain,
+	    .uri = s->connect,
+	    .pid = s->pid,
+	    .qmp = s->qmp,
 	};
 
-	/* stub probes: RAM the kernel is told to keep out of use (memmap=), as large as the stub
-	 * with rings of --buffer-size-kb per vCPU needs */
-	if (s->qemu && s->probe != PROBE_TRAP) {
-		uint64_t region = stub_region_bytes(
-		    s->smp,
-		    stub_ring_records_for((uint64_t)s->buffer_size_kb * 1024 / STUB_REC_SIZE),
-		    STUB_STACKS_MAX);
-
-		r.resv_size = target_qemu_stub_reserve(region);
-		if (qemu_launch_reserve(&qa.qemu, r.resv_size, &r.resv_gpa, r.resv_why,
-					sizeof(r.resv_why)) < 0)
-			r.resv_size = 0;
-		qa.qemu.reserve_gpa = r.resv_gpa;
-		qa.qemu.nice = QEMU_STUB_NICE;
-		qa.qemu.reserve_size = r.resv_size;
-	}
+	/* stub probes: RAM the kernel is told to keep out of use (memmap=) */
+	if (s->qemu && s->probe != PROBE_TRAP)
+		qemu_stub_place_reserve(&r->stub, s, &qa.qemu);
 	/* QEMU with KVM needs KVM_EXIT_DEBUG for its breakpoints: checked before QEMU starts */
 	if (s->qemu && s->accel && !strcmp(s->accel, "kvm") &&
-	    cmd_check_int3(s, true, &r.no_trap, err, sizeof(err)) < 0) {
-		cmd_error("%s", err);
-		goto out;
-	}
-	if (qemu_attach_open(&r.qc, &qa, err, sizeof(err)) < 0 ||
-	    target_qemu_init(&r.tq, &r.qc.gdb, r.qc.pid, r.qc.hmp, r.qc.hmp_ctx,
-			     s->gdb_memory || r.qc.no_monitor, err, sizeof(err)) < 0) {
-		status = failed(&r, EXIT_QEMU_FAILED, "while connecting to QEMU", err);
-		goto out;
-	}
-	r.have_tq = true;
+	    r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
+		return EXIT_BAD_INPUT;
+	if (qemu_attach_open(&r->qc, &qa, err, errlen) < 0 ||
+	    target_qemu_init(&r->tq, &r->qc.gdb, r->qc.pid, r->qc.hmp, r->qc.hmp_ctx,
+			     s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
+		return failed(r, EXIT_QEMU_FAILED, "while connecting to QEMU", err, errlen);
+	r->have_tq = true;
 	/* attach: a QEMU on KVM (or one that does not say) gets the same check */
-	if (!s->qemu && qemu_uses_kvm(&r.qc) != 0 &&
-	    cmd_check_int3(s, true, &r.no_trap, err, sizeof(err)) < 0) {
-		cmd_error("%s", err);
-		goto out;
-	}
-	guardian_start(&r.guard, guardian_takeover, &r);
-	if (learn_kernel(&r, &task, err, sizeof(err)) < 0) {
-		status = failed(&r, EXIT_BAD_INPUT, "while the kernel was booting", err);
-		goto out;
-	}
+	if (!s->qemu && qemu_uses_kvm(&r->qc) != 0 &&
+	    r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
+		return EXIT_BAD_INPUT;
+	guardian_start(&r->guard, guardian_takeover, r);
+	if (learn_kernel(r, &task, err, errlen) < 0)
+		return failed(r, EXIT_BAD_INPUT, "while the kernel was booting", err, errlen);
 	if (s->cmd == CMD_LIST_FUNCTIONS) {
-		list_functions(&r);
-		status = 0;
-		goto out;
+		list_functions(r);
+		return BACKEND_DONE;
 	}
 	/* stub probes: the drain and the writer, started now, inherit this thread's nice: ahead of
 	 * the vCPUs (QEMU, started before, runs at +QEMU_STUB_NICE) and of the rest of a busy host
 	 * (the autogroup's too). Not real-time; best effort. */
 	if (s->probe != PROBE_TRAP && s->qemu)
-		sched_boost_begin(&r.boost);
-	status = start_tracing(&r, &task, err, sizeof(err));
-	if (status) {
-		status = failed(&r, status, "while attaching", err);
-		goto out;
-	}
+		sched_boost_begin(&r->boost);
+	status = start_tracing(r, &task, err, errlen);
+	if (status)
+		return failed(r, status, "while attaching", err, errlen);
 	/* a guardian that knows the tracer (and shares its shadow stacks) */
-	guardian_stop(&r.guard);
-	guardian_start(&r.guard, guardian_takeover, &r);
-	r.detach_at = s->duration > 0 ? clock_now_s() + s->duration : 0;
-	if (r.p.tr.opts.stub_backpressure && r.p.tr.stub.nr_probes)
-		target_qemu_set_hold(&r.tq, drain_holds, &r);
-	how = target_qemu_run(&r.tq, should_stop, &r);
-	stub_drain_count_pauses(&r.p.tr.stub, r.tq.holds, r.tq.hold_ns);
-	status = finish(&r, how);
-out:
-	if (r.qc.have_gdb && !r.detached)
-		detach(&r);
-	guardian_stop(&r.guard);
-	if (r.have_p) {
-		if (r.text_changed && status == 0)
-			status = EXIT_HOST_ERROR;
-		status = pipeline_finish(&r.p, status, print_stats, &r);
-		pipeline_free(&r.p);
-	}
-	sched_boost_end(&r.boost);
-	if (r.have_tq)
-		target_qemu_close(&r.tq);
-	qemu_attach_close(&r.qc);
-	/* as in cmd_run: a trace or console that could not be written is one line and exit 4 */
-	int out_err = r.have_p ? r.p.sink.err : 0, con_err = r.qc.proc.console_err;
+	guardian_stop(&r->guard);
+	guardian_start(&r->guard, guardian_takeover, r);
+	return 0;
+}
 
-	if (!out_err && r.out == r.con)
-		out_err = con_err;
-	if (!out_err && r.out && ferror(r.out)) /* list-functions */
-		out_err = EIO;
-	if (r.out && cmd_finish_out(r.out, s->output, "-o", out_err) && !status)
+static int qemu_start(void *ctx, char *err, size_t errlen)
+{
+	struct linux_run *r = ctx;
+
+	(void)err;
+	(void)errlen;
+	r->detach_at = r->s->duration > 0 ? clock_now_s() + r->s->duration : 0;
+	if (pipeline_backpressure(r->p))
+		target_qemu_set_hold(&r->tq, drain_holds, r);
+	return 0;
+}
+
+static int qemu_wait(void *ctx, int sfd)
+{
+	struct linux_run *r = ctx;
+	enum qemu_run_end how;
+
+	(void)sfd;
+	how = target_qemu_run(&r->tq, should_stop, r);
+	pipeline_count_pauses(r->p, r->tq.holds, r->tq.hold_ns);
+	return finish(r, how);
+}
+
+static int qemu_detach(void *ctx, int status)
+{
+	struct linux_run *r = ctx;
+
+	if (r->qc.have_gdb && !r->detached)
+		detach(r);
+	guardian_stop(&r->guard);
+	if (pipeline_selected(r->p) && r->text_changed && status == 0)
 		status = EXIT_HOST_ERROR;
-	if (r.con && r.con != r.out && cmd_finish_out(r.con, s->console, "--console", con_err) &&
-	    !status)
-		status = EXIT_HOST_ERROR;
-	if (r.sfd >= 0)
-		close(r.sfd);
-	tcp_set_interrupt(-1);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	text_verify_free(&r.text);
-	vmi_sites_free(&r.sites);
-	vmi_linux_close(&r.l);
 	return status;
+}
+
+static int qemu_close(void *ctx)
+{
+	struct linux_run *r = ctx;
+	int con_err;
+
+	sched_boost_end(&r->boost);
+	if (r->have_tq)
+		target_qemu_close(&r->tq);
+	qemu_attach_close(&r->qc);
+	con_err = r->qc.proc.console_err;
+	tcp_set_interrupt(-1);
+	text_verify_free(&r->text);
+	vmi_sites_free(&r->sites);
+	vmi_linux_close(&r->l);
+	free(r);
+	return con_err;
+}
+
+static const struct backend_ops qemu_ops = {
+    .open = qemu_open,
+    .prepare = qemu_prepare,
+    .start = qemu_start,
+    .wait = qemu_wait,
+    .detach = qemu_detach,
+    .stats = qemu_stats,
+    .close = qemu_close,
+};
+
+int backend_qemu_new(struct backend *b, const struct backend_env *env)
+{
+	struct linux_run *r = calloc(1, sizeof(*r)); /* large (sites, symbols) */
+
+	if (!r)
+		return -ENOMEM;
+	r->env = *env;
+	r->s = env->s;
+	r->p = env->p;
+	r->sfd = -1;
+	r->guard.pid = -1;
+	r->guard.fd = -1;
+	b->ops = &qemu_ops;
+	b->ctx = r;
+	return 0;
 }

@@ -1,0 +1,212 @@
+#include "host/kvm/kvm_run.h"
+#include "host/kvm/vcpu.h"
+#include "host/session/cmd_out.h"
+#include "host/session/end_status.h"
+#include "host/session/exitcode.h"
+#include "host/trace/clock.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+int kvm_run_wait_for_end(struct vm *vm, int sfd, double deadline)
+{
+	for (;;) {
+		struct pollfd fds[2] = {{.fd = vm->event_fd, .events = POLLIN},
+					{.fd = sfd, .events = POLLIN}};
+		int ms = -1;
+
+		if (deadline) {
+			double left = deadline - clock_now_s();
+
+			if (left <= 0)
+				return -1;
+			ms = (int)(left * 1000) + 1;
+		}
+		if (poll(fds, 2, ms) < 0 && errno != EINTR)
+			return 0;
+		if (fds[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				return (int)si.ssi_signo;
+		}
+		if (fds[0].revents & POLLIN)
+			return 0;
+	}
+}
+
+#define HOLD_POLL_S 0.002  /* backpressure: how often the drain is asked while the vCPUs run, */
+#define HOLD_WAIT_S 0.0002 /* and while they are held */
+
+/* Backpressure: holds every vCPU (paused, as for a patch) while the stub drain asks for it, up to
+ * @deadline (0: none). Counted in the drain's pauses. Returns -1 when the hold ended (or the vCPUs
+ * could not be paused), else as kvm_run_wait_for_end (a signal: the vCPUs run again first). */
+static int hold_vcpus(struct vm *vm, struct pipeline *p, int sfd, double deadline)
+{
+	struct target *tgt = pipeline_target(p);
+	uint64_t t0 = clock_now_ns();
+	int r = -1;
+
+	if (tgt->ops->pause(tgt) < 0)
+		return -1;
+	while (pipeline_drain_holding(p) && (!deadline || clock_now_s() < deadline)) {
+		r = kvm_run_wait_for_end(vm, sfd, clock_now_s() + HOLD_WAIT_S);
+		if (r != -1)
+			break;
+	}
+	tgt->ops->resume(tgt);
+	pipeline_count_pauses(p, 1, clock_now_ns() - t0);
+	return r;
+}
+
+int kvm_run_supervise(struct vm *vm, struct pipeline *p, int sfd, const struct session *s)
+{
+	double start = clock_now_s();
+	double timeout_at = s->timeout > 0 ? start + s->timeout : 0;
+	double detach_at = s->duration > 0 ? start + s->duration : 0;
+	bool bp = p && pipeline_backpressure(p);
+
+	for (;;) {
+		double deadline = timeout_at, tick = bp ? clock_now_s() + HOLD_POLL_S : 0;
+		int r;
+
+		if (detach_at && (!deadline || detach_at < deadline))
+			deadline = detach_at;
+		if (tick && (!deadline || tick < deadline)) {
+			r = kvm_run_wait_for_end(vm, sfd, tick);
+			if (r == -1 && pipeline_drain_holding(p))
+				r = hold_vcpus(vm, p, sfd, deadline);
+			if (r != -1)
+				return r;
+			if (!deadline || clock_now_s() < deadline)
+				continue;
+		} else {
+			r = kvm_run_wait_for_end(vm, sfd, deadline);
+		}
+		if (r == -1 && detach_at && deadline == detach_at) {
+			if (p && pipeline_detach(p) < 0)
+				fprintf(stderr, "hvtrace: restoring the patched sites failed\n");
+			detach_at = 0;
+			continue;
+		}
+		return r;
+	}
+}
+
+void kvm_run_print_vm_stats(const struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		exit_stats_print(&vm->vcpus[i].xs, i, stderr);
+	fprintf(stderr, "hvtrace: stats: vm pauses %llu paused-ms %llu coalesced-pio %llu\n",
+		(unsigned long long)vm->pauses, (unsigned long long)(vm->paused_ns / 1000000),
+		(unsigned long long)vm->pio_coalesced);
+}
+
+void kvm_run_print_stats(const struct vm *vm, const struct pipeline *p)
+{
+	const unsigned long long *events = p->w.events;
+	const struct tracer *t = &p->tr;
+	struct tracer_stats st;
+
+	tracer_stats(t, &st);
+	fprintf(stderr,
+		"hvtrace: stats: probes %zu restored-slots %llu orphan-returns %llu "
+		"interrupted-returns %llu\n",
+		st.probes, st.restored_slots, st.orphan_returns, st.interrupted_returns);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		fprintf(stderr,
+			"hvtrace: stats: cpu%u events %llu exits %llu bp-exits debug %llu "
+			"emulation %llu "
+			"shutdown %llu ring-stalls %llu lost %llu translations %llu cached %llu "
+			"walked\n",
+			i, events ? events[i] : 0, (unsigned long long)vm->vcpus[i].exits,
+			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_DEBUG],
+			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_EMULATION],
+			(unsigned long long)vm->vcpus[i].bp_exits[VCPU_BP_SHUTDOWN],
+			tracer_cpu_stalls(t, i), tracer_cpu_lost(t, i),
+			(unsigned long long)vm->vcpus[i].tlb.hits,
+			(unsigned long long)vm->vcpus[i].tlb.walks);
+	kvm_run_print_vm_stats(vm);
+	pipeline_print_stub_stats(p);
+	if (st.stub_probes) {
+		for (unsigned i = 0; i < vm->nr_vcpus; i++)
+			fprintf(stderr, "hvtrace: stats: cpu%u stub-events %llu\n", i,
+				events ? events[vm->nr_vcpus + i] : 0);
+	}
+}
+
+int kvm_run_end_status(const struct vm *vm, int sig, const struct session *s)
+{
+	if (sig > 0) {
+		return end_status_signal(sig);
+	}
+	if (sig < 0) {
+		return end_status_timeout(s, "the guest");
+	}
+	switch (vm->end) {
+	case VM_END_POWEROFF:
+	case VM_END_REBOOT: /* as QEMU's -no-reboot: the guest's own end */
+		return 0;
+	case VM_END_PANIC:
+		cmd_error("%s", vm->end_msg);
+		return EXIT_GUEST_PANIC;
+	case VM_END_GUEST_EXIT:
+		if (vm->end_status && !(vm->end_status & 0xff))
+			return 1;
+		return vm->end_status & 0xff;
+	case VM_END_HALTED:
+	case VM_END_FAULT:
+		cmd_error("%s", vm->end_msg);
+		return EXIT_GUEST_FAULT;
+	default:
+		cmd_error("%s", vm->end_msg);
+		return EXIT_HOST_ERROR;
+	}
+}
+
+int kvm_run_start(void *ctx, char *err, size_t errlen)
+{
+	struct kvm_run_state *k = ctx;
+
+	return vcpu_start_all(&k->vm, err, errlen) < 0 ? EXIT_HOST_ERROR : 0;
+}
+
+int kvm_run_detach(void *ctx, int status)
+{
+	struct kvm_run_state *k = ctx;
+
+	if (pipeline_selected(k->env.p) && !k->detached)
+		pipeline_detach(k->env.p);
+	if (k->vm_made)
+		vcpu_join_all(&k->vm);
+	return status;
+}
+
+void kvm_run_stats(void *ctx, const struct pipeline *p)
+{
+	struct kvm_run_state *k = ctx;
+
+	kvm_run_print_stats(&k->vm, p);
+}
+
+void kvm_run_stats_alone(void *ctx)
+{
+	struct kvm_run_state *k = ctx;
+
+	if (k->vm_made)
+		kvm_run_print_vm_stats(&k->vm);
+}
+
+int kvm_run_close_vm(struct kvm_run_state *k)
+{
+	int con_err = 0;
+
+	if (k->vm_made) {
+		con_err = k->vm.console_err;
+		vm_destroy(&k->vm);
+	}
+	return con_err;
+}

@@ -1,0 +1,97 @@
+#include "host/qemu/qemu_stub_place.h"
+#include "vmi/vmi_linux_e820.h"
+#include "host/trace/stub.h"
+
+#include <stdio.h>
+
+/* run --qemu with stub probes: QEMU's nice above hvtrace's. The vCPUs never wait for the drain (no
+ * exit), so on a busy host only the scheduler can keep the guest from outrunning it. */
+#define QEMU_STUB_NICE 10
+
+void qemu_stub_place_reserve(struct qemu_stub_place *sp, const struct session *s,
+			     struct qemu_launch_cfg *q)
+{
+	uint64_t region = stub_region_bytes(
+	    s->smp, stub_ring_records_for((uint64_t)s->buffer_size_kb * 1024 / STUB_REC_SIZE),
+	    STUB_STACKS_MAX);
+
+	sp->resv_size = target_qemu_stub_reserve(region);
+	if (qemu_launch_reserve(q, sp->resv_size, &sp->resv_gpa, sp->resv_why,
+				sizeof(sp->resv_why)) < 0)
+		sp->resv_size = 0;
+	q->reserve_gpa = sp->resv_gpa;
+	q->nice = QEMU_STUB_NICE;
+	q->reserve_size = sp->resv_size;
+}
+
+/* Whether the kernel keeps the RAM memmap= asked for reserved: its own E820 table says so (the
+ * kernel neither allocates nor maps an E820 reserved range). Otherwise the reason in resv_why. */
+static bool stub_reserved(struct qemu_stub_place *sp, struct target_qemu *tq,
+			  const struct vmi_linux *l)
+{
+	const struct vmi_sym *e = vmi_symtab_find(&l->objects, "e820_table");
+	uint8_t tbl[4 + VMI_E820_MAX * VMI_E820_ENTRY_SIZE];
+	long n = e ? vmi_linux_e820_read(target_qemu_read_kernel, tq, e->addr, tbl, sizeof(tbl)) : -1;
+
+	if (n >= 4 &&
+	    vmi_linux_e820_covers(tbl, (size_t)n, sp->resv_gpa, sp->resv_size, VMI_E820_RESERVED))
+		return true;
+	snprintf(sp->resv_why, sizeof(sp->resv_why),
+		 "the kernel's e820_table %s guest-physical 0x%llx-0x%llx (memmap=) reserved",
+		 !e	 ? "(not in the System.map) does not show"
+		 : n < 4 ? "(unreadable) does not show"
+			 : "does not have",
+		 (unsigned long long)sp->resv_gpa,
+		 (unsigned long long)(sp->resv_gpa + sp->resv_size - 1));
+	return false;
+}
+
+/* attach: a RAM range the guest's own command line reserved (memmap=SIZE$ADDR), found in its E820
+ * tables; the stub uses it instead of low memory. */
+static void stub_find_reserved(struct qemu_stub_place *sp, struct target_qemu *tq,
+			       const struct vmi_linux *l)
+{
+	const struct vmi_sym *e = vmi_symtab_find(&l->objects, "e820_table");
+	const struct vmi_sym *f = vmi_symtab_find(&l->objects, "e820_table_firmware");
+	static uint8_t cur[4 + VMI_E820_MAX * VMI_E820_ENTRY_SIZE],
+	    fw[4 + VMI_E820_MAX * VMI_E820_ENTRY_SIZE];
+	long nc, nf;
+
+	if (!e || !f)
+		return;
+	nc = vmi_linux_e820_read(target_qemu_read_kernel, tq, e->addr, cur, sizeof(cur));
+	nf = vmi_linux_e820_read(target_qemu_read_kernel, tq, f->addr, fw, sizeof(fw));
+	if (nc < 4 || nf < 4 ||
+	    !vmi_linux_e820_user_reserved(cur, (size_t)nc, fw, (size_t)nf, &sp->resv_gpa,
+				     &sp->resv_size))
+		sp->resv_gpa = sp->resv_size = 0;
+}
+
+void qemu_stub_place(struct qemu_stub_place *sp, struct target_qemu *tq, struct vmi_linux *l,
+		     bool launched, char *why, size_t whylen)
+{
+	uint64_t lo, hi, va;
+
+	*why = 0;
+	if (vmi_linux_stub_area(l, target_qemu_read_kernel, tq, &lo, &hi, &va, why, whylen) == 0) {
+		bool resv;
+
+		if (!launched)
+			stub_find_reserved(sp, tq, l);
+		resv = sp->resv_size && (!launched || stub_reserved(sp, tq, l));
+		tq->stub_low_why = sp->resv_why;
+
+		target_qemu_set_stub_area(tq, lo, hi, va, resv ? sp->resv_gpa : 0,
+					  resv ? sp->resv_size : 0);
+		if (stub_live_at(&tq->t, target_qemu_stub_gpa(tq))) {
+			target_qemu_set_stub_area(tq, 0, 0, 0, 0, 0);
+			snprintf(why, whylen,
+				 "the stub of an earlier hvtrace is still live in "
+				 "this guest (it was killed with its guardian)");
+		}
+	}
+	if (tq->mem.fd < 0 && !*why)
+		snprintf(why, whylen,
+			 "stub probes need guest memory through the QEMU "
+			 "process (not --gdb-memory)");
+}

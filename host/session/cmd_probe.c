@@ -1,0 +1,35 @@
+#include "host/session/cmd_probe.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+int cmd_probe_mode(const struct session *s, const struct target *tgt,
+		   const struct vmi_task_layout *task, const char *target_why, bool no_trap,
+		   bool *stub, char *err, size_t errlen)
+{
+	const char *why =
+	    !tgt->ops->stub_map ? "this target cannot place the stub"
+	    : target_why	? target_why
+	    : !task->has_cpu_gs && !task->cpu_aux_mask && !task->cpu_apic_id
+		? "the guest's CPU has no RDTSCP with IA32_TSC_AUX set, its CPUID does not "
+		  "give each vCPU's index, and the guest does not say where its CPU "
+		  "number is (hvtrace_cpu_gs)"
+		: NULL;
+
+	*stub = false;
+	if (s->probe == PROBE_TRAP)
+		return 0;
+	if (why && no_trap) {
+		snprintf(err, errlen,
+			 "trap probes: INT3 in a guest does not exit on this host's KVM, and stub "
+			 "probes cannot work: %s",
+			 why);
+		return -ENOTSUP;
+	}
+	if (why && s->probe == PROBE_STUB) {
+		snprintf(err, errlen, "--probe stub: %s", why);
+		return -ENOTSUP;
+	}
+	*stub = !why;
+	return 0;
+}

@@ -1,0 +1,13 @@
+/* How a run ended, in the words every backend uses: one line on stderr and the exit status. */
+#ifndef HVT_END_STATUS_H
+#define HVT_END_STATUS_H
+
+#include "host/session/session.h"
+
+/* "stopped by SIG<name>"; returns EXIT_SIGNAL_BASE + @sig. */
+int end_status_signal(int sig);
+
+/* "--timeout N: @who was stopped after N s"; returns EXIT_TIMEOUT. */
+int end_status_timeout(const struct session *s, const char *who);
+
+#endif
