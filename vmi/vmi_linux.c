@@ -37,6 +37,32 @@ static int open_vmlinux(struct vmi_linux *l, const char *path, char *err, size_t
 
 static int resolve(struct vmi_linux *l, const char *path, size_t lines, char *err, size_t errlen);
 
+/* The table a symbol of kallsyms/System.map @type goes to: text (t, T, w, W) to funcs, data (d, b,
+ * r, v and, with @absolute, kallsyms' 'A' of per-CPU symbols) to objects; NULL for any other. */
+static struct vmi_symtab *table_of(struct vmi_linux *l, char type, bool absolute)
+{
+	switch (type) {
+	case 'T':
+	case 't':
+	case 'W':
+	case 'w':
+		return &l->funcs;
+	case 'D':
+	case 'd':
+	case 'B':
+	case 'b':
+	case 'R':
+	case 'r':
+	case 'V':
+	case 'v':
+		return &l->objects;
+	case 'A':
+		return absolute ? &l->objects : NULL;
+	default:
+		return NULL;
+	}
+}
+
 /* One System.map (or kallsyms) line of @len bytes, without its '\n': "<hex address> <type> <name>",
  * separated by blanks; anything after the name and a blank (kallsyms' "[module]") is ignored. The
  * address has 1 to 16 hex digits, the name 1 to VMI_LINUX_NAME_MAX bytes, no byte is NUL. Points
@@ -122,26 +148,9 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
 			ret = -EINVAL;
 			goto out;
 		}
-		switch (type) {
-		case 'T':
-		case 't':
-		case 'W':
-		case 'w':
-			t = &l->funcs;
-			break;
-		case 'D':
-		case 'd':
-		case 'B':
-		case 'b':
-		case 'R':
-		case 'r':
-		case 'V':
-		case 'v':
-			t = &l->objects;
-			break;
-		default:
+		t = table_of(l, type, false);
+		if (!t)
 			continue;
-		}
 		if (l->funcs.nr + l->objects.nr >= VMI_LINUX_MAX_SYMS) {
 			snprintf(err, errlen, "%s:%zu: more than %u symbols", path, lines,
 				 VMI_LINUX_MAX_SYMS);
@@ -329,27 +338,9 @@ static int add_kallsym(void *ctx, uint64_t addr, char type, const char *name)
 	struct vmi_linux *l = ctx;
 	struct vmi_symtab *t;
 
-	switch (type) {
-	case 'T':
-	case 't':
-	case 'W':
-	case 'w':
-		t = &l->funcs;
-		break;
-	case 'D':
-	case 'd':
-	case 'B':
-	case 'b':
-	case 'R':
-	case 'r':
-	case 'V':
-	case 'v':
-	case 'A':
-		t = &l->objects;
-		break;
-	default:
+	t = table_of(l, type, true);
+	if (!t)
 		return 0;
-	}
 	if (l->funcs.nr + l->objects.nr >= VMI_LINUX_MAX_SYMS)
 		return -EOVERFLOW;
 	return vmi_symtab_add(t, addr, 0, name);
