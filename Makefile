@@ -183,9 +183,11 @@ test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest
 qemu-test: hvtrace $(QEMU_BINS) guest
 	@$(TEST_ENV) scripts/run-tests.sh $(QEMU_BINS)
 
-# The include graph: layers include only downward, no include loop (scripts/check-layers.py).
+# The include graph: layers include only downward, no include loop (scripts/check-layers.py); every
+# product file named in docs/architecture.md (scripts/check-architecture.py).
 check-layers: | $(DEPS)
 	python3 scripts/check-layers.py
+	python3 scripts/check-architecture.py
 
 # The layers, the unit tests, then the integration tests: the freestanding guest in the embedded VMM (KVM),
 # then the Linux guest under QEMU (launched, and attached to through libvirt).
