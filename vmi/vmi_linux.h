@@ -117,7 +117,7 @@ long vmi_linux_callees(struct vmi_linux *l, vmi_read_fn read, void *ctx,
 int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsigned nr_cpus,
 			  struct vmi_task_layout *out);
 
-/* Where stub probes can live in this kernel (README, "Where the stub lives in a Linux guest"):
+/* Where stub probes can live in this kernel (docs/how-it-works.md, "Where the stub lives"):
  * guest-physical [*@phys_lo, *@phys_hi) in the first MiB, which Linux >= 5.13 reserves whole at
  * boot and never allocates from, minus the real-mode trampoline carved out of it; and *@va, a 2
  * MiB-aligned kernel address past _end in the kernel-image mapping, which nothing else maps.

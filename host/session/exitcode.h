@@ -1,5 +1,5 @@
-/* hvtrace's exit statuses (README, "Exit status"). A guest that writes V to port 0xf4 makes hvtrace exit
- * with V (1 if V is non-zero but its low byte is 0). */
+/* hvtrace's exit statuses (docs/usage.md, "Exit status"). A guest that writes V to port 0xf4 makes
+ * hvtrace exit with V (1 if V is non-zero but its low byte is 0). */
 #ifndef HVT_EXITCODE_H
 #define HVT_EXITCODE_H
 

@@ -456,7 +456,7 @@ void pipeline_print_stub_stats(const struct pipeline *p)
 		st.stub_waits, st.stub_wait_timeouts);
 }
 
-/* The README's name for exit status @status. */
+/* The name docs/usage.md gives for exit status @status. */
 static const char *exit_reason(int status, char *buf, size_t len)
 {
 	switch (status) {

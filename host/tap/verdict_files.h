@@ -11,7 +11,7 @@
 struct verdict_end {
 	const char *tracer;	 /* current_tracer */
 	int exit_status;	 /* hvtrace's exit status */
-	const char *exit_reason; /* "guest-exit", "timeout", ... (README, "Exit status") */
+	const char *exit_reason; /* "guest-exit", "timeout", ... (docs/usage.md, "Exit status") */
 	unsigned long long lost; /* events lost (rings full, guest-reported) */
 	double elapsed;		 /* seconds the session ran */
 };
