@@ -40,7 +40,7 @@
 #define MAX_KERNELS	8
 /* the workload's dd runs: hvt.bm */
 #define BM_READS 7
-#define APPEND	 "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1"
+#define APPEND	 "no_timer_check hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1"
 #define BM_LINE	 "hvt-linux: binfmt_misc status read "
 
 /* One kernel of the matrix: its name (make guest KERNEL=) and its guest's files. */
@@ -174,10 +174,14 @@ static void check_graph_typed(const struct hv_result *r)
 	assert_int_equal(n, BM_READS);
 	if (strstr(r->trace, "<unknown>"))
 		fail_msg("a trace line's task is <unknown>");
-	assert_int_equal(reads, n);
-	assert_int_equal(dd_reads, n);
 	/* dd's 2N opens at least, under the graph */
 	assert_true(opens >= 2 * n);
+	if (reads != n)
+		fail_msg("function_graph -g do_sys_openat2 gave %ld of the guest's %ld typed "
+			 "vfs_read events outside its graph (issue 23: -e events outside the graph "
+			 "are dropped; a product bug)",
+			 reads, n);
+	assert_int_equal(dd_reads, n);
 }
 
 /* list-functions of the running guest: tens of thousands of functions, vfs_read and
@@ -217,6 +221,20 @@ static void run_qemu(const struct kernel *k, const char *const *args, const stru
 
 static pid_t qemu_pid = -1;
 
+/* @text is in a line of the file @path (which may not exist yet). */
+static bool file_has(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, text) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 static void qemu_stop(void)
 {
 	if (qemu_pid > 0) {
@@ -252,7 +270,7 @@ static void qemu_boot(const struct kernel *k, const char *qmp, const char *conso
 			      "-initrd",
 			      k->initrd,
 			      "-append",
-			      "console=ttyS0 hvt.bm=7 hvt.bm_wait=600",
+			      "console=ttyS0 no_timer_check hvt.bm=7 hvt.bm_wait=600",
 			      "-serial",
 			      serial,
 			      "-qmp",
@@ -276,11 +294,7 @@ static void qemu_boot(const struct kernel *k, const char *qmp, const char *conso
 	if (qemu_pid < 0)
 		fail_msg("fork: cannot start QEMU");
 	for (int i = 0; i < 1800; i++) {
-		char *text = hv_slurp(console);
-		bool up = text && strstr(text, "hvt-linux: workload start");
-
-		free(text);
-		if (up)
+		if (file_has(console, "hvt-linux: workload start"))
 			return;
 		if (waitpid(qemu_pid, NULL, WNOHANG) == qemu_pid) {
 			qemu_pid = -1;
@@ -327,6 +341,8 @@ static void play_case(void **state)
 				      "function_graph",
 				      "-g",
 				      "do_sys_openat2",
+				      "--max-depth",
+				      "2",
 				      "--funcgraph-retval",
 				      "-e",
 				      "vfs_read(file->f_path.dentry->d_name.name, count)",
