@@ -317,11 +317,48 @@ static void qemu_boot(const struct kernel *k, const char *qmp, const char *conso
 		 console);
 }
 
+/* Product bugs this matrix found (issue 23) that are not fixed yet: such a case is skipped, with
+ * its reason, and counted as skipped in the summary, unless $HVT_KERNELS_KNOWN=1 runs it anyway
+ * (to see whether a fix works). Remove a line when its bug is fixed. @kernel NULL: every kernel. */
+static const struct known_bug {
+	const char *kernel;
+	enum probe_kind kind;
+	const char *why;
+} known_bugs[] = {
+    {NULL, STUB,
+     "stub probes name a task that exited (the drain caches pid/comm by task_struct pointer and "
+     "reads them after the event: a reused task_struct gets the old name; intermittent, 6.1 too)"},
+    {NULL, GRAPH, "-p function_graph -g F drops -e events outside F's graph (ftrace prints them)"},
+    {"7.3", LIST,
+     "attach/list-functions on a running 7.3 misses functions (vfs_read): its entries after "
+     "boot are not read as sites"},
+};
+
+static const char *known_bug_of(const struct matrix_case *c)
+{
+	const char *run = getenv("HVT_KERNELS_KNOWN");
+
+	if (run && !strcmp(run, "1"))
+		return NULL;
+	for (size_t i = 0; i < ARRAY_LEN(known_bugs); i++)
+		if (known_bugs[i].kind == c->kind &&
+		    (!known_bugs[i].kernel || !strcmp(known_bugs[i].kernel, c->k->name)))
+			return known_bugs[i].why;
+	return NULL;
+}
+
 static void play_case(void **state)
 {
 	const struct matrix_case *c = *state;
 	const struct kernel *k = c->k;
 	struct timespec t0, t1;
+	const char *bug = known_bug_of(c);
+
+	if (bug) {
+		printf("SKIPPED: %s %s: known bug (issue 23): %s\n", k->name, kind_names[c->kind],
+		       bug);
+		skip();
+	}
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	printf("hvt-kernels: %s %s\n", k->name, kind_names[c->kind]);
