@@ -63,7 +63,7 @@ TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
 
-.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench bench-nested clean format guest fuzz install
+.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench bench-nested clean format guest guest-kernels fuzz install
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary and its man page (docs/hvtrace.1)
@@ -180,7 +180,7 @@ test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest
 			scripts/run-tests.sh $(KVM_BINS); \
 	else echo "SKIPPED: test-nested: $$why"; fi
 
-qemu-test: hvtrace $(QEMU_BINS) guest
+qemu-test: hvtrace $(QEMU_BINS) guest guest-kernels
 	@$(TEST_ENV) scripts/run-tests.sh $(QEMU_BINS)
 
 # The include graph: layers include only downward, no include loop (scripts/check-layers.py); every
@@ -191,7 +191,8 @@ check-layers: | $(DEPS)
 
 # The layers, the unit tests, then the integration tests: the freestanding guest in the embedded VMM (KVM),
 # then the Linux guest under QEMU (launched, and attached to through libvirt).
-test: check-layers hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) $(QEMU_BINS) guest
+test: check-layers hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) $(QEMU_BINS) guest \
+      guest-kernels
 	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS) $(STUB_RUNS) $(QEMU_BINS)
 	@$(TEST_ENV) tests/viewer/check-viewers.sh
 
@@ -223,6 +224,13 @@ LINUX_GUEST := $(GUEST_DIR)/vmlinuz $(GUEST_DIR)/System.map $(GUEST_DIR)/config 
 KERNEL ?= 6.1
 guest: | $(DEPS)
 	bash scripts/fetch-guest.sh $(GUEST_DIR) $(KERNEL)
+
+# The kernel matrix of tests/qemu/test_kernels.c (issue 23): each kernel's guest in $(GUEST_DIR)/<K>/, fetched
+# as `make guest KERNEL=K` does (cached: quick when it is there). HVT_KERNELS= (empty) runs no kernel.
+HVT_KERNELS ?= 6.12 6.12-rt 7.3
+export HVT_KERNELS
+guest-kernels: | $(DEPS)
+	@for k in $(HVT_KERNELS); do bash scripts/fetch-guest.sh $(GUEST_DIR) $$k || exit 1; done
 
 # ---- make fuzz (issue #10): libFuzzer (clang) on every parser fed by a peer or a file: event specs
 # (fevent), gdbstub packets and the client (gdbstub), QMP JSON and the client (qmp), System.map
