@@ -7,10 +7,12 @@
 #include "host/trace/clock.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define KERNEL_HALF 0xffff800000000000ull
 #define PTI_USER_BIT 0x1000ull /* PTI: the user PGD is the kernel PGD + 4 KiB */
@@ -355,6 +357,21 @@ static int write_text_whole(struct target_qemu *q, uint64_t gpa, const void *exp
 	return gdb_write_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EIO : 0;
 }
 
+/* Test hook: with $HVTRACE_TEST_SIGINT_AT_TEXT_WRITE=N, hvtrace sends itself a SIGINT once N text
+ * writes are done (a Ctrl-C in the middle of a stub attach, at a site a test chooses). */
+static void sigint_hook(void)
+{
+	static long at = -1, done;
+
+	if (at < 0) {
+		const char *env = getenv("HVTRACE_TEST_SIGINT_AT_TEXT_WRITE");
+
+		at = env ? strtol(env, NULL, 10) : 0;
+	}
+	if (at > 0 && ++done == at)
+		kill(getpid(), SIGINT);
+}
+
 /* Through the gdbstub at the physical address: QEMU then drops translated code of those bytes. A
  * write a stop cut short would still be carried out by QEMU, after hvtrace took it for failed and
  * maybe after it read the bytes again: so once a stop is asked text writes are refused (-EINTR,
@@ -372,6 +389,8 @@ static int qemu_write_text(struct target *t, uint64_t gpa, const void *expect, c
 	tcp_set_interrupt(-1);
 	ret = write_text_whole(q, gpa, expect, buf, len);
 	tcp_set_interrupt(fd);
+	if (ret == 0)
+		sigint_hook();
 	return ret;
 }
 
