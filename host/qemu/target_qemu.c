@@ -1,4 +1,5 @@
 #include "host/qemu/target_qemu.h"
+#include "host/qemu/tcp.h"
 #include "arch/x86/x86_insn.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"
@@ -6,10 +7,12 @@
 #include "host/trace/clock.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define KERNEL_HALF 0xffff800000000000ull
 #define PTI_USER_BIT 0x1000ull /* PTI: the user PGD is the kernel PGD + 4 KiB */
@@ -336,15 +339,13 @@ static int qemu_write_phys(struct target *t, uint64_t gpa, const void *buf, size
 	return phys_access(q, gpa, (void *)buf, len, true);
 }
 
-/* Through the gdbstub at the physical address: QEMU then drops translated code of those bytes. */
-static int qemu_write_text(struct target *t, uint64_t gpa, const void *expect, const void *buf,
-			   size_t len)
+/* Checks and writes text, the gdbstub's waits with their deadlines but no stop. */
+static int write_text_whole(struct target_qemu *q, uint64_t gpa, const void *expect,
+			    const void *buf, size_t len)
 {
-	struct target_qemu *q = tq(t);
 	uint8_t now[16];
 
-	if (!q->stopped || len > sizeof(now) || ((gpa ^ (gpa + len - 1)) & ~(X86_PAGE_SIZE - 1)) ||
-	    phys_access(q, gpa, now, len, false) < 0)
+	if (phys_access(q, gpa, now, len, false) < 0)
 		return -EFAULT;
 	if (memcmp(now, expect, len))
 		return -ESTALE;
@@ -354,6 +355,43 @@ static int qemu_write_text(struct target *t, uint64_t gpa, const void *expect, c
 		q->phys_mode = true;
 	}
 	return gdb_write_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EIO : 0;
+}
+
+/* Test hook: with $HVTRACE_TEST_SIGINT_AT_TEXT_WRITE=N, hvtrace sends itself a SIGINT once N text
+ * writes are done (a Ctrl-C in the middle of a stub attach, at a site a test chooses). */
+static void sigint_hook(void)
+{
+	static long at = -1, done;
+
+	if (at < 0) {
+		const char *env = getenv("HVTRACE_TEST_SIGINT_AT_TEXT_WRITE");
+
+		at = env ? strtol(env, NULL, 10) : 0;
+	}
+	if (at > 0 && ++done == at)
+		kill(getpid(), SIGINT);
+}
+
+/* Through the gdbstub at the physical address: QEMU then drops translated code of those bytes. A
+ * write a stop cut short would still be carried out by QEMU, after hvtrace took it for failed and
+ * maybe after it read the bytes again: so once a stop is asked text writes are refused (-EINTR,
+ * nothing sent), and one under way waits for its reply whatever comes. */
+static int qemu_write_text(struct target *t, uint64_t gpa, const void *expect, const void *buf,
+			   size_t len)
+{
+	struct target_qemu *q = tq(t);
+	int fd = tcp_interrupt_fd(), ret;
+
+	if (!q->stopped || len > 16 || ((gpa ^ (gpa + len - 1)) & ~(X86_PAGE_SIZE - 1)))
+		return -EFAULT;
+	if (tcp_interrupted())
+		return -EINTR;
+	tcp_set_interrupt(-1);
+	ret = write_text_whole(q, gpa, expect, buf, len);
+	tcp_set_interrupt(fd);
+	if (ret == 0)
+		sigint_hook();
+	return ret;
 }
 
 static int qemu_read_kernel(struct target *t, uint64_t gva, void *buf, size_t len)

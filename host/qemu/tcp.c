@@ -20,6 +20,11 @@ void tcp_set_interrupt(int fd)
 	intr_fd = fd;
 }
 
+int tcp_interrupt_fd(void)
+{
+	return intr_fd;
+}
+
 bool tcp_interrupted(void)
 {
 	struct pollfd pfd = {.fd = intr_fd, .events = POLLIN};

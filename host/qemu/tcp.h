@@ -20,6 +20,10 @@ int tcp_connect(const char *host, const char *service, int *gai_err);
  * waits. */
 void tcp_set_interrupt(int fd);
 
+/* The fd tcp_set_interrupt last set (-1: none), to set it back after a wait no stop may cut
+ * short. Main thread. */
+int tcp_interrupt_fd(void);
+
 /* Whether the fd of tcp_set_interrupt is readable now (a stop is asked). Any thread. */
 bool tcp_interrupted(void);
 

@@ -75,7 +75,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		   size_t errlen);
 
 /* Patches the guest (tracer_attach) and starts the writer. Returns 0, @attach_status when the guest
- * could not be patched (nothing stays patched), or another exit status; @err says why. */
+ * could not be patched (what tracer_attach could not undo then, pipeline_detach does), or another
+ * exit status; @err says why. */
 int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errlen);
 
 /* Leaves the guest as it was found (tracer_detach). Idempotent. 0 or -errno. */

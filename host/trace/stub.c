@@ -241,6 +241,14 @@ static bool calls_stub(const struct stub *s, uint64_t site, const uint8_t b[5])
 	return false;
 }
 
+bool stub_may_call(struct stub *s, uint64_t site, uint64_t gpa)
+{
+	uint8_t now[X86_NOP5_LEN];
+
+	return s->tgt->ops->read_phys(s->tgt, gpa, now, sizeof(now)) < 0 ||
+	       calls_stub(s, site, now);
+}
+
 int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5])
 {
 	uint8_t now[X86_NOP5_LEN];

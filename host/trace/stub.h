@@ -87,6 +87,11 @@ bool stub_live_at(struct target *tgt, uint64_t gpa);
 int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5], bool hook,
 	       bool args, bool root);
 
+/* With the target paused: whether guest-physical @gpa may hold a CALL rel32 from @site into the
+ * stub (it does, or it cannot be read): where a stub_patch that failed may have landed all the
+ * same. */
+bool stub_may_call(struct stub *s, uint64_t site, uint64_t gpa);
+
 /* With the target paused: puts @nop back at @site (guest-physical @gpa) if it still holds a CALL
  * rel32 into the stub. 0, -ESTALE when the guest rewrote the site (nothing written), -errno. */
 int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5]);

@@ -485,6 +485,15 @@ static size_t unpatch_all(struct stub_drain *d)
 	return left;
 }
 
+/* A failed attach: every CALL put back and the stub unmapped. A site the target would not restore
+ * now (QEMU's refuses text writes once a stop is asked) stays patched, the stub it calls mapped,
+ * for stub_drain_detach to finish. */
+static void undo_attach(struct stub_drain *d)
+{
+	if (unpatch_all(d) == 0)
+		stub_unplace(&d->stub);
+}
+
 /* Frees the drain thread's buffers while no thread owns them (attach failed). */
 static void free_buffers(struct stub_drain *d)
 {
@@ -564,9 +573,10 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 				 : ret == -ERANGE ? "the stub is out of CALL rel32 reach"
 				 : ret == -ESTALE ? "rewritten by the guest since it was verified"
 						  : "cannot write the CALL");
+			/* a write the target failed may have landed all the same: the bytes say */
+			p->patched = stub_may_call(&d->stub, p->addr, p->gpa);
 			free_buffers(d);
-			unpatch_all(d);
-			stub_unplace(&d->stub);
+			undo_attach(d);
 			return ret;
 		}
 		p->patched = true;
@@ -579,8 +589,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	if (ret) {
 		free_buffers(d);
 		atomic_store(&d->horizon, UINT64_MAX);
-		unpatch_all(d);
-		stub_unplace(&d->stub);
+		undo_attach(d);
 		snprintf(err, errlen, "cannot start the stub drain thread: %s", strerror(ret));
 		return -ret;
 	}

@@ -95,8 +95,10 @@ bool stub_drain_capable(const struct probe *p);
 void stub_drain_init(struct stub_drain *d);
 
 /* With the target paused: places the stub, patches every probe of @cfg marked `stub` and starts the
- * drain thread. 0 (also with no stub probe) or -errno with @err naming the site; nothing stays
- * patched on error. Main thread. */
+ * drain thread. 0 (also with no stub probe) or -errno with @err naming the site. On error every
+ * CALL is put back (the bytes checked first) and the stub unmapped, except sites the target would
+ * not restore then (a stop asked): those stay `patched`, and the stub mapped (stub.placed), for
+ * stub_drain_detach. Main thread. */
 int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, char *err,
 		      size_t errlen);
 

@@ -60,7 +60,7 @@ struct target_ops {
 	 * attach), so that every vCPU executes the new bytes (QEMU/TCG: through a path that
 	 * invalidates translated code), if those bytes still hold @expect. 0, -ESTALE when they do
 	 * not (nothing written), -EFAULT (not RAM, or across a page; QEMU: more than 16 bytes),
-	 * -errno. */
+	 * -EINTR (QEMU: a stop is asked; nothing written), -errno. */
 	int (*write_text)(struct target *t, uint64_t gpa, const void *expect, const void *buf,
 			  size_t len);
 	/* Kernel-half guest-virtual reads from any thread while the guest runs (through page tables

@@ -142,8 +142,10 @@ const struct fe_spec *tracer_ret_event_of(void *ctx, uint64_t ip);
 /* The event spec of the probe at @ip, or NULL (for sinks; any thread). */
 const struct fe_spec *tracer_event_of(void *ctx, uint64_t ip);
 
-/* Verifies and patches every site (and the trampoline), and takes over breakpoint hits. On error nothing
- * stays patched and @err names the site. Main thread. */
+/* Verifies and patches every site (and the trampoline), and takes over breakpoint hits. On error
+ * @err names the site and nothing stays patched, except stub probe sites the target would not
+ * restore then (a stop asked): the tracer then stays attached, to be detached (tracer_detach) as
+ * usual, which restores them. Main thread. */
 int tracer_attach(struct tracer *t, char *err, size_t errlen);
 
 /* With all vCPUs paused: removes every probe, writes the original return address back into every

@@ -60,6 +60,7 @@ static int resolve_trampoline(struct tracer *t)
 
 int tracer_attach(struct tracer *t, char *err, size_t errlen)
 {
+	bool stubs = false;
 	int ret;
 
 	t->t0 = clock_now_ns();
@@ -94,20 +95,25 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 		if (ret < 0)
 			probe_remove_all(&t->probes, t->tgt);
 	} else {
-		bool stubs = false;
-
 		for (size_t i = 0; i < t->probes.nr; i++) {
 			t->probes.v[i].stub = stub_capable(t, &t->probes.v[i]);
 			stubs |= t->probes.v[i].stub;
 		}
 		ret = probe_insert_all(&t->probes, t->tgt, err, errlen);
-		if (ret == 0 && stubs) {
+		if (ret == 0 && stubs)
 			ret = attach_stubs(t, err, errlen);
-			if (ret < 0)
-				probe_remove_all(&t->probes, t->tgt);
-		}
+	}
+	if (ret < 0 && t->stub.stub.placed) {
+		/* stub sites the target would not restore now (QEMU's refuses text writes once a
+		 * stop is asked) are still patched: the detach that must follow restores them, and
+		 * everything else */
+		atomic_store(&t->active, 0);
+		t->attached = true;
+		return ret;
 	}
 	if (ret < 0) {
+		if (stubs) /* the trap probes went in before the stubs failed */
+			probe_remove_all(&t->probes, t->tgt);
 		atomic_store(&t->active, 0);
 		if (t->trampoline_inserted)
 			t->tgt->ops->remove_bp(t->tgt, t->trampoline, t->trampoline_gpa,
