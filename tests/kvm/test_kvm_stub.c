@@ -207,6 +207,7 @@ static void stub_without_guest_cpu_number(const char *smp, unsigned nr_cpus)
 	const char *traps[] = {"run", "--probe", "trap", "--stats", "--smp", smp, hv_guest("bare"), NULL};
 	const char *from = kvm_offers_rdtscp() ? " cpu-from rdtscp " : " cpu-from cpuid ";
 	long total = 0;
+	bool with_trap;
 
 	hv_run(&r, stub, 0, 0);
 	assert_int_equal(r.status, 0);
@@ -214,25 +215,32 @@ static void stub_without_guest_cpu_number(const char *smp, unsigned nr_cpus)
 	assert_non_null(strstr(r.err, from));
 	assert_int_equal(bp_exits(r.err), 0);
 	assert_int_equal(hv_stat(r.err, "stub probes ", " rejected "), 0);
-	hv_run(&trap, traps, 0, 0);
-	assert_int_equal(trap.status, 0);
-	assert_int_equal(stub_probes(trap.err), -1);
+	/* the trap probes' counts beside them where INT3 exits (not in the nested AMD lane) */
+	with_trap = needs_int3_exits("the trap run to compare with");
+	if (with_trap) {
+		hv_run(&trap, traps, 0, 0);
+		assert_int_equal(trap.status, 0);
+		assert_int_equal(stub_probes(trap.err), -1);
+	}
 	for (size_t f = 0; f < NR_FUNCS; f++)
 		for (unsigned c = 0; c < nr_cpus; c++) {
 			long n = trace_count(&r, funcs[f], (int)c);
 
 			assert_true(guest_count(&r, funcs[f], c) > 0 || !strcmp(funcs[f], "ev_target"));
 			assert_int_equal(n, guest_count(&r, funcs[f], c));
-			assert_int_equal(trace_count(&trap, funcs[f], (int)c),
-					 guest_count(&trap, funcs[f], c));
-			assert_int_equal(n, trace_count(&trap, funcs[f], (int)c));
+			if (with_trap) {
+				assert_int_equal(trace_count(&trap, funcs[f], (int)c),
+						 guest_count(&trap, funcs[f], c));
+				assert_int_equal(n, trace_count(&trap, funcs[f], (int)c));
+			}
 			total += n;
 		}
 	/* every entry is in one of the vCPUs' columns, none elsewhere */
 	assert_int_equal(trace_count(&r, "fib", -1), guest_count_all(&r, "fib", nr_cpus));
 	assert_true(total > 0);
 	assert_non_null(strstr(r.trace, "lost: 0\n"));
-	hv_result_free(&trap);
+	if (with_trap)
+		hv_result_free(&trap);
 	hv_result_free(&r);
 }
 
