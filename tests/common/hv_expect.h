@@ -61,7 +61,7 @@ struct hv_run_case {
 };
 
 /* Runs @c (hv_run, no signal) with each of its args passed through @arg first when @arg is not NULL
- * (a test's placeholders for paths known at run time), then checks its expectations. */
+ * (a test's @-names for paths known at run time), then checks its expectations. */
 void hv_case_play(const struct hv_run_case *c, const char *(*arg)(const char *));
 /* Fails the running cmocka test, naming @label (the run), at the first expectation of @e that @r
  * does not meet; @r->lines must be parsed (hv_run does). */

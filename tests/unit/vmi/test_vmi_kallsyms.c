@@ -740,7 +740,7 @@ static int real_add(void *ctx, uint64_t addr, char type, const char *name)
 
 #define KERNELS "/var/cache/hvtrace/kernels/"
 
-/* Debian's own images, when the machine has them (their System.map is a placeholder): 6.12
+/* Debian's own images, when the machine has them (their System.map is only a stub file): 6.12
  * (base-relative offsets, labels aligned to 8) and 7.3 (7.0's place-relative layout, aligned to 4).
  * _text is where the image's text starts, vfs_read is text and starts as a function does with IBT:
  * ENDBR64, then the 5-byte ftrace site (CALL __fentry__ in the unbooted image). */
