@@ -197,7 +197,7 @@ test: check-layers hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) $
 	@$(TEST_ENV) tests/viewer/check-viewers.sh
 
 # Chrome JSON and folded stacks loaded by speedscope in headless Chromium (npm, cached in build/viewer)
-viewer-test: hvtrace $(GUEST)
+viewer-test: hvtrace $(GUEST) guest
 	@$(TEST_ENV) tests/viewer/check-viewers.sh
 
 # The Linux part on real KVM, in the nested lane: hvtrace's own VMM (run --kernel), stub probes.

@@ -18,22 +18,35 @@ work=$(mktemp -d /tmp/viz-viewer.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL $*"; exit 1; }
 
-# a real trace: the freestanding test guest under function_graph, recorded to trace.dat and turned
-# into both formats by `hvtrace report`
-hvtrace=${HVTRACE:-./hvtrace} guest=${GUEST:-build/guest/test-guest.elf}
-"$hvtrace" record -p function_graph --funcgraph-retval -o "$work/guest.dat" "$guest" \
-	>"$work/console" 2>&1 || fail "hvtrace record -p function_graph $guest: $(tail -1 "$work/console")"
-for fmt in json folded; do
-	"$hvtrace" report -i "$work/guest.dat" --format $fmt >"$work/guest.$fmt" 2>"$work/err" ||
-		fail "hvtrace report --format $fmt: $(tail -1 "$work/err")"
+# real traces, recorded to trace.dat and turned into both formats by `hvtrace report`: the Linux test
+# guest under QEMU TCG (function_graph under do_sys_openat2, always), and the freestanding test guest
+# under function_graph where /dev/kvm exists (the embedded VMM needs it)
+hvtrace=${HVTRACE:-./hvtrace} guest=${GUEST:-build/guest/test-guest.elf} gdir=${GUEST_DIR:-build/guest}
+traces=linux
+"$hvtrace" record --qemu --kernel "$gdir/vmlinuz" --initrd "$gdir/initramfs.cpio.gz" --append nokaslr \
+	-p function_graph -g do_sys_openat2 --funcgraph-retval --timeout 300 -o "$work/linux.dat" \
+	>"$work/console" 2>&1 || fail "hvtrace record --qemu -p function_graph: $(tail -1 "$work/console")"
+if [ -e /dev/kvm ]; then
+	"$hvtrace" record -p function_graph --funcgraph-retval -o "$work/guest.dat" "$guest" \
+		>"$work/console" 2>&1 || fail "hvtrace record -p function_graph $guest: $(tail -1 "$work/console")"
+	traces="$traces guest"
+else
+	echo "SKIPPED: the freestanding guest's trace: no /dev/kvm (the Linux guest's trace is checked)"
+fi
+for t in $traces; do
+	for fmt in json folded; do
+		"$hvtrace" report -i "$work/$t.dat" --format $fmt >"$work/$t.$fmt" 2>"$work/err" ||
+			fail "hvtrace report -i $t.dat --format $fmt: $(tail -1 "$work/err")"
+	done
 done
 
-for f in $golden/*.json "$work/guest.json"; do
+for f in $golden/*.json $(for t in $traces; do echo "$work/$t.json"; done); do
 	python3 -m json.tool "$f" >/dev/null 2>"$work/err" || fail "$f: not strict JSON: $(cat "$work/err")"
 done
-echo "ok strict JSON: $(ls $golden/*.json | wc -l) golden files and the guest trace"
+echo "ok strict JSON: $(ls $golden/*.json | wc -l) golden files and the traces of: $traces"
 # what Perfetto's importer needs too: named tracks, B/E pairs, slices nested on each track
-python3 tests/viewer/check-nesting.py $golden/*.json "$work/guest.json" || fail "slices not nested"
+python3 tests/viewer/check-nesting.py $golden/*.json $(for t in $traces; do echo "$work/$t.json"; done) ||
+	fail "slices not nested"
 
 release=$cache/node_modules/speedscope/dist/release
 if [ ! -f "$release/index.html" ] || [ ! -d "$cache/node_modules/puppeteer-core" ]; then
@@ -47,17 +60,21 @@ fi
 
 head -c 2000 $golden/graph.json >"$work/truncated.json"
 # expected frames: what speedscope's sandwich table must list (folded names escaped as written)
-NODE_PATH=$cache/node_modules node tests/viewer/speedscope-load.js "$release" \
-	"$golden/graph.json:main,work,leaf,we\"ird;\\sym,CPU 1,app-100" \
+set -- "$golden/graph.json:main,work,leaf,we\"ird;\\sym,CPU 1,app-100" \
 	"$golden/graph.folded:main,work,leaf,we\"ird\\x3b\\\\sym" \
 	"$golden/function.json:work,app-100" \
 	"$golden/function.folded:main,work,leaf" \
 	"$golden/switch.json:main,work,leaf,worker-101" \
 	"$golden/switch.folded:main,work,leaf,worker" \
-	"$work/guest.json:workload_run,fib,deep,nl_outer,task_step" \
-	"$work/guest.folded:workload_run,fib,deep,nl_outer,task_step" >"$work/out" || true
+	"$work/linux.json:do_sys_openat2,do_filp_open" \
+	"$work/linux.folded:do_sys_openat2,do_filp_open"
+case " $traces " in *" guest "*)
+	set -- "$@" "$work/guest.json:workload_run,fib,deep,nl_outer,task_step" \
+		"$work/guest.folded:workload_run,fib,deep,nl_outer,task_step" ;;
+esac
+NODE_PATH=$cache/node_modules node tests/viewer/speedscope-load.js "$release" "$@" >"$work/out" || true
 cat "$work/out"
-[ "$(grep -c '^ok ' "$work/out")" = 8 ] || fail "speedscope refused a profile"
+[ "$(grep -c '^ok ' "$work/out")" = $# ] || fail "speedscope refused a profile"
 # and the check can fail: speedscope must refuse a cut JSON file
 NODE_PATH=$cache/node_modules node tests/viewer/speedscope-load.js "$release" \
 	"$work/truncated.json:main" >"$work/out" && fail "speedscope took a truncated JSON: $(cat "$work/out")"
