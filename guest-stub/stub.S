@@ -198,6 +198,8 @@ hvt_stub_entry_ret_args:
 	movq %rax, R_RAX(%r13)
 	call .Ltask
 	movq %rax, R_TASK(%r13)
+	call .Ltask_id
+	movl %edx, R_T0(%r13) /* kept there (unused in an entry) until the commit */
 	movl %r12d, %r11d
 	shll $16, %r11d
 	orl $STUB_REC_ENTRY, %r11d
@@ -276,6 +278,8 @@ hvt_stub_entry_ret_args:
 .Lcommit_entry:
 	movl %r11d, R_TYPE(%r13)
 	movl R_STASH(%r13), %eax
+	movl R_T0(%r13), %edx
+	movl %edx, R_TASK_ID(%r13) /* before the commit: the host reads it once R_SEQ is there */
 	movl %eax, R_SEQ(%r13)
 .Lout:
 	RESTORE
@@ -339,7 +343,9 @@ hvt_stub_ret:
 	movq %rax, %r13
 	call .Ltask
 	movq %rax, R_TASK(%r13)
+	call .Ltask_id
 	movl R_STASH(%r13), %eax
+	movl %edx, R_TASK_ID(%r13)
 	movl %eax, R_SEQ(%r13)
 .Lr_out:
 	RESTORE
@@ -456,6 +462,27 @@ hvt_stub_ret:
 	movq %gs:(%rax), %rax
 	ret
 
+/* The identity of task rax (stub_task_id in stub_abi.h) in edx; 0 with no task or when the header's
+ * H_COMM_OFF is 0. Clobbers rcx. */
+.Ltask_id:
+	xorl %edx, %edx
+	testq %rax, %rax
+	jz 1f
+	movq H_COMM_OFF(%rbx), %rcx
+	testq %rcx, %rcx
+	jz 1f
+	movq (%rax,%rcx), %rdx
+	xorq 8(%rax,%rcx), %rdx
+	movq %rdx, %rcx
+	shrq $32, %rcx
+	xorl %ecx, %edx
+	movq H_PID_OFF(%rbx), %rcx
+	movl (%rax,%rcx), %ecx
+	imull $0x9e3779b1, %ecx, %ecx
+	xorl %ecx, %edx
+	orl $1, %edx
+1:	ret
+
 /* Records that the shadow frame at rcx was abandoned. Preserves rcx; clobbers rax, rdx. */
 .Lemit_drop:
 	cmpq $-1, %r12
@@ -482,6 +509,7 @@ hvt_stub_ret:
 	movq %rdx, R_T0(%rax)
 	movq $0, R_TASK(%rax)
 	movl R_STASH(%rax), %edx
+	movl $0, R_TASK_ID(%rax)
 	movl %edx, R_SEQ(%rax)
 10:	ret
 

@@ -51,6 +51,9 @@
 			  * (right from the kernel's first instruction, when the per-CPU areas
 			  * move) rather than where H_CUR_SLOTS says */
 #define H_CUR_GS_OFF 136 /* u64 */
+#define H_PID_OFF 144	 /* u64: the pid's offset in the task struct (u32) */
+#define H_COMM_OFF 152	 /* u64: the comm's offset in the task struct (16 bytes); 0: records carry
+			  * no task identity (R_TASK_ID 0) */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 
 /* Ring header fields (offsets in a CPU's 64-byte ring header). */
@@ -68,7 +71,10 @@
 #define STUB_REC_SIZE 64
 #define STUB_REC_SHIFT 6
 #define R_SEQ 0	    /* u32: the low 32 bits of index + 1, written last (the commit marker) */
-#define R_STASH 4   /* u32: the same, kept here from the reservation until the commit */
+#define R_STASH 4   /* u32: the same, kept here from the reservation until the commit; then: */
+#define R_TASK_ID 4 /* u32: the task's identity when the event happened (stub_task_id: its pid
+		     * mixed with a fold of its comm), so the host knows a task struct that was
+		     * reused or renamed (exec) by the time it reads it; 0: not recorded */
 #define R_TYPE 8    /* u8: STUB_REC_* */
 #define R_DEPTH 9   /* u8: nesting depth on the guest stack (hooked entries and returns); with
 		     * H_GRAPH counted from the root frame */
@@ -112,7 +118,8 @@
 
 /* One ring record as the host reads it (a STUB_REC_ARGS record: args over tsc..t0). */
 struct stub_rec {
-	uint32_t seq, stash;
+	uint32_t seq;
+	uint32_t task_id; /* R_STASH until the commit, then R_TASK_ID */
 	uint8_t type, depth;
 	uint16_t cpu;
 	uint32_t flags;
@@ -130,6 +137,21 @@ struct stub_frame {
 };
 
 _Static_assert(sizeof(struct stub_rec) == STUB_REC_SIZE, "stub record layout");
+
+/* R_TASK_ID of a task with @pid and the 16 bytes of @comm as the stub computes it (.Ltask_id):
+ * the comm's two halves XORed and folded to 32 bits, XOR the pid times a large odd constant, low
+ * bit set (0 means "not recorded"). */
+static inline uint32_t stub_task_id(int32_t pid, const unsigned char comm[16])
+{
+	uint64_t lo = 0, hi = 0, q;
+
+	for (int i = 7; i >= 0; i--) {
+		lo = lo << 8 | comm[i];
+		hi = hi << 8 | comm[8 + i];
+	}
+	q = lo ^ hi;
+	return ((uint32_t)q ^ (uint32_t)(q >> 32) ^ (uint32_t)pid * 0x9e3779b1u) | 1u;
+}
 #endif
 
 #endif

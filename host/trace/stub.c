@@ -59,6 +59,10 @@ static int put_header(struct stub *s, const struct stub_guest *g)
 		h[H_CUR_GS_ON / 8] = 1;
 		h[H_CUR_GS_OFF / 8] = g->task->task_gs_off;
 	}
+	if (g->task && g->task->valid && g->task->comm_off) {
+		h[H_PID_OFF / 8] = g->task->pid_off;
+		h[H_COMM_OFF / 8] = g->task->comm_off;
+	}
 	for (unsigned c = 0; g->task && g->task->valid && c < s->nr_cpus && c < VMI_MAX_CPUS; c++)
 		h[H_CUR_SLOTS / 8 + c] = g->task->current_slot[c];
 	return s->tgt->ops->write_phys(s->tgt, s->reg.gpa + STUB_HDR_OFF, h, sizeof(h));

@@ -73,8 +73,14 @@ static uint64_t tsc_to_ts(const struct stub_drain *d, uint64_t tsc)
 
 /* ---- task names ------------------------------------------------------------------------------ */
 
+/* Tasks as read from guest memory, by task struct pointer and the identity the stub recorded
+ * (R_TASK_ID): a task struct reused by a new task, or a task renamed by exec, has a new identity, so
+ * a record is named as its task was when the event happened as long as the read saw that state.
+ * Records without an identity (0: a guest layout without comm) fall back to the pointer alone, the
+ * cache then emptied every TASK_CACHE_NS. */
 struct task_cache {
 	uint64_t ptr[TASK_CACHE];
+	uint32_t id[TASK_CACHE];
 	struct vmi_task task[TASK_CACHE];
 	uint64_t filled_at;
 };
@@ -87,22 +93,33 @@ static int read_kernel(void *ctx, uint64_t gva, void *buf, size_t len)
 	return tgt->ops->read_kernel(tgt, gva, buf, len);
 }
 
+/* The task of a record: @ptr its task struct, @id its R_TASK_ID. A task read whose identity is not
+ * @id changed after the event (it is named as it is now) and is counted in tasks_changed. */
 static void task_of(struct stub_drain *d, struct task_cache *c, unsigned cpu, uint64_t ptr,
-		    struct vmi_task *out)
+		    uint32_t id, struct vmi_task *out)
 {
-	unsigned h = (unsigned)((ptr * 0x9e3779b97f4a7c15ull) >> 56) % TASK_CACHE;
+	unsigned h = (unsigned)(((ptr ^ id) * 0x9e3779b97f4a7c15ull) >> 56) % TASK_CACHE;
 	struct target *tgt = d->c.tgt;
+	uint32_t now_id;
 
 	if (!ptr || !tgt->ops->read_kernel) {
 		vmi_task_at(d->c.task, cpu, 0, read_kernel, tgt, out);
 		return;
 	}
-	if (c->ptr[h] == ptr) {
+	if (c->ptr[h] == ptr && c->id[h] == id) {
 		*out = c->task[h];
 		return;
 	}
 	vmi_task_at(d->c.task, cpu, ptr, read_kernel, tgt, out);
+	if (id) {
+		now_id = stub_task_id(out->pid, (const unsigned char *)out->comm);
+		if (now_id != id) {
+			d->tasks_changed++;
+			return; /* not cached under an identity that is not its own */
+		}
+	}
 	c->ptr[h] = ptr;
+	c->id[h] = id;
 	c->task[h] = *out;
 }
 
@@ -184,7 +201,7 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 		return true;
 	case STUB_REC_ENTRY:
 		if (!p->quiet_entry && !deep) {
-			task_of(d, tc, cpu, g->task, &task);
+			task_of(d, tc, cpu, g->task, g->task_id, &task);
 			hvt_record_entry(&rec, tsc_to_ts(d, g->tsc), cpu, p->addr, g->parent, &task);
 			rec.depth = p->hooks_return ? g->depth : 0;
 			if (p->event && args) {
@@ -210,7 +227,7 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 	case STUB_REC_RETURN:
 		if (deep)
 			return true;
-		task_of(d, tc, cpu, g->task, &task);
+		task_of(d, tc, cpu, g->task, g->task_id, &task);
 		ts = tsc_to_ts(d, g->tsc);
 		t0 = tsc_to_ts(d, g->t0);
 		hvt_record_entry(&rec, ts, cpu, p->addr, g->parent, &task);

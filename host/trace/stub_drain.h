@@ -57,6 +57,8 @@ struct stub_drain {
 	uint64_t guest_lost; /* guest-reported, once stopped: events its rings could not take and
 			      * calls on CPU numbers out of range, as its counters say */
 	uint64_t rejected;   /* records the stub cannot have written (forged): dropped */
+	uint64_t tasks_changed; /* records whose task had another identity when read (named as
+				 * it is now; see task_of in stub_drain.c) */
 	_Atomic uint64_t filtered; /* records cfg.keep rejected (-P, --comm, --cpu) */
 	uint64_t guest_seen[STUB_MAX_CPUS]; /* each guest ring's lost count already marked in the
 					     * stream (HVT_REC_LOST) */

@@ -110,6 +110,9 @@ struct tracer_stats {
 	unsigned long long stub_pauses, stub_paused_ns; /* backpressure: vCPUs held for the drain */
 	unsigned long long stub_waits;	       /* backpressure: the stub's waits for room (guest's) */
 	unsigned long long stub_wait_timeouts; /* ... of which the host saw this many time out */
+	unsigned long long stub_tasks_changed; /* records whose task changed (exec, exit and reuse)
+						* before the drain read its name: named as it is
+						* now */
 	bool stub_backpressure;
 	bool stub_mapped; /* the stub is still in guest memory */
 	unsigned long long filtered; /* records -P, --comm, --cpu dropped (trap and stub paths) */

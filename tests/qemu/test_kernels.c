@@ -325,9 +325,6 @@ static const struct known_bug {
 	enum probe_kind kind;
 	const char *why;
 } known_bugs[] = {
-    {NULL, STUB,
-     "stub probes name a task that exited (the drain caches pid/comm by task_struct pointer and "
-     "reads them after the event: a reused task_struct gets the old name; intermittent, 6.1 too)"},
     {NULL, GRAPH, "-p function_graph -g F drops -e events outside F's graph (ftrace prints them)"},
     {"7.3", LIST,
      "attach/list-functions on a running 7.3 misses functions (vfs_read): its entries after "

@@ -1134,7 +1134,7 @@ static const struct linux_test linux_tests[] = {
 	    .expect = {
 		.console = {POWER_DOWN},
 		.err = {" ring 128/cpu ", "events missed: the stub's guest rings were full",
-			" backpressure off pauses 0 paused-us 0 guest-waits 0 wait-timeouts 0\n"},
+			" backpressure off pauses 0 paused-us 0 guest-waits 0 wait-timeouts 0 tasks-changed "},
 		.stub = {{"guest-reported-lost ", 0}, {"records ", 100000}},
 	    },
 	}},

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GUEST_MEM (8u << 20)
 #define STUB_AT	  0x400000ull
@@ -461,6 +462,78 @@ static void test_detach_keeps_stub_for_endless_interrupt(void **state)
 	assert_false(d.stub.placed);
 }
 
+/* ---- task names: the identity the stub records (R_TASK_ID) --------------------------------- */
+
+#define TASK_AT	  0x9000ull /* a task struct in guest memory */
+#define T_PID_OFF 0x10
+#define T_COMM_OFF 0x40
+
+/* Writes the task struct at TASK_AT as pid @pid named @comm, and returns its identity. */
+static uint32_t set_task(int32_t pid, const char *comm)
+{
+	unsigned char c[16] = {0};
+
+	strncpy((char *)c, comm, 15);
+	memcpy(guest + TASK_AT + T_PID_OFF, &pid, 4);
+	memcpy(guest + TASK_AT + T_COMM_OFF, c, 16);
+	return stub_task_id(pid, c);
+}
+
+/* Commits record @idx of CPU 0 for task TASK_AT with identity @id, and waits until the drain thread
+ * has taken it. */
+static void commit_and_wait(uint64_t idx, uint32_t id)
+{
+	forge(0, idx, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_PLAIN, .task = TASK_AT,
+					.task_id = id},
+	      false);
+	set_head(0, idx + 1);
+	for (int i = 0; i < 5000 && __atomic_load_n(&d.records, __ATOMIC_ACQUIRE) <= idx; i++)
+		usleep(1000);
+	assert_true(__atomic_load_n(&d.records, __ATOMIC_ACQUIRE) > idx);
+}
+
+/* A task renamed by exec and a task struct reused by a new task are named as they were when the
+ * event happened: a name read earlier for the same task struct is not handed to a record of another
+ * identity, and one read for an identity still serves a late record of it. A record whose task
+ * changed before the drain read it is named as it is now, and counted. */
+static void test_task_named_as_at_the_event(void **state)
+{
+	uint32_t sh, dd, cat;
+	const struct hvt_record *r;
+	char got[256] = "";
+	size_t n = 0;
+
+	(void)state;
+	task.valid = true;
+	task.pid_off = T_PID_OFF;
+	task.comm_off = T_COMM_OFF;
+	sh = set_task(100, "sh");
+	commit_and_wait(0, sh);
+	dd = set_task(100, "dd"); /* the same pid after exec */
+	commit_and_wait(1, dd);
+	cat = set_task(200, "cat"); /* the struct reused by another task */
+	commit_and_wait(2, cat);
+	commit_and_wait(3, dd); /* late: that task is gone, its name was read at record 1 */
+	commit_and_wait(4, sh); /* late, and its state was read at record 0: named from there */
+	set_task(300, "init");
+	commit_and_wait(5, cat);
+	forge(0, 6, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_PLAIN, .task = TASK_AT,
+				      .task_id = set_task(301, "ls") ^ 2},
+	      false); /* an identity never seen: named as the task is now, counted */
+	set_head(0, 7);
+	stub_drain_stop(&d);
+	while ((r = ring_peek(&rings[0])) != NULL) {
+		n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%s-%d", n ? " " : "", r->comm,
+				      r->pid);
+		ring_pop(&rings[0]);
+	}
+	assert_string_equal(got, "sh-100 dd-100 cat-200 dd-100 sh-100 cat-200 ls-301");
+	assert_int_equal(d.tasks_changed, 1);
+	assert_int_equal(d.rejected, 0);
+	task.valid = false;
+	task.pid_off = task.comm_off = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -470,6 +543,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_restore_ignores_current_cr3, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_typed_return_from_rax, setup_typed, teardown),
 	    cmocka_unit_test(test_return_capability),
+	    cmocka_unit_test_setup_teardown(test_task_named_as_at_the_event, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_detach_waits_out_interrupts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_detach_keeps_stub_for_endless_interrupt, setup,
 					    teardown),
