@@ -227,7 +227,7 @@ guest: | $(DEPS)
 
 # The kernel matrix of tests/qemu/test_kernels.c (issue 23): each kernel's guest in $(GUEST_DIR)/<K>/, fetched
 # as `make guest KERNEL=K` does (cached: quick when it is there). HVT_KERNELS= (empty) runs no kernel.
-HVT_KERNELS ?= 6.12 6.12-rt 7.3
+HVT_KERNELS ?= 6.1 6.12 6.12-rt 7.3
 export HVT_KERNELS
 guest-kernels: | $(DEPS)
 	@for k in $(HVT_KERNELS); do bash scripts/fetch-guest.sh $(GUEST_DIR) $$k || exit 1; done

@@ -1,5 +1,5 @@
-/* The kernel matrix (issue 23): each Debian kernel of $HVT_KERNELS (default 6.12 6.12-rt 7.3; each
- * one's guest in build/guest/<K>/, `make guest KERNEL=K`) under QEMU TCG, one boot per probe kind,
+/* The kernel matrix (issue 23): each Debian kernel of $HVT_KERNELS (default 6.1 6.12 6.12-rt 7.3;
+ * each one's guest in build/guest/<K>/, `make guest KERNEL=K`, 6.1's in build/guest/) under QEMU TCG, one boot per probe kind,
  * symbols from the guest's own kallsyms (Debian ships no System.map), every count checked exactly
  * against what the guest's workload reports on its console.
  *
@@ -36,7 +36,7 @@
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* the default matrix when $HVT_KERNELS is not set */
-#define DEFAULT_KERNELS "6.12 6.12-rt 7.3"
+#define DEFAULT_KERNELS "6.1 6.12 6.12-rt 7.3"
 #define MAX_KERNELS	8
 /* the workload's dd runs: hvt.bm */
 #define BM_READS 7
@@ -442,7 +442,7 @@ static int teardown(void **state)
 static int read_kernels(const char *dir)
 {
 	const char *env = getenv("HVT_KERNELS");
-	char list[512], *save = NULL;
+	char list[512], sub[40], *save = NULL;
 	int missing = 0;
 
 	snprintf(list, sizeof(list), "%s", env ? env : DEFAULT_KERNELS);
@@ -453,11 +453,15 @@ static int read_kernels(const char *dir)
 			printf("HVT_KERNELS: more than %d kernels\n", MAX_KERNELS);
 			return missing + 1;
 		}
+		/* 6.1, the default guest, is @dir itself (scripts/fetch-guest.sh); the others
+		 * @dir/K */
 		snprintf(k->name, sizeof(k->name), "%s", w);
-		snprintf(k->vmlinuz, sizeof(k->vmlinuz), "%s/%s/vmlinuz", dir, w);
-		snprintf(k->initrd, sizeof(k->initrd), "%s/%s/initramfs.cpio.gz", dir, w);
+		snprintf(sub, sizeof(sub), "%s%s", strcmp(w, "6.1") ? "/" : "",
+			 strcmp(w, "6.1") ? w : "");
+		snprintf(k->vmlinuz, sizeof(k->vmlinuz), "%s%s/vmlinuz", dir, sub);
+		snprintf(k->initrd, sizeof(k->initrd), "%s%s/initramfs.cpio.gz", dir, sub);
 		if (access(k->vmlinuz, R_OK) || access(k->initrd, R_OK)) {
-			printf("kernel %s: no guest in %s/%s (make guest KERNEL=%s)\n", w, dir, w,
+			printf("kernel %s: no guest in %s%s (make guest KERNEL=%s)\n", w, dir, sub,
 			       w);
 			missing++;
 			continue;
