@@ -11,6 +11,7 @@
 
 #include "tests/common/hv_expect.h"
 #include "tests/common/hv_run.h"
+#include "tests/common/trixie.h"
 #include "tests/common/port.h"
 #include "tests/common/skip.h"
 
@@ -354,6 +355,25 @@ static void check_vfs_read_all_args(const struct hv_result *r)
 /* The workload's opens of /proc/version: one `cat` per round (hvt.rounds, 3). */
 #define PROC_VERSION_OPENS 3
 
+/* Debian 13's trace-cmd (3.3, tests/common/trixie.h) reads record_dat with `trace-cmd report @args` and
+ * finds each of @texts as many times as Debian 12's did in @tc (3.1.6); skipped with one line where
+ * there is no Debian 13 root. */
+static void same_in_trace_cmd_3_3(const char *tc, const char *args, const char *const *texts)
+{
+	const char *root = hv_trixie_root();
+	char *tc33;
+
+	if (!root)
+		return;
+	tc33 = hv_trixie_trace_cmd(root, args, record_dat);
+	for (size_t i = 0; texts[i]; i++)
+		if (count_text(tc33, texts[i]) != count_text(tc, texts[i]))
+			fail_msg("trace-cmd 3.3 finds \"%s\" %ld times, 3.1.6 %ld times: %.300s", texts[i],
+				 count_text(tc33, texts[i]), count_text(tc, texts[i]), tc33);
+	printf("trace-cmd 3.3 and 3.1.6 agree on %s (%s)\n", record_dat, args);
+	free(tc33);
+}
+
 /* `record --qemu -e 'do_sys_openat2(dfd, filename)' -r filename_lookup`: the real trace-cmd reads the
  * trace.dat (the fprobe event of each open with its BTF-typed fields, the kretprobe of each lookup),
  * and `hvtrace report` prints the lines `run` prints (check_run_openat) for the same events. */
@@ -380,6 +400,9 @@ static void check_record_openat(const struct hv_result *r)
 	assert_int_equal(count_text(rep, "->do_sys_openat2("), count_text(tc, "do_sys_openat2__entry_0"));
 	assert_int_equal(count_text(rep, "<- filename_lookup) ret=-2 duration="), lookups_enoent);
 	assert_int_equal(count_text(rep, ": r_filename_lookup: ("), count_text(tc, "r_filename_lookup_0:"));
+	same_in_trace_cmd_3_3(tc, "", (const char *const[]){"cpus=2\n", ": do_sys_openat2__entry_0: ",
+		" dfd=-100 filename=\"/proc/version\"\n", ") ret=-2\n", "r_filename_lookup_0:", "cat-",
+		NULL});
 	free(tc);
 	free(rep);
 	unlink(record_dat);
@@ -407,6 +430,8 @@ static void check_record_attach_graph(const struct hv_result *r)
 	assert_non_null(strstr(rep, "# tracer: function_graph\n"));
 	assert_int_equal(count_text(rep, "|  do_sys_openat2() {\n"),
 			 count_text(tc, " func=do_sys_openat2 depth=0\n"));
+	same_in_trace_cmd_3_3(tc, "-R", (const char *const[]){" funcgraph_entry: ", " funcgraph_exit: ",
+		" func=do_sys_openat2 depth=0\n", NULL});
 	free(tc);
 	free(rep);
 	unlink(record_dat);
