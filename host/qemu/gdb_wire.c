@@ -44,9 +44,9 @@ int gdb_wire_broken(struct gdb *g, int rc)
 	return rc;
 }
 
-/* Sends @buf; the '+' owed for packets received since our last send go first, in the same segment.
- */
-int gdb_wire_send_bytes(struct gdb *g, const char *buf, size_t len)
+/* Sends @buf, with the '+' owed for packets received since our last send first in the same segment
+ * if @acks. */
+static int send_bytes(struct gdb *g, const char *buf, size_t len, bool acks)
 {
 	char plus[16];
 	struct iovec iov[2];
@@ -54,7 +54,7 @@ int gdb_wire_send_bytes(struct gdb *g, const char *buf, size_t len)
 
 	if (g->fd < 0 || g->gone)
 		return -ECONNRESET;
-	if (g->ack_pending) {
+	if (acks && g->ack_pending) {
 		unsigned k = g->ack_pending < sizeof(plus) ? g->ack_pending : sizeof(plus);
 
 		memset(plus, '+', k);
@@ -73,7 +73,8 @@ int gdb_wire_send_bytes(struct gdb *g, const char *buf, size_t len)
 			g->gone = true;
 			return errno == EPIPE ? -ECONNRESET : -errno;
 		}
-		g->ack_pending = 0;
+		if (acks)
+			g->ack_pending = 0;
 		while (n > 0 && (size_t)w >= iov[0].iov_len) {
 			w -= (ssize_t)iov[0].iov_len;
 			memmove(iov, iov + 1, sizeof(iov[0]) * (size_t)--n);
@@ -84,6 +85,16 @@ int gdb_wire_send_bytes(struct gdb *g, const char *buf, size_t len)
 		}
 	}
 	return 0;
+}
+
+int gdb_wire_send_bytes(struct gdb *g, const char *buf, size_t len)
+{
+	return send_bytes(g, buf, len, true);
+}
+
+int gdb_wire_send_interrupt(struct gdb *g)
+{
+	return send_bytes(g, "\x03", 1, false);
 }
 
 int gdb_wire_send_packet(struct gdb *g, const char *payload)

@@ -507,7 +507,7 @@ int gdb_interrupt(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 	}
 	if (g->broken)
 		return -ECONNABORTED;
-	rc = gdb_wire_send_bytes(g, "\x03", 1);
+	rc = gdb_wire_send_interrupt(g);
 	if (!rc)
 		rc = gdb_wait_stop(g, timeout_ms, st);
 	if (rc == -ETIMEDOUT)

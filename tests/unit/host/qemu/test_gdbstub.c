@@ -717,6 +717,41 @@ static void test_execution(void **state)
 	free(g);
 }
 
+/* The '+' owed for the reply to a P sent with a continue is not sent while the VM runs: an interrupt
+ * is the 0x03 byte alone (QEMU 8.1 and later stop on the '+' without a stop reply and drop the 0x03,
+ * seen on QEMU 11.1), and the owed '+' go with the first command after the stop. */
+static void test_interrupt_alone_while_running(void **state)
+{
+	struct fake_step st[16];
+	struct fake_server s;
+	struct gdb *g = new_gdb();
+	struct gdb_stop stop;
+	char err[128], cont[128];
+	size_t n;
+
+	(void)state;
+	n = qemu72_hello(st, "", "+");
+	st[n++] = (struct fake_step){pk("+", "Hg1", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "P10=0010000000000000", ""), pk("+", "OK", "")};
+	snprintf(cont, sizeof(cont), "%s%s", pk("+", "P10=0020000000000000", ""), pk("", "vCont;c", ""));
+	st[n++] = (struct fake_step){cont, pk("+", "OK", "+")};
+	st[n++] = (struct fake_step){"\x03", pk("", "T02thread:01;", "")};
+	st[n++] = (struct fake_step){pk("++", "?", ""), pk("+", "T02thread:01;", "")};
+
+	assert_int_equal(gdb_attach_fd(g, fake_server_start(&s, NULL, st, n, FAKE_SERVER_HOLD), err,
+				       sizeof(err)),
+			 0);
+	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RIP, 0x1000), 0);
+	assert_int_equal(gdb_write_pc_continue(g, 1, 0x2000), 0);
+	assert_true(g->running);
+	assert_int_equal(gdb_interrupt(g, 1000, &stop), 0);
+	assert_int_equal(stop.code, 2);
+	assert_int_equal(gdb_stop_reason(g, &stop), 0);
+	gdb_close(g);
+	fake_server_finish(&s);
+	free(g);
+}
+
 static void test_connection_lost(void **state)
 {
 	struct fake_step st[8];
@@ -1206,6 +1241,7 @@ int main(void)
 	    cmocka_unit_test(test_write_reg_g_fallback),
 	    cmocka_unit_test(test_memory_chunks),
 	    cmocka_unit_test(test_execution),
+	    cmocka_unit_test(test_interrupt_alone_while_running),
 	    cmocka_unit_test(test_connection_lost),
 	    cmocka_unit_test(test_connect_refused),
 	    cmocka_unit_test(test_negotiation_fails),
