@@ -329,9 +329,6 @@ static const struct known_bug {
      "stub probes name a task that exited (the drain caches pid/comm by task_struct pointer and "
      "reads them after the event: a reused task_struct gets the old name; intermittent, 6.1 too)"},
     {NULL, GRAPH, "-p function_graph -g F drops -e events outside F's graph (ftrace prints them)"},
-    {"7.3", LIST,
-     "attach/list-functions on a running 7.3 misses functions (vfs_read): its entries after "
-     "boot are not read as sites"},
 };
 
 static const char *known_bug_of(const struct matrix_case *c)
