@@ -8,12 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The 4 bytes a function may start with before its NOP5: ENDBR64, and the NOPs Linux seals an
+ * unused ENDBR64 into at boot (its gen_endbr_poison(): "osp nopl (%rax)", then "nopl -42(%rax)",
+ * whose displacement is UDB). Each is a 4-byte NOP no compiler emits there, so either marks a former
+ * ENDBR site whichever kernel wrote it. */
+static const uint8_t entry_markers[][4] = {
+	{0xf3, 0x0f, 0x1e, 0xfa},
+	{0x66, 0x0f, 0x1f, 0x00},
+	{0x0f, 0x1f, 0x40, 0xd6},
+};
+
 bool vmi_site_entry(const uint8_t *p, uint64_t func, uint64_t *site)
 {
-	static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
-	static const uint8_t sealed[4] = {0x66, 0x0f, 0x1f, 0x00};
-	size_t skip = !memcmp(p, endbr64, 4) || !memcmp(p, sealed, 4) ? 4 : 0;
+	size_t skip = 0;
 
+	for (size_t i = 0; i < sizeof(entry_markers) / sizeof(entry_markers[0]); i++)
+		if (!memcmp(p, entry_markers[i], 4))
+			skip = 4;
 	if (!x86_is_nop5(p + skip))
 		return false;
 	*site = func + skip;

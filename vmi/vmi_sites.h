@@ -25,9 +25,10 @@ int vmi_sites_build(struct vmi_sites *sites, const uint64_t *addrs, size_t n,
 		    const struct vmi_symtab *funcs);
 
 /* The site of a function whose first 9 bytes are @p, the function at @func: a NOP5 right there,
- * or after ENDBR64 (f3 0f 1e fa) or after the 4-byte NOP (66 0f 1f 00) the kernel seals an
- * ENDBR64 into when nothing calls the function indirectly (IBT, 6.12+). Returns the site's address
- * in *@site and true, or false (no NOP5: not traceable now, or __pfx_ call padding). Pure. */
+ * or after ENDBR64 (f3 0f 1e fa) or after a 4-byte NOP the kernel seals an ENDBR64 into when
+ * nothing calls the function indirectly (IBT: 66 0f 1f 00 as in 6.12, 0f 1f 40 d6 as in 7.3).
+ * Returns the site's address in *@site and true, or false (no NOP5: not traceable now, or __pfx_
+ * call padding). Pure. */
 bool vmi_site_entry(const uint8_t *p, uint64_t func, uint64_t *site);
 
 /* Checks that @bytes (the 5 bytes at the site) are a NOP5. Returns 0, or -EILSEQ with

@@ -326,9 +326,6 @@ static const struct known_bug {
 	const char *why;
 } known_bugs[] = {
     {NULL, GRAPH, "-p function_graph -g F drops -e events outside F's graph (ftrace prints them)"},
-    {"7.3", LIST,
-     "attach/list-functions on a running 7.3 misses functions (vfs_read): its entries after "
-     "boot are not read as sites"},
 };
 
 static const char *known_bug_of(const struct matrix_case *c)

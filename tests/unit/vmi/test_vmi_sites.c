@@ -261,7 +261,10 @@ static void test_sites_build(void **state)
 }
 
 /* A function's entry: NOP5 at the start, after ENDBR64, or after the 4-byte NOP of a sealed ENDBR
- * (IBT, 6.12+); a CALL (not patched yet), __pfx_ padding, or ENDBR64 and a CALL are no site. */
+ * (IBT: 66 0f 1f 00 as 6.12 seals it, 0f 1f 40 d6 as 7.3 does); a CALL (not patched yet), __pfx_
+ * padding, or ENDBR64 and a CALL are no site, nor a 4-byte NOP no kernel seals an ENDBR into. The
+ * vfs_read rows are the bytes of Debian's 7.3.4 cloud kernel: in its image, and read from the
+ * running guest after boot. */
 static void test_site_entry(void **state)
 {
 	static const struct {
@@ -277,6 +280,14 @@ static void test_site_entry(void **state)
 	    {{0x66, 0x0f, 0x1f, 0x00, 0xe8, 0x01, 0x02, 0x03, 0x04}, false, 0},
 	    {{0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90}, false, 0},
 	    {{0x66, 0x0f, 0x1f, 0x01, 0x0f, 0x1f, 0x44, 0x00, 0x00}, false, 0},
+	    /* vfs_read, 7.3: ENDBR64 and CALL __fentry__ in the image; sealed and NOPed after boot */
+	    {{0xf3, 0x0f, 0x1e, 0xfa, 0xe8, 0x67, 0xaf, 0xb6, 0xff}, false, 0},
+	    {{0x0f, 0x1f, 0x40, 0xd6, 0x0f, 0x1f, 0x44, 0x00, 0x00}, true, 4},
+	    /* sealed, its CALL __fentry__ not NOPed yet */
+	    {{0x0f, 0x1f, 0x40, 0xd6, 0xe8, 0x67, 0xaf, 0xb6, 0xff}, false, 0},
+	    /* NOP4 (0f 1f 40 00), and the seal's NOP with another displacement: no seal */
+	    {{0x0f, 0x1f, 0x40, 0x00, 0x0f, 0x1f, 0x44, 0x00, 0x00}, false, 0},
+	    {{0x0f, 0x1f, 0x40, 0xd5, 0x0f, 0x1f, 0x44, 0x00, 0x00}, false, 0},
 	};
 
 	(void)state;
