@@ -103,6 +103,12 @@ int vmi_linux_check_text(const struct vmi_linux *l, char *err, size_t errlen);
  * range vmi_linux_find_slide would refuse, or a negative errno (@read's). */
 int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi_sites *sites);
 
+/* Whether the kernel's ftrace has converted its call sites at boot, as the kernel itself counts
+ * them: 1 once its ftrace_update_tot_cnt (sites made NOPs by ftrace_update_code, set when a whole
+ * batch is done) is nonzero, 0 while it is 0, -ENOENT when the kernel has no such symbol (no ftrace,
+ * or another layout: the caller cannot tell from it), or @read's negative errno. */
+int vmi_linux_ftrace_converted(const struct vmi_linux *l, vmi_read_fn read, void *ctx);
+
 /* Marks in @selected (one flag per site of @sites) the sites of @roots and of every function
  * reachable from them through direct calls and jumps (e8/e9 rel32 to a site) in guest memory, at
  * most @depth calls deep. Indirect calls are not followed. Returns the number of sites marked or a

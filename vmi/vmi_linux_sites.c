@@ -150,3 +150,15 @@ out:
 	free(body);
 	return marked;
 }
+
+int vmi_linux_ftrace_converted(const struct vmi_linux *l, vmi_read_fn read, void *ctx)
+{
+	const struct vmi_sym *cnt = vmi_symtab_find(&l->objects, "ftrace_update_tot_cnt");
+	uint64_t v;
+	int ret;
+
+	if (!cnt)
+		return -ENOENT;
+	ret = read(ctx, cnt->addr, &v, sizeof(v));
+	return ret < 0 ? ret : v != 0;
+}

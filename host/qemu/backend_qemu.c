@@ -98,8 +98,12 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 		if (r->l.slid) {
 			vmi_sites_free(&r->sites);
 			ret = vmi_linux_sites(&r->l, read_kernel_or_stop, r, &r->sites);
-			/* the same count twice: ftrace is not converting call sites right now */
-			if (ret == 0 && r->sites.nr >= MIN_SITES && r->sites.nr == last)
+			/* the same count twice: ftrace is not converting call sites right now;
+			 * and where the kernel counts what it converted, it says it is done (on a
+			 * host too loaded to give the guest CPU time, 100 ms may pass with no
+			 * progress halfway through) */
+			if (ret == 0 && r->sites.nr >= MIN_SITES && r->sites.nr == last &&
+			    vmi_linux_ftrace_converted(&r->l, read_kernel_or_stop, r) != 0)
 				break;
 			last = ret == 0 ? r->sites.nr : 0;
 		}
