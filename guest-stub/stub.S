@@ -116,7 +116,8 @@
 hvt_stub_start:
 .Lbase:
 
-/* r10: bit 0 hook the return, bit 1 record the argument registers, bit 2 a graph root */
+/* r10: bit 0 hook the return, bit 1 record the argument registers, bit 2 a graph root, bit 3 an
+ * entry outside the graph recorded for its event alone (R_FLAGS gets r10 >> 1) */
 hvt_stub_entry:
 	SAVE
 	xorl %r10d, %r10d
@@ -158,10 +159,14 @@ hvt_stub_entry_ret_args:
 	xorl %edx, %edx
 	call .Lstack_get
 	testq %rax, %rax
-	jz .Lout
+	jz 3f
 	cmpq $0, S_ROOT(%rax)
 	movq $0, S_LOCK(%rax)
-	je .Lout
+	jne 2f
+3:	/* outside the graph: an -e event still fires (as ftrace's do), its return not hooked */
+	testl $2, %r10d
+	jz .Lout
+	movl $10, %r10d
 2:
 	movl %r10d, %r11d
 	shrl $1, %r11d
@@ -274,7 +279,13 @@ hvt_stub_entry_ret_args:
 .Lskip:
 	call .Lrelease
 	andl $0xffff0000, %r11d
-	orl $STUB_REC_SKIP, %r11d
+	testl $STUB_F_ARGS, R_FLAGS(%r13)
+	jz 7f
+	/* an -e event: recorded alone, as outside the graph above */
+	orl $STUB_F_ALONE, R_FLAGS(%r13)
+	orl $STUB_REC_ENTRY, %r11d
+	jmp .Lcommit_entry
+7:	orl $STUB_REC_SKIP, %r11d
 .Lcommit_entry:
 	movl %r11d, R_TYPE(%r13)
 	movl R_STASH(%r13), %eax

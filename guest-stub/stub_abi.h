@@ -95,6 +95,9 @@
 #define STUB_REC_ARGS 5		/* the argument registers of the entry before it */
 #define STUB_REC_SKIP 6		/* nothing: an entry that turned out to be outside the graph */
 #define STUB_F_ARGS 1		/* entry: a STUB_REC_ARGS record follows */
+/* entry with STUB_F_ARGS outside the graph (H_GRAPH): recorded for its -e event alone, its return
+ * not hooked */
+#define STUB_F_ALONE 4
 
 /* Shadow stacks: one per guest stack region, claimed by compare-and-swap of its key
  * ((slot >> shift) + 1) within STUB_STACK_PROBES entries of its hash, locked by a try-lock on entry

@@ -83,7 +83,7 @@ int cmd_report(const struct session *s)
 		status = EXIT_BAD_INPUT;
 		goto out;
 	}
-	if (tdr_replay(r, &k, err, sizeof(err)) < 0) {
+	if (tdr_replay(r, &k, sum.graph, err, sizeof(err)) < 0) {
 		cmd_error("report: %s", err);
 		status = EXIT_BAD_INPUT;
 	}

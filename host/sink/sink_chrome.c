@@ -362,7 +362,8 @@ static unsigned chrome_record(struct sink *s, const struct hvt_record *r,
 		}
 		return 1;
 	}
-	if (r->type < HVT_REC_ENTRY || r->type > HVT_REC_RETURN_EVENT)
+	if ((r->type < HVT_REC_ENTRY || r->type > HVT_REC_RETURN_EVENT) &&
+	    r->type != HVT_REC_EVENT_ALONE)
 		return 1;
 	t = task_of(s, r);
 	if (!t)
@@ -376,14 +377,16 @@ static unsigned chrome_record(struct sink *s, const struct hvt_record *r,
 		s->written++;
 		return 1;
 	}
-	if (r->type == HVT_REC_EVENT && s->payload && s->event_of)
+	if ((r->type == HVT_REC_EVENT || r->type == HVT_REC_EVENT_ALONE) && s->payload &&
+	    s->event_of)
 		spec = s->event_of(s->event_ctx, r->ip);
-	if (c->graph) {
+	/* an event alone is no call of the graph: its instant only */
+	if (c->graph && r->type != HVT_REC_EVENT_ALONE) {
 		if (cpu)
 			open_call(s, cpu, CHROME_PID_CPUS, r->cpu, r);
 		open_call(s, t->stack, CHROME_PID_TASKS, t->tid, r);
 	}
-	if (!c->graph || spec) {
+	if (!c->graph || spec || r->type == HVT_REC_EVENT_ALONE) {
 		if (cpu)
 			instant(s, CHROME_PID_CPUS, r->cpu, r, spec, s->payload);
 		instant(s, CHROME_PID_TASKS, t->tid, r, spec, s->payload);

@@ -134,9 +134,10 @@ static unsigned function_record(struct sink *s, const struct hvt_record *r,
 		return 1;
 	}
 	/* the spec looked up once per record */
-	const struct fe_spec *e = r->type == HVT_REC_EVENT && s->payload && s->event_of
-					  ? s->event_of(s->event_ctx, r->ip)
-					  : NULL;
+	const struct fe_spec *e = (r->type == HVT_REC_EVENT || r->type == HVT_REC_EVENT_ALONE) &&
+					  s->payload && s->event_of
+				      ? s->event_of(s->event_ctx, r->ip)
+				      : NULL;
 
 	if (e) {
 		const uint8_t *payload = s->payload;

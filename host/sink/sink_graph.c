@@ -268,9 +268,12 @@ static void return_comment(struct sink *s, const struct hvt_record *r, const uin
 	comment_line(s, r->cpu, (int)r->depth - 1, body);
 }
 
-/* The "<func>: fields" comments of -e event @r inside its function, one level deeper. */
+/* The "<func>: fields" comments of -e event @r inside its function, one level deeper; for an event
+ * alone (HVT_REC_EVENT_ALONE) at the depth of the graph around it, as ftrace prints a trace event
+ * there. */
 static void event_comment(struct sink *s, const struct hvt_record *r)
 {
+	int depth = r->type == HVT_REC_EVENT_ALONE ? (int)r->depth - 1 : r->depth;
 	const struct fe_spec *spec = s->event_of ? s->event_of(s->event_ctx, r->ip) : NULL;
 	const uint8_t *payload = s->payload;
 	char body[2560], fields[2048];
@@ -281,7 +284,7 @@ static void event_comment(struct sink *s, const struct hvt_record *r)
 	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++) {
 		fe_format(fields, sizeof(fields), spec, payload, s->syms);
 		snprintf(body, sizeof(body), "%s: %s", spec->func, fields);
-		comment_line(s, r->cpu, r->depth, body);
+		comment_line(s, r->cpu, depth, body);
 		payload += fe_event_size(spec);
 	}
 }
@@ -316,6 +319,12 @@ static unsigned graph_record(struct sink *s, const struct hvt_record *r,
 		return 1;
 	}
 	task_marker(s, r);
+	if (r->type == HVT_REC_EVENT_ALONE) {
+		/* no call of the graph: its comment alone */
+		event_comment(s, r);
+		s->written++;
+		return 1;
+	}
 	if (!is_return)
 		irq_marker(s, r, true);
 	if (is_return) {

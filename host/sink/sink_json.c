@@ -195,6 +195,7 @@ static unsigned json_record(struct sink *s, const struct hvt_record *r,
 			    us / 1000000u, us % 1000000u, r->ts, r->cpu, r->value);
 		return 1;
 	case HVT_REC_EVENT:
+	case HVT_REC_EVENT_ALONE: /* its event lines are all a call not traced shows */
 		e = s->payload && s->event_of ? s->event_of(s->event_ctx, r->ip) : NULL;
 		if (e)
 			json_events(s, r, e);

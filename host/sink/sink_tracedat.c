@@ -253,6 +253,9 @@ static unsigned tracedat_record(struct sink *s, const struct hvt_record *r,
 		if (r->type == HVT_REC_EVENT)
 			emit_events(s, r);
 		break;
+	case HVT_REC_EVENT_ALONE: /* the probe events alone, no graph entry */
+		emit_events(s, r);
+		break;
 	case HVT_REC_RETURN:
 	case HVT_REC_RETURN_EVENT:
 		if (t->graph) {

@@ -78,6 +78,7 @@ struct tdr {
 	struct tdr_map events[TDR_MAP], rets[TDR_MAP];
 	/* pass state */
 	bool replay;
+	bool graph; /* replay: a function_graph trace (tdr_replay) */
 	struct vmi_symtab *syms;
 	uint64_t *named; /* function starts added to @syms (open addressing, 0 = free) */
 	struct tdr_summary *sum;

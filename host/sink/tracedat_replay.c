@@ -305,17 +305,22 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 		ip = num(t->ip, rec);
 		/* the graph entry of the same call, or the event before it in the chain */
 		if (!(c->pending && c->rec.ts == rec->ts && c->rec.ip == ip &&
-		      (c->rec.type == HVT_REC_ENTRY || c->rec.type == HVT_REC_EVENT) &&
+		      (c->rec.type == HVT_REC_ENTRY || c->rec.type == HVT_REC_EVENT ||
+		       c->rec.type == HVT_REC_EVENT_ALONE) &&
 		      (c->nr_parts ? c->parts[c->nr_parts - 1]->spec.next == &t->spec
 				   : t->nth == 0))) {
 			flush_pending(r, c);
-			start_record(c, rec, cpu, pid, comm_of(r, pid, cpu), HVT_REC_EVENT);
+			/* in a function_graph trace, with no graph entry: a call the graph
+			 * did not trace */
+			start_record(c, rec, cpu, pid, comm_of(r, pid, cpu),
+				     r->graph ? HVT_REC_EVENT_ALONE : HVT_REC_EVENT);
 			c->rec.ip = ip;
 			c->rec.parent = num(t->parent, rec);
 		}
 		if (c->rec.type == HVT_REC_ENTRY && t->parent)
 			c->rec.parent = num(t->parent, rec);
-		c->rec.type = HVT_REC_EVENT;
+		if (c->rec.type == HVT_REC_ENTRY)
+			c->rec.type = HVT_REC_EVENT;
 		if (add_part(c, t, rec) && t->nth == 0)
 			map_put(r->events, ip, &t->spec);
 		break;
@@ -394,7 +399,7 @@ int tdr_scan(struct tdr *r, struct vmi_symtab *syms, struct tdr_summary *sum, ch
 	return ret;
 }
 
-int tdr_replay(struct tdr *r, struct sink *s, char *err, size_t errlen)
+int tdr_replay(struct tdr *r, struct sink *s, bool graph, char *err, size_t errlen)
 {
 	int ret = 0;
 
@@ -416,6 +421,7 @@ int tdr_replay(struct tdr *r, struct sink *s, char *err, size_t errlen)
 	s->ret_event_of = report_ret_event_of;
 	s->event_ctx = r;
 	r->replay = true;
+	r->graph = graph;
 	r->lost = 0;
 	atomic_store(&r->horizon, 0);
 	ret = writer_start(&r->w, r->rings, r->nr_cpus, s, horizon_of, r);

@@ -86,7 +86,7 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 static bool is_event(const struct hvt_record *r)
 {
 	return r->type == HVT_REC_ENTRY || r->type == HVT_REC_RETURN || r->type == HVT_REC_EVENT ||
-	       r->type == HVT_REC_RETURN_EVENT;
+	       r->type == HVT_REC_EVENT_ALONE || r->type == HVT_REC_RETURN_EVENT;
 }
 
 /* Drops every record the rings hold, an event with its payload, each event counted in

@@ -239,12 +239,14 @@ void expect_tap(void *ctx, const struct hvt_record *r)
 
 	profile_add(st->prof, r);
 	if (r->type != HVT_REC_ENTRY && r->type != HVT_REC_EVENT && r->type != HVT_REC_RETURN &&
-	    r->type != HVT_REC_RETURN_EVENT)
+	    r->type != HVT_REC_RETURN_EVENT && r->type != HVT_REC_EVENT_ALONE)
 		return;
 	p = probe_lookup(st->prof->probes, r->ip);
 	if (!p)
 		return;
-	if (r->type == HVT_REC_ENTRY || r->type == HVT_REC_EVENT) {
+	/* an -e event outside function_graph's graph is a call seen all the same */
+	if (r->type == HVT_REC_ENTRY || r->type == HVT_REC_EVENT ||
+	    r->type == HVT_REC_EVENT_ALONE) {
 		if (r->ts < st->first_ts[p->id])
 			st->first_ts[p->id] = r->ts;
 		return;

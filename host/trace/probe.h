@@ -60,6 +60,13 @@ static inline uint64_t probe_hash(const struct probe_table *t, uint64_t addr)
 	return (addr * 0x9e3779b97f4a7c15ull) >> t->shift;
 }
 
+/* Lazy arming (tracer_opts.lazy): whether @p stays inserted while no graph root is live: the roots,
+ * and the probes with an -e event, which fires outside the graph too. Pure. */
+static inline bool probe_always_armed(const struct probe *p)
+{
+	return p->graph_root || p->event;
+}
+
 /* Builds one probe per site in @sites[0..n). Returns 0 or -ENOMEM. */
 int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites, size_t n);
 void probe_table_free(struct probe_table *t);

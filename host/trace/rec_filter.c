@@ -129,7 +129,7 @@ bool rec_filter_keep(const struct rec_filter *f, const struct hvt_record *r, con
 
 	if (r->type == HVT_REC_LOST || r->type == HVT_REC_SNAPSHOT)
 		return true;
-	if (r->type == HVT_REC_EVENT)
+	if (r->type == HVT_REC_EVENT || r->type == HVT_REC_EVENT_ALONE)
 		for (size_t i = 0; i < f->nr_events; i++)
 			if (f->events[i].ip == r->ip && !ef_match(f->events[i].ef, payload, len))
 				return false;

@@ -21,6 +21,10 @@ enum hvt_rec_type {
 			       * code addresses (u64, innermost first) follow as a payload */
 	HVT_REC_SNAPSHOT = 7, /* --trigger FUNC:snapshot: snapshot number `value` of what was
 			       * traced before this point; no payload */
+	/* an -e event at a call function_graph does not trace (outside -g's graph, past
+	 * --max-depth), as ftrace prints its trace events there: the fields alone, payload as for
+	 * HVT_REC_EVENT; `depth` the graph's depth there (traced frames); no entry, no return */
+	HVT_REC_EVENT_ALONE = 8,
 };
 
 
@@ -45,8 +49,8 @@ static_assert(sizeof(struct hvt_record) == 64, "records are one cache line");
 /* Whether raw payload records follow @r. */
 static inline int hvt_record_has_payload(const struct hvt_record *r)
 {
-	return r->type == HVT_REC_EVENT || r->type == HVT_REC_RETURN_EVENT ||
-	       r->type == HVT_REC_STACK;
+	return r->type == HVT_REC_EVENT || r->type == HVT_REC_EVENT_ALONE ||
+	       r->type == HVT_REC_RETURN_EVENT || r->type == HVT_REC_STACK;
 }
 
 /* Fills @r as an entry record. Pure; allocation- and format-free (hot path). */

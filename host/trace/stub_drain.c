@@ -145,6 +145,8 @@ static bool valid(const struct stub_drain *d, unsigned cpu, const struct probe *
 		return false;
 	switch (g->type) {
 	case STUB_REC_ENTRY:
+		/* recorded outside the graph for its -e event alone (STUB_F_ALONE) */
+		return !(g->flags & STUB_F_ALONE) || p->event;
 	case STUB_REC_SKIP:
 		return true;
 	case STUB_REC_ENTRY_NOHOOK:
@@ -183,7 +185,7 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 	struct vmi_task task;
 	uint64_t ts, t0;
 	size_t len = 0;
-	bool deep;
+	bool deep, alone;
 
 	if (!valid(d, cpu, p, g)) {
 		d->rejected++;
@@ -200,10 +202,16 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 	case STUB_REC_SKIP:
 		return true;
 	case STUB_REC_ENTRY:
-		if (!p->quiet_entry && !deep) {
+		/* like ftrace's trace events, an -e event fires where function_graph does not trace
+		 * the call (outside -g's graph, past --max-depth): alone, at the graph's depth
+		 * there */
+		alone = (g->flags & STUB_F_ALONE) || deep;
+		if (!p->quiet_entry && (!alone || (p->event && args))) {
 			task_of(d, tc, cpu, g->task, g->task_id, &task);
 			hvt_record_entry(&rec, tsc_to_ts(d, g->tsc), cpu, p->addr, g->parent, &task);
 			rec.depth = p->hooks_return ? g->depth : 0;
+			if (deep)
+				rec.depth = (uint8_t)d->c.max_depth;
 			if (p->event && args) {
 				struct x86_regs regs = {.rdi = args->args[0],
 							.rsi = args->args[1],
@@ -215,13 +223,13 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 
 				len = fe_payload_size(p->event);
 				fe_capture(p->event, &regs, no_memory, NULL, scratch);
-				rec.type = HVT_REC_EVENT;
+				rec.type = alone ? HVT_REC_EVENT_ALONE : HVT_REC_EVENT;
 				rec.value = len;
 			}
 			if (!emit_kept(d, ring, &rec, scratch, len))
 				return false;
 		}
-		if (p->hooks_return)
+		if (p->hooks_return && !(g->flags & STUB_F_ALONE))
 			atomic_fetch_add_explicit(&p->n.hooked, 1, memory_order_relaxed);
 		return true;
 	case STUB_REC_RETURN:

@@ -163,13 +163,14 @@ static void emit(struct tracer *t, unsigned cpu, const struct hvt_record *rec, c
 	}
 }
 
-/* Lazy arming: the callee probes are in while at least one graph-root call is live. */
+/* Lazy arming: the callee probes are in while at least one graph-root call is live (the ones
+ * probe_always_armed names stay in). */
 static void arm(struct tracer *t)
 {
 	pthread_mutex_lock(&t->arm_lock);
 	if (t->live_roots++ == 0) {
 		for (size_t i = 0; i < t->probes.nr; i++)
-			if (!t->probes.v[i].graph_root)
+			if (!probe_always_armed(&t->probes.v[i]))
 				probe_insert(&t->probes.v[i], t->tgt);
 		t->arms++;
 	}
@@ -184,7 +185,7 @@ static void disarm(struct tracer *t, unsigned roots)
 	t->live_roots = roots >= t->live_roots ? 0 : t->live_roots - roots;
 	if (!t->live_roots)
 		for (size_t i = 0; i < t->probes.nr; i++)
-			if (!t->probes.v[i].graph_root)
+			if (!probe_always_armed(&t->probes.v[i]))
 				probe_remove(&t->probes.v[i], t->tgt);
 	pthread_mutex_unlock(&t->arm_lock);
 }
@@ -214,9 +215,10 @@ static void miss(struct probe *p)
 
 /* Hooks the return of the call whose return address sits at @slot (holding @orig) on vCPU @cpu, the
  * hitting one: the slot is written at the guest-physical address @cpu's page tables give, which the
- * shadow entry keeps for the restore at detach. Returns 1 when hooked (*@depth set), 0 when the
- * call is not to be traced (graph filter, max depth), -1 on a miss (an unaligned slot, which could
- * span two pages, counts as one). */
+ * shadow entry keeps for the restore at detach. Returns 1 when hooked, 0 when the call is not to be
+ * traced (graph filter, max depth), -1 on a miss (an unaligned slot, which could span two pages,
+ * counts as one). *@depth: the call's graph depth (hooked frames below it on its stack), set when
+ * 1 or 0 is returned. */
 static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t slot,
 		       uint64_t orig, uint64_t now, uint8_t *depth)
 {
@@ -243,6 +245,7 @@ static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t
 	    .depth = top ? top->depth + 1 : 0,
 	    .in_graph = (top && top->in_graph) || p->graph_root,
 	};
+	*depth = e.depth;
 	if ((t->opts.graph_filter && !e.in_graph) ||
 	    (t->opts.max_depth && e.depth >= t->opts.max_depth)) {
 		hooked = 0;
@@ -253,7 +256,6 @@ static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t
 		hooked = -1;
 	} else {
 		hooked = 1;
-		*depth = e.depth;
 		atomic_fetch_add_explicit(&p->n.hooked, 1, memory_order_relaxed);
 		if (slot_gpa >> 32)
 			atomic_fetch_add_explicit(&t->slots_above_4g, 1, memory_order_relaxed);
@@ -446,6 +448,7 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 	struct hvt_record rec;
 	uint64_t orig = 0, now;
 	uint8_t depth = 0;
+	bool alone = false;
 	size_t len = 0;
 
 	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
@@ -462,15 +465,21 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 
 		if (r < 0)
 			miss(p);
-		if (r <= 0)
+		/* like ftrace's trace events, an -e event fires where function_graph does not
+		 * trace the call (-g, --max-depth): alone, no entry, no return */
+		if (r < 0 || (r == 0 && !p->event))
 			goto out;
+		alone = r == 0;
 	}
 	if (p->quiet_entry)
 		goto out;
 	if (p->event)
 		len = capture(t, cpu, p->event, regs);
-	make_record(t, &ht, &rec, p->event ? HVT_REC_EVENT : HVT_REC_ENTRY, cpu, p, now, orig,
-		    depth);
+	make_record(t, &ht, &rec,
+		    alone      ? HVT_REC_EVENT_ALONE
+		    : p->event ? HVT_REC_EVENT
+			       : HVT_REC_ENTRY,
+		    cpu, p, now, orig, depth);
 	rec.value = len;
 	emit(t, cpu, &rec, t->scratch[cpu], len);
 out:

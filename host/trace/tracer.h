@@ -23,9 +23,9 @@ struct tracer_opts {
 			     * only the return probes (tracer_set_return) */
 	bool graph_filter;  /* only calls below a probe marked graph_root (set_graph_function) */
 	unsigned max_depth; /* with returns: do not trace deeper than this (0 = no limit) */
-	bool lazy;	    /* with graph_filter: only graph-root probes stay inserted; the others are
-			     * inserted while a root call is live (for targets where every inserted
-			     * breakpoint costs, such as QEMU's gdbstub under TCG) */
+	bool lazy;	    /* with graph_filter: only graph-root and -e probes stay inserted; the
+			     * others are inserted while a root call is live (for targets where
+			     * every inserted breakpoint costs, such as QEMU's gdbstub under TCG) */
 	uint64_t ring_records; /* per vCPU */
 	bool ring_exact;       /* stub probes: guest rings smaller than that are an error */
 	bool stub; /* stub probes wherever they can do the job (tracer_init says which cannot) */

@@ -88,7 +88,7 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 		/* every site is checked now; only the graph roots are armed until one is entered */
 		ret = probe_verify_all(&t->probes, t->tgt, err, errlen);
 		for (size_t i = 0; ret == 0 && i < t->probes.nr; i++)
-			if (t->probes.v[i].graph_root)
+			if (probe_always_armed(&t->probes.v[i]))
 				ret = probe_insert(&t->probes.v[i], t->tgt);
 		if (ret < 0 && !*err)
 			snprintf(err, errlen, "cannot insert a breakpoint: %s", strerror(-ret));

@@ -42,7 +42,7 @@ static void replay(const char *path, const struct vmi_symtab *syms, const struct
 	} else {
 		sink_function_init(&k, out, syms, sum->nr_cpus);
 	}
-	if (tdr_replay(r, &k, err, sizeof(err)) < 0 &&
+	if (tdr_replay(r, &k, sum->graph, err, sizeof(err)) < 0 &&
 	    (!memchr(err, 0, sizeof(err)) || strchr(err, '\n')))
 		abort();
 	free(k.priv); /* the graph sink's, NULL once its end() ran */

@@ -437,6 +437,75 @@ static void check_record_attach_graph(const struct hv_result *r)
 	unlink(record_dat);
 }
 
+/* ---- -e events outside function_graph's graph (issue 23) ------------------------------------- */
+
+#define BM_LINE	     "hvt-linux: binfmt_misc status read "
+#define STATUS_EVENT "/* vfs_read: file->f_path.dentry->d_name.name=\"status\" count=64 */\n"
+
+/* The workload's reads of the binfmt_misc status file (hvt.bm), as its console line says. */
+static long guest_bm_reads(const struct hv_result *r)
+{
+	const char *p = r->console ? strstr(r->console, BM_LINE) : NULL;
+
+	if (!p)
+		fail_msg("the guest's console has no \"%s N times\" line", BM_LINE);
+	return strtol(p + strlen(BM_LINE), NULL, 10);
+}
+
+/* function_graph -g do_sys_openat2 --max-depth 2 -e 'vfs_read(name, count)': dd's reads of the
+ * status file are not under do_sys_openat2, yet each is one comment line, as ftrace prints its
+ * trace events whatever set_graph_function says; vfs_read itself is no line of the graph. */
+static void check_graph_event_outside(const struct hv_result *r)
+{
+	long n = guest_bm_reads(r);
+
+	assert_int_equal(n, 7);
+	assert_int_equal(count_text(r->trace, STATUS_EVENT), n);
+	assert_int_equal(count_text(r->trace, "vfs_read()"), 0);
+	assert_true(count_text(r->trace, "|  do_sys_openat2() {\n") >= 2 * n);
+}
+
+/* The same with stub probes, --comm dd and -e 'vfs_read(count)' (registers alone: the stub records
+ * it in the guest) as JSON Lines: dd's vfs_read events are its N reads of the status file, each
+ * outside the graph (depth 0, from ksys_read). */
+static void check_graph_event_outside_stub(const struct hv_result *r)
+{
+	long n = guest_bm_reads(r);
+
+	assert_int_equal(n, 7);
+	assert_int_equal(count_text(r->trace, "\"func\":\"vfs_read\""), n);
+	assert_int_equal(count_text(r->trace, "\"comm\":\"dd\",\"pid\":"),
+			 count_lines(r->trace) - 2); /* all but begin and end */
+	assert_int_equal(count_text(r->trace, "\"func\":\"vfs_read\",\"parent\":\"ksys_read\","
+					      "\"depth\":0,\"args\":{\"count\":64}}\n"),
+			 n);
+}
+
+/* The same as check_graph_event_outside_stub with trap probes in a trace.dat: trace-cmd sees dd's
+ * N kprobe events of vfs_read (its reads of the status file) and no graph entry of vfs_read, and
+ * `hvtrace report` prints each as the comment line alone, as run prints it. (Not the typed
+ * file->f_path... field: a trace.dat cannot hold a member chain yet, trace-cmd cannot parse it.) */
+static void check_record_graph_event_outside(const struct hv_result *r)
+{
+	char cmd[512], *tc, *rep;
+	long n = guest_bm_reads(r);
+
+	assert_int_equal(n, 7);
+	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s 2>&1", record_dat);
+	tc = hv_sh("%s", cmd);
+	assert_int_equal(count_text(tc, ": vfs_read__entry_0: "), n);
+	assert_int_equal(count_text(tc, ") count=64\n"), n);
+	assert_int_equal(count_text(tc, "vfs_read()"), 0); /* no funcgraph line of it */
+	snprintf(cmd, sizeof(cmd), "%s report -i %s", hv_binary(), record_dat);
+	rep = hv_sh("%s", cmd);
+	assert_non_null(strstr(rep, "# tracer: function_graph\n"));
+	assert_int_equal(count_text(rep, "|  /* vfs_read: count=64 */\n"), n);
+	assert_int_equal(count_text(rep, "vfs_read"), n);
+	free(tc);
+	free(rep);
+	unlink(record_dat);
+}
+
 /* The same session as check_record_openat under `run`. */
 static void check_run_openat(const struct hv_result *r)
 {
@@ -865,6 +934,43 @@ static const struct linux_test linux_tests[] = {
 		.args = {"-o", RECORD_DAT, "-p", "function_graph", "-g", "do_sys_openat2",
 			 "--duration", "6", "--verify-text"},
 		.expect = {.err = {TEXT_KEPT}, .check = check_record_attach_graph},
+	    },
+	},
+    },
+    {
+	/* -p function_graph -g do_sys_openat2 with an -e event on vfs_read, which runs outside that
+	 * graph (issue 23): trap probes as text, stub probes as JSON Lines, and record + report. */
+	.name = "test_run_qemu_graph_event_outside",
+	.runs = {
+	    {
+		.label = "run --qemu --probe trap -p function_graph -g -e",
+		.cmd = RUN_QEMU,
+		.append = "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+		.args = {"--probe", "trap", "-p", "function_graph", "-g", "do_sys_openat2",
+			 "--max-depth", "2", "-e",
+			 "vfs_read(file->f_path.dentry->d_name.name, count)", "--timeout", "300"},
+		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN},
+			   .check = check_graph_event_outside},
+	    },
+	    {
+		.label = "run --qemu --probe stub -p function_graph -g -e --format jsonl",
+		.cmd = RUN_QEMU,
+		.append = "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+		.args = {"--probe", "stub", "-p", "function_graph", "-g", "do_sys_openat2", "--comm",
+			 "dd", "-e", "vfs_read(count)", "--format", "jsonl", "--timeout", "300"},
+		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN},
+			   .check = check_graph_event_outside_stub},
+	    },
+	    {
+		.label = "record --qemu -p function_graph -g -e",
+		.cmd = RUN_QEMU,
+		.record = true,
+		.append = "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+		.args = {"-o", RECORD_DAT, "--probe", "trap", "-p", "function_graph", "-g",
+			 "do_sys_openat2", "--comm", "dd", "-e", "vfs_read(count)", "--timeout",
+			 "300"},
+		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN},
+			   .check = check_record_graph_event_outside},
 	    },
 	},
     },

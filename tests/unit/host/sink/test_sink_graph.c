@@ -256,13 +256,49 @@ static void test_return_without_rax(void **state)
 	free(buf);
 }
 
+/* An -e event at a call function_graph does not trace (outside -g's graph, past --max-depth,
+ * issue 23): its comment alone, no call line, indented by the graph's depth there as ftrace's
+ * print_graph_comment does (none outside the graph; inside an open depth-1 call, its depth 1). */
+static void test_event_alone(void **state)
+{
+	struct sink s;
+	char *buf = NULL, err[64];
+	size_t len = 0, pos;
+	FILE *out = open_memstream(&buf, &len);
+	uint8_t payload[9] = {0};
+	struct hvt_record a = {
+	    .type = HVT_REC_EVENT_ALONE, .ip = 0x1040, .value = 9, .comm = "cpu0"};
+	struct hvt_record b = {
+	    .type = HVT_REC_EVENT_ALONE, .ip = 0x1040, .value = 9, .depth = 2, .comm = "cpu0"};
+
+	(void)state;
+	assert_int_equal(fe_parse("tree_b(int id)", &ev_spec, err, sizeof(err), &pos), 0);
+	memcpy(payload + 1, &(int64_t){42}, 8);
+	assert_int_equal(sink_graph_init(&s, out, &syms, 1, true, false), 0);
+	s.event_of = event_of;
+	s.payload = payload;
+	/* a return right after is not its own: no leaf */
+	assert_int_equal(s.ops->record(&s, &a, &b), 1);
+	assert_int_equal(s.ops->record(&s, &b, NULL), 1);
+	s.ops->end(&s);
+	fclose(out);
+	assert_string_equal(buf, " 0)               |  /* tree_b: id=42 */\n"
+				 " 0)               |      /* tree_b: id=42 */\n"
+				 "# entries-written: 2   lost: 0\n");
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_marks),	 cmocka_unit_test(test_duration_column),
-		cmocka_unit_test(test_lines),	 cmocka_unit_test(test_cpu_column_width),
-		cmocka_unit_test(test_stream),	 cmocka_unit_test(test_stream_events),
-		cmocka_unit_test(test_return_without_rax),
+	    cmocka_unit_test(test_marks),
+	    cmocka_unit_test(test_duration_column),
+	    cmocka_unit_test(test_lines),
+	    cmocka_unit_test(test_cpu_column_width),
+	    cmocka_unit_test(test_stream),
+	    cmocka_unit_test(test_stream_events),
+	    cmocka_unit_test(test_return_without_rax),
+	    cmocka_unit_test(test_event_alone),
 	};
 
 	return cmocka_run_group_tests_name("graph_format", tests, setup, teardown);

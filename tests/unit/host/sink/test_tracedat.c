@@ -172,7 +172,7 @@ static void test_round_trip(void **state)
 	assert_non_null(r);
 	mem = open_memstream(&text, &len);
 	sink_function_init(&k, mem, &syms, 2);
-	assert_int_equal(tdr_replay(r, &k, err, sizeof(err)), 0);
+	assert_int_equal(tdr_replay(r, &k, false, err, sizeof(err)), 0);
 	tdr_close(r);
 	fclose(mem);
 	/* the drop mark on CPU 1's page is where the kernel's reader puts it: before its next event */

@@ -37,6 +37,8 @@ static struct vmi_task_layout task = {.cpu_gs_off = 8,
 static struct stub_drain d;
 static struct fe_spec ret_spec;	   /* F_HOOK's typed return, when set by setup_typed */
 static bool with_ret_spec;
+static struct fe_spec ev_spec; /* F_HOOK's -e event, when set by setup_event (--max-depth 2) */
+static bool with_ev_spec;
 
 static int place(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 		 struct target_region *out, char *err, size_t errlen)
@@ -174,6 +176,13 @@ static int setup(void **state)
 		cfg.max_payload = fe_payload_size(&ret_spec);
 		assert_true(stub_drain_capable(&probes.v[0]));
 	}
+	if (with_ev_spec) {
+		probes.v[0].event = &ev_spec;
+		cfg.max_payload = fe_payload_size(&ev_spec);
+		cfg.graph = true;
+		cfg.max_depth = 2;
+		assert_true(stub_drain_capable(&probes.v[0]));
+	}
 	for (unsigned c = 0; c < 2; c++)
 		assert_int_equal(ring_init(&rings[c], 64), 0);
 	stub_drain_init(&d);
@@ -193,10 +202,22 @@ static int setup_typed(void **state)
 	return setup(state);
 }
 
+/* setup, with F_HOOK an -e event "f_hook(u64 a, u64 b)", set_graph_function and --max-depth 2. */
+static int setup_event(void **state)
+{
+	char err[128];
+	size_t pos;
+
+	assert_int_equal(fe_parse("f_hook(u64 a, u64 b)", &ev_spec, err, sizeof(err), &pos), 0);
+	with_ev_spec = true;
+	return setup(state);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
 	with_ret_spec = false;
+	with_ev_spec = false;
 	stub_drain_detach(&d);
 	for (unsigned c = 0; c < 2; c++)
 		ring_free(&rings[c]);
@@ -534,6 +555,59 @@ static void test_task_named_as_at_the_event(void **state)
 	task.pid_off = task.comm_off = 0;
 }
 
+/* -e events where function_graph does not trace the call (issue 23): an entry the stub recorded
+ * outside the graph for its event (STUB_F_ALONE) and one past --max-depth become events alone,
+ * the depth that of the graph there; one inside is the graph's event entry; STUB_F_ALONE on a
+ * probe without an event is forged. */
+static void test_events_outside_graph(void **state)
+{
+	static const struct {
+		uint8_t type, depth;
+	} want[] = {{HVT_REC_EVENT_ALONE, 0}, {HVT_REC_EVENT, 1}, {HVT_REC_EVENT_ALONE, 2}};
+	const struct hvt_record *r;
+	unsigned n = 0;
+	char out[128];
+
+	(void)state;
+	forge(0, 0,
+	      (struct stub_rec){
+		  .type = STUB_REC_ENTRY, .ip = F_HOOK, .flags = STUB_F_ARGS | STUB_F_ALONE},
+	      false);
+	forge(0, 1, (struct stub_rec){.type = STUB_REC_ARGS, .args = {0, 64}}, false);
+	forge(0, 2,
+	      (struct stub_rec){
+		  .type = STUB_REC_ENTRY, .ip = F_HOOK, .depth = 1, .flags = STUB_F_ARGS},
+	      false);
+	forge(0, 3, (struct stub_rec){.type = STUB_REC_ARGS, .args = {0, 64}}, false);
+	forge(0, 4,
+	      (struct stub_rec){
+		  .type = STUB_REC_ENTRY, .ip = F_HOOK, .depth = 3, .flags = STUB_F_ARGS},
+	      false);
+	forge(0, 5, (struct stub_rec){.type = STUB_REC_ARGS, .args = {0, 64}}, false);
+	forge(0, 6, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_PLAIN, .flags = STUB_F_ALONE},
+	      false);
+	set_head(0, 7);
+	stub_drain_stop(&d);
+	while ((r = ring_peek(&rings[0])) != NULL) {
+		assert_true(n < 3);
+		assert_int_equal(r->type, want[n].type);
+		assert_int_equal(r->depth, want[n].depth);
+		assert_int_equal(r->ip, F_HOOK);
+		assert_int_equal(r->value, fe_payload_size(&ev_spec));
+		ring_pop(&rings[0]);
+		fe_format(out, sizeof(out), &ev_spec, (const uint8_t *)ring_peek(&rings[0]), &syms);
+		assert_non_null(strstr(out, " b=64"));
+		for (uint64_t k = 0; k < hvt_record_payload_slots(fe_payload_size(&ev_spec)); k++)
+			ring_pop(&rings[0]);
+		n++;
+	}
+	assert_int_equal(n, 3);
+	assert_int_equal(d.rejected, 1);
+	/* the stub hooked the returns of the calls in the graph (past --max-depth too), not the one
+	 * outside */
+	assert_int_equal(atomic_load(&probes.v[0].n.hooked), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,6 +618,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_typed_return_from_rax, setup_typed, teardown),
 	    cmocka_unit_test(test_return_capability),
 	    cmocka_unit_test_setup_teardown(test_task_named_as_at_the_event, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_events_outside_graph, setup_event, teardown),
 	    cmocka_unit_test_setup_teardown(test_detach_waits_out_interrupts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_detach_keeps_stub_for_endless_interrupt, setup,
 					    teardown),

@@ -1,8 +1,9 @@
 /* What a detach leaves in the guest, over a fake target whose memory and registers the test holds:
  * a takeover after hvtrace died in the middle of a return (entry popped, RIP not yet written), a
  * return an interrupt caught on the trampoline (its frame gets the return address), and
- * --verify-text telling a byte hvtrace left behind from the kernel's own patching; and that one hit
- * reads the running task once. */
+ * --verify-text telling a byte hvtrace left behind from the kernel's own patching; that one hit
+ * reads the running task once; and that an -e event fires where function_graph's -g / --max-depth
+ * leave its call out. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,7 @@
 
 #include "arch/x86/x86_insn.h"
 #include "host/session/text_verify.h"
+#include "host/trace/fevent.h"
 #include "host/trace/tracer.h"
 #include "tests/common/fake_target.h"
 
@@ -423,6 +425,96 @@ static void test_task_read_once_per_hit(void **state)
 	fixture_free(&x);
 }
 
+/* The records vCPU 0's ring holds, popped: their types in @types (at most @max), depths in
+ * @depths. Returns how many. */
+static unsigned pop_records(struct fixture *x, uint8_t *types, uint8_t *depths, unsigned max)
+{
+	const struct hvt_record *rec;
+	unsigned n = 0;
+
+	while ((rec = ring_peek(&x->tr.rings[0]))) {
+		uint64_t slots =
+		    1 + (hvt_record_has_payload(rec) ? hvt_record_payload_slots(rec->value) : 0);
+
+		assert_true(n < max);
+		types[n] = rec->type;
+		depths[n++] = rec->depth;
+		while (slots--)
+			ring_pop(&x->tr.rings[0]);
+	}
+	return n;
+}
+
+/* function_graph -g func_a -e 'func_b(...)' (issue 23): func_b called outside func_a's graph
+ * gives its event alone (no entry, its return not hooked), as ftrace prints a trace event
+ * whatever set_graph_function says; called inside, the graph's entry with its event and a hooked
+ * return. With --max-depth 1 the call inside is past the depth: its event alone again, at the
+ * graph's depth there. Lazy arming keeps func_b's probe in while no root is live. */
+static void event_outside_graph(unsigned max_depth)
+{
+	struct tracer_opts opts = {.returns = true,
+				   .hook_all = true,
+				   .graph_filter = true,
+				   .lazy = true,
+				   .max_depth = max_depth,
+				   .ring_records = 64};
+	struct vmi_task_layout task = {.unknown = true};
+	struct x86_regs r = {.rip = SITE_B, .rsp = SLOT, .rdi = 7};
+	uint64_t ret = CALLER, slot_a = SLOT + 0x40;
+	uint8_t types[8], depths[8];
+	struct fe_spec spec;
+	struct fixture x;
+	char err[128];
+	size_t pos;
+
+	fixture_init(&x);
+	tracer_free(&x.tr);
+	assert_int_equal(fe_parse("func_b(u64 n)", &spec, err, sizeof(err), &pos), 0);
+	assert_int_equal(tracer_init(&x.tr, &x.f.t, x.sel, 2, &task, &opts), 0);
+	assert_int_equal(tracer_set_graph_root(&x.tr, 0), 0);
+	assert_int_equal(tracer_set_event(&x.tr, 1, &spec), 0);
+	attach(&x);
+	/* lazy: the root's probe and the -e one are in, no root live */
+	assert_int_equal(x.text[SITE_A - TEXT], 0xcc);
+	assert_int_equal(x.text[SITE_B - TEXT], 0xcc);
+
+	/* func_b alone: its event, its return left alone */
+	memcpy(x.stack + (SLOT - STACK), &ret, 8);
+	x.regs[0] = r;
+	assert_int_equal(tracer_hit(&x.tr, 0, SITE_B, &x.regs[0]), 0);
+	assert_int_equal(slot_value(&x), CALLER);
+	assert_int_equal(pop_records(&x, types, depths, 8), 1);
+	assert_int_equal(types[0], HVT_REC_EVENT_ALONE);
+	assert_int_equal(depths[0], 0);
+
+	/* func_a (the root, hooked at slot_a), then func_b under it */
+	memcpy(x.stack + (slot_a - STACK), &ret, 8);
+	x.regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = slot_a};
+	assert_int_equal(tracer_hit(&x.tr, 0, SITE_A, &x.regs[0]), 0);
+	x.regs[0] = r;
+	assert_int_equal(tracer_hit(&x.tr, 0, SITE_B, &x.regs[0]), 0);
+	assert_int_equal(slot_value(&x), max_depth == 1 ? CALLER : TRAMP);
+	assert_int_equal(pop_records(&x, types, depths, 8), 2);
+	assert_int_equal(types[0], HVT_REC_ENTRY);
+	assert_int_equal(depths[0], 0);
+	assert_int_equal(types[1], max_depth == 1 ? HVT_REC_EVENT_ALONE : HVT_REC_EVENT);
+	assert_int_equal(depths[1], 1);
+	tracer_detach(&x.tr);
+	fixture_free(&x);
+}
+
+static void test_event_outside_graph(void **state)
+{
+	(void)state;
+	event_outside_graph(0);
+}
+
+static void test_event_past_max_depth(void **state)
+{
+	(void)state;
+	event_outside_graph(1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +526,8 @@ int main(void)
 	    cmocka_unit_test(test_verify_catches_left_byte),
 	    cmocka_unit_test(test_verify_trampoline_and_neighbours),
 	    cmocka_unit_test(test_task_read_once_per_hit),
+	    cmocka_unit_test(test_event_outside_graph),
+	    cmocka_unit_test(test_event_past_max_depth),
 	};
 
 	return cmocka_run_group_tests_name("restore", tests, NULL, NULL);
