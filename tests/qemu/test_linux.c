@@ -90,6 +90,9 @@ struct linux_test {
 	const char *machine; /* the libvirt domain's machine type (default pc) ... */
 	unsigned mem_mb;     /* ... and RAM (default 256 MiB) */
 	int kill;
+	/* seconds after the first run's start that @kill is sent (0: 6), time enough for its
+	 * attach on a loaded host */
+	unsigned kill_after;
 	const char *console_after[2];
 	struct hv_case runs[5];
 };
@@ -1534,8 +1537,9 @@ static const struct linux_test linux_tests[] = {
 	 * drains everything (nothing lost), restores the kernel text and lets the VM go; the guest
 	 * runs on to the end of its workload. */
 	.name = "test_sigint_stub_backpressure_leaves_guest_running",
-	.domain = "hvt.rounds=400 hvt.yes_sec=10", /* busy at 6 s */
+	.domain = "hvt.rounds=1500 hvt.yes_sec=10", /* busy at 20 s */
 	.kill = SIGINT,
+	.kill_after = 20, /* attached by then (every function: ~3 s unloaded, 8+ s seen on CI) */
 	.console_after = {WORKLOAD_DONE},
 	.runs = {{
 	    .label = "attach --probe stub -p function (every function), SIGINT",
@@ -1903,7 +1907,7 @@ static void play_test(void **state)
 	if (t->domain) {
 		if (guest_start(t))
 			fail_msg("cannot start the guest's QEMU");
-		if (!wait_console("hvt-linux: workload start", 120)) {
+		if (!wait_console("hvt-linux: workload start", 300)) {
 			guest_stop(t);
 			fail_msg("the guest did not reach its workload");
 		}
@@ -1918,7 +1922,8 @@ static void play_test(void **state)
 			fail_msg("cannot start libvirtd");
 		if (c->env)
 			putenv((char *)c->env);
-		run_case(c, &r, killed ? 6 : 0, killed ? t->kill : 0);
+		run_case(c, &r, killed ? (t->kill_after ? t->kill_after : 6) : 0,
+			 killed ? t->kill : 0);
 		if (c->env) {
 			char name[64];
 
