@@ -230,7 +230,6 @@ static int prepare_expect(struct pipeline *p, char *err, size_t errlen)
 	if (expect_state_init(&p->expect, &p->prof, s->expects, s->nr_expects) < 0)
 		goto nomem;
 	p->expecting = true;
-	p->expect.payload = &p->w.tap_payload;
 	if (expect_bind(p->expect.v, p->expect.nr, tracer_probes(&p->tr),
 			s->tracer == TRACER_FUNCTION_GRAPH, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
@@ -332,9 +331,9 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	if (s->nr_triggers)
 		sink_trigger_wrap(&p->sink, &p->trig_sink, s->record ? NULL : s->output);
 	p->sink.tracer = tracer_name(s->tracer);
-	p->sink.event_of = tracer_event_of;
-	p->sink.ret_event_of = tracer_ret_event_of;
-	p->sink.event_ctx = &p->tr;
+	/* each record's probe and spec, looked up once by the writer for the sink and the tap */
+	p->w.lookup = writer_lookup_probes;
+	p->w.lookup_ctx = tracer_probes(&p->tr);
 	if (p->expecting) {
 		p->w.tap = expect_tap;
 		p->w.tap_ctx = &p->expect;

@@ -12,12 +12,30 @@
 #include <stdio.h>
 
 struct sink;
+struct probe;
+
+/* One record as the writer hands it to its sink and its tap: what the record needs looked up, looked
+ * up once (sink_lookup_fn). */
+struct sink_rec {
+	const struct hvt_record *r;
+	const uint8_t *payload;	    /* its payload (HVT_REC_EVENT, _RETURN_EVENT, _STACK), or NULL */
+	const struct fe_spec *spec; /* what formats the payload: the -e spec of the function for
+				     * HVT_REC_EVENT and _EVENT_ALONE, its typed return spec for
+				     * HVT_REC_RETURN_EVENT; NULL for other records or when none */
+	const struct probe *probe;  /* the probe at r->ip for entries, returns and events; NULL when
+				     * none or no probes are known (a trace.dat read back) */
+};
+
+/* Fills @rec->spec and @rec->probe for @rec->r (of any type). One lookup; no allocation; the
+ * writer thread. */
+typedef void (*sink_lookup_fn)(const void *ctx, struct sink_rec *rec);
 
 struct sink_ops {
 	void (*begin)(struct sink *s); /* header */
 	/* One record, in time order; @next is the following record of the same vCPU if already known
-	 * (NULL otherwise). Returns how many records it consumed: 1, or 2 when it used @next too. */
-	unsigned (*record)(struct sink *s, const struct hvt_record *r, const struct hvt_record *next);
+	 * (NULL otherwise), looked up as @rec is. Returns how many records it consumed: 1, or 2 when it
+	 * used @next too. */
+	unsigned (*record)(struct sink *s, const struct sink_rec *rec, const struct sink_rec *next);
 	void (*end)(struct sink *s); /* trailer */
 	bool lookahead; /* wants @next for entries (holds them back briefly until it is known) */
 };
@@ -39,12 +57,6 @@ struct sink {
 	bool graph_tail;		/* function_graph: name the function on closing braces */
 	void *priv;			/* the sink's own state */
 	const char *tracer;		/* for the header; "function" unless set */
-	const uint8_t *payload;		/* set by the writer for an HVT_REC_EVENT record */
-	const uint8_t *next_payload;	/* lookahead sinks: @next's payload when it has one */
-	/* the event spec of the probe at @ip (function-based events), or NULL */
-	const struct fe_spec *(*event_of)(void *ctx, uint64_t ip);
-	const struct fe_spec *(*ret_event_of)(void *ctx, uint64_t ip); /* typed return probes */
-	void *event_ctx;
 	bool graph_retval_hex;		/* function_graph: every return value in hex */
 	uint64_t irq_lo, irq_hi;	/* the guest's .irqentry.text [lo, hi), 0/0 if unknown */
 	/* set before begin() by a reader of a finished trace (report): the header's counts */

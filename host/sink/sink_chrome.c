@@ -180,17 +180,13 @@ static void args_fields(struct sink *s, const struct fe_spec *spec, const uint8_
 		}
 }
 
-/* The fields of return @r (a return probe's typed ones, else RAX as "ret") as members. */
-static void args_return(struct sink *s, const struct hvt_record *r, const uint8_t *payload)
+/* The fields of return @rec (a return probe's typed ones, else RAX as "ret") as members. */
+static void args_return(struct sink *s, const struct sink_rec *rec)
 {
-	const struct fe_spec *spec = r->type == HVT_REC_RETURN_EVENT && s->ret_event_of
-					 ? s->ret_event_of(s->event_ctx, r->ip)
-					 : NULL;
-
-	if (r->type == HVT_REC_RETURN)
-		sink_printf(s, ",\"ret\":\"0x%" PRIx64 "\"", r->value);
-	else if (spec && payload)
-		args_fields(s, spec, payload);
+	if (rec->r->type == HVT_REC_RETURN)
+		sink_printf(s, ",\"ret\":\"0x%" PRIx64 "\"", rec->r->value);
+	else if (rec->spec && rec->payload)
+		args_fields(s, rec->spec, rec->payload);
 }
 
 /* Opens @r's call on a track: a B event, the call pushed on @st (not drawn when @st is full). */
@@ -207,12 +203,13 @@ static void open_call(struct sink *s, struct chrome_stack *st, int pid, unsigned
 	put(s, "}}");
 }
 
-/* Closes the innermost open call of @st at @ts: an E event with return @r's values, or without
- * one (@r NULL) @why (e.g. "unfinished") true in its args. */
+/* Closes the innermost open call of @st at @ts: an E event with return @rec's values, or without
+ * one (@rec NULL) @why (e.g. "unfinished") true in its args. */
 static void close_top(struct sink *s, struct chrome_stack *st, int pid, unsigned tid, uint64_t ts,
-		      const struct hvt_record *r, const uint8_t *payload, const char *why)
+		      const struct sink_rec *rec, const char *why)
 {
 	const struct chrome_frame *f = &st->f[--st->nr];
+	const struct hvt_record *r = rec ? rec->r : NULL;
 
 	event_start(s, 'E', pid, tid, ts);
 	event_name(s, f->ip);
@@ -223,7 +220,7 @@ static void close_top(struct sink *s, struct chrome_stack *st, int pid, unsigned
 			sink_printf(s, "\"ret\":\"0x%" PRIx64 "\"", r->value);
 		} else {
 			sink_printf(s, "\"duration_ns\":%" PRIu64, r->duration);
-			args_return(s, r, payload);
+			args_return(s, rec);
 		}
 		put(s, "}}");
 	} else {
@@ -231,11 +228,12 @@ static void close_top(struct sink *s, struct chrome_stack *st, int pid, unsigned
 	}
 }
 
-/* Return @r on a track: closes its open call (and the calls above it, whose returns were lost).
+/* Return @rec on a track: closes its open call (and the calls above it, whose returns were lost).
  * Without one it is a complete slice when it fits around the calls still open, else an instant. */
 static void return_call(struct sink *s, struct chrome_stack *st, int pid, unsigned tid,
-			const struct hvt_record *r, const uint8_t *payload)
+			const struct sink_rec *rec)
 {
+	const struct hvt_record *r = rec->r;
 	bool cpu_track = pid == CHROME_PID_CPUS;
 	uint64_t start = r->duration < r->ts ? r->ts - r->duration : 0;
 	unsigned i = st->nr;
@@ -249,8 +247,8 @@ static void return_call(struct sink *s, struct chrome_stack *st, int pid, unsign
 	}
 	if (i > 0) {
 		while (st->nr > i)
-			close_top(s, st, pid, tid, r->ts, NULL, NULL, "unfinished");
-		close_top(s, st, pid, tid, r->ts, r, payload, NULL);
+			close_top(s, st, pid, tid, r->ts, NULL, "unfinished");
+		close_top(s, st, pid, tid, r->ts, rec, NULL);
 		return;
 	}
 	if (!st->nr || start >= st->f[st->nr - 1].ts) {
@@ -264,7 +262,7 @@ static void return_call(struct sink *s, struct chrome_stack *st, int pid, unsign
 	event_name(s, r->ip);
 	args_open(s, r, cpu_track);
 	sink_printf(s, ",\"duration_ns\":%" PRIu64, r->duration);
-	args_return(s, r, payload);
+	args_return(s, rec);
 	put(s, "}}");
 }
 
@@ -303,14 +301,14 @@ static void switch_to(struct sink *s, unsigned cpu, struct chrome_task *t,
 	if (c->on[cpu] == t)
 		return;
 	while (st->nr)
-		close_top(s, st, CHROME_PID_CPUS, cpu, r->ts, NULL, NULL, "switched_out");
+		close_top(s, st, CHROME_PID_CPUS, cpu, r->ts, NULL, "switched_out");
 	if (c->on[cpu])
 		c->on[cpu]->on_cpu = -1;
 	if (t->on_cpu >= 0 && (unsigned)t->on_cpu < s->nr_cpus) {
 		struct chrome_stack *was = &c->cpus[t->on_cpu];
 
 		while (was->nr)
-			close_top(s, was, CHROME_PID_CPUS, (unsigned)t->on_cpu, r->ts, NULL, NULL,
+			close_top(s, was, CHROME_PID_CPUS, (unsigned)t->on_cpu, r->ts, NULL,
 				  "switched_out");
 		c->on[t->on_cpu] = NULL;
 	}
@@ -341,9 +339,10 @@ static void chrome_begin(struct sink *s)
 	}
 }
 
-static unsigned chrome_record(struct sink *s, const struct hvt_record *r,
-			      const struct hvt_record *next)
+static unsigned chrome_record(struct sink *s, const struct sink_rec *rec,
+			      const struct sink_rec *next)
 {
+	const struct hvt_record *r = rec->r;
 	struct chrome *c = s->priv;
 	struct chrome_stack *cpu = r->cpu < s->nr_cpus ? &c->cpus[r->cpu] : NULL;
 	struct chrome_task *t;
@@ -372,14 +371,13 @@ static unsigned chrome_record(struct sink *s, const struct hvt_record *r,
 		switch_to(s, r->cpu, t, r);
 	if (r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT) {
 		if (cpu)
-			return_call(s, cpu, CHROME_PID_CPUS, r->cpu, r, s->payload);
-		return_call(s, t->stack, CHROME_PID_TASKS, t->tid, r, s->payload);
+			return_call(s, cpu, CHROME_PID_CPUS, r->cpu, rec);
+		return_call(s, t->stack, CHROME_PID_TASKS, t->tid, rec);
 		s->written++;
 		return 1;
 	}
-	if ((r->type == HVT_REC_EVENT || r->type == HVT_REC_EVENT_ALONE) && s->payload &&
-	    s->event_of)
-		spec = s->event_of(s->event_ctx, r->ip);
+	if ((r->type == HVT_REC_EVENT || r->type == HVT_REC_EVENT_ALONE) && rec->payload)
+		spec = rec->spec;
 	/* an event alone is no call of the graph: its instant only */
 	if (c->graph && r->type != HVT_REC_EVENT_ALONE) {
 		if (cpu)
@@ -388,8 +386,8 @@ static unsigned chrome_record(struct sink *s, const struct hvt_record *r,
 	}
 	if (!c->graph || spec || r->type == HVT_REC_EVENT_ALONE) {
 		if (cpu)
-			instant(s, CHROME_PID_CPUS, r->cpu, r, spec, s->payload);
-		instant(s, CHROME_PID_TASKS, t->tid, r, spec, s->payload);
+			instant(s, CHROME_PID_CPUS, r->cpu, r, spec, rec->payload);
+		instant(s, CHROME_PID_TASKS, t->tid, r, spec, rec->payload);
 	}
 	s->written++;
 	return 1;
@@ -402,13 +400,13 @@ static void chrome_end(struct sink *s)
 	/* calls whose returns did not come: closed at the last timestamp */
 	for (unsigned cpu = 0; cpu < s->nr_cpus; cpu++)
 		while (c->cpus[cpu].nr)
-			close_top(s, &c->cpus[cpu], CHROME_PID_CPUS, cpu, c->last_ts, NULL, NULL,
+			close_top(s, &c->cpus[cpu], CHROME_PID_CPUS, cpu, c->last_ts, NULL,
 				  "unfinished");
 	for (unsigned i = 0; i <= CHROME_MAX_TASKS; i++) {
 		struct chrome_task *t = &c->tasks[i];
 
 		while (t->stack && t->stack->nr)
-			close_top(s, t->stack, CHROME_PID_TASKS, t->tid, c->last_ts, NULL, NULL,
+			close_top(s, t->stack, CHROME_PID_TASKS, t->tid, c->last_ts, NULL,
 				  "unfinished");
 		free(t->stack);
 		t->stack = NULL;

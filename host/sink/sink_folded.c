@@ -173,9 +173,10 @@ static void folded_graph(struct sink *s, struct folded_task *t, const struct hvt
 		t->last_ts = r->ts;
 }
 
-static unsigned folded_record(struct sink *s, const struct hvt_record *r,
-			      const struct hvt_record *next)
+static unsigned folded_record(struct sink *s, const struct sink_rec *rec,
+			      const struct sink_rec *next)
 {
+	const struct hvt_record *r = rec->r;
 	struct folded *f = s->priv;
 	struct folded_task *t;
 

@@ -120,53 +120,56 @@ static void function_begin(struct sink *s)
 		       "#              | |         |         |         |\n");
 }
 
-static unsigned function_record(struct sink *s, const struct hvt_record *r,
-				const struct hvt_record *next)
+/* One line per -e event of the function of @rec, each from its part of the payload. */
+static void function_events(struct sink *s, const struct sink_rec *rec)
 {
-	char line[512];
+	const uint8_t *payload = rec->payload;
+	char ev[4096];
+	unsigned k = 0;
+
+	for (const struct fe_spec *e = rec->spec; e && k < FE_MAX_CHAIN; e = e->next, k++) {
+		int n = sink_event_format(ev, sizeof(ev), rec->r, e, payload, s->syms);
+
+		sink_write_line(s, ev, sizeof(ev), n);
+		payload += fe_event_size(e);
+	}
+}
+
+static unsigned function_record(struct sink *s, const struct sink_rec *rec,
+				const struct sink_rec *next)
+{
+	const struct hvt_record *r = rec->r;
+	char line[512], rl[4096];
 	int n;
 
 	(void)next;
-	if (r->type == HVT_REC_LOST) {
+	switch (r->type) {
+	case HVT_REC_LOST:
 		/* print_trace_line(): before the next event of that CPU */
 		n = sink_lost_format(line, sizeof(line), r);
 		sink_write_line(s, line, sizeof(line), n);
 		return 1;
-	}
-	/* the spec looked up once per record */
-	const struct fe_spec *e = (r->type == HVT_REC_EVENT || r->type == HVT_REC_EVENT_ALONE) &&
-					  s->payload && s->event_of
-				      ? s->event_of(s->event_ctx, r->ip)
-				      : NULL;
-
-	if (e) {
-		const uint8_t *payload = s->payload;
-		char ev[4096];
-
-		/* one line per -e event of the function, each from its part of the payload */
-		for (unsigned k = 0; e && k < FE_MAX_CHAIN; e = e->next, k++) {
-			n = sink_event_format(ev, sizeof(ev), r, e, payload, s->syms);
-			sink_write_line(s, ev, sizeof(ev), n);
-			payload += fe_event_size(e);
+	case HVT_REC_EVENT_ALONE: /* a call the tracer did not trace: its event lines alone */
+		if (!rec->spec || !rec->payload)
+			return 1;
+		function_events(s, rec);
+		break;
+	case HVT_REC_ENTRY:
+	case HVT_REC_EVENT:
+		if (rec->spec && rec->payload) { /* an event without its fields: as its entry */
+			function_events(s, rec);
+			break;
 		}
-		s->written++;
-		return 1;
-	}
-	if (r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT) {
-		char rl[4096];
-		const struct fe_spec *spec = r->type == HVT_REC_RETURN_EVENT && s->ret_event_of
-						     ? s->ret_event_of(s->event_ctx, r->ip)
-						     : NULL;
-
-		n = sink_return_format(rl, sizeof(rl), r, spec, s->payload, s->syms);
+		n = sink_function_format(line, sizeof(line), r, s->syms);
+		sink_write_line(s, line, sizeof(line), n);
+		break;
+	case HVT_REC_RETURN:
+	case HVT_REC_RETURN_EVENT:
+		n = sink_return_format(rl, sizeof(rl), r, rec->spec, rec->payload, s->syms);
 		sink_write_line(s, rl, sizeof(rl), n);
-		s->written++;
-		return 1;
+		break;
+	default: return 1;
 	}
-	if (r->type != HVT_REC_ENTRY && r->type != HVT_REC_EVENT)
-		return 1;
-	n = sink_function_format(line, sizeof(line), r, s->syms);
-	sink_write_line(s, line, sizeof(line), n);
 	s->written++;
 	return 1;
 }

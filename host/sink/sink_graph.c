@@ -220,19 +220,18 @@ static void irq_marker(struct sink *s, const struct hvt_record *r, bool enter)
 	sink_write(s, line, n);
 }
 
-/* RAX of return @r into *@v: a plain return's value, or a return probe's first field when that is
- * the register itself (a bare -r). False when the probe's fields hold no copy of it. */
-static bool return_value(const struct sink *s, const struct hvt_record *r, const uint8_t *payload,
-			 uint64_t *v)
+/* RAX of return @rec into *@v: a plain return's value, or a return probe's first field when that
+ * is the register itself (a bare -r). False when the probe's fields hold no copy of it. */
+static bool return_value(const struct sink_rec *rec, uint64_t *v)
 {
-	const struct fe_spec *spec;
+	const struct fe_spec *spec = rec->spec;
+	const uint8_t *payload = rec->payload;
 	const struct fe_field *f;
 
-	if (r->type == HVT_REC_RETURN) {
-		*v = r->value;
+	if (rec->r->type == HVT_REC_RETURN) {
+		*v = rec->r->value;
 		return true;
 	}
-	spec = s->ret_event_of ? s->ret_event_of(s->event_ctx, r->ip) : NULL;
 	if (!spec || !payload || !spec->nr_fields)
 		return false;
 	f = &spec->fields[0];
@@ -258,24 +257,24 @@ static void comment_line(struct sink *s, unsigned cpu, int depth, const char *te
 	sink_write(s, line, n);
 }
 
-/* The "r_<func>: (...) ret=.." comment of a return probe's return @r with its @payload. */
-static void return_comment(struct sink *s, const struct hvt_record *r, const uint8_t *payload)
+/* The "r_<func>: (...) ret=.." comment of a return probe's return @rec. */
+static void return_comment(struct sink *s, const struct sink_rec *rec)
 {
-	const struct fe_spec *spec = s->ret_event_of ? s->ret_event_of(s->event_ctx, r->ip) : NULL;
 	char body[2560];
 
-	sink_return_body(body, sizeof(body), r, spec, payload, s->syms);
-	comment_line(s, r->cpu, (int)r->depth - 1, body);
+	sink_return_body(body, sizeof(body), rec->r, rec->spec, rec->payload, s->syms);
+	comment_line(s, rec->r->cpu, (int)rec->r->depth - 1, body);
 }
 
-/* The "<func>: fields" comments of -e event @r inside its function, one level deeper; for an event
- * alone (HVT_REC_EVENT_ALONE) at the depth of the graph around it, as ftrace prints a trace event
- * there. */
-static void event_comment(struct sink *s, const struct hvt_record *r)
+/* The "<func>: fields" comments of -e event @rec inside its function, one level deeper; for an
+ * event alone (HVT_REC_EVENT_ALONE) at the depth of the graph around it, as ftrace prints a trace
+ * event there. */
+static void event_comment(struct sink *s, const struct sink_rec *rec)
 {
+	const struct hvt_record *r = rec->r;
 	int depth = r->type == HVT_REC_EVENT_ALONE ? (int)r->depth - 1 : r->depth;
-	const struct fe_spec *spec = s->event_of ? s->event_of(s->event_ctx, r->ip) : NULL;
-	const uint8_t *payload = s->payload;
+	const struct fe_spec *spec = rec->spec;
+	const uint8_t *payload = rec->payload;
 	char body[2560], fields[2048];
 
 	if (!payload)
@@ -289,23 +288,24 @@ static void event_comment(struct sink *s, const struct hvt_record *r)
 	}
 }
 
-/* The function_graph line of return @r (a return probe's too: as a plain return, its RAX from
- * @payload where the probe recorded it). */
-static int format_return(char *buf, size_t len, const struct sink *s, const struct hvt_record *r,
-			 const struct hvt_record *entry, const uint8_t *payload)
+/* The function_graph line of return @rec (a return probe's too: as a plain return, its RAX from
+ * its payload where the probe recorded it). */
+static int format_return(char *buf, size_t len, const struct sink *s, const struct sink_rec *rec,
+			 const struct hvt_record *entry)
 {
-	struct hvt_record ret = *r;
+	struct hvt_record ret = *rec->r;
 	struct sink plain = *s;
 
 	ret.type = HVT_REC_RETURN;
-	plain.graph_retval = s->graph_retval && return_value(s, r, payload, &ret.value);
+	plain.graph_retval = s->graph_retval && return_value(rec, &ret.value);
 	return entry ? sink_graph_format(buf, len, &plain, entry, &ret)
 		     : sink_graph_format(buf, len, &plain, &ret, NULL);
 }
 
-static unsigned graph_record(struct sink *s, const struct hvt_record *r,
-			     const struct hvt_record *next)
+static unsigned graph_record(struct sink *s, const struct sink_rec *rec,
+			     const struct sink_rec *ahead)
 {
+	const struct hvt_record *r = rec->r, *next = ahead ? ahead->r : NULL;
 	char line[512];
 	bool is_return = r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT;
 	/* an entry with an -e event is no leaf: its comment goes inside, as the kernel prints it */
@@ -321,7 +321,7 @@ static unsigned graph_record(struct sink *s, const struct hvt_record *r,
 	task_marker(s, r);
 	if (r->type == HVT_REC_EVENT_ALONE) {
 		/* no call of the graph: its comment alone */
-		event_comment(s, r);
+		event_comment(s, rec);
 		s->written++;
 		return 1;
 	}
@@ -329,10 +329,10 @@ static unsigned graph_record(struct sink *s, const struct hvt_record *r,
 		irq_marker(s, r, true);
 	if (is_return) {
 		sink_write_line(s, line, sizeof(line),
-				format_return(line, sizeof(line), s, r, NULL, s->payload));
+				format_return(line, sizeof(line), s, rec, NULL));
 	} else if (leaf) {
 		sink_write_line(s, line, sizeof(line),
-				format_return(line, sizeof(line), s, next, r, s->next_payload));
+				format_return(line, sizeof(line), s, ahead, r));
 	} else {
 		sink_write_line(s, line, sizeof(line),
 				sink_graph_format(line, sizeof(line), s, r, NULL));
@@ -341,11 +341,11 @@ static unsigned graph_record(struct sink *s, const struct hvt_record *r,
 	if (is_return || leaf)
 		irq_marker(s, r, false);
 	if (r->type == HVT_REC_EVENT)
-		event_comment(s, r);
+		event_comment(s, rec);
 	if (r->type == HVT_REC_RETURN_EVENT)
-		return_comment(s, r, s->payload);
+		return_comment(s, rec);
 	if (leaf && next->type == HVT_REC_RETURN_EVENT)
-		return_comment(s, next, s->next_payload);
+		return_comment(s, ahead);
 	return leaf ? 2 : 1;
 }
 

@@ -138,10 +138,12 @@ static void json_entry(struct sink *s, const struct hvt_record *r)
 	sink_write(s, "}\n", 2);
 }
 
-/* One line per -e event of the function, each from its part of the payload. */
-static void json_events(struct sink *s, const struct hvt_record *r, const struct fe_spec *e)
+/* One line per -e event of the function of @rec, each from its part of the payload. */
+static void json_events(struct sink *s, const struct sink_rec *rec)
 {
-	const uint8_t *payload = s->payload;
+	const struct hvt_record *r = rec->r;
+	const uint8_t *payload = rec->payload;
+	const struct fe_spec *e = rec->spec;
 
 	for (unsigned k = 0; e && k < FE_MAX_CHAIN; e = e->next, k++) {
 		json_context(s, "event", r);
@@ -157,11 +159,10 @@ static void json_events(struct sink *s, const struct hvt_record *r, const struct
 	}
 }
 
-static void json_exit(struct sink *s, const struct hvt_record *r)
+static void json_exit(struct sink *s, const struct sink_rec *rec)
 {
-	const struct fe_spec *spec = r->type == HVT_REC_RETURN_EVENT && s->ret_event_of && s->payload
-					     ? s->ret_event_of(s->event_ctx, r->ip)
-					     : NULL;
+	const struct hvt_record *r = rec->r;
+	const struct fe_spec *spec = rec->payload ? rec->spec : NULL;
 
 	json_context(s, "exit", r);
 	sink_write(s, ",\"func\":", 8);
@@ -175,14 +176,14 @@ static void json_exit(struct sink *s, const struct hvt_record *r)
 	if (r->type == HVT_REC_RETURN)
 		sink_printf(s, ",\"retval\":\"0x%" PRIx64 "\"", r->value);
 	else if (spec)
-		json_args(s, spec, s->payload);
+		json_args(s, spec, rec->payload);
 	sink_printf(s, ",\"duration_ns\":%" PRIu64 "}\n", r->duration);
 }
 
-static unsigned json_record(struct sink *s, const struct hvt_record *r,
-			    const struct hvt_record *next)
+static unsigned json_record(struct sink *s, const struct sink_rec *rec,
+			    const struct sink_rec *next)
 {
-	const struct fe_spec *e;
+	const struct hvt_record *r = rec->r;
 
 	(void)next;
 	uint64_t us = r->ts / 1000u + (r->ts % 1000u >= 500u);
@@ -196,15 +197,14 @@ static unsigned json_record(struct sink *s, const struct hvt_record *r,
 		return 1;
 	case HVT_REC_EVENT:
 	case HVT_REC_EVENT_ALONE: /* its event lines are all a call not traced shows */
-		e = s->payload && s->event_of ? s->event_of(s->event_ctx, r->ip) : NULL;
-		if (e)
-			json_events(s, r, e);
+		if (rec->spec && rec->payload)
+			json_events(s, rec);
 		else
 			json_entry(s, r);
 		break;
 	case HVT_REC_ENTRY: json_entry(s, r); break;
 	case HVT_REC_RETURN:
-	case HVT_REC_RETURN_EVENT: json_exit(s, r); break;
+	case HVT_REC_RETURN_EVENT: json_exit(s, rec); break;
 	default: return 1;
 	}
 	s->written++;

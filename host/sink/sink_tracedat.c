@@ -152,17 +152,15 @@ static unsigned spec_id(const struct td_sink *t, const struct fe_spec *spec, boo
 	return 0;
 }
 
-/* The -r probe of the function at @ip (typed or bare): its id, or 0. */
-static unsigned rprobe_id(struct sink *s, const struct hvt_record *r, const struct fe_spec **spec)
+/* The -r probe of the function of return @rec (typed: its spec, or bare): its id, or 0. */
+static unsigned rprobe_id(struct sink *s, const struct sink_rec *rec)
 {
 	struct td_sink *t = s->priv;
+	const struct hvt_record *r = rec->r;
 	const struct vmi_sym *sym;
 
-	*spec = r->type == HVT_REC_RETURN_EVENT && s->ret_event_of
-		    ? s->ret_event_of(s->event_ctx, r->ip)
-		    : NULL;
-	if (*spec)
-		return spec_id(t, *spec, true);
+	if (rec->spec)
+		return spec_id(t, rec->spec, true);
 	/* a bare -r: found by its function's name */
 	sym = s->syms ? vmi_symtab_lookup(s->syms, r->ip) : NULL;
 	for (size_t i = 0; sym && i < t->nr_rprobes; i++)
@@ -171,11 +169,12 @@ static unsigned rprobe_id(struct sink *s, const struct hvt_record *r, const stru
 	return 0;
 }
 
-static void emit_events(struct sink *s, const struct hvt_record *r)
+static void emit_events(struct sink *s, const struct sink_rec *rec)
 {
 	struct td_sink *t = s->priv;
-	const struct fe_spec *e = s->event_of ? s->event_of(s->event_ctx, r->ip) : NULL;
-	const uint8_t *payload = s->payload;
+	const struct hvt_record *r = rec->r;
+	const struct fe_spec *e = rec->spec;
+	const uint8_t *payload = rec->payload;
 
 	for (unsigned k = 0; e && payload && k < FE_MAX_CHAIN; e = e->next, k++) {
 		size_t at = common(t->ev, spec_id(t, e, false), r->pid);
@@ -186,11 +185,11 @@ static void emit_events(struct sink *s, const struct hvt_record *r)
 	}
 }
 
-static void emit_return_probe(struct sink *s, const struct hvt_record *r)
+static void emit_return_probe(struct sink *s, const struct sink_rec *rec)
 {
 	struct td_sink *t = s->priv;
-	const struct fe_spec *spec;
-	unsigned id = rprobe_id(s, r, &spec);
+	const struct hvt_record *r = rec->r;
+	unsigned id = rprobe_id(s, rec);
 	const uint8_t *end;
 	size_t at;
 
@@ -200,8 +199,8 @@ static void emit_return_probe(struct sink *s, const struct hvt_record *r)
 	at = put(t->ev, at, &r->ip, 8);
 	at = put(t->ev, at, &r->parent, 8);
 	at = put(t->ev, at, &r->duration, 8);
-	if (spec && s->payload) {
-		at = put_fields(t->ev, at, spec, s->payload, r->parent, &end);
+	if (rec->spec && rec->payload) {
+		at = put_fields(t->ev, at, rec->spec, rec->payload, r->parent, &end);
 	} else {
 		uint32_t fault = 0;
 
@@ -212,9 +211,10 @@ static void emit_return_probe(struct sink *s, const struct hvt_record *r)
 	emit(s, r->cpu, r->ts, t->ev, at);
 }
 
-static unsigned tracedat_record(struct sink *s, const struct hvt_record *r,
-				const struct hvt_record *next)
+static unsigned tracedat_record(struct sink *s, const struct sink_rec *rec,
+				const struct sink_rec *next)
 {
+	const struct hvt_record *r = rec->r;
 	struct td_sink *t = s->priv;
 	size_t at;
 
@@ -251,10 +251,10 @@ static unsigned tracedat_record(struct sink *s, const struct hvt_record *r,
 			emit(s, r->cpu, r->ts, t->ev, at);
 		}
 		if (r->type == HVT_REC_EVENT)
-			emit_events(s, r);
+			emit_events(s, rec);
 		break;
 	case HVT_REC_EVENT_ALONE: /* the probe events alone, no graph entry */
-		emit_events(s, r);
+		emit_events(s, rec);
 		break;
 	case HVT_REC_RETURN:
 	case HVT_REC_RETURN_EVENT:
@@ -272,7 +272,7 @@ static unsigned tracedat_record(struct sink *s, const struct hvt_record *r,
 			at = put(t->ev, at, &r->ts, 8);
 			emit(s, r->cpu, r->ts, t->ev, at);
 		}
-		emit_return_probe(s, r);
+		emit_return_probe(s, rec);
 		break;
 	default:
 		return 1;

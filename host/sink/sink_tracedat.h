@@ -8,8 +8,7 @@
 /* Sets up @s to write trace.dat to @out (opened for writing at @path; per-vCPU pages go to unlinked
  * temporary files in @path's directory, or $TMPDIR when @out is a pipe, until end()). @graph:
  * entries and returns are function_graph events, else function events. @events / @rprobes: the
- * session's -e and -r specs (borrowed; the sink's event_of / ret_event_of return pointers into
- * them). Returns 0 or -errno. Main thread. */
+ * session's -e and -r specs (borrowed; the records' specs (struct sink_rec) point into them). Returns 0 or -errno. Main thread. */
 int sink_tracedat_init(struct sink *s, FILE *out, const char *path, const struct vmi_symtab *syms,
 		       unsigned nr_cpus, bool graph, const struct fe_spec *events, size_t nr_events,
 		       const struct fe_spec *rprobes, size_t nr_rprobes);

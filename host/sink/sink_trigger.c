@@ -108,9 +108,10 @@ static void begin(struct sink *s)
 	of(s)->inner->begin(s);
 }
 
-static unsigned record(struct sink *s, const struct hvt_record *r, const struct hvt_record *next)
+static unsigned record(struct sink *s, const struct sink_rec *rec, const struct sink_rec *next)
 {
 	struct sink_trigger *t = of(s);
+	const struct hvt_record *r = rec->r;
 
 	if (r->type == HVT_REC_STACK) {
 		char buf[TRIGGER_MAX_FRAMES * 200 + 256];
@@ -120,8 +121,8 @@ static unsigned record(struct sink *s, const struct hvt_record *r, const struct 
 
 		if (nr > TRIGGER_MAX_FRAMES)
 			nr = TRIGGER_MAX_FRAMES;
-		if (s->payload)
-			memcpy(frames, s->payload, nr * 8);
+		if (rec->payload)
+			memcpy(frames, rec->payload, nr * 8);
 		else
 			nr = 0;
 		n = sink_stack_format(buf, sizeof(buf), r, frames, nr, s->syms);
@@ -133,9 +134,9 @@ static unsigned record(struct sink *s, const struct hvt_record *r, const struct 
 		return 1;
 	}
 	/* a mark right after an entry is no return that closes it */
-	if (next && (next->type == HVT_REC_STACK || next->type == HVT_REC_SNAPSHOT))
+	if (next && (next->r->type == HVT_REC_STACK || next->r->type == HVT_REC_SNAPSHOT))
 		next = NULL;
-	return t->inner->record(s, r, next);
+	return t->inner->record(s, rec, next);
 }
 
 static void end(struct sink *s)

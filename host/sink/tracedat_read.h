@@ -42,9 +42,9 @@ int tdr_scan(struct tdr *r, struct vmi_symtab *syms, struct tdr_summary *sum, ch
 	     size_t errlen);
 
 /* Second pass, on a handle tdr_scan did not read: feeds the records, in time order, to sink @s
- * through the writer (begin, records, end); sets @s's event_of / ret_event_of. @graph: a
- * function_graph trace (tdr_summary.graph), where a probe event with no graph entry of its call
- * is an event alone (HVT_REC_EVENT_ALONE). Returns 0 or -errno with @err. */
+ * through the writer (begin, records, end), each record's spec looked up in the file's -e and -r
+ * formats. @graph: a function_graph trace (tdr_summary.graph), where a probe event with no graph
+ * entry of its call is an event alone (HVT_REC_EVENT_ALONE). Returns 0 or -errno with @err. */
 int tdr_replay(struct tdr *r, struct sink *s, bool graph, char *err, size_t errlen);
 
 void tdr_close(struct tdr *r);

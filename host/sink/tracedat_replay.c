@@ -92,14 +92,19 @@ static const struct fe_spec *map_get(const struct tdr_map *m, uint64_t ip)
 	return NULL;
 }
 
-static const struct fe_spec *report_event_of(void *ctx, uint64_t ip)
+/* The writer's lookup (sink_lookup_fn) in a file read back: the spec of an event or a typed return
+ * from the formats of the file's -e and -r events, no probe. */
+static void report_lookup(const void *ctx, struct sink_rec *rec)
 {
-	return map_get(((struct tdr *)ctx)->events, ip);
-}
+	const struct tdr *r = ctx;
 
-static const struct fe_spec *report_ret_event_of(void *ctx, uint64_t ip)
-{
-	return map_get(((struct tdr *)ctx)->rets, ip);
+	rec->probe = NULL;
+	if (rec->r->type == HVT_REC_EVENT || rec->r->type == HVT_REC_EVENT_ALONE)
+		rec->spec = map_get(r->events, rec->r->ip);
+	else if (rec->r->type == HVT_REC_RETURN_EVENT)
+		rec->spec = map_get(r->rets, rec->r->ip);
+	else
+		rec->spec = NULL;
 }
 
 /* Pass 1: the function holding @addr into the symbol table. */
@@ -417,9 +422,8 @@ int tdr_replay(struct tdr *r, struct sink *s, bool graph, char *err, size_t errl
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	s->event_of = report_event_of;
-	s->ret_event_of = report_ret_event_of;
-	s->event_ctx = r;
+	r->w.lookup = report_lookup;
+	r->w.lookup_ctx = r;
 	r->replay = true;
 	r->graph = graph;
 	r->lost = 0;

@@ -1,4 +1,5 @@
 #include "host/sink/writer.h"
+#include "host/trace/probe.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -8,6 +9,45 @@
 /* How long an entry may wait for the next record of its vCPU (to be printed as a leaf): output is
  * held back meanwhile, so this bounds the delay a quiet vCPU adds. */
 #define LOOKAHEAD_NS 1000000000ull
+
+/* Whether @r is an event the sinks count as written (lost marks, trigger records and payload are
+ * not). */
+static bool is_event(const struct hvt_record *r)
+{
+	return r->type == HVT_REC_ENTRY || r->type == HVT_REC_RETURN || r->type == HVT_REC_EVENT ||
+	       r->type == HVT_REC_EVENT_ALONE || r->type == HVT_REC_RETURN_EVENT;
+}
+
+/* @rec's spec and probe, for a record at the head of ring @i or just after it: looked up once per
+ * record, the ring's last lookup kept (@w->seen) until its record is popped, so an entry that waits
+ * for its successor, or a record seen first as @next, is not looked up again. */
+static void look_up(struct writer *w, unsigned i, struct sink_rec *rec)
+{
+	struct writer_seen *c = &w->seen[i];
+
+	if (!w->lookup || !is_event(rec->r))
+		return;
+	if (c->r == rec->r) {
+		rec->spec = c->spec;
+		rec->probe = c->probe;
+		return;
+	}
+	w->lookup(w->lookup_ctx, rec);
+	w->lookups++;
+	*c = (struct writer_seen){.r = rec->r, .spec = rec->spec, .probe = rec->probe};
+}
+
+/* Copies the @slots payload records of ring @ring after position @at into @buf. False if they are
+ * not all there (cannot happen: an event is published with its payload). */
+static bool gather(struct ring *ring, unsigned at, unsigned slots, uint8_t *buf)
+{
+	if (!ring_peek_at(ring, at + slots))
+		return false;
+	for (unsigned k = 1; k <= slots; k++)
+		memcpy(buf + (k - 1) * sizeof(struct hvt_record), ring_peek_at(ring, at + k),
+		       sizeof(struct hvt_record));
+	return true;
+}
 
 /* Emits up to @budget records, oldest first across rings, none at or past the horizon (when @final,
  * everything). Returns how many. */
@@ -30,63 +70,55 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 		}
 		if (!best || best->ts >= horizon)
 			break;
+		struct ring *ring = &w->rings[best_i];
+		struct sink_rec rec = {.r = best}, ahead = {0};
 		/* an event carries its payload in the records after it: they go together */
 		unsigned n = 1;
 
-		w->sink->payload = NULL;
 		if (hvt_record_has_payload(best)) {
 			n = 1 + hvt_record_payload_slots(best->value);
-			if (best->value > WRITER_PAYLOAD_MAX || !ring_peek_at(&w->rings[best_i], n - 1))
+			if (best->value > WRITER_PAYLOAD_MAX || !gather(ring, 0, n - 1, w->payload))
 				break; /* cannot happen: published together, bounded by fe_payload_size */
-			for (unsigned k = 1; k < n; k++)
-				memcpy(w->payload + (k - 1) * sizeof(*best),
-				       ring_peek_at(&w->rings[best_i], k), sizeof(*best));
-			w->sink->payload = w->payload;
+			rec.payload = w->payload;
 		}
-		next = ring_peek_at(&w->rings[best_i], n);
-		/* a sink that looks ahead gets the next record's payload too (a return with typed
-		 * fields closes a leaf): it is popped with that record */
+		look_up(w, best_i, &rec);
+		/* a sink that looks ahead gets the next record too, with its payload (a return with
+		 * typed fields closes a leaf): it is popped with that record */
+		next = w->sink->ops->lookahead ? ring_peek_at(ring, n) : NULL;
 		unsigned m = 0;
 
-		w->sink->next_payload = NULL;
-		if (w->sink->ops->lookahead && next && hvt_record_has_payload(next)) {
-			m = hvt_record_payload_slots(next->value);
-			if (next->value > WRITER_PAYLOAD_MAX ||
-			    !ring_peek_at(&w->rings[best_i], n + m))
-				break; /* cannot happen: published together, bounded as above */
-			for (unsigned k = 1; k <= m; k++)
-				memcpy(w->next_payload + (k - 1) * sizeof(*best),
-				       ring_peek_at(&w->rings[best_i], n + k), sizeof(*best));
-			w->sink->next_payload = w->next_payload;
+		if (next) {
+			ahead.r = next;
+			if (hvt_record_has_payload(next)) {
+				m = hvt_record_payload_slots(next->value);
+				if (next->value > WRITER_PAYLOAD_MAX ||
+				    !gather(ring, n, m, w->next_payload))
+					break; /* cannot happen: published together, bounded as above */
+				ahead.payload = w->next_payload;
+			}
+			look_up(w, best_i, &ahead);
 		}
 		if (w->sink->ops->lookahead && best->type != HVT_REC_RETURN &&
 		    best->type != HVT_REC_RETURN_EVENT && best->type != HVT_REC_LOST && !next &&
 		    !final && horizon - best->ts < LOOKAHEAD_NS)
 			break;
 		w->last_ts = best->ts;
-		used = w->sink->ops->record(w->sink, best, next);
+		used = w->sink->ops->record(w->sink, &rec, next ? &ahead : NULL);
 		if (w->tap) {
-			w->tap_payload = w->sink->payload;
-			w->tap(w->tap_ctx, best);
-			w->tap_payload = w->sink->next_payload;
+			w->tap(w->tap_ctx, &rec);
 			if (used > 1)
-				w->tap(w->tap_ctx, next);
+				w->tap(w->tap_ctx, &ahead);
 		}
 		used = used > 1 ? n + 1 + m : n;
+		/* what the ring's lookup kept is popped with @best, or with @next when that went too */
+		if (w->seen[best_i].r == best || used > n)
+			w->seen[best_i].r = NULL;
 		for (unsigned k = 0; k < used; k++)
-			ring_pop(&w->rings[best_i]);
+			ring_pop(ring);
 		w->events[best_i] += used;
 		done += used;
 	}
 	return done;
-}
-
-/* Whether @r is an event the sinks count as written (lost marks, trigger records and payload are
- * not). */
-static bool is_event(const struct hvt_record *r)
-{
-	return r->type == HVT_REC_ENTRY || r->type == HVT_REC_RETURN || r->type == HVT_REC_EVENT ||
-	       r->type == HVT_REC_EVENT_ALONE || r->type == HVT_REC_RETURN_EVENT;
 }
 
 /* Drops every record the rings hold, an event with its payload, each event counted in
@@ -100,6 +132,7 @@ static unsigned discard(struct writer *w)
 		struct ring *ring = &w->rings[i];
 		const struct hvt_record *r;
 
+		w->seen[i].r = NULL;
 		while ((r = ring_peek(ring))) {
 			uint64_t n = 1;
 
@@ -157,9 +190,11 @@ int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink 
 	w->not_written = 0;
 	w->events = calloc(nr, sizeof(*w->events));
 	w->dropped_lost = calloc(nr, sizeof(*w->dropped_lost));
+	w->seen = calloc(nr, sizeof(*w->seen));
+	w->lookups = 0;
 	w->payload = malloc(2 * (WRITER_PAYLOAD_MAX + 64));
 	w->next_payload = w->payload ? w->payload + WRITER_PAYLOAD_MAX + 64 : NULL;
-	if (!w->events || !w->dropped_lost || !w->payload) {
+	if (!w->events || !w->dropped_lost || !w->seen || !w->payload) {
 		writer_free(w);
 		return -ENOMEM;
 	}
@@ -179,6 +214,7 @@ static void pending_losses(struct writer *w)
 	for (unsigned i = 0; i < w->nr; i++) {
 		struct ring *ring = &w->rings[i];
 		struct hvt_record r;
+		struct sink_rec rec = {.r = &r};
 		uint64_t dropped = w->dropped_lost[i].value;
 
 		if (!ring->lost_pending && !dropped)
@@ -189,12 +225,9 @@ static void pending_losses(struct writer *w)
 								       : ring->lost_pending + dropped);
 		ring->lost_pending = 0;
 		w->dropped_lost[i].value = 0;
-		w->sink->payload = NULL;
-		w->sink->next_payload = NULL;
-		w->sink->ops->record(w->sink, &r, NULL);
-		w->tap_payload = NULL;
+		w->sink->ops->record(w->sink, &rec, NULL);
 		if (w->tap)
-			w->tap(w->tap_ctx, &r);
+			w->tap(w->tap_ctx, &rec);
 	}
 }
 
@@ -217,9 +250,26 @@ void writer_free(struct writer *w)
 {
 	free(w->events);
 	free(w->dropped_lost);
+	free(w->seen);
 	free(w->payload);
 	w->dropped_lost = NULL;
+	w->seen = NULL;
 	w->events = NULL;
 	w->payload = NULL;
 	w->next_payload = NULL;
+}
+
+void writer_lookup_probes(const void *ctx, struct sink_rec *rec)
+{
+	const struct probe *p = probe_lookup(ctx, rec->r->ip);
+
+	rec->probe = p;
+	if (!p)
+		rec->spec = NULL;
+	else if (rec->r->type == HVT_REC_EVENT || rec->r->type == HVT_REC_EVENT_ALONE)
+		rec->spec = p->event;
+	else if (rec->r->type == HVT_REC_RETURN_EVENT)
+		rec->spec = p->ret_event;
+	else
+		rec->spec = NULL;
 }

@@ -14,13 +14,25 @@
 /* Timestamp below which every record is visible in the rings (tracer_horizon). */
 typedef uint64_t (*writer_horizon_fn)(void *ctx);
 
+/* A ring's last lookup (writer.c look_up): the record it was for, and what was found. */
+struct writer_seen {
+	const struct hvt_record *r;
+	const struct fe_spec *spec;
+	const struct probe *probe;
+};
+
 struct writer {
 	struct ring *rings; /* borrowed, @nr of them */
 	unsigned nr;
 	struct sink *sink; /* borrowed */
 	writer_horizon_fn horizon;
 	void *horizon_ctx;
-	void (*tap)(void *ctx, const struct hvt_record *r); /* optional: sees every record */
+	/* optional: fills each entry's, return's and event's spec and probe, once per record; without
+	 * it they stay NULL */
+	sink_lookup_fn lookup;
+	const void *lookup_ctx;
+	/* optional: sees every record the sink does, after it, with what was looked up */
+	void (*tap)(void *ctx, const struct sink_rec *rec);
 	void *tap_ctx;
 	pthread_t thread;
 	atomic_int stop;
@@ -29,10 +41,11 @@ struct writer {
 					 * sink could not be handed); writer thread, then final */
 	unsigned long long *events; /* per ring, records delivered */
 	struct hvt_record *dropped_lost; /* per ring, the lost marks a cut dropped (value: summed) */
+	struct writer_seen *seen;	 /* per ring, its last lookup */
+	unsigned long long lookups;	 /* calls of @lookup (writer thread, then final) */
 	uint8_t *payload;	    /* an event's payload, gathered from its records */
 	uint8_t *next_payload;	    /* the looked-ahead record's payload (inside @payload's block) */
 	uint64_t last_ts;	    /* of the last record handed to the sink */
-	const uint8_t *tap_payload; /* during tap(): the payload of the record it sees, or NULL */
 };
 
 /* Calls the sink's begin() and starts the thread. Records are emitted in timestamp order across rings,
@@ -52,5 +65,9 @@ void writer_stop(struct writer *w, unsigned long long lost);
 
 /* Frees the per-ring counters (after writer_stop). */
 void writer_free(struct writer *w);
+
+/* A sink_lookup_fn over the probe table @ctx (a struct probe_table): one probe_lookup of the
+ * record's ip, the spec its type asks for from that probe. */
+void writer_lookup_probes(const void *ctx, struct sink_rec *rec);
 
 #endif

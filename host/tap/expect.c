@@ -230,18 +230,17 @@ static bool value_matches(uint64_t rax, int64_t want)
 	return want >= INT32_MIN && want <= INT32_MAX && (int32_t)(uint32_t)rax == (int32_t)want;
 }
 
-void expect_tap(void *ctx, const struct hvt_record *r)
+void expect_tap(void *ctx, const struct sink_rec *rec)
 {
 	struct expect_state *st = ctx;
-	const struct probe *p;
-
+	const struct hvt_record *r = rec->r;
+	const struct probe *p = rec->probe;
 	uint64_t rax;
 
-	profile_add(st->prof, r);
+	profile_add(st->prof, rec);
 	if (r->type != HVT_REC_ENTRY && r->type != HVT_REC_EVENT && r->type != HVT_REC_RETURN &&
 	    r->type != HVT_REC_RETURN_EVENT && r->type != HVT_REC_EVENT_ALONE)
 		return;
-	p = probe_lookup(st->prof->probes, r->ip);
 	if (!p)
 		return;
 	/* an -e event outside function_graph's graph is a call seen all the same */
@@ -257,10 +256,9 @@ void expect_tap(void *ctx, const struct hvt_record *r)
 		rax = r->value;
 	} else {
 		/* a typed return: RAX is its one field (expect_bind), after the field's status byte */
-		if (!p->ret_event || !rax_event(p->ret_event) || !st->payload || !*st->payload ||
-		    r->value < 9)
+		if (!rec->spec || !rax_event(rec->spec) || !rec->payload || r->value < 9)
 			return;
-		memcpy(&rax, *st->payload + 1, sizeof(rax));
+		memcpy(&rax, rec->payload + 1, sizeof(rax));
 	}
 	for (size_t i = 0; i < st->nr; i++) {
 		struct expect *e = &st->v[i];

@@ -73,17 +73,15 @@ struct expect_state {
 	size_t nr;
 	uint64_t *first_ts; /* per probe id; UINT64_MAX: never called */
 	bool any_return;    /* some --expect-return */
-	/* where the writer puts the payload of the record its tap sees (writer.tap_payload): a return
-	 * probe's RAX is in it; NULL: none */
-	const uint8_t *const *payload;
 };
 
 /* Copies @v[0..@nr) (bound) into @st over @prof. Returns 0 or -ENOMEM. */
 int expect_state_init(struct expect_state *st, struct profile *prof, const struct expect *v,
 		      size_t nr);
 
-/* Writer tap: profile_add, then the first calls and return values. Writer thread; no allocation. */
-void expect_tap(void *ctx, const struct hvt_record *r);
+/* Writer tap: profile_add, then the first calls and return values, by @rec's probe (one of the
+ * profile's; a return probe's RAX from @rec's payload). Writer thread; no allocation. */
+void expect_tap(void *ctx, const struct sink_rec *rec);
 
 /* Judges every expectation (passed, reason). After the writer stopped. Returns the number unmet. */
 int expect_evaluate(struct expect_state *st);

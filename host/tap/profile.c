@@ -11,10 +11,11 @@ int profile_init(struct profile *p, const struct probe_table *probes)
 	return p->v ? 0 : -ENOMEM;
 }
 
-void profile_add(void *ctx, const struct hvt_record *r)
+void profile_add(void *ctx, const struct sink_rec *rec)
 {
 	struct profile *p = ctx;
-	struct probe *pr = probe_lookup(p->probes, r->ip);
+	const struct hvt_record *r = rec->r;
+	const struct probe *pr = rec->probe;
 	struct profile_entry *e;
 
 	if (!pr)

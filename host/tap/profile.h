@@ -3,6 +3,7 @@
 #ifndef HVT_PROFILE_H
 #define HVT_PROFILE_H
 
+#include "host/sink/sink.h"
 #include "host/trace/probe.h"
 #include "host/trace/record.h"
 
@@ -21,8 +22,9 @@ struct profile {
 /* Returns 0 or -ENOMEM. */
 int profile_init(struct profile *p, const struct probe_table *probes);
 
-/* Accounts one record (writer tap; one thread). */
-void profile_add(void *ctx, const struct hvt_record *r);
+/* Accounts one record by its probe (@rec->probe, one of @ctx's probes; none: not counted). Writer
+ * tap; one thread. */
+void profile_add(void *ctx, const struct sink_rec *rec);
 
 /* Prints one line per probe that was hit or missed, busiest (total time, then hits) first, with the
  * probes' miss and unwound counters; then one line per -e event ("<func> <hits> <misses>") and per

@@ -116,22 +116,6 @@ int tracer_set_return(struct tracer *t, uint32_t id, const struct fe_spec *spec,
 	return spec ? grow_scratch(t, fe_payload_size(spec)) : 0;
 }
 
-const struct fe_spec *tracer_ret_event_of(void *ctx, uint64_t ip)
-{
-	struct tracer *t = ctx;
-	struct probe *p = probe_lookup(&t->probes, ip);
-
-	return p ? p->ret_event : NULL;
-}
-
-const struct fe_spec *tracer_event_of(void *ctx, uint64_t ip)
-{
-	struct tracer *t = ctx;
-	struct probe *p = probe_lookup(&t->probes, ip);
-
-	return p ? p->event : NULL;
-}
-
 int tracer_set_graph_root(struct tracer *t, uint32_t id)
 {
 	if (id >= t->probes.nr)

@@ -139,12 +139,6 @@ bool tracer_has_trigger(const struct tracer *t, const struct probe *p);
  * @quiet: do not record its entries. Before tracer_attach; needs opts.returns. 0 or -errno. */
 int tracer_set_return(struct tracer *t, uint32_t id, const struct fe_spec *spec, bool quiet);
 
-/* The typed return spec of the probe at @ip, or NULL (for sinks; any thread). */
-const struct fe_spec *tracer_ret_event_of(void *ctx, uint64_t ip);
-
-/* The event spec of the probe at @ip, or NULL (for sinks; any thread). */
-const struct fe_spec *tracer_event_of(void *ctx, uint64_t ip);
-
 /* Verifies and patches every site (and the trampoline), and takes over breakpoint hits. On error
  * @err names the site and nothing stays patched, except stub probe sites the target would not
  * restore then (a stop asked): the tracer then stays attached, to be detached (tracer_detach) as

@@ -15,10 +15,16 @@
 static struct vmi_symtab syms;
 static struct fe_spec spec;
 
-static const struct fe_spec *event_of(void *ctx, uint64_t ip)
+/* The writer's lookup (sink_lookup_fn): an event's or a typed return's spec at odd addresses. */
+static void look_up(const void *ctx, struct sink_rec *sr)
 {
 	(void)ctx;
-	return ip & 1 ? &spec : NULL;
+	uint8_t t = sr->r->type;
+
+	sr->spec = (t == HVT_REC_EVENT || t == HVT_REC_EVENT_ALONE || t == HVT_REC_RETURN_EVENT) &&
+			   sr->r->ip & 1
+		       ? &spec
+		       : NULL;
 }
 
 /* Printable ASCII and newlines only; for JSON also strings closed and brackets balanced; for JSON
@@ -89,16 +95,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!out || init[k](&s, out, &syms, data[0] & 7) < 0)
 			abort();
 		s.tracer = data[0] & 8 ? "function_graph" : "function";
-		s.event_of = event_of;
-		s.ret_event_of = event_of;
 		s.ops->begin(&s);
 		for (size_t off = 1; off + sizeof(struct hvt_record) <= size;
 		     off += sizeof(struct hvt_record)) {
 			struct hvt_record r;
+			struct sink_rec sr = {.r = &r};
 
 			memcpy(&r, data + off, sizeof(r));
-			s.payload = hvt_record_has_payload(&r) ? payload : NULL;
-			s.ops->record(&s, &r, NULL);
+			sr.payload = hvt_record_has_payload(&r) ? payload : NULL;
+			look_up(NULL, &sr);
+			s.ops->record(&s, &sr, NULL);
 		}
 		s.ops->end(&s);
 		fclose(out);

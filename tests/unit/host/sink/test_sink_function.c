@@ -143,9 +143,12 @@ static void test_sink_stream(void **state)
 	sink_function_init(&s, out, &syms, 2);
 	assert_false(s.ops->lookahead);
 	s.ops->begin(&s);
-	assert_int_equal(s.ops->record(&s, &r1, &r2), 1);   /* ignores @next: consumes one */
-	assert_int_equal(s.ops->record(&s, &ret, NULL), 1); /* a return probe's line */
-	assert_int_equal(s.ops->record(&s, &r2, NULL), 1);
+	/* ignores @next: consumes one */
+	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &r1}, &(struct sink_rec){.r = &r2}),
+			 1);
+	/* a return probe's line */
+	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &ret}, NULL), 1);
+	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &r2}, NULL), 1);
 	s.lost = 7;
 	s.ops->end(&s);
 	assert_int_equal(s.written, 3);

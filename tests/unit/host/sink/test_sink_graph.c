@@ -139,9 +139,11 @@ static void test_stream(void **state)
 	(void)state;
 	assert_int_equal(sink_graph_init(&s, out, &syms, 1, false, false), 0);
 	s.ops->begin(&s);
-	assert_int_equal(s.ops->record(&s, &a, &b), 1);
-	assert_int_equal(s.ops->record(&s, &b, &c), 2);
-	assert_int_equal(s.ops->record(&s, &d, NULL), 1);
+	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &a}, &(struct sink_rec){.r = &b}),
+			 1);
+	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &b}, &(struct sink_rec){.r = &c}),
+			 2);
+	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &d}, NULL), 1);
 	s.ops->end(&s);
 	fclose(out);
 	assert_string_equal(buf, "# tracer: function_graph\n"
@@ -163,18 +165,6 @@ static void test_stream(void **state)
 
 static struct fe_spec ev_spec, ret_spec;
 
-static const struct fe_spec *event_of(void *ctx, uint64_t ip)
-{
-	(void)ctx;
-	return ip == 0x1040 ? &ev_spec : NULL;
-}
-
-static const struct fe_spec *ret_event_of(void *ctx, uint64_t ip)
-{
-	(void)ctx;
-	return ip == 0x1000 || ip == 0x1040 ? &ret_spec : NULL;
-}
-
 /* -e and -r in function_graph: the graph lines are those without them (a return probe's return closes
  * its call, a leaf stays a leaf, with RAX as return value), the events are comment lines: the -e
  * fields inside the call, the r_ line right after the return. */
@@ -191,6 +181,10 @@ static void test_stream_events(void **state)
 			       .depth = 1, .duration = 1000, .value = 9, .comm = "cpu0"};
 	struct hvt_record d = {.type = HVT_REC_RETURN_EVENT, .ip = 0x1040, .parent = 0x2000,
 			       .duration = 5000, .value = 9, .comm = "cpu0"};
+	/* each record with its payload and spec, as the writer hands them over */
+	struct sink_rec ra = {.r = &a, .payload = ev_payload, .spec = &ev_spec}, rb = {.r = &b},
+			rc = {.r = &c, .payload = fib_ret, .spec = &ret_spec},
+			rd = {.r = &d, .payload = tree_ret, .spec = &ret_spec};
 
 	(void)state;
 	assert_int_equal(fe_parse("tree_b(int id)", &ev_spec, err, sizeof(err), &pos), 0);
@@ -200,17 +194,10 @@ static void test_stream_events(void **state)
 	memcpy(fib_ret + 1, &(uint64_t){0x9}, 8);
 	memcpy(tree_ret + 1, &(uint64_t){0xe1}, 8);
 	assert_int_equal(sink_graph_init(&s, out, &syms, 1, true, false), 0);
-	s.event_of = event_of;
-	s.ret_event_of = ret_event_of;
 	s.ops->begin(&s);
-	s.payload = ev_payload;
-	assert_int_equal(s.ops->record(&s, &a, &b), 1);
-	s.payload = NULL;
-	s.next_payload = fib_ret;
-	assert_int_equal(s.ops->record(&s, &b, &c), 2);
-	s.payload = tree_ret;
-	s.next_payload = NULL;
-	assert_int_equal(s.ops->record(&s, &d, NULL), 1);
+	assert_int_equal(s.ops->record(&s, &ra, &rb), 1);
+	assert_int_equal(s.ops->record(&s, &rb, &rc), 2);
+	assert_int_equal(s.ops->record(&s, &rd, NULL), 1);
 	s.ops->end(&s);
 	fclose(out);
 	assert_string_equal(buf, "# tracer: function_graph\n"
@@ -245,9 +232,10 @@ static void test_return_without_rax(void **state)
 	assert_int_equal(fe_parse("tree_b(u64 ret[1])", &ret_spec, err, sizeof(err), &pos), 0);
 	memcpy(payload + 1, &(uint64_t){7}, 8);
 	assert_int_equal(sink_graph_init(&s, out, &syms, 1, true, false), 0);
-	s.ret_event_of = ret_event_of;
-	s.payload = payload;
-	assert_int_equal(s.ops->record(&s, &d, NULL), 1);
+	assert_int_equal(
+	    s.ops->record(&s, &(struct sink_rec){.r = &d, .payload = payload, .spec = &ret_spec},
+			  NULL),
+	    1);
 	s.ops->end(&s);
 	fclose(out);
 	assert_string_equal(buf, " 0)   5.000 us    |  }\n"
@@ -270,16 +258,16 @@ static void test_event_alone(void **state)
 	    .type = HVT_REC_EVENT_ALONE, .ip = 0x1040, .value = 9, .comm = "cpu0"};
 	struct hvt_record b = {
 	    .type = HVT_REC_EVENT_ALONE, .ip = 0x1040, .value = 9, .depth = 2, .comm = "cpu0"};
+	struct sink_rec ra = {.r = &a, .payload = payload, .spec = &ev_spec},
+			rb = {.r = &b, .payload = payload, .spec = &ev_spec};
 
 	(void)state;
 	assert_int_equal(fe_parse("tree_b(int id)", &ev_spec, err, sizeof(err), &pos), 0);
 	memcpy(payload + 1, &(int64_t){42}, 8);
 	assert_int_equal(sink_graph_init(&s, out, &syms, 1, true, false), 0);
-	s.event_of = event_of;
-	s.payload = payload;
 	/* a return right after is not its own: no leaf */
-	assert_int_equal(s.ops->record(&s, &a, &b), 1);
-	assert_int_equal(s.ops->record(&s, &b, NULL), 1);
+	assert_int_equal(s.ops->record(&s, &ra, &rb), 1);
+	assert_int_equal(s.ops->record(&s, &rb, NULL), 1);
 	s.ops->end(&s);
 	fclose(out);
 	assert_string_equal(buf, " 0)               |  /* tree_b: id=42 */\n"

@@ -50,10 +50,14 @@ static int teardown(void **state)
 	return 0;
 }
 
-static const struct fe_spec *event_of(void *ctx, uint64_t ip)
+/* The writer's lookup (sink_lookup_fn) for these streams: leaf's -e spec on its events. */
+static void look_up(const void *ctx, struct sink_rec *sr)
 {
 	(void)ctx;
-	return ip == 0x1200 ? &leaf_spec : NULL;
+	sr->spec = (sr->r->type == HVT_REC_EVENT || sr->r->type == HVT_REC_EVENT_ALONE) &&
+			   sr->r->ip == 0x1200
+		       ? &leaf_spec
+		       : NULL;
 }
 
 /* Compares @got with golden file @name (or writes it under HVT_UPDATE_GOLDEN=1). */
@@ -100,6 +104,7 @@ static void feed_graph(struct sink *s)
 {
 	static uint8_t payload[512];
 	struct hvt_record r;
+	struct sink_rec sr;
 	const char name[] = "a\"b\\c\x1b[31m;d";
 
 	memset(payload, 0, sizeof(payload));
@@ -107,15 +112,15 @@ static void feed_graph(struct sink *s)
 	memcpy(payload + 1, &(int64_t){7}, 8);
 	memcpy(payload + 10, name, sizeof(name));
 
-	s->event_of = event_of;
 	s->tracer = "function_graph";
 	s->ops->begin(s);
 #define FEED(type, ts, cpu, ip, depth, pid, comm, ...)                                             \
 	do {                                                                                       \
 		r = rec(type, ts, cpu, ip, depth, pid, comm);                                      \
+		sr = (struct sink_rec){.r = &r};                                                   \
 		__VA_ARGS__;                                                                       \
-		assert_int_equal(s->ops->record(s, &r, NULL), 1);                                  \
-		s->payload = NULL;                                                                 \
+		look_up(NULL, &sr);                                                                \
+		assert_int_equal(s->ops->record(s, &sr, NULL), 1);                                 \
 	} while (0)
 	FEED(HVT_REC_ENTRY, 1000, 0, 0x1000, 0, 100, "app", r.parent = 0x10);
 	FEED(HVT_REC_ENTRY, 1200, 1, 0x1300, 0, 200, hostile_comm, r.parent = 0x10);
@@ -123,7 +128,7 @@ static void feed_graph(struct sink *s)
 	FEED(HVT_REC_ENTRY, 1700, 1, 0x1200, 1, 200, hostile_comm, r.parent = 0x1320);
 	FEED(HVT_REC_RETURN, 1900, 1, 0x1200, 1, 200, hostile_comm, r.duration = 200, r.value = 1);
 	FEED(HVT_REC_EVENT, 2000, 0, 0x1200, 2, 100, "app", r.parent = 0x1110,
-	     r.value = fe_payload_size(&leaf_spec), s->payload = payload);
+	     r.value = fe_payload_size(&leaf_spec), sr.payload = payload);
 	FEED(HVT_REC_LOST, 2100, 1, 0, 0, 0, "", r.value = 5);
 	FEED(HVT_REC_RETURN, 2300, 1, 0x1300, 0, 200, hostile_comm, r.duration = 1100,
 	     r.value = 0xffffffffffffffea);
@@ -155,14 +160,14 @@ static void feed_function(struct sink *s)
 			hits[i].cpu ? 200 : 100, hits[i].cpu ? hostile_comm : "app");
 
 		r.parent = hits[i].parent;
-		assert_int_equal(s->ops->record(s, &r, NULL), 1);
+		assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	}
 	/* a return probe (-r work): a complete slice with its value */
 	r = rec(HVT_REC_RETURN, 1500, 0, 0x1100, 0, 100, "app");
 	r.parent = 0x1020;
 	r.duration = 100;
 	r.value = 42;
-	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	s->ops->end(s);
 }
 
@@ -175,20 +180,20 @@ static void feed_switch(struct sink *s)
 	s->tracer = "function_graph";
 	s->ops->begin(s);
 	r = rec(HVT_REC_ENTRY, 1000, 0, 0x1000, 0, 100, "app");
-	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	r = rec(HVT_REC_ENTRY, 1100, 0, 0x1100, 0, 101, "worker");
-	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	r = rec(HVT_REC_RETURN, 1300, 0, 0x1100, 0, 101, "worker");
 	r.duration = 200;
-	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	r = rec(HVT_REC_ENTRY, 1400, 1, 0x1200, 1, 100, "app");
-	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	r = rec(HVT_REC_RETURN, 1500, 1, 0x1200, 1, 100, "app");
 	r.duration = 100;
-	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	r = rec(HVT_REC_RETURN, 1600, 1, 0x1000, 0, 100, "app");
 	r.duration = 600;
-	assert_int_equal(s->ops->record(s, &r, NULL), 1);
+	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	s->ops->end(s);
 }
 
@@ -282,7 +287,7 @@ static void test_json_all_bytes(void **state)
 
 		memset(r.comm, (int)b, VMI_COMM_LEN);
 		r.parent = 0x1010;
-		s.ops->record(&s, &r, NULL);
+		s.ops->record(&s, &(struct sink_rec){.r = &r}, NULL);
 	}
 	s.ops->end(&s);
 	fclose(out);
@@ -381,7 +386,7 @@ static void test_all_bytes(void **state)
 
 		memset(r.comm, (int)b, VMI_COMM_LEN);
 		r.parent = 0x1010;
-		s.ops->record(&s, &r, NULL);
+		s.ops->record(&s, &(struct sink_rec){.r = &r}, NULL);
 	}
 	s.ops->end(&s);
 	fclose(out);
@@ -401,7 +406,7 @@ static void test_all_bytes(void **state)
 		struct hvt_record r = rec(HVT_REC_ENTRY, b, 0, 0x1100, 0, (int32_t)b, "");
 
 		memset(r.comm, (int)b, VMI_COMM_LEN);
-		s.ops->record(&s, &r, NULL);
+		s.ops->record(&s, &(struct sink_rec){.r = &r}, NULL);
 	}
 	s.ops->end(&s);
 	fclose(out);

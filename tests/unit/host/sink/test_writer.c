@@ -1,6 +1,8 @@
 /* The writer cut short (writer_cut, a second SIGINT while the backlog is written): the records
  * still in the rings are dropped, each event counted exactly in not-written and lost, the lost
- * marks among them still go out (one per ring, at the end), and the trace ends with its trailer. */
+ * marks among them still go out (one per ring, at the end), and the trace ends with its trailer.
+ * And the record context (struct sink_rec): each record looked up once, its payload, spec and probe
+ * handed to the sink and the tap. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -9,6 +11,7 @@
 
 #include "host/sink/sink.h"
 #include "host/sink/writer.h"
+#include "host/trace/probe.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -184,12 +187,175 @@ static void test_not_cut(void **state)
 	free(text);
 }
 
+/* ---- the record context ---------------------------------------------------------------------- */
+
+/* What the context test's sink and tap saw: each record's type, ip, probe, spec and its payload's
+ * first byte (0 without one), whether the sink was given a next record, and in what order. */
+struct seen_rec {
+	uint8_t type;
+	uint64_t ip;
+	const struct probe *probe;
+	const struct fe_spec *spec;
+	uint8_t first;
+	bool had_next;
+};
+
+static struct seen_rec sunk[16], tapped[16];
+static unsigned nr_sunk, nr_tapped, nr_lookups;
+
+static struct seen_rec seen_of(const struct sink_rec *rec, bool had_next)
+{
+	return (struct seen_rec){.type = rec->r->type,
+				 .ip = rec->r->ip,
+				 .probe = rec->probe,
+				 .spec = rec->spec,
+				 .first = rec->payload ? rec->payload[0] : 0,
+				 .had_next = had_next};
+}
+
+static void ctx_begin(struct sink *s)
+{
+	(void)s;
+}
+
+static void ctx_end(struct sink *s)
+{
+	(void)s;
+}
+
+/* A lookahead sink that folds an entry with the return after it (as function_graph's leaf). */
+static unsigned ctx_record(struct sink *s, const struct sink_rec *rec, const struct sink_rec *next)
+{
+	(void)s;
+	assert_true(nr_sunk < 16);
+	sunk[nr_sunk++] = seen_of(rec, next != NULL);
+	if (rec->r->type == HVT_REC_ENTRY && next && next->r->ip == rec->r->ip &&
+	    (next->r->type == HVT_REC_RETURN || next->r->type == HVT_REC_RETURN_EVENT)) {
+		assert_true(nr_sunk < 16);
+		sunk[nr_sunk++] = seen_of(next, false);
+		return 2;
+	}
+	return 1;
+}
+
+static void ctx_tap(void *ctx, const struct sink_rec *rec)
+{
+	(void)ctx;
+	assert_true(nr_tapped < 16);
+	tapped[nr_tapped++] = seen_of(rec, false);
+}
+
+/* writer_lookup_probes, counted. */
+static void counted_lookup(const void *ctx, struct sink_rec *rec)
+{
+	nr_lookups++;
+	writer_lookup_probes(ctx, rec);
+}
+
+/* Two rings through a lookahead sink and a tap: every record looked up once, although the sink
+ * sees most of them twice (as @next, then as the record); an event's spec is its probe's -e spec,
+ * a typed return's its return spec, other records none; payloads are each record's own. */
+static void test_record_context(void **state)
+{
+	static struct vmi_sym fsyms[] = {{0x1000, 16, "a"}, {0x2000, 16, "b"}};
+	static struct vmi_site sites[] = {{0x1000, &fsyms[0]}, {0x2000, &fsyms[1]}};
+	const struct vmi_site *sel[] = {&sites[0], &sites[1]};
+	static const struct sink_ops ops = {
+	    .begin = ctx_begin, .record = ctx_record, .end = ctx_end, .lookahead = true};
+	struct fe_spec ev, ret;
+	struct probe_table probes;
+	struct ring rings[2];
+	struct sink s;
+	struct writer w = {0};
+	uint8_t p1[16], p2[9];
+	char err[64];
+	size_t pos;
+	/* ring 0: a { event of a; b(); } a returns typed; an entry at no probe. ring 1: b(). In the
+	 * order the sink gets them (a leaf's return with its entry), with whether it gets a @next. */
+	const struct {
+		unsigned ring;
+		uint8_t type;
+		uint64_t ts, ip;
+		const uint8_t *payload;
+		size_t len;
+		bool had_next;
+	} in[] = {
+	    {0, HVT_REC_ENTRY, 10, 0x1000, NULL, 0, true},
+	    {1, HVT_REC_ENTRY, 15, 0x2000, NULL, 0, true},
+	    {1, HVT_REC_RETURN, 25, 0x2000, NULL, 0, false},
+	    {0, HVT_REC_EVENT, 20, 0x1000, p1, sizeof(p1), true},
+	    {0, HVT_REC_ENTRY, 30, 0x2000, NULL, 0, true},
+	    {0, HVT_REC_RETURN, 40, 0x2000, NULL, 0, false},
+	    {0, HVT_REC_RETURN_EVENT, 50, 0x1000, p2, sizeof(p2), true},
+	    {0, HVT_REC_ENTRY, 60, 0x3000, NULL, 0, false},
+	};
+	const size_t n = sizeof(in) / sizeof(in[0]);
+
+	(void)state;
+	memset(p1, 0x11, sizeof(p1));
+	memset(p2, 0x22, sizeof(p2));
+	assert_int_equal(fe_parse("a(int x)", &ev, err, sizeof(err), &pos), 0);
+	assert_int_equal(fe_parse("a(x64 ret)", &ret, err, sizeof(err), &pos), 0);
+	assert_int_equal(probe_table_init(&probes, sel, 2), 0);
+	probes.v[0].event = &ev;
+	probes.v[0].ret_event = &ret;
+	for (unsigned r = 0; r < 2; r++)
+		assert_int_equal(ring_init(&rings[r], 64), 0);
+	for (size_t i = 0; i < n; i++) {
+		struct hvt_record rec = {.ts = in[i].ts,
+					 .ip = in[i].ip,
+					 .cpu = (uint16_t)in[i].ring,
+					 .type = in[i].type,
+					 .value = in[i].len};
+
+		assert_true(ring_emit(&rings[in[i].ring], &rec, in[i].payload, in[i].len));
+	}
+	nr_sunk = nr_tapped = nr_lookups = 0;
+	sink_setup(&s, &ops, NULL, &syms, 2);
+	w.lookup = counted_lookup;
+	w.lookup_ctx = &probes;
+	w.tap = ctx_tap;
+	atomic_store(&horizon_ts, UINT64_MAX);
+	assert_int_equal(writer_start(&w, rings, 2, &s, horizon, NULL), 0);
+	writer_stop(&w, 0);
+	assert_int_equal(nr_lookups, n);
+	assert_int_equal(w.lookups, n);
+	/* the sink and the tap saw every record once, in time order; the leaves as pairs */
+	assert_int_equal(nr_sunk, n);
+	assert_int_equal(nr_tapped, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct probe *want = in[i].ip == 0x1000	? &probes.v[0]
+					   : in[i].ip == 0x2000 ? &probes.v[1]
+								: NULL;
+		const struct fe_spec *spec = in[i].type == HVT_REC_EVENT	  ? &ev
+					     : in[i].type == HVT_REC_RETURN_EVENT ? &ret
+										  : NULL;
+
+		assert_int_equal(sunk[i].type, in[i].type);
+		assert_int_equal(sunk[i].ip, in[i].ip);
+		assert_ptr_equal(sunk[i].probe, want);
+		assert_ptr_equal(sunk[i].spec, spec);
+		assert_int_equal(sunk[i].first, in[i].payload ? in[i].payload[0] : 0);
+		assert_int_equal(sunk[i].had_next, in[i].had_next);
+		assert_int_equal(tapped[i].type, sunk[i].type);
+		assert_int_equal(tapped[i].ip, sunk[i].ip);
+		assert_ptr_equal(tapped[i].probe, sunk[i].probe);
+		assert_ptr_equal(tapped[i].spec, sunk[i].spec);
+		assert_int_equal(tapped[i].first, sunk[i].first);
+	}
+	writer_free(&w);
+	for (unsigned r = 0; r < 2; r++)
+		ring_free(&rings[r]);
+	probe_table_free(&probes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cut_before_any),
 	    cmocka_unit_test(test_cut_midway),
 	    cmocka_unit_test(test_not_cut),
+	    cmocka_unit_test(test_record_context),
 	};
 
 	return cmocka_run_group_tests_name("writer_cut", tests, NULL, NULL);
