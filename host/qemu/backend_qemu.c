@@ -554,8 +554,8 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	    r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	if (qemu_attach_open(&r->qc, &qa, err, errlen) < 0 ||
-	    target_qemu_init(&r->tq, &r->qc.gdb, r->qc.pid, r->qc.hmp, r->qc.hmp_ctx,
-			     s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
+	    target_qemu_init(&r->tq, &r->qc.gdb, r->qc.pid, r->qc.hmp, r->qc.qmp_cmd,
+			     r->qc.hmp_ctx, s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
 		return failed(r, EXIT_QEMU_FAILED, "while connecting to QEMU", err, errlen);
 	r->have_tq = true;
 	/* attach: a QEMU on KVM (or one that does not say) gets the same check */

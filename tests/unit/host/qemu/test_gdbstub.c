@@ -1066,7 +1066,7 @@ static void test_target_stop_of_unknown_thread(void **state)
 	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:09;", "")};
 	g = hostile(&s, st, n, FAKE_SERVER_HOLD);
 	assert_non_null(q);
-	assert_int_equal(target_qemu_init(q, g, getpid(), NULL, NULL, true, err, sizeof(err)), 0);
+	assert_int_equal(target_qemu_init(q, g, getpid(), NULL, NULL, NULL, true, err, sizeof(err)), 0);
 	assert_int_equal(q->t.nr_cpus, 2);
 	polls = 0;
 	watchdog(20);
@@ -1167,7 +1167,7 @@ static void test_target_hits_pipelined_nop5_checked(void **state)
 
 	gdb = hostile(&s, st, n, FAKE_SERVER_HOLD);
 	assert_non_null(q);
-	assert_int_equal(target_qemu_init(q, gdb, getpid(), NULL, NULL, true, err, sizeof(err)), 0);
+	assert_int_equal(target_qemu_init(q, gdb, getpid(), NULL, NULL, NULL, true, err, sizeof(err)), 0);
 	q->t.ops->set_bp_handler(&q->t, emulate_nop5, NULL);
 	hit_calls = run_polls = 0;
 	watchdog(20);
