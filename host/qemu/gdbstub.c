@@ -507,6 +507,10 @@ int gdb_interrupt(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 	}
 	if (g->broken)
 		return -ECONNABORTED;
+	/* 0x03 alone: a '+' owed for a reply that came while the VM runs (P's, sent with the
+	 * continue) would stop the VM first, and QEMU 8.1 and later then send no stop reply and drop
+	 * the 0x03 as noise (QEMU in system mode does not wait for that '+') */
+	g->ack_pending = 0;
 	rc = gdb_wire_send_bytes(g, "\x03", 1);
 	if (!rc)
 		rc = gdb_wait_stop(g, timeout_ms, st);

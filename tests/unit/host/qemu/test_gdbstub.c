@@ -717,6 +717,42 @@ static void test_execution(void **state)
 	free(g);
 }
 
+/* The reply to the P sent with a continue comes while the VM runs: its '+' is not sent in front of
+ * the 0x03 that stops the VM (QEMU 10.0 takes such a byte for a stop without a stop reply, then
+ * drops the 0x03: issue 24); the next command after the stop carries the '+' owed for the stop. */
+static void test_interrupt_sends_no_ack(void **state)
+{
+	struct fake_step st[16];
+	struct fake_server s;
+	struct gdb *g = new_gdb();
+	struct gdb_stop stop;
+	char err[128];
+	size_t n;
+
+	(void)state;
+	n = qemu72_hello(st, "", "+");
+	st[n++] = (struct fake_step){pk("+", "Hg1", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "P10=0010000000000000", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "P10=0020000000000000", pk("", "vCont;c", "")),
+				     pk("+", "OK", "+")};
+	st[n++] = (struct fake_step){"\x03", pk("", "T02thread:01;", "")};
+	st[n++] = (struct fake_step){pk("+", "?", ""), pk("+", "T02thread:01;", "")};
+
+	assert_int_equal(gdb_attach_fd(g, fake_server_start(&s, NULL, st, n, FAKE_SERVER_HOLD), err,
+				       sizeof(err)),
+			 0);
+	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RIP, 0x1000), 0);
+	assert_int_equal(gdb_write_pc_continue(g, 1, 0x2000), 0);
+	assert_true(g->running);
+	assert_int_equal(gdb_interrupt(g, 1000, &stop), 0);
+	assert_int_equal(stop.code, 2);
+	assert_int_equal(gdb_stop_reason(g, &stop), 0);
+	gdb_close(g);
+	fake_server_finish(&s);
+	assert_int_equal(s.failed, -1);
+	free(g);
+}
+
 static void test_connection_lost(void **state)
 {
 	struct fake_step st[8];
@@ -1211,6 +1247,7 @@ int main(void)
 	    cmocka_unit_test(test_negotiation_fails),
 	    cmocka_unit_test(test_hostile_replies),
 	    cmocka_unit_test(test_hostile_lies),
+	    cmocka_unit_test(test_interrupt_sends_no_ack),
 	    cmocka_unit_test(test_interrupt_ends_endless_wait),
 	    cmocka_unit_test(test_interrupted_command_reply_skipped),
 	    cmocka_unit_test(test_target_stop_of_unknown_thread),
