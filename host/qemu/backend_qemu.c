@@ -448,8 +448,9 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 	return 0;
 }
 
-/* --stats of the QEMU backend: translations, then the tracer's totals with the kernel's and the
- * gdbstub's, then the stub line. */
+/* --stats of the QEMU backend: QEMU's version (QMP's greeting) and the way to guest memory (the
+ * QEMU process's, or the gdbstub's), translations, then the tracer's totals with the kernel's and
+ * the gdbstub's, then the stub line. */
 static void qemu_stats(void *ctx, const struct pipeline *p)
 {
 	struct linux_run *r = ctx;
@@ -461,6 +462,9 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
 		walks += r->tq.cpu[i].tlb.walks;
 	}
 	tracer_stats(&p->tr, &st);
+	fprintf(stderr, "hvtrace: stats: qemu %s guest-memory %s regions %u\n",
+		r->qc.have_qmp && r->qc.qmp.version[0] ? r->qc.qmp.version : "unknown",
+		r->tq.mem.fd >= 0 ? "process" : "gdbstub", r->tq.mem.fd >= 0 ? r->tq.mem.nr : 0);
 	fprintf(stderr, "hvtrace: stats: translations %llu cached %llu walked\n", hits, walks);
 	fprintf(stderr,
 		"hvtrace: stats: kaslr-slide 0x%llx sites %zu probes %zu arms %llu stops %llu hits "
