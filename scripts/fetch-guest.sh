@@ -93,34 +93,9 @@ if [ "$choice" != 6.1 ]; then
 		echo "hvtrace: KERNEL=$choice: not SERIES[-FLAVOUR] (e.g. 6.12, 6.12-rt, 7.3-generic)" >&2
 		exit 1
 	fi
-	apt_dir="$cache/apt"
-	mkdir -p "$apt_dir/sources.d" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-	if [ ! -s "$apt_dir/sources.list" ]; then
-		# the machine's own archive (its first deb URI), the suites Debian ships newer kernels in
-		uri=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1)
-		[ -n "$uri" ] || uri=$(sed -n 's/^deb \(\[[^]]*\] *\)\?\([^ ]*\) .*/\2/p' /etc/apt/sources.list 2>/dev/null | head -1)
-		uri=${uri:-http://deb.debian.org/debian}
-		for suite in trixie trixie-backports sid bookworm-backports; do
-			echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main"
-		done > "$apt_dir/sources.list"
-	fi
-	apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o "Dir::Etc::sourceparts=$apt_dir/sources.d"
-		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
-		-o Dir::Cache::pkgcache=pkgcache.bin -o Dir::Cache::srcpkgcache=srcpkgcache.bin) # kept: ~20 s less per run
-	if ! ls "$apt_dir/lists/"*_Packages* >/dev/null 2>&1; then
-		apt-get "${apt_opts[@]}" update -qq >/dev/null ||
-			{ echo "hvtrace: apt-get update with $apt_dir/sources.list failed" >&2; exit 1; }
-	fi
-	pfetch() { # package -> its .deb, fetched with the private configuration
-		local deb
-		deb=$(ls "$cache/debs/$1"_*.deb "$cache/kdebs/$1"_*.deb 2>/dev/null | head -1 || true)
-		if [ -z "$deb" ]; then
-			(cd "$cache/debs" && apt-get "${apt_opts[@]}" download -q "$1" >/dev/null 2>&1) ||
-				{ echo "hvtrace: apt-get download $1 failed" >&2; exit 1; }
-			deb=$(ls "$cache/debs/$1"_*.deb | head -1)
-		fi
-		echo "$deb"
-	}
+	# shellcheck source=scripts/apt-private.sh
+	. "$here/apt-private.sh"
+	apt_private_setup
 	# the newest package of the series and flavour by its Debian version; at the same version 7.x's
 	# linux-binary-unsigned (its linux-image is then a meta-package around the signed linux-binary)
 	re="^linux-(image|binary-unsigned)-${series//./\\.}$([[ $series =~ \..*\. ]] || echo '(\.[0-9]+)?')\+[^-]*-$suffix\$"
@@ -133,14 +108,14 @@ if [ "$choice" != 6.1 ]; then
 	done < <(apt-cache "${apt_opts[@]}" pkgnames linux- | grep -E "$re" |
 		xargs -r apt-cache "${apt_opts[@]}" show --no-all-versions 2>/dev/null |
 		awk '/^Package:/ { p = $2 } /^Version:/ { print p, $2 }')
-	[ -n "$kpkg" ] || { echo "hvtrace: KERNEL=$choice: no package in $apt_dir/sources.list matches $re" >&2; exit 1; }
+	[ -n "$kpkg" ] || { echo "hvtrace: KERNEL=$choice: no package in $cache/apt/sources.list matches $re" >&2; exit 1; }
 	kver=${kpkg#linux-image-}
 	kver=${kver#linux-binary-unsigned-}
 	# in $cache/kernels: scripts/nested-kvm.sh takes $cache/linux-image-* as the 6.1 package
-	roots=$(unpack "$kpkg" pfetch kernels)
+	roots=$(unpack "$kpkg" apt_private_fetch kernels)
 	if [ "${kpkg#linux-binary-unsigned-}" != "$kpkg" ]; then
 		# 7.x splits the kernel: base files (config) and modules in their own packages
-		roots="$roots $(unpack "linux-base-$kver" pfetch kernels) $(unpack "linux-modules-$kver" pfetch kernels)"
+		roots="$roots $(unpack "linux-base-$kver" apt_private_fetch kernels) $(unpack "linux-modules-$kver" apt_private_fetch kernels)"
 	fi
 	pick() { # file name pattern... -> the first match under the roots
 		local r p

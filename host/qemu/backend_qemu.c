@@ -452,8 +452,9 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 	return 0;
 }
 
-/* --stats of the QEMU backend: translations, then the tracer's totals with the kernel's and the
- * gdbstub's, then the stub line. */
+/* --stats of the QEMU backend: QEMU's version (QMP's greeting) and the way to guest memory (the
+ * QEMU process's, or the gdbstub's), translations, then the tracer's totals with the kernel's and
+ * the gdbstub's, then the stub line. */
 static void qemu_stats(void *ctx, const struct pipeline *p)
 {
 	struct linux_run *r = ctx;
@@ -465,6 +466,9 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
 		walks += r->tq.cpu[i].tlb.walks;
 	}
 	tracer_stats(&p->tr, &st);
+	fprintf(stderr, "hvtrace: stats: qemu %s guest-memory %s regions %u\n",
+		r->qc.have_qmp && r->qc.qmp.version[0] ? r->qc.qmp.version : "unknown",
+		r->tq.mem.fd >= 0 ? "process" : "gdbstub", r->tq.mem.fd >= 0 ? r->tq.mem.nr : 0);
 	fprintf(stderr, "hvtrace: stats: translations %llu cached %llu walked\n", hits, walks);
 	fprintf(stderr,
 		"hvtrace: stats: kaslr-slide 0x%llx sites %zu probes %zu arms %llu stops %llu hits "
@@ -558,8 +562,8 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	    r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	if (qemu_attach_open(&r->qc, &qa, err, errlen) < 0 ||
-	    target_qemu_init(&r->tq, &r->qc.gdb, r->qc.pid, r->qc.hmp, r->qc.hmp_ctx,
-			     s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
+	    target_qemu_init(&r->tq, &r->qc.gdb, r->qc.pid, r->qc.hmp, r->qc.qmp_cmd,
+			     r->qc.hmp_ctx, s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
 		return failed(r, EXIT_QEMU_FAILED, "while connecting to QEMU", err, errlen);
 	r->have_tq = true;
 	/* attach: a QEMU on KVM (or one that does not say) gets the same check */

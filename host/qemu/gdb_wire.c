@@ -4,7 +4,9 @@
  * Until QStartNoAckMode is accepted each side answers a packet with '+' (or '-' to ask for it
  * again); QEMU 7.2 refuses no-ack mode, so the '+' for a packet we received is held back and sent
  * in front of our next bytes, in the same TCP segment. QEMU (system mode) does not wait for that
- * '+'. While the VM runs, QEMU treats any received byte as "stop": only 0x03 may be sent then.
+ * '+'. While the VM runs, QEMU treats any received byte as "stop": only 0x03 may be sent then,
+ * without the '+' owed (gdb_interrupt drops it); QEMU 8.1 and later answer a stop by any other byte
+ * with no stop reply at all.
  */
 #include "host/qemu/gdb_wire.h"
 #include "host/qemu/tcp.h"

@@ -1,5 +1,6 @@
 #include "host/qemu/libvirt_dom.h"
 #include "host/qemu/qemu_find.h"
+#include "host/qemu/qmp_json.h"
 
 #include <errno.h>
 #include <libvirt/libvirt-qemu.h>
@@ -96,6 +97,30 @@ int libvirt_dom_hmp(void *ctx, const char *cmd, char *out, size_t outlen)
 	snprintf(out, outlen, "%s", result ? result : "");
 	free(result);
 	return 0;
+}
+
+int libvirt_dom_qmp(void *ctx, const char *cmd, char *reply, size_t len)
+{
+	struct libvirt_dom *d = ctx;
+	char *result = NULL;
+	const char *v;
+	size_t vlen;
+	int ret = 0;
+
+	if (virDomainQemuMonitorCommand(d->dom, cmd, &result, 0) < 0) {
+		snprintf(reply, len, "%s", last_error());
+		return -EIO;
+	}
+	if (!result || qmp_json_member(result, strlen(result), "return", &v, &vlen) < 0)
+		ret = result && strstr(result, "\"CommandNotFound\"") ? -ENOSYS : -EINVAL;
+	else if (vlen >= len)
+		ret = -ENOSPC;
+	else
+		snprintf(reply, len, "%.*s", (int)vlen, v);
+	if (ret < 0)
+		reply[0] = 0;
+	free(result);
+	return ret;
 }
 
 void libvirt_dom_close(struct libvirt_dom *d)

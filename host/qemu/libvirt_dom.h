@@ -31,6 +31,11 @@ int libvirt_dom_reopen(struct libvirt_dom *d, char *err, size_t errlen);
 /* Runs human-monitor command @cmd in the domain's QEMU; its output (NUL-terminated) in @out. 0 or -EIO. */
 int libvirt_dom_hmp(void *ctx, const char *cmd, char *out, size_t outlen);
 
+/* Runs QMP command @cmd (`{"execute":...}`) in the domain's QEMU; the "return" value's JSON text
+ * in @reply. 0, -ENOSYS / -EINVAL when QEMU answers an error, -ENOSPC (too long), -EIO (libvirt's
+ * own failure, its message in @reply). */
+int libvirt_dom_qmp(void *ctx, const char *cmd, char *reply, size_t len);
+
 void libvirt_dom_close(struct libvirt_dom *d);
 
 #endif

@@ -17,6 +17,11 @@ static int qmp_hmp_fn(void *ctx, const char *cmd, char *out, size_t len)
 	return qmp_hmp(ctx, cmd, out, len);
 }
 
+static int qmp_execute_fn(void *ctx, const char *cmd, char *reply, size_t len)
+{
+	return qmp_execute(ctx, cmd, reply, len);
+}
+
 /* A free TCP port on loopback for the gdbstub. */
 static int free_port(void)
 {
@@ -87,6 +92,7 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 		c->pid = c->dom.pid;
 		c->ram = c->dom.ram_size;
 		c->hmp = libvirt_dom_hmp;
+		c->qmp_cmd = libvirt_dom_qmp;
 		c->hmp_ctx = &c->dom;
 		return 0;
 	}
@@ -117,6 +123,7 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 	c->have_qmp = true;
 	snprintf(c->qmp_addr, sizeof(c->qmp_addr), "%s", path);
 	c->hmp = qmp_hmp_fn;
+	c->qmp_cmd = qmp_execute_fn;
 	c->hmp_ctx = &c->qmp;
 	/* the process behind the socket, as the kernel tells it: never what the peer says */
 	peer = qemu_find_socket_peer(c->qmp.fd, why, sizeof(why));

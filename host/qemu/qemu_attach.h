@@ -43,7 +43,8 @@ struct qemu_conn {
 	bool started_gdb;  /* hvtrace started the gdbstub (gdbserver): it stops it at the end */
 	int gdb_port;	   /* the gdbstub's loopback port */
 	int (*hmp)(void *ctx, const char *cmd, char *out, size_t len); /* human monitor command */
-	void *hmp_ctx;
+	int (*qmp_cmd)(void *ctx, const char *cmd, char *reply, size_t len); /* QMP command */
+	void *hmp_ctx; /* of hmp and qmp_cmd */
 };
 
 /* Launches or finds the VM of @cfg, connects to its monitor and its gdbstub. Returns 0, or -errno

@@ -14,6 +14,13 @@
 
 #define PANIC_TEXT "Kernel panic - not syncing"
 
+const char *qemu_launch_binary(void)
+{
+	const char *env = getenv("HVTRACE_QEMU");
+
+	return env && *env ? env : "qemu-system-x86_64";
+}
+
 int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int max, char *buf,
 		     size_t buflen)
 {
@@ -35,7 +42,7 @@ int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int m
 		used += (size_t)_k + 1;                                           \
 		_p;                                                               \
 	})
-	ARG(cfg->binary ? cfg->binary : "qemu-system-x86_64");
+	ARG(cfg->binary ? cfg->binary : qemu_launch_binary());
 	ARG("-accel");
 	ARG(cfg->accel && !strcmp(cfg->accel, "kvm") ? "kvm" : "tcg,thread=multi");
 	ARG("-M");

@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 struct qemu_launch_cfg {
-	const char *binary; /* default qemu-system-x86_64 */
+	const char *binary; /* default qemu_launch_binary() */
 	const char *accel;  /* "tcg" (default) or "kvm" */
 	const char *machine; /* -M: "pc" (default) or "q35" */
 	const char *kernel, *initrd, *append;
@@ -38,8 +38,12 @@ struct qemu_proc {
 	char err_text[512]; /* the start of what QEMU wrote to stderr */
 };
 
+/* The QEMU `run --qemu` starts: $HVTRACE_QEMU (a path, or a name looked up in $PATH) when set and not
+ * empty, else qemu-system-x86_64 from $PATH. */
+const char *qemu_launch_binary(void);
+
 /* Builds the argv for @cfg into @argv (at most @max entries, NULL-terminated; strings are static or
- * point into @buf). Returns the number of arguments or -E2BIG. Pure (for tests). */
+ * point into @buf). Returns the number of arguments or -E2BIG. Pure but for $HVTRACE_QEMU (for tests). */
 int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int max, char *buf,
 		     size_t buflen);
 

@@ -33,8 +33,9 @@ static int monitor(qemu_hmp_fn hmp, void *ctx, const char *cmd, char *out, char 
 }
 
 /* The map of QEMU @pid into @m (whose fd is open). */
-static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_ctx,
-		     qemu_memmap_read_fn phys_read, void *phys_ctx, char *err, size_t errlen)
+static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn qmp,
+		     void *hmp_ctx, qemu_memmap_read_fn phys_read, void *phys_ctx, char *err,
+		     size_t errlen)
 {
 	static struct qemu_ram_range ranges[QEMU_MEMMAP_MAX_RANGES];
 	static struct qemu_ramblock blocks[QEMU_MEMMAP_MAX_BLOCKS];
@@ -67,11 +68,20 @@ static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_c
 	if (!rc)
 		rc = qemu_ramblock_parse(out, blocks, QEMU_MEMMAP_MAX_BLOCKS, &in.nr_blocks, err,
 					 errlen);
+	/* the backends: QMP's structured answer where QEMU gives one (1: ask the HMP text) */
 	if (!rc)
+		rc = qmp && !qmp(hmp_ctx, "{\"execute\":\"query-memdev\"}", out, HMP_OUT) ? 0 : 1;
+	if (!rc) {
+		rc = qemu_memdev_parse_qmp(out, memdevs, QEMU_MEMMAP_MAX_BLOCKS, &in.nr_memdevs,
+					   err, errlen);
+		rc = rc == -ENOENT ? 1 : rc;
+	}
+	if (rc == 1) {
 		rc = monitor(hmp, hmp_ctx, "info memdev", out, err, errlen);
-	if (!rc)
-		rc = qemu_memdev_parse(out, memdevs, QEMU_MEMMAP_MAX_BLOCKS, &in.nr_memdevs, err,
-				       errlen);
+		if (!rc)
+			rc = qemu_memdev_parse(out, memdevs, QEMU_MEMMAP_MAX_BLOCKS,
+					       &in.nr_memdevs, err, errlen);
+	}
 	free(out);
 	if (rc < 0)
 		return rc;
@@ -93,7 +103,7 @@ static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_c
 	return rc;
 }
 
-int qemu_mem_open(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_ctx,
+int qemu_mem_open(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn qmp, void *mon_ctx,
 		  qemu_memmap_read_fn phys_read, void *phys_ctx, char *err, size_t errlen)
 {
 	char path[64];
@@ -107,7 +117,7 @@ int qemu_mem_open(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_ctx,
 		snprintf(err, errlen, "QEMU pid %d: %s: %s", (int)pid, path, strerror(-rc));
 		return rc;
 	}
-	rc = learn_map(m, pid, hmp, hmp_ctx, phys_read, phys_ctx, err, errlen);
+	rc = learn_map(m, pid, hmp, qmp, mon_ctx, phys_read, phys_ctx, err, errlen);
 	if (rc < 0)
 		qemu_mem_close(m);
 	return rc;

@@ -20,12 +20,17 @@ struct qemu_mem {
 /* A human monitor command (struct qemu_conn's hmp): 0, or a negative errno. */
 typedef int (*qemu_hmp_fn)(void *ctx, const char *cmd, char *out, size_t len);
 
-/* Learns the guest-physical map of QEMU @pid through its human monitor @hmp (`info mtree -f`,
- * `info ramblock`, `info memdev`) and its /proc/PID/smaps, telling alike backends apart through
- * @phys_read (guest-physical reads, the gdbstub's physical mode; the VM must be stopped). Main
- * thread. Returns 0, or a negative errno with one line in @err (-EACCES: not allowed to read the
- * process). */
-int qemu_mem_open(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, void *hmp_ctx,
+/* A QMP command (`{"execute":...}`, struct qemu_conn's qmp): its "return" value's JSON text in
+ * @reply, 0; or a negative errno as qmp_execute (-ENOSYS: no such command). */
+typedef int (*qemu_qmp_fn)(void *ctx, const char *cmd, char *reply, size_t len);
+
+/* Learns the guest-physical map of QEMU @pid through its monitor (`info mtree -f`, `info ramblock`,
+ * and the memory backends of QMP's `query-memdev` through @qmp, or of HMP's `info memdev` where
+ * @qmp is NULL or fails; @hmp and @qmp both take @mon_ctx) and its /proc/PID/smaps, telling alike
+ * backends apart by the address `info ramblock` shows (QEMU 10.0) or else through @phys_read
+ * (guest-physical reads, the gdbstub's physical mode; the VM must be stopped). Main thread. Returns
+ * 0, or a negative errno with one line in @err (-EACCES: not allowed to read the process). */
+int qemu_mem_open(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn qmp, void *mon_ctx,
 		  qemu_memmap_read_fn phys_read, void *phys_ctx, char *err, size_t errlen);
 
 /* Reads/writes guest-physical memory: 0, or -EFAULT when any byte is outside RAM (nothing is

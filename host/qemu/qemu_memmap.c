@@ -1,4 +1,5 @@
 #include "host/qemu/qemu_memmap.h"
+#include "host/qemu/qmp_json.h"
 #include "host/qemu/tcp.h"
 
 #include <errno.h>
@@ -213,36 +214,118 @@ static unsigned tokens(char *line, char **tok, unsigned max)
 	return n;
 }
 
+/* The columns of `info ramblock` hvtrace reads, named by its header line. */
+enum rb_col { RB_NAME, RB_PSIZE, RB_OFFSET, RB_USED, RB_TOTAL, RB_HVA, RB_RO, RB_OTHER };
+
+#define RB_MAX_COLS 16
+
+/* The header line @line into @col (the column of each value, in order): "Block Name" is one column,
+ * any header word not known here is a column of its own. The number of columns, or 0 when the line
+ * is no header (Block Name, PSize and Used are needed, each once). */
+static unsigned ramblock_header(char *line, enum rb_col *col)
+{
+	static const char *const names[] = {[RB_PSIZE] = "PSize", [RB_OFFSET] = "Offset",
+					    [RB_USED] = "Used",	  [RB_TOTAL] = "Total",
+					    [RB_HVA] = "HVA",	  [RB_RO] = "RO"};
+	unsigned n = 0, seen = 0, nt;
+	char *t[RB_MAX_COLS];
+
+	nt = tokens(line, t, RB_MAX_COLS);
+	if (nt > RB_MAX_COLS)
+		return 0;
+	for (unsigned i = 0; i < nt; i++) {
+		enum rb_col c = RB_OTHER;
+
+		if (n == RB_MAX_COLS)
+			return 0;
+		if (!strcmp(t[i], "Block") && i + 1 < nt && !strcmp(t[i + 1], "Name")) {
+			c = RB_NAME;
+			i++;
+		}
+		for (unsigned k = RB_PSIZE; k < RB_OTHER && c == RB_OTHER; k++)
+			if (!strcmp(t[i], names[k]))
+				c = (enum rb_col)k;
+		if (c != RB_OTHER && (seen & 1u << c))
+			return 0;
+		seen |= 1u << c;
+		col[n++] = c;
+	}
+	return (seen & 1u << RB_NAME) && (seen & 1u << RB_PSIZE) && (seen & 1u << RB_USED) ? n : 0;
+}
+
+/* One block line @line into @x, its values read by the columns @col[0..@ncol) (PSize takes two
+ * words, "4 KiB"; every other column one). False when the line does not fit them. */
+static bool ramblock_line(char *line, const enum rb_col *col, unsigned ncol, struct qemu_ramblock *x)
+{
+	char *t[RB_MAX_COLS * 2 + 1];
+	unsigned nt = tokens(line, t, RB_MAX_COLS * 2), k = 0;
+	uint64_t total = 0, offset, *v;
+	bool has_total = false;
+	const char *p;
+
+	memset(x, 0, sizeof(*x));
+	for (unsigned i = 0; i < ncol; i++) {
+		if (k + (col[i] == RB_PSIZE) >= nt)
+			return false;
+		switch (col[i]) {
+		case RB_NAME:
+			if (strlen(t[k]) >= QEMU_MEMMAP_NAME)
+				return false;
+			strcpy(x->name, t[k]);
+			break;
+		case RB_PSIZE:
+			if (!page_size(t[k], t[k + 1], &x->psize))
+				return false;
+			k++;
+			break;
+		case RB_USED:
+		case RB_TOTAL:
+		case RB_HVA:
+		case RB_OFFSET:
+			v = col[i] == RB_USED ? &x->used : col[i] == RB_TOTAL ? &total
+						      : col[i] == RB_HVA ? &x->hva : &offset;
+			p = t[k];
+			if (!hex(&p, v) || *p)
+				return false;
+			has_total |= col[i] == RB_TOTAL;
+			break;
+		case RB_RO:
+			if (strcmp(t[k], "ro") && strcmp(t[k], "rw"))
+				return false;
+			x->ro = !strcmp(t[k], "ro");
+			break;
+		case RB_OTHER:
+			break;
+		}
+		k++;
+	}
+	return k == nt && (!has_total || x->used <= total);
+}
+
 int qemu_ramblock_parse(const char *text, struct qemu_ramblock *b, unsigned max, unsigned *nr,
 			char *err, size_t errlen)
 {
-	char line[QEMU_MEMMAP_MAX_LINE], copy[QEMU_MEMMAP_MAX_LINE], buf[96], *t[8];
-	bool header = false;
+	char line[QEMU_MEMMAP_MAX_LINE], copy[QEMU_MEMMAP_MAX_LINE], buf[96];
+	enum rb_col col[RB_MAX_COLS];
+	unsigned ncol = 0;
 	int rc;
 
 	*nr = 0;
 	while ((rc = next_line(&text, line, sizeof(line))) > 0) {
 		struct qemu_ramblock x;
-		const char *p;
-		uint64_t off, total;
 
-		if (!header) {
-			header = strstr(line, "Block Name") && strstr(line, "PSize") &&
-				 strstr(line, "Used");
+		memcpy(copy, line, sizeof(line));
+		if (!ncol) {
+			ncol = ramblock_header(copy, col);
 			continue;
 		}
-		memcpy(copy, line, sizeof(line));
 		if (!line[strspn(line, " \t")])
 			continue;
-		if (tokens(copy, t, 8) != 6 || strlen(t[0]) >= QEMU_MEMMAP_NAME ||
-		    !page_size(t[1], t[2], &x.psize) || !(p = t[3], hex(&p, &off)) || *p ||
-		    !(p = t[4], hex(&p, &x.used)) || *p || !(p = t[5], hex(&p, &total)) || *p ||
-		    x.used > total) {
+		if (!ramblock_line(copy, col, ncol, &x)) {
 			snprintf(err, errlen, "info ramblock: a block out of shape: '%s'",
 				 shown(line, buf, sizeof(buf)));
 			return -EINVAL;
 		}
-		strcpy(x.name, t[0]);
 		for (unsigned i = 0; i < *nr; i++)
 			if (!strcmp(b[i].name, x.name)) {
 				snprintf(err, errlen, "info ramblock: block %s listed twice",
@@ -260,7 +343,7 @@ int qemu_ramblock_parse(const char *text, struct qemu_ramblock *b, unsigned max,
 			 QEMU_MEMMAP_MAX_LINE - 1);
 		return -EINVAL;
 	}
-	if (!header) {
+	if (!ncol) {
 		snprintf(err, errlen, "info ramblock: no table (Block Name, PSize, ..., Used)");
 		return -EINVAL;
 	}
@@ -297,6 +380,56 @@ int qemu_memdev_parse(const char *text, char (*ids)[QEMU_MEMMAP_NAME], unsigned 
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int qemu_memdev_parse_qmp(const char *json, char (*ids)[QEMU_MEMMAP_NAME], unsigned max,
+			  unsigned *nr, char *err, size_t errlen)
+{
+	size_t len = strlen(json), i = qmp_json_skip_ws(json, 0, len);
+
+	*nr = 0;
+	if (i == len || json[i] != '[')
+		goto bad;
+	i = qmp_json_skip_ws(json, i + 1, len);
+	while (i < len && json[i] != ']') {
+		struct qmp_json_scan st = {0};
+		size_t n, vlen;
+		const char *v;
+		int rc;
+
+		if (json[i] != '{' || !(n = qmp_json_bracket_scan(json + i, len - i, &st)))
+			goto bad;
+		rc = qmp_json_member(json + i, n, "id", &v, &vlen);
+		if (rc == -ENOENT) { /* QEMU before 4.0 names no backend: its HMP text does */
+			snprintf(err, errlen, "query-memdev: a backend without an id");
+			return -ENOENT;
+		}
+		if (rc || *nr == max || qmp_json_string(v, vlen, ids[*nr], QEMU_MEMMAP_NAME) ||
+		    !ids[*nr][0] || strpbrk(ids[*nr], " \t\r\n")) {
+			if (*nr == max)
+				snprintf(err, errlen, "query-memdev: more than %u backends", max);
+			else
+				snprintf(err, errlen, "query-memdev: a backend id out of shape");
+			return -EINVAL;
+		}
+		for (unsigned k = 0; k < *nr; k++)
+			if (!strcmp(ids[k], ids[*nr])) {
+				snprintf(err, errlen, "query-memdev: backend %s listed twice",
+					 ids[k]);
+				return -EINVAL;
+			}
+		(*nr)++;
+		i = qmp_json_skip_ws(json, i + n, len);
+		if (i < len && json[i] == ',')
+			i = qmp_json_skip_ws(json, i + 1, len);
+		else if (i == len || json[i] != ']')
+			goto bad;
+	}
+	if (i < len && qmp_json_skip_ws(json, i + 1, len) == len)
+		return 0;
+bad:
+	snprintf(err, errlen, "query-memdev: not an array of backends");
+	return -EINVAL;
 }
 
 /* ---- host mappings --------------------------------------------------------------------------- */
@@ -461,12 +594,20 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region 
 				 b->name, b->used, b->psize);
 			return -EINVAL;
 		}
+		/* QEMU 10.0 prints where the block is (HVA): the mapping that starts there */
 		for (unsigned i = 0; i < in->nr_maps; i++)
-			if (fits(&in->maps[i], b))
+			if (fits(&in->maps[i], b) && (!b->hva || in->maps[i].lo == b->hva))
 				cand[nc++] = i;
-		for (unsigned j = 0; j < in->nr_blocks; j++)
+		for (unsigned j = 0; j < in->nr_blocks && !b->hva; j++)
 			alike += qemu_memmap_wanted(in, in->blocks[j].name) &&
 				 in->blocks[j].used == b->used && in->blocks[j].psize == b->psize;
+		if (!nc && b->hva) {
+			snprintf(err, errlen,
+				 "memory backend %s: no mapping of %" PRIu64 " MiB in %" PRIu64
+				 "-KiB pages at 0x%" PRIx64 " (info ramblock's HVA) in the QEMU process",
+				 b->name, b->used >> 20, b->psize >> 10, b->hva);
+			return -ENOENT;
+		}
 		if (!nc) {
 			snprintf(err, errlen,
 				 "memory backend %s: no mapping of %" PRIu64 " MiB in %" PRIu64

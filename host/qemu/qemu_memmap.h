@@ -32,6 +32,8 @@ struct qemu_ram_range {
 struct qemu_ramblock {
 	char name[QEMU_MEMMAP_NAME];
 	uint64_t psize, used;
+	uint64_t hva; /* where it is mapped in the QEMU process (column HVA, QEMU 10.0): 0 not shown */
+	bool ro;      /* column RO says "ro" */
 };
 
 /* A host mapping that could hold guest RAM: readable, writable, not executable, anonymous or
@@ -52,7 +54,9 @@ struct qemu_mem_region {
 int qemu_mtree_parse(const char *text, struct qemu_ram_range *r, unsigned max, unsigned *nr,
 		     char *err, size_t errlen);
 
-/* Parses `info ramblock` (Block Name, PSize, Offset, Used, Total). 0 or -EINVAL with @err. */
+/* Parses `info ramblock`, its columns read by the header's names: Block Name, PSize and Used are
+ * needed; Total is checked against Used, HVA and RO (QEMU 10.0) are kept; any other column is one
+ * word. 0 or -EINVAL with @err (no header, a line that does not fit it, a block listed twice). */
 int qemu_ramblock_parse(const char *text, struct qemu_ramblock *b, unsigned max, unsigned *nr,
 			char *err, size_t errlen);
 
@@ -60,6 +64,12 @@ int qemu_ramblock_parse(const char *text, struct qemu_ramblock *b, unsigned max,
  * -EINVAL with @err. */
 int qemu_memdev_parse(const char *text, char (*ids)[QEMU_MEMMAP_NAME], unsigned max, unsigned *nr,
 		      char *err, size_t errlen);
+
+/* The same from QMP's `query-memdev` answer @json (its "return" value: an array of objects with
+ * "id"), preferred to the HMP text where QEMU answers it. 0, -ENOENT when a backend has no id (QEMU
+ * before 4.0: ask `info memdev`), or -EINVAL with @err. */
+int qemu_memdev_parse_qmp(const char *json, char (*ids)[QEMU_MEMMAP_NAME], unsigned max,
+			  unsigned *nr, char *err, size_t errlen);
 
 /* Reads /proc/PID/smaps (or maps: page size then 4 KiB) from @f: the mappings that could hold guest
  * RAM and whose size is one of @sizes. 0, or -E2BIG with @err when more than @max match. */

@@ -456,7 +456,7 @@ static int gdb_phys_read(void *ctx, uint64_t gpa, void *buf, size_t len)
 }
 
 int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp_fn hmp,
-		     void *hmp_ctx, bool gdb_memory, char *err, size_t errlen)
+		     qemu_qmp_fn qmp, void *mon_ctx, bool gdb_memory, char *err, size_t errlen)
 {
 	int threads[VMI_MAX_CPUS], ret;
 	unsigned n = 0;
@@ -491,8 +491,8 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 		return -ENOTSUP;
 	}
 	/* the VM is stopped: the gdbstub's view and the process's memory hold the same bytes */
-	if (!gdb_memory && qemu_mem_open(&q->mem, pid, hmp, hmp_ctx, phys ? gdb_phys_read : NULL,
-					 gdb, err, errlen) < 0) {
+	if (!gdb_memory && qemu_mem_open(&q->mem, pid, hmp, qmp, mon_ctx,
+					 phys ? gdb_phys_read : NULL, gdb, err, errlen) < 0) {
 		fprintf(stderr, "hvtrace: %s: guest memory goes through the gdbstub (slower)\n", err);
 		if (!phys) {
 			snprintf(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");

@@ -53,11 +53,11 @@ struct target_qemu {
 enum qemu_run_end { QEMU_RUN_STOP_ASKED, QEMU_RUN_GUEST_GONE, QEMU_RUN_ERROR };
 
 /* Binds @q to the connected gdbstub @gdb of QEMU process @pid: stops the VM, lists the vCPUs, opens
- * the guest RAM at the map learned through the human monitor @hmp (qemu_mem_open; through the
+ * the guest RAM at the map learned through the monitor @hmp / @qmp (qemu_mem_open; through the
  * gdbstub's physical mode when @gdb_memory, or when the QEMU process's memory cannot be mapped).
  * Returns 0 or a negative errno with @err. */
 int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp_fn hmp,
-		     void *hmp_ctx, bool gdb_memory, char *err, size_t errlen);
+		     qemu_qmp_fn qmp, void *mon_ctx, bool gdb_memory, char *err, size_t errlen);
 
 /* Lets the VM run, handing every breakpoint stop to the registered callback, until @should_stop
  * (polled at least every 50 ms, and at once when a wait is interrupted: tcp_set_interrupt) says so

@@ -1,6 +1,6 @@
 /* libFuzzer harness for the guest-physical map of QEMU (host/qemu/qemu_memmap.c, qemu_mem.c): what
- * a (hostile) QEMU prints for `info mtree -f`, `info ramblock` and `info memdev`, and a
- * /proc/PID/smaps text, as four sections of the input separated by 0x01 bytes. Each parser gets its
+ * a (hostile) QEMU prints for `info mtree -f`, `info ramblock` and `info memdev` (or QMP's
+ * query-memdev answer, when the section starts with '['), and a /proc/PID/smaps text, as four sections of the input separated by 0x01 bytes. Each parser gets its
  * section; when all parse, the map is resolved (host and guest reads give bytes derived from the
  * address) and checked: sorted, disjoint, every region inside the mapping its backend was given;
  * then reads and writes at addresses from the input go through qemu_mem_read/write (on /dev/zero).
@@ -59,8 +59,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			       sizeof(err));
 	ok |= qemu_ramblock_parse(sec[1], blocks, QEMU_MEMMAP_MAX_BLOCKS, &in.nr_blocks, err,
 				  sizeof(err));
-	ok |= qemu_memdev_parse(sec[2], memdevs, QEMU_MEMMAP_MAX_BLOCKS, &in.nr_memdevs, err,
-				sizeof(err));
+	if (sec[2][0] == '[')
+		ok |= qemu_memdev_parse_qmp(sec[2], memdevs, QEMU_MEMMAP_MAX_BLOCKS, &in.nr_memdevs,
+					    err, sizeof(err));
+	else
+		ok |= qemu_memdev_parse(sec[2], memdevs, QEMU_MEMMAP_MAX_BLOCKS, &in.nr_memdevs,
+					err, sizeof(err));
 	for (unsigned i = 0; i < in.nr_blocks; i++)
 		if (qemu_memmap_wanted(&in, blocks[i].name))
 			sizes[nsizes++] = blocks[i].used;

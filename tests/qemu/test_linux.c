@@ -60,6 +60,10 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 #define OTHER_MAP "<other-map>"
 #define DOMAIN_ARG "<domain>"
 #define RECORD_DAT "<record-dat>" /* `record -o`: a trace.dat of this test process */
+/* QEMU 10.0 as scripts/fetch-qemu.sh unpacks it ($HVTRACE_CACHE/qemu/10.0): its qemu-system-x86_64,
+ * and "HVTRACE_QEMU=" that path (an hv_case's env) */
+#define QEMU10	   "<qemu-10.0>"
+#define QEMU10_ENV "<HVTRACE_QEMU=qemu-10.0>"
 
 /* One hvtrace command line and what its run must show. */
 struct hv_case {
@@ -68,7 +72,7 @@ struct hv_case {
 	const char *append;   /* RUN_QEMU: the guest kernel's command line */
 	const char *args[16]; /* after what @cmd puts first */
 	bool libvirtd;	      /* libvirt's daemons must run first */
-	const char *env;      /* "NAME=VALUE" in hvtrace's environment for this run */
+	const char *env;      /* "NAME=VALUE" (or QEMU10_ENV) in hvtrace's environment for this run */
 	bool no_map;	      /* RUN_QEMU, ATTACH: without --system-map (symbols from kallsyms) */
 	bool record;	      /* RUN_QEMU, ATTACH: `record` (trace.dat) instead of run / attach */
 	struct hv_expect expect;
@@ -87,6 +91,7 @@ struct linux_test {
 	/* with @domain: a bare QEMU with these options boots (-M pc and -m 256 unless they say
 	 * otherwise), not libvirt's */
 	const char *qemu[16];
+	const char *binary;  /* ... of this QEMU (QEMU10: skipped when it is not fetched) */
 	const char *machine; /* the libvirt domain's machine type (default pc) ... */
 	unsigned mem_mb;     /* ... and RAM (default 256 MiB) */
 	int kill;
@@ -152,16 +157,17 @@ static bool wait_console(const char *text, int seconds)
 static pid_t bare_pid = -1;
 static char record_dat[128];
 static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16], self_pid[16],
-    fake_map[128];
+    fake_map[128], qemu10[256], qemu10_env[280];
 
 static const char *arg(const char *a);
 
-/* Boots the Linux guest in a bare QEMU with @opts, its console in CONSOLE, @cmdline appended. */
-static int bare_start(const char *const *opts, const char *cmdline)
+/* Boots the Linux guest in a bare QEMU (@binary, NULL: qemu-system-x86_64) with @opts, its console
+ * in CONSOLE, @cmdline appended. */
+static int bare_start(const char *binary, const char *const *opts, const char *cmdline)
 {
 	char append[512], serial[160];
 	/* clang-format off */
-	const char *argv[48] = {"qemu-system-x86_64", "-display", "none", "-nodefaults",
+	const char *argv[48] = {binary ? arg(binary) : "qemu-system-x86_64", "-display", "none", "-nodefaults",
 				"-no-user-config", "-cpu", "max", "-accel", "tcg",
 				"-smp", "2", "-no-reboot", "-kernel", kernel,
 				"-initrd", initrd, "-append", append, "-serial", serial};
@@ -696,6 +702,67 @@ static void seven_bm_reads(const struct hv_result *r)
 	assert_int_equal(reads, 7);
 	assert_int_equal(
 	    count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/tmp/binfmt/status\")\n"), 7);
+}
+
+/* What every QEMU 10.0 run shows on --stats: guest memory read through the QEMU process (the map
+ * learned from QEMU 10.0's monitor: `info ramblock` with its HVA column, query-memdev), QEMU's
+ * version from its QMP greeting. */
+static void qemu10_memory(const struct hv_result *r)
+{
+	assert_null(strstr(r->err, "goes through the gdbstub"));
+	assert_non_null(strstr(r->err, "hvtrace: stats: qemu 10.0."));
+	assert_non_null(strstr(r->err, " guest-memory process regions "));
+}
+
+/* Trap probes, -e on do_sys_openat2 and vfs_read (DD_EVENTS) on QEMU 10.0 (hvt.bm=7): exactly the
+ * guest's 7 dd runs, each an open of the status file and a read of 64 bytes from it, their
+ * arguments typed from BTF, each line by dd. */
+static void seven_dd_typed_qemu10(const struct hv_result *r)
+{
+	static const char *const typed[] = {
+	    "->do_sys_openat2(dfd=-100 filename=\"/tmp/binfmt/status\")\n",
+	    "->vfs_read(file->f_path.dentry->d_name.name=\"status\" count=64)\n"};
+
+	for (size_t k = 0; k < 2; k++) {
+		long dd = 0;
+
+		assert_int_equal(count_text(r->trace, typed[k]), 7);
+		for (const char *l = r->trace; (l = strstr(l, typed[k])); l++) {
+			const char *bol = l;
+
+			while (bol > r->trace && bol[-1] != '\n')
+				bol--;
+			bol += strspn(bol, " ");
+			dd += !strncmp(bol, "dd-", 3);
+		}
+		assert_int_equal(dd, 7);
+	}
+	qemu10_memory(r);
+}
+
+/* Stub probes, -l vfs_read -l do_sys_openat2 on QEMU 10.0 (hvt.bm=7): exactly the guest's 7 dd
+ * runs, each 2 opens and 1 read by dd (a pid above 1); no VM stop, nothing lost. */
+static void seven_dd_stub_qemu10(const struct hv_result *r)
+{
+	long reads = 0, opens = 0;
+
+	for (size_t i = 0; i < r->nr_lines; i++) {
+		if (strcmp(r->lines[i].comm, "dd"))
+			continue;
+		assert_true(r->lines[i].pid > 1);
+		reads += !strcmp(r->lines[i].func, "vfs_read");
+		opens += !strcmp(r->lines[i].func, "do_sys_openat2");
+	}
+	printf("qemu10: dd vfs_read %ld do_sys_openat2 %ld, stub records %ld tasks-changed %ld\n",
+	       reads, opens, hv_stat(r->err, "stub probes ", "records "),
+	       hv_stat(r->err, "stub probes ", "tasks-changed "));
+	assert_int_equal(reads, 7);
+	assert_int_equal(opens, 14);
+	assert_true(hv_stat(r->err, "stub probes ", "records ") >= 21);
+	assert_int_equal(hv_stat(r->err, "stub probes ", "lost "), 0);
+	assert_int_equal(hv_stat(r->err, "stub probes ", "guest-reported-lost "), 0);
+	assert_int_equal(hv_stat(r->err, "kaslr-slide ", "stops "), 0);
+	qemu10_memory(r);
 }
 
 /* tests/qemu/boot-test.session's verdicts: the --summary counts are the trace's, the --junit report
@@ -1426,6 +1493,54 @@ static const struct linux_test linux_tests[] = {
 	.console_after = {WORKLOAD_DONE, POWER_DOWN},
 	.runs = {ATTACH_QMP_GRAPH("q35, 4 GiB")},
     },
+#define DD_EVENTS                                                                                 \
+	"-e", "do_sys_openat2(dfd, filename)", "-e", "vfs_read(file->f_path.dentry->d_name.name, count)"
+/* QEMU 10.0 (bookworm-backports, scripts/fetch-qemu.sh), q35 with 4 GiB, no System.map, a boot of its
+ * own: attach by QMP with @probe probes on vfs_read and do_sys_openat2 (@events) across the guest's 7
+ * dd runs (20 s after the workload starts), the duration's end stopping the VM by the gdbstub's 0x03
+ * (issue 24); guest memory through the QEMU process, the map from QEMU 10.0's monitor (`info
+ * ramblock` with its HVA column, query-memdev); the guest finishes its workload after the detach. */
+#define QEMU10_ATTACH(test, probe, events, verdict)                                               \
+	{                                                                                         \
+	    .name = test,                                                                         \
+	    .domain = "hvt.rounds=300 hvt.bm=7 hvt.bm_wait=20",                                   \
+	    .qemu = {"-qmp", QMP_TCP_ARG, "-M", "q35", "-m", "4096"},                             \
+	    .binary = QEMU10,                                                                     \
+	    .console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},        \
+	    .runs = {{                                                                            \
+		.label = "attach --qmp (QEMU 10.0, q35, 4 GiB, " probe " probes)",                 \
+		.cmd = RAW,                                                                       \
+		.args = {"attach", "--qmp", QMP_TCP, "--probe", probe, events, "--duration", "40", \
+			 "--verify-text", "--stats"},                                             \
+		.expect = {                                                                       \
+		    .err = {TEXT_KEPT, " from the guest's kallsyms (kernel 6."},                  \
+		    .check = verdict,                                                             \
+		},                                                                                \
+	    }},                                                                                   \
+	}
+#define DD_FUNCTIONS "-p", "function", "-l", "vfs_read", "-l", "do_sys_openat2"
+    /* trap probes with -e events typed from BTF; stub probes with the function tracer */
+    QEMU10_ATTACH("test_qemu10_attach_trap", "trap", DD_EVENTS, seven_dd_typed_qemu10),
+    QEMU10_ATTACH("test_qemu10_attach_stub", "stub", DD_FUNCTIONS, seven_dd_stub_qemu10),
+    {
+	/* run --qemu with $HVTRACE_QEMU naming QEMU 10.0: the guest boots in it (q35, 4 GiB),
+	 * stub probes from the first instruction on, the same exact counts */
+	.name = "test_qemu10_run",
+	.binary = QEMU10,
+	.runs = {{
+	    .label = "run --qemu, HVTRACE_QEMU=QEMU 10.0, stub probes",
+	    .cmd = RUN_QEMU,
+	    .env = QEMU10_ENV,
+	    .no_map = true,
+	    .append = "hvt.bm=7 hvt.rounds=1 hvt.yes_sec=1",
+	    .args = {"--machine", "q35", "--mem", "4096", "--probe", "stub", DD_FUNCTIONS,
+		     "--stats", "--timeout", "300"},
+	    .expect = {
+		.console = {"hvt-linux: binfmt_misc status read 7 times", POWER_DOWN},
+		.check = seven_dd_stub_qemu10,
+	    },
+	}},
+    },
     {
 	/* two NUMA nodes of 2 GiB each: two anonymous mappings of the same size in QEMU, told
 	 * apart by content. Node 1, all above 4 GiB, has both CPUs: they take their stacks from it;
@@ -1829,6 +1944,10 @@ static const char *arg(const char *a)
 		return DOMAIN;
 	if (!strcmp(a, RECORD_DAT))
 		return record_dat;
+	if (!strcmp(a, QEMU10))
+		return qemu10;
+	if (!strcmp(a, QEMU10_ENV))
+		return qemu10_env;
 	return a;
 }
 
@@ -1867,7 +1986,7 @@ static int guest_start(const struct linux_test *t)
 	char mem[16];
 
 	if (t->qemu[0])
-		return bare_start(t->qemu, t->domain);
+		return bare_start(t->binary, t->qemu, t->domain);
 	snprintf(mem, sizeof(mem), "%u", t->mem_mb ? t->mem_mb : 256);
 	setenv("HVT_DOMAIN_MACHINE", t->machine ? t->machine : "pc", 1);
 	setenv("HVT_DOMAIN_MEM_MB", mem, 1);
@@ -1904,6 +2023,12 @@ static void play_test(void **state)
 	const struct linux_test *t = *state;
 	char ports[512] = "";
 
+	if (t->binary && access(arg(t->binary), X_OK)) {
+		printf("SKIPPED: %s: no %s (scripts/fetch-qemu.sh 10.0, or make qemu-versions)\n",
+		       t->name, arg(t->binary));
+		skip();
+	}
+
 	if (t->domain) {
 		if (guest_start(t))
 			fail_msg("cannot start the guest's QEMU");
@@ -1921,13 +2046,14 @@ static void play_test(void **state)
 		if (c->libvirtd && system("tests/qemu/libvirt-domain.sh daemons") != 0)
 			fail_msg("cannot start libvirtd");
 		if (c->env)
-			putenv((char *)c->env);
+			putenv((char *)arg(c->env));
 		run_case(c, &r, killed ? (t->kill_after ? t->kill_after : 6) : 0,
 			 killed ? t->kill : 0);
 		if (c->env) {
 			char name[64];
 
-			snprintf(name, sizeof(name), "%.*s", (int)strcspn(c->env, "="), c->env);
+			snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg(c->env), "="),
+				 arg(c->env));
 			unsetenv(name);
 		}
 		if (getenv("HVT_TEST_SAVE")) { /* a directory: each run's trace and stderr, to debug */
@@ -2052,6 +2178,9 @@ int main(void)
 	snprintf(self_pid, sizeof(self_pid), "%d", (int)getpid());
 	snprintf(record_dat, sizeof(record_dat), "/tmp/hvt-record-%d.dat", (int)getpid());
 	snprintf(fake_map, sizeof(fake_map), "/tmp/hvtrace-%s-fake.map", domain_name);
+	snprintf(qemu10, sizeof(qemu10), "%s/qemu/10.0/qemu-system-x86_64",
+		 getenv("HVTRACE_CACHE") ? getenv("HVTRACE_CACHE") : "/var/cache/hvtrace");
+	snprintf(qemu10_env, sizeof(qemu10_env), "HVTRACE_QEMU=%s", qemu10);
 	{
 		FILE *f = fopen(fake_map, "w");
 

@@ -749,6 +749,7 @@ static void test_interrupt_alone_while_running(void **state)
 	assert_int_equal(gdb_stop_reason(g, &stop), 0);
 	gdb_close(g);
 	fake_server_finish(&s);
+	assert_int_equal(s.failed, -1);
 	free(g);
 }
 
@@ -1101,7 +1102,7 @@ static void test_target_stop_of_unknown_thread(void **state)
 	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:09;", "")};
 	g = hostile(&s, st, n, FAKE_SERVER_HOLD);
 	assert_non_null(q);
-	assert_int_equal(target_qemu_init(q, g, getpid(), NULL, NULL, true, err, sizeof(err)), 0);
+	assert_int_equal(target_qemu_init(q, g, getpid(), NULL, NULL, NULL, true, err, sizeof(err)), 0);
 	assert_int_equal(q->t.nr_cpus, 2);
 	polls = 0;
 	watchdog(20);
@@ -1202,7 +1203,7 @@ static void test_target_hits_pipelined_nop5_checked(void **state)
 
 	gdb = hostile(&s, st, n, FAKE_SERVER_HOLD);
 	assert_non_null(q);
-	assert_int_equal(target_qemu_init(q, gdb, getpid(), NULL, NULL, true, err, sizeof(err)), 0);
+	assert_int_equal(target_qemu_init(q, gdb, getpid(), NULL, NULL, NULL, true, err, sizeof(err)), 0);
 	q->t.ops->set_bp_handler(&q->t, emulate_nop5, NULL);
 	hit_calls = run_polls = 0;
 	watchdog(20);

@@ -1,7 +1,8 @@
 /* The guest-physical map of QEMU (host/qemu/qemu_memmap.c, qemu_mem.c): the monitor's outputs as
  * QEMU 7.2 printed them (tests/unit/data/qemu_memmap/: pc 256 MiB, q35 4 GiB, two NUMA nodes, a
- * memfd and a file backend; their /proc/PID/maps cut to the mappings of 1 MiB and more), hostile
- * ones, backends told apart by content in this process's own memory, and guest-physical reads and
+ * memfd and a file backend; their /proc/PID/maps cut to the mappings of 1 MiB and more) and as QEMU
+ * 10.0 of bookworm-backports prints them (*_qemu10: `info ramblock` with HVA and RO columns), QMP's
+ * query-memdev of both (*.qmp-memdev: the "return" value as sent), hostile ones, backends told apart by content in this process's own memory, and guest-physical reads and
  * writes across regions through /proc/self/mem. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,6 +74,20 @@ static void load(struct capture *c, const char *name)
 					   c->err, sizeof(c->err)),
 			 0);
 	free(t);
+	snprintf(path, sizeof(path), DATA "%s.qmp-memdev", name);
+	if (!access(path, R_OK)) { /* QMP's answer names the same backends, in the same order */
+		char ids[QEMU_MEMMAP_MAX_BLOCKS][QEMU_MEMMAP_NAME];
+		unsigned n;
+
+		t = slurp(name, "qmp-memdev");
+		assert_int_equal(qemu_memdev_parse_qmp(t, ids, QEMU_MEMMAP_MAX_BLOCKS, &n, c->err,
+						       sizeof(c->err)),
+				 0);
+		free(t);
+		assert_int_equal(n, c->in.nr_memdevs);
+		for (unsigned i = 0; i < n; i++)
+			assert_string_equal(ids[i], c->memdevs[i]);
+	}
 	for (unsigned i = 0; i < c->in.nr_blocks; i++) /* as qemu_mem_open: the backends' sizes */
 		if (qemu_memmap_wanted(&c->in, c->blocks[i].name))
 			sizes[nsizes++] = c->blocks[i].used;
@@ -352,6 +367,163 @@ static void test_numa_real_memory(void **state)
 	free(c);
 }
 
+/* ---- captures of QEMU 10.0 ------------------------------------------------------------------- */
+
+static void test_q35_4g_qemu10(void **state)
+{
+	struct capture *c = malloc(sizeof(*c));
+
+	(void)state;
+	load(c, "q35_4g_qemu10");
+	/* the 7.2 table and two more columns: where each block is, and whether it is read-only */
+	assert_int_equal(c->in.nr_blocks, 6);
+	assert_string_equal(c->blocks[0].name, "pc.ram");
+	assert_int_equal(c->blocks[0].used, 4 * GiB);
+	assert_int_equal(c->blocks[0].psize, 4096);
+	assert_int_equal(c->blocks[0].hva, 0x7f2773e00000);
+	assert_false(c->blocks[0].ro);
+	assert_string_equal(c->blocks[1].name, "/rom@etc/acpi/tables");
+	assert_int_equal(c->blocks[1].used, 0x20000);
+	assert_true(c->blocks[1].ro);
+	assert_int_equal(c->in.nr_memdevs, 1);
+	assert_string_equal(c->memdevs[0], "pc.ram");
+	assert_int_equal(c->in.nr_maps, 1);
+	assert_int_equal(resolve(c), 0);
+	assert_int_equal(c->nr, 3);
+	region_is(c, 0, 0, 0xc0000, 0x7f2773e00000);
+	region_is(c, 1, 0x100000, 2 * GiB - 0x100000, 0x7f2773e00000 + 0x100000);
+	region_is(c, 2, 4 * GiB, 2 * GiB, 0x7f2773e00000 + 2 * GiB);
+	/* the HVA QEMU shows must be a mapping of the block's size in the process */
+	c->blocks[0].hva += 4096;
+	assert_int_equal(resolve(c), -ENOENT);
+	assert_string_equal(c->err, "memory backend pc.ram: no mapping of 4096 MiB in 4-KiB pages at "
+				    "0x7f2773e01000 (info ramblock's HVA) in the QEMU process");
+	free(c);
+}
+
+/* Two NUMA nodes of 2 GiB: the HVA column tells which mapping is whose, no content compared (m1 is
+ * the lower one in this capture). */
+static void test_numa_qemu10(void **state)
+{
+	struct capture *c = malloc(sizeof(*c));
+	struct two_nodes t = {.m0_hva = 0x7fbfb3e00000, .m1_hva = 0x7fbf33c00000};
+
+	(void)state;
+	load(c, "numa2_qemu10");
+	assert_int_equal(c->in.nr_memdevs, 2);
+	assert_string_equal(c->memdevs[0], "m1");
+	assert_int_equal(c->in.nr_maps, 2);
+	c->in.host_read = node_host_read;
+	c->in.phys_read = node_phys_read;
+	c->in.host_ctx = c->in.phys_ctx = &t;
+	assert_int_equal(resolve(c), 0);
+	assert_int_equal(t.phys_reads, 0);
+	assert_int_equal(c->nr, 3);
+	region_is(c, 0, 0, 0xc0000, t.m0_hva);
+	region_is(c, 1, 0x100000, 2 * GiB - 0x100000, t.m0_hva + 0x100000);
+	region_is(c, 2, 4 * GiB, 2 * GiB, t.m1_hva);
+	/* even when both hold the same bytes */
+	t.alike = true;
+	assert_int_equal(resolve(c), 0);
+	region_is(c, 2, 4 * GiB, 2 * GiB, t.m1_hva);
+	/* two blocks that say they are at the same place: refused */
+	c->blocks[1].hva = c->blocks[0].hva;
+	assert_int_equal(resolve(c), -ENOENT);
+	assert_string_equal(c->err,
+			    "memory backend m1: no mapping in the QEMU process holds its bytes");
+	free(c);
+}
+
+/* `info ramblock` read by its header's names, whatever their order and whatever other column. */
+static void test_ramblock_columns(void **state)
+{
+	struct qemu_ramblock b[2];
+	unsigned nr;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(qemu_ramblock_parse(" RO HVA Used Block Name Flags PSize\r\n"
+					     " rw 0x7f0000000000 0x40000000 pc.ram x 2 MiB\r\n",
+					     b, 2, &nr, err, sizeof(err)),
+			 0);
+	assert_int_equal(nr, 1);
+	assert_string_equal(b[0].name, "pc.ram");
+	assert_int_equal(b[0].used, GiB);
+	assert_int_equal(b[0].psize, 2 * MiB);
+	assert_int_equal(b[0].hva, 0x7f0000000000);
+	assert_false(b[0].ro);
+	/* a header without Used is no table */
+	assert_int_equal(qemu_ramblock_parse("Block Name PSize Offset Total\n"
+					     "pc.ram 4 KiB 0x0 0x1000\n",
+					     b, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "info ramblock: no table (Block Name, PSize, ..., Used)");
+	/* a column twice: no table either */
+	assert_int_equal(qemu_ramblock_parse("Block Name PSize Used Used\npc.ram 4 KiB 0x1000 0x1000\n",
+					     b, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "info ramblock: no table (Block Name, PSize, ..., Used)");
+	/* RO says rw or ro, HVA is hex */
+	assert_int_equal(qemu_ramblock_parse("Block Name PSize Used HVA RO\n"
+					     "pc.ram 4 KiB 0x1000 0x7f0000000000 yes\n",
+					     b, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(
+	    err, "info ramblock: a block out of shape: 'pc.ram 4 KiB 0x1000 0x7f0000000000 yes'");
+	assert_int_equal(qemu_ramblock_parse("Block Name PSize Used HVA RO\n"
+					     "pc.ram 4 KiB 0x1000 here rw\n",
+					     b, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	/* QEMU 7.2's line under 10.0's header: two values short */
+	assert_int_equal(qemu_ramblock_parse("Block Name PSize Offset Used Total HVA RO\n"
+					     "pc.ram 4 KiB 0x0 0x1000 0x1000\n",
+					     b, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+}
+
+/* query-memdev's answer: the ids, or why not. */
+static void test_qmp_memdev(void **state)
+{
+	char ids[2][QEMU_MEMMAP_NAME], err[256];
+	unsigned nr;
+
+	(void)state;
+	assert_int_equal(qemu_memdev_parse_qmp(" [ ] ", ids, 2, &nr, err, sizeof(err)), 0);
+	assert_int_equal(nr, 0);
+	assert_int_equal(qemu_memdev_parse_qmp("[{\"size\": 1, \"id\": \"a\\u0062\"},{\"id\":\"c\"}]",
+					       ids, 2, &nr, err, sizeof(err)),
+			 0);
+	assert_int_equal(nr, 2);
+	assert_string_equal(ids[0], "ab");
+	assert_string_equal(ids[1], "c");
+	/* QEMU before 4.0: no id, the HMP text is asked */
+	assert_int_equal(qemu_memdev_parse_qmp("[{\"size\": 1}]", ids, 2, &nr, err, sizeof(err)),
+			 -ENOENT);
+	assert_int_equal(qemu_memdev_parse_qmp("[{\"id\":\"a\"},{\"id\":\"b\"},{\"id\":\"c\"}]",
+					       ids, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "query-memdev: more than 2 backends");
+	assert_int_equal(qemu_memdev_parse_qmp("[{\"id\":\"a\"},{\"id\":\"a\"}]", ids, 2, &nr, err,
+					       sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "query-memdev: backend a listed twice");
+	assert_int_equal(qemu_memdev_parse_qmp("[{\"id\":\"a b\"}]", ids, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "query-memdev: a backend id out of shape");
+	assert_int_equal(qemu_memdev_parse_qmp("[{\"id\":3}]", ids, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(qemu_memdev_parse_qmp("[{\"id\":\"a\"}", ids, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "query-memdev: not an array of backends");
+	assert_int_equal(qemu_memdev_parse_qmp("[{\"id\":\"a\"}] x", ids, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(qemu_memdev_parse_qmp("{\"id\":\"a\"}", ids, 2, &nr, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(qemu_memdev_parse_qmp("[{\"id\":\"a\"} {\"id\":\"b\"}]", ids, 2, &nr, err,
+					       sizeof(err)),
+			 -EINVAL);
+}
+
 /* ---- hugetlbfs: the page size must match ----------------------------------------------------- */
 
 static void test_hugetlbfs_page_size(void **state)
@@ -620,6 +792,10 @@ int main(void)
 	    cmocka_unit_test(test_numa_two_nodes),
 	    cmocka_unit_test(test_numa_alike_refused),
 	    cmocka_unit_test(test_numa_real_memory),
+	    cmocka_unit_test(test_q35_4g_qemu10),
+	    cmocka_unit_test(test_numa_qemu10),
+	    cmocka_unit_test(test_ramblock_columns),
+	    cmocka_unit_test(test_qmp_memdev),
 	    cmocka_unit_test(test_hugetlbfs_page_size),
 	    cmocka_unit_test(test_hostile_mtree),
 	    cmocka_unit_test(test_hostile_ramblock),

@@ -1,0 +1,73 @@
+#!/bin/bash
+# Puts another QEMU beside the machine's own (Debian 12's 7.2 in /usr/bin stays as it is): its Debian
+# packages downloaded with the private apt configuration of scripts/apt-private.sh and unpacked with
+# dpkg-deb into $HVTRACE_CACHE/qemu/VERSION (default /var/cache/hvtrace); nothing of QEMU is installed.
+# Prints the path of a qemu-system-x86_64 there: a wrapper that runs the unpacked binary with its own
+# data files, firmware and modules (-L, $QEMU_MODULE_DIR), so that `HVTRACE_QEMU=$(fetch-qemu.sh 10.0)
+# hvtrace run --qemu ...`, a test or a libvirt <emulator> use it as they would /usr/bin's.
+#
+#   fetch-qemu.sh VERSION
+# VERSION 10.0: qemu-system-x86, -common and -data of bookworm-backports (built for Debian 12), with the
+# SeaBIOS of bookworm-backports it asks for. Shared libraries the binary lacks (ldd) are installed from
+# the machine's own archive (Debian 12 packages, never QEMU). Quick when the cache has it.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+version=${1:?usage: fetch-qemu.sh VERSION (10.0)}
+cache=${HVTRACE_CACHE:-/var/cache/hvtrace}
+case $version in
+10.0) suite=bookworm-backports ;;
+*) echo "hvtrace: fetch-qemu.sh: QEMU $version: only 10.0 (bookworm-backports) is known" >&2; exit 1 ;;
+esac
+root="$cache/qemu/$version"
+wrapper="$root/qemu-system-x86_64"
+if [ -x "$wrapper" ] && [ -e "$root/.unpacked" ] && [ ! "$wrapper" -ot "$0" ]; then
+	echo "$wrapper"
+	exit 0
+fi
+
+# shellcheck source=scripts/apt-private.sh
+. "$here/apt-private.sh"
+apt_private_setup
+mkdir -p "$root"
+for pkg in qemu-system-x86 qemu-system-common qemu-system-data seabios; do
+	deb=$(apt_private_fetch "$pkg/$suite")
+	dpkg-deb -x "$deb" "$root"
+done
+bin="$root/usr/bin/qemu-system-x86_64"
+"$bin" --version | grep -q "version $version\." ||
+	{ echo "hvtrace: $bin is not QEMU $version" >&2; exit 1; }
+
+# libraries the binary lacks: their Debian 12 packages (apt-file is not needed: the package that ships
+# the library's file name, asked of dpkg's own archive index through apt-cache)
+missing=$(ldd "$bin" | sed -n 's/^\s*\(\S*\) => not found$/\1/p')
+if [ -n "$missing" ]; then
+	pkgs=""
+	for lib in $missing; do
+		# libfoo.so.1 -> the package named after it (libfoo1, libfoo-1-1, ...) as Debian's policy does
+		stem=${lib%%.so*}
+		soname=${lib#*.so.}
+		pkg=$(apt-cache pkgnames "$stem" | grep -E "^${stem}(-)?${soname%%.*}(t64)?\$" | head -1 || true)
+		[ -n "$pkg" ] || { echo "hvtrace: QEMU $version needs $lib: no Debian package named after it" >&2; exit 1; }
+		pkgs="$pkgs $pkg"
+	done
+	echo "hvtrace: QEMU $version needs$pkgs: apt-get install" >&2
+	if [ "$(id -u)" = 0 ]; then apt-get install -y -q $pkgs >/dev/null; else sudo apt-get install -y -q $pkgs >/dev/null; fi
+	if ldd "$bin" | grep -q "not found"; then
+		echo "hvtrace: QEMU $version still lacks: $(ldd "$bin" | grep "not found" | tr -s ' \n' ' ')" >&2
+		exit 1
+	fi
+fi
+
+# -L: its own data files (option ROMs such as linuxboot_dma.bin) and SeaBIOS before the ones of the
+# machine's QEMU that its compiled-in paths name; modules of its own build only
+cat > "$wrapper.tmp" <<WRAP
+#!/bin/sh
+# QEMU $version unpacked by scripts/fetch-qemu.sh: its own data files, firmware and modules
+QEMU_MODULE_DIR="$root/usr/lib/x86_64-linux-gnu/qemu" exec "$bin" -L "$root/usr/share/qemu" -L "$root/usr/share/seabios" "\$@"
+WRAP
+chmod +x "$wrapper.tmp"
+mv "$wrapper.tmp" "$wrapper"
+touch "$root/.unpacked"
+echo "hvtrace: QEMU $("$bin" --version | head -1 | sed 's/^QEMU emulator version //') in $root" >&2
+echo "$wrapper"
