@@ -168,6 +168,7 @@ hvt_stub_entry_ret_args:
 	jz .Lout
 	movl $10, %r10d
 2:
+	call .Lannounce
 	movl %r10d, %r11d
 	shrl $1, %r11d
 	andl $1, %r11d
@@ -336,6 +337,7 @@ hvt_stub_ret:
 	orl $STUB_REC_RETURN, %r10d
 	cmpq $-1, %r12
 	je .Lr_out
+	call .Lannounce
 	push %r11 /* the entry's TSC */
 	movl $1, %r11d
 	call .Lreserve
@@ -493,6 +495,64 @@ hvt_stub_ret:
 	xorl %ecx, %edx
 	orl $1, %edx
 1:	ret
+
+/* Announces CPU r12's current task when it is not the one this CPU's ring last announced (a task
+ * switch, or a new identity: exec renamed it, or its struct now holds another task): a STUB_REC_TASK
+ * record with its pointer, identity, pid and comm as they are now, ahead of the event's record, so
+ * that the host names the events after it as the task was then, however late it reads them. With
+ * no identity (H_COMM_OFF 0) or a full ring, nothing (the host reads the task itself). Clobbers
+ * rax, rcx, rdx. */
+.Lannounce:
+	push %r11
+	push %r13
+	call .Ltask
+	call .Ltask_id
+	testl %edx, %edx
+	jz 9f
+	movq %r12, %r13
+	shlq $6, %r13
+	leaq .Lbase+STUB_RINGHDR_OFF(%rip), %rcx
+	addq %rcx, %r13 /* this CPU's ring header */
+	cmpq RH_LAST_TASK(%r13), %rax
+	jne 1f
+	cmpl RH_LAST_ID(%r13), %edx
+	je 9f
+1:	push %rax
+	push %rdx
+	movl $1, %r11d
+	call .Lreserve
+	testq %rax, %rax
+	jz 8f /* ring full: counted lost; the next event tries again */
+	movl %r12d, %ecx
+	shll $16, %ecx
+	orl $STUB_REC_TASK, %ecx
+	movl %ecx, R_TYPE(%rax)
+	movl $0, R_FLAGS(%rax)
+	movq %rbp, R_TSC(%rax)
+	movq 8(%rsp), %rcx /* the task */
+	movq %rcx, R_TASK(%rax)
+	movq H_PID_OFF(%rbx), %rdx
+	movl (%rcx,%rdx), %edx
+	movq %rdx, R_IP(%rax)
+	movq $0, R_PARENT(%rax)
+	movq H_COMM_OFF(%rbx), %rdx
+	addq %rdx, %rcx
+	movq (%rcx), %rdx
+	movq %rdx, R_RAX(%rax)
+	movq 8(%rcx), %rdx
+	movq %rdx, R_T0(%rax)
+	movl (%rsp), %edx /* the identity */
+	movl R_STASH(%rax), %ecx
+	movl %edx, R_TASK_ID(%rax)
+	movl %ecx, R_SEQ(%rax)
+	movq 8(%rsp), %rcx
+	movq %rcx, RH_LAST_TASK(%r13)
+	movl %edx, RH_LAST_ID(%r13)
+8:	pop %rdx
+	pop %rax
+9:	pop %r13
+	pop %r11
+	ret
 
 /* Records that the shadow frame at rcx was abandoned. Preserves rcx; clobbers rax, rdx. */
 .Lemit_drop:

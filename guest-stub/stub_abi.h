@@ -62,6 +62,8 @@
 #define RH_LOST 16 /* u64: events dropped because the ring was full */
 #define RH_GAVE_UP 24 /* u64: nonzero: a wait for room timed out (the host is gone or late): no more
 		       * waiting until the host clears it */
+#define RH_LAST_TASK 40 /* u64: the task last announced on this ring (STUB_REC_TASK), */
+#define RH_LAST_ID 48	/* u32: and its identity (guest-written: the host never reads them) */
 #define RH_WAITS 32   /* u64: waits for room in a full ring (backpressure; each ended with room,
 		       * or timed out) */
 
@@ -94,6 +96,9 @@
 #define STUB_REC_DROP 4		/* a hooked frame was abandoned without returning (non-local exit) */
 #define STUB_REC_ARGS 5		/* the argument registers of the entry before it */
 #define STUB_REC_SKIP 6		/* nothing: an entry that turned out to be outside the graph */
+#define STUB_REC_TASK 7		/* the CPU's current task, ahead of the first event of its run on the
+				 * CPU or after it changed (exec): R_TASK, R_TASK_ID, the pid at R_IP
+				 * (u32), the comm's 16 bytes at R_RAX..R_T0 */
 #define STUB_F_ARGS 1		/* entry: a STUB_REC_ARGS record follows */
 /* entry with STUB_F_ARGS outside the graph (H_GRAPH): recorded for its -e event alone, its return
  * not hooked */

@@ -44,7 +44,7 @@ struct drain_sched_attr {
 };
 #define HORIZON_SLACK_NS  2000000ull /* a record is committed within this of its timestamp */
 #define FINAL_WAIT_PASSES 25000	     /* 5 s without progress at detach: give up on the rest */
-#define TASK_CACHE	  256
+#define TASK_CACHE	  4096 /* tasks named at once (a hash of pointer and identity) */
 #define TASK_CACHE_NS	  50000000ull
 #define LEAVE_TRIES	  2000
 #define LEAVE_RUN_US	  20 /* each short run lets a vCPU finish the stub routine it is in */
@@ -73,11 +73,12 @@ static uint64_t tsc_to_ts(const struct stub_drain *d, uint64_t tsc)
 
 /* ---- task names ------------------------------------------------------------------------------ */
 
-/* Tasks as read from guest memory, by task struct pointer and the identity the stub recorded
- * (R_TASK_ID): a task struct reused by a new task, or a task renamed by exec, has a new identity, so
- * a record is named as its task was when the event happened as long as the read saw that state.
- * Records without an identity (0: a guest layout without comm) fall back to the pointer alone, the
- * cache then emptied every TASK_CACHE_NS. */
+/* Tasks by task struct pointer and the identity the stub recorded (R_TASK_ID), as the stub announced
+ * them (STUB_REC_TASK: pid and comm read in the guest when that task started running on a CPU, or
+ * changed) or else as read from guest memory: a task struct reused by a new task, or a task renamed
+ * by exec, has a new identity, so a record is named as its task was when the event happened, however
+ * late the drain reads it. Records without an identity (0: a guest layout without comm) fall back
+ * to the pointer alone, those entries emptied every TASK_CACHE_NS. */
 struct task_cache {
 	uint64_t ptr[TASK_CACHE];
 	uint32_t id[TASK_CACHE];
@@ -93,12 +94,35 @@ static int read_kernel(void *ctx, uint64_t gva, void *buf, size_t len)
 	return tgt->ops->read_kernel(tgt, gva, buf, len);
 }
 
+static unsigned task_slot(uint64_t ptr, uint32_t id)
+{
+	return (unsigned)(((ptr ^ id) * 0x9e3779b97f4a7c15ull) >> 52) % TASK_CACHE;
+}
+
+/* A STUB_REC_TASK record: the stub says which task runs on its CPU from here on, as it was then
+ * (pid and comm read in the guest at that moment; guest-written, bounded: the comm is cut to
+ * VMI_COMM_LEN - 1 bytes). */
+static void task_announced(struct task_cache *c, const struct stub_rec *g)
+{
+	unsigned h = task_slot(g->task, g->task_id);
+	struct vmi_task *t = &c->task[h];
+
+	if (!g->task || !g->task_id)
+		return;
+	c->ptr[h] = g->task;
+	c->id[h] = g->task_id;
+	t->pid = (int32_t)(uint32_t)g->ip;
+	memcpy(t->comm, &g->rax, 8);
+	memcpy(t->comm + 8, &g->t0, 8);
+	t->comm[VMI_COMM_LEN - 1] = 0;
+}
+
 /* The task of a record: @ptr its task struct, @id its R_TASK_ID. A task read whose identity is not
  * @id changed after the event (it is named as it is now) and is counted in tasks_changed. */
 static void task_of(struct stub_drain *d, struct task_cache *c, unsigned cpu, uint64_t ptr,
 		    uint32_t id, struct vmi_task *out)
 {
-	unsigned h = (unsigned)(((ptr ^ id) * 0x9e3779b97f4a7c15ull) >> 56) % TASK_CACHE;
+	unsigned h = task_slot(ptr, id);
 	struct target *tgt = d->c.tgt;
 	uint32_t now_id;
 
@@ -187,6 +211,10 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 	size_t len = 0;
 	bool deep, alone;
 
+	if (g->type == STUB_REC_TASK && g->cpu == cpu) {
+		task_announced(tc, g);
+		return true;
+	}
 	if (!valid(d, cpu, p, g)) {
 		d->rejected++;
 		return true;
@@ -284,7 +312,9 @@ static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct ta
 	*more = false;
 	*stalled = 0;
 	if (now - tc->filled_at > TASK_CACHE_NS) {
-		memset(tc->ptr, 0, sizeof(tc->ptr));
+		for (unsigned i = 0; i < TASK_CACHE; i++)
+			if (!tc->id[i])
+				tc->ptr[i] = 0;
 		tc->filled_at = now;
 	}
 	for (unsigned c = 0; c < d->c.nr_cpus; c++) {

@@ -541,16 +541,34 @@ static void test_task_named_as_at_the_event(void **state)
 	forge(0, 6, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_PLAIN, .task = TASK_AT,
 				      .task_id = set_task(301, "ls") ^ 2},
 	      false); /* an identity never seen: named as the task is now, counted */
-	set_head(0, 7);
+	/* announced by the stub (STUB_REC_TASK): named as announced, whatever memory says by now;
+	 * a comm without its NUL is cut; one on another CPU's ring is forged */
+	forge(0, 7,
+	      (struct stub_rec){.type = STUB_REC_TASK, .task = TASK_AT, .task_id = 0x4401,
+				.ip = 400, .rax = 0x6464 /* "dd" */},
+	      false);
+	forge(0, 8, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_PLAIN, .task = TASK_AT,
+				      .task_id = 0x4401},
+	      false);
+	forge(0, 9,
+	      (struct stub_rec){.type = STUB_REC_TASK, .task = TASK_AT, .task_id = 0x4403,
+				.ip = 401, .rax = 0x4141414141414141ull, .t0 = 0x4141414141414141ull},
+	      false);
+	forge(0, 10, (struct stub_rec){.type = STUB_REC_ENTRY, .ip = F_PLAIN, .task = TASK_AT,
+				       .task_id = 0x4403},
+	      false);
+	forge(0, 11, (struct stub_rec){.type = STUB_REC_TASK, .cpu = 1, .task = TASK_AT}, false);
+	set_head(0, 12);
 	stub_drain_stop(&d);
 	while ((r = ring_peek(&rings[0])) != NULL) {
 		n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%s-%d", n ? " " : "", r->comm,
 				      r->pid);
 		ring_pop(&rings[0]);
 	}
-	assert_string_equal(got, "sh-100 dd-100 cat-200 dd-100 sh-100 cat-200 ls-301");
+	assert_string_equal(got, "sh-100 dd-100 cat-200 dd-100 sh-100 cat-200 ls-301 dd-400 "
+				 "AAAAAAAAAAAAAAA-401");
 	assert_int_equal(d.tasks_changed, 1);
-	assert_int_equal(d.rejected, 0);
+	assert_int_equal(d.rejected, 1);
 	task.valid = false;
 	task.pid_off = task.comm_off = 0;
 }
