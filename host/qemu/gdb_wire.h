@@ -70,10 +70,9 @@ int gdb_wire_broken(struct gdb *g, int rc);
  * same segment. 0, -ECONNRESET (closed or gone), or -errno (the connection is then gone). */
 int gdb_wire_send_bytes(struct gdb *g, const char *buf, size_t len);
 
-/* Sends the interrupt byte 0x03 alone, for a VM that runs: the '+' still owed stay owed (they go
- * with the first command after the stop). A '+' while the VM runs would stop it too, and QEMU 8.1
- * and later then send no stop reply, and take the 0x03 that follows as noise. 0 or as
- * gdb_wire_send_bytes. */
+/* Sends the interrupt byte 0x03 alone, for a VM that runs, without the '+' still owed (the caller
+ * decides what becomes of them). A '+' while the VM runs would stop it too, and QEMU 8.1 and later
+ * then send no stop reply, and take the 0x03 that follows as noise. 0 or as gdb_wire_send_bytes. */
 int gdb_wire_send_interrupt(struct gdb *g);
 
 /* Frames NUL-terminated @payload into g->out (kept for a resend on '-') and sends it. 0, -ENOSPC,

@@ -507,6 +507,9 @@ int gdb_interrupt(struct gdb *g, int timeout_ms, struct gdb_stop *st)
 	}
 	if (g->broken)
 		return -ECONNABORTED;
+	/* the '+' owed for replies that came while the VM ran are never sent (QEMU in system mode
+	 * does not wait for them; sent after the stop they left QEMU 10.0 stuck in a stub detach) */
+	g->ack_pending = 0;
 	rc = gdb_wire_send_interrupt(g);
 	if (!rc)
 		rc = gdb_wait_stop(g, timeout_ms, st);
