@@ -21,7 +21,8 @@ void profile_add(void *ctx, const struct sink_rec *rec)
 	if (!pr)
 		return;
 	e = &p->v[pr->id];
-	if (r->type == HVT_REC_ENTRY || r->type == HVT_REC_EVENT) {
+	/* an -e event outside function_graph's graph is a call all the same (no return) */
+	if (r->type == HVT_REC_ENTRY || r->type == HVT_REC_EVENT || r->type == HVT_REC_EVENT_ALONE) {
 		e->hits++;
 		return;
 	}

@@ -229,6 +229,27 @@ static void test_verdicts(void **state)
 	fixture_free(&f);
 }
 
+/* An -e event outside function_graph's graph (HVT_REC_EVENT_ALONE) is a call: counted by the
+ * profile and by --expect-call alike. */
+static void test_event_alone_is_a_call(void **state)
+{
+	struct fixture f;
+	char err[256];
+
+	(void)state;
+	fixture_init(&f);
+	add(&f, EXPECT_CALL, "alpha=2");
+	assert_int_equal(expect_bind(f.v, f.nr, &f.probes, false, err, sizeof(err)), 0);
+	assert_int_equal(expect_state_init(&f.st, &f.prof, f.v, f.nr), 0);
+	feed(&f, HVT_REC_ENTRY, 0x1000, 10, 0);
+	feed(&f, HVT_REC_EVENT_ALONE, 0x1000, 20, 0);
+	assert_int_equal(expect_evaluate(&f.st), 0);
+	assert_string_equal(f.st.v[0].reason, "the guest called alpha 2 times");
+	assert_int_equal(f.prof.v[0].hits, 2);
+	assert_int_equal(f.prof.v[0].returns, 0);
+	fixture_free(&f);
+}
+
 static void test_bind_errors(void **state)
 {
 	struct fixture f;
@@ -366,6 +387,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse),
 	    cmocka_unit_test(test_verdicts),
+	    cmocka_unit_test(test_event_alone_is_a_call),
 	    cmocka_unit_test(test_bind_errors),
 	    cmocka_unit_test(test_return_probe),
 	    cmocka_unit_test(test_files),
