@@ -124,6 +124,28 @@ static void field_type(const struct fe_field *f, const char **type, const char *
 	}
 }
 
+/* @name as a C identifier, the only field name a format (and libtraceevent) takes: an -e field
+ * given as a member chain ("file->f_path.dentry") gets each run of other characters as one '_'
+ * ("file_f_path_dentry"), as the kernel names a probe's BTF argument. */
+static const char *field_ident(const char *name, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (const char *c = name; *c && n + 1 < len; c++) {
+		bool word = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			    (*c >= '0' && *c <= '9') || *c == '_';
+
+		if (word)
+			out[n++] = *c;
+		else if (n && out[n - 1] != '_')
+			out[n++] = '_';
+	}
+	while (n > 1 && out[n - 1] == '_')
+		n--;
+	out[n] = '\0';
+	return out;
+}
+
 /* The fields after the probe's own (at @offset) and the print fmt's tail: the kernel's kprobe
  * layout (packed, strings as __data_loc char[] after the fixed part), then __hvt_fault. */
 static void spec_format(struct td_text *x, const struct fe_spec *spec, unsigned offset,
@@ -134,23 +156,25 @@ static void spec_format(struct td_text *x, const struct fe_spec *spec, unsigned 
 	for (unsigned i = 0; i < spec->nr_fields; i++) {
 		const struct fe_field *f = &spec->fields[i];
 		const char *type, *conv;
+		char ident[FE_NAME_LEN];
+		const char *name = field_ident(f->name, ident, sizeof(ident));
 		unsigned size;
 
 		field_type(f, &type, &conv);
 		if (f->kind == FE_STRING) {
 			text_add(x,
 				 "\tfield:__data_loc char[] %s;\toffset:%u;\tsize:4;\tsigned:1;\n",
-				 f->name, offset);
-			text_add(&pf, " %s=\\\"%%s\\\"", f->name);
-			text_add(&pa, ", __get_str(%s)", f->name);
+				 name, offset);
+			text_add(&pf, " %s=\\\"%%s\\\"", name);
+			text_add(&pa, ", __get_str(%s)", name);
 			offset += 4;
 			continue;
 		}
 		if (f->kind == FE_CHARS) {
 			text_add(x, "\tfield:char %s[%u];\toffset:%u;\tsize:%u;\tsigned:1;\n",
-				 f->name, f->count, offset, f->count);
-			text_add(&pf, " %s=\\\"%%s\\\"", f->name);
-			text_add(&pa, ", REC->%s", f->name);
+				 name, f->count, offset, f->count);
+			text_add(&pf, " %s=\\\"%%s\\\"", name);
+			text_add(&pa, ", REC->%s", name);
 			offset += f->count;
 			continue;
 		}
@@ -159,20 +183,20 @@ static void spec_format(struct td_text *x, const struct fe_spec *spec, unsigned 
 			/* "u16 arr[4]": the kernel writes "arr[]", which libtraceevent (1.7) prints
 			 * as zeros */
 			text_add(x, "\tfield:%s %s[%u];\toffset:%u;\tsize:%u;\tsigned:%d;\n", type,
-				 f->name, f->count, offset, size * f->count, f->kind == FE_SIGNED);
-			text_add(&pf, " %s={", f->name);
+				 name, f->count, offset, size * f->count, f->kind == FE_SIGNED);
+			text_add(&pf, " %s={", name);
 			for (unsigned k = 0; k < f->count; k++) {
 				text_add(&pf, "%s%s", k ? "," : "", conv);
-				text_add(&pa, ", REC->%s[%u]", f->name, k);
+				text_add(&pa, ", REC->%s[%u]", name, k);
 			}
 			text_add(&pf, "}");
 			offset += size * f->count;
 			continue;
 		}
-		text_add(x, "\tfield:%s %s;\toffset:%u;\tsize:%u;\tsigned:%d;\n", type, f->name,
+		text_add(x, "\tfield:%s %s;\toffset:%u;\tsize:%u;\tsigned:%d;\n", type, name,
 			 offset, size, f->kind == FE_SIGNED);
-		text_add(&pf, " %s=%s", f->name, conv);
-		text_add(&pa, ", REC->%s", f->name);
+		text_add(&pf, " %s=%s", name, conv);
+		text_add(&pa, ", REC->%s", name);
 		offset += size;
 	}
 	text_add(x,
