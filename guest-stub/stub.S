@@ -64,6 +64,17 @@
 	popfq
 .endm
 
+/* The head of the record at rax: type \type on CPU r12 (depth 0), no flags, the TSC in rbp.
+ * Clobbers \tmp (a 32-bit register). */
+.macro REC_HEAD type, tmp
+	movl %r12d, \tmp
+	shll $16, \tmp
+	orl $\type, \tmp
+	movl \tmp, R_TYPE(%rax)
+	movl $0, R_FLAGS(%rax)
+	movq %rbp, R_TSC(%rax)
+.endm
+
 /* A frame just popped from the shadow stack at r10 may have been the graph's root. Clobbers rcx. */
 .macro FIX_ROOT
 	movq S_ROOT(%r10), %rcx
@@ -523,12 +534,7 @@ hvt_stub_ret:
 	call .Lreserve
 	testq %rax, %rax
 	jz 8f /* ring full: counted lost; the next event tries again */
-	movl %r12d, %ecx
-	shll $16, %ecx
-	orl $STUB_REC_TASK, %ecx
-	movl %ecx, R_TYPE(%rax)
-	movl $0, R_FLAGS(%rax)
-	movq %rbp, R_TSC(%rax)
+	REC_HEAD STUB_REC_TASK, %ecx
 	movq 8(%rsp), %rcx /* the task */
 	movq %rcx, R_TASK(%rax)
 	movq H_PID_OFF(%rbx), %rdx
@@ -566,12 +572,7 @@ hvt_stub_ret:
 	pop %rcx
 	testq %rax, %rax
 	jz 10f
-	movl %r12d, %edx
-	shll $16, %edx
-	orl $STUB_REC_DROP, %edx
-	movl %edx, R_TYPE(%rax)
-	movl $0, R_FLAGS(%rax)
-	movq %rbp, R_TSC(%rax)
+	REC_HEAD STUB_REC_DROP, %edx
 	movq E_IP(%rcx), %rdx
 	movq %rdx, R_IP(%rax)
 	movq E_ORIG(%rcx), %rdx
