@@ -238,10 +238,11 @@ guest-kernels: | $(DEPS)
 trixie-tools:
 	@bash scripts/trixie-chroot.sh trace-cmd >/dev/null || echo "SKIPPED: trixie-tools: see the line above"
 
-# The QEMUs beside the machine's 7.2 that tests/qemu/test_linux.c attaches to (issue 24): each unpacked
-# into $HVTRACE_CACHE/qemu/<V>/ by scripts/fetch-qemu.sh (cached: quick when it is there; ~1 minute the
-# first time). HVT_QEMUS= (empty) fetches none: their tests then print SKIPPED.
-HVT_QEMUS ?= 10.0
+# The QEMUs beside the machine's 7.2 that tests/qemu/test_linux.c attaches to (issue 24): each put by
+# scripts/fetch-qemu.sh into $HVTRACE_CACHE/qemu/<V>/ (10.0: unpacked there; 11: a wrapper of the one of
+# the trixie root, scripts/trixie-chroot.sh) (cached: quick when it is there; minutes the first time).
+# HVT_QEMUS= (empty) fetches none: their tests then print SKIPPED.
+HVT_QEMUS ?= 10.0 11
 qemu-versions: | $(DEPS)
 	@for v in $(HVT_QEMUS); do bash scripts/fetch-qemu.sh $$v >/dev/null || exit 1; done
 

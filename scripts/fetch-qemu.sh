@@ -10,18 +10,48 @@
 # VERSION 10.0: qemu-system-x86, -common and -data of bookworm-backports (built for Debian 12), with the
 # SeaBIOS of bookworm-backports it asks for. Shared libraries the binary lacks (ldd) are installed from
 # the machine's own archive (Debian 12 packages, never QEMU). Quick when the cache has it.
+# VERSION 11 (or 11.1): qemu-system-x86 of trixie-backports (built for Debian 13, whose C library the
+# machine's may predate), installed into the Debian 13 root of scripts/trixie-chroot.sh; the wrapper runs
+# that root's binary through the root's own dynamic loader and libraries, in the machine's namespace (no
+# chroot: host paths for -kernel, sockets and console files are the caller's).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-version=${1:?usage: fetch-qemu.sh VERSION (10.0)}
+version=${1:?usage: fetch-qemu.sh VERSION (10.0, 11)}
 cache=${HVTRACE_CACHE:-/var/cache/hvtrace}
 case $version in
 10.0) suite=bookworm-backports ;;
-*) echo "hvtrace: fetch-qemu.sh: QEMU $version: only 10.0 (bookworm-backports) is known" >&2; exit 1 ;;
+11 | 11.1) suite=trixie-backports ;;
+*) echo "hvtrace: fetch-qemu.sh: QEMU $version: only 10.0 (bookworm-backports) and 11 (trixie-backports)" \
+	"are known" >&2; exit 1 ;;
 esac
 root="$cache/qemu/$version"
 wrapper="$root/qemu-system-x86_64"
 if [ -x "$wrapper" ] && [ -e "$root/.unpacked" ] && [ ! "$wrapper" -ot "$0" ]; then
+	echo "$wrapper"
+	exit 0
+fi
+
+if [ "$suite" = trixie-backports ]; then
+	troot=$("$here/trixie-chroot.sh" qemu-system-x86/trixie-backports)
+	libs="$troot/lib/x86_64-linux-gnu:$troot/usr/lib/x86_64-linux-gnu"
+	mkdir -p "$root"
+	# -L and $QEMU_MODULE_DIR as for 10.0 below: the root's data files, SeaBIOS and modules
+	cat > "$wrapper.tmp" <<WRAP
+#!/bin/sh
+# QEMU $version of $troot (scripts/fetch-qemu.sh): run by that root's dynamic loader with its libraries,
+# its own data files, firmware and modules, in this machine's namespace
+QEMU_MODULE_DIR="$troot/usr/lib/x86_64-linux-gnu/qemu" exec "$troot/lib64/ld-linux-x86-64.so.2" \\
+	--library-path "$libs" "$troot/usr/bin/qemu-system-x86_64" \\
+	-L "$troot/usr/share/qemu" -L "$troot/usr/share/seabios" "\$@"
+WRAP
+	chmod +x "$wrapper.tmp"
+	"$wrapper.tmp" --version | grep -q "version $version\." ||
+		{ echo "hvtrace: $troot/usr/bin/qemu-system-x86_64 is not QEMU $version" \
+			"($("$wrapper.tmp" --version 2>&1 | head -1))" >&2; exit 1; }
+	mv "$wrapper.tmp" "$wrapper"
+	touch "$root/.unpacked"
+	echo "hvtrace: QEMU $("$wrapper" --version | head -1 | sed 's/^QEMU emulator version //') in $troot" >&2
 	echo "$wrapper"
 	exit 0
 fi

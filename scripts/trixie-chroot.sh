@@ -1,12 +1,14 @@
 #!/bin/bash
 # A Debian 13 (trixie) root for the tools of Debian 13 the tests run on hvtrace's output: trace-cmd 3.3 (and
-# what else is named on the command line: packages of trixie or trixie-backports, KernelShark 2.4 among them).
+# what else is named on the command line: packages of trixie, KernelShark 2.4 among them, or PACKAGE/SUITE for
+# one of trixie-backports with what it depends on preferred from there, as `apt-get install -t SUITE` does:
+# qemu-system-x86/trixie-backports is QEMU 11).
 # Made once with debootstrap from the machine's own archive, into $HVTRACE_CACHE/trixie (default
 # /var/cache/hvtrace/trixie), trixie-backports enabled; nothing on the machine itself changes but for
 # debootstrap, which is installed if missing. Prints the root's path; quick when it is there and holds the
 # packages. Run a tool in it as: chroot ROOT trace-cmd report -i /tmp/FILE (copy FILE under ROOT/tmp).
 #
-#   trixie-chroot.sh [PACKAGE...]   (default: trace-cmd)
+#   trixie-chroot.sh [PACKAGE[/SUITE]...]   (default: trace-cmd)
 set -euo pipefail
 
 cache=${HVTRACE_CACHE:-/var/cache/hvtrace}
@@ -19,6 +21,7 @@ mirror=${mirror:-http://deb.debian.org/debian}
 
 have_all() {
 	for p in $pkgs; do
+		p=${p%%/*}
 		chroot "$root" dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
 			return 1
 	done
@@ -43,9 +46,22 @@ deb $mirror trixie-backports main
 SRC
 	touch "$root/.hvtrace-complete"
 fi
+# PACKAGE (trixie) -> PACKAGE; PACKAGE/SUITE -> `-t SUITE PACKAGE`, one apt-get per suite
+install() {
+	local p plain="" suite
+	for p in $pkgs; do
+		[ "$p" != "${p%%/*}" ] || plain="$plain $p"
+	done
+	[ -z "$plain" ] ||
+		DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends $plain ||
+		return 1
+	for suite in $(printf '%s\n' $pkgs | sed -n 's|^[^/]*/||p' | sort -u); do
+		DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends \
+			-t "$suite" $(printf '%s\n' $pkgs | sed -n "s|/$suite\$||p") || return 1
+	done
+}
 {
-	chroot "$root" apt-get update -q &&
-		DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends $pkgs
+	chroot "$root" apt-get update -q && install
 } >"$cache/trixie-apt.log" 2>&1 ||
 	{ echo "hvtrace: apt-get install $pkgs in $root failed, see $cache/trixie-apt.log" >&2; exit 1; }
 echo "$root"

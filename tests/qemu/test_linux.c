@@ -60,10 +60,11 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 #define OTHER_MAP "<other-map>"
 #define DOMAIN_ARG "<domain>"
 #define RECORD_DAT "<record-dat>" /* `record -o`: a trace.dat of this test process */
-/* QEMU 10.0 as scripts/fetch-qemu.sh unpacks it ($HVTRACE_CACHE/qemu/10.0): its qemu-system-x86_64,
- * and "HVTRACE_QEMU=" that path (an hv_case's env) */
-#define QEMU10	   "<qemu-10.0>"
-#define QEMU10_ENV "<HVTRACE_QEMU=qemu-10.0>"
+/* QEMU V as scripts/fetch-qemu.sh V puts it beside the machine's ($HVTRACE_CACHE/qemu/V, V one of
+ * qemu_versions): its qemu-system-x86_64 (a test's binary), and "HVTRACE_QEMU=" that path (an
+ * hv_case's env) */
+#define QEMU_V(v)     "<qemu-" v ">"
+#define QEMU_V_ENV(v) "<HVTRACE_QEMU=qemu-" v ">"
 
 /* One hvtrace command line and what its run must show. */
 struct hv_case {
@@ -72,7 +73,7 @@ struct hv_case {
 	const char *append;   /* RUN_QEMU: the guest kernel's command line */
 	const char *args[16]; /* after what @cmd puts first */
 	bool libvirtd;	      /* libvirt's daemons must run first */
-	const char *env;      /* "NAME=VALUE" (or QEMU10_ENV) in hvtrace's environment for this run */
+	const char *env;      /* "NAME=VALUE" (or QEMU_V_ENV) in hvtrace's environment for this run */
 	bool no_map;	      /* RUN_QEMU, ATTACH: without --system-map (symbols from kallsyms) */
 	bool record;	      /* RUN_QEMU, ATTACH: `record` (trace.dat) instead of run / attach */
 	struct hv_expect expect;
@@ -91,7 +92,7 @@ struct linux_test {
 	/* with @domain: a bare QEMU with these options boots (-M pc and -m 256 unless they say
 	 * otherwise), not libvirt's */
 	const char *qemu[16];
-	const char *binary;  /* ... of this QEMU (QEMU10: skipped when it is not fetched) */
+	const char *binary;  /* ... of this QEMU (QEMU_V: skipped when it is not fetched) */
 	const char *machine; /* the libvirt domain's machine type (default pc) ... */
 	unsigned mem_mb;     /* ... and RAM (default 256 MiB) */
 	int kill;
@@ -157,7 +158,16 @@ static bool wait_console(const char *text, int seconds)
 static pid_t bare_pid = -1;
 static char record_dat[128];
 static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16], self_pid[16],
-    fake_map[128], qemu10[256], qemu10_env[280];
+    fake_map[128];
+
+/* The QEMUs of QEMU_V, their placeholders resolved by arg() */
+static struct qemu_version {
+	const char *version; /* as fetch-qemu.sh takes it */
+	char bin[32], env[48];		/* QEMU_V(version), QEMU_V_ENV(version) */
+	char path[256], path_env[280]; /* what they stand for */
+} qemu_versions[] = {{.version = "10.0"}, {.version = "11"}};
+/* The version of QEMU_V the running test boots (NULL: the machine's QEMU) */
+static const char *test_qemu;
 
 static const char *arg(const char *a);
 
@@ -710,20 +720,25 @@ static void seven_bm_reads(const struct hv_result *r)
 	    count_text(r->trace, "->do_sys_openat2(dfd=-100 filename=\"/tmp/binfmt/status\")\n"), 7);
 }
 
-/* What every QEMU 10.0 run shows on --stats: guest memory read through the QEMU process (the map
- * learned from QEMU 10.0's monitor: `info ramblock` with its HVA column, query-memdev), QEMU's
- * version from its QMP greeting. */
-static void qemu10_memory(const struct hv_result *r)
+/* What every run on the test's QEMU_V (10.0, 11) shows on --stats: guest memory read through the
+ * QEMU process (the map learned from its monitor: `info ramblock` with its HVA column,
+ * query-memdev), QEMU's version, the test's, from its QMP greeting. */
+static void qemu_v_memory(const struct hv_result *r)
 {
+	char want[64];
+
+	assert_non_null(test_qemu);
+	snprintf(want, sizeof(want), "hvtrace: stats: qemu %s.", test_qemu);
 	assert_null(strstr(r->err, "goes through the gdbstub"));
-	assert_non_null(strstr(r->err, "hvtrace: stats: qemu 10.0."));
+	if (!strstr(r->err, want))
+		fail_msg("no \"%s\" on stderr: not the QEMU %s of the test", want, test_qemu);
 	assert_non_null(strstr(r->err, " guest-memory process regions "));
 }
 
-/* Trap probes, -e on do_sys_openat2 and vfs_read (DD_EVENTS) on QEMU 10.0 (hvt.bm=7): exactly the
+/* Trap probes, -e on do_sys_openat2 and vfs_read (DD_EVENTS) on a QEMU_V (hvt.bm=7): exactly the
  * guest's 7 dd runs, each an open of the status file and a read of 64 bytes from it, their
  * arguments typed from BTF, each line by dd. */
-static void seven_dd_typed_qemu10(const struct hv_result *r)
+static void seven_dd_typed_qemu_v(const struct hv_result *r)
 {
 	static const char *const typed[] = {
 	    "->do_sys_openat2(dfd=-100 filename=\"/tmp/binfmt/status\")\n",
@@ -743,12 +758,12 @@ static void seven_dd_typed_qemu10(const struct hv_result *r)
 		}
 		assert_int_equal(dd, 7);
 	}
-	qemu10_memory(r);
+	qemu_v_memory(r);
 }
 
-/* Stub probes, -l vfs_read -l do_sys_openat2 on QEMU 10.0 (hvt.bm=7): exactly the guest's 7 dd
+/* Stub probes, -l vfs_read -l do_sys_openat2 on a QEMU_V (hvt.bm=7): exactly the guest's 7 dd
  * runs, each 2 opens and 1 read by dd (a pid above 1); no VM stop, nothing lost. */
-static void seven_dd_stub_qemu10(const struct hv_result *r)
+static void seven_dd_stub_qemu_v(const struct hv_result *r)
 {
 	long reads = 0, opens = 0;
 
@@ -759,8 +774,8 @@ static void seven_dd_stub_qemu10(const struct hv_result *r)
 		reads += !strcmp(r->lines[i].func, "vfs_read");
 		opens += !strcmp(r->lines[i].func, "do_sys_openat2");
 	}
-	printf("qemu10: dd vfs_read %ld do_sys_openat2 %ld, stub records %ld tasks-changed %ld\n",
-	       reads, opens, hv_stat(r->err, "stub probes ", "records "),
+	printf("qemu %s: dd vfs_read %ld do_sys_openat2 %ld, stub records %ld tasks-changed %ld\n",
+	       test_qemu, reads, opens, hv_stat(r->err, "stub probes ", "records "),
 	       hv_stat(r->err, "stub probes ", "tasks-changed "));
 	assert_int_equal(reads, 7);
 	assert_int_equal(opens, 14);
@@ -768,7 +783,23 @@ static void seven_dd_stub_qemu10(const struct hv_result *r)
 	assert_int_equal(hv_stat(r->err, "stub probes ", "lost "), 0);
 	assert_int_equal(hv_stat(r->err, "stub probes ", "guest-reported-lost "), 0);
 	assert_int_equal(hv_stat(r->err, "kaslr-slide ", "stops "), 0);
-	qemu10_memory(r);
+	qemu_v_memory(r);
+}
+
+/* function_graph -g do_sys_openat2 --funcgraph-retval --comm dd on a QEMU_V (hvt.bm=7): exactly the 7
+ * dd runs' 14 opens, each entry with its return, whose value is fd 3 (busybox dd opens if= and of= at
+ * the lowest free fd, then moves each to 0 and 1); nothing in flight at the detach. */
+static void seven_dd_graph_qemu_v(const struct hv_result *r)
+{
+	long entries = count_text(r->trace, "|  do_sys_openat2() {\n"),
+	     exits = count_text(r->trace, "|  } /* do_sys_openat2 ret=");
+
+	printf("qemu %s: dd do_sys_openat2 graphs %ld, returns %ld\n", test_qemu, entries, exits);
+	assert_int_equal(entries, 14);
+	assert_int_equal(exits, 14);
+	assert_int_equal(count_text(r->trace, "|  } /* do_sys_openat2 ret=0x3 */\n"), 14);
+	assert_int_equal(hv_restored_slots(r->err), 0);
+	qemu_v_memory(r);
 }
 
 /* tests/qemu/boot-test.session's verdicts: the --summary counts are the trace's, the --junit report
@@ -1500,22 +1531,24 @@ static const struct linux_test linux_tests[] = {
 	.console_after = {WORKLOAD_DONE, POWER_DOWN},
 	.runs = {ATTACH_QMP_GRAPH("q35, 4 GiB")},
     },
+#define DD_GRAPH "-p", "function_graph", "-g", "do_sys_openat2", "--funcgraph-retval", "--comm", "dd"
 #define DD_EVENTS                                                                                 \
 	"-e", "do_sys_openat2(dfd, filename)", "-e", "vfs_read(file->f_path.dentry->d_name.name, count)"
-/* QEMU 10.0 (bookworm-backports, scripts/fetch-qemu.sh), q35 with 4 GiB, no System.map, a boot of its
- * own: attach by QMP with @probe probes on vfs_read and do_sys_openat2 (@events) across the guest's 7
- * dd runs (20 s after the workload starts), the duration's end stopping the VM by the gdbstub's 0x03
- * (issue 24); guest memory through the QEMU process, the map from QEMU 10.0's monitor (`info
- * ramblock` with its HVA column, query-memdev); the guest finishes its workload after the detach. */
-#define QEMU10_ATTACH(test, probe, events, verdict)                                               \
+/* QEMU V of QEMU_V (scripts/fetch-qemu.sh V; test names say NV: 10, 11), q35 with 4 GiB, no
+ * System.map, a boot of its own: attach by QMP with @probe probes and @events (vfs_read and
+ * do_sys_openat2) across the guest's 7 dd runs (20 s after the workload starts), the duration's end
+ * stopping the VM by the gdbstub's 0x03 (issue 24); guest memory through the QEMU process, the map
+ * from that QEMU's monitor (`info ramblock` with its HVA column, query-memdev); kernel text
+ * unchanged after the detach, and the guest finishes its workload after it. */
+#define QEMU_V_ATTACH(nv, v, what, probe, events, verdict)                                        \
 	{                                                                                         \
-	    .name = test,                                                                         \
+	    .name = "test_qemu" nv "_attach_" what,                                               \
 	    .domain = "hvt.rounds=300 hvt.bm=7 hvt.bm_wait=20",                                   \
 	    .qemu = {"-qmp", QMP_TCP_ARG, "-M", "q35", "-m", "4096"},                             \
-	    .binary = QEMU10,                                                                     \
+	    .binary = QEMU_V(v),                                                                  \
 	    .console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},        \
 	    .runs = {{                                                                            \
-		.label = "attach --qmp (QEMU 10.0, q35, 4 GiB, " probe " probes)",                 \
+		.label = "attach --qmp (QEMU " v ", q35, 4 GiB, " what ", " probe " probes)",     \
 		.cmd = RAW,                                                                       \
 		.args = {"attach", "--qmp", QMP_TCP, "--probe", probe, events, "--duration", "40", \
 			 "--verify-text", "--stats"},                                             \
@@ -1526,28 +1559,33 @@ static const struct linux_test linux_tests[] = {
 	    }},                                                                                   \
 	}
 #define DD_FUNCTIONS "-p", "function", "-l", "vfs_read", "-l", "do_sys_openat2"
-    /* trap probes with -e events typed from BTF; stub probes with the function tracer */
-    QEMU10_ATTACH("test_qemu10_attach_trap", "trap", DD_EVENTS, seven_dd_typed_qemu10),
-    QEMU10_ATTACH("test_qemu10_attach_stub", "stub", DD_FUNCTIONS, seven_dd_stub_qemu10),
-    {
-	/* run --qemu with $HVTRACE_QEMU naming QEMU 10.0: the guest boots in it (q35, 4 GiB),
-	 * stub probes from the first instruction on, the same exact counts */
-	.name = "test_qemu10_run",
-	.binary = QEMU10,
-	.runs = {{
-	    .label = "run --qemu, HVTRACE_QEMU=QEMU 10.0, stub probes",
-	    .cmd = RUN_QEMU,
-	    .env = QEMU10_ENV,
-	    .no_map = true,
-	    .append = "hvt.bm=7 hvt.rounds=1 hvt.yes_sec=1",
-	    .args = {"--machine", "q35", "--mem", "4096", "--probe", "stub", DD_FUNCTIONS,
-		     "--stats", "--timeout", "300"},
-	    .expect = {
-		.console = {"hvt-linux: binfmt_misc status read 7 times", POWER_DOWN},
-		.check = seven_dd_stub_qemu10,
-	    },
-	}},
-    },
+/* The cases every QEMU_V runs: trap probes with -e events typed from BTF; stub probes with the
+ * function tracer; run --qemu with $HVTRACE_QEMU naming it, the guest booting in it (q35, 4 GiB),
+ * stub probes from the first instruction on, the same exact counts */
+#define QEMU_V_CASES(nv, v)                                                                       \
+	QEMU_V_ATTACH(nv, v, "trap", "trap", DD_EVENTS, seven_dd_typed_qemu_v),                   \
+	QEMU_V_ATTACH(nv, v, "stub", "stub", DD_FUNCTIONS, seven_dd_stub_qemu_v),                 \
+	{                                                                                         \
+	    .name = "test_qemu" nv "_run",                                                        \
+	    .binary = QEMU_V(v),                                                                  \
+	    .runs = {{                                                                            \
+		.label = "run --qemu, HVTRACE_QEMU=QEMU " v ", stub probes",                      \
+		.cmd = RUN_QEMU,                                                                  \
+		.env = QEMU_V_ENV(v),                                                             \
+		.no_map = true,                                                                   \
+		.append = "hvt.bm=7 hvt.rounds=1 hvt.yes_sec=1",                                  \
+		.args = {"--machine", "q35", "--mem", "4096", "--probe", "stub", DD_FUNCTIONS,    \
+			 "--stats", "--timeout", "300"},                                          \
+		.expect = {                                                                       \
+		    .console = {"hvt-linux: binfmt_misc status read 7 times", POWER_DOWN},        \
+		    .check = seven_dd_stub_qemu_v,                                                \
+		},                                                                                \
+	    }},                                                                                   \
+	}
+    QEMU_V_CASES("10", "10.0"),
+    QEMU_V_CASES("11", "11"),
+    /* function_graph on QEMU 11 (stub probes): dd's opens, each entry with its return */
+    QEMU_V_ATTACH("11", "11", "graph", "stub", DD_GRAPH, seven_dd_graph_qemu_v),
     {
 	/* two NUMA nodes of 2 GiB each: two anonymous mappings of the same size in QEMU, told
 	 * apart by content. Node 1, all above 4 GiB, has both CPUs: they take their stacks from it;
@@ -1951,10 +1989,12 @@ static const char *arg(const char *a)
 		return DOMAIN;
 	if (!strcmp(a, RECORD_DAT))
 		return record_dat;
-	if (!strcmp(a, QEMU10))
-		return qemu10;
-	if (!strcmp(a, QEMU10_ENV))
-		return qemu10_env;
+	for (size_t i = 0; i < ARRAY_LEN(qemu_versions); i++) {
+		if (!strcmp(a, qemu_versions[i].bin))
+			return qemu_versions[i].path;
+		if (!strcmp(a, qemu_versions[i].env))
+			return qemu_versions[i].path_env;
+	}
 	return a;
 }
 
@@ -2030,9 +2070,13 @@ static void play_test(void **state)
 	const struct linux_test *t = *state;
 	char ports[512] = "";
 
+	test_qemu = NULL;
+	for (size_t i = 0; t->binary && i < ARRAY_LEN(qemu_versions); i++)
+		if (!strcmp(t->binary, qemu_versions[i].bin))
+			test_qemu = qemu_versions[i].version;
 	if (t->binary && access(arg(t->binary), X_OK)) {
-		printf("SKIPPED: %s: no %s (scripts/fetch-qemu.sh 10.0, or make qemu-versions)\n",
-		       t->name, arg(t->binary));
+		printf("SKIPPED: %s: no %s (scripts/fetch-qemu.sh %s, or make qemu-versions)\n",
+		       t->name, arg(t->binary), test_qemu ? test_qemu : "VERSION");
 		skip();
 	}
 
@@ -2103,7 +2147,15 @@ static void play_test(void **state)
 			 t->kill ? "hvtrace was killed" : "the detach");
 	}
 	for (size_t i = 0; i < ARRAY_LEN(t->console_after) && t->console_after[i]; i++)
-		assert_true(file_has(CONSOLE, t->console_after[i]));
+		if (!file_has(CONSOLE, t->console_after[i])) {
+			char cmd[256];
+
+			snprintf(cmd, sizeof(cmd), "tail -n 40 %s >&2", CONSOLE);
+			if (system(cmd) < 0)
+				perror("tail");
+			fail_msg("no \"%s\" on the guest's console after the detach",
+				 t->console_after[i]);
+		}
 }
 
 static int teardown(void **state)
@@ -2185,9 +2237,16 @@ int main(void)
 	snprintf(self_pid, sizeof(self_pid), "%d", (int)getpid());
 	snprintf(record_dat, sizeof(record_dat), "/tmp/hvt-record-%d.dat", (int)getpid());
 	snprintf(fake_map, sizeof(fake_map), "/tmp/hvtrace-%s-fake.map", domain_name);
-	snprintf(qemu10, sizeof(qemu10), "%s/qemu/10.0/qemu-system-x86_64",
-		 getenv("HVTRACE_CACHE") ? getenv("HVTRACE_CACHE") : "/var/cache/hvtrace");
-	snprintf(qemu10_env, sizeof(qemu10_env), "HVTRACE_QEMU=%s", qemu10);
+	for (size_t i = 0; i < ARRAY_LEN(qemu_versions); i++) {
+		struct qemu_version *q = &qemu_versions[i];
+
+		snprintf(q->bin, sizeof(q->bin), QEMU_V("%s"), q->version);
+		snprintf(q->env, sizeof(q->env), QEMU_V_ENV("%s"), q->version);
+		snprintf(q->path, sizeof(q->path), "%s/qemu/%s/qemu-system-x86_64",
+			 getenv("HVTRACE_CACHE") ? getenv("HVTRACE_CACHE") : "/var/cache/hvtrace",
+			 q->version);
+		snprintf(q->path_env, sizeof(q->path_env), "HVTRACE_QEMU=%s", q->path);
+	}
 	{
 		FILE *f = fopen(fake_map, "w");
 
