@@ -6,7 +6,8 @@
 # QEMU (up to 10.1) flushes its whole TCG translation cache at every debug stop (gdb_vm_state_change):
 # the VM then retranslates all it runs until the next hit, which bounds all three; the TB flushes per
 # stop of the raw loop are counted (`info jit`) to show it. The three breakpoint runs are interleaved
-# BENCH_ROUNDS times (default 3), each one's best round kept. HVTRACE=path runs another hvtrace build.
+# BENCH_ROUNDS times (default 3), each one's best round kept. HVTRACE=path runs another hvtrace build;
+# HVTRACE_QEMU=path another QEMU (e.g. `scripts/fetch-qemu.sh 11`: 10.2 and later flush no more).
 set -euo pipefail
 guest=${1:-build/guest}
 hv=${HVTRACE:-./hvtrace}
@@ -15,7 +16,7 @@ work=$(mktemp -d)
 trap 'kill $qemu 2>/dev/null; wait $qemu 2>/dev/null; rm -rf "$work"' EXIT
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 256 -display none -nodefaults \
+"${HVTRACE_QEMU:-qemu-system-x86_64}" -accel tcg,thread=multi -cpu max -smp 2 -m 256 -display none -nodefaults \
 	-no-user-config -no-reboot -serial "file:$work/console" -monitor none \
 	-qmp "unix:$work/qmp,server=on,wait=off" -gdb "tcp:127.0.0.1:$port" \
 	-kernel "$guest/vmlinuz" -initrd "$guest/initramfs.cpio.gz" \
