@@ -160,7 +160,8 @@ static char record_dat[128];
 static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16], self_pid[16],
     fake_map[128];
 
-/* The QEMUs of QEMU_V: the wrapper path of each version and its HVTRACE_QEMU= setting, filled in at start, which arg() puts where a case names them */
+/* The QEMUs of QEMU_V: each version's wrapper path and its HVTRACE_QEMU= setting, filled in at
+ * start; arg() puts them where a case names them. */
 static struct qemu_version {
 	const char *version; /* as fetch-qemu.sh takes it */
 	char bin[32], env[48];		/* QEMU_V(version), QEMU_V_ENV(version) */
