@@ -178,11 +178,34 @@ static void unhook_interrupted_one(void *ctx, const struct shadow_entry *e)
 		in->slots[in->nr++] = e->slot;
 }
 
+/* The slot of a return handed back in an interrupt's frame, if it still points at the trampoline:
+ * written back too, uncounted. After a real interrupted return the slot is dead stack (popped,
+ * above the frame, or under the frame's SS, which then no longer reads as the trampoline); but a
+ * stale frame from an earlier interrupted return at the same slot can still lie below a live
+ * hooked slot (a function just entered, its stack not written yet), and that slot must not stay
+ * on the trampoline when its entry is forgotten. */
+static void unhook_interrupted_slot(void *ctx, const struct shadow_entry *e)
+{
+	struct interrupted *in = ctx;
+	struct tracer *t = in->t;
+	uint64_t cur;
+
+	for (unsigned i = 0; i < in->nr; i++)
+		if (in->slots[i] == e->slot) {
+			if (t->tgt->ops->read_phys(t->tgt, e->slot_gpa, &cur, 8) == 0 &&
+			    cur == t->trampoline)
+				t->tgt->ops->write_phys(t->tgt, e->slot_gpa, &e->orig, 8);
+			return;
+		}
+}
+
 static void unhook_interrupted(struct tracer *t)
 {
 	struct interrupted in = {.t = t};
 
 	shadow_for_each(&t->shadow, unhook_interrupted_one, &in);
+	if (in.nr)
+		shadow_for_each(&t->shadow, unhook_interrupted_slot, &in);
 	for (unsigned i = 0; i < in.nr; i++) {
 		t->restored_slots += shadow_forget(&t->shadow, in.slots[i]);
 		t->interrupted_returns++;

@@ -282,6 +282,36 @@ static void test_detach_not_an_interrupted_return(void **state)
 	fixture_free(&x);
 }
 
+/* A stale frame: an earlier return at this slot was interrupted on the trampoline (its frame, still
+ * in the dead stack below), and the same call has just been made again and hooked, the vCPU at the
+ * function's first instruction, nothing pushed yet. The look-alike frame gets the return address
+ * (dead stack: harmless), and the live slot gets it back too: left on the trampoline, the function
+ * would return into the trampoline's own RET after the detach and pop its caller's data. */
+static void test_detach_stale_interrupted_frame(void **state)
+{
+	static const uint64_t slots[2] = {SLOT, SLOT - 8};
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		struct fixture x;
+		uint64_t frame = ((slots[i] + 8) & ~15ull) - 40;
+		const uint64_t hw[4] = {TRAMP, 0x10, 0x202, slots[i] + 8};
+
+		fixture_init(&x);
+		attach(&x);
+		memcpy(x.stack + (frame - STACK), hw, sizeof(hw));
+		x.regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = slots[i]};
+		memcpy(x.stack + (slots[i] - STACK), &(uint64_t){CALLER}, 8);
+		assert_int_equal(tracer_hit(&x.tr, 0, SITE_A, &x.regs[0]), 0);
+		assert_int_equal(stack_word(&x, slots[i]), TRAMP);
+		assert_int_equal(tracer_detach(&x.tr), 0);
+		assert_int_equal(stack_word(&x, slots[i]), CALLER);
+		assert_int_equal(x.regs[0].rip, SITE_A + 5);
+		assert_int_equal(x.tr.restored_slots, 1);
+		fixture_free(&x);
+	}
+}
+
 /* The fixture, and --verify-text's reference copy of its text (taken before the first patch). */
 static void verify_init(struct fixture *x, struct text_verify *v)
 {
@@ -522,6 +552,7 @@ int main(void)
 	    cmocka_unit_test(test_detach_after_return),
 	    cmocka_unit_test(test_detach_interrupted_return),
 	    cmocka_unit_test(test_detach_not_an_interrupted_return),
+	    cmocka_unit_test(test_detach_stale_interrupted_frame),
 	    cmocka_unit_test(test_verify_kernel_own_changes),
 	    cmocka_unit_test(test_verify_catches_left_byte),
 	    cmocka_unit_test(test_verify_trampoline_and_neighbours),
