@@ -63,7 +63,7 @@ TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
 
-.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench bench-nested clean format guest guest-kernels trixie-tools qemu-versions fuzz install
+.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench bench-linux bench-nested clean format guest guest-kernels trixie-tools qemu-versions fuzz install
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary and its man page (docs/hvtrace.1)
@@ -204,13 +204,19 @@ viewer-test: hvtrace $(GUEST) guest
 bench-nested: hvtrace guest
 	@if why=$$(scripts/nested-kvm.sh --check 2>&1); then \
 		scripts/nested-kvm.sh env BENCH_VMM=kvm BENCH_ROUNDS=$${BENCH_ROUNDS:-20} \
-			tests/bench/bench-linux.sh $(GUEST_DIR); \
+			tests/bench/bench-linux.sh $(BENCH_LINUX_DIR); \
 	else echo "SKIPPED: bench-nested: $$why"; fi
 
 bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST) guest
 	$(BUILD)/tests/bench $(BENCH_GUEST)
 	tests/bench/bench-qemu.sh $(GUEST_DIR)
-	tests/bench/bench-linux.sh $(GUEST_DIR)
+	tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
+
+# make bench-linux [KERNEL=6.12]: the Linux part alone, on the kernel `make guest KERNEL=...` fetches
+# (6.1, the default, in $(GUEST_DIR); any other in $(GUEST_DIR)/<KERNEL>/).
+BENCH_LINUX_DIR = $(if $(filter 6.1,$(KERNEL)),$(GUEST_DIR),$(GUEST_DIR)/$(KERNEL))
+bench-linux: hvtrace guest
+	tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
 
 $(BUILD)/tests/bench: tests/bench/bench.c $(LIB) $(BENCH_GUEST) | $(DEPS)
 	@mkdir -p $(@D)

@@ -19,11 +19,18 @@ vmm=${BENCH_VMM:-qemu}
 if [ "$vmm" = kvm ]; then
 	boot=(--kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz")
 	kaslr=""
-else
+elif [ -f "$guest/System.map" ]; then
 	boot=(--qemu --kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz"
 		--system-map "$guest/System.map")
 	kaslr="nokaslr "
+else
+	# a kernel Debian ships no System.map for (make guest KERNEL=6.12, 7.3, ...): symbols from the
+	# guest's own kallsyms, KASLR on
+	boot=(--qemu --kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz")
+	kaslr=""
 fi
+[ -f "$guest/vmlinuz" ] || { echo "bench-linux: no kernel in $guest (make guest KERNEL=...)" >&2; exit 1; }
+kernel_name=$(file -b "$guest/vmlinuz" | sed -n 's/.*version \([^ ,]*\).*/\1/p')
 few=vfs_read,vfs_write,do_sys_openat2,vfs_open
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -116,11 +123,11 @@ t_trap_few=$window
 trap_stops=$(sed -n 's/.* stops \([0-9]*\) hits .*/\1/p' "$work/trap_few.err")
 trap_held=$(sed -n 's/.* held-us \([0-9]*\).*/\1/p' "$work/trap_few.err")
 
-awk -v r="$rounds" -v b="$t_base" -v tf="$t_trap_few" -v fa="$t_ftrace_all" -v sa="$t_stub_all" \
+awk -v kn="${kernel_name:-?}" -v r="$rounds" -v b="$t_base" -v tf="$t_trap_few" -v fa="$t_ftrace_all" -v sa="$t_stub_all" \
 	-v ef="$e_few" -v ea="$e_all" -v np="$stub_probes" -v lost="$stub_lost" -v few="$few" \
 	-v flost="$f_all" -v sp="$stub_pauses" -v spu="$stub_paused" \
 	-v ts="${trap_stops:-0}" -v th="${trap_held:-0}" 'BEGIN {
-	printf "hvtrace bench (Linux guest, QEMU TCG): %d rounds of the file workload, window timed on the host\n", r
+	printf "hvtrace bench (Linux guest %s, QEMU TCG): %d rounds of the file workload, window timed on the host\n", kn, r
 	printf "  untraced window: %.3f s\n", b
 	printf "  every traceable function (%d stub probes; %d calls in the window, counted by the guest'"'"'s ftrace):\n", np, ea
 	ca = (fa - b) / ea; cs = (sa - b) / ea
