@@ -156,6 +156,13 @@ static bool wait_console(const char *text, int seconds)
 /* ---- a bare QEMU, and what QEMU listens on --------------------------------------------------- */
 
 static pid_t bare_pid = -1;
+/* How the bare QEMU ended (waitpid status; -1: it has not, or was stopped by the test), and where
+ * its stderr goes: both told when its guest did not end as it should. */
+static int bare_status = -1;
+static char bare_err[192], bare_log[192]; /* its log: vCPU resets (the registers before a triple
+					    fault) and guest errors */
+#define BARE_QEMU_ERR bare_err
+#define BARE_QEMU_LOG bare_log
 static char record_dat[128];
 static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16], self_pid[16],
     fake_map[128];
@@ -181,9 +188,10 @@ static int bare_start(const char *binary, const char *const *opts, const char *c
 	const char *argv[48] = {binary ? arg(binary) : "qemu-system-x86_64", "-display", "none", "-nodefaults",
 				"-no-user-config", "-cpu", "max", "-accel", "tcg",
 				"-smp", "2", "-no-reboot", "-kernel", kernel,
-				"-initrd", initrd, "-append", append, "-serial", serial};
+				"-initrd", initrd, "-append", append, "-serial", serial,
+				"-d", "cpu_reset,guest_errors", "-D", BARE_QEMU_LOG};
 	/* clang-format on */
-	size_t n = 20;
+	size_t n = 24;
 	bool machine = false, mem = false;
 
 	snprintf(append, sizeof(append), "console=ttyS0 %s", cmdline);
@@ -204,15 +212,19 @@ static int bare_start(const char *binary, const char *const *opts, const char *c
 	mkdir("/tmp/hvtrace-libvirt", 0755);
 	snprintf(serial, sizeof(serial), "/tmp/hvtrace-libvirt/%s", DOMAIN);
 	mkdir(serial, 0755);
+	snprintf(bare_err, sizeof(bare_err), "%s/qemu.err", serial);
+	snprintf(bare_log, sizeof(bare_log), "%s/qemu.log", serial);
 	snprintf(serial, sizeof(serial), "file:%s", CONSOLE);
 	unlink(CONSOLE);
+	bare_status = -1;
 	bare_pid = fork();
 	if (bare_pid == 0) {
 		int null = open("/dev/null", O_RDWR);
+		int err = open(BARE_QEMU_ERR, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		dup2(null, 0);
 		dup2(null, 1);
-		dup2(null, 2);
+		dup2(err >= 0 ? err : null, 2);
 		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -222,9 +234,31 @@ static int bare_start(const char *binary, const char *const *opts, const char *c
 
 static bool bare_gone(void)
 {
-	if (bare_pid > 0 && waitpid(bare_pid, NULL, WNOHANG) == bare_pid)
+	int status;
+
+	if (bare_pid > 0 && waitpid(bare_pid, &status, WNOHANG) == bare_pid) {
 		bare_pid = -1;
+		bare_status = status;
+	}
 	return bare_pid <= 0;
+}
+
+/* On stderr: how the bare QEMU ended and what it printed there (a guest that ended without its
+ * workload's last line: a triple fault, a QEMU abort, a signal). */
+static void bare_tell_end(void)
+{
+	char cmd[512];
+
+	if (bare_status == -1)
+		return;
+	if (WIFEXITED(bare_status))
+		fprintf(stderr, "the bare QEMU exited with status %d\n", WEXITSTATUS(bare_status));
+	else if (WIFSIGNALED(bare_status))
+		fprintf(stderr, "the bare QEMU was killed by signal %d\n", WTERMSIG(bare_status));
+	fflush(stderr);
+	snprintf(cmd, sizeof(cmd), "tail -n 20 %s >&2; tail -n 30 %s >&2", BARE_QEMU_ERR, BARE_QEMU_LOG);
+	if (system(cmd) < 0)
+		perror("tail");
 }
 
 static void bare_stop(void)
@@ -2154,6 +2188,9 @@ static void play_test(void **state)
 			snprintf(cmd, sizeof(cmd), "tail -n 40 %s >&2", CONSOLE);
 			if (system(cmd) < 0)
 				perror("tail");
+			fprintf(stderr, "last run's stderr:\n%s\n", last_err);
+			if (t->qemu[0])
+				bare_tell_end();
 			fail_msg("no \"%s\" on the guest's console after the detach",
 				 t->console_after[i]);
 		}
