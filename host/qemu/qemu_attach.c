@@ -118,6 +118,13 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 		snprintf(path, sizeof(path), "%s", how->qmp);
 	}
 	ret = qmp_connect(&c->qmp, path, err, errlen);
+	/* a QEMU just launched binds its socket (which qemu_launch waits for) before it listens on
+	 * it: refused until then, for as long as it lives (10 s at most) */
+	for (int i = 0; ret == -ECONNREFUSED && c->launched && i < 1000; i++) {
+		if (tcp_interrupted() || qemu_proc_wait(&c->proc, 10) != -ETIMEDOUT)
+			break;
+		ret = qmp_connect(&c->qmp, path, err, errlen);
+	}
 	if (ret < 0)
 		return ret;
 	c->have_qmp = true;
