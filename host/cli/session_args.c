@@ -161,7 +161,24 @@ static const struct option run_opts[] = {
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
-static const char run_shortopts[] = ":p:l:n:g:e:r:o:c:P:h";
+
+/* getopt's short options for @opts, from the table itself: ':' first (a missing argument comes back
+ * as ':'), then the val of each option that has a letter, followed by ':' when it takes an
+ * argument. Into @buf (@len bytes; the table's letters fit). Returns @buf. */
+static const char *short_options(const struct option *opts, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[n++] = ':';
+	for (; opts->name; opts++)
+		if (opts->val < 256 && isalpha(opts->val) && n + 3 <= len) {
+			buf[n++] = (char)opts->val;
+			if (opts->has_arg == required_argument)
+				buf[n++] = ':';
+		}
+	buf[n] = '\0';
+	return buf;
+}
 
 /* The word parse_run is at (an option, or its argument), for naming a session file's line in an error;
  * NULL past the options. */
@@ -401,10 +418,12 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	    [PROBE_TRAP] = "trap", [PROBE_STUB] = "stub", [PROBE_AUTO] = "auto"};
 	int c, k, ret = 0;
 	const char *mem_arg = NULL;
+	char shortopts[32];
 
+	short_options(run_opts, shortopts, sizeof(shortopts));
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, run_shortopts, run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shortopts, run_opts, NULL)) != -1) {
 		parsing_word = optarg ? optarg : argv[optind - 1];
 		switch (c) {
 		case 'p':
@@ -549,13 +568,15 @@ static const struct option report_opts[] = {
 static int parse_report(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
 	static const char *const names[] = {"text", "graph", "json", "folded"};
+	char shortopts[8];
 	int c, k;
 
 	s->cmd = CMD_REPORT;
 	s->input = "trace.dat";
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:f:h", report_opts, NULL)) != -1) {
+	short_options(report_opts, shortopts, sizeof(shortopts));
+	while ((c = getopt_long(argc, argv, shortopts, report_opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': s->input = optarg; break;
 		case 'f':
@@ -612,14 +633,15 @@ static int parse_run_sessions(struct session *s, int argc, char **argv, char *er
 {
 	struct session_words *w = calloc(1, sizeof(*w));
 	const struct session_origin *o;
-	char msg[512];
+	char msg[512], shortopts[32];
 	int ret;
 
 	if (!w) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	ret = session_expand(argc, argv, run_opts, run_shortopts, w, err, errlen);
+	ret = session_expand(argc, argv, run_opts, short_options(run_opts, shortopts, sizeof(shortopts)),
+			     w, err, errlen);
 	/* a session parsed again keeps the words of the earlier parse: its fields may point there */
 	w->older = s->words;
 	s->words = w;
