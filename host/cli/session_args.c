@@ -62,7 +62,10 @@ static int one_of(const char *opt, const char *arg, const char *const *words, in
 		return 0;
 	for (int i = 0; i < n && at < sizeof(list); i++)
 		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s",
-				       !i ? "" : i == n - 1 ? " or " : ", ", words[i]);
+				       !i	    ? ""
+				       : i == n - 1 ? " or "
+						    : ", ",
+				       words[i]);
 	snprintf(err, errlen, "%s '%s': expected %s", opt, arg, list);
 	return -EINVAL;
 }
@@ -191,7 +194,8 @@ static int parse_tracer(struct session *s, const char *arg, char *err, size_t er
 			s->tracer = (enum tracer_kind)k;
 			return 0;
 		}
-	snprintf(err, errlen, "-p '%s': unknown tracer (available: function function_graph nop)", arg);
+	snprintf(err, errlen, "-p '%s': unknown tracer (available: function function_graph nop)",
+		 arg);
 	return -EINVAL;
 }
 
@@ -640,8 +644,8 @@ static int parse_run_sessions(struct session *s, int argc, char **argv, char *er
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	ret = session_expand(argc, argv, run_opts, short_options(run_opts, shortopts, sizeof(shortopts)),
-			     w, err, errlen);
+	short_options(run_opts, shortopts, sizeof(shortopts));
+	ret = session_expand(argc, argv, run_opts, shortopts, w, err, errlen);
 	/* a session parsed again keeps the words of the earlier parse: its fields may point there */
 	w->older = s->words;
 	s->words = w;

@@ -88,10 +88,10 @@ static void elf_close(void *ctx)
 }
 
 static const struct kvm_guest_ops elf_guest = {
-	.open = elf_open,
-	.prepare = elf_prepare,
-	.ran = elf_ran,
-	.close = elf_close,
+    .open = elf_open,
+    .prepare = elf_prepare,
+    .ran = elf_ran,
+    .close = elf_close,
 };
 
 int backend_elf_new(struct backend *b, const struct backend_env *env)

@@ -329,10 +329,10 @@ static void linux_close(void *ctx)
 }
 
 static const struct kvm_guest_ops linux_guest = {
-	.open = linux_open,
-	.prepare = linux_prepare,
-	.ran = linux_ran,
-	.close = linux_close,
+    .open = linux_open,
+    .prepare = linux_prepare,
+    .ran = linux_ran,
+    .close = linux_close,
 };
 
 int backend_linux_new(struct backend *b, const struct backend_env *env)

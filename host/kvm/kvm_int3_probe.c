@@ -33,21 +33,21 @@
 static const struct {
 	const char *name, *desc;
 } verdicts[] = {
-	[KVM_INT3_DEBUG_EXIT] = {"debug-exit", "KVM_EXIT_DEBUG (real KVM)"},
-	[KVM_INT3_EMULATION] = {"emulation", "emulation failure (PVM-style)"},
-	[KVM_INT3_GUEST_IDT] = {"guest-idt",
-				"the guest's own #BP handler ran (INT3 is not intercepted)"},
-	[KVM_INT3_TRIPLE_FAULT] = {"triple-fault", "triple fault"},
-	[KVM_INT3_OTHER] = {"other", "an unexpected exit"},
-	[KVM_INT3_TIMEOUT] = {"timeout", "no exit in time"},
-	[KVM_INT3_NO_CHECK] = {"no-check", "not checked"},
+    [KVM_INT3_DEBUG_EXIT] = {"debug-exit", "KVM_EXIT_DEBUG (real KVM)"},
+    [KVM_INT3_EMULATION] = {"emulation", "emulation failure (PVM-style)"},
+    [KVM_INT3_GUEST_IDT] = {"guest-idt",
+			    "the guest's own #BP handler ran (INT3 is not intercepted)"},
+    [KVM_INT3_TRIPLE_FAULT] = {"triple-fault", "triple fault"},
+    [KVM_INT3_OTHER] = {"other", "an unexpected exit"},
+    [KVM_INT3_TIMEOUT] = {"timeout", "no exit in time"},
+    [KVM_INT3_NO_CHECK] = {"no-check", "not checked"},
 };
 
 const char *kvm_int3_verdict_name(enum kvm_int3_verdict v)
 {
 	return (unsigned)v < sizeof(verdicts) / sizeof(verdicts[0]) && verdicts[v].desc
-		       ? verdicts[v].desc
-		       : "?";
+		   ? verdicts[v].desc
+		   : "?";
 }
 
 const char *kvm_int3_why(const struct kvm_int3_check *c, bool qemu, char *buf, size_t len)

@@ -254,14 +254,14 @@ static int kvm_run_close(void *ctx)
 }
 
 static const struct backend_ops kvm_ops = {
-	.open = kvm_run_open,
-	.prepare = kvm_run_prepare,
-	.start = kvm_run_start,
-	.wait = kvm_run_wait,
-	.detach = kvm_run_detach,
-	.stats = kvm_run_stats,
-	.stats_alone = kvm_run_stats_alone,
-	.close = kvm_run_close,
+    .open = kvm_run_open,
+    .prepare = kvm_run_prepare,
+    .start = kvm_run_start,
+    .wait = kvm_run_wait,
+    .detach = kvm_run_detach,
+    .stats = kvm_run_stats,
+    .stats_alone = kvm_run_stats_alone,
+    .close = kvm_run_close,
 };
 
 int kvm_run_new(struct backend *b, const struct backend_env *env, const struct kvm_guest_ops *guest,

@@ -21,7 +21,8 @@ struct kvm_guest_ops {
 	/* The run ended (a selected pipeline, the vCPUs not joined yet): the probes out, or the
 	 * pipeline drained where the guest is gone. */
 	void (*ran)(void *ctx);
-	/* backend_ops.close, the guest's part: after the VM is destroyed, before the state is freed. */
+	/* backend_ops.close, the guest's part: after the VM is destroyed, before the state is
+	 * freed. */
 	void (*close)(void *ctx);
 };
 

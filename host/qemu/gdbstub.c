@@ -268,7 +268,7 @@ int gdb_write_reg(struct gdb *g, int tid, unsigned regno, uint64_t value)
 /* ---- memory ---------------------------------------------------------------------------------- */
 
 /* What 'm' and 'M' share: thread @tid (> 0) selected, and the bytes one packet carries, two hex
- * digits each after @head bytes of command, into *@chunk. Returns 0 or gdb_select_thread's error. */
+ * digits each after @head bytes of command, into *@chunk. 0, or gdb_select_thread's error. */
 static int mem_begin(struct gdb *g, int tid, size_t head, size_t *chunk)
 {
 	*chunk = (g->packet_size - head) / 2;

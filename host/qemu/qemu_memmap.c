@@ -49,7 +49,8 @@ static int out_of_shape(const char *what, const char *line, char *err, size_t er
 static int table_end(const char *cmd, int rc, const char *missing, char *err, size_t errlen)
 {
 	if (rc < 0)
-		snprintf(err, errlen, "%s: a line longer than %d bytes", cmd, QEMU_MEMMAP_MAX_LINE - 1);
+		snprintf(err, errlen, "%s: a line longer than %d bytes", cmd,
+			 QEMU_MEMMAP_MAX_LINE - 1);
 	else if (missing)
 		snprintf(err, errlen, "%s: %s", cmd, missing);
 	else
@@ -183,8 +184,8 @@ int qemu_mtree_parse(const char *text, struct qemu_ram_range *r, unsigned max, u
 		}
 		r[(*nr)++] = x;
 	}
-	return table_end("info mtree", rc, found ? NULL : "no flat view of address space memory", err,
-			 errlen);
+	return table_end("info mtree", rc, found ? NULL : "no flat view of address space memory",
+			 err, errlen);
 }
 
 /* "4 KiB" and the like into bytes (powers of two only: page sizes). */
@@ -341,8 +342,8 @@ int qemu_ramblock_parse(const char *text, struct qemu_ramblock *b, unsigned max,
 		}
 		b[(*nr)++] = x;
 	}
-	return table_end("info ramblock", rc, ncol ? NULL : "no table (Block Name, PSize, ..., Used)",
-			 err, errlen);
+	return table_end("info ramblock", rc,
+			 ncol ? NULL : "no table (Block Name, PSize, ..., Used)", err, errlen);
 }
 
 int qemu_memdev_parse(const char *text, char (*ids)[QEMU_MEMMAP_NAME], unsigned max, unsigned *nr,
