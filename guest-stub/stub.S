@@ -84,6 +84,32 @@
 11:
 .endm
 
+/* rcx = the top frame of the shadow stack at r10; to \empty when it holds none. */
+.macro TOP_FRAME empty
+	movq S_NR(%r10), %rcx
+	testq %rcx, %rcx
+	jz \empty
+	shlq $5, %rcx
+	leaq S_E-32(%r10,%rcx), %rcx
+.endm
+
+/* The top frame of the shadow stack at r10 is gone: its drop record, the frame popped, then back
+ * to \loop. */
+.macro DROP_TOP loop
+	call .Lemit_drop
+	decq S_NR(%r10)
+	FIX_ROOT
+	jmp \loop
+.endm
+
+/* rcx = the shadow stack at probe \idx from the hash in r9: stacks[(r9 + \idx) & mask]. */
+.macro STACK_AT idx
+	leaq (%r9,\idx), %rcx
+	andq H_STACKS_MASK(%rbx), %rcx
+	shlq $STUB_STACK_SHIFT, %rcx
+	addq H_STACKS(%rbx), %rcx
+.endm
+
 /* rbx = header, rbp = TSC, r12 = CPU number (all-ones when out of range): from one RDTSCP
  * (ECX = IA32_TSC_AUX, masked) when the header's H_AUX_MASK is set; else RDTSC and the u32 at
  * %gs:H_CPU_GS_OFF, or with H_CPUID set CPUID leaf 1's APIC ID (EBX[31:24]; the VMM sets it per
@@ -232,11 +258,7 @@ hvt_stub_entry_ret_args:
 .Ldrop_loop:
 	/* Frames deeper than this slot are gone; so is one at this slot unless it holds hvt_stub_ret
 	 * (a tail call, whose frame stays below the new one). */
-	movq S_NR(%r10), %rcx
-	testq %rcx, %rcx
-	jz .Lpush
-	shlq $5, %rcx
-	leaq S_E-32(%r10,%rcx), %rcx
+	TOP_FRAME .Lpush
 	cmpq %r14, E_SLOT(%rcx)
 	jb .Ldrop
 	jne .Lpush
@@ -244,10 +266,7 @@ hvt_stub_entry_ret_args:
 	cmpq H_RET(%rbx), %rax
 	je .Lpush
 .Ldrop:
-	call .Lemit_drop
-	decq S_NR(%r10)
-	FIX_ROOT
-	jmp .Ldrop_loop
+	DROP_TOP .Ldrop_loop
 .Lpush:
 	movq S_NR(%r10), %rcx
 	cmpq H_MAX_DEPTH(%rbx), %rcx
@@ -319,18 +338,11 @@ hvt_stub_ret:
 	jz .Lorphan
 	movq %rax, %r10
 .Lr_pop:
-	movq S_NR(%r10), %rcx
-	testq %rcx, %rcx
-	jz .Lorphan
-	shlq $5, %rcx
-	leaq S_E-32(%r10,%rcx), %rcx
+	TOP_FRAME .Lorphan
 	cmpq %r14, E_SLOT(%rcx)
 	je .Lr_match
 	ja .Lorphan
-	call .Lemit_drop
-	decq S_NR(%r10)
-	FIX_ROOT
-	jmp .Lr_pop
+	DROP_TOP .Lr_pop
 .Lr_match:
 	movq E_ORIG(%rcx), %rax
 	movq %rax, (%r14)
@@ -605,10 +617,7 @@ hvt_stub_ret:
 	shrq $32, %r9
 	xorl %edi, %edi
 .Lsg_find:
-	leaq (%r9,%rdi), %rcx
-	andq H_STACKS_MASK(%rbx), %rcx
-	shlq $STUB_STACK_SHIFT, %rcx
-	addq H_STACKS(%rbx), %rcx
+	STACK_AT %rdi
 	cmpq %rsi, S_KEY(%rcx)
 	je .Lsg_found
 	incl %edi
@@ -618,10 +627,7 @@ hvt_stub_ret:
 	jz .Lsg_none
 	xorl %edi, %edi
 .Lsg_claim:
-	leaq (%r9,%rdi), %rcx
-	andq H_STACKS_MASK(%rbx), %rcx
-	shlq $STUB_STACK_SHIFT, %rcx
-	addq H_STACKS(%rbx), %rcx
+	STACK_AT %rdi
 	xorl %eax, %eax
 	lock cmpxchgq %rsi, S_KEY(%rcx)
 	je .Lsg_found

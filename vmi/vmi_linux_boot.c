@@ -146,16 +146,9 @@ fail:
 
 uint64_t vmi_linux_boot_loc(const struct vmi_boot *b, uint64_t site)
 {
-	size_t lo = 0, hi = b->nr;
+	size_t lo = vmi_lower_bound(b->locs, b->nr, sizeof(*b->locs),
+				    offsetof(struct vmi_boot_loc, site), site);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (b->locs[mid].site < site)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < b->nr && b->locs[lo].site == site ? b->locs[lo].loc : 0;
 }
 

@@ -79,16 +79,9 @@ out:
 /* Index of the site of the function starting at @addr (or whose site is @addr), or -1. */
 static long site_of(const struct vmi_sites *sites, uint64_t addr)
 {
-	size_t lo = 0, hi = sites->nr;
+	size_t lo = vmi_lower_bound(sites->v, sites->nr, sizeof(*sites->v),
+				    offsetof(struct vmi_site, addr), addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sites->v[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo < sites->nr && (sites->v[lo].addr == addr || sites->v[lo].func->addr == addr))
 		return (long)lo;
 	return -1;

@@ -80,3 +80,20 @@ void vmi_sites_free(struct vmi_sites *sites)
 	free(sites->v);
 	memset(sites, 0, sizeof(*sites));
 }
+
+size_t vmi_lower_bound(const void *base, size_t nr, size_t size, size_t key_off, uint64_t key)
+{
+	size_t lo = 0, hi = nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
+
+		memcpy(&k, (const char *)base + mid * size + key_off, sizeof(k));
+		if (k < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

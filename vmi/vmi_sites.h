@@ -37,4 +37,8 @@ int vmi_site_check(const struct vmi_site *site, const uint8_t *bytes, char *err,
 
 void vmi_sites_free(struct vmi_sites *sites);
 
+/* Binary search over @nr elements of @size bytes at @base, sorted by the u64 key at byte @key_off
+ * of each (a site table and the like): the first index whose key is >= @key, @nr if none. Pure. */
+size_t vmi_lower_bound(const void *base, size_t nr, size_t size, size_t key_off, uint64_t key);
+
 #endif

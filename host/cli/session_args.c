@@ -40,6 +40,36 @@ static int push(char ***v, size_t *n, char *s)
 	return 0;
 }
 
+/* The index of @arg among the @n words of @words (NULL ones skipped), or -1. */
+static int pick(const char *arg, const char *const *words, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (words[i] && !strcmp(arg, words[i]))
+			return i;
+	return -1;
+}
+
+/* Option @opt's value @arg, one of the @n words of @words (no NULL among them): its index in *@k,
+ * 0; or -EINVAL with "@opt '@arg': expected w0, w1 or w2" in @err. */
+static int one_of(const char *opt, const char *arg, const char *const *words, int n, int *k,
+		  char *err, size_t errlen)
+{
+	char list[128];
+	size_t at = 0;
+
+	*k = pick(arg, words, n);
+	if (*k >= 0)
+		return 0;
+	for (int i = 0; i < n && at < sizeof(list); i++)
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s",
+				       !i	    ? ""
+				       : i == n - 1 ? " or "
+						    : ", ",
+				       words[i]);
+	snprintf(err, errlen, "%s '%s': expected %s", opt, arg, list);
+	return -EINVAL;
+}
+
 enum {
 	OPT_CONSOLE = 256,
 	OPT_SMP,
@@ -134,7 +164,24 @@ static const struct option run_opts[] = {
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
-static const char run_shortopts[] = ":p:l:n:g:e:r:o:c:P:h";
+
+/* getopt's short options for @opts, from the table itself: ':' first (a missing argument comes back
+ * as ':'), then the val of each option that has a letter, followed by ':' when it takes an
+ * argument. Into @buf (@len bytes; the table's letters fit). Returns @buf. */
+static const char *short_options(const struct option *opts, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[n++] = ':';
+	for (; opts->name; opts++)
+		if (opts->val < 256 && isalpha(opts->val) && n + 3 <= len) {
+			buf[n++] = (char)opts->val;
+			if (opts->has_arg == required_argument)
+				buf[n++] = ':';
+		}
+	buf[n] = '\0';
+	return buf;
+}
 
 /* The word parse_run is at (an option, or its argument), for naming a session file's line in an error;
  * NULL past the options. */
@@ -142,18 +189,14 @@ static const char *parsing_word;
 
 static int parse_tracer(struct session *s, const char *arg, char *err, size_t errlen)
 {
-	if (!strcmp(arg, "function"))
-		s->tracer = TRACER_FUNCTION;
-	else if (!strcmp(arg, "function_graph"))
-		s->tracer = TRACER_FUNCTION_GRAPH;
-	else if (!strcmp(arg, "nop"))
-		s->tracer = TRACER_NOP;
-	else {
-		snprintf(err, errlen, "-p '%s': unknown tracer (available: function function_graph nop)",
-			 arg);
-		return -EINVAL;
-	}
-	return 0;
+	for (int k = TRACER_NOP; k <= TRACER_FUNCTION_GRAPH; k++)
+		if (!strcmp(arg, tracer_name((enum tracer_kind)k))) {
+			s->tracer = (enum tracer_kind)k;
+			return 0;
+		}
+	snprintf(err, errlen, "-p '%s': unknown tracer (available: function function_graph nop)",
+		 arg);
+	return -EINVAL;
 }
 
 static int parse_seconds(const char *opt, const char *arg, double *out, char *err, size_t errlen)
@@ -294,6 +337,13 @@ static int parse_live_format(struct session *s, const char *arg, char *err, size
 	return -EINVAL;
 }
 
+/* The first option given that only QEMU takes (the embedded VMM has no such thing), or NULL. */
+static const char *qemu_only_option(const struct session *s)
+{
+	return s->accel ? "--accel" : s->machine ? "--machine" : s->qmp ? "--qmp" : s->pid ? "--pid"
+	     : s->verify_text ? "--verify-text" : s->gdb_memory ? "--gdb-memory" : NULL;
+}
+
 /* The checks that need every option: which target, and its required arguments. */
 static int check_target(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
@@ -331,10 +381,7 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 		}
 	} else if (s->kernel) {
 		/* a Linux kernel in the embedded VMM */
-		const char *only_qemu = s->accel ? "--accel" : s->machine ? "--machine"
-				      : s->qmp ? "--qmp" : s->pid ? "--pid"
-				      : s->verify_text ? "--verify-text"
-				      : s->gdb_memory ? "--gdb-memory" : NULL;
+		const char *only_qemu = qemu_only_option(s);
 
 		if (only_qemu) {
 			snprintf(err, errlen, "%s: needs --qemu (or attach)", only_qemu);
@@ -348,10 +395,7 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 	} else {
 		const char *only_linux = s->initrd ? "--initrd"
 				       : s->append ? "--append" : s->system_map ? "--system-map"
-				       : s->accel ? "--accel" : s->machine ? "--machine"
-				       : s->qmp ? "--qmp" : s->pid ? "--pid"
-				       : s->verify_text ? "--verify-text"
-				       : s->gdb_memory ? "--gdb-memory" : NULL;
+				       : qemu_only_option(s);
 
 		if (only_linux) {
 			snprintf(err, errlen, "%s: needs --qemu (or attach)", only_linux);
@@ -373,12 +417,17 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 
 static int parse_run(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
-	int c, ret = 0;
+	static const char *const accels[] = {"tcg", "kvm"}, *const machines[] = {"pc", "q35"};
+	static const char *const probes[] = {
+	    [PROBE_TRAP] = "trap", [PROBE_STUB] = "stub", [PROBE_AUTO] = "auto"};
+	int c, k, ret = 0;
 	const char *mem_arg = NULL;
+	char shortopts[32];
 
+	short_options(run_opts, shortopts, sizeof(shortopts));
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, run_shortopts, run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shortopts, run_opts, NULL)) != -1) {
 		parsing_word = optarg ? optarg : argv[optind - 1];
 		switch (c) {
 		case 'p':
@@ -399,18 +448,12 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_PROFILE: s->profile = true; break;
 		case OPT_QEMU: s->qemu = true; break;
 		case OPT_ACCEL:
-			if (strcmp(optarg, "tcg") && strcmp(optarg, "kvm")) {
-				snprintf(err, errlen, "--accel '%s': expected tcg or kvm", optarg);
-				return -EINVAL;
-			}
-			s->accel = optarg;
+			if (!(ret = one_of("--accel", optarg, accels, 2, &k, err, errlen)))
+				s->accel = optarg;
 			break;
 		case OPT_MACHINE:
-			if (strcmp(optarg, "pc") && strcmp(optarg, "q35")) {
-				snprintf(err, errlen, "--machine '%s': expected pc or q35", optarg);
-				return -EINVAL;
-			}
-			s->machine = optarg;
+			if (!(ret = one_of("--machine", optarg, machines, 2, &k, err, errlen)))
+				s->machine = optarg;
 			break;
 		case OPT_KERNEL: s->kernel = optarg; break;
 		case OPT_INITRD: s->initrd = optarg; break;
@@ -443,16 +486,8 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_NO_BACKPRESSURE: s->no_backpressure = true; break;
 		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
 		case OPT_PROBE:
-			if (!strcmp(optarg, "trap"))
-				s->probe = PROBE_TRAP;
-			else if (!strcmp(optarg, "stub"))
-				s->probe = PROBE_STUB;
-			else if (!strcmp(optarg, "auto"))
-				s->probe = PROBE_AUTO;
-			else {
-				snprintf(err, errlen, "--probe '%s': expected trap, stub or auto", optarg);
-				return -EINVAL;
-			}
+			if (!(ret = one_of("--probe", optarg, probes, 3, &k, err, errlen)))
+				s->probe = (enum probe_kind)k;
 			break;
 		case 'o': s->output = optarg; break;
 		case OPT_CONSOLE: s->console = optarg; break;
@@ -537,25 +572,21 @@ static const struct option report_opts[] = {
 static int parse_report(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
 	static const char *const names[] = {"text", "graph", "json", "folded"};
-	int c;
+	char shortopts[8];
+	int c, k;
 
 	s->cmd = CMD_REPORT;
 	s->input = "trace.dat";
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:f:h", report_opts, NULL)) != -1) {
+	short_options(report_opts, shortopts, sizeof(shortopts));
+	while ((c = getopt_long(argc, argv, shortopts, report_opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': s->input = optarg; break;
 		case 'f':
-			s->report_format = REPORT_AUTO;
-			for (unsigned k = 0; k < 4; k++)
-				if (!strcmp(optarg, names[k]))
-					s->report_format = (enum report_format)(REPORT_TEXT + k);
-			if (s->report_format == REPORT_AUTO) {
-				snprintf(err, errlen,
-					 "--format '%s': expected text, graph, json or folded", optarg);
+			if (one_of("--format", optarg, names, 4, &k, err, errlen) < 0)
 				return -EINVAL;
-			}
+			s->report_format = (enum report_format)(REPORT_TEXT + k);
 			break;
 		case OPT_RETVAL: s->funcgraph_retval = true; break;
 		case OPT_TAIL: s->funcgraph_tail = true; break;
@@ -606,14 +637,15 @@ static int parse_run_sessions(struct session *s, int argc, char **argv, char *er
 {
 	struct session_words *w = calloc(1, sizeof(*w));
 	const struct session_origin *o;
-	char msg[512];
+	char msg[512], shortopts[32];
 	int ret;
 
 	if (!w) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	ret = session_expand(argc, argv, run_opts, run_shortopts, w, err, errlen);
+	short_options(run_opts, shortopts, sizeof(shortopts));
+	ret = session_expand(argc, argv, run_opts, shortopts, w, err, errlen);
 	/* a session parsed again keeps the words of the earlier parse: its fields may point there */
 	w->older = s->words;
 	s->words = w;
@@ -631,7 +663,10 @@ static int parse_run_sessions(struct session *s, int argc, char **argv, char *er
 
 int session_parse_args(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
+	static const char *const cmds[] = {
+	    [CMD_RUN] = "run", [CMD_ATTACH] = "attach", [CMD_LIST_FUNCTIONS] = "list-functions"};
 	const char *cmd;
+	int k;
 
 	if (argc < 2) {
 		snprintf(err, errlen, "missing command (see hvtrace --help)");
@@ -657,17 +692,13 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 			cmd = "attach";
 		}
 	}
-	if (!strcmp(cmd, "run"))
-		s->cmd = CMD_RUN;
-	else if (!strcmp(cmd, "attach"))
-		s->cmd = CMD_ATTACH;
-	else if (!strcmp(cmd, "list-functions"))
-		s->cmd = CMD_LIST_FUNCTIONS;
-	else {
+	k = pick(cmd, cmds, CMD_LIST_FUNCTIONS + 1);
+	if (k < 0) {
 		snprintf(err, errlen,
 			 "'%s': unknown command (run, attach, record, report, list-functions)", cmd);
 		return -EINVAL;
 	}
+	s->cmd = (enum session_cmd)k;
 	if (s->cmd == CMD_LIST_FUNCTIONS && wants_help(argc - 2, argv + 2)) {
 		s->cmd = CMD_HELP;
 		return 0;

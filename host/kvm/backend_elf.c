@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 struct backend_elf {
-	struct kvm_run_state k; /* first: the shared ops take the state as a struct kvm_run_state */
+	struct kvm_run_state k; /* first: kvm_run's ops take the state as a struct kvm_run_state */
 	struct guest_image g;
 	bool have_g;
 	struct target tgt;
@@ -31,7 +31,7 @@ static int elf_open(void *ctx, char *err, size_t errlen)
 	return status;
 }
 
-static int elf_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size_t errlen)
+static int elf_prepare(void *ctx, FILE *out, FILE *con, char *err, size_t errlen)
 {
 	struct backend_elf *b = ctx;
 	const struct session *s = b->k.env.s;
@@ -39,7 +39,6 @@ static int elf_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size
 	bool no_trap;
 	int status;
 
-	(void)sfd;
 	if (b->k.env.check_int3(s, false, &no_trap, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	if (vm_create(&b->k.vm, &cfg, err, errlen) < 0)
@@ -71,60 +70,33 @@ static int elf_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size
 	return status;
 }
 
-static int elf_wait(void *ctx, int sfd)
+/* The run ended: the probes out with the vCPUs paused, then the VM stops (kvm_run's wait). */
+static void elf_ran(void *ctx)
 {
 	struct backend_elf *b = ctx;
-	const struct session *s = b->k.env.s;
-	struct pipeline *p = b->k.env.p;
-	int sig = kvm_run_supervise(&b->k.vm, p, sfd, s), status = 0;
 
-	/* From now on a signal cuts the rest of the trace short (it still ends with its trailer);
-	 * without the watcher, a signal waits until the end */
-	(void)pipeline_run_ended(p, sfd);
-	/* a signal or --timeout is said now, not after the rest of the trace is written */
-	if (sig)
-		status = kvm_run_end_status(&b->k.vm, sig, s);
-	/* Teardown: probes out with the vCPUs paused, then the VM stops. */
-	if (pipeline_detach(p) < 0)
+	if (pipeline_detach(b->k.env.p) < 0)
 		cmd_error("restoring the patched sites failed");
-	vcpu_join_all(&b->k.vm);
-	if (!sig)
-		status = kvm_run_end_status(&b->k.vm, sig, s);
-	return status;
 }
 
-static int elf_close(void *ctx)
+static void elf_close(void *ctx)
 {
 	struct backend_elf *b = ctx;
-	int con_err = kvm_run_close_vm(&b->k);
 
 	if (b->have_g)
 		guest_image_close(&b->g);
-	free(b);
-	return con_err;
 }
 
-static const struct backend_ops elf_ops = {
+static const struct kvm_guest_ops elf_guest = {
     .open = elf_open,
     .prepare = elf_prepare,
-    .start = kvm_run_start,
-    .wait = elf_wait,
-    .detach = kvm_run_detach,
-    .stats = kvm_run_stats,
-    .stats_alone = kvm_run_stats_alone,
+    .ran = elf_ran,
     .close = elf_close,
 };
 
 int backend_elf_new(struct backend *b, const struct backend_env *env)
 {
-	struct backend_elf *e = calloc(1, sizeof(*e));
-
-	if (!e)
-		return -ENOMEM;
-	e->k.env = *env;
-	b->ops = &elf_ops;
-	b->ctx = e;
-	return 0;
+	return kvm_run_new(b, env, &elf_guest, sizeof(struct backend_elf));
 }
 
 int backend_elf_list_functions(const struct session *s)

@@ -27,7 +27,7 @@
 #define BASE_CMDLINE "console=ttyS0 panic=-1"
 
 struct klrun {
-	struct kvm_run_state k; /* first: the shared ops take the state as a struct kvm_run_state */
+	struct kvm_run_state k; /* first: kvm_run's ops take the state as a struct kvm_run_state */
 	struct target tgt;
 	struct vmi_linux l;
 	bool have_l;
@@ -267,7 +267,7 @@ static int linux_open(void *ctx, char *err, size_t errlen)
 	return 0;
 }
 
-static int linux_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size_t errlen)
+static int linux_prepare(void *ctx, FILE *out, FILE *con, char *err, size_t errlen)
 {
 	struct klrun *r = ctx;
 	const struct session *s = r->k.env.s;
@@ -283,7 +283,6 @@ static int linux_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, si
 	};
 	int ret;
 
-	(void)sfd;
 	r->out = out;
 	if (vm_create(&r->k.vm, &cfg, err, errlen) < 0)
 		return EXIT_HOST_ERROR;
@@ -298,43 +297,27 @@ static int linux_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, si
 	return attach_at_boot(r, err, errlen);
 }
 
-static int linux_wait(void *ctx, int sfd)
+/* The run ended (kvm_run's wait): a guest that powered off, reset or panicked is gone, nothing
+ * left to restore in it: its vCPUs joined, the stub drained; otherwise the vCPUs still run out of
+ * the stub and the probes come out. */
+static void linux_ran(void *ctx)
 {
 	struct klrun *r = ctx;
-	const struct session *s = r->k.env.s;
 	struct pipeline *p = r->k.env.p;
-	bool have_p = pipeline_selected(p);
-	int sig = kvm_run_supervise(&r->k.vm, have_p ? p : NULL, sfd, s), status = 0;
 
-	/* from now on a signal cuts the rest of the trace short (it still ends with its trailer),
-	 * and a signal or --timeout is said now, not after the rest of the trace is written */
-	if (have_p)
-		(void)pipeline_run_ended(p, sfd);
-	if (sig)
-		status = kvm_run_end_status(&r->k.vm, sig, s);
-	if (have_p) {
-		if (r->k.vm.end == VM_END_POWEROFF || r->k.vm.end == VM_END_REBOOT ||
-		    r->k.vm.end == VM_END_PANIC) {
-			vcpu_join_all(&r->k.vm);
-			pipeline_stop_drain(
-			    p); /* nothing left to restore in a guest that is gone */
-		} else {
-			/* the vCPUs still run out of the stub */
-			if (pipeline_detach(p) < 0)
-				cmd_error("restoring the patched sites failed");
-		}
-		r->k.detached = true;
+	if (r->k.vm.end == VM_END_POWEROFF || r->k.vm.end == VM_END_REBOOT ||
+	    r->k.vm.end == VM_END_PANIC) {
+		vcpu_join_all(&r->k.vm);
+		pipeline_stop_drain(p);
+	} else if (pipeline_detach(p) < 0) {
+		cmd_error("restoring the patched sites failed");
 	}
-	vcpu_join_all(&r->k.vm);
-	if (!sig)
-		status = kvm_run_end_status(&r->k.vm, sig, s);
-	return status;
+	r->k.detached = true;
 }
 
-static int linux_close(void *ctx)
+static void linux_close(void *ctx)
 {
 	struct klrun *r = ctx;
-	int con_err = kvm_run_close_vm(&r->k);
 
 	vmi_sites_free(&r->sites);
 	vmi_linux_boot_free(&r->boot);
@@ -343,29 +326,16 @@ static int linux_close(void *ctx)
 	free(r->cmdline);
 	free(r->kernel);
 	free(r->initrd);
-	free(r);
-	return con_err;
 }
 
-static const struct backend_ops linux_ops = {
+static const struct kvm_guest_ops linux_guest = {
     .open = linux_open,
     .prepare = linux_prepare,
-    .start = kvm_run_start,
-    .wait = linux_wait,
-    .detach = kvm_run_detach,
-    .stats = kvm_run_stats,
-    .stats_alone = kvm_run_stats_alone,
+    .ran = linux_ran,
     .close = linux_close,
 };
 
 int backend_linux_new(struct backend *b, const struct backend_env *env)
 {
-	struct klrun *r = calloc(1, sizeof(*r)); /* large (sites, symbols) */
-
-	if (!r)
-		return -ENOMEM;
-	r->k.env = *env;
-	b->ops = &linux_ops;
-	b->ctx = r;
-	return 0;
+	return kvm_run_new(b, env, &linux_guest, sizeof(struct klrun));
 }

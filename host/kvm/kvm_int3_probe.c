@@ -29,32 +29,25 @@
 #define CHECK_KICK_MS	1000 /* after the bound: kicks until KVM_RUN returns */
 #define CHECK_MAX_EXITS 8
 
-static const char *const verdict_names[] = {
-    [KVM_INT3_DEBUG_EXIT] = "debug-exit", [KVM_INT3_EMULATION] = "emulation",
-    [KVM_INT3_GUEST_IDT] = "guest-idt",	  [KVM_INT3_TRIPLE_FAULT] = "triple-fault",
-    [KVM_INT3_OTHER] = "other",		  [KVM_INT3_TIMEOUT] = "timeout",
-    [KVM_INT3_NO_CHECK] = "no-check",
+/* Each verdict's name (the test hook's, kvm_int3_verdict_parse) and its description. */
+static const struct {
+	const char *name, *desc;
+} verdicts[] = {
+    [KVM_INT3_DEBUG_EXIT] = {"debug-exit", "KVM_EXIT_DEBUG (real KVM)"},
+    [KVM_INT3_EMULATION] = {"emulation", "emulation failure (PVM-style)"},
+    [KVM_INT3_GUEST_IDT] = {"guest-idt",
+			    "the guest's own #BP handler ran (INT3 is not intercepted)"},
+    [KVM_INT3_TRIPLE_FAULT] = {"triple-fault", "triple fault"},
+    [KVM_INT3_OTHER] = {"other", "an unexpected exit"},
+    [KVM_INT3_TIMEOUT] = {"timeout", "no exit in time"},
+    [KVM_INT3_NO_CHECK] = {"no-check", "not checked"},
 };
 
 const char *kvm_int3_verdict_name(enum kvm_int3_verdict v)
 {
-	switch (v) {
-	case KVM_INT3_DEBUG_EXIT:
-		return "KVM_EXIT_DEBUG (real KVM)";
-	case KVM_INT3_EMULATION:
-		return "emulation failure (PVM-style)";
-	case KVM_INT3_GUEST_IDT:
-		return "the guest's own #BP handler ran (INT3 is not intercepted)";
-	case KVM_INT3_TRIPLE_FAULT:
-		return "triple fault";
-	case KVM_INT3_OTHER:
-		return "an unexpected exit";
-	case KVM_INT3_TIMEOUT:
-		return "no exit in time";
-	case KVM_INT3_NO_CHECK:
-		return "not checked";
-	}
-	return "?";
+	return (unsigned)v < sizeof(verdicts) / sizeof(verdicts[0]) && verdicts[v].desc
+		   ? verdicts[v].desc
+		   : "?";
 }
 
 const char *kvm_int3_why(const struct kvm_int3_check *c, bool qemu, char *buf, size_t len)
@@ -88,8 +81,8 @@ const char *kvm_int3_why(const struct kvm_int3_check *c, bool qemu, char *buf, s
 
 int kvm_int3_verdict_parse(const char *name)
 {
-	for (size_t i = 0; i < sizeof(verdict_names) / sizeof(verdict_names[0]); i++)
-		if (!strcmp(name, verdict_names[i]))
+	for (size_t i = 0; i < sizeof(verdicts) / sizeof(verdicts[0]); i++)
+		if (verdicts[i].name && !strcmp(name, verdicts[i].name))
 			return (int)i;
 	return -1;
 }

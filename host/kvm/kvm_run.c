@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -167,14 +168,52 @@ int kvm_run_end_status(const struct vm *vm, int sig, const struct session *s)
 	}
 }
 
-int kvm_run_start(void *ctx, char *err, size_t errlen)
+static int kvm_run_open(void *ctx, char *err, size_t errlen)
+{
+	struct kvm_run_state *k = ctx;
+
+	return k->guest->open(ctx, err, errlen);
+}
+
+static int kvm_run_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size_t errlen)
+{
+	struct kvm_run_state *k = ctx;
+
+	(void)sfd;
+	return k->guest->prepare(ctx, out, con, err, errlen);
+}
+
+static int kvm_run_start(void *ctx, char *err, size_t errlen)
 {
 	struct kvm_run_state *k = ctx;
 
 	return vcpu_start_all(&k->vm, err, errlen) < 0 ? EXIT_HOST_ERROR : 0;
 }
 
-int kvm_run_detach(void *ctx, int status)
+static int kvm_run_wait(void *ctx, int sfd)
+{
+	struct kvm_run_state *k = ctx;
+	const struct session *s = k->env.s;
+	struct pipeline *p = k->env.p;
+	bool have_p = pipeline_selected(p);
+	int sig = kvm_run_supervise(&k->vm, have_p ? p : NULL, sfd, s), status = 0;
+
+	/* from now on a signal cuts the rest of the trace short (it still ends with its trailer;
+	 * without the watcher, a signal waits until the end), and a signal or --timeout is said
+	 * now, not after the rest of the trace is written */
+	if (have_p)
+		(void)pipeline_run_ended(p, sfd);
+	if (sig)
+		status = kvm_run_end_status(&k->vm, sig, s);
+	if (have_p)
+		k->guest->ran(ctx);
+	vcpu_join_all(&k->vm);
+	if (!sig)
+		status = kvm_run_end_status(&k->vm, sig, s);
+	return status;
+}
+
+static int kvm_run_detach(void *ctx, int status)
 {
 	struct kvm_run_state *k = ctx;
 
@@ -185,14 +224,14 @@ int kvm_run_detach(void *ctx, int status)
 	return status;
 }
 
-void kvm_run_stats(void *ctx, const struct pipeline *p)
+static void kvm_run_stats(void *ctx, const struct pipeline *p)
 {
 	struct kvm_run_state *k = ctx;
 
 	kvm_run_print_stats(&k->vm, p);
 }
 
-void kvm_run_stats_alone(void *ctx)
+static void kvm_run_stats_alone(void *ctx)
 {
 	struct kvm_run_state *k = ctx;
 
@@ -200,13 +239,41 @@ void kvm_run_stats_alone(void *ctx)
 		kvm_run_print_vm_stats(&k->vm);
 }
 
-int kvm_run_close_vm(struct kvm_run_state *k)
+static int kvm_run_close(void *ctx)
 {
+	struct kvm_run_state *k = ctx;
 	int con_err = 0;
 
 	if (k->vm_made) {
 		con_err = k->vm.console_err;
 		vm_destroy(&k->vm);
 	}
+	k->guest->close(ctx);
+	free(ctx);
 	return con_err;
+}
+
+static const struct backend_ops kvm_ops = {
+    .open = kvm_run_open,
+    .prepare = kvm_run_prepare,
+    .start = kvm_run_start,
+    .wait = kvm_run_wait,
+    .detach = kvm_run_detach,
+    .stats = kvm_run_stats,
+    .stats_alone = kvm_run_stats_alone,
+    .close = kvm_run_close,
+};
+
+int kvm_run_new(struct backend *b, const struct backend_env *env, const struct kvm_guest_ops *guest,
+		size_t size)
+{
+	struct kvm_run_state *k = calloc(1, size); /* a bzImage's is large (sites, symbols) */
+
+	if (!k)
+		return -ENOMEM;
+	k->env = *env;
+	k->guest = guest;
+	b->ops = &kvm_ops;
+	b->ctx = k;
+	return 0;
 }

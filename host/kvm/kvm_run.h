@@ -1,5 +1,6 @@
-/* The embedded VMM's run, shared by its two backends (the ELF guest, the bzImage): supervision
- * until the end, the end status, --stats. Main thread. */
+/* The embedded VMM's run, shared by its two backends (the ELF guest, the bzImage): one backend_ops
+ * table for both (kvm_run_new) with what differs behind struct kvm_guest_ops, supervision until the
+ * end, the end status, --stats. Main thread. */
 #ifndef HVT_KVM_RUN_H
 #define HVT_KVM_RUN_H
 
@@ -8,29 +9,40 @@
 #include "host/session/pipeline.h"
 #include "host/session/session.h"
 
-/* What both embedded-VMM backends hold: the first member of each one's state, so that the ops
- * below serve both (their ctx is that state). */
+/* What differs between the two guests of the embedded VMM. Each op takes the guest's state, whose
+ * first member is its struct kvm_run_state. */
+struct kvm_guest_ops {
+	/* backend_ops.open: the guest's files read, the sites selected where known. 0, or an exit
+	 * status with @err. */
+	int (*open)(void *ctx, char *err, size_t errlen);
+	/* backend_ops.prepare: the VM made (vm_made), the guest loaded, the pipeline built and
+	 * started where there is one. 0, or an exit status with @err. */
+	int (*prepare)(void *ctx, FILE *out, FILE *con, char *err, size_t errlen);
+	/* The run ended (a selected pipeline, the vCPUs not joined yet): the probes out, or the
+	 * pipeline drained where the guest is gone. */
+	void (*ran)(void *ctx);
+	/* backend_ops.close, the guest's part: after the VM is destroyed, before the state is
+	 * freed. */
+	void (*close)(void *ctx);
+};
+
+/* What both embedded-VMM backends hold: the first member of each one's state, so that the ops of
+ * kvm_run_new serve both (their ctx is that state). */
 struct kvm_run_state {
 	struct backend_env env;
+	const struct kvm_guest_ops *guest;
 	struct vm vm;
 	bool vm_made;  /* vm_create succeeded */
 	bool detached; /* the wait detached or drained the pipeline already */
 };
 
-/* backend_ops.start: the vCPUs run. EXIT_HOST_ERROR with @err if they cannot. */
-int kvm_run_start(void *ctx, char *err, size_t errlen);
-
-/* backend_ops.detach: the pipeline detached unless the wait did, the vCPUs joined. */
-int kvm_run_detach(void *ctx, int status);
-
-/* backend_ops.stats: kvm_run_print_stats of the VM. */
-void kvm_run_stats(void *ctx, const struct pipeline *p);
-
-/* backend_ops.stats_alone: kvm_run_print_vm_stats, if the VM was made. */
-void kvm_run_stats_alone(void *ctx);
-
-/* For backend_ops.close: destroys the VM if it was made; returns its console's write error. */
-int kvm_run_close_vm(struct kvm_run_state *k);
+/* @b: the embedded-VMM backend for @env's session over @guest, its state (@size bytes, a struct
+ * whose first member is the struct kvm_run_state) allocated zeroed; ops->close frees it. The ops:
+ * @guest's open and prepare; the vCPUs started; the wait (kvm_run_supervise, the end status said as
+ * soon as it is known, @guest's ran, the vCPUs joined); the pipeline detached unless the wait did;
+ * --stats; the VM destroyed and @guest's close. 0 or -ENOMEM. */
+int kvm_run_new(struct backend *b, const struct backend_env *env, const struct kvm_guest_ops *guest,
+		size_t size);
 
 /* Waits for @vm to end, a signal on @sfd, or the absolute time @deadline (0: none). Returns 0 (the
  * VM ended), the signal number, or -1 (deadline). */

@@ -117,8 +117,6 @@ int64_t gdb_wire_deadline_in(int ms)
 /* Reads more bytes into rbuf, waiting until the wait's deadline or a stop (tcp_set_interrupt). */
 static int fill(struct gdb *g, const struct gdb_wait *w)
 {
-	ssize_t r;
-
 	if (g->rpos > 0) {
 		memmove(g->rbuf, g->rbuf + g->rpos, g->rlen - g->rpos);
 		g->rlen -= g->rpos;
@@ -127,15 +125,7 @@ static int fill(struct gdb *g, const struct gdb_wait *w)
 	if (g->rlen == sizeof(g->rbuf))
 		return gdb_wire_broken(
 		    g, why(g, -EMSGSIZE, "gdbstub: a packet longer than %d bytes", GDB_MAX_PACKET));
-	r = tcp_read_until(g->fd, g->rbuf + g->rlen, sizeof(g->rbuf) - g->rlen, w->deadline);
-	if (r == -ETIMEDOUT || r == -EINTR)
-		return (int)r;
-	if (r < 0) {
-		g->gone = true;
-		return (int)r;
-	}
-	g->rlen += (size_t)r;
-	return 0;
+	return tcp_read_more(g->fd, g->rbuf, &g->rlen, sizeof(g->rbuf), w->deadline, &g->gone);
 }
 
 /* Next packet from the stub into g->pkt, skipping acks; answers a '-' by resending our last packet

@@ -267,24 +267,39 @@ int gdb_write_reg(struct gdb *g, int tid, unsigned regno, uint64_t value)
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
+/* What 'm' and 'M' share: thread @tid (> 0) selected, and the bytes one packet carries, two hex
+ * digits each after @head bytes of command, into *@chunk. 0, or gdb_select_thread's error. */
+static int mem_begin(struct gdb *g, int tid, size_t head, size_t *chunk)
+{
+	*chunk = (g->packet_size - head) / 2;
+	if (*chunk > (GDB_MAX_PACKET - head) / 2)
+		*chunk = (GDB_MAX_PACKET - head) / 2;
+	return tid > 0 ? gdb_select_thread(g, tid) : 0;
+}
+
+/* Sends memory command @cmd and waits for its reply: 0, -EFAULT (the stub's error reply: memory it
+ * could not access), or gdb_command's error. */
+static int mem_command(struct gdb *g, const char *cmd)
+{
+	int rc = gdb_command(g, cmd);
+
+	return rc == -EIO ? -EFAULT : rc;
+}
+
 int gdb_read_mem(struct gdb *g, int tid, uint64_t addr, void *buf, size_t len)
 {
-	size_t chunk = (g->packet_size - 8) / 2;
+	size_t chunk;
 	unsigned char *out = buf;
 	char cmd[64];
-	int rc;
+	int rc = mem_begin(g, tid, 8, &chunk);
 
-	if (tid > 0 && (rc = gdb_select_thread(g, tid)))
+	if (rc)
 		return rc;
-	if (chunk > (GDB_MAX_PACKET - 8) / 2)
-		chunk = (GDB_MAX_PACKET - 8) / 2;
 	while (len > 0) {
 		size_t n = len < chunk ? len : chunk, got;
 
 		snprintf(cmd, sizeof(cmd), "m%llx,%zx", (unsigned long long)addr, n);
-		rc = gdb_command(g, cmd);
-		if (rc == -EIO)
-			return -EFAULT;
+		rc = mem_command(g, cmd);
 		if (rc)
 			return rc;
 		got = g->pkt_len / 2;
@@ -310,15 +325,13 @@ int gdb_read_mem(struct gdb *g, int tid, uint64_t addr, void *buf, size_t len)
 
 int gdb_write_mem(struct gdb *g, int tid, uint64_t addr, const void *buf, size_t len)
 {
-	size_t chunk = (g->packet_size - 48) / 2;
+	size_t chunk;
 	const unsigned char *in = buf;
 	char cmd[GDB_MAX_PACKET];
-	int rc;
+	int rc = mem_begin(g, tid, 48, &chunk);
 
-	if (tid > 0 && (rc = gdb_select_thread(g, tid)))
+	if (rc)
 		return rc;
-	if (chunk > (GDB_MAX_PACKET - 48) / 2)
-		chunk = (GDB_MAX_PACKET - 48) / 2;
 	while (len > 0) {
 		size_t n = len < chunk ? len : chunk;
 		int h = snprintf(cmd, sizeof(cmd), "M%llx,%zx:", (unsigned long long)addr, n);
@@ -326,9 +339,7 @@ int gdb_write_mem(struct gdb *g, int tid, uint64_t addr, const void *buf, size_t
 		for (size_t i = 0; i < n; i++)
 			gdb_packet_le_to_hex(in[i], 1, cmd + h + 2 * i);
 		cmd[h + 2 * n] = '\0';
-		rc = gdb_command(g, cmd);
-		if (rc == -EIO)
-			return -EFAULT;
+		rc = mem_command(g, cmd);
 		if (rc)
 			return rc;
 		if (!gdb_wire_reply_is(g, "OK"))

@@ -33,11 +33,29 @@ static int next_line(const char **text, char *line, size_t cap)
 	return 1;
 }
 
-/* The start of @line, printable, for an error message. */
-static const char *shown(const char *line, char *buf, size_t cap)
+/* A monitor table's line that does not parse: "@what out of shape: '<line>'" in @err, the start of
+ * the line printable. Returns -EINVAL. */
+static int out_of_shape(const char *what, const char *line, char *err, size_t errlen)
 {
-	tcp_printable(line, strnlen(line, 80), buf, cap);
-	return buf;
+	char buf[96];
+
+	tcp_printable(line, strnlen(line, 80), buf, sizeof(buf));
+	snprintf(err, errlen, "%s out of shape: '%s'", what, buf);
+	return -EINVAL;
+}
+
+/* The end of monitor command @cmd's table: @rc is next_line's last (-1: a line did not fit);
+ * @missing, when not NULL, what the text lacked. Returns 0, or -EINVAL with one line in @err. */
+static int table_end(const char *cmd, int rc, const char *missing, char *err, size_t errlen)
+{
+	if (rc < 0)
+		snprintf(err, errlen, "%s: a line longer than %d bytes", cmd,
+			 QEMU_MEMMAP_MAX_LINE - 1);
+	else if (missing)
+		snprintf(err, errlen, "%s: %s", cmd, missing);
+	else
+		return 0;
+	return -EINVAL;
 }
 
 /* 1 to 16 hex digits at @*p (after an optional 0x), @*p moved past them. */
@@ -126,7 +144,7 @@ static bool range_line(const char *s, struct qemu_ram_range *r, bool *ram)
 int qemu_mtree_parse(const char *text, struct qemu_ram_range *r, unsigned max, unsigned *nr,
 		     char *err, size_t errlen)
 {
-	char line[QEMU_MEMMAP_MAX_LINE], buf[96];
+	char line[QEMU_MEMMAP_MAX_LINE];
 	bool in_view = false, in_mem = false, found = false;
 	int rc;
 
@@ -156,11 +174,8 @@ int qemu_mtree_parse(const char *text, struct qemu_ram_range *r, unsigned max, u
 		if (!in_mem || strncmp(line, "  ", 2) ||
 		    !strchr("0123456789abcdefABCDEF", line[2]) || !line[2])
 			continue;
-		if (!range_line(line, &x, &ram)) {
-			snprintf(err, errlen, "info mtree: a range out of shape: '%s'",
-				 shown(line, buf, sizeof(buf)));
-			return -EINVAL;
-		}
+		if (!range_line(line, &x, &ram))
+			return out_of_shape("info mtree: a range", line, err, errlen);
 		if (!ram)
 			continue;
 		if (*nr == max) {
@@ -169,16 +184,8 @@ int qemu_mtree_parse(const char *text, struct qemu_ram_range *r, unsigned max, u
 		}
 		r[(*nr)++] = x;
 	}
-	if (rc < 0) {
-		snprintf(err, errlen, "info mtree: a line longer than %d bytes",
-			 QEMU_MEMMAP_MAX_LINE - 1);
-		return -EINVAL;
-	}
-	if (!found) {
-		snprintf(err, errlen, "info mtree: no flat view of address space memory");
-		return -EINVAL;
-	}
-	return 0;
+	return table_end("info mtree", rc, found ? NULL : "no flat view of address space memory",
+			 err, errlen);
 }
 
 /* "4 KiB" and the like into bytes (powers of two only: page sizes). */
@@ -305,7 +312,7 @@ static bool ramblock_line(char *line, const enum rb_col *col, unsigned ncol, str
 int qemu_ramblock_parse(const char *text, struct qemu_ramblock *b, unsigned max, unsigned *nr,
 			char *err, size_t errlen)
 {
-	char line[QEMU_MEMMAP_MAX_LINE], copy[QEMU_MEMMAP_MAX_LINE], buf[96];
+	char line[QEMU_MEMMAP_MAX_LINE], copy[QEMU_MEMMAP_MAX_LINE];
 	enum rb_col col[RB_MAX_COLS];
 	unsigned ncol = 0;
 	int rc;
@@ -321,11 +328,8 @@ int qemu_ramblock_parse(const char *text, struct qemu_ramblock *b, unsigned max,
 		}
 		if (!line[strspn(line, " \t")])
 			continue;
-		if (!ramblock_line(copy, col, ncol, &x)) {
-			snprintf(err, errlen, "info ramblock: a block out of shape: '%s'",
-				 shown(line, buf, sizeof(buf)));
-			return -EINVAL;
-		}
+		if (!ramblock_line(copy, col, ncol, &x))
+			return out_of_shape("info ramblock: a block", line, err, errlen);
 		for (unsigned i = 0; i < *nr; i++)
 			if (!strcmp(b[i].name, x.name)) {
 				snprintf(err, errlen, "info ramblock: block %s listed twice",
@@ -338,22 +342,14 @@ int qemu_ramblock_parse(const char *text, struct qemu_ramblock *b, unsigned max,
 		}
 		b[(*nr)++] = x;
 	}
-	if (rc < 0) {
-		snprintf(err, errlen, "info ramblock: a line longer than %d bytes",
-			 QEMU_MEMMAP_MAX_LINE - 1);
-		return -EINVAL;
-	}
-	if (!ncol) {
-		snprintf(err, errlen, "info ramblock: no table (Block Name, PSize, ..., Used)");
-		return -EINVAL;
-	}
-	return 0;
+	return table_end("info ramblock", rc,
+			 ncol ? NULL : "no table (Block Name, PSize, ..., Used)", err, errlen);
 }
 
 int qemu_memdev_parse(const char *text, char (*ids)[QEMU_MEMMAP_NAME], unsigned max, unsigned *nr,
 		      char *err, size_t errlen)
 {
-	char line[QEMU_MEMMAP_MAX_LINE], buf[96];
+	char line[QEMU_MEMMAP_MAX_LINE];
 	int rc;
 
 	*nr = 0;
@@ -363,23 +359,15 @@ int qemu_memdev_parse(const char *text, char (*ids)[QEMU_MEMMAP_NAME], unsigned 
 
 		if (!skip(&p, "memory backend: "))
 			continue;
-		if (!name(&p, id) || *p) {
-			snprintf(err, errlen, "info memdev: a backend id out of shape: '%s'",
-				 shown(line, buf, sizeof(buf)));
-			return -EINVAL;
-		}
+		if (!name(&p, id) || *p)
+			return out_of_shape("info memdev: a backend id", line, err, errlen);
 		if (*nr == max) {
 			snprintf(err, errlen, "info memdev: more than %u backends", max);
 			return -EINVAL;
 		}
 		strcpy(ids[(*nr)++], id);
 	}
-	if (rc < 0) {
-		snprintf(err, errlen, "info memdev: a line longer than %d bytes",
-			 QEMU_MEMMAP_MAX_LINE - 1);
-		return -EINVAL;
-	}
-	return 0;
+	return table_end("info memdev", rc, NULL, err, errlen);
 }
 
 int qemu_memdev_parse_qmp(const char *json, char (*ids)[QEMU_MEMMAP_NAME], unsigned max,

@@ -66,16 +66,7 @@ static int fill(struct qmp *q, int64_t deadline)
 		q->buf = b;
 		q->cap = cap;
 	}
-	ssize_t r = tcp_read_until(q->fd, q->buf + q->len, q->cap - q->len, deadline);
-
-	if (r == -ETIMEDOUT || r == -EINTR)
-		return (int)r;
-	if (r < 0) {
-		q->gone = true;
-		return (int)r;
-	}
-	q->len += (size_t)r;
-	return 0;
+	return tcp_read_more(q->fd, q->buf, &q->len, q->cap, deadline, &q->gone);
 }
 
 /* Next whole message: *@msg points into q->buf (valid until the next read), consumed already. */

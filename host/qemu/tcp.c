@@ -155,3 +155,17 @@ ssize_t tcp_read_until(int fd, void *buf, size_t len, int64_t deadline)
 		return r < 0 ? -errno : r;
 	}
 }
+
+int tcp_read_more(int fd, char *buf, size_t *len, size_t cap, int64_t deadline, bool *gone)
+{
+	ssize_t r = tcp_read_until(fd, buf + *len, cap - *len, deadline);
+
+	if (r == -ETIMEDOUT || r == -EINTR)
+		return (int)r;
+	if (r < 0) {
+		*gone = true;
+		return (int)r;
+	}
+	*len += (size_t)r;
+	return 0;
+}

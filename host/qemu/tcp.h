@@ -42,4 +42,9 @@ int tcp_why(char *buf, size_t len, int rc, const char *fmt, ...)
  * stop), -ECONNRESET when the peer closed or reset the connection, or another negative errno. */
 ssize_t tcp_read_until(int fd, void *buf, size_t len, int64_t deadline);
 
+/* A client's buffered read: tcp_read_until into @buf after its *@len bytes (at most @cap - *@len),
+ * *@len grown by what came. Returns 0, -ETIMEDOUT or -EINTR (the connection still usable), or
+ * another negative errno, the connection then gone (*@gone set). */
+int tcp_read_more(int fd, char *buf, size_t *len, size_t cap, int64_t deadline, bool *gone);
+
 #endif

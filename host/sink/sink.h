@@ -73,6 +73,10 @@ struct sink {
 void sink_setup(struct sink *s, const struct sink_ops *ops, FILE *out, const struct vmi_symtab *syms,
 		unsigned nr_cpus);
 
+/* Whether @s traces function_graph (s->tracer, which report and run set after init, before
+ * begin()). Pure. */
+bool sink_graph_tracer(const struct sink *s);
+
 /* Writes @len bytes of @buf to s->out, unless a write already failed: the first failure's errno
  * goes to s->err and every later write is skipped. Sinks write only through these three. Writer
  * thread. */

@@ -328,8 +328,10 @@ static void switch_to(struct sink *s, unsigned cpu, struct chrome_task *t,
 
 static void chrome_begin(struct sink *s)
 {
+	struct chrome *c = s->priv;
 	char name[32];
 
+	c->graph = sink_graph_tracer(s);
 	put(s, "{\"traceEvents\":[\n");
 	metadata(s, "process_name", CHROME_PID_CPUS, 0, "CPUs");
 	metadata(s, "process_name", CHROME_PID_TASKS, 0, "tasks");
@@ -427,17 +429,8 @@ static void chrome_end(struct sink *s)
 	s->priv = NULL;
 }
 
-static void chrome_begin_mode(struct sink *s)
-{
-	struct chrome *c = s->priv;
-
-	/* the tracer is known by begin(): report and run set s->tracer after init */
-	c->graph = s->tracer && !strcmp(s->tracer, "function_graph");
-	chrome_begin(s);
-}
-
 static const struct sink_ops chrome_ops = {
-    .begin = chrome_begin_mode,
+    .begin = chrome_begin,
     .record = chrome_record,
     .end = chrome_end,
 };

@@ -203,7 +203,7 @@ static void folded_begin(struct sink *s)
 {
 	struct folded *f = s->priv;
 
-	f->graph = s->tracer && !strcmp(s->tracer, "function_graph");
+	f->graph = sink_graph_tracer(s);
 }
 
 /* Appends @name escaped (';' too) to @line at @n, at most @len - 1 bytes. Returns the new length.

@@ -18,6 +18,11 @@ void sink_setup(struct sink *s, const struct sink_ops *ops, FILE *out, const str
 	s->nr_cpus = nr_cpus;
 }
 
+bool sink_graph_tracer(const struct sink *s)
+{
+	return s->tracer && !strcmp(s->tracer, "function_graph");
+}
+
 /* Keeps the first failure's errno (EIO when the library set none). */
 static void failed(struct sink *s)
 {

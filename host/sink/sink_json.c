@@ -121,11 +121,6 @@ static void json_begin(struct sink *s)
 		    s->tracer ? s->tracer : "function", s->nr_cpus);
 }
 
-static bool json_graph(const struct sink *s)
-{
-	return s->tracer && !strcmp(s->tracer, "function_graph");
-}
-
 static void json_entry(struct sink *s, const struct hvt_record *r)
 {
 	json_context(s, "entry", r);
@@ -133,7 +128,7 @@ static void json_entry(struct sink *s, const struct hvt_record *r)
 	json_symbol(s, r->ip);
 	sink_write(s, ",\"parent\":", 10);
 	json_symbol(s, r->parent);
-	if (json_graph(s))
+	if (sink_graph_tracer(s))
 		sink_printf(s, ",\"depth\":%u", r->depth);
 	sink_write(s, "}\n", 2);
 }
@@ -151,7 +146,7 @@ static void json_events(struct sink *s, const struct sink_rec *rec)
 		json_string(s, e->func, sizeof(e->func));
 		sink_write(s, ",\"parent\":", 10);
 		json_symbol(s, r->parent);
-		if (json_graph(s))
+		if (sink_graph_tracer(s))
 			sink_printf(s, ",\"depth\":%u", r->depth);
 		json_args(s, e, payload);
 		sink_write(s, "}\n", 2);
@@ -171,7 +166,7 @@ static void json_exit(struct sink *s, const struct sink_rec *rec)
 		sink_write(s, ",\"parent\":", 10);
 		json_symbol(s, r->parent);
 	}
-	if (json_graph(s))
+	if (sink_graph_tracer(s))
 		sink_printf(s, ",\"depth\":%u", r->depth);
 	if (r->type == HVT_REC_RETURN)
 		sink_printf(s, ",\"retval\":\"0x%" PRIx64 "\"", r->value);

@@ -215,6 +215,28 @@ static void test_symtab_many(void **state)
 /* ---- vmi_sites ------------------------------------------------------------------------------ */
 
 /* Addresses in no function are skipped; a second address in the same function is skipped. */
+/* vmi_lower_bound: the first element whose key (a u64 anywhere in the element) is >= the key. */
+static void test_lower_bound(void **state)
+{
+	struct elem {
+		uint32_t pad;
+		uint64_t key;
+	} v[] = {{1, 10}, {2, 20}, {3, 20}, {4, 30}};
+	const size_t off = offsetof(struct elem, key);
+
+	(void)state;
+	assert_int_equal(vmi_lower_bound(v, 4, sizeof(v[0]), off, 0), 0);
+	assert_int_equal(vmi_lower_bound(v, 4, sizeof(v[0]), off, 10), 0);
+	assert_int_equal(vmi_lower_bound(v, 4, sizeof(v[0]), off, 11), 1);
+	assert_int_equal(vmi_lower_bound(v, 4, sizeof(v[0]), off, 20), 1);
+	assert_int_equal(vmi_lower_bound(v, 4, sizeof(v[0]), off, 21), 3);
+	assert_int_equal(vmi_lower_bound(v, 4, sizeof(v[0]), off, 30), 3);
+	assert_int_equal(vmi_lower_bound(v, 4, sizeof(v[0]), off, 31), 4);
+	assert_int_equal(vmi_lower_bound(v, 4, sizeof(v[0]), off, UINT64_MAX), 4);
+	assert_int_equal(vmi_lower_bound(v, 0, sizeof(v[0]), off, 10), 0);
+	assert_int_equal(vmi_lower_bound(v, 1, sizeof(v[0]), off, 11), 1);
+}
+
 static void test_sites_build(void **state)
 {
 	struct vmi_symtab t = {0};
@@ -881,6 +903,7 @@ int main(void)
 	    cmocka_unit_test(test_symtab_lookup_wrapping_size),
 	    cmocka_unit_test(test_symtab_duplicates),
 	    cmocka_unit_test(test_symtab_many),
+	    cmocka_unit_test(test_lower_bound),
 	    cmocka_unit_test(test_sites_build),
 	    cmocka_unit_test(test_site_entry),
 	    cmocka_unit_test(test_site_check),
