@@ -57,6 +57,8 @@ one() {
 	if ! wait $pid || ! grep -q "bench end" "$con"; then
 		echo "bench-linux: $name failed" >&2
 		cat "$work/$name.err" >&2
+		echo "bench-linux: the guest's console, last 40 lines:" >&2
+		tail -n 40 "$con" >&2
 		exit 1
 	fi
 	window=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
