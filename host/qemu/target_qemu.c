@@ -245,6 +245,16 @@ static void qemu_resume(struct target *t)
 	(void)t; /* target_qemu_run continues the VM */
 }
 
+/* A short run of the stopped VM (a detach waiting for vCPUs to leave the stub): continue, about
+ * @us (a millisecond at the least), interrupt. */
+static int qemu_run_for(struct target *t, unsigned us)
+{
+	struct target_qemu *q = tq(t);
+	int ms = (int)((us + 999) / 1000);
+
+	return target_qemu_run_for(q, ms ? ms : 1);
+}
+
 static int qemu_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
 {
 	struct target_qemu *q = tq(t);
@@ -444,6 +454,7 @@ static const struct target_ops qemu_ops = {
 	.remove_bp = qemu_remove_bp,
 	.pause = qemu_pause,
 	.resume = qemu_resume,
+	.run_for = qemu_run_for,
 	.get_regs = qemu_get_regs,
 	.set_regs = qemu_set_regs,
 	.set_bp_handler = qemu_set_bp_handler,

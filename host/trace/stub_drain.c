@@ -48,6 +48,7 @@ struct drain_sched_attr {
 #define TASK_CACHE_NS	  50000000ull
 #define LEAVE_TRIES	  2000
 #define LEAVE_RUN_US	  20 /* each short run lets a vCPU finish the stub routine it is in */
+#define LEAVE_MS	  3000 /* and all of them together at most (QEMU: each run is a gdbstub round trip) */
 
 bool stub_drain_capable(const struct probe *p)
 {
@@ -728,6 +729,7 @@ int stub_drain_detach(struct stub_drain *d)
 {
 	struct target *tgt = d->c.tgt;
 	int ret = 0, tries = 0;
+	int64_t leave_by;
 
 	size_t left;
 
@@ -746,7 +748,13 @@ int stub_drain_detach(struct stub_drain *d)
 	 * the second pass hands that back too). */
 	if (stub_restore_slots(&d->stub, false) < 0)
 		ret = -EFAULT;
-	while (cpu_inside(d) && tries++ < LEAVE_TRIES) {
+	leave_by = clock_now_ms() + LEAVE_MS;
+	while (cpu_inside(d) && tries++ < LEAVE_TRIES && clock_now_ms() < leave_by) {
+		if (tgt->ops->run_for) {
+			if (tgt->ops->run_for(tgt, LEAVE_RUN_US) < 0)
+				break;
+			continue;
+		}
 		tgt->ops->resume(tgt);
 		usleep(LEAVE_RUN_US);
 		tgt->ops->pause(tgt);

@@ -38,6 +38,11 @@ struct target_ops {
 	/* Stops all vCPUs (nesting) / lets them run again. Not from a hit callback. */
 	int (*pause)(struct target *t);
 	void (*resume)(struct target *t);
+	/* Optional: lets the paused target run for about @us microseconds (or the least its backend
+	 * can: QEMU's gdbstub, a continue and an interrupt, a millisecond or more) and pauses it
+	 * again. 0 or -errno (the target could not be paused again). Without it: resume, sleep,
+	 * pause. Not from a hit callback. */
+	int (*run_for)(struct target *t, unsigned us);
 	/* Registers of a vCPU while the target is paused: read, and write back for when it resumes. */
 	int (*get_regs)(struct target *t, unsigned cpu, struct x86_regs *regs);
 	int (*set_regs)(struct target *t, unsigned cpu, const struct x86_regs *regs);
