@@ -1542,6 +1542,9 @@ static const struct linux_test linux_tests[] = {
  * from that QEMU's monitor (`info ramblock` with its HVA column, query-memdev); kernel text
  * unchanged after the detach, and the guest finishes its workload after it. */
 #define QEMU_V_ATTACH(nv, v, what, probe, events, verdict)                                        \
+	QEMU_V_ATTACH_BY(nv, v, what, "--qmp", QMP_TCP, probe, verdict, events)
+/* The same attached to by @by (--qmp, --pid) @where, the events last (a list of arguments) */
+#define QEMU_V_ATTACH_BY(nv, v, what, by, where, probe, verdict, ...)                             \
 	{                                                                                         \
 	    .name = "test_qemu" nv "_attach_" what,                                               \
 	    .domain = "hvt.rounds=900 hvt.bm=7 hvt.bm_wait=20",                                   \
@@ -1549,9 +1552,9 @@ static const struct linux_test linux_tests[] = {
 	    .binary = QEMU_V(v),                                                                  \
 	    .console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},        \
 	    .runs = {{                                                                            \
-		.label = "attach --qmp (QEMU " v ", q35, 4 GiB, " what ", " probe " probes)",     \
+		.label = "attach " by " (QEMU " v ", q35, 4 GiB, " what ", " probe " probes)",    \
 		.cmd = RAW,                                                                       \
-		.args = {"attach", "--qmp", QMP_TCP, "--probe", probe, events, "--duration", "40", \
+		.args = {"attach", by, where, "--probe", probe, __VA_ARGS__, "--duration", "40",  \
 			 "--verify-text", "--stats"},                                             \
 		.expect = {                                                                       \
 		    .err = {TEXT_KEPT, " from the guest's kallsyms (kernel 6."},                  \
@@ -1587,6 +1590,13 @@ static const struct linux_test linux_tests[] = {
     QEMU_V_CASES("11", "11"),
     /* function_graph on QEMU 11 (stub probes): dd's opens, each entry with its return */
     QEMU_V_ATTACH("11", "11", "graph", "stub", DD_GRAPH, seven_dd_graph_qemu_v),
+    /* attach --pid (issue 24): the QMP monitor found on the command line of QEMU 10.0, and of
+     * QEMU 11 (run by the trixie root's dynamic loader: its command line starts with ld.so's),
+     * the socket's peer proved to be that process */
+    QEMU_V_ATTACH_BY("10", "10.0", "pid", "--pid", QEMU_PID, "stub", seven_dd_stub_qemu_v,
+		     DD_FUNCTIONS),
+    QEMU_V_ATTACH_BY("11", "11", "pid_graph", "--pid", QEMU_PID, "stub", seven_dd_graph_qemu_v,
+		     DD_GRAPH),
     {
 	/* two NUMA nodes of 2 GiB each: two anonymous mappings of the same size in QEMU, told
 	 * apart by content. Node 1, all above 4 GiB, has both CPUs: they take their stacks from it;
