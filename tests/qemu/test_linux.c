@@ -803,6 +803,53 @@ static void seven_dd_graph_qemu_v(const struct hv_result *r)
 	qemu_v_memory(r);
 }
 
+/* KernelShark 2.4 (Debian 13's libkshark, hv_trixie_kernelshark) loads record_dat headless as its GUI
+ * does and has every record trace-cmd 3.3 reports, in the same order, each with the same task, pid, CPU,
+ * time, event and text (and so has trace-cmd 3.1.6 of the machine). They are exactly the guest's 7 dd
+ * runs (hvt.bm=7, --comm dd): each a function record of vfs_read (from ksys_read) and 2 opens, the
+ * records of do_sys_openat2's -e event with its typed arguments, one of them of the status file. */
+static void same_in_kernelshark_2_4(const struct hv_result *r)
+{
+	static const char *const counted[] = {
+	    ": function: vfs_read <-- ksys_read\n", ": do_sys_openat2__entry_0: (",
+	    " dfd=-100 filename=\"/tmp/binfmt/status\"\n", " dfd=-100 filename=\"/dev/null\"\n"};
+	static const long want[] = {7, 14, 7, 7};
+	const char *root = hv_trixie_root();
+	char *tc, *tc_records, *tc33, *tc33_records, *ks;
+	long entries = -1;
+
+	(void)r;
+	tc = hv_sh("trace-cmd report -O parent -i %s 2>&1", record_dat);
+	tc_records = hv_trace_cmd_records(tc);
+	assert_int_equal(count_lines(tc_records), 21);
+	assert_int_equal(count_text(tc_records, "\ndd-") + !strncmp(tc_records, "dd-", 3), 21);
+	for (size_t i = 0; i < 4; i++)
+		if (count_text(tc_records, counted[i]) != want[i])
+			fail_msg("trace-cmd 3.1.6: \"%s\" %ld times, not %ld: %.2000s", counted[i],
+				 count_text(tc_records, counted[i]), want[i], tc_records);
+	if (!root)
+		goto out;
+	tc33 = hv_trixie_trace_cmd(root, "-O parent", record_dat);
+	tc33_records = hv_trace_cmd_records(tc33);
+	assert_string_equal(tc33_records, tc_records);
+	ks = hv_trixie_kernelshark(root, record_dat);
+	if (ks) {
+		assert_int_equal(sscanf(ks, "entries=%ld\n", &entries), 1);
+		assert_int_equal(entries, 21);
+		/* the whole list, record by record */
+		assert_string_equal(strchr(ks, '\n') + 1, tc33_records);
+		printf("KernelShark 2.4 and trace-cmd 3.3 (and 3.1.6) agree on %s: %ld records\n",
+		       record_dat, entries);
+		free(ks);
+	}
+	free(tc33);
+	free(tc33_records);
+out:
+	free(tc);
+	free(tc_records);
+	unlink(record_dat);
+}
+
 /* tests/qemu/boot-test.session's verdicts: the --summary counts are the trace's, the --junit report
  * is valid against tests/common/junit.xsd and junitparser reads two passes and the one failure. */
 static void check_boot_verdicts(const struct hv_result *r)
@@ -1597,6 +1644,21 @@ static const struct linux_test linux_tests[] = {
 		     DD_FUNCTIONS),
     QEMU_V_ATTACH_BY("11", "11", "pid_graph", "--pid", QEMU_PID, "stub", seven_dd_graph_qemu_v,
 		     DD_GRAPH),
+    {
+	/* record --qemu (issue 24): KernelShark 2.4 of Debian 13 reads the trace.dat as trace-cmd 3.3
+	 * and 3.1.6 do, record by record, with the exact counts of the guest's dd runs */
+	.name = "test_kernelshark_2_4_record",
+	.runs = {{
+	    .label = "record --qemu -p function -e --comm dd",
+	    .cmd = RUN_QEMU,
+	    .record = true,
+	    .append = "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+	    .args = {"-o", RECORD_DAT, DD_FUNCTIONS, "-e", "do_sys_openat2(dfd, filename)", "--comm",
+		     "dd", "--timeout", "300"},
+	    .expect = {.console = {"hvt-linux: binfmt_misc status read 7 times", POWER_DOWN},
+		       .check = same_in_kernelshark_2_4},
+	}},
+    },
     {
 	/* two NUMA nodes of 2 GiB each: two anonymous mappings of the same size in QEMU, told
 	 * apart by content. Node 1, all above 4 GiB, has both CPUs: they take their stacks from it;
