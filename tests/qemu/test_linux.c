@@ -59,6 +59,8 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 #define NOSYMS_MAP "<nosyms-map>"
 #define OTHER_MAP "<other-map>"
 #define DOMAIN_ARG "<domain>"
+/* the URI of the trixie root's libvirtd (linux_test.trixie_libvirt) */
+#define TRIXIE_URI "<trixie-libvirt-uri>"
 #define RECORD_DAT "<record-dat>" /* `record -o`: a trace.dat of this test process */
 /* QEMU V as scripts/fetch-qemu.sh V puts it beside the machine's ($HVTRACE_CACHE/qemu/V, V one of
  * qemu_versions): its qemu-system-x86_64 (a test's binary), and "HVTRACE_QEMU=" that path (an
@@ -93,6 +95,9 @@ struct linux_test {
 	 * otherwise), not libvirt's */
 	const char *qemu[16];
 	const char *binary;  /* ... of this QEMU (QEMU_V: skipped when it is not fetched) */
+	/* with @domain: the domain is booted by the libvirtd of the trixie root
+	 * (tests/qemu/libvirt-trixie.sh: Debian 13's libvirt, its QEMU that root's), not the machine's */
+	bool trixie_libvirt;
 	const char *machine; /* the libvirt domain's machine type (default pc) ... */
 	unsigned mem_mb;     /* ... and RAM (default 256 MiB) */
 	int kill;
@@ -236,16 +241,20 @@ static void bare_stop(void)
 	bare_pid = -1;
 }
 
+/* The trixie root's libvirtd of a trixie_libvirt test: its URI, and the root its files are under ("" for
+ * the machine's libvirtd) */
+static char trixie_uri[384], libvirt_root[256];
+
 /* The QEMU of the test: the bare one, or the libvirt domain's. */
 static pid_t the_qemu(void)
 {
-	char path[160];
+	char path[512];
 	FILE *f;
 	int pid = -1;
 
 	if (bare_pid > 0)
 		return bare_pid;
-	snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", DOMAIN);
+	snprintf(path, sizeof(path), "%s/run/libvirt/qemu/%s.pid", libvirt_root, DOMAIN);
 	f = fopen(path, "r");
 	if (f) {
 		if (fscanf(f, "%d", &pid) != 1)
@@ -1660,6 +1669,29 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
+	/* attach -c URI NAME (issue 24) to a domain of Debian 13's libvirt (trixie's 11.x), run
+	 * chrooted in the trixie root (tests/qemu/libvirt-trixie.sh) with that root's QEMU 11: hvtrace's
+	 * libvirt 9 client library, the QEMU found by the domain's -uuid, its monitor through libvirt;
+	 * q35 with 4 GiB, stub probes, the exact counts of the QEMU_V cases */
+	.name = "test_qemu11_attach_libvirt_trixie",
+	.domain = "hvt.rounds=900 hvt.bm=7 hvt.bm_wait=20",
+	.trixie_libvirt = true,
+	.binary = QEMU_V("11"), /* not launched: says the root has QEMU 11, names the version */
+	.machine = "q35",
+	.mem_mb = 4096,
+	.console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},
+	.runs = {{
+	    .label = "attach -c URI NAME (libvirt of Debian 13, QEMU 11, q35, 4 GiB, stub probes)",
+	    .cmd = RAW,
+	    .args = {"attach", "-c", TRIXIE_URI, DOMAIN_ARG, "--probe", "stub", DD_FUNCTIONS,
+		     "--duration", "40", "--verify-text", "--stats"},
+	    .expect = {
+		.err = {TEXT_KEPT, " from the guest's kallsyms (kernel 6."},
+		.check = seven_dd_stub_qemu_v,
+	    },
+	}},
+    },
+    {
 	/* two NUMA nodes of 2 GiB each: two anonymous mappings of the same size in QEMU, told
 	 * apart by content. Node 1, all above 4 GiB, has both CPUs: they take their stacks from it;
 	 * node 0 (below 4 GiB) holds the kernel image. */
@@ -2062,6 +2094,8 @@ static const char *arg(const char *a)
 		return DOMAIN;
 	if (!strcmp(a, RECORD_DAT))
 		return record_dat;
+	if (!strcmp(a, TRIXIE_URI))
+		return trixie_uri;
 	for (size_t i = 0; i < ARRAY_LEN(qemu_versions); i++) {
 		if (!strcmp(a, qemu_versions[i].bin))
 			return qemu_versions[i].path;
@@ -2135,6 +2169,35 @@ static void check_expect(const struct linux_test *t, const struct hv_case *c,
 	hv_expect_check(c->label, &c->expect, r);
 }
 
+/* Starts the trixie root's libvirtd (tests/qemu/libvirt-trixie.sh daemons): its URI in trixie_uri and
+ * $HVT_LIBVIRT_URI (tests/qemu/libvirt-domain.sh's), its root in libvirt_root. false, after the script's
+ * one line saying why, when it cannot run. */
+static bool trixie_libvirt_up(void)
+{
+	FILE *p = popen("tests/qemu/libvirt-trixie.sh daemons", "r");
+	char line[sizeof(trixie_uri)] = "";
+	const char *sock;
+	int status;
+
+	if (!p)
+		return false;
+	if (!fgets(line, sizeof(line), p))
+		line[0] = 0;
+	status = pclose(p);
+	line[strcspn(line, "\n")] = 0;
+	sock = strstr(line, "?socket=");
+	if (status != 0 || !sock || !strstr(sock, "/run/libvirt/")) {
+		printf("%s\n", line[0] ? line : "SKIPPED: tests/qemu/libvirt-trixie.sh daemons failed");
+		return false;
+	}
+	snprintf(trixie_uri, sizeof(trixie_uri), "%s", line);
+	sock += strlen("?socket=");
+	snprintf(libvirt_root, sizeof(libvirt_root), "%.*s", (int)(strstr(sock, "/run/libvirt/") - sock),
+		 sock);
+	setenv("HVT_LIBVIRT_URI", trixie_uri, 1);
+	return true;
+}
+
 /* stderr of the last hvtrace run of a test, shown if its guest does not power off after it */
 static char last_err[16384];
 
@@ -2152,6 +2215,8 @@ static void play_test(void **state)
 		       t->name, arg(t->binary), test_qemu ? test_qemu : "VERSION");
 		skip();
 	}
+	if (t->trixie_libvirt && !trixie_libvirt_up())
+		skip();
 
 	if (t->domain) {
 		if (guest_start(t))
@@ -2233,9 +2298,16 @@ static void play_test(void **state)
 
 static int teardown(void **state)
 {
-	(void)state;
+	const struct linux_test *t = *state;
+
 	domain("stop", NULL);
 	bare_stop();
+	if (t->trixie_libvirt && trixie_uri[0]) {
+		if (system("tests/qemu/libvirt-trixie.sh stop") != 0)
+			printf("tests/qemu/libvirt-trixie.sh stop failed\n");
+		unsetenv("HVT_LIBVIRT_URI");
+		trixie_uri[0] = libvirt_root[0] = 0;
+	}
 	return 0;
 }
 
