@@ -8,8 +8,9 @@
 # the same path in the root: libvirt-domain.sh's kernel, initrd and console file mean the same on both
 # sides. Its QEMU runs as root, without cgroups, namespaces or a security driver (none of them can be
 # set up inside a chroot beside the machine's own libvirtd).
-#   libvirt-trixie.sh daemons  installs libvirt in the root if it has none (trixie's: 11.x), starts the
-#                           root's libvirtd if it is not running; prints the URI. Exit 77 with one line
+#   libvirt-trixie.sh daemons  installs libvirt in the root if it has none (trixie's: 11.x; 12.x where
+#                           the root has trixie-backports' installed), starts the root's libvirtd if it
+#                           is not running (its version on stderr); prints the URI. Exit 77 with one line
 #                           "SKIPPED: ..." on stdout when the root or its libvirtd cannot be had.
 #   libvirt-trixie.sh stop  stops that libvirtd and unmounts what `daemons` mounted
 set -euo pipefail
@@ -80,6 +81,8 @@ CONF
 		skip "its libvirtd did not start: $(tail -1 "$cache/libvirt-trixie.log")"
 	for _ in $(seq 100); do
 		if timeout 10 virsh -c "$uri" version >/dev/null 2>&1; then
+			echo "hvtrace: libvirtd $(chroot "$root" libvirtd --version | sed 's/.* //') of $root at" \
+				"$uri" >&2
 			echo "$uri"
 			return 0
 		fi

@@ -1669,8 +1669,9 @@ static const struct linux_test linux_tests[] = {
 	}},
     },
     {
-	/* attach -c URI NAME (issue 24) to a domain of Debian 13's libvirt (trixie's 11.x), run
-	 * chrooted in the trixie root (tests/qemu/libvirt-trixie.sh) with that root's QEMU 11: hvtrace's
+	/* attach -c URI NAME (issue 24) to a domain of Debian 13's libvirt (trixie's 11.x; 12.x of
+	 * trixie-backports where the root has that installed), run chrooted in the trixie root
+	 * (tests/qemu/libvirt-trixie.sh) with that root's QEMU 11: hvtrace's
 	 * libvirt 9 client library, the QEMU found by the domain's -uuid, its monitor through libvirt;
 	 * q35 with 4 GiB, stub probes, the exact counts of the QEMU_V cases */
 	.name = "test_qemu11_attach_libvirt_trixie",
