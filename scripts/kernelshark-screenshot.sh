@@ -20,8 +20,9 @@ work=$(mktemp -d "$trixie/tmp/kshot.XXXXXX")
 in=${work#"$trixie"} # $work as the tools see it
 chmod 755 "$work"
 run() { if [ -n "$trixie" ]; then chroot "$trixie" "$@"; else "$@"; fi; }
+# each of Xvfb and KernelShark (runuser's child) in a process group of its own, ended whole
 cleanup() {
-	kill $ks $xvfb 2>/dev/null || true
+	for g in $ks $xvfb; do kill -- "-$g" 2>/dev/null || true; done
 	sleep 1
 	rm -rf "$work"
 	if [ -n "$trixie" ]; then umount "$trixie/dev" "$trixie/proc" 2>/dev/null || true; fi
@@ -37,10 +38,11 @@ if [ -n "$trixie" ]; then
 fi
 run sh -c 'id kshot >/dev/null 2>&1 || useradd -m kshot'
 chmod 644 "$work/linux.dat"
-run Xvfb :77 -screen 0 1280x800x24 >/dev/null 2>&1 &
+if [ -n "$trixie" ]; then set -- chroot "$trixie"; else set --; fi
+setsid "$@" Xvfb :77 -screen 0 1280x800x24 >/dev/null 2>&1 &
 xvfb=$!
 sleep 2
-run runuser -u kshot -- env DISPLAY=:77 HOME=/home/kshot kernelshark -geometry 1200x720+0+0 "$in/linux.dat" >/dev/null 2>&1 &
+setsid "$@" runuser -u kshot -- env DISPLAY=:77 HOME=/home/kshot kernelshark -geometry 1200x720+0+0 "$in/linux.dat" >/dev/null 2>&1 &
 ks=$!
 sleep 15
 run env DISPLAY=:77 import -window root "$in/shot.png"
