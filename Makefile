@@ -238,11 +238,14 @@ export HVT_KERNELS
 guest-kernels: | $(DEPS)
 	@for k in $(HVT_KERNELS); do bash scripts/fetch-guest.sh $(GUEST_DIR) $$k || exit 1; done
 
-# Debian 13's trace-cmd (3.3), which the trace.dat tests run beside the machine's 3.1.6: a trixie root
-# made once with debootstrap (scripts/trixie-chroot.sh, cached in /var/cache/hvtrace/trixie). Where it
-# cannot be made, one line says why and the tests skip that comparison (each says so).
+# Debian 13's trace-cmd (3.3), which the trace.dat tests run beside the machine's 3.1.6, and KernelShark 2.4
+# (its library libkshark, headers and a C compiler: tests/viewer/kshark-load.c loads a trace.dat headless
+# there): a trixie root made once with debootstrap (scripts/trixie-chroot.sh, cached in
+# /var/cache/hvtrace/trixie). Where it cannot be made, one line says why and the tests skip that
+# comparison (each says so).
+TRIXIE_TOOLS := trace-cmd kernelshark libkshark-dev libjson-c-dev gcc libc6-dev
 trixie-tools:
-	@bash scripts/trixie-chroot.sh trace-cmd >/dev/null || echo "SKIPPED: trixie-tools: see the line above"
+	@bash scripts/trixie-chroot.sh $(TRIXIE_TOOLS) >/dev/null || echo "SKIPPED: trixie-tools: see the line above"
 
 # The QEMUs beside the machine's 7.2 that tests/qemu/test_linux.c attaches to (issue 24): each put by
 # scripts/fetch-qemu.sh into $HVTRACE_CACHE/qemu/<V>/ (10.0: unpacked there; 11: a wrapper of the one of

@@ -4,23 +4,48 @@
 # QEMU TCG) to trace.dat, opens it in Debian's KernelShark on a virtual X display (Xvfb) as an
 # unprivileged user (as root KernelShark first asks to confirm) and takes the screen with ImageMagick.
 # Needs: xvfb, kernelshark, imagemagick, the test guest (make guest). Run as root from the checkout.
+#   kernelshark-screenshot.sh [--trixie] [OUT]
+# --trixie: Debian 13's KernelShark 2.4, its Xvfb and ImageMagick, run chrooted in the trixie root of
+# scripts/trixie-chroot.sh (installed there if missing; /proc and /dev mounted there meanwhile); default
+# OUT docs/img/kernelshark-2.4-linux-guest.png.
 set -eu
 cd "$(dirname "$0")/.."
-out=${1:-docs/img/kernelshark-linux-guest.png}
-work=$(mktemp -d /tmp/kshot.XXXXXX)
+trixie=
+if [ "${1:-}" = --trixie ]; then
+	trixie=$(scripts/trixie-chroot.sh kernelshark xvfb imagemagick)
+	shift
+fi
+out=${1:-docs/img/kernelshark${trixie:+-2.4}-linux-guest.png}
+work=$(mktemp -d "$trixie/tmp/kshot.XXXXXX")
+in=${work#"$trixie"} # $work as the tools see it
 chmod 755 "$work"
-trap 'kill $ks $xvfb 2>/dev/null || true; rm -rf "$work"' EXIT
+run() { if [ -n "$trixie" ]; then chroot "$trixie" "$@"; else "$@"; fi; }
+# each of Xvfb and KernelShark (runuser's child) in a process group of its own, ended whole
+cleanup() {
+	for g in $ks $xvfb; do kill -- "-$g" 2>/dev/null || true; done
+	sleep 1
+	rm -rf "$work"
+	if [ -n "$trixie" ]; then umount "$trixie/dev" "$trixie/proc" 2>/dev/null || true; fi
+}
+ks= xvfb=
+trap cleanup EXIT
 ./hvtrace record --qemu --kernel build/guest/vmlinuz --initrd build/guest/initramfs.cpio.gz \
 	--probe stub -p function -l 'vfs_*' -l 'ksys_*' -l 'do_sys_*' -l '*_openat*' \
 	--console /dev/null --timeout 300 -o "$work/linux.dat"
-id kshot >/dev/null 2>&1 || useradd -m kshot
+if [ -n "$trixie" ]; then
+	mount -t proc proc "$trixie/proc"
+	mount --bind /dev "$trixie/dev"
+fi
+run sh -c 'id kshot >/dev/null 2>&1 || useradd -m kshot'
 chmod 644 "$work/linux.dat"
-Xvfb :77 -screen 0 1280x800x24 >/dev/null 2>&1 &
+if [ -n "$trixie" ]; then set -- chroot "$trixie"; else set --; fi
+setsid "$@" Xvfb :77 -screen 0 1280x800x24 >/dev/null 2>&1 &
 xvfb=$!
 sleep 2
-runuser -u kshot -- env DISPLAY=:77 HOME=/home/kshot kernelshark "$work/linux.dat" >/dev/null 2>&1 &
+setsid "$@" runuser -u kshot -- env DISPLAY=:77 HOME=/home/kshot kernelshark -geometry 1200x720+0+0 "$in/linux.dat" >/dev/null 2>&1 &
 ks=$!
 sleep 15
-DISPLAY=:77 import -window root "$work/shot.png"
-convert "$work/shot.png" -trim +repage "$out"
+run env DISPLAY=:77 import -window root "$in/shot.png"
+run convert "$in/shot.png" -trim +repage "$in/out.png"
+cp "$work/out.png" "$out"
 echo "$out"

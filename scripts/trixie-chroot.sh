@@ -46,17 +46,24 @@ deb $mirror trixie-backports main
 SRC
 	touch "$root/.hvtrace-complete"
 fi
-# PACKAGE (trixie) -> PACKAGE; PACKAGE/SUITE -> `-t SUITE PACKAGE`, one apt-get per suite
+# no package starts a service in the root when it installs (libvirt's daemons are started by the tests)
+if [ ! -x "$root/usr/sbin/policy-rc.d" ]; then
+	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+	chmod 755 "$root/usr/sbin/policy-rc.d"
+fi
+# PACKAGE (trixie) -> PACKAGE; PACKAGE/SUITE -> `-t SUITE PACKAGE`, one apt-get per suite; a conffile a
+# test rewrote (tests/qemu/libvirt-trixie.sh: libvirt's) is kept as it is, never asked about
+confold="-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold"
 install() {
 	local p plain="" suite
 	for p in $pkgs; do
 		[ "$p" != "${p%%/*}" ] || plain="$plain $p"
 	done
 	[ -z "$plain" ] ||
-		DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends $plain ||
+		DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q $confold --no-install-recommends $plain ||
 		return 1
 	for suite in $(printf '%s\n' $pkgs | sed -n 's|^[^/]*/||p' | sort -u); do
-		DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends \
+		DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q $confold --no-install-recommends \
 			-t "$suite" $(printf '%s\n' $pkgs | sed -n "s|/$suite\$||p") || return 1
 	done
 }

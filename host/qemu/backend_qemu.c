@@ -452,7 +452,7 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 	return 0;
 }
 
-/* --stats of the QEMU backend: QEMU's version (QMP's greeting) and the way to guest memory (the
+/* --stats of the QEMU backend: QEMU's version (QMP's greeting, or asked through libvirt) and the way to guest memory (the
  * QEMU process's, or the gdbstub's), translations, then the tracer's totals with the kernel's and
  * the gdbstub's, then the stub line. */
 static void qemu_stats(void *ctx, const struct pipeline *p)
@@ -467,7 +467,7 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
 	}
 	tracer_stats(&p->tr, &st);
 	fprintf(stderr, "hvtrace: stats: qemu %s guest-memory %s regions %u\n",
-		r->qc.have_qmp && r->qc.qmp.version[0] ? r->qc.qmp.version : "unknown",
+		r->qc.version[0] ? r->qc.version : "unknown",
 		r->tq.mem.fd >= 0 ? "process" : "gdbstub", r->tq.mem.fd >= 0 ? r->tq.mem.nr : 0);
 	fprintf(stderr, "hvtrace: stats: translations %llu cached %llu walked\n", hits, walks);
 	fprintf(stderr,

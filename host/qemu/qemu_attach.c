@@ -80,7 +80,7 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *how, char *err,
 			   size_t errlen)
 {
-	char path[QEMU_ADDR_MAX], why[256];
+	char path[QEMU_ADDR_MAX], why[256], reply[512];
 	pid_t peer;
 	int ret;
 
@@ -94,6 +94,10 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 		c->hmp = libvirt_dom_hmp;
 		c->qmp_cmd = libvirt_dom_qmp;
 		c->hmp_ctx = &c->dom;
+		/* libvirt took the greeting: the version asked (none, as unknown, if that fails) */
+		if (c->qmp_cmd(c->hmp_ctx, "{\"execute\":\"query-version\"}", reply,
+			       sizeof(reply)) == 0)
+			qmp_version_string(reply, strlen(reply), c->version, sizeof(c->version));
 		return 0;
 	}
 	if (how->launch) {
@@ -129,6 +133,7 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 		return ret;
 	c->have_qmp = true;
 	snprintf(c->qmp_addr, sizeof(c->qmp_addr), "%s", path);
+	snprintf(c->version, sizeof(c->version), "%s", c->qmp.version);
 	c->hmp = qmp_hmp_fn;
 	c->qmp_cmd = qmp_execute_fn;
 	c->hmp_ctx = &c->qmp;

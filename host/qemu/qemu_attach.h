@@ -42,6 +42,8 @@ struct qemu_conn {
 	char gdb_host[64]; /* the gdbstub's host */
 	bool started_gdb;  /* hvtrace started the gdbstub (gdbserver): it stops it at the end */
 	int gdb_port;	   /* the gdbstub's loopback port */
+	/* QEMU's version ("11.1.3"): QMP's greeting, or query-version through libvirt; "" unknown */
+	char version[32];
 	int (*hmp)(void *ctx, const char *cmd, char *out, size_t len); /* human monitor command */
 	int (*qmp_cmd)(void *ctx, const char *cmd, char *reply, size_t len); /* QMP command */
 	void *hmp_ctx; /* of hmp and qmp_cmd */

@@ -237,22 +237,32 @@ int qmp_execute(struct qmp *q, const char *cmd, char *reply, size_t len)
 
 /* ---- connection ------------------------------------------------------------------------------ */
 
-/* "7.2.22" from {"QMP": {"version": {"qemu": {"micro": 22, "minor": 2, "major": 7}, ...}}}. */
-static void greeting_version(struct qmp *q, const char *msg, size_t mlen)
+void qmp_version_string(const char *ver, size_t len, char *out, size_t outlen)
 {
-	const char *qmp, *ver, *qemu, *v;
-	size_t ql, vl, ml, n;
+	const char *qemu, *v;
+	size_t ml, n;
 	long part[3] = {-1, -1, -1};
 	static const char *const names[3] = {"major", "minor", "micro"};
 
-	if (qmp_json_member(msg, mlen, "QMP", &qmp, &ql) ||
-	    qmp_json_member(qmp, ql, "version", &ver, &vl) ||
-	    qmp_json_member(ver, vl, "qemu", &qemu, &ml))
+	out[0] = 0;
+	if (qmp_json_member(ver, len, "qemu", &qemu, &ml))
 		return;
 	for (int i = 0; i < 3; i++)
 		if (!qmp_json_member(qemu, ml, names[i], &v, &n))
 			part[i] = strtol(v, NULL, 10);
-	snprintf(q->version, sizeof(q->version), "%ld.%ld.%ld", part[0], part[1], part[2]);
+	snprintf(out, outlen, "%ld.%ld.%ld", part[0], part[1], part[2]);
+}
+
+/* "7.2.22" from {"QMP": {"version": {"qemu": {"micro": 22, "minor": 2, "major": 7}, ...}}}. */
+static void greeting_version(struct qmp *q, const char *msg, size_t mlen)
+{
+	const char *qmp, *ver;
+	size_t ql, vl;
+
+	if (qmp_json_member(msg, mlen, "QMP", &qmp, &ql) ||
+	    qmp_json_member(qmp, ql, "version", &ver, &vl))
+		return;
+	qmp_version_string(ver, vl, q->version, sizeof(q->version));
 }
 
 int qmp_attach_fd(struct qmp *q, int fd, char *err, size_t errlen)

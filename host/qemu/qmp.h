@@ -95,4 +95,9 @@ int qmp_drain_events(struct qmp *q);
 /* Forgets the events seen so far (qmp->events). */
 void qmp_clear_events(struct qmp *q);
 
+/* QEMU's version "MAJOR.MINOR.MICRO" (a part it lacks is -1) from the version object @ver (@len
+ * bytes: the greeting's "version", query-version's return) `{"qemu": {"major": 11, "minor": 1,
+ * "micro": 3}, "package": ...}` into @out; "" when it has no "qemu" member. Pure. */
+void qmp_version_string(const char *ver, size_t len, char *out, size_t outlen);
+
 #endif

@@ -2,11 +2,13 @@
 #include "tests/common/hv_run.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,5 +48,90 @@ char *hv_trixie_trace_cmd(const char *root, const char *args, const char *file)
 		    root, inside, root, args, inside, root, inside);
 	if (!out)
 		fail_msg("trace-cmd of Debian 13 in %s did not run", root);
+	return out;
+}
+
+char *hv_trixie_kernelshark(const char *root, const char *file)
+{
+	static const char *const need[] = {"/usr/include/kernelshark/libkshark.h",
+					   "/usr/include/json-c/json.h", "/usr/bin/gcc"};
+	char path[600], inside[64];
+	char *out;
+
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", root, need[i]);
+		if (access(path, R_OK)) {
+			printf("SKIPPED: KernelShark 2.4: no %s in %s (make trixie-tools installs "
+			       "kernelshark, libkshark-dev, libjson-c-dev and gcc there)\n",
+			       need[i], root);
+			return NULL;
+		}
+	}
+	snprintf(inside, sizeof(inside), "/tmp/hvt-kshark-%d", (int)getpid());
+	out = hv_sh("cp tests/viewer/kshark-load.c '%s%s.c' && chroot '%s' gcc -O1 -Wall -Werror "
+		    "-o %s %s.c -lkshark 2>&1 && cp '%s' '%s%s.dat' && chroot '%s' %s %s.dat; s=$?; "
+		    "rm -f '%s%s' '%s%s.c' '%s%s.dat'; exit $s",
+		    root, inside, root, inside, inside, file, root, inside, root, inside, inside,
+		    root, inside, root, inside, root, inside);
+	return out;
+}
+
+/* One `trace-cmd report` record line [@l, @end) in kshark-load's form, appended to @o; false if it is
+ * out of shape. The line: spaces, TASK-PID, spaces, "[CPU]", FLAGS (3.3; 3.1.6 prints none for
+ * hvtrace's files), spaces, "TIME: EVENT:", spaces, INFO (TASK may hold '-' and spaces: the PID is the
+ * digits before the spaces before "[CPU]"). */
+static bool record_line(const char *l, const char *end, FILE *o)
+{
+	const char *task = l + strspn(l, " "), *cpu, *pid, *dash, *time, *event, *info;
+
+	for (cpu = task + 1; cpu + 5 < end; cpu++)
+		if (cpu[-1] == ' ' && cpu[0] == '[' && isdigit((unsigned char)cpu[1]) &&
+		    isdigit((unsigned char)cpu[2]) && isdigit((unsigned char)cpu[3]) && cpu[4] == ']' &&
+		    cpu[5] == ' ')
+			break;
+	if (cpu + 5 >= end)
+		return false;
+	for (pid = cpu - 1; pid > task && *pid == ' '; pid--)
+		;
+	for (dash = pid; dash > task && isdigit((unsigned char)*dash); dash--)
+		;
+	if (dash <= task || *dash != '-' || dash == pid)
+		return false;
+	time = cpu + 5 + strspn(cpu + 5, " ");
+	if (time[strcspn(time, " ") - 1] != ':') { /* latency flags (3.3), not the time: past them */
+		time += strcspn(time, " ");
+		time += strspn(time, " ");
+	}
+	event = memchr(time, ':', (size_t)(end - time));
+	if (!event || event + 2 >= end || event[1] != ' ')
+		return false;
+	event += 2;
+	info = memchr(event, ':', (size_t)(end - event));
+	if (!info)
+		return false;
+	fprintf(o, "%.*s %.5s %.*s: %.*s: ", (int)(pid + 1 - task), task, cpu,
+		(int)(event - 2 - time), time, (int)(info - event), event);
+	info++;
+	info += strspn(info, " ");
+	fprintf(o, "%.*s\n", (int)(end - info), info);
+	return true;
+}
+
+char *hv_trace_cmd_records(const char *report)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *o = open_memstream(&out, &len);
+
+	if (!o)
+		fail_msg("open_memstream");
+	for (const char *l = report; *l;) {
+		const char *end = l + strcspn(l, "\n");
+
+		if (strncmp(l, "cpus=", 5) && !record_line(l, end, o))
+			fail_msg("trace-cmd report: a line out of shape: %.*s", (int)(end - l), l);
+		l = *end ? end + 1 : end;
+	}
+	fclose(o);
 	return out;
 }

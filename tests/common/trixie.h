@@ -1,5 +1,5 @@
-/* The tools of Debian 13 the tests run on hvtrace's output (trace-cmd 3.3), from the trixie root that
- * scripts/trixie-chroot.sh makes (`make trixie-tools`, part of `make test`). */
+/* The tools of Debian 13 the tests run on hvtrace's output (trace-cmd 3.3, KernelShark 2.4's library), from
+ * the trixie root that scripts/trixie-chroot.sh makes (`make trixie-tools`, part of `make test`). */
 #ifndef HVT_TESTS_TRIXIE_H
 #define HVT_TESTS_TRIXIE_H
 
@@ -10,5 +10,19 @@ const char *hv_trixie_root(void);
 /* `trace-cmd report ARGS -i FILE` by Debian 13's trace-cmd in @root: FILE is copied into the root's
  * /tmp first. Returns its stdout and stderr (malloc'd), or fails the test. */
 char *hv_trixie_trace_cmd(const char *root, const char *args, const char *file);
+
+/* KernelShark 2.4 of @root loads FILE headless: tests/viewer/kshark-load.c, built in the root against
+ * its libkshark (Debian 13's libkshark-dev), run there on a copy of FILE. Returns its stdout (malloc'd):
+ * "entries=N", then each entry as trace-cmd report prints a record less its latency flags (the form of
+ * hv_trace_cmd_records). NULL, after one line on stdout ("SKIPPED: KernelShark 2.4: ..."), when the
+ * root has no libkshark or no C compiler; fails the test when the program does not build or run. */
+char *hv_trixie_kernelshark(const char *root, const char *file);
+
+/* The records of `trace-cmd report` output @report (its record lines, "TASK-PID [CPU] FLAGS TIME:
+ * EVENT: INFO" padded with spaces, FLAGS in 3.3's only) in kshark-load's form: "TASK-PID [CPU] TIME:
+ * EVENT: INFO", the flags dropped, no padding; its other lines (cpus=N) left out. KernelShark prints a
+ * function's parent: `trace-cmd report -O parent` does too. malloc'd; a record line out of that
+ * shape fails the test. */
+char *hv_trace_cmd_records(const char *report);
 
 #endif

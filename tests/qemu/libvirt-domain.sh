@@ -17,7 +17,7 @@ daemons() {
 	pgrep -x virtlogd >/dev/null || virtlogd -d
 	pgrep -x libvirtd >/dev/null || libvirtd -d
 	for _ in $(seq 100); do
-		timeout 10 virsh -c $uri version >/dev/null 2>&1 && return 0
+		timeout 10 virsh -c "$uri" version >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
 	echo "libvirtd did not come up" >&2
@@ -60,17 +60,17 @@ start)
   </devices>
 </domain>
 XML
-	timeout 300 virsh -q -c $uri create "$dir/$name.xml" >/dev/null
+	timeout 300 virsh -q -c "$uri" create "$dir/$name.xml" >/dev/null
 	;;
 state)
-	state=$(timeout 60 virsh -c $uri domstate "$2" 2>/dev/null | sed '/^$/d' | head -1 || true)
+	state=$(timeout 60 virsh -c "$uri" domstate "$2" 2>/dev/null | sed '/^$/d' | head -1 || true)
 	echo "${state:-gone}"
 	;;
 daemons)
 	daemons
 	;;
 stop)
-	timeout 60 virsh -q -c $uri destroy "$2" >/dev/null 2>&1 || true
+	timeout 60 virsh -q -c "$uri" destroy "$2" >/dev/null 2>&1 || true
 	;;
 *)
 	echo "usage: $0 daemons|start|state|stop NAME ..." >&2

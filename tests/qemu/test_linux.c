@@ -59,6 +59,8 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 #define NOSYMS_MAP "<nosyms-map>"
 #define OTHER_MAP "<other-map>"
 #define DOMAIN_ARG "<domain>"
+/* the URI of the trixie root's libvirtd (linux_test.trixie_libvirt) */
+#define TRIXIE_URI "<trixie-libvirt-uri>"
 #define RECORD_DAT "<record-dat>" /* `record -o`: a trace.dat of this test process */
 /* QEMU V as scripts/fetch-qemu.sh V puts it beside the machine's ($HVTRACE_CACHE/qemu/V, V one of
  * qemu_versions): its qemu-system-x86_64 (a test's binary), and "HVTRACE_QEMU=" that path (an
@@ -93,6 +95,9 @@ struct linux_test {
 	 * otherwise), not libvirt's */
 	const char *qemu[16];
 	const char *binary;  /* ... of this QEMU (QEMU_V: skipped when it is not fetched) */
+	/* with @domain: the domain is booted by the libvirtd of the trixie root
+	 * (tests/qemu/libvirt-trixie.sh: Debian 13's libvirt, its QEMU that root's), not the machine's */
+	bool trixie_libvirt;
 	const char *machine; /* the libvirt domain's machine type (default pc) ... */
 	unsigned mem_mb;     /* ... and RAM (default 256 MiB) */
 	int kill;
@@ -270,16 +275,20 @@ static void bare_stop(void)
 	bare_pid = -1;
 }
 
+/* The trixie root's libvirtd of a trixie_libvirt test: its URI, and the root its files are under ("" for
+ * the machine's libvirtd) */
+static char trixie_uri[384], libvirt_root[256];
+
 /* The QEMU of the test: the bare one, or the libvirt domain's. */
 static pid_t the_qemu(void)
 {
-	char path[160];
+	char path[512];
 	FILE *f;
 	int pid = -1;
 
 	if (bare_pid > 0)
 		return bare_pid;
-	snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", DOMAIN);
+	snprintf(path, sizeof(path), "%s/run/libvirt/qemu/%s.pid", libvirt_root, DOMAIN);
 	f = fopen(path, "r");
 	if (f) {
 		if (fscanf(f, "%d", &pid) != 1)
@@ -835,6 +844,53 @@ static void seven_dd_graph_qemu_v(const struct hv_result *r)
 	assert_int_equal(count_text(r->trace, "|  } /* do_sys_openat2 ret=0x3 */\n"), 14);
 	assert_int_equal(hv_restored_slots(r->err), 0);
 	qemu_v_memory(r);
+}
+
+/* KernelShark 2.4 (Debian 13's libkshark, hv_trixie_kernelshark) loads record_dat headless as its GUI
+ * does and has every record trace-cmd 3.3 reports, in the same order, each with the same task, pid, CPU,
+ * time, event and text (and so has trace-cmd 3.1.6 of the machine). They are exactly the guest's 7 dd
+ * runs (hvt.bm=7, --comm dd): each a function record of vfs_read (from ksys_read) and 2 opens, the
+ * records of do_sys_openat2's -e event with its typed arguments, one of them of the status file. */
+static void same_in_kernelshark_2_4(const struct hv_result *r)
+{
+	static const char *const counted[] = {
+	    ": function: vfs_read <-- ksys_read\n", ": do_sys_openat2__entry_0: (",
+	    " dfd=-100 filename=\"/tmp/binfmt/status\"\n", " dfd=-100 filename=\"/dev/null\"\n"};
+	static const long want[] = {7, 14, 7, 7};
+	const char *root = hv_trixie_root();
+	char *tc, *tc_records, *tc33, *tc33_records, *ks;
+	long entries = -1;
+
+	(void)r;
+	tc = hv_sh("trace-cmd report -O parent -i %s 2>&1", record_dat);
+	tc_records = hv_trace_cmd_records(tc);
+	assert_int_equal(count_lines(tc_records), 21);
+	assert_int_equal(count_text(tc_records, "\ndd-") + !strncmp(tc_records, "dd-", 3), 21);
+	for (size_t i = 0; i < 4; i++)
+		if (count_text(tc_records, counted[i]) != want[i])
+			fail_msg("trace-cmd 3.1.6: \"%s\" %ld times, not %ld: %.2000s", counted[i],
+				 count_text(tc_records, counted[i]), want[i], tc_records);
+	if (!root)
+		goto out;
+	tc33 = hv_trixie_trace_cmd(root, "-O parent", record_dat);
+	tc33_records = hv_trace_cmd_records(tc33);
+	assert_string_equal(tc33_records, tc_records);
+	ks = hv_trixie_kernelshark(root, record_dat);
+	if (ks) {
+		assert_int_equal(sscanf(ks, "entries=%ld\n", &entries), 1);
+		assert_int_equal(entries, 21);
+		/* the whole list, record by record */
+		assert_string_equal(strchr(ks, '\n') + 1, tc33_records);
+		printf("KernelShark 2.4 and trace-cmd 3.3 (and 3.1.6) agree on %s: %ld records\n",
+		       record_dat, entries);
+		free(ks);
+	}
+	free(tc33);
+	free(tc33_records);
+out:
+	free(tc);
+	free(tc_records);
+	unlink(record_dat);
 }
 
 /* tests/qemu/boot-test.session's verdicts: the --summary counts are the trace's, the --junit report
@@ -1576,6 +1632,9 @@ static const struct linux_test linux_tests[] = {
  * from that QEMU's monitor (`info ramblock` with its HVA column, query-memdev); kernel text
  * unchanged after the detach, and the guest finishes its workload after it. */
 #define QEMU_V_ATTACH(nv, v, what, probe, events, verdict)                                        \
+	QEMU_V_ATTACH_BY(nv, v, what, "--qmp", QMP_TCP, probe, verdict, events)
+/* The same attached to by @by (--qmp, --pid) @where, the events last (a list of arguments) */
+#define QEMU_V_ATTACH_BY(nv, v, what, by, where, probe, verdict, ...)                             \
 	{                                                                                         \
 	    .name = "test_qemu" nv "_attach_" what,                                               \
 	    .domain = "hvt.rounds=900 hvt.bm=7 hvt.bm_wait=20",                                   \
@@ -1583,9 +1642,9 @@ static const struct linux_test linux_tests[] = {
 	    .binary = QEMU_V(v),                                                                  \
 	    .console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},        \
 	    .runs = {{                                                                            \
-		.label = "attach --qmp (QEMU " v ", q35, 4 GiB, " what ", " probe " probes)",     \
+		.label = "attach " by " (QEMU " v ", q35, 4 GiB, " what ", " probe " probes)",    \
 		.cmd = RAW,                                                                       \
-		.args = {"attach", "--qmp", QMP_TCP, "--probe", probe, events, "--duration", "40", \
+		.args = {"attach", by, where, "--probe", probe, __VA_ARGS__, "--duration", "40",  \
 			 "--verify-text", "--stats"},                                             \
 		.expect = {                                                                       \
 		    .err = {TEXT_KEPT, " from the guest's kallsyms (kernel 6."},                  \
@@ -1621,6 +1680,52 @@ static const struct linux_test linux_tests[] = {
     QEMU_V_CASES("11", "11"),
     /* function_graph on QEMU 11 (stub probes): dd's opens, each entry with its return */
     QEMU_V_ATTACH("11", "11", "graph", "stub", DD_GRAPH, seven_dd_graph_qemu_v),
+    /* attach --pid (issue 24): the QMP monitor found on the command line of QEMU 10.0, and of
+     * QEMU 11 (run by the trixie root's dynamic loader: its command line starts with ld.so's),
+     * the socket's peer proved to be that process */
+    QEMU_V_ATTACH_BY("10", "10.0", "pid", "--pid", QEMU_PID, "stub", seven_dd_stub_qemu_v,
+		     DD_FUNCTIONS),
+    QEMU_V_ATTACH_BY("11", "11", "pid_graph", "--pid", QEMU_PID, "stub", seven_dd_graph_qemu_v,
+		     DD_GRAPH),
+    {
+	/* record --qemu (issue 24): KernelShark 2.4 of Debian 13 reads the trace.dat as trace-cmd 3.3
+	 * and 3.1.6 do, record by record, with the exact counts of the guest's dd runs */
+	.name = "test_kernelshark_2_4_record",
+	.runs = {{
+	    .label = "record --qemu -p function -e --comm dd",
+	    .cmd = RUN_QEMU,
+	    .record = true,
+	    .append = "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+	    .args = {"-o", RECORD_DAT, DD_FUNCTIONS, "-e", "do_sys_openat2(dfd, filename)", "--comm",
+		     "dd", "--timeout", "300"},
+	    .expect = {.console = {"hvt-linux: binfmt_misc status read 7 times", POWER_DOWN},
+		       .check = same_in_kernelshark_2_4},
+	}},
+    },
+    {
+	/* attach -c URI NAME (issue 24) to a domain of Debian 13's libvirt (trixie's 11.x; 12.x of
+	 * trixie-backports where the root has that installed), run chrooted in the trixie root
+	 * (tests/qemu/libvirt-trixie.sh) with that root's QEMU 11: hvtrace's
+	 * libvirt 9 client library, the QEMU found by the domain's -uuid, its monitor through libvirt;
+	 * q35 with 4 GiB, stub probes, the exact counts of the QEMU_V cases */
+	.name = "test_qemu11_attach_libvirt_trixie",
+	.domain = "hvt.rounds=900 hvt.bm=7 hvt.bm_wait=20",
+	.trixie_libvirt = true,
+	.binary = QEMU_V("11"), /* not launched: says the root has QEMU 11, names the version */
+	.machine = "q35",
+	.mem_mb = 4096,
+	.console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},
+	.runs = {{
+	    .label = "attach -c URI NAME (libvirt of Debian 13, QEMU 11, q35, 4 GiB, stub probes)",
+	    .cmd = RAW,
+	    .args = {"attach", "-c", TRIXIE_URI, DOMAIN_ARG, "--probe", "stub", DD_FUNCTIONS,
+		     "--duration", "40", "--verify-text", "--stats"},
+	    .expect = {
+		.err = {TEXT_KEPT, " from the guest's kallsyms (kernel 6."},
+		.check = seven_dd_stub_qemu_v,
+	    },
+	}},
+    },
     {
 	/* two NUMA nodes of 2 GiB each: two anonymous mappings of the same size in QEMU, told
 	 * apart by content. Node 1, all above 4 GiB, has both CPUs: they take their stacks from it;
@@ -2024,6 +2129,8 @@ static const char *arg(const char *a)
 		return DOMAIN;
 	if (!strcmp(a, RECORD_DAT))
 		return record_dat;
+	if (!strcmp(a, TRIXIE_URI))
+		return trixie_uri;
 	for (size_t i = 0; i < ARRAY_LEN(qemu_versions); i++) {
 		if (!strcmp(a, qemu_versions[i].bin))
 			return qemu_versions[i].path;
@@ -2097,6 +2204,35 @@ static void check_expect(const struct linux_test *t, const struct hv_case *c,
 	hv_expect_check(c->label, &c->expect, r);
 }
 
+/* Starts the trixie root's libvirtd (tests/qemu/libvirt-trixie.sh daemons): its URI in trixie_uri and
+ * $HVT_LIBVIRT_URI (tests/qemu/libvirt-domain.sh's), its root in libvirt_root. false, after the script's
+ * one line saying why, when it cannot run. */
+static bool trixie_libvirt_up(void)
+{
+	FILE *p = popen("tests/qemu/libvirt-trixie.sh daemons", "r");
+	char line[sizeof(trixie_uri)] = "";
+	const char *sock;
+	int status;
+
+	if (!p)
+		return false;
+	if (!fgets(line, sizeof(line), p))
+		line[0] = 0;
+	status = pclose(p);
+	line[strcspn(line, "\n")] = 0;
+	sock = strstr(line, "?socket=");
+	if (status != 0 || !sock || !strstr(sock, "/run/libvirt/")) {
+		printf("%s\n", line[0] ? line : "SKIPPED: tests/qemu/libvirt-trixie.sh daemons failed");
+		return false;
+	}
+	snprintf(trixie_uri, sizeof(trixie_uri), "%s", line);
+	sock += strlen("?socket=");
+	snprintf(libvirt_root, sizeof(libvirt_root), "%.*s", (int)(strstr(sock, "/run/libvirt/") - sock),
+		 sock);
+	setenv("HVT_LIBVIRT_URI", trixie_uri, 1);
+	return true;
+}
+
 /* stderr of the last hvtrace run of a test, shown if its guest does not power off after it */
 static char last_err[16384];
 
@@ -2114,6 +2250,8 @@ static void play_test(void **state)
 		       t->name, arg(t->binary), test_qemu ? test_qemu : "VERSION");
 		skip();
 	}
+	if (t->trixie_libvirt && !trixie_libvirt_up())
+		skip();
 
 	if (t->domain) {
 		if (guest_start(t))
@@ -2198,9 +2336,16 @@ static void play_test(void **state)
 
 static int teardown(void **state)
 {
-	(void)state;
+	const struct linux_test *t = *state;
+
 	domain("stop", NULL);
 	bare_stop();
+	if (t->trixie_libvirt && trixie_uri[0]) {
+		if (system("tests/qemu/libvirt-trixie.sh stop") != 0)
+			printf("tests/qemu/libvirt-trixie.sh stop failed\n");
+		unsetenv("HVT_LIBVIRT_URI");
+		trixie_uri[0] = libvirt_root[0] = 0;
+	}
 	return 0;
 }
 

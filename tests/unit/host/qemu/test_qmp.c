@@ -602,6 +602,29 @@ static void test_connect_unix(void **state)
 	qmp_close(&q);
 }
 
+/* query-version's return, as libvirt hands it back (QEMU 11.1.3 of Debian 13, pretty-printed), and
+ * version objects out of shape: a part missing is -1, no "qemu" member is "". */
+static void test_version_string(void **state)
+{
+	static const char reply[] = "{\n    \"qemu\": {\n      \"micro\": 3,\n      \"minor\": 1,\n"
+				    "      \"major\": 11\n    },\n    \"package\": \"Debian 1:11.1.3+ds-2~bpo13+1\"\n  }";
+	char out[32] = "x";
+	const char *v;
+
+	(void)state;
+	qmp_version_string(reply, strlen(reply), out, sizeof(out));
+	assert_string_equal(out, "11.1.3");
+	v = "{\"qemu\": {\"major\": 10}}";
+	qmp_version_string(v, strlen(v), out, sizeof(out));
+	assert_string_equal(out, "10.-1.-1");
+	v = "{\"package\": \"qemu\"}";
+	qmp_version_string(v, strlen(v), out, sizeof(out));
+	assert_string_equal(out, "");
+	/* @len bounds the object: the "qemu" member past it is not read */
+	qmp_version_string(reply, 4, out, sizeof(out));
+	assert_string_equal(out, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -623,6 +646,7 @@ int main(void)
 	    cmocka_unit_test(test_hostile_endless_greeting),
 	    cmocka_unit_test(test_hostile_deep_nesting),
 	    cmocka_unit_test(test_interrupted),
+	    cmocka_unit_test(test_version_string),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
