@@ -136,7 +136,7 @@ $(GUEST_DIR)/test-guest-hostile-cr3.elf: $(GUEST_DIR)/hostile_cr3.o tests/guest/
 # The hostile guest of issue #10 (tests/guest/hostile_data.c, tests/kvm/test_kvm_hostile_data.c): it lies
 # to hvtrace through every value hvtrace reads from its memory. The test guest's start.S, nothing else.
 HOSTILE_DATA_GUEST := $(GUEST_DIR)/test-guest-hostile-data.elf
-all kvm-test test: $(HOSTILE_DATA_GUEST)
+all kvm-test test test-nested: $(HOSTILE_DATA_GUEST)
 $(GUEST_DIR)/hostile_data.o: tests/guest/hostile_data.c guest-stub/stub_abi.h | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
@@ -145,7 +145,7 @@ $(HOSTILE_DATA_GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/hostile_data.o tests/gu
 
 # A guest with a .irqentry.text (issue 12, tests/guest/irqentry.c): function_graph's irq markers.
 IRQENTRY_GUEST := $(GUEST_DIR)/test-guest-irqentry.elf
-all kvm-test test: $(IRQENTRY_GUEST)
+all kvm-test test test-nested: $(IRQENTRY_GUEST)
 $(GUEST_DIR)/irqentry.o: tests/guest/irqentry.c | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
