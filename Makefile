@@ -136,7 +136,7 @@ $(GUEST_DIR)/test-guest-hostile-cr3.elf: $(GUEST_DIR)/hostile_cr3.o tests/guest/
 # The hostile guest of issue #10 (tests/guest/hostile_data.c, tests/kvm/test_kvm_hostile_data.c): it lies
 # to hvtrace through every value hvtrace reads from its memory. The test guest's start.S, nothing else.
 HOSTILE_DATA_GUEST := $(GUEST_DIR)/test-guest-hostile-data.elf
-all kvm-test test: $(HOSTILE_DATA_GUEST)
+all kvm-test test test-nested: $(HOSTILE_DATA_GUEST)
 $(GUEST_DIR)/hostile_data.o: tests/guest/hostile_data.c guest-stub/stub_abi.h | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
@@ -145,7 +145,7 @@ $(HOSTILE_DATA_GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/hostile_data.o tests/gu
 
 # A guest with a .irqentry.text (issue 12, tests/guest/irqentry.c): function_graph's irq markers.
 IRQENTRY_GUEST := $(GUEST_DIR)/test-guest-irqentry.elf
-all kvm-test test: $(IRQENTRY_GUEST)
+all kvm-test test test-nested: $(IRQENTRY_GUEST)
 $(GUEST_DIR)/irqentry.o: tests/guest/irqentry.c | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
@@ -172,12 +172,16 @@ kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS)
 	@$(TEST_ENV) scripts/run-tests.sh $(KVM_BINS) $(STUB_RUNS)
 
 # The embedded-VMM tests on a real kvm_amd, nested under QEMU TCG (scripts/nested-kvm.sh), with stub probes
-# (INT3 does not exit there); each binary ends after 10 minutes. Not in `make test` until it has passed 10
-# runs in a row. Skipped with one line where the lane cannot run (no TCG, no kernel package).
-test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest
+# (INT3 does not exit there); each binary ends after 10 minutes. test_kvm_linux (run --kernel, boot tracing)
+# runs once per kernel of the matrix $(HVT_KERNELS), each its own binary run with its own 10 minutes.
+# Not in `make test` until it has passed 10 runs in a row. Skipped with one line where the lane cannot run
+# (no TCG, no kernel package).
+NESTED_LINUX_RUNS = $(foreach k,$(HVT_KERNELS),HVT_KERNELS=$(k),$(BUILD)/tests/kvm/test_kvm_linux)
+test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest guest-kernels
 	@if why=$$(scripts/nested-kvm.sh --check 2>&1); then \
 		scripts/nested-kvm.sh env $(TEST_ENV) HVTRACE_TEST_PROBE=stub HVT_TEST_TIMEOUT=600 \
-			scripts/run-tests.sh $(KVM_BINS); \
+			scripts/run-tests.sh $(filter-out %/test_kvm_linux,$(KVM_BINS)) \
+			$(NESTED_LINUX_RUNS); \
 	else echo "SKIPPED: test-nested: $$why"; fi
 
 qemu-test: hvtrace $(QEMU_BINS) guest guest-kernels trixie-tools qemu-versions

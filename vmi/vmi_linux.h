@@ -132,7 +132,9 @@ int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64
 			uint64_t *phys_hi, uint64_t *va, char *err, size_t errlen);
 
 /* Where the CPU number (cpu_number) is for %gs: its per-CPU offset, or (6.15+, per-CPU data not
- * zero-based) its kernel address; for stub probes. False if the symbols lack it. */
+ * zero-based) its kernel address; on 6.2-6.14, which have no such symbol, pcpu_hot's member
+ * cpu_number (its offset from the BTF read by vmi_linux_read_btf); for stub probes. False if the
+ * symbols (or the BTF) lack it. */
 bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off);
 
 /* Linux writes IA32_TSC_AUX = (node << 12) | cpu on every CPU (for vgetcpu) when its boot CPU has

@@ -112,11 +112,18 @@ int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64
 bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off)
 {
 	const struct vmi_sym *cn = vmi_symtab_find(&l->objects, "cpu_number");
+	const struct vmi_sym *hot = vmi_symtab_find(&l->objects, "pcpu_hot");
+	int in_hot = hot && l->btf ? vmi_btf_struct_offset(l->btf, "pcpu_hot", "cpu_number") : -1;
 
 	/* an offset in zero-based per-CPU data, or (6.15+) a kernel address: %gs wraps to it */
-	if (!cn)
+	if (cn) {
+		*off = cn->addr;
+		return true;
+	}
+	/* 6.2-6.14: no cpu_number symbol, the member of the per-CPU struct pcpu_hot */
+	if (in_hot < 0)
 		return false;
-	*off = cn->addr;
+	*off = hot->addr + (uint64_t)in_hot;
 	return true;
 }
 

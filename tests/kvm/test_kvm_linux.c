@@ -1,31 +1,59 @@
-/* KVM integration: a stock Linux kernel (build/guest/vmlinuz, `make guest`) booted by `hvtrace run
- * --kernel` in the embedded VMM, traced with stub probes: the init's vfs_read calls with their comm,
- * --expect-call, power-off and panic verdicts, and boot tracing (start_kernel and .init.text). Needs real KVM (the nested lane, scripts/nested-kvm.sh
- * and make test-nested, gives it here): on a host whose /dev/kvm cannot boot Linux (PVM) only the refusal and the bad-input checks
- * run, the rest is skipped with one line. */
+/* KVM integration: stock Linux kernels booted by `hvtrace run --kernel` in the embedded VMM, traced
+ * with stub probes: the init's vfs_read calls with their comm, --expect-call, power-off and panic
+ * verdicts, and boot tracing (start_kernel and .init.text). Needs real KVM (the nested lane,
+ * scripts/nested-kvm.sh and make test-nested, gives it here): on a host whose /dev/kvm cannot boot
+ * Linux (PVM) only the refusal and the bad-input checks run, the rest is skipped with one line.
+ *
+ * The kernel matrix (issue 23): test_vfs_read, test_boot_trace and test_boot_trace_detach_after_init
+ * run on each kernel of $HVT_KERNELS (default 6.1; tests/common/kernels.h: 6.1's guest in the
+ * directory of $GUEST, `make guest`, any other K's in its K/, `make guest KERNEL=K`), named after it
+ * (test_boot_trace_6.12); a kernel whose guest is missing has its cases SKIPPED, each saying how to
+ * fetch it. The refusal, bad-input and panic checks run once, on the first kernel present.
+ * $HVT_TEST_FILTER (a glob) runs only the cases whose names match. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/common/kernels.h"
 #include "tests/kvm/kvm_common.h"
 
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-static char kernel[4096], initrd[4096];
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_KERNELS  8
 
-static void guest_files(void)
+/* the files of the first kernel present: the kernel-independent checks run on it */
+static const char *kernel, *initrd;
+
+/* The kernel a matrix case runs on (its cmocka state): its files, or the case is skipped with the
+ * command that fetches them. */
+static const struct hv_kernel *case_kernel(void **state, const char *test)
 {
-	char *dir = strdup(hv_guest(NULL));
+	const struct hv_kernel *k = *state;
 
-	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", dirname(dir));
-	snprintf(initrd, sizeof(initrd), "%s/initramfs.cpio.gz", dir);
-	free(dir);
+	if (!k->present) {
+		printf("SKIPPED: %s_%s: no guest for kernel %s (make guest KERNEL=%s)\n", test,
+		       k->name, k->name, k->name);
+		skip();
+	}
+	printf("hvt-kvm-linux: %s %s\n", k->name, test);
+	fflush(stdout);
+	return k;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 /* A failed run's side of the story: hvtrace's stderr and the console's last 2000 bytes. */
@@ -74,15 +102,18 @@ static void test_not_a_bzimage(void **state)
  * output whole; the guest powers off by itself (ACPI S5). */
 static void test_vfs_read(void **state)
 {
-	const char *argv[] = {"run",	  "--kernel",  kernel, "--initrd", initrd,
-			      "--probe",  "stub",      "-l",   "vfs_read", "--expect-call",
-			      "vfs_read", "--timeout", "600",  NULL};
+	const struct hv_kernel *k = case_kernel(state, "test_vfs_read");
+	const char *argv[] = {"run",	  "--kernel",  k->vmlinuz, "--initrd", k->initrd,
+			      "--probe",  "stub",      "-l",	   "vfs_read", "--expect-call",
+			      "vfs_read", "--timeout", "600",	   NULL};
 	struct hv_result r;
 	long init_reads = 0;
 	const char *up, *done;
+	double t0 = now_s();
 
-	(void)state;
 	hv_run(&r, argv, 0, 0);
+	printf("hvt-kvm-linux: %s test_vfs_read: status %d in %.1f s, vfs_read %ld\n", k->name,
+	       r.status, now_s() - t0, trace_count(&r, "vfs_read", -1));
 	if (r.status)
 		print_failure(&r);
 	assert_int_equal(r.status, 0);
@@ -122,11 +153,12 @@ static void test_boot_trace(void **state)
 	    {"free_initmem", -1, 1},	   {"notify_cpu_starting", 1, 1},   {"cpu_startup_entry", 0, 1},
 	    {"cpu_startup_entry", 1, 1},
 	};
+	const struct hv_kernel *k = case_kernel(state, "test_boot_trace");
 	const char *argv[] = {"run",
 			      "--kernel",
-			      kernel,
+			      k->vmlinuz,
 			      "--initrd",
-			      initrd,
+			      k->initrd,
 			      "--smp",
 			      "2",
 			      "--append",
@@ -155,22 +187,24 @@ static void test_boot_trace(void **state)
 			      "600",
 			      NULL};
 	struct hv_result r;
-	long total = 0;
+	long total = 0, n[ARRAY_LEN(want)];
 	const char *ev;
+	double t0 = now_s();
 
-	(void)state;
 	hv_run(&r, argv, 0, 0);
+	printf("hvt-kvm-linux: %s test_boot_trace: status %d in %.1f s, %ld lines\n", k->name,
+	       r.status, now_s() - t0, trace_count(&r, NULL, -1));
+	for (size_t i = 0; i < ARRAY_LEN(want); i++) {
+		n[i] = trace_count(&r, want[i].func, want[i].cpu);
+		printf("hvt-kvm-linux:   %s on cpu %d: %ld calls%s\n", want[i].func, want[i].cpu,
+		       n[i], n[i] == want[i].n ? "" : " (not the expected number)");
+	}
 	if (r.status)
 		print_failure(&r);
 	assert_int_equal(r.status, 0);
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		long n = trace_count(&r, want[i].func, want[i].cpu);
-
-		if (n != want[i].n)
-			fprintf(stderr, "%s on cpu %d: %ld calls, %ld expected\n", want[i].func,
-				want[i].cpu, n, want[i].n);
-		assert_int_equal(n, want[i].n);
-		total += n;
+	for (size_t i = 0; i < ARRAY_LEN(want); i++) {
+		assert_int_equal(n[i], want[i].n);
+		total += n[i];
 	}
 	assert_int_equal(trace_count(&r, NULL, -1), total);
 	assert_true(r.nr_lines > 0);
@@ -194,15 +228,20 @@ static void test_boot_trace(void **state)
  * other one (free_initmem) is put back, and no vCPU is left inside the stub. */
 static void test_boot_trace_detach_after_init(void **state)
 {
-	const char *argv[] = {"run",	       "--kernel", kernel,	   "--initrd",
-			      initrd,	       "--append", "hvt.wait=100000", "--probe",
-			      "stub",	       "-l",	   "start_kernel", "-l",
+	const struct hv_kernel *k = case_kernel(state, "test_boot_trace_detach_after_init");
+	const char *argv[] = {"run",	       "--kernel", k->vmlinuz,	   "--initrd",
+			      k->initrd,       "--append", "hvt.wait=100000", "--probe",
+			      "stub",	       "-l",	   "start_kernel",	   "-l",
 			      "free_initmem", "--stats",  "--duration",	   "100",
 			      "--timeout",    "130",	  NULL};
 	struct hv_result r;
+	double t0 = now_s();
 
-	(void)state;
 	hv_run(&r, argv, 0, 0);
+	printf("hvt-kvm-linux: %s test_boot_trace_detach_after_init: status %d in %.1f s, "
+	       "start_kernel %ld free_initmem %ld\n",
+	       k->name, r.status, now_s() - t0, trace_count(&r, "start_kernel", -1),
+	       trace_count(&r, "free_initmem", -1));
 	if (r.status != 124 || !strstr(r.console, "hvt-linux: init up"))
 		print_failure(&r);
 	assert_int_equal(r.status, 124);
@@ -242,32 +281,65 @@ static void test_panic(void **state)
 	hv_result_free(&r);
 }
 
+/* the matrix cases of each kernel: test_<name>_<kernel> */
+static const struct {
+	const char *name;
+	CMUnitTestFunction fn;
+} kernel_cases[] = {
+    {"test_vfs_read", test_vfs_read},
+    {"test_boot_trace", test_boot_trace},
+    {"test_boot_trace_detach_after_init", test_boot_trace_detach_after_init},
+};
+
 int main(void)
 {
+	static struct hv_kernel kernels[MAX_KERNELS];
+	static char names[MAX_KERNELS * ARRAY_LEN(kernel_cases)][96];
 	const struct CMUnitTest pvm[] = {
 	    cmocka_unit_test(test_pvm_refused),
 	    cmocka_unit_test(test_not_a_bzimage),
 	};
-	const struct CMUnitTest kvm[] = {
+	struct CMUnitTest kvm[2 + ARRAY_LEN(names)] = {
 	    cmocka_unit_test(test_not_a_bzimage),
-	    cmocka_unit_test(test_vfs_read),
-	    cmocka_unit_test(test_boot_trace),
-	    cmocka_unit_test(test_boot_trace_detach_after_init),
-	    cmocka_unit_test(test_panic),
 	};
-	char why[256];
+	size_t n = 1;
+	char why[256], *gdir;
+	long nr;
 
 	kvm_require();
-	guest_files();
-	if (access(kernel, R_OK) || access(initrd, R_OK)) {
-		printf("test_kvm_linux: SKIP: no %s (make guest)\n", kernel);
-		return 0;
-	}
+	gdir = strdup(hv_guest(NULL));
+	if (!gdir)
+		return 1;
+	nr = hv_kernels_read(dirname(gdir), "6.1", kernels, MAX_KERNELS);
+	if (nr < 0)
+		return 1;
+	for (long i = 0; i < nr && !kernel; i++)
+		if (kernels[i].present) {
+			kernel = kernels[i].vmlinuz;
+			initrd = kernels[i].initrd;
+		}
+	if (!kernel)
+		hv_skip_binary("test_kvm_linux: no guest of HVT_KERNELS=\"%s\" (make guest)",
+			       getenv("HVT_KERNELS") ? getenv("HVT_KERNELS") : "6.1");
 	if (vm_check_linux_host(why, sizeof(why)) < 0) {
 		int ret = cmocka_run_group_tests_name("kvm_linux_pvm", pvm, NULL, NULL);
 
 		printf("test_kvm_linux: SKIP: booting Linux: %s\n", why);
 		return ret;
 	}
-	return cmocka_run_group_tests_name("kvm_linux", kvm, NULL, NULL);
+	for (long i = 0; i < nr; i++)
+		for (size_t c = 0; c < ARRAY_LEN(kernel_cases); c++, n++) {
+			snprintf(names[n - 1], sizeof(names[0]), "%.40s_%.31s", kernel_cases[c].name,
+				 kernels[i].name);
+			kvm[n] = (struct CMUnitTest){
+			    .name = names[n - 1],
+			    .test_func = kernel_cases[c].fn,
+			    .initial_state = &kernels[i],
+			};
+		}
+	kvm[n++] = (struct CMUnitTest)cmocka_unit_test(test_panic);
+	/* $HVT_TEST_FILTER: only the cases whose names match this glob, e.g. 'test_boot_trace_7.*' */
+	if (getenv("HVT_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
+	return _cmocka_run_group_tests("kvm_linux", kvm, n, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 
 #include "tests/common/hv_expect.h"
 #include "tests/common/hv_run.h"
+#include "tests/common/kernels.h"
 #include "tests/common/skip.h"
 
 #include <fcntl.h>
@@ -43,18 +44,11 @@
 #define APPEND	 "no_timer_check hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1"
 #define BM_LINE	 "hvt-linux: binfmt_misc status read "
 
-/* One kernel of the matrix: its name (make guest KERNEL=) and its guest's files. */
-struct kernel {
-	char name[32];
-	char vmlinuz[256];
-	char initrd[256];
-};
-
 /* What one test of the matrix does on its kernel. */
 enum probe_kind { TRAP, STUB, GRAPH, LIST };
 
 struct matrix_case {
-	const struct kernel *k;
+	const struct hv_kernel *k;
 	enum probe_kind kind;
 	char name[64];
 };
@@ -63,7 +57,7 @@ static const char *const kind_names[] = {"trap", "stub", "function_graph -e", "l
 /* the cmocka test of a kind on kernel K: test_kernel_K_<this> */
 static const char *const kind_tests[] = {"trap", "stub", "graph_event", "list_functions"};
 
-static struct kernel kernels[MAX_KERNELS];
+static struct hv_kernel kernels[MAX_KERNELS];
 static size_t nr_kernels;
 static struct matrix_case cases[MAX_KERNELS * 4];
 
@@ -190,7 +184,7 @@ static void check_listing(const struct hv_result *r)
 #define POWER_DOWN    "reboot: Power down"
 
 /* `run --qemu` on @k with @args after the kernel's files (NULL-terminated, at most 16). */
-static void run_qemu(const struct kernel *k, const char *const *args, const struct hv_expect *e,
+static void run_qemu(const struct hv_kernel *k, const char *const *args, const struct hv_expect *e,
 		     const char *label)
 {
 	const char *argv[32] = {"run",	    "--qemu",  "--kernel", k->vmlinuz,
@@ -233,7 +227,7 @@ static void qemu_stop(void)
 
 /* Boots @k in a bare QEMU with its QMP on @qmp and its console in @console, and waits (at most
  * 180 s) for the workload to start; fails the test otherwise. */
-static void qemu_boot(const struct kernel *k, const char *qmp, const char *console)
+static void qemu_boot(const struct hv_kernel *k, const char *qmp, const char *console)
 {
 	char qmp_arg[192], serial[192];
 	const char *argv[] = {"qemu-system-x86_64",
@@ -324,7 +318,7 @@ static const char *known_bug_of(const struct matrix_case *c)
 static void play_case(void **state)
 {
 	const struct matrix_case *c = *state;
-	const struct kernel *k = c->k;
+	const struct hv_kernel *k = c->k;
 	struct timespec t0, t1;
 	const char *bug = known_bug_of(c);
 
@@ -414,36 +408,22 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* The kernels of $HVT_KERNELS (default DEFAULT_KERNELS) whose guests are in @dir; the missing
- * ones each named in one line with the command that fetches them. Returns how many are missing. */
+/* The kernels of $HVT_KERNELS (default DEFAULT_KERNELS) whose guests are in @dir, into kernels[];
+ * the missing ones each named in one line with the command that fetches them. Returns how many
+ * are missing (or 1 for a list hv_kernels_read refused). */
 static int read_kernels(const char *dir)
 {
-	const char *env = getenv("HVT_KERNELS");
-	char list[512], sub[40], *save = NULL;
+	struct hv_kernel all[MAX_KERNELS];
+	long n = hv_kernels_read(dir, DEFAULT_KERNELS, all, MAX_KERNELS);
 	int missing = 0;
 
-	snprintf(list, sizeof(list), "%s", env ? env : DEFAULT_KERNELS);
-	for (char *w = strtok_r(list, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
-		struct kernel *k = &kernels[nr_kernels];
-
-		if (nr_kernels == MAX_KERNELS) {
-			printf("HVT_KERNELS: more than %d kernels\n", MAX_KERNELS);
-			return missing + 1;
-		}
-		/* 6.1, the default guest, is @dir itself (scripts/fetch-guest.sh); the others
-		 * @dir/K */
-		snprintf(k->name, sizeof(k->name), "%s", w);
-		snprintf(sub, sizeof(sub), "%s%s", strcmp(w, "6.1") ? "/" : "",
-			 strcmp(w, "6.1") ? w : "");
-		snprintf(k->vmlinuz, sizeof(k->vmlinuz), "%s%s/vmlinuz", dir, sub);
-		snprintf(k->initrd, sizeof(k->initrd), "%s%s/initramfs.cpio.gz", dir, sub);
-		if (access(k->vmlinuz, R_OK) || access(k->initrd, R_OK)) {
-			printf("kernel %s: no guest in %s%s (make guest KERNEL=%s)\n", w, dir, sub,
-			       w);
+	if (n < 0)
+		return 1;
+	for (long i = 0; i < n; i++) {
+		if (all[i].present)
+			kernels[nr_kernels++] = all[i];
+		else
 			missing++;
-			continue;
-		}
-		nr_kernels++;
 	}
 	return missing;
 }

@@ -513,8 +513,9 @@ static void test_task_layout(void **state)
 	vmi_linux_close(&l);
 }
 
-/* 6.2-6.14: no current_task or __preempt_count symbol; both live in the per-CPU struct pcpu_hot,
- * their places from its BTF layout, read from (fake) guest memory as vmi_linux_read_btf does. */
+/* 6.2-6.14: no current_task, __preempt_count or cpu_number symbol; all live in the per-CPU struct
+ * pcpu_hot, their places from its BTF layout, read from (fake) guest memory as vmi_linux_read_btf
+ * does. */
 static void test_pcpu_hot(void **state)
 {
 	const uint64_t btf_at = 0xffffffff82000000ull;
@@ -525,6 +526,7 @@ static void test_pcpu_hot(void **state)
 	uint8_t *copy;
 	const void *raw;
 	char err[256] = "";
+	uint64_t cpu = 0;
 	__u32 size;
 
 	(void)state;
@@ -538,6 +540,7 @@ static void test_pcpu_hot(void **state)
 	btf__add_struct(btf, "pcpu_hot", 64);
 	btf__add_field(btf, "current_task", ptr, 0, 0);
 	btf__add_field(btf, "preempt_count", i32, 8 * 8, 0);
+	btf__add_field(btf, "cpu_number", i32, 12 * 8, 0);
 	raw = btf__raw_data(btf, &size);
 	copy = malloc(size);
 	memcpy(copy, raw, size);
@@ -554,6 +557,9 @@ static void test_pcpu_hot(void **state)
 	assert_int_equal(l.pid_off, 8);
 	assert_int_equal(l.current_task, 0x1fb40);
 	assert_int_equal(l.preempt_count, 0x1fb40 + 8);
+	/* and the CPU number the stub reads through %gs: pcpu_hot.cpu_number */
+	assert_true(vmi_linux_cpu_gs(&l, &cpu));
+	assert_int_equal(cpu, 0x1fb40 + 12);
 	vmi_linux_close(&l);
 
 	/* a current_task symbol (6.1, 6.15+) wins */
@@ -567,6 +573,11 @@ static void test_pcpu_hot(void **state)
 	assert_int_equal(vmi_linux_read_btf(&l, fake_mem_read, &m, err, sizeof(err)), 0);
 	assert_int_equal(l.current_task, 0x2000);
 	assert_int_equal(l.preempt_count, 0x2040);
+	/* as a cpu_number symbol does */
+	assert_int_equal(vmi_symtab_add(&l.objects, 0x2048, 0, "cpu_number"), 0);
+	vmi_symtab_sort(&l.objects);
+	assert_true(vmi_linux_cpu_gs(&l, &cpu));
+	assert_int_equal(cpu, 0x2048);
 	vmi_linux_close(&l);
 	btf__free(btf);
 	free(copy);
