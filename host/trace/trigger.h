@@ -13,7 +13,8 @@
 
 enum trigger_cmd { TRIG_TRACEON, TRIG_TRACEOFF, TRIG_STACKTRACE, TRIG_SNAPSHOT };
 
-#define TRIGGER_MAX_FRAMES   16	   /* return addresses a stacktrace records */
+#define TRIGGER_MAX_FRAMES   32	   /* return addresses a stacktrace records (without frame pointers
+				    * stale text words above RSP count too: room for the real chain) */
 #define TRIGGER_STACK_WINDOW 16384 /* bytes above RSP a frame may lie in, or the scan reads */
 
 struct trigger {
