@@ -30,6 +30,14 @@ int cmd_check_int3(const struct session *s, bool qemu, bool *no_trap, char *err,
 	*no_trap = !kvm_int3_exits(c->verdict, qemu);
 	if (!*no_trap)
 		return 0;
+	if (!qemu && c->verdict == KVM_INT3_NO_CHECK) {
+		/* no VM at all (no /dev/kvm, no permission): not a question of probes, whichever */
+		snprintf(err, errlen,
+			 "the embedded VMM cannot make a VM (%s); a Linux guest runs without KVM "
+			 "under QEMU: run --qemu --kernel ...",
+			 c->detail);
+		return -ENODEV;
+	}
 	kvm_int3_why(c, qemu, why, sizeof(why));
 	if (s->probe == PROBE_TRAP) {
 		snprintf(err, errlen,

@@ -22,7 +22,8 @@ int cmd_block_signals(sigset_t *old);
  * guest exit on this host in the form the backend needs (kvm_int3_check)? If so 0 and *@no_trap
  * false. If not: --probe trap is refused (-ENOTSUP, the line in @err); `auto` says on stderr that
  * it uses stub probes for every site; both `auto` and `stub` get *@no_trap (no trap probe may be
- * armed). Main thread. */
+ * armed). The embedded VMM (!@qemu) on a host where the check could make no VM at all (no
+ * /dev/kvm): -ENODEV whatever the probe, the reason in @err. Main thread. */
 int cmd_check_int3(const struct session *s, bool qemu, bool *no_trap, char *err, size_t errlen);
 
 #endif

@@ -39,8 +39,9 @@ static int elf_prepare(void *ctx, FILE *out, FILE *con, char *err, size_t errlen
 	bool no_trap;
 	int status;
 
-	if (b->k.env.check_int3(s, false, &no_trap, err, errlen) < 0)
-		return EXIT_BAD_INPUT;
+	status = b->k.env.check_int3(s, false, &no_trap, err, errlen);
+	if (status < 0)
+		return status == -ENODEV ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	if (vm_create(&b->k.vm, &cfg, err, errlen) < 0)
 		return EXIT_HOST_ERROR;
 	b->k.vm_made = true;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int no_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
@@ -146,9 +147,46 @@ static void test_probe_mode_no_trap(void **state)
 			    "stub probes cannot work: this target cannot place the stub");
 }
 
+/* On a host where the check could make no VM (forced: "no-check"), the embedded VMM refuses every
+ * probe kind with one line about KVM, not advice to use stub probes; QEMU (its own KVM question)
+ * keeps the probe decision. In a child: the verdict is cached per process. */
+static void test_no_vm_refused(void **state)
+{
+	pid_t pid;
+	int status;
+
+	(void)state;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		enum probe_kind kinds[3] = {PROBE_TRAP, PROBE_AUTO, PROBE_STUB};
+		char err[512], printed[512];
+		bool no_trap;
+
+		setenv("HVTRACE_TEST_INT3", "no-check", 1);
+		for (int i = 0; i < 3; i++) {
+			err[0] = 0;
+			if (check(kinds[i], false, &no_trap, err, printed) != -ENODEV ||
+			    strncmp(err, "the embedded VMM cannot make a VM (", 35) ||
+			    !strstr(err, "; a Linux guest runs without KVM under QEMU: run --qemu") ||
+			    strstr(err, "--probe stub") || printed[0])
+				_exit(1);
+		}
+		err[0] = 0;
+		if (check(PROBE_AUTO, true, &no_trap, err, printed) != 0 || err[0] || !no_trap)
+			_exit(2);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_no_vm_refused), /* first: before this process caches a check */
 	    cmocka_unit_test(test_trap_refused),
 	    cmocka_unit_test(test_auto_says_stub),
 	    cmocka_unit_test(test_probe_mode_no_trap),
