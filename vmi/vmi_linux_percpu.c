@@ -120,8 +120,9 @@ bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off)
 		*off = cn->addr;
 		return true;
 	}
-	/* 6.2-6.14: no cpu_number symbol, the member of the per-CPU struct pcpu_hot */
-	if (in_hot < 0)
+	/* 6.2-6.14: no cpu_number symbol, the member of the per-CPU struct pcpu_hot (a cache line
+	 * of the kernel's; an offset past a page is a BTF that lies, never read through %gs) */
+	if (in_hot < 0 || in_hot > 4096 - 4)
 		return false;
 	*off = hot->addr + (uint64_t)in_hot;
 	return true;
