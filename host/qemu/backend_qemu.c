@@ -48,6 +48,7 @@ struct linux_run {
 	struct guardian guard;	 /* restores and detaches the guest if hvtrace dies */
 	struct text_verify text; /* --verify-text: the kernel text just before the first patch */
 	bool text_changed;
+	bool restore_failed; /* the detach could not put every probe or return slot back */
 	/* how the run ends */
 	double start, detach_at, timeout_at;
 	double qmp_drain_at; /* when the QMP events QEMU sent are taken next */
@@ -378,14 +379,19 @@ static void guardian_takeover(void *ctx)
 static void detach(struct linux_run *r)
 {
 	char err[320];
+	int ret;
 
 	if (r->detached)
 		return;
 	tcp_set_interrupt(-1); /* the restore runs to its end, each wait with its deadline */
 	guardian_stop(&r->guard);
-	if (pipeline_selected(r->p) && pipeline_detach(r->p) < 0)
+	ret = pipeline_selected(r->p) ? pipeline_detach(r->p) : 0;
+	/* -EBUSY: only the stub stays mapped (a vCPU never left it), said where it was found */
+	if (ret < 0 && ret != -EBUSY) {
 		cmd_error("restoring the guest failed%s%s: some probes or return slots may remain",
 			  r->qc.gdb.why[0] ? ": " : "", r->qc.gdb.why);
+		r->restore_failed = true;
+	}
 	if (r->text.before && r->tq.stopped)
 		verify_text(r);
 	if (r->qc.have_gdb) {
@@ -621,7 +627,7 @@ static int qemu_detach(void *ctx, int status)
 	if (r->qc.have_gdb && !r->detached)
 		detach(r);
 	guardian_stop(&r->guard);
-	if (pipeline_selected(r->p) && r->text_changed && status == 0)
+	if (pipeline_selected(r->p) && (r->text_changed || r->restore_failed) && status == 0)
 		status = EXIT_HOST_ERROR;
 	return status;
 }

@@ -764,8 +764,10 @@ int stub_drain_detach(struct stub_drain *d)
 		 * for room in a full ring (which the drain, still running, makes); leave it in place
 		 */
 		fprintf(stderr, "hvtrace: a vCPU stays inside the stub (or in an interrupt that may "
-				"return into it): it is left mapped\n");
-		ret = -EBUSY;
+				"return into it): it is left mapped%s\n",
+			ret ? "" : " (every site and return slot is restored)");
+		if (!ret)
+			ret = -EBUSY; /* nothing else failed: the stub alone stays */
 	}
 	if (stub_restore_slots(&d->stub, !ret) < 0 && !ret)
 		ret = -EFAULT;
