@@ -18,13 +18,24 @@ static const uint8_t entry_markers[][4] = {
 	{0x0f, 0x1f, 0x40, 0xd6},
 };
 
-bool vmi_site_entry(const uint8_t *p, uint64_t func, uint64_t *site)
+/* 4 when the function starting with @p opens with one of entry_markers, else 0. */
+static size_t marker_len(const uint8_t *p)
 {
-	size_t skip = 0;
-
 	for (size_t i = 0; i < sizeof(entry_markers) / sizeof(entry_markers[0]); i++)
 		if (!memcmp(p, entry_markers[i], 4))
-			skip = 4;
+			return 4;
+	return 0;
+}
+
+uint64_t vmi_entry_insn(const uint8_t *p, uint64_t func)
+{
+	return func + marker_len(p);
+}
+
+bool vmi_site_entry(const uint8_t *p, uint64_t func, uint64_t *site)
+{
+	size_t skip = marker_len(p);
+
 	if (!x86_is_nop5(p + skip))
 		return false;
 	*site = func + skip;
@@ -61,6 +72,29 @@ int vmi_sites_build(struct vmi_sites *sites, const uint64_t *addrs, size_t n,
 		}
 		sites->v[sites->nr++] = (struct vmi_site){.addr = addrs[i], .func = f};
 	}
+	return 0;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	uint64_t x = ((const struct vmi_site *)a)->addr, y = ((const struct vmi_site *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+int vmi_sites_add(struct vmi_sites *sites, const struct vmi_site *add, size_t n)
+{
+	struct vmi_site *v;
+
+	if (!n)
+		return 0;
+	v = realloc(sites->v, (sites->nr + n) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memcpy(v + sites->nr, add, n * sizeof(*v));
+	sites->v = v;
+	sites->nr += n;
+	qsort(sites->v, sites->nr, sizeof(*sites->v), by_addr);
 	return 0;
 }
 

@@ -12,6 +12,9 @@
 struct vmi_site {
 	uint64_t addr;
 	const struct vmi_sym *func; /* borrowed from the symbol table the sites were built from */
+	/* No fentry site: @addr is the function's first instruction (after its ENDBR64 or the NOP
+	 * sealed over it), which a breakpoint leaves to run in place instead of a NOP5 emulated. */
+	bool entry;
 };
 
 struct vmi_sites {
@@ -30,6 +33,16 @@ int vmi_sites_build(struct vmi_sites *sites, const uint64_t *addrs, size_t n,
  * Returns the site's address in *@site and true, or false (no NOP5: not traceable now, or __pfx_
  * call padding). Pure. */
 bool vmi_site_entry(const uint8_t *p, uint64_t func, uint64_t *site);
+
+/* The first instruction of the function at @func whose first 4 bytes are @p that a probe may stop
+ * at: after an ENDBR64 or the 4-byte NOP Linux seals one into (a stop there is one instruction
+ * later and sees the same registers and stack), else @func itself. Pure. */
+uint64_t vmi_entry_insn(const uint8_t *p, uint64_t func);
+
+/* Appends the @n sites of @add (entry sites, for functions that have none in @sites yet) and sorts
+ * @sites by address again: pointers into @sites->v taken before are invalid afterwards. 0 or
+ * -ENOMEM (@sites unchanged). */
+int vmi_sites_add(struct vmi_sites *sites, const struct vmi_site *add, size_t n);
 
 /* Checks that @bytes (the 5 bytes at the site) are a NOP5. Returns 0, or -EILSEQ with
  * "<func>: site 0x<addr> holds <bytes>, not a NOP5" in @err. Pure. */

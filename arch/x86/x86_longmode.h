@@ -4,6 +4,10 @@
 
 #include <stdint.h>
 
+/* The upper half of the canonical address space (bit 63 set), where a kernel lives with 4-level
+ * and 5-level paging alike. */
+#define X86_UPPER_HALF 0x8000000000000000ull
+
 #define X86_CR0_PE (1ull << 0)
 #define X86_CR0_MP (1ull << 1)
 #define X86_CR0_ET (1ull << 4)

@@ -94,6 +94,7 @@ enum {
 	OPT_EXPECT_CALL,
 	OPT_EXPECT_NO_CALL,
 	OPT_VERIFY_TEXT,
+	OPT_ENTRY,
 	OPT_NO_BACKPRESSURE,
 	OPT_GDB_MEMORY,
 	OPT_PROBE,
@@ -154,6 +155,7 @@ static const struct option run_opts[] = {
 	{"trigger", required_argument, NULL, OPT_TRIGGER},
 	{"tracing-off", no_argument, NULL, OPT_TRACING_OFF},
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
+	{"entry", no_argument, NULL, OPT_ENTRY},
 	{"no-backpressure", no_argument, NULL, OPT_NO_BACKPRESSURE},
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
@@ -341,7 +343,9 @@ static int parse_live_format(struct session *s, const char *arg, char *err, size
 static const char *qemu_only_option(const struct session *s)
 {
 	return s->accel ? "--accel" : s->machine ? "--machine" : s->qmp ? "--qmp" : s->pid ? "--pid"
-	     : s->verify_text ? "--verify-text" : s->gdb_memory ? "--gdb-memory" : NULL;
+	     : s->verify_text ? "--verify-text" : s->gdb_memory ? "--gdb-memory"
+	     : s->entry_all	  ? "--entry"
+				  : NULL;
 }
 
 /* The checks that need every option: which target, and its required arguments. */
@@ -483,6 +487,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_SUMMARY: s->summary = optarg; break;
 		case OPT_JUNIT: s->junit = optarg; break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;
+		case OPT_ENTRY: s->entry_all = true; break;
 		case OPT_NO_BACKPRESSURE: s->no_backpressure = true; break;
 		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
 		case OPT_PROBE:

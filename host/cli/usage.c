@@ -95,5 +95,9 @@ const char session_usage[] =
 	"                           gdbstub (-s, -gdb tcp:), from its command line\n"
 	"      --verify-text        check that the kernel text is byte-identical after detach\n"
 	"      --gdb-memory         read guest memory through the gdbstub, not /proc/PID/mem\n"
+	"      --entry              -l and -g globs match every function, not only those with an\n"
+	"                           fentry site: the others (notrace, noinstr, asm) get a trap probe\n"
+	"                           on their first instruction, which runs in place (a function\n"
+	"                           named exactly with -l, -g, -e or -r gets one without --entry)\n"
 	"\n"
 	"GLOBs are ftrace's: '*', '?' and '[...]'.\n";

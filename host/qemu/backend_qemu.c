@@ -1,4 +1,5 @@
 #include "host/qemu/backend_qemu.h"
+#include "host/session/entry_sites.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/guardian.h"
 #include "host/qemu/qemu_accel.h"
@@ -203,6 +204,31 @@ out:
 	return ret;
 }
 
+/* Entry probes for the functions named without an fentry site (entry_sites_add): trap probes,
+ * whatever --probe says. 0 or an exit status with @err. */
+static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
+{
+	const struct session *s = r->s;
+	long n = entry_sites_add(s, &r->sites, &r->l.funcs, target_qemu_read_kernel, &r->tq,
+				 r->no_trap ? "needs a trap probe, and INT3 does not exit on this "
+					      "host's KVM"
+					    : NULL,
+				 err, errlen);
+
+	if (n == -ENOMEM) {
+		snprintf(err, errlen, "out of memory");
+		return EXIT_HOST_ERROR;
+	}
+	if (n < 0)
+		return EXIT_BAD_INPUT;
+	if (n && s->probe != PROBE_TRAP)
+		fprintf(stderr,
+			"hvtrace: %ld function%s without an fentry site probed at %s entry with trap "
+			"probes (a stub probe needs an fentry site)\n",
+			n, n == 1 ? "" : "s", n == 1 ? "its" : "their");
+	return 0;
+}
+
 /* Probes in, rings and writer running. Returns an exit status on error, 0 on success. */
 static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task, char *err,
 			 size_t errlen)
@@ -236,6 +262,9 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		if (ret < 0)
 			return EXIT_BAD_INPUT;
 	}
+	ret = add_entry_sites(r, err, errlen);
+	if (ret)
+		return ret;
 	if (s->nr_graph && !s->nr_filter && s->tracer == TRACER_FUNCTION_GRAPH) {
 		ret = select_graph_closure(r, &sel, &nr_sel, err, errlen);
 		if (ret < 0) {
@@ -535,7 +564,7 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	struct linux_run *r = ctx;
 	const struct session *s = r->s;
 	struct vmi_task_layout task;
-	int status;
+	int status, kvm;
 
 	r->sfd = sfd;
 	tcp_set_interrupt(r->sfd); /* a signal ends any wait on QEMU's monitor or gdbstub */
@@ -572,9 +601,10 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 			     r->qc.hmp_ctx, s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
 		return failed(r, EXIT_QEMU_FAILED, "while connecting to QEMU", err, errlen);
 	r->have_tq = true;
+	kvm = s->qemu ? s->accel && !strcmp(s->accel, "kvm") : qemu_uses_kvm(&r->qc);
+	target_qemu_set_tcg(&r->tq, kvm == 0);
 	/* attach: a QEMU on KVM (or one that does not say) gets the same check */
-	if (!s->qemu && qemu_uses_kvm(&r->qc) != 0 &&
-	    r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
+	if (!s->qemu && kvm != 0 && r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	guardian_start(&r->guard, guardian_takeover, r);
 	if (learn_kernel(r, &task, err, errlen) < 0)

@@ -477,6 +477,7 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	q->mem.fd = -1;
 	q->t.ops = &qemu_ops;
 	q->t.name = "qemu";
+	q->t.bp_in_place = true; /* handle_stop steps over an instruction under a breakpoint */
 	q->t.priv = q;
 	q->gdb = gdb;
 	ret = stop_vm(q);
@@ -539,15 +540,22 @@ static int gdb_failed(struct target_qemu *q, const char *what, int ret)
 	return ret;
 }
 
-/* Executes the instruction at @c's RIP by a single step of that vCPU alone (the breakpoint there
- * stays inserted: a step ignores it). 0 or -errno; the registers are read again afterwards. */
+/* Executes the instruction at @c's RIP by a single step of that vCPU alone, the others stopped.
+ * Under TCG the breakpoint there stays inserted (a step ignores it); under KVM (or where QEMU
+ * does not say) its INT3 would trap again, so it is taken out for the step and put back. 0 or
+ * -errno; the registers are read again afterwards. */
 static int step_over(struct target_qemu *q, struct qemu_cpu *c)
 {
+	uint64_t at = c->regs.rip;
 	struct gdb_stop st;
 	int ret = flush_rips(q);
 
+	if (ret == 0 && !q->tcg)
+		ret = gdb_remove_bp(q->gdb, at);
 	if (ret == 0)
 		ret = gdb_step(q->gdb, c->thread, &st);
+	if (ret == 0 && !q->tcg)
+		ret = gdb_insert_bp(q->gdb, at);
 	if (q->gdb->running)
 		q->stopped = false; /* no stop reply in time: the VM runs */
 	invalidate_regs(q);
@@ -598,8 +606,8 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 	if (q->bp(q->bp_ctx, (unsigned)cpu, rip, &c->regs) < 0)
 		return 0; /* not ours (an interrupt, another debugger's stop) */
 	q->hits++;
-	if (c->regs.rip == rip)
-		return 0;
+	if (c->regs.rip == rip) /* an entry probe: the instruction under it runs now */
+		return step_over(q, c);
 	if (c->regs.rip == rip + X86_NOP5_LEN && rip != q->t.trampoline &&
 	    !nop5_at(q, (unsigned)cpu, rip)) {
 		c->regs.rip = rip;
@@ -608,6 +616,11 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 	}
 	c->rip_dirty = true;
 	return 0;
+}
+
+void target_qemu_set_tcg(struct target_qemu *q, bool tcg)
+{
+	q->tcg = tcg;
 }
 
 void target_qemu_set_hold(struct target_qemu *q, bool (*hold)(void *ctx), void *ctx)

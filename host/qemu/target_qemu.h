@@ -47,7 +47,13 @@ struct target_qemu {
 	uint64_t kcr3;		  /* kernel page tables for read_kernel, captured by stub_map */
 	bool kla57;
 	bool phys_mode; /* the gdbstub's memory packets take physical addresses now */
+	bool tcg; /* QEMU said it runs TCG: a single step ignores the breakpoint at its start
+		   * (target_qemu_set_tcg; false: KVM or not said) */
 };
+
+/* QEMU said whether it runs TCG (@tcg) or KVM (or nothing): how a breakpoint's instruction is
+ * stepped over. Before target_qemu_run. */
+void target_qemu_set_tcg(struct target_qemu *q, bool tcg);
 
 /* Result of target_qemu_run. */
 enum qemu_run_end { QEMU_RUN_STOP_ASKED, QEMU_RUN_GUEST_GONE, QEMU_RUN_ERROR };

@@ -70,6 +70,7 @@ struct session {
 	struct trigger *triggers; /* --trigger, parsed, in the order given */
 	size_t nr_triggers;
 	bool tracing_off; /* --tracing-off: start with tracing off */
+	bool entry_all;	  /* --entry: -l/-g globs match functions without an fentry site too */
 
 	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
 	bool qemu;

@@ -32,9 +32,13 @@ static bool ours(const struct probe_table *probes, uint64_t trampoline, uint64_t
 {
 	if (trampoline && addr == trampoline && now == X86_INT3)
 		return true;
-	for (uint64_t back = 0; back < X86_NOP5_LEN && back <= addr; back++)
-		if (probe_lookup(probes, addr - back))
+	for (uint64_t back = 0; back < X86_NOP5_LEN && back <= addr; back++) {
+		const struct probe *p = probe_lookup(probes, addr - back);
+
+		/* an entry probe's breakpoint covers its first byte alone */
+		if (p && (!p->entry || back == 0))
 			return true;
+	}
 	return false;
 }
 

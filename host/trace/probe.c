@@ -30,6 +30,7 @@ int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites,
 			continue;
 		p->addr = sites[i]->addr;
 		p->func = sites[i]->func;
+		p->entry = sites[i]->entry;
 		p->id = (uint32_t)t->nr;
 		h = probe_hash(t, p->addr);
 		while (t->slots[h & t->mask])
@@ -46,6 +47,27 @@ void probe_table_free(struct probe_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* An entry probe: its first byte mapped and RAM (what the instruction is does not matter: the
+ * target runs it in place). */
+static int verify_entry(struct probe *p, struct target *tgt, char *err, size_t errlen)
+{
+	if (!tgt->bp_in_place) {
+		snprintf(err, errlen,
+			 "%s: no fentry site, and this target cannot run an instruction under a "
+			 "breakpoint in place",
+			 p->func->name);
+		return -ENOTSUP;
+	}
+	if (tgt->ops->translate(tgt, 0, p->addr, &p->gpa) < 0 ||
+	    tgt->ops->read_phys(tgt, p->gpa, &p->orig, 1) < 0) {
+		snprintf(err, errlen, "%s: entry 0x%" PRIx64 " is not mapped guest RAM",
+			 p->func->name, p->addr);
+		return -EFAULT;
+	}
+	p->resolved = true;
+	return 0;
+}
+
 int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < t->nr; i++) {
@@ -55,6 +77,12 @@ int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_
 		uint64_t gpa, last;
 		int ret;
 
+		if (p->entry) {
+			ret = verify_entry(p, tgt, err, errlen);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
 		if (tgt->ops->translate(tgt, 0, p->addr, &gpa) < 0 ||
 		    tgt->ops->translate(tgt, 0, p->addr + X86_NOP5_LEN - 1, &last) < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 " is not mapped in the guest",

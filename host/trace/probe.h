@@ -34,6 +34,7 @@ struct probe {
 	bool stub;	/* a stub probe: CALL rel32 into the guest stub instead of INT3 */
 	bool patched;	/* stub: the CALL is in guest memory now */
 	uint8_t nop[5]; /* the NOP5 the site held when verified (a stub's CALL replaces it) */
+	bool entry;	/* an entry site (vmi_site.entry): a trap probe whose instruction runs in place */
 
 	/* What the session asks of it; set before the tracer attaches, read-only after. */
 	bool graph_root;		 /* set_graph_function matched it */

@@ -5,6 +5,7 @@
 
 #include "arch/x86/x86_regs.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -93,6 +94,9 @@ struct target {
 	unsigned nr_cpus;
 	uint64_t trampoline; /* GVA of a guest-executable byte the tracer may own for returns, 0: none */
 	unsigned stack_shift; /* guest stacks are 1 << stack_shift aligned regions */
+	/* A hit callback that leaves RIP on the breakpoint has the instruction there run in place
+	 * (QEMU's gdbstub steps over it): entry probes need it. */
+	bool bp_in_place;
 	void *priv;	      /* backend state */
 };
 

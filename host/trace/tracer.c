@@ -1,6 +1,7 @@
 /* The tracer: set-up, the hit path (entries, returns, triggers, stacks into the vCPU rings) and its
  * counters; attach and detach are tracer_attach.c. */
 #include "host/trace/tracer.h"
+#include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_insn.h"
 #include "host/trace/clock.h"
 
@@ -203,6 +204,18 @@ static void miss(struct probe *p)
  * traced (graph filter, max depth), -1 on a miss (an unaligned slot, which could span two pages,
  * counts as one). *@depth: the call's graph depth (hooked frames below it on its stack), set when
  * 1 or 0 is returned. */
+/* An entry probe may sit on code that is not entered by a call (an exception or syscall entry,
+ * where the stack holds no return address, or is not yet the kernel's): its return is hooked only
+ * when the slot is on a kernel-half stack and holds a kernel-half address that a CALL precedes. */
+static bool entry_return(struct tracer *t, unsigned cpu, uint64_t slot, uint64_t orig)
+{
+	uint8_t b[X86_CALL_BEFORE_LEN];
+
+	return slot >= X86_UPPER_HALF && orig >= X86_UPPER_HALF + X86_CALL_BEFORE_LEN &&
+	       t->tgt->ops->read_virt(t->tgt, cpu, orig - sizeof(b), b, sizeof(b)) == 0 &&
+	       x86_call_precedes(b);
+}
+
 static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t slot,
 		       uint64_t orig, uint64_t now, uint8_t *depth)
 {
@@ -213,7 +226,8 @@ static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t
 	uint64_t slot_gpa;
 	int hooked = 0;
 
-	if ((slot & 7) || t->tgt->ops->translate(t->tgt, cpu, slot, &slot_gpa) < 0)
+	if ((slot & 7) || (p->entry && !entry_return(t, cpu, slot, orig)) ||
+	    t->tgt->ops->translate(t->tgt, cpu, slot, &slot_gpa) < 0)
 		return -1;
 	st = shadow_lock(&t->shadow, slot, true);
 	if (!st)
@@ -531,8 +545,9 @@ int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
 	p = probe_lookup(&t->probes, addr);
 	if (!p)
 		return -ENOENT;
-	/* Emulate the NOP5 the INT3 sits on; the probe stays in place. */
-	regs->rip = addr + X86_NOP5_LEN;
+	/* Emulate the NOP5 the INT3 sits on; the probe stays in place. An entry probe's
+	 * instruction is run in place by the target (bp_in_place). */
+	regs->rip = p->entry ? addr : addr + X86_NOP5_LEN;
 	if (!atomic_load_explicit(&t->active, memory_order_relaxed))
 		return 0;
 	return function_entry(t, cpu, p, regs);

@@ -9,10 +9,10 @@
 #include <string.h>
 
 /* Whether probe @p can be a stub probe in this configuration (set_graph_function with lazy arming,
- * or fields read from guest memory at the call, need trap probes). */
+ * fields read from guest memory at the call, or no fentry site, need trap probes). */
 static bool stub_capable(const struct tracer *t, const struct probe *p)
 {
-	return t->opts.stub && stub_drain_capable(p) && !tracer_has_trigger(t, p);
+	return t->opts.stub && !p->entry && stub_drain_capable(p) && !tracer_has_trigger(t, p);
 }
 
 /* NOP5 -> CALL rel32 is five bytes: only with every vCPU stopped. */

@@ -575,6 +575,35 @@ static void check_record_graph_event_outside(const struct hv_result *r)
 	unlink(record_dat);
 }
 
+/* ---- entry probes: functions without an fentry site (issue 25) ------------------------------- */
+
+/* -p function_graph -l do_syscall_64 -l ksys_read --comm dd, trap probes: do_syscall_64 is noinstr
+ * (no fentry site), probed at its first instruction, its return hooked as at an fentry site: each of
+ * dd's N reads of the status file is one ksys_read nested in a do_syscall_64 call. */
+static void check_entry_graph(const struct hv_result *r)
+{
+	long n = guest_bm_reads(r);
+
+	assert_int_equal(n, 7);
+	assert_int_equal(count_text(r->trace, "|    ksys_read();\n"), n);
+	assert_int_equal(count_text(r->trace, "ksys_read"), n);
+	assert_true(count_text(r->trace, "|  do_syscall_64() {\n") >= n);
+}
+
+/* --probe stub -l vfs_read -e 'do_syscall_64(nr)' --filter-event 'nr == 0' --comm dd: vfs_read by
+ * the stub, do_syscall_64 (no fentry site) by a trap probe at its entry: dd's read syscalls are
+ * exactly its N reads of the status file, each one vfs_read. */
+static void check_entry_event(const struct hv_result *r)
+{
+	long n = guest_bm_reads(r);
+
+	assert_int_equal(n, 7);
+	assert_int_equal(count_text(r->trace, "->do_syscall_64(nr=0)\n"), n);
+	assert_int_equal(count_text(r->trace, "do_syscall_64"), n);
+	assert_int_equal(count_text(r->trace, ": vfs_read <-ksys_read\n"), n);
+	assert_int_equal(count_text(r->trace, "vfs_read"), n);
+}
+
 /* The same session as check_record_openat under `run`. */
 static void check_run_openat(const struct hv_result *r)
 {
@@ -1169,6 +1198,44 @@ static const struct linux_test linux_tests[] = {
 			 "300"},
 		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN},
 			   .check = check_record_graph_event_outside},
+	    },
+	},
+    },
+    {
+	/* Functions without an fentry site (notrace, noinstr) probed at their first instruction,
+	 * which then runs in place (issue 25): the scheduler, a graph through the syscall entry, an
+	 * -e event beside stub probes; the kernel text byte-identical after detach. */
+	.name = "test_run_qemu_entry_probes",
+	.runs = {
+	    {
+		.label = "run --qemu -l __schedule --duration 3",
+		.cmd = RUN_QEMU,
+		.append = "hvt.bm=1 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+		.args = {"--probe", "trap", "-l", "__schedule", "--verify-text", "--duration", "3",
+			 "--timeout", "300"},
+		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN},
+			   .only = {"__schedule"},
+			   .lines_over = 0},
+	    },
+	    {
+		.label = "run --qemu --probe trap -p function_graph -l do_syscall_64 -l ksys_read",
+		.cmd = RUN_QEMU,
+		.append = "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+		.args = {"--probe", "trap", "-p", "function_graph", "-l", "do_syscall_64", "-l",
+			 "ksys_read", "--comm", "dd", "--timeout", "300"},
+		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN}, .check = check_entry_graph},
+	    },
+	    {
+		.label = "run --qemu --probe stub -l vfs_read -e 'do_syscall_64(nr)'",
+		.cmd = RUN_QEMU,
+		.append = "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+		.args = {"--probe", "stub", "-p", "function", "-l", "vfs_read", "-e",
+			 "do_syscall_64(nr)", "--filter-event", "do_syscall_64: nr == 0", "--comm",
+			 "dd", "--verify-text", "--timeout", "300"},
+		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN},
+			   .err = {"hvtrace: 1 function without an fentry site probed at its entry "
+				   "with trap probes (a stub probe needs an fentry site)\n"},
+			   .check = check_entry_event},
 	    },
 	},
     },

@@ -69,12 +69,56 @@ static void test_format_bytes(void **state)
 	assert_string_equal(x86_format_bytes(call, 0, buf), "");
 }
 
+/* ---- x86_call_precedes ---------------------------------------------------------------------- */
+
+/* @tail (@n bytes) right before the address, the rest of the 7 bytes filler that is no CALL. */
+static bool precedes(const uint8_t *tail, size_t n)
+{
+	uint8_t b[X86_CALL_BEFORE_LEN];
+
+	memset(b, 0x90, sizeof(b));
+	memcpy(b + sizeof(b) - n, tail, n);
+	return x86_call_precedes(b);
+}
+
+/* Each CALL form the kernel's code returns to: rel32, through a register (with REX), through
+ * memory at a register, disp8 (with and without SIB), RIP-relative, disp32, absolute through SIB. */
+static void test_call_precedes_forms(void **state)
+{
+	(void)state;
+	assert_true(precedes((const uint8_t[]){0xe8, 0x10, 0x20, 0x30, 0x40}, 5));
+	assert_true(precedes((const uint8_t[]){0xff, 0xd0}, 2));		/* call *%rax */
+	assert_true(precedes((const uint8_t[]){0x41, 0xff, 0xd3}, 3));		/* call *%r11 */
+	assert_true(precedes((const uint8_t[]){0xff, 0x13}, 2));		/* call *(%rbx) */
+	assert_true(precedes((const uint8_t[]){0xff, 0x50, 0x08}, 3));		/* call *8(%rax) */
+	assert_true(precedes((const uint8_t[]){0xff, 0x54, 0x24, 0x08}, 4));	/* *8(%rsp) */
+	assert_true(precedes((const uint8_t[]){0xff, 0x15, 1, 2, 3, 4}, 6));	/* *x(%rip) */
+	assert_true(precedes((const uint8_t[]){0xff, 0x90, 1, 2, 3, 4}, 6));	/* *x(%rax) */
+	assert_true(precedes((const uint8_t[]){0xff, 0x14, 0x25, 1, 2, 3, 4}, 7)); /* *abs */
+}
+
+/* What is no CALL: a JMP through a register (FF /4), a PUSH (FF /6), plain NOPs, the bytes of an
+ * error code or a user address. */
+static void test_call_precedes_rejects(void **state)
+{
+	(void)state;
+	assert_false(precedes((const uint8_t[]){0xff, 0xe0}, 2));		/* jmp *%rax */
+	assert_false(precedes((const uint8_t[]){0xff, 0x30}, 2));		/* push (%rax) */
+	assert_false(precedes((const uint8_t[]){0xe9, 0x10, 0x20, 0x30, 0x40}, 5)); /* jmp */
+	assert_false(precedes((const uint8_t[]){0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, 7));
+	assert_false(precedes((const uint8_t[]){0x90}, 1));
+	/* FF /2 with a SIB byte cut short: "ff 14" as the last two bytes is no whole CALL */
+	assert_false(precedes((const uint8_t[]){0xff, 0x14}, 2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_nop5_forms),
 	    cmocka_unit_test(test_nop5_rejects),
 	    cmocka_unit_test(test_format_bytes),
+	    cmocka_unit_test(test_call_precedes_forms),
+	    cmocka_unit_test(test_call_precedes_rejects),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1160,10 +1160,12 @@ static size_t walk_steps(struct fake_step *st, const char *code)
  * P and vCont;c go out together (the stub answers only once it has both: had the client waited for
  * P's OK first, the run would time out); no Hg after any debug stop (QEMU made the stopping vCPU
  * the register thread); the third hit's bytes are a CALL, not the NOP5: the emulation is refused
- * and that vCPU steps the real instruction instead. */
-static void test_target_hits_pipelined_nop5_checked(void **state)
+ * and that vCPU steps the real instruction instead: under TCG (@tcg) with the breakpoint left in
+ * (a step ignores it), else (KVM, or QEMU did not say) with it taken out for the step and put
+ * back, as its INT3 would trap again. */
+static void hits_pipelined_nop5_checked(bool tcg)
 {
-	char g[1300], set_pc[64], rip_hex[20];
+	char g[1300], set_pc[64], rip_hex[20], bp[48];
 	struct fake_step st[48];
 	struct fake_server s;
 	struct target_qemu *q = calloc(1, sizeof(*q));
@@ -1171,7 +1173,6 @@ static void test_target_hits_pipelined_nop5_checked(void **state)
 	char err[256];
 	size_t n = qemu72_hello(st, "", "+");
 
-	(void)state;
 	build_g(g, "");
 	put_le(rip_hex, HIT_RIP, 8);
 	memcpy(g + hexoff(GDB_REG_RIP), rip_hex, 16);
@@ -1199,12 +1200,20 @@ static void test_target_hits_pipelined_nop5_checked(void **state)
 				     pk("+", "OK", pk("+", "T05thread:02;", ""))};
 	st[n++] = (struct fake_step){pk("++", "g", ""), pk("+", g, "")};
 	n += walk_steps(st + n, "e8fbffffff");
+	snprintf(bp, sizeof(bp), "z0,%llx,1", (unsigned long long)HIT_RIP);
+	if (!tcg)
+		st[n++] = (struct fake_step){pk("+", bp, ""), pk("+", "OK", "")};
 	st[n++] = (struct fake_step){pk("+", "vCont;s:2", ""), pk("+", "T05thread:02;", "")};
+	if (!tcg) {
+		bp[0] = 'Z';
+		st[n++] = (struct fake_step){pk("+", bp, ""), pk("+", "OK", "")};
+	}
 	assert_true(n <= FAKE_NSTEPS(st));
 
 	gdb = hostile(&s, st, n, FAKE_SERVER_HOLD);
 	assert_non_null(q);
 	assert_int_equal(target_qemu_init(q, gdb, getpid(), NULL, NULL, NULL, true, err, sizeof(err)), 0);
+	target_qemu_set_tcg(q, tcg);
 	q->t.ops->set_bp_handler(&q->t, emulate_nop5, NULL);
 	hit_calls = run_polls = 0;
 	watchdog(20);
@@ -1222,6 +1231,98 @@ static void test_target_hits_pipelined_nop5_checked(void **state)
 	assert_string_equal(s.tail, "+"); /* the ack of the step's stop reply, at close */
 	free(gdb);
 	free(q);
+}
+
+/* The tracer's part of a hit on an entry probe: RIP stays, the instruction there runs in place. */
+static int in_place(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
+{
+	(void)ctx, (void)cpu, (void)regs;
+	if (addr != HIT_RIP)
+		return -ENOENT;
+	hit_calls++;
+	return 0;
+}
+
+static bool stop_on_second_poll(void *ctx)
+{
+	(void)ctx;
+	return ++run_polls >= 2;
+}
+
+/* A hit whose callback leaves RIP on the breakpoint (an entry probe): that vCPU steps the
+ * instruction there at once, no register written, no NOP5 looked for; under KVM with the
+ * breakpoint out for the step. */
+static void hit_in_place(bool tcg)
+{
+	char g[1300], rip_hex[20], bp[48];
+	struct fake_step st[32];
+	struct fake_server s;
+	struct target_qemu *q = calloc(1, sizeof(*q));
+	struct gdb *gdb;
+	char err[256];
+	size_t n = qemu72_hello(st, "", "+");
+
+	build_g(g, "");
+	put_le(rip_hex, HIT_RIP, 8);
+	memcpy(g + hexoff(GDB_REG_RIP), rip_hex, 16);
+	snprintf(bp, sizeof(bp), "z0,%llx,1", (unsigned long long)HIT_RIP);
+	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01", "")};
+	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
+	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
+	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", g, "")};
+	if (!tcg)
+		st[n++] = (struct fake_step){pk("+", bp, ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "vCont;s:1", ""), pk("+", "T05thread:01;", "")};
+	if (!tcg) {
+		bp[0] = 'Z';
+		st[n++] = (struct fake_step){pk("+", bp, ""), pk("+", "OK", "")};
+	}
+	assert_true(n <= FAKE_NSTEPS(st));
+
+	gdb = hostile(&s, st, n, FAKE_SERVER_HOLD);
+	assert_non_null(q);
+	assert_int_equal(target_qemu_init(q, gdb, getpid(), NULL, NULL, NULL, true, err, sizeof(err)), 0);
+	target_qemu_set_tcg(q, tcg);
+	q->t.ops->set_bp_handler(&q->t, in_place, NULL);
+	hit_calls = run_polls = 0;
+	watchdog(20);
+	if (target_qemu_run(q, stop_on_second_poll, NULL) != QEMU_RUN_STOP_ASKED)
+		fail_msg("run: %s (hits %u, polls %u)", q->err, hit_calls, run_polls);
+	alarm(0);
+	assert_int_equal(hit_calls, 1);
+	assert_int_equal(q->hits, 1);
+	assert_int_equal(q->nop5_refused, 0);
+	assert_true(q->stopped);
+	target_qemu_close(q);
+	gdb_close(gdb);
+	fake_server_finish(&s);
+	free(gdb);
+	free(q);
+}
+
+static void test_target_hit_in_place_tcg(void **state)
+{
+	(void)state;
+	hit_in_place(true);
+}
+
+static void test_target_hit_in_place_kvm(void **state)
+{
+	(void)state;
+	hit_in_place(false);
+}
+
+static void test_target_hits_pipelined_nop5_checked(void **state)
+{
+	(void)state;
+	hits_pipelined_nop5_checked(true);
+}
+
+static void test_target_hits_pipelined_nop5_checked_kvm(void **state)
+{
+	(void)state;
+	hits_pipelined_nop5_checked(false);
 }
 
 int main(void)
@@ -1253,6 +1354,9 @@ int main(void)
 	    cmocka_unit_test(test_interrupted_command_reply_skipped),
 	    cmocka_unit_test(test_target_stop_of_unknown_thread),
 	    cmocka_unit_test(test_target_hits_pipelined_nop5_checked),
+	    cmocka_unit_test(test_target_hits_pipelined_nop5_checked_kvm),
+	    cmocka_unit_test(test_target_hit_in_place_tcg),
+	    cmocka_unit_test(test_target_hit_in_place_kvm),
 	    cmocka_unit_test(test_connect_interrupted),
 	};
 

@@ -500,6 +500,44 @@ static void test_probe_refuses_split_site(void **state)
 		       "guest-physical memory");
 }
 
+/* An entry probe (no fentry site): whatever instruction it sits on is not checked for a NOP5; on a
+ * target that runs the instruction under a breakpoint in place, its first byte gets the INT3 and
+ * gets it back; on one that cannot, nothing is written and the error names the function. */
+static void test_probe_entry(void **state)
+{
+	struct site_set s;
+	struct probe_table t;
+	struct fake_target f;
+	uint8_t before[sizeof(text)];
+	char err[256] = "";
+
+	(void)state;
+	ft_init(&f);
+	memcpy(text + 0x40, (const uint8_t[]){0x55, 0x48, 0x89, 0xe5, 0x41}, 5); /* push %rbp ... */
+	memcpy(before, text, sizeof(before));
+	make_sites(&s, 2, TEXT_BASE, 0x40);
+	s.sites[1].entry = true;
+	s.syms[1].name = "__schedule";
+	assert_int_equal(probe_table_init(&t, s.ptrs, s.n), 0);
+	assert_true(t.v[1].entry);
+	assert_false(t.v[0].entry);
+	/* the plain fake cannot run an instruction in place */
+	assert_int_equal(probe_insert_all(&t, &f.t, err, sizeof(err)), -ENOTSUP);
+	assert_string_equal(err, "__schedule: no fentry site, and this target cannot run an "
+				 "instruction under a breakpoint in place");
+	assert_int_equal(f.inserts, 0);
+	assert_memory_equal(text, before, sizeof(before));
+	f.t.bp_in_place = true;
+	assert_int_equal(probe_insert_all(&t, &f.t, err, sizeof(err)), 0);
+	assert_int_equal(t.v[1].orig, 0x55);
+	assert_int_equal(text[0x40], 0xcc);
+	assert_int_equal(text[0], 0xcc);
+	assert_int_equal(probe_remove_all(&t, &f.t), 0);
+	assert_memory_equal(text, before, sizeof(before));
+	probe_table_free(&t);
+	free_sites(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -515,6 +553,7 @@ int main(void)
 	    cmocka_unit_test(test_probe_remove_rewritten),
 	    cmocka_unit_test(test_probe_patches_by_gpa),
 	    cmocka_unit_test(test_probe_refuses_split_site),
+	    cmocka_unit_test(test_probe_entry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

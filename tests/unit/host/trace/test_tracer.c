@@ -104,8 +104,9 @@ static const struct target_ops ops = {
     .set_bp_handler = set_bp_handler,
 };
 
-/* Two traced functions and the trampoline, a tracer with returns hooked, not attached yet. */
-static void fixture_init(struct fixture *x)
+/* Two traced functions and the trampoline, a tracer with returns hooked, not attached yet; func_a
+ * by an entry probe (no fentry site) when @entry_a. */
+static void fixture_init_with(struct fixture *x, bool entry_a)
 {
 	static const uint64_t addrs[2] = {SITE_A, SITE_B};
 	struct tracer_opts opts = {.returns = true, .hook_all = true, .ring_records = 64};
@@ -125,9 +126,16 @@ static void fixture_init(struct fixture *x)
 	assert_int_equal(vmi_symtab_add(&x->syms, SITE_B, 0x30, "func_b"), 0);
 	vmi_symtab_sort(&x->syms);
 	assert_int_equal(vmi_sites_build(&x->sites, addrs, 2, &x->syms), 0);
+	x->sites.v[0].entry = entry_a;
+	x->f.t.bp_in_place = entry_a;
 	x->sel[0] = &x->sites.v[0];
 	x->sel[1] = &x->sites.v[1];
 	assert_int_equal(tracer_init(&x->tr, &x->f.t, x->sel, 2, &task, &opts), 0);
+}
+
+static void fixture_init(struct fixture *x)
+{
+	fixture_init_with(x, false);
 }
 
 static void attach(struct fixture *x)
@@ -545,6 +553,30 @@ static void test_event_past_max_depth(void **state)
 	event_outside_graph(1);
 }
 
+/* An entry probe's hit leaves RIP on it (the target runs the instruction there in place), and its
+ * return is not hooked where the stack is no kernel stack (here the low half: an entry that is no
+ * call, a syscall's first instruction on the user's stack): the slot keeps its value. */
+static void test_entry_probe_in_place(void **state)
+{
+	struct fixture x;
+	uint64_t ret = CALLER;
+
+	(void)state;
+	fixture_init_with(&x, true);
+	attach(&x);
+	memcpy(x.stack + (SLOT - STACK), &ret, 8);
+	x.regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = SLOT};
+	assert_int_equal(tracer_hit(&x.tr, 0, SITE_A, &x.regs[0]), 0);
+	assert_int_equal(x.regs[0].rip, SITE_A);
+	assert_int_equal(slot_value(&x), CALLER);
+	/* func_b, an fentry site, is hooked as before */
+	x.regs[0] = (struct x86_regs){.rip = SITE_B, .rsp = SLOT};
+	assert_int_equal(tracer_hit(&x.tr, 0, SITE_B, &x.regs[0]), 0);
+	assert_int_equal(x.regs[0].rip, SITE_B + X86_NOP5_LEN);
+	assert_int_equal(slot_value(&x), TRAMP);
+	fixture_free(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -559,6 +591,7 @@ int main(void)
 	    cmocka_unit_test(test_task_read_once_per_hit),
 	    cmocka_unit_test(test_event_outside_graph),
 	    cmocka_unit_test(test_event_past_max_depth),
+	    cmocka_unit_test(test_entry_probe_in_place),
 	};
 
 	return cmocka_run_group_tests_name("restore", tests, NULL, NULL);

@@ -1,0 +1,24 @@
+/* Entry probes: sites for the functions a session names that have no fentry site (notrace,
+ * noinstr, asm, or a kernel built without ftrace), at their first instruction. */
+#ifndef HVT_ENTRY_SITES_H
+#define HVT_ENTRY_SITES_H
+
+#include "host/session/session.h"
+#include "vmi/vmi_read.h"
+#include "vmi/vmi_sites.h"
+#include "vmi/vmi_symtab.h"
+
+/* Adds to @sites an entry site (vmi_site.entry) for each function of @funcs without one in @sites
+ * that the session names exactly with -l, -g, -e or -r (a name without glob characters), and with
+ * --entry for each one an -l or -g glob matches (every function without -l or -g; __pfx_ and
+ * __cfi_ padding never). The first bytes of each are read through @read/@ctx. @no_entry: NULL
+ * where the target can probe an entry (a breakpoint whose instruction then runs in place), else
+ * why not ("X has no fentry site, and a probe at its entry cannot work here: @no_entry"): a function that would need one is refused with it. @sites must hold the fentry sites
+ * already, built from @funcs; pointers into @sites->v taken before are invalid afterwards.
+ * Returns the number of entry sites added, -ENOMEM, or -ENOTSUP/-EFAULT with one line in @err
+ * naming the function. */
+long entry_sites_add(const struct session *s, struct vmi_sites *sites,
+		     const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
+		     const char *no_entry, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,164 @@
+/* host/session/entry_sites.h: which functions without an fentry site get an entry probe, and where
+ * (after ENDBR64 or its sealed NOP), over a symbol table and text read through a reader. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "host/session/entry_sites.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define TEXT 0x1000ull
+
+/* The guest text: a (fentry site), a2 (alias of a), b (ENDBR64 then push), __pfx_c (padding), c
+ * (push), d (sealed ENDBR), and e past the readable text. */
+static uint8_t text[0x100];
+
+static int read_text(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	(void)ctx;
+	if (gva < TEXT || gva - TEXT > sizeof(text) || len > sizeof(text) - (gva - TEXT))
+		return -EFAULT;
+	memcpy(buf, text + (gva - TEXT), len);
+	return 0;
+}
+
+struct world {
+	struct vmi_symtab funcs;
+	struct vmi_sites sites;
+	struct session s;
+	char err[256];
+};
+
+static void world_init(struct world *w)
+{
+	static const uint8_t endbr[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+	static const uint8_t sealed[4] = {0x66, 0x0f, 0x1f, 0x00};
+	uint64_t a;
+
+	memset(w, 0, sizeof(*w));
+	memset(text, 0x55, sizeof(text));
+	memcpy(text + 0x40, endbr, 4);
+	memcpy(text + 0x80, sealed, 4);
+	assert_int_equal(vmi_symtab_add(&w->funcs, TEXT + 0x00, 0x20, "a"), 0);
+	assert_int_equal(vmi_symtab_add(&w->funcs, TEXT + 0x00, 0x20, "a2"), 0);
+	assert_int_equal(vmi_symtab_add(&w->funcs, TEXT + 0x40, 0x10, "b"), 0);
+	assert_int_equal(vmi_symtab_add(&w->funcs, TEXT + 0x50, 0x10, "__pfx_c"), 0);
+	assert_int_equal(vmi_symtab_add(&w->funcs, TEXT + 0x60, 0x10, "c"), 0);
+	assert_int_equal(vmi_symtab_add(&w->funcs, TEXT + 0x80, 0x10, "d"), 0);
+	assert_int_equal(vmi_symtab_add(&w->funcs, TEXT + 0x1000, 0x10, "e"), 0);
+	vmi_symtab_sort(&w->funcs);
+	a = TEXT;
+	assert_int_equal(vmi_sites_build(&w->sites, &a, 1, &w->funcs), 0);
+	assert_int_equal(w->sites.nr, 1);
+}
+
+static void world_free(struct world *w)
+{
+	vmi_sites_free(&w->sites);
+	vmi_symtab_free(&w->funcs);
+}
+
+static long add(struct world *w, const char *no_entry)
+{
+	return entry_sites_add(&w->s, &w->sites, &w->funcs, read_text, NULL, no_entry, w->err,
+			       sizeof(w->err));
+}
+
+/* Names given exactly (-l, -e, -r, -g) get entry sites, after an ENDBR64 or a sealed one; a glob
+ * does not; an alias of a function with a site does not; the result is sorted by address. */
+static void test_exact_names(void **state)
+{
+	struct world w;
+	char *filter[] = {"b", "c*"};
+	char *graph[] = {"d"};
+	struct fe_spec ev = {.func = "c"};
+
+	(void)state;
+	world_init(&w);
+	w.s.filter = filter;
+	w.s.nr_filter = 2;
+	w.s.graph = graph;
+	w.s.nr_graph = 1;
+	w.s.events = &ev;
+	w.s.nr_events = 1;
+	assert_int_equal(add(&w, NULL), 3);
+	assert_int_equal(w.sites.nr, 4);
+	assert_int_equal(w.sites.v[0].addr, TEXT); /* a's (or its alias's) fentry site */
+	assert_false(w.sites.v[0].entry);
+	assert_string_equal(w.sites.v[1].func->name, "b");
+	assert_int_equal(w.sites.v[1].addr, TEXT + 0x44);
+	assert_true(w.sites.v[1].entry);
+	assert_string_equal(w.sites.v[2].func->name, "c");
+	assert_int_equal(w.sites.v[2].addr, TEXT + 0x60);
+	assert_string_equal(w.sites.v[3].func->name, "d");
+	assert_int_equal(w.sites.v[3].addr, TEXT + 0x84);
+	/* again: every named function has its site now */
+	assert_int_equal(add(&w, NULL), 0);
+	assert_int_equal(w.sites.nr, 4);
+	world_free(&w);
+}
+
+/* --entry: globs match functions without a site (padding never; one whose text cannot be read is
+ * passed over); without -l or -g, every function. */
+static void test_entry_all(void **state)
+{
+	struct world w;
+	char *filter[] = {"[bc]*"};
+
+	(void)state;
+	world_init(&w);
+	w.s.entry_all = true;
+	w.s.filter = filter;
+	w.s.nr_filter = 1;
+	assert_int_equal(add(&w, NULL), 2);
+	assert_string_equal(w.sites.v[1].func->name, "b");
+	assert_string_equal(w.sites.v[2].func->name, "c");
+	world_free(&w);
+
+	world_init(&w);
+	w.s.entry_all = true;
+	assert_int_equal(add(&w, NULL), 3); /* b, c, d; not a2, __pfx_c, e */
+	assert_int_equal(w.sites.nr, 4);
+	world_free(&w);
+}
+
+/* Where a target cannot probe an entry, a function that needs one is refused with the reason, and
+ * one named exactly whose first bytes cannot be read is refused too; @sites is left as it was. */
+static void test_refusals(void **state)
+{
+	struct world w;
+	char *filter[] = {"c"};
+	char *unreadable[] = {"e"};
+
+	(void)state;
+	world_init(&w);
+	w.s.filter = filter;
+	w.s.nr_filter = 1;
+	assert_int_equal(add(&w, "INT3 does not exit"), -ENOTSUP);
+	assert_string_equal(w.err, "c has no fentry site, and a probe at its entry cannot work "
+				   "here: INT3 does not exit");
+	assert_int_equal(w.sites.nr, 1);
+	w.s.filter = unreadable;
+	assert_int_equal(add(&w, NULL), -EFAULT);
+	assert_string_equal(w.err, "e: its first bytes at 0x2000 cannot be read");
+	assert_int_equal(w.sites.nr, 1);
+	/* a function with a site needs no entry probe, whatever the target */
+	w.s.filter = (char *[]){"a"};
+	assert_int_equal(add(&w, "INT3 does not exit"), 0);
+	world_free(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_exact_names),
+	    cmocka_unit_test(test_entry_all),
+	    cmocka_unit_test(test_refusals),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
