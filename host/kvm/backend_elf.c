@@ -27,6 +27,9 @@ static int elf_open(void *ctx, char *err, size_t errlen)
 	if (guest_image_open(&b->g, b->k.env.s->guest, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	b->have_g = true;
+	status = kvm_run_refuse_entry_probes(b->k.env.s, &b->g.sites, &b->g.elf.funcs, err, errlen);
+	if (status)
+		return status;
 	status = pipeline_select(b->k.env.p, b->k.env.s, &b->g.sites, NULL, 0, err, errlen);
 	return status;
 }

@@ -2,6 +2,7 @@
 #include "host/kvm/vcpu.h"
 #include "host/session/cmd_out.h"
 #include "host/session/end_status.h"
+#include "host/session/entry_sites.h"
 #include "host/session/exitcode.h"
 #include "host/trace/clock.h"
 
@@ -276,4 +277,18 @@ int kvm_run_new(struct backend *b, const struct backend_env *env, const struct k
 	b->ops = &kvm_ops;
 	b->ctx = k;
 	return 0;
+}
+
+int kvm_run_refuse_entry_probes(const struct session *s, struct vmi_sites *sites,
+				const struct vmi_symtab *funcs, char *err, size_t errlen)
+{
+	long n = entry_sites_add(s, sites, funcs, NULL, NULL,
+				 "a probe at its entry needs QEMU's gdbstub to step the "
+				 "instruction under it (run --qemu, attach); the embedded VMM "
+				 "cannot",
+				 err, errlen);
+
+	if (n == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return n == -ENOMEM ? EXIT_HOST_ERROR : n < 0 ? EXIT_BAD_INPUT : 0;
 }

@@ -210,8 +210,8 @@ static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
 {
 	const struct session *s = r->s;
 	long n = entry_sites_add(s, &r->sites, &r->l.funcs, target_qemu_read_kernel, &r->tq,
-				 r->no_trap ? "needs a trap probe, and INT3 does not exit on this "
-					      "host's KVM"
+				 r->no_trap ? "a probe at its entry is a trap probe, and INT3 does "
+					      "not exit on this host's KVM"
 					    : NULL,
 				 err, errlen);
 

@@ -101,7 +101,7 @@ long entry_sites_add(const struct session *s, struct vmi_sites *sites,
 		if (!exact && !(s->entry_all && glob_selects(s, f->name)))
 			continue;
 		if (no_entry) {
-			snprintf(err, errlen, "%s has no fentry site, and a probe at its entry cannot work here: %s",
+			snprintf(err, errlen, "%s has no fentry site: %s",
 				 f->name, no_entry);
 			ret = -ENOTSUP;
 			goto out;

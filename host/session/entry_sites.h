@@ -13,7 +13,7 @@
  * --entry for each one an -l or -g glob matches (every function without -l or -g; __pfx_ and
  * __cfi_ padding never). The first bytes of each are read through @read/@ctx. @no_entry: NULL
  * where the target can probe an entry (a breakpoint whose instruction then runs in place), else
- * why not ("X has no fentry site, and a probe at its entry cannot work here: @no_entry"): a function that would need one is refused with it. @sites must hold the fentry sites
+ * why not ("F has no fentry site: @no_entry"): a function that would need one is refused with it. @sites must hold the fentry sites
  * already, built from @funcs; pointers into @sites->v taken before are invalid afterwards.
  * Returns the number of entry sites added, -ENOMEM, or -ENOTSUP/-EFAULT with one line in @err
  * naming the function. */
