@@ -221,7 +221,7 @@ static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
 	}
 	if (n < 0)
 		return EXIT_BAD_INPUT;
-	if (n && s->probe != PROBE_TRAP)
+	if (n && s->probe != PROBE_TRAP && s->cmd != CMD_LIST_FUNCTIONS)
 		fprintf(stderr,
 			"hvtrace: %ld function%s without an fentry site probed at %s entry with trap "
 			"probes (a stub probe needs an fentry site)\n",
@@ -533,18 +533,21 @@ static int failed(struct linux_run *r, int status, const char *when, char *err, 
 }
 
 /* list-functions of a running VM: each traceable function on the -o stream (stdout), "name
- * [module]" for a module's (as available_filter_functions), in address order. Nothing is patched;
- * a failed write shows when the stream is closed. */
-static void list_functions(struct linux_run *r)
+ * [module]" for a module's (as available_filter_functions), in address order; with --entry every
+ * function, those without an fentry site (entry probes) followed by " (entry)". Nothing is patched;
+ * a failed write shows when the stream is closed. 0 or an exit status with @err. */
+static int list_functions(struct linux_run *r, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < r->sites.nr && !ferror(r->out); i++) {
-		const struct vmi_module *m = vmi_modules_find(&r->l.mods, r->sites.v[i].addr);
+	int ret = r->s->entry_all ? add_entry_sites(r, err, errlen) : 0;
 
-		if (m)
-			fprintf(r->out, "%s [%s]\n", r->sites.v[i].func->name, m->name);
-		else
-			fprintf(r->out, "%s\n", r->sites.v[i].func->name);
+	for (size_t i = 0; ret == 0 && i < r->sites.nr && !ferror(r->out); i++) {
+		const struct vmi_site *site = &r->sites.v[i];
+		const struct vmi_module *m = vmi_modules_find(&r->l.mods, site->addr);
+
+		fprintf(r->out, "%s%s%s%s%s\n", site->func->name, m ? " [" : "", m ? m->name : "",
+			m ? "]" : "", site->entry ? " (entry)" : "");
 	}
+	return ret;
 }
 
 static int qemu_open(void *ctx, char *err, size_t errlen)
@@ -610,8 +613,9 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	if (learn_kernel(r, &task, err, errlen) < 0)
 		return failed(r, EXIT_BAD_INPUT, "while the kernel was booting", err, errlen);
 	if (s->cmd == CMD_LIST_FUNCTIONS) {
-		list_functions(r);
-		return BACKEND_DONE;
+		status = list_functions(r, err, errlen);
+		return status ? failed(r, status, "while listing the functions", err, errlen)
+			      : BACKEND_DONE;
 	}
 	/* stub probes: the drain and the writer, started now, inherit this thread's nice: ahead of
 	 * the vCPUs (QEMU, started before, runs at +QEMU_STUB_NICE) and of the rest of a busy host

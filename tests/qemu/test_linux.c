@@ -770,10 +770,33 @@ static void keep_listing(const struct hv_result *r)
 	kallsyms_listing = strdup(r->trace);
 }
 
-static void same_listing(const struct hv_result *r)
+/* list-functions --entry --system-map: the listing from kallsyms with the functions that have no
+ * fentry site (entry probes, " (entry)") among them: without those lines, the same; notrace and
+ * noinstr functions (__schedule, do_syscall_64) are there, padding (__pfx_) is not. */
+static void same_listing_and_entries(const struct hv_result *r)
 {
+	char *fentry = strdup(r->trace), *o = fentry;
+	const char *line = r->trace;
+
 	assert_non_null(kallsyms_listing);
-	assert_string_equal(r->trace, kallsyms_listing);
+	assert_non_null(fentry);
+	while (*line) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
+
+		if (len < 9 || memcmp(line + len - 9, " (entry)\n", 9)) {
+			memcpy(o, line, len);
+			o += len;
+		}
+		line += len;
+	}
+	*o = 0;
+	assert_string_equal(fentry, kallsyms_listing);
+	free(fentry);
+	assert_non_null(strstr(r->trace, "\n__schedule (entry)\n"));
+	assert_non_null(strstr(r->trace, "\ndo_syscall_64 (entry)\n"));
+	assert_null(strstr(r->trace, "__pfx_"));
+	assert_true(count_text(r->trace, " (entry)\n") > 1000);
 }
 
 /* -l bm_status_read -e 'do_sys_openat2(dfd, filename)': exactly the hvt.bm=7 reads of the module's
@@ -1108,7 +1131,8 @@ static const struct linux_test linux_tests[] = {
     {
 	/* attach by libvirt name to a q35 domain of 4 GiB (2 GiB of its RAM above 4 GiB), no file
 	 * from the guest: list-functions from its kallsyms (its module's functions included) is the
-	 * list --system-map gives; a function of the module binfmt_misc is traced, exactly the 7
+	 * list --system-map gives (and with --entry, the functions without an fentry site among them);
+	 * a function of the module binfmt_misc is traced, exactly the 7
 	 * status reads the guest makes, with the opens of that file as an -e event typed from BTF;
 	 * then function_graph, return slots hooked above 4 GiB, each entry with its return. */
 	.name = "test_attach_kallsyms_module",
@@ -1127,10 +1151,10 @@ static const struct linux_test linux_tests[] = {
 		},
 	    },
 	    {
-		.label = "list-functions NAME --system-map",
+		.label = "list-functions NAME --system-map --entry",
 		.cmd = RAW,
-		.args = {"list-functions", DOMAIN_ARG, "--system-map", SYSMAP},
-		.expect = {.err = {" from System.map "}, .check = same_listing},
+		.args = {"list-functions", DOMAIN_ARG, "--system-map", SYSMAP, "--entry"},
+		.expect = {.err = {" from System.map "}, .check = same_listing_and_entries},
 	    },
 	    {
 		.label = "attach -l bm_status_read",
