@@ -4,7 +4,8 @@
 # hvt.rounds=N (workload rounds, default 3), hvt.yes=N (copies of `yes > /dev/null`, default 4),
 # hvt.yes_sec=SEC (how long they run, default 2), hvt.bm=N (after the workload start line and
 # hvt.bm_wait=SEC, read the status of binfmt_misc, a module loaded at boot, N times: N calls of its
-# bm_status_read).
+# bm_status_read), hvt.tmpfs=N (then read a file on a tmpfs N times, each one read(2) by dd: N calls of
+# shmem_file_read_iter, through vfs_read's f_op->read_iter).
 # make bench: hvt.bench=N runs N rounds of the file workload alone between "bench start" and "bench end"
 # lines, then powers off; hvt.ftrace=GLOB[,GLOB...] (or "all") turns the guest's own function tracer on
 # (tracefs) for those rounds and prints how many events it recorded.
@@ -90,6 +91,17 @@ if [ "$bm" -gt 0 ]; then
 		k=$((k + 1))
 	done
 	echo "hvt-linux: binfmt_misc status read $bm times"
+fi
+tmpfs=$(arg tmpfs 0)
+if [ "$tmpfs" -gt 0 ]; then
+	mkdir -p /tmp/hvt-tmpfs && mount -t tmpfs tmpfs /tmp/hvt-tmpfs &&
+		echo "a line on tmpfs" > /tmp/hvt-tmpfs/f
+	k=0
+	while [ "$k" -lt "$tmpfs" ]; do # one read(2), one shmem_file_read_iter, each
+		dd if=/tmp/hvt-tmpfs/f of=/dev/null bs=64 count=1 2>/dev/null
+		k=$((k + 1))
+	done
+	echo "hvt-linux: tmpfs file read $tmpfs times"
 fi
 i=0
 while [ "$i" -lt "$rounds" ]; do

@@ -604,6 +604,28 @@ static void check_entry_event(const struct hv_result *r)
 	assert_int_equal(count_text(r->trace, "vfs_read"), n);
 }
 
+/* ---- -g through function pointers (issue 25) --------------------------------------------------- */
+
+#define TMPFS_LINE "hvt-linux: tmpfs file read "
+
+/* --probe stub -p function_graph -g vfs_read --comm dd on hvt.bm=7 hvt.tmpfs=5: every function
+ * carries a stub probe and the stub follows the graph in the guest, as set_graph_function does:
+ * each of dd's 12 reads is one vfs_read graph, and each of the 5 of the tmpfs file holds
+ * shmem_file_read_iter, called through f_op->read_iter, right under vfs_read. */
+static void check_graph_through_pointers(const struct hv_result *r)
+{
+	const char *p = r->console ? strstr(r->console, TMPFS_LINE) : NULL;
+	long n;
+
+	assert_int_equal(guest_bm_reads(r), 7);
+	assert_non_null(p);
+	n = strtol(p + strlen(TMPFS_LINE), NULL, 10);
+	assert_int_equal(n, 5);
+	assert_int_equal(count_text(r->trace, "|  vfs_read() {\n"), 7 + n);
+	assert_int_equal(count_text(r->trace, "|    shmem_file_read_iter() {\n"), n);
+	assert_int_equal(count_text(r->trace, "shmem_file_read_iter"), n);
+}
+
 /* The same session as check_record_openat under `run`. */
 static void check_run_openat(const struct hv_result *r)
 {
@@ -1260,6 +1282,35 @@ static const struct linux_test linux_tests[] = {
 			   .err = {"hvtrace: 1 function without an fentry site probed at its entry "
 				   "with trap probes (a stub probe needs an fentry site)\n"},
 			   .check = check_entry_event},
+	    },
+	},
+    },
+    {
+	/* -g as set_graph_function: with stub probes the graph follows calls through function
+	 * pointers (issue 25); with trap probes one line says how far it reaches. */
+	.name = "test_run_qemu_graph_function_pointers",
+	.runs = {
+	    {
+		.label = "run --qemu --probe stub -p function_graph -g vfs_read",
+		.cmd = RUN_QEMU,
+		.append = "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+		.args = {"--probe", "stub", "-p", "function_graph", "-g", "vfs_read", "--comm", "dd",
+			 "--stats", "--timeout", "300"},
+		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN},
+			   .err = {" lost 0 "},
+			   .check = check_graph_through_pointers},
+	    },
+	    {
+		.label = "run --qemu --probe trap -p function_graph -g vfs_read --max-depth 2",
+		.cmd = RUN_QEMU,
+		.append = "hvt.bm=1 hvt.tmpfs=1 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+		.args = {"--probe", "trap", "-p", "function_graph", "-g", "vfs_read", "--max-depth",
+			 "2", "--comm", "dd", "--timeout", "300"},
+		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN},
+			   .err = {"hvtrace: -g with trap probes: the graph holds what its functions "
+				   "reach by direct calls, 1 deep, not calls through function "
+				   "pointers (--probe stub follows every call)\n"},
+			   .trace = {"|  vfs_read() {\n"}},
 	    },
 	},
     },
