@@ -11,8 +11,9 @@
  * Per kernel: trap probes and stub probes on vfs_read and do_sys_openat2 (dd's 2N opens and N
  * reads, real task names, with stubs no VM stop and 0 lost); function_graph under do_sys_openat2
  * with a BTF-typed -e event on vfs_read outside that graph (the N reads of the status file, typed,
- * each graph entry with its return); list-functions of the running guest (its sealed ENDBR sites:
- * vfs_read listed, and the module's functions). */
+ * each graph entry with its return); an entry probe on the noinstr do_syscall_64 (no fentry site)
+ * beside stub probes, its -e event exact; list-functions of the running guest (its sealed ENDBR
+ * sites: vfs_read listed, and the module's functions). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -45,7 +46,7 @@
 #define BM_LINE	 "hvt-linux: binfmt_misc status read "
 
 /* What one test of the matrix does on its kernel. */
-enum probe_kind { TRAP, STUB, GRAPH, LIST };
+enum probe_kind { TRAP, STUB, GRAPH, ENTRY, LIST };
 
 struct matrix_case {
 	const struct hv_kernel *k;
@@ -53,13 +54,14 @@ struct matrix_case {
 	char name[64];
 };
 
-static const char *const kind_names[] = {"trap", "stub", "function_graph -e", "list-functions"};
+static const char *const kind_names[] = {"trap", "stub", "function_graph -e", "entry probes",
+					  "list-functions"};
 /* the cmocka test of a kind on kernel K: test_kernel_K_<this> */
-static const char *const kind_tests[] = {"trap", "stub", "graph_event", "list_functions"};
+static const char *const kind_tests[] = {"trap", "stub", "graph_event", "entry", "list_functions"};
 
 static struct hv_kernel kernels[MAX_KERNELS];
 static size_t nr_kernels;
-static struct matrix_case cases[MAX_KERNELS * 4];
+static struct matrix_case cases[MAX_KERNELS * 5];
 
 /* ---- what the guest reports, and what the trace shows ---------------------------------------- */
 
@@ -134,6 +136,23 @@ static void check_dd_stub(const struct hv_result *r)
 	assert_int_equal(hv_stat(r->err, "stub probes ", "lost "), 0);
 	assert_int_equal(hv_stat(r->err, "stub probes ", "guest-reported-lost "), 0);
 	assert_int_equal(hv_stat(r->err, "kaslr-slide ", "stops "), 0);
+}
+
+/* Stub probes on vfs_read and an entry probe (a trap probe at its first instruction: it has no fentry
+ * site) on the noinstr do_syscall_64 with -e 'do_syscall_64(nr)', --filter-event 'nr == 0' and
+ * --comm dd: dd's read syscalls are exactly its N reads of the status file, each one vfs_read. */
+static void check_entry(const struct hv_result *r)
+{
+	long n = guest_bm_reads(r->console);
+
+	printf("hvt-kernels:   guest: %ld status reads; trace: do_syscall_64(nr=0) %ld, vfs_read %ld\n",
+	       n, count_text(r->trace, "->do_syscall_64(nr=0)\n"),
+	       count_text(r->trace, ": vfs_read <-ksys_read\n"));
+	assert_int_equal(n, BM_READS);
+	assert_int_equal(count_text(r->trace, "->do_syscall_64(nr=0)\n"), n);
+	assert_int_equal(count_text(r->trace, "do_syscall_64"), n);
+	assert_int_equal(count_text(r->trace, ": vfs_read <-ksys_read\n"), n);
+	assert_int_equal(count_text(r->trace, "vfs_read"), n);
 }
 
 /* function_graph prints an -e event as a comment line (print_graph_comment), here one outside the
@@ -370,6 +389,33 @@ static void play_case(void **state)
 		    .nest = {"|  do_sys_openat2() {\n",
 			     "|  } /* do_sys_openat2 ret=", 2 * BM_READS - 1},
 		    .check = check_graph_typed,
+		};
+
+		run_qemu(k, args, &e, c->name);
+		break;
+	}
+	case ENTRY: {
+		const char *args[] = {"--probe",
+				      "stub",
+				      "-p",
+				      "function",
+				      "-l",
+				      "vfs_read",
+				      "-e",
+				      "do_syscall_64(nr)",
+				      "--filter-event",
+				      "do_syscall_64: nr == 0",
+				      "--comm",
+				      "dd",
+				      "--verify-text",
+				      "--timeout",
+				      "300",
+				      NULL};
+		struct hv_expect e = {
+		    .console = {WORKLOAD_DONE, POWER_DOWN},
+		    .err = {"hvtrace: 1 function without an fentry site probed at its entry with "
+			    "trap probes (a stub probe needs an fentry site)\n"},
+		    .check = check_entry,
 		};
 
 		run_qemu(k, args, &e, c->name);

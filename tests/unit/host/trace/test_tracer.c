@@ -414,6 +414,29 @@ static void test_verify_trampoline_and_neighbours(void **state)
 	fixture_free(&x);
 }
 
+/* An entry probe's breakpoint covers its first byte alone: a change at that byte is hvtrace's to
+ * answer for, one in the instruction's next bytes is the kernel's. */
+static void test_verify_entry_probe_byte(void **state)
+{
+	struct fixture x;
+	struct text_verify v;
+	struct text_verdict d;
+
+	(void)state;
+	fixture_init_with(&x, true);
+	assert_int_equal(text_verify_begin(&v, fake_mem_read, &x.f.mem, TEXT, TEXT + 0x100), 0);
+	x.text[SITE_A - TEXT + 2] = 0x01;
+	verify_now(&x, &v, &d);
+	assert_int_equal(d.ours, 0);
+	assert_int_equal(d.kernel, 1);
+	x.text[SITE_A - TEXT] = X86_INT3;
+	verify_now(&x, &v, &d);
+	assert_int_equal(d.ours, 1);
+	assert_int_equal(d.ours_at, SITE_A);
+	text_verify_free(&v);
+	fixture_free(&x);
+}
+
 /* One hit reads the task running on the vCPU once, whatever records it makes: the call, and its
  * stacktrace and snapshot triggers' records all name that task. */
 static void test_task_read_once_per_hit(void **state)
@@ -592,6 +615,7 @@ int main(void)
 	    cmocka_unit_test(test_event_outside_graph),
 	    cmocka_unit_test(test_event_past_max_depth),
 	    cmocka_unit_test(test_entry_probe_in_place),
+	    cmocka_unit_test(test_verify_entry_probe_byte),
 	};
 
 	return cmocka_run_group_tests_name("restore", tests, NULL, NULL);
