@@ -603,11 +603,16 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 	if (ret < 0)
 		return gdb_failed(q, "registers", ret);
 	rip = c->regs.rip;
-	if (q->bp(q->bp_ctx, (unsigned)cpu, rip, &c->regs) < 0)
+	ret = q->bp(q->bp_ctx, (unsigned)cpu, rip, &c->regs);
+	if (ret < 0)
 		return 0; /* not ours (an interrupt, another debugger's stop) */
 	q->hits++;
-	if (c->regs.rip == rip) /* an entry probe: the instruction under it runs now */
+	if (ret == TARGET_BP_IN_PLACE) { /* an entry probe: the instruction under it runs now */
+		c->regs.rip = rip;
 		return step_over(q, c);
+	}
+	if (c->regs.rip == rip)
+		return 0; /* the breakpoint again (the trampoline for a tail call's second frame) */
 	if (c->regs.rip == rip + X86_NOP5_LEN && rip != q->t.trampoline &&
 	    !nop5_at(q, (unsigned)cpu, rip)) {
 		c->regs.rip = rip;

@@ -13,7 +13,11 @@ struct target;
 struct target_region;
 
 /* Called on the thread that owns vCPU @cpu when it hits an INT3 at @addr. Returns 0 if the breakpoint is
- * the tracer's (regs->rip then says where to resume), -ENOENT otherwise. Must not block for long. */
+ * the tracer's (regs->rip then says where to resume: @addr itself executes the breakpoint again, as
+ * the return trampoline does for a tail call's second frame), TARGET_BP_IN_PLACE if it is the
+ * tracer's and the instruction under it is to run in place (an entry probe: only on a target with
+ * bp_in_place), -ENOENT otherwise. Must not block for long. */
+#define TARGET_BP_IN_PLACE 1
 typedef int (*target_bp_fn)(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs);
 
 struct target_ops {

@@ -548,9 +548,9 @@ int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
 	/* Emulate the NOP5 the INT3 sits on; the probe stays in place. An entry probe's
 	 * instruction is run in place by the target (bp_in_place). */
 	regs->rip = p->entry ? addr : addr + X86_NOP5_LEN;
-	if (!atomic_load_explicit(&t->active, memory_order_relaxed))
-		return 0;
-	return function_entry(t, cpu, p, regs);
+	if (atomic_load_explicit(&t->active, memory_order_relaxed))
+		function_entry(t, cpu, p, regs);
+	return p->entry ? TARGET_BP_IN_PLACE : 0;
 }
 
 uint64_t tracer_horizon(void *ctx)

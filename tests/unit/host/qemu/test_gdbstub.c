@@ -1143,6 +1143,18 @@ static bool stop_on_fourth_poll(void *ctx)
 	return ++run_polls >= 4;
 }
 
+static bool stop_on_second_poll(void *ctx)
+{
+	(void)ctx;
+	return ++run_polls >= 2;
+}
+
+static bool stop_on_third_poll(void *ctx)
+{
+	(void)ctx;
+	return ++run_polls >= 3;
+}
+
 /* The page walk of HIT_RIP through the gdbstub (physical mode), then its 5 code bytes @code. */
 static size_t walk_steps(struct fake_step *st, const char *code)
 {
@@ -1240,14 +1252,65 @@ static int in_place(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *reg
 	if (addr != HIT_RIP)
 		return -ENOENT;
 	hit_calls++;
+	return TARGET_BP_IN_PLACE;
+}
+
+/* The tracer's part of a trampoline hit that pops a tail call's second frame: RIP stays on the
+ * breakpoint, which is to be executed (and hit) again, not stepped over. */
+static int hit_again(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
+{
+	(void)ctx, (void)cpu, (void)regs;
+	if (addr != HIT_RIP)
+		return -ENOENT;
+	hit_calls++;
 	return 0;
 }
 
-static bool stop_on_second_poll(void *ctx)
+/* A hit whose callback leaves RIP on the breakpoint and returns 0 (the trampoline's tail-call
+ * case): the VM simply continues there, no step (a step would run the RET under the trampoline and
+ * return through whatever the stack holds next). */
+static void test_target_hit_again_no_step(void **state)
 {
-	(void)ctx;
-	return ++run_polls >= 2;
+	char g[1300], rip_hex[20];
+	struct fake_step st[32];
+	struct fake_server s;
+	struct target_qemu *q = calloc(1, sizeof(*q));
+	struct gdb *gdb;
+	char err[256];
+	size_t n = qemu72_hello(st, "", "+");
+
+	(void)state;
+	build_g(g, "");
+	put_le(rip_hex, HIT_RIP, 8);
+	memcpy(g + hexoff(GDB_REG_RIP), rip_hex, 16);
+	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01", "")};
+	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
+	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
+	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", g, "")};
+	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
+	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", g, "")};
+	assert_true(n <= FAKE_NSTEPS(st));
+
+	gdb = hostile(&s, st, n, FAKE_SERVER_HOLD);
+	assert_non_null(q);
+	assert_int_equal(target_qemu_init(q, gdb, getpid(), NULL, NULL, NULL, true, err, sizeof(err)), 0);
+	target_qemu_set_tcg(q, true);
+	q->t.ops->set_bp_handler(&q->t, hit_again, NULL);
+	hit_calls = run_polls = 0;
+	watchdog(20);
+	if (target_qemu_run(q, stop_on_third_poll, NULL) != QEMU_RUN_STOP_ASKED)
+		fail_msg("run: %s (hits %u, polls %u)", q->err, hit_calls, run_polls);
+	alarm(0);
+	assert_int_equal(hit_calls, 2);
+	assert_true(q->stopped);
+	target_qemu_close(q);
+	gdb_close(gdb);
+	fake_server_finish(&s);
+	free(gdb);
+	free(q);
 }
+
 
 /* A hit whose callback leaves RIP on the breakpoint (an entry probe): that vCPU steps the
  * instruction there at once, no register written, no NOP5 looked for; under KVM with the
@@ -1357,6 +1420,7 @@ int main(void)
 	    cmocka_unit_test(test_target_hits_pipelined_nop5_checked_kvm),
 	    cmocka_unit_test(test_target_hit_in_place_tcg),
 	    cmocka_unit_test(test_target_hit_in_place_kvm),
+	    cmocka_unit_test(test_target_hit_again_no_step),
 	    cmocka_unit_test(test_connect_interrupted),
 	};
 

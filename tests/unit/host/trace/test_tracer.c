@@ -589,7 +589,7 @@ static void test_entry_probe_in_place(void **state)
 	attach(&x);
 	memcpy(x.stack + (SLOT - STACK), &ret, 8);
 	x.regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = SLOT};
-	assert_int_equal(tracer_hit(&x.tr, 0, SITE_A, &x.regs[0]), 0);
+	assert_int_equal(tracer_hit(&x.tr, 0, SITE_A, &x.regs[0]), TARGET_BP_IN_PLACE);
 	assert_int_equal(x.regs[0].rip, SITE_A);
 	assert_int_equal(slot_value(&x), CALLER);
 	/* func_b, an fentry site, is hooked as before */
