@@ -276,7 +276,7 @@ FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,un
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_SRCS_gdbstub := host/qemu/gdbstub.c host/qemu/gdb_wire.c host/qemu/gdb_packet.c host/qemu/tcp.c host/trace/clock.c
 FUZZ_SRCS_qmp     := host/qemu/qmp.c host/qemu/qmp_json.c host/qemu/tcp.c host/trace/clock.c
-FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_btf.c vmi/vmi_kallsyms.c vmi/vmi_modules.c vmi/vmi_elf.c \
+FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_linux_percpu.c vmi/vmi_btf.c vmi/vmi_kallsyms.c vmi/vmi_modules.c vmi/vmi_elf.c \
                      vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
 FUZZ_SRCS_elf     := vmi/vmi_elf.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
 FUZZ_SRCS_btf     := vmi/vmi_btf.c host/trace/fevent_btf.c host/trace/fevent.c host/trace/escape.c \
