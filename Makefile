@@ -177,7 +177,7 @@ kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS)
 # Not in `make test` until it has passed 10 runs in a row. Skipped with one line where the lane cannot run
 # (no TCG, no kernel package).
 NESTED_LINUX_RUNS = $(foreach k,$(HVT_KERNELS),HVT_KERNELS=$(k),$(BUILD)/tests/kvm/test_kvm_linux)
-test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest guest-kernels
+test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest guest-kernels qemu-versions
 	@if why=$$(scripts/nested-kvm.sh --check 2>&1); then \
 		scripts/nested-kvm.sh env $(TEST_ENV) HVTRACE_TEST_PROBE=stub HVT_TEST_TIMEOUT=600 \
 			scripts/run-tests.sh $(filter-out %/test_kvm_linux,$(KVM_BINS)) \
