@@ -1143,17 +1143,6 @@ static bool stop_on_fourth_poll(void *ctx)
 	return ++run_polls >= 4;
 }
 
-static bool stop_on_second_poll(void *ctx)
-{
-	(void)ctx;
-	return ++run_polls >= 2;
-}
-
-static bool stop_on_third_poll(void *ctx)
-{
-	(void)ctx;
-	return ++run_polls >= 3;
-}
 
 /* The page walk of HIT_RIP through the gdbstub (physical mode), then its 5 code bytes @code. */
 static size_t walk_steps(struct fake_step *st, const char *code)
@@ -1266,56 +1255,20 @@ static int hit_again(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *re
 	return 0;
 }
 
-/* A hit whose callback leaves RIP on the breakpoint and returns 0 (the trampoline's tail-call
- * case): the VM simply continues there, no step (a step would run the RET under the trampoline and
- * return through whatever the stack holds next). */
-static void test_target_hit_again_no_step(void **state)
+
+
+static unsigned stop_polls; /* stop_after_polls ends a run at this poll */
+
+static bool stop_after_polls(void *ctx)
 {
-	char g[1300], rip_hex[20];
-	struct fake_step st[32];
-	struct fake_server s;
-	struct target_qemu *q = calloc(1, sizeof(*q));
-	struct gdb *gdb;
-	char err[256];
-	size_t n = qemu72_hello(st, "", "+");
-
-	(void)state;
-	build_g(g, "");
-	put_le(rip_hex, HIT_RIP, 8);
-	memcpy(g + hexoff(GDB_REG_RIP), rip_hex, 16);
-	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01", "")};
-	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
-	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
-	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
-	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", g, "")};
-	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
-	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", g, "")};
-	assert_true(n <= FAKE_NSTEPS(st));
-
-	gdb = hostile(&s, st, n, FAKE_SERVER_HOLD);
-	assert_non_null(q);
-	assert_int_equal(target_qemu_init(q, gdb, getpid(), NULL, NULL, NULL, true, err, sizeof(err)), 0);
-	target_qemu_set_tcg(q, true);
-	q->t.ops->set_bp_handler(&q->t, hit_again, NULL);
-	hit_calls = run_polls = 0;
-	watchdog(20);
-	if (target_qemu_run(q, stop_on_third_poll, NULL) != QEMU_RUN_STOP_ASKED)
-		fail_msg("run: %s (hits %u, polls %u)", q->err, hit_calls, run_polls);
-	alarm(0);
-	assert_int_equal(hit_calls, 2);
-	assert_true(q->stopped);
-	target_qemu_close(q);
-	gdb_close(gdb);
-	fake_server_finish(&s);
-	free(gdb);
-	free(q);
+	(void)ctx;
+	return ++run_polls >= stop_polls;
 }
 
-
-/* A hit whose callback leaves RIP on the breakpoint (an entry probe): that vCPU steps the
- * instruction there at once, no register written, no NOP5 looked for; under KVM with the
- * breakpoint out for the step. */
-static void hit_in_place(bool tcg)
+/* @hits stops of one vCPU on HIT_RIP, each handed to @cb, which leaves RIP there. After each,
+ * with @step, that vCPU steps the instruction at once, no register written, no NOP5 looked for
+ * (under KVM, !@tcg, with the breakpoint out for the step); without, the VM simply continues. */
+static void hits_leaving_rip(target_bp_fn cb, bool tcg, unsigned hits, bool step)
 {
 	char g[1300], rip_hex[20], bp[48];
 	struct fake_step st[32];
@@ -1328,18 +1281,21 @@ static void hit_in_place(bool tcg)
 	build_g(g, "");
 	put_le(rip_hex, HIT_RIP, 8);
 	memcpy(g + hexoff(GDB_REG_RIP), rip_hex, 16);
-	snprintf(bp, sizeof(bp), "z0,%llx,1", (unsigned long long)HIT_RIP);
 	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01", "")};
 	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
 	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
-	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
-	st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", g, "")};
-	if (!tcg)
-		st[n++] = (struct fake_step){pk("+", bp, ""), pk("+", "OK", "")};
-	st[n++] = (struct fake_step){pk("+", "vCont;s:1", ""), pk("+", "T05thread:01;", "")};
-	if (!tcg) {
+	for (unsigned h = 0; h < hits; h++) {
+		st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
+		st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", g, "")};
+		if (!step)
+			continue;
+		snprintf(bp, sizeof(bp), "z0,%llx,1", (unsigned long long)HIT_RIP);
+		if (!tcg)
+			st[n++] = (struct fake_step){pk("+", bp, ""), pk("+", "OK", "")};
+		st[n++] = (struct fake_step){pk("+", "vCont;s:1", ""), pk("+", "T05thread:01;", "")};
 		bp[0] = 'Z';
-		st[n++] = (struct fake_step){pk("+", bp, ""), pk("+", "OK", "")};
+		if (!tcg)
+			st[n++] = (struct fake_step){pk("+", bp, ""), pk("+", "OK", "")};
 	}
 	assert_true(n <= FAKE_NSTEPS(st));
 
@@ -1347,14 +1303,15 @@ static void hit_in_place(bool tcg)
 	assert_non_null(q);
 	assert_int_equal(target_qemu_init(q, gdb, getpid(), NULL, NULL, NULL, true, err, sizeof(err)), 0);
 	target_qemu_set_tcg(q, tcg);
-	q->t.ops->set_bp_handler(&q->t, in_place, NULL);
+	q->t.ops->set_bp_handler(&q->t, cb, NULL);
 	hit_calls = run_polls = 0;
+	stop_polls = hits + 1;
 	watchdog(20);
-	if (target_qemu_run(q, stop_on_second_poll, NULL) != QEMU_RUN_STOP_ASKED)
+	if (target_qemu_run(q, stop_after_polls, NULL) != QEMU_RUN_STOP_ASKED)
 		fail_msg("run: %s (hits %u, polls %u)", q->err, hit_calls, run_polls);
 	alarm(0);
-	assert_int_equal(hit_calls, 1);
-	assert_int_equal(q->hits, 1);
+	assert_int_equal(hit_calls, hits);
+	assert_int_equal(q->hits, hits);
 	assert_int_equal(q->nop5_refused, 0);
 	assert_true(q->stopped);
 	target_qemu_close(q);
@@ -1364,16 +1321,26 @@ static void hit_in_place(bool tcg)
 	free(q);
 }
 
+/* An entry probe's hit: the instruction under it is stepped, under TCG and under KVM. */
 static void test_target_hit_in_place_tcg(void **state)
 {
 	(void)state;
-	hit_in_place(true);
+	hits_leaving_rip(in_place, true, 1, true);
 }
 
 static void test_target_hit_in_place_kvm(void **state)
 {
 	(void)state;
-	hit_in_place(false);
+	hits_leaving_rip(in_place, false, 1, true);
+}
+
+/* A hit whose callback leaves RIP on the breakpoint and returns 0 (the trampoline's tail-call
+ * case): the VM simply continues there and hits it again, no step (a step would run the RET under
+ * the trampoline and return through whatever the stack holds next). */
+static void test_target_hit_again_no_step(void **state)
+{
+	(void)state;
+	hits_leaving_rip(hit_again, true, 2, false);
 }
 
 static void test_target_hits_pipelined_nop5_checked(void **state)
