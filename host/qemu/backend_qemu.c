@@ -31,9 +31,8 @@
 			   */
 #define MIN_SITES	  1000 /* fewer NOP5 entries: ftrace has not converted the call sites yet */
 #define QEMU_EXIT_WAIT_MS 10000
-/* -g without -l, trap probes: probe what the graph functions reach through direct calls, this many
- * calls deep (--max-depth lowers it). Every gdbstub breakpoint slows all of a TCG guest's
- * translation. (Stub probes go on every function: the stub follows the graph in the guest.) */
+/* -g without -l: probe what the graph functions reach through direct calls, this many calls deep
+ * (--max-depth lowers it). Every gdbstub breakpoint slows all of a TCG guest's translation. */
 #define GRAPH_STATIC_DEPTH 3
 
 struct linux_run {
@@ -266,18 +265,19 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	ret = add_entry_sites(r, err, errlen);
 	if (ret)
 		return ret;
-	/* -g without -l: stub probes go on every function and the stub follows the graph in the
-	 * guest, as set_graph_function does; trap probes, one exit per call of every function, only
-	 * on what the graph functions reach by direct calls */
-	if (s->nr_graph && !s->nr_filter && s->tracer == TRACER_FUNCTION_GRAPH && !pg.stub) {
+	/* -g without -l: only what the graph functions reach by direct calls (with -l '*' and stub
+	 * probes every function is probed and the stub follows the graph in the guest, as
+	 * set_graph_function does: not the default, as a detach of stubs on every function of a
+	 * running guest can leave a hooked return behind; see docs/how-it-works.md) */
+	if (s->nr_graph && !s->nr_filter && s->tracer == TRACER_FUNCTION_GRAPH) {
 		ret = select_graph_closure(r, &sel, &nr_sel, err, errlen);
 		if (ret < 0) {
 			free(sel);
 			return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 		}
 		fprintf(stderr,
-			"hvtrace: -g with trap probes: the graph holds what its functions reach by "
-			"direct calls, %u deep, not calls through function pointers (--probe stub "
+			"hvtrace: -g without -l: the graph holds what its functions reach by direct "
+			"calls, %u deep, not calls through function pointers (-l '*' --probe stub "
 			"follows every call)\n",
 			s->max_depth ? s->max_depth - 1 : GRAPH_STATIC_DEPTH);
 	}
