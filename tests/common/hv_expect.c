@@ -77,10 +77,12 @@ void hv_expect_check(const char *label, const struct hv_expect *e, const struct 
 	if (r->status != e->status) {
 		size_t n = r->console ? strlen(r->console) : 0;
 
-		/* the console's end says what a guest that panicked or hung did last */
-		fail_msg("%s: status %d, not %d: %s\n-- the guest's console, its last 3000 bytes:\n%s",
-			 label, r->status, e->status, r->err,
-			 n > 3000 ? r->console + n - 3000 : n ? r->console : "(none)");
+		/* the console's end says what a guest that panicked or hung did last (printed apart:
+		 * cmocka cuts a long failure message short) */
+		printf("-- %s: the guest's console, its last 6000 bytes:\n%s\n-- end of console\n", label,
+		       n > 6000 ? r->console + n - 6000 : n ? r->console : "(none)");
+		fflush(stdout);
+		fail_msg("%s: status %d, not %d: %s", label, r->status, e->status, r->err);
 	}
 	if (e->err_is && strcmp(r->err, e->err_is))
 		fail_msg("%s: stderr \"%s\", not \"%s\"", label, r->err, e->err_is);
