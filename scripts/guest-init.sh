@@ -5,7 +5,8 @@
 # hvt.yes_sec=SEC (how long they run, default 2), hvt.bm=N (after the workload start line and
 # hvt.bm_wait=SEC, read the status of binfmt_misc, a module loaded at boot, N times: N calls of its
 # bm_status_read), hvt.tmpfs=N (then read a file on a tmpfs N times, each one read(2) by dd: N calls of
-# shmem_file_read_iter, through vfs_read's f_op->read_iter).
+# shmem_file_read_iter, through vfs_read's f_op->read_iter), hvt.end=reboot (reset at the end, where
+# the guest would power off).
 # make bench: hvt.bench=N runs N rounds of the file workload alone between "bench start" and "bench end"
 # lines, then powers off; hvt.ftrace=GLOB[,GLOB...] (or "all") turns the guest's own function tracer on
 # (tracefs) for those rounds and prints how many events it recorded.
@@ -119,4 +120,10 @@ sleep "$yes_sec"
 kill $pids 2>/dev/null
 wait 2>/dev/null
 echo "hvt-linux: workload done"
+# hvt.end=reboot: reset instead of powering off (read with builtins: no fork, the forks counted by
+# test_linux stay the same)
+read -r cmdline < /proc/cmdline
+case " $cmdline " in
+*" hvt.end=reboot "*) reboot -f ;;
+esac
 poweroff -f

@@ -52,9 +52,11 @@ struct linux_run {
 	bool restore_failed; /* the detach could not put every probe or return slot back */
 	/* how the run ends */
 	double start, detach_at, timeout_at;
-	double qmp_drain_at; /* when the QMP events QEMU sent are taken next */
 	int sig;
 	bool timed_out, detached;
+	/* QMP said the guest reset while traced: the kernel hvtrace patched is gone, and what it
+	 * would restore would land in the new boot's memory */
+	bool guest_reset;
 	bool no_trap; /* QEMU uses KVM, and INT3 does not exit on it (cmd_check_int3) */
 	struct qemu_stub_place stub; /* where the stub lives */
 	struct sched_boost boost;    /* stub probes: hvtrace's weight raised */
@@ -307,7 +309,8 @@ static bool drain_holds(void *ctx)
 	return pipeline_drain_holding(r->p);
 }
 
-/* Polled by target_qemu_run: a signal, --duration, --timeout or a panic ends the traced part. */
+/* Polled by target_qemu_run (before each wait and at each stop): a signal, --duration,
+ * --timeout, a panic or a guest reset ends the traced part. */
 static bool should_stop(void *ctx)
 {
 	struct linux_run *r = ctx;
@@ -320,10 +323,15 @@ static bool should_stop(void *ctx)
 	}
 	stop = stop || (r->detach_at && t >= r->detach_at) ||
 	       (r->qc.launched && atomic_load(&r->qc.proc.panic));
-	/* every gdbstub stop makes QEMU send a STOP and a RESUME event: take them as they come */
-	if (r->qc.have_qmp && t >= r->qmp_drain_at) {
+	/* every gdbstub stop makes QEMU send a STOP and a RESUME event: take them as they come,
+	 * at every stop, so that a RESET (sent before the reset vCPUs run again) is seen before
+	 * the stop that may follow it in the new boot is handled */
+	if (r->qc.have_qmp) {
 		qmp_drain_events(&r->qc.qmp);
-		r->qmp_drain_at = t + 0.1;
+		if (r->qc.qmp.events & QMP_EV_RESET) {
+			r->guest_reset = true;
+			stop = true;
+		}
 	}
 	/* the run ends: another signal must not cut the restore short (its waits keep their
 	 * deadlines, and a gdbstub that misses one is given up) */
@@ -441,6 +449,48 @@ static void detach(struct linux_run *r)
 	r->detached = true;
 }
 
+/* The guest reset while traced (QMP's RESET event): the kernel whose text and stacks hvtrace
+ * changed is gone, so nothing is written back (it would land in the new boot's memory); the
+ * gdbstub detach drops every breakpoint. The VM runs on (attach) or is ended (launched).
+ * Returns EXIT_GUEST_FAULT. */
+static int abandon_reset_guest(struct linux_run *r)
+{
+	char err[320];
+
+	tcp_set_interrupt(-1);
+	guardian_stop(&r->guard);
+	pipeline_stop_drain(r->p);
+	if (r->qc.have_gdb) {
+		target_qemu_leave_phys_mode(&r->tq);
+		gdb_detach(&r->qc.gdb);
+	}
+	if (qemu_attach_stop_gdbstub(&r->qc, err, sizeof(err)) < 0)
+		cmd_error("%s", err);
+	r->detached = true;
+	if (r->qc.launched)
+		qemu_proc_kill(&r->qc.proc);
+	cmd_error("the guest reset while traced (%s): the traced kernel is gone; "
+		  "breakpoints dropped, nothing written into the new boot",
+		  r->qc.qmp.end_reason[0] ? r->qc.qmp.end_reason : "QEMU said RESET");
+	return EXIT_GUEST_FAULT;
+}
+
+/* QEMU ended by itself with status 0: it was launched with -no-reboot, so a guest that reset
+ * (a triple fault, or a reboot without "Kernel panic" on the console) ends it as a power-off
+ * does. QMP's SHUTDOWN event says which (its "reason", QEMU 4.0 and later; the event may still
+ * wait in the socket). 0 for a power-off or when QEMU did not say, else EXIT_GUEST_FAULT. */
+static int guest_reset_status(struct linux_run *r)
+{
+	if (r->qc.have_qmp)
+		qmp_drain_events(&r->qc.qmp);
+	if (!strcmp(r->qc.qmp.end_reason, "guest-reset")) {
+		cmd_error("the guest reset itself instead of powering off (a triple fault, or a "
+			  "reboot; see the console)");
+		return EXIT_GUEST_FAULT;
+	}
+	return 0;
+}
+
 /* After the traced part: what happened to the guest decides the status. */
 static int finish(struct linux_run *r, enum qemu_run_end how)
 {
@@ -451,6 +501,8 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 		cmd_error("gdbstub failed while tracing: %s", r->tq.err);
 		return EXIT_QEMU_FAILED;
 	}
+	if (how == QEMU_RUN_STOP_ASKED && r->guest_reset)
+		return abandon_reset_guest(r);
 	if (how == QEMU_RUN_STOP_ASKED)
 		detach(r);
 	else
@@ -493,7 +545,7 @@ static int finish(struct linux_run *r, enum qemu_run_end how)
 			  r->qc.proc.err_text);
 		return EXIT_QEMU_FAILED;
 	}
-	return 0;
+	return guest_reset_status(r);
 }
 
 /* --stats of the QEMU backend: QEMU's version (QMP's greeting, or asked through libvirt) and the way to guest memory (the

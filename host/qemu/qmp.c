@@ -133,6 +133,17 @@ static bool note_event(struct qmp *q, const char *msg, size_t mlen)
 	for (size_t i = 0; i < sizeof(event_names) / sizeof(event_names[0]); i++)
 		if (!strcmp(name, event_names[i].name))
 			bit = event_names[i].bit;
+	if (bit == QMP_EV_SHUTDOWN || bit == QMP_EV_RESET) {
+		const char *data, *reason;
+		size_t dlen, rlen;
+
+		/* QEMU 4.0 and later: {"data": {"guest": B, "reason": "guest-reset"}} */
+		snprintf(q->end_reason, sizeof(q->end_reason), "?");
+		if (!qmp_json_member(msg, mlen, "data", &data, &dlen) &&
+		    !qmp_json_member(data, dlen, "reason", &reason, &rlen) &&
+		    qmp_json_string(reason, rlen, q->end_reason, sizeof(q->end_reason)))
+			snprintf(q->end_reason, sizeof(q->end_reason), "?");
+	}
 	q->events |= bit;
 	q->nr_events++;
 	snprintf(q->last_event, sizeof(q->last_event), "%s", name);
@@ -528,4 +539,5 @@ void qmp_clear_events(struct qmp *q)
 {
 	q->events = 0;
 	q->last_event[0] = '\0';
+	q->end_reason[0] = '\0';
 }

@@ -39,6 +39,8 @@ struct qmp {
 	unsigned events;     /* QMP_EV_* seen since connect or qmp_clear_events */
 	unsigned nr_events;  /* events seen since connect */
 	char last_event[64]; /* name of the newest event, "" none */
+	char end_reason[32]; /* the newest SHUTDOWN or RESET event's "reason" ("guest-shutdown",
+			      * "guest-reset", "host-qmp-system-reset", ...), "" none seen */
 	char version[32];    /* "7.2.22" from the greeting */
 	bool gone;	     /* the peer closed the connection */
 	bool broken;	     /* out of step with the peer (see above): commands fail */

@@ -705,6 +705,10 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 			return QEMU_RUN_GUEST_GONE;
 		stopped_at = clock_now_ns();
 		q->stopped = true;
+		/* asked to end meanwhile: the stop is left unhandled (a guest that reset stops at a
+		 * stale breakpoint in its new boot, which is no probe's function) */
+		if (should_stop(ctx))
+			continue;
 		ret = handle_stop(q, &st);
 		if (ret < 0 && ret != -EINTR) {
 			if (q->stopped)

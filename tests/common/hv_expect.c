@@ -66,22 +66,30 @@ static long stub_stat(const char *err, const char *field)
 	return hv_stat(err, "stub probes ", field);
 }
 
+/* The last 6000 bytes of @console, printed apart (cmocka cuts a long failure message short): what
+ * a guest that panicked, hung or ended early did last. */
+static void print_console_tail(const char *label, const char *console)
+{
+	size_t n = console ? strlen(console) : 0;
+
+	printf("-- %s: the guest's console, its last 6000 bytes:\n%s\n-- end of console\n", label,
+	       n > 6000 ? console + n - 6000 : n ? console : "(none)");
+	fflush(stdout);
+}
+
 static void assert_has(const char *label, const char *what, const char *s, const char *text)
 {
-	if (!strstr(s, text))
-		fail_msg("%s: no \"%s\" in its %s: %.2000s", label, text, what, s);
+	if (strstr(s, text))
+		return;
+	if (!strcmp(what, "console"))
+		print_console_tail(label, s);
+	fail_msg("%s: no \"%s\" in its %s: %.2000s", label, text, what, s);
 }
 
 void hv_expect_check(const char *label, const struct hv_expect *e, const struct hv_result *r)
 {
 	if (r->status != e->status) {
-		size_t n = r->console ? strlen(r->console) : 0;
-
-		/* the console's end says what a guest that panicked or hung did last (printed apart:
-		 * cmocka cuts a long failure message short) */
-		printf("-- %s: the guest's console, its last 6000 bytes:\n%s\n-- end of console\n", label,
-		       n > 6000 ? r->console + n - 6000 : n ? r->console : "(none)");
-		fflush(stdout);
+		print_console_tail(label, r->console);
 		fail_msg("%s: status %d, not %d: %s", label, r->status, e->status, r->err);
 	}
 	if (e->err_is && strcmp(r->err, e->err_is))

@@ -14,6 +14,7 @@
 #include "tests/common/trixie.h"
 #include "tests/common/port.h"
 #include "tests/common/skip.h"
+#include "host/qemu/qmp.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -54,6 +55,8 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 #define QMP_TCP_ARG "<qmp-tcp-arg>"
 #define CHARDEV_ARG "<chardev-arg>"
 #define GDB_ARG	    "<gdb-arg>"
+/* a second QMP monitor (unix socket, as -qmp takes it): the test's own, for linux_test.reset_after */
+#define RESET_QMP_ARG "<reset-qmp-arg>"
 #define SELF_PID    "<self-pid>" /* the test itself: a process that is no QEMU */
 #define FAKE_MAP    "<fake-map>" /* a System.map whose banner no guest has */
 #define NOSYMS_MAP "<nosyms-map>"
@@ -104,6 +107,9 @@ struct linux_test {
 	/* seconds after the first run's start that @kill is sent (0: 6), time enough for its
 	 * attach on a loaded host */
 	unsigned kill_after;
+	/* seconds after the first run's start that the test resets the guest (system_reset through
+	 * its own monitor, RESET_QMP_ARG among @qemu); 0: none */
+	unsigned reset_after;
 	const char *console_after[2];
 	struct hv_case runs[5];
 };
@@ -169,6 +175,7 @@ static char bare_err[192], bare_log[192]; /* its log: vCPU resets (the registers
 #define BARE_QEMU_ERR bare_err
 #define BARE_QEMU_LOG bare_log
 static char record_dat[128];
+static char reset_qmp[128], reset_qmp_arg[160];
 static char qmp_tcp[64], qmp_tcp_arg[96], chardev_arg[192], gdb_arg[32], qemu_pid[16], self_pid[16],
     fake_map[128];
 
@@ -1249,6 +1256,25 @@ static const struct linux_test linux_tests[] = {
 	},
     },
     {
+	/* A launched guest that resets where it would power off (QEMU runs with -no-reboot, so it
+	 * exits 0 either way): QMP's SHUTDOWN reason tells the two apart, and a reset is a guest
+	 * fault (exit 3, one line), never a clean end. */
+	.name = "test_run_qemu_guest_reset",
+	.runs = {
+	    {
+		.label = "run --qemu, the guest reboots at the end",
+		.cmd = RUN_QEMU,
+		.append = "hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1 hvt.end=reboot",
+		.args = {"--probe", "stub", "-l", "vfs_read", "--timeout", "300"},
+		.expect = {.status = 3,
+			   .console = {WORKLOAD_DONE, "reboot: Restarting system"},
+			   .err = {"hvtrace: the guest reset itself instead of powering off (a "
+				   "triple fault, or a reboot; see the console)\n"},
+			   .lines_over = 10},
+	    },
+	},
+    },
+    {
 	/* Functions without an fentry site (notrace, noinstr) probed at their first instruction,
 	 * which then runs in place (issue 25): the scheduler, a graph through the syscall entry, an
 	 * -e event beside stub probes; the kernel text byte-identical after detach. */
@@ -1882,6 +1908,30 @@ static const struct linux_test linux_tests[] = {
 	.runs = {ATTACH_QMP_GRAPH("NUMA, 2 nodes")},
     },
     {
+	/* the guest resets while attached with stub probes (system_reset through a second monitor,
+	 * QEMU told to reboot, not to end): QMP's RESET event ends the trace at once, exit 3 with one
+	 * line; nothing is written back into the new boot (its text and stacks are not the ones
+	 * hvtrace changed), which runs its workload to the end and powers off */
+	.name = "test_attach_qmp_guest_reset",
+	.domain = "hvt.rounds=200 hvt.yes_sec=20", /* the reset comes during the 20 s of yes */
+	.qemu = {"-qmp", QMP_TCP_ARG, "-qmp", RESET_QMP_ARG, "-action", "reboot=reset"},
+	.reset_after = 8,
+	.console_after = {WORKLOAD_DONE, POWER_DOWN},
+	.runs = {{
+	    .label = "attach --qmp --probe stub, the guest reset 8 s in",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "function", "-l", "vfs_read",
+		     "-l", "do_sys_openat2", "--duration", "120"},
+	    .expect = {
+		.status = 3,
+		.err = {"hvtrace: the guest reset while traced (host-qmp-system-reset): the "
+			"traced kernel is gone; breakpoints dropped, nothing written into the new "
+			"boot\n"},
+		.lines_over = 10,
+	    },
+	}},
+    },
+    {
 	/* guest RAM in a memfd */
 	.name = "test_attach_qmp_memfd",
 	.domain = "hvt.rounds=250 hvt.yes_sec=2",
@@ -2260,6 +2310,8 @@ static const char *arg(const char *a)
 		return chardev_arg;
 	if (!strcmp(a, GDB_ARG))
 		return gdb_arg;
+	if (!strcmp(a, RESET_QMP_ARG))
+		return reset_qmp_arg;
 	if (!strcmp(a, SELF_PID))
 		return self_pid;
 	if (!strcmp(a, FAKE_MAP))
@@ -2376,6 +2428,29 @@ static bool trixie_libvirt_up(void)
 	return true;
 }
 
+/* In a child: after @after seconds, resets the bare QEMU's guest through the test's own QMP
+ * monitor (reset_qmp), as a user or a watchdog would while hvtrace traces it. Returns the child. */
+static pid_t reset_later(unsigned after)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct qmp q;
+		char err[256];
+
+		sleep(after);
+		if (qmp_connect(&q, reset_qmp, err, sizeof(err)) < 0 ||
+		    qmp_execute(&q, "{\"execute\":\"system_reset\"}", NULL, 0) < 0) {
+			fprintf(stderr, "system_reset through %s failed: %s\n", reset_qmp,
+				q.why[0] ? q.why : err);
+			_exit(1);
+		}
+		qmp_close(&q);
+		_exit(0);
+	}
+	return pid;
+}
+
 /* stderr of the last hvtrace run of a test, shown if its guest does not power off after it */
 static char last_err[16384];
 
@@ -2412,10 +2487,16 @@ static void play_test(void **state)
 
 		if (c->libvirtd && system("tests/qemu/libvirt-domain.sh daemons") != 0)
 			fail_msg("cannot start libvirtd");
+		pid_t resetter = i == 0 && t->reset_after ? reset_later(t->reset_after) : -1;
+		int reset_status = 0;
+
 		if (c->env)
 			putenv((char *)arg(c->env));
 		run_case(c, &r, killed ? (t->kill_after ? t->kill_after : 6) : 0,
 			 killed ? t->kill : 0);
+		if (resetter > 0 && (waitpid(resetter, &reset_status, 0) != resetter ||
+				     !WIFEXITED(reset_status) || WEXITSTATUS(reset_status)))
+			fail_msg("%s: the test could not reset the guest", c->label);
 		if (c->env) {
 			char name[64];
 
@@ -2560,6 +2641,8 @@ int main(void)
 	snprintf(chardev_arg, sizeof(chardev_arg),
 		 "socket,id=hvtmon,path=/tmp/hvtrace-%s-mon.sock,server=on,wait=off", domain_name);
 	snprintf(gdb_arg, sizeof(gdb_arg), "tcp::%d", hv_free_port());
+	snprintf(reset_qmp, sizeof(reset_qmp), "/tmp/hvtrace-%s-reset.qmp", domain_name);
+	snprintf(reset_qmp_arg, sizeof(reset_qmp_arg), "unix:%s,server=on,wait=off", reset_qmp);
 	snprintf(self_pid, sizeof(self_pid), "%d", (int)getpid());
 	snprintf(record_dat, sizeof(record_dat), "/tmp/hvt-record-%d.dat", (int)getpid());
 	snprintf(fake_map, sizeof(fake_map), "/tmp/hvtrace-%s-fake.map", domain_name);

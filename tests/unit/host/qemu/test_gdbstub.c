@@ -1137,10 +1137,12 @@ static int emulate_nop5(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs 
 
 static unsigned run_polls;
 
-static bool stop_on_fourth_poll(void *ctx)
+/* target_qemu_run polls before each wait and again at each stop: three stops handled, then the
+ * seventh poll ends the run. */
+static bool stop_on_seventh_poll(void *ctx)
 {
 	(void)ctx;
-	return ++run_polls >= 4;
+	return ++run_polls >= 7;
 }
 
 
@@ -1218,7 +1220,7 @@ static void hits_pipelined_nop5_checked(bool tcg)
 	q->t.ops->set_bp_handler(&q->t, emulate_nop5, NULL);
 	hit_calls = run_polls = 0;
 	watchdog(20);
-	if (target_qemu_run(q, stop_on_fourth_poll, NULL) != QEMU_RUN_STOP_ASKED)
+	if (target_qemu_run(q, stop_on_seventh_poll, NULL) != QEMU_RUN_STOP_ASKED)
 		fail_msg("run: %s (hits %u, polls %u)", q->err, hit_calls, run_polls);
 	alarm(0);
 	assert_int_equal(hit_calls, 3);
@@ -1268,7 +1270,18 @@ static bool stop_after_polls(void *ctx)
 /* @hits stops of one vCPU on HIT_RIP, each handed to @cb, which leaves RIP there. After each,
  * with @step, that vCPU steps the instruction at once, no register written, no NOP5 looked for
  * (under KVM, !@tcg, with the breakpoint out for the step); without, the VM simply continues. */
+static void hits_leaving_rip_ending(target_bp_fn cb, bool tcg, unsigned hits, bool step,
+				   bool end_at_last);
+
 static void hits_leaving_rip(target_bp_fn cb, bool tcg, unsigned hits, bool step)
+{
+	hits_leaving_rip_ending(cb, tcg, hits, step, false);
+}
+
+/* ... and with @end_at_last, the run is asked to end at the last stop (a guest reset seen
+ * meanwhile): that stop is left unhandled, its registers not even read. */
+static void hits_leaving_rip_ending(target_bp_fn cb, bool tcg, unsigned hits, bool step,
+				   bool end_at_last)
 {
 	char g[1300], rip_hex[20], bp[48];
 	struct fake_step st[32];
@@ -1286,6 +1299,8 @@ static void hits_leaving_rip(target_bp_fn cb, bool tcg, unsigned hits, bool step
 	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
 	for (unsigned h = 0; h < hits; h++) {
 		st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
+		if (end_at_last && h == hits - 1)
+			break;
 		st[n++] = (struct fake_step){pk("+", "g", ""), pk("+", g, "")};
 		if (!step)
 			continue;
@@ -1305,13 +1320,13 @@ static void hits_leaving_rip(target_bp_fn cb, bool tcg, unsigned hits, bool step
 	target_qemu_set_tcg(q, tcg);
 	q->t.ops->set_bp_handler(&q->t, cb, NULL);
 	hit_calls = run_polls = 0;
-	stop_polls = hits + 1;
+	stop_polls = 2 * hits + (end_at_last ? 0 : 1); /* a poll before each wait, one at each stop */
 	watchdog(20);
 	if (target_qemu_run(q, stop_after_polls, NULL) != QEMU_RUN_STOP_ASKED)
 		fail_msg("run: %s (hits %u, polls %u)", q->err, hit_calls, run_polls);
 	alarm(0);
-	assert_int_equal(hit_calls, hits);
-	assert_int_equal(q->hits, hits);
+	assert_int_equal(hit_calls, hits - end_at_last);
+	assert_int_equal(q->hits, hits - end_at_last);
 	assert_int_equal(q->nop5_refused, 0);
 	assert_true(q->stopped);
 	target_qemu_close(q);
@@ -1319,6 +1334,13 @@ static void hits_leaving_rip(target_bp_fn cb, bool tcg, unsigned hits, bool step
 	fake_server_finish(&s);
 	free(gdb);
 	free(q);
+}
+
+/* Two hits, the run asked to end at the second stop: it is not handled. */
+static void test_target_end_asked_at_stop(void **state)
+{
+	(void)state;
+	hits_leaving_rip_ending(in_place, true, 2, true, true);
 }
 
 /* An entry probe's hit: the instruction under it is stepped, under TCG and under KVM. */
@@ -1386,6 +1408,7 @@ int main(void)
 	    cmocka_unit_test(test_target_hits_pipelined_nop5_checked),
 	    cmocka_unit_test(test_target_hits_pipelined_nop5_checked_kvm),
 	    cmocka_unit_test(test_target_hit_in_place_tcg),
+	    cmocka_unit_test(test_target_end_asked_at_stop),
 	    cmocka_unit_test(test_target_hit_in_place_kvm),
 	    cmocka_unit_test(test_target_hit_again_no_step),
 	    cmocka_unit_test(test_connect_interrupted),

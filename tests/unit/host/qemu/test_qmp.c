@@ -194,12 +194,14 @@ static void test_handshake_and_events(void **state)
 	qmp_clear_events(&q);
 	assert_int_equal(q.events, 0);
 	assert_string_equal(q.last_event, "");
+	assert_string_equal(q.end_reason, "");
 	assert_int_equal(qmp_query_status(&q, &running, NULL, 0), 0);
 	assert_true(running);
 	assert_int_equal(qmp_execute(&q, "{\"execute\":\"quit\"}", reply, sizeof(reply)), 0);
 	assert_string_equal(reply, "{}");
 	assert_int_equal(q.events, QMP_EV_SHUTDOWN);
 	assert_string_equal(q.last_event, "SHUTDOWN");
+	assert_string_equal(q.end_reason, "host-qmp-quit");
 	assert_int_equal(q.nr_events, 3);
 	assert_int_equal(qmp_wait_event(&q, QMP_EV_SHUTDOWN, 0), 0); /* already seen */
 	/* The server has closed: the next command finds the connection gone. */
@@ -470,6 +472,46 @@ static void test_piled_up_events(void **state)
 	free(buf);
 }
 
+/* SHUTDOWN's reason, as QEMU words it or as a hostile peer might: a reason that is no short
+ * string is "?", never a guess; the newest event counts. */
+static void test_shutdown_reason(void **state)
+{
+#define SHUT(data) "{\"event\": \"SHUTDOWN\", " data "}\r\n"
+	static const struct {
+		const char *events, *why;
+	} cases[] = {
+	    {SHUT("\"data\": {\"guest\": true, \"reason\": \"guest-reset\"}"), "guest-reset"},
+	    {SHUT("\"data\": {\"guest\": true, \"reason\": \"guest-shutdown\"}"), "guest-shutdown"},
+	    {SHUT("\"data\": {\"guest\": true}"), "?"},
+	    {SHUT("\"data\": 7"), "?"},
+	    {SHUT("\"data\": {\"reason\": 12}"), "?"},
+	    {SHUT("\"data\": {\"reason\": \"a-reason-longer-than-the-thirty-one-bytes-kept\"}"),
+	     "?"},
+	    {SHUT("\"data\": {\"reason\": \"guest-reset\"}") SHUT(
+		 "\"data\": {\"reason\": \"guest-shutdown\"}"),
+	     "guest-shutdown"},
+	};
+#undef SHUT
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char reply[1024];
+		struct fake_server s;
+		struct qmp q;
+
+		snprintf(reply, sizeof(reply), "%s" RET_EMPTY, cases[i].events);
+		{
+			const struct fake_step st[] = {{CAPS, RET_EMPTY}, {QUERY "\n", reply}};
+
+			connect_fake(&q, &s, st, FAKE_NSTEPS(st), 0);
+			assert_int_equal(qmp_execute(&q, QUERY, NULL, 0), 0);
+			assert_int_equal(q.events, QMP_EV_SHUTDOWN);
+			assert_string_equal(q.end_reason, cases[i].why);
+			qmp_close(&q);
+			fake_server_finish(&s);
+		}
+	}
+}
+
 /* A greeting that never ends: refused at QMP_MAX_MSG bytes, the fd closed. */
 static void test_hostile_endless_greeting(void **state)
 {
@@ -635,6 +677,7 @@ int main(void)
 	    cmocka_unit_test(test_execute_gone_reply_empty),
 	    cmocka_unit_test(test_quote),
 	    cmocka_unit_test(test_handshake_and_events),
+	    cmocka_unit_test(test_shutdown_reason),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_hmp_gdbserver),
 	    cmocka_unit_test(test_split_messages),
