@@ -1,5 +1,6 @@
 #include "host/cli/session_args.h"
 #include "host/cli/help.h"
+#include "host/hosttrace/host_rec.h"
 #include "host/session/session_file.h"
 #include "host/kvm/vm.h"
 
@@ -95,6 +96,8 @@ enum {
 	OPT_EXPECT_NO_CALL,
 	OPT_VERIFY_TEXT,
 	OPT_ENTRY,
+	OPT_HOST,
+	OPT_HOST_EVENT,
 	OPT_NO_BACKPRESSURE,
 	OPT_GDB_MEMORY,
 	OPT_PROBE,
@@ -156,6 +159,8 @@ static const struct option run_opts[] = {
 	{"tracing-off", no_argument, NULL, OPT_TRACING_OFF},
 	{"verify-text", no_argument, NULL, OPT_VERIFY_TEXT},
 	{"entry", no_argument, NULL, OPT_ENTRY},
+	{"host", no_argument, NULL, OPT_HOST},
+	{"host-event", required_argument, NULL, OPT_HOST_EVENT},
 	{"no-backpressure", no_argument, NULL, OPT_NO_BACKPRESSURE},
 	{"gdb-memory", no_argument, NULL, OPT_GDB_MEMORY},
 	{"probe", required_argument, NULL, OPT_PROBE},
@@ -488,6 +493,16 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_JUNIT: s->junit = optarg; break;
 		case OPT_VERIFY_TEXT: s->verify_text = true; break;
 		case OPT_ENTRY: s->entry_all = true; break;
+		case OPT_HOST: s->host = true; break;
+		case OPT_HOST_EVENT:
+			s->host = true;
+			if (!host_rec_event_name_ok(optarg)) {
+				snprintf(err, errlen, "--host-event %s: expected SYSTEM:EVENT", optarg);
+				ret = -EINVAL;
+				break;
+			}
+			ret = push(&s->host_events, &s->nr_host_events, optarg);
+			break;
 		case OPT_NO_BACKPRESSURE: s->no_backpressure = true; break;
 		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
 		case OPT_PROBE:
@@ -729,8 +744,23 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		snprintf(err, errlen, "--format jsonl: record writes trace.dat (use run or attach)");
 		return -EINVAL;
 	}
+	if (s->host && !s->record) {
+		snprintf(err, errlen, "--host%s: the host's trace goes beside a trace.dat (use record)",
+			 s->nr_host_events ? "-event" : "");
+		return -EINVAL;
+	}
+	if (s->host && (!s->qemu && s->cmd != CMD_ATTACH)) {
+		snprintf(err, errlen,
+			 "--host: with QEMU (record --qemu, record attach); the embedded VMM's vCPU "
+			 "threads are not recorded yet");
+		return -EINVAL;
+	}
 	if (s->record && !s->output)
 		s->output = "trace.dat";
+	if (s->host && !strcmp(s->output, "-")) {
+		snprintf(err, errlen, "--host: -o - (a pipe) has no name to put the host's file beside");
+		return -EINVAL;
+	}
 	if (check_triggers(s, err, errlen) < 0)
 		return -EINVAL;
 	return 0;

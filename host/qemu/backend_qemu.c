@@ -1,10 +1,12 @@
 #include "host/qemu/backend_qemu.h"
+#include "host/hosttrace/host_rec.h"
 #include "host/session/entry_sites.h"
 #include "host/qemu/gdbstub.h"
 #include "host/qemu/guardian.h"
 #include "host/qemu/qemu_accel.h"
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/qemu_stub_place.h"
+#include "host/qemu/qemu_vcpu_threads.h"
 #include "host/qemu/target_qemu.h"
 #include "host/qemu/tcp.h"
 #include "host/session/cmd_out.h"
@@ -291,6 +293,21 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	ret = pipeline_build(r->p, &pg, r->out, err, errlen);
 	if (ret)
 		return ret;
+	/* record --host: the host's side starts before the first probe */
+	if (s->host) {
+		int tids[HOST_REC_MAX_VCPUS];
+		unsigned n = 0;
+		char why2[256];
+
+		if (qemu_vcpu_threads(r->qc.qmp_cmd, r->qc.hmp_ctx, r->qc.pid, tids,
+				      HOST_REC_MAX_VCPUS, &n, why2, sizeof(why2)) < 0) {
+			snprintf(err, errlen, "--host: %s", why2);
+			return EXIT_QEMU_FAILED;
+		}
+		ret = pipeline_host_start(r->p, tids, n, s->domain ? s->domain : "qemu", err, errlen);
+		if (ret)
+			return ret;
+	}
 	/* the reference: the text as the kernel has made it so far, just before hvtrace's first
 	 * patch */
 	if (s->verify_text && text_verify_begin(&r->text, target_qemu_read_kernel, &r->tq,
@@ -653,6 +670,10 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	    .qmp = s->qmp,
 	};
 
+	/* record --host: the host's tracefs and the events asked for, before QEMU starts */
+	if (s->host && host_rec_check((const char *const *)s->host_events, s->nr_host_events, err,
+				      errlen) < 0)
+		return EXIT_BAD_INPUT;
 	/* stub probes: RAM the kernel is told to keep out of use (memmap=) */
 	if (s->qemu && s->probe != PROBE_TRAP)
 		qemu_stub_place_reserve(&r->stub, s, &qa.qemu);

@@ -527,7 +527,9 @@ int pipeline_finish(struct pipeline *p, int status,
 	progress_stop(&p->progress); /* erased before anything else goes to stderr */
 	tracer_stats(&p->tr, &st);
 	p->sink.guest_lost = st.stub_guest_lost;
+	status = pipeline_host_end(p, status, false);
 	writer_stop(&p->w, tracer_lost(&p->tr));
+	status = pipeline_host_end(p, status, true);
 	unwatch_end(p);
 	int cut = atomic_load(&p->cut_sig);
 
@@ -562,6 +564,9 @@ int pipeline_finish(struct pipeline *p, int status,
 void pipeline_free(struct pipeline *p)
 {
 	unwatch_end(p);
+	if (p->hosting)
+		host_rec_close(&p->host);
+	p->hosting = false;
 	if (p->expecting)
 		expect_state_free(&p->expect);
 	if (p->profiling)

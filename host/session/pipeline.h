@@ -5,6 +5,7 @@
 #ifndef HVT_PIPELINE_H
 #define HVT_PIPELINE_H
 
+#include "host/hosttrace/host_rec.h"
 #include "host/session/progress.h"
 #include "host/session/session.h"
 #include "host/tap/expect.h"
@@ -46,6 +47,11 @@ struct pipeline {
 	bool watching;
 	int watch_sfd, watch_efd; /* the backend's signalfd (borrowed), the stop eventfd (owned) */
 	atomic_int cut_sig;	  /* the signal that cut the trace short, 0: none */
+	/* record --host (pipeline_host.c) */
+	struct host_rec host;
+	bool hosting;
+	char host_guest[64]; /* the guest's name in the host file */
+	uint64_t guest_trace_id;
 };
 
 /* What the backend knows of its guest. Everything borrowed; it outlives the pipeline. */
@@ -67,6 +73,18 @@ struct pipeline_guest {
 int pipeline_select(struct pipeline *p, const struct session *s, const struct vmi_sites *sites,
 		    const struct vmi_site **preselected, size_t nr_preselected, char *err,
 		    size_t errlen);
+
+/* record --host: starts recording the host's events about the guest's @n vCPU threads @tids (host
+ * thread ids, vCPU i's at [i]), the guest named @guest in the host's file. Stopped by
+ * pipeline_finish, which writes that file beside -o and pairs the two. 0 (nothing to do without
+ * --host) or an exit status with @err. Main thread, before pipeline_start. */
+int pipeline_host_start(struct pipeline *p, const int *tids, unsigned n, const char *guest,
+			char *err, size_t errlen);
+
+/* pipeline_finish's part: before the sink ends, stops the host recording and gives the guest's
+ * file its pairing options; after, writes the host's file (@after). Returns @status, or an exit
+ * status when the host's file could not be written. */
+int pipeline_host_end(struct pipeline *p, int status, bool after);
 
 /* Builds the tracer over @g's target for the selected sites, binds events, return probes and graph
  * roots, checks --expect-* names, and prepares sink (writing to @out) and profile. Nothing touches

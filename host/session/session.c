@@ -18,6 +18,9 @@ void session_free(struct session *s)
 	free(s->filter);
 	free(s->notrace);
 	free(s->graph);
+	free(s->host_events);
+	s->host_events = NULL;
+	s->nr_host_events = 0;
 	free(s->events);
 	free(s->rprobes);
 	s->events = s->rprobes = NULL;

@@ -94,6 +94,9 @@ struct session {
 	    no_backpressure; /* stub probes: lose events rather than hold the vCPUs for the drain */
 	bool gdb_memory;     /* guest memory through the gdbstub, not the QEMU process */
 	bool record;	     /* `record`: run / attach writing trace.dat (-o, default trace.dat) */
+	bool host;	     /* record --host: the host's events beside it (host/hosttrace) */
+	char **host_events;  /* --host-event SYSTEM:EVENT (argv strings, borrowed) */
+	size_t nr_host_events;
 	const char *input;   /* report -i (default trace.dat) */
 	enum report_format report_format;
 	const char *help_cmd; /* CMD_HELP: the command whose help (NULL: all of it) */

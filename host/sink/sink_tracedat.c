@@ -385,3 +385,13 @@ int sink_tracedat_init(struct sink *s, FILE *out, const char *path, const struct
 	s->priv = t;
 	return 0;
 }
+
+void sink_tracedat_peer(struct sink *s, uint64_t trace_id, uint64_t host_trace_id, uint64_t t0_ns)
+{
+	struct td_sink *t = s->priv;
+
+	t->peer = true;
+	t->trace_id = trace_id;
+	t->host_trace_id = host_trace_id;
+	t->t0_ns = t0_ns;
+}

@@ -13,4 +13,10 @@ int sink_tracedat_init(struct sink *s, FILE *out, const char *path, const struct
 		       unsigned nr_cpus, bool graph, const struct fe_spec *events, size_t nr_events,
 		       const struct fe_spec *rprobes, size_t nr_rprobes);
 
+/* record --host: this file gets the options trace-cmd's host-guest tracing writes in a guest's
+ * file: TRACEID @trace_id, and TIME_SHIFT naming the host's file (@host_trace_id) with one
+ * offset per vCPU, @t0_ns: the host's mono clock at the session's start, which the records'
+ * timestamps count from. Before the sink ends (the headers are written then). Main thread. */
+void sink_tracedat_peer(struct sink *s, uint64_t trace_id, uint64_t host_trace_id, uint64_t t0_ns);
+
 #endif

@@ -298,6 +298,35 @@ static bool plain_name(const char *name)
 	return true;
 }
 
+/* trace.dat's option ids (trace-cmd's enum tracecmd_file_options) */
+#define TD_OPT_TRACEID	  11
+#define TD_OPT_TIME_SHIFT 12
+
+/* record --host: TRACEID, and TIME_SHIFT (trace-cmd's layout: the host file's trace id, flags, the
+ * vCPU count, per vCPU one sample {time, offset, scaling}, then per vCPU its scaling's fraction
+ * bits): guest time + t0 is the host's mono clock, the same rate (scaling 1, no fraction bits). */
+static void peer_options(struct sink *s)
+{
+	struct td_sink *t = s->priv;
+
+	out_u16(s, TD_OPT_TRACEID);
+	out_u32(s, 8);
+	out_u64(s, t->trace_id);
+	out_u16(s, TD_OPT_TIME_SHIFT);
+	out_u32(s, 8 + 4 + 4 + s->nr_cpus * (4 + 3 * 8) + s->nr_cpus * 8);
+	out_u64(s, t->host_trace_id);
+	out_u32(s, 0); /* flags: no interpolation (one sample) */
+	out_u32(s, s->nr_cpus);
+	for (unsigned c = 0; c < s->nr_cpus; c++) {
+		out_u32(s, 1);
+		out_u64(s, 0);	       /* time */
+		out_u64(s, t->t0_ns); /* offset */
+		out_u64(s, 1);	       /* scaling */
+	}
+	for (unsigned c = 0; c < s->nr_cpus; c++)
+		out_u64(s, 0); /* fraction bits */
+}
+
 static void write_headers(struct sink *s, struct td_text *events, struct td_text *syms,
 			  struct td_text *cmdlines)
 {
@@ -352,6 +381,8 @@ static void write_headers(struct sink *s, struct td_text *events, struct td_text
 	out_section(s, cmdlines->buf ? cmdlines->buf : "", cmdlines->len, true);
 	out_u32(s, s->nr_cpus);
 	out_bytes(s, "options  ", 10);
+	if (t->peer)
+		peer_options(s);
 	out_u16(s, 0);
 	out_bytes(s, "flyrecord", 10);
 }

@@ -3,6 +3,7 @@
 #include "host/trace/shadow.h"
 
 #include <errno.h>
+#include <x86intrin.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
@@ -12,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define CLOCK_WARMUP_NAP_NS 20000ull	  /* learning the guest's clock: naps at most this, */
+#define CLOCK_WARMUP_NS	    500000000ull /* until the first record and for this long after it */
 #define DRAIN_BATCH	    1024
 #define DRAIN_IDLE_US	    200	       /* the final drain, waiting for the writer */
 #define DRAIN_SLEEP_MIN_NS  STUB_DRAIN_SLEEP_MIN_NS /* the drain sleeps after every pass: at least
@@ -65,6 +68,29 @@ void stub_drain_init(struct stub_drain *d)
 }
 
 /* ---- the guest clock ------------------------------------------------------------------------- */
+
+/* No clock from the target (QEMU, whose TCG guest TSC is the host's TSC plus an offset; under KVM
+ * the same without TSC scaling): @tsc, the newest record's, was read just now, so guest TSC - host
+ * TSC now is at most the offset, and the largest such difference seen is the offset to within the
+ * shortest time a record waited for the drain. The anchor is a host TSC and monotonic time read
+ * together now, so that a rate measured over 20 ms errs over a drain period, not the session. A
+ * difference more than a second of TSC above the offset is the guest's lie, not time: ignored. */
+static void learn_clock(struct stub_drain *d, uint64_t tsc)
+{
+	uint64_t host = __rdtsc(), ns = clock_now_ns();
+	int64_t diff = (int64_t)(tsc - host);
+
+	if (!d->have_offset ||
+	    (diff > d->tsc_offset && (uint64_t)(diff - d->tsc_offset) < d->tsc_khz * 1000)) {
+		if (!d->have_offset)
+			d->offset_since = ns;
+		d->tsc_offset = diff;
+		d->have_offset = true;
+	}
+	d->tsc_ref = host + (uint64_t)d->tsc_offset;
+	d->ns_ref = ns;
+	d->clock_anchored = true;
+}
 
 /* Session ns (since t0) of guest TSC @tsc. */
 static uint64_t tsc_to_ts(const struct stub_drain *d, uint64_t tsc)
@@ -333,12 +359,8 @@ static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct ta
 				note_guest_lost(d, c);
 				break;
 			}
-			if (!d->clock_anchored) {
-				/* no clock from the target: the newest record is about now */
-				d->tsc_ref = buf[n - 1].tsc;
-				d->ns_ref = now;
-				d->clock_anchored = true;
-			}
+			if (d->clock_learnt)
+				learn_clock(d, buf[n - 1].tsc);
 			for (k = 0; k < n; k += step) {
 				const struct stub_rec *args = NULL;
 
@@ -486,6 +508,12 @@ static void *drain_thread(void *arg)
 		if (taken && taken * 1000000ull / cycle > peak)
 			peak = taken * 1000000ull / cycle;
 		nap = stub_drain_sleep_ns(taken, cycle, ring, peak, taken ? 0 : nap);
+		/* the guest's clock is learnt from the records: in its first CLOCK_WARMUP_NS they are
+		 * read as soon as they come, so that the offset (and they) err by microseconds, not
+		 * by a long nap (a burst after an idle spell waits for the nap) */
+		if (d->clock_learnt && nap > CLOCK_WARMUP_NAP_NS &&
+		    (!d->have_offset || now - d->offset_since < CLOCK_WARMUP_NS))
+			nap = CLOCK_WARMUP_NAP_NS;
 		sleep_ns(hold && nap > DRAIN_HOLD_NS ? DRAIN_HOLD_NS : nap);
 	}
 	atomic_store(&d->hold, false); /* stopping: the owner must be free to stop the target */
@@ -603,12 +631,15 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 		snprintf(err, errlen, "stub drain: out of memory");
 		return -ENOMEM;
 	}
-	d->clock_anchored = false;
+	d->clock_anchored = d->have_offset = false;
+	d->clock_learnt = false;
 	if (tgt->ops->tsc_sync && tgt->ops->tsc_sync(tgt, &d->tsc_ref, &d->ns_ref, &d->tsc_khz) == 0 &&
-	    d->tsc_khz)
+	    d->tsc_khz) {
 		d->clock_anchored = true;
-	else
+	} else {
 		d->tsc_khz = clock_host_tsc_khz(); /* QEMU: TCG's TSC is the host's */
+		d->clock_learnt = true;
+	}
 	if (cfg->backpressure)
 		g.wait_tsc = (d->tsc_khz ? d->tsc_khz : DRAIN_TSC_KHZ_GUESS) * DRAIN_GUEST_WAIT_MS;
 	ret = stub_place(&d->stub, tgt, cfg->nr_cpus, returns, &g, lo, hi, err, errlen);

@@ -50,6 +50,11 @@ struct stub_drain {
 	_Atomic uint64_t horizon;	   /* ts below which every stub record has been drained */
 	uint64_t tsc_ref, ns_ref, tsc_khz; /* guest TSC tsc_ref was current at host ns ns_ref */
 	bool clock_anchored;
+	/* no clock from the target (QEMU): the guest's TSC runs as the host's plus an offset,
+	 * learnt from the records (host_offset_of) */
+	bool clock_learnt, have_offset;
+	int64_t tsc_offset; /* guest TSC - host TSC, the largest seen at a drain */
+	uint64_t offset_since; /* host ns of the first record (the clock's warm-up starts) */
 	uint64_t records;    /* records drained from the guest */
 	uint64_t lost;	     /* what the host itself knows was lost: records reserved but never
 			      * committed ahead of committed ones, records left when the host

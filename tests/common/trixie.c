@@ -51,6 +51,23 @@ char *hv_trixie_trace_cmd(const char *root, const char *args, const char *file)
 	return out;
 }
 
+char *hv_trixie_trace_cmd_pair(const char *root, const char *args, const char *host,
+			       const char *guest)
+{
+	char in_host[64], in_guest[64];
+	char *out;
+
+	snprintf(in_host, sizeof(in_host), "/tmp/hvt-trixie-%d-host.dat", (int)getpid());
+	snprintf(in_guest, sizeof(in_guest), "/tmp/hvt-trixie-%d.dat", (int)getpid());
+	out = hv_sh("cp '%s' '%s%s' && cp '%s' '%s%s' && chroot '%s' trace-cmd report %s -i %s -i %s "
+		    "2>&1; rm -f '%s%s' '%s%s'",
+		    host, root, in_host, guest, root, in_guest, root, args, in_host, in_guest, root,
+		    in_host, root, in_guest);
+	if (!out)
+		fail_msg("trace-cmd of Debian 13 in %s did not run", root);
+	return out;
+}
+
 char *hv_trixie_kernelshark(const char *root, const char *file)
 {
 	static const char *const need[] = {"/usr/include/kernelshark/libkshark.h",

@@ -11,6 +11,11 @@ const char *hv_trixie_root(void);
  * /tmp first. Returns its stdout and stderr (malloc'd), or fails the test. */
 char *hv_trixie_trace_cmd(const char *root, const char *args, const char *file);
 
+/* The same for a host-guest pair: `trace-cmd report ARGS -i HOST -i GUEST`, the copies named
+ * hvt-trixie-PID-host.dat and hvt-trixie-PID.dat (the labels of their lines). */
+char *hv_trixie_trace_cmd_pair(const char *root, const char *args, const char *host,
+			       const char *guest);
+
 /* KernelShark 2.4 of @root loads FILE headless: tests/viewer/kshark-load.c, built in the root against
  * its libkshark (Debian 13's libkshark-dev), run there on a copy of FILE. Returns its stdout (malloc'd):
  * "entries=N", then each entry as trace-cmd report prints a record less its latency flags (the form of

@@ -98,6 +98,34 @@ static void test_record_report(void **state)
 	assert_string_equal(cli.s.input, "a.dat");
 	assert_int_equal(cli.s.report_format, REPORT_FOLDED);
 	assert_true(cli.s.funcgraph_retval);
+	{
+		char *host[] = {"hvtrace", "record", "--qemu", "--kernel", "vmlinuz", "--host",
+				"--host-event", "irq:irq_handler_entry", "--host-event", "kvm:kvm_mmio"};
+		char *host_run[] = {"hvtrace", "run", "--qemu", "--kernel", "vmlinuz", "--host"};
+		char *host_event_run[] = {"hvtrace", "attach", "vm1", "--host-event", "irq:x"};
+		char *host_elf[] = {"hvtrace", "record", "--host", "g.elf"};
+		char *host_pipe[] = {"hvtrace", "record", "attach", "vm1", "--host", "-o", "-"};
+		char *host_bad[] = {"hvtrace", "record", "attach", "vm1", "--host-event", "sched"};
+		char *host_bad2[] = {"hvtrace", "record", "attach", "vm1", "--host-event", "a:b/c"};
+
+		session_free(&cli.s);
+		session_init(&cli.s);
+		assert_int_equal(parse(ARGC(host), host), 0);
+		assert_true(cli.s.host);
+		assert_int_equal(cli.s.nr_host_events, 2);
+		assert_string_equal(cli.s.host_events[1], "kvm:kvm_mmio");
+		expect_error(ARGC(host_run), host_run,
+			     "--host: the host's trace goes beside a trace.dat (use record)");
+		expect_error(ARGC(host_event_run), host_event_run,
+			     "--host-event: the host's trace goes beside a trace.dat (use record)");
+		expect_error(ARGC(host_elf), host_elf,
+			     "--host: with QEMU (record --qemu, record attach); the embedded VMM's "
+			     "vCPU threads are not recorded yet");
+		expect_error(ARGC(host_pipe), host_pipe,
+			     "--host: -o - (a pipe) has no name to put the host's file beside");
+		expect_error(ARGC(host_bad), host_bad, "--host-event sched: expected SYSTEM:EVENT");
+		expect_error(ARGC(host_bad2), host_bad2, "--host-event a:b/c: expected SYSTEM:EVENT");
+	}
 	expect_error(ARGC(bad_fmt), bad_fmt, "--format 'xml': expected text, graph, json or folded");
 	expect_error(ARGC(bad_arg), bad_arg, "'a.dat': unexpected argument (report -i FILE)");
 	expect_error(ARGC(bad_opt), bad_opt, "-p: unknown report option");

@@ -1,0 +1,104 @@
+/* record --host's pure parts: where the host's file goes (host_rec_path) and the vCPU threads from
+ * QMP's query-cpus-fast, as QEMU answers and as a hostile peer might (qemu_vcpu_threads_parse). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "host/hosttrace/host_rec.h"
+#include "host/qemu/qemu_vcpu_threads.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void test_path(void **state)
+{
+	static const char *const cases[][2] = {
+	    {"trace.dat", "trace-host.dat"},
+	    {"out/run.1/trace.dat", "out/run.1/trace-host.dat"},
+	    {"/tmp/t", "/tmp/t-host"},
+	    {"dir.d/t", "dir.d/t-host"},
+	    {".hidden", ".hidden-host"},
+	    {"a.b.dat", "a.b-host.dat"},
+	};
+	char out[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(host_rec_path(cases[i][0], out, sizeof(out)), 0);
+		assert_string_equal(out, cases[i][1]);
+	}
+	assert_int_equal(host_rec_path("trace.dat", out, 10), -ENAMETOOLONG);
+}
+
+/* QEMU 7.2's answer for 2 vCPUs (abridged members kept as QEMU sends them), in any order */
+static void test_vcpu_threads(void **state)
+{
+	const char *json =
+	    "[{\"thread-id\": 4012, \"props\": {\"core-id\": 0, \"thread-id\": 0, \"node-id\": 0, "
+	    "\"socket-id\": 1}, \"qom-path\": \"/machine/unattached/device[1]\", \"cpu-index\": 1, "
+	    "\"target\": \"x86_64\"}, {\"thread-id\": 4011, \"props\": {\"core-id\": 0, "
+	    "\"thread-id\": 0, \"socket-id\": 0}, \"qom-path\": \"/machine/unattached/device[0]\", "
+	    "\"cpu-index\": 0, \"target\": \"x86_64\"}]";
+	int tids[8];
+	unsigned nr;
+	char err[128];
+
+	(void)state;
+	assert_int_equal(qemu_vcpu_threads_parse(json, tids, 8, &nr, err, sizeof(err)), 0);
+	assert_int_equal(nr, 2);
+	assert_int_equal(tids[0], 4011);
+	assert_int_equal(tids[1], 4012);
+}
+
+static void test_vcpu_threads_hostile(void **state)
+{
+	static const struct {
+		const char *json, *err;
+	} cases[] = {
+	    {"{}", "query-cpus-fast: not an array of vCPUs"},
+	    {"[]", "query-cpus-fast: no vCPU"},
+	    {"[{\"cpu-index\": 0}]", "query-cpus-fast: a vCPU without a cpu-index or thread-id"},
+	    {"[{\"cpu-index\": 0, \"thread-id\": -5}]",
+	     "query-cpus-fast: a vCPU without a cpu-index or thread-id"},
+	    {"[{\"cpu-index\": 0, \"thread-id\": 0}]",
+	     "query-cpus-fast: a vCPU without a cpu-index or thread-id"},
+	    {"[{\"cpu-index\": 0, \"thread-id\": \"7\"}]",
+	     "query-cpus-fast: a vCPU without a cpu-index or thread-id"},
+	    {"[{\"cpu-index\": 99999999999, \"thread-id\": 7}]",
+	     "query-cpus-fast: a vCPU without a cpu-index or thread-id"},
+	    {"[{\"cpu-index\": 8, \"thread-id\": 7}]", "query-cpus-fast: vCPU 8 out of range"},
+	    {"[{\"cpu-index\": 0, \"thread-id\": 7}, {\"cpu-index\": 0, \"thread-id\": 8}]",
+	     "query-cpus-fast: vCPU 0 listed twice"},
+	    {"[{\"cpu-index\": 1, \"thread-id\": 7}]", "query-cpus-fast: vCPU 0 missing"},
+	    {"[{\"cpu-index\": 0, \"thread-id\": 7} {\"cpu-index\": 1, \"thread-id\": 8}]",
+	     "query-cpus-fast: not an array of vCPUs"},
+	    {"[{\"cpu-index\": 0, \"thread-id\": 7}] x", "query-cpus-fast: not an array of vCPUs"},
+	    {"[{\"cpu-index\": 0, \"thread-id\": 7}", "query-cpus-fast: not an array of vCPUs"},
+	};
+	int tids[8];
+	unsigned nr = 5;
+	char err[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = 0;
+		assert_int_equal(qemu_vcpu_threads_parse(cases[i].json, tids, 8, &nr, err,
+							 sizeof(err)),
+				 -EINVAL);
+		assert_string_equal(err, cases[i].err);
+		assert_int_equal(nr, 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_path),
+	    cmocka_unit_test(test_vcpu_threads),
+	    cmocka_unit_test(test_vcpu_threads_hostile),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
