@@ -24,7 +24,11 @@ static const char report_options[] =
 	"      --funcgraph-retval   graph: print return values\n"
 	"      --funcgraph-retval-hex\n"
 	"                           graph: print return values, all in hex\n"
-	"      --funcgraph-tail     graph: name the function on closing braces\n";
+	"      --funcgraph-tail     graph: name the function on closing braces\n"
+	"      --exits              per traced function: calls, total, guest and host time, VM exits\n"
+	"                           by reason, from a function_graph recording and its host file\n"
+	"                           (record --host)\n"
+	"      --host-input FILE    --exits: the host file (default: FILE-host.dat beside -i FILE.dat)\n";
 
 bool help_known(const char *cmd)
 {

@@ -1,8 +1,11 @@
 #include "host/cli/report.h"
 #include "host/cli/cmd_common.h"
 #include "host/session/exitcode.h"
-#include "host/sink/tracedat_read.h"
+#include "host/hosttrace/host_rec.h"
 #include "host/sink/sink.h"
+#include "host/sink/sink_exits.h"
+#include "host/sink/tracedat_host.h"
+#include "host/sink/tracedat_read.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +46,47 @@ static int report_sink(struct sink *k, enum report_format fmt, const struct sess
 	return -1;
 }
 
+/* report --exits: the function_graph recording @r (scanned: @sum, @syms) against its host file. */
+static int report_exits(const struct session *s, struct tdr *r, const struct vmi_symtab *syms,
+			const struct tdr_summary *sum)
+{
+	static struct host_side hs; /* large: not on the stack */
+	char path[4096], err[1024];
+	struct sink k;
+	int status = 0;
+
+	if (!sum->graph) {
+		cmd_error("report --exits: %s holds no function_graph events: the calls' times come from "
+			  "them (record -p function_graph --host)",
+			  s->input);
+		return EXIT_BAD_INPUT;
+	}
+	if (s->host_input)
+		snprintf(path, sizeof(path), "%s", s->host_input);
+	else if (host_rec_path(s->input, path, sizeof(path)) < 0) {
+		cmd_error("report --exits: -i %s: the name is too long", s->input);
+		return EXIT_BAD_INPUT;
+	}
+	if (host_side_read(&hs, path, tdr_trace_id(r), err, sizeof(err)) < 0) {
+		cmd_error("report --exits: %s", err);
+		return EXIT_BAD_INPUT;
+	}
+	if (sink_exits_init(&k, stdout, syms, sum->nr_cpus, &hs) < 0) {
+		cmd_error("report --exits: out of memory");
+		host_side_free(&hs);
+		return EXIT_HOST_ERROR;
+	}
+	if (tdr_replay(r, &k, true, err, sizeof(err)) < 0) {
+		cmd_error("report: %s", err);
+		status = EXIT_BAD_INPUT;
+	}
+	if (cmd_finish_out(stdout, NULL, NULL, k.err) < 0 && !status)
+		status = EXIT_HOST_ERROR;
+	sink_exits_free(&k);
+	host_side_free(&hs);
+	return status;
+}
+
 int cmd_report(const struct session *s)
 {
 	struct vmi_symtab syms = {0};
@@ -68,6 +112,10 @@ int cmd_report(const struct session *s)
 	if (!r) {
 		cmd_error("report: %s", err);
 		status = EXIT_BAD_INPUT;
+		goto out;
+	}
+	if (s->report_exits) {
+		status = report_exits(s, r, &syms, &sum);
 		goto out;
 	}
 	if (fmt == REPORT_AUTO)

@@ -584,6 +584,8 @@ static const struct option report_opts[] = {
 	{"funcgraph-retval", no_argument, NULL, OPT_RETVAL},
 	{"funcgraph-tail", no_argument, NULL, OPT_TAIL},
 	{"funcgraph-retval-hex", no_argument, NULL, OPT_RETVAL_HEX},
+	{"exits", no_argument, NULL, OPT_HOST},
+	{"host-input", required_argument, NULL, OPT_HOST_EVENT},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -611,6 +613,8 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 		case OPT_RETVAL: s->funcgraph_retval = true; break;
 		case OPT_TAIL: s->funcgraph_tail = true; break;
 		case OPT_RETVAL_HEX: s->funcgraph_retval = s->funcgraph_retval_hex = true; break;
+		case OPT_HOST: s->report_exits = true; break;	    /* --exits */
+		case OPT_HOST_EVENT: s->host_input = optarg; break; /* --host-input */
 		case 'h': s->cmd = CMD_HELP; return 0;
 		case ':': snprintf(err, errlen, "%s: missing argument", argv[argc - 1]); return -EINVAL;
 		default:
@@ -620,6 +624,14 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 	}
 	if (optind < argc) {
 		snprintf(err, errlen, "'%s': unexpected argument (report -i FILE)", argv[optind]);
+		return -EINVAL;
+	}
+	if (s->host_input && !s->report_exits) {
+		snprintf(err, errlen, "--host-input: goes with --exits");
+		return -EINVAL;
+	}
+	if (s->report_exits && (s->report_format || s->funcgraph_retval || s->funcgraph_tail)) {
+		snprintf(err, errlen, "--exits: a table of its own (no --format, --funcgraph-*)");
 		return -EINVAL;
 	}
 	return 0;

@@ -98,6 +98,8 @@ struct session {
 	char **host_events;  /* --host-event SYSTEM:EVENT (argv strings, borrowed) */
 	size_t nr_host_events;
 	const char *input;   /* report -i (default trace.dat) */
+	bool report_exits;   /* report --exits: guest and host time per function (sink_exits) */
+	const char *host_input; /* report --host-input (default: -i's name with -host, host_rec_path) */
 	enum report_format report_format;
 	const char *help_cmd; /* CMD_HELP: the command whose help (NULL: all of it) */
 	bool jsonl; /* run/attach --format jsonl: the live trace as JSON Lines (sink_json) */

@@ -248,11 +248,7 @@ static int no_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 	return 0;
 }
 
-/* libtracecmd reads the whole of @path in a child first (10 minutes at most): the library itself
- * has crashed on bad files (Debian's 3.1.6, on the error path of tracecmd_open), and it reads the
- * same bytes the same way again in this process only once that went well. 0, or -EINVAL with @err.
- */
-static int try_in_child(const char *path, char *err, size_t errlen)
+int tdr_try_in_child(const char *path, char *err, size_t errlen)
 {
 	int st = 0;
 	pid_t pid;
@@ -314,7 +310,7 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 		free(r);
 		return NULL;
 	}
-	if (try_in_child(path, err, errlen) < 0) {
+	if (tdr_try_in_child(path, err, errlen) < 0) {
 		free(r);
 		return NULL;
 	}
@@ -411,4 +407,9 @@ void tdr_close(struct tdr *r)
 	free(r->rings);
 	free(r->named);
 	free(r);
+}
+
+unsigned long long tdr_trace_id(struct tdr *r)
+{
+	return tracecmd_get_traceid(r->h);
 }

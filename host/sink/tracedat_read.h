@@ -47,6 +47,14 @@ int tdr_scan(struct tdr *r, struct vmi_symtab *syms, struct tdr_summary *sum, ch
  * entry of its call is an event alone (HVT_REC_EVENT_ALONE). Returns 0 or -errno with @err. */
 int tdr_replay(struct tdr *r, struct sink *s, bool graph, char *err, size_t errlen);
 
+/* The guest file's TRACEID option (record --host), 0 when it has none. */
+unsigned long long tdr_trace_id(struct tdr *r);
+
 void tdr_close(struct tdr *r);
+
+/* libtracecmd reads the whole of @path in a child first (10 minutes at most): the library itself
+ * has crashed on bad files (Debian's 3.1.6, on the error path of tracecmd_open); a file is read in
+ * this process only once that went well. 0, or -EINVAL with @err. */
+int tdr_try_in_child(const char *path, char *err, size_t errlen);
 
 #endif

@@ -126,6 +126,20 @@ static void test_record_report(void **state)
 		expect_error(ARGC(host_bad), host_bad, "--host-event sched: expected SYSTEM:EVENT");
 		expect_error(ARGC(host_bad2), host_bad2, "--host-event a:b/c: expected SYSTEM:EVENT");
 	}
+	{
+		char *exits[] = {"hvtrace", "report", "--exits", "-i", "g.dat", "--host-input", "h.dat"};
+		char *no_exits[] = {"hvtrace", "report", "--host-input", "h.dat"};
+		char *exits_fmt[] = {"hvtrace", "report", "--exits", "--format", "text"};
+
+		session_free(&cli.s);
+		session_init(&cli.s);
+		assert_int_equal(parse(ARGC(exits), exits), 0);
+		assert_true(cli.s.report_exits);
+		assert_string_equal(cli.s.host_input, "h.dat");
+		expect_error(ARGC(no_exits), no_exits, "--host-input: goes with --exits");
+		expect_error(ARGC(exits_fmt), exits_fmt,
+			     "--exits: a table of its own (no --format, --funcgraph-*)");
+	}
 	expect_error(ARGC(bad_fmt), bad_fmt, "--format 'xml': expected text, graph, json or folded");
 	expect_error(ARGC(bad_arg), bad_arg, "'a.dat': unexpected argument (report -i FILE)");
 	expect_error(ARGC(bad_opt), bad_opt, "-p: unknown report option");

@@ -1,0 +1,57 @@
+/* `report --exits`' view of the host: a host trace.dat written by `record --host` (or trace-cmd's
+ * host-guest tracing), read with libtracecmd: the GUEST option's vCPU -> host thread map for the
+ * guest file's trace id, and per vCPU when its thread was away from the guest (descheduled, or in
+ * host mode between kvm_exit and kvm_entry) and each kvm_exit with its reason. Everything is
+ * bounded (HOST_SIDE_MAX_EVENTS per vCPU). Main thread. */
+#ifndef HVT_TRACEDAT_HOST_H
+#define HVT_TRACEDAT_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HOST_SIDE_MAX_VCPUS  64
+#define HOST_SIDE_MAX_EVENTS (1u << 24)
+
+struct hs_span {
+	uint64_t from, to; /* host ns, [from, to) */
+};
+
+struct hs_exit {
+	uint64_t ts;
+	uint32_t reason;
+};
+
+struct hs_vcpu {
+	int tid;
+	struct hs_span *away; /* sorted, disjoint */
+	size_t nr_away, cap_away;
+	struct hs_exit *exits; /* sorted */
+	size_t nr_exits, cap_exits;
+	/* while reading */
+	bool is_away, kvm_seen;
+	uint64_t away_since;
+};
+
+struct host_side {
+	char guest[64];
+	unsigned nr_vcpus;
+	struct hs_vcpu v[HOST_SIDE_MAX_VCPUS];
+	unsigned long long events; /* host records read */
+	bool kvm;		   /* kvm_exit events of the vCPU threads seen */
+};
+
+/* Reads @path for the guest whose trace id is @guest_id. 0, or -EINVAL with one line in @err (not
+ * a trace.dat, no GUEST option for that guest, too many events). */
+int host_side_read(struct host_side *h, const char *path, unsigned long long guest_id, char *err,
+		   size_t errlen);
+
+/* Nanoseconds of [from, to) that vCPU @cpu spent away from the guest, and how many kvm_exits of
+ * each reason fell in it (@by_reason[r] += n for r < @nr_reasons; others counted in *@other).
+ * Returns the number of exits. Pure. */
+uint64_t host_side_away(const struct host_side *h, unsigned cpu, uint64_t from, uint64_t to,
+			uint64_t *away_ns, uint64_t *by_reason, unsigned nr_reasons, uint64_t *other);
+
+void host_side_free(struct host_side *h);
+
+#endif
