@@ -761,12 +761,6 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 			 s->nr_host_events ? "-event" : "");
 		return -EINVAL;
 	}
-	if (s->host && (!s->qemu && s->cmd != CMD_ATTACH)) {
-		snprintf(err, errlen,
-			 "--host: with QEMU (record --qemu, record attach); the embedded VMM's vCPU "
-			 "threads are not recorded yet");
-		return -EINVAL;
-	}
 	if (s->record && !s->output)
 		s->output = "trace.dat";
 	if (s->host && !strcmp(s->output, "-")) {

@@ -1,5 +1,6 @@
 #include "host/kvm/kvm_run.h"
 #include "host/kvm/vcpu.h"
+#include "host/hosttrace/host_rec.h"
 #include "host/session/cmd_out.h"
 #include "host/session/end_status.h"
 #include "host/session/entry_sites.h"
@@ -10,6 +11,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -179,16 +181,45 @@ static int kvm_run_open(void *ctx, char *err, size_t errlen)
 static int kvm_run_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size_t errlen)
 {
 	struct kvm_run_state *k = ctx;
+	const struct session *s = k->env.s;
 
 	(void)sfd;
+	/* record --host: the host's tracefs and the events asked for, before the VM is made */
+	if (s->host && host_rec_check((const char *const *)s->host_events, s->nr_host_events, err,
+				      errlen) < 0)
+		return EXIT_BAD_INPUT;
 	return k->guest->prepare(ctx, out, con, err, errlen);
 }
 
+/* The vCPU threads are started; with record --host they park before their first KVM_RUN until
+ * the host's recording, filtered to their thread ids, has begun. */
 static int kvm_run_start(void *ctx, char *err, size_t errlen)
 {
 	struct kvm_run_state *k = ctx;
+	const struct session *s = k->env.s;
+	int tids[HOST_REC_MAX_VCPUS], status;
+	const char *name;
 
-	return vcpu_start_all(&k->vm, err, errlen) < 0 ? EXIT_HOST_ERROR : 0;
+	if (!s->host)
+		return vcpu_start_all(&k->vm, err, errlen) < 0 ? EXIT_HOST_ERROR : 0;
+	if (k->vm.nr_vcpus > HOST_REC_MAX_VCPUS) {
+		snprintf(err, errlen, "--host: more than %d vCPUs", HOST_REC_MAX_VCPUS);
+		return EXIT_BAD_INPUT;
+	}
+	vcpu_pause_all(&k->vm); /* none started: they park at once */
+	if (vcpu_start_all(&k->vm, err, errlen) < 0) {
+		vcpu_resume_all(&k->vm);
+		return EXIT_HOST_ERROR;
+	}
+	vcpu_pause_all(&k->vm); /* each has its thread id once parked */
+	for (unsigned i = 0; i < k->vm.nr_vcpus; i++)
+		tids[i] = atomic_load(&k->vm.vcpus[i].tid);
+	name = s->guest ? s->guest : s->kernel ? s->kernel : "hvtrace";
+	name = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+	status = pipeline_host_start(k->env.p, tids, k->vm.nr_vcpus, name, err, errlen);
+	vcpu_resume_all(&k->vm);
+	vcpu_resume_all(&k->vm);
+	return status;
 }
 
 static int kvm_run_wait(void *ctx, int sfd)

@@ -339,6 +339,7 @@ static void *vcpu_thread(void *arg)
 	uint64_t exit_rip;
 	bool reset;
 
+	atomic_store(&c->tid, (int)gettid());
 	sigemptyset(&set);
 	sigaddset(&set, VCPU_KICK_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);

@@ -58,6 +58,7 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool started;
+	_Atomic int tid; /* the vCPU thread's host thread id, set as it starts (0 before) */
 	enum vcpu_state state; /* under vm->lock */
 	uint64_t cr3;	       /* from the last exit's sregs; the vCPU's own thread */
 	bool la57;
