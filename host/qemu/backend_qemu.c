@@ -438,10 +438,24 @@ static void guardian_takeover(void *ctx)
 		dprintf(2, "hvtrace guardian: %s\n", err);
 }
 
+/* The gdbstub detach (QEMU drops every breakpoint and lets the VM run) and the gdbstub stopped
+ * where hvtrace started it. */
+static void let_go(struct linux_run *r)
+{
+	char err[320];
+
+	if (r->qc.have_gdb) {
+		target_qemu_leave_phys_mode(&r->tq);
+		gdb_detach(&r->qc.gdb);
+	}
+	if (qemu_attach_stop_gdbstub(&r->qc, err, sizeof(err)) < 0)
+		cmd_error("%s", err);
+	r->detached = true;
+}
+
 /* Removes every probe, restores every return slot, and lets the VM go (gdbstub detach). */
 static void detach(struct linux_run *r)
 {
-	char err[320];
 	int ret;
 
 	if (r->detached)
@@ -457,13 +471,7 @@ static void detach(struct linux_run *r)
 	}
 	if (r->text.before && r->tq.stopped)
 		verify_text(r);
-	if (r->qc.have_gdb) {
-		target_qemu_leave_phys_mode(&r->tq);
-		gdb_detach(&r->qc.gdb);
-	}
-	if (qemu_attach_stop_gdbstub(&r->qc, err, sizeof(err)) < 0)
-		cmd_error("%s", err);
-	r->detached = true;
+	let_go(r);
 }
 
 /* The guest reset while traced (QMP's RESET event): the kernel whose text and stacks hvtrace
@@ -472,18 +480,10 @@ static void detach(struct linux_run *r)
  * Returns EXIT_GUEST_FAULT. */
 static int abandon_reset_guest(struct linux_run *r)
 {
-	char err[320];
-
 	tcp_set_interrupt(-1);
 	guardian_stop(&r->guard);
 	pipeline_stop_drain(r->p);
-	if (r->qc.have_gdb) {
-		target_qemu_leave_phys_mode(&r->tq);
-		gdb_detach(&r->qc.gdb);
-	}
-	if (qemu_attach_stop_gdbstub(&r->qc, err, sizeof(err)) < 0)
-		cmd_error("%s", err);
-	r->detached = true;
+	let_go(r);
 	if (r->qc.launched)
 		qemu_proc_kill(&r->qc.proc);
 	cmd_error("the guest reset while traced (%s): the traced kernel is gone; "

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/common/host_pair.h"
 #include "tests/kvm/kvm_common.h"
 
 #include <stdbool.h>
@@ -377,149 +378,6 @@ static void test_graph_rendering_matches_trace_cmd(void **state)
 	unlink(dat);
 }
 
-/* The merged `trace-cmd report -R -t -i HOST -i GUEST` of a record --host pair, walked in time
- * order: each vCPU thread in guest mode from its kvm_entry to its next kvm_exit; each guest
- * funcgraph_exit's call [ts - (rettime - calltime), ts] with the kvm_exits of its vCPU's thread in
- * it and the time that thread was out of guest mode in it (from a kvm_exit or its switch out to
- * its next kvm_entry). */
-struct pair_walk {
-	long guest_events, outside, exits_total;
-	double worst_us;
-	/* per function of funcs[] */
-	long calls[NR_FUNCS], exits[NR_FUNCS];
-	unsigned long long host_ns[NR_FUNCS];
-};
-
-struct span {
-	unsigned long long from, to;
-};
-
-static void walk_pair(const char *raw, const char *host_label, const int *tids, unsigned nv,
-		      struct pair_walk *w)
-{
-	char *copy = strdup(raw), *save = NULL;
-	bool in_guest[8] = {false}, out[8] = {false};
-	unsigned long long since[8] = {0}, last_exit[8] = {0};
-	struct span *away[8] = {0};
-	unsigned long long *exits[8] = {0};
-	size_t naway[8] = {0}, nexits[8] = {0};
-	struct call {
-		size_t f;
-		unsigned cpu;
-		unsigned long long from, to;
-	} *calls = NULL;
-	size_t ncalls = 0;
-
-	memset(w, 0, sizeof(*w));
-	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		const char *b = strstr(l, "] "), *p, *d;
-		unsigned long long sec, ns, ts;
-		int cpu, pid = -1, v = -1;
-
-		if (!b || sscanf(b + 2, "%llu.%llu:", &sec, &ns) != 2)
-			continue;
-		ts = sec * 1000000000ull + ns;
-		for (p = b; p > l && *p != '['; p--)
-			;
-		cpu = atoi(p + 1);
-		for (d = p; d > l && d[-1] == ' '; d--)
-			;
-		while (d > l && d[-1] >= '0' && d[-1] <= '9')
-			d--;
-		if (d > l && d[-1] == '-')
-			pid = atoi(d);
-		if (strstr(l, host_label) == l + strspn(l, " ")) {
-			for (unsigned k = 0; k < nv; k++)
-				if (tids[k] == pid)
-					v = (int)k;
-			if (strstr(l, " sched_switch:") && (p = strstr(l, "prev_pid="))) {
-				int prev = atoi(p + 9);
-
-				for (unsigned k = 0; k < nv; k++)
-					if (tids[k] == prev && !out[k]) {
-						out[k] = true;
-						since[k] = ts;
-					}
-				continue;
-			}
-			if (v < 0)
-				continue;
-			if (strstr(l, " kvm_exit:")) {
-				in_guest[v] = false;
-				exits[v] = realloc(exits[v], (nexits[v] + 1) * sizeof(**exits));
-				exits[v][nexits[v]++] = ts;
-				last_exit[v] = ts;
-				w->exits_total++;
-				if (!out[v]) {
-					out[v] = true;
-					since[v] = ts;
-				}
-			} else if (strstr(l, " kvm_entry:")) {
-				in_guest[v] = true;
-				if (out[v] && ts > since[v]) {
-					away[v] = realloc(away[v], (naway[v] + 1) * sizeof(**away));
-					away[v][naway[v]++] = (struct span){since[v], ts};
-				}
-				out[v] = false;
-			}
-			continue;
-		}
-		if (!strstr(l, " funcgraph_"))
-			continue;
-		w->guest_events++;
-		assert_true(cpu >= 0 && (unsigned)cpu < nv);
-		if (!in_guest[cpu]) {
-			double us = (double)(ts - last_exit[cpu]) / 1000.0;
-
-			w->outside++;
-			if (us > w->worst_us)
-				w->worst_us = us;
-		}
-		if ((p = strstr(l, " funcgraph_exit: "))) {
-			char name[64];
-			const char *c = strstr(p, "calltime="), *t = strstr(p, "rettime=");
-			unsigned long long call, ret;
-			size_t f;
-
-			assert_true(sscanf(strstr(p, "func=") + 5, "%63s", name) == 1 && c && t);
-			call = strtoull(c + 9, NULL, 16);
-			ret = strtoull(t + 8, NULL, 16);
-			for (f = 0; f < NR_FUNCS && strcmp(funcs[f], name); f++)
-				;
-			if (f == NR_FUNCS)
-				continue;
-			calls = realloc(calls, (ncalls + 1) * sizeof(*calls));
-			calls[ncalls++] = (struct call){f, (unsigned)cpu, ts - (ret - call), ts};
-		}
-	}
-	for (unsigned v = 0; v < nv; v++)
-		if (out[v]) {
-			away[v] = realloc(away[v], (naway[v] + 1) * sizeof(**away));
-			away[v][naway[v]++] = (struct span){since[v], ~0ull};
-		}
-	for (size_t i = 0; i < ncalls; i++) {
-		const struct call *c = &calls[i];
-
-		w->calls[c->f]++;
-		for (size_t k = 0; k < nexits[c->cpu]; k++)
-			w->exits[c->f] += exits[c->cpu][k] >= c->from && exits[c->cpu][k] < c->to;
-		for (size_t k = 0; k < naway[c->cpu]; k++) {
-			unsigned long long lo = away[c->cpu][k].from > c->from ? away[c->cpu][k].from
-									       : c->from;
-			unsigned long long hi = away[c->cpu][k].to < c->to ? away[c->cpu][k].to : c->to;
-
-			if (hi > lo)
-				w->host_ns[c->f] += hi - lo;
-		}
-	}
-	for (unsigned v = 0; v < nv; v++) {
-		free(away[v]);
-		free(exits[v]);
-	}
-	free(calls);
-	free(copy);
-}
-
 /* record --host -p function_graph in the embedded VMM (issue 26): beside the guest's trace.dat, the
  * host's, with kvm_entry / kvm_exit and the sched events of hvtrace's own vCPU threads (the GUEST
  * option maps them); every stub event of the guest lies while its vCPU was in guest mode (between
@@ -533,9 +391,8 @@ static void test_host_pair(void **state)
 	char host[160], label[170], *opt, *raw, *rep;
 	const char *argv[16] = {"record", "-o", dat, "--host", "-p", "function_graph", NULL};
 	struct hv_result r;
-	struct pair_walk w;
+	struct hv_pair w;
 	int tids[8];
-	unsigned nv = 0;
 	size_t n = 6;
 
 	(void)state;
@@ -555,20 +412,9 @@ static void test_host_pair(void **state)
 	    !strstr(r.err, "hvtrace: the host's side: "))
 		fail_msg("record --host: status %d, stderr: %s", r.status, r.err);
 	opt = hv_sh("trace-cmd dump --options -i %s 2>&1", host);
-	for (const char *p = opt; (p = strstr(p, " [guest cpu, host pid]")); p++) {
-		const char *line = p;
-		unsigned v;
-		int tid;
-
-		while (line > opt && line[-1] != '\n')
-			line--;
-		assert_int_equal(sscanf(line, " %u %d", &v, &tid), 2);
-		assert_true(v == nv && tid > 0 && nv < 8);
-		tids[nv++] = tid;
-	}
-	assert_int_equal(nv, 2);
+	assert_int_equal(hv_guest_threads(opt, tids, 8), 2);
 	raw = hv_sh("trace-cmd report -R -t -i %s -i %s 2>&1", host, dat);
-	walk_pair(raw, label, tids, nv, &w);
+	hv_pair_walk(raw, label, tids, 2, &w);
 	printf("--host: %ld guest events, %ld kvm_exits of the vCPU threads, %ld events outside guest "
 	       "mode (the farthest %.1f us after an exit)\n",
 	       w.guest_events, w.exits_total, w.outside, w.worst_us);
@@ -576,27 +422,7 @@ static void test_host_pair(void **state)
 	assert_int_equal(w.outside, 0);
 	rep = hv_sh("%s report --exits -i %s 2>&1", hv_binary(), dat);
 	printf("%s", rep);
-	for (size_t f = 0; f < NR_FUNCS; f++) {
-		const char *line;
-		long calls, exits;
-		char tot[32], gst[32], hst[32], want[32];
-
-		if (!w.calls[f])
-			continue;
-		line = strstr(rep, funcs[f]);
-		while (line && !(line[-1] == ' ' && line[strlen(funcs[f])] == ' '))
-			line = strstr(line + 1, funcs[f]);
-		if (!line)
-			fail_msg("report --exits has no line for %s:\n%s", funcs[f], rep);
-		assert_int_equal(sscanf(line + strlen(funcs[f]), "%ld %31s %31s %31s %ld", &calls, tot,
-					gst, hst, &exits),
-				 5);
-		snprintf(want, sizeof(want), "%llu.%03llu", w.host_ns[f] / 1000, w.host_ns[f] % 1000);
-		if (calls != w.calls[f] || exits != w.exits[f] || strcmp(hst, want))
-			fail_msg("%s: report --exits says calls %ld exits %ld host %s; trace-cmd's view: "
-				 "calls %ld exits %ld host %s",
-				 funcs[f], calls, exits, hst, w.calls[f], w.exits[f], want);
-	}
+	hv_pair_check_exits(rep, &w);
 	assert_non_null(strstr(rep, "descheduled, or between kvm_exit and kvm_entry"));
 	free(opt);
 	free(raw);

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "tests/common/hv_expect.h"
+#include "tests/common/host_pair.h"
 #include "tests/common/hv_run.h"
 #include "tests/common/trixie.h"
 #include "tests/common/port.h"
@@ -692,26 +693,6 @@ static void read_host_pair(const char *merged, const char *host_label, const cha
 	free(copy);
 }
 
-/* The GUEST option's vCPU -> host thread map in `trace-cmd dump --options` output @opt: vCPU i's
- * thread in @tids[i] (8 at most). Returns how many. */
-static unsigned guest_threads(const char *opt, int *tids)
-{
-	unsigned nv = 0;
-
-	for (const char *p = opt; (p = strstr(p, " [guest cpu, host pid]")); p++) {
-		const char *line = p;
-		unsigned v;
-		int tid;
-
-		while (line > opt && line[-1] != '\n')
-			line--;
-		assert_int_equal(sscanf(line, " %u %d", &v, &tid), 2);
-		assert_true(v == nv && tid > 0 && nv < 8);
-		tids[nv++] = tid;
-	}
-	return nv;
-}
-
 /* record --qemu --host --probe stub -l vfs_read -l do_sys_openat2 (hvt.bm=7): beside the guest's
  * trace.dat, the host's (-host before the extension), paired as trace-cmd's host-guest tracing pairs
  * them (the host's GUEST option names the guest's TRACEID and maps its 2 vCPUs to host threads; the
@@ -734,7 +715,7 @@ static void check_record_host_of(bool stub)
 	assert_true(dump_hex(opt_h, " [trace id]") == dump_option_hex(opt_g, "TRACEID"));
 	assert_true(dump_hex(opt_g, " [peer's trace id]") == dump_option_hex(opt_h, "TRACEID"));
 	assert_non_null(strstr(opt_h, "[mono]"));
-	nv = guest_threads(opt_h, tids);
+	nv = hv_guest_threads(opt_h, tids, 8);
 	assert_int_equal(nv, 2);
 	assert_true(tids[0] != tids[1]);
 	merged = hv_sh("trace-cmd report -i %s -i %s 2>&1", host, record_dat);
@@ -789,174 +770,29 @@ static void check_record_host_of(bool stub)
 	unlink(host);
 }
 
-/* One function's line of the --exits check */
-struct exits_fn {
-	char name[64];
-	long calls;
-	unsigned long long total, away;
-};
-
-/* The time vCPU @v's thread was away from the guest, as trace-cmd shows the host's file: from its
- * switch out to its switch in or any event it is the task of (the host misses some switch-ins) */
-struct away_span {
-	unsigned long long from, to;
-};
-
 /* report --exits on a function_graph recording with --host: each function's calls, total time and
- * host time are what trace-cmd's raw view of the same pair gives (`report -R -t`: each
- * funcgraph_exit's calltime and rettime, in host time by its shifted timestamp; the host's
- * sched_switch and the vCPU threads' events), to the nanosecond; no kvm_exit under TCG: 0 exits. */
+ * host time are what trace-cmd's raw view of the same pair gives (tests/common/host_pair.c), to the
+ * nanosecond; no kvm_exit under TCG: 0 exits. */
 static void check_report_exits(const struct hv_result *r)
 {
-	char host[160], label_h[170], *opt_h, *raw, *rep, *copy, *save = NULL;
+	char host[160], label_h[170], *opt_h, *raw, *rep;
 	const char *slash;
 	int tids[8];
-	unsigned nv;
-	struct away_span *span[8] = {0};
-	size_t nspan[8] = {0};
-	unsigned long long since[8];
-	bool away[8] = {false};
-	struct exits_fn fn[16];
-	size_t nfn = 0;
-	struct call {
-		int fn;
-		unsigned cpu;
-		unsigned long long from, to;
-	} *calls = NULL;
-	size_t ncalls = 0;
+	struct hv_pair w;
 
 	(void)r;
 	snprintf(host, sizeof(host), "%.*s-host.dat", (int)(strlen(record_dat) - 4), record_dat);
 	slash = strrchr(host, '/');
 	snprintf(label_h, sizeof(label_h), "%s:", slash ? slash + 1 : host);
 	opt_h = hv_sh("trace-cmd dump --options -i %s 2>&1", host);
-	nv = guest_threads(opt_h, tids);
-	assert_int_equal(nv, 2);
+	assert_int_equal(hv_guest_threads(opt_h, tids, 8), 2);
 	raw = hv_sh("trace-cmd report -R -t -i %s -i %s 2>&1", host, record_dat);
-	copy = strdup(raw);
-	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		const char *b = strstr(l, "] "), *p;
-		unsigned long long ts, sec, ns;
-		int cpu, pid = -1;
-
-		if (!b || sscanf(b + 2, "%llu.%llu:", &sec, &ns) != 2)
-			continue;
-		ts = sec * 1000000000ull + ns;
-		for (p = b; p > l && *p != '['; p--)
-			;
-		cpu = atoi(p + 1);
-		{ /* the task's pid: digits before the spaces before '[' */
-			const char *d = p;
-
-			while (d > l && d[-1] == ' ')
-				d--;
-			while (d > l && d[-1] >= '0' && d[-1] <= '9')
-				d--;
-			if (d > l && d[-1] == '-')
-				pid = atoi(d);
-		}
-		if (strstr(l, label_h) == l + strspn(l, " ")) {
-			int prev = -1, next = -1;
-
-			if ((p = strstr(l, " sched_switch:"))) {
-				p = strstr(p, "prev_pid=");
-				prev = p ? atoi(p + 9) : -1;
-				p = strstr(l, "next_pid=");
-				next = p ? atoi(p + 9) : -1;
-				for (unsigned v = 0; v < nv; v++) {
-					if (tids[v] == next && away[v] && ts > since[v]) {
-						span[v] = realloc(span[v], (nspan[v] + 1) * sizeof(**span));
-						span[v][nspan[v]++] = (struct away_span){since[v], ts};
-					}
-					if (tids[v] == next)
-						away[v] = false;
-				}
-				for (unsigned v = 0; v < nv; v++)
-					if (tids[v] == prev && !away[v]) {
-						away[v] = true;
-						since[v] = ts;
-					}
-				continue;
-			}
-			for (unsigned v = 0; v < nv; v++)
-				if (tids[v] == pid && away[v]) {
-					if (ts > since[v]) {
-						span[v] = realloc(span[v], (nspan[v] + 1) * sizeof(**span));
-						span[v][nspan[v]++] = (struct away_span){since[v], ts};
-					}
-					away[v] = false;
-				}
-			continue;
-		}
-		if ((p = strstr(l, " funcgraph_exit: "))) {
-			char name[64];
-			unsigned long long call, ret;
-			const char *c = strstr(p, "calltime="), *t = strstr(p, "rettime=");
-			size_t k;
-
-			assert_true(sscanf(strstr(p, "func=") + 5, "%63s", name) == 1 && c && t);
-			call = strtoull(c + 9, NULL, 16);
-			ret = strtoull(t + 8, NULL, 16);
-			for (k = 0; k < nfn && strcmp(fn[k].name, name); k++)
-				;
-			if (k == nfn) {
-				assert_true(nfn < 16);
-				memset(&fn[nfn], 0, sizeof(fn[0]));
-				snprintf(fn[nfn++].name, sizeof(fn[0].name), "%s", name);
-			}
-			calls = realloc(calls, (ncalls + 1) * sizeof(*calls));
-			calls[ncalls++] = (struct call){(int)k, (unsigned)cpu, ts - (ret - call), ts};
-			fn[k].calls++;
-			fn[k].total += ret - call;
-		}
-	}
-	for (unsigned v = 0; v < nv; v++)
-		if (away[v]) {
-			span[v] = realloc(span[v], (nspan[v] + 1) * sizeof(**span));
-			span[v][nspan[v]++] = (struct away_span){since[v], ~0ull};
-		}
-	for (size_t i = 0; i < ncalls; i++) {
-		assert_true(calls[i].cpu < nv);
-		for (size_t k = 0; k < nspan[calls[i].cpu]; k++) {
-			const struct away_span *a = &span[calls[i].cpu][k];
-			unsigned long long lo = a->from > calls[i].from ? a->from : calls[i].from;
-			unsigned long long hi = a->to < calls[i].to ? a->to : calls[i].to;
-
-			if (hi > lo)
-				fn[calls[i].fn].away += hi - lo;
-		}
-	}
+	hv_pair_walk(raw, label_h, tids, 2, &w);
 	rep = hv_sh("%s report --exits -i %s 2>&1", hv_binary(), record_dat);
 	printf("%s", rep);
 	assert_non_null(strstr(rep, "no kvm_exit in the host file"));
-	assert_true(nfn >= 3);
-	for (size_t k = 0; k < nfn; k++) {
-		/* the table's columns, padding aside */
-		{
-			char got[256], *line = strstr(rep, fn[k].name);
-			long gc;
-			char gt[32], gg[32], gh[32], et[32], eg[32], eh[32];
-
-			if (!line)
-				fail_msg("report --exits has no line for %s:\n%s", fn[k].name, rep);
-			snprintf(got, sizeof(got), "%.*s", (int)strcspn(line, "\n"), line);
-			assert_int_equal(sscanf(got + strlen(fn[k].name), "%ld %31s %31s %31s", &gc, gt,
-						gg, gh),
-					 4);
-			snprintf(et, sizeof(et), "%llu.%03llu", fn[k].total / 1000, fn[k].total % 1000);
-			snprintf(eg, sizeof(eg), "%llu.%03llu", (fn[k].total - fn[k].away) / 1000,
-				 (fn[k].total - fn[k].away) % 1000);
-			snprintf(eh, sizeof(eh), "%llu.%03llu", fn[k].away / 1000, fn[k].away % 1000);
-			if (gc != fn[k].calls || strcmp(gt, et) || strcmp(gg, eg) || strcmp(gh, eh))
-				fail_msg("%s: report --exits says %s, trace-cmd's view: calls %ld total "
-					 "%s guest %s host %s",
-					 fn[k].name, got, fn[k].calls, et, eg, eh);
-		}
-	}
-	for (unsigned v = 0; v < nv; v++)
-		free(span[v]);
-	free(calls);
-	free(copy);
+	assert_true(w.nfn >= 3 && w.exits_total == 0);
+	hv_pair_check_exits(rep, &w);
 	free(raw);
 	free(rep);
 	free(opt_h);
