@@ -1,4 +1,5 @@
 #include "host/qemu/backend_qemu.h"
+#include "host/qemu/backend_qemu_int.h"
 #include "host/hosttrace/host_rec.h"
 #include "host/session/entry_sites.h"
 #include "host/qemu/gdbstub.h"
@@ -37,44 +38,7 @@
  * (--max-depth lowers it). Every gdbstub breakpoint slows all of a TCG guest's translation. */
 #define GRAPH_STATIC_DEPTH 3
 
-struct linux_run {
-	struct backend_env env;
-	const struct session *s;
-	struct pipeline *p; /* env.p */
-	struct vmi_linux l;
-	struct vmi_sites sites;
-	FILE *out, *con;
-	int sfd;
-	struct qemu_conn qc; /* QEMU, its monitor and gdbstub */
-	struct target_qemu tq;
-	bool have_tq;
-	struct guardian guard;	 /* restores and detaches the guest if hvtrace dies */
-	struct text_verify text; /* --verify-text: the kernel text just before the first patch */
-	bool text_changed;
-	bool restore_failed; /* the detach could not put every probe or return slot back */
-	/* how the run ends */
-	double start, detach_at, timeout_at;
-	int sig;
-	bool timed_out, detached;
-	/* QMP said the guest reset while traced: the kernel hvtrace patched is gone, and what it
-	 * would restore would land in the new boot's memory */
-	bool guest_reset;
-	bool no_trap; /* QEMU uses KVM, and INT3 does not exit on it (cmd_check_int3) */
-	struct qemu_stub_place stub; /* where the stub lives */
-	struct sched_boost boost;    /* stub probes: hvtrace's weight raised */
-};
 
-static bool signalled(struct linux_run *r)
-{
-	struct pollfd p = {.fd = r->sfd, .events = POLLIN};
-	struct signalfd_siginfo si;
-
-	if (r->sig)
-		return true;
-	if (poll(&p, 1, 0) == 1 && read(r->sfd, &si, sizeof(si)) == sizeof(si))
-		r->sig = (int)si.ssi_signo;
-	return r->sig != 0;
-}
 
 /* The kernel reader of the scans (KASLR, sites): fails with -EINTR once a signal is pending, which
  * ends the scan at once. */
@@ -82,7 +46,7 @@ static int read_kernel_or_stop(void *ctx, uint64_t gva, void *buf, size_t len)
 {
 	struct linux_run *r = ctx;
 
-	return signalled(r) ? -EINTR : target_qemu_read_kernel(&r->tq, gva, buf, len);
+	return qemu_run_signalled(r) ? -EINTR : target_qemu_read_kernel(&r->tq, gva, buf, len);
 }
 
 /* Waits (letting the guest run) until its kernel is up with ftrace's NOPs in place, then reads what
@@ -113,7 +77,7 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 				break;
 			last = ret == 0 ? r->sites.nr : 0;
 		}
-		if (clock_now_s() > give_up || signalled(r) ||
+		if (clock_now_s() > give_up || qemu_run_signalled(r) ||
 		    (r->timeout_at && clock_now_s() > r->timeout_at)) {
 			if (!r->l.slid)
 				return -ESRCH; /* err says why */
@@ -332,7 +296,7 @@ static bool should_stop(void *ctx)
 {
 	struct linux_run *r = ctx;
 	double t = clock_now_s();
-	bool stop = signalled(r);
+	bool stop = qemu_run_signalled(r);
 
 	if (!stop && r->timeout_at && t >= r->timeout_at) {
 		r->timed_out = true;
@@ -355,214 +319,6 @@ static bool should_stop(void *ctx)
 	if (stop)
 		tcp_set_interrupt(-1);
 	return stop;
-}
-
-/* @a as "symbol+0xoff" (or the bare address) for messages. */
-static const char *sym_at(const struct linux_run *r, uint64_t a, char *buf, size_t len)
-{
-	const struct vmi_sym *f = vmi_symtab_lookup(&r->l.funcs, a);
-
-	if (f)
-		snprintf(buf, len, "%s+0x%llx", f->name, (unsigned long long)(a - f->addr));
-	else
-		snprintf(buf, len, "0x%llx", (unsigned long long)a);
-	return buf;
-}
-
-/* --verify-text: the kernel text read again (VM stopped, probes out) against the copy from just
- * before the first patch. A byte hvtrace may have written that differs fails the run; what the
- * kernel patched in its own text meanwhile is only reported. */
-static void verify_text(struct linux_run *r)
-{
-	struct text_verdict v;
-	char at[160];
-
-	const struct tracer *t = pipeline_tracer(r->p);
-
-	if (text_verify_end(&r->text, target_qemu_read_kernel, &r->tq, tracer_probes(t),
-			    t->trampoline, &v) < 0) {
-		cmd_error("--verify-text: cannot read the kernel text after detach");
-		r->text_changed = true;
-		return;
-	}
-	if (v.ours) {
-		cmd_error(
-		    "--verify-text: kernel text differs after detach at %s (0x%llx): %02x, was "
-		    "%02x, a byte hvtrace patched (%zu such bytes)",
-		    sym_at(r, v.ours_at, at, sizeof(at)), (unsigned long long)v.ours_at, v.ours_now,
-		    v.ours_was, v.ours);
-		r->text_changed = true;
-	} else if (v.kernel) {
-		fprintf(stderr,
-			"hvtrace: --verify-text: kernel text unchanged where hvtrace patched (%zu "
-			"probes%s); the kernel itself changed %zu bytes in %zu places since attach "
-			"(first at %s)\n",
-			tracer_probes(t)->nr, t->trampoline ? " and the trampoline" : "", v.kernel,
-			v.kernel_runs, sym_at(r, v.kernel_at, at, sizeof(at)));
-	} else {
-		fprintf(stderr, "hvtrace: --verify-text: kernel text unchanged (%zu bytes)\n",
-			v.len);
-	}
-}
-
-/* In the guardian, after hvtrace died: stop the VM, take over the gdbstub connection, restore the
- * guest as tracer_detach does (the shadow stacks are shared memory), and detach, which makes QEMU
- * drop every breakpoint and resume. */
-static void guardian_takeover(void *ctx)
-{
-	struct linux_run *r = ctx;
-	struct gdb fresh;
-	char c = 0x03, buf[4096], err[256];
-	int fd = r->qc.gdb.fd;
-
-	tcp_set_interrupt(-1); /* the signalfd is hvtrace's: nothing may cut this short */
-	if (write(fd, &c, 1) != 1)
-		return;
-	usleep(300000);
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	for (int i = 0; i < 256 && read(fd, buf, sizeof(buf)) > 0; i++)
-		; /* what the dead process left unread: 1 MiB at most (a stub may flood) */
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	if (gdb_attach_fd(&fresh, fd, err, sizeof(err)) < 0) {
-		dprintf(2, "hvtrace guardian: %s\n", err);
-		return;
-	}
-	target_qemu_adopt(&r->tq, &fresh);
-	if (pipeline_has_tracer(r->p))
-		pipeline_takeover_detach(r->p);
-	gdb_detach(&fresh);
-	r->qc.have_gdb = false; /* detached and closed as fresh */
-	dprintf(2, "hvtrace guardian: hvtrace died; probes removed, return slots restored, VM "
-		   "resumed\n");
-	if (qemu_attach_takeover_stop_gdbstub(&r->qc, err, sizeof(err)) < 0)
-		dprintf(2, "hvtrace guardian: %s\n", err);
-}
-
-/* The gdbstub detach (QEMU drops every breakpoint and lets the VM run) and the gdbstub stopped
- * where hvtrace started it. */
-static void let_go(struct linux_run *r)
-{
-	char err[320];
-
-	if (r->qc.have_gdb) {
-		target_qemu_leave_phys_mode(&r->tq);
-		gdb_detach(&r->qc.gdb);
-	}
-	if (qemu_attach_stop_gdbstub(&r->qc, err, sizeof(err)) < 0)
-		cmd_error("%s", err);
-	r->detached = true;
-}
-
-/* Removes every probe, restores every return slot, and lets the VM go (gdbstub detach). */
-static void detach(struct linux_run *r)
-{
-	int ret;
-
-	if (r->detached)
-		return;
-	tcp_set_interrupt(-1); /* the restore runs to its end, each wait with its deadline */
-	guardian_stop(&r->guard);
-	ret = pipeline_selected(r->p) ? pipeline_detach(r->p) : 0;
-	/* -EBUSY: only the stub stays mapped (a vCPU never left it), said where it was found */
-	if (ret < 0 && ret != -EBUSY) {
-		cmd_error("restoring the guest failed%s%s: some probes or return slots may remain",
-			  r->qc.gdb.why[0] ? ": " : "", r->qc.gdb.why);
-		r->restore_failed = true;
-	}
-	if (r->text.before && r->tq.stopped)
-		verify_text(r);
-	let_go(r);
-}
-
-/* The guest reset while traced (QMP's RESET event): the kernel whose text and stacks hvtrace
- * changed is gone, so nothing is written back (it would land in the new boot's memory); the
- * gdbstub detach drops every breakpoint. The VM runs on (attach) or is ended (launched).
- * Returns EXIT_GUEST_FAULT. */
-static int abandon_reset_guest(struct linux_run *r)
-{
-	tcp_set_interrupt(-1);
-	guardian_stop(&r->guard);
-	pipeline_stop_drain(r->p);
-	let_go(r);
-	if (r->qc.launched)
-		qemu_proc_kill(&r->qc.proc);
-	cmd_error("the guest reset while traced (%s): the traced kernel is gone; "
-		  "breakpoints dropped, nothing written into the new boot",
-		  r->qc.qmp.end_reason[0] ? r->qc.qmp.end_reason : "QEMU said RESET");
-	return EXIT_GUEST_FAULT;
-}
-
-/* QEMU ended by itself with status 0: it was launched with -no-reboot, so a guest that reset
- * (a triple fault, or a reboot without "Kernel panic" on the console) ends it as a power-off
- * does. QMP's SHUTDOWN event says which (its "reason", QEMU 4.0 and later; the event may still
- * wait in the socket). 0 for a power-off or when QEMU did not say, else EXIT_GUEST_FAULT. */
-static int guest_reset_status(struct linux_run *r)
-{
-	if (r->qc.have_qmp)
-		qmp_drain_events(&r->qc.qmp);
-	if (!strcmp(r->qc.qmp.end_reason, "guest-reset")) {
-		cmd_error("the guest reset itself instead of powering off (a triple fault, or a "
-			  "reboot; see the console)");
-		return EXIT_GUEST_FAULT;
-	}
-	return 0;
-}
-
-/* After the traced part: what happened to the guest decides the status. */
-static int finish(struct linux_run *r, enum qemu_run_end how)
-{
-	const struct session *s = r->s;
-	int st;
-
-	if (how == QEMU_RUN_ERROR) {
-		cmd_error("gdbstub failed while tracing: %s", r->tq.err);
-		return EXIT_QEMU_FAILED;
-	}
-	if (how == QEMU_RUN_STOP_ASKED && r->guest_reset)
-		return abandon_reset_guest(r);
-	if (how == QEMU_RUN_STOP_ASKED)
-		detach(r);
-	else
-		pipeline_stop_drain(r->p); /* nothing left to restore in a VM that is gone */
-	r->detached = true;
-	if (!r->qc.launched) {
-		/* attach: the VM runs on; a detach by signal or --duration is the normal end */
-		if (how == QEMU_RUN_GUEST_GONE)
-			cmd_error("the VM went away");
-		return 0;
-	}
-	if (r->sig || r->timed_out) {
-		qemu_proc_kill(&r->qc.proc);
-		if (r->sig)
-			return end_status_signal(r->sig);
-		return end_status_timeout(s, "QEMU");
-	}
-	/* the guest goes on to power off (after --duration it runs untraced) */
-	for (;;) {
-		st = qemu_proc_wait(&r->qc.proc, 100);
-		if (st != -ETIMEDOUT)
-			break;
-		if (atomic_load(&r->qc.proc.panic) || signalled(r) ||
-		    (r->timeout_at && clock_now_s() > r->timeout_at))
-			break;
-	}
-	if (st == -ETIMEDOUT) {
-		qemu_proc_kill(&r->qc.proc);
-		if (r->sig)
-			return end_status_signal(r->sig);
-		if (!atomic_load(&r->qc.proc.panic))
-			return end_status_timeout(s, "QEMU");
-	}
-	if (atomic_load(&r->qc.proc.panic)) {
-		cmd_error("the guest kernel panicked (see the console)");
-		return EXIT_GUEST_PANIC;
-	}
-	if (st != 0) {
-		cmd_error("QEMU exited with status %d%s%s", st, r->qc.proc.err_text[0] ? ": " : "",
-			  r->qc.proc.err_text);
-		return EXIT_QEMU_FAILED;
-	}
-	return guest_reset_status(r);
 }
 
 /* --stats of the QEMU backend: QEMU's version (QMP's greeting, or asked through libvirt) and the way to guest memory (the
@@ -603,7 +359,7 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
  * is (@status). */
 static int failed(struct linux_run *r, int status, const char *when, char *err, size_t errlen)
 {
-	if (signalled(r)) {
+	if (qemu_run_signalled(r)) {
 		snprintf(err, errlen, "stopped %s", when);
 		return EXIT_SIGNAL_BASE + r->sig;
 	}
@@ -691,7 +447,7 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	/* attach: a QEMU on KVM (or one that does not say) gets the same check */
 	if (!s->qemu && kvm != 0 && r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	guardian_start(&r->guard, guardian_takeover, r);
+	guardian_start(&r->guard, qemu_run_guardian_takeover, r);
 	if (learn_kernel(r, &task, err, errlen) < 0)
 		return failed(r, EXIT_BAD_INPUT, "while the kernel was booting", err, errlen);
 	if (s->cmd == CMD_LIST_FUNCTIONS) {
@@ -709,7 +465,7 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 		return failed(r, status, "while attaching", err, errlen);
 	/* a guardian that knows the tracer (and shares its shadow stacks) */
 	guardian_stop(&r->guard);
-	guardian_start(&r->guard, guardian_takeover, r);
+	guardian_start(&r->guard, qemu_run_guardian_takeover, r);
 	return 0;
 }
 
@@ -733,7 +489,7 @@ static int qemu_wait(void *ctx, int sfd)
 	(void)sfd;
 	how = target_qemu_run(&r->tq, should_stop, r);
 	pipeline_count_pauses(r->p, r->tq.holds, r->tq.hold_ns);
-	return finish(r, how);
+	return qemu_run_finish(r, how);
 }
 
 static int qemu_detach(void *ctx, int status)
@@ -741,7 +497,7 @@ static int qemu_detach(void *ctx, int status)
 	struct linux_run *r = ctx;
 
 	if (r->qc.have_gdb && !r->detached)
-		detach(r);
+		qemu_run_detach(r);
 	guardian_stop(&r->guard);
 	if (pipeline_selected(r->p) && (r->text_changed || r->restore_failed) && status == 0)
 		status = EXIT_HOST_ERROR;
