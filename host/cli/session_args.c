@@ -1,4 +1,5 @@
 #include "host/cli/session_args.h"
+#include "host/cli/arg_words.h"
 #include "host/cli/help.h"
 #include "host/hosttrace/host_rec.h"
 #include "host/session/session_file.h"
@@ -13,63 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static int parse_uint(const char *opt, const char *arg, unsigned lo, unsigned hi, unsigned *out,
-		      char *err, size_t errlen)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(arg, &end, 10);
-	/* digits only: strtoul also takes blanks, '+' and '-' (which wraps) */
-	if (errno || !isdigit((unsigned char)arg[0]) || *end || v < lo || v > hi) {
-		snprintf(err, errlen, "%s '%s': expected an integer in %u..%u", opt, arg, lo, hi);
-		return -EINVAL;
-	}
-	*out = (unsigned)v;
-	return 0;
-}
-
-static int push(char ***v, size_t *n, char *s)
-{
-	char **p = realloc(*v, (*n + 1) * sizeof(**v));
-
-	if (!p)
-		return -ENOMEM;
-	p[(*n)++] = s;
-	*v = p;
-	return 0;
-}
-
-/* The index of @arg among the @n words of @words (NULL ones skipped), or -1. */
-static int pick(const char *arg, const char *const *words, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (words[i] && !strcmp(arg, words[i]))
-			return i;
-	return -1;
-}
-
-/* Option @opt's value @arg, one of the @n words of @words (no NULL among them): its index in *@k,
- * 0; or -EINVAL with "@opt '@arg': expected w0, w1 or w2" in @err. */
-static int one_of(const char *opt, const char *arg, const char *const *words, int n, int *k,
-		  char *err, size_t errlen)
-{
-	char list[128];
-	size_t at = 0;
-
-	*k = pick(arg, words, n);
-	if (*k >= 0)
-		return 0;
-	for (int i = 0; i < n && at < sizeof(list); i++)
-		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s",
-				       !i	    ? ""
-				       : i == n - 1 ? " or "
-						    : ", ",
-				       words[i]);
-	snprintf(err, errlen, "%s '%s': expected %s", opt, arg, list);
-	return -EINVAL;
-}
 
 enum {
 	OPT_CONSOLE = 256,
@@ -172,23 +116,6 @@ static const struct option run_opts[] = {
 	{NULL, 0, NULL, 0},
 };
 
-/* getopt's short options for @opts, from the table itself: ':' first (a missing argument comes back
- * as ':'), then the val of each option that has a letter, followed by ':' when it takes an
- * argument. Into @buf (@len bytes; the table's letters fit). Returns @buf. */
-static const char *short_options(const struct option *opts, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	buf[n++] = ':';
-	for (; opts->name; opts++)
-		if (opts->val < 256 && isalpha(opts->val) && n + 3 <= len) {
-			buf[n++] = (char)opts->val;
-			if (opts->has_arg == required_argument)
-				buf[n++] = ':';
-		}
-	buf[n] = '\0';
-	return buf;
-}
 
 /* The word parse_run is at (an option, or its argument), for naming a session file's line in an error;
  * NULL past the options. */
@@ -206,18 +133,6 @@ static int parse_tracer(struct session *s, const char *arg, char *err, size_t er
 	return -EINVAL;
 }
 
-static int parse_seconds(const char *opt, const char *arg, double *out, char *err, size_t errlen)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(arg, &end);
-	if (errno || end == arg || *end || !(*out > 0) || *out > 1e6) {
-		snprintf(err, errlen, "%s '%s': expected seconds > 0", opt, arg);
-		return -EINVAL;
-	}
-	return 0;
-}
 
 /* -e SPEC: parsed now, so a bad spec is refused before anything starts. The error shows the spec with a
  * caret under the offending character. */
@@ -433,7 +348,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	const char *mem_arg = NULL;
 	char shortopts[32];
 
-	short_options(run_opts, shortopts, sizeof(shortopts));
+	arg_short_options(run_opts, shortopts, sizeof(shortopts));
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, shortopts, run_opts, NULL)) != -1) {
@@ -445,11 +360,11 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 			break;
 		case 'e': ret = parse_event(s, optarg, err, errlen); break;
 		case 'r': ret = parse_rprobe(s, optarg, err, errlen); break;
-		case 'l': ret = push(&s->filter, &s->nr_filter, optarg); break;
-		case 'n': ret = push(&s->notrace, &s->nr_notrace, optarg); break;
-		case 'g': ret = push(&s->graph, &s->nr_graph, optarg); break;
+		case 'l': ret = arg_push(&s->filter, &s->nr_filter, optarg); break;
+		case 'n': ret = arg_push(&s->notrace, &s->nr_notrace, optarg); break;
+		case 'g': ret = arg_push(&s->graph, &s->nr_graph, optarg); break;
 		case OPT_MAX_DEPTH:
-			ret = parse_uint("--max-depth", optarg, 1, 255, &s->max_depth, err, errlen);
+			ret = arg_uint("--max-depth", optarg, 1, 255, &s->max_depth, err, errlen);
 			break;
 		case OPT_RETVAL: s->funcgraph_retval = true; break;
 		case OPT_RETVAL_HEX: s->funcgraph_retval = s->funcgraph_retval_hex = true; break;
@@ -457,11 +372,11 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_PROFILE: s->profile = true; break;
 		case OPT_QEMU: s->qemu = true; break;
 		case OPT_ACCEL:
-			if (!(ret = one_of("--accel", optarg, accels, 2, &k, err, errlen)))
+			if (!(ret = arg_one_of("--accel", optarg, accels, 2, &k, err, errlen)))
 				s->accel = optarg;
 			break;
 		case OPT_MACHINE:
-			if (!(ret = one_of("--machine", optarg, machines, 2, &k, err, errlen)))
+			if (!(ret = arg_one_of("--machine", optarg, machines, 2, &k, err, errlen)))
 				s->machine = optarg;
 			break;
 		case OPT_KERNEL: s->kernel = optarg; break;
@@ -473,7 +388,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_PID: {
 			unsigned pid;
 
-			ret = parse_uint("--pid", optarg, 1, 1u << 30, &pid, err, errlen);
+			ret = arg_uint("--pid", optarg, 1, 1u << 30, &pid, err, errlen);
 			s->pid = (int)pid;
 			break;
 		}
@@ -501,26 +416,26 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 				ret = -EINVAL;
 				break;
 			}
-			ret = push(&s->host_events, &s->nr_host_events, optarg);
+			ret = arg_push(&s->host_events, &s->nr_host_events, optarg);
 			break;
 		case OPT_NO_BACKPRESSURE: s->no_backpressure = true; break;
 		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
 		case OPT_PROBE:
-			if (!(ret = one_of("--probe", optarg, probes, 3, &k, err, errlen)))
+			if (!(ret = arg_one_of("--probe", optarg, probes, 3, &k, err, errlen)))
 				s->probe = (enum probe_kind)k;
 			break;
 		case 'o': s->output = optarg; break;
 		case OPT_CONSOLE: s->console = optarg; break;
-		case OPT_SMP: ret = parse_uint("--smp", optarg, 1, 64, &s->smp, err, errlen); break;
+		case OPT_SMP: ret = arg_uint("--smp", optarg, 1, 64, &s->smp, err, errlen); break;
 		case OPT_MEM: mem_arg = optarg; break; /* its range depends on --qemu */
 		case OPT_TIMEOUT:
-			ret = parse_seconds("--timeout", optarg, &s->timeout, err, errlen);
+			ret = arg_seconds("--timeout", optarg, &s->timeout, err, errlen);
 			break;
 		case OPT_DURATION:
-			ret = parse_seconds("--duration", optarg, &s->duration, err, errlen);
+			ret = arg_seconds("--duration", optarg, &s->duration, err, errlen);
 			break;
 		case OPT_BUFFER:
-			ret = parse_uint("--buffer-size-kb", optarg, 4, 1 << 20, &s->buffer_size_kb,
+			ret = arg_uint("--buffer-size-kb", optarg, 4, 1 << 20, &s->buffer_size_kb,
 					 err, errlen);
 			s->buffer_size_set = true;
 			break;
@@ -545,7 +460,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	}
 	parsing_word = mem_arg;
 	/* the embedded VMM's RAM lies below its 3 GiB hole; QEMU maps any size (qemu_mem.h) */
-	if (mem_arg && parse_uint("--mem", mem_arg, 2, s->qemu ? 1u << 24 : 3072, &s->mem_mb, err,
+	if (mem_arg && arg_uint("--mem", mem_arg, 2, s->qemu ? 1u << 24 : 3072, &s->mem_mb, err,
 				  errlen) < 0)
 		return -EINVAL;
 	parsing_word = NULL;
@@ -601,12 +516,12 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 	s->input = "trace.dat";
 	optind = 0;
 	opterr = 0;
-	short_options(report_opts, shortopts, sizeof(shortopts));
+	arg_short_options(report_opts, shortopts, sizeof(shortopts));
 	while ((c = getopt_long(argc, argv, shortopts, report_opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': s->input = optarg; break;
 		case 'f':
-			if (one_of("--format", optarg, names, 4, &k, err, errlen) < 0)
+			if (arg_one_of("--format", optarg, names, 4, &k, err, errlen) < 0)
 				return -EINVAL;
 			s->report_format = (enum report_format)(REPORT_TEXT + k);
 			break;
@@ -676,7 +591,7 @@ static int parse_run_sessions(struct session *s, int argc, char **argv, char *er
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	short_options(run_opts, shortopts, sizeof(shortopts));
+	arg_short_options(run_opts, shortopts, sizeof(shortopts));
 	ret = session_expand(argc, argv, run_opts, shortopts, w, err, errlen);
 	/* a session parsed again keeps the words of the earlier parse: its fields may point there */
 	w->older = s->words;
@@ -724,7 +639,7 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 			cmd = "attach";
 		}
 	}
-	k = pick(cmd, cmds, CMD_LIST_FUNCTIONS + 1);
+	k = arg_pick(cmd, cmds, CMD_LIST_FUNCTIONS + 1);
 	if (k < 0) {
 		snprintf(err, errlen,
 			 "'%s': unknown command (run, attach, record, report, list-functions)", cmd);

@@ -10,7 +10,8 @@
 
 #include <tracefs.h>
 
-#define READ_PERIOD_NS	 50000000L /* the reader thread takes what the ring buffers hold this often */
+#define READ_PERIOD_NS 50000000L /* the reader thread takes what the ring buffers hold this often  \
+				  */
 #define BUFFER_KB_PER_CPU "4096"
 
 /* trace.dat's option ids (trace-cmd's enum tracecmd_file_options) */
@@ -48,8 +49,8 @@ static bool split_event(const char *name, char *sys, size_t slen, char *ev, size
 	if (!a || !b || a >= slen || b >= elen)
 		return false;
 	for (const char *c = name; *c; c++)
-		if (c != colon && !(*c == '_' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') ||
-				    (*c >= 'A' && *c <= 'Z')))
+		if (c != colon && !(*c == '_' || (*c >= '0' && *c <= '9') ||
+				    (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
 			return false;
 	memcpy(sys, name, a);
 	sys[a] = 0;
@@ -67,9 +68,10 @@ bool host_rec_event_name_ok(const char *name)
 /* The one line for a host without a usable tracefs. */
 static int no_tracefs(char *err, size_t errlen)
 {
-	snprintf(err, errlen,
-		 "--host: the host's tracefs is not mounted and cannot be (as root: mount -t tracefs "
-		 "nodev /sys/kernel/tracing)");
+	snprintf(
+	    err, errlen,
+	    "--host: the host's tracefs is not mounted and cannot be (as root: mount -t tracefs "
+	    "nodev /sys/kernel/tracing)");
 	return -ENOENT;
 }
 
@@ -85,8 +87,8 @@ int host_rec_check(const char *const *extra, size_t nr_extra, char *err, size_t 
 			return -EINVAL;
 		}
 		if (!tracefs_event_file_exists(NULL, sys, ev, "format")) {
-			snprintf(err, errlen, "--host-event %s: the host's tracefs has no such event",
-				 extra[i]);
+			snprintf(err, errlen,
+				 "--host-event %s: the host's tracefs has no such event", extra[i]);
 			return -ENOENT;
 		}
 	}
@@ -144,7 +146,8 @@ static int enable_event(struct host_rec *h, const char *name, const char *filter
 		return -EINVAL;
 	}
 	if (!tracefs_event_file_exists(NULL, sys, ev, "format")) {
-		snprintf(err, errlen, "--host-event %s: the host's tracefs has no such event", name);
+		snprintf(err, errlen, "--host-event %s: the host's tracefs has no such event",
+			 name);
 		return -ENOENT;
 	}
 	for (size_t i = 0; i < h->nr_events; i++)
@@ -161,7 +164,8 @@ static int enable_event(struct host_rec *h, const char *name, const char *filter
 		return -EIO;
 	}
 	if (tracefs_event_enable(h->inst, sys, ev) < 0) {
-		snprintf(err, errlen, "--host: cannot enable the host's %s: %s", name, strerror(errno));
+		snprintf(err, errlen, "--host: cannot enable the host's %s: %s", name,
+			 strerror(errno));
 		return -EIO;
 	}
 	snprintf(h->events[h->nr_events++], sizeof(h->events[0]), "%s", name);
@@ -210,9 +214,8 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids,
-		   const char *const *extra, size_t nr_extra, const char *tmpdir, char *err,
-		   size_t errlen)
+int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const char *const *extra,
+		   size_t nr_extra, const char *tmpdir, char *err, size_t errlen)
 {
 	static const char *const switch_fields[] = {"prev_pid", "next_pid"};
 	static const char *const wakeup_fields[] = {"pid"};
@@ -244,16 +247,17 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids,
 	}
 	h->inst = tracefs_instance_create(name);
 	if (!h->inst) {
-		snprintf(err, errlen, "--host: cannot make a tracefs instance %s: %s (as root?)", name,
-			 strerror(errno));
+		snprintf(err, errlen, "--host: cannot make a tracefs instance %s: %s (as root?)",
+			 name, strerror(errno));
 		return -EACCES;
 	}
 	tracefs_trace_off(h->inst);
 	if (tracefs_instance_file_write(h->inst, "trace_clock", "mono") < 0) {
-		snprintf(err, errlen,
-			 "--host: the host's trace clock cannot be mono (CLOCK_MONOTONIC, the guest "
-			 "trace's clock): %s",
-			 strerror(errno));
+		snprintf(
+		    err, errlen,
+		    "--host: the host's trace clock cannot be mono (CLOCK_MONOTONIC, the guest "
+		    "trace's clock): %s",
+		    strerror(errno));
 		goto fail;
 	}
 	tracefs_instance_file_write(h->inst, "buffer_size_kb", BUFFER_KB_PER_CPU);
@@ -457,8 +461,9 @@ static void put_cmdlines(struct out *o, const struct host_rec *h)
 int host_rec_write(struct host_rec *h, const char *path, const char *guest_name,
 		   uint64_t guest_trace_id, char *err, size_t errlen)
 {
-	static const char magic[] = {0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g', '6',
-				     0,	   0 /* little endian */, 8 /* long */};
+	static const char magic[] = {
+	    0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g', '6', 0, 0 /* little endian */,
+	    8 /* long */};
 	struct out o = {0};
 	uint8_t guest[256 + 16 + 8 * HOST_REC_MAX_VCPUS];
 	size_t glen = strlen(guest_name) + 1;
@@ -525,8 +530,9 @@ int host_rec_write(struct host_rec *h, const char *path, const char *guest_name,
 		snprintf(err, errlen, "--host: out of memory");
 		return -ENOMEM;
 	}
-	put(&o, page, (size_t)((uint64_t)h->page_size - o.off % (uint64_t)h->page_size) %
-			  (size_t)h->page_size);
+	put(&o, page,
+	    (size_t)((uint64_t)h->page_size - o.off % (uint64_t)h->page_size) %
+		(size_t)h->page_size);
 	for (unsigned i = 0; i < h->nr_cpus && !o.failed; i++) {
 		struct host_rec_cpu *c = &h->cpus[i];
 

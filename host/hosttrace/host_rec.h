@@ -4,7 +4,8 @@
  * own, on the "mono" clock (CLOCK_MONOTONIC, the clock hvtrace stamps guest events with), while the
  * guest is traced; then written as trace-cmd's trace.dat with the options trace-cmd's host-guest
  * tracing writes (TRACEID, and GUEST: the guest's name, trace id and vCPU -> host thread map).
- * One owner thread; host_rec's reader thread copies the raw ring-buffer pages to temporary files. */
+ * One owner thread; host_rec's reader thread copies the raw ring-buffer pages to temporary files.
+ */
 #ifndef HVT_HOST_REC_H
 #define HVT_HOST_REC_H
 
@@ -58,9 +59,8 @@ int host_rec_check(const char *const *extra, size_t nr_extra, char *err, size_t 
  * sched:sched_wakeup filtered to the @nr_tids vCPU threads @tids (kvm:kvm_entry and kvm:kvm_exit
  * too, where the host has them), and each of @extra ("system:event", unfiltered). Temporary files
  * in @tmpdir. 0, or a negative errno with one line in @err (nothing left behind). */
-int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids,
-		   const char *const *extra, size_t nr_extra, const char *tmpdir, char *err,
-		   size_t errlen);
+int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const char *const *extra,
+		   size_t nr_extra, const char *tmpdir, char *err, size_t errlen);
 
 /* Stops recording and takes in what the ring buffers still hold. Safe to call twice. */
 void host_rec_stop(struct host_rec *h);

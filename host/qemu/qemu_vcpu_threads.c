@@ -49,9 +49,10 @@ int qemu_vcpu_threads_parse(const char *json, int *tids, unsigned max, unsigned 
 			goto bad;
 		if (qmp_json_member(json + i, n, "cpu-index", &v, &vlen) ||
 		    !small_int(v, vlen, &index) ||
-		    qmp_json_member(json + i, n, "thread-id", &v, &vlen) || !small_int(v, vlen, &tid) ||
-		    tid <= 0) {
-			snprintf(err, errlen, "query-cpus-fast: a vCPU without a cpu-index or thread-id");
+		    qmp_json_member(json + i, n, "thread-id", &v, &vlen) ||
+		    !small_int(v, vlen, &tid) || tid <= 0) {
+			snprintf(err, errlen,
+				 "query-cpus-fast: a vCPU without a cpu-index or thread-id");
 			return -EINVAL;
 		}
 		if ((unsigned)index >= max || seen[index]) {
@@ -114,8 +115,9 @@ int qemu_vcpu_threads(int (*qmp_cmd)(void *ctx, const char *cmd, char *reply, si
 
 		snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tids[i]);
 		if (stat(path, &st) < 0) {
-			snprintf(err, errlen, "query-cpus-fast: vCPU %u's thread %d is not QEMU's (pid %d)",
-				 i, tids[i], pid);
+			snprintf(err, errlen,
+				 "query-cpus-fast: vCPU %u's thread %d is not QEMU's (pid %d)", i,
+				 tids[i], pid);
 			ret = -EINVAL;
 		}
 	}

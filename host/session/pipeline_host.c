@@ -26,7 +26,7 @@ int pipeline_host_start(struct pipeline *p, const int *tids, unsigned n, const c
 			     s->nr_host_events, dirname(dir), err, errlen);
 	if (ret < 0)
 		return ret == -ENOENT || ret == -EINVAL || ret == -E2BIG ? EXIT_BAD_INPUT
-									  : EXIT_HOST_ERROR;
+									 : EXIT_HOST_ERROR;
 	p->hosting = true;
 	snprintf(p->host_guest, sizeof(p->host_guest), "%s", guest && *guest ? guest : "guest");
 	return 0;
@@ -60,8 +60,7 @@ int pipeline_host_end(struct pipeline *p, int status, bool after)
 		return status ? status : EXIT_HOST_ERROR;
 	}
 	if (!p->s->quiet)
-		fprintf(stderr,
-			"hvtrace: the host's side: %s (trace-cmd report -i %s -i %s)\n", path,
-			path, p->s->output);
+		fprintf(stderr, "hvtrace: the host's side: %s (trace-cmd report -i %s -i %s)\n",
+			path, path, p->s->output);
 	return status;
 }

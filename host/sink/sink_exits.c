@@ -1,7 +1,7 @@
 /* `report --exits`: for each traced function of a function_graph recording made with --host, its
  * calls and the time they took, split into guest time and host time (the call's vCPU thread away
- * from the guest meanwhile: descheduled on the host, or in host mode between a kvm_exit and the next
- * kvm_entry), and the VM exits in its calls by exit reason, from the paired host file
+ * from the guest meanwhile: descheduled on the host, or in host mode between a kvm_exit and the
+ * next kvm_entry), and the VM exits in its calls by exit reason, from the paired host file
  * (tracedat_host.c). A call counts for its function inclusively (its callees' time is in it), as
  * ftrace's function profiler counts. Sorted by host time, then total time. */
 #include "host/sink/sink_exits.h"
@@ -13,8 +13,8 @@
 #include <string.h>
 
 #define EXITS_MAX_FUNCS (1u << 20)
-#define EXITS_REASONS	 1100 /* exit reasons counted by number: VMX's and SVM's (0x400s) fit */
-#define EXITS_TOP	 4    /* reasons named per function; the rest summed */
+#define EXITS_REASONS	1100 /* exit reasons counted by number: VMX's and SVM's (0x400s) fit */
+#define EXITS_TOP	4    /* reasons named per function; the rest summed */
 
 struct ex_func {
 	uint64_t ip, calls, total, away, exits;
@@ -27,7 +27,7 @@ struct exits {
 	const struct host_side *hs;
 	struct ex_func *f;
 	uint32_t nr, cap;
-	uint32_t *hash; /* index + 1, 0 = free; 2 * cap slots */
+	uint32_t *hash;		/* index + 1, 0 = free; 2 * cap slots */
 	uint64_t calls_outside; /* calls of vCPUs the host file does not map */
 	uint64_t *by_reason;	/* scratch, EXITS_REASONS */
 	bool oom;
@@ -72,7 +72,8 @@ static struct ex_func *func_of(struct exits *x, uint64_t ip)
 			if (x->f[x->hash[k] - 1].ip == ip)
 				return &x->f[x->hash[k] - 1];
 	}
-	if (x->nr == EXITS_MAX_FUNCS || (x->nr == x->cap && !rehash(x, x->cap ? 2 * x->cap : 1024))) {
+	if (x->nr == EXITS_MAX_FUNCS ||
+	    (x->nr == x->cap && !rehash(x, x->cap ? 2 * x->cap : 1024))) {
 		x->oom = true;
 		return NULL;
 	}
@@ -160,12 +161,13 @@ static void end(struct sink *s)
 	char line[1024];
 
 	qsort(x->f, x->nr, sizeof(*x->f), by_host_time);
-	snprintf(line, sizeof(line),
-		 "# report --exits: guest %.64s, %u vCPUs, %llu host events; host time is the vCPU's "
-		 "thread away from the guest during the call (%s)\n",
-		 hs->guest, hs->nr_vcpus, hs->events,
-		 hs->kvm ? "descheduled, or between kvm_exit and kvm_entry"
-			 : "descheduled; no kvm_exit in the host file: no VM exits counted");
+	snprintf(
+	    line, sizeof(line),
+	    "# report --exits: guest %.64s, %u vCPUs, %llu host events; host time is the vCPU's "
+	    "thread away from the guest during the call (%s)\n",
+	    hs->guest, hs->nr_vcpus, hs->events,
+	    hs->kvm ? "descheduled, or between kvm_exit and kvm_entry"
+		    : "descheduled; no kvm_exit in the host file: no VM exits counted");
 	sink_write(s, line, strlen(line));
 	snprintf(line, sizeof(line), "#%-39s %8s %14s %14s %14s %8s  %s\n", " function", "calls",
 		 "total(us)", "guest(us)", "host(us)", "exits", "by reason");
@@ -184,13 +186,15 @@ static void end(struct sink *s)
 		us(gst, sizeof(gst), f->total - f->away);
 		us(hst, sizeof(hst), f->away);
 		for (unsigned k = 0; k < EXITS_TOP && f->reason_n[k]; k++)
-			used += (size_t)snprintf(reasons + used, sizeof(reasons) - used, "%s%u:%" PRIu64,
-						 k ? " " : "", f->reason[k], f->reason_n[k]);
+			used += (size_t)snprintf(reasons + used, sizeof(reasons) - used,
+						 "%s%u:%" PRIu64, k ? " " : "", f->reason[k],
+						 f->reason_n[k]);
 		if (f->reason_other && used < sizeof(reasons))
 			snprintf(reasons + used, sizeof(reasons) - used, "%sother:%" PRIu64,
 				 used ? " " : "", f->reason_other);
-		snprintf(line, sizeof(line), "  %-38s %8" PRIu64 " %14s %14s %14s %8" PRIu64 "  %s\n",
-			 name, f->calls, tot, gst, hst, f->exits, reasons);
+		snprintf(line, sizeof(line),
+			 "  %-38s %8" PRIu64 " %14s %14s %14s %8" PRIu64 "  %s\n", name, f->calls,
+			 tot, gst, hst, f->exits, reasons);
 		sink_write(s, line, strlen(line));
 	}
 	if (x->calls_outside) {

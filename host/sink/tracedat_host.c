@@ -92,11 +92,13 @@ static int one(struct tracecmd_input *handle, struct tep_record *rec, int cpu, v
 	if (!ev)
 		return 0;
 	if (ev == rd->sw) {
-		int prev = (int)field(rd->prev_pid, rec, &ok), next = (int)field(rd->next_pid, rec, &ok);
+		int prev = (int)field(rd->prev_pid, rec, &ok),
+		    next = (int)field(rd->next_pid, rec, &ok);
 
 		if (!ok)
 			return 0;
-		if ((v = vcpu_of(h, next)) >= 0 && !h->v[v].kvm_seen && !come_back(rd, &h->v[v], rec->ts))
+		if ((v = vcpu_of(h, next)) >= 0 && !h->v[v].kvm_seen &&
+		    !come_back(rd, &h->v[v], rec->ts))
 			return -1;
 		if ((v = vcpu_of(h, prev)) >= 0)
 			go_away(&h->v[v], rec->ts);
@@ -144,8 +146,8 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 		snprintf(err, errlen, "%s: not a trace.dat libtracecmd can read", path);
 		return -EINVAL;
 	}
-	if (!guest_id || tracecmd_get_guest_cpumap(handle, guest_id, &name, &n, &pids) < 0 || !pids ||
-	    n < 1 || n > HOST_SIDE_MAX_VCPUS) {
+	if (!guest_id || tracecmd_get_guest_cpumap(handle, guest_id, &name, &n, &pids) < 0 ||
+	    !pids || n < 1 || n > HOST_SIDE_MAX_VCPUS) {
 		snprintf(err, errlen,
 			 "%s: no GUEST option for this guest's trace id 0x%llx (record it with "
 			 "record --host)",
@@ -199,7 +201,8 @@ static size_t first_after(const struct hs_span *s, size_t n, uint64_t t)
 }
 
 uint64_t host_side_away(const struct host_side *h, unsigned cpu, uint64_t from, uint64_t to,
-			uint64_t *away_ns, uint64_t *by_reason, unsigned nr_reasons, uint64_t *other)
+			uint64_t *away_ns, uint64_t *by_reason, unsigned nr_reasons,
+			uint64_t *other)
 {
 	const struct hs_vcpu *v;
 	uint64_t exits = 0;
@@ -209,8 +212,8 @@ uint64_t host_side_away(const struct host_side *h, unsigned cpu, uint64_t from, 
 	if (cpu >= h->nr_vcpus || to <= from)
 		return 0;
 	v = &h->v[cpu];
-	for (size_t i = first_after(v->away, v->nr_away, from); i < v->nr_away && v->away[i].from < to;
-	     i++) {
+	for (size_t i = first_after(v->away, v->nr_away, from);
+	     i < v->nr_away && v->away[i].from < to; i++) {
 		uint64_t a = v->away[i].from > from ? v->away[i].from : from;
 		uint64_t b = v->away[i].to < to ? v->away[i].to : to;
 

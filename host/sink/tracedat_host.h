@@ -50,7 +50,8 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
  * each reason fell in it (@by_reason[r] += n for r < @nr_reasons; others counted in *@other).
  * Returns the number of exits. Pure. */
 uint64_t host_side_away(const struct host_side *h, unsigned cpu, uint64_t from, uint64_t to,
-			uint64_t *away_ns, uint64_t *by_reason, unsigned nr_reasons, uint64_t *other);
+			uint64_t *away_ns, uint64_t *by_reason, unsigned nr_reasons,
+			uint64_t *other);
 
 void host_side_free(struct host_side *h);
 

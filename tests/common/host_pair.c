@@ -224,15 +224,15 @@ void hv_pair_check_exits(const char *rep, const struct hv_pair *w)
 			line++;
 		if (!line)
 			fail_msg("report --exits has no line for %s:\n%s", fn->name, rep);
-		assert_int_equal(sscanf(line + n, "%ld %31s %31s %31s %ld", &calls, tot, gst, hst,
-					&exits),
-				 5);
+		assert_int_equal(
+		    sscanf(line + n, "%ld %31s %31s %31s %ld", &calls, tot, gst, hst, &exits), 5);
 		us3(et, sizeof(et), fn->total);
 		us3(eg, sizeof(eg), fn->total - fn->away);
 		us3(eh, sizeof(eh), fn->away);
-		if (calls != fn->calls || exits != fn->exits || strcmp(tot, et) || strcmp(gst, eg) ||
-		    strcmp(hst, eh))
-			fail_msg("%s: report --exits says calls %ld total %s guest %s host %s exits %ld; "
+		if (calls != fn->calls || exits != fn->exits || strcmp(tot, et) ||
+		    strcmp(gst, eg) || strcmp(hst, eh))
+			fail_msg("%s: report --exits says calls %ld total %s guest %s host %s "
+				 "exits %ld; "
 				 "trace-cmd's view: calls %ld total %s guest %s host %s exits %ld",
 				 fn->name, calls, tot, gst, hst, exits, fn->calls, et, eg, eh,
 				 fn->exits);

@@ -15,12 +15,9 @@
 static void test_path(void **state)
 {
 	static const char *const cases[][2] = {
-	    {"trace.dat", "trace-host.dat"},
-	    {"out/run.1/trace.dat", "out/run.1/trace-host.dat"},
-	    {"/tmp/t", "/tmp/t-host"},
-	    {"dir.d/t", "dir.d/t-host"},
-	    {".hidden", ".hidden-host"},
-	    {"a.b.dat", "a.b-host.dat"},
+	    {"trace.dat", "trace-host.dat"}, {"out/run.1/trace.dat", "out/run.1/trace-host.dat"},
+	    {"/tmp/t", "/tmp/t-host"},	     {"dir.d/t", "dir.d/t-host"},
+	    {".hidden", ".hidden-host"},     {"a.b.dat", "a.b-host.dat"},
 	};
 	char out[64];
 
@@ -84,9 +81,9 @@ static void test_vcpu_threads_hostile(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		err[0] = 0;
-		assert_int_equal(qemu_vcpu_threads_parse(cases[i].json, tids, 8, &nr, err,
-							 sizeof(err)),
-				 -EINVAL);
+		assert_int_equal(
+		    qemu_vcpu_threads_parse(cases[i].json, tids, 8, &nr, err, sizeof(err)),
+		    -EINVAL);
 		assert_string_equal(err, cases[i].err);
 		assert_int_equal(nr, 0);
 	}
