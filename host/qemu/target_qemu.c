@@ -1,4 +1,5 @@
 #include "host/qemu/target_qemu.h"
+#include "host/qemu/target_qemu_int.h"
 #include "host/qemu/tcp.h"
 #include "arch/x86/x86_insn.h"
 #include "arch/x86/x86_longmode.h"
@@ -17,8 +18,6 @@
 #define KERNEL_HALF 0xffff800000000000ull
 #define PTI_USER_BIT 0x1000ull /* PTI: the user PGD is the kernel PGD + 4 KiB */
 #define POLL_MS 50
-#define HOLD_POLL_MS 2	   /* with a hold callback: how often it is asked while the VM runs */
-#define HOLD_WAIT_NS 200000 /* and while it holds the VM */
 
 static struct target_qemu *tq(struct target *t)
 {
@@ -26,7 +25,7 @@ static struct target_qemu *tq(struct target *t)
 }
 
 /* Registers of @cpu at the current stop, fetched once per stop. */
-static int cpu_regs(struct target_qemu *q, unsigned cpu)
+int tq_cpu_regs(struct target_qemu *q, unsigned cpu)
 {
 	struct qemu_cpu *c = &q->cpu[cpu];
 	struct gdb_regs r;
@@ -47,7 +46,7 @@ static int cpu_regs(struct target_qemu *q, unsigned cpu)
 
 /* Writes every RIP the tracer changed at this stop and not yet sent (they normally go out with the
  * continue, gdb_write_pc_continue): before the VM is left stopped for others or stepped. */
-static int flush_rips(struct target_qemu *q)
+int tq_flush_rips(struct target_qemu *q)
 {
 	for (unsigned i = 0; i < q->t.nr_cpus; i++) {
 		struct qemu_cpu *c = &q->cpu[i];
@@ -127,25 +126,25 @@ static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
 	return phys_access(r->q, gpa, buf, len, write);
 }
 
-static int access_virt(struct target_qemu *q, unsigned cpu, uint64_t gva, void *buf, size_t len,
+int tq_access_virt(struct target_qemu *q, unsigned cpu, uint64_t gva, void *buf, size_t len,
 		       bool write)
 {
 	struct vcpu_ref r = {q, cpu};
 
-	if (cpu >= q->t.nr_cpus || !q->stopped || cpu_regs(q, cpu) < 0)
+	if (cpu >= q->t.nr_cpus || !q->stopped || tq_cpu_regs(q, cpu) < 0)
 		return -EFAULT;
 	return x86_copy_virt(gva, buf, len, write, translate, copy_phys, &r);
 }
 
 static int qemu_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
 {
-	return access_virt(tq(t), cpu, gva, buf, len, false);
+	return tq_access_virt(tq(t), cpu, gva, buf, len, false);
 }
 
 /* Data only (return slots): TCG would not see code written this way. */
 static int qemu_write_virt(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len)
 {
-	return access_virt(tq(t), cpu, gva, (void *)buf, len, true);
+	return tq_access_virt(tq(t), cpu, gva, (void *)buf, len, true);
 }
 
 static int qemu_translate(struct target *t, unsigned cpu, uint64_t gva, uint64_t *gpa)
@@ -153,7 +152,7 @@ static int qemu_translate(struct target *t, unsigned cpu, uint64_t gva, uint64_t
 	struct target_qemu *q = tq(t);
 	struct vcpu_ref r = {q, cpu};
 
-	if (cpu >= q->t.nr_cpus || !q->stopped || cpu_regs(q, cpu) < 0 ||
+	if (cpu >= q->t.nr_cpus || !q->stopped || tq_cpu_regs(q, cpu) < 0 ||
 	    translate(&r, gva, gpa) < 0)
 		return -EFAULT;
 	return 0;
@@ -181,7 +180,7 @@ static int qemu_remove_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t 
 }
 
 /* At every stop: registers are fetched again, and translations walked again. */
-static void invalidate_regs(struct target_qemu *q)
+void tq_invalidate_regs(struct target_qemu *q)
 {
 	for (unsigned i = 0; i < q->t.nr_cpus; i++) {
 		q->cpu[i].regs_valid = false;
@@ -193,7 +192,7 @@ static void invalidate_regs(struct target_qemu *q)
 /* Lets the stopped VM run: the RIP the last hit changed goes out with the continue, in one segment
  * (gdb_write_pc_continue); any other changed RIP first. 0 or -errno; q->stopped says whether the
  * VM runs (it does whenever the continue went out). */
-static int resume_vm(struct target_qemu *q)
+int tq_resume_vm(struct target_qemu *q)
 {
 	struct qemu_cpu *last = NULL;
 	int ret = 0;
@@ -201,7 +200,7 @@ static int resume_vm(struct target_qemu *q)
 	for (unsigned i = 0; i < q->t.nr_cpus; i++)
 		if (q->cpu[i].rip_dirty) {
 			if (last)
-				ret = flush_rips(q); /* more than one (not from hits): all now */
+				ret = tq_flush_rips(q); /* more than one (not from hits): all now */
 			last = &q->cpu[i];
 		}
 	if (ret == 0 && last && last->rip_dirty)
@@ -210,18 +209,18 @@ static int resume_vm(struct target_qemu *q)
 		ret = gdb_continue(q->gdb);
 	if (q->gdb->running) {
 		q->stopped = false;
-		invalidate_regs(q);
+		tq_invalidate_regs(q);
 	}
 	return ret;
 }
 
-static int stop_vm(struct target_qemu *q)
+int tq_stop_vm(struct target_qemu *q)
 {
 	struct gdb_stop st;
 	int ret;
 
 	if (q->stopped)
-		return flush_rips(q); /* it stays stopped: RIPs changed at this stop go out now */
+		return tq_flush_rips(q); /* it stays stopped: RIPs changed at this stop go out now */
 	ret = gdb_interrupt(q->gdb, 5000, &st);
 	if (ret < 0)
 		return ret;
@@ -230,14 +229,14 @@ static int stop_vm(struct target_qemu *q)
 	/* a breakpoint hit may have raced with the interrupt: it is handled when the VM next runs, as
 	 * the vCPU executes the breakpoint again */
 	q->stopped = true;
-	invalidate_regs(q);
+	tq_invalidate_regs(q);
 	return 0;
 }
 
 /* The VM is stopped whenever the tracer runs (hits are handled at a stop); pausing makes sure of it. */
 static int qemu_pause(struct target *t)
 {
-	return stop_vm(tq(t));
+	return tq_stop_vm(tq(t));
 }
 
 static void qemu_resume(struct target *t)
@@ -262,7 +261,7 @@ static int qemu_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
 
 	if (cpu >= q->t.nr_cpus || !q->stopped)
 		return -EINVAL;
-	ret = cpu_regs(q, cpu);
+	ret = tq_cpu_regs(q, cpu);
 	if (ret == 0)
 		*regs = q->cpu[cpu].regs;
 	return ret;
@@ -276,7 +275,7 @@ static int qemu_set_regs(struct target *t, unsigned cpu, const struct x86_regs *
 
 	if (cpu >= q->t.nr_cpus || !q->stopped)
 		return -EINVAL;
-	ret = cpu_regs(q, cpu);
+	ret = tq_cpu_regs(q, cpu);
 	if (ret < 0)
 		return ret;
 	if (regs->rip == q->cpu[cpu].regs.rip)
@@ -301,7 +300,7 @@ static void qemu_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 static int capture_kernel_pt(void *ctx, uint64_t *cr3, bool *la57)
 {
 	struct target_qemu *q = ctx;
-	int ret = cpu_regs(q, 0);
+	int ret = tq_cpu_regs(q, 0);
 
 	if (ret < 0)
 		return ret;
@@ -480,7 +479,7 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	q->t.bp_in_place = true; /* handle_stop steps over an instruction under a breakpoint */
 	q->t.priv = q;
 	q->gdb = gdb;
-	ret = stop_vm(q);
+	ret = tq_stop_vm(q);
 	if (ret < 0) {
 		if (gdb->why[0])
 			snprintf(err, errlen, "%s", gdb->why);
@@ -519,229 +518,16 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	return 0;
 }
 
-/* The vCPU of gdbstub thread @thread (0, a stop that names none: the first), or -1. */
-static int cpu_of_thread(struct target_qemu *q, int thread)
-{
-	if (!thread)
-		return 0;
-	for (unsigned i = 0; i < q->t.nr_cpus; i++)
-		if (q->cpu[i].thread == thread)
-			return (int)i;
-	return -1;
-}
-
-/* q->err for a failed gdbstub call: its own reason, or @what and the errno. */
-static int gdb_failed(struct target_qemu *q, const char *what, int ret)
-{
-	if (q->gdb->why[0])
-		snprintf(q->err, sizeof(q->err), "%s", q->gdb->why);
-	else
-		snprintf(q->err, sizeof(q->err), "gdbstub: %s: %s", what, strerror(-ret));
-	return ret;
-}
-
-/* Executes the instruction at @c's RIP by a single step of that vCPU alone, the others stopped.
- * Under TCG the breakpoint there stays inserted (a step ignores it); under KVM (or where QEMU
- * does not say) its INT3 would trap again, so it is taken out for the step and put back. 0 or
- * -errno; the registers are read again afterwards. */
-static int step_over(struct target_qemu *q, struct qemu_cpu *c)
-{
-	uint64_t at = c->regs.rip;
-	struct gdb_stop st;
-	int ret = flush_rips(q);
-
-	if (ret == 0 && !q->tcg)
-		ret = gdb_remove_bp(q->gdb, at);
-	if (ret == 0)
-		ret = gdb_step(q->gdb, c->thread, &st);
-	if (ret == 0 && !q->tcg)
-		ret = gdb_insert_bp(q->gdb, at);
-	if (q->gdb->running)
-		q->stopped = false; /* no stop reply in time: the VM runs */
-	invalidate_regs(q);
-	if (ret < 0)
-		return gdb_failed(q, "stepping over a changed function entry", ret);
-	if (st.kind != GDB_STOP_SIGNAL) {
-		snprintf(q->err, sizeof(q->err), "gdbstub: the VM is gone (a step)");
-		return -ESRCH;
-	}
-	return 0;
-}
-
-/* The tracer emulates the NOP5 at a function entry by moving RIP past it (@rip -> @rip + 5); the
- * gdbstub's breakpoint left the guest's bytes as they were, so the guest may have changed them since
- * (its own ftrace or live patching turns the NOP5 into a CALL, text_poke puts an INT3 there, or a
- * hostile guest anything). Whether the 5 bytes the vCPU sees at @rip are still a NOP5. */
-static bool nop5_at(struct target_qemu *q, unsigned cpu, uint64_t rip)
-{
-	uint8_t b[X86_NOP5_LEN];
-
-	return access_virt(q, cpu, rip, b, sizeof(b), false) == 0 && x86_is_nop5(b);
-}
-
-/* Handles one stop: a breakpoint of the tracer's gets its callback; the new RIP it sets goes out
- * with the continue (resume_vm). A NOP5 emulation over bytes that are no NOP5 is refused: the
- * instruction there is single-stepped instead, so the guest runs what it wrote. */
-static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
-{
-	int cpu = cpu_of_thread(q, st->thread);
-	struct qemu_cpu *c;
-	uint64_t rip;
-	int ret;
-
-	if (cpu < 0) {
-		snprintf(q->err, sizeof(q->err),
-			 "gdbstub: a stop of thread %d, which is no vCPU of this VM (%u threads)",
-			 st->thread, q->t.nr_cpus);
-		return -EPROTO;
-	}
-	c = &q->cpu[cpu];
-	q->stops++;
-	if (!q->bp)
-		return 0;
-	ret = cpu_regs(q, (unsigned)cpu);
-	if (ret < 0)
-		return gdb_failed(q, "registers", ret);
-	rip = c->regs.rip;
-	ret = q->bp(q->bp_ctx, (unsigned)cpu, rip, &c->regs);
-	if (ret < 0)
-		return 0; /* not ours (an interrupt, another debugger's stop) */
-	q->hits++;
-	if (ret == TARGET_BP_IN_PLACE) { /* an entry probe: the instruction under it runs now */
-		c->regs.rip = rip;
-		return step_over(q, c);
-	}
-	if (c->regs.rip == rip)
-		return 0; /* the breakpoint again (the trampoline for a tail call's second frame) */
-	if (c->regs.rip == rip + X86_NOP5_LEN && rip != q->t.trampoline &&
-	    !nop5_at(q, (unsigned)cpu, rip)) {
-		c->regs.rip = rip;
-		q->nop5_refused++;
-		return step_over(q, c);
-	}
-	c->rip_dirty = true;
-	return 0;
-}
-
-void target_qemu_set_tcg(struct target_qemu *q, bool tcg)
-{
-	q->tcg = tcg;
-}
-
-void target_qemu_set_hold(struct target_qemu *q, bool (*hold)(void *ctx), void *ctx)
-{
-	q->hold = hold;
-	q->hold_ctx = ctx;
-}
-
-enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(void *ctx), void *ctx)
-{
-	uint64_t stopped_at = 0; /* when the stop being handled was received */
-	uint64_t held_since = 0; /* when the VM was stopped for q->hold (0: it is not) */
-
-	for (;;) {
-		struct gdb_stop st;
-		bool stop = should_stop(ctx);
-		int ret;
-
-		if (held_since && (stop || !q->hold(q->hold_ctx))) {
-			q->hold_ns += clock_now_ns() - held_since;
-			held_since = 0;
-		}
-		if (stop) {
-			ret = stop_vm(q);
-			if (ret == 0)
-				return QEMU_RUN_STOP_ASKED;
-			if (ret == -ESRCH || ret == -ECONNRESET)
-				return QEMU_RUN_GUEST_GONE;
-			gdb_failed(q, "stopping the VM", ret);
-			return QEMU_RUN_ERROR;
-		}
-		if (!held_since && q->hold && q->hold(q->hold_ctx)) {
-			/* the stub drain is behind: the VM waits for it (no record lost) */
-			ret = stop_vm(q);
-			if (ret == -EINTR)
-				continue; /* a signal: should_stop says so next */
-			if (ret == -ESRCH || ret == -ECONNRESET)
-				return QEMU_RUN_GUEST_GONE;
-			if (ret < 0) {
-				gdb_failed(q, "stopping the VM for the stub drain", ret);
-				return QEMU_RUN_ERROR;
-			}
-			held_since = clock_now_ns();
-			q->holds++;
-			if (stopped_at) {
-				q->held_ns += held_since - stopped_at;
-				stopped_at = 0;
-			}
-		}
-		if (held_since) {
-			struct timespec ts = {0, HOLD_WAIT_NS};
-
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		if (q->stopped) {
-			ret = resume_vm(q);
-			if (!q->stopped && stopped_at) {
-				q->held_ns += clock_now_ns() - stopped_at;
-				stopped_at = 0;
-			}
-			if (ret == -ECONNABORTED || (ret < 0 && !q->stopped && ret != -EINTR)) {
-				gdb_failed(q, "continuing", ret);
-				return QEMU_RUN_ERROR;
-			}
-			if (ret < 0 && q->stopped)
-				return QEMU_RUN_GUEST_GONE;
-		}
-		ret = gdb_wait_stop(q->gdb, q->hold ? HOLD_POLL_MS : POLL_MS, &st);
-		if (ret == -ETIMEDOUT || ret == -EINTR)
-			continue; /* a stop asked: should_stop says so next */
-		if (ret == -EPROTO || ret == -ECONNABORTED) {
-			gdb_failed(q, "waiting for a stop", ret);
-			return QEMU_RUN_ERROR;
-		}
-		if (ret < 0 || st.kind != GDB_STOP_SIGNAL)
-			return QEMU_RUN_GUEST_GONE;
-		stopped_at = clock_now_ns();
-		q->stopped = true;
-		/* asked to end meanwhile: the stop is left unhandled (a guest that reset stops at a
-		 * stale breakpoint in its new boot, which is no probe's function) */
-		if (should_stop(ctx))
-			continue;
-		ret = handle_stop(q, &st);
-		if (ret < 0 && ret != -EINTR) {
-			if (q->stopped)
-				flush_rips(q);
-			return QEMU_RUN_ERROR;
-		}
-	}
-}
-
-int target_qemu_run_for(struct target_qemu *q, int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-	int ret;
-
-	if (q->stopped) {
-		ret = resume_vm(q);
-		if (ret < 0 && q->stopped)
-			return -ESRCH;
-	}
-	nanosleep(&ts, NULL);
-	return stop_vm(q);
-}
-
 int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len)
 {
-	return access_virt(ctx, 0, gva, buf, len, false);
+	return tq_access_virt(ctx, 0, gva, buf, len, false);
 }
 
 void target_qemu_adopt(struct target_qemu *q, struct gdb *gdb)
 {
 	q->gdb = gdb;
 	q->stopped = true;
-	invalidate_regs(q);
+	tq_invalidate_regs(q);
 	q->phys_mode = false; /* a new connection: say it again before writing text */
 }
 

@@ -1,0 +1,230 @@
+/* The QEMU target's run loop: lets the VM run, hands each breakpoint stop to the tracer, steps an
+ * instruction left under a breakpoint, holds the VM for the stub drain, and stops when asked. Main
+ * thread. */
+#include "host/qemu/target_qemu.h"
+#include "host/qemu/target_qemu_int.h"
+#include "arch/x86/x86_insn.h"
+#include "host/trace/clock.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define POLL_MS 50
+#define HOLD_POLL_MS 2	   /* with a hold callback: how often it is asked while the VM runs */
+#define HOLD_WAIT_NS 200000 /* and while it holds the VM */
+
+/* The vCPU of gdbstub thread @thread (0, a stop that names none: the first), or -1. */
+static int cpu_of_thread(struct target_qemu *q, int thread)
+{
+	if (!thread)
+		return 0;
+	for (unsigned i = 0; i < q->t.nr_cpus; i++)
+		if (q->cpu[i].thread == thread)
+			return (int)i;
+	return -1;
+}
+
+/* q->err for a failed gdbstub call: its own reason, or @what and the errno. */
+static int gdb_failed(struct target_qemu *q, const char *what, int ret)
+{
+	if (q->gdb->why[0])
+		snprintf(q->err, sizeof(q->err), "%s", q->gdb->why);
+	else
+		snprintf(q->err, sizeof(q->err), "gdbstub: %s: %s", what, strerror(-ret));
+	return ret;
+}
+
+/* Executes the instruction at @c's RIP by a single step of that vCPU alone, the others stopped.
+ * Under TCG the breakpoint there stays inserted (a step ignores it); under KVM (or where QEMU
+ * does not say) its INT3 would trap again, so it is taken out for the step and put back. 0 or
+ * -errno; the registers are read again afterwards. */
+static int step_over(struct target_qemu *q, struct qemu_cpu *c)
+{
+	uint64_t at = c->regs.rip;
+	struct gdb_stop st;
+	int ret = tq_flush_rips(q);
+
+	if (ret == 0 && !q->tcg)
+		ret = gdb_remove_bp(q->gdb, at);
+	if (ret == 0)
+		ret = gdb_step(q->gdb, c->thread, &st);
+	if (ret == 0 && !q->tcg)
+		ret = gdb_insert_bp(q->gdb, at);
+	if (q->gdb->running)
+		q->stopped = false; /* no stop reply in time: the VM runs */
+	tq_invalidate_regs(q);
+	if (ret < 0)
+		return gdb_failed(q, "stepping over a changed function entry", ret);
+	if (st.kind != GDB_STOP_SIGNAL) {
+		snprintf(q->err, sizeof(q->err), "gdbstub: the VM is gone (a step)");
+		return -ESRCH;
+	}
+	return 0;
+}
+
+/* The tracer emulates the NOP5 at a function entry by moving RIP past it (@rip -> @rip + 5); the
+ * gdbstub's breakpoint left the guest's bytes as they were, so the guest may have changed them since
+ * (its own ftrace or live patching turns the NOP5 into a CALL, text_poke puts an INT3 there, or a
+ * hostile guest anything). Whether the 5 bytes the vCPU sees at @rip are still a NOP5. */
+static bool nop5_at(struct target_qemu *q, unsigned cpu, uint64_t rip)
+{
+	uint8_t b[X86_NOP5_LEN];
+
+	return tq_access_virt(q, cpu, rip, b, sizeof(b), false) == 0 && x86_is_nop5(b);
+}
+
+/* Handles one stop: a breakpoint of the tracer's gets its callback; the new RIP it sets goes out
+ * with the continue (resume_vm). A NOP5 emulation over bytes that are no NOP5 is refused: the
+ * instruction there is single-stepped instead, so the guest runs what it wrote. */
+static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
+{
+	int cpu = cpu_of_thread(q, st->thread);
+	struct qemu_cpu *c;
+	uint64_t rip;
+	int ret;
+
+	if (cpu < 0) {
+		snprintf(q->err, sizeof(q->err),
+			 "gdbstub: a stop of thread %d, which is no vCPU of this VM (%u threads)",
+			 st->thread, q->t.nr_cpus);
+		return -EPROTO;
+	}
+	c = &q->cpu[cpu];
+	q->stops++;
+	if (!q->bp)
+		return 0;
+	ret = tq_cpu_regs(q, (unsigned)cpu);
+	if (ret < 0)
+		return gdb_failed(q, "registers", ret);
+	rip = c->regs.rip;
+	ret = q->bp(q->bp_ctx, (unsigned)cpu, rip, &c->regs);
+	if (ret < 0)
+		return 0; /* not ours (an interrupt, another debugger's stop) */
+	q->hits++;
+	if (ret == TARGET_BP_IN_PLACE) { /* an entry probe: the instruction under it runs now */
+		c->regs.rip = rip;
+		return step_over(q, c);
+	}
+	if (c->regs.rip == rip)
+		return 0; /* the breakpoint again (the trampoline for a tail call's second frame) */
+	if (c->regs.rip == rip + X86_NOP5_LEN && rip != q->t.trampoline &&
+	    !nop5_at(q, (unsigned)cpu, rip)) {
+		c->regs.rip = rip;
+		q->nop5_refused++;
+		return step_over(q, c);
+	}
+	c->rip_dirty = true;
+	return 0;
+}
+
+void target_qemu_set_tcg(struct target_qemu *q, bool tcg)
+{
+	q->tcg = tcg;
+}
+
+void target_qemu_set_hold(struct target_qemu *q, bool (*hold)(void *ctx), void *ctx)
+{
+	q->hold = hold;
+	q->hold_ctx = ctx;
+}
+
+enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(void *ctx), void *ctx)
+{
+	uint64_t stopped_at = 0; /* when the stop being handled was received */
+	uint64_t held_since = 0; /* when the VM was stopped for q->hold (0: it is not) */
+
+	for (;;) {
+		struct gdb_stop st;
+		bool stop = should_stop(ctx);
+		int ret;
+
+		if (held_since && (stop || !q->hold(q->hold_ctx))) {
+			q->hold_ns += clock_now_ns() - held_since;
+			held_since = 0;
+		}
+		if (stop) {
+			ret = tq_stop_vm(q);
+			if (ret == 0)
+				return QEMU_RUN_STOP_ASKED;
+			if (ret == -ESRCH || ret == -ECONNRESET)
+				return QEMU_RUN_GUEST_GONE;
+			gdb_failed(q, "stopping the VM", ret);
+			return QEMU_RUN_ERROR;
+		}
+		if (!held_since && q->hold && q->hold(q->hold_ctx)) {
+			/* the stub drain is behind: the VM waits for it (no record lost) */
+			ret = tq_stop_vm(q);
+			if (ret == -EINTR)
+				continue; /* a signal: should_stop says so next */
+			if (ret == -ESRCH || ret == -ECONNRESET)
+				return QEMU_RUN_GUEST_GONE;
+			if (ret < 0) {
+				gdb_failed(q, "stopping the VM for the stub drain", ret);
+				return QEMU_RUN_ERROR;
+			}
+			held_since = clock_now_ns();
+			q->holds++;
+			if (stopped_at) {
+				q->held_ns += held_since - stopped_at;
+				stopped_at = 0;
+			}
+		}
+		if (held_since) {
+			struct timespec ts = {0, HOLD_WAIT_NS};
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (q->stopped) {
+			ret = tq_resume_vm(q);
+			if (!q->stopped && stopped_at) {
+				q->held_ns += clock_now_ns() - stopped_at;
+				stopped_at = 0;
+			}
+			if (ret == -ECONNABORTED || (ret < 0 && !q->stopped && ret != -EINTR)) {
+				gdb_failed(q, "continuing", ret);
+				return QEMU_RUN_ERROR;
+			}
+			if (ret < 0 && q->stopped)
+				return QEMU_RUN_GUEST_GONE;
+		}
+		ret = gdb_wait_stop(q->gdb, q->hold ? HOLD_POLL_MS : POLL_MS, &st);
+		if (ret == -ETIMEDOUT || ret == -EINTR)
+			continue; /* a stop asked: should_stop says so next */
+		if (ret == -EPROTO || ret == -ECONNABORTED) {
+			gdb_failed(q, "waiting for a stop", ret);
+			return QEMU_RUN_ERROR;
+		}
+		if (ret < 0 || st.kind != GDB_STOP_SIGNAL)
+			return QEMU_RUN_GUEST_GONE;
+		stopped_at = clock_now_ns();
+		q->stopped = true;
+		/* asked to end meanwhile: the stop is left unhandled (a guest that reset stops at a
+		 * stale breakpoint in its new boot, which is no probe's function) */
+		if (should_stop(ctx))
+			continue;
+		ret = handle_stop(q, &st);
+		if (ret < 0 && ret != -EINTR) {
+			if (q->stopped)
+				tq_flush_rips(q);
+			return QEMU_RUN_ERROR;
+		}
+	}
+}
+
+int target_qemu_run_for(struct target_qemu *q, int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	int ret;
+
+	if (q->stopped) {
+		ret = tq_resume_vm(q);
+		if (ret < 0 && q->stopped)
+			return -ESRCH;
+	}
+	nanosleep(&ts, NULL);
+	return tq_stop_vm(q);
+}
+
