@@ -444,5 +444,7 @@ int main(void)
 	};
 
 	kvm_require();
+	if (getenv("HVT_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
