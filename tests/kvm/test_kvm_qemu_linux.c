@@ -5,8 +5,7 @@
  * nested lane), a function without an fentry site (an entry probe is a trap probe) is refused with
  * one line before anything is traced. Needs real KVM (the nested lane gives it here: make
  * test-nested); on a host whose /dev/kvm cannot boot Linux (PVM) the binary is skipped, and a QEMU
- * version that is not fetched has its case skipped with the command that fetches it. record --host
- * pairs QEMU's vCPU threads' kvm_entry / kvm_exit with the guest's events (test_host_pair_kvm). */
+ * version that is not fetched has its case skipped with the command that fetches it. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,7 +14,6 @@
 
 #include "host/kvm/kvm_int3_probe.h"
 #include "host/kvm/vm.h"
-#include "tests/common/host_pair.h"
 #include "tests/common/kernels.h"
 #include "tests/kvm/kvm_common.h"
 
@@ -124,61 +122,12 @@ static void test_entry_refused(void **state)
 	hv_result_free(&r);
 }
 
-/* record --qemu --accel kvm --host (issue 26): QEMU's vCPU threads on a real KVM: the host's file
- * has their kvm_entry / kvm_exit; every stub event of the guest lies between a kvm_entry and the
- * next kvm_exit of its vCPU's thread (the guest's TSC learnt from the records as the host's plus an
- * offset), and report --exits gives, per function, the calls, host time and kvm_exits that
- * trace-cmd's raw view of the pair gives. */
-static void test_host_pair_kvm(void **state)
-{
-	const struct qemu_case *q = case_qemu(state);
-	char dat[64], host[80], label[80], *opt, *raw, *rep;
-	const char *argv[40] = {"record",   "--qemu",	"--accel", "kvm",      "--kernel", kernel,
-				"--initrd", initrd,	"--append", APPEND,    "--timeout", "600",
-				"--host",   "--probe", "stub",	   "-p",       "function_graph",
-				"-l",	    "vfs_read", "-l",	   "ksys_read", "-l",
-				"do_sys_openat2", "-o", dat, NULL};
-	struct hv_result r;
-	struct hv_pair w;
-	int tids[8];
-
-	snprintf(dat, sizeof(dat), "/tmp/hvt-kvmq-%d.dat", (int)getpid());
-	snprintf(host, sizeof(host), "/tmp/hvt-kvmq-%d-host.dat", (int)getpid());
-	snprintf(label, sizeof(label), "hvt-kvmq-%d-host.dat:", (int)getpid());
-	if (q->path[0])
-		setenv("HVTRACE_QEMU", q->path, 1);
-	hv_run(&r, argv, 0, 0);
-	unsetenv("HVTRACE_QEMU");
-	if (r.status)
-		print_failure(&r);
-	assert_int_equal(r.status, 0);
-	opt = hv_sh("trace-cmd dump --options -i %s 2>&1", host);
-	assert_int_equal(hv_guest_threads(opt, tids, 8), 2);
-	raw = hv_sh("trace-cmd report -R -t -i %s -i %s 2>&1", host, dat);
-	hv_pair_walk(raw, label, tids, 2, &w);
-	printf("hvt-kvm-qemu: --host: %ld guest events, %ld kvm_exits of QEMU's vCPU threads, %ld "
-	       "events outside guest mode (the farthest %.1f us after an exit)\n",
-	       w.guest_events, w.exits_total, w.outside, w.worst_us);
-	assert_true(w.guest_events > 0 && w.exits_total > 0);
-	assert_int_equal(w.outside, 0);
-	rep = hv_sh("%s report --exits -i %s 2>&1", hv_binary(), dat);
-	printf("%s", rep);
-	assert_non_null(strstr(rep, "descheduled, or between kvm_exit and kvm_entry"));
-	hv_pair_check_exits(rep, &w);
-	free(opt);
-	free(raw);
-	free(rep);
-	hv_result_free(&r);
-	unlink(dat);
-	unlink(host);
-}
-
 int main(void)
 {
 	static struct hv_kernel kernels[8];
 	static struct qemu_case qemus[] = {{"7.2", ""}, {"10.0", ""}, {"11", ""}};
-	static char names[2 * ARRAY_LEN(qemus) + 1][64];
-	struct CMUnitTest tests[2 * ARRAY_LEN(qemus) + 1];
+	static char names[2 * ARRAY_LEN(qemus)][64];
+	struct CMUnitTest tests[2 * ARRAY_LEN(qemus)];
 	const char *cache = getenv("HVTRACE_CACHE") ? getenv("HVTRACE_CACHE") : "/var/cache/hvtrace";
 	char why[256], *gdir;
 	size_t n = 0;
@@ -210,10 +159,6 @@ int main(void)
 	snprintf(names[n], sizeof(names[0]), "test_entry_refused_qemu_%s", qemus[0].version);
 	tests[n] = (struct CMUnitTest){
 	    .name = names[n], .test_func = test_entry_refused, .initial_state = &qemus[0]};
-	n++;
-	snprintf(names[n], sizeof(names[0]), "test_host_pair_kvm_qemu_%s", qemus[0].version);
-	tests[n] = (struct CMUnitTest){
-	    .name = names[n], .test_func = test_host_pair_kvm, .initial_state = &qemus[0]};
 	n++;
 	if (getenv("HVT_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));

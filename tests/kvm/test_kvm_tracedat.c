@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "tests/common/host_pair.h"
 #include "tests/kvm/kvm_common.h"
 
 #include <stdbool.h>
@@ -378,60 +377,6 @@ static void test_graph_rendering_matches_trace_cmd(void **state)
 	unlink(dat);
 }
 
-/* record --host -p function_graph in the embedded VMM (issue 26): beside the guest's trace.dat, the
- * host's, with kvm_entry / kvm_exit and the sched events of hvtrace's own vCPU threads (the GUEST
- * option maps them); every stub event of the guest lies while its vCPU was in guest mode (between
- * a kvm_entry and the next kvm_exit of its thread); report --exits counts, per function, exactly the
- * kvm_exits of its calls' spans and the time out of guest mode in them, as trace-cmd's raw view of
- * the pair gives them. Trap probes (INT3 exits) are out of this check: their events are the
- * exits. */
-static void test_host_pair(void **state)
-{
-	const char *probe = getenv("HVTRACE_TEST_PROBE");
-	char host[160], label[170], *opt, *raw, *rep;
-	const char *argv[16] = {"record", "-o", dat, "--host", "-p", "function_graph", NULL};
-	struct hv_result r;
-	struct hv_pair w;
-	int tids[8];
-	size_t n = 6;
-
-	(void)state;
-	if (!probe || strcmp(probe, "stub")) {
-		printf("SKIPPED: test_host_pair: stub probes only (HVTRACE_TEST_PROBE=stub)\n");
-		skip();
-	}
-	snprintf(dat, sizeof(dat), "/tmp/tdat-kvm-%d.dat", getpid());
-	snprintf(host, sizeof(host), "/tmp/tdat-kvm-%d-host.dat", getpid());
-	snprintf(label, sizeof(label), "tdat-kvm-%d-host.dat:", getpid());
-	argv[n++] = "--probe";
-	argv[n++] = "stub";
-	argv[n++] = hv_guest(NULL);
-	argv[n] = NULL;
-	hv_run(&r, argv, 0, 0);
-	if (r.status != 0 || !strstr(r.console, "hvt-guest: ok\n") ||
-	    !strstr(r.err, "hvtrace: the host's side: "))
-		fail_msg("record --host: status %d, stderr: %s", r.status, r.err);
-	opt = hv_sh("trace-cmd dump --options -i %s 2>&1", host);
-	assert_int_equal(hv_guest_threads(opt, tids, 8), 2);
-	raw = hv_sh("trace-cmd report -R -t -i %s -i %s 2>&1", host, dat);
-	hv_pair_walk(raw, label, tids, 2, &w);
-	printf("--host: %ld guest events, %ld kvm_exits of the vCPU threads, %ld events outside guest "
-	       "mode (the farthest %.1f us after an exit)\n",
-	       w.guest_events, w.exits_total, w.outside, w.worst_us);
-	assert_true(w.guest_events > 0 && w.exits_total > 0);
-	assert_int_equal(w.outside, 0);
-	rep = hv_sh("%s report --exits -i %s 2>&1", hv_binary(), dat);
-	printf("%s", rep);
-	hv_pair_check_exits(rep, &w);
-	assert_non_null(strstr(rep, "descheduled, or between kvm_exit and kvm_entry"));
-	free(opt);
-	free(raw);
-	free(rep);
-	hv_result_free(&r);
-	unlink(dat);
-	unlink(host);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -440,7 +385,6 @@ int main(void)
 	    cmocka_unit_test(test_event),
 	    cmocka_unit_test(test_return_probes),
 	    cmocka_unit_test(test_graph_rendering_matches_trace_cmd),
-	    cmocka_unit_test(test_host_pair),
 	};
 
 	kvm_require();
