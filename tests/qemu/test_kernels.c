@@ -215,6 +215,20 @@ static void run_qemu(const struct hv_kernel *k, const char *const *args, const s
 		argv[n++] = args[i];
 	argv[n] = NULL;
 	hv_run(&r, argv, 0, 0);
+	/* The 7.3 guest's kernel has died in its own boot, before /init, under QEMU 7.2 TCG while
+	 * hvtrace stopped and continued the VM to find it: an int3 oops in the kernel's own text
+	 * patching (sched_clock_tick+0x5, "stops 0 hits 0"), twice in three CI runs. No traced call
+	 * had run. Such a run is told and made once more; a failure that comes again fails. */
+	if (e->status == 0 && (r.status == 3 || r.status == 5) && r.console &&
+	    !strstr(r.console, "Run /init as init process")) {
+		const char *rip = strstr(r.console, "RIP: ");
+
+		printf("hvt-kernels: %s: the guest's kernel died in its own boot, before /init (exit "
+		       "%d, %.60s): once more\n",
+		       label, r.status, rip ? rip : "no RIP on the console");
+		hv_result_free(&r);
+		hv_run(&r, argv, 0, 0);
+	}
 	hv_expect_check(label, e, &r);
 	hv_result_free(&r);
 }
