@@ -222,10 +222,7 @@ int sink_exits_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, un
 		return -ENOMEM;
 	}
 	x->hs = hs;
-	s->ops = &exits_ops;
-	s->out = out;
-	s->syms = syms;
-	s->nr_cpus = nr_cpus;
+	sink_setup(s, &exits_ops, out, syms, nr_cpus);
 	s->priv = x;
 	return 0;
 }

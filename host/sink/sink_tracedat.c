@@ -378,10 +378,7 @@ int sink_tracedat_init(struct sink *s, FILE *out, const char *path, const struct
 		free(t);
 		return err;
 	}
-	s->ops = &tracedat_ops;
-	s->out = out;
-	s->syms = syms;
-	s->nr_cpus = nr_cpus;
+	sink_setup(s, &tracedat_ops, out, syms, nr_cpus);
 	s->priv = t;
 	return 0;
 }
