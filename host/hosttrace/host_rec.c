@@ -1,7 +1,10 @@
 #include "host/hosttrace/host_rec.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -93,6 +96,47 @@ int host_rec_check(const char *const *extra, size_t nr_extra, char *err, size_t 
 		}
 	}
 	return 0;
+}
+
+/* Whether @name is "hvtrace-PID" of a process that is gone, or of this process (then left by an
+ * earlier process of this pid: not made by us yet). A live process keeps its instance whatever it
+ * is: a pid reused by another program only delays the sweep until it ends. */
+static bool orphan_instance(const char *name)
+{
+	char *end;
+	long pid;
+
+	if (strncmp(name, "hvtrace-", 8) || !name[8])
+		return false;
+	errno = 0;
+	pid = strtol(name + 8, &end, 10);
+	if (*end || errno || pid <= 0 || pid > INT32_MAX)
+		return false;
+	return pid == getpid() || (kill((pid_t)pid, 0) < 0 && errno == ESRCH);
+}
+
+static int sweep_one(const char *name, void *ctx)
+{
+	unsigned *n = ctx;
+	struct tracefs_instance *old;
+
+	if (!orphan_instance(name) || !(old = tracefs_instance_alloc(NULL, name)))
+		return 0;
+	if (tracefs_instance_destroy(old) == 0) {
+		fprintf(stderr, "hvtrace: --host: removed the tracefs instance %s, left by an hvtrace "
+				"that was killed\n", name);
+		++*n;
+	}
+	tracefs_instance_free(old);
+	return 0;
+}
+
+unsigned host_rec_sweep(void)
+{
+	unsigned n = 0;
+
+	tracefs_instances_walk(sweep_one, &n);
+	return n;
 }
 
 /* An unlinked temporary file in @dir (or $TMPDIR, /tmp). */
@@ -237,14 +281,7 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 	if (getrandom(&h->trace_id, sizeof(h->trace_id), 0) != sizeof(h->trace_id))
 		h->trace_id = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
 	snprintf(name, sizeof(name), "hvtrace-%d", (int)getpid());
-	if (tracefs_instance_exists(name)) { /* left by an earlier process of this pid */
-		struct tracefs_instance *old = tracefs_instance_alloc(NULL, name);
-
-		if (old) {
-			tracefs_instance_destroy(old);
-			tracefs_instance_free(old);
-		}
-	}
+	host_rec_sweep();
 	h->inst = tracefs_instance_create(name);
 	if (!h->inst) {
 		snprintf(err, errlen, "--host: cannot make a tracefs instance %s: %s (as root?)",

@@ -1,5 +1,7 @@
 /* record --host's pure parts: where the host's file goes (host_rec_path) and the vCPU threads from
- * QMP's query-cpus-fast, as QEMU answers and as a hostile peer might (qemu_vcpu_threads_parse). */
+ * QMP's query-cpus-fast, as QEMU answers and as a hostile peer might (qemu_vcpu_threads_parse);
+ * and, on the host's real tracefs (root; skipped without it), the sweep of instances a killed
+ * hvtrace left (host_rec_sweep). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,7 +12,13 @@
 #include "host/qemu/qemu_vcpu_threads.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <tracefs.h>
+#include <unistd.h>
 
 static void test_path(void **state)
 {
@@ -89,12 +97,79 @@ static void test_vcpu_threads_hostile(void **state)
 	}
 }
 
+static bool make_instance(int pid, char *name, size_t len)
+{
+	struct tracefs_instance *i;
+
+	snprintf(name, len, "hvtrace-%d", pid);
+	i = tracefs_instance_create(name);
+	tracefs_instance_free(i);
+	return i && tracefs_instance_exists(name);
+}
+
+static void drop_instance(const char *name)
+{
+	struct tracefs_instance *i = tracefs_instance_alloc(NULL, name);
+
+	if (i)
+		tracefs_instance_destroy(i);
+	tracefs_instance_free(i);
+}
+
+/* Instances of a process that is gone and of this very pid go; a live process's (an hvtrace, or
+ * not: init) and a name not hvtrace-PID stay. */
+static void test_sweep(void **state)
+{
+	char gone[32], other[32], own[32], live[32], mine[32] = "hvtrace-x1";
+	int sync[2], dead, runner;
+	char c;
+
+	(void)state;
+	if (geteuid() != 0 || !tracefs_tracing_dir() || !make_instance(getpid(), own, sizeof(own)))
+		skip();
+	dead = fork();
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	assert_int_equal(pipe(sync), 0);
+	runner = fork();
+	if (runner == 0) { /* a live hvtrace, by its name */
+		prctl(PR_SET_NAME, "hvtrace");
+		if (write(sync[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(read(sync[0], &c, 1), 1);
+	assert_true(make_instance(dead, gone, sizeof(gone)));
+	assert_true(make_instance(1, other, sizeof(other))); /* init */
+	assert_true(make_instance(runner, live, sizeof(live)));
+	tracefs_instance_free(tracefs_instance_create(mine));
+
+	assert_int_equal(host_rec_sweep(), 2);
+	assert_false(tracefs_instance_exists(gone));
+	assert_true(tracefs_instance_exists(other));
+	assert_false(tracefs_instance_exists(own));
+	assert_true(tracefs_instance_exists(live));
+	assert_true(tracefs_instance_exists(mine));
+	assert_int_equal(host_rec_sweep(), 0);
+
+	drop_instance(live);
+	drop_instance(other);
+	drop_instance(mine);
+	kill(runner, SIGKILL);
+	waitpid(runner, NULL, 0);
+	close(sync[0]);
+	close(sync[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_path),
 	    cmocka_unit_test(test_vcpu_threads),
 	    cmocka_unit_test(test_vcpu_threads_hostile),
+	    cmocka_unit_test(test_sweep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
