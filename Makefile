@@ -22,8 +22,8 @@ endif
 # ---- end of hardening
 # Evaluated lazily, after $(DEPS) has installed pkg-config and the -dev packages.
 LIB_CFLAGS   = $(shell pkg-config --cflags libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib libzstd lzo2)
-# libbz2 has no pkg-config file in Debian
-LIB_LIBS     = $(shell pkg-config --libs libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib libzstd lzo2) -lbz2
+# libbz2 and libzydis (the x86 decoder of arch/x86/x86_reloc.c) have no pkg-config file in Debian
+LIB_LIBS     = $(shell pkg-config --libs libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib libzstd lzo2) -lbz2 -lZydis
 CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 
 DEPS := $(BUILD)/.deps-installed
@@ -265,13 +265,14 @@ qemu-versions: | $(DEPS)
 # guest-physical map from its monitor and smaps (memmap), QEMU command lines (qemu_cmdline), kallsyms
 # tables in guest memory (kallsyms), trace.dat files for `report` (tracedat), record streams through
 # the viewer sinks and the live JSON Lines (viz_sinks), session files and --expect-* specs (session),
-# QEMU's query-cpus-fast answer for record --host (vcpu_threads). Each runs FUZZ_SECONDS (default 30) from its seeds in
+# QEMU's query-cpus-fast answer for record --host (vcpu_threads), a function's first instructions
+# relocated out of line from guest bytes (x86_reloc). Each runs FUZZ_SECONDS (default 30) from its seeds in
 # tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
 # (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
 FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms tracedat e820 \
-                viz_sinks session event_filter trigger_stack vcpu_threads
+                viz_sinks session event_filter trigger_stack vcpu_threads x86_reloc
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -289,6 +290,8 @@ FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/qemu/qmp_
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
+FUZZ_SRCS_x86_reloc := arch/x86/x86_reloc.c arch/x86/x86_insn.c
+FUZZ_LIBS_x86_reloc := -lZydis
 FUZZ_SRCS_tracedat := host/sink/tracedat_read.c host/sink/tracedat_replay.c host/sink/writer.c host/trace/ring.c \
                       host/sink/sink_function.c host/sink/sink_graph.c host/sink/sink_io.c \
                       host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c

@@ -13,6 +13,8 @@ PKGS="$PKGS libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd"
 # run --kernel: a bzImage's payload decompressed (lz4: Debian 12's kernels; zstd: Debian 13's and 7.x;
 # xz and lzma; gzip; bzip2; lzo)
 PKGS="$PKGS liblz4-dev libzstd-dev liblzma-dev zlib1g-dev libbz2-dev liblzo2-dev"
+# probes without an fentry NOP (arch/x86/x86_reloc.c): Zydis decodes the instructions a detour displaces
+PKGS="$PKGS libzydis-dev"
 # make fuzz: clang with its libFuzzer/sanitizer runtime; make check-layers: python3
 PKGS="$PKGS clang libclang-rt-14-dev python3"
 # --summary / --junit tests (tests/kvm/test_kvm_expect.c): jq and python3 read the JSON, xmllint
