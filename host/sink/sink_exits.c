@@ -154,6 +154,17 @@ static void us(char *buf, size_t len, uint64_t ns)
 	snprintf(buf, len, "%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
 }
 
+/* Appends @word to the space-separated list @buf of @cap bytes (@used so far), cut at its end. */
+static void append(char *buf, size_t cap, size_t *used, const char *word)
+{
+	int n;
+
+	if (*used + 1 >= cap)
+		return;
+	n = snprintf(buf + *used, cap - *used, "%s%s", *used ? " " : "", word);
+	*used = n < 0 ? cap : *used + (size_t)n >= cap ? cap - 1 : *used + (size_t)n;
+}
+
 static void end(struct sink *s)
 {
 	struct exits *x = s->priv;
@@ -175,7 +186,7 @@ static void end(struct sink *s)
 	for (uint32_t i = 0; i < x->nr; i++) {
 		const struct ex_func *f = &x->f[i];
 		const struct vmi_sym *sym = vmi_symtab_lookup(s->syms, f->ip);
-		char name[ESCAPE_SIZE(64)], tot[32], gst[32], hst[32], reasons[256] = "";
+		char name[ESCAPE_SIZE(64)], tot[32], gst[32], hst[32], reasons[256] = "", one[64];
 		size_t used = 0;
 
 		if (sym)
@@ -185,13 +196,20 @@ static void end(struct sink *s)
 		us(tot, sizeof(tot), f->total);
 		us(gst, sizeof(gst), f->total - f->away);
 		us(hst, sizeof(hst), f->away);
-		for (unsigned k = 0; k < EXITS_TOP && f->reason_n[k]; k++)
-			used += (size_t)snprintf(reasons + used, sizeof(reasons) - used,
-						 "%s%u:%" PRIu64, k ? " " : "", f->reason[k],
-						 f->reason_n[k]);
-		if (f->reason_other && used < sizeof(reasons))
-			snprintf(reasons + used, sizeof(reasons) - used, "%sother:%" PRIu64,
-				 used ? " " : "", f->reason_other);
+		for (unsigned k = 0; k < EXITS_TOP && f->reason_n[k]; k++) {
+			const char *rn = host_side_reason_name(x->hs, f->reason[k]);
+
+			if (rn)
+				snprintf(one, sizeof(one), "%s:%" PRIu64, rn, f->reason_n[k]);
+			else
+				snprintf(one, sizeof(one), "%u:%" PRIu64, f->reason[k],
+					 f->reason_n[k]);
+			append(reasons, sizeof(reasons), &used, one);
+		}
+		if (f->reason_other) {
+			snprintf(one, sizeof(one), "other:%" PRIu64, f->reason_other);
+			append(reasons, sizeof(reasons), &used, one);
+		}
 		snprintf(line, sizeof(line),
 			 "  %-38s %8" PRIu64 " %14s %14s %14s %8" PRIu64 "  %s\n", name, f->calls,
 			 tot, gst, hst, f->exits, reasons);

@@ -1,6 +1,7 @@
 #include "host/sink/tracedat_host.h"
 #include "host/sink/tracedat_read.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,54 @@ static unsigned long long field(struct tep_format_field *f, struct tep_record *r
 	return val;
 }
 
+bool host_side_reason_from_info(const char *info, char *name, size_t len)
+{
+	const char *p = strstr(info, "reason ");
+	size_t n = 0;
+	bool digits = true;
+
+	if (!p || !len)
+		return false;
+	for (p += 7; (isalnum((unsigned char)p[n]) || p[n] == '_') && n + 1 < len; n++)
+		digits = digits && isxdigit((unsigned char)p[n]);
+	if (!n || isalnum((unsigned char)p[n]) || p[n] == '_' || digits ||
+	    (n > 2 && p[0] == '0' && p[1] == 'x'))
+		return false;
+	memcpy(name, p, n);
+	name[n] = 0;
+	return true;
+}
+
+const char *host_side_reason_name(const struct host_side *h, uint32_t reason)
+{
+	for (unsigned i = 0; i < h->nr_names; i++)
+		if (h->names[i].reason == reason)
+			return h->names[i].name[0] ? h->names[i].name : NULL;
+	return NULL;
+}
+
+/* The first exit of a reason: its name from the record printed by the file's own format. */
+static void learn_name(struct host_side *h, struct tep_handle *tep, struct tep_record *rec,
+		       uint32_t reason)
+{
+	struct trace_seq seq;
+	unsigned i;
+
+	for (i = 0; i < h->nr_names && h->names[i].reason != reason; i++)
+		;
+	if (i < h->nr_names || i >= HOST_SIDE_NAMES)
+		return;
+	h->names[i].reason = reason;
+	h->names[i].name[0] = 0;
+	h->nr_names++;
+	trace_seq_init(&seq);
+	tep_print_event(tep, &seq, rec, "%s", TEP_PRINT_INFO);
+	trace_seq_terminate(&seq);
+	if (seq.state == TRACE_SEQ__GOOD && seq.buffer)
+		host_side_reason_from_info(seq.buffer, h->names[i].name, sizeof(h->names[i].name));
+	trace_seq_destroy(&seq);
+}
+
 /* In time order: a vCPU thread is away from its guest from its switch out (or kvm_exit) until it
  * shows it runs guest code again: kvm_entry where the host has kvm events for it, else its switch
  * in or any event it is the task of (a host may miss a switch in). */
@@ -116,6 +165,8 @@ static int one(struct tracecmd_input *handle, struct tep_record *rec, int cpu, v
 			return -1;
 		}
 		c->exits[c->nr_exits++] = (struct hs_exit){rec->ts, ok ? reason : UINT32_MAX};
+		if (ok)
+			learn_name(h, tep, rec, reason);
 		go_away(c, rec->ts);
 		return 0;
 	}

@@ -12,6 +12,8 @@
 
 #define HOST_SIDE_MAX_VCPUS  64
 #define HOST_SIDE_MAX_EVENTS (1u << 24)
+#define HOST_SIDE_NAMES	     64 /* exit reasons named, the first ones seen */
+#define HOST_SIDE_NAME_LEN   32
 
 struct hs_span {
 	uint64_t from, to; /* host ns, [from, to) */
@@ -39,6 +41,13 @@ struct host_side {
 	struct hs_vcpu v[HOST_SIDE_MAX_VCPUS];
 	unsigned long long events; /* host records read */
 	bool kvm;		   /* kvm_exit events of the vCPU threads seen */
+	/* exit reasons as the host's own kvm_exit format prints them (its __print_symbolic table:
+	 * VMX's or SVM's, as the host is), learnt from the first exit of each reason */
+	struct {
+		uint32_t reason;
+		char name[HOST_SIDE_NAME_LEN];
+	} names[HOST_SIDE_NAMES];
+	unsigned nr_names;
 };
 
 /* Reads @path for the guest whose trace id is @guest_id. 0, or -EINVAL with one line in @err (not
@@ -52,6 +61,15 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 uint64_t host_side_away(const struct host_side *h, unsigned cpu, uint64_t from, uint64_t to,
 			uint64_t *away_ns, uint64_t *by_reason, unsigned nr_reasons,
 			uint64_t *other);
+
+/* The name of exit reason @reason as the host file's kvm_exit format prints it, or NULL (no exit of
+ * that reason read, or the format gives no name). Pure. */
+const char *host_side_reason_name(const struct host_side *h, uint32_t reason);
+
+/* The reason's name in a kvm_exit's printed text @info ("vcpu 0 reason HLT rip 0x..."): the word
+ * after "reason ", into @name. False when there is none or it is a number (the format's table has
+ * no name for it). Pure. */
+bool host_side_reason_from_info(const char *info, char *name, size_t len);
 
 void host_side_free(struct host_side *h);
 
