@@ -6,7 +6,8 @@
 # compares every output the case writes: the text trace, JSON Lines, trace.dat through `trace-cmd
 # report`, the Perfetto JSON and folded stacks of `report` (text or graph, json, folded), --summary and --profile. What differs
 # between two boots of one build is taken out first: timestamps, durations, pids. Prints one line per
-# case (same / DIFFERS, with the diff) and exits 1 if any case differs.
+# case (same / DIFFERS, with the diff) and exits 1 if any case differs. CASES=a,b runs those cases
+# alone; KEEP=DIR keeps every output there.
 set -uo pipefail
 old=${1:?usage: same-traces.sh OLD-HVTRACE NEW-HVTRACE [GUEST_DIR]}
 new=${2:?usage: same-traces.sh OLD-HVTRACE NEW-HVTRACE [GUEST_DIR]}
@@ -18,7 +19,7 @@ append="hvt.bm=3 hvt.tmpfs=4 hvt.rounds=1 hvt.yes=0 hvt.yes_sec=0"
 cases=(
 	"trap-function|-p function -l vfs_read -l shmem_file_read_iter --comm dd"
 	"stub-function|--probe stub -p function -l vfs_read -l shmem_file_read_iter --comm dd"
-	"trap-graph|-p function_graph -g vfs_read --funcgraph-retval --comm dd"
+	"trap-graph|-p function_graph -l vfs_read -l shmem_file_read_iter --funcgraph-retval --comm dd"
 	"stub-graph|--probe stub -p function_graph -g vfs_read --funcgraph-retval --funcgraph-tail --comm dd"
 	"trap-events|-e vfs_read(count) -r vfs_read -e do_sys_openat2(int dfd, string filename) --comm dd"
 	"stub-jsonl|--probe stub -p function -l vfs_read -e vfs_read(count) --comm dd --format jsonl"
@@ -29,11 +30,14 @@ cases=(
 normalize() {
 	sed -E -e 's/[0-9]+\.[0-9]{6}:/T:/g' \
 		-e 's/([a-z0-9_.]+)-[0-9]+( +\[)/\1-P\2/g' \
-		-e 's/[!#@*$+ ] *[0-9]+\.[0-9]{3} us +\|/D |/; s/[0-9]+\.[0-9]{3} us/D us/g' \
+		-e 's/\) +[!#@*$+]? *[0-9]+\.[0-9]+ us +\|/) D |/; s/[0-9]+\.[0-9]+ ?us/D us/g' \
+		-e 's/[!#@*$+] D us/D us/g; s/duration=[0-9.]+/duration=D/g; s/"ts_ns":[0-9]+/"ts_ns":N/g' \
+		-e 's/^([^ ]+;[^ ]+|[^ ;]+) [0-9]+$/\1 N/; s/opening .*\/(old|new)\//opening /' \
 		-e 's/"(ts|pid|tid|dur|duration_ns|time_ns|total_ns|min_ns|max_ns|avg_ns|elapsed_ns|t0_ns)": ?[0-9.]+/"\1":N/g' \
 		-e 's/(elapsed|held-us|us|ns|avg|min|max|total|time)[ =:]+[0-9.]+/\1 N/g' \
+		-e 's/([a-z0-9_.]+)-[0-9]+( +=>| *$)/\1-P\2/g' \
 		-e 's/"(task|name)": "([a-z0-9_.]+)-[0-9]+"/"\1": "\2-P"/g' \
-		-e 's/"elapsed": [0-9.]+/"elapsed": N/; s/0xffffffff[0-9a-f]{8}/ADDR/g' \
+		-e 's/"elapsed": [0-9.]+/"elapsed": N/; s/(0x)?ffffffff[0-9a-f]{8}/ADDR/g' \
 		-e 's/pid=[0-9]+/pid=P/g; s/\(([0-9]+)\)/(P)/g' "$@"
 }
 
@@ -43,11 +47,11 @@ run_case() { # hv dir opts...
 	mkdir -p "$dir"
 	"$hv" run --qemu --kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz" --smp 1 \
 		--append "$append" --console "$dir/console" --summary "$dir/summary.json" \
-		--quiet "$@" -o "$dir/trace" 2> "$dir/stderr"
+		--quiet --timeout 600 "$@" -o "$dir/trace" 2> "$dir/stderr"
 	echo "exit $?" > "$dir/exit"
 	"$hv" record --qemu --kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz" --smp 1 \
-		--append "$append" --console /dev/null --quiet "$@" -o "$dir/trace.dat" \
-		2> "$dir/record.stderr" | grep -v '^$' > /dev/null
+		--append "$append" --console /dev/null --quiet --timeout 600 "$@" -o "$dir/trace.dat" \
+		2> "$dir/record.stderr" > /dev/null
 	echo "record exit $?" >> "$dir/exit"
 	trace-cmd report -i "$dir/trace.dat" 2>&1 | sed 1d > "$dir/trace-cmd.txt"
 	"$hv" report -i "$dir/trace.dat" > "$dir/report.txt" 2>> "$dir/stderr"
@@ -64,7 +68,7 @@ run_case() { # hv dir opts...
 bad=0
 for c in "${cases[@]}"; do
 	name=${c%%|*}
-	read -r -a opts <<< "${c#*|}"
+	[ -n "${CASES:-}" ] && [[ ",$CASES," != *",$name,"* ]] && continue
 	# the -e specs hold spaces: split on the option words, not inside parentheses
 	mapfile -t opts < <(python3 -c 'import re,sys; print("\n".join(re.findall(r"\S+\([^)]*\)|\S+", sys.argv[1])))' "${c#*|}")
 	run_case "$old" "$work/$name/old" "${opts[@]}"
