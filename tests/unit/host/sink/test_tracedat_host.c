@@ -98,7 +98,7 @@ static void test_host_format(void **state)
 {
 	const char *paths[] = {"/sys/kernel/tracing/events/kvm/kvm_exit/format",
 			       "/sys/kernel/debug/tracing/events/kvm/kvm_exit/format"};
-	struct tep_handle *tep;
+	struct tep_handle *tep = NULL;
 	struct tep_event *ev = NULL;
 	char *fmt = NULL, name[HOST_SIDE_NAME_LEN];
 	size_t len = 0;
