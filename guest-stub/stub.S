@@ -14,26 +14,30 @@
  *                     records the return and goes on to the saved address. It needs nothing from
  *                     the host, so a guest whose tracer vanished still returns correctly.
  *
- * Interrupts are off from the first instruction to the last (the flags are restored by POPF), so a
- * record and a shadow-stack update are never split by preemption or migration. Every register is
- * preserved. */
+ * Interrupts are off from the first instruction to the last (CLI after PUSHF; STI just before the
+ * RET when they were on, see RESTORE_RET), so a record and a shadow-stack update are never split by
+ * preemption or migration. Every register is preserved, and of the flags IF (the others are dead
+ * across a call, and the stub changes none of them). */
 #include "guest-stub/stub_abi.h"
 
-/* Stack frame after PUSHF and the ten pushes. */
-#define F_R14 0
-#define F_R13 8
-#define F_R12 16
-#define F_R11 24
-#define F_R10 32
-#define F_RBP 40
-#define F_RBX 48
-#define F_RDX 56
-#define F_RCX 64
-#define F_RAX 72
-#define F_FLAGS 80
-#define F_SITE 88  /* entry: site + 5 */
-#define F_SLOT 96  /* entry: the function's return-address slot */
-#define F_RSLOT 88 /* return: the slot the RET came through */
+#define X86_EFLAGS_IF 0x200
+
+/* Stack frame after PUSHF and the eleven pushes. */
+#define F_R15 0
+#define F_R14 8
+#define F_R13 16
+#define F_R12 24
+#define F_R11 32
+#define F_R10 40
+#define F_RBP 48
+#define F_RBX 56
+#define F_RDX 64
+#define F_RCX 72
+#define F_RAX 80
+#define F_FLAGS 88
+#define F_SITE 96   /* entry: site + 5 */
+#define F_SLOT 104  /* entry: the function's return-address slot */
+#define F_RSLOT 96 /* return: the slot the RET came through */
 
 .macro SAVE
 	pushfq
@@ -48,9 +52,16 @@
 	push %r12
 	push %r13
 	push %r14
+	push %r15
 .endm
 
-.macro RESTORE
+/* Restores what SAVE saved and returns. Of the flags only IF is restored, with STI when SAVE found it
+ * set: the arithmetic flags are dead at a function's entry and after its return (the psABI keeps
+ * none across a call), the stub changes no other flag, and under TCG POPF ends the translation block
+ * through the main loop, the dearest instruction here (a third of the stub's cost on Linux 7.3).
+ * STI's one-instruction shadow covers the RET: no interrupt comes in before it. */
+.macro RESTORE_RET
+	pop %r15
 	pop %r14
 	pop %r13
 	pop %r12
@@ -61,7 +72,13 @@
 	pop %rdx
 	pop %rcx
 	pop %rax
-	popfq
+	testb $(X86_EFLAGS_IF >> 8), 1(%rsp)
+	leaq 8(%rsp), %rsp
+	jz .Lrr_off\@
+	sti
+	ret
+.Lrr_off\@:
+	ret
 .endm
 
 /* The head of the record at rax: type \type on CPU r12 (depth 0), no flags, the TSC in rbp.
@@ -108,6 +125,137 @@
 	andq H_STACKS_MASK(%rbx), %rcx
 	shlq $STUB_STACK_SHIFT, %rcx
 	addq H_STACKS(%rbx), %rcx
+.endm
+
+/* The hot paths are straight-line code: under TCG every RET is an indirect jump looked up at run
+ * time, so what runs on every event is expanded in place (TASK, TASK_ID, ANNOUNCE, RESERVE1, SLOT,
+ * DEPTH) and only the rare cases call out of line. */
+
+/* rax = the current task pointer of CPU r12 (0 if unknown): the u64 at %gs:H_CUR_GS_OFF when
+ * H_CUR_GS_ON is set, else the u64 H_CUR_SLOTS[r12] points at. */
+.macro TASK
+	cmpq $0, H_CUR_GS_ON(%rbx)
+	jne .Ltask_gs\@
+	movq H_CUR_SLOTS(%rbx,%r12,8), %rax
+	testq %rax, %rax
+	jz .Ltask_out\@
+	movq (%rax), %rax
+	jmp .Ltask_out\@
+.Ltask_gs\@:
+	movq H_CUR_GS_OFF(%rbx), %rax
+	movq %gs:(%rax), %rax
+.Ltask_out\@:
+.endm
+
+/* edx = the identity of task rax (stub_task_id in stub_abi.h); 0 with no task or when the header's
+ * H_COMM_OFF is 0. Clobbers rcx. */
+.macro TASK_ID
+	xorl %edx, %edx
+	testq %rax, %rax
+	jz .Ltid_out\@
+	movq H_COMM_OFF(%rbx), %rcx
+	testq %rcx, %rcx
+	jz .Ltid_out\@
+	movq (%rax,%rcx), %rdx
+	xorq 8(%rax,%rcx), %rdx
+	movq %rdx, %rcx
+	shrq $32, %rcx
+	xorl %ecx, %edx
+	movq H_PID_OFF(%rbx), %rcx
+	movl (%rax,%rcx), %ecx
+	imull $0x9e3779b1, %ecx, %ecx
+	xorl %ecx, %edx
+	orl $1, %edx
+.Ltid_out\@:
+.endm
+
+/* r15 = CPU r12's current task, edx = its identity (TASK, TASK_ID), announced (.Lannounce) when
+ * it is not the one this CPU's ring last announced. Clobbers rax, rcx. */
+.macro ANNOUNCE
+	TASK
+	TASK_ID
+	movq %rax, %r15
+	testl %edx, %edx
+	jz .Lann_out\@
+	movq %r12, %rcx
+	shlq $6, %rcx
+	leaq .Lbase+STUB_RINGHDR_OFF(%rip), %rax
+	addq %rax, %rcx /* this CPU's ring header */
+	cmpq RH_LAST_TASK(%rcx), %r15
+	jne .Lann_new\@
+	cmpl RH_LAST_ID(%rcx), %edx
+	je .Lann_out\@
+.Lann_new\@:
+	call .Lannounce
+.Lann_out\@:
+.endm
+
+/* The record of index rax on CPU r12's ring, in rax, its sequence number stashed. Clobbers rcx, rdx. */
+.macro SLOT
+	leaq 1(%rax), %rdx
+	movq H_RING_MASK(%rbx), %rcx
+	andq %rcx, %rax
+	incq %rcx
+	imulq %r12, %rcx
+	addq %rcx, %rax
+	shlq $STUB_REC_SHIFT, %rax
+	addq H_RINGS(%rbx), %rax
+	movl %edx, R_STASH(%rax)
+.endm
+
+/* One record reserved on CPU r12's ring, in rax (0: the ring is full; .Lreserve, which waits for
+ * room under backpressure and counts the loss, decides). Clobbers rcx, rdx.
+ * Only CPU r12 moves its ring's head (the host moves the tail), with interrupts off, so the one thing
+ * that can come between the read of the head and its update is an NMI whose handler reaches a probe:
+ * CMPXCHG is one instruction, atomic against that without LOCK (as the kernel's local_cmpxchg). */
+.macro RESERVE1
+	movq %r12, %rcx
+	shlq $6, %rcx
+	leaq .Lbase+STUB_RINGHDR_OFF(%rip), %rdx
+	addq %rdx, %rcx
+.Lrs_again\@:
+	movq RH_HEAD(%rcx), %rax
+	movq %rax, %rdx
+	subq RH_TAIL(%rcx), %rdx
+	cmpq H_RING_MASK(%rbx), %rdx
+	ja .Lrs_full\@
+	leaq 1(%rax), %rdx
+	cmpxchgq %rdx, RH_HEAD(%rcx) /* this CPU's alone: no LOCK needed (see RESERVE1) */
+	jne .Lrs_again\@
+	SLOT
+	jmp .Lrs_out\@
+.Lrs_full\@:
+	push %r11
+	movl $1, %r11d
+	call .Lreserve
+	pop %r11
+.Lrs_out\@:
+.endm
+
+/* The depth of frame rcx on the shadow stack at r10, counted from the graph's root frame when there
+ * is one, at most 255, in eax. Clobbers rdx. */
+.macro DEPTH
+	movq %rcx, %rax
+	movq S_ROOT(%r10), %rdx
+	testq %rdx, %rdx
+	jz .Ldepth_root\@
+	decq %rdx
+	subq %rdx, %rax
+.Ldepth_root\@:
+	cmpq $255, %rax
+	jbe .Ldepth_out\@
+	movl $255, %eax
+.Ldepth_out\@:
+.endm
+
+/* Unlocks the shadow stack at r10, freed if it is empty. Clobbers rcx. */
+.macro RELEASE
+	movq S_NR(%r10), %rcx
+	testq %rcx, %rcx
+	jnz .Lrel_busy\@
+	movq $0, S_KEY(%r10)
+.Lrel_busy\@:
+	movq $0, S_LOCK(%r10)
 .endm
 
 /* rbx = header, rbp = TSC, r12 = CPU number (all-ones when out of range): from one RDTSCP
@@ -205,13 +353,17 @@ hvt_stub_entry_ret_args:
 	jz .Lout
 	movl $10, %r10d
 2:
-	call .Lannounce
-	movl %r10d, %r11d
-	shrl $1, %r11d
-	andl $1, %r11d
-	incl %r11d /* records: 1, or 2 with the argument registers */
+	ANNOUNCE
+	movl %edx, %r11d
+	shlq $32, %r11
+	orq %r11, %r10 /* the identity, kept in r10's high half until the commit */
+	testl $2, %r10d
+	jnz 1f
+	RESERVE1
+	jmp 4f
+1:	movl $2, %r11d /* the entry and the argument registers */
 	call .Lreserve
-	movq %rax, %r13
+4:	movq %rax, %r13
 	testq %r13, %r13
 	jz .Lout /* ring full: counted, and the return is not hooked either */
 	testl $2, %r10d
@@ -239,10 +391,10 @@ hvt_stub_entry_ret_args:
 	movq %rax, R_PARENT(%r13)
 	movq F_RAX(%rsp), %rax
 	movq %rax, R_RAX(%r13)
-	call .Ltask
-	movq %rax, R_TASK(%r13)
-	call .Ltask_id
-	movl %edx, R_T0(%r13) /* kept there (unused in an entry) until the commit */
+	movq %r15, R_TASK(%r13)
+	movq %r10, %rax
+	shrq $32, %rax
+	movl %eax, R_T0(%r13) /* kept there (unused in an entry) until the commit */
 	movl %r12d, %r11d
 	shll $16, %r11d
 	orl $STUB_REC_ENTRY, %r11d
@@ -284,7 +436,7 @@ hvt_stub_entry_ret_args:
 	jne 5f
 	leaq 1(%rcx), %rax
 	movq %rax, S_ROOT(%r10)
-5:	call .Ldepth
+5:	DEPTH
 	shll $8, %eax
 	orl %eax, %r11d
 	shlq $5, %rcx
@@ -302,13 +454,13 @@ hvt_stub_entry_ret_args:
 	movq $0, S_LOCK(%r10)
 	jmp .Lcommit_entry
 .Lfull:
-	call .Lrelease
+	RELEASE
 .Lnohook:
 	lock incq H_NO_STACK(%rbx)
 	xorl $(STUB_REC_ENTRY ^ STUB_REC_ENTRY_NOHOOK), %r11d
 	jmp .Lcommit_entry
 .Lskip:
-	call .Lrelease
+	RELEASE
 	andl $0xffff0000, %r11d
 	testl $STUB_F_ARGS, R_FLAGS(%r13)
 	jz 7f
@@ -324,8 +476,7 @@ hvt_stub_entry_ret_args:
 	movl %edx, R_TASK_ID(%r13) /* before the commit: the host reads it once R_SEQ is there */
 	movl %eax, R_SEQ(%r13)
 .Lout:
-	RESTORE
-	ret
+	RESTORE_RET
 
 hvt_stub_ret:
 	subq $8, %rsp
@@ -350,9 +501,9 @@ hvt_stub_ret:
 	movq E_TSC(%rcx), %r11
 	decq S_NR(%r10)
 	movq S_NR(%r10), %rcx
-	call .Ldepth
+	DEPTH
 	FIX_ROOT /* the root itself returning ends the graph */
-	call .Lrelease
+	RELEASE
 	movl %r12d, %r10d
 	shll $16, %r10d
 	shll $8, %eax
@@ -360,11 +511,10 @@ hvt_stub_ret:
 	orl $STUB_REC_RETURN, %r10d
 	cmpq $-1, %r12
 	je .Lr_out
-	call .Lannounce
-	push %r11 /* the entry's TSC */
-	movl $1, %r11d
-	call .Lreserve
-	pop %r11
+	ANNOUNCE
+	push %rdx /* the identity */
+	RESERVE1
+	pop %rdx
 	testq %rax, %rax
 	jz .Lr_out
 	movl %r10d, R_TYPE(%rax)
@@ -376,42 +526,15 @@ hvt_stub_ret:
 	movq F_RAX(%rsp), %rcx
 	movq %rcx, R_RAX(%rax)
 	movq %r11, R_T0(%rax)
-	movq %rax, %r13
-	call .Ltask
-	movq %rax, R_TASK(%r13)
-	call .Ltask_id
-	movl R_STASH(%r13), %eax
-	movl %edx, R_TASK_ID(%r13)
-	movl %eax, R_SEQ(%r13)
+	movq %r15, R_TASK(%rax)
+	movl R_STASH(%rax), %ecx
+	movl %edx, R_TASK_ID(%rax)
+	movl %ecx, R_SEQ(%rax)
 .Lr_out:
-	RESTORE
-	ret /* to the saved return address, now back in the slot */
+	RESTORE_RET /* to the saved return address, now back in the slot */
 .Lorphan:
 	/* A return through the stub with no frame for its slot: only a host bug can cause it. */
 	ud2
-
-/* The depth of frame rcx on the shadow stack at r10, counted from the graph's root frame when there
- * is one, at most 255, in eax. Clobbers rdx. */
-.Ldepth:
-	movq %rcx, %rax
-	movq S_ROOT(%r10), %rdx
-	testq %rdx, %rdx
-	jz 13f
-	decq %rdx
-	subq %rdx, %rax
-13:	cmpq $255, %rax
-	jbe 14f
-	movl $255, %eax
-14:	ret
-
-/* Unlocks the shadow stack at r10, freed if it is empty. Clobbers rcx. */
-.Lrelease:
-	movq S_NR(%r10), %rcx
-	testq %rcx, %rcx
-	jnz 12f
-	movq $0, S_KEY(%r10)
-12:	movq $0, S_LOCK(%r10)
-	ret
 
 /* Reserves r11 (1 or 2) consecutive records on CPU r12's ring: the first in rax, the second in rcx,
  * each with its sequence number stashed; rax = 0 when the ring is full (counted in the ring's lost).
@@ -429,7 +552,7 @@ hvt_stub_ret:
 	cmpq H_RING_MASK(%rbx), %rdx
 	ja 8f
 	leaq (%rax,%r11), %rdx
-	lock cmpxchgq %rdx, RH_HEAD(%rcx)
+	cmpxchgq %rdx, RH_HEAD(%rcx) /* this CPU's alone: no LOCK needed (see RESERVE1) */
 	jne 7b
 	cmpl $1, %r11d
 	je .Lslot
@@ -470,91 +593,34 @@ hvt_stub_ret:
 	xorl %eax, %eax
 	ret
 
-/* The record of index rax on CPU r12's ring, in rax, its sequence number stashed. Clobbers rcx, rdx. */
+/* SLOT, out of line for .Lreserve. */
 .Lslot:
-	leaq 1(%rax), %rdx
-	movq H_RING_MASK(%rbx), %rcx
-	andq %rcx, %rax
-	incq %rcx
-	imulq %r12, %rcx
-	addq %rcx, %rax
-	shlq $STUB_REC_SHIFT, %rax
-	addq H_RINGS(%rbx), %rax
-	movl %edx, R_STASH(%rax)
+	SLOT
 	ret
 
-/* The current task pointer of CPU r12 (0 if unknown) in rax: the u64 at %gs:H_CUR_GS_OFF when
- * H_CUR_GS_ON is set, else the u64 H_CUR_SLOTS[r12] points at. */
-.Ltask:
-	leaq .Lbase+STUB_HDR_OFF(%rip), %rax
-	cmpq $0, H_CUR_GS_ON(%rax)
-	jne 8f
-	movq H_CUR_SLOTS(%rax,%r12,8), %rax
-	testq %rax, %rax
-	jz 9f
-	movq (%rax), %rax
-9:	ret
-8:	movq H_CUR_GS_OFF(%rax), %rax
-	movq %gs:(%rax), %rax
-	ret
-
-/* The identity of task rax (stub_task_id in stub_abi.h) in edx; 0 with no task or when the header's
- * H_COMM_OFF is 0. Clobbers rcx. */
-.Ltask_id:
-	xorl %edx, %edx
-	testq %rax, %rax
-	jz 1f
-	movq H_COMM_OFF(%rbx), %rcx
-	testq %rcx, %rcx
-	jz 1f
-	movq (%rax,%rcx), %rdx
-	xorq 8(%rax,%rcx), %rdx
-	movq %rdx, %rcx
-	shrq $32, %rcx
-	xorl %ecx, %edx
-	movq H_PID_OFF(%rbx), %rcx
-	movl (%rax,%rcx), %ecx
-	imull $0x9e3779b1, %ecx, %ecx
-	xorl %ecx, %edx
-	orl $1, %edx
-1:	ret
-
-/* Announces CPU r12's current task when it is not the one this CPU's ring last announced (a task
- * switch, or a new identity: exec renamed it, or its struct now holds another task): a STUB_REC_TASK
- * record with its pointer, identity, pid and comm as they are now, ahead of the event's record, so
- * that the host names the events after it as the task was then, however late it reads them. With
- * no identity (H_COMM_OFF 0) or a full ring, nothing (the host reads the task itself). Clobbers
- * rax, rcx, rdx. */
+/* Announces task r15 of identity edx on CPU r12, whose ring header is rcx (ANNOUNCE found it is
+ * not the one this ring last announced: a task switch, or a new identity: exec renamed it, or its
+ * struct now holds another task): a STUB_REC_TASK record with its pointer, identity, pid and comm as
+ * they are now, ahead of the event's record, so that the host names the events after it as the task
+ * was then, however late it reads them. With a full ring, nothing (counted lost; the next event
+ * tries again). Preserves edx; clobbers rax, rcx. */
 .Lannounce:
 	push %r11
 	push %r13
-	call .Ltask
-	call .Ltask_id
-	testl %edx, %edx
-	jz 9f
-	movq %r12, %r13
-	shlq $6, %r13
-	leaq .Lbase+STUB_RINGHDR_OFF(%rip), %rcx
-	addq %rcx, %r13 /* this CPU's ring header */
-	cmpq RH_LAST_TASK(%r13), %rax
-	jne 1f
-	cmpl RH_LAST_ID(%r13), %edx
-	je 9f
-1:	push %rax
 	push %rdx
+	movq %rcx, %r13
 	movl $1, %r11d
 	call .Lreserve
 	testq %rax, %rax
-	jz 8f /* ring full: counted lost; the next event tries again */
+	jz 8f
 	REC_HEAD STUB_REC_TASK, %ecx
-	movq 8(%rsp), %rcx /* the task */
-	movq %rcx, R_TASK(%rax)
+	movq %r15, R_TASK(%rax)
 	movq H_PID_OFF(%rbx), %rdx
-	movl (%rcx,%rdx), %edx
+	movl (%r15,%rdx), %edx
 	movq %rdx, R_IP(%rax)
 	movq $0, R_PARENT(%rax)
 	movq H_COMM_OFF(%rbx), %rdx
-	addq %rdx, %rcx
+	leaq (%r15,%rdx), %rcx
 	movq (%rcx), %rdx
 	movq %rdx, R_RAX(%rax)
 	movq 8(%rcx), %rdx
@@ -563,12 +629,10 @@ hvt_stub_ret:
 	movl R_STASH(%rax), %ecx
 	movl %edx, R_TASK_ID(%rax)
 	movl %ecx, R_SEQ(%rax)
-	movq 8(%rsp), %rcx
-	movq %rcx, RH_LAST_TASK(%r13)
+	movq %r15, RH_LAST_TASK(%r13)
 	movl %edx, RH_LAST_ID(%r13)
 8:	pop %rdx
-	pop %rax
-9:	pop %r13
+	pop %r13
 	pop %r11
 	ret
 

@@ -161,20 +161,23 @@ static bool cpu_in_interrupt(struct stub_drain *d, unsigned cpu)
 	struct target *tgt = d->c.tgt;
 	uint32_t count = 0;
 
-	return cpu < VMI_MAX_CPUS && d->c.task && d->c.task->preempt_slot[cpu] &&
-	       tgt->ops->read_kernel &&
-	       tgt->ops->read_kernel(tgt, d->c.task->preempt_slot[cpu], &count, 4) == 0 &&
+	if (cpu >= VMI_MAX_CPUS || !d->c.task || !d->c.task->preempt_slot[cpu] ||
+	    !tgt->ops->read_kernel)
+		return false; /* no preempt count to read: a guest whose interrupts we cannot see */
+	/* a count that cannot be read says nothing: taken as "in an interrupt" */
+	return tgt->ops->read_kernel(tgt, d->c.task->preempt_slot[cpu], &count, 4) < 0 ||
 	       (count & d->c.task->in_interrupt_mask) != 0;
 }
 
 /* True if some vCPU is executing the stub's code right now, or may return into it from an interrupt
- * (target paused). */
+ * (target paused); also when a vCPU's registers cannot be read (a failed or unfinished stop): the
+ * stub is unmapped only once every vCPU is known to be out of it. */
 static bool cpu_inside(struct stub_drain *d)
 {
 	for (unsigned i = 0; i < d->c.nr_cpus; i++) {
 		struct x86_regs regs;
 
-		if (d->c.tgt->ops->get_regs(d->c.tgt, i, &regs) == 0 &&
+		if (d->c.tgt->ops->get_regs(d->c.tgt, i, &regs) < 0 ||
 		    stub_owns_rip(&d->stub, regs.rip))
 			return true;
 		if (cpu_in_interrupt(d, i))
@@ -263,7 +266,7 @@ int stub_drain_detach(struct stub_drain *d)
 		 * for room in a full ring (which the drain, still running, makes); leave it in place
 		 */
 		fprintf(stderr, "hvtrace: a vCPU stays inside the stub (or in an interrupt that may "
-				"return into it): it is left mapped%s\n",
+				"return into it, or its registers cannot be read): it is left mapped%s\n",
 			ret ? "" : " (every site and return slot is restored)");
 		if (!ret)
 			ret = -EBUSY; /* nothing else failed: the stub alone stays */

@@ -41,7 +41,7 @@ one() {
 	local name=$1 append=$2 con=$work/$1.con pid t0 t1
 	shift 2
 	rm -f "$con"
-	./hvtrace run "${boot[@]}" --append "${kaslr}hvt.bench=$rounds $append" \
+	"${HVTRACE:-./hvtrace}" run "${boot[@]}" --append "${kaslr}hvt.bench=$rounds $append" \
 		--timeout 900 -o /dev/null --console "$con" --stats "$@" 2> "$work/$name.err" &
 	pid=$!
 	until grep -q "bench start" "$con" 2>/dev/null; do
@@ -117,6 +117,15 @@ stub_probes=$(sed -n 's/.*stats: stub probes \([0-9]*\) .*/\1/p' "$work/stub_all
 sfield() { sed -n "s/.*stats: stub probes .* $1 \([0-9]*\).*/\1/p" "$work/stub_all.err"; }
 stub_lost=$(($(sfield lost) + $(sfield guest-reported-lost)))
 stub_pauses=$(sfield pauses) stub_paused=$(sfield paused-us)
+# BENCH_PARTS=stub: the stub-against-ftrace part alone (trying a change to the stub)
+if [ "${BENCH_PARTS:-all}" = stub ]; then
+	awk -v kn="${kernel_name:-?}" -v b="$t_base" -v fa="$t_ftrace_all" -v sa="$t_stub_all" -v ea="$e_all" \
+		-v lost="$stub_lost" 'BEGIN {
+	ca = (fa - b) / ea; cs = (sa - b) / ea
+	printf "%s: untraced %.3f s, ftrace %.3f s (%.3f us/event), stub %.3f s (%.3f us/event, lost %d), ratio %.2f\n", kn, b, fa, 1e6 * ca, sa, 1e6 * cs, lost, cs / ca
+}'
+	exit 0
+fi
 # trap probes cost milliseconds each through the gdbstub: a few functions only
 one ftrace_few "hvt.ftrace=$few" -p nop
 e_few=$events
@@ -159,11 +168,11 @@ whole() {
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 	line=$(grep "stats: stub probes" "$work/$name.err")
 }
-whole text ./hvtrace run -o /dev/null
+whole text "${HVTRACE:-./hvtrace}" run -o /dev/null
 t_text=$secs l_text=$line
-whole lossy ./hvtrace run -o /dev/null --no-backpressure
+whole lossy "${HVTRACE:-./hvtrace}" run -o /dev/null --no-backpressure
 t_lossy=$secs l_lossy=$line
-whole record ./hvtrace record -o "$work/all.dat"
+whole record "${HVTRACE:-./hvtrace}" record -o "$work/all.dat"
 t_rec=$secs l_rec=$line
 dat_bytes=$(stat -c %s "$work/all.dat")
 field() { sed -n "s/.* $2 \([0-9]*\).*/\1/p" <<<"$1"; }

@@ -63,10 +63,17 @@ static int clock_1ghz(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *k
 	return 0;
 }
 
-static int no_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+/* vCPU registers: every vCPU outside the stub (RIP 0), unless a test makes them unreadable for the
+ * next @regs_unreadable runs (-1: for good). */
+static int regs_unreadable;
+
+static int vcpu_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
 {
-	(void)t, (void)cpu, (void)regs;
-	return -EIO;
+	(void)t, (void)cpu;
+	if (regs_unreadable)
+		return -EIO;
+	memset(regs, 0, sizeof(*regs));
+	return 0;
 }
 
 static int pause_nop(struct target *t)
@@ -85,6 +92,8 @@ static void resume_nop(struct target *t)
 {
 	(void)t;
 	resumes++;
+	if (regs_unreadable > 0)
+		regs_unreadable--;
 	if (irq_runs > 0 && --irq_runs == 0)
 		memset(guest + PREEMPT_AT, 0, 4);
 }
@@ -120,7 +129,7 @@ static const struct target_ops guest_ops = {
     .stub_map = place,
     .stub_unmap = drop,
     .tsc_sync = clock_1ghz,
-    .get_regs = no_regs,
+    .get_regs = vcpu_regs,
     .pause = pause_nop,
     .resume = resume_nop,
     .read_kernel = kernel_read,
@@ -483,6 +492,30 @@ static void test_detach_keeps_stub_for_endless_interrupt(void **state)
 	assert_false(d.stub.placed);
 }
 
+/* A vCPU whose registers cannot be read (a stop that failed or has not finished) may be inside the
+ * stub: the detach lets the guest run until they can be read, and keeps the stub mapped when they
+ * never can. */
+static void test_detach_waits_for_readable_registers(void **state)
+{
+	(void)state;
+	regs_unreadable = 2;
+	resumes = 0;
+	assert_int_equal(stub_drain_detach(&d), 0);
+	assert_int_equal(resumes, 2);
+	assert_false(d.stub.placed);
+}
+
+static void test_detach_keeps_stub_when_registers_unreadable(void **state)
+{
+	(void)state;
+	regs_unreadable = -1;
+	assert_int_equal(stub_drain_detach(&d), -EBUSY);
+	assert_true(d.stub.placed);
+	regs_unreadable = 0;
+	assert_int_equal(stub_drain_detach(&d), 0);
+	assert_false(d.stub.placed);
+}
+
 /* ---- task names: the identity the stub records (R_TASK_ID) --------------------------------- */
 
 #define TASK_AT	  0x9000ull /* a task struct in guest memory */
@@ -639,6 +672,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_events_outside_graph, setup_event, teardown),
 	    cmocka_unit_test_setup_teardown(test_detach_waits_out_interrupts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_detach_keeps_stub_for_endless_interrupt, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_detach_waits_for_readable_registers, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_detach_keeps_stub_when_registers_unreadable, setup,
 					    teardown),
 	};
 
