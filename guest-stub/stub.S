@@ -131,6 +131,14 @@
  * time, so what runs on every event is expanded in place (TASK, TASK_ID, ANNOUNCE, RESERVE1, SLOT,
  * DEPTH) and only the rare cases call out of line. */
 
+/* rcx = CPU r12's ring header (STUB_RINGHDR_OFF + r12 * STUB_RINGHDR_SIZE); clobbers \tmp. */
+.macro RING_HDR tmp
+	movq %r12, %rcx
+	shlq $6, %rcx
+	leaq .Lbase+STUB_RINGHDR_OFF(%rip), \tmp
+	addq \tmp, %rcx
+.endm
+
 /* rax = the current task pointer of CPU r12 (0 if unknown): the u64 at %gs:H_CUR_GS_OFF when
  * H_CUR_GS_ON is set, else the u64 H_CUR_SLOTS[r12] points at. */
 .macro TASK
@@ -177,10 +185,7 @@
 	movq %rax, %r15
 	testl %edx, %edx
 	jz .Lann_out\@
-	movq %r12, %rcx
-	shlq $6, %rcx
-	leaq .Lbase+STUB_RINGHDR_OFF(%rip), %rax
-	addq %rax, %rcx /* this CPU's ring header */
+	RING_HDR %rax
 	cmpq RH_LAST_TASK(%rcx), %r15
 	jne .Lann_new\@
 	cmpl RH_LAST_ID(%rcx), %edx
@@ -209,10 +214,7 @@
  * that can come between the read of the head and its update is an NMI whose handler reaches a probe:
  * CMPXCHG is one instruction, atomic against that without LOCK (as the kernel's local_cmpxchg). */
 .macro RESERVE1
-	movq %r12, %rcx
-	shlq $6, %rcx
-	leaq .Lbase+STUB_RINGHDR_OFF(%rip), %rdx
-	addq %rdx, %rcx
+	RING_HDR %rdx
 .Lrs_again\@:
 	movq RH_HEAD(%rcx), %rax
 	movq %rax, %rdx
@@ -220,7 +222,7 @@
 	cmpq H_RING_MASK(%rbx), %rdx
 	ja .Lrs_full\@
 	leaq 1(%rax), %rdx
-	cmpxchgq %rdx, RH_HEAD(%rcx) /* this CPU's alone: no LOCK needed (see RESERVE1) */
+	cmpxchgq %rdx, RH_HEAD(%rcx) /* no LOCK: see above */
 	jne .Lrs_again\@
 	SLOT
 	jmp .Lrs_out\@
@@ -542,10 +544,7 @@ hvt_stub_ret:
  * many TSC ticks, until the host has made room; a wait that times out sets the ring's RH_GAVE_UP, and
  * no more is waited on that ring until the host clears it. Clobbers rdx. */
 .Lreserve:
-	movq %r12, %rcx
-	shlq $6, %rcx
-	leaq .Lbase+STUB_RINGHDR_OFF(%rip), %rdx
-	addq %rdx, %rcx
+	RING_HDR %rdx
 7:	movq RH_HEAD(%rcx), %rax
 	leaq -1(%rax,%r11), %rdx
 	subq RH_TAIL(%rcx), %rdx
