@@ -622,7 +622,9 @@ static void read_host_pair(const char *merged, const char *host_label, const cha
 	for (unsigned i = 0; i < nv; i++)
 		asleep[i] = -1;
 	memset(hp, 0, sizeof(*hp));
-	assert_int_equal(regcomp(&rec, "^ *([^ :]+): .*\\[([0-9]+)\\] ([^ ]+ )?([0-9]+\\.[0-9]+): ",
+	/* trace-cmd right-aligns the timestamp: "[000]   815.544075" on a host up for less than
+	 * 10000 s, "[000] 12345.544075" after (a fresh CI machine once matched no line at all) */
+	assert_int_equal(regcomp(&rec, "^ *([^ :]+): .*\\[([0-9]+)\\] +([^ ]+ +)?([0-9]+\\.[0-9]+): ",
 				 REG_EXTENDED),
 			 0);
 	assert_int_equal(regcomp(&sw, "sched_switch: +.*:([0-9]+) \\[[0-9]+\\] ([A-Z+]+) ==> .*:([0-9]+) \\[",
@@ -734,7 +736,9 @@ static void check_record_host_of(bool stub)
 	       "dd reads %ld, deepest into a vCPU sleep %.0f us\n",
 	       hp.guest_lines, guest_records, hp.host_lines, hp.switches, hp.sleeps, hp.dd_reads,
 	       hp.worst_us);
-	assert_int_equal(hp.guest_lines, guest_records);
+	if (hp.guest_lines != guest_records) /* what trace-cmd said instead, for the log */
+		fail_msg("trace-cmd report -i %s -i %s: %ld guest lines, %ld alone; it printed: %.1500s",
+			 host, record_dat, hp.guest_lines, guest_records, merged);
 	assert_int_equal(hp.dd_reads, 7);
 	assert_true(hp.switches > 0 && hp.sleeps > 0);
 	if (stub) {
