@@ -94,33 +94,59 @@ bool host_side_reason_from_info(const char *info, char *name, size_t len)
 	return true;
 }
 
+/* The index of @reason in h->names, or h->nr_names when it has none: O(1) for the reasons of VMX
+ * and SVM (one lookup an exit record), a scan of at most HOST_SIDE_NAMES for any other number. */
+static unsigned name_index(const struct host_side *h, uint32_t reason)
+{
+	unsigned i;
+
+	if (reason < HOST_SIDE_INDEXED)
+		return h->named[reason] ? h->named[reason] - 1u : h->nr_names;
+	for (i = 0; i < h->nr_names && h->names[i].reason != reason; i++)
+		;
+	return i;
+}
+
 const char *host_side_reason_name(const struct host_side *h, uint32_t reason)
 {
-	for (unsigned i = 0; i < h->nr_names; i++)
-		if (h->names[i].reason == reason)
-			return h->names[i].name[0] ? h->names[i].name : NULL;
-	return NULL;
+	unsigned i = name_index(h, reason);
+
+	return i < h->nr_names && h->names[i].name[0] ? h->names[i].name : NULL;
 }
 
 /* The first exit of a reason: its name from the record printed by the file's own format. */
-static void learn_name(struct host_side *h, struct tep_handle *tep, struct tep_record *rec,
-		       uint32_t reason)
+bool host_side_learns(const struct host_side *h, uint32_t reason)
 {
-	struct trace_seq seq;
-	unsigned i;
+	return name_index(h, reason) == h->nr_names && h->nr_names < HOST_SIDE_NAMES;
+}
 
-	for (i = 0; i < h->nr_names && h->names[i].reason != reason; i++)
-		;
-	if (i < h->nr_names || i >= HOST_SIDE_NAMES)
+void host_side_learn(struct host_side *h, uint32_t reason, const char *info)
+{
+	unsigned i = h->nr_names;
+
+	if (!host_side_learns(h, reason))
 		return;
 	h->names[i].reason = reason;
 	h->names[i].name[0] = 0;
 	h->nr_names++;
+	if (reason < HOST_SIDE_INDEXED)
+		h->named[reason] = (uint8_t)(i + 1);
+	if (info)
+		host_side_reason_from_info(info, h->names[i].name, sizeof(h->names[i].name));
+}
+
+static void learn_name(struct host_side *h, struct tep_handle *tep, struct tep_record *rec,
+		       uint32_t reason)
+{
+	struct trace_seq seq;
+
+	if (!host_side_learns(h, reason))
+		return;
 	trace_seq_init(&seq);
 	tep_print_event(tep, &seq, rec, "%s", TEP_PRINT_INFO);
 	trace_seq_terminate(&seq);
-	if (seq.state == TRACE_SEQ__GOOD && seq.buffer)
-		host_side_reason_from_info(seq.buffer, h->names[i].name, sizeof(h->names[i].name));
+	host_side_learn(h, reason,
+			seq.state == TRACE_SEQ__GOOD && seq.buffer ? seq.buffer : NULL);
 	trace_seq_destroy(&seq);
 }
 

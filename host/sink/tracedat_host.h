@@ -14,6 +14,8 @@
 #define HOST_SIDE_MAX_EVENTS (1u << 24)
 #define HOST_SIDE_NAMES	     64 /* exit reasons named, the first ones seen */
 #define HOST_SIDE_NAME_LEN   32
+/* reasons below this are found through an index (VMX's go to 80, SVM's to 0x403); others by a scan */
+#define HOST_SIDE_INDEXED    2048
 
 struct hs_span {
 	uint64_t from, to; /* host ns, [from, to) */
@@ -48,7 +50,9 @@ struct host_side {
 		char name[HOST_SIDE_NAME_LEN];
 	} names[HOST_SIDE_NAMES];
 	unsigned nr_names;
+	uint8_t named[HOST_SIDE_INDEXED]; /* reason -> 1 + its index in names[], 0: not seen */
 };
+_Static_assert(HOST_SIDE_NAMES < 256, "host_side.named holds an index + 1 in a byte");
 
 /* Reads @path for the guest whose trace id is @guest_id. 0, or -EINVAL with one line in @err (not
  * a trace.dat, no GUEST option for that guest, too many events). */
@@ -65,6 +69,14 @@ uint64_t host_side_away(const struct host_side *h, unsigned cpu, uint64_t from, 
 /* The name of exit reason @reason as the host file's kvm_exit format prints it, or NULL (no exit of
  * that reason read, or the format gives no name). Pure. */
 const char *host_side_reason_name(const struct host_side *h, uint32_t reason);
+
+/* Whether an exit of @reason is the first of its reason and there is room to name it. Pure. */
+bool host_side_learns(const struct host_side *h, uint32_t reason);
+
+/* The first exit of @reason, printed by the host file's kvm_exit format as @info (NULL: it could not
+ * be printed): its name (host_side_reason_from_info), or none, kept for host_side_reason_name. A
+ * reason already seen, or one past the first HOST_SIDE_NAMES, changes nothing. */
+void host_side_learn(struct host_side *h, uint32_t reason, const char *info);
 
 /* The reason's name in a kvm_exit's printed text @info ("vcpu 0 reason HLT rip 0x..."): the word
  * after "reason ", into @name. False when there is none or it is a number (the format's table has

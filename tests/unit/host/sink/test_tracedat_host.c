@@ -1,5 +1,5 @@
 /* report --exits' exit reason names: the word after "reason " in a kvm_exit's printed text
- * (host_side_reason_from_info), and that text as libtraceevent prints a record through this host's
+ * (host_side_reason_from_info), each reason learnt once and found again (host_side_learn), and that text as libtraceevent prints a record through this host's
  * own kvm:kvm_exit format (its __print_symbolic tables; skipped where the host's tracefs has no
  * kvm_exit), for a VMX and an SVM exit. */
 #include <stdarg.h>
@@ -129,10 +129,54 @@ static void test_host_format(void **state)
 	free(fmt);
 }
 
+/* Reasons learnt once each, found again by number: VMX's and SVM's through the index, any other
+ * number (a hostile or future one) by the scan; no more than HOST_SIDE_NAMES kept. */
+static void test_learn(void **state)
+{
+	static struct host_side h; /* large: not on the stack */
+	uint32_t r;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	assert_null(host_side_reason_name(&h, 12));
+	assert_true(host_side_learns(&h, 12));
+	host_side_learn(&h, 12, "vcpu 0 reason HLT rip 0x1 info1 0x0");
+	host_side_learn(&h, 0x400, "vcpu 1 reason npf rip 0x2");
+	host_side_learn(&h, 0xfff0, "vcpu 0 reason 0xfff0 rip 0x3"); /* no name in the table */
+	host_side_learn(&h, 0x7fffffff, "vcpu 0 reason far rip 0x3");
+	host_side_learn(&h, 48, NULL); /* could not be printed */
+	/* the first exit of a reason names it; later ones change nothing */
+	assert_false(host_side_learns(&h, 12));
+	host_side_learn(&h, 12, "vcpu 0 reason OTHER rip 0x1");
+	assert_int_equal(h.nr_names, 5);
+	assert_string_equal(host_side_reason_name(&h, 12), "HLT");
+	assert_string_equal(host_side_reason_name(&h, 0x400), "npf");
+	assert_null(host_side_reason_name(&h, 0xfff0));
+	assert_false(host_side_learns(&h, 0xfff0));
+	assert_string_equal(host_side_reason_name(&h, 0x7fffffff), "far");
+	assert_null(host_side_reason_name(&h, 48));
+	assert_false(host_side_learns(&h, 48));
+	assert_null(host_side_reason_name(&h, 13));
+	assert_null(host_side_reason_name(&h, HOST_SIDE_INDEXED));
+	/* full: the rest are not kept, indexed or not */
+	for (r = 100; h.nr_names < HOST_SIDE_NAMES; r++)
+		host_side_learn(&h, r, "vcpu 0 reason X rip 0x1");
+	assert_false(host_side_learns(&h, 1000));
+	assert_false(host_side_learns(&h, 0x12345678));
+	host_side_learn(&h, 1000, "vcpu 0 reason LATE rip 0x1");
+	host_side_learn(&h, 0x12345678, "vcpu 0 reason LATE rip 0x1");
+	assert_int_equal(h.nr_names, HOST_SIDE_NAMES);
+	assert_null(host_side_reason_name(&h, 1000));
+	assert_null(host_side_reason_name(&h, 0x12345678));
+	assert_string_equal(host_side_reason_name(&h, r - 1), "X");
+	assert_string_equal(host_side_reason_name(&h, 0x7fffffff), "far");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_from_info),
+	    cmocka_unit_test(test_learn),
 	    cmocka_unit_test(test_host_format),
 	};
 
