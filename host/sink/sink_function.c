@@ -2,6 +2,7 @@
 #include "host/trace/escape.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <string.h>
 
 void sink_symbol_name(char *buf, size_t len, uint64_t addr, const struct vmi_symtab *syms)
@@ -33,15 +34,104 @@ void sink_trailer(struct sink *s)
 	sink_write(s, "\n", 1);
 }
 
-int sink_context(char *buf, size_t len, const struct hvt_record *r)
+/* A line built in a bounded buffer without printf (the function tracer formats every event):
+ * @n counts what snprintf would have written, the buffer holds what fits, always terminated. */
+struct line {
+	char *buf;
+	size_t len, n;
+};
+
+static void put_mem(struct line *l, const char *p, size_t k)
+{
+	if (l->n < l->len) {
+		size_t room = l->len - 1 - l->n;
+
+		memcpy(l->buf + l->n, p, k < room ? k : room);
+	}
+	l->n += k;
+}
+
+static void put_spaces(struct line *l, size_t k)
+{
+	static const char spaces[] = "                ";
+
+	while (k) {
+		size_t c = k < sizeof(spaces) - 1 ? k : sizeof(spaces) - 1;
+
+		put_mem(l, spaces, c);
+		k -= c;
+	}
+}
+
+/* @v in decimal, at least @digits digits (zero-padded), right-aligned in @width (space-padded) or
+ * left-aligned in -@width. */
+static void put_dec(struct line *l, bool neg, uint64_t v, unsigned digits, int width)
+{
+	char d[24];
+	size_t k = 0, len;
+
+	do {
+		d[sizeof(d) - 1 - k++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (k < digits && k < sizeof(d) - 1)
+		d[sizeof(d) - 1 - k++] = '0';
+	if (neg)
+		d[sizeof(d) - 1 - k++] = '-';
+	len = k;
+	if (width > 0 && (size_t)width > len)
+		put_spaces(l, (size_t)width - len);
+	put_mem(l, d + sizeof(d) - k, k);
+	if (width < 0 && (size_t)-width > len)
+		put_spaces(l, (size_t)-width - len);
+}
+
+static void put_end(struct line *l)
+{
+	if (l->len)
+		l->buf[l->n < l->len ? l->n : l->len - 1] = 0;
+}
+
+/* The context columns (see sink.h) into @l. */
+static void put_context(struct line *l, const struct hvt_record *r)
 {
 	char comm[ESCAPE_SIZE(VMI_COMM_LEN)];
 	/* ns2usecs() rounds to the nearest microsecond */
 	uint64_t us = r->ts / 1000u + (r->ts % 1000u >= 500u);
+	size_t k = escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
 
-	escape_str(comm, sizeof(comm), r->comm, VMI_COMM_LEN);
-	return snprintf(buf, len, "%16s-%-7d [%03u]  %5" PRIu64 ".%06" PRIu64 ": ", comm, r->pid,
-			r->cpu, us / 1000000u, us % 1000000u);
+	if (k < 16)
+		put_spaces(l, 16 - k);
+	put_mem(l, comm, k);
+	put_mem(l, "-", 1);
+	put_dec(l, r->pid < 0, r->pid < 0 ? -(uint64_t)(int64_t)r->pid : (uint64_t)r->pid, 1, -7);
+	put_mem(l, " [", 2);
+	put_dec(l, false, r->cpu, 3, 0);
+	put_mem(l, "]  ", 3);
+	put_dec(l, false, us / 1000000u, 1, 5);
+	put_mem(l, ".", 1);
+	put_dec(l, false, us % 1000000u, 6, 0);
+	put_mem(l, ": ", 2);
+}
+
+int sink_context(char *buf, size_t len, const struct hvt_record *r)
+{
+	struct line l = {buf, len, 0};
+
+	put_context(&l, r);
+	put_end(&l);
+	return (int)l.n;
+}
+
+/* The symbol at @addr (sink_symbol_name) into @l. */
+static void put_symbol(struct line *l, uint64_t addr, const struct vmi_symtab *syms)
+{
+	char name[128];
+	const struct vmi_sym *s = vmi_symtab_lookup(syms, addr);
+	size_t k = s ? escape_str(name, sizeof(name), s->name, SIZE_MAX)
+		     : (size_t)snprintf(name, sizeof(name), "0x%" PRIx64, addr);
+
+	put_mem(l, name, k < sizeof(name) ? k : sizeof(name) - 1);
 }
 
 int sink_lost_format(char *buf, size_t len, const struct hvt_record *r)
@@ -52,13 +142,16 @@ int sink_lost_format(char *buf, size_t len, const struct hvt_record *r)
 int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
 			 const struct vmi_symtab *syms)
 {
-	char func[128], parent[128], ctx[128];
+	struct line l = {buf, len, 0};
 
-	sink_symbol_name(func, sizeof(func), r->ip, syms);
-	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
-	sink_context(ctx, sizeof(ctx), r);
 	/* trace_fn_trace(): "func <-parent" */
-	return snprintf(buf, len, "%s%s <-%s\n", ctx, func, parent);
+	put_context(&l, r);
+	put_symbol(&l, r->ip, syms);
+	put_mem(&l, " <-", 3);
+	put_symbol(&l, r->parent, syms);
+	put_mem(&l, "\n", 1);
+	put_end(&l);
+	return (int)l.n;
 }
 
 int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,

@@ -66,7 +66,23 @@ static inline size_t escape_with(char *buf, size_t len, const char *s, size_t ma
 
 size_t escape_str(char *buf, size_t len, const char *s, size_t max)
 {
-	return escape_with(buf, len, s, max, escape_c);
+	size_t n = 0, i = 0;
+
+	if (!len)
+		return 0;
+	/* the common case, printable ASCII without a backslash, copied as it is (every sink names
+	 * functions and tasks through here); the rest in escape_c's form */
+	for (; i < max && n < len - 1; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c >= 0x7f || c == '\\')
+			break;
+		buf[n++] = (char)c;
+	}
+	if (i < max && s[i] && n < len - 1)
+		n += escape_with(buf + n, len - n, s + i, max - i, escape_c);
+	buf[n] = 0;
+	return n;
 }
 
 size_t escape_json(char *buf, size_t len, const char *s, size_t max)

@@ -86,6 +86,11 @@ static void test_escape_bytes(void **state)
 	/* at most @max bytes: a name without its NUL */
 	escape_str(b, sizeof(b), "abcdef", 3);
 	assert_string_equal(b, "abc");
+	/* a plain name cut by the buffer; an escape after plain bytes */
+	assert_int_equal(escape_str(b, 3, "abcdef", SIZE_MAX), 2);
+	assert_string_equal(b, "ab");
+	assert_int_equal(escape_str(b, sizeof(b), "abc\\", 4), 5);
+	assert_string_equal(b, "abc\\\\");
 	/* an escape that does not fit is left out whole */
 	assert_int_equal(escape_str(b, 6, "ab\x1b", SIZE_MAX), 2);
 	assert_string_equal(b, "ab");

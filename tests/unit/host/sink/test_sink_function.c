@@ -193,12 +193,65 @@ static void test_return_typed(void **state)
 				  "(task_step+0x17/0x80 <- fib) ret=-2 duration=12.345us\n");
 }
 
+/* The line is built without printf (the hot path of the text output): it must be what the format
+ * "%16s-%-7d [%03u]  %5llu.%06llu: %s <-%s\n" gives, for every mix of field widths (comm of 0 to
+ * 16 bytes, with one to escape; negative, wide pids; CPUs past 999; past 99999 s), and cut as
+ * snprintf cuts it in any buffer (the return value is the whole line's length either way). */
+static void test_format_matches_printf(void **state)
+{
+	static const char *const comms[] = {"", "a", "worker1", "fifteen_chars_x", "sixteen_chars_xy",
+					    "tab\there"};
+	static const int pids[] = {0, 7, 101, 1234567, 12345678, -1, -2147483647 - 1};
+	static const unsigned cpus[] = {0, 7, 99, 100, 999, 1000, 65535};
+	static const uint64_t tss[] = {0, 499, 500, 999999499, 1234567890ull, 99999999999500ull,
+				       123456789012345678ull};
+	char want[512], got[512], cut[512];
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(comms) / sizeof(comms[0]); c++)
+		for (size_t p = 0; p < sizeof(pids) / sizeof(pids[0]); p++)
+			for (size_t k = 0; k < sizeof(cpus) / sizeof(cpus[0]); k++)
+				for (size_t t = 0; t < sizeof(tss) / sizeof(tss[0]); t++) {
+					struct hvt_record r = entry(comms[c], pids[p], cpus[k], tss[t],
+								    0x401000, 0x402004);
+					uint64_t us = tss[t] / 1000 + (tss[t] % 1000 >= 500);
+					const char *comm = strcmp(comms[c], "tab\there")
+							       ? comms[c]
+							       : "tab\\there";
+					int n = snprintf(want, sizeof(want),
+							 "%16s-%-7d [%03u]  %5llu.%06llu: fib "
+							 "<-a_rather_long_function_name\n",
+							 comm, pids[p], cpus[k],
+							 (unsigned long long)(us / 1000000),
+							 (unsigned long long)(us % 1000000));
+
+					assert_int_equal(sink_function_format(got, sizeof(got), &r,
+									      &syms),
+							 n);
+					assert_string_equal(got, want);
+					for (size_t len = 0; len < (size_t)n + 2; len += 13) {
+						memcpy(cut, "untouched", 10);
+						assert_int_equal(
+						    sink_function_format(cut, len, &r, &syms), n);
+						if (len)
+							assert_int_equal(
+							    strncmp(cut, want, len - 1), 0);
+						assert_int_equal(strlen(cut),
+								 len ? (len - 1 < (size_t)n
+									    ? len - 1
+									    : (size_t)n)
+								     : 9);
+					}
+				}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_symbol_name),	  cmocka_unit_test(test_format_line),
 	    cmocka_unit_test(test_return_typed),  cmocka_unit_test(test_format_unknown_parent),
 	    cmocka_unit_test(test_format_fields), cmocka_unit_test(test_sink_stream),
+	    cmocka_unit_test(test_format_matches_printf),
 	};
 
 	return cmocka_run_group_tests(tests, syms_setup, syms_teardown);
