@@ -40,6 +40,15 @@ struct sink_ops {
 	bool lookahead; /* wants @next for entries (holds them back briefly until it is known) */
 };
 
+/* The symbols of the addresses a sink named last (the writer names the same few thousand sites and
+ * call sites millions of times): direct-mapped by address, filled by sink_symbol. */
+#define SINK_SYM_CACHE_BITS 13
+struct sink_sym_slot {
+	uint64_t addr;
+	uint32_t idx;	    /* 1 + the symbol's index in the table, UINT32_MAX: in no symbol, 0: empty */
+	uint16_t plain_len; /* the name's length when it needs no escaping (escape_str), else 0 */
+};
+
 struct sink {
 	const struct sink_ops *ops;
 	FILE *out;			/* borrowed */
@@ -62,6 +71,7 @@ struct sink {
 	/* set before begin() by a reader of a finished trace (report): the header's counts */
 	bool counts_known;
 	unsigned long long hdr_entries, hdr_written;
+	struct sink_sym_slot sym_cache[1u << SINK_SYM_CACHE_BITS]; /* sink_symbol's; cleared by setup */
 };
 
 /* Guest-supplied text (task names, strings, symbols) is escaped (host/trace/escape.h) in every
@@ -167,5 +177,9 @@ void sink_trailer(struct sink *s);
 
 /* Writes the name of the function holding @addr (escaped; "0x<addr>" if none) into @buf. Pure. */
 void sink_symbol_name(char *buf, size_t len, uint64_t addr, const struct vmi_symtab *syms);
+
+/* The symbol of s->syms holding @addr (vmi_symtab_lookup), through @s's cache: the table must not
+ * change while the sink runs. NULL when none. Writer thread (the cache is the sink's). */
+const struct vmi_sym *sink_symbol(struct sink *s, uint64_t addr);
 
 #endif

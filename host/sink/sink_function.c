@@ -123,14 +123,60 @@ int sink_context(char *buf, size_t len, const struct hvt_record *r)
 	return (int)l.n;
 }
 
-/* The symbol at @addr (sink_symbol_name) into @l. */
-static void put_symbol(struct line *l, uint64_t addr, const struct vmi_symtab *syms)
+/* The length of @name when escape_str would copy it as it is (printable ASCII, no backslash, at
+ * most 127 bytes: what a 128-byte name buffer holds), else 0. */
+static uint16_t plain_len(const char *name)
+{
+	size_t n = 0;
+
+	for (; name[n] && n < 128; n++)
+		if ((unsigned char)name[n] < 0x20 || (unsigned char)name[n] >= 0x7f || name[n] == '\\')
+			return 0;
+	return n < 128 ? (uint16_t)n : 0;
+}
+
+/* @s's cache slot of @addr, filled from s->syms when it held another address. */
+static const struct sink_sym_slot *symbol_slot(struct sink *s, uint64_t addr)
+{
+	struct sink_sym_slot *slot =
+	    &s->sym_cache[(addr * 0x9e3779b97f4a7c15ull) >> (64 - SINK_SYM_CACHE_BITS)];
+	const struct vmi_sym *sym;
+
+	if (slot->idx && slot->addr == addr)
+		return slot;
+	sym = s->syms ? vmi_symtab_lookup(s->syms, addr) : NULL;
+	if (sym && (size_t)(sym - s->syms->syms) >= UINT32_MAX - 1)
+		sym = NULL; /* no table is that large: never reached */
+	slot->addr = addr;
+	slot->idx = sym ? (uint32_t)(sym - s->syms->syms) + 1 : UINT32_MAX;
+	slot->plain_len = sym ? plain_len(sym->name) : 0;
+	return slot;
+}
+
+const struct vmi_sym *sink_symbol(struct sink *s, uint64_t addr)
+{
+	const struct sink_sym_slot *slot = symbol_slot(s, addr);
+
+	return slot->idx == UINT32_MAX ? NULL : &s->syms->syms[slot->idx - 1];
+}
+
+/* The symbol at @addr (sink_symbol_name; through @cache's slots when it is given) into @l. */
+static void put_symbol(struct line *l, uint64_t addr, const struct vmi_symtab *syms,
+		       struct sink *cache)
 {
 	char name[128];
-	const struct vmi_sym *s = vmi_symtab_lookup(syms, addr);
-	size_t k = s ? escape_str(name, sizeof(name), s->name, SIZE_MAX)
-		     : (size_t)snprintf(name, sizeof(name), "0x%" PRIx64, addr);
+	const struct sink_sym_slot *slot = cache ? symbol_slot(cache, addr) : NULL;
+	const struct vmi_sym *s;
+	size_t k;
 
+	if (slot && slot->plain_len) {
+		put_mem(l, cache->syms->syms[slot->idx - 1].name, slot->plain_len);
+		return;
+	}
+	s = slot ? (slot->idx == UINT32_MAX ? NULL : &cache->syms->syms[slot->idx - 1])
+		 : vmi_symtab_lookup(syms, addr);
+	k = s ? escape_str(name, sizeof(name), s->name, SIZE_MAX)
+	      : (size_t)snprintf(name, sizeof(name), "0x%" PRIx64, addr);
 	put_mem(l, name, k < sizeof(name) ? k : sizeof(name) - 1);
 }
 
@@ -139,19 +185,26 @@ int sink_lost_format(char *buf, size_t len, const struct hvt_record *r)
 	return snprintf(buf, len, "CPU:%u [LOST %" PRIu64 " EVENTS]\n", r->cpu, r->value);
 }
 
-int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
-			 const struct vmi_symtab *syms)
+/* sink_function_format, the symbols through @cache's sink_symbol when it is given. */
+static int function_line(char *buf, size_t len, const struct hvt_record *r,
+			 const struct vmi_symtab *syms, struct sink *cache)
 {
 	struct line l = {buf, len, 0};
 
 	/* trace_fn_trace(): "func <-parent" */
 	put_context(&l, r);
-	put_symbol(&l, r->ip, syms);
+	put_symbol(&l, r->ip, syms, cache);
 	put_mem(&l, " <-", 3);
-	put_symbol(&l, r->parent, syms);
+	put_symbol(&l, r->parent, syms, cache);
 	put_mem(&l, "\n", 1);
 	put_end(&l);
 	return (int)l.n;
+}
+
+int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
+			 const struct vmi_symtab *syms)
+{
+	return function_line(buf, len, r, syms, NULL);
 }
 
 int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
@@ -253,7 +306,7 @@ static unsigned function_record(struct sink *s, const struct sink_rec *rec,
 			function_events(s, rec);
 			break;
 		}
-		n = sink_function_format(line, sizeof(line), r, s->syms);
+		n = function_line(line, sizeof(line), r, s->syms, s);
 		sink_write_line(s, line, sizeof(line), n);
 		break;
 	case HVT_REC_RETURN:

@@ -245,13 +245,35 @@ static void test_format_matches_printf(void **state)
 				}
 }
 
+/* sink_symbol answers as vmi_symtab_lookup, first time and from its cache, for addresses that
+ * share a slot, lie in no symbol, or come back after their slot was taken. */
+static void test_symbol_cache(void **state)
+{
+	static struct sink k; /* its cache is large: not on the stack */
+	uint64_t addrs[4096];
+
+	(void)state;
+	sink_function_init(&k, NULL, &syms, 1);
+	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++)
+		addrs[i] = 0x400f00 + i * 3; /* before, in and after fib, task_step, the long name */
+	for (int pass = 0; pass < 3; pass++)
+		for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+			size_t j = pass == 1 ? sizeof(addrs) / sizeof(addrs[0]) - 1 - i : i;
+
+			assert_ptr_equal(sink_symbol(&k, addrs[j]), vmi_symtab_lookup(&syms, addrs[j]));
+		}
+	assert_ptr_equal(sink_symbol(&k, 0x401000), &syms.syms[0]);
+	assert_null(sink_symbol(&k, 0));
+	assert_null(sink_symbol(&k, UINT64_MAX));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_symbol_name),	  cmocka_unit_test(test_format_line),
 	    cmocka_unit_test(test_return_typed),  cmocka_unit_test(test_format_unknown_parent),
 	    cmocka_unit_test(test_format_fields), cmocka_unit_test(test_sink_stream),
-	    cmocka_unit_test(test_format_matches_printf),
+	    cmocka_unit_test(test_format_matches_printf), cmocka_unit_test(test_symbol_cache),
 	};
 
 	return cmocka_run_group_tests(tests, syms_setup, syms_teardown);
