@@ -178,22 +178,20 @@
 .endm
 
 /* r15 = CPU r12's current task, edx = its identity (TASK, TASK_ID), announced (.Lannounce) when
- * it is not the one this CPU's ring last announced; rcx = CPU r12's ring header (RING_HDR), for the
- * RESERVE1 that follows. Clobbers rax. */
+ * it is not the one this CPU's ring last announced. Clobbers rax, rcx. */
 .macro ANNOUNCE
 	TASK
 	TASK_ID
 	movq %rax, %r15
-	RING_HDR %rax
 	testl %edx, %edx
 	jz .Lann_out\@
+	RING_HDR %rax
 	cmpq RH_LAST_TASK(%rcx), %r15
 	jne .Lann_new\@
 	cmpl RH_LAST_ID(%rcx), %edx
 	je .Lann_out\@
 .Lann_new\@:
 	call .Lannounce
-	RING_HDR %rax
 .Lann_out\@:
 .endm
 
@@ -210,13 +208,13 @@
 	movl %edx, R_STASH(%rax)
 .endm
 
-/* One record reserved on CPU r12's ring, whose header is in rcx (ANNOUNCE leaves it there), in rax
- * (0: the ring is full; .Lreserve, which waits for room under backpressure and counts the loss,
- * decides). Clobbers rcx, rdx.
+/* One record reserved on CPU r12's ring, in rax (0: the ring is full; .Lreserve, which waits for
+ * room under backpressure and counts the loss, decides). Clobbers rcx, rdx.
  * Only CPU r12 moves its ring's head (the host moves the tail), with interrupts off, so the one thing
  * that can come between the read of the head and its update is an NMI whose handler reaches a probe:
  * CMPXCHG is one instruction, atomic against that without LOCK (as the kernel's local_cmpxchg). */
 .macro RESERVE1
+	RING_HDR %rdx
 .Lrs_again\@:
 	movq RH_HEAD(%rcx), %rax
 	movq %rax, %rdx
@@ -358,17 +356,18 @@ hvt_stub_entry_ret_args:
 	movl $10, %r10d
 2:
 	ANNOUNCE
-	movl %edx, %r13d /* the identity, kept in the record's R_T0 (unused in an entry) until the commit */
+	movl %edx, %r11d
+	shlq $32, %r11
+	orq %r11, %r10 /* the identity, kept in r10's high half until the commit */
 	testl $2, %r10d
 	jnz 1f
 	RESERVE1
 	jmp 4f
 1:	movl $2, %r11d /* the entry and the argument registers */
 	call .Lreserve
-4:	testq %rax, %rax
+4:	movq %rax, %r13
+	testq %r13, %r13
 	jz .Lout /* ring full: counted, and the return is not hooked either */
-	movl %r13d, R_T0(%rax)
-	movq %rax, %r13
 	testl $2, %r10d
 	jz 1f
 	/* the argument registers, committed first: the host reads the entry before them */
@@ -395,6 +394,9 @@ hvt_stub_entry_ret_args:
 	movq F_RAX(%rsp), %rax
 	movq %rax, R_RAX(%r13)
 	movq %r15, R_TASK(%r13)
+	movq %r10, %rax
+	shrq $32, %rax
+	movl %eax, R_T0(%r13) /* kept there (unused in an entry) until the commit */
 	movl %r12d, %r11d
 	shll $16, %r11d
 	orl $STUB_REC_ENTRY, %r11d
