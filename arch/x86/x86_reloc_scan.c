@@ -1,0 +1,134 @@
+/* Checks around a relocation plan: the function's other branches, and what a kernel rewrites
+ * (x86_reloc_scan.h). */
+#include "arch/x86/x86_reloc_scan.h"
+#include "arch/x86/x86_insn.h"
+
+#include <Zydis/Zydis.h>
+#include <errno.h>
+#include <stdio.h>
+
+#define MAX_INSN_LEN ZYDIS_MAX_INSTRUCTION_LENGTH
+
+/* "+OFF at ADDR (BYTES): REASON" into @why; returns @err. */
+static int say(char *why, size_t whylen, int err, uint64_t base, uint64_t addr, const uint8_t *p,
+	       size_t n, const char *reason, const char *name)
+{
+	char bytes[3 * MAX_INSN_LEN];
+
+	if (why && whylen) {
+		if (n > MAX_INSN_LEN)
+			n = MAX_INSN_LEN;
+		if (n)
+			x86_format_bytes(p, n, bytes);
+		else
+			bytes[0] = 0;
+		snprintf(why, whylen, "+%llu at 0x%llx (%s): %s%s%s",
+			 (unsigned long long)(addr - base), (unsigned long long)addr, bytes,
+			 name ? name : "", name ? ": " : "", reason);
+	}
+	return err;
+}
+
+static bool decoder(ZydisDecoder *dec)
+{
+	return ZYAN_SUCCESS(
+	    ZydisDecoderInit(dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64));
+}
+
+/* A memory operand a kernel cannot have an exception fixup for: the stack, per-CPU data, RIP. */
+static bool plain_memory(const ZydisDecodedOperand *o)
+{
+	if (o->type != ZYDIS_OPERAND_TYPE_MEMORY || o->mem.type == ZYDIS_MEMOP_TYPE_AGEN)
+		return true; /* not an access (LEA) */
+	if (o->mem.segment == ZYDIS_REGISTER_GS)
+		return true;
+	if (o->mem.index != ZYDIS_REGISTER_NONE)
+		return false;
+	return o->mem.base == ZYDIS_REGISTER_RSP || o->mem.base == ZYDIS_REGISTER_RBP ||
+	       o->mem.base == ZYDIS_REGISTER_RIP;
+}
+
+int x86_reloc_kernel_safe(const struct x86_reloc_plan *plan, char *why, size_t whylen)
+{
+	uint64_t base = plan->code_addr;
+	ZydisDecoder dec;
+
+	if (why && whylen)
+		why[0] = 0;
+	if (!decoder(&dec))
+		return say(why, whylen, -EOPNOTSUPP, base, base, NULL, 0, "no x86-64 decoder",
+			   NULL);
+	for (size_t i = 0; i < plan->nr && i < X86_RELOC_MAX_INSNS; i++) {
+		const struct x86_reloc_insn *ri = &plan->insn[i];
+		const uint8_t *p = plan->bytes + ri->off;
+		uint64_t at = base + ri->off;
+		ZydisDecodedInstruction in;
+		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+		const char *name;
+
+		if ((size_t)ri->off + ri->len > sizeof(plan->bytes) ||
+		    ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, p, ri->len, &in, ops)))
+			return say(why, whylen, -EOPNOTSUPP, base, at, p, ri->len,
+				   "does not decode as planned", NULL);
+		name = ZydisMnemonicGetString(in.mnemonic);
+		if (in.mnemonic == ZYDIS_MNEMONIC_NOP)
+			return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
+				   "a NOP the kernel may turn into a jump (jump label)", name);
+		if (in.mnemonic == ZYDIS_MNEMONIC_JMP)
+			return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
+				   "a jump the kernel may turn into a NOP (jump label)", name);
+		if (in.meta.category == ZYDIS_CATEGORY_CALL)
+			return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
+				   "a call the kernel may retarget (static call)", name);
+		for (unsigned k = 0; k < in.operand_count_visible; k++)
+			if (!plain_memory(&ops[k]))
+				return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
+					   "a memory access that may fault and be fixed up by "
+					   "its address",
+					   name);
+	}
+	return 0;
+}
+
+int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, size_t body_len,
+			uint64_t body_addr, char *why, size_t whylen)
+{
+	ZydisDecoder dec;
+	size_t off = 0;
+
+	if (why && whylen)
+		why[0] = 0;
+	if (!decoder(&dec))
+		return say(why, whylen, -EOPNOTSUPP, body_addr, body_addr, NULL, 0,
+			   "no x86-64 decoder", NULL);
+	while (off < body_len) {
+		size_t avail = body_len - off, n = avail < MAX_INSN_LEN ? avail : MAX_INSN_LEN;
+		ZydisDecodedInstruction in;
+		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+		uint64_t at = body_addr + off, target;
+		ZyanStatus st = ZydisDecoderDecodeFull(&dec, body + off, n, &in, ops);
+
+		if (st == ZYDIS_STATUS_NO_MORE_DATA && n < MAX_INSN_LEN)
+			break; /* cut at the end of what was read */
+		if (ZYAN_FAILED(st) || !in.length || in.length > n)
+			return say(why, whylen, -EILSEQ, body_addr, at, body + off, n,
+				   "not a valid x86-64 instruction (the function's branches "
+				   "cannot all be seen)",
+				   NULL);
+		for (unsigned k = 0; k < in.operand_count; k++) {
+			const ZydisDecodedOperand *o = &ops[k];
+
+			if (o->type != ZYDIS_OPERAND_TYPE_IMMEDIATE || !o->imm.is_relative)
+				continue;
+			if (ZYAN_FAILED(ZydisCalcAbsoluteAddress(&in, o, at, &target)))
+				continue;
+			if (x86_reloc_hits_patch(plan, target, 1))
+				return say(why, whylen, -EOPNOTSUPP, body_addr, at, body + off,
+					   in.length,
+					   "branches into the bytes a detour would replace",
+					   ZydisMnemonicGetString(in.mnemonic));
+		}
+		off += in.length;
+	}
+	return 0;
+}

@@ -1,0 +1,29 @@
+/* What a relocation plan (x86_reloc.h) cannot see by itself: the rest of the function, which must
+ * not branch into the patch, and displaced instructions a running kernel may rewrite or fix up
+ * itself. Decoded with Zydis from guest bytes (untrusted). Pure: no I/O, no allocation, no global
+ * state; any thread. */
+#ifndef HVT_X86_RELOC_SCAN_H
+#define HVT_X86_RELOC_SCAN_H
+
+#include "arch/x86/x86_reloc.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Refuses a plan whose displaced instructions a kernel may change under a detour or expect at
+ * their own address: a NOP or JMP (jump labels and static branches are NOPs turned into JMPs and
+ * back), a CALL (static calls, alternatives), and a memory access other than through RSP or RBP,
+ * a %gs per-CPU operand or a RIP-relative one (an access that may fault can have an exception
+ * table fixup, found by its address). Returns 0, or -EOPNOTSUPP with one line in @why naming the
+ * instruction's offset and bytes. Pure. */
+int x86_reloc_kernel_safe(const struct x86_reloc_plan *plan, char *why, size_t whylen);
+
+/* Decodes @body (@body_len bytes read at @body_addr: the whole function, untrusted) instruction by
+ * instruction from its start and refuses any relative branch (JMP, Jcc, CALL, LOOP, JRCXZ) whose
+ * target lies inside the patch of @plan past its first byte (x86_reloc_hits_patch). An instruction
+ * cut at the end of @body ends the scan. Returns 0, -EILSEQ (bytes that do not decode: the function
+ * cannot be proven) or -EOPNOTSUPP, with one line in @why naming the instruction. Pure. */
+int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, size_t body_len,
+			uint64_t body_addr, char *why, size_t whylen);
+
+#endif

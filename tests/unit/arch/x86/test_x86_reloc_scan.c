@@ -1,0 +1,127 @@
+/* arch/x86/x86_reloc_scan.h: what a kernel may rewrite among displaced instructions, and branches
+ * of the rest of the function into the patch, on hand-made byte sequences. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "arch/x86/x86_reloc_scan.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define CODE 0xffffffff81000000ull
+
+static struct x86_reloc_plan plan;
+static char why[256];
+
+static void plan5(const uint8_t *code, size_t len)
+{
+	int e = x86_reloc_plan(code, len, CODE, X86_JMP_REL32_LEN, &plan, why, sizeof(why));
+
+	if (e)
+		fail_msg("plan: %d: %s", e, why);
+}
+
+/* Plans @code, expecting x86_reloc_kernel_safe to take it (@text NULL) or refuse with @text. */
+#define KERNEL(text, ...)                                                                          \
+	do {                                                                                       \
+		static const uint8_t c_[] = {__VA_ARGS__};                                         \
+		int e_;                                                                            \
+		plan5(c_, sizeof(c_));                                                             \
+		memset(why, 'X', sizeof(why));                                                     \
+		e_ = x86_reloc_kernel_safe(&plan, why, sizeof(why));                               \
+		if (!(text)) {                                                                     \
+			if (e_)                                                                    \
+				fail_msg("refused: %s", why);                                      \
+		} else {                                                                           \
+			assert_int_equal(e_, -EOPNOTSUPP);                                         \
+			if (!strstr(why, (text) ? (text) : ""))                                    \
+				fail_msg("reason: %s", why);                                       \
+		}                                                                                  \
+	} while (0)
+
+/* The prologues Linux functions without an fentry site start with. */
+static void test_prologues_safe(void **state)
+{
+	(void)state;
+	KERNEL(NULL, 0x55, 0x48, 0x89, 0xe5, 0x41, 0x57);	/* push rbp; mov rbp,rsp; ... */
+	KERNEL(NULL, 0x41, 0x57, 0x41, 0x56, 0x41, 0x55, 0xc3); /* push r15; push r14; push r13 */
+	KERNEL(NULL, 0x48, 0x83, 0xec, 0x18, 0x48, 0x89, 0x1c, 0x24, 0xc3); /* sub; mov (rsp) */
+	/* mov rax, gs:[0x1234] (a per-CPU load) */
+	KERNEL(NULL, 0x65, 0x48, 0x8b, 0x04, 0x25, 0x34, 0x12, 0x00, 0x00);
+	/* mov rax, [rip+0x10]; lea rdx, [rdi+8] */
+	KERNEL(NULL, 0x48, 0x8b, 0x05, 0x10, 0x00, 0x00, 0x00, 0x48, 0x8d, 0x57, 0x08);
+}
+
+static void test_kernel_rewrites_refused(void **state)
+{
+	(void)state;
+	KERNEL("jump label", 0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3);	 /* nopl 0(rax,rax) */
+	KERNEL("jump label", 0x55, 0x66, 0x90, 0x48, 0x89, 0xe5);	 /* a NOP2 inside */
+	KERNEL("jump label", 0x55, 0xe9, 0x10, 0x00, 0x00, 0x00);	 /* jmp rel32 */
+	KERNEL("static call", 0x55, 0xe8, 0x10, 0x00, 0x00, 0x00, 0xc3); /* call rel32 */
+	KERNEL("fixed up", 0x48, 0x8b, 0x07, 0x48, 0x89, 0xe5);		 /* mov rax, [rdi] */
+	KERNEL("fixed up", 0x55, 0x8b, 0x04, 0x24, 0x8b, 0x04, 0x8e);	 /* mov eax, [rsi+rcx*4] */
+	if (!strstr(why, "+4 at 0xffffffff81000004 (8b 04 8e)"))
+		fail_msg("where: %s", why);
+}
+
+static int scan(const uint8_t *body, size_t len)
+{
+	memset(why, 'X', sizeof(why));
+	return x86_reloc_scan_body(&plan, body, len, CODE, why, sizeof(why));
+}
+
+static void test_body_branches(void **state)
+{
+	/* push rbp; mov rbp,rsp (4 bytes), push r15 (2): the patch covers [CODE, CODE + 6) */
+	static const uint8_t head[] = {0x55, 0x48, 0x89, 0xe5, 0x41, 0x57};
+	uint8_t body[64];
+
+	(void)state;
+	plan5(head, sizeof(head));
+	assert_int_equal(plan.len, 6);
+	memcpy(body, head, sizeof(head));
+	/* +6: test edi,edi; +8: je +0x10 (to +26); +10: ret; padding INT3s */
+	memcpy(body + 6, (uint8_t[]){0x85, 0xff, 0x74, 0x10, 0xc3}, 5);
+	memset(body + 11, 0xcc, sizeof(body) - 11);
+	assert_int_equal(scan(body, sizeof(body)), 0);
+	/* a jump back to the function's first byte enters the detour: fine */
+	body[9] = (uint8_t)(0 - 10);
+	assert_int_equal(scan(body, sizeof(body)), 0);
+	/* to +1, +4 or +5: the middle of the JMP or of what it displaced */
+	for (int to = 1; to < 6; to++) {
+		body[9] = (uint8_t)(to - 10);
+		assert_int_equal(scan(body, sizeof(body)), -EOPNOTSUPP);
+		if (!strstr(why, "+8 at 0xffffffff81000008 (74 ") || !strstr(why, "detour"))
+			fail_msg("to +%d: %s", to, why);
+	}
+	/* past the patch again */
+	body[9] = (uint8_t)(6 - 10);
+	assert_int_equal(scan(body, sizeof(body)), 0);
+	/* a CALL rel32 into the patch from further on */
+	memcpy(body + 11, (uint8_t[]){0xe8, 0xf0, 0xff, 0xff, 0xff}, 5); /* to +16 - 16 + ... */
+	body[12] = (uint8_t)(3 - 16);
+	assert_int_equal(scan(body, sizeof(body)), -EOPNOTSUPP);
+	/* cut at the end: the last instruction read in part ends the scan */
+	assert_int_equal(scan(body, 12), 0);
+	/* bytes that do not decode: the branches cannot all be seen */
+	memset(body + 11, 0xcc, sizeof(body) - 11);
+	body[20] = 0x06; /* push es: invalid in 64-bit mode */
+	assert_int_equal(scan(body, sizeof(body)), -EILSEQ);
+	if (!strstr(why, "+20 at"))
+		fail_msg("where: %s", why);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_prologues_safe),
+	    cmocka_unit_test(test_kernel_rewrites_refused),
+	    cmocka_unit_test(test_body_branches),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
