@@ -187,14 +187,8 @@ static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return EXIT_HOST_ERROR;
 	}
-	if (n < 0)
-		return EXIT_BAD_INPUT;
-	if (n && s->probe != PROBE_TRAP && s->cmd != CMD_LIST_FUNCTIONS)
-		fprintf(stderr,
-			"hvtrace: %ld function%s without an fentry site probed at %s entry with trap "
-			"probes (a stub probe needs an fentry site)\n",
-			n, n == 1 ? "" : "s", n == 1 ? "its" : "their");
-	return 0;
+	/* stub detours or trap probes: pipeline_build says which */
+	return n < 0 ? EXIT_BAD_INPUT : 0;
 }
 
 /* Probes in, rings and writer running. Returns an exit status on error, 0 on success. */
@@ -211,6 +205,8 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	    .btf = r->l.btf,
 	    .no_trap = r->no_trap,
 	    .backpressure = !s->no_backpressure,
+	    .text_read = target_qemu_read_kernel,
+	    .text_ctx = &r->tq,
 	};
 	const struct vmi_site **sel = NULL;
 	size_t nr_sel = 0;

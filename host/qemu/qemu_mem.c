@@ -195,6 +195,43 @@ int qemu_mem_write(const struct qemu_mem *m, uint64_t gpa, const void *buf, size
 	return access_ram(m, gpa, (void *)buf, len, true);
 }
 
+#define SCAN_CHUNK (1u << 20)
+
+int qemu_mem_scan(const struct qemu_mem *m, uint64_t lo, uint64_t hi,
+		  bool (*hit)(void *ctx, uint64_t v, uint64_t next), void *ctx)
+{
+	uint64_t *buf;
+	int ret = 0;
+
+	if (m->fd < 0)
+		return -EFAULT;
+	buf = malloc(SCAN_CHUNK + 8);
+	if (!buf)
+		return -ENOMEM;
+	for (unsigned r = 0; r < m->nr && ret == 0; r++) {
+		const struct qemu_mem_region *g = &m->region[r];
+
+		for (uint64_t off = 0; off + 8 <= g->len && ret == 0; off += SCAN_CHUNK) {
+			uint64_t n = g->len - off < SCAN_CHUNK + 8 ? g->len - off : SCAN_CHUNK + 8;
+			size_t words = (size_t)(n / 8);
+
+			if (access_ram(m, g->gpa + off, buf, words * 8, false) < 0) {
+				ret = -EFAULT;
+				break;
+			}
+			/* the word after the piece's last is read with it (and offered next time) */
+			for (size_t i = 0; i < words && i < SCAN_CHUNK / 8; i++)
+				if (buf[i] >= lo && buf[i] <= hi &&
+				    hit(ctx, buf[i], i + 1 < words ? buf[i + 1] : 0)) {
+					ret = 1;
+					break;
+				}
+		}
+	}
+	free(buf);
+	return ret;
+}
+
 void qemu_mem_close(struct qemu_mem *m)
 {
 	if (m->fd >= 0)

@@ -7,6 +7,7 @@
 
 #include "host/qemu/qemu_memmap.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -38,6 +39,12 @@ int qemu_mem_open(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn qm
  * no allocation. */
 int qemu_mem_read(const struct qemu_mem *m, uint64_t gpa, void *buf, size_t len);
 int qemu_mem_write(const struct qemu_mem *m, uint64_t gpa, const void *buf, size_t len);
+
+/* Offers @hit each 8-byte aligned u64 of RAM in [@lo, @hi] and the u64 after it (0 at a region's
+ * end) until it says true: 1 then, 0 if never, -EFAULT when RAM cannot be read. Reads in 1 MiB
+ * pieces into a buffer of its own. Any thread. */
+int qemu_mem_scan(const struct qemu_mem *m, uint64_t lo, uint64_t hi,
+		  bool (*hit)(void *ctx, uint64_t v, uint64_t next), void *ctx);
 
 void qemu_mem_close(struct qemu_mem *m);
 

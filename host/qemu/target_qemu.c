@@ -438,7 +438,14 @@ uint64_t target_qemu_stub_gpa(const struct target_qemu *q)
 	return qemu_stub_gpa(&q->stub);
 }
 
+static int qemu_scan_ram(struct target *t, uint64_t lo, uint64_t hi,
+			 bool (*hit)(void *ctx, uint64_t v, uint64_t next), void *ctx)
+{
+	return qemu_mem_scan(&tq(t)->mem, lo, hi, hit, ctx);
+}
+
 static const struct target_ops qemu_ops = {
+	.scan_ram = qemu_scan_ram,
 	.stub_map = qemu_stub_map_op,
 	.stub_unmap = qemu_stub_unmap_op,
 	.read_phys = qemu_read_phys,

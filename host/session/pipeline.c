@@ -1,4 +1,5 @@
 #include "host/session/pipeline.h"
+#include "host/session/detour_plan.h"
 #include "host/session/cmd_out.h"
 #include "host/session/events.h"
 #include "host/session/exitcode.h"
@@ -239,6 +240,39 @@ nomem:
 	return EXIT_HOST_ERROR;
 }
 
+/* Stub probes at the entry of functions without an fentry site: through detours where their bytes
+ * allow, one line saying how many. 0 or -ENOMEM. */
+static int plan_detours(struct pipeline *p, const struct pipeline_guest *g)
+{
+	const struct probe_table *probes = tracer_probes(&p->tr);
+	long entries = 0, planned = 0;
+
+	for (size_t i = 0; i < probes->nr; i++)
+		entries += probes->v[i].entry;
+	if (!entries || p->s->cmd == CMD_LIST_FUNCTIONS)
+		return 0;
+	if (g->stub && g->text_read && g->funcs) {
+		planned = detour_plan(&p->tr, g->funcs, g->text_read, g->text_ctx, stderr);
+		if (planned < 0)
+			return (int)planned;
+	}
+	if (!g->stub)
+		return 0;
+	if (planned == entries)
+		fprintf(stderr,
+			"hvtrace: %ld function%s without an fentry site probed at %s entry through "
+			"%s\n",
+			entries, entries == 1 ? "" : "s", entries == 1 ? "its" : "their",
+			entries == 1 ? "a stub detour" : "stub detours");
+	else
+		fprintf(stderr,
+			"hvtrace: %ld function%s without an fentry site probed at %s entry: %ld "
+			"through stub detours, %ld with trap probes\n",
+			entries, entries == 1 ? "" : "s", entries == 1 ? "its" : "their", planned,
+			entries - planned);
+	return 0;
+}
+
 int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out, char *err,
 		   size_t errlen)
 {
@@ -281,6 +315,10 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		return ret == -ENOTSUP ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
 	}
 	p->have_tr = true;
+	if (plan_detours(p, g) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return EXIT_HOST_ERROR;
+	}
 	if (bind_events(p) < 0) {
 		snprintf(err, errlen, "out of memory for event buffers");
 		return EXIT_HOST_ERROR;

@@ -65,6 +65,10 @@ struct pipeline_guest {
 	bool no_trap; /* INT3 does not exit on this host (cmd_check_int3): no trap probe at all */
 	const char *no_trampoline; /* the reason when the target has no return trampoline */
 	const struct vmi_btf *btf; /* the guest's BTF, for -e / -r typed by name (NULL: none) */
+	/* kernel text as the guest runs it, read before the probes go in (stub detours are planned
+	 * from it); NULL: no function without an fentry site gets a detour */
+	vmi_read_fn text_read;
+	void *text_ctx;
 };
 
 /* Chooses the sites to probe among @sites: @preselected (taken over; the backend's own choice for

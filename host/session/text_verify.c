@@ -35,8 +35,8 @@ static bool ours(const struct probe_table *probes, uint64_t trampoline, uint64_t
 	for (uint64_t back = 0; back < X86_NOP5_LEN && back <= addr; back++) {
 		const struct probe *p = probe_lookup(probes, addr - back);
 
-		/* an entry probe's breakpoint covers its first byte alone */
-		if (p && (!p->entry || back == 0))
+		/* an entry probe's breakpoint covers its first byte alone, a detour's JMP five */
+		if (p && (!p->entry || p->detour || back == 0))
 			return true;
 	}
 	return false;

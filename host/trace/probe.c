@@ -42,6 +42,8 @@ int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites,
 
 void probe_table_free(struct probe_table *t)
 {
+	for (size_t i = 0; t->v && i < t->nr; i++)
+		free(t->v[i].detour);
 	free(t->v);
 	free(t->slots);
 	memset(t, 0, sizeof(*t));

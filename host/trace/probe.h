@@ -5,6 +5,7 @@
 #ifndef HVT_PROBE_H
 #define HVT_PROBE_H
 
+#include "arch/x86/x86_reloc.h"
 #include "host/trace/fevent.h"
 #include "host/trace/target.h"
 #include "vmi/vmi_sites.h"
@@ -35,6 +36,10 @@ struct probe {
 	bool patched;	/* stub: the CALL is in guest memory now */
 	uint8_t nop[5]; /* the NOP5 the site held when verified (a stub's CALL replaces it) */
 	bool entry;	/* an entry site (vmi_site.entry): a trap probe whose instruction runs in place */
+	/* an entry site that can be a stub probe through a detour (stub.h): its first instructions'
+	 * relocation, owned (tracer_set_detour), else NULL; its slot in the stub's detours */
+	struct x86_reloc_plan *detour;
+	uint32_t detour_idx;
 
 	/* What the session asks of it; set before the tracer attaches, read-only after. */
 	bool graph_root;		 /* set_graph_function matched it */

@@ -117,8 +117,10 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	uint64_t per_cpu = STUB_REC_SIZE * (uint64_t)nr_cpus;
 	uint64_t records = stub_ring_records_for(g->max_records);
 	uint64_t min_records = g->exact ? records : STUB_RING_RECORDS_MIN;
-	uint64_t min = stub_region_bytes(nr_cpus, min_records, returns ? STUB_STACKS_MIN : 0);
-	uint64_t want = stub_region_bytes(nr_cpus, records, returns ? STUB_STACKS_MAX : 0);
+	uint64_t detours = ((uint64_t)g->nr_detours * STUB_DETOUR_SIZE + PAGE - 1) & ~(PAGE - 1);
+	uint64_t min =
+	    stub_region_bytes(nr_cpus, min_records, returns ? STUB_STACKS_MIN : 0) + detours;
+	uint64_t want = stub_region_bytes(nr_cpus, records, returns ? STUB_STACKS_MAX : 0) + detours;
 	char why[160] = "";
 	int ret;
 
@@ -130,6 +132,11 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->cpu_from = g->cpu_aux_mask ? "rdtscp" : g->cpu_cpuid ? "cpuid" : "gs";
 	if (!tgt->ops->stub_map || !tgt->ops->kernel_gpa) {
 		snprintf(err, errlen, "the %s target cannot place stub probes", tgt->name);
+		return -ENOTSUP;
+	}
+	if (g->nr_detours > STUB_DETOURS_MAX) {
+		snprintf(err, errlen, "stub probes: %u functions at their entry (at most %u)",
+			 g->nr_detours, STUB_DETOURS_MAX);
 		return -ENOTSUP;
 	}
 	if (nr_cpus > STUB_MAX_CPUS || code > PAGE) {
@@ -170,7 +177,7 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	} else {
 		/* less room than wanted: rings get what the shadow stacks leave, each a power of
 		 * two of records, at least min_records (the region holds min) */
-		uint64_t room = s->reg.size - stub_region_bytes(0, 0, 0) - PAGE;
+		uint64_t room = s->reg.size - detours - stub_region_bytes(0, 0, 0) - PAGE;
 
 		if (returns) {
 			s->nr_stacks = pow2_floor(room / 4 / STUB_STACK_SIZE);
@@ -185,7 +192,8 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 			s->ring_records = records;
 		if (s->ring_records < min_records)
 			s->ring_records = min_records;
-		if (stub_region_bytes(nr_cpus, s->ring_records, s->nr_stacks) > s->reg.size) {
+		if (stub_region_bytes(nr_cpus, s->ring_records, s->nr_stacks) + detours >
+		    s->reg.size) {
 			s->nr_stacks = returns ? STUB_STACKS_MIN : 0;
 			s->ring_records = min_records;
 		}
@@ -197,6 +205,8 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->entry[5] = s->reg.gva + (uint64_t)(hvt_stub_entry_root - hvt_stub_start);
 	s->entry[7] = s->reg.gva + (uint64_t)(hvt_stub_entry_root_args - hvt_stub_start);
 	s->ret = s->reg.gva + (uint64_t)(hvt_stub_ret - hvt_stub_start);
+	s->nr_detours = g->nr_detours;
+	s->detour_off = s->reg.size - detours;
 	ret = zero_phys(tgt, s->reg.gpa, stacks_off(s) + s->nr_stacks * STUB_STACK_SIZE);
 	if (ret == 0)
 		ret = tgt->ops->write_phys(tgt, s->reg.gpa + STUB_CODE_OFF, hvt_stub_start, code);
@@ -266,7 +276,110 @@ int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[
 
 bool stub_owns_rip(const struct stub *s, uint64_t rip)
 {
-	return s->placed && rip >= s->reg.gva && rip < s->reg.gva + PAGE;
+	uint64_t d = s->reg.gva + s->detour_off;
+
+	return s->placed && ((rip >= s->reg.gva && rip < s->reg.gva + PAGE) ||
+			     (rip >= d && rip - d < (uint64_t)s->nr_detours * STUB_DETOUR_SIZE));
+}
+
+/* ---- detours --------------------------------------------------------------------------------- */
+
+uint64_t stub_detour_gva(const struct stub *s, unsigned idx)
+{
+	return s->reg.gva + s->detour_off + (uint64_t)idx * STUB_DETOUR_SIZE;
+}
+
+long stub_detour_index(const struct stub *s, uint64_t ip)
+{
+	uint64_t off = ip - (s->reg.gva + s->detour_off);
+
+	if (!s->nr_detours || off % STUB_DETOUR_SIZE ||
+	    off / STUB_DETOUR_SIZE >= s->nr_detours)
+		return -1;
+	return (long)(off / STUB_DETOUR_SIZE);
+}
+
+int stub_detour_write(struct stub *s, unsigned idx, const struct x86_reloc_plan *plan, bool hook,
+		      bool args, bool root, char *why, size_t whylen)
+{
+	unsigned which = (hook || root) | args << 1 | root << 2;
+	uint64_t at = stub_detour_gva(s, idx), gpa = s->reg.gpa + s->detour_off +
+						     (uint64_t)idx * STUB_DETOUR_SIZE;
+	int64_t rel = (int64_t)(s->entry[which] - (at + X86_NOP5_LEN));
+	uint8_t code[STUB_DETOUR_SIZE], now[16];
+	int32_t rel32 = (int32_t)rel;
+	size_t len = 0;
+	int ret;
+
+	if (idx >= s->nr_detours || rel != rel32) {
+		snprintf(why, whylen, "no detour slot %u within reach of the stub", idx);
+		return -ERANGE;
+	}
+	memset(code, X86_INT3, sizeof(code));
+	code[0] = X86_CALL_REL32;
+	memcpy(code + 1, &rel32, 4);
+	ret = x86_reloc_emit(plan, plan->bytes, plan->code_addr, at + X86_NOP5_LEN,
+			     code + X86_NOP5_LEN, sizeof(code) - X86_NOP5_LEN, &len, why, whylen);
+	if (ret < 0)
+		return ret;
+	len += X86_NOP5_LEN;
+	/* in pieces of 16 bytes (QEMU's text writes), each over what is there now */
+	for (size_t off = 0; off < len; off += sizeof(now)) {
+		size_t n = len - off < sizeof(now) ? len - off : sizeof(now);
+
+		ret = s->tgt->ops->read_phys(s->tgt, gpa + off, now, n);
+		if (ret == 0)
+			ret = s->tgt->ops->write_text(s->tgt, gpa + off, now, code + off, n);
+		if (ret < 0) {
+			snprintf(why, whylen, "cannot write detour slot %u at guest-physical 0x%" PRIx64,
+				 idx, gpa + off);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* The JMP rel32 at @site into detour slot @idx. */
+static void detour_jmp(const struct stub *s, unsigned idx, uint64_t site, uint8_t jmp[5])
+{
+	int32_t rel32 = (int32_t)(int64_t)(stub_detour_gva(s, idx) - (site + X86_NOP5_LEN));
+
+	jmp[0] = 0xe9;
+	memcpy(jmp + 1, &rel32, 4);
+}
+
+int stub_detour_patch(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa,
+		      const uint8_t orig[5])
+{
+	int64_t rel = (int64_t)(stub_detour_gva(s, idx) - (site + X86_NOP5_LEN));
+	uint8_t jmp[X86_NOP5_LEN];
+
+	if (idx >= s->nr_detours || rel != (int32_t)rel)
+		return -ERANGE;
+	detour_jmp(s, idx, site, jmp);
+	return s->tgt->ops->write_text(s->tgt, gpa, orig, jmp, sizeof(jmp));
+}
+
+bool stub_detour_may_jump(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa)
+{
+	uint8_t now[X86_NOP5_LEN], jmp[X86_NOP5_LEN];
+
+	detour_jmp(s, idx, site, jmp);
+	return s->tgt->ops->read_phys(s->tgt, gpa, now, sizeof(now)) < 0 ||
+	       !memcmp(now, jmp, sizeof(now));
+}
+
+int stub_detour_unpatch(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa,
+			const uint8_t orig[5])
+{
+	uint8_t now[X86_NOP5_LEN], jmp[X86_NOP5_LEN];
+
+	if (s->tgt->ops->read_phys(s->tgt, gpa, now, sizeof(now)) < 0)
+		return -EFAULT;
+	detour_jmp(s, idx, site, jmp);
+	if (memcmp(now, jmp, sizeof(now)))
+		return -ESTALE;
+	return s->tgt->ops->write_text(s->tgt, gpa, now, orig, X86_NOP5_LEN);
 }
 
 /* The address a return through @slot resumes at: the oldest frame's saved address for that slot

@@ -4,6 +4,7 @@
 #ifndef HVT_STUB_H
 #define HVT_STUB_H
 
+#include "arch/x86/x86_reloc.h"
 #include "guest-stub/stub_abi.h"
 #include "host/trace/target.h"
 #include "vmi/vmi_task.h"
@@ -42,6 +43,8 @@ struct stub {
 				       * room for, as last read (any value the guest wrote) */
 	uint64_t bad_cpu, no_stack;   /* guest-reported: the header's counters, as last read */
 	uint64_t restored_slots;      /* hooked returns handed back at detach */
+	unsigned nr_detours;	      /* detour slots at the region's end (stub_detour_write) */
+	uint64_t detour_off;	      /* region offset of slot 0 */
 };
 
 /* Where the stub needs the CPU number and the running task. */
@@ -58,6 +61,7 @@ struct stub_guest {
 	bool graph;	      /* set_graph_function: only calls below a root are traced */
 	uint64_t wait_tsc;    /* backpressure: TSC ticks the stub waits for room in a full ring
 			       * before it counts the event lost (0: it never waits) */
+	unsigned nr_detours;  /* detour slots wanted (probes at an entry without fentry site) */
 };
 
 /* Records per CPU ring for @want records asked for (0: the default): the next power of two within
@@ -96,8 +100,41 @@ bool stub_may_call(struct stub *s, uint64_t site, uint64_t gpa);
  * rel32 into the stub. 0, -ESTALE when the guest rewrote the site (nothing written), -errno. */
 int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5]);
 
-/* True if @rip is inside the stub's code. */
+/* True if @rip is inside the stub's code or its detours. */
 bool stub_owns_rip(const struct stub *s, uint64_t rip);
+
+/* Detours: a probe at a function entry without an fentry site. The entry's first instructions
+ * (plan: x86_reloc_plan) give way to a JMP rel32 into detour slot @idx, which holds a CALL rel32
+ * into the stub's entry routine (so the stub sees the stack an fentry CALL would give it, and
+ * records the slot's address as the site), the displaced instructions relocated, and a JMP back. */
+#define STUB_DETOUR_SIZE 128
+#define STUB_DETOURS_MAX 65536
+
+/* Guest address of detour slot @idx (its CALL). Pure. */
+uint64_t stub_detour_gva(const struct stub *s, unsigned idx);
+
+/* Which detour slot a record's site @ip names: its index, or -1 (not a detour's CALL). Any
+ * thread. */
+long stub_detour_index(const struct stub *s, uint64_t ip);
+
+/* With the target paused, before its site is patched: writes detour slot @idx for @plan (made from
+ * the bytes at the site, plan->code_addr, which has no ENDBR64 left before it) calling the entry
+ * routine for @hook, @args and @root as stub_patch's. Written through write_text, so that a TCG
+ * translation of an earlier session's bytes there is dropped. 0, or -errno with one line in
+ * @why (-ERANGE, -ENOSPC from the relocator, -EFAULT). */
+int stub_detour_write(struct stub *s, unsigned idx, const struct x86_reloc_plan *plan, bool hook,
+		      bool args, bool root, char *why, size_t whylen);
+
+/* With the target paused: JMP rel32 to detour slot @idx at @site (guest-physical @gpa), only if
+ * its first five bytes are still @orig (the plan's). 0, -ESTALE (nothing written), -ERANGE,
+ * -errno. Undone by stub_detour_unpatch, which puts @orig back only where our JMP still is (0,
+ * -ESTALE: the guest rewrote it, -errno). */
+int stub_detour_patch(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa,
+		      const uint8_t orig[5]);
+int stub_detour_unpatch(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa,
+			const uint8_t orig[5]);
+/* Whether @gpa may hold our JMP to detour @idx (it does, or cannot be read). */
+bool stub_detour_may_jump(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa);
 
 /* With the target paused: writes the saved return address back into every guest stack slot that
  * still points at the return routine; with @clear (only once no vCPU is inside the stub) also

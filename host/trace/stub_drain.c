@@ -171,6 +171,17 @@ static bool emit_kept(struct stub_drain *d, struct ring *ring, const struct hvt_
 	return ring_emit(ring, rec, payload, len);
 }
 
+/* The stub probe whose site a record names: an fentry site, or a detour's slot. */
+static struct probe *site_probe(const struct stub_drain *d, uint64_t ip)
+{
+	long k;
+
+	if (d->nr_detours && (k = stub_detour_index(&d->stub, ip)) >= 0 &&
+	    (unsigned long)k < d->nr_detours)
+		return d->detour_probe[k];
+	return probe_lookup(d->c.probes, ip);
+}
+
 /* One guest record of CPU @cpu's ring (and @args, the record after it, for an entry with argument
  * registers) into the host record stream of that CPU. False (nothing done) when that ring has no
  * room: the record stays in the guest's ring for the next pass. A forged record is counted in
@@ -178,7 +189,7 @@ static bool emit_kept(struct stub_drain *d, struct ring *ring, const struct hvt_
 static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, uint8_t *scratch,
 		    const struct stub_rec *g, const struct stub_rec *args)
 {
-	struct probe *p = probe_lookup(d->c.probes, g->ip);
+	struct probe *p = site_probe(d, g->ip);
 	struct ring *ring = &d->c.rings[cpu];
 	struct hvt_record rec;
 	struct vmi_task task;

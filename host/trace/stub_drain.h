@@ -43,6 +43,9 @@ struct stub_drain {
 	struct stub_drain_cfg c;
 	struct stub stub;
 	size_t nr_probes; /* stub probes */
+	/* the stub probes through detours, by detour slot (stub_detour_index); NULL: none */
+	struct probe **detour_probe;
+	unsigned nr_detours;
 	pthread_t thread;
 	bool running;
 	atomic_int stop;

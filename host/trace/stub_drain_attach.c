@@ -26,7 +26,8 @@ static size_t unpatch_all(struct stub_drain *d)
 
 		if (!p->patched)
 			continue;
-		r = stub_unpatch(&d->stub, p->addr, p->gpa, p->nop);
+		r = p->detour ? stub_detour_unpatch(&d->stub, p->detour_idx, p->addr, p->gpa, p->nop)
+			      : stub_unpatch(&d->stub, p->addr, p->gpa, p->nop);
 		/* a site the guest rewrote is no longer ours: left alone, reported by the tracer */
 		if (r == 0 || r == -ESTALE)
 			p->patched = false;
@@ -53,6 +54,226 @@ static void free_buffers(struct stub_drain *d)
 	free(d->tc);
 	free(d->scratch);
 	d->buf = d->tc = d->scratch = NULL;
+	free(d->detour_probe);
+	d->detour_probe = NULL;
+	d->nr_detours = 0;
+}
+
+/* ---- detours: nothing may be inside the bytes they replace, nor inside them when they go ------- */
+
+/* An interrupted context saved in guest memory: @v, where it resumes, followed by a CS selector of
+ * ring 0 (an interrupt frame or pt_regs; FRED keeps more bits above the selector). */
+static bool kernel_frame(uint64_t next)
+{
+	uint16_t cs = (uint16_t)next;
+
+	return cs && cs < 0x100 && (cs & 3) == 0;
+}
+
+/* Addresses that a context may be stopped at, sorted. */
+struct points {
+	uint64_t *v;
+	size_t nr;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool is_point(const struct points *pt, uint64_t v)
+{
+	size_t lo = 0, hi = pt->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pt->v[mid] == v)
+			return true;
+		if (pt->v[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+static bool saved_at_point(void *ctx, uint64_t v, uint64_t next)
+{
+	return kernel_frame(next) && is_point(ctx, v);
+}
+
+/* The instruction boundaries inside the bytes each detour replaces (past their first): a context
+ * stopped there would resume in the middle of the JMP. -ENOMEM or 0. */
+static int inner_points(struct stub_drain *d, struct points *pt)
+{
+	size_t n = 0;
+
+	pt->nr = 0;
+	for (unsigned k = 0; k < d->nr_detours; k++)
+		n += d->detour_probe[k]->detour->nr;
+	pt->v = malloc((n ? n : 1) * sizeof(*pt->v));
+	if (!pt->v)
+		return -ENOMEM;
+	for (unsigned k = 0; k < d->nr_detours; k++) {
+		const struct probe *p = d->detour_probe[k];
+
+		for (size_t i = 1; i < p->detour->nr; i++)
+			pt->v[pt->nr++] = p->addr + p->detour->insn[i].off;
+	}
+	qsort(pt->v, pt->nr, sizeof(*pt->v), cmp_u64);
+	return 0;
+}
+
+/* Whether a vCPU, or a context saved in guest memory, is inside the bytes a detour replaces (or a
+ * vCPU's registers cannot be read); the function's name in @who. Target paused. */
+static bool inside_replaced(struct stub_drain *d, const struct points *pt, const char **who)
+{
+	struct target *tgt = d->c.tgt;
+
+	for (unsigned i = 0; i < d->c.nr_cpus; i++) {
+		struct x86_regs regs;
+
+		if (tgt->ops->get_regs(tgt, i, &regs) < 0) {
+			*who = "a vCPU whose registers cannot be read";
+			return true;
+		}
+		for (unsigned k = 0; k < d->nr_detours; k++) {
+			const struct probe *p = d->detour_probe[k];
+
+			if (regs.rip > p->addr && regs.rip < p->addr + p->detour->len) {
+				*who = p->func->name;
+				return true;
+			}
+		}
+	}
+	if (!pt->nr)
+		return false;
+	if (tgt->ops->scan_ram(tgt, pt->v[0], pt->v[pt->nr - 1], saved_at_point, (void *)pt) != 0) {
+		*who = "a context saved in guest memory";
+		return true;
+	}
+	return false;
+}
+
+static bool saved_frame(void *ctx, uint64_t v, uint64_t next)
+{
+	(void)ctx;
+	(void)v;
+	return kernel_frame(next);
+}
+
+/* Whether a context saved in guest memory resumes inside a detour: 1, 0, or -errno (RAM cannot
+ * be read: taken as inside). Target paused. */
+static int saved_in_detours(struct stub_drain *d)
+{
+	struct target *tgt = d->c.tgt;
+	uint64_t lo = stub_detour_gva(&d->stub, 0);
+
+	if (!d->nr_detours)
+		return 0;
+	if (!tgt->ops->scan_ram)
+		return -ENOTSUP;
+	return tgt->ops->scan_ram(tgt, lo, lo + (uint64_t)d->nr_detours * STUB_DETOUR_SIZE - 1,
+				  saved_frame, NULL);
+}
+
+/* The stub probes through detours, by slot; 0, -ENOMEM. */
+static int list_detours(struct stub_drain *d)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < d->c.probes->nr; i++)
+		n += d->c.probes->v[i].stub && d->c.probes->v[i].detour;
+	d->nr_detours = 0;
+	if (!n)
+		return 0;
+	d->detour_probe = calloc(n, sizeof(*d->detour_probe));
+	if (!d->detour_probe)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->c.probes->nr; i++) {
+		struct probe *p = &d->c.probes->v[i];
+
+		if (!p->stub || !p->detour)
+			continue;
+		p->detour_idx = d->nr_detours;
+		d->detour_probe[d->nr_detours++] = p;
+	}
+	return 0;
+}
+
+/* Writes every detour and, once no context is inside the bytes they replace (letting the guest
+ * run a little while one is), the JMPs into them. Target paused. 0 or -errno with @err. */
+static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errlen)
+{
+	struct target *tgt = d->c.tgt;
+	struct points pt = {0};
+	const char *who = NULL;
+	int64_t leave_by = clock_now_ms() + LEAVE_MS;
+	int ret, tries = 0;
+
+	if (!d->nr_detours)
+		return 0;
+	if (!tgt->ops->scan_ram || !tgt->ops->get_regs) {
+		snprintf(err, errlen, "stub detours: the %s target cannot show where its contexts are",
+			 tgt->name);
+		return -ENOTSUP;
+	}
+	for (unsigned k = 0; k < d->nr_detours; k++) {
+		struct probe *p = d->detour_probe[k];
+		char why[200];
+
+		if (tgt->ops->translate(tgt, 0, p->addr, &p->gpa) < 0 ||
+		    tgt->ops->read_phys(tgt, p->gpa, p->nop, sizeof(p->nop)) < 0 ||
+		    memcmp(p->nop, p->detour->bytes, sizeof(p->nop))) {
+			snprintf(err, errlen, "%s: entry 0x%" PRIx64 " %s since it was planned",
+				 p->func->name, p->addr,
+				 p->gpa ? "changed" : "is no longer mapped");
+			return -ESTALE;
+		}
+		p->resolved = true;
+		ret = stub_detour_write(&d->stub, k, p->detour, p->hooks_return, p->event != NULL,
+					graph && p->graph_root, why, sizeof(why));
+		if (ret < 0) {
+			snprintf(err, errlen, "%s: stub detour: %s", p->func->name, why);
+			return ret;
+		}
+	}
+	ret = inner_points(d, &pt);
+	if (ret < 0) {
+		snprintf(err, errlen, "stub detours: out of memory");
+		return ret;
+	}
+	while (inside_replaced(d, &pt, &who) && tries++ < LEAVE_TRIES &&
+	       clock_now_ms() < leave_by) {
+		if (tgt->ops->run_for ? tgt->ops->run_for(tgt, LEAVE_RUN_US) < 0 : true)
+			break;
+	}
+	if (inside_replaced(d, &pt, &who)) {
+		free(pt.v);
+		snprintf(err, errlen,
+			 "stub detours: %s stays inside the first bytes of a function to be "
+			 "detoured (use --probe trap)",
+			 who);
+		return -EBUSY;
+	}
+	free(pt.v);
+	for (unsigned k = 0; k < d->nr_detours; k++) {
+		struct probe *p = d->detour_probe[k];
+
+		ret = stub_detour_patch(&d->stub, k, p->addr, p->gpa, p->nop);
+		if (ret < 0) {
+			snprintf(err, errlen, "%s: entry 0x%" PRIx64 ": %s", p->func->name, p->addr,
+				 ret == -ESTALE ? "rewritten by the guest since it was read"
+						: "cannot write the JMP to its detour");
+			p->patched = stub_detour_may_jump(&d->stub, k, p->addr, p->gpa);
+			return ret;
+		}
+		p->patched = true;
+	}
+	return 0;
 }
 
 int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, char *err,
@@ -77,6 +298,8 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 
 	d->c = *cfg;
 	d->nr_probes = 0;
+	d->detour_probe = NULL;
+	d->nr_detours = 0;
 	memset(d->guest_seen, 0, sizeof(d->guest_seen));
 	for (size_t i = 0; i < cfg->probes->nr; i++) {
 		struct probe *p = &cfg->probes->v[i];
@@ -94,7 +317,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	d->buf = malloc(DRAIN_BATCH * sizeof(struct stub_rec));
 	d->tc = calloc(1, sizeof(struct task_cache));
 	d->scratch = malloc(cfg->max_payload + 1);
-	if (!d->buf || !d->tc || !d->scratch) {
+	if (!d->buf || !d->tc || !d->scratch || list_detours(d) < 0) {
 		free_buffers(d);
 		snprintf(err, errlen, "stub drain: out of memory");
 		return -ENOMEM;
@@ -110,6 +333,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	}
 	if (cfg->backpressure)
 		g.wait_tsc = (d->tsc_khz ? d->tsc_khz : DRAIN_TSC_KHZ_GUESS) * DRAIN_GUEST_WAIT_MS;
+	g.nr_detours = d->nr_detours;
 	ret = stub_place(&d->stub, tgt, cfg->nr_cpus, returns, &g, lo, hi, err, errlen);
 	if (ret < 0) {
 		free_buffers(d);
@@ -118,7 +342,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	for (size_t i = 0; i < cfg->probes->nr; i++) {
 		struct probe *p = &cfg->probes->v[i];
 
-		if (!p->stub)
+		if (!p->stub || p->detour)
 			continue;
 		ret = stub_patch(&d->stub, p->addr, p->gpa, p->nop, p->hooks_return,
 				 p->event != NULL, g.graph && p->graph_root);
@@ -135,6 +359,12 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 			return ret;
 		}
 		p->patched = true;
+	}
+	ret = put_detours(d, g.graph, err, errlen);
+	if (ret < 0) {
+		free_buffers(d);
+		undo_attach(d);
+		return ret;
 	}
 	atomic_store(&d->stop, 0);
 	atomic_store(&d->cut, false);
@@ -261,6 +491,20 @@ int stub_drain_detach(struct stub_drain *d)
 		usleep(LEAVE_RUN_US);
 		tgt->ops->pause(tgt);
 	}
+	/* a task interrupted (and maybe preempted) inside a detour's relocated instructions
+	 * resumes there: its saved RIP must not point into unmapped memory */
+	while (!cpu_inside(d) && saved_in_detours(d) == 1 && tries++ < LEAVE_TRIES &&
+	       clock_now_ms() < leave_by) {
+		if (!tgt->ops->run_for || tgt->ops->run_for(tgt, LEAVE_RUN_US) < 0)
+			break;
+	}
+	if (!cpu_inside(d) && saved_in_detours(d)) {
+		fprintf(stderr, "hvtrace: a context saved in guest memory resumes inside a stub "
+				"detour: the stub is left mapped%s\n",
+			ret ? "" : " (every site and return slot is restored)");
+		if (!ret)
+			ret = -EBUSY;
+	}
 	if (cpu_inside(d)) {
 		/* cannot happen: the stub loops only on the shadow-stack lock and, bounded, waiting
 		 * for room in a full ring (which the drain, still running, makes); leave it in place
@@ -276,5 +520,8 @@ int stub_drain_detach(struct stub_drain *d)
 	stub_drain_stop(d);
 	if (!ret)
 		stub_unplace(&d->stub);
+	free(d->detour_probe);
+	d->detour_probe = NULL;
+	d->nr_detours = 0;
 	return ret;
 }

@@ -80,6 +80,13 @@ struct target_ops {
 	 * whatever CR3 a vCPU holds now): where the stub's return slots are restored. Any thread.
 	 * 0 or -EFAULT. */
 	int (*kernel_gpa)(struct target *t, uint64_t gva, uint64_t *gpa);
+	/* Optional, while paused: offers @hit every 8-byte aligned u64 of guest RAM whose value lies
+	 * in [@lo, @hi], with the u64 after it (an interrupt frame's saved RIP is followed by its
+	 * CS), until @hit says true. 1 then, 0 when it never did, -errno when RAM cannot be read.
+	 * Main thread. (Stub detours: whether a context interrupted inside bytes about to be
+	 * replaced, or inside a detour about to go, is saved anywhere.) */
+	int (*scan_ram)(struct target *t, uint64_t lo, uint64_t hi,
+			bool (*hit)(void *ctx, uint64_t v, uint64_t next), void *ctx);
 	/* A guest TSC value and the host CLOCK_MONOTONIC ns at which it was current, and the guest TSC
 	 * rate; optional (NULL: the stub clock is anchored at its first records). While paused. */
 	int (*tsc_sync)(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *khz);

@@ -125,6 +125,21 @@ int tracer_set_graph_root(struct tracer *t, uint32_t id)
 	return 0;
 }
 
+int tracer_set_detour(struct tracer *t, uint32_t id, const struct x86_reloc_plan *plan)
+{
+	struct x86_reloc_plan *copy;
+
+	if (id >= t->probes.nr || !t->probes.v[id].entry)
+		return -EINVAL;
+	copy = malloc(sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	*copy = *plan;
+	free(t->probes.v[id].detour);
+	t->probes.v[id].detour = copy;
+	return 0;
+}
+
 /* Publishes @rec (and @len bytes of @payload) in this vCPU's ring; waits for the writer rather than
  * lose the event, unless the tracer is detached: then the event is counted lost (and marked in the
  * stream, ring_lost). */

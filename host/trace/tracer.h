@@ -171,6 +171,10 @@ unsigned long long tracer_lost(const struct tracer *t);
 /* set_graph_function: marks probe @id as a graph root. Before tracer_attach; -EINVAL for a bad id. */
 int tracer_set_graph_root(struct tracer *t, uint32_t id);
 
+/* Lets entry probe @id be a stub probe through a detour made from @plan (copied). Before
+ * tracer_attach; -EINVAL for a bad id or a probe with an fentry site, -ENOMEM. */
+int tracer_set_detour(struct tracer *t, uint32_t id, const struct x86_reloc_plan *plan);
+
 /* The probes, in id order (each with its function and counters). Borrowed; any thread. */
 static inline const struct probe_table *tracer_probes(const struct tracer *t)
 {

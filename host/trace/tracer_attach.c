@@ -12,7 +12,8 @@
  * fields read from guest memory at the call, or no fentry site, need trap probes). */
 static bool stub_capable(const struct tracer *t, const struct probe *p)
 {
-	return t->opts.stub && !p->entry && stub_drain_capable(p) && !tracer_has_trigger(t, p);
+	return t->opts.stub && (!p->entry || p->detour) && stub_drain_capable(p) &&
+	       !tracer_has_trigger(t, p);
 }
 
 /* NOP5 -> CALL rel32 is five bytes: only with every vCPU stopped. */

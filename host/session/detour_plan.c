@@ -1,0 +1,111 @@
+#include "host/session/detour_plan.h"
+#include "arch/x86/x86_reloc_scan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* Where the function of @f ends: its size, else the next symbol above it; 0 if unknown. */
+static uint64_t func_end(const struct vmi_symtab *funcs, const struct vmi_sym *f)
+{
+	size_t i;
+
+	if (f->size)
+		return f->addr + f->size;
+	if (f < funcs->syms || f >= funcs->syms + funcs->nr)
+		return 0;
+	for (i = (size_t)(f - funcs->syms) + 1; i < funcs->nr; i++)
+		if (funcs->syms[i].addr > f->addr)
+			return funcs->syms[i].addr;
+	return 0;
+}
+
+/* The kernel's entry text, [*lo, *hi), or false when the guest does not say where it is. */
+static bool entry_text(const struct vmi_symtab *funcs, uint64_t *lo, uint64_t *hi)
+{
+	const struct vmi_sym *a = vmi_symtab_find(funcs, "__entry_text_start");
+	const struct vmi_sym *b = vmi_symtab_find(funcs, "__entry_text_end");
+
+	if (!a || !b || a->addr >= b->addr)
+		return false;
+	*lo = a->addr;
+	*hi = b->addr;
+	return true;
+}
+
+/* Plans probe @p's detour from @buf (the function's bytes); 0 or -errno with @why. */
+static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_read_fn read,
+		    void *ctx, uint8_t *buf, struct x86_reloc_plan *plan, char *why, size_t whylen)
+{
+	const struct vmi_sym *f = p->func;
+	uint64_t end = func_end(funcs, f), len, skip;
+	int ret;
+
+	if (!end || end <= p->addr || p->addr < f->addr) {
+		snprintf(why, whylen, "its end is unknown");
+		return -ENODATA;
+	}
+	len = end - f->addr;
+	skip = p->addr - f->addr; /* its ENDBR64, or the NOP sealed over one */
+	if (len > DETOUR_FUNC_MAX) {
+		snprintf(why, whylen, "%llu bytes long, more than the %u scanned",
+			 (unsigned long long)len, DETOUR_FUNC_MAX);
+		return -EFBIG;
+	}
+	if (read(ctx, f->addr, buf, len) < 0) {
+		snprintf(why, whylen, "its %llu bytes at 0x%llx cannot be read",
+			 (unsigned long long)len, (unsigned long long)f->addr);
+		return -EFAULT;
+	}
+	ret = x86_reloc_plan(buf + skip, len - skip, p->addr, X86_JMP_REL32_LEN, plan, why, whylen);
+	if (ret == 0)
+		ret = x86_reloc_kernel_safe(plan, why, whylen);
+	if (ret == 0)
+		ret = x86_reloc_scan_body(plan, buf, len, f->addr, why, whylen);
+	return ret;
+}
+
+long detour_plan(struct tracer *t, const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
+		 FILE *note)
+{
+	const struct probe_table *probes = tracer_probes(t);
+	uint8_t *buf = malloc(DETOUR_FUNC_MAX);
+	uint64_t elo = 0, ehi = 0;
+	bool have_entry = entry_text(funcs, &elo, &ehi);
+	long planned = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < probes->nr; i++) {
+		const struct probe *p = &probes->v[i];
+		struct x86_reloc_plan plan;
+		char why[256] = "";
+		int ret;
+
+		if (!p->entry)
+			continue;
+		if (!have_entry) {
+			snprintf(why, sizeof(why),
+				 "the guest's symbols do not say where its entry text is "
+				 "(__entry_text_start/_end)");
+			ret = -ENOENT;
+		} else if (p->addr >= elo && p->addr < ehi) {
+			snprintf(why, sizeof(why),
+				 "in the kernel's entry text (%%gs may be the user's)");
+			ret = -EPERM;
+		} else
+			ret = plan_one(p, funcs, read, ctx, buf, &plan, why, sizeof(why));
+		if (ret == 0)
+			ret = tracer_set_detour(t, p->id, &plan);
+		if (ret == -ENOMEM) {
+			free(buf);
+			return -ENOMEM;
+		}
+		if (ret == 0)
+			planned++;
+		else if (note)
+			fprintf(note, "hvtrace: %s: stays a trap probe at its entry: %s\n",
+				p->func->name, why);
+	}
+	free(buf);
+	return planned;
+}

@@ -1,0 +1,27 @@
+/* Stub probes at function entries without an fentry site: which of them can take a detour (stub.h)
+ * instead of staying trap probes, decided from the function's own bytes before anything is
+ * patched. */
+#ifndef HVT_DETOUR_PLAN_H
+#define HVT_DETOUR_PLAN_H
+
+#include "host/trace/tracer.h"
+#include "vmi/vmi_read.h"
+#include "vmi/vmi_symtab.h"
+
+#include <stdio.h>
+
+/* Functions larger than this are not scanned whole, so never detoured. */
+#define DETOUR_FUNC_MAX (64u << 10)
+
+/* For each entry probe of @t (its function in @funcs, sorted), reads the function through
+ * @read/@ctx and plans a detour (tracer_set_detour) when the bytes a JMP rel32 displaces can run
+ * elsewhere (x86_reloc_plan), hold nothing a kernel rewrites or fixes up by address
+ * (x86_reloc_kernel_safe), no branch of the function lands inside them (x86_reloc_scan_body),
+ * and the function is not in the kernel's entry text (__entry_text_start.._end, where %gs may
+ * still be the user's: the stub reads the CPU's task through it). Each one refused stays a trap
+ * probe, with one line on @note saying why. Returns how many were planned, or -ENOMEM. Main
+ * thread, before tracer_attach. */
+long detour_plan(struct tracer *t, const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
+		 FILE *note);
+
+#endif
