@@ -16,7 +16,7 @@ struct hv_expect {
 	int status;		/* hvtrace's exit status */
 	const char *err_is;	/* the whole of stderr */
 	int err_lines;		/* stderr is this many lines */
-	const char *err[3];	/* each in stderr */
+	const char *err[4];	/* each in stderr */
 	const char *console_is; /* the whole of the guest's console ("": nothing) */
 	const char *console[2]; /* each in the guest's console */
 	const char *trace[2];	/* each in the trace */
