@@ -50,10 +50,10 @@ void probe_table_free(struct probe_table *t)
 }
 
 /* An entry probe: its first byte mapped and RAM (what the instruction is does not matter: the
- * target runs it in place). */
+ * target runs it in place, or a stub detour moves it; the detour checks its own bytes). */
 static int verify_entry(struct probe *p, struct target *tgt, char *err, size_t errlen)
 {
-	if (!tgt->bp_in_place) {
+	if (!tgt->bp_in_place && !(p->stub && p->detour)) {
 		snprintf(err, errlen,
 			 "%s: no fentry site, and this target cannot run an instruction under a "
 			 "breakpoint in place",

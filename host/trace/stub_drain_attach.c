@@ -225,12 +225,23 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 		struct probe *p = d->detour_probe[k];
 		char why[200];
 
+		uint64_t last = 0;
+
+		p->gpa = 0;
 		if (tgt->ops->translate(tgt, 0, p->addr, &p->gpa) < 0 ||
-		    tgt->ops->read_phys(tgt, p->gpa, p->nop, sizeof(p->nop)) < 0 ||
+		    tgt->ops->translate(tgt, 0, p->addr + X86_JMP_REL32_LEN - 1, &last) < 0 ||
+		    last != p->gpa + X86_JMP_REL32_LEN - 1) {
+			/* the JMP's five bytes are written at once by guest-physical address */
+			snprintf(err, errlen,
+				 "%s: entry 0x%" PRIx64 " is not mapped, or its first five bytes "
+				 "span two pages apart in guest-physical memory",
+				 p->func->name, p->addr);
+			return -EFAULT;
+		}
+		if (tgt->ops->read_phys(tgt, p->gpa, p->nop, sizeof(p->nop)) < 0 ||
 		    memcmp(p->nop, p->detour->bytes, sizeof(p->nop))) {
-			snprintf(err, errlen, "%s: entry 0x%" PRIx64 " %s since it was planned",
-				 p->func->name, p->addr,
-				 p->gpa ? "changed" : "is no longer mapped");
+			snprintf(err, errlen, "%s: entry 0x%" PRIx64 " changed since it was read",
+				 p->func->name, p->addr);
 			return -ESTALE;
 		}
 		p->resolved = true;

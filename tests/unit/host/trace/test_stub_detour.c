@@ -1,0 +1,334 @@
+/* Stub detours (issue 25): a stub probe at the entry of a function without an fentry site. The
+ * attach relocates the function's first instructions into a slot of the stub region and writes a
+ * JMP there, only once no vCPU and no context saved in guest memory is inside the bytes it
+ * replaces; the detach puts the bytes back and keeps the region while a saved context resumes
+ * inside a detour. Guest memory is host buffers (GVA = GPA); a "saved context" is an interrupt
+ * frame's RIP and kernel CS written into a buffer standing for a task's stack. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "arch/x86/x86_insn.h"
+#include "arch/x86/x86_reloc.h"
+#include "host/session/text_verify.h"
+#include "host/trace/tracer.h"
+#include "tests/common/fake_target.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEXT	  0x100000ull /* NR_FUNCS functions, 0x40 bytes apart */
+#define TEXT_LEN  0x1000
+#define NR_FUNCS  3
+#define REGION	  0x400000ull /* the stub's */
+#define STACK	  0x800000ull /* a task's stack */
+#define KERNEL_CS 0x10
+
+/* endbr64; push rbp; mov rbp, rsp; push r15; xor eax, eax; pop r15; pop rbp; ret: the JMP goes
+ * after the ENDBR64 and displaces push rbp, mov rbp,rsp and push r15 (6 bytes) */
+static const uint8_t func_bytes[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5,
+				     0x41, 0x57, 0x31, 0xc0, 0x41, 0x5f, 0x5d, 0xc3};
+#define ENTRY_OFF 4 /* the site: after the ENDBR64 */
+
+struct fixture {
+	struct fake_target f;
+	uint8_t text[TEXT_LEN];
+	uint8_t stack[4096];
+	uint8_t *region;
+	struct vmi_symtab syms;
+	struct vmi_sites sites;
+	const struct vmi_site *sel[NR_FUNCS];
+	struct tracer tr;
+	bool mapped;
+	uint64_t rip; /* every vCPU's */
+	unsigned scans;
+};
+
+static struct fixture *fx(struct target *t)
+{
+	return (struct fixture *)fake_target_of(t);
+}
+
+static int map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
+	       struct target_region *out, char *err, size_t errlen)
+{
+	(void)lo, (void)hi, (void)err, (void)errlen;
+	out->gva = out->gpa = REGION;
+	out->size = want < (2u << 20) ? want : (2u << 20);
+	out->where = "memslot";
+	assert_true(out->size >= min);
+	fx(t)->mapped = true;
+	return 0;
+}
+
+static void unmap(struct target *t, const struct target_region *r)
+{
+	(void)r;
+	fx(t)->mapped = false;
+}
+
+static int pause_ok(struct target *t)
+{
+	(void)t;
+	return 0;
+}
+
+static void resume_ok(struct target *t)
+{
+	(void)t;
+}
+
+static int get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+{
+	(void)cpu;
+	memset(regs, 0, sizeof(*regs));
+	regs->rip = fx(t)->rip;
+	return 0;
+}
+
+static void set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
+{
+	(void)t, (void)fn, (void)ctx;
+}
+
+/* Every 8-byte word of the text, the stack and the region, as the QEMU target scans its RAM. */
+static int scan_ram(struct target *t, uint64_t lo, uint64_t hi,
+		    bool (*hit)(void *ctx, uint64_t v, uint64_t next), void *ctx)
+{
+	struct fake_mem *m = &fake_target_of(t)->mem;
+
+	fx(t)->scans++;
+	for (unsigned r = 0; r < m->nr; r++)
+		for (size_t o = 0; o + 8 <= m->r[r].size; o += 8) {
+			uint64_t v, next = 0;
+
+			memcpy(&v, m->r[r].buf + o, 8);
+			if (o + 16 <= m->r[r].size)
+				memcpy(&next, m->r[r].buf + o + 8, 8);
+			if (v >= lo && v <= hi && hit(ctx, v, next))
+				return 1;
+		}
+	return 0;
+}
+
+static const struct target_ops ops = {
+    .read_virt = fake_target_read_virt,
+    .write_virt = fake_target_write_virt,
+    .read_phys = fake_target_read_phys,
+    .write_phys = fake_target_write_phys,
+    .translate = fake_target_translate,
+    .kernel_gpa = fake_target_kernel_gpa,
+    .insert_bp = fake_target_insert_bp,
+    .remove_bp = fake_target_remove_bp,
+    .write_text = fake_target_write_text,
+    .stub_map = map,
+    .stub_unmap = unmap,
+    .pause = pause_ok,
+    .resume = resume_ok,
+    .get_regs = get_regs,
+    .set_bp_handler = set_bp_handler,
+    .scan_ram = scan_ram,
+};
+
+static uint64_t site(unsigned i)
+{
+	return TEXT + i * 0x40 + ENTRY_OFF;
+}
+
+/* NR_FUNCS functions without an fentry site, each planned for a detour; not attached yet. */
+static void fixture_init(struct fixture *x)
+{
+	struct tracer_opts opts = {.stub = true, .ring_records = 64};
+	struct vmi_task_layout task = {.unknown = true};
+	uint64_t addrs[NR_FUNCS];
+	char name[NR_FUNCS][16];
+
+	memset(x, 0, sizeof(*x));
+	fake_target_init(&x->f, &ops, 1);
+	x->rip = TEXT + TEXT_LEN - 1;
+	x->region = calloc(1, 2u << 20);
+	assert_non_null(x->region);
+	memset(x->text, 0xcc, sizeof(x->text));
+	for (unsigned i = 0; i < NR_FUNCS; i++) {
+		addrs[i] = site(i);
+		memcpy(x->text + i * 0x40, func_bytes, sizeof(func_bytes));
+		snprintf(name[i], sizeof(name[i]), "func_%u", i);
+		assert_int_equal(vmi_symtab_add(&x->syms, TEXT + i * 0x40, 0x40, name[i]), 0);
+	}
+	fake_mem_map(&x->f.mem, TEXT, x->text, sizeof(x->text));
+	fake_mem_map(&x->f.mem, REGION, x->region, 2u << 20);
+	fake_mem_map(&x->f.mem, STACK, x->stack, sizeof(x->stack));
+	vmi_symtab_sort(&x->syms);
+	assert_int_equal(vmi_sites_build(&x->sites, addrs, NR_FUNCS, &x->syms), 0);
+	for (unsigned i = 0; i < NR_FUNCS; i++) {
+		x->sites.v[i].entry = true;
+		x->sel[i] = &x->sites.v[i];
+	}
+	assert_int_equal(tracer_init(&x->tr, &x->f.t, x->sel, NR_FUNCS, &task, &opts), 0);
+	for (unsigned i = 0; i < NR_FUNCS; i++) {
+		struct x86_reloc_plan plan;
+		char why[200];
+		const struct probe *p = &tracer_probes(&x->tr)->v[i];
+
+		assert_int_equal(x86_reloc_plan(x->text + (p->addr - TEXT), 0x40 - ENTRY_OFF,
+						p->addr, X86_JMP_REL32_LEN, &plan, why,
+						sizeof(why)),
+				 0);
+		assert_int_equal(plan.len, 6);
+		assert_int_equal(tracer_set_detour(&x->tr, p->id, &plan), 0);
+	}
+}
+
+static void fixture_free(struct fixture *x)
+{
+	tracer_free(&x->tr);
+	vmi_sites_free(&x->sites);
+	vmi_symtab_free(&x->syms);
+	free(x->region);
+}
+
+static int32_t rel32_at(const uint8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* Each site jumps to its own slot, which calls the stub's entry routine, runs the three displaced
+ * instructions and jumps back past them; a record naming the slot names the probe. The detach
+ * puts every byte back and unmaps the stub. */
+static void test_detour_bytes(void **state)
+{
+	struct fixture x;
+	struct text_verify v;
+	struct text_verdict d;
+	char err[256] = "";
+
+	(void)state;
+	fixture_init(&x);
+	assert_int_equal(text_verify_begin(&v, fake_mem_read, &x.f.mem, TEXT, TEXT + TEXT_LEN), 0);
+	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+	for (unsigned i = 0; i < NR_FUNCS; i++) {
+		const struct probe *p = &tracer_probes(&x.tr)->v[i];
+		const struct stub *s = &x.tr.stub.stub;
+		uint64_t slot = stub_detour_gva(s, p->detour_idx);
+		const uint8_t *at = x.text + (p->addr - TEXT);
+		const uint8_t *code = x.region + (slot - REGION);
+
+		assert_true(p->stub && p->patched);
+		assert_int_equal(at[0], 0xe9);
+		assert_int_equal(p->addr + 5 + (uint64_t)(int64_t)rel32_at(at + 1), slot);
+		/* the byte after the JMP is left as it was (nothing branches there) */
+		assert_int_equal(at[5], 0x57);
+		assert_int_equal(code[0], X86_CALL_REL32);
+		assert_int_equal(slot + 5 + (uint64_t)(int64_t)rel32_at(code + 1), s->entry[0]);
+		assert_memory_equal(code + 5, func_bytes + ENTRY_OFF, 6);
+		assert_int_equal(code[11], 0xe9);
+		assert_int_equal(slot + 16 + (uint64_t)(int64_t)rel32_at(code + 12), p->addr + 6);
+		assert_int_equal(stub_detour_index(s, slot), (long)p->detour_idx);
+		assert_int_equal(stub_detour_index(s, slot + 5), -1);
+		assert_true(stub_owns_rip(s, slot + 5));
+	}
+	assert_int_equal(stub_detour_index(&x.tr.stub.stub, site(0)), -1);
+	assert_int_equal(tracer_detach(&x.tr), 0);
+	assert_false(x.mapped);
+	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, &x.tr.probes, 0, &d), 0);
+	assert_int_equal(d.ours, 0);
+	assert_int_equal(d.kernel, 0);
+	text_verify_free(&v);
+	fixture_free(&x);
+}
+
+/* A task interrupted after the first displaced instruction (its frame: RIP, kernel CS) would resume
+ * in the middle of the JMP: the attach refuses, naming why, and writes nothing. The same value
+ * without a frame's CS after it (a return address, a stale word) is no context. */
+static void test_saved_context_inside_refused(void **state)
+{
+	struct fixture x;
+	char err[256] = "";
+	uint64_t frame[2] = {site(1) + 1, KERNEL_CS};
+
+	(void)state;
+	fixture_init(&x);
+	memcpy(x.stack + 512, frame, sizeof(frame));
+	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), -EBUSY);
+	assert_non_null(strstr(err, "a context saved in guest memory stays inside"));
+	for (unsigned i = 0; i < NR_FUNCS; i++)
+		assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
+	assert_false(x.mapped);
+	fixture_free(&x);
+
+	fixture_init(&x);
+	frame[1] = 0xffffffff81000000ull; /* a return address's neighbour, not a CS */
+	memcpy(x.stack + 512, frame, sizeof(frame));
+	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+	assert_true(x.scans > 0);
+	assert_int_equal(tracer_detach(&x.tr), 0);
+	fixture_free(&x);
+
+	/* at the site itself (not yet begun) or past the displaced bytes: outside */
+	for (int k = 0; k < 2; k++) {
+		fixture_init(&x);
+		frame[0] = k ? site(1) + 6 : site(1);
+		frame[1] = KERNEL_CS;
+		memcpy(x.stack + 512, frame, sizeof(frame));
+		assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+		assert_int_equal(tracer_detach(&x.tr), 0);
+		assert_false(x.mapped);
+		fixture_free(&x);
+	}
+}
+
+/* A vCPU stopped inside the bytes to be replaced: refused, nothing written. */
+static void test_vcpu_inside_refused(void **state)
+{
+	struct fixture x;
+	char err[256] = "";
+
+	(void)state;
+	fixture_init(&x);
+	x.rip = site(2) + 4; /* after push rbp; mov rbp, rsp */
+	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), -EBUSY);
+	assert_non_null(strstr(err, "func_2 stays inside"));
+	for (unsigned i = 0; i < NR_FUNCS; i++)
+		assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
+	fixture_free(&x);
+}
+
+/* At the detach a task interrupted inside a detour's relocated instructions would resume there:
+ * the sites are restored, and the region stays mapped, said in the return value. */
+static void test_saved_context_in_detour_keeps_region(void **state)
+{
+	struct fixture x;
+	char err[256] = "";
+	uint64_t frame[2];
+
+	(void)state;
+	fixture_init(&x);
+	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+	frame[0] = stub_detour_gva(&x.tr.stub.stub, 1) + 6; /* after the relocated push rbp */
+	frame[1] = KERNEL_CS;
+	memcpy(x.stack + 1024, frame, sizeof(frame));
+	assert_int_equal(tracer_detach(&x.tr), -EBUSY);
+	assert_true(x.mapped);
+	for (unsigned i = 0; i < NR_FUNCS; i++)
+		assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
+	fixture_free(&x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_detour_bytes),
+	    cmocka_unit_test(test_saved_context_inside_refused),
+	    cmocka_unit_test(test_vcpu_inside_refused),
+	    cmocka_unit_test(test_saved_context_in_detour_keeps_region),
+	};
+
+	return cmocka_run_group_tests_name("stub_detour", tests, NULL, NULL);
+}
