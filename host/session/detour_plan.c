@@ -1,8 +1,10 @@
 #include "host/session/detour_plan.h"
 #include "arch/x86/x86_reloc_scan.h"
+#include "host/session/entry_sites.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Where the function of @f ends: its size, else the next symbol above it; 0 if unknown. */
 static uint64_t func_end(const struct vmi_symtab *funcs, const struct vmi_sym *f)
@@ -19,11 +21,12 @@ static uint64_t func_end(const struct vmi_symtab *funcs, const struct vmi_sym *f
 	return 0;
 }
 
-/* The kernel's entry text, [*lo, *hi), or false when the guest does not say where it is. */
-static bool entry_text(const struct vmi_symtab *funcs, uint64_t *lo, uint64_t *hi)
+/* The range [*lo, *hi) between symbols @from and @to, or false when the guest has not both. */
+static bool text_range(const struct vmi_symtab *funcs, const char *from, const char *to,
+		       uint64_t *lo, uint64_t *hi)
 {
-	const struct vmi_sym *a = vmi_symtab_find(funcs, "__entry_text_start");
-	const struct vmi_sym *b = vmi_symtab_find(funcs, "__entry_text_end");
+	const struct vmi_sym *a = vmi_symtab_find(funcs, from);
+	const struct vmi_sym *b = vmi_symtab_find(funcs, to);
 
 	if (!a || !b || a->addr >= b->addr)
 		return false;
@@ -40,6 +43,15 @@ static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_r
 	uint64_t end = func_end(funcs, f), len, skip;
 	int ret;
 
+	if (strstr(f->name, ".cold")) {
+		/* entered by a jump from its function, whose frame is live: no return address */
+		snprintf(why, whylen, "the cold part of a function, not an entry");
+		return -EPERM;
+	}
+	if ((p->addr & 4095) > 4096 - X86_JMP_REL32_LEN) {
+		snprintf(why, whylen, "the JMP would span two pages (it is written in one piece)");
+		return -ERANGE;
+	}
 	if (!end || end <= p->addr || p->addr < f->addr) {
 		snprintf(why, whylen, "its end is unknown");
 		return -ENODATA;
@@ -64,14 +76,15 @@ static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_r
 	return ret;
 }
 
-long detour_plan(struct tracer *t, const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
-		 FILE *note)
+long detour_plan(struct tracer *t, const struct session *s, const struct vmi_symtab *funcs,
+		 vmi_read_fn read, void *ctx, FILE *note)
 {
 	const struct probe_table *probes = tracer_probes(t);
 	uint8_t *buf = malloc(DETOUR_FUNC_MAX);
-	uint64_t elo = 0, ehi = 0;
-	bool have_entry = entry_text(funcs, &elo, &ehi);
-	long planned = 0;
+	uint64_t elo = 0, ehi = 0, ilo = 0, ihi = 0;
+	bool have_entry = text_range(funcs, "__entry_text_start", "__entry_text_end", &elo, &ehi) &&
+			  text_range(funcs, "_sinittext", "_einittext", &ilo, &ihi);
+	long planned = 0, quiet = 0;
 
 	if (!buf)
 		return -ENOMEM;
@@ -102,10 +115,19 @@ long detour_plan(struct tracer *t, const struct vmi_symtab *funcs, vmi_read_fn r
 		}
 		if (ret == 0)
 			planned++;
+		else if (!entry_sites_named(s, p->func->name))
+			quiet++;
 		else if (note)
 			fprintf(note, "hvtrace: %s: stays a trap probe at its entry: %s\n",
 				p->func->name, why);
 	}
+	if (quiet && note)
+		fprintf(note,
+			"hvtrace: --entry: %ld more function%s without an fentry site %s: %s first "
+			"bytes cannot be moved safely (name one with -l to see why)\n",
+			quiet, quiet == 1 ? "" : "s",
+			quiet == 1 ? "stays a trap probe" : "stay trap probes",
+			quiet == 1 ? "its" : "their");
 	free(buf);
 	return planned;
 }

@@ -4,6 +4,7 @@
 #ifndef HVT_DETOUR_PLAN_H
 #define HVT_DETOUR_PLAN_H
 
+#include "host/session/session.h"
 #include "host/trace/tracer.h"
 #include "vmi/vmi_read.h"
 #include "vmi/vmi_symtab.h"
@@ -17,11 +18,13 @@
  * @read/@ctx and plans a detour (tracer_set_detour) when the bytes a JMP rel32 displaces can run
  * elsewhere (x86_reloc_plan), hold nothing a kernel rewrites or fixes up by address
  * (x86_reloc_kernel_safe), no branch of the function lands inside them (x86_reloc_scan_body),
- * and the function is not in the kernel's entry text (__entry_text_start.._end, where %gs may
- * still be the user's: the stub reads the CPU's task through it). Each one refused stays a trap
- * probe, with one line on @note saying why. Returns how many were planned, or -ENOMEM. Main
- * thread, before tracer_attach. */
-long detour_plan(struct tracer *t, const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
-		 FILE *note);
+ * and the function is neither in the kernel's entry text (__entry_text_start.._end, where %gs
+ * may still be the user's: the stub reads the CPU's task through it) nor in its init text
+ * (_sinittext.._einittext, freed after boot: its memory may be anything now). Each one refused
+ * stays a trap probe, with one line on @note saying why when @s names it exactly, and one line
+ * counting the others (selected by a glob with --entry). Returns how many were planned, or
+ * -ENOMEM. Main thread, before tracer_attach. */
+long detour_plan(struct tracer *t, const struct session *s, const struct vmi_symtab *funcs,
+		 vmi_read_fn read, void *ctx, FILE *note);
 
 #endif

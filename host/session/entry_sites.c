@@ -27,8 +27,7 @@ static bool spec_names(const struct fe_spec *v, size_t n, const char *name)
 	return false;
 }
 
-/* Whether the session names @name exactly: -l, -g, -e, -r. */
-static bool named_exactly(const struct session *s, const char *name)
+bool entry_sites_named(const struct session *s, const char *name)
 {
 	return named_in(s->filter, s->nr_filter, name) || named_in(s->graph, s->nr_graph, name) ||
 	       spec_names(s->events, s->nr_events, name) ||
@@ -97,7 +96,7 @@ long entry_sites_add(const struct session *s, struct vmi_sites *sites,
 
 		if (has[i] || padding(f->name))
 			continue;
-		exact = named_exactly(s, f->name);
+		exact = entry_sites_named(s, f->name);
 		if (!exact && !(s->entry_all && glob_selects(s, f->name)))
 			continue;
 		if (no_entry) {

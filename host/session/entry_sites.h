@@ -21,4 +21,7 @@ long entry_sites_add(const struct session *s, struct vmi_sites *sites,
 		     const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
 		     const char *no_entry, char *err, size_t errlen);
 
+/* Whether the session names @name exactly (no glob): with -l, -g, -e or -r. Pure. */
+bool entry_sites_named(const struct session *s, const char *name);
+
 #endif
