@@ -55,12 +55,8 @@
 	push %r15
 .endm
 
-/* Restores what SAVE saved and returns. Of the flags only IF is restored, with STI when SAVE found it
- * set: the arithmetic flags are dead at a function's entry and after its return (the psABI keeps
- * none across a call), the stub changes no other flag, and under TCG POPF ends the translation block
- * through the main loop, the dearest instruction here (a third of the stub's cost on Linux 7.3).
- * STI's one-instruction shadow covers the RET: no interrupt comes in before it. */
-.macro RESTORE_RET
+/* Restores the registers SAVE pushed, leaving its flags word on the stack. */
+.macro RESTORE_POPS
 	pop %r15
 	pop %r14
 	pop %r13
@@ -72,6 +68,15 @@
 	pop %rdx
 	pop %rcx
 	pop %rax
+.endm
+
+/* Restores what SAVE saved and returns. Of the flags only IF is restored, with STI when SAVE found it
+ * set: the arithmetic flags are dead at a function's entry and after its return (the psABI keeps
+ * none across a call), the stub changes no other flag, and under TCG POPF ends the translation block
+ * through the main loop, the dearest instruction here (a third of the stub's cost on Linux 7.3).
+ * STI's one-instruction shadow covers the RET: no interrupt comes in before it. */
+.macro RESTORE_RET
+	RESTORE_POPS
 	testb $(X86_EFLAGS_IF >> 8), 1(%rsp)
 	leaq 8(%rsp), %rsp
 	jz .Lrr_off\@
@@ -79,6 +84,16 @@
 	ret
 .Lrr_off\@:
 	ret
+.endm
+
+/* A detour routine's SAVE: the saved flags marked as a detour's, their IF moved aside (so the
+ * routine returns with interrupts off, see .Lout). Clobbers the arithmetic flags only. */
+.macro DETOUR_MARK
+	orb $F_DETOUR_MARK, F_FLAGS+F_DETOUR_BYTE(%rsp)
+	btrl $9, F_FLAGS(%rsp)
+	jnc 1f
+	orb $F_DETOUR_IF, F_FLAGS+F_DETOUR_BYTE(%rsp)
+1:
 .endm
 
 /* The head of the record at rax: type \type on CPU r12 (depth 0), no flags, the TSC in rbp.
@@ -299,6 +314,8 @@
 	.balign 4096
 	.globl hvt_stub_start, hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_entry_args
 	.globl hvt_stub_entry_ret_args, hvt_stub_entry_root, hvt_stub_entry_root_args
+	.globl hvt_stub_detour, hvt_stub_detour_ret, hvt_stub_detour_args, hvt_stub_detour_ret_args
+	.globl hvt_stub_detour_root, hvt_stub_detour_root_args
 	.globl hvt_stub_ret, hvt_stub_end
 hvt_stub_start:
 .Lbase:
@@ -332,6 +349,43 @@ hvt_stub_entry_root_args:
 
 hvt_stub_entry_ret_args:
 	SAVE
+	movl $3, %r10d
+	jmp .Lentry
+
+/* The same six, reached from a detour slot (stub_abi.h): they return with interrupts off. */
+hvt_stub_detour:
+	SAVE
+	DETOUR_MARK
+	xorl %r10d, %r10d
+	jmp .Lentry
+
+hvt_stub_detour_ret:
+	SAVE
+	DETOUR_MARK
+	movl $1, %r10d
+	jmp .Lentry
+
+hvt_stub_detour_args:
+	SAVE
+	DETOUR_MARK
+	movl $2, %r10d
+	jmp .Lentry
+
+hvt_stub_detour_root:
+	SAVE
+	DETOUR_MARK
+	movl $5, %r10d
+	jmp .Lentry
+
+hvt_stub_detour_root_args:
+	SAVE
+	DETOUR_MARK
+	movl $7, %r10d
+	jmp .Lentry
+
+hvt_stub_detour_ret_args:
+	SAVE
+	DETOUR_MARK
 	movl $3, %r10d
 .Lentry:
 	PROLOGUE
@@ -478,7 +532,25 @@ hvt_stub_entry_ret_args:
 	movl %edx, R_TASK_ID(%r13) /* before the commit: the host reads it once R_SEQ is there */
 	movl %eax, R_SEQ(%r13)
 .Lout:
-	RESTORE_RET
+	testb $(X86_EFLAGS_IF >> 8), F_FLAGS+1(%rsp)
+	jz .Lout_off
+	RESTORE_POPS
+	leaq 8(%rsp), %rsp
+	sti /* its shadow covers the RET */
+	ret
+.Lout_off:
+	/* interrupts stay off; from a detour slot: where it goes on after the relocated code */
+	testb $F_DETOUR_MARK, F_FLAGS+F_DETOUR_BYTE(%rsp)
+	jz 1f
+	movq F_SITE(%rsp), %rax /* the slot + 5 */
+	leaq DT_NOSTI-5(%rax), %rcx
+	leaq DT_STI-5(%rax), %rax
+	testb $F_DETOUR_IF, F_FLAGS+F_DETOUR_BYTE(%rsp)
+	cmovzq %rcx, %rax
+	movq %rax, F_SLOT-STUB_DETOUR_SCRATCH(%rsp)
+1:	RESTORE_POPS
+	leaq 8(%rsp), %rsp
+	ret
 
 hvt_stub_ret:
 	subq $8, %rsp

@@ -104,6 +104,26 @@
  * not hooked */
 #define STUB_F_ALONE 4
 
+/* Detours (a stub probe at a function entry without an fentry site): slots of STUB_DETOUR_SIZE bytes
+ * at the region's end, each
+ *   +0          CALL rel32 to a detour entry routine (hvt_stub_detour*)
+ *   +5          the function's displaced first instructions, relocated
+ *   then        JMP *(delta - STUB_DETOUR_SCRATCH)(%rsp), delta being what they pushed
+ *   +DT_STI     ENDBR64; STI; JMP rel32 back into the function (STI's shadow covers the JMP)
+ *   +DT_NOSTI   ENDBR64; JMP rel32 back
+ * A detour routine does what the entry routine does, but returns with interrupts off and leaves at
+ * STUB_DETOUR_SCRATCH bytes below the function's return-address slot the address to go on at,
+ * DT_STI when interrupts were on: so nothing can interrupt (and preempt) a task inside a detour,
+ * and the host can take a detour away once no vCPU is inside one. */
+#define STUB_DETOUR_SIZE 128
+#define STUB_DETOUR_SCRATCH 256
+#define DT_STI 96
+#define DT_NOSTI 112
+/* saved flags, detour routines: bit 31 marks a detour; bit 30 holds IF (which is cleared) */
+#define F_DETOUR_BYTE 3
+#define F_DETOUR_MARK 0x80
+#define F_DETOUR_IF 0x40
+
 /* Shadow stacks: one per guest stack region, claimed by compare-and-swap of its key
  * ((slot >> shift) + 1) within STUB_STACK_PROBES entries of its hash, locked by a try-lock on entry
  * (busy: the return is not hooked) and a spin on return, freed (key 0) when it empties. */

@@ -90,6 +90,87 @@ int x86_reloc_kernel_safe(const struct x86_reloc_plan *plan, char *why, size_t w
 	return 0;
 }
 
+static bool is_reg(const ZydisDecodedOperand *o, ZydisRegister r)
+{
+	return o->type == ZYDIS_OPERAND_TYPE_REGISTER && o->reg.value == r;
+}
+
+static bool writes_rsp(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
+{
+	for (unsigned k = 0; k < in->operand_count; k++)
+		if ((is_reg(&ops[k], ZYDIS_REGISTER_RSP) || is_reg(&ops[k], ZYDIS_REGISTER_ESP) ||
+		     is_reg(&ops[k], ZYDIS_REGISTER_SP)) &&
+		    (ops[k].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+			return true;
+	return false;
+}
+
+int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char *why,
+			   size_t whylen)
+{
+	uint64_t base = plan->code_addr;
+	ZydisDecoder dec;
+	int64_t delta = 0;
+
+	*pushed = 0;
+	if (why && whylen)
+		why[0] = 0;
+	if (!decoder(&dec))
+		return say(why, whylen, -EOPNOTSUPP, base, base, NULL, 0, "no x86-64 decoder",
+			   NULL);
+	for (size_t i = 0; i < plan->nr && i < X86_RELOC_MAX_INSNS; i++) {
+		const struct x86_reloc_insn *ri = &plan->insn[i];
+		const uint8_t *p = plan->bytes + ri->off;
+		uint64_t at = base + ri->off;
+		ZydisDecodedInstruction in;
+		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+		const char *name;
+
+		if ((size_t)ri->off + ri->len > sizeof(plan->bytes) ||
+		    ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, p, ri->len, &in, ops)))
+			return say(why, whylen, -EOPNOTSUPP, base, at, p, ri->len,
+				   "does not decode as planned", NULL);
+		name = ZydisMnemonicGetString(in.mnemonic);
+		if (in.meta.branch_type != ZYDIS_BRANCH_TYPE_NONE ||
+		    in.meta.category == ZYDIS_CATEGORY_RET ||
+		    in.meta.category == ZYDIS_CATEGORY_COND_BR ||
+		    in.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+		    in.meta.category == ZYDIS_CATEGORY_CALL)
+			return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
+				   "a branch would leave the detour with interrupts off", name);
+		for (unsigned k = 0; k < in.operand_count_visible; k++) {
+			const ZydisDecodedOperand *o = &ops[k];
+			int64_t disp = o->mem.disp.has_displacement ? o->mem.disp.value : 0;
+
+			if (o->type != ZYDIS_OPERAND_TYPE_MEMORY || o->mem.type == ZYDIS_MEMOP_TYPE_AGEN)
+				continue;
+			if (o->mem.segment == ZYDIS_REGISTER_GS || o->mem.base == ZYDIS_REGISTER_RIP)
+				continue;
+			if ((o->mem.base == ZYDIS_REGISTER_RSP && disp - delta < -X86_DETOUR_STACK_MAX) ||
+			    (o->mem.base == ZYDIS_REGISTER_RBP && disp < 0))
+				return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
+					   "a stack operand below the return-address slot", name);
+		}
+		if (writes_rsp(&in, ops)) {
+			if ((in.mnemonic == ZYDIS_MNEMONIC_PUSH || in.mnemonic == ZYDIS_MNEMONIC_POP) &&
+			    in.operand_width == 64 && !is_reg(&ops[0], ZYDIS_REGISTER_RSP))
+				delta += in.mnemonic == ZYDIS_MNEMONIC_PUSH ? 8 : -8;
+			else if ((in.mnemonic == ZYDIS_MNEMONIC_SUB || in.mnemonic == ZYDIS_MNEMONIC_ADD) &&
+				 is_reg(&ops[0], ZYDIS_REGISTER_RSP) &&
+				 ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE)
+				delta += (in.mnemonic == ZYDIS_MNEMONIC_SUB ? 1 : -1) * ops[1].imm.value.s;
+			else
+				return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
+					   "changes RSP in a way a detour does not follow", name);
+			if (delta > X86_DETOUR_STACK_MAX || delta < -X86_DETOUR_STACK_MAX)
+				return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
+					   "moves RSP further than a detour allows", name);
+		}
+	}
+	*pushed = (int)delta;
+	return 0;
+}
+
 int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, size_t body_len,
 			uint64_t body_addr, char *why, size_t whylen)
 {

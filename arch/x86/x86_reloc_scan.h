@@ -18,6 +18,20 @@
  * instruction's offset and bytes. Pure. */
 int x86_reloc_kernel_safe(const struct x86_reloc_plan *plan, char *why, size_t whylen);
 
+/* Below the return-address slot, the most a detour's displaced instructions may push (and a bound
+ * on stack operands they may touch), so that the word the stub leaves further down survives. */
+#define X86_DETOUR_STACK_MAX 192
+
+/* Whether the displaced instructions of @plan can run in a detour between a stub that returns with
+ * interrupts off and a JMP through a stack slot that restores them (guest-stub/stub_abi.h): no
+ * branch or return (it would leave with interrupts off), RSP changed only by PUSH, POP and ADD/SUB
+ * of an immediate, at most X86_DETOUR_STACK_MAX bytes pushed, no stack operand further below the
+ * return-address slot than that, and no negative RBP offset (RBP's relation to RSP is unknown).
+ * *@pushed gets the bytes they push in all (RSP's entry value minus its value after them).
+ * Returns 0, or -EOPNOTSUPP with one line in @why. Pure. */
+int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char *why,
+			   size_t whylen);
+
 /* Decodes @body (@body_len bytes read at @body_addr: the whole function, untrusted) instruction by
  * instruction from its start and refuses any relative branch (JMP, Jcc, CALL, LOOP, JRCXZ) whose
  * target lies inside the patch of @plan past its first byte (x86_reloc_hits_patch). An instruction

@@ -317,7 +317,7 @@ int kvm_run_refuse_entry_probes(const struct session *s, struct vmi_sites *sites
 				 "a probe at its entry needs QEMU's gdbstub to step the "
 				 "instruction under it (run --qemu, attach); the embedded VMM "
 				 "cannot",
-				 err, errlen);
+				 0, err, errlen);
 
 	if (n == -ENOMEM)
 		snprintf(err, errlen, "out of memory");

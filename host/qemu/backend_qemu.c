@@ -181,7 +181,7 @@ static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
 				 r->no_trap ? "a probe at its entry is a trap probe, and INT3 does "
 					      "not exit on this host's KVM"
 					    : NULL,
-				 err, errlen);
+				 r->l.fentry, err, errlen);
 
 	if (n == -ENOMEM) {
 		snprintf(err, errlen, "out of memory");
@@ -189,6 +189,36 @@ static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
 	}
 	/* stub detours or trap probes: pipeline_build says which */
 	return n < 0 ? EXIT_BAD_INPUT : 0;
+}
+
+/* Stub detours replace a function's first instructions: not before the kernel has patched its own
+ * text (alternatives, return thunks, sealed ENDBR64s), which it does once, early in boot, whatever
+ * is there. The guest says when with alternatives_patched (a guest without it: no wait). 0, or an
+ * exit status with @err. */
+static int wait_text_patched(struct linux_run *r, char *err, size_t errlen)
+{
+	const struct vmi_sym *a = vmi_symtab_find(&r->l.objects, "alternatives_patched");
+	double give_up = clock_now_s() + BOOT_WAIT_SEC;
+	int32_t done = 0;
+	int ret;
+
+	while (a && target_qemu_read_kernel(&r->tq, a->addr, &done, sizeof(done)) == 0 && !done) {
+		if (clock_now_s() > give_up || qemu_run_signalled(r) ||
+		    (r->timeout_at && clock_now_s() > r->timeout_at)) {
+			snprintf(err, errlen,
+				 "the kernel did not patch its own text (alternatives_patched) in %d s: "
+				 "no stub detour can go in (use --probe trap)",
+				 BOOT_WAIT_SEC);
+			return EXIT_BAD_INPUT;
+		}
+		ret = target_qemu_run_for(&r->tq, 100);
+		if (ret < 0) {
+			snprintf(err, errlen, "%s",
+				 r->qc.gdb.why[0] ? r->qc.gdb.why : "the guest went away while booting");
+			return ret == -EINTR ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
+		}
+	}
+	return 0;
 }
 
 /* Probes in, rings and writer running. Returns an exit status on error, 0 on success. */
@@ -209,7 +239,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	    .text_ctx = &r->tq,
 	};
 	const struct vmi_site **sel = NULL;
-	size_t nr_sel = 0;
+	size_t nr_sel = 0, nr_sites;
 	char why[256] = "";
 	int ret;
 
@@ -226,9 +256,15 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		if (ret < 0)
 			return EXIT_BAD_INPUT;
 	}
+	nr_sites = r->sites.nr;
 	ret = add_entry_sites(r, err, errlen);
 	if (ret)
 		return ret;
+	if (r->sites.nr > nr_sites && pg.stub && s->cmd != CMD_LIST_FUNCTIONS) {
+		ret = wait_text_patched(r, err, errlen);
+		if (ret)
+			return ret;
+	}
 	/* -g without -l: only what the graph functions reach by direct calls (with -l '*' and stub
 	 * probes every function is probed and the stub follows the graph in the guest, as
 	 * set_graph_function does: not the default, as a detach of stubs on every function of a

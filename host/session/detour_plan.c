@@ -41,7 +41,7 @@ static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_r
 {
 	const struct vmi_sym *f = p->func;
 	uint64_t end = func_end(funcs, f), len, skip;
-	int ret;
+	int ret, pushed;
 
 	if (strstr(f->name, ".cold")) {
 		/* entered by a jump from its function, whose frame is live: no return address */
@@ -71,6 +71,8 @@ static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_r
 	ret = x86_reloc_plan(buf + skip, len - skip, p->addr, X86_JMP_REL32_LEN, plan, why, whylen);
 	if (ret == 0)
 		ret = x86_reloc_kernel_safe(plan, why, whylen);
+	if (ret == 0)
+		ret = x86_reloc_detour_check(plan, &pushed, why, whylen);
 	if (ret == 0)
 		ret = x86_reloc_scan_body(plan, buf, len, f->addr, why, whylen);
 	return ret;

@@ -11,7 +11,8 @@
 /* Adds to @sites an entry site (vmi_site.entry) for each function of @funcs without one in @sites
  * that the session names exactly with -l, -g, -e or -r (a name without glob characters), and with
  * --entry for each one an -l or -g glob matches (every function without -l or -g; __pfx_ and
- * __cfi_ padding never). The first bytes of each are read through @read/@ctx. @no_entry: NULL
+ * __cfi_ padding never, nor the function at @reserved: the tracer's return trampoline, 0 none). The
+ * first bytes of each are read through @read/@ctx. @no_entry: NULL
  * where the target can probe an entry (a breakpoint whose instruction then runs in place), else
  * why not ("F has no fentry site: @no_entry"): a function that would need one is refused with it. @sites must hold the fentry sites
  * already, built from @funcs; pointers into @sites->v taken before are invalid afterwards.
@@ -19,7 +20,7 @@
  * naming the function. */
 long entry_sites_add(const struct session *s, struct vmi_sites *sites,
 		     const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
-		     const char *no_entry, char *err, size_t errlen);
+		     const char *no_entry, uint64_t reserved, char *err, size_t errlen);
 
 /* Whether the session names @name exactly (no glob): with -l, -g, -e or -r. Pure. */
 bool entry_sites_named(const struct session *s, const char *name);

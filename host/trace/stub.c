@@ -1,5 +1,6 @@
 #include "host/trace/stub.h"
 #include "arch/x86/x86_insn.h"
+#include "arch/x86/x86_reloc_scan.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,7 +11,9 @@
 /* The stub's bytes, assembled into this binary as data (guest-stub/stub.S). */
 extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
 	hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_entry_root[],
-	hvt_stub_entry_root_args[], hvt_stub_ret[], hvt_stub_end[];
+	hvt_stub_entry_root_args[], hvt_stub_detour[], hvt_stub_detour_ret[],
+	hvt_stub_detour_args[], hvt_stub_detour_ret_args[], hvt_stub_detour_root[],
+	hvt_stub_detour_root_args[], hvt_stub_ret[], hvt_stub_end[];
 
 #define PAGE	   4096ull
 
@@ -204,6 +207,12 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->entry[3] = s->reg.gva + (uint64_t)(hvt_stub_entry_ret_args - hvt_stub_start);
 	s->entry[5] = s->reg.gva + (uint64_t)(hvt_stub_entry_root - hvt_stub_start);
 	s->entry[7] = s->reg.gva + (uint64_t)(hvt_stub_entry_root_args - hvt_stub_start);
+	s->entry[8] = s->reg.gva + (uint64_t)(hvt_stub_detour - hvt_stub_start);
+	s->entry[9] = s->reg.gva + (uint64_t)(hvt_stub_detour_ret - hvt_stub_start);
+	s->entry[10] = s->reg.gva + (uint64_t)(hvt_stub_detour_args - hvt_stub_start);
+	s->entry[11] = s->reg.gva + (uint64_t)(hvt_stub_detour_ret_args - hvt_stub_start);
+	s->entry[13] = s->reg.gva + (uint64_t)(hvt_stub_detour_root - hvt_stub_start);
+	s->entry[15] = s->reg.gva + (uint64_t)(hvt_stub_detour_root_args - hvt_stub_start);
 	s->ret = s->reg.gva + (uint64_t)(hvt_stub_ret - hvt_stub_start);
 	s->nr_detours = g->nr_detours;
 	s->detour_off = s->reg.size - detours;
@@ -299,30 +308,64 @@ long stub_detour_index(const struct stub *s, uint64_t ip)
 	return (long)(off / STUB_DETOUR_SIZE);
 }
 
+/* Puts JMP rel32 from @code + @at (slot address @slot) to @to; false when out of reach. */
+static bool put_jmp(uint8_t *code, size_t at, uint64_t slot, uint64_t to)
+{
+	int64_t rel = (int64_t)(to - (slot + at + 5));
+	int32_t rel32 = (int32_t)rel;
+
+	if (rel != rel32)
+		return false;
+	code[at] = 0xe9;
+	memcpy(code + at + 1, &rel32, 4);
+	return true;
+}
+
+static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+
 int stub_detour_write(struct stub *s, unsigned idx, const struct x86_reloc_plan *plan, bool hook,
 		      bool args, bool root, char *why, size_t whylen)
 {
-	unsigned which = (hook || root) | args << 1 | root << 2;
+	unsigned which = 8 | (hook || root) | args << 1 | root << 2;
 	uint64_t at = stub_detour_gva(s, idx), gpa = s->reg.gpa + s->detour_off +
 						     (uint64_t)idx * STUB_DETOUR_SIZE;
+	uint64_t back = plan->code_addr + plan->endbr_len + plan->len;
 	int64_t rel = (int64_t)(s->entry[which] - (at + X86_NOP5_LEN));
 	uint8_t code[STUB_DETOUR_SIZE], now[16];
-	int32_t rel32 = (int32_t)rel;
+	int32_t rel32 = (int32_t)rel, disp;
 	size_t len = 0;
-	int ret;
+	int pushed, ret;
 
 	if (idx >= s->nr_detours || rel != rel32) {
 		snprintf(why, whylen, "no detour slot %u within reach of the stub", idx);
 		return -ERANGE;
 	}
+	ret = x86_reloc_detour_check(plan, &pushed, why, whylen);
+	if (ret < 0)
+		return ret;
 	memset(code, X86_INT3, sizeof(code));
 	code[0] = X86_CALL_REL32;
 	memcpy(code + 1, &rel32, 4);
 	ret = x86_reloc_emit(plan, plan->bytes, plan->code_addr, at + X86_NOP5_LEN,
-			     code + X86_NOP5_LEN, sizeof(code) - X86_NOP5_LEN, &len, why, whylen);
+			     code + X86_NOP5_LEN, DT_STI - X86_NOP5_LEN - 7 + X86_JMP_REL32_LEN, &len,
+			     why, whylen);
 	if (ret < 0)
 		return ret;
-	len += X86_NOP5_LEN;
+	/* the relocator's JMP back gives way to JMP *(pushed - SCRATCH)(%rsp): ff a4 24 disp32 */
+	len += X86_NOP5_LEN - X86_JMP_REL32_LEN;
+	disp = pushed - STUB_DETOUR_SCRATCH;
+	code[len] = 0xff;
+	code[len + 1] = 0xa4;
+	code[len + 2] = 0x24;
+	memcpy(code + len + 3, &disp, 4);
+	memcpy(code + DT_STI, endbr64, 4);
+	code[DT_STI + 4] = 0xfb; /* STI: its shadow covers the JMP */
+	memcpy(code + DT_NOSTI, endbr64, 4);
+	if (!put_jmp(code, DT_STI + 5, at, back) || !put_jmp(code, DT_NOSTI + 4, at, back)) {
+		snprintf(why, whylen, "the way back is out of reach of detour slot %u", idx);
+		return -ERANGE;
+	}
+	len = DT_NOSTI + 9;
 	/* in pieces of 16 bytes (QEMU's text writes), each over what is there now */
 	for (size_t off = 0; off < len; off += sizeof(now)) {
 		size_t n = len - off < sizeof(now) ? len - off : sizeof(now);

@@ -32,7 +32,8 @@ struct stub {
 	unsigned max_depth;   /* frames per shadow stack (H_MAX_DEPTH as written) */
 	unsigned stack_shift; /* guest stacks are 1 << stack_shift aligned regions */
 	const char *cpu_from; /* where the stub takes its CPU number: "rdtscp", "gs" or "cpuid" */
-	uint64_t entry[8]; /* GVAs of the entry routines: [hook | 2 * arguments | 4 * graph root] */
+	uint64_t entry[16]; /* GVAs of the entry routines: [hook | 2 * arguments | 4 * graph root |
+			     * 8 * from a detour slot] */
 	uint64_t ret;	   /* GVA of the return routine */
 	uint64_t tail[STUB_MAX_CPUS]; /* next index the host reads, per CPU */
 	uint64_t head[STUB_MAX_CPUS]; /* guest-reported: the ring's head as last read (any value) */
@@ -104,10 +105,10 @@ int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[
 bool stub_owns_rip(const struct stub *s, uint64_t rip);
 
 /* Detours: a probe at a function entry without an fentry site. The entry's first instructions
- * (plan: x86_reloc_plan) give way to a JMP rel32 into detour slot @idx, which holds a CALL rel32
- * into the stub's entry routine (so the stub sees the stack an fentry CALL would give it, and
- * records the slot's address as the site), the displaced instructions relocated, and a JMP back. */
-#define STUB_DETOUR_SIZE 128
+ * (plan: x86_reloc_plan) give way to a JMP rel32 into detour slot @idx (layout: stub_abi.h), which
+ * holds a CALL rel32 into the stub's detour routine (so the stub sees the stack an fentry CALL would
+ * give it, and records the slot's address as the site), the displaced instructions relocated, run
+ * with interrupts off, and the way back. */
 #define STUB_DETOURS_MAX 65536
 
 /* Guest address of detour slot @idx (its CALL). Pure. */
@@ -118,10 +119,10 @@ uint64_t stub_detour_gva(const struct stub *s, unsigned idx);
 long stub_detour_index(const struct stub *s, uint64_t ip);
 
 /* With the target paused, before its site is patched: writes detour slot @idx for @plan (made from
- * the bytes at the site, plan->code_addr, which has no ENDBR64 left before it) calling the entry
- * routine for @hook, @args and @root as stub_patch's. Written through write_text, so that a TCG
- * translation of an earlier session's bytes there is dropped. 0, or -errno with one line in
- * @why (-ERANGE, -ENOSPC from the relocator, -EFAULT). */
+ * the bytes at the site, plan->code_addr, which has no ENDBR64 left before it, and passed by
+ * x86_reloc_detour_check) calling the detour routine for @hook, @args and @root as stub_patch's.
+ * Written through write_text, so that a TCG translation of an earlier session's bytes there is
+ * dropped. 0, or -errno with one line in @why (-EOPNOTSUPP, -ERANGE, -ENOSPC, -EFAULT). */
 int stub_detour_write(struct stub *s, unsigned idx, const struct x86_reloc_plan *plan, bool hook,
 		      bool args, bool root, char *why, size_t whylen);
 

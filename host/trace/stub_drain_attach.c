@@ -70,39 +70,45 @@ static bool kernel_frame(uint64_t next)
 	return cs && cs < 0x100 && (cs & 3) == 0;
 }
 
-/* Addresses that a context may be stopped at, sorted. */
+/* Where a context may be stopped inside the bytes the detours replace, sorted by address, each
+ * with its detour's slot; hit[k]: a saved context was found inside detour k's bytes. */
 struct points {
-	uint64_t *v;
+	struct point {
+		uint64_t addr;
+		unsigned k;
+	} *v;
 	size_t nr;
+	bool *hit;
 };
 
-static int cmp_u64(const void *a, const void *b)
+static int cmp_point(const void *a, const void *b)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	uint64_t x = ((const struct point *)a)->addr, y = ((const struct point *)b)->addr;
 
 	return x < y ? -1 : x > y;
 }
 
-static bool is_point(const struct points *pt, uint64_t v)
+/* Marks the detour whose replaced bytes hold @v when @next says @v was an interrupted RIP. */
+static bool saved_at_point(void *ctx, uint64_t v, uint64_t next)
 {
+	struct points *pt = ctx;
 	size_t lo = 0, hi = pt->nr;
 
+	if (!kernel_frame(next))
+		return false;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (pt->v[mid] == v)
-			return true;
-		if (pt->v[mid] < v)
+		if (pt->v[mid].addr == v) {
+			pt->hit[pt->v[mid].k] = true;
+			break;
+		}
+		if (pt->v[mid].addr < v)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return false;
-}
-
-static bool saved_at_point(void *ctx, uint64_t v, uint64_t next)
-{
-	return kernel_frame(next) && is_point(ctx, v);
+	return false; /* on: every detour's contexts are marked */
 }
 
 /* The instruction boundaries inside the bytes each detour replaces (past their first): a context
@@ -115,21 +121,22 @@ static int inner_points(struct stub_drain *d, struct points *pt)
 	for (unsigned k = 0; k < d->nr_detours; k++)
 		n += d->detour_probe[k]->detour->nr;
 	pt->v = malloc((n ? n : 1) * sizeof(*pt->v));
-	if (!pt->v)
+	pt->hit = calloc(d->nr_detours ? d->nr_detours : 1, sizeof(*pt->hit));
+	if (!pt->v || !pt->hit)
 		return -ENOMEM;
 	for (unsigned k = 0; k < d->nr_detours; k++) {
 		const struct probe *p = d->detour_probe[k];
 
 		for (size_t i = 1; i < p->detour->nr; i++)
-			pt->v[pt->nr++] = p->addr + p->detour->insn[i].off;
+			pt->v[pt->nr++] = (struct point){p->addr + p->detour->insn[i].off, k};
 	}
-	qsort(pt->v, pt->nr, sizeof(*pt->v), cmp_u64);
+	qsort(pt->v, pt->nr, sizeof(*pt->v), cmp_point);
 	return 0;
 }
 
-/* Whether a vCPU, or a context saved in guest memory, is inside the bytes a detour replaces (or a
- * vCPU's registers cannot be read); the function's name in @who. Target paused. */
-static bool inside_replaced(struct stub_drain *d, const struct points *pt, const char **who)
+/* Whether a vCPU is stopped inside the bytes a detour replaces, or its registers cannot be read;
+ * the function's name in @who. Target paused. */
+static bool vcpu_inside_replaced(struct stub_drain *d, const char **who)
 {
 	struct target *tgt = d->c.tgt;
 
@@ -149,35 +156,106 @@ static bool inside_replaced(struct stub_drain *d, const struct points *pt, const
 			}
 		}
 	}
-	if (!pt->nr)
-		return false;
-	if (tgt->ops->scan_ram(tgt, pt->v[0], pt->v[pt->nr - 1], saved_at_point, (void *)pt) != 0) {
-		*who = "a context saved in guest memory";
-		return true;
-	}
 	return false;
 }
 
-static bool saved_frame(void *ctx, uint64_t v, uint64_t next)
+/* Scans guest RAM for contexts saved inside the replaced bytes (pt->hit); how many detours have
+ * one, or -errno (RAM unreadable). Target paused. */
+static long scan_saved(struct stub_drain *d, struct points *pt)
 {
-	(void)ctx;
-	(void)v;
-	return kernel_frame(next);
+	long n = 0;
+	int ret;
+
+	memset(pt->hit, 0, d->nr_detours * sizeof(*pt->hit));
+	if (!pt->nr)
+		return 0;
+	ret = d->c.tgt->ops->scan_ram(d->c.tgt, pt->v[0].addr, pt->v[pt->nr - 1].addr,
+				      saved_at_point, pt);
+	if (ret < 0)
+		return ret;
+	for (unsigned k = 0; k < d->nr_detours; k++)
+		n += pt->hit[k];
+	return n;
 }
 
-/* Whether a context saved in guest memory resumes inside a detour: 1, 0, or -errno (RAM cannot
- * be read: taken as inside). Target paused. */
-static int saved_in_detours(struct stub_drain *d)
+/* Lets the guest run a little (its backend's least); false when it cannot be paused again. */
+static bool run_a_little(struct target *tgt)
+{
+	return tgt->ops->run_for && tgt->ops->run_for(tgt, LEAVE_RUN_US) == 0;
+}
+
+/* No vCPU inside the bytes the detours replace (letting the guest run a little while one is), and
+ * each detour with a context saved inside them (an interrupted, maybe preempted task; or a stale
+ * interrupt frame, which cannot be told apart) made a trap probe at its entry instead, with one
+ * line. Target paused. 0 or -errno with @err. */
+static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 {
 	struct target *tgt = d->c.tgt;
-	uint64_t lo = stub_detour_gva(&d->stub, 0);
+	struct points pt = {0};
+	const char *who = NULL;
+	int64_t leave_by = clock_now_ms() + LEAVE_MS;
+	int ret = 0, tries = 0, scans = 0;
+	long n;
 
-	if (!d->nr_detours)
-		return 0;
-	if (!tgt->ops->scan_ram)
-		return -ENOTSUP;
-	return tgt->ops->scan_ram(tgt, lo, lo + (uint64_t)d->nr_detours * STUB_DETOUR_SIZE - 1,
-				  saved_frame, NULL);
+	if (inner_points(d, &pt) < 0) {
+		snprintf(err, errlen, "stub detours: out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		while (vcpu_inside_replaced(d, &who) && tries++ < LEAVE_TRIES &&
+		       clock_now_ms() < leave_by && run_a_little(tgt))
+			;
+		if (vcpu_inside_replaced(d, &who)) {
+			snprintf(err, errlen,
+				 "stub detours: %s stays inside the first bytes of a function to be "
+				 "detoured (use --probe trap)",
+				 who);
+			ret = -EBUSY;
+			goto out;
+		}
+		n = scan_saved(d, &pt);
+		if (n < 0) {
+			snprintf(err, errlen, "stub detours: guest RAM cannot be read: %s",
+				 strerror((int)-n));
+			ret = (int)n;
+			goto out;
+		}
+		/* a task interrupted there goes on soon; a stale frame stays */
+		if (!n || ++scans >= LEAVE_SCANS || clock_now_ms() >= leave_by ||
+		    !run_a_little(tgt))
+			break;
+	}
+	for (unsigned k = 0; k < d->nr_detours; k++) {
+		struct probe *p = d->detour_probe[k];
+
+		if (!pt.hit[k])
+			continue;
+		if (!tgt->bp_in_place) {
+			snprintf(err, errlen,
+				 "%s: a context saved in guest memory may resume inside its first "
+				 "bytes: no detour (use --probe trap)",
+				 p->func->name);
+			ret = -EBUSY;
+			goto out;
+		}
+		/* its slot stays unused; the drain never sees a record from it */
+		p->stub = false;
+		ret = probe_insert(p, tgt);
+		if (ret < 0) {
+			snprintf(err, errlen, "%s: entry 0x%" PRIx64 ": cannot insert a breakpoint",
+				 p->func->name, p->addr);
+			goto out;
+		}
+		fprintf(stderr,
+			"hvtrace: %s: a context saved in guest memory may resume inside its first "
+			"bytes: a trap probe at its entry instead of a detour\n",
+			p->func->name);
+	}
+out:
+	free(pt.v);
+	free(pt.hit);
+	return ret;
 }
 
 /* The stub probes through detours, by slot; 0, -ENOMEM. */
@@ -209,10 +287,7 @@ static int list_detours(struct stub_drain *d)
 static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errlen)
 {
 	struct target *tgt = d->c.tgt;
-	struct points pt = {0};
-	const char *who = NULL;
-	int64_t leave_by = clock_now_ms() + LEAVE_MS;
-	int ret, tries = 0;
+	int ret;
 
 	if (!d->nr_detours)
 		return 0;
@@ -252,28 +327,14 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 			return ret;
 		}
 	}
-	ret = inner_points(d, &pt);
-	if (ret < 0) {
-		snprintf(err, errlen, "stub detours: out of memory");
+	ret = no_context_inside(d, err, errlen);
+	if (ret < 0)
 		return ret;
-	}
-	while (inside_replaced(d, &pt, &who) && tries++ < LEAVE_TRIES &&
-	       clock_now_ms() < leave_by) {
-		if (tgt->ops->run_for ? tgt->ops->run_for(tgt, LEAVE_RUN_US) < 0 : true)
-			break;
-	}
-	if (inside_replaced(d, &pt, &who)) {
-		free(pt.v);
-		snprintf(err, errlen,
-			 "stub detours: %s stays inside the first bytes of a function to be "
-			 "detoured (use --probe trap)",
-			 who);
-		return -EBUSY;
-	}
-	free(pt.v);
 	for (unsigned k = 0; k < d->nr_detours; k++) {
 		struct probe *p = d->detour_probe[k];
 
+		if (!p->stub) /* a trap probe after all */
+			continue;
 		ret = stub_detour_patch(&d->stub, k, p->addr, p->gpa, p->nop);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: entry 0x%" PRIx64 ": %s", p->func->name, p->addr,
@@ -501,20 +562,6 @@ int stub_drain_detach(struct stub_drain *d)
 		tgt->ops->resume(tgt);
 		usleep(LEAVE_RUN_US);
 		tgt->ops->pause(tgt);
-	}
-	/* a task interrupted (and maybe preempted) inside a detour's relocated instructions
-	 * resumes there: its saved RIP must not point into unmapped memory */
-	while (!cpu_inside(d) && saved_in_detours(d) == 1 && tries++ < LEAVE_TRIES &&
-	       clock_now_ms() < leave_by) {
-		if (!tgt->ops->run_for || tgt->ops->run_for(tgt, LEAVE_RUN_US) < 0)
-			break;
-	}
-	if (!cpu_inside(d) && saved_in_detours(d)) {
-		fprintf(stderr, "hvtrace: a context saved in guest memory resumes inside a stub "
-				"detour: the stub is left mapped%s\n",
-			ret ? "" : " (every site and return slot is restored)");
-		if (!ret)
-			ret = -EBUSY;
 	}
 	if (cpu_inside(d)) {
 		/* cannot happen: the stub loops only on the shadow-stack lock and, bounded, waiting

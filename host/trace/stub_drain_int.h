@@ -47,6 +47,7 @@ struct drain_sched_attr {
 #define TASK_CACHE	  4096 /* tasks named at once (a hash of pointer and identity) */
 #define TASK_CACHE_NS	  50000000ull
 #define LEAVE_TRIES	  2000
+#define LEAVE_SCANS	  5 /* guest RAM scans for contexts inside bytes a detour replaces */
 #define LEAVE_RUN_US	  20 /* each short run lets a vCPU finish the stub routine it is in */
 #define LEAVE_MS	  3000 /* and all of them together at most (QEMU: each run is a gdbstub round trip) */
 

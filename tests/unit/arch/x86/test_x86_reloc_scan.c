@@ -68,6 +68,44 @@ static void test_kernel_rewrites_refused(void **state)
 		fail_msg("where: %s", why);
 }
 
+/* Plans @code, expecting x86_reloc_detour_check to take it with @push bytes pushed (@text NULL)
+ * or refuse with @text. */
+#define DETOUR(push, text, ...)                                                                    \
+	do {                                                                                       \
+		static const uint8_t c_[] = {__VA_ARGS__};                                         \
+		int e_, pushed_ = -1;                                                              \
+		plan5(c_, sizeof(c_));                                                             \
+		memset(why, 'X', sizeof(why));                                                     \
+		e_ = x86_reloc_detour_check(&plan, &pushed_, why, sizeof(why));                    \
+		if (!(text)) {                                                                     \
+			if (e_)                                                                    \
+				fail_msg("refused: %s", why);                                      \
+			assert_int_equal(pushed_, (push));                                         \
+		} else {                                                                           \
+			assert_int_equal(e_, -EOPNOTSUPP);                                         \
+			if (!strstr(why, (text) ? (text) : ""))                                    \
+				fail_msg("reason: %s", why);                                       \
+		}                                                                                  \
+	} while (0)
+
+/* What a detour can run with interrupts off before its JMP through the stack. */
+static void test_detour_check(void **state)
+{
+	(void)state;
+	DETOUR(16, NULL, 0x55, 0x48, 0x89, 0xe5, 0x41, 0x57);		  /* push; mov; push */
+	DETOUR(24, NULL, 0x48, 0x83, 0xec, 0x18, 0x48, 0x89, 0x1c, 0x24); /* sub rsp, 0x18; mov */
+	DETOUR(-8, NULL, 0x48, 0x83, 0xc4, 0x08, 0x90, 0x90);		  /* add rsp, 8 */
+	DETOUR(0, NULL, 0x65, 0x48, 0x8b, 0x04, 0x25, 0x34, 0x12, 0x00, 0x00); /* gs load */
+	DETOUR(0, "branch", 0x85, 0xff, 0x74, 0x10, 0x90, 0x90, 0x90);	       /* test; je */
+	DETOUR(0, "branch", 0x31, 0xc0, 0x31, 0xd2, 0xc3, 0xcc);	       /* xor; xor; ret */
+	DETOUR(0, "changes RSP", 0x48, 0x83, 0xe4, 0xf0, 0x90, 0x90);	       /* and rsp, -16 */
+	DETOUR(0, "changes RSP", 0x48, 0x89, 0xec, 0x90, 0x90, 0x90);	       /* mov rsp, rbp */
+	DETOUR(0, "further", 0x48, 0x81, 0xec, 0x00, 0x01, 0x00, 0x00);	       /* sub rsp, 0x100 */
+	/* mov [rsp - 0x100], rax; mov [rbp - 8], rdi */
+	DETOUR(0, "below the return-address slot", 0x48, 0x89, 0x84, 0x24, 0x00, 0xff, 0xff, 0xff);
+	DETOUR(0, "below the return-address slot", 0x48, 0x89, 0x7d, 0xf8, 0x90, 0x90);
+}
+
 static int scan(const uint8_t *body, size_t len)
 {
 	memset(why, 'X', sizeof(why));
@@ -121,6 +159,7 @@ int main(void)
 	    cmocka_unit_test(test_prologues_safe),
 	    cmocka_unit_test(test_kernel_rewrites_refused),
 	    cmocka_unit_test(test_body_branches),
+	    cmocka_unit_test(test_detour_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

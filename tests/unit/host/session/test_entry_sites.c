@@ -30,6 +30,7 @@ struct world {
 	struct vmi_symtab funcs;
 	struct vmi_sites sites;
 	struct session s;
+	uint64_t reserved; /* the tracer's trampoline */
 	char err[256];
 };
 
@@ -64,7 +65,7 @@ static void world_free(struct world *w)
 
 static long add(struct world *w, const char *no_entry)
 {
-	return entry_sites_add(&w->s, &w->sites, &w->funcs, read_text, NULL, no_entry, w->err,
+	return entry_sites_add(&w->s, &w->sites, &w->funcs, read_text, NULL, no_entry, w->reserved, w->err,
 			       sizeof(w->err));
 }
 
@@ -123,6 +124,18 @@ static void test_entry_all(void **state)
 	w.s.entry_all = true;
 	assert_int_equal(add(&w, NULL), 3); /* b, c, d; not a2, __pfx_c, e */
 	assert_int_equal(w.sites.nr, 4);
+	world_free(&w);
+
+	/* the function the tracer's return trampoline sits in (__fentry__) is never probed */
+	world_init(&w);
+	w.s.entry_all = true;
+	for (size_t i = 0; i < w.funcs.nr; i++)
+		if (!strcmp(w.funcs.syms[i].name, "c"))
+			w.reserved = w.funcs.syms[i].addr;
+	assert_int_not_equal(w.reserved, 0);
+	assert_int_equal(add(&w, NULL), 2);
+	for (size_t i = 0; i < w.sites.nr; i++)
+		assert_string_not_equal(w.sites.v[i].func->name, "c");
 	world_free(&w);
 }
 

@@ -1,8 +1,8 @@
 /* Stub detours (issue 25): a stub probe at the entry of a function without an fentry site. The
  * attach relocates the function's first instructions into a slot of the stub region and writes a
- * JMP there, only once no vCPU and no context saved in guest memory is inside the bytes it
- * replaces; the detach puts the bytes back and keeps the region while a saved context resumes
- * inside a detour. Guest memory is host buffers (GVA = GPA); a "saved context" is an interrupt
+ * JMP there once no vCPU is inside the bytes it replaces; a function with a context saved inside
+ * them becomes a trap probe instead. The detour runs them with interrupts off, so the detach needs
+ * no such search. Guest memory is host buffers (GVA = GPA); a "saved context" is an interrupt
  * frame's RIP and kernel CS written into a buffer standing for a task's stack. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -226,10 +226,21 @@ static void test_detour_bytes(void **state)
 		/* the byte after the JMP is left as it was (nothing branches there) */
 		assert_int_equal(at[5], 0x57);
 		assert_int_equal(code[0], X86_CALL_REL32);
-		assert_int_equal(slot + 5 + (uint64_t)(int64_t)rel32_at(code + 1), s->entry[0]);
+		assert_int_equal(slot + 5 + (uint64_t)(int64_t)rel32_at(code + 1), s->entry[8]);
+		assert_int_not_equal(s->entry[8], s->entry[0]);
 		assert_memory_equal(code + 5, func_bytes + ENTRY_OFF, 6);
-		assert_int_equal(code[11], 0xe9);
-		assert_int_equal(slot + 16 + (uint64_t)(int64_t)rel32_at(code + 12), p->addr + 6);
+		/* jmp *(16 - 256)(%rsp): push rbp and push r15 moved RSP down 16 bytes */
+		assert_memory_equal(code + 11, "\xff\xa4\x24", 3);
+		assert_int_equal(rel32_at(code + 14), 16 - STUB_DETOUR_SCRATCH);
+		/* the two ways back: endbr64; sti; jmp and endbr64; jmp */
+		assert_memory_equal(code + DT_STI, "\xf3\x0f\x1e\xfa\xfb\xe9", 6);
+		assert_int_equal(slot + DT_STI + 10 +
+				     (uint64_t)(int64_t)rel32_at(code + DT_STI + 6),
+				 p->addr + 6);
+		assert_memory_equal(code + DT_NOSTI, "\xf3\x0f\x1e\xfa\xe9", 5);
+		assert_int_equal(slot + DT_NOSTI + 9 +
+				     (uint64_t)(int64_t)rel32_at(code + DT_NOSTI + 5),
+				 p->addr + 6);
 		assert_int_equal(stub_detour_index(s, slot), (long)p->detour_idx);
 		assert_int_equal(stub_detour_index(s, slot + 5), -1);
 		assert_true(stub_owns_rip(s, slot + 5));
@@ -245,39 +256,51 @@ static void test_detour_bytes(void **state)
 }
 
 /* A task interrupted after the first displaced instruction (its frame: RIP, kernel CS) would resume
- * in the middle of the JMP: the attach refuses, naming why, and writes nothing. The same value
- * without a frame's CS after it (a return address, a stale word) is no context. */
-static void test_saved_context_inside_refused(void **state)
+ * in the middle of the JMP: that function becomes a trap probe at its entry, the others are
+ * detoured; on a target that cannot run an instruction under a breakpoint the attach refuses and
+ * writes nothing. The same value without a frame's CS after it (a return address, a stale word),
+ * at the site itself or past the replaced bytes is no context inside. */
+static void test_saved_context_inside(void **state)
 {
 	struct fixture x;
 	char err[256] = "";
 	uint64_t frame[2] = {site(1) + 1, KERNEL_CS};
+	const struct probe *v;
 
 	(void)state;
 	fixture_init(&x);
+	x.f.t.bp_in_place = true;
 	memcpy(x.stack + 512, frame, sizeof(frame));
-	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), -EBUSY);
-	assert_non_null(strstr(err, "a context saved in guest memory stays inside"));
+	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+	v = tracer_probes(&x.tr)->v;
+	assert_true(v[0].stub && v[0].patched && v[2].stub && v[2].patched);
+	assert_false(v[1].stub || v[1].patched);
+	assert_true(v[1].inserted);
+	assert_int_equal(x.text[0x40 + ENTRY_OFF], X86_INT3);
+	assert_int_equal(x.text[ENTRY_OFF], 0xe9);
+	assert_int_equal(tracer_detach(&x.tr), 0);
 	for (unsigned i = 0; i < NR_FUNCS; i++)
 		assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
 	assert_false(x.mapped);
 	fixture_free(&x);
 
 	fixture_init(&x);
-	frame[1] = 0xffffffff81000000ull; /* a return address's neighbour, not a CS */
 	memcpy(x.stack + 512, frame, sizeof(frame));
-	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
-	assert_true(x.scans > 0);
-	assert_int_equal(tracer_detach(&x.tr), 0);
+	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), -EBUSY);
+	assert_non_null(strstr(err, "func_1: a context saved in guest memory may resume inside"));
+	for (unsigned i = 0; i < NR_FUNCS; i++)
+		assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
+	assert_false(x.mapped);
 	fixture_free(&x);
 
-	/* at the site itself (not yet begun) or past the displaced bytes: outside */
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		fixture_init(&x);
-		frame[0] = k ? site(1) + 6 : site(1);
-		frame[1] = KERNEL_CS;
+		frame[0] = k == 0 ? site(1) : k == 1 ? site(1) + 6 : site(1) + 4;
+		frame[1] = k == 2 ? 0xffffffff81000000ull : KERNEL_CS;
 		memcpy(x.stack + 512, frame, sizeof(frame));
 		assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+		assert_true(x.scans > 0);
+		assert_true(tracer_probes(&x.tr)->v[1].patched);
 		assert_int_equal(tracer_detach(&x.tr), 0);
 		assert_false(x.mapped);
 		fixture_free(&x);
@@ -300,9 +323,10 @@ static void test_vcpu_inside_refused(void **state)
 	fixture_free(&x);
 }
 
-/* At the detach a task interrupted inside a detour's relocated instructions would resume there:
- * the sites are restored, and the region stays mapped, said in the return value. */
-static void test_saved_context_in_detour_keeps_region(void **state)
+/* Nothing is interrupted inside a detour (its instructions run with interrupts off), so a word
+ * that looks like a frame there (a stale one) keeps nothing: the detach restores every site and
+ * unmaps the region. */
+static void test_detach_ignores_detour_frames(void **state)
 {
 	struct fixture x;
 	char err[256] = "";
@@ -314,8 +338,8 @@ static void test_saved_context_in_detour_keeps_region(void **state)
 	frame[0] = stub_detour_gva(&x.tr.stub.stub, 1) + 6; /* after the relocated push rbp */
 	frame[1] = KERNEL_CS;
 	memcpy(x.stack + 1024, frame, sizeof(frame));
-	assert_int_equal(tracer_detach(&x.tr), -EBUSY);
-	assert_true(x.mapped);
+	assert_int_equal(tracer_detach(&x.tr), 0);
+	assert_false(x.mapped);
 	for (unsigned i = 0; i < NR_FUNCS; i++)
 		assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
 	fixture_free(&x);
@@ -325,9 +349,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_detour_bytes),
-	    cmocka_unit_test(test_saved_context_inside_refused),
+	    cmocka_unit_test(test_saved_context_inside),
 	    cmocka_unit_test(test_vcpu_inside_refused),
-	    cmocka_unit_test(test_saved_context_in_detour_keeps_region),
+	    cmocka_unit_test(test_detach_ignores_detour_frames),
 	};
 
 	return cmocka_run_group_tests_name("stub_detour", tests, NULL, NULL);
