@@ -290,7 +290,7 @@ FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/qemu/qmp_
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
-FUZZ_SRCS_x86_reloc := arch/x86/x86_reloc.c arch/x86/x86_insn.c
+FUZZ_SRCS_x86_reloc := arch/x86/x86_reloc.c arch/x86/x86_reloc_scan.c arch/x86/x86_insn.c
 FUZZ_LIBS_x86_reloc := -lZydis
 FUZZ_SRCS_tracedat := host/sink/tracedat_read.c host/sink/tracedat_replay.c host/sink/writer.c host/trace/ring.c \
                       host/sink/sink_function.c host/sink/sink_graph.c host/sink/sink_io.c \

@@ -5,6 +5,9 @@
  * exactly the room given (nothing written past it) and decoded back: every instruction reaches
  * what the original reached, and the copy ends with a JMP back. */
 #include "arch/x86/x86_reloc.h"
+#include "arch/x86/x86_reloc_scan.h"
+
+#include <errno.h>
 
 #include <Zydis/Zydis.h>
 #include <stdlib.h>
@@ -106,6 +109,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (plan.len > 1 && !x86_reloc_hits_patch(&plan, code_addr + end - 1, 1)))
 			abort();
 		x86_reloc_hits_patch(&plan, probe, data[19]);
+		/* the detour's checks over the same plan, and the whole input as the function */
+		{
+			int pushed = 0, e1 = x86_reloc_kernel_safe(&plan, why, sizeof(why));
+			int e2 = x86_reloc_detour_check(&plan, &pushed, why, sizeof(why));
+			int e3 = x86_reloc_scan_body(&plan, code, code_len, code_addr, why,
+						     sizeof(why));
+
+			if ((e1 && e1 != -EOPNOTSUPP) || (e2 && e2 != -EOPNOTSUPP) ||
+			    (e3 && e3 != -EOPNOTSUPP && e3 != -EILSEQ) ||
+			    (!e2 && (pushed > X86_DETOUR_STACK_MAX || pushed < -X86_DETOUR_STACK_MAX)))
+				abort();
+		}
 		err =
 		    x86_reloc_emit(&plan, code, code_addr, dest, out, cap, &len, why, sizeof(why));
 		if (len > cap || x86_reloc_emit_len(&plan) > X86_RELOC_OUT_MAX)
