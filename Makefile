@@ -215,12 +215,14 @@ bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST) guest
 	$(BUILD)/tests/bench $(BENCH_GUEST)
 	tests/bench/bench-qemu.sh $(GUEST_DIR)
 	tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
+	BENCH_PARTS=entry tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
 
 # make bench-linux [KERNEL=6.12]: the Linux part alone, on the kernel `make guest KERNEL=...` fetches
 # (6.1, the default, in $(GUEST_DIR); any other in $(GUEST_DIR)/<KERNEL>/).
 BENCH_LINUX_DIR = $(if $(filter 6.1,$(KERNEL)),$(GUEST_DIR),$(GUEST_DIR)/$(KERNEL))
 bench-linux: hvtrace guest
 	tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
+	BENCH_PARTS=entry tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
 
 $(BUILD)/tests/bench: tests/bench/bench.c $(LIB) $(BENCH_GUEST) | $(DEPS)
 	@mkdir -p $(@D)

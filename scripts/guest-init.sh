@@ -8,7 +8,8 @@
 # shmem_file_read_iter, through vfs_read's f_op->read_iter), hvt.end=reboot (reset at the end, where
 # the guest would power off).
 # make bench: hvt.bench=N runs N rounds of the file workload alone between "bench start" and "bench end"
-# lines, then powers off; hvt.ftrace=GLOB[,GLOB...] (or "all") turns the guest's own function tracer on
+# lines (hvt.bench_work=syscalls: of 2000 one-byte reads and writes by dd instead, syscall-dense), then
+# powers off; hvt.ftrace=GLOB[,GLOB...] (or "all") turns the guest's own function tracer on
 # (tracefs) for those rounds and prints how many events it recorded.
 export PATH=/bin
 mount -t proc proc /proc
@@ -50,8 +51,13 @@ if [ "$bench" -gt 0 ]; then
 	echo "hvt-linux: bench start"
 	[ -n "$ftrace" ] && echo 1 > $t/tracing_on
 	i=0
+	work=$(arg bench_work files)
 	while [ "$i" -lt "$bench" ]; do
-		files
+		if [ "$work" = syscalls ]; then
+			dd if=/dev/zero of=/dev/null bs=1 count=2000 2>/dev/null
+		else
+			files
+		fi
 		i=$((i + 1))
 	done
 	[ -n "$ftrace" ] && echo 0 > $t/tracing_on

@@ -101,6 +101,34 @@ if [ "$vmm" = kvm ]; then
 	exit 0
 fi
 
+# BENCH_PARTS=entry: a stub detour (do_syscall_64, which has no fentry site) against fentry stub
+# probes (__x64_sys_read and __x64_sys_write), per event, on a syscall-dense workload (dd's one-byte
+# reads and writes: one event of each per syscall), interleaved windows, each one's shortest
+if [ "${BENCH_PARTS:-all}" = entry ]; then
+	rounds=${BENCH_ROUNDS:-10}
+	t_base="" t_det="" t_fen=""
+	srec() { sed -n 's/.*stats: stub probes [0-9]* records \([0-9]*\) .*/\1/p' "$work/$1.err"; }
+	for _ in $(seq "${BENCH_REPEAT:-3}"); do
+		kaslr_save=$kaslr
+		kaslr="${kaslr_save}hvt.bench_work=syscalls "
+		one base "" -p nop
+		t_base=$(min "$t_base" "$window")
+		one detour "" -p function --probe stub -l do_syscall_64
+		grep -q "through a stub detour" "$work/detour.err" ||
+			{ echo "bench-linux: do_syscall_64 got no detour:" >&2; cat "$work/detour.err" >&2; exit 1; }
+		t_det=$(min "$t_det" "$window") r_det=$(srec detour)
+		one fentry "" -p function --probe stub -l __x64_sys_read -l __x64_sys_write
+		t_fen=$(min "$t_fen" "$window") r_fen=$(srec fentry)
+		kaslr=$kaslr_save
+	done
+	awk -v kn="${kernel_name:-?}" -v b="$t_base" -v d="$t_det" -v f="$t_fen" -v rd="$r_det" \
+		-v rf="$r_fen" 'BEGIN {
+	cd = (d - b) / rd; cf = (f - b) / rf
+	printf "%s: untraced %.3f s; detour (do_syscall_64) %.3f s, %d events, %.3f us/event; fentry stub (__x64_sys_read/write) %.3f s, %d events, %.3f us/event; ratio %.2f\n", kn, b, d, rd, 1e6 * cd, f, rf, 1e6 * cf, cd / cf
+}'
+	exit 0
+fi
+
 # the cheap-per-event runs twice, interleaved, keeping each one's shortest window (machine noise only
 # ever adds time)
 t_base="" t_ftrace_all="" t_stub_all=""
