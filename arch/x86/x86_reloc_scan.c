@@ -48,6 +48,23 @@ static bool plain_memory(const ZydisDecodedOperand *o)
 	       o->mem.base == ZYDIS_REGISTER_RIP;
 }
 
+/* Decodes displaced instruction @i of @plan again (the checks need its operands); 0, or
+ * -EOPNOTSUPP with @why when it does not decode as the plan says. */
+static int decode_displaced(ZydisDecoder *dec, const struct x86_reloc_plan *plan, size_t i,
+			    ZydisDecodedInstruction *in, ZydisDecodedOperand *ops, char *why,
+			    size_t whylen)
+{
+	const struct x86_reloc_insn *ri = &plan->insn[i];
+	const uint8_t *p = plan->bytes + ri->off;
+	uint64_t at = plan->code_addr + ri->off;
+
+	if ((size_t)ri->off + ri->len > sizeof(plan->bytes) ||
+	    ZYAN_FAILED(ZydisDecoderDecodeFull(dec, p, ri->len, in, ops)))
+		return say(why, whylen, -EOPNOTSUPP, plan->code_addr, at, p, ri->len,
+			   "does not decode as planned", NULL);
+	return 0;
+}
+
 int x86_reloc_kernel_safe(const struct x86_reloc_plan *plan, char *why, size_t whylen)
 {
 	uint64_t base = plan->code_addr;
@@ -59,17 +76,15 @@ int x86_reloc_kernel_safe(const struct x86_reloc_plan *plan, char *why, size_t w
 		return say(why, whylen, -EOPNOTSUPP, base, base, NULL, 0, "no x86-64 decoder",
 			   NULL);
 	for (size_t i = 0; i < plan->nr && i < X86_RELOC_MAX_INSNS; i++) {
-		const struct x86_reloc_insn *ri = &plan->insn[i];
-		const uint8_t *p = plan->bytes + ri->off;
-		uint64_t at = base + ri->off;
+		const uint8_t *p = plan->bytes + plan->insn[i].off;
+		uint64_t at = base + plan->insn[i].off;
 		ZydisDecodedInstruction in;
 		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 		const char *name;
+		int err = decode_displaced(&dec, plan, i, &in, ops, why, whylen);
 
-		if ((size_t)ri->off + ri->len > sizeof(plan->bytes) ||
-		    ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, p, ri->len, &in, ops)))
-			return say(why, whylen, -EOPNOTSUPP, base, at, p, ri->len,
-				   "does not decode as planned", NULL);
+		if (err)
+			return err;
 		name = ZydisMnemonicGetString(in.mnemonic);
 		if (in.mnemonic == ZYDIS_MNEMONIC_NOP)
 			return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
@@ -105,8 +120,7 @@ static bool writes_rsp(const ZydisDecodedInstruction *in, const ZydisDecodedOper
 	return false;
 }
 
-int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char *why,
-			   size_t whylen)
+int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char *why, size_t whylen)
 {
 	uint64_t base = plan->code_addr;
 	ZydisDecoder dec;
@@ -119,17 +133,15 @@ int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char 
 		return say(why, whylen, -EOPNOTSUPP, base, base, NULL, 0, "no x86-64 decoder",
 			   NULL);
 	for (size_t i = 0; i < plan->nr && i < X86_RELOC_MAX_INSNS; i++) {
-		const struct x86_reloc_insn *ri = &plan->insn[i];
-		const uint8_t *p = plan->bytes + ri->off;
-		uint64_t at = base + ri->off;
+		const uint8_t *p = plan->bytes + plan->insn[i].off;
+		uint64_t at = base + plan->insn[i].off;
 		ZydisDecodedInstruction in;
 		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 		const char *name;
+		int err = decode_displaced(&dec, plan, i, &in, ops, why, whylen);
 
-		if ((size_t)ri->off + ri->len > sizeof(plan->bytes) ||
-		    ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, p, ri->len, &in, ops)))
-			return say(why, whylen, -EOPNOTSUPP, base, at, p, ri->len,
-				   "does not decode as planned", NULL);
+		if (err)
+			return err;
 		name = ZydisMnemonicGetString(in.mnemonic);
 		if (in.meta.branch_type != ZYDIS_BRANCH_TYPE_NONE ||
 		    in.meta.category == ZYDIS_CATEGORY_RET ||
@@ -142,23 +154,29 @@ int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char 
 			const ZydisDecodedOperand *o = &ops[k];
 			int64_t disp = o->mem.disp.has_displacement ? o->mem.disp.value : 0;
 
-			if (o->type != ZYDIS_OPERAND_TYPE_MEMORY || o->mem.type == ZYDIS_MEMOP_TYPE_AGEN)
+			if (o->type != ZYDIS_OPERAND_TYPE_MEMORY ||
+			    o->mem.type == ZYDIS_MEMOP_TYPE_AGEN)
 				continue;
-			if (o->mem.segment == ZYDIS_REGISTER_GS || o->mem.base == ZYDIS_REGISTER_RIP)
+			if (o->mem.segment == ZYDIS_REGISTER_GS ||
+			    o->mem.base == ZYDIS_REGISTER_RIP)
 				continue;
-			if ((o->mem.base == ZYDIS_REGISTER_RSP && disp - delta < -X86_DETOUR_STACK_MAX) ||
+			if ((o->mem.base == ZYDIS_REGISTER_RSP &&
+			     disp - delta < -X86_DETOUR_STACK_MAX) ||
 			    (o->mem.base == ZYDIS_REGISTER_RBP && disp < 0))
 				return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
 					   "a stack operand below the return-address slot", name);
 		}
 		if (writes_rsp(&in, ops)) {
-			if ((in.mnemonic == ZYDIS_MNEMONIC_PUSH || in.mnemonic == ZYDIS_MNEMONIC_POP) &&
+			if ((in.mnemonic == ZYDIS_MNEMONIC_PUSH ||
+			     in.mnemonic == ZYDIS_MNEMONIC_POP) &&
 			    in.operand_width == 64 && !is_reg(&ops[0], ZYDIS_REGISTER_RSP))
 				delta += in.mnemonic == ZYDIS_MNEMONIC_PUSH ? 8 : -8;
-			else if ((in.mnemonic == ZYDIS_MNEMONIC_SUB || in.mnemonic == ZYDIS_MNEMONIC_ADD) &&
+			else if ((in.mnemonic == ZYDIS_MNEMONIC_SUB ||
+				  in.mnemonic == ZYDIS_MNEMONIC_ADD) &&
 				 is_reg(&ops[0], ZYDIS_REGISTER_RSP) &&
 				 ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE)
-				delta += (in.mnemonic == ZYDIS_MNEMONIC_SUB ? 1 : -1) * ops[1].imm.value.s;
+				delta += (in.mnemonic == ZYDIS_MNEMONIC_SUB ? 1 : -1) *
+					 ops[1].imm.value.s;
 			else
 				return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
 					   "changes RSP in a way a detour does not follow", name);
