@@ -10,6 +10,54 @@
 
 #define BANNER "Linux version " /* what linux_banner starts with */
 
+/* THREAD_SIZE from the init task's stack (init_stack up to __end_init_task, __end_init_stack in
+ * newer kernels) when its symbols give a power of two from 4 KiB to 64 KiB, else x86_64's. */
+static uint32_t thread_size(const struct vmi_linux *l)
+{
+	const struct vmi_sym *lo = vmi_symtab_find(&l->objects, "init_stack");
+	const struct vmi_sym *hi = vmi_symtab_find(&l->objects, "__end_init_task");
+	uint64_t n;
+
+	if (!hi)
+		hi = vmi_symtab_find(&l->objects, "__end_init_stack");
+	n = lo && hi && hi->addr > lo->addr ? hi->addr - lo->addr : 0;
+	if (n >= 4096 && n <= 65536 && !(n & (n - 1)))
+		return (uint32_t)n;
+	return 1u << VMI_LINUX_THREAD_SHIFT;
+}
+
+/* The task list from BTF and init_task (list->valid stays false when any part is missing). */
+static void task_list(const struct vmi_linux *l, struct vmi_task_list *list)
+{
+	const struct vmi_sym *init = vmi_symtab_find(&l->objects, "init_task");
+	int off[7];
+
+	memset(list, 0, sizeof(*list));
+	if (!l->btf || !init)
+		return;
+	off[0] = vmi_btf_struct_offset(l->btf, "task_struct", "tasks");
+	off[1] = vmi_btf_struct_offset(l->btf, "task_struct", "signal");
+	off[2] = vmi_btf_struct_offset(l->btf, "signal_struct", "thread_head");
+	off[3] = vmi_btf_struct_offset(l->btf, "task_struct", "thread_node");
+	off[4] = vmi_btf_struct_offset(l->btf, "task_struct", "stack");
+	off[5] = vmi_btf_struct_offset(l->btf, "task_struct", "thread");
+	off[6] = vmi_btf_struct_offset(l->btf, "thread_struct", "sp");
+	for (int i = 0; i < 7; i++)
+		if (off[i] < 0)
+			return;
+	*list = (struct vmi_task_list){
+	    .valid = true,
+	    .init_task = init->addr,
+	    .tasks_off = (unsigned)off[0],
+	    .signal_off = (unsigned)off[1],
+	    .thread_head_off = (unsigned)off[2],
+	    .thread_node_off = (unsigned)off[3],
+	    .stack_off = (unsigned)off[4],
+	    .sp_off = (unsigned)(off[5] + off[6]),
+	    .stack_size = thread_size(l),
+	};
+}
+
 int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsigned nr_cpus,
 			  struct vmi_task_layout *out)
 {
@@ -28,6 +76,7 @@ int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsi
 	out->in_interrupt_mask = VMI_LINUX_IN_INTERRUPT_MASK;
 	out->pid_off = (unsigned)l->pid_off;
 	out->comm_off = (unsigned)l->comm_off;
+	task_list(l, &out->list);
 	out->valid = true;
 	return 0;
 }

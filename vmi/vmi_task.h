@@ -11,6 +11,22 @@
 #define VMI_COMM_LEN 16
 #define VMI_MAX_CPUS 64
 
+/* Every task of a Linux guest and its kernel stack: the processes from init_task's `tasks` list, the
+ * threads of each from its signal's `thread_head` (offsets from BTF). valid false: not known. */
+struct vmi_task_list {
+	bool valid;
+	uint64_t init_task;	  /* GVA of init_task, the list's head */
+	unsigned tasks_off;	  /* task_struct.tasks (list_head) */
+	unsigned signal_off;	  /* task_struct.signal */
+	unsigned thread_head_off; /* signal_struct.thread_head */
+	unsigned thread_node_off; /* task_struct.thread_node */
+	unsigned stack_off;	  /* task_struct.stack */
+	unsigned sp_off;	  /* task_struct.thread.sp: the stack pointer saved at its last switch */
+	uint32_t stack_size;	  /* THREAD_SIZE */
+};
+
+#define VMI_TASKS_MAX (1u << 20) /* threads a walk visits at most (a bound a guest cannot grow) */
+
 struct vmi_task_layout {
 	bool valid;			     /* false: no task info */
 	bool unknown;			     /* without info: "<unknown>"-0 instead of "cpu<N>"-0 */
@@ -28,6 +44,7 @@ struct vmi_task_layout {
 				* preferred to %gs:cpu_gs_off */
 	bool cpu_apic_id;      /* the CPU number is CPUID leaf 1's APIC ID (EBX[31:24]): the VMM set
 				* each vCPU's to its index; used when neither of the above is there */
+	struct vmi_task_list list; /* every task's kernel stack (Linux with BTF) */
 };
 
 struct vmi_task {
@@ -45,5 +62,19 @@ void vmi_task_current(const struct vmi_task_layout *l, unsigned cpu, vmi_read_fn
  * once it has the pointer; @task 0 means none ("cpu<N>"-0 or "<unknown>"-0). */
 void vmi_task_at(const struct vmi_task_layout *l, unsigned cpu, uint64_t task, vmi_read_fn read,
 		 void *ctx, struct vmi_task *out);
+
+/* One task's kernel stack as vmi_task_stacks hands it over: @task, its stack's lowest address
+ * @stack (@size bytes) and the stack pointer saved at its last switch @sp (not checked). */
+typedef int (*vmi_task_stack_fn)(void *arg, uint64_t task, uint64_t stack, uint32_t size,
+				 uint64_t sp);
+
+/* Calls @fn for every thread of the guest (init_task's list of processes, each one's threads), at
+ * most VMI_TASKS_MAX; a task without a stack (exiting) is skipped. The lists are followed as the
+ * guest left them: run it with the guest stopped. A nonzero return of @fn ends the walk with it.
+ * Returns 0, -ENOENT (@l->valid false), -EFAULT (a read failed), -ELOOP (a list that does not
+ * come back to its head within the bound: the guest's lists are not trusted), or @fn's value.
+ * Any thread; calls only @read and @fn. */
+int vmi_task_stacks(const struct vmi_task_list *l, vmi_read_fn read, void *ctx,
+		    vmi_task_stack_fn fn, void *arg);
 
 #endif

@@ -265,19 +265,19 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		if (ret)
 			return ret;
 	}
-	/* -g without -l: only what the graph functions reach by direct calls (with -l '*' and stub
-	 * probes every function is probed and the stub follows the graph in the guest, as
-	 * set_graph_function does: not the default, as a detach of stubs on every function of a
-	 * running guest can leave a hooked return behind; see docs/how-it-works.md) */
-	if (s->nr_graph && !s->nr_filter && s->tracer == TRACER_FUNCTION_GRAPH) {
+	/* -g without -l: with stub probes every function is probed and the stub decides in the guest
+	 * whether a call lies under a graph function, as set_graph_function does (calls through
+	 * function pointers included); with trap probes, whose every breakpoint slows all of TCG,
+	 * only what the graph functions reach by direct calls, with one line saying so */
+	if (s->nr_graph && !s->nr_filter && s->tracer == TRACER_FUNCTION_GRAPH && !pg.stub) {
 		ret = select_graph_closure(r, &sel, &nr_sel, err, errlen);
 		if (ret < 0) {
 			free(sel);
 			return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 		}
 		fprintf(stderr,
-			"hvtrace: -g without -l: the graph holds what its functions reach by direct "
-			"calls, %u deep, not calls through function pointers (-l '*' --probe stub "
+			"hvtrace: -g with trap probes: the graph holds what its functions reach by "
+			"direct calls, %u deep, not calls through function pointers (--probe stub "
 			"follows every call)\n",
 			s->max_depth ? s->max_depth - 1 : GRAPH_STATIC_DEPTH);
 	}

@@ -291,6 +291,36 @@ bool stub_owns_rip(const struct stub *s, uint64_t rip)
 			     (rip >= d && rip - d < (uint64_t)s->nr_detours * STUB_DETOUR_SIZE));
 }
 
+/* Interrupts are on at an entry routine's first two instructions (SAVE's PUSHF and CLI) and at the
+ * return routine's first three (SUB, PUSHF, CLI): the offsets of those instructions. test_stub
+ * checks the bytes there. */
+static const uint8_t entry_irq_on[] = {0, 1};
+static const uint8_t ret_irq_on[] = {0, 4, 5};
+
+static bool at_offsets(uint64_t rip, uint64_t base, const uint8_t *off, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rip == base + off[i])
+			return true;
+	return false;
+}
+
+bool stub_interruptible_at(const struct stub *s, uint64_t rip)
+{
+	uint64_t d = s->reg.gva + s->detour_off;
+
+	if (!s->placed)
+		return false;
+	if (rip >= d && rip - d < (uint64_t)s->nr_detours * STUB_DETOUR_SIZE)
+		return (rip - d) % STUB_DETOUR_SIZE == 0;
+	if (at_offsets(rip, s->ret, ret_irq_on, sizeof(ret_irq_on)))
+		return true;
+	for (unsigned k = 0; k < sizeof(s->entry) / sizeof(s->entry[0]); k++)
+		if (s->entry[k] && at_offsets(rip, s->entry[k], entry_irq_on, sizeof(entry_irq_on)))
+			return true;
+	return false;
+}
+
 /* ---- detours --------------------------------------------------------------------------------- */
 
 uint64_t stub_detour_gva(const struct stub *s, unsigned idx)

@@ -104,6 +104,12 @@ int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[
 /* True if @rip is inside the stub's code or its detours. */
 bool stub_owns_rip(const struct stub *s, uint64_t rip);
 
+/* True if @rip is where a context interrupted inside the stub resumes: the instructions each
+ * routine runs before its CLI, and a detour slot's CALL (everywhere else in the stub interrupts
+ * are off, so no task is interrupted, let alone preempted, there). What the detach looks for on
+ * the guest's kernel stacks before it unmaps the stub. Pure. */
+bool stub_interruptible_at(const struct stub *s, uint64_t rip);
+
 /* Detours: a probe at a function entry without an fentry site. The entry's first instructions
  * (plan: x86_reloc_plan) give way to a JMP rel32 into detour slot @idx (layout: stub_abi.h), which
  * holds a CALL rel32 into the stub's detour routine (so the stub sees the stack an fentry CALL would

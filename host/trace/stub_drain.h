@@ -67,6 +67,10 @@ struct stub_drain {
 	uint64_t rejected;   /* records the stub cannot have written (forged): dropped */
 	uint64_t tasks_changed; /* records whose task had another identity when read (named as
 				 * it is now; see task_of in stub_drain.c) */
+	/* the detach's looks at the guest's kernel stacks for a task preempted inside the stub, and
+	 * the stacks the last one scanned */
+	unsigned leave_scans;
+	unsigned long leave_stacks;
 	_Atomic uint64_t filtered; /* records cfg.keep rejected (-P, --comm, --cpu) */
 	uint64_t guest_seen[STUB_MAX_CPUS]; /* each guest ring's lost count already marked in the
 					     * stream (HVT_REC_LOST) */

@@ -4,6 +4,7 @@
 #include "host/trace/stub_drain.h"
 #include "host/trace/stub_drain_int.h"
 #include "host/trace/clock.h"
+#include "host/trace/live_frames.h"
 #include "host/trace/shadow.h"
 
 #include <errno.h>
@@ -61,15 +62,6 @@ static void free_buffers(struct stub_drain *d)
 
 /* ---- detours: nothing may be inside the bytes they replace, nor inside them when they go ------- */
 
-/* An interrupted context saved in guest memory: @v, where it resumes, followed by a CS selector of
- * ring 0 (an interrupt frame or pt_regs; FRED keeps more bits above the selector). */
-static bool kernel_frame(uint64_t next)
-{
-	uint16_t cs = (uint16_t)next;
-
-	return cs && cs < 0x100 && (cs & 3) == 0;
-}
-
 /* Where a context may be stopped inside the bytes the detours replace, sorted by address, each
  * with its detour's slot; hit[k]: a saved context was found inside detour k's bytes. */
 struct points {
@@ -79,6 +71,7 @@ struct points {
 	} *v;
 	size_t nr;
 	bool *hit;
+	struct live_frames_seen seen; /* where the last scan looked */
 };
 
 static int cmp_point(const void *a, const void *b)
@@ -94,7 +87,7 @@ static bool saved_at_point(void *ctx, uint64_t v, uint64_t next)
 	struct points *pt = ctx;
 	size_t lo = 0, hi = pt->nr;
 
-	if (!kernel_frame(next))
+	if (!live_frame_kernel_cs(next))
 		return false;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -134,6 +127,23 @@ static int inner_points(struct stub_drain *d, struct points *pt)
 	return 0;
 }
 
+/* True if vCPU @cpu serves an interrupt (its preempt count has a bit of the task layout's
+ * in_interrupt_mask, which vmi sets for Linux; unknown: no): what it
+ * interrupted may be the stub's code, to which it returns with an IRET the stub must still be
+ * mapped for. */
+static bool cpu_in_interrupt(struct stub_drain *d, unsigned cpu)
+{
+	struct target *tgt = d->c.tgt;
+	uint32_t count = 0;
+
+	if (cpu >= VMI_MAX_CPUS || !d->c.task || !d->c.task->preempt_slot[cpu] ||
+	    !tgt->ops->read_kernel)
+		return false; /* no preempt count to read: a guest whose interrupts we cannot see */
+	/* a count that cannot be read says nothing: taken as "in an interrupt" */
+	return tgt->ops->read_kernel(tgt, d->c.task->preempt_slot[cpu], &count, 4) < 0 ||
+	       (count & d->c.task->in_interrupt_mask) != 0;
+}
+
 /* Whether a vCPU is stopped inside the bytes a detour replaces, or its registers cannot be read;
  * the function's name in @who. Target paused. */
 static bool vcpu_inside_replaced(struct stub_drain *d, const char **who)
@@ -155,6 +165,11 @@ static bool vcpu_inside_replaced(struct stub_drain *d, const char **who)
 				return true;
 			}
 		}
+		/* what it interrupted is on a stack the task walk does not see (the IRQ stack) */
+		if (d->c.task && d->c.task->list.valid && cpu_in_interrupt(d, i)) {
+			*who = "a vCPU serving an interrupt";
+			return true;
+		}
 	}
 	return false;
 }
@@ -169,8 +184,8 @@ static long scan_saved(struct stub_drain *d, struct points *pt)
 	memset(pt->hit, 0, d->nr_detours * sizeof(*pt->hit));
 	if (!pt->nr)
 		return 0;
-	ret = d->c.tgt->ops->scan_ram(d->c.tgt, pt->v[0].addr, pt->v[pt->nr - 1].addr,
-				      saved_at_point, pt);
+	ret = live_frames_scan(d->c.tgt, d->c.task, d->c.nr_cpus, pt->v[0].addr,
+			       pt->v[pt->nr - 1].addr, saved_at_point, pt, &pt->seen);
 	if (ret < 0)
 		return ret;
 	for (unsigned k = 0; k < d->nr_detours; k++)
@@ -182,6 +197,13 @@ static long scan_saved(struct stub_drain *d, struct points *pt)
 static bool run_a_little(struct target *tgt)
 {
 	return tgt->ops->run_for && tgt->ops->run_for(tgt, LEAVE_RUN_US) == 0;
+}
+
+/* Who a saved context belongs to, by where the scan found it. */
+static const char *saved_where(enum live_frames_scope scope)
+{
+	return scope == LIVE_FRAMES_TASKS ? "a guest task preempted there"
+					  : "a context saved in guest memory";
 }
 
 /* No vCPU inside the bytes the detours replace (letting the guest run a little while one is), and
@@ -216,7 +238,9 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 		}
 		n = scan_saved(d, &pt);
 		if (n < 0) {
-			snprintf(err, errlen, "stub detours: guest RAM cannot be read: %s",
+			snprintf(err, errlen, "stub detours: %s cannot be read: %s",
+				 pt.seen.scope == LIVE_FRAMES_TASKS ? "the guest's task list"
+								   : "guest RAM",
 				 strerror((int)-n));
 			ret = (int)n;
 			goto out;
@@ -232,10 +256,8 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 		if (!pt.hit[k])
 			continue;
 		if (!tgt->bp_in_place) {
-			snprintf(err, errlen,
-				 "%s: a context saved in guest memory may resume inside its first "
-				 "bytes: no detour (use --probe trap)",
-				 p->func->name);
+			snprintf(err, errlen, "%s: %s may resume inside its first bytes: no detour (use --probe trap)",
+				 p->func->name, saved_where(pt.seen.scope));
 			ret = -EBUSY;
 			goto out;
 		}
@@ -248,9 +270,9 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 			goto out;
 		}
 		fprintf(stderr,
-			"hvtrace: %s: a context saved in guest memory may resume inside its first "
-			"bytes: a trap probe at its entry instead of a detour\n",
-			p->func->name);
+			"hvtrace: %s: %s may resume inside its first bytes: a trap probe at its "
+			"entry instead of a detour\n",
+			p->func->name, saved_where(pt.seen.scope));
 	}
 out:
 	free(pt.v);
@@ -291,7 +313,7 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 
 	if (!d->nr_detours)
 		return 0;
-	if (!tgt->ops->scan_ram || !tgt->ops->get_regs) {
+	if ((!tgt->ops->scan_ram && !(d->c.task && d->c.task->list.valid)) || !tgt->ops->get_regs) {
 		snprintf(err, errlen, "stub detours: the %s target cannot show where its contexts are",
 			 tgt->name);
 		return -ENOTSUP;
@@ -454,21 +476,23 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	return 0;
 }
 
-/* True if vCPU @cpu serves an interrupt (its preempt count has a bit of the task layout's
- * in_interrupt_mask, which vmi sets for Linux; unknown: no): what it
- * interrupted may be the stub's code, to which it returns with an IRET the stub must still be
- * mapped for. */
-static bool cpu_in_interrupt(struct stub_drain *d, unsigned cpu)
+/* A saved context (@v, then a ring-0 CS in @next) that resumes inside the stub @ctx. */
+static bool frame_in_stub(void *ctx, uint64_t v, uint64_t next)
 {
-	struct target *tgt = d->c.tgt;
-	uint32_t count = 0;
+	return live_frame_kernel_cs(next) && stub_interruptible_at(ctx, v);
+}
 
-	if (cpu >= VMI_MAX_CPUS || !d->c.task || !d->c.task->preempt_slot[cpu] ||
-	    !tgt->ops->read_kernel)
-		return false; /* no preempt count to read: a guest whose interrupts we cannot see */
-	/* a count that cannot be read says nothing: taken as "in an interrupt" */
-	return tgt->ops->read_kernel(tgt, d->c.task->preempt_slot[cpu], &count, 4) < 0 ||
-	       (count & d->c.task->in_interrupt_mask) != 0;
+/* Whether a task not on a vCPU may resume inside the stub: preempted (or interrupted) at one of the
+ * few instructions where the stub runs with interrupts on, its context saved on its kernel stack.
+ * 1 (one is, or nothing can be said: the task list unreadable), 0, or -ENOTSUP (the target and
+ * the guest give no way to look). @seen says where it looked. Target paused. */
+static int task_inside(struct stub_drain *d, struct live_frames_seen *seen)
+{
+	const struct target_region *r = &d->stub.reg;
+	int ret = live_frames_scan(d->c.tgt, d->c.task, d->c.nr_cpus, r->gva, r->gva + r->size - 1,
+				   frame_in_stub, &d->stub, seen);
+
+	return ret == -ENOTSUP ? ret : ret != 0;
 }
 
 /* True if some vCPU is executing the stub's code right now, or may return into it from an interrupt
@@ -532,7 +556,8 @@ unsigned long long stub_drain_stalls(const struct stub_drain *d)
 int stub_drain_detach(struct stub_drain *d)
 {
 	struct target *tgt = d->c.tgt;
-	int ret = 0, tries = 0;
+	struct live_frames_seen seen = {LIVE_FRAMES_TASKS, 0};
+	int ret = 0, tries = 0, scans = 0, tasks = 0;
 	int64_t leave_by;
 
 	size_t left;
@@ -553,17 +578,44 @@ int stub_drain_detach(struct stub_drain *d)
 	if (stub_restore_slots(&d->stub, false) < 0)
 		ret = -EFAULT;
 	leave_by = clock_now_ms() + LEAVE_MS;
-	while (cpu_inside(d) && tries++ < LEAVE_TRIES && clock_now_ms() < leave_by) {
+	for (;;) {
+		unsigned run_us = LEAVE_RUN_US;
+
+		if (!cpu_inside(d)) {
+			/* a task preempted inside goes on once its CPU picks it again */
+			tasks = task_inside(d, &seen);
+			d->leave_scans++;
+			d->leave_stacks = seen.stacks;
+			if (tasks <= 0 || ++scans > LEAVE_TASK_SCANS)
+				break;
+			run_us = LEAVE_TASK_RUN_US;
+		}
+		if (tries++ >= LEAVE_TRIES || clock_now_ms() >= leave_by)
+			break;
 		if (tgt->ops->run_for) {
-			if (tgt->ops->run_for(tgt, LEAVE_RUN_US) < 0)
+			if (tgt->ops->run_for(tgt, run_us) < 0)
 				break;
 			continue;
 		}
 		tgt->ops->resume(tgt);
-		usleep(LEAVE_RUN_US);
+		usleep(run_us);
 		tgt->ops->pause(tgt);
 	}
-	if (cpu_inside(d)) {
+	if (!cpu_inside(d) && tasks > 0) {
+		fprintf(stderr,
+			"hvtrace: %s may resume inside the stub (%s): it is left mapped%s\n",
+			seen.scope == LIVE_FRAMES_TASKS
+			    ? "a guest task"
+			    : "a context saved in guest memory",
+			seen.scope == LIVE_FRAMES_TASKS
+			    ? "preempted where the stub runs with interrupts on, its context on its "
+			      "kernel stack, or a task list that cannot be read"
+			    : "without the guest's task list a stale interrupt frame cannot be told "
+			      "from a live one",
+			ret ? "" : " (every site and return slot is restored)");
+		if (!ret)
+			ret = -EBUSY;
+	} else if (cpu_inside(d)) {
 		/* cannot happen: the stub loops only on the shadow-stack lock and, bounded, waiting
 		 * for room in a full ring (which the drain, still running, makes); leave it in place
 		 */

@@ -49,6 +49,8 @@ struct drain_sched_attr {
 #define LEAVE_TRIES	  2000
 #define LEAVE_SCANS	  5 /* guest RAM scans for contexts inside bytes a detour replaces */
 #define LEAVE_RUN_US	  20 /* each short run lets a vCPU finish the stub routine it is in */
+#define LEAVE_TASK_RUN_US 20000 /* a task preempted inside the stub waits for its CPU */
+#define LEAVE_TASK_SCANS  25	/* so many times, a walk of every task's kernel stack each */
 #define LEAVE_MS	  3000 /* and all of them together at most (QEMU: each run is a gdbstub round trip) */
 
 /* Tasks by task struct pointer and the identity the stub recorded (R_TASK_ID), as the stub announced

@@ -113,6 +113,8 @@ struct tracer_stats {
 	unsigned long long stub_tasks_changed; /* records whose task changed (exec, exit and reuse)
 						* before the drain read its name: named as it is
 						* now */
+	unsigned stub_leave_scans;	   /* the detach's looks for tasks preempted inside the stub */
+	unsigned long stub_leave_stacks; /* the kernel stacks the last look scanned */
 	bool stub_backpressure;
 	bool stub_mapped; /* the stub is still in guest memory */
 	unsigned long long filtered; /* records -P, --comm, --cpu dropped (trap and stub paths) */

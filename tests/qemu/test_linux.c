@@ -890,16 +890,19 @@ static void check_schedule_detour(const struct hv_result *r)
 	assert_true(returns > 10 && returns <= entries);
 	/* every mention is one of the two forms (nothing else is probed) */
 	assert_int_equal(count_text(r->trace, "__schedule"), entries);
+	/* the detach looked on every task's kernel stack for one preempted inside the stub (the
+	 * guest's init shell, its yes and kernel threads: dozens) before it unmapped it */
+	assert_true(hv_stat(r->err, "stub probes ", "detach-scans ") >= 1);
+	assert_true(hv_stat(r->err, "stub probes ", "detach-stacks ") > 20);
 }
 
 /* ---- -g through function pointers (issue 25) --------------------------------------------------- */
 
 #define TMPFS_LINE "hvt-linux: tmpfs file read "
 
-/* --probe stub -p function_graph -l '*' -g vfs_read --comm dd on hvt.bm=7 hvt.tmpfs=5: every
+/* --probe stub -p function_graph -g vfs_read --comm dd on hvt.bm=7 hvt.tmpfs=5 (no -l): every
  * function carries a stub probe and the stub follows the graph in the guest, as set_graph_function
- * does:
- * each of dd's 12 reads is one vfs_read graph, and each of the 5 of the tmpfs file holds
+ * does: each of dd's 12 reads is one vfs_read graph, and each of the 5 of the tmpfs file holds
  * shmem_file_read_iter, called through f_op->read_iter, right under vfs_read. */
 static void check_graph_through_pointers(const struct hv_result *r)
 {
@@ -1664,15 +1667,15 @@ static const struct linux_test linux_tests[] = {
 	},
     },
     {
-	/* -g as set_graph_function: with -l '*' and stub probes the graph follows calls through
-	 * function pointers (issue 25); without -l one line says how far it reaches. */
+	/* -g as set_graph_function: with stub probes the graph follows calls through function
+	 * pointers (issue 25); with trap probes one line says how far it reaches. */
 	.name = "test_run_qemu_graph_function_pointers",
 	.runs = {
 	    {
-		.label = "run --qemu --probe stub -p function_graph -l '*' -g vfs_read",
+		.label = "run --qemu --probe stub -p function_graph -g vfs_read",
 		.cmd = RUN_QEMU,
 		.append = "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
-		.args = {"--probe", "stub", "-p", "function_graph", "-l", "*", "-g", "vfs_read",
+		.args = {"--probe", "stub", "-p", "function_graph", "-g", "vfs_read",
 			 "--comm", "dd", "--stats", "--timeout", "300"},
 		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN},
 			   .err = {" lost 0 "},
@@ -1685,9 +1688,9 @@ static const struct linux_test linux_tests[] = {
 		.args = {"--probe", "trap", "-p", "function_graph", "-g", "vfs_read", "--max-depth",
 			 "2", "--comm", "dd", "--timeout", "300"},
 		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN},
-			   .err = {"hvtrace: -g without -l: the graph holds what its functions "
-				   "reach by direct calls, 1 deep, not calls through function "
-				   "pointers (-l '*' --probe stub follows every call)\n"},
+			   .err = {"hvtrace: -g with trap probes: the graph holds what its "
+				   "functions reach by direct calls, 1 deep, not calls through "
+				   "function pointers (--probe stub follows every call)\n"},
 			   .trace = {"|  vfs_read() {\n"}},
 	    },
 	},

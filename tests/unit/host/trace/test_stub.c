@@ -333,6 +333,37 @@ static void test_restore_slots(void **state)
 	assert_int_equal(c.no_stack, 4);
 }
 
+/* Where a context interrupted inside the stub may resume: each routine's instructions before its
+ * CLI (the bytes there are what stub_interruptible_at assumes: PUSHF, CLI; SUB $8, PUSHF, CLI),
+ * nowhere after it. */
+static void test_interruptible(void **state)
+{
+	const uint8_t *const entries[] = {hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_entry_args,
+					  hvt_stub_entry_ret_args, hvt_stub_entry_root,
+					  hvt_stub_entry_root_args};
+	uint64_t ret = REGION + (uint64_t)(hvt_stub_ret - hvt_stub_start);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
+		uint64_t e = REGION + (uint64_t)(entries[i] - hvt_stub_start);
+
+		assert_memory_equal(at(e), "\x9c\xfa", 2);
+		assert_true(stub_interruptible_at(&s, e));
+		assert_true(stub_interruptible_at(&s, e + 1));
+		assert_false(stub_interruptible_at(&s, e + 2));
+		assert_false(stub_interruptible_at(&s, e - 1));
+	}
+	assert_memory_equal(at(ret), "\x48\x83\xec\x08\x9c\xfa", 6);
+	assert_true(stub_interruptible_at(&s, ret));
+	assert_false(stub_interruptible_at(&s, ret + 1));
+	assert_true(stub_interruptible_at(&s, ret + 4));
+	assert_true(stub_interruptible_at(&s, ret + 5));
+	assert_false(stub_interruptible_at(&s, ret + 6));
+	assert_false(stub_interruptible_at(&s, SITE));
+	stub_unplace(&s);
+	assert_false(stub_interruptible_at(&s, ret));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -342,6 +373,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_patch_by_gpa, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_committed_only, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_restore_slots, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_interruptible, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("stub", tests, NULL, NULL);

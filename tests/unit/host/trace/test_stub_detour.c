@@ -15,6 +15,7 @@
 #include "host/session/text_verify.h"
 #include "host/trace/tracer.h"
 #include "tests/common/fake_target.h"
+#include "tests/common/fake_tasks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +27,8 @@
 #define NR_FUNCS  3
 #define REGION	  0x400000ull /* the stub's */
 #define STACK	  0x800000ull /* a task's stack */
+#define TASKS	  0x900000ull /* the task list, then the current task pointer (one vCPU) */
+#define CURRENT	  (TASKS + 2 * FAKE_TASKS_MAX * FAKE_TASK_SIZE)
 #define KERNEL_CS 0x10
 
 /* endbr64; push rbp; mov rbp, rsp; push r15; xor eax, eax; pop r15; pop rbp; ret: the JMP goes
@@ -46,6 +49,9 @@ struct fixture {
 	bool mapped;
 	uint64_t rip; /* every vCPU's */
 	unsigned scans;
+	uint8_t tasks[2 * FAKE_TASKS_MAX * FAKE_TASK_SIZE + 8];
+	unsigned runs;	      /* run_for calls */
+	unsigned clear_after; /* the stack is wiped at this run_for call (a task went on); 0: never */
 };
 
 static struct fixture *fx(struct target *t)
@@ -87,6 +93,17 @@ static int get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
 	(void)cpu;
 	memset(regs, 0, sizeof(*regs));
 	regs->rip = fx(t)->rip;
+	return 0;
+}
+
+/* The guest runs: a task preempted on the stack goes on at the chosen call. */
+static int run_for(struct target *t, unsigned us)
+{
+	struct fixture *x = fx(t);
+
+	(void)us;
+	if (++x->runs == x->clear_after)
+		memset(x->stack, 0, sizeof(x->stack));
 	return 0;
 }
 
@@ -132,6 +149,8 @@ static const struct target_ops ops = {
     .get_regs = get_regs,
     .set_bp_handler = set_bp_handler,
     .scan_ram = scan_ram,
+    .read_kernel = fake_target_read_phys,
+    .run_for = run_for,
 };
 
 static uint64_t site(unsigned i)
@@ -139,11 +158,15 @@ static uint64_t site(unsigned i)
 	return TEXT + i * 0x40 + ENTRY_OFF;
 }
 
-/* NR_FUNCS functions without an fentry site, each planned for a detour; not attached yet. */
-static void fixture_init(struct fixture *x)
+/* NR_FUNCS functions without an fentry site, each planned for a detour; not attached yet. With
+ * @sp, the guest's task list is known: init_task (running on the vCPU, no stack) and one task
+ * preempted with its stack at STACK, saved stack pointer @sp; else where contexts are saved is
+ * found by scanning RAM. */
+static void fixture_init_sp(struct fixture *x, uint64_t sp)
 {
 	struct tracer_opts opts = {.stub = true, .ring_records = 64};
 	struct vmi_task_layout task = {.unknown = true};
+	const struct fake_task tasks[] = {{0, 0, 0}, {1, STACK, sp}};
 	uint64_t addrs[NR_FUNCS];
 	char name[NR_FUNCS][16];
 
@@ -162,6 +185,15 @@ static void fixture_init(struct fixture *x)
 	fake_mem_map(&x->f.mem, TEXT, x->text, sizeof(x->text));
 	fake_mem_map(&x->f.mem, REGION, x->region, 2u << 20);
 	fake_mem_map(&x->f.mem, STACK, x->stack, sizeof(x->stack));
+	if (sp) {
+		uint64_t init = TASKS;
+
+		fake_tasks_build(x->tasks, TASKS, tasks, 2, sizeof(x->stack), &task.list);
+		memcpy(x->tasks + (CURRENT - TASKS), &init, 8);
+		fake_mem_map(&x->f.mem, TASKS, x->tasks, sizeof(x->tasks));
+		task.valid = true;
+		task.current_slot[0] = CURRENT;
+	}
 	vmi_symtab_sort(&x->syms);
 	assert_int_equal(vmi_sites_build(&x->sites, addrs, NR_FUNCS, &x->syms), 0);
 	for (unsigned i = 0; i < NR_FUNCS; i++) {
@@ -181,6 +213,11 @@ static void fixture_init(struct fixture *x)
 		assert_int_equal(plan.len, 6);
 		assert_int_equal(tracer_set_detour(&x->tr, p->id, &plan), 0);
 	}
+}
+
+static void fixture_init(struct fixture *x)
+{
+	fixture_init_sp(x, 0);
 }
 
 static void fixture_free(struct fixture *x)
@@ -345,6 +382,74 @@ static void test_detach_ignores_detour_frames(void **state)
 	fixture_free(&x);
 }
 
+/* With the task list, only the live part of each task's stack counts: a frame below its saved
+ * stack pointer (stale) leaves the detour in, one above it (the task was preempted there) makes
+ * that function a trap probe, as the RAM scan would for both. */
+static void test_task_stacks_at_attach(void **state)
+{
+	struct fixture x;
+	char err[256] = "";
+	uint64_t frame[2] = {site(1) + 1, KERNEL_CS};
+
+	(void)state;
+	for (int live = 0; live < 2; live++) {
+		fixture_init_sp(&x, STACK + 2048);
+		x.f.t.bp_in_place = true;
+		memcpy(x.stack + (live ? 3072 : 1024), frame, sizeof(frame));
+		assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+		assert_int_equal(x.scans, 0); /* no RAM scan: the task list says where to look */
+		assert_int_equal(tracer_probes(&x.tr)->v[1].stub, !live);
+		assert_int_equal(x.text[0x40 + ENTRY_OFF], live ? X86_INT3 : 0xe9);
+		assert_int_equal(tracer_detach(&x.tr), 0);
+		for (unsigned i = 0; i < NR_FUNCS; i++)
+			assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
+		fixture_free(&x);
+	}
+}
+
+/* A task preempted where the stub runs with interrupts on (here the detour routine's first
+ * instruction) would resume in it: the detach restores every site, then waits (letting the guest
+ * run) until the task has gone on before it unmaps the stub; when it never does, the stub stays
+ * mapped and the detach says so (-EBUSY). A frame after the routine's CLI, or below the task's
+ * saved stack pointer, is none. */
+static void test_detach_waits_for_preempted_task(void **state)
+{
+	static const struct {
+		unsigned at, off, clear_after;
+		int ret;
+		bool mapped;
+		unsigned min_runs;
+	} c[] = {
+	    {3072, 0, 3, 0, false, 3},	/* preempted; goes on at the third run */
+	    {3072, 1, 0, -EBUSY, true, 2}, /* preempted before the CLI; never goes on */
+	    {3072, 2, 0, 0, false, 0},	/* after the CLI: no interrupt comes in there */
+	    {1024, 0, 0, 0, false, 0},	/* below the saved stack pointer: stale */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct fixture x;
+		char err[256] = "";
+		uint64_t frame[2];
+
+		fixture_init_sp(&x, STACK + 2048);
+		assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+		frame[0] = x.tr.stub.stub.entry[8] + c[i].off;
+		frame[1] = KERNEL_CS;
+		memcpy(x.stack + c[i].at, frame, sizeof(frame));
+		x.clear_after = c[i].clear_after;
+		x.runs = 0;
+		assert_int_equal(tracer_detach(&x.tr), c[i].ret);
+		assert_int_equal(x.mapped, c[i].mapped);
+		assert_true(x.runs >= c[i].min_runs);
+		if (!c[i].min_runs)
+			assert_int_equal(x.runs, 0);
+		for (unsigned k = 0; k < NR_FUNCS; k++)
+			assert_memory_equal(x.text + k * 0x40, func_bytes, sizeof(func_bytes));
+		fixture_free(&x);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +457,8 @@ int main(void)
 	    cmocka_unit_test(test_saved_context_inside),
 	    cmocka_unit_test(test_vcpu_inside_refused),
 	    cmocka_unit_test(test_detach_ignores_detour_frames),
+	    cmocka_unit_test(test_task_stacks_at_attach),
+	    cmocka_unit_test(test_detach_waits_for_preempted_task),
 	};
 
 	return cmocka_run_group_tests_name("stub_detour", tests, NULL, NULL);
