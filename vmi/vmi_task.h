@@ -25,7 +25,7 @@ struct vmi_task_list {
 	uint32_t stack_size;	  /* THREAD_SIZE */
 };
 
-#define VMI_TASKS_MAX (1u << 20) /* threads a walk visits at most (a bound a guest cannot grow) */
+#define VMI_TASKS_MAX (1u << 16) /* threads a walk visits at most (a bound a guest cannot grow) */
 
 struct vmi_task_layout {
 	bool valid;			     /* false: no task info */

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#define SCAN_BYTES_MAX (64ull << 20) /* of kernel stacks in one scan: a bound a guest cannot grow */
+
 struct stack_scan {
 	struct target *t;
 	uint64_t running[VMI_MAX_CPUS]; /* the task on each vCPU */
@@ -14,6 +16,7 @@ struct stack_scan {
 	uint64_t *buf; /* one stack */
 	uint32_t buf_size;
 	unsigned long stacks;
+	uint64_t bytes;
 };
 
 static int read_kernel(void *ctx, uint64_t gva, void *buf, size_t len)
@@ -46,6 +49,9 @@ static int scan_stack(void *arg, uint64_t task, uint64_t stack, uint32_t size, u
 	if (!running && sp >= stack && sp < stack + size)
 		from = sp & ~7ull;
 	n = (size_t)(stack + size - from) / 8;
+	s->bytes += n * 8;
+	if (s->bytes > SCAN_BYTES_MAX)
+		return -E2BIG;
 	/* a stack not mapped is a task that cannot run again (its stack freed as it exits) */
 	if (s->t->ops->read_kernel(s->t, from, s->buf, n * 8) < 0)
 		return 0;
@@ -80,5 +86,10 @@ int live_frames_scan(struct target *t, const struct vmi_task_layout *task, unsig
 	ret = vmi_task_stacks(&task->list, read_kernel, t, scan_stack, &s);
 	free(s.buf);
 	*seen = (struct live_frames_seen){LIVE_FRAMES_TASKS, s.stacks};
+	if (ret < 0 && t->ops->scan_ram) {
+		/* lists a guest broke, or more tasks than the bounds: all of RAM instead */
+		*seen = (struct live_frames_seen){LIVE_FRAMES_RAM, 0};
+		return t->ops->scan_ram(t, lo, hi, hit, ctx);
+	}
 	return ret;
 }

@@ -30,9 +30,10 @@ struct live_frames_seen {
  * stack pointer saved at its last switch up to the stack's top (a task sleeping or preempted has
  * every frame it will resume there), and the whole stack of a task that runs on one of the
  * @nr_cpus vCPUs (its saved pointer is stale). Without it: every word of guest RAM, through the
- * target's scan_ram. A stack that cannot be read is skipped (its task cannot run again). @seen
- * says which, and how many stacks. Returns 1 (@hit said true), 0, -ENOTSUP (neither way is there),
- * or -errno (the task list or RAM could not be read, or runs past its bound: nothing can be said).
+ * target's scan_ram, also when the task list cannot be walked (unreadable, a list that never comes
+ * back to its head, past VMI_TASKS_MAX tasks or 64 MiB of stacks). A stack that cannot be read is
+ * skipped (its task cannot run again). @seen says where it looked, and how many stacks. Returns 1
+ * (@hit said true), 0, -ENOTSUP (neither way is there), or -errno (nothing can be said).
  * Target paused; main thread; allocates one stack-sized buffer for the call. */
 int live_frames_scan(struct target *t, const struct vmi_task_layout *task, unsigned nr_cpus,
 		     uint64_t lo, uint64_t hi, live_frame_fn hit, void *ctx,

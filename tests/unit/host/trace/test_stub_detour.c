@@ -384,7 +384,8 @@ static void test_detach_ignores_detour_frames(void **state)
 
 /* With the task list, only the live part of each task's stack counts: a frame below its saved
  * stack pointer (stale) leaves the detour in, one above it (the task was preempted there) makes
- * that function a trap probe, as the RAM scan would for both. */
+ * that function a trap probe, as the RAM scan would for both. A guest whose thread list loops
+ * without coming back to its head gets the RAM scan (its stale frame counts). */
 static void test_task_stacks_at_attach(void **state)
 {
 	struct fixture x;
@@ -392,14 +393,22 @@ static void test_task_stacks_at_attach(void **state)
 	uint64_t frame[2] = {site(1) + 1, KERNEL_CS};
 
 	(void)state;
-	for (int live = 0; live < 2; live++) {
+	for (int c = 0; c < 3; c++) {
+		bool live = c == 1, hostile = c == 2;
+
 		fixture_init_sp(&x, STACK + 2048);
 		x.f.t.bp_in_place = true;
 		memcpy(x.stack + (live ? 3072 : 1024), frame, sizeof(frame));
+		if (hostile) {
+			uint64_t self = fake_task_thread_next(TASKS, 1);
+
+			memcpy(x.tasks + (self - TASKS), &self, 8);
+		}
 		assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
-		assert_int_equal(x.scans, 0); /* no RAM scan: the task list says where to look */
-		assert_int_equal(tracer_probes(&x.tr)->v[1].stub, !live);
-		assert_int_equal(x.text[0x40 + ENTRY_OFF], live ? X86_INT3 : 0xe9);
+		/* no RAM scan where the task list says where to look */
+		assert_int_equal(x.scans > 0, hostile);
+		assert_int_equal(tracer_probes(&x.tr)->v[1].stub, !live && !hostile);
+		assert_int_equal(x.text[0x40 + ENTRY_OFF], live || hostile ? X86_INT3 : 0xe9);
 		assert_int_equal(tracer_detach(&x.tr), 0);
 		for (unsigned i = 0; i < NR_FUNCS; i++)
 			assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
