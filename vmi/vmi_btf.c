@@ -10,7 +10,38 @@
 
 struct vmi_btf {
 	struct btf *btf;
+	const char **funcs; /* the FUNC records' names, sorted (vmi_btf_has_func) */
+	size_t nr_funcs;
 };
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The sorted names of every FUNC record (names point into libbpf's copy). */
+static int index_funcs(struct vmi_btf *b)
+{
+	__u32 n = btf__type_cnt(b->btf);
+
+	b->funcs = malloc((n ? n : 1) * sizeof(*b->funcs));
+	if (!b->funcs)
+		return -ENOMEM;
+	for (__u32 id = 1; id < n; id++) {
+		const struct btf_type *t = btf__type_by_id(b->btf, id);
+		const char *name = t && btf_is_func(t) ? btf__name_by_offset(b->btf, t->name_off) : NULL;
+
+		if (name && *name)
+			b->funcs[b->nr_funcs++] = name;
+	}
+	qsort(b->funcs, b->nr_funcs, sizeof(*b->funcs), cmp_name);
+	return 0;
+}
+
+bool vmi_btf_has_func(const struct vmi_btf *b, const char *name)
+{
+	return b && bsearch(&name, b->funcs, b->nr_funcs, sizeof(*b->funcs), cmp_name) != NULL;
+}
 
 /* libbpf's own warnings would be extra stderr lines: its verdict is enough (errno). */
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list args)
@@ -53,6 +84,11 @@ struct vmi_btf *vmi_btf_new(const void *data, size_t size, char *err, size_t err
 		free(b);
 		return NULL;
 	}
+	if (index_funcs(b) < 0) {
+		snprintf(err, errlen, "BTF: %s", strerror(ENOMEM));
+		vmi_btf_free(b);
+		return NULL;
+	}
 	return b;
 }
 
@@ -61,6 +97,7 @@ void vmi_btf_free(struct vmi_btf *b)
 	if (!b)
 		return;
 	btf__free(b->btf);
+	free(b->funcs);
 	free(b);
 }
 

@@ -69,6 +69,10 @@ int vmi_btf_func_proto(const struct vmi_btf *b, const char *func, struct vmi_btf
 int vmi_btf_member(const struct vmi_btf *b, uint32_t id, const char *member, uint32_t *offset,
 		   struct vmi_btf_value *type);
 
+/* Whether BTF has a FUNC record named @name: a C function of the guest (asm code has none).
+ * O(log n); false for a NULL @b. Any thread, read-only. */
+bool vmi_btf_has_func(const struct vmi_btf *b, const char *name);
+
 /* Byte offset of @member in `struct @type`. Returns it, or a negative errno as vmi_btf_member. */
 int vmi_btf_struct_offset(const struct vmi_btf *b, const char *type, const char *member);
 

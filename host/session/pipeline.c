@@ -1,5 +1,6 @@
 #include "host/session/pipeline.h"
 #include "host/session/detour_plan.h"
+#include "host/session/entry_sites.h"
 #include "host/session/cmd_out.h"
 #include "host/session/events.h"
 #include "host/session/exitcode.h"
@@ -242,6 +243,67 @@ nomem:
 
 /* Stub probes at the entry of functions without an fentry site: through detours where their bytes
  * allow, one line saying how many. 0 or -ENOMEM. */
+/* Whether @name is a C function of the guest's BTF: entered by a CALL, its return address at RSP.
+ * A compiler's clone (foo.isra.0, foo.constprop.0, foo.part.0) is its origin's; a .cold part is
+ * entered by a jump. */
+static bool c_function(const struct vmi_btf *btf, const char *name)
+{
+	char base[128];
+	size_t n = strcspn(name, ".");
+
+	if (strstr(name, ".cold") || n >= sizeof(base))
+		return false;
+	memcpy(base, name, n);
+	base[n] = 0;
+	return vmi_btf_has_func(btf, base);
+}
+
+/* Entry probes on what the guest's BTF does not know as a C function (asm: interrupt and exception
+ * entries, code reached by a jump) trace entries only: a hooked "return" there would overwrite an
+ * interrupt frame or whatever lies at RSP. One line says so when returns are traced (a function
+ * named exactly, else a count); -r on one is refused. 0 or EXIT_BAD_INPUT with @err. */
+static int entries_without_return(struct pipeline *p, const struct pipeline_guest *g, char *err,
+				  size_t errlen)
+{
+	const struct probe_table *probes = tracer_probes(&p->tr);
+	long globbed = 0;
+
+	if (!p->tr.opts.returns)
+		return 0;
+	for (size_t i = 0; i < probes->nr; i++) {
+		const struct probe *v = &probes->v[i];
+
+		if (!v->entry || c_function(g->btf, v->func->name))
+			continue;
+		if (v->ret_probe) {
+			snprintf(err, errlen,
+				 "-r %s: %s, so its return cannot be hooked (it may be entered "
+				 "without a CALL)",
+				 v->func->name,
+				 g->btf ? "not a C function in the guest's BTF" : "the guest has no BTF");
+			return EXIT_BAD_INPUT;
+		}
+		tracer_set_no_return(&p->tr, v->id);
+		if (entry_sites_named(p->s, v->func->name))
+			fprintf(stderr,
+				"hvtrace: %s: %s: its entries are traced, not its returns (it may "
+				"be entered without a CALL)\n",
+				v->func->name,
+				g->btf ? "not a C function in the guest's BTF" : "the guest has no BTF");
+		else
+			globbed++;
+	}
+	if (globbed)
+		fprintf(stderr,
+			"hvtrace: --entry: %ld function%s without an fentry site %s: entries "
+			"traced, not returns (asm code may be entered without a CALL)\n",
+			globbed, globbed == 1 ? "" : "s",
+			g->btf ? (globbed == 1 ? "is not a C function in the guest's BTF"
+					       : "are not C functions in the guest's BTF")
+			       : "in a guest without BTF");
+	return 0;
+}
+
 static int plan_detours(struct pipeline *p, const struct pipeline_guest *g)
 {
 	const struct probe_table *probes = tracer_probes(&p->tr);
@@ -323,7 +385,9 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		snprintf(err, errlen, "out of memory for event buffers");
 		return EXIT_HOST_ERROR;
 	}
-	ret = bind_event_filters(p, err, errlen);
+	ret = entries_without_return(p, g, err, errlen);
+	if (!ret)
+		ret = bind_event_filters(p, err, errlen);
 	if (!ret)
 		ret = bind_triggers(p, err, errlen);
 	if (ret)

@@ -1,5 +1,6 @@
 #include "host/sink/sink.h"
 #include "host/trace/escape.h"
+#include "host/trace/probe.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -155,6 +156,21 @@ int sink_graph_format(char *buf, size_t len, const struct sink *s, const struct 
 			n = add(buf, len, n, " /* %s */", func);
 		}
 	}
+	return (int)end_line(buf, len, n);
+}
+
+/* An entry whose return is never traced (a probe with no_return: asm entered without a CALL): a
+ * call line with no duration and no block, at its depth. */
+static int format_entry_only(char *buf, size_t len, const struct sink *s,
+			     const struct hvt_record *r)
+{
+	int indent = 2 * (r->depth < SINK_GRAPH_MAX_DEPTH ? r->depth : SINK_GRAPH_MAX_DEPTH);
+	char func[128];
+	size_t n;
+
+	sink_symbol_name(func, sizeof(func), r->ip, s->syms);
+	n = prefix(buf, len, s, r->cpu, NULL);
+	n = add(buf, len, n, "%*s%s(); /* entry only */", indent, "", func);
 	return (int)end_line(buf, len, n);
 }
 
@@ -330,6 +346,8 @@ static unsigned graph_record(struct sink *s, const struct sink_rec *rec,
 	if (is_return) {
 		sink_write_line(s, line, sizeof(line),
 				format_return(line, sizeof(line), s, rec, NULL));
+	} else if (r->type == HVT_REC_ENTRY && rec->probe && rec->probe->no_return) {
+		sink_write_line(s, line, sizeof(line), format_entry_only(line, sizeof(line), s, r));
 	} else if (leaf) {
 		sink_write_line(s, line, sizeof(line),
 				format_return(line, sizeof(line), s, ahead, r));

@@ -46,6 +46,8 @@ struct probe {
 	bool ret_probe;			 /* a return probe (-r) */
 	bool quiet_entry;		 /* its entries are not recorded (only there for -r) */
 	bool hooks_return;		 /* its returns go through the trampoline (function_graph, -r) */
+	bool no_return;			 /* an entry that may not be a call (no C function): its
+					  * return is never hooked */
 	const struct fe_spec *event;	 /* function-based event of its entries, or NULL; borrowed */
 	const struct fe_spec *ret_event; /* typed return fields of RAX, or NULL; borrowed */
 

@@ -140,6 +140,14 @@ int tracer_set_detour(struct tracer *t, uint32_t id, const struct x86_reloc_plan
 	return 0;
 }
 
+int tracer_set_no_return(struct tracer *t, uint32_t id)
+{
+	if (id >= t->probes.nr || !t->probes.v[id].entry)
+		return -EINVAL;
+	t->probes.v[id].no_return = true;
+	return 0;
+}
+
 /* Publishes @rec (and @len bytes of @payload) in this vCPU's ring; waits for the writer rather than
  * lose the event, unless the tracer is detached: then the event is counted lost (and marked in the
  * stream, ring_lost). */

@@ -177,6 +177,11 @@ int tracer_set_graph_root(struct tracer *t, uint32_t id);
  * tracer_attach; -EINVAL for a bad id or a probe with an fentry site, -ENOMEM. */
 int tracer_set_detour(struct tracer *t, uint32_t id, const struct x86_reloc_plan *plan);
 
+/* Entry probe @id is not known to be entered by a CALL (asm code: an interrupt or exception entry,
+ * a jump target): its returns are never hooked, whatever the tracer. Before tracer_attach;
+ * -EINVAL for a bad id or a probe with an fentry site. */
+int tracer_set_no_return(struct tracer *t, uint32_t id);
+
 /* The probes, in id order (each with its function and counters). Borrowed; any thread. */
 static inline const struct probe_table *tracer_probes(const struct tracer *t)
 {

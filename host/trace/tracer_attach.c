@@ -68,7 +68,8 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 	for (size_t i = 0; i < t->probes.nr; i++) {
 		struct probe *p = &t->probes.v[i];
 
-		p->hooks_return = t->opts.returns && (t->opts.hook_all || p->ret_probe);
+		p->hooks_return =
+		    t->opts.returns && (t->opts.hook_all || p->ret_probe) && !p->no_return;
 	}
 	atomic_store(&t->active, 1);
 	t->tgt->ops->set_bp_handler(t->tgt, tracer_hit, t);

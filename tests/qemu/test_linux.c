@@ -1049,6 +1049,22 @@ static void check_pid_init(const struct hv_result *r)
 	assert_true(hv_stat(r->err, "filtered", "filtered") > 0);
 }
 
+/* -p function_graph -l kernel_clone -l ret_from_fork: ret_from_fork is asm, which a new task reaches
+ * by its switch's RET, not by a CALL; its "return slot" is the new task's pt_regs. Its entries are
+ * traced alone (one per new task that ran: each of the init shell's forks at least), never a
+ * return hooked there (the kernel would return into the trampoline and die); kernel_clone, a C
+ * function, keeps its returns. */
+static void check_entry_only(const struct hv_result *r)
+{
+	long forks = count_text(r->trace, "kernel_clone();") + count_text(r->trace, "kernel_clone() {");
+	long starts = count_text(r->trace, "  ret_from_fork(); /* entry only */\n");
+
+	assert_true(forks >= INIT_FORKS);
+	assert_true(starts >= INIT_FORKS && starts <= forks);
+	assert_int_equal(count_text(r->trace, "ret_from_fork"), starts);
+	assert_int_equal(hv_stat(r->err, "kaslr-slide ", "orphan-returns "), 0);
+}
+
 /* list-functions of the running guest: the first listing (from its kallsyms) is kept; the second
  * (from --system-map) must be the same, module functions ("name [module]") included. */
 static char *kallsyms_listing;
@@ -1663,6 +1679,35 @@ static const struct linux_test linux_tests[] = {
 				   "through a stub detour\n",
 				   " stops 0 hits 0 ", " lost 0 ", "kernel text unchanged where"},
 			   .check = check_schedule_detour},
+	    },
+	},
+    },
+    {
+	/* An entry probe on asm code (not a C function in the guest's BTF) under function_graph
+	 * traces its entries alone; -r on one is refused (issue 25). */
+	.name = "test_run_qemu_entry_only",
+	.runs = {
+	    {
+		.label = "run --qemu --probe trap -p function_graph -l kernel_clone -l ret_from_fork",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"--probe", "trap", "-p", "function_graph", "-l", "kernel_clone", "-l",
+			 "ret_from_fork", "--stats", "--timeout", "300"},
+		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN},
+			   .err = {"hvtrace: ret_from_fork: not a C function in the guest's BTF: its "
+				   "entries are traced, not its returns (it may be entered without a "
+				   "CALL)\n"},
+			   .check = check_entry_only},
+	    },
+	    {
+		.label = "run --qemu -r ret_from_fork",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"--probe", "trap", "-r", "ret_from_fork", "--timeout", "300"},
+		.expect = {.status = 2,
+			   .err = {"hvtrace: -r ret_from_fork: not a C function in the guest's BTF, "
+				   "so its return cannot be hooked (it may be entered without a "
+				   "CALL)\n"}},
 	    },
 	},
     },

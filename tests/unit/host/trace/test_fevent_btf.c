@@ -119,6 +119,14 @@ static void test_prototypes(void **state)
 	char err[160];
 
 	(void)state;
+	/* which names are C functions (FUNC records), not types or parameters */
+	assert_true(vmi_btf_has_func(b, "do_sys_openat2"));
+	assert_true(vmi_btf_has_func(b, "vfs_read"));
+	assert_true(vmi_btf_has_func(b, "kinds"));
+	assert_false(vmi_btf_has_func(b, "vfs_rea"));
+	assert_false(vmi_btf_has_func(b, "dfd"));
+	assert_false(vmi_btf_has_func(b, "ret_from_fork"));
+	assert_false(vmi_btf_has_func(NULL, "vfs_read"));
 	assert_int_equal(vmi_btf_func_proto(b, "do_sys_openat2", &p, err, sizeof(err)), 0);
 	assert_int_equal(p.ret.cls, VMI_BTF_INT);
 	assert_int_equal(p.ret.size, 8);
