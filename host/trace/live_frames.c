@@ -4,7 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define SCAN_BYTES_MAX (64ull << 20) /* of kernel stacks in one scan: a bound a guest cannot grow */
+#define SCAN_BYTES_MAX (64ull << 20) /* of kernel stacks in one scan: a bound a guest cannot grow  \
+				      */
 
 struct stack_scan {
 	struct target *t;
