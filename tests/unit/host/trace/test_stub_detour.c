@@ -13,6 +13,7 @@
 #include "arch/x86/x86_insn.h"
 #include "arch/x86/x86_reloc.h"
 #include "host/session/text_verify.h"
+#include "host/trace/stub_drain_int.h"
 #include "host/trace/tracer.h"
 #include "tests/common/fake_target.h"
 #include "tests/common/fake_tasks.h"
@@ -52,6 +53,8 @@ struct fixture {
 	uint8_t tasks[2 * FAKE_TASKS_MAX * FAKE_TASK_SIZE + 8];
 	unsigned runs;	      /* run_for calls */
 	unsigned clear_after; /* the stack is wiped at this run_for call (a task went on); 0: never */
+	unsigned out_at;      /* the vCPU leaves the stub (rip_out) at this run_for call */
+	uint64_t rip_out;
 };
 
 static struct fixture *fx(struct target *t)
@@ -104,6 +107,8 @@ static int run_for(struct target *t, unsigned us)
 	(void)us;
 	if (++x->runs == x->clear_after)
 		memset(x->stack, 0, sizeof(x->stack));
+	if (x->runs == x->out_at)
+		x->rip = x->rip_out;
 	return 0;
 }
 
@@ -427,12 +432,13 @@ static void test_detach_waits_for_preempted_task(void **state)
 		unsigned at, off, clear_after;
 		int ret;
 		bool mapped;
-		unsigned min_runs;
+		unsigned min_runs, scans;
 	} c[] = {
-	    {3072, 0, 3, 0, false, 3},	/* preempted; goes on at the third run */
-	    {3072, 1, 0, -EBUSY, true, 2}, /* preempted before the CLI; never goes on */
-	    {3072, 2, 0, 0, false, 0},	/* after the CLI: no interrupt comes in there */
-	    {1024, 0, 0, 0, false, 0},	/* below the saved stack pointer: stale */
+	    {3072, 0, 3, 0, false, 3, 4}, /* preempted; goes on at the third run */
+	    /* preempted before the CLI; never goes on */
+	    {3072, 1, 0, -EBUSY, true, 2, LEAVE_TASK_SCANS + 1},
+	    {3072, 2, 0, 0, false, 0, 1}, /* after the CLI: no interrupt comes in there */
+	    {1024, 0, 0, 0, false, 0, 1}, /* below the saved stack pointer: stale */
 	};
 
 	(void)state;
@@ -450,6 +456,7 @@ static void test_detach_waits_for_preempted_task(void **state)
 		x.runs = 0;
 		assert_int_equal(tracer_detach(&x.tr), c[i].ret);
 		assert_int_equal(x.mapped, c[i].mapped);
+		assert_int_equal(x.tr.stub.leave_scans, c[i].scans);
 		assert_true(x.runs >= c[i].min_runs);
 		if (!c[i].min_runs)
 			assert_int_equal(x.runs, 0);
@@ -457,6 +464,33 @@ static void test_detach_waits_for_preempted_task(void **state)
 			assert_memory_equal(x.text + k * 0x40, func_bytes, sizeof(func_bytes));
 		fixture_free(&x);
 	}
+}
+
+/* A vCPU that stays inside the stub until the last run the detach allows it: the tasks are looked
+ * at once it is out, and one preempted inside keeps the stub mapped. */
+static void test_detach_looks_at_tasks_last(void **state)
+{
+	struct fixture x;
+	char err[256] = "";
+	uint64_t frame[2];
+
+	(void)state;
+	fixture_init_sp(&x, STACK + 2048);
+	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+	frame[0] = x.tr.stub.stub.entry[8];
+	frame[1] = KERNEL_CS;
+	memcpy(x.stack + 3072, frame, sizeof(frame));
+	x.rip_out = x.rip;
+	x.rip = x.tr.stub.stub.entry[8] + 40; /* in the routine, interrupts off */
+	x.out_at = LEAVE_TRIES;
+	x.runs = 0;
+	assert_int_equal(tracer_detach(&x.tr), -EBUSY);
+	assert_int_equal(x.runs, LEAVE_TRIES);
+	assert_int_equal(x.tr.stub.leave_scans, 1);
+	assert_true(x.mapped);
+	for (unsigned k = 0; k < NR_FUNCS; k++)
+		assert_memory_equal(x.text + k * 0x40, func_bytes, sizeof(func_bytes));
+	fixture_free(&x);
 }
 
 int main(void)
@@ -468,6 +502,7 @@ int main(void)
 	    cmocka_unit_test(test_detach_ignores_detour_frames),
 	    cmocka_unit_test(test_task_stacks_at_attach),
 	    cmocka_unit_test(test_detach_waits_for_preempted_task),
+	    cmocka_unit_test(test_detach_looks_at_tasks_last),
 	};
 
 	return cmocka_run_group_tests_name("stub_detour", tests, NULL, NULL);
