@@ -7,7 +7,9 @@
  *   +0x1000  header: parameters the host writes before any site calls the stub, and the
  *            counters the stub keeps
  *   +0x2000  per-CPU ring headers, 64 bytes each (STUB_MAX_CPUS of them)
- *   +rings   nr_cpus rings of (ring_mask + 1) records of STUB_REC_SIZE bytes
+ *   +0x3000  detour slots (STUB_DETOUR_SIZE bytes each, whole pages; none without detours):
+ *            with the code, the only executable pages (the host writes them by physical address)
+ *   +rings   nr_cpus rings of (ring_mask + 1) records of STUB_REC_SIZE bytes (the header's H_RINGS)
  *   +stacks  (stacks_mask + 1) shadow stacks of STUB_STACK_SIZE bytes
  *
  * A record is reserved by a compare-and-swap on its CPU's head with interrupts off (so preemption

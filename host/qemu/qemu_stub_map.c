@@ -176,6 +176,40 @@ fail:
 	return ret;
 }
 
+/* Whether [@off, @off + @len) meets [@lo, @hi). */
+static bool meets(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
+{
+	return len && off < hi && off + len > lo;
+}
+
+int qemu_stub_protect(struct qemu_stub *q, const struct qemu_mem *mem, uint64_t exec_off,
+		      uint64_t exec_len)
+{
+	uint64_t ptes[512] = {0}, n = q->saved_len / X86_PAGE_SIZE;
+
+	if (!q->saved_pt_gpa || !q->nr_pde)
+		return -EINVAL;
+	if (n > 512)
+		n = 512;
+	for (uint64_t i = 0; i < n; i++) {
+		bool exec = !i || meets(exec_off, exec_len, i * X86_PAGE_SIZE,
+					(i + 1) * X86_PAGE_SIZE);
+
+		ptes[i] = (q->saved_gpa + i * X86_PAGE_SIZE) | (exec ? PTE_CODE : PTE_DATA | X86_PTE_NX);
+	}
+	if (qemu_mem_write(mem, q->saved_pt_gpa, ptes, sizeof(ptes)) < 0)
+		return -EFAULT;
+	for (unsigned k = 1; k < q->nr_pde; k++) {
+		uint64_t pde = (q->saved_gpa + (uint64_t)k * PMD_SPAN) | PDE_FLAGS | PDE_LARGE;
+
+		if (!meets(exec_off, exec_len, (uint64_t)k * PMD_SPAN, (uint64_t)(k + 1) * PMD_SPAN))
+			pde |= X86_PTE_NX;
+		if (qemu_mem_write(mem, q->pde_gpa[k], &pde, 8) < 0)
+			return -EFAULT;
+	}
+	return 0;
+}
+
 void qemu_stub_unmap(struct qemu_stub *q, const struct qemu_mem *mem)
 {
 	for (unsigned i = 0; i < q->nr_pde; i++)

@@ -46,6 +46,14 @@ int qemu_stub_map(struct qemu_stub *s, const struct qemu_mem *mem, const char *l
  * changed, and frees what it kept. Idempotent. */
 void qemu_stub_unmap(struct qemu_stub *s, const struct qemu_mem *mem);
 
+/* After qemu_stub_map, in a guest that uses NX (the caller knows): the code page and the pages
+ * holding [@exec_off, +@exec_len) read-only and executable, every other page writable and not
+ * executable (a 2 MiB page meeting that range stays executable). 0, -EINVAL (nothing mapped), or
+ * -EFAULT (a page table could not be written: part of it may be done; qemu_stub_unmap puts it all
+ * back). */
+int qemu_stub_protect(struct qemu_stub *s, const struct qemu_mem *mem, uint64_t exec_off,
+		      uint64_t exec_len);
+
 /* Bytes of guest RAM (a multiple of 2 MiB) to reserve for a stub region of @region bytes. Pure. */
 uint64_t qemu_stub_reserve(uint64_t region);
 

@@ -39,6 +39,7 @@ int tq_cpu_regs(struct target_qemu *q, unsigned cpu)
 	c->regs = r.gp;
 	c->cr3 = r.cr3;
 	c->cr4 = r.cr4;
+	c->efer = r.efer;
 	c->regs_valid = true;
 	c->rip_dirty = false;
 	return 0;
@@ -320,6 +321,22 @@ static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t
 			     want, out, err, errlen);
 }
 
+#define EFER_NXE (1ull << 11)
+
+static int qemu_stub_protect_op(struct target *t, const struct target_region *r, uint64_t exec_off,
+				uint64_t exec_len)
+{
+	struct target_qemu *q = tq(t);
+	int ret = tq_cpu_regs(q, 0);
+
+	(void)r;
+	if (ret < 0)
+		return ret;
+	if (!(q->cpu[0].efer & EFER_NXE))
+		return 0; /* no NX in this guest: nothing can be made non-executable */
+	return qemu_stub_protect(&q->stub, &q->mem, exec_off, exec_len);
+}
+
 static void qemu_stub_unmap_op(struct target *t, const struct target_region *r)
 {
 	struct target_qemu *q = tq(t);
@@ -447,6 +464,7 @@ static int qemu_scan_ram(struct target *t, uint64_t lo, uint64_t hi,
 static const struct target_ops qemu_ops = {
 	.scan_ram = qemu_scan_ram,
 	.stub_map = qemu_stub_map_op,
+	.stub_protect = qemu_stub_protect_op,
 	.stub_unmap = qemu_stub_unmap_op,
 	.read_phys = qemu_read_phys,
 	.write_phys = qemu_write_phys,

@@ -20,7 +20,7 @@ struct qemu_cpu {
 	int thread;	       /* gdbstub thread id */
 	struct x86_tlb tlb;    /* invalidated at every stop: page tables may change */
 	struct x86_regs regs;  /* valid while the VM is stopped, once fetched */
-	uint64_t cr3, cr4;
+	uint64_t cr3, cr4, efer;
 	bool regs_valid;
 	bool rip_dirty; /* regs.rip set by the tracer, not yet written (goes with the continue) */
 };

@@ -17,14 +17,28 @@ extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
 
 #define PAGE	   4096ull
 
+/* The detour slots' bytes, in whole pages. */
+static uint64_t detours_bytes(unsigned nr)
+{
+	return ((uint64_t)nr * STUB_DETOUR_SIZE + PAGE - 1) & ~(PAGE - 1);
+}
+
 static uint64_t pow2_floor(uint64_t v)
 {
 	return v ? 1ull << (63 - __builtin_clzll(v)) : 0;
 }
 
+/* Where the rings start: past the detour slots, which follow the ring headers (so they sit in the
+ * small pages of the region's first 2 MiB, where they can be mapped executable apart from the
+ * rings). */
+static uint64_t rings_off(const struct stub *s)
+{
+	return STUB_RINGS_OFF + detours_bytes(s->nr_detours);
+}
+
 static uint64_t rings_gpa(const struct stub *s)
 {
-	return s->reg.gpa + STUB_RINGS_OFF;
+	return s->reg.gpa + rings_off(s);
 }
 
 static uint64_t ringhdr_gpa(const struct stub *s, unsigned cpu)
@@ -34,7 +48,7 @@ static uint64_t ringhdr_gpa(const struct stub *s, unsigned cpu)
 
 static uint64_t stacks_off(const struct stub *s)
 {
-	uint64_t end = STUB_RINGS_OFF + s->nr_cpus * s->ring_records * STUB_REC_SIZE;
+	uint64_t end = rings_off(s) + s->nr_cpus * s->ring_records * STUB_REC_SIZE;
 
 	return (end + PAGE - 1) & ~(PAGE - 1);
 }
@@ -50,7 +64,7 @@ static int put_header(struct stub *s, const struct stub_guest *g)
 	h[H_CPU_GS_OFF / 8] = g->cpu_gs_off;
 	h[H_AUX_MASK / 8] = g->cpu_aux_mask;
 	h[H_CPUID / 8] = !g->cpu_aux_mask && g->cpu_cpuid;
-	h[H_RINGS / 8] = s->reg.gva + STUB_RINGS_OFF;
+	h[H_RINGS / 8] = s->reg.gva + rings_off(s);
 	h[H_STACKS / 8] = s->reg.gva + stacks_off(s);
 	h[H_STACKS_MASK / 8] = s->nr_stacks ? s->nr_stacks - 1 : 0;
 	h[H_STACK_SHIFT / 8] = g->stack_shift;
@@ -120,7 +134,7 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	uint64_t per_cpu = STUB_REC_SIZE * (uint64_t)nr_cpus;
 	uint64_t records = stub_ring_records_for(g->max_records);
 	uint64_t min_records = g->exact ? records : STUB_RING_RECORDS_MIN;
-	uint64_t detours = ((uint64_t)g->nr_detours * STUB_DETOUR_SIZE + PAGE - 1) & ~(PAGE - 1);
+	uint64_t detours = detours_bytes(g->nr_detours);
 	uint64_t min =
 	    stub_region_bytes(nr_cpus, min_records, returns ? STUB_STACKS_MIN : 0) + detours;
 	uint64_t want = stub_region_bytes(nr_cpus, records, returns ? STUB_STACKS_MAX : 0) + detours;
@@ -215,12 +229,16 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->entry[15] = s->reg.gva + (uint64_t)(hvt_stub_detour_root_args - hvt_stub_start);
 	s->ret = s->reg.gva + (uint64_t)(hvt_stub_ret - hvt_stub_start);
 	s->nr_detours = g->nr_detours;
-	s->detour_off = s->reg.size - detours;
+	s->detour_off = STUB_RINGS_OFF;
 	ret = zero_phys(tgt, s->reg.gpa, stacks_off(s) + s->nr_stacks * STUB_STACK_SIZE);
 	if (ret == 0)
 		ret = tgt->ops->write_phys(tgt, s->reg.gpa + STUB_CODE_OFF, hvt_stub_start, code);
 	if (ret == 0)
 		ret = put_header(s, g);
+	/* no page both writable and executable (the kernel's W+X check, and plain hygiene): the
+	 * mapping as it was when the target cannot, which changes nothing for the stub */
+	if (ret == 0 && tgt->ops->stub_protect)
+		tgt->ops->stub_protect(tgt, &s->reg, s->detour_off, detours);
 	if (ret < 0) {
 		tgt->ops->stub_unmap(tgt, &s->reg);
 		snprintf(err, errlen,

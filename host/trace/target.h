@@ -64,6 +64,14 @@ struct target_ops {
 	 * in [@lo, @hi]. Returns 0 with *@out filled, or -errno with a reason in @err. */
 	int (*stub_map)(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 			struct target_region *out, char *err, size_t errlen);
+	/* Optional, while paused, after stub_map: the region mapped with no page both writable and
+	 * executable: its first page (the code) and [@exec_off, +@exec_len) (detour slots, 0: none)
+	 * read-only and executable, the rest writable and not executable, where the guest uses NX
+	 * (page granularity where the target maps with small pages; a large page that holds any of
+	 * the executable range stays executable). The host writes the region by physical address
+	 * whatever the mapping. 0, or -errno with the mapping as stub_map left it. */
+	int (*stub_protect)(struct target *t, const struct target_region *r, uint64_t exec_off,
+			    uint64_t exec_len);
 	/* While paused: undoes stub_map (nothing may run in the region any more). */
 	void (*stub_unmap)(struct target *t, const struct target_region *r);
 	/* While paused: writes @len bytes of guest text at guest-physical @gpa (resolved at

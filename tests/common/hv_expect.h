@@ -18,7 +18,7 @@ struct hv_expect {
 	int err_lines;		/* stderr is this many lines */
 	const char *err[4];	/* each in stderr */
 	const char *console_is; /* the whole of the guest's console ("": nothing) */
-	const char *console[2]; /* each in the guest's console */
+	const char *console[3]; /* each in the guest's console */
 	const char *trace[2];	/* each in the trace */
 	size_t lines_over;	/* more trace lines than this */
 	bool no_lines;		/* no function line in the trace */

@@ -74,6 +74,17 @@ static int map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_
 	return 0;
 }
 
+static uint64_t exec_off, exec_len;
+
+/* What the stub asks to stay executable: its code page and the detour slots' pages. */
+static int protect(struct target *t, const struct target_region *r, uint64_t off, uint64_t len)
+{
+	(void)t, (void)r;
+	exec_off = off;
+	exec_len = len;
+	return 0;
+}
+
 static void unmap(struct target *t, const struct target_region *r)
 {
 	(void)r;
@@ -148,6 +159,7 @@ static const struct target_ops ops = {
     .remove_bp = fake_target_remove_bp,
     .write_text = fake_target_write_text,
     .stub_map = map,
+    .stub_protect = protect,
     .stub_unmap = unmap,
     .pause = pause_ok,
     .resume = resume_ok,
@@ -288,6 +300,19 @@ static void test_detour_bytes(void **state)
 		assert_true(stub_owns_rip(s, slot + 5));
 	}
 	assert_int_equal(stub_detour_index(&x.tr.stub.stub, site(0)), -1);
+	/* the slots right after the ring headers, in a page of their own that alone (with the code
+	 * page) stays executable; the rings after it */
+	assert_int_equal(exec_off, STUB_RINGS_OFF);
+	assert_int_equal(exec_len, 4096);
+	assert_int_equal(stub_detour_gva(&x.tr.stub.stub, 0), REGION + STUB_RINGS_OFF);
+	assert_true(stub_detour_gva(&x.tr.stub.stub, NR_FUNCS - 1) + STUB_DETOUR_SIZE <=
+		    REGION + exec_off + exec_len);
+	{
+		uint64_t rings;
+
+		memcpy(&rings, x.region + STUB_HDR_OFF + H_RINGS, 8);
+		assert_int_equal(rings, REGION + exec_off + exec_len);
+	}
 	assert_int_equal(tracer_detach(&x.tr), 0);
 	assert_false(x.mapped);
 	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, &x.tr.probes, 0, &d), 0);
