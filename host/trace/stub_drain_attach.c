@@ -144,9 +144,10 @@ static bool cpu_in_interrupt(struct stub_drain *d, unsigned cpu)
 	       (count & d->c.task->in_interrupt_mask) != 0;
 }
 
-/* Whether a vCPU is stopped inside the bytes a detour replaces, or its registers cannot be read;
- * the function's name in @who. Target paused. */
-static bool vcpu_inside_replaced(struct stub_drain *d, const char **who)
+/* Whether a vCPU is stopped inside the bytes a detour replaces, serves an interrupt (with the task
+ * list known: what it interrupted is on a stack the walk does not see), or its registers cannot be
+ * read; which, in @why. Target paused. */
+static bool vcpu_inside_replaced(struct stub_drain *d, char *why, size_t len)
 {
 	struct target *tgt = d->c.tgt;
 
@@ -154,20 +155,26 @@ static bool vcpu_inside_replaced(struct stub_drain *d, const char **who)
 		struct x86_regs regs;
 
 		if (tgt->ops->get_regs(tgt, i, &regs) < 0) {
-			*who = "a vCPU whose registers cannot be read";
+			snprintf(why, len, "the registers of vCPU %u cannot be read", i);
 			return true;
 		}
 		for (unsigned k = 0; k < d->nr_detours; k++) {
 			const struct probe *p = d->detour_probe[k];
 
 			if (regs.rip > p->addr && regs.rip < p->addr + p->detour->len) {
-				*who = p->func->name;
+				snprintf(why, len,
+					 "vCPU %u stays inside the first bytes of %s, which its "
+					 "detour replaces",
+					 i, p->func->name);
 				return true;
 			}
 		}
 		/* what it interrupted is on a stack the task walk does not see (the IRQ stack) */
 		if (d->c.task && d->c.task->list.valid && cpu_in_interrupt(d, i)) {
-			*who = "a vCPU serving an interrupt";
+			snprintf(why, len,
+				 "vCPU %u stays in an interrupt (what it interrupted, on the "
+				 "interrupt stack, cannot be looked at)",
+				 i);
 			return true;
 		}
 	}
@@ -214,7 +221,7 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 {
 	struct target *tgt = d->c.tgt;
 	struct points pt = {0};
-	const char *who = NULL;
+	char why[200];
 	int64_t leave_by = clock_now_ms() + LEAVE_MS;
 	int ret = 0, tries = 0, scans = 0;
 	long n;
@@ -225,14 +232,11 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 		goto out;
 	}
 	for (;;) {
-		while (vcpu_inside_replaced(d, &who) && tries++ < LEAVE_TRIES &&
+		while (vcpu_inside_replaced(d, why, sizeof(why)) && tries++ < LEAVE_TRIES &&
 		       clock_now_ms() < leave_by && run_a_little(tgt))
 			;
-		if (vcpu_inside_replaced(d, &who)) {
-			snprintf(err, errlen,
-				 "stub detours: %s stays inside the first bytes of a function to be "
-				 "detoured (use --probe trap)",
-				 who);
+		if (vcpu_inside_replaced(d, why, sizeof(why))) {
+			snprintf(err, errlen, "stub detours: %s (use --probe trap)", why);
 			ret = -EBUSY;
 			goto out;
 		}

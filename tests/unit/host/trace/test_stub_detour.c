@@ -384,7 +384,8 @@ static void test_vcpu_inside_refused(void **state)
 	fixture_init(&x);
 	x.rip = site(2) + 4; /* after push rbp; mov rbp, rsp */
 	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), -EBUSY);
-	assert_non_null(strstr(err, "func_2 stays inside"));
+	assert_non_null(strstr(err, "vCPU 0 stays inside the first bytes of func_2, which its "
+				    "detour replaces (use --probe trap)"));
 	for (unsigned i = 0; i < NR_FUNCS; i++)
 		assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
 	fixture_free(&x);
