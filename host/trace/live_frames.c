@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define SCAN_BYTES_MAX (64ull << 20) /* of kernel stacks in one scan: a bound a guest cannot grow  \
-				      */
+/* Kernel stacks read in one scan at most: a bound a guest cannot grow. */
+#define SCAN_BYTES_MAX (64ull << 20)
 
 struct stack_scan {
 	struct target *t;
