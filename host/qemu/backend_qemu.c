@@ -376,11 +376,12 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
 		"%llu "
 		"restored-slots %llu orphan-returns %llu slots-above-4g %llu nop5-refused %llu "
 		"held-us %llu "
-		"interrupted-returns %llu\n",
+		"interrupted-returns %llu steps-again %llu\n",
 		(unsigned long long)r->l.slide, r->sites.nr, st.probes, st.arms,
 		(unsigned long long)r->tq.stops, (unsigned long long)r->tq.hits, st.restored_slots,
 		st.orphan_returns, st.slots_above_4g, (unsigned long long)r->tq.nop5_refused,
-		(unsigned long long)(r->tq.held_ns / 1000), st.interrupted_returns);
+		(unsigned long long)(r->tq.held_ns / 1000), st.interrupted_returns,
+		(unsigned long long)r->tq.steps_again);
 	pipeline_print_stub_stats(p);
 	if (st.stub_probes && *r->stub.resv_why)
 		fprintf(stderr, "hvtrace: stats: stub region not in reserved RAM: %s\n",

@@ -35,6 +35,7 @@ struct target_qemu {
 	void *bp_ctx;
 	uint64_t stops, hits; /* statistics */
 	uint64_t nop5_refused; /* NOP5 emulations refused: the guest's bytes were no NOP5 (stepped) */
+	uint64_t steps_again;  /* steps QEMU reported done with the vCPU still before the instruction */
 	uint64_t held_ns;      /* time the VM stood stopped at stops target_qemu_run handled */
 	bool (*hold)(void *ctx); /* target_qemu_set_hold */
 	void *hold_ctx;

@@ -36,13 +36,11 @@ static int gdb_failed(struct target_qemu *q, const char *what, int ret)
 	return ret;
 }
 
-/* Executes the instruction at @c's RIP by a single step of that vCPU alone, the others stopped.
- * Under TCG the breakpoint there stays inserted (a step ignores it); under KVM (or where QEMU
- * does not say) its INT3 would trap again, so it is taken out for the step and put back. 0 or
- * -errno; the registers are read again afterwards. */
-static int step_over(struct target_qemu *q, struct qemu_cpu *c)
+/* One single step of @c alone, the others stopped, over the instruction at @at. Under TCG the
+ * breakpoint there stays inserted (a step ignores it); under KVM (or where QEMU does not say) its
+ * INT3 would trap again, so it is taken out for the step and put back. 0 or -errno. */
+static int step_once(struct target_qemu *q, struct qemu_cpu *c, uint64_t at)
 {
-	uint64_t at = c->regs.rip;
 	struct gdb_stop st;
 	int ret = tq_flush_rips(q);
 
@@ -62,6 +60,33 @@ static int step_over(struct target_qemu *q, struct qemu_cpu *c)
 		return -ESRCH;
 	}
 	return 0;
+}
+
+/* Steps QEMU may report done with the vCPU still at the instruction (seen with QEMU 7.2 under TCG
+ * on a loaded host: the step's stop came before the vCPU ran anything). Each is taken again, up to
+ * this many; a REP string instruction also stays at its address for each iteration stepped. */
+#define STEPS_AGAIN_MAX 64
+
+/* Executes the instruction at @c's RIP, the others stopped: stepped until RIP has left it (a
+ * breakpoint left in place would otherwise be hit a second time by the same execution, and its
+ * probe traced twice). 0 or -errno; the registers are read again afterwards. */
+static int step_over(struct target_qemu *q, struct qemu_cpu *c)
+{
+	uint64_t at = c->regs.rip;
+	unsigned cpu = (unsigned)(c - q->cpu);
+	int ret;
+
+	for (unsigned k = 0;; k++) {
+		ret = step_once(q, c, at);
+		if (ret < 0 || !q->stopped || k == STEPS_AGAIN_MAX)
+			return ret;
+		ret = tq_cpu_regs(q, cpu);
+		if (ret < 0)
+			return gdb_failed(q, "registers after a step", ret);
+		if (c->regs.rip != at)
+			return 0;
+		q->steps_again++;
+	}
 }
 
 /* The tracer emulates the NOP5 at a function entry by moving RIP past it (@rip -> @rip + 5); the

@@ -1059,8 +1059,9 @@ static void check_entry_only(const struct hv_result *r)
 	long forks = count_text(r->trace, "kernel_clone();") + count_text(r->trace, "kernel_clone() {");
 	long starts = count_text(r->trace, "  ret_from_fork(); /* entry only */\n");
 
-	assert_true(forks >= INIT_FORKS);
-	assert_true(starts >= INIT_FORKS && starts <= forks);
+	if (forks < INIT_FORKS || starts < INIT_FORKS || starts > forks)
+		fail_msg("kernel_clone %ld, ret_from_fork %ld, the init shell's forks %d:\n%s", forks,
+			 starts, INIT_FORKS, r->trace);
 	assert_int_equal(count_text(r->trace, "ret_from_fork"), starts);
 	assert_int_equal(hv_stat(r->err, "kaslr-slide ", "orphan-returns "), 0);
 }
