@@ -15,6 +15,9 @@ PKGS="$PKGS libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd"
 PKGS="$PKGS liblz4-dev libzstd-dev liblzma-dev zlib1g-dev libbz2-dev liblzo2-dev"
 # probes without an fentry NOP (arch/x86/x86_reloc.c): Zydis decodes the instructions a detour displaces
 PKGS="$PKGS libzydis-dev"
+# tests that read a guest kernel's own bytes (tests/common/kernel_image.c): the decompressors, as
+# extract-vmlinux uses them (lz4 for Debian 12's kernels, zstd for Debian 13's)
+PKGS="$PKGS lz4 zstd xz-utils"
 # make fuzz: clang with its libFuzzer/sanitizer runtime; make check-layers: python3
 PKGS="$PKGS clang libclang-rt-14-dev python3"
 # --summary / --junit tests (tests/kvm/test_kvm_expect.c): jq and python3 read the JSON, xmllint

@@ -15,6 +15,9 @@ struct vmi_site {
 	/* No fentry site: @addr is the function's first instruction (after its ENDBR64 or the NOP
 	 * sealed over it), which a breakpoint leaves to run in place instead of a NOP5 emulated. */
 	bool entry;
+	/* An instruction inside the function, not its entry (an -e func+OFFSET event): @func is a
+	 * name of its own ("func+0xOFF"), and the probe records entries alone, never a return. */
+	bool inside;
 };
 
 struct vmi_sites {

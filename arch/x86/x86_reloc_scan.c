@@ -231,3 +231,29 @@ int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, 
 	}
 	return 0;
 }
+
+int x86_scan_insn_start(const uint8_t *body, size_t body_len, size_t off, size_t *before,
+			size_t *after)
+{
+	ZydisDecoder dec;
+	size_t at = 0;
+
+	*before = *after = 0;
+	if (!decoder(&dec))
+		return -EOPNOTSUPP;
+	while (at < off) {
+		size_t avail = body_len - at, n = avail < MAX_INSN_LEN ? avail : MAX_INSN_LEN;
+		ZydisDecodedInstruction in;
+
+		if (at >= body_len ||
+		    ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, NULL, body + at, n, &in)) ||
+		    !in.length || in.length > n) {
+			*before = at;
+			return -EILSEQ;
+		}
+		*before = at;
+		at += in.length;
+	}
+	*after = at;
+	return at == off ? 0 : -EINVAL;
+}

@@ -40,4 +40,12 @@ int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char 
 int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, size_t body_len,
 			uint64_t body_addr, char *why, size_t whylen);
 
+/* Whether an instruction of @body (@body_len bytes of a function from its start: untrusted) starts
+ * at @off, decoding one instruction after another from the start. Returns 0; -EINVAL when @off lies
+ * inside the instruction that starts at *@before and ends at *@after; -EILSEQ when the bytes at
+ * *@before do not decode (or run past @body_len) before @off is reached; -EOPNOTSUPP without a
+ * decoder. Pure. */
+int x86_scan_insn_start(const uint8_t *body, size_t body_len, size_t off, size_t *before,
+			size_t *after);
+
 #endif

@@ -174,6 +174,12 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 		snprintf(err, errlen, "-r: %s\n  %s\n  %*s^", reason, spec, (int)pos, "");
 		return -EINVAL;
 	}
+	if (v[s->nr_rprobes].offset) {
+		snprintf(err, errlen,
+			 "-r %s: a return probe is on a function, not on an instruction inside it",
+			 spec);
+		return -EINVAL;
+	}
 	/* bare: RAX in the return's BTF type where the guest has BTF, else in hex */
 	v[s->nr_rprobes].ret_hex = !strchr(spec, '(');
 	if (v[s->nr_rprobes].nr_args > 1 || v[s->nr_rprobes].all_args) {

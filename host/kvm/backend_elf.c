@@ -30,7 +30,7 @@ static int elf_open(void *ctx, char *err, size_t errlen)
 	status = kvm_run_refuse_entry_probes(b->k.env.s, &b->g.sites, &b->g.elf.funcs, err, errlen);
 	if (status)
 		return status;
-	status = pipeline_select(b->k.env.p, b->k.env.s, &b->g.sites, NULL, 0, err, errlen);
+	status = pipeline_select(b->k.env.p, b->k.env.s, &b->g.sites, NULL, NULL, 0, err, errlen);
 	return status;
 }
 

@@ -173,7 +173,7 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	ret = kvm_run_refuse_entry_probes(s, &r->sites, &r->l.funcs, err, errlen);
 	if (ret)
 		return ret;
-	ret = pipeline_select(r->k.env.p, s, &r->sites, NULL, 0, err, errlen);
+	ret = pipeline_select(r->k.env.p, s, &r->sites, NULL, NULL, 0, err, errlen);
 	if (ret)
 		return ret;
 	ret = take_from_ftrace(r, err, errlen);

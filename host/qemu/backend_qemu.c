@@ -183,6 +183,15 @@ static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
 					    : NULL,
 				 r->l.fentry, err, errlen);
 
+	if (n >= 0) {
+		inside_sites_free(&r->inside);
+		n = inside_sites_build(s, &r->sites, &r->l.funcs, target_qemu_read_kernel, &r->tq,
+				       r->no_trap ? "a probe inside a function is a trap probe, and "
+						    "INT3 does not exit on this host's KVM"
+						  : NULL,
+				       &r->inside, err, errlen);
+	}
+
 	if (n == -ENOMEM) {
 		snprintf(err, errlen, "out of memory");
 		return EXIT_HOST_ERROR;
@@ -281,7 +290,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 			"follows every call)\n",
 			s->max_depth ? s->max_depth - 1 : GRAPH_STATIC_DEPTH);
 	}
-	ret = pipeline_select(r->p, s, &r->sites, sel, nr_sel, err, errlen);
+	ret = pipeline_select(r->p, s, &r->sites, &r->inside.sites, sel, nr_sel, err, errlen);
 	if (ret)
 		return ret;
 	r->tq.t.trampoline = r->l.fentry;
@@ -550,6 +559,7 @@ static int qemu_close(void *ctx)
 	tcp_set_interrupt(-1);
 	text_verify_free(&r->text);
 	vmi_sites_free(&r->sites);
+	inside_sites_free(&r->inside);
 	vmi_linux_close(&r->l);
 	free(r);
 	return con_err;

@@ -8,6 +8,7 @@
 #include "host/qemu/qemu_stub_place.h"
 #include "host/qemu/target_qemu.h"
 #include "host/session/backend.h"
+#include "host/session/entry_sites.h"
 #include "host/session/pipeline.h"
 #include "host/session/sched_boost.h"
 #include "host/session/session.h"
@@ -24,6 +25,7 @@ struct linux_run {
 	struct pipeline *p; /* env.p */
 	struct vmi_linux l;
 	struct vmi_sites sites;
+	struct inside_sites inside; /* of -e func+OFFSET events */
 	FILE *out, *con;
 	int sfd;
 	struct qemu_conn qc; /* QEMU, its monitor and gdbstub */

@@ -96,8 +96,8 @@ long detour_plan(struct tracer *t, const struct session *s, const struct vmi_sym
 		char why[256] = "";
 		int ret;
 
-		if (!p->entry)
-			continue;
+		if (!p->entry || p->inside)
+			continue; /* an instruction inside a function stays a trap probe */
 		if (!have_entry) {
 			snprintf(why, sizeof(why),
 				 "the guest's symbols do not say where its entry text is "

@@ -1,7 +1,9 @@
 #include "host/session/entry_sites.h"
 #include "host/trace/filter.h"
+#include "arch/x86/x86_reloc_scan.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +21,11 @@ static bool named_in(char *const *v, size_t n, const char *name)
 	return false;
 }
 
+/* An -e or -r of function @name itself (an -e func+OFFSET probes an instruction inside it, not it). */
 static bool spec_names(const struct fe_spec *v, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(v[i].func, name))
+		if (!v[i].offset && !strcmp(v[i].func, name))
 			return true;
 	return false;
 }
@@ -132,4 +135,149 @@ out:
 	free(add);
 	free(has);
 	return ret;
+}
+
+/* The end of function @f in @funcs (sorted by address): its size, else the next symbol's start. */
+static uint64_t function_end(const struct vmi_symtab *funcs, const struct vmi_sym *f)
+{
+	if (f->size)
+		return f->addr + f->size;
+	for (const struct vmi_sym *n = f + 1; n < funcs->syms + funcs->nr; n++)
+		if (n->addr > f->addr)
+			return n->addr;
+	return f->addr;
+}
+
+/* Checks -e @e's site, @f + e->offset: inside @f, at an instruction's start. 0 or -errno with @err. */
+static int check_inside(const struct fe_spec *e, const struct vmi_symtab *funcs,
+			const struct vmi_sym *f, vmi_read_fn read, void *ctx, char *err,
+			size_t errlen)
+{
+	uint64_t end = function_end(funcs, f);
+	size_t len = e->offset + 15, before, after;
+	char label[160];
+	uint8_t *b;
+	int ret;
+
+	fe_label(e, label, sizeof(label));
+	if (end <= f->addr + e->offset) {
+		snprintf(err, errlen, "-e %s: past the end of %s (%llu bytes)", label, f->name,
+			 (unsigned long long)(end - f->addr));
+		return -EINVAL;
+	}
+	if (len > end - f->addr)
+		len = end - f->addr;
+	b = malloc(len);
+	if (!b)
+		return -ENOMEM;
+	if (read(ctx, f->addr, b, len) < 0) {
+		snprintf(err, errlen, "-e %s: the bytes of %s at 0x%llx cannot be read", label,
+			 f->name, (unsigned long long)f->addr);
+		free(b);
+		return -EFAULT;
+	}
+	ret = x86_scan_insn_start(b, len, e->offset, &before, &after);
+	free(b);
+	if (ret == -EINVAL)
+		snprintf(err, errlen,
+			 "-e %s: not an instruction's start (the instruction at +0x%zx ends at "
+			 "+0x%zx)",
+			 label, before, after);
+	else if (ret < 0)
+		snprintf(err, errlen,
+			 "-e %s: the bytes of %s at +0x%zx do not decode as x86-64: no instruction "
+			 "can be found there",
+			 label, f->name, before);
+	return ret < 0 ? ret : 0;
+}
+
+/* The site of @sites at @addr, or NULL. */
+static const struct vmi_site *site_at(const struct vmi_sites *sites, uint64_t addr)
+{
+	size_t i = vmi_lower_bound(sites->v, sites->nr, sizeof(*sites->v),
+				   offsetof(struct vmi_site, addr), addr);
+
+	return i < sites->nr && sites->v[i].addr == addr ? &sites->v[i] : NULL;
+}
+
+long inside_sites_build(const struct session *s, const struct vmi_sites *sites,
+			const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
+			const char *no_entry, struct inside_sites *out, char *err, size_t errlen)
+{
+	size_t n = 0;
+	long ret;
+
+	memset(out, 0, sizeof(*out));
+	for (size_t e = 0; e < s->nr_events; e++)
+		n += s->events[e].offset != 0;
+	if (!n)
+		return 0;
+	out->names.syms = calloc(n, sizeof(*out->names.syms));
+	out->sites.v = calloc(n, sizeof(*out->sites.v));
+	if (!out->names.syms || !out->sites.v)
+		goto nomem;
+	out->names.cap = n;
+	for (size_t e = 0; e < s->nr_events; e++) {
+		const struct fe_spec *ev = &s->events[e];
+		const struct vmi_site *own;
+		const struct vmi_sym *f;
+		char label[160];
+		bool have = false;
+
+		if (!ev->offset)
+			continue;
+		fe_label(ev, label, sizeof(label));
+		for (size_t k = 0; k < out->names.nr && !have; k++)
+			have = !strcmp(out->names.syms[k].name, label);
+		if (have)
+			continue;
+		f = vmi_symtab_find(funcs, ev->func);
+		if (!f) {
+			snprintf(err, errlen, "-e %s: no function %s in the guest's symbols", label,
+				 ev->func);
+			ret = -ENOENT;
+			goto fail;
+		}
+		if (no_entry) {
+			snprintf(err, errlen, "-e %s: %s", label, no_entry);
+			ret = -ENOTSUP;
+			goto fail;
+		}
+		ret = check_inside(ev, funcs, f, read, ctx, err, errlen);
+		if (ret < 0)
+			goto fail;
+		own = site_at(sites, f->addr + ev->offset);
+		if (own) {
+			snprintf(err, errlen, "-e %s: the %s site of %s, which -e %s(...) probes",
+				 label, own->entry ? "entry" : "fentry", own->func->name,
+				 own->func->name);
+			ret = -EEXIST;
+			goto fail;
+		}
+		out->names.syms[out->names.nr] =
+		    (struct vmi_sym){.addr = f->addr + ev->offset, .name = strdup(label)};
+		if (!out->names.syms[out->names.nr].name)
+			goto nomem;
+		out->sites.v[out->sites.nr++] =
+		    (struct vmi_site){.addr = f->addr + ev->offset,
+				      .func = &out->names.syms[out->names.nr++],
+				      .entry = true,
+				      .inside = true};
+	}
+	return (long)out->sites.nr;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	ret = -ENOMEM;
+fail:
+	inside_sites_free(out);
+	return ret;
+}
+
+void inside_sites_free(struct inside_sites *in)
+{
+	for (size_t k = 0; k < in->names.nr; k++)
+		free(in->names.syms[k].name);
+	free(in->names.syms);
+	free(in->sites.v);
+	memset(in, 0, sizeof(*in));
 }

@@ -22,6 +22,25 @@ long entry_sites_add(const struct session *s, struct vmi_sites *sites,
 		     const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
 		     const char *no_entry, uint64_t reserved, char *err, size_t errlen);
 
+/* The sites of -e func+OFFSET events (vmi_site.inside), each with a name of its own. */
+struct inside_sites {
+	struct vmi_sites sites;
+	struct vmi_symtab names; /* "func+0xOFF", one per site; the sites point into it */
+};
+
+/* Builds @out: one site per distinct func+OFFSET of the session's -e events, at that instruction of
+ * the function of that name in @funcs, after checking that the offset lies inside the function
+ * (its symbol's size, else up to the next symbol) and that an instruction starts there (decoded
+ * from the function's first byte, read through @read/@ctx), and not a function's own site in
+ * @sites (its fentry or entry site: -e func(...) probes that). @no_entry as for entry_sites_add:
+ * why the target cannot probe one (refused with it), or NULL. Returns the number of sites,
+ * -ENOMEM, or -ENOENT/-EINVAL/-EFAULT/-ENOTSUP/-EEXIST with one line in @err naming the event. */
+long inside_sites_build(const struct session *s, const struct vmi_sites *sites,
+			const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
+			const char *no_entry, struct inside_sites *out, char *err, size_t errlen);
+
+void inside_sites_free(struct inside_sites *in);
+
 /* Whether the session names @name exactly (no glob): with -l, -g, -e or -r. Pure. */
 bool entry_sites_named(const struct session *s, const char *name);
 

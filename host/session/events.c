@@ -8,21 +8,43 @@
 #include <string.h>
 
 int events_select(const struct session *s, const struct vmi_sites *sites,
-		  const struct vmi_site ***sel, size_t *nr, char *err, size_t errlen)
+		  const struct vmi_sites *inside, const struct vmi_site ***sel, size_t *nr,
+		  char *err, size_t errlen)
 {
+	size_t more = inside ? inside->nr : 0;
 	int ret;
 
 	if (!s->nr_events && !s->nr_rprobes)
 		return 0;
+	for (size_t e = 0; e < s->nr_events && !inside; e++)
+		if (s->events[e].offset) {
+			char label[160];
+
+			snprintf(err, errlen,
+				 "-e %s: an instruction inside a function is probed through QEMU's "
+				 "gdbstub (run --qemu, attach); this backend cannot",
+				 fe_label(&s->events[e], label, sizeof(label)));
+			return -ENOENT;
+		}
 	if (!*sel) {
-		*sel = calloc(sites->nr ? sites->nr : 1, sizeof(**sel));
+		*sel = calloc(sites->nr + more ? sites->nr + more : 1, sizeof(**sel));
 		if (!*sel)
 			return -ENOMEM;
 		*nr = 0;
+	} else if (more) {
+		const struct vmi_site **v = realloc(*sel, (sites->nr + more) * sizeof(**sel));
+
+		if (!v)
+			return -ENOMEM;
+		*sel = v;
 	}
-	ret = filter_add_events(sites, "-e", s->events, s->nr_events, *sel, nr, err, errlen);
+	ret = filter_add_events(sites, false, "-e", s->events, s->nr_events, *sel, nr, err, errlen);
+	if (ret == 0 && more)
+		ret = filter_add_events(inside, true, "-e", s->events, s->nr_events, *sel, nr, err,
+					errlen);
 	if (ret == 0)
-		ret = filter_add_events(sites, "-r", s->rprobes, s->nr_rprobes, *sel, nr, err, errlen);
+		ret = filter_add_events(sites, false, "-r", s->rprobes, s->nr_rprobes, *sel, nr, err,
+					errlen);
 	return ret;
 }
 
@@ -31,16 +53,22 @@ int events_select(const struct session *s, const struct vmi_sites *sites,
 static bool entry_wanted(const struct session *s, const char *func, bool traced)
 {
 	for (size_t e = 0; e < s->nr_events; e++)
-		if (!strcmp(s->events[e].func, func))
+		if (!s->events[e].offset && !strcmp(s->events[e].func, func))
 			return true;
 	return traced;
 }
 
-/* The first -e of the function of -e @e. */
+/* Whether -e @a and -e @b are at one place: the same function, the same offset into it. */
+static bool same_place(const struct fe_spec *a, const struct fe_spec *b)
+{
+	return a->offset == b->offset && !strcmp(a->func, b->func);
+}
+
+/* The first -e of the place of -e @e. */
 static size_t first_of(const struct session *s, size_t e)
 {
 	for (size_t k = 0; k < e; k++)
-		if (!strcmp(s->events[k].func, s->events[e].func))
+		if (same_place(&s->events[k], &s->events[e]))
 			return k;
 	return e;
 }
@@ -69,7 +97,7 @@ int events_resolve(const struct session *s, const struct vmi_btf *btf, struct fe
 			continue;
 		/* built in order: the chain's tail is the latest -e of the function before @e */
 		for (size_t j = last + 1; j < e; j++)
-			if (!strcmp(s->events[j].func, s->events[e].func)) {
+			if (same_place(&s->events[j], &s->events[e])) {
 				last = j;
 				n++;
 			}
@@ -96,10 +124,14 @@ int events_bind(const struct session *s, const struct fe_spec *events,
 	const struct probe_table *probes = tracer_probes(t);
 
 	for (size_t e = 0; e < s->nr_events; e++) {
+		char label[160];
+
 		if (first_of(s, e) != e)
 			continue; /* chained after the first -e of its function (events_resolve) */
+		fe_label(&s->events[e], label, sizeof(label));
 		for (size_t i = 0; i < probes->nr; i++)
-			if (!strcmp(probes->v[i].func->name, s->events[e].func)) {
+			if (probes->v[i].inside == (s->events[e].offset != 0) &&
+			    !strcmp(probes->v[i].func->name, label)) {
 				int ret = tracer_set_event(t, probes->v[i].id, &events[e]);
 
 				if (ret < 0)
@@ -108,7 +140,7 @@ int events_bind(const struct session *s, const struct fe_spec *events,
 	}
 	for (size_t e = 0; e < s->nr_rprobes; e++)
 		for (size_t i = 0; i < probes->nr; i++)
-			if (!strcmp(probes->v[i].func->name, s->rprobes[e].func)) {
+			if (!probes->v[i].inside && !strcmp(probes->v[i].func->name, s->rprobes[e].func)) {
 				bool quiet = !entry_wanted(s, s->rprobes[e].func, traced && traced[i]);
 				int ret = tracer_set_return(t, probes->v[i].id, &rprobes[e], quiet);
 

@@ -9,9 +9,12 @@
 #include "vmi/vmi_sites.h"
 
 /* Makes sure every event function is in the selection *@sel (allocated with room for all of @sites if
- * NULL). Returns 0, -ENOMEM, or -ENOENT with a reason in @err. */
+ * NULL; grown for the sites of @inside), and the site in @inside (inside_sites_build; NULL: the
+ * backend has none, and a func+OFFSET event is refused) of every -e func+OFFSET event. Returns 0,
+ * -ENOMEM, or -ENOENT with a reason in @err. */
 int events_select(const struct session *s, const struct vmi_sites *sites,
-		  const struct vmi_site ***sel, size_t *nr, char *err, size_t errlen);
+		  const struct vmi_sites *inside, const struct vmi_site ***sel, size_t *nr,
+		  char *err, size_t errlen);
 
 /* The session's -e and -r specs completed from the guest's BTF (@btf, NULL for a guest without
  * one): fresh arrays of s->nr_events and s->nr_rprobes specs in *@events and *@rprobes (the caller

@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 int pipeline_select(struct pipeline *p, const struct session *s, const struct vmi_sites *sites,
-		    const struct vmi_site **preselected, size_t nr_preselected, char *err,
-		    size_t errlen)
+		    const struct vmi_sites *inside, const struct vmi_site **preselected,
+		    size_t nr_preselected, char *err, size_t errlen)
 {
 	int ret = 0;
 
@@ -40,7 +40,7 @@ int pipeline_select(struct pipeline *p, const struct session *s, const struct vm
 		p->nr_sel = 0;
 	p->nr_traced = p->nr_sel;
 	if (ret == 0)
-		ret = events_select(s, sites, &p->sel, &p->nr_sel, err, errlen);
+		ret = events_select(s, sites, inside, &p->sel, &p->nr_sel, err, errlen);
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	return ret == 0 ? 0 : ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
@@ -57,7 +57,8 @@ static int mark_graph_roots(struct pipeline *p, char *err, size_t errlen)
 		bool any = false;
 
 		for (size_t i = 0; i < probes->nr; i++)
-			if (filter_glob_match(s->graph[g], probes->v[i].func->name)) {
+			if (!probes->v[i].inside &&
+			    filter_glob_match(s->graph[g], probes->v[i].func->name)) {
 				tracer_set_graph_root(&p->tr, probes->v[i].id);
 				any = true;
 			}
@@ -191,7 +192,7 @@ static void say_trap_probes(struct pipeline *p)
 	for (size_t i = 0; i < probes->nr; i++) {
 		const struct probe *pr = &probes->v[i];
 		bool r = pr->ret_event && !fe_return_register_only(pr->ret_event);
-		bool e = pr->event && !fe_registers_only(pr->event);
+		bool e = pr->event && !pr->inside && !fe_registers_only(pr->event);
 
 		for (int k = 0; k < 2; k++) {
 			int n;
@@ -213,6 +214,16 @@ static void say_trap_probes(struct pipeline *p)
 			"hvtrace: --probe stub: these read guest memory at the call and stay trap "
 			"probes: %s%s\n",
 			len ? list : "", more ? (len ? " and more" : "several") : "");
+	len = 0;
+	for (size_t i = 0; i < probes->nr; i++)
+		if (probes->v[i].inside)
+			len++;
+	if (len)
+		fprintf(stderr,
+			"hvtrace: --probe stub: %zu -e event%s inside a function %s (a "
+			"breakpoint there; no detour inside a function)\n",
+			len, len == 1 ? "" : "s",
+			len == 1 ? "stays a trap probe" : "stay trap probes");
 }
 
 /* The profile (--profile, and what the verdicts count) and the expectations, bound to the probes:
@@ -273,8 +284,8 @@ static int entries_without_return(struct pipeline *p, const struct pipeline_gues
 	for (size_t i = 0; i < probes->nr; i++) {
 		const struct probe *v = &probes->v[i];
 
-		if (!v->entry || c_function(g->btf, v->func->name))
-			continue;
+		if (!v->entry || v->inside || c_function(g->btf, v->func->name))
+			continue; /* inside a function: never a return (probe_table_build) */
 		if (v->ret_probe) {
 			snprintf(err, errlen,
 				 "-r %s: %s, so its return cannot be hooked (it may be entered "
@@ -310,7 +321,7 @@ static int plan_detours(struct pipeline *p, const struct pipeline_guest *g)
 	long entries = 0, planned = 0;
 
 	for (size_t i = 0; i < probes->nr; i++)
-		entries += probes->v[i].entry;
+		entries += probes->v[i].entry && !probes->v[i].inside;
 	if (!entries || p->s->cmd == CMD_LIST_FUNCTIONS)
 		return 0;
 	if (g->stub && g->text_read && g->funcs) {

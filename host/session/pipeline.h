@@ -73,10 +73,11 @@ struct pipeline_guest {
 
 /* Chooses the sites to probe among @sites: @preselected (taken over; the backend's own choice for
  * the tracer, e.g. a graph closure) or else the session's -l/-n filters; none for the nop tracer;
- * then every -e/-r function. Touches no guest. Returns 0 or an exit status with @err. */
+ * then every -e/-r function, and the site in @inside (NULL: none built) of every -e func+OFFSET.
+ * Touches no guest. Returns 0 or an exit status with @err. */
 int pipeline_select(struct pipeline *p, const struct session *s, const struct vmi_sites *sites,
-		    const struct vmi_site **preselected, size_t nr_preselected, char *err,
-		    size_t errlen);
+		    const struct vmi_sites *inside, const struct vmi_site **preselected,
+		    size_t nr_preselected, char *err, size_t errlen);
 
 /* record --host: starts recording the host's events about the guest's @n vCPU threads @tids (host
  * thread ids, vCPU i's at [i]), the guest named @guest in the host's file. Stopped by

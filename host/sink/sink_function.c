@@ -210,12 +210,15 @@ int sink_function_format(char *buf, size_t len, const struct hvt_record *r,
 int sink_event_format(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,
 		      const uint8_t *payload, const struct vmi_symtab *syms)
 {
-	char parent[128], fields[2048], ctx[128];
+	char parent[128], fields[2048], ctx[128], label[160];
 
-	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
 	fe_format(fields, sizeof(fields), spec, payload, syms);
 	sink_context(ctx, sizeof(ctx), r);
-	return snprintf(buf, len, "%s%s->%s(%s)\n", ctx, parent, spec->func, fields);
+	fe_label(spec, label, sizeof(label));
+	if (spec->offset) /* an instruction inside the function: no caller there */
+		return snprintf(buf, len, "%s%s(%s)\n", ctx, label, fields);
+	sink_symbol_name(parent, sizeof(parent), r->parent, syms);
+	return snprintf(buf, len, "%s%s->%s(%s)\n", ctx, parent, label, fields);
 }
 
 int sink_return_body(char *buf, size_t len, const struct hvt_record *r, const struct fe_spec *spec,

@@ -291,14 +291,15 @@ static void event_comment(struct sink *s, const struct sink_rec *rec)
 	int depth = r->type == HVT_REC_EVENT_ALONE ? (int)r->depth - 1 : r->depth;
 	const struct fe_spec *spec = rec->spec;
 	const uint8_t *payload = rec->payload;
-	char body[2560], fields[2048];
+	char body[2560], fields[2048], label[160];
 
 	if (!payload)
 		return;
 	/* one comment per -e event of the function, each from its part of the payload */
 	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++) {
 		fe_format(fields, sizeof(fields), spec, payload, s->syms);
-		snprintf(body, sizeof(body), "%s: %s", spec->func, fields);
+		snprintf(body, sizeof(body), "%s: %s", fe_label(spec, label, sizeof(label)),
+			 fields);
 		comment_line(s, r->cpu, depth, body);
 		payload += fe_event_size(spec);
 	}

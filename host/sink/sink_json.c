@@ -144,8 +144,12 @@ static void json_events(struct sink *s, const struct sink_rec *rec)
 		json_context(s, "event", r);
 		sink_write(s, ",\"func\":", 8);
 		json_string(s, e->func, sizeof(e->func));
-		sink_write(s, ",\"parent\":", 10);
-		json_symbol(s, r->parent);
+		if (e->offset) /* an instruction inside it: no caller there */
+			sink_printf(s, ",\"offset\":%u", (unsigned)e->offset);
+		else {
+			sink_write(s, ",\"parent\":", 10);
+			json_symbol(s, r->parent);
+		}
 		if (sink_graph_tracer(s))
 			sink_printf(s, ",\"depth\":%u", r->depth);
 		json_args(s, e, payload);

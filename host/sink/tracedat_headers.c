@@ -210,16 +210,18 @@ static void spec_format(struct td_text *x, const struct fe_spec *spec, unsigned 
 	free(pa.buf);
 }
 
-/* The name of -e event @i: p_<func>_<n> (kprobes), <func>__entry_<n> (fprobes), n its place among
- * the events of the same function. */
+/* The name of -e event @i: p_<func>_<n> (kprobes; p_<func>_<offset>_<n> inside a function),
+ * <func>__entry_<n> (fprobes), n its place among the events of the same place. */
 static void event_name(char *buf, size_t len, const struct td_sink *t, size_t i)
 {
 	const struct fe_spec *e = &t->events[i];
 	unsigned n = 0;
 
 	for (size_t k = 0; k < i; k++)
-		n += !strcmp(t->events[k].func, e->func);
-	if (e->fprobe_style)
+		n += t->events[k].offset == e->offset && !strcmp(t->events[k].func, e->func);
+	if (e->offset)
+		snprintf(buf, len, "p_%s_%u_%u", e->func, (unsigned)e->offset, n);
+	else if (e->fprobe_style)
 		snprintf(buf, len, "%s__entry_%u", e->func, n);
 	else
 		snprintf(buf, len, "p_%s_%u", e->func, n);

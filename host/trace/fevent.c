@@ -205,6 +205,21 @@ static int add_name_only(struct parser *p, struct fe_spec *spec, size_t at)
 	return 1;
 }
 
+/* 1 + the place of register @name in struct x86_regs, 0 if it is none. */
+static unsigned register_place(const char *name)
+{
+	static const char *const names[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi",
+					    "rsp", "rbp", "r8",	 "r9",	"r10", "r11",
+					    "r12", "r13", "r14", "r15", "rip", "rflags"};
+
+	_Static_assert(sizeof(names) / sizeof(names[0]) == sizeof(struct x86_regs) / 8,
+		       "one name per register of struct x86_regs");
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return i + 1;
+	return 0;
+}
+
 /* One field: type, optional [N], name, optional [K], then +off / [K] steps. */
 static int parse_field(struct parser *p, struct fe_field *f, unsigned arg)
 {
@@ -242,8 +257,17 @@ static int parse_field(struct parser *p, struct fe_field *f, unsigned arg)
 		return fail(p, at, "%s", "field name too long");
 	if (f->kind == FE_STRING)
 		f->memory = true;
-	/* name=ADDR: a guest address (a global), read there instead of an argument */
-	if (p->s[p->i] == '=') {
+	/* name=%REG: a register's value instead of an argument */
+	if (p->s[p->i] == '=' && p->s[p->i + 1] == '%') {
+		char reg[8];
+
+		p->i += 2;
+		at = p->i;
+		if (!ident(p, reg, sizeof(reg)) || !(f->reg = register_place(reg)))
+			return fail(p, at, "%s",
+				    "expected a register (rax..r15, rip, rflags)");
+	} else if (p->s[p->i] == '=') {
+		/* name=ADDR: a guest address (a global), read there instead of an argument */
 		const char *s = p->s + ++p->i;
 		char *end;
 
@@ -318,6 +342,14 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 		return fail(&p, at, "%s", "expected a function name");
 	if (p.i - at >= sizeof(spec->func))
 		return fail(&p, at, "%s", "function name too long");
+	if (text[p.i] == '+') {
+		int64_t off;
+
+		p.i++;
+		if (number(&p, &off, 0, FE_MAX_INSIDE, "offset") < 0)
+			return -EINVAL;
+		spec->offset = (uint32_t)off;
+	}
 	skip_ws(&p);
 	if (text[p.i] != '(')
 		return fail(&p, p.i, "%s", "expected '('");
@@ -347,7 +379,17 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 				if (spec->nr_args || text[p.i] != ')')
 					return fail(&p, save, "%s",
 						    "'*' (every argument) comes alone");
+				if (spec->offset)
+					return fail(&p, save, "%s",
+						    "'*' (every argument) is for a function's entry, "
+						    "not inside it");
 				spec->all_args = true;
+			} else if (spec->offset && (ret = add_name_only(&p, spec, save)) != 0) {
+				return ret < 0 ? ret
+					       : fail(&p, save, "%s",
+						      "inside a function the arguments may be gone: "
+						      "read a register (type name=%REG) or an "
+						      "address (type name=0xADDR)");
 			} else if ((ret = add_name_only(&p, spec, save)) != 0) {
 				if (ret < 0)
 					return ret;
@@ -373,9 +415,16 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 					p.i++;
 					skip_ws(&p);
 				}
-				/* direct addresses alone take no argument position */
-				for (; first < spec->nr_fields && spec->fields[first].direct; first++)
+				/* direct addresses and registers alone take no argument position */
+				for (; first < spec->nr_fields &&
+				       (spec->fields[first].direct || spec->fields[first].reg);
+				     first++)
 					;
+				if (spec->offset && first < spec->nr_fields)
+					return fail(&p, save, "%s",
+						    "inside a function the arguments may be gone: "
+						    "read a register (type name=%REG) or an "
+						    "address (type name=0xADDR)");
 				if (first == spec->nr_fields)
 					direct_only = true;
 			}
@@ -397,6 +446,15 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 	if (text[p.i])
 		return fail(&p, p.i, "%s", "unexpected text after ')'");
 	return 0;
+}
+
+const char *fe_label(const struct fe_spec *spec, char *buf, size_t len)
+{
+	if (spec->offset)
+		snprintf(buf, len, "%s+0x%" PRIx32, spec->func, spec->offset);
+	else
+		snprintf(buf, len, "%s", spec->func);
+	return buf;
 }
 
 void fe_format_error(char *buf, size_t len, const char *text, size_t pos, const char *reason)
@@ -502,7 +560,8 @@ bool fe_registers_only(const struct fe_spec *spec)
 {
 	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++)
 		for (unsigned i = 0; i < spec->nr_fields; i++)
-			if (spec->fields[i].memory || spec->fields[i].arg >= 6)
+			if (spec->fields[i].memory || spec->fields[i].reg ||
+			    spec->fields[i].arg >= 6)
 				return false;
 	return true;
 }
@@ -513,7 +572,7 @@ bool fe_return_register_only(const struct fe_spec *spec)
 		for (unsigned i = 0; i < spec->nr_fields; i++) {
 			const struct fe_field *f = &spec->fields[i];
 
-			if (f->memory || f->direct || f->arg != 0 || f->kind == FE_STRING ||
+			if (f->memory || f->direct || f->reg || f->arg != 0 || f->kind == FE_STRING ||
 			    f->kind == FE_CHARS)
 				return false;
 			for (unsigned s = 0; s < f->nr_steps; s++)
@@ -530,7 +589,10 @@ void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_rea
 		for (unsigned i = 0; i < spec->nr_fields; i++) {
 			const struct fe_field *f = &spec->fields[i];
 
-			capture_field(f, f->direct ? f->addr : fe_arg(regs, f->arg, read, ctx),
+			capture_field(f,
+				      f->direct ? f->addr
+				      : f->reg	? ((const uint64_t *)regs)[f->reg - 1]
+						: fe_arg(regs, f->arg, read, ctx),
 				      read, ctx, payload);
 			payload += 1 + field_data_size(f);
 		}

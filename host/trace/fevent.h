@@ -38,6 +38,8 @@ struct fe_field {
 	bool direct;	/* "type name=0xADDR": read at guest address @addr, no argument (seed 003's
 			 * direct address); address steps may follow */
 	uint64_t addr;
+	unsigned reg;	/* "type name=%REG": 1 + the register's place in struct x86_regs (its value
+			 * instead of an argument; address steps may follow), 0 none */
 	bool untyped;	/* given by name alone (and members: "file->f_path.dentry"): type, position
 			 * and address steps come from BTF (fe_resolve_btf) */
 	unsigned nr_steps;
@@ -46,6 +48,8 @@ struct fe_field {
 
 struct fe_spec {
 	char func[128];
+	uint32_t offset;  /* func+OFFSET: the instruction OFFSET bytes into it (kprobe's p:FUNC+OFF;
+			   * fields from registers and addresses only), 0 the entry */
 	unsigned nr_args; /* positions, including NULL ones */
 	unsigned nr_fields;
 	bool all_args;	   /* func(*): every parameter, from BTF */
@@ -64,6 +68,11 @@ struct fe_spec {
  * Returns 0, or -EINVAL with the reason in @err and the byte offset of the offending character in
  * *@pos. Pure; any thread. */
 int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, size_t *pos);
+
+#define FE_MAX_INSIDE (1u << 20) /* the largest func+OFFSET */
+
+/* The event's name as the user wrote it: "func", or "func+0xOFF" inside a function. Pure. */
+const char *fe_label(const struct fe_spec *spec, char *buf, size_t len);
 
 /* The one-line error display: the spec, then a caret under @pos, then the reason. */
 void fe_format_error(char *buf, size_t len, const char *text, size_t pos, const char *reason);

@@ -75,16 +75,20 @@ int filter_select(const struct vmi_sites *sites, char *const *filters, size_t nr
 	return 0;
 }
 
-int filter_add_events(const struct vmi_sites *sites, const char *opt, const struct fe_spec *specs,
-		      size_t nr_specs, const struct vmi_site **sel, size_t *nr, char *err,
-		      size_t errlen)
+int filter_add_events(const struct vmi_sites *sites, bool inside, const char *opt,
+		      const struct fe_spec *specs, size_t nr_specs, const struct vmi_site **sel,
+		      size_t *nr, char *err, size_t errlen)
 {
 	for (size_t e = 0; e < nr_specs; e++) {
 		const struct vmi_site *site = NULL;
+		char label[160];
 		bool have = false;
 
+		if ((specs[e].offset != 0) != inside)
+			continue;
+		fe_label(&specs[e], label, sizeof(label));
 		for (size_t i = 0; i < sites->nr && !site; i++)
-			if (!strcmp(sites->v[i].func->name, specs[e].func))
+			if (!strcmp(sites->v[i].func->name, label))
 				site = &sites->v[i];
 		if (!site) {
 			snprintf(err, errlen, "%s %s(...): %s is not a traceable function", opt,

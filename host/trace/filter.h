@@ -20,10 +20,11 @@ int filter_select(const struct vmi_sites *sites, char *const *filters, size_t nr
 		  char *err, size_t errlen);
 
 /* Adds to the selection *@sel (*@nr entries, room for every site) the site of each function named by
- * @specs (events of option @opt), unless already selected. Returns 0, or -ENOENT with "<opt> FUNC(...):
- * FUNC is not a traceable function" in @err. */
-int filter_add_events(const struct vmi_sites *sites, const char *opt, const struct fe_spec *specs,
-		      size_t nr_specs, const struct vmi_site **sel, size_t *nr, char *err,
-		      size_t errlen);
+ * @specs (events of option @opt), unless already selected; with @inside, the site named
+ * "func+0xOFF" of each func+OFFSET spec instead (the others skipped), without, those skipped.
+ * Returns 0, or -ENOENT with "<opt> FUNC(...): FUNC is not a traceable function" in @err. */
+int filter_add_events(const struct vmi_sites *sites, bool inside, const char *opt,
+		      const struct fe_spec *specs, size_t nr_specs, const struct vmi_site **sel,
+		      size_t *nr, char *err, size_t errlen);
 
 #endif

@@ -31,6 +31,7 @@ int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites,
 		p->addr = sites[i]->addr;
 		p->func = sites[i]->func;
 		p->entry = sites[i]->entry;
+		p->inside = p->no_return = sites[i]->inside;
 		p->id = (uint32_t)t->nr;
 		h = probe_hash(t, p->addr);
 		while (t->slots[h & t->mask])

@@ -36,6 +36,8 @@ struct probe {
 	bool patched;	/* stub: the CALL is in guest memory now */
 	uint8_t nop[5]; /* the NOP5 the site held when verified (a stub's CALL replaces it) */
 	bool entry;	/* an entry site (vmi_site.entry): a trap probe whose instruction runs in place */
+	bool inside;	/* an instruction inside a function (vmi_site.inside): an entry site whose
+			 * probe never hooks a return and whose [RSP] is no return address */
 	/* an entry site that can be a stub probe through a detour (stub.h): its first instructions'
 	 * relocation, owned (tracer_set_detour), else NULL; its slot in the stub's detours */
 	struct x86_reloc_plan *detour;

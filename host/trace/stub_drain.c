@@ -16,6 +16,8 @@
 
 bool stub_drain_capable(const struct probe *p)
 {
+	if (p->inside)
+		return false; /* no detour inside a function (yet): a breakpoint there */
 	if (p->ret_event && !fe_return_register_only(p->ret_event))
 		return false;
 	return !p->event || fe_registers_only(p->event);

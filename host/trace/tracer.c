@@ -462,6 +462,42 @@ static void fire_triggers(struct tracer *t, struct hit_task *ht, unsigned cpu,
 	}
 }
 
+/* The graph depth of an instruction inside a function on the stack at @rsp: one below the
+ * innermost call traced there, 0 when none is. */
+static uint8_t inside_depth(struct tracer *t, uint64_t rsp)
+{
+	struct shadow_stack *st = shadow_lock(&t->shadow, rsp, false);
+	const struct shadow_entry *top;
+	uint8_t depth = 0;
+
+	if (!st)
+		return 0;
+	top = shadow_top(st);
+	if (top && top->depth < UINT8_MAX)
+		depth = (uint8_t)(top->depth + 1);
+	shadow_unlock(st);
+	return depth;
+}
+
+/* An -e func+OFFSET event (an instruction inside a function): its fields now, no caller (RSP holds
+ * no return address there), never a return; in a graph, at the depth of the calls around it. */
+static void inside_event(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs,
+			 uint64_t now)
+{
+	struct hit_task ht = {.known = false};
+	struct hvt_record rec;
+	size_t len = p->event ? capture(t, cpu, p->event, regs) : 0;
+
+	if (t->nr_triggers)
+		fire_triggers(t, &ht, cpu, p, regs, now, true);
+	make_record(t, &ht, &rec, HVT_REC_EVENT_ALONE, cpu, p, now, 0,
+		    t->opts.returns ? inside_depth(t, regs->rsp) : 0);
+	rec.value = len;
+	emit(t, cpu, &rec, t->scratch[cpu], len);
+	if (t->nr_triggers)
+		fire_triggers(t, &ht, cpu, p, regs, now, false);
+}
+
 static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
 {
 	struct tracer_cpu *c = &t->cpu[cpu];
@@ -474,6 +510,10 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 
 	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
 	now = clock_now_ns();
+	if (p->inside) {
+		inside_event(t, cpu, p, regs, now);
+		goto done;
+	}
 	if (t->nr_triggers)
 		fire_triggers(t, &ht, cpu, p, regs, now, true);
 	if (t->tgt->ops->read_virt(t->tgt, cpu, regs->rsp, &orig, sizeof(orig)) < 0) {
@@ -506,6 +546,7 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 out:
 	if (t->nr_triggers)
 		fire_triggers(t, &ht, cpu, p, regs, now, false);
+done:
 	atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
 	return 0;
 }

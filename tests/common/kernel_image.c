@@ -105,7 +105,8 @@ int kernel_image_load(const char *path, struct kernel_image *ki)
 		   {"\xfd"
 		    "7zXZ",
 		    6, "xz -dc"},
-		   {"\x1f\x8b\x08", 3, "gzip -dc"}};
+		   {"\x1f\x8b\x08", 3, "gzip -dc"},
+		   {"\x02\x21\x4c\x18", 4, "lz4 -dc"}}; /* legacy frames: Debian 12's kernels */
 	size_t zlen = 0, elen = 0;
 	uint8_t *z, *elf = NULL;
 	FILE *f = fopen(path, "rb");
@@ -121,7 +122,9 @@ int kernel_image_load(const char *path, struct kernel_image *ki)
 
 		if (m)
 			elf = decompress(z, zlen, (size_t)(m - z), fmt[k].cmd, &elen);
-		if (elf && elen < sizeof(Elf64_Ehdr)) { /* no such decompressor: the next */
+		/* no such decompressor, or the magic was a chance match inside another format's
+		 * payload: the next */
+		if (elf && (elen < sizeof(Elf64_Ehdr) || memcmp(elf, ELFMAG, SELFMAG))) {
 			free(elf);
 			elf = NULL;
 		}

@@ -1,5 +1,6 @@
 /* A Debian kernel's decompressed image for tests: the vmlinux inside a bzImage (found by the
- * zstd, gzip or xz magic, decompressed by the system's zstd, gzip or xz as extract-vmlinux does)
+ * zstd, gzip, xz or lz4 magic, decompressed by the system's zstd, gzip, xz or lz4 as
+ * extract-vmlinux does)
  * with its PT_LOAD segments laid out at their addresses, as the kernel-image mapping holds it. */
 #ifndef HVT_TESTS_KERNEL_IMAGE_H
 #define HVT_TESTS_KERNEL_IMAGE_H

@@ -12,10 +12,12 @@
 #include "tests/common/hv_expect.h"
 #include "tests/common/host_pair.h"
 #include "tests/common/hv_run.h"
+#include "tests/common/kernel_image.h"
 #include "tests/common/trixie.h"
 #include "tests/common/port.h"
 #include "tests/common/skip.h"
 #include "host/qemu/qmp.h"
+#include "arch/x86/x86_insn.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -50,6 +52,7 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 
 #define KERNEL "<kernel>"
 #define SYSMAP "<system-map>"
+#define INSIDE_OPENAT "<inside-openat>" /* -e do_sys_openat2+OFF(...), OFF from the kernel image */
 /* A bare QEMU's (linux_test.qemu): its pid, its QMP on TCP (address, and as -qmp takes it), a QMP
  * unix socket as -chardev takes it, and a gdbstub as -gdb takes it; the ports are free ones. */
 #define QEMU_PID    "<qemu-pid>"
@@ -1031,6 +1034,100 @@ static void check_traceoff(const struct hv_result *r)
 	assert_int_equal(assert_every_task(r->trace, "cat-"), 1);
 }
 
+/* -e func+OFFSET on do_sys_openat2, learned from the guest's kernel image (build/guest/vmlinuz, at
+ * System.map's address): the instruction after its ENDBR64 (if any) and its fentry site, where the
+ * argument registers still hold the call's arguments; and where its first instruction ends. */
+static unsigned openat_inside, openat_first_end;
+static char inside_openat[160];
+
+static void learn_openat(void)
+{
+	struct kernel_image ki;
+	char line[256], name[128], type;
+	unsigned long long addr = 0, a;
+	const uint8_t *b;
+	FILE *f;
+
+	if (openat_inside)
+		return;
+	f = fopen(sysmap, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %127s", &a, &type, name) == 3 &&
+		    !strcmp(name, "do_sys_openat2"))
+			addr = a;
+	fclose(f);
+	assert_int_not_equal(addr, 0);
+	assert_int_equal(kernel_image_load(kernel, &ki), 0);
+	assert_true(addr >= ki.base && addr - ki.base + 16 <= ki.len);
+	b = ki.img + (addr - ki.base);
+	if (!memcmp(b, "\xf3\x0f\x1e\xfa", 4))
+		openat_inside = 4; /* ENDBR64 */
+	openat_first_end = openat_inside ? 4 : 5;
+	/* the fentry site: CALL __fentry__ in the image, or the NOP5 objtool put there */
+	if (b[openat_inside] != 0xe8 && !x86_is_nop5(b + openat_inside))
+		fail_msg("do_sys_openat2+%u holds no fentry CALL or NOP5", openat_inside);
+	openat_inside += 5;
+	free(ki.img);
+	snprintf(inside_openat, sizeof(inside_openat),
+		 "do_sys_openat2+0x%x(s32 dfd=%%rdi, string filename=%%rsi)", openat_inside);
+}
+
+/* -e do_sys_openat2(...) and -e do_sys_openat2+OFF(...) with the same fields from the registers:
+ * each call's entry event is followed, in its task, by the event inside it with the same values
+ * (one per call, the instruction runs once), and by nothing else of the function before. */
+static void check_openat_inside(const struct hv_result *r)
+{
+	char inside[64];
+	long entries = 0;
+
+	snprintf(inside, sizeof(inside), ": do_sys_openat2+0x%x(", openat_inside);
+	for (const char *p = r->trace; (p = strstr(p, "->do_sys_openat2(")); p++) {
+		const char *bol = p, *eol = strchr(p, '\n'), *q, *task_end;
+		char want[320], line[512];
+		size_t n;
+
+		while (bol > r->trace && bol[-1] != '\n')
+			bol--;
+		task_end = strchr(bol, '[');
+		assert_true(eol && task_end && task_end < eol);
+		n = (size_t)(task_end - bol);
+		/* "do_sys_openat2+0xN(" and the entry event's own fields, ")" included */
+		snprintf(want, sizeof(want), "%s%.*s", inside + 2, (int)(eol - (p + 17)), p + 17);
+		/* the next line of this task that names the function */
+		line[0] = 0;
+		for (q = eol + 1; *q;) {
+			const char *e = strchr(q, '\n');
+			size_t len = e ? (size_t)(e - q) : strlen(q);
+
+			if (len > n && !strncmp(q, bol, n) && memmem(q, len, "do_sys_openat2", 14)) {
+				snprintf(line, sizeof(line), "%.*s", (int)len, q);
+				break;
+			}
+			q += len + (e != NULL);
+		}
+		if (!strstr(line, want))
+			fail_msg("after '%.*s' its task's next line is '%s', not one with '%s'",
+				 (int)(eol - bol), bol, line, want);
+		entries++;
+	}
+	assert_true(entries > 2 * PROC_VERSION_OPENS);
+	assert_int_equal(count_text(r->trace, inside), entries);
+}
+
+/* -e do_sys_openat2+1: inside its first instruction, refused with where that one ends. */
+static void check_inside_refused(const struct hv_result *r)
+{
+	char want[160];
+
+	snprintf(want, sizeof(want),
+		 "hvtrace: -e do_sys_openat2+0x1: not an instruction's start (the instruction at "
+		 "+0x0 ends at +0x%x)\n",
+		 openat_first_end);
+	if (!strstr(r->err, want))
+		fail_msg("no '%s' in:\n%s", want, r->err);
+}
+
 /* The forks of scripts/guest-init.sh's shell (pid 1, traced from early boot, before /init runs)
  * with hvt.yes_sec=1 and the defaults: 8 $(arg ...) substitutions (hvt.tmpfs's the eighth), 3
  * mounts, mkdir, insmod, the binfmt_misc mount, sleep "$wait_sec", 3 rounds of files() (cat, cat, ls
@@ -1800,17 +1897,29 @@ static const struct linux_test linux_tests[] = {
     {
 	/* -e with a string argument: the paths the guest's init and its workload open. */
 	.name = "test_linux_event_openat",
-	.runs = {{
-	    .label = "run --qemu -e",
-	    .cmd = RUN_QEMU,
-	    .append = "hvt.yes_sec=1",
-	    .args = {"-e", "do_sys_openat2(int dfd, string filename)", "--timeout", "300"},
-	    .expect = {
-		.counts = {{"->do_sys_openat2(dfd=-100, filename=/etc/motd)\n", 2},
-			   {"->do_sys_openat2(dfd=-100, filename=/proc/version)\n", 2}},
-		.trace = {"             cat-"},
+	.runs = {
+	    {
+		.label = "run --qemu -e, -e do_sys_openat2+OFF",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-e", "do_sys_openat2(int dfd, string filename)", "-e", INSIDE_OPENAT,
+			 "--timeout", "300"},
+		.expect = {
+		    .counts = {{"->do_sys_openat2(dfd=-100, filename=/etc/motd)\n", 2},
+			       {"->do_sys_openat2(dfd=-100, filename=/proc/version)\n", 2}},
+		    .trace = {"             cat-"},
+		    .check = check_openat_inside,
+		},
 	    },
-	}},
+	    {
+		/* an offset inside an instruction: refused before anything is patched */
+		.label = "run --qemu -e do_sys_openat2+1",
+		.cmd = RUN_QEMU,
+		.append = "hvt.yes_sec=1",
+		.args = {"-e", "do_sys_openat2+1(u64 a=%rdi)", "--timeout", "300"},
+		.expect = {.status = 2, .err_lines = 0, .check = check_inside_refused},
+	    },
+	},
     },
     {
 	/* -P and --comm (trace-cmd's task filter) on the guest's tasks: only that task's events;
@@ -2703,6 +2812,10 @@ static const char *arg(const char *a)
 		return kernel;
 	if (!strcmp(a, SYSMAP))
 		return sysmap;
+	if (!strcmp(a, INSIDE_OPENAT)) {
+		learn_openat();
+		return inside_openat;
+	}
 	if (!strcmp(a, QEMU_PID))
 		return qemu_pid;
 	if (!strcmp(a, QMP_TCP))

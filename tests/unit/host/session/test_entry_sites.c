@@ -164,12 +164,75 @@ static void test_refusals(void **state)
 	world_free(&w);
 }
 
+static long build_inside(struct world *w, struct inside_sites *in, const char *no_entry)
+{
+	return inside_sites_build(&w->s, &w->sites, &w->funcs, read_text, NULL, no_entry, in, w->err,
+				  sizeof(w->err));
+}
+
+/* -e func+OFFSET: a site of its own ("b+0x5", inside) at an instruction's start inside the
+ * function, one per place; refused with one line when the offset is past the function's end, in
+ * the middle of an instruction, behind bytes that do not decode, on the function's own site, in an
+ * unknown or unreadable function, or on a target that cannot probe there. */
+static void test_inside(void **state)
+{
+	struct fe_spec ev[] = {{.func = "b", .offset = 5}, {.func = "b", .offset = 5},
+			       {.func = "c", .offset = 1}, {.func = "b"}};
+	struct inside_sites in;
+	struct world w;
+
+	(void)state;
+	world_init(&w);
+	w.s.events = ev;
+	w.s.nr_events = 4;
+	assert_int_equal(build_inside(&w, &in, NULL), 2);
+	assert_int_equal(in.sites.nr, 2);
+	assert_int_equal(in.sites.v[0].addr, TEXT + 0x45); /* ENDBR64, then PUSH RBP */
+	assert_string_equal(in.sites.v[0].func->name, "b+0x5");
+	assert_true(in.sites.v[0].inside && in.sites.v[0].entry);
+	assert_int_equal(in.sites.v[1].addr, TEXT + 0x61);
+	assert_string_equal(in.sites.v[1].func->name, "c+0x1");
+	inside_sites_free(&in);
+
+	w.s.nr_events = 1;
+	assert_int_equal(build_inside(&w, &in, "INT3 does not exit"), -ENOTSUP);
+	assert_string_equal(w.err, "-e b+0x5: INT3 does not exit");
+	ev[0].offset = 2;
+	assert_int_equal(build_inside(&w, &in, NULL), -EINVAL);
+	assert_string_equal(w.err, "-e b+0x2: not an instruction's start (the instruction at +0x0 "
+				   "ends at +0x4)");
+	ev[0].offset = 0x10;
+	assert_int_equal(build_inside(&w, &in, NULL), -EINVAL);
+	assert_string_equal(w.err, "-e b+0x10: past the end of b (16 bytes)");
+	text[0x62] = 0x06; /* PUSH ES: no instruction in 64-bit mode */
+	ev[0] = (struct fe_spec){.func = "c", .offset = 3};
+	assert_int_equal(build_inside(&w, &in, NULL), -EILSEQ);
+	assert_string_equal(w.err, "-e c+0x3: the bytes of c at +0x2 do not decode as x86-64: no "
+				   "instruction can be found there");
+	ev[0] = (struct fe_spec){.func = "zz", .offset = 1};
+	assert_int_equal(build_inside(&w, &in, NULL), -ENOENT);
+	assert_string_equal(w.err, "-e zz+0x1: no function zz in the guest's symbols");
+	ev[0] = (struct fe_spec){.func = "e", .offset = 1};
+	assert_int_equal(build_inside(&w, &in, NULL), -EFAULT);
+	assert_string_equal(w.err, "-e e+0x1: the bytes of e at 0x2000 cannot be read");
+	/* b's entry site (after its ENDBR64) is b's own: -e b(...) probes it */
+	w.s.filter = (char *[]){"b"};
+	w.s.nr_filter = 1;
+	assert_int_equal(add(&w, NULL), 1);
+	ev[0] = (struct fe_spec){.func = "b", .offset = 4};
+	assert_int_equal(build_inside(&w, &in, NULL), -EEXIST);
+	assert_string_equal(w.err, "-e b+0x4: the entry site of b, which -e b(...) probes");
+	assert_int_equal(in.sites.nr, 0);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_exact_names),
 	    cmocka_unit_test(test_entry_all),
 	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_inside),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -216,6 +216,49 @@ static void test_chain(void **state)
 	assert_string_equal(out, "x=1419");
 }
 
+/* func+OFFSET (an instruction inside a function, kprobe's p:FUNC+OFF) and name=%REG fields:
+ * registers and addresses only there, never an argument by position or by name. */
+static void test_inside_and_registers(void **state)
+{
+	struct x86_regs r = {.rax = BASE + 0x100, .rbx = 3, .rdi = 5, .r15 = BASE + 0x700,
+			     .rip = 0xffffffff81000110ull, .rflags = 0x246};
+	struct fe_spec s;
+	char err[128], label[64];
+	size_t pos;
+
+	(void)state;
+	assert_int_equal(fe_parse("vfs_read+0x10(u64 a=%rdi)", &s, err, sizeof(err), &pos), 0);
+	assert_int_equal(s.offset, 16);
+	assert_string_equal(s.func, "vfs_read");
+	assert_string_equal(fe_label(&s, label, sizeof(label)), "vfs_read+0x10");
+	assert_int_equal(s.fields[0].reg, 6); /* rdi: the sixth of struct x86_regs */
+	assert_int_equal(s.nr_args, 0);
+	assert_false(fe_registers_only(&s)); /* a stub saves the argument registers alone */
+	assert_false(fe_return_register_only(&s));
+	assert_int_equal(fe_parse("vfs_read+24(u64 a=%rdi)", &s, err, sizeof(err), &pos), 0);
+	assert_int_equal(s.offset, 24);
+	assert_int_equal(fe_parse("vfs_read(u64 a)", &s, err, sizeof(err), &pos), 0);
+	assert_string_equal(fe_label(&s, label, sizeof(label)), "vfs_read");
+	expect("f+4(u64 a=%rdi, u32 b=%rbx, x64 flags=%rflags, symbol ip=%rip)", &r,
+	       "a=5, b=3, flags=246, ip=vfs_read+0x10/0x80");
+	expect("f+4(string name=%rax, x64 p=%r15+40[0]+16[0])", &r,
+	       "name=/etc/motd, p=ffffffff81000123");
+	/* at an entry a register field takes no argument position either */
+	expect("f(u32 b=%rbx, u64 first)", &r, "b=3, first=5");
+	expect_error("f(u64 a=%rzz)", 9, "expected a register (rax..r15, rip, rflags)");
+	expect_error("f(u64 a=%)", 9, "expected a register (rax..r15, rip, rflags)");
+	expect_error("f+4(u64 a)", 4,
+		     "inside a function the arguments may be gone: read a register (type "
+		     "name=%REG) or an address (type name=0xADDR)");
+	expect_error("f+4(a)", 4,
+		     "inside a function the arguments may be gone: read a register (type "
+		     "name=%REG) or an address (type name=0xADDR)");
+	expect_error("f+4(*)", 4, "'*' (every argument) is for a function's entry, not inside it");
+	expect_error("f+(u64 a=%rdi)", 2, "expected a number");
+	expect_error("f+0x100001(u64 a=%rdi)", 2, "offset out of range (0..1048576)");
+	expect_error("f+-1(u64 a=%rdi)", 2, "expected a number");
+}
+
 static void test_errors(void **state)
 {
 	char buf[256];
@@ -326,6 +369,7 @@ int main(void)
 	    cmocka_unit_test(test_errors),	  cmocka_unit_test(test_shape),
 	    cmocka_unit_test(test_number_bounds), cmocka_unit_test(test_number_limits),
 	    cmocka_unit_test(test_size_t_and_direct), cmocka_unit_test(test_chain),
+	    cmocka_unit_test(test_inside_and_registers),
 	};
 
 	return cmocka_run_group_tests_name("fevent", tests, setup, teardown);
