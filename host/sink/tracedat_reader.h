@@ -38,6 +38,7 @@ struct tdr_spec {
 	struct tep_format_field *ip, *ret_ip, *duration, *fault, *parent, *arg1;
 	unsigned nth;	/* p_<func>_<nth> */
 	bool ret, bare; /* a return probe; one without typed fields */
+	bool placed;	/* its first record told whether it lies inside a function (spec.offset) */
 };
 
 struct tdr_role_of {

@@ -107,6 +107,32 @@ static void report_lookup(const void *ctx, struct sink_rec *rec)
 		rec->spec = NULL;
 }
 
+/* -e func+OFFSET: an event at an instruction inside a function is named p_<func>_<OFFSET>_<n>;
+ * its first record's address says so (not a function's start), and the spec becomes
+ * <func>+OFFSET. An address the file's symbols do not place leaves the name as it is. */
+static void place_event(struct tdr *r, struct tdr_spec *t, uint64_t ip)
+{
+	const char *name = NULL;
+	unsigned long long start = 0;
+	unsigned long size = 0;
+	char suffix[24];
+	size_t n, k;
+
+	if (t->placed)
+		return;
+	t->placed = true;
+	if (tep_find_function_info(r->tep, ip, &name, &start, &size) != 1 || !name || !start ||
+	    ip <= start || ip - start > FE_MAX_INSIDE)
+		return;
+	n = strlen(t->spec.func);
+	k = (size_t)snprintf(suffix, sizeof(suffix), "_%llu", ip - start);
+	if (n <= k || strcmp(t->spec.func + n - k, suffix) ||
+	    strncmp(t->spec.func, name, n - k) || name[n - k])
+		return;
+	t->spec.func[n - k] = 0;
+	t->spec.offset = (uint32_t)(ip - start);
+}
+
 /* Pass 1: the function holding @addr into the symbol table. */
 static void name_addr(struct tdr *r, uint64_t addr)
 {
@@ -308,6 +334,7 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 	}
 	case ROLE_PROBE:
 		ip = num(t->ip, rec);
+		place_event(r, ro->spec, ip);
 		/* the graph entry of the same call, or the event before it in the chain */
 		if (!(c->pending && c->rec.ts == rec->ts && c->rec.ip == ip &&
 		      (c->rec.type == HVT_REC_ENTRY || c->rec.type == HVT_REC_EVENT ||

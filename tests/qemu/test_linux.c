@@ -53,6 +53,9 @@ enum cmd { RUN_QEMU, ATTACH, RAW };
 #define KERNEL "<kernel>"
 #define SYSMAP "<system-map>"
 #define INSIDE_OPENAT "<inside-openat>" /* -e do_sys_openat2+OFF(...), OFF from the kernel image */
+/* learn_openat: OFF, where do_sys_openat2's first instruction ends, and the whole -e spec */
+static unsigned openat_inside, openat_first_end;
+static char inside_openat[160];
 /* A bare QEMU's (linux_test.qemu): its pid, its QMP on TCP (address, and as -qmp takes it), a QMP
  * unix socket as -chardev takes it, and a gdbstub as -gdb takes it; the ports are free ones. */
 #define QEMU_PID    "<qemu-pid>"
@@ -454,16 +457,21 @@ static void same_in_trace_cmd_3_3(const char *tc, const char *args, const char *
  * and `hvtrace report` prints the lines `run` prints (check_run_openat) for the same events. */
 static void check_record_openat(const struct hv_result *r)
 {
-	char cmd[512], *tc, *rep;
+	char cmd[512], inside[64], inside_rep[128], *tc, *rep;
 	long lookups_enoent;
 
 	(void)r;
 	snprintf(cmd, sizeof(cmd), "trace-cmd report -i %s 2>&1", record_dat);
 	tc = hv_sh("%s", cmd);
 	assert_non_null(strstr(tc, "cpus=2\n"));
-	assert_int_equal(count_text(tc, ": do_sys_openat2__entry_0: "), count_text(tc, "dfd="));
+	/* the event inside do_sys_openat2 (-e do_sys_openat2+OFF): kprobe's p_FUNC_OFF name, once
+	 * per call, with the entry's values */
+	snprintf(inside, sizeof(inside), ": p_do_sys_openat2_%u_0: (", openat_inside);
+	assert_int_equal(count_text(tc, ": do_sys_openat2__entry_0: "), count_text(tc, inside));
+	assert_int_equal(count_text(tc, ": do_sys_openat2__entry_0: ") + count_text(tc, inside),
+			 count_text(tc, "dfd="));
 	assert_int_equal(count_text(tc, " dfd=-100 filename=\"/proc/version\"\n"),
-			 PROC_VERSION_OPENS);
+			 2 * PROC_VERSION_OPENS);
 	lookups_enoent = count_text(tc, ") ret=-2\n");
 	assert_true(lookups_enoent >= 3); /* /nonexistent/path, each round */
 	snprintf(cmd, sizeof(cmd), "%s report -i %s", hv_binary(), record_dat);
@@ -474,6 +482,9 @@ static void check_record_openat(const struct hv_result *r)
 	assert_int_equal(count_text(rep, "cat-"), count_text(tc, "cat-"));
 	assert_int_equal(count_text(rep, "->do_sys_openat2("), count_text(tc, "do_sys_openat2__entry_0"));
 	assert_int_equal(count_text(rep, "<- filename_lookup) ret=-2 duration="), lookups_enoent);
+	snprintf(inside_rep, sizeof(inside_rep),
+		 ": do_sys_openat2+0x%x(dfd=-100, filename=/proc/version)\n", openat_inside);
+	assert_int_equal(count_text(rep, inside_rep), PROC_VERSION_OPENS);
 	assert_int_equal(count_text(rep, ": r_filename_lookup: ("), count_text(tc, "r_filename_lookup_0:"));
 	/* a member chain's field gets a name trace-cmd parses: the file each read read, the shell
 	 * reading its script /init at least (busybox cat reads with sendfile, not vfs_read) */
@@ -1037,8 +1048,6 @@ static void check_traceoff(const struct hv_result *r)
 /* -e func+OFFSET on do_sys_openat2, learned from the guest's kernel image (build/guest/vmlinuz, at
  * System.map's address): the instruction after its ENDBR64 (if any) and its fentry site, where the
  * argument registers still hold the call's arguments; and where its first instruction ends. */
-static unsigned openat_inside, openat_first_end;
-static char inside_openat[160];
 
 static void learn_openat(void)
 {
@@ -2035,7 +2044,7 @@ static const struct linux_test linux_tests[] = {
 		.append = "hvt.yes_sec=1",
 		.args = {"-o", RECORD_DAT, "-e", "do_sys_openat2(dfd, filename)", "-r",
 			 "filename_lookup", "-e", "vfs_read(file->f_path.dentry->d_name.name)",
-			 "--timeout", "300"},
+			 "-e", INSIDE_OPENAT, "--timeout", "300"},
 		.expect = {.console = {WORKLOAD_DONE, POWER_DOWN}, .check = check_record_openat},
 	    },
 	    {
