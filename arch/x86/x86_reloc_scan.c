@@ -257,3 +257,24 @@ int x86_scan_insn_start(const uint8_t *body, size_t body_len, size_t off, size_t
 	*after = at;
 	return at == off ? 0 : -EINVAL;
 }
+
+bool x86_insn_waits(const uint8_t *p, size_t n)
+{
+	ZydisDecoder dec;
+	ZydisDecodedInstruction in;
+
+	if (!decoder(&dec) ||
+	    ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, NULL, p, n < MAX_INSN_LEN ? n : MAX_INSN_LEN,
+						      &in)))
+		return false;
+	switch (in.mnemonic) {
+	case ZYDIS_MNEMONIC_HLT:
+	case ZYDIS_MNEMONIC_MWAIT:
+	case ZYDIS_MNEMONIC_MWAITX:
+	case ZYDIS_MNEMONIC_UMWAIT:
+	case ZYDIS_MNEMONIC_TPAUSE:
+		return true;
+	default:
+		return false;
+	}
+}

@@ -7,6 +7,7 @@
 
 #include "arch/x86/x86_reloc.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,5 +48,10 @@ int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, 
  * decoder. Pure. */
 int x86_scan_insn_start(const uint8_t *body, size_t body_len, size_t off, size_t *before,
 			size_t *after);
+
+/* Whether the instruction at @p (@n bytes available) waits for an interrupt or a store (HLT, MWAIT,
+ * MWAITX, UMWAIT, TPAUSE): a single step with interrupts held off, as QEMU's gdbstub steps, may
+ * never end there. False for anything that does not decode. Pure. */
+bool x86_insn_waits(const uint8_t *p, size_t n);
 
 #endif

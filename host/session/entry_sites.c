@@ -177,13 +177,20 @@ static int check_inside(const struct fe_spec *e, const struct vmi_symtab *funcs,
 		return -EFAULT;
 	}
 	ret = x86_scan_insn_start(b, len, e->offset, &before, &after);
+	if (ret == 0 && x86_insn_waits(b + e->offset, len - e->offset)) {
+		snprintf(err, errlen,
+			 "-e %s: an instruction that waits for an interrupt (HLT, MWAIT): the step "
+			 "over it, interrupts held off, might never end",
+			 label);
+		ret = -EOPNOTSUPP;
+	}
 	free(b);
 	if (ret == -EINVAL)
 		snprintf(err, errlen,
 			 "-e %s: not an instruction's start (the instruction at +0x%zx ends at "
 			 "+0x%zx)",
 			 label, before, after);
-	else if (ret < 0)
+	else if (ret < 0 && ret != -EOPNOTSUPP)
 		snprintf(err, errlen,
 			 "-e %s: the bytes of %s at +0x%zx do not decode as x86-64: no instruction "
 			 "can be found there",

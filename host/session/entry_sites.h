@@ -34,7 +34,8 @@ struct inside_sites {
  * from the function's first byte, read through @read/@ctx), and not a function's own site in
  * @sites (its fentry or entry site: -e func(...) probes that). @no_entry as for entry_sites_add:
  * why the target cannot probe one (refused with it), or NULL. Returns the number of sites,
- * -ENOMEM, or -ENOENT/-EINVAL/-EFAULT/-ENOTSUP/-EEXIST with one line in @err naming the event. */
+ * -ENOMEM, or -ENOENT/-EINVAL/-EFAULT/-ENOTSUP/-EEXIST/-EOPNOTSUPP (an instruction that waits for
+ * an interrupt: x86_insn_waits) with one line in @err naming the event. */
 long inside_sites_build(const struct session *s, const struct vmi_sites *sites,
 			const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
 			const char *no_entry, struct inside_sites *out, char *err, size_t errlen);

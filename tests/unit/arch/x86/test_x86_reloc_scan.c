@@ -112,6 +112,40 @@ static int scan(const uint8_t *body, size_t len)
 	return x86_reloc_scan_body(&plan, body, len, CODE, why, sizeof(why));
 }
 
+/* Where instructions start, decoded from a function's first byte: a boundary, the middle of an
+ * instruction (with its bounds), bytes that do not decode before the offset; and the instructions
+ * a single step may never get over. */
+static void test_insn_start_and_waits(void **state)
+{
+	/* ENDBR64; NOP5; PUSH RBP; MOV RBP,RSP; HLT */
+	static const uint8_t f[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x0f, 0x1f, 0x44, 0x00, 0x00,
+				    0x55, 0x48, 0x89, 0xe5, 0xf4};
+	static const uint8_t bad[] = {0x55, 0x06, 0x55}; /* PUSH ES: none in 64-bit mode */
+	size_t before, after;
+
+	(void)state;
+	assert_int_equal(x86_scan_insn_start(f, sizeof(f), 0, &before, &after), 0);
+	assert_int_equal(x86_scan_insn_start(f, sizeof(f), 9, &before, &after), 0);
+	assert_int_equal(before, 4);
+	assert_int_equal(after, 9);
+	assert_int_equal(x86_scan_insn_start(f, sizeof(f), 13, &before, &after), 0);
+	assert_int_equal(x86_scan_insn_start(f, sizeof(f), 2, &before, &after), -EINVAL);
+	assert_int_equal(before, 0);
+	assert_int_equal(after, 4);
+	assert_int_equal(x86_scan_insn_start(f, sizeof(f), 11, &before, &after), -EINVAL);
+	assert_int_equal(before, 10);
+	assert_int_equal(after, 13);
+	assert_int_equal(x86_scan_insn_start(bad, sizeof(bad), 2, &before, &after), -EILSEQ);
+	assert_int_equal(before, 1);
+	/* cut: the MOV runs past what was read */
+	assert_int_equal(x86_scan_insn_start(f, 11, 13, &before, &after), -EILSEQ);
+	assert_int_equal(before, 10);
+	assert_true(x86_insn_waits(f + 13, 1));
+	assert_true(x86_insn_waits((const uint8_t[]){0x0f, 0x01, 0xc9}, 3)); /* MWAIT */
+	assert_false(x86_insn_waits(f + 9, 5));
+	assert_false(x86_insn_waits(bad + 1, 2));
+}
+
 static void test_body_branches(void **state)
 {
 	/* push rbp; mov rbp,rsp (4 bytes), push r15 (2): the patch covers [CODE, CODE + 6) */
@@ -160,6 +194,7 @@ int main(void)
 	    cmocka_unit_test(test_kernel_rewrites_refused),
 	    cmocka_unit_test(test_body_branches),
 	    cmocka_unit_test(test_detour_check),
+	    cmocka_unit_test(test_insn_start_and_waits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

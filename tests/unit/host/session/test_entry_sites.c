@@ -209,6 +209,13 @@ static void test_inside(void **state)
 	assert_int_equal(build_inside(&w, &in, NULL), -EILSEQ);
 	assert_string_equal(w.err, "-e c+0x3: the bytes of c at +0x2 do not decode as x86-64: no "
 				   "instruction can be found there");
+	text[0x63] = 0xf4; /* HLT: a step there, interrupts held off, might never end */
+	text[0x62] = 0x55;
+	ev[0] = (struct fe_spec){.func = "c", .offset = 3};
+	assert_int_equal(build_inside(&w, &in, NULL), -EOPNOTSUPP);
+	assert_string_equal(w.err, "-e c+0x3: an instruction that waits for an interrupt (HLT, "
+				   "MWAIT): the step over it, interrupts held off, might never end");
+	text[0x63] = 0x55;
 	ev[0] = (struct fe_spec){.func = "zz", .offset = 1};
 	assert_int_equal(build_inside(&w, &in, NULL), -ENOENT);
 	assert_string_equal(w.err, "-e zz+0x1: no function zz in the guest's symbols");
