@@ -1,4 +1,5 @@
 #include "tests/common/kernel_image.h"
+#include "vmi/vmi_kallsyms.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -134,4 +135,39 @@ int kernel_image_load(const char *path, struct kernel_image *ki)
 	free(elf);
 	free(z);
 	return ret;
+}
+
+struct find_sym {
+	const char *name;
+	uint64_t addr;
+};
+
+static int find_sym(void *ctx, uint64_t addr, char type, const char *name)
+{
+	struct find_sym *f = ctx;
+
+	(void)type;
+	if (!f->addr && !strcmp(name, f->name))
+		f->addr = addr;
+	return 0;
+}
+
+long kernel_image_past_fentry(const struct kernel_image *ki, const char *func, unsigned *first_end)
+{
+	struct find_sym f = {.name = func};
+	char err[256];
+	const uint8_t *b;
+	unsigned off = 0;
+
+	if (vmi_kallsyms_decode(ki->img, ki->len, ki->base, find_sym, &f, err, sizeof(err)) < 0 ||
+	    !f.addr || f.addr < ki->base || f.addr - ki->base + 16 > ki->len)
+		return -ENOENT;
+	b = ki->img + (f.addr - ki->base);
+	if (!memcmp(b, "\xf3\x0f\x1e\xfa", 4))
+		off = 4; /* ENDBR64 */
+	*first_end = off ? 4 : 5;
+	/* the fentry site: CALL __fentry__ in the image, or the NOP5 objtool put there */
+	if (b[off] != 0xe8 && memcmp(b + off, "\x0f\x1f\x44\x00\x00", 5))
+		return -EILSEQ;
+	return off + 5;
 }

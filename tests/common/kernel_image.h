@@ -18,4 +18,10 @@ struct kernel_image {
  * no decompressor), or -EINVAL (no payload found, or not a 64-bit ELF). Caller frees ki->img. */
 int kernel_image_load(const char *path, struct kernel_image *ki);
 
+/* Where function @func of @ki (found in the image's own kallsyms) has its first instruction after its
+ * ENDBR64 (if any) and its 5-byte fentry site (CALL __fentry__, or the NOP5 objtool wrote), as an
+ * offset into it; *@first_end gets where its first instruction ends. Returns the offset, -ENOENT
+ * (no such symbol in the image) or -EILSEQ (no fentry site there). */
+long kernel_image_past_fentry(const struct kernel_image *ki, const char *func, unsigned *first_end);
+
 #endif

@@ -22,6 +22,7 @@
 
 #include "tests/common/hv_expect.h"
 #include "tests/common/hv_run.h"
+#include "tests/common/kernel_image.h"
 #include "tests/common/kernels.h"
 #include "tests/common/skip.h"
 
@@ -122,6 +123,44 @@ static void check_dd_functions(const struct hv_result *r)
 	}
 	assert_int_equal(reads, n);
 	assert_int_equal(opens, 2 * n);
+}
+
+/* The trap run's -e vfs_read+OFF (OFF past its ENDBR64 and fentry site, from the kernel's own
+ * image): ": vfs_read+0xOFF(" */
+static char inside_label[64];
+
+/* And the event inside vfs_read: once per call, right after the call's line in its task, with the
+ * register that held its count argument. */
+static void check_dd_inside(const struct hv_result *r)
+{
+	long calls = 0, events = 0;
+
+	check_dd_functions(r);
+	for (const char *p = r->trace; (p = strstr(p, ": vfs_read <-")); p++) {
+		const char *bol = p, *q;
+		char want[96], line[256] = "";
+		size_t n;
+
+		while (bol > r->trace && bol[-1] != '\n')
+			bol--;
+		n = (size_t)(strchr(bol, '[') - bol); /* "  comm-pid  " */
+		calls++;
+		/* the task's next line */
+		for (q = strchr(p, '\n'); q && strncmp(q + 1, bol, n); q = strchr(q + 1, '\n'))
+			;
+		if (q)
+			snprintf(line, sizeof(line), "%.*s", (int)(strchrnul(q + 1, '\n') - q - 1),
+				 q + 1);
+		snprintf(want, sizeof(want), "%scount=", inside_label);
+		if (!strstr(line, want))
+			fail_msg("after '%.*s' its task's next line is '%s', not one with '%s'",
+				 (int)(strchr(p, '\n') - bol), bol, line, want + 2);
+	}
+	for (const char *p = r->trace; (p = strstr(p, inside_label)); p++)
+		events++;
+	printf("hvt-kernels:   %s...): %ld, vfs_read calls %ld\n", inside_label + 2, events, calls);
+	assert_true(calls >= BM_READS);
+	assert_int_equal(events, calls);
 }
 
 /* With stubs on top: no VM stop, and nothing lost. */
@@ -399,19 +438,36 @@ static void play_case(void **state)
 	switch (c->kind) {
 	case TRAP:
 	case STUB: {
+		/* trap probes: and an event inside vfs_read (-e FUNC+OFFSET), past its ENDBR64
+		 * (IBT kernels) and its fentry site, learned from the kernel's image */
+		char inside[128] = "";
 		const char *args[] = {"--probe", c->kind == TRAP ? "trap" : "stub",
 				      "-p",	 "function",
 				      "-l",	 "vfs_read",
 				      "-l",	 "do_sys_openat2",
 				      "--stats", "--timeout",
-				      "300",	 NULL};
+				      "300",	 c->kind == TRAP ? "-e" : NULL,
+				      inside,	 NULL};
 		struct hv_expect e = {
 		    .console = {WORKLOAD_DONE, POWER_DOWN},
 		    .err = {" from the guest's kallsyms (kernel "},
 		    .only = {"vfs_read", "do_sys_openat2"},
-		    .check = c->kind == TRAP ? check_dd_functions : check_dd_stub,
+		    .check = c->kind == TRAP ? check_dd_inside : check_dd_stub,
 		};
 
+		if (c->kind == TRAP) {
+			struct kernel_image ki;
+			unsigned first_end;
+			long off;
+
+			assert_int_equal(kernel_image_load(k->vmlinuz, &ki), 0);
+			off = kernel_image_past_fentry(&ki, "vfs_read", &first_end);
+			free(ki.img);
+			if (off < 0)
+				fail_msg("%s: vfs_read: %ld", k->vmlinuz, off);
+			snprintf(inside, sizeof(inside), "vfs_read+0x%lx(u64 count=%%rdx)", off);
+			snprintf(inside_label, sizeof(inside_label), ": vfs_read+0x%lx(", off);
+		}
 		run_qemu(k, args, &e, c->name);
 		break;
 	}

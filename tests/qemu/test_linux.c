@@ -17,10 +17,10 @@
 #include "tests/common/port.h"
 #include "tests/common/skip.h"
 #include "host/qemu/qmp.h"
-#include "arch/x86/x86_insn.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
 #include <regex.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -1045,39 +1045,24 @@ static void check_traceoff(const struct hv_result *r)
 	assert_int_equal(assert_every_task(r->trace, "cat-"), 1);
 }
 
-/* -e func+OFFSET on do_sys_openat2, learned from the guest's kernel image (build/guest/vmlinuz, at
- * System.map's address): the instruction after its ENDBR64 (if any) and its fentry site, where the
+/* -e func+OFFSET on do_sys_openat2, learned from the guest's kernel image (build/guest/vmlinuz, its
+ * kallsyms): the instruction after its ENDBR64 (if any) and its fentry site, where the
  * argument registers still hold the call's arguments; and where its first instruction ends. */
 
 static void learn_openat(void)
 {
 	struct kernel_image ki;
-	char line[256], name[128], type;
-	unsigned long long addr = 0, a;
-	const uint8_t *b;
-	FILE *f;
+	long off;
 
 	if (openat_inside)
 		return;
-	f = fopen(sysmap, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx %c %127s", &a, &type, name) == 3 &&
-		    !strcmp(name, "do_sys_openat2"))
-			addr = a;
-	fclose(f);
-	assert_int_not_equal(addr, 0);
 	assert_int_equal(kernel_image_load(kernel, &ki), 0);
-	assert_true(addr >= ki.base && addr - ki.base + 16 <= ki.len);
-	b = ki.img + (addr - ki.base);
-	if (!memcmp(b, "\xf3\x0f\x1e\xfa", 4))
-		openat_inside = 4; /* ENDBR64 */
-	openat_first_end = openat_inside ? 4 : 5;
-	/* the fentry site: CALL __fentry__ in the image, or the NOP5 objtool put there */
-	if (b[openat_inside] != 0xe8 && !x86_is_nop5(b + openat_inside))
-		fail_msg("do_sys_openat2+%u holds no fentry CALL or NOP5", openat_inside);
-	openat_inside += 5;
+	off = kernel_image_past_fentry(&ki, "do_sys_openat2", &openat_first_end);
 	free(ki.img);
+	if (off < 0)
+		fail_msg("do_sys_openat2 in %s: %s", kernel,
+			 off == -ENOENT ? "not in its kallsyms" : "no fentry site after its start");
+	openat_inside = (unsigned)off;
 	snprintf(inside_openat, sizeof(inside_openat),
 		 "do_sys_openat2+0x%x(s32 dfd=%%rdi, string filename=%%rsi)", openat_inside);
 }
