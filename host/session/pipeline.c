@@ -103,8 +103,13 @@ static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
 		struct ef_filter *ef = &p->efilters[k];
 		const struct probe *pr = NULL;
 
+		/* an event inside a function by its probe's name (FUNC+0xOFF), others by their
+		 * spec's function (an alias of the probed symbol's name included) */
 		for (size_t i = 0; i < probes->nr && !pr; i++)
-			if (probes->v[i].event && !strcmp(probes->v[i].event->func, ef->func))
+			if (probes->v[i].event &&
+			    !strcmp(probes->v[i].inside ? probes->v[i].func->name
+							: probes->v[i].event->func,
+				    ef->func))
 				pr = &probes->v[i];
 		if (!pr) {
 			snprintf(err, errlen, "--filter-event '%s': %s has no -e event", ef->text,

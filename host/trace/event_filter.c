@@ -2,6 +2,7 @@
 
 #include "host/trace/filter.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -215,6 +216,18 @@ int ef_parse(const char *text, struct ef_filter *f, char *err, size_t errlen)
 	while (is_ident(text[p.i], n == 0) && n + 1 < sizeof(f->func))
 		f->func[n++] = text[p.i++];
 	f->func[n] = 0;
+	/* FUNC+OFFSET: the -e event inside a function, named as fe_label names it */
+	if (n && text[p.i] == '+') {
+		size_t start = p.i - n;
+
+		p.i++;
+		while (isalnum((unsigned char)text[p.i]))
+			p.i++;
+		if (fe_place_label(text + start, p.i - start, f->func, sizeof(f->func)) < 0) {
+			fail(&p, start + n + 1, "expected an offset into the function");
+			goto bad;
+		}
+	}
 	skip_ws(&p);
 	if (!n || text[p.i] != ':') {
 		fail(&p, p.i, n ? "expected ':' after the function" : "expected 'FUNC: EXPR'");

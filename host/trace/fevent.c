@@ -457,6 +457,31 @@ const char *fe_label(const struct fe_spec *spec, char *buf, size_t len)
 	return buf;
 }
 
+int fe_place_label(const char *s, size_t n, char *out, size_t outlen)
+{
+	const char *plus = memchr(s, '+', n);
+	size_t flen = plus ? (size_t)(plus - s) : n;
+	unsigned long long off = 0;
+	char num[24], *end;
+	int k;
+
+	if (!flen || plus == s + n - 1)
+		return -EINVAL;
+	if (plus) {
+		if (n - flen - 1 >= sizeof(num) || !isdigit((unsigned char)plus[1]))
+			return -EINVAL;
+		memcpy(num, plus + 1, n - flen - 1);
+		num[n - flen - 1] = 0;
+		errno = 0;
+		off = strtoull(num, &end, 0);
+		if (errno || *end || off > FE_MAX_INSIDE)
+			return -EINVAL;
+	}
+	k = off ? snprintf(out, outlen, "%.*s+0x%llx", (int)flen, s, off)
+		: snprintf(out, outlen, "%.*s", (int)flen, s);
+	return k < 0 || (size_t)k >= outlen ? -EINVAL : 0;
+}
+
 void fe_format_error(char *buf, size_t len, const char *text, size_t pos, const char *reason)
 {
 	snprintf(buf, len, "%s\n%*s^ %s", text, (int)pos, "", reason);

@@ -74,6 +74,11 @@ int fe_parse(const char *text, struct fe_spec *spec, char *err, size_t errlen, s
 /* The event's name as the user wrote it: "func", or "func+0xOFF" inside a function. Pure. */
 const char *fe_label(const struct fe_spec *spec, char *buf, size_t len);
 
+/* The place "func" or "func+OFF" (OFF decimal or 0x hex, 1..FE_MAX_INSIDE) in the @n bytes at @s,
+ * written to @out as fe_label writes it ("func", "func+0xOFF"; "func+0" is "func"). Returns 0, or
+ * -EINVAL (not such a place, or longer than @outlen). Pure. */
+int fe_place_label(const char *s, size_t n, char *out, size_t outlen);
+
 /* The one-line error display: the spec, then a caret under @pos, then the reason. */
 void fe_format_error(char *buf, size_t len, const char *text, size_t pos, const char *reason);
 

@@ -1,4 +1,5 @@
 #include "host/trace/trigger.h"
+#include "host/trace/fevent.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -36,9 +37,13 @@ int trigger_parse(const char *text, struct trigger *t, char *err, size_t errlen)
 	why = "bad function name";
 	for (size_t i = 0; i < flen; i++)
 		if (!(text[i] == '_' || text[i] == '.' || (text[i] >= '0' && text[i] <= '9') ||
-		      (text[i] >= 'a' && text[i] <= 'z') || (text[i] >= 'A' && text[i] <= 'Z')))
+		      (text[i] >= 'a' && text[i] <= 'z') || (text[i] >= 'A' && text[i] <= 'Z') ||
+		      (text[i] == '+' && i)))
 			goto bad;
-	memcpy(t->func, text, flen);
+	/* FUNC+OFFSET: the -e event inside a function, named as fe_label names it */
+	why = "bad offset into the function";
+	if (fe_place_label(text, flen, t->func, sizeof(t->func)) < 0)
+		goto bad;
 	cmd = colon + 1;
 	count = strchr(cmd, ':');
 	clen = count ? (size_t)(count - cmd) : strlen(cmd);

@@ -156,6 +156,25 @@ static void test_parse_errors(void **state)
 	parse_error("f: a === 1", "--filter-event 'f: a === 1': expected a value at column 8");
 	parse_error("f: a == 1)",
 		    "--filter-event 'f: a == 1)': expected && or || or the end at column 10");
+	parse_error("f+: a == 1",
+		    "--filter-event 'f+: a == 1': expected an offset into the function at column 3");
+	parse_error("f+0x100001: a == 1", "--filter-event 'f+0x100001: a == 1': expected an offset "
+					  "into the function at column 3");
+}
+
+/* FUNC+OFFSET: the filter of an -e event inside a function, named as its probe ("f+0xOFF"). */
+static void test_inside_function(void **state)
+{
+	struct ef_filter *f = malloc(sizeof(*f));
+	char err[256];
+
+	(void)state;
+	assert_non_null(f);
+	assert_int_equal(ef_parse("vfs_read+9: count > 10", f, err, sizeof(err)), 0);
+	assert_string_equal(f->func, "vfs_read+0x9");
+	assert_int_equal(ef_parse(" vfs_read+0x1a : count > 10", f, err, sizeof(err)), 0);
+	assert_string_equal(f->func, "vfs_read+0x1a");
+	free(f);
 }
 
 /* Hostile input: deep nesting, too many terms, long names and values, every byte value. */
@@ -256,7 +275,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_numbers),	 cmocka_unit_test(test_strings_and_logic),
-	    cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_parse_errors),
+	    cmocka_unit_test(test_inside_function), cmocka_unit_test(test_hostile),
 	    cmocka_unit_test(test_bind_errors),
 	};
 

@@ -29,6 +29,13 @@ static void test_parse(void **state)
 	assert_int_equal(t.count, 2147483647l);
 	assert_int_equal(trigger_parse("f:traceon", &t, err, sizeof(err)), 0);
 	assert_string_equal(trigger_cmd_name(t.cmd), "traceon");
+	/* on the -e event inside a function: named as that event's probe ("f+0xOFF") */
+	assert_int_equal(trigger_parse("vfs_read+9:stacktrace", &t, err, sizeof(err)), 0);
+	assert_string_equal(t.func, "vfs_read+0x9");
+	assert_int_equal(trigger_parse("vfs_read+0x1a:traceoff:1", &t, err, sizeof(err)), 0);
+	assert_string_equal(t.func, "vfs_read+0x1a");
+	assert_int_equal(trigger_parse("vfs_read+0:traceoff", &t, err, sizeof(err)), 0);
+	assert_string_equal(t.func, "vfs_read");
 
 	static const struct {
 		const char *text, *err;
@@ -43,6 +50,11 @@ static void test_parse(void **state)
 	    {"f:trace", "--trigger 'f:trace': unknown command (traceon, traceoff, stacktrace, "
 			"snapshot)"},
 	    {"f g:traceon", "--trigger 'f g:traceon': bad function name"},
+	    {"+1:traceon", "--trigger '+1:traceon': bad function name"},
+	    {"f+:traceon", "--trigger 'f+:traceon': bad offset into the function"},
+	    {"f+x:traceon", "--trigger 'f+x:traceon': bad offset into the function"},
+	    {"f+1+2:traceon", "--trigger 'f+1+2:traceon': bad offset into the function"},
+	    {"f+0x100001:traceon", "--trigger 'f+0x100001:traceon': bad offset into the function"},
 	    {"f:traceon:",
 	     "--trigger 'f:traceon:': expected a count from 1 to 2147483647 after the "
 	     "command"},
