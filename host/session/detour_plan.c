@@ -39,10 +39,16 @@ static bool text_range(const struct vmi_symtab *funcs, const char *from, const c
 static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_read_fn read,
 		    void *ctx, uint8_t *buf, struct x86_reloc_plan *plan, char *why, size_t whylen)
 {
-	const struct vmi_sym *f = p->func;
-	uint64_t end = func_end(funcs, f), len, skip;
+	/* an instruction inside a function: its own name ("f+0xOFF"); the function holds it */
+	const struct vmi_sym *f = p->inside ? vmi_symtab_lookup(funcs, p->addr) : p->func;
+	uint64_t end, len, skip;
 	int ret, pushed;
 
+	if (!f) {
+		snprintf(why, whylen, "no function holds it in the guest's symbols");
+		return -ENOENT;
+	}
+	end = func_end(funcs, f);
 	if (strstr(f->name, ".cold")) {
 		/* entered by a jump from its function, whose frame is live: no return address */
 		snprintf(why, whylen, "the cold part of a function, not an entry");
@@ -57,7 +63,7 @@ static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_r
 		return -ENODATA;
 	}
 	len = end - f->addr;
-	skip = p->addr - f->addr; /* its ENDBR64, or the NOP sealed over one */
+	skip = p->addr - f->addr; /* its ENDBR64 (or the NOP sealed over one), or the offset */
 	if (len > DETOUR_FUNC_MAX) {
 		snprintf(why, whylen, "%llu bytes long, more than the %u scanned",
 			 (unsigned long long)len, DETOUR_FUNC_MAX);
@@ -96,8 +102,8 @@ long detour_plan(struct tracer *t, const struct session *s, const struct vmi_sym
 		char why[256] = "";
 		int ret;
 
-		if (!p->entry || p->inside)
-			continue; /* an instruction inside a function stays a trap probe */
+		if (!p->entry)
+			continue;
 		if (!have_entry) {
 			snprintf(why, sizeof(why),
 				 "the guest's symbols do not say where its entry text is "
@@ -117,11 +123,11 @@ long detour_plan(struct tracer *t, const struct session *s, const struct vmi_sym
 		}
 		if (ret == 0)
 			planned++;
-		else if (!entry_sites_named(s, p->func->name))
+		else if (!p->inside && !entry_sites_named(s, p->func->name))
 			quiet++;
 		else if (note)
-			fprintf(note, "hvtrace: %s: stays a trap probe at its entry: %s\n",
-				p->func->name, why);
+			fprintf(note, "hvtrace: %s: stays a trap probe %s: %s\n", p->func->name,
+				p->inside ? "(no detour there)" : "at its entry", why);
 	}
 	if (quiet && note)
 		fprintf(note,

@@ -14,7 +14,9 @@
 /* Functions larger than this are not scanned whole, so never detoured. */
 #define DETOUR_FUNC_MAX (64u << 10)
 
-/* For each entry probe of @t (its function in @funcs, sorted), reads the function through
+/* For each entry probe of @t (its function in @funcs, sorted; for one inside a function, an -e
+ * FUNC+OFFSET, the function that holds it, the detour displacing what starts there), reads the
+ * function through
  * @read/@ctx and plans a detour (tracer_set_detour) when the bytes a JMP rel32 displaces can run
  * elsewhere (x86_reloc_plan), hold nothing a kernel rewrites or fixes up by address
  * (x86_reloc_kernel_safe), can run with interrupts off between the stub and the way back

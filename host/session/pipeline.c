@@ -219,16 +219,17 @@ static void say_trap_probes(struct pipeline *p)
 			"hvtrace: --probe stub: these read guest memory at the call and stay trap "
 			"probes: %s%s\n",
 			len ? list : "", more ? (len ? " and more" : "several") : "");
-	len = 0;
-	for (size_t i = 0; i < probes->nr; i++)
-		if (probes->v[i].inside)
-			len++;
-	if (len)
+	len = more = 0;
+	for (size_t i = 0; i < probes->nr; i++) {
+		len += probes->v[i].inside && stub_drain_capable(&probes->v[i]);
+		more += probes->v[i].inside && !stub_drain_capable(&probes->v[i]);
+	}
+	if (len || more)
 		fprintf(stderr,
-			"hvtrace: --probe stub: %zu -e event%s inside a function %s (a "
-			"breakpoint there; no detour inside a function)\n",
-			len, len == 1 ? "" : "s",
-			len == 1 ? "stays a trap probe" : "stay trap probes");
+			"hvtrace: --probe stub: -e events inside a function: %zu through stub "
+			"detours, %zu trap probes (a detour records only RDI, RSI, RDX, RCX, R8 "
+			"and R9, and only where the instructions there can be moved)\n",
+			len, more);
 }
 
 /* The profile (--profile, and what the verdicts count) and the expectations, bound to the probes:
@@ -325,9 +326,13 @@ static int plan_detours(struct pipeline *p, const struct pipeline_guest *g)
 	const struct probe_table *probes = tracer_probes(&p->tr);
 	long entries = 0, planned = 0;
 
-	for (size_t i = 0; i < probes->nr; i++)
+	long inside = 0;
+
+	for (size_t i = 0; i < probes->nr; i++) {
 		entries += probes->v[i].entry && !probes->v[i].inside;
-	if (!entries || p->s->cmd == CMD_LIST_FUNCTIONS)
+		inside += probes->v[i].inside;
+	}
+	if ((!entries && !inside) || p->s->cmd == CMD_LIST_FUNCTIONS)
 		return 0;
 	if (g->stub && g->text_read && g->funcs) {
 		planned = detour_plan(&p->tr, p->s, g->funcs, g->text_read, g->text_ctx, stderr);
@@ -335,6 +340,10 @@ static int plan_detours(struct pipeline *p, const struct pipeline_guest *g)
 			return (int)planned;
 	}
 	if (!g->stub)
+		return 0;
+	for (size_t i = 0; i < probes->nr; i++)
+		planned -= probes->v[i].inside && probes->v[i].detour; /* said by say_trap_probes */
+	if (!entries)
 		return 0;
 	if (planned == entries)
 		fprintf(stderr,

@@ -581,12 +581,31 @@ fault:
 	*out = 1;
 }
 
+/* Whether register place @reg (struct x86_regs order, 1-based) is one of the six argument
+ * registers, which a stub saves. */
+static bool argument_register(unsigned reg)
+{
+	return reg == 6 || reg == 5 || reg == 4 || reg == 3 || reg == 9 || reg == 10;
+}
+
+/* Whether field @f reads guest memory: its value there, or a pointer on its way (a chain ending in
+ * [K] holds a scalar's value without @f->memory). */
+static bool reads_memory(const struct fe_field *f)
+{
+	if (f->memory || f->direct)
+		return true;
+	for (unsigned s = 0; s < f->nr_steps; s++)
+		if (f->steps[s].deref)
+			return true;
+	return false;
+}
+
 bool fe_registers_only(const struct fe_spec *spec)
 {
 	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++)
 		for (unsigned i = 0; i < spec->nr_fields; i++)
-			if (spec->fields[i].memory || spec->fields[i].reg ||
-			    spec->fields[i].arg >= 6)
+			if (reads_memory(&spec->fields[i]) || spec->fields[i].arg >= 6 ||
+			    (spec->fields[i].reg && !argument_register(spec->fields[i].reg)))
 				return false;
 	return true;
 }

@@ -86,7 +86,8 @@ void fe_format_error(char *buf, size_t len, const char *text, size_t pos, const 
 uint64_t fe_arg(const struct x86_regs *regs, unsigned n, vmi_read_fn read, void *ctx);
 
 /* True if every field of @spec (and of its chain) comes from the argument registers alone (no guest memory, no stack
- * argument), so it can be captured from registers saved earlier (stub probes). Pure. */
+ * argument; a %REG field only of RDI, RSI, RDX, RCX, R8 or R9), so it can be captured from registers saved earlier (stub
+ * probes). Pure. */
 bool fe_registers_only(const struct fe_spec *spec);
 
 /* True if every field of typed return @spec (and of its chain) is the return register itself: the

@@ -16,8 +16,8 @@
 
 bool stub_drain_capable(const struct probe *p)
 {
-	if (p->inside)
-		return false; /* no detour inside a function (yet): a breakpoint there */
+	if (p->inside && !p->detour)
+		return false; /* no detour planned there: a breakpoint */
 	if (p->ret_event && !fe_return_register_only(p->ret_event))
 		return false;
 	return !p->event || fe_registers_only(p->event);
@@ -228,6 +228,12 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 			rec.depth = p->hooks_return ? g->depth : 0;
 			if (deep)
 				rec.depth = (uint8_t)d->c.max_depth;
+			if (p->inside) {
+				/* an instruction inside a function: its event alone, no caller */
+				rec.parent = 0;
+				rec.depth = 0;
+				alone = true;
+			}
 			if (p->event && args) {
 				struct x86_regs regs = {.rdi = args->args[0],
 							.rsi = args->args[1],

@@ -131,11 +131,10 @@ static char inside_label[64];
 
 /* And the event inside vfs_read: once per call, right after the call's line in its task, with the
  * register that held its count argument. */
-static void check_dd_inside(const struct hv_result *r)
+static void check_inside_events(const struct hv_result *r)
 {
 	long calls = 0, events = 0;
 
-	check_dd_functions(r);
 	for (const char *p = r->trace; (p = strstr(p, ": vfs_read <-")); p++) {
 		const char *bol = p, *q;
 		char want[96], line[256] = "";
@@ -161,6 +160,23 @@ static void check_dd_inside(const struct hv_result *r)
 	printf("hvt-kernels:   %s...): %ld, vfs_read calls %ld\n", inside_label + 2, events, calls);
 	assert_true(calls >= BM_READS);
 	assert_int_equal(events, calls);
+}
+
+static void check_dd_inside(const struct hv_result *r)
+{
+	check_dd_functions(r);
+	check_inside_events(r);
+}
+
+static void check_dd_stub(const struct hv_result *r);
+
+/* With stub probes: the event inside vfs_read through a stub detour too (no VM stop at all). */
+static void check_dd_stub_inside(const struct hv_result *r)
+{
+	check_dd_stub(r);
+	check_inside_events(r);
+	if (!strstr(r->err, "-e events inside a function: 1 through stub detours, 0 trap probes"))
+		fail_msg("no stub detour inside vfs_read:\n%s", r->err);
 }
 
 /* With stubs on top: no VM stop, and nothing lost. */
@@ -438,24 +454,25 @@ static void play_case(void **state)
 	switch (c->kind) {
 	case TRAP:
 	case STUB: {
-		/* trap probes: and an event inside vfs_read (-e FUNC+OFFSET), past its ENDBR64
-		 * (IBT kernels) and its fentry site, learned from the kernel's image */
+		/* and an event inside vfs_read (-e FUNC+OFFSET), past its ENDBR64 (IBT kernels)
+		 * and its fentry site, learned from the kernel's image: a breakpoint with trap
+		 * probes, a stub detour with stub probes */
 		char inside[128] = "";
 		const char *args[] = {"--probe", c->kind == TRAP ? "trap" : "stub",
 				      "-p",	 "function",
 				      "-l",	 "vfs_read",
 				      "-l",	 "do_sys_openat2",
 				      "--stats", "--timeout",
-				      "300",	 c->kind == TRAP ? "-e" : NULL,
+				      "300",	 "-e",
 				      inside,	 NULL};
 		struct hv_expect e = {
 		    .console = {WORKLOAD_DONE, POWER_DOWN},
 		    .err = {" from the guest's kallsyms (kernel "},
 		    .only = {"vfs_read", "do_sys_openat2"},
-		    .check = c->kind == TRAP ? check_dd_inside : check_dd_stub,
+		    .check = c->kind == TRAP ? check_dd_inside : check_dd_stub_inside,
 		};
 
-		if (c->kind == TRAP) {
+		{
 			struct kernel_image ki;
 			unsigned first_end;
 			long off;

@@ -233,8 +233,16 @@ static void test_inside_and_registers(void **state)
 	assert_string_equal(fe_label(&s, label, sizeof(label)), "vfs_read+0x10");
 	assert_int_equal(s.fields[0].reg, 6); /* rdi: the sixth of struct x86_regs */
 	assert_int_equal(s.nr_args, 0);
-	assert_false(fe_registers_only(&s)); /* a stub saves the argument registers alone */
+	assert_true(fe_registers_only(&s)); /* a stub saves the six argument registers */
 	assert_false(fe_return_register_only(&s));
+	assert_int_equal(fe_parse("f+4(u64 a=%r9, u64 b=%rcx)", &s, err, sizeof(err), &pos), 0);
+	assert_true(fe_registers_only(&s));
+	assert_int_equal(fe_parse("f+4(u64 a=%rdi, u64 b=%rbx)", &s, err, sizeof(err), &pos), 0);
+	assert_false(fe_registers_only(&s)); /* RBX: no stub saves it */
+	assert_int_equal(fe_parse("f+4(u64 a=%rax)", &s, err, sizeof(err), &pos), 0);
+	assert_false(fe_registers_only(&s));
+	assert_int_equal(fe_parse("f+4(u64 a=%rdi+8[0])", &s, err, sizeof(err), &pos), 0);
+	assert_false(fe_registers_only(&s)); /* guest memory */
 	assert_int_equal(fe_parse("vfs_read+24(u64 a=%rdi)", &s, err, sizeof(err), &pos), 0);
 	assert_int_equal(s.offset, 24);
 	assert_int_equal(fe_parse("vfs_read(u64 a)", &s, err, sizeof(err), &pos), 0);
