@@ -91,3 +91,15 @@ void vmi_symtab_free(struct vmi_symtab *t)
 	free(t->syms);
 	memset(t, 0, sizeof(*t));
 }
+
+uint64_t vmi_symtab_end(const struct vmi_symtab *t, const struct vmi_sym *f)
+{
+	if (f->size)
+		return f->addr + f->size;
+	if (f < t->syms || f >= t->syms + t->nr)
+		return 0;
+	for (const struct vmi_sym *n = f + 1; n < t->syms + t->nr; n++)
+		if (n->addr > f->addr)
+			return n->addr;
+	return 0;
+}

@@ -28,6 +28,10 @@ const struct vmi_sym *vmi_symtab_lookup(const struct vmi_symtab *t, uint64_t add
 /* First symbol named @name, or NULL. Linear; not for hot paths. */
 const struct vmi_sym *vmi_symtab_find(const struct vmi_symtab *t, const char *name);
 
+/* Where symbol @f of @t (sorted) ends: its size, else the next symbol above it; 0 when unknown (no
+ * size, and @f is the last or not in @t). Pure. */
+uint64_t vmi_symtab_end(const struct vmi_symtab *t, const struct vmi_sym *f);
+
 /* Frees the names and the array. */
 void vmi_symtab_free(struct vmi_symtab *t);
 

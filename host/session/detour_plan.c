@@ -6,21 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Where the function of @f ends: its size, else the next symbol above it; 0 if unknown. */
-static uint64_t func_end(const struct vmi_symtab *funcs, const struct vmi_sym *f)
-{
-	size_t i;
-
-	if (f->size)
-		return f->addr + f->size;
-	if (f < funcs->syms || f >= funcs->syms + funcs->nr)
-		return 0;
-	for (i = (size_t)(f - funcs->syms) + 1; i < funcs->nr; i++)
-		if (funcs->syms[i].addr > f->addr)
-			return funcs->syms[i].addr;
-	return 0;
-}
-
 /* The range [*lo, *hi) between symbols @from and @to, or false when the guest has not both. */
 static bool text_range(const struct vmi_symtab *funcs, const char *from, const char *to,
 		       uint64_t *lo, uint64_t *hi)
@@ -48,7 +33,7 @@ static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_r
 		snprintf(why, whylen, "no function holds it in the guest's symbols");
 		return -ENOENT;
 	}
-	end = func_end(funcs, f);
+	end = vmi_symtab_end(funcs, f);
 	if (strstr(f->name, ".cold")) {
 		/* entered by a jump from its function, whose frame is live: no return address */
 		snprintf(why, whylen, "the cold part of a function, not an entry");

@@ -137,29 +137,20 @@ out:
 	return ret;
 }
 
-/* The end of function @f in @funcs (sorted by address): its size, else the next symbol's start. */
-static uint64_t function_end(const struct vmi_symtab *funcs, const struct vmi_sym *f)
-{
-	if (f->size)
-		return f->addr + f->size;
-	for (const struct vmi_sym *n = f + 1; n < funcs->syms + funcs->nr; n++)
-		if (n->addr > f->addr)
-			return n->addr;
-	return f->addr;
-}
-
 /* Checks -e @e's site, @f + e->offset: inside @f, at an instruction's start. 0 or -errno with @err. */
 static int check_inside(const struct fe_spec *e, const struct vmi_symtab *funcs,
 			const struct vmi_sym *f, vmi_read_fn read, void *ctx, char *err,
 			size_t errlen)
 {
-	uint64_t end = function_end(funcs, f);
+	uint64_t end = vmi_symtab_end(funcs, f);
 	size_t len = e->offset + 15, before, after;
 	char label[160];
 	uint8_t *b;
 	int ret;
 
 	fe_label(e, label, sizeof(label));
+	if (!end)
+		end = f->addr; /* no size, the last symbol: nothing is known to lie inside it */
 	if (end <= f->addr + e->offset) {
 		snprintf(err, errlen, "-e %s: past the end of %s (%llu bytes)", label, f->name,
 			 (unsigned long long)(end - f->addr));
