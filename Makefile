@@ -21,9 +21,9 @@ LDFLAGS += $(SAN_FLAGS)
 endif
 # ---- end of hardening
 # Evaluated lazily, after $(DEPS) has installed pkg-config and the -dev packages.
-LIB_CFLAGS   = $(shell pkg-config --cflags libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib libzstd lzo2)
+LIB_CFLAGS   = $(shell pkg-config --cflags libelf libdw libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib libzstd lzo2)
 # libbz2 and libzydis (the x86 decoder of arch/x86/x86_reloc.c) have no pkg-config file in Debian
-LIB_LIBS     = $(shell pkg-config --libs libelf libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib libzstd lzo2) -lbz2 -lZydis
+LIB_LIBS     = $(shell pkg-config --libs libelf libdw libbpf libvirt libvirt-qemu libtracecmd libtraceevent liblz4 liblzma zlib libzstd lzo2) -lbz2 -lZydis
 CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 
 DEPS := $(BUILD)/.deps-installed
@@ -123,6 +123,27 @@ $(GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime.o $(GUEST_DIR)/workloads.o $
 $(GUEST_DIR)/test-guest-%.elf: $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-%.o $(GUEST_DIR)/workloads.o \
 			       $(GUEST_DIR)/tailcall.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
+
+# The test guest built without -pg (issue 25): no __mcount_loc, no fentry site at all, so every function
+# is probed at its first instruction (entry probes): guest-nopg.elf; guest-nopg-ibt.elf also starts each function with ENDBR64.
+# The same workloads and runtime as test-guest.elf, so the same counts are expected of them.
+NOPG_GUESTS := $(GUEST_DIR)/guest-nopg.elf $(GUEST_DIR)/guest-nopg-ibt.elf
+all kvm-test test test-nested: $(NOPG_GUESTS)
+NOPG_FLAGS_nopg :=
+NOPG_FLAGS_nopg-ibt := -fcf-protection=branch
+$(GUEST_DIR)/workloads-%.o: tests/guest/workloads.c tests/guest/guest.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) $(NOPG_FLAGS_$*) -c $< -o $@
+$(GUEST_DIR)/tailcall-%.o: tests/guest/tailcall.c tests/guest/guest.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) $(NOPG_FLAGS_$*) -O2 -foptimize-sibling-calls -c $< -o $@
+$(GUEST_DIR)/runtime-for-%.o: tests/guest/runtime.c tests/guest/guest.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) $(NOPG_FLAGS_$*) -c $< -o $@
+$(GUEST_DIR)/guest-%.elf: $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-for-%.o \
+			  $(GUEST_DIR)/workloads-%.o $(GUEST_DIR)/tailcall-%.o tests/guest/guest.ld
+	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
+	@if readelf -SW $@ | grep -q __mcount_loc; then echo "$@: has __mcount_loc" >&2; rm -f $@; exit 1; fi
 
 # Hostile guest (issue #10): vCPU 0 runs a copy of the text under its own page tables. One file,
 # traced functions and runtime alike; its text pages must hold no writable data (no .data).

@@ -13,8 +13,9 @@ PKGS="$PKGS libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd"
 # run --kernel: a bzImage's payload decompressed (lz4: Debian 12's kernels; zstd: Debian 13's and 7.x;
 # xz and lzma; gzip; bzip2; lzo)
 PKGS="$PKGS liblz4-dev libzstd-dev liblzma-dev zlib1g-dev libbz2-dev liblzo2-dev"
-# probes without an fentry NOP (arch/x86/x86_reloc.c): Zydis decodes the instructions a detour displaces
-PKGS="$PKGS libzydis-dev"
+# probes without an fentry NOP (arch/x86/x86_reloc.c): Zydis decodes the instructions a detour displaces;
+# a freestanding guest built without -pg (vmi/vmi_dwarf.c): libdw tells its C functions from its DWARF
+PKGS="$PKGS libzydis-dev libdw-dev"
 # tests that read a guest kernel's own bytes (tests/common/kernel_image.c): the decompressors, as
 # extract-vmlinux uses them (lz4 for Debian 12's kernels, zstd for Debian 13's)
 PKGS="$PKGS lz4 zstd xz-utils"

@@ -189,8 +189,10 @@ int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char 
 	return 0;
 }
 
-int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, size_t body_len,
-			uint64_t body_addr, char *why, size_t whylen)
+/* Decodes @body from its start and refuses the first relative branch (a CALL only with @calls)
+ * whose target lies in [@lo, @hi), with @what in the line. See x86_reloc_scan_body. */
+static int scan_branches(const uint8_t *body, size_t body_len, uint64_t body_addr, uint64_t lo,
+			 uint64_t hi, bool calls, const char *what, char *why, size_t whylen)
 {
 	ZydisDecoder dec;
 	size_t off = 0;
@@ -217,19 +219,34 @@ int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, 
 		for (unsigned k = 0; k < in.operand_count; k++) {
 			const ZydisDecodedOperand *o = &ops[k];
 
-			if (o->type != ZYDIS_OPERAND_TYPE_IMMEDIATE || !o->imm.is_relative)
+			if (o->type != ZYDIS_OPERAND_TYPE_IMMEDIATE || !o->imm.is_relative ||
+			    (!calls && in.mnemonic == ZYDIS_MNEMONIC_CALL))
 				continue;
 			if (ZYAN_FAILED(ZydisCalcAbsoluteAddress(&in, o, at, &target)))
 				continue;
-			if (x86_reloc_hits_patch(plan, target, 1))
+			if (target >= lo && target < hi)
 				return say(why, whylen, -EOPNOTSUPP, body_addr, at, body + off,
-					   in.length,
-					   "branches into the bytes a detour would replace",
-					   ZydisMnemonicGetString(in.mnemonic));
+					   in.length, what, ZydisMnemonicGetString(in.mnemonic));
 		}
 		off += in.length;
 	}
 	return 0;
+}
+
+int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, size_t body_len,
+			uint64_t body_addr, char *why, size_t whylen)
+{
+	uint64_t first = plan->code_addr + plan->endbr_len;
+
+	return scan_branches(body, body_len, body_addr, first + 1, first + plan->len, true,
+			     "branches into the bytes a detour would replace", why, whylen);
+}
+
+int x86_scan_branch_to(const uint8_t *body, size_t body_len, uint64_t body_addr, uint64_t target,
+		       char *why, size_t whylen)
+{
+	return scan_branches(body, body_len, body_addr, target, target + 1, false,
+			     "jumps back to the function's first instruction", why, whylen);
 }
 
 int x86_scan_insn_start(const uint8_t *body, size_t body_len, size_t off, size_t *before,

@@ -41,6 +41,13 @@ int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char 
 int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, size_t body_len,
 			uint64_t body_addr, char *why, size_t whylen);
 
+/* Whether a relative jump of @body (JMP, Jcc, LOOP, JRCXZ; as for x86_reloc_scan_body, CALLs
+ * excepted: a recursive call is a call) targets @target itself: a breakpoint there would be hit
+ * by that jump as by a call. 0, -EOPNOTSUPP (one does) or -EILSEQ,
+ * with one line in @why naming the instruction. Pure. */
+int x86_scan_branch_to(const uint8_t *body, size_t body_len, uint64_t body_addr, uint64_t target,
+		       char *why, size_t whylen);
+
 /* Whether an instruction of @body (@body_len bytes of a function from its start: untrusted) starts
  * at @off, decoding one instruction after another from the start. Returns 0; -EINVAL when @off lies
  * inside the instruction that starts at *@before and ends at *@after; -EILSEQ when the bytes at

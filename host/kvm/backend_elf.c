@@ -1,6 +1,8 @@
 #include "host/kvm/backend_elf.h"
 #include "host/kvm/guest_image.h"
 #include "host/kvm/kvm_run.h"
+#include "host/kvm/step_slots.h"
+#include "host/session/entry_sites.h"
 #include "host/kvm/target_kvm.h"
 #include "host/kvm/vcpu.h"
 #include "host/kvm/vm.h"
@@ -19,6 +21,23 @@ struct backend_elf {
 	struct target tgt;
 };
 
+/* Entry probes (functions without an fentry site: those named exactly, --entry's, or every one of a
+ * guest built without -pg) added to the guest's sites, the ones a breakpoint cannot serve exactly
+ * left out (step_slots_check). 0 or an exit status with @err. */
+static int add_entry_sites(const struct session *s, struct guest_image *g, FILE *note, char *err,
+			   size_t errlen)
+{
+	long n = entry_sites_add(s, &g->sites, &g->elf.funcs, guest_image_read, g, NULL, 0,
+				 g->no_fentry, err, errlen);
+
+	if (n > 0)
+		n = step_slots_check(s, &g->sites, &g->elf.funcs, guest_image_read, g, note, err,
+				     errlen);
+	if (n == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return n == -ENOMEM ? EXIT_HOST_ERROR : n < 0 ? EXIT_BAD_INPUT : 0;
+}
+
 static int elf_open(void *ctx, char *err, size_t errlen)
 {
 	struct backend_elf *b = ctx;
@@ -27,9 +46,13 @@ static int elf_open(void *ctx, char *err, size_t errlen)
 	if (guest_image_open(&b->g, b->k.env.s->guest, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	b->have_g = true;
-	status = kvm_run_refuse_entry_probes(b->k.env.s, &b->g.sites, &b->g.elf.funcs, err, errlen);
+	status = add_entry_sites(b->k.env.s, &b->g, stderr, err, errlen);
 	if (status)
 		return status;
+	if (!b->g.sites.nr) {
+		snprintf(err, errlen, "%s: no function can be traced", b->k.env.s->guest);
+		return EXIT_BAD_INPUT;
+	}
 	status = pipeline_select(b->k.env.p, b->k.env.s, &b->g.sites, NULL, NULL, 0, err, errlen);
 	return status;
 }
@@ -38,7 +61,10 @@ static int elf_prepare(void *ctx, FILE *out, FILE *con, char *err, size_t errlen
 {
 	struct backend_elf *b = ctx;
 	const struct session *s = b->k.env.s;
-	struct vm_config cfg = {.smp = s->smp, .mem_mb = s->mem_mb, .console = con};
+	struct vm_config cfg = {.smp = s->smp,
+				.mem_mb = s->mem_mb,
+				.console = con,
+				.step_slots = step_slots_count(&b->g.sites)};
 	bool no_trap;
 	int status;
 
@@ -50,6 +76,8 @@ static int elf_prepare(void *ctx, FILE *out, FILE *con, char *err, size_t errlen
 	b->k.vm_made = true;
 	if (vm_load_elf(&b->k.vm, &b->g.elf, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
+	if (vm_write_step_slots(&b->k.vm, &b->g.sites, err, errlen) < 0)
+		return EXIT_BAD_INPUT;
 	target_kvm_init(&b->tgt, &b->k.vm);
 
 	struct pipeline_guest pg = {
@@ -58,6 +86,9 @@ static int elf_prepare(void *ctx, FILE *out, FILE *con, char *err, size_t errlen
 	    .funcs = &b->g.elf.funcs,
 	    .no_trampoline = "this target has no return trampoline",
 	    .backpressure = !s->no_backpressure,
+	    .c_funcs = &b->g.c_funcs,
+	    .text_read = guest_image_read, /* stub detours are planned from the image as loaded */
+	    .text_ctx = &b->g,
 	};
 
 	pg.no_trap = no_trap;
@@ -113,9 +144,19 @@ int backend_elf_list_functions(const struct session *s)
 		cmd_error("%s", err);
 		return EXIT_BAD_INPUT;
 	}
+	if (g.no_fentry || s->entry_all) {
+		int status = add_entry_sites(s, &g, NULL, err, sizeof(err));
+
+		if (status) {
+			cmd_error("%s", err);
+			guest_image_close(&g);
+			return status;
+		}
+	}
 	for (size_t i = 0; i < g.sites.nr && !werr; i++) {
 		errno = 0;
-		if (printf("%s\n", g.sites.v[i].func->name) < 0)
+		if (printf("%s%s\n", g.sites.v[i].func->name, g.sites.v[i].entry ? " (entry)" : "") <
+		    0)
 			werr = errno ? errno : EIO;
 	}
 	guest_image_close(&g);

@@ -1,5 +1,6 @@
 #include "host/kvm/guest_image.h"
 #include "arch/x86/x86_insn.h"
+#include "vmi/vmi_dwarf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -17,19 +18,37 @@
 int guest_image_open(struct guest_image *g, const char *path, char *err, size_t errlen)
 {
 	const struct vmi_sym *cur;
+	char why[256];
 	int ret;
 
-	ret = vmi_elf_open(&g->elf, path, 1, err, errlen);
+	memset(g, 0, sizeof(*g));
+	ret = vmi_elf_open(&g->elf, path, 0, err, errlen);
 	if (ret < 0)
 		return ret;
+	g->no_fentry = !g->elf.nr_mcount;
+	if (g->no_fentry && !g->elf.funcs.nr) {
+		snprintf(err, errlen,
+			 "%s: no __mcount_loc section and no function symbols: nothing to trace "
+			 "(build the guest with -pg -mfentry -mnop-mcount -mrecord-mcount, or keep "
+			 "its symbol table)",
+			 path);
+		ret = -ENODATA;
+		goto fail;
+	}
 	ret = vmi_sites_build(&g->sites, g->elf.mcount, g->elf.nr_mcount, &g->elf.funcs);
 	if (ret < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	if (!g->sites.nr) {
+	if (!g->sites.nr && !g->no_fentry) {
 		snprintf(err, errlen, "%s: __mcount_loc lists no address inside a function", path);
 		ret = -ENODATA;
+		goto fail;
+	}
+	ret = (int)vmi_dwarf_c_functions(g->elf.file, g->elf.file_size, &g->c_funcs, why,
+					 sizeof(why));
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", path, ret == -ENOMEM ? "out of memory" : why);
 		goto fail;
 	}
 	for (size_t i = 0; i < g->sites.nr; i++) {
@@ -66,8 +85,20 @@ fail:
 	return ret;
 }
 
+int guest_image_read(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	const struct guest_image *g = ctx;
+	const uint8_t *b = vmi_elf_bytes_at(&g->elf, gva, len);
+
+	if (!b)
+		return -EFAULT;
+	memcpy(buf, b, len);
+	return 0;
+}
+
 void guest_image_close(struct guest_image *g)
 {
+	vmi_symtab_free(&g->c_funcs);
 	vmi_sites_free(&g->sites);
 	vmi_elf_close(&g->elf);
 }

@@ -315,9 +315,9 @@ int kvm_run_refuse_entry_probes(const struct session *s, struct vmi_sites *sites
 {
 	long n = entry_sites_add(s, sites, funcs, NULL, NULL,
 				 "a probe at its entry needs QEMU's gdbstub to step the "
-				 "instruction under it (run --qemu, attach); the embedded VMM "
+				 "instruction under it (run --qemu, attach); run --kernel "
 				 "cannot",
-				 0, err, errlen);
+				 0, false, err, errlen);
 
 	if (n == -ENOMEM)
 		snprintf(err, errlen, "out of memory");

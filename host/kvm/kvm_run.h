@@ -65,7 +65,7 @@ void kvm_run_print_vm_stats(const struct vm *vm);
  * ring stalls and translations, then the stub's lines. */
 void kvm_run_print_stats(const struct vm *vm, const struct pipeline *p);
 
-/* Entry probes in the embedded VMM: a function the session names exactly (or --entry's globs match)
+/* Entry probes in the embedded VMM's Linux guest (run --kernel): a function the session names exactly (or --entry's globs match)
  * that has no fentry site among @sites of @funcs is refused with one line in @err saying that its
  * INT3 cannot run an instruction in place and that QEMU can. 0, or an exit status. */
 int kvm_run_refuse_entry_probes(const struct session *s, struct vmi_sites *sites,

@@ -190,6 +190,31 @@ static int kvm_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
 	return 0;
 }
 
+/* Every u64 of guest RAM and of the stub's memslot (a context interrupted inside a detour leaves
+ * its RIP on its own stack, wherever the guest keeps stacks). */
+static int kvm_scan_ram(struct target *t, uint64_t lo, uint64_t hi,
+			bool (*hit)(void *ctx, uint64_t v, uint64_t next), void *ctx)
+{
+	const struct vm *vm = t->priv;
+	const struct {
+		const uint8_t *p;
+		uint64_t size;
+	} areas[] = {{vm->ram, vm->ram_size}, {vm->extra, vm->extra ? vm->extra_size : 0}};
+
+	for (size_t a = 0; a < sizeof(areas) / sizeof(areas[0]); a++)
+		for (uint64_t off = 0; areas[a].size >= 16 && off <= areas[a].size - 16; off += 8) {
+			uint64_t v, next;
+
+			memcpy(&v, areas[a].p + off, 8);
+			if (v < lo || v > hi)
+				continue;
+			memcpy(&next, areas[a].p + off + 8, 8);
+			if (hit(ctx, v, next))
+				return 1;
+		}
+	return 0;
+}
+
 static int kvm_tsc_sync(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *khz)
 {
 	return vm_tsc_sync(t->priv, tsc, ns, khz);
@@ -204,6 +229,7 @@ static const struct target_ops kvm_ops = {
 	.read_kernel = kvm_read_kernel,
 	.kernel_gpa = kvm_kernel_gpa,
 	.tsc_sync = kvm_tsc_sync,
+	.scan_ram = kvm_scan_ram,
 	.set_bp_handler = kvm_set_bp_handler,
 	.get_regs = kvm_get_regs,
 	.set_regs = kvm_set_regs,
@@ -223,6 +249,8 @@ void target_kvm_init(struct target *t, struct vm *vm)
 	t->nr_cpus = vm->nr_vcpus;
 	t->trampoline = vm->stub_gpa; /* identity-mapped */
 	t->stack_shift = VM_STACK_SHIFT;
+	/* entry probes run their instruction out of line (step_slots.h), where copies were made */
+	t->bp_in_place = vm->step.nr > 0;
 	t->priv = vm;
 }
 

@@ -316,11 +316,21 @@ static bool handle_bp(struct vcpu *c)
 	struct vm *vm = c->vm;
 	struct x86_regs *regs = (struct x86_regs *)&run->s.regs.regs;
 	uint64_t addr;
+	int ret;
 
 	if (!vm->bp_hit || !vcpu_exit_bp_addr(run, regs->rip, &addr))
 		return false;
-	if (vm->bp_hit(vm->bp_ctx, c->index, addr, regs) < 0)
+	ret = vm->bp_hit(vm->bp_ctx, c->index, addr, regs);
+	if (ret < 0)
 		return false;
+	if (ret == TARGET_BP_IN_PLACE) {
+		/* an entry probe: its instruction runs out of line, then jumps back */
+		uint64_t slot = step_slots_find(&vm->step, addr);
+
+		if (!slot)
+			return false; /* never made (target_kvm_init): reported as any stray INT3 */
+		regs->rip = slot;
+	}
 	run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
 	c->bp_exits[run->exit_reason == KVM_EXIT_DEBUG		? VCPU_BP_DEBUG
 		    : run->exit_reason == KVM_EXIT_INTERNAL_ERROR ? VCPU_BP_EMULATION

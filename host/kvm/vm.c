@@ -209,17 +209,45 @@ static int setup_vcpu_regs(struct vm *vm, struct vcpu *c, uint64_t cr3, uint64_t
 	return vm_vcpu_long_mode(c, &m, &regs);
 }
 
-/* Bytes of the VMM area at the top of RAM for @smp vCPUs: stacks, page tables, GDT, stub page. */
-static uint64_t reserved_bytes(unsigned smp)
+/* Bytes of the out-of-line copies' area for @n slots: whole pages. */
+static uint64_t step_bytes(size_t n)
+{
+	return ((uint64_t)n * STEP_SLOT_SIZE + X86_PAGE_SIZE - 1) & ~(uint64_t)(X86_PAGE_SIZE - 1);
+}
+
+/* Bytes of the VMM area at the top of RAM for @smp vCPUs: stacks, page tables, GDT, stub page,
+ * the out-of-line copies of @steps entry probes. */
+static uint64_t reserved_bytes(unsigned smp, size_t steps)
 {
 	uint64_t tables = (X86_IDMAP_PAGES(IDMAP_GIB) + 2) * X86_PAGE_SIZE;
 
-	return ((uint64_t)smp * VM_STACK_SIZE + tables + 0xffff) & ~0xffffull;
+	return ((uint64_t)smp * VM_STACK_SIZE + tables + step_bytes(steps) + 0xffff) & ~0xffffull;
 }
 
 unsigned vm_min_mem_mb(unsigned smp)
 {
-	return (unsigned)(2 * reserved_bytes(smp) >> 20) + 1;
+	return (unsigned)(2 * reserved_bytes(smp, 0) >> 20) + 1;
+}
+
+/* Reads guest RAM by its identity-mapped address (@ctx: the struct vm). */
+static int read_ram(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	void *p = vm_gpa_ptr(ctx, gva, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(buf, p, len);
+	return 0;
+}
+
+int vm_write_step_slots(struct vm *vm, const struct vmi_sites *sites, char *err, size_t errlen)
+{
+	int ret = step_slots_write(&vm->step, sites, vm->ram + vm->step_gpa, vm->step_gpa,
+				   vm->step_cap, read_ram, vm, err, errlen);
+
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return ret;
 }
 
 /* Has KVM queue the guest's writes to COM1's transmit holding register (port 0x3f8) in its coalesced
@@ -299,10 +327,11 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	}
 
 	/* VMM area at the top of RAM: stacks, then page tables, GDT and the stub page. */
-	uint64_t reserved = reserved_bytes(vm->nr_vcpus);
+	uint64_t reserved = reserved_bytes(vm->nr_vcpus, cfg->step_slots);
 
-	if (cfg->mem_mb < vm_min_mem_mb(cfg->smp)) {
-		snprintf(err, errlen, "--mem %u: too small for %u vCPUs", cfg->mem_mb, cfg->smp);
+	if (cfg->mem_mb < vm_min_mem_mb(cfg->smp) || 2 * reserved > vm->ram_size) {
+		snprintf(err, errlen, "--mem %u: too small for %u vCPUs%s", cfg->mem_mb, cfg->smp,
+			 cfg->step_slots ? " and the entry probes' out-of-line copies" : "");
 		ret = -EINVAL;
 		goto out;
 	}
@@ -312,6 +341,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 
 	vm->stub_gpa = gdt_gpa + X86_PAGE_SIZE;
 	memcpy(vm->ram + vm->stub_gpa, guest_stub_trampoline, guest_stub_trampoline_size);
+	vm->step_gpa = vm->stub_gpa + X86_PAGE_SIZE;
+	vm->step_cap = (size_t)(step_bytes(cfg->step_slots) / STEP_SLOT_SIZE);
 	x86_build_identity_map(vm->ram + pt_gpa, pt_gpa, IDMAP_GIB);
 	x86_build_gdt(vm->ram + gdt_gpa);
 	vm->cr3_boot = pt_gpa;
@@ -588,6 +619,7 @@ void vm_destroy(struct vm *vm)
 	}
 	free(vm->vcpus);
 	vm->vcpus = NULL;
+	step_slots_free(&vm->step);
 	if (vm->ram)
 		munmap(vm->ram, vm->ram_size);
 	vm->ram = NULL;

@@ -7,6 +7,7 @@
 #include "host/trace/target.h"
 #include "arch/x86/x86_tlb.h"
 #include "host/kvm/exit_stats.h"
+#include "host/kvm/step_slots.h"
 #include "host/kvm/uart8250.h"
 #include "vmi/vmi_elf.h"
 
@@ -31,6 +32,9 @@ struct vm_config {
 	/* A PC for a Linux kernel (vm_load_linux): in-kernel irqchip and PIT, the COM1 UART (to
 	 * @console), ACPI power-off, reset; no debugcon/debug-exit ports, no software breakpoints. */
 	bool linux_pc;
+	/* Out-of-line copies to make room for in the VMM area (step_slots.h): one per entry probe
+	 * of a freestanding guest; 0 none. */
+	size_t step_slots;
 };
 
 /* Why a VM stopped running. */
@@ -79,6 +83,9 @@ struct vm {
 	uint64_t ram_size;
 	uint64_t reserved_gpa; /* [reserved_gpa, ram_size): page tables, GDT, stub page, stacks */
 	uint64_t stub_gpa;     /* one page the VMM maps for guest-stub code */
+	uint64_t step_gpa;     /* the out-of-line copies' area (identity-mapped), step_cap slots */
+	size_t step_cap;
+	struct step_slots step; /* written before the vCPUs run, read-only after (vcpu.c) */
 	uint8_t *extra;	       /* memslot 1: memory outside RAM for the exit-free stub, or NULL */
 	uint64_t extra_gpa, extra_size;
 	uint64_t entry;
@@ -131,6 +138,11 @@ struct vm {
 /* The least --mem (MB) for @smp vCPUs: the VMM's area at the top of RAM (a 64 KiB stack per vCPU,
  * page tables, GDT, trampoline page) must take less than half of it. Pure; any thread. */
 unsigned vm_min_mem_mb(unsigned smp);
+
+/* Writes the out-of-line copy of every entry site of @sites into the area vm_create made room for
+ * (vm_config.step_slots), their bytes read from guest RAM as loaded: vm->step. 0 or -errno with one
+ * line in @err. Main thread, after vm_load_elf, before the vCPUs run. */
+int vm_write_step_slots(struct vm *vm, const struct vmi_sites *sites, char *err, size_t errlen);
 
 /* Creates the VM, its RAM and vCPUs (not yet running). Returns 0 or a negative errno with a one-line
  * reason in @err. On failure nothing needs freeing. Main thread. */

@@ -181,7 +181,8 @@ static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
 				 r->no_trap ? "a probe at its entry is a trap probe, and INT3 does "
 					      "not exit on this host's KVM"
 					    : NULL,
-				 r->l.fentry, err, errlen);
+				 r->l.fentry, r->sites.nr == 0 /* a kernel built without ftrace */,
+				 err, errlen);
 
 	if (n >= 0) {
 		inside_sites_free(&r->inside);

@@ -83,7 +83,8 @@ static bool *functions_with_sites(const struct vmi_sites *sites, const struct vm
 
 long entry_sites_add(const struct session *s, struct vmi_sites *sites,
 		     const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
-		     const char *no_entry, uint64_t reserved, char *err, size_t errlen)
+		     const char *no_entry, uint64_t reserved, bool every, char *err,
+		     size_t errlen)
 {
 	bool *has = functions_with_sites(sites, funcs);
 	struct vmi_site *add = NULL;
@@ -100,7 +101,7 @@ long entry_sites_add(const struct session *s, struct vmi_sites *sites,
 		if (has[i] || padding(f->name) || (reserved && f->addr == reserved))
 			continue;
 		exact = entry_sites_named(s, f->name);
-		if (!exact && !(s->entry_all && glob_selects(s, f->name)))
+		if (!exact && !((s->entry_all || every) && glob_selects(s, f->name)))
 			continue;
 		if (no_entry) {
 			snprintf(err, errlen, "%s has no fentry site: %s",

@@ -10,7 +10,8 @@
 
 /* Adds to @sites an entry site (vmi_site.entry) for each function of @funcs without one in @sites
  * that the session names exactly with -l, -g, -e or -r (a name without glob characters), and with
- * --entry for each one an -l or -g glob matches (every function without -l or -g; __pfx_ and
+ * --entry (or @every: a guest without any fentry site, whose every function is traceable) for each
+ * one an -l or -g glob matches (every function without -l or -g; __pfx_ and
  * __cfi_ padding never, nor the function at @reserved: the tracer's return trampoline, 0 none). The
  * first bytes of each are read through @read/@ctx. @no_entry: NULL
  * where the target can probe an entry (a breakpoint whose instruction then runs in place), else
@@ -20,7 +21,8 @@
  * naming the function. */
 long entry_sites_add(const struct session *s, struct vmi_sites *sites,
 		     const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
-		     const char *no_entry, uint64_t reserved, char *err, size_t errlen);
+		     const char *no_entry, uint64_t reserved, bool every, char *err,
+		     size_t errlen);
 
 /* The sites of -e func+OFFSET events (vmi_site.inside), each with a name of its own. */
 struct inside_sites {

@@ -10,6 +10,7 @@
 #include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "host/trace/stub_drain.h"
+#include "vmi/vmi_dwarf.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -258,21 +259,31 @@ nomem:
 	return EXIT_HOST_ERROR;
 }
 
-/* Stub probes at the entry of functions without an fentry site: through detours where their bytes
- * allow, one line saying how many. 0 or -ENOMEM. */
-/* Whether @name is a C function of the guest's BTF: entered by a CALL, its return address at RSP.
- * A compiler's clone (foo.isra.0, foo.constprop.0, foo.part.0) is its origin's; a .cold part is
- * entered by a jump. */
-static bool c_function(const struct vmi_btf *btf, const char *name)
+/* Whether @f is a C function of the guest's BTF (else of its DWARF): entered by a CALL, its
+ * return address at RSP. A compiler's clone (foo.isra.0, foo.constprop.0, foo.part.0) is its
+ * origin's in BTF, and has an entry of its own in DWARF; a .cold part is entered by a jump. */
+static bool c_function(const struct pipeline_guest *g, const struct vmi_sym *f)
 {
 	char base[128];
-	size_t n = strcspn(name, ".");
+	size_t n = strcspn(f->name, ".");
 
-	if (strstr(name, ".cold") || n >= sizeof(base))
+	if (strstr(f->name, ".cold") || n >= sizeof(base))
 		return false;
-	memcpy(base, name, n);
+	if (!g->btf)
+		return vmi_dwarf_is_c_function(g->c_funcs, f->addr);
+	memcpy(base, f->name, n);
 	base[n] = 0;
-	return vmi_btf_has_func(btf, base);
+	return vmi_btf_has_func(g->btf, base);
+}
+
+/* Why entry probes on @g's functions trace no return, as words for a line. */
+static const char *no_c_function(const struct pipeline_guest *g)
+{
+	if (g->btf)
+		return "not a C function in the guest's BTF";
+	if (g->c_funcs && g->c_funcs->nr)
+		return "not a C function in the guest's DWARF";
+	return g->c_funcs ? "the guest has no DWARF of C functions" : "the guest has no BTF";
 }
 
 /* Entry probes on what the guest's BTF does not know as a C function (asm: interrupt and exception
@@ -290,14 +301,13 @@ static int entries_without_return(struct pipeline *p, const struct pipeline_gues
 	for (size_t i = 0; i < probes->nr; i++) {
 		const struct probe *v = &probes->v[i];
 
-		if (!v->entry || v->inside || c_function(g->btf, v->func->name))
+		if (!v->entry || v->inside || c_function(g, v->func))
 			continue; /* inside a function: never a return (probe_table_build) */
 		if (v->ret_probe) {
 			snprintf(err, errlen,
 				 "-r %s: %s, so its return cannot be hooked (it may be entered "
 				 "without a CALL)",
-				 v->func->name,
-				 g->btf ? "not a C function in the guest's BTF" : "the guest has no BTF");
+				 v->func->name, no_c_function(g));
 			return EXIT_BAD_INPUT;
 		}
 		tracer_set_no_return(&p->tr, v->id);
@@ -305,19 +315,15 @@ static int entries_without_return(struct pipeline *p, const struct pipeline_gues
 			fprintf(stderr,
 				"hvtrace: %s: %s: its entries are traced, not its returns (it may "
 				"be entered without a CALL)\n",
-				v->func->name,
-				g->btf ? "not a C function in the guest's BTF" : "the guest has no BTF");
+				v->func->name, no_c_function(g));
 		else
 			globbed++;
 	}
 	if (globbed)
 		fprintf(stderr,
-			"hvtrace: --entry: %ld function%s without an fentry site %s: entries "
-			"traced, not returns (asm code may be entered without a CALL)\n",
-			globbed, globbed == 1 ? "" : "s",
-			g->btf ? (globbed == 1 ? "is not a C function in the guest's BTF"
-					       : "are not C functions in the guest's BTF")
-			       : "in a guest without BTF");
+			"hvtrace: %ld function%s without an fentry site (%s): entries traced, not "
+			"returns (asm code may be entered without a CALL)\n",
+			globbed, globbed == 1 ? "" : "s", no_c_function(g));
 	return 0;
 }
 

@@ -65,6 +65,9 @@ struct pipeline_guest {
 	bool no_trap; /* INT3 does not exit on this host (cmd_check_int3): no trap probe at all */
 	const char *no_trampoline; /* the reason when the target has no return trampoline */
 	const struct vmi_btf *btf; /* the guest's BTF, for -e / -r typed by name (NULL: none) */
+	/* without BTF: the guest's C functions from its DWARF (vmi_dwarf.h), whose returns entry
+	 * probes may hook (NULL: none known) */
+	const struct vmi_symtab *c_funcs;
 	/* kernel text as the guest runs it, read before the probes go in (stub detours are planned
 	 * from it); NULL: no function without an fentry site gets a detour */
 	vmi_read_fn text_read;

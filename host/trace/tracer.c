@@ -229,13 +229,21 @@ static void miss(struct probe *p)
  * 1 or 0 is returned. */
 /* An entry probe may sit on code that is not entered by a call (an exception or syscall entry,
  * where the stack holds no return address, or is not yet the kernel's): its return is hooked only
- * when the slot is on a kernel-half stack and holds a kernel-half address that a CALL precedes. */
+ * when the slot is on a kernel-half stack and holds a kernel-half address that a CALL precedes. A
+ * guest whose text lies in the lower half (the freestanding one) has no such halves: there the
+ * address must lie in its text, a CALL before it. A slot that holds the return trampoline is a
+ * hooked frame's, reached again by a tail call. */
 static bool entry_return(struct tracer *t, unsigned cpu, uint64_t slot, uint64_t orig)
 {
 	uint8_t b[X86_CALL_BEFORE_LEN];
+	bool upper = t->opts.text_lo >= X86_UPPER_HALF;
 
-	return slot >= X86_UPPER_HALF && orig >= X86_UPPER_HALF + X86_CALL_BEFORE_LEN &&
-	       t->tgt->ops->read_virt(t->tgt, cpu, orig - sizeof(b), b, sizeof(b)) == 0 &&
+	if (orig == t->trampoline && t->trampoline)
+		return true; /* a tail call from a hooked frame: that frame's return slot */
+	if (upper ? slot < X86_UPPER_HALF || orig < X86_UPPER_HALF + X86_CALL_BEFORE_LEN
+		  : orig < t->opts.text_lo + X86_CALL_BEFORE_LEN || orig > t->opts.text_hi)
+		return false;
+	return t->tgt->ops->read_virt(t->tgt, cpu, orig - sizeof(b), b, sizeof(b)) == 0 &&
 	       x86_call_precedes(b);
 }
 

@@ -65,8 +65,8 @@ static void world_free(struct world *w)
 
 static long add(struct world *w, const char *no_entry)
 {
-	return entry_sites_add(&w->s, &w->sites, &w->funcs, read_text, NULL, no_entry, w->reserved, w->err,
-			       sizeof(w->err));
+	return entry_sites_add(&w->s, &w->sites, &w->funcs, read_text, NULL, no_entry, w->reserved, false,
+			       w->err, sizeof(w->err));
 }
 
 /* Names given exactly (-l, -e, -r, -g) get entry sites, after an ENDBR64 or a sealed one; a glob
