@@ -89,6 +89,7 @@ static int elf_prepare(void *ctx, FILE *out, FILE *con, char *err, size_t errlen
 	    .c_funcs = &b->g.c_funcs,
 	    .text_read = guest_image_read, /* stub detours are planned from the image as loaded */
 	    .text_ctx = &b->g,
+	    .no_user = true,
 	};
 
 	pg.no_trap = no_trap;

@@ -190,28 +190,23 @@ static int kvm_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
 	return 0;
 }
 
-/* Every u64 of guest RAM and of the stub's memslot (a context interrupted inside a detour leaves
- * its RIP on its own stack, wherever the guest keeps stacks). */
+/* Every u64 of guest RAM (a context interrupted inside a detour or the stub leaves its RIP on its
+ * own stack, wherever in its RAM the guest keeps stacks; the stub's memslot holds none). */
 static int kvm_scan_ram(struct target *t, uint64_t lo, uint64_t hi,
 			bool (*hit)(void *ctx, uint64_t v, uint64_t next), void *ctx)
 {
 	const struct vm *vm = t->priv;
-	const struct {
-		const uint8_t *p;
-		uint64_t size;
-	} areas[] = {{vm->ram, vm->ram_size}, {vm->extra, vm->extra ? vm->extra_size : 0}};
 
-	for (size_t a = 0; a < sizeof(areas) / sizeof(areas[0]); a++)
-		for (uint64_t off = 0; areas[a].size >= 16 && off <= areas[a].size - 16; off += 8) {
-			uint64_t v, next;
+	for (uint64_t off = 0; vm->ram_size >= 16 && off <= vm->ram_size - 16; off += 8) {
+		uint64_t v, next;
 
-			memcpy(&v, areas[a].p + off, 8);
-			if (v < lo || v > hi)
-				continue;
-			memcpy(&next, areas[a].p + off + 8, 8);
-			if (hit(ctx, v, next))
-				return 1;
-		}
+		memcpy(&v, vm->ram + off, 8);
+		if (v < lo || v > hi)
+			continue;
+		memcpy(&next, vm->ram + off + 8, 8);
+		if (hit(ctx, v, next))
+			return 1;
+	}
 	return 0;
 }
 

@@ -70,13 +70,14 @@ static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_r
 }
 
 long detour_plan(struct tracer *t, const struct session *s, const struct vmi_symtab *funcs,
-		 vmi_read_fn read, void *ctx, FILE *note)
+		 vmi_read_fn read, void *ctx, bool no_user, FILE *note)
 {
 	const struct probe_table *probes = tracer_probes(t);
 	uint8_t *buf = malloc(DETOUR_FUNC_MAX);
 	uint64_t elo = 0, ehi = 0, ilo = 0, ihi = 0;
-	bool have_entry = text_range(funcs, "__entry_text_start", "__entry_text_end", &elo, &ehi) &&
-			  text_range(funcs, "_sinittext", "_einittext", &ilo, &ihi);
+	bool have_entry = no_user ||
+			  (text_range(funcs, "__entry_text_start", "__entry_text_end", &elo, &ehi) &&
+			   text_range(funcs, "_sinittext", "_einittext", &ilo, &ihi));
 	long planned = 0, quiet = 0;
 
 	if (!buf)
@@ -116,7 +117,7 @@ long detour_plan(struct tracer *t, const struct session *s, const struct vmi_sym
 	}
 	if (quiet && note)
 		fprintf(note,
-			"hvtrace: --entry: %ld more function%s without an fentry site %s: %s first "
+			"hvtrace: %ld more function%s without an fentry site %s: %s first "
 			"bytes cannot be moved safely (name one with -l to see why)\n",
 			quiet, quiet == 1 ? "" : "s",
 			quiet == 1 ? "stays a trap probe" : "stay trap probes",

@@ -23,11 +23,12 @@
  * (x86_reloc_detour_check), no branch of the function lands inside them (x86_reloc_scan_body),
  * and the function is neither in the kernel's entry text (__entry_text_start.._end, where %gs
  * may still be the user's: the stub reads the CPU's task through it) nor in its init text
- * (_sinittext.._einittext, freed after boot: its memory may be anything now). Each one refused
+ * (_sinittext.._einittext, freed after boot: its memory may be anything now); @no_user: the guest
+ * runs no user code and frees no text (the freestanding guest), so it has neither. Each one refused
  * stays a trap probe, with one line on @note saying why when @s names it exactly, and one line
  * counting the others (selected by a glob with --entry). Returns how many were planned, or
  * -ENOMEM. Main thread, before tracer_attach. */
 long detour_plan(struct tracer *t, const struct session *s, const struct vmi_symtab *funcs,
-		 vmi_read_fn read, void *ctx, FILE *note);
+		 vmi_read_fn read, void *ctx, bool no_user, FILE *note);
 
 #endif

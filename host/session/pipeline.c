@@ -341,7 +341,8 @@ static int plan_detours(struct pipeline *p, const struct pipeline_guest *g)
 	if ((!entries && !inside) || p->s->cmd == CMD_LIST_FUNCTIONS)
 		return 0;
 	if (g->stub && g->text_read && g->funcs) {
-		planned = detour_plan(&p->tr, p->s, g->funcs, g->text_read, g->text_ctx, stderr);
+		planned = detour_plan(&p->tr, p->s, g->funcs, g->text_read, g->text_ctx, g->no_user,
+				      stderr);
 		if (planned < 0)
 			return (int)planned;
 	}

@@ -72,6 +72,7 @@ struct pipeline_guest {
 	 * from it); NULL: no function without an fentry site gets a detour */
 	vmi_read_fn text_read;
 	void *text_ctx;
+	bool no_user; /* the guest runs no user code and frees no text (detour_plan) */
 };
 
 /* Chooses the sites to probe among @sites: @preselected (taken over; the backend's own choice for
