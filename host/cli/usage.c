@@ -105,6 +105,7 @@ const char session_usage[] =
 	"      --entry              -l and -g globs match every function, not only those with an\n"
 	"                           fentry site: the others (notrace, noinstr, asm) get a trap probe\n"
 	"                           on their first instruction, which runs in place (a function\n"
-	"                           named exactly with -l, -g, -e or -r gets one without --entry)\n"
+	"                           named exactly with -l, -g, -e or -r gets one without --entry;\n"
+	"                           a guest built without -pg has no fentry site: all are traceable)\n"
 	"\n"
 	"GLOBs are ftrace's: '*', '?' and '[...]'.\n";

@@ -1,5 +1,6 @@
 #include "host/kvm/step_slots.h"
 #include "host/session/entry_sites.h"
+#include "host/session/session.h"
 #include "arch/x86/x86_reloc.h"
 #include "arch/x86/x86_reloc_scan.h"
 
@@ -8,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCAN_MAX (64u << 10) /* the most of a function read to look for branches back to its entry */
-#define INSN_READ 16	     /* one instruction (15 bytes) is all a slot holds */
+#define SCAN_MAX                                                                                   \
+	(64u << 10)  /* the most of a function read to look for branches back to its entry */
+#define INSN_READ 16 /* one instruction (15 bytes) is all a slot holds */
 
 /* Reads what a slot needs at @addr: up to INSN_READ bytes, fewer where the function (or what can be
  * read) ends first. The number of bytes read, or 0. */
@@ -90,11 +92,12 @@ long step_slots_check(const struct session *s, struct vmi_sites *sites,
 	}
 	sites->nr = keep;
 	if (dropped && note)
-		fprintf(note,
-			"hvtrace: %ld function%s without an fentry site left out: a breakpoint at "
-			"%s first instruction cannot trace %s exactly (name one with -l to see why)\n",
-			dropped, dropped == 1 ? "" : "s", dropped == 1 ? "its" : "their",
-			dropped == 1 ? "it" : "them");
+		fprintf(
+		    note,
+		    "hvtrace: %ld function%s without an fentry site left out: a breakpoint at "
+		    "%s first instruction cannot trace %s exactly (name one with -l to see why)\n",
+		    dropped, dropped == 1 ? "" : "s", dropped == 1 ? "its" : "their",
+		    dropped == 1 ? "it" : "them");
 	return dropped;
 }
 
@@ -140,10 +143,12 @@ int step_slots_write(struct step_slots *ss, const struct vmi_sites *sites, uint8
 		if (!n)
 			snprintf(why, sizeof(why), "its first bytes cannot be read");
 		if (!ret)
-			ret = x86_reloc_emit(&plan, insn, v->addr, gva, area + ss->nr * STEP_SLOT_SIZE,
-					     STEP_SLOT_SIZE, &len, why, sizeof(why));
+			ret = x86_reloc_emit(&plan, insn, v->addr, gva,
+					     area + ss->nr * STEP_SLOT_SIZE, STEP_SLOT_SIZE, &len,
+					     why, sizeof(why));
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: its first instruction cannot run out of line: %s",
+			snprintf(err, errlen,
+				 "%s: its first instruction cannot run out of line: %s",
 				 v->func->name, why);
 			step_slots_free(ss);
 			return ret;
@@ -155,8 +160,8 @@ int step_slots_write(struct step_slots *ss, const struct vmi_sites *sites, uint8
 
 uint64_t step_slots_find(const struct step_slots *ss, uint64_t addr)
 {
-	size_t i = vmi_lower_bound(ss->v, ss->nr, sizeof(*ss->v), offsetof(struct step_slot, addr),
-				   addr);
+	size_t i =
+	    vmi_lower_bound(ss->v, ss->nr, sizeof(*ss->v), offsetof(struct step_slot, addr), addr);
 
 	return i < ss->nr && ss->v[i].addr == addr ? ss->v[i].slot : 0;
 }

@@ -1,9 +1,9 @@
-/* KVM integration (issue 25): the test guest built without -pg (build/guest/guest-nopg.elf) and with
- * ENDBR64 at every function (guest-nopg-ibt.elf) has no fentry site at all, so every function is
- * probed at its first instruction: with trap probes a breakpoint whose instruction runs out of line
- * (host/kvm/step_slots.c), with stub probes an exit-free detour. The same workloads as the -pg guest:
- * the trace must match the guest's own counts exactly, and function_graph must print what it prints
- * on the -pg guest, line for line (tail calls and longjmp included). */
+/* KVM integration (issue 25): the test guest built without -pg (build/guest/guest-nopg.elf) and
+ * with ENDBR64 at every function (guest-nopg-ibt.elf) has no fentry site at all, so every function
+ * is probed at its first instruction: with trap probes a breakpoint whose instruction runs out of
+ * line (host/kvm/step_slots.c), with stub probes an exit-free detour. The same workloads as the -pg
+ * guest: the trace must match the guest's own counts exactly, and function_graph must print what it
+ * prints on the -pg guest, line for line (tail calls and longjmp included). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,13 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const funcs[] = {"workload_run", "fib",	   "tree_root", "tree_a",
-				    "tree_b",	    "tree_leaf",   "task_body", "task_step",
-				    "task_leaf",    "tail_top",	   "tail_mid",	"tail_leaf",
-				    "nl_outer",	    "nl_inner",	   "deep",	"ev_target"};
+static const char *const funcs[] = {"workload_run", "fib",	 "tree_root", "tree_a",
+				    "tree_b",	    "tree_leaf", "task_body", "task_step",
+				    "task_leaf",    "tail_top",	 "tail_mid",  "tail_leaf",
+				    "nl_outer",	    "nl_inner",	 "deep",      "ev_target"};
 #define NR_FUNCS (sizeof(funcs) / sizeof(funcs[0]))
 
-static const char *const guests[] = {"build/guest/guest-nopg.elf", "build/guest/guest-nopg-ibt.elf"};
+static const char *const guests[] = {"build/guest/guest-nopg.elf",
+				     "build/guest/guest-nopg-ibt.elf"};
 #define NR_GUESTS (sizeof(guests) / sizeof(guests[0]))
 
 /* The probe kinds this host can run: trap probes only where INT3 exits. */
@@ -93,9 +94,10 @@ static void test_function_counts(void **state)
 					long got = trace_count(&r, funcs[f], (int)c);
 
 					if (want <= 0 || got != want)
-						fail_msg("%s, %s probes: %s on cpu%u: %ld lines, the "
-							 "guest counted %ld",
-							 guests[g], probes[k], funcs[f], c, got, want);
+						fail_msg(
+						    "%s, %s probes: %s on cpu%u: %ld lines, the "
+						    "guest counted %ld",
+						    guests[g], probes[k], funcs[f], c, got, want);
 					total += want;
 				}
 			assert_int_equal((long)r.nr_lines, total);
@@ -166,8 +168,8 @@ static char *reference_graph(const char *probe, const char *const *extra)
 static void test_graph_as_with_fentry(void **state)
 {
 	static const char *const whole[] = {"-p", "function_graph", "--funcgraph-retval", NULL};
-	static const char *const rooted[] = {"-p", "function_graph", "--funcgraph-retval", "-g",
-					     "tree_b", NULL};
+	static const char *const rooted[] = {"-p", "function_graph", "--funcgraph-retval",
+					     "-g", "tree_b",	     NULL};
 	static const char *const *const extras[] = {whole, rooted};
 
 	(void)state;
@@ -186,10 +188,11 @@ static void test_graph_as_with_fentry(void **state)
 				assert_guest_ok(&r, guests[g], probes[k]);
 				got = graph_lines(r.trace);
 				if (strcmp(got, want))
-					fail_msg("%s, %s probes, %s: the graph differs from the -pg "
-						 "guest's:\n%s\n--- want ---\n%s",
-						 guests[g], probes[k], e ? "-g tree_b" : "whole", got,
-						 want);
+					fail_msg(
+					    "%s, %s probes, %s: the graph differs from the -pg "
+					    "guest's:\n%s\n--- want ---\n%s",
+					    guests[g], probes[k], e ? "-g tree_b" : "whole", got,
+					    want);
 				if (k == 1)
 					assert_all_detoured(&r, guests[g]);
 				free(got);
@@ -206,9 +209,9 @@ static void test_return_probes(void **state)
 	(void)state;
 	for (size_t g = 0; g < NR_GUESTS; g++)
 		for (size_t k = first_probe("test_return_probes (trap)"); k < 2; k++) {
-			const char *argv[] = {"run",	   "--probe",	   probes[k],  "-r",
-					      "tree_a(long ret)", "-r", "tree_leaf", guests[g],
-					      NULL};
+			const char *argv[] = {"run",	   "--probe",	       probes[k],
+					      "-r",	   "tree_a(long ret)", "-r",
+					      "tree_leaf", guests[g],	       NULL};
 			struct hv_result r;
 
 			hv_run(&r, argv, 0, 0);
@@ -274,9 +277,9 @@ static void test_everything_traced(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_function_counts), cmocka_unit_test(test_graph_as_with_fentry),
-		cmocka_unit_test(test_return_probes),	cmocka_unit_test(test_list_functions),
-		cmocka_unit_test(test_everything_traced),
+	    cmocka_unit_test(test_function_counts),   cmocka_unit_test(test_graph_as_with_fentry),
+	    cmocka_unit_test(test_return_probes),     cmocka_unit_test(test_list_functions),
+	    cmocka_unit_test(test_everything_traced),
 	};
 
 	kvm_require();

@@ -115,6 +115,27 @@ static int scan(const uint8_t *body, size_t len)
 /* Where instructions start, decoded from a function's first byte: a boundary, the middle of an
  * instruction (with its bounds), bytes that do not decode before the offset; and the instructions
  * a single step may never get over. */
+/* A jump back to a function's first instruction is found, a recursive CALL is not. */
+static void test_branch_to(void **state)
+{
+	/* 0x1000: PUSH RBP; CALL 0x1000; DEC RDI; JNZ 0x1000 (rel8 -11); POP RBP; RET */
+	static const uint8_t f[] = {0x55, 0xe8, 0xfa, 0xff, 0xff, 0xff, 0x48, 0xff, 0xcf,
+				    0x75, 0xf5, 0x5d, 0xc3};
+	char why[200];
+
+	(void)state;
+	assert_int_equal(x86_scan_branch_to(f, sizeof(f), 0x1000, 0x1000, why, sizeof(why)),
+			 -EOPNOTSUPP);
+	assert_string_equal(why, "+9 at 0x1009 (75 f5): jnz: jumps back to the function's first "
+				 "instruction");
+	/* the CALL alone (cut before the JNZ) is a call, not a jump */
+	assert_int_equal(x86_scan_branch_to(f, 9, 0x1000, 0x1000, why, sizeof(why)), 0);
+	assert_int_equal(x86_scan_branch_to(f, sizeof(f), 0x1000, 0x1001, why, sizeof(why)), 0);
+	assert_int_equal(x86_scan_branch_to((const uint8_t[]){0x55, 0x06}, 2, 0x1000, 0x1000, why,
+					    sizeof(why)),
+			 -EILSEQ);
+}
+
 static void test_insn_start_and_waits(void **state)
 {
 	/* ENDBR64; NOP5; PUSH RBP; MOV RBP,RSP; HLT */
@@ -195,6 +216,7 @@ int main(void)
 	    cmocka_unit_test(test_body_branches),
 	    cmocka_unit_test(test_detour_check),
 	    cmocka_unit_test(test_insn_start_and_waits),
+	    cmocka_unit_test(test_branch_to),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
