@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "host/kvm/step_slots.h"
+#include "host/session/session.h"
 
 #include <errno.h>
 #include <stdlib.h>
