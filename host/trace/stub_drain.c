@@ -201,6 +201,7 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 
 	if (g->type == STUB_REC_TASK && g->cpu == cpu) {
 		task_announced(tc, g);
+		d->announced++;
 		return true;
 	}
 	if (!valid(d, cpu, p, g)) {

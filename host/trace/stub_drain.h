@@ -58,7 +58,8 @@ struct stub_drain {
 	bool clock_learnt, have_offset;
 	int64_t tsc_offset; /* guest TSC - host TSC, the largest seen at a drain */
 	uint64_t offset_since; /* host ns of the first record (the clock's warm-up starts) */
-	uint64_t records;    /* records drained from the guest */
+	uint64_t records;    /* records drained from the guest, announcements included */
+	uint64_t announced;  /* ... of which task announcements (STUB_REC_TASK), no event */
 	uint64_t lost;	     /* what the host itself knows was lost: records reserved but never
 			      * committed ahead of committed ones, records left when the host
 			      * rings stayed full at the end */

@@ -101,7 +101,10 @@ struct tracer_stats {
 	unsigned text_rewritten; /* sites the guest rewrote over a patch: reported, left alone */
 	/* stub probes (all 0 without) */
 	size_t stub_probes;
-	unsigned long long stub_records, stub_lost, stub_ring_records, stub_region_bytes;
+	/* stub_records: the guest's event records drained (its task announcements are
+	 * stub_announced) */
+	unsigned long long stub_records, stub_announced, stub_lost, stub_ring_records,
+	    stub_region_bytes;
 	const char *stub_region_where; /* target_region.where */
 	const char *stub_cpu_from; /* the stub's CPU number: "rdtscp", "gs" or "cpuid" (stub.h) */
 	unsigned long long stub_guest_lost; /* guest-reported: what the stub's counters say */
