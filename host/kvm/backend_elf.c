@@ -13,11 +13,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct backend_elf {
 	struct kvm_run_state k; /* first: kvm_run's ops take the state as a struct kvm_run_state */
 	struct guest_image g;
 	bool have_g;
+	struct inside_sites inside; /* -e FUNC+OFFSET's sites */
 	struct target tgt;
 };
 
@@ -53,8 +55,36 @@ static int elf_open(void *ctx, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: no function can be traced", b->k.env.s->guest);
 		return EXIT_BAD_INPUT;
 	}
-	status = pipeline_select(b->k.env.p, b->k.env.s, &b->g.sites, NULL, NULL, 0, err, errlen);
+	long n = inside_sites_build(b->k.env.s, &b->g.sites, &b->g.elf.funcs, guest_image_read,
+				    &b->g, NULL, &b->inside, err, errlen);
+
+	if (n < 0)
+		return n == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
+	status = pipeline_select(b->k.env.p, b->k.env.s, &b->g.sites, &b->inside.sites, NULL, 0,
+				 err, errlen);
 	return status;
+}
+
+/* The out-of-line copies of every entry site and every -e FUNC+OFFSET site, written into the VM.
+ * 0 or -errno with @err. */
+static int write_step_slots(struct backend_elf *b, char *err, size_t errlen)
+{
+	struct vmi_sites all = {.v = malloc((b->g.sites.nr + 1) * sizeof(*all.v))};
+	int ret;
+
+	if (!all.v) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(all.v, b->g.sites.v, b->g.sites.nr * sizeof(*all.v));
+	all.nr = b->g.sites.nr;
+	ret = vmi_sites_add(&all, b->inside.sites.v, b->inside.sites.nr);
+	if (ret < 0)
+		snprintf(err, errlen, "out of memory");
+	else
+		ret = vm_write_step_slots(&b->k.vm, &all, err, errlen);
+	vmi_sites_free(&all);
+	return ret;
 }
 
 static int elf_prepare(void *ctx, FILE *out, FILE *con, char *err, size_t errlen)
@@ -64,7 +94,8 @@ static int elf_prepare(void *ctx, FILE *out, FILE *con, char *err, size_t errlen
 	struct vm_config cfg = {.smp = s->smp,
 				.mem_mb = s->mem_mb,
 				.console = con,
-				.step_slots = step_slots_count(&b->g.sites)};
+				.step_slots = step_slots_count(&b->g.sites) +
+					      step_slots_count(&b->inside.sites)};
 	bool no_trap;
 	int status;
 
@@ -76,7 +107,7 @@ static int elf_prepare(void *ctx, FILE *out, FILE *con, char *err, size_t errlen
 	b->k.vm_made = true;
 	if (vm_load_elf(&b->k.vm, &b->g.elf, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	if (vm_write_step_slots(&b->k.vm, &b->g.sites, err, errlen) < 0)
+	if (write_step_slots(b, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	target_kvm_init(&b->tgt, &b->k.vm);
 
@@ -119,6 +150,7 @@ static void elf_close(void *ctx)
 {
 	struct backend_elf *b = ctx;
 
+	inside_sites_free(&b->inside);
 	if (b->have_g)
 		guest_image_close(&b->g);
 }

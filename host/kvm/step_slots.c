@@ -106,7 +106,7 @@ size_t step_slots_count(const struct vmi_sites *sites)
 	size_t n = 0;
 
 	for (size_t i = 0; i < sites->nr; i++)
-		n += sites->v[i].entry && !sites->v[i].inside;
+		n += sites->v[i].entry;
 	return n;
 }
 
@@ -136,7 +136,7 @@ int step_slots_write(struct step_slots *ss, const struct vmi_sites *sites, uint8
 		size_t n, len;
 		int ret;
 
-		if (!v->entry || v->inside)
+		if (!v->entry)
 			continue;
 		n = read_insn(read, ctx, v->addr, 0, insn);
 		ret = n ? x86_reloc_plan(insn, n, v->addr, 1, &plan, why, sizeof(why)) : -EFAULT;

@@ -43,10 +43,11 @@ long step_slots_check(const struct session *s, struct vmi_sites *sites,
 		      const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx, FILE *note,
 		      char *err, size_t errlen);
 
-/* The entry sites of @sites: how many slots step_slots_write needs. Pure. */
+/* The entry sites of @sites (-e FUNC+OFFSET's inside sites included): how many slots
+ * step_slots_write needs. Pure. */
 size_t step_slots_count(const struct vmi_sites *sites);
 
-/* Writes the copy of every entry site of @sites (their bytes read through @read/@ctx, as checked
+/* Writes the copy of every entry site of @sites (inside sites included) (their bytes read through @read/@ctx, as checked
  * by step_slots_check) into @area (host memory the guest sees at @area_gva, room for @cap slots),
  * and fills @ss (the caller frees it with step_slots_free). 0, -ENOMEM, -ENOSPC, or
  * -ERANGE/-EOPNOTSUPP/-EFAULT with one line in @err naming the function (a slot out of rel32 reach

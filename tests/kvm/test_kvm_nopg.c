@@ -274,12 +274,66 @@ static void test_everything_traced(void **state)
 	}
 }
 
+/* The offset in @guest of the instruction after tree_a's first one (its ENDBR64 not counted: that
+ * one is the function's own entry site), from objdump. */
+static unsigned second_insn(const char *guest)
+{
+	char *out = hv_sh("objdump -d --no-show-raw-insn %s | grep -A3 '<tree_a>:' | "
+			  "grep -v endbr64 | sed -n '2,3p' | cut -d: -f1",
+			  guest);
+	unsigned long first = strtoul(out, NULL, 16), second;
+	char *nl = strchr(out, '\n');
+
+	assert_non_null(nl);
+	second = strtoul(nl + 1, NULL, 16);
+	free(out);
+	out = hv_sh("nm %s | grep ' tree_a$' | cut -d' ' -f1", guest);
+	first = strtoul(out, NULL, 16);
+	free(out);
+	assert_true(second > first && second - first < 16);
+	return (unsigned)(second - first);
+}
+
+/* -e 'tree_a+OFF(u64 x=%rdi)' at the instruction after tree_a's entry: one event per call of
+ * tree_a on each vCPU, with the argument the call passed (1, 2, 3 per round), trap and stub
+ * (detour: no exit). */
+static void test_inside_event(void **state)
+{
+	(void)state;
+	for (size_t g = 0; g < NR_GUESTS; g++)
+		for (size_t k = first_probe("test_inside_event (trap)"); k < 2; k++) {
+			char spec[64], label[32];
+			unsigned off = second_insn(guests[g]);
+			const char *argv[] = {"run", "--probe", probes[k], "--stats", "-e", spec,
+					      guests[g], NULL};
+			struct hv_result r;
+
+			snprintf(spec, sizeof(spec), "tree_a+0x%x(u64 x=%%rdi)", off);
+			snprintf(label, sizeof(label), ": tree_a+0x%x(x=", off);
+			hv_run(&r, argv, 0, 0);
+			assert_guest_ok(&r, guests[g], probes[k]);
+			assert_int_equal(count_text(r.trace, label), guest_count_all(&r, "tree_a", 2));
+			for (unsigned x = 1; x <= 3; x++) {
+				char v[48];
+
+				snprintf(v, sizeof(v), "%s%u)\n", label + 2, x);
+				assert_int_equal(count_text(r.trace, v) > 0, 1);
+			}
+			assert_int_equal(count_text(r.trace, label), 18);
+			if (k == 1)
+				for (unsigned c = 0; c < 2; c++)
+					assert_int_equal(hv_cpu_stat(r.err, c, "emulation"), 0);
+			hv_result_free(&r);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_function_counts),   cmocka_unit_test(test_graph_as_with_fentry),
 	    cmocka_unit_test(test_return_probes),     cmocka_unit_test(test_list_functions),
 	    cmocka_unit_test(test_everything_traced),
+	    cmocka_unit_test(test_inside_event),
 	};
 
 	kvm_require();
