@@ -125,12 +125,15 @@ $(GUEST_DIR)/test-guest-%.elf: $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-%.o $(G
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
 
 # The test guest built without -pg (issue 25): no __mcount_loc, no fentry site at all, so every function
-# is probed at its first instruction (entry probes): guest-nopg.elf; guest-nopg-ibt.elf also starts each function with ENDBR64.
+# is probed at its first instruction (entry probes): guest-nopg.elf (and its endless variant
+# guest-nopg-loop.elf); guest-nopg-ibt.elf also starts each function with ENDBR64.
 # The same workloads and runtime as test-guest.elf, so the same counts are expected of them.
-NOPG_GUESTS := $(GUEST_DIR)/guest-nopg.elf $(GUEST_DIR)/guest-nopg-ibt.elf
+NOPG_GUESTS := $(GUEST_DIR)/guest-nopg.elf $(GUEST_DIR)/guest-nopg-ibt.elf \
+	       $(GUEST_DIR)/guest-nopg-loop.elf
 all kvm-test test test-nested: $(NOPG_GUESTS)
 NOPG_FLAGS_nopg :=
 NOPG_FLAGS_nopg-ibt := -fcf-protection=branch
+NOPG_DEFS_nopg-loop := -DGUEST_MODE_LOOP
 $(GUEST_DIR)/workloads-%.o: tests/guest/workloads.c tests/guest/guest.h | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(NOPG_FLAGS_$*) -c $< -o $@
@@ -139,7 +142,7 @@ $(GUEST_DIR)/tailcall-%.o: tests/guest/tailcall.c tests/guest/guest.h | $(DEPS)
 	$(CC) $(GUEST_CFLAGS) $(NOPG_FLAGS_$*) -O2 -foptimize-sibling-calls -c $< -o $@
 $(GUEST_DIR)/runtime-for-%.o: tests/guest/runtime.c tests/guest/guest.h | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(GUEST_CFLAGS) $(NOPG_FLAGS_$*) -c $< -o $@
+	$(CC) $(GUEST_CFLAGS) $(NOPG_FLAGS_$*) $(NOPG_DEFS_$*) -c $< -o $@
 $(GUEST_DIR)/guest-%.elf: $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-for-%.o \
 			  $(GUEST_DIR)/workloads-%.o $(GUEST_DIR)/tailcall-%.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)

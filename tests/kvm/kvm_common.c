@@ -6,7 +6,12 @@
 
 #include "tests/kvm/kvm_common.h"
 #include "host/kvm/kvm_int3_probe.h"
+#include "host/kvm/step_slots.h"
 #include "host/kvm/target_kvm.h"
+#include "vmi/vmi_dwarf.h"
+#include "host/session/detour_plan.h"
+#include "host/session/entry_sites.h"
+#include "host/session/session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -116,13 +121,22 @@ void kvm_fixture_boot(struct kvm_fixture *f, const char *guest, bool returns, bo
 {
 	char err[256];
 	struct vm_config cfg = {.smp = 2, .mem_mb = 64};
+	struct session s = {0}; /* nothing named: in a guest without fentry sites, every function */
 
 	memset(f, 0, sizeof(*f));
 	assert_int_equal(guest_image_open(&f->g, guest, err, sizeof(err)), 0);
+	if (f->g.no_fentry) {
+		assert_true(entry_sites_add(&s, &f->g.sites, &f->g.elf.funcs, guest_image_read,
+					    &f->g, NULL, 0, true, err, sizeof(err)) > 0);
+		assert_true(step_slots_check(&s, &f->g.sites, &f->g.elf.funcs, guest_image_read,
+					     &f->g, NULL, err, sizeof(err)) >= 0);
+		cfg.step_slots = step_slots_count(&f->g.sites);
+	}
 	f->devnull = fopen("/dev/null", "w");
 	cfg.console = f->devnull;
 	assert_int_equal(vm_create(&f->vm, &cfg, err, sizeof(err)), 0);
 	assert_int_equal(vm_load_elf(&f->vm, &f->g.elf, err, sizeof(err)), 0);
+	assert_int_equal(vm_write_step_slots(&f->vm, &f->g.sites, err, sizeof(err)), 0);
 	f->sel = calloc(f->g.sites.nr, sizeof(*f->sel));
 	f->pristine = calloc(f->g.sites.nr, sizeof(*f->pristine));
 	for (size_t i = 0; i < f->g.sites.nr; i++) {
@@ -130,10 +144,24 @@ void kvm_fixture_boot(struct kvm_fixture *f, const char *guest, bool returns, bo
 		memcpy(f->pristine[i], vm_gpa_ptr(&f->vm, f->sel[i]->addr, X86_NOP5_LEN), X86_NOP5_LEN);
 	}
 	target_kvm_init(&f->tgt, &f->vm);
+	const struct vmi_symtab *fs = &f->g.elf.funcs;
 	struct tracer_opts opts = {
-		.returns = returns, .hook_all = returns, .ring_records = 1 << 16, .stub = stub};
+		.returns = returns, .hook_all = returns, .ring_records = 1 << 16, .stub = stub,
+		/* as pipeline_build: where return addresses may point */
+		.text_lo = fs->syms[0].addr,
+		.text_hi = fs->syms[fs->nr - 1].addr + fs->syms[fs->nr - 1].size};
 
 	assert_int_equal(tracer_init(&f->tr, &f->tgt, f->sel, f->g.sites.nr, &f->g.task, &opts), 0);
+	/* as pipeline_build: returns hooked only for the C functions of the guest's DWARF */
+	for (size_t i = 0; f->g.no_fentry && returns && i < tracer_probes(&f->tr)->nr; i++) {
+		const struct probe *p = &tracer_probes(&f->tr)->v[i];
+
+		if (!vmi_dwarf_is_c_function(&f->g.c_funcs, p->func->addr))
+			assert_int_equal(tracer_set_no_return(&f->tr, p->id), 0);
+	}
+	if (f->g.no_fentry && stub)
+		assert_true(detour_plan(&f->tr, &s, &f->g.elf.funcs, guest_image_read, &f->g, true,
+					NULL) > 0);
 }
 
 void kvm_fixture_free(struct kvm_fixture *f)

@@ -304,15 +304,16 @@ static void test_inside_event(void **state)
 		for (size_t k = first_probe("test_inside_event (trap)"); k < 2; k++) {
 			char spec[64], label[32];
 			unsigned off = second_insn(guests[g]);
-			const char *argv[] = {"run", "--probe", probes[k], "--stats", "-e", spec,
-					      guests[g], NULL};
+			const char *argv[] = {"run", "--probe", probes[k], "--stats",
+					      "-e",  spec,	guests[g], NULL};
 			struct hv_result r;
 
 			snprintf(spec, sizeof(spec), "tree_a+0x%x(u64 x=%%rdi)", off);
 			snprintf(label, sizeof(label), ": tree_a+0x%x(x=", off);
 			hv_run(&r, argv, 0, 0);
 			assert_guest_ok(&r, guests[g], probes[k]);
-			assert_int_equal(count_text(r.trace, label), guest_count_all(&r, "tree_a", 2));
+			assert_int_equal(count_text(r.trace, label),
+					 guest_count_all(&r, "tree_a", 2));
 			for (unsigned x = 1; x <= 3; x++) {
 				char v[48];
 
@@ -332,8 +333,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_function_counts),   cmocka_unit_test(test_graph_as_with_fentry),
 	    cmocka_unit_test(test_return_probes),     cmocka_unit_test(test_list_functions),
-	    cmocka_unit_test(test_everything_traced),
-	    cmocka_unit_test(test_inside_event),
+	    cmocka_unit_test(test_everything_traced), cmocka_unit_test(test_inside_event),
 	};
 
 	kvm_require();
