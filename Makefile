@@ -107,6 +107,15 @@ $(GUEST_DIR)/runtime.o: tests/guest/runtime.c tests/guest/guest.h | $(DEPS)
 $(GUEST_DIR)/bench.o: tests/guest/bench.c tests/guest/guest.h | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(GUEST_PG) -c $< -o $@
+# make bench's entry-probe part: the bench guest built without -pg (bench_leaf has no fentry site)
+BENCH_NOPG_GUEST := $(GUEST_DIR)/bench-nopg.elf
+$(GUEST_DIR)/bench-nopg.o: tests/guest/bench.c tests/guest/guest.h | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) -c $< -o $@
+$(BENCH_NOPG_GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-for-nopg-bench.o \
+		     $(GUEST_DIR)/workloads-nopg-bench.o $(GUEST_DIR)/tailcall-nopg-bench.o \
+		     $(GUEST_DIR)/bench-nopg.o tests/guest/guest.ld
+	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
 $(BENCH_GUEST): $(GUEST_DIR)/start.o $(GUEST_DIR)/runtime-bench.o $(GUEST_DIR)/workloads.o \
 		$(GUEST_DIR)/tailcall.o $(GUEST_DIR)/bench.o tests/guest/guest.ld
 	$(CC) $(GUEST_CFLAGS) $(GUEST_LDFLAGS) -o $@ $(filter %.o,$^)
@@ -134,6 +143,7 @@ all kvm-test test test-nested: $(NOPG_GUESTS)
 NOPG_FLAGS_nopg :=
 NOPG_FLAGS_nopg-ibt := -fcf-protection=branch
 NOPG_DEFS_nopg-loop := -DGUEST_MODE_LOOP
+NOPG_DEFS_nopg-bench := -DGUEST_MODE_BENCH
 $(GUEST_DIR)/workloads-%.o: tests/guest/workloads.c tests/guest/guest.h | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(NOPG_FLAGS_$*) -c $< -o $@
@@ -235,8 +245,8 @@ bench-nested: hvtrace guest
 			tests/bench/bench-linux.sh $(BENCH_LINUX_DIR); \
 	else echo "SKIPPED: bench-nested: $$why"; fi
 
-bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST) guest
-	$(BUILD)/tests/bench $(BENCH_GUEST)
+bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST) $(BENCH_NOPG_GUEST) guest
+	$(BUILD)/tests/bench $(BENCH_GUEST) $(BENCH_NOPG_GUEST)
 	tests/bench/bench-qemu.sh $(GUEST_DIR)
 	tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
 	BENCH_PARTS=entry tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
@@ -248,7 +258,7 @@ bench-linux: hvtrace guest
 	tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
 	BENCH_PARTS=entry tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
 
-$(BUILD)/tests/bench: tests/bench/bench.c $(LIB) $(BENCH_GUEST) | $(DEPS)
+$(BUILD)/tests/bench: tests/bench/bench.c $(LIB) $(BENCH_GUEST) $(BENCH_NOPG_GUEST) | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LIB_CFLAGS) -o $@ $< $(LIB) $(LIB_LIBS)
 

@@ -1,8 +1,15 @@
 /* make bench: the cost of a traced function call against the raw cost of an INT3 exit round trip,
- * measured side by side in one run on the bench guest (each vCPU calls bench_leaf BENCH_CALLS times). */
+ * measured side by side in one run on the bench guest (each vCPU calls bench_leaf BENCH_CALLS times);
+ * given the bench guest built without -pg too, the entry probes' cost (bench_leaf has no fentry site
+ * there: an INT3 whose instruction runs out of line, or a stub detour) against the fentry probes',
+ * all modes interleaved in the same rounds. */
 #include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "host/kvm/guest_image.h"
+#include "host/kvm/step_slots.h"
+#include "host/session/detour_plan.h"
+#include "host/session/entry_sites.h"
+#include "host/session/session.h"
 #include "host/sink/sink.h"
 #include "host/kvm/target_kvm.h"
 #include "host/trace/tracer.h"
@@ -33,11 +40,18 @@ enum mode {
 	MODE_STUB,
 	MODE_STUB_GRAPH,
 	MODE_STUB_CPUID,
+	/* on the guest built without -pg: */
+	MODE_NOPG_BASE,
+	MODE_NOPG_TRACE, /* an entry probe: INT3, its instruction out of line */
+	MODE_NOPG_STUB,	 /* a stub detour */
 	NR_MODES
 };
 static const char *const mode_names[] = {
-    "no probe",	       "raw INT3 round trip",   "function tracer",	  "function_graph",
-    "function (stub)", "function_graph (stub)", "function (stub, cpuid)"};
+    "no probe",		    "raw INT3 round trip",   "function tracer",
+    "function_graph",	    "function (stub)",	     "function_graph (stub)",
+    "function (stub, cpuid)", "no -pg: no probe",	     "no -pg: function (trap)",
+    "no -pg: function (stub)"};
+#define NR_PG_MODES MODE_NOPG_BASE
 
 /* CPU time of the whole process (vCPU threads, in-kernel emulation included, and the writer): steadier
  * than wall time on a shared machine, and what tracing costs. */
@@ -86,10 +100,12 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 
 	if (filter_select(&g->sites, filter, 1, NULL, 0, &sel, &nr, err, sizeof(err)) < 0)
 		die("filter", err);
-	if (vm_create(&vm, &cfg, err, sizeof(err)) < 0 || vm_load_elf(&vm, &g->elf, err, sizeof(err)))
+	cfg.step_slots = step_slots_count(&g->sites);
+	if (vm_create(&vm, &cfg, err, sizeof(err)) < 0 || vm_load_elf(&vm, &g->elf, err, sizeof(err)) ||
+	    vm_write_step_slots(&vm, &g->sites, err, sizeof(err)) < 0)
 		die("vm", err);
 	target_kvm_init(&tgt, &vm);
-	if (m == MODE_BASE) {
+	if (m == MODE_BASE || m == MODE_NOPG_BASE) {
 	} else if (m == MODE_RAW) {
 		probe_table_init(&probes, sel, nr);
 		if (probe_insert_all(&probes, &tgt, err, sizeof(err)) < 0)
@@ -101,7 +117,7 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 					   .returns = graph,
 					   .hook_all = graph,
 					   .stub = m == MODE_STUB || m == MODE_STUB_GRAPH ||
-						   m == MODE_STUB_CPUID};
+						   m == MODE_STUB_CPUID || m == MODE_NOPG_STUB};
 		struct vmi_task_layout task = g->task;
 
 		if (m == MODE_STUB_CPUID) {
@@ -110,8 +126,16 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 			task.has_cpu_gs = false;
 			task.cpu_apic_id = true;
 		}
-		if (tracer_init(&tr, &tgt, sel, nr, &task, &opts) < 0 ||
-		    tracer_attach(&tr, err, sizeof(err)) < 0)
+		if (tracer_init(&tr, &tgt, sel, nr, &task, &opts) < 0)
+			die("tracer", "init");
+		if (m == MODE_NOPG_STUB) {
+			struct session s = {.filter = filter, .nr_filter = 1};
+
+			if (detour_plan(&tr, &s, &g->elf.funcs, guest_image_read, g, true,
+					stderr) != 1)
+				die("tracer", "bench_leaf takes no detour");
+		}
+		if (tracer_attach(&tr, err, sizeof(err)) < 0)
 			die("tracer", err);
 		struct tracer_stats st;
 		unsigned nr_rings;
@@ -143,7 +167,7 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 	if (m == MODE_RAW) {
 		probe_remove_all(&probes, &tgt);
 		probe_table_free(&probes);
-	} else if (m != MODE_BASE) {
+	} else if (m != MODE_BASE && m != MODE_NOPG_BASE) {
 		tracer_detach(&tr);
 		writer_stop(&w, tracer_lost(&tr));
 		if (sink.written != (unsigned long long)smp * BENCH_CALLS *
@@ -165,19 +189,40 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The bench guest without -pg: bench_leaf (named, as -l bench_leaf) gets its entry site. */
+static void open_nopg(struct guest_image *g, const char *path)
+{
+	char *filter[] = {"bench_leaf"};
+	struct session s = {.filter = filter, .nr_filter = 1};
+	char err[256];
+
+	if (guest_image_open(g, path, err, sizeof(err)) < 0)
+		die("guest", err);
+	if (!g->no_fentry)
+		die("guest", "the second guest must be built without -pg");
+	if (entry_sites_add(&s, &g->sites, &g->elf.funcs, guest_image_read, g, NULL, 0, true, err,
+			    sizeof(err)) < 0 ||
+	    step_slots_check(&s, &g->sites, &g->elf.funcs, guest_image_read, g, NULL, err,
+			     sizeof(err)) < 0)
+		die("entry sites", err);
+}
+
 int main(int argc, char **argv)
 {
-	struct guest_image g;
+	struct guest_image g, ng;
 	char err[256];
 	unsigned smps[2] = {1, 2};
 	double t[2][NR_MODES], wall[2];
+	int nr_modes = argc == 3 ? NR_MODES : NR_PG_MODES;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: bench BENCH-GUEST.elf\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: bench BENCH-GUEST.elf [BENCH-GUEST-WITHOUT-PG.elf]\n");
 		return 2;
 	}
 	if (guest_image_open(&g, argv[1], err, sizeof(err)) < 0)
 		die("guest", err);
+	if (argc == 3)
+		open_nopg(&ng, argv[2]);
 	for (int s = 0; s < 2; s++) {
 		double v[NR_MODES][ROUNDS];
 
@@ -185,14 +230,14 @@ int main(int argc, char **argv)
 		double wv[ROUNDS];
 
 		for (int r = 0; r < ROUNDS; r++)
-			for (int m = 0; m < NR_MODES; m++) {
-				v[m][r] = run_once(&g, smps[s], m);
+			for (int m = 0; m < nr_modes; m++) {
+				v[m][r] = run_once(m < NR_PG_MODES ? &g : &ng, smps[s], m);
 				if (m == MODE_TRACE)
 					wv[r] = last_wall;
 			}
 		qsort(wv, ROUNDS, sizeof(double), cmp_double);
 		wall[s] = wv[ROUNDS / 2];
-		for (int m = 0; m < NR_MODES; m++) {
+		for (int m = 0; m < nr_modes; m++) {
 			qsort(v[m], ROUNDS, sizeof(double), cmp_double);
 			t[s][m] = v[m][ROUNDS / 2];
 		}
@@ -210,8 +255,8 @@ int main(int argc, char **argv)
 		double stub_cpuid = (t[s][MODE_STUB_CPUID] - t[s][MODE_BASE]) / n;
 
 		printf("smp %u:\n", smps[s]);
-		for (int m = 0; m < NR_MODES; m++)
-			printf("  %-22s %8.3f CPU-s for %.0f calls\n", mode_names[m], t[s][m], n);
+		for (int m = 0; m < nr_modes; m++)
+			printf("  %-24s %8.3f CPU-s for %.0f calls\n", mode_names[m], t[s][m], n);
 		printf("  per event: raw INT3 round trip %.2f us, function tracer %.2f us\n", raw * 1e6,
 		       fn * 1e6);
 		printf("  ratio function tracer / raw INT3 round trip: %.3f\n", fn / raw);
@@ -227,7 +272,20 @@ int main(int argc, char **argv)
 		printf("  stub, CPU number from CPUID: per event %.2f us; ratio to %%gs: %.3f, to "
 		       "trap: %.3f\n",
 		       stub_cpuid * 1e6, stub_cpuid / stub, stub_cpuid / fn);
+		if (nr_modes == NR_MODES) {
+			double etrap = (t[s][MODE_NOPG_TRACE] - t[s][MODE_NOPG_BASE]) / n;
+			double estub = (t[s][MODE_NOPG_STUB] - t[s][MODE_NOPG_BASE]) / n;
+
+			printf("  entry probes (no fentry site): trap per event %.2f us, stub detour "
+			       "%.2f us\n",
+			       etrap * 1e6, estub * 1e6);
+			printf("  ratio entry probe / fentry probe: trap %.3f; stub detour / fentry "
+			       "stub %.3f (issue 25: at most 1.5)\n",
+			       etrap / fn, estub / stub);
+		}
 	}
+	if (argc == 3)
+		guest_image_close(&ng);
 	guest_image_close(&g);
 	return 0;
 }
