@@ -310,6 +310,11 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 	    ((ret = enable_event(h, "kvm:kvm_entry", filter, err, errlen)) ||
 	     (ret = enable_event(h, "kvm:kvm_exit", filter, err, errlen))))
 		goto fail;
+	/* each return of KVM_RUN to the VMM: where a trap probe's event is handled (a breakpoint is
+	 * one, KVM_EXIT_DEBUG, or KVM_EXIT_INTERNAL_ERROR on PVM, whose kvm_exit is never traced) */
+	if (tracefs_event_file_exists(NULL, "kvm", "kvm_userspace_exit", "format") &&
+	    (ret = enable_event(h, "kvm:kvm_userspace_exit", filter, err, errlen)))
+		goto fail;
 	for (size_t i = 0; i < nr_extra; i++)
 		if ((ret = enable_event(h, extra[i], NULL, err, errlen)))
 			goto fail;

@@ -12,7 +12,7 @@
 
 struct reading {
 	struct host_side *h;
-	struct tep_event *sw, *exit, *entry; /* NULL: not in the file */
+	struct tep_event *sw, *exit, *entry, *uexit; /* NULL: not in the file */
 	struct tep_format_field *prev_pid, *next_pid, *reason;
 	int err;
 };
@@ -152,7 +152,7 @@ static void learn_name(struct host_side *h, struct tep_handle *tep, struct tep_r
 
 /* In time order: a vCPU thread is away from its guest from its switch out (or kvm_exit) until it
  * shows it runs guest code again: kvm_entry where the host has kvm events for it, else its switch
- * in or any event it is the task of (a host may miss a switch in). */
+ * in or any event it is the task of but kvm_userspace_exit (a host may miss a switch in). */
 static int one(struct tracecmd_input *handle, struct tep_record *rec, int cpu, void *data)
 {
 	struct reading *rd = data;
@@ -200,6 +200,8 @@ static int one(struct tracecmd_input *handle, struct tep_record *rec, int cpu, v
 		h->v[v].kvm_seen = true;
 		return come_back(rd, &h->v[v], rec->ts) ? 0 : -1;
 	}
+	if (ev == rd->uexit)
+		return 0; /* KVM_RUN back in the VMM: no guest code; its VM exit is the kvm_exit */
 	if (!h->v[v].kvm_seen && !come_back(rd, &h->v[v], rec->ts))
 		return -1;
 	return 0;
@@ -240,6 +242,7 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 	rd.sw = tep_find_event_by_name(tep, "sched", "sched_switch");
 	rd.exit = tep_find_event_by_name(tep, "kvm", "kvm_exit");
 	rd.entry = tep_find_event_by_name(tep, "kvm", "kvm_entry");
+	rd.uexit = tep_find_event_by_name(tep, "kvm", "kvm_userspace_exit");
 	if (rd.sw) {
 		rd.prev_pid = tep_find_field(rd.sw, "prev_pid");
 		rd.next_pid = tep_find_field(rd.sw, "next_pid");

@@ -114,6 +114,9 @@ static void host_line(const char *l, int pid, unsigned long long ts, const int *
 	} else if (strstr(l, " kvm_entry:")) {
 		vw[v].kvm = vw[v].in_guest = true;
 		come_back(&vw[v], ts);
+	} else if (strstr(l, " kvm_userspace_exit:")) {
+		/* KVM_RUN returned to the VMM: no sign of guest code, nor of a VM exit of its own
+		 * (its kvm_exit, where traced, came first) */
 	} else if (!vw[v].kvm) {
 		come_back(&vw[v], ts);
 	}

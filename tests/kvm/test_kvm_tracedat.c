@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "tests/kvm/kvm_common.h"
+#include "tests/common/host_pair.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -377,6 +378,100 @@ static void test_graph_rendering_matches_trace_cmd(void **state)
 	unlink(dat);
 }
 
+/* A breakpoint's return of KVM_RUN to the VMM: KVM_EXIT_DEBUG (real KVM), KVM_EXIT_INTERNAL_ERROR
+ * (PVM), as `trace-cmd report -R` prints kvm_userspace_exit's reason. */
+static bool bp_exit(const char *line)
+{
+	return strstr(line, " reason=4 ") || strstr(line, " reason=17 ");
+}
+
+/* record --host with trap probes (issue 26): `trace-cmd report -R -i HOST -i GUEST` interleaves the
+ * host's kvm_userspace_exit of each vCPU thread with the guest's events, and every trap event (entry
+ * and return alike) sits at a breakpoint exit of its own vCPU's thread: that exit is the last
+ * event of the thread before it, no other exit of the thread comes between, and no breakpoint exit
+ * is left without its event. 0 violations, as many events as breakpoint exits. */
+static void test_host_trap_events_at_exits(void **state)
+{
+	const char *args[] = {"--host", "-p", "function_graph", "--probe", "trap", "-l", "tree_*",
+			      "-l", "tail_*", NULL};
+	struct hv_result r;
+	char host[160], *opt, *text;
+	int tids[8];
+	unsigned nv;
+	bool pending[8] = {false};
+	long events = 0, bp_exits = 0, violations = 0;
+
+	(void)state;
+	if (!needs_int3_exits(__func__)) {
+		skip();
+		return;
+	}
+	if (access("/sys/kernel/tracing/events/kvm/kvm_userspace_exit", F_OK)) {
+		printf("SKIPPED: %s: the host's tracefs has no kvm:kvm_userspace_exit\n", __func__);
+		skip();
+		return;
+	}
+	snprintf(dat, sizeof(dat), "/tmp/tdat-kvm-%d.dat", getpid());
+	snprintf(host, sizeof(host), "%.*s-host.dat", (int)(strlen(dat) - 4), dat);
+	const char *argv[] = {"record", "-o", dat, args[0], args[1], args[2], args[3], args[4],
+			      args[5], args[6], args[7], args[8], hv_guest(NULL), NULL};
+	char said[640];
+
+	hv_run(&r, argv, 0, 0);
+	if (r.status != 0 || !strstr(r.console, "hvt-guest: ok\n"))
+		fail_msg("record --host: status %d, stderr: %s", r.status, r.err);
+	snprintf(said, sizeof(said),
+		 "hvtrace: the host's side: %s (trace-cmd report -i %s -i %s)\n", host, host, dat);
+	assert_string_equal(r.err, said);
+	opt = hv_sh("trace-cmd dump --options -i %s 2>/dev/null", host);
+	nv = hv_guest_threads(opt, tids, 8);
+	assert_int_equal(nv, 2);
+	text = hv_sh("trace-cmd report -R -i %s -i %s 2>/dev/null", host, dat);
+	for (const char *l = text; *l;) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+		char line[512];
+		unsigned cpu;
+		int tid;
+		const char *at;
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, l);
+		l = end ? end + 1 : l + len;
+		if (strstr(line, "-host.dat:") && (at = strstr(line, " kvm_userspace_exit:")) &&
+		    (at = strstr(line, "hvtrace-")) && sscanf(at, "hvtrace-%d", &tid) == 1) {
+			for (unsigned v = 0; v < nv; v++) {
+				if (tids[v] != tid)
+					continue;
+				violations += pending[v]; /* the thread went on: an exit without its event */
+				pending[v] = bp_exit(line);
+				bp_exits += pending[v];
+			}
+		} else if (!strstr(line, "-host.dat:") &&
+			   (strstr(line, " funcgraph_entry:") || strstr(line, " funcgraph_exit:")) &&
+			   (at = strstr(line, "] ")) && sscanf(at - 4, "[%u]", &cpu) == 1 && cpu < nv) {
+			events++;
+			if (!pending[cpu]) {
+				violations++;
+				printf("not at a breakpoint exit of its vCPU's thread: %s\n", line);
+			}
+			pending[cpu] = false;
+		}
+	}
+	for (unsigned v = 0; v < nv; v++)
+		violations += pending[v];
+	printf("trap events %ld, breakpoint exits %ld, violations %ld\n", events, bp_exits,
+	       violations);
+	/* tree_root, tree_a, tree_b, tree_leaf, tail_*: 3 rounds x 2 vCPUs, entries and returns */
+	assert_true(events > 100);
+	assert_int_equal(violations, 0);
+	assert_int_equal(events, bp_exits);
+	free(text);
+	free(opt);
+	hv_result_free(&r);
+	unlink(dat);
+	unlink(host);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -385,6 +480,7 @@ int main(void)
 	    cmocka_unit_test(test_event),
 	    cmocka_unit_test(test_return_probes),
 	    cmocka_unit_test(test_graph_rendering_matches_trace_cmd),
+	    cmocka_unit_test(test_host_trap_events_at_exits),
 	};
 
 	kvm_require();
