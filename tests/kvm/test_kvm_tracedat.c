@@ -385,91 +385,170 @@ static bool bp_exit(const char *line)
 	return strstr(line, " reason=4 ") || strstr(line, " reason=17 ");
 }
 
-/* record --host with trap probes (issue 26): `trace-cmd report -R -i HOST -i GUEST` interleaves the
- * host's kvm_userspace_exit of each vCPU thread with the guest's events, and every trap event (entry
- * and return alike) sits at a breakpoint exit of its own vCPU's thread: that exit is the last
- * event of the thread before it, no other exit of the thread comes between, and no breakpoint exit
- * is left without its event. 0 violations, as many events as breakpoint exits. */
-static void test_host_trap_events_at_exits(void **state)
-{
-	const char *args[] = {"--host", "-p", "function_graph", "--probe", "trap", "-l", "tree_*",
-			      "-l", "tail_*", NULL};
-	struct hv_result r;
-	char host[160], *opt, *text;
-	int tids[8];
-	unsigned nv;
-	bool pending[8] = {false};
-	long events = 0, bp_exits = 0, violations = 0;
+/* What the walk of a record --host pair found. */
+struct pair_check {
+	long trap_events, bp_exits, stub_events, runs;
+	long violations;
+};
 
-	(void)state;
-	if (!needs_int3_exits(__func__)) {
-		skip();
-		return;
+/* Walks `trace-cmd report -R -i HOST -i GUEST` output @text in time order, each vCPU v's host
+ * thread @tids[v]: a trap event (a guest line holding @trap_event) must sit at a breakpoint exit of
+ * its vCPU's thread, the last event of that thread before it, one exit per event; any other guest
+ * event (a stub probe's) must lie inside a KVM_RUN of its vCPU's thread, from the thread's
+ * sys_enter_ioctl of KVM_RUN (cmd 0xae80) to its next kvm_userspace_exit, where the host file has
+ * ioctls (@runs). Each breach is printed and counted. */
+static void walk_pair(const char *text, const int *tids, unsigned nv, const char *trap_event,
+		      bool runs, struct pair_check *c)
+{
+	bool pending[8] = {false}, in_run[8] = {false}, seen_run[8] = {false};
+
+	memset(c, 0, sizeof(*c));
+	for (const char *l = text; *l;) {
+		const char *end = strchr(l, '\n'), *at;
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+		char line[512];
+		unsigned cpu;
+		int tid;
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, l);
+		l = end ? end + 1 : l + len;
+		if (strstr(line, "-host.dat:")) {
+			bool uexit = strstr(line, " kvm_userspace_exit:") != NULL;
+			bool run = strstr(line, " sys_enter_ioctl:") && strstr(line, " cmd=0x0000ae80");
+
+			if ((!uexit && !run) || !(at = strstr(line, "hvtrace-")) ||
+			    sscanf(at, "hvtrace-%d", &tid) != 1)
+				continue;
+			for (unsigned v = 0; v < nv; v++) {
+				if (tids[v] != tid)
+					continue;
+				if (run) {
+					in_run[v] = seen_run[v] = true;
+					c->runs++;
+					continue;
+				}
+				in_run[v] = false;
+				if (pending[v]) {
+					c->violations++; /* the thread went on: an exit without its event */
+					printf("a breakpoint exit of vCPU %u's thread without its event\n", v);
+				}
+				pending[v] = bp_exit(line);
+				c->bp_exits += pending[v];
+			}
+			continue;
+		}
+		if (!(at = strstr(line, "] ")) || at - line < 4 || sscanf(at - 4, "[%u]", &cpu) != 1 ||
+		    cpu >= nv || !strstr(at, ": "))
+			continue;
+		if (strstr(line, trap_event)) {
+			c->trap_events++;
+			if (!pending[cpu]) {
+				c->violations++;
+				printf("not at a breakpoint exit of its vCPU's thread: %s\n", line);
+			}
+			pending[cpu] = false;
+		} else if (runs && seen_run[cpu]) {
+			c->stub_events++;
+			if (!in_run[cpu]) {
+				c->violations++;
+				printf("not inside a KVM_RUN of its vCPU's thread: %s\n", line);
+			}
+		}
 	}
-	if (access("/sys/kernel/tracing/events/kvm/kvm_userspace_exit", F_OK)) {
-		printf("SKIPPED: %s: the host's tracefs has no kvm:kvm_userspace_exit\n", __func__);
-		skip();
-		return;
-	}
+	for (unsigned v = 0; v < nv; v++)
+		c->violations += pending[v];
+	printf("trap events %ld, breakpoint exits %ld, stub events %ld in %ld KVM_RUNs, violations "
+	       "%ld\n",
+	       c->trap_events, c->bp_exits, c->stub_events, c->runs, c->violations);
+}
+
+/* `hvtrace record --host -o DAT @args... GUEST`, then the pair walked (walk_pair). */
+static void record_host_pair(const char *const *args, const char *trap_event, bool runs,
+			     struct pair_check *c)
+{
+	const char *argv[32] = {"record", "-o", dat, "--host"};
+	char host[160], said[640], *opt, *text;
+	struct hv_result r;
+	int tids[8], n = 4;
+	unsigned nv;
+
 	snprintf(dat, sizeof(dat), "/tmp/tdat-kvm-%d.dat", getpid());
 	snprintf(host, sizeof(host), "%.*s-host.dat", (int)(strlen(dat) - 4), dat);
-	const char *argv[] = {"record", "-o", dat, args[0], args[1], args[2], args[3], args[4],
-			      args[5], args[6], args[7], args[8], hv_guest(NULL), NULL};
-	char said[640];
-
+	for (int i = 0; args[i]; i++)
+		argv[n++] = args[i];
+	argv[n++] = hv_guest(NULL);
+	argv[n] = NULL;
 	hv_run(&r, argv, 0, 0);
 	if (r.status != 0 || !strstr(r.console, "hvt-guest: ok\n"))
 		fail_msg("record --host: status %d, stderr: %s", r.status, r.err);
 	snprintf(said, sizeof(said),
 		 "hvtrace: the host's side: %s (trace-cmd report -i %s -i %s)\n", host, host, dat);
-	assert_string_equal(r.err, said);
+	assert_non_null(strstr(r.err, said));
 	opt = hv_sh("trace-cmd dump --options -i %s 2>/dev/null", host);
 	nv = hv_guest_threads(opt, tids, 8);
 	assert_int_equal(nv, 2);
 	text = hv_sh("trace-cmd report -R -i %s -i %s 2>/dev/null", host, dat);
-	for (const char *l = text; *l;) {
-		const char *end = strchr(l, '\n');
-		size_t len = end ? (size_t)(end - l) : strlen(l);
-		char line[512];
-		unsigned cpu;
-		int tid;
-		const char *at;
-
-		snprintf(line, sizeof(line), "%.*s", (int)len, l);
-		l = end ? end + 1 : l + len;
-		if (strstr(line, "-host.dat:") && (at = strstr(line, " kvm_userspace_exit:")) &&
-		    (at = strstr(line, "hvtrace-")) && sscanf(at, "hvtrace-%d", &tid) == 1) {
-			for (unsigned v = 0; v < nv; v++) {
-				if (tids[v] != tid)
-					continue;
-				violations += pending[v]; /* the thread went on: an exit without its event */
-				pending[v] = bp_exit(line);
-				bp_exits += pending[v];
-			}
-		} else if (!strstr(line, "-host.dat:") &&
-			   (strstr(line, " funcgraph_entry:") || strstr(line, " funcgraph_exit:")) &&
-			   (at = strstr(line, "] ")) && sscanf(at - 4, "[%u]", &cpu) == 1 && cpu < nv) {
-			events++;
-			if (!pending[cpu]) {
-				violations++;
-				printf("not at a breakpoint exit of its vCPU's thread: %s\n", line);
-			}
-			pending[cpu] = false;
-		}
-	}
-	for (unsigned v = 0; v < nv; v++)
-		violations += pending[v];
-	printf("trap events %ld, breakpoint exits %ld, violations %ld\n", events, bp_exits,
-	       violations);
-	/* tree_root, tree_a, tree_b, tree_leaf, tail_*: 3 rounds x 2 vCPUs, entries and returns */
-	assert_true(events > 100);
-	assert_int_equal(violations, 0);
-	assert_int_equal(events, bp_exits);
+	walk_pair(text, tids, nv, trap_event, runs, c);
 	free(text);
 	free(opt);
 	hv_result_free(&r);
 	unlink(dat);
 	unlink(host);
+}
+
+/* Whether the host's tracefs has kvm:kvm_userspace_exit; else one SKIPPED line. */
+static bool host_has_userspace_exit(const char *what)
+{
+	if (!access("/sys/kernel/tracing/events/kvm/kvm_userspace_exit", F_OK))
+		return true;
+	printf("SKIPPED: %s: the host's tracefs has no kvm:kvm_userspace_exit\n", what);
+	return false;
+}
+
+/* record --host with trap probes (issue 26): `trace-cmd report -R -i HOST -i GUEST` interleaves the
+ * host's kvm_userspace_exit of each vCPU thread with the guest's events, and every trap event (entry
+ * and return alike) sits at a breakpoint exit of its own vCPU's thread, 1:1: 0 violations, as many
+ * events as breakpoint exits. */
+static void test_host_trap_events_at_exits(void **state)
+{
+	const char *args[] = {"-p", "function_graph", "--probe", "trap", "-l",
+			      "tree_*", "-l", "tail_*", NULL};
+	struct pair_check c;
+
+	(void)state;
+	if (!needs_int3_exits(__func__) || !host_has_userspace_exit(__func__)) {
+		skip();
+		return;
+	}
+	record_host_pair(args, " funcgraph_e", false, &c);
+	/* tree_root, tree_a, tree_b, tree_leaf, tail_*: 3 rounds x 2 vCPUs, entries and returns */
+	assert_true(c.trap_events > 100);
+	assert_int_equal(c.violations, 0);
+	assert_int_equal(c.trap_events, c.bp_exits);
+}
+
+/* Stub and trap probes in one recording: every stub event inside a KVM_RUN of its vCPU's thread
+ * (the guest's TSC converted to the host's clock: stub records carry no host time), every trap event
+ * (-e tree_b reads guest memory, so it stays a trap probe) at a breakpoint exit of its vCPU's
+ * thread. The host's sys_enter_ioctl is recorded with --host-event. */
+static void test_host_stub_events_in_kvm_run(void **state)
+{
+	const char *args[] = {"--host-event",	   "syscalls:sys_enter_ioctl", "--probe", "stub",
+			      "-p",		   "function",		       "-l",	  "tree_*",
+			      "-l",		   "task_*",		       "-e",	  "tree_b(x64 a+0[0])",
+			      NULL};
+	struct pair_check c;
+
+	(void)state;
+	if (!needs_int3_exits(__func__) || !host_has_userspace_exit(__func__)) {
+		skip();
+		return;
+	}
+	record_host_pair(args, " p_tree_b_0:", true, &c);
+	assert_int_equal(c.trap_events, 6); /* tree_b: 3 rounds x 2 vCPUs */
+	assert_true(c.stub_events > 100);
+	assert_int_equal(c.violations, 0);
+	assert_int_equal(c.trap_events, c.bp_exits);
 }
 
 int main(void)
@@ -481,6 +560,7 @@ int main(void)
 	    cmocka_unit_test(test_return_probes),
 	    cmocka_unit_test(test_graph_rendering_matches_trace_cmd),
 	    cmocka_unit_test(test_host_trap_events_at_exits),
+	    cmocka_unit_test(test_host_stub_events_in_kvm_run),
 	};
 
 	kvm_require();
