@@ -161,6 +161,18 @@ static FILE *temp_file(const char *dir)
 }
 
 /* The filter that keeps @field's events of the vCPU threads: "F==a||F==b...", in @out. */
+/* KVM_RUN's ioctl number (_IO(KVMIO, 0x80)), as sys_enter_ioctl's cmd holds it. */
+#define KVM_RUN_CMD 0xae80u
+
+/* Whether @name is among the @n --host-events @extra. */
+static bool asked_for(const char *const *extra, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(extra[i], name))
+			return true;
+	return false;
+}
+
 static int tid_filter(const char *const *fields, size_t nf, const int *tids, unsigned n, char *out,
 		      size_t len)
 {
@@ -315,6 +327,24 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 	if (tracefs_event_file_exists(NULL, "kvm", "kvm_userspace_exit", "format") &&
 	    (ret = enable_event(h, "kvm:kvm_userspace_exit", filter, err, errlen)))
 		goto fail;
+	/* the vCPU threads' ioctl(KVM_RUN): where they go back towards the guest, the only sign of
+	 * it on a host whose KVM never fires kvm_entry (PVM) (an --host-event of the same,
+	 * unfiltered, serves as well) */
+	if (tracefs_event_file_exists(NULL, "kvm", "kvm_userspace_exit", "format") &&
+	    tracefs_event_file_exists(NULL, "syscalls", "sys_enter_ioctl", "format") &&
+	    !asked_for(extra, nr_extra, "syscalls:sys_enter_ioctl")) {
+		char run[4096 + 32];
+
+		if ((size_t)snprintf(run, sizeof(run), "(%s)&&cmd==%u", filter, KVM_RUN_CMD) >=
+			sizeof(run) ||
+		    (ret = enable_event(h, "syscalls:sys_enter_ioctl", run, err, errlen))) {
+			if (!ret) {
+				snprintf(err, errlen, "--host: too many vCPU threads for a filter");
+				ret = -ENOSPC;
+			}
+			goto fail;
+		}
+	}
 	for (size_t i = 0; i < nr_extra; i++)
 		if ((ret = enable_event(h, extra[i], NULL, err, errlen)))
 			goto fail;

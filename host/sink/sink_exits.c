@@ -177,8 +177,10 @@ static void end(struct sink *s)
 	    "# report --exits: guest %.64s, %u vCPUs, %llu host events; host time is the vCPU's "
 	    "thread away from the guest during the call (%s)\n",
 	    hs->guest, hs->nr_vcpus, hs->events,
-	    hs->kvm ? "descheduled, or between kvm_exit and kvm_entry"
-		    : "descheduled; no kvm_exit in the host file: no VM exits counted");
+	    hs->user_exits ? "descheduled, or from a return of KVM_RUN to the VMM to the next "
+			     "KVM_RUN: this host's KVM fires no kvm_exit"
+	    : hs->kvm	   ? "descheduled, or between kvm_exit and kvm_entry"
+			   : "descheduled; no kvm_exit in the host file: no VM exits counted");
 	sink_write(s, line, strlen(line));
 	snprintf(line, sizeof(line), "#%-39s %8s %14s %14s %14s %8s  %s\n", " function", "calls",
 		 "total(us)", "guest(us)", "host(us)", "exits", "by reason");

@@ -12,8 +12,8 @@
 
 struct reading {
 	struct host_side *h;
-	struct tep_event *sw, *exit, *entry, *uexit; /* NULL: not in the file */
-	struct tep_format_field *prev_pid, *next_pid, *reason;
+	struct tep_event *sw, *exit, *entry, *uexit, *ioctl; /* NULL: not in the file */
+	struct tep_format_field *prev_pid, *next_pid, *reason, *ureason, *cmd;
 	int err;
 };
 
@@ -152,7 +152,10 @@ static void learn_name(struct host_side *h, struct tep_handle *tep, struct tep_r
 
 /* In time order: a vCPU thread is away from its guest from its switch out (or kvm_exit) until it
  * shows it runs guest code again: kvm_entry where the host has kvm events for it, else its switch
- * in or any event it is the task of but kvm_userspace_exit (a host may miss a switch in). */
+ * in or any event it is the task of (a host may miss a switch in). A host whose KVM fires no
+ * kvm_exit / kvm_entry (PVM) has its vCPU threads' kvm_userspace_exit as the exits (by KVM_EXIT_
+ * reason) and their ioctl(KVM_RUN) as the way back. */
+#define KVM_RUN_IOCTL 0xae80u
 static int one(struct tracecmd_input *handle, struct tep_record *rec, int cpu, void *data)
 {
 	struct reading *rd = data;
@@ -181,11 +184,13 @@ static int one(struct tracecmd_input *handle, struct tep_record *rec, int cpu, v
 	}
 	if ((v = vcpu_of(h, pid)) < 0)
 		return 0;
-	if (ev == rd->exit) {
+	if (ev == rd->exit || (ev == rd->uexit && !h->v[v].hw_seen)) {
 		struct hs_vcpu *c = &h->v[v];
-		uint32_t reason = (uint32_t)field(rd->reason, rec, &ok);
+		uint32_t reason = (uint32_t)field(ev == rd->exit ? rd->reason : rd->ureason, rec, &ok);
 
 		c->kvm_seen = h->kvm = true;
+		c->hw_seen |= ev == rd->exit;
+		h->user_exits |= ev == rd->uexit;
 		if (!grow((void **)&c->exits, &c->cap_exits, c->nr_exits, sizeof(*c->exits))) {
 			rd->err = E2BIG;
 			return -1;
@@ -197,11 +202,17 @@ static int one(struct tracecmd_input *handle, struct tep_record *rec, int cpu, v
 		return 0;
 	}
 	if (ev == rd->entry) {
-		h->v[v].kvm_seen = true;
+		h->v[v].kvm_seen = h->v[v].hw_seen = true;
 		return come_back(rd, &h->v[v], rec->ts) ? 0 : -1;
 	}
 	if (ev == rd->uexit)
-		return 0; /* KVM_RUN back in the VMM: no guest code; its VM exit is the kvm_exit */
+		return 0; /* KVM_RUN back in the VMM after a kvm_exit, counted there */
+	if (ev == rd->ioctl) {
+		if (field(rd->cmd, rec, &ok) != KVM_RUN_IOCTL || !ok || h->v[v].hw_seen)
+			return 0;
+		h->v[v].kvm_seen = true; /* a host without kvm_entry: KVM_RUN is the way back */
+		return come_back(rd, &h->v[v], rec->ts) ? 0 : -1;
+	}
 	if (!h->v[v].kvm_seen && !come_back(rd, &h->v[v], rec->ts))
 		return -1;
 	return 0;
@@ -243,12 +254,17 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 	rd.exit = tep_find_event_by_name(tep, "kvm", "kvm_exit");
 	rd.entry = tep_find_event_by_name(tep, "kvm", "kvm_entry");
 	rd.uexit = tep_find_event_by_name(tep, "kvm", "kvm_userspace_exit");
+	rd.ioctl = tep_find_event_by_name(tep, "syscalls", "sys_enter_ioctl");
 	if (rd.sw) {
 		rd.prev_pid = tep_find_field(rd.sw, "prev_pid");
 		rd.next_pid = tep_find_field(rd.sw, "next_pid");
 	}
 	if (rd.exit)
 		rd.reason = tep_find_field(rd.exit, "exit_reason");
+	if (rd.uexit)
+		rd.ureason = tep_find_field(rd.uexit, "reason");
+	if (rd.ioctl)
+		rd.cmd = tep_find_field(rd.ioctl, "cmd");
 	ret = tracecmd_iterate_events(handle, NULL, 0, one, &rd);
 	tracecmd_close(handle);
 	if (ret < 0 || rd.err) {

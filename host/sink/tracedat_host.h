@@ -1,7 +1,9 @@
 /* `report --exits`' view of the host: a host trace.dat written by `record --host` (or trace-cmd's
  * host-guest tracing), read with libtracecmd: the GUEST option's vCPU -> host thread map for the
  * guest file's trace id, and per vCPU when its thread was away from the guest (descheduled, or in
- * host mode between kvm_exit and kvm_entry) and each kvm_exit with its reason. Everything is
+ * host mode between kvm_exit and kvm_entry) and each kvm_exit with its reason; on a host whose KVM
+ * fires no kvm_exit (PVM), from each kvm_userspace_exit (the exit, by KVM_EXIT_ reason) to the
+ * thread's next ioctl(KVM_RUN). Everything is
  * bounded (HOST_SIDE_MAX_EVENTS per vCPU). Main thread. */
 #ifndef HVT_TRACEDAT_HOST_H
 #define HVT_TRACEDAT_HOST_H
@@ -34,6 +36,7 @@ struct hs_vcpu {
 	size_t nr_exits, cap_exits;
 	/* while reading */
 	bool is_away, kvm_seen;
+	bool hw_seen; /* kvm_exit / kvm_entry seen (not only kvm_userspace_exit and KVM_RUN) */
 	uint64_t away_since;
 };
 
@@ -43,6 +46,7 @@ struct host_side {
 	struct hs_vcpu v[HOST_SIDE_MAX_VCPUS];
 	unsigned long long events; /* host records read */
 	bool kvm;		   /* kvm_exit events of the vCPU threads seen */
+	bool user_exits; /* some exits are kvm_userspace_exits: a host whose KVM fires no kvm_exit */
 	/* exit reasons as the host's own kvm_exit format prints them (its __print_symbolic table:
 	 * VMX's or SVM's, as the host is), learnt from the first exit of each reason */
 	struct {

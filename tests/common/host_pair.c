@@ -32,6 +32,8 @@ unsigned hv_guest_threads(const char *opt, int *tids, unsigned max)
 
 struct vcpu_walk {
 	bool out, in_guest, kvm;
+	bool
+	    run; /* no kvm_exit seen: its kvm_userspace_exits are the exits, KVM_RUN the way back */
 	unsigned long long since, last_exit;
 	unsigned long long (*away)[2];
 	size_t naway;
@@ -94,7 +96,7 @@ static void host_line(const char *l, int pid, unsigned long long ts, const int *
 		int prev = atoi(p + 9), next = (p = strstr(l, "next_pid=")) ? atoi(p + 9) : -1;
 		int vn = vcpu_of(tids, nv, next), vp = vcpu_of(tids, nv, prev);
 
-		if (vn >= 0 && !vw[vn].kvm)
+		if (vn >= 0 && !vw[vn].kvm && !vw[vn].run)
 			come_back(&vw[vn], ts);
 		if (vp >= 0)
 			go_out(&vw[vp], ts);
@@ -115,9 +117,25 @@ static void host_line(const char *l, int pid, unsigned long long ts, const int *
 		vw[v].kvm = vw[v].in_guest = true;
 		come_back(&vw[v], ts);
 	} else if (strstr(l, " kvm_userspace_exit:")) {
-		/* KVM_RUN returned to the VMM: no sign of guest code, nor of a VM exit of its own
-		 * (its kvm_exit, where traced, came first) */
-	} else if (!vw[v].kvm) {
+		/* KVM_RUN returned to the VMM: its kvm_exit, where traced, came first and counted;
+		 * where the host fires none (PVM) this is the exit */
+		if (!vw[v].kvm) {
+			vw[v].run = true;
+			vw[v].in_guest = false;
+			vw[v].last_exit = ts;
+			vw[v].exits =
+			    realloc(vw[v].exits, (vw[v].nexits + 1) * sizeof(*vw[v].exits));
+			assert_non_null(vw[v].exits);
+			vw[v].exits[vw[v].nexits++] = ts;
+			w->exits_total++;
+			go_out(&vw[v], ts);
+		}
+	} else if (strstr(l, " sys_enter_ioctl:")) {
+		if (!vw[v].kvm && strstr(l, " cmd=0x0000ae80")) {
+			vw[v].run = vw[v].in_guest = true;
+			come_back(&vw[v], ts);
+		}
+	} else if (!vw[v].kvm && !vw[v].run) {
 		come_back(&vw[v], ts);
 	}
 }

@@ -29,7 +29,8 @@ struct hv_pair {
 /* Walks @raw, `trace-cmd report -R -t -i HOST -i GUEST` output (host lines begin with
  * @host_label, "NAME:"), in time order. A vCPU thread (@tids[v]) is out of guest mode from its
  * switch out or its kvm_exit until it shows it runs guest code again: its kvm_entry once it has
- * kvm events, else its switch in or any event it is the task of. Each guest funcgraph_exit is a
+ * kvm events, else its switch in or any event it is the task of; a thread with no kvm_exit (PVM)
+ * is out from its kvm_userspace_exit (then an exit) to its ioctl(KVM_RUN). Each guest funcgraph_exit is a
  * call [ts - (rettime - calltime), ts] of its function: counted with its total, the time its vCPU's
  * thread was out of guest mode in it and the kvm_exits of that thread in it. */
 void hv_pair_walk(const char *raw, const char *host_label, const int *tids, unsigned nv,

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "tests/kvm/kvm_common.h"
+#include "host/kvm/kvm_int3_probe.h"
 #include "tests/common/host_pair.h"
 
 #include <stdbool.h>
@@ -551,6 +552,50 @@ static void test_host_stub_events_in_kvm_run(void **state)
 	assert_int_equal(c.trap_events, c.bp_exits);
 }
 
+/* report --exits on the embedded VMM's recording (issue 26): per function, calls, total, guest and
+ * host time and exits are what trace-cmd's raw view of the same pair gives (tests/common/host_pair.c),
+ * to the nanosecond. On a host whose KVM fires no kvm_exit (PVM) the exits are the vCPU threads'
+ * returns of KVM_RUN to the VMM, by KVM_EXIT_ reason: here every traced call and return is one
+ * (trap probes), the console's writes the others. */
+static void test_host_report_exits(void **state)
+{
+	const char *argv[] = {"record",	 "-o", dat,  "--host", "-p",	       "function_graph",
+			      "--probe", "trap", "-l", "tree_*", hv_guest(NULL), NULL};
+	char host[160], label_h[170], *opt, *raw, *rep;
+	struct hv_result r;
+	struct hv_pair w;
+	int tids[8];
+
+	(void)state;
+	if (!needs_int3_exits(__func__) || !host_has_userspace_exit(__func__)) {
+		skip();
+		return;
+	}
+	snprintf(dat, sizeof(dat), "/tmp/tdat-kvm-%d.dat", getpid());
+	snprintf(host, sizeof(host), "%.*s-host.dat", (int)(strlen(dat) - 4), dat);
+	snprintf(label_h, sizeof(label_h), "%s:", strrchr(host, '/') + 1);
+	hv_run(&r, argv, 0, 0);
+	if (r.status != 0 || !strstr(r.console, "hvt-guest: ok\n"))
+		fail_msg("record --host: status %d, stderr: %s", r.status, r.err);
+	opt = hv_sh("trace-cmd dump --options -i %s 2>&1", host);
+	assert_int_equal(hv_guest_threads(opt, tids, 8), 2);
+	raw = hv_sh("trace-cmd report -R -t -i %s -i %s 2>&1", host, dat);
+	hv_pair_walk(raw, label_h, tids, 2, &w);
+	rep = hv_sh("%s report --exits -i %s 2>&1", hv_binary(), dat);
+	printf("%s", rep);
+	assert_true(w.nfn == 4 && w.exits_total > 100);
+	hv_pair_check_exits(rep, &w);
+	/* a breakpoint's exit by its name, as the host's own format prints it */
+	if (kvm_int3_check()->verdict == KVM_INT3_EMULATION)
+		assert_non_null(strstr(rep, "KVM_EXIT_INTERNAL_ERROR"));
+	free(raw);
+	free(rep);
+	free(opt);
+	hv_result_free(&r);
+	unlink(dat);
+	unlink(host);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -561,6 +606,7 @@ int main(void)
 	    cmocka_unit_test(test_graph_rendering_matches_trace_cmd),
 	    cmocka_unit_test(test_host_trap_events_at_exits),
 	    cmocka_unit_test(test_host_stub_events_in_kvm_run),
+	    cmocka_unit_test(test_host_report_exits),
 	};
 
 	kvm_require();

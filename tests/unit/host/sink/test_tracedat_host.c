@@ -26,6 +26,8 @@ static void test_from_info(void **state)
 	    {"vcpu 0 reason hlt rip 0xffffffff81000000", "hlt"},
 	    {"vcpu 0 reason npf rip 0x1", "npf"},
 	    {"reason MSR", "MSR"},
+	    /* kvm_userspace_exit, the exits of a host whose KVM fires no kvm_exit (PVM) */
+	    {"reason KVM_EXIT_INTERNAL_ERROR (17)", "KVM_EXIT_INTERNAL_ERROR"},
 	    {"vcpu 0 reason 0x7c rip 0x1", NULL}, /* the table has no name for it */
 	    {"vcpu 0 reason 124 rip 0x1", NULL},
 	    {"vcpu 0 reason ff rip 0x1", NULL},
