@@ -32,8 +32,8 @@ unsigned hv_guest_threads(const char *opt, int *tids, unsigned max)
 
 struct vcpu_walk {
 	bool out, in_guest, kvm;
-	bool
-	    run; /* no kvm_exit seen: its kvm_userspace_exits are the exits, KVM_RUN the way back */
+	/* no kvm_exit seen: its kvm_userspace_exits are the exits, KVM_RUN the way back */
+	bool run;
 	unsigned long long since, last_exit;
 	unsigned long long (*away)[2];
 	size_t naway;
