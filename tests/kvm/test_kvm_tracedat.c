@@ -388,20 +388,22 @@ static bool bp_exit(const char *line)
 
 /* What the walk of a record --host pair found. */
 struct pair_check {
-	long trap_events, bp_exits, stub_events, runs;
+	long trap_events, bp_exits, stub_events, guest_mode, runs;
 	long violations;
 };
 
 /* Walks `trace-cmd report -R -i HOST -i GUEST` output @text in time order, each vCPU v's host
  * thread @tids[v]: a trap event (a guest line holding @trap_event) must sit at a breakpoint exit of
  * its vCPU's thread, the last event of that thread before it, one exit per event; any other guest
- * event (a stub probe's) must lie inside a KVM_RUN of its vCPU's thread, from the thread's
- * sys_enter_ioctl of KVM_RUN (cmd 0xae80) to its next kvm_userspace_exit, where the host file has
- * ioctls (@runs). Each breach is printed and counted. */
+ * event (a stub probe's, where @stub) must lie in guest mode on its vCPU's thread: between its
+ * kvm_entry and its next kvm_exit where the host fires those, else (PVM) inside a KVM_RUN, from the
+ * thread's sys_enter_ioctl of KVM_RUN (cmd 0xae80) to its next kvm_userspace_exit. Each breach is
+ * printed and counted. */
 static void walk_pair(const char *text, const int *tids, unsigned nv, const char *trap_event,
-		      bool runs, struct pair_check *c)
+		      bool stub, struct pair_check *c)
 {
 	bool pending[8] = {false}, in_run[8] = {false}, seen_run[8] = {false};
+	bool hw[8] = {false}, in_guest[8] = {false};
 
 	memset(c, 0, sizeof(*c));
 	for (const char *l = text; *l;) {
@@ -416,13 +418,20 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 		if (strstr(line, "-host.dat:")) {
 			bool uexit = strstr(line, " kvm_userspace_exit:") != NULL;
 			bool run = strstr(line, " sys_enter_ioctl:") && strstr(line, " cmd=0x0000ae80");
+			bool entry = strstr(line, " kvm_entry:") != NULL;
+			bool exit = strstr(line, " kvm_exit:") != NULL;
 
-			if ((!uexit && !run) || !(at = strstr(line, "hvtrace-")) ||
+			if ((!uexit && !run && !entry && !exit) || !(at = strstr(line, "hvtrace-")) ||
 			    sscanf(at, "hvtrace-%d", &tid) != 1)
 				continue;
 			for (unsigned v = 0; v < nv; v++) {
 				if (tids[v] != tid)
 					continue;
+				if (entry || exit) {
+					hw[v] = true;
+					in_guest[v] = entry;
+					continue;
+				}
 				if (run) {
 					in_run[v] = seen_run[v] = true;
 					c->runs++;
@@ -441,30 +450,32 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 		if (!(at = strstr(line, "] ")) || at - line < 4 || sscanf(at - 4, "[%u]", &cpu) != 1 ||
 		    cpu >= nv || !strstr(at, ": "))
 			continue;
-		if (strstr(line, trap_event)) {
+		if (trap_event && strstr(line, trap_event)) {
 			c->trap_events++;
 			if (!pending[cpu]) {
 				c->violations++;
 				printf("not at a breakpoint exit of its vCPU's thread: %s\n", line);
 			}
 			pending[cpu] = false;
-		} else if (runs && seen_run[cpu]) {
+		} else if (stub && (hw[cpu] || seen_run[cpu])) {
 			c->stub_events++;
-			if (!in_run[cpu]) {
+			c->guest_mode += hw[cpu];
+			if (hw[cpu] ? !in_guest[cpu] : !in_run[cpu]) {
 				c->violations++;
-				printf("not inside a KVM_RUN of its vCPU's thread: %s\n", line);
+				printf("not in guest mode on its vCPU's thread (%s): %s\n",
+				       hw[cpu] ? "kvm_entry .. kvm_exit" : "KVM_RUN", line);
 			}
 		}
 	}
 	for (unsigned v = 0; v < nv; v++)
 		c->violations += pending[v];
-	printf("trap events %ld, breakpoint exits %ld, stub events %ld in %ld KVM_RUNs, violations "
-	       "%ld\n",
-	       c->trap_events, c->bp_exits, c->stub_events, c->runs, c->violations);
+	printf("trap events %ld, breakpoint exits %ld, stub events %ld (%ld checked against "
+	       "kvm_entry/kvm_exit) in %ld KVM_RUNs, violations %ld\n",
+	       c->trap_events, c->bp_exits, c->stub_events, c->guest_mode, c->runs, c->violations);
 }
 
 /* `hvtrace record --host -o DAT @args... GUEST`, then the pair walked (walk_pair). */
-static void record_host_pair(const char *const *args, const char *trap_event, bool runs,
+static void record_host_pair(const char *const *args, const char *trap_event, bool stub,
 			     struct pair_check *c)
 {
 	const char *argv[32] = {"record", "-o", dat, "--host"};
@@ -489,7 +500,7 @@ static void record_host_pair(const char *const *args, const char *trap_event, bo
 	nv = hv_guest_threads(opt, tids, 8);
 	assert_int_equal(nv, 2);
 	text = hv_sh("trace-cmd report -R -i %s -i %s 2>/dev/null", host, dat);
-	walk_pair(text, tids, nv, trap_event, runs, c);
+	walk_pair(text, tids, nv, trap_event, stub, c);
 	free(text);
 	free(opt);
 	hv_result_free(&r);
@@ -528,25 +539,36 @@ static void test_host_trap_events_at_exits(void **state)
 	assert_int_equal(c.trap_events, c.bp_exits);
 }
 
-/* Stub and trap probes in one recording: every stub event inside a KVM_RUN of its vCPU's thread
- * (the guest's TSC converted to the host's clock: stub records carry no host time), every trap event
- * (-e tree_b reads guest memory, so it stays a trap probe) at a breakpoint exit of its vCPU's
+/* Stub and trap probes in one recording: every stub event in guest mode on its vCPU's thread (the
+ * guest's TSC converted to the host's clock: stub records carry no host time), between kvm_entry
+ * and kvm_exit where the host fires them, else inside a KVM_RUN; every trap event (-e tree_b reads
+ * guest memory, so it stays a trap probe; only where INT3 exits) at a breakpoint exit of its vCPU's
  * thread. The host's sys_enter_ioctl is recorded with --host-event. */
-static void test_host_stub_events_in_kvm_run(void **state)
+static void test_host_stub_events_in_guest_mode(void **state)
 {
-	const char *args[] = {"--host-event",	   "syscalls:sys_enter_ioctl", "--probe", "stub",
-			      "-p",		   "function",		       "-l",	  "tree_*",
-			      "-l",		   "task_*",		       "-e",	  "tree_b(x64 a+0[0])",
+	bool trap = needs_int3_exits("test_host_stub_events_in_guest_mode (its trap part)");
+	const char *args[] = {"--host-event",
+			      "syscalls:sys_enter_ioctl",
+			      "--probe",
+			      "stub",
+			      "-p",
+			      "function",
+			      "-l",
+			      "tree_*",
+			      "-l",
+			      "task_*",
+			      trap ? "-e" : NULL,
+			      "tree_b(x64 a+0[0])",
 			      NULL};
 	struct pair_check c;
 
 	(void)state;
-	if (!needs_int3_exits(__func__) || !host_has_userspace_exit(__func__)) {
+	if (!host_has_userspace_exit(__func__)) {
 		skip();
 		return;
 	}
-	record_host_pair(args, " p_tree_b_0:", true, &c);
-	assert_int_equal(c.trap_events, 6); /* tree_b: 3 rounds x 2 vCPUs */
+	record_host_pair(args, trap ? " p_tree_b_0:" : NULL, true, &c);
+	assert_int_equal(c.trap_events, trap ? 6 : 0); /* tree_b: 3 rounds x 2 vCPUs */
 	assert_true(c.stub_events > 100);
 	assert_int_equal(c.violations, 0);
 	assert_int_equal(c.trap_events, c.bp_exits);
@@ -605,7 +627,7 @@ int main(void)
 	    cmocka_unit_test(test_return_probes),
 	    cmocka_unit_test(test_graph_rendering_matches_trace_cmd),
 	    cmocka_unit_test(test_host_trap_events_at_exits),
-	    cmocka_unit_test(test_host_stub_events_in_kvm_run),
+	    cmocka_unit_test(test_host_stub_events_in_guest_mode),
 	    cmocka_unit_test(test_host_report_exits),
 	};
 
