@@ -167,7 +167,28 @@ static void text_range(const struct vmi_symtab *funcs, uint64_t *lo, uint64_t *h
 static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 {
 	const struct probe_table *probes = tracer_probes(&p->tr);
+	const struct probe *first = NULL;
+	size_t stuck = 0;
 
+	/* functions without an fentry site whose first bytes no detour can move */
+	for (size_t i = 0; i < probes->nr; i++)
+		if (probes->v[i].entry && !probes->v[i].inside && !probes->v[i].detour &&
+		    !stuck++)
+			first = &probes->v[i];
+	if (stuck == 1)
+		snprintf(err, errlen,
+			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s has no "
+			 "fentry site and no stub detour (its first bytes cannot be moved): leave it "
+			 "out with -n",
+			 first->func->name);
+	else if (stuck)
+		snprintf(err, errlen,
+			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %zu "
+			 "functions without an fentry site (%s, ...) have no stub detour (their first "
+			 "bytes cannot be moved): leave them out with -n",
+			 stuck, first->func->name);
+	if (stuck)
+		return true;
 	for (size_t i = 0; i < probes->nr; i++) {
 		const struct probe *pr = &probes->v[i];
 
@@ -178,6 +199,7 @@ static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 			 "needs one",
 			 pr->ret_event && !fe_return_register_only(pr->ret_event)
 			     ? "the return probe -r of"
+			 : pr->inside && !pr->detour ? "the -e event with no stub detour at"
 			 : pr->event && !fe_registers_only(pr->event) ? "the -e event of"
 								      : "the --trigger on",
 			 pr->func->name);

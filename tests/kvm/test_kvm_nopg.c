@@ -328,12 +328,49 @@ static void test_inside_event(void **state)
 		}
 }
 
+/* Where INT3 does not exit (the nested lane; here the INT3 check's test hook says so), stub probes
+ * alone: the whole guest without -pg is refused with one line naming the function no detour can
+ * serve, and runs, every traced function through a detour and no breakpoint, once it is left out. */
+static void test_no_trap_host(void **state)
+{
+	(void)state;
+	setenv("HVTRACE_TEST_INT3", "guest-idt", 1);
+	for (size_t g = 0; g < NR_GUESTS; g++) {
+		const char *argv[] = {"run", "--probe", "stub", "--stats", "-p", "function", guests[g],
+				      NULL};
+		const char *key = "and no stub detour (its first bytes cannot be moved): leave it out "
+				  "with -n\n";
+		char name[64] = "", *p;
+		struct hv_result r;
+
+		hv_run(&r, argv, 0, 0);
+		assert_int_equal(r.status, 2);
+		p = strstr(r.err, "does not exit on this host's KVM, and ");
+		if (!p || !strstr(p, key) ||
+		    sscanf(p + strlen("does not exit on this host's KVM, and "), "%63s", name) != 1)
+			fail_msg("%s: %s", guests[g], r.err);
+		hv_result_free(&r);
+
+		const char *argv2[] = {"run", "--probe", "stub", "--stats", "-p", "function",
+				       "-n", name, guests[g], NULL};
+
+		hv_run(&r, argv2, 0, 0);
+		assert_guest_ok(&r, guests[g], "stub");
+		for (unsigned c = 0; c < 2; c++)
+			assert_int_equal(hv_cpu_stat(r.err, c, "emulation"), 0);
+		assert_true(trace_count(&r, "tree_leaf", -1) == guest_count_all(&r, "tree_leaf", 2));
+		hv_result_free(&r);
+	}
+	unsetenv("HVTRACE_TEST_INT3");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_function_counts),   cmocka_unit_test(test_graph_as_with_fentry),
 	    cmocka_unit_test(test_return_probes),     cmocka_unit_test(test_list_functions),
 	    cmocka_unit_test(test_everything_traced), cmocka_unit_test(test_inside_event),
+	    cmocka_unit_test(test_no_trap_host),
 	};
 
 	kvm_require();
