@@ -80,6 +80,8 @@ mount -o remount,bind,ro /new
 mount -t tmpfs tmpfs /new/tmp; mount -t proc proc /new/proc; mount -t sysfs sysfs /new/sys
 mkdir -p /new$here; mount --move /checkout /new$here
 mount -t devtmpfs devtmpfs /new/dev; mkdir -p /new/dev/pts; mount -t devpts devpts /new/dev/pts
+# L1's own tracefs (record --host records L1's kvm events about the vCPU threads)
+mount -t tracefs nodev /new/sys/kernel/tracing 2>/dev/null || true
 stty -F /dev/ttyS1 raw -echo
 cp /command /new/tmp/hvt-lane-command
 echo "hvt-lane: start"

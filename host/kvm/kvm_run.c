@@ -104,9 +104,12 @@ void kvm_run_print_vm_stats(const struct vm *vm)
 {
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		exit_stats_print(&vm->vcpus[i].xs, i, stderr);
-	fprintf(stderr, "hvtrace: stats: vm pauses %llu paused-ms %llu coalesced-pio %llu\n",
+	fprintf(stderr,
+		"hvtrace: stats: vm pauses %llu paused-ms %llu coalesced-pio %llu tsc-offset %s "
+		"tsc-skew-us %lld\n",
 		(unsigned long long)vm->pauses, (unsigned long long)(vm->paused_ns / 1000000),
-		(unsigned long long)vm->pio_coalesced);
+		(unsigned long long)vm->pio_coalesced, vm->tsc_shared ? "shared" : "per-vcpu",
+		vm_tsc_skew_us(vm));
 }
 
 void kvm_run_print_stats(const struct vm *vm, const struct pipeline *p)

@@ -132,6 +132,26 @@ static void preset_xcr0(struct vcpu *c, uint64_t xcr0)
 
 /* IA32_TSC_AUX = the vCPU's index, so that RDTSCP in the guest returns it in ECX (the stub's CPU
  * number). True only if KVM took it and gives the same value back. */
+/* Gives every vCPU vCPU 0's TSC offset (KVM_VCPU_TSC_OFFSET, Linux 5.16 and later): one guest
+ * TSC for all of them, so that one anchor converts any vCPU's stub timestamps (KVM offsets each
+ * vCPU's TSC as it creates it, and its matching of the later ones fails when they come slowly,
+ * as in the nested lane: there vCPU 1 ran 30 ms ahead). Whether every vCPU has it now. */
+static bool share_tsc(struct vm *vm)
+{
+	uint64_t offset;
+	struct kvm_device_attr a = {.group = KVM_VCPU_TSC_CTRL,
+				    .attr = KVM_VCPU_TSC_OFFSET,
+				    .addr = (uintptr_t)&offset};
+
+	if (ioctl(vm->vcpus[0].fd, KVM_HAS_DEVICE_ATTR, &a) < 0 ||
+	    ioctl(vm->vcpus[0].fd, KVM_GET_DEVICE_ATTR, &a) < 0)
+		return false;
+	for (unsigned i = 1; i < vm->nr_vcpus; i++)
+		if (ioctl(vm->vcpus[i].fd, KVM_SET_DEVICE_ATTR, &a) < 0)
+			return false;
+	return true;
+}
+
 static bool set_tsc_aux(struct vcpu *c)
 {
 	struct {
@@ -412,6 +432,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	}
 	vm->tsc_aux = tsc_aux;
 	vm->cpuid_apic_id = apic_ids;
+	vm->tsc_shared = share_tsc(vm);
 	if (vm->linux_pc)
 		vm->pio_ring = coalesce_thr(vm);
 	vm->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -508,25 +529,57 @@ int vm_map_extra(struct vm *vm, uint64_t gpa, uint64_t size)
 	return 0;
 }
 
-int vm_tsc_sync(struct vm *vm, uint64_t *tsc, uint64_t *ns, uint64_t *khz)
+/* vCPU @cpu's TSC (IA32_TSC through KVM_GET_MSRS) and the host CLOCK_MONOTONIC ns halfway
+ * through the read. 0 or -errno. */
+static int vcpu_tsc(const struct vm *vm, unsigned cpu, uint64_t *tsc, uint64_t *ns)
 {
 	struct {
 		struct kvm_msrs h;
 		struct kvm_msr_entry e;
 	} m = {.h.nmsrs = 1, .e.index = 0x10 /* IA32_TSC */};
 	uint64_t before = clock_now_ns(), after;
-	int r;
 
-	if (ioctl(vm->vcpus[0].fd, KVM_GET_MSRS, &m) != 1)
+	if (ioctl(vm->vcpus[cpu].fd, KVM_GET_MSRS, &m) != 1)
 		return -errno ? -errno : -EIO;
 	after = clock_now_ns();
+	*tsc = m.e.data;
+	*ns = before + (after - before) / 2;
+	return 0;
+}
+
+int vm_tsc_sync(struct vm *vm, uint64_t *tsc, uint64_t *ns, uint64_t *khz)
+{
+	int r = vcpu_tsc(vm, 0, tsc, ns);
+
+	if (r < 0)
+		return r;
 	r = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0);
 	if (r <= 0)
 		return -EIO;
-	*tsc = m.e.data;
-	*ns = before + (after - before) / 2;
 	*khz = (uint64_t)r;
 	return 0;
+}
+
+long long vm_tsc_skew_us(const struct vm *vm)
+{
+	uint64_t t0, n0, t, n;
+	double worst = 0;
+	int khz = vm->nr_vcpus ? ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0) : 0;
+
+	if (khz <= 0 || vcpu_tsc(vm, 0, &t0, &n0) < 0)
+		return -1;
+	for (unsigned i = 1; i < vm->nr_vcpus; i++) {
+		double d;
+
+		if (vcpu_tsc(vm, i, &t, &n) < 0)
+			return -1;
+		/* what vCPU i's TSC says minus what vCPU 0's says for the same host time, in us */
+		d = (double)(int64_t)(t - t0) * 1000.0 / khz - (double)(n - n0) / 1000.0;
+		d = d < 0 ? -d : d;
+		if (d > worst)
+			worst = d;
+	}
+	return worst < 9e15 ? (long long)worst : -1;
 }
 
 void vm_unmap_extra(struct vm *vm)

@@ -91,6 +91,7 @@ struct vm {
 	uint64_t entry;
 	bool tsc_aux; /* every vCPU's RDTSCP returns its index in ECX (IA32_TSC_AUX, set and read back) */
 	bool cpuid_apic_id; /* every vCPU's CPUID leaf 1 has its index as APIC ID (EBX[31:24]) */
+	bool tsc_shared;    /* every vCPU has vCPU 0's TSC offset (KVM_VCPU_TSC_OFFSET) */
 	uint64_t cr3_boot; /* identity-map page tables */
 	uint64_t gdt_gpa;
 	unsigned nr_vcpus;
@@ -172,6 +173,11 @@ void vm_unmap_extra(struct vm *vm);
 /* vCPU 0's guest TSC (IA32_TSC), the host CLOCK_MONOTONIC ns it was read at, and the guest TSC rate.
  * vCPUs paused. 0 or -errno. */
 int vm_tsc_sync(struct vm *vm, uint64_t *tsc, uint64_t *ns, uint64_t *khz);
+
+/* The largest difference, in microseconds, between what another vCPU's TSC and vCPU 0's say for the
+ * same host time (read one after the other, the host's clock between): 0 where they agree (the stub's
+ * one clock anchor then holds for every vCPU), -1 when it cannot be read. vCPUs stopped. */
+long long vm_tsc_skew_us(const struct vm *vm);
 
 /* Host pointer to guest-physical [gpa, gpa+len) or NULL if that is not all RAM (or the extra slot).
  * Any thread. */

@@ -508,13 +508,26 @@ static void record_host_pair(const char *const *args, const char *trap_event, bo
 	unlink(host);
 }
 
-/* Whether the host's tracefs has kvm:kvm_userspace_exit; else one SKIPPED line. */
+/* Whether the host's tracefs (where it is mounted) has kvm:@event; else, with @what, one SKIPPED
+ * line. */
+static bool host_has_kvm_event(const char *event, const char *what)
+{
+	static const char *const roots[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+	char path[160];
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/events/kvm/%s", roots[i], event);
+		if (!access(path, F_OK))
+			return true;
+	}
+	if (what)
+		printf("SKIPPED: %s: the host's tracefs has no kvm:%s\n", what, event);
+	return false;
+}
+
 static bool host_has_userspace_exit(const char *what)
 {
-	if (!access("/sys/kernel/tracing/events/kvm/kvm_userspace_exit", F_OK))
-		return true;
-	printf("SKIPPED: %s: the host's tracefs has no kvm:kvm_userspace_exit\n", what);
-	return false;
+	return host_has_kvm_event("kvm_userspace_exit", what);
 }
 
 /* record --host with trap probes (issue 26): `trace-cmd report -R -i HOST -i GUEST` interleaves the
