@@ -66,14 +66,32 @@ static long stub_stat(const char *err, const char *field)
 	return hv_stat(err, "stub probes ", field);
 }
 
-/* The last 6000 bytes of @console, printed apart (cmocka cuts a long failure message short): what
- * a guest that panicked, hung or ended early did last. */
+/* @console printed apart (cmocka cuts a long failure message short): what a guest that panicked,
+ * hung or ended early did last. From a little before its first kernel splat (BUG, Oops, WARNING,
+ * panic) where it has one, 16000 bytes at most: the first one says what went wrong, the later
+ * ones follow from it; else its last 6000 bytes. */
 static void print_console_tail(const char *label, const char *console)
 {
+	static const char *const splats[] = {"BUG: ", "Oops: ", "WARNING: ", "Kernel panic"};
 	size_t n = console ? strlen(console) : 0;
+	const char *first = NULL;
 
-	printf("-- %s: the guest's console, its last 6000 bytes:\n%s\n-- end of console\n", label,
-	       n > 6000 ? console + n - 6000 : n ? console : "(none)");
+	for (size_t i = 0; n && i < sizeof(splats) / sizeof(splats[0]); i++) {
+		const char *p = strstr(console, splats[i]);
+
+		if (p && (!first || p < first))
+			first = p;
+	}
+	if (first) {
+		const char *from = first - console > 500 ? first - 500 : console;
+
+		printf("-- %s: the guest's console from before its first splat:\n%.16000s\n-- end of "
+		       "console\n",
+		       label, from);
+	} else {
+		printf("-- %s: the guest's console, its last 6000 bytes:\n%s\n-- end of console\n",
+		       label, n > 6000 ? console + n - 6000 : n ? console : "(none)");
+	}
 	fflush(stdout);
 }
 
