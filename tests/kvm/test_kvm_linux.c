@@ -306,13 +306,12 @@ int main(void)
 	    cmocka_unit_test(test_not_a_bzimage),
 	};
 	size_t n = 1;
-	char why[256], *gdir;
+	static char gdir[512]; /* static: the kernels' paths may point into it until the end */
+	char why[256];
 	long nr;
 
 	kvm_require();
-	gdir = strdup(hv_guest(NULL));
-	if (!gdir)
-		return 1;
+	snprintf(gdir, sizeof(gdir), "%s", hv_guest(NULL));
 	nr = hv_kernels_read(dirname(gdir), "6.1", kernels, MAX_KERNELS);
 	if (nr < 0)
 		return 1;
