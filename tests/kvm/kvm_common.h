@@ -54,7 +54,8 @@ struct kvm_fixture {
 };
 
 /* Boots @guest into @f with a tracer hooking every return when @returns, with stub probes when
- * @stub. Fails the test on any error. */
+ * @stub (a guest built without -pg: its workloads' functions, entry probes with their out-of-line
+ * copies, detours with stub probes). Fails the test on any error. */
 void kvm_fixture_boot(struct kvm_fixture *f, const char *guest, bool returns, bool stub);
 void kvm_fixture_free(struct kvm_fixture *f);
 /* Whether every site holds the bytes it held when loaded. */
