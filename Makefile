@@ -312,8 +312,8 @@ FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kall
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
-FUZZ_SRCS_gdbstub := host/qemu/gdbstub.c host/qemu/gdb_wire.c host/qemu/gdb_packet.c host/qemu/tcp.c host/trace/clock.c
-FUZZ_SRCS_qmp     := host/qemu/qmp.c host/qemu/qmp_json.c host/qemu/tcp.c host/trace/clock.c
+FUZZ_SRCS_gdbstub := host/vmm/gdbstub.c host/vmm/gdb_wire.c host/vmm/gdb_packet.c host/vmm/tcp.c host/trace/clock.c
+FUZZ_SRCS_qmp     := host/qemu/qmp.c host/qemu/qmp_json.c host/vmm/tcp.c host/trace/clock.c
 FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_linux_percpu.c vmi/vmi_btf.c vmi/vmi_kallsyms.c vmi/vmi_modules.c vmi/vmi_elf.c \
                      vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
 FUZZ_SRCS_elf     := vmi/vmi_elf.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
@@ -321,7 +321,7 @@ FUZZ_SRCS_btf     := vmi/vmi_btf.c host/trace/fevent_btf.c host/trace/fevent.c h
                      vmi/vmi_symtab.c
 FUZZ_SRCS_accel   := host/qemu/qemu_accel.c
 FUZZ_SRCS_e820    := vmi/vmi_linux_e820.c
-FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/qemu/qmp_json.c host/qemu/tcp.c \
+FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/qemu/qmp_json.c host/vmm/tcp.c \
                      host/trace/clock.c
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c

@@ -3,7 +3,7 @@
 #ifndef HVT_BACKEND_QEMU_INT_H
 #define HVT_BACKEND_QEMU_INT_H
 
-#include "host/qemu/guardian.h"
+#include "host/vmm/guardian.h"
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/qemu_stub_place.h"
 #include "host/qemu/target_qemu.h"

@@ -1,6 +1,6 @@
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/qemu_find.h"
-#include "host/qemu/tcp.h"
+#include "host/vmm/tcp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

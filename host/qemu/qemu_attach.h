@@ -5,7 +5,7 @@
 #ifndef HVT_QEMU_ATTACH_H
 #define HVT_QEMU_ATTACH_H
 
-#include "host/qemu/gdbstub.h"
+#include "host/vmm/gdbstub.h"
 #include "host/qemu/libvirt_dom.h"
 #include "host/qemu/qemu_cmdline.h"
 #include "host/qemu/qemu_launch.h"

@@ -1,5 +1,5 @@
 #include "host/qemu/qemu_launch.h"
-#include "host/qemu/tcp.h"
+#include "host/vmm/tcp.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 #include "host/qemu/qemu_memmap.h"
 #include "host/qemu/qmp_json.h"
-#include "host/qemu/tcp.h"
+#include "host/vmm/tcp.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -2,8 +2,8 @@
  * --verify-text's verdict, the guardian's takeover when hvtrace died, a guest that reset, and the
  * status from what happened to the guest. Main thread (the takeover: the guardian process). */
 #include "host/qemu/backend_qemu_int.h"
-#include "host/qemu/gdbstub.h"
-#include "host/qemu/tcp.h"
+#include "host/vmm/gdbstub.h"
+#include "host/vmm/tcp.h"
 #include "host/session/cmd_out.h"
 #include "host/session/end_status.h"
 #include "host/session/exitcode.h"

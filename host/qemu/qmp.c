@@ -4,7 +4,7 @@
  * recorded, not returned. */
 #include "host/qemu/qmp.h"
 #include "host/qemu/qmp_json.h"
-#include "host/qemu/tcp.h"
+#include "host/vmm/tcp.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 #include "host/qemu/target_qemu.h"
 #include "host/qemu/target_qemu_int.h"
-#include "host/qemu/tcp.h"
+#include "host/vmm/tcp.h"
 #include "arch/x86/x86_insn.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"

@@ -5,7 +5,7 @@
 #ifndef HVT_TARGET_QEMU_H
 #define HVT_TARGET_QEMU_H
 
-#include "host/qemu/gdbstub.h"
+#include "host/vmm/gdbstub.h"
 #include "host/qemu/qemu_mem.h"
 #include "host/qemu/qemu_stub_map.h"
 #include "host/trace/target.h"

@@ -5,7 +5,7 @@
  * (gdb_packet_unframe on it, then gdb_packet_parse_stop and gdb_packet_decode_regs on each decoded payload); then the
  * whole client talks to the script over a socketpair: connect, threads, registers, memory,
  * breakpoints, run (also a RIP write pipelined with the continue), detach. */
-#include "host/qemu/gdbstub.h"
+#include "host/vmm/gdbstub.h"
 #include "tests/fuzz/fuzz_peer.h"
 
 #include <errno.h>

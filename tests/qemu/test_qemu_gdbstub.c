@@ -12,7 +12,7 @@
 #include "tests/common/hv_run.h"
 #include "tests/common/port.h"
 #include "tests/common/skip.h"
-#include "host/qemu/gdbstub.h"
+#include "host/vmm/gdbstub.h"
 #include "host/qemu/qmp.h"
 
 #include <errno.h>

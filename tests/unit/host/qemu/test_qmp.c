@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "host/qemu/qmp.h"
-#include "host/qemu/tcp.h"
+#include "host/vmm/tcp.h"
 #include "tests/common/fake_server.h"
 
 #include <errno.h>

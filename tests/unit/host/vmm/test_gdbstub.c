@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "host/qemu/gdbstub.h"
+#include "host/vmm/gdbstub.h"
 #include "host/qemu/target_qemu.h"
-#include "host/qemu/tcp.h"
+#include "host/vmm/tcp.h"
 #include "tests/common/fake_server.h"
 
 #include <arpa/inet.h>

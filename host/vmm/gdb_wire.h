@@ -7,7 +7,7 @@
 #ifndef HVT_GDB_WIRE_H
 #define HVT_GDB_WIRE_H
 
-#include "host/qemu/gdb_packet.h"
+#include "host/vmm/gdb_packet.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
  * Every packet is `$payload#cs` (cs = sum of the payload bytes mod 256, two hex digits); `}`
  * escapes the next byte (xor 0x20) and `*` repeats the previous one.
  */
-#include "host/qemu/gdb_packet.h"
+#include "host/vmm/gdb_packet.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-#include "host/qemu/guardian.h"
+#include "host/vmm/guardian.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "host/qemu/tcp.h"
+#include "host/vmm/tcp.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>

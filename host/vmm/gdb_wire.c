@@ -8,8 +8,8 @@
  * without the '+' owed (gdb_interrupt drops it); QEMU 8.1 and later answer a stop by any other byte
  * with no stop reply at all.
  */
-#include "host/qemu/gdb_wire.h"
-#include "host/qemu/tcp.h"
+#include "host/vmm/gdb_wire.h"
+#include "host/vmm/tcp.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>

@@ -10,7 +10,7 @@
 #ifndef HVT_GDBSTUB_H
 #define HVT_GDBSTUB_H
 
-#include "host/qemu/gdb_wire.h"
+#include "host/vmm/gdb_wire.h"
 
 #include <stdbool.h>
 #include <stddef.h>

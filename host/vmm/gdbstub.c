@@ -1,9 +1,9 @@
 /* GDB Remote Serial Protocol client for QEMU's gdbstub (x86_64, system emulation, all-stop): the
  * commands (negotiation, threads, registers, memory, breakpoints, execution) over gdb_wire.
  */
-#include "host/qemu/gdbstub.h"
-#include "host/qemu/gdb_wire.h"
-#include "host/qemu/tcp.h"
+#include "host/vmm/gdbstub.h"
+#include "host/vmm/gdb_wire.h"
+#include "host/vmm/tcp.h"
 
 #include <errno.h>
 #include <netdb.h>
