@@ -28,9 +28,11 @@ CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 
 DEPS := $(BUILD)/.deps-installed
 
-LIB_SRCS := $(wildcard arch/x86/*.c) $(wildcard vmi/*.c) $(wildcard guest-stub/*.c) \
+LIB_SRCS := $(wildcard arch/x86/*.c) $(wildcard vmi/*.c) $(wildcard guest-stub/*.c guest-stub/*/*.c) \
             $(filter-out host/cli/main.c,$(wildcard host/*/*.c))
-LIB_ASMS := $(wildcard guest-stub/*.S)
+# One stub per guest ISA, guest-stub/<isa>/stub.S: one assembly unit that includes the other files
+# of its folder (they are not assembled alone).
+LIB_ASMS := $(wildcard guest-stub/*/stub.S)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(LIB_ASMS:%.S=$(BUILD)/%.o)
 LIB      := $(BUILD)/libhvtrace.a
 
@@ -85,8 +87,8 @@ $(BUILD)/%.o: %.c | $(DEPS)
 # The stub is guest code assembled into the host binary as data (its bytes are copied into guests).
 $(BUILD)/guest-stub/%.o: guest-stub/%.S guest-stub/stub_abi.h | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) -I. -c $< -o $@
-	@if readelf -r $@ | grep -q R_X86; then echo "$<: the stub must need no relocations" >&2; rm -f $@; exit 1; fi
+	$(CC) -I. -MMD -MP -c $< -o $@
+	@if readelf -r $@ | grep -q '^Relocation section'; then echo "$<: the stub must need no relocations" >&2; rm -f $@; exit 1; fi
 
 $(LIB): $(LIB_OBJS)
 	rm -f $@

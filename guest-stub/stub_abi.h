@@ -1,6 +1,7 @@
-/* The exit-free stub's memory layout, shared by the stub (guest-stub/stub.S, assembled) and the
- * host (host/trace/stub.c). One region of guest memory, mapped executable in the guest's kernel page
- * tables within +-2 GiB of the text it is called from:
+/* The exit-free stub's memory layout, shared by the stub (one per guest ISA,
+ * guest-stub/<isa>/stub.S, assembled; guest-stub/x86/ for x86-64) and the host (host/trace/stub.c).
+ * One region of guest memory, mapped executable in the guest's kernel page tables within +-2 GiB of
+ * the text it is called from:
  *
  *   +0x0000  code: the entry routines and the return routine (position independent, never
  *            written after placement, so TCG's translation cache never holds a stale copy)
@@ -16,7 +17,14 @@
  * and migration cannot split it, and an NMI that nests only takes the next index), filled, then
  * committed by writing its sequence number (index + 1, low 32 bits) last. The host reads records in
  * index order, stops at the first one not yet committed, and hands the ring back by advancing the
- * CPU's tail; a full ring counts the event in the CPU's `lost` and writes nothing. */
+ * CPU's tail; a full ring counts the event in the CPU's `lost` and writes nothing.
+ *
+ * Per ISA: the layout, the offsets and the record types are every ISA's; what some fields hold is
+ * the ISA's, said here for x86-64: how the stub learns its CPU number and current task
+ * (H_CPU_GS_OFF, H_AUX_MASK, H_CPUID, H_CUR_GS_*: %gs, RDTSCP, CPUID), the clock (R_TSC, R_T0,
+ * H_WAIT_TSC: the TSC), the registers recorded (R_RAX, a STUB_REC_ARGS record's six), and a detour
+ * slot's code (DT_*). The stack frame and internal flags are each stub's own
+ * (guest-stub/x86/frame.h). */
 #ifndef HVT_STUB_ABI_H
 #define HVT_STUB_ABI_H
 
@@ -121,10 +129,6 @@
 #define STUB_DETOUR_SCRATCH 256
 #define DT_STI 96
 #define DT_NOSTI 112
-/* saved flags, detour routines: bit 31 marks a detour; bit 30 holds IF (which is cleared) */
-#define F_DETOUR_BYTE 3
-#define F_DETOUR_MARK 0x80
-#define F_DETOUR_IF 0x40
 
 /* Shadow stacks: one per guest stack region, claimed by compare-and-swap of its key
  * ((slot >> shift) + 1) within STUB_STACK_PROBES entries of its hash, locked by a try-lock on entry

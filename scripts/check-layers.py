@@ -25,6 +25,7 @@ ALLOWED = {
     'vmi': {'arch/x86'},
     'arch/x86': set(),
     'guest-stub': set(),
+    'guest-stub/x86': {'guest-stub'},
 }
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The stub's bytes, assembled into this binary as data (guest-stub/stub.S). */
+/* The stub's bytes, assembled into this binary as data (guest-stub/x86/stub.S). */
 extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
 	hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_entry_root[],
 	hvt_stub_entry_root_args[], hvt_stub_detour[], hvt_stub_detour_ret[],

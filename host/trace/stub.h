@@ -1,4 +1,4 @@
-/* Stub probes, guest side: places the stub (guest-stub/stub.S) in guest memory through the target,
+/* Stub probes, guest side: places the stub (guest-stub/x86/) in guest memory through the target,
  * patches sites NOP5 <-> CALL rel32 into it, reads the records its per-CPU rings hold, and at
  * detach hands every hooked return back. Record decoding belongs to the drain (stub_drain.c). */
 #ifndef HVT_STUB_H
