@@ -15,6 +15,17 @@ extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
 	hvt_stub_detour_args[], hvt_stub_detour_ret_args[], hvt_stub_detour_root[],
 	hvt_stub_detour_root_args[], hvt_stub_ret[], hvt_stub_end[];
 
+/* The entry routines by their index in struct stub's entry[]: hook | 2 * arguments | 4 * graph
+ * root | 8 * from a detour slot (none at 4, 6, 12, 14: a root's return is always hooked). */
+static const uint8_t *const stub_routines[16] = {
+    [0] = hvt_stub_entry,	 [1] = hvt_stub_entry_ret,
+    [2] = hvt_stub_entry_args,	 [3] = hvt_stub_entry_ret_args,
+    [5] = hvt_stub_entry_root,	 [7] = hvt_stub_entry_root_args,
+    [8] = hvt_stub_detour,	 [9] = hvt_stub_detour_ret,
+    [10] = hvt_stub_detour_args, [11] = hvt_stub_detour_ret_args,
+    [13] = hvt_stub_detour_root, [15] = hvt_stub_detour_root_args,
+};
+
 #define PAGE	   4096ull
 
 /* The detour slots' bytes, in whole pages. */
@@ -215,18 +226,9 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 			s->ring_records = min_records;
 		}
 	}
-	s->entry[0] = s->reg.gva + (uint64_t)(hvt_stub_entry - hvt_stub_start);
-	s->entry[1] = s->reg.gva + (uint64_t)(hvt_stub_entry_ret - hvt_stub_start);
-	s->entry[2] = s->reg.gva + (uint64_t)(hvt_stub_entry_args - hvt_stub_start);
-	s->entry[3] = s->reg.gva + (uint64_t)(hvt_stub_entry_ret_args - hvt_stub_start);
-	s->entry[5] = s->reg.gva + (uint64_t)(hvt_stub_entry_root - hvt_stub_start);
-	s->entry[7] = s->reg.gva + (uint64_t)(hvt_stub_entry_root_args - hvt_stub_start);
-	s->entry[8] = s->reg.gva + (uint64_t)(hvt_stub_detour - hvt_stub_start);
-	s->entry[9] = s->reg.gva + (uint64_t)(hvt_stub_detour_ret - hvt_stub_start);
-	s->entry[10] = s->reg.gva + (uint64_t)(hvt_stub_detour_args - hvt_stub_start);
-	s->entry[11] = s->reg.gva + (uint64_t)(hvt_stub_detour_ret_args - hvt_stub_start);
-	s->entry[13] = s->reg.gva + (uint64_t)(hvt_stub_detour_root - hvt_stub_start);
-	s->entry[15] = s->reg.gva + (uint64_t)(hvt_stub_detour_root_args - hvt_stub_start);
+	for (unsigned i = 0; i < sizeof(stub_routines) / sizeof(stub_routines[0]); i++)
+		if (stub_routines[i])
+			s->entry[i] = s->reg.gva + (uint64_t)(stub_routines[i] - hvt_stub_start);
 	s->ret = s->reg.gva + (uint64_t)(hvt_stub_ret - hvt_stub_start);
 	s->nr_detours = g->nr_detours;
 	s->detour_off = STUB_RINGS_OFF;
