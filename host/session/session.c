@@ -13,28 +13,26 @@ void session_init(struct session *s)
 	s->buffer_size_kb = 4096;
 }
 
+/* Frees one of the session's arrays and empties it. */
+#define SESSION_DROP(array, nr)                                                                    \
+	do {                                                                                       \
+		free(array);                                                                       \
+		(array) = NULL;                                                                    \
+		(nr) = 0;                                                                          \
+	} while (0)
+
 void session_free(struct session *s)
 {
-	free(s->filter);
-	free(s->notrace);
-	free(s->graph);
-	free(s->host_events);
-	s->host_events = NULL;
-	s->nr_host_events = 0;
-	free(s->events);
-	free(s->rprobes);
-	s->events = s->rprobes = NULL;
-	s->nr_events = s->nr_rprobes = 0;
-	free(s->expects);
-	s->expects = NULL;
-	s->nr_expects = 0;
+	SESSION_DROP(s->filter, s->nr_filter);
+	SESSION_DROP(s->notrace, s->nr_notrace);
+	SESSION_DROP(s->graph, s->nr_graph);
+	SESSION_DROP(s->host_events, s->nr_host_events);
+	SESSION_DROP(s->events, s->nr_events);
+	SESSION_DROP(s->rprobes, s->nr_rprobes);
+	SESSION_DROP(s->expects, s->nr_expects);
 	rec_filter_free(&s->tasks);
-	free(s->efilters);
-	s->efilters = NULL;
-	s->nr_efilters = 0;
-	free(s->triggers);
-	s->triggers = NULL;
-	s->nr_triggers = 0;
+	SESSION_DROP(s->efilters, s->nr_efilters);
+	SESSION_DROP(s->triggers, s->nr_triggers);
 	while (s->words) {
 		struct session_words *older = s->words->older;
 
@@ -42,8 +40,6 @@ void session_free(struct session *s)
 		free(s->words);
 		s->words = older;
 	}
-	s->filter = s->notrace = s->graph = NULL;
-	s->nr_filter = s->nr_notrace = s->nr_graph = 0;
 }
 
 const char *tracer_name(enum tracer_kind k)
