@@ -69,8 +69,8 @@ static void verify_text(struct linux_run *r)
 			"hvtrace: --verify-text: kernel text unchanged where hvtrace patched (%zu "
 			"probes%s); the kernel itself changed %zu bytes in %zu places since attach "
 			"(first at %s)\n",
-			tracer_probes(t)->nr, t->trampoline ? " and the trampoline" : "", v.kernel,
-			v.kernel_runs, sym_at(r, v.kernel_at, at, sizeof(at)));
+			probe_count(tracer_probes(t)), t->trampoline ? " and the trampoline" : "",
+			v.kernel, v.kernel_runs, sym_at(r, v.kernel_at, at, sizeof(at)));
 	} else {
 		fprintf(stderr, "hvtrace: --verify-text: kernel text unchanged (%zu bytes)\n",
 			v.len);

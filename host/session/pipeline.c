@@ -57,10 +57,9 @@ static int mark_graph_roots(struct pipeline *p, char *err, size_t errlen)
 	for (size_t g = 0; g < s->nr_graph; g++) {
 		bool any = false;
 
-		for (size_t i = 0; i < probes->nr; i++)
-			if (!probes->v[i].inside &&
-			    filter_glob_match(s->graph[g], probes->v[i].func->name)) {
-				tracer_set_graph_root(&p->tr, probes->v[i].id);
+		probe_for_each(pr, probes)
+			if (!pr->inside && filter_glob_match(s->graph[g], pr->func->name)) {
+				tracer_set_graph_root(&p->tr, pr->id);
 				any = true;
 			}
 		if (!any) {
@@ -106,12 +105,12 @@ static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
 
 		/* an event inside a function by its probe's name (FUNC+0xOFF), others by their
 		 * spec's function (an alias of the probed symbol's name included) */
-		for (size_t i = 0; i < probes->nr && !pr; i++)
-			if (probes->v[i].event &&
-			    !strcmp(probes->v[i].inside ? probes->v[i].func->name
-							: probes->v[i].event->func,
-				    ef->func))
-				pr = &probes->v[i];
+		probe_for_each(q, probes)
+			if (q->event &&
+			    !strcmp(q->inside ? q->func->name : q->event->func, ef->func)) {
+				pr = q;
+				break;
+			}
 		if (!pr) {
 			snprintf(err, errlen, "--filter-event '%s': %s has no -e event", ef->text,
 				 ef->func);
@@ -135,17 +134,14 @@ static int bind_triggers(struct pipeline *p, char *err, size_t errlen)
 
 	for (size_t k = 0; k < s->nr_triggers; k++) {
 		const struct trigger *tg = &s->triggers[k];
-		size_t i;
+		const struct probe *pr = probe_find(probes, tg->func);
 
-		for (i = 0; i < probes->nr; i++)
-			if (!strcmp(probes->v[i].func->name, tg->func))
-				break;
-		if (i == probes->nr || (probes->v[i].quiet_entry && !probes->v[i].event)) {
+		if (!pr || (pr->quiet_entry && !pr->event)) {
 			snprintf(err, errlen, "--trigger %s:%s: %s is not a traced function (-l, -g, -e)",
 				 tg->func, trigger_cmd_name(tg->cmd), tg->func);
 			return EXIT_BAD_INPUT;
 		}
-		if (tracer_add_trigger(&p->tr, probes->v[i].id, tg) < 0) {
+		if (tracer_add_trigger(&p->tr, pr->id, tg) < 0) {
 			snprintf(err, errlen, "out of memory");
 			return EXIT_HOST_ERROR;
 		}
@@ -171,10 +167,9 @@ static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 	size_t stuck = 0;
 
 	/* functions without an fentry site whose first bytes no detour can move */
-	for (size_t i = 0; i < probes->nr; i++)
-		if (probes->v[i].entry && !probes->v[i].inside && !probes->v[i].detour &&
-		    !stuck++)
-			first = &probes->v[i];
+	probe_for_each(pr, probes)
+		if (pr->entry && !pr->inside && !pr->detour && !stuck++)
+			first = pr;
 	if (stuck == 1)
 		snprintf(err, errlen,
 			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s has no "
@@ -189,9 +184,7 @@ static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 			 stuck, first->func->name);
 	if (stuck)
 		return true;
-	for (size_t i = 0; i < probes->nr; i++) {
-		const struct probe *pr = &probes->v[i];
-
+	probe_for_each(pr, probes) {
 		if (stub_drain_capable(pr) && !tracer_has_trigger(&p->tr, pr))
 			continue;
 		snprintf(err, errlen,
@@ -217,8 +210,7 @@ static void say_trap_probes(struct pipeline *p)
 	size_t len = 0, more = 0;
 
 	list[0] = 0;
-	for (size_t i = 0; i < probes->nr; i++) {
-		const struct probe *pr = &probes->v[i];
+	probe_for_each(pr, probes) {
 		bool r = pr->ret_event && !fe_return_register_only(pr->ret_event);
 		bool e = pr->event && !pr->inside && !fe_registers_only(pr->event);
 
@@ -243,9 +235,9 @@ static void say_trap_probes(struct pipeline *p)
 			"probes: %s%s\n",
 			len ? list : "", more ? (len ? " and more" : "several") : "");
 	len = more = 0;
-	for (size_t i = 0; i < probes->nr; i++) {
-		len += probes->v[i].inside && stub_drain_capable(&probes->v[i]);
-		more += probes->v[i].inside && !stub_drain_capable(&probes->v[i]);
+	probe_for_each(pr, probes) {
+		len += pr->inside && stub_drain_capable(pr);
+		more += pr->inside && !stub_drain_capable(pr);
 	}
 	if (len || more)
 		fprintf(stderr,
@@ -320,9 +312,7 @@ static int entries_without_return(struct pipeline *p, const struct pipeline_gues
 
 	if (!p->tr.opts.returns)
 		return 0;
-	for (size_t i = 0; i < probes->nr; i++) {
-		const struct probe *v = &probes->v[i];
-
+	probe_for_each(v, probes) {
 		if (!v->entry || v->inside || c_function(g, v->func))
 			continue; /* inside a function: never a return (probe_table_build) */
 		if (v->ret_probe) {
@@ -356,9 +346,9 @@ static int plan_detours(struct pipeline *p, const struct pipeline_guest *g)
 
 	long inside = 0;
 
-	for (size_t i = 0; i < probes->nr; i++) {
-		entries += probes->v[i].entry && !probes->v[i].inside;
-		inside += probes->v[i].inside;
+	probe_for_each(pr, probes) {
+		entries += pr->entry && !pr->inside;
+		inside += pr->inside;
 	}
 	if ((!entries && !inside) || p->s->cmd == CMD_LIST_FUNCTIONS)
 		return 0;
@@ -370,8 +360,8 @@ static int plan_detours(struct pipeline *p, const struct pipeline_guest *g)
 	}
 	if (!g->stub)
 		return 0;
-	for (size_t i = 0; i < probes->nr; i++)
-		planned -= probes->v[i].inside && probes->v[i].detour; /* said by say_trap_probes */
+	probe_for_each(pr, probes)
+		planned -= pr->inside && pr->detour; /* said by say_trap_probes */
 	if (!entries)
 		return 0;
 	if (planned == entries)

@@ -23,6 +23,11 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 	t->tgt = tgt;
 	t->opts = *opts;
 	tracing_state_init(&t->tracing, !opts->tracing_off);
+	/* a full ring: the vCPU waits for the writer while the tracer is attached */
+	t->gate = (struct emit_gate){.tracing = &t->tracing,
+				     .keep = opts->keep,
+				     .filtered = &t->filtered,
+				     .wait_while = &t->active};
 	/* stub probes cost nothing while no root is live: they stay in */
 	t->opts.lazy = opts->lazy && opts->graph_filter && opts->returns && !opts->stub;
 	t->nr_cpus = tgt->nr_cpus;
@@ -74,9 +79,11 @@ static int grow_scratch(struct tracer *t, size_t need)
 
 int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec)
 {
-	if (id >= t->probes.nr)
+	struct probe *p = probe_at(&t->probes, id);
+
+	if (!p)
 		return -EINVAL;
-	t->probes.v[id].event = spec;
+	p->event = spec;
 	return grow_scratch(t, fe_payload_size(spec));
 }
 
@@ -84,7 +91,7 @@ int tracer_add_trigger(struct tracer *t, uint32_t id, const struct trigger *trig
 {
 	struct tracer_trigger *v;
 
-	if (id >= t->probes.nr)
+	if (!probe_at(&t->probes, id))
 		return -EINVAL;
 	v = realloc(t->triggers, (t->nr_triggers + 1) * sizeof(*v));
 	if (!v)
@@ -107,68 +114,61 @@ bool tracer_has_trigger(const struct tracer *t, const struct probe *p)
 
 int tracer_set_return(struct tracer *t, uint32_t id, const struct fe_spec *spec, bool quiet)
 {
-	if (id >= t->probes.nr)
+	struct probe *p = probe_at(&t->probes, id);
+
+	if (!p)
 		return -EINVAL;
 	if (!t->opts.returns)
 		return -ENOTSUP;
-	t->probes.v[id].ret_probe = true;
-	t->probes.v[id].quiet_entry = quiet;
-	t->probes.v[id].ret_event = spec;
+	p->ret_probe = true;
+	p->quiet_entry = quiet;
+	p->ret_event = spec;
 	return spec ? grow_scratch(t, fe_payload_size(spec)) : 0;
 }
 
 int tracer_set_graph_root(struct tracer *t, uint32_t id)
 {
-	if (id >= t->probes.nr)
+	struct probe *p = probe_at(&t->probes, id);
+
+	if (!p)
 		return -EINVAL;
-	t->probes.v[id].graph_root = true;
+	p->graph_root = true;
 	return 0;
 }
 
 int tracer_set_detour(struct tracer *t, uint32_t id, const struct x86_reloc_plan *plan)
 {
+	struct probe *p = probe_at(&t->probes, id);
 	struct x86_reloc_plan *copy;
 
-	if (id >= t->probes.nr || !t->probes.v[id].entry)
+	if (!p || !p->entry)
 		return -EINVAL;
 	copy = malloc(sizeof(*copy));
 	if (!copy)
 		return -ENOMEM;
 	*copy = *plan;
-	free(t->probes.v[id].detour);
-	t->probes.v[id].detour = copy;
+	free(p->detour);
+	p->detour = copy;
 	return 0;
 }
 
 int tracer_set_no_return(struct tracer *t, uint32_t id)
 {
-	if (id >= t->probes.nr || !t->probes.v[id].entry)
+	struct probe *p = probe_at(&t->probes, id);
+
+	if (!p || !p->entry)
 		return -EINVAL;
-	t->probes.v[id].no_return = true;
+	p->no_return = true;
 	return 0;
 }
 
-/* Publishes @rec (and @len bytes of @payload) in this vCPU's ring; waits for the writer rather than
- * lose the event, unless the tracer is detached: then the event is counted lost (and marked in the
- * stream, ring_lost). */
+/* Publishes @rec (and @len bytes of @payload) in this vCPU's ring through the tracer's gate: it
+ * waits for the writer rather than lose the event, unless the tracer is detached: then the event is
+ * counted lost (and marked in the stream, ring_lost). */
 static void emit(struct tracer *t, unsigned cpu, const struct hvt_record *rec, const void *payload,
 		 size_t len)
 {
-	if (rec->type != HVT_REC_LOST && rec->type != HVT_REC_SNAPSHOT &&
-	    !tracing_state_at(&t->tracing, rec->ts))
-		return; /* tracing is off (--tracing-off, traceoff) */
-	if (t->opts.keep && !rec_filter_keep(t->opts.keep, rec, payload, len)) {
-		atomic_fetch_add_explicit(&t->filtered, 1, memory_order_relaxed);
-		return;
-	}
-	while (!ring_emit(&t->rings[cpu], rec, payload, len)) {
-		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
-			t->cpu[cpu].lost++;
-			ring_lost(&t->rings[cpu], 1, cpu);
-			return;
-		}
-		sched_yield();
-	}
+	emit_gate(&t->gate, &t->rings[cpu], cpu, &t->cpu[cpu].lost, rec, payload, len);
 }
 
 /* Lazy arming: the callee probes are in while at least one graph-root call is live (the ones
@@ -177,9 +177,9 @@ static void arm(struct tracer *t)
 {
 	pthread_mutex_lock(&t->arm_lock);
 	if (t->live_roots++ == 0) {
-		for (size_t i = 0; i < t->probes.nr; i++)
-			if (!probe_always_armed(&t->probes.v[i]))
-				probe_insert(&t->probes.v[i], t->tgt);
+		probe_for_each(p, &t->probes)
+			if (!probe_always_armed(p))
+				probe_insert(p, t->tgt);
 		t->arms++;
 	}
 	pthread_mutex_unlock(&t->arm_lock);
@@ -192,9 +192,9 @@ static void disarm(struct tracer *t, unsigned roots)
 	pthread_mutex_lock(&t->arm_lock);
 	t->live_roots = roots >= t->live_roots ? 0 : t->live_roots - roots;
 	if (!t->live_roots)
-		for (size_t i = 0; i < t->probes.nr; i++)
-			if (!probe_always_armed(&t->probes.v[i]))
-				probe_remove(&t->probes.v[i], t->tgt);
+		probe_for_each(p, &t->probes)
+			if (!probe_always_armed(p))
+				probe_remove(p, t->tgt);
 	pthread_mutex_unlock(&t->arm_lock);
 }
 
@@ -209,7 +209,7 @@ static void count_unwound(void *ctx, const struct shadow_entry *e)
 {
 	struct dropped *d = ctx;
 
-	struct probe *p = &d->t->probes.v[e->probe];
+	struct probe *p = probe_at(&d->t->probes, e->probe);
 
 	atomic_fetch_add_explicit(&p->n.unwound, 1, memory_order_relaxed);
 	if (p->graph_root)
@@ -579,7 +579,7 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 	if (st)
 		shadow_unlock(st);
 	if (t->opts.lazy)
-		disarm(t, d.roots + (found && t->probes.v[e.probe].graph_root));
+		disarm(t, d.roots + (found && probe_at(&t->probes, e.probe)->graph_root));
 	if (!found) {
 		/* Not ours: nothing can be resumed safely. The vCPU faults with RIP on the
 		 * trampoline. */
@@ -588,7 +588,7 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 		return -ENOENT;
 	}
 	regs->rip = e.orig;
-	p = &t->probes.v[e.probe];
+	p = probe_at(&t->probes, e.probe);
 	if (atomic_load_explicit(&t->active, memory_order_relaxed)) {
 		if (p->ret_event) {
 			/* typed return: the fields are evaluated with RAX as the first argument */
@@ -653,7 +653,7 @@ unsigned long long tracer_lost(const struct tracer *t)
 void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 {
 	*out = (struct tracer_stats){
-	    .probes = t->probes.nr,
+	    .probes = probe_count(&t->probes),
 	    .restored_slots = t->restored_slots,
 	    .interrupted_returns = t->interrupted_returns,
 	    .text_rewritten = t->text_rewritten,

@@ -3,6 +3,7 @@
 #ifndef HVT_TRACER_H
 #define HVT_TRACER_H
 
+#include "host/trace/emit_gate.h"
 #include "host/trace/fevent.h"
 #include "host/trace/probe.h"
 #include "host/trace/rec_filter.h"
@@ -81,6 +82,8 @@ struct tracer {
 	unsigned text_rewritten; /* patched sites (and trampoline) the guest rewrote: left alone */
 	struct stub_drain stub;	 /* stub probes */
 	_Atomic uint64_t filtered; /* trap-path records opts.keep rejected */
+	struct emit_gate
+	    gate; /* tracing, opts.keep into filtered; a full ring waits while active */
 	struct tracing_state tracing; /* tracing_on over time (--tracing-off, traceon/traceoff) */
 	struct tracer_trigger *triggers;
 	size_t nr_triggers;
