@@ -51,7 +51,7 @@ int pipeline_select(struct pipeline *p, const struct session *s, const struct vm
  * traced function, else -ENOENT with a reason in @err. */
 static int mark_graph_roots(struct pipeline *p, char *err, size_t errlen)
 {
-	const struct probe_table *probes = tracer_probes(&p->tr);
+	const struct probe_table *probes = tracer_probes(p->tr);
 	const struct session *s = p->s;
 
 	for (size_t g = 0; g < s->nr_graph; g++) {
@@ -59,7 +59,7 @@ static int mark_graph_roots(struct pipeline *p, char *err, size_t errlen)
 
 		probe_for_each(pr, probes)
 			if (!pr->inside && filter_glob_match(s->graph[g], pr->func->name)) {
-				tracer_set_graph_root(&p->tr, pr->id);
+				tracer_set_graph_root(p->tr, pr->id);
 				any = true;
 			}
 		if (!any) {
@@ -80,7 +80,7 @@ static int bind_events(struct pipeline *p)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->nr_traced; i++)
 		traced[i] = true;
-	ret = events_bind(p->s, p->events, p->rprobes, &p->tr, traced);
+	ret = events_bind(p->s, p->events, p->rprobes, p->tr, traced);
 	free(traced);
 	return ret;
 }
@@ -89,7 +89,7 @@ static int bind_events(struct pipeline *p)
 static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
 {
 	const struct session *s = p->s;
-	const struct probe_table *probes = tracer_probes(&p->tr);
+	const struct probe_table *probes = tracer_probes(p->tr);
 
 	if (!s->nr_efilters)
 		return 0;
@@ -130,7 +130,7 @@ static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
 static int bind_triggers(struct pipeline *p, char *err, size_t errlen)
 {
 	const struct session *s = p->s;
-	const struct probe_table *probes = tracer_probes(&p->tr);
+	const struct probe_table *probes = tracer_probes(p->tr);
 
 	for (size_t k = 0; k < s->nr_triggers; k++) {
 		const struct trigger *tg = &s->triggers[k];
@@ -141,7 +141,7 @@ static int bind_triggers(struct pipeline *p, char *err, size_t errlen)
 				 tg->func, trigger_cmd_name(tg->cmd), tg->func);
 			return EXIT_BAD_INPUT;
 		}
-		if (tracer_add_trigger(&p->tr, pr->id, tg) < 0) {
+		if (tracer_add_trigger(p->tr, pr->id, tg) < 0) {
 			snprintf(err, errlen, "out of memory");
 			return EXIT_HOST_ERROR;
 		}
@@ -162,7 +162,7 @@ static void text_range(const struct vmi_symtab *funcs, uint64_t *lo, uint64_t *h
 /* With no trap probe allowed: true (and why in @err) if a probe can only be a trap probe. */
 static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 {
-	const struct probe_table *probes = tracer_probes(&p->tr);
+	const struct probe_table *probes = tracer_probes(p->tr);
 	const struct probe *first = NULL;
 	size_t stuck = 0;
 
@@ -185,7 +185,7 @@ static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
 	if (stuck)
 		return true;
 	probe_for_each(pr, probes) {
-		if (stub_drain_capable(pr) && !tracer_has_trigger(&p->tr, pr))
+		if (stub_drain_capable(pr) && !tracer_has_trigger(p->tr, pr))
 			continue;
 		snprintf(err, errlen,
 			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s %s "
@@ -205,7 +205,7 @@ static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
  * call and so stay trap probes (nothing when there is none). */
 static void say_trap_probes(struct pipeline *p)
 {
-	const struct probe_table *probes = tracer_probes(&p->tr);
+	const struct probe_table *probes = tracer_probes(p->tr);
 	char list[512];
 	size_t len = 0, more = 0;
 
@@ -256,7 +256,7 @@ static int prepare_expect(struct pipeline *p, char *err, size_t errlen)
 
 	if (!s->profile && !expecting)
 		return 0;
-	if (profile_init(&p->prof, tracer_probes(&p->tr)) < 0)
+	if (profile_init(&p->prof, tracer_probes(p->tr)) < 0)
 		goto nomem;
 	p->profiling = true;
 	if (!expecting)
@@ -264,7 +264,7 @@ static int prepare_expect(struct pipeline *p, char *err, size_t errlen)
 	if (expect_state_init(&p->expect, &p->prof, s->expects, s->nr_expects) < 0)
 		goto nomem;
 	p->expecting = true;
-	if (expect_bind(p->expect.v, p->expect.nr, tracer_probes(&p->tr),
+	if (expect_bind(p->expect.v, p->expect.nr, tracer_probes(p->tr),
 			s->tracer == TRACER_FUNCTION_GRAPH, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	return 0;
@@ -307,10 +307,10 @@ static const char *no_c_function(const struct pipeline_guest *g)
 static int entries_without_return(struct pipeline *p, const struct pipeline_guest *g, char *err,
 				  size_t errlen)
 {
-	const struct probe_table *probes = tracer_probes(&p->tr);
+	const struct probe_table *probes = tracer_probes(p->tr);
 	long globbed = 0;
 
-	if (!p->tr.opts.returns)
+	if (!tracer_returns(p->tr))
 		return 0;
 	probe_for_each(v, probes) {
 		if (!v->entry || v->inside || c_function(g, v->func))
@@ -322,7 +322,7 @@ static int entries_without_return(struct pipeline *p, const struct pipeline_gues
 				 v->func->name, no_c_function(g));
 			return EXIT_BAD_INPUT;
 		}
-		tracer_set_no_return(&p->tr, v->id);
+		tracer_set_no_return(p->tr, v->id);
 		if (entry_sites_named(p->s, v->func->name))
 			fprintf(stderr,
 				"hvtrace: %s: %s: its entries are traced, not its returns (it may "
@@ -341,7 +341,7 @@ static int entries_without_return(struct pipeline *p, const struct pipeline_gues
 
 static int plan_detours(struct pipeline *p, const struct pipeline_guest *g)
 {
-	const struct probe_table *probes = tracer_probes(&p->tr);
+	const struct probe_table *probes = tracer_probes(p->tr);
 	long entries = 0, planned = 0;
 
 	long inside = 0;
@@ -353,7 +353,7 @@ static int plan_detours(struct pipeline *p, const struct pipeline_guest *g)
 	if ((!entries && !inside) || p->s->cmd == CMD_LIST_FUNCTIONS)
 		return 0;
 	if (g->stub && g->text_read && g->funcs) {
-		planned = detour_plan(&p->tr, p->s, g->funcs, g->text_read, g->text_ctx, g->no_user,
+		planned = detour_plan(p->tr, p->s, g->funcs, g->text_read, g->text_ctx, g->no_user,
 				      stderr);
 		if (planned < 0)
 			return (int)planned;
@@ -389,7 +389,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	    .returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
 	    .hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
 	    .graph_filter = s->nr_graph > 0,
-	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
+	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_new) */
 	    .max_depth = s->max_depth,
 	    .ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
 	    .ring_exact = s->buffer_size_set,
@@ -413,7 +413,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	p->keep = s->tasks;
 	p->keep.events = NULL;
 	p->keep.nr_events = 0;
-	ret = tracer_init(&p->tr, g->tgt, p->sel, p->nr_sel, g->task, &opts);
+	ret = tracer_new(&p->tr, g->tgt, p->sel, p->nr_sel, g->task, &opts);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s",
 			 ret == -ENOTSUP ? g->no_trampoline
@@ -479,7 +479,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	p->sink.tracer = tracer_name(s->tracer);
 	/* each record's probe and spec, looked up once by the writer for the sink and the tap */
 	p->w.lookup = writer_lookup_probes;
-	p->w.lookup_ctx = tracer_probes(&p->tr);
+	p->w.lookup_ctx = tracer_probes(p->tr);
 	if (p->expecting) {
 		p->w.tap = expect_tap;
 		p->w.tap_ctx = &p->expect;
@@ -496,11 +496,11 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	struct ring *rings;
 	int ret;
 
-	ret = tracer_attach(&p->tr, err, errlen);
+	ret = tracer_attach(p->tr, err, errlen);
 	if (ret < 0) /* out of memory (the stub drain's buffers among it): a host failure */
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : attach_status;
-	rings = tracer_rings(&p->tr, &nr_rings);
-	ret = writer_start(&p->w, rings, nr_rings, &p->sink, tracer_horizon, &p->tr);
+	rings = tracer_rings(p->tr, &nr_rings);
+	ret = writer_start(&p->w, rings, nr_rings, &p->sink, tracer_horizon, p->tr);
 	if (ret < 0) {
 		snprintf(err, errlen, "writer thread: %s", strerror(-ret));
 		return EXIT_HOST_ERROR;
@@ -511,7 +511,7 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	 * without it the trace is the same */
 	if (progress_wanted(STDERR_FILENO, p->s->quiet) &&
 	    !(p->sink.out == stdout && isatty(STDOUT_FILENO)))
-		progress_start(&p->progress, &p->tr, STDERR_FILENO, 500);
+		progress_start(&p->progress, p->tr, STDERR_FILENO, 500);
 	return 0;
 }
 
@@ -534,7 +534,7 @@ static void *watch_end(void *arg)
 			continue;
 		if (!atomic_load(&p->cut_sig)) {
 			atomic_store(&p->cut_sig, (int)si.ssi_signo);
-			tracer_cut(&p->tr);
+			tracer_cut(p->tr);
 			writer_cut(&p->w);
 		}
 	}
@@ -580,14 +580,14 @@ static void unwatch_end(struct pipeline *p)
 
 int pipeline_detach(struct pipeline *p)
 {
-	return p->have_tr ? tracer_detach(&p->tr) : 0;
+	return p->have_tr ? tracer_detach(p->tr) : 0;
 }
 
 void pipeline_print_stub_stats(const struct pipeline *p)
 {
 	struct tracer_stats st;
 
-	tracer_stats(&p->tr, &st);
+	tracer_stats(p->tr, &st);
 	if (!st.stub_probes)
 		return;
 	fprintf(stderr,
@@ -673,10 +673,10 @@ int pipeline_finish(struct pipeline *p, int status,
 	if (!p->writing)
 		return status;
 	progress_stop(&p->progress); /* erased before anything else goes to stderr */
-	tracer_stats(&p->tr, &st);
+	tracer_stats(p->tr, &st);
 	p->sink.guest_lost = st.stub_guest_lost;
 	status = pipeline_host_end(p, status, false);
-	writer_stop(&p->w, tracer_lost(&p->tr));
+	writer_stop(&p->w, tracer_lost(p->tr));
 	status = pipeline_host_end(p, status, true);
 	unwatch_end(p);
 	int cut = atomic_load(&p->cut_sig);
@@ -703,7 +703,7 @@ int pipeline_finish(struct pipeline *p, int status,
 		status = EXIT_EXPECT;
 	}
 	if (p->expecting)
-		status = write_verdicts(p, status, tracer_lost(&p->tr) + st.stub_guest_lost);
+		status = write_verdicts(p, status, tracer_lost(p->tr) + st.stub_guest_lost);
 	writer_free(&p->w);
 	p->writing = false;
 	return status;
@@ -719,8 +719,8 @@ void pipeline_free(struct pipeline *p)
 		expect_state_free(&p->expect);
 	if (p->profiling)
 		profile_free(&p->prof);
-	if (p->have_tr)
-		tracer_free(&p->tr);
+	tracer_free(p->tr);
+	p->tr = NULL;
 	p->expecting = p->profiling = p->have_tr = false;
 	free(p->sel);
 	p->sel = NULL;

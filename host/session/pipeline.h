@@ -30,7 +30,7 @@ struct pipeline {
 	const struct vmi_site **sel; /* the sites probed (owned) */
 	size_t nr_sel;
 	size_t nr_traced; /* sel[0..nr_traced) are the tracer's; the rest only there for -e / -r */
-	struct tracer tr;
+	struct tracer *tr; /* pipeline_build's (owned) */
 	struct sink sink;
 	struct writer w;
 	struct profile prof;

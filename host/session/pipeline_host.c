@@ -44,7 +44,7 @@ int pipeline_host_end(struct pipeline *p, int status, bool after)
 		if (getrandom(&p->guest_trace_id, sizeof(p->guest_trace_id), 0) !=
 		    sizeof(p->guest_trace_id))
 			p->guest_trace_id = p->host.trace_id ^ 0x9e3779b97f4a7c15ull;
-		sink_tracedat_peer(&p->sink, p->guest_trace_id, p->host.trace_id, p->tr.t0);
+		sink_tracedat_peer(&p->sink, p->guest_trace_id, p->host.trace_id, tracer_t0(p->tr));
 		return status;
 	}
 	ret = host_rec_path(p->s->output, path, sizeof(path));

@@ -1,6 +1,7 @@
 /* The tracer: set-up, the hit path (entries, returns, triggers, stacks into the vCPU rings) and its
  * counters; attach and detach are tracer_attach.c. */
 #include "host/trace/tracer.h"
+#include "host/trace/tracer_int.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_insn.h"
 #include "host/trace/clock.h"
@@ -14,10 +15,18 @@
 
 #define SHADOW_STACKS 1024
 
-int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *const *sites, size_t n,
-		const struct vmi_task_layout *task, const struct tracer_opts *opts)
+int tracer_new(struct tracer **out, struct target *tgt, const struct vmi_site *const *sites,
+	       size_t n, const struct vmi_task_layout *task, const struct tracer_opts *opts)
 {
-	memset(t, 0, sizeof(*t));
+	/* on a cache line of its own, as its members may ask (more than malloc's alignment) */
+	_Static_assert(_Alignof(struct tracer) <= 64, "struct tracer asks for more than a line");
+	size_t size = (sizeof(struct tracer) + 63) & ~(size_t)63;
+	struct tracer *t = aligned_alloc(64, size);
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	memset(t, 0, size);
 	stub_drain_init(&t->stub);
 	pthread_mutex_init(&t->arm_lock, NULL);
 	t->tgt = tgt;
@@ -32,8 +41,10 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 	t->opts.lazy = opts->lazy && opts->graph_filter && opts->returns && !opts->stub;
 	t->nr_cpus = tgt->nr_cpus;
 	t->task = *task;
-	if (opts->returns && !tgt->trampoline)
+	if (opts->returns && !tgt->trampoline) {
+		tracer_free(t);
 		return -ENOTSUP;
+	}
 	if (probe_table_init(&t->probes, sites, n) < 0)
 		goto nomem;
 	t->scratch = calloc(t->nr_cpus, sizeof(*t->scratch));
@@ -56,6 +67,7 @@ int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *con
 		if (shadow_init(&t->shadow, SHADOW_STACKS, tgt->stack_shift, t->trampoline) < 0)
 			goto nomem;
 	}
+	*out = t;
 	return 0;
 nomem:
 	tracer_free(t);
@@ -697,6 +709,8 @@ void tracer_cut(struct tracer *t)
 
 void tracer_free(struct tracer *t)
 {
+	if (!t)
+		return;
 	stub_drain_stop(&t->stub);
 	probe_table_free(&t->probes);
 	for (unsigned i = 0; t->rings && i < t->nr_rings; i++)
@@ -712,6 +726,73 @@ void tracer_free(struct tracer *t)
 	t->scratch = NULL;
 	shadow_free(&t->shadow);
 	pthread_mutex_destroy(&t->arm_lock);
-	t->rings = NULL;
-	t->cpu = NULL;
+	free(t);
+}
+
+const struct probe_table *tracer_probes(const struct tracer *t)
+{
+	return &t->probes;
+}
+
+struct ring *tracer_rings(struct tracer *t, unsigned *nr)
+{
+	*nr = t->nr_rings;
+	return t->rings;
+}
+
+unsigned long long tracer_cpu_stalls(const struct tracer *t, unsigned cpu)
+{
+	return t->rings[cpu].stalls;
+}
+
+unsigned long long tracer_cpu_lost(const struct tracer *t, unsigned cpu)
+{
+	return t->cpu[cpu].lost;
+}
+
+struct target *tracer_target(const struct tracer *t)
+{
+	return t->tgt;
+}
+
+uint64_t tracer_trampoline(const struct tracer *t)
+{
+	return t->trampoline;
+}
+
+bool tracer_returns(const struct tracer *t)
+{
+	return t->opts.returns;
+}
+
+uint64_t tracer_t0(const struct tracer *t)
+{
+	return t->t0;
+}
+
+bool tracer_backpressure(const struct tracer *t)
+{
+	return t->opts.stub_backpressure && t->stub.nr_probes;
+}
+
+bool tracer_drain_holding(struct tracer *t)
+{
+	return stub_drain_holding(&t->stub);
+}
+
+void tracer_count_pauses(struct tracer *t, uint64_t n, uint64_t ns)
+{
+	stub_drain_count_pauses(&t->stub, n, ns);
+}
+
+void tracer_set_before_detach(struct tracer *t, void (*fn)(void *ctx), void *ctx)
+{
+	t->before_detach = fn;
+	t->before_detach_ctx = ctx;
+}
+
+void tracer_set_task_slots(struct tracer *t, const uint64_t *current, const uint64_t *preempt)
+{
+	memcpy(t->task.current_slot, current, sizeof(t->task.current_slot));
+	memcpy(t->task.preempt_slot, preempt, sizeof(t->task.preempt_slot));
 }

@@ -1,6 +1,7 @@
 /* The tracer's attach and detach: probes, stubs and the return trampoline put in with every vCPU
  * stopped, and taken out again with every hooked return handed back (the hit path is tracer.c). */
 #include "host/trace/tracer.h"
+#include "host/trace/tracer_int.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>
