@@ -297,7 +297,6 @@ static int list_detours(struct stub_drain *d)
 	if (!d->detour_probe)
 		return -ENOMEM;
 	probe_for_each(p, d->c.probes) {
-
 		if (!p->stub || !p->detour)
 			continue;
 		p->detour_idx = d->nr_detours;
@@ -401,7 +400,6 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	d->nr_detours = 0;
 	memset(d->guest_seen, 0, sizeof(d->guest_seen));
 	probe_for_each(p, cfg->probes) {
-
 		if (!p->stub)
 			continue;
 		lo = p->addr < lo ? p->addr : lo;
@@ -438,7 +436,6 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 		return ret;
 	}
 	probe_for_each(p, cfg->probes) {
-
 		if (!p->stub || p->detour)
 			continue;
 		ret = stub_patch(&d->stub, p->addr, p->gpa, p->nop, p->hooks_return,

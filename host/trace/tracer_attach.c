@@ -67,7 +67,6 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 
 	t->t0 = clock_now_ns();
 	probe_for_each(p, &t->probes) {
-
 		p->hooks_return =
 		    t->opts.returns && (t->opts.hook_all || p->ret_probe) && !p->no_return;
 	}
@@ -239,7 +238,6 @@ size_t tracer_forget_range(struct tracer *t, uint64_t lo, uint64_t hi)
 	size_t n = 0;
 
 	probe_for_each(p, &t->probes) {
-
 		if (p->stub && p->patched && p->addr >= lo && p->addr < hi) {
 			p->patched = false;
 			n++;
