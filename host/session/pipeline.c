@@ -1,21 +1,28 @@
 /* One session's pipeline (pipeline.h): selection, build, start, the end watcher, finish, record
  * --host. */
 #include "host/session/pipeline.h"
+#include "host/hosttrace/host_rec.h"
 #include "host/session/cmd_out.h"
 #include "host/session/events.h"
-#include "host/session/probe_setup.h"
 #include "host/session/exitcode.h"
-#include "host/tap/expect.h"
+#include "host/session/probe_setup.h"
+#include "host/session/progress.h"
+#include "host/sink/sink.h"
 #include "host/sink/sink_tracedat.h"
+#include "host/sink/sink_trigger.h"
+#include "host/sink/writer.h"
+#include "host/tap/expect.h"
+#include "host/tap/profile.h"
 #include "host/tap/verdict_files.h"
 #include "host/trace/clock.h"
 #include "host/trace/filter.h"
-#include "host/trace/stub_drain.h"
 #include "vmi/vmi_dwarf.h"
 
 #include <errno.h>
 #include <libgen.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

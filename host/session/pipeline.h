@@ -5,25 +5,14 @@
 #ifndef HVT_PIPELINE_H
 #define HVT_PIPELINE_H
 
-#include "host/hosttrace/host_rec.h"
 #include "host/session/pipeline_guest.h"
-#include "host/session/progress.h"
 #include "host/session/session.h"
-#include "host/tap/expect.h"
-#include "host/tap/profile.h"
-#include "host/sink/sink.h"
-#include "host/sink/sink_trigger.h"
-#include "host/sink/writer.h"
 #include "host/trace/tracer.h"
-#include "vmi/vmi_btf.h"
 #include "vmi/vmi_sites.h"
-#include "vmi/vmi_symtab.h"
-#include "vmi/vmi_task.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* One session's pipeline: an opaque handle, made by pipeline_new, freed by pipeline_free. */

@@ -6,18 +6,15 @@
 
 #include "host/trace/fevent.h"
 #include "host/trace/probe.h"
-#include "host/trace/rec_filter.h"
 #include "host/trace/ring.h"
-#include "host/trace/shadow.h"
-#include "host/trace/stub_drain.h"
 #include "host/trace/target.h"
 #include "host/trace/trigger.h"
 #include "host/trace/tracer_opts.h"
 #include "vmi/vmi_task.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* The tracer (tracer_int.h holds its fields, for tracer.c and tracer_attach.c alone). */
 struct tracer;
