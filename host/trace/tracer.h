@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The tracer (tracer_int.h holds its fields, for tracer.c and tracer_attach.c alone). */
+/* The tracer (tracer_int.h holds its fields, for tracer*.c alone). */
 struct tracer;
 
 /* What a session did, for --stats and the profile; a copy, taken on the main thread once the writer

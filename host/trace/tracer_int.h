@@ -1,5 +1,6 @@
-/* The tracer's fields, shared by tracer.c (set-up, the hit path, counters) and tracer_attach.c
- * (attach, detach) and private to them: everyone else holds an opaque struct tracer (tracer.h). */
+/* The tracer's fields, shared by tracer.c (the hit path, counters), tracer_setup.c (new, free,
+ * probe settings, accessors) and tracer_attach.c (attach, detach), and private to them: everyone
+ * else holds an opaque struct tracer (tracer.h). */
 #ifndef HVT_TRACER_INT_H
 #define HVT_TRACER_INT_H
 
@@ -27,12 +28,12 @@ struct tracer_trigger {
 };
 
 struct tracer_cpu {
-	_Alignas(64) _Atomic uint64_t
-	    busy_since;		 /* ts of the record being built, UINT64_MAX if none */
+	/* ts of the record being built, UINT64_MAX if none */
+	_Alignas(64) _Atomic uint64_t busy_since;
 	unsigned long long lost; /* events not recorded (detach while the ring was full) */
 };
 
-/* The tracer's state: read and written by tracer.c and tracer_attach.c alone (and tests of them).
+/* The tracer's state: read and written by tracer*.c alone (and white-box tests of them).
  */
 struct tracer {
 	struct target *tgt; /* borrowed */
