@@ -27,26 +27,25 @@ static int close_outputs(const struct session *s, FILE *out, FILE *con, int out_
 
 int driver_run(const struct session *s, driver_backend_new make)
 {
-	struct pipeline *p = calloc(1, sizeof(*p)); /* large (the tracer's per-CPU state) */
-	struct backend_env env = {.s = s, .p = p, .check_int3 = cmd_check_int3};
+	struct backend_env env = {.s = s, .check_int3 = cmd_check_int3};
 	struct backend b;
 	FILE *out = NULL, *con = NULL;
 	char err[512];
 	sigset_t old;
 	int sfd = -1, status, out_err = 0, con_err;
 
-	if (!p || make(&b, &env) < 0) {
-		free(p);
+	if (pipeline_new(&env.p) < 0 || make(&b, &env) < 0) {
+		pipeline_free(env.p);
 		cmd_error("out of memory");
 		return EXIT_HOST_ERROR;
 	}
+	struct pipeline *p = env.p;
+
 	status = b.ops->open(b.ctx, err, sizeof(err));
 	if (status) {
 		cmd_error("%s", err);
-		if (pipeline_selected(p))
-			pipeline_free(p);
+		pipeline_free(p);
 		b.ops->close(b.ctx);
-		free(p);
 		return status;
 	}
 	sfd = cmd_block_signals(&old);
@@ -77,12 +76,11 @@ out:
 	if (pipeline_selected(p)) {
 		status = pipeline_finish(p, status, b.ops->stats, b.ctx);
 		out_err = pipeline_sink_err(p);
-		pipeline_free(p);
 	} else if (b.ops->stats_alone && s->stats) {
 		b.ops->stats_alone(b.ctx);
 	}
+	pipeline_free(p); /* before the backend closes the target its tracer borrows */
 	con_err = b.ops->close(b.ctx);
-	free(p);
 	status = close_outputs(s, out, con, out_err, con_err, status);
 	if (sfd >= 0)
 		close(sfd);

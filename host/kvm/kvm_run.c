@@ -114,8 +114,8 @@ void kvm_run_print_vm_stats(const struct vm *vm)
 
 void kvm_run_print_stats(const struct vm *vm, const struct pipeline *p)
 {
-	const unsigned long long *events = p->w.events;
-	const struct tracer *t = &p->tr;
+	const unsigned long long *events = pipeline_cpu_events(p);
+	const struct tracer *t = pipeline_tracer(p);
 	struct tracer_stats st;
 
 	tracer_stats(t, &st);

@@ -376,7 +376,7 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
 		hits += r->tq.cpu[i].tlb.hits;
 		walks += r->tq.cpu[i].tlb.walks;
 	}
-	tracer_stats(&p->tr, &st);
+	tracer_stats(pipeline_tracer(p), &st);
 	fprintf(stderr, "hvtrace: stats: qemu %s guest-memory %s regions %u\n",
 		r->qc.version[0] ? r->qc.version : "unknown",
 		r->tq.mem.fd >= 0 ? "process" : "gdbstub", r->tq.mem.fd >= 0 ? r->tq.mem.nr : 0);

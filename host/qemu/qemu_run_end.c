@@ -52,7 +52,7 @@ static void verify_text(struct linux_run *r)
 	const struct tracer *t = pipeline_tracer(r->p);
 
 	if (text_verify_end(&r->text, target_qemu_read_kernel, &r->tq, tracer_probes(t),
-			    t->trampoline, &v) < 0) {
+			    tracer_trampoline(t), &v) < 0) {
 		cmd_error("--verify-text: cannot read the kernel text after detach");
 		r->text_changed = true;
 		return;
@@ -69,8 +69,9 @@ static void verify_text(struct linux_run *r)
 			"hvtrace: --verify-text: kernel text unchanged where hvtrace patched (%zu "
 			"probes%s); the kernel itself changed %zu bytes in %zu places since attach "
 			"(first at %s)\n",
-			tracer_probes(t)->nr, t->trampoline ? " and the trampoline" : "", v.kernel,
-			v.kernel_runs, sym_at(r, v.kernel_at, at, sizeof(at)));
+			probe_count(tracer_probes(t)),
+			tracer_trampoline(t) ? " and the trampoline" : "", v.kernel, v.kernel_runs,
+			sym_at(r, v.kernel_at, at, sizeof(at)));
 	} else {
 		fprintf(stderr, "hvtrace: --verify-text: kernel text unchanged (%zu bytes)\n",
 			v.len);

@@ -82,8 +82,8 @@ long detour_plan(struct tracer *t, const struct session *s, const struct vmi_sym
 
 	if (!buf)
 		return -ENOMEM;
-	for (size_t i = 0; i < probes->nr; i++) {
-		const struct probe *p = &probes->v[i];
+	for (size_t i = 0; i < probe_count(probes); i++) {
+		const struct probe *p = probe_at(probes, i);
 		struct x86_reloc_plan plan;
 		char why[256] = "";
 		int ret;

@@ -122,6 +122,8 @@ int events_bind(const struct session *s, const struct fe_spec *events,
 		const struct fe_spec *rprobes, struct tracer *t, const bool *traced)
 {
 	const struct probe_table *probes = tracer_probes(t);
+	const struct probe_name *named;
+	size_t n;
 
 	for (size_t e = 0; e < s->nr_events; e++) {
 		char label[160];
@@ -129,23 +131,32 @@ int events_bind(const struct session *s, const struct fe_spec *events,
 		if (first_of(s, e) != e)
 			continue; /* chained after the first -e of its function (events_resolve) */
 		fe_label(&s->events[e], label, sizeof(label));
-		for (size_t i = 0; i < probes->nr; i++)
-			if (probes->v[i].inside == (s->events[e].offset != 0) &&
-			    !strcmp(probes->v[i].func->name, label)) {
-				int ret = tracer_set_event(t, probes->v[i].id, &events[e]);
+		n = probe_find_all(probes, label, &named);
+		for (size_t k = 0; k < n; k++) {
+			const struct probe *pr = probe_at(probes, named[k].id);
+			int ret;
 
-				if (ret < 0)
-					return ret;
-			}
+			if (pr->inside != (s->events[e].offset != 0))
+				continue;
+			ret = tracer_set_event(t, pr->id, &events[e]);
+			if (ret < 0)
+				return ret;
+		}
 	}
-	for (size_t e = 0; e < s->nr_rprobes; e++)
-		for (size_t i = 0; i < probes->nr; i++)
-			if (!probes->v[i].inside && !strcmp(probes->v[i].func->name, s->rprobes[e].func)) {
-				bool quiet = !entry_wanted(s, s->rprobes[e].func, traced && traced[i]);
-				int ret = tracer_set_return(t, probes->v[i].id, &rprobes[e], quiet);
+	for (size_t e = 0; e < s->nr_rprobes; e++) {
+		n = probe_find_all(probes, s->rprobes[e].func, &named);
+		for (size_t k = 0; k < n; k++) {
+			const struct probe *pr = probe_at(probes, named[k].id);
+			bool quiet;
+			int ret;
 
-				if (ret < 0)
-					return ret;
-			}
+			if (pr->inside)
+				continue;
+			quiet = !entry_wanted(s, s->rprobes[e].func, traced && traced[pr->id]);
+			ret = tracer_set_return(t, pr->id, &rprobes[e], quiet);
+			if (ret < 0)
+				return ret;
+		}
+	}
 	return 0;
 }

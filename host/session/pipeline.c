@@ -1,26 +1,71 @@
+/* One session's pipeline (pipeline.h): selection, build, start, the end watcher, finish, record
+ * --host. */
 #include "host/session/pipeline.h"
-#include "host/session/detour_plan.h"
-#include "host/session/entry_sites.h"
+#include "host/hosttrace/host_rec.h"
 #include "host/session/cmd_out.h"
 #include "host/session/events.h"
 #include "host/session/exitcode.h"
-#include "host/tap/expect.h"
+#include "host/session/probe_setup.h"
+#include "host/session/progress.h"
+#include "host/sink/sink.h"
 #include "host/sink/sink_tracedat.h"
+#include "host/sink/sink_trigger.h"
+#include "host/sink/writer.h"
+#include "host/tap/expect.h"
+#include "host/tap/profile.h"
 #include "host/tap/verdict_files.h"
 #include "host/trace/clock.h"
 #include "host/trace/filter.h"
-#include "host/trace/stub_drain.h"
 #include "vmi/vmi_dwarf.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+
+struct pipeline {
+	const struct session *s;     /* borrowed */
+	const struct vmi_site **sel; /* the sites probed (owned) */
+	size_t nr_sel;
+	size_t nr_traced;  /* sel[0..nr_traced) are the tracer's; the rest only there for -e / -r */
+	struct tracer *tr; /* pipeline_build's (owned) */
+	struct sink sink;
+	struct writer w;
+	struct profile prof;
+	struct expect_state expect;	  /* --expect-*, --summary, --junit */
+	struct fe_spec *events, *rprobes; /* the session's -e / -r, typed from BTF (owned) */
+	bool have_tr, profiling, writing, expecting;
+	double t_start; /* when the writer started (clock_now_s), for --summary / --junit */
+	struct progress progress;      /* the progress line on a terminal's stderr (not --quiet) */
+	struct rec_filter keep;	       /* the session's task filter with the event filters added */
+	struct ef_filter *efilters;    /* --filter-event, bound to the probes' events (owned) */
+	struct sink_trigger trig_sink; /* --trigger: wraps the sink */
+	/* pipeline_run_ended: the thread that reads the signals coming once the run has ended */
+	pthread_t watcher;
+	bool watching;
+	int watch_sfd, watch_efd; /* the backend's signalfd (borrowed), the stop eventfd (owned) */
+	atomic_int cut_sig;	  /* the signal that cut the trace short, 0: none */
+	/* record --host (pipeline_host_start, pipeline_host_end) */
+	struct host_rec host;
+	bool hosting;
+	char host_guest[64]; /* the guest's name in the host file */
+	uint64_t guest_trace_id;
+};
+
+int pipeline_new(struct pipeline **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
 
 int pipeline_select(struct pipeline *p, const struct session *s, const struct vmi_sites *sites,
 		    const struct vmi_sites *inside, const struct vmi_site **preselected,
@@ -47,30 +92,6 @@ int pipeline_select(struct pipeline *p, const struct session *s, const struct vm
 	return ret == 0 ? 0 : ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 }
 
-/* set_graph_function: marks the probes whose function matches a -g glob; each glob must match one
- * traced function, else -ENOENT with a reason in @err. */
-static int mark_graph_roots(struct pipeline *p, char *err, size_t errlen)
-{
-	const struct probe_table *probes = tracer_probes(&p->tr);
-	const struct session *s = p->s;
-
-	for (size_t g = 0; g < s->nr_graph; g++) {
-		bool any = false;
-
-		for (size_t i = 0; i < probes->nr; i++)
-			if (!probes->v[i].inside &&
-			    filter_glob_match(s->graph[g], probes->v[i].func->name)) {
-				tracer_set_graph_root(&p->tr, probes->v[i].id);
-				any = true;
-			}
-		if (!any) {
-			snprintf(err, errlen, "-g '%s': matches no traced function", s->graph[g]);
-			return -ENOENT;
-		}
-	}
-	return 0;
-}
-
 /* -e events and -r return probes; @traced[i]: probe i is one of the tracer's own sites. */
 static int bind_events(struct pipeline *p)
 {
@@ -81,7 +102,7 @@ static int bind_events(struct pipeline *p)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->nr_traced; i++)
 		traced[i] = true;
-	ret = events_bind(p->s, p->events, p->rprobes, &p->tr, traced);
+	ret = events_bind(p->s, p->events, p->rprobes, p->tr, traced);
 	free(traced);
 	return ret;
 }
@@ -90,7 +111,7 @@ static int bind_events(struct pipeline *p)
 static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
 {
 	const struct session *s = p->s;
-	const struct probe_table *probes = tracer_probes(&p->tr);
+	const struct probe_table *probes = tracer_probes(p->tr);
 
 	if (!s->nr_efilters)
 		return 0;
@@ -106,12 +127,12 @@ static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
 
 		/* an event inside a function by its probe's name (FUNC+0xOFF), others by their
 		 * spec's function (an alias of the probed symbol's name included) */
-		for (size_t i = 0; i < probes->nr && !pr; i++)
-			if (probes->v[i].event &&
-			    !strcmp(probes->v[i].inside ? probes->v[i].func->name
-							: probes->v[i].event->func,
-				    ef->func))
-				pr = &probes->v[i];
+		probe_for_each(q, probes)
+			if (q->event &&
+			    !strcmp(q->inside ? q->func->name : q->event->func, ef->func)) {
+				pr = q;
+				break;
+			}
 		if (!pr) {
 			snprintf(err, errlen, "--filter-event '%s': %s has no -e event", ef->text,
 				 ef->func);
@@ -120,32 +141,6 @@ static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
 		if (ef_bind(ef, pr->event, err, errlen) < 0)
 			return EXIT_BAD_INPUT;
 		if (rec_filter_add_event(&p->keep, pr->addr, ef) < 0) {
-			snprintf(err, errlen, "out of memory");
-			return EXIT_HOST_ERROR;
-		}
-	}
-	return 0;
-}
-
-/* --trigger: each on the probe of its function, which must be a traced one. */
-static int bind_triggers(struct pipeline *p, char *err, size_t errlen)
-{
-	const struct session *s = p->s;
-	const struct probe_table *probes = tracer_probes(&p->tr);
-
-	for (size_t k = 0; k < s->nr_triggers; k++) {
-		const struct trigger *tg = &s->triggers[k];
-		size_t i;
-
-		for (i = 0; i < probes->nr; i++)
-			if (!strcmp(probes->v[i].func->name, tg->func))
-				break;
-		if (i == probes->nr || (probes->v[i].quiet_entry && !probes->v[i].event)) {
-			snprintf(err, errlen, "--trigger %s:%s: %s is not a traced function (-l, -g, -e)",
-				 tg->func, trigger_cmd_name(tg->cmd), tg->func);
-			return EXIT_BAD_INPUT;
-		}
-		if (tracer_add_trigger(&p->tr, probes->v[i].id, tg) < 0) {
 			snprintf(err, errlen, "out of memory");
 			return EXIT_HOST_ERROR;
 		}
@@ -163,98 +158,6 @@ static void text_range(const struct vmi_symtab *funcs, uint64_t *lo, uint64_t *h
 	*hi = funcs->syms[funcs->nr - 1].addr + funcs->syms[funcs->nr - 1].size;
 }
 
-/* With no trap probe allowed: true (and why in @err) if a probe can only be a trap probe. */
-static bool need_trap_probe(struct pipeline *p, char *err, size_t errlen)
-{
-	const struct probe_table *probes = tracer_probes(&p->tr);
-	const struct probe *first = NULL;
-	size_t stuck = 0;
-
-	/* functions without an fentry site whose first bytes no detour can move */
-	for (size_t i = 0; i < probes->nr; i++)
-		if (probes->v[i].entry && !probes->v[i].inside && !probes->v[i].detour &&
-		    !stuck++)
-			first = &probes->v[i];
-	if (stuck == 1)
-		snprintf(err, errlen,
-			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s has no "
-			 "fentry site and no stub detour (its first bytes cannot be moved): leave it "
-			 "out with -n",
-			 first->func->name);
-	else if (stuck)
-		snprintf(err, errlen,
-			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %zu "
-			 "functions without an fentry site (%s, ...) have no stub detour (their first "
-			 "bytes cannot be moved): leave them out with -n",
-			 stuck, first->func->name);
-	if (stuck)
-		return true;
-	for (size_t i = 0; i < probes->nr; i++) {
-		const struct probe *pr = &probes->v[i];
-
-		if (stub_drain_capable(pr) && !tracer_has_trigger(&p->tr, pr))
-			continue;
-		snprintf(err, errlen,
-			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s %s "
-			 "needs one",
-			 pr->ret_event && !fe_return_register_only(pr->ret_event)
-			     ? "the return probe -r of"
-			 : pr->inside && !pr->detour ? "the -e event with no stub detour at"
-			 : pr->event && !fe_registers_only(pr->event) ? "the -e event of"
-								      : "the --trigger on",
-			 pr->func->name);
-		return true;
-	}
-	return false;
-}
-
-/* --probe stub: one line naming the -e events and -r return probes that read guest memory at the
- * call and so stay trap probes (nothing when there is none). */
-static void say_trap_probes(struct pipeline *p)
-{
-	const struct probe_table *probes = tracer_probes(&p->tr);
-	char list[512];
-	size_t len = 0, more = 0;
-
-	list[0] = 0;
-	for (size_t i = 0; i < probes->nr; i++) {
-		const struct probe *pr = &probes->v[i];
-		bool r = pr->ret_event && !fe_return_register_only(pr->ret_event);
-		bool e = pr->event && !pr->inside && !fe_registers_only(pr->event);
-
-		for (int k = 0; k < 2; k++) {
-			int n;
-
-			if (!(k ? r : e))
-				continue;
-			n = snprintf(list + len, sizeof(list) - len, "%s%s %s", len ? ", " : "",
-				     k ? "-r" : "-e", pr->func->name);
-			if (n < 0 || (size_t)n >= sizeof(list) - len - 16) {
-				list[len] = 0;
-				more++;
-			} else {
-				len += (size_t)n;
-			}
-		}
-	}
-	if (len || more)
-		fprintf(stderr,
-			"hvtrace: --probe stub: these read guest memory at the call and stay trap "
-			"probes: %s%s\n",
-			len ? list : "", more ? (len ? " and more" : "several") : "");
-	len = more = 0;
-	for (size_t i = 0; i < probes->nr; i++) {
-		len += probes->v[i].inside && stub_drain_capable(&probes->v[i]);
-		more += probes->v[i].inside && !stub_drain_capable(&probes->v[i]);
-	}
-	if (len || more)
-		fprintf(stderr,
-			"hvtrace: --probe stub: -e events inside a function: %zu through stub "
-			"detours, %zu trap probes (a detour records only RDI, RSI, RDX, RCX, R8 "
-			"and R9, and only where the instructions there can be moved)\n",
-			len, more);
-}
-
 /* The profile (--profile, and what the verdicts count) and the expectations, bound to the probes:
  * before the sink, so a function that is not traced is refused before anything is made. */
 static int prepare_expect(struct pipeline *p, char *err, size_t errlen)
@@ -264,7 +167,7 @@ static int prepare_expect(struct pipeline *p, char *err, size_t errlen)
 
 	if (!s->profile && !expecting)
 		return 0;
-	if (profile_init(&p->prof, tracer_probes(&p->tr)) < 0)
+	if (profile_init(&p->prof, tracer_probes(p->tr)) < 0)
 		goto nomem;
 	p->profiling = true;
 	if (!expecting)
@@ -272,121 +175,13 @@ static int prepare_expect(struct pipeline *p, char *err, size_t errlen)
 	if (expect_state_init(&p->expect, &p->prof, s->expects, s->nr_expects) < 0)
 		goto nomem;
 	p->expecting = true;
-	if (expect_bind(p->expect.v, p->expect.nr, tracer_probes(&p->tr),
+	if (expect_bind(p->expect.v, p->expect.nr, tracer_probes(p->tr),
 			s->tracer == TRACER_FUNCTION_GRAPH, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");
 	return EXIT_HOST_ERROR;
-}
-
-/* Whether @f is a C function of the guest's BTF (else of its DWARF): entered by a CALL, its
- * return address at RSP. A compiler's clone (foo.isra.0, foo.constprop.0, foo.part.0) is its
- * origin's in BTF, and has an entry of its own in DWARF; a .cold part is entered by a jump. */
-static bool c_function(const struct pipeline_guest *g, const struct vmi_sym *f)
-{
-	char base[128];
-	size_t n = strcspn(f->name, ".");
-
-	if (strstr(f->name, ".cold") || n >= sizeof(base))
-		return false;
-	if (!g->btf)
-		return vmi_dwarf_is_c_function(g->c_funcs, f->addr);
-	memcpy(base, f->name, n);
-	base[n] = 0;
-	return vmi_btf_has_func(g->btf, base);
-}
-
-/* Why entry probes on @g's functions trace no return, as words for a line. */
-static const char *no_c_function(const struct pipeline_guest *g)
-{
-	if (g->btf)
-		return "not a C function in the guest's BTF";
-	if (g->c_funcs && g->c_funcs->nr)
-		return "not a C function in the guest's DWARF";
-	return g->c_funcs ? "the guest has no DWARF of C functions" : "the guest has no BTF";
-}
-
-/* Entry probes on what the guest's BTF does not know as a C function (asm: interrupt and exception
- * entries, code reached by a jump) trace entries only: a hooked "return" there would overwrite an
- * interrupt frame or whatever lies at RSP. One line says so when returns are traced (a function
- * named exactly, else a count); -r on one is refused. 0 or EXIT_BAD_INPUT with @err. */
-static int entries_without_return(struct pipeline *p, const struct pipeline_guest *g, char *err,
-				  size_t errlen)
-{
-	const struct probe_table *probes = tracer_probes(&p->tr);
-	long globbed = 0;
-
-	if (!p->tr.opts.returns)
-		return 0;
-	for (size_t i = 0; i < probes->nr; i++) {
-		const struct probe *v = &probes->v[i];
-
-		if (!v->entry || v->inside || c_function(g, v->func))
-			continue; /* inside a function: never a return (probe_table_build) */
-		if (v->ret_probe) {
-			snprintf(err, errlen,
-				 "-r %s: %s, so its return cannot be hooked (it may be entered "
-				 "without a CALL)",
-				 v->func->name, no_c_function(g));
-			return EXIT_BAD_INPUT;
-		}
-		tracer_set_no_return(&p->tr, v->id);
-		if (entry_sites_named(p->s, v->func->name))
-			fprintf(stderr,
-				"hvtrace: %s: %s: its entries are traced, not its returns (it may "
-				"be entered without a CALL)\n",
-				v->func->name, no_c_function(g));
-		else
-			globbed++;
-	}
-	if (globbed)
-		fprintf(stderr,
-			"hvtrace: %ld function%s without an fentry site (%s): entries traced, not "
-			"returns (asm code may be entered without a CALL)\n",
-			globbed, globbed == 1 ? "" : "s", no_c_function(g));
-	return 0;
-}
-
-static int plan_detours(struct pipeline *p, const struct pipeline_guest *g)
-{
-	const struct probe_table *probes = tracer_probes(&p->tr);
-	long entries = 0, planned = 0;
-
-	long inside = 0;
-
-	for (size_t i = 0; i < probes->nr; i++) {
-		entries += probes->v[i].entry && !probes->v[i].inside;
-		inside += probes->v[i].inside;
-	}
-	if ((!entries && !inside) || p->s->cmd == CMD_LIST_FUNCTIONS)
-		return 0;
-	if (g->stub && g->text_read && g->funcs) {
-		planned = detour_plan(&p->tr, p->s, g->funcs, g->text_read, g->text_ctx, g->no_user,
-				      stderr);
-		if (planned < 0)
-			return (int)planned;
-	}
-	if (!g->stub)
-		return 0;
-	for (size_t i = 0; i < probes->nr; i++)
-		planned -= probes->v[i].inside && probes->v[i].detour; /* said by say_trap_probes */
-	if (!entries)
-		return 0;
-	if (planned == entries)
-		fprintf(stderr,
-			"hvtrace: %ld function%s without an fentry site probed at %s entry through "
-			"%s\n",
-			entries, entries == 1 ? "" : "s", entries == 1 ? "its" : "their",
-			entries == 1 ? "a stub detour" : "stub detours");
-	else
-		fprintf(stderr,
-			"hvtrace: %ld function%s without an fentry site probed at %s entry: %ld "
-			"through stub detours, %ld with trap probes\n",
-			entries, entries == 1 ? "" : "s", entries == 1 ? "its" : "their", planned,
-			entries - planned);
-	return 0;
 }
 
 int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out, char *err,
@@ -399,7 +194,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	    .returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
 	    .hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
 	    .graph_filter = s->nr_graph > 0,
-	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_init) */
+	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_new) */
 	    .max_depth = s->max_depth,
 	    .ring_records = (uint64_t)s->buffer_size_kb * 1024 / sizeof(struct hvt_record),
 	    .ring_exact = s->buffer_size_set,
@@ -423,7 +218,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	p->keep = s->tasks;
 	p->keep.events = NULL;
 	p->keep.nr_events = 0;
-	ret = tracer_init(&p->tr, g->tgt, p->sel, p->nr_sel, g->task, &opts);
+	ret = tracer_new(&p->tr, g->tgt, p->sel, p->nr_sel, g->task, &opts);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s",
 			 ret == -ENOTSUP ? g->no_trampoline
@@ -431,7 +226,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		return ret == -ENOTSUP ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
 	}
 	p->have_tr = true;
-	if (plan_detours(p, g) < 0) {
+	if (probe_setup_detours(p->tr, s, g) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return EXIT_HOST_ERROR;
 	}
@@ -439,23 +234,23 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		snprintf(err, errlen, "out of memory for event buffers");
 		return EXIT_HOST_ERROR;
 	}
-	ret = entries_without_return(p, g, err, errlen);
+	ret = probe_setup_no_returns(p->tr, s, g, err, errlen);
 	if (!ret)
 		ret = bind_event_filters(p, err, errlen);
 	if (!ret)
-		ret = bind_triggers(p, err, errlen);
+		ret = probe_setup_triggers(p->tr, s, err, errlen);
 	if (ret)
 		return ret;
-	if (mark_graph_roots(p, err, errlen) < 0)
+	if (probe_setup_graph_roots(p->tr, s, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	ret = prepare_expect(p, err, errlen);
 	if (ret)
 		return ret;
 	/* after the arguments' own checks: a wrong command line is told as such on every host */
-	if (g->no_trap && need_trap_probe(p, err, errlen))
+	if (g->no_trap && probe_setup_need_trap(p->tr, err, errlen))
 		return EXIT_BAD_INPUT;
 	if (g->stub && s->probe == PROBE_STUB)
-		say_trap_probes(p);
+		probe_setup_say_trap(p->tr);
 	if (s->record) {
 		ret = sink_tracedat_init(&p->sink, out, s->output, g->funcs, nr_cpus,
 					 s->tracer == TRACER_FUNCTION_GRAPH, p->events, s->nr_events,
@@ -489,7 +284,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	p->sink.tracer = tracer_name(s->tracer);
 	/* each record's probe and spec, looked up once by the writer for the sink and the tap */
 	p->w.lookup = writer_lookup_probes;
-	p->w.lookup_ctx = tracer_probes(&p->tr);
+	p->w.lookup_ctx = tracer_probes(p->tr);
 	if (p->expecting) {
 		p->w.tap = expect_tap;
 		p->w.tap_ctx = &p->expect;
@@ -506,11 +301,11 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	struct ring *rings;
 	int ret;
 
-	ret = tracer_attach(&p->tr, err, errlen);
+	ret = tracer_attach(p->tr, err, errlen);
 	if (ret < 0) /* out of memory (the stub drain's buffers among it): a host failure */
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : attach_status;
-	rings = tracer_rings(&p->tr, &nr_rings);
-	ret = writer_start(&p->w, rings, nr_rings, &p->sink, tracer_horizon, &p->tr);
+	rings = tracer_rings(p->tr, &nr_rings);
+	ret = writer_start(&p->w, rings, nr_rings, &p->sink, tracer_horizon, p->tr);
 	if (ret < 0) {
 		snprintf(err, errlen, "writer thread: %s", strerror(-ret));
 		return EXIT_HOST_ERROR;
@@ -521,7 +316,7 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	 * without it the trace is the same */
 	if (progress_wanted(STDERR_FILENO, p->s->quiet) &&
 	    !(p->sink.out == stdout && isatty(STDOUT_FILENO)))
-		progress_start(&p->progress, &p->tr, STDERR_FILENO, 500);
+		progress_start(&p->progress, p->tr, STDERR_FILENO, 500);
 	return 0;
 }
 
@@ -544,7 +339,7 @@ static void *watch_end(void *arg)
 			continue;
 		if (!atomic_load(&p->cut_sig)) {
 			atomic_store(&p->cut_sig, (int)si.ssi_signo);
-			tracer_cut(&p->tr);
+			tracer_cut(p->tr);
 			writer_cut(&p->w);
 		}
 	}
@@ -590,14 +385,14 @@ static void unwatch_end(struct pipeline *p)
 
 int pipeline_detach(struct pipeline *p)
 {
-	return p->have_tr ? tracer_detach(&p->tr) : 0;
+	return p->have_tr ? tracer_detach(p->tr) : 0;
 }
 
 void pipeline_print_stub_stats(const struct pipeline *p)
 {
 	struct tracer_stats st;
 
-	tracer_stats(&p->tr, &st);
+	tracer_stats(p->tr, &st);
 	if (!st.stub_probes)
 		return;
 	fprintf(stderr,
@@ -612,6 +407,62 @@ void pipeline_print_stub_stats(const struct pipeline *p)
 		st.stub_waits, st.stub_wait_timeouts, st.stub_tasks_changed, st.stub_announced,
 		st.stub_leave_scans,
 		st.stub_leave_stacks);
+}
+
+int pipeline_host_start(struct pipeline *p, const int *tids, unsigned n, const char *guest,
+			char *err, size_t errlen)
+{
+	const struct session *s = p->s;
+	char dir[4096];
+	int ret;
+
+	if (!s->host)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", s->output);
+	ret = host_rec_start(&p->host, tids, n, (const char *const *)s->host_events,
+			     s->nr_host_events, dirname(dir), err, errlen);
+	if (ret < 0)
+		return ret == -ENOENT || ret == -EINVAL || ret == -E2BIG ? EXIT_BAD_INPUT
+									 : EXIT_HOST_ERROR;
+	p->hosting = true;
+	snprintf(p->host_guest, sizeof(p->host_guest), "%s", guest && *guest ? guest : "guest");
+	return 0;
+}
+
+/* pipeline_finish's part: before the sink ends, stops the host recording and gives the guest's
+ * file its pairing options; after, writes the host's file (@after). Returns @status, or an exit
+ * status when the host's file could not be written. */
+static int pipeline_host_end(struct pipeline *p, int status, bool after)
+{
+	char path[4096], err[512];
+	int ret;
+
+	if (!p->hosting)
+		return status;
+	if (!after) {
+		host_rec_stop(&p->host);
+		if (getrandom(&p->guest_trace_id, sizeof(p->guest_trace_id), 0) !=
+		    sizeof(p->guest_trace_id))
+			p->guest_trace_id = p->host.trace_id ^ 0x9e3779b97f4a7c15ull;
+		sink_tracedat_peer(&p->sink, p->guest_trace_id, p->host.trace_id, tracer_t0(p->tr));
+		return status;
+	}
+	ret = host_rec_path(p->s->output, path, sizeof(path));
+	if (!ret)
+		ret = host_rec_write(&p->host, path, p->host_guest, p->guest_trace_id, err,
+				     sizeof(err));
+	else
+		snprintf(err, sizeof(err), "--host: -o %s: the name is too long", p->s->output);
+	host_rec_close(&p->host);
+	p->hosting = false;
+	if (ret < 0) {
+		cmd_error("%s", err);
+		return status ? status : EXIT_HOST_ERROR;
+	}
+	if (!p->s->quiet)
+		fprintf(stderr, "hvtrace: the host's side: %s (trace-cmd report -i %s -i %s)\n",
+			path, path, p->s->output);
+	return status;
 }
 
 /* The name docs/usage.md gives for exit status @status. */
@@ -683,10 +534,10 @@ int pipeline_finish(struct pipeline *p, int status,
 	if (!p->writing)
 		return status;
 	progress_stop(&p->progress); /* erased before anything else goes to stderr */
-	tracer_stats(&p->tr, &st);
+	tracer_stats(p->tr, &st);
 	p->sink.guest_lost = st.stub_guest_lost;
 	status = pipeline_host_end(p, status, false);
-	writer_stop(&p->w, tracer_lost(&p->tr));
+	writer_stop(&p->w, tracer_lost(p->tr));
 	status = pipeline_host_end(p, status, true);
 	unwatch_end(p);
 	int cut = atomic_load(&p->cut_sig);
@@ -713,7 +564,7 @@ int pipeline_finish(struct pipeline *p, int status,
 		status = EXIT_EXPECT;
 	}
 	if (p->expecting)
-		status = write_verdicts(p, status, tracer_lost(&p->tr) + st.stub_guest_lost);
+		status = write_verdicts(p, status, tracer_lost(p->tr) + st.stub_guest_lost);
 	writer_free(&p->w);
 	p->writing = false;
 	return status;
@@ -721,23 +572,97 @@ int pipeline_finish(struct pipeline *p, int status,
 
 void pipeline_free(struct pipeline *p)
 {
+	if (!p)
+		return;
 	unwatch_end(p);
 	if (p->hosting)
 		host_rec_close(&p->host);
-	p->hosting = false;
 	if (p->expecting)
 		expect_state_free(&p->expect);
 	if (p->profiling)
 		profile_free(&p->prof);
-	if (p->have_tr)
-		tracer_free(&p->tr);
-	p->expecting = p->profiling = p->have_tr = false;
+	tracer_free(p->tr);
 	free(p->sel);
-	p->sel = NULL;
 	rec_filter_free_events(&p->keep);
 	free(p->efilters);
-	p->efilters = NULL;
 	free(p->events);
 	free(p->rprobes);
-	p->events = p->rprobes = NULL;
+	free(p);
+}
+
+bool pipeline_selected(const struct pipeline *p)
+{
+	return p->s != NULL;
+}
+
+int pipeline_sink_err(const struct pipeline *p)
+{
+	return p->sink.err;
+}
+
+bool pipeline_has_tracer(const struct pipeline *p)
+{
+	return p->have_tr;
+}
+
+bool pipeline_backpressure(const struct pipeline *p)
+{
+	return p->have_tr && tracer_backpressure(p->tr);
+}
+
+bool pipeline_drain_holding(struct pipeline *p)
+{
+	return tracer_drain_holding(p->tr);
+}
+
+void pipeline_count_pauses(struct pipeline *p, uint64_t n, uint64_t ns)
+{
+	tracer_count_pauses(p->tr, n, ns);
+}
+
+struct target *pipeline_target(const struct pipeline *p)
+{
+	return tracer_target(p->tr);
+}
+
+void pipeline_stop_drain(struct pipeline *p)
+{
+	if (p->have_tr)
+		tracer_stop_drain(p->tr);
+}
+
+const struct vmi_site *const *pipeline_selection(const struct pipeline *p, size_t *nr)
+{
+	*nr = p->nr_sel;
+	return p->sel;
+}
+
+void pipeline_set_before_detach(struct pipeline *p, void (*fn)(void *ctx), void *ctx)
+{
+	tracer_set_before_detach(p->tr, fn, ctx);
+}
+
+size_t pipeline_forget_range(struct pipeline *p, uint64_t lo, uint64_t hi)
+{
+	return tracer_forget_range(p->tr, lo, hi);
+}
+
+void pipeline_set_task_slots(struct pipeline *p, const uint64_t *current, const uint64_t *preempt)
+{
+	tracer_set_task_slots(p->tr, current, preempt);
+}
+
+const struct tracer *pipeline_tracer(const struct pipeline *p)
+{
+	return p->tr;
+}
+
+int pipeline_takeover_detach(struct pipeline *p)
+{
+	return tracer_takeover_detach(p->tr);
+}
+
+const unsigned long long *pipeline_cpu_events(const struct pipeline *p)
+{
+	return p->w.events;
 }

@@ -5,75 +5,21 @@
 #ifndef HVT_PIPELINE_H
 #define HVT_PIPELINE_H
 
-#include "host/hosttrace/host_rec.h"
-#include "host/session/progress.h"
+#include "host/session/pipeline_guest.h"
 #include "host/session/session.h"
-#include "host/tap/expect.h"
-#include "host/tap/profile.h"
-#include "host/sink/sink.h"
-#include "host/sink/sink_trigger.h"
-#include "host/sink/writer.h"
 #include "host/trace/tracer.h"
-#include "vmi/vmi_btf.h"
 #include "vmi/vmi_sites.h"
-#include "vmi/vmi_symtab.h"
-#include "vmi/vmi_task.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
-struct pipeline {
-	const struct session *s;     /* borrowed */
-	const struct vmi_site **sel; /* the sites probed (owned) */
-	size_t nr_sel;
-	size_t nr_traced; /* sel[0..nr_traced) are the tracer's; the rest only there for -e / -r */
-	struct tracer tr;
-	struct sink sink;
-	struct writer w;
-	struct profile prof;
-	struct expect_state expect; /* --expect-*, --summary, --junit */
-	struct fe_spec *events, *rprobes; /* the session's -e / -r, typed from BTF (owned) */
-	bool have_tr, profiling, writing, expecting;
-	double t_start; /* when the writer started (clock_now_s), for --summary / --junit */
-	struct progress progress; /* the progress line on a terminal's stderr (not --quiet) */
-	struct rec_filter keep;	    /* the session's task filter with the event filters added */
-	struct ef_filter *efilters; /* --filter-event, bound to the probes' events (owned) */
-	struct sink_trigger trig_sink; /* --trigger: wraps the sink */
-	/* pipeline_run_ended: the thread that reads the signals coming once the run has ended */
-	pthread_t watcher;
-	bool watching;
-	int watch_sfd, watch_efd; /* the backend's signalfd (borrowed), the stop eventfd (owned) */
-	atomic_int cut_sig;	  /* the signal that cut the trace short, 0: none */
-	/* record --host (pipeline_host.c) */
-	struct host_rec host;
-	bool hosting;
-	char host_guest[64]; /* the guest's name in the host file */
-	uint64_t guest_trace_id;
-};
+/* One session's pipeline: an opaque handle, made by pipeline_new, freed by pipeline_free. */
+struct pipeline;
 
-/* What the backend knows of its guest. Everything borrowed; it outlives the pipeline. */
-struct pipeline_guest {
-	struct target *tgt;		    /* trampoline and stack_shift already set */
-	const struct vmi_task_layout *task; /* where the current task is */
-	const struct vmi_symtab *funcs;	    /* for naming addresses in the output */
-	bool stub;			    /* stub probes wherever they can do the job (--probe) */
-	bool backpressure; /* stub probes: the caller holds the vCPUs while stub_drain_holding says
-			    * so (its run loop polls it) */
-	bool no_trap; /* INT3 does not exit on this host (cmd_check_int3): no trap probe at all */
-	const char *no_trampoline; /* the reason when the target has no return trampoline */
-	const struct vmi_btf *btf; /* the guest's BTF, for -e / -r typed by name (NULL: none) */
-	/* without BTF: the guest's C functions from its DWARF (vmi_dwarf.h), whose returns entry
-	 * probes may hook (NULL: none known) */
-	const struct vmi_symtab *c_funcs;
-	/* kernel text as the guest runs it, read before the probes go in (stub detours are planned
-	 * from it); NULL: no function without an fentry site gets a detour */
-	vmi_read_fn text_read;
-	void *text_ctx;
-	bool no_user; /* the guest runs no user code and frees no text (detour_plan) */
-};
+/* A new, empty pipeline in *@out (the caller's; pipeline_free). 0 or -ENOMEM. Main thread. */
+int pipeline_new(struct pipeline **out);
 
 /* Chooses the sites to probe among @sites: @preselected (taken over; the backend's own choice for
  * the tracer, e.g. a graph closure) or else the session's -l/-n filters; none for the nop tracer;
@@ -89,11 +35,6 @@ int pipeline_select(struct pipeline *p, const struct session *s, const struct vm
  * --host) or an exit status with @err. Main thread, before pipeline_start. */
 int pipeline_host_start(struct pipeline *p, const int *tids, unsigned n, const char *guest,
 			char *err, size_t errlen);
-
-/* pipeline_finish's part: before the sink ends, stops the host recording and gives the guest's
- * file its pairing options; after, writes the host's file (@after). Returns @status, or an exit
- * status when the host's file could not be written. */
-int pipeline_host_end(struct pipeline *p, int status, bool after);
 
 /* Builds the tracer over @g's target for the selected sites, binds events, return probes and graph
  * roots, checks --expect-* names, and prepares sink (writing to @out) and profile. Nothing touches
@@ -130,8 +71,8 @@ int pipeline_finish(struct pipeline *p, int status,
 /* --stats: the stub-probe line (nothing without stub probes); for backend_stats. */
 void pipeline_print_stub_stats(const struct pipeline *p);
 
-/* What the driver and the backends ask of a pipeline (pipeline_access.c); main thread. */
-/* Whether pipeline_select ran on @p (zeroed by its owner before). */
+/* What the driver and the backends ask of a pipeline; main thread. */
+/* Whether pipeline_select ran on @p. */
 bool pipeline_selected(const struct pipeline *p);
 /* The sink's write error (errno, 0 none), once pipeline_finish has run. */
 int pipeline_sink_err(const struct pipeline *p);
@@ -161,7 +102,12 @@ const struct tracer *pipeline_tracer(const struct pipeline *p);
 /* In the guardian: tracer_takeover_detach on the pipeline's tracer. */
 int pipeline_takeover_detach(struct pipeline *p);
 
-/* Frees everything pipeline_select and pipeline_build made. */
+/* Each vCPU's events the writer delivered, for backend_stats (NULL before the writer started).
+ * Borrowed; main thread, in pipeline_finish. */
+const unsigned long long *pipeline_cpu_events(const struct pipeline *p);
+
+/* Frees everything pipeline_select and pipeline_build made, and @p itself (NULL: nothing). Main
+ * thread, after pipeline_finish when the pipeline was selected. */
 void pipeline_free(struct pipeline *p);
 
 #endif

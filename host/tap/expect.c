@@ -158,14 +158,6 @@ static bool rax_event(const struct fe_spec *spec)
 	       !f->nr_steps && !f->count;
 }
 
-static const struct probe *find_probe(const struct probe_table *probes, const char *name)
-{
-	for (size_t i = 0; i < probes->nr; i++)
-		if (!strcmp(probes->v[i].func->name, name))
-			return &probes->v[i];
-	return NULL;
-}
-
 int expect_bind(struct expect *v, size_t nr, const struct probe_table *probes, bool all_returns,
 		char *err, size_t errlen)
 {
@@ -173,7 +165,7 @@ int expect_bind(struct expect *v, size_t nr, const struct probe_table *probes, b
 		struct expect *e = &v[i];
 
 		for (unsigned k = 0; k < e->nr_funcs; k++) {
-			const struct probe *p = find_probe(probes, e->funcs[k]);
+			const struct probe *p = probe_find(probes, e->funcs[k]);
 
 			/* a -r only probe records no entry: only its returns can be judged */
 			if (!p || (p->quiet_entry && e->kind != EXPECT_RETURN)) {
@@ -202,7 +194,7 @@ int expect_bind(struct expect *v, size_t nr, const struct probe_table *probes, b
 int expect_state_init(struct expect_state *st, struct profile *prof, const struct expect *v,
 		      size_t nr)
 {
-	size_t np = prof->probes->nr;
+	size_t np = probe_count(prof->probes);
 
 	memset(st, 0, sizeof(*st));
 	st->prof = prof;

@@ -7,7 +7,7 @@
 int profile_init(struct profile *p, const struct probe_table *probes)
 {
 	p->probes = probes;
-	p->v = calloc(probes->nr ? probes->nr : 1, sizeof(*p->v));
+	p->v = calloc(probe_count(probes) ? probe_count(probes) : 1, sizeof(*p->v));
 	return p->v ? 0 : -ENOMEM;
 }
 
@@ -55,7 +55,7 @@ static void us(char *buf, size_t len, uint64_t ns)
 
 void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *out)
 {
-	size_t n = p->probes->nr;
+	size_t n = probe_count(p->probes);
 	uint32_t *order = malloc((n ? n : 1) * sizeof(*order));
 
 	if (!order)
@@ -70,7 +70,7 @@ void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *
 		"------", "-------", "----", "---", "---");
 	for (size_t k = 0; k < n; k++) {
 		const struct profile_entry *e = &p->v[order[k]];
-		const struct probe *pr = &p->probes->v[order[k]];
+		const struct probe *pr = probe_at(p->probes, order[k]);
 		uint64_t misses = atomic_load(&pr->n.misses);
 		uint64_t unwound = atomic_load(&pr->n.unwound);
 		char tot[32], avg[32], max[32];
@@ -80,14 +80,15 @@ void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *
 		us(tot, sizeof(tot), e->total_ns);
 		us(avg, sizeof(avg), e->returns ? e->total_ns / e->returns : 0);
 		us(max, sizeof(max), e->max_ns);
-		fprintf(out, "  %-30s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %16s %14s %14s\n",
-			p->probes->v[order[k]].func->name, e->hits, e->returns, misses, unwound, tot, avg,
-			max);
+		fprintf(out,
+			"  %-30s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64
+			" %16s %14s %14s\n",
+			pr->func->name, e->hits, e->returns, misses, unwound, tot, avg, max);
 	}
 	free(order);
 	/* events and return probes, in kprobe_profile's layout: name, hits, misses */
 	for (size_t i = 0; i < n; i++) {
-		const struct probe *pr = &p->probes->v[i];
+		const struct probe *pr = probe_at(p->probes, i);
 		const char *name = pr->func->name;
 		uint64_t misses = atomic_load(&pr->n.misses);
 

@@ -39,15 +39,17 @@ int verdict_write_summary(FILE *f, const struct expect_state *st, const struct v
 	fprintf(f, ",\"tracer\":");
 	json_str(f, end->tracer);
 	fprintf(f, ",\"elapsed\":%.6f,\"lost\":%llu,\"functions\":[", end->elapsed, end->lost);
-	for (size_t i = 0; i < prof->probes->nr; i++) {
+	for (size_t i = 0; i < probe_count(prof->probes); i++) {
 		const struct profile_entry *e = &prof->v[i];
+		const struct probe *pr = probe_at(prof->probes, i);
 
 		if (!e->hits && !e->returns)
 			continue;
 		fprintf(f, "%s{\"name\":", first ? "" : ",");
-		json_str(f, prof->probes->v[i].func->name);
-		fprintf(f, ",\"addr\":\"0x%" PRIx64 "\",\"calls\":%" PRIu64 ",\"returns\":%" PRIu64 "}",
-			prof->probes->v[i].addr, e->hits, e->returns);
+		json_str(f, pr->func->name);
+		fprintf(
+		    f, ",\"addr\":\"0x%" PRIx64 "\",\"calls\":%" PRIu64 ",\"returns\":%" PRIu64 "}",
+		    pr->addr, e->hits, e->returns);
 		first = false;
 	}
 	fprintf(f, "],\"expectations\":[");

@@ -7,6 +7,58 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int name_cmp(const void *a, const void *b)
+{
+	const struct probe_name *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+/* The by-name index: every probe's function name with its id, sorted (name, then id). */
+static int build_names(struct probe_table *t)
+{
+	t->by_name = calloc(t->nr ? t->nr : 1, sizeof(*t->by_name));
+	if (!t->by_name) {
+		probe_table_free(t);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->nr; i++) {
+		const struct vmi_sym *f = t->v[i].func;
+
+		t->by_name[i] =
+		    (struct probe_name){.name = f && f->name ? f->name : "", .id = (uint32_t)i};
+	}
+	qsort(t->by_name, t->nr, sizeof(*t->by_name), name_cmp);
+	return 0;
+}
+
+size_t probe_find_all(const struct probe_table *t, const char *name,
+		      const struct probe_name **first)
+{
+	size_t lo = 0, hi = t->nr, end;
+
+	while (lo < hi) { /* the first entry whose name is not below @name */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(t->by_name[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (end = lo; end < t->nr && !strcmp(t->by_name[end].name, name); end++)
+		;
+	*first = t->by_name ? &t->by_name[lo] : NULL;
+	return end - lo;
+}
+
+struct probe *probe_find(const struct probe_table *t, const char *name)
+{
+	const struct probe_name *first;
+
+	return probe_find_all(t, name, &first) ? &t->v[first->id] : NULL;
+}
+
 int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites, size_t n)
 {
 	uint64_t size = 16;
@@ -38,7 +90,7 @@ int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites,
 			h++;
 		t->slots[h & t->mask] = (uint32_t)++t->nr;
 	}
-	return 0;
+	return build_names(t);
 }
 
 void probe_table_free(struct probe_table *t)
@@ -47,6 +99,7 @@ void probe_table_free(struct probe_table *t)
 		free(t->v[i].detour);
 	free(t->v);
 	free(t->slots);
+	free(t->by_name);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -56,12 +56,21 @@ struct probe {
 	struct probe_counters n;
 };
 
+/* One probe's function name in the table's by-name index. */
+struct probe_name {
+	const char *name; /* the probe's func->name (borrowed) */
+	uint32_t id;
+};
+
+/* The probes of a session, by id (0..nr), by site address (probe_lookup) and by function name
+ * (probe_find); read it through the functions below, never its fields. */
 struct probe_table {
 	struct probe *v;
 	size_t nr;
 	uint32_t *slots; /* open addressing: probe index + 1, 0 = empty */
 	uint64_t mask;
 	unsigned shift; /* 64 - log2(table size): the hash takes the product's top bits */
+	struct probe_name *by_name; /* nr entries sorted by name, then id */
 };
 
 /* Fibonacci hashing of a site address into the table. */
@@ -77,9 +86,36 @@ static inline bool probe_always_armed(const struct probe *p)
 	return p->graph_root || p->event;
 }
 
-/* Builds one probe per site in @sites[0..n). Returns 0 or -ENOMEM. */
+/* Builds one probe per site in @sites[0..n) (a site listed twice gets one probe), and the by-name
+ * index. Returns 0 or -ENOMEM. */
 int probe_table_init(struct probe_table *t, const struct vmi_site *const *sites, size_t n);
+/* Frees what probe_table_init made (the probes' detours too). */
 void probe_table_free(struct probe_table *t);
+
+/* How many probes @t holds (their ids are 0..count). Any thread. */
+static inline size_t probe_count(const struct probe_table *t)
+{
+	return t->nr;
+}
+
+/* Probe @id, or NULL past the end. Any thread; only flags and counters of a probe change once the
+ * guest runs. */
+static inline struct probe *probe_at(const struct probe_table *t, size_t id)
+{
+	return id < t->nr ? &t->v[id] : NULL;
+}
+
+/* Every probe of @t in id order, as `struct probe *p`. */
+#define probe_for_each(p, t) for (struct probe *p = (t)->v; p < (t)->v + (t)->nr; p++)
+
+/* The probes of function @name (its entry and any site inside it, each named by its own func),
+ * in id order: their count, and *@first their first entry of the by-name index (id by id:
+ * (*@first)[k].id). A binary search; any thread. */
+size_t probe_find_all(const struct probe_table *t, const char *name,
+		      const struct probe_name **first);
+
+/* The first probe (lowest id) of function @name, or NULL. A binary search; any thread. */
+struct probe *probe_find(const struct probe_table *t, const char *name);
 
 /* The probe at @addr or NULL. Any thread; wait-free. */
 static inline struct probe *probe_lookup(const struct probe_table *t, uint64_t addr)

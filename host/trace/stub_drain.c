@@ -159,20 +159,6 @@ static bool valid(const struct stub_drain *d, unsigned cpu, const struct probe *
 	}
 }
 
-/* ring_emit, unless tracing was off at @rec's time or the record filter drops it (counted): then
- * done as an emitted record. */
-static bool emit_kept(struct stub_drain *d, struct ring *ring, const struct hvt_record *rec,
-		      const void *payload, size_t len)
-{
-	if (d->c.tracing && !tracing_state_at(d->c.tracing, rec->ts))
-		return true; /* tracing was off then (--tracing-off, traceoff) */
-	if (d->c.keep && !rec_filter_keep(d->c.keep, rec, payload, len)) {
-		atomic_fetch_add_explicit(&d->filtered, 1, memory_order_relaxed);
-		return true;
-	}
-	return ring_emit(ring, rec, payload, len);
-}
-
 /* The stub probe whose site a record names: an fentry site, or a detour's slot. */
 static struct probe *site_probe(const struct stub_drain *d, uint64_t ip)
 {
@@ -249,7 +235,7 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 				rec.type = alone ? HVT_REC_EVENT_ALONE : HVT_REC_EVENT;
 				rec.value = len;
 			}
-			if (!emit_kept(d, ring, &rec, scratch, len))
+			if (emit_gate(&d->gate, ring, cpu, NULL, &rec, scratch, len) < 0)
 				return false;
 		}
 		if (p->hooks_return && !(g->flags & STUB_F_ALONE))
@@ -276,7 +262,7 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 		}
 		rec.duration = ts > t0 ? ts - t0 : 0;
 		rec.depth = g->depth;
-		return emit_kept(d, ring, &rec, scratch, len);
+		return emit_gate(&d->gate, ring, cpu, NULL, &rec, scratch, len) == 0;
 	}
 	return true;
 }

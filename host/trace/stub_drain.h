@@ -5,6 +5,7 @@
 #ifndef HVT_STUB_DRAIN_H
 #define HVT_STUB_DRAIN_H
 
+#include "host/trace/emit_gate.h"
 #include "host/trace/probe.h"
 #include "host/trace/rec_filter.h"
 #include "host/trace/ring.h"
@@ -73,6 +74,7 @@ struct stub_drain {
 	unsigned leave_scans;
 	unsigned long leave_stacks;
 	_Atomic uint64_t filtered; /* records cfg.keep rejected (-P, --comm, --cpu) */
+	struct emit_gate gate;	   /* cfg.tracing, cfg.keep into `filtered`; a full ring waits */
 	uint64_t guest_seen[STUB_MAX_CPUS]; /* each guest ring's lost count already marked in the
 					     * stream (HVT_REC_LOST) */
 	atomic_bool hold;   /* backpressure: the drain wants the vCPUs held (stub_drain_holding) */

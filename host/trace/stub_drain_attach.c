@@ -21,8 +21,7 @@ static size_t unpatch_all(struct stub_drain *d)
 {
 	size_t left = 0;
 
-	for (size_t i = 0; i < d->c.probes->nr; i++) {
-		struct probe *p = &d->c.probes->v[i];
+	probe_for_each(p, d->c.probes) {
 		int r;
 
 		if (!p->patched)
@@ -289,17 +288,15 @@ static int list_detours(struct stub_drain *d)
 {
 	unsigned n = 0;
 
-	for (size_t i = 0; i < d->c.probes->nr; i++)
-		n += d->c.probes->v[i].stub && d->c.probes->v[i].detour;
+	probe_for_each(p, d->c.probes)
+		n += p->stub && p->detour;
 	d->nr_detours = 0;
 	if (!n)
 		return 0;
 	d->detour_probe = calloc(n, sizeof(*d->detour_probe));
 	if (!d->detour_probe)
 		return -ENOMEM;
-	for (size_t i = 0; i < d->c.probes->nr; i++) {
-		struct probe *p = &d->c.probes->v[i];
-
+	probe_for_each(p, d->c.probes) {
 		if (!p->stub || !p->detour)
 			continue;
 		p->detour_idx = d->nr_detours;
@@ -395,13 +392,14 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	int ret;
 
 	d->c = *cfg;
+	d->gate = (struct emit_gate){.tracing = cfg->tracing,
+				     .keep = cfg->keep,
+				     .filtered = &d->filtered}; /* a full ring: the next pass */
 	d->nr_probes = 0;
 	d->detour_probe = NULL;
 	d->nr_detours = 0;
 	memset(d->guest_seen, 0, sizeof(d->guest_seen));
-	for (size_t i = 0; i < cfg->probes->nr; i++) {
-		struct probe *p = &cfg->probes->v[i];
-
+	probe_for_each(p, cfg->probes) {
 		if (!p->stub)
 			continue;
 		lo = p->addr < lo ? p->addr : lo;
@@ -437,9 +435,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 		free_buffers(d);
 		return ret;
 	}
-	for (size_t i = 0; i < cfg->probes->nr; i++) {
-		struct probe *p = &cfg->probes->v[i];
-
+	probe_for_each(p, cfg->probes) {
 		if (!p->stub || p->detour)
 			continue;
 		ret = stub_patch(&d->stub, p->addr, p->gpa, p->nop, p->hooks_return,

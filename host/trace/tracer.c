@@ -1,6 +1,7 @@
-/* The tracer: set-up, the hit path (entries, returns, triggers, stacks into the vCPU rings) and its
- * counters; attach and detach are tracer_attach.c. */
+/* The tracer: the hit path (entries, returns, triggers, stacks into the vCPU rings) and its
+ * counters; set-up and accessors are tracer_setup.c, attach and detach tracer_attach.c. */
 #include "host/trace/tracer.h"
+#include "host/trace/tracer_int.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_insn.h"
 #include "host/trace/clock.h"
@@ -12,163 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SHADOW_STACKS 1024
-
-int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *const *sites, size_t n,
-		const struct vmi_task_layout *task, const struct tracer_opts *opts)
-{
-	memset(t, 0, sizeof(*t));
-	stub_drain_init(&t->stub);
-	pthread_mutex_init(&t->arm_lock, NULL);
-	t->tgt = tgt;
-	t->opts = *opts;
-	tracing_state_init(&t->tracing, !opts->tracing_off);
-	/* stub probes cost nothing while no root is live: they stay in */
-	t->opts.lazy = opts->lazy && opts->graph_filter && opts->returns && !opts->stub;
-	t->nr_cpus = tgt->nr_cpus;
-	t->task = *task;
-	if (opts->returns && !tgt->trampoline)
-		return -ENOTSUP;
-	if (probe_table_init(&t->probes, sites, n) < 0)
-		goto nomem;
-	t->scratch = calloc(t->nr_cpus, sizeof(*t->scratch));
-	t->nr_rings = t->nr_cpus * (opts->stub ? 2 : 1);
-	t->rings = calloc(t->nr_rings, sizeof(*t->rings));
-	t->cpu = aligned_alloc(64, t->nr_cpus * sizeof(*t->cpu));
-	if (!t->rings || !t->cpu || !t->scratch)
-		goto nomem;
-	memset(t->cpu, 0, t->nr_cpus * sizeof(*t->cpu));
-	for (unsigned i = 0; i < t->nr_cpus; i++) {
-		atomic_store(&t->cpu[i].busy_since, UINT64_MAX);
-	}
-	/* the stub's records arrive in bursts the guest's small rings cannot hold: room for 4 times
-	 * more */
-	for (unsigned i = 0; i < t->nr_rings; i++)
-		if (ring_init(&t->rings[i], opts->ring_records * (i < t->nr_cpus ? 1 : 4)) < 0)
-			goto nomem;
-	if (opts->returns) {
-		t->trampoline = tgt->trampoline;
-		if (shadow_init(&t->shadow, SHADOW_STACKS, tgt->stack_shift, t->trampoline) < 0)
-			goto nomem;
-	}
-	return 0;
-nomem:
-	tracer_free(t);
-	return -ENOMEM;
-}
-
-static int grow_scratch(struct tracer *t, size_t need)
-{
-	if (need > t->max_payload) {
-		t->max_payload = need;
-		for (unsigned i = 0; i < t->nr_cpus; i++) {
-			uint8_t *b = realloc(t->scratch[i], need);
-
-			if (!b)
-				return -ENOMEM;
-			t->scratch[i] = b;
-		}
-	}
-	return 0;
-}
-
-int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec)
-{
-	if (id >= t->probes.nr)
-		return -EINVAL;
-	t->probes.v[id].event = spec;
-	return grow_scratch(t, fe_payload_size(spec));
-}
-
-int tracer_add_trigger(struct tracer *t, uint32_t id, const struct trigger *trig)
-{
-	struct tracer_trigger *v;
-
-	if (id >= t->probes.nr)
-		return -EINVAL;
-	v = realloc(t->triggers, (t->nr_triggers + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	t->triggers = v;
-	v[t->nr_triggers].trig = trig;
-	v[t->nr_triggers].probe = id;
-	atomic_init(&v[t->nr_triggers].left, trig->count);
-	t->nr_triggers++;
-	return 0;
-}
-
-bool tracer_has_trigger(const struct tracer *t, const struct probe *p)
-{
-	for (size_t i = 0; i < t->nr_triggers; i++)
-		if (t->triggers[i].probe == p->id)
-			return true;
-	return false;
-}
-
-int tracer_set_return(struct tracer *t, uint32_t id, const struct fe_spec *spec, bool quiet)
-{
-	if (id >= t->probes.nr)
-		return -EINVAL;
-	if (!t->opts.returns)
-		return -ENOTSUP;
-	t->probes.v[id].ret_probe = true;
-	t->probes.v[id].quiet_entry = quiet;
-	t->probes.v[id].ret_event = spec;
-	return spec ? grow_scratch(t, fe_payload_size(spec)) : 0;
-}
-
-int tracer_set_graph_root(struct tracer *t, uint32_t id)
-{
-	if (id >= t->probes.nr)
-		return -EINVAL;
-	t->probes.v[id].graph_root = true;
-	return 0;
-}
-
-int tracer_set_detour(struct tracer *t, uint32_t id, const struct x86_reloc_plan *plan)
-{
-	struct x86_reloc_plan *copy;
-
-	if (id >= t->probes.nr || !t->probes.v[id].entry)
-		return -EINVAL;
-	copy = malloc(sizeof(*copy));
-	if (!copy)
-		return -ENOMEM;
-	*copy = *plan;
-	free(t->probes.v[id].detour);
-	t->probes.v[id].detour = copy;
-	return 0;
-}
-
-int tracer_set_no_return(struct tracer *t, uint32_t id)
-{
-	if (id >= t->probes.nr || !t->probes.v[id].entry)
-		return -EINVAL;
-	t->probes.v[id].no_return = true;
-	return 0;
-}
-
-/* Publishes @rec (and @len bytes of @payload) in this vCPU's ring; waits for the writer rather than
- * lose the event, unless the tracer is detached: then the event is counted lost (and marked in the
- * stream, ring_lost). */
+/* Publishes @rec (and @len bytes of @payload) in this vCPU's ring through the tracer's gate: it
+ * waits for the writer rather than lose the event, unless the tracer is detached: then the event is
+ * counted lost (and marked in the stream, ring_lost). */
 static void emit(struct tracer *t, unsigned cpu, const struct hvt_record *rec, const void *payload,
 		 size_t len)
 {
-	if (rec->type != HVT_REC_LOST && rec->type != HVT_REC_SNAPSHOT &&
-	    !tracing_state_at(&t->tracing, rec->ts))
-		return; /* tracing is off (--tracing-off, traceoff) */
-	if (t->opts.keep && !rec_filter_keep(t->opts.keep, rec, payload, len)) {
-		atomic_fetch_add_explicit(&t->filtered, 1, memory_order_relaxed);
-		return;
-	}
-	while (!ring_emit(&t->rings[cpu], rec, payload, len)) {
-		if (!atomic_load_explicit(&t->active, memory_order_relaxed)) {
-			t->cpu[cpu].lost++;
-			ring_lost(&t->rings[cpu], 1, cpu);
-			return;
-		}
-		sched_yield();
-	}
+	emit_gate(&t->gate, &t->rings[cpu], cpu, &t->cpu[cpu].lost, rec, payload, len);
 }
 
 /* Lazy arming: the callee probes are in while at least one graph-root call is live (the ones
@@ -177,9 +28,9 @@ static void arm(struct tracer *t)
 {
 	pthread_mutex_lock(&t->arm_lock);
 	if (t->live_roots++ == 0) {
-		for (size_t i = 0; i < t->probes.nr; i++)
-			if (!probe_always_armed(&t->probes.v[i]))
-				probe_insert(&t->probes.v[i], t->tgt);
+		probe_for_each(p, &t->probes)
+			if (!probe_always_armed(p))
+				probe_insert(p, t->tgt);
 		t->arms++;
 	}
 	pthread_mutex_unlock(&t->arm_lock);
@@ -192,9 +43,9 @@ static void disarm(struct tracer *t, unsigned roots)
 	pthread_mutex_lock(&t->arm_lock);
 	t->live_roots = roots >= t->live_roots ? 0 : t->live_roots - roots;
 	if (!t->live_roots)
-		for (size_t i = 0; i < t->probes.nr; i++)
-			if (!probe_always_armed(&t->probes.v[i]))
-				probe_remove(&t->probes.v[i], t->tgt);
+		probe_for_each(p, &t->probes)
+			if (!probe_always_armed(p))
+				probe_remove(p, t->tgt);
 	pthread_mutex_unlock(&t->arm_lock);
 }
 
@@ -209,7 +60,7 @@ static void count_unwound(void *ctx, const struct shadow_entry *e)
 {
 	struct dropped *d = ctx;
 
-	struct probe *p = &d->t->probes.v[e->probe];
+	struct probe *p = probe_at(&d->t->probes, e->probe);
 
 	atomic_fetch_add_explicit(&p->n.unwound, 1, memory_order_relaxed);
 	if (p->graph_root)
@@ -579,7 +430,7 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 	if (st)
 		shadow_unlock(st);
 	if (t->opts.lazy)
-		disarm(t, d.roots + (found && t->probes.v[e.probe].graph_root));
+		disarm(t, d.roots + (found && probe_at(&t->probes, e.probe)->graph_root));
 	if (!found) {
 		/* Not ours: nothing can be resumed safely. The vCPU faults with RIP on the
 		 * trampoline. */
@@ -588,7 +439,7 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 		return -ENOENT;
 	}
 	regs->rip = e.orig;
-	p = &t->probes.v[e.probe];
+	p = probe_at(&t->probes, e.probe);
 	if (atomic_load_explicit(&t->active, memory_order_relaxed)) {
 		if (p->ret_event) {
 			/* typed return: the fields are evaluated with RAX as the first argument */
@@ -653,7 +504,7 @@ unsigned long long tracer_lost(const struct tracer *t)
 void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 {
 	*out = (struct tracer_stats){
-	    .probes = t->probes.nr,
+	    .probes = probe_count(&t->probes),
 	    .restored_slots = t->restored_slots,
 	    .interrupted_returns = t->interrupted_returns,
 	    .text_rewritten = t->text_rewritten,
@@ -693,25 +544,4 @@ void tracer_stop_drain(struct tracer *t)
 void tracer_cut(struct tracer *t)
 {
 	stub_drain_cut(&t->stub);
-}
-
-void tracer_free(struct tracer *t)
-{
-	stub_drain_stop(&t->stub);
-	probe_table_free(&t->probes);
-	for (unsigned i = 0; t->rings && i < t->nr_rings; i++)
-		ring_free(&t->rings[i]);
-	free(t->rings);
-	free(t->cpu);
-	for (unsigned i = 0; t->scratch && i < t->nr_cpus; i++)
-		free(t->scratch[i]);
-	free(t->scratch);
-	free(t->triggers);
-	t->triggers = NULL;
-	t->nr_triggers = 0;
-	t->scratch = NULL;
-	shadow_free(&t->shadow);
-	pthread_mutex_destroy(&t->arm_lock);
-	t->rings = NULL;
-	t->cpu = NULL;
 }

@@ -1,95 +1,23 @@
-/* The tracer core: owns the probes, the per-vCPU rings and the shadow stacks, handles every breakpoint
- * hit on the hitting vCPU's thread, and detaches leaving the guest as it found it. Works on any target. */
+/* The tracer core: owns the probes, the per-vCPU rings and the shadow stacks, handles every
+ * breakpoint hit on the hitting vCPU's thread, and detaches leaving the guest as it found it. Works
+ * on any target. An opaque handle: tracer_new makes it, tracer_free frees it. */
 #ifndef HVT_TRACER_H
 #define HVT_TRACER_H
 
 #include "host/trace/fevent.h"
 #include "host/trace/probe.h"
-#include "host/trace/rec_filter.h"
 #include "host/trace/ring.h"
-#include "host/trace/shadow.h"
-#include "host/trace/stub_drain.h"
 #include "host/trace/target.h"
 #include "host/trace/trigger.h"
+#include "host/trace/tracer_opts.h"
 #include "vmi/vmi_task.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-struct tracer_opts {
-	bool returns;	    /* return hooks through the trampoline are possible (function_graph, -r) */
-	bool hook_all;	    /* with returns: every probe hooks its return (function_graph); otherwise
-			     * only the return probes (tracer_set_return) */
-	bool graph_filter;  /* only calls below a probe marked graph_root (set_graph_function) */
-	unsigned max_depth; /* with returns: do not trace deeper than this (0 = no limit) */
-	bool lazy;	    /* with graph_filter: only graph-root and -e probes stay inserted; the
-			     * others are inserted while a root call is live (for targets where
-			     * every inserted breakpoint costs, such as QEMU's gdbstub under TCG) */
-	uint64_t ring_records; /* per vCPU */
-	bool ring_exact;       /* stub probes: guest rings smaller than that are an error */
-	bool stub; /* stub probes wherever they can do the job (tracer_init says which cannot) */
-	bool stub_backpressure; /* stub probes: the drain may ask for the vCPUs to be held rather
-				 * than lose records (the target's owner polls stub_drain_holding) */
-	const struct rec_filter *keep; /* -P, --comm, --cpu: records it rejects are dropped (and
-					* counted); NULL keeps all. Borrowed, outlives the tracer */
-	bool tracing_off;	   /* --tracing-off: start with tracing off (a traceon trigger starts it) */
-	uint64_t text_lo, text_hi; /* the guest's code addresses, for stacktrace's walk */
-	bool no_frame_pointers;	   /* the guest's code keeps no frame pointers (stacktrace scans) */
-};
-
-/* A --trigger on a probe (tracer_add_trigger). */
-struct tracer_trigger {
-	const struct trigger *trig; /* borrowed */
-	uint32_t probe;
-	_Atomic long left; /* firings left; -1: unlimited */
-};
-
-struct tracer_cpu {
-	_Alignas(64) _Atomic uint64_t busy_since; /* ts of the record being built, UINT64_MAX if none */
-	unsigned long long lost;		   /* events not recorded (detach while the ring was full) */
-};
-
-/* The tracer's state is its own: code outside host/trace/tracer.c and tracer_attach.c reads it
- * through the accessors below and never writes it. */
-struct tracer {
-	struct target *tgt; /* borrowed */
-	struct tracer_opts opts;
-	struct probe_table probes; /* each probe holds what was asked of it and its counters */
-	struct shadow shadow;
-	struct ring *rings; /* nr_cpus for trap probes, then nr_cpus for the stub's records */
-	struct tracer_cpu *cpu;
-	unsigned nr_cpus;
-	unsigned nr_rings; /* nr_cpus, and as many again with stub probes */
-	struct vmi_task_layout task;
-	uint64_t trampoline; /* 0 unless opts.returns */
-	uint64_t trampoline_gpa; /* resolved at attach */
-	uint8_t trampoline_orig;
-	bool trampoline_inserted;
-	uint64_t t0;	   /* clock at attach; record timestamps count from here */
-	atomic_int active; /* 0 once detached: hits on old probes are only emulated */
-	bool attached;
-	_Atomic uint64_t orphan_returns; /* trampoline hits with no shadow entry (must stay 0) */
-	_Atomic uint64_t slots_above_4g; /* hooked return slots at guest-physical >= 4 GiB */
-	size_t max_payload;		 /* largest event payload */
-	uint8_t **scratch;		 /* per vCPU: capture buffer of max_payload bytes */
-	pthread_mutex_t arm_lock;	 /* lazy: live_roots and the callee probes' insertion */
-	unsigned live_roots;		 /* lazy: hooked graph-root frames not yet returned */
-	uint64_t arms;			 /* lazy: times the callee probes were inserted */
-	uint64_t restored_slots; /* hooked returns handed back at detach (slots, vCPUs on the trampoline) */
-	uint64_t interrupted_returns; /* of those: returns an interrupt caught on the trampoline */
-	unsigned text_rewritten; /* patched sites (and trampoline) the guest rewrote: left alone */
-	struct stub_drain stub;	 /* stub probes */
-	_Atomic uint64_t filtered; /* trap-path records opts.keep rejected */
-	struct tracing_state tracing; /* tracing_on over time (--tracing-off, traceon/traceoff) */
-	struct tracer_trigger *triggers;
-	size_t nr_triggers;
-	_Atomic uint64_t snapshots; /* snapshot triggers fired */
-	/* The backend's last look at the guest before the detach puts anything back, called by
-	 * tracer_detach with the target paused (e.g. tracer_forget_range); NULL: none. */
-	void (*before_detach)(void *ctx);
-	void *before_detach_ctx;
-};
+/* The tracer (tracer_int.h holds its fields, for tracer*.c alone). */
+struct tracer;
 
 /* What a session did, for --stats and the profile; a copy, taken on the main thread once the writer
  * has stopped (counters of live vCPU threads may still move otherwise). */
@@ -123,10 +51,12 @@ struct tracer_stats {
 	unsigned long long filtered; /* records -P, --comm, --cpu dropped (trap and stub paths) */
 };
 
-/* Prepares probes for the @n selected sites, rings and (with returns) shadow stacks. Returns 0, -ENOMEM,
- * or -ENOTSUP if returns are asked of a target without a trampoline. Nothing touches the guest yet. */
-int tracer_init(struct tracer *t, struct target *tgt, const struct vmi_site *const *sites, size_t n,
-		const struct vmi_task_layout *task, const struct tracer_opts *opts);
+/* A new tracer in *@out (the caller's, freed with tracer_free) over @tgt (borrowed, outlives it):
+ * probes for the @n selected sites, rings and (with returns) shadow stacks. Returns 0, -ENOMEM, or
+ * -ENOTSUP if returns are asked of a target without a trampoline (*@out NULL then). Nothing
+ * touches the guest yet. Main thread. */
+int tracer_new(struct tracer **out, struct target *tgt, const struct vmi_site *const *sites,
+	       size_t n, const struct vmi_task_layout *task, const struct tracer_opts *opts);
 
 /* Gives the probe of @id a function-based event (@spec, which must outlive the tracer): its entries
  * then carry the captured fields. Before tracer_attach. Returns 0 or -ENOMEM. */
@@ -186,30 +116,33 @@ int tracer_set_detour(struct tracer *t, uint32_t id, const struct x86_reloc_plan
 int tracer_set_no_return(struct tracer *t, uint32_t id);
 
 /* The probes, in id order (each with its function and counters). Borrowed; any thread. */
-static inline const struct probe_table *tracer_probes(const struct tracer *t)
-{
-	return &t->probes;
-}
+const struct probe_table *tracer_probes(const struct tracer *t);
 
 /* The record rings the writer drains (*@nr of them). Borrowed; any thread. */
-static inline struct ring *tracer_rings(struct tracer *t, unsigned *nr)
-{
-	*nr = t->nr_rings;
-	return t->rings;
-}
+struct ring *tracer_rings(struct tracer *t, unsigned *nr);
 
 /* Per vCPU: times its ring was full, and events it could not record. Main thread, after the writer. */
-static inline unsigned long long tracer_cpu_stalls(const struct tracer *t, unsigned cpu)
-{
-	return t->rings[cpu].stalls;
-}
+unsigned long long tracer_cpu_stalls(const struct tracer *t, unsigned cpu);
+unsigned long long tracer_cpu_lost(const struct tracer *t, unsigned cpu);
 
-static inline unsigned long long tracer_cpu_lost(const struct tracer *t, unsigned cpu)
-{
-	return t->cpu[cpu].lost;
-}
+/* The target the tracer works on (borrowed), its return trampoline's address (0: none), whether
+ * returns are traced (opts.returns), and the clock at attach that record timestamps count from.
+ * Pure; any thread. */
+struct target *tracer_target(const struct tracer *t);
+uint64_t tracer_trampoline(const struct tracer *t);
+bool tracer_returns(const struct tracer *t);
+uint64_t tracer_t0(const struct tracer *t);
 
-/* The backend's before_detach hook (see struct tracer): @fn(@ctx) runs in tracer_detach with the target
+/* Stub probes with backpressure (opts.stub_backpressure and at least one stub probe): the owner
+ * holds the vCPUs while tracer_drain_holding says so. Main thread, after tracer_attach. */
+bool tracer_backpressure(const struct tracer *t);
+/* Whether the stub drain asks for the vCPUs to be held now (stub_drain_holding). Any thread. */
+bool tracer_drain_holding(struct tracer *t);
+/* The owner held the vCPUs @n more times, @ns in all (stub_drain_count_pauses). Owner's thread. */
+void tracer_count_pauses(struct tracer *t, uint64_t n, uint64_t ns);
+
+/* The backend's last look at the guest before the detach puts anything back (e.g.
+ * tracer_forget_range): @fn(@ctx) runs in tracer_detach with the target
  * paused; NULL: none. Before tracer_attach; main thread. */
 void tracer_set_before_detach(struct tracer *t, void (*fn)(void *ctx), void *ctx);
 
@@ -234,7 +167,8 @@ void tracer_cut(struct tracer *t);
  * thread (threads do not survive a fork). The target must already be usable from this process. */
 int tracer_takeover_detach(struct tracer *t);
 
-/* Frees everything; the tracer must be detached. */
+/* Frees everything tracer_new made, @t itself included (NULL: nothing); the tracer must be
+ * detached. Main thread. */
 void tracer_free(struct tracer *t);
 
 #endif

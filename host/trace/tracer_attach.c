@@ -1,6 +1,7 @@
 /* The tracer's attach and detach: probes, stubs and the return trampoline put in with every vCPU
  * stopped, and taken out again with every hooked return handed back (the hit path is tracer.c). */
 #include "host/trace/tracer.h"
+#include "host/trace/tracer_int.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>
@@ -65,9 +66,7 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 	int ret;
 
 	t->t0 = clock_now_ns();
-	for (size_t i = 0; i < t->probes.nr; i++) {
-		struct probe *p = &t->probes.v[i];
-
+	probe_for_each(p, &t->probes) {
 		p->hooks_return =
 		    t->opts.returns && (t->opts.hook_all || p->ret_probe) && !p->no_return;
 	}
@@ -89,17 +88,17 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 	if (t->opts.lazy) {
 		/* every site is checked now; only the graph roots are armed until one is entered */
 		ret = probe_verify_all(&t->probes, t->tgt, err, errlen);
-		for (size_t i = 0; ret == 0 && i < t->probes.nr; i++)
-			if (probe_always_armed(&t->probes.v[i]))
-				ret = probe_insert(&t->probes.v[i], t->tgt);
+		probe_for_each(p, &t->probes)
+			if (ret == 0 && probe_always_armed(p))
+				ret = probe_insert(p, t->tgt);
 		if (ret < 0 && !*err)
 			snprintf(err, errlen, "cannot insert a breakpoint: %s", strerror(-ret));
 		if (ret < 0)
 			probe_remove_all(&t->probes, t->tgt);
 	} else {
-		for (size_t i = 0; i < t->probes.nr; i++) {
-			t->probes.v[i].stub = stub_capable(t, &t->probes.v[i]);
-			stubs |= t->probes.v[i].stub;
+		probe_for_each(p, &t->probes) {
+			p->stub = stub_capable(t, p);
+			stubs |= p->stub;
 		}
 		ret = probe_insert_all(&t->probes, t->tgt, err, errlen);
 		if (ret == 0 && stubs)
@@ -238,9 +237,7 @@ size_t tracer_forget_range(struct tracer *t, uint64_t lo, uint64_t hi)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < t->probes.nr; i++) {
-		struct probe *p = &t->probes.v[i];
-
+	probe_for_each(p, &t->probes) {
 		if (p->stub && p->patched && p->addr >= lo && p->addr < hi) {
 			p->patched = false;
 			n++;

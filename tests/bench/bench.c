@@ -86,7 +86,7 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 {
 	struct vm vm;
 	struct target tgt;
-	struct tracer tr;
+	struct tracer *tr;
 	struct probe_table probes;
 	struct sink sink;
 	struct writer w = {0};
@@ -126,22 +126,22 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 			task.has_cpu_gs = false;
 			task.cpu_apic_id = true;
 		}
-		if (tracer_init(&tr, &tgt, sel, nr, &task, &opts) < 0)
+		if (tracer_new(&tr, &tgt, sel, nr, &task, &opts) < 0)
 			die("tracer", "init");
 		if (m == MODE_NOPG_STUB) {
 			struct session s = {.filter = filter, .nr_filter = 1};
 
-			if (detour_plan(&tr, &s, &g->elf.funcs, guest_image_read, g, true,
-					stderr) != 1)
+			if (detour_plan(tr, &s, &g->elf.funcs, guest_image_read, g, true, stderr) !=
+			    1)
 				die("tracer", "bench_leaf takes no detour");
 		}
-		if (tracer_attach(&tr, err, sizeof(err)) < 0)
+		if (tracer_attach(tr, err, sizeof(err)) < 0)
 			die("tracer", err);
 		struct tracer_stats st;
 		unsigned nr_rings;
-		struct ring *rings = tracer_rings(&tr, &nr_rings);
+		struct ring *rings = tracer_rings(tr, &nr_rings);
 
-		tracer_stats(&tr, &st);
+		tracer_stats(tr, &st);
 		if (opts.stub && st.stub_probes != nr)
 			die("tracer", "not stub probes");
 		if (opts.stub && strcmp(st.stub_cpu_from, m == MODE_STUB_CPUID ? "cpuid" : "gs"))
@@ -150,7 +150,7 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 			sink_graph_init(&sink, devnull, &g->elf.funcs, smp, true, false);
 		else
 			sink_function_init(&sink, devnull, &g->elf.funcs, smp);
-		writer_start(&w, rings, nr_rings, &sink, tracer_horizon, &tr);
+		writer_start(&w, rings, nr_rings, &sink, tracer_horizon, tr);
 	}
 	w0 = clock_now_s();
 	t0 = cpu_now();
@@ -168,13 +168,13 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 		probe_remove_all(&probes, &tgt);
 		probe_table_free(&probes);
 	} else if (m != MODE_BASE && m != MODE_NOPG_BASE) {
-		tracer_detach(&tr);
-		writer_stop(&w, tracer_lost(&tr));
+		tracer_detach(tr);
+		writer_stop(&w, tracer_lost(tr));
 		if (sink.written != (unsigned long long)smp * BENCH_CALLS *
 					    (m == MODE_GRAPH || m == MODE_STUB_GRAPH ? 2 : 1))
 			die("tracer", "wrong number of events");
 		writer_free(&w);
-		tracer_free(&tr);
+		tracer_free(tr);
 	}
 	vm_destroy(&vm);
 	free(sel);

@@ -156,22 +156,23 @@ void kvm_fixture_boot(struct kvm_fixture *f, const char *guest, bool returns, bo
 		.text_lo = fs->syms[0].addr,
 		.text_hi = fs->syms[fs->nr - 1].addr + fs->syms[fs->nr - 1].size};
 
-	assert_int_equal(tracer_init(&f->tr, &f->tgt, f->sel, f->g.sites.nr, &f->g.task, &opts), 0);
+	assert_int_equal(tracer_new(&f->tr, &f->tgt, f->sel, f->g.sites.nr, &f->g.task, &opts), 0);
 	/* as pipeline_build: returns hooked only for the C functions of the guest's DWARF */
-	for (size_t i = 0; f->g.no_fentry && returns && i < tracer_probes(&f->tr)->nr; i++) {
-		const struct probe *p = &tracer_probes(&f->tr)->v[i];
+	for (size_t i = 0; f->g.no_fentry && returns && i < probe_count(tracer_probes(f->tr));
+	     i++) {
+		const struct probe *p = probe_at(tracer_probes(f->tr), i);
 
 		if (!vmi_dwarf_is_c_function(&f->g.c_funcs, p->func->addr))
-			assert_int_equal(tracer_set_no_return(&f->tr, p->id), 0);
+			assert_int_equal(tracer_set_no_return(f->tr, p->id), 0);
 	}
 	if (f->g.no_fentry && stub)
-		assert_true(detour_plan(&f->tr, &s, &f->g.elf.funcs, guest_image_read, &f->g, true,
+		assert_true(detour_plan(f->tr, &s, &f->g.elf.funcs, guest_image_read, &f->g, true,
 					NULL) > 0);
 }
 
 void kvm_fixture_free(struct kvm_fixture *f)
 {
-	tracer_free(&f->tr);
+	tracer_free(f->tr);
 	vm_destroy(&f->vm);
 	free(f->sel);
 	free(f->pristine);

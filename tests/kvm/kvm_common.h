@@ -47,7 +47,7 @@ struct kvm_fixture {
 	struct guest_image g;
 	struct vm vm;
 	struct target tgt;
-	struct tracer tr;
+	struct tracer *tr;
 	const struct vmi_site **sel;
 	FILE *devnull;
 	uint8_t (*pristine)[X86_NOP5_LEN];

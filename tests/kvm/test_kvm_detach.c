@@ -66,7 +66,7 @@ static void detach_in_flight_of(const char *guest, bool returns, bool stub)
 	iters = vmi_symtab_find(&f.g.elf.objects, "loop_iterations");
 	assert_non_null(iters);
 
-	assert_int_equal(tracer_attach(&f.tr, err, sizeof(err)), 0);
+	assert_int_equal(tracer_attach(f.tr, err, sizeof(err)), 0);
 	size_t jmps = 0;
 
 	for (size_t i = 0; i < f.g.sites.nr; i++) {
@@ -82,33 +82,34 @@ static void detach_in_flight_of(const char *guest, bool returns, bool stub)
 		jmps += b == 0xe9;
 	}
 	assert_true(!stub || !f.g.no_fentry || jmps > 10);
-	assert_int_equal(stats_of(&f.tr).stub_probes,
-			 !stub ? 0 : f.g.no_fentry ? jmps : f.g.sites.nr);
+	assert_int_equal(stats_of(f.tr).stub_probes, !stub	     ? 0
+						     : f.g.no_fentry ? jmps
+								     : f.g.sites.nr);
 	if (returns)
 		assert_int_equal(sink_graph_init(&sink, f.devnull, &f.g.elf.funcs, 2, true, false), 0);
 	else
 		sink_function_init(&sink, f.devnull, &f.g.elf.funcs, 2);
 	unsigned nr_rings;
-	struct ring *rings = tracer_rings(&f.tr, &nr_rings);
+	struct ring *rings = tracer_rings(f.tr, &nr_rings);
 
-	assert_int_equal(writer_start(&w, rings, nr_rings, &sink, tracer_horizon, &f.tr), 0);
+	assert_int_equal(writer_start(&w, rings, nr_rings, &sink, tracer_horizon, f.tr), 0);
 	assert_int_equal(vcpu_start_all(&f.vm, err, sizeof(err)), 0);
 
 	/* trace until the guest is in its endless loop of traced calls */
 	for (int i = 0; i < 200 && !*(volatile uint64_t *)vm_gpa_ptr(&f.vm, iters->addr, 8); i++)
 		sleep_sec(0.05);
 	assert_true(*(volatile uint64_t *)vm_gpa_ptr(&f.vm, iters->addr, 8) > 0);
-	assert_int_equal(tracer_detach(&f.tr), 0);
+	assert_int_equal(tracer_detach(f.tr), 0);
 	assert_true(kvm_sites_pristine(&f));
 	if (returns) {
 		/* the loop spends nearly all its time inside tree_root: calls were in flight */
-		assert_true(stats_of(&f.tr).restored_slots > 0);
+		assert_true(stats_of(f.tr).restored_slots > 0);
 		assert_memory_equal(vm_gpa_ptr(&f.vm, f.vm.stub_gpa, 1), "\xc3", 1);
-		assert_int_equal(stats_of(&f.tr).orphan_returns, 0);
+		assert_int_equal(stats_of(f.tr).orphan_returns, 0);
 	}
 	/* the stub's memory is gone from the guest: a return into it would end the VM below */
-	assert_false(stats_of(&f.tr).stub_mapped);
-	events = ring_heads(&f.tr);
+	assert_false(stats_of(f.tr).stub_mapped);
+	events = ring_heads(f.tr);
 	assert_true(events > 0);
 
 	/* the guest runs on untraced: it progresses, records stop, and no fault ends it */
@@ -117,11 +118,11 @@ static void detach_in_flight_of(const char *guest, bool returns, bool stub)
 	after = *(volatile uint64_t *)vm_gpa_ptr(&f.vm, iters->addr, 8);
 	assert_true(after > before);
 	assert_int_equal(f.vm.end, VM_END_NONE);
-	assert_int_equal(ring_heads(&f.tr), events);
+	assert_int_equal(ring_heads(f.tr), events);
 
 	vcpu_join_all(&f.vm);
-	writer_stop(&w, tracer_lost(&f.tr));
-	assert_int_equal(tracer_lost(&f.tr), 0);
+	writer_stop(&w, tracer_lost(f.tr));
+	assert_int_equal(tracer_lost(f.tr), 0);
 	assert_int_equal(sink.written, events);
 	writer_free(&w);
 	kvm_fixture_free(&f);
@@ -190,7 +191,7 @@ static void test_attach_refuses_bad_site(void **state)
 	p = vm_gpa_ptr(&f.vm, f.sel[f.g.sites.nr - 1]->addr, X86_NOP5_LEN);
 	memcpy(p, "\xe8\x00\x00\x00\x00", X86_NOP5_LEN);
 	memcpy(f.pristine[f.g.sites.nr - 1], p, X86_NOP5_LEN);
-	assert_int_equal(tracer_attach(&f.tr, err, sizeof(err)), -EILSEQ);
+	assert_int_equal(tracer_attach(f.tr, err, sizeof(err)), -EILSEQ);
 	snprintf(want, sizeof(want), "%s: site 0x%lx holds e8 00 00 00 00, not a NOP5",
 		 f.sel[f.g.sites.nr - 1]->func->name, (unsigned long)f.sel[f.g.sites.nr - 1]->addr);
 	assert_string_equal(err, want);

@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include "tests/kvm/kvm_common.h"
+#include "host/trace/tracer.h"
+#include "host/trace/tracer_int.h" /* white-box: the tracer's fields */
 #include "host/kvm/vcpu.h"
 #include "host/sink/sink.h"
 #include "host/sink/writer.h"
@@ -177,19 +179,19 @@ static void text_after_detach(bool stub)
 	uint64_t same_addr;
 
 	kvm_fixture_boot(&f, hv_guest("hostile-data"), true, stub);
-	assert_int_equal(tracer_attach(&f.tr, err, sizeof(err)), 0);
+	assert_int_equal(tracer_attach(f.tr, err, sizeof(err)), 0);
 	assert_int_equal(sink_graph_init(&sink, f.devnull, &f.g.elf.funcs, 2, true, false), 0);
-	struct ring *rings = tracer_rings(&f.tr, &nr_rings);
+	struct ring *rings = tracer_rings(f.tr, &nr_rings);
 
-	assert_int_equal(writer_start(&w, rings, nr_rings, &sink, tracer_horizon, &f.tr), 0);
+	assert_int_equal(writer_start(&w, rings, nr_rings, &sink, tracer_horizon, f.tr), 0);
 	assert_int_equal(vcpu_start_all(&f.vm, err, sizeof(err)), 0);
 	ended = (struct pollfd){.fd = f.vm.event_fd, .events = POLLIN};
 	assert_int_equal(poll(&ended, 1, 600000), 1);
 	assert_int_equal(f.vm.end, VM_END_GUEST_EXIT);
 	assert_int_equal(f.vm.end_status, 0);
-	assert_int_equal(tracer_detach(&f.tr), 0);
+	assert_int_equal(tracer_detach(f.tr), 0);
 	vcpu_join_all(&f.vm);
-	writer_stop(&w, tracer_lost(&f.tr));
+	writer_stop(&w, tracer_lost(f.tr));
 	writer_free(&w);
 
 	assert_true(kvm_sites_pristine(&f));
@@ -206,9 +208,9 @@ static void text_after_detach(bool stub)
 	assert_non_null(same);
 	memcpy(&same_addr, vm_gpa_ptr(&f.vm, same->addr, 8), 8);
 	if (stub) {
-		assert_memory_equal(vm_gpa_ptr(&f.vm, other->addr, 8), &f.tr.stub.stub.ret, 8);
+		assert_memory_equal(vm_gpa_ptr(&f.vm, other->addr, 8), &f.tr->stub.stub.ret, 8);
 		assert_memory_equal(vm_gpa_ptr(&f.vm, same_addr, 8), &(uint64_t){0x4444}, 8);
-		assert_int_equal(f.tr.restored_slots, 1);
+		assert_int_equal(f.tr->restored_slots, 1);
 	} else {
 		assert_int_equal(same_addr, 0);
 	}

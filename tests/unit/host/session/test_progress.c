@@ -8,6 +8,8 @@
 #include <cmocka.h>
 
 #include "host/session/progress.h"
+#include "host/trace/tracer.h"
+#include "host/trace/tracer_int.h" /* white-box: the tracer's fields */
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -82,6 +82,60 @@ static void test_probe_small(void **state)
 }
 
 /* No sites: an empty table that finds nothing. */
+/* The by-name index: every probe of a name in id order, whatever the order of the names; a name
+ * that is no probe's finds none; count, probe_at and probe_for_each agree with the ids. */
+static void test_probe_find_by_name(void **state)
+{
+	static const char *names[] = {"zeta", "alpha", "mid", "alpha", "omega", "mid", "alpha"};
+	enum { N = sizeof(names) / sizeof(names[0]) };
+	struct vmi_sym syms[N];
+	struct vmi_site sites[N];
+	const struct vmi_site *ptrs[N];
+	const struct probe_name *first;
+	struct probe_table t;
+	size_t n, seen = 0;
+
+	(void)state;
+	for (size_t i = 0; i < N; i++) {
+		syms[i] =
+		    (struct vmi_sym){.addr = 0x1000 + i * 16, .size = 16, .name = (char *)names[i]};
+		sites[i] = (struct vmi_site){.addr = syms[i].addr, .func = &syms[i]};
+		ptrs[i] = &sites[i];
+	}
+	assert_int_equal(probe_table_init(&t, ptrs, N), 0);
+	assert_int_equal(probe_count(&t), N);
+	assert_null(probe_at(&t, N));
+	probe_for_each(p, &t) {
+		assert_ptr_equal(probe_at(&t, seen), p);
+		assert_int_equal(p->id, seen++);
+	}
+	assert_int_equal(seen, N);
+
+	n = probe_find_all(&t, "alpha", &first);
+	assert_int_equal(n, 3);
+	assert_int_equal(first[0].id, 1);
+	assert_int_equal(first[1].id, 3);
+	assert_int_equal(first[2].id, 6);
+	assert_int_equal(probe_find_all(&t, "mid", &first), 2);
+	assert_int_equal(first[0].id, 2);
+	assert_int_equal(first[1].id, 5);
+	assert_ptr_equal(probe_find(&t, "zeta"), probe_at(&t, 0));
+	assert_ptr_equal(probe_find(&t, "omega"), probe_at(&t, 4));
+	assert_ptr_equal(probe_find(&t, "alpha"), probe_at(&t, 1));
+	assert_null(probe_find(&t, "alph"));
+	assert_null(probe_find(&t, "alphaa"));
+	assert_null(probe_find(&t, ""));
+	assert_null(probe_find(&t, "zz"));
+	assert_int_equal(probe_find_all(&t, "beta", &first), 0);
+	probe_table_free(&t);
+
+	/* an empty table finds nothing */
+	assert_int_equal(probe_table_init(&t, ptrs, 0), 0);
+	assert_int_equal(probe_count(&t), 0);
+	assert_null(probe_find(&t, "alpha"));
+	probe_table_free(&t);
+}
+
 static void test_probe_empty(void **state)
 {
 	struct probe_table t;
@@ -543,6 +597,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_probe_small),
 	    cmocka_unit_test(test_probe_empty),
+	    cmocka_unit_test(test_probe_find_by_name),
 	    cmocka_unit_test(test_probe_duplicates),
 	    cmocka_unit_test(test_probe_many_progressions),
 	    cmocka_unit_test(test_probe_many_random),

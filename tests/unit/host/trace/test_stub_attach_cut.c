@@ -13,6 +13,7 @@
 #include "arch/x86/x86_insn.h"
 #include "host/session/text_verify.h"
 #include "host/trace/tracer.h"
+#include "host/trace/tracer_int.h" /* white-box: the tracer's fields */
 #include "tests/common/fake_target.h"
 
 #include <errno.h>
@@ -35,7 +36,7 @@ struct fixture {
 	struct vmi_symtab syms;
 	struct vmi_sites sites;
 	const struct vmi_site *sel[NR_SITES];
-	struct tracer tr;
+	struct tracer *tr;
 	/* the stop: text write number cut_at (from 0) is the first one it cuts short */
 	unsigned text_writes, cut_at;
 	enum cut how;
@@ -168,12 +169,12 @@ static void fixture_init(struct fixture *x, unsigned cut_at, enum cut how)
 	assert_int_equal(vmi_sites_build(&x->sites, addrs, NR_SITES, &x->syms), 0);
 	for (unsigned i = 0; i < NR_SITES; i++)
 		x->sel[i] = &x->sites.v[i];
-	assert_int_equal(tracer_init(&x->tr, &x->f.t, x->sel, NR_SITES, &task, &opts), 0);
+	assert_int_equal(tracer_new(&x->tr, &x->f.t, x->sel, NR_SITES, &task, &opts), 0);
 }
 
 static void fixture_free(struct fixture *x)
 {
-	tracer_free(&x->tr);
+	tracer_free(x->tr);
 	vmi_sites_free(&x->sites);
 	vmi_symtab_free(&x->syms);
 	free(x->region);
@@ -192,19 +193,20 @@ static void cut_and_detach(unsigned cut_at, enum cut how)
 
 	fixture_init(&x, cut_at, how);
 	assert_int_equal(text_verify_begin(&v, fake_mem_read, &x.f.mem, TEXT, TEXT + TEXT_LEN), 0);
-	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), -EINTR);
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), -EINTR);
 	assert_non_null(strstr(err, "cannot write the CALL"));
 	x.stop = false;
-	assert_int_equal(tracer_detach(&x.tr), 0);
+	assert_int_equal(tracer_detach(x.tr), 0);
 	assert_int_equal(sites_calling(&x), 0);
 	assert_false(x.mapped);
 	assert_int_equal(x.calls_at_unmap, 0);
-	assert_int_equal(x.tr.text_rewritten, 0);
-	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, &x.tr.probes, 0, &d), 0);
+	assert_int_equal(x.tr->text_rewritten, 0);
+	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, tracer_probes(x.tr), 0, &d),
+			 0);
 	assert_int_equal(d.ours, 0);
 	assert_int_equal(d.kernel, 0);
 	for (unsigned i = 0; i < NR_SITES; i++)
-		assert_false(x.tr.probes.v[i].patched);
+		assert_false(x.tr->probes.v[i].patched);
 	text_verify_free(&v);
 	fixture_free(&x);
 }
@@ -237,10 +239,10 @@ static void test_cut_for_good_keeps_stub(void **state)
 
 	(void)state;
 	fixture_init(&x, 3, CUT_LANDED);
-	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), -EINTR);
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), -EINTR);
 	assert_int_equal(sites_calling(&x), 4);
 	assert_true(x.mapped);
-	assert_int_equal(tracer_detach(&x.tr), -EIO);
+	assert_int_equal(tracer_detach(x.tr), -EIO);
 	assert_int_equal(sites_calling(&x), 4);
 	assert_true(x.mapped);
 	assert_int_equal(x.calls_at_unmap, 0);

@@ -15,6 +15,7 @@
 #include "host/session/text_verify.h"
 #include "host/trace/stub_drain_int.h"
 #include "host/trace/tracer.h"
+#include "host/trace/tracer_int.h" /* white-box: the tracer's fields */
 #include "tests/common/fake_target.h"
 #include "tests/common/fake_tasks.h"
 
@@ -46,7 +47,7 @@ struct fixture {
 	struct vmi_symtab syms;
 	struct vmi_sites sites;
 	const struct vmi_site *sel[NR_FUNCS];
-	struct tracer tr;
+	struct tracer *tr;
 	bool mapped;
 	uint64_t rip; /* every vCPU's */
 	unsigned scans;
@@ -217,18 +218,18 @@ static void fixture_init_sp(struct fixture *x, uint64_t sp)
 		x->sites.v[i].entry = true;
 		x->sel[i] = &x->sites.v[i];
 	}
-	assert_int_equal(tracer_init(&x->tr, &x->f.t, x->sel, NR_FUNCS, &task, &opts), 0);
+	assert_int_equal(tracer_new(&x->tr, &x->f.t, x->sel, NR_FUNCS, &task, &opts), 0);
 	for (unsigned i = 0; i < NR_FUNCS; i++) {
 		struct x86_reloc_plan plan;
 		char why[200];
-		const struct probe *p = &tracer_probes(&x->tr)->v[i];
+		const struct probe *p = &tracer_probes(x->tr)->v[i];
 
 		assert_int_equal(x86_reloc_plan(x->text + (p->addr - TEXT), 0x40 - ENTRY_OFF,
 						p->addr, X86_JMP_REL32_LEN, &plan, why,
 						sizeof(why)),
 				 0);
 		assert_int_equal(plan.len, 6);
-		assert_int_equal(tracer_set_detour(&x->tr, p->id, &plan), 0);
+		assert_int_equal(tracer_set_detour(x->tr, p->id, &plan), 0);
 	}
 }
 
@@ -239,7 +240,7 @@ static void fixture_init(struct fixture *x)
 
 static void fixture_free(struct fixture *x)
 {
-	tracer_free(&x->tr);
+	tracer_free(x->tr);
 	vmi_sites_free(&x->sites);
 	vmi_symtab_free(&x->syms);
 	free(x->region);
@@ -266,10 +267,10 @@ static void test_detour_bytes(void **state)
 	(void)state;
 	fixture_init(&x);
 	assert_int_equal(text_verify_begin(&v, fake_mem_read, &x.f.mem, TEXT, TEXT + TEXT_LEN), 0);
-	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
 	for (unsigned i = 0; i < NR_FUNCS; i++) {
-		const struct probe *p = &tracer_probes(&x.tr)->v[i];
-		const struct stub *s = &x.tr.stub.stub;
+		const struct probe *p = &tracer_probes(x.tr)->v[i];
+		const struct stub *s = &x.tr->stub.stub;
 		uint64_t slot = stub_detour_gva(s, p->detour_idx);
 		const uint8_t *at = x.text + (p->addr - TEXT);
 		const uint8_t *code = x.region + (slot - REGION);
@@ -299,13 +300,13 @@ static void test_detour_bytes(void **state)
 		assert_int_equal(stub_detour_index(s, slot + 5), -1);
 		assert_true(stub_owns_rip(s, slot + 5));
 	}
-	assert_int_equal(stub_detour_index(&x.tr.stub.stub, site(0)), -1);
+	assert_int_equal(stub_detour_index(&x.tr->stub.stub, site(0)), -1);
 	/* the slots right after the ring headers, in a page of their own that alone (with the code
 	 * page) stays executable; the rings after it */
 	assert_int_equal(exec_off, STUB_RINGS_OFF);
 	assert_int_equal(exec_len, 4096);
-	assert_int_equal(stub_detour_gva(&x.tr.stub.stub, 0), REGION + STUB_RINGS_OFF);
-	assert_true(stub_detour_gva(&x.tr.stub.stub, NR_FUNCS - 1) + STUB_DETOUR_SIZE <=
+	assert_int_equal(stub_detour_gva(&x.tr->stub.stub, 0), REGION + STUB_RINGS_OFF);
+	assert_true(stub_detour_gva(&x.tr->stub.stub, NR_FUNCS - 1) + STUB_DETOUR_SIZE <=
 		    REGION + exec_off + exec_len);
 	{
 		uint64_t rings;
@@ -313,9 +314,10 @@ static void test_detour_bytes(void **state)
 		memcpy(&rings, x.region + STUB_HDR_OFF + H_RINGS, 8);
 		assert_int_equal(rings, REGION + exec_off + exec_len);
 	}
-	assert_int_equal(tracer_detach(&x.tr), 0);
+	assert_int_equal(tracer_detach(x.tr), 0);
 	assert_false(x.mapped);
-	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, &x.tr.probes, 0, &d), 0);
+	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, tracer_probes(x.tr), 0, &d),
+			 0);
 	assert_int_equal(d.ours, 0);
 	assert_int_equal(d.kernel, 0);
 	text_verify_free(&v);
@@ -338,14 +340,14 @@ static void test_saved_context_inside(void **state)
 	fixture_init(&x);
 	x.f.t.bp_in_place = true;
 	memcpy(x.stack + 512, frame, sizeof(frame));
-	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
-	v = tracer_probes(&x.tr)->v;
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
+	v = tracer_probes(x.tr)->v;
 	assert_true(v[0].stub && v[0].patched && v[2].stub && v[2].patched);
 	assert_false(v[1].stub || v[1].patched);
 	assert_true(v[1].inserted);
 	assert_int_equal(x.text[0x40 + ENTRY_OFF], X86_INT3);
 	assert_int_equal(x.text[ENTRY_OFF], 0xe9);
-	assert_int_equal(tracer_detach(&x.tr), 0);
+	assert_int_equal(tracer_detach(x.tr), 0);
 	for (unsigned i = 0; i < NR_FUNCS; i++)
 		assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
 	assert_false(x.mapped);
@@ -353,7 +355,7 @@ static void test_saved_context_inside(void **state)
 
 	fixture_init(&x);
 	memcpy(x.stack + 512, frame, sizeof(frame));
-	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), -EBUSY);
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), -EBUSY);
 	assert_non_null(strstr(err, "func_1: a context saved in guest memory may resume inside"));
 	for (unsigned i = 0; i < NR_FUNCS; i++)
 		assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
@@ -365,10 +367,10 @@ static void test_saved_context_inside(void **state)
 		frame[0] = k == 0 ? site(1) : k == 1 ? site(1) + 6 : site(1) + 4;
 		frame[1] = k == 2 ? 0xffffffff81000000ull : KERNEL_CS;
 		memcpy(x.stack + 512, frame, sizeof(frame));
-		assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+		assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
 		assert_true(x.scans > 0);
-		assert_true(tracer_probes(&x.tr)->v[1].patched);
-		assert_int_equal(tracer_detach(&x.tr), 0);
+		assert_true(tracer_probes(x.tr)->v[1].patched);
+		assert_int_equal(tracer_detach(x.tr), 0);
 		assert_false(x.mapped);
 		fixture_free(&x);
 	}
@@ -383,7 +385,7 @@ static void test_vcpu_inside_refused(void **state)
 	(void)state;
 	fixture_init(&x);
 	x.rip = site(2) + 4; /* after push rbp; mov rbp, rsp */
-	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), -EBUSY);
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), -EBUSY);
 	assert_non_null(strstr(err, "vCPU 0 stays inside the first bytes of func_2, which its "
 				    "detour replaces (use --probe trap)"));
 	for (unsigned i = 0; i < NR_FUNCS; i++)
@@ -402,11 +404,11 @@ static void test_detach_ignores_detour_frames(void **state)
 
 	(void)state;
 	fixture_init(&x);
-	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
-	frame[0] = stub_detour_gva(&x.tr.stub.stub, 1) + 6; /* after the relocated push rbp */
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
+	frame[0] = stub_detour_gva(&x.tr->stub.stub, 1) + 6; /* after the relocated push rbp */
 	frame[1] = KERNEL_CS;
 	memcpy(x.stack + 1024, frame, sizeof(frame));
-	assert_int_equal(tracer_detach(&x.tr), 0);
+	assert_int_equal(tracer_detach(x.tr), 0);
 	assert_false(x.mapped);
 	for (unsigned i = 0; i < NR_FUNCS; i++)
 		assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
@@ -435,12 +437,12 @@ static void test_task_stacks_at_attach(void **state)
 
 			memcpy(x.tasks + (self - TASKS), &self, 8);
 		}
-		assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
+		assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
 		/* no RAM scan where the task list says where to look */
 		assert_int_equal(x.scans > 0, hostile);
-		assert_int_equal(tracer_probes(&x.tr)->v[1].stub, !live && !hostile);
+		assert_int_equal(tracer_probes(x.tr)->v[1].stub, !live && !hostile);
 		assert_int_equal(x.text[0x40 + ENTRY_OFF], live || hostile ? X86_INT3 : 0xe9);
-		assert_int_equal(tracer_detach(&x.tr), 0);
+		assert_int_equal(tracer_detach(x.tr), 0);
 		for (unsigned i = 0; i < NR_FUNCS; i++)
 			assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
 		fixture_free(&x);
@@ -474,15 +476,15 @@ static void test_detach_waits_for_preempted_task(void **state)
 		uint64_t frame[2];
 
 		fixture_init_sp(&x, STACK + 2048);
-		assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
-		frame[0] = x.tr.stub.stub.entry[8] + c[i].off;
+		assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
+		frame[0] = x.tr->stub.stub.entry[8] + c[i].off;
 		frame[1] = KERNEL_CS;
 		memcpy(x.stack + c[i].at, frame, sizeof(frame));
 		x.clear_after = c[i].clear_after;
 		x.runs = 0;
-		assert_int_equal(tracer_detach(&x.tr), c[i].ret);
+		assert_int_equal(tracer_detach(x.tr), c[i].ret);
 		assert_int_equal(x.mapped, c[i].mapped);
-		assert_int_equal(x.tr.stub.leave_scans, c[i].scans);
+		assert_int_equal(x.tr->stub.leave_scans, c[i].scans);
 		assert_true(x.runs >= c[i].min_runs);
 		if (!c[i].min_runs)
 			assert_int_equal(x.runs, 0);
@@ -502,17 +504,17 @@ static void test_detach_looks_at_tasks_last(void **state)
 
 	(void)state;
 	fixture_init_sp(&x, STACK + 2048);
-	assert_int_equal(tracer_attach(&x.tr, err, sizeof(err)), 0);
-	frame[0] = x.tr.stub.stub.entry[8];
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
+	frame[0] = x.tr->stub.stub.entry[8];
 	frame[1] = KERNEL_CS;
 	memcpy(x.stack + 3072, frame, sizeof(frame));
 	x.rip_out = x.rip;
-	x.rip = x.tr.stub.stub.entry[8] + 40; /* in the routine, interrupts off */
+	x.rip = x.tr->stub.stub.entry[8] + 40; /* in the routine, interrupts off */
 	x.out_at = LEAVE_TRIES;
 	x.runs = 0;
-	assert_int_equal(tracer_detach(&x.tr), -EBUSY);
+	assert_int_equal(tracer_detach(x.tr), -EBUSY);
 	assert_int_equal(x.runs, LEAVE_TRIES);
-	assert_int_equal(x.tr.stub.leave_scans, 1);
+	assert_int_equal(x.tr->stub.leave_scans, 1);
 	assert_true(x.mapped);
 	for (unsigned k = 0; k < NR_FUNCS; k++)
 		assert_memory_equal(x.text + k * 0x40, func_bytes, sizeof(func_bytes));

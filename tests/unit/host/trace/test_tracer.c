@@ -14,6 +14,7 @@
 #include "host/session/text_verify.h"
 #include "host/trace/fevent.h"
 #include "host/trace/tracer.h"
+#include "host/trace/tracer_int.h" /* white-box: the tracer's fields */
 #include "tests/common/fake_target.h"
 
 #include <errno.h>
@@ -38,7 +39,7 @@ struct fixture {
 	struct vmi_symtab syms;
 	struct vmi_sites sites;
 	const struct vmi_site *sel[2];
-	struct tracer tr;
+	struct tracer *tr;
 	uint8_t percpu[0x80];
 	unsigned task_reads; /* reads of the current-task pointer */
 };
@@ -130,7 +131,7 @@ static void fixture_init_with(struct fixture *x, bool entry_a)
 	x->f.t.bp_in_place = entry_a;
 	x->sel[0] = &x->sites.v[0];
 	x->sel[1] = &x->sites.v[1];
-	assert_int_equal(tracer_init(&x->tr, &x->f.t, x->sel, 2, &task, &opts), 0);
+	assert_int_equal(tracer_new(&x->tr, &x->f.t, x->sel, 2, &task, &opts), 0);
 }
 
 static void fixture_init(struct fixture *x)
@@ -142,12 +143,12 @@ static void attach(struct fixture *x)
 {
 	char err[256];
 
-	assert_int_equal(tracer_attach(&x->tr, err, sizeof(err)), 0);
+	assert_int_equal(tracer_attach(x->tr, err, sizeof(err)), 0);
 }
 
 static void fixture_free(struct fixture *x)
 {
-	tracer_free(&x->tr);
+	tracer_free(x->tr);
 	vmi_sites_free(&x->sites);
 	vmi_symtab_free(&x->syms);
 }
@@ -171,14 +172,14 @@ static void call_and_return(struct fixture *x, struct x86_regs *at_return)
 	attach(x);
 	memcpy(x->stack + (SLOT - STACK), &ret, 8);
 	x->regs[0] = r;
-	assert_int_equal(tracer_hit(&x->tr, 0, SITE_A, &x->regs[0]), 0);
+	assert_int_equal(tracer_hit(x->tr, 0, SITE_A, &x->regs[0]), 0);
 	assert_int_equal(x->regs[0].rip, SITE_A + X86_NOP5_LEN);
 	assert_int_equal(slot_value(x), TRAMP);
 	/* its RET: RIP on the trampoline, the slot popped */
 	x->regs[0].rip = TRAMP;
 	x->regs[0].rsp = SLOT + 8;
 	*at_return = x->regs[0];
-	assert_int_equal(tracer_hit(&x->tr, 0, TRAMP, at_return), 0);
+	assert_int_equal(tracer_hit(x->tr, 0, TRAMP, at_return), 0);
 	assert_int_equal(at_return->rip, CALLER);
 }
 
@@ -194,10 +195,10 @@ static void test_takeover_mid_return(void **state)
 	call_and_return(&x, &at_return);
 	/* never written back: x.regs[0].rip is still the trampoline */
 	assert_int_equal(x.regs[0].rip, TRAMP);
-	assert_int_equal(tracer_takeover_detach(&x.tr), 0);
+	assert_int_equal(tracer_takeover_detach(x.tr), 0);
 	assert_int_equal(x.regs[0].rip, CALLER);
 	assert_int_equal(x.regs[0].rsp, SLOT + 8);
-	assert_int_equal(x.tr.restored_slots, 1);
+	assert_int_equal(x.tr->restored_slots, 1);
 	assert_memory_equal(x.text + (SITE_A - TEXT), NOP5, 5);
 	assert_int_equal(x.text[TRAMP - TEXT], 0xc3);
 	fixture_free(&x);
@@ -212,9 +213,9 @@ static void test_detach_after_return(void **state)
 	(void)state;
 	call_and_return(&x, &at_return);
 	x.regs[0] = at_return;
-	assert_int_equal(tracer_detach(&x.tr), 0);
+	assert_int_equal(tracer_detach(x.tr), 0);
 	assert_int_equal(x.regs[0].rip, CALLER);
-	assert_int_equal(x.tr.restored_slots, 0);
+	assert_int_equal(x.tr->restored_slots, 0);
 	fixture_free(&x);
 }
 
@@ -233,7 +234,7 @@ static uint64_t return_interrupted(struct fixture *x, uint64_t slot, uint64_t fr
 	attach(x);
 	memcpy(x->stack + (slot - STACK), &ret, 8);
 	x->regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = slot};
-	assert_int_equal(tracer_hit(&x->tr, 0, SITE_A, &x->regs[0]), 0);
+	assert_int_equal(tracer_hit(x->tr, 0, SITE_A, &x->regs[0]), 0);
 	memcpy(&ret, x->stack + (slot - STACK), 8);
 	assert_int_equal(ret, TRAMP);
 	memcpy(x->stack + (frame - STACK), hw, sizeof(hw));
@@ -263,12 +264,12 @@ static void test_detach_interrupted_return(void **state)
 
 		if (i == 1) /* the frame's SS went where the slot was */
 			assert_int_equal(stack_word(&x, slots[i]), 0x18);
-		assert_int_equal(tracer_detach(&x.tr), 0);
+		assert_int_equal(tracer_detach(x.tr), 0);
 		assert_int_equal(stack_word(&x, frame), CALLER);
 		assert_int_equal(stack_word(&x, frame + 24), slots[i] + 8);
 		assert_int_equal(x.regs[0].rip, TEXT + 0x80);
-		assert_int_equal(x.tr.restored_slots, 1);
-		assert_int_equal(x.tr.interrupted_returns, 1);
+		assert_int_equal(x.tr->restored_slots, 1);
+		assert_int_equal(x.tr->interrupted_returns, 1);
 		assert_memory_equal(x.text + (SITE_A - TEXT), NOP5, 5);
 		fixture_free(&x);
 	}
@@ -282,11 +283,11 @@ static void test_detach_not_an_interrupted_return(void **state)
 	uint64_t frame = return_interrupted(&x, SLOT, SLOT + 0x10);
 
 	(void)state;
-	assert_int_equal(tracer_detach(&x.tr), 0);
+	assert_int_equal(tracer_detach(x.tr), 0);
 	assert_int_equal(stack_word(&x, frame), TRAMP);
 	assert_int_equal(stack_word(&x, SLOT), CALLER);
-	assert_int_equal(x.tr.restored_slots, 1);
-	assert_int_equal(x.tr.interrupted_returns, 0);
+	assert_int_equal(x.tr->restored_slots, 1);
+	assert_int_equal(x.tr->interrupted_returns, 0);
 	fixture_free(&x);
 }
 
@@ -310,12 +311,12 @@ static void test_detach_stale_interrupted_frame(void **state)
 		memcpy(x.stack + (frame - STACK), hw, sizeof(hw));
 		x.regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = slots[i]};
 		memcpy(x.stack + (slots[i] - STACK), &(uint64_t){CALLER}, 8);
-		assert_int_equal(tracer_hit(&x.tr, 0, SITE_A, &x.regs[0]), 0);
+		assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0]), 0);
 		assert_int_equal(stack_word(&x, slots[i]), TRAMP);
-		assert_int_equal(tracer_detach(&x.tr), 0);
+		assert_int_equal(tracer_detach(x.tr), 0);
 		assert_int_equal(stack_word(&x, slots[i]), CALLER);
 		assert_int_equal(x.regs[0].rip, SITE_A + 5);
-		assert_int_equal(x.tr.restored_slots, 1);
+		assert_int_equal(x.tr->restored_slots, 1);
 		fixture_free(&x);
 	}
 }
@@ -330,7 +331,8 @@ static void verify_init(struct fixture *x, struct text_verify *v)
 /* What --verify-text finds now. */
 static void verify_now(struct fixture *x, const struct text_verify *v, struct text_verdict *d)
 {
-	assert_int_equal(text_verify_end(v, fake_mem_read, &x->f.mem, &x->tr.probes, TRAMP, d), 0);
+	assert_int_equal(
+	    text_verify_end(v, fake_mem_read, &x->f.mem, tracer_probes(x->tr), TRAMP, d), 0);
 	assert_int_equal(d->len, 0x100);
 }
 
@@ -347,7 +349,7 @@ static int traced_run(struct fixture *x, struct text_verdict *d, unsigned off, u
 	attach(x);
 	if (off) /* alternatives, return thunks: two bytes, then one apart */
 		x->text[off] = x->text[off + 1] = x->text[off + 0x20] = val;
-	ret = tracer_detach(&x->tr);
+	ret = tracer_detach(x->tr);
 	verify_now(x, &v, d);
 	text_verify_free(&v);
 	return ret;
@@ -454,22 +456,22 @@ static void test_task_read_once_per_hit(void **state)
 
 	(void)state;
 	fixture_init(&x);
-	tracer_free(&x.tr);
+	tracer_free(x.tr);
 	task.current_slot[0] = PERCPU;
 	memcpy(x.percpu, &cur, 8);
 	memcpy(x.percpu + 0x40, &pid, 4);
 	memcpy(x.percpu + 0x48, "worker", 7);
 	fake_mem_map(&x.f.mem, PERCPU, x.percpu, sizeof(x.percpu));
-	assert_int_equal(tracer_init(&x.tr, &x.f.t, x.sel, 2, &task, &opts), 0);
-	assert_int_equal(tracer_add_trigger(&x.tr, 0, &stack), 0);
-	assert_int_equal(tracer_add_trigger(&x.tr, 0, &snap), 0);
+	assert_int_equal(tracer_new(&x.tr, &x.f.t, x.sel, 2, &task, &opts), 0);
+	assert_int_equal(tracer_add_trigger(x.tr, 0, &stack), 0);
+	assert_int_equal(tracer_add_trigger(x.tr, 0, &snap), 0);
 	attach(&x);
 	memcpy(x.stack + (SLOT - STACK), &ret, 8);
 	x.regs[0] = r;
 	x.task_reads = 0;
-	assert_int_equal(tracer_hit(&x.tr, 0, SITE_A, &x.regs[0]), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0]), 0);
 	assert_int_equal(x.task_reads, 1);
-	while ((rec = ring_peek(&x.tr.rings[0]))) {
+	while ((rec = ring_peek(&x.tr->rings[0]))) {
 		uint64_t slots =
 		    1 + (hvt_record_has_payload(rec) ? hvt_record_payload_slots(rec->value) : 0);
 
@@ -478,11 +480,11 @@ static void test_task_read_once_per_hit(void **state)
 		types |= 1u << rec->type;
 		n++;
 		while (slots--)
-			ring_pop(&x.tr.rings[0]);
+			ring_pop(&x.tr->rings[0]);
 	}
 	assert_int_equal(types, 1u << HVT_REC_ENTRY | 1u << HVT_REC_STACK | 1u << HVT_REC_SNAPSHOT);
 	assert_int_equal(n, 3);
-	tracer_detach(&x.tr);
+	tracer_detach(x.tr);
 	fixture_free(&x);
 }
 
@@ -493,7 +495,7 @@ static unsigned pop_records(struct fixture *x, uint8_t *types, uint8_t *depths, 
 	const struct hvt_record *rec;
 	unsigned n = 0;
 
-	while ((rec = ring_peek(&x->tr.rings[0]))) {
+	while ((rec = ring_peek(&x->tr->rings[0]))) {
 		uint64_t slots =
 		    1 + (hvt_record_has_payload(rec) ? hvt_record_payload_slots(rec->value) : 0);
 
@@ -501,7 +503,7 @@ static unsigned pop_records(struct fixture *x, uint8_t *types, uint8_t *depths, 
 		types[n] = rec->type;
 		depths[n++] = rec->depth;
 		while (slots--)
-			ring_pop(&x->tr.rings[0]);
+			ring_pop(&x->tr->rings[0]);
 	}
 	return n;
 }
@@ -529,11 +531,11 @@ static void event_outside_graph(unsigned max_depth)
 	size_t pos;
 
 	fixture_init(&x);
-	tracer_free(&x.tr);
+	tracer_free(x.tr);
 	assert_int_equal(fe_parse("func_b(u64 n)", &spec, err, sizeof(err), &pos), 0);
-	assert_int_equal(tracer_init(&x.tr, &x.f.t, x.sel, 2, &task, &opts), 0);
-	assert_int_equal(tracer_set_graph_root(&x.tr, 0), 0);
-	assert_int_equal(tracer_set_event(&x.tr, 1, &spec), 0);
+	assert_int_equal(tracer_new(&x.tr, &x.f.t, x.sel, 2, &task, &opts), 0);
+	assert_int_equal(tracer_set_graph_root(x.tr, 0), 0);
+	assert_int_equal(tracer_set_event(x.tr, 1, &spec), 0);
 	attach(&x);
 	/* lazy: the root's probe and the -e one are in, no root live */
 	assert_int_equal(x.text[SITE_A - TEXT], 0xcc);
@@ -542,7 +544,7 @@ static void event_outside_graph(unsigned max_depth)
 	/* func_b alone: its event, its return left alone */
 	memcpy(x.stack + (SLOT - STACK), &ret, 8);
 	x.regs[0] = r;
-	assert_int_equal(tracer_hit(&x.tr, 0, SITE_B, &x.regs[0]), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_B, &x.regs[0]), 0);
 	assert_int_equal(slot_value(&x), CALLER);
 	assert_int_equal(pop_records(&x, types, depths, 8), 1);
 	assert_int_equal(types[0], HVT_REC_EVENT_ALONE);
@@ -551,16 +553,16 @@ static void event_outside_graph(unsigned max_depth)
 	/* func_a (the root, hooked at slot_a), then func_b under it */
 	memcpy(x.stack + (slot_a - STACK), &ret, 8);
 	x.regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = slot_a};
-	assert_int_equal(tracer_hit(&x.tr, 0, SITE_A, &x.regs[0]), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0]), 0);
 	x.regs[0] = r;
-	assert_int_equal(tracer_hit(&x.tr, 0, SITE_B, &x.regs[0]), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_B, &x.regs[0]), 0);
 	assert_int_equal(slot_value(&x), max_depth == 1 ? CALLER : TRAMP);
 	assert_int_equal(pop_records(&x, types, depths, 8), 2);
 	assert_int_equal(types[0], HVT_REC_ENTRY);
 	assert_int_equal(depths[0], 0);
 	assert_int_equal(types[1], max_depth == 1 ? HVT_REC_EVENT_ALONE : HVT_REC_EVENT);
 	assert_int_equal(depths[1], 1);
-	tracer_detach(&x.tr);
+	tracer_detach(x.tr);
 	fixture_free(&x);
 }
 
@@ -589,12 +591,12 @@ static void test_entry_probe_in_place(void **state)
 	attach(&x);
 	memcpy(x.stack + (SLOT - STACK), &ret, 8);
 	x.regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = SLOT};
-	assert_int_equal(tracer_hit(&x.tr, 0, SITE_A, &x.regs[0]), TARGET_BP_IN_PLACE);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0]), TARGET_BP_IN_PLACE);
 	assert_int_equal(x.regs[0].rip, SITE_A);
 	assert_int_equal(slot_value(&x), CALLER);
 	/* func_b, an fentry site, is hooked as before */
 	x.regs[0] = (struct x86_regs){.rip = SITE_B, .rsp = SLOT};
-	assert_int_equal(tracer_hit(&x.tr, 0, SITE_B, &x.regs[0]), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_B, &x.regs[0]), 0);
 	assert_int_equal(x.regs[0].rip, SITE_B + X86_NOP5_LEN);
 	assert_int_equal(slot_value(&x), TRAMP);
 	fixture_free(&x);

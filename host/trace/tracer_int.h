@@ -1,0 +1,80 @@
+/* The tracer's fields, shared by tracer.c (the hit path, counters), tracer_setup.c (new, free,
+ * probe settings, accessors) and tracer_attach.c (attach, detach), and private to them: everyone
+ * else holds an opaque struct tracer (tracer.h). */
+#ifndef HVT_TRACER_INT_H
+#define HVT_TRACER_INT_H
+
+#include "host/trace/emit_gate.h"
+#include "host/trace/probe.h"
+#include "host/trace/ring.h"
+#include "host/trace/shadow.h"
+#include "host/trace/stub_drain.h"
+#include "host/trace/target.h"
+#include "host/trace/tracer_opts.h"
+#include "host/trace/trigger.h"
+#include "vmi/vmi_task.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A --trigger on a probe (tracer_add_trigger). */
+struct tracer_trigger {
+	const struct trigger *trig; /* borrowed */
+	uint32_t probe;
+	_Atomic long left; /* firings left; -1: unlimited */
+};
+
+struct tracer_cpu {
+	/* ts of the record being built, UINT64_MAX if none */
+	_Alignas(64) _Atomic uint64_t busy_since;
+	unsigned long long lost; /* events not recorded (detach while the ring was full) */
+};
+
+/* The tracer's state: read and written by tracer*.c alone (and white-box tests of them).
+ */
+struct tracer {
+	struct target *tgt; /* borrowed */
+	struct tracer_opts opts;
+	struct probe_table probes; /* each probe holds what was asked of it and its counters */
+	struct shadow shadow;
+	struct ring *rings; /* nr_cpus for trap probes, then nr_cpus for the stub's records */
+	struct tracer_cpu *cpu;
+	unsigned nr_cpus;
+	unsigned nr_rings; /* nr_cpus, and as many again with stub probes */
+	struct vmi_task_layout task;
+	uint64_t trampoline;	 /* 0 unless opts.returns */
+	uint64_t trampoline_gpa; /* resolved at attach */
+	uint8_t trampoline_orig;
+	bool trampoline_inserted;
+	uint64_t t0;	   /* clock at attach; record timestamps count from here */
+	atomic_int active; /* 0 once detached: hits on old probes are only emulated */
+	bool attached;
+	_Atomic uint64_t orphan_returns; /* trampoline hits with no shadow entry (must stay 0) */
+	_Atomic uint64_t slots_above_4g; /* hooked return slots at guest-physical >= 4 GiB */
+	size_t max_payload;		 /* largest event payload */
+	uint8_t **scratch;		 /* per vCPU: capture buffer of max_payload bytes */
+	pthread_mutex_t arm_lock;	 /* lazy: live_roots and the callee probes' insertion */
+	unsigned live_roots;		 /* lazy: hooked graph-root frames not yet returned */
+	uint64_t arms;			 /* lazy: times the callee probes were inserted */
+	uint64_t restored_slots;      /* hooked returns handed back at detach (slots, vCPUs on the
+					 trampoline) */
+	uint64_t interrupted_returns; /* of those: returns an interrupt caught on the trampoline */
+	unsigned text_rewritten; /* patched sites (and trampoline) the guest rewrote: left alone */
+	struct stub_drain stub;	 /* stub probes */
+	_Atomic uint64_t filtered; /* trap-path records opts.keep rejected */
+	struct emit_gate
+	    gate; /* tracing, opts.keep into filtered; a full ring waits while active */
+	struct tracing_state tracing; /* tracing_on over time (--tracing-off, traceon/traceoff) */
+	struct tracer_trigger *triggers;
+	size_t nr_triggers;
+	_Atomic uint64_t snapshots; /* snapshot triggers fired */
+	/* The backend's last look at the guest before the detach puts anything back, called by
+	 * tracer_detach with the target paused (e.g. tracer_forget_range); NULL: none. */
+	void (*before_detach)(void *ctx);
+	void *before_detach_ctx;
+};
+
+#endif
