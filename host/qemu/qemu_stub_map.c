@@ -19,7 +19,7 @@
 
 static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
 {
-	return qemu_mem_read(ctx, gpa, pte, 8);
+	return proc_mem_read(ctx, gpa, pte, 8);
 }
 
 /* Whether @a and @b are less than 2 GiB apart (a CALL rel32 reaches). */
@@ -31,7 +31,7 @@ static bool within_2g(uint64_t a, uint64_t b)
 /* The first run of @npde 2 MiB slots in [@from, @to) whose page-directory entries (in the kernel's
  * page tables, @kcr3) are not present; its start in *@va. Returns the run's length: @npde when
  * found. An entry that cannot be read counts as present. */
-static unsigned free_pde_run(const struct qemu_mem *mem, uint64_t kcr3, bool kla57, uint64_t from,
+static unsigned free_pde_run(const struct proc_mem *mem, uint64_t kcr3, bool kla57, uint64_t from,
 			     uint64_t to, unsigned npde, uint64_t *va)
 {
 	uint64_t v, pde_gpa, pde = 0;
@@ -39,7 +39,7 @@ static unsigned free_pde_run(const struct qemu_mem *mem, uint64_t kcr3, bool kla
 
 	for (v = from; run < npde && v >= from && v + PMD_SPAN <= to; v += PMD_SPAN) {
 		if (x86_pde_addr(read_pte, (void *)mem, kcr3, kla57, v, &pde_gpa) < 0 ||
-		    qemu_mem_read(mem, pde_gpa, &pde, 8) < 0 || (pde & X86_PTE_P)) {
+		    proc_mem_read(mem, pde_gpa, &pde, 8) < 0 || (pde & X86_PTE_P)) {
 			run = 0;
 			continue;
 		}
@@ -57,7 +57,7 @@ static unsigned free_pde_run(const struct qemu_mem *mem, uint64_t kcr3, bool kla
  * the area's va or the first run of free 2 MiB slots after it in the kernel image's space:
  * page-directory entries are the only change to the guest's page tables. The guest bytes of the
  * memory used and the entries as they were are kept and put back by qemu_stub_unmap. */
-int qemu_stub_map(struct qemu_stub *q, const struct qemu_mem *mem, const char *low_why,
+int qemu_stub_map(struct qemu_stub *q, const struct proc_mem *mem, const char *low_why,
 		  qemu_stub_kernel_pt_fn kernel_pt, void *ctx, uint64_t lo, uint64_t hi,
 		  uint64_t min, uint64_t want, struct target_region *out, char *err, size_t errlen)
 {
@@ -127,8 +127,8 @@ int qemu_stub_map(struct qemu_stub *q, const struct qemu_mem *mem, const char *l
 		ret = -ENOMEM;
 		goto fail;
 	}
-	if (qemu_mem_read(mem, base, q->saved, size) < 0 ||
-	    qemu_mem_read(mem, pt, q->saved_pt, X86_PAGE_SIZE) < 0) {
+	if (proc_mem_read(mem, base, q->saved, size) < 0 ||
+	    proc_mem_read(mem, pt, q->saved_pt, X86_PAGE_SIZE) < 0) {
 		snprintf(err, errlen, "stub probes: cannot read guest memory at 0x%llx",
 			 (unsigned long long)base);
 		ret = -EFAULT;
@@ -137,7 +137,7 @@ int qemu_stub_map(struct qemu_stub *q, const struct qemu_mem *mem, const char *l
 	for (unsigned i = 0; i < npde; i++)
 		if (x86_pde_addr(read_pte, (void *)mem, kcr3, kla57, va + i * PMD_SPAN,
 				 &q->pde_gpa[i]) < 0 ||
-		    qemu_mem_read(mem, q->pde_gpa[i], &q->pde_old[i], 8) < 0) {
+		    proc_mem_read(mem, q->pde_gpa[i], &q->pde_old[i], 8) < 0) {
 			snprintf(err, errlen, "stub probes: cannot read the guest's page tables");
 			ret = -EFAULT;
 			goto fail;
@@ -146,7 +146,7 @@ int qemu_stub_map(struct qemu_stub *q, const struct qemu_mem *mem, const char *l
 		ptes[i] = (base + i * X86_PAGE_SIZE) | (i ? PTE_DATA : PTE_CODE);
 	wrote = true;
 	q->saved_pt_gpa = pt;
-	if (qemu_mem_write(mem, pt, ptes, sizeof(ptes)) < 0) {
+	if (proc_mem_write(mem, pt, ptes, sizeof(ptes)) < 0) {
 		snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
 		ret = -EFAULT;
 		goto fail;
@@ -155,7 +155,7 @@ int qemu_stub_map(struct qemu_stub *q, const struct qemu_mem *mem, const char *l
 		/* past the first 2 MiB (reserved RAM only, 2 MiB aligned): 2 MiB pages */
 		pde = q->nr_pde ? (base + (uint64_t)q->nr_pde * PMD_SPAN) | PDE_FLAGS | PDE_LARGE
 				: pt | PDE_FLAGS;
-		if (qemu_mem_write(mem, q->pde_gpa[q->nr_pde], &pde, 8) < 0) {
+		if (proc_mem_write(mem, q->pde_gpa[q->nr_pde], &pde, 8) < 0) {
 			snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
 			ret = -EFAULT;
 			goto fail;
@@ -182,7 +182,7 @@ static bool meets(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
 	return len && off < hi && off + len > lo;
 }
 
-int qemu_stub_protect(struct qemu_stub *q, const struct qemu_mem *mem, uint64_t exec_off,
+int qemu_stub_protect(struct qemu_stub *q, const struct proc_mem *mem, uint64_t exec_off,
 		      uint64_t exec_len)
 {
 	uint64_t ptes[512] = {0}, n = q->saved_len / X86_PAGE_SIZE;
@@ -197,32 +197,32 @@ int qemu_stub_protect(struct qemu_stub *q, const struct qemu_mem *mem, uint64_t 
 
 		ptes[i] = (q->saved_gpa + i * X86_PAGE_SIZE) | (exec ? PTE_CODE : PTE_DATA | X86_PTE_NX);
 	}
-	if (qemu_mem_write(mem, q->saved_pt_gpa, ptes, sizeof(ptes)) < 0)
+	if (proc_mem_write(mem, q->saved_pt_gpa, ptes, sizeof(ptes)) < 0)
 		return -EFAULT;
 	for (unsigned k = 1; k < q->nr_pde; k++) {
 		uint64_t pde = (q->saved_gpa + (uint64_t)k * PMD_SPAN) | PDE_FLAGS | PDE_LARGE;
 
 		if (!meets(exec_off, exec_len, (uint64_t)k * PMD_SPAN, (uint64_t)(k + 1) * PMD_SPAN))
 			pde |= X86_PTE_NX;
-		if (qemu_mem_write(mem, q->pde_gpa[k], &pde, 8) < 0)
+		if (proc_mem_write(mem, q->pde_gpa[k], &pde, 8) < 0)
 			return -EFAULT;
 	}
 	return 0;
 }
 
-void qemu_stub_unmap(struct qemu_stub *q, const struct qemu_mem *mem)
+void qemu_stub_unmap(struct qemu_stub *q, const struct proc_mem *mem)
 {
 	for (unsigned i = 0; i < q->nr_pde; i++)
-		qemu_mem_write(mem, q->pde_gpa[i], &q->pde_old[i], 8);
+		proc_mem_write(mem, q->pde_gpa[i], &q->pde_old[i], 8);
 	q->nr_pde = 0;
 	free(q->pde_gpa);
 	free(q->pde_old);
 	q->pde_gpa = q->pde_old = NULL;
 	if (q->saved_pt_gpa)
-		qemu_mem_write(mem, q->saved_pt_gpa, q->saved_pt, X86_PAGE_SIZE);
+		proc_mem_write(mem, q->saved_pt_gpa, q->saved_pt, X86_PAGE_SIZE);
 	q->saved_pt_gpa = 0;
 	if (q->saved)
-		qemu_mem_write(mem, q->saved_gpa, q->saved, q->saved_len);
+		proc_mem_write(mem, q->saved_gpa, q->saved, q->saved_len);
 	free(q->saved);
 	q->saved = NULL;
 }

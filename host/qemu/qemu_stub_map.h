@@ -6,7 +6,7 @@
 #ifndef HVT_QEMU_STUB_MAP_H
 #define HVT_QEMU_STUB_MAP_H
 
-#include "host/qemu/qemu_mem.h"
+#include "host/vmm/proc_mem.h"
 #include "host/trace/target.h"
 
 #include <stdbool.h>
@@ -38,20 +38,20 @@ void qemu_stub_set_area(struct qemu_stub *s, uint64_t phys_lo, uint64_t phys_hi,
  * @hi], through @mem (which must be open); @low_why (may be NULL) says in a refusal why low memory
  * is used. Returns 0 with *@out filled, or -ENOTSUP, -EINVAL, -ENOSPC, -ENOMEM, -EFAULT or
  * @kernel_pt's error with a reason in @err; on failure the guest is as it was. */
-int qemu_stub_map(struct qemu_stub *s, const struct qemu_mem *mem, const char *low_why,
+int qemu_stub_map(struct qemu_stub *s, const struct proc_mem *mem, const char *low_why,
 		  qemu_stub_kernel_pt_fn kernel_pt, void *ctx, uint64_t lo, uint64_t hi,
 		  uint64_t min, uint64_t want, struct target_region *out, char *err, size_t errlen);
 
 /* Puts back the page-directory entries, the page-table page and the guest bytes qemu_stub_map
  * changed, and frees what it kept. Idempotent. */
-void qemu_stub_unmap(struct qemu_stub *s, const struct qemu_mem *mem);
+void qemu_stub_unmap(struct qemu_stub *s, const struct proc_mem *mem);
 
 /* After qemu_stub_map, in a guest that uses NX (the caller knows): the code page and the pages
  * holding [@exec_off, +@exec_len) read-only and executable, every other page writable and not
  * executable (a 2 MiB page meeting that range stays executable). 0, -EINVAL (nothing mapped), or
  * -EFAULT (a page table could not be written: part of it may be done; qemu_stub_unmap puts it all
  * back). */
-int qemu_stub_protect(struct qemu_stub *s, const struct qemu_mem *mem, uint64_t exec_off,
+int qemu_stub_protect(struct qemu_stub *s, const struct proc_mem *mem, uint64_t exec_off,
 		      uint64_t exec_len);
 
 /* Bytes of guest RAM (a multiple of 2 MiB) to reserve for a stub region of @region bytes. Pure. */

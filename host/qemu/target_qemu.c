@@ -71,7 +71,7 @@ int tq_flush_rips(struct target_qemu *q)
 static int phys_access(struct target_qemu *q, uint64_t gpa, void *buf, size_t len, bool write)
 {
 	if (q->mem.fd >= 0)
-		return write ? qemu_mem_write(&q->mem, gpa, buf, len) : qemu_mem_read(&q->mem, gpa, buf, len);
+		return write ? proc_mem_write(&q->mem, gpa, buf, len) : proc_mem_read(&q->mem, gpa, buf, len);
 	if (write)
 		return gdb_write_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
 	return gdb_read_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
@@ -458,7 +458,7 @@ uint64_t target_qemu_stub_gpa(const struct target_qemu *q)
 static int qemu_scan_ram(struct target *t, uint64_t lo, uint64_t hi,
 			 bool (*hit)(void *ctx, uint64_t v, uint64_t next), void *ctx)
 {
-	return qemu_mem_scan(&tq(t)->mem, lo, hi, hit, ctx);
+	return proc_mem_scan(&tq(t)->mem, lo, hi, hit, ctx);
 }
 
 static const struct target_ops qemu_ops = {
@@ -564,5 +564,5 @@ void target_qemu_leave_phys_mode(struct target_qemu *q)
 
 void target_qemu_close(struct target_qemu *q)
 {
-	qemu_mem_close(&q->mem);
+	proc_mem_close(&q->mem);
 }

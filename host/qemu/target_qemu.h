@@ -28,7 +28,7 @@ struct qemu_cpu {
 struct target_qemu {
 	struct target t;
 	struct gdb *gdb; /* borrowed, connected */
-	struct qemu_mem mem;
+	struct proc_mem mem;
 	struct qemu_cpu cpu[VMI_MAX_CPUS];
 	bool stopped;
 	target_bp_fn bp;
