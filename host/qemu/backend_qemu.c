@@ -373,8 +373,8 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
 	struct tracer_stats st;
 
 	for (unsigned i = 0; i < r->tq.t.nr_cpus; i++) {
-		hits += r->tq.cpu[i].tlb.hits;
-		walks += r->tq.cpu[i].tlb.walks;
+		hits += r->tq.vm.cpu[i].tlb.hits;
+		walks += r->tq.vm.cpu[i].tlb.walks;
 	}
 	tracer_stats(&p->tr, &st);
 	fprintf(stderr, "hvtrace: stats: qemu %s guest-memory %s regions %u\n",
