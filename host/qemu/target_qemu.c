@@ -203,7 +203,20 @@ static void qemu_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 	tq(t)->bp_ctx = ctx;
 }
 
-/* ---- stub probes (qemu_stub_map) ------------------------------------------------------------ */
+/* ---- stub probes (host/vmm/stub_map) --------------------------------------------------------- */
+
+static int stub_mem_read(void *ctx, uint64_t gpa, void *buf, size_t len)
+{
+	return proc_mem_read(ctx, gpa, buf, len);
+}
+
+static int stub_mem_write(void *ctx, uint64_t gpa, const void *buf, size_t len)
+{
+	return proc_mem_write(ctx, gpa, buf, len);
+}
+
+/* The stub's memory and page tables through the QEMU process (stub_map_map requires it). */
+#define stub_mem(q) ((const struct stub_map_mem){stub_mem_read, stub_mem_write, &(q)->mem})
 
 /* The kernel's page tables, vCPU 0's at this stop: captured for read_kernel and stub_map. */
 static int capture_kernel_pt(void *ctx, uint64_t *cr3, bool *la57)
@@ -225,8 +238,14 @@ static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t
 {
 	struct target_qemu *q = tq(t);
 
-	return qemu_stub_map(&q->stub, &q->mem, q->stub_low_why, capture_kernel_pt, q, lo, hi, min,
-			     want, out, err, errlen);
+	if (q->mem.fd < 0) {
+		snprintf(err, errlen,
+			 "stub probes: guest memory must be readable through the QEMU "
+			 "process (not --gdb-memory)");
+		return -ENOTSUP;
+	}
+	return stub_map_map(&q->stub, &stub_mem(q), q->stub_low_why, capture_kernel_pt, q, lo, hi,
+			    min, want, out, err, errlen);
 }
 
 #define EFER_NXE (1ull << 11)
@@ -242,7 +261,7 @@ static int qemu_stub_protect_op(struct target *t, const struct target_region *r,
 		return ret;
 	if (!(q->vm.cpu[0].efer & EFER_NXE))
 		return 0; /* no NX in this guest: nothing can be made non-executable */
-	return qemu_stub_protect(&q->stub, &q->mem, exec_off, exec_len);
+	return stub_map_protect(&q->stub, &stub_mem(q), exec_off, exec_len);
 }
 
 static void qemu_stub_unmap_op(struct target *t, const struct target_region *r)
@@ -250,7 +269,7 @@ static void qemu_stub_unmap_op(struct target *t, const struct target_region *r)
 	struct target_qemu *q = tq(t);
 
 	(void)r;
-	qemu_stub_unmap(&q->stub, &q->mem);
+	stub_map_unmap(&q->stub, &stub_mem(q));
 }
 
 /* Through the QEMU process from any thread; with --gdb-memory through the gdbstub, only while the
@@ -350,17 +369,17 @@ static int qemu_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
 void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
 			       uint64_t va, uint64_t resv_gpa, uint64_t resv_size)
 {
-	qemu_stub_set_area(&q->stub, phys_lo, phys_hi, va, resv_gpa, resv_size);
+	stub_map_set_area(&q->stub, phys_lo, phys_hi, va, resv_gpa, resv_size);
 }
 
 uint64_t target_qemu_stub_reserve(uint64_t region)
 {
-	return qemu_stub_reserve(region);
+	return stub_map_reserve(region);
 }
 
 uint64_t target_qemu_stub_gpa(const struct target_qemu *q)
 {
-	return qemu_stub_gpa(&q->stub);
+	return stub_map_gpa(&q->stub);
 }
 
 static int qemu_scan_ram(struct target *t, uint64_t lo, uint64_t hi,

@@ -6,8 +6,8 @@
 #define HVT_TARGET_QEMU_H
 
 #include "host/vmm/gdbstub.h"
+#include "host/vmm/stub_map.h"
 #include "host/qemu/qemu_mem.h"
-#include "host/qemu/qemu_stub_map.h"
 #include "host/qemu/qemu_vm.h"
 #include "host/trace/target.h"
 #include "arch/x86/x86_tlb.h"
@@ -35,7 +35,7 @@ struct target_qemu {
 	char err[224];		 /* why target_qemu_run ended with QEMU_RUN_ERROR */
 
 	/* stub probes: where they may live (target_qemu_set_stub_area), what stub_map changed */
-	struct qemu_stub stub;
+	struct stub_map stub;
 	const char *stub_low_why; /* why low memory, not reserved RAM (NULL: not said); borrowed */
 	uint64_t kcr3;		  /* kernel page tables for read_kernel, captured by stub_map */
 	bool kla57;
