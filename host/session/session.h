@@ -43,7 +43,7 @@ struct attach_target {
 	const char *domain; /* NAME: libvirt domain name */
 	const char *uri;    /* -c: libvirt URI (default $LIBVIRT_DEFAULT_URI, qemu:///system) */
 	const char *qmp;    /* --qmp: QMP socket of a bare QEMU */
-	int pid;	    /* --pid: the VMM process (QEMU: its QMP socket from its command line) */
+	int pid;	    /* --pid: the VMM process (QEMU: its -qmp on its command line) */
 };
 
 struct session {
