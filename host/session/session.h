@@ -92,7 +92,7 @@ struct session {
 	const char *kernel, *initrd, *append;
 	const char *system_map;
 	struct attach_target attach; /* attach, list-functions of a running VM: which VM */
-	struct expect *expects; /* --expect-*, parsed, in the order given */
+	struct expect *expects;	     /* --expect-*, parsed, in the order given */
 	size_t nr_expects;
 	const char *summary; /* --summary FILE: the session's JSON summary */
 	const char *junit;   /* --junit FILE: one JUnit test case per --expect-* */
