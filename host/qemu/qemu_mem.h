@@ -22,11 +22,12 @@ typedef int (*qemu_qmp_fn)(void *ctx, const char *cmd, char *reply, size_t len);
 
 /* Opens the memory of QEMU @pid into @m (proc_mem_open) and learns its guest-physical map through
  * its monitor (`info mtree -f`, `info ramblock`, and the memory backends of QMP's `query-memdev`
- * through @qmp, or of HMP's `info memdev` where
- * @qmp is NULL or fails; @hmp and @qmp both take @mon_ctx) and its /proc/PID/smaps, telling alike
+ * through @qmp, or of HMP's `info memdev` where @qmp is NULL or fails; @hmp and @qmp both take
+ * @mon_ctx) and its /proc/PID/smaps, telling alike
  * backends apart by the address `info ramblock` shows (QEMU 10.0) or else through @phys_read
  * (guest-physical reads, the gdbstub's physical mode; the VM must be stopped). Main thread. Returns
- * 0, or a negative errno with one line in @err (-EACCES: not allowed to read the process). */
+ * 0, or a negative errno with one line in @err (-EACCES: not allowed to read the process); @m is
+ * closed then. */
 int qemu_mem_open(struct proc_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn qmp, void *mon_ctx,
 		  qemu_memmap_read_fn phys_read, void *phys_ctx, char *err, size_t errlen);
 
