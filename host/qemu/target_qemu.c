@@ -216,7 +216,10 @@ static int stub_mem_write(void *ctx, uint64_t gpa, const void *buf, size_t len)
 }
 
 /* The stub's memory and page tables through the QEMU process (stub_map_map requires it). */
-#define stub_mem(q) ((const struct stub_map_mem){stub_mem_read, stub_mem_write, &(q)->mem})
+static struct stub_map_mem stub_mem(struct target_qemu *q)
+{
+	return (struct stub_map_mem){stub_mem_read, stub_mem_write, &q->mem};
+}
 
 /* The kernel's page tables, vCPU 0's at this stop: captured for read_kernel and stub_map. */
 static int capture_kernel_pt(void *ctx, uint64_t *cr3, bool *la57)
@@ -237,6 +240,7 @@ static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t
 			    struct target_region *out, char *err, size_t errlen)
 {
 	struct target_qemu *q = tq(t);
+	struct stub_map_mem mem = stub_mem(q);
 
 	if (q->mem.fd < 0) {
 		snprintf(err, errlen,
@@ -244,8 +248,8 @@ static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t
 			 "process (not --gdb-memory)");
 		return -ENOTSUP;
 	}
-	return stub_map_map(&q->stub, &stub_mem(q), q->stub_low_why, capture_kernel_pt, q, lo, hi,
-			    min, want, out, err, errlen);
+	return stub_map_map(&q->stub, &mem, q->stub_low_why, capture_kernel_pt, q, lo, hi, min,
+			    want, out, err, errlen);
 }
 
 #define EFER_NXE (1ull << 11)
@@ -254,6 +258,7 @@ static int qemu_stub_protect_op(struct target *t, const struct target_region *r,
 				uint64_t exec_len)
 {
 	struct target_qemu *q = tq(t);
+	struct stub_map_mem mem = stub_mem(q);
 	int ret = qemu_vm_cpu_regs(&q->vm, 0);
 
 	(void)r;
@@ -261,15 +266,16 @@ static int qemu_stub_protect_op(struct target *t, const struct target_region *r,
 		return ret;
 	if (!(q->vm.cpu[0].efer & EFER_NXE))
 		return 0; /* no NX in this guest: nothing can be made non-executable */
-	return stub_map_protect(&q->stub, &stub_mem(q), exec_off, exec_len);
+	return stub_map_protect(&q->stub, &mem, exec_off, exec_len);
 }
 
 static void qemu_stub_unmap_op(struct target *t, const struct target_region *r)
 {
 	struct target_qemu *q = tq(t);
+	struct stub_map_mem mem = stub_mem(q);
 
 	(void)r;
-	stub_map_unmap(&q->stub, &stub_mem(q));
+	stub_map_unmap(&q->stub, &mem);
 }
 
 /* Through the QEMU process from any thread; with --gdb-memory through the gdbstub, only while the
