@@ -323,7 +323,7 @@ FUZZ_SRCS_btf     := vmi/vmi_btf.c host/trace/fevent_btf.c host/trace/fevent.c h
                      vmi/vmi_symtab.c
 FUZZ_SRCS_accel   := host/qemu/qemu_accel.c
 FUZZ_SRCS_e820    := vmi/vmi_linux_e820.c
-FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/qemu/qmp_json.c host/vmm/tcp.c \
+FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/vmm/proc_mem.c host/qemu/qmp_json.c host/vmm/tcp.c \
                      host/trace/clock.c
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c

@@ -51,9 +51,9 @@ int main(int argc, char **argv)
 					: backend_elf_list_functions(&s);
 		break;
 	case CMD_RUN:
-		status = s.qemu	    ? driver_run(&s, backend_qemu_new)
-			 : s.kernel ? driver_run(&s, backend_linux_new)
-				    : driver_run(&s, backend_elf_new);
+		status = s.vmm == VMM_QEMU ? driver_run(&s, backend_qemu_new)
+			 : s.kernel	   ? driver_run(&s, backend_linux_new)
+					   : driver_run(&s, backend_elf_new);
 		break;
 	case CMD_ATTACH:
 		status = driver_run(&s, backend_qemu_new);

@@ -268,10 +268,14 @@ static int parse_live_format(struct session *s, const char *arg, char *err, size
 /* The first option given that only QEMU takes (the embedded VMM has no such thing), or NULL. */
 static const char *qemu_only_option(const struct session *s)
 {
-	return s->accel ? "--accel" : s->machine ? "--machine" : s->qmp ? "--qmp" : s->pid ? "--pid"
-	     : s->verify_text ? "--verify-text" : s->gdb_memory ? "--gdb-memory"
-	     : s->entry_all	  ? "--entry"
-				  : NULL;
+	return s->accel		? "--accel"
+	       : s->machine	? "--machine"
+	       : s->attach.qmp	? "--qmp"
+	       : s->attach.pid	? "--pid"
+	       : s->verify_text ? "--verify-text"
+	       : s->gdb_memory	? "--gdb-memory"
+	       : s->entry_all	? "--entry"
+				: NULL;
 }
 
 /* The checks that need every option: which target, and its required arguments. */
@@ -280,12 +284,12 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 	int positional = argc - optind;
 	bool attach = s->cmd == CMD_ATTACH || s->list_running;
 
-	if (s->connect && (!attach || positional < 1)) {
-		snprintf(err, errlen, "-c %s: a libvirt URI goes with attach NAME", s->connect);
+	if (s->attach.uri && (!attach || positional < 1)) {
+		snprintf(err, errlen, "-c %s: a libvirt URI goes with attach NAME", s->attach.uri);
 		return -EINVAL;
 	}
 	if (attach) {
-		int ways = (positional > 0) + !!s->qmp + !!s->pid;
+		int ways = (positional > 0) + !!s->attach.qmp + !!s->attach.pid;
 
 		if (positional > 1) {
 			snprintf(err, errlen, "'%s': unexpected argument after NAME", argv[optind + 1]);
@@ -298,9 +302,9 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 			return -EINVAL;
 		}
 		if (positional)
-			s->domain = argv[optind];
+			s->attach.domain = argv[optind];
 
-	} else if (s->qemu) {
+	} else if (s->vmm == VMM_QEMU) {
 		if (positional) {
 			snprintf(err, errlen, "'%s': --qemu takes --kernel, not a GUEST.elf", argv[optind]);
 			return -EINVAL;
@@ -376,7 +380,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_RETVAL_HEX: s->funcgraph_retval = s->funcgraph_retval_hex = true; break;
 		case OPT_TAIL: s->funcgraph_tail = true; break;
 		case OPT_PROFILE: s->profile = true; break;
-		case OPT_QEMU: s->qemu = true; break;
+		case OPT_QEMU: s->vmm = VMM_QEMU; break;
 		case OPT_ACCEL:
 			if (!(ret = arg_one_of("--accel", optarg, accels, 2, &k, err, errlen)))
 				s->accel = optarg;
@@ -389,13 +393,13 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_INITRD: s->initrd = optarg; break;
 		case OPT_APPEND: s->append = optarg; break;
 		case OPT_SYSTEM_MAP: s->system_map = optarg; break;
-		case OPT_QMP: s->qmp = optarg; break;
-		case 'c': s->connect = optarg; break;
+		case OPT_QMP: s->attach.qmp = optarg; break;
+		case 'c': s->attach.uri = optarg; break;
 		case OPT_PID: {
 			unsigned pid;
 
 			ret = arg_uint("--pid", optarg, 1, 1u << 30, &pid, err, errlen);
-			s->pid = (int)pid;
+			s->attach.pid = (int)pid;
 			break;
 		}
 		case OPT_EXPECT_CALL:
@@ -466,22 +470,22 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	}
 	parsing_word = mem_arg;
 	/* the embedded VMM's RAM lies below its 3 GiB hole; QEMU maps any size (qemu_mem.h) */
-	if (mem_arg && arg_uint("--mem", mem_arg, 2, s->qemu ? 1u << 24 : 3072, &s->mem_mb, err,
-				  errlen) < 0)
+	if (mem_arg && arg_uint("--mem", mem_arg, 2, s->vmm == VMM_QEMU ? 1u << 24 : 3072,
+				&s->mem_mb, err, errlen) < 0)
 		return -EINVAL;
 	parsing_word = NULL;
 	ret = check_target(s, argc, argv, err, errlen);
 	if (ret < 0)
 		return ret;
 	/* the embedded VMM keeps its stacks and page tables in guest RAM: the pair must fit */
-	if (s->cmd == CMD_RUN && !s->qemu && s->mem_mb < vm_min_mem_mb(s->smp)) {
+	if (s->cmd == CMD_RUN && s->vmm != VMM_QEMU && s->mem_mb < vm_min_mem_mb(s->smp)) {
 		snprintf(err, errlen, "--smp %u --mem %u: %u vCPUs need --mem %u or more", s->smp,
 			 s->mem_mb, s->smp, vm_min_mem_mb(s->smp));
 		return -EINVAL;
 	}
 	if ((s->nr_events || s->nr_rprobes) && !s->tracer_given)
 		s->tracer = TRACER_NOP;
-	if ((s->qemu || s->kernel) && !mem_arg)
+	if ((s->vmm == VMM_QEMU || s->kernel) && !mem_arg)
 		s->mem_mb = 256;
 	if (s->tracer != TRACER_FUNCTION_GRAPH) {
 		const char *opt = s->nr_graph	       ? "-g"

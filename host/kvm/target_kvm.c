@@ -1,6 +1,7 @@
 #include "host/kvm/target_kvm.h"
 #include "host/kvm/linux_boot.h"
 #include "host/kvm/vcpu.h"
+#include "host/vmm/stub_pt.h"
 #include "arch/x86/x86_insn.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"
@@ -258,11 +259,6 @@ void target_kvm_init(struct target *t, struct vm *vm)
 #define IMAGE_END  0xffffffffc0000000ull
 #define STUB_PUD   509 /* level3_kernel_pgt's entry for [-3 GiB, -2 GiB): Linux's "unused hole" */
 #define STUB_TOP   IMAGE_BASE /* the stub's region ends where the kernel image's space starts */
-#define PTE_A	   (1ull << 5)
-#define PTE_D	   (1ull << 6)
-#define TABLE	   (X86_PTE_P | X86_PTE_RW | PTE_A) /* a page-table entry: the leaves decide */
-#define PAGE_RX	   (X86_PTE_P | PTE_A)
-#define PAGE_RW	   (X86_PTE_P | X86_PTE_RW | PTE_A | PTE_D | X86_PTE_NX)
 
 /* The kernel image runs at its link address (no KASLR: the decompressor never runs), so its 1 GiB
  * is guest-physical = virtual - IMAGE_BASE from before the first instruction to the end; the rest
@@ -372,15 +368,14 @@ static int klinux_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t 
 	memcpy(vm->stub_pt_saved + X86_PAGE_SIZE, pt, X86_PAGE_SIZE);
 	first = 512 - npde; /* va's index in its page directory */
 	memset(pd, 0, X86_PAGE_SIZE);
-	pd[first] = (pd_gpa + X86_PAGE_SIZE) | TABLE;
+	pd[first] = stub_pt_table_entry(pd_gpa + X86_PAGE_SIZE);
 	for (unsigned i = 1; i < npde; i++)
-		pd[first + i] = (gpa + i * PMD_SPAN) | PAGE_RW | X86_PTE_PS;
-	pt[0] = gpa | PAGE_RX; /* STUB_CODE_OFF: the code, never written by the guest */
-	for (unsigned i = 1; i < 512; i++)
-		pt[i] = (gpa + i * X86_PAGE_SIZE) | PAGE_RW;
+		pd[first + i] = stub_pt_large_entry(gpa + i * PMD_SPAN, true);
+	/* page 0 (STUB_CODE_OFF): the code, never written by the guest; the rest data, not code */
+	stub_pt_fill(pt, gpa, STUB_PT_ENTRIES, 0, 0, true);
 	vm->pud_old = old;
 	vm->pud_set = true;
-	__atomic_store_n(pud, pd_gpa | TABLE, __ATOMIC_SEQ_CST);
+	__atomic_store_n(pud, stub_pt_table_entry(pd_gpa), __ATOMIC_SEQ_CST);
 	*out = (struct target_region){.gva = va, .gpa = gpa, .size = size, .where = "memslot"};
 	return 0;
 }

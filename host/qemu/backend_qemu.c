@@ -310,7 +310,8 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 			snprintf(err, errlen, "--host: %s", why2);
 			return EXIT_QEMU_FAILED;
 		}
-		ret = pipeline_host_start(r->p, tids, n, s->domain ? s->domain : "qemu", err, errlen);
+		ret = pipeline_host_start(
+		    r->p, tids, n, s->attach.domain ? s->attach.domain : "qemu", err, errlen);
 		if (ret)
 			return ret;
 	}
@@ -373,8 +374,8 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
 	struct tracer_stats st;
 
 	for (unsigned i = 0; i < r->tq.t.nr_cpus; i++) {
-		hits += r->tq.cpu[i].tlb.hits;
-		walks += r->tq.cpu[i].tlb.walks;
+		hits += r->tq.vm.cpu[i].tlb.hits;
+		walks += r->tq.vm.cpu[i].tlb.walks;
 	}
 	tracer_stats(pipeline_tracer(p), &st);
 	fprintf(stderr, "hvtrace: stats: qemu %s guest-memory %s regions %u\n",
@@ -454,7 +455,7 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	r->timeout_at = s->timeout > 0 ? r->start + s->timeout : 0;
 
 	struct qemu_attach_cfg qa = {
-	    .launch = s->qemu,
+	    .launch = s->vmm == VMM_QEMU,
 	    .qemu = {.accel = s->accel,
 		     .machine = s->machine,
 		     .kernel = s->kernel,
@@ -463,10 +464,10 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 		     .smp = s->smp,
 		     .mem_mb = s->mem_mb,
 		     .console = r->con},
-	    .domain = s->domain,
-	    .uri = s->connect,
-	    .pid = s->pid,
-	    .qmp = s->qmp,
+	    .domain = s->attach.domain,
+	    .uri = s->attach.uri,
+	    .pid = s->attach.pid,
+	    .qmp = s->attach.qmp,
 	};
 
 	/* record --host: the host's tracefs and the events asked for, before QEMU starts */
@@ -474,10 +475,10 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 				      errlen) < 0)
 		return EXIT_BAD_INPUT;
 	/* stub probes: RAM the kernel is told to keep out of use (memmap=) */
-	if (s->qemu && s->probe != PROBE_TRAP)
+	if (s->vmm == VMM_QEMU && s->probe != PROBE_TRAP)
 		qemu_stub_place_reserve(&r->stub, s, &qa.qemu);
 	/* QEMU with KVM needs KVM_EXIT_DEBUG for its breakpoints: checked before QEMU starts */
-	if (s->qemu && s->accel && !strcmp(s->accel, "kvm") &&
+	if (s->vmm == VMM_QEMU && s->accel && !strcmp(s->accel, "kvm") &&
 	    r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	if (qemu_attach_open(&r->qc, &qa, err, errlen) < 0 ||
@@ -485,10 +486,11 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 			     r->qc.hmp_ctx, s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
 		return failed(r, EXIT_QEMU_FAILED, "while connecting to QEMU", err, errlen);
 	r->have_tq = true;
-	kvm = s->qemu ? s->accel && !strcmp(s->accel, "kvm") : qemu_uses_kvm(&r->qc);
+	kvm = s->vmm == VMM_QEMU ? s->accel && !strcmp(s->accel, "kvm") : qemu_uses_kvm(&r->qc);
 	target_qemu_set_tcg(&r->tq, kvm == 0);
 	/* attach: a QEMU on KVM (or one that does not say) gets the same check */
-	if (!s->qemu && kvm != 0 && r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
+	if (s->vmm != VMM_QEMU && kvm != 0 &&
+	    r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	guardian_start(&r->guard, qemu_run_guardian_takeover, r);
 	if (learn_kernel(r, &task, err, errlen) < 0)
@@ -501,7 +503,7 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	/* stub probes: the drain and the writer, started now, inherit this thread's nice: ahead of
 	 * the vCPUs (QEMU, started before, runs at +QEMU_STUB_NICE) and of the rest of a busy host
 	 * (the autogroup's too). Not real-time; best effort. */
-	if (s->probe != PROBE_TRAP && s->qemu)
+	if (s->probe != PROBE_TRAP && s->vmm == VMM_QEMU)
 		sched_boost_begin(&r->boost);
 	status = start_tracing(r, &task, err, errlen);
 	if (status)

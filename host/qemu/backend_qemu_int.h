@@ -6,7 +6,7 @@
 #include "host/vmm/guardian.h"
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/qemu_stub_place.h"
-#include "host/qemu/target_qemu.h"
+#include "host/qemu/target_qemu_run.h"
 #include "host/session/backend.h"
 #include "host/session/entry_sites.h"
 #include "host/session/pipeline.h"

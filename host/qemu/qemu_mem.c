@@ -1,20 +1,18 @@
+/* The guest-physical map of a running QEMU learned through its monitor and smaps, into the
+ * QEMU process's memory (proc_mem). */
 #include "host/qemu/qemu_mem.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define HMP_OUT (1u << 20) /* `info mtree -f` of a machine with many devices: tens of KiB */
 
 static int host_read(void *ctx, uint64_t hva, void *buf, size_t len)
 {
-	const struct qemu_mem *m = ctx;
-
-	return pread(m->fd, buf, len, (off_t)hva) == (ssize_t)len ? 0 : -EFAULT;
+	return proc_mem_host_read(ctx, hva, buf, len);
 }
 
 /* Runs @cmd into @out (HMP_OUT bytes); a reply that fills it may have been cut: refused. */
@@ -33,9 +31,8 @@ static int monitor(qemu_hmp_fn hmp, void *ctx, const char *cmd, char *out, char 
 }
 
 /* The map of QEMU @pid into @m (whose fd is open). */
-static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn qmp,
-		     void *hmp_ctx, qemu_memmap_read_fn phys_read, void *phys_ctx, char *err,
-		     size_t errlen)
+static int learn_map(struct proc_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn qmp, void *hmp_ctx,
+		     qemu_memmap_read_fn phys_read, void *phys_ctx, char *err, size_t errlen)
 {
 	static struct qemu_ram_range ranges[QEMU_MEMMAP_MAX_RANGES];
 	static struct qemu_ramblock blocks[QEMU_MEMMAP_MAX_BLOCKS];
@@ -79,8 +76,8 @@ static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn
 	if (rc == 1) {
 		rc = monitor(hmp, hmp_ctx, "info memdev", out, err, errlen);
 		if (!rc)
-			rc = qemu_memdev_parse(out, memdevs, QEMU_MEMMAP_MAX_BLOCKS,
-					       &in.nr_memdevs, err, errlen);
+			rc = qemu_memdev_parse(out, memdevs, QEMU_MEMMAP_MAX_BLOCKS, &in.nr_memdevs,
+					       err, errlen);
 	}
 	free(out);
 	if (rc < 0)
@@ -99,143 +96,24 @@ static int learn_map(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn
 	    qemu_maps_parse(f, sizes, nsizes, maps, QEMU_MEMMAP_MAX_MAPS, &in.nr_maps, err, errlen);
 	fclose(f);
 	if (!rc)
-		rc = qemu_memmap_resolve(&in, m->region, QEMU_MEM_MAX_REGIONS, &m->nr, err, errlen);
+		rc = qemu_memmap_resolve(&in, m->region, PROC_MEM_MAX_REGIONS, &m->nr, err, errlen);
 	return rc;
 }
 
-int qemu_mem_open(struct qemu_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn qmp, void *mon_ctx,
+int qemu_mem_open(struct proc_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn qmp, void *mon_ctx,
 		  qemu_memmap_read_fn phys_read, void *phys_ctx, char *err, size_t errlen)
 {
-	char path[64];
-	int rc;
+	int rc = proc_mem_open(m, pid, err, errlen);
 
-	memset(m, 0, sizeof(*m));
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	m->fd = open(path, O_RDWR | O_CLOEXEC);
-	if (m->fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "QEMU pid %d: %s: %s", (int)pid, path, strerror(-rc));
+	if (rc < 0) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "QEMU %s", why);
 		return rc;
 	}
 	rc = learn_map(m, pid, hmp, qmp, mon_ctx, phys_read, phys_ctx, err, errlen);
 	if (rc < 0)
-		qemu_mem_close(m);
+		proc_mem_close(m);
 	return rc;
-}
-
-/* The region holding @gpa, or NULL (binary search). */
-static const struct qemu_mem_region *region_of(const struct qemu_mem *m, uint64_t gpa)
-{
-	unsigned lo = 0, hi = m->nr;
-
-	while (lo < hi) {
-		unsigned mid = (lo + hi) / 2;
-		const struct qemu_mem_region *r = &m->region[mid];
-
-		if (gpa < r->gpa)
-			hi = mid;
-		else if (gpa - r->gpa >= r->len)
-			lo = mid + 1;
-		else
-			return r;
-	}
-	return NULL;
-}
-
-/* Is guest-physical [gpa, gpa+len) all RAM (in regions that follow each other)? */
-static bool all_ram(const struct qemu_mem *m, uint64_t gpa, size_t len)
-{
-	const struct qemu_mem_region *r = region_of(m, gpa), *end = m->region + m->nr;
-
-	if (!r || gpa + len < gpa)
-		return false;
-	while (len > r->len - (gpa - r->gpa)) {
-		uint64_t n = r->len - (gpa - r->gpa);
-
-		gpa += n;
-		len -= n;
-		if (++r == end || r->gpa != gpa)
-			return false;
-	}
-	return true;
-}
-
-/* [gpa, gpa+len) through the process's memory, region by region (all_ram said yes). */
-static int access_ram(const struct qemu_mem *m, uint64_t gpa, void *buf, size_t len, bool write)
-{
-	const struct qemu_mem_region *r = region_of(m, gpa);
-	uint8_t *p = buf;
-
-	while (len) {
-		uint64_t in = gpa - r->gpa, n = r->len - in < len ? r->len - in : len;
-		ssize_t k = write ? pwrite(m->fd, p, n, (off_t)(r->hva + in))
-				  : pread(m->fd, p, n, (off_t)(r->hva + in));
-
-		if (k != (ssize_t)n)
-			return -EFAULT;
-		p += n;
-		gpa += n;
-		len -= n;
-		r++;
-	}
-	return 0;
-}
-
-int qemu_mem_read(const struct qemu_mem *m, uint64_t gpa, void *buf, size_t len)
-{
-	if (m->fd < 0 || !all_ram(m, gpa, len))
-		return -EFAULT;
-	return access_ram(m, gpa, buf, len, false);
-}
-
-int qemu_mem_write(const struct qemu_mem *m, uint64_t gpa, const void *buf, size_t len)
-{
-	if (m->fd < 0 || !all_ram(m, gpa, len))
-		return -EFAULT;
-	return access_ram(m, gpa, (void *)buf, len, true);
-}
-
-#define SCAN_CHUNK (1u << 20)
-
-int qemu_mem_scan(const struct qemu_mem *m, uint64_t lo, uint64_t hi,
-		  bool (*hit)(void *ctx, uint64_t v, uint64_t next), void *ctx)
-{
-	uint64_t *buf;
-	int ret = 0;
-
-	if (m->fd < 0)
-		return -EFAULT;
-	buf = malloc(SCAN_CHUNK + 8);
-	if (!buf)
-		return -ENOMEM;
-	for (unsigned r = 0; r < m->nr && ret == 0; r++) {
-		const struct qemu_mem_region *g = &m->region[r];
-
-		for (uint64_t off = 0; off + 8 <= g->len && ret == 0; off += SCAN_CHUNK) {
-			uint64_t n = g->len - off < SCAN_CHUNK + 8 ? g->len - off : SCAN_CHUNK + 8;
-			size_t words = (size_t)(n / 8);
-
-			if (access_ram(m, g->gpa + off, buf, words * 8, false) < 0) {
-				ret = -EFAULT;
-				break;
-			}
-			/* the word after the piece's last is read with it (and offered next time) */
-			for (size_t i = 0; i < words && i < SCAN_CHUNK / 8; i++)
-				if (buf[i] >= lo && buf[i] <= hi &&
-				    hit(ctx, buf[i], i + 1 < words ? buf[i + 1] : 0)) {
-					ret = 1;
-					break;
-				}
-		}
-	}
-	free(buf);
-	return ret;
-}
-
-void qemu_mem_close(struct qemu_mem *m)
-{
-	if (m->fd >= 0)
-		close(m->fd);
-	m->fd = -1;
-	m->nr = 0;
 }

@@ -549,12 +549,12 @@ static int by_content(const struct qemu_memmap_in *in, const struct qemu_rambloc
 
 static int by_gpa(const void *a, const void *b)
 {
-	const struct qemu_mem_region *x = a, *y = b;
+	const struct proc_mem_region *x = a, *y = b;
 
 	return x->gpa < y->gpa ? -1 : x->gpa > y->gpa;
 }
 
-int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region *out, unsigned max,
+int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region *out, unsigned max,
 			unsigned *nr, char *err, size_t errlen)
 {
 	int owner[QEMU_MEMMAP_MAX_MAPS]; /* the block each mapping holds, -1 none */
@@ -655,7 +655,7 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region 
 		}
 		/* staged in @out when it has room, else refused below */
 		if (n < max)
-			out[n] = (struct qemu_mem_region){r->gpa, r->len, map->lo + r->offset};
+			out[n] = (struct proc_mem_region){r->gpa, r->len, map->lo + r->offset};
 		n++;
 	}
 	if (n > max) {
@@ -674,7 +674,7 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region 
 	/* merge neighbours contiguous in both address spaces */
 	*nr = 0;
 	for (unsigned i = 0; i < n; i++) {
-		struct qemu_mem_region *prev = *nr ? &out[*nr - 1] : NULL;
+		struct proc_mem_region *prev = *nr ? &out[*nr - 1] : NULL;
 
 		if (prev && prev->gpa + prev->len == out[i].gpa &&
 		    prev->hva + prev->len == out[i].hva)

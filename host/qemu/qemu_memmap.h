@@ -9,6 +9,8 @@
 #ifndef HVT_QEMU_MEMMAP_H
 #define HVT_QEMU_MEMMAP_H
 
+#include "host/vmm/proc_mem.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +21,6 @@
 #define QEMU_MEMMAP_MAX_BLOCKS 64   /* RAM blocks */
 #define QEMU_MEMMAP_MAX_MAPS   64   /* candidate host mappings */
 #define QEMU_MEMMAP_MAX_LINE   1024 /* a longer line of QEMU's output is refused */
-#define QEMU_MEM_MAX_REGIONS   32   /* guest-physical regions of the final map */
 
 /* A RAM range of the system address space's flat view: guest-physical [gpa, gpa+len) is @name's
  * memory region from @offset on. */
@@ -41,11 +42,6 @@ struct qemu_ramblock {
 struct qemu_host_map {
 	uint64_t lo, hi;   /* [lo, hi) in the QEMU process */
 	uint64_t pagesize; /* KernelPageSize */
-};
-
-/* A guest-physical region of the final map: [gpa, gpa+len) is at @hva in the QEMU process. */
-struct qemu_mem_region {
-	uint64_t gpa, len, hva;
 };
 
 /* Parses `info mtree -f`: the RAM ranges (kind "ram") of the flat view of address space "memory"
@@ -102,7 +98,7 @@ bool qemu_memmap_wanted(const struct qemu_memmap_in *in, const char *block);
  * negative errno with one line in @err (-ENOENT: a backend with no mapping; -EEXIST: backends that
  * cannot be told apart; -EINVAL: a range outside its block, overlapping ranges; -E2BIG: too many
  * regions). */
-int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct qemu_mem_region *out, unsigned max,
+int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region *out, unsigned max,
 			unsigned *nr, char *err, size_t errlen);
 
 #endif

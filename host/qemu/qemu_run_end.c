@@ -142,7 +142,7 @@ void qemu_run_detach(struct linux_run *r)
 			  r->qc.gdb.why[0] ? ": " : "", r->qc.gdb.why);
 		r->restore_failed = true;
 	}
-	if (r->text.before && r->tq.stopped)
+	if (r->text.before && r->tq.vm.stopped)
 		verify_text(r);
 	let_go(r);
 }

@@ -1,5 +1,4 @@
 #include "host/qemu/target_qemu.h"
-#include "host/qemu/target_qemu_int.h"
 #include "host/vmm/tcp.h"
 #include "arch/x86/x86_insn.h"
 #include "arch/x86/x86_longmode.h"
@@ -15,55 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define KERNEL_HALF 0xffff800000000000ull
+#define KERNEL_HALF  0xffff800000000000ull
 #define PTI_USER_BIT 0x1000ull /* PTI: the user PGD is the kernel PGD + 4 KiB */
-#define POLL_MS 50
+#define POLL_MS	     50
 
 static struct target_qemu *tq(struct target *t)
 {
 	return (struct target_qemu *)t;
-}
-
-/* Registers of @cpu at the current stop, fetched once per stop. */
-int tq_cpu_regs(struct target_qemu *q, unsigned cpu)
-{
-	struct qemu_cpu *c = &q->cpu[cpu];
-	struct gdb_regs r;
-	int ret;
-
-	if (c->regs_valid)
-		return 0;
-	ret = gdb_read_regs(q->gdb, c->thread, &r);
-	if (ret < 0)
-		return ret;
-	c->regs = r.gp;
-	c->cr3 = r.cr3;
-	c->cr4 = r.cr4;
-	c->efer = r.efer;
-	c->regs_valid = true;
-	c->rip_dirty = false;
-	return 0;
-}
-
-/* Writes every RIP the tracer changed at this stop and not yet sent (they normally go out with the
- * continue, gdb_write_pc_continue): before the VM is left stopped for others or stepped. */
-int tq_flush_rips(struct target_qemu *q)
-{
-	for (unsigned i = 0; i < q->t.nr_cpus; i++) {
-		struct qemu_cpu *c = &q->cpu[i];
-		int ret;
-
-		if (!c->rip_dirty)
-			continue;
-		ret = gdb_write_reg(q->gdb, c->thread, GDB_REG_RIP, c->regs.rip);
-		if (ret < 0) {
-			c->regs_valid = false; /* RIP may be as it was: read it again */
-			c->rip_dirty = false;
-			return ret;
-		}
-		c->rip_dirty = false;
-	}
-	return 0;
 }
 
 /* Guest-physical memory: through the QEMU process when it could be opened, else through the gdbstub
@@ -71,10 +28,11 @@ int tq_flush_rips(struct target_qemu *q)
 static int phys_access(struct target_qemu *q, uint64_t gpa, void *buf, size_t len, bool write)
 {
 	if (q->mem.fd >= 0)
-		return write ? qemu_mem_write(&q->mem, gpa, buf, len) : qemu_mem_read(&q->mem, gpa, buf, len);
+		return write ? proc_mem_write(&q->mem, gpa, buf, len)
+			     : proc_mem_read(&q->mem, gpa, buf, len);
 	if (write)
-		return gdb_write_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
-	return gdb_read_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
+		return gdb_write_mem(q->vm.gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
+	return gdb_read_mem(q->vm.gdb, 0, gpa, buf, len) < 0 ? -EFAULT : 0;
 }
 
 static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
@@ -93,7 +51,7 @@ struct vcpu_ref {
 static int walk(void *ctx, uint64_t gva, uint64_t *gpa)
 {
 	const struct vcpu_ref *r = ctx;
-	struct qemu_cpu *c = &r->q->cpu[r->cpu];
+	struct qemu_cpu *c = &r->q->vm.cpu[r->cpu];
 	bool la57 = c->cr4 & X86_CR4_LA57;
 	int ret;
 
@@ -107,7 +65,7 @@ static int walk(void *ctx, uint64_t gva, uint64_t *gpa)
 static int translate(void *ctx, uint64_t gva, uint64_t *gpa)
 {
 	const struct vcpu_ref *r = ctx;
-	struct qemu_cpu *c = &r->q->cpu[r->cpu];
+	struct qemu_cpu *c = &r->q->vm.cpu[r->cpu];
 
 	return x86_tlb_translate(&c->tlb, c->cr3, gva, walk, ctx, gpa);
 }
@@ -127,25 +85,27 @@ static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
 	return phys_access(r->q, gpa, buf, len, write);
 }
 
-int tq_access_virt(struct target_qemu *q, unsigned cpu, uint64_t gva, void *buf, size_t len,
+/* Guest-virtual memory of vCPU @cpu (its page tables), the VM stopped. 0 or -errno. */
+static int access_virt(struct target_qemu *q, unsigned cpu, uint64_t gva, void *buf, size_t len,
 		       bool write)
 {
 	struct vcpu_ref r = {q, cpu};
 
-	if (cpu >= q->t.nr_cpus || !q->stopped || tq_cpu_regs(q, cpu) < 0)
+	if (cpu >= q->t.nr_cpus || !q->vm.stopped || qemu_vm_cpu_regs(&q->vm, cpu) < 0)
 		return -EFAULT;
 	return x86_copy_virt(gva, buf, len, write, translate, copy_phys, &r);
 }
 
 static int qemu_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
 {
-	return tq_access_virt(tq(t), cpu, gva, buf, len, false);
+	return access_virt(tq(t), cpu, gva, buf, len, false);
 }
 
 /* Data only (return slots): TCG would not see code written this way. */
-static int qemu_write_virt(struct target *t, unsigned cpu, uint64_t gva, const void *buf, size_t len)
+static int qemu_write_virt(struct target *t, unsigned cpu, uint64_t gva, const void *buf,
+			   size_t len)
 {
-	return tq_access_virt(tq(t), cpu, gva, (void *)buf, len, true);
+	return access_virt(tq(t), cpu, gva, (void *)buf, len, true);
 }
 
 static int qemu_translate(struct target *t, unsigned cpu, uint64_t gva, uint64_t *gpa)
@@ -153,7 +113,7 @@ static int qemu_translate(struct target *t, unsigned cpu, uint64_t gva, uint64_t
 	struct target_qemu *q = tq(t);
 	struct vcpu_ref r = {q, cpu};
 
-	if (cpu >= q->t.nr_cpus || !q->stopped || tq_cpu_regs(q, cpu) < 0 ||
+	if (cpu >= q->t.nr_cpus || !q->vm.stopped || qemu_vm_cpu_regs(&q->vm, cpu) < 0 ||
 	    translate(&r, gva, gpa) < 0)
 		return -EFAULT;
 	return 0;
@@ -166,78 +126,25 @@ static int qemu_insert_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t 
 	struct target_qemu *q = tq(t);
 	uint8_t now;
 
-	if (!q->stopped || phys_access(q, gpa, &now, 1, false) < 0)
+	if (!q->vm.stopped || phys_access(q, gpa, &now, 1, false) < 0)
 		return -EFAULT;
 	if (now != orig)
 		return -ESTALE;
-	return gdb_insert_bp(q->gdb, gva);
+	return gdb_insert_bp(q->vm.gdb, gva);
 }
 
 /* QEMU owns the breakpoint and never wrote the guest's byte: nothing there to check or put back. */
 static int qemu_remove_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
 {
 	(void)gpa, (void)orig;
-	return gdb_remove_bp(tq(t)->gdb, gva);
+	return gdb_remove_bp(tq(t)->vm.gdb, gva);
 }
 
-/* At every stop: registers are fetched again, and translations walked again. */
-void tq_invalidate_regs(struct target_qemu *q)
-{
-	for (unsigned i = 0; i < q->t.nr_cpus; i++) {
-		q->cpu[i].regs_valid = false;
-		q->cpu[i].rip_dirty = false;
-		x86_tlb_invalidate(&q->cpu[i].tlb);
-	}
-}
-
-/* Lets the stopped VM run: the RIP the last hit changed goes out with the continue, in one segment
- * (gdb_write_pc_continue); any other changed RIP first. 0 or -errno; q->stopped says whether the
- * VM runs (it does whenever the continue went out). */
-int tq_resume_vm(struct target_qemu *q)
-{
-	struct qemu_cpu *last = NULL;
-	int ret = 0;
-
-	for (unsigned i = 0; i < q->t.nr_cpus; i++)
-		if (q->cpu[i].rip_dirty) {
-			if (last)
-				ret = tq_flush_rips(q); /* more than one (not from hits): all now */
-			last = &q->cpu[i];
-		}
-	if (ret == 0 && last && last->rip_dirty)
-		ret = gdb_write_pc_continue(q->gdb, last->thread, last->regs.rip);
-	else if (ret == 0)
-		ret = gdb_continue(q->gdb);
-	if (q->gdb->running) {
-		q->stopped = false;
-		tq_invalidate_regs(q);
-	}
-	return ret;
-}
-
-int tq_stop_vm(struct target_qemu *q)
-{
-	struct gdb_stop st;
-	int ret;
-
-	if (q->stopped)
-		return tq_flush_rips(q); /* it stays stopped: RIPs changed at this stop go out now */
-	ret = gdb_interrupt(q->gdb, 5000, &st);
-	if (ret < 0)
-		return ret;
-	if (st.kind != GDB_STOP_SIGNAL)
-		return -ESRCH;
-	/* a breakpoint hit may have raced with the interrupt: it is handled when the VM next runs, as
-	 * the vCPU executes the breakpoint again */
-	q->stopped = true;
-	tq_invalidate_regs(q);
-	return 0;
-}
-
-/* The VM is stopped whenever the tracer runs (hits are handled at a stop); pausing makes sure of it. */
+/* The VM is stopped whenever the tracer runs (hits are handled at a stop); pausing makes sure of
+ * it. */
 static int qemu_pause(struct target *t)
 {
-	return tq_stop_vm(tq(t));
+	return qemu_vm_stop(&tq(t)->vm);
 }
 
 static void qemu_resume(struct target *t)
@@ -252,7 +159,7 @@ static int qemu_run_for(struct target *t, unsigned us)
 	struct target_qemu *q = tq(t);
 	int ms = (int)((us + 999) / 1000);
 
-	return target_qemu_run_for(q, ms ? ms : 1);
+	return qemu_vm_run_for(&q->vm, ms ? ms : 1);
 }
 
 static int qemu_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
@@ -260,11 +167,11 @@ static int qemu_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
 	struct target_qemu *q = tq(t);
 	int ret;
 
-	if (cpu >= q->t.nr_cpus || !q->stopped)
+	if (cpu >= q->t.nr_cpus || !q->vm.stopped)
 		return -EINVAL;
-	ret = tq_cpu_regs(q, cpu);
+	ret = qemu_vm_cpu_regs(&q->vm, cpu);
 	if (ret == 0)
-		*regs = q->cpu[cpu].regs;
+		*regs = q->vm.cpu[cpu].regs;
 	return ret;
 }
 
@@ -274,17 +181,18 @@ static int qemu_set_regs(struct target *t, unsigned cpu, const struct x86_regs *
 	struct target_qemu *q = tq(t);
 	int ret;
 
-	if (cpu >= q->t.nr_cpus || !q->stopped)
+	if (cpu >= q->t.nr_cpus || !q->vm.stopped)
 		return -EINVAL;
-	ret = tq_cpu_regs(q, cpu);
+	ret = qemu_vm_cpu_regs(&q->vm, cpu);
 	if (ret < 0)
 		return ret;
-	if (regs->rip == q->cpu[cpu].regs.rip)
-		return 0; /* also when that RIP is still to be sent: it goes out with the continue */
-	ret = gdb_write_reg(q->gdb, q->cpu[cpu].thread, GDB_REG_RIP, regs->rip);
+	if (regs->rip == q->vm.cpu[cpu].regs.rip)
+		return 0; /* also when that RIP is still to be sent: it goes out with the continue
+			   */
+	ret = gdb_write_reg(q->vm.gdb, q->vm.cpu[cpu].thread, GDB_REG_RIP, regs->rip);
 	if (ret == 0) {
-		q->cpu[cpu].regs.rip = regs->rip;
-		q->cpu[cpu].rip_dirty = false;
+		q->vm.cpu[cpu].regs.rip = regs->rip;
+		q->vm.cpu[cpu].rip_dirty = false;
 	}
 	return ret;
 }
@@ -295,18 +203,34 @@ static void qemu_set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 	tq(t)->bp_ctx = ctx;
 }
 
-/* ---- stub probes (qemu_stub_map) ------------------------------------------------------------ */
+/* ---- stub probes (host/vmm/stub_map) --------------------------------------------------------- */
+
+static int stub_mem_read(void *ctx, uint64_t gpa, void *buf, size_t len)
+{
+	return proc_mem_read(ctx, gpa, buf, len);
+}
+
+static int stub_mem_write(void *ctx, uint64_t gpa, const void *buf, size_t len)
+{
+	return proc_mem_write(ctx, gpa, buf, len);
+}
+
+/* The stub's memory and page tables through the QEMU process (stub_map_map requires it). */
+static struct stub_map_mem stub_mem(struct target_qemu *q)
+{
+	return (struct stub_map_mem){stub_mem_read, stub_mem_write, &q->mem};
+}
 
 /* The kernel's page tables, vCPU 0's at this stop: captured for read_kernel and stub_map. */
 static int capture_kernel_pt(void *ctx, uint64_t *cr3, bool *la57)
 {
 	struct target_qemu *q = ctx;
-	int ret = tq_cpu_regs(q, 0);
+	int ret = qemu_vm_cpu_regs(&q->vm, 0);
 
 	if (ret < 0)
 		return ret;
-	q->kcr3 = q->cpu[0].cr3 & ~PTI_USER_BIT & X86_PTE_ADDR;
-	q->kla57 = q->cpu[0].cr4 & X86_CR4_LA57;
+	q->kcr3 = q->vm.cpu[0].cr3 & ~PTI_USER_BIT & X86_PTE_ADDR;
+	q->kla57 = q->vm.cpu[0].cr4 & X86_CR4_LA57;
 	*cr3 = q->kcr3;
 	*la57 = q->kla57;
 	return 0;
@@ -316,9 +240,16 @@ static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t
 			    struct target_region *out, char *err, size_t errlen)
 {
 	struct target_qemu *q = tq(t);
+	struct stub_map_mem mem = stub_mem(q);
 
-	return qemu_stub_map(&q->stub, &q->mem, q->stub_low_why, capture_kernel_pt, q, lo, hi, min,
-			     want, out, err, errlen);
+	if (q->mem.fd < 0) {
+		snprintf(err, errlen,
+			 "stub probes: guest memory must be readable through the QEMU "
+			 "process (not --gdb-memory)");
+		return -ENOTSUP;
+	}
+	return stub_map_map(&q->stub, &mem, q->stub_low_why, capture_kernel_pt, q, lo, hi, min,
+			    want, out, err, errlen);
 }
 
 #define EFER_NXE (1ull << 11)
@@ -327,22 +258,24 @@ static int qemu_stub_protect_op(struct target *t, const struct target_region *r,
 				uint64_t exec_len)
 {
 	struct target_qemu *q = tq(t);
-	int ret = tq_cpu_regs(q, 0);
+	struct stub_map_mem mem = stub_mem(q);
+	int ret = qemu_vm_cpu_regs(&q->vm, 0);
 
 	(void)r;
 	if (ret < 0)
 		return ret;
-	if (!(q->cpu[0].efer & EFER_NXE))
+	if (!(q->vm.cpu[0].efer & EFER_NXE))
 		return 0; /* no NX in this guest: nothing can be made non-executable */
-	return qemu_stub_protect(&q->stub, &q->mem, exec_off, exec_len);
+	return stub_map_protect(&q->stub, &mem, exec_off, exec_len);
 }
 
 static void qemu_stub_unmap_op(struct target *t, const struct target_region *r)
 {
 	struct target_qemu *q = tq(t);
+	struct stub_map_mem mem = stub_mem(q);
 
 	(void)r;
-	qemu_stub_unmap(&q->stub, &q->mem);
+	stub_map_unmap(&q->stub, &mem);
 }
 
 /* Through the QEMU process from any thread; with --gdb-memory through the gdbstub, only while the
@@ -351,7 +284,7 @@ static int qemu_read_phys(struct target *t, uint64_t gpa, void *buf, size_t len)
 {
 	struct target_qemu *q = tq(t);
 
-	if (q->mem.fd < 0 && !q->stopped)
+	if (q->mem.fd < 0 && !q->vm.stopped)
 		return -EFAULT;
 	return phys_access(q, gpa, buf, len, false);
 }
@@ -360,7 +293,7 @@ static int qemu_write_phys(struct target *t, uint64_t gpa, const void *buf, size
 {
 	struct target_qemu *q = tq(t);
 
-	if (q->mem.fd < 0 && !q->stopped)
+	if (q->mem.fd < 0 && !q->vm.stopped)
 		return -EFAULT;
 	return phys_access(q, gpa, (void *)buf, len, true);
 }
@@ -376,11 +309,11 @@ static int write_text_whole(struct target_qemu *q, uint64_t gpa, const void *exp
 	if (memcmp(now, expect, len))
 		return -ESTALE;
 	if (!q->phys_mode) {
-		if (gdb_set_phys_mode(q->gdb, true) < 0)
+		if (gdb_set_phys_mode(q->vm.gdb, true) < 0)
 			return -ENOTSUP;
 		q->phys_mode = true;
 	}
-	return gdb_write_mem(q->gdb, 0, gpa, buf, len) < 0 ? -EIO : 0;
+	return gdb_write_mem(q->vm.gdb, 0, gpa, buf, len) < 0 ? -EIO : 0;
 }
 
 /* Test hook: with $HVTRACE_TEST_SIGINT_AT_TEXT_WRITE=N, hvtrace sends itself a SIGINT once N text
@@ -408,7 +341,7 @@ static int qemu_write_text(struct target *t, uint64_t gpa, const void *expect, c
 	struct target_qemu *q = tq(t);
 	int fd = tcp_interrupt_fd(), ret;
 
-	if (!q->stopped || len > 16 || ((gpa ^ (gpa + len - 1)) & ~(X86_PAGE_SIZE - 1)))
+	if (!q->vm.stopped || len > 16 || ((gpa ^ (gpa + len - 1)) & ~(X86_PAGE_SIZE - 1)))
 		return -EFAULT;
 	if (tcp_interrupted())
 		return -EINTR;
@@ -442,46 +375,46 @@ static int qemu_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
 void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
 			       uint64_t va, uint64_t resv_gpa, uint64_t resv_size)
 {
-	qemu_stub_set_area(&q->stub, phys_lo, phys_hi, va, resv_gpa, resv_size);
+	stub_map_set_area(&q->stub, phys_lo, phys_hi, va, resv_gpa, resv_size);
 }
 
 uint64_t target_qemu_stub_reserve(uint64_t region)
 {
-	return qemu_stub_reserve(region);
+	return stub_map_reserve(region);
 }
 
 uint64_t target_qemu_stub_gpa(const struct target_qemu *q)
 {
-	return qemu_stub_gpa(&q->stub);
+	return stub_map_gpa(&q->stub);
 }
 
 static int qemu_scan_ram(struct target *t, uint64_t lo, uint64_t hi,
 			 bool (*hit)(void *ctx, uint64_t v, uint64_t next), void *ctx)
 {
-	return qemu_mem_scan(&tq(t)->mem, lo, hi, hit, ctx);
+	return proc_mem_scan(&tq(t)->mem, lo, hi, hit, ctx);
 }
 
 static const struct target_ops qemu_ops = {
-	.scan_ram = qemu_scan_ram,
-	.stub_map = qemu_stub_map_op,
-	.stub_protect = qemu_stub_protect_op,
-	.stub_unmap = qemu_stub_unmap_op,
-	.read_phys = qemu_read_phys,
-	.write_phys = qemu_write_phys,
-	.write_text = qemu_write_text,
-	.read_kernel = qemu_read_kernel,
-	.kernel_gpa = qemu_kernel_gpa,
-	.read_virt = qemu_read_virt,
-	.write_virt = qemu_write_virt,
-	.translate = qemu_translate,
-	.insert_bp = qemu_insert_bp,
-	.remove_bp = qemu_remove_bp,
-	.pause = qemu_pause,
-	.resume = qemu_resume,
-	.run_for = qemu_run_for,
-	.get_regs = qemu_get_regs,
-	.set_regs = qemu_set_regs,
-	.set_bp_handler = qemu_set_bp_handler,
+    .scan_ram = qemu_scan_ram,
+    .stub_map = qemu_stub_map_op,
+    .stub_protect = qemu_stub_protect_op,
+    .stub_unmap = qemu_stub_unmap_op,
+    .read_phys = qemu_read_phys,
+    .write_phys = qemu_write_phys,
+    .write_text = qemu_write_text,
+    .read_kernel = qemu_read_kernel,
+    .kernel_gpa = qemu_kernel_gpa,
+    .read_virt = qemu_read_virt,
+    .write_virt = qemu_write_virt,
+    .translate = qemu_translate,
+    .insert_bp = qemu_insert_bp,
+    .remove_bp = qemu_remove_bp,
+    .pause = qemu_pause,
+    .resume = qemu_resume,
+    .run_for = qemu_run_for,
+    .get_regs = qemu_get_regs,
+    .set_regs = qemu_set_regs,
+    .set_bp_handler = qemu_set_bp_handler,
 };
 
 /* Guest-physical reads through the gdbstub in physical mode (qemu_mem_open's content check). */
@@ -503,8 +436,8 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	q->t.name = "qemu";
 	q->t.bp_in_place = true; /* handle_stop steps over an instruction under a breakpoint */
 	q->t.priv = q;
-	q->gdb = gdb;
-	ret = tq_stop_vm(q);
+	q->vm.gdb = gdb;
+	ret = qemu_vm_stop(&q->vm);
 	if (ret < 0) {
 		if (gdb->why[0])
 			snprintf(err, errlen, "%s", gdb->why);
@@ -519,8 +452,9 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 		return ret < 0 ? ret : -ENOENT;
 	}
 	q->t.nr_cpus = n;
+	q->vm.nr_cpus = n;
 	for (unsigned i = 0; i < n; i++)
-		q->cpu[i].thread = threads[i];
+		q->vm.cpu[i].thread = threads[i];
 	phys = gdb_set_phys_mode(gdb, true) == 0;
 	if (gdb_memory && !phys) {
 		snprintf(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");
@@ -529,7 +463,8 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	/* the VM is stopped: the gdbstub's view and the process's memory hold the same bytes */
 	if (!gdb_memory && qemu_mem_open(&q->mem, pid, hmp, qmp, mon_ctx,
 					 phys ? gdb_phys_read : NULL, gdb, err, errlen) < 0) {
-		fprintf(stderr, "hvtrace: %s: guest memory goes through the gdbstub (slower)\n", err);
+		fprintf(stderr, "hvtrace: %s: guest memory goes through the gdbstub (slower)\n",
+			err);
 		if (!phys) {
 			snprintf(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");
 			return -ENOTSUP;
@@ -543,26 +478,31 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	return 0;
 }
 
+int target_qemu_run_for(struct target_qemu *q, int ms)
+{
+	return qemu_vm_run_for(&q->vm, ms);
+}
+
 int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len)
 {
-	return tq_access_virt(ctx, 0, gva, buf, len, false);
+	return access_virt(ctx, 0, gva, buf, len, false);
 }
 
 void target_qemu_adopt(struct target_qemu *q, struct gdb *gdb)
 {
-	q->gdb = gdb;
-	q->stopped = true;
-	tq_invalidate_regs(q);
+	q->vm.gdb = gdb;
+	q->vm.stopped = true;
+	qemu_vm_invalidate_regs(&q->vm);
 	q->phys_mode = false; /* a new connection: say it again before writing text */
 }
 
 void target_qemu_leave_phys_mode(struct target_qemu *q)
 {
-	if (q->phys_mode && gdb_set_phys_mode(q->gdb, false) == 0)
+	if (q->phys_mode && gdb_set_phys_mode(q->vm.gdb, false) == 0)
 		q->phys_mode = false;
 }
 
 void target_qemu_close(struct target_qemu *q)
 {
-	qemu_mem_close(&q->mem);
+	proc_mem_close(&q->mem);
 }

@@ -1,8 +1,7 @@
 /* The QEMU target's run loop: lets the VM run, hands each breakpoint stop to the tracer, steps an
  * instruction left under a breakpoint, holds the VM for the stub drain, and stops when asked. Main
  * thread. */
-#include "host/qemu/target_qemu.h"
-#include "host/qemu/target_qemu_int.h"
+#include "host/qemu/target_qemu_run.h"
 #include "arch/x86/x86_insn.h"
 #include "host/trace/clock.h"
 
@@ -11,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#define POLL_MS 50
-#define HOLD_POLL_MS 2	   /* with a hold callback: how often it is asked while the VM runs */
+#define POLL_MS	     50
+#define HOLD_POLL_MS 2	    /* with a hold callback: how often it is asked while the VM runs */
 #define HOLD_WAIT_NS 200000 /* and while it holds the VM */
 
 /* The vCPU of gdbstub thread @thread (0, a stop that names none: the first), or -1. */
@@ -21,7 +20,7 @@ static int cpu_of_thread(struct target_qemu *q, int thread)
 	if (!thread)
 		return 0;
 	for (unsigned i = 0; i < q->t.nr_cpus; i++)
-		if (q->cpu[i].thread == thread)
+		if (q->vm.cpu[i].thread == thread)
 			return (int)i;
 	return -1;
 }
@@ -29,8 +28,8 @@ static int cpu_of_thread(struct target_qemu *q, int thread)
 /* q->err for a failed gdbstub call: its own reason, or @what and the errno. */
 static int gdb_failed(struct target_qemu *q, const char *what, int ret)
 {
-	if (q->gdb->why[0])
-		snprintf(q->err, sizeof(q->err), "%s", q->gdb->why);
+	if (q->vm.gdb->why[0])
+		snprintf(q->err, sizeof(q->err), "%s", q->vm.gdb->why);
 	else
 		snprintf(q->err, sizeof(q->err), "gdbstub: %s: %s", what, strerror(-ret));
 	return ret;
@@ -42,17 +41,17 @@ static int gdb_failed(struct target_qemu *q, const char *what, int ret)
 static int step_once(struct target_qemu *q, struct qemu_cpu *c, uint64_t at)
 {
 	struct gdb_stop st;
-	int ret = tq_flush_rips(q);
+	int ret = qemu_vm_flush_rips(&q->vm);
 
 	if (ret == 0 && !q->tcg)
-		ret = gdb_remove_bp(q->gdb, at);
+		ret = gdb_remove_bp(q->vm.gdb, at);
 	if (ret == 0)
-		ret = gdb_step(q->gdb, c->thread, &st);
+		ret = gdb_step(q->vm.gdb, c->thread, &st);
 	if (ret == 0 && !q->tcg)
-		ret = gdb_insert_bp(q->gdb, at);
-	if (q->gdb->running)
-		q->stopped = false; /* no stop reply in time: the VM runs */
-	tq_invalidate_regs(q);
+		ret = gdb_insert_bp(q->vm.gdb, at);
+	if (q->vm.gdb->running)
+		q->vm.stopped = false; /* no stop reply in time: the VM runs */
+	qemu_vm_invalidate_regs(&q->vm);
 	if (ret < 0)
 		return gdb_failed(q, "stepping over a changed function entry", ret);
 	if (st.kind != GDB_STOP_SIGNAL) {
@@ -73,14 +72,14 @@ static int step_once(struct target_qemu *q, struct qemu_cpu *c, uint64_t at)
 static int step_over(struct target_qemu *q, struct qemu_cpu *c)
 {
 	uint64_t at = c->regs.rip;
-	unsigned cpu = (unsigned)(c - q->cpu);
+	unsigned cpu = (unsigned)(c - q->vm.cpu);
 	int ret;
 
 	for (unsigned k = 0;; k++) {
 		ret = step_once(q, c, at);
-		if (ret < 0 || !q->stopped || k == STEPS_AGAIN_MAX)
+		if (ret < 0 || !q->vm.stopped || k == STEPS_AGAIN_MAX)
 			return ret;
-		ret = tq_cpu_regs(q, cpu);
+		ret = qemu_vm_cpu_regs(&q->vm, cpu);
 		if (ret < 0)
 			return gdb_failed(q, "registers after a step", ret);
 		if (c->regs.rip != at)
@@ -90,14 +89,14 @@ static int step_over(struct target_qemu *q, struct qemu_cpu *c)
 }
 
 /* The tracer emulates the NOP5 at a function entry by moving RIP past it (@rip -> @rip + 5); the
- * gdbstub's breakpoint left the guest's bytes as they were, so the guest may have changed them since
- * (its own ftrace or live patching turns the NOP5 into a CALL, text_poke puts an INT3 there, or a
- * hostile guest anything). Whether the 5 bytes the vCPU sees at @rip are still a NOP5. */
+ * gdbstub's breakpoint left the guest's bytes as they were, so the guest may have changed them
+ * since (its own ftrace or live patching turns the NOP5 into a CALL, text_poke puts an INT3 there,
+ * or a hostile guest anything). Whether the 5 bytes the vCPU sees at @rip are still a NOP5. */
 static bool nop5_at(struct target_qemu *q, unsigned cpu, uint64_t rip)
 {
 	uint8_t b[X86_NOP5_LEN];
 
-	return tq_access_virt(q, cpu, rip, b, sizeof(b), false) == 0 && x86_is_nop5(b);
+	return q->t.ops->read_virt(&q->t, cpu, rip, b, sizeof(b)) == 0 && x86_is_nop5(b);
 }
 
 /* Handles one stop: a breakpoint of the tracer's gets its callback; the new RIP it sets goes out
@@ -116,11 +115,11 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 			 st->thread, q->t.nr_cpus);
 		return -EPROTO;
 	}
-	c = &q->cpu[cpu];
+	c = &q->vm.cpu[cpu];
 	q->stops++;
 	if (!q->bp)
 		return 0;
-	ret = tq_cpu_regs(q, (unsigned)cpu);
+	ret = qemu_vm_cpu_regs(&q->vm, (unsigned)cpu);
 	if (ret < 0)
 		return gdb_failed(q, "registers", ret);
 	rip = c->regs.rip;
@@ -170,7 +169,7 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 			held_since = 0;
 		}
 		if (stop) {
-			ret = tq_stop_vm(q);
+			ret = qemu_vm_stop(&q->vm);
 			if (ret == 0)
 				return QEMU_RUN_STOP_ASKED;
 			if (ret == -ESRCH || ret == -ECONNRESET)
@@ -180,7 +179,7 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 		}
 		if (!held_since && q->hold && q->hold(q->hold_ctx)) {
 			/* the stub drain is behind: the VM waits for it (no record lost) */
-			ret = tq_stop_vm(q);
+			ret = qemu_vm_stop(&q->vm);
 			if (ret == -EINTR)
 				continue; /* a signal: should_stop says so next */
 			if (ret == -ESRCH || ret == -ECONNRESET)
@@ -202,20 +201,20 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		if (q->stopped) {
-			ret = tq_resume_vm(q);
-			if (!q->stopped && stopped_at) {
+		if (q->vm.stopped) {
+			ret = qemu_vm_resume(&q->vm);
+			if (!q->vm.stopped && stopped_at) {
 				q->held_ns += clock_now_ns() - stopped_at;
 				stopped_at = 0;
 			}
-			if (ret == -ECONNABORTED || (ret < 0 && !q->stopped && ret != -EINTR)) {
+			if (ret == -ECONNABORTED || (ret < 0 && !q->vm.stopped && ret != -EINTR)) {
 				gdb_failed(q, "continuing", ret);
 				return QEMU_RUN_ERROR;
 			}
-			if (ret < 0 && q->stopped)
+			if (ret < 0 && q->vm.stopped)
 				return QEMU_RUN_GUEST_GONE;
 		}
-		ret = gdb_wait_stop(q->gdb, q->hold ? HOLD_POLL_MS : POLL_MS, &st);
+		ret = gdb_wait_stop(q->vm.gdb, q->hold ? HOLD_POLL_MS : POLL_MS, &st);
 		if (ret == -ETIMEDOUT || ret == -EINTR)
 			continue; /* a stop asked: should_stop says so next */
 		if (ret == -EPROTO || ret == -ECONNABORTED) {
@@ -225,31 +224,16 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 		if (ret < 0 || st.kind != GDB_STOP_SIGNAL)
 			return QEMU_RUN_GUEST_GONE;
 		stopped_at = clock_now_ns();
-		q->stopped = true;
+		q->vm.stopped = true;
 		/* asked to end meanwhile: the stop is left unhandled (a guest that reset stops at a
 		 * stale breakpoint in its new boot, which is no probe's function) */
 		if (should_stop(ctx))
 			continue;
 		ret = handle_stop(q, &st);
 		if (ret < 0 && ret != -EINTR) {
-			if (q->stopped)
-				tq_flush_rips(q);
+			if (q->vm.stopped)
+				qemu_vm_flush_rips(&q->vm);
 			return QEMU_RUN_ERROR;
 		}
 	}
 }
-
-int target_qemu_run_for(struct target_qemu *q, int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-	int ret;
-
-	if (q->stopped) {
-		ret = tq_resume_vm(q);
-		if (ret < 0 && q->stopped)
-			return -ESRCH;
-	}
-	nanosleep(&ts, NULL);
-	return tq_stop_vm(q);
-}
-

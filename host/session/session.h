@@ -34,6 +34,18 @@ enum tracer_kind { TRACER_NOP, TRACER_FUNCTION, TRACER_FUNCTION_GRAPH };
  * stub wherever the target and the probe allow it. */
 enum probe_kind { PROBE_TRAP, PROBE_STUB, PROBE_AUTO };
 
+/* The VMM that runs the guest: hvtrace's own (an ELF guest, `run --kernel`), or QEMU. */
+enum vmm_kind { VMM_EMBEDDED, VMM_QEMU };
+
+/* How `attach` (and `list-functions` of a running VM) finds the VM: exactly one of a libvirt
+ * domain (at @uri), a QMP socket, a VMM process. */
+struct attach_target {
+	const char *domain; /* NAME: libvirt domain name */
+	const char *uri;    /* -c: libvirt URI (default $LIBVIRT_DEFAULT_URI, qemu:///system) */
+	const char *qmp;    /* --qmp: QMP socket of a bare QEMU */
+	int pid;	    /* --pid: the VMM process (QEMU: its -qmp on its command line) */
+};
+
 struct session {
 	enum session_cmd cmd;
 	enum tracer_kind tracer; /* current_tracer */
@@ -72,20 +84,15 @@ struct session {
 	bool tracing_off; /* --tracing-off: start with tracing off */
 	bool entry_all;	  /* --entry: -l/-g globs match functions without an fentry site too */
 
-	/* Linux guests under QEMU: `run --qemu` launches one, `attach` joins a running one */
-	bool qemu;
-	bool
-	    list_running; /* list-functions of a running QEMU VM (NAME, --qmp, --pid), not an ELF */
+	/* the VMM `run` boots the guest in: hvtrace's own, or QEMU launched (--qemu) */
+	enum vmm_kind vmm;
+	bool list_running;   /* list-functions of a running VM (its attach target), not an ELF */
 	const char *accel;   /* "tcg" or "kvm" */
 	const char *machine; /* run --qemu: "pc" or "q35", NULL: pc */
 	const char *kernel, *initrd, *append;
 	const char *system_map;
-	const char *domain; /* attach: libvirt domain name */
-	const char
-	    *connect; /* attach: libvirt URI (-c; default $LIBVIRT_DEFAULT_URI, qemu:///system) */
-	const char *qmp;	/* attach: QMP socket of a bare QEMU */
-	int pid;		/* attach: QEMU pid (its QMP socket is found on its command line) */
-	struct expect *expects; /* --expect-*, parsed, in the order given */
+	struct attach_target attach; /* attach, list-functions of a running VM: which VM */
+	struct expect *expects;	     /* --expect-*, parsed, in the order given */
 	size_t nr_expects;
 	const char *summary; /* --summary FILE: the session's JSON summary */
 	const char *junit;   /* --junit FILE: one JUnit test case per --expect-* */

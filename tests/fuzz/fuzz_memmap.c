@@ -3,7 +3,7 @@
  * query-memdev answer, when the section starts with '['), and a /proc/PID/smaps text, as four sections of the input separated by 0x01 bytes. Each parser gets its
  * section; when all parse, the map is resolved (host and guest reads give bytes derived from the
  * address) and checked: sorted, disjoint, every region inside the mapping its backend was given;
- * then reads and writes at addresses from the input go through qemu_mem_read/write (on /dev/zero).
+ * then reads and writes at addresses from the input go through proc_mem_read/write (on /dev/zero).
  */
 #include "host/qemu/qemu_mem.h"
 #include "host/qemu/qemu_memmap.h"
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				    .phys_read = fake_read};
 	uint64_t sizes[QEMU_MEMMAP_MAX_BLOCKS];
 	unsigned nsizes = 0;
-	struct qemu_mem m = {.fd = -1};
+	struct proc_mem m = {.fd = -1};
 	char *text = malloc(size + 1), *sec[4] = {"", "", "", ""}, err[256];
 	int ok = 0;
 	FILE *f;
@@ -75,11 +75,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fclose(f);
 	}
 	if (!ok &&
-	    !qemu_memmap_resolve(&in, m.region, QEMU_MEM_MAX_REGIONS, &m.nr, err, sizeof(err))) {
-		if (!m.nr || m.nr > QEMU_MEM_MAX_REGIONS)
+	    !qemu_memmap_resolve(&in, m.region, PROC_MEM_MAX_REGIONS, &m.nr, err, sizeof(err))) {
+		if (!m.nr || m.nr > PROC_MEM_MAX_REGIONS)
 			abort();
 		for (unsigned i = 0; i < m.nr; i++) {
-			const struct qemu_mem_region *r = &m.region[i];
+			const struct proc_mem_region *r = &m.region[i];
 			int inside = 0;
 
 			if (!r->len || r->gpa + r->len < r->gpa ||
@@ -101,8 +101,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(&gpa, data + i, 8);
 			memcpy(&len, data + i + 8, 4);
 			len %= sizeof(buf) + 1;
-			qemu_mem_read(&m, gpa, buf, len);
-			qemu_mem_write(&m,
+			proc_mem_read(&m, gpa, buf, len);
+			proc_mem_write(&m,
 				       m.region[gpa % m.nr].gpa + m.region[gpa % m.nr].len - 1 -
 					   (gpa >> 40) % 8,
 				       buf, len);

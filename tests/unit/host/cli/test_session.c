@@ -77,14 +77,14 @@ static void test_record_report(void **state)
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(ARGC(rec_o), rec_o), 0);
-	assert_true(cli.s.record && cli.s.qemu);
+	assert_true(cli.s.record && cli.s.vmm == VMM_QEMU);
 	assert_string_equal(cli.s.output, "x.dat");
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(ARGC(rec_attach), rec_attach), 0);
 	assert_int_equal(cli.s.cmd, CMD_ATTACH);
 	assert_true(cli.s.record);
-	assert_string_equal(cli.s.domain, "vm1");
+	assert_string_equal(cli.s.attach.domain, "vm1");
 	assert_int_equal(cli.s.nr_events, 1);
 	session_free(&cli.s);
 	session_init(&cli.s);
@@ -502,7 +502,7 @@ static void test_qemu_run(void **state)
 	(void)state;
 	assert_int_equal(parse(25, argv), 0);
 	assert_int_equal(cli.s.cmd, CMD_RUN);
-	assert_true(cli.s.qemu);
+	assert_true(cli.s.vmm == VMM_QEMU);
 	assert_string_equal(cli.s.accel, "tcg");
 	assert_string_equal(cli.s.kernel, "vmlinuz");
 	assert_string_equal(cli.s.initrd, "initrd.gz");
@@ -576,37 +576,37 @@ static void test_attach(void **state)
 	(void)state;
 	assert_int_equal(parse(7, a1), 0);
 	assert_int_equal(cli.s.cmd, CMD_ATTACH);
-	assert_string_equal(cli.s.domain, "guest1");
+	assert_string_equal(cli.s.attach.domain, "guest1");
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(6, a2), 0);
-	assert_string_equal(cli.s.qmp, "/run/q.sock");
-	assert_null(cli.s.domain);
+	assert_string_equal(cli.s.attach.qmp, "/run/q.sock");
+	assert_null(cli.s.attach.domain);
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(8, a3), 0);
-	assert_int_equal(cli.s.pid, 4242);
+	assert_int_equal(cli.s.attach.pid, 4242);
 	assert_true(cli.s.duration == 3.0);
-	assert_null(cli.s.connect);
+	assert_null(cli.s.attach.uri);
 	/* libvirt's URI: -c before or after NAME, or --connect */
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(7, (char *[]){"hvtrace", "attach", "-c", "qemu:///session", "vm",
 					     "--system-map", "M", NULL}),
 			 0);
-	assert_string_equal(cli.s.connect, "qemu:///session");
-	assert_string_equal(cli.s.domain, "vm");
+	assert_string_equal(cli.s.attach.uri, "qemu:///session");
+	assert_string_equal(cli.s.attach.domain, "vm");
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(6, (char *[]){"hvtrace", "attach", "vm", "--connect=test:///default",
 					     "--system-map", "M", NULL}),
 			 0);
-	assert_string_equal(cli.s.connect, "test:///default");
+	assert_string_equal(cli.s.attach.uri, "test:///default");
 	/* symbols from the guest's kallsyms: no --system-map */
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(3, (char *[]){"hvtrace", "attach", "vm", NULL}), 0);
-	assert_string_equal(cli.s.domain, "vm");
+	assert_string_equal(cli.s.attach.domain, "vm");
 	assert_null(cli.s.system_map);
 	/* list-functions of a running VM: by name, --qmp or --pid, as attach */
 	session_free(&cli.s);
@@ -614,14 +614,14 @@ static void test_attach(void **state)
 	assert_int_equal(parse(3, (char *[]){"hvtrace", "list-functions", "vm", NULL}), 0);
 	assert_int_equal(cli.s.cmd, CMD_LIST_FUNCTIONS);
 	assert_true(cli.s.list_running);
-	assert_string_equal(cli.s.domain, "vm");
+	assert_string_equal(cli.s.attach.domain, "vm");
 	assert_null(cli.s.guest);
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(4, (char *[]){"hvtrace", "list-functions", "--qmp", "/q.sock", NULL}),
 			 0);
 	assert_true(cli.s.list_running);
-	assert_string_equal(cli.s.qmp, "/q.sock");
+	assert_string_equal(cli.s.attach.qmp, "/q.sock");
 }
 
 static void test_error_linux_guest(void **state)

@@ -1,7 +1,7 @@
 /* Where `run --qemu` puts the stub's rings: the RAM range memmap= asks the kernel to reserve
  * (host/qemu/qemu_launch.c: below the initrd QEMU loads at the top of low RAM, above the kernel the
  * decompressor places at 16 MiB), the kernel parameter that asks for it, the reservation's size,
- * and the stub region's reservation size (host/qemu/qemu_stub_map.c). The check of the guest's own
+ * and the stub region's reservation size (host/vmm/stub_map.c). The check of the guest's own
  * E820 table that proves the kernel did reserve it is tests/unit/vmi/test_vmi_linux_e820.c. */
 #include <stdarg.h>
 #include <stddef.h>

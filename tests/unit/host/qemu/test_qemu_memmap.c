@@ -2,8 +2,8 @@
  * QEMU 7.2 printed them (tests/unit/data/qemu_memmap/: pc 256 MiB, q35 4 GiB, two NUMA nodes, a
  * memfd and a file backend; their /proc/PID/maps cut to the mappings of 1 MiB and more) and as QEMU
  * 10.0 of bookworm-backports prints them (*_qemu10: `info ramblock` with HVA and RO columns), QMP's
- * query-memdev of both (*.qmp-memdev: the "return" value as sent), hostile ones, backends told apart by content in this process's own memory, and guest-physical reads and
- * writes across regions through /proc/self/mem. */
+ * query-memdev of both (*.qmp-memdev: the "return" value as sent), hostile ones, and backends told apart by content in this process's own memory
+ * (reads and writes of the map: tests/unit/host/vmm/test_proc_mem.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -43,7 +43,7 @@ struct capture {
 	char memdevs[QEMU_MEMMAP_MAX_BLOCKS][QEMU_MEMMAP_NAME];
 	struct qemu_host_map maps[QEMU_MEMMAP_MAX_MAPS];
 	struct qemu_memmap_in in;
-	struct qemu_mem_region out[QEMU_MEM_MAX_REGIONS];
+	struct proc_mem_region out[PROC_MEM_MAX_REGIONS];
 	unsigned nr;
 	char err[256];
 };
@@ -102,7 +102,7 @@ static void load(struct capture *c, const char *name)
 
 static int resolve(struct capture *c)
 {
-	return qemu_memmap_resolve(&c->in, c->out, QEMU_MEM_MAX_REGIONS, &c->nr, c->err,
+	return qemu_memmap_resolve(&c->in, c->out, PROC_MEM_MAX_REGIONS, &c->nr, c->err,
 				   sizeof(c->err));
 }
 
@@ -743,45 +743,6 @@ static void test_hostile_ranges(void **state)
 	free(c);
 }
 
-/* ---- reads and writes ------------------------------------------------------------------------ */
-
-static void test_read_write_regions(void **state)
-{
-	static uint8_t a[8192], b[8192], c[8192];
-	struct qemu_mem m = {.fd = open("/proc/self/mem", O_RDWR), .nr = 3};
-	uint8_t buf[64];
-
-	(void)state;
-	assert_true(m.fd >= 0);
-	/* [0, 8K) at a, [8K, 16K) at b (contiguous in guest-physical space), [4 GiB, +8K) at c */
-	m.region[0] = (struct qemu_mem_region){0, 8192, (uint64_t)(uintptr_t)a};
-	m.region[1] = (struct qemu_mem_region){8192, 8192, (uint64_t)(uintptr_t)b};
-	m.region[2] = (struct qemu_mem_region){4 * GiB, 8192, (uint64_t)(uintptr_t)c};
-	memset(buf, 0x77, sizeof(buf));
-	/* across a and b: split */
-	assert_int_equal(qemu_mem_write(&m, 8192 - 8, buf, 16), 0);
-	assert_int_equal(a[8191], 0x77);
-	assert_int_equal(b[7], 0x77);
-	assert_int_equal(b[8], 0);
-	memset(buf, 0, sizeof(buf));
-	assert_int_equal(qemu_mem_read(&m, 8192 - 8, buf, 16), 0);
-	assert_int_equal(buf[0], 0x77);
-	assert_int_equal(buf[15], 0x77);
-	/* above 4 GiB */
-	assert_int_equal(qemu_mem_write(&m, 4 * GiB + 100, "hi", 2), 0);
-	assert_memory_equal(c + 100, "hi", 2);
-	/* past b into the hole: nothing written */
-	assert_int_equal(qemu_mem_write(&m, 16384 - 4, buf, 8), -EFAULT);
-	assert_int_equal(b[8191], 0);
-	assert_int_equal(qemu_mem_read(&m, 16384, buf, 1), -EFAULT);
-	assert_int_equal(qemu_mem_read(&m, 4 * GiB + 8192 - 1, buf, 2), -EFAULT);
-	assert_int_equal(qemu_mem_read(&m, 4 * GiB - 1, buf, 2), -EFAULT);
-	assert_int_equal(qemu_mem_read(&m, UINT64_MAX - 1, buf, 8), -EFAULT);
-	assert_int_equal(qemu_mem_read(&m, 4 * GiB + 8191, buf, 1), 0);
-	qemu_mem_close(&m);
-	assert_int_equal(qemu_mem_read(&m, 0, buf, 1), -EFAULT);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -801,7 +762,6 @@ int main(void)
 	    cmocka_unit_test(test_hostile_ramblock),
 	    cmocka_unit_test(test_hostile_memdev),
 	    cmocka_unit_test(test_hostile_ranges),
-	    cmocka_unit_test(test_read_write_regions),
 	};
 
 	return cmocka_run_group_tests_name("qemu_memmap", tests, NULL, NULL);

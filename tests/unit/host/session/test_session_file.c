@@ -141,7 +141,7 @@ static void test_commands(void **state)
 	assert_int_equal(s.cmd, CMD_ATTACH);
 	assert_true(s.record);
 	assert_string_equal(s.output, "x.dat");
-	assert_string_equal(s.domain, "vm1");
+	assert_string_equal(s.attach.domain, "vm1");
 	assert_int_equal(s.tracer, TRACER_FUNCTION_GRAPH);
 	assert_int_equal(parse(ARGC(att), att), 0);
 	assert_int_equal(s.cmd, CMD_ATTACH);

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "host/vmm/gdbstub.h"
-#include "host/qemu/target_qemu.h"
+#include "host/qemu/target_qemu_run.h"
 #include "host/vmm/tcp.h"
 #include "tests/common/fake_server.h"
 
@@ -1231,7 +1231,7 @@ static void hits_pipelined_nop5_checked(bool tcg)
 	assert_int_equal(q->hits, 3);
 	assert_int_equal(q->stops, 3);
 	assert_int_equal(q->nop5_refused, 1);
-	assert_true(q->stopped);
+	assert_true(q->vm.stopped);
 	target_qemu_close(q);
 	gdb_close(gdb);
 	fake_server_finish(&s);
@@ -1347,7 +1347,7 @@ static void hits_leaving_rip_ending(target_bp_fn cb, bool tcg, unsigned hits, bo
 	assert_int_equal(q->hits, hits - end_at_last);
 	assert_int_equal(q->nop5_refused, 0);
 	assert_int_equal(q->steps_again, step && hits > end_at_last ? stalled_steps : 0);
-	assert_true(q->stopped);
+	assert_true(q->vm.stopped);
 	target_qemu_close(q);
 	gdb_close(gdb);
 	fake_server_finish(&s);

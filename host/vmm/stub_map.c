@@ -1,6 +1,7 @@
-/* Stub probes' memory in a QEMU guest: free guest memory mapped executable in the kernel's page
- * tables near the traced code, and put back as it was. */
-#include "host/qemu/qemu_stub_map.h"
+/* Stub probes' memory in a guest kernel hvtrace attached to: free guest memory mapped executable in
+ * the kernel's page tables near the traced code, and put back as it was. */
+#include "host/vmm/stub_map.h"
+#include "host/vmm/stub_pt.h"
 #include "arch/x86/x86_longmode.h"
 #include "arch/x86/x86_pagewalk.h"
 
@@ -8,18 +9,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define PMD_SPAN  (2ull << 20)
-#define PDE_FLAGS (X86_PTE_P | X86_PTE_RW | (1ull << 5) /* A */)
-#define PDE_LARGE (1ull << 7 /* PS */ | 1ull << 6 /* D */)
-#define PTE_CODE  (X86_PTE_P | (1ull << 5))
-#define PTE_DATA  (X86_PTE_P | X86_PTE_RW | (1ull << 5) | (1ull << 6) /* D */)
+#define PMD_SPAN (2ull << 20)
 
 #define IMAGE_MAP_BASE 0xffffffff80000000ull /* __START_KERNEL_map: the kernel image's 1 GiB */
 #define MODULES_VADDR  0xffffffffc0000000ull /* ends here */
 
 static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
 {
-	return qemu_mem_read(ctx, gpa, pte, 8);
+	const struct stub_map_mem *mem = ctx;
+
+	return mem->read(mem->ctx, gpa, pte, 8);
+}
+
+static int mem_read(const struct stub_map_mem *mem, uint64_t gpa, void *buf, size_t len)
+{
+	return mem->read(mem->ctx, gpa, buf, len);
+}
+
+static int mem_write(const struct stub_map_mem *mem, uint64_t gpa, const void *buf, size_t len)
+{
+	return mem->write(mem->ctx, gpa, buf, len);
 }
 
 /* Whether @a and @b are less than 2 GiB apart (a CALL rel32 reaches). */
@@ -31,15 +40,15 @@ static bool within_2g(uint64_t a, uint64_t b)
 /* The first run of @npde 2 MiB slots in [@from, @to) whose page-directory entries (in the kernel's
  * page tables, @kcr3) are not present; its start in *@va. Returns the run's length: @npde when
  * found. An entry that cannot be read counts as present. */
-static unsigned free_pde_run(const struct qemu_mem *mem, uint64_t kcr3, bool kla57, uint64_t from,
-			     uint64_t to, unsigned npde, uint64_t *va)
+static unsigned free_pde_run(const struct stub_map_mem *mem, uint64_t kcr3, bool kla57,
+			     uint64_t from, uint64_t to, unsigned npde, uint64_t *va)
 {
 	uint64_t v, pde_gpa, pde = 0;
 	unsigned run = 0;
 
 	for (v = from; run < npde && v >= from && v + PMD_SPAN <= to; v += PMD_SPAN) {
 		if (x86_pde_addr(read_pte, (void *)mem, kcr3, kla57, v, &pde_gpa) < 0 ||
-		    qemu_mem_read(mem, pde_gpa, &pde, 8) < 0 || (pde & X86_PTE_P)) {
+		    mem_read(mem, pde_gpa, &pde, 8) < 0 || (pde & X86_PTE_P)) {
 			run = 0;
 			continue;
 		}
@@ -56,21 +65,18 @@ static unsigned free_pde_run(const struct qemu_mem *mem, uint64_t kcr3, bool kla
  * MiB pages, so no page-table page lies in memory the kernel cannot read. They are mapped at
  * the area's va or the first run of free 2 MiB slots after it in the kernel image's space:
  * page-directory entries are the only change to the guest's page tables. The guest bytes of the
- * memory used and the entries as they were are kept and put back by qemu_stub_unmap. */
-int qemu_stub_map(struct qemu_stub *q, const struct qemu_mem *mem, const char *low_why,
-		  qemu_stub_kernel_pt_fn kernel_pt, void *ctx, uint64_t lo, uint64_t hi,
-		  uint64_t min, uint64_t want, struct target_region *out, char *err, size_t errlen)
+ * memory used and the entries as they were are kept and put back by stub_map_unmap. */
+int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char *low_why,
+		 stub_map_kernel_pt_fn kernel_pt, void *ctx, uint64_t lo, uint64_t hi, uint64_t min,
+		 uint64_t want, struct target_region *out, char *err, size_t errlen)
 {
 	uint64_t pt = q->phys_lo, base, size, va, kcr3, pde = 0, ptes[512] = {0};
 	unsigned npde, run;
 	bool wrote = false, kla57;
 	int ret;
 
-	if (!q->va || mem->fd < 0) {
-		snprintf(err, errlen, "stub probes: %s",
-			 mem->fd < 0 ? "guest memory must be readable through the QEMU process "
-				       "(not --gdb-memory)"
-				     : "no free guest memory known for the stub");
+	if (!q->va) {
+		snprintf(err, errlen, "stub probes: no free guest memory known for the stub");
 		return -ENOTSUP;
 	}
 	if ((q->resv_gpa | q->resv_size) & (PMD_SPAN - 1)) {
@@ -79,7 +85,7 @@ int qemu_stub_map(struct qemu_stub *q, const struct qemu_mem *mem, const char *l
 			 (unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size);
 		return -EINVAL;
 	}
-	base = qemu_stub_gpa(q);
+	base = stub_map_gpa(q);
 	if (q->resv_size)
 		size = q->resv_size;
 	else
@@ -127,8 +133,8 @@ int qemu_stub_map(struct qemu_stub *q, const struct qemu_mem *mem, const char *l
 		ret = -ENOMEM;
 		goto fail;
 	}
-	if (qemu_mem_read(mem, base, q->saved, size) < 0 ||
-	    qemu_mem_read(mem, pt, q->saved_pt, X86_PAGE_SIZE) < 0) {
+	if (mem_read(mem, base, q->saved, size) < 0 ||
+	    mem_read(mem, pt, q->saved_pt, X86_PAGE_SIZE) < 0) {
 		snprintf(err, errlen, "stub probes: cannot read guest memory at 0x%llx",
 			 (unsigned long long)base);
 		ret = -EFAULT;
@@ -137,25 +143,24 @@ int qemu_stub_map(struct qemu_stub *q, const struct qemu_mem *mem, const char *l
 	for (unsigned i = 0; i < npde; i++)
 		if (x86_pde_addr(read_pte, (void *)mem, kcr3, kla57, va + i * PMD_SPAN,
 				 &q->pde_gpa[i]) < 0 ||
-		    qemu_mem_read(mem, q->pde_gpa[i], &q->pde_old[i], 8) < 0) {
+		    mem_read(mem, q->pde_gpa[i], &q->pde_old[i], 8) < 0) {
 			snprintf(err, errlen, "stub probes: cannot read the guest's page tables");
 			ret = -EFAULT;
 			goto fail;
 		}
-	for (uint64_t i = 0; i < size / X86_PAGE_SIZE && i < 512; i++)
-		ptes[i] = (base + i * X86_PAGE_SIZE) | (i ? PTE_DATA : PTE_CODE);
+	stub_pt_fill(ptes, base, size / X86_PAGE_SIZE, 0, 0, false);
 	wrote = true;
 	q->saved_pt_gpa = pt;
-	if (qemu_mem_write(mem, pt, ptes, sizeof(ptes)) < 0) {
+	if (mem_write(mem, pt, ptes, sizeof(ptes)) < 0) {
 		snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
 		ret = -EFAULT;
 		goto fail;
 	}
 	for (q->nr_pde = 0; q->nr_pde < npde; q->nr_pde++) {
 		/* past the first 2 MiB (reserved RAM only, 2 MiB aligned): 2 MiB pages */
-		pde = q->nr_pde ? (base + (uint64_t)q->nr_pde * PMD_SPAN) | PDE_FLAGS | PDE_LARGE
-				: pt | PDE_FLAGS;
-		if (qemu_mem_write(mem, q->pde_gpa[q->nr_pde], &pde, 8) < 0) {
+		pde = q->nr_pde ? stub_pt_large_entry(base + (uint64_t)q->nr_pde * PMD_SPAN, false)
+				: stub_pt_table_entry(pt);
+		if (mem_write(mem, q->pde_gpa[q->nr_pde], &pde, 8) < 0) {
 			snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
 			ret = -EFAULT;
 			goto fail;
@@ -172,63 +177,50 @@ fail:
 		q->saved = NULL;
 		q->saved_pt_gpa = 0;
 	}
-	qemu_stub_unmap(q, mem);
+	stub_map_unmap(q, mem);
 	return ret;
 }
 
-/* Whether [@off, @off + @len) meets [@lo, @hi). */
-static bool meets(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
+int stub_map_protect(struct stub_map *q, const struct stub_map_mem *mem, uint64_t exec_off,
+		     uint64_t exec_len)
 {
-	return len && off < hi && off + len > lo;
-}
-
-int qemu_stub_protect(struct qemu_stub *q, const struct qemu_mem *mem, uint64_t exec_off,
-		      uint64_t exec_len)
-{
-	uint64_t ptes[512] = {0}, n = q->saved_len / X86_PAGE_SIZE;
+	uint64_t ptes[STUB_PT_ENTRIES];
 
 	if (!q->saved_pt_gpa || !q->nr_pde)
 		return -EINVAL;
-	if (n > 512)
-		n = 512;
-	for (uint64_t i = 0; i < n; i++) {
-		bool exec = !i || meets(exec_off, exec_len, i * X86_PAGE_SIZE,
-					(i + 1) * X86_PAGE_SIZE);
-
-		ptes[i] = (q->saved_gpa + i * X86_PAGE_SIZE) | (exec ? PTE_CODE : PTE_DATA | X86_PTE_NX);
-	}
-	if (qemu_mem_write(mem, q->saved_pt_gpa, ptes, sizeof(ptes)) < 0)
+	stub_pt_fill(ptes, q->saved_gpa, q->saved_len / X86_PAGE_SIZE, exec_off, exec_len, true);
+	if (mem_write(mem, q->saved_pt_gpa, ptes, sizeof(ptes)) < 0)
 		return -EFAULT;
 	for (unsigned k = 1; k < q->nr_pde; k++) {
-		uint64_t pde = (q->saved_gpa + (uint64_t)k * PMD_SPAN) | PDE_FLAGS | PDE_LARGE;
+		bool exec = stub_pt_meets(exec_off, exec_len, (uint64_t)k * PMD_SPAN,
+					  (uint64_t)(k + 1) * PMD_SPAN);
+		uint64_t pde = stub_pt_large_entry(q->saved_gpa + (uint64_t)k * PMD_SPAN, !exec);
 
-		if (!meets(exec_off, exec_len, (uint64_t)k * PMD_SPAN, (uint64_t)(k + 1) * PMD_SPAN))
-			pde |= X86_PTE_NX;
-		if (qemu_mem_write(mem, q->pde_gpa[k], &pde, 8) < 0)
+		if (mem_write(mem, q->pde_gpa[k], &pde, 8) < 0)
 			return -EFAULT;
 	}
 	return 0;
 }
 
-void qemu_stub_unmap(struct qemu_stub *q, const struct qemu_mem *mem)
+void stub_map_unmap(struct stub_map *q, const struct stub_map_mem *mem)
 {
 	for (unsigned i = 0; i < q->nr_pde; i++)
-		qemu_mem_write(mem, q->pde_gpa[i], &q->pde_old[i], 8);
+		mem_write(mem, q->pde_gpa[i], &q->pde_old[i], 8);
 	q->nr_pde = 0;
 	free(q->pde_gpa);
 	free(q->pde_old);
 	q->pde_gpa = q->pde_old = NULL;
 	if (q->saved_pt_gpa)
-		qemu_mem_write(mem, q->saved_pt_gpa, q->saved_pt, X86_PAGE_SIZE);
+		mem_write(mem, q->saved_pt_gpa, q->saved_pt, X86_PAGE_SIZE);
 	q->saved_pt_gpa = 0;
 	if (q->saved)
-		qemu_mem_write(mem, q->saved_gpa, q->saved, q->saved_len);
+		mem_write(mem, q->saved_gpa, q->saved, q->saved_len);
 	free(q->saved);
 	q->saved = NULL;
 }
 
-void qemu_stub_set_area(struct qemu_stub *q, uint64_t phys_lo, uint64_t phys_hi, uint64_t va,
-			uint64_t resv_gpa, uint64_t resv_size)
+void stub_map_set_area(struct stub_map *q, uint64_t phys_lo, uint64_t phys_hi, uint64_t va,
+		       uint64_t resv_gpa, uint64_t resv_size)
 {
 	q->phys_lo = phys_lo;
 	q->phys_hi = phys_hi;
@@ -237,12 +229,12 @@ void qemu_stub_set_area(struct qemu_stub *q, uint64_t phys_lo, uint64_t phys_hi,
 	q->resv_size = resv_size;
 }
 
-uint64_t qemu_stub_reserve(uint64_t region)
+uint64_t stub_map_reserve(uint64_t region)
 {
 	return (region + PMD_SPAN - 1) & ~(PMD_SPAN - 1);
 }
 
-uint64_t qemu_stub_gpa(const struct qemu_stub *q)
+uint64_t stub_map_gpa(const struct stub_map *q)
 {
 	/* in low memory its first page is the page table that maps the rest */
 	if (!q->va)
