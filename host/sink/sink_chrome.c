@@ -16,9 +16,11 @@
  * track. Timestamps in microseconds with three decimals (ns). Every string is JSON-escaped: bytes
  * a guest supplied cannot break the document. */
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/sink/task_table.h"
 #include "host/trace/escape.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,3 +457,13 @@ int sink_chrome_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, u
 	s->priv = c;
 	return 0;
 }
+
+static int chrome_make(struct sink *s, const struct sink_config *cfg)
+{
+	if (sink_chrome_init(s, cfg->out, cfg->syms, cfg->nr_cpus) < 0)
+		return -ENOMEM;
+	s->tracer = cfg->tracer;
+	return 0;
+}
+
+const struct sink_format sink_format_json = {"json", chrome_make, NULL, chrome_make};

@@ -9,6 +9,7 @@
  *   - otherwise (function tracer): N is the number of hits of "comm;caller;function".
  * Frame names are escaped as in every text output (host/trace/escape.h), and ';' as \x3b. */
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/sink/task_table.h"
 #include "host/trace/escape.h"
 
@@ -336,3 +337,13 @@ int sink_folded_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, u
 	s->priv = f;
 	return 0;
 }
+
+static int folded_make(struct sink *s, const struct sink_config *cfg)
+{
+	if (sink_folded_init(s, cfg->out, cfg->syms, cfg->nr_cpus) < 0)
+		return -ENOMEM;
+	s->tracer = cfg->tracer;
+	return 0;
+}
+
+const struct sink_format sink_format_folded = {"folded", folded_make, NULL, folded_make};

@@ -1,4 +1,5 @@
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/trace/escape.h"
 
 #include <inttypes.h>
@@ -343,3 +344,12 @@ void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms
 {
 	sink_setup(s, &function_ops, out, syms, nr_cpus);
 }
+
+static int function_make(struct sink *s, const struct sink_config *cfg)
+{
+	sink_function_init(s, cfg->out, cfg->syms, cfg->nr_cpus);
+	s->tracer = cfg->tracer;
+	return 0;
+}
+
+const struct sink_format sink_format_text = {"text", function_make, NULL, function_make};

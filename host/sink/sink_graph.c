@@ -1,7 +1,9 @@
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/trace/escape.h"
 #include "host/trace/probe.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -392,3 +394,17 @@ int sink_graph_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, un
 	s->priv = calloc(nr_cpus, sizeof(struct graph_cpu));
 	return s->priv ? 0 : -1;
 }
+
+static int graph_make(struct sink *s, const struct sink_config *cfg)
+{
+	if (sink_graph_init(s, cfg->out, cfg->syms, cfg->nr_cpus, cfg->graph_retval,
+			    cfg->graph_tail) < 0)
+		return -ENOMEM;
+	s->graph_retval_hex = cfg->graph_retval_hex;
+	s->irq_lo = cfg->irq_lo;
+	s->irq_hi = cfg->irq_hi;
+	s->tracer = "function_graph";
+	return 0;
+}
+
+const struct sink_format sink_format_graph = {"graph", graph_make, NULL, graph_make};

@@ -17,6 +17,7 @@
  * string arguments, field names from its BTF) is JSON-escaped by escape_json: quotes, control bytes
  * and bytes >= 0x80 (valid UTF-8 or not) cannot break a line or the document. */
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/trace/escape.h"
 
 #include <inttypes.h>
@@ -230,3 +231,12 @@ void sink_json_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, un
 {
 	sink_setup(s, &json_ops, out, syms, nr_cpus);
 }
+
+static int json_make(struct sink *s, const struct sink_config *cfg)
+{
+	sink_json_init(s, cfg->out, cfg->syms, cfg->nr_cpus);
+	s->tracer = cfg->tracer;
+	return 0;
+}
+
+const struct sink_format sink_format_jsonl = {"jsonl", json_make, NULL, json_make};

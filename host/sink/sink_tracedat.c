@@ -15,6 +15,7 @@
  * the call site, and in return probes __hvt_duration (ns since the entry): `hvtrace report` needs
  * them to print what `run` printed. */
 #include "host/sink/sink_tracedat.h"
+#include "host/sink/sink_format.h"
 #include "host/sink/tracedat_sink.h"
 
 #include <errno.h>
@@ -392,3 +393,17 @@ void sink_tracedat_peer(struct sink *s, uint64_t trace_id, uint64_t host_trace_i
 	t->host_trace_id = host_trace_id;
 	t->t0_ns = t0_ns;
 }
+
+static int tracedat_make(struct sink *s, const struct sink_config *cfg)
+{
+	int ret = sink_tracedat_init(s, cfg->out, cfg->path, cfg->syms, cfg->nr_cpus,
+				     cfg->tracer && !strcmp(cfg->tracer, "function_graph"),
+				     cfg->events, cfg->nr_events, cfg->rprobes, cfg->nr_rprobes);
+
+	if (ret < 0)
+		return ret;
+	s->tracer = cfg->tracer;
+	return 0;
+}
+
+const struct sink_format sink_format_tracedat = {"tracedat", NULL, tracedat_make, NULL};
