@@ -62,6 +62,19 @@ struct sink_ops {
  * were consumed: 1, or 2 when the callback used @next too. Writer thread. */
 unsigned sink_record(struct sink *s, const struct sink_rec *rec, const struct sink_rec *next);
 
+/* What a tap (host/tap: the profile, the expectations) does with each type of record it watches
+ * beside the sink, as a sink's callbacks; NULL: that type is not watched. */
+struct sink_tap_ops {
+	/* HVT_REC_ENTRY, _EVENT, _EVENT_ALONE: a call seen (an -e event outside function_graph's
+	 * graph is a call all the same) */
+	void (*call)(void *ctx, const struct sink_rec *rec);
+	void (*ret)(void *ctx, const struct sink_rec *rec);	  /* HVT_REC_RETURN */
+	void (*ret_event)(void *ctx, const struct sink_rec *rec); /* _RETURN_EVENT; NULL: @ret */
+};
+
+/* Hands @rec to the callback of its type in @ops, with @ctx. Writer thread. */
+void sink_tap_record(const struct sink_tap_ops *ops, void *ctx, const struct sink_rec *rec);
+
 /* Whether @next is the return of entry @rec: the same function, depth and task (a leaf call whose
  * return is the next record of its vCPU). Pure. */
 bool sink_next_returns(const struct sink_rec *rec, const struct sink_rec *next);

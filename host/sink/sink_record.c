@@ -1,4 +1,5 @@
-/* The one place a record's type picks what a sink does with it (struct sink_ops' callbacks). */
+/* The one place a record's type picks what a sink (struct sink_ops) or a tap (struct sink_tap_ops)
+ * does with it. */
 #include "host/sink/sink.h"
 
 unsigned sink_record(struct sink *s, const struct sink_rec *rec, const struct sink_rec *next)
@@ -41,6 +42,30 @@ unsigned sink_record(struct sink *s, const struct sink_rec *rec, const struct si
 		return 1;
 	default:
 		return 1;
+	}
+}
+
+void sink_tap_record(const struct sink_tap_ops *ops, void *ctx, const struct sink_rec *rec)
+{
+	switch (rec->r->type) {
+	case HVT_REC_ENTRY:
+	case HVT_REC_EVENT:
+	case HVT_REC_EVENT_ALONE:
+		if (ops->call)
+			ops->call(ctx, rec);
+		break;
+	case HVT_REC_RETURN:
+		if (ops->ret)
+			ops->ret(ctx, rec);
+		break;
+	case HVT_REC_RETURN_EVENT:
+		if (ops->ret_event)
+			ops->ret_event(ctx, rec);
+		else if (ops->ret)
+			ops->ret(ctx, rec);
+		break;
+	default:
+		break;
 	}
 }
 
