@@ -47,26 +47,17 @@ unsigned sink_record(struct sink *s, const struct sink_rec *rec, const struct si
 
 void sink_tap_record(const struct sink_tap_ops *ops, void *ctx, const struct sink_rec *rec)
 {
-	switch (rec->r->type) {
-	case HVT_REC_ENTRY:
-	case HVT_REC_EVENT:
-	case HVT_REC_EVENT_ALONE:
-		if (ops->call)
-			ops->call(ctx, rec);
-		break;
-	case HVT_REC_RETURN:
-		if (ops->ret)
-			ops->ret(ctx, rec);
-		break;
-	case HVT_REC_RETURN_EVENT:
-		if (ops->ret_event)
-			ops->ret_event(ctx, rec);
-		else if (ops->ret)
-			ops->ret(ctx, rec);
-		break;
-	default:
-		break;
-	}
+	uint8_t type = rec->r->type;
+	void (*fn)(void *ctx, const struct sink_rec *rec) = ops->ret;
+
+	if (type == HVT_REC_ENTRY || type == HVT_REC_EVENT || type == HVT_REC_EVENT_ALONE)
+		fn = ops->call;
+	else if (type == HVT_REC_RETURN_EVENT && ops->ret_event)
+		fn = ops->ret_event;
+	else if (type != HVT_REC_RETURN && type != HVT_REC_RETURN_EVENT)
+		fn = NULL;
+	if (fn)
+		fn(ctx, rec);
 }
 
 bool sink_next_returns(const struct sink_rec *rec, const struct sink_rec *next)

@@ -228,31 +228,39 @@ static void tracedat_lost(struct sink *s, const struct hvt_record *r)
 	}
 }
 
+/* The sink's state for a record of @r's vCPU, its task's name remembered; NULL (the record left
+ * out) for a vCPU the file has no pages for. */
+static struct td_sink *seen(struct sink *s, const struct hvt_record *r)
+{
+	if (r->cpu >= s->nr_cpus)
+		return NULL;
+	remember_comm(s->priv, r);
+	return s->priv;
+}
+
 /* An entry (@event: with its -e fields, each a probe event after it): funcgraph_entry with
  * function_graph, else function (not for an event's entry: its probe events stand for it). */
 static void tracedat_call(struct sink *s, const struct sink_rec *rec, bool event)
 {
 	const struct hvt_record *r = rec->r;
-	struct td_sink *t = s->priv;
-	size_t at;
+	struct td_sink *t = seen(s, r);
+	int32_t depth = r->depth, pad = 0;
+	size_t at = 0;
 
-	if (r->cpu >= s->nr_cpus)
+	if (!t)
 		return;
-	remember_comm(t, r);
 	if (t->graph) {
-		int32_t depth = r->depth, pad = 0;
-
 		at = common(t->ev, TD_ID_FUNCGRAPH_ENTRY, r->pid);
 		at = put(t->ev, at, &r->ip, 8);
 		at = put(t->ev, at, &depth, 4);
 		at = put(t->ev, at, &pad, 4);
-		emit(s, r->cpu, r->ts, t->ev, at);
 	} else if (!event) {
 		at = common(t->ev, TD_ID_FUNCTION, r->pid);
 		at = put(t->ev, at, &r->ip, 8);
 		at = put(t->ev, at, &r->parent, 8);
-		emit(s, r->cpu, r->ts, t->ev, at);
 	}
+	if (at)
+		emit(s, r->cpu, r->ts, t->ev, at);
 	if (event)
 		emit_events(s, rec);
 	s->written++;
@@ -277,37 +285,38 @@ static unsigned tracedat_event(struct sink *s, const struct sink_rec *rec,
 /* the probe events alone, no graph entry */
 static void tracedat_event_alone(struct sink *s, const struct sink_rec *rec)
 {
-	if (rec->r->cpu >= s->nr_cpus)
+	if (!seen(s, rec->r))
 		return;
-	remember_comm(s->priv, rec->r);
 	emit_events(s, rec);
 	s->written++;
+}
+
+/* funcgraph_exit of return @r */
+static void graph_exit(struct sink *s, struct td_sink *t, const struct hvt_record *r)
+{
+	int32_t depth = r->depth;
+	uint32_t overrun = 0;
+	uint64_t calltime = r->ts - (r->duration < r->ts ? r->duration : r->ts);
+	size_t at = common(t->ev, TD_ID_FUNCGRAPH_EXIT, r->pid);
+
+	at = put(t->ev, at, &r->ip, 8);
+	at = put(t->ev, at, &r->value, 8);
+	at = put(t->ev, at, &depth, 4);
+	at = put(t->ev, at, &overrun, 4);
+	at = put(t->ev, at, &calltime, 8);
+	at = put(t->ev, at, &r->ts, 8);
+	emit(s, r->cpu, r->ts, t->ev, at);
 }
 
 /* A return: funcgraph_exit with function_graph, and a return probe's event. */
 static void tracedat_ret(struct sink *s, const struct sink_rec *rec)
 {
-	const struct hvt_record *r = rec->r;
-	struct td_sink *t = s->priv;
-	size_t at;
+	struct td_sink *t = seen(s, rec->r);
 
-	if (r->cpu >= s->nr_cpus)
+	if (!t)
 		return;
-	remember_comm(t, r);
-	if (t->graph) {
-		int32_t depth = r->depth;
-		uint32_t overrun = 0;
-		uint64_t calltime = r->ts - (r->duration < r->ts ? r->duration : r->ts);
-
-		at = common(t->ev, TD_ID_FUNCGRAPH_EXIT, r->pid);
-		at = put(t->ev, at, &r->ip, 8);
-		at = put(t->ev, at, &r->value, 8);
-		at = put(t->ev, at, &depth, 4);
-		at = put(t->ev, at, &overrun, 4);
-		at = put(t->ev, at, &calltime, 8);
-		at = put(t->ev, at, &r->ts, 8);
-		emit(s, r->cpu, r->ts, t->ev, at);
-	}
+	if (t->graph)
+		graph_exit(s, t, rec->r);
 	emit_return_probe(s, rec);
 	s->written++;
 }
