@@ -9,8 +9,6 @@ static const char *const commands[] = {"run", "attach", "record", "report", "lis
 static const char *const not_run[] = {"connect", "qmp", "pid", NULL};
 static const char *const not_attach[] = {"qemu", "accel", "machine", "kernel", "initrd", "append",
 					 "smp", "mem", NULL};
-/* record writes trace.dat: the live trace's --format is not its */
-static const char *const not_record[] = {"format", NULL};
 /* ... and the only ones list-functions of a running VM takes */
 static const char *const list_only[] = {"connect", "qmp", "pid", "system-map", "gdb-memory", NULL};
 
@@ -19,7 +17,8 @@ static const char report_options[] =
 	"\n"
 	"report options:\n"
 	"  -i, --input FILE         the trace.dat to read (default trace.dat)\n"
-	"  -f, --format FMT         text, graph, json or folded (default: graph when the file holds\n"
+	"  -f, --format FMT         text, graph, json (Chrome trace events), jsonl (JSON Lines) or\n"
+	"                           folded, as run writes them (default: graph when the file holds\n"
 	"                           function_graph events, else text)\n"
 	"      --funcgraph-retval   graph: print return values\n"
 	"      --funcgraph-retval-hex\n"
@@ -62,7 +61,7 @@ static bool takes(const char *cmd, const char *line)
 		return !listed(not_attach, name, len);
 	if (!strcmp(cmd, "list-functions"))
 		return listed(list_only, name, len);
-	return !strcmp(cmd, "record") && !listed(not_record, name, len);
+	return !strcmp(cmd, "record"); /* every run option (its --format: tracedat only) */
 }
 
 /* Whether the synopsis line @line ("usage: hvtrace run ..." or "       hvtrace attach ...") is @cmd's. */

@@ -3,47 +3,39 @@
 #include "host/session/exitcode.h"
 #include "host/hosttrace/host_rec.h"
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/sink/sink_exits.h"
 #include "host/sink/tracedat_host.h"
 #include "host/sink/tracedat_read.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The sink for @fmt over @syms; 0, or -1 with @err. */
-static int report_sink(struct sink *k, enum report_format fmt, const struct session *s,
+/* The sink of format @f over @syms for the file @sum describes; 0, or -1 with @err. */
+static int report_sink(struct sink *k, const struct sink_format *f, const struct session *s,
 		       const struct vmi_symtab *syms, const struct tdr_summary *sum, char *err,
 		       size_t errlen)
 {
-	switch (fmt) {
-	case REPORT_GRAPH:
-		if (sink_graph_init(k, stdout, syms, sum->nr_cpus, s->funcgraph_retval,
-				    s->funcgraph_tail) < 0) {
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
-		k->graph_retval_hex = s->funcgraph_retval_hex;
-		k->tracer = "function_graph";
-		return 0;
-	case REPORT_TEXT:
-		sink_function_init(k, stdout, syms, sum->nr_cpus);
-		k->tracer = sum->graph ? "function_graph" : sum->function ? "function" : "nop";
-		return 0;
-	case REPORT_JSON:
-	case REPORT_FOLDED:
-		if ((fmt == REPORT_JSON ? sink_chrome_init : sink_folded_init)(k, stdout, syms,
-									       sum->nr_cpus) < 0) {
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
-		k->tracer = sum->graph ? "function_graph" : sum->function ? "function" : "nop";
-		return 0;
-	default:
-		break;
+	struct sink_config cfg = {
+	    .out = stdout,
+	    .path = "-",
+	    .syms = syms,
+	    .nr_cpus = sum->nr_cpus,
+	    .tracer = sum->graph ? "function_graph" : sum->function ? "function" : "nop",
+	    .graph_retval = s->funcgraph_retval,
+	    .graph_retval_hex = s->funcgraph_retval_hex,
+	    .graph_tail = s->funcgraph_tail,
+	};
+	sink_make_fn make = sink_format_maker(f, SINK_REPORT);
+	int ret = make ? make(k, &cfg) : -ENOTSUP; /* session_args chose a format report writes */
+
+	if (ret < 0) {
+		snprintf(err, errlen, "%s", ret == -ENOMEM ? "out of memory" : strerror(-ret));
+		return -1;
 	}
-	snprintf(err, errlen, "unknown format");
-	return -1;
+	return 0;
 }
 
 /* report --exits: the function_graph recording @r (scanned: @sum, @syms) against its host file. */
@@ -92,7 +84,7 @@ int cmd_report(const struct session *s)
 	struct vmi_symtab syms = {0};
 	struct tdr_summary sum;
 	struct sink k;
-	enum report_format fmt = s->report_format;
+	const struct sink_format *fmt = s->format;
 	char err[1024];
 	int status = 0;
 	struct tdr *r = tdr_open(s->input, err, sizeof(err));
@@ -118,9 +110,9 @@ int cmd_report(const struct session *s)
 		status = report_exits(s, r, &syms, &sum);
 		goto out;
 	}
-	if (fmt == REPORT_AUTO)
-		fmt = sum.graph ? REPORT_GRAPH : REPORT_TEXT;
-	if ((s->funcgraph_retval || s->funcgraph_tail) && fmt != REPORT_GRAPH) {
+	if (!fmt)
+		fmt = sink_format_default(SINK_REPORT, sum.graph);
+	if ((s->funcgraph_retval || s->funcgraph_tail) && fmt != sink_format_find("graph")) {
 		cmd_error(
 		    "report: --funcgraph-retval and --funcgraph-tail go with the graph format");
 		status = EXIT_BAD_INPUT;
@@ -137,8 +129,6 @@ int cmd_report(const struct session *s)
 	}
 	if (cmd_finish_out(stdout, NULL, NULL, k.err) < 0 && !status)
 		status = EXIT_HOST_ERROR;
-	if (fmt == REPORT_GRAPH)
-		free(k.priv); /* NULL once end() ran */
 out:
 	tdr_close(r);
 	vmi_symtab_free(&syms);

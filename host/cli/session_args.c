@@ -3,6 +3,7 @@
 #include "host/cli/help.h"
 #include "host/hosttrace/host_rec.h"
 #include "host/session/session_file.h"
+#include "host/sink/sink_format.h"
 #include "host/kvm/vm.h"
 
 #include <ctype.h>
@@ -253,16 +254,14 @@ static int parse_expect(struct session *s, int opt, const char *spec, char *err,
 	return 0;
 }
 
-/* run/attach --format: text or jsonl (report's "json" is Chrome's trace-event JSON, another thing) */
+/* run/attach/record --format: a name of the one table (host/sink/sink_format.h) that this command
+ * writes; the last one given wins */
 static int parse_live_format(struct session *s, const char *arg, char *err, size_t errlen)
 {
-	/* json: what a live trace can be, one object per event as it comes (JSON Lines) */
-	if (!strcmp(arg, "text") || !strcmp(arg, "jsonl") || !strcmp(arg, "json")) {
-		s->jsonl = strcmp(arg, "text") != 0;
-		return 0;
-	}
-	snprintf(err, errlen, "--format '%s': expected text, json or jsonl (both: JSON Lines)", arg);
-	return -EINVAL;
+	const char *cmd = s->record ? "record" : s->cmd == CMD_ATTACH ? "attach" : "run";
+
+	s->format = sink_format_choose(arg, s->record ? SINK_RECORD : SINK_LIVE, cmd, err, errlen);
+	return s->format ? 0 : -EINVAL;
 }
 
 /* The first option given that only QEMU takes (the embedded VMM has no such thing), or NULL. */
@@ -518,9 +517,8 @@ static const struct option report_opts[] = {
 /* report [-i FILE] [--format text|graph|json|folded] [--funcgraph-retval] [--funcgraph-tail] */
 static int parse_report(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
-	static const char *const names[] = {"text", "graph", "json", "folded"};
 	char shortopts[8];
-	int c, k;
+	int c;
 
 	s->cmd = CMD_REPORT;
 	s->input = "trace.dat";
@@ -531,9 +529,9 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 		switch (c) {
 		case 'i': s->input = optarg; break;
 		case 'f':
-			if (arg_one_of("--format", optarg, names, 4, &k, err, errlen) < 0)
+			s->format = sink_format_choose(optarg, SINK_REPORT, "report", err, errlen);
+			if (!s->format)
 				return -EINVAL;
-			s->report_format = (enum report_format)(REPORT_TEXT + k);
 			break;
 		case OPT_RETVAL: s->funcgraph_retval = true; break;
 		case OPT_TAIL: s->funcgraph_tail = true; break;
@@ -555,7 +553,7 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 		snprintf(err, errlen, "--host-input: goes with --exits");
 		return -EINVAL;
 	}
-	if (s->report_exits && (s->report_format || s->funcgraph_retval || s->funcgraph_tail)) {
+	if (s->report_exits && (s->format || s->funcgraph_retval || s->funcgraph_tail)) {
 		snprintf(err, errlen, "--exits: a table of its own (no --format, --funcgraph-*)");
 		return -EINVAL;
 	}
@@ -677,8 +675,10 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 	}
 	if (parse_run_sessions(s, argc - 1, argv + 1, err, errlen) < 0)
 		return -EINVAL;
-	if (s->record && s->jsonl) {
-		snprintf(err, errlen, "--format jsonl: record writes trace.dat (use run or attach)");
+	if (s->format && s->format == sink_format_find("graph") &&
+	    s->tracer != TRACER_FUNCTION_GRAPH) {
+		snprintf(err, errlen,
+			 "--format graph: goes with -p function_graph (the calls' returns)");
 		return -EINVAL;
 	}
 	if (s->host && !s->record) {

@@ -1,4 +1,6 @@
 #include "host/hosttrace/host_rec.h"
+#include "host/tracedat/le_bytes.h"
+#include "host/tracedat/tracedat_write.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -13,16 +15,10 @@
 
 #include <tracefs.h>
 
-#define READ_PERIOD_NS 50000000L /* the reader thread takes what the ring buffers hold this often  \
-				  */
+#define READ_PERIOD_NS                                                                             \
+	50000000L /* the reader thread takes what the ring buffers hold this often                 \
+		   */
 #define BUFFER_KB_PER_CPU "4096"
-
-/* trace.dat's option ids (trace-cmd's enum tracecmd_file_options) */
-#define OPT_DONE       0
-#define OPT_TRACECLOCK 4
-#define OPT_CPUCOUNT   8
-#define OPT_TRACEID    11
-#define OPT_GUEST      13
 
 int host_rec_path(const char *guest_path, char *out, size_t len)
 {
@@ -123,8 +119,10 @@ static int sweep_one(const char *name, void *ctx)
 	if (!orphan_instance(name) || !(old = tracefs_instance_alloc(NULL, name)))
 		return 0;
 	if (tracefs_instance_destroy(old) == 0) {
-		fprintf(stderr, "hvtrace: --host: removed the tracefs instance %s, left by an hvtrace "
-				"that was killed\n", name);
+		fprintf(stderr,
+			"hvtrace: --host: removed the tracefs instance %s, left by an hvtrace "
+			"that was killed\n",
+			name);
 		++*n;
 	}
 	tracefs_instance_free(old);
@@ -323,7 +321,8 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 	     (ret = enable_event(h, "kvm:kvm_exit", filter, err, errlen))))
 		goto fail;
 	/* each return of KVM_RUN to the VMM: where a trap probe's event is handled (a breakpoint is
-	 * one, KVM_EXIT_DEBUG, or KVM_EXIT_INTERNAL_ERROR on PVM, whose kvm_exit is never traced) */
+	 * one, KVM_EXIT_DEBUG, or KVM_EXIT_INTERNAL_ERROR on PVM, whose kvm_exit is never traced)
+	 */
 	if (tracefs_event_file_exists(NULL, "kvm", "kvm_userspace_exit", "format") &&
 	    (ret = enable_event(h, "kvm:kvm_userspace_exit", filter, err, errlen)))
 		goto fail;
@@ -408,57 +407,8 @@ void host_rec_stop(struct host_rec *h)
 
 /* ---- the file ------------------------------------------------------------------------------- */
 
-struct out {
-	FILE *f;
-	uint64_t off;
-	bool failed;
-};
-
-static void put(struct out *o, const void *p, size_t n)
-{
-	if (n && fwrite(p, n, 1, o->f) != 1)
-		o->failed = true;
-	o->off += n;
-}
-
-static void put_u16(struct out *o, uint16_t v)
-{
-	put(o, &v, 2);
-}
-
-static void put_u32(struct out *o, uint32_t v)
-{
-	put(o, &v, 4);
-}
-
-static void put_u64(struct out *o, uint64_t v)
-{
-	put(o, &v, 8);
-}
-
-/* A tracefs file (@inst NULL: the top level) as a section with an 8-byte size. */
-static int put_file(struct out *o, struct tracefs_instance *inst, const char *file)
-{
-	int size = 0;
-	char *text = tracefs_instance_file_read(inst, file, &size);
-
-	if (!text)
-		return -errno ? -errno : -EIO;
-	put_u64(o, (uint64_t)size);
-	put(o, text, (size_t)size);
-	free(text);
-	return 0;
-}
-
-static void put_option(struct out *o, uint16_t id, const void *data, uint32_t size)
-{
-	put_u16(o, id);
-	put_u32(o, size);
-	put(o, data, size);
-}
-
 /* The event formats, by system, in the order they were enabled. */
-static int put_formats(struct out *o, const struct host_rec *h)
+static int put_formats(struct td_out *o, const struct host_rec *h)
 {
 	char systems[HOST_REC_MAX_EVENTS][48];
 	size_t nsys = 0;
@@ -472,15 +422,15 @@ static int put_formats(struct out *o, const struct host_rec *h)
 		if (!seen)
 			snprintf(systems[nsys++], sizeof(systems[0]), "%.*s", (int)k, h->events[i]);
 	}
-	put_u32(o, (uint32_t)nsys);
+	td_out_u32(o, (uint32_t)nsys);
 	for (size_t s = 0; s < nsys; s++) {
 		uint32_t n = 0;
 		size_t k = strlen(systems[s]);
 
-		put(o, systems[s], k + 1);
+		td_out_bytes(o, systems[s], k + 1);
 		for (size_t i = 0; i < h->nr_events; i++)
 			n += !strncmp(h->events[i], systems[s], k) && h->events[i][k] == ':';
-		put_u32(o, n);
+		td_out_u32(o, n);
 		for (size_t i = 0; i < h->nr_events; i++) {
 			char *text;
 			int size = 0;
@@ -491,8 +441,7 @@ static int put_formats(struct out *o, const struct host_rec *h)
 						       "format", &size);
 			if (!text)
 				return -EIO;
-			put_u64(o, (uint64_t)size);
-			put(o, text, (size_t)size);
+			td_out_section(o, text, (size_t)size, true);
 			free(text);
 		}
 	}
@@ -500,7 +449,7 @@ static int put_formats(struct out *o, const struct host_rec *h)
 }
 
 /* saved_cmdlines, and each vCPU thread's name (they are the tasks this file is about). */
-static void put_cmdlines(struct out *o, const struct host_rec *h)
+static void put_cmdlines(struct td_out *o, const struct host_rec *h)
 {
 	int size = 0;
 	char *saved = tracefs_instance_file_read(NULL, "saved_cmdlines", &size);
@@ -523,26 +472,45 @@ static void put_cmdlines(struct out *o, const struct host_rec *h)
 			used += (size_t)snprintf(extra + used, sizeof(extra) - used, "%d %s\n",
 						 h->tids[i], comm);
 	}
-	put_u64(o, (uint64_t)(saved ? (size_t)size : 0) + used);
+	td_out_u64(o, (uint64_t)(saved ? (size_t)size : 0) + used);
 	if (saved)
-		put(o, saved, (size_t)size);
-	put(o, extra, used);
+		td_out_bytes(o, saved, (size_t)size);
+	td_out_bytes(o, extra, used);
 	free(saved);
+}
+
+/* The GUEST option: the guest's name, its file's trace id, the vCPU count, per vCPU {vCPU, host
+ * thread}. Returns its size in @buf. */
+static uint32_t guest_option(uint8_t *buf, const struct host_rec *h, const char *guest_name,
+			     size_t glen, uint64_t guest_trace_id)
+{
+	memcpy(buf, guest_name, glen);
+	le_put64(buf + glen, guest_trace_id);
+	le_put32(buf + glen + 8, h->nr_vcpus);
+	for (unsigned i = 0; i < h->nr_vcpus; i++) {
+		le_put32(buf + glen + 12 + 8 * i, i);
+		le_put32(buf + glen + 16 + 8 * i, (uint32_t)h->tids[i]);
+	}
+	return (uint32_t)(glen + 12 + 8 * h->nr_vcpus);
+}
+
+/* td_cpu_pages_fn over the host's per-CPU temporary files */
+static FILE *cpu_pages(const void *ctx, unsigned cpu, uint64_t *pages)
+{
+	const struct host_rec *h = ctx;
+
+	*pages = h->cpus[cpu].pages;
+	return h->cpus[cpu].tmp;
 }
 
 int host_rec_write(struct host_rec *h, const char *path, const char *guest_name,
 		   uint64_t guest_trace_id, char *err, size_t errlen)
 {
-	static const char magic[] = {
-	    0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g', '6', 0, 0 /* little endian */,
-	    8 /* long */};
-	struct out o = {0};
+	struct td_out o = {0};
 	uint8_t guest[256 + 16 + 8 * HOST_REC_MAX_VCPUS];
 	size_t glen = strlen(guest_name) + 1;
-	char *clock;
-	int clock_size = 0;
-	uint64_t off;
-	void *page;
+	char *clock, *hpage = NULL, *hevent = NULL;
+	int clock_size = 0, page_len = 0, event_len = 0;
 
 	if (!h->inst || glen > 256)
 		return -EINVAL;
@@ -550,80 +518,45 @@ int host_rec_write(struct host_rec *h, const char *path, const char *guest_name,
 		snprintf(err, errlen, "--host: writing the host's pages: %s", strerror(h->err));
 		return -h->err;
 	}
+	hpage = tracefs_instance_file_read(NULL, "events/header_page", &page_len);
+	hevent = tracefs_instance_file_read(NULL, "events/header_event", &event_len);
+	if (!hpage || !hevent) {
+		free(hpage);
+		free(hevent);
+		snprintf(err, errlen, "--host: cannot read the host's tracefs formats");
+		return -EIO;
+	}
 	o.f = fopen(path, "w");
 	if (!o.f) {
 		snprintf(err, errlen, "--host: %s: %s", path, strerror(errno));
+		free(hpage);
+		free(hevent);
 		return -errno;
 	}
-	put(&o, magic, sizeof(magic));
-	put_u32(&o, (uint32_t)h->page_size);
-	put(&o, "header_page", 12);
-	if (put_file(&o, NULL, "events/header_page"))
-		goto bad_tracefs;
-	put(&o, "header_event", 13);
-	if (put_file(&o, NULL, "events/header_event"))
-		goto bad_tracefs;
-	put_u32(&o, 0); /* ftrace's own events: none */
+	td_out_begin(&o, (uint32_t)h->page_size, hpage, (size_t)page_len, hevent,
+		     (size_t)event_len);
+	free(hpage);
+	free(hevent);
+	td_out_u32(&o, 0); /* ftrace's own events: none */
 	if (put_formats(&o, h))
 		goto bad_tracefs;
-	put_u32(&o, 0); /* kallsyms: the host's are not the guest's business */
-	put_u32(&o, 0); /* printk formats */
+	td_out_u32(&o, 0); /* kallsyms: the host's are not the guest's business */
+	td_out_u32(&o, 0); /* printk formats */
 	put_cmdlines(&o, h);
-	put_u32(&o, h->nr_cpus);
-	put(&o, "options  ", 10);
+	td_out_options_begin(&o, h->nr_cpus);
 	clock = tracefs_instance_file_read(h->inst, "trace_clock", &clock_size);
 	if (clock) {
-		put_option(&o, OPT_TRACECLOCK, clock, (uint32_t)clock_size);
+		td_out_option(&o, TD_OPT_TRACECLOCK, clock, (uint32_t)clock_size);
 		free(clock);
 	}
-	put_option(&o, OPT_CPUCOUNT, &h->nr_cpus, 4);
-	put_option(&o, OPT_TRACEID, &h->trace_id, 8);
-	memcpy(guest, guest_name, glen);
-	memcpy(guest + glen, &guest_trace_id, 8);
-	memcpy(guest + glen + 8, &h->nr_vcpus, 4);
-	for (unsigned i = 0; i < h->nr_vcpus; i++) {
-		uint32_t pair[2] = {i, (uint32_t)h->tids[i]};
-
-		memcpy(guest + glen + 12 + 8 * i, pair, 8);
-	}
-	put_option(&o, OPT_GUEST, guest, (uint32_t)(glen + 12 + 8 * h->nr_vcpus));
-	put_u16(&o, OPT_DONE);
-	put(&o, "flyrecord", 10);
-	off = o.off + 16ull * h->nr_cpus;
-	off = (off + (uint64_t)h->page_size - 1) / (uint64_t)h->page_size * (uint64_t)h->page_size;
-	for (unsigned i = 0; i < h->nr_cpus; i++) {
-		put_u64(&o, off);
-		put_u64(&o, h->cpus[i].pages * (uint64_t)h->page_size);
-		off += h->cpus[i].pages * (uint64_t)h->page_size;
-	}
-	page = calloc(1, (size_t)h->page_size);
-	if (!page) {
-		fclose(o.f);
-		snprintf(err, errlen, "--host: out of memory");
-		return -ENOMEM;
-	}
-	put(&o, page,
-	    (size_t)((uint64_t)h->page_size - o.off % (uint64_t)h->page_size) %
-		(size_t)h->page_size);
-	for (unsigned i = 0; i < h->nr_cpus && !o.failed; i++) {
-		struct host_rec_cpu *c = &h->cpus[i];
-
-		if (fflush(c->tmp) || fseek(c->tmp, 0, SEEK_SET)) {
-			o.failed = true;
-			break;
-		}
-		for (uint64_t p = 0; p < c->pages && !o.failed; p++) {
-			if (fread(page, (size_t)h->page_size, 1, c->tmp) != 1) {
-				o.failed = true;
-				break;
-			}
-			put(&o, page, (size_t)h->page_size);
-		}
-	}
-	free(page);
-	if (fclose(o.f) || o.failed) {
+	td_out_option_u32(&o, TD_OPT_CPUCOUNT, h->nr_cpus);
+	td_out_option_u64(&o, TD_OPT_TRACEID, h->trace_id);
+	td_out_option(&o, TD_OPT_GUEST, guest,
+		      guest_option(guest, h, guest_name, glen, guest_trace_id));
+	td_out_flyrecord(&o, h->nr_cpus, (uint32_t)h->page_size, cpu_pages, h);
+	if (fclose(o.f) || o.err) {
 		snprintf(err, errlen, "--host: writing %s failed", path);
-		return -EIO;
+		return o.err == ENOMEM ? -ENOMEM : -EIO;
 	}
 	return 0;
 bad_tracefs:

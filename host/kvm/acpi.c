@@ -1,5 +1,5 @@
 #include "host/kvm/acpi.h"
-#include "host/kvm/le_bytes.h"
+#include "host/tracedat/le_bytes.h"
 
 #include <string.h>
 
@@ -32,13 +32,13 @@ static uint8_t checksum(const uint8_t *p, size_t len)
 static void header(uint8_t *t, const char sig[4], uint32_t len, uint8_t rev)
 {
 	memcpy(t, sig, 4);
-	put32(t + 4, len);
+	le_put32(t + 4, len);
 	t[8] = rev;
 	memcpy(t + 10, "HVTRAC", 6);
 	memcpy(t + 16, "HVTRACE ", 8);
-	put32(t + 24, 1);
+	le_put32(t + 24, 1);
 	memcpy(t + 28, "HVTR", 4);
-	put32(t + 32, 1);
+	le_put32(t + 32, 1);
 }
 
 static void finish(uint8_t *t, uint32_t len)
@@ -54,7 +54,7 @@ static void gas_io8(uint8_t *g, uint16_t port)
 	g[1] = 8;
 	g[2] = 0;
 	g[3] = 1; /* byte access */
-	put64(g + 4, port);
+	le_put64(g + 4, port);
 }
 
 size_t acpi_build(uint8_t *buf, uint64_t gpa, unsigned nr_cpus)
@@ -91,13 +91,13 @@ size_t acpi_build(uint8_t *buf, uint64_t gpa, unsigned nr_cpus)
 	finish(dsdt, dsdt_len);
 
 	header(fadt, "FACP", FADT_LEN, 6);
-	put32(fadt + 40, (uint32_t)(gpa + DSDT_OFF));
-	put16(fadt + 109, BOOT_ARCH_VGA_NOT_PRESENT | BOOT_ARCH_NO_CMOS_RTC); /* no 8042 bit either */
-	put32(fadt + 112, FADT_HW_REDUCED | FADT_RESET_REG_SUP | FADT_PWR_BUTTON | FADT_SLP_BUTTON);
+	le_put32(fadt + 40, (uint32_t)(gpa + DSDT_OFF));
+	le_put16(fadt + 109, BOOT_ARCH_VGA_NOT_PRESENT | BOOT_ARCH_NO_CMOS_RTC); /* no 8042 bit either */
+	le_put32(fadt + 112, FADT_HW_REDUCED | FADT_RESET_REG_SUP | FADT_PWR_BUTTON | FADT_SLP_BUTTON);
 	gas_io8(fadt + 116, ACPI_RESET_PORT);
 	fadt[128] = ACPI_RESET_VALUE;
 	fadt[131] = 0; /* minor version */
-	put64(fadt + 140, gpa + DSDT_OFF);
+	le_put64(fadt + 140, gpa + DSDT_OFF);
 	gas_io8(fadt + 244, ACPI_SLEEP_CTL_PORT);
 	gas_io8(fadt + 256, ACPI_SLEEP_STS_PORT);
 	memcpy(fadt + 268, "HVTRACE\0", 8); /* hypervisor vendor identity */
@@ -105,8 +105,8 @@ size_t acpi_build(uint8_t *buf, uint64_t gpa, unsigned nr_cpus)
 
 	madt_len = HDR_LEN + 8 + 8 * nr_cpus + 12;
 	header(madt, "APIC", madt_len, 3);
-	put32(madt + 36, LAPIC_ADDR);
-	put32(madt + 40, 1); /* PCAT_COMPAT: 8259s present */
+	le_put32(madt + 36, LAPIC_ADDR);
+	le_put32(madt + 40, 1); /* PCAT_COMPAT: 8259s present */
 	for (unsigned i = 0; i < nr_cpus; i++) {
 		uint8_t *e = madt + 44 + 8 * i;
 
@@ -114,27 +114,27 @@ size_t acpi_build(uint8_t *buf, uint64_t gpa, unsigned nr_cpus)
 		e[1] = 8;
 		e[2] = (uint8_t)i;
 		e[3] = (uint8_t)i;
-		put32(e + 4, 1); /* enabled */
+		le_put32(e + 4, 1); /* enabled */
 	}
 	uint8_t *io = madt + 44 + 8 * nr_cpus;
 
 	io[0] = 1; /* I/O APIC */
 	io[1] = 12;
 	io[2] = (uint8_t)nr_cpus;
-	put32(io + 4, IOAPIC_ADDR);
-	put32(io + 8, 0);
+	le_put32(io + 4, IOAPIC_ADDR);
+	le_put32(io + 8, 0);
 	finish(madt, madt_len);
 
 	header(xsdt, "XSDT", HDR_LEN + 16, 1);
-	put64(xsdt + HDR_LEN, gpa + FADT_OFF);
-	put64(xsdt + HDR_LEN + 8, gpa + MADT_OFF);
+	le_put64(xsdt + HDR_LEN, gpa + FADT_OFF);
+	le_put64(xsdt + HDR_LEN + 8, gpa + MADT_OFF);
 	finish(xsdt, HDR_LEN + 16);
 
 	memcpy(rsdp, "RSD PTR ", 8);
 	memcpy(rsdp + 9, "HVTRAC", 6);
 	rsdp[15] = 2;
-	put32(rsdp + 20, 36);
-	put64(rsdp + 24, gpa + XSDT_OFF);
+	le_put32(rsdp + 20, 36);
+	le_put64(rsdp + 24, gpa + XSDT_OFF);
 	rsdp[8] = checksum(rsdp, 20);
 	rsdp[32] = checksum(rsdp, 36);
 	return MADT_OFF + madt_len;

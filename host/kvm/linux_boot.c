@@ -1,5 +1,5 @@
 #include "host/kvm/linux_boot.h"
-#include "host/kvm/le_bytes.h"
+#include "host/tracedat/le_bytes.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -98,20 +98,20 @@ void lboot_zero_page(uint8_t zp[4096], const struct lboot_params *p)
 	memcpy(hdr, bz->hdr, bz->hdr_len);
 	zp[0x210] = 0xff;		     /* type_of_loader: undefined */
 	zp[0x211] = (zp[0x211] | 0x01) & ~0x02; /* loadflags: LOADED_HIGH, no KASLR_FLAG */
-	put32(zp + 0x228, (uint32_t)p->cmdline_gpa);
-	put32(zp + 0x0c8, (uint32_t)(p->cmdline_gpa >> 32));
-	put32(zp + 0x218, (uint32_t)p->initrd_gpa);
-	put32(zp + 0x21c, (uint32_t)p->initrd_size);
-	put32(zp + 0x0c0, (uint32_t)(p->initrd_gpa >> 32));
-	put32(zp + 0x0c4, (uint32_t)(p->initrd_size >> 32));
-	put64(zp + 0x070, p->rsdp_gpa); /* boot_params.acpi_rsdp_addr: no scan of the BIOS area */
+	le_put32(zp + 0x228, (uint32_t)p->cmdline_gpa);
+	le_put32(zp + 0x0c8, (uint32_t)(p->cmdline_gpa >> 32));
+	le_put32(zp + 0x218, (uint32_t)p->initrd_gpa);
+	le_put32(zp + 0x21c, (uint32_t)p->initrd_size);
+	le_put32(zp + 0x0c0, (uint32_t)(p->initrd_gpa >> 32));
+	le_put32(zp + 0x0c4, (uint32_t)(p->initrd_size >> 32));
+	le_put64(zp + 0x070, p->rsdp_gpa); /* boot_params.acpi_rsdp_addr: no scan of the BIOS area */
 	zp[0x1e8] = (uint8_t)n;
 	for (unsigned i = 0; i < n; i++) {
 		uint8_t *e = zp + 0x2d0 + i * 20;
 
-		put64(e, p->e820[i].addr);
-		put64(e + 8, p->e820[i].size);
-		put32(e + 16, p->e820[i].type);
+		le_put64(e, p->e820[i].addr);
+		le_put64(e + 8, p->e820[i].size);
+		le_put32(e + 16, p->e820[i].type);
 	}
 }
 

@@ -8,6 +8,7 @@
 #include "host/session/probe_setup.h"
 #include "host/session/progress.h"
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/sink/sink_tracedat.h"
 #include "host/sink/sink_trigger.h"
 #include "host/sink/writer.h"
@@ -184,6 +185,52 @@ nomem:
 	return EXIT_HOST_ERROR;
 }
 
+/* The sink of --format (or the command's default) over the live record stream, or record's
+ * trace.dat. 0, or an exit status with @err. */
+static int make_sink(struct pipeline *p, const struct pipeline_guest *g, FILE *out, unsigned nr_cpus,
+		     char *err, size_t errlen)
+{
+	const struct session *s = p->s;
+	enum sink_use use = s->record ? SINK_RECORD : SINK_LIVE;
+	const struct sink_format *f =
+	    s->format ? s->format : sink_format_default(use, s->tracer == TRACER_FUNCTION_GRAPH);
+	const struct vmi_sym *lo = vmi_symtab_find(g->funcs, "__irqentry_text_start");
+	const struct vmi_sym *hi = vmi_symtab_find(g->funcs, "__irqentry_text_end");
+	struct sink_config cfg = {
+	    .out = out,
+	    .path = s->output,
+	    .syms = g->funcs,
+	    .nr_cpus = nr_cpus,
+	    .tracer = tracer_name(s->tracer),
+	    .graph_retval = s->funcgraph_retval,
+	    .graph_retval_hex = s->funcgraph_retval_hex,
+	    .graph_tail = s->funcgraph_tail,
+	    .events = p->events,
+	    .nr_events = s->nr_events,
+	    .rprobes = p->rprobes,
+	    .nr_rprobes = s->nr_rprobes,
+	};
+	sink_make_fn make = sink_format_maker(f, use);
+	int ret;
+
+	/* the kernel's ==========> / <========== around its .irqentry.text */
+	if (lo && hi && lo->addr < hi->addr) {
+		cfg.irq_lo = lo->addr;
+		cfg.irq_hi = hi->addr;
+	}
+	ret = make ? make(&p->sink, &cfg) : -ENOTSUP; /* session_args chose a format @use writes */
+	if (ret < 0 && use == SINK_RECORD) {
+		snprintf(err, errlen, "-o %s: temporary per-CPU files: %s", s->output, strerror(-ret));
+		return EXIT_HOST_ERROR;
+	}
+	if (ret < 0) {
+		snprintf(err, errlen, "--format %s: %s", f->name,
+			 ret == -ENOMEM ? "out of memory" : strerror(-ret));
+		return EXIT_HOST_ERROR;
+	}
+	return 0;
+}
+
 int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out, char *err,
 		   size_t errlen)
 {
@@ -251,37 +298,11 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		return EXIT_BAD_INPUT;
 	if (g->stub && s->probe == PROBE_STUB)
 		probe_setup_say_trap(p->tr);
-	if (s->record) {
-		ret = sink_tracedat_init(&p->sink, out, s->output, g->funcs, nr_cpus,
-					 s->tracer == TRACER_FUNCTION_GRAPH, p->events, s->nr_events,
-					 p->rprobes, s->nr_rprobes);
-		if (ret < 0) {
-			snprintf(err, errlen, "-o %s: temporary per-CPU files: %s", s->output,
-				 strerror(-ret));
-			return EXIT_HOST_ERROR;
-		}
-	} else if (s->tracer == TRACER_FUNCTION_GRAPH && !s->jsonl) {
-		const struct vmi_sym *lo = vmi_symtab_find(g->funcs, "__irqentry_text_start");
-		const struct vmi_sym *hi = vmi_symtab_find(g->funcs, "__irqentry_text_end");
-
-		if (sink_graph_init(&p->sink, out, g->funcs, nr_cpus, s->funcgraph_retval,
-				    s->funcgraph_tail) < 0) {
-			snprintf(err, errlen, "out of memory");
-			return EXIT_HOST_ERROR;
-		}
-		p->sink.graph_retval_hex = s->funcgraph_retval_hex;
-		/* the kernel's ==========> / <========== around its .irqentry.text */
-		if (lo && hi && lo->addr < hi->addr) {
-			p->sink.irq_lo = lo->addr;
-			p->sink.irq_hi = hi->addr;
-		}
-	} else if (s->jsonl) {
-		sink_json_init(&p->sink, out, g->funcs, nr_cpus);
-	} else
-		sink_function_init(&p->sink, out, g->funcs, nr_cpus);
+	ret = make_sink(p, g, out, nr_cpus, err, errlen);
+	if (ret)
+		return ret;
 	if (s->nr_triggers)
 		sink_trigger_wrap(&p->sink, &p->trig_sink, s->record ? NULL : s->output);
-	p->sink.tracer = tracer_name(s->tracer);
 	/* each record's probe and spec, looked up once by the writer for the sink and the tap */
 	p->w.lookup = writer_lookup_probes;
 	p->w.lookup_ctx = tracer_probes(p->tr);

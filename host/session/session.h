@@ -13,6 +13,7 @@
 #include "host/trace/trigger.h"
 
 struct session_words;
+struct sink_format;
 
 enum session_cmd {
 	CMD_NONE,
@@ -23,10 +24,6 @@ enum session_cmd {
 	CMD_HELP,
 	CMD_VERSION
 };
-
-/* report --format: what the trace.dat is printed as (REPORT_AUTO: graph if it holds function_graph
- * events, else text). */
-enum report_format { REPORT_AUTO, REPORT_TEXT, REPORT_GRAPH, REPORT_JSON, REPORT_FOLDED };
 
 enum tracer_kind { TRACER_NOP, TRACER_FUNCTION, TRACER_FUNCTION_GRAPH };
 
@@ -107,9 +104,10 @@ struct session {
 	const char *input;   /* report -i (default trace.dat) */
 	bool report_exits;   /* report --exits: guest and host time per function (sink_exits) */
 	const char *host_input; /* report --host-input (default: -i's name with -host, host_rec_path) */
-	enum report_format report_format;
 	const char *help_cmd; /* CMD_HELP: the command whose help (NULL: all of it) */
-	bool jsonl; /* run/attach --format jsonl: the live trace as JSON Lines (sink_json) */
+	/* --format (run, attach, record, report: host/sink/sink_format.h); NULL: the command's
+	 * default (graph text for function_graph, else text; record: trace.dat) */
+	const struct sink_format *format;
 	bool quiet; /* --quiet: no progress line on stderr */
 	struct session_words *words; /* the run options with --session files expanded (owned) */
 };

@@ -30,15 +30,54 @@ struct sink_rec {
  * writer thread. */
 typedef void (*sink_lookup_fn)(const void *ctx, struct sink_rec *rec);
 
+/* What a sink does with each type of record, on perf's struct perf_tool model: the writer looks a
+ * record up once (struct sink_rec) and sink_record hands it to the callback of its type, the one
+ * place that tells record types apart; a sink fills only the callbacks of the records it writes
+ * (NULL: those records are skipped). Writer thread. */
 struct sink_ops {
 	void (*begin)(struct sink *s); /* header */
-	/* One record, in time order; @next is the following record of the same vCPU if already known
-	 * (NULL otherwise), looked up as @rec is. Returns how many records it consumed: 1, or 2 when it
-	 * used @next too. */
-	unsigned (*record)(struct sink *s, const struct sink_rec *rec, const struct sink_rec *next);
+	/* HVT_REC_ENTRY, a traced function entered. @next is the following record of the same vCPU
+	 * if already known (NULL otherwise; only for a sink with @lookahead), looked up as @rec is.
+	 * Returns how many records it consumed: 1, or 2 when it used @next too. */
+	unsigned (*entry)(struct sink *s, const struct sink_rec *rec, const struct sink_rec *next);
+	/* HVT_REC_EVENT, an entry carrying its -e fields (@rec->payload per @rec->spec), as @entry;
+	 * NULL: @entry takes it */
+	unsigned (*event)(struct sink *s, const struct sink_rec *rec, const struct sink_rec *next);
+	/* HVT_REC_EVENT_ALONE: the -e fields of a call the tracer does not trace */
+	void (*event_alone)(struct sink *s, const struct sink_rec *rec);
+	/* HVT_REC_RETURN: a traced function returned (RAX in r->value, r->duration) */
+	void (*ret)(struct sink *s, const struct sink_rec *rec);
+	/* HVT_REC_RETURN_EVENT: a return probe's return, with typed fields; NULL: @ret takes it */
+	void (*ret_event)(struct sink *s, const struct sink_rec *rec);
+	/* HVT_REC_LOST: r->value events of vCPU r->cpu were lost just before */
+	void (*lost)(struct sink *s, const struct hvt_record *r);
+	/* HVT_REC_STACK, HVT_REC_SNAPSHOT: --trigger's marks (host/sink/sink_trigger.c) */
+	void (*stack)(struct sink *s, const struct sink_rec *rec);
+	void (*snapshot)(struct sink *s, const struct hvt_record *r);
 	void (*end)(struct sink *s); /* trailer */
 	bool lookahead; /* wants @next for entries (holds them back briefly until it is known) */
 };
+
+/* Hands @rec (and @next, for entries) to @s's callback of its type. Returns how many records
+ * were consumed: 1, or 2 when the callback used @next too. Writer thread. */
+unsigned sink_record(struct sink *s, const struct sink_rec *rec, const struct sink_rec *next);
+
+/* What a tap (host/tap: the profile, the expectations) does with each type of record it watches
+ * beside the sink, as a sink's callbacks; NULL: that type is not watched. */
+struct sink_tap_ops {
+	/* HVT_REC_ENTRY, _EVENT, _EVENT_ALONE: a call seen (an -e event outside function_graph's
+	 * graph is a call all the same) */
+	void (*call)(void *ctx, const struct sink_rec *rec);
+	void (*ret)(void *ctx, const struct sink_rec *rec);	  /* HVT_REC_RETURN */
+	void (*ret_event)(void *ctx, const struct sink_rec *rec); /* _RETURN_EVENT; NULL: @ret */
+};
+
+/* Hands @rec to the callback of its type in @ops, with @ctx. Writer thread. */
+void sink_tap_record(const struct sink_tap_ops *ops, void *ctx, const struct sink_rec *rec);
+
+/* Whether @next is the return of entry @rec: the same function, depth and task (a leaf call whose
+ * return is the next record of its vCPU). Pure. */
+bool sink_next_returns(const struct sink_rec *rec, const struct sink_rec *next);
 
 /* The symbols of the addresses a sink named last (the writer names the same few thousand sites and
  * call sites millions of times): direct-mapped by address, filled by sink_symbol. */

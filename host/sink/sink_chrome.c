@@ -16,9 +16,11 @@
  * track. Timestamps in microseconds with three decimals (ns). Every string is JSON-escaped: bytes
  * a guest supplied cannot break the document. */
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/sink/task_table.h"
 #include "host/trace/escape.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,10 +182,11 @@ static void args_fields(struct sink *s, const struct fe_spec *spec, const uint8_
 		}
 }
 
-/* The fields of return @rec (a return probe's typed ones, else RAX as "ret") as members. */
-static void args_return(struct sink *s, const struct sink_rec *rec)
+/* The fields of return @rec (a return probe's typed ones when @typed, else RAX as "ret") as
+ * members. */
+static void args_return(struct sink *s, const struct sink_rec *rec, bool typed)
 {
-	if (rec->r->type == HVT_REC_RETURN)
+	if (!typed)
 		sink_printf(s, ",\"ret\":\"0x%" PRIx64 "\"", rec->r->value);
 	else if (rec->spec && rec->payload)
 		args_fields(s, rec->spec, rec->payload);
@@ -203,10 +206,10 @@ static void open_call(struct sink *s, struct chrome_stack *st, int pid, unsigned
 	put(s, "}}");
 }
 
-/* Closes the innermost open call of @st at @ts: an E event with return @rec's values, or without
- * one (@rec NULL) @why (e.g. "unfinished") true in its args. */
+/* Closes the innermost open call of @st at @ts: an E event with return @rec's values (@typed: a
+ * return probe's fields), or without one (@rec NULL) @why (e.g. "unfinished") true in its args. */
 static void close_top(struct sink *s, struct chrome_stack *st, int pid, unsigned tid, uint64_t ts,
-		      const struct sink_rec *rec, const char *why)
+		      const struct sink_rec *rec, bool typed, const char *why)
 {
 	const struct chrome_frame *f = &st->f[--st->nr];
 	const struct hvt_record *r = rec ? rec->r : NULL;
@@ -216,11 +219,11 @@ static void close_top(struct sink *s, struct chrome_stack *st, int pid, unsigned
 	if (r) {
 		put(s, ",\"args\":{");
 		/* the first member without its comma */
-		if (r->type == HVT_REC_RETURN) {
+		if (!typed) {
 			sink_printf(s, "\"ret\":\"0x%" PRIx64 "\"", r->value);
 		} else {
 			sink_printf(s, "\"duration_ns\":%" PRIu64, r->duration);
-			args_return(s, rec);
+			args_return(s, rec, typed);
 		}
 		put(s, "}}");
 	} else {
@@ -228,10 +231,11 @@ static void close_top(struct sink *s, struct chrome_stack *st, int pid, unsigned
 	}
 }
 
-/* Return @rec on a track: closes its open call (and the calls above it, whose returns were lost).
- * Without one it is a complete slice when it fits around the calls still open, else an instant. */
+/* Return @rec (@typed: a return probe's, with its fields) on a track: closes its open call (and the
+ * calls above it, whose returns were lost). Without one it is a complete slice when it fits around
+ * the calls still open, else an instant. */
 static void return_call(struct sink *s, struct chrome_stack *st, int pid, unsigned tid,
-			const struct sink_rec *rec)
+			const struct sink_rec *rec, bool typed)
 {
 	const struct hvt_record *r = rec->r;
 	bool cpu_track = pid == CHROME_PID_CPUS;
@@ -247,8 +251,8 @@ static void return_call(struct sink *s, struct chrome_stack *st, int pid, unsign
 	}
 	if (i > 0) {
 		while (st->nr > i)
-			close_top(s, st, pid, tid, r->ts, NULL, "unfinished");
-		close_top(s, st, pid, tid, r->ts, rec, NULL);
+			close_top(s, st, pid, tid, r->ts, NULL, false, "unfinished");
+		close_top(s, st, pid, tid, r->ts, rec, typed, NULL);
 		return;
 	}
 	if (!st->nr || start >= st->f[st->nr - 1].ts) {
@@ -262,7 +266,7 @@ static void return_call(struct sink *s, struct chrome_stack *st, int pid, unsign
 	event_name(s, r->ip);
 	args_open(s, r, cpu_track);
 	sink_printf(s, ",\"duration_ns\":%" PRIu64, r->duration);
-	args_return(s, rec);
+	args_return(s, rec, typed);
 	put(s, "}}");
 }
 
@@ -301,14 +305,14 @@ static void switch_to(struct sink *s, unsigned cpu, struct chrome_task *t,
 	if (c->on[cpu] == t)
 		return;
 	while (st->nr)
-		close_top(s, st, CHROME_PID_CPUS, cpu, r->ts, NULL, "switched_out");
+		close_top(s, st, CHROME_PID_CPUS, cpu, r->ts, NULL, false, "switched_out");
 	if (c->on[cpu])
 		c->on[cpu]->on_cpu = -1;
 	if (t->on_cpu >= 0 && (unsigned)t->on_cpu < s->nr_cpus) {
 		struct chrome_stack *was = &c->cpus[t->on_cpu];
 
 		while (was->nr)
-			close_top(s, was, CHROME_PID_CPUS, (unsigned)t->on_cpu, r->ts, NULL,
+			close_top(s, was, CHROME_PID_CPUS, (unsigned)t->on_cpu, r->ts, NULL, false,
 				  "switched_out");
 		c->on[t->on_cpu] = NULL;
 	}
@@ -341,58 +345,108 @@ static void chrome_begin(struct sink *s)
 	}
 }
 
-static unsigned chrome_record(struct sink *s, const struct sink_rec *rec,
-			      const struct sink_rec *next)
+/* Every record moves the trace's end (the time open calls are closed at). */
+static void chrome_seen(struct sink *s, const struct hvt_record *r)
+{
+	struct chrome *c = s->priv;
+
+	if (r->ts > c->last_ts)
+		c->last_ts = r->ts;
+}
+
+static void chrome_lost(struct sink *s, const struct hvt_record *r)
+{
+	chrome_seen(s, r);
+	if (r->cpu >= s->nr_cpus)
+		return;
+	event_start(s, 'i', CHROME_PID_CPUS, r->cpu, r->ts);
+	sink_printf(s,
+		    ",\"s\":\"t\",\"name\":\"lost events\",\"cat\":\"lost\","
+		    "\"args\":{\"lost\":%" PRIu64 "}}",
+		    r->value);
+}
+
+/* The task of @r, its track shown on @r's vCPU; NULL (the record left out) without memory. */
+static struct chrome_task *chrome_task_on_cpu(struct sink *s, const struct hvt_record *r)
+{
+	struct chrome_task *t;
+
+	chrome_seen(s, r);
+	t = task_of(s, r);
+	if (t && r->cpu < s->nr_cpus)
+		switch_to(s, r->cpu, t, r);
+	return t;
+}
+
+/* An entry (@event: carrying -e fields; @alone: of a call not traced, its instant only): with
+ * function_graph a call opened on both tracks, else (and for its fields) instants. */
+static void chrome_call(struct sink *s, const struct sink_rec *rec, bool event, bool alone)
 {
 	const struct hvt_record *r = rec->r;
 	struct chrome *c = s->priv;
-	struct chrome_stack *cpu = r->cpu < s->nr_cpus ? &c->cpus[r->cpu] : NULL;
-	struct chrome_task *t;
-	const struct fe_spec *spec = NULL;
+	struct chrome_task *t = chrome_task_on_cpu(s, r);
+	bool cpu = r->cpu < s->nr_cpus;
+	const struct fe_spec *spec = (event || alone) && rec->payload ? rec->spec : NULL;
 
-	(void)next;
-	if (r->ts > c->last_ts)
-		c->last_ts = r->ts;
-	if (r->type == HVT_REC_LOST) {
-		if (cpu) {
-			event_start(s, 'i', CHROME_PID_CPUS, r->cpu, r->ts);
-			sink_printf(s,
-				    ",\"s\":\"t\",\"name\":\"lost events\",\"cat\":\"lost\","
-				    "\"args\":{\"lost\":%" PRIu64 "}}",
-				    r->value);
-		}
-		return 1;
-	}
-	if ((r->type < HVT_REC_ENTRY || r->type > HVT_REC_RETURN_EVENT) &&
-	    r->type != HVT_REC_EVENT_ALONE)
-		return 1;
-	t = task_of(s, r);
 	if (!t)
-		return 1; /* no memory for a new task's track: its records are left out */
-	if (cpu)
-		switch_to(s, r->cpu, t, r);
-	if (r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT) {
+		return; /* no memory for a new task's track: its records are left out */
+	if (c->graph && !alone) {
 		if (cpu)
-			return_call(s, cpu, CHROME_PID_CPUS, r->cpu, rec);
-		return_call(s, t->stack, CHROME_PID_TASKS, t->tid, rec);
-		s->written++;
-		return 1;
-	}
-	if ((r->type == HVT_REC_EVENT || r->type == HVT_REC_EVENT_ALONE) && rec->payload)
-		spec = rec->spec;
-	/* an event alone is no call of the graph: its instant only */
-	if (c->graph && r->type != HVT_REC_EVENT_ALONE) {
-		if (cpu)
-			open_call(s, cpu, CHROME_PID_CPUS, r->cpu, r);
+			open_call(s, &c->cpus[r->cpu], CHROME_PID_CPUS, r->cpu, r);
 		open_call(s, t->stack, CHROME_PID_TASKS, t->tid, r);
 	}
-	if (!c->graph || spec || r->type == HVT_REC_EVENT_ALONE) {
+	if (!c->graph || spec || alone) {
 		if (cpu)
 			instant(s, CHROME_PID_CPUS, r->cpu, r, spec, rec->payload);
 		instant(s, CHROME_PID_TASKS, t->tid, r, spec, rec->payload);
 	}
 	s->written++;
+}
+
+static unsigned chrome_entry(struct sink *s, const struct sink_rec *rec,
+			     const struct sink_rec *next)
+{
+	(void)next;
+	chrome_call(s, rec, false, false);
 	return 1;
+}
+
+static unsigned chrome_event(struct sink *s, const struct sink_rec *rec,
+			     const struct sink_rec *next)
+{
+	(void)next;
+	chrome_call(s, rec, true, false);
+	return 1;
+}
+
+static void chrome_event_alone(struct sink *s, const struct sink_rec *rec)
+{
+	chrome_call(s, rec, false, true);
+}
+
+/* A return (@typed: a return probe's, with its fields) closing its call on both tracks. */
+static void chrome_return(struct sink *s, const struct sink_rec *rec, bool typed)
+{
+	const struct hvt_record *r = rec->r;
+	struct chrome *c = s->priv;
+	struct chrome_task *t = chrome_task_on_cpu(s, r);
+
+	if (!t)
+		return;
+	if (r->cpu < s->nr_cpus)
+		return_call(s, &c->cpus[r->cpu], CHROME_PID_CPUS, r->cpu, rec, typed);
+	return_call(s, t->stack, CHROME_PID_TASKS, t->tid, rec, typed);
+	s->written++;
+}
+
+static void chrome_ret(struct sink *s, const struct sink_rec *rec)
+{
+	chrome_return(s, rec, false);
+}
+
+static void chrome_ret_event(struct sink *s, const struct sink_rec *rec)
+{
+	chrome_return(s, rec, true);
 }
 
 static void chrome_end(struct sink *s)
@@ -402,13 +456,13 @@ static void chrome_end(struct sink *s)
 	/* calls whose returns did not come: closed at the last timestamp */
 	for (unsigned cpu = 0; cpu < s->nr_cpus; cpu++)
 		while (c->cpus[cpu].nr)
-			close_top(s, &c->cpus[cpu], CHROME_PID_CPUS, cpu, c->last_ts, NULL,
+			close_top(s, &c->cpus[cpu], CHROME_PID_CPUS, cpu, c->last_ts, NULL, false,
 				  "unfinished");
 	for (unsigned i = 0; i <= CHROME_MAX_TASKS; i++) {
 		struct chrome_task *t = &c->tasks[i];
 
 		while (t->stack && t->stack->nr)
-			close_top(s, t->stack, CHROME_PID_TASKS, t->tid, c->last_ts, NULL,
+			close_top(s, t->stack, CHROME_PID_TASKS, t->tid, c->last_ts, NULL, false,
 				  "unfinished");
 		free(t->stack);
 		t->stack = NULL;
@@ -431,7 +485,12 @@ static void chrome_end(struct sink *s)
 
 static const struct sink_ops chrome_ops = {
     .begin = chrome_begin,
-    .record = chrome_record,
+    .entry = chrome_entry,
+    .event = chrome_event,
+    .event_alone = chrome_event_alone,
+    .ret = chrome_ret,
+    .ret_event = chrome_ret_event,
+    .lost = chrome_lost,
     .end = chrome_end,
 };
 
@@ -455,3 +514,13 @@ int sink_chrome_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, u
 	s->priv = c;
 	return 0;
 }
+
+static int chrome_make(struct sink *s, const struct sink_config *cfg)
+{
+	if (sink_chrome_init(s, cfg->out, cfg->syms, cfg->nr_cpus) < 0)
+		return -ENOMEM;
+	s->tracer = cfg->tracer;
+	return 0;
+}
+
+const struct sink_format sink_format_json = {"json", chrome_make, NULL, chrome_make};

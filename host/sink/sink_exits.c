@@ -109,23 +109,21 @@ static void begin(struct sink *s)
 	(void)s;
 }
 
-static unsigned record(struct sink *s, const struct sink_rec *rec, const struct sink_rec *next)
+/* A return: its call's time and the host's spans of its vCPU meanwhile. */
+static void ret(struct sink *s, const struct sink_rec *rec)
 {
 	struct exits *x = s->priv;
 	const struct hvt_record *r = rec->r;
 	struct ex_func *f;
 	uint64_t from, away, other = 0, n;
 
-	(void)next;
-	if (r->type != HVT_REC_RETURN && r->type != HVT_REC_RETURN_EVENT)
-		return 1;
 	if (r->cpu >= x->hs->nr_vcpus) {
 		x->calls_outside++;
-		return 1;
+		return;
 	}
 	f = func_of(x, r->ip);
 	if (!f)
-		return 1;
+		return;
 	from = r->duration < r->ts ? r->ts - r->duration : 0;
 	memset(x->by_reason, 0, EXITS_REASONS * sizeof(*x->by_reason));
 	n = host_side_away(x->hs, r->cpu, from, r->ts, &away, x->by_reason, EXITS_REASONS, &other);
@@ -135,7 +133,6 @@ static unsigned record(struct sink *s, const struct sink_rec *rec, const struct 
 	f->exits += n;
 	if (n)
 		add_reasons(f, x->by_reason, other);
-	return 1;
 }
 
 static int by_host_time(const void *a, const void *b)
@@ -229,7 +226,7 @@ static void end(struct sink *s)
 	}
 }
 
-static const struct sink_ops exits_ops = {.begin = begin, .record = record, .end = end};
+static const struct sink_ops exits_ops = {.begin = begin, .ret = ret, .end = end};
 
 int sink_exits_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus,
 		    const struct host_side *hs)

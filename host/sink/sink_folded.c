@@ -9,6 +9,7 @@
  *   - otherwise (function tracer): N is the number of hits of "comm;caller;function".
  * Frame names are escaped as in every text output (host/trace/escape.h), and ';' as \x3b. */
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/sink/task_table.h"
 #include "host/trace/escape.h"
 
@@ -139,12 +140,13 @@ static struct folded_task *task_of(struct folded *f, const struct hvt_record *r)
 	return t;
 }
 
-static void folded_graph(struct sink *s, struct folded_task *t, const struct hvt_record *r)
+/* function_graph: entry (or return, @ret) @r of task @t. */
+static void folded_graph(struct sink *s, struct folded_task *t, const struct hvt_record *r,
+			 bool ret)
 {
 	struct folded *f = s->priv;
 	uint64_t delta = t->seen && r->ts > t->last_ts ? r->ts - t->last_ts : 0;
 	uint64_t key = frame_key(s, r->ip);
-	bool ret = r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT;
 	unsigned i = t->nr;
 
 	if (ret)
@@ -173,30 +175,58 @@ static void folded_graph(struct sink *s, struct folded_task *t, const struct hvt
 		t->last_ts = r->ts;
 }
 
-static unsigned folded_record(struct sink *s, const struct sink_rec *rec,
-			      const struct sink_rec *next)
+/* Every record moves the trace's end (the time open calls are closed at). */
+static void folded_seen(struct sink *s, const struct hvt_record *r)
 {
-	const struct hvt_record *r = rec->r;
+	struct folded *f = s->priv;
+
+	if (r->ts > f->last_ts)
+		f->last_ts = r->ts;
+}
+
+/* An entry (or a return, @ret) of a task: a frame pushed (popped) with function_graph, a hit of
+ * "comm;caller;function" with the function tracer. */
+static void folded_call(struct sink *s, const struct hvt_record *r, bool ret)
+{
 	struct folded *f = s->priv;
 	struct folded_task *t;
 
-	(void)next;
-	if (r->ts > f->last_ts)
-		f->last_ts = r->ts;
-	if (r->type < HVT_REC_ENTRY || r->type > HVT_REC_RETURN_EVENT)
-		return 1; /* lost events: the stacks stay, returns are matched by function */
+	folded_seen(s, r);
 	t = task_of(f, r);
 	if (!t)
-		return 1; /* no memory for a new task: its records are left out */
+		return; /* no memory for a new task: its records are left out */
 	if (f->graph) {
-		folded_graph(s, t, r);
-	} else if (r->type == HVT_REC_ENTRY || r->type == HVT_REC_EVENT) {
+		folded_graph(s, t, r, ret);
+	} else if (!ret) {
 		uint32_t caller = child(f, t->root, frame_key(s, r->parent));
 
 		f->nodes[child(f, caller, frame_key(s, r->ip))].weight++;
 	}
 	s->written++;
+}
+
+static unsigned folded_entry(struct sink *s, const struct sink_rec *rec,
+			     const struct sink_rec *next)
+{
+	(void)next;
+	folded_call(s, rec->r, false);
 	return 1;
+}
+
+static void folded_ret(struct sink *s, const struct sink_rec *rec)
+{
+	folded_call(s, rec->r, true);
+}
+
+/* lost events (the stacks stay, returns are matched by function) and events alone (no call) */
+static void folded_lost(struct sink *s, const struct hvt_record *r)
+{
+	folded_seen(s, r);
+}
+
+static void folded_event_alone(struct sink *s, const struct sink_rec *rec)
+{
+	folded_seen(s, rec->r);
 }
 
 static void folded_begin(struct sink *s)
@@ -313,7 +343,10 @@ static void folded_end(struct sink *s)
 
 static const struct sink_ops folded_ops = {
     .begin = folded_begin,
-    .record = folded_record,
+    .entry = folded_entry,
+    .event_alone = folded_event_alone,
+    .ret = folded_ret,
+    .lost = folded_lost,
     .end = folded_end,
 };
 
@@ -336,3 +369,13 @@ int sink_folded_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, u
 	s->priv = f;
 	return 0;
 }
+
+static int folded_make(struct sink *s, const struct sink_config *cfg)
+{
+	if (sink_folded_init(s, cfg->out, cfg->syms, cfg->nr_cpus) < 0)
+		return -ENOMEM;
+	s->tracer = cfg->tracer;
+	return 0;
+}
+
+const struct sink_format sink_format_folded = {"folded", folded_make, NULL, folded_make};

@@ -1,4 +1,5 @@
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/trace/escape.h"
 
 #include <inttypes.h>
@@ -284,43 +285,49 @@ static void function_events(struct sink *s, const struct sink_rec *rec)
 	}
 }
 
-static unsigned function_record(struct sink *s, const struct sink_rec *rec,
-				const struct sink_rec *next)
+static void function_lost(struct sink *s, const struct hvt_record *r)
 {
-	const struct hvt_record *r = rec->r;
-	char line[512], rl[4096];
-	int n;
+	char line[512];
+
+	/* print_trace_line(): before the next event of that CPU */
+	sink_write_line(s, line, sizeof(line), sink_lost_format(line, sizeof(line), r));
+}
+
+/* An entry, with its -e events' lines instead when it carries their fields (an event without
+ * them: as its entry). */
+static unsigned function_entry(struct sink *s, const struct sink_rec *rec,
+			       const struct sink_rec *next)
+{
+	char line[512];
 
 	(void)next;
-	switch (r->type) {
-	case HVT_REC_LOST:
-		/* print_trace_line(): before the next event of that CPU */
-		n = sink_lost_format(line, sizeof(line), r);
-		sink_write_line(s, line, sizeof(line), n);
-		return 1;
-	case HVT_REC_EVENT_ALONE: /* a call the tracer did not trace: its event lines alone */
-		if (!rec->spec || !rec->payload)
-			return 1;
+	if (rec->spec && rec->payload) {
 		function_events(s, rec);
-		break;
-	case HVT_REC_ENTRY:
-	case HVT_REC_EVENT:
-		if (rec->spec && rec->payload) { /* an event without its fields: as its entry */
-			function_events(s, rec);
-			break;
-		}
-		n = function_line(line, sizeof(line), r, s->syms, s);
+	} else {
+		int n = function_line(line, sizeof(line), rec->r, s->syms, s);
+
 		sink_write_line(s, line, sizeof(line), n);
-		break;
-	case HVT_REC_RETURN:
-	case HVT_REC_RETURN_EVENT:
-		n = sink_return_format(rl, sizeof(rl), r, rec->spec, rec->payload, s->syms);
-		sink_write_line(s, rl, sizeof(rl), n);
-		break;
-	default: return 1;
 	}
 	s->written++;
 	return 1;
+}
+
+/* a call the tracer did not trace: its event lines alone */
+static void function_event_alone(struct sink *s, const struct sink_rec *rec)
+{
+	if (!rec->spec || !rec->payload)
+		return;
+	function_events(s, rec);
+	s->written++;
+}
+
+static void function_ret(struct sink *s, const struct sink_rec *rec)
+{
+	char rl[4096];
+	int n = sink_return_format(rl, sizeof(rl), rec->r, rec->spec, rec->payload, s->syms);
+
+	sink_write_line(s, rl, sizeof(rl), n);
+	s->written++;
 }
 
 static void function_end(struct sink *s)
@@ -334,12 +341,24 @@ static void function_end(struct sink *s)
 }
 
 static const struct sink_ops function_ops = {
-	.begin = function_begin,
-	.record = function_record,
-	.end = function_end,
+    .begin = function_begin,
+    .entry = function_entry,
+    .event_alone = function_event_alone,
+    .ret = function_ret,
+    .lost = function_lost,
+    .end = function_end,
 };
 
 void sink_function_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
 {
 	sink_setup(s, &function_ops, out, syms, nr_cpus);
 }
+
+static int function_make(struct sink *s, const struct sink_config *cfg)
+{
+	sink_function_init(s, cfg->out, cfg->syms, cfg->nr_cpus);
+	s->tracer = cfg->tracer;
+	return 0;
+}
+
+const struct sink_format sink_format_text = {"text", function_make, NULL, function_make};

@@ -1,7 +1,9 @@
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/trace/escape.h"
 #include "host/trace/probe.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -285,10 +287,10 @@ static void return_comment(struct sink *s, const struct sink_rec *rec)
 /* The "<func>: fields" comments of -e event @rec inside its function, one level deeper; for an
  * event alone (HVT_REC_EVENT_ALONE) at the depth of the graph around it, as ftrace prints a trace
  * event there. */
-static void event_comment(struct sink *s, const struct sink_rec *rec)
+static void event_comment(struct sink *s, const struct sink_rec *rec, bool alone)
 {
 	const struct hvt_record *r = rec->r;
-	int depth = r->type == HVT_REC_EVENT_ALONE ? (int)r->depth - 1 : r->depth;
+	int depth = alone ? (int)r->depth - 1 : r->depth;
 	const struct fe_spec *spec = rec->spec;
 	const uint8_t *payload = rec->payload;
 	char body[2560], fields[2048], label[160];
@@ -319,35 +321,36 @@ static int format_return(char *buf, size_t len, const struct sink *s, const stru
 		     : sink_graph_format(buf, len, &plain, &ret, NULL);
 }
 
-static unsigned graph_record(struct sink *s, const struct sink_rec *rec,
-			     const struct sink_rec *ahead)
+static void graph_lost(struct sink *s, const struct hvt_record *r)
 {
-	const struct hvt_record *r = rec->r, *next = ahead ? ahead->r : NULL;
 	char line[512];
-	bool is_return = r->type == HVT_REC_RETURN || r->type == HVT_REC_RETURN_EVENT;
-	/* an entry with an -e event is no leaf: its comment goes inside, as the kernel prints it */
-	bool leaf = r->type == HVT_REC_ENTRY && next &&
-		    (next->type == HVT_REC_RETURN || next->type == HVT_REC_RETURN_EVENT) &&
-		    next->ip == r->ip && next->depth == r->depth && next->pid == r->pid;
 
-	if (r->type == HVT_REC_LOST) {
-		/* print_trace_line(): before the next event of that CPU */
-		sink_write_line(s, line, sizeof(line), sink_lost_format(line, sizeof(line), r));
-		return 1;
-	}
+	/* print_trace_line(): before the next event of that CPU */
+	sink_write_line(s, line, sizeof(line), sink_lost_format(line, sizeof(line), r));
+}
+
+/* no call of the graph: its comment alone */
+static void graph_event_alone(struct sink *s, const struct sink_rec *rec)
+{
+	task_marker(s, rec->r);
+	event_comment(s, rec, true);
+	s->written++;
+}
+
+/* An entry (@event: with its -e fields, commented inside it): an opening line, the one line of a
+ * leaf when @ahead is its return (and it carries no event), or the entry alone of a probe whose
+ * return is not hooked. */
+static unsigned graph_call(struct sink *s, const struct sink_rec *rec, const struct sink_rec *ahead,
+			   bool event)
+{
+	const struct hvt_record *r = rec->r;
+	char line[512];
+	/* an entry with an -e event is no leaf: its comment goes inside, as the kernel prints it */
+	bool leaf = !event && sink_next_returns(rec, ahead);
+
 	task_marker(s, r);
-	if (r->type == HVT_REC_EVENT_ALONE) {
-		/* no call of the graph: its comment alone */
-		event_comment(s, rec);
-		s->written++;
-		return 1;
-	}
-	if (!is_return)
-		irq_marker(s, r, true);
-	if (is_return) {
-		sink_write_line(s, line, sizeof(line),
-				format_return(line, sizeof(line), s, rec, NULL));
-	} else if (r->type == HVT_REC_ENTRY && rec->probe && rec->probe->no_return) {
+	irq_marker(s, r, true);
+	if (!event && rec->probe && rec->probe->no_return) {
 		sink_write_line(s, line, sizeof(line), format_entry_only(line, sizeof(line), s, r));
 	} else if (leaf) {
 		sink_write_line(s, line, sizeof(line),
@@ -357,15 +360,49 @@ static unsigned graph_record(struct sink *s, const struct sink_rec *rec,
 				sink_graph_format(line, sizeof(line), s, r, NULL));
 	}
 	s->written += leaf ? 2 : 1;
-	if (is_return || leaf)
+	if (leaf)
 		irq_marker(s, r, false);
-	if (r->type == HVT_REC_EVENT)
-		event_comment(s, rec);
-	if (r->type == HVT_REC_RETURN_EVENT)
-		return_comment(s, rec);
-	if (leaf && next->type == HVT_REC_RETURN_EVENT)
+	if (event)
+		event_comment(s, rec, false);
+	/* the looked-ahead return's own fields (a return probe's) */
+	if (leaf && ahead->r->type == HVT_REC_RETURN_EVENT)
 		return_comment(s, ahead);
 	return leaf ? 2 : 1;
+}
+
+static unsigned graph_entry(struct sink *s, const struct sink_rec *rec,
+			    const struct sink_rec *ahead)
+{
+	return graph_call(s, rec, ahead, false);
+}
+
+static unsigned graph_event(struct sink *s, const struct sink_rec *rec,
+			    const struct sink_rec *ahead)
+{
+	return graph_call(s, rec, ahead, true);
+}
+
+/* A return's closing line; a return probe's fields (@typed) as a comment after it. */
+static void graph_return(struct sink *s, const struct sink_rec *rec, bool typed)
+{
+	char line[512];
+
+	task_marker(s, rec->r);
+	sink_write_line(s, line, sizeof(line), format_return(line, sizeof(line), s, rec, NULL));
+	s->written++;
+	irq_marker(s, rec->r, false);
+	if (typed)
+		return_comment(s, rec);
+}
+
+static void graph_ret(struct sink *s, const struct sink_rec *rec)
+{
+	graph_return(s, rec, false);
+}
+
+static void graph_ret_event(struct sink *s, const struct sink_rec *rec)
+{
+	graph_return(s, rec, true);
 }
 
 static void graph_end(struct sink *s)
@@ -377,10 +414,15 @@ static void graph_end(struct sink *s)
 }
 
 static const struct sink_ops graph_ops = {
-	.begin = graph_begin,
-	.record = graph_record,
-	.end = graph_end,
-	.lookahead = true,
+    .begin = graph_begin,
+    .entry = graph_entry,
+    .event = graph_event,
+    .event_alone = graph_event_alone,
+    .ret = graph_ret,
+    .ret_event = graph_ret_event,
+    .lost = graph_lost,
+    .end = graph_end,
+    .lookahead = true,
 };
 
 int sink_graph_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus,
@@ -392,3 +434,17 @@ int sink_graph_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, un
 	s->priv = calloc(nr_cpus, sizeof(struct graph_cpu));
 	return s->priv ? 0 : -1;
 }
+
+static int graph_make(struct sink *s, const struct sink_config *cfg)
+{
+	if (sink_graph_init(s, cfg->out, cfg->syms, cfg->nr_cpus, cfg->graph_retval,
+			    cfg->graph_tail) < 0)
+		return -ENOMEM;
+	s->graph_retval_hex = cfg->graph_retval_hex;
+	s->irq_lo = cfg->irq_lo;
+	s->irq_hi = cfg->irq_hi;
+	s->tracer = "function_graph";
+	return 0;
+}
+
+const struct sink_format sink_format_graph = {"graph", graph_make, NULL, graph_make};

@@ -17,6 +17,7 @@
  * string arguments, field names from its BTF) is JSON-escaped by escape_json: quotes, control bytes
  * and bytes >= 0x80 (valid UTF-8 or not) cannot break a line or the document. */
 #include "host/sink/sink.h"
+#include "host/sink/sink_format.h"
 #include "host/trace/escape.h"
 
 #include <inttypes.h>
@@ -158,7 +159,8 @@ static void json_events(struct sink *s, const struct sink_rec *rec)
 	}
 }
 
-static void json_exit(struct sink *s, const struct sink_rec *rec)
+/* An exit: with @retval RAX as "retval", else the return probe's typed fields as "args". */
+static void json_exit(struct sink *s, const struct sink_rec *rec, bool retval)
 {
 	const struct hvt_record *r = rec->r;
 	const struct fe_spec *spec = rec->payload ? rec->spec : NULL;
@@ -172,42 +174,61 @@ static void json_exit(struct sink *s, const struct sink_rec *rec)
 	}
 	if (sink_graph_tracer(s))
 		sink_printf(s, ",\"depth\":%u", r->depth);
-	if (r->type == HVT_REC_RETURN)
+	if (retval)
 		sink_printf(s, ",\"retval\":\"0x%" PRIx64 "\"", r->value);
 	else if (spec)
 		json_args(s, spec, rec->payload);
 	sink_printf(s, ",\"duration_ns\":%" PRIu64 "}\n", r->duration);
 }
 
-static unsigned json_record(struct sink *s, const struct sink_rec *rec,
-			    const struct sink_rec *next)
+static void json_lost(struct sink *s, const struct hvt_record *r)
 {
-	const struct hvt_record *r = rec->r;
-
-	(void)next;
 	uint64_t us = r->ts / 1000u + (r->ts % 1000u >= 500u);
 
-	switch (r->type) {
-	case HVT_REC_LOST:
-		sink_printf(s,
-			    "{\"type\":\"lost\",\"ts\":%" PRIu64 ".%06" PRIu64 ",\"ts_ns\":%" PRIu64
-			    ",\"cpu\":%u,\"lost\":%" PRIu64 "}\n",
-			    us / 1000000u, us % 1000000u, r->ts, r->cpu, r->value);
-		return 1;
-	case HVT_REC_EVENT:
-	case HVT_REC_EVENT_ALONE: /* its event lines are all a call not traced shows */
-		if (rec->spec && rec->payload)
-			json_events(s, rec);
-		else
-			json_entry(s, r);
-		break;
-	case HVT_REC_ENTRY: json_entry(s, r); break;
-	case HVT_REC_RETURN:
-	case HVT_REC_RETURN_EVENT: json_exit(s, rec); break;
-	default: return 1;
-	}
+	sink_printf(s,
+		    "{\"type\":\"lost\",\"ts\":%" PRIu64 ".%06" PRIu64 ",\"ts_ns\":%" PRIu64
+		    ",\"cpu\":%u,\"lost\":%" PRIu64 "}\n",
+		    us / 1000000u, us % 1000000u, r->ts, r->cpu, r->value);
+}
+
+static unsigned json_on_entry(struct sink *s, const struct sink_rec *rec,
+			      const struct sink_rec *next)
+{
+	(void)next;
+	json_entry(s, rec->r);
 	s->written++;
 	return 1;
+}
+
+/* an entry's -e events, or the entry itself when their fields are not there */
+static unsigned json_on_event(struct sink *s, const struct sink_rec *rec,
+			      const struct sink_rec *next)
+{
+	(void)next;
+	if (rec->spec && rec->payload)
+		json_events(s, rec);
+	else
+		json_entry(s, rec->r);
+	s->written++;
+	return 1;
+}
+
+/* its event lines are all a call not traced shows */
+static void json_on_event_alone(struct sink *s, const struct sink_rec *rec)
+{
+	json_on_event(s, rec, NULL);
+}
+
+static void json_on_ret(struct sink *s, const struct sink_rec *rec)
+{
+	json_exit(s, rec, true);
+	s->written++;
+}
+
+static void json_on_ret_event(struct sink *s, const struct sink_rec *rec)
+{
+	json_exit(s, rec, false);
+	s->written++;
 }
 
 static void json_end(struct sink *s)
@@ -221,12 +242,26 @@ static void json_end(struct sink *s)
 }
 
 static const struct sink_ops json_ops = {
-	.begin = json_begin,
-	.record = json_record,
-	.end = json_end,
+    .begin = json_begin,
+    .entry = json_on_entry,
+    .event = json_on_event,
+    .event_alone = json_on_event_alone,
+    .ret = json_on_ret,
+    .ret_event = json_on_ret_event,
+    .lost = json_lost,
+    .end = json_end,
 };
 
 void sink_json_init(struct sink *s, FILE *out, const struct vmi_symtab *syms, unsigned nr_cpus)
 {
 	sink_setup(s, &json_ops, out, syms, nr_cpus);
 }
+
+static int json_make(struct sink *s, const struct sink_config *cfg)
+{
+	sink_json_init(s, cfg->out, cfg->syms, cfg->nr_cpus);
+	s->tracer = cfg->tracer;
+	return 0;
+}
+
+const struct sink_format sink_format_jsonl = {"jsonl", json_make, NULL, json_make};

@@ -15,6 +15,7 @@
  * the call site, and in return probes __hvt_duration (ns since the entry): `hvtrace report` needs
  * them to print what `run` printed. */
 #include "host/sink/sink_tracedat.h"
+#include "host/sink/sink_format.h"
 #include "host/sink/tracedat_sink.h"
 
 #include <errno.h>
@@ -211,74 +212,113 @@ static void emit_return_probe(struct sink *s, const struct sink_rec *rec)
 	emit(s, r->cpu, r->ts, t->ev, at);
 }
 
-static unsigned tracedat_record(struct sink *s, const struct sink_rec *rec,
-				const struct sink_rec *next)
+static void tracedat_lost(struct sink *s, const struct hvt_record *r)
+{
+	struct td_sink *t = s->priv;
+	struct td_cpu *c;
+
+	if (r->cpu >= s->nr_cpus)
+		return;
+	c = &t->cpus[r->cpu];
+	if (c->page.started && !c->page.len)
+		c->page.lost += r->value;
+	else {
+		flush_page(s, c);
+		c->pending_lost += r->value;
+	}
+}
+
+/* The sink's state for a record of @r's vCPU, its task's name remembered; NULL (the record left
+ * out) for a vCPU the file has no pages for. */
+static struct td_sink *seen(struct sink *s, const struct hvt_record *r)
+{
+	if (r->cpu >= s->nr_cpus)
+		return NULL;
+	remember_comm(s->priv, r);
+	return s->priv;
+}
+
+/* An entry (@event: with its -e fields, each a probe event after it): funcgraph_entry with
+ * function_graph, else function (not for an event's entry: its probe events stand for it). */
+static void tracedat_call(struct sink *s, const struct sink_rec *rec, bool event)
 {
 	const struct hvt_record *r = rec->r;
-	struct td_sink *t = s->priv;
-	size_t at;
+	struct td_sink *t = seen(s, r);
+	int32_t depth = r->depth, pad = 0;
+	size_t at = 0;
 
-	(void)next;
-	if (r->cpu >= s->nr_cpus)
-		return 1;
-	if (r->type == HVT_REC_LOST) {
-		struct td_cpu *c = &t->cpus[r->cpu];
-
-		if (c->page.started && !c->page.len)
-			c->page.lost += r->value;
-		else {
-			flush_page(s, c);
-			c->pending_lost += r->value;
-		}
-		return 1;
+	if (!t)
+		return;
+	if (t->graph) {
+		at = common(t->ev, TD_ID_FUNCGRAPH_ENTRY, r->pid);
+		at = put(t->ev, at, &r->ip, 8);
+		at = put(t->ev, at, &depth, 4);
+		at = put(t->ev, at, &pad, 4);
+	} else if (!event) {
+		at = common(t->ev, TD_ID_FUNCTION, r->pid);
+		at = put(t->ev, at, &r->ip, 8);
+		at = put(t->ev, at, &r->parent, 8);
 	}
-	remember_comm(t, r);
-	switch (r->type) {
-	case HVT_REC_ENTRY:
-	case HVT_REC_EVENT:
-		if (t->graph) {
-			int32_t depth = r->depth, pad = 0;
-
-			at = common(t->ev, TD_ID_FUNCGRAPH_ENTRY, r->pid);
-			at = put(t->ev, at, &r->ip, 8);
-			at = put(t->ev, at, &depth, 4);
-			at = put(t->ev, at, &pad, 4);
-			emit(s, r->cpu, r->ts, t->ev, at);
-		} else if (r->type == HVT_REC_ENTRY) {
-			at = common(t->ev, TD_ID_FUNCTION, r->pid);
-			at = put(t->ev, at, &r->ip, 8);
-			at = put(t->ev, at, &r->parent, 8);
-			emit(s, r->cpu, r->ts, t->ev, at);
-		}
-		if (r->type == HVT_REC_EVENT)
-			emit_events(s, rec);
-		break;
-	case HVT_REC_EVENT_ALONE: /* the probe events alone, no graph entry */
+	if (at)
+		emit(s, r->cpu, r->ts, t->ev, at);
+	if (event)
 		emit_events(s, rec);
-		break;
-	case HVT_REC_RETURN:
-	case HVT_REC_RETURN_EVENT:
-		if (t->graph) {
-			int32_t depth = r->depth;
-			uint32_t overrun = 0;
-			uint64_t calltime = r->ts - (r->duration < r->ts ? r->duration : r->ts);
-
-			at = common(t->ev, TD_ID_FUNCGRAPH_EXIT, r->pid);
-			at = put(t->ev, at, &r->ip, 8);
-			at = put(t->ev, at, &r->value, 8);
-			at = put(t->ev, at, &depth, 4);
-			at = put(t->ev, at, &overrun, 4);
-			at = put(t->ev, at, &calltime, 8);
-			at = put(t->ev, at, &r->ts, 8);
-			emit(s, r->cpu, r->ts, t->ev, at);
-		}
-		emit_return_probe(s, rec);
-		break;
-	default:
-		return 1;
-	}
 	s->written++;
+}
+
+static unsigned tracedat_entry(struct sink *s, const struct sink_rec *rec,
+			       const struct sink_rec *next)
+{
+	(void)next;
+	tracedat_call(s, rec, false);
 	return 1;
+}
+
+static unsigned tracedat_event(struct sink *s, const struct sink_rec *rec,
+			       const struct sink_rec *next)
+{
+	(void)next;
+	tracedat_call(s, rec, true);
+	return 1;
+}
+
+/* the probe events alone, no graph entry */
+static void tracedat_event_alone(struct sink *s, const struct sink_rec *rec)
+{
+	if (!seen(s, rec->r))
+		return;
+	emit_events(s, rec);
+	s->written++;
+}
+
+/* funcgraph_exit of return @r */
+static void graph_exit(struct sink *s, struct td_sink *t, const struct hvt_record *r)
+{
+	int32_t depth = r->depth;
+	uint32_t overrun = 0;
+	uint64_t calltime = r->ts - (r->duration < r->ts ? r->duration : r->ts);
+	size_t at = common(t->ev, TD_ID_FUNCGRAPH_EXIT, r->pid);
+
+	at = put(t->ev, at, &r->ip, 8);
+	at = put(t->ev, at, &r->value, 8);
+	at = put(t->ev, at, &depth, 4);
+	at = put(t->ev, at, &overrun, 4);
+	at = put(t->ev, at, &calltime, 8);
+	at = put(t->ev, at, &r->ts, 8);
+	emit(s, r->cpu, r->ts, t->ev, at);
+}
+
+/* A return: funcgraph_exit with function_graph, and a return probe's event. */
+static void tracedat_ret(struct sink *s, const struct sink_rec *rec)
+{
+	struct td_sink *t = seen(s, rec->r);
+
+	if (!t)
+		return;
+	if (t->graph)
+		graph_exit(s, t, rec->r);
+	emit_return_probe(s, rec);
+	s->written++;
 }
 
 static void tracedat_end(struct sink *s)
@@ -310,7 +350,11 @@ static void tracedat_begin(struct sink *s)
 
 static const struct sink_ops tracedat_ops = {
     .begin = tracedat_begin,
-    .record = tracedat_record,
+    .entry = tracedat_entry,
+    .event = tracedat_event,
+    .event_alone = tracedat_event_alone,
+    .ret = tracedat_ret,
+    .lost = tracedat_lost,
     .end = tracedat_end,
 };
 
@@ -392,3 +436,17 @@ void sink_tracedat_peer(struct sink *s, uint64_t trace_id, uint64_t host_trace_i
 	t->host_trace_id = host_trace_id;
 	t->t0_ns = t0_ns;
 }
+
+static int tracedat_make(struct sink *s, const struct sink_config *cfg)
+{
+	int ret = sink_tracedat_init(s, cfg->out, cfg->path, cfg->syms, cfg->nr_cpus,
+				     cfg->tracer && !strcmp(cfg->tracer, "function_graph"),
+				     cfg->events, cfg->nr_events, cfg->rprobes, cfg->nr_rprobes);
+
+	if (ret < 0)
+		return ret;
+	s->tracer = cfg->tracer;
+	return 0;
+}
+
+const struct sink_format sink_format_tracedat = {"tracedat", NULL, tracedat_make, NULL};

@@ -82,8 +82,10 @@ done:
 	return ret;
 }
 
-static void snapshot(struct sink *s, struct sink_trigger *t, const struct hvt_record *r)
+/* A snapshot mark: the output so far copied to OUTPUT.snapshot-N. */
+static void snapshot(struct sink *s, const struct hvt_record *r)
 {
+	struct sink_trigger *t = of(s);
 	char path[4096];
 	long size;
 	int ret = -EINVAL;
@@ -103,52 +105,33 @@ static void snapshot(struct sink *s, struct sink_trigger *t, const struct hvt_re
 	}
 }
 
-static void begin(struct sink *s)
+/* A stacktrace trigger's record: the "<stack trace>" block of its frames. */
+static void stack(struct sink *s, const struct sink_rec *rec)
 {
-	of(s)->inner->begin(s);
-}
-
-static unsigned record(struct sink *s, const struct sink_rec *rec, const struct sink_rec *next)
-{
-	struct sink_trigger *t = of(s);
 	const struct hvt_record *r = rec->r;
+	char buf[TRIGGER_MAX_FRAMES * 200 + 256];
+	size_t nr = r->value / 8;
+	uint64_t frames[TRIGGER_MAX_FRAMES];
+	int n;
 
-	if (r->type == HVT_REC_STACK) {
-		char buf[TRIGGER_MAX_FRAMES * 200 + 256];
-		size_t nr = r->value / 8;
-		uint64_t frames[TRIGGER_MAX_FRAMES];
-		int n;
-
-		if (nr > TRIGGER_MAX_FRAMES)
-			nr = TRIGGER_MAX_FRAMES;
-		if (rec->payload)
-			memcpy(frames, rec->payload, nr * 8);
-		else
-			nr = 0;
-		n = sink_stack_format(buf, sizeof(buf), r, frames, nr, s->syms);
-		sink_write(s, buf, (size_t)n);
-		return 1;
-	}
-	if (r->type == HVT_REC_SNAPSHOT) {
-		snapshot(s, t, r);
-		return 1;
-	}
-	/* a mark right after an entry is no return that closes it */
-	if (next && (next->r->type == HVT_REC_STACK || next->r->type == HVT_REC_SNAPSHOT))
-		next = NULL;
-	return t->inner->record(s, rec, next);
-}
-
-static void end(struct sink *s)
-{
-	of(s)->inner->end(s);
+	if (nr > TRIGGER_MAX_FRAMES)
+		nr = TRIGGER_MAX_FRAMES;
+	if (rec->payload)
+		memcpy(frames, rec->payload, nr * 8);
+	else
+		nr = 0;
+	n = sink_stack_format(buf, sizeof(buf), r, frames, nr, s->syms);
+	sink_write(s, buf, (size_t)n);
 }
 
 void sink_trigger_wrap(struct sink *s, struct sink_trigger *t, const char *output)
 {
 	t->inner = s->ops;
-	t->ops = (struct sink_ops){
-	    .begin = begin, .record = record, .end = end, .lookahead = s->ops->lookahead};
+	/* the wrapped sink's callbacks, with the marks' own (a mark is no return: a sink that looks
+	 * ahead for one never takes a mark with an entry) */
+	t->ops = *s->ops;
+	t->ops.stack = stack;
+	t->ops.snapshot = snapshot;
 	t->output = output;
 	t->snapshots = 0;
 	t->snapshot_failed = false;

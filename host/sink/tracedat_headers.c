@@ -3,6 +3,7 @@
  * symbols as kallsyms, the cmdlines, then the per-vCPU pages sink_tracedat.c kept in temporary
  * files. Not the hot path. */
 #include "host/sink/tracedat_sink.h"
+#include "host/tracedat/tracedat_write.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -171,8 +172,8 @@ static void spec_format(struct td_text *x, const struct fe_spec *spec, unsigned 
 			continue;
 		}
 		if (f->kind == FE_CHARS) {
-			text_add(x, "\tfield:char %s[%u];\toffset:%u;\tsize:%u;\tsigned:1;\n",
-				 name, f->count, offset, f->count);
+			text_add(x, "\tfield:char %s[%u];\toffset:%u;\tsize:%u;\tsigned:1;\n", name,
+				 f->count, offset, f->count);
 			text_add(&pf, " %s=\\\"%%s\\\"", name);
 			text_add(&pa, ", REC->%s", name);
 			offset += f->count;
@@ -258,37 +259,6 @@ static void rprobe_format(struct td_text *x, const struct td_sink *t, size_t i)
 		    "REC->__probe_ret_ip, REC->arg1\n");
 }
 
-static void out_bytes(struct sink *s, const void *p, size_t n)
-{
-	sink_write(s, p, n);
-	((struct td_sink *)s->priv)->off += n;
-}
-
-static void out_u16(struct sink *s, uint16_t v)
-{
-	out_bytes(s, &v, 2);
-}
-
-static void out_u32(struct sink *s, uint32_t v)
-{
-	out_bytes(s, &v, 4);
-}
-
-static void out_u64(struct sink *s, uint64_t v)
-{
-	out_bytes(s, &v, 8);
-}
-
-/* A section of 8-byte (@wide) or 4-byte size and its text. */
-static void out_section(struct sink *s, const char *text, size_t len, bool wide)
-{
-	if (wide)
-		out_u64(s, len);
-	else
-		out_u32(s, (uint32_t)len);
-	out_bytes(s, text, len);
-}
-
 /* Whether @name can stand in a kallsyms line (guest-supplied: no blanks, nothing unprintable). */
 static bool plain_name(const char *name)
 {
@@ -300,93 +270,74 @@ static bool plain_name(const char *name)
 	return true;
 }
 
-/* trace.dat's option ids (trace-cmd's enum tracecmd_file_options) */
-#define TD_OPT_TRACEID	  11
-#define TD_OPT_TIME_SHIFT 12
-
 /* record --host: TRACEID, and TIME_SHIFT (trace-cmd's layout: the host file's trace id, flags, the
  * vCPU count, per vCPU one sample {time, offset, scaling}, then per vCPU its scaling's fraction
  * bits): guest time + t0 is the host's mono clock, the same rate (scaling 1, no fraction bits). */
-static void peer_options(struct sink *s)
+static void peer_options(struct td_out *o, const struct sink *s)
 {
-	struct td_sink *t = s->priv;
+	const struct td_sink *t = s->priv;
 
-	out_u16(s, TD_OPT_TRACEID);
-	out_u32(s, 8);
-	out_u64(s, t->trace_id);
-	out_u16(s, TD_OPT_TIME_SHIFT);
-	out_u32(s, 8 + 4 + 4 + s->nr_cpus * (4 + 3 * 8) + s->nr_cpus * 8);
-	out_u64(s, t->host_trace_id);
-	out_u32(s, 0); /* flags: no interpolation (one sample) */
-	out_u32(s, s->nr_cpus);
+	td_out_option_u64(o, TD_OPT_TRACEID, t->trace_id);
+	td_out_u16(o, TD_OPT_TIME_SHIFT);
+	td_out_u32(o, 8 + 4 + 4 + s->nr_cpus * (4 + 3 * 8) + s->nr_cpus * 8);
+	td_out_u64(o, t->host_trace_id);
+	td_out_u32(o, 0); /* flags: no interpolation (one sample) */
+	td_out_u32(o, s->nr_cpus);
 	for (unsigned c = 0; c < s->nr_cpus; c++) {
-		out_u32(s, 1);
-		out_u64(s, 0);	       /* time */
-		out_u64(s, t->t0_ns); /* offset */
-		out_u64(s, 1);	       /* scaling */
+		td_out_u32(o, 1);
+		td_out_u64(o, 0);	 /* time */
+		td_out_u64(o, t->t0_ns); /* offset */
+		td_out_u64(o, 1);	 /* scaling */
 	}
 	for (unsigned c = 0; c < s->nr_cpus; c++)
-		out_u64(s, 0); /* fraction bits */
+		td_out_u64(o, 0); /* fraction bits */
 }
 
-static void write_headers(struct sink *s, struct td_text *events, struct td_text *syms,
-			  struct td_text *cmdlines)
+static void write_headers(struct td_out *o, const struct sink *s, struct td_text *events,
+			  const struct td_text *syms, const struct td_text *cmdlines)
 {
-	struct td_sink *t = s->priv;
-	static const char magic[] = {
-	    0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g', '6', 0, 0 /* little endian */,
-	    8 /* long */};
+	const struct td_sink *t = s->priv;
+	size_t nk = t->nr_rprobes, nf = 0;
 
-	out_bytes(s, magic, sizeof(magic));
-	out_u32(s, TD_PAGE_SIZE);
-	out_bytes(s, "header_page", 12);
-	out_section(s, header_page, strlen(header_page), true);
-	out_bytes(s, "header_event", 13);
-	out_section(s, header_event, strlen(header_event), true);
+	td_out_begin(o, TD_PAGE_SIZE, header_page, strlen(header_page), header_event,
+		     strlen(header_event));
 	/* ftrace events */
-	out_u32(s, 3);
-	out_section(s, fmt_function, strlen(fmt_function), true);
-	out_section(s, fmt_funcgraph_entry, strlen(fmt_funcgraph_entry), true);
-	out_section(s, fmt_funcgraph_exit, strlen(fmt_funcgraph_exit), true);
+	td_out_u32(o, 3);
+	td_out_section(o, fmt_function, strlen(fmt_function), true);
+	td_out_section(o, fmt_funcgraph_entry, strlen(fmt_funcgraph_entry), true);
+	td_out_section(o, fmt_funcgraph_exit, strlen(fmt_funcgraph_exit), true);
 	/* event systems: kprobes (and fprobes) */
-	{
-		size_t nk = t->nr_rprobes, nf = 0;
+	for (size_t i = 0; i < t->nr_events; i++)
+		t->events[i].fprobe_style ? nf++ : nk++;
+	td_out_u32(o, (nk > 0) + (nf > 0));
+	for (int fp = 0; fp < 2; fp++) {
+		if (!(fp ? nf : nk))
+			continue;
+		td_out_bytes(o, fp ? "fprobes" : "kprobes", 8);
+		td_out_u32(o, (uint32_t)(fp ? nf : nk));
+		for (size_t i = 0; i < t->nr_events + t->nr_rprobes; i++) {
+			struct td_text one = {0};
 
-		for (size_t i = 0; i < t->nr_events; i++)
-			t->events[i].fprobe_style ? nf++ : nk++;
-		out_u32(s, (nk > 0) + (nf > 0));
-		for (int fp = 0; fp < 2; fp++) {
-			if (!(fp ? nf : nk))
-				continue;
-			out_bytes(s, fp ? "fprobes" : "kprobes", 8);
-			out_u32(s, (uint32_t)(fp ? nf : nk));
-			for (size_t i = 0; i < t->nr_events + t->nr_rprobes; i++) {
-				struct td_text one = {0};
-
-				if (i < t->nr_events) {
-					if (t->events[i].fprobe_style != !!fp)
-						continue;
-					event_format(&one, t, i);
-				} else if (!fp) {
-					rprobe_format(&one, t, i - t->nr_events);
-				} else {
+			if (i < t->nr_events) {
+				if (t->events[i].fprobe_style != !!fp)
 					continue;
-				}
-				events->oom |= one.oom;
-				out_section(s, one.buf ? one.buf : "", one.len, true);
-				free(one.buf);
+				event_format(&one, t, i);
+			} else if (!fp) {
+				rprobe_format(&one, t, i - t->nr_events);
+			} else {
+				continue;
 			}
+			events->oom |= one.oom;
+			td_out_section(o, one.buf ? one.buf : "", one.len, true);
+			free(one.buf);
 		}
 	}
-	out_section(s, syms->buf ? syms->buf : "", syms->len, false); /* kallsyms */
-	out_u32(s, 0);						      /* printk formats */
-	out_section(s, cmdlines->buf ? cmdlines->buf : "", cmdlines->len, true);
-	out_u32(s, s->nr_cpus);
-	out_bytes(s, "options  ", 10);
+	td_out_section(o, syms->buf ? syms->buf : "", syms->len, false); /* kallsyms */
+	td_out_u32(o, 0);						 /* printk formats */
+	td_out_section(o, cmdlines->buf ? cmdlines->buf : "", cmdlines->len, true);
+	td_out_options_begin(o, s->nr_cpus);
 	if (t->peer)
-		peer_options(s);
-	out_u16(s, 0);
-	out_bytes(s, "flyrecord", 10);
+		peer_options(o, s);
 }
 
 /* One "pid comm" line; guest bytes that could break the line become '?'. */
@@ -402,12 +353,20 @@ static void add_cmdline(struct td_text *x, int pid, const char *name)
 	text_add(x, "%d %s\n", pid, *comm ? comm : "<...>");
 }
 
+/* td_cpu_pages_fn over the sink's per-vCPU temporary files */
+static FILE *cpu_pages(const void *ctx, unsigned cpu, uint64_t *pages)
+{
+	const struct td_sink *t = ctx;
+
+	*pages = t->cpus[cpu].pages;
+	return t->cpus[cpu].tmp;
+}
+
 void tracedat_headers_write(struct sink *s)
 {
 	struct td_sink *t = s->priv;
 	struct td_text events = {0}, syms = {0}, cmdlines = {0};
-	static uint8_t zero[TD_PAGE_SIZE];
-	uint64_t off;
+	struct td_out o = {.f = s->out};
 
 	for (size_t i = 0; s->syms && i < s->syms->nr; i++) {
 		const struct vmi_sym *y = &s->syms->syms[i];
@@ -432,35 +391,13 @@ void tracedat_headers_write(struct sink *s)
 		s->err = s->err ? s->err : ENOMEM;
 		goto out;
 	}
-	write_headers(s, &events, &syms, &cmdlines);
-	if (events.oom && !s->err)
-		s->err = ENOMEM;
+	o.err = s->err;
+	write_headers(&o, s, &events, &syms, &cmdlines);
+	if (events.oom && !o.err)
+		o.err = ENOMEM;
 	/* the per-CPU offsets and sizes, then the pages, each CPU's data page-aligned */
-	off = t->off + 16ull * s->nr_cpus;
-	off = (off + TD_PAGE_SIZE - 1) & ~(uint64_t)(TD_PAGE_SIZE - 1);
-	for (unsigned c = 0; c < s->nr_cpus; c++) {
-		out_u64(s, off);
-		out_u64(s, t->cpus[c].pages * TD_PAGE_SIZE);
-		off += t->cpus[c].pages * TD_PAGE_SIZE;
-	}
-	out_bytes(s, zero, (size_t)(-t->off & (TD_PAGE_SIZE - 1)));
-	for (unsigned c = 0; c < s->nr_cpus && !s->err; c++) {
-		FILE *f = t->cpus[c].tmp;
-
-		if (fflush(f) || fseek(f, 0, SEEK_SET)) {
-			s->err = errno ? errno : EIO;
-			break;
-		}
-		for (uint64_t p = 0; p < t->cpus[c].pages && !s->err; p++) {
-			uint8_t page[TD_PAGE_SIZE];
-
-			if (fread(page, 1, TD_PAGE_SIZE, f) != TD_PAGE_SIZE) {
-				s->err = errno ? errno : EIO;
-				break;
-			}
-			out_bytes(s, page, TD_PAGE_SIZE);
-		}
-	}
+	td_out_flyrecord(&o, s->nr_cpus, TD_PAGE_SIZE, cpu_pages, t);
+	s->err = o.err;
 	sink_flush(s);
 out:
 	free(events.buf);

@@ -1,23 +1,14 @@
 /* The kernel ring buffer's page layout, as trace.dat holds it (libtraceevent's kbuffer reads it).
  */
 #include "host/sink/tracedat_format.h"
+#include "host/tracedat/le_bytes.h"
 
 #include <string.h>
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
 
 void td_page_start(struct td_page *p, uint64_t ts, uint64_t lost)
 {
 	memset(p->buf, 0, TD_PAGE_HEADER);
-	put64(p->buf, ts);
+	le_put64(p->buf, ts);
 	p->len = 0;
 	p->last_ts = ts;
 	p->started = true;
@@ -37,18 +28,18 @@ bool td_page_add(struct td_page *p, uint64_t ts, const void *data, size_t len)
 	if (!len || p->len + need > room)
 		return false;
 	if (extend) {
-		put32(at, TD_TYPE_TIME_EXTEND | (uint32_t)(delta & ((1u << TD_DELTA_BITS) - 1))
-						    << 5);
-		put32(at + 4, (uint32_t)(delta >> TD_DELTA_BITS));
+		le_put32(at, TD_TYPE_TIME_EXTEND | (uint32_t)(delta & ((1u << TD_DELTA_BITS) - 1))
+						       << 5);
+		le_put32(at + 4, (uint32_t)(delta >> TD_DELTA_BITS));
 		at += 8;
 		delta = 0;
 	}
 	if (big) {
-		put32(at, (uint32_t)delta << 5);
-		put32(at + 4, (uint32_t)(padded + 4)); /* the length word counts itself */
+		le_put32(at, (uint32_t)delta << 5);
+		le_put32(at + 4, (uint32_t)(padded + 4)); /* the length word counts itself */
 		at += 8;
 	} else {
-		put32(at, (uint32_t)(padded / 4) | (uint32_t)delta << 5);
+		le_put32(at, (uint32_t)(padded / 4) | (uint32_t)delta << 5);
 		at += 4;
 	}
 	memcpy(at, data, len);
@@ -64,9 +55,9 @@ void td_page_finish(struct td_page *p)
 
 	if (p->lost) {
 		commit |= TD_MISSED_EVENTS | TD_MISSED_STORED;
-		put64(p->buf + TD_PAGE_HEADER + p->len, p->lost);
+		le_put64(p->buf + TD_PAGE_HEADER + p->len, p->lost);
 	}
-	put64(p->buf + 8, commit);
+	le_put64(p->buf + 8, commit);
 	memset(p->buf + TD_PAGE_HEADER + p->len + (p->lost ? 8 : 0), 0,
 	       TD_PAGE_DATA - p->len - (p->lost ? 8 : 0));
 }

@@ -31,7 +31,6 @@ struct td_sink {
 	size_t nr_events, nr_rprobes;
 	struct td_cpu *cpus;
 	struct td_comm *comms;
-	uint64_t off;		  /* bytes written to the output (it may be a pipe: no ftell) */
 	/* record --host: the options that pair this file with the host's (sink_tracedat_peer) */
 	bool peer;
 	uint64_t trace_id, host_trace_id, t0_ns;

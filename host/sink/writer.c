@@ -103,7 +103,7 @@ static unsigned drain(struct writer *w, unsigned budget, bool final)
 		    !final && horizon - best->ts < LOOKAHEAD_NS)
 			break;
 		w->last_ts = best->ts;
-		used = w->sink->ops->record(w->sink, &rec, next ? &ahead : NULL);
+		used = sink_record(w->sink, &rec, next ? &ahead : NULL);
 		if (w->tap) {
 			w->tap(w->tap_ctx, &rec);
 			if (used > 1)
@@ -225,7 +225,7 @@ static void pending_losses(struct writer *w)
 								       : ring->lost_pending + dropped);
 		ring->lost_pending = 0;
 		w->dropped_lost[i].value = 0;
-		w->sink->ops->record(w->sink, &rec, NULL);
+		sink_record(w->sink, &rec, NULL);
 		if (w->tap)
 			w->tap(w->tap_ctx, &rec);
 	}

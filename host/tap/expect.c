@@ -222,36 +222,21 @@ static bool value_matches(uint64_t rax, int64_t want)
 	return want >= INT32_MIN && want <= INT32_MAX && (int32_t)(uint32_t)rax == (int32_t)want;
 }
 
-void expect_tap(void *ctx, const struct sink_rec *rec)
+/* a call of @rec's probe: its first one's time */
+static void expect_call(void *ctx, const struct sink_rec *rec)
 {
 	struct expect_state *st = ctx;
-	const struct hvt_record *r = rec->r;
 	const struct probe *p = rec->probe;
-	uint64_t rax;
 
-	profile_add(st->prof, rec);
-	if (r->type != HVT_REC_ENTRY && r->type != HVT_REC_EVENT && r->type != HVT_REC_RETURN &&
-	    r->type != HVT_REC_RETURN_EVENT && r->type != HVT_REC_EVENT_ALONE)
-		return;
-	if (!p)
-		return;
-	/* an -e event outside function_graph's graph is a call seen all the same */
-	if (r->type == HVT_REC_ENTRY || r->type == HVT_REC_EVENT ||
-	    r->type == HVT_REC_EVENT_ALONE) {
-		if (r->ts < st->first_ts[p->id])
-			st->first_ts[p->id] = r->ts;
-		return;
-	}
-	if (!st->any_return)
-		return;
-	if (r->type == HVT_REC_RETURN) {
-		rax = r->value;
-	} else {
-		/* a typed return: RAX is its one field (expect_bind), after the field's status byte */
-		if (!rec->spec || !rax_event(rec->spec) || !rec->payload || r->value < 9)
-			return;
-		memcpy(&rax, rec->payload + 1, sizeof(rax));
-	}
+	if (p && rec->r->ts < st->first_ts[p->id])
+		st->first_ts[p->id] = rec->r->ts;
+}
+
+/* A return of @rec's probe with RAX @rax, against each --expect-return of it. */
+static void expect_return(struct expect_state *st, const struct sink_rec *rec, uint64_t rax)
+{
+	const struct probe *p = rec->probe;
+
 	for (size_t i = 0; i < st->nr; i++) {
 		struct expect *e = &st->v[i];
 
@@ -264,6 +249,39 @@ void expect_tap(void *ctx, const struct sink_rec *rec)
 			e->mismatches++;
 		}
 	}
+}
+
+static void expect_ret(void *ctx, const struct sink_rec *rec)
+{
+	struct expect_state *st = ctx;
+
+	if (rec->probe && st->any_return)
+		expect_return(st, rec, rec->r->value);
+}
+
+/* a typed return: RAX is its one field (expect_bind), after the field's status byte */
+static void expect_ret_event(void *ctx, const struct sink_rec *rec)
+{
+	struct expect_state *st = ctx;
+	uint64_t rax;
+
+	if (!rec->probe || !st->any_return)
+		return;
+	if (!rec->spec || !rax_event(rec->spec) || !rec->payload || rec->r->value < 9)
+		return;
+	memcpy(&rax, rec->payload + 1, sizeof(rax));
+	expect_return(st, rec, rax);
+}
+
+static const struct sink_tap_ops expect_ops = {
+    .call = expect_call, .ret = expect_ret, .ret_event = expect_ret_event};
+
+void expect_tap(void *ctx, const struct sink_rec *rec)
+{
+	struct expect_state *st = ctx;
+
+	profile_add(st->prof, rec);
+	sink_tap_record(&expect_ops, ctx, rec);
 }
 
 static bool compare(uint64_t n, enum expect_op op, int64_t v)

@@ -11,27 +11,35 @@ int profile_init(struct profile *p, const struct probe_table *probes)
 	return p->v ? 0 : -ENOMEM;
 }
 
-void profile_add(void *ctx, const struct sink_rec *rec)
+/* a call of @rec's probe (an -e event outside function_graph's graph all the same: no return) */
+static void profile_call(void *ctx, const struct sink_rec *rec)
+{
+	struct profile *p = ctx;
+
+	if (rec->probe)
+		p->v[rec->probe->id].hits++;
+}
+
+static void profile_ret(void *ctx, const struct sink_rec *rec)
 {
 	struct profile *p = ctx;
 	const struct hvt_record *r = rec->r;
-	const struct probe *pr = rec->probe;
 	struct profile_entry *e;
 
-	if (!pr)
+	if (!rec->probe)
 		return;
-	e = &p->v[pr->id];
-	/* an -e event outside function_graph's graph is a call all the same (no return) */
-	if (r->type == HVT_REC_ENTRY || r->type == HVT_REC_EVENT || r->type == HVT_REC_EVENT_ALONE) {
-		e->hits++;
-		return;
-	}
-	if (r->type != HVT_REC_RETURN && r->type != HVT_REC_RETURN_EVENT)
-		return;
+	e = &p->v[rec->probe->id];
 	e->returns++;
 	e->total_ns += r->duration;
 	if (r->duration > e->max_ns)
 		e->max_ns = r->duration;
+}
+
+static const struct sink_tap_ops profile_ops = {.call = profile_call, .ret = profile_ret};
+
+void profile_add(void *ctx, const struct sink_rec *rec)
+{
+	sink_tap_record(&profile_ops, ctx, rec);
 }
 
 static const struct profile *sort_ctx;

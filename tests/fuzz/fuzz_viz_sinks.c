@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(&r, data + off, sizeof(r));
 			sr.payload = hvt_record_has_payload(&r) ? payload : NULL;
 			look_up(NULL, &sr);
-			s.ops->record(&s, &sr, NULL);
+			sink_record(&s, &sr, NULL);
 		}
 		s.ops->end(&s);
 		fclose(out);

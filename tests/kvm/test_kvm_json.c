@@ -1,10 +1,10 @@
-/* KVM integration for `run --format jsonl` and the progress line, on the test guest (which
- * counts its own calls, tests/guest/workloads.c) and on the hostile-data guest (a task name with a
- * newline, a forged line and an escape sequence): jq parses every line of the JSON Lines, the
- * entries per function and vCPU equal the guest's own counts, function_graph's exits carry the
- * return values the guest's source fixes, -e events their fields; the progress line shows on a
- * pseudo-terminal (tests/common/pty_stderr.py) and never in the trace, and not at all with
- * --quiet or without a terminal. */
+/* KVM integration for `run --format jsonl` (and `--format json`: Chrome's JSON) and the progress
+ * line, on the test guest (which counts its own calls, tests/guest/workloads.c) and on the
+ * hostile-data guest (a task name with a newline, a forged line and an escape sequence): jq
+ * parses every line of the JSON Lines, the entries per function and vCPU equal the guest's own
+ * counts, function_graph's exits carry the return values the guest's source fixes, -e events
+ * their fields; the progress line shows on a pseudo-terminal (tests/common/pty_stderr.py) and
+ * never in the trace, and not at all with --quiet or without a terminal. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -205,7 +205,8 @@ static void test_hostile_comm(void **state)
 	hv_result_free(&r);
 }
 
-/* Bad --format values are refused before the guest starts, naming the choice. */
+/* Bad --format values are refused before the guest starts, naming the choice, and a format the
+ * command does not write names the command. */
 static void test_format_refused(void **state)
 {
 	const char *a1[] = {"run", "--format", "xml", hv_guest(NULL), NULL};
@@ -215,14 +216,42 @@ static void test_format_refused(void **state)
 	(void)state;
 	hv_run(&r, a1, 0, 0);
 	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err, "hvtrace: --format 'xml': expected text, json or jsonl (both: JSON "
-				   "Lines)\n");
+	assert_string_equal(r.err, "hvtrace: --format 'xml': expected text, graph, json, jsonl, "
+				   "folded or tracedat\n");
 	assert_string_equal(r.console, "");
 	hv_result_free(&r);
 	hv_run(&r, a2, 0, 0);
 	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err,
-			    "hvtrace: --format jsonl: record writes trace.dat (use run or attach)\n");
+	assert_string_equal(r.err, "hvtrace: --format jsonl: record does not write it (run, attach, "
+				   "report do)\n");
+	hv_result_free(&r);
+}
+
+/* run --format json is Chrome's trace-event JSON, as report --format json writes it: one document
+ * jq parses, function_graph's calls as B/E slices, as many tree_root slices on the task tracks
+ * as the guest counted calls, each closed. */
+static void test_run_json_is_chrome(void **state)
+{
+	const char *argv[] = {"run", "--format", "json", "-p", "function_graph", "-l", "tree_*",
+			      hv_guest(NULL), NULL};
+	struct hv_result r;
+	long calls;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.err, "");
+	hv_write_text(TRACE, r.trace);
+	calls = guest_count_all(&r, "tree_root", SMP);
+	assert_true(calls > 0);
+	assert_int_equal(jq_num(".[0].otherData.tracer == \"function_graph\" | if . then 1 else 0 "
+				"end"),
+			 1);
+	assert_int_equal(jq_num(".[0].traceEvents | map(select(.ph==\"B\" and .name==\"tree_root\" "
+				"and .pid==2)) | length"),
+			 calls);
+	assert_int_equal(jq_num(".[0].traceEvents | map(select(.ph==\"E\" and .pid==2)) | length"),
+			 jq_num(".[0].traceEvents | map(select(.ph==\"B\" and .pid==2)) | length"));
 	hv_result_free(&r);
 }
 
@@ -331,7 +360,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_function_counts), cmocka_unit_test(test_graph_exits),
 	    cmocka_unit_test(test_event_args),	    cmocka_unit_test(test_hostile_comm),
-	    cmocka_unit_test(test_format_refused),  cmocka_unit_test(test_progress_pty),
+	    cmocka_unit_test(test_format_refused),  cmocka_unit_test(test_run_json_is_chrome),
+	    cmocka_unit_test(test_progress_pty),
 	    cmocka_unit_test(test_progress_not_a_tty), cmocka_unit_test(test_progress_not_over_trace),
 	};
 

@@ -67,8 +67,8 @@ static void test_run_attach(void **state)
 	assert_true(shows(attach, "qmp") && shows(attach, "pid") && shows(attach, "connect"));
 	assert_false(shows(attach, "kernel") || shows(attach, "smp") || shows(attach, "qemu"));
 	assert_true(shows(rec, "kernel") && shows(rec, "qmp"));
-	/* the live trace's format is run's and attach's; --quiet is everyone's */
-	assert_true(shows(run, "format") && shows(attach, "format") && !shows(rec, "format"));
+	/* --format is every command's (one vocabulary; record's: tracedat); --quiet is everyone's */
+	assert_true(shows(run, "format") && shows(attach, "format") && shows(rec, "format"));
 	assert_true(shows(run, "quiet") && shows(attach, "quiet") && shows(rec, "quiet"));
 	/* no other command's synopsis */
 	assert_null(strstr(run, "hvtrace attach"));

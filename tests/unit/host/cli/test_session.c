@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "host/cli/session_args.h"
+#include "host/sink/sink_format.h"
 #include "host/qemu/qemu_launch.h"
 
 #include <errno.h>
@@ -91,12 +92,12 @@ static void test_record_report(void **state)
 	assert_int_equal(parse(ARGC(rep), rep), 0);
 	assert_int_equal(cli.s.cmd, CMD_REPORT);
 	assert_string_equal(cli.s.input, "trace.dat");
-	assert_int_equal(cli.s.report_format, REPORT_AUTO);
+	assert_null(cli.s.format); /* the default: graph or text by the file's events */
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(ARGC(rep_all), rep_all), 0);
 	assert_string_equal(cli.s.input, "a.dat");
-	assert_int_equal(cli.s.report_format, REPORT_FOLDED);
+	assert_ptr_equal(cli.s.format, sink_format_find("folded"));
 	assert_true(cli.s.funcgraph_retval);
 	{
 		char *host[] = {"hvtrace", "record", "--qemu", "--kernel", "vmlinuz", "--host",
@@ -141,7 +142,8 @@ static void test_record_report(void **state)
 		expect_error(ARGC(exits_fmt), exits_fmt,
 			     "--exits: a table of its own (no --format, --funcgraph-*)");
 	}
-	expect_error(ARGC(bad_fmt), bad_fmt, "--format 'xml': expected text, graph, json or folded");
+	expect_error(ARGC(bad_fmt), bad_fmt,
+		     "--format 'xml': expected text, graph, json, jsonl, folded or tracedat");
 	expect_error(ARGC(bad_arg), bad_arg, "'a.dat': unexpected argument (report -i FILE)");
 	expect_error(ARGC(bad_opt), bad_opt, "-p: unknown report option");
 }
@@ -689,39 +691,69 @@ static void test_probe(void **state)
 		     "--probe '': expected trap, stub or auto");
 }
 
-/* --format text|jsonl (run and attach; report's --format is its own) and --quiet. */
+/* --format: one vocabulary for run, attach, record and report (host/sink/sink_format.c), the same
+ * word the same format everywhere (json: Chrome's trace-event JSON; jsonl: JSON Lines), and one
+ * line naming the format and the command that does not write it; and --quiet. */
 static void test_live_format(void **state)
 {
+	const struct sink_format *json = sink_format_find("json"), *jsonl = sink_format_find("jsonl");
+
 	(void)state;
-	assert_false(cli.s.jsonl || cli.s.quiet);
+	assert_non_null(json);
+	assert_non_null(jsonl);
+	assert_null(sink_format_find("JSONL"));
+	assert_false(cli.s.format || cli.s.quiet);
 	assert_int_equal(parse(6, (char *[]){"hvtrace", "run", "--format", "jsonl", "--quiet", "g.elf",
 					     NULL}),
 			 0);
-	assert_true(cli.s.jsonl && cli.s.quiet);
+	assert_true(cli.s.format == jsonl && cli.s.quiet);
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(6, (char *[]){"hvtrace", "attach", "vm", "--format=jsonl",
 					     "--format", "text", NULL}),
 			 0);
-	assert_false(cli.s.jsonl); /* the last one wins */
+	assert_ptr_equal(cli.s.format, sink_format_find("text")); /* the last one wins */
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(6, (char *[]){"hvtrace", "report", "--format", "json", "-i", "t.dat",
 					     NULL}),
 			 0);
-	assert_int_equal(cli.s.report_format, REPORT_JSON);
-	assert_false(cli.s.jsonl);
-	/* the name for the live JSON: the same JSON Lines */
+	assert_ptr_equal(cli.s.format, json);
+	/* json is Chrome's JSON for run too, and report writes JSON Lines as run does */
 	session_free(&cli.s);
 	session_init(&cli.s);
 	assert_int_equal(parse(5, (char *[]){"hvtrace", "run", "--format", "json", "g.elf", NULL}), 0);
-	assert_true(cli.s.jsonl);
+	assert_ptr_equal(cli.s.format, json);
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(4, (char *[]){"hvtrace", "report", "--format", "jsonl", NULL}), 0);
+	assert_ptr_equal(cli.s.format, jsonl);
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(7, (char *[]){"hvtrace", "run", "-p", "function_graph", "--format",
+					     "graph", "g.elf", NULL}),
+			 0);
+	assert_ptr_equal(cli.s.format, sink_format_find("graph"));
+	session_free(&cli.s);
+	session_init(&cli.s);
+	assert_int_equal(parse(5, (char *[]){"hvtrace", "record", "--format", "tracedat", "g.elf",
+					     NULL}),
+			 0);
+	assert_ptr_equal(cli.s.format, sink_format_find("tracedat"));
 	expect_error(5, (char *[]){"hvtrace", "run", "--format", "JSONL", "g.elf"},
-		     "--format 'JSONL': expected text, json or jsonl (both: JSON Lines)");
+		     "--format 'JSONL': expected text, graph, json, jsonl, folded or tracedat");
 	expect_error(5, (char *[]){"hvtrace", "record", "--format", "jsonl", "g.elf"},
-		     "--format jsonl: record writes trace.dat (use run or attach)");
-	expect_error(4, (char *[]){"hvtrace", "report", "--format", "jsonl"},
-		     "--format 'jsonl': expected text, graph, json or folded");
+		     "--format jsonl: record does not write it (run, attach, report do)");
+	expect_error(6, (char *[]){"hvtrace", "record", "attach", "vm", "--format", "json"},
+		     "--format json: record does not write it (run, attach, report do)");
+	expect_error(5, (char *[]){"hvtrace", "run", "--format", "tracedat", "g.elf"},
+		     "--format tracedat: run does not write it (record does)");
+	expect_error(5, (char *[]){"hvtrace", "attach", "vm", "--format", "tracedat"},
+		     "--format tracedat: attach does not write it (record does)");
+	expect_error(4, (char *[]){"hvtrace", "report", "--format", "tracedat"},
+		     "--format tracedat: report does not write it (record does)");
+	expect_error(5, (char *[]){"hvtrace", "run", "--format", "graph", "g.elf"},
+		     "--format graph: goes with -p function_graph (the calls' returns)");
 }
 
 /* --smp and --mem are checked together at parse time for the embedded VMM (its stacks and page

@@ -113,10 +113,10 @@ static void test_comm_escaped(void **state)
 
 	(void)state;
 	sink_function_init(&s, out, &syms, 2);
-	s.ops->record(&s, &(struct sink_rec){.r = &r}, NULL);
+	sink_record(&s, &(struct sink_rec){.r = &r}, NULL);
 	r.type = HVT_REC_RETURN;
 	r.value = 1;
-	s.ops->record(&s, &(struct sink_rec){.r = &r}, NULL);
+	sink_record(&s, &(struct sink_rec){.r = &r}, NULL);
 	s.lost = 2;
 	s.guest_lost = 5;
 	s.ops->end(&s);
@@ -169,11 +169,11 @@ static void test_graph_forged_depth(void **state)
 	memset(indent, ' ', sizeof(indent) - 1);
 	indent[sizeof(indent) - 1] = 0;
 	assert_int_equal(sink_graph_init(&s, out, &syms, 2, true, false), 0);
-	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &ret}, NULL), 1);
+	assert_int_equal(sink_record(&s, &(struct sink_rec){.r = &ret}, NULL), 1);
 	/* a leaf */
 	assert_int_equal(
-	    s.ops->record(&s, &(struct sink_rec){.r = &ent}, &(struct sink_rec){.r = &ret}), 2);
-	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &ent}, NULL), 1);
+	    sink_record(&s, &(struct sink_rec){.r = &ent}, &(struct sink_rec){.r = &ret}), 2);
+	assert_int_equal(sink_record(&s, &(struct sink_rec){.r = &ent}, NULL), 1);
 	s.ops->end(&s);
 	snprintf(want, sizeof(want),
 		 " 0)   1.234 us    |  %s} /* fib ret=0x2a */\n"
@@ -231,9 +231,9 @@ static void test_graph_marker_escaped(void **state)
 	(void)state;
 	a.pid = 0;
 	assert_int_equal(sink_graph_init(&s, out, &syms, 2, false, false), 0);
-	s.ops->record(&s, &(struct sink_rec){.r = &a}, NULL);
-	s.ops->record(&s, &(struct sink_rec){.r = &b}, NULL);
-	s.ops->record(&s, &(struct sink_rec){.r = &c}, NULL);
+	sink_record(&s, &(struct sink_rec){.r = &a}, NULL);
+	sink_record(&s, &(struct sink_rec){.r = &b}, NULL);
+	sink_record(&s, &(struct sink_rec){.r = &c}, NULL);
 	s.ops->end(&s);
 	assert_string_equal(captured(out),
 			    " 0)               |  fib() {\n"

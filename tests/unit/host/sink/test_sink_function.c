@@ -144,11 +144,11 @@ static void test_sink_stream(void **state)
 	assert_false(s.ops->lookahead);
 	s.ops->begin(&s);
 	/* ignores @next: consumes one */
-	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &r1}, &(struct sink_rec){.r = &r2}),
+	assert_int_equal(sink_record(&s, &(struct sink_rec){.r = &r1}, &(struct sink_rec){.r = &r2}),
 			 1);
 	/* a return probe's line */
-	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &ret}, NULL), 1);
-	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &r2}, NULL), 1);
+	assert_int_equal(sink_record(&s, &(struct sink_rec){.r = &ret}, NULL), 1);
+	assert_int_equal(sink_record(&s, &(struct sink_rec){.r = &r2}, NULL), 1);
 	s.lost = 7;
 	s.ops->end(&s);
 	assert_int_equal(s.written, 3);

@@ -139,11 +139,11 @@ static void test_stream(void **state)
 	(void)state;
 	assert_int_equal(sink_graph_init(&s, out, &syms, 1, false, false), 0);
 	s.ops->begin(&s);
-	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &a}, &(struct sink_rec){.r = &b}),
+	assert_int_equal(sink_record(&s, &(struct sink_rec){.r = &a}, &(struct sink_rec){.r = &b}),
 			 1);
-	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &b}, &(struct sink_rec){.r = &c}),
+	assert_int_equal(sink_record(&s, &(struct sink_rec){.r = &b}, &(struct sink_rec){.r = &c}),
 			 2);
-	assert_int_equal(s.ops->record(&s, &(struct sink_rec){.r = &d}, NULL), 1);
+	assert_int_equal(sink_record(&s, &(struct sink_rec){.r = &d}, NULL), 1);
 	s.ops->end(&s);
 	fclose(out);
 	assert_string_equal(buf, "# tracer: function_graph\n"
@@ -195,9 +195,9 @@ static void test_stream_events(void **state)
 	memcpy(tree_ret + 1, &(uint64_t){0xe1}, 8);
 	assert_int_equal(sink_graph_init(&s, out, &syms, 1, true, false), 0);
 	s.ops->begin(&s);
-	assert_int_equal(s.ops->record(&s, &ra, &rb), 1);
-	assert_int_equal(s.ops->record(&s, &rb, &rc), 2);
-	assert_int_equal(s.ops->record(&s, &rd, NULL), 1);
+	assert_int_equal(sink_record(&s, &ra, &rb), 1);
+	assert_int_equal(sink_record(&s, &rb, &rc), 2);
+	assert_int_equal(sink_record(&s, &rd, NULL), 1);
 	s.ops->end(&s);
 	fclose(out);
 	assert_string_equal(buf, "# tracer: function_graph\n"
@@ -233,7 +233,7 @@ static void test_return_without_rax(void **state)
 	memcpy(payload + 1, &(uint64_t){7}, 8);
 	assert_int_equal(sink_graph_init(&s, out, &syms, 1, true, false), 0);
 	assert_int_equal(
-	    s.ops->record(&s, &(struct sink_rec){.r = &d, .payload = payload, .spec = &ret_spec},
+	    sink_record(&s, &(struct sink_rec){.r = &d, .payload = payload, .spec = &ret_spec},
 			  NULL),
 	    1);
 	s.ops->end(&s);
@@ -266,8 +266,8 @@ static void test_event_alone(void **state)
 	memcpy(payload + 1, &(int64_t){42}, 8);
 	assert_int_equal(sink_graph_init(&s, out, &syms, 1, true, false), 0);
 	/* a return right after is not its own: no leaf */
-	assert_int_equal(s.ops->record(&s, &ra, &rb), 1);
-	assert_int_equal(s.ops->record(&s, &rb, NULL), 1);
+	assert_int_equal(sink_record(&s, &ra, &rb), 1);
+	assert_int_equal(sink_record(&s, &rb, NULL), 1);
 	s.ops->end(&s);
 	fclose(out);
 	assert_string_equal(buf, " 0)               |  /* tree_b: id=42 */\n"

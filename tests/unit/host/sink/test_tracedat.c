@@ -104,7 +104,7 @@ static void rec(struct sink *s, uint64_t ts, unsigned cpu, uint8_t type, uint64_
 			       .value = value};
 
 	strncpy(r.comm, comm, sizeof(r.comm));
-	s->ops->record(s, &(struct sink_rec){.r = &r}, NULL);
+	sink_record(s, &(struct sink_rec){.r = &r}, NULL);
 }
 
 /* Writes a function-tracer trace.dat of two vCPUs to @path: 3 calls, 7 events lost on cpu1, the

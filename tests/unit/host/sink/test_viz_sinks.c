@@ -120,7 +120,7 @@ static void feed_graph(struct sink *s)
 		sr = (struct sink_rec){.r = &r};                                                   \
 		__VA_ARGS__;                                                                       \
 		look_up(NULL, &sr);                                                                \
-		assert_int_equal(s->ops->record(s, &sr, NULL), 1);                                 \
+		assert_int_equal(sink_record(s, &sr, NULL), 1);                                 \
 	} while (0)
 	FEED(HVT_REC_ENTRY, 1000, 0, 0x1000, 0, 100, "app", r.parent = 0x10);
 	FEED(HVT_REC_ENTRY, 1200, 1, 0x1300, 0, 200, hostile_comm, r.parent = 0x10);
@@ -160,14 +160,14 @@ static void feed_function(struct sink *s)
 			hits[i].cpu ? 200 : 100, hits[i].cpu ? hostile_comm : "app");
 
 		r.parent = hits[i].parent;
-		assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
+		assert_int_equal(sink_record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	}
 	/* a return probe (-r work): a complete slice with its value */
 	r = rec(HVT_REC_RETURN, 1500, 0, 0x1100, 0, 100, "app");
 	r.parent = 0x1020;
 	r.duration = 100;
 	r.value = 42;
-	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
+	assert_int_equal(sink_record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	s->ops->end(s);
 }
 
@@ -180,20 +180,20 @@ static void feed_switch(struct sink *s)
 	s->tracer = "function_graph";
 	s->ops->begin(s);
 	r = rec(HVT_REC_ENTRY, 1000, 0, 0x1000, 0, 100, "app");
-	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
+	assert_int_equal(sink_record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	r = rec(HVT_REC_ENTRY, 1100, 0, 0x1100, 0, 101, "worker");
-	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
+	assert_int_equal(sink_record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	r = rec(HVT_REC_RETURN, 1300, 0, 0x1100, 0, 101, "worker");
 	r.duration = 200;
-	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
+	assert_int_equal(sink_record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	r = rec(HVT_REC_ENTRY, 1400, 1, 0x1200, 1, 100, "app");
-	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
+	assert_int_equal(sink_record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	r = rec(HVT_REC_RETURN, 1500, 1, 0x1200, 1, 100, "app");
 	r.duration = 100;
-	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
+	assert_int_equal(sink_record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	r = rec(HVT_REC_RETURN, 1600, 1, 0x1000, 0, 100, "app");
 	r.duration = 600;
-	assert_int_equal(s->ops->record(s, &(struct sink_rec){.r = &r}, NULL), 1);
+	assert_int_equal(sink_record(s, &(struct sink_rec){.r = &r}, NULL), 1);
 	s->ops->end(s);
 }
 
@@ -287,7 +287,7 @@ static void test_json_all_bytes(void **state)
 
 		memset(r.comm, (int)b, VMI_COMM_LEN);
 		r.parent = 0x1010;
-		s.ops->record(&s, &(struct sink_rec){.r = &r}, NULL);
+		sink_record(&s, &(struct sink_rec){.r = &r}, NULL);
 	}
 	s.ops->end(&s);
 	fclose(out);
@@ -386,7 +386,7 @@ static void test_all_bytes(void **state)
 
 		memset(r.comm, (int)b, VMI_COMM_LEN);
 		r.parent = 0x1010;
-		s.ops->record(&s, &(struct sink_rec){.r = &r}, NULL);
+		sink_record(&s, &(struct sink_rec){.r = &r}, NULL);
 	}
 	s.ops->end(&s);
 	fclose(out);
@@ -406,7 +406,7 @@ static void test_all_bytes(void **state)
 		struct hvt_record r = rec(HVT_REC_ENTRY, b, 0, 0x1100, 0, (int32_t)b, "");
 
 		memset(r.comm, (int)b, VMI_COMM_LEN);
-		s.ops->record(&s, &(struct sink_rec){.r = &r}, NULL);
+		sink_record(&s, &(struct sink_rec){.r = &r}, NULL);
 	}
 	s.ops->end(&s);
 	fclose(out);

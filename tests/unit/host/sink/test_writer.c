@@ -238,6 +238,17 @@ static unsigned ctx_record(struct sink *s, const struct sink_rec *rec, const str
 	return 1;
 }
 
+/* the other records, which no callback is handed a next record with */
+static void ctx_other(struct sink *s, const struct sink_rec *rec)
+{
+	ctx_record(s, rec, NULL);
+}
+
+static void ctx_lost(struct sink *s, const struct hvt_record *r)
+{
+	ctx_record(s, &(struct sink_rec){.r = r}, NULL);
+}
+
 static void ctx_tap(void *ctx, const struct sink_rec *rec)
 {
 	(void)ctx;
@@ -260,8 +271,15 @@ static void test_record_context(void **state)
 	static struct vmi_sym fsyms[] = {{0x1000, 16, "a"}, {0x2000, 16, "b"}};
 	static struct vmi_site sites[] = {{0x1000, &fsyms[0]}, {0x2000, &fsyms[1]}};
 	const struct vmi_site *sel[] = {&sites[0], &sites[1]};
-	static const struct sink_ops ops = {
-	    .begin = ctx_begin, .record = ctx_record, .end = ctx_end, .lookahead = true};
+	static const struct sink_ops ops = {.begin = ctx_begin,
+					    .entry = ctx_record,
+					    .event = ctx_record,
+					    .event_alone = ctx_other,
+					    .ret = ctx_other,
+					    .ret_event = ctx_other,
+					    .lost = ctx_lost,
+					    .end = ctx_end,
+					    .lookahead = true};
 	struct fe_spec ev, ret;
 	struct probe_table probes;
 	struct ring rings[2];
@@ -286,7 +304,8 @@ static void test_record_context(void **state)
 	    {0, HVT_REC_EVENT, 20, 0x1000, p1, sizeof(p1), true},
 	    {0, HVT_REC_ENTRY, 30, 0x2000, NULL, 0, true},
 	    {0, HVT_REC_RETURN, 40, 0x2000, NULL, 0, false},
-	    {0, HVT_REC_RETURN_EVENT, 50, 0x1000, p2, sizeof(p2), true},
+	    /* a return is handed no next record (sink_record: entries only) */
+	    {0, HVT_REC_RETURN_EVENT, 50, 0x1000, p2, sizeof(p2), false},
 	    {0, HVT_REC_ENTRY, 60, 0x3000, NULL, 0, false},
 	};
 	const size_t n = sizeof(in) / sizeof(in[0]);
