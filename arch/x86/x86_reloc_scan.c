@@ -19,7 +19,7 @@ static int say(char *why, size_t whylen, int err, uint64_t base, uint64_t addr, 
 		if (n > MAX_INSN_LEN)
 			n = MAX_INSN_LEN;
 		if (n)
-			x86_format_bytes(p, n, bytes);
+			arch_format_bytes(p, n, bytes);
 		else
 			bytes[0] = 0;
 		snprintf(why, whylen, "+%llu at 0x%llx (%s): %s%s%s",
@@ -50,11 +50,11 @@ static bool plain_memory(const ZydisDecodedOperand *o)
 
 /* Decodes displaced instruction @i of @plan again (the checks need its operands); 0, or
  * -EOPNOTSUPP with @why when it does not decode as the plan says. */
-static int decode_displaced(ZydisDecoder *dec, const struct x86_reloc_plan *plan, size_t i,
+static int decode_displaced(ZydisDecoder *dec, const struct arch_reloc_plan *plan, size_t i,
 			    ZydisDecodedInstruction *in, ZydisDecodedOperand *ops, char *why,
 			    size_t whylen)
 {
-	const struct x86_reloc_insn *ri = &plan->insn[i];
+	const struct arch_reloc_insn *ri = &plan->insn[i];
 	const uint8_t *p = plan->bytes + ri->off;
 	uint64_t at = plan->code_addr + ri->off;
 
@@ -65,7 +65,7 @@ static int decode_displaced(ZydisDecoder *dec, const struct x86_reloc_plan *plan
 	return 0;
 }
 
-int x86_reloc_kernel_safe(const struct x86_reloc_plan *plan, char *why, size_t whylen)
+int x86_reloc_kernel_safe(const struct arch_reloc_plan *plan, char *why, size_t whylen)
 {
 	uint64_t base = plan->code_addr;
 	ZydisDecoder dec;
@@ -120,7 +120,8 @@ static bool writes_rsp(const ZydisDecodedInstruction *in, const ZydisDecodedOper
 	return false;
 }
 
-int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char *why, size_t whylen)
+int x86_reloc_detour_check(const struct arch_reloc_plan *plan, int *pushed, char *why,
+			   size_t whylen)
 {
 	uint64_t base = plan->code_addr;
 	ZydisDecoder dec;
@@ -233,10 +234,10 @@ static int scan_branches(const uint8_t *body, size_t body_len, uint64_t body_add
 	return 0;
 }
 
-int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, size_t body_len,
+int x86_reloc_scan_body(const struct arch_reloc_plan *plan, const uint8_t *body, size_t body_len,
 			uint64_t body_addr, char *why, size_t whylen)
 {
-	uint64_t first = plan->code_addr + plan->endbr_len;
+	uint64_t first = plan->code_addr + plan->pad_len;
 
 	return scan_branches(body, body_len, body_addr, first + 1, first + plan->len, true,
 			     "branches into the bytes a detour would replace", why, whylen);

@@ -2,8 +2,7 @@
 #include "host/kvm/vcpu.h"
 #include "host/kvm/vm.h"
 #include "host/trace/clock.h"
-#include "arch/x86/x86_insn.h"
-#include "arch/x86/x86_longmode.h"
+#include "arch/arch.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,8 +1,7 @@
 /* Stub probes' memory in a QEMU guest: free guest memory mapped executable in the kernel's page
  * tables near the traced code, and put back as it was. */
 #include "host/qemu/qemu_stub_map.h"
-#include "arch/x86/x86_longmode.h"
-#include "arch/x86/x86_pagewalk.h"
+#include "arch/arch.h"
 
 #include <errno.h>
 #include <stdio.h>

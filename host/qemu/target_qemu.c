@@ -1,10 +1,8 @@
 #include "host/qemu/target_qemu.h"
 #include "host/qemu/target_qemu_int.h"
 #include "host/vmm/tcp.h"
-#include "arch/x86/x86_insn.h"
-#include "arch/x86/x86_longmode.h"
-#include "arch/x86/x86_pagewalk.h"
-#include "arch/x86/x86_tlb.h"
+#include "arch/arch.h"
+#include "arch/arch_tlb.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>
@@ -37,9 +35,9 @@ int tq_cpu_regs(struct target_qemu *q, unsigned cpu)
 	if (ret < 0)
 		return ret;
 	c->regs = r.gp;
-	c->cr3 = r.cr3;
-	c->cr4 = r.cr4;
-	c->efer = r.efer;
+	c->cr3 = r.sys[X86_GDB_SYS(X86_GDB_CR3)];
+	c->cr4 = r.sys[X86_GDB_SYS(X86_GDB_CR4)];
+	c->efer = r.sys[X86_GDB_SYS(X86_GDB_EFER)];
 	c->regs_valid = true;
 	c->rip_dirty = false;
 	return 0;
@@ -55,7 +53,7 @@ int tq_flush_rips(struct target_qemu *q)
 
 		if (!c->rip_dirty)
 			continue;
-		ret = gdb_write_reg(q->gdb, c->thread, GDB_REG_RIP, c->regs.rip);
+		ret = gdb_write_reg(q->gdb, c->thread, X86_GDB_RIP, c->regs.r[X86_RIP]);
 		if (ret < 0) {
 			c->regs_valid = false; /* RIP may be as it was: read it again */
 			c->rip_dirty = false;
@@ -109,7 +107,7 @@ static int translate(void *ctx, uint64_t gva, uint64_t *gpa)
 	const struct vcpu_ref *r = ctx;
 	struct qemu_cpu *c = &r->q->cpu[r->cpu];
 
-	return x86_tlb_translate(&c->tlb, c->cr3, gva, walk, ctx, gpa);
+	return arch_tlb_translate(&c->tlb, c->cr3, gva, walk, ctx, gpa);
 }
 
 /* Kernel addresses through the page tables stub_map captured. */
@@ -134,7 +132,7 @@ int tq_access_virt(struct target_qemu *q, unsigned cpu, uint64_t gva, void *buf,
 
 	if (cpu >= q->t.nr_cpus || !q->stopped || tq_cpu_regs(q, cpu) < 0)
 		return -EFAULT;
-	return x86_copy_virt(gva, buf, len, write, translate, copy_phys, &r);
+	return arch_copy_virt(gva, buf, len, write, translate, copy_phys, &r);
 }
 
 static int qemu_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
@@ -186,7 +184,7 @@ void tq_invalidate_regs(struct target_qemu *q)
 	for (unsigned i = 0; i < q->t.nr_cpus; i++) {
 		q->cpu[i].regs_valid = false;
 		q->cpu[i].rip_dirty = false;
-		x86_tlb_invalidate(&q->cpu[i].tlb);
+		arch_tlb_invalidate(&q->cpu[i].tlb);
 	}
 }
 
@@ -205,7 +203,7 @@ int tq_resume_vm(struct target_qemu *q)
 			last = &q->cpu[i];
 		}
 	if (ret == 0 && last && last->rip_dirty)
-		ret = gdb_write_pc_continue(q->gdb, last->thread, last->regs.rip);
+		ret = gdb_write_pc_continue(q->gdb, last->thread, last->regs.r[X86_RIP]);
 	else if (ret == 0)
 		ret = gdb_continue(q->gdb);
 	if (q->gdb->running) {
@@ -255,7 +253,7 @@ static int qemu_run_for(struct target *t, unsigned us)
 	return target_qemu_run_for(q, ms ? ms : 1);
 }
 
-static int qemu_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+static int qemu_get_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
 {
 	struct target_qemu *q = tq(t);
 	int ret;
@@ -269,7 +267,7 @@ static int qemu_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
 }
 
 /* Only RIP is ever changed by the tracer: that is what is written back. */
-static int qemu_set_regs(struct target *t, unsigned cpu, const struct x86_regs *regs)
+static int qemu_set_regs(struct target *t, unsigned cpu, const struct arch_regs *regs)
 {
 	struct target_qemu *q = tq(t);
 	int ret;
@@ -279,11 +277,11 @@ static int qemu_set_regs(struct target *t, unsigned cpu, const struct x86_regs *
 	ret = tq_cpu_regs(q, cpu);
 	if (ret < 0)
 		return ret;
-	if (regs->rip == q->cpu[cpu].regs.rip)
+	if (regs->r[X86_RIP] == q->cpu[cpu].regs.r[X86_RIP])
 		return 0; /* also when that RIP is still to be sent: it goes out with the continue */
-	ret = gdb_write_reg(q->gdb, q->cpu[cpu].thread, GDB_REG_RIP, regs->rip);
+	ret = gdb_write_reg(q->gdb, q->cpu[cpu].thread, X86_GDB_RIP, regs->r[X86_RIP]);
 	if (ret == 0) {
-		q->cpu[cpu].regs.rip = regs->rip;
+		q->cpu[cpu].regs.r[X86_RIP] = regs->r[X86_RIP];
 		q->cpu[cpu].rip_dirty = false;
 	}
 	return ret;
@@ -425,7 +423,7 @@ static int qemu_read_kernel(struct target *t, uint64_t gva, void *buf, size_t le
 	struct vcpu_ref r = {tq(t), 0};
 
 	if (!r.q->kcr3 || r.q->mem.fd < 0 ||
-	    x86_copy_virt(gva, buf, len, false, translate_kernel, copy_phys, &r) < 0)
+	    arch_copy_virt(gva, buf, len, false, translate_kernel, copy_phys, &r) < 0)
 		return -EFAULT;
 	return 0;
 }
@@ -501,6 +499,7 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	q->mem.fd = -1;
 	q->t.ops = &qemu_ops;
 	q->t.name = "qemu";
+	q->t.arch = arch_get(ARCH_X86_64); /* QEMU's x86_64 gdbstub layout */
 	q->t.bp_in_place = true; /* handle_stop steps over an instruction under a breakpoint */
 	q->t.priv = q;
 	q->gdb = gdb;

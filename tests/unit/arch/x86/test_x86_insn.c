@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "arch/arch.h"
 #include "arch/x86/x86_insn.h"
 
 #include <string.h>
@@ -49,7 +50,7 @@ static void test_nop5_rejects(void **state)
 		assert_false(x86_is_nop5(others[i]));
 }
 
-/* ---- x86_format_bytes ----------------------------------------------------------------------- */
+/* ---- arch_format_bytes ----------------------------------------------------------------------- */
 
 /* Lower-case hex pairs separated by single spaces; writes exactly 3*n bytes (incl. the NUL). */
 static void test_format_bytes(void **state)
@@ -60,13 +61,13 @@ static void test_format_bytes(void **state)
 
 	(void)state;
 	memset(buf, 'X', sizeof(buf));
-	assert_ptr_equal(x86_format_bytes(nop, 5, buf), buf);
+	assert_ptr_equal(arch_format_bytes(nop, 5, buf), buf);
 	assert_string_equal(buf, "0f 1f 44 00 00");
 	assert_int_equal(buf[15], 'X'); /* nothing written past 3*n */
 
-	assert_string_equal(x86_format_bytes(call, 5, buf), "e8 ab cd ef ff");
-	assert_string_equal(x86_format_bytes(call, 1, buf), "e8");
-	assert_string_equal(x86_format_bytes(call, 0, buf), "");
+	assert_string_equal(arch_format_bytes(call, 5, buf), "e8 ab cd ef ff");
+	assert_string_equal(arch_format_bytes(call, 1, buf), "e8");
+	assert_string_equal(arch_format_bytes(call, 0, buf), "");
 }
 
 /* ---- x86_call_precedes ---------------------------------------------------------------------- */
