@@ -16,7 +16,18 @@
  * and migration cannot split it, and an NMI that nests only takes the next index), filled, then
  * committed by writing its sequence number (index + 1, low 32 bits) last. The host reads records in
  * index order, stops at the first one not yet committed, and hands the ring back by advancing the
- * CPU's tail; a full ring counts the event in the CPU's `lost` and writes nothing. */
+ * CPU's tail; a full ring counts the event in the CPU's `lost` and writes nothing.
+ *
+ * Shared by every architecture: the region's layout (pages, header fields H_*, ring headers RH_*,
+ * the record's size and types, shadow stacks S_* / E_*) is the same for every ISA, and so is
+ * struct stub_rec's shape; the host reads them without knowing the guest's ISA. Per architecture
+ * (each ISA's stub.S and arch/<isa>/ on the host, behind arch/arch.h): how an entry reaches the
+ * stub (x86: CALL rel32 over the fentry NOP5) and the detour slot's code (DT_STI, DT_NOSTI,
+ * STUB_DETOUR_SCRATCH: ENDBR64, STI, JMP *(%rsp) are x86's; the host writes it with the arch's
+ * detour_code); how the CPU number and time are read (H_CPU_GS_OFF, H_AUX_MASK, H_CPUID,
+ * H_CUR_GS_*: x86's %gs, RDTSCP, CPUID); which registers a record carries (R_RAX and the six
+ * argument registers of STUB_REC_ARGS in args[] are x86_64's return and SysV argument registers,
+ * an ISA with more keeps its first six); the saved-flags bits (F_DETOUR_*: EFLAGS.IF). */
 #ifndef HVT_STUB_ABI_H
 #define HVT_STUB_ABI_H
 

@@ -15,14 +15,7 @@ static const uint8_t endbr64[X86_ENDBR64_LEN] = {0xf3, 0x0f, 0x1e, 0xfa};
 /* Puts JMP rel32 from @code + @at (slot address @slot) to @to; false when out of reach. */
 static bool put_jmp(uint8_t *code, size_t at, uint64_t slot, uint64_t to)
 {
-	int64_t rel = (int64_t)(to - (slot + at + X86_JMP_REL32_LEN));
-	int32_t rel32 = (int32_t)rel;
-
-	if (rel != rel32)
-		return false;
-	code[at] = 0xe9;
-	memcpy(code + at + 1, &rel32, 4);
-	return true;
+	return x86_encode_rel32(slot + at, to, false, code + at) == 0;
 }
 
 int x86_detour_code(const struct arch_reloc_plan *plan, const struct arch_detour_slot *slot,
@@ -30,22 +23,24 @@ int x86_detour_code(const struct arch_reloc_plan *plan, const struct arch_detour
 		    size_t whylen)
 {
 	uint64_t back = plan->code_addr + plan->pad_len + plan->len;
-	int64_t rel = (int64_t)(entry - (at + X86_NOP5_LEN));
-	int32_t rel32 = (int32_t)rel, disp;
+	int32_t disp;
 	size_t n = 0;
 	int pushed, ret;
 
-	if (rel != rel32 || slot->nosti_off + X86_ENDBR64_LEN + X86_JMP_REL32_LEN > slot->size ||
+	if (slot->nosti_off + X86_ENDBR64_LEN + X86_JMP_REL32_LEN > slot->size ||
 	    slot->sti_off + X86_ENDBR64_LEN + 1 + X86_JMP_REL32_LEN > slot->nosti_off) {
-		snprintf(why, whylen, "no detour slot %u within reach of the stub", slot->idx);
-		return -ERANGE;
+		snprintf(why, whylen, "detour slot %u: its layout has no room for the ways back",
+			 slot->idx);
+		return -EINVAL;
 	}
 	ret = x86_reloc_detour_check(plan, &pushed, why, whylen);
 	if (ret < 0)
 		return ret;
 	memset(code, X86_INT3, slot->size);
-	code[0] = X86_CALL_REL32;
-	memcpy(code + 1, &rel32, 4);
+	if (x86_encode_rel32(at, entry, true, code) < 0) {
+		snprintf(why, whylen, "no detour slot %u within reach of the stub", slot->idx);
+		return -ERANGE;
+	}
 	ret = x86_reloc_emit(plan, plan->bytes, plan->code_addr, at + X86_NOP5_LEN,
 			     code + X86_NOP5_LEN,
 			     slot->sti_off - X86_NOP5_LEN - 7 + X86_JMP_REL32_LEN, &n, why, whylen);
