@@ -325,6 +325,7 @@ static bool handle_bp(struct vcpu *c)
 	if (!vm->bp_hit || !vcpu_exit_bp_addr(run, run->s.regs.regs.rip, &addr))
 		return false;
 	memcpy(regs.r, &run->s.regs.regs, sizeof(run->s.regs.regs));
+	memset(regs.r + X86_NR_REGS, 0, sizeof(regs) - sizeof(run->s.regs.regs));
 	ret = vm->bp_hit(vm->bp_ctx, c->index, addr, &regs);
 	if (ret < 0)
 		return false;
