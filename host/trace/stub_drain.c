@@ -237,9 +237,10 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 			}
 			if (p->event && args) {
 				const struct arch *a = target_arch(d->c.tgt);
+				const unsigned nr = sizeof(args->args) / sizeof(args->args[0]);
 				struct arch_regs regs = {{0}};
 
-				for (unsigned n = 0; n < 6; n++)
+				for (unsigned n = 0; n < nr; n++)
 					arch_regs_set_arg(a, &regs, n, args->args[n]);
 				arch_regs_set_ret(a, &regs, g->rax);
 				len = fe_payload_size(p->event);
