@@ -60,30 +60,11 @@ static void test_set(void **state)
 	assert_false(arch_reg_is_arg(a, X86_RBX));
 }
 
-/* Register names as a user writes them, and the tables by id and by ELF machine. */
-static void test_names_and_tables(void **state)
-{
-	const struct arch *a = arch_get(ARCH_X86_64);
-
-	(void)state;
-	assert_non_null(a);
-	assert_ptr_equal(arch_of_elf(62 /* EM_X86_64 */), a);
-	assert_null(arch_of_elf(183 /* EM_AARCH64: not yet */));
-	assert_ptr_equal(arch_default(), a);
-	assert_null(arch_get(ARCH_NR_ISAS));
-	assert_int_equal(arch_reg_index(a, "rax"), X86_RAX);
-	assert_int_equal(arch_reg_index(a, "rflags"), X86_RFLAGS);
-	assert_int_equal(arch_reg_index(a, "rip"), X86_RIP);
-	assert_int_equal(arch_reg_index(a, "eax"), -1);
-	assert_int_equal(a->regs.nr, X86_NR_REGS);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_reg_arg),
 	    cmocka_unit_test(test_set),
-	    cmocka_unit_test(test_names_and_tables),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
