@@ -91,13 +91,14 @@ struct vcpu_ref {
 static int walk(void *ctx, uint64_t gva, uint64_t *gpa)
 {
 	const struct vcpu_ref *r = ctx;
+	const struct arch *a = target_arch(&r->q->t);
 	struct qemu_cpu *c = &r->q->cpu[r->cpu];
 	bool la57 = c->cr4 & X86_CR4_LA57;
 	int ret;
 
-	ret = x86_translate(read_pte, r->q, c->cr3, la57, gva, gpa);
+	ret = a->translate(read_pte, r->q, c->cr3, la57, gva, gpa);
 	if (ret < 0 && gva >= KERNEL_HALF && (c->cr3 & PTI_USER_BIT))
-		ret = x86_translate(read_pte, r->q, c->cr3 & ~PTI_USER_BIT, la57, gva, gpa);
+		ret = a->translate(read_pte, r->q, c->cr3 & ~PTI_USER_BIT, la57, gva, gpa);
 	return ret;
 }
 
@@ -115,7 +116,7 @@ static int translate_kernel(void *ctx, uint64_t gva, uint64_t *gpa)
 {
 	const struct vcpu_ref *r = ctx;
 
-	return x86_translate(read_pte, r->q, r->q->kcr3, r->q->kla57, gva, gpa);
+	return target_arch(&r->q->t)->translate(read_pte, r->q, r->q->kcr3, r->q->kla57, gva, gpa);
 }
 
 static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
