@@ -28,7 +28,7 @@ CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 
 DEPS := $(BUILD)/.deps-installed
 
-LIB_SRCS := $(wildcard arch/x86/*.c) $(wildcard vmi/*.c) $(wildcard guest-stub/*.c guest-stub/*/*.c) \
+LIB_SRCS := $(wildcard arch/*.c) $(wildcard arch/x86/*.c) $(wildcard vmi/*.c) $(wildcard guest-stub/*.c guest-stub/*/*.c) \
             $(filter-out host/cli/main.c,$(wildcard host/*/*.c))
 # One stub per guest ISA, guest-stub/<isa>/stub.S: one assembly unit that includes the other files
 # of its folder (they are not assembled alone).
@@ -317,8 +317,8 @@ FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_SRCS_gdbstub := host/vmm/gdbstub.c host/vmm/gdb_wire.c host/vmm/gdb_packet.c host/vmm/tcp.c host/trace/clock.c
 FUZZ_SRCS_qmp     := host/qemu/qmp.c host/qemu/qmp_json.c host/vmm/tcp.c host/trace/clock.c
 FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_linux_percpu.c vmi/vmi_btf.c vmi/vmi_kallsyms.c vmi/vmi_modules.c vmi/vmi_elf.c \
-                     vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
-FUZZ_SRCS_elf     := vmi/vmi_elf.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
+                     vmi/vmi_symtab.c vmi/vmi_sites.c
+FUZZ_SRCS_elf     := vmi/vmi_elf.c vmi/vmi_symtab.c vmi/vmi_sites.c
 FUZZ_SRCS_btf     := vmi/vmi_btf.c host/trace/fevent_btf.c host/trace/fevent.c host/trace/escape.c \
                      vmi/vmi_symtab.c
 FUZZ_SRCS_accel   := host/qemu/qemu_accel.c
@@ -328,8 +328,7 @@ FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/vmm/proc_
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
-FUZZ_SRCS_x86_reloc := arch/x86/x86_reloc.c arch/x86/x86_reloc_scan.c arch/x86/x86_insn.c
-FUZZ_LIBS_x86_reloc := -lZydis
+FUZZ_SRCS_x86_reloc :=
 FUZZ_SRCS_tracedat := host/sink/tracedat_read.c host/sink/tracedat_replay.c host/sink/writer.c host/trace/ring.c \
                       host/sink/sink_function.c host/sink/sink_graph.c host/sink/sink_io.c \
                       host/sink/sink_record.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -338,20 +337,21 @@ FUZZ_SRCS_viz_sinks := host/sink/sink_chrome.c host/sink/sink_folded.c host/sink
                        host/sink/sink_io.c host/sink/sink_record.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_SRCS_session := host/session/session_file.c host/tap/expect.c host/tap/profile.c host/trace/probe.c \
                      host/sink/sink_record.c \
-                     vmi/vmi_sites.c vmi/vmi_symtab.c \
-                     arch/x86/x86_insn.c
+                     vmi/vmi_sites.c vmi/vmi_symtab.c
 FUZZ_SRCS_event_filter := host/trace/event_filter.c host/trace/filter.c host/trace/fevent.c \
-                          host/trace/escape.c vmi/vmi_symtab.c vmi/vmi_sites.c arch/x86/x86_insn.c
+                          host/trace/escape.c vmi/vmi_symtab.c vmi/vmi_sites.c
 FUZZ_SRCS_trigger_stack := host/trace/trigger.c host/sink/sink_trigger.c host/sink/sink_function.c \
                            host/sink/sink_io.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_sysmap  := -lelf -lbpf
 FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf
+# arch/ (the ISA tables every fuzzer may reach through arch.h) and its decoder, in each
+FUZZ_ARCH    := $(wildcard arch/*.c) $(wildcard arch/x86/*.c)
 FUZZ_BINS    := $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
 define FUZZ_RULE
-$(BUILD)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) $$(wildcard */*.h */*/*.h) | $(DEPS)
+$(BUILD)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) $(FUZZ_ARCH) $$(wildcard */*.h */*/*.h) | $(DEPS)
 	@mkdir -p $$(@D)
-	clang $(FUZZ_CFLAGS) -o $$@ $$< $(FUZZ_SRCS_$(1)) $(FUZZ_LIBS_$(1))
+	clang $(FUZZ_CFLAGS) -o $$@ $$< $(FUZZ_SRCS_$(1)) $(FUZZ_ARCH) $(FUZZ_LIBS_$(1)) -lZydis
 endef
 $(foreach f,$(FUZZERS),$(eval $(call FUZZ_RULE,$(f))))
 fuzz: $(FUZZ_BINS)

@@ -19,12 +19,17 @@
  * index order, stops at the first one not yet committed, and hands the ring back by advancing the
  * CPU's tail; a full ring counts the event in the CPU's `lost` and writes nothing.
  *
- * Per ISA: the layout, the offsets and the record types are every ISA's; what some fields hold is
- * the ISA's, said here for x86-64: how the stub learns its CPU number and current task
- * (H_CPU_GS_OFF, H_AUX_MASK, H_CPUID, H_CUR_GS_*: %gs, RDTSCP, CPUID), the clock (R_TSC, R_T0,
- * H_WAIT_TSC: the TSC), the registers recorded (R_RAX, a STUB_REC_ARGS record's six), and a detour
- * slot's code (DT_*). The stack frame and internal flags are each stub's own
- * (guest-stub/x86/frame.h). */
+ * Shared by every architecture: the region's layout (pages, header fields H_*, ring headers RH_*,
+ * the record's size and types, shadow stacks S_* / E_*) is the same for every ISA, and so is
+ * struct stub_rec's shape; the host reads them without knowing the guest's ISA. Per architecture
+ * (each ISA's stub.S and arch/<isa>/ on the host, behind arch/arch.h): how an entry reaches the
+ * stub (x86: CALL rel32 over the fentry NOP5) and the detour slot's code (DT_STI, DT_NOSTI,
+ * STUB_DETOUR_SCRATCH: ENDBR64, STI, JMP *(%rsp) are x86's; the host writes it with the arch's
+ * detour_code); how the CPU number and time are read (H_CPU_GS_OFF, H_AUX_MASK, H_CPUID,
+ * H_CUR_GS_*: x86's %gs, RDTSCP, CPUID); which registers a record carries (R_RAX and the six
+ * argument registers of STUB_REC_ARGS in args[] are x86_64's return and SysV argument registers,
+ * an ISA with more keeps its first six); the saved-flags bits (F_DETOUR_*: EFLAGS.IF). The stub's stack frame and internal flags
+ * are each stub's own (guest-stub/x86/frame.h). */
 #ifndef HVT_STUB_ABI_H
 #define HVT_STUB_ABI_H
 

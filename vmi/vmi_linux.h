@@ -26,6 +26,7 @@
 #define VMI_LINUX_IN_INTERRUPT_MASK (0xf00000u | 0xf0000u | 0x100u)
 
 struct vmi_linux {
+	const struct arch *arch;   /* the kernel's ISA; NULL: arch_default() */
 	struct vmi_symtab funcs;   /* text symbols (t, T, w, W) */
 	struct vmi_symtab objects; /* data symbols, per-CPU ones at their section offsets */
 	int64_t slide;		   /* applied to funcs and kernel-image objects once found */
@@ -40,6 +41,12 @@ struct vmi_linux {
 	size_t nr_kallsyms;	 /* symbols read from the guest's kallsyms (0: from a file) */
 	struct vmi_modules mods; /* loaded modules (vmi_linux_modules); their functions in funcs */
 };
+
+/* The ISA of @l's kernel. Pure. */
+static inline const struct arch *vmi_linux_arch(const struct vmi_linux *l)
+{
+	return l->arch ? l->arch : arch_default();
+}
 
 #define VMI_LINUX_NAME_MAX 511	      /* longest symbol name (the kernel's KSYM_NAME_LEN - 1) */
 #define VMI_LINUX_MAX_SYMS (1u << 22) /* text and data symbols (a distribution kernel has ~200k)   \

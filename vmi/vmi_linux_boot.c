@@ -1,5 +1,4 @@
 #include "vmi/vmi_linux_boot.h"
-#include "arch/x86/x86_insn.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -24,14 +23,13 @@ static bool in_image(uint64_t lo, uint64_t hi)
 	return lo >= VMI_LINUX_TEXT_BASE && hi >= lo && hi <= VMI_LINUX_TEXT_BASE + IMAGE_SIZE;
 }
 
-bool vmi_linux_calls_fentry(const uint8_t bytes[5], uint64_t site, uint64_t fentry)
+bool vmi_linux_calls_fentry(const struct arch *a, const uint8_t *bytes, uint64_t site,
+			    uint64_t fentry)
 {
-	int32_t rel;
+	uint64_t to;
 
-	if (bytes[0] != X86_CALL_REL32)
-		return false;
-	memcpy(&rel, bytes + 1, 4);
-	return site + 5 + (uint64_t)(int64_t)rel == fentry;
+	return a->direct_branch(bytes, a->site_len, site, false, &to) == a->site_len &&
+	       to == fentry;
 }
 
 static int by_site(const void *a, const void *b)
@@ -120,7 +118,8 @@ int vmi_linux_boot_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struc
 		}
 		if (!((a >= l->stext && a + 5 <= l->etext) ||
 		      (a >= b->init_lo && a + 5 <= b->init_hi)) ||
-		    read(ctx, a, bytes, 5) < 0 || !vmi_linux_calls_fentry(bytes, a, l->fentry)) {
+		    read(ctx, a, bytes, 5) < 0 ||
+		    !vmi_linux_calls_fentry(vmi_linux_arch(l), bytes, a, l->fentry)) {
 			b->skipped += a != 0; /* 0: an entry the linker padded */
 			continue;
 		}
@@ -173,5 +172,6 @@ const uint8_t vmi_linux_boot_nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
 bool vmi_linux_boot_can_take(uint64_t site, uint64_t loc, uint64_t entry, const uint8_t bytes[5],
 			     uint64_t fentry)
 {
-	return loc && entry == site && vmi_linux_calls_fentry(bytes, site, fentry);
+	return loc && entry == site &&
+	       vmi_linux_calls_fentry(arch_get(ARCH_X86_64), bytes, site, fentry);
 }

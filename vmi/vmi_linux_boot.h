@@ -38,15 +38,17 @@ int vmi_linux_boot_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struc
 /* The GVA of @site's __mcount_loc entry, 0 if none. Pure. */
 uint64_t vmi_linux_boot_loc(const struct vmi_boot *b, uint64_t site);
 
-/* True if the five bytes @bytes at @site are `call __fentry__` (@fentry). Pure. */
-bool vmi_linux_calls_fentry(const uint8_t bytes[5], uint64_t site, uint64_t fentry);
+/* True if the site_len bytes @bytes at @site are @a's `call __fentry__` (@fentry). Pure. */
+bool vmi_linux_calls_fentry(const struct arch *a, const uint8_t *bytes, uint64_t site,
+			    uint64_t fentry);
 
-/* Boot tracing takes a site from ftrace before the kernel runs: the site's `call __fentry__` becomes the
- * NOP5 ftrace_init would have written (@nop5), and its __mcount_loc entry is zeroed so that ftrace_init
- * skips it (it would otherwise find the host's CALL where it expects its own and disable itself).
- * Whether @site may be taken: it has an __mcount_loc entry (@loc, from vmi_linux_boot_loc) whose value
+/* Boot tracing takes a site from ftrace before the kernel runs: the site's `call __fentry__`
+ * becomes the NOP5 ftrace_init would have written (@nop5), and its __mcount_loc entry is zeroed so
+ * that ftrace_init skips it (it would otherwise find the host's CALL where it expects its own and
+ * disable itself). Whether @site may be taken: it has an __mcount_loc entry (@loc, from
+ * vmi_linux_boot_loc) whose value
  * @entry (read from the guest) is @site, and its five bytes @bytes are `call __fentry__` (@fentry).
- * Pure; @bytes and @entry are the guest's, checked here. */
+ * Pure; @bytes and @entry are the guest's, checked here. A bzImage is an x86_64 kernel. */
 bool vmi_linux_boot_can_take(uint64_t site, uint64_t loc, uint64_t entry, const uint8_t bytes[5],
 			     uint64_t fentry);
 

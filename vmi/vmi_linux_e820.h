@@ -1,4 +1,4 @@
-/* The Linux guest's own E820 table (arch/x86/kernel/e820.c: `struct e820_table *e820_table`, a u32
+/* The Linux guest's own E820 table (Linux's e820.c: `struct e820_table *e820_table`, a u32
  * count, then packed 20-byte entries {u64 addr, u64 size, u32 type}), read from guest memory to
  * prove that a RAM range hvtrace asked the kernel to reserve (memmap=SIZE$ADDR) really is reserved:
  * the kernel neither allocates nor maps E820 reserved ranges. Every value is the guest's: bounded.

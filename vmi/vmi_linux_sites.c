@@ -1,5 +1,4 @@
 #include "vmi/vmi_linux.h"
-#include "arch/x86/x86_insn.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -15,7 +14,8 @@ static void scan_sites(const struct vmi_linux *l, const uint8_t *text, uint64_t 
 	for (size_t i = 0; i < l->funcs.nr; i++) {
 		uint64_t a = l->funcs.syms[i].addr;
 
-		if (a >= lo && a - lo + 9 <= len && vmi_site_entry(text + (a - lo), a, &addrs[*n]))
+		if (a >= lo && a - lo + 9 <= len &&
+		    vmi_site_entry(vmi_linux_arch(l), text + (a - lo), a, &addrs[*n]))
 			(*n)++;
 	}
 }
@@ -120,13 +120,13 @@ long vmi_linux_callees(struct vmi_linux *l, vmi_read_fn read, void *ctx,
 				continue;
 			/* rel32 calls and jumps whose target is a traceable function */
 			for (size_t i = 0; i + 5 <= len; i++) {
-				int32_t rel;
+				uint64_t to;
 				long t;
 
-				if (body[i] != X86_CALL_REL32 && body[i] != 0xe9)
+				if (!vmi_linux_arch(l)->direct_branch(body + i, len - i,
+								      f->addr + i, true, &to))
 					continue;
-				memcpy(&rel, body + i + 1, 4);
-				t = site_of(sites, f->addr + i + 5 + (int64_t)rel);
+				t = site_of(sites, to);
 				if (t < 0 || selected[t])
 					continue;
 				selected[t] = true;

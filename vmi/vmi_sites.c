@@ -1,5 +1,5 @@
 #include "vmi/vmi_sites.h"
-#include "arch/x86/x86_insn.h"
+#include "arch/arch.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -8,35 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The 4 bytes a function may start with before its NOP5: ENDBR64, and the NOPs Linux seals an
- * unused ENDBR64 into at boot (its gen_endbr_poison(): "osp nopl (%rax)", then "nopl -42(%rax)",
- * whose displacement is UDB). Each is a 4-byte NOP no compiler emits there, so either marks a former
- * ENDBR site whichever kernel wrote it. */
-static const uint8_t entry_markers[][4] = {
-	{0xf3, 0x0f, 0x1e, 0xfa},
-	{0x66, 0x0f, 0x1f, 0x00},
-	{0x0f, 0x1f, 0x40, 0xd6},
-};
-
-/* 4 when the function starting with @p opens with one of entry_markers, else 0. */
-static size_t marker_len(const uint8_t *p)
+uint64_t vmi_entry_insn(const struct arch *a, const uint8_t *p, uint64_t func)
 {
-	for (size_t i = 0; i < sizeof(entry_markers) / sizeof(entry_markers[0]); i++)
-		if (!memcmp(p, entry_markers[i], 4))
-			return 4;
-	return 0;
+	return func + a->entry_pad_len(p);
 }
 
-uint64_t vmi_entry_insn(const uint8_t *p, uint64_t func)
+bool vmi_site_entry(const struct arch *a, const uint8_t *p, uint64_t func, uint64_t *site)
 {
-	return func + marker_len(p);
-}
+	size_t skip = a->entry_pad_len(p);
 
-bool vmi_site_entry(const uint8_t *p, uint64_t func, uint64_t *site)
-{
-	size_t skip = marker_len(p);
-
-	if (!x86_is_nop5(p + skip))
+	if (!a->is_site_nop(p + skip))
 		return false;
 	*site = func + skip;
 	return true;
@@ -98,14 +79,15 @@ int vmi_sites_add(struct vmi_sites *sites, const struct vmi_site *add, size_t n)
 	return 0;
 }
 
-int vmi_site_check(const struct vmi_site *site, const uint8_t *bytes, char *err, size_t errlen)
+int vmi_site_check(const struct arch *a, const struct vmi_site *site, const uint8_t *bytes,
+		   char *err, size_t errlen)
 {
-	char hex[3 * X86_NOP5_LEN];
+	char hex[3 * ARCH_PATCH_MAX];
 
-	if (x86_is_nop5(bytes))
+	if (a->is_site_nop(bytes))
 		return 0;
 	snprintf(err, errlen, "%s: site 0x%" PRIx64 " holds %s, not a NOP5", site->func->name,
-		 site->addr, x86_format_bytes(bytes, X86_NOP5_LEN, hex));
+		 site->addr, arch_format_bytes(bytes, a->site_len, hex));
 	return -EILSEQ;
 }
 

@@ -3,6 +3,7 @@
 #ifndef HVT_VMI_SITES_H
 #define HVT_VMI_SITES_H
 
+#include "arch/arch.h"
 #include "vmi/vmi_symtab.h"
 
 #include <stdbool.h>
@@ -30,26 +31,27 @@ struct vmi_sites {
 int vmi_sites_build(struct vmi_sites *sites, const uint64_t *addrs, size_t n,
 		    const struct vmi_symtab *funcs);
 
-/* The site of a function whose first 9 bytes are @p, the function at @func: a NOP5 right there,
- * or after ENDBR64 (f3 0f 1e fa) or after a 4-byte NOP the kernel seals an ENDBR64 into when
- * nothing calls the function indirectly (IBT: 66 0f 1f 00 as in 6.12, 0f 1f 40 d6 as in 7.3).
- * Returns the site's address in *@site and true, or false (no NOP5: not traceable now, or __pfx_
- * call padding). Pure. */
-bool vmi_site_entry(const uint8_t *p, uint64_t func, uint64_t *site);
+/* The site of a function of ISA @a whose first 9 bytes are @p, the function at @func: a NOP5
+ * right there, or after ENDBR64 (f3 0f 1e fa) or after a 4-byte NOP the kernel seals an ENDBR64
+ * into when nothing calls the function indirectly (IBT: 66 0f 1f 00 as in 6.12, 0f 1f 40 d6 as
+ * in 7.3). Returns the site's address in *@site and true, or false (no NOP5: not traceable now, or
+ * __pfx_ call padding). Pure. */
+bool vmi_site_entry(const struct arch *a, const uint8_t *p, uint64_t func, uint64_t *site);
 
-/* The first instruction of the function at @func whose first 4 bytes are @p that a probe may stop
- * at: after an ENDBR64 or the 4-byte NOP Linux seals one into (a stop there is one instruction
- * later and sees the same registers and stack), else @func itself. Pure. */
-uint64_t vmi_entry_insn(const uint8_t *p, uint64_t func);
+/* The first instruction of the function (ISA @a) at @func whose first 4 bytes are @p that a probe
+ * may stop at: after an ENDBR64 or the 4-byte NOP Linux seals one into (a stop there is one
+ * instruction later and sees the same registers and stack), else @func itself. Pure. */
+uint64_t vmi_entry_insn(const struct arch *a, const uint8_t *p, uint64_t func);
 
 /* Appends the @n sites of @add (entry sites, for functions that have none in @sites yet) and sorts
  * @sites by address again: pointers into @sites->v taken before are invalid afterwards. 0 or
  * -ENOMEM (@sites unchanged). */
 int vmi_sites_add(struct vmi_sites *sites, const struct vmi_site *add, size_t n);
 
-/* Checks that @bytes (the 5 bytes at the site) are a NOP5. Returns 0, or -EILSEQ with
- * "<func>: site 0x<addr> holds <bytes>, not a NOP5" in @err. Pure. */
-int vmi_site_check(const struct vmi_site *site, const uint8_t *bytes, char *err, size_t errlen);
+/* Checks that @bytes (the site_len bytes at the site) are @a's patchable NOP. Returns 0, or
+ * -EILSEQ with "<func>: site 0x<addr> holds <bytes>, not a NOP5" in @err. Pure. */
+int vmi_site_check(const struct arch *a, const struct vmi_site *site, const uint8_t *bytes,
+		   char *err, size_t errlen);
 
 void vmi_sites_free(struct vmi_sites *sites);
 

@@ -1,5 +1,6 @@
 #include "arch/x86/x86_insn.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,12 +53,43 @@ bool x86_call_precedes(const uint8_t *b)
 	return false;
 }
 
-char *x86_format_bytes(const uint8_t *p, size_t n, char *buf)
-{
-	char *o = buf;
+/* The 4 bytes a function may start with before its NOP5: ENDBR64, and the NOPs Linux seals an
+ * unused ENDBR64 into at boot (its gen_endbr_poison(): "osp nopl (%rax)", then "nopl -42(%rax)",
+ * whose displacement is UDB). Each is a 4-byte NOP no compiler emits there, so either marks a
+ * former ENDBR site whichever kernel wrote it. */
+static const uint8_t entry_markers[][4] = {
+    {0xf3, 0x0f, 0x1e, 0xfa},
+    {0x66, 0x0f, 0x1f, 0x00},
+    {0x0f, 0x1f, 0x40, 0xd6},
+};
 
-	*o = 0;
-	for (size_t i = 0; i < n; i++)
-		o += sprintf(o, i ? " %02x" : "%02x", p[i]);
-	return buf;
+size_t x86_entry_pad_len(const uint8_t *p)
+{
+	for (size_t i = 0; i < sizeof(entry_markers) / sizeof(entry_markers[0]); i++)
+		if (!memcmp(p, entry_markers[i], 4))
+			return 4;
+	return 0;
+}
+
+int x86_encode_rel32(uint64_t at, uint64_t to, bool call, uint8_t *out)
+{
+	int64_t rel = (int64_t)(to - (at + X86_NOP5_LEN));
+	int32_t rel32 = (int32_t)rel;
+
+	if (rel != rel32)
+		return -ERANGE;
+	out[0] = call ? X86_CALL_REL32 : X86_JMP_REL32;
+	memcpy(out + 1, &rel32, 4);
+	return 0;
+}
+
+size_t x86_direct_branch(const uint8_t *p, size_t n, uint64_t at, bool jumps, uint64_t *to)
+{
+	int32_t rel;
+
+	if (n < X86_NOP5_LEN || (p[0] != X86_CALL_REL32 && (!jumps || p[0] != X86_JMP_REL32)))
+		return 0;
+	memcpy(&rel, p + 1, 4);
+	*to = at + X86_NOP5_LEN + (uint64_t)(int64_t)rel;
+	return X86_NOP5_LEN;
 }

@@ -1,32 +1,32 @@
-/* General-purpose register file of an x86_64 vCPU and the SysV calling convention over it. */
+/* General-purpose register file of an x86_64 vCPU as indices into struct arch_regs, and the SysV
+ * calling convention over them (x86_arch.c's register map). */
 #ifndef HVT_X86_REGS_H
 #define HVT_X86_REGS_H
 
-#include <stdint.h>
-
-/* Field order matches struct kvm_regs so a backend may alias it (checked there with a static assert). */
-struct x86_regs {
-	uint64_t rax, rbx, rcx, rdx;
-	uint64_t rsi, rdi, rsp, rbp;
-	uint64_t r8, r9, r10, r11;
-	uint64_t r12, r13, r14, r15;
-	uint64_t rip, rflags;
+/* Order matches struct kvm_regs so a backend may copy it as a block (checked there with a static
+ * assert). */
+enum x86_reg {
+	X86_RAX,
+	X86_RBX,
+	X86_RCX,
+	X86_RDX,
+	X86_RSI,
+	X86_RDI,
+	X86_RSP,
+	X86_RBP,
+	X86_R8,
+	X86_R9,
+	X86_R10,
+	X86_R11,
+	X86_R12,
+	X86_R13,
+	X86_R14,
+	X86_R15,
+	X86_RIP,
+	X86_RFLAGS,
+	X86_NR_REGS,
 };
 
 #define X86_NR_REG_ARGS 6
-
-/* Integer argument @n (0-based) if it is passed in a register, else 0. Pure. */
-static inline uint64_t x86_reg_arg(const struct x86_regs *r, unsigned n)
-{
-	switch (n) {
-	case 0: return r->rdi;
-	case 1: return r->rsi;
-	case 2: return r->rdx;
-	case 3: return r->rcx;
-	case 4: return r->r8;
-	case 5: return r->r9;
-	default: return 0;
-	}
-}
 
 #endif

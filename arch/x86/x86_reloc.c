@@ -1,6 +1,6 @@
 /* Out-of-line relocation of a function's first instructions: the plan (decode with Zydis, refuse
  * what cannot move) and the emitted detour bytes. Offsets are from code_addr; the patch starts at
- * P = code_addr + endbr_len and covers [P, P + len). */
+ * P = code_addr + pad_len and covers [P, P + len). */
 #include "arch/x86/x86_reloc.h"
 #include "arch/x86/x86_insn.h"
 
@@ -30,7 +30,7 @@ static int refuse(char *why, size_t whylen, int err, uint64_t code_addr, size_t 
 	if (n > MAX_INSN_LEN)
 		n = MAX_INSN_LEN;
 	if (n)
-		x86_format_bytes(p, n, bytes);
+		arch_format_bytes(p, n, bytes);
 	else
 		strcpy(bytes, "no bytes");
 	snprintf(why, whylen, "+%zu at 0x%llx (%s): %s", off, (unsigned long long)(code_addr + off),
@@ -102,7 +102,7 @@ static bool never_displaced(const ZydisDecodedInstruction *in)
 
 /* A relative branch in one of the forms re-encoded here, read from its bytes (after CS/DS
  * prefixes, ignored by branches in 64-bit mode, hints on Jcc): sets kind, op and target. */
-static bool rel_branch(const uint8_t *p, size_t len, uint64_t next, struct x86_reloc_insn *ri)
+static bool rel_branch(const uint8_t *p, size_t len, uint64_t next, struct arch_reloc_insn *ri)
 {
 	size_t k = 0;
 
@@ -154,7 +154,7 @@ static bool ip_based(const ZydisDecodedOperand *o)
  * the patch's bytes. */
 static int classify(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
 		    const uint8_t *code, uint64_t code_addr, size_t off, bool last,
-		    struct x86_reloc_insn *ri, char *why, size_t whylen)
+		    struct arch_reloc_insn *ri, char *why, size_t whylen)
 {
 	const uint8_t *p = code + off;
 	const char *name = ZydisMnemonicGetString(in->mnemonic);
@@ -221,7 +221,7 @@ static int classify(const ZydisDecodedInstruction *in, const ZydisDecodedOperand
 }
 
 int x86_reloc_plan(const uint8_t *code, size_t code_len, uint64_t code_addr, size_t need,
-		   struct x86_reloc_plan *plan, char *why, size_t whylen)
+		   struct arch_reloc_plan *plan, char *why, size_t whylen)
 {
 	ZydisDecoder dec;
 	size_t start, off;
@@ -267,12 +267,12 @@ int x86_reloc_plan(const uint8_t *code, size_t code_len, uint64_t code_addr, siz
 		plan->nr++;
 		off += in.length;
 	}
-	plan->endbr_len = start;
+	plan->pad_len = start;
 	plan->len = off - start;
 	memcpy(plan->bytes, code, off);
 	/* Branches back into the displaced bytes: they would land in the patch's middle. */
 	for (size_t i = 0; i < plan->nr; i++) {
-		const struct x86_reloc_insn *ri = &plan->insn[i];
+		const struct arch_reloc_insn *ri = &plan->insn[i];
 
 		if (ri->kind == X86_RELOC_COPY || ri->kind == X86_RELOC_RIPREL)
 			continue;
@@ -286,9 +286,9 @@ int x86_reloc_plan(const uint8_t *code, size_t code_len, uint64_t code_addr, siz
 	return 0;
 }
 
-bool x86_reloc_hits_patch(const struct x86_reloc_plan *plan, uint64_t addr, uint64_t n)
+bool x86_reloc_hits_patch(const struct arch_reloc_plan *plan, uint64_t addr, uint64_t n)
 {
-	uint64_t lo = plan->code_addr + plan->endbr_len + 1;
+	uint64_t lo = plan->code_addr + plan->pad_len + 1;
 	uint64_t span = plan->len > 1 ? plan->len - 1 : 0;
 
 	/* [addr, addr + n) and [lo, lo + span) meet iff one starts inside the other (mod 2^64) */
@@ -297,7 +297,7 @@ bool x86_reloc_hits_patch(const struct x86_reloc_plan *plan, uint64_t addr, uint
 	return addr - lo < span || lo - addr < n;
 }
 
-static size_t emitted_len(const struct x86_reloc_insn *ri)
+static size_t emitted_len(const struct arch_reloc_insn *ri)
 {
 	switch (ri->kind) {
 	case X86_RELOC_JMP:
@@ -313,7 +313,7 @@ static size_t emitted_len(const struct x86_reloc_insn *ri)
 	}
 }
 
-size_t x86_reloc_emit_len(const struct x86_reloc_plan *plan)
+size_t x86_reloc_emit_len(const struct arch_reloc_plan *plan)
 {
 	size_t n = X86_JMP_REL32_LEN;
 
@@ -323,15 +323,15 @@ size_t x86_reloc_emit_len(const struct x86_reloc_plan *plan)
 }
 
 /* Whether @plan is one x86_reloc_plan could have made: whole instructions, back to back. */
-static bool plan_sane(const struct x86_reloc_plan *plan)
+static bool plan_sane(const struct arch_reloc_plan *plan)
 {
-	size_t off = plan->endbr_len;
+	size_t off = plan->pad_len;
 
-	if ((plan->endbr_len != 0 && plan->endbr_len != X86_ENDBR64_LEN) || !plan->nr ||
-	    plan->nr > X86_RELOC_MAX_INSNS || plan->len > X86_RELOC_MAX_BYTES - plan->endbr_len)
+	if ((plan->pad_len != 0 && plan->pad_len != X86_ENDBR64_LEN) || !plan->nr ||
+	    plan->nr > X86_RELOC_MAX_INSNS || plan->len > X86_RELOC_MAX_BYTES - plan->pad_len)
 		return false;
 	for (size_t i = 0; i < plan->nr; i++) {
-		const struct x86_reloc_insn *ri = &plan->insn[i];
+		const struct arch_reloc_insn *ri = &plan->insn[i];
 
 		if (ri->off != off || !ri->len || ri->len > MAX_INSN_LEN ||
 		    ri->kind > X86_RELOC_CALL ||
@@ -340,14 +340,14 @@ static bool plan_sane(const struct x86_reloc_plan *plan)
 			return false;
 		off += ri->len;
 	}
-	return off == plan->endbr_len + plan->len;
+	return off == plan->pad_len + plan->len;
 }
 
-int x86_reloc_emit(const struct x86_reloc_plan *plan, const uint8_t *code, uint64_t code_addr,
+int x86_reloc_emit(const struct arch_reloc_plan *plan, const uint8_t *code, uint64_t code_addr,
 		   uint64_t dest_addr, uint8_t *out, size_t out_cap, size_t *out_len, char *why,
 		   size_t whylen)
 {
-	uint64_t back = code_addr + plan->endbr_len + plan->len;
+	uint64_t back = code_addr + plan->pad_len + plan->len;
 	size_t total, o = 0;
 
 	*out_len = 0;
@@ -356,16 +356,16 @@ int x86_reloc_emit(const struct x86_reloc_plan *plan, const uint8_t *code, uint6
 	if (!plan_sane(plan) || code_addr != plan->code_addr)
 		return refuse(why, whylen, -EINVAL, code_addr, 0, NULL, 0,
 			      "no plan for this address");
-	if (!code || memcmp(code, plan->bytes, plan->endbr_len + plan->len))
+	if (!code || memcmp(code, plan->bytes, plan->pad_len + plan->len))
 		return refuse(why, whylen, -EINVAL, code_addr, 0, code,
-			      code ? plan->endbr_len + plan->len : 0,
+			      code ? plan->pad_len + plan->len : 0,
 			      "not the bytes the plan was made from");
 	total = x86_reloc_emit_len(plan);
 	if (total > out_cap)
-		return refuse(why, whylen, -ENOSPC, code_addr, plan->endbr_len, NULL, 0,
+		return refuse(why, whylen, -ENOSPC, code_addr, plan->pad_len, NULL, 0,
 			      "the detour's copy needs %zu bytes, %zu given", total, out_cap);
 	for (size_t i = 0; i < plan->nr; i++) {
-		const struct x86_reloc_insn *ri = &plan->insn[i];
+		const struct arch_reloc_insn *ri = &plan->insn[i];
 		const uint8_t *p = plan->bytes + ri->off;
 		uint64_t at = dest_addr + o, next = at + emitted_len(ri);
 		uint64_t ret = code_addr + ri->off + ri->len;
@@ -413,7 +413,7 @@ int x86_reloc_emit(const struct x86_reloc_plan *plan, const uint8_t *code, uint6
 		o += emitted_len(ri);
 	}
 	if (!fits_rel32(back, dest_addr + o + X86_JMP_REL32_LEN))
-		return refuse(why, whylen, -ERANGE, code_addr, plan->endbr_len + plan->len, NULL, 0,
+		return refuse(why, whylen, -ERANGE, code_addr, plan->pad_len + plan->len, NULL, 0,
 			      "the way back is out of rel32 reach from the detour at 0x%llx",
 			      (unsigned long long)(dest_addr + o));
 	out[o] = 0xe9;

@@ -5,22 +5,27 @@
 #ifndef HVT_X86_RELOC_H
 #define HVT_X86_RELOC_H
 
+#include "arch/arch.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define X86_ENDBR64_LEN	  4
 #define X86_JMP_REL32_LEN 5
-/* Largest patch a plan is made for, and so the most instructions it displaces. */
-#define X86_RELOC_MAX_NEED  16
-#define X86_RELOC_MAX_INSNS X86_RELOC_MAX_NEED
+#define X86_RELOC_MAX_NEED  ARCH_RELOC_MAX_NEED
+#define X86_RELOC_MAX_INSNS ARCH_RELOC_MAX_INSNS
 /* ENDBR64, then up to need - 1 bytes plus one whole instruction (15 bytes at most). */
 #define X86_RELOC_MAX_BYTES (X86_ENDBR64_LEN + X86_RELOC_MAX_NEED - 1 + 15)
 /* Room x86_reloc_emit never exceeds: each instruction grows by 7 bytes at most, then the JMP back.
  */
 #define X86_RELOC_OUT_MAX (X86_RELOC_MAX_BYTES + 7 * X86_RELOC_MAX_INSNS + X86_JMP_REL32_LEN)
 
-/* How a displaced instruction is written at the detour. */
+_Static_assert(X86_RELOC_MAX_BYTES == ARCH_RELOC_MAX_BYTES, "a plan holds x86's bytes");
+_Static_assert(X86_RELOC_OUT_MAX == ARCH_RELOC_OUT_MAX, "arch's bound is x86's");
+
+/* How a displaced instruction is written at the detour (struct arch_reloc_insn's kind; its op is
+ * a JCC's condition (0-15) or a LOOP's opcode (e0-e3), its field_off a RIPREL's disp32 offset). */
 enum x86_reloc_kind {
 	X86_RELOC_COPY,	  /* position-independent: copied as is */
 	X86_RELOC_RIPREL, /* RIP-relative memory operand: copied, its disp32 adjusted */
@@ -30,28 +35,12 @@ enum x86_reloc_kind {
 	X86_RELOC_CALL,	  /* CALL rel32, last displaced only: push imm32 (its return), jmp rel32 */
 };
 
-struct x86_reloc_insn {
-	uint8_t off;	   /* from code_addr (the ENDBR64, if any, included) */
-	uint8_t len;	   /* whole instruction, prefixes included */
-	uint8_t kind;	   /* enum x86_reloc_kind */
-	uint8_t field_off; /* RIPREL: where its disp32 starts in the instruction */
-	uint8_t op;	   /* JCC: the condition (0-15); LOOP: the opcode (e0-e3) */
-	uint64_t target;   /* JMP/JCC/LOOP/CALL: the branch target; RIPREL: the operand's address */
-};
-
-struct x86_reloc_plan {
-	uint64_t code_addr; /* guest address of code[0] */
-	size_t endbr_len;   /* 0, or 4 when code starts with an ENDBR64 that stays in place */
-	size_t len;	    /* displaced bytes, from code_addr + endbr_len: >= need, whole insns */
-	size_t nr;	    /* instructions in insn[] */
-	struct x86_reloc_insn insn[X86_RELOC_MAX_INSNS];
-	uint8_t bytes[X86_RELOC_MAX_BYTES]; /* code[0, endbr_len + len), as planned */
-};
+/* struct arch_reloc_plan (arch/arch.h) for x86: pad_len is 0, or 4 for an ENDBR64 that stays. */
 
 /* Decodes whole instructions of @code (@code_len bytes read from the guest at @code_addr,
  * untrusted: nothing past @code_len is read) after a leading ENDBR64 until at least @need bytes
  * (1..X86_RELOC_MAX_NEED) are covered, and fills @plan (the caller's) with them. The patch then
- * goes at code_addr + plan->endbr_len over plan->len bytes. Returns 0, or a negative errno with
+ * goes at code_addr + plan->pad_len over plan->len bytes. Returns 0, or a negative errno with
  * one line in @why naming the instruction's offset and bytes: -EINVAL (@need out of range),
  * -ENODATA (an instruction runs past @code_len), -EILSEQ (undecodable), -EOPNOTSUPP (not safely
  * relocatable: a branch back into the displaced bytes past their first, the function leaving
@@ -62,18 +51,18 @@ struct x86_reloc_plan {
  * refuse addresses the guest itself patches or fixes up (jump labels, static calls, alternatives,
  * exception and bug tables), which this module cannot know. Pure, thread-safe. */
 int x86_reloc_plan(const uint8_t *code, size_t code_len, uint64_t code_addr, size_t need,
-		   struct x86_reloc_plan *plan, char *why, size_t whylen);
+		   struct arch_reloc_plan *plan, char *why, size_t whylen);
 
 /* Whether any byte of [@addr, @addr + @n) lies inside the displaced bytes other than their first
- * (code_addr + endbr_len + 1 .. + len - 1): a branch there would land in the middle of the patch.
+ * (code_addr + pad_len + 1 .. + len - 1): a branch there would land in the middle of the patch.
  * A branch to the patch's first byte is fine (it enters the detour). Pure. */
-bool x86_reloc_hits_patch(const struct x86_reloc_plan *plan, uint64_t addr, uint64_t n);
+bool x86_reloc_hits_patch(const struct arch_reloc_plan *plan, uint64_t addr, uint64_t n);
 
 /* Bytes x86_reloc_emit writes for @plan. Pure. */
-size_t x86_reloc_emit_len(const struct x86_reloc_plan *plan);
+size_t x86_reloc_emit_len(const struct arch_reloc_plan *plan);
 
 /* Writes into @out (the caller's, @out_cap bytes) the displaced instructions of @plan as they must
- * be at guest address @dest_addr, then a JMP rel32 back to code_addr + endbr_len + len; *@out_len
+ * be at guest address @dest_addr, then a JMP rel32 back to code_addr + pad_len + len; *@out_len
  * gets the length. @code and @code_addr must be what @plan was made from. A last CALL rel32
  * becomes push imm32 of its original return address and a JMP to its target: the callee returns
  * straight to the function, never into the detour (no task sleeps with a detour address on its
@@ -85,7 +74,7 @@ size_t x86_reloc_emit_len(const struct x86_reloc_plan *plan);
  * -EINVAL (@code or @code_addr differ from the plan's, or a plan no x86_reloc_plan made), -ERANGE
  * (a displacement or rel32 that does not fit in 32 bits from @dest_addr), -ENOSPC (@out_cap
  * too small). Pure, thread-safe. */
-int x86_reloc_emit(const struct x86_reloc_plan *plan, const uint8_t *code, uint64_t code_addr,
+int x86_reloc_emit(const struct arch_reloc_plan *plan, const uint8_t *code, uint64_t code_addr,
 		   uint64_t dest_addr, uint8_t *out, size_t out_cap, size_t *out_len, char *why,
 		   size_t whylen);
 

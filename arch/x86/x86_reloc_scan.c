@@ -19,7 +19,7 @@ static int say(char *why, size_t whylen, int err, uint64_t base, uint64_t addr, 
 		if (n > MAX_INSN_LEN)
 			n = MAX_INSN_LEN;
 		if (n)
-			x86_format_bytes(p, n, bytes);
+			arch_format_bytes(p, n, bytes);
 		else
 			bytes[0] = 0;
 		snprintf(why, whylen, "+%llu at 0x%llx (%s): %s%s%s",
@@ -50,11 +50,11 @@ static bool plain_memory(const ZydisDecodedOperand *o)
 
 /* Decodes displaced instruction @i of @plan again (the checks need its operands); 0, or
  * -EOPNOTSUPP with @why when it does not decode as the plan says. */
-static int decode_displaced(ZydisDecoder *dec, const struct x86_reloc_plan *plan, size_t i,
+static int decode_displaced(ZydisDecoder *dec, const struct arch_reloc_plan *plan, size_t i,
 			    ZydisDecodedInstruction *in, ZydisDecodedOperand *ops, char *why,
 			    size_t whylen)
 {
-	const struct x86_reloc_insn *ri = &plan->insn[i];
+	const struct arch_reloc_insn *ri = &plan->insn[i];
 	const uint8_t *p = plan->bytes + ri->off;
 	uint64_t at = plan->code_addr + ri->off;
 
@@ -65,7 +65,22 @@ static int decode_displaced(ZydisDecoder *dec, const struct x86_reloc_plan *plan
 	return 0;
 }
 
-int x86_reloc_kernel_safe(const struct x86_reloc_plan *plan, char *why, size_t whylen)
+/* One displaced instruction, decoded, as each check of a plan sees it. */
+struct displaced {
+	const ZydisDecodedInstruction *in;
+	const ZydisDecodedOperand *ops;
+	const uint8_t *p;  /* its bytes */
+	uint64_t base, at; /* the plan's code_addr; the instruction's address */
+	const char *name;  /* its mnemonic */
+};
+
+/* Refuses @d (returns a negative errno with @why) or lets it pass (0); @ctx is the check's. */
+typedef int (*displaced_fn)(void *ctx, const struct displaced *d, char *why, size_t whylen);
+
+/* Decodes each displaced instruction of @plan again and hands it to @check, stopping at the first
+ * refusal: the loop both checks of a plan share. 0, or the first error (with @why). */
+static int each_displaced(const struct arch_reloc_plan *plan, displaced_fn check, void *ctx,
+			  char *why, size_t whylen)
 {
 	uint64_t base = plan->code_addr;
 	ZydisDecoder dec;
@@ -76,33 +91,51 @@ int x86_reloc_kernel_safe(const struct x86_reloc_plan *plan, char *why, size_t w
 		return say(why, whylen, -EOPNOTSUPP, base, base, NULL, 0, "no x86-64 decoder",
 			   NULL);
 	for (size_t i = 0; i < plan->nr && i < X86_RELOC_MAX_INSNS; i++) {
-		const uint8_t *p = plan->bytes + plan->insn[i].off;
-		uint64_t at = base + plan->insn[i].off;
 		ZydisDecodedInstruction in;
 		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-		const char *name;
+		struct displaced d = {.in = &in,
+				      .ops = ops,
+				      .p = plan->bytes + plan->insn[i].off,
+				      .base = base,
+				      .at = base + plan->insn[i].off};
 		int err = decode_displaced(&dec, plan, i, &in, ops, why, whylen);
 
+		if (!err) {
+			d.name = ZydisMnemonicGetString(in.mnemonic);
+			err = check(ctx, &d, why, whylen);
+		}
 		if (err)
 			return err;
-		name = ZydisMnemonicGetString(in.mnemonic);
-		if (in.mnemonic == ZYDIS_MNEMONIC_NOP)
-			return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
-				   "a NOP the kernel may turn into a jump (jump label)", name);
-		if (in.mnemonic == ZYDIS_MNEMONIC_JMP)
-			return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
-				   "a jump the kernel may turn into a NOP (jump label)", name);
-		if (in.meta.category == ZYDIS_CATEGORY_CALL)
-			return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
-				   "a call the kernel may retarget (static call)", name);
-		for (unsigned k = 0; k < in.operand_count_visible; k++)
-			if (!plain_memory(&ops[k]))
-				return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
-					   "a memory access that may fault and be fixed up by "
-					   "its address",
-					   name);
 	}
 	return 0;
+}
+
+/* x86_reloc_kernel_safe's check of one instruction. */
+static int kernel_safe_one(void *ctx, const struct displaced *d, char *why, size_t whylen)
+{
+	const ZydisDecodedInstruction *in = d->in;
+
+	(void)ctx;
+	if (in->mnemonic == ZYDIS_MNEMONIC_NOP)
+		return say(why, whylen, -EOPNOTSUPP, d->base, d->at, d->p, in->length,
+			   "a NOP the kernel may turn into a jump (jump label)", d->name);
+	if (in->mnemonic == ZYDIS_MNEMONIC_JMP)
+		return say(why, whylen, -EOPNOTSUPP, d->base, d->at, d->p, in->length,
+			   "a jump the kernel may turn into a NOP (jump label)", d->name);
+	if (in->meta.category == ZYDIS_CATEGORY_CALL)
+		return say(why, whylen, -EOPNOTSUPP, d->base, d->at, d->p, in->length,
+			   "a call the kernel may retarget (static call)", d->name);
+	for (unsigned k = 0; k < in->operand_count_visible; k++)
+		if (!plain_memory(&d->ops[k]))
+			return say(why, whylen, -EOPNOTSUPP, d->base, d->at, d->p, in->length,
+				   "a memory access that may fault and be fixed up by its address",
+				   d->name);
+	return 0;
+}
+
+int x86_reloc_kernel_safe(const struct arch_reloc_plan *plan, char *why, size_t whylen)
+{
+	return each_displaced(plan, kernel_safe_one, NULL, why, whylen);
 }
 
 static bool is_reg(const ZydisDecodedOperand *o, ZydisRegister r)
@@ -120,73 +153,61 @@ static bool writes_rsp(const ZydisDecodedInstruction *in, const ZydisDecodedOper
 	return false;
 }
 
-int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char *why, size_t whylen)
+/* x86_reloc_detour_check's check of one instruction; @ctx: the bytes pushed so far (int64_t). */
+static int detour_one(void *ctx, const struct displaced *d, char *why, size_t whylen)
 {
-	uint64_t base = plan->code_addr;
-	ZydisDecoder dec;
+	const ZydisDecodedInstruction *in = d->in;
+	const ZydisDecodedOperand *ops = d->ops;
+	int64_t *delta = ctx;
+
+	if (in->meta.branch_type != ZYDIS_BRANCH_TYPE_NONE ||
+	    in->meta.category == ZYDIS_CATEGORY_RET ||
+	    in->meta.category == ZYDIS_CATEGORY_COND_BR ||
+	    in->meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+	    in->meta.category == ZYDIS_CATEGORY_CALL)
+		return say(why, whylen, -EOPNOTSUPP, d->base, d->at, d->p, in->length,
+			   "a branch would leave the detour with interrupts off", d->name);
+	for (unsigned k = 0; k < in->operand_count_visible; k++) {
+		const ZydisDecodedOperand *o = &ops[k];
+		int64_t disp = o->mem.disp.has_displacement ? o->mem.disp.value : 0;
+
+		if (o->type != ZYDIS_OPERAND_TYPE_MEMORY || o->mem.type == ZYDIS_MEMOP_TYPE_AGEN)
+			continue;
+		if (o->mem.segment == ZYDIS_REGISTER_GS || o->mem.base == ZYDIS_REGISTER_RIP)
+			continue;
+		if ((o->mem.base == ZYDIS_REGISTER_RSP && disp - *delta < -X86_DETOUR_STACK_MAX) ||
+		    (o->mem.base == ZYDIS_REGISTER_RBP && disp < 0))
+			return say(why, whylen, -EOPNOTSUPP, d->base, d->at, d->p, in->length,
+				   "a stack operand below the return-address slot", d->name);
+	}
+	if (!writes_rsp(in, ops))
+		return 0;
+	if ((in->mnemonic == ZYDIS_MNEMONIC_PUSH || in->mnemonic == ZYDIS_MNEMONIC_POP) &&
+	    in->operand_width == 64 && !is_reg(&ops[0], ZYDIS_REGISTER_RSP))
+		*delta += in->mnemonic == ZYDIS_MNEMONIC_PUSH ? 8 : -8;
+	else if ((in->mnemonic == ZYDIS_MNEMONIC_SUB || in->mnemonic == ZYDIS_MNEMONIC_ADD) &&
+		 is_reg(&ops[0], ZYDIS_REGISTER_RSP) && ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE)
+		*delta += (in->mnemonic == ZYDIS_MNEMONIC_SUB ? 1 : -1) * ops[1].imm.value.s;
+	else
+		return say(why, whylen, -EOPNOTSUPP, d->base, d->at, d->p, in->length,
+			   "changes RSP in a way a detour does not follow", d->name);
+	if (*delta > X86_DETOUR_STACK_MAX || *delta < -X86_DETOUR_STACK_MAX)
+		return say(why, whylen, -EOPNOTSUPP, d->base, d->at, d->p, in->length,
+			   "moves RSP further than a detour allows", d->name);
+	return 0;
+}
+
+int x86_reloc_detour_check(const struct arch_reloc_plan *plan, int *pushed, char *why,
+			   size_t whylen)
+{
 	int64_t delta = 0;
+	int ret;
 
 	*pushed = 0;
-	if (why && whylen)
-		why[0] = 0;
-	if (!decoder(&dec))
-		return say(why, whylen, -EOPNOTSUPP, base, base, NULL, 0, "no x86-64 decoder",
-			   NULL);
-	for (size_t i = 0; i < plan->nr && i < X86_RELOC_MAX_INSNS; i++) {
-		const uint8_t *p = plan->bytes + plan->insn[i].off;
-		uint64_t at = base + plan->insn[i].off;
-		ZydisDecodedInstruction in;
-		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-		const char *name;
-		int err = decode_displaced(&dec, plan, i, &in, ops, why, whylen);
-
-		if (err)
-			return err;
-		name = ZydisMnemonicGetString(in.mnemonic);
-		if (in.meta.branch_type != ZYDIS_BRANCH_TYPE_NONE ||
-		    in.meta.category == ZYDIS_CATEGORY_RET ||
-		    in.meta.category == ZYDIS_CATEGORY_COND_BR ||
-		    in.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
-		    in.meta.category == ZYDIS_CATEGORY_CALL)
-			return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
-				   "a branch would leave the detour with interrupts off", name);
-		for (unsigned k = 0; k < in.operand_count_visible; k++) {
-			const ZydisDecodedOperand *o = &ops[k];
-			int64_t disp = o->mem.disp.has_displacement ? o->mem.disp.value : 0;
-
-			if (o->type != ZYDIS_OPERAND_TYPE_MEMORY ||
-			    o->mem.type == ZYDIS_MEMOP_TYPE_AGEN)
-				continue;
-			if (o->mem.segment == ZYDIS_REGISTER_GS ||
-			    o->mem.base == ZYDIS_REGISTER_RIP)
-				continue;
-			if ((o->mem.base == ZYDIS_REGISTER_RSP &&
-			     disp - delta < -X86_DETOUR_STACK_MAX) ||
-			    (o->mem.base == ZYDIS_REGISTER_RBP && disp < 0))
-				return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
-					   "a stack operand below the return-address slot", name);
-		}
-		if (writes_rsp(&in, ops)) {
-			if ((in.mnemonic == ZYDIS_MNEMONIC_PUSH ||
-			     in.mnemonic == ZYDIS_MNEMONIC_POP) &&
-			    in.operand_width == 64 && !is_reg(&ops[0], ZYDIS_REGISTER_RSP))
-				delta += in.mnemonic == ZYDIS_MNEMONIC_PUSH ? 8 : -8;
-			else if ((in.mnemonic == ZYDIS_MNEMONIC_SUB ||
-				  in.mnemonic == ZYDIS_MNEMONIC_ADD) &&
-				 is_reg(&ops[0], ZYDIS_REGISTER_RSP) &&
-				 ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE)
-				delta += (in.mnemonic == ZYDIS_MNEMONIC_SUB ? 1 : -1) *
-					 ops[1].imm.value.s;
-			else
-				return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
-					   "changes RSP in a way a detour does not follow", name);
-			if (delta > X86_DETOUR_STACK_MAX || delta < -X86_DETOUR_STACK_MAX)
-				return say(why, whylen, -EOPNOTSUPP, base, at, p, in.length,
-					   "moves RSP further than a detour allows", name);
-		}
-	}
-	*pushed = (int)delta;
-	return 0;
+	ret = each_displaced(plan, detour_one, &delta, why, whylen);
+	if (ret == 0)
+		*pushed = (int)delta;
+	return ret;
 }
 
 /* Decodes @body from its start and refuses the first relative branch (a CALL only with @calls)
@@ -233,10 +254,10 @@ static int scan_branches(const uint8_t *body, size_t body_len, uint64_t body_add
 	return 0;
 }
 
-int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, size_t body_len,
+int x86_reloc_scan_body(const struct arch_reloc_plan *plan, const uint8_t *body, size_t body_len,
 			uint64_t body_addr, char *why, size_t whylen)
 {
-	uint64_t first = plan->code_addr + plan->endbr_len;
+	uint64_t first = plan->code_addr + plan->pad_len;
 
 	return scan_branches(body, body_len, body_addr, first + 1, first + plan->len, true,
 			     "branches into the bytes a detour would replace", why, whylen);

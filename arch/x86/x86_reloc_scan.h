@@ -17,7 +17,7 @@
  * a %gs per-CPU operand or a RIP-relative one (an access that may fault can have an exception
  * table fixup, found by its address). Returns 0, or -EOPNOTSUPP with one line in @why naming the
  * instruction's offset and bytes. Pure. */
-int x86_reloc_kernel_safe(const struct x86_reloc_plan *plan, char *why, size_t whylen);
+int x86_reloc_kernel_safe(const struct arch_reloc_plan *plan, char *why, size_t whylen);
 
 /* Below the return-address slot, the most a detour's displaced instructions may push (and a bound
  * on stack operands they may touch), so that the word the stub leaves further down survives. */
@@ -30,7 +30,7 @@ int x86_reloc_kernel_safe(const struct x86_reloc_plan *plan, char *why, size_t w
  * return-address slot than that, and no negative RBP offset (RBP's relation to RSP is unknown).
  * *@pushed gets the bytes they push in all (RSP's entry value minus its value after them).
  * Returns 0, or -EOPNOTSUPP with one line in @why. Pure. */
-int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char *why,
+int x86_reloc_detour_check(const struct arch_reloc_plan *plan, int *pushed, char *why,
 			   size_t whylen);
 
 /* Decodes @body (@body_len bytes read at @body_addr: the whole function, untrusted) instruction by
@@ -38,7 +38,7 @@ int x86_reloc_detour_check(const struct x86_reloc_plan *plan, int *pushed, char 
  * target lies inside the patch of @plan past its first byte (x86_reloc_hits_patch). An instruction
  * cut at the end of @body ends the scan. Returns 0, -EILSEQ (bytes that do not decode: the function
  * cannot be proven) or -EOPNOTSUPP, with one line in @why naming the instruction. Pure. */
-int x86_reloc_scan_body(const struct x86_reloc_plan *plan, const uint8_t *body, size_t body_len,
+int x86_reloc_scan_body(const struct arch_reloc_plan *plan, const uint8_t *body, size_t body_len,
 			uint64_t body_addr, char *why, size_t whylen);
 
 /* Whether a relative jump of @body (JMP, Jcc, LOOP, JRCXZ; as for x86_reloc_scan_body, CALLs

@@ -29,7 +29,7 @@ struct backend_elf {
 static int add_entry_sites(const struct session *s, struct guest_image *g, FILE *note, char *err,
 			   size_t errlen)
 {
-	long n = entry_sites_add(s, &g->sites, &g->elf.funcs, guest_image_read, g, NULL, 0,
+	long n = entry_sites_add(g->arch, s, &g->sites, &g->elf.funcs, guest_image_read, g, NULL, 0,
 				 g->no_fentry, err, errlen);
 
 	if (n > 0)
@@ -55,8 +55,8 @@ static int elf_open(void *ctx, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: no function can be traced", b->k.env.s->guest);
 		return EXIT_BAD_INPUT;
 	}
-	long n = inside_sites_build(b->k.env.s, &b->g.sites, &b->g.elf.funcs, guest_image_read,
-				    &b->g, NULL, &b->inside, err, errlen);
+	long n = inside_sites_build(b->g.arch, b->k.env.s, &b->g.sites, &b->g.elf.funcs,
+				    guest_image_read, &b->g, NULL, &b->inside, err, errlen);
 
 	if (n < 0)
 		return n == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;

@@ -1,6 +1,7 @@
 #include "host/kvm/guest_image.h"
-#include "arch/x86/x86_insn.h"
 #include "vmi/vmi_dwarf.h"
+
+#include <elf.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,6 +26,7 @@ int guest_image_open(struct guest_image *g, const char *path, char *err, size_t 
 	ret = vmi_elf_open(&g->elf, path, 0, err, errlen);
 	if (ret < 0)
 		return ret;
+	g->arch = arch_of_elf(EM_X86_64); /* the only machine vmi_elf_open takes */
 	g->no_fentry = !g->elf.nr_mcount;
 	if (g->no_fentry && !g->elf.funcs.nr) {
 		snprintf(err, errlen,
@@ -52,7 +54,7 @@ int guest_image_open(struct guest_image *g, const char *path, char *err, size_t 
 		goto fail;
 	}
 	for (size_t i = 0; i < g->sites.nr; i++) {
-		const uint8_t *b = vmi_elf_bytes_at(&g->elf, g->sites.v[i].addr, X86_NOP5_LEN);
+		const uint8_t *b = vmi_elf_bytes_at(&g->elf, g->sites.v[i].addr, g->arch->site_len);
 
 		if (!b) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 " is outside the loaded image",
@@ -60,7 +62,7 @@ int guest_image_open(struct guest_image *g, const char *path, char *err, size_t 
 			ret = -ERANGE;
 			goto fail;
 		}
-		ret = vmi_site_check(&g->sites.v[i], b, err, errlen);
+		ret = vmi_site_check(g->arch, &g->sites.v[i], b, err, errlen);
 		if (ret < 0)
 			goto fail;
 	}

@@ -3,11 +3,13 @@
 #ifndef HVT_GUEST_IMAGE_H
 #define HVT_GUEST_IMAGE_H
 
+#include "arch/arch.h"
 #include "vmi/vmi_elf.h"
 #include "vmi/vmi_sites.h"
 #include "vmi/vmi_task.h"
 
 struct guest_image {
+	const struct arch *arch; /* its ISA (vmi_elf opens x86_64 executables only) */
 	struct vmi_elf elf;
 	struct vmi_sites sites;
 	struct vmi_task_layout task;

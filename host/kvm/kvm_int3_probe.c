@@ -2,8 +2,7 @@
 #include "host/kvm/vcpu.h"
 #include "host/kvm/vm.h"
 #include "host/trace/clock.h"
-#include "arch/x86/x86_insn.h"
-#include "arch/x86/x86_longmode.h"
+#include "arch/arch.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,8 +22,6 @@
 #define HANDLERS_GPA	0x3000ull /* handler of vector v at + 8v: mov $v, %al; out %al, $0x80; hlt */
 #define HANDLER_PORT	0x80
 #define NR_VECTORS	32
-#define X86_BP_VECTOR	3
-#define X86_HLT		0xf4
 #define CHECK_RUN_MS	3000 /* the guest runs two instructions; a nested host is slow */
 #define CHECK_KICK_MS	1000 /* after the bound: kicks until KVM_RUN returns */
 #define CHECK_MAX_EXITS 8

@@ -316,7 +316,7 @@ int kvm_run_new(struct backend *b, const struct backend_env *env, const struct k
 int kvm_run_refuse_entry_probes(const struct session *s, struct vmi_sites *sites,
 				const struct vmi_symtab *funcs, char *err, size_t errlen)
 {
-	long n = entry_sites_add(s, sites, funcs, NULL, NULL,
+	long n = entry_sites_add(arch_get(ARCH_X86_64), s, sites, funcs, NULL, NULL,
 				 "a probe at its entry needs QEMU's gdbstub to step the "
 				 "instruction under it (run --qemu, attach); run --kernel "
 				 "cannot",

@@ -2,7 +2,7 @@
 #include "host/kvm/acpi.h"
 #include "host/kvm/bzimage.h"
 #include "host/kvm/linux_boot.h"
-#include "arch/x86/x86_longmode.h"
+#include "arch/arch.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,8 +1,7 @@
 #include "host/kvm/step_slots.h"
 #include "host/session/entry_sites.h"
 #include "host/session/session.h"
-#include "arch/x86/x86_reloc.h"
-#include "arch/x86/x86_reloc_scan.h"
+#include "arch/arch.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -29,9 +28,10 @@ static size_t read_insn(vmi_read_fn read, void *ctx, uint64_t addr, uint64_t end
 static int check_site(const struct vmi_site *v, const struct vmi_symtab *funcs, vmi_read_fn read,
 		      void *ctx, char *why, size_t whylen)
 {
+	const struct arch *a = arch_get(ARCH_X86_64); /* the embedded VMM's guests */
 	const struct vmi_sym *f = v->func;
 	uint64_t end = vmi_symtab_end(funcs, f);
-	struct x86_reloc_plan plan;
+	struct arch_reloc_plan plan;
 	uint8_t insn[INSN_READ], *body;
 	size_t n, len;
 	int ret;
@@ -42,7 +42,7 @@ static int check_site(const struct vmi_site *v, const struct vmi_symtab *funcs, 
 			 (unsigned long long)v->addr);
 		return -EFAULT;
 	}
-	ret = x86_reloc_plan(insn, n, v->addr, 1, &plan, why, whylen);
+	ret = a->reloc_plan(insn, n, v->addr, 1, &plan, why, whylen);
 	if (ret < 0)
 		return ret;
 	if (!end || end <= f->addr)
@@ -56,9 +56,9 @@ static int check_site(const struct vmi_site *v, const struct vmi_symtab *funcs, 
 		snprintf(why, whylen, "its bytes at 0x%llx cannot be read",
 			 (unsigned long long)f->addr);
 	if (!ret)
-		ret = x86_scan_branch_to(body, len, f->addr, v->addr, why, whylen);
+		ret = a->scan_branch_to(body, len, f->addr, v->addr, why, whylen);
 	if (!ret && v->addr != f->addr) /* a jump to the ENDBR64 before it runs into it too */
-		ret = x86_scan_branch_to(body, len, f->addr, f->addr, why, whylen);
+		ret = a->scan_branch_to(body, len, f->addr, f->addr, why, whylen);
 	free(body);
 	return ret;
 }
@@ -130,7 +130,8 @@ int step_slots_write(struct step_slots *ss, const struct vmi_sites *sites, uint8
 	for (size_t i = 0; i < sites->nr; i++) {
 		const struct vmi_site *v = &sites->v[i];
 		uint64_t gva = area_gva + ss->nr * STEP_SLOT_SIZE;
-		struct x86_reloc_plan plan;
+		const struct arch *a = arch_get(ARCH_X86_64);
+		struct arch_reloc_plan plan;
 		uint8_t insn[INSN_READ];
 		char why[300];
 		size_t n, len;
@@ -139,13 +140,13 @@ int step_slots_write(struct step_slots *ss, const struct vmi_sites *sites, uint8
 		if (!v->entry)
 			continue;
 		n = read_insn(read, ctx, v->addr, 0, insn);
-		ret = n ? x86_reloc_plan(insn, n, v->addr, 1, &plan, why, sizeof(why)) : -EFAULT;
+		ret = n ? a->reloc_plan(insn, n, v->addr, 1, &plan, why, sizeof(why)) : -EFAULT;
 		if (!n)
 			snprintf(why, sizeof(why), "its first bytes cannot be read");
 		if (!ret)
-			ret = x86_reloc_emit(&plan, insn, v->addr, gva,
-					     area + ss->nr * STEP_SLOT_SIZE, STEP_SLOT_SIZE, &len,
-					     why, sizeof(why));
+			ret =
+			    a->reloc_emit(&plan, insn, v->addr, gva, area + ss->nr * STEP_SLOT_SIZE,
+					  STEP_SLOT_SIZE, &len, why, sizeof(why));
 		if (ret < 0) {
 			snprintf(err, errlen,
 				 "%s: its first instruction cannot run out of line: %s",

@@ -1,7 +1,7 @@
 /* Trap probes at a function's first instruction in the embedded VMM (entry probes: no fentry NOP5
  * under the INT3, an instruction to run). KVM cannot step one instruction of a vCPU while the
  * others run through the same bytes, so the instruction runs out of line, as kprobes run theirs: a
- * copy of it (relocated by arch/x86/x86_reloc: RIP-relative operands and branches re-aimed)
+ * copy of it (relocated by the arch's reloc_emit: RIP-relative operands and branches re-aimed)
  * followed by a JMP back to the next instruction, in a slot of VMM memory the guest is never told
  * about. A hit resumes the vCPU at its slot. The slots are written before the vCPUs first run and
  * never change or go away while the VM lives, so a context interrupted inside one, or one a vCPU

@@ -2,9 +2,7 @@
 #include "host/kvm/linux_boot.h"
 #include "host/kvm/vcpu.h"
 #include "host/vmm/stub_pt.h"
-#include "arch/x86/x86_insn.h"
-#include "arch/x86/x86_longmode.h"
-#include "arch/x86/x86_pagewalk.h"
+#include "arch/arch.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -60,18 +58,19 @@ static void kvm_resume(struct target *t)
 	vcpu_resume_all(t->priv);
 }
 
-static int kvm_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+static int kvm_get_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
 {
 	struct vm *vm = t->priv;
 
 	if (cpu >= vm->nr_vcpus)
 		return -EINVAL;
-	memcpy(regs, &vm->vcpus[cpu].run->s.regs.regs, sizeof(*regs));
+	memset(regs, 0, sizeof(*regs));
+	memcpy(regs->r, &vm->vcpus[cpu].run->s.regs.regs, sizeof(struct kvm_regs));
 	return 0;
 }
 
 /* The vCPU is parked outside KVM_RUN: the synced registers are applied when it next enters. */
-static int kvm_set_regs(struct target *t, unsigned cpu, const struct x86_regs *regs)
+static int kvm_set_regs(struct target *t, unsigned cpu, const struct arch_regs *regs)
 {
 	struct vm *vm = t->priv;
 	struct kvm_run *run;
@@ -79,7 +78,7 @@ static int kvm_set_regs(struct target *t, unsigned cpu, const struct x86_regs *r
 	if (cpu >= vm->nr_vcpus)
 		return -EINVAL;
 	run = vm->vcpus[cpu].run;
-	memcpy(&run->s.regs.regs, regs, sizeof(*regs));
+	memcpy(&run->s.regs.regs, regs->r, sizeof(struct kvm_regs));
 	run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
 	return 0;
 }
@@ -242,6 +241,7 @@ void target_kvm_init(struct target *t, struct vm *vm)
 {
 	t->ops = &kvm_ops;
 	t->name = "kvm";
+	t->arch = arch_get(ARCH_X86_64);
 	t->nr_cpus = vm->nr_vcpus;
 	t->trampoline = vm->stub_gpa; /* identity-mapped */
 	t->stack_shift = VM_STACK_SHIFT;
@@ -278,7 +278,7 @@ static int klinux_translate(void *ctx, uint64_t gva, uint64_t *gpa)
 
 static int klinux_read_kernel(struct target *t, uint64_t gva, void *buf, size_t len)
 {
-	return x86_copy_virt(gva, buf, len, false, klinux_translate, vm_copy_phys, t->priv);
+	return arch_copy_virt(gva, buf, len, false, klinux_translate, vm_copy_phys, t->priv);
 }
 
 static int klinux_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
@@ -393,6 +393,7 @@ void target_kvm_linux_init(struct target *t, struct vm *vm)
 	klinux_ops.translate = klinux_translate_cpu;
 	t->ops = &klinux_ops;
 	t->name = "kvm-linux";
+	t->arch = arch_get(ARCH_X86_64);
 	t->trampoline = 0;
 	t->stack_shift = 14; /* x86_64 THREAD_SIZE */
 	vm->kcr3 = 0;

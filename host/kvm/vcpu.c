@@ -3,7 +3,7 @@
 #include "host/kvm/acpi.h"
 #include "host/kvm/pio_ring.h"
 #include "host/trace/clock.h"
-#include "arch/x86/x86_longmode.h"
+#include "arch/arch.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -14,9 +14,13 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-static_assert(sizeof(struct x86_regs) == sizeof(struct kvm_regs), "x86_regs must alias kvm_regs");
-static_assert(offsetof(struct x86_regs, rip) == offsetof(struct kvm_regs, rip), "rip offset");
-static_assert(offsetof(struct x86_regs, r8) == offsetof(struct kvm_regs, r8), "r8 offset");
+/* struct kvm_regs is copied as a block into and out of struct arch_regs (x86_64's order) */
+static_assert(sizeof(struct kvm_regs) == 8 * X86_NR_REGS, "x86 registers as kvm_regs");
+static_assert(sizeof(struct kvm_regs) <= sizeof(struct arch_regs), "kvm_regs fits arch_regs");
+static_assert(offsetof(struct kvm_regs, rip) == 8 * X86_RIP, "rip offset");
+static_assert(offsetof(struct kvm_regs, rsp) == 8 * X86_RSP, "rsp offset");
+static_assert(offsetof(struct kvm_regs, r8) == 8 * X86_R8, "r8 offset");
+static_assert(offsetof(struct kvm_regs, rflags) == 8 * X86_RFLAGS, "rflags offset");
 
 static void kick_all(struct vm *vm)
 {
@@ -314,22 +318,25 @@ static bool handle_bp(struct vcpu *c)
 {
 	struct kvm_run *run = c->run;
 	struct vm *vm = c->vm;
-	struct x86_regs *regs = (struct x86_regs *)&run->s.regs.regs;
+	struct arch_regs regs;
 	uint64_t addr;
 	int ret;
 
-	if (!vm->bp_hit || !vcpu_exit_bp_addr(run, regs->rip, &addr))
+	if (!vm->bp_hit || !vcpu_exit_bp_addr(run, run->s.regs.regs.rip, &addr))
 		return false;
-	ret = vm->bp_hit(vm->bp_ctx, c->index, addr, regs);
+	memcpy(regs.r, &run->s.regs.regs, sizeof(run->s.regs.regs));
+	memset(regs.r + X86_NR_REGS, 0, sizeof(regs) - sizeof(run->s.regs.regs));
+	ret = vm->bp_hit(vm->bp_ctx, c->index, addr, &regs);
 	if (ret < 0)
 		return false;
+	memcpy(&run->s.regs.regs, regs.r, sizeof(run->s.regs.regs));
 	if (ret == TARGET_BP_IN_PLACE) {
 		/* an entry probe: its instruction runs out of line, then jumps back */
 		uint64_t slot = step_slots_find(&vm->step, addr);
 
 		if (!slot)
 			return false; /* never made (target_kvm_init): reported as any stray INT3 */
-		regs->rip = slot;
+		run->s.regs.regs.rip = slot;
 	}
 	run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
 	c->bp_exits[run->exit_reason == KVM_EXIT_DEBUG		? VCPU_BP_DEBUG
@@ -368,7 +375,7 @@ static void *vcpu_thread(void *arg)
 				if (vm->linux_pc && (run->s.regs.sregs.cr0 & X86_CR0_PG)) {
 					c->cr3 = run->s.regs.sregs.cr3;
 					c->la57 = run->s.regs.sregs.cr4 & X86_CR4_LA57;
-					x86_tlb_invalidate(&c->tlb);
+					arch_tlb_invalidate(&c->tlb);
 				}
 				continue;
 			}
@@ -378,7 +385,7 @@ static void *vcpu_thread(void *arg)
 		}
 		c->exits++;
 		exit_stats_add(&c->xs, run);
-		x86_tlb_invalidate(&c->tlb);
+		arch_tlb_invalidate(&c->tlb);
 		exit_rip = run->s.regs.regs.rip;
 		reset = vcpu_exit_was_reset(run);
 		if (!reset) { /* after a reset the last page tables stay the ones to use */

@@ -1,7 +1,6 @@
 #include "host/kvm/vcpu_exit.h"
-#include "arch/x86/x86_longmode.h"
+#include "arch/arch.h"
 
-#define X86_BP_VECTOR 3
 #define X86_RESET_RIP 0xfff0 /* RIP after INIT (with CS base 0xffff0000) */
 
 bool vcpu_exit_bp_addr(const struct kvm_run *run, uint64_t rip, uint64_t *addr)

@@ -1,9 +1,8 @@
 #include "host/kvm/vm.h"
 #include "host/kvm/pio_ring.h"
 #include "host/trace/clock.h"
-#include "arch/x86/x86_longmode.h"
-#include "arch/x86/x86_pagewalk.h"
-#include "arch/x86/x86_tlb.h"
+#include "arch/arch.h"
+#include "arch/arch_tlb.h"
 #include "guest-stub/trampoline.h"
 
 #define MSR_TSC_AUX 0xc0000103
@@ -620,7 +619,7 @@ static int translate(void *ctx, uint64_t gva, uint64_t *gpa)
 
 	if (!c->started || !pthread_equal(pthread_self(), c->thread))
 		return walk(c, gva, gpa);
-	return x86_tlb_translate(&c->tlb, c->cr3, gva, walk, c, gpa);
+	return arch_tlb_translate(&c->tlb, c->cr3, gva, walk, c, gpa);
 }
 
 int vm_copy_phys(void *vm, uint64_t gpa, void *buf, size_t len, bool write)
@@ -652,12 +651,12 @@ int vm_translate(struct vm *vm, unsigned cpu, uint64_t gva, uint64_t *gpa)
 
 int vm_read_virt(struct vm *vm, unsigned cpu, uint64_t gva, void *buf, size_t len)
 {
-	return x86_copy_virt(gva, buf, len, false, translate, copy_phys, &vm->vcpus[cpu]);
+	return arch_copy_virt(gva, buf, len, false, translate, copy_phys, &vm->vcpus[cpu]);
 }
 
 int vm_write_virt(struct vm *vm, unsigned cpu, uint64_t gva, const void *buf, size_t len)
 {
-	return x86_copy_virt(gva, (void *)buf, len, true, translate, copy_phys, &vm->vcpus[cpu]);
+	return arch_copy_virt(gva, (void *)buf, len, true, translate, copy_phys, &vm->vcpus[cpu]);
 }
 
 void vm_destroy(struct vm *vm)

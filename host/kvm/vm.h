@@ -5,7 +5,7 @@
 #define HVT_VM_H
 
 #include "host/trace/target.h"
-#include "arch/x86/x86_tlb.h"
+#include "arch/arch_tlb.h"
 #include "host/kvm/exit_stats.h"
 #include "host/kvm/step_slots.h"
 #include "host/kvm/uart8250.h"
@@ -66,7 +66,7 @@ struct vcpu {
 	enum vcpu_state state; /* under vm->lock */
 	uint64_t cr3;	       /* from the last exit's sregs; the vCPU's own thread */
 	bool la57;
-	struct x86_tlb tlb;    /* the vCPU's own thread; invalidated at every exit */
+	struct arch_tlb tlb; /* the vCPU's own thread; invalidated at every exit */
 	char con[256]; /* debugcon line being assembled */
 	unsigned con_len;
 	uint64_t exits;
@@ -187,7 +187,7 @@ void *vm_gpa_ptr(struct vm *vm, uint64_t gpa, uint64_t len);
  * once (atomically: the guest may be writing it). 0 or -EFAULT outside RAM. Any thread. */
 int vm_read_pte(void *vm, uint64_t gpa, uint64_t *pte);
 
-/* Copies @len bytes between @buf and guest-physical @gpa of struct vm @vm (an x86_gpa_copy_fn):
+/* Copies @len bytes between @buf and guest-physical @gpa of struct vm @vm (an arch_gpa_copy_fn):
  * into guest RAM when @write. 0 or -EFAULT when the range is not all RAM. Any thread. */
 int vm_copy_phys(void *vm, uint64_t gpa, void *buf, size_t len, bool write);
 

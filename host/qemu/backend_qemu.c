@@ -177,19 +177,21 @@ out:
 static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
 {
 	const struct session *s = r->s;
-	long n = entry_sites_add(s, &r->sites, &r->l.funcs, target_qemu_read_kernel, &r->tq,
-				 r->no_trap ? "a probe at its entry is a trap probe, and INT3 does "
-					      "not exit on this host's KVM"
-					    : NULL,
-				 r->l.fentry, r->sites.nr == 0 /* a kernel built without ftrace */,
-				 err, errlen);
+	long n = entry_sites_add(
+	    vmi_linux_arch(&r->l), s, &r->sites, &r->l.funcs, target_qemu_read_kernel, &r->tq,
+	    r->no_trap ? "a probe at its entry is a trap probe, and INT3 does "
+			 "not exit on this host's KVM"
+		       : NULL,
+	    r->l.fentry, r->sites.nr == 0 /* a kernel built without ftrace */, err, errlen);
 
 	if (n >= 0) {
 		inside_sites_free(&r->inside);
-		n = inside_sites_build(s, &r->sites, &r->l.funcs, target_qemu_read_kernel, &r->tq,
-				       r->no_trap ? "a probe inside a function is a trap probe, and "
-						    "INT3 does not exit on this host's KVM"
-						  : NULL,
+		n = inside_sites_build(vmi_linux_arch(&r->l), s, &r->sites, &r->l.funcs,
+				       target_qemu_read_kernel, &r->tq,
+				       r->no_trap
+					   ? "a probe inside a function is a trap probe, and "
+					     "INT3 does not exit on this host's KVM"
+					   : NULL,
 				       &r->inside, err, errlen);
 	}
 

@@ -51,8 +51,8 @@ static void verify_text(struct linux_run *r)
 
 	const struct tracer *t = pipeline_tracer(r->p);
 
-	if (text_verify_end(&r->text, target_qemu_read_kernel, &r->tq, tracer_probes(t),
-			    tracer_trampoline(t), &v) < 0) {
+	if (text_verify_end(&r->text, tracer_arch(t), target_qemu_read_kernel, &r->tq,
+			    tracer_probes(t), tracer_trampoline(t), &v) < 0) {
 		cmd_error("--verify-text: cannot read the kernel text after detach");
 		r->text_changed = true;
 		return;

@@ -16,9 +16,9 @@ int qemu_vm_cpu_regs(struct qemu_vm *vm, unsigned cpu)
 	if (ret < 0)
 		return ret;
 	c->regs = r.gp;
-	c->cr3 = r.cr3;
-	c->cr4 = r.cr4;
-	c->efer = r.efer;
+	c->cr3 = r.sys[X86_GDB_SYS(X86_GDB_CR3)];
+	c->cr4 = r.sys[X86_GDB_SYS(X86_GDB_CR4)];
+	c->efer = r.sys[X86_GDB_SYS(X86_GDB_EFER)];
 	c->regs_valid = true;
 	c->rip_dirty = false;
 	return 0;
@@ -32,7 +32,7 @@ int qemu_vm_flush_rips(struct qemu_vm *vm)
 
 		if (!c->rip_dirty)
 			continue;
-		ret = gdb_write_reg(vm->gdb, c->thread, GDB_REG_RIP, c->regs.rip);
+		ret = gdb_write_reg(vm->gdb, c->thread, X86_GDB_RIP, c->regs.r[X86_RIP]);
 		if (ret < 0) {
 			c->regs_valid = false; /* RIP may be as it was: read it again */
 			c->rip_dirty = false;
@@ -49,7 +49,7 @@ void qemu_vm_invalidate_regs(struct qemu_vm *vm)
 	for (unsigned i = 0; i < vm->nr_cpus; i++) {
 		vm->cpu[i].regs_valid = false;
 		vm->cpu[i].rip_dirty = false;
-		x86_tlb_invalidate(&vm->cpu[i].tlb);
+		arch_tlb_invalidate(&vm->cpu[i].tlb);
 	}
 }
 
@@ -68,7 +68,7 @@ int qemu_vm_resume(struct qemu_vm *vm)
 			last = &vm->cpu[i];
 		}
 	if (ret == 0 && last && last->rip_dirty)
-		ret = gdb_write_pc_continue(vm->gdb, last->thread, last->regs.rip);
+		ret = gdb_write_pc_continue(vm->gdb, last->thread, last->regs.r[X86_RIP]);
 	else if (ret == 0)
 		ret = gdb_continue(vm->gdb);
 	if (vm->gdb->running) {

@@ -6,7 +6,8 @@
 #define HVT_QEMU_VM_H
 
 #include "host/vmm/gdbstub.h"
-#include "arch/x86/x86_tlb.h"
+#include "arch/arch.h"
+#include "arch/arch_tlb.h"
 #include "vmi/vmi_task.h"
 
 #include <stdbool.h>
@@ -14,8 +15,8 @@
 
 struct qemu_cpu {
 	int thread;	      /* gdbstub thread id */
-	struct x86_tlb tlb;   /* invalidated at every stop: page tables may change */
-	struct x86_regs regs; /* valid while the VM is stopped, once fetched */
+	struct arch_tlb tlb;  /* invalidated at every stop: page tables may change */
+	struct arch_regs regs; /* valid while the VM is stopped, once fetched */
 	uint64_t cr3, cr4, efer;
 	bool regs_valid;
 	bool rip_dirty; /* regs.rip set by the tracer, not yet written (goes with the continue) */

@@ -1,9 +1,7 @@
 #include "host/qemu/target_qemu.h"
 #include "host/vmm/tcp.h"
-#include "arch/x86/x86_insn.h"
-#include "arch/x86/x86_longmode.h"
-#include "arch/x86/x86_pagewalk.h"
-#include "arch/x86/x86_tlb.h"
+#include "arch/arch.h"
+#include "arch/arch_tlb.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>
@@ -51,13 +49,14 @@ struct vcpu_ref {
 static int walk(void *ctx, uint64_t gva, uint64_t *gpa)
 {
 	const struct vcpu_ref *r = ctx;
+	const struct arch *a = target_arch(&r->q->t);
 	struct qemu_cpu *c = &r->q->vm.cpu[r->cpu];
 	bool la57 = c->cr4 & X86_CR4_LA57;
 	int ret;
 
-	ret = x86_translate(read_pte, r->q, c->cr3, la57, gva, gpa);
+	ret = a->translate(read_pte, r->q, c->cr3, la57, gva, gpa);
 	if (ret < 0 && gva >= KERNEL_HALF && (c->cr3 & PTI_USER_BIT))
-		ret = x86_translate(read_pte, r->q, c->cr3 & ~PTI_USER_BIT, la57, gva, gpa);
+		ret = a->translate(read_pte, r->q, c->cr3 & ~PTI_USER_BIT, la57, gva, gpa);
 	return ret;
 }
 
@@ -67,7 +66,7 @@ static int translate(void *ctx, uint64_t gva, uint64_t *gpa)
 	const struct vcpu_ref *r = ctx;
 	struct qemu_cpu *c = &r->q->vm.cpu[r->cpu];
 
-	return x86_tlb_translate(&c->tlb, c->cr3, gva, walk, ctx, gpa);
+	return arch_tlb_translate(&c->tlb, c->cr3, gva, walk, ctx, gpa);
 }
 
 /* Kernel addresses through the page tables stub_map captured. */
@@ -75,7 +74,7 @@ static int translate_kernel(void *ctx, uint64_t gva, uint64_t *gpa)
 {
 	const struct vcpu_ref *r = ctx;
 
-	return x86_translate(read_pte, r->q, r->q->kcr3, r->q->kla57, gva, gpa);
+	return target_arch(&r->q->t)->translate(read_pte, r->q, r->q->kcr3, r->q->kla57, gva, gpa);
 }
 
 static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
@@ -93,7 +92,7 @@ static int access_virt(struct target_qemu *q, unsigned cpu, uint64_t gva, void *
 
 	if (cpu >= q->t.nr_cpus || !q->vm.stopped || qemu_vm_cpu_regs(&q->vm, cpu) < 0)
 		return -EFAULT;
-	return x86_copy_virt(gva, buf, len, write, translate, copy_phys, &r);
+	return arch_copy_virt(gva, buf, len, write, translate, copy_phys, &r);
 }
 
 static int qemu_read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, size_t len)
@@ -162,7 +161,7 @@ static int qemu_run_for(struct target *t, unsigned us)
 	return qemu_vm_run_for(&q->vm, ms ? ms : 1);
 }
 
-static int qemu_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+static int qemu_get_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
 {
 	struct target_qemu *q = tq(t);
 	int ret;
@@ -176,7 +175,7 @@ static int qemu_get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
 }
 
 /* Only RIP is ever changed by the tracer: that is what is written back. */
-static int qemu_set_regs(struct target *t, unsigned cpu, const struct x86_regs *regs)
+static int qemu_set_regs(struct target *t, unsigned cpu, const struct arch_regs *regs)
 {
 	struct target_qemu *q = tq(t);
 	int ret;
@@ -186,12 +185,11 @@ static int qemu_set_regs(struct target *t, unsigned cpu, const struct x86_regs *
 	ret = qemu_vm_cpu_regs(&q->vm, cpu);
 	if (ret < 0)
 		return ret;
-	if (regs->rip == q->vm.cpu[cpu].regs.rip)
-		return 0; /* also when that RIP is still to be sent: it goes out with the continue
-			   */
-	ret = gdb_write_reg(q->vm.gdb, q->vm.cpu[cpu].thread, GDB_REG_RIP, regs->rip);
+	if (regs->r[X86_RIP] == q->vm.cpu[cpu].regs.r[X86_RIP])
+		return 0; /* also when that RIP is still to be sent: it goes out with the continue */
+	ret = gdb_write_reg(q->vm.gdb, q->vm.cpu[cpu].thread, X86_GDB_RIP, regs->r[X86_RIP]);
 	if (ret == 0) {
-		q->vm.cpu[cpu].regs.rip = regs->rip;
+		q->vm.cpu[cpu].regs.r[X86_RIP] = regs->r[X86_RIP];
 		q->vm.cpu[cpu].rip_dirty = false;
 	}
 	return ret;
@@ -358,7 +356,7 @@ static int qemu_read_kernel(struct target *t, uint64_t gva, void *buf, size_t le
 	struct vcpu_ref r = {tq(t), 0};
 
 	if (!r.q->kcr3 || r.q->mem.fd < 0 ||
-	    x86_copy_virt(gva, buf, len, false, translate_kernel, copy_phys, &r) < 0)
+	    arch_copy_virt(gva, buf, len, false, translate_kernel, copy_phys, &r) < 0)
 		return -EFAULT;
 	return 0;
 }
@@ -434,6 +432,7 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	q->mem.fd = -1;
 	q->t.ops = &qemu_ops;
 	q->t.name = "qemu";
+	q->t.arch = arch_get(ARCH_X86_64); /* QEMU's x86_64 gdbstub layout */
 	q->t.bp_in_place = true; /* handle_stop steps over an instruction under a breakpoint */
 	q->t.priv = q;
 	q->vm.gdb = gdb;

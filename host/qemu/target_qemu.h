@@ -10,7 +10,7 @@
 #include "host/qemu/qemu_mem.h"
 #include "host/qemu/qemu_vm.h"
 #include "host/trace/target.h"
-#include "arch/x86/x86_tlb.h"
+#include "arch/arch_tlb.h"
 #include "vmi/vmi_task.h"
 
 #include <stdbool.h>

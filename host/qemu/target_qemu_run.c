@@ -2,7 +2,7 @@
  * instruction left under a breakpoint, holds the VM for the stub drain, and stops when asked. Main
  * thread. */
 #include "host/qemu/target_qemu_run.h"
-#include "arch/x86/x86_insn.h"
+#include "arch/arch.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>
@@ -71,7 +71,7 @@ static int step_once(struct target_qemu *q, struct qemu_cpu *c, uint64_t at)
  * probe traced twice). 0 or -errno; the registers are read again afterwards. */
 static int step_over(struct target_qemu *q, struct qemu_cpu *c)
 {
-	uint64_t at = c->regs.rip;
+	uint64_t at = c->regs.r[X86_RIP];
 	unsigned cpu = (unsigned)(c - q->vm.cpu);
 	int ret;
 
@@ -82,7 +82,7 @@ static int step_over(struct target_qemu *q, struct qemu_cpu *c)
 		ret = qemu_vm_cpu_regs(&q->vm, cpu);
 		if (ret < 0)
 			return gdb_failed(q, "registers after a step", ret);
-		if (c->regs.rip != at)
+		if (c->regs.r[X86_RIP] != at)
 			return 0;
 		q->steps_again++;
 	}
@@ -94,9 +94,10 @@ static int step_over(struct target_qemu *q, struct qemu_cpu *c)
  * or a hostile guest anything). Whether the 5 bytes the vCPU sees at @rip are still a NOP5. */
 static bool nop5_at(struct target_qemu *q, unsigned cpu, uint64_t rip)
 {
-	uint8_t b[X86_NOP5_LEN];
+	uint8_t b[ARCH_PATCH_MAX];
 
-	return q->t.ops->read_virt(&q->t, cpu, rip, b, sizeof(b)) == 0 && x86_is_nop5(b);
+	return q->t.ops->read_virt(&q->t, cpu, rip, b, q->t.arch->site_len) == 0 &&
+	       q->t.arch->is_site_nop(b);
 }
 
 /* Handles one stop: a breakpoint of the tracer's gets its callback; the new RIP it sets goes out
@@ -122,20 +123,20 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 	ret = qemu_vm_cpu_regs(&q->vm, (unsigned)cpu);
 	if (ret < 0)
 		return gdb_failed(q, "registers", ret);
-	rip = c->regs.rip;
+	rip = c->regs.r[X86_RIP];
 	ret = q->bp(q->bp_ctx, (unsigned)cpu, rip, &c->regs);
 	if (ret < 0)
 		return 0; /* not ours (an interrupt, another debugger's stop) */
 	q->hits++;
 	if (ret == TARGET_BP_IN_PLACE) { /* an entry probe: the instruction under it runs now */
-		c->regs.rip = rip;
+		c->regs.r[X86_RIP] = rip;
 		return step_over(q, c);
 	}
-	if (c->regs.rip == rip)
+	if (c->regs.r[X86_RIP] == rip)
 		return 0; /* the breakpoint again (the trampoline for a tail call's second frame) */
-	if (c->regs.rip == rip + X86_NOP5_LEN && rip != q->t.trampoline &&
+	if (c->regs.r[X86_RIP] == rip + q->t.arch->site_len && rip != q->t.trampoline &&
 	    !nop5_at(q, (unsigned)cpu, rip)) {
-		c->regs.rip = rip;
+		c->regs.r[X86_RIP] = rip;
 		q->nop5_refused++;
 		return step_over(q, c);
 	}

@@ -1,5 +1,4 @@
 #include "host/session/detour_plan.h"
-#include "arch/x86/x86_reloc_scan.h"
 #include "host/session/entry_sites.h"
 
 #include <errno.h>
@@ -21,8 +20,9 @@ static bool text_range(const struct vmi_symtab *funcs, const char *from, const c
 }
 
 /* Plans probe @p's detour from @buf (the function's bytes); 0 or -errno with @why. */
-static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_read_fn read,
-		    void *ctx, uint8_t *buf, struct x86_reloc_plan *plan, char *why, size_t whylen)
+static int plan_one(const struct arch *a, const struct probe *p, const struct vmi_symtab *funcs,
+		    vmi_read_fn read, void *ctx, uint8_t *buf, struct arch_reloc_plan *plan,
+		    char *why, size_t whylen)
 {
 	/* an instruction inside a function: its own name ("f+0xOFF"); the function holds it */
 	const struct vmi_sym *f = p->inside ? vmi_symtab_lookup(funcs, p->addr) : p->func;
@@ -39,7 +39,7 @@ static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_r
 		snprintf(why, whylen, "the cold part of a function, not an entry");
 		return -EPERM;
 	}
-	if ((p->addr & 4095) > 4096 - X86_JMP_REL32_LEN) {
+	if ((p->addr & 4095) > 4096 - (uint64_t)a->jmp_len) {
 		snprintf(why, whylen, "the JMP would span two pages (it is written in one piece)");
 		return -ERANGE;
 	}
@@ -59,13 +59,13 @@ static int plan_one(const struct probe *p, const struct vmi_symtab *funcs, vmi_r
 			 (unsigned long long)len, (unsigned long long)f->addr);
 		return -EFAULT;
 	}
-	ret = x86_reloc_plan(buf + skip, len - skip, p->addr, X86_JMP_REL32_LEN, plan, why, whylen);
+	ret = a->reloc_plan(buf + skip, len - skip, p->addr, a->jmp_len, plan, why, whylen);
 	if (ret == 0)
-		ret = x86_reloc_kernel_safe(plan, why, whylen);
+		ret = a->reloc_kernel_safe(plan, why, whylen);
 	if (ret == 0)
-		ret = x86_reloc_detour_check(plan, &pushed, why, whylen);
+		ret = a->reloc_detour_check(plan, &pushed, why, whylen);
 	if (ret == 0)
-		ret = x86_reloc_scan_body(plan, buf, len, f->addr, why, whylen);
+		ret = a->reloc_scan_body(plan, buf, len, f->addr, why, whylen);
 	return ret;
 }
 
@@ -84,7 +84,7 @@ long detour_plan(struct tracer *t, const struct session *s, const struct vmi_sym
 		return -ENOMEM;
 	for (size_t i = 0; i < probe_count(probes); i++) {
 		const struct probe *p = probe_at(probes, i);
-		struct x86_reloc_plan plan;
+		struct arch_reloc_plan plan;
 		char why[256] = "";
 		int ret;
 
@@ -100,7 +100,8 @@ long detour_plan(struct tracer *t, const struct session *s, const struct vmi_sym
 				 "in the kernel's entry text (%%gs may be the user's)");
 			ret = -EPERM;
 		} else
-			ret = plan_one(p, funcs, read, ctx, buf, &plan, why, sizeof(why));
+			ret = plan_one(tracer_arch(t), p, funcs, read, ctx, buf, &plan, why,
+				       sizeof(why));
 		if (ret == 0)
 			ret = tracer_set_detour(t, p->id, &plan);
 		if (ret == -ENOMEM) {

@@ -18,9 +18,9 @@
  * FUNC+OFFSET, the function that holds it, the detour displacing what starts there), reads the
  * function through
  * @read/@ctx and plans a detour (tracer_set_detour) when the bytes a JMP rel32 displaces can run
- * elsewhere (x86_reloc_plan), hold nothing a kernel rewrites or fixes up by address
- * (x86_reloc_kernel_safe), can run with interrupts off between the stub and the way back
- * (x86_reloc_detour_check), no branch of the function lands inside them (x86_reloc_scan_body),
+ * elsewhere (the arch's reloc_plan), hold nothing a kernel rewrites or fixes up by address
+ * (reloc_kernel_safe), can run with interrupts off between the stub and the way back
+ * (reloc_detour_check), no branch of the function lands inside them (reloc_scan_body),
  * and the function is neither in the kernel's entry text (__entry_text_start.._end, where %gs
  * may still be the user's: the stub reads the CPU's task through it) nor in its init text
  * (_sinittext.._einittext, freed after boot: its memory may be anything now); @no_user: the guest

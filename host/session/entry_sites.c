@@ -1,6 +1,5 @@
 #include "host/session/entry_sites.h"
 #include "host/trace/filter.h"
-#include "arch/x86/x86_reloc_scan.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -81,10 +80,9 @@ static bool *functions_with_sites(const struct vmi_sites *sites, const struct vm
 	return has;
 }
 
-long entry_sites_add(const struct session *s, struct vmi_sites *sites,
+long entry_sites_add(const struct arch *a, const struct session *s, struct vmi_sites *sites,
 		     const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
-		     const char *no_entry, uint64_t reserved, bool every, char *err,
-		     size_t errlen)
+		     const char *no_entry, uint64_t reserved, bool every, char *err, size_t errlen)
 {
 	bool *has = functions_with_sites(sites, funcs);
 	struct vmi_site *add = NULL;
@@ -126,7 +124,8 @@ long entry_sites_add(const struct session *s, struct vmi_sites *sites,
 			add = v;
 			cap = c;
 		}
-		add[nr++] = (struct vmi_site){.addr = vmi_entry_insn(b, f->addr), .func = f, .entry = true};
+		add[nr++] = (struct vmi_site){
+		    .addr = vmi_entry_insn(a, b, f->addr), .func = f, .entry = true};
 		has[i] = true;
 	}
 	ret = vmi_sites_add(sites, add, nr);
@@ -139,9 +138,9 @@ out:
 }
 
 /* Checks -e @e's site, @f + e->offset: inside @f, at an instruction's start. 0 or -errno with @err. */
-static int check_inside(const struct fe_spec *e, const struct vmi_symtab *funcs,
-			const struct vmi_sym *f, vmi_read_fn read, void *ctx, char *err,
-			size_t errlen)
+static int check_inside(const struct arch *a, const struct fe_spec *e,
+			const struct vmi_symtab *funcs, const struct vmi_sym *f, vmi_read_fn read,
+			void *ctx, char *err, size_t errlen)
 {
 	uint64_t end = vmi_symtab_end(funcs, f);
 	size_t len = e->offset + 15, before, after;
@@ -168,8 +167,8 @@ static int check_inside(const struct fe_spec *e, const struct vmi_symtab *funcs,
 		free(b);
 		return -EFAULT;
 	}
-	ret = x86_scan_insn_start(b, len, e->offset, &before, &after);
-	if (ret == 0 && x86_insn_waits(b + e->offset, len - e->offset)) {
+	ret = a->scan_insn_start(b, len, e->offset, &before, &after);
+	if (ret == 0 && a->insn_waits(b + e->offset, len - e->offset)) {
 		snprintf(err, errlen,
 			 "-e %s: an instruction that waits for an interrupt (HLT, MWAIT): the step "
 			 "over it, interrupts held off, might never end",
@@ -199,9 +198,10 @@ static const struct vmi_site *site_at(const struct vmi_sites *sites, uint64_t ad
 	return i < sites->nr && sites->v[i].addr == addr ? &sites->v[i] : NULL;
 }
 
-long inside_sites_build(const struct session *s, const struct vmi_sites *sites,
-			const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
-			const char *no_entry, struct inside_sites *out, char *err, size_t errlen)
+long inside_sites_build(const struct arch *a, const struct session *s,
+			const struct vmi_sites *sites, const struct vmi_symtab *funcs,
+			vmi_read_fn read, void *ctx, const char *no_entry, struct inside_sites *out,
+			char *err, size_t errlen)
 {
 	size_t n = 0;
 	long ret;
@@ -242,7 +242,7 @@ long inside_sites_build(const struct session *s, const struct vmi_sites *sites,
 			ret = -ENOTSUP;
 			goto fail;
 		}
-		ret = check_inside(ev, funcs, f, read, ctx, err, errlen);
+		ret = check_inside(a, ev, funcs, f, read, ctx, err, errlen);
 		if (ret < 0)
 			goto fail;
 		own = site_at(sites, f->addr + ev->offset);

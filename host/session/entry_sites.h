@@ -8,21 +8,21 @@
 #include "vmi/vmi_sites.h"
 #include "vmi/vmi_symtab.h"
 
-/* Adds to @sites an entry site (vmi_site.entry) for each function of @funcs without one in @sites
- * that the session names exactly with -l, -g, -e or -r (a name without glob characters), and with
+/* Adds to @sites (of a guest of ISA @a) an entry site (vmi_site.entry) for each function of @funcs
+ * without one in @sites that the session names exactly with -l, -g, -e or -r (a name without glob
+ * characters), and with
  * --entry (or @every: a guest without any fentry site, whose every function is traceable) for each
  * one an -l or -g glob matches (every function without -l or -g; __pfx_ and
  * __cfi_ padding never, nor the function at @reserved: the tracer's return trampoline, 0 none). The
  * first bytes of each are read through @read/@ctx. @no_entry: NULL
  * where the target can probe an entry (a breakpoint whose instruction then runs in place), else
- * why not ("F has no fentry site: @no_entry"): a function that would need one is refused with it. @sites must hold the fentry sites
- * already, built from @funcs; pointers into @sites->v taken before are invalid afterwards.
- * Returns the number of entry sites added, -ENOMEM, or -ENOTSUP/-EFAULT with one line in @err
- * naming the function. */
-long entry_sites_add(const struct session *s, struct vmi_sites *sites,
+ * why not ("F has no fentry site: @no_entry"): a function that would need one is refused with it.
+ * @sites must hold the fentry sites already, built from @funcs; pointers into @sites->v taken
+ * before are invalid afterwards. Returns the number of entry sites added, -ENOMEM, or
+ * -ENOTSUP/-EFAULT with one line in @err naming the function. */
+long entry_sites_add(const struct arch *a, const struct session *s, struct vmi_sites *sites,
 		     const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
-		     const char *no_entry, uint64_t reserved, bool every, char *err,
-		     size_t errlen);
+		     const char *no_entry, uint64_t reserved, bool every, char *err, size_t errlen);
 
 /* The sites of -e func+OFFSET events (vmi_site.inside), each with a name of its own. */
 struct inside_sites {
@@ -37,10 +37,11 @@ struct inside_sites {
  * @sites (its fentry or entry site: -e func(...) probes that). @no_entry as for entry_sites_add:
  * why the target cannot probe one (refused with it), or NULL. Returns the number of sites,
  * -ENOMEM, or -ENOENT/-EINVAL/-EFAULT/-ENOTSUP/-EEXIST/-EOPNOTSUPP (an instruction that waits for
- * an interrupt: x86_insn_waits) with one line in @err naming the event. */
-long inside_sites_build(const struct session *s, const struct vmi_sites *sites,
-			const struct vmi_symtab *funcs, vmi_read_fn read, void *ctx,
-			const char *no_entry, struct inside_sites *out, char *err, size_t errlen);
+ * an interrupt: the arch's insn_waits) with one line in @err naming the event. */
+long inside_sites_build(const struct arch *a, const struct session *s,
+			const struct vmi_sites *sites, const struct vmi_symtab *funcs,
+			vmi_read_fn read, void *ctx, const char *no_entry, struct inside_sites *out,
+			char *err, size_t errlen);
 
 void inside_sites_free(struct inside_sites *in);
 

@@ -1,5 +1,4 @@
 #include "host/session/text_verify.h"
-#include "arch/x86/x86_insn.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -28,22 +27,26 @@ int text_verify_begin(struct text_verify *v, vmi_read_fn read, void *ctx, uint64
 }
 
 /* Whether hvtrace may have written the byte at @addr, which now holds @now. */
-static bool ours(const struct probe_table *probes, uint64_t trampoline, uint64_t addr, uint8_t now)
+static bool ours(const struct arch *a, const struct probe_table *probes, uint64_t trampoline,
+		 uint64_t addr, uint8_t now)
 {
-	if (trampoline && addr == trampoline && now == X86_INT3)
+	uint64_t span = a->site_len > a->jmp_len ? a->site_len : a->jmp_len;
+
+	if (trampoline && addr == trampoline && a->bp_len == 1 && now == a->bp[0])
 		return true;
-	for (uint64_t back = 0; back < X86_NOP5_LEN && back <= addr; back++) {
+	for (uint64_t back = 0; back < span && back <= addr; back++) {
 		const struct probe *p = probe_lookup(probes, addr - back);
 
-		/* an entry probe's breakpoint covers its first byte alone, a detour's JMP five */
+		/* an entry probe's breakpoint covers its first byte alone, a detour's JMP more */
 		if (p && (!p->entry || p->detour || back == 0))
 			return true;
 	}
 	return false;
 }
 
-int text_verify_end(const struct text_verify *v, vmi_read_fn read, void *ctx,
-		    const struct probe_table *probes, uint64_t trampoline, struct text_verdict *out)
+int text_verify_end(const struct text_verify *v, const struct arch *arch, vmi_read_fn read,
+		    void *ctx, const struct probe_table *probes, uint64_t trampoline,
+		    struct text_verdict *out)
 {
 	uint8_t *now = malloc(v->len ? v->len : 1);
 	bool in_run = false;
@@ -65,7 +68,7 @@ int text_verify_end(const struct text_verify *v, vmi_read_fn read, void *ctx,
 			in_run = false;
 			continue;
 		}
-		if (ours(probes, trampoline, a, now[i])) {
+		if (ours(arch, probes, trampoline, a, now[i])) {
 			if (!out->ours++) {
 				out->ours_at = a;
 				out->ours_now = now[i];

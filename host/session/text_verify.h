@@ -33,11 +33,11 @@ struct text_verdict {
 int text_verify_begin(struct text_verify *v, vmi_read_fn read, void *ctx, uint64_t start,
 		      uint64_t end);
 
-/* Reads the text again (after the detach, the VM stopped) and compares it with the reference:
- * differences inside a site of @probes, or an INT3 now on @trampoline (0: none), are hvtrace's
- * (out->ours); others are the kernel's. 0 or the read's error. Main thread. */
-int text_verify_end(const struct text_verify *v, vmi_read_fn read, void *ctx,
-		    const struct probe_table *probes, uint64_t trampoline,
+/* Reads the text (of ISA @arch) again (after the detach, the VM stopped) and compares it with the
+ * reference: differences inside a site of @probes, or a breakpoint now on @trampoline (0: none),
+ * are hvtrace's (out->ours); others are the kernel's. 0 or the read's error. Main thread. */
+int text_verify_end(const struct text_verify *v, const struct arch *arch, vmi_read_fn read,
+		    void *ctx, const struct probe_table *probes, uint64_t trampoline,
 		    struct text_verdict *out);
 
 /* Frees the reference copy. Safe on a zeroed struct. */

@@ -205,19 +205,11 @@ static int add_name_only(struct parser *p, struct fe_spec *spec, size_t at)
 	return 1;
 }
 
-/* 1 + the place of register @name in struct x86_regs, 0 if it is none. */
+/* 1 + the place of register @name in the register set, 0 if it is none. A spec is parsed before
+ * the guest is known: its registers are named as arch_default()'s. */
 static unsigned register_place(const char *name)
 {
-	static const char *const names[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi",
-					    "rsp", "rbp", "r8",	 "r9",	"r10", "r11",
-					    "r12", "r13", "r14", "r15", "rip", "rflags"};
-
-	_Static_assert(sizeof(names) / sizeof(names[0]) == sizeof(struct x86_regs) / 8,
-		       "one name per register of struct x86_regs");
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
-			return i + 1;
-	return 0;
+	return (unsigned)(arch_reg_index(arch_default(), name) + 1);
 }
 
 /* One field: type, optional [N], name, optional [K], then +off / [K] steps. */
@@ -522,14 +514,16 @@ size_t fe_payload_size(const struct fe_spec *spec)
 	return n;
 }
 
-uint64_t fe_arg(const struct x86_regs *regs, unsigned n, vmi_read_fn read, void *ctx)
+uint64_t fe_arg(const struct arch *a, const struct arch_regs *regs, unsigned n, vmi_read_fn read,
+		void *ctx)
 {
 	uint64_t v = 0;
 
-	if (n < X86_NR_REG_ARGS)
-		return x86_reg_arg(regs, n);
-	/* at the entry: [rsp] is the return address, stack arguments follow */
-	if (read(ctx, regs->rsp + 8 * (n - X86_NR_REG_ARGS + 1), &v, 8) < 0)
+	if (n < a->regs.nr_args)
+		return arch_regs_arg(a, regs, n);
+	/* at the entry: stack arguments above the return address (x86: [rsp]) */
+	if (read(ctx, arch_regs_sp(a, regs) + a->regs.stack_args_off + 8 * (n - a->regs.nr_args),
+		 &v, 8) < 0)
 		return 0;
 	return v;
 }
@@ -581,11 +575,11 @@ fault:
 	*out = 1;
 }
 
-/* Whether register place @reg (struct x86_regs order, 1-based) is one of the six argument
- * registers, which a stub saves. */
+/* Whether register place @reg (register-set order, 1-based) is one of the argument registers,
+ * which a stub saves. */
 static bool argument_register(unsigned reg)
 {
-	return reg == 6 || reg == 5 || reg == 4 || reg == 3 || reg == 9 || reg == 10;
+	return reg && arch_reg_is_arg(arch_default(), reg - 1);
 }
 
 /* Whether field @f reads guest memory: its value there, or a pointer on its way (a chain ending in
@@ -604,7 +598,8 @@ bool fe_registers_only(const struct fe_spec *spec)
 {
 	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++)
 		for (unsigned i = 0; i < spec->nr_fields; i++)
-			if (reads_memory(&spec->fields[i]) || spec->fields[i].arg >= 6 ||
+			if (reads_memory(&spec->fields[i]) ||
+			    spec->fields[i].arg >= arch_default()->regs.nr_args ||
 			    (spec->fields[i].reg && !argument_register(spec->fields[i].reg)))
 				return false;
 	return true;
@@ -626,8 +621,8 @@ bool fe_return_register_only(const struct fe_spec *spec)
 	return true;
 }
 
-void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_read_fn read,
-		void *ctx, uint8_t *payload)
+void fe_capture(const struct arch *a, const struct fe_spec *spec, const struct arch_regs *regs,
+		vmi_read_fn read, void *ctx, uint8_t *payload)
 {
 	for (unsigned k = 0; spec && k < FE_MAX_CHAIN; spec = spec->next, k++)
 		for (unsigned i = 0; i < spec->nr_fields; i++) {
@@ -635,8 +630,8 @@ void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_rea
 
 			capture_field(f,
 				      f->direct ? f->addr
-				      : f->reg	? ((const uint64_t *)regs)[f->reg - 1]
-						: fe_arg(regs, f->arg, read, ctx),
+				      : f->reg	? arch_regs_get(a, regs, f->reg - 1)
+						: fe_arg(a, regs, f->arg, read, ctx),
 				      read, ctx, payload);
 			payload += 1 + field_data_size(f);
 		}

@@ -4,7 +4,7 @@
 #ifndef HVT_FEVENT_H
 #define HVT_FEVENT_H
 
-#include "arch/x86/x86_regs.h"
+#include "arch/arch.h"
 #include "vmi/vmi_read.h"
 #include "vmi/vmi_symtab.h"
 
@@ -38,7 +38,7 @@ struct fe_field {
 	bool direct;	/* "type name=0xADDR": read at guest address @addr, no argument (seed 003's
 			 * direct address); address steps may follow */
 	uint64_t addr;
-	unsigned reg;	/* "type name=%REG": 1 + the register's place in struct x86_regs (its value
+	unsigned reg;	/* "type name=%REG": 1 + the register's place in struct arch_regs (its value
 			 * instead of an argument; address steps may follow), 0 none */
 	bool untyped;	/* given by name alone (and members: "file->f_path.dentry"): type, position
 			 * and address steps come from BTF (fe_resolve_btf) */
@@ -82,8 +82,10 @@ int fe_place_label(const char *s, size_t n, char *out, size_t outlen);
 /* The one-line error display: the spec, then a caret under @pos, then the reason. */
 void fe_format_error(char *buf, size_t len, const char *text, size_t pos, const char *reason);
 
-/* Value of argument @n (0-based): registers, then the stack above the return address. */
-uint64_t fe_arg(const struct x86_regs *regs, unsigned n, vmi_read_fn read, void *ctx);
+/* Value of argument @n (0-based) at an entry of ISA @a: registers, then the stack above the return
+ * address. */
+uint64_t fe_arg(const struct arch *a, const struct arch_regs *regs, unsigned n, vmi_read_fn read,
+		void *ctx);
 
 /* True if every field of @spec (and of its chain) comes from the argument registers alone (no guest memory, no stack
  * argument; a %REG field only of RDI, RSI, RDX, RCX, R8 or R9), so it can be captured from registers saved earlier (stub
@@ -104,10 +106,11 @@ size_t fe_field_data_size(const struct fe_field *f);
 /* Bytes of @spec's own part of that payload (without the chained specs). Pure. */
 size_t fe_event_size(const struct fe_spec *spec);
 
-/* At the function's entry (vCPU thread): copies each field's raw value (registers, guest memory through
- * the address chains) of @spec, then of each chained spec, into @payload, fe_payload_size bytes. No formatting, no allocation. */
-void fe_capture(const struct fe_spec *spec, const struct x86_regs *regs, vmi_read_fn read,
-		void *ctx, uint8_t *payload);
+/* At the function's entry (vCPU thread): copies each field's raw value (registers, guest memory
+ * through the address chains) of @spec, then of each chained spec, into @payload, fe_payload_size
+ * bytes; @regs are of ISA @a. No formatting, no allocation. */
+void fe_capture(const struct arch *a, const struct fe_spec *spec, const struct arch_regs *regs,
+		vmi_read_fn read, void *ctx, uint8_t *payload);
 
 /* Writer thread: "name=value, name=value" of @spec alone (not its chain) from its part of a captured
  * @payload; a field whose memory could not

@@ -1,5 +1,4 @@
 #include "host/trace/probe.h"
-#include "arch/x86/x86_insn.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -129,7 +128,8 @@ int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_
 	for (size_t i = 0; i < t->nr; i++) {
 		struct probe *p = &t->v[i];
 		struct vmi_site site = {.addr = p->addr, .func = p->func};
-		uint8_t bytes[X86_NOP5_LEN];
+		size_t n = target_arch(tgt)->site_len;
+		uint8_t bytes[ARCH_PATCH_MAX];
 		uint64_t gpa, last;
 		int ret;
 
@@ -140,31 +140,31 @@ int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_
 			continue;
 		}
 		if (tgt->ops->translate(tgt, 0, p->addr, &gpa) < 0 ||
-		    tgt->ops->translate(tgt, 0, p->addr + X86_NOP5_LEN - 1, &last) < 0) {
+		    tgt->ops->translate(tgt, 0, p->addr + n - 1, &last) < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 " is not mapped in the guest",
 				 p->func->name, p->addr);
 			return -EFAULT;
 		}
-		/* the five bytes are written at once by guest-physical address */
-		if (last != gpa + X86_NOP5_LEN - 1) {
+		/* the site's bytes are written at once by guest-physical address */
+		if (last != gpa + n - 1) {
 			snprintf(err, errlen,
 				 "%s: site 0x%" PRIx64 " spans two pages that are not adjacent in "
 				 "guest-physical memory",
 				 p->func->name, p->addr);
 			return -EFAULT;
 		}
-		if (tgt->ops->read_phys(tgt, gpa, bytes, sizeof(bytes)) < 0) {
+		if (tgt->ops->read_phys(tgt, gpa, bytes, n) < 0) {
 			snprintf(err, errlen,
 				 "%s: site 0x%" PRIx64 " maps guest-physical 0x%" PRIx64
 				 ", which is not guest RAM",
 				 p->func->name, p->addr, gpa);
 			return -EFAULT;
 		}
-		ret = vmi_site_check(&site, bytes, err, errlen);
+		ret = vmi_site_check(target_arch(tgt), &site, bytes, err, errlen);
 		if (ret < 0)
 			return ret;
 		p->gpa = gpa;
-		memcpy(p->nop, bytes, sizeof(bytes));
+		memcpy(p->nop, bytes, n);
 		p->orig = bytes[0];
 		p->resolved = true;
 	}
@@ -249,13 +249,14 @@ unsigned probe_report_rewritten(const struct probe_table *t, struct target *tgt)
 
 	for (size_t i = 0; i < t->nr; i++) {
 		const struct probe *p = &t->v[i];
-		uint8_t now[X86_NOP5_LEN];
-		char hex[32] = "unreadable bytes";
+		size_t len = target_arch(tgt)->site_len;
+		uint8_t now[ARCH_PATCH_MAX];
+		char hex[3 * ARCH_PATCH_MAX] = "unreadable bytes";
 
 		if (!p->rewritten)
 			continue;
-		if (tgt->ops->read_phys(tgt, p->gpa, now, sizeof(now)) == 0)
-			x86_format_bytes(now, sizeof(now), hex);
+		if (tgt->ops->read_phys(tgt, p->gpa, now, len) == 0)
+			arch_format_bytes(now, len, hex);
 		fprintf(stderr,
 			"hvtrace: %s: site 0x%" PRIx64
 			" was rewritten by the guest (guest-physical 0x%" PRIx64

@@ -5,7 +5,7 @@
 #ifndef HVT_PROBE_H
 #define HVT_PROBE_H
 
-#include "arch/x86/x86_reloc.h"
+#include "arch/arch.h"
 #include "host/trace/fevent.h"
 #include "host/trace/target.h"
 #include "vmi/vmi_sites.h"
@@ -34,13 +34,14 @@ struct probe {
 	bool inserted;	/* INT3 is in guest memory now */
 	bool stub;	/* a stub probe: CALL rel32 into the guest stub instead of INT3 */
 	bool patched;	/* stub: the CALL is in guest memory now */
-	uint8_t nop[5]; /* the NOP5 the site held when verified (a stub's CALL replaces it) */
+	uint8_t nop[ARCH_PATCH_MAX]; /* the patchable NOP the site held when verified (its arch's
+				      * site_len bytes; a stub's CALL replaces it) */
 	bool entry;	/* an entry site (vmi_site.entry): a trap probe whose instruction runs in place */
 	bool inside;	/* an instruction inside a function (vmi_site.inside): an entry site whose
 			 * probe never hooks a return and whose [RSP] is no return address */
 	/* an entry site that can be a stub probe through a detour (stub.h): its first instructions'
 	 * relocation, owned (tracer_set_detour), else NULL; its slot in the stub's detours */
-	struct x86_reloc_plan *detour;
+	struct arch_reloc_plan *detour;
 	uint32_t detour_idx;
 
 	/* What the session asks of it; set before the tracer attaches, read-only after. */

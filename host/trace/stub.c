@@ -1,6 +1,4 @@
 #include "host/trace/stub.h"
-#include "arch/x86/x86_insn.h"
-#include "arch/x86/x86_reloc_scan.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -252,32 +250,28 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	return 0;
 }
 
-int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5], bool hook,
+int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t *nop, bool hook,
 	       bool args, bool root)
 {
+	const struct arch *a = target_arch(s->tgt);
 	unsigned which = (hook || root) | args << 1 | root << 2;
-	int64_t rel = (int64_t)(s->entry[which] - (site + X86_NOP5_LEN));
-	uint8_t call[X86_NOP5_LEN] = {X86_CALL_REL32};
-	int32_t rel32 = (int32_t)rel;
+	uint8_t call[ARCH_PATCH_MAX];
 
-	if (!x86_is_nop5(nop))
+	if (!a->is_site_nop(nop))
 		return -EILSEQ;
-	if (rel != rel32)
+	if (a->encode_branch(site, s->entry[which], true, call) < 0)
 		return -ERANGE;
-	memcpy(call + 1, &rel32, 4);
-	return s->tgt->ops->write_text(s->tgt, gpa, nop, call, sizeof(call));
+	return s->tgt->ops->write_text(s->tgt, gpa, nop, call, a->site_len);
 }
 
-/* Whether @b, at @site, is a CALL rel32 into one of the stub's entry routines. */
-static bool calls_stub(const struct stub *s, uint64_t site, const uint8_t b[5])
+/* Whether @b (site_len bytes), at @site, is a call into one of the stub's entry routines. */
+static bool calls_stub(const struct stub *s, uint64_t site, const uint8_t *b)
 {
-	int32_t rel32;
+	const struct arch *a = target_arch(s->tgt);
 	uint64_t to;
 
-	if (b[0] != X86_CALL_REL32)
+	if (a->direct_branch(b, a->site_len, site, false, &to) != a->site_len)
 		return false;
-	memcpy(&rel32, b + 1, 4);
-	to = site + X86_NOP5_LEN + (uint64_t)(int64_t)rel32;
 	for (unsigned k = 0; k < sizeof(s->entry) / sizeof(s->entry[0]); k++)
 		if (s->entry[k] && to == s->entry[k])
 			return true;
@@ -286,21 +280,22 @@ static bool calls_stub(const struct stub *s, uint64_t site, const uint8_t b[5])
 
 bool stub_may_call(struct stub *s, uint64_t site, uint64_t gpa)
 {
-	uint8_t now[X86_NOP5_LEN];
+	uint8_t now[ARCH_PATCH_MAX];
 
-	return s->tgt->ops->read_phys(s->tgt, gpa, now, sizeof(now)) < 0 ||
+	return s->tgt->ops->read_phys(s->tgt, gpa, now, target_arch(s->tgt)->site_len) < 0 ||
 	       calls_stub(s, site, now);
 }
 
-int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5])
+int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t *nop)
 {
-	uint8_t now[X86_NOP5_LEN];
+	size_t n = target_arch(s->tgt)->site_len;
+	uint8_t now[ARCH_PATCH_MAX];
 
-	if (s->tgt->ops->read_phys(s->tgt, gpa, now, sizeof(now)) < 0)
+	if (s->tgt->ops->read_phys(s->tgt, gpa, now, n) < 0)
 		return -EFAULT;
 	if (!calls_stub(s, site, now))
 		return -ESTALE;
-	return s->tgt->ops->write_text(s->tgt, gpa, now, nop, X86_NOP5_LEN);
+	return s->tgt->ops->write_text(s->tgt, gpa, now, nop, n);
 }
 
 bool stub_owns_rip(const struct stub *s, uint64_t rip)
@@ -358,64 +353,29 @@ long stub_detour_index(const struct stub *s, uint64_t ip)
 	return (long)(off / STUB_DETOUR_SIZE);
 }
 
-/* Puts JMP rel32 from @code + @at (slot address @slot) to @to; false when out of reach. */
-static bool put_jmp(uint8_t *code, size_t at, uint64_t slot, uint64_t to)
-{
-	int64_t rel = (int64_t)(to - (slot + at + 5));
-	int32_t rel32 = (int32_t)rel;
-
-	if (rel != rel32)
-		return false;
-	code[at] = 0xe9;
-	memcpy(code + at + 1, &rel32, 4);
-	return true;
-}
-
-static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
-
-int stub_detour_write(struct stub *s, unsigned idx, const struct x86_reloc_plan *plan, bool hook,
+int stub_detour_write(struct stub *s, unsigned idx, const struct arch_reloc_plan *plan, bool hook,
 		      bool args, bool root, char *why, size_t whylen)
 {
+	const struct arch *a = target_arch(s->tgt);
+	const struct arch_detour_slot slot = {.size = STUB_DETOUR_SIZE,
+					      .sti_off = DT_STI,
+					      .nosti_off = DT_NOSTI,
+					      .scratch = STUB_DETOUR_SCRATCH,
+					      .idx = idx};
 	unsigned which = 8 | (hook || root) | args << 1 | root << 2;
-	uint64_t at = stub_detour_gva(s, idx), gpa = s->reg.gpa + s->detour_off +
-						     (uint64_t)idx * STUB_DETOUR_SIZE;
-	uint64_t back = plan->code_addr + plan->endbr_len + plan->len;
-	int64_t rel = (int64_t)(s->entry[which] - (at + X86_NOP5_LEN));
+	uint64_t at = stub_detour_gva(s, idx),
+		 gpa = s->reg.gpa + s->detour_off + (uint64_t)idx * STUB_DETOUR_SIZE;
 	uint8_t code[STUB_DETOUR_SIZE], now[16];
-	int32_t rel32 = (int32_t)rel, disp;
 	size_t len = 0;
-	int pushed, ret;
+	int ret;
 
-	if (idx >= s->nr_detours || rel != rel32) {
+	if (idx >= s->nr_detours || a->encode_branch(at, s->entry[which], true, now) < 0) {
 		snprintf(why, whylen, "no detour slot %u within reach of the stub", idx);
 		return -ERANGE;
 	}
-	ret = x86_reloc_detour_check(plan, &pushed, why, whylen);
+	ret = a->detour_code(plan, &slot, at, s->entry[which], code, &len, why, whylen);
 	if (ret < 0)
 		return ret;
-	memset(code, X86_INT3, sizeof(code));
-	code[0] = X86_CALL_REL32;
-	memcpy(code + 1, &rel32, 4);
-	ret = x86_reloc_emit(plan, plan->bytes, plan->code_addr, at + X86_NOP5_LEN,
-			     code + X86_NOP5_LEN, DT_STI - X86_NOP5_LEN - 7 + X86_JMP_REL32_LEN, &len,
-			     why, whylen);
-	if (ret < 0)
-		return ret;
-	/* the relocator's JMP back gives way to JMP *(pushed - SCRATCH)(%rsp): ff a4 24 disp32 */
-	len += X86_NOP5_LEN - X86_JMP_REL32_LEN;
-	disp = pushed - STUB_DETOUR_SCRATCH;
-	code[len] = 0xff;
-	code[len + 1] = 0xa4;
-	code[len + 2] = 0x24;
-	memcpy(code + len + 3, &disp, 4);
-	memcpy(code + DT_STI, endbr64, 4);
-	code[DT_STI + 4] = 0xfb; /* STI: its shadow covers the JMP */
-	memcpy(code + DT_NOSTI, endbr64, 4);
-	if (!put_jmp(code, DT_STI + 5, at, back) || !put_jmp(code, DT_NOSTI + 4, at, back)) {
-		snprintf(why, whylen, "the way back is out of reach of detour slot %u", idx);
-		return -ERANGE;
-	}
-	len = DT_NOSTI + 9;
 	/* in pieces of 16 bytes (QEMU's text writes), each over what is there now */
 	for (size_t off = 0; off < len; off += sizeof(now)) {
 		size_t n = len - off < sizeof(now) ? len - off : sizeof(now);
@@ -432,47 +392,42 @@ int stub_detour_write(struct stub *s, unsigned idx, const struct x86_reloc_plan 
 	return 0;
 }
 
-/* The JMP rel32 at @site into detour slot @idx. */
-static void detour_jmp(const struct stub *s, unsigned idx, uint64_t site, uint8_t jmp[5])
+/* The jump at @site into detour slot @idx (jmp_len bytes): 0, or -ERANGE when out of reach. */
+static int detour_jmp(const struct stub *s, unsigned idx, uint64_t site, uint8_t *jmp)
 {
-	int32_t rel32 = (int32_t)(int64_t)(stub_detour_gva(s, idx) - (site + X86_NOP5_LEN));
-
-	jmp[0] = 0xe9;
-	memcpy(jmp + 1, &rel32, 4);
+	return target_arch(s->tgt)->encode_branch(site, stub_detour_gva(s, idx), false, jmp);
 }
 
 int stub_detour_patch(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa,
-		      const uint8_t orig[5])
+		      const uint8_t *orig)
 {
-	int64_t rel = (int64_t)(stub_detour_gva(s, idx) - (site + X86_NOP5_LEN));
-	uint8_t jmp[X86_NOP5_LEN];
+	uint8_t jmp[ARCH_PATCH_MAX];
 
-	if (idx >= s->nr_detours || rel != (int32_t)rel)
+	if (idx >= s->nr_detours || detour_jmp(s, idx, site, jmp) < 0)
 		return -ERANGE;
-	detour_jmp(s, idx, site, jmp);
-	return s->tgt->ops->write_text(s->tgt, gpa, orig, jmp, sizeof(jmp));
+	return s->tgt->ops->write_text(s->tgt, gpa, orig, jmp, target_arch(s->tgt)->jmp_len);
 }
 
 bool stub_detour_may_jump(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa)
 {
-	uint8_t now[X86_NOP5_LEN], jmp[X86_NOP5_LEN];
+	size_t n = target_arch(s->tgt)->jmp_len;
+	uint8_t now[ARCH_PATCH_MAX], jmp[ARCH_PATCH_MAX];
 
-	detour_jmp(s, idx, site, jmp);
-	return s->tgt->ops->read_phys(s->tgt, gpa, now, sizeof(now)) < 0 ||
-	       !memcmp(now, jmp, sizeof(now));
+	return s->tgt->ops->read_phys(s->tgt, gpa, now, n) < 0 ||
+	       (detour_jmp(s, idx, site, jmp) == 0 && !memcmp(now, jmp, n));
 }
 
 int stub_detour_unpatch(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa,
-			const uint8_t orig[5])
+			const uint8_t *orig)
 {
-	uint8_t now[X86_NOP5_LEN], jmp[X86_NOP5_LEN];
+	size_t n = target_arch(s->tgt)->jmp_len;
+	uint8_t now[ARCH_PATCH_MAX], jmp[ARCH_PATCH_MAX];
 
-	if (s->tgt->ops->read_phys(s->tgt, gpa, now, sizeof(now)) < 0)
+	if (s->tgt->ops->read_phys(s->tgt, gpa, now, n) < 0)
 		return -EFAULT;
-	detour_jmp(s, idx, site, jmp);
-	if (memcmp(now, jmp, sizeof(now)))
+	if (detour_jmp(s, idx, site, jmp) < 0 || memcmp(now, jmp, n))
 		return -ESTALE;
-	return s->tgt->ops->write_text(s->tgt, gpa, now, orig, X86_NOP5_LEN);
+	return s->tgt->ops->write_text(s->tgt, gpa, now, orig, n);
 }
 
 /* The address a return through @slot resumes at: the oldest frame's saved address for that slot

@@ -4,7 +4,7 @@
 #ifndef HVT_STUB_H
 #define HVT_STUB_H
 
-#include "arch/x86/x86_reloc.h"
+#include "arch/arch.h"
 #include "guest-stub/stub_abi.h"
 #include "host/trace/target.h"
 #include "vmi/vmi_task.h"
@@ -89,7 +89,7 @@ bool stub_live_at(struct target *tgt, uint64_t gpa);
  * and starts a graph when @root (set_graph_function; implies @hook). 0, -EILSEQ (@nop is not a
  * NOP5), -ERANGE (out of reach), -ESTALE (the site no longer holds @nop; nothing written), or
  * -EFAULT. */
-int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5], bool hook,
+int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t *nop, bool hook,
 	       bool args, bool root);
 
 /* With the target paused: whether guest-physical @gpa may hold a CALL rel32 from @site into the
@@ -99,7 +99,7 @@ bool stub_may_call(struct stub *s, uint64_t site, uint64_t gpa);
 
 /* With the target paused: puts @nop back at @site (guest-physical @gpa) if it still holds a CALL
  * rel32 into the stub. 0, -ESTALE when the guest rewrote the site (nothing written), -errno. */
-int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t nop[5]);
+int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t *nop);
 
 /* True if @rip is inside the stub's code or its detours. */
 bool stub_owns_rip(const struct stub *s, uint64_t rip);
@@ -111,10 +111,10 @@ bool stub_owns_rip(const struct stub *s, uint64_t rip);
 bool stub_interruptible_at(const struct stub *s, uint64_t rip);
 
 /* Detours: a probe at a function entry without an fentry site. The entry's first instructions
- * (plan: x86_reloc_plan) give way to a JMP rel32 into detour slot @idx (layout: stub_abi.h), which
- * holds a CALL rel32 into the stub's detour routine (so the stub sees the stack an fentry CALL would
- * give it, and records the slot's address as the site), the displaced instructions relocated, run
- * with interrupts off, and the way back. */
+ * (plan: the arch's reloc_plan) give way to a JMP rel32 into detour slot @idx (layout: stub_abi.h),
+ * which holds a CALL rel32 into the stub's detour routine (so the stub sees the stack an fentry
+ * CALL would give it, and records the slot's address as the site), the displaced instructions
+ * relocated, run with interrupts off, and the way back. */
 #define STUB_DETOURS_MAX 65536
 
 /* Guest address of detour slot @idx (its CALL). Pure. */
@@ -126,10 +126,10 @@ long stub_detour_index(const struct stub *s, uint64_t ip);
 
 /* With the target paused, before its site is patched: writes detour slot @idx for @plan (made from
  * the bytes at the site, plan->code_addr, which has no ENDBR64 left before it, and passed by
- * x86_reloc_detour_check) calling the detour routine for @hook, @args and @root as stub_patch's.
- * Written through write_text, so that a TCG translation of an earlier session's bytes there is
- * dropped. 0, or -errno with one line in @why (-EOPNOTSUPP, -ERANGE, -ENOSPC, -EFAULT). */
-int stub_detour_write(struct stub *s, unsigned idx, const struct x86_reloc_plan *plan, bool hook,
+ * the arch's reloc_detour_check) calling the detour routine for @hook, @args and @root as
+ * stub_patch's. Written through write_text, so that a TCG translation of an earlier session's bytes
+ * there is dropped. 0, or -errno with one line in @why (-EOPNOTSUPP, -ERANGE, -ENOSPC, -EFAULT). */
+int stub_detour_write(struct stub *s, unsigned idx, const struct arch_reloc_plan *plan, bool hook,
 		      bool args, bool root, char *why, size_t whylen);
 
 /* With the target paused: JMP rel32 to detour slot @idx at @site (guest-physical @gpa), only if
@@ -137,9 +137,9 @@ int stub_detour_write(struct stub *s, unsigned idx, const struct x86_reloc_plan 
  * -errno. Undone by stub_detour_unpatch, which puts @orig back only where our JMP still is (0,
  * -ESTALE: the guest rewrote it, -errno). */
 int stub_detour_patch(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa,
-		      const uint8_t orig[5]);
+		      const uint8_t *orig);
 int stub_detour_unpatch(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa,
-			const uint8_t orig[5]);
+			const uint8_t *orig);
 /* Whether @gpa may hold our JMP to detour @idx (it does, or cannot be read). */
 bool stub_detour_may_jump(struct stub *s, unsigned idx, uint64_t site, uint64_t gpa);
 

@@ -222,16 +222,15 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 				alone = true;
 			}
 			if (p->event && args) {
-				struct x86_regs regs = {.rdi = args->args[0],
-							.rsi = args->args[1],
-							.rdx = args->args[2],
-							.rcx = args->args[3],
-							.r8 = args->args[4],
-							.r9 = args->args[5],
-							.rax = g->rax};
+				const struct arch *a = target_arch(d->c.tgt);
+				const unsigned nr = sizeof(args->args) / sizeof(args->args[0]);
+				struct arch_regs regs = {{0}};
 
+				for (unsigned n = 0; n < nr; n++)
+					arch_regs_set_arg(a, &regs, n, args->args[n]);
+				arch_regs_set_ret(a, &regs, g->rax);
 				len = fe_payload_size(p->event);
-				fe_capture(p->event, &regs, no_memory, NULL, scratch);
+				fe_capture(a, p->event, &regs, no_memory, NULL, scratch);
 				rec.type = alone ? HVT_REC_EVENT_ALONE : HVT_REC_EVENT;
 				rec.value = len;
 			}
@@ -253,10 +252,13 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 		if (p->ret_event) {
 			/* typed return: its fields are RAX alone, handed over as the first
 			 * argument as the trap path does */
-			struct x86_regs regs = {.rdi = g->rax, .rax = g->rax};
+			const struct arch *a = target_arch(d->c.tgt);
+			struct arch_regs regs = {{0}};
 
+			arch_regs_set_arg(a, &regs, 0, g->rax);
+			arch_regs_set_ret(a, &regs, g->rax);
 			len = fe_payload_size(p->ret_event);
-			fe_capture(p->ret_event, &regs, no_memory, NULL, scratch);
+			fe_capture(a, p->ret_event, &regs, no_memory, NULL, scratch);
 			rec.type = HVT_REC_RETURN_EVENT;
 			rec.value = len;
 		}

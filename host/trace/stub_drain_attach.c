@@ -151,16 +151,18 @@ static bool vcpu_inside_replaced(struct stub_drain *d, char *why, size_t len)
 	struct target *tgt = d->c.tgt;
 
 	for (unsigned i = 0; i < d->c.nr_cpus; i++) {
-		struct x86_regs regs;
+		struct arch_regs regs;
+		uint64_t ip;
 
 		if (tgt->ops->get_regs(tgt, i, &regs) < 0) {
 			snprintf(why, len, "the registers of vCPU %u cannot be read", i);
 			return true;
 		}
+		ip = arch_regs_ip(target_arch(tgt), &regs);
 		for (unsigned k = 0; k < d->nr_detours; k++) {
 			const struct probe *p = d->detour_probe[k];
 
-			if (regs.rip > p->addr && regs.rip < p->addr + p->detour->len) {
+			if (ip > p->addr && ip < p->addr + p->detour->len) {
 				snprintf(why, len,
 					 "vCPU %u stays inside the first bytes of %s, which its "
 					 "detour replaces",
@@ -323,12 +325,12 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 		struct probe *p = d->detour_probe[k];
 		char why[200];
 
-		uint64_t last = 0;
+		uint64_t last = 0, jmp_len = target_arch(tgt)->jmp_len;
 
 		p->gpa = 0;
 		if (tgt->ops->translate(tgt, 0, p->addr, &p->gpa) < 0 ||
-		    tgt->ops->translate(tgt, 0, p->addr + X86_JMP_REL32_LEN - 1, &last) < 0 ||
-		    last != p->gpa + X86_JMP_REL32_LEN - 1) {
+		    tgt->ops->translate(tgt, 0, p->addr + jmp_len - 1, &last) < 0 ||
+		    last != p->gpa + jmp_len - 1) {
 			/* the JMP's five bytes are written at once by guest-physical address */
 			snprintf(err, errlen,
 				 "%s: entry 0x%" PRIx64 " is not mapped, or its first five bytes "
@@ -336,8 +338,8 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 				 p->func->name, p->addr);
 			return -EFAULT;
 		}
-		if (tgt->ops->read_phys(tgt, p->gpa, p->nop, sizeof(p->nop)) < 0 ||
-		    memcmp(p->nop, p->detour->bytes, sizeof(p->nop))) {
+		if (tgt->ops->read_phys(tgt, p->gpa, p->nop, jmp_len) < 0 ||
+		    memcmp(p->nop, p->detour->bytes, jmp_len)) {
 			snprintf(err, errlen, "%s: entry 0x%" PRIx64 " changed since it was read",
 				 p->func->name, p->addr);
 			return -ESTALE;
@@ -501,10 +503,10 @@ static int task_inside(struct stub_drain *d, struct live_frames_seen *seen)
 static bool cpu_inside(struct stub_drain *d)
 {
 	for (unsigned i = 0; i < d->c.nr_cpus; i++) {
-		struct x86_regs regs;
+		struct arch_regs regs;
 
 		if (d->c.tgt->ops->get_regs(d->c.tgt, i, &regs) < 0 ||
-		    stub_owns_rip(&d->stub, regs.rip))
+		    stub_owns_rip(&d->stub, arch_regs_ip(target_arch(d->c.tgt), &regs)))
 			return true;
 		if (cpu_in_interrupt(d, i))
 			return true;

@@ -3,7 +3,7 @@
 #ifndef HVT_TARGET_H
 #define HVT_TARGET_H
 
-#include "arch/x86/x86_regs.h"
+#include "arch/arch.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -12,13 +12,13 @@
 struct target;
 struct target_region;
 
-/* Called on the thread that owns vCPU @cpu when it hits an INT3 at @addr. Returns 0 if the breakpoint is
- * the tracer's (regs->rip then says where to resume: @addr itself executes the breakpoint again, as
- * the return trampoline does for a tail call's second frame), TARGET_BP_IN_PLACE if it is the
- * tracer's and the instruction under it is to run in place (an entry probe: only on a target with
- * bp_in_place), -ENOENT otherwise. Must not block for long. */
+/* Called on the thread that owns vCPU @cpu when it hits an INT3 at @addr. Returns 0 if the
+ * breakpoint is the tracer's (its instruction pointer then says where to resume: @addr itself
+ * executes the breakpoint again, as the return trampoline does for a tail call's second frame),
+ * TARGET_BP_IN_PLACE if it is the tracer's and the instruction under it is to run in place (an
+ * entry probe: only on a target with bp_in_place), -ENOENT otherwise. Must not block for long. */
 #define TARGET_BP_IN_PLACE 1
-typedef int (*target_bp_fn)(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs);
+typedef int (*target_bp_fn)(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs);
 
 struct target_ops {
 	/* Guest-virtual memory as vCPU @cpu sees it. 0 or -EFAULT. From that vCPU's hit callback, or from
@@ -49,8 +49,8 @@ struct target_ops {
 	 * pause. Not from a hit callback. */
 	int (*run_for)(struct target *t, unsigned us);
 	/* Registers of a vCPU while the target is paused: read, and write back for when it resumes. */
-	int (*get_regs)(struct target *t, unsigned cpu, struct x86_regs *regs);
-	int (*set_regs)(struct target *t, unsigned cpu, const struct x86_regs *regs);
+	int (*get_regs)(struct target *t, unsigned cpu, struct arch_regs *regs);
+	int (*set_regs)(struct target *t, unsigned cpu, const struct arch_regs *regs);
 	/* Registers @fn as the breakpoint callback; before the guest runs. */
 	void (*set_bp_handler)(struct target *t, target_bp_fn fn, void *ctx);
 	/* Guest-physical memory, data only (code caches do not see writes). 0 or -EFAULT. Any
@@ -110,6 +110,7 @@ struct target_region {
 struct target {
 	const struct target_ops *ops;
 	const char *name;
+	const struct arch *arch; /* the guest's ISA: its registers, encodings, decoder */
 	unsigned nr_cpus;
 	uint64_t trampoline; /* GVA of a guest-executable byte the tracer may own for returns, 0: none */
 	unsigned stack_shift; /* guest stacks are 1 << stack_shift aligned regions */
@@ -118,5 +119,11 @@ struct target {
 	bool bp_in_place;
 	void *priv;	      /* backend state */
 };
+
+/* The ISA of @t's guest: its arch, or arch_default() for a target that names none. Any thread. */
+static inline const struct arch *target_arch(const struct target *t)
+{
+	return t->arch ? t->arch : arch_default();
+}
 
 #endif

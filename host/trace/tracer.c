@@ -2,8 +2,7 @@
  * counters; set-up and accessors are tracer_setup.c, attach and detach tracer_attach.c. */
 #include "host/trace/tracer.h"
 #include "host/trace/tracer_int.h"
-#include "arch/x86/x86_longmode.h"
-#include "arch/x86/x86_insn.h"
+#include "arch/arch.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>
@@ -86,16 +85,17 @@ static void miss(struct probe *p)
  * hooked frame's, reached again by a tail call. */
 static bool entry_return(struct tracer *t, unsigned cpu, uint64_t slot, uint64_t orig)
 {
-	uint8_t b[X86_CALL_BEFORE_LEN];
-	bool upper = t->opts.text_lo >= X86_UPPER_HALF;
+	const struct arch *a = target_arch(t->tgt);
+	uint8_t b[ARCH_PATCH_MAX];
+	uint64_t half = a->kernel_half, n = a->call_before_len;
+	bool upper = t->opts.text_lo >= half;
 
 	if (orig == t->trampoline && t->trampoline)
 		return true; /* a tail call from a hooked frame: that frame's return slot */
-	if (upper ? slot < X86_UPPER_HALF || orig < X86_UPPER_HALF + X86_CALL_BEFORE_LEN
-		  : orig < t->opts.text_lo + X86_CALL_BEFORE_LEN || orig > t->opts.text_hi)
+	if (upper ? slot < half || orig < half + n
+		  : orig < t->opts.text_lo + n || orig > t->opts.text_hi)
 		return false;
-	return t->tgt->ops->read_virt(t->tgt, cpu, orig - sizeof(b), b, sizeof(b)) == 0 &&
-	       x86_call_precedes(b);
+	return t->tgt->ops->read_virt(t->tgt, cpu, orig - n, b, n) == 0 && a->call_precedes(b);
 }
 
 static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t slot,
@@ -189,11 +189,11 @@ static void make_record(struct tracer *t, struct hit_task *ht, struct hvt_record
 /* An event's fields captured now (arguments as they are at the call, @regs) into this vCPU's
  * scratch buffer; returns their length. */
 static size_t capture(struct tracer *t, unsigned cpu, const struct fe_spec *spec,
-		      const struct x86_regs *regs)
+		      const struct arch_regs *regs)
 {
 	struct event_reader rd = {t->tgt, cpu};
 
-	fe_capture(spec, regs, event_read, &rd, t->scratch[cpu]);
+	fe_capture(target_arch(t->tgt), spec, regs, event_read, &rd, t->scratch[cpu]);
 	return fe_payload_size(spec);
 }
 
@@ -240,8 +240,9 @@ static uint64_t hooked_return(void *ctx, uint64_t slot)
 
 /* stacktrace: the guest's call chain at this entry, as an HVT_REC_STACK record with its task. */
 static void stack_record(struct tracer *t, struct hit_task *ht, unsigned cpu, const struct probe *p,
-			 const struct x86_regs *regs, uint64_t now)
+			 const struct arch_regs *regs, uint64_t now)
 {
+	const struct arch *a = target_arch(t->tgt);
 	struct event_reader rd = {t->tgt, cpu};
 	struct stack_resolver sr = {t, &rd};
 	struct trigger_stack_cfg cfg = {
@@ -257,7 +258,8 @@ static void stack_record(struct tracer *t, struct hit_task *ht, unsigned cpu, co
 	struct hvt_record rec;
 	size_t n;
 
-	n = trigger_walk_stack(&cfg, p->addr, regs->rsp, regs->rbp, frames, TRIGGER_MAX_FRAMES);
+	n = trigger_walk_stack(&cfg, p->addr, arch_regs_sp(a, regs), arch_regs_fp(a, regs), frames,
+			       TRIGGER_MAX_FRAMES);
 	make_record(t, ht, &rec, HVT_REC_STACK, cpu, p, now, 0, 0);
 	rec.value = n * sizeof(frames[0]);
 	emit(t, cpu, &rec, frames, rec.value);
@@ -277,7 +279,7 @@ static bool triggered(const struct tracer *t, const struct probe *p, bool before
  * (@before), the others after it, so the call itself shows either way. Only for calls the task
  * and CPU filters (-P, --comm, --cpu) keep. */
 static void fire_triggers(struct tracer *t, struct hit_task *ht, unsigned cpu,
-			  const struct probe *p, const struct x86_regs *regs, uint64_t now,
+			  const struct probe *p, const struct arch_regs *regs, uint64_t now,
 			  bool before)
 {
 	uint64_t ts = now - t->t0;
@@ -340,7 +342,7 @@ static uint8_t inside_depth(struct tracer *t, uint64_t rsp)
 
 /* An -e func+OFFSET event (an instruction inside a function): its fields now, no caller (RSP holds
  * no return address there), never a return; in a graph, at the depth of the calls around it. */
-static void inside_event(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs,
+static void inside_event(struct tracer *t, unsigned cpu, struct probe *p, struct arch_regs *regs,
 			 uint64_t now)
 {
 	struct hit_task ht = {.known = false};
@@ -350,15 +352,16 @@ static void inside_event(struct tracer *t, unsigned cpu, struct probe *p, struct
 	if (t->nr_triggers)
 		fire_triggers(t, &ht, cpu, p, regs, now, true);
 	make_record(t, &ht, &rec, HVT_REC_EVENT_ALONE, cpu, p, now, 0,
-		    t->opts.returns ? inside_depth(t, regs->rsp) : 0);
+		    t->opts.returns ? inside_depth(t, arch_regs_sp(target_arch(t->tgt), regs)) : 0);
 	rec.value = len;
 	emit(t, cpu, &rec, t->scratch[cpu], len);
 	if (t->nr_triggers)
 		fire_triggers(t, &ht, cpu, p, regs, now, false);
 }
 
-static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct x86_regs *regs)
+static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct arch_regs *regs)
 {
+	uint64_t sp = arch_regs_sp(target_arch(t->tgt), regs); /* [sp]: the return address */
 	struct tracer_cpu *c = &t->cpu[cpu];
 	struct hit_task ht = {.known = false};
 	struct hvt_record rec;
@@ -375,13 +378,13 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 	}
 	if (t->nr_triggers)
 		fire_triggers(t, &ht, cpu, p, regs, now, true);
-	if (t->tgt->ops->read_virt(t->tgt, cpu, regs->rsp, &orig, sizeof(orig)) < 0) {
+	if (t->tgt->ops->read_virt(t->tgt, cpu, sp, &orig, sizeof(orig)) < 0) {
 		miss(p);
 		if (t->opts.returns)
 			goto out;
 	}
 	if (p->hooks_return) {
-		int r = hook_return(t, cpu, p, regs->rsp, orig, now, &depth);
+		int r = hook_return(t, cpu, p, sp, orig, now, &depth);
 
 		if (r < 0)
 			miss(p);
@@ -410,10 +413,11 @@ done:
 	return 0;
 }
 
-static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs)
+static int function_return(struct tracer *t, unsigned cpu, struct arch_regs *regs)
 {
+	const struct arch *a = target_arch(t->tgt);
 	struct tracer_cpu *c = &t->cpu[cpu];
-	uint64_t slot = regs->rsp - 8, now;
+	uint64_t slot = arch_regs_sp(a, regs) - a->regs.ret_slot_back, now;
 	struct shadow_stack *st;
 	struct shadow_entry e;
 	struct hvt_record rec;
@@ -438,19 +442,20 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 		atomic_store_explicit(&c->busy_since, UINT64_MAX, memory_order_release);
 		return -ENOENT;
 	}
-	regs->rip = e.orig;
+	arch_regs_set_ip(a, regs, e.orig);
 	p = probe_at(&t->probes, e.probe);
 	if (atomic_load_explicit(&t->active, memory_order_relaxed)) {
 		if (p->ret_event) {
-			/* typed return: the fields are evaluated with RAX as the first argument */
-			struct x86_regs ret = *regs;
+			/* typed return: the fields are evaluated with the return value as the
+			 * first argument */
+			struct arch_regs ret = *regs;
 
-			ret.rdi = regs->rax;
+			arch_regs_set_arg(a, &ret, 0, arch_regs_ret(a, regs));
 			len = capture(t, cpu, p->ret_event, &ret);
 		}
 		make_record(t, &ht, &rec, p->ret_event ? HVT_REC_RETURN_EVENT : HVT_REC_RETURN, cpu,
 			    p, now, e.orig, e.depth);
-		rec.value = p->ret_event ? len : regs->rax;
+		rec.value = p->ret_event ? len : arch_regs_ret(a, regs);
 		rec.duration = now - e.t_entry;
 		emit(t, cpu, &rec, t->scratch[cpu], len);
 	}
@@ -458,7 +463,7 @@ static int function_return(struct tracer *t, unsigned cpu, struct x86_regs *regs
 	return 0;
 }
 
-int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
+int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
 {
 	struct tracer *t = ctx;
 	struct probe *p;
@@ -468,9 +473,10 @@ int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
 	p = probe_lookup(&t->probes, addr);
 	if (!p)
 		return -ENOENT;
-	/* Emulate the NOP5 the INT3 sits on; the probe stays in place. An entry probe's
-	 * instruction is run in place by the target (bp_in_place). */
-	regs->rip = p->entry ? addr : addr + X86_NOP5_LEN;
+	/* Emulate the patchable NOP the breakpoint sits on; the probe stays in place. An entry
+	 * probe's instruction is run in place by the target (bp_in_place). */
+	arch_regs_set_ip(target_arch(t->tgt), regs,
+			 p->entry ? addr : addr + target_arch(t->tgt)->site_len);
 	if (atomic_load_explicit(&t->active, memory_order_relaxed))
 		function_entry(t, cpu, p, regs);
 	return p->entry ? TARGET_BP_IN_PLACE : 0;

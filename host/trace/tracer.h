@@ -94,7 +94,7 @@ int tracer_detach(struct tracer *t);
 size_t tracer_forget_range(struct tracer *t, uint64_t lo, uint64_t hi);
 
 /* The breakpoint callback (target_bp_fn): records the entry or the return and resumes the vCPU. */
-int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs);
+int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs);
 
 /* Timestamp below which every record is already visible in the rings (for in-order merging). Any
  * thread. */
@@ -108,7 +108,7 @@ int tracer_set_graph_root(struct tracer *t, uint32_t id);
 
 /* Lets entry probe @id be a stub probe through a detour made from @plan (copied). Before
  * tracer_attach; -EINVAL for a bad id or a probe with an fentry site, -ENOMEM. */
-int tracer_set_detour(struct tracer *t, uint32_t id, const struct x86_reloc_plan *plan);
+int tracer_set_detour(struct tracer *t, uint32_t id, const struct arch_reloc_plan *plan);
 
 /* Entry probe @id is not known to be entered by a CALL (asm code: an interrupt or exception entry,
  * a jump target): its returns are never hooked, whatever the tracer. Before tracer_attach;
@@ -117,6 +117,9 @@ int tracer_set_no_return(struct tracer *t, uint32_t id);
 
 /* The probes, in id order (each with its function and counters). Borrowed; any thread. */
 const struct probe_table *tracer_probes(const struct tracer *t);
+
+/* The ISA of the traced guest (its target's). Any thread. */
+const struct arch *tracer_arch(const struct tracer *t);
 
 /* The record rings the writer drains (*@nr of them). Borrowed; any thread. */
 struct ring *tracer_rings(struct tracer *t, unsigned *nr);

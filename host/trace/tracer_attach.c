@@ -218,18 +218,21 @@ static void unhook_interrupted(struct tracer *t)
 static void unhook_cpus(struct tracer *t)
 {
 	for (unsigned i = 0; i < t->nr_cpus; i++) {
-		struct x86_regs regs;
-		uint64_t orig;
+		const struct arch *a = target_arch(t->tgt);
+		struct arch_regs regs;
+		uint64_t orig, slot;
 
-		if (t->tgt->ops->get_regs(t->tgt, i, &regs) < 0 || regs.rip != t->trampoline)
+		if (t->tgt->ops->get_regs(t->tgt, i, &regs) < 0 ||
+		    arch_regs_ip(a, &regs) != t->trampoline)
 			continue;
-		orig = shadow_resolve(&t->shadow, regs.rsp - 8);
+		slot = arch_regs_sp(a, &regs) - a->regs.ret_slot_back;
+		orig = shadow_resolve(&t->shadow, slot);
 		if (!orig)
 			continue;
-		regs.rip = orig;
+		arch_regs_set_ip(a, &regs, orig);
 		if (t->tgt->ops->set_regs(t->tgt, i, &regs) == 0)
 			/* its slot was popped already: not to be written back again */
-			t->restored_slots += shadow_forget(&t->shadow, regs.rsp - 8);
+			t->restored_slots += shadow_forget(&t->shadow, slot);
 	}
 }
 

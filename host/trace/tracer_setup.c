@@ -144,10 +144,10 @@ int tracer_set_graph_root(struct tracer *t, uint32_t id)
 	return 0;
 }
 
-int tracer_set_detour(struct tracer *t, uint32_t id, const struct x86_reloc_plan *plan)
+int tracer_set_detour(struct tracer *t, uint32_t id, const struct arch_reloc_plan *plan)
 {
 	struct probe *p = probe_at(&t->probes, id);
-	struct x86_reloc_plan *copy;
+	struct arch_reloc_plan *copy;
 
 	if (!p || !p->entry)
 		return -EINVAL;
@@ -211,6 +211,11 @@ unsigned long long tracer_cpu_stalls(const struct tracer *t, unsigned cpu)
 unsigned long long tracer_cpu_lost(const struct tracer *t, unsigned cpu)
 {
 	return t->cpu[cpu].lost;
+}
+
+const struct arch *tracer_arch(const struct tracer *t)
+{
+	return target_arch(t->tgt);
 }
 
 struct target *tracer_target(const struct tracer *t)

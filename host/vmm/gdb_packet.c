@@ -193,50 +193,17 @@ int gdb_packet_parse_stop(const char *pkt, struct gdb_stop *st)
 	}
 }
 
-/* Where each register of the `g` prefix lands in struct gdb_regs, and its size on the wire. */
-struct reg_slot {
-	unsigned size;	/* bytes in the g packet */
-	unsigned field; /* bytes of the struct field (4 or 8) */
-	size_t off;
-};
-
-/* clang-format off */
-#define R8(f)  {8, 8, offsetof(struct gdb_regs, f)}
-#define R4(f)  {4, 4, offsetof(struct gdb_regs, f)}
-#define R48(f) {4, 8, offsetof(struct gdb_regs, f)}
-
-static const struct reg_slot reg_slots[GDB_NR_REGS] = {
-	[GDB_REG_RAX] = R8(gp.rax),              [GDB_REG_RBX] = R8(gp.rbx),
-	[GDB_REG_RCX] = R8(gp.rcx),              [GDB_REG_RDX] = R8(gp.rdx),
-	[GDB_REG_RSI] = R8(gp.rsi),              [GDB_REG_RDI] = R8(gp.rdi),
-	[GDB_REG_RBP] = R8(gp.rbp),              [GDB_REG_RSP] = R8(gp.rsp),
-	[GDB_REG_R8] = R8(gp.r8),                [GDB_REG_R9] = R8(gp.r9),
-	[GDB_REG_R10] = R8(gp.r10),              [GDB_REG_R11] = R8(gp.r11),
-	[GDB_REG_R12] = R8(gp.r12),              [GDB_REG_R13] = R8(gp.r13),
-	[GDB_REG_R14] = R8(gp.r14),              [GDB_REG_R15] = R8(gp.r15),
-	[GDB_REG_RIP] = R8(gp.rip),              [GDB_REG_EFLAGS] = R48(gp.rflags),
-	[GDB_REG_CS] = R4(cs),                   [GDB_REG_SS] = R4(ss),
-	[GDB_REG_DS] = R4(ds),                   [GDB_REG_ES] = R4(es),
-	[GDB_REG_FS] = R4(fs),                   [GDB_REG_GS] = R4(gs),
-	[GDB_REG_FS_BASE] = R8(fs_base),         [GDB_REG_GS_BASE] = R8(gs_base),
-	[GDB_REG_K_GS_BASE] = R8(k_gs_base),     [GDB_REG_CR0] = R8(cr0),
-	[GDB_REG_CR2] = R8(cr2),                 [GDB_REG_CR3] = R8(cr3),
-	[GDB_REG_CR4] = R8(cr4),                 [GDB_REG_CR8] = R8(cr8),
-	[GDB_REG_EFER] = R8(efer),
-};
-/* clang-format on */
-
-unsigned gdb_packet_reg_size(unsigned regno)
+unsigned gdb_packet_reg_size(const struct arch_gdb_layout *l, unsigned regno)
 {
-	return regno < GDB_NR_REGS ? reg_slots[regno].size : 0;
+	return regno < l->nr ? l->reg[regno].size : 0;
 }
 
-size_t gdb_packet_reg_offset(unsigned regno)
+size_t gdb_packet_reg_offset(const struct arch_gdb_layout *l, unsigned regno)
 {
 	size_t off = 0;
 
-	for (unsigned i = 0; i < regno; i++)
-		off += reg_slots[i].size;
+	for (unsigned i = 0; i < regno && i < l->nr; i++)
+		off += l->reg[i].size;
 	return off;
 }
 
@@ -265,23 +232,27 @@ void gdb_packet_le_to_hex(uint64_t v, unsigned n, char *hex)
 	}
 }
 
-int gdb_packet_decode_regs(const char *hex, size_t len, struct gdb_regs *r)
+int gdb_packet_decode_regs(const struct arch_gdb_layout *l, const char *hex, size_t len,
+			   struct gdb_regs *r)
 {
 	size_t off = 0;
 
 	memset(r, 0, sizeof(*r));
-	if (len < 2 * GDB_G_DECODED_BYTES || len % 2)
+	if (len < 2 * (size_t)l->decoded_bytes || len % 2)
 		return -EPROTO;
-	for (unsigned i = 0; i < GDB_NR_REGS; i++) {
-		const struct reg_slot *s = &reg_slots[i];
+	for (unsigned i = 0; i < l->nr; i++) {
+		const struct arch_gdb_reg *s = &l->reg[i];
 		uint64_t v;
 
-		if (le_from_hex(hex + 2 * off, s->size, &v))
+		if (s->size > 8 || off + s->size > l->decoded_bytes ||
+		    le_from_hex(hex + 2 * off, s->size, &v))
 			return -EPROTO;
-		if (s->field == 8)
-			*(uint64_t *)((char *)r + s->off) = v;
-		else
-			*(uint32_t *)((char *)r + s->off) = (uint32_t)v;
+		if (s->slot >= ARCH_GDB_SYS) {
+			if (s->slot - ARCH_GDB_SYS < ARCH_GDB_SYS_MAX)
+				r->sys[s->slot - ARCH_GDB_SYS] = v;
+		} else if (s->slot < ARCH_REGS_MAX) {
+			r->gp.r[s->slot] = v;
+		}
 		off += s->size;
 	}
 	return 0;

@@ -1,65 +1,23 @@
 /* GDB Remote Serial Protocol packets, without a connection: framing (`$payload#cs`, escapes, run
- * lengths), stop replies, the x86_64 register layout of QEMU's `g` packet, hex. Pure functions on
+ * lengths), stop replies, a `g` packet by the guest ISA's layout (arch.h), hex. Pure functions on
  * the caller's buffers; any thread. Every input is a peer's and is bounded here. */
 #ifndef HVT_GDB_PACKET_H
 #define HVT_GDB_PACKET_H
 
-#include "arch/x86/x86_regs.h"
+#include "arch/arch.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#define GDB_G_DECODED_BYTES 236 /* prefix of QEMU's x86_64 `g` reply that gdb_regs covers */
-
-/* Register numbers of QEMU's x86_64 gdbstub (the `g` order and the `P`/`p` numbers), QEMU 7.2.
- * In the `g` reply, registers 33..65 (st0-7, x87 control, xmm0-15, mxcsr; 372 bytes) follow efer.
- */
-enum gdb_reg {
-	GDB_REG_RAX,
-	GDB_REG_RBX,
-	GDB_REG_RCX,
-	GDB_REG_RDX,
-	GDB_REG_RSI,
-	GDB_REG_RDI,
-	GDB_REG_RBP,
-	GDB_REG_RSP,
-	GDB_REG_R8,
-	GDB_REG_R9,
-	GDB_REG_R10,
-	GDB_REG_R11,
-	GDB_REG_R12,
-	GDB_REG_R13,
-	GDB_REG_R14,
-	GDB_REG_R15,
-	GDB_REG_RIP,	/* 16 */
-	GDB_REG_EFLAGS, /* 17, 4 bytes */
-	GDB_REG_CS,	/* 18..23, 4 bytes each */
-	GDB_REG_SS,
-	GDB_REG_DS,
-	GDB_REG_ES,
-	GDB_REG_FS,
-	GDB_REG_GS,
-	GDB_REG_FS_BASE, /* 24 */
-	GDB_REG_GS_BASE,
-	GDB_REG_K_GS_BASE,
-	GDB_REG_CR0, /* 27 */
-	GDB_REG_CR2,
-	GDB_REG_CR3,
-	GDB_REG_CR4,
-	GDB_REG_CR8,
-	GDB_REG_EFER, /* 32 */
-	GDB_NR_REGS,
-};
-
-/* One vCPU's registers as the stub reports them. Outside 64-bit code QEMU reports (and writes) only
- * the low 32 bits of rax..rdi/rip and zero for r8..r15. */
+/* One vCPU's registers as the stub reports them, placed by the guest ISA's `g` layout (struct
+ * arch_gdb_layout): general-purpose ones in @gp, system ones in @sys (x86_64: sys[X86_GDB_SYS(n)]
+ * for QEMU's register n, cs .. efer). Outside 64-bit code QEMU reports (and writes) only the low 32
+ * bits of rax..rdi/rip and zero for r8..r15. */
 struct gdb_regs {
-	struct x86_regs gp; /* rax..r15, rip, rflags in struct x86_regs order */
-	uint32_t cs, ss, ds, es, fs, gs;
-	uint64_t fs_base, gs_base, k_gs_base;
-	uint64_t cr0, cr2, cr3, cr4, cr8, efer;
+	struct arch_regs gp;
+	uint64_t sys[ARCH_GDB_SYS_MAX];
 };
 
 enum gdb_stop_kind {
@@ -91,12 +49,13 @@ int gdb_packet_unframe(const char *in, size_t len, char *out, size_t outcap, siz
  */
 int gdb_packet_parse_stop(const char *pkt, struct gdb_stop *st);
 
-/* Decodes a `g` reply of @len hex digits into @r (x86_64 layout above; `xx` reads as 0). 0, or
- * -EPROTO when it is shorter than GDB_G_DECODED_BYTES bytes or not hex. */
-int gdb_packet_decode_regs(const char *hex, size_t len, struct gdb_regs *r);
+/* Decodes a `g` reply of @len hex digits into @r by layout @l (`xx` reads as 0). 0, or -EPROTO
+ * when it is shorter than l->decoded_bytes bytes or not hex. */
+int gdb_packet_decode_regs(const struct arch_gdb_layout *l, const char *hex, size_t len,
+			   struct gdb_regs *r);
 
-/* Size in bytes of register @regno in the `g`/`P` encoding, 0 if unknown. */
-unsigned gdb_packet_reg_size(unsigned regno);
+/* Size in bytes of register @regno of layout @l in the `g`/`P` encoding, 0 if unknown. */
+unsigned gdb_packet_reg_size(const struct arch_gdb_layout *l, unsigned regno);
 
 /* Value of hex digit @c, -1 if it is none. */
 int gdb_packet_hexval(int c);
@@ -109,8 +68,8 @@ unsigned gdb_packet_parse_hex(const char **s, uint64_t *v);
  * -1 for "all", -2 when malformed. */
 int gdb_packet_parse_thread_id(const char **s);
 
-/* Offset in bytes of register @regno (< GDB_NR_REGS) in the `g` packet. */
-size_t gdb_packet_reg_offset(unsigned regno);
+/* Offset in bytes of register @regno (< l->nr) of layout @l in the `g` packet. */
+size_t gdb_packet_reg_offset(const struct arch_gdb_layout *l, unsigned regno);
 
 /* Writes the @n low bytes of @v, little-endian, as 2 * @n hex digits at @hex (no NUL). */
 void gdb_packet_le_to_hex(uint64_t v, unsigned n, char *hex);

@@ -36,6 +36,7 @@ struct gdb {
 	int p_state;	      /* P packet: 1 works, 0 unsupported (G used), -1 not tried yet */
 	int cur_thread;	      /* thread selected by the last Hg, 0 none */
 	int phys_mode;	      /* qemu.PhyMemMode as last set, -1 unknown */
+	const struct arch *arch; /* the guest's ISA (its `g` layout); NULL: arch_default() */
 	/* NN of the last "E NN" reply, -1 none. Hex per the protocol, but QEMU writes its decimal
 	 * errno there: E14 (EFAULT) reads 0x14, E22 (EINVAL) 0x22. */
 	int last_error;

@@ -208,6 +208,12 @@ int gdb_select_thread(struct gdb *g, int tid)
 	return 0;
 }
 
+/* The `g` layout of @g's guest. */
+static const struct arch_gdb_layout *gdb_layout(const struct gdb *g)
+{
+	return (g->arch ? g->arch : arch_default())->gdb;
+}
+
 int gdb_read_regs(struct gdb *g, int tid, struct gdb_regs *r)
 {
 	int rc = gdb_select_thread(g, tid);
@@ -216,15 +222,15 @@ int gdb_read_regs(struct gdb *g, int tid, struct gdb_regs *r)
 		rc = gdb_command(g, "g");
 	if (rc)
 		return rc;
-	if (gdb_packet_decode_regs(g->pkt, g->pkt_len, r) < 0)
+	if (gdb_packet_decode_regs(gdb_layout(g), g->pkt, g->pkt_len, r) < 0)
 		return lie(g, "'g' reply of %zu bytes for thread %d, not %u hex digits or more",
-			   g->pkt_len, tid, 2 * GDB_G_DECODED_BYTES);
+			   g->pkt_len, tid, 2 * gdb_layout(g)->decoded_bytes);
 	return 0;
 }
 
 int gdb_write_reg(struct gdb *g, int tid, unsigned regno, uint64_t value)
 {
-	unsigned size = gdb_packet_reg_size(regno);
+	unsigned size = gdb_packet_reg_size(gdb_layout(g), regno);
 	char cmd[GDB_MAX_PACKET];
 	size_t off;
 	int rc, n;
@@ -253,7 +259,7 @@ int gdb_write_reg(struct gdb *g, int tid, unsigned regno, uint64_t value)
 	rc = gdb_command(g, "g");
 	if (rc)
 		return rc;
-	off = 2 * gdb_packet_reg_offset(regno);
+	off = 2 * gdb_packet_reg_offset(gdb_layout(g), regno);
 	if (off + 2 * size > g->pkt_len || g->pkt_len + 2 > sizeof(cmd))
 		return lie(g, "'g' reply of %zu bytes for thread %d", g->pkt_len, tid);
 	cmd[0] = 'G';
@@ -424,14 +430,14 @@ int gdb_write_pc_continue(struct gdb *g, int tid, uint64_t pc)
 	if (tid <= 0)
 		return -EINVAL;
 	if (g->p_state != 1 || g->cur_thread != tid) {
-		rc = gdb_write_reg(g, tid, GDB_REG_RIP, pc);
+		rc = gdb_write_reg(g, tid, gdb_layout(g)->pc, pc);
 		return rc ? rc : gdb_continue(g);
 	}
 	rc = gdb_wire_ready(g);
 	if (rc)
 		return rc;
 	g->why[0] = '\0';
-	h = snprintf(set, sizeof(set), "P%x=", GDB_REG_RIP);
+	h = snprintf(set, sizeof(set), "P%x=", gdb_layout(g)->pc);
 	gdb_packet_le_to_hex(pc, 8, set + h);
 	set[h + 16] = '\0';
 	/* both packets are what a '-' makes us send again */

@@ -52,8 +52,8 @@ int gdb_threads(struct gdb *g, int *tids, unsigned max, unsigned *nr);
 /* Makes @tid the thread for registers and virtual memory (`Hg`, skipped when already selected). */
 int gdb_select_thread(struct gdb *g, int tid);
 
-/* Reads all registers of thread @tid. 0, -EPROTO for a reply shorter than GDB_G_DECODED_BYTES or
- * not hex, or -errno. */
+/* Reads all registers of thread @tid. 0, -EPROTO for a reply shorter than its layout's
+ * decoded_bytes or not hex, or -errno. */
 int gdb_read_regs(struct gdb *g, int tid, struct gdb_regs *r);
 
 /* Writes register @regno (enum gdb_reg) of thread @tid: `P`, or read-modify-write `g`/`G` when the

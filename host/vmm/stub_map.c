@@ -2,8 +2,7 @@
  * the kernel's page tables near the traced code, and put back as it was. */
 #include "host/vmm/stub_map.h"
 #include "host/vmm/stub_pt.h"
-#include "arch/x86/x86_longmode.h"
-#include "arch/x86/x86_pagewalk.h"
+#include "arch/arch.h"
 
 #include <errno.h>
 #include <stdio.h>

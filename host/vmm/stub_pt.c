@@ -1,6 +1,6 @@
 /* The page-table entries of stub probes' memory in a guest kernel's page tables. */
 #include "host/vmm/stub_pt.h"
-#include "arch/x86/x86_longmode.h"
+#include "arch/arch.h"
 
 #include <string.h>
 

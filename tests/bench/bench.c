@@ -66,12 +66,12 @@ static double cpu_now(void)
 static double last_wall; /* wall seconds of the last run_once */
 
 /* The least a hit can cost: recognise the probe, step over the NOP, resume. */
-static int raw_hit(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
+static int raw_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
 {
 	(void)cpu;
 	if (!probe_lookup(ctx, addr))
 		return -ENOENT;
-	regs->rip = addr + X86_NOP5_LEN;
+	regs->r[X86_RIP] = addr + X86_NOP5_LEN;
 	return 0;
 }
 
@@ -200,8 +200,8 @@ static void open_nopg(struct guest_image *g, const char *path)
 		die("guest", err);
 	if (!g->no_fentry)
 		die("guest", "the second guest must be built without -pg");
-	if (entry_sites_add(&s, &g->sites, &g->elf.funcs, guest_image_read, g, NULL, 0, true, err,
-			    sizeof(err)) < 0 ||
+	if (entry_sites_add(g->arch, &s, &g->sites, &g->elf.funcs, guest_image_read, g, NULL, 0,
+			    true, err, sizeof(err)) < 0 ||
 	    step_slots_check(&s, &g->sites, &g->elf.funcs, guest_image_read, g, NULL, err,
 			     sizeof(err)) < 0)
 		die("entry sites", err);

@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			const uint8_t *b = vmi_elf_bytes_at(&img, sites.v[i].addr, 5);
 
 			if (b)
-				vmi_site_check(&sites.v[i], b, err, sizeof(err));
+				vmi_site_check(arch_default(), &sites.v[i], b, err, sizeof(err));
 		}
 		vmi_sites_free(&sites);
 	}

@@ -35,12 +35,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size] = 0;
 	if (fe_parse(text, &spec, err, sizeof(err), &pos) == 0) {
 		struct blob b = {data, size};
-		struct x86_regs regs = {.rdi = 0x1000, .rsi = 0x1008, .rdx = 0x2000, .rcx = 0,
-					.r8 = 0xffffffff81000000ull, .r9 = 0x1010, .rsp = 0x1100};
+		struct arch_regs regs = {.r[X86_RDI] = 0x1000,
+					 .r[X86_RSI] = 0x1008,
+					 .r[X86_RDX] = 0x2000,
+					 .r[X86_RCX] = 0,
+					 .r[X86_R8] = 0xffffffff81000000ull,
+					 .r[X86_R9] = 0x1010,
+					 .r[X86_RSP] = 0x1100};
 		uint8_t *payload = malloc(fe_payload_size(&spec) + 1);
 
 		if (payload) {
-			fe_capture(&spec, &regs, blob_read, &b, payload);
+			fe_capture(arch_default(), &spec, &regs, blob_read, &b, payload);
 			fe_format(out, sizeof(out), &spec, payload, NULL);
 			free(payload);
 		}

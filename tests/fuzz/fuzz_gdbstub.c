@@ -41,7 +41,7 @@ static void decode(const uint8_t *data, size_t size)
 			if (len > GDB_MAX_PACKET || pkt[len] != 0)
 				abort(); /* the payload fits and is terminated */
 			gdb_packet_parse_stop(pkt, &st);
-			gdb_packet_decode_regs(pkt, len, &r);
+			gdb_packet_decode_regs(&x86_gdb_layout, pkt, len, &r);
 		}
 	}
 }
@@ -90,7 +90,7 @@ static void session(int fd)
 	if (nr > 8)
 		abort();
 	gdb_read_regs(&g, nr ? tids[0] : 1, &r);
-	gdb_write_reg(&g, 1, GDB_REG_RIP, 0xffffffff81000000ull);
+	gdb_write_reg(&g, 1, X86_GDB_RIP, 0xffffffff81000000ull);
 	gdb_read_mem(&g, 1, 0xffffffff81000000ull, mem, sizeof(mem));
 	gdb_set_phys_mode(&g, true);
 	gdb_write_mem(&g, 0, 0x1000, mem, 16);

@@ -36,7 +36,7 @@ static size_t decode(const uint8_t *p, size_t n, uint64_t ip, ZydisMnemonic *mn,
 	return in.length;
 }
 
-static void check_copy(const struct x86_reloc_plan *plan, const uint8_t *code, uint64_t code_addr,
+static void check_copy(const struct arch_reloc_plan *plan, const uint8_t *code, uint64_t code_addr,
 		       const uint8_t *out, size_t len, uint64_t dest)
 {
 	size_t o = 0, n;
@@ -44,7 +44,7 @@ static void check_copy(const struct x86_reloc_plan *plan, const uint8_t *code, u
 	uint64_t ot, nt;
 
 	for (size_t i = 0; i < plan->nr; i++) {
-		const struct x86_reloc_insn *ri = &plan->insn[i];
+		const struct arch_reloc_insn *ri = &plan->insn[i];
 
 		decode(code + ri->off, ri->len, code_addr + ri->off, &om, &ot);
 		if (ri->kind == X86_RELOC_CALL)
@@ -66,14 +66,14 @@ static void check_copy(const struct x86_reloc_plan *plan, const uint8_t *code, u
 	if (o + X86_JMP_REL32_LEN != len || out[o] != 0xe9)
 		abort();
 	decode(out + o, len - o, dest + o, &nm, &nt);
-	if (nt != code_addr + plan->endbr_len + plan->len)
+	if (nt != code_addr + plan->pad_len + plan->len)
 		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint64_t code_addr, dest, probe;
-	struct x86_reloc_plan plan;
+	struct arch_reloc_plan plan;
 	size_t need, cap, len = 0, code_len;
 	uint8_t *code, *out;
 	char why[256];
@@ -99,13 +99,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!memchr(why, 0, sizeof(why)) || (err && !why[0]))
 		abort(); /* a reason, NUL-terminated, for each refusal */
 	if (!err) {
-		size_t end = plan.endbr_len + plan.len;
+		size_t end = plan.pad_len + plan.len;
 
 		if (end > code_len || plan.len < need || !plan.nr ||
 		    plan.nr > X86_RELOC_MAX_INSNS ||
 		    plan.insn[plan.nr - 1].off + plan.insn[plan.nr - 1].len != end)
 			abort();
-		if (x86_reloc_hits_patch(&plan, code_addr + plan.endbr_len, 1) ||
+		if (x86_reloc_hits_patch(&plan, code_addr + plan.pad_len, 1) ||
 		    (plan.len > 1 && !x86_reloc_hits_patch(&plan, code_addr + end - 1, 1)))
 			abort();
 		x86_reloc_hits_patch(&plan, probe, data[19]);

@@ -131,8 +131,9 @@ void kvm_fixture_boot(struct kvm_fixture *f, const char *guest, bool returns, bo
 	memset(f, 0, sizeof(*f));
 	assert_int_equal(guest_image_open(&f->g, guest, err, sizeof(err)), 0);
 	if (f->g.no_fentry) {
-		assert_true(entry_sites_add(&s, &f->g.sites, &f->g.elf.funcs, guest_image_read,
-					    &f->g, NULL, 0, true, err, sizeof(err)) > 0);
+		assert_true(entry_sites_add(f->g.arch, &s, &f->g.sites, &f->g.elf.funcs,
+					    guest_image_read, &f->g, NULL, 0, true, err,
+					    sizeof(err)) > 0);
 		assert_true(step_slots_check(&s, &f->g.sites, &f->g.elf.funcs, guest_image_read,
 					     &f->g, NULL, err, sizeof(err)) >= 0);
 		cfg.step_slots = step_slots_count(&f->g.sites);

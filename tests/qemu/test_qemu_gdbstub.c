@@ -209,15 +209,15 @@ static void load_loop(void)
 	assert_memory_equal(back, loop_code, sizeof(loop_code));
 	assert_int_equal(gdb_set_phys_mode(g, false), 0);
 	/* Real mode: a selector write reloads the base (selector << 4). */
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_CS, 0), 0);
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RIP, LOOP_AT), 0);
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RAX, 0), 0);
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RBX, 0), 0);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_CS, 0), 0);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_RIP, LOOP_AT), 0);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_RAX, 0), 0);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_RBX, 0), 0);
 	assert_int_equal(gdb_read_regs(g, 1, &r), 0);
-	assert_int_equal(r.cs, 0);
-	assert_int_equal(r.gp.rip, LOOP_AT);
-	assert_int_equal(r.gp.rax, 0);
-	assert_int_equal(r.gp.rbx, 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CS)], 0);
+	assert_int_equal(r.gp.r[X86_RIP], LOOP_AT);
+	assert_int_equal(r.gp.r[X86_RAX], 0);
+	assert_int_equal(r.gp.r[X86_RBX], 0);
 }
 
 /* ---- tests ----------------------------------------------------------------------------------- */
@@ -273,19 +273,21 @@ static void test_reset_state(void **state)
 
 	for (int t = 1; t <= 2; t++) {
 		assert_int_equal(gdb_read_regs(g, t, &r), 0);
-		assert_int_equal(r.gp.rip, 0xfff0); /* CS base 0xffff0000: linear 0xfffffff0 */
-		assert_int_equal(r.cs, 0xf000);
-		assert_int_equal(r.gp.rdx, 0x60fb1); /* qemu64: family 15 model 107 stepping 1 */
-		assert_int_equal(r.gp.rax, 0);
-		assert_int_equal(r.gp.rsp, 0);
-		assert_int_equal(r.gp.rflags, 2);
-		assert_int_equal(r.ss, 0);
-		assert_int_equal(r.cr0, 0x60000010);
-		assert_int_equal(r.cr3, 0);
-		assert_int_equal(r.cr4, 0);
-		assert_int_equal(r.efer, 0);
-		assert_int_equal(r.gs_base, 0);
-		assert_int_equal(r.k_gs_base, 0);
+		assert_int_equal(r.gp.r[X86_RIP],
+				 0xfff0); /* CS base 0xffff0000: linear 0xfffffff0 */
+		assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CS)], 0xf000);
+		assert_int_equal(r.gp.r[X86_RDX],
+				 0x60fb1); /* qemu64: family 15 model 107 stepping 1 */
+		assert_int_equal(r.gp.r[X86_RAX], 0);
+		assert_int_equal(r.gp.r[X86_RSP], 0);
+		assert_int_equal(r.gp.r[X86_RFLAGS], 2);
+		assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_SS)], 0);
+		assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR0)], 0x60000010);
+		assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR3)], 0);
+		assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR4)], 0);
+		assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_EFER)], 0);
+		assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_GS_BASE)], 0);
+		assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_K_GS_BASE)], 0);
 	}
 	/* The raw reply: 66 registers, 608 bytes. */
 	assert_int_equal(gdb_select_thread(g, 1), 0);
@@ -303,32 +305,32 @@ static void test_registers(void **state)
 
 	(void)state;
 	attach();
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RBX, 0x11223344), 0);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_RBX, 0x11223344), 0);
 	assert_int_equal(g->p_state, 1); /* P works once target.xml was read */
 	/* Outside 64-bit code QEMU keeps only the low 32 bits, and r8-r15 are not there at all. */
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RAX, 0x1122334455667788ull), 0);
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_R8, 5), 0);
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_CR3, 0x5000), 0);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_RAX, 0x1122334455667788ull), 0);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_R8, 5), 0);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_CR3, 0x5000), 0);
 	assert_int_equal(gdb_read_regs(g, 1, &r), 0);
-	assert_int_equal(r.gp.rbx, 0x11223344);
-	assert_int_equal(r.gp.rax, 0x55667788);
-	assert_int_equal(r.gp.r8, 0);
-	assert_int_equal(r.cr3, 0x5000);
-	assert_int_equal(r.gp.rip, 0xfff0);
+	assert_int_equal(r.gp.r[X86_RBX], 0x11223344);
+	assert_int_equal(r.gp.r[X86_RAX], 0x55667788);
+	assert_int_equal(r.gp.r[X86_R8], 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR3)], 0x5000);
+	assert_int_equal(r.gp.r[X86_RIP], 0xfff0);
 
 	/* The G path, on the other vCPU: only that vCPU changes. */
 	g->p_state = 0;
-	assert_int_equal(gdb_write_reg(g, 2, GDB_REG_RCX, 0xcafe), 0);
-	assert_int_equal(gdb_write_reg(g, 2, GDB_REG_RSP, 0x7000), 0);
+	assert_int_equal(gdb_write_reg(g, 2, X86_GDB_RCX, 0xcafe), 0);
+	assert_int_equal(gdb_write_reg(g, 2, X86_GDB_RSP, 0x7000), 0);
 	assert_int_equal(gdb_read_regs(g, 2, &r), 0);
-	assert_int_equal(r.gp.rcx, 0xcafe);
-	assert_int_equal(r.gp.rsp, 0x7000);
-	assert_int_equal(r.gp.rip, 0xfff0);
-	assert_int_equal(r.gp.rbx, 0);
+	assert_int_equal(r.gp.r[X86_RCX], 0xcafe);
+	assert_int_equal(r.gp.r[X86_RSP], 0x7000);
+	assert_int_equal(r.gp.r[X86_RIP], 0xfff0);
+	assert_int_equal(r.gp.r[X86_RBX], 0);
 	assert_int_equal(gdb_read_regs(g, 1, &r), 0);
-	assert_int_equal(r.gp.rcx, 0);
-	assert_int_equal(r.gp.rsp, 0);
-	assert_int_equal(r.gp.rbx, 0x11223344);
+	assert_int_equal(r.gp.r[X86_RCX], 0);
+	assert_int_equal(r.gp.r[X86_RSP], 0);
+	assert_int_equal(r.gp.r[X86_RBX], 0x11223344);
 }
 
 static void test_memory(void **state)
@@ -395,9 +397,9 @@ static void test_breakpoint_step_continue(void **state)
 	assert_int_equal(st.code, 5);
 	assert_int_equal(st.thread, 1);
 	assert_int_equal(gdb_read_regs(g, 1, &r), 0);
-	assert_int_equal(r.gp.rip, LOOP_AT + 1);
-	assert_int_equal(r.gp.rax, 1);
-	assert_int_equal(r.gp.rbx, 0);
+	assert_int_equal(r.gp.r[X86_RIP], LOOP_AT + 1);
+	assert_int_equal(r.gp.r[X86_RAX], 1);
+	assert_int_equal(r.gp.r[X86_RBX], 0);
 
 	assert_int_equal(gdb_insert_bp(g, LOOP_AT + 1), 0);
 	/* Continuing from the breakpoint's own address hits it again at once: nothing ran. */
@@ -407,9 +409,9 @@ static void test_breakpoint_step_continue(void **state)
 	assert_int_equal(st.thread, 1);
 	status_is("debug", false);
 	assert_int_equal(gdb_read_regs(g, 1, &r), 0);
-	assert_int_equal(r.gp.rip, LOOP_AT + 1);
-	assert_int_equal(r.gp.rax, 1);
-	assert_int_equal(r.gp.rbx, 0);
+	assert_int_equal(r.gp.r[X86_RIP], LOOP_AT + 1);
+	assert_int_equal(r.gp.r[X86_RAX], 1);
+	assert_int_equal(r.gp.r[X86_RBX], 0);
 
 	/* Step over the breakpoint (a step ignores it), continue, hit it again: one loop per hit.
 	 */
@@ -423,36 +425,36 @@ static void test_breakpoint_step_continue(void **state)
 	}
 	step_rate = n / (now_s() - t0);
 	assert_int_equal(gdb_read_regs(g, 1, &r), 0);
-	assert_int_equal(r.gp.rip, LOOP_AT + 1);
-	assert_int_equal(r.gp.rax, 1 + n);
-	assert_int_equal(r.gp.rbx, n);
+	assert_int_equal(r.gp.r[X86_RIP], LOOP_AT + 1);
+	assert_int_equal(r.gp.r[X86_RAX], 1 + n);
+	assert_int_equal(r.gp.r[X86_RBX], n);
 
 	/* Emulate instead of stepping (what the tracer does for a NOP5): move RIP past it. */
 	t0 = now_s();
 	for (int i = 1; i <= n; i++) {
-		assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RIP, LOOP_AT + 2), 0);
+		assert_int_equal(gdb_write_reg(g, 1, X86_GDB_RIP, LOOP_AT + 2), 0);
 		assert_int_equal(gdb_continue(g), 0);
 		assert_int_equal(gdb_wait_stop(g, 5000, &st), 0);
 		assert_int_equal(st.thread, 1);
 	}
 	skip_rate = n / (now_s() - t0);
 	assert_int_equal(gdb_read_regs(g, 1, &r), 0);
-	assert_int_equal(r.gp.rip, LOOP_AT + 1);
-	assert_int_equal(r.gp.rax, 1 + 2 * n);
-	assert_int_equal(r.gp.rbx, n);
+	assert_int_equal(r.gp.r[X86_RIP], LOOP_AT + 1);
+	assert_int_equal(r.gp.r[X86_RAX], 1 + 2 * n);
+	assert_int_equal(r.gp.r[X86_RBX], n);
 
 	/* A debug stop makes the vCPU that stopped QEMU's register thread, whatever Hg said before:
 	 * `g` with no Hg reads vCPU 1 (vCPU 2 still sits at the reset vector). */
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RIP, LOOP_AT + 2), 0);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_RIP, LOOP_AT + 2), 0);
 	assert_int_equal(gdb_select_thread(g, 2), 0);
 	assert_int_equal(gdb_continue(g), 0);
 	assert_int_equal(gdb_wait_stop(g, 5000, &st), 0);
 	assert_int_equal(st.thread, 1);
 	assert_int_equal(g->cur_thread, 1);
 	assert_int_equal(gdb_command(g, "g"), 0);
-	assert_int_equal(gdb_packet_decode_regs(g->pkt, g->pkt_len, &r), 0);
-	assert_int_equal(r.gp.rip, LOOP_AT + 1);
-	assert_int_equal(r.gp.rax, 2 + 2 * n);
+	assert_int_equal(gdb_packet_decode_regs(&x86_gdb_layout, g->pkt, g->pkt_len, &r), 0);
+	assert_int_equal(r.gp.r[X86_RIP], LOOP_AT + 1);
+	assert_int_equal(r.gp.r[X86_RAX], 2 + 2 * n);
 
 	/* The same, P and vCont;c in one segment, P's reply read after the continue went out. */
 	t0 = now_s();
@@ -464,9 +466,9 @@ static void test_breakpoint_step_continue(void **state)
 	}
 	pipe_rate = n / (now_s() - t0);
 	assert_int_equal(gdb_read_regs(g, 1, &r), 0);
-	assert_int_equal(r.gp.rip, LOOP_AT + 1);
-	assert_int_equal(r.gp.rax, 2 + 3 * n);
-	assert_int_equal(r.gp.rbx, n);
+	assert_int_equal(r.gp.r[X86_RIP], LOOP_AT + 1);
+	assert_int_equal(r.gp.r[X86_RAX], 2 + 3 * n);
+	assert_int_equal(r.gp.r[X86_RBX], n);
 
 	assert_int_equal(gdb_remove_bp(g, LOOP_AT + 1), 0);
 	assert_int_equal(gdb_remove_bp(g, LOOP_AT + 1), -EIO);
@@ -498,17 +500,17 @@ static void test_continue_interrupt(void **state)
 	assert_int_equal(st.thread, 1);
 	status_is("paused", false);
 	assert_int_equal(gdb_read_regs(g, 1, &r), 0);
-	assert_int_equal(r.cs, 0);
-	ax = (uint16_t)r.gp.rax;
-	bx = (uint16_t)r.gp.rbx;
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CS)], 0);
+	ax = (uint16_t)r.gp.r[X86_RAX];
+	bx = (uint16_t)r.gp.r[X86_RBX];
 	/* inc ax; inc bx; jmp: ax leads bx by one between the two incs. */
-	if (r.gp.rip == LOOP_AT)
+	if (r.gp.r[X86_RIP] == LOOP_AT)
 		assert_int_equal(ax, bx);
-	else if (r.gp.rip == LOOP_AT + 1 || r.gp.rip == LOOP_AT + 2)
+	else if (r.gp.r[X86_RIP] == LOOP_AT + 1 || r.gp.r[X86_RIP] == LOOP_AT + 2)
 		assert_int_equal(ax, (uint16_t)(bx + 1));
 	else
-		fail_msg("rip %#llx outside the loop", (unsigned long long)r.gp.rip);
-	assert_true(r.gp.rax >> 16 == 0 && (ax != 0 || bx != 0));
+		fail_msg("rip %#llx outside the loop", (unsigned long long)r.gp.r[X86_RIP]);
+	assert_true(r.gp.r[X86_RAX] >> 16 == 0 && (ax != 0 || bx != 0));
 
 	t0 = now_s();
 	for (int i = 0; i < n; i++) {
@@ -554,7 +556,7 @@ static void test_detach_reattach_quit(void **state)
 	assert_int_equal(g->last_stop.code, 5); /* QEMU answers `?` with T05 whatever stopped it */
 	assert_int_equal(g->last_stop.thread, 1);
 	assert_int_equal(gdb_read_regs(g, 1, &r), 0);
-	assert_true(r.gp.rip >= LOOP_AT && r.gp.rip <= LOOP_AT + 2);
+	assert_true(r.gp.r[X86_RIP] >= LOOP_AT && r.gp.r[X86_RIP] <= LOOP_AT + 2);
 	assert_int_equal(gdb_remove_bp(g, 0x12345), -EIO); /* gone with the first connection */
 
 	assert_int_equal(gdb_continue(g), 0);

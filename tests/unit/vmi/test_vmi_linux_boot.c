@@ -207,13 +207,13 @@ static void test_calls_fentry(void **state)
 
 	(void)state;
 	put_call(b, TEXT, TEXT + 0x3c0);
-	assert_true(vmi_linux_calls_fentry(b, TEXT, TEXT + 0x3c0));
-	assert_false(vmi_linux_calls_fentry(b, TEXT + 1, TEXT + 0x3c0));
-	assert_false(vmi_linux_calls_fentry(b, TEXT, TEXT + 0x3c1));
+	assert_true(vmi_linux_calls_fentry(arch_default(), b, TEXT, TEXT + 0x3c0));
+	assert_false(vmi_linux_calls_fentry(arch_default(), b, TEXT + 1, TEXT + 0x3c0));
+	assert_false(vmi_linux_calls_fentry(arch_default(), b, TEXT, TEXT + 0x3c1));
 	b[0] = 0xe9; /* a jmp is not the call */
-	assert_false(vmi_linux_calls_fentry(b, TEXT, TEXT + 0x3c0));
+	assert_false(vmi_linux_calls_fentry(arch_default(), b, TEXT, TEXT + 0x3c0));
 	put_call(b, INIT, TEXT); /* backwards, 32 MiB */
-	assert_true(vmi_linux_calls_fentry(b, INIT, TEXT));
+	assert_true(vmi_linux_calls_fentry(arch_default(), b, INIT, TEXT));
 }
 
 /* system_state: BOOTING 0 and SCHEDULING 1 keep .init.text; FREEING_INITMEM 2 and anything later,

@@ -316,7 +316,8 @@ static void test_site_entry(void **state)
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		uint64_t site = 0;
 
-		assert_int_equal(vmi_site_entry(c[i].b, 0xffffffff81234560ull, &site), c[i].ok);
+		assert_int_equal(
+		    vmi_site_entry(arch_default(), c[i].b, 0xffffffff81234560ull, &site), c[i].ok);
 		if (c[i].ok)
 			assert_int_equal(site, 0xffffffff81234560ull + c[i].off);
 		else
@@ -336,17 +337,17 @@ static void test_site_check(void **state)
 	char err[128] = "untouched";
 
 	(void)state;
-	assert_int_equal(vmi_site_check(&site, nop, err, sizeof(err)), 0);
-	assert_int_equal(vmi_site_check(&site, k8, err, sizeof(err)), 0);
+	assert_int_equal(vmi_site_check(arch_default(), &site, nop, err, sizeof(err)), 0);
+	assert_int_equal(vmi_site_check(arch_default(), &site, k8, err, sizeof(err)), 0);
 	assert_string_equal(err, "untouched");
 
-	assert_int_equal(vmi_site_check(&site, call, err, sizeof(err)), -EILSEQ);
+	assert_int_equal(vmi_site_check(arch_default(), &site, call, err, sizeof(err)), -EILSEQ);
 	assert_string_equal(err,
 			    "do_work: site 0xffffffff81234560 holds e8 12 34 56 78, not a NOP5");
 
 	site.addr = 0x401000;
 	fn.name = "fib";
-	assert_int_equal(vmi_site_check(&site, int3, err, sizeof(err)), -EILSEQ);
+	assert_int_equal(vmi_site_check(arch_default(), &site, int3, err, sizeof(err)), -EILSEQ);
 	assert_string_equal(err, "fib: site 0x401000 holds cc 1f 44 00 00, not a NOP5");
 }
 
@@ -681,7 +682,8 @@ static void test_elf_test_guest(void **state)
 		const uint8_t *b = vmi_elf_bytes_at(&img, sites.v[i].addr, X86_NOP5_LEN);
 
 		assert_non_null(b);
-		assert_int_equal(vmi_site_check(&sites.v[i], b, err, sizeof(err)), 0);
+		assert_int_equal(vmi_site_check(arch_default(), &sites.v[i], b, err, sizeof(err)),
+				 0);
 	}
 	/* nothing is mapped at 0 */
 	assert_null(vmi_elf_bytes_at(&img, 0, 1));

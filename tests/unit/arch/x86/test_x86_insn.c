@@ -1,12 +1,14 @@
-/* arch/x86/x86_insn.h: NOP5 recognition and byte formatting. */
+/* arch/x86/x86_insn.h: NOP5 recognition, rel32 branches, entry pads, and byte formatting. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "arch/arch.h"
 #include "arch/x86/x86_insn.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* ---- x86_is_nop5 ---------------------------------------------------------------------------- */
@@ -49,7 +51,7 @@ static void test_nop5_rejects(void **state)
 		assert_false(x86_is_nop5(others[i]));
 }
 
-/* ---- x86_format_bytes ----------------------------------------------------------------------- */
+/* ---- arch_format_bytes ----------------------------------------------------------------------- */
 
 /* Lower-case hex pairs separated by single spaces; writes exactly 3*n bytes (incl. the NUL). */
 static void test_format_bytes(void **state)
@@ -60,13 +62,13 @@ static void test_format_bytes(void **state)
 
 	(void)state;
 	memset(buf, 'X', sizeof(buf));
-	assert_ptr_equal(x86_format_bytes(nop, 5, buf), buf);
+	assert_ptr_equal(arch_format_bytes(nop, 5, buf), buf);
 	assert_string_equal(buf, "0f 1f 44 00 00");
 	assert_int_equal(buf[15], 'X'); /* nothing written past 3*n */
 
-	assert_string_equal(x86_format_bytes(call, 5, buf), "e8 ab cd ef ff");
-	assert_string_equal(x86_format_bytes(call, 1, buf), "e8");
-	assert_string_equal(x86_format_bytes(call, 0, buf), "");
+	assert_string_equal(arch_format_bytes(call, 5, buf), "e8 ab cd ef ff");
+	assert_string_equal(arch_format_bytes(call, 1, buf), "e8");
+	assert_string_equal(arch_format_bytes(call, 0, buf), "");
 }
 
 /* ---- x86_call_precedes ---------------------------------------------------------------------- */
@@ -111,6 +113,49 @@ static void test_call_precedes_rejects(void **state)
 	assert_false(precedes((const uint8_t[]){0xff, 0x14}, 2));
 }
 
+/* ---- x86_encode_rel32, x86_direct_branch, x86_entry_pad_len --------------------------------- */
+
+/* CALL and JMP rel32 encode and decode back to their target, backwards and forwards; a target
+ * beyond +-2 GiB is refused. */
+static void test_rel32(void **state)
+{
+	const uint64_t at = 0xffffffff81000000ull;
+	const uint64_t to[] = {at + 5, at + 0x1234, at - 0x40, at + 0x7fffffffull + 5};
+	uint8_t b[5];
+	uint64_t got;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(to) / sizeof(to[0]); i++) {
+		assert_int_equal(x86_encode_rel32(at, to[i], true, b), 0);
+		assert_int_equal(b[0], X86_CALL_REL32);
+		assert_int_equal(x86_direct_branch(b, 5, at, false, &got), 5);
+		assert_int_equal(got, to[i]);
+		assert_int_equal(x86_encode_rel32(at, to[i], false, b), 0);
+		assert_int_equal(b[0], X86_JMP_REL32);
+		assert_int_equal(x86_direct_branch(b, 5, at, false, &got),
+				 0); /* a jump, not a call */
+		assert_int_equal(x86_direct_branch(b, 5, at, true, &got), 5);
+		assert_int_equal(got, to[i]);
+	}
+	assert_int_equal(x86_encode_rel32(at, at + 0x80000000ull + 5, true, b), -ERANGE);
+	assert_int_equal(x86_direct_branch(b, 4, at, true, &got), 0); /* cut short */
+}
+
+/* ENDBR64 and the two NOPs Linux seals it into are a 4-byte pad; anything else is none. */
+static void test_entry_pad(void **state)
+{
+	static const uint8_t endbr[] = {0xf3, 0x0f, 0x1e, 0xfa},
+			     sealed[] = {0x66, 0x0f, 0x1f, 0x00},
+			     sealed73[] = {0x0f, 0x1f, 0x40, 0xd6},
+			     nop5[] = {0x0f, 0x1f, 0x44, 0x00};
+
+	(void)state;
+	assert_int_equal(x86_entry_pad_len(endbr), 4);
+	assert_int_equal(x86_entry_pad_len(sealed), 4);
+	assert_int_equal(x86_entry_pad_len(sealed73), 4);
+	assert_int_equal(x86_entry_pad_len(nop5), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -119,6 +164,8 @@ int main(void)
 	    cmocka_unit_test(test_format_bytes),
 	    cmocka_unit_test(test_call_precedes_forms),
 	    cmocka_unit_test(test_call_precedes_rejects),
+	    cmocka_unit_test(test_rel32),
+	    cmocka_unit_test(test_entry_pad),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,7 +18,7 @@
 
 #define ENDBR 0xf3, 0x0f, 0x1e, 0xfa
 
-static struct x86_reloc_plan plan;
+static struct arch_reloc_plan plan;
 static char why[256];
 
 static int plan_of(const uint8_t *code, size_t len, size_t need)
@@ -88,7 +88,7 @@ static void round_trip(const uint8_t *code, const uint8_t *out, size_t out_len, 
 	bool ot, nt;
 
 	for (size_t i = 0; i < plan.nr; i++) {
-		const struct x86_reloc_insn *ri = &plan.insn[i];
+		const struct arch_reloc_insn *ri = &plan.insn[i];
 		uint64_t orig = decode_at(code + ri->off, ri->len, CODE + ri->off, &oi, oops, &ot);
 		uint64_t now;
 
@@ -117,7 +117,7 @@ static void round_trip(const uint8_t *code, const uint8_t *out, size_t out_len, 
 	}
 	assert_int_equal(o + 5, out_len);
 	assert_int_equal(decode_at(out + o, 5, dest + o, &ni, nops, &nt),
-			 CODE + plan.endbr_len + plan.len);
+			 CODE + plan.pad_len + plan.len);
 	assert_int_equal(ni.mnemonic, ZYDIS_MNEMONIC_JMP);
 }
 
@@ -151,7 +151,7 @@ static void test_frame_prologue(void **state)
 
 	(void)state;
 	PLAN_OK(0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xcc);
-	assert_int_equal(plan.endbr_len, 0);
+	assert_int_equal(plan.pad_len, 0);
 	assert_int_equal(plan.len, 8);
 	assert_int_equal(plan.nr, 3);
 	check_insn(0, 0, 1, X86_RELOC_COPY);
@@ -170,7 +170,7 @@ static void test_endbr_prologue(void **state)
 
 	(void)state;
 	PLAN_OK(ENDBR, 0x55, 0x48, 0x89, 0xe5, 0x41, 0x57);
-	assert_int_equal(plan.endbr_len, 4);
+	assert_int_equal(plan.pad_len, 4);
 	assert_int_equal(plan.len, 6);
 	check_insn(0, 4, 1, X86_RELOC_COPY);
 	check_insn(2, 8, 2, X86_RELOC_COPY);

@@ -13,7 +13,7 @@
 
 #define CODE 0xffffffff81000000ull
 
-static struct x86_reloc_plan plan;
+static struct arch_reloc_plan plan;
 static char why[256];
 
 static void plan5(const uint8_t *code, size_t len)

@@ -65,8 +65,8 @@ static void world_free(struct world *w)
 
 static long add(struct world *w, const char *no_entry)
 {
-	return entry_sites_add(&w->s, &w->sites, &w->funcs, read_text, NULL, no_entry, w->reserved, false,
-			       w->err, sizeof(w->err));
+	return entry_sites_add(arch_default(), &w->s, &w->sites, &w->funcs, read_text, NULL,
+			       no_entry, w->reserved, false, w->err, sizeof(w->err));
 }
 
 /* Names given exactly (-l, -e, -r, -g) get entry sites, after an ENDBR64 or a sealed one; a glob
@@ -166,8 +166,8 @@ static void test_refusals(void **state)
 
 static long build_inside(struct world *w, struct inside_sites *in, const char *no_entry)
 {
-	return inside_sites_build(&w->s, &w->sites, &w->funcs, read_text, NULL, no_entry, in, w->err,
-				  sizeof(w->err));
+	return inside_sites_build(arch_default(), &w->s, &w->sites, &w->funcs, read_text, NULL,
+				  no_entry, in, w->err, sizeof(w->err));
 }
 
 /* -e func+OFFSET: a site of its own ("b+0x5", inside) at an instruction's start inside the

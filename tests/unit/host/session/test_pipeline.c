@@ -137,7 +137,10 @@ static struct pipeline_guest guest(struct fixture *x)
 /* vCPU 0 stops at @addr, as the target reports a breakpoint hit; what the tracer says. */
 static int hit(struct fixture *x, uint64_t addr)
 {
-	struct x86_regs regs = {.rip = addr, .rsp = STACK + 0x800};
+	struct arch_regs regs = {0};
+
+	arch_regs_set_ip(arch_default(), &regs, addr);
+	arch_regs_set_sp(arch_default(), &regs, STACK + 0x800);
 
 	assert_non_null(x->hit);
 	return x->hit(x->hit_ctx, 0, addr, &regs);

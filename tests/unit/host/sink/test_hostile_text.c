@@ -133,7 +133,7 @@ static void test_string_args_escaped(void **state)
 {
 	static uint8_t mem[0x1000];
 	struct fake_mem fake;
-	struct x86_regs regs = {.rdi = 0x10000, .rsi = 0x10100};
+	struct arch_regs regs = {.r[X86_RDI] = 0x10000, .r[X86_RSI] = 0x10100};
 	struct hvt_record r = rec(HVT_REC_EVENT, "worker1", 0, 0);
 	struct fe_spec spec;
 	uint8_t payload[1024];
@@ -147,7 +147,7 @@ static void test_string_args_escaped(void **state)
 	memcpy(mem + 0x100, "\r\x07z\\\0yyy", 8);
 	assert_int_equal(fe_parse("f(string label, char[8] raw)", &spec, err, sizeof(err), &pos),
 			 0);
-	fe_capture(&spec, &regs, fake_mem_read, &fake, payload);
+	fe_capture(arch_default(), &spec, &regs, fake_mem_read, &fake, payload);
 	sink_event_format(line, sizeof(line), &r, &spec, payload, &syms);
 	assert_string_equal(line, "         worker1-66      [000]      1.234568: "
 				  "task_step->f(label=a\\nb\\x1b[2J, raw=\\r\\x07z\\\\)\n");

@@ -52,7 +52,7 @@ static int teardown(void **state)
 }
 
 /* Parses @spec, captures it for @regs, and checks the printed fields. */
-static void expect(const char *spec, const struct x86_regs *regs, const char *want)
+static void expect(const char *spec, const struct arch_regs *regs, const char *want)
 {
 	struct fe_spec s;
 	char err[128], out[1024];
@@ -62,15 +62,19 @@ static void expect(const char *spec, const struct x86_regs *regs, const char *wa
 	if (fe_parse(spec, &s, err, sizeof(err), &pos) < 0)
 		fail_msg("'%s': %s at %zu", spec, err, pos);
 	assert_true(fe_payload_size(&s) <= sizeof(payload));
-	fe_capture(&s, regs, fake_mem_read, &fake, payload);
+	fe_capture(arch_default(), &s, regs, fake_mem_read, &fake, payload);
 	fe_format(out, sizeof(out), &s, payload, &syms);
 	assert_string_equal(out, want);
 }
 
 static void test_scalar_types(void **state)
 {
-	struct x86_regs r = {.rdi = (uint64_t)-100, .rsi = 0xff, .rdx = 0x12345678,
-			     .rcx = 0xfffffffffffffffeull, .r8 = 7, .r9 = 0x8000};
+	struct arch_regs r = {.r[X86_RDI] = (uint64_t)-100,
+			      .r[X86_RSI] = 0xff,
+			      .r[X86_RDX] = 0x12345678,
+			      .r[X86_RCX] = 0xfffffffffffffffeull,
+			      .r[X86_R8] = 7,
+			      .r[X86_R9] = 0x8000};
 
 	(void)state;
 	expect("f(int dfd)", &r, "dfd=-100");
@@ -86,7 +90,8 @@ static void test_scalar_types(void **state)
 
 static void test_symbol(void **state)
 {
-	struct x86_regs r = {.rdi = 0xffffffff81000123ull, .rsi = 0, .rdx = 0x42};
+	struct arch_regs r = {
+	    .r[X86_RDI] = 0xffffffff81000123ull, .r[X86_RSI] = 0, .r[X86_RDX] = 0x42};
 
 	(void)state;
 	expect("f(symbol ip, symbol none, symbol odd)", &r,
@@ -95,7 +100,8 @@ static void test_symbol(void **state)
 
 static void test_strings(void **state)
 {
-	struct x86_regs r = {.rdi = BASE + 0x100, .rsi = BASE + 0x600, .rdx = 0x42};
+	struct arch_regs r = {
+	    .r[X86_RDI] = BASE + 0x100, .r[X86_RSI] = BASE + 0x600, .r[X86_RDX] = 0x42};
 
 	(void)state;
 	expect("do_sys_openat2(string filename)", &r, "filename=/etc/motd");
@@ -106,7 +112,7 @@ static void test_strings(void **state)
 
 static void test_arrays_and_index(void **state)
 {
-	struct x86_regs r = {.rdi = BASE + 0x200, .rsi = BASE + 0x500};
+	struct arch_regs r = {.r[X86_RDI] = BASE + 0x200, .r[X86_RSI] = BASE + 0x500};
 
 	(void)state;
 	expect("f(x8[6] mac)", &r, "mac=1,2,a,ff,10,20");
@@ -118,7 +124,8 @@ static void test_arrays_and_index(void **state)
 
 static void test_chains(void **state)
 {
-	struct x86_regs r = {.rdi = BASE + 0x300, .rsi = BASE + 0x700, .rdx = BASE + 0x100};
+	struct arch_regs r = {
+	    .r[X86_RDI] = BASE + 0x300, .r[X86_RSI] = BASE + 0x700, .r[X86_RDX] = BASE + 0x100};
 
 	(void)state;
 	/* skb->dev->perm_addr */
@@ -135,7 +142,7 @@ static void test_chains(void **state)
 /* Arguments past the sixth come from the stack, above the return address. */
 static void test_stack_args(void **state)
 {
-	struct x86_regs r = {.rsp = BASE + 0x900};
+	struct arch_regs r = {.r[X86_RSP] = BASE + 0x900};
 
 	(void)state;
 	memcpy(mem + 0x900 + 8, &(uint64_t){77}, 8);
@@ -158,7 +165,8 @@ static void expect_error(const char *spec, size_t want_pos, const char *want)
  * no argument position; address steps may follow. */
 static void test_size_t_and_direct(void **state)
 {
-	struct x86_regs r = {.rdi = 5, .rsi = (uint64_t)-1, .rdx = BASE + 0x100};
+	struct arch_regs r = {
+	    .r[X86_RDI] = 5, .r[X86_RSI] = (uint64_t)-1, .r[X86_RDX] = BASE + 0x100};
 	struct fe_spec s;
 	char err[128];
 	size_t pos;
@@ -190,7 +198,7 @@ static void test_size_t_and_direct(void **state)
 /* Chained specs (several -e of one function): one payload, each spec's part after the previous. */
 static void test_chain(void **state)
 {
-	struct x86_regs r = {.rdi = 7, .rsi = BASE + 0x100};
+	struct arch_regs r = {.r[X86_RDI] = 7, .r[X86_RSI] = BASE + 0x100};
 	struct fe_spec a, b, c;
 	char err[128], out[256];
 	size_t pos;
@@ -207,7 +215,7 @@ static void test_chain(void **state)
 	b.next = &c;
 	assert_int_equal(fe_payload_size(&a), 9 + 1 + FE_MAX_STRING + 9);
 	assert_false(fe_registers_only(&a));
-	fe_capture(&a, &r, fake_mem_read, &fake, payload);
+	fe_capture(arch_default(), &a, &r, fake_mem_read, &fake, payload);
 	fe_format(out, sizeof(out), &a, payload, &syms);
 	assert_string_equal(out, "x=7");
 	fe_format(out, sizeof(out), &b, payload + 9, &syms);
@@ -220,8 +228,12 @@ static void test_chain(void **state)
  * registers and addresses only there, never an argument by position or by name. */
 static void test_inside_and_registers(void **state)
 {
-	struct x86_regs r = {.rax = BASE + 0x100, .rbx = 3, .rdi = 5, .r15 = BASE + 0x700,
-			     .rip = 0xffffffff81000110ull, .rflags = 0x246};
+	struct arch_regs r = {.r[X86_RAX] = BASE + 0x100,
+			      .r[X86_RBX] = 3,
+			      .r[X86_RDI] = 5,
+			      .r[X86_R15] = BASE + 0x700,
+			      .r[X86_RIP] = 0xffffffff81000110ull,
+			      .r[X86_RFLAGS] = 0x246};
 	struct fe_spec s;
 	char err[128], label[64];
 	size_t pos;
@@ -231,7 +243,7 @@ static void test_inside_and_registers(void **state)
 	assert_int_equal(s.offset, 16);
 	assert_string_equal(s.func, "vfs_read");
 	assert_string_equal(fe_label(&s, label, sizeof(label)), "vfs_read+0x10");
-	assert_int_equal(s.fields[0].reg, 6); /* rdi: the sixth of struct x86_regs */
+	assert_int_equal(s.fields[0].reg, 6); /* rdi: the sixth of struct arch_regs */
 	assert_int_equal(s.nr_args, 0);
 	assert_true(fe_registers_only(&s)); /* a stub saves the six argument registers */
 	assert_false(fe_return_register_only(&s));

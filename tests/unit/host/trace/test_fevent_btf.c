@@ -200,8 +200,7 @@ static void test_members(void **state)
 	vmi_btf_free(b);
 }
 
-/* ---- hostile BTF ------------------------------------------------------------------------------
- */
+/* ---- hostile BTF ----------------------------------------------------------------------------- */
 
 static struct vmi_btf *load(struct btf *btf, char *err, size_t errlen)
 {
@@ -328,8 +327,7 @@ static void test_raw_hostile(void **state)
 	btf__free(btf);
 }
 
-/* ---- specs typed from BTF ---------------------------------------------------------------------
- */
+/* ---- specs typed from BTF -------------------------------------------------------------------- */
 
 static int setup(void **state)
 {
@@ -345,7 +343,7 @@ static int setup(void **state)
 /* Parses @text (an -r spec when @is_return), resolves it against @b and returns the status, with
  * the error in @err or the printed fields for @regs in @out. */
 static int resolve(const char *text, bool is_return, const struct vmi_btf *b,
-		   const struct x86_regs *regs, char *out, size_t len)
+		   const struct arch_regs *regs, char *out, size_t len)
 {
 	struct fe_spec s;
 	uint8_t payload[4096];
@@ -359,7 +357,7 @@ static int resolve(const char *text, bool is_return, const struct vmi_btf *b,
 	if (ret < 0)
 		return ret;
 	assert_true(fe_payload_size(&s) <= sizeof(payload));
-	fe_capture(&s, regs, fake_mem_read, &fake, payload);
+	fe_capture(arch_default(), &s, regs, fake_mem_read, &fake, payload);
 	fe_format(out, len, &s, payload, NULL);
 	return 0;
 }
@@ -416,10 +414,14 @@ static void test_parse_forms(void **state)
 static void test_events_typed(void **state)
 {
 	struct vmi_btf *b = kernel_btf();
-	struct x86_regs r = {
-	    .rdi = (uint64_t)-100, .rsi = BASE + 0x100, .rdx = 0xffff888000001000ull, .rcx = 0x1};
-	struct x86_regs rr = {
-	    .rdi = 0xffff888000002000ull, .rsi = BASE + 0x200, .rdx = 64, .rcx = BASE + 0xff8};
+	struct arch_regs r = {.r[X86_RDI] = (uint64_t)-100,
+			      .r[X86_RSI] = BASE + 0x100,
+			      .r[X86_RDX] = 0xffff888000001000ull,
+			      .r[X86_RCX] = 0x1};
+	struct arch_regs rr = {.r[X86_RDI] = 0xffff888000002000ull,
+			       .r[X86_RSI] = BASE + 0x200,
+			       .r[X86_RDX] = 64,
+			       .r[X86_RCX] = BASE + 0xff8};
 	char out[512];
 
 	(void)state;
@@ -437,19 +439,19 @@ static void test_events_typed(void **state)
 				 sizeof(out)),
 			 0);
 	assert_string_equal(out, "d=0xffffff9c f=\"/etc/motd\" how=0xffff888000001000 c=(fault)");
-	r.rcx = BASE + 0x100;
+	r.r[X86_RCX] = BASE + 0x100;
 	assert_int_equal(resolve("do_sys_openat2(NULL, NULL, NULL, u8[2] c, dfd)", false, b, &r,
 				 out, sizeof(out)),
 			 0);
 	assert_string_equal(out, "c={47,101} dfd=-100");
 	/* an unreadable string */
-	r.rsi = 0x42;
+	r.r[X86_RSI] = 0x42;
 	assert_int_equal(resolve("do_sys_openat2(filename)", false, b, &r, out, sizeof(out)), 0);
 	assert_string_equal(out, "filename=(fault)");
-	r.rdi = 1;
-	r.rsi = (uint64_t)-1;
-	r.rdx = BASE + 0x100;
-	r.rcx = BASE + 0x200;
+	r.r[X86_RDI] = 1;
+	r.r[X86_RSI] = (uint64_t)-1;
+	r.r[X86_RDX] = BASE + 0x100;
+	r.r[X86_RCX] = BASE + 0x200;
 	assert_int_equal(resolve("kinds(*)", false, b, &r, out, sizeof(out)), 0);
 	assert_string_equal(out, "b=1 t=-1 u=\"/etc/motd\" s=\"say \\\"hi\\\"\\n\"");
 	vmi_btf_free(b);
@@ -458,7 +460,7 @@ static void test_events_typed(void **state)
 static void test_events_refused(void **state)
 {
 	struct vmi_btf *b = kernel_btf();
-	struct x86_regs r = {0};
+	struct arch_regs r = {0};
 	char out[512];
 
 	(void)state;
@@ -496,7 +498,8 @@ static void test_events_refused(void **state)
 static void test_members_by_name(void **state)
 {
 	struct vmi_btf *b = kernel_btf();
-	struct x86_regs r = {.rdi = BASE + 0x300, .rsi = BASE + 0x100, .rdx = 3};
+	struct arch_regs r = {
+	    .r[X86_RDI] = BASE + 0x300, .r[X86_RSI] = BASE + 0x100, .r[X86_RDX] = 3};
 	char out[512];
 
 	(void)state;
@@ -547,7 +550,7 @@ static void test_members_by_name(void **state)
 static void test_returns(void **state)
 {
 	struct vmi_btf *b = kernel_btf();
-	struct x86_regs r = {.rdi = (uint64_t)-2};
+	struct arch_regs r = {.r[X86_RDI] = (uint64_t)-2};
 	char out[512];
 
 	(void)state;

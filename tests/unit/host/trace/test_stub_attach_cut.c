@@ -111,11 +111,11 @@ static void resume_ok(struct target *t)
 }
 
 /* Every vCPU is elsewhere: none inside the stub. */
-static int get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+static int get_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
 {
 	(void)t, (void)cpu;
 	memset(regs, 0, sizeof(*regs));
-	regs->rip = TEXT + TEXT_LEN - 1;
+	regs->r[X86_RIP] = TEXT + TEXT_LEN - 1;
 	return 0;
 }
 
@@ -201,7 +201,7 @@ static void cut_and_detach(unsigned cut_at, enum cut how)
 	assert_false(x.mapped);
 	assert_int_equal(x.calls_at_unmap, 0);
 	assert_int_equal(x.tr->text_rewritten, 0);
-	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, tracer_probes(x.tr), 0, &d),
+	assert_int_equal(text_verify_end(&v, arch_default(), fake_mem_read, &x.f.mem, tracer_probes(x.tr), 0, &d),
 			 0);
 	assert_int_equal(d.ours, 0);
 	assert_int_equal(d.kernel, 0);

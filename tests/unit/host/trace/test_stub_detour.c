@@ -103,11 +103,11 @@ static void resume_ok(struct target *t)
 	(void)t;
 }
 
-static int get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+static int get_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
 {
 	(void)cpu;
 	memset(regs, 0, sizeof(*regs));
-	regs->rip = fx(t)->rip;
+	regs->r[X86_RIP] = fx(t)->rip;
 	return 0;
 }
 
@@ -220,7 +220,7 @@ static void fixture_init_sp(struct fixture *x, uint64_t sp)
 	}
 	assert_int_equal(tracer_new(&x->tr, &x->f.t, x->sel, NR_FUNCS, &task, &opts), 0);
 	for (unsigned i = 0; i < NR_FUNCS; i++) {
-		struct x86_reloc_plan plan;
+		struct arch_reloc_plan plan;
 		char why[200];
 		const struct probe *p = &tracer_probes(x->tr)->v[i];
 
@@ -316,7 +316,7 @@ static void test_detour_bytes(void **state)
 	}
 	assert_int_equal(tracer_detach(x.tr), 0);
 	assert_false(x.mapped);
-	assert_int_equal(text_verify_end(&v, fake_mem_read, &x.f.mem, tracer_probes(x.tr), 0, &d),
+	assert_int_equal(text_verify_end(&v, arch_default(), fake_mem_read, &x.f.mem, tracer_probes(x.tr), 0, &d),
 			 0);
 	assert_int_equal(d.ours, 0);
 	assert_int_equal(d.kernel, 0);

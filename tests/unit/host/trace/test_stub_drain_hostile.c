@@ -67,7 +67,7 @@ static int clock_1ghz(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *k
  * next @regs_unreadable runs (-1: for good). */
 static int regs_unreadable;
 
-static int vcpu_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+static int vcpu_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
 {
 	(void)t, (void)cpu;
 	if (regs_unreadable)

@@ -34,7 +34,7 @@
 struct fixture {
 	struct fake_target f;
 	uint8_t text[0x100], stack[0x4000];
-	struct x86_regs regs[1]; /* what the vCPU has, as the target would report it */
+	struct arch_regs regs[1]; /* what the vCPU has, as the target would report it */
 	uint64_t fail_remove_at; /* remove_bp there fails (a peer that refuses the restore) */
 	struct vmi_symtab syms;
 	struct vmi_sites sites;
@@ -66,13 +66,13 @@ static void resume_ok(struct target *t)
 	(void)t;
 }
 
-static int get_regs(struct target *t, unsigned cpu, struct x86_regs *regs)
+static int get_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
 {
 	*regs = fx(t)->regs[cpu];
 	return 0;
 }
 
-static int set_regs(struct target *t, unsigned cpu, const struct x86_regs *regs)
+static int set_regs(struct target *t, unsigned cpu, const struct arch_regs *regs)
 {
 	fx(t)->regs[cpu] = *regs;
 	return 0;
@@ -163,9 +163,9 @@ static uint64_t slot_value(struct fixture *x)
 
 /* Attached; func_a is called (return address CALLER at SLOT) and hooked; then it returns into the
  * trampoline, whose hit leaves in *@at_return the registers the vCPU is to resume with. */
-static void call_and_return(struct fixture *x, struct x86_regs *at_return)
+static void call_and_return(struct fixture *x, struct arch_regs *at_return)
 {
-	struct x86_regs r = {.rip = SITE_A, .rsp = SLOT};
+	struct arch_regs r = {.r[X86_RIP] = SITE_A, .r[X86_RSP] = SLOT};
 	uint64_t ret = CALLER;
 
 	fixture_init(x);
@@ -173,14 +173,14 @@ static void call_and_return(struct fixture *x, struct x86_regs *at_return)
 	memcpy(x->stack + (SLOT - STACK), &ret, 8);
 	x->regs[0] = r;
 	assert_int_equal(tracer_hit(x->tr, 0, SITE_A, &x->regs[0]), 0);
-	assert_int_equal(x->regs[0].rip, SITE_A + X86_NOP5_LEN);
+	assert_int_equal(x->regs[0].r[X86_RIP], SITE_A + X86_NOP5_LEN);
 	assert_int_equal(slot_value(x), TRAMP);
 	/* its RET: RIP on the trampoline, the slot popped */
-	x->regs[0].rip = TRAMP;
-	x->regs[0].rsp = SLOT + 8;
+	x->regs[0].r[X86_RIP] = TRAMP;
+	x->regs[0].r[X86_RSP] = SLOT + 8;
 	*at_return = x->regs[0];
 	assert_int_equal(tracer_hit(x->tr, 0, TRAMP, at_return), 0);
-	assert_int_equal(at_return->rip, CALLER);
+	assert_int_equal(at_return->r[X86_RIP], CALLER);
 }
 
 /* hvtrace is killed after the return's shadow entry was popped and before the new RIP reached the
@@ -189,15 +189,15 @@ static void call_and_return(struct fixture *x, struct x86_regs *at_return)
 static void test_takeover_mid_return(void **state)
 {
 	struct fixture x;
-	struct x86_regs at_return;
+	struct arch_regs at_return;
 
 	(void)state;
 	call_and_return(&x, &at_return);
-	/* never written back: x.regs[0].rip is still the trampoline */
-	assert_int_equal(x.regs[0].rip, TRAMP);
+	/* never written back: x.regs[0].r[X86_RIP] is still the trampoline */
+	assert_int_equal(x.regs[0].r[X86_RIP], TRAMP);
 	assert_int_equal(tracer_takeover_detach(x.tr), 0);
-	assert_int_equal(x.regs[0].rip, CALLER);
-	assert_int_equal(x.regs[0].rsp, SLOT + 8);
+	assert_int_equal(x.regs[0].r[X86_RIP], CALLER);
+	assert_int_equal(x.regs[0].r[X86_RSP], SLOT + 8);
 	assert_int_equal(x.tr->restored_slots, 1);
 	assert_memory_equal(x.text + (SITE_A - TEXT), NOP5, 5);
 	assert_int_equal(x.text[TRAMP - TEXT], 0xc3);
@@ -208,13 +208,13 @@ static void test_takeover_mid_return(void **state)
 static void test_detach_after_return(void **state)
 {
 	struct fixture x;
-	struct x86_regs at_return;
+	struct arch_regs at_return;
 
 	(void)state;
 	call_and_return(&x, &at_return);
 	x.regs[0] = at_return;
 	assert_int_equal(tracer_detach(x.tr), 0);
-	assert_int_equal(x.regs[0].rip, CALLER);
+	assert_int_equal(x.regs[0].r[X86_RIP], CALLER);
 	assert_int_equal(x.tr->restored_slots, 0);
 	fixture_free(&x);
 }
@@ -233,12 +233,12 @@ static uint64_t return_interrupted(struct fixture *x, uint64_t slot, uint64_t fr
 	fixture_init(x);
 	attach(x);
 	memcpy(x->stack + (slot - STACK), &ret, 8);
-	x->regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = slot};
+	x->regs[0] = (struct arch_regs){.r[X86_RIP] = SITE_A, .r[X86_RSP] = slot};
 	assert_int_equal(tracer_hit(x->tr, 0, SITE_A, &x->regs[0]), 0);
 	memcpy(&ret, x->stack + (slot - STACK), 8);
 	assert_int_equal(ret, TRAMP);
 	memcpy(x->stack + (frame - STACK), hw, sizeof(hw));
-	x->regs[0] = (struct x86_regs){.rip = TEXT + 0x80, .rsp = STACK + 0x1000};
+	x->regs[0] = (struct arch_regs){.r[X86_RIP] = TEXT + 0x80, .r[X86_RSP] = STACK + 0x1000};
 	return frame;
 }
 
@@ -267,7 +267,7 @@ static void test_detach_interrupted_return(void **state)
 		assert_int_equal(tracer_detach(x.tr), 0);
 		assert_int_equal(stack_word(&x, frame), CALLER);
 		assert_int_equal(stack_word(&x, frame + 24), slots[i] + 8);
-		assert_int_equal(x.regs[0].rip, TEXT + 0x80);
+		assert_int_equal(x.regs[0].r[X86_RIP], TEXT + 0x80);
 		assert_int_equal(x.tr->restored_slots, 1);
 		assert_int_equal(x.tr->interrupted_returns, 1);
 		assert_memory_equal(x.text + (SITE_A - TEXT), NOP5, 5);
@@ -309,13 +309,13 @@ static void test_detach_stale_interrupted_frame(void **state)
 		fixture_init(&x);
 		attach(&x);
 		memcpy(x.stack + (frame - STACK), hw, sizeof(hw));
-		x.regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = slots[i]};
+		x.regs[0] = (struct arch_regs){.r[X86_RIP] = SITE_A, .r[X86_RSP] = slots[i]};
 		memcpy(x.stack + (slots[i] - STACK), &(uint64_t){CALLER}, 8);
 		assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0]), 0);
 		assert_int_equal(stack_word(&x, slots[i]), TRAMP);
 		assert_int_equal(tracer_detach(x.tr), 0);
 		assert_int_equal(stack_word(&x, slots[i]), CALLER);
-		assert_int_equal(x.regs[0].rip, SITE_A + 5);
+		assert_int_equal(x.regs[0].r[X86_RIP], SITE_A + 5);
 		assert_int_equal(x.tr->restored_slots, 1);
 		fixture_free(&x);
 	}
@@ -332,7 +332,8 @@ static void verify_init(struct fixture *x, struct text_verify *v)
 static void verify_now(struct fixture *x, const struct text_verify *v, struct text_verdict *d)
 {
 	assert_int_equal(
-	    text_verify_end(v, fake_mem_read, &x->f.mem, tracer_probes(x->tr), TRAMP, d), 0);
+	    text_verify_end(v, arch_default(), fake_mem_read, &x->f.mem, tracer_probes(x->tr), TRAMP, d),
+	    0);
 	assert_int_equal(d->len, 0x100);
 }
 
@@ -447,7 +448,7 @@ static void test_task_read_once_per_hit(void **state)
 	static const struct trigger snap = {.func = "func_a", .cmd = TRIG_SNAPSHOT, .count = -1};
 	struct tracer_opts opts = {.returns = true, .hook_all = true, .ring_records = 64};
 	struct vmi_task_layout task = {.valid = true, .pid_off = 0, .comm_off = 8};
-	struct x86_regs r = {.rip = SITE_A, .rsp = SLOT};
+	struct arch_regs r = {.r[X86_RIP] = SITE_A, .r[X86_RSP] = SLOT};
 	uint64_t ret = CALLER, cur = TASK;
 	int32_t pid = 42;
 	const struct hvt_record *rec;
@@ -522,7 +523,7 @@ static void event_outside_graph(unsigned max_depth)
 				   .max_depth = max_depth,
 				   .ring_records = 64};
 	struct vmi_task_layout task = {.unknown = true};
-	struct x86_regs r = {.rip = SITE_B, .rsp = SLOT, .rdi = 7};
+	struct arch_regs r = {.r[X86_RIP] = SITE_B, .r[X86_RSP] = SLOT, .r[X86_RDI] = 7};
 	uint64_t ret = CALLER, slot_a = SLOT + 0x40;
 	uint8_t types[8], depths[8];
 	struct fe_spec spec;
@@ -552,7 +553,7 @@ static void event_outside_graph(unsigned max_depth)
 
 	/* func_a (the root, hooked at slot_a), then func_b under it */
 	memcpy(x.stack + (slot_a - STACK), &ret, 8);
-	x.regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = slot_a};
+	x.regs[0] = (struct arch_regs){.r[X86_RIP] = SITE_A, .r[X86_RSP] = slot_a};
 	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0]), 0);
 	x.regs[0] = r;
 	assert_int_equal(tracer_hit(x.tr, 0, SITE_B, &x.regs[0]), 0);
@@ -590,14 +591,14 @@ static void test_entry_probe_in_place(void **state)
 	fixture_init_with(&x, true);
 	attach(&x);
 	memcpy(x.stack + (SLOT - STACK), &ret, 8);
-	x.regs[0] = (struct x86_regs){.rip = SITE_A, .rsp = SLOT};
+	x.regs[0] = (struct arch_regs){.r[X86_RIP] = SITE_A, .r[X86_RSP] = SLOT};
 	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0]), TARGET_BP_IN_PLACE);
-	assert_int_equal(x.regs[0].rip, SITE_A);
+	assert_int_equal(x.regs[0].r[X86_RIP], SITE_A);
 	assert_int_equal(slot_value(&x), CALLER);
 	/* func_b, an fentry site, is hooked as before */
-	x.regs[0] = (struct x86_regs){.rip = SITE_B, .rsp = SLOT};
+	x.regs[0] = (struct arch_regs){.r[X86_RIP] = SITE_B, .r[X86_RSP] = SLOT};
 	assert_int_equal(tracer_hit(x.tr, 0, SITE_B, &x.regs[0]), 0);
-	assert_int_equal(x.regs[0].rip, SITE_B + X86_NOP5_LEN);
+	assert_int_equal(x.regs[0].r[X86_RIP], SITE_B + X86_NOP5_LEN);
 	assert_int_equal(slot_value(&x), TRAMP);
 	fixture_free(&x);
 }

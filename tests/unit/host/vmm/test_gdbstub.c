@@ -252,24 +252,24 @@ static void test_decode_qemu_reset(void **state)
 
 	(void)state;
 	assert_int_equal(strlen(g_reset), 1216);
-	assert_int_equal(gdb_packet_decode_regs(g_reset, strlen(g_reset), &r), 0);
-	assert_int_equal(r.gp.rax, 0);
-	assert_int_equal(r.gp.rdx, 0x60fb1);
-	assert_int_equal(r.gp.rsp, 0);
-	assert_int_equal(r.gp.r15, 0);
-	assert_int_equal(r.gp.rip, 0xfff0);
-	assert_int_equal(r.gp.rflags, 2);
-	assert_int_equal(r.cs, 0xf000);
-	assert_int_equal(r.ss, 0);
-	assert_int_equal(r.gs, 0);
-	assert_int_equal(r.fs_base, 0);
-	assert_int_equal(r.k_gs_base, 0);
-	assert_int_equal(r.cr0, 0x60000010);
-	assert_int_equal(r.cr2, 0);
-	assert_int_equal(r.cr3, 0);
-	assert_int_equal(r.cr4, 0);
-	assert_int_equal(r.cr8, 0);
-	assert_int_equal(r.efer, 0);
+	assert_int_equal(gdb_packet_decode_regs(&x86_gdb_layout, g_reset, strlen(g_reset), &r), 0);
+	assert_int_equal(r.gp.r[X86_RAX], 0);
+	assert_int_equal(r.gp.r[X86_RDX], 0x60fb1);
+	assert_int_equal(r.gp.r[X86_RSP], 0);
+	assert_int_equal(r.gp.r[X86_R15], 0);
+	assert_int_equal(r.gp.r[X86_RIP], 0xfff0);
+	assert_int_equal(r.gp.r[X86_RFLAGS], 2);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CS)], 0xf000);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_SS)], 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_GS)], 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_FS_BASE)], 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_K_GS_BASE)], 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR0)], 0x60000010);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR2)], 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR3)], 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR4)], 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR8)], 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_EFER)], 0);
 }
 
 /* Little-endian hex of @v over @n bytes, appended at @p. */
@@ -316,45 +316,46 @@ static void test_decode_layout(void **state)
 
 	(void)state;
 	build_g(hex, "");
-	assert_int_equal(strlen(hex), 2 * GDB_G_DECODED_BYTES);
-	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex), &r), 0);
-	assert_int_equal(r.gp.rax, V8(0));
-	assert_int_equal(r.gp.rbx, V8(1));
-	assert_int_equal(r.gp.rcx, V8(2));
-	assert_int_equal(r.gp.rdx, V8(3));
-	assert_int_equal(r.gp.rsi, V8(4));
-	assert_int_equal(r.gp.rdi, V8(5));
-	assert_int_equal(r.gp.rbp, V8(6)); /* g has rbp before rsp; struct x86_regs the reverse */
-	assert_int_equal(r.gp.rsp, V8(7));
-	assert_int_equal(r.gp.r8, V8(8));
-	assert_int_equal(r.gp.r9, V8(9));
-	assert_int_equal(r.gp.r10, V8(10));
-	assert_int_equal(r.gp.r11, V8(11));
-	assert_int_equal(r.gp.r12, V8(12));
-	assert_int_equal(r.gp.r13, V8(13));
-	assert_int_equal(r.gp.r14, V8(14));
-	assert_int_equal(r.gp.r15, V8(15));
-	assert_int_equal(r.gp.rip, V8(16));
-	assert_int_equal(r.gp.rflags, V4(17));
-	assert_int_equal(r.cs, V4(18));
-	assert_int_equal(r.ss, V4(19));
-	assert_int_equal(r.ds, V4(20));
-	assert_int_equal(r.es, V4(21));
-	assert_int_equal(r.fs, V4(22));
-	assert_int_equal(r.gs, V4(23));
-	assert_int_equal(r.fs_base, V8(24));
-	assert_int_equal(r.gs_base, V8(25));
-	assert_int_equal(r.k_gs_base, V8(26));
-	assert_int_equal(r.cr0, V8(27));
-	assert_int_equal(r.cr2, V8(28));
-	assert_int_equal(r.cr3, V8(29));
-	assert_int_equal(r.cr4, V8(30));
-	assert_int_equal(r.cr8, V8(31));
-	assert_int_equal(r.efer, V8(32));
+	assert_int_equal(strlen(hex), 2 * X86_GDB_DECODED_BYTES);
+	assert_int_equal(gdb_packet_decode_regs(&x86_gdb_layout, hex, strlen(hex), &r), 0);
+	assert_int_equal(r.gp.r[X86_RAX], V8(0));
+	assert_int_equal(r.gp.r[X86_RBX], V8(1));
+	assert_int_equal(r.gp.r[X86_RCX], V8(2));
+	assert_int_equal(r.gp.r[X86_RDX], V8(3));
+	assert_int_equal(r.gp.r[X86_RSI], V8(4));
+	assert_int_equal(r.gp.r[X86_RDI], V8(5));
+	assert_int_equal(r.gp.r[X86_RBP],
+			 V8(6)); /* g has rbp before rsp; struct arch_regs the reverse */
+	assert_int_equal(r.gp.r[X86_RSP], V8(7));
+	assert_int_equal(r.gp.r[X86_R8], V8(8));
+	assert_int_equal(r.gp.r[X86_R9], V8(9));
+	assert_int_equal(r.gp.r[X86_R10], V8(10));
+	assert_int_equal(r.gp.r[X86_R11], V8(11));
+	assert_int_equal(r.gp.r[X86_R12], V8(12));
+	assert_int_equal(r.gp.r[X86_R13], V8(13));
+	assert_int_equal(r.gp.r[X86_R14], V8(14));
+	assert_int_equal(r.gp.r[X86_R15], V8(15));
+	assert_int_equal(r.gp.r[X86_RIP], V8(16));
+	assert_int_equal(r.gp.r[X86_RFLAGS], V4(17));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CS)], V4(18));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_SS)], V4(19));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_DS)], V4(20));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_ES)], V4(21));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_FS)], V4(22));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_GS)], V4(23));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_FS_BASE)], V8(24));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_GS_BASE)], V8(25));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_K_GS_BASE)], V8(26));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR0)], V8(27));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR2)], V8(28));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR3)], V8(29));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR4)], V8(30));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR8)], V8(31));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_EFER)], V8(32));
 	/* A real 0xffffffff81000000-style kernel address decodes to all 64 bits. */
-	memcpy(hex + hexoff(GDB_REG_RIP), "00000081ffffffff", 16);
-	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex), &r), 0);
-	assert_int_equal(r.gp.rip, 0xffffffff81000000ull);
+	memcpy(hex + hexoff(X86_GDB_RIP), "00000081ffffffff", 16);
+	assert_int_equal(gdb_packet_decode_regs(&x86_gdb_layout, hex, strlen(hex), &r), 0);
+	assert_int_equal(r.gp.r[X86_RIP], 0xffffffff81000000ull);
 }
 
 static void test_decode_errors(void **state)
@@ -364,32 +365,34 @@ static void test_decode_errors(void **state)
 
 	(void)state;
 	build_g(hex, "");
-	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex) - 2, &r), -EPROTO);
-	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex) - 1, &r), -EPROTO);
+	assert_int_equal(gdb_packet_decode_regs(&x86_gdb_layout, hex, strlen(hex) - 2, &r),
+			 -EPROTO);
+	assert_int_equal(gdb_packet_decode_regs(&x86_gdb_layout, hex, strlen(hex) - 1, &r),
+			 -EPROTO);
 	hex[10] = 'g';
-	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex), &r), -EPROTO);
+	assert_int_equal(gdb_packet_decode_regs(&x86_gdb_layout, hex, strlen(hex), &r), -EPROTO);
 	/* "xx" (unavailable) bytes read as zero. */
 	build_g(hex, "");
-	memcpy(hex + hexoff(GDB_REG_CR3), "xxxxxxxxxxxxxxxx", 16);
-	assert_int_equal(gdb_packet_decode_regs(hex, strlen(hex), &r), 0);
-	assert_int_equal(r.cr3, 0);
-	assert_int_equal(r.cr4, V8(30));
+	memcpy(hex + hexoff(X86_GDB_CR3), "xxxxxxxxxxxxxxxx", 16);
+	assert_int_equal(gdb_packet_decode_regs(&x86_gdb_layout, hex, strlen(hex), &r), 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR3)], 0);
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_CR4)], V8(30));
 }
 
 static void test_reg_size(void **state)
 {
 	(void)state;
-	assert_int_equal(gdb_packet_reg_size(GDB_REG_RAX), 8);
-	assert_int_equal(gdb_packet_reg_size(GDB_REG_RIP), 8);
-	assert_int_equal(gdb_packet_reg_size(GDB_REG_EFLAGS), 4);
-	assert_int_equal(gdb_packet_reg_size(GDB_REG_CS), 4);
-	assert_int_equal(gdb_packet_reg_size(GDB_REG_GS), 4);
-	assert_int_equal(gdb_packet_reg_size(GDB_REG_FS_BASE), 8);
-	assert_int_equal(gdb_packet_reg_size(GDB_REG_EFER), 8);
-	assert_int_equal(gdb_packet_reg_size(GDB_NR_REGS), 0);
-	assert_int_equal(GDB_REG_RIP, 16);
-	assert_int_equal(GDB_REG_CR3, 29);
-	assert_int_equal(GDB_REG_EFER, 32);
+	assert_int_equal(gdb_packet_reg_size(&x86_gdb_layout, X86_GDB_RAX), 8);
+	assert_int_equal(gdb_packet_reg_size(&x86_gdb_layout, X86_GDB_RIP), 8);
+	assert_int_equal(gdb_packet_reg_size(&x86_gdb_layout, X86_GDB_EFLAGS), 4);
+	assert_int_equal(gdb_packet_reg_size(&x86_gdb_layout, X86_GDB_CS), 4);
+	assert_int_equal(gdb_packet_reg_size(&x86_gdb_layout, X86_GDB_GS), 4);
+	assert_int_equal(gdb_packet_reg_size(&x86_gdb_layout, X86_GDB_FS_BASE), 8);
+	assert_int_equal(gdb_packet_reg_size(&x86_gdb_layout, X86_GDB_EFER), 8);
+	assert_int_equal(gdb_packet_reg_size(&x86_gdb_layout, X86_GDB_NR_REGS), 0);
+	assert_int_equal(X86_GDB_RIP, 16);
+	assert_int_equal(X86_GDB_CR3, 29);
+	assert_int_equal(X86_GDB_EFER, 32);
 }
 
 /* ---- scripted stub on a socketpair (tests/common/fake_server.h) ------------------------------ */
@@ -469,13 +472,13 @@ static void test_session_qemu72(void **state)
 	assert_int_equal(tids[2], 3);
 
 	assert_int_equal(gdb_read_regs(g, 2, &r), 0);
-	assert_int_equal(r.gp.rip, V8(16));
-	assert_int_equal(r.efer, V8(32));
+	assert_int_equal(r.gp.r[X86_RIP], V8(16));
+	assert_int_equal(r.sys[X86_GDB_SYS(X86_GDB_EFER)], V8(32));
 	assert_int_equal(gdb_read_regs(g, 2, &r), 0);
-	assert_int_equal(gdb_write_reg(g, 2, GDB_REG_RIP, 0xdeadbeef), 0);
+	assert_int_equal(gdb_write_reg(g, 2, X86_GDB_RIP, 0xdeadbeef), 0);
 	assert_int_equal(g->p_state, 1);
-	assert_int_equal(gdb_write_reg(g, 2, GDB_REG_EFLAGS, 0x202), 0);
-	assert_int_equal(gdb_write_reg(g, 2, GDB_NR_REGS, 0), -EINVAL);
+	assert_int_equal(gdb_write_reg(g, 2, X86_GDB_EFLAGS, 0x202), 0);
+	assert_int_equal(gdb_write_reg(g, 2, X86_GDB_NR_REGS, 0), -EINVAL);
 
 	assert_int_equal(gdb_read_mem(g, 0, 0x1000, mem, 4), -EFAULT);
 	assert_int_equal(g->last_error, 0x14);
@@ -595,9 +598,9 @@ static void test_write_reg_g_fallback(void **state)
 	/* The registers QEMU sends after efer (x87, xmm, mxcsr) go back unchanged. */
 	build_g(orig, "0011223344556677");
 	strcpy(with_cr3, orig);
-	memcpy(with_cr3 + hexoff(GDB_REG_CR3), "0010000000000000", 16);
+	memcpy(with_cr3 + hexoff(X86_GDB_CR3), "0010000000000000", 16);
 	strcpy(with_rip, with_cr3);
-	memcpy(with_rip + hexoff(GDB_REG_RIP), "0000000000000000", 16);
+	memcpy(with_rip + hexoff(X86_GDB_RIP), "0000000000000000", 16);
 	snprintf(g1, sizeof(g1), "G%s", with_cr3);
 	snprintf(g2, sizeof(g2), "G%s", with_rip);
 	n = qemu72_hello(st, "", "+");
@@ -611,9 +614,9 @@ static void test_write_reg_g_fallback(void **state)
 	assert_int_equal(gdb_attach_fd(g, fake_server_start(&s, NULL, st, n, FAKE_SERVER_HOLD), err,
 				       sizeof(err)),
 			 0);
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_CR3, 0x1000), 0);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_CR3, 0x1000), 0);
 	assert_int_equal(g->p_state, 0);
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RIP, 0), -EIO);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_RIP, 0), -EIO);
 	assert_int_equal(g->last_error, 1);
 	gdb_close(g);
 	fake_server_finish(&s);
@@ -742,7 +745,7 @@ static void test_interrupt_alone_while_running(void **state)
 	assert_int_equal(gdb_attach_fd(g, fake_server_start(&s, NULL, st, n, FAKE_SERVER_HOLD), err,
 				       sizeof(err)),
 			 0);
-	assert_int_equal(gdb_write_reg(g, 1, GDB_REG_RIP, 0x1000), 0);
+	assert_int_equal(gdb_write_reg(g, 1, X86_GDB_RIP, 0x1000), 0);
 	assert_int_equal(gdb_write_pc_continue(g, 1, 0x2000), 0);
 	assert_true(g->running);
 	assert_int_equal(gdb_interrupt(g, 1000, &stop), 0);
@@ -1125,13 +1128,13 @@ static void test_target_stop_of_unknown_thread(void **state)
 static unsigned hit_calls;
 
 /* The tracer's part of a hit on a function entry: emulate the NOP5 (RIP + 5). */
-static int emulate_nop5(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
+static int emulate_nop5(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
 {
 	(void)ctx, (void)cpu;
 	if (addr != HIT_RIP)
 		return -ENOENT;
 	hit_calls++;
-	regs->rip = addr + 5;
+	regs->r[X86_RIP] = addr + 5;
 	return 0;
 }
 
@@ -1178,15 +1181,15 @@ static void hits_pipelined_nop5_checked(bool tcg)
 
 	build_g(g, "");
 	put_le(rip_hex, HIT_RIP, 8);
-	memcpy(g + hexoff(GDB_REG_RIP), rip_hex, 16);
+	memcpy(g + hexoff(X86_GDB_RIP), rip_hex, 16);
 	put_le(rip_hex, 0x1000, 8);
-	memcpy(g + hexoff(GDB_REG_CR3), rip_hex, 16);
+	memcpy(g + hexoff(X86_GDB_CR3), rip_hex, 16);
 	put_le(rip_hex, 0x20, 8); /* PAE, no LA57 */
-	memcpy(g + hexoff(GDB_REG_CR4), rip_hex, 16);
+	memcpy(g + hexoff(X86_GDB_CR4), rip_hex, 16);
 	put_le(rip_hex, HIT_RIP + 5, 8);
 	snprintf(set_pc, sizeof(set_pc), "P10=%s", rip_hex);
 	memcpy(g_after, g, sizeof(g));
-	memcpy(g_after + hexoff(GDB_REG_RIP), rip_hex, 16);
+	memcpy(g_after + hexoff(X86_GDB_RIP), rip_hex, 16);
 
 	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01,02", "")};
 	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
@@ -1241,7 +1244,7 @@ static void hits_pipelined_nop5_checked(bool tcg)
 }
 
 /* The tracer's part of a hit on an entry probe: RIP stays, the instruction there runs in place. */
-static int in_place(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
+static int in_place(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
 {
 	(void)ctx, (void)cpu, (void)regs;
 	if (addr != HIT_RIP)
@@ -1252,7 +1255,7 @@ static int in_place(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *reg
 
 /* The tracer's part of a trampoline hit that pops a tail call's second frame: RIP stays on the
  * breakpoint, which is to be executed (and hit) again, not stepped over. */
-static int hit_again(void *ctx, unsigned cpu, uint64_t addr, struct x86_regs *regs)
+static int hit_again(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
 {
 	(void)ctx, (void)cpu, (void)regs;
 	if (addr != HIT_RIP)
@@ -1302,10 +1305,10 @@ static void hits_leaving_rip_ending(target_bp_fn cb, bool tcg, unsigned hits, bo
 
 	build_g(g, "");
 	put_le(rip_hex, HIT_RIP, 8);
-	memcpy(g + hexoff(GDB_REG_RIP), rip_hex, 16);
+	memcpy(g + hexoff(X86_GDB_RIP), rip_hex, 16);
 	memcpy(g_after, g, sizeof(g));
 	put_le(rip_hex, HIT_RIP + 1, 8); /* PUSH RBP stepped */
-	memcpy(g_after + hexoff(GDB_REG_RIP), rip_hex, 16);
+	memcpy(g_after + hexoff(X86_GDB_RIP), rip_hex, 16);
 	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01", "")};
 	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
 	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};

@@ -1,20 +1,19 @@
-/* arch/x86/x86_tlb.h: the translation cache and the page-by-page virtual copy. */
+/* arch/arch_tlb.h: the translation cache and the page-by-page virtual copy. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "arch/x86/x86_longmode.h"
-#include "arch/x86/x86_tlb.h"
+#include "arch/arch_tlb.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define PG(n) ((uint64_t)(n)*X86_PAGE_SIZE)
+#define PG(n) ((uint64_t)(n)*ARCH_TLB_PAGE)
 
-/* ---- x86_tlb_translate and x86_copy_virt ---------------------------------------------------- */
+/* ---- arch_tlb_translate and arch_copy_virt --------------------------------------------------- */
 
 #define SPACE_PAGES 4 /* guest-virtual pages of the fake address space */
 #define PHYS_PAGES  8 /* guest-physical pages behind it */
@@ -22,8 +21,8 @@
 /* Guest-virtual page n < SPACE_PAGES at guest-physical page map[n] (0: not mapped). */
 struct fake_space {
 	uint64_t map[SPACE_PAGES];
-	uint8_t mem[PHYS_PAGES * X86_PAGE_SIZE];
-	struct x86_tlb tlb;
+	uint8_t mem[PHYS_PAGES * ARCH_TLB_PAGE];
+	struct arch_tlb tlb;
 	uint64_t cr3;
 	unsigned walks;	 /* fake_walk calls */
 	unsigned copies; /* fake_copy calls */
@@ -37,7 +36,7 @@ static struct fake_space *space_new(void)
 
 	assert_non_null(s);
 	for (size_t i = 0; i < sizeof(s->mem); i++)
-		s->mem[i] = (uint8_t)(i * 7 + i / X86_PAGE_SIZE);
+		s->mem[i] = (uint8_t)(i * 7 + i / ARCH_TLB_PAGE);
 	s->cr3 = 0x1000;
 	return s;
 }
@@ -45,12 +44,12 @@ static struct fake_space *space_new(void)
 static int fake_walk(void *ctx, uint64_t gva, uint64_t *gpa)
 {
 	struct fake_space *s = ctx;
-	uint64_t n = gva / X86_PAGE_SIZE;
+	uint64_t n = gva / ARCH_TLB_PAGE;
 
 	s->walks++;
 	if (n >= SPACE_PAGES || !s->map[n])
 		return -EFAULT;
-	*gpa = PG(s->map[n]) | (gva & (X86_PAGE_SIZE - 1));
+	*gpa = PG(s->map[n]) | (gva & (ARCH_TLB_PAGE - 1));
 	return 0;
 }
 
@@ -58,7 +57,7 @@ static int fake_translate(void *ctx, uint64_t gva, uint64_t *gpa)
 {
 	struct fake_space *s = ctx;
 
-	return x86_tlb_translate(&s->tlb, s->cr3, gva, fake_walk, s, gpa);
+	return arch_tlb_translate(&s->tlb, s->cr3, gva, fake_walk, s, gpa);
 }
 
 static int fake_copy(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
@@ -127,7 +126,7 @@ static void test_tlb_invalidate(void **state)
 	s->map[1] = 6;
 	assert_int_equal(fake_translate(s, 0x1234, &gpa), 0);
 	assert_int_equal(gpa, 0x5234); /* stale, as it should be until invalidated */
-	x86_tlb_invalidate(&s->tlb);
+	arch_tlb_invalidate(&s->tlb);
 	assert_int_equal(fake_translate(s, 0x1234, &gpa), 0);
 	assert_int_equal(gpa, 0x6234);
 	assert_int_equal(s->tlb.hits, 1);
@@ -161,14 +160,14 @@ static void test_copy_virt_pages(void **state)
 	s->map[1] = 5;
 	s->map[2] = 3;
 	s->map[3] = 6;
-	assert_int_equal(x86_copy_virt(0x1ff0, buf, 32, false, fake_translate, fake_copy, s), 0);
+	assert_int_equal(arch_copy_virt(0x1ff0, buf, 32, false, fake_translate, fake_copy, s), 0);
 	assert_memory_equal(buf, s->mem + 0x5ff0, 16);
 	assert_memory_equal(buf + 16, s->mem + 0x3000, 16);
 	assert_int_equal(s->copies, 2);
 	assert_int_equal(s->lens[0], 16);
 	assert_int_equal(s->lens[1], 16);
 	/* the same again: both pages from the cache */
-	assert_int_equal(x86_copy_virt(0x1ff0, buf, 32, false, fake_translate, fake_copy, s), 0);
+	assert_int_equal(arch_copy_virt(0x1ff0, buf, 32, false, fake_translate, fake_copy, s), 0);
 	assert_int_equal(s->walks, 2);
 	assert_int_equal(s->tlb.hits, 2);
 
@@ -177,22 +176,22 @@ static void test_copy_virt_pages(void **state)
 		want[i] = (uint8_t)(0xa5 ^ i);
 	s->copies = 0;
 	assert_int_equal(
-	    x86_copy_virt(0x1ff8, want, sizeof(want), true, fake_translate, fake_copy, s), 0);
+	    arch_copy_virt(0x1ff8, want, sizeof(want), true, fake_translate, fake_copy, s), 0);
 	assert_int_equal(s->copies, 3);
 	assert_int_equal(s->lens[0], 8);
-	assert_int_equal(s->lens[1], X86_PAGE_SIZE);
+	assert_int_equal(s->lens[1], ARCH_TLB_PAGE);
 	assert_int_equal(s->lens[2], 8);
 	assert_memory_equal(s->mem + 0x5ff8, want, 8);
-	assert_memory_equal(s->mem + 0x3000, want + 8, X86_PAGE_SIZE);
-	assert_memory_equal(s->mem + 0x6000, want + 8 + X86_PAGE_SIZE, 8);
+	assert_memory_equal(s->mem + 0x3000, want + 8, ARCH_TLB_PAGE);
+	assert_memory_equal(s->mem + 0x6000, want + 8 + ARCH_TLB_PAGE, 8);
 	memset(buf, 0, sizeof(buf));
 	assert_int_equal(
-	    x86_copy_virt(0x1ff8, buf, sizeof(buf), false, fake_translate, fake_copy, s), 0);
+	    arch_copy_virt(0x1ff8, buf, sizeof(buf), false, fake_translate, fake_copy, s), 0);
 	assert_memory_equal(buf, want, sizeof(want));
 
 	/* nothing to copy: no callback */
 	s->copies = s->walks = 0;
-	assert_int_equal(x86_copy_virt(0x1000, buf, 0, false, fake_translate, fake_copy, s), 0);
+	assert_int_equal(arch_copy_virt(0x1000, buf, 0, false, fake_translate, fake_copy, s), 0);
 	assert_int_equal(s->copies + s->walks, 0);
 	free(s);
 }
@@ -206,14 +205,14 @@ static void test_copy_virt_errors(void **state)
 	(void)state;
 	s->map[1] = 5;
 	memset(buf, 0, sizeof(buf));
-	assert_int_equal(x86_copy_virt(0x1ff0, buf, 32, false, fake_translate, fake_copy, s),
+	assert_int_equal(arch_copy_virt(0x1ff0, buf, 32, false, fake_translate, fake_copy, s),
 			 -EFAULT);
 	assert_int_equal(s->copies, 1); /* the first page was copied */
 	assert_memory_equal(buf, s->mem + 0x5ff0, 16);
 
 	s->copy_err = -EIO;
 	s->copies = 0;
-	assert_int_equal(x86_copy_virt(0x1000, buf, 8, false, fake_translate, fake_copy, s), -EIO);
+	assert_int_equal(arch_copy_virt(0x1000, buf, 8, false, fake_translate, fake_copy, s), -EIO);
 	assert_int_equal(s->copies, 1);
 	free(s);
 }
@@ -221,10 +220,8 @@ static void test_copy_virt_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_tlb_hit_and_miss),
-	    cmocka_unit_test(test_tlb_invalidate),
-	    cmocka_unit_test(test_tlb_walk_error),
-	    cmocka_unit_test(test_copy_virt_pages),
+	    cmocka_unit_test(test_tlb_hit_and_miss), cmocka_unit_test(test_tlb_invalidate),
+	    cmocka_unit_test(test_tlb_walk_error),   cmocka_unit_test(test_copy_virt_pages),
 	    cmocka_unit_test(test_copy_virt_errors),
 	};
 
