@@ -76,6 +76,67 @@ if [ "$bench" -gt 0 ]; then
 	poweroff -f
 fi
 
+# hvt.share=hvt|guest (issue 36): the guest's own function tracer on vfs_read while hvtrace traces it
+# too, in either order, each phase dd's 1-byte reads of a file (N calls of vfs_read, N of vfs_write):
+# hvt: "workload start", hvt.share_wait=SEC for hvtrace to attach, 10 reads; the guest's function
+# tracer on vfs_read and a kprobe event on vfs_write, 20 reads, both off; 30 reads; hvt.share_after=SEC
+# for hvtrace to detach; then a new filter (vfs_write) and 5 writes, which the guest's ftrace must trace.
+# guest: its function tracer on vfs_read, 10 reads, "workload start", hvt.share_wait, 20 reads,
+# hvt.share_after, 30 reads: its trace counts 10, 30, 60. Every count is dd's alone; then the kernel
+# log's ftrace warnings are counted, and the guest powers off.
+share_run() {
+	t=/sys/kernel/tracing
+	mount -t tracefs nodev $t
+	head -c 4096 /dev/zero > /tmp/share-file
+	sw=$(arg share_wait 20)
+	sa=$(arg share_after 20)
+	if [ "$1" = guest ]; then
+		echo vfs_read > $t/set_ftrace_filter
+		echo function > $t/current_tracer
+		share_reads 10
+		echo "hvt-linux: share guest-reads $(share_count vfs_read)"
+		echo "hvt-linux: workload start"
+		sleep "$sw"
+		share_reads 20
+		echo "hvt-linux: share guest-reads $(share_count vfs_read)"
+		sleep "$sa"
+		share_reads 30
+		echo "hvt-linux: share guest-reads $(share_count vfs_read)"
+		echo nop > $t/current_tracer
+	else
+		echo "hvt-linux: workload start"
+		sleep "$sw"
+		share_reads 10
+		echo vfs_read > $t/set_ftrace_filter
+		echo 'p:hvt_w vfs_write' >> $t/kprobe_events
+		echo 1 > $t/events/kprobes/hvt_w/enable
+		echo function > $t/current_tracer
+		share_reads 20
+		echo "hvt-linux: share guest-reads $(share_count vfs_read) guest-writes $(share_count hvt_w)"
+		echo nop > $t/current_tracer
+		echo 0 > $t/events/kprobes/hvt_w/enable
+		echo '-:hvt_w' >> $t/kprobe_events
+		echo > $t/trace
+		share_reads 30
+		echo "hvt-linux: share reads done"
+		sleep "$sa"
+		echo vfs_write > $t/set_ftrace_filter
+		echo function > $t/current_tracer
+		share_reads 5
+		echo "hvt-linux: share after-detach writes $(share_count vfs_write)"
+		echo nop > $t/current_tracer
+	fi
+	echo "hvt-linux: share ftrace-warnings $(dmesg | grep -c -e WARNING -e ftrace_bug -e 'ftrace fail' -e 'ftrace faulted')"
+	echo "hvt-linux: workload done"
+	poweroff -f
+}
+share_reads() { # N: N calls of vfs_read and N of vfs_write, by dd
+	dd if=/tmp/share-file of=/dev/null bs=1 count="$1" 2>/dev/null
+}
+share_count() { # FUNC: the lines of the guest's trace for FUNC in dd
+	grep -e " $1 <-" -e " $1: " /sys/kernel/tracing/trace | grep -c '^ *dd-'
+}
+
 # a module for module tracing: binfmt_misc, mounted
 bm=$(arg bm 0)
 bm_wait=$(arg bm_wait 0)
@@ -89,6 +150,10 @@ fi
 
 echo "hvt-linux: init up, waiting ${wait_sec}s"
 sleep "$wait_sec"
+share=$(arg share "")
+if [ -n "$share" ]; then
+	share_run "$share" # powers off
+fi
 echo "hvt-linux: workload start"
 if [ "$bm" -gt 0 ]; then
 	sleep "$bm_wait"

@@ -233,6 +233,31 @@ static int wait_text_patched(struct linux_run *r, char *err, size_t errlen)
 	return 0;
 }
 
+/* Stub probes write the guest's own text: hvtrace stops where the guest's ftrace is about to check
+ * and rewrite its call sites, and hands them back there (tracer_set_patchers). */
+static void share_with_patchers(struct linux_run *r, bool stub)
+{
+	uint64_t addrs[4];
+
+	r->nr_patchers = stub ? vmi_linux_text_patchers(&r->l, addrs, 4) : 0;
+	if (r->nr_patchers && pipeline_set_patchers(r->p, addrs, r->nr_patchers) < 0)
+		r->nr_patchers = 0;
+}
+
+/* No patcher found: one line, with how many sites the guest must not touch. */
+static void say_no_patchers(struct linux_run *r)
+{
+	struct tracer_stats st;
+
+	tracer_stats(pipeline_tracer(r->p), &st);
+	if (st.stub_probes)
+		fprintf(stderr,
+			"hvtrace: the guest's text patchers (%s) are not in its symbols: its own "
+			"tracing (ftrace, kprobes, BPF) must not be turned on while hvtrace holds "
+			"these %zu sites\n",
+			vmi_linux_patcher_names(), st.stub_probes);
+}
+
 /* Probes in, rings and writer running. Returns an exit status on error, 0 on success. */
 static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task, char *err,
 			 size_t errlen)
@@ -324,7 +349,11 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 		snprintf(err, errlen, "--verify-text: cannot read the kernel text");
 		return EXIT_QEMU_FAILED;
 	}
-	return pipeline_start(r->p, EXIT_QEMU_FAILED, err, errlen);
+	share_with_patchers(r, pg.stub);
+	ret = pipeline_start(r->p, EXIT_QEMU_FAILED, err, errlen);
+	if (ret == 0 && pg.stub && !r->nr_patchers)
+		say_no_patchers(r);
+	return ret;
 }
 
 /* Polled by target_qemu_run: whether the stub drain wants the VM held (backpressure). */
@@ -396,6 +425,9 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
 		(unsigned long long)(r->tq.held_ns / 1000), st.interrupted_returns,
 		(unsigned long long)r->tq.steps_again);
 	pipeline_print_stub_stats(p);
+	fprintf(stderr,
+		"hvtrace: stats: shared-with-guest %u yielded %u patchers %u patcher-stops %llu\n",
+		st.shared_sites, st.yielded_sites, st.patchers, st.patcher_stops);
 	if (st.stub_probes && *r->stub.resv_why)
 		fprintf(stderr, "hvtrace: stats: stub region not in reserved RAM: %s\n",
 			r->stub.resv_why);

@@ -24,6 +24,7 @@ struct linux_run {
 	const struct session *s;
 	struct pipeline *p; /* env.p */
 	struct vmi_linux l;
+	size_t nr_patchers; /* the guest's text patchers hvtrace stops at (share_with_patchers) */
 	struct vmi_sites sites;
 	struct inside_sites inside; /* of -e func+OFFSET events */
 	FILE *out, *con;

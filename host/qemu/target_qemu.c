@@ -434,6 +434,7 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	q->t.name = "qemu";
 	q->t.arch = arch_get(ARCH_X86_64); /* QEMU's x86_64 gdbstub layout */
 	q->t.bp_in_place = true; /* handle_stop steps over an instruction under a breakpoint */
+	q->t.hit_all_stopped = true; /* all-stop: a hit is handled with the VM stopped */
 	q->t.priv = q;
 	q->vm.gdb = gdb;
 	ret = qemu_vm_stop(&q->vm);

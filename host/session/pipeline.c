@@ -663,6 +663,11 @@ void pipeline_set_before_detach(struct pipeline *p, void (*fn)(void *ctx), void 
 	tracer_set_before_detach(p->tr, fn, ctx);
 }
 
+int pipeline_set_patchers(struct pipeline *p, const uint64_t *addrs, size_t n)
+{
+	return tracer_set_patchers(p->tr, addrs, n);
+}
+
 size_t pipeline_forget_range(struct pipeline *p, uint64_t lo, uint64_t hi)
 {
 	return tracer_forget_range(p->tr, lo, hi);

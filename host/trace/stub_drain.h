@@ -124,6 +124,12 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
  * stub. 0 or -errno (-EBUSY: a vCPU stayed inside, the stub is left mapped). Main thread. */
 int stub_drain_detach(struct stub_drain *d);
 
+/* With every vCPU stopped: puts the guest's NOP back at fentry stub probe @p's site (the guest's
+ * patcher is about to check it), if the site still holds our CALL; the stub stays (a vCPU inside
+ * it, or a hooked return, finishes there). 0, -ESTALE (the guest rewrote it: marked, nothing
+ * written), -EINVAL (no CALL of ours there: a detour, or not patched), -errno. Main thread. */
+int stub_drain_yield(struct stub_drain *d, struct probe *p);
+
 /* Drains the guest rings one last time, as far as they can still be read, and stops the drain
  * thread; `lost` and `guest_lost` are then final (the guest's figure as it last said if it is
  * gone). For a guest that went away without a detach; idempotent. Main thread. */

@@ -38,6 +38,20 @@ static size_t unpatch_all(struct stub_drain *d)
 	return left;
 }
 
+int stub_drain_yield(struct stub_drain *d, struct probe *p)
+{
+	int r;
+
+	if (!p->stub || !p->patched || p->detour)
+		return -EINVAL;
+	r = stub_unpatch(&d->stub, p->addr, p->gpa, p->nop);
+	if (r == 0 || r == -ESTALE)
+		p->patched = false;
+	if (r == -ESTALE)
+		p->rewritten = true;
+	return r;
+}
+
 /* A failed attach: every CALL put back and the stub unmapped. A site the target would not restore
  * now (QEMU's refuses text writes once a stop is asked) stays patched, the stub it calls mapped,
  * for stub_drain_detach to finish. */

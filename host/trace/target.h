@@ -117,6 +117,9 @@ struct target {
 	/* A hit callback that leaves RIP on the breakpoint has the instruction there run in place
 	 * (QEMU's gdbstub steps over it): entry probes need it. */
 	bool bp_in_place;
+	/* Every hit callback runs with every vCPU stopped (QEMU's all-stop gdbstub), so it may write
+	 * wider than one byte (write_text): needed for internal probes at the guest's patchers. */
+	bool hit_all_stopped;
 	void *priv;	      /* backend state */
 };
 

@@ -470,6 +470,10 @@ int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
 
 	if (addr == t->trampoline && t->trampoline)
 		return function_return(t, cpu, regs);
+	if (t->nr_patchers && tracer_patcher_hit(t, addr)) {
+		arch_regs_set_ip(target_arch(t->tgt), regs, addr);
+		return TARGET_BP_IN_PLACE; /* the patcher's own instruction runs */
+	}
 	p = probe_lookup(&t->probes, addr);
 	if (!p)
 		return -ENOENT;
@@ -539,7 +543,12 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 	    .stub_backpressure = t->opts.stub_backpressure,
 	    .stub_mapped = t->stub.stub.placed,
 	    .filtered = atomic_load(&t->filtered) + atomic_load(&t->stub.filtered),
+	    .shared_sites = t->shared + t->yielded,
+	    .yielded_sites = t->yielded,
+	    .patcher_stops = t->patcher_stops,
 	};
+	for (unsigned i = 0; i < t->nr_patchers; i++)
+		out->patchers += t->patchers[i].inserted;
 }
 
 void tracer_stop_drain(struct tracer *t)

@@ -49,6 +49,12 @@ struct tracer_stats {
 	bool stub_backpressure;
 	bool stub_mapped; /* the stub is still in guest memory */
 	unsigned long long filtered; /* records -P, --comm, --cpu dropped (trap and stub paths) */
+	/* sharing with the guest's own patchers (tracer_yield.c) */
+	unsigned shared_sites;	  /* sites traced alongside a call of the guest's: at attach, or
+				   * handed back to its patcher since */
+	unsigned patchers;	  /* patcher breakpoints in */
+	unsigned yielded_sites;	  /* stub sites handed back */
+	unsigned long long patcher_stops;
 };
 
 /* A new tracer in *@out (the caller's, freed with tracer_free) over @tgt (borrowed, outlives it):
@@ -153,6 +159,14 @@ void tracer_set_before_detach(struct tracer *t, void (*fn)(void *ctx), void *ctx
  * tracer's copy, the one the stub's detach looks at, takes @current and @preempt (VMI_MAX_CPUS each).
  * Target paused (before_detach); main thread. */
 void tracer_set_task_slots(struct tracer *t, const uint64_t *current, const uint64_t *preempt);
+
+/* The guest's text patchers: @n (at most 4) addresses where the guest is about to check and
+ * rewrite its call sites (vmi_linux_text_patchers). The tracer stops there with a breakpoint of its
+ * own, puts the guest's bytes back at every stub probe site, and traces those functions from then
+ * on with breakpoints that let what the guest writes there run. Before tracer_attach; -ENOTSUP on
+ * a target whose hits do not stop every vCPU (hit_all_stopped) or cannot run an instruction in
+ * place, -EINVAL for too many. Main thread. */
+int tracer_set_patchers(struct tracer *t, const uint64_t *addrs, size_t n);
 
 /* A copy of the session's counters (see struct tracer_stats). Main thread. */
 void tracer_stats(const struct tracer *t, struct tracer_stats *out);

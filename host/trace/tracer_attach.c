@@ -103,6 +103,8 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 		ret = probe_insert_all(&t->probes, t->tgt, err, errlen);
 		if (ret == 0 && stubs)
 			ret = attach_stubs(t, err, errlen);
+		if (ret == 0)
+			tracer_patchers_attach(t);
 	}
 	if (ret < 0 && t->stub.stub.placed) {
 		/* stub sites the target would not restore now (QEMU's refuses text writes once a
@@ -259,6 +261,7 @@ int tracer_detach(struct tracer *t)
 	atomic_store(&t->active, 0);
 	if (t->before_detach)
 		t->before_detach(t->before_detach_ctx);
+	tracer_patchers_detach(t);
 	ret = probe_remove_all(&t->probes, t->tgt);
 	if (t->stub.stub.placed) {
 		int r = stub_drain_detach(&t->stub);

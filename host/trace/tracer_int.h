@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define TRACER_MAX_PATCHERS 4
+
 /* A --trigger on a probe (tracer_add_trigger). */
 struct tracer_trigger {
 	const struct trigger *trig; /* borrowed */
@@ -75,6 +77,27 @@ struct tracer {
 	 * tracer_detach with the target paused (e.g. tracer_forget_range); NULL: none. */
 	void (*before_detach)(void *ctx);
 	void *before_detach_ctx;
+	/* The guest's text patchers (tracer_yield.c): internal breakpoints of hvtrace's own, never
+	 * probes, at which the stub sites are handed back to the guest. */
+	struct tracer_patcher {
+		uint64_t addr, gpa;
+		uint8_t orig;
+		bool inserted;
+	} patchers[TRACER_MAX_PATCHERS];
+	unsigned nr_patchers;
+	uint64_t patcher_stops; /* hits on them (main thread: hit_all_stopped targets only) */
+	unsigned yielded;	/* stub sites handed back to the guest */
+	unsigned shared;	/* entry probes whose site held a call of the guest's at attach */
 };
+
+/* tracer_yield.c, for tracer.c and tracer_attach.c: */
+/* At attach, after the stubs: counts the sites already shared with the guest and puts the patcher
+ * breakpoints in (one line on stderr for one that cannot go in). Main thread, target paused. */
+void tracer_patchers_attach(struct tracer *t);
+/* At detach, target paused: the patcher breakpoints out. */
+void tracer_patchers_detach(struct tracer *t);
+/* From tracer_hit: whether @addr is a patcher's; if so the stub sites are handed back first (the
+ * VM is stopped: hit_all_stopped). */
+bool tracer_patcher_hit(struct tracer *t, uint64_t addr);
 
 #endif

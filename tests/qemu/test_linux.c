@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/common/files.h"
 #include "tests/common/hv_expect.h"
 #include "tests/common/host_pair.h"
 #include "tests/common/hv_run.h"
@@ -119,6 +120,8 @@ struct linux_test {
 	 * its own monitor, RESET_QMP_ARG among @qemu); 0: none */
 	unsigned reset_after;
 	const char *console_after[2];
+	/* with @domain: called with the guest's whole console once it powered off */
+	void (*console_check)(const char *console);
 	struct hv_case runs[5];
 };
 
@@ -1433,6 +1436,63 @@ static void nop5_refused_under_guest_ftrace(const struct hv_result *r)
 	assert_true(refused >= events);
 }
 
+/* Issue 36, the guest's own ftrace and hvtrace's stub probes on vfs_read (scripts/guest-init.sh
+ * hvt.share): the number after @key in the @nth (from 0) console line that has it, or -1. */
+static long share_number(const char *console, const char *key, int nth)
+{
+	const char *at = console;
+
+	for (int i = 0; at && (at = strstr(at, key)); i++, at += strlen(key))
+		if (i == nth)
+			return strtol(at + strlen(key), NULL, 10);
+	return -1;
+}
+
+/* hvtrace first: its stub probe on vfs_read in before the guest's tracer comes and after it left,
+ * so dd's 10 + 20 + 30 reads are all in hvtrace's trace (--comm dd); its site was handed back to
+ * the guest's ftrace at its patcher (one site yielded, shared), and the guest's CALL there ran
+ * under hvtrace's breakpoint for each of the 20 reads it traced too. */
+static void share_hvtrace_first(const struct hv_result *r)
+{
+	assert_int_equal(count_text(r->trace, " vfs_read <-"), 60);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "shared-with-guest "), 1);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "yielded "), 1);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "patchers "), 2);
+	assert_true(hv_stat(r->err, "shared-with-guest ", "patcher-stops ") >= 1);
+	assert_true(hv_stat(r->err, "kaslr-slide ", "nop5-refused ") >= 20);
+	assert_null(strstr(r->err, "must not be turned on"));
+}
+
+/* ... and the guest's side: its function tracer saw dd's 20 reads, its kprobe event at least the 20
+ * writes (dd's status lines to stderr are writes too), no ftrace warning in its log, and after the
+ * detach a new filter (vfs_write) traces dd's 5 writes and more. */
+static void share_hvtrace_first_guest(const char *console)
+{
+	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 0), 20);
+	assert_true(share_number(console, " guest-writes ", 0) >= 20);
+	assert_true(share_number(console, "hvt-linux: share after-detach writes ", 0) >= 5);
+	assert_int_equal(share_number(console, "hvt-linux: share ftrace-warnings ", 0), 0);
+}
+
+/* The guest first: its function tracer holds vfs_read's site (a CALL) when hvtrace attaches with
+ * stub probes; hvtrace traces it without touching it (a breakpoint under which the CALL runs): dd's
+ * 20 reads of the attached phase, one site shared, none yielded. */
+static void share_guest_first(const struct hv_result *r)
+{
+	assert_int_equal(count_text(r->trace, " vfs_read <-"), 20);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "shared-with-guest "), 1);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "yielded "), 0);
+}
+
+/* ... and the guest's trace kept growing through and after: 10, 30, 60 of dd's reads, no warning. */
+static void share_guest_first_guest(const char *console)
+{
+	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 0), 10);
+	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 1), 30);
+	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 2), 60);
+	assert_int_equal(share_number(console, "hvt-linux: share ftrace-warnings ", 0), 0);
+}
+
 /* ---- the tests ------------------------------------------------------------------------------- */
 
 #define WORKLOAD_DONE "hvt-linux: workload done"
@@ -2414,6 +2474,39 @@ static const struct linux_test linux_tests[] = {
 	.runs = {ATTACH_QMP_GRAPH("NUMA, 2 nodes")},
     },
     {
+	/* issue 36: hvtrace first (stub probes on vfs_read), then the guest's own function tracer on
+	 * vfs_read and a kprobe event on vfs_write, then off; hvtrace detaches and the guest's ftrace
+	 * takes a new filter */
+	.name = "test_share_hvtrace_first",
+	.domain = "hvt.share=hvt hvt.share_wait=25 hvt.share_after=40",
+	.qemu = {"-qmp", QMP_TCP_ARG},
+	.console_after = {"hvt-linux: share after-detach writes ", WORKLOAD_DONE},
+	.console_check = share_hvtrace_first_guest,
+	.runs = {{
+	    .label = "attach --qmp --probe stub -l vfs_read, then the guest's ftrace",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "function", "-l", "vfs_read",
+		     "--comm", "dd", "--duration", "50", "--stats"},
+	    .expect = {.check = share_hvtrace_first},
+	}},
+    },
+    {
+	/* issue 36: the guest's function tracer on vfs_read first; hvtrace attaches with stub probes
+	 * and detaches while it traces on */
+	.name = "test_share_guest_first",
+	.domain = "hvt.share=guest hvt.share_wait=25 hvt.share_after=40",
+	.qemu = {"-qmp", QMP_TCP_ARG},
+	.console_after = {"hvt-linux: share ftrace-warnings 0", WORKLOAD_DONE},
+	.console_check = share_guest_first_guest,
+	.runs = {{
+	    .label = "the guest's ftrace on vfs_read, then attach --qmp --probe stub -l vfs_read",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "function", "-l", "vfs_read",
+		     "--comm", "dd", "--duration", "45", "--verify-text", "--stats"},
+	    .expect = {.err = {TEXT_KEPT}, .check = share_guest_first},
+	}},
+    },
+    {
 	/* the guest resets while attached with stub probes (system_reset through a second monitor,
 	 * QEMU told to reboot, not to end): QMP's RESET event ends the trace at once, exit 3 with one
 	 * line; nothing is written back into the new boot (its text and stacks are not the ones
@@ -3066,6 +3159,12 @@ static void play_test(void **state)
 			fail_msg("no \"%s\" on the guest's console after the detach",
 				 t->console_after[i]);
 		}
+	if (t->console_check) {
+		char *c = hv_slurp(CONSOLE);
+
+		t->console_check(c);
+		free(c);
+	}
 }
 
 static int teardown(void **state)

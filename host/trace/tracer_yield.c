@@ -1,0 +1,115 @@
+/* Sharing the guest's text with the guest's own patchers (its ftrace): internal breakpoints at the
+ * functions where it checks and rewrites its call sites; at a stop there, every stub probe site
+ * goes back to the bytes the guest expects and is traced from then on by a breakpoint under which
+ * whatever the guest writes there runs. And sites that hold a call of the guest's already at
+ * attach, counted. */
+#include "host/trace/tracer.h"
+#include "host/trace/tracer_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+int tracer_set_patchers(struct tracer *t, const uint64_t *addrs, size_t n)
+{
+	if (n > TRACER_MAX_PATCHERS)
+		return -EINVAL;
+	if (n && (!t->tgt->hit_all_stopped || !t->tgt->bp_in_place))
+		return -ENOTSUP;
+	for (size_t i = 0; i < n; i++)
+		t->patchers[i] = (struct tracer_patcher){.addr = addrs[i]};
+	t->nr_patchers = (unsigned)n;
+	return 0;
+}
+
+/* Whether entry probe @p's first instruction is a direct call (the guest's ftrace, or a BPF
+ * trampoline, owns the site). */
+static bool holds_guest_call(struct tracer *t, const struct probe *p)
+{
+	const struct arch *a = target_arch(t->tgt);
+	uint8_t b[ARCH_PATCH_MAX];
+	uint64_t to;
+
+	if (!p->entry || p->inside || !p->resolved ||
+	    t->tgt->ops->read_phys(t->tgt, p->gpa, b, a->site_len) < 0)
+		return false;
+	return a->direct_branch(b, a->site_len, p->addr, false, &to) == a->site_len;
+}
+
+void tracer_patchers_attach(struct tracer *t)
+{
+	bool stubs = false;
+
+	probe_for_each(p, &t->probes) {
+		t->shared += holds_guest_call(t, p);
+		stubs |= p->stub && p->patched && !p->detour;
+	}
+	if (!stubs)
+		return; /* no byte of the guest's is ours: nothing to hand back */
+	for (unsigned i = 0; i < t->nr_patchers; i++) {
+		struct tracer_patcher *pt = &t->patchers[i];
+		int ret = t->tgt->ops->translate(t->tgt, 0, pt->addr, &pt->gpa);
+
+		if (ret == 0)
+			ret = t->tgt->ops->read_phys(t->tgt, pt->gpa, &pt->orig, 1);
+		if (ret == 0)
+			ret = t->tgt->ops->insert_bp(t->tgt, pt->addr, pt->gpa, pt->orig);
+		pt->inserted = ret == 0;
+		if (ret < 0)
+			fprintf(stderr,
+				"hvtrace: cannot stop at the guest's text patcher at 0x%" PRIx64
+				" (%s): its own tracing must not be turned on while hvtrace holds "
+				"these sites\n",
+				pt->addr, strerror(-ret));
+	}
+}
+
+void tracer_patchers_detach(struct tracer *t)
+{
+	for (unsigned i = 0; i < t->nr_patchers; i++) {
+		struct tracer_patcher *pt = &t->patchers[i];
+
+		if (pt->inserted &&
+		    t->tgt->ops->remove_bp(t->tgt, pt->addr, pt->gpa, pt->orig) == 0)
+			pt->inserted = false;
+	}
+}
+
+/* The VM is stopped: every stub probe site whose CALL is still ours gets its NOP back and a
+ * breakpoint instead (the target emulates the NOP while it is one, and runs in place whatever the
+ * guest writes there). */
+static void yield_sites(struct tracer *t)
+{
+	probe_for_each(p, &t->probes) {
+		int ret;
+
+		if (!p->stub || !p->patched || p->detour)
+			continue;
+		ret = stub_drain_yield(&t->stub, p);
+		if (ret < 0)
+			continue; /* -ESTALE: the guest's already; otherwise it stays a stub site */
+		p->yielded = true;
+		t->yielded++;
+		ret = probe_insert(p, t->tgt);
+		if (ret < 0)
+			fprintf(
+			    stderr,
+			    "hvtrace: %s: handed back to the guest's patcher, but no breakpoint "
+			    "could go in (%s): its calls are not traced any more\n",
+			    p->func->name, strerror(-ret));
+	}
+}
+
+bool tracer_patcher_hit(struct tracer *t, uint64_t addr)
+{
+	for (unsigned i = 0; i < t->nr_patchers; i++) {
+		if (t->patchers[i].addr != addr)
+			continue;
+		t->patcher_stops++;
+		if (atomic_load_explicit(&t->active, memory_order_relaxed))
+			yield_sites(t);
+		return true;
+	}
+	return false;
+}

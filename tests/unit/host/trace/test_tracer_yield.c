@@ -1,0 +1,335 @@
+/* Sharing the guest's text with its own ftrace (issue 36, tracer_yield.c): hvtrace's stub probes
+ * are in when the guest reaches its patcher; at hvtrace's breakpoint there every CALL of ours goes
+ * back to the guest's NOP5 and the site is traced by a breakpoint from then on; the guest then
+ * writes its own CALL, which the detach leaves exactly as the guest wrote it. A site that holds the
+ * guest's CALL at attach (an entry probe there) is counted as shared. Breakpoints are QEMU's here:
+ * they change no guest byte. Guest memory is host buffers (GVA = GPA). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "arch/x86/x86_insn.h"
+#include "host/trace/tracer.h"
+#include "host/trace/tracer_int.h" /* white-box: the tracer's fields */
+#include "tests/common/fake_target.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEXT	 0x100000ull /* NR_SITES functions, 0x40 bytes apart, each starting with a NOP5 */
+#define TEXT_LEN 0x1000
+#define NR_SITES 8
+#define PATCHER	 (TEXT + 0xe00) /* the guest's ftrace_modify_all_code */
+#define CALLER	 (TEXT + 0xf00) /* the guest's ftrace_caller */
+#define REGION	 0x400000ull	/* the stub's */
+#define NOP5	 "\x0f\x1f\x44\x00\x00"
+#define MAX_BPS	 32
+
+struct fixture {
+	struct fake_target f;
+	uint8_t text[TEXT_LEN];
+	uint8_t *region;
+	struct vmi_symtab syms;
+	struct vmi_sites sites;
+	const struct vmi_site *sel[NR_SITES];
+	struct tracer *tr;
+	uint64_t bps[MAX_BPS]; /* QEMU's breakpoints: no guest byte changes */
+	unsigned nr_bps;
+	bool mapped;
+};
+
+static struct fixture *fx(struct target *t)
+{
+	return (struct fixture *)fake_target_of(t);
+}
+
+static bool bp_at(struct fixture *x, uint64_t addr)
+{
+	for (unsigned i = 0; i < x->nr_bps; i++)
+		if (x->bps[i] == addr)
+			return true;
+	return false;
+}
+
+/* As QEMU's gdbstub: the byte is only checked; nothing is written. */
+static int insert_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
+{
+	struct fixture *x = fx(t);
+	uint8_t now;
+
+	if (fake_target_read_phys(t, gpa, &now, 1) < 0)
+		return -EFAULT;
+	if (now != orig)
+		return -ESTALE;
+	assert_false(bp_at(x, gva));
+	assert_true(x->nr_bps < MAX_BPS);
+	x->bps[x->nr_bps++] = gva;
+	return 0;
+}
+
+static int remove_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
+{
+	struct fixture *x = fx(t);
+
+	(void)gpa, (void)orig;
+	for (unsigned i = 0; i < x->nr_bps; i++)
+		if (x->bps[i] == gva) {
+			x->bps[i] = x->bps[--x->nr_bps];
+			return 0;
+		}
+	fail_msg("no breakpoint at 0x%llx to remove", (unsigned long long)gva);
+	return -ENOENT;
+}
+
+static int map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
+	       struct target_region *out, char *err, size_t errlen)
+{
+	(void)lo, (void)hi, (void)err, (void)errlen;
+	out->gva = out->gpa = REGION;
+	out->size = want < (2u << 20) ? want : (2u << 20);
+	out->where = "memslot";
+	assert_true(out->size >= min);
+	fx(t)->mapped = true;
+	return 0;
+}
+
+static void unmap(struct target *t, const struct target_region *r)
+{
+	(void)r;
+	fx(t)->mapped = false;
+}
+
+static int pause_ok(struct target *t)
+{
+	(void)t;
+	return 0;
+}
+
+static void resume_ok(struct target *t)
+{
+	(void)t;
+}
+
+/* Every vCPU is elsewhere: none inside the stub. */
+static int get_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
+{
+	(void)t, (void)cpu;
+	memset(regs, 0, sizeof(*regs));
+	regs->r[X86_RIP] = TEXT + TEXT_LEN - 1;
+	return 0;
+}
+
+static void set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
+{
+	(void)t, (void)fn, (void)ctx;
+}
+
+static const struct target_ops ops = {
+    .read_virt = fake_target_read_virt,
+    .write_virt = fake_target_write_virt,
+    .read_phys = fake_target_read_phys,
+    .write_phys = fake_target_write_phys,
+    .translate = fake_target_translate,
+    .kernel_gpa = fake_target_kernel_gpa,
+    .insert_bp = insert_bp,
+    .remove_bp = remove_bp,
+    .write_text = fake_target_write_text,
+    .stub_map = map,
+    .stub_unmap = unmap,
+    .pause = pause_ok,
+    .resume = resume_ok,
+    .get_regs = get_regs,
+    .set_bp_handler = set_bp_handler,
+};
+
+/* The CALL rel32 the guest's ftrace writes at @site. */
+static void guest_call(uint8_t *out, uint64_t site)
+{
+	int32_t rel = (int32_t)(CALLER - (site + 5));
+
+	out[0] = X86_CALL_REL32;
+	memcpy(out + 1, &rel, 4);
+}
+
+/* NR_SITES functions traced with stub probes (site @entry_at, if below NR_SITES, an entry probe
+ * whose first instruction is the guest's CALL), not attached yet, on a target whose hits stop every
+ * vCPU. */
+static void fixture_init(struct fixture *x, unsigned entry_at)
+{
+	struct tracer_opts opts = {.stub = true, .ring_records = 64};
+	struct vmi_task_layout task = {.unknown = true};
+	uint64_t addrs[NR_SITES];
+	char name[NR_SITES][16];
+
+	memset(x, 0, sizeof(*x));
+	fake_target_init(&x->f, &ops, 1);
+	x->f.t.bp_in_place = x->f.t.hit_all_stopped = true;
+	x->region = calloc(1, 2u << 20);
+	assert_non_null(x->region);
+	memset(x->text, 0x90, sizeof(x->text));
+	for (unsigned i = 0; i < NR_SITES; i++) {
+		addrs[i] = TEXT + i * 0x40;
+		memcpy(x->text + i * 0x40, NOP5, 5);
+		snprintf(name[i], sizeof(name[i]), "func_%u", i);
+		assert_int_equal(vmi_symtab_add(&x->syms, addrs[i], 0x40, name[i]), 0);
+	}
+	fake_mem_map(&x->f.mem, TEXT, x->text, sizeof(x->text));
+	fake_mem_map(&x->f.mem, REGION, x->region, 2u << 20);
+	vmi_symtab_sort(&x->syms);
+	assert_int_equal(vmi_sites_build(&x->sites, addrs, NR_SITES, &x->syms), 0);
+	if (entry_at < NR_SITES) {
+		x->sites.v[entry_at].entry = true;
+		guest_call(x->text + entry_at * 0x40, TEXT + entry_at * 0x40);
+	}
+	for (unsigned i = 0; i < NR_SITES; i++)
+		x->sel[i] = &x->sites.v[i];
+	assert_int_equal(tracer_new(&x->tr, &x->f.t, x->sel, NR_SITES, &task, &opts), 0);
+}
+
+static void fixture_free(struct fixture *x)
+{
+	tracer_free(x->tr);
+	vmi_sites_free(&x->sites);
+	vmi_symtab_free(&x->syms);
+	free(x->region);
+}
+
+static unsigned sites_calling_stub(struct fixture *x)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < NR_SITES; i++) {
+		int32_t rel;
+
+		memcpy(&rel, x->text + i * 0x40 + 1, 4);
+		n += x->text[i * 0x40] == X86_CALL_REL32 &&
+		     TEXT + i * 0x40 + 5 + (uint64_t)(int64_t)rel >= REGION;
+	}
+	return n;
+}
+
+/* hvtrace first: every site a stub probe; the guest reaches its patcher, hvtrace hands every site
+ * back (NOP5, a breakpoint on it), the guest writes its CALL at one, hits there are traced (the NOP
+ * emulated by the target only where it is one); a second update hands nothing more back; the detach
+ * leaves the guest's CALL exactly as written and every other site a NOP5, no breakpoint behind. */
+static void test_patcher_hands_sites_back(void **state)
+{
+	uint64_t patcher = PATCHER, site2 = TEXT + 2 * 0x40;
+	struct tracer_stats st;
+	struct arch_regs regs = {0};
+	struct fixture x;
+	uint8_t call[5];
+	char err[256] = "";
+
+	(void)state;
+	fixture_init(&x, NR_SITES);
+	assert_int_equal(tracer_set_patchers(x.tr, &patcher, 1), 0);
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
+	assert_int_equal(sites_calling_stub(&x), NR_SITES);
+	assert_int_equal(x.nr_bps, 1);
+	assert_true(bp_at(&x, PATCHER));
+
+	/* the guest's ftrace_modify_all_code: its first instruction runs in place after the yield
+	 */
+	regs.r[X86_RIP] = PATCHER;
+	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(regs.r[X86_RIP], PATCHER);
+	assert_int_equal(sites_calling_stub(&x), 0);
+	for (unsigned i = 0; i < NR_SITES; i++) {
+		assert_memory_equal(x.text + i * 0x40, NOP5, 5);
+		assert_true(bp_at(&x, TEXT + i * 0x40));
+		assert_true(x.tr->probes.v[i].yielded);
+	}
+	tracer_stats(x.tr, &st);
+	assert_int_equal(st.yielded_sites, NR_SITES);
+	assert_int_equal(st.shared_sites, NR_SITES);
+	assert_int_equal(st.patcher_stops, 1);
+	assert_int_equal(st.patchers, 1);
+
+	/* the guest's verify finds its NOP5 and writes its CALL; hvtrace's breakpoint traces the
+	 * call there (NOP emulation asked, which the QEMU target refuses over a CALL) */
+	guest_call(call, site2);
+	memcpy(x.text + 2 * 0x40, call, 5);
+	regs.r[X86_RIP] = site2;
+	assert_int_equal(tracer_hit(x.tr, 0, site2, &regs), 0);
+	assert_int_equal(regs.r[X86_RIP], site2 + 5);
+
+	/* its next update: nothing of hvtrace's is left to hand back */
+	regs.r[X86_RIP] = PATCHER;
+	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+	tracer_stats(x.tr, &st);
+	assert_int_equal(st.yielded_sites, NR_SITES);
+	assert_int_equal(st.patcher_stops, 2);
+
+	assert_int_equal(tracer_detach(x.tr), 0);
+	assert_memory_equal(x.text + 2 * 0x40, call, 5);
+	for (unsigned i = 0; i < NR_SITES; i++)
+		if (i != 2)
+			assert_memory_equal(x.text + i * 0x40, NOP5, 5);
+	assert_int_equal(x.nr_bps, 0);
+	assert_false(x.mapped);
+	assert_int_equal(x.tr->text_rewritten, 0);
+	fixture_free(&x);
+}
+
+/* Nothing patched with the vCPUs running: a target whose hits do not stop every vCPU (the
+ * embedded VMM's, where other vCPUs run during a hit) gets no patcher probe; too many are refused.
+ */
+static void test_patchers_need_all_stopped(void **state)
+{
+	uint64_t a[5] = {PATCHER, PATCHER + 1, PATCHER + 2, PATCHER + 3, PATCHER + 4};
+	struct fixture x;
+
+	(void)state;
+	fixture_init(&x, NR_SITES);
+	assert_int_equal(tracer_set_patchers(x.tr, a, 5), -EINVAL);
+	x.f.t.hit_all_stopped = false;
+	assert_int_equal(tracer_set_patchers(x.tr, a, 1), -ENOTSUP);
+	assert_int_equal(tracer_set_patchers(x.tr, a, 0), 0);
+	fixture_free(&x);
+}
+
+/* The guest first: one function's entry holds the guest's CALL at attach; it is traced by an entry
+ * probe (its CALL runs in place), counted as shared, and left byte for byte as it was. */
+static void test_guest_call_at_attach_shared(void **state)
+{
+	uint64_t patcher = PATCHER, site3 = TEXT + 3 * 0x40;
+	struct tracer_stats st;
+	struct arch_regs regs = {0};
+	struct fixture x;
+	uint8_t call[5];
+	char err[256] = "";
+
+	(void)state;
+	fixture_init(&x, 3);
+	memcpy(call, x.text + 3 * 0x40, 5);
+	assert_int_equal(tracer_set_patchers(x.tr, &patcher, 1), 0);
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
+	assert_int_equal(sites_calling_stub(&x), NR_SITES - 1);
+	assert_true(bp_at(&x, site3));
+	tracer_stats(x.tr, &st);
+	assert_int_equal(st.shared_sites, 1);
+	assert_int_equal(st.yielded_sites, 0);
+	regs.r[X86_RIP] = site3;
+	assert_int_equal(tracer_hit(x.tr, 0, site3, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(regs.r[X86_RIP], site3);
+	assert_int_equal(tracer_detach(x.tr), 0);
+	assert_memory_equal(x.text + 3 * 0x40, call, 5);
+	assert_int_equal(x.nr_bps, 0);
+	fixture_free(&x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_patcher_hands_sites_back),
+	    cmocka_unit_test(test_patchers_need_all_stopped),
+	    cmocka_unit_test(test_guest_call_at_attach_shared),
+	};
+
+	return cmocka_run_group_tests_name("tracer_yield", tests, NULL, NULL);
+}
