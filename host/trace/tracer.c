@@ -547,8 +547,7 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 	    .yielded_sites = t->yielded,
 	    .patcher_stops = t->patcher_stops,
 	};
-	for (unsigned i = 0; i < t->nr_patchers; i++)
-		out->patchers += t->patchers[i].inserted;
+	out->patchers = t->patchers_armed;
 }
 
 void tracer_stop_drain(struct tracer *t)

@@ -52,7 +52,7 @@ struct tracer_stats {
 	/* sharing with the guest's own patchers (tracer_yield.c) */
 	unsigned shared_sites;	  /* sites traced alongside a call of the guest's: at attach, or
 				   * handed back to its patcher since */
-	unsigned patchers;	  /* patcher breakpoints in */
+	unsigned patchers;	  /* patcher breakpoints put in at attach */
 	unsigned yielded_sites;	  /* stub sites handed back */
 	unsigned long long patcher_stops;
 };

@@ -85,6 +85,7 @@ struct tracer {
 		bool inserted;
 	} patchers[TRACER_MAX_PATCHERS];
 	unsigned nr_patchers;
+	unsigned patchers_armed; /* of them, inserted at attach */
 	uint64_t patcher_stops; /* hits on them (main thread: hit_all_stopped targets only) */
 	unsigned yielded;	/* stub sites handed back to the guest */
 	unsigned shared;	/* entry probes whose site held a call of the guest's at attach */

@@ -56,6 +56,7 @@ void tracer_patchers_attach(struct tracer *t)
 		if (ret == 0)
 			ret = t->tgt->ops->insert_bp(t->tgt, pt->addr, pt->gpa, pt->orig);
 		pt->inserted = ret == 0;
+		t->patchers_armed += ret == 0;
 		if (ret < 0)
 			fprintf(stderr,
 				"hvtrace: cannot stop at the guest's text patcher at 0x%" PRIx64
