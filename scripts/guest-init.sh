@@ -77,7 +77,7 @@ if [ "$bench" -gt 0 ]; then
 fi
 
 # hvt.share=hvt|guest (issue 36): the guest's own function tracer on vfs_read while hvtrace traces it
-# too, in either order, each phase dd's 1-byte reads of a file (N calls of vfs_read, N of vfs_write):
+# too, in either order, each phase dd's 1-byte reads of a file (N calls of vfs_read, N + 1 of vfs_write):
 # hvt: "workload start", hvt.share_wait=SEC for hvtrace to attach, 10 reads; the guest's function
 # tracer on vfs_read and a kprobe event on vfs_write, 20 reads, both off; 30 reads; hvt.share_after=SEC
 # for hvtrace to detach; then a new filter (vfs_write) and 5 writes, which the guest's ftrace must trace.
@@ -130,7 +130,7 @@ share_run() {
 	echo "hvt-linux: workload done"
 	poweroff -f
 }
-share_reads() { # N: N calls of vfs_read and N of vfs_write, by dd
+share_reads() { # N: N calls of vfs_read and N + 1 of vfs_write (its status lines), by dd
 	dd if=/tmp/share-file of=/dev/null bs=1 count="$1" 2>/dev/null
 }
 share_count() { # FUNC: the lines of the guest's trace for FUNC in dd
