@@ -47,7 +47,7 @@
 #define BM_LINE	 "hvt-linux: binfmt_misc status read "
 
 /* What one test of the matrix does on its kernel. */
-enum probe_kind { TRAP, STUB, GRAPH, ENTRY, LIST };
+enum probe_kind { TRAP, STUB, GRAPH, ENTRY, LIST, SHARE };
 
 struct matrix_case {
 	const struct hv_kernel *k;
@@ -55,14 +55,15 @@ struct matrix_case {
 	char name[64];
 };
 
-static const char *const kind_names[] = {"trap", "stub", "function_graph -e", "entry probes",
-					  "list-functions"};
+static const char *const kind_names[] = {"trap",	    "stub",	      "function_graph -e",
+					  "entry probes", "list-functions", "stub probes and its ftrace"};
 /* the cmocka test of a kind on kernel K: test_kernel_K_<this> */
-static const char *const kind_tests[] = {"trap", "stub", "graph_event", "entry", "list_functions"};
+static const char *const kind_tests[] = {"trap",  "stub",	     "graph_event",
+					  "entry", "list_functions", "share_ftrace"};
 
 static struct hv_kernel kernels[MAX_KERNELS];
 static size_t nr_kernels;
-static struct matrix_case cases[MAX_KERNELS * 5];
+static struct matrix_case cases[MAX_KERNELS * 6];
 
 /* ---- what the guest reports, and what the trace shows ---------------------------------------- */
 
@@ -259,12 +260,13 @@ static void check_listing(const struct hv_result *r)
 #define WORKLOAD_DONE "hvt-linux: workload done"
 #define POWER_DOWN    "reboot: Power down"
 
-/* `run --qemu` on @k with @args after the kernel's files (NULL-terminated, at most 16). */
-static void run_qemu(const struct hv_kernel *k, const char *const *args, const struct hv_expect *e,
-		     const char *label)
+/* `run --qemu` on @k, the kernel's command line @append, with @args after the kernel's files
+ * (NULL-terminated, at most 16). */
+static void run_qemu_append(const struct hv_kernel *k, const char *append, const char *const *args,
+			    const struct hv_expect *e, const char *label)
 {
 	const char *argv[32] = {"run",	    "--qemu",  "--kernel", k->vmlinuz,
-				"--initrd", k->initrd, "--append", APPEND};
+				"--initrd", k->initrd, "--append", append};
 	size_t n = 8;
 	struct hv_result r;
 
@@ -292,6 +294,45 @@ static void run_qemu(const struct hv_kernel *k, const char *const *args, const s
 	}
 	hv_expect_check(label, e, &r);
 	hv_result_free(&r);
+}
+
+/* The same with the matrix's command line (APPEND). */
+static void run_qemu(const struct hv_kernel *k, const char *const *args, const struct hv_expect *e,
+		     const char *label)
+{
+	run_qemu_append(k, APPEND, args, e, label);
+}
+
+/* Issue 36 (scripts/guest-init.sh hvt.share=hvt): hvtrace's stub probe on vfs_read from boot on; the
+ * guest turns its own function tracer on vfs_read and a kprobe event on vfs_write on, then off, then
+ * a new filter (vfs_write): dd's 10 + 20 + 30 + 5 reads are all in hvtrace's trace (--comm dd), the
+ * guest's tracer saw its 20 reads and its kprobe 21 writes (20 bytes and a status line), the new
+ * filter 6, and its log holds no ftrace warning; the site was handed back to the guest's ftrace at
+ * its patcher (found in its kallsyms: both of them) and traced on by a breakpoint. */
+static long console_number(const char *console, const char *key)
+{
+	const char *at = console ? strstr(console, key) : NULL;
+
+	return at ? strtol(at + strlen(key), NULL, 10) : -1;
+}
+
+static void check_share(const struct hv_result *r)
+{
+	long reads = 0;
+
+	for (size_t i = 0; i < r->nr_lines; i++)
+		reads += !strcmp(r->lines[i].comm, "dd") && !strcmp(r->lines[i].func, "vfs_read");
+	printf("hvt-kernels: dd vfs_read %ld; %s", reads,
+	       strstr(r->err, "hvtrace: stats: shared-with-guest") ?: "no stats line\n");
+	assert_int_equal(reads, 65);
+	assert_int_equal(console_number(r->console, "hvt-linux: share guest-reads "), 20);
+	assert_int_equal(console_number(r->console, " guest-writes "), 21);
+	assert_int_equal(console_number(r->console, "hvt-linux: share after-detach writes "), 6);
+	assert_int_equal(console_number(r->console, "hvt-linux: share ftrace-warnings "), 0);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "shared-with-guest "), 1);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "yielded "), 1);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "patchers "), 2);
+	assert_true(hv_stat(r->err, "shared-with-guest ", "patcher-stops ") >= 1);
 }
 
 static pid_t qemu_pid = -1;
@@ -542,6 +583,19 @@ static void play_case(void **state)
 		run_qemu(k, args, &e, c->name);
 		break;
 	}
+	case SHARE: {
+		const char *args[] = {"--probe", "stub",    "-p",	 "function", "-l",
+				      "vfs_read", "--comm", "dd",	 "--stats",  "--timeout",
+				      "300",	  NULL};
+		struct hv_expect e = {
+		    .console = {"hvt-linux: share ftrace-warnings ", POWER_DOWN},
+		    .check = check_share,
+		};
+
+		run_qemu_append(k, "no_timer_check hvt.share=hvt hvt.share_wait=2 hvt.share_after=0",
+				args, &e, c->name);
+		break;
+	}
 	case LIST: {
 		char qmp[128], console[128];
 		const char *argv[] = {"list-functions", "--qmp", qmp, NULL};
@@ -608,7 +662,7 @@ int main(void)
 	if (!nr_kernels)
 		hv_skip_binary("kernel matrix: HVT_KERNELS is empty");
 	for (size_t i = 0; i < nr_kernels; i++)
-		for (int kind = TRAP; kind <= LIST; kind++) {
+		for (int kind = TRAP; kind <= SHARE; kind++) {
 			struct matrix_case *c = &cases[n];
 
 			c->k = &kernels[i];
