@@ -82,11 +82,13 @@ fi
 # tracer on vfs_read and a kprobe event on vfs_write, 20 reads, both off; 30 reads; hvt.share_after=SEC
 # for hvtrace to detach; then a new filter (vfs_write) and 5 writes, which the guest's ftrace must trace.
 # guest: its function tracer on vfs_read, 10 reads, "workload start", hvt.share_wait, 20 reads,
-# hvt.share_after, 30 reads: its trace counts 10, 30, 60. Every count is dd's alone; then the kernel
+# hvt.share_after, 30 reads: its trace counts 10, 20, 30 (cleared after each count). Every count is dd's alone; then the kernel
 # log's ftrace warnings are counted, and the guest powers off.
 share_run() {
 	t=/sys/kernel/tracing
 	mount -t tracefs nodev $t
+	# dd's lines keep their name however many tasks come after it (the default keeps 128)
+	echo 4096 > $t/saved_cmdlines_size
 	head -c 4096 /dev/zero > /tmp/share-file
 	sw=$(arg share_wait 20)
 	sa=$(arg share_after 20)
@@ -107,12 +109,14 @@ share_run() {
 		echo "hvt-linux: workload start"
 		sleep "$sw"
 		share_reads 10
+		share_at "guest tracer on"
 		echo vfs_read > $t/set_ftrace_filter
 		echo 'p:hvt_w vfs_write' >> $t/kprobe_events
 		echo 1 > $t/events/kprobes/hvt_w/enable
 		echo function > $t/current_tracer
 		share_reads 20
-		echo "hvt-linux: share guest-reads $(share_count vfs_read) guest-writes $(share_count hvt_w)"
+		echo "hvt-linux: share guest-reads $(share_count vfs_read) kprobe-hits $(sed -n 's/^ *hvt_w *\([0-9]*\) .*/\1/p' $t/kprobe_profile)"
+		share_at "guest tracer off"
 		echo nop > $t/current_tracer
 		echo 0 > $t/events/kprobes/hvt_w/enable
 		echo '-:hvt_w' >> $t/kprobe_events
@@ -130,11 +134,19 @@ share_run() {
 	echo "hvt-linux: workload done"
 	poweroff -f
 }
+share_at() { # what: a line with the guest's uptime
+	echo "hvt-linux: share $1 at $(cut -d' ' -f1 /proc/uptime)"
+}
 share_reads() { # N: N calls of vfs_read and N + 1 of vfs_write (its status lines), by dd
 	dd if=/tmp/share-file of=/dev/null bs=1 count="$1" 2>/dev/null
 }
-share_count() { # FUNC: the lines of the guest's trace for FUNC in dd
+share_count() { # FUNC: the lines of the guest's trace for FUNC in dd (recording paused meanwhile:
+	# grep's own reads of the trace would be traced as it reads, without end); then the trace is
+	# cleared, so that each count is one phase's
+	echo 0 > /sys/kernel/tracing/tracing_on
 	grep -e " $1 <-" -e " $1: " /sys/kernel/tracing/trace | grep -c '^ *dd-'
+	echo > /sys/kernel/tracing/trace
+	echo 1 > /sys/kernel/tracing/tracing_on
 }
 
 # a module for module tracing: binfmt_misc, mounted

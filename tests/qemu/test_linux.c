@@ -1474,14 +1474,15 @@ static void share_hvtrace_first(const struct hv_result *r)
 	assert_null(strstr(r->err, "must not be turned on"));
 }
 
-/* ... and the guest's side: its function tracer saw dd's 20 reads, its kprobe event dd's 21 writes
- * (20 bytes, then one write of its status lines to stderr), no ftrace warning in its log, and after
- * the detach a new filter (vfs_write) traces dd's 6 writes. */
+/* ... and the guest's side: its function tracer saw dd's 20 reads, its kprobe on vfs_write fired at
+ * least for dd's 21 writes (20 bytes, then one write of its status lines to stderr; kprobe_profile
+ * counts every task's), no ftrace warning in its log, and after the detach a new filter (vfs_write)
+ * traces dd's 6 writes. */
 static void share_hvtrace_first_guest(const char *console)
 {
 	printf("%s", strstr(console, "hvt-linux: share guest-reads") ?: "");
 	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 0), 20);
-	assert_int_equal(share_number(console, " guest-writes ", 0), 21);
+	assert_true(share_number(console, " kprobe-hits ", 0) >= 21);
 	assert_int_equal(share_number(console, "hvt-linux: share after-detach writes ", 0), 6);
 	assert_int_equal(share_number(console, "hvt-linux: share ftrace-warnings ", 0), 0);
 }
@@ -1496,13 +1497,14 @@ static void share_guest_first(const struct hv_result *r)
 	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "yielded "), 0);
 }
 
-/* ... and the guest's trace kept growing through and after: 10, 30, 60 of dd's reads, no warning. */
+/* ... and the guest's trace went on through and after: each phase's dd reads, 10 before, 20 while
+ * hvtrace is attached, 30 after (the guest clears its trace after each count), no warning. */
 static void share_guest_first_guest(const char *console)
 {
 	printf("%s", strstr(console, "hvt-linux: share guest-reads") ?: "");
 	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 0), 10);
-	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 1), 30);
-	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 2), 60);
+	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 1), 20);
+	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 2), 30);
 	assert_int_equal(share_number(console, "hvt-linux: share ftrace-warnings ", 0), 0);
 }
 
@@ -2491,7 +2493,9 @@ static const struct linux_test linux_tests[] = {
 	 * vfs_read and a kprobe event on vfs_write, then off; hvtrace detaches and the guest's ftrace
 	 * takes a new filter */
 	.name = "test_share_hvtrace_first",
-	.domain = "hvt.share=hvt hvt.share_wait=25 hvt.share_after=40",
+	/* each vfs_read under the guest's tracer is a VM stop and a step: its phase takes tens of
+	 * seconds under TCG, all inside hvtrace's 120 s; the guest's new filter comes 100 s later */
+	.domain = "hvt.share=hvt hvt.share_wait=25 hvt.share_after=100",
 	.qemu = {"-qmp", QMP_TCP_ARG},
 	.console_after = {"hvt-linux: share after-detach writes ", WORKLOAD_DONE},
 	.console_check = share_hvtrace_first_guest,
@@ -2499,7 +2503,7 @@ static const struct linux_test linux_tests[] = {
 	    .label = "attach --qmp --probe stub -l vfs_read, then the guest's ftrace",
 	    .cmd = RAW,
 	    .args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "function", "-l", "vfs_read",
-		     "--comm", "dd", "--duration", "50", "--stats"},
+		     "--comm", "dd", "--duration", "120", "--stats"},
 	    .expect = {.check = share_hvtrace_first},
 	}},
     },
@@ -2507,7 +2511,7 @@ static const struct linux_test linux_tests[] = {
 	/* issue 36: the guest's function tracer on vfs_read first; hvtrace attaches with stub probes
 	 * and detaches while it traces on */
 	.name = "test_share_guest_first",
-	.domain = "hvt.share=guest hvt.share_wait=25 hvt.share_after=40",
+	.domain = "hvt.share=guest hvt.share_wait=25 hvt.share_after=90",
 	.qemu = {"-qmp", QMP_TCP_ARG},
 	.console_after = {"hvt-linux: share ftrace-warnings 0", WORKLOAD_DONE},
 	.console_check = share_guest_first_guest,
@@ -2515,7 +2519,7 @@ static const struct linux_test linux_tests[] = {
 	    .label = "the guest's ftrace on vfs_read, then attach --qmp --probe stub -l vfs_read",
 	    .cmd = RAW,
 	    .args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "function", "-l", "vfs_read",
-		     "--comm", "dd", "--duration", "45", "--verify-text", "--stats"},
+		     "--comm", "dd", "--duration", "100", "--verify-text", "--stats"},
 	    .expect = {.err = {TEXT_KEPT}, .check = share_guest_first},
 	}},
     },
