@@ -1126,10 +1126,10 @@ static void check_inside_refused(const struct hv_result *r)
 }
 
 /* The forks of scripts/guest-init.sh's shell (pid 1, traced from early boot, before /init runs)
- * with hvt.yes_sec=1 and the defaults: 8 $(arg ...) substitutions (hvt.tmpfs's the eighth), 3
+ * with hvt.yes_sec=1 and the defaults: 9 $(arg ...) substitutions (hvt.share's the ninth), 3
  * mounts, mkdir, insmod, the binfmt_misc mount, sleep "$wait_sec", 3 rounds of files() (cat, cat, ls
  * and head for /etc/motd, /proc/cpuinfo and /sys/kernel: 6 each), 4 yes, sleep "$yes_sec", poweroff. */
-#define INIT_FORKS (8 + 3 + 1 + 1 + 1 + 1 + 6 * PROC_VERSION_OPENS + 4 + 1 + 1)
+#define INIT_FORKS (9 + 3 + 1 + 1 + 1 + 1 + 6 * PROC_VERSION_OPENS + 4 + 1 + 1)
 
 /* -P 1 -l kernel_clone: the init shell's forks alone, every one of them. */
 static void check_pid_init(const struct hv_result *r)
