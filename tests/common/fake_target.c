@@ -107,3 +107,14 @@ int fake_target_kernel_gpa(struct target *t, uint64_t gva, uint64_t *gpa)
 {
 	return fake_target_translate(t, 0, gva, gpa);
 }
+
+int fake_target_pause(struct target *t)
+{
+	(void)t;
+	return 0;
+}
+
+void fake_target_resume(struct target *t)
+{
+	(void)t;
+}

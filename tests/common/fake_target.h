@@ -40,4 +40,8 @@ int fake_target_remove_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t 
 int fake_target_write_text(struct target *t, uint64_t gpa, const void *expect, const void *buf,
 			   size_t len);
 
+/* A target whose vCPUs are always stopped for the test: pause succeeds, resume does nothing. */
+int fake_target_pause(struct target *t);
+void fake_target_resume(struct target *t);
+
 #endif

@@ -31,17 +31,6 @@ struct fixture {
 	struct tracer *tr;
 };
 
-static int pause_ok(struct target *t)
-{
-	(void)t;
-	return 0;
-}
-
-static void resume_ok(struct target *t)
-{
-	(void)t;
-}
-
 static const struct target_ops ops = {
     .read_virt = fake_target_read_virt,
     .write_virt = fake_target_write_virt,
@@ -50,8 +39,8 @@ static const struct target_ops ops = {
     .translate = fake_target_translate,
     .insert_bp = fake_target_insert_bp,
     .remove_bp = fake_target_remove_bp,
-    .pause = pause_ok,
-    .resume = resume_ok,
+    .pause = fake_target_pause,
+    .resume = fake_target_resume,
 };
 
 static uint64_t site(unsigned i)

@@ -44,17 +44,6 @@ static struct fixture *fx(struct target *t)
 	return (struct fixture *)fake_target_of(t);
 }
 
-static int pause_ok(struct target *t)
-{
-	(void)t;
-	return 0;
-}
-
-static void resume_ok(struct target *t)
-{
-	(void)t;
-}
-
 static void set_bp_handler(struct target *t, target_bp_fn fn, void *ctx)
 {
 	fx(t)->hit = fn;
@@ -69,8 +58,8 @@ static const struct target_ops ops = {
     .translate = fake_target_translate,
     .insert_bp = fake_target_insert_bp,
     .remove_bp = fake_target_remove_bp,
-    .pause = pause_ok,
-    .resume = resume_ok,
+    .pause = fake_target_pause,
+    .resume = fake_target_resume,
     .set_bp_handler = set_bp_handler,
 };
 

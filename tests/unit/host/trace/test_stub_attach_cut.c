@@ -99,17 +99,6 @@ static void unmap(struct target *t, const struct target_region *r)
 	x->mapped = false;
 }
 
-static int pause_ok(struct target *t)
-{
-	(void)t;
-	return 0;
-}
-
-static void resume_ok(struct target *t)
-{
-	(void)t;
-}
-
 /* Every vCPU is elsewhere: none inside the stub. */
 static int get_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
 {
@@ -136,8 +125,8 @@ static const struct target_ops ops = {
     .write_text = write_text,
     .stub_map = map,
     .stub_unmap = unmap,
-    .pause = pause_ok,
-    .resume = resume_ok,
+    .pause = fake_target_pause,
+    .resume = fake_target_resume,
     .get_regs = get_regs,
     .set_bp_handler = set_bp_handler,
 };

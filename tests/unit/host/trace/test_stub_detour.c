@@ -92,17 +92,6 @@ static void unmap(struct target *t, const struct target_region *r)
 	fx(t)->mapped = false;
 }
 
-static int pause_ok(struct target *t)
-{
-	(void)t;
-	return 0;
-}
-
-static void resume_ok(struct target *t)
-{
-	(void)t;
-}
-
 static int get_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
 {
 	(void)cpu;
@@ -162,8 +151,8 @@ static const struct target_ops ops = {
     .stub_map = map,
     .stub_protect = protect,
     .stub_unmap = unmap,
-    .pause = pause_ok,
-    .resume = resume_ok,
+    .pause = fake_target_pause,
+    .resume = fake_target_resume,
     .get_regs = get_regs,
     .set_bp_handler = set_bp_handler,
     .scan_ram = scan_ram,

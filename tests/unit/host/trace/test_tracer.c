@@ -55,17 +55,6 @@ static int read_virt(struct target *t, unsigned cpu, uint64_t gva, void *buf, si
 	return fake_target_read_virt(t, cpu, gva, buf, len);
 }
 
-static int pause_ok(struct target *t)
-{
-	(void)t;
-	return 0;
-}
-
-static void resume_ok(struct target *t)
-{
-	(void)t;
-}
-
 static int get_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
 {
 	*regs = fx(t)->regs[cpu];
@@ -98,8 +87,8 @@ static const struct target_ops ops = {
     .translate = fake_target_translate,
     .insert_bp = fake_target_insert_bp,
     .remove_bp = remove_bp,
-    .pause = pause_ok,
-    .resume = resume_ok,
+    .pause = fake_target_pause,
+    .resume = fake_target_resume,
     .get_regs = get_regs,
     .set_regs = set_regs,
     .set_bp_handler = set_bp_handler,
