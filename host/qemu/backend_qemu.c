@@ -426,8 +426,9 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
 		(unsigned long long)r->tq.steps_again);
 	pipeline_print_stub_stats(p);
 	fprintf(stderr,
-		"hvtrace: stats: shared-with-guest %u yielded %u patchers %u patcher-stops %llu\n",
-		st.shared_sites, st.yielded_sites, st.patchers, st.patcher_stops);
+		"hvtrace: stats: shared-with-guest %u yielded %llu returned %llu patchers %u "
+		"patcher-stops %llu\n",
+		st.shared_sites, st.yields, st.reclaims, st.patchers, st.patcher_stops);
 	if (st.stub_probes && *r->stub.resv_why)
 		fprintf(stderr, "hvtrace: stats: stub region not in reserved RAM: %s\n",
 			r->stub.resv_why);

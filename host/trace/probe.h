@@ -34,8 +34,10 @@ struct probe {
 	bool inserted;	/* INT3 is in guest memory now */
 	bool stub;	/* a stub probe: CALL rel32 into the guest stub instead of INT3 */
 	bool patched;	/* stub: the CALL is in guest memory now */
-	bool yielded;	/* stub: its site was handed back to the guest's patcher (tracer_yield.c);
-			 * traced since by a breakpoint that lets the site's instruction run */
+	bool yielded;	/* stub: its site is handed back to the guest's patcher (tracer_yield.c);
+			 * traced by a breakpoint that lets the site's instruction run, until the
+			 * guest puts its NOP back and the stub's CALL returns */
+	bool ever_yielded; /* stub: handed back at least once (counted once in --stats) */
 	uint8_t nop[ARCH_PATCH_MAX]; /* the patchable NOP the site held when verified (its arch's
 				      * site_len bytes; a stub's CALL replaces it) */
 	bool entry;	/* an entry site (vmi_site.entry): a trap probe whose instruction runs in place */

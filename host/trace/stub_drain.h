@@ -130,6 +130,13 @@ int stub_drain_detach(struct stub_drain *d);
  * written), -EINVAL (no CALL of ours there: a detour, or not patched), -errno. Main thread. */
 int stub_drain_yield(struct stub_drain *d, struct probe *p);
 
+/* With every vCPU stopped, after the guest's patcher is done: a site stub_drain_yield handed back
+ * that holds the guest's NOP again (the guest took its hook away) gets the stub's CALL back, as
+ * attach wrote it. 0 (p->patched set), -EBUSY (the site holds something else: still the guest's,
+ * nothing written), -EINVAL (not a yielded stub site, or no stub), -EFAULT, -errno of the write.
+ * Main thread. */
+int stub_drain_reclaim(struct stub_drain *d, struct probe *p);
+
 /* Drains the guest rings one last time, as far as they can still be read, and stops the drain
  * thread; `lost` and `guest_lost` are then final (the guest's figure as it last said if it is
  * gone). For a guest that went away without a detach; idempotent. Main thread. */

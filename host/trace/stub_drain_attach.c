@@ -38,6 +38,32 @@ static size_t unpatch_all(struct stub_drain *d)
 	return left;
 }
 
+/* The CALL at stub probe @p's site, as attach writes it (the entry routine for its hook, event and
+ * graph root). */
+static int patch_site(struct stub_drain *d, const struct probe *p)
+{
+	return stub_patch(&d->stub, p->addr, p->gpa, p->nop, p->hooks_return, p->event != NULL,
+			  d->c.graph && d->c.returns && p->graph_root);
+}
+
+int stub_drain_reclaim(struct stub_drain *d, struct probe *p)
+{
+	const struct arch *a = target_arch(d->stub.tgt);
+	uint8_t now[ARCH_PATCH_MAX];
+	int r;
+
+	if (!p->stub || p->patched || p->detour || !d->stub.placed)
+		return -EINVAL;
+	if (d->stub.tgt->ops->read_phys(d->stub.tgt, p->gpa, now, a->site_len) < 0)
+		return -EFAULT;
+	if (memcmp(now, p->nop, a->site_len))
+		return -EBUSY; /* the guest's patcher holds it still */
+	r = patch_site(d, p);
+	/* a write the target failed may have landed all the same: the bytes say */
+	p->patched = r == 0 || stub_may_call(&d->stub, p->addr, p->gpa);
+	return r;
+}
+
 int stub_drain_yield(struct stub_drain *d, struct probe *p)
 {
 	int r;
@@ -454,8 +480,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	probe_for_each(p, cfg->probes) {
 		if (!p->stub || p->detour)
 			continue;
-		ret = stub_patch(&d->stub, p->addr, p->gpa, p->nop, p->hooks_return,
-				 p->event != NULL, g.graph && p->graph_root);
+		ret = patch_site(d, p);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: site 0x%" PRIx64 ": %s", p->func->name, p->addr,
 				 ret == -EILSEQ	  ? "not a NOP5"

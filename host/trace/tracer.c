@@ -470,7 +470,11 @@ int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
 
 	if (addr == t->trampoline && t->trampoline)
 		return function_return(t, cpu, regs);
-	if (t->nr_patchers && tracer_patcher_hit(t, addr)) {
+	if (t->nr_patchers && tracer_patcher_return_hit(t, addr)) {
+		arch_regs_set_ip(target_arch(t->tgt), regs, addr);
+		return 0; /* its breakpoint is out: the vCPU goes on from there */
+	}
+	if (t->nr_patchers && tracer_patcher_hit(t, cpu, addr, regs)) {
 		arch_regs_set_ip(target_arch(t->tgt), regs, addr);
 		return TARGET_BP_IN_PLACE; /* the patcher's own instruction runs */
 	}
@@ -543,8 +547,10 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 	    .stub_backpressure = t->opts.stub_backpressure,
 	    .stub_mapped = t->stub.stub.placed,
 	    .filtered = atomic_load(&t->filtered) + atomic_load(&t->stub.filtered),
-	    .shared_sites = t->shared + t->yielded,
-	    .yielded_sites = t->yielded,
+	    .shared_sites = t->shared + t->yielded_sites,
+	    .yielded_sites = t->yielded_sites,
+	    .yields = t->yielded,
+	    .reclaims = t->reclaimed,
 	    .patcher_stops = t->patcher_stops,
 	};
 	out->patchers = t->patchers_armed;

@@ -53,7 +53,9 @@ struct tracer_stats {
 	unsigned shared_sites;	  /* sites traced alongside a call of the guest's: at attach, or
 				   * handed back to its patcher since */
 	unsigned patchers;	  /* patcher breakpoints put in at attach */
-	unsigned yielded_sites;	  /* stub sites handed back */
+	unsigned yielded_sites;	  /* distinct stub sites handed back */
+	unsigned long long yields;	/* hand-backs (a site each time) */
+	unsigned long long reclaims;	/* yielded sites that got the stub back */
 	unsigned long long patcher_stops;
 };
 

@@ -87,7 +87,13 @@ struct tracer {
 	unsigned nr_patchers;
 	unsigned patchers_armed; /* of them, inserted at attach */
 	uint64_t patcher_stops; /* hits on them (main thread: hit_all_stopped targets only) */
-	unsigned yielded;	/* stub sites handed back to the guest */
+	/* The return of the outermost patcher call (the instruction after its CALL, read from the
+	 * stack at the patcher's entry): a one-shot breakpoint at which yielded sites the guest left
+	 * as NOPs get the stub back. */
+	struct tracer_patcher ret_bp;
+	uint64_t yielded;	/* hand-backs of stub sites to the guest */
+	unsigned yielded_sites; /* distinct stub sites handed back */
+	uint64_t reclaimed;	/* yielded sites that got the stub's CALL back */
 	unsigned shared;	/* entry probes whose site held a call of the guest's at attach */
 };
 
@@ -97,8 +103,13 @@ struct tracer {
 void tracer_patchers_attach(struct tracer *t);
 /* At detach, target paused: the patcher breakpoints out. */
 void tracer_patchers_detach(struct tracer *t);
-/* From tracer_hit: whether @addr is a patcher's; if so the stub sites are handed back first (the
- * VM is stopped: hit_all_stopped). */
-bool tracer_patcher_hit(struct tracer *t, uint64_t addr);
+/* From tracer_hit: whether @addr is a patcher's: the stub sites are then handed back, and a
+ * breakpoint put at the outermost patcher call's return. The VM is stopped (hit_all_stopped);
+ * @regs are vCPU @cpu's; the patcher's instruction is to run in place. */
+bool tracer_patcher_hit(struct tracer *t, unsigned cpu, uint64_t addr,
+			const struct arch_regs *regs);
+/* From tracer_hit: whether @addr is that return's: its breakpoint is then gone (the vCPU resumes
+ * there as is) and yielded sites the guest left as NOPs have the stub's CALL back. VM stopped. */
+bool tracer_patcher_return_hit(struct tracer *t, uint64_t addr);
 
 #endif

@@ -66,22 +66,13 @@ void tracer_patchers_attach(struct tracer *t)
 	}
 }
 
-void tracer_patchers_detach(struct tracer *t)
-{
-	for (unsigned i = 0; i < t->nr_patchers; i++) {
-		struct tracer_patcher *pt = &t->patchers[i];
-
-		if (pt->inserted &&
-		    t->tgt->ops->remove_bp(t->tgt, pt->addr, pt->gpa, pt->orig) == 0)
-			pt->inserted = false;
-	}
-}
-
 /* The VM is stopped: every stub probe site whose CALL is still ours gets its NOP back and a
  * breakpoint instead (the target emulates the NOP while it is one, and runs in place whatever the
- * guest writes there). */
-static void yield_sites(struct tracer *t)
+ * guest writes there). Returns how many sites are handed back now. */
+static unsigned yield_sites(struct tracer *t)
 {
+	unsigned n = 0;
+
 	probe_for_each(p, &t->probes) {
 		int ret;
 
@@ -92,6 +83,9 @@ static void yield_sites(struct tracer *t)
 			continue; /* -ESTALE: the guest's already; otherwise it stays a stub site */
 		p->yielded = true;
 		t->yielded++;
+		t->yielded_sites += !p->ever_yielded;
+		p->ever_yielded = true;
+		n++;
 		ret = probe_insert(p, t->tgt);
 		if (ret < 0)
 			fprintf(
@@ -100,17 +94,108 @@ static void yield_sites(struct tracer *t)
 			    "could go in (%s): its calls are not traced any more\n",
 			    p->func->name, strerror(-ret));
 	}
+	return n;
 }
 
-bool tracer_patcher_hit(struct tracer *t, uint64_t addr)
+/* The VM is stopped, the guest's patcher done: every yielded site that holds the guest's NOP again
+ * gets the stub's CALL back and loses its breakpoint; the others stay the guest's. */
+static void reclaim_sites(struct tracer *t)
 {
+	probe_for_each(p, &t->probes) {
+		if (!p->yielded)
+			continue;
+		if (stub_drain_reclaim(&t->stub, p) < 0)
+			continue; /* -EBUSY: the guest's hook is there; traced by the breakpoint */
+		p->yielded = false;
+		t->reclaimed++;
+		/* the CALL is in: the breakpoint would trace each call twice */
+		if (probe_remove(p, t->tgt) < 0)
+			fprintf(stderr,
+				"hvtrace: %s: the stub's CALL is back at 0x%" PRIx64
+				", but its breakpoint would not go\n",
+				p->func->name, p->addr);
+	}
+}
+
+/* At a patcher's entry on vCPU @cpu: a one-shot breakpoint at its return address ([sp]), unless
+ * one is in already (the patchers nest: the outermost call's return is the one that counts). */
+static void arm_return(struct tracer *t, unsigned cpu, const struct arch_regs *regs)
+{
+	const struct arch *a = target_arch(t->tgt);
+	struct tracer_patcher *rb = &t->ret_bp;
+	uint64_t ret_addr = 0;
+	int r;
+
+	if (rb->inserted)
+		return;
+	r = t->tgt->ops->read_virt(t->tgt, cpu, arch_regs_sp(a, regs), &ret_addr, sizeof(ret_addr));
+	if (r < 0) {
+		fprintf(stderr,
+			"hvtrace: the guest's text patcher's return address is not readable (stack "
+			"0x%" PRIx64 ": %s): the sites handed back stay traced by breakpoints\n",
+			arch_regs_sp(a, regs), strerror(-r));
+		return;
+	}
+		r = t->tgt->ops->translate(t->tgt, cpu, ret_addr, &rb->gpa);
+	if (r == 0)
+		r = t->tgt->ops->read_phys(t->tgt, rb->gpa, &rb->orig, 1);
+	if (r == 0)
+		r = t->tgt->ops->insert_bp(t->tgt, ret_addr, rb->gpa, rb->orig);
+	if (r < 0) {
+		fprintf(stderr,
+			"hvtrace: no breakpoint at the return of the guest's text patcher (0x%" PRIx64
+			": %s): the sites handed back stay traced by breakpoints\n",
+			ret_addr, strerror(-r));
+		return;
+	}
+	rb->addr = ret_addr;
+	rb->inserted = true;
+}
+
+static void disarm_return(struct tracer *t)
+{
+	struct tracer_patcher *rb = &t->ret_bp;
+
+	if (rb->inserted && t->tgt->ops->remove_bp(t->tgt, rb->addr, rb->gpa, rb->orig) == 0)
+		rb->inserted = false;
+}
+
+bool tracer_patcher_return_hit(struct tracer *t, uint64_t addr)
+{
+	if (!t->ret_bp.inserted || addr != t->ret_bp.addr)
+		return false;
+	disarm_return(t);
+	reclaim_sites(t);
+	return true;
+}
+
+bool tracer_patcher_hit(struct tracer *t, unsigned cpu, uint64_t addr,
+			const struct arch_regs *regs)
+{
+	bool yielded_any = false;
+
 	for (unsigned i = 0; i < t->nr_patchers; i++) {
 		if (t->patchers[i].addr != addr)
 			continue;
 		t->patcher_stops++;
 		if (atomic_load_explicit(&t->active, memory_order_relaxed))
 			yield_sites(t);
+		probe_for_each(p, &t->probes) yielded_any |= p->yielded;
+		if (yielded_any)
+			arm_return(t, cpu, regs);
 		return true;
 	}
 	return false;
+}
+
+void tracer_patchers_detach(struct tracer *t)
+{
+	disarm_return(t);
+	for (unsigned i = 0; i < t->nr_patchers; i++) {
+		struct tracer_patcher *pt = &t->patchers[i];
+
+		if (pt->inserted &&
+		    t->tgt->ops->remove_bp(t->tgt, pt->addr, pt->gpa, pt->orig) == 0)
+			pt->inserted = false;
+	}
 }

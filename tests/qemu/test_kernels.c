@@ -330,7 +330,10 @@ static void check_share(const struct hv_result *r)
 	assert_int_equal(console_number(r->console, "hvt-linux: share after-detach writes "), 6);
 	assert_int_equal(console_number(r->console, "hvt-linux: share ftrace-warnings "), 0);
 	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "shared-with-guest "), 1);
-	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "yielded "), 1);
+	/* handed back at each of the guest's updates while ours, and the stub's CALL back once the
+	 * guest's hooks are off (its filter change to vfs_write): at least twice each */
+	assert_true(hv_stat(r->err, "shared-with-guest ", "yielded ") >= 2);
+	assert_true(hv_stat(r->err, "shared-with-guest ", "returned ") >= 2);
 	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "patchers "), 2);
 	assert_true(hv_stat(r->err, "shared-with-guest ", "patcher-stops ") >= 1);
 }

@@ -24,6 +24,10 @@
 #define TEXT_LEN 0x1000
 #define NR_SITES 8
 #define PATCHER	 (TEXT + 0xe00) /* the guest's ftrace_modify_all_code */
+#define PATCHER2 (TEXT + 0xe80) /* the guest's ftrace_replace_code, called from it */
+#define RET	 (TEXT + 0xd05) /* where the patcher's caller goes on after its call */
+#define STACK	 0x200000ull	/* a page of the guest's stack: [STACK_SP] holds RET */
+#define STACK_SP (STACK + 0xf00)
 #define CALLER	 (TEXT + 0xf00) /* the guest's ftrace_caller */
 #define REGION	 0x400000ull	/* the stub's */
 #define NOP5	 "\x0f\x1f\x44\x00\x00"
@@ -33,6 +37,7 @@ struct fixture {
 	struct fake_target f;
 	uint8_t text[TEXT_LEN];
 	uint8_t *region;
+	uint8_t stack[0x1000];
 	struct vmi_symtab syms;
 	struct vmi_sites sites;
 	const struct vmi_site *sel[NR_SITES];
@@ -168,6 +173,12 @@ static void fixture_init(struct fixture *x, unsigned entry_at)
 	}
 	fake_mem_map(&x->f.mem, TEXT, x->text, sizeof(x->text));
 	fake_mem_map(&x->f.mem, REGION, x->region, 2u << 20);
+	{
+		uint64_t ret = RET;
+
+		memcpy(x->stack + (STACK_SP - STACK), &ret, sizeof(ret));
+		fake_mem_map(&x->f.mem, STACK, x->stack, sizeof(x->stack));
+	}
 	vmi_symtab_sort(&x->syms);
 	assert_int_equal(vmi_sites_build(&x->sites, addrs, NR_SITES, &x->syms), 0);
 	if (entry_at < NR_SITES) {
@@ -202,12 +213,14 @@ static unsigned sites_calling_stub(struct fixture *x)
 }
 
 /* hvtrace first: every site a stub probe; the guest reaches its patcher, hvtrace hands every site
- * back (NOP5, a breakpoint on it), the guest writes its CALL at one, hits there are traced (the NOP
- * emulated by the target only where it is one); a second update hands nothing more back; the detach
- * leaves the guest's CALL exactly as written and every other site a NOP5, no breakpoint behind. */
+ * back (NOP5, a breakpoint on it) and stops once more at the patcher's return; the guest writes its
+ * CALL at one, hits there are traced (the NOP emulated by the target only where it is one); at the
+ * return every other site gets the stub's CALL back (no breakpoint); the next update hands those
+ * back again; once the guest takes its CALL away, that site's stub returns too; the detach leaves
+ * every site a NOP5, no breakpoint behind. */
 static void test_patcher_hands_sites_back(void **state)
 {
-	uint64_t patcher = PATCHER, site2 = TEXT + 2 * 0x40;
+	uint64_t patchers[2] = {PATCHER, PATCHER2}, site2 = TEXT + 2 * 0x40;
 	struct tracer_stats st;
 	struct arch_regs regs = {0};
 	struct fixture x;
@@ -216,15 +229,16 @@ static void test_patcher_hands_sites_back(void **state)
 
 	(void)state;
 	fixture_init(&x, NR_SITES);
-	assert_int_equal(tracer_set_patchers(x.tr, &patcher, 1), 0);
+	assert_int_equal(tracer_set_patchers(x.tr, patchers, 2), 0);
 	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
 	assert_int_equal(sites_calling_stub(&x), NR_SITES);
-	assert_int_equal(x.nr_bps, 1);
+	assert_int_equal(x.nr_bps, 2);
 	assert_true(bp_at(&x, PATCHER));
 
-	/* the guest's ftrace_modify_all_code: its first instruction runs in place after the yield
-	 */
+	/* the guest's ftrace_modify_all_code: its first instruction runs in place after the yield;
+	 * a breakpoint waits at its return */
 	regs.r[X86_RIP] = PATCHER;
+	regs.r[X86_RSP] = STACK_SP;
 	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
 	assert_int_equal(regs.r[X86_RIP], PATCHER);
 	assert_int_equal(sites_calling_stub(&x), 0);
@@ -233,11 +247,21 @@ static void test_patcher_hands_sites_back(void **state)
 		assert_true(bp_at(&x, TEXT + i * 0x40));
 		assert_true(x.tr->probes.v[i].yielded);
 	}
+	assert_true(bp_at(&x, RET));
+	assert_int_equal(x.nr_bps, 2 + NR_SITES + 1);
 	tracer_stats(x.tr, &st);
 	assert_int_equal(st.yielded_sites, NR_SITES);
+	assert_int_equal(st.yields, NR_SITES);
 	assert_int_equal(st.shared_sites, NR_SITES);
 	assert_int_equal(st.patcher_stops, 1);
-	assert_int_equal(st.patchers, 1);
+	assert_int_equal(st.patchers, 2);
+
+	/* the nested patcher (ftrace_replace_code, its own return elsewhere): no second return
+	 * breakpoint */
+	regs.r[X86_RIP] = PATCHER2;
+	regs.r[X86_RSP] = STACK_SP - 0x40;
+	assert_int_equal(tracer_hit(x.tr, 0, PATCHER2, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(x.nr_bps, 2 + NR_SITES + 1);
 
 	/* the guest's verify finds its NOP5 and writes its CALL; hvtrace's breakpoint traces the
 	 * call there (NOP emulation asked, which the QEMU target refuses over a CALL) */
@@ -247,13 +271,39 @@ static void test_patcher_hands_sites_back(void **state)
 	assert_int_equal(tracer_hit(x.tr, 0, site2, &regs), 0);
 	assert_int_equal(regs.r[X86_RIP], site2 + 5);
 
-	/* its next update: nothing of hvtrace's is left to hand back */
+	/* the patcher returns: the sites the guest left as NOP5s are stub sites again, the guest's
+	 * stays traced by its breakpoint; the return's breakpoint is gone, the vCPU goes on there */
+	regs.r[X86_RIP] = RET;
+	assert_int_equal(tracer_hit(x.tr, 0, RET, &regs), 0);
+	assert_int_equal(regs.r[X86_RIP], RET);
+	assert_false(bp_at(&x, RET));
+	assert_int_equal(sites_calling_stub(&x), NR_SITES - 1);
+	assert_memory_equal(x.text + 2 * 0x40, call, 5);
+	assert_true(bp_at(&x, site2));
+	assert_int_equal(x.nr_bps, 2 + 1);
+	tracer_stats(x.tr, &st);
+	assert_int_equal(st.reclaims, NR_SITES - 1);
+
+	/* its next update (the guest takes its CALL away): the stub sites go back again, and at
+	 * the return every site is the stub's once more */
 	regs.r[X86_RIP] = PATCHER;
+	regs.r[X86_RSP] = STACK_SP;
 	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(sites_calling_stub(&x), 0);
+	memcpy(x.text + 2 * 0x40, NOP5, 5);
+	assert_int_equal(tracer_hit(x.tr, 0, RET, &regs), 0);
+	assert_int_equal(sites_calling_stub(&x), NR_SITES);
+	assert_int_equal(x.nr_bps, 2);
 	tracer_stats(x.tr, &st);
 	assert_int_equal(st.yielded_sites, NR_SITES);
-	assert_int_equal(st.patcher_stops, 2);
+	assert_int_equal(st.yields, 2 * NR_SITES - 1);
+	assert_int_equal(st.reclaims, 2 * NR_SITES - 1);
+	assert_int_equal(st.patcher_stops, 3);
 
+	/* a last update the guest is inside when hvtrace detaches: its CALL stays, the rest NOP5s */
+	regs.r[X86_RIP] = PATCHER;
+	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+	memcpy(x.text + 2 * 0x40, call, 5);
 	assert_int_equal(tracer_detach(x.tr), 0);
 	assert_memory_equal(x.text + 2 * 0x40, call, 5);
 	for (unsigned i = 0; i < NR_SITES; i++)
@@ -262,6 +312,31 @@ static void test_patcher_hands_sites_back(void **state)
 	assert_int_equal(x.nr_bps, 0);
 	assert_false(x.mapped);
 	assert_int_equal(x.tr->text_rewritten, 0);
+	fixture_free(&x);
+}
+
+/* A return address the guest's stack does not give (unmapped): the sites stay handed back, traced
+ * by breakpoints; one line says so. */
+static void test_patcher_return_unreadable(void **state)
+{
+	uint64_t patcher = PATCHER;
+	struct arch_regs regs = {0};
+	struct fixture x;
+	char err[256] = "";
+
+	(void)state;
+	fixture_init(&x, NR_SITES);
+	assert_int_equal(tracer_set_patchers(x.tr, &patcher, 1), 0);
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
+	regs.r[X86_RIP] = PATCHER;
+	regs.r[X86_RSP] = 0xdead0000;
+	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(sites_calling_stub(&x), 0);
+	assert_int_equal(x.nr_bps, 1 + NR_SITES);
+	assert_int_equal(tracer_detach(x.tr), 0);
+	assert_int_equal(x.nr_bps, 0);
+	for (unsigned i = 0; i < NR_SITES; i++)
+		assert_memory_equal(x.text + i * 0x40, NOP5, 5);
 	fixture_free(&x);
 }
 
@@ -316,6 +391,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_patcher_hands_sites_back),
+	    cmocka_unit_test(test_patcher_return_unreadable),
 	    cmocka_unit_test(test_patchers_need_all_stopped),
 	    cmocka_unit_test(test_guest_call_at_attach_shared),
 	};
