@@ -9,10 +9,13 @@
 
 #include "vmi/vmi_btf.h"
 #include "vmi/vmi_modules.h"
+#include "vmi/vmi_patcher.h"
 #include "vmi/vmi_read.h"
 #include "vmi/vmi_sites.h"
 #include "vmi/vmi_symtab.h"
 #include "vmi/vmi_task.h"
+
+#include "vmi/vmi_patcher.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -116,13 +119,11 @@ int vmi_linux_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struct vmi
  * or another layout: the caller cannot tell from it), or @read's negative errno. */
 int vmi_linux_ftrace_converted(const struct vmi_linux *l, vmi_read_fn read, void *ctx);
 
-/* The guest's text patchers (vmi_linux_patchers.c): the runtime addresses of the functions where
- * its ftrace is about to check and rewrite its call sites, as many of them as its symbols hold (at
- * most @max), into @addrs; returns how many (0: none found, the guest's tracing cannot be seen
- * coming). Pure. */
-size_t vmi_linux_text_patchers(const struct vmi_linux *l, uint64_t *addrs, size_t max);
-/* Their names, for a message ("a, b"). Pure. */
-const char *vmi_linux_patcher_names(void);
+/* The guest's text patchers found in its symbols, at most @max, into @out; returns how many (none
+ * of a kind: the guest's patching of that kind cannot be seen coming). Pure. */
+size_t vmi_linux_text_patchers(const struct vmi_linux *l, struct vmi_patcher *out, size_t max);
+/* The names of the patchers of a kind, for a message ("a, b"). Pure. */
+const char *vmi_linux_patcher_names(bool detours);
 
 /* Marks in @selected (one flag per site of @sites) the sites of @roots and of every function
  * reachable from them through direct calls and jumps (e8/e9 rel32 to a site) in guest memory, at

@@ -234,28 +234,39 @@ static int wait_text_patched(struct linux_run *r, char *err, size_t errlen)
 }
 
 /* Stub probes write the guest's own text: hvtrace stops where the guest's ftrace is about to check
- * and rewrite its call sites, and hands them back there (tracer_set_patchers). */
+ * and rewrite its call sites, and where a kprobe reads an instruction, and hands them back there
+ * (tracer_set_patchers). */
 static void share_with_patchers(struct linux_run *r, bool stub)
 {
-	uint64_t addrs[4];
+	struct vmi_patcher ps[4];
 
-	r->nr_patchers = stub ? vmi_linux_text_patchers(&r->l, addrs, 4) : 0;
-	if (r->nr_patchers && pipeline_set_patchers(r->p, addrs, r->nr_patchers) < 0)
+	r->nr_patchers = stub ? vmi_linux_text_patchers(&r->l, ps, 4) : 0;
+	if (r->nr_patchers && pipeline_set_patchers(r->p, ps, r->nr_patchers) < 0)
 		r->nr_patchers = 0;
+	r->has_patcher[0] = r->has_patcher[1] = false;
+	for (size_t i = 0; i < r->nr_patchers; i++)
+		r->has_patcher[ps[i].detours] = true;
 }
 
-/* No patcher found: one line, with how many sites the guest must not touch. */
+/* A kind of patcher not found: one line per kind, with how many sites the guest must not touch. */
 static void say_no_patchers(struct linux_run *r)
 {
 	struct tracer_stats st;
+	size_t calls;
 
 	tracer_stats(pipeline_tracer(r->p), &st);
-	if (st.stub_probes)
+	calls = st.stub_probes - st.stub_detours;
+	if (calls && !r->has_patcher[0])
 		fprintf(stderr,
 			"hvtrace: the guest's text patchers (%s) are not in its symbols: its own "
 			"tracing (ftrace, kprobes, BPF) must not be turned on while hvtrace holds "
 			"these %zu sites\n",
-			vmi_linux_patcher_names(), st.stub_probes);
+			vmi_linux_patcher_names(false), calls);
+	if (st.stub_detours && !r->has_patcher[1])
+		fprintf(stderr,
+			"hvtrace: the guest's kprobe patcher (%s) is not in its symbols: its own "
+			"kprobes must not be placed on the %zu functions hvtrace detours\n",
+			vmi_linux_patcher_names(true), st.stub_detours);
 }
 
 /* Probes in, rings and writer running. Returns an exit status on error, 0 on success. */
@@ -351,7 +362,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	}
 	share_with_patchers(r, pg.stub);
 	ret = pipeline_start(r->p, EXIT_QEMU_FAILED, err, errlen);
-	if (ret == 0 && pg.stub && !r->nr_patchers)
+	if (ret == 0 && pg.stub)
 		say_no_patchers(r);
 	return ret;
 }

@@ -25,6 +25,7 @@ struct linux_run {
 	struct pipeline *p; /* env.p */
 	struct vmi_linux l;
 	size_t nr_patchers; /* the guest's text patchers hvtrace stops at (share_with_patchers) */
+	bool has_patcher[2]; /* [vmi_patcher.detours]: one of that kind was found */
 	struct vmi_sites sites;
 	struct inside_sites inside; /* of -e func+OFFSET events */
 	FILE *out, *con;

@@ -663,9 +663,9 @@ void pipeline_set_before_detach(struct pipeline *p, void (*fn)(void *ctx), void 
 	tracer_set_before_detach(p->tr, fn, ctx);
 }
 
-int pipeline_set_patchers(struct pipeline *p, const uint64_t *addrs, size_t n)
+int pipeline_set_patchers(struct pipeline *p, const struct vmi_patcher *ps, size_t n)
 {
-	return tracer_set_patchers(p->tr, addrs, n);
+	return tracer_set_patchers(p->tr, ps, n);
 }
 
 size_t pipeline_forget_range(struct pipeline *p, uint64_t lo, uint64_t hi)

@@ -93,7 +93,7 @@ const struct vmi_site *const *pipeline_selection(const struct pipeline *p, size_
 /* The backend's hook in the detach (tracer_set_before_detach). After pipeline_build. */
 void pipeline_set_before_detach(struct pipeline *p, void (*fn)(void *ctx), void *ctx);
 /* The guest's text patchers (tracer_set_patchers): before pipeline_start. 0 or -errno. */
-int pipeline_set_patchers(struct pipeline *p, const uint64_t *addrs, size_t n);
+int pipeline_set_patchers(struct pipeline *p, const struct vmi_patcher *ps, size_t n);
 /* tracer_forget_range on the pipeline's tracer (in before_detach). */
 size_t pipeline_forget_range(struct pipeline *p, uint64_t lo, uint64_t hi);
 /* tracer_set_task_slots on the pipeline's tracer (in before_detach). */

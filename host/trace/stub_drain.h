@@ -124,10 +124,12 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
  * stub. 0 or -errno (-EBUSY: a vCPU stayed inside, the stub is left mapped). Main thread. */
 int stub_drain_detach(struct stub_drain *d);
 
-/* With every vCPU stopped: puts the guest's NOP back at fentry stub probe @p's site (the guest's
- * patcher is about to check it), if the site still holds our CALL; the stub stays (a vCPU inside
- * it, or a hooked return, finishes there). 0, -ESTALE (the guest rewrote it: marked, nothing
- * written), -EINVAL (no CALL of ours there: a detour, or not patched), -errno. Main thread. */
+/* With every vCPU stopped: puts the guest's bytes back at stub probe @p's site (the guest's
+ * patcher is about to check it): the NOP under a CALL of ours, the instructions under a detour's
+ * JMP (no context can be inside a JMP; one inside the detour's copy of them goes on there and
+ * jumps back to the same bytes); the stub stays (a vCPU inside it, or a hooked return, finishes
+ * there). 0, -ESTALE (the guest rewrote it: marked, nothing written), -EINVAL (not patched),
+ * -errno. Main thread. */
 int stub_drain_yield(struct stub_drain *d, struct probe *p);
 
 /* With every vCPU stopped, after the guest's patcher is done: a site stub_drain_yield handed back

@@ -68,9 +68,10 @@ int stub_drain_yield(struct stub_drain *d, struct probe *p)
 {
 	int r;
 
-	if (!p->stub || !p->patched || p->detour)
+	if (!p->stub || !p->patched)
 		return -EINVAL;
-	r = stub_unpatch(&d->stub, p->addr, p->gpa, p->nop);
+	r = p->detour ? stub_detour_unpatch(&d->stub, p->detour_idx, p->addr, p->gpa, p->nop)
+		      : stub_unpatch(&d->stub, p->addr, p->gpa, p->nop);
 	if (r == 0 || r == -ESTALE)
 		p->patched = false;
 	if (r == -ESTALE)

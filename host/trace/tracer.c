@@ -527,6 +527,7 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 	    .arms = t->arms,
 	    .lost = tracer_lost(t),
 	    .stub_probes = t->stub.nr_probes,
+	    .stub_detours = t->stub.nr_detours,
 	    .stub_records = t->stub.records - t->stub.announced,
 	    .stub_announced = t->stub.announced,
 	    .stub_lost = t->stub.lost,

@@ -10,6 +10,7 @@
 #include "host/trace/target.h"
 #include "host/trace/trigger.h"
 #include "host/trace/tracer_opts.h"
+#include "vmi/vmi_patcher.h"
 #include "vmi/vmi_task.h"
 
 #include <stdbool.h>
@@ -29,6 +30,7 @@ struct tracer_stats {
 	unsigned text_rewritten; /* sites the guest rewrote over a patch: reported, left alone */
 	/* stub probes (all 0 without) */
 	size_t stub_probes;
+	size_t stub_detours; /* of them, entry probes through a detour */
 	/* stub_records: the guest's event records drained (its task announcements are
 	 * stub_announced) */
 	unsigned long long stub_records, stub_announced, stub_lost, stub_ring_records,
@@ -162,13 +164,14 @@ void tracer_set_before_detach(struct tracer *t, void (*fn)(void *ctx), void *ctx
  * Target paused (before_detach); main thread. */
 void tracer_set_task_slots(struct tracer *t, const uint64_t *current, const uint64_t *preempt);
 
-/* The guest's text patchers: @n (at most 4) addresses where the guest is about to check and
- * rewrite its call sites (vmi_linux_text_patchers). The tracer stops there with a breakpoint of its
- * own, puts the guest's bytes back at every stub probe site, and traces those functions from then
- * on with breakpoints that let what the guest writes there run. Before tracer_attach; -ENOTSUP on
- * a target whose hits do not stop every vCPU (hit_all_stopped) or cannot run an instruction in
- * place, -EINVAL for too many. Main thread. */
-int tracer_set_patchers(struct tracer *t, const uint64_t *addrs, size_t n);
+/* The guest's text patchers: @n (at most 4) functions where the guest is about to check and
+ * rewrite its text (vmi_linux_text_patchers). The tracer stops there with a breakpoint of its own
+ * and puts the guest's bytes back first: at every fentry stub probe site at an ftrace patcher
+ * (traced by a breakpoint that lets what the guest writes there run, until the guest puts its NOP
+ * back: then the stub's CALL returns), at every detour at a kprobe patcher (traced by a breakpoint
+ * from then on). Before tracer_attach; -ENOTSUP on a target whose hits do not stop every vCPU
+ * (hit_all_stopped) or cannot run an instruction in place, -EINVAL for too many. Main thread. */
+int tracer_set_patchers(struct tracer *t, const struct vmi_patcher *ps, size_t n);
 
 /* A copy of the session's counters (see struct tracer_stats). Main thread. */
 void tracer_stats(const struct tracer *t, struct tracer_stats *out);

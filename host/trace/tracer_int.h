@@ -83,6 +83,7 @@ struct tracer {
 		uint64_t addr, gpa;
 		uint8_t orig;
 		bool inserted;
+		bool detours; /* kprobes': detours go back, for good; else fentry stub sites */
 	} patchers[TRACER_MAX_PATCHERS];
 	unsigned nr_patchers;
 	unsigned patchers_armed; /* of them, inserted at attach */

@@ -1,8 +1,10 @@
-/* Sharing the guest's text with the guest's own patchers (its ftrace): internal breakpoints at the
- * functions where it checks and rewrites its call sites; at a stop there, every stub probe site
- * goes back to the bytes the guest expects and is traced from then on by a breakpoint under which
- * whatever the guest writes there runs. And sites that hold a call of the guest's already at
- * attach, counted. */
+/* Sharing the guest's text with the guest's own patchers: internal breakpoints at the functions
+ * where its ftrace checks and rewrites its call sites, and where a kprobe reads the instruction it
+ * replaces. At a stop at ftrace's, every fentry stub probe site goes back to the guest's NOP and is
+ * traced by a breakpoint under which whatever the guest writes there runs; at the outermost
+ * patcher call's return, the sites the guest left as NOPs get the stub back. At a stop at
+ * kprobes', every detour goes back to the guest's instructions, for good. And sites that hold a
+ * call of the guest's already at attach, counted. */
 #include "host/trace/tracer.h"
 #include "host/trace/tracer_int.h"
 
@@ -11,14 +13,14 @@
 #include <stdio.h>
 #include <string.h>
 
-int tracer_set_patchers(struct tracer *t, const uint64_t *addrs, size_t n)
+int tracer_set_patchers(struct tracer *t, const struct vmi_patcher *ps, size_t n)
 {
 	if (n > TRACER_MAX_PATCHERS)
 		return -EINVAL;
 	if (n && (!t->tgt->hit_all_stopped || !t->tgt->bp_in_place))
 		return -ENOTSUP;
 	for (size_t i = 0; i < n; i++)
-		t->patchers[i] = (struct tracer_patcher){.addr = addrs[i]};
+		t->patchers[i] = (struct tracer_patcher){.addr = ps[i].addr, .detours = ps[i].detours};
 	t->nr_patchers = (unsigned)n;
 	return 0;
 }
@@ -39,17 +41,20 @@ static bool holds_guest_call(struct tracer *t, const struct probe *p)
 
 void tracer_patchers_attach(struct tracer *t)
 {
-	bool stubs = false;
+	bool calls = false, detours = false;
 
 	probe_for_each(p, &t->probes) {
 		t->shared += holds_guest_call(t, p);
-		stubs |= p->stub && p->patched && !p->detour;
+		calls |= p->stub && p->patched && !p->detour;
+		detours |= p->stub && p->patched && p->detour;
 	}
-	if (!stubs)
-		return; /* no byte of the guest's is ours: nothing to hand back */
 	for (unsigned i = 0; i < t->nr_patchers; i++) {
 		struct tracer_patcher *pt = &t->patchers[i];
-		int ret = t->tgt->ops->translate(t->tgt, 0, pt->addr, &pt->gpa);
+		int ret;
+
+		if (!(pt->detours ? detours : calls))
+			continue; /* no byte of the guest's it rewrites is ours: nothing to hand back */
+		ret = t->tgt->ops->translate(t->tgt, 0, pt->addr, &pt->gpa);
 
 		if (ret == 0)
 			ret = t->tgt->ops->read_phys(t->tgt, pt->gpa, &pt->orig, 1);
@@ -66,17 +71,18 @@ void tracer_patchers_attach(struct tracer *t)
 	}
 }
 
-/* The VM is stopped: every stub probe site whose CALL is still ours gets its NOP back and a
- * breakpoint instead (the target emulates the NOP while it is one, and runs in place whatever the
- * guest writes there). Returns how many sites are handed back now. */
-static unsigned yield_sites(struct tracer *t)
+/* The VM is stopped: every stub probe site of the kind (@detours: detours, else fentry CALLs) whose
+ * patch is still ours gets the guest's bytes back and a breakpoint instead (the target emulates an
+ * fentry NOP while it is one, and runs in place whatever the guest writes there; a detoured
+ * function's first instruction runs in place). Returns how many sites are handed back now. */
+static unsigned yield_sites(struct tracer *t, bool detours)
 {
 	unsigned n = 0;
 
 	probe_for_each(p, &t->probes) {
 		int ret;
 
-		if (!p->stub || !p->patched || p->detour)
+		if (!p->stub || !p->patched || !p->detour != !detours)
 			continue;
 		ret = stub_drain_yield(&t->stub, p);
 		if (ret < 0)
@@ -102,8 +108,8 @@ static unsigned yield_sites(struct tracer *t)
 static void reclaim_sites(struct tracer *t)
 {
 	probe_for_each(p, &t->probes) {
-		if (!p->yielded)
-			continue;
+		if (!p->yielded || p->detour)
+			continue; /* a detour handed to kprobes stays theirs: one may be armed later */
 		if (stub_drain_reclaim(&t->stub, p) < 0)
 			continue; /* -EBUSY: the guest's hook is there; traced by the breakpoint */
 		p->yielded = false;
@@ -179,8 +185,10 @@ bool tracer_patcher_hit(struct tracer *t, unsigned cpu, uint64_t addr,
 			continue;
 		t->patcher_stops++;
 		if (atomic_load_explicit(&t->active, memory_order_relaxed))
-			yield_sites(t);
-		probe_for_each(p, &t->probes) yielded_any |= p->yielded;
+			yield_sites(t, t->patchers[i].detours);
+		if (t->patchers[i].detours)
+			return true;
+		probe_for_each(p, &t->probes) yielded_any |= p->yielded && !p->detour;
 		if (yielded_any)
 			arm_return(t, cpu, regs);
 		return true;

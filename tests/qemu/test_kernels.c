@@ -463,9 +463,6 @@ static const struct known_bug {
 	enum probe_kind kind;
 	const char *why;
 } known_bugs[] = {
-    /* issue 36: on 7.3 the guest's share phase never printed its first line in 90 s (4,400 VM
-     * stops on vfs_read; hvtrace had yielded the site at the guest's patcher); 6.12 not run yet */
-    {"7.3", SHARE, "the guest's share phase stalls (issue 36, not investigated yet)"},
     {NULL, TRAP, NULL}, /* the end */
 };
 

@@ -382,6 +382,66 @@ static void test_vcpu_inside_refused(void **state)
 	fixture_free(&x);
 }
 
+/* Issue 36: the guest's kprobe patcher (arch_prepare_kprobe), learned from its symbols, gets a
+ * breakpoint of hvtrace's (QEMU's kind: hits stop every vCPU, an instruction runs in place) when
+ * the session has detours, and ftrace's none (no fentry stub site). At a stop there every detour
+ * goes back to the function's own bytes, traced by a breakpoint whose instruction runs in place,
+ * for good (a later stop hands nothing more back); the detach leaves every function as it was. */
+static void test_kprobe_patcher_takes_detours_back(void **state)
+{
+	const struct vmi_patcher ps[2] = {{.addr = TEXT + 0xe00, .detours = false},
+					  {.addr = TEXT + 0xe80, .detours = true}};
+	struct arch_regs regs = {0};
+	struct tracer_stats st;
+	struct fixture x;
+	char err[256] = "";
+
+	(void)state;
+	fixture_init(&x);
+	x.f.t.hit_all_stopped = x.f.t.bp_in_place = true;
+	assert_int_equal(tracer_set_patchers(x.tr, ps, 2), 0);
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
+	tracer_stats(x.tr, &st);
+	assert_int_equal(st.patchers, 1);
+	assert_int_equal(st.stub_detours, NR_FUNCS);
+	assert_int_equal(x.text[0xe80], 0xcc);
+	assert_int_equal(x.text[site(0) - TEXT], 0xe9);
+
+	regs.r[X86_RIP] = TEXT + 0xe80;
+	assert_int_equal(tracer_hit(x.tr, 0, TEXT + 0xe80, &regs), TARGET_BP_IN_PLACE);
+	for (unsigned i = 0; i < NR_FUNCS; i++) {
+		const struct probe *p = &tracer_probes(x.tr)->v[i];
+		uint8_t want[sizeof(func_bytes)];
+
+		memcpy(want, func_bytes, sizeof(want));
+		want[ENTRY_OFF] = 0xcc; /* the breakpoint over push rbp */
+		assert_memory_equal(x.text + i * 0x40, want, sizeof(want));
+		assert_true(p->yielded && !p->patched && p->inserted);
+	}
+	tracer_stats(x.tr, &st);
+	assert_int_equal(st.yields, NR_FUNCS);
+	assert_int_equal(st.yielded_sites, NR_FUNCS);
+	/* the function is traced by its breakpoint, push rbp run in place */
+	regs.r[X86_RIP] = site(1);
+	assert_int_equal(tracer_hit(x.tr, 0, site(1), &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(regs.r[X86_RIP], site(1));
+	/* the next kprobe: nothing more to hand back, and no return breakpoint */
+	regs.r[X86_RIP] = TEXT + 0xe80;
+	assert_int_equal(tracer_hit(x.tr, 0, TEXT + 0xe80, &regs), TARGET_BP_IN_PLACE);
+	tracer_stats(x.tr, &st);
+	assert_int_equal(st.yields, NR_FUNCS);
+	assert_int_equal(st.reclaims, 0);
+	assert_int_equal(st.patcher_stops, 2);
+	assert_false(x.tr->ret_bp.inserted);
+
+	assert_int_equal(tracer_detach(x.tr), 0);
+	for (unsigned i = 0; i < NR_FUNCS; i++)
+		assert_memory_equal(x.text + i * 0x40, func_bytes, sizeof(func_bytes));
+	assert_int_equal(x.text[0xe80], 0xcc); /* the fixture's filler, as it was */
+	assert_false(x.mapped);
+	fixture_free(&x);
+}
+
 /* Nothing is interrupted inside a detour (its instructions run with interrupts off), so a word
  * that looks like a frame there (a stale one) keeps nothing: the detach restores every site and
  * unmaps the region. */
@@ -516,6 +576,7 @@ int main(void)
 	    cmocka_unit_test(test_detour_bytes),
 	    cmocka_unit_test(test_saved_context_inside),
 	    cmocka_unit_test(test_vcpu_inside_refused),
+	    cmocka_unit_test(test_kprobe_patcher_takes_detours_back),
 	    cmocka_unit_test(test_detach_ignores_detour_frames),
 	    cmocka_unit_test(test_task_stacks_at_attach),
 	    cmocka_unit_test(test_detach_waits_for_preempted_task),

@@ -220,7 +220,8 @@ static unsigned sites_calling_stub(struct fixture *x)
  * every site a NOP5, no breakpoint behind. */
 static void test_patcher_hands_sites_back(void **state)
 {
-	uint64_t patchers[2] = {PATCHER, PATCHER2}, site2 = TEXT + 2 * 0x40;
+	const struct vmi_patcher patchers[2] = {{.addr = PATCHER}, {.addr = PATCHER2}};
+	uint64_t site2 = TEXT + 2 * 0x40;
 	struct tracer_stats st;
 	struct arch_regs regs = {0};
 	struct fixture x;
@@ -319,7 +320,7 @@ static void test_patcher_hands_sites_back(void **state)
  * by breakpoints; one line says so. */
 static void test_patcher_return_unreadable(void **state)
 {
-	uint64_t patcher = PATCHER;
+	const struct vmi_patcher patcher = {.addr = PATCHER};
 	struct arch_regs regs = {0};
 	struct fixture x;
 	char err[256] = "";
@@ -345,7 +346,9 @@ static void test_patcher_return_unreadable(void **state)
  */
 static void test_patchers_need_all_stopped(void **state)
 {
-	uint64_t a[5] = {PATCHER, PATCHER + 1, PATCHER + 2, PATCHER + 3, PATCHER + 4};
+	const struct vmi_patcher a[5] = {
+	    {.addr = PATCHER}, {.addr = PATCHER + 1}, {.addr = PATCHER + 2}, {.addr = PATCHER + 3},
+	    {.addr = PATCHER + 4}};
 	struct fixture x;
 
 	(void)state;
@@ -361,7 +364,8 @@ static void test_patchers_need_all_stopped(void **state)
  * probe (its CALL runs in place), counted as shared, and left byte for byte as it was. */
 static void test_guest_call_at_attach_shared(void **state)
 {
-	uint64_t patcher = PATCHER, site3 = TEXT + 3 * 0x40;
+	const struct vmi_patcher patcher = {.addr = PATCHER};
+	uint64_t site3 = TEXT + 3 * 0x40;
 	struct tracer_stats st;
 	struct arch_regs regs = {0};
 	struct fixture x;
