@@ -79,8 +79,10 @@ fi
 # hvt.share=hvt|guest (issue 36): the guest's own function tracer on vfs_read while hvtrace traces it
 # too, in either order, each phase dd's 1-byte reads of a file (N calls of vfs_read, N + 1 of vfs_write):
 # hvt: "workload start", hvt.share_wait=SEC for hvtrace to attach, 10 reads; the guest's function
-# tracer on vfs_read and a kprobe event on vfs_write, 20 reads, both off; 30 reads; hvt.share_after=SEC
-# for hvtrace to detach; then a new filter (vfs_write) and 5 writes, which the guest's ftrace must trace.
+# tracer on vfs_read and a kprobe event on vfs_write, 20 reads, both off; 30 reads (with
+# hvt.share_kprobe=OFF under a kprobe event at vfs_read+OFF, which stays on); hvt.share_after=SEC
+# for hvtrace to detach; (5 reads, the kprobe off, 5 reads;) then a new filter (vfs_write) and 5
+# writes, which the guest's ftrace must trace.
 # guest: its function tracer on vfs_read, 10 reads, "workload start", hvt.share_wait, 20 reads,
 # hvt.share_after, 30 reads: its trace counts 10, 20, 30 (cleared after each count). Every count is dd's alone; then the kernel
 # log's ftrace warnings are counted, and the guest powers off.
@@ -121,9 +123,25 @@ share_run() {
 		echo 0 > $t/events/kprobes/hvt_w/enable
 		echo '-:hvt_w' >> $t/kprobe_events
 		echo > $t/trace
+		# hvt.share_kprobe=OFF: a kprobe event (dd's only) at vfs_read+OFF, where hvtrace may
+		# hold a detour (-e vfs_read+OFF), on through hvtrace's detach, then off
+		kp=$(arg share_kprobe "")
+		if [ -n "$kp" ]; then
+			echo "p:hvt_k vfs_read+$kp" >> $t/kprobe_events
+			echo 'comm == "dd"' > $t/events/kprobes/hvt_k/filter
+			echo 1 > $t/events/kprobes/hvt_k/enable
+		fi
 		share_reads 30
+		[ -n "$kp" ] && echo "hvt-linux: share kprobe-inside-reads $(share_count hvt_k)"
 		echo "hvt-linux: share reads done"
 		sleep "$sa"
+		if [ -n "$kp" ]; then
+			share_reads 5
+			echo "hvt-linux: share kprobe-inside-after $(share_count hvt_k)"
+			echo 0 > $t/events/kprobes/hvt_k/enable
+			echo '-:hvt_k' >> $t/kprobe_events
+			share_reads 5
+		fi
 		echo vfs_write > $t/set_ftrace_filter
 		echo function > $t/current_tracer
 		share_reads 5

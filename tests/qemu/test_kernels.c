@@ -303,12 +303,16 @@ static void run_qemu(const struct hv_kernel *k, const char *const *args, const s
 	run_qemu_append(k, APPEND, args, e, label);
 }
 
-/* Issue 36 (scripts/guest-init.sh hvt.share=hvt): hvtrace's stub probe on vfs_read from boot on; the
- * guest turns its own function tracer on vfs_read and a kprobe event on vfs_write on, then off, then
- * a new filter (vfs_write): dd's 10 + 20 + 30 + 5 reads are all in hvtrace's trace (--comm dd), the
- * guest's tracer saw its 20 reads and its kprobe at least 21 writes (20 bytes and a status line), the new
- * filter 6, and its log holds no ftrace warning; the site was handed back to the guest's ftrace at
- * its patcher (found in its kallsyms: both of them) and traced on by a breakpoint. */
+/* Issue 36 (scripts/guest-init.sh hvt.share=hvt): hvtrace's stub probe on vfs_read from boot on, and
+ * an -e event at vfs_read+9 (the instruction after the ENDBR64 and the fentry NOP, a stub detour);
+ * the guest turns its own function tracer on vfs_read and a kprobe event on vfs_write on, then off,
+ * then a kprobe event at vfs_read+9 (over hvtrace's detour) on and off, then a new filter
+ * (vfs_write): dd's 10 + 20 + 30 + 5 + 5 + 5 reads are all in hvtrace's trace (--comm dd), at both
+ * probes; the guest's tracer saw its 20 reads, its kprobe on vfs_write at least 21 writes (20 bytes
+ * and a status line), its kprobe at vfs_read+9 dd's 30 and 5 reads, the new filter 6 writes, and its
+ * log holds no ftrace warning; the fentry site was handed back to the guest's ftrace at its patcher
+ * (found in its kallsyms: all three patchers) and got the stub back once the guest's hooks were off,
+ * the detour at the guest's kprobe patcher for good. */
 static long console_number(const char *console, const char *key)
 {
 	const char *at = console ? strstr(console, key) : NULL;
@@ -324,17 +328,25 @@ static void check_share(const struct hv_result *r)
 		reads += !strcmp(r->lines[i].comm, "dd") && !strcmp(r->lines[i].func, "vfs_read");
 	printf("hvt-kernels: dd vfs_read %ld; %s", reads,
 	       strstr(r->err, "hvtrace: stats: shared-with-guest") ?: "no stats line\n");
-	assert_int_equal(reads, 65);
+	printf("hvt-kernels: vfs_read+0x9 %ld; guest: reads %ld, kprobe inside %ld then %ld\n",
+	       count_text(r->trace, ": vfs_read+0x9()\n"),
+	       console_number(r->console, "hvt-linux: share guest-reads "),
+	       console_number(r->console, "hvt-linux: share kprobe-inside-reads "),
+	       console_number(r->console, "hvt-linux: share kprobe-inside-after "));
+	assert_int_equal(reads, 75);
+	assert_int_equal(count_text(r->trace, ": vfs_read+0x9()\n"), 75);
 	assert_int_equal(console_number(r->console, "hvt-linux: share guest-reads "), 20);
 	assert_true(console_number(r->console, " kprobe-hits ") >= 21);
+	assert_int_equal(console_number(r->console, "hvt-linux: share kprobe-inside-reads "), 30);
+	assert_int_equal(console_number(r->console, "hvt-linux: share kprobe-inside-after "), 5);
 	assert_int_equal(console_number(r->console, "hvt-linux: share after-detach writes "), 6);
 	assert_int_equal(console_number(r->console, "hvt-linux: share ftrace-warnings "), 0);
-	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "shared-with-guest "), 1);
 	/* handed back at each of the guest's updates while ours, and the stub's CALL back once the
 	 * guest's hooks are off (its filter change to vfs_write): at least twice each */
-	assert_true(hv_stat(r->err, "shared-with-guest ", "yielded ") >= 2);
+	assert_true(hv_stat(r->err, "shared-with-guest ", "yielded ") >= 3);
 	assert_true(hv_stat(r->err, "shared-with-guest ", "returned ") >= 2);
-	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "patchers "), 2);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "shared-with-guest "), 2);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "patchers "), 3);
 	assert_true(hv_stat(r->err, "shared-with-guest ", "patcher-stops ") >= 1);
 }
 
@@ -587,15 +599,17 @@ static void play_case(void **state)
 		break;
 	}
 	case SHARE: {
-		const char *args[] = {"--probe", "stub",    "-p",	 "function", "-l",
-				      "vfs_read", "--comm", "dd",	 "--stats",  "--timeout",
-				      "300",	  NULL};
+		const char *args[] = {"--probe",     "stub",	 "-p",	  "function", "-l",
+				      "vfs_read",    "-e",	 "vfs_read+9()", "--comm",   "dd",
+				      "--stats",     "--timeout", "300",	  NULL};
 		struct hv_expect e = {
 		    .console = {"hvt-linux: share ftrace-warnings ", POWER_DOWN},
 		    .check = check_share,
 		};
 
-		run_qemu_append(k, "no_timer_check hvt.share=hvt hvt.share_wait=2 hvt.share_after=0",
+		run_qemu_append(k,
+				"no_timer_check hvt.share=hvt hvt.share_wait=2 hvt.share_after=0 "
+				"hvt.share_kprobe=0xb",
 				args, &e, c->name);
 		break;
 	}
