@@ -1460,17 +1460,20 @@ static long dd_reads(const struct hv_result *r)
 }
 
 /* hvtrace first: its stub probe on vfs_read in before the guest's tracer comes and after it left,
- * so dd's 10 + 20 + 30 reads are all in hvtrace's trace (--comm dd); its site was handed back to
- * the guest's ftrace at its patcher (one site yielded, shared), and the guest's CALL there ran
- * under hvtrace's breakpoint for each of the 20 reads it traced too. */
+ * so dd's 10 + 20 + 30 reads are all in hvtrace's trace (--comm dd), and so at its -e event at
+ * vfs_read+9 (a stub detour); its fentry site was handed back to the guest's ftrace at its patcher
+ * (yielded, shared), and the guest's CALL there ran under hvtrace's breakpoint for each of the 20
+ * reads it traced too; the detour went back at the guest's kprobe patcher before its kprobe at
+ * vfs_read+0xb, and stayed the guest's through hvtrace's detach. */
 static void share_hvtrace_first(const struct hv_result *r)
 {
 	assert_int_equal(dd_reads(r), 60);
-	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "shared-with-guest "), 1);
+	assert_int_equal(count_text(r->trace, ": vfs_read+0x9()\n"), 60);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "shared-with-guest "), 2);
 	/* handed back at the guest's first update, the stub's CALL back once its hooks are off */
 	assert_true(hv_stat(r->err, "shared-with-guest ", "yielded ") >= 2);
 	assert_true(hv_stat(r->err, "shared-with-guest ", "returned ") >= 2);
-	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "patchers "), 2);
+	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "patchers "), 3);
 	assert_true(hv_stat(r->err, "shared-with-guest ", "patcher-stops ") >= 1);
 	assert_true(hv_stat(r->err, "kaslr-slide ", "nop5-refused ") >= 20);
 	assert_null(strstr(r->err, "must not be turned on"));
@@ -1478,13 +1481,15 @@ static void share_hvtrace_first(const struct hv_result *r)
 
 /* ... and the guest's side: its function tracer saw dd's 20 reads, its kprobe on vfs_write fired at
  * least for dd's 21 writes (20 bytes, then one write of its status lines to stderr; kprobe_profile
- * counts every task's), no ftrace warning in its log, and after the detach a new filter (vfs_write)
- * traces dd's 6 writes. */
+ * counts every task's), its kprobe at vfs_read+0xb dd's 30 reads, and 5 after hvtrace's detach, no
+ * ftrace warning in its log, and after the detach a new filter (vfs_write) traces dd's 6 writes. */
 static void share_hvtrace_first_guest(const char *console)
 {
 	printf("%s", strstr(console, "hvt-linux: share guest-reads") ?: "");
 	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 0), 20);
 	assert_true(share_number(console, " kprobe-hits ", 0) >= 21);
+	assert_int_equal(share_number(console, "hvt-linux: share kprobe-inside-reads ", 0), 30);
+	assert_int_equal(share_number(console, "hvt-linux: share kprobe-inside-after ", 0), 5);
 	assert_int_equal(share_number(console, "hvt-linux: share after-detach writes ", 0), 6);
 	assert_int_equal(share_number(console, "hvt-linux: share ftrace-warnings ", 0), 0);
 }
@@ -2498,7 +2503,7 @@ static const struct linux_test linux_tests[] = {
 	.name = "test_share_hvtrace_first",
 	/* each vfs_read under the guest's tracer is a VM stop and a step: its phase takes tens of
 	 * seconds under TCG, all inside hvtrace's 120 s; the guest's new filter comes 100 s later */
-	.domain = "hvt.share=hvt hvt.share_wait=25 hvt.share_after=100",
+	.domain = "hvt.share=hvt hvt.share_wait=25 hvt.share_after=100 hvt.share_kprobe=0xb",
 	.qemu = {"-qmp", QMP_TCP_ARG},
 	.console_after = {"hvt-linux: share after-detach writes ", WORKLOAD_DONE},
 	.console_check = share_hvtrace_first_guest,
@@ -2506,7 +2511,7 @@ static const struct linux_test linux_tests[] = {
 	    .label = "attach --qmp --probe stub -l vfs_read, then the guest's ftrace",
 	    .cmd = RAW,
 	    .args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "function", "-l", "vfs_read",
-		     "--comm", "dd", "--duration", "120", "--stats"},
+		     "-e", "vfs_read+9()", "--comm", "dd", "--duration", "120", "--stats"},
 	    .expect = {.check = share_hvtrace_first},
 	}},
     },
