@@ -341,6 +341,43 @@ static void test_patcher_return_unreadable(void **state)
 	fixture_free(&x);
 }
 
+/* A hostile guest: between the hand-back and the patcher's return it writes its own bytes over a
+ * handed-back site (not a NOP5, not a CALL), and over a stub site it never handed back; hvtrace
+ * writes over neither, at the return nor at the detach, and says nothing false in --stats. */
+static void test_guest_scribbles_over_sites(void **state)
+{
+	const struct vmi_patcher patcher = {.addr = PATCHER};
+	static const uint8_t junk[5] = {0xcc, 0x0f, 0x0b, 0xeb, 0xfe};
+	struct arch_regs regs = {0};
+	struct tracer_stats st;
+	struct fixture x;
+	char err[256] = "";
+
+	(void)state;
+	fixture_init(&x, NR_SITES);
+	assert_int_equal(tracer_set_patchers(x.tr, &patcher, 1), 0);
+	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
+	regs.r[X86_RIP] = PATCHER;
+	regs.r[X86_RSP] = STACK_SP;
+	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+	memcpy(x.text + 4 * 0x40, junk, 5);
+	assert_int_equal(tracer_hit(x.tr, 0, RET, &regs), 0);
+	assert_memory_equal(x.text + 4 * 0x40, junk, 5);
+	assert_int_equal(sites_calling_stub(&x), NR_SITES - 1);
+	tracer_stats(x.tr, &st);
+	assert_int_equal(st.reclaims, NR_SITES - 1);
+	/* and over a stub CALL of hvtrace's: left as written at the detach */
+	memcpy(x.text + 5 * 0x40, junk, 5);
+	assert_int_equal(tracer_detach(x.tr), 0);
+	assert_memory_equal(x.text + 4 * 0x40, junk, 5);
+	assert_memory_equal(x.text + 5 * 0x40, junk, 5);
+	for (unsigned i = 0; i < NR_SITES; i++)
+		if (i != 4 && i != 5)
+			assert_memory_equal(x.text + i * 0x40, NOP5, 5);
+	assert_int_equal(x.nr_bps, 0);
+	fixture_free(&x);
+}
+
 /* Nothing patched with the vCPUs running: a target whose hits do not stop every vCPU (the
  * embedded VMM's, where other vCPUs run during a hit) gets no patcher probe; too many are refused.
  */
@@ -396,6 +433,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_patcher_hands_sites_back),
 	    cmocka_unit_test(test_patcher_return_unreadable),
+	    cmocka_unit_test(test_guest_scribbles_over_sites),
 	    cmocka_unit_test(test_patchers_need_all_stopped),
 	    cmocka_unit_test(test_guest_call_at_attach_shared),
 	};
