@@ -1494,28 +1494,6 @@ static void share_hvtrace_first_guest(const char *console)
 	assert_int_equal(share_number(console, "hvt-linux: share ftrace-warnings ", 0), 0);
 }
 
-/* The guest first: its function tracer holds vfs_read's site (a CALL) when hvtrace attaches with
- * stub probes; hvtrace traces it without touching it (a breakpoint under which the CALL runs): dd's
- * 20 reads of the attached phase, one site shared, none yielded. */
-static void share_guest_first(const struct hv_result *r)
-{
-	assert_int_equal(dd_reads(r), 20);
-	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "shared-with-guest "), 1);
-	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "yielded "), 0);
-	assert_int_equal(hv_stat(r->err, "shared-with-guest ", "returned "), 0);
-}
-
-/* ... and the guest's trace went on through and after: each phase's dd reads, 10 before, 20 while
- * hvtrace is attached, 30 after (the guest clears its trace after each count), no warning. */
-static void share_guest_first_guest(const char *console)
-{
-	printf("%s", strstr(console, "hvt-linux: share guest-reads") ?: "");
-	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 0), 10);
-	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 1), 20);
-	assert_int_equal(share_number(console, "hvt-linux: share guest-reads ", 2), 30);
-	assert_int_equal(share_number(console, "hvt-linux: share ftrace-warnings ", 0), 0);
-}
-
 /* ---- the tests ------------------------------------------------------------------------------- */
 
 #define WORKLOAD_DONE "hvt-linux: workload done"
@@ -2513,22 +2491,6 @@ static const struct linux_test linux_tests[] = {
 	    .args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "function", "-l", "vfs_read",
 		     "-e", "vfs_read+9()", "--comm", "dd", "--duration", "120", "--stats"},
 	    .expect = {.check = share_hvtrace_first},
-	}},
-    },
-    {
-	/* issue 36: the guest's function tracer on vfs_read first; hvtrace attaches with stub probes
-	 * and detaches while it traces on */
-	.name = "test_share_guest_first",
-	.domain = "hvt.share=guest hvt.share_wait=25 hvt.share_after=90",
-	.qemu = {"-qmp", QMP_TCP_ARG},
-	.console_after = {"hvt-linux: share ftrace-warnings 0", WORKLOAD_DONE},
-	.console_check = share_guest_first_guest,
-	.runs = {{
-	    .label = "the guest's ftrace on vfs_read, then attach --qmp --probe stub -l vfs_read",
-	    .cmd = RAW,
-	    .args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "function", "-l", "vfs_read",
-		     "--comm", "dd", "--duration", "100", "--verify-text", "--stats"},
-	    .expect = {.err = {TEXT_KEPT}, .check = share_guest_first},
 	}},
     },
     {
