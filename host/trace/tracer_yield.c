@@ -142,6 +142,9 @@ static void arm_return(struct tracer *t, unsigned cpu, const struct arch_regs *r
 			arch_regs_sp(a, regs), strerror(-r));
 		return;
 	}
+	/* the guest's stack says where: never inside hvtrace's own code in its memory */
+	r = t->stub.stub.placed && stub_owns_rip(&t->stub.stub, ret_addr) ? -EPERM : 0;
+	if (r == 0)
 		r = t->tgt->ops->translate(t->tgt, cpu, ret_addr, &rb->gpa);
 	if (r == 0)
 		r = t->tgt->ops->read_phys(t->tgt, rb->gpa, &rb->orig, 1);

@@ -316,8 +316,8 @@ static void test_patcher_hands_sites_back(void **state)
 	fixture_free(&x);
 }
 
-/* A return address the guest's stack does not give (unmapped): the sites stay handed back, traced
- * by breakpoints; one line says so. */
+/* A return address the guest's stack does not give (unmapped), or gives inside hvtrace's stub: the
+ * sites stay handed back, traced by breakpoints; one line says so. */
 static void test_patcher_return_unreadable(void **state)
 {
 	const struct vmi_patcher patcher = {.addr = PATCHER};
@@ -334,6 +334,16 @@ static void test_patcher_return_unreadable(void **state)
 	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
 	assert_int_equal(sites_calling_stub(&x), 0);
 	assert_int_equal(x.nr_bps, 1 + NR_SITES);
+	/* a stack that names hvtrace's own stub code as the return: no breakpoint there either */
+	{
+		uint64_t into_stub = x.tr->stub.stub.entry[0];
+
+		memcpy(x.stack + (STACK_SP - STACK), &into_stub, 8);
+		regs.r[X86_RSP] = STACK_SP;
+		assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+		assert_false(bp_at(&x, into_stub));
+		assert_int_equal(x.nr_bps, 1 + NR_SITES);
+	}
 	assert_int_equal(tracer_detach(x.tr), 0);
 	assert_int_equal(x.nr_bps, 0);
 	for (unsigned i = 0; i < NR_SITES; i++)
