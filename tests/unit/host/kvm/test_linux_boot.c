@@ -395,7 +395,11 @@ static bool debian_bzimage(const char *cache, const char *prefix, char *path, si
 	while (!found && (e = readdir(d))) {
 		const char *ver;
 
-		if (strncmp(e->d_name, prefix, strlen(prefix)))
+		size_t len = strlen(e->d_name);
+
+		/* x86-64 kernels only (the cache holds other architectures' too) */
+		if (strncmp(e->d_name, prefix, strlen(prefix)) || len < 6 ||
+		    strcmp(e->d_name + len - 6, "-amd64"))
 			continue;
 		if (!strncmp(e->d_name, "linux-image-", 12)) {
 			ver = e->d_name + 12;
