@@ -1,5 +1,6 @@
 #include "host/qemu/qemu_launch.h"
 #include "host/vmm/tcp.h"
+#include "host/sink/out_fail.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>
@@ -140,12 +141,15 @@ int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64
 	return 0;
 }
 
-/* Writes one console line; the first failure is kept in p->console_err, later lines are dropped. */
+/* Writes one console line; the first failure is kept in p->console_err and ends the run
+ * (out_fail_raise), later lines are dropped. */
 static void console_line(struct qemu_proc *p, const char *line)
 {
 	errno = 0;
-	if (!p->console_err && (fputs(line, p->console) < 0 || fflush(p->console)))
+	if (!p->console_err && (fputs(line, p->console) < 0 || fflush(p->console))) {
 		p->console_err = errno ? errno : EIO;
+		out_fail_raise(); /* the run ends, as for the trace */
+	}
 }
 
 /* Forwards the serial console line by line and watches for a panic. */
