@@ -84,16 +84,16 @@ static bool run_dir_seen(mode_t *mode)
 
 /* Runs hvtrace @argv (NULL-terminated, without the program name) with $TMPDIR set to @tmpdir, its
  * stdout @out_fd (-1: /dev/null). With @read_line, @out_fd's other end @reader is read up to the
- * first newline and then closed (a `| head -1`). With @term_after > 0, SIGTERM after that many
- * seconds. Killed (status -1) after RUN_LIMIT_S. */
+ * first newline and then closed (a `| head -1`). With @sig_after > 0, @sig after that many
+ * seconds (to hvtrace only: its guardian lives on). Killed (status -1) after RUN_LIMIT_S. */
 static void run(struct out_run *r, const char *const *argv, int out_fd, int reader, bool read_line,
-		double term_after)
+		double sig_after, int sig)
 {
 	char errpath[96];
 	const char *args[40];
 	size_t n = 0;
 	double t0 = now_s();
-	bool termed = false;
+	bool signalled = false;
 	int st;
 
 	memset(r, 0, sizeof(*r));
@@ -133,9 +133,9 @@ static void run(struct out_run *r, const char *const *argv, int out_fd, int read
 			break;
 		if (!r->tmp_dir)
 			r->tmp_dir = run_dir_seen(&r->tmp_mode);
-		if (term_after > 0 && !termed && now_s() - t0 > term_after) {
-			kill(r->pid, SIGTERM);
-			termed = true;
+		if (sig_after > 0 && !signalled && now_s() - t0 > sig_after) {
+			kill(r->pid, sig);
+			signalled = true;
 		}
 		if (now_s() - t0 > RUN_LIMIT_S) {
 			kill(r->pid, SIGKILL);
@@ -171,7 +171,7 @@ static void err_has(const struct out_run *r, const char *line)
 
 /* `run --qemu` on the Linux guest with @extra after it, the workload running for minutes. */
 static void run_qemu(struct out_run *r, const char *const *extra, int out_fd, int reader,
-		     bool read_line, double term_after)
+		     bool read_line, double sig_after, int sig)
 {
 	const char *argv[32] = {"run",	    "--qemu",	 "--kernel",	 kernel,
 				"--initrd", initrd,	 "--system-map", sysmap,
@@ -181,7 +181,7 @@ static void run_qemu(struct out_run *r, const char *const *extra, int out_fd, in
 	for (size_t i = 0; extra[i]; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
-	run(r, argv, out_fd, reader, read_line, term_after);
+	run(r, argv, out_fd, reader, read_line, sig_after, sig);
 }
 
 static void need_linux(void)
@@ -200,7 +200,7 @@ static void test_closed_pipe_ends_run(void **state)
 	(void)state;
 	need_linux();
 	assert_int_equal(pipe(p), 0);
-	run_qemu(&r, extra, p[1], p[0], true, 0);
+	run_qemu(&r, extra, p[1], p[0], true, 0, 0);
 	if (r.status != 4)
 		fail_msg("status %d after %.0f s, want 4:\n%s", r.status, r.secs, r.err);
 	err_has(&r, "hvtrace: stdout: Broken pipe\n");
@@ -217,14 +217,14 @@ static void test_full_disk_ends_run(void **state)
 
 	(void)state;
 	need_linux();
-	run_qemu(&r, trace, -1, -1, false, 0);
+	run_qemu(&r, trace, -1, -1, false, 0, 0);
 	if (r.status != 4)
 		fail_msg("-o /dev/full: status %d after %.0f s, want 4:\n%s", r.status, r.secs,
 			 r.err);
 	err_has(&r, "hvtrace: -o /dev/full: No space left on device\n");
 	nothing_left(&r);
 	free(r.err);
-	run_qemu(&r, console, -1, -1, false, 0);
+	run_qemu(&r, console, -1, -1, false, 0, 0);
 	if (r.status != 4)
 		fail_msg("--console /dev/full: status %d after %.0f s, want 4:\n%s", r.status,
 			 r.secs, r.err);
@@ -244,19 +244,19 @@ static void test_report_write_error(void **state)
 	(void)state;
 	assert_int_equal(pipe(p), 0);
 	close(p[0]); /* the reader is gone before the first line */
-	run(&r, argv, p[1], -1, false, 0);
+	run(&r, argv, p[1], -1, false, 0, 0);
 	assert_int_equal(r.status, 4);
 	assert_string_equal(r.err, "hvtrace: stdout: Broken pipe\n");
 	free(r.err);
 	assert_true(full >= 0);
-	run(&r, argv, full, -1, false, 0);
+	run(&r, argv, full, -1, false, 0, 0);
 	assert_int_equal(r.status, 4);
 	assert_string_equal(r.err, "hvtrace: stdout: No space left on device\n");
 	free(r.err);
 }
 
-/* Class 15: the QMP socket in a private directory under $TMPDIR, mode 0700, gone after a normal end
- * and after SIGTERM. */
+/* Class 15: the QMP socket in a private directory under $TMPDIR, mode 0700, gone after a normal
+ * end, after SIGTERM, and after a SIGKILL of hvtrace (its guardian's work). */
 static void test_qmp_socket_private(void **state)
 {
 	const char *quick[] = {
@@ -265,10 +265,11 @@ static void test_qmp_socket_private(void **state)
 	    "-l",   "vfs_read",	    "--console", "/dev/null", NULL};
 	const char *extra[] = {"--console", "/dev/null", NULL};
 	struct out_run r;
+	mode_t mode;
 
 	(void)state;
 	need_linux();
-	run(&r, quick, -1, -1, false, 0);
+	run(&r, quick, -1, -1, false, 0, 0);
 	if (r.status != 0)
 		fail_msg("status %d, want 0:\n%s", r.status, r.err);
 	assert_true(r.tmp_dir);
@@ -276,10 +277,20 @@ static void test_qmp_socket_private(void **state)
 	assert_true(S_ISDIR(r.tmp_mode));
 	nothing_left(&r);
 	free(r.err);
-	run_qemu(&r, extra, -1, -1, false, 25);
+	run_qemu(&r, extra, -1, -1, false, 25, SIGTERM);
 	if (r.status != 128 + SIGTERM)
 		fail_msg("status %d, want %d:\n%s", r.status, 128 + SIGTERM, r.err);
 	assert_true(r.tmp_dir);
+	nothing_left(&r);
+	free(r.err);
+	/* hvtrace killed: its guardian restores the guest, ends the QEMU it launched, removes the
+	 * directory (it is no child of this test: waited for by what it leaves) */
+	run_qemu(&r, extra, -1, -1, false, 25, SIGKILL);
+	if (r.status != 128 + SIGKILL)
+		fail_msg("status %d, want %d:\n%s", r.status, 128 + SIGKILL, r.err);
+	assert_true(r.tmp_dir);
+	for (int i = 0; i < 200 && run_dir_seen(&mode); i++)
+		usleep(50000);
 	nothing_left(&r);
 	free(r.err);
 }
@@ -300,7 +311,7 @@ static void test_refused_before_start(void **state)
 		const char *argv[] = {"run", "-o", f, "--console", f, guest_elf, NULL};
 		char want[512];
 
-		run(&r, argv, -1, -1, false, 0);
+		run(&r, argv, -1, -1, false, 0, 0);
 		snprintf(want, sizeof(want),
 			 "hvtrace: -o %s and --console %s are the same file: one output would "
 			 "overwrite the other\n",
@@ -314,7 +325,7 @@ static void test_refused_before_start(void **state)
 		const char *argv[] = {"run", "-o", g, g, NULL};
 		char want[512], *kept;
 
-		run(&r, argv, -1, -1, false, 0);
+		run(&r, argv, -1, -1, false, 0, 0);
 		snprintf(want, sizeof(want),
 			 "hvtrace: -o %s and the guest %s are the same file: the output would "
 			 "overwrite the input\n",
@@ -330,7 +341,7 @@ static void test_refused_before_start(void **state)
 		const char *argv[] = {"run",	      "-o",	 "/dev/null", "--trigger",
 				      "fib:snapshot", guest_elf, NULL};
 
-		run(&r, argv, -1, -1, false, 0);
+		run(&r, argv, -1, -1, false, 0, 0);
 		assert_int_equal(r.status, 2);
 		assert_string_equal(
 		    r.err, "hvtrace: --trigger fib:snapshot: -o /dev/null is not a regular "
@@ -346,7 +357,7 @@ static void test_refused_before_start(void **state)
 		    sysmap, "--summary", nodir,	     "--junit", f,	    NULL};
 		char want[512];
 
-		run(&r, argv, -1, -1, false, 0);
+		run(&r, argv, -1, -1, false, 0, 0);
 		snprintf(want, sizeof(want), "hvtrace: --summary %s: No such file or directory\n",
 			 nodir);
 		assert_int_equal(r.status, 2);
