@@ -565,6 +565,8 @@ int pipeline_finish(struct pipeline *p, int status,
 	p->sink.guest_lost = st.stub_guest_lost;
 	status = pipeline_host_end(p, status, false);
 	writer_stop(&p->w, tracer_lost(p->tr));
+	if (p->sink.err && !status)
+		status = EXIT_HOST_ERROR; /* the trace is incomplete: so say --summary and --junit */
 	status = pipeline_host_end(p, status, true);
 	unwatch_end(p);
 	int cut = atomic_load(&p->cut_sig);

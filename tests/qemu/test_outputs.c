@@ -211,12 +211,17 @@ static void test_closed_pipe_ends_run(void **state)
 /* Class 1: a full disk, for the trace and for the console. */
 static void test_full_disk_ends_run(void **state)
 {
-	const char *trace[] = {"-o", "/dev/full", "--console", "/dev/null", NULL};
+	char summary[128];
+	const char *trace[] = {"-o",	    "/dev/full", "--console", "/dev/null",
+			       "--summary", summary,	 NULL};
 	const char *console[] = {"-o", "/dev/null", "--console", "/dev/full", NULL};
 	struct out_run r;
 
+	char *json;
+
 	(void)state;
 	need_linux();
+	snprintf(summary, sizeof(summary), "%s/summary.json", tmpdir);
 	run_qemu(&r, trace, -1, -1, false, 0, 0);
 	if (r.status != 4)
 		fail_msg("-o /dev/full: status %d after %.0f s, want 4:\n%s", r.status, r.secs,
@@ -224,6 +229,11 @@ static void test_full_disk_ends_run(void **state)
 	err_has(&r, "hvtrace: -o /dev/full: No space left on device\n");
 	nothing_left(&r);
 	free(r.err);
+	/* the verdict says the run failed as the exit status does */
+	json = hv_slurp(summary);
+	if (!strstr(json, "\"exit_status\":4,\"exit_reason\":\"host-error\""))
+		fail_msg("--summary does not say exit 4, host-error: %s", json);
+	free(json);
 	run_qemu(&r, console, -1, -1, false, 0, 0);
 	if (r.status != 4)
 		fail_msg("--console /dev/full: status %d after %.0f s, want 4:\n%s", r.status,
