@@ -144,6 +144,46 @@ static int check_alias(const struct out_set *set, char *err, size_t errlen)
 	return 0;
 }
 
+/* @q's real path (the file it names, links resolved) in @buf, or where it would be created. */
+static const char *full_path(const struct out_path *q, char *buf)
+{
+	if (q->exists && q->path && realpath(q->path, buf))
+		return buf;
+	return q->where;
+}
+
+/* --trigger @func:snapshot copies -o (the set's first path) to FILE.snapshot-N beside it: -o must
+ * be a regular file (a device, a FIFO has no "so far" to copy and no place beside it), and no
+ * other path of the session may be one of the copies. 0 or -EINVAL with @err. */
+static int check_snapshots(const struct out_set *set, const char *func, char *err, size_t errlen)
+{
+	static char out[PATH_MAX], other[PATH_MAX], n[PATH_MAX + 64];
+	const struct out_path *o = &set->p[0];
+	size_t len;
+
+	if (o->exists && !S_ISREG(o->st.st_mode)) {
+		snprintf(err, errlen,
+			 "--trigger %s:snapshot: -o %s is not a regular file (snapshots are copies "
+			 "of the -o file beside it, FILE.snapshot-N)",
+			 func, o->path);
+		return -EINVAL;
+	}
+	snprintf(out, sizeof(out), "%s.snapshot-", full_path(o, other));
+	len = strlen(out);
+	for (unsigned i = 1; i < set->n; i++) {
+		const struct out_path *q = &set->p[i];
+
+		if (q->path && !strncmp(full_path(q, other), out, len)) {
+			snprintf(err, errlen,
+				 "--trigger %s:snapshot: its copies of -o %s (%s.snapshot-N) would "
+				 "overwrite %s",
+				 func, o->path, o->path, name(q, n, sizeof(n)));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 /* Whether @q could be opened for writing, nothing created or truncated: 0 or -errno. */
 static int creatable(const struct out_path *q)
 {
@@ -191,17 +231,11 @@ int out_paths_check(const struct session *s, char *err, size_t errlen)
 		}
 	}
 	for (size_t i = 0; i < s->nr_triggers; i++) {
-		const struct trigger *t = &s->triggers[i];
-
-		if (t->cmd == TRIG_SNAPSHOT && s->output && set.p[0].exists &&
-		    !S_ISREG(set.p[0].st.st_mode)) {
-			snprintf(
-			    err, errlen,
-			    "--trigger %s:snapshot: -o %s is not a regular file (snapshots are "
-			    "copies of the -o file beside it, FILE.snapshot-N)",
-			    t->func, s->output);
+		if (s->triggers[i].cmd != TRIG_SNAPSHOT || !s->output)
+			continue;
+		if (check_snapshots(&set, s->triggers[i].func, err, errlen) < 0)
 			return -EINVAL;
-		}
+		break; /* the copies are the same whichever trigger makes them */
 	}
 	return check_alias(&set, err, errlen);
 }

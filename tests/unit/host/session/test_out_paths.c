@@ -199,6 +199,18 @@ static void test_snapshot_place(void **state)
 		"the -o file beside it, FILE.snapshot-N)",
 		"run", "-o", "fifo", "--trigger", "fib:snapshot:2", "guest.elf");
 	ACCEPTED("run", "-o", "trace.txt", "--trigger", "fib:snapshot", "guest.elf");
+	/* the copies are outputs too */
+	hv_write_text("trace.txt.snapshot-2", "an input\n");
+	REFUSED("--trigger fib:snapshot: its copies of -o trace.txt (trace.txt.snapshot-N) would "
+		"overwrite the guest sub/../trace.txt.snapshot-2",
+		"run", "-o", "trace.txt", "--trigger", "fib:snapshot",
+		"sub/../trace.txt.snapshot-2");
+	REFUSED(
+	    "--trigger fib:snapshot: its copies of -o ./trace.txt (./trace.txt.snapshot-N) would "
+	    "overwrite --summary trace.txt.snapshot-1",
+	    "run", "-o", "./trace.txt", "--trigger", "fib:snapshot", "--summary",
+	    "trace.txt.snapshot-1", "guest.elf");
+	holds("trace.txt.snapshot-2", "an input\n");
 	ACCEPTED("run", "-o", "/dev/null", "--trigger", "fib:stacktrace", "guest.elf");
 }
 
