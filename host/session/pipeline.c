@@ -361,7 +361,7 @@ static void *watch_end(void *arg)
 		if (!(fds[0].revents & POLLIN) || read(p->watch_sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
 		if (out_fail_is((int)si.ssi_signo)) {
-			/* an output failed: nothing more can be written, and that is its own line */
+			/* an output failed: nothing more can be written (its own line says so) */
 			tracer_cut(p->tr);
 			writer_cut(&p->w);
 		} else if (!atomic_load(&p->cut_sig)) {

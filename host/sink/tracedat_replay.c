@@ -278,7 +278,7 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 	if (r->err)
 		return 1;
 	if (r->replay && out_fail_raised()) {
-		/* the output failed: the rest is not read (the sink's error is the command's line) */
+		/* the output failed: the rest is not read (the sink's error is the line) */
 		writer_cut(&r->w);
 		return 1;
 	}

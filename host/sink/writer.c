@@ -165,7 +165,7 @@ static void *writer_thread(void *arg)
 
 	while (!atomic_load(&w->stop)) {
 		if (atomic_load_explicit(&w->cut, memory_order_relaxed) ? discard(w)
-									 : drain(w, 4096, false)) {
+									: drain(w, 4096, false)) {
 			unflushed = true;
 			continue;
 		}
