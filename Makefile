@@ -330,18 +330,20 @@ FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
 FUZZ_SRCS_x86_reloc :=
 FUZZ_SRCS_tracedat := host/sink/tracedat_read.c host/sink/tracedat_replay.c host/sink/writer.c host/trace/ring.c \
-                      host/sink/sink_function.c host/sink/sink_graph.c host/sink/sink_io.c \
+                      host/sink/sink_function.c host/sink/sink_graph.c host/sink/sink_io.c host/sink/out_fail.c \
                       host/sink/sink_record.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_tracedat := $(shell pkg-config --cflags --libs libtracecmd libtraceevent)
 FUZZ_SRCS_viz_sinks := host/sink/sink_chrome.c host/sink/sink_folded.c host/sink/sink_json.c host/sink/task_table.c \
-                       host/sink/sink_io.c host/sink/sink_record.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
+                       host/sink/sink_io.c host/sink/out_fail.c host/sink/sink_record.c host/trace/fevent.c \
+                       host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_SRCS_session := host/session/session_file.c host/tap/expect.c host/tap/profile.c host/trace/probe.c \
                      host/sink/sink_record.c \
                      vmi/vmi_sites.c vmi/vmi_symtab.c
 FUZZ_SRCS_event_filter := host/trace/event_filter.c host/trace/filter.c host/trace/fevent.c \
                           host/trace/escape.c vmi/vmi_symtab.c vmi/vmi_sites.c
 FUZZ_SRCS_trigger_stack := host/trace/trigger.c host/sink/sink_trigger.c host/sink/sink_function.c \
-                           host/sink/sink_io.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
+                           host/sink/sink_io.c host/sink/out_fail.c host/trace/fevent.c host/trace/escape.c \
+                           vmi/vmi_symtab.c
 FUZZ_LIBS_sysmap  := -lelf -lbpf
 FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf

@@ -1,5 +1,6 @@
 #include "host/cli/cmd_common.h"
 #include "host/kvm/kvm_int3_probe.h"
+#include "host/sink/out_fail.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,9 +18,22 @@ int cmd_block_signals(sigset_t *old)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, out_fail_signal()); /* an output failed: the run ends (out_fail.h) */
 	pthread_sigmask(SIG_BLOCK, &sigs, old);
 	fd = signalfd(-1, &sigs, SFD_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	out_fail_arm();
+	return fd;
+}
+
+void cmd_hold_out_fail(void)
+{
+	sigset_t sigs;
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, out_fail_signal());
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 }
 
 int cmd_check_int3(const struct session *s, bool qemu, bool *no_trap, char *err, size_t errlen)

@@ -18,6 +18,11 @@
  * -errno. */
 int cmd_block_signals(sigset_t *old);
 
+/* First thing in main: blocks out_fail's signal (host/sink/out_fail.h) in every thread to come, for
+ * good: only the signalfd of cmd_block_signals reads it, and one raised after that is closed (or
+ * in a command without one) stays pending, never kills hvtrace. */
+void cmd_hold_out_fail(void);
+
 /* Before any trap probe on KVM (the embedded VMM, or QEMU with KVM when @qemu): does INT3 in a
  * guest exit on this host in the form the backend needs (kvm_int3_check)? If so 0 and *@no_trap
  * false. If not: --probe trap is refused (-ENOTSUP, the line in @err); `auto` says on stderr that

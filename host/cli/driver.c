@@ -1,6 +1,7 @@
 #include "host/cli/driver.h"
 #include "host/cli/cmd_common.h"
 #include "host/session/exitcode.h"
+#include "host/session/out_paths.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -34,6 +35,11 @@ int driver_run(const struct session *s, driver_backend_new make)
 	sigset_t old;
 	int sfd = -1, status, out_err = 0, con_err;
 
+	/* before anything is read, opened or created: outputs that would lose data */
+	if (out_paths_check(s, err, sizeof(err)) < 0) {
+		cmd_error("%s", err);
+		return EXIT_BAD_INPUT;
+	}
 	if (pipeline_new(&env.p) < 0 || make(&b, &env) < 0) {
 		pipeline_free(env.p);
 		cmd_error("out of memory");

@@ -23,17 +23,19 @@ int main(int argc, char **argv)
 	char err[512];
 	int status;
 
+	cmd_hold_out_fail();
 	session_init(&s);
 	if (session_parse_args(&s, argc, argv, err, sizeof(err)) < 0) {
 		fprintf(stderr, "hvtrace: %s\n", err);
 		session_free(&s);
 		return EXIT_BAD_INPUT;
 	}
-	/* With a guest attached, a closed output (`hvtrace run ... | head`) is a write error like
-	 * any other: reported in one line, the guest detached as after any error, never a death by
-	 * signal halfway through a detach. `report` and --help touch no guest: a closed pipe ends
-	 * them quietly, as it ends trace-cmd. */
-	if (s.cmd == CMD_RUN || s.cmd == CMD_ATTACH || s.cmd == CMD_LIST_FUNCTIONS)
+	/* A closed output (`hvtrace run ... | head`) is a write error like any other: it ends the
+	 * run at once (host/sink/out_fail.h), reported in one line, exit 4, the guest detached as
+	 * after any error, never a death by signal halfway through a detach; `report` the same.
+	 * --help and --version: a closed pipe ends them quietly. */
+	if (s.cmd == CMD_RUN || s.cmd == CMD_ATTACH || s.cmd == CMD_LIST_FUNCTIONS ||
+	    s.cmd == CMD_REPORT)
 		signal(SIGPIPE, SIG_IGN);
 	switch (s.cmd) {
 	case CMD_HELP:

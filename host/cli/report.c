@@ -1,6 +1,7 @@
 #include "host/cli/report.h"
 #include "host/cli/cmd_common.h"
 #include "host/session/exitcode.h"
+#include "host/session/out_paths.h"
 #include "host/hosttrace/host_rec.h"
 #include "host/sink/sink.h"
 #include "host/sink/sink_format.h"
@@ -87,8 +88,13 @@ int cmd_report(const struct session *s)
 	const struct sink_format *fmt = s->format;
 	char err[1024];
 	int status = 0;
-	struct tdr *r = tdr_open(s->input, err, sizeof(err));
+	struct tdr *r;
 
+	if (out_paths_check(s, err, sizeof(err)) < 0) {
+		cmd_error("%s", err);
+		return EXIT_BAD_INPUT;
+	}
+	r = tdr_open(s->input, err, sizeof(err));
 	if (!r) {
 		cmd_error("report: %s", err);
 		return EXIT_BAD_INPUT;

@@ -2,6 +2,7 @@
 #include "host/kvm/vcpu_exit.h"
 #include "host/kvm/acpi.h"
 #include "host/kvm/pio_ring.h"
+#include "host/sink/out_fail.h"
 #include "host/trace/clock.h"
 #include "arch/arch.h"
 
@@ -63,14 +64,16 @@ static __attribute__((format(printf, 4, 5))) void end_vm(struct vm *vm, enum vm_
 
 #define PANIC_TEXT "Kernel panic - not syncing"
 
-/* @len bytes of console text to vm->console; a failed write is kept (vm->console_err) and later
- * text dropped. Any thread. */
+/* @len bytes of console text to vm->console; a failed write is kept (vm->console_err), ends the
+ * run (out_fail_raise) and later text is dropped. Any thread. */
 static void console_write(struct vm *vm, const char *buf, size_t len)
 {
 	pthread_mutex_lock(&vm->console_lock);
 	errno = 0;
-	if (!vm->console_err && (fwrite(buf, 1, len, vm->console) != len || fflush(vm->console)))
+	if (!vm->console_err && (fwrite(buf, 1, len, vm->console) != len || fflush(vm->console))) {
 		vm->console_err = errno ? errno : EIO;
+		out_fail_raise(); /* the run ends, as for the trace */
+	}
 	pthread_mutex_unlock(&vm->console_lock);
 }
 

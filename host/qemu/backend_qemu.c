@@ -16,6 +16,7 @@
 #include "host/session/exitcode.h"
 #include "host/session/sched_boost.h"
 #include "host/session/text_verify.h"
+#include "host/sink/out_fail.h"
 #include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "vmi/vmi_linux.h"
@@ -450,6 +451,10 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
 static int failed(struct linux_run *r, int status, const char *when, char *err, size_t errlen)
 {
 	if (qemu_run_signalled(r)) {
+		if (out_fail_is(r->sig)) { /* the output's own line comes when it is closed */
+			snprintf(err, errlen, "stopped %s: an output could not be written", when);
+			return EXIT_HOST_ERROR;
+		}
 		snprintf(err, errlen, "stopped %s", when);
 		return EXIT_SIGNAL_BASE + r->sig;
 	}

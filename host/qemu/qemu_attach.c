@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <unistd.h>
 
 static int qmp_hmp_fn(void *ctx, const char *cmd, char *out, size_t len)
@@ -103,11 +104,11 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 	if (how->launch) {
 		struct qemu_launch_cfg cfg = how->qemu;
 
-		cfg.qmp_path = path;
-		snprintf(path, sizeof(path), "/tmp/hvtrace-qmp-%d.sock", (int)getpid());
+		cfg.qmp_path = NULL; /* in a private directory, removed when QEMU is gone */
 		ret = qemu_launch(&cfg, &c->proc, err, errlen);
 		if (ret < 0)
 			return ret;
+		snprintf(path, sizeof(path), "%s", c->proc.qmp_path);
 		c->launched = true;
 		c->pid = c->proc.pid;
 		c->ram = (uint64_t)cfg.mem_mb << 20;
@@ -320,14 +321,59 @@ void qemu_attach_close(struct qemu_conn *c)
 	if (c->have_gdb)
 		gdb_close(&c->gdb);
 	c->have_gdb = false;
-	if (c->have_qmp)
-		qmp_close(&c->qmp);
-	c->have_qmp = false;
 	if (c->have_dom)
 		libvirt_dom_close(&c->dom);
 	c->have_dom = false;
 	if (c->launched && c->proc.pid > 0) {
 		/* an error before the guest ran its course: do not leave our QEMU behind */
-		qemu_proc_kill(&c->proc);
+		qemu_attach_end_qemu(c);
 	}
+	if (c->have_qmp)
+		qmp_close(&c->qmp);
+	c->have_qmp = false;
+}
+
+/* How long a launched QEMU has to exit after QMP's quit before it is killed. */
+#define QUIT_WAIT_MS 3000
+
+void qemu_attach_end_qemu(struct qemu_conn *c)
+{
+	char reply[256];
+	int timeout, ret;
+
+	if (!c->launched || c->proc.pid < 0)
+		return;
+	if (c->have_qmp) {
+		timeout = c->qmp.timeout_ms;
+		c->qmp.timeout_ms = QUIT_WAIT_MS;
+		/* QEMU answers, then closes the monitor as it exits (or closes it at once) */
+		ret = qmp_execute(&c->qmp, "{\"execute\":\"quit\"}", reply, sizeof(reply));
+		c->qmp.timeout_ms = timeout;
+		if (ret == 0 || ret == -ECONNRESET)
+			(void)qemu_proc_wait(&c->proc, QUIT_WAIT_MS);
+	}
+	qemu_proc_kill(&c->proc); /* still there (or no monitor): SIGKILL; reaped either way */
+}
+
+void qemu_attach_takeover_end_qemu(struct qemu_conn *c)
+{
+	char err[256], reply[256];
+
+	if (!c->launched || c->proc.pid < 0)
+		return;
+	/* the inherited connection may hold half a message of the dead process: a fresh one */
+	if (c->have_qmp)
+		qmp_close(&c->qmp);
+	c->have_qmp = false;
+	if (qmp_connect(&c->qmp, c->qmp_addr, err, sizeof(err)) == 0) {
+		c->qmp.timeout_ms = QUIT_WAIT_MS;
+		(void)qmp_execute(&c->qmp, "{\"execute\":\"quit\"}", reply, sizeof(reply));
+		qmp_close(&c->qmp);
+	}
+	/* not this process's child: gone when kill(0) says so (or reaped by whoever adopted it) */
+	for (int i = 0; i < QUIT_WAIT_MS / 10 && kill(c->proc.pid, 0) == 0; i++)
+		usleep(10000);
+	if (kill(c->proc.pid, 0) == 0)
+		kill(c->proc.pid, SIGKILL);
+	qemu_proc_remove_run_dir(&c->proc);
 }

@@ -66,8 +66,18 @@ int qemu_attach_stop_gdbstub(struct qemu_conn *c, char *err, size_t errlen);
 int qemu_attach_takeover_stop_gdbstub(struct qemu_conn *c, char *err, size_t errlen);
 
 /* Stops the gdbstub hvtrace started if that was not done yet (a line on stderr if that fails while
- * QEMU runs), closes the gdbstub and monitor connections, and kills a launched QEMU that still
- * runs. Idempotent. */
+ * QEMU runs), closes the gdbstub and monitor connections, and ends a launched QEMU that still runs
+ * (qemu_attach_end_qemu). Idempotent. */
 void qemu_attach_close(struct qemu_conn *c);
+
+/* Ends the QEMU hvtrace launched, if it still runs: QMP's quit (QEMU exits cleanly, its socket
+ * closed), up to 3 s for it to exit, then SIGKILL; reaped, its run-time directory removed. The
+ * monitor connection stays open (qemu_attach_close closes it). Main thread. */
+void qemu_attach_end_qemu(struct qemu_conn *c);
+
+/* In the guardian, after hvtrace died: the QEMU it launched (no longer this process's child) is
+ * asked to quit over a fresh monitor connection, killed after 3 s if still there, and its run-time
+ * directory removed. Nothing for a QEMU hvtrace did not launch. */
+void qemu_attach_takeover_end_qemu(struct qemu_conn *c);
 
 #endif

@@ -1,5 +1,6 @@
 #include "host/qemu/qemu_launch.h"
 #include "host/vmm/tcp.h"
+#include "host/sink/out_fail.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>
@@ -140,12 +141,15 @@ int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64
 	return 0;
 }
 
-/* Writes one console line; the first failure is kept in p->console_err, later lines are dropped. */
+/* Writes one console line; the first failure is kept in p->console_err and ends the run
+ * (out_fail_raise), later lines are dropped. */
 static void console_line(struct qemu_proc *p, const char *line)
 {
 	errno = 0;
-	if (!p->console_err && (fputs(line, p->console) < 0 || fflush(p->console)))
+	if (!p->console_err && (fputs(line, p->console) < 0 || fflush(p->console))) {
 		p->console_err = errno ? errno : EIO;
+		out_fail_raise(); /* the run ends, as for the trace */
+	}
 }
 
 /* Forwards the serial console line by line and watches for a panic. */
@@ -191,27 +195,82 @@ static void read_err(struct qemu_proc *p)
 			*c = 0;
 }
 
-int qemu_launch(const struct qemu_launch_cfg *cfg, struct qemu_proc *p, char *err, size_t errlen)
+/* A private directory for QEMU's run-time sockets (mkdtemp: mode 0700, a name no one else has)
+ * under $TMPDIR or /tmp, with the QMP socket's path in it. 0, or -errno with @err. */
+static int make_run_dir(struct qemu_proc *p, char *err, size_t errlen)
 {
+	const char *tmp = getenv("TMPDIR");
+
+	/* a socket's path has room for 107 bytes: a longer $TMPDIR is not used */
+	if (!tmp || !*tmp || strlen(tmp) + sizeof("/hvtrace-XXXXXX/qmp.sock") > sizeof(p->qmp_path))
+		tmp = "/tmp";
+	snprintf(p->run_dir, sizeof(p->run_dir), "%s/hvtrace-XXXXXX", tmp);
+	if (!mkdtemp(p->run_dir)) {
+		int e = errno;
+
+		snprintf(err, errlen, "a directory for QEMU's sockets in %s: %s", tmp, strerror(e));
+		p->run_dir[0] = 0;
+		return -e;
+	}
+	snprintf(p->qmp_path, sizeof(p->qmp_path), "%s/qmp.sock", p->run_dir);
+	return 0;
+}
+
+void qemu_proc_remove_run_dir(struct qemu_proc *p)
+{
+	if (!p->run_dir[0])
+		return;
+	unlink(p->qmp_path);
+	if (rmdir(p->run_dir) < 0)
+		fprintf(stderr, "hvtrace: %s: %s\n", p->run_dir, strerror(errno));
+	p->run_dir[0] = 0;
+}
+
+int qemu_launch(const struct qemu_launch_cfg *cfg_in, struct qemu_proc *p, char *err, size_t errlen)
+{
+	struct qemu_launch_cfg cfg_own = *cfg_in;
+	const struct qemu_launch_cfg *cfg = &cfg_own;
 	const char *argv[64];
 	char buf[4096];
-	int out[2], errp[2], n;
+	int out[2], errp[2], n, ret;
 	struct stat st;
 
 	memset(p, 0, sizeof(*p));
 	p->pid = -1;
 	p->console = cfg->console;
+	if (cfg->qmp_path) {
+		if (snprintf(p->qmp_path, sizeof(p->qmp_path), "%s", cfg->qmp_path) >=
+		    (int)sizeof(p->qmp_path)) {
+			snprintf(err, errlen, "QMP socket %s: the name is too long", cfg->qmp_path);
+			return -ENAMETOOLONG;
+		}
+	} else {
+		ret = make_run_dir(p, err, errlen);
+		if (ret < 0)
+			return ret;
+	}
+	cfg_own.qmp_path = p->qmp_path;
 	n = qemu_launch_argv(cfg, argv, 64, buf, sizeof(buf));
 	if (n < 0) {
+		qemu_proc_remove_run_dir(p);
 		snprintf(err, errlen, "QEMU command line too long");
 		return n;
 	}
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
-		return -errno;
-	unlink(cfg->qmp_path);
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		ret = -errno;
+		qemu_proc_remove_run_dir(p);
+		snprintf(err, errlen, "pipe: %s", strerror(-ret));
+		return ret;
+	}
+	if (cfg_in->qmp_path)
+		unlink(cfg->qmp_path);
 	p->pid = fork();
-	if (p->pid < 0)
-		return -errno;
+	if (p->pid < 0) {
+		ret = -errno;
+		qemu_proc_remove_run_dir(p);
+		snprintf(err, errlen, "fork: %s", strerror(-ret));
+		return ret;
+	}
 	if (p->pid == 0) {
 		int null = open("/dev/null", O_RDONLY);
 		sigset_t none;
@@ -250,6 +309,7 @@ int qemu_launch(const struct qemu_launch_cfg *cfg, struct qemu_proc *p, char *er
 			p->pid = -1;
 			usleep(20000);
 			read_err(p);
+			qemu_proc_remove_run_dir(p);
 			snprintf(err, errlen, "QEMU failed: %s",
 				 p->err_text[0] ? p->err_text : "exited at once");
 			return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -ENOENT : -EIO;
@@ -264,6 +324,7 @@ int qemu_launch(const struct qemu_launch_cfg *cfg, struct qemu_proc *p, char *er
 static void reaped(struct qemu_proc *p)
 {
 	p->pid = -1;
+	qemu_proc_remove_run_dir(p);
 	if (p->console_running) {
 		pthread_join(p->console_thread, NULL);
 		p->console_running = false;

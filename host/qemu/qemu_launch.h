@@ -16,7 +16,8 @@ struct qemu_launch_cfg {
 	const char *machine; /* -M: "pc" (default) or "q35" */
 	const char *kernel, *initrd, *append;
 	unsigned smp, mem_mb;
-	const char *qmp_path; /* unix socket QEMU listens on */
+	const char *qmp_path; /* unix socket QEMU listens on (NULL: in a private directory of its
+			       * own, qemu_proc's run_dir) */
 	int nice; /* QEMU runs this much nicer than hvtrace (stub probes: the drain and the writer
 		   * go first, so a busy host slows the guest rather than letting its rings
 		   * overflow) */
@@ -36,6 +37,10 @@ struct qemu_proc {
 	int console_err;   /* errno of the first failed console write, 0 none (console thread) */
 	atomic_bool panic; /* "Kernel panic" seen on the console */
 	char err_text[512]; /* the start of what QEMU wrote to stderr */
+	/* the run-time directory (mode 0700, under $TMPDIR or /tmp) holding QEMU's QMP socket, ""
+	 * none; removed, socket and all, once QEMU is reaped or could not start */
+	char run_dir[96];
+	char qmp_path[108]; /* the socket QEMU listens on: @cfg's, or "run_dir/qmp.sock" (sun_path) */
 };
 
 /* The QEMU `run --qemu` starts: $HVTRACE_QEMU (a path, or a name looked up in $PATH) when set and not
@@ -56,15 +61,21 @@ int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int m
 int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64_t *gpa, char *why,
 			size_t whylen);
 
-/* Starts QEMU and the console thread, then waits (up to 10 s) for the QMP socket. Returns 0, or a
- * negative errno with a reason in @err (-ENOENT: no QEMU binary; -EIO: QEMU exited, with its message). */
+/* Starts QEMU and the console thread, then waits (up to 10 s) for the QMP socket (p->qmp_path: a
+ * private directory's when @cfg names none). Returns 0, or a negative errno with a reason in @err
+ * (-ENOENT: no QEMU binary; -EIO: QEMU exited, with its message); nothing is left on failure. */
 int qemu_launch(const struct qemu_launch_cfg *cfg, struct qemu_proc *p, char *err, size_t errlen);
 
 /* Waits up to @timeout_ms for QEMU to exit. Returns its exit status (>= 0), 128 + signal, or -ETIMEDOUT.
  * The console thread is joined when QEMU has exited. */
 int qemu_proc_wait(struct qemu_proc *p, int timeout_ms);
 
-/* Kills QEMU (SIGKILL) if it still runs and reaps it. */
+/* Removes @p's run-time directory and what QEMU left in it (its socket), if there is one (reaped
+ * and failed launches do; the guardian calls it for a QEMU it cannot reap). Idempotent. */
+void qemu_proc_remove_run_dir(struct qemu_proc *p);
+
+/* Kills QEMU (SIGKILL) if it still runs and reaps it; its run-time directory is removed. (A QEMU
+ * with a monitor is asked to quit first: qemu_attach_end.) */
 void qemu_proc_kill(struct qemu_proc *p);
 
 #endif

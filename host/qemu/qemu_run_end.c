@@ -109,6 +109,7 @@ void qemu_run_guardian_takeover(void *ctx)
 		   "resumed\n");
 	if (qemu_attach_takeover_stop_gdbstub(&r->qc, err, sizeof(err)) < 0)
 		dprintf(2, "hvtrace guardian: %s\n", err);
+	qemu_attach_takeover_end_qemu(&r->qc); /* a launched QEMU: quit, its sockets removed */
 }
 
 /* The gdbstub detach (QEMU drops every breakpoint and lets the VM run) and the gdbstub stopped
@@ -158,7 +159,7 @@ static int abandon_reset_guest(struct linux_run *r)
 	pipeline_stop_drain(r->p);
 	let_go(r);
 	if (r->qc.launched)
-		qemu_proc_kill(&r->qc.proc);
+		qemu_attach_end_qemu(&r->qc);
 	cmd_error("the guest reset while traced (%s): the traced kernel is gone; "
 		  "breakpoints dropped, nothing written into the new boot",
 		  r->qc.qmp.end_reason[0] ? r->qc.qmp.end_reason : "QEMU said RESET");
@@ -205,7 +206,7 @@ int qemu_run_finish(struct linux_run *r, enum qemu_run_end how)
 		return 0;
 	}
 	if (r->sig || r->timed_out) {
-		qemu_proc_kill(&r->qc.proc);
+		qemu_attach_end_qemu(&r->qc);
 		if (r->sig)
 			return end_status_signal(r->sig);
 		return end_status_timeout(s, "QEMU");
@@ -220,7 +221,7 @@ int qemu_run_finish(struct linux_run *r, enum qemu_run_end how)
 			break;
 	}
 	if (st == -ETIMEDOUT) {
-		qemu_proc_kill(&r->qc.proc);
+		qemu_attach_end_qemu(&r->qc);
 		if (r->sig)
 			return end_status_signal(r->sig);
 		if (!atomic_load(&r->qc.proc.panic))

@@ -4,7 +4,8 @@
 
 #include "host/session/session.h"
 
-/* "stopped by SIG<name>"; returns EXIT_SIGNAL_BASE + @sig. */
+/* "stopped by SIG<name>"; returns EXIT_SIGNAL_BASE + @sig. For out_fail's signal (an output could
+ * not be written) nothing, and EXIT_HOST_ERROR: the output's line comes when it is closed. */
 int end_status_signal(int sig);
 
 /* "--timeout N: @who was stopped after N s"; returns EXIT_TIMEOUT. */

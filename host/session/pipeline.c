@@ -7,6 +7,7 @@
 #include "host/session/exitcode.h"
 #include "host/session/probe_setup.h"
 #include "host/session/progress.h"
+#include "host/sink/out_fail.h"
 #include "host/sink/sink.h"
 #include "host/sink/sink_format.h"
 #include "host/sink/sink_tracedat.h"
@@ -342,7 +343,8 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 }
 
 /* The watcher: the first signal after the run's end cuts the trace short; later ones are read and
- * ignored (the trace is being closed). Ends when the eventfd is written. */
+ * ignored (the trace is being closed). A failed output (out_fail) cuts it too, silently: nothing
+ * more can be written, and the output's own line says why. Ends when the eventfd is written. */
 static void *watch_end(void *arg)
 {
 	struct pipeline *p = arg;
@@ -358,7 +360,11 @@ static void *watch_end(void *arg)
 			break;
 		if (!(fds[0].revents & POLLIN) || read(p->watch_sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
-		if (!atomic_load(&p->cut_sig)) {
+		if (out_fail_is((int)si.ssi_signo)) {
+			/* an output failed: nothing more can be written (its own line says so) */
+			tracer_cut(p->tr);
+			writer_cut(&p->w);
+		} else if (!atomic_load(&p->cut_sig)) {
 			atomic_store(&p->cut_sig, (int)si.ssi_signo);
 			tracer_cut(p->tr);
 			writer_cut(&p->w);
@@ -559,6 +565,8 @@ int pipeline_finish(struct pipeline *p, int status,
 	p->sink.guest_lost = st.stub_guest_lost;
 	status = pipeline_host_end(p, status, false);
 	writer_stop(&p->w, tracer_lost(p->tr));
+	if (p->sink.err && !status)
+		status = EXIT_HOST_ERROR; /* the trace is incomplete: so say --summary and --junit */
 	status = pipeline_host_end(p, status, true);
 	unwatch_end(p);
 	int cut = atomic_load(&p->cut_sig);

@@ -63,8 +63,8 @@ int pipeline_run_ended(struct pipeline *p, int sfd);
  * pipeline_run_ended: a trace it cut short is one line, and a @status of 0 becomes the signal's),
  * prints the stats (--stats: @backend_stats(@ctx, @p)), the profile (--profile) and, when
  * @status is still 0, the --expect-* verdict; then writes --summary and --junit. Returns @status,
- * EXIT_EXPECT for an unmet expectation, or EXIT_HOST_ERROR when --summary / --junit could not be
- * written (and @status was 0). Call once. */
+ * EXIT_EXPECT for an unmet expectation, or EXIT_HOST_ERROR when the trace (the sink) or --summary /
+ * --junit could not be written (and @status was 0). Call once. */
 int pipeline_finish(struct pipeline *p, int status,
 		    void (*backend_stats)(void *ctx, const struct pipeline *p), void *ctx);
 

@@ -137,6 +137,11 @@ void sink_printf(struct sink *s, const char *fmt, ...) __attribute__((format(pri
 /* Flushes s->out (at the end of the trace); a failure goes to s->err as for sink_write. */
 void sink_flush(struct sink *s);
 
+/* A write of @s's output failed with errno @err (0: EIO): kept in s->err if it is the first, and
+ * the run asked to end (out_fail_raise). For sinks that write elsewhere than through sink_write
+ * (trace.dat's page files). Writer thread, or the main thread at the end. */
+void sink_fail(struct sink *s, int err);
+
 /* ftrace's function tracer text as Linux 6.x prints it with irq-info off (the kernel's header and
  * legend; "CPU:N [LOST M EVENTS]" lines): "<task>-<pid> [<cpu>]  <ts>: <func> <-<parent>", and for
  * function-based events "<task>-<pid> [<cpu>]  <ts>: <parent>-><func>(name=value, ...)". */

@@ -1,8 +1,10 @@
 /* Output of the sinks, with every write checked: the first failure is kept (errno in sink->err) and
- * every later write skipped, so the CLI can say once why the trace is incomplete. Writer thread.
+ * every later write skipped, so the CLI can say once why the trace is incomplete, and the run is
+ * asked to end (out_fail_raise). Writer thread.
  * Only the calls' own results count, not ferror(): stdout may be shared with the guest's console,
  * whose failures are the console's to report. */
 #include "host/sink/sink.h"
+#include "host/sink/out_fail.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -23,11 +25,17 @@ bool sink_graph_tracer(const struct sink *s)
 	return s->tracer && !strcmp(s->tracer, "function_graph");
 }
 
+void sink_fail(struct sink *s, int err)
+{
+	if (!s->err)
+		s->err = err ? err : EIO;
+	out_fail_raise();
+}
+
 /* Keeps the first failure's errno (EIO when the library set none). */
 static void failed(struct sink *s)
 {
-	if (!s->err)
-		s->err = errno ? errno : EIO;
+	sink_fail(s, errno);
 }
 
 void sink_write(struct sink *s, const char *buf, size_t len)

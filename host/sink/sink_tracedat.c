@@ -32,8 +32,9 @@ static void flush_page(struct sink *s, struct td_cpu *c)
 	if (!c->page.started)
 		return;
 	td_page_finish(&c->page);
+	errno = 0;
 	if (!s->err && fwrite(c->page.buf, 1, TD_PAGE_SIZE, c->tmp) != TD_PAGE_SIZE)
-		s->err = errno ? errno : EIO;
+		sink_fail(s, errno);
 	c->pages++;
 	c->page.started = false;
 }

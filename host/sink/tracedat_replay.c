@@ -3,6 +3,8 @@
  * the sink. Every field read from the file is bounded against its record. */
 #include "host/sink/tracedat_read.h"
 #include "host/sink/tracedat_reader.h"
+#include "host/sink/out_fail.h"
+#include "host/sink/writer.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -275,6 +277,11 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 	(void)h;
 	if (r->err)
 		return 1;
+	if (r->replay && out_fail_raised()) {
+		/* the output failed: the rest is not read (the sink's error is the line) */
+		writer_cut(&r->w);
+		return 1;
+	}
 	if (rec->ts > TDR_MAX_TS) {
 		r->err = -ERANGE; /* the horizon below must stay above every timestamp */
 		return 1;

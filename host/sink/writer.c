@@ -161,11 +161,21 @@ static unsigned discard(struct writer *w)
 static void *writer_thread(void *arg)
 {
 	struct writer *w = arg;
+	bool unflushed = false;
 
 	while (!atomic_load(&w->stop)) {
-		if (atomic_load_explicit(&w->cut, memory_order_relaxed) ? !discard(w)
-									: !drain(w, 4096, false))
-			usleep(500);
+		if (atomic_load_explicit(&w->cut, memory_order_relaxed) ? discard(w)
+									: drain(w, 4096, false)) {
+			unflushed = true;
+			continue;
+		}
+		/* idle: what was written goes out now, so a reader sees it and a closed pipe or a
+		 * full disk shows at once (sink_write's failure ends the run), not when the
+		 * buffer would have filled */
+		if (unflushed)
+			sink_flush(w->sink);
+		unflushed = false;
+		usleep(500);
 	}
 	while (drain(w, 4096, true))
 		;

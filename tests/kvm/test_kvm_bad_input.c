@@ -173,8 +173,9 @@ static void test_smp_mem(void **state)
 	expect_refusal(argv, "hvtrace: --smp 64 --mem 8: 64 vCPUs need --mem 9 or more\n");
 }
 
-/* A trace that cannot be written is not a success: the guest runs its course, then one line names
- * the output and the reason, exit 4 (it exited 0 with the trace lost). Both tracers' sinks. */
+/* A trace that cannot be written is not a success: the first failed write ends the run (the guest
+ * does not run its course for nothing), one line names the output and the reason, exit 4 (it
+ * exited 0 with the trace lost). Both tracers' sinks. */
 static void test_output_write_error(void **state)
 {
 	const char *tracers[] = {"function", "function_graph"};
@@ -190,12 +191,12 @@ static void test_output_write_error(void **state)
 		hv_run(&r, argv, 0, 0);
 		assert_int_equal(r.status, 4);
 		assert_string_equal(r.err, "hvtrace: -o /dev/full: No space left on device\n");
-		assert_non_null(strstr(r.console, "hvt-guest: ok\n"));
 		hv_result_free(&r);
 	}
 }
 
-/* The same for the guest's console; the trace itself is complete. */
+/* The same for the guest's console (its first line already fails: the run ends there); the trace
+ * of what ran is complete, with its trailer. */
 static void test_console_write_error(void **state)
 {
 	const char *con[] = {"--console", "/dev/full"};
@@ -207,7 +208,6 @@ static void test_console_write_error(void **state)
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 4);
 	assert_string_equal(r.err, "hvtrace: --console /dev/full: No space left on device\n");
-	assert_true(r.nr_lines > 0);
 	assert_int_equal(r.nr_lines, trace_count(&r, "tree_leaf", -1));
 	assert_int_equal(count_text(r.trace, "# entries-written: "), 1);
 	hv_result_free(&r);
