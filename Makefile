@@ -335,7 +335,7 @@ FUZZ_SRCS_tracedat := host/sink/tracedat_read.c host/sink/tracedat_replay.c host
 FUZZ_LIBS_tracedat := $(shell pkg-config --cflags --libs libtracecmd libtraceevent)
 FUZZ_SRCS_viz_sinks := host/sink/sink_chrome.c host/sink/sink_folded.c host/sink/sink_json.c host/sink/task_table.c \
                        host/sink/sink_io.c host/sink/sink_record.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
-FUZZ_SRCS_session := host/session/session_file.c host/tap/expect.c host/tap/profile.c host/trace/probe.c \
+FUZZ_SRCS_session := host/session/session_file.c host/trace/text_check.c host/trace/escape.c vmi/vmi_file.c host/tap/expect.c host/tap/profile.c host/trace/probe.c \
                      host/sink/sink_record.c \
                      vmi/vmi_sites.c vmi/vmi_symtab.c
 FUZZ_SRCS_event_filter := host/trace/event_filter.c host/trace/filter.c host/trace/fevent.c \

@@ -3,6 +3,7 @@
 #include "host/session/exitcode.h"
 #include "host/cli/driver.h"
 #include "host/cli/help.h"
+#include "host/cli/input_check.h"
 #include "host/cli/report.h"
 #include "host/cli/session_args.h"
 #include "host/kvm/backend_elf.h"
@@ -24,7 +25,8 @@ int main(int argc, char **argv)
 	int status;
 
 	session_init(&s);
-	if (session_parse_args(&s, argc, argv, err, sizeof(err)) < 0) {
+	if (session_parse_args(&s, argc, argv, err, sizeof(err)) < 0 ||
+	    input_check(&s, err, sizeof(err)) < 0) {
 		fprintf(stderr, "hvtrace: %s\n", err);
 		session_free(&s);
 		return EXIT_BAD_INPUT;
