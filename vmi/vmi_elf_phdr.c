@@ -65,6 +65,8 @@ static int check_ranges(const struct vmi_segment *v, const size_t *idx, size_t n
 {
 	size_t m = 0;
 
+	if (!n)
+		return 0; /* nothing allocated, nothing to sort (found by fuzzing) */
 	for (size_t i = 0; i < n; i++)
 		if (v[i].memsz)
 			r[m++] = (struct range){.start = phys ? v[i].paddr : v[i].vaddr,

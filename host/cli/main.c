@@ -18,6 +18,22 @@
 #define HVT_VERSION "0.1"
 #endif
 
+/* Under LeakSanitizer (make check-asan): libtraceevent leaks on its error paths for some malformed
+ * event formats of a trace.dat (`report`), which turned a refused file's exit 2 into 1. Those leaks
+ * are the library's, not ours: suppressed by library, ours still counted (issue 37). */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libtraceevent.so\nleak:libtracecmd.so\n";
+}
+
+/* ... and suppressed quietly: a report file under check-asan's log_path fails the check. */
+const char *__lsan_default_options(void);
+const char *__lsan_default_options(void)
+{
+	return "print_suppressions=0";
+}
+
 int main(int argc, char **argv)
 {
 	struct session s;
