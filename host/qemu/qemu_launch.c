@@ -108,10 +108,9 @@ int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64
 	/* pc splits RAM at 3.5 GiB and q35 at 2.75 GiB; under either split only 2 GiB are sure */
 	low = ram >= 0xb0000000ull ? 0x80000000ull : ram;
 	fd = vmi_file_open("--kernel", cfg->kernel, 0, NULL, why, whylen); /* never blocks */
-	if (fd < 0)
-		return fd;
-	if (pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
-		close(fd);
+	if (fd < 0 || pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+		if (fd >= 0)
+			close(fd);
 		snprintf(why, whylen, "cannot read the kernel's boot header");
 		return -EIO;
 	}
