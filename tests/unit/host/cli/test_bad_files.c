@@ -107,7 +107,7 @@ static void test_huge_guest(void **state)
 /* Class 5: a FIFO as every input path is refused without blocking. */
 static void test_fifo_inputs(void **state)
 {
-	char f[512], ok[512], want[1024];
+	char f[512], ok[512], out[512], con[512], want[1024];
 
 	(void)state;
 	in_dir(f, sizeof(f), "fifo");
@@ -116,6 +116,12 @@ static void test_fifo_inputs(void **state)
 	hv_write_text(ok, "not a kernel\n");
 	snprintf(want, sizeof(want), "%s: not a regular file (a FIFO)", f);
 	expect_refusal((const char *[]){"run", f, NULL}, want, 10);
+	/* nothing created: the -o and --console a refused run names do not exist after it */
+	expect_refusal((const char *[]){"run", "-o", in_dir(out, sizeof(out), "out"), "--console",
+					in_dir(con, sizeof(con), "con"), f, NULL},
+		       want, 10);
+	assert_int_equal(access(out, F_OK), -1);
+	assert_int_equal(access(con, F_OK), -1);
 	expect_refusal((const char *[]){"list-functions", f, NULL}, want, 10);
 	snprintf(want, sizeof(want), "--session %s: not a regular file (a FIFO)", f);
 	expect_refusal((const char *[]){"run", "--session", f, guest(), NULL}, want, 10);
