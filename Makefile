@@ -317,8 +317,8 @@ FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_SRCS_gdbstub := host/vmm/gdbstub.c host/vmm/gdb_wire.c host/vmm/gdb_packet.c host/vmm/tcp.c host/trace/clock.c
 FUZZ_SRCS_qmp     := host/qemu/qmp.c host/qemu/qmp_json.c host/vmm/tcp.c host/trace/clock.c
 FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_linux_percpu.c vmi/vmi_btf.c vmi/vmi_kallsyms.c vmi/vmi_modules.c vmi/vmi_elf.c \
-                     vmi/vmi_symtab.c vmi/vmi_sites.c
-FUZZ_SRCS_elf     := vmi/vmi_elf.c vmi/vmi_symtab.c vmi/vmi_sites.c
+                     vmi/vmi_elf_phdr.c vmi/vmi_file.c vmi/vmi_symtab.c vmi/vmi_sites.c
+FUZZ_SRCS_elf     := vmi/vmi_elf.c vmi/vmi_elf_phdr.c vmi/vmi_file.c vmi/vmi_symtab.c vmi/vmi_sites.c
 FUZZ_SRCS_btf     := vmi/vmi_btf.c host/trace/fevent_btf.c host/trace/fevent.c host/trace/escape.c \
                      vmi/vmi_symtab.c
 FUZZ_SRCS_accel   := host/qemu/qemu_accel.c
@@ -329,14 +329,14 @@ FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
 FUZZ_SRCS_x86_reloc :=
-FUZZ_SRCS_tracedat := host/sink/tracedat_read.c host/sink/tracedat_replay.c host/sink/writer.c host/trace/ring.c \
+FUZZ_SRCS_tracedat := host/sink/tracedat_read.c vmi/vmi_file.c host/sink/tracedat_replay.c host/sink/writer.c host/trace/ring.c \
                       host/sink/sink_function.c host/sink/sink_graph.c host/sink/sink_io.c host/sink/out_fail.c \
                       host/sink/sink_record.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_tracedat := $(shell pkg-config --cflags --libs libtracecmd libtraceevent)
 FUZZ_SRCS_viz_sinks := host/sink/sink_chrome.c host/sink/sink_folded.c host/sink/sink_json.c host/sink/task_table.c \
                        host/sink/sink_io.c host/sink/out_fail.c host/sink/sink_record.c host/trace/fevent.c \
                        host/trace/escape.c vmi/vmi_symtab.c
-FUZZ_SRCS_session := host/session/session_file.c host/tap/expect.c host/tap/profile.c host/trace/probe.c \
+FUZZ_SRCS_session := host/session/session_file.c host/trace/text_check.c host/trace/escape.c vmi/vmi_file.c host/tap/expect.c host/tap/profile.c host/trace/probe.c \
                      host/sink/sink_record.c \
                      vmi/vmi_sites.c vmi/vmi_symtab.c
 FUZZ_SRCS_event_filter := host/trace/event_filter.c host/trace/filter.c host/trace/fevent.c \

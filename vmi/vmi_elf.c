@@ -1,55 +1,15 @@
 #include "vmi/vmi_elf.h"
+#include "vmi/vmi_file.h"
 
+#include <elf.h>
+#include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-static int read_file(const char *path, uint8_t **buf, size_t *size, char *err, size_t errlen)
-{
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int e;
-
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		e = errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(e));
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		close(fd);
-		return -EINVAL;
-	}
-	*size = st.st_size;
-	*buf = malloc(*size ? *size : 1);
-	if (!*buf) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		close(fd);
-		return -ENOMEM;
-	}
-	for (size_t off = 0; off < *size;) {
-		ssize_t n = pread(fd, *buf + off, *size - off, off);
-
-		if (n <= 0) {
-			e = n < 0 ? errno : EIO;
-			snprintf(err, errlen, "%s: read: %s", path, strerror(e));
-			free(*buf);
-			close(fd);
-			return -e;
-		}
-		off += n;
-	}
-	close(fd);
-	return 0;
-}
 
 static int add_symbols(struct vmi_elf *img, Elf *elf, Elf_Scn *scn, GElf_Shdr *sh)
 {
@@ -64,9 +24,14 @@ static int add_symbols(struct vmi_elf *img, Elf *elf, Elf_Scn *scn, GElf_Shdr *s
 		if (!gelf_getsym(d, i, &s) || s.st_shndx == SHN_UNDEF)
 			continue;
 		switch (GELF_ST_TYPE(s.st_info)) {
-		case STT_FUNC: t = &img->funcs; break;
-		case STT_OBJECT: t = &img->objects; break;
-		default: continue;
+		case STT_FUNC:
+			t = &img->funcs;
+			break;
+		case STT_OBJECT:
+			t = &img->objects;
+			break;
+		default:
+			continue;
 		}
 		name = elf_strptr(elf, sh->sh_link, s.st_name);
 		if (!name || !*name)
@@ -101,36 +66,35 @@ static int read_mcount(struct vmi_elf *img, Elf_Scn *scn, GElf_Shdr *sh)
 	return 0;
 }
 
-int vmi_elf_open(struct vmi_elf *img, const char *path, int need_mcount, char *err, size_t errlen)
-{
-	uint8_t *file = NULL;
-	size_t size = 0;
-	int ret;
-
-	memset(img, 0, sizeof(*img));
-	ret = read_file(path, &file, &size, err, errlen);
-	if (ret < 0)
-		return ret;
-	return vmi_elf_open_mem(img, file, size, path, need_mcount, err, errlen);
-}
-
-int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char *path,
+/* Parses the @size bytes at @file (mapped as @map, or malloc'd as @owned: @img takes either over,
+ * also on failure), named @path in messages. */
+static int elf_parse(struct vmi_elf *img, const uint8_t *file, size_t size,
+		     const struct vmi_file_map *map, uint8_t *owned, const char *path,
 		     int need_mcount, char *err, size_t errlen)
 {
 	Elf *elf = NULL;
 	GElf_Ehdr eh;
-	size_t shstrndx, nph;
+	size_t shstrndx;
 	Elf_Scn *scn = NULL;
 	int ret, have_mcount = 0;
+	long nr;
 
 	memset(img, 0, sizeof(*img));
 	img->file = file;
 	img->file_size = size;
+	img->owned = owned;
+	if (map)
+		img->map = *map;
 	img->path = strdup(path);
 	if (!img->path) {
 		ret = -ENOMEM;
 		goto fail;
 	}
+	/* the header and the program headers first, on the raw bytes: nothing else is read of a
+	 * file that is no ELF64, and a defect is named before libelf would paper over it */
+	ret = vmi_elf_check_ident(img->file, img->file_size, path, err, errlen);
+	if (ret < 0)
+		goto fail;
 	elf_version(EV_CURRENT);
 	elf = elf_memory((char *)img->file, img->file_size);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
@@ -140,40 +104,30 @@ int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char
 		goto fail;
 	}
 	if (eh.e_machine != EM_X86_64 || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {
-		snprintf(err, errlen, "%s: not an x86_64 executable (e_machine %u, e_type %u)", path,
-			 eh.e_machine, eh.e_type);
+		snprintf(err, errlen, "%s: not an x86_64 executable (e_machine %u, e_type %u)",
+			 path, eh.e_machine, eh.e_type);
 		ret = -ENOEXEC;
 		goto fail;
 	}
 	img->entry = eh.e_entry;
-	if (elf_getphdrnum(elf, &nph) < 0 || elf_getshdrstrndx(elf, &shstrndx) < 0) {
-		snprintf(err, errlen, "%s: malformed ELF headers", path);
+	if (elf_getshdrstrndx(elf, &shstrndx) < 0) {
+		snprintf(err, errlen,
+			 "%s: malformed section headers (e_shoff 0x%" PRIx64
+			 ", e_shnum %u, e_shstrndx %u)",
+			 path, (uint64_t)eh.e_shoff, eh.e_shnum, eh.e_shstrndx);
 		ret = -ENOEXEC;
 		goto fail;
 	}
-	img->segs = calloc(nph ? nph : 1, sizeof(*img->segs));
-	if (!img->segs) {
-		ret = -ENOMEM;
+	nr = vmi_elf_load_segments(img->file, img->file_size, path, &img->segs, err, errlen);
+	if (nr < 0) {
+		ret = (int)nr;
 		goto fail;
 	}
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (ph.p_offset > img->file_size || ph.p_filesz > img->file_size - ph.p_offset ||
-		    ph.p_filesz > ph.p_memsz) {
-			snprintf(err, errlen, "%s: segment %zu lies outside the file", path, i);
-			ret = -ENOEXEC;
-			goto fail;
-		}
-		img->segs[img->nr_segs++] = (struct vmi_segment){
-			.paddr = ph.p_paddr,
-			.vaddr = ph.p_vaddr,
-			.filesz = ph.p_filesz,
-			.memsz = ph.p_memsz,
-			.data = img->file + ph.p_offset,
-		};
+	img->nr_segs = (size_t)nr;
+	if (!img->nr_segs) {
+		snprintf(err, errlen, "%s: no PT_LOAD program header: nothing to load", path);
+		ret = -ENOEXEC;
+		goto fail;
 	}
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
@@ -204,10 +158,11 @@ int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char
 	vmi_symtab_sort(&img->funcs);
 	vmi_symtab_sort(&img->objects);
 	if (need_mcount && (!have_mcount || !img->nr_mcount)) {
-		snprintf(err, errlen,
-			 "%s: no __mcount_loc section (build the guest with -pg -mfentry -mnop-mcount "
-			 "-mrecord-mcount)",
-			 path);
+		snprintf(
+		    err, errlen,
+		    "%s: no __mcount_loc section (build the guest with -pg -mfentry -mnop-mcount "
+		    "-mrecord-mcount)",
+		    path);
 		ret = -ENODATA;
 		goto fail;
 	}
@@ -220,6 +175,24 @@ fail:
 		elf_end(elf);
 	vmi_elf_close(img);
 	return ret;
+}
+
+int vmi_elf_open(struct vmi_elf *img, const char *path, int need_mcount, char *err, size_t errlen)
+{
+	struct vmi_file_map m;
+	int ret;
+
+	memset(img, 0, sizeof(*img));
+	ret = vmi_file_map(NULL, path, VMI_ELF_MAX_SIZE, &m, err, errlen);
+	if (ret < 0)
+		return ret;
+	return elf_parse(img, m.data, m.size, &m, NULL, path, need_mcount, err, errlen);
+}
+
+int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char *path,
+		     int need_mcount, char *err, size_t errlen)
+{
+	return elf_parse(img, file, size, NULL, file, path, need_mcount, err, errlen);
 }
 
 const uint8_t *vmi_elf_bytes_at(const struct vmi_elf *img, uint64_t vaddr, size_t len)
@@ -240,7 +213,8 @@ void vmi_elf_close(struct vmi_elf *img)
 	vmi_symtab_free(&img->objects);
 	free(img->segs);
 	free(img->mcount);
-	free(img->file);
+	free(img->owned);
+	vmi_file_unmap(&img->map);
 	free(img->path);
 	memset(img, 0, sizeof(*img));
 }

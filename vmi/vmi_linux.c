@@ -1,6 +1,7 @@
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_btf.h"
 #include "vmi/vmi_elf.h"
+#include "vmi/vmi_file.h"
 #include "vmi/vmi_kallsyms.h"
 #include "vmi/vmi_modules.h"
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define LINUX_LINK_TEXT	  0xffffffff81000000ull /* where _text is linked */
 #define KASLR_ALIGN	  0x200000ull		/* CONFIG_PHYSICAL_ALIGN */
@@ -182,15 +184,19 @@ out:
 
 int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	/* a regular file, opened without blocking (a FIFO is refused, not waited on) */
+	int fd = vmi_file_open(NULL, path, 0, NULL, err, errlen), ret = 0;
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	char magic[4];
-	int ret = 0;
 
 	memset(l, 0, sizeof(*l));
 	l->pid_off = l->comm_off = -1;
+	if (fd < 0)
+		return fd;
 	if (!f) {
 		ret = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		close(fd);
 		return ret;
 	}
 	if (fread(magic, 1, 4, f) == 4 && !memcmp(magic, "\177ELF", 4)) {

@@ -3,6 +3,7 @@
 #include "host/session/exitcode.h"
 #include "host/cli/driver.h"
 #include "host/cli/help.h"
+#include "host/cli/input_check.h"
 #include "host/cli/report.h"
 #include "host/cli/session_args.h"
 #include "host/kvm/backend_elf.h"
@@ -17,6 +18,22 @@
 #define HVT_VERSION "0.1"
 #endif
 
+/* Under LeakSanitizer (make check-asan): libtraceevent leaks on its error paths for some malformed
+ * event formats of a trace.dat (`report`), which turned a refused file's exit 2 into 1. Those leaks
+ * are the library's, not ours: suppressed by library, ours still counted (issue 37). */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libtraceevent.so\nleak:libtracecmd.so\n";
+}
+
+/* ... and suppressed quietly: a report file under check-asan's log_path fails the check. */
+const char *__lsan_default_options(void);
+const char *__lsan_default_options(void)
+{
+	return "print_suppressions=0";
+}
+
 int main(int argc, char **argv)
 {
 	struct session s;
@@ -25,7 +42,8 @@ int main(int argc, char **argv)
 
 	cmd_hold_out_fail();
 	session_init(&s);
-	if (session_parse_args(&s, argc, argv, err, sizeof(err)) < 0) {
+	if (session_parse_args(&s, argc, argv, err, sizeof(err)) < 0 ||
+	    input_check(&s, err, sizeof(err)) < 0) {
 		fprintf(stderr, "hvtrace: %s\n", err);
 		session_free(&s);
 		return EXIT_BAD_INPUT;

@@ -8,6 +8,7 @@
 #include "host/session/cmd_out.h"
 #include "host/session/cmd_probe.h"
 #include "host/session/exitcode.h"
+#include "vmi/vmi_file.h"
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_linux_boot.h"
 
@@ -35,8 +36,7 @@ struct klrun {
 	struct vmi_boot boot;
 	struct vmi_task_layout task;
 	FILE *out;
-	uint8_t *kernel, *initrd;
-	size_t kernel_len, initrd_len;
+	struct vmi_file_map kernel, initrd; /* mapped read-only */
 	char *cmdline;
 };
 
@@ -188,54 +188,18 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	return pipeline_start(r->k.env.p, EXIT_BAD_INPUT, err, errlen);
 }
 
-/* Reads @path whole into a new buffer. 0, or -errno with one line (naming @flag and @path) in @err.
- */
-static int slurp(const char *path, const char *flag, uint8_t **buf, size_t *len, char *err,
-		 size_t errlen)
+/* Maps --kernel / --initrd @path (named @flag) read-only: a non-empty regular file of at most
+ * FILE_MAX bytes, opened without blocking (vmi_file.h). 0, or -errno with one line in @err. */
+static int map_input(const char *path, const char *flag, struct vmi_file_map *m, char *err,
+		     size_t errlen)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), e;
-	size_t got = 0;
+	int ret = vmi_file_map(flag, path, FILE_MAX, m, err, errlen);
 
-	*buf = NULL;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		e = errno;
-		snprintf(err, errlen, "%s %s: %s", flag, path, strerror(e));
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (unsigned long long)st.st_size > FILE_MAX) {
-		snprintf(err, errlen, "%s %s: %s", flag, path,
-			 !S_ISREG(st.st_mode) ? "not a regular file"
-			 : st.st_size <= 0    ? "empty"
-					      : "larger than 1 GiB");
-		close(fd);
+	if (ret == 0 && !m->size) {
+		snprintf(err, errlen, "%s %s: empty", flag, path);
 		return -EINVAL;
 	}
-	*buf = malloc((size_t)st.st_size);
-	if (!*buf) {
-		close(fd);
-		snprintf(err, errlen, "%s %s: out of memory", flag, path);
-		return -ENOMEM;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, *buf + got, (size_t)st.st_size - got);
-
-		if (n <= 0) {
-			e = n < 0 ? errno : EIO;
-			snprintf(err, errlen, "%s %s: %s", flag, path,
-				 n < 0 ? strerror(e) : "shrank");
-			free(*buf);
-			*buf = NULL;
-			close(fd);
-			return -e;
-		}
-		got += (size_t)n;
-	}
-	close(fd);
-	*len = got;
-	return 0;
+	return ret;
 }
 
 static int linux_open(void *ctx, char *err, size_t errlen)
@@ -245,12 +209,11 @@ static int linux_open(void *ctx, char *err, size_t errlen)
 	struct bzimage bz;
 	char why[512];
 
-	if (slurp(s->kernel, "--kernel", &r->kernel, &r->kernel_len, err, errlen) < 0 ||
-	    (s->initrd &&
-	     slurp(s->initrd, "--initrd", &r->initrd, &r->initrd_len, err, errlen) < 0))
+	if (map_input(s->kernel, "--kernel", &r->kernel, err, errlen) < 0 ||
+	    (s->initrd && map_input(s->initrd, "--initrd", &r->initrd, err, errlen) < 0))
 		return EXIT_BAD_INPUT;
 	/* a file that is no bzImage is named as such on any host */
-	if (bzimage_parse(r->kernel, r->kernel_len, &bz, why, sizeof(why)) < 0) {
+	if (bzimage_parse(r->kernel.data, r->kernel.size, &bz, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s: %s", s->kernel, why);
 		return EXIT_BAD_INPUT;
 	}
@@ -277,11 +240,11 @@ static int linux_prepare(void *ctx, FILE *out, FILE *con, char *err, size_t errl
 	struct vm_config cfg = {
 	    .smp = s->smp, .mem_mb = s->mem_mb, .console = con, .linux_pc = true};
 	struct linux_image li = {
-	    .bzimage = r->kernel,
-	    .bzimage_len = r->kernel_len,
+	    .bzimage = r->kernel.data,
+	    .bzimage_len = r->kernel.size,
 	    .bzimage_name = s->kernel,
-	    .initrd = r->initrd,
-	    .initrd_len = r->initrd_len,
+	    .initrd = r->initrd.data,
+	    .initrd_len = r->initrd.size,
 	    .cmdline = r->cmdline,
 	};
 	int ret;
@@ -327,8 +290,8 @@ static void linux_close(void *ctx)
 	if (r->have_l)
 		vmi_linux_close(&r->l);
 	free(r->cmdline);
-	free(r->kernel);
-	free(r->initrd);
+	vmi_file_unmap(&r->kernel);
+	vmi_file_unmap(&r->initrd);
 }
 
 static const struct kvm_guest_ops linux_guest = {

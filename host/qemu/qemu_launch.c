@@ -2,6 +2,7 @@
 #include "host/vmm/tcp.h"
 #include "host/sink/out_fail.h"
 #include "host/trace/clock.h"
+#include "vmi/vmi_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,20 +29,20 @@ int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int m
 	int n = 0;
 	size_t used = 0;
 
-#define ARG(s)                          \
-	do {                            \
-		if (n + 2 > max)        \
-			return -E2BIG;  \
-		argv[n++] = (s);        \
+#define ARG(s)                                                                                     \
+	do {                                                                                       \
+		if (n + 2 > max)                                                                   \
+			return -E2BIG;                                                             \
+		argv[n++] = (s);                                                                   \
 	} while (0)
-#define FMT(...)                                                                  \
-	({                                                                        \
-		char *_p = buf + used;                                            \
-		int _k = snprintf(_p, buflen - used, __VA_ARGS__);                \
-		if (_k < 0 || (size_t)_k >= buflen - used)                        \
-			return -E2BIG;                                            \
-		used += (size_t)_k + 1;                                           \
-		_p;                                                               \
+#define FMT(...)                                                                                   \
+	({                                                                                         \
+		char *_p = buf + used;                                                             \
+		int _k = snprintf(_p, buflen - used, __VA_ARGS__);                                 \
+		if (_k < 0 || (size_t)_k >= buflen - used)                                         \
+			return -E2BIG;                                                             \
+		used += (size_t)_k + 1;                                                            \
+		_p;                                                                                \
 	})
 	ARG(cfg->binary ? cfg->binary : qemu_launch_binary());
 	ARG("-accel");
@@ -107,7 +108,7 @@ int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64
 
 	/* pc splits RAM at 3.5 GiB and q35 at 2.75 GiB; under either split only 2 GiB are sure */
 	low = ram >= 0xb0000000ull ? 0x80000000ull : ram;
-	fd = open(cfg->kernel, O_RDONLY | O_CLOEXEC);
+	fd = vmi_file_open("--kernel", cfg->kernel, 0, NULL, why, whylen); /* never blocks */
 	if (fd < 0 || pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		if (fd >= 0)
 			close(fd);

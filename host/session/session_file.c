@@ -1,4 +1,7 @@
 #include "host/session/session_file.h"
+#include "host/trace/escape.h"
+#include "host/trace/text_check.h"
+#include "vmi/vmi_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,20 +70,22 @@ static int add_owned(struct session_words *w, size_t *cap, char *word, const cha
 	return add_word(w, cap, word);
 }
 
-/* The whole of @path ("-": standard input), at most SESSION_FILE_MAX_SIZE bytes, in *@buf (malloc'd,
- * NUL-terminated; *@len excludes the terminator). */
+/* The whole of @path ("-": standard input), at most SESSION_FILE_MAX_SIZE bytes, in *@buf
+ * (malloc'd, NUL-terminated; *@len excludes the terminator). */
 static int read_all(const char *path, const char *name, char **buf, size_t *len, char *err,
 		    size_t errlen)
 {
 	bool own = strcmp(path, "-") != 0;
-	int fd = own ? open(path, O_RDONLY | O_CLOEXEC) : 0, ret = -EINVAL;
+	/* a FIFO, a directory or a device is refused before a byte is read (standard input is read
+	 * as it comes) */
+	int fd =
+	    own ? vmi_file_open("--session", path, SESSION_FILE_MAX_SIZE, NULL, err, errlen) : 0;
+	int ret = -EINVAL;
 	size_t n = 0, cap = 4096;
 	char *b;
 
-	if (fd < 0) {
-		snprintf(err, errlen, "--session %s: %s", path, strerror(errno));
+	if (fd < 0)
 		return -EINVAL;
-	}
 	b = malloc(cap);
 	if (!b)
 		goto nomem;
@@ -137,8 +142,17 @@ static bool blank(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
-/* One line (@p, @n bytes, no newline) of session file @name: nothing for a blank or comment line, else
- * one "--name[=value]" word added to @w. */
+/* Whether the @n bytes at @p start with a control character: C0, DEL, or C1 in UTF-8. */
+static bool control_at(const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	return u[0] < 0x20 || u[0] == 0x7f ||
+	       (u[0] == 0xc2 && n > 1 && u[1] >= 0x80 && u[1] <= 0x9f);
+}
+
+/* One line (@p, @n bytes, no newline) of session file @name: nothing for a blank or comment line,
+ * else one "--name[=value]" word added to @w. */
 static int parse_line(struct session_words *w, size_t *cap, const struct option *opts,
 		      const char *name, unsigned line, const char *p, size_t n, char *err,
 		      size_t errlen)
@@ -155,6 +169,20 @@ static int parse_line(struct session_words *w, size_t *cap, const struct option 
 	if (n > SESSION_FILE_MAX_LINE) {
 		snprintf(err, errlen, "%s:%u: line longer than %u bytes", name, line,
 			 SESSION_FILE_MAX_LINE);
+		return -EINVAL;
+	}
+	/* text only (a CRLF line's CR aside): no byte of the file can reach a terminal as a control
+	 * sequence through any message that echoes a value of it */
+	size_t text = n && p[n - 1] == '\r' ? n - 1 : n, bad = text_unsafe_at(p, text);
+
+	if (bad < text) {
+		char b[ESCAPE_SIZE(1)];
+
+		escape_str(b, sizeof(b), p + bad, 1);
+		snprintf(err, errlen, "%s:%u: byte %s at column %zu: %s (session files are text)",
+			 name, line, b, bad + 1,
+			 control_at(p + bad, text - bad) ? "a control character"
+							 : "not UTF-8 text");
 		return -EINVAL;
 	}
 	while (p < end && blank(*p))
@@ -183,13 +211,16 @@ static int parse_line(struct session_words *w, size_t *cap, const struct option 
 	}
 	o = find_long(opts, key, klen, true);
 	if (klen == 7 && !strncmp(key, "session", 7)) {
-		snprintf(err, errlen, "%s:%u: 'session' in a session file (session files do not nest)",
-			 name, line);
+		snprintf(err, errlen,
+			 "%s:%u: 'session' in a session file (session files do not nest)", name,
+			 line);
 		return -EINVAL;
 	}
 	if (!o || !strcmp(o->name, "help")) {
-		snprintf(err, errlen, "%s:%u: unknown option '%.*s'", name, line,
-			 (int)(klen > 64 ? 64 : klen), key);
+		char shown[ESCAPE_SIZE(64)];
+
+		escape_str(shown, sizeof(shown), key, klen > 64 ? 64 : klen);
+		snprintf(err, errlen, "%s:%u: unknown option '%s'", name, line, shown);
 		return -EINVAL;
 	}
 	if (o->has_arg == required_argument && !vlen) {
@@ -222,7 +253,10 @@ static int expand_file(struct session_words *w, size_t *cap, const struct option
 	if (ret < 0)
 		return ret;
 	end = buf + len;
-	for (p = buf; p < end && ret == 0;) {
+	p = buf;
+	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
+		p += 3; /* a UTF-8 byte order mark, as some editors write one: not part of line 1 */
+	while (p < end && ret == 0) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
@@ -289,8 +323,8 @@ int session_expand(int argc, char **argv, const struct option *opts, const char 
 		ret = add_word(w, &cap, argv[i]);
 		if (a[0] != '-' || !a[1])
 			continue;
-		/* a group of short options: the first that takes an argument ends it, and takes the next
-		 * word when it is the group's last character */
+		/* a group of short options: the first that takes an argument ends it, and takes the
+		 * next word when it is the group's last character */
 		for (const char *c = a + 1; *c && ret == 0; c++)
 			if (short_takes_arg(shortopts, *c)) {
 				if (!c[1] && i + 1 < argc)

@@ -52,9 +52,12 @@ unsigned long long tdr_trace_id(struct tdr *r);
 
 void tdr_close(struct tdr *r);
 
-/* libtracecmd reads the whole of @path in a child first (10 minutes at most): the library itself
- * has crashed on bad files (Debian's 3.1.6, on the error path of tracecmd_open); a file is read in
- * this process only once that went well. 0, or -EINVAL with @err. */
+/* @path must be a regular file (never waited on) whose trace.dat header hvtrace checks itself
+ * (magic, version, a page size from 4 KiB to 1 MiB); then libtracecmd reads the whole of it in a
+ * child first (10 minutes at most, its address space bounded, what it or a sanitizer prints there
+ * sent to /dev/null): the library itself has crashed, looped and asked for absurd allocations on
+ * bad files (Debian's 3.1.6); a file is read in this process only once that went well. 0, or
+ * -EINVAL with one line in @err. */
 int tdr_try_in_child(const char *path, char *err, size_t errlen);
 
 #endif

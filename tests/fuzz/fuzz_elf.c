@@ -24,6 +24,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (img.segs[i].data < img.file ||
 		    img.segs[i].filesz > img.file_size - (size_t)(img.segs[i].data - img.file))
 			abort(); /* every segment lies inside the file */
+	for (size_t i = 0; i < img.nr_segs; i++)
+		for (size_t j = i + 1; j < img.nr_segs; j++) {
+			const struct vmi_segment *a = &img.segs[i], *b = &img.segs[j];
+
+			if (a->filesz > a->memsz)
+				abort(); /* file bytes fit in memory */
+			if (a->memsz && b->memsz &&
+			    ((a->vaddr <= b->vaddr && b->vaddr - a->vaddr < a->memsz) ||
+			     (b->vaddr <= a->vaddr && a->vaddr - b->vaddr < b->memsz)))
+				abort(); /* no two PT_LOADs overlap (issue 37) */
+		}
 	if (vmi_sites_build(&sites, img.mcount, img.nr_mcount, &img.funcs) == 0) {
 		for (size_t i = 0; i < sites.nr; i++) {
 			const uint8_t *b = vmi_elf_bytes_at(&img, sites.v[i].addr, 5);

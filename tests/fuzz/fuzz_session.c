@@ -3,6 +3,7 @@
  * (host/tap/expect.c: the input's first line as each kind of spec). */
 #include "host/session/session_file.h"
 #include "host/tap/expect.h"
+#include "host/trace/text_check.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -45,12 +46,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				if (strncmp(w.owned[i], "--", 2) ||
 				    session_words_origin(&w, w.owned[i]) != &w.origin[i])
 					abort();
+				/* and plain text: no file byte reaches a message raw (issue 37) */
+				if (text_unsafe_at(w.owned[i], strlen(w.owned[i])) !=
+				    strlen(w.owned[i]))
+					abort();
 			}
 			if (w.argc != 6 + (int)w.nr_owned || w.argv[w.argc])
 				abort();
 			session_words_free(&w);
-		} else if (!err[0] || strchr(err, '\n')) {
-			abort(); /* one line, always */
+		} else if (!err[0] || text_unsafe_at(err, strlen(err)) != strlen(err)) {
+			abort(); /* one line of plain text, always: no raw byte of the file */
 		}
 	}
 	close(fd);

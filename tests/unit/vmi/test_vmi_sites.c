@@ -413,7 +413,7 @@ static void test_elf_directory(void **state)
 
 	(void)state;
 	assert_int_equal(vmi_elf_open(&img, tmpdir, 1, err, sizeof(err)), -EINVAL);
-	snprintf(expect, sizeof(expect), "%s: not a regular file", tmpdir);
+	snprintf(expect, sizeof(expect), "%s: not a regular file (a directory)", tmpdir);
 	assert_string_equal(err, expect);
 	assert_img_empty(&img);
 }
@@ -586,9 +586,10 @@ static void test_elf_two_mcount_loc(void **state)
 	snprintf(elf, sizeof(elf), "%s/two.elf", tmpdir);
 	compile(two_funcs, elf, FREESTANDING " -pg -mfentry -mnop-mcount -mrecord-mcount");
 	assert_int_equal(vmi_elf_open(&img, elf, 1, err, sizeof(err)), 0);
-	buf = img.file; /* taken over: the image's buffer, edited and written back */
-	size = img.file_size;
-	img.file = NULL;
+	size = img.file_size; /* a copy of the image's (read-only) bytes, edited and written back */
+	buf = malloc(size);
+	assert_non_null(buf);
+	memcpy(buf, img.file, size);
 	vmi_elf_close(&img);
 	eh = (Elf64_Ehdr *)buf;
 	sh = (Elf64_Shdr *)(buf + eh->e_shoff);
@@ -773,7 +774,10 @@ static void test_elf_segment_outside_file(void **state)
 	assert_int_equal(img.funcs.nr, 0);
 	vmi_elf_close(&img);
 
-	snprintf(expect, sizeof(expect), "%s: segment 0 lies outside the file", path);
+	snprintf(expect, sizeof(expect),
+		 "%s: program header 0 (PT_LOAD): p_offset 0x78 + p_filesz 0x11 lies past the end "
+		 "of the file (136 bytes)",
+		 path);
 	write_elf_with_segment(path, text_off, 17);
 	assert_int_equal(vmi_elf_open(&img, path, 0, err, sizeof(err)), -ENOEXEC);
 	assert_string_equal(err, expect);
@@ -781,6 +785,10 @@ static void test_elf_segment_outside_file(void **state)
 	err[0] = 0;
 	write_elf_with_segment(path, UINT64_MAX - 7, 16); /* offset + size wraps to 8 */
 	assert_int_equal(vmi_elf_open(&img, path, 0, err, sizeof(err)), -ENOEXEC);
+	snprintf(expect, sizeof(expect),
+		 "%s: program header 0 (PT_LOAD): p_offset 0xfffffffffffffff8 + p_filesz 0x10 lies "
+		 "past the end of the file (136 bytes)",
+		 path);
 	assert_string_equal(err, expect);
 	assert_img_empty(&img);
 }

@@ -12,14 +12,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define ARGC(v) ((int)(sizeof(v) / sizeof((v)[0])))
-#define FILE1 "/tmp/sess-unit-session-1.txt"
-#define FILE2 "/tmp/sess-unit-session-2.txt"
+#define FILE1	"/tmp/sess-unit-session-1.txt"
+#define FILE2	"/tmp/sess-unit-session-2.txt"
 
 static struct session s;
 static char err[512];
@@ -40,7 +42,6 @@ static int teardown(void **state)
 	unlink(FILE2);
 	return 0;
 }
-
 
 static int parse(int argc, char **argv)
 {
@@ -63,19 +64,19 @@ static void test_forms(void **state)
 
 	(void)state;
 	hv_write_text(FILE1, "# a comment\n"
-			  "\n"
-			  "   \t\n"
-			  "  # an indented comment\n"
-			  "tracer function_graph\r\n"
-			  "filter=vfs_*\n"
-			  "filter = 'tree_*'\n"
-			  "--notrace \"x y\"  \n"
-			  "event do_sys_openat2(int dfd, string name)\n"
-			  "funcgraph-tail\n"
-			  "max-depth\t3\n"
-			  "append console=ttyS0 quiet\n"
-			  "console '/tmp/a b'\n"
-			  "stats"); /* no newline at the end */
+			     "\n"
+			     "   \t\n"
+			     "  # an indented comment\n"
+			     "tracer function_graph\r\n"
+			     "filter=vfs_*\n"
+			     "filter = 'tree_*'\n"
+			     "--notrace \"x y\"  \n"
+			     "event do_sys_openat2(int dfd, string name)\n"
+			     "funcgraph-tail\n"
+			     "max-depth\t3\n"
+			     "append console=ttyS0 quiet\n"
+			     "console '/tmp/a b'\n"
+			     "stats"); /* no newline at the end */
 	assert_int_equal(parse(ARGC(argv), argv), 0);
 	assert_int_equal(s.cmd, CMD_RUN);
 	assert_string_equal(s.kernel, "k");
@@ -125,14 +126,15 @@ static void test_precedence(void **state)
 	assert_string_equal(s.filter[1], "c*");
 }
 
-/* record, record attach and attach take session files; an option's argument that reads "--session" is
- * that option's argument; nothing after "--" is an option. */
+/* record, record attach and attach take session files; an option's argument that reads "--session"
+ * is that option's argument; nothing after "--" is an option. */
 static void test_commands(void **state)
 {
 	char *rec[] = {"hvtrace", "record", "attach", "--session", FILE1, "vm1"};
 	char *att[] = {"hvtrace", "attach", "vm1", "--session", FILE1};
 	char *as_arg[] = {"hvtrace", "run", "-o", "--session", "g.elf"};
-	char *as_long_arg[] = {"hvtrace", "run", "--append", "--session", "--qemu", "--kernel", "k"};
+	char *as_long_arg[] = {"hvtrace", "run",      "--append", "--session",
+			       "--qemu",  "--kernel", "k"};
 	char *grouped[] = {"hvtrace", "run", "-lo", "--session", "g.elf"};
 
 	(void)state;
@@ -154,8 +156,7 @@ static void test_commands(void **state)
 	assert_string_equal(s.append, "--session");
 	/* -lo: -l takes "o" as its glob, so --session is an option again (and FILE1 missing) */
 	unlink(FILE1);
-	expect_error(ARGC(grouped), grouped,
-		     "--session g.elf: No such file or directory");
+	expect_error(ARGC(grouped), grouped, "--session g.elf: No such file or directory");
 }
 
 /* Errors name the file and line; a value's own error keeps its wording. */
@@ -173,15 +174,19 @@ static void test_errors(void **state)
 	    {"tracer\n", FILE1 ":1: option 'tracer' needs a value"},
 	    {"tracer ''\n", FILE1 ":1: option 'tracer' needs a value"},
 	    {"smp 2\nstats yes\n", FILE1 ":2: option 'stats' takes no value"},
-	    {"smp 2\nsession other.txt\n", FILE1 ":2: 'session' in a session file (session files do not nest)"},
-	    {"--session=" FILE1 "\n", FILE1 ":1: 'session' in a session file (session files do not nest)"},
+	    {"smp 2\nsession other.txt\n",
+	     FILE1 ":2: 'session' in a session file (session files do not nest)"},
+	    {"--session=" FILE1 "\n",
+	     FILE1 ":1: 'session' in a session file (session files do not nest)"},
 	    {"help\n", FILE1 ":1: unknown option 'help'"},
 	    {"p function\n", FILE1 ":1: unknown option 'p'"},
-	    {"trace function\n", FILE1 ":1: unknown option 'trace'"}, /* no abbreviations in files */
+	    {"trace function\n",
+	     FILE1 ":1: unknown option 'trace'"}, /* no abbreviations in files */
 	    {"=function\n", FILE1 ":1: unknown option ''"},
 	    {"\n\nsmp 0\n", FILE1 ":3: --smp '0': expected an integer in 1..64"},
 	    {"mem 99999\n", FILE1 ":1: --mem '99999': expected an integer in 2..3072"},
-	    {"tracer fn\n", FILE1 ":1: -p 'fn': unknown tracer (available: function function_graph nop)"},
+	    {"tracer fn\n",
+	     FILE1 ":1: -p 'fn': unknown tracer (available: function function_graph nop)"},
 	    {"event f(int\n", FILE1 ":1: -e: expected a field name\n  f(int\n       ^"},
 	    {"probe fast\n", FILE1 ":1: --probe 'fast': expected trap, stub or auto"},
 	};
@@ -196,8 +201,9 @@ static void test_errors(void **state)
 	expect_error(ARGC(argv), argv, "--max-depth: needs -p function_graph");
 	expect_error(ARGC(missing), missing, "--session: missing argument");
 	expect_error(ARGC(empty), empty, "--session=: missing argument");
-	expect_error(ARGC(nofile), nofile, "--session /nonexistent/s.txt: No such file or directory");
-	expect_error(ARGC(dir), dir, "--session /tmp: Is a directory");
+	expect_error(ARGC(nofile), nofile,
+		     "--session /nonexistent/s.txt: No such file or directory");
+	expect_error(ARGC(dir), dir, "--session /tmp: not a regular file (a directory)");
 }
 
 /* Hostile files: NUL bytes, lines too long, files too large, binary junk. */
@@ -225,19 +231,100 @@ static void test_hostile(void **state)
 	/* a file over the size limit, made of blank lines */
 	memset(buf, '\n', big);
 	hv_write_file(FILE1, buf, big);
-	snprintf(msg, sizeof(msg), FILE1 ": larger than %u bytes", SESSION_FILE_MAX_SIZE);
+	snprintf(msg, sizeof(msg),
+		 "--session " FILE1 ": %zu bytes, larger than the %u bytes an input may have", big,
+		 SESSION_FILE_MAX_SIZE);
 	expect_error(ARGC(argv), argv, msg);
 	/* blank lines up to the limit are fine */
 	hv_write_file(FILE1, buf, SESSION_FILE_MAX_SIZE);
 	assert_int_equal(parse(ARGC(argv), argv), 0);
-	/* junk bytes: the first word is an unknown option, shown at most 64 bytes long */
+	/* junk bytes: no text, named by the first of them, escaped (issue 37) */
 	for (size_t i = 0; i < 200; i++)
 		buf[i] = (char)(0x80 + i % 100);
+	hv_write_file(FILE1, buf, 200);
+	expect_error(ARGC(argv), argv,
+		     FILE1 ":1: byte \\x80 at column 1: not UTF-8 text (session files are text)");
+	/* a long unknown word is shown at most 64 bytes long */
+	memset(buf, 'z', 200);
 	hv_write_file(FILE1, buf, 200);
 	assert_int_equal(parse(ARGC(argv), argv), -EINVAL);
 	assert_int_equal(strncmp(err, FILE1 ":1: unknown option '", strlen(FILE1) + 20), 0);
 	assert_int_equal(strlen(err), strlen(FILE1) + 20 + 64 + 1);
 	free(buf);
+}
+
+/* Whether @s holds a byte that is no printable ASCII (an escape, a newline, anything raw). */
+static bool has_raw_byte(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			return true;
+	return false;
+}
+
+/* Issue 37, class 8: bytes of a session file never reach an error line raw. A terminal escape in
+ * a value, in an option's name, a C1 control in UTF-8, a bare CR: each refused, the byte named
+ * escaped; whatever the option that would echo the value later. UTF-8 text and CRLF lines are
+ * fine. */
+static void test_control_bytes(void **state)
+{
+	char *argv[] = {"hvtrace", "run", "--session", FILE1, "g.elf"};
+	static const struct {
+		const char *text, *msg;
+	} cases[] = {
+	    {"tracer \x1b]0;title\x07\x1b[2J\n",
+	     FILE1 ":1: byte \\x1b at column 8: a control character (session files are text)"},
+	    {"smp 1\n\x1b[31mtracer nop\n",
+	     FILE1 ":2: byte \\x1b at column 1: a control character (session files are text)"},
+	    {"filter a\rhvtrace: forged\n",
+	     FILE1 ":1: byte \\r at column 9: a control character (session files are text)"},
+	    {"filter \xc2\x9b"
+	     "2J\n",
+	     FILE1 ":1: byte \\xc2 at column 8: a control character (session files are text)"},
+	    {"filter \xff\n",
+	     FILE1 ":1: byte \\xff at column 8: not UTF-8 text (session files are text)"},
+	    {"filter a\x7f\n",
+	     FILE1 ":1: byte \\x7f at column 9: a control character (session files are text)"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		hv_write_text(FILE1, cases[i].text);
+		expect_error(ARGC(argv), argv, cases[i].msg);
+		assert_false(has_raw_byte(err));
+	}
+	hv_write_text(FILE1, "filter caf\xc3\xa9_*\r\ntracer\tnop\r\n");
+	assert_int_equal(parse(ARGC(argv), argv), 0);
+	assert_string_equal(s.filter[0], "caf\xc3\xa9_*");
+	assert_int_equal(s.tracer, TRACER_NOP);
+}
+
+/* A UTF-8 byte order mark before the first line is no part of it. */
+static void test_bom(void **state)
+{
+	char *argv[] = {"hvtrace", "run", "--session", FILE1, "g.elf"};
+
+	(void)state;
+	hv_write_text(FILE1, "\xef\xbb\xbftracer nop\n");
+	assert_int_equal(parse(ARGC(argv), argv), 0);
+	assert_int_equal(s.tracer, TRACER_NOP);
+	hv_write_text(FILE1, "\xef\xbb\xbf\xef\xbb\xbftracer nop\n"); /* only one */
+	expect_error(ARGC(argv), argv, FILE1 ":1: unknown option '\\xef\\xbb\\xbftracer'");
+}
+
+/* A FIFO is refused at once, never waited on (issue 37, class 5): the test would hang else, so
+ * an alarm ends it. */
+static void test_fifo(void **state)
+{
+	char *argv[] = {"hvtrace", "run", "--session", FILE1, "g.elf"};
+
+	(void)state;
+	unlink(FILE1);
+	assert_int_equal(mkfifo(FILE1, 0600), 0);
+	alarm(20);
+	expect_error(ARGC(argv), argv, "--session " FILE1 ": not a regular file (a FIFO)");
+	alarm(0);
+	unlink(FILE1);
 }
 
 /* --session - reads standard input, once. */
@@ -298,6 +385,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_forms, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_control_bytes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bom, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fifo, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_precedence, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_commands, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
