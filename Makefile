@@ -65,7 +65,7 @@ TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
 
-.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench bench-linux bench-nested clean format guest guest-kernels trixie-tools qemu-versions fuzz install
+.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench bench-linux bench-nested clean format guest guest-kernels guest-arm64 trixie-tools qemu-versions fuzz install
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary and its man page (docs/hvtrace.1)
@@ -220,7 +220,7 @@ test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest guest-kernels 
 			$(NESTED_LINUX_RUNS); \
 	else echo "SKIPPED: test-nested: $$why"; fi
 
-qemu-test: hvtrace $(QEMU_BINS) guest guest-kernels trixie-tools qemu-versions
+qemu-test: hvtrace $(QEMU_BINS) guest guest-kernels guest-arm64 trixie-tools qemu-versions
 	@$(TEST_ENV) scripts/run-tests.sh $(QEMU_BINS)
 
 # The include graph: layers include only downward, no include loop (scripts/check-layers.py); every
@@ -232,7 +232,7 @@ check-layers: | $(DEPS)
 # The layers, the unit tests, then the integration tests: the freestanding guest in the embedded VMM (KVM),
 # then the Linux guest under QEMU (launched, and attached to through libvirt).
 test: check-layers hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) $(QEMU_BINS) guest \
-      guest-kernels trixie-tools qemu-versions
+      guest-kernels guest-arm64 trixie-tools qemu-versions
 	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS) $(STUB_RUNS) $(QEMU_BINS)
 	@$(TEST_ENV) tests/viewer/check-viewers.sh
 
@@ -279,6 +279,15 @@ HVT_KERNELS ?= 6.1 6.12 6.12-rt 7.3
 export HVT_KERNELS
 guest-kernels: | $(DEPS)
 	@for k in $(HVT_KERNELS); do bash scripts/fetch-guest.sh $(GUEST_DIR) $$k || exit 1; done
+
+# arm64 guests (issue 38): Debian's arm64 kernel of each series in $(HVT_ARM64_KERNELS) (6.12: its newest
+# cloud-arm64; 6.12-rt, 6.12-16k, 7.3, ... as `make guest KERNEL=arm64-K` takes them) with busybox-static
+# for arm64, in $(GUEST_DIR)/arm64-<K>/ (vmlinuz, Image, config, initramfs.cpio.gz), booted by
+# tests/qemu/test_arm64.c under qemu-system-aarch64. HVT_ARM64_KERNELS= (empty) fetches none.
+HVT_ARM64_KERNELS ?= 6.12
+export HVT_ARM64_KERNELS
+guest-arm64: | $(DEPS)
+	@for k in $(HVT_ARM64_KERNELS); do bash scripts/fetch-guest.sh $(GUEST_DIR) arm64-$$k || exit 1; done
 
 # Debian 13's trace-cmd (3.3), which the trace.dat tests run beside the machine's 3.1.6, and KernelShark 2.4
 # (its library libkshark, headers and a C compiler: tests/viewer/kshark-load.c loads a trace.dat headless
