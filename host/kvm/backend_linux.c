@@ -8,6 +8,7 @@
 #include "host/session/cmd_out.h"
 #include "host/session/cmd_probe.h"
 #include "host/session/exitcode.h"
+#include "host/session/kernel_isa.h"
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_linux_boot.h"
 
@@ -245,6 +246,8 @@ static int linux_open(void *ctx, char *err, size_t errlen)
 	struct bzimage bz;
 	char why[512];
 
+	if (kernel_isa_check(s->kernel, "--kernel", err, errlen) < 0)
+		return EXIT_BAD_INPUT;
 	if (slurp(s->kernel, "--kernel", &r->kernel, &r->kernel_len, err, errlen) < 0 ||
 	    (s->initrd &&
 	     slurp(s->initrd, "--initrd", &r->initrd, &r->initrd_len, err, errlen) < 0))
