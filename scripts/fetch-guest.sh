@@ -133,11 +133,14 @@ if [ "$choice" != 6.1 ]; then
 	[ -n "$kpkg" ] || { echo "hvtrace: KERNEL=$choice: no package in $cache/apt/sources.list matches $re" >&2; exit 1; }
 	kver=${kpkg#linux-image-}
 	kver=${kver#linux-binary-unsigned-}
-	# in $cache/kernels: scripts/nested-kvm.sh takes $cache/linux-image-* as the 6.1 package
-	roots=$(unpack "$kpkg" apt_private_fetch kernels)
+	# in $cache/kernels: scripts/nested-kvm.sh takes $cache/linux-image-* as the 6.1 package; tests
+	# look for amd64 bzImages in $cache/kernels: arm64's go to $cache/arm64/kernels
+	kdir=kernels
+	[ "$isa" = arm64 ] && kdir=arm64/kernels
+	roots=$(unpack "$kpkg" apt_private_fetch $kdir)
 	if [ "${kpkg#linux-binary-unsigned-}" != "$kpkg" ]; then
 		# 7.x splits the kernel: base files (config) and modules in their own packages
-		roots="$roots $(unpack "linux-base-$kver" apt_private_fetch kernels) $(unpack "linux-modules-$kver" apt_private_fetch kernels)"
+		roots="$roots $(unpack "linux-base-$kver" apt_private_fetch $kdir) $(unpack "linux-modules-$kver" apt_private_fetch $kdir)"
 	fi
 	pick() { # file name pattern... -> the first match under the roots
 		local r p
@@ -153,6 +156,7 @@ if [ "$choice" != 6.1 ]; then
 	ko=$(pick "usr/lib/modules/$kver/kernel/fs/binfmt_misc.ko*" "lib/modules/$kver/kernel/fs/binfmt_misc.ko*")
 	[ -n "$vmlinuz" ] || { echo "hvtrace: $kpkg: no vmlinuz in the package" >&2; exit 1; }
 	[ -n "$config" ] || { echo "hvtrace: $kpkg: no config in its packages" >&2; exit 1; }
+	rm -f "$out/Image" # arm64: a link to vmlinuz, made anew below
 	cp "$vmlinuz" "$out/vmlinuz"
 	cp "$config" "$out/config"
 	rm -f "$out/System.map"
