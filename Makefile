@@ -313,13 +313,14 @@ qemu-versions: | $(DEPS)
 # tables in guest memory (kallsyms), trace.dat files for `report` (tracedat), record streams through
 # the viewer sinks and the live JSON Lines (viz_sinks), session files and --expect-* specs (session),
 # QEMU's query-cpus-fast answer for record --host (vcpu_threads), a function's first instructions
-# relocated out of line from guest bytes (x86_reloc). Each runs FUZZ_SECONDS (default 30) from its seeds in
+# relocated out of line from guest bytes (x86_reloc), a kernel image's head, gzip'd or not (kimage). Each
+# runs FUZZ_SECONDS (default 30) from its seeds in
 # tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
 # (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
 FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms tracedat e820 \
-                viz_sinks session event_filter trigger_stack vcpu_threads x86_reloc
+                viz_sinks session event_filter trigger_stack vcpu_threads x86_reloc kimage
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -337,6 +338,8 @@ FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/vmm/proc_
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
+FUZZ_SRCS_kimage  := vmi/vmi_kimage.c
+FUZZ_LIBS_kimage  := -lz
 FUZZ_SRCS_x86_reloc :=
 FUZZ_SRCS_tracedat := host/sink/tracedat_read.c host/sink/tracedat_replay.c host/sink/writer.c host/trace/ring.c \
                       host/sink/sink_function.c host/sink/sink_graph.c host/sink/sink_io.c \

@@ -85,10 +85,28 @@ static ssize_t gunzip_head(const uint8_t *in, size_t n, uint8_t *out, size_t cap
 	return (ssize_t)(cap - z.avail_out);
 }
 
+int vmi_kimage_identify(const uint8_t *buf, size_t n, struct vmi_kimage *k)
+{
+	uint8_t head[VMI_KIMAGE_HEAD];
+	ssize_t out;
+
+	vmi_kimage_classify(buf, n, k);
+	if (!k->gzip)
+		return 0;
+	out = gunzip_head(buf, n < GZIP_IN_MAX ? n : GZIP_IN_MAX, head, sizeof(head));
+	if (out < 0)
+		return (int)out;
+	vmi_kimage_classify(head, (size_t)out, k);
+	if (k->gzip) /* gzip'd twice: named as gzip'd, nothing more */
+		k->kind = VMI_KIMAGE_UNKNOWN;
+	k->gzip = true;
+	return 0;
+}
+
 int vmi_kimage_read(const char *path, struct vmi_kimage *k, char *why, size_t whylen)
 {
-	uint8_t head[VMI_KIMAGE_HEAD], *in;
-	ssize_t got = 0, r, out;
+	uint8_t *in;
+	ssize_t got = 0, r;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), e;
 
 	if (fd < 0) {
@@ -115,22 +133,11 @@ int vmi_kimage_read(const char *path, struct vmi_kimage *k, char *why, size_t wh
 		got += r;
 	}
 	close(fd);
-	vmi_kimage_classify(in, (size_t)got, k);
-	if (!k->gzip) {
-		free(in);
-		return 0;
-	}
-	out = gunzip_head(in, (size_t)got, head, sizeof(head));
+	e = vmi_kimage_identify(in, (size_t)got, k);
 	free(in);
-	if (out < 0) {
-		snprintf(why, whylen, "a corrupt gzip stream");
-		return (int)out;
-	}
-	vmi_kimage_classify(head, (size_t)out, k);
-	if (k->gzip) /* gzip'd twice: named as gzip'd, nothing more */
-		k->kind = VMI_KIMAGE_UNKNOWN;
-	k->gzip = true;
-	return 0;
+	if (e < 0)
+		snprintf(why, whylen, "%s", e == -ENOMEM ? "out of memory" : "a corrupt gzip stream");
+	return e;
 }
 
 const char *vmi_kimage_isa(unsigned machine)

@@ -31,6 +31,11 @@ struct vmi_kimage {
  * decompresses its start (vmi_kimage_read does). Pure. */
 void vmi_kimage_classify(const uint8_t *h, size_t n, struct vmi_kimage *k);
 
+/* Classifies the start of a file, @n bytes at @buf, a gzip'd one by its decompressed head (at most
+ * VMI_KIMAGE_HEAD bytes out of at most 64 KiB of @buf). 0, -EINVAL for a gzip stream corrupt before
+ * VMI_KIMAGE_HEAD bytes, -ENOMEM. Pure but for zlib's allocation. */
+int vmi_kimage_identify(const uint8_t *buf, size_t n, struct vmi_kimage *k);
+
 /* Reads the start of the file @path (a gzip'd one decompressed, at most VMI_KIMAGE_HEAD bytes out of at
  * most 64 KiB in) and classifies it into *@k. 0, or -errno with the reason in @why (unreadable, or a gzip
  * stream that is corrupt before VMI_KIMAGE_HEAD bytes). Any thread. */
