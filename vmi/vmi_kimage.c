@@ -14,9 +14,9 @@
 #define EM_RISCV 243
 #endif
 
-#define GZIP_IN_MAX  (64u << 10) /* compressed bytes read for the decompressed head */
-#define PE_MACHINE_AMD64 0x8664
-#define PE_MACHINE_ARM64 0xaa64
+#define GZIP_IN_MAX	   (64u << 10) /* compressed bytes read for the decompressed head */
+#define PE_MACHINE_AMD64   0x8664
+#define PE_MACHINE_ARM64   0xaa64
 #define PE_MACHINE_RISCV64 0x5064
 
 static uint32_t le32(const uint8_t *p)
@@ -35,10 +35,14 @@ static unsigned pe_machine(const uint8_t *h, size_t n)
 	if (pe > n || n - pe < 6 || memcmp(h + pe, "PE\0\0", 4))
 		return 0;
 	switch (h[pe + 4] | h[pe + 5] << 8) {
-	case PE_MACHINE_AMD64: return EM_X86_64;
-	case PE_MACHINE_ARM64: return EM_AARCH64;
-	case PE_MACHINE_RISCV64: return EM_RISCV;
-	default: return 0;
+	case PE_MACHINE_AMD64:
+		return EM_X86_64;
+	case PE_MACHINE_ARM64:
+		return EM_AARCH64;
+	case PE_MACHINE_RISCV64:
+		return EM_RISCV;
+	default:
+		return 0;
 	}
 }
 
@@ -72,8 +76,8 @@ void vmi_kimage_classify(const uint8_t *h, size_t n, struct vmi_kimage *k)
  * bytes produced, or -EINVAL for a stream corrupt before them. */
 static ssize_t gunzip_head(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
 {
-	z_stream z = {.next_in = (Bytef *)in, .avail_in = (uInt)n, .next_out = out,
-		      .avail_out = (uInt)cap};
+	z_stream z = {
+	    .next_in = (Bytef *)in, .avail_in = (uInt)n, .next_out = out, .avail_out = (uInt)cap};
 	int ret;
 
 	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
@@ -120,7 +124,8 @@ int vmi_kimage_read(const char *path, struct vmi_kimage *k, char *why, size_t wh
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	while ((size_t)got < GZIP_IN_MAX && (r = pread(fd, in + got, GZIP_IN_MAX - got, got)) != 0) {
+	while ((size_t)got < GZIP_IN_MAX &&
+	       (r = pread(fd, in + got, GZIP_IN_MAX - got, got)) != 0) {
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -136,21 +141,30 @@ int vmi_kimage_read(const char *path, struct vmi_kimage *k, char *why, size_t wh
 	e = vmi_kimage_identify(in, (size_t)got, k);
 	free(in);
 	if (e < 0)
-		snprintf(why, whylen, "%s", e == -ENOMEM ? "out of memory" : "a corrupt gzip stream");
+		snprintf(why, whylen, "%s",
+			 e == -ENOMEM ? "out of memory" : "a corrupt gzip stream");
 	return e;
 }
 
 const char *vmi_kimage_isa(unsigned machine)
 {
 	switch (machine) {
-	case EM_X86_64: return "x86_64";
-	case EM_AARCH64: return "arm64";
-	case EM_RISCV: return "riscv64";
-	case EM_386: return "i386";
-	case EM_ARM: return "arm";
-	case EM_PPC64: return "ppc64";
-	case EM_S390: return "s390x";
-	default: return NULL;
+	case EM_X86_64:
+		return "x86_64";
+	case EM_AARCH64:
+		return "arm64";
+	case EM_RISCV:
+		return "riscv64";
+	case EM_386:
+		return "i386";
+	case EM_ARM:
+		return "arm";
+	case EM_PPC64:
+		return "ppc64";
+	case EM_S390:
+		return "s390x";
+	default:
+		return NULL;
 	}
 }
 
@@ -164,15 +178,27 @@ char *vmi_kimage_describe(const struct vmi_kimage *k, char *buf, size_t len)
 		isa = m;
 	}
 	switch (k->kind) {
-	case VMI_KIMAGE_BZIMAGE: snprintf(buf, len, "%s %sx86 bzImage", *gz ? "a" : "an", gz); break;
-	case VMI_KIMAGE_ARM64_IMAGE: snprintf(buf, len, "%s %sarm64 Linux Image", *gz ? "a" : "an", gz); break;
-	case VMI_KIMAGE_RISCV_IMAGE: snprintf(buf, len, "a %sRISC-V Linux Image", gz); break;
-	case VMI_KIMAGE_EFI_ZBOOT:
-		snprintf(buf, len, "%s %sEFI zboot image (a compressed %s kernel)", *gz ? "a" : "an", gz,
-			 k->machine ? isa : "unknown");
+	case VMI_KIMAGE_BZIMAGE:
+		snprintf(buf, len, "%s %sx86 bzImage", *gz ? "a" : "an", gz);
 		break;
-	case VMI_KIMAGE_ELF: snprintf(buf, len, "%s %sELF file for %s", *gz ? "a" : "an", gz, isa); break;
-	default: snprintf(buf, len, "%s", k->gzip ? "a gzip-compressed file of unknown kind" : "no kernel image hvtrace knows"); break;
+	case VMI_KIMAGE_ARM64_IMAGE:
+		snprintf(buf, len, "%s %sarm64 Linux Image", *gz ? "a" : "an", gz);
+		break;
+	case VMI_KIMAGE_RISCV_IMAGE:
+		snprintf(buf, len, "a %sRISC-V Linux Image", gz);
+		break;
+	case VMI_KIMAGE_EFI_ZBOOT:
+		snprintf(buf, len, "%s %sEFI zboot image (a compressed %s kernel)",
+			 *gz ? "a" : "an", gz, k->machine ? isa : "unknown");
+		break;
+	case VMI_KIMAGE_ELF:
+		snprintf(buf, len, "%s %sELF file for %s", *gz ? "a" : "an", gz, isa);
+		break;
+	default:
+		snprintf(buf, len, "%s",
+			 k->gzip ? "a gzip-compressed file of unknown kind"
+				 : "no kernel image hvtrace knows");
+		break;
 	}
 	return buf;
 }

@@ -21,9 +21,10 @@ int kernel_isa_check(const char *path, const char *opt, char *err, size_t errlen
 	if (!k.machine || arch_of_elf(k.machine))
 		return 0;
 	isa = vmi_kimage_isa(k.machine);
-	snprintf(err, errlen, "%s%s%s: %s: %s%s guests are not supported yet%s; hvtrace traces %s guests",
+	snprintf(err, errlen,
+		 "%s%s%s: %s: %s%s guests are not supported yet%s; hvtrace traces %s guests",
 		 opt ? opt : "", opt ? " " : "", path, vmi_kimage_describe(&k, what, sizeof(what)),
-		 isa ? isa : "its", isa ? "" : " machine's", k.machine == EM_AARCH64 ? " (issue 38)" : "",
-		 arch_default()->name);
+		 isa ? isa : "its", isa ? "" : " machine's",
+		 k.machine == EM_AARCH64 ? " (issue 38)" : "", arch_default()->name);
 	return -ENOEXEC;
 }

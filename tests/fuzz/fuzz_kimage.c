@@ -14,7 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	/* a kind that names its ISA by magic has that machine */
 	if ((k.kind == VMI_KIMAGE_BZIMAGE || k.kind == VMI_KIMAGE_ARM64_IMAGE ||
-	     k.kind == VMI_KIMAGE_RISCV_IMAGE) && !k.machine)
+	     k.kind == VMI_KIMAGE_RISCV_IMAGE) &&
+	    !k.machine)
 		abort();
 	/* nothing known has no machine */
 	if (k.kind == VMI_KIMAGE_UNKNOWN && k.machine)

@@ -1,12 +1,12 @@
-/* Integration, issue 38's first slice: Debian's arm64 kernel (make guest-arm64, build/guest/arm64-K/)
- * booted under qemu-system-aarch64 (TCG, virt, -cpu max, 2 vCPUs) with QMP and a gdbstub, to what the
- * arm64 port will need from them: QMP's query-cpus-fast says aarch64; the gdbstub's target
- * description has org.gnu.gdb.aarch64.core (x0-x30, sp, pc, cpsr) and QEMU's system registers
- * (TTBR1_EL1, TCR_EL1, SP_EL0, TPIDR_EL1), read on each vCPU and checked against the guest's own
- * config (granule, VA bits) and RAM (the kernel's top-level table, walked one level); then
- * `hvtrace run --qemu --kernel` refuses the Image, raw and gzip'd, in one line (exit 2); and the
- * guest runs its workload to power-off, timed. Skipped (SKIPPED line) without the arm64 guest or
- * qemu-system-aarch64. The guest is $HVT_ARM64_GUEST, else build/guest/arm64-<the first of
+/* Integration, issue 38's first slice: Debian's arm64 kernel (make guest-arm64,
+ * build/guest/arm64-K/) booted under qemu-system-aarch64 (TCG, virt, -cpu max, 2 vCPUs) with QMP
+ * and a gdbstub, to what the arm64 port will need from them: QMP's query-cpus-fast says aarch64;
+ * the gdbstub's target description has org.gnu.gdb.aarch64.core (x0-x30, sp, pc, cpsr) and QEMU's
+ * system registers (TTBR1_EL1, TCR_EL1, SP_EL0, TPIDR_EL1), read on each vCPU and checked against
+ * the guest's own config (granule, VA bits) and RAM (the kernel's top-level table, walked one
+ * level); then `hvtrace run --qemu --kernel` refuses the Image, raw and gzip'd, in one line (exit
+ * 2); and the guest runs its workload to power-off, timed. Skipped (SKIPPED line) without the arm64
+ * guest or qemu-system-aarch64. The guest is $HVT_ARM64_GUEST, else build/guest/arm64-<the first of
  * $HVT_ARM64_KERNELS, default 6.12>. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -139,10 +139,10 @@ static int setup(void **state)
 		dup2(nul, 0);
 		dup2(nul, 1);
 		execl(qemu, "qemu-system-aarch64", "-M", "virt", "-cpu", "max", "-accel", "tcg",
-		      "-smp", "2", "-m", "512", "-display", "none", "-nodefaults", "-no-user-config",
-		      "-no-reboot", "-serial", serial, "-qmp", qmp, "-gdb", gdb, "-kernel", image,
-		      "-initrd", initrd, "-append", "console=ttyAMA0 panic=-1 hvt.yes_sec=2",
-		      (char *)NULL);
+		      "-smp", "2", "-m", "512", "-display", "none", "-nodefaults",
+		      "-no-user-config", "-no-reboot", "-serial", serial, "-qmp", qmp, "-gdb", gdb,
+		      "-kernel", image, "-initrd", initrd, "-append",
+		      "console=ttyAMA0 panic=-1 hvt.yes_sec=2", (char *)NULL);
 		_exit(127);
 	}
 	return 0;
@@ -172,7 +172,8 @@ static void wait_console(const char *text)
 		if (waitpid(qemu_pid, &st, WNOHANG) == qemu_pid) {
 			qemu_pid = -1;
 			fail_msg("qemu-system-aarch64 ended (status %d) before '%s' (console %s)",
-				 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), text, log_path);
+				 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), text,
+				 log_path);
 		}
 		sleep_ms(200);
 	}
@@ -265,9 +266,9 @@ static uint64_t reg(struct gdb *g, int regnum)
 static void test_gdbstub(void **state)
 {
 	static char xml[256 << 10];
-	static const char *const sysregs[] = {"TTBR1_EL1", "TTBR0_EL1", "TCR_EL1",  "SP_EL0",
-					      "TPIDR_EL1", "MAIR_EL1",	"VBAR_EL1", "SCTLR_EL1",
-					      "CNTFRQ_EL0", "CNTVCT_EL0", "ID_AA64MMFR0_EL1"};
+	static const char *const sysregs[] = {
+	    "TTBR1_EL1", "TTBR0_EL1", "TCR_EL1",    "SP_EL0",	  "TPIDR_EL1",	     "MAIR_EL1",
+	    "VBAR_EL1",	 "SCTLR_EL1", "CNTFRQ_EL0", "CNTVCT_EL0", "ID_AA64MMFR0_EL1"};
 	int n_ttbr1, n_tcr, n_sp_el0, n_tpidr, n_cntfrq, tids[8];
 	unsigned nr, in_el1 = 0;
 	uint64_t tpidr[2] = {0}, tcr = 0, ttbr1 = 0;
@@ -288,7 +289,8 @@ static void test_gdbstub(void **state)
 	assert_int_equal(count_text(xml, "<reg name="), 34); /* x0-x30, sp, pc, cpsr */
 	assert_non_null(strstr(xml, "<reg name=\"x30\" bitsize=\"64\"/>"));
 	assert_true(strstr(xml, "<reg name=\"sp\"") < strstr(xml, "<reg name=\"pc\""));
-	assert_true(strstr(xml, "<reg name=\"pc\"") < strstr(xml, "<reg name=\"cpsr\" bitsize=\"32\""));
+	assert_true(strstr(xml, "<reg name=\"pc\"") <
+		    strstr(xml, "<reg name=\"cpsr\" bitsize=\"32\""));
 
 	read_annex(g, "system-registers.xml", xml, sizeof(xml));
 	assert_non_null(strstr(xml, "<feature name=\"org.qemu.gdb.arm.sys.regs\">"));
@@ -371,8 +373,8 @@ static void test_gdbstub(void **state)
 static void test_refused(void **state)
 {
 	char gz[320], want[700];
-	const char *argv[] = {"run", "--qemu", "--kernel", image, "--initrd", initrd,
-			      "-l",  "vfs_read", NULL};
+	const char *argv[] = {"run",  "--qemu", "--kernel", image, "--initrd",
+			      initrd, "-l",	"vfs_read", NULL};
 	struct hv_result r;
 
 	(void)state;
@@ -385,7 +387,8 @@ static void test_refused(void **state)
 	assert_int_equal(r.status, 2);
 	hv_result_free(&r);
 
-	/* the whole Image gzip'd (as Debian's arm64 vmlinuz was before 6.12): its head is inflated */
+	/* the whole Image gzip'd (as Debian's arm64 vmlinuz was before 6.12): its head is inflated
+	 */
 	snprintf(gz, sizeof(gz), "%s/vmlinuz.gz", work);
 	free(hv_sh("gzip -1 -c %s > %s", image, gz));
 	argv[3] = gz;
@@ -423,10 +426,8 @@ static void test_power_off(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_boot_to_workload),
-	    cmocka_unit_test(test_qmp_target),
-	    cmocka_unit_test(test_gdbstub),
-	    cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_boot_to_workload), cmocka_unit_test(test_qmp_target),
+	    cmocka_unit_test(test_gdbstub),	     cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_power_off),
 	};
 	char why[400];
@@ -434,7 +435,8 @@ int main(void)
 	if (!find_guest(why, sizeof(why)))
 		hv_skip_binary("%s", why);
 	if (!find_qemu())
-		hv_skip_binary("arm64 guest: qemu-system-aarch64 not found (Debian's qemu-system-arm; "
-			       "or set $QEMU_AARCH64)");
+		hv_skip_binary(
+		    "arm64 guest: qemu-system-aarch64 not found (Debian's qemu-system-arm; "
+		    "or set $QEMU_AARCH64)");
 	return cmocka_run_group_tests_name("arm64", tests, setup, teardown);
 }

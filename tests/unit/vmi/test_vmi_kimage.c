@@ -1,5 +1,5 @@
-/* What a kernel image file is (vmi/vmi_kimage.c): crafted headers of each kind, gzip'd ones read from
- * files, truncated and hostile headers, and the phrases the refusal line uses. */
+/* What a kernel image file is (vmi/vmi_kimage.c): crafted headers of each kind, gzip'd ones read
+ * from files, truncated and hostile headers, and the phrases the refusal line uses. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -19,8 +19,8 @@
 
 #define HEAD 0x1000
 
-/* An arm64 Image header as Documentation/arch/arm64/booting.rst lays it out (code0 an "MZ" for the EFI
- * stub, the magic at 0x38, the PE header offset at 0x3c), as Debian's 6.12 ships it. */
+/* An arm64 Image header as Documentation/arch/arm64/booting.rst lays it out (code0 an "MZ" for the
+ * EFI stub, the magic at 0x38, the PE header offset at 0x3c), as Debian's 6.12 ships it. */
 static void arm64_image(uint8_t *h)
 {
 	memset(h, 0, HEAD);
@@ -182,7 +182,8 @@ static void test_read_files(void **state)
 	assert_false(k.gzip);
 	assert_string_equal(vmi_kimage_describe(&k, what, sizeof(what)), "an arm64 Linux Image");
 	/* gzip'd (Debian's vmlinuz of older arm64 kernels): the head decompressed */
-	for (size_t i = HEAD; i < (1 << 20); i++) /* not all zeros: a stream longer than one block */
+	for (size_t i = HEAD; i < (1 << 20);
+	     i++) /* not all zeros: a stream longer than one block */
 		big[i] = (uint8_t)(i * 2654435761u >> 13);
 	snprintf(path, sizeof(path), "%s/vmlinuz", dir);
 	write_gz(path, big, 1 << 20);
@@ -255,7 +256,8 @@ static void test_describe(void **state)
 	assert_string_equal(vmi_kimage_describe(&k, b, sizeof(b)),
 			    "an EFI zboot image (a compressed arm64 kernel)");
 	k = (struct vmi_kimage){.kind = VMI_KIMAGE_ELF, .machine = 4242};
-	assert_string_equal(vmi_kimage_describe(&k, b, sizeof(b)), "an ELF file for e_machine 4242");
+	assert_string_equal(vmi_kimage_describe(&k, b, sizeof(b)),
+			    "an ELF file for e_machine 4242");
 	k = (struct vmi_kimage){.kind = VMI_KIMAGE_RISCV_IMAGE, .machine = 243};
 	assert_string_equal(vmi_kimage_describe(&k, b, sizeof(b)), "a RISC-V Linux Image");
 	assert_string_equal(vmi_kimage_isa(EM_AARCH64), "arm64");

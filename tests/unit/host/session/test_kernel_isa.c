@@ -1,6 +1,6 @@
-/* A guest image of an ISA hvtrace has no arch/ table for, refused in one line before anything starts
- * (host/session/kernel_isa.c): crafted arm64 and x86 headers, a gzip'd arm64 Image, an aarch64 ELF,
- * files of unknown kinds and missing files. */
+/* A guest image of an ISA hvtrace has no arch/ table for, refused in one line before anything
+ * starts (host/session/kernel_isa.c): crafted arm64 and x86 headers, a gzip'd arm64 Image, an
+ * aarch64 ELF, files of unknown kinds and missing files. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -53,10 +53,11 @@ static void test_arm64_refused(void **state)
 	memcpy(h + 0x38, "ARM\x64", 4);
 	file(path, sizeof(path), "Image", h, sizeof(h));
 	assert_int_equal(kernel_isa_check(path, "--kernel", err, sizeof(err)), -ENOEXEC);
-	snprintf(want, sizeof(want),
-		 "--kernel %s: an arm64 Linux Image: arm64 guests are not supported yet (issue 38); "
-		 "hvtrace traces x86_64 guests",
-		 path);
+	snprintf(
+	    want, sizeof(want),
+	    "--kernel %s: an arm64 Linux Image: arm64 guests are not supported yet (issue 38); "
+	    "hvtrace traces x86_64 guests",
+	    path);
 	assert_string_equal(err, want);
 
 	snprintf(path, sizeof(path), "%s/vmlinuz", dir);
@@ -79,10 +80,11 @@ static void test_arm64_refused(void **state)
 	h[18] = EM_AARCH64;
 	file(path, sizeof(path), "vmlinux", h, sizeof(h));
 	assert_int_equal(kernel_isa_check(path, NULL, err, sizeof(err)), -ENOEXEC);
-	snprintf(want, sizeof(want),
-		 "%s: an ELF file for arm64: arm64 guests are not supported yet (issue 38); hvtrace "
-		 "traces x86_64 guests",
-		 path);
+	snprintf(
+	    want, sizeof(want),
+	    "%s: an ELF file for arm64: arm64 guests are not supported yet (issue 38); hvtrace "
+	    "traces x86_64 guests",
+	    path);
 	assert_string_equal(err, want);
 
 	/* a machine without a name */
