@@ -177,6 +177,7 @@ if [ "$choice" != 6.1 ]; then
 			{ echo "hvtrace: $kpkg: its vmlinuz is no arm64 Image" >&2; rm -f "$out/Image.tmp"; exit 1; }
 		mv "$out/Image.tmp" "$out/Image"
 		# bookworm's busybox-static for arm64, the version whose applets this machine's lists
+		unpack busybox-static fetch > /dev/null # its .deb in $cache/debs, for its version
 		guestbb=$(unpack busybox-static/bookworm apt_private_fetch arm64)
 		hostv=$(ls "$cache/debs/"busybox-static_*_amd64.deb | head -1 | sed 's/.*_\(.*\)_amd64.deb/\1/; s/%3a/:/; s/+b[0-9]*$//')
 		guestv=$(ls "$apt_debs/"busybox-static_*_arm64.deb | head -1 | sed 's/.*_\(.*\)_arm64.deb/\1/; s/%3a/:/; s/+b[0-9]*$//')
