@@ -65,7 +65,7 @@ TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
 
-.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench bench-linux bench-nested clean format guest guest-kernels trixie-tools qemu-versions fuzz install
+.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench bench-linux bench-nested clean format guest guest-kernels guest-arm64 trixie-tools qemu-versions fuzz install
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary and its man page (docs/hvtrace.1)
@@ -220,7 +220,7 @@ test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest guest-kernels 
 			$(NESTED_LINUX_RUNS); \
 	else echo "SKIPPED: test-nested: $$why"; fi
 
-qemu-test: hvtrace $(QEMU_BINS) guest guest-kernels trixie-tools qemu-versions
+qemu-test: hvtrace $(QEMU_BINS) guest guest-kernels guest-arm64 trixie-tools qemu-versions
 	@$(TEST_ENV) scripts/run-tests.sh $(QEMU_BINS)
 
 # The include graph: layers include only downward, no include loop (scripts/check-layers.py); every
@@ -232,7 +232,7 @@ check-layers: | $(DEPS)
 # The layers, the unit tests, then the integration tests: the freestanding guest in the embedded VMM (KVM),
 # then the Linux guest under QEMU (launched, and attached to through libvirt).
 test: check-layers hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) $(QEMU_BINS) guest \
-      guest-kernels trixie-tools qemu-versions
+      guest-kernels guest-arm64 trixie-tools qemu-versions
 	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS) $(STUB_RUNS) $(QEMU_BINS)
 	@$(TEST_ENV) tests/viewer/check-viewers.sh
 
@@ -280,6 +280,15 @@ export HVT_KERNELS
 guest-kernels: | $(DEPS)
 	@for k in $(HVT_KERNELS); do bash scripts/fetch-guest.sh $(GUEST_DIR) $$k || exit 1; done
 
+# arm64 guests (issue 38): Debian's arm64 kernel of each series in $(HVT_ARM64_KERNELS) (6.12: its newest
+# cloud-arm64; 6.12-rt, 6.12-16k, 7.3, ... as `make guest KERNEL=arm64-K` takes them) with busybox-static
+# for arm64, in $(GUEST_DIR)/arm64-<K>/ (vmlinuz, Image, config, initramfs.cpio.gz), booted by
+# tests/qemu/test_arm64.c under qemu-system-aarch64. HVT_ARM64_KERNELS= (empty) fetches none.
+HVT_ARM64_KERNELS ?= 6.12
+export HVT_ARM64_KERNELS
+guest-arm64: | $(DEPS)
+	@for k in $(HVT_ARM64_KERNELS); do bash scripts/fetch-guest.sh $(GUEST_DIR) arm64-$$k || exit 1; done
+
 # Debian 13's trace-cmd (3.3), which the trace.dat tests run beside the machine's 3.1.6, and KernelShark 2.4
 # (its library libkshark, headers and a C compiler: tests/viewer/kshark-load.c loads a trace.dat headless
 # there): a trixie root made once with debootstrap (scripts/trixie-chroot.sh, cached in
@@ -304,13 +313,14 @@ qemu-versions: | $(DEPS)
 # tables in guest memory (kallsyms), trace.dat files for `report` (tracedat), record streams through
 # the viewer sinks and the live JSON Lines (viz_sinks), session files and --expect-* specs (session),
 # QEMU's query-cpus-fast answer for record --host (vcpu_threads), a function's first instructions
-# relocated out of line from guest bytes (x86_reloc). Each runs FUZZ_SECONDS (default 30) from its seeds in
+# relocated out of line from guest bytes (x86_reloc), a kernel image's head, gzip'd or not (kimage). Each
+# runs FUZZ_SECONDS (default 30) from its seeds in
 # tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
 # (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
 FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms tracedat e820 \
-                viz_sinks session event_filter trigger_stack vcpu_threads x86_reloc
+                viz_sinks session event_filter trigger_stack vcpu_threads x86_reloc kimage
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -328,6 +338,8 @@ FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/vmm/proc_
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
+FUZZ_SRCS_kimage  := vmi/vmi_kimage.c
+FUZZ_LIBS_kimage  := -lz
 FUZZ_SRCS_x86_reloc :=
 FUZZ_SRCS_tracedat := host/sink/tracedat_read.c vmi/vmi_file.c host/sink/tracedat_replay.c host/sink/writer.c host/trace/ring.c \
                       host/sink/sink_function.c host/sink/sink_graph.c host/sink/sink_io.c host/sink/out_fail.c \

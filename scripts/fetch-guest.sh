@@ -13,6 +13,11 @@
 # linux-base-<ver> for config and linux-modules-<ver> for modules), fetched with a private apt
 # configuration in $HVTRACE_CACHE/apt: the machine's archive, suites trixie, trixie-backports, sid and
 # bookworm-backports. Debian's image packages ship a stub System.map: OUT/KERNEL has none then.
+# arm64-SERIES[-FLAVOUR] (arm64-6.12, arm64-6.1, arm64-7.3, arm64-6.12-rt, arm64-6.12-16k; FLAVOUR
+# cloud (default), rt, generic or 16k, 16 KiB pages): Debian's arm64 kernel of that series (issue 38)
+# through the private configuration's arm64 twin (scripts/apt-private.sh), bookworm's busybox-static
+# for arm64 (its applet links made from this machine's busybox of the same version), into OUT/KERNEL
+# with Image, the kernel uncompressed (vmlinuz itself, or gunzipped: qemu-system-aarch64 boots either).
 # Quick when the outputs are already there and newer than this script and the init.
 set -euo pipefail
 
@@ -23,8 +28,11 @@ cache=${HVTRACE_CACHE:-/var/cache/hvtrace}
 [ "$choice" = 6.1 ] || out="$out/$choice"
 mkdir -p "$out" "$cache/debs"
 
+isa=amd64
+case $choice in arm64-*) isa=arm64 ;; esac
 outputs="$out/vmlinuz $out/config $out/initramfs.cpio.gz"
 [ "$choice" = 6.1 ] && outputs="$outputs $out/System.map"
+[ "$isa" = arm64 ] && outputs="$outputs $out/Image"
 fresh=1
 for f in $outputs; do
 	if [ ! -s "$f" ] || [ "$f" -ot "$0" ] || [ "$f" -ot "$here/guest-init.sh" ]; then
@@ -55,15 +63,18 @@ unpack() { # package fetcher [folder] -> its unpacked root in the cache (or in i
 	echo "$root"
 }
 
-# initramfs.cpio.gz in $out: busybox, its applet links, /init, and the binfmt_misc module at @1 (a .ko,
-# .ko.xz or .ko.zst, stored uncompressed: the guest's insmod hands it to init_module), or none (@2 says why)
+# initramfs.cpio.gz in $out: busybox (this machine's, or the unpacked busybox-static at @3 for another
+# ISA, of the same version: the applet links are made from this machine's list), its applet links, /init,
+# and the binfmt_misc module at @1 (a .ko, .ko.xz or .ko.zst, stored uncompressed: the guest's insmod
+# hands it to init_module), or none (@2 says why)
 pack_initramfs() {
-	local ko=$1 bbroot
+	local ko=$1 bbroot guestbb
 	bbroot=$(unpack busybox-static fetch)
+	guestbb=${3:-$bbroot}
 	stage=$(mktemp -d)
 	trap 'rm -rf "$stage"' EXIT
 	mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,etc,root,lib/modules}
-	cp "$bbroot/bin/busybox" "$stage/bin/busybox"
+	cp "$guestbb/bin/busybox" "$stage/bin/busybox"
 	for applet in $("$bbroot/bin/busybox" --list); do
 		[ -e "$stage/bin/$applet" ] || ln -s busybox "$stage/bin/$applet"
 	done
@@ -83,19 +94,30 @@ if [ "$choice" != 6.1 ]; then
 	series=${choice%%-*}
 	flavour=${choice#"$series"}
 	flavour=${flavour#-}
+	if [ "$isa" = arm64 ]; then
+		series=${choice#arm64-}
+		flavour=${series#"${series%%-*}"}
+		flavour=${flavour#-}
+		series=${series%%-*}
+	fi
 	case ${flavour:-cloud} in
-	cloud) suffix=cloud-amd64 ;;
-	rt) suffix=rt-amd64 ;;
-	generic) suffix=amd64 ;;
-	*) echo "hvtrace: KERNEL=$choice: flavour '$flavour' is not cloud, rt or generic" >&2; exit 1 ;;
+	cloud) suffix=cloud-$isa ;;
+	rt) suffix=rt-$isa ;;
+	generic) suffix=$isa ;;
+	16k) suffix=arm64-16k ;;
+	*) echo "hvtrace: KERNEL=$choice: flavour '$flavour' is not cloud, rt, generic (or 16k on arm64)" >&2; exit 1 ;;
 	esac
+	if [ "$suffix" = arm64-16k ] && [ "$isa" != arm64 ]; then
+		echo "hvtrace: KERNEL=$choice: 16 KiB pages are arm64's (arm64-SERIES-16k)" >&2
+		exit 1
+	fi
 	if ! [[ $series =~ ^[0-9]+\.[0-9]+(\.[0-9]+)?$ ]]; then
 		echo "hvtrace: KERNEL=$choice: not SERIES[-FLAVOUR] (e.g. 6.12, 6.12-rt, 7.3-generic)" >&2
 		exit 1
 	fi
 	# shellcheck source=scripts/apt-private.sh
 	. "$here/apt-private.sh"
-	apt_private_setup
+	apt_private_setup "$isa"
 	# the newest package of the series and flavour by its Debian version; at the same version 7.x's
 	# linux-binary-unsigned (its linux-image is then a meta-package around the signed linux-binary)
 	re="^linux-(image|binary-unsigned)-${series//./\\.}$([[ $series =~ \..*\. ]] || echo '(\.[0-9]+)?')\+[^-]*-$suffix\$"
@@ -111,11 +133,14 @@ if [ "$choice" != 6.1 ]; then
 	[ -n "$kpkg" ] || { echo "hvtrace: KERNEL=$choice: no package in $cache/apt/sources.list matches $re" >&2; exit 1; }
 	kver=${kpkg#linux-image-}
 	kver=${kver#linux-binary-unsigned-}
-	# in $cache/kernels: scripts/nested-kvm.sh takes $cache/linux-image-* as the 6.1 package
-	roots=$(unpack "$kpkg" apt_private_fetch kernels)
+	# in $cache/kernels: scripts/nested-kvm.sh takes $cache/linux-image-* as the 6.1 package; tests
+	# look for amd64 bzImages in $cache/kernels: arm64's go to $cache/arm64/kernels
+	kdir=kernels
+	[ "$isa" = arm64 ] && kdir=arm64/kernels
+	roots=$(unpack "$kpkg" apt_private_fetch $kdir)
 	if [ "${kpkg#linux-binary-unsigned-}" != "$kpkg" ]; then
 		# 7.x splits the kernel: base files (config) and modules in their own packages
-		roots="$roots $(unpack "linux-base-$kver" apt_private_fetch kernels) $(unpack "linux-modules-$kver" apt_private_fetch kernels)"
+		roots="$roots $(unpack "linux-base-$kver" apt_private_fetch $kdir) $(unpack "linux-modules-$kver" apt_private_fetch $kdir)"
 	fi
 	pick() { # file name pattern... -> the first match under the roots
 		local r p
@@ -131,6 +156,7 @@ if [ "$choice" != 6.1 ]; then
 	ko=$(pick "usr/lib/modules/$kver/kernel/fs/binfmt_misc.ko*" "lib/modules/$kver/kernel/fs/binfmt_misc.ko*")
 	[ -n "$vmlinuz" ] || { echo "hvtrace: $kpkg: no vmlinuz in the package" >&2; exit 1; }
 	[ -n "$config" ] || { echo "hvtrace: $kpkg: no config in its packages" >&2; exit 1; }
+	rm -f "$out/Image" # arm64: a link to vmlinuz, made anew below
 	cp "$vmlinuz" "$out/vmlinuz"
 	cp "$config" "$out/config"
 	rm -f "$out/System.map"
@@ -139,7 +165,25 @@ if [ "$choice" != 6.1 ]; then
 	fi
 	why="$kver"
 	[ -z "$ko" ] && grep -q '^CONFIG_BINFMT_MISC=y' "$config" && why="$kver (binfmt_misc built in)"
-	pack_initramfs "$ko" "$why"
+	guestbb=""
+	if [ "$isa" = arm64 ]; then
+		# the kernel uncompressed: vmlinuz is a gzip'd Image (its header says arm64 at 0x38)
+		if [ "$(head -c 2 "$out/vmlinuz" | od -An -tx1 | tr -d ' ')" = 1f8b ]; then
+			gzip -dc "$out/vmlinuz" > "$out/Image.tmp"
+		else # Debian's 6.12 ships the Image itself
+			ln -f "$out/vmlinuz" "$out/Image.tmp"
+		fi
+		[ "$(dd if="$out/Image.tmp" bs=1 skip=56 count=4 2>/dev/null)" = "$(printf 'ARM\x64')" ] ||
+			{ echo "hvtrace: $kpkg: its vmlinuz is no arm64 Image" >&2; rm -f "$out/Image.tmp"; exit 1; }
+		mv "$out/Image.tmp" "$out/Image"
+		# bookworm's busybox-static for arm64, the version whose applets this machine's lists
+		unpack busybox-static fetch > /dev/null # its .deb in $cache/debs, for its version
+		guestbb=$(unpack busybox-static/bookworm apt_private_fetch arm64)
+		hostv=$(ls "$cache/debs/"busybox-static_*_amd64.deb | head -1 | sed 's/.*_\(.*\)_amd64.deb/\1/; s/%3a/:/; s/+b[0-9]*$//')
+		guestv=$(ls "$apt_debs/"busybox-static_*_arm64.deb | head -1 | sed 's/.*_\(.*\)_arm64.deb/\1/; s/%3a/:/; s/+b[0-9]*$//')
+		[ "$hostv" = "$guestv" ] || { echo "hvtrace: busybox-static $hostv here, $guestv for arm64: the applet lists may differ" >&2; exit 1; }
+	fi
+	pack_initramfs "$ko" "$why" "$guestbb"
 	echo "hvtrace: guest kernel $kver ($kpkg $best) in $out" >&2
 	exit 0
 fi

@@ -8,6 +8,7 @@
 #include "host/session/cmd_out.h"
 #include "host/session/cmd_probe.h"
 #include "host/session/exitcode.h"
+#include "host/session/kernel_isa.h"
 #include "vmi/vmi_file.h"
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_linux_boot.h"
@@ -209,6 +210,8 @@ static int linux_open(void *ctx, char *err, size_t errlen)
 	struct bzimage bz;
 	char why[512];
 
+	if (kernel_isa_check(s->kernel, "--kernel", err, errlen) < 0)
+		return EXIT_BAD_INPUT;
 	if (map_input(s->kernel, "--kernel", &r->kernel, err, errlen) < 0 ||
 	    (s->initrd && map_input(s->initrd, "--initrd", &r->initrd, err, errlen) < 0))
 		return EXIT_BAD_INPUT;

@@ -1,4 +1,5 @@
 #include "host/kvm/guest_image.h"
+#include "host/session/kernel_isa.h"
 #include "vmi/vmi_dwarf.h"
 
 #include <elf.h>
@@ -23,6 +24,9 @@ int guest_image_open(struct guest_image *g, const char *path, char *err, size_t 
 	int ret;
 
 	memset(g, 0, sizeof(*g));
+	ret = kernel_isa_check(path, NULL, err, errlen);
+	if (ret < 0)
+		return ret;
 	ret = vmi_elf_open(&g->elf, path, 0, err, errlen);
 	if (ret < 0)
 		return ret;

@@ -14,6 +14,7 @@
 #include "host/session/cmd_probe.h"
 #include "host/session/end_status.h"
 #include "host/session/exitcode.h"
+#include "host/session/kernel_isa.h"
 #include "host/session/sched_boost.h"
 #include "host/session/text_verify.h"
 #include "host/sink/out_fail.h"
@@ -484,6 +485,10 @@ static int qemu_open(void *ctx, char *err, size_t errlen)
 	struct linux_run *r = ctx;
 	char why[512];
 
+	/* a kernel of another ISA (an arm64 Image) is named before any QEMU starts */
+	if (r->s->vmm == VMM_QEMU && r->s->kernel &&
+	    kernel_isa_check(r->s->kernel, "--kernel", err, errlen) < 0)
+		return EXIT_BAD_INPUT;
 	if (r->s->system_map && vmi_linux_open(&r->l, r->s->system_map, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "--system-map %s", why);
 		return EXIT_BAD_INPUT;

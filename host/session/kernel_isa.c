@@ -1,0 +1,30 @@
+/* A guest image of an ISA without an arch/ table, refused in one line (kernel_isa.h). */
+#include "host/session/kernel_isa.h"
+#include "arch/arch.h"
+#include "vmi/vmi_kimage.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
+
+int kernel_isa_check(const char *path, const char *opt, char *err, size_t errlen)
+{
+	struct vmi_kimage k;
+	char what[128], why[128];
+	const char *isa;
+	int ret = vmi_kimage_read(path, &k, why, sizeof(why));
+
+	if (ret < 0) {
+		snprintf(err, errlen, "%s%s%s: %s", opt ? opt : "", opt ? " " : "", path, why);
+		return ret;
+	}
+	if (!k.machine || arch_of_elf(k.machine))
+		return 0;
+	isa = vmi_kimage_isa(k.machine);
+	snprintf(err, errlen,
+		 "%s%s%s: %s: %s%s guests are not supported yet%s; hvtrace traces %s guests",
+		 opt ? opt : "", opt ? " " : "", path, vmi_kimage_describe(&k, what, sizeof(what)),
+		 isa ? isa : "its", isa ? "" : " machine's",
+		 k.machine == EM_AARCH64 ? " (issue 38)" : "", arch_default()->name);
+	return -ENOEXEC;
+}
