@@ -1,4 +1,5 @@
 #include "vmi/vmi_elf.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,20 +19,20 @@ static int read_file(const char *path, uint8_t **buf, size_t *size, char *err, s
 
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		e = errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		msg_fmt(err, errlen, "%s: %s", path, strerror(e));
 		if (fd >= 0)
 			close(fd);
 		return -e;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
+		msg_fmt(err, errlen, "%s: not a regular file", path);
 		close(fd);
 		return -EINVAL;
 	}
 	*size = st.st_size;
 	*buf = malloc(*size ? *size : 1);
 	if (!*buf) {
-		snprintf(err, errlen, "%s: out of memory", path);
+		msg_fmt(err, errlen, "%s: out of memory", path);
 		close(fd);
 		return -ENOMEM;
 	}
@@ -40,7 +41,7 @@ static int read_file(const char *path, uint8_t **buf, size_t *size, char *err, s
 
 		if (n <= 0) {
 			e = n < 0 ? errno : EIO;
-			snprintf(err, errlen, "%s: read: %s", path, strerror(e));
+			msg_fmt(err, errlen, "%s: read: %s", path, strerror(e));
 			free(*buf);
 			close(fd);
 			return -e;
@@ -135,19 +136,19 @@ int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char
 	elf = elf_memory((char *)img->file, img->file_size);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
 	    gelf_getclass(elf) != ELFCLASS64) {
-		snprintf(err, errlen, "%s: not an ELF64 file", path);
+		msg_fmt(err, errlen, "%s: not an ELF64 file", path);
 		ret = -ENOEXEC;
 		goto fail;
 	}
 	if (eh.e_machine != EM_X86_64 || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {
-		snprintf(err, errlen, "%s: not an x86_64 executable (e_machine %u, e_type %u)", path,
+		msg_fmt(err, errlen, "%s: not an x86_64 executable (e_machine %u, e_type %u)", path,
 			 eh.e_machine, eh.e_type);
 		ret = -ENOEXEC;
 		goto fail;
 	}
 	img->entry = eh.e_entry;
 	if (elf_getphdrnum(elf, &nph) < 0 || elf_getshdrstrndx(elf, &shstrndx) < 0) {
-		snprintf(err, errlen, "%s: malformed ELF headers", path);
+		msg_fmt(err, errlen, "%s: malformed ELF headers", path);
 		ret = -ENOEXEC;
 		goto fail;
 	}
@@ -163,7 +164,7 @@ int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char
 			continue;
 		if (ph.p_offset > img->file_size || ph.p_filesz > img->file_size - ph.p_offset ||
 		    ph.p_filesz > ph.p_memsz) {
-			snprintf(err, errlen, "%s: segment %zu lies outside the file", path, i);
+			msg_fmt(err, errlen, "%s: segment %zu lies outside the file", path, i);
 			ret = -ENOEXEC;
 			goto fail;
 		}
@@ -188,14 +189,14 @@ int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char
 				goto fail;
 		} else if (name && !strcmp(name, "__mcount_loc")) {
 			if (have_mcount) { /* found by fuzzing: the first list leaked */
-				snprintf(err, errlen, "%s: more than one __mcount_loc section",
+				msg_fmt(err, errlen, "%s: more than one __mcount_loc section",
 					 path);
 				ret = -ENOEXEC;
 				goto fail;
 			}
 			ret = read_mcount(img, scn, &sh);
 			if (ret < 0) {
-				snprintf(err, errlen, "%s: __mcount_loc is empty", path);
+				msg_fmt(err, errlen, "%s: __mcount_loc is empty", path);
 				goto fail;
 			}
 			have_mcount = 1;
@@ -204,7 +205,7 @@ int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char
 	vmi_symtab_sort(&img->funcs);
 	vmi_symtab_sort(&img->objects);
 	if (need_mcount && (!have_mcount || !img->nr_mcount)) {
-		snprintf(err, errlen,
+		msg_fmt(err, errlen,
 			 "%s: no __mcount_loc section (build the guest with -pg -mfentry -mnop-mcount "
 			 "-mrecord-mcount)",
 			 path);
@@ -215,7 +216,7 @@ int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char
 	return 0;
 fail:
 	if (ret == -ENOMEM)
-		snprintf(err, errlen, "%s: out of memory", path);
+		msg_fmt(err, errlen, "%s: out of memory", path);
 	if (elf)
 		elf_end(elf);
 	vmi_elf_close(img);

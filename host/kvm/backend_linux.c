@@ -10,6 +10,7 @@
 #include "host/session/exitcode.h"
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_linux_boot.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,7 +71,7 @@ static int take_from_ftrace(struct klrun *r, char *err, size_t errlen)
 		    !vmi_linux_boot_can_take(site->addr, loc, entry, b, r->l.fentry) ||
 		    r->tgt.ops->write_phys(&r->tgt, gpa, vmi_linux_boot_nop5, 5) < 0 ||
 		    r->tgt.ops->write_phys(&r->tgt, lgpa, &zero, 8) < 0) {
-			snprintf(err, errlen,
+			msg_fmt(err, errlen,
 				 "boot tracing: %s: site 0x%" PRIx64
 				 " is not a `call __fentry__` listed "
 				 "in __mcount_loc",
@@ -130,7 +131,7 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	if (!r->l.slid && vmi_linux_find_slide(&r->l, kread, r, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	if (r->l.slide) { /* the kernel runs at its link address here */
-		snprintf(err, errlen,
+		msg_fmt(err, errlen,
 			 "--system-map %s is not this kernel's: its linux_banner is 0x%" PRIx64
 			 " bytes away",
 			 s->system_map ? s->system_map : "", (uint64_t)r->l.slide);
@@ -200,13 +201,13 @@ static int slurp(const char *path, const char *flag, uint8_t **buf, size_t *len,
 	*buf = NULL;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		e = errno;
-		snprintf(err, errlen, "%s %s: %s", flag, path, strerror(e));
+		msg_fmt(err, errlen, "%s %s: %s", flag, path, strerror(e));
 		if (fd >= 0)
 			close(fd);
 		return -e;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (unsigned long long)st.st_size > FILE_MAX) {
-		snprintf(err, errlen, "%s %s: %s", flag, path,
+		msg_fmt(err, errlen, "%s %s: %s", flag, path,
 			 !S_ISREG(st.st_mode) ? "not a regular file"
 			 : st.st_size <= 0    ? "empty"
 					      : "larger than 1 GiB");
@@ -216,7 +217,7 @@ static int slurp(const char *path, const char *flag, uint8_t **buf, size_t *len,
 	*buf = malloc((size_t)st.st_size);
 	if (!*buf) {
 		close(fd);
-		snprintf(err, errlen, "%s %s: out of memory", flag, path);
+		msg_fmt(err, errlen, "%s %s: out of memory", flag, path);
 		return -ENOMEM;
 	}
 	while (got < (size_t)st.st_size) {
@@ -224,7 +225,7 @@ static int slurp(const char *path, const char *flag, uint8_t **buf, size_t *len,
 
 		if (n <= 0) {
 			e = n < 0 ? errno : EIO;
-			snprintf(err, errlen, "%s %s: %s", flag, path,
+			msg_fmt(err, errlen, "%s %s: %s", flag, path,
 				 n < 0 ? strerror(e) : "shrank");
 			free(*buf);
 			*buf = NULL;
@@ -251,7 +252,7 @@ static int linux_open(void *ctx, char *err, size_t errlen)
 		return EXIT_BAD_INPUT;
 	/* a file that is no bzImage is named as such on any host */
 	if (bzimage_parse(r->kernel, r->kernel_len, &bz, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "%s: %s", s->kernel, why);
+		msg_fmt(err, errlen, "%s: %s", s->kernel, why);
 		return EXIT_BAD_INPUT;
 	}
 	if (vm_check_linux_host(err, errlen) < 0)
@@ -259,7 +260,7 @@ static int linux_open(void *ctx, char *err, size_t errlen)
 	if (asprintf(&r->cmdline, "%s%s%s", BASE_CMDLINE, s->append ? " " : "",
 		     s->append ? s->append : "") < 0) {
 		r->cmdline = NULL;
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return EXIT_HOST_ERROR;
 	}
 	if (s->system_map) {

@@ -20,6 +20,7 @@
 #include "host/trace/filter.h"
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_linux_find.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,7 +82,7 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 		    (r->timeout_at && clock_now_s() > r->timeout_at)) {
 			if (!r->l.slid)
 				return -ESRCH; /* err says why */
-			snprintf(err, errlen, "the kernel has only %zu NOP5 function entries",
+			msg_fmt(err, errlen, "the kernel has only %zu NOP5 function entries",
 				 r->sites.nr);
 			return -ENODATA;
 		}
@@ -92,8 +93,8 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 			char why[256] = "";
 
 			if (!r->l.slid) /* err holds why the symbols were not found yet */
-				snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "%s%s%s%s",
+				msg_fmt(why, sizeof(why), "%s", err);
+			msg_fmt(err, errlen, "%s%s%s%s",
 				 r->qc.gdb.why[0] ? r->qc.gdb.why
 						  : "the guest went away while booting",
 				 why[0] ? " before hvtrace found its symbols (" : "", why,
@@ -109,7 +110,7 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 		vmi_sites_free(&r->sites);
 		ret = vmi_linux_sites(&r->l, target_qemu_read_kernel, &r->tq, &r->sites);
 		if (ret < 0) {
-			snprintf(err, errlen, "reading the kernel text: %s", strerror(-ret));
+			msg_fmt(err, errlen, "reading the kernel text: %s", strerror(-ret));
 			return ret;
 		}
 	}
@@ -143,7 +144,7 @@ static int select_graph_closure(struct linux_run *r, const struct vmi_site ***se
 			if (filter_glob_match(s->graph[g], r->sites.v[i].func->name))
 				roots[nr_roots++] = i;
 		if (nr_roots == before) {
-			snprintf(err, errlen, "-g '%s': matches no traceable function",
+			msg_fmt(err, errlen, "-g '%s': matches no traceable function",
 				 s->graph[g]);
 			ret = -ENOENT;
 			goto out;
@@ -196,7 +197,7 @@ static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
 	}
 
 	if (n == -ENOMEM) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return EXIT_HOST_ERROR;
 	}
 	/* stub detours or trap probes: pipeline_build says which */
@@ -217,7 +218,7 @@ static int wait_text_patched(struct linux_run *r, char *err, size_t errlen)
 	while (a && target_qemu_read_kernel(&r->tq, a->addr, &done, sizeof(done)) == 0 && !done) {
 		if (clock_now_s() > give_up || qemu_run_signalled(r) ||
 		    (r->timeout_at && clock_now_s() > r->timeout_at)) {
-			snprintf(err, errlen,
+			msg_fmt(err, errlen,
 				 "the kernel did not patch its own text (alternatives_patched) in %d s: "
 				 "no stub detour can go in (use --probe trap)",
 				 BOOT_WAIT_SEC);
@@ -225,7 +226,7 @@ static int wait_text_patched(struct linux_run *r, char *err, size_t errlen)
 		}
 		ret = target_qemu_run_for(&r->tq, 100);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s",
+			msg_fmt(err, errlen, "%s",
 				 r->qc.gdb.why[0] ? r->qc.gdb.why : "the guest went away while booting");
 			return ret == -EINTR ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
 		}
@@ -334,7 +335,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 
 		if (qemu_vcpu_threads(r->qc.qmp_cmd, r->qc.hmp_ctx, r->qc.pid, tids,
 				      HOST_REC_MAX_VCPUS, &n, why2, sizeof(why2)) < 0) {
-			snprintf(err, errlen, "--host: %s", why2);
+			msg_fmt(err, errlen, "--host: %s", why2);
 			return EXIT_QEMU_FAILED;
 		}
 		ret = pipeline_host_start(
@@ -346,7 +347,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	 * patch */
 	if (s->verify_text && text_verify_begin(&r->text, target_qemu_read_kernel, &r->tq,
 						r->l.stext, r->l.etext) < 0) {
-		snprintf(err, errlen, "--verify-text: cannot read the kernel text");
+		msg_fmt(err, errlen, "--verify-text: cannot read the kernel text");
 		return EXIT_QEMU_FAILED;
 	}
 	share_with_patchers(r, pg.stub);
@@ -438,7 +439,7 @@ static void qemu_stats(void *ctx, const struct pipeline *p)
 static int failed(struct linux_run *r, int status, const char *when, char *err, size_t errlen)
 {
 	if (qemu_run_signalled(r)) {
-		snprintf(err, errlen, "stopped %s", when);
+		msg_fmt(err, errlen, "stopped %s", when);
 		return EXIT_SIGNAL_BASE + r->sig;
 	}
 	return status;
@@ -468,7 +469,7 @@ static int qemu_open(void *ctx, char *err, size_t errlen)
 	char why[512];
 
 	if (r->s->system_map && vmi_linux_open(&r->l, r->s->system_map, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "--system-map %s", why);
+		msg_fmt(err, errlen, "--system-map %s", why);
 		return EXIT_BAD_INPUT;
 	}
 	return 0;

@@ -1,6 +1,8 @@
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/qemu_find.h"
 #include "host/vmm/tcp.h"
+#include "host/util/msg_fmt.h"
+#include "host/util/peer_text.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -48,7 +50,7 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 	int ret = qemu_cmdline_read(pid, &buf, &n);
 
 	if (ret < 0) {
-		snprintf(err, errlen, "--pid %d: %s", (int)pid,
+		msg_fmt(err, errlen, "--pid %d: %s", (int)pid,
 			 ret == -ESRCH ? "no such process" : strerror(-ret));
 		return ret;
 	}
@@ -68,7 +70,7 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 			(int)pid, cl.why[0] ? ": " : "", cl.why, cl.gdb_host, cl.gdb_port);
 		return 0;
 	}
-	snprintf(err, errlen, "--pid %d: %s", (int)pid,
+	msg_fmt(err, errlen, "--pid %d: %s", (int)pid,
 		 cl.why[0]
 		     ? cl.why
 		     : "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on its "
@@ -140,11 +142,11 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 	/* the process behind the socket, as the kernel tells it: never what the peer says */
 	peer = qemu_find_socket_peer(c->qmp.fd, why, sizeof(why));
 	if (peer <= 0) {
-		snprintf(err, errlen, "QMP %s: %s", path, why);
+		msg_fmt(err, errlen, "QMP %s: %s", path, why);
 		return peer < 0 ? peer : -ENOENT;
 	}
 	if (c->pid && peer != c->pid) {
-		snprintf(err, errlen, "--pid %d: its QMP socket %s is held by process %d",
+		msg_fmt(err, errlen, "--pid %d: its QMP socket %s is held by process %d",
 			 (int)c->pid, path, (int)peer);
 		return -EPERM;
 	}
@@ -193,7 +195,7 @@ static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 		snprintf(c->gdb_host, sizeof(c->gdb_host), "127.0.0.1");
 		port = free_port();
 		if (port < 0) {
-			snprintf(err, errlen, "no free loopback port for the gdbstub");
+			msg_fmt(err, errlen, "no free loopback port for the gdbstub");
 			return -EADDRINUSE;
 		}
 		snprintf(cmd, sizeof(cmd), "gdbserver tcp:127.0.0.1:%d", port);
@@ -201,10 +203,10 @@ static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 		if (ret < 0 || !strstr(out, "Waiting for gdb connection")) {
 			char text[200];
 
-			tcp_printable(out, strcspn(out, "\r\n"), text, sizeof(text));
+			peer_text(out, strcspn(out, "\r\n"), text, sizeof(text));
 			/* not marked as started: a `gdbserver none` could close a gdbstub that was
 			 * there before (one this monitor did not show) */
-			snprintf(err, errlen, "monitor '%s': %s", cmd, text);
+			msg_fmt(err, errlen, "monitor '%s': %s", cmd, text);
 			return ret < 0 ? ret : -EIO;
 		}
 		c->started_gdb = true;
@@ -260,8 +262,8 @@ static int gdbserver_none(struct qemu_conn *c, char *err, size_t errlen)
 		return 0; /* the VM went away: its gdbstub with it */
 	if (!out[0])
 		snprintf(out, sizeof(out), "%s", strerror(ret < 0 ? -ret : EIO));
-	tcp_printable(out, strcspn(out, "\r\n"), text, sizeof(text));
-	snprintf(err, errlen,
+	peer_text(out, strcspn(out, "\r\n"), text, sizeof(text));
+	msg_fmt(err, errlen,
 		 "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: "
 		 "monitor 'gdbserver none': %s",
 		 c->gdb_port, text);

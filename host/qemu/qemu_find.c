@@ -1,5 +1,6 @@
 #include "host/qemu/qemu_find.h"
 #include "host/qemu/qemu_cmdline.h"
+#include "host/util/msg_fmt.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -151,7 +152,7 @@ pid_t qemu_find_socket_peer(int fd, char *err, size_t errlen)
 
 	if (getsockname(fd, (struct sockaddr *)&me, &ml) < 0 ||
 	    getpeername(fd, (struct sockaddr *)&peer, &pl) < 0) {
-		snprintf(err, errlen, "cannot tell the monitor's peer: %s", strerror(errno));
+		msg_fmt(err, errlen, "cannot tell the monitor's peer: %s", strerror(errno));
 		return -errno;
 	}
 	if (me.ss_family == AF_UNIX) {
@@ -159,14 +160,14 @@ pid_t qemu_find_socket_peer(int fd, char *err, size_t errlen)
 		socklen_t len = sizeof(cred);
 
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0) {
-			snprintf(err, errlen,
+			msg_fmt(err, errlen,
 				 "cannot tell the process at the other end of the socket");
 			return -ENOENT;
 		}
 		return cred.pid;
 	}
 	if (endpoint_of(&me, &el) < 0 || endpoint_of(&peer, &ep) < 0) {
-		snprintf(err, errlen, "the monitor is neither a unix nor a TCP socket");
+		msg_fmt(err, errlen, "the monitor is neither a unix nor a TCP socket");
 		return -EAFNOSUPPORT;
 	}
 	/* the peer's socket: its local end is our remote end */
@@ -175,7 +176,7 @@ pid_t qemu_find_socket_peer(int fd, char *err, size_t errlen)
 		inode = tcp_inode("/proc/net/tcp6", &ep, &el);
 	pid = inode ? socket_owner(inode) : 0;
 	if (pid <= 0) {
-		snprintf(err, errlen,
+		msg_fmt(err, errlen,
 			 "no process on this host holds the other end of the connection (hvtrace "
 			 "must run on the VM's host, in its network namespace)");
 		return -ENOENT;
@@ -190,7 +191,7 @@ pid_t qemu_find_by_uuid(const char *uuid, char *err, size_t errlen)
 	pid_t found = 0, other = 0;
 
 	if (!proc) {
-		snprintf(err, errlen, "/proc: %s", strerror(errno));
+		msg_fmt(err, errlen, "/proc: %s", strerror(errno));
 		return -errno;
 	}
 	while ((p = readdir(proc))) {
@@ -213,12 +214,12 @@ pid_t qemu_find_by_uuid(const char *uuid, char *err, size_t errlen)
 	}
 	closedir(proc);
 	if (other) {
-		snprintf(err, errlen, "processes %d and %d both have -uuid %s", (int)found,
+		msg_fmt(err, errlen, "processes %d and %d both have -uuid %s", (int)found,
 			 (int)other, uuid);
 		return -EEXIST;
 	}
 	if (!found) {
-		snprintf(err, errlen,
+		msg_fmt(err, errlen,
 			 "no process on this host has -uuid %s (hvtrace must run on the VM's host)",
 			 uuid);
 		return -ENOENT;

@@ -8,6 +8,7 @@
 #include "host/session/end_status.h"
 #include "host/session/exitcode.h"
 #include "host/trace/clock.h"
+#include "host/util/peer_text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -231,8 +232,10 @@ int qemu_run_finish(struct linux_run *r, enum qemu_run_end how)
 		return EXIT_GUEST_PANIC;
 	}
 	if (st != 0) {
+		char text[sizeof(r->qc.proc.err_text)];
+
 		cmd_error("QEMU exited with status %d%s%s", st, r->qc.proc.err_text[0] ? ": " : "",
-			  r->qc.proc.err_text);
+			  peer_str(r->qc.proc.err_text, text, sizeof(text)));
 		return EXIT_QEMU_FAILED;
 	}
 	return guest_reset_status(r);

@@ -1,4 +1,5 @@
 #include "host/session/session_file.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -78,7 +79,7 @@ static int read_all(const char *path, const char *name, char **buf, size_t *len,
 	char *b;
 
 	if (fd < 0) {
-		snprintf(err, errlen, "--session %s: %s", path, strerror(errno));
+		msg_fmt(err, errlen, "--session %s: %s", path, strerror(errno));
 		return -EINVAL;
 	}
 	b = malloc(cap);
@@ -91,7 +92,7 @@ static int read_all(const char *path, const char *name, char **buf, size_t *len,
 			char *nb;
 
 			if (cap > SESSION_FILE_MAX_SIZE) {
-				snprintf(err, errlen, "%s: larger than %u bytes", name,
+				msg_fmt(err, errlen, "%s: larger than %u bytes", name,
 					 SESSION_FILE_MAX_SIZE);
 				goto fail;
 			}
@@ -105,7 +106,7 @@ static int read_all(const char *path, const char *name, char **buf, size_t *len,
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			snprintf(err, errlen, "--session %s: %s", path, strerror(errno));
+			msg_fmt(err, errlen, "--session %s: %s", path, strerror(errno));
 			goto fail;
 		}
 		if (r == 0)
@@ -113,7 +114,7 @@ static int read_all(const char *path, const char *name, char **buf, size_t *len,
 		n += (size_t)r;
 	}
 	if (n > SESSION_FILE_MAX_SIZE) {
-		snprintf(err, errlen, "%s: larger than %u bytes", name, SESSION_FILE_MAX_SIZE);
+		msg_fmt(err, errlen, "%s: larger than %u bytes", name, SESSION_FILE_MAX_SIZE);
 		goto fail;
 	}
 	if (own)
@@ -123,7 +124,7 @@ static int read_all(const char *path, const char *name, char **buf, size_t *len,
 	*len = n;
 	return 0;
 nomem:
-	snprintf(err, errlen, "out of memory");
+	msg_fmt(err, errlen, "out of memory");
 	ret = -ENOMEM;
 fail:
 	free(b);
@@ -149,11 +150,11 @@ static int parse_line(struct session_words *w, size_t *cap, const struct option 
 	char *word;
 
 	if (memchr(p, 0, n)) {
-		snprintf(err, errlen, "%s:%u: a NUL byte in the line", name, line);
+		msg_fmt(err, errlen, "%s:%u: a NUL byte in the line", name, line);
 		return -EINVAL;
 	}
 	if (n > SESSION_FILE_MAX_LINE) {
-		snprintf(err, errlen, "%s:%u: line longer than %u bytes", name, line,
+		msg_fmt(err, errlen, "%s:%u: line longer than %u bytes", name, line,
 			 SESSION_FILE_MAX_LINE);
 		return -EINVAL;
 	}
@@ -183,26 +184,26 @@ static int parse_line(struct session_words *w, size_t *cap, const struct option 
 	}
 	o = find_long(opts, key, klen, true);
 	if (klen == 7 && !strncmp(key, "session", 7)) {
-		snprintf(err, errlen, "%s:%u: 'session' in a session file (session files do not nest)",
+		msg_fmt(err, errlen, "%s:%u: 'session' in a session file (session files do not nest)",
 			 name, line);
 		return -EINVAL;
 	}
 	if (!o || !strcmp(o->name, "help")) {
-		snprintf(err, errlen, "%s:%u: unknown option '%.*s'", name, line,
+		msg_fmt(err, errlen, "%s:%u: unknown option '%.*s'", name, line,
 			 (int)(klen > 64 ? 64 : klen), key);
 		return -EINVAL;
 	}
 	if (o->has_arg == required_argument && !vlen) {
-		snprintf(err, errlen, "%s:%u: option '%s' needs a value", name, line, o->name);
+		msg_fmt(err, errlen, "%s:%u: option '%s' needs a value", name, line, o->name);
 		return -EINVAL;
 	}
 	if (o->has_arg == no_argument && vlen) {
-		snprintf(err, errlen, "%s:%u: option '%s' takes no value", name, line, o->name);
+		msg_fmt(err, errlen, "%s:%u: option '%s' takes no value", name, line, o->name);
 		return -EINVAL;
 	}
 	if (asprintf(&word, "--%s%s%.*s", o->name, o->has_arg == no_argument ? "" : "=", (int)vlen,
 		     val) < 0) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	return add_owned(w, cap, word, name, line);
@@ -267,12 +268,12 @@ int session_expand(int argc, char **argv, const struct option *opts, const char 
 			if (o && !strcmp(o->name, "session")) {
 				file = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
 				if (!file || !*file) {
-					snprintf(err, errlen, "%s: missing argument", a);
+					msg_fmt(err, errlen, "%s: missing argument", a);
 					ret = -EINVAL;
 					break;
 				}
 				if (!strcmp(file, "-") && stdin_read) {
-					snprintf(err, errlen,
+					msg_fmt(err, errlen,
 						 "--session -: standard input given twice");
 					ret = -EINVAL;
 					break;
@@ -299,7 +300,7 @@ int session_expand(int argc, char **argv, const struct option *opts, const char 
 			}
 	}
 	if (ret == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 	if (ret < 0)
 		session_words_free(w);
 	return ret;

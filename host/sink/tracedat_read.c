@@ -3,6 +3,7 @@
  * the records are tracedat_replay.c's. */
 #include "host/sink/tracedat_read.h"
 #include "host/sink/tracedat_reader.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -20,7 +21,7 @@ static int fail(struct tdr *r, char *err, size_t errlen, const char *fmt, const 
 	char what[512];
 
 	snprintf(what, sizeof(what), fmt, a, b);
-	snprintf(err, errlen, "%s: %s", r->path, what);
+	msg_fmt(err, errlen, "%s: %s", r->path, what);
 	return -EINVAL;
 }
 
@@ -256,7 +257,7 @@ int tdr_try_in_child(const char *path, char *err, size_t errlen)
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
-		snprintf(err, errlen, "%s: fork: %s", path, strerror(errno));
+		msg_fmt(err, errlen, "%s: fork: %s", path, strerror(errno));
 		return -errno;
 	}
 	if (pid == 0) {
@@ -282,12 +283,12 @@ int tdr_try_in_child(const char *path, char *err, size_t errlen)
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	if (WIFSIGNALED(st))
-		snprintf(err, errlen, "%s: libtracecmd crashed reading it (signal %d): a bad file",
+		msg_fmt(err, errlen, "%s: libtracecmd crashed reading it (signal %d): a bad file",
 			 path, WTERMSIG(st));
 	else if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
-		snprintf(err, errlen, "%s: its event data cannot be read", path);
+		msg_fmt(err, errlen, "%s: its event data cannot be read", path);
 	else
-		snprintf(err, errlen, "%s: not a trace.dat libtracecmd can read (bad or truncated)",
+		msg_fmt(err, errlen, "%s: not a trace.dat libtracecmd can read (bad or truncated)",
 			 path);
 	return -EINVAL;
 }
@@ -299,14 +300,14 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 	int missing = 0, n;
 
 	if (!r) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return NULL;
 	}
 	r->path = path;
 	tracecmd_set_loglevel(TEP_LOG_NONE);
 	tep_set_loglevel(TEP_LOG_NONE);
 	if (access(path, R_OK) < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		msg_fmt(err, errlen, "%s: %s", path, strerror(errno));
 		free(r);
 		return NULL;
 	}
@@ -316,7 +317,7 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 	}
 	r->h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
 	if (!r->h) {
-		snprintf(err, errlen, "%s: not a trace.dat libtracecmd can read (bad or truncated)",
+		msg_fmt(err, errlen, "%s: not a trace.dat libtracecmd can read (bad or truncated)",
 			 path);
 		free(r);
 		return NULL;
@@ -324,7 +325,7 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 	r->tep = tracecmd_get_tep(r->h);
 	n = tep_get_cpus(r->tep);
 	if (n < 1 || n > TDR_MAX_CPUS) {
-		snprintf(err, errlen, "%s: %d CPUs (expected 1 to %d)", path, n, TDR_MAX_CPUS);
+		msg_fmt(err, errlen, "%s: %d CPUs (expected 1 to %d)", path, n, TDR_MAX_CPUS);
 		goto bad;
 	}
 	r->nr_cpus = (unsigned)n;
@@ -334,7 +335,7 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 	r->specs = calloc(TDR_MAX_SPECS, sizeof(*r->specs));
 	r->cpus = calloc(r->nr_cpus, sizeof(*r->cpus));
 	if (!r->roles || !r->specs || !r->cpus) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		goto bad;
 	}
 	for (int i = 0; evs && i < n && evs[i]; i++) {
@@ -365,7 +366,7 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 			int ret;
 
 			if (r->nr_specs == TDR_MAX_SPECS) {
-				snprintf(err, errlen, "%s: more than %d probe events", path,
+				msg_fmt(err, errlen, "%s: more than %d probe events", path,
 					 TDR_MAX_SPECS);
 				goto bad;
 			}
@@ -381,7 +382,7 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 			r->nr_roles++;
 	}
 	if (missing) {
-		snprintf(err, errlen,
+		msg_fmt(err, errlen,
 			 "%s: an ftrace function or function_graph event lacks its fields", path);
 		goto bad;
 	}

@@ -3,6 +3,7 @@
  * the sink. Every field read from the file is bounded against its record. */
 #include "host/sink/tracedat_read.h"
 #include "host/sink/tracedat_reader.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -398,13 +399,13 @@ static int iterate(struct tdr *r, char *err, size_t errlen)
 	for (unsigned k = 0; k < r->nr_cpus; k++)
 		flush_pending(r, &r->cpus[k]);
 	if (r->err == -ERANGE)
-		snprintf(err, errlen, "%s: a record's timestamp is beyond 2^62 ns", r->path);
+		msg_fmt(err, errlen, "%s: a record's timestamp is beyond 2^62 ns", r->path);
 	else if (r->err)
-		snprintf(err, errlen, "%s: %s", r->path, strerror(-r->err));
+		msg_fmt(err, errlen, "%s: %s", r->path, strerror(-r->err));
 	if (r->err)
 		return r->err == -ERANGE ? -EINVAL : r->err;
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: its event data cannot be read", r->path);
+		msg_fmt(err, errlen, "%s: its event data cannot be read", r->path);
 		return -EINVAL;
 	}
 	return 0;
@@ -419,7 +420,7 @@ int tdr_scan(struct tdr *r, struct vmi_symtab *syms, struct tdr_summary *sum, ch
 	sum->nr_cpus = r->nr_cpus;
 	r->named = calloc(TDR_ADDRS, sizeof(*r->named));
 	if (!r->named) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	r->replay = false;
@@ -437,7 +438,7 @@ int tdr_replay(struct tdr *r, struct sink *s, bool graph, char *err, size_t errl
 
 	r->rings = calloc(r->nr_cpus, sizeof(*r->rings));
 	if (!r->rings) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	for (unsigned k = 0; k < r->nr_cpus && !ret; k++) {
@@ -446,7 +447,7 @@ int tdr_replay(struct tdr *r, struct sink *s, bool graph, char *err, size_t errl
 		r->nr_rings = k + 1;
 	}
 	if (ret) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	r->w.lookup = report_lookup;
@@ -457,7 +458,7 @@ int tdr_replay(struct tdr *r, struct sink *s, bool graph, char *err, size_t errl
 	atomic_store(&r->horizon, 0);
 	ret = writer_start(&r->w, r->rings, r->nr_cpus, s, horizon_of, r);
 	if (ret < 0) {
-		snprintf(err, errlen, "writer thread: %s", strerror(-ret));
+		msg_fmt(err, errlen, "writer thread: %s", strerror(-ret));
 		return ret;
 	}
 	ret = iterate(r, err, errlen);

@@ -1,6 +1,7 @@
 #include "host/trace/event_filter.h"
 
 #include "host/trace/filter.h"
+#include "host/util/msg_fmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -208,7 +209,7 @@ int ef_parse(const char *text, struct ef_filter *f, char *err, size_t errlen)
 
 	memset(f, 0, sizeof(*f));
 	if (strlen(text) >= EF_MAX_TEXT) {
-		snprintf(err, errlen, "--filter-event: longer than %d characters", EF_MAX_TEXT - 1);
+		msg_fmt(err, errlen, "--filter-event: longer than %d characters", EF_MAX_TEXT - 1);
 		return -EINVAL;
 	}
 	memcpy(f->text, text, strlen(text) + 1);
@@ -244,7 +245,7 @@ int ef_parse(const char *text, struct ef_filter *f, char *err, size_t errlen)
 	}
 	return 0;
 bad:
-	snprintf(err, errlen, "--filter-event '%s': %s at column %zu", text, p.why, p.at + 1);
+	msg_fmt(err, errlen, "--filter-event '%s': %s at column %zu", text, p.why, p.at + 1);
 	return -EINVAL;
 }
 
@@ -289,7 +290,7 @@ int ef_bind(struct ef_filter *f, const struct fe_spec *spec, char *err, size_t e
 		else if (!is_string_field(e->f) && (e->op == EF_GLOB || e->is_string))
 			why = "a number field takes a number and == != < > <= >= &";
 		if (why) {
-			snprintf(err, errlen, "--filter-event '%s': %s: %s at column %zu", f->text,
+			msg_fmt(err, errlen, "--filter-event '%s': %s: %s at column %zu", f->text,
 				 e->field, why, e->pos + 1);
 			return -EINVAL;
 		}

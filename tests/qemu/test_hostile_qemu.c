@@ -174,6 +174,24 @@ static void test_lying_gdbstub(void **state)
 	check(&r, 6, "hvtrace: gdbstub: thread 1 listed twice\n");
 }
 
+/* A monitor whose error text is a terminal attack: an OSC title, BEL, a screen clear and a forged
+ * second line. Every byte of it reaches stderr escaped, on hvtrace's one line (issue 37, class 7). */
+static void test_monitor_error_escaped(void **state)
+{
+	static const struct fake_step qmp[] = {
+	    {CAPS, "{\"error\": {\"class\": \"GenericError\", \"desc\": "
+		   "\"\\u001b]0;pwned\\u0007\\u001b[2Jok\\nhvtrace: fake second line\"}}\r\n"}};
+	struct hv_result r;
+
+	(void)state;
+	play(qmp, 1, NULL, 0, 0, &r);
+	for (const char *c = r.err; *c; c++)
+		assert_true((*c >= 0x20 && *c < 0x7f) || (*c == '\n' && !c[1]));
+	check(&r, 6,
+	      "hvtrace: qmp: qmp_capabilities: Invalid argument: \\x1b]0;pwned\\x07\\x1b[2Jok\\n"
+	      "hvtrace: fake second line\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -182,6 +200,7 @@ int main(void)
 	    cmocka_unit_test(test_flooding_gdbstub),
 	    cmocka_unit_test(test_sigterm_ends_stalled_gdbstub),
 	    cmocka_unit_test(test_lying_gdbstub),
+	    cmocka_unit_test(test_monitor_error_escaped),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
