@@ -278,6 +278,32 @@ static const char *qemu_only_option(const struct session *s)
 				: NULL;
 }
 
+
+/* Option sets that can only give an empty trace, refused before the guest runs (as --max-depth
+ * without function_graph is): -l or -n with -p nop (no function is traced, the globs would choose
+ * nothing), --tracing-off with no traceon trigger (tracing never starts), a --cpu the guest does not
+ * have when its vCPU count is known now (run: --smp; attach checks once connected). */
+static int check_empty_trace(const struct session *s, char *err, size_t errlen)
+{
+	bool traceon = false;
+
+	if (s->tracer == TRACER_NOP && s->tracer_given && (s->nr_filter || s->nr_notrace)) {
+		msg_fmt(err, errlen, "%s: -p nop traces no function (use -p function or function_graph)",
+			s->nr_filter ? "-l" : "-n");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < s->nr_triggers; i++)
+		traceon |= s->triggers[i].cmd == TRIG_TRACEON;
+	if (s->tracing_off && !traceon) {
+		msg_fmt(err, errlen,
+			"--tracing-off: no --trigger FUNC:traceon turns tracing on (the trace would be "
+			"empty)");
+		return -EINVAL;
+	}
+	if (s->cmd == CMD_RUN && rec_filter_check_cpus(&s->tasks, s->smp, err, errlen) < 0)
+		return -EINVAL;
+	return 0;
+}
 /* The checks that need every option: which target, and its required arguments. */
 static int check_target(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
@@ -500,7 +526,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 			return -EINVAL;
 		}
 	}
-	return 0;
+	return check_empty_trace(s, err, errlen);
 }
 
 static const struct option report_opts[] = {

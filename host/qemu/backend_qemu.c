@@ -20,6 +20,7 @@
 #include "host/trace/filter.h"
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_linux_find.h"
+#include "host/trace/rec_filter.h"
 #include "host/util/msg_fmt.h"
 
 #include <errno.h>
@@ -521,6 +522,9 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 			     r->qc.hmp_ctx, s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
 		return failed(r, EXIT_QEMU_FAILED, "while connecting to QEMU", err, errlen);
 	r->have_tq = true;
+	/* attach: the vCPU count is known now, before anything is patched (run: at parse time) */
+	if (rec_filter_check_cpus(&s->tasks, r->tq.t.nr_cpus, err, errlen) < 0)
+		return EXIT_BAD_INPUT;
 	kvm = s->vmm == VMM_QEMU ? s->accel && !strcmp(s->accel, "kvm") : qemu_uses_kvm(&r->qc);
 	target_qemu_set_tcg(&r->tq, kvm == 0);
 	/* attach: a QEMU on KVM (or one that does not say) gets the same check */

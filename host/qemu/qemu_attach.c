@@ -120,6 +120,9 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 			return ret;
 		if (c->no_monitor)
 			return 0; /* guest memory through the gdbstub: no monitor to learn the map from */
+	} else if (strlen(how->qmp) >= sizeof(path)) {
+		msg_fmt(err, errlen, "--qmp %s: longer than %zu bytes", how->qmp, sizeof(path) - 1);
+		return -ENAMETOOLONG;
 	} else {
 		snprintf(path, sizeof(path), "%s", how->qmp);
 	}
@@ -206,7 +209,8 @@ static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 			peer_text(out, strcspn(out, "\r\n"), text, sizeof(text));
 			/* not marked as started: a `gdbserver none` could close a gdbstub that was
 			 * there before (one this monitor did not show) */
-			msg_fmt(err, errlen, "monitor '%s': %s", cmd, text);
+			msg_fmt(err, errlen, "monitor '%s': %s", cmd,
+				text[0] ? text : ret < 0 ? strerror(-ret) : "an empty reply");
 			return ret < 0 ? ret : -EIO;
 		}
 		c->started_gdb = true;
@@ -260,9 +264,9 @@ static int gdbserver_none(struct qemu_conn *c, char *err, size_t errlen)
 		return 0;
 	if (qemu_exited(c->pid))
 		return 0; /* the VM went away: its gdbstub with it */
-	if (!out[0])
-		snprintf(out, sizeof(out), "%s", strerror(ret < 0 ? -ret : EIO));
 	peer_text(out, strcspn(out, "\r\n"), text, sizeof(text));
+	if (!text[0]) /* nothing said: the error, or that the reply was empty */
+		snprintf(text, sizeof(text), "%s", ret < 0 ? strerror(-ret) : "an empty reply");
 	msg_fmt(err, errlen,
 		 "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: "
 		 "monitor 'gdbserver none': %s",

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -330,9 +331,30 @@ static int connect_unix(const char *path, char *err, size_t errlen)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, rc;
 
+	struct stat st;
+
+	if (!path[0]) {
+		msg_fmt(err, errlen, "qmp: an empty socket path");
+		return -EINVAL;
+	}
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		msg_fmt(err, errlen, "qmp %s: path too long", path);
 		return -ENAMETOOLONG;
+	}
+	/* connect(2) says "Connection refused" for a file that is no socket: say what it is */
+	if (stat(path, &st) < 0) {
+		rc = -errno;
+		msg_fmt(err, errlen, "qmp %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		msg_fmt(err, errlen, "qmp %s: %s, not a socket", path,
+			S_ISDIR(st.st_mode)    ? "a directory"
+			: S_ISREG(st.st_mode)  ? "a regular file"
+			: S_ISFIFO(st.st_mode) ? "a FIFO"
+			: S_ISCHR(st.st_mode)  ? "a character device"
+					       : "a block device or other file");
+		return -ENOTSOCK;
 	}
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -376,11 +398,15 @@ int qmp_connect(struct qmp *q, const char *addr, char *err, size_t errlen)
 
 	memset(q, 0, sizeof(*q));
 	q->fd = -1;
+	if (!addr[0] || !strcmp(addr, "tcp:")) {
+		msg_fmt(err, errlen, "qmp: an empty address (unix:PATH, PATH or tcp:HOST:PORT)");
+		return -EINVAL;
+	}
 	if (!strncmp(addr, "unix:", 5))
 		fd = connect_unix(addr + 5, err, errlen);
 	else if (!strncmp(addr, "tcp:", 4))
 		fd = connect_tcp(addr + 4, err, errlen);
-	else if (strchr(addr, '/'))
+	else if (strchr(addr, '/') || !strchr(addr, ':')) /* a path (a bare name too: no port) */
 		fd = connect_unix(addr, err, errlen);
 	else
 		fd = connect_tcp(addr, err, errlen);

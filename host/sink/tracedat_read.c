@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -251,9 +252,19 @@ static int no_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 
 int tdr_try_in_child(const char *path, char *err, size_t errlen)
 {
+	struct stat sb;
 	int st = 0;
 	pid_t pid;
 
+	/* what is wrong with the path itself is named as such, not as a bad file */
+	if (access(path, R_OK) < 0 || stat(path, &sb) < 0) {
+		msg_fmt(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		msg_fmt(err, errlen, "%s: a directory, not a trace.dat", path);
+		return -EISDIR;
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -306,11 +317,6 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 	r->path = path;
 	tracecmd_set_loglevel(TEP_LOG_NONE);
 	tep_set_loglevel(TEP_LOG_NONE);
-	if (access(path, R_OK) < 0) {
-		msg_fmt(err, errlen, "%s: %s", path, strerror(errno));
-		free(r);
-		return NULL;
-	}
 	if (tdr_try_in_child(path, err, errlen) < 0) {
 		free(r);
 		return NULL;

@@ -107,6 +107,22 @@ bad:
 	return -EINVAL;
 }
 
+int rec_filter_check_cpus(const struct rec_filter *f, unsigned nr_cpus, char *err, size_t errlen)
+{
+	if (!f->by_cpu)
+		return 0;
+	for (unsigned c = nr_cpus; c < REC_FILTER_MAX_CPUS; c++)
+		if (f->cpus[c / 64] & (1ull << (c % 64))) {
+			if (nr_cpus == 1)
+				msg_fmt(err, errlen, "--cpu: CPU %u: the guest has 1 vCPU (0)", c);
+			else
+				msg_fmt(err, errlen, "--cpu: CPU %u: the guest has %u vCPUs (0-%u)", c,
+					nr_cpus, nr_cpus - 1);
+			return -EINVAL;
+		}
+	return 0;
+}
+
 int rec_filter_add_event(struct rec_filter *f, uint64_t ip, const struct ef_filter *ef)
 {
 	struct rec_event_filter *v = realloc(f->events, (f->nr_events + 1) * sizeof(*v));

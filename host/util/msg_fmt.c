@@ -262,6 +262,8 @@ size_t msg_vfmt(char *buf, size_t len, const char *fmt, va_list ap)
 		/* what the value keeps: the room left for it, at least MSG_VALUE_KEEP bytes */
 		size_t keep = target > mark ? target - mark : 0;
 
+		if (keep > MSG_VALUE_HEAD)
+			keep = MSG_VALUE_HEAD;
 		if (keep < MSG_VALUE_KEEP)
 			keep = MSG_VALUE_KEEP;
 		pc[best].len = utf8_head(pc[best].s, keep);
