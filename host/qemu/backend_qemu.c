@@ -517,7 +517,12 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	if (s->vmm == VMM_QEMU && s->accel && !strcmp(s->accel, "kvm") &&
 	    r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	if (qemu_attach_open(&r->qc, &qa, err, errlen) < 0 ||
+	status = qemu_attach_open(&r->qc, &qa, err, errlen);
+	/* a --qmp that names no socket is the user's input, wrong before any peer was reached */
+	if (status == -ENOTSOCK || status == -ENAMETOOLONG || status == -EDESTADDRREQ ||
+	    (status == -ENOENT && s->attach.qmp))
+		return failed(r, EXIT_BAD_INPUT, "while connecting to QEMU", err, errlen);
+	if (status < 0 ||
 	    target_qemu_init(&r->tq, &r->qc.gdb, r->qc.pid, r->qc.hmp, r->qc.qmp_cmd,
 			     r->qc.hmp_ctx, s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
 		return failed(r, EXIT_QEMU_FAILED, "while connecting to QEMU", err, errlen);

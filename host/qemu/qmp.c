@@ -335,7 +335,7 @@ static int connect_unix(const char *path, char *err, size_t errlen)
 
 	if (!path[0]) {
 		msg_fmt(err, errlen, "qmp: an empty socket path");
-		return -EINVAL;
+		return -EDESTADDRREQ;
 	}
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		msg_fmt(err, errlen, "qmp %s: path too long", path);
@@ -400,7 +400,7 @@ int qmp_connect(struct qmp *q, const char *addr, char *err, size_t errlen)
 	q->fd = -1;
 	if (!addr[0] || !strcmp(addr, "tcp:")) {
 		msg_fmt(err, errlen, "qmp: an empty address (unix:PATH, PATH or tcp:HOST:PORT)");
-		return -EINVAL;
+		return -EDESTADDRREQ;
 	}
 	if (!strncmp(addr, "unix:", 5))
 		fd = connect_unix(addr + 5, err, errlen);
