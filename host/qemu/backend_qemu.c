@@ -520,7 +520,9 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	status = qemu_attach_open(&r->qc, &qa, err, errlen);
 	/* a --qmp that names no socket is the user's input, wrong before any peer was reached */
 	if (status == -ENOTSOCK || status == -ENAMETOOLONG || status == -EDESTADDRREQ ||
-	    (status == -ENOENT && s->attach.qmp))
+	    (status == -ENOENT && s->attach.qmp) ||
+	    /* a --pid that is no QEMU, or whose endpoints are not its own */
+	    (s->attach.pid && (status == -ENOEXEC || status == -EPERM || status == -EADDRNOTAVAIL)))
 		return failed(r, EXIT_BAD_INPUT, "while connecting to QEMU", err, errlen);
 	if (status < 0 ||
 	    target_qemu_init(&r->tq, &r->qc.gdb, r->qc.pid, r->qc.hmp, r->qc.qmp_cmd,

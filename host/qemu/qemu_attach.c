@@ -45,13 +45,20 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 			  size_t errlen)
 {
 	struct qemu_cmdline cl;
-	char *buf;
+	char *buf, why[256];
 	size_t n;
 	int ret = qemu_cmdline_read(pid, &buf, &n);
 
 	if (ret < 0) {
 		msg_fmt(err, errlen, "--pid %d: %s", (int)pid,
 			 ret == -ESRCH ? "no such process" : strerror(-ret));
+		return ret;
+	}
+	/* its command line is its own word: the kernel says which program it runs */
+	ret = qemu_find_check_exe(pid, why, sizeof(why));
+	if (ret < 0) {
+		free(buf);
+		msg_fmt(err, errlen, "--pid %d: %s", (int)pid, why);
 		return ret;
 	}
 	qemu_cmdline_parse(buf, n, &cl);
@@ -61,6 +68,21 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 		return 0;
 	}
 	if (cl.gdb_port) {
+		/* loopback only, and the port must be the process's own: the command line could
+		 * name any host, or a port another process listens on */
+		if (!qemu_find_is_loopback(cl.gdb_host)) {
+			msg_fmt(err, errlen,
+				"--pid %d: its gdbstub tcp:%s:%d is not on loopback (hvtrace "
+				"connects to no other host)",
+				(int)pid, cl.gdb_host, cl.gdb_port);
+			return -EADDRNOTAVAIL;
+		}
+		ret = qemu_find_check_listener(pid, (unsigned)cl.gdb_port, why, sizeof(why));
+		if (ret < 0) {
+			msg_fmt(err, errlen, "--pid %d: its gdbstub tcp:%s:%d: %s", (int)pid,
+				cl.gdb_host, cl.gdb_port, why);
+			return ret;
+		}
 		c->no_monitor = true;
 		snprintf(c->gdb_host, sizeof(c->gdb_host), "%s", cl.gdb_host);
 		c->gdb_port = cl.gdb_port;

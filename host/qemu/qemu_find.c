@@ -1,6 +1,7 @@
 #include "host/qemu/qemu_find.h"
 #include "host/qemu/qemu_cmdline.h"
 #include "host/util/msg_fmt.h"
+#include "host/util/peer_text.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -225,4 +226,143 @@ pid_t qemu_find_by_uuid(const char *uuid, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	return found;
+}
+
+int qemu_find_check_exe(pid_t pid, char *err, size_t errlen)
+{
+	char path[64], exe[4096], name[96];
+	const char *base;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n < 0) {
+		int e = errno;
+
+		msg_fmt(err, errlen, "cannot tell which program process %d runs (%s): %s", (int)pid,
+			path, strerror(e));
+		return -e;
+	}
+	exe[n] = 0;
+	base = strrchr(exe, '/');
+	base = base ? base + 1 : exe;
+	if (!strncmp(base, "qemu-", 5) || !strcmp(base, "qemu"))
+		return 0;
+	msg_fmt(err, errlen, "process %d is not a QEMU (it runs %s)", (int)pid,
+		peer_str(exe, name, sizeof(name)));
+	return -ENOEXEC;
+}
+
+bool qemu_find_is_loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (!strcmp(host, "localhost"))
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6) ||
+		       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+	return false;
+}
+
+/* Whether @e is an address a connection to loopback reaches: loopback itself or a wildcard. */
+static bool reaches_loopback(const struct endpoint *e)
+{
+	static const unsigned char any[16], v4any[16] = {[10] = 0xff, [11] = 0xff};
+	static const unsigned char lo6[16] = {[15] = 1};
+
+	return !memcmp(e->ip, any, 16) || !memcmp(e->ip, v4any, 16) || !memcmp(e->ip, lo6, 16) ||
+	       (!memcmp(e->ip, v4any, 12) && e->ip[12] == 127);
+}
+
+/* The inodes of the sockets listening (state 0A) on @port at an address reaching loopback, from
+ * @table, appended to @inodes (at most @max, *@n of them). */
+static void listeners(const char *table, unsigned port, unsigned long *inodes, size_t max,
+		      size_t *n)
+{
+	FILE *f = fopen(table, "re");
+	char line[512], l[64];
+	unsigned long ino;
+	unsigned st;
+
+	if (!f)
+		return;
+	while (*n < max && fgets(line, sizeof(line), f)) {
+		struct endpoint el;
+
+		if (sscanf(line, " %*u: %63s %*s %x %*x:%*x %*x:%*x %*x %*u %*d %lu", l, &st,
+			   &ino) != 3)
+			continue;
+		if (st == 0x0A && endpoint_parse(l, &el) == 0 && el.port == port &&
+		    reaches_loopback(&el))
+			inodes[(*n)++] = ino;
+	}
+	fclose(f);
+}
+
+/* Whether process @pid has socket @inode among its fds: 1, 0, or -errno (its fds unreadable). */
+static int holds(pid_t pid, unsigned long inode)
+{
+	char want[48], path[96], link[64];
+	unsigned scanned = 0;
+	struct dirent *f;
+	DIR *fds;
+	int found = 0;
+
+	snprintf(want, sizeof(want), "socket:[%lu]", inode);
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	fds = opendir(path);
+	if (!fds)
+		return -errno;
+	while (!found && scanned++ < MAX_FDS_SCANNED && (f = readdir(fds))) {
+		ssize_t n;
+
+		if (f->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd/%.32s", (int)pid, f->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = 0;
+			found = !strcmp(link, want);
+		}
+	}
+	closedir(fds);
+	return found;
+}
+
+int qemu_find_check_listener(pid_t pid, unsigned port, char *err, size_t errlen)
+{
+	unsigned long inodes[16];
+	size_t n = 0;
+
+	listeners("/proc/net/tcp", port, inodes, 16, &n);
+	listeners("/proc/net/tcp6", port, inodes, 16, &n);
+	if (!n) {
+		msg_fmt(err, errlen, "nothing listens on loopback port %u", port);
+		return -ECONNREFUSED;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int h = inodes[i] ? holds(pid, inodes[i]) : 0;
+		pid_t other;
+
+		if (h < 0) {
+			msg_fmt(err, errlen, "cannot read the fds of process %d: %s", (int)pid,
+				strerror(-h));
+			return h;
+		}
+		if (h)
+			continue;
+		other = inodes[i] ? socket_owner(inodes[i]) : 0;
+		if (other > 0)
+			msg_fmt(err, errlen, "port %u is held by process %d, not by process %d", port,
+				(int)other, (int)pid);
+		else
+			msg_fmt(err, errlen, "port %u is held by another process than %d", port,
+				(int)pid);
+		return -EPERM;
+	}
+	return 0;
 }

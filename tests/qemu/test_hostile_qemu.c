@@ -11,10 +11,18 @@
 #include "tests/common/fake_server.h"
 #include "tests/common/hv_run.h"
 
+#include <stdbool.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define GREETING                                                                                   \
@@ -192,6 +200,172 @@ static void test_monitor_error_escaped(void **state)
 	      "hvtrace: fake second line\n");
 }
 
+/* ---- attach --pid: a process whose command line names a gdbstub (issue 37, class 9) ---------- */
+
+/* A listening socket on 127.0.0.1 (close-on-exec unless @inherit); its port in *@port. */
+static int listen_loopback(int *port, bool inherit)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | (inherit ? 0 : SOCK_CLOEXEC), 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* Starts @exe (a shell) as `@exe -c 'while :; do sleep 1; done' -gdb @gdb`: a process whose argv
+ * says it has a gdbstub there; with @hold >= 0 it holds that socket (inherited across the exec).
+ * Returns its pid once it runs @exe. */
+static pid_t spawn_claimant(const char *exe, const char *gdb, int hold)
+{
+	pid_t pid = fork();
+	char link[4096], want[4096];
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		/* not the test's output: a pipe it holds would outlive the test */
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		for (int fd = 3; fd < 64; fd++)
+			if (fd != hold)
+				close(fd);
+		execl(exe, exe, "-c", "while :; do sleep 1; done", "-gdb", gdb, (char *)NULL);
+		_exit(127);
+	}
+	assert_non_null(realpath(exe, want));
+	for (int i = 0; i < 500; i++) { /* until the exec is done */
+		char path[64];
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = 0;
+			if (!strcmp(link, want))
+				return pid;
+		}
+		usleep(10000);
+	}
+	fail_msg("%s did not start", exe);
+	return -1;
+}
+
+static void end_claimant(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* `attach --pid @pid`: exit @status, stderr @lines lines holding @a and @b (the claimant @pid is
+ * ended on a failure too). */
+static void attach_pid(pid_t pid, int status, int lines, const char *a, const char *b)
+{
+	char num[16];
+	const char *argv[] = {"attach", "--pid", num, "--system-map", sysmap, "-l", "vfs_read", NULL};
+	struct hv_result r;
+
+	snprintf(num, sizeof(num), "%d", (int)pid);
+	alarm(60);
+	hv_run(&r, argv, 0, 0);
+	alarm(0);
+	if (!strstr(r.err, a) || (b && !strstr(r.err, b)) || count_lines(r.err) != lines ||
+	    r.status != status) {
+		end_claimant(pid);
+		fail_msg("--pid %d: expected exit %d, %d line(s) with \"%s\" and \"%s\": exit %d, "
+			 "\"%s\"",
+			 (int)pid, status, lines, a, b ? b : "", r.status, r.err);
+	}
+	hv_result_free(&r);
+}
+
+/* A copy of /bin/sh named as QEMU is: what the exe check lets through. */
+static void fake_qemu(char *dir, char *exe, size_t len)
+{
+	char *sh = hv_sh("readlink -f /bin/sh");
+
+	assert_non_null(mkdtemp(dir));
+	sh[strcspn(sh, "\n")] = 0;
+	snprintf(exe, len, "%s/qemu-system-x86_64", dir);
+	free(hv_sh("cp %s %s", sh, exe));
+	free(sh);
+}
+
+/* A process that is no QEMU at all, with -gdb in its argv and a gdbstub-like listener on the port:
+ * refused before any connection, by what the kernel says it runs. */
+static void test_pid_not_qemu(void **state)
+{
+	char gdb[64], want[96];
+	int port, l = listen_loopback(&port, true);
+	pid_t pid;
+
+	(void)state;
+	snprintf(gdb, sizeof(gdb), "tcp:127.0.0.1:%d", port);
+	pid = spawn_claimant("/bin/sh", gdb, l); /* it even holds the port */
+	close(l);
+	snprintf(want, sizeof(want), "hvtrace: --pid %d: process %d is not a QEMU (it runs /", (int)pid,
+		 (int)pid);
+	attach_pid(pid, 2, 1, want, NULL);
+	end_claimant(pid);
+}
+
+/* A "QEMU" whose argv names a port another process (this test) listens on: refused, the holder
+ * named; and one whose argv names another host: refused, nothing connected. */
+static void test_pid_gdbstub_not_its_own(void **state)
+{
+	char dir[] = "/tmp/hvt-fakeqemu-XXXXXX", exe[96], gdb[64], a[160], b[96];
+	int port, l;
+	pid_t pid;
+
+	(void)state;
+	fake_qemu(dir, exe, sizeof(exe));
+	l = listen_loopback(&port, false);
+	snprintf(gdb, sizeof(gdb), "tcp:127.0.0.1:%d", port);
+	pid = spawn_claimant(exe, gdb, -1);
+	snprintf(a, sizeof(a), "hvtrace: --pid %d: its gdbstub tcp:127.0.0.1:%d: port %d is held by "
+			       "process %d, not by process %d\n",
+		 (int)pid, port, port, (int)getpid(), (int)pid);
+	attach_pid(pid, 2, 1, a, NULL);
+	end_claimant(pid);
+	close(l);
+
+	pid = spawn_claimant(exe, "tcp:192.0.2.1:1234", -1);
+	snprintf(a, sizeof(a), "hvtrace: --pid %d: its gdbstub tcp:192.0.2.1:1234 is not on loopback",
+		 (int)pid);
+	snprintf(b, sizeof(b), "(hvtrace connects to no other host)\n");
+	attach_pid(pid, 2, 1, a, b);
+	end_claimant(pid);
+	unlink(exe);
+	rmdir(dir);
+}
+
+/* The same "QEMU" holding its own listener passes both checks: hvtrace connects and then meets a
+ * gdbstub that never answers (exit 6, a gdbstub line): the checks refuse only what they should. */
+static void test_pid_gdbstub_its_own(void **state)
+{
+	char dir[] = "/tmp/hvt-fakeqemu-XXXXXX", exe[96], gdb[64];
+	int port, l;
+	pid_t pid;
+
+	(void)state;
+	fake_qemu(dir, exe, sizeof(exe));
+	l = listen_loopback(&port, true);
+	snprintf(gdb, sizeof(gdb), "tcp:127.0.0.1:%d", port);
+	pid = spawn_claimant(exe, gdb, l);
+	close(l);
+	attach_pid(pid, 6, 2, "its gdbstub (tcp:127.0.0.1:",
+		   "\nhvtrace: gdbstub: no reply to 'qSupported' within 5000 ms\n");
+	end_claimant(pid);
+	unlink(exe);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +375,9 @@ int main(void)
 	    cmocka_unit_test(test_sigterm_ends_stalled_gdbstub),
 	    cmocka_unit_test(test_lying_gdbstub),
 	    cmocka_unit_test(test_monitor_error_escaped),
+	    cmocka_unit_test(test_pid_not_qemu),
+	    cmocka_unit_test(test_pid_gdbstub_not_its_own),
+	    cmocka_unit_test(test_pid_gdbstub_its_own),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
