@@ -14,6 +14,7 @@
 #include "tests/common/fake_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -175,15 +176,45 @@ static int gdbstub_start(struct fake_server *s)
 	return fake_server_listen_tcp(s, NULL, st, 4, FAKE_SERVER_HOLD);
 }
 
-/* A process whose command line holds @args after "qemu-system-x86_64" (a shell that sleeps). */
-static pid_t fake_qemu(const char *a1, const char *a2)
+/* A copy of /bin/sh named qemu-system-x86_64 (what --pid's check of the executable lets through),
+ * made once; removed at exit. */
+static char fake_dir[] = "/tmp/hvt-test-fakeqemu-XXXXXX", fake_exe[96];
+
+static void fake_exe_remove(void)
 {
+	unlink(fake_exe);
+	rmdir(fake_dir);
+}
+
+static const char *fake_qemu_exe(void)
+{
+	if (!fake_exe[0]) {
+		char *sh = realpath("/bin/sh", NULL), *cmd;
+
+		assert_non_null(sh);
+		assert_non_null(mkdtemp(fake_dir));
+		snprintf(fake_exe, sizeof(fake_exe), "%s/qemu-system-x86_64", fake_dir);
+		assert_true(asprintf(&cmd, "cp %s %s", sh, fake_exe) > 0);
+		assert_int_equal(system(cmd), 0);
+		free(cmd);
+		free(sh);
+		atexit(fake_exe_remove);
+	}
+	return fake_exe;
+}
+
+/* A process whose command line holds @args after "qemu-system-x86_64" (a shell that sleeps, its
+ * executable named as QEMU's); it also holds @hold (a listening socket; -1 none). */
+static pid_t fake_qemu_holding(const char *a1, const char *a2, int hold)
+{
+	const char *exe = fake_qemu_exe();
 	pid_t pid = fork();
 
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		execl("/bin/sh", "sh", "-c", "sleep 30; :", "qemu-system-x86_64", a1, a2,
-		      (char *)NULL);
+		if (hold >= 0)
+			fcntl(hold, F_SETFD, 0); /* kept across the exec */
+		execl(exe, "sh", "-c", "sleep 30; :", "qemu-system-x86_64", a1, a2, (char *)NULL);
 		_exit(127);
 	}
 	/* its command line is the shell's once it runs */
@@ -203,6 +234,11 @@ static pid_t fake_qemu(const char *a1, const char *a2)
 		usleep(10000);
 	}
 	return pid;
+}
+
+static pid_t fake_qemu(const char *a1, const char *a2)
+{
+	return fake_qemu_holding(a1, a2, -1);
 }
 
 static void reap(pid_t pid)
@@ -389,7 +425,7 @@ static void test_pid_gdbstub_only(void **state)
 
 	(void)state;
 	snprintf(gdb, sizeof(gdb), "tcp:127.0.0.1:%d", gdbstub_start(&g));
-	child = fake_qemu("-gdb", gdb);
+	child = fake_qemu_holding("-gdb", gdb, g.lfd); /* its gdbstub's socket is its own */
 	cfg.pid = child;
 	assert_int_equal(qemu_attach_open(&c, &cfg, err, sizeof(err)), 0);
 	assert_string_equal(err, "");
@@ -444,7 +480,7 @@ static void test_qmp_nobody(void **state)
 	unlink(cfg.qmp);
 	assert_int_equal(qemu_attach_open(&c, &cfg, err, sizeof(err)), -ENOENT);
 	assert_string_equal(
-	    err, "qmp /tmp/hvt-test-attach-nobody.sock: connect: No such file or directory");
+	    err, "qmp /tmp/hvt-test-attach-nobody.sock: No such file or directory");
 	assert_false(c.have_qmp);
 	assert_false(c.have_gdb);
 	qemu_attach_close(&c);
