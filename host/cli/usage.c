@@ -42,7 +42,7 @@ const char session_usage[] =
 	"                           traceon, traceoff (switch tracing), stacktrace (the guest's call\n"
 	"                           chain as a <stack trace> block), snapshot (the -o file so far to\n"
 	"                           FILE.snapshot-1, -2, ...); ftrace's function commands (repeatable)\n"
-	"      --tracing-off        start with tracing off (a traceon trigger switches it on)\n"
+	"      --tracing-off        start with tracing off (a traceon trigger, needed, switches it on)\n"
 	"  -g, --graph-function GLOB  function_graph: only calls below matching functions\n"
 	"                           (set_graph_function; repeatable)\n"
 	"      --max-depth N        function_graph: trace at most N levels deep\n"
