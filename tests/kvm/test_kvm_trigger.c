@@ -116,7 +116,7 @@ static void test_traceon(void **state)
 }
 
 /* --tracing-off alone could only give an empty trace: refused before the guest runs (issue 37;
- * tests/kvm/test_kvm_refusals.c has the other such sets). */
+ * tests/kvm/test_kvm_bad_input.c has the other such sets). */
 static void test_tracing_off(void **state)
 {
 	const char *argv[] = {"run", "--smp", "2", "--tracing-off", hv_guest(NULL), NULL};

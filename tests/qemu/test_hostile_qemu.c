@@ -285,6 +285,12 @@ static void attach_pid(pid_t pid, int status, int lines, const char *a, const ch
 	hv_result_free(&r);
 }
 
+static void fake_qemu_remove(const char *dir, const char *exe)
+{
+	unlink(exe);
+	rmdir(dir);
+}
+
 /* A copy of /bin/sh named as QEMU is: what the exe check lets through. */
 static void fake_qemu(char *dir, char *exe, size_t len)
 {
@@ -297,18 +303,34 @@ static void fake_qemu(char *dir, char *exe, size_t len)
 	free(sh);
 }
 
-/* A process that is no QEMU at all, with -gdb in its argv and a gdbstub-like listener on the port:
+/* A loopback listener and a claimant @exe whose argv names it (-gdb tcp:127.0.0.1:PORT), holding
+ * it when @own; its port in *@port. Returns the claimant; *@lfd the listener this test keeps (-1
+ * when the claimant has it alone). */
+static pid_t claim_port(const char *exe, bool own, int *port, int *lfd)
+{
+	char gdb[64];
+	int l = listen_loopback(port, own);
+	pid_t pid;
+
+	snprintf(gdb, sizeof(gdb), "tcp:127.0.0.1:%d", *port);
+	pid = spawn_claimant(exe, gdb, own ? l : -1);
+	if (own) {
+		close(l);
+		l = -1;
+	}
+	*lfd = l;
+	return pid;
+}
+
+/* A process that is no QEMU at all, with -gdb in its argv and the listener on its port its own:
  * refused before any connection, by what the kernel says it runs. */
 static void test_pid_not_qemu(void **state)
 {
-	char gdb[64], want[96];
-	int port, l = listen_loopback(&port, true);
-	pid_t pid;
+	char want[96];
+	int port, l;
+	pid_t pid = claim_port("/bin/sh", true, &port, &l);
 
 	(void)state;
-	snprintf(gdb, sizeof(gdb), "tcp:127.0.0.1:%d", port);
-	pid = spawn_claimant("/bin/sh", gdb, l); /* it even holds the port */
-	close(l);
 	snprintf(want, sizeof(want), "hvtrace: --pid %d: process %d is not a QEMU (it runs /", (int)pid,
 		 (int)pid);
 	attach_pid(pid, 2, 1, want, NULL);
@@ -319,15 +341,13 @@ static void test_pid_not_qemu(void **state)
  * named; and one whose argv names another host: refused, nothing connected. */
 static void test_pid_gdbstub_not_its_own(void **state)
 {
-	char dir[] = "/tmp/hvt-fakeqemu-XXXXXX", exe[96], gdb[64], a[160], b[96];
+	char dir[] = "/tmp/hvt-fakeqemu-XXXXXX", exe[96], a[160];
 	int port, l;
 	pid_t pid;
 
 	(void)state;
 	fake_qemu(dir, exe, sizeof(exe));
-	l = listen_loopback(&port, false);
-	snprintf(gdb, sizeof(gdb), "tcp:127.0.0.1:%d", port);
-	pid = spawn_claimant(exe, gdb, -1);
+	pid = claim_port(exe, false, &port, &l);
 	snprintf(a, sizeof(a), "hvtrace: --pid %d: its gdbstub tcp:127.0.0.1:%d: port %d is held by "
 			       "process %d, not by process %d\n",
 		 (int)pid, port, port, (int)getpid(), (int)pid);
@@ -338,32 +358,26 @@ static void test_pid_gdbstub_not_its_own(void **state)
 	pid = spawn_claimant(exe, "tcp:192.0.2.1:1234", -1);
 	snprintf(a, sizeof(a), "hvtrace: --pid %d: its gdbstub tcp:192.0.2.1:1234 is not on loopback",
 		 (int)pid);
-	snprintf(b, sizeof(b), "(hvtrace connects to no other host)\n");
-	attach_pid(pid, 2, 1, a, b);
+	attach_pid(pid, 2, 1, a, "(hvtrace connects to no other host)\n");
 	end_claimant(pid);
-	unlink(exe);
-	rmdir(dir);
+	fake_qemu_remove(dir, exe);
 }
 
 /* The same "QEMU" holding its own listener passes both checks: hvtrace connects and then meets a
  * gdbstub that never answers (exit 6, a gdbstub line): the checks refuse only what they should. */
 static void test_pid_gdbstub_its_own(void **state)
 {
-	char dir[] = "/tmp/hvt-fakeqemu-XXXXXX", exe[96], gdb[64];
+	char dir[] = "/tmp/hvt-fakeqemu-XXXXXX", exe[96];
 	int port, l;
 	pid_t pid;
 
 	(void)state;
 	fake_qemu(dir, exe, sizeof(exe));
-	l = listen_loopback(&port, true);
-	snprintf(gdb, sizeof(gdb), "tcp:127.0.0.1:%d", port);
-	pid = spawn_claimant(exe, gdb, l);
-	close(l);
+	pid = claim_port(exe, true, &port, &l);
 	attach_pid(pid, 6, 2, "its gdbstub (tcp:127.0.0.1:",
 		   "\nhvtrace: gdbstub: no reply to 'qSupported' within 5000 ms\n");
 	end_claimant(pid);
-	unlink(exe);
-	rmdir(dir);
+	fake_qemu_remove(dir, exe);
 }
 
 int main(void)
