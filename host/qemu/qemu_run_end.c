@@ -160,9 +160,12 @@ static int abandon_reset_guest(struct linux_run *r)
 	let_go(r);
 	if (r->qc.launched)
 		qemu_proc_kill(&r->qc.proc);
+	char reason[sizeof(r->qc.qmp.end_reason) * 4];
+
 	cmd_error("the guest reset while traced (%s): the traced kernel is gone; "
 		  "breakpoints dropped, nothing written into the new boot",
-		  r->qc.qmp.end_reason[0] ? r->qc.qmp.end_reason : "QEMU said RESET");
+		  r->qc.qmp.end_reason[0] ? peer_str(r->qc.qmp.end_reason, reason, sizeof(reason))
+					  : "QEMU said RESET");
 	return EXIT_GUEST_FAULT;
 }
 

@@ -182,6 +182,51 @@ static void test_lying_gdbstub(void **state)
 	check(&r, 6, "hvtrace: gdbstub: thread 1 listed twice\n");
 }
 
+/* attach --cpu 5 to a VM whose gdbstub lists two vCPUs: refused as soon as they are known, before
+ * anything is patched (issue 37, class 10). */
+static void test_cpu_beyond_vcpus(void **state)
+{
+	static const struct fake_step qmp[] = {{CAPS, RET_EMPTY}};
+	char b[14][64];
+	const struct fake_step gdb[] = {
+	    {fake_gdb_packet(b[0], 64, "", "qSupported"),
+	     fake_gdb_packet(b[1], 64, "+", "PacketSize=1000;QStartNoAckMode+")},
+	    {fake_gdb_packet(b[2], 64, "+", "QStartNoAckMode"),
+	     fake_gdb_packet(b[3], 64, "+", "OK")},
+	    {fake_gdb_packet(b[4], 64, "+", "vCont?"), fake_gdb_packet(b[5], 64, "", "")},
+	    {fake_gdb_packet(b[6], 64, "", "?"), fake_gdb_packet(b[7], 64, "", "S05")},
+	    {fake_gdb_packet(b[8], 64, "", "qfThreadInfo"), fake_gdb_packet(b[9], 64, "", "m01,02")},
+	    {fake_gdb_packet(b[10], 64, "", "qsThreadInfo"), fake_gdb_packet(b[11], 64, "", "l")},
+	    {fake_gdb_packet(b[12], 64, "", "Qqemu.PhyMemMode:1"),
+	     fake_gdb_packet(b[13], 64, "", "OK")},
+	};
+	const char *argv[] = {"attach",	    "--qmp", sock, "--system-map", sysmap, "--gdb-memory",
+			      "--cpu",	    "5",     "-l", "vfs_read",	   NULL};
+	struct fake_server ms, gs;
+	struct fake_step steps[2];
+	char chardev[160];
+	struct hv_result r;
+	int port;
+
+	(void)state;
+	port = fake_server_listen_tcp(&gs, NULL, gdb, FAKE_NSTEPS(gdb), FAKE_SERVER_HOLD);
+	snprintf(chardev, sizeof(chardev),
+		 "{\"return\": \"gdb: filename=disconnected:tcp:127.0.0.1:%d,server=on\\r\\n\"}"
+		 "\r\n",
+		 port);
+	steps[0] = qmp[0];
+	steps[1] = (struct fake_step){CHARDEV, chardev};
+	unlink(sock);
+	fake_server_listen_unix(&ms, sock, GREETING, steps, 2, FAKE_SERVER_HOLD);
+	alarm(60);
+	hv_run(&r, argv, 0, 0);
+	alarm(0);
+	fake_server_finish(&ms);
+	fake_server_finish(&gs);
+	assert_null(strstr(gs.tail, "$Z0")); /* nothing patched */
+	check(&r, 2, "hvtrace: --cpu: CPU 5: the guest has 2 vCPUs (0-1)\n");
+}
+
 /* A monitor whose error text is a terminal attack: an OSC title, BEL, a screen clear and a forged
  * second line. Every byte of it reaches stderr escaped, on hvtrace's one line (issue 37, class 7). */
 static void test_monitor_error_escaped(void **state)
@@ -389,6 +434,7 @@ int main(void)
 	    cmocka_unit_test(test_sigterm_ends_stalled_gdbstub),
 	    cmocka_unit_test(test_lying_gdbstub),
 	    cmocka_unit_test(test_monitor_error_escaped),
+	    cmocka_unit_test(test_cpu_beyond_vcpus),
 	    cmocka_unit_test(test_pid_not_qemu),
 	    cmocka_unit_test(test_pid_gdbstub_not_its_own),
 	    cmocka_unit_test(test_pid_gdbstub_its_own),
