@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define BOOT_WAIT_SEC 120 /* how long a booting kernel may take to get its ftrace sites in place   \
@@ -464,10 +465,36 @@ static int list_functions(struct linux_run *r, char *err, size_t errlen)
 	return ret;
 }
 
+/* An input file QEMU is to read (--kernel, --initrd): readable and regular, checked before QEMU
+ * starts (QEMU would only fail after its monitor is up). 0 or -errno with @err. */
+static int check_qemu_input(const char *flag, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (!path)
+		return 0;
+	if (stat(path, &st) < 0 || access(path, R_OK) < 0) {
+		int e = errno;
+
+		msg_fmt(err, errlen, "%s %s: %s", flag, path, strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		msg_fmt(err, errlen, "%s %s: not a regular file", flag, path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int qemu_open(void *ctx, char *err, size_t errlen)
 {
 	struct linux_run *r = ctx;
 	char why[512];
+
+	if (r->s->vmm == VMM_QEMU &&
+	    (check_qemu_input("--kernel", r->s->kernel, err, errlen) < 0 ||
+	     check_qemu_input("--initrd", r->s->initrd, err, errlen) < 0))
+		return EXIT_BAD_INPUT;
 
 	if (r->s->system_map && vmi_linux_open(&r->l, r->s->system_map, why, sizeof(why)) < 0) {
 		msg_fmt(err, errlen, "--system-map %s", why);

@@ -156,6 +156,17 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 			break;
 		ret = qmp_connect(&c->qmp, path, err, errlen);
 	}
+	/* a QEMU just launched that went away: what it said is why, not the broken connection */
+	if (ret < 0 && c->launched && ret != -EINTR) {
+		int st = qemu_proc_wait(&c->proc, 1000);
+		char text[sizeof(c->proc.err_text)];
+
+		if (st >= 0)
+			msg_fmt(err, errlen, "QEMU exited with status %d: %s", st,
+				c->proc.err_text[0]
+				    ? peer_str(c->proc.err_text, text, sizeof(text))
+				    : "nothing on its stderr");
+	}
 	if (ret < 0)
 		return ret;
 	c->have_qmp = true;

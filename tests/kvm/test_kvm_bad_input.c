@@ -381,6 +381,20 @@ static void test_wording(void **state)
 		expect_tail(argv, 2, want);
 	}
 	{
+		/* QEMU's inputs, before QEMU starts (it failed after its monitor was up: "qmp:
+		 * qmp_capabilities: Connection reset by peer", exit 6) */
+		const char *argv[] = {"run", "--qemu", "--kernel", dir, NULL};
+
+		snprintf(want, sizeof(want), "hvtrace: --kernel %s: not a regular file\n", dir);
+		expect_tail(argv, 2, want);
+	}
+	{
+		const char *argv[] = {"run", "--qemu", "--kernel", file, "--initrd", "/nonexistent/initrd",
+				      NULL};
+
+		expect_tail(argv, 2, "hvtrace: --initrd /nonexistent/initrd: No such file or directory\n");
+	}
+	{
 		const char *argv[] = {"report", "-i", dir, NULL};
 
 		snprintf(want, sizeof(want), "hvtrace: report: %s: a directory, not a trace.dat\n",
