@@ -395,6 +395,16 @@ static void test_wording(void **state)
 		expect_tail(argv, 2, "hvtrace: --initrd /nonexistent/initrd: No such file or directory\n");
 	}
 	{
+		/* a function_graph recording whose host file is missing: named as missing, not as
+		 * "bad or truncated" */
+		const char *argv[] = {"report", "-i", "tests/fuzz/corpus/tracedat/graph-events-chain.dat",
+				      "--exits", "--host-input", "/nonexistent/host.dat", NULL};
+
+		expect_tail(argv, 2,
+			    "hvtrace: report --exits: /nonexistent/host.dat: No such file or "
+			    "directory\n");
+	}
+	{
 		const char *argv[] = {"report", "-i", dir, NULL};
 
 		snprintf(want, sizeof(want), "hvtrace: report: %s: a directory, not a trace.dat\n",
