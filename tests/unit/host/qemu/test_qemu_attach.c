@@ -43,6 +43,7 @@ struct qmp_peer {
 	int gdb_port;	  /* the port `info chardev` shows a gdbstub on (0: none) */
 	const char *host; /* and its host */
 	bool refuse_gdbserver, refuse_none;
+	bool silent_gdbserver; /* `gdbserver tcp:...` answered with an empty text */
 };
 
 /* The HMP command line of a QMP command, or "" for another command. */
@@ -70,6 +71,8 @@ static void peer_reply(struct qmp_peer *p, const char *cmd, char *out, size_t le
 			 p->host, p->gdb_port);
 	else if (!strcmp(hmp, "info chardev"))
 		snprintf(out, len, "{\"return\": \"serial0: filename=pty:/dev/pts/7\\r\\n\"}\r\n");
+	else if (!strncmp(hmp, "gdbserver tcp:", 14) && p->silent_gdbserver)
+		snprintf(out, len, "{\"return\": \"\"}\r\n");
 	else if (!strncmp(hmp, "gdbserver tcp:", 14) && !p->refuse_gdbserver)
 		snprintf(out, len,
 			 "{\"return\": \"Waiting for gdb connection on device '%s'\\r\\n\"}\r\n",
@@ -346,6 +349,27 @@ static void test_qmp_gdbserver_refused(void **state)
 	assert_int_equal(p.nr, 3);
 }
 
+/* A monitor that answers `gdbserver tcp:...` with nothing: the line says it was an empty reply,
+ * rather than ending at its colon (issue 37, class 13). */
+static void test_qmp_gdbserver_silent(void **state)
+{
+	struct qmp_peer p = {.silent_gdbserver = true};
+	struct qemu_attach_cfg cfg = {0};
+	struct qemu_conn c = {0};
+	char err[256], want[256];
+	int port = 0;
+
+	(void)state;
+	peer_start(&p);
+	cfg.qmp = p.path;
+	assert_int_equal(qemu_attach_open(&c, &cfg, err, sizeof(err)), -EIO);
+	assert_int_equal(sscanf(err, "monitor 'gdbserver tcp:127.0.0.1:%d'", &port), 1);
+	snprintf(want, sizeof(want), "monitor 'gdbserver tcp:127.0.0.1:%d': an empty reply", port);
+	assert_string_equal(err, want);
+	qemu_attach_close(&c);
+	peer_finish(&p);
+}
+
 /* `gdbserver none` not acknowledged while QEMU lives: one line saying the stub may still listen,
  * and the monitor is asked only once. */
 static void test_stop_gdbstub_not_acknowledged(void **state)
@@ -492,6 +516,7 @@ int main(void)
 	    cmocka_unit_test(test_qmp_existing_gdbstub),
 	    cmocka_unit_test(test_qmp_started_gdbstub_stopped),
 	    cmocka_unit_test(test_qmp_gdbserver_refused),
+	    cmocka_unit_test(test_qmp_gdbserver_silent),
 	    cmocka_unit_test(test_stop_gdbstub_not_acknowledged),
 	    cmocka_unit_test(test_stop_gdbstub_no_monitor),
 	    cmocka_unit_test(test_pid_socket_of_another_process),
