@@ -68,8 +68,8 @@ struct vmi_btf *vmi_btf_new(const void *data, size_t size, char *err, size_t err
 		memcpy(&hdr, data, sizeof(hdr));
 	if (size < sizeof(hdr) || hdr.magic != BTF_MAGIC || (hdr.hdr_len + hdr.type_off) % 4) {
 		msg_fmt(err, errlen, "BTF of %zu bytes: %s", size,
-			 size < sizeof(hdr) || hdr.magic != BTF_MAGIC ? "no BTF header"
-								      : "unaligned type section");
+			size < sizeof(hdr) || hdr.magic != BTF_MAGIC ? "no BTF header"
+								     : "unaligned type section");
 		return NULL;
 	}
 	b = calloc(1, sizeof(*b));
@@ -81,7 +81,7 @@ struct vmi_btf *vmi_btf_new(const void *data, size_t size, char *err, size_t err
 	b->btf = btf__new(data, (__u32)size); /* libbpf copies and validates */
 	if (!b->btf) {
 		msg_fmt(err, errlen, "BTF of %zu bytes refused by libbpf: %s", size,
-			 strerror(errno));
+			strerror(errno));
 		free(b);
 		return NULL;
 	}
@@ -251,7 +251,7 @@ int vmi_btf_func_proto(const struct vmi_btf *b, const char *func, struct vmi_btf
 	}
 	if (n > VMI_BTF_MAX_PARAMS) {
 		msg_fmt(err, errlen, "BTF of %s: %u parameters (at most %u)", func, n,
-			 VMI_BTF_MAX_PARAMS);
+			VMI_BTF_MAX_PARAMS);
 		return -EINVAL;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -263,8 +263,7 @@ int vmi_btf_func_proto(const struct vmi_btf *b, const char *func, struct vmi_btf
 		else
 			snprintf(q->name, sizeof(q->name), "arg%u", i + 1);
 		if (describe(btf, p[i].type, &q->type) < 0 || q->type.cls == VMI_BTF_VOID) {
-			msg_fmt(err, errlen, "BTF of %s: broken type of parameter %u", func,
-				 i + 1);
+			msg_fmt(err, errlen, "BTF of %s: broken type of parameter %u", func, i + 1);
 			return -EINVAL;
 		}
 	}

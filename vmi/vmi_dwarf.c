@@ -82,8 +82,8 @@ long vmi_dwarf_c_functions(const uint8_t *file, size_t size, struct vmi_symtab *
 
 		if (!dwarf_offdie(dw, off + hdr, &cu)) {
 			msg_fmt(err, errlen,
-				 "its DWARF: the compile unit at 0x%llx cannot be read: %s",
-				 (unsigned long long)off, dwarf_errmsg(-1));
+				"its DWARF: the compile unit at 0x%llx cannot be read: %s",
+				(unsigned long long)off, dwarf_errmsg(-1));
 			ret = -EINVAL;
 			break;
 		}

@@ -142,7 +142,7 @@ int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char
 	}
 	if (eh.e_machine != EM_X86_64 || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {
 		msg_fmt(err, errlen, "%s: not an x86_64 executable (e_machine %u, e_type %u)", path,
-			 eh.e_machine, eh.e_type);
+			eh.e_machine, eh.e_type);
 		ret = -ENOEXEC;
 		goto fail;
 	}
@@ -190,7 +190,7 @@ int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char
 		} else if (name && !strcmp(name, "__mcount_loc")) {
 			if (have_mcount) { /* found by fuzzing: the first list leaked */
 				msg_fmt(err, errlen, "%s: more than one __mcount_loc section",
-					 path);
+					path);
 				ret = -ENOEXEC;
 				goto fail;
 			}
@@ -205,10 +205,11 @@ int vmi_elf_open_mem(struct vmi_elf *img, uint8_t *file, size_t size, const char
 	vmi_symtab_sort(&img->funcs);
 	vmi_symtab_sort(&img->objects);
 	if (need_mcount && (!have_mcount || !img->nr_mcount)) {
-		msg_fmt(err, errlen,
-			 "%s: no __mcount_loc section (build the guest with -pg -mfentry -mnop-mcount "
-			 "-mrecord-mcount)",
-			 path);
+		msg_fmt(
+		    err, errlen,
+		    "%s: no __mcount_loc section (build the guest with -pg -mfentry -mnop-mcount "
+		    "-mrecord-mcount)",
+		    path);
 		ret = -ENODATA;
 		goto fail;
 	}

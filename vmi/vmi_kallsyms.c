@@ -363,29 +363,29 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 		if (t.work > WORK_MAX)
 			goto too_long;
 		msg_fmt(err, errlen,
-			 "no kallsyms tables (kallsyms_token_table/_index) in the kernel image at "
-			 "0x%" PRIx64 " (%zu bytes)",
-			 base, len);
+			"no kallsyms tables (kallsyms_token_table/_index) in the kernel image at "
+			"0x%" PRIx64 " (%zu bytes)",
+			base, len);
 		return -ENOENT;
 	}
 	if (!find_names(&t)) {
 		if (t.work > WORK_MAX)
 			goto too_long;
 		msg_fmt(err, errlen,
-			 "kallsyms: token table at 0x%" PRIx64
-			 " but no consistent kallsyms_markers, "
-			 "_num_syms and _names before it",
-			 base + t.tt);
+			"kallsyms: token table at 0x%" PRIx64
+			" but no consistent kallsyms_markers, "
+			"_num_syms and _names before it",
+			base + t.tt);
 		return -EINVAL;
 	}
 	if (!find_offsets(&t, &percpu)) {
 		if (t.work > WORK_MAX)
 			goto too_long;
 		msg_fmt(err, errlen,
-			 "kallsyms: %" PRIu32 " names at 0x%" PRIx64 " but no kallsyms_offsets "
-			 "(with _relative_base, or place-relative) next to them that give sorted "
-			 "addresses in the kernel image",
-			 t.n, base + t.names);
+			"kallsyms: %" PRIu32 " names at 0x%" PRIx64 " but no kallsyms_offsets "
+			"(with _relative_base, or place-relative) next to them that give sorted "
+			"addresses in the kernel image",
+			t.n, base + t.names);
 		return -EINVAL;
 	}
 	off = t.names;
@@ -395,9 +395,9 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 
 		if (expand(&t, &off, name) < 0) {
 			msg_fmt(err, errlen,
-				 "kallsyms: symbol %" PRIu32 " of %" PRIu32 " at 0x%" PRIx64
-				 ": name empty or longer than %u bytes",
-				 i, t.n, base + off, VMI_KALLSYMS_NAME_MAX);
+				"kallsyms: symbol %" PRIu32 " of %" PRIu32 " at 0x%" PRIx64
+				": name empty or longer than %u bytes",
+				i, t.n, base + off, VMI_KALLSYMS_NAME_MAX);
 			return -EINVAL;
 		}
 		ret = add(actx, addr, name[0], name + 1);
@@ -407,9 +407,9 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 	return t.n;
 too_long:
 	msg_fmt(err, errlen,
-		 "kallsyms: the search in the kernel image at 0x%" PRIx64 " gave up after "
-		 "%lu steps (tables forged to look valid everywhere?)",
-		 base, WORK_MAX);
+		"kallsyms: the search in the kernel image at 0x%" PRIx64 " gave up after "
+		"%lu steps (tables forged to look valid everywhere?)",
+		base, WORK_MAX);
 	return -E2BIG;
 }
 
@@ -436,15 +436,15 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 	}
 	if (first < 0) {
 		msg_fmt(err, errlen,
-			 "no kernel image mapped at 0x%llx-0x%llx (the kernel is not up)",
-			 IMAGE_BASE, IMAGE_BASE + IMAGE_SIZE);
+			"no kernel image mapped at 0x%llx-0x%llx (the kernel is not up)",
+			IMAGE_BASE, IMAGE_BASE + IMAGE_SIZE);
 		return -ESRCH;
 	}
 	size = (size_t)(last - first + 1) * BLOCK;
 	if (size > VMI_KALLSYMS_MAX_IMAGE) {
 		msg_fmt(err, errlen,
-			 "kallsyms: the kernel image mapping spans %zu MiB (more than %u)",
-			 size >> 20, VMI_KALLSYMS_MAX_IMAGE >> 20);
+			"kallsyms: the kernel image mapping spans %zu MiB (more than %u)",
+			size >> 20, VMI_KALLSYMS_MAX_IMAGE >> 20);
 		return -E2BIG;
 	}
 	img = calloc(1, size);
@@ -473,8 +473,8 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 				msg_fmt(err, errlen, "kallsyms: the search was stopped");
 			else
 				msg_fmt(err, errlen,
-					 "kallsyms: more than %u reads of the kernel image",
-					 VMI_KALLSYMS_MAX_READS);
+					"kallsyms: more than %u reads of the kernel image",
+					VMI_KALLSYMS_MAX_READS);
 			free(img);
 			return ret == -EINTR ? -EINTR : -E2BIG;
 		}

@@ -145,7 +145,7 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
 		}
 		if (map_line(line, (size_t)len, &addr, &type, &nm, &nlen, &why) < 0) {
 			msg_fmt(err, errlen, "%s:%zu: %s", path, lines,
-				 why ? why : "not a System.map line");
+				why ? why : "not a System.map line");
 			ret = -EINVAL;
 			goto out;
 		}
@@ -154,7 +154,7 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
 			continue;
 		if (l->funcs.nr + l->objects.nr >= VMI_LINUX_MAX_SYMS) {
 			msg_fmt(err, errlen, "%s:%zu: more than %u symbols", path, lines,
-				 VMI_LINUX_MAX_SYMS);
+				VMI_LINUX_MAX_SYMS);
 			ret = -EINVAL;
 			goto out;
 		}
@@ -224,8 +224,8 @@ static int resolve(struct vmi_linux *l, const char *path, size_t lines, char *er
 
 	if (!banner || !st || !et) {
 		msg_fmt(err, errlen,
-			 "%s: no linux_banner, _stext or _etext (%zu symbols): not a %s", path,
-			 lines, "System.map or vmlinux of a Linux kernel with its symbols");
+			"%s: no linux_banner, _stext or _etext (%zu symbols): not a %s", path,
+			lines, "System.map or vmlinux of a Linux kernel with its symbols");
 		return -ENODATA;
 	}
 	l->banner = banner->addr;
@@ -259,22 +259,22 @@ int vmi_linux_check_text(const struct vmi_linux *l, char *err, size_t errlen)
 {
 	if (l->etext < l->stext) {
 		msg_fmt(err, errlen,
-			 "_etext 0x%" PRIx64 " is below _stext 0x%" PRIx64
-			 ": not the text of a kernel",
-			 l->etext, l->stext);
+			"_etext 0x%" PRIx64 " is below _stext 0x%" PRIx64
+			": not the text of a kernel",
+			l->etext, l->stext);
 		return -EINVAL;
 	}
 	if (l->etext == l->stext) {
 		msg_fmt(err, errlen, "_stext and _etext are both 0x%" PRIx64 ": no kernel text",
-			 l->stext);
+			l->stext);
 		return -EINVAL;
 	}
 	if (l->stext < VMI_LINUX_TEXT_BASE || l->etext > VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE) {
 		msg_fmt(err, errlen,
-			 "_stext 0x%" PRIx64 " .. _etext 0x%" PRIx64 " is not within the "
-			 "kernel image (0x%llx-0x%llx)",
-			 l->stext, l->etext, VMI_LINUX_TEXT_BASE,
-			 VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE);
+			"_stext 0x%" PRIx64 " .. _etext 0x%" PRIx64 " is not within the "
+			"kernel image (0x%llx-0x%llx)",
+			l->stext, l->etext, VMI_LINUX_TEXT_BASE,
+			VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE);
 		return -EINVAL;
 	}
 	return 0;
@@ -305,11 +305,10 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
 	}
 	if (found == INT64_MIN) {
 		msg_fmt(err, errlen,
-			 "KASLR: no \"%s\" at linux_banner (0x%" PRIx64
-			 ") at any 2 MiB offset: the "
-			 "System.map is for another kernel (omit --system-map to read the symbols "
-			 "from the guest's kallsyms)",
-			 BANNER, l->banner);
+			"KASLR: no \"%s\" at linux_banner (0x%" PRIx64 ") at any 2 MiB offset: the "
+			"System.map is for another kernel (omit --system-map to read the symbols "
+			"from the guest's kallsyms)",
+			BANNER, l->banner);
 		return -ESRCH;
 	}
 	l->slide = found;
@@ -409,7 +408,7 @@ int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, ch
 		n = -ENOMEM;
 	if (n == -ENOMEM || n == -EOVERFLOW)
 		msg_fmt(err, errlen, "kallsyms: %s",
-			 n == -ENOMEM ? "out of memory" : "too many symbols");
+			n == -ENOMEM ? "out of memory" : "too many symbols");
 	if (n < 0) {
 		vmi_linux_close(l);
 		return (int)n;
@@ -419,8 +418,8 @@ int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, ch
 	if (!vmi_symtab_find(&l->objects, "linux_banner") ||
 	    !vmi_symtab_find(&l->funcs, "_stext") || !vmi_symtab_find(&l->funcs, "_etext")) {
 		msg_fmt(err, errlen,
-			 "kallsyms: %ld symbols, but no linux_banner, _stext or _etext among them",
-			 n);
+			"kallsyms: %ld symbols, but no linux_banner, _stext or _etext among them",
+			n);
 		vmi_linux_close(l);
 		return -ENODATA;
 	}
@@ -504,7 +503,7 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 	ret = read(ctx, l->btf_start, buf, size);
 	if (ret < 0) {
 		msg_fmt(err, errlen, "reading BTF at 0x%" PRIx64 ": %s", l->btf_start,
-			 strerror(-ret));
+			strerror(-ret));
 		free(buf);
 		return ret;
 	}

@@ -51,9 +51,8 @@ static int read_locs(const struct vmi_linux *l, vmi_read_fn read, void *ctx, str
 		int ret = read(ctx, b->loc_start + 8 * i, buf, 8 * n);
 
 		if (ret < 0) {
-			msg_fmt(err, errlen,
-				 "boot tracing: cannot read __mcount_loc at 0x%" PRIx64,
-				 b->loc_start + 8 * i);
+			msg_fmt(err, errlen, "boot tracing: cannot read __mcount_loc at 0x%" PRIx64,
+				b->loc_start + 8 * i);
 			return ret;
 		}
 		for (size_t k = 0; k < n; k++)
@@ -78,19 +77,19 @@ int vmi_linux_boot_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struc
 	b->init_hi = sym_addr(l, "_einittext");
 	if (!start || !stop || !l->fentry || !b->init_lo || !b->init_hi) {
 		msg_fmt(err, errlen, "boot tracing: the kernel's symbols lack %s",
-			 !start || !stop ? "__start_mcount_loc / __stop_mcount_loc"
-			 : !l->fentry	 ? "__fentry__"
-					 : "_sinittext / _einittext");
+			!start || !stop ? "__start_mcount_loc / __stop_mcount_loc"
+			: !l->fentry	? "__fentry__"
+					: "_sinittext / _einittext");
 		return -ENOENT;
 	}
 	if (!in_image(start, stop) || (stop - start) % 8 ||
 	    (stop - start) / 8 > VMI_BOOT_MAX_LOCS || !in_image(b->init_lo, b->init_hi) ||
 	    !in_image(l->stext, l->etext)) {
 		msg_fmt(err, errlen,
-			 "boot tracing: __mcount_loc 0x%" PRIx64 "..0x%" PRIx64
-			 " or .init.text 0x%" PRIx64 "..0x%" PRIx64
-			 " is not a table in the kernel image",
-			 start, stop, b->init_lo, b->init_hi);
+			"boot tracing: __mcount_loc 0x%" PRIx64 "..0x%" PRIx64
+			" or .init.text 0x%" PRIx64 "..0x%" PRIx64
+			" is not a table in the kernel image",
+			start, stop, b->init_lo, b->init_hi);
 		return -EINVAL;
 	}
 	b->loc_start = start;

@@ -122,21 +122,21 @@ int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64
 
 	if (!end || !rmh || !pob || !rb || !rbe) {
 		msg_fmt(err, errlen,
-			 "stub probes: the System.map lacks _end, real_mode_header, "
-			 "page_offset_base or real_mode_blob");
+			"stub probes: the System.map lacks _end, real_mode_header, "
+			"page_offset_base or real_mode_blob");
 		return -ENOTSUP;
 	}
 	if (read(ctx, l->banner, banner, sizeof(banner) - 1) < 0 ||
 	    !banner_version(banner, &major, &minor) || major * 1000 + minor < 5013) {
 		msg_fmt(err, errlen,
-			 "stub probes: kernel %u.%u reserves only part of the first MiB "
-			 "(5.13 or later needed)",
-			 major, minor);
+			"stub probes: kernel %u.%u reserves only part of the first MiB "
+			"(5.13 or later needed)",
+			major, minor);
 		return -ENOTSUP;
 	}
 	if (read(ctx, rmh->addr, &hdr, 8) < 0 || read(ctx, pob->addr, &base, 8) < 0 || hdr < base) {
 		msg_fmt(err, errlen,
-			 "stub probes: cannot read real_mode_header / page_offset_base");
+			"stub probes: cannot read real_mode_header / page_offset_base");
 		return -ENOTSUP;
 	}
 	/* the trampoline (real_mode_header points at its start) is the one thing Linux keeps there

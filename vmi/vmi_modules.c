@@ -205,14 +205,14 @@ long vmi_modules_read(const struct vmi_module_layout *lo, uint64_t head, vmi_rea
 
 		if (count >= VMI_MODULES_MAX) {
 			msg_fmt(err, errlen,
-				 "modules: the list at 0x%" PRIx64 " has more than %u "
-				 "entries (a cycle?)",
-				 head, VMI_MODULES_MAX);
+				"modules: the list at 0x%" PRIx64 " has more than %u "
+				"entries (a cycle?)",
+				head, VMI_MODULES_MAX);
 			return -ELOOP;
 		}
 		if (read(ctx, p, &next, 8) < 0) {
 			msg_fmt(err, errlen, "modules: cannot read the list entry at 0x%" PRIx64,
-				 p);
+				p);
 			return -EIO;
 		}
 		if (read(ctx, mod + (uint64_t)lo->name, m.name, sizeof(m.name)) < 0)

@@ -88,7 +88,7 @@ int vmi_site_check(const struct arch *a, const struct vmi_site *site, const uint
 	if (a->is_site_nop(bytes))
 		return 0;
 	msg_fmt(err, errlen, "%s: site 0x%" PRIx64 " holds %s, not a NOP5", site->func->name,
-		 site->addr, arch_format_bytes(bytes, a->site_len, hex));
+		site->addr, arch_format_bytes(bytes, a->site_len, hex));
 	return -EILSEQ;
 }
 

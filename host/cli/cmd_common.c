@@ -34,17 +34,17 @@ int cmd_check_int3(const struct session *s, bool qemu, bool *no_trap, char *err,
 	if (!qemu && c->verdict == KVM_INT3_NO_CHECK) {
 		/* no VM at all (no /dev/kvm, no permission): not a question of probes, whichever */
 		msg_fmt(err, errlen,
-			 "the embedded VMM cannot make a VM (%s); a Linux guest runs without KVM "
-			 "under QEMU: run --qemu --kernel ...",
-			 c->detail);
+			"the embedded VMM cannot make a VM (%s); a Linux guest runs without KVM "
+			"under QEMU: run --qemu --kernel ...",
+			c->detail);
 		return -ENODEV;
 	}
 	kvm_int3_why(c, qemu, why, sizeof(why));
 	if (s->probe == PROBE_TRAP) {
 		msg_fmt(err, errlen,
-			 "trap probes: INT3 in a guest does not exit on this host's KVM (%s); use "
-			 "--probe stub",
-			 why);
+			"trap probes: INT3 in a guest does not exit on this host's KVM (%s); use "
+			"--probe stub",
+			why);
 		return -ENOTSUP;
 	}
 	if (s->probe == PROBE_AUTO)

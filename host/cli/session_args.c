@@ -131,7 +131,7 @@ static int parse_tracer(struct session *s, const char *arg, char *err, size_t er
 			return 0;
 		}
 	msg_fmt(err, errlen, "-p '%s': unknown tracer (available: function function_graph nop)",
-		 arg);
+		arg);
 	return -EINVAL;
 }
 
@@ -178,8 +178,8 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 	}
 	if (v[s->nr_rprobes].offset) {
 		msg_fmt(err, errlen,
-			 "-r %s: a return probe is on a function, not on an instruction inside it",
-			 spec);
+			"-r %s: a return probe is on a function, not on an instruction inside it",
+			spec);
 		return -EINVAL;
 	}
 	/* bare: RAX in the return's BTF type where the guest has BTF, else in hex */
@@ -224,13 +224,14 @@ static int check_triggers(const struct session *s, char *err, size_t errlen)
 		const char *cmd = trigger_cmd_name(t->cmd);
 
 		if (s->record && (t->cmd == TRIG_STACKTRACE || t->cmd == TRIG_SNAPSHOT)) {
-			msg_fmt(err, errlen, "--trigger %s:%s: not with record (trace.dat)", t->func,
-				 cmd);
+			msg_fmt(err, errlen, "--trigger %s:%s: not with record (trace.dat)",
+				t->func, cmd);
 			return -EINVAL;
 		}
 		if (t->cmd == TRIG_SNAPSHOT && !s->output) {
-			msg_fmt(err, errlen, "--trigger %s:%s: needs -o FILE (snapshots are FILE.snapshot-N)",
-				 t->func, cmd);
+			msg_fmt(err, errlen,
+				"--trigger %s:%s: needs -o FILE (snapshots are FILE.snapshot-N)",
+				t->func, cmd);
 			return -EINVAL;
 		}
 	}
@@ -278,26 +279,27 @@ static const char *qemu_only_option(const struct session *s)
 				: NULL;
 }
 
-
 /* Option sets that can only give an empty trace, refused before the guest runs (as --max-depth
  * without function_graph is): -l or -n with -p nop (no function is traced, the globs would choose
- * nothing), --tracing-off with no traceon trigger (tracing never starts), a --cpu the guest does not
- * have when its vCPU count is known now (run: --smp; attach checks once connected). */
+ * nothing), --tracing-off with no traceon trigger (tracing never starts), a --cpu the guest does
+ * not have when its vCPU count is known now (run: --smp; attach checks once connected). */
 static int check_empty_trace(const struct session *s, char *err, size_t errlen)
 {
 	bool traceon = false;
 
 	if (s->tracer == TRACER_NOP && s->tracer_given && (s->nr_filter || s->nr_notrace)) {
-		msg_fmt(err, errlen, "%s: -p nop traces no function (use -p function or function_graph)",
+		msg_fmt(err, errlen,
+			"%s: -p nop traces no function (use -p function or function_graph)",
 			s->nr_filter ? "-l" : "-n");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < s->nr_triggers; i++)
 		traceon |= s->triggers[i].cmd == TRIG_TRACEON;
 	if (s->tracing_off && !traceon) {
-		msg_fmt(err, errlen,
-			"--tracing-off: no --trigger FUNC:traceon turns tracing on (the trace would be "
-			"empty)");
+		msg_fmt(
+		    err, errlen,
+		    "--tracing-off: no --trigger FUNC:traceon turns tracing on (the trace would be "
+		    "empty)");
 		return -EINVAL;
 	}
 	if (s->cmd == CMD_RUN && rec_filter_check_cpus(&s->tasks, s->smp, err, errlen) < 0)
@@ -318,13 +320,15 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 		int ways = (positional > 0) + !!s->attach.qmp + !!s->attach.pid;
 
 		if (positional > 1) {
-			msg_fmt(err, errlen, "'%s': unexpected argument after NAME", argv[optind + 1]);
+			msg_fmt(err, errlen, "'%s': unexpected argument after NAME",
+				argv[optind + 1]);
 			return -EINVAL;
 		}
 		if (ways != 1) {
-			msg_fmt(err, errlen, "%s: give exactly one of %sNAME, --qmp SOCKET, --pid PID",
-				 s->list_running ? "list-functions" : "attach",
-				 s->list_running ? "GUEST.elf, " : "");
+			msg_fmt(err, errlen,
+				"%s: give exactly one of %sNAME, --qmp SOCKET, --pid PID",
+				s->list_running ? "list-functions" : "attach",
+				s->list_running ? "GUEST.elf, " : "");
 			return -EINVAL;
 		}
 		if (positional)
@@ -332,7 +336,8 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 
 	} else if (s->vmm == VMM_QEMU) {
 		if (positional) {
-			msg_fmt(err, errlen, "'%s': --qemu takes --kernel, not a GUEST.elf", argv[optind]);
+			msg_fmt(err, errlen, "'%s': --qemu takes --kernel, not a GUEST.elf",
+				argv[optind]);
 			return -EINVAL;
 		}
 		if (!s->kernel) {
@@ -349,7 +354,7 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 		}
 		if (positional) {
 			msg_fmt(err, errlen, "'%s': --kernel boots a bzImage, not a GUEST.elf",
-				 argv[optind]);
+				argv[optind]);
 			return -EINVAL;
 		}
 	} else {
@@ -367,7 +372,7 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 		}
 		if (positional > 1) {
 			msg_fmt(err, errlen, "'%s': unexpected argument after GUEST.elf",
-				 argv[optind + 1]);
+				argv[optind + 1]);
 			return -EINVAL;
 		}
 		s->guest = argv[optind];
@@ -448,7 +453,8 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_HOST_EVENT:
 			s->host = true;
 			if (!host_rec_event_name_ok(optarg)) {
-				msg_fmt(err, errlen, "--host-event %s: expected SYSTEM:EVENT", optarg);
+				msg_fmt(err, errlen, "--host-event %s: expected SYSTEM:EVENT",
+					optarg);
 				ret = -EINVAL;
 				break;
 			}
@@ -506,7 +512,7 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 	/* the embedded VMM keeps its stacks and page tables in guest RAM: the pair must fit */
 	if (s->cmd == CMD_RUN && s->vmm != VMM_QEMU && s->mem_mb < vm_min_mem_mb(s->smp)) {
 		msg_fmt(err, errlen, "--smp %u --mem %u: %u vCPUs need --mem %u or more", s->smp,
-			 s->mem_mb, s->smp, vm_min_mem_mb(s->smp));
+			s->mem_mb, s->smp, vm_min_mem_mb(s->smp));
 		return -EINVAL;
 	}
 	if ((s->nr_events || s->nr_rprobes) && !s->tracer_given)
@@ -566,7 +572,9 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 		case OPT_HOST: s->report_exits = true; break;	    /* --exits */
 		case OPT_HOST_EVENT: s->host_input = optarg; break; /* --host-input */
 		case 'h': s->cmd = CMD_HELP; return 0;
-		case ':': msg_fmt(err, errlen, "%s: missing argument", argv[argc - 1]); return -EINVAL;
+		case ':':
+			msg_fmt(err, errlen, "%s: missing argument", argv[argc - 1]);
+			return -EINVAL;
 		default:
 			msg_fmt(err, errlen, "%s: unknown report option", argv[optind - 1]);
 			return -EINVAL;
@@ -592,12 +600,14 @@ static int parse_help(struct session *s, int argc, char **argv, char *err, size_
 {
 	s->cmd = CMD_HELP;
 	if (argc > 3) {
-		msg_fmt(err, errlen, "'%s': unexpected argument after %s %s", argv[3], argv[1], argv[2]);
+		msg_fmt(err, errlen, "'%s': unexpected argument after %s %s", argv[3], argv[1],
+			argv[2]);
 		return -EINVAL;
 	}
 	if (argc == 3 && !help_known(argv[2])) {
-		msg_fmt(err, errlen, "%s %s: expected one of run, attach, record, report, list-functions",
-			 argv[1], argv[2]);
+		msg_fmt(err, errlen,
+			"%s %s: expected one of run, attach, record, report, list-functions",
+			argv[1], argv[2]);
 		return -EINVAL;
 	}
 	s->help_cmd = argc == 3 ? argv[2] : NULL;
@@ -677,7 +687,7 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 	k = arg_pick(cmd, cmds, CMD_LIST_FUNCTIONS + 1);
 	if (k < 0) {
 		msg_fmt(err, errlen,
-			 "'%s': unknown command (run, attach, record, report, list-functions)", cmd);
+			"'%s': unknown command (run, attach, record, report, list-functions)", cmd);
 		return -EINVAL;
 	}
 	s->cmd = (enum session_cmd)k;
@@ -692,7 +702,8 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		if (n && argv[2][0] != '-' &&
 		    ((n > 4 && !strcmp(argv[2] + n - 4, ".elf")) || access(argv[2], F_OK) == 0)) {
 			if (argc != 3) {
-				msg_fmt(err, errlen, "list-functions: expected exactly one GUEST.elf");
+				msg_fmt(err, errlen,
+					"list-functions: expected exactly one GUEST.elf");
 				return -EINVAL;
 			}
 			s->guest = argv[2];
@@ -705,18 +716,20 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 	if (s->format && s->format == sink_format_find("graph") &&
 	    s->tracer != TRACER_FUNCTION_GRAPH) {
 		msg_fmt(err, errlen,
-			 "--format graph: goes with -p function_graph (the calls' returns)");
+			"--format graph: goes with -p function_graph (the calls' returns)");
 		return -EINVAL;
 	}
 	if (s->host && !s->record) {
-		msg_fmt(err, errlen, "--host%s: the host's trace goes beside a trace.dat (use record)",
-			 s->nr_host_events ? "-event" : "");
+		msg_fmt(err, errlen,
+			"--host%s: the host's trace goes beside a trace.dat (use record)",
+			s->nr_host_events ? "-event" : "");
 		return -EINVAL;
 	}
 	if (s->record && !s->output)
 		s->output = "trace.dat";
 	if (s->host && !strcmp(s->output, "-")) {
-		msg_fmt(err, errlen, "--host: -o - (a pipe) has no name to put the host's file beside");
+		msg_fmt(err, errlen,
+			"--host: -o - (a pipe) has no name to put the host's file beside");
 		return -EINVAL;
 	}
 	if (check_triggers(s, err, errlen) < 0)

@@ -88,7 +88,7 @@ int host_rec_check(const char *const *extra, size_t nr_extra, char *err, size_t 
 		}
 		if (!tracefs_event_file_exists(NULL, sys, ev, "format")) {
 			msg_fmt(err, errlen,
-				 "--host-event %s: the host's tracefs has no such event", extra[i]);
+				"--host-event %s: the host's tracefs has no such event", extra[i]);
 			return -ENOENT;
 		}
 	}
@@ -201,8 +201,7 @@ static int enable_event(struct host_rec *h, const char *name, const char *filter
 		return -EINVAL;
 	}
 	if (!tracefs_event_file_exists(NULL, sys, ev, "format")) {
-		msg_fmt(err, errlen, "--host-event %s: the host's tracefs has no such event",
-			 name);
+		msg_fmt(err, errlen, "--host-event %s: the host's tracefs has no such event", name);
 		return -ENOENT;
 	}
 	for (size_t i = 0; i < h->nr_events; i++)
@@ -210,17 +209,17 @@ static int enable_event(struct host_rec *h, const char *name, const char *filter
 			return 0;
 	if (h->nr_events == HOST_REC_MAX_EVENTS) {
 		msg_fmt(err, errlen, "--host-event %s: more than %d host events", name,
-			 HOST_REC_MAX_EVENTS);
+			HOST_REC_MAX_EVENTS);
 		return -E2BIG;
 	}
 	if (filter && tracefs_event_file_write(h->inst, sys, ev, "filter", filter) < 0) {
 		msg_fmt(err, errlen, "--host: the host refused the filter of %s: %s", name,
-			 strerror(errno));
+			strerror(errno));
 		return -EIO;
 	}
 	if (tracefs_event_enable(h->inst, sys, ev) < 0) {
 		msg_fmt(err, errlen, "--host: cannot enable the host's %s: %s", name,
-			 strerror(errno));
+			strerror(errno));
 		return -EIO;
 	}
 	snprintf(h->events[h->nr_events++], sizeof(h->events[0]), "%s", name);
@@ -282,7 +281,7 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 	memset(h, 0, sizeof(*h));
 	if (!nr_tids || nr_tids > HOST_REC_MAX_VCPUS) {
 		msg_fmt(err, errlen, "--host: %u vCPU threads (1 to %d)", nr_tids,
-			 HOST_REC_MAX_VCPUS);
+			HOST_REC_MAX_VCPUS);
 		return -EINVAL;
 	}
 	memcpy(h->tids, tids, nr_tids * sizeof(*tids));
@@ -296,7 +295,7 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 	h->inst = tracefs_instance_create(name);
 	if (!h->inst) {
 		msg_fmt(err, errlen, "--host: cannot make a tracefs instance %s: %s (as root?)",
-			 name, strerror(errno));
+			name, strerror(errno));
 		return -EACCES;
 	}
 	tracefs_trace_off(h->inst);
@@ -365,14 +364,14 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 		c->tmp = temp_file(tmpdir);
 		if (!c->tmp) {
 			msg_fmt(err, errlen, "--host: temporary files in %s: %s",
-				 tmpdir ? tmpdir : "$TMPDIR", strerror(errno));
+				tmpdir ? tmpdir : "$TMPDIR", strerror(errno));
 			ret = -EIO;
 			goto fail;
 		}
 	}
 	if (tracefs_trace_on(h->inst) < 0) {
 		msg_fmt(err, errlen, "--host: cannot turn the host's tracing on: %s",
-			 strerror(errno));
+			strerror(errno));
 		ret = -EIO;
 		goto fail;
 	}

@@ -72,10 +72,10 @@ static int take_from_ftrace(struct klrun *r, char *err, size_t errlen)
 		    r->tgt.ops->write_phys(&r->tgt, gpa, vmi_linux_boot_nop5, 5) < 0 ||
 		    r->tgt.ops->write_phys(&r->tgt, lgpa, &zero, 8) < 0) {
 			msg_fmt(err, errlen,
-				 "boot tracing: %s: site 0x%" PRIx64
-				 " is not a `call __fentry__` listed "
-				 "in __mcount_loc",
-				 site->func->name, site->addr);
+				"boot tracing: %s: site 0x%" PRIx64
+				" is not a `call __fentry__` listed "
+				"in __mcount_loc",
+				site->func->name, site->addr);
 			return EXIT_BAD_INPUT;
 		}
 	}
@@ -132,9 +132,9 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 		return EXIT_BAD_INPUT;
 	if (r->l.slide) { /* the kernel runs at its link address here */
 		msg_fmt(err, errlen,
-			 "--system-map %s is not this kernel's: its linux_banner is 0x%" PRIx64
-			 " bytes away",
-			 s->system_map ? s->system_map : "", (uint64_t)r->l.slide);
+			"--system-map %s is not this kernel's: its linux_banner is 0x%" PRIx64
+			" bytes away",
+			s->system_map ? s->system_map : "", (uint64_t)r->l.slide);
 		return EXIT_BAD_INPUT;
 	}
 	vmi_linux_release(&r->l, kread, r, release, sizeof(release));
@@ -208,9 +208,9 @@ static int slurp(const char *path, const char *flag, uint8_t **buf, size_t *len,
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (unsigned long long)st.st_size > FILE_MAX) {
 		msg_fmt(err, errlen, "%s %s: %s", flag, path,
-			 !S_ISREG(st.st_mode) ? "not a regular file"
-			 : st.st_size <= 0    ? "empty"
-					      : "larger than 1 GiB");
+			!S_ISREG(st.st_mode) ? "not a regular file"
+			: st.st_size <= 0    ? "empty"
+					     : "larger than 1 GiB");
 		close(fd);
 		return -EINVAL;
 	}
@@ -226,7 +226,7 @@ static int slurp(const char *path, const char *flag, uint8_t **buf, size_t *len,
 		if (n <= 0) {
 			e = n < 0 ? errno : EIO;
 			msg_fmt(err, errlen, "%s %s: %s", flag, path,
-				 n < 0 ? strerror(e) : "shrank");
+				n < 0 ? strerror(e) : "shrank");
 			free(*buf);
 			*buf = NULL;
 			close(fd);

@@ -303,9 +303,9 @@ int bzimage_decompress(const struct bzimage *bz, uint8_t **out, size_t *outlen, 
 	*outlen = 0;
 	if (bz->codec >= BZ_UNKNOWN) {
 		msg_fmt(err, errlen,
-			 "payload compressed with an unknown method (magic %02x %02x %02x %02x): "
-			 "gzip, xz, lz4, zstd, lzma, bzip2 and lzo are supported",
-			 bz->payload[0], bz->payload[1], bz->payload[2], bz->payload[3]);
+			"payload compressed with an unknown method (magic %02x %02x %02x %02x): "
+			"gzip, xz, lz4, zstd, lzma, bzip2 and lzo are supported",
+			bz->payload[0], bz->payload[1], bz->payload[2], bz->payload[3]);
 		return -ENOTSUP;
 	}
 	static int (*const un[])(const uint8_t *, size_t, uint8_t *, size_t, size_t *) = {
@@ -315,7 +315,7 @@ int bzimage_decompress(const struct bzimage *bz, uint8_t **out, size_t *outlen, 
 	buf = malloc(cap);
 	if (!buf) {
 		msg_fmt(err, errlen, "decompressing the payload: %u bytes: out of memory",
-			 bz->vmlinux_size);
+			bz->vmlinux_size);
 		return -ENOMEM;
 	}
 	r = un[bz->codec](bz->payload, in_len, buf, cap, &done);

@@ -31,10 +31,10 @@ int guest_image_open(struct guest_image *g, const char *path, char *err, size_t 
 	g->no_fentry = !g->elf.nr_mcount;
 	if (g->no_fentry && !g->elf.funcs.nr) {
 		msg_fmt(err, errlen,
-			 "%s: no __mcount_loc section and no function symbols: nothing to trace "
-			 "(build the guest with -pg -mfentry -mnop-mcount -mrecord-mcount, or keep "
-			 "its symbol table)",
-			 path);
+			"%s: no __mcount_loc section and no function symbols: nothing to trace "
+			"(build the guest with -pg -mfentry -mnop-mcount -mrecord-mcount, or keep "
+			"its symbol table)",
+			path);
 		ret = -ENODATA;
 		goto fail;
 	}
@@ -59,7 +59,7 @@ int guest_image_open(struct guest_image *g, const char *path, char *err, size_t 
 
 		if (!b) {
 			msg_fmt(err, errlen, "%s: site 0x%" PRIx64 " is outside the loaded image",
-				 g->sites.v[i].func->name, g->sites.v[i].addr);
+				g->sites.v[i].func->name, g->sites.v[i].addr);
 			ret = -ERANGE;
 			goto fail;
 		}

@@ -322,8 +322,8 @@ static void run_check(struct kvm_int3_check *res, const uint8_t *code, size_t le
 		pthread_detach(th);
 		res->verdict = KVM_INT3_TIMEOUT;
 		msg_fmt(res->detail, sizeof(res->detail),
-			 "KVM_RUN did not return within %d ms, even when kicked",
-			 CHECK_RUN_MS + CHECK_KICK_MS);
+			"KVM_RUN did not return within %d ms, even when kicked",
+			CHECK_RUN_MS + CHECK_KICK_MS);
 		return;
 	}
 	pthread_join(th, NULL);

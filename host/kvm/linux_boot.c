@@ -32,7 +32,7 @@ int lboot_load_elf(uint8_t *ram, uint64_t limit, const uint8_t *elf, size_t len,
 
 	if (len < sizeof(eh)) {
 		msg_fmt(err, errlen, "decompressed kernel: %zu bytes, too short for an ELF header",
-			 len);
+			len);
 		return -EINVAL;
 	}
 	memcpy(&eh, elf, sizeof(eh));
@@ -43,8 +43,9 @@ int lboot_load_elf(uint8_t *ram, uint64_t limit, const uint8_t *elf, size_t len,
 	}
 	if (eh.e_phoff > len || (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > len - eh.e_phoff) {
 		msg_fmt(err, errlen,
-			 "decompressed kernel: program headers at 0x%" PRIx64 " (%u) outside the image",
-			 (uint64_t)eh.e_phoff, eh.e_phnum);
+			"decompressed kernel: program headers at 0x%" PRIx64
+			" (%u) outside the image",
+			(uint64_t)eh.e_phoff, eh.e_phnum);
 		return -EINVAL;
 	}
 	for (int pass = 0; pass < 2; pass++) {
@@ -58,18 +59,19 @@ int lboot_load_elf(uint8_t *ram, uint64_t limit, const uint8_t *elf, size_t len,
 				if (ph.p_filesz > ph.p_memsz || ph.p_offset > len ||
 				    ph.p_filesz > len - ph.p_offset) {
 					msg_fmt(err, errlen,
-						 "decompressed kernel: segment %u (offset 0x%" PRIx64
-						 "+0x%" PRIx64 ") outside the image",
-						 i, (uint64_t)ph.p_offset, (uint64_t)ph.p_filesz);
+						"decompressed kernel: segment %u (offset 0x%" PRIx64
+						"+0x%" PRIx64 ") outside the image",
+						i, (uint64_t)ph.p_offset, (uint64_t)ph.p_filesz);
 					return -EINVAL;
 				}
 				if (ph.p_paddr < LB_HIGH_GPA || ph.p_paddr > limit ||
 				    ph.p_memsz > limit - ph.p_paddr) {
 					msg_fmt(err, errlen,
-						 "kernel segment %u at 0x%" PRIx64 "+0x%" PRIx64
-						 " does not fit in guest RAM between 1 MiB and 0x%" PRIx64
-						 " (raise --mem)",
-						 i, (uint64_t)ph.p_paddr, (uint64_t)ph.p_memsz, limit);
+						"kernel segment %u at 0x%" PRIx64 "+0x%" PRIx64
+						" does not fit in guest RAM between 1 MiB and "
+						"0x%" PRIx64 " (raise --mem)",
+						i, (uint64_t)ph.p_paddr, (uint64_t)ph.p_memsz,
+						limit);
 					return -ERANGE;
 				}
 				if (ph.p_paddr + ph.p_memsz > top)

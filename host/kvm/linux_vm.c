@@ -65,14 +65,14 @@ int vm_load_linux(struct vm *vm, const struct linux_image *li, char *err, size_t
 		end = bz.pref_address + bz.init_size;
 	if (end > vm->reserved_gpa) {
 		msg_fmt(err, errlen,
-			 "%s: the kernel needs RAM up to 0x%" PRIx64 ", the guest has 0x%" PRIx64
-			 " (raise --mem)",
-			 li->bzimage_name, end, vm->reserved_gpa);
+			"%s: the kernel needs RAM up to 0x%" PRIx64 ", the guest has 0x%" PRIx64
+			" (raise --mem)",
+			li->bzimage_name, end, vm->reserved_gpa);
 		return -ERANGE;
 	}
 	if (cmd_len >= LB_CMDLINE_MAX || (bz.cmdline_size && cmd_len > bz.cmdline_size)) {
 		msg_fmt(err, errlen, "kernel command line: %zu bytes, the kernel takes %u", cmd_len,
-			 bz.cmdline_size);
+			bz.cmdline_size);
 		return -EINVAL;
 	}
 	memcpy(vm->ram + LB_CMDLINE_GPA, li->cmdline, cmd_len + 1);
@@ -88,9 +88,9 @@ int vm_load_linux(struct vm *vm, const struct linux_image *li, char *err, size_t
 			top = (uint64_t)addr_max + 1;
 		if (li->initrd_len > top || ((top - li->initrd_len) & ~0xfffull) < end) {
 			msg_fmt(err, errlen,
-				 "--initrd: %zu bytes do not fit between the kernel's end 0x%" PRIx64
-				 " and 0x%" PRIx64 " (raise --mem)",
-				 li->initrd_len, end, top);
+				"--initrd: %zu bytes do not fit between the kernel's end 0x%" PRIx64
+				" and 0x%" PRIx64 " (raise --mem)",
+				li->initrd_len, end, top);
 			return -ERANGE;
 		}
 		initrd_gpa = (top - li->initrd_len) & ~0xfffull;

@@ -40,7 +40,7 @@ static int check_site(const struct vmi_site *v, const struct vmi_symtab *funcs, 
 	n = read_insn(read, ctx, v->addr, end, insn);
 	if (!n) {
 		msg_fmt(why, whylen, "its first bytes at 0x%llx cannot be read",
-			 (unsigned long long)v->addr);
+			(unsigned long long)v->addr);
 		return -EFAULT;
 	}
 	ret = a->reloc_plan(insn, n, v->addr, 1, &plan, why, whylen);
@@ -55,7 +55,7 @@ static int check_site(const struct vmi_site *v, const struct vmi_symtab *funcs, 
 	ret = read(ctx, f->addr, body, len) < 0 ? -EFAULT : 0;
 	if (ret < 0)
 		msg_fmt(why, whylen, "its bytes at 0x%llx cannot be read",
-			 (unsigned long long)f->addr);
+			(unsigned long long)f->addr);
 	if (!ret)
 		ret = a->scan_branch_to(body, len, f->addr, v->addr, why, whylen);
 	if (!ret && v->addr != f->addr) /* a jump to the ENDBR64 before it runs into it too */
@@ -80,9 +80,9 @@ long step_slots_check(const struct session *s, struct vmi_sites *sites,
 			return -ENOMEM;
 		if (ret < 0 && entry_sites_named(s, v->func->name)) {
 			msg_fmt(err, errlen,
-				 "%s: no fentry site, and a breakpoint at its first instruction "
-				 "cannot trace it exactly: %s",
-				 v->func->name, why);
+				"%s: no fentry site, and a breakpoint at its first instruction "
+				"cannot trace it exactly: %s",
+				v->func->name, why);
 			return ret;
 		}
 		if (ret < 0) {
@@ -122,7 +122,7 @@ int step_slots_write(struct step_slots *ss, const struct vmi_sites *sites, uint8
 		return 0;
 	if (need > cap) {
 		msg_fmt(err, errlen, "%zu entry probes, room for %zu out-of-line copies", need,
-			 cap);
+			cap);
 		return -ENOSPC;
 	}
 	ss->v = calloc(need, sizeof(*ss->v));
@@ -149,9 +149,8 @@ int step_slots_write(struct step_slots *ss, const struct vmi_sites *sites, uint8
 			    a->reloc_emit(&plan, insn, v->addr, gva, area + ss->nr * STEP_SLOT_SIZE,
 					  STEP_SLOT_SIZE, &len, why, sizeof(why));
 		if (ret < 0) {
-			msg_fmt(err, errlen,
-				 "%s: its first instruction cannot run out of line: %s",
-				 v->func->name, why);
+			msg_fmt(err, errlen, "%s: its first instruction cannot run out of line: %s",
+				v->func->name, why);
 			step_slots_free(ss);
 			return ret;
 		}

@@ -351,7 +351,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 
 	if (cfg->mem_mb < vm_min_mem_mb(cfg->smp) || 2 * reserved > vm->ram_size) {
 		msg_fmt(err, errlen, "--mem %u: too small for %u vCPUs%s", cfg->mem_mb, cfg->smp,
-			 cfg->step_slots ? " and the entry probes' out-of-line copies" : "");
+			cfg->step_slots ? " and the entry probes' out-of-line copies" : "");
 		ret = -EINVAL;
 		goto out;
 	}
@@ -453,9 +453,9 @@ int vm_load_elf(struct vm *vm, const struct vmi_elf *img, char *err, size_t errl
 
 		if (s->paddr + s->memsz < s->paddr || s->paddr + s->memsz > vm->reserved_gpa) {
 			msg_fmt(err, errlen,
-				 "%s: segment at 0x%" PRIx64 "+0x%" PRIx64
-				 " does not fit in guest RAM below 0x%" PRIx64 " (raise --mem)",
-				 img->path, s->paddr, s->memsz, vm->reserved_gpa);
+				"%s: segment at 0x%" PRIx64 "+0x%" PRIx64
+				" does not fit in guest RAM below 0x%" PRIx64 " (raise --mem)",
+				img->path, s->paddr, s->memsz, vm->reserved_gpa);
 			return -ERANGE;
 		}
 	}
@@ -483,9 +483,10 @@ int vm_boot_at(struct vm *vm, uint64_t entry, char *err, size_t errlen)
 int vm_check_linux_host(char *err, size_t errlen)
 {
 	if (access("/sys/module/kvm_pvm", F_OK) == 0) {
-		msg_fmt(err, errlen,
-			 "/dev/kvm is PVM (kvm_pvm): this host cannot boot a stock Linux kernel in the "
-			 "embedded VMM (use run --qemu, or real KVM)");
+		msg_fmt(
+		    err, errlen,
+		    "/dev/kvm is PVM (kvm_pvm): this host cannot boot a stock Linux kernel in the "
+		    "embedded VMM (use run --qemu, or real KVM)");
 		return -ENOTSUP;
 	}
 	return 0;

@@ -85,7 +85,7 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 			if (!r->l.slid)
 				return -ESRCH; /* err says why */
 			msg_fmt(err, errlen, "the kernel has only %zu NOP5 function entries",
-				 r->sites.nr);
+				r->sites.nr);
 			return -ENODATA;
 		}
 		ret = target_qemu_run_for(&r->tq, 100);
@@ -97,10 +97,10 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 			if (!r->l.slid) /* err holds why the symbols were not found yet */
 				msg_fmt(why, sizeof(why), "%s", err);
 			msg_fmt(err, errlen, "%s%s%s%s",
-				 r->qc.gdb.why[0] ? r->qc.gdb.why
-						  : "the guest went away while booting",
-				 why[0] ? " before hvtrace found its symbols (" : "", why,
-				 why[0] ? ")" : "");
+				r->qc.gdb.why[0] ? r->qc.gdb.why
+						 : "the guest went away while booting",
+				why[0] ? " before hvtrace found its symbols (" : "", why,
+				why[0] ? ")" : "");
 			return ret;
 		}
 	}
@@ -146,8 +146,7 @@ static int select_graph_closure(struct linux_run *r, const struct vmi_site ***se
 			if (filter_glob_match(s->graph[g], r->sites.v[i].func->name))
 				roots[nr_roots++] = i;
 		if (nr_roots == before) {
-			msg_fmt(err, errlen, "-g '%s': matches no traceable function",
-				 s->graph[g]);
+			msg_fmt(err, errlen, "-g '%s': matches no traceable function", s->graph[g]);
 			ret = -ENOENT;
 			goto out;
 		}
@@ -220,16 +219,18 @@ static int wait_text_patched(struct linux_run *r, char *err, size_t errlen)
 	while (a && target_qemu_read_kernel(&r->tq, a->addr, &done, sizeof(done)) == 0 && !done) {
 		if (clock_now_s() > give_up || qemu_run_signalled(r) ||
 		    (r->timeout_at && clock_now_s() > r->timeout_at)) {
-			msg_fmt(err, errlen,
-				 "the kernel did not patch its own text (alternatives_patched) in %d s: "
-				 "no stub detour can go in (use --probe trap)",
-				 BOOT_WAIT_SEC);
+			msg_fmt(
+			    err, errlen,
+			    "the kernel did not patch its own text (alternatives_patched) in %d s: "
+			    "no stub detour can go in (use --probe trap)",
+			    BOOT_WAIT_SEC);
 			return EXIT_BAD_INPUT;
 		}
 		ret = target_qemu_run_for(&r->tq, 100);
 		if (ret < 0) {
 			msg_fmt(err, errlen, "%s",
-				 r->qc.gdb.why[0] ? r->qc.gdb.why : "the guest went away while booting");
+				r->qc.gdb.why[0] ? r->qc.gdb.why
+						 : "the guest went away while booting");
 			return ret == -EINTR ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
 		}
 	}
@@ -491,9 +492,8 @@ static int qemu_open(void *ctx, char *err, size_t errlen)
 	struct linux_run *r = ctx;
 	char why[512];
 
-	if (r->s->vmm == VMM_QEMU &&
-	    (check_qemu_input("--kernel", r->s->kernel, err, errlen) < 0 ||
-	     check_qemu_input("--initrd", r->s->initrd, err, errlen) < 0))
+	if (r->s->vmm == VMM_QEMU && (check_qemu_input("--kernel", r->s->kernel, err, errlen) < 0 ||
+				      check_qemu_input("--initrd", r->s->initrd, err, errlen) < 0))
 		return EXIT_BAD_INPUT;
 
 	if (r->s->system_map && vmi_linux_open(&r->l, r->s->system_map, why, sizeof(why)) < 0) {
@@ -552,8 +552,8 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	    (s->attach.pid && (status == -ENOEXEC || status == -EPERM || status == -EADDRNOTAVAIL)))
 		return failed(r, EXIT_BAD_INPUT, "while connecting to QEMU", err, errlen);
 	if (status < 0 ||
-	    target_qemu_init(&r->tq, &r->qc.gdb, r->qc.pid, r->qc.hmp, r->qc.qmp_cmd,
-			     r->qc.hmp_ctx, s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
+	    target_qemu_init(&r->tq, &r->qc.gdb, r->qc.pid, r->qc.hmp, r->qc.qmp_cmd, r->qc.hmp_ctx,
+			     s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
 		return failed(r, EXIT_QEMU_FAILED, "while connecting to QEMU", err, errlen);
 	r->have_tq = true;
 	/* attach: the vCPU count is known now, before anything is patched (run: at parse time) */

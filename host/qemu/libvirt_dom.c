@@ -53,7 +53,7 @@ int libvirt_dom_open(struct libvirt_dom *d, const char *uri, const char *name, c
 	if (!d->dom || virDomainIsActive(d->dom) != 1 || virDomainGetInfo(d->dom, &info) < 0 ||
 	    virDomainGetUUIDString(d->dom, d->uuid) < 0) {
 		msg_fmt(err, errlen, "libvirt domain '%s': %s", name,
-			 d->dom ? "not running" : "no such domain");
+			d->dom ? "not running" : "no such domain");
 		libvirt_dom_close(d);
 		return -ENOENT;
 	}

@@ -51,7 +51,7 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 
 	if (ret < 0) {
 		msg_fmt(err, errlen, "--pid %d: %s", (int)pid,
-			 ret == -ESRCH ? "no such process" : strerror(-ret));
+			ret == -ESRCH ? "no such process" : strerror(-ret));
 		return ret;
 	}
 	/* its command line is its own word: the kernel says which program it runs */
@@ -93,10 +93,10 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 		return 0;
 	}
 	msg_fmt(err, errlen, "--pid %d: %s", (int)pid,
-		 cl.why[0]
-		     ? cl.why
-		     : "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on its "
-		       "command line");
+		cl.why[0]
+		    ? cl.why
+		    : "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on its "
+		      "command line");
 	return -ENOENT;
 }
 
@@ -163,9 +163,8 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 
 		if (st >= 0)
 			msg_fmt(err, errlen, "QEMU exited with status %d: %s", st,
-				c->proc.err_text[0]
-				    ? peer_str(c->proc.err_text, text, sizeof(text))
-				    : "nothing on its stderr");
+				c->proc.err_text[0] ? peer_str(c->proc.err_text, text, sizeof(text))
+						    : "nothing on its stderr");
 	}
 	if (ret < 0)
 		return ret;
@@ -183,7 +182,7 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 	}
 	if (c->pid && peer != c->pid) {
 		msg_fmt(err, errlen, "--pid %d: its QMP socket %s is held by process %d",
-			 (int)c->pid, path, (int)peer);
+			(int)c->pid, path, (int)peer);
 		return -EPERM;
 	}
 	c->pid = peer;
@@ -243,7 +242,9 @@ static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 			/* not marked as started: a `gdbserver none` could close a gdbstub that was
 			 * there before (one this monitor did not show) */
 			msg_fmt(err, errlen, "monitor '%s': %s", cmd,
-				text[0] ? text : ret < 0 ? strerror(-ret) : "an empty reply");
+				text[0]	  ? text
+				: ret < 0 ? strerror(-ret)
+					  : "an empty reply");
 			return ret < 0 ? ret : -EIO;
 		}
 		c->started_gdb = true;
@@ -301,9 +302,9 @@ static int gdbserver_none(struct qemu_conn *c, char *err, size_t errlen)
 	if (!text[0]) /* nothing said: the error, or that the reply was empty */
 		snprintf(text, sizeof(text), "%s", ret < 0 ? strerror(-ret) : "an empty reply");
 	msg_fmt(err, errlen,
-		 "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: "
-		 "monitor 'gdbserver none': %s",
-		 c->gdb_port, text);
+		"the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: "
+		"monitor 'gdbserver none': %s",
+		c->gdb_port, text);
 	return ret < 0 ? ret : -EIO;
 }
 

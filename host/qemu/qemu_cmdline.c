@@ -437,12 +437,12 @@ static void resolve(struct parse *p, struct qemu_cmdline *c)
 		return;
 	if (hmp)
 		msg_fmt(c->why, sizeof(c->why),
-			 "its only monitor is a human one (%s, HMP); hvtrace needs QMP "
-			 "(-qmp unix:PATH,server=on,wait=off)",
-			 hmp);
+			"its only monitor is a human one (%s, HMP); hvtrace needs QMP "
+			"(-qmp unix:PATH,server=on,wait=off)",
+			hmp);
 	else if (p->readconfig)
 		msg_fmt(c->why, sizeof(c->why),
-			 "no QMP monitor on its command line (hvtrace does not read -readconfig)");
+			"no QMP monitor on its command line (hvtrace does not read -readconfig)");
 }
 
 void qemu_cmdline_parse(const char *buf, size_t len, struct qemu_cmdline *c)

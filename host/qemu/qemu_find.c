@@ -162,7 +162,7 @@ pid_t qemu_find_socket_peer(int fd, char *err, size_t errlen)
 
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0) {
 			msg_fmt(err, errlen,
-				 "cannot tell the process at the other end of the socket");
+				"cannot tell the process at the other end of the socket");
 			return -ENOENT;
 		}
 		return cred.pid;
@@ -178,8 +178,8 @@ pid_t qemu_find_socket_peer(int fd, char *err, size_t errlen)
 	pid = inode ? socket_owner(inode) : 0;
 	if (pid <= 0) {
 		msg_fmt(err, errlen,
-			 "no process on this host holds the other end of the connection (hvtrace "
-			 "must run on the VM's host, in its network namespace)");
+			"no process on this host holds the other end of the connection (hvtrace "
+			"must run on the VM's host, in its network namespace)");
 		return -ENOENT;
 	}
 	return pid;
@@ -216,13 +216,13 @@ pid_t qemu_find_by_uuid(const char *uuid, char *err, size_t errlen)
 	closedir(proc);
 	if (other) {
 		msg_fmt(err, errlen, "processes %d and %d both have -uuid %s", (int)found,
-			 (int)other, uuid);
+			(int)other, uuid);
 		return -EEXIST;
 	}
 	if (!found) {
 		msg_fmt(err, errlen,
-			 "no process on this host has -uuid %s (hvtrace must run on the VM's host)",
-			 uuid);
+			"no process on this host has -uuid %s (hvtrace must run on the VM's host)",
+			uuid);
 		return -ENOENT;
 	}
 	return found;
@@ -357,8 +357,8 @@ int qemu_find_check_listener(pid_t pid, unsigned port, char *err, size_t errlen)
 			continue;
 		other = inodes[i] ? socket_owner(inodes[i]) : 0;
 		if (other > 0)
-			msg_fmt(err, errlen, "port %u is held by process %d, not by process %d", port,
-				(int)other, (int)pid);
+			msg_fmt(err, errlen, "port %u is held by process %d, not by process %d",
+				port, (int)other, (int)pid);
 		else
 			msg_fmt(err, errlen, "port %u is held by another process than %d", port,
 				(int)pid);

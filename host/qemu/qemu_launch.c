@@ -133,9 +133,9 @@ int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64
 	floor = KERNEL_LOAD + (((uint64_t)init_size + 2 * MIB - 1) & ~(2 * MIB - 1));
 	if (size % (2 * MIB) || top < floor + 2 * MIB + size) {
 		msg_fmt(why, whylen,
-			 "%llu KiB do not fit between the kernel and the initrd in %llu "
-			 "MiB of RAM",
-			 (unsigned long long)size >> 10, (unsigned long long)ram >> 20);
+			"%llu KiB do not fit between the kernel and the initrd in %llu "
+			"MiB of RAM",
+			(unsigned long long)size >> 10, (unsigned long long)ram >> 20);
 		return -ENOSPC;
 	}
 	*gpa = (top - 2 * MIB - size) & ~(2 * MIB - 1);
@@ -255,8 +255,8 @@ int qemu_launch(const struct qemu_launch_cfg *cfg, struct qemu_proc *p, char *er
 			char text[sizeof(p->err_text)];
 
 			msg_fmt(err, errlen, "QEMU failed: %s",
-				 p->err_text[0] ? peer_str(p->err_text, text, sizeof(text))
-						: "exited at once");
+				p->err_text[0] ? peer_str(p->err_text, text, sizeof(text))
+					       : "exited at once");
 			return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -ENOENT : -EIO;
 		}
 		usleep(10000);

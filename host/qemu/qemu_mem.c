@@ -25,7 +25,7 @@ static int monitor(qemu_hmp_fn hmp, void *ctx, const char *cmd, char *out, char 
 	rc = hmp(ctx, cmd, out, HMP_OUT);
 	if (rc < 0 || strnlen(out, HMP_OUT) >= HMP_OUT - 1) {
 		msg_fmt(err, errlen, "monitor '%s': %s", cmd,
-			 rc == -ENOSPC || rc >= 0 ? "its answer is too long" : strerror(-rc));
+			rc == -ENOSPC || rc >= 0 ? "its answer is too long" : strerror(-rc));
 		return rc < 0 ? rc : -E2BIG;
 	}
 	return 0;

@@ -52,7 +52,7 @@ static int table_end(const char *cmd, int rc, const char *missing, char *err, si
 {
 	if (rc < 0)
 		msg_fmt(err, errlen, "%s: a line longer than %d bytes", cmd,
-			 QEMU_MEMMAP_MAX_LINE - 1);
+			QEMU_MEMMAP_MAX_LINE - 1);
 	else if (missing)
 		msg_fmt(err, errlen, "%s: %s", cmd, missing);
 	else
@@ -167,7 +167,7 @@ int qemu_mtree_parse(const char *text, struct qemu_ram_range *r, unsigned max, u
 		if (in_view && !strcmp(line, " AS \"memory\", root: system")) {
 			if (found) {
 				msg_fmt(err, errlen,
-					 "info mtree: two flat views of address space memory");
+					"info mtree: two flat views of address space memory");
 				return -EINVAL;
 			}
 			found = in_mem = true;
@@ -471,7 +471,7 @@ int qemu_maps_parse(FILE *f, const uint64_t *sizes, unsigned nsizes, struct qemu
 			continue;
 		if (*nr == max) {
 			msg_fmt(err, errlen, "more than %u host mappings of a RAM block's size",
-				 max);
+				max);
 			return -E2BIG;
 		}
 		last = &m[(*nr)++];
@@ -584,8 +584,8 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region 
 			continue;
 		if (!b->used || b->used % b->psize) {
 			msg_fmt(err, errlen,
-				 "memory backend %s: %" PRIu64 " bytes in %" PRIu64 "-byte pages",
-				 b->name, b->used, b->psize);
+				"memory backend %s: %" PRIu64 " bytes in %" PRIu64 "-byte pages",
+				b->name, b->used, b->psize);
 			return -EINVAL;
 		}
 		/* QEMU 10.0 prints where the block is (HVA): the mapping that starts there */
@@ -597,16 +597,17 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region 
 				 in->blocks[j].used == b->used && in->blocks[j].psize == b->psize;
 		if (!nc && b->hva) {
 			msg_fmt(err, errlen,
-				 "memory backend %s: no mapping of %" PRIu64 " MiB in %" PRIu64
-				 "-KiB pages at 0x%" PRIx64 " (info ramblock's HVA) in the QEMU process",
-				 b->name, b->used >> 20, b->psize >> 10, b->hva);
+				"memory backend %s: no mapping of %" PRIu64 " MiB in %" PRIu64
+				"-KiB pages at 0x%" PRIx64
+				" (info ramblock's HVA) in the QEMU process",
+				b->name, b->used >> 20, b->psize >> 10, b->hva);
 			return -ENOENT;
 		}
 		if (!nc) {
 			msg_fmt(err, errlen,
-				 "memory backend %s: no mapping of %" PRIu64 " MiB in %" PRIu64
-				 "-KiB pages in the QEMU process",
-				 b->name, b->used >> 20, b->psize >> 10);
+				"memory backend %s: no mapping of %" PRIu64 " MiB in %" PRIu64
+				"-KiB pages in the QEMU process",
+				b->name, b->used >> 20, b->psize >> 10);
 			return -ENOENT;
 		}
 		/* one mapping that fits and no other backend like this one: it is this one's */
@@ -614,17 +615,17 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region 
 			rc = by_content(in, b, cand, &nc);
 		if (rc == -EIO) {
 			msg_fmt(err, errlen,
-				 "memory backend %s: cannot compare its candidate mappings with "
-				 "guest memory",
-				 b->name);
+				"memory backend %s: cannot compare its candidate mappings with "
+				"guest memory",
+				b->name);
 			return -EIO;
 		}
 		if (rc == -EEXIST) {
 			msg_fmt(err, errlen,
-				 "memory backends of %" PRIu64
-				 " MiB: %u mappings fit %s and hold the same "
-				 "bytes at every page compared; cannot tell them apart",
-				 b->used >> 20, nc, b->name);
+				"memory backends of %" PRIu64
+				" MiB: %u mappings fit %s and hold the same "
+				"bytes at every page compared; cannot tell them apart",
+				b->used >> 20, nc, b->name);
 			return -EEXIST;
 		}
 		if (rc == -ENOENT || owner[cand[0]] >= 0) {
@@ -650,9 +651,9 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region 
 		if (r->offset > map->hi - map->lo || r->len > map->hi - map->lo - r->offset ||
 		    r->gpa + r->len < r->gpa) {
 			msg_fmt(err, errlen,
-				 "info mtree: range 0x%" PRIx64 "+0x%" PRIx64
-				 " of %s at offset 0x%" PRIx64 " is outside its %" PRIu64 " MiB",
-				 r->gpa, r->len, r->name, r->offset, (map->hi - map->lo) >> 20);
+				"info mtree: range 0x%" PRIx64 "+0x%" PRIx64
+				" of %s at offset 0x%" PRIx64 " is outside its %" PRIu64 " MiB",
+				r->gpa, r->len, r->name, r->offset, (map->hi - map->lo) >> 20);
 			return -EINVAL;
 		}
 		if (n == QEMU_MEMMAP_MAX_RANGES) {
@@ -672,9 +673,8 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region 
 	for (unsigned i = 1; i < n; i++)
 		if (out[i].gpa < out[i - 1].gpa + out[i - 1].len) {
 			msg_fmt(err, errlen,
-				 "info mtree: RAM ranges at 0x%" PRIx64 " and 0x%" PRIx64
-				 " overlap",
-				 out[i - 1].gpa, out[i].gpa);
+				"info mtree: RAM ranges at 0x%" PRIx64 " and 0x%" PRIx64 " overlap",
+				out[i - 1].gpa, out[i].gpa);
 			return -EINVAL;
 		}
 	/* merge neighbours contiguous in both address spaces */

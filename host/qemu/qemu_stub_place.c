@@ -87,12 +87,12 @@ void qemu_stub_place(struct qemu_stub_place *sp, struct target_qemu *tq, struct 
 		if (stub_live_at(&tq->t, target_qemu_stub_gpa(tq))) {
 			target_qemu_set_stub_area(tq, 0, 0, 0, 0, 0);
 			msg_fmt(why, whylen,
-				 "the stub of an earlier hvtrace is still live in "
-				 "this guest (it was killed with its guardian)");
+				"the stub of an earlier hvtrace is still live in "
+				"this guest (it was killed with its guardian)");
 		}
 	}
 	if (tq->mem.fd < 0 && !*why)
 		msg_fmt(why, whylen,
-			 "stub probes need guest memory through the QEMU "
-			 "process (not --gdb-memory)");
+			"stub probes need guest memory through the QEMU "
+			"process (not --gdb-memory)");
 }

@@ -53,12 +53,12 @@ int qemu_vcpu_threads_parse(const char *json, int *tids, unsigned max, unsigned 
 		    qmp_json_member(json + i, n, "thread-id", &v, &vlen) ||
 		    !small_int(v, vlen, &tid) || tid <= 0) {
 			msg_fmt(err, errlen,
-				 "query-cpus-fast: a vCPU without a cpu-index or thread-id");
+				"query-cpus-fast: a vCPU without a cpu-index or thread-id");
 			return -EINVAL;
 		}
 		if ((unsigned)index >= max || seen[index]) {
 			msg_fmt(err, errlen, "query-cpus-fast: vCPU %d %s", index,
-				 (unsigned)index >= max ? "out of range" : "listed twice");
+				(unsigned)index >= max ? "out of range" : "listed twice");
 			return -EINVAL;
 		}
 		seen[index] = true;
@@ -117,8 +117,8 @@ int qemu_vcpu_threads(int (*qmp_cmd)(void *ctx, const char *cmd, char *reply, si
 		snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tids[i]);
 		if (stat(path, &st) < 0) {
 			msg_fmt(err, errlen,
-				 "query-cpus-fast: vCPU %u's thread %d is not QEMU's (pid %d)", i,
-				 tids[i], pid);
+				"query-cpus-fast: vCPU %u's thread %d is not QEMU's (pid %d)", i,
+				tids[i], pid);
 			ret = -EINVAL;
 		}
 	}

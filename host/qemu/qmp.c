@@ -304,7 +304,7 @@ int qmp_attach_fd(struct qmp *q, int fd, char *err, size_t errlen)
 
 		rc = -EPROTO;
 		msg_fmt(err, errlen, "qmp: no QMP greeting: %s",
-			 peer_text(msg, mlen, text, sizeof(text)));
+			peer_text(msg, mlen, text, sizeof(text)));
 		goto fail;
 	}
 	greeting_version(q, msg, mlen);
@@ -317,7 +317,7 @@ int qmp_attach_fd(struct qmp *q, int fd, char *err, size_t errlen)
 		char text[256];
 
 		msg_fmt(err, errlen, "qmp: qmp_capabilities: %s%s%s", strerror(-rc),
-			 reply[0] ? ": " : "", peer_str(reply, text, sizeof(text)));
+			reply[0] ? ": " : "", peer_str(reply, text, sizeof(text)));
 		goto fail;
 	}
 	return 0;

@@ -243,8 +243,8 @@ static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t
 
 	if (q->mem.fd < 0) {
 		msg_fmt(err, errlen,
-			 "stub probes: guest memory must be readable through the QEMU "
-			 "process (not --gdb-memory)");
+			"stub probes: guest memory must be readable through the QEMU "
+			"process (not --gdb-memory)");
 		return -ENOTSUP;
 	}
 	return stub_map_map(&q->stub, &mem, q->stub_low_why, capture_kernel_pt, q, lo, hi, min,
@@ -449,7 +449,7 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	ret = gdb_threads(gdb, threads, VMI_MAX_CPUS, &n);
 	if (ret < 0 || !n) {
 		msg_fmt(err, errlen, "%s",
-			 ret < 0 && gdb->why[0] ? gdb->why : "gdbstub: no vCPU threads");
+			ret < 0 && gdb->why[0] ? gdb->why : "gdbstub: no vCPU threads");
 		return ret < 0 ? ret : -ENOENT;
 	}
 	q->t.nr_cpus = n;

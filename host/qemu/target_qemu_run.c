@@ -113,8 +113,8 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 
 	if (cpu < 0) {
 		msg_fmt(q->err, sizeof(q->err),
-			 "gdbstub: a stop of thread %d, which is no vCPU of this VM (%u threads)",
-			 st->thread, q->t.nr_cpus);
+			"gdbstub: a stop of thread %d, which is no vCPU of this VM (%u threads)",
+			st->thread, q->t.nr_cpus);
 		return -EPROTO;
 	}
 	c = &q->vm.cpu[cpu];

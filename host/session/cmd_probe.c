@@ -22,9 +22,9 @@ int cmd_probe_mode(const struct session *s, const struct target *tgt,
 		return 0;
 	if (why && no_trap) {
 		msg_fmt(err, errlen,
-			 "trap probes: INT3 in a guest does not exit on this host's KVM, and stub "
-			 "probes cannot work: %s",
-			 why);
+			"trap probes: INT3 in a guest does not exit on this host's KVM, and stub "
+			"probes cannot work: %s",
+			why);
 		return -ENOTSUP;
 	}
 	if (why && s->probe == PROBE_STUB) {

@@ -52,12 +52,12 @@ static int plan_one(const struct arch *a, const struct probe *p, const struct vm
 	skip = p->addr - f->addr; /* its ENDBR64 (or the NOP sealed over one), or the offset */
 	if (len > DETOUR_FUNC_MAX) {
 		msg_fmt(why, whylen, "%llu bytes long, more than the %u scanned",
-			 (unsigned long long)len, DETOUR_FUNC_MAX);
+			(unsigned long long)len, DETOUR_FUNC_MAX);
 		return -EFBIG;
 	}
 	if (read(ctx, f->addr, buf, len) < 0) {
 		msg_fmt(why, whylen, "its %llu bytes at 0x%llx cannot be read",
-			 (unsigned long long)len, (unsigned long long)f->addr);
+			(unsigned long long)len, (unsigned long long)f->addr);
 		return -EFAULT;
 	}
 	ret = a->reloc_plan(buf + skip, len - skip, p->addr, a->jmp_len, plan, why, whylen);
@@ -93,12 +93,12 @@ long detour_plan(struct tracer *t, const struct session *s, const struct vmi_sym
 			continue;
 		if (!have_entry) {
 			msg_fmt(why, sizeof(why),
-				 "the guest's symbols do not say where its entry text is "
-				 "(__entry_text_start/_end)");
+				"the guest's symbols do not say where its entry text is "
+				"(__entry_text_start/_end)");
 			ret = -ENOENT;
 		} else if (p->addr >= elo && p->addr < ehi) {
 			msg_fmt(why, sizeof(why),
-				 "in the kernel's entry text (%%gs may be the user's)");
+				"in the kernel's entry text (%%gs may be the user's)");
 			ret = -EPERM;
 		} else
 			ret = plan_one(tracer_arch(t), p, funcs, read, ctx, buf, &plan, why,

@@ -103,8 +103,7 @@ long entry_sites_add(const struct arch *a, const struct session *s, struct vmi_s
 		if (!exact && !((s->entry_all || every) && glob_selects(s, f->name)))
 			continue;
 		if (no_entry) {
-			msg_fmt(err, errlen, "%s has no fentry site: %s",
-				 f->name, no_entry);
+			msg_fmt(err, errlen, "%s has no fentry site: %s", f->name, no_entry);
 			ret = -ENOTSUP;
 			goto out;
 		}
@@ -112,7 +111,7 @@ long entry_sites_add(const struct arch *a, const struct session *s, struct vmi_s
 			if (!exact)
 				continue;
 			msg_fmt(err, errlen, "%s: its first bytes at 0x%llx cannot be read",
-				 f->name, (unsigned long long)f->addr);
+				f->name, (unsigned long long)f->addr);
 			ret = -EFAULT;
 			goto out;
 		}
@@ -154,7 +153,7 @@ static int check_inside(const struct arch *a, const struct fe_spec *e,
 		end = f->addr; /* no size, the last symbol: nothing is known to lie inside it */
 	if (end <= f->addr + e->offset) {
 		msg_fmt(err, errlen, "-e %s: past the end of %s (%llu bytes)", label, f->name,
-			 (unsigned long long)(end - f->addr));
+			(unsigned long long)(end - f->addr));
 		return -EINVAL;
 	}
 	if (len > end - f->addr)
@@ -164,29 +163,29 @@ static int check_inside(const struct arch *a, const struct fe_spec *e,
 		return -ENOMEM;
 	if (read(ctx, f->addr, b, len) < 0) {
 		msg_fmt(err, errlen, "-e %s: the bytes of %s at 0x%llx cannot be read", label,
-			 f->name, (unsigned long long)f->addr);
+			f->name, (unsigned long long)f->addr);
 		free(b);
 		return -EFAULT;
 	}
 	ret = a->scan_insn_start(b, len, e->offset, &before, &after);
 	if (ret == 0 && a->insn_waits(b + e->offset, len - e->offset)) {
 		msg_fmt(err, errlen,
-			 "-e %s: an instruction that waits for an interrupt (HLT, MWAIT): the step "
-			 "over it, interrupts held off, might never end",
-			 label);
+			"-e %s: an instruction that waits for an interrupt (HLT, MWAIT): the step "
+			"over it, interrupts held off, might never end",
+			label);
 		ret = -EOPNOTSUPP;
 	}
 	free(b);
 	if (ret == -EINVAL)
 		msg_fmt(err, errlen,
-			 "-e %s: not an instruction's start (the instruction at +0x%zx ends at "
-			 "+0x%zx)",
-			 label, before, after);
+			"-e %s: not an instruction's start (the instruction at +0x%zx ends at "
+			"+0x%zx)",
+			label, before, after);
 	else if (ret < 0 && ret != -EOPNOTSUPP)
 		msg_fmt(err, errlen,
-			 "-e %s: the bytes of %s at +0x%zx do not decode as x86-64: no instruction "
-			 "can be found there",
-			 label, f->name, before);
+			"-e %s: the bytes of %s at +0x%zx do not decode as x86-64: no instruction "
+			"can be found there",
+			label, f->name, before);
 	return ret < 0 ? ret : 0;
 }
 
@@ -234,7 +233,7 @@ long inside_sites_build(const struct arch *a, const struct session *s,
 		f = vmi_symtab_find(funcs, ev->func);
 		if (!f) {
 			msg_fmt(err, errlen, "-e %s: no function %s in the guest's symbols", label,
-				 ev->func);
+				ev->func);
 			ret = -ENOENT;
 			goto fail;
 		}
@@ -249,8 +248,8 @@ long inside_sites_build(const struct arch *a, const struct session *s,
 		own = site_at(sites, f->addr + ev->offset);
 		if (own) {
 			msg_fmt(err, errlen, "-e %s: the %s site of %s, which -e %s(...) probes",
-				 label, own->entry ? "entry" : "fentry", own->func->name,
-				 own->func->name);
+				label, own->entry ? "entry" : "fentry", own->func->name,
+				own->func->name);
 			ret = -EEXIST;
 			goto fail;
 		}

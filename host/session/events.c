@@ -22,9 +22,9 @@ int events_select(const struct session *s, const struct vmi_sites *sites,
 			char label[160];
 
 			msg_fmt(err, errlen,
-				 "-e %s: an instruction inside a function is probed through QEMU's "
-				 "gdbstub (run --qemu, attach); this backend cannot",
-				 fe_label(&s->events[e], label, sizeof(label)));
+				"-e %s: an instruction inside a function is probed through QEMU's "
+				"gdbstub (run --qemu, attach); this backend cannot",
+				fe_label(&s->events[e], label, sizeof(label)));
 			return -ENOENT;
 		}
 	if (!*sel) {
@@ -104,7 +104,7 @@ int events_resolve(const struct session *s, const struct vmi_btf *btf, struct fe
 			}
 		if (n >= FE_MAX_CHAIN) {
 			msg_fmt(err, errlen, "-e %s: at most %d events on one function",
-				 s->events[e].func, FE_MAX_CHAIN);
+				s->events[e].func, FE_MAX_CHAIN);
 			return -EINVAL;
 		}
 		(*events)[last].next = &(*events)[e];

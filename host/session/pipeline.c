@@ -137,7 +137,7 @@ static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
 			}
 		if (!pr) {
 			msg_fmt(err, errlen, "--filter-event '%s': %s has no -e event", ef->text,
-				 ef->func);
+				ef->func);
 			return EXIT_BAD_INPUT;
 		}
 		if (ef_bind(ef, pr->event, err, errlen) < 0)
@@ -221,12 +221,13 @@ static int make_sink(struct pipeline *p, const struct pipeline_guest *g, FILE *o
 	}
 	ret = make ? make(&p->sink, &cfg) : -ENOTSUP; /* session_args chose a format @use writes */
 	if (ret < 0 && use == SINK_RECORD) {
-		msg_fmt(err, errlen, "-o %s: temporary per-CPU files: %s", s->output, strerror(-ret));
+		msg_fmt(err, errlen, "-o %s: temporary per-CPU files: %s", s->output,
+			strerror(-ret));
 		return EXIT_HOST_ERROR;
 	}
 	if (ret < 0) {
 		msg_fmt(err, errlen, "--format %s: %s", f->name,
-			 ret == -ENOMEM ? "out of memory" : strerror(-ret));
+			ret == -ENOMEM ? "out of memory" : strerror(-ret));
 		return EXIT_HOST_ERROR;
 	}
 	return 0;
@@ -269,8 +270,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	ret = tracer_new(&p->tr, g->tgt, p->sel, p->nr_sel, g->task, &opts);
 	if (ret < 0) {
 		msg_fmt(err, errlen, "%s",
-			 ret == -ENOTSUP ? g->no_trampoline
-					 : "out of memory for the trace buffers");
+			ret == -ENOTSUP ? g->no_trampoline : "out of memory for the trace buffers");
 		return ret == -ENOTSUP ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
 	}
 	p->have_tr = true;

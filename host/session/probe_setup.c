@@ -45,8 +45,8 @@ int probe_setup_triggers(struct tracer *t, const struct session *s, char *err, s
 
 		if (!pr || (pr->quiet_entry && !pr->event)) {
 			msg_fmt(err, errlen,
-				 "--trigger %s:%s: %s is not a traced function (-l, -g, -e)",
-				 tg->func, trigger_cmd_name(tg->cmd), tg->func);
+				"--trigger %s:%s: %s is not a traced function (-l, -g, -e)",
+				tg->func, trigger_cmd_name(tg->cmd), tg->func);
 			return EXIT_BAD_INPUT;
 		}
 		if (tracer_add_trigger(t, pr->id, tg) < 0) {
@@ -88,14 +88,14 @@ bool probe_setup_need_trap(const struct tracer *t, char *err, size_t errlen)
 		if (stub_drain_capable(pr) && !tracer_has_trigger(t, pr))
 			continue;
 		msg_fmt(err, errlen,
-			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s %s "
-			 "needs one",
-			 pr->ret_event && !fe_return_register_only(pr->ret_event)
-			     ? "the return probe -r of"
-			 : pr->inside && !pr->detour ? "the -e event with no stub detour at"
-			 : pr->event && !fe_registers_only(pr->event) ? "the -e event of"
-								      : "the --trigger on",
-			 pr->func->name);
+			"trap probes: INT3 in a guest does not exit on this host's KVM, and %s %s "
+			"needs one",
+			pr->ret_event && !fe_return_register_only(pr->ret_event)
+			    ? "the return probe -r of"
+			: pr->inside && !pr->detour ? "the -e event with no stub detour at"
+			: pr->event && !fe_registers_only(pr->event) ? "the -e event of"
+								     : "the --trigger on",
+			pr->func->name);
 		return true;
 	}
 	return false;
@@ -191,9 +191,9 @@ int probe_setup_no_returns(struct tracer *t, const struct session *s,
 			continue; /* inside a function: never a return (probe_table_build) */
 		if (v->ret_probe) {
 			msg_fmt(err, errlen,
-				 "-r %s: %s, so its return cannot be hooked (it may be entered "
-				 "without a CALL)",
-				 v->func->name, no_c_function(g));
+				"-r %s: %s, so its return cannot be hooked (it may be entered "
+				"without a CALL)",
+				v->func->name, no_c_function(g));
 			return EXIT_BAD_INPUT;
 		}
 		tracer_set_no_return(t, v->id);

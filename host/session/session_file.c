@@ -93,7 +93,7 @@ static int read_all(const char *path, const char *name, char **buf, size_t *len,
 
 			if (cap > SESSION_FILE_MAX_SIZE) {
 				msg_fmt(err, errlen, "%s: larger than %u bytes", name,
-					 SESSION_FILE_MAX_SIZE);
+					SESSION_FILE_MAX_SIZE);
 				goto fail;
 			}
 			nb = realloc(b, cap * 2);
@@ -155,7 +155,7 @@ static int parse_line(struct session_words *w, size_t *cap, const struct option 
 	}
 	if (n > SESSION_FILE_MAX_LINE) {
 		msg_fmt(err, errlen, "%s:%u: line longer than %u bytes", name, line,
-			 SESSION_FILE_MAX_LINE);
+			SESSION_FILE_MAX_LINE);
 		return -EINVAL;
 	}
 	while (p < end && blank(*p))
@@ -184,13 +184,14 @@ static int parse_line(struct session_words *w, size_t *cap, const struct option 
 	}
 	o = find_long(opts, key, klen, true);
 	if (klen == 7 && !strncmp(key, "session", 7)) {
-		msg_fmt(err, errlen, "%s:%u: 'session' in a session file (session files do not nest)",
-			 name, line);
+		msg_fmt(err, errlen,
+			"%s:%u: 'session' in a session file (session files do not nest)", name,
+			line);
 		return -EINVAL;
 	}
 	if (!o || !strcmp(o->name, "help")) {
 		msg_fmt(err, errlen, "%s:%u: unknown option '%.*s'", name, line,
-			 (int)(klen > 64 ? 64 : klen), key);
+			(int)(klen > 64 ? 64 : klen), key);
 		return -EINVAL;
 	}
 	if (o->has_arg == required_argument && !vlen) {
@@ -274,7 +275,7 @@ int session_expand(int argc, char **argv, const struct option *opts, const char 
 				}
 				if (!strcmp(file, "-") && stdin_read) {
 					msg_fmt(err, errlen,
-						 "--session -: standard input given twice");
+						"--session -: standard input given twice");
 					ret = -EINVAL;
 					break;
 				}

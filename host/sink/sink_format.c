@@ -79,8 +79,8 @@ const struct sink_format *sink_format_choose(const char *name, enum sink_use use
 	if (sink_format_maker(f, use))
 		return f;
 	msg_fmt(err, errlen, "--format %s: %s does not write it (%s%s%s%s%s %s)", name, cmd,
-		 f->live ? "run, attach" : "", f->live && (f->record || f->report) ? ", " : "",
-		 f->record ? "record" : "", f->record && f->report ? ", " : "",
-		 f->report ? "report" : "", f->live || (f->record && f->report) ? "do" : "does");
+		f->live ? "run, attach" : "", f->live && (f->record || f->report) ? ", " : "",
+		f->record ? "record" : "", f->record && f->report ? ", " : "",
+		f->report ? "report" : "", f->live || (f->record && f->report) ? "do" : "does");
 	return NULL;
 }

@@ -240,9 +240,9 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 	if (!guest_id || tracecmd_get_guest_cpumap(handle, guest_id, &name, &n, &pids) < 0 ||
 	    !pids || n < 1 || n > HOST_SIDE_MAX_VCPUS) {
 		msg_fmt(err, errlen,
-			 "%s: no GUEST option for this guest's trace id 0x%llx (record it with "
-			 "record --host)",
-			 path, guest_id);
+			"%s: no GUEST option for this guest's trace id 0x%llx (record it with "
+			"record --host)",
+			path, guest_id);
 		tracecmd_close(handle);
 		return -EINVAL;
 	}
@@ -270,8 +270,8 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 	tracecmd_close(handle);
 	if (ret < 0 || rd.err) {
 		msg_fmt(err, errlen, "%s: %s", path,
-			 rd.err == E2BIG ? "more events than report --exits takes"
-					 : "its event data cannot be read");
+			rd.err == E2BIG ? "more events than report --exits takes"
+					: "its event data cannot be read");
 		host_side_free(h);
 		return -EINVAL;
 	}

@@ -295,12 +295,12 @@ int tdr_try_in_child(const char *path, char *err, size_t errlen)
 		return 0;
 	if (WIFSIGNALED(st))
 		msg_fmt(err, errlen, "%s: libtracecmd crashed reading it (signal %d): a bad file",
-			 path, WTERMSIG(st));
+			path, WTERMSIG(st));
 	else if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
 		msg_fmt(err, errlen, "%s: its event data cannot be read", path);
 	else
 		msg_fmt(err, errlen, "%s: not a trace.dat libtracecmd can read (bad or truncated)",
-			 path);
+			path);
 	return -EINVAL;
 }
 
@@ -324,7 +324,7 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 	r->h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
 	if (!r->h) {
 		msg_fmt(err, errlen, "%s: not a trace.dat libtracecmd can read (bad or truncated)",
-			 path);
+			path);
 		free(r);
 		return NULL;
 	}
@@ -373,7 +373,7 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 
 			if (r->nr_specs == TDR_MAX_SPECS) {
 				msg_fmt(err, errlen, "%s: more than %d probe events", path,
-					 TDR_MAX_SPECS);
+					TDR_MAX_SPECS);
 				goto bad;
 			}
 			ret = rebuild_spec(r, ev, &r->specs[r->nr_specs], err, errlen);
@@ -389,7 +389,7 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 	}
 	if (missing) {
 		msg_fmt(err, errlen,
-			 "%s: an ftrace function or function_graph event lacks its fields", path);
+			"%s: an ftrace function or function_graph event lacks its fields", path);
 		goto bad;
 	}
 	if (link_chains(r, err, errlen) < 0)

@@ -54,8 +54,8 @@ void tdr_close(struct tdr *r);
 
 /* libtracecmd reads the whole of @path in a child first (10 minutes at most): the library itself
  * has crashed on bad files (Debian's 3.1.6, on the error path of tracecmd_open); a file is read in
- * this process only once that went well. A path that cannot be read, or a directory, is named as such
- * first (-errno, -EISDIR). 0, or a negative errno with @err. */
+ * this process only once that went well. A path that cannot be read, or a directory, is named as
+ * such first (-errno, -EISDIR). 0, or a negative errno with @err. */
 int tdr_try_in_child(const char *path, char *err, size_t errlen);
 
 #endif

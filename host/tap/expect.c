@@ -170,20 +170,22 @@ int expect_bind(struct expect *v, size_t nr, const struct probe_table *probes, b
 
 			/* a -r only probe records no entry: only its returns can be judged */
 			if (!p || (p->quiet_entry && e->kind != EXPECT_RETURN)) {
-				msg_fmt(err, errlen,
-					 "%s %s: %s is not traced (check -l/-n and the guest's symbols)",
-					 expect_option(e->kind), e->spec, e->funcs[k]);
+				msg_fmt(
+				    err, errlen,
+				    "%s %s: %s is not traced (check -l/-n and the guest's symbols)",
+				    expect_option(e->kind), e->spec, e->funcs[k]);
 				return -ENOENT;
 			}
 			if (e->kind == EXPECT_RETURN &&
 			    !(p->ret_event ? rax_event(p->ret_event) : all_returns)) {
 				msg_fmt(err, errlen,
-					 p->ret_event ? "%s %s: needs %s's return values: its -r spec "
-							"must be RAX itself ('%s' or '%s(long ret)')"
-						      : "%s %s: needs %s's return values: trace it with "
-							"-p function_graph or -r %s",
-					 expect_option(e->kind), e->spec, e->funcs[k], e->funcs[k],
-					 e->funcs[k]);
+					p->ret_event
+					    ? "%s %s: needs %s's return values: its -r spec "
+					      "must be RAX itself ('%s' or '%s(long ret)')"
+					    : "%s %s: needs %s's return values: trace it with "
+					      "-p function_graph or -r %s",
+					expect_option(e->kind), e->spec, e->funcs[k], e->funcs[k],
+					e->funcs[k]);
 				return -ENOENT;
 			}
 			e->ids[k] = p->id;
@@ -310,7 +312,7 @@ static void judge_order(struct expect_state *st, struct expect *e)
 	for (unsigned k = 1; k < e->nr_funcs; k++)
 		if (st->first_ts[e->ids[k]] <= st->first_ts[e->ids[k - 1]]) {
 			msg_fmt(e->reason, sizeof(e->reason), "%s was first called before %s",
-				 e->funcs[k], e->funcs[k - 1]);
+				e->funcs[k], e->funcs[k - 1]);
 			return;
 		}
 	e->passed = true;
@@ -320,17 +322,19 @@ static void judge_order(struct expect_state *st, struct expect *e)
 static void judge_return(struct expect *e)
 {
 	if (!e->returns) {
-		msg_fmt(e->reason, sizeof(e->reason), "%s never returned while traced", e->funcs[0]);
+		msg_fmt(e->reason, sizeof(e->reason), "%s never returned while traced",
+			e->funcs[0]);
 		return;
 	}
 	e->passed = !e->mismatches;
 	if (e->passed)
 		msg_fmt(e->reason, sizeof(e->reason), "%s returned %s%" PRId64 " %" PRIu64 " times",
-			 e->funcs[0], e->op == EXPECT_NE ? "other than " : "", e->value, e->returns);
+			e->funcs[0], e->op == EXPECT_NE ? "other than " : "", e->value, e->returns);
 	else
-		msg_fmt(e->reason, sizeof(e->reason),
-			 "%s returned 0x%" PRIx64 " (%" PRId64 ") in %" PRIu64 " of %" PRIu64 " returns",
-			 e->funcs[0], e->first_bad, (int64_t)e->first_bad, e->mismatches, e->returns);
+		msg_fmt(
+		    e->reason, sizeof(e->reason),
+		    "%s returned 0x%" PRIx64 " (%" PRId64 ") in %" PRIu64 " of %" PRIu64 " returns",
+		    e->funcs[0], e->first_bad, (int64_t)e->first_bad, e->mismatches, e->returns);
 }
 
 int expect_evaluate(struct expect_state *st)
@@ -349,11 +353,11 @@ int expect_evaluate(struct expect_state *st)
 			if (e->bare && !hits)
 				msg_fmt(e->reason, sizeof(e->reason), "the guest never called it");
 			else if (e->kind == EXPECT_NO_CALL && hits)
-				msg_fmt(e->reason, sizeof(e->reason), "the guest called it %" PRIu64 " times",
-					 hits);
+				msg_fmt(e->reason, sizeof(e->reason),
+					"the guest called it %" PRIu64 " times", hits);
 			else
-				msg_fmt(e->reason, sizeof(e->reason), "the guest called %s %" PRIu64 " times",
-					 e->funcs[0], hits);
+				msg_fmt(e->reason, sizeof(e->reason),
+					"the guest called %s %" PRIu64 " times", e->funcs[0], hits);
 			break;
 		case EXPECT_RETURN: judge_return(e); break;
 		case EXPECT_ORDER: judge_order(st, e); break;

@@ -275,7 +275,8 @@ static bool is_string_field(const struct fe_field *f)
 }
 
 /* Whether the number of @e can be a value of its bound number field (a field of B bits holds
- * -2^(B-1) to 2^B-1: signed or unsigned, as a C comparison reads it); else what is wrong, in @why. */
+ * -2^(B-1) to 2^B-1: signed or unsigned, as a C comparison reads it); else what is wrong, in @why.
+ */
 static bool number_fits(const struct ef_node *e, char *why, size_t len)
 {
 	unsigned size = e->f->kind == FE_SYMBOL ? 8 : e->f->size, bits = 8 * size;
@@ -312,7 +313,7 @@ int ef_bind(struct ef_filter *f, const struct fe_spec *spec, char *err, size_t e
 			why = range;
 		if (why) {
 			msg_fmt(err, errlen, "--filter-event '%s': %s: %s at column %zu", f->text,
-				 e->field, why, e->pos + 1);
+				e->field, why, e->pos + 1);
 			return -EINVAL;
 		}
 	}

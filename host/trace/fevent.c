@@ -63,7 +63,7 @@ static int number(struct parser *p, int64_t *v, int64_t lo, int64_t hi, const ch
 	*v = strtoll(s, &end, 0);
 	if (errno || *v < lo || *v > hi) {
 		msg_fmt(p->err, p->errlen, "%s out of range (%" PRId64 "..%" PRId64 ")", what, lo,
-			 hi);
+			hi);
 		*p->pos = at;
 		return -EINVAL;
 	}

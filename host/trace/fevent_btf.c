@@ -37,11 +37,11 @@ static int type_field(struct fe_field *f, const struct vmi_btf_value *v, const c
 		break;
 	case VMI_BTF_AGGREGATE:
 		msg_fmt(err, errlen, "%s: %s is %s passed by value, which hvtrace does not decode",
-			 func, what, v->c);
+			func, what, v->c);
 		return -EINVAL;
 	default:
 		msg_fmt(err, errlen, "%s: %s has type %s, which hvtrace does not decode", func,
-			 what, v->c);
+			what, v->c);
 		return -EINVAL;
 	}
 	f->untyped = false;
@@ -87,8 +87,8 @@ static int resolve_members(struct fe_field *f, const char *path, struct vmi_btf_
 		if (arrow) {
 			if (v.cls != VMI_BTF_PTR || !v.target) {
 				msg_fmt(err, errlen,
-					 "%s: '->%s' in '%s': not a pointer to a struct (%s)", func,
-					 m, f->name, v.c);
+					"%s: '->%s' in '%s': not a pointer to a struct (%s)", func,
+					m, f->name, v.c);
 				return -EINVAL;
 			}
 			if (in_memory && (add_step(f, offset, false, err, errlen) < 0 ||
@@ -98,9 +98,8 @@ static int resolve_members(struct fe_field *f, const char *path, struct vmi_btf_
 			id = v.target;
 		} else {
 			if (!in_memory || v.cls != VMI_BTF_AGGREGATE) {
-				msg_fmt(err, errlen, "%s: '.%s' in '%s': not a struct (%s)%s",
-					 func, m, f->name, v.c,
-					 v.cls == VMI_BTF_PTR ? ", use '->'" : "");
+				msg_fmt(err, errlen, "%s: '.%s' in '%s': not a struct (%s)%s", func,
+					m, f->name, v.c, v.cls == VMI_BTF_PTR ? ", use '->'" : "");
 				return -EINVAL;
 			}
 			id = v.id;
@@ -108,18 +107,17 @@ static int resolve_members(struct fe_field *f, const char *path, struct vmi_btf_
 		ret = vmi_btf_member(btf, id, m, &off, &v);
 		if (ret < 0) {
 			msg_fmt(err, errlen, "%s: '%s': %s '%s'", func, f->name,
-				 ret == -ENOENT	      ? "no member"
-				 : ret == -EOPNOTSUPP ? "a bitfield, which hvtrace does not decode:"
-						      : "broken BTF type at",
-				 m);
+				ret == -ENOENT	     ? "no member"
+				: ret == -EOPNOTSUPP ? "a bitfield, which hvtrace does not decode:"
+						     : "broken BTF type at",
+				m);
 			return -EINVAL;
 		}
 		offset += off;
 		in_memory = true;
 	}
 	if (v.cls == VMI_BTF_AGGREGATE) {
-		msg_fmt(err, errlen, "%s: '%s' is %s: name one of its members", func, f->name,
-			 v.c);
+		msg_fmt(err, errlen, "%s: '%s' is %s: name one of its members", func, f->name, v.c);
 		return -EINVAL;
 	}
 	if (type_field(f, &v, func, f->name, err, errlen) < 0)
@@ -161,7 +159,7 @@ static int resolve_args(struct fe_spec *spec, const struct vmi_btf_proto *proto,
 	if (spec->all_args) {
 		if (proto->nr_params > FE_MAX_FIELDS) {
 			msg_fmt(err, errlen, "%s(*): %u parameters, more than %u fields",
-				 spec->func, proto->nr_params, FE_MAX_FIELDS);
+				spec->func, proto->nr_params, FE_MAX_FIELDS);
 			return -EINVAL;
 		}
 		spec->nr_fields = 0;
@@ -172,7 +170,7 @@ static int resolve_args(struct fe_spec *spec, const struct vmi_btf_proto *proto,
 			memset(f, 0, sizeof(*f));
 			if (strlen(q->name) >= sizeof(f->name)) {
 				msg_fmt(err, errlen, "%s(*): parameter name '%s' too long",
-					 spec->func, q->name);
+					spec->func, q->name);
 				return -EINVAL;
 			}
 			strcpy(f->name, q->name);
@@ -201,7 +199,7 @@ static int resolve_args(struct fe_spec *spec, const struct vmi_btf_proto *proto,
 		if (k == proto->nr_params) {
 			list_params(list, sizeof(list), proto);
 			msg_fmt(err, errlen, "%s has no parameter '%.*s' (%s)", spec->func,
-				 (int)base, f->name, list);
+				(int)base, f->name, list);
 			return -EINVAL;
 		}
 		f->arg = k;
@@ -240,9 +238,9 @@ int fe_resolve_btf(struct fe_spec *spec, bool is_return, const struct vmi_btf *b
 	if (!btf) {
 		if (spec->all_args) {
 			msg_fmt(err, errlen,
-				 "%s(*): every argument needs the guest's BTF, and this "
-				 "guest has none",
-				 spec->func);
+				"%s(*): every argument needs the guest's BTF, and this "
+				"guest has none",
+				spec->func);
 		} else {
 			const char *name = "";
 
@@ -250,9 +248,9 @@ int fe_resolve_btf(struct fe_spec *spec, bool is_return, const struct vmi_btf *b
 				if (spec->fields[i].untyped)
 					name = spec->fields[i].name;
 			msg_fmt(err, errlen,
-				 "%s: '%s' has no type, and this guest has no BTF to take "
-				 "it from (give one, e.g. 'long %s')",
-				 spec->func, name, name);
+				"%s: '%s' has no type, and this guest has no BTF to take "
+				"it from (give one, e.g. 'long %s')",
+				spec->func, name, name);
 		}
 		return -EINVAL;
 	}

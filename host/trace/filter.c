@@ -31,7 +31,8 @@ static int check_each_matches(const struct vmi_sites *sites, char *const *globs,
 			if (filter_glob_match(globs[g], sites->v[i].func->name))
 				break;
 		if (i == sites->nr) {
-			msg_fmt(err, errlen, "%s '%s': matches no traceable function", flag, globs[g]);
+			msg_fmt(err, errlen, "%s '%s': matches no traceable function", flag,
+				globs[g]);
 			return -ENOENT;
 		}
 	}
@@ -93,7 +94,7 @@ int filter_add_events(const struct vmi_sites *sites, bool inside, const char *op
 				site = &sites->v[i];
 		if (!site) {
 			msg_fmt(err, errlen, "%s %s(...): %s is not a traceable function", opt,
-				 specs[e].func, specs[e].func);
+				specs[e].func, specs[e].func);
 			return -ENOENT;
 		}
 		for (size_t k = 0; k < *nr && !have; k++)

@@ -34,8 +34,8 @@ int rec_filter_add_comm(struct rec_filter *f, const char *glob, char *err, size_
 
 	if (!glob[0] || strlen(glob) >= VMI_COMM_LEN * 4) {
 		msg_fmt(err, errlen,
-			 "--comm '%s': expected a task name or glob (1 to %d characters)", glob,
-			 VMI_COMM_LEN * 4 - 1);
+			"--comm '%s': expected a task name or glob (1 to %d characters)", glob,
+			VMI_COMM_LEN * 4 - 1);
 		return -EINVAL;
 	}
 	v = realloc(f->comms, (f->nr_comms + 1) * sizeof(*v));
@@ -116,8 +116,8 @@ int rec_filter_check_cpus(const struct rec_filter *f, unsigned nr_cpus, char *er
 			if (nr_cpus == 1)
 				msg_fmt(err, errlen, "--cpu: CPU %u: the guest has 1 vCPU (0)", c);
 			else
-				msg_fmt(err, errlen, "--cpu: CPU %u: the guest has %u vCPUs (0-%u)", c,
-					nr_cpus, nr_cpus - 1);
+				msg_fmt(err, errlen, "--cpu: CPU %u: the guest has %u vCPUs (0-%u)",
+					c, nr_cpus, nr_cpus - 1);
 			return -EINVAL;
 		}
 	return 0;

@@ -179,18 +179,18 @@ static bool vcpu_inside_replaced(struct stub_drain *d, char *why, size_t len)
 
 			if (ip > p->addr && ip < p->addr + p->detour->len) {
 				msg_fmt(why, len,
-					 "vCPU %u stays inside the first bytes of %s, which its "
-					 "detour replaces",
-					 i, p->func->name);
+					"vCPU %u stays inside the first bytes of %s, which its "
+					"detour replaces",
+					i, p->func->name);
 				return true;
 			}
 		}
 		/* what it interrupted is on a stack the task walk does not see (the IRQ stack) */
 		if (d->c.task && d->c.task->list.valid && cpu_in_interrupt(d, i)) {
 			msg_fmt(why, len,
-				 "vCPU %u stays in an interrupt (what it interrupted, on the "
-				 "interrupt stack, cannot be looked at)",
-				 i);
+				"vCPU %u stays in an interrupt (what it interrupted, on the "
+				"interrupt stack, cannot be looked at)",
+				i);
 			return true;
 		}
 	}
@@ -259,9 +259,9 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 		n = scan_saved(d, &pt);
 		if (n < 0) {
 			msg_fmt(err, errlen, "stub detours: %s cannot be read: %s",
-				 pt.seen.scope == LIVE_FRAMES_TASKS ? "the guest's task list"
+				pt.seen.scope == LIVE_FRAMES_TASKS ? "the guest's task list"
 								   : "guest RAM",
-				 strerror((int)-n));
+				strerror((int)-n));
 			ret = (int)n;
 			goto out;
 		}
@@ -276,8 +276,10 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 		if (!pt.hit[k])
 			continue;
 		if (!tgt->bp_in_place) {
-			msg_fmt(err, errlen, "%s: %s may resume inside its first bytes: no detour (use --probe trap)",
-				 p->func->name, saved_where(pt.seen.scope));
+			msg_fmt(err, errlen,
+				"%s: %s may resume inside its first bytes: no detour (use --probe "
+				"trap)",
+				p->func->name, saved_where(pt.seen.scope));
 			ret = -EBUSY;
 			goto out;
 		}
@@ -286,7 +288,7 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 		ret = probe_insert(p, tgt);
 		if (ret < 0) {
 			msg_fmt(err, errlen, "%s: entry 0x%" PRIx64 ": cannot insert a breakpoint",
-				 p->func->name, p->addr);
+				p->func->name, p->addr);
 			goto out;
 		}
 		fprintf(stderr,
@@ -332,8 +334,9 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 	if (!d->nr_detours)
 		return 0;
 	if ((!tgt->ops->scan_ram && !(d->c.task && d->c.task->list.valid)) || !tgt->ops->get_regs) {
-		msg_fmt(err, errlen, "stub detours: the %s target cannot show where its contexts are",
-			 tgt->name);
+		msg_fmt(err, errlen,
+			"stub detours: the %s target cannot show where its contexts are",
+			tgt->name);
 		return -ENOTSUP;
 	}
 	for (unsigned k = 0; k < d->nr_detours; k++) {
@@ -348,15 +351,15 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 		    last != p->gpa + jmp_len - 1) {
 			/* the JMP's five bytes are written at once by guest-physical address */
 			msg_fmt(err, errlen,
-				 "%s: entry 0x%" PRIx64 " is not mapped, or its first five bytes "
-				 "span two pages apart in guest-physical memory",
-				 p->func->name, p->addr);
+				"%s: entry 0x%" PRIx64 " is not mapped, or its first five bytes "
+				"span two pages apart in guest-physical memory",
+				p->func->name, p->addr);
 			return -EFAULT;
 		}
 		if (tgt->ops->read_phys(tgt, p->gpa, p->nop, jmp_len) < 0 ||
 		    memcmp(p->nop, p->detour->bytes, jmp_len)) {
 			msg_fmt(err, errlen, "%s: entry 0x%" PRIx64 " changed since it was read",
-				 p->func->name, p->addr);
+				p->func->name, p->addr);
 			return -ESTALE;
 		}
 		p->resolved = true;
@@ -378,8 +381,8 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 		ret = stub_detour_patch(&d->stub, k, p->addr, p->gpa, p->nop);
 		if (ret < 0) {
 			msg_fmt(err, errlen, "%s: entry 0x%" PRIx64 ": %s", p->func->name, p->addr,
-				 ret == -ESTALE ? "rewritten by the guest since it was read"
-						: "cannot write the JMP to its detour");
+				ret == -ESTALE ? "rewritten by the guest since it was read"
+					       : "cannot write the JMP to its detour");
 			p->patched = stub_detour_may_jump(&d->stub, k, p->addr, p->gpa);
 			return ret;
 		}
@@ -459,10 +462,10 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 				 p->event != NULL, g.graph && p->graph_root);
 		if (ret < 0) {
 			msg_fmt(err, errlen, "%s: site 0x%" PRIx64 ": %s", p->func->name, p->addr,
-				 ret == -EILSEQ	  ? "not a NOP5"
-				 : ret == -ERANGE ? "the stub is out of CALL rel32 reach"
-				 : ret == -ESTALE ? "rewritten by the guest since it was verified"
-						  : "cannot write the CALL");
+				ret == -EILSEQ	 ? "not a NOP5"
+				: ret == -ERANGE ? "the stub is out of CALL rel32 reach"
+				: ret == -ESTALE ? "rewritten by the guest since it was verified"
+						 : "cannot write the CALL");
 			/* a write the target failed may have landed all the same: the bytes say */
 			p->patched = stub_may_call(&d->stub, p->addr, p->gpa);
 			free_buffers(d);

@@ -80,7 +80,7 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 						     t->trampoline_orig);
 		if (ret < 0) {
 			msg_fmt(err, errlen, "return trampoline at 0x%llx: cannot write INT3: %s",
-				 (unsigned long long)t->trampoline, strerror(-ret));
+				(unsigned long long)t->trampoline, strerror(-ret));
 			atomic_store(&t->active, 0);
 			return ret;
 		}

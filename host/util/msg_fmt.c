@@ -6,9 +6,9 @@
 #include <string.h>
 #include <sys/types.h>
 
-#define MSG_PIECES 48	   /* literal runs and conversions of one format */
-#define MSG_ARENA  2048	   /* the text of its conversions other than %s */
-#define MSG_SPEC   48	   /* one conversion's own format */
+#define MSG_PIECES 48	/* literal runs and conversions of one format */
+#define MSG_ARENA  2048 /* the text of its conversions other than %s */
+#define MSG_SPEC   48	/* one conversion's own format */
 
 /* One piece of the message: literal text of the format, a converted argument, or a %s value. */
 struct piece {
@@ -139,20 +139,20 @@ static int split(const char *fmt, va_list ap, struct piece *pc, char *arena, int
 		spec[sl++] = conv;
 		spec[sl] = '\0';
 		if (conv == 's' || conv == 'm') {
-			const char *s = conv == 'm' ? strerror(saved_errno) : va_arg(ap, const char *);
+			const char *s =
+			    conv == 'm' ? strerror(saved_errno) : va_arg(ap, const char *);
 			size_t len;
 
 			if (!s)
 				s = "(null)";
 			len = prec >= 0 ? strnlen(s, (size_t)prec) : strlen(s);
-			pc[n++] = (struct piece){.s = s,
-						 .len = len,
-						 .full = len,
-						 .pad = width > 0 && (size_t)width > len
-								? (size_t)width - len
-								: 0,
-						 .left = left,
-						 .value = conv == 's'};
+			pc[n++] = (struct piece){
+			    .s = s,
+			    .len = len,
+			    .full = len,
+			    .pad = width > 0 && (size_t)width > len ? (size_t)width - len : 0,
+			    .left = left,
+			    .value = conv == 's'};
 			continue;
 		}
 		char *out = arena + used;
@@ -211,7 +211,8 @@ static int split(const char *fmt, va_list ap, struct piece *pc, char *arena, int
 		case 'p':
 			k = snprintf(out, room, spec, va_arg(ap, void *));
 			break;
-		default: /* %n and what this does not know: shown as written, nothing consumed after */
+		default: /* %n and what this does not know: shown as written, nothing consumed after
+			  */
 			return -1;
 		}
 		if (k < 0)

@@ -1,6 +1,6 @@
 /* Error messages formatted into a caller's buffer (the one-line reasons every layer hands up): when
- * the whole does not fit, the values it echoes (its %s arguments, longest first) are shortened, never
- * the words around them, so a 100 KB glob or path cannot push the reason out of the line. */
+ * the whole does not fit, the values it echoes (its %s arguments, longest first) are shortened,
+ * never the words around them, so a 100 KB glob or path cannot push the reason out of the line. */
 #ifndef HVT_MSG_FMT_H
 #define HVT_MSG_FMT_H
 

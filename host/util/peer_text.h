@@ -1,7 +1,7 @@
 /* Bytes a peer sent (QMP and HMP text, gdbstub packets, libvirt's and virsh's messages, QEMU's
- * stderr, a target process's command line), shown inside hvtrace's own lines: the one escaping every
- * such byte goes through before it reaches a terminal, so a peer can neither start a line of its own
- * nor send a terminal control sequence. */
+ * stderr, a target process's command line), shown inside hvtrace's own lines: the one escaping
+ * every such byte goes through before it reaches a terminal, so a peer can neither start a line of
+ * its own nor send a terminal control sequence. */
 #ifndef HVT_PEER_TEXT_H
 #define HVT_PEER_TEXT_H
 

@@ -105,7 +105,8 @@ int gdb_connect(struct gdb *g, const char *host, int port, char *err, size_t err
 		if (fd == -EHOSTUNREACH && gai)
 			msg_fmt(err, errlen, "gdbstub %s:%d: %s", host, port, gai_strerror(gai));
 		else
-			msg_fmt(err, errlen, "gdbstub %s:%d: connect: %s", host, port, strerror(-fd));
+			msg_fmt(err, errlen, "gdbstub %s:%d: connect: %s", host, port,
+				strerror(-fd));
 		return fd;
 	}
 	/* Without it every small request waits for the previous segment's delayed ACK (~40 ms). */

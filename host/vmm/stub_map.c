@@ -80,9 +80,8 @@ int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char 
 		return -ENOTSUP;
 	}
 	if ((q->resv_gpa | q->resv_size) & (PMD_SPAN - 1)) {
-		msg_fmt(err, errlen,
-			 "stub probes: reserved RAM 0x%llx+0x%llx is not 2 MiB aligned",
-			 (unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size);
+		msg_fmt(err, errlen, "stub probes: reserved RAM 0x%llx+0x%llx is not 2 MiB aligned",
+			(unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size);
 		return -EINVAL;
 	}
 	base = stub_map_gpa(q);
@@ -97,12 +96,11 @@ int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char 
 	if (size > want)
 		size = (want + X86_PAGE_SIZE - 1) & ~(X86_PAGE_SIZE - 1);
 	if (size < min || q->phys_hi - pt < X86_PAGE_SIZE) {
-		msg_fmt(err, errlen,
-			 "stub probes: %llu KiB free at guest-physical 0x%llx (%s%s%s)",
-			 (unsigned long long)size >> 10, (unsigned long long)base,
-			 q->resv_size ? "the RAM range the kernel reserved" : "low memory",
-			 !q->resv_size && low_why && *low_why ? ": " : "",
-			 !q->resv_size && low_why ? low_why : "");
+		msg_fmt(err, errlen, "stub probes: %llu KiB free at guest-physical 0x%llx (%s%s%s)",
+			(unsigned long long)size >> 10, (unsigned long long)base,
+			q->resv_size ? "the RAM range the kernel reserved" : "low memory",
+			!q->resv_size && low_why && *low_why ? ": " : "",
+			!q->resv_size && low_why ? low_why : "");
 		return -ENOSPC;
 	}
 	npde = (unsigned)((size + PMD_SPAN - 1) / PMD_SPAN);
@@ -117,9 +115,9 @@ int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char 
 		run = free_pde_run(mem, kcr3, kla57, IMAGE_MAP_BASE, q->va, npde, &va);
 	if (run < npde || !within_2g(va + X86_PAGE_SIZE, lo) || !within_2g(va, hi)) {
 		msg_fmt(err, errlen,
-			 "stub probes: no %u free 2 MiB kernel address slots in the image's 1 GiB "
-			 "within 2 GiB of the traced code",
-			 npde);
+			"stub probes: no %u free 2 MiB kernel address slots in the image's 1 GiB "
+			"within 2 GiB of the traced code",
+			npde);
 		return -ENOSPC;
 	}
 	q->saved_len = size;
@@ -129,14 +127,14 @@ int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char 
 	q->pde_old = calloc(npde, sizeof(*q->pde_old));
 	if (!q->saved || !q->pde_gpa || !q->pde_old) {
 		msg_fmt(err, errlen, "stub probes: out of memory keeping %llu KiB of guest memory",
-			 (unsigned long long)size >> 10);
+			(unsigned long long)size >> 10);
 		ret = -ENOMEM;
 		goto fail;
 	}
 	if (mem_read(mem, base, q->saved, size) < 0 ||
 	    mem_read(mem, pt, q->saved_pt, X86_PAGE_SIZE) < 0) {
 		msg_fmt(err, errlen, "stub probes: cannot read guest memory at 0x%llx",
-			 (unsigned long long)base);
+			(unsigned long long)base);
 		ret = -EFAULT;
 		goto fail;
 	}

@@ -304,8 +304,8 @@ static void test_long_values_keep_reason(void **state)
 	}
 	snprintf(expr, sizeof(expr), "fib: n == 1 && %s == 2", fe); /* 500 characters */
 	{
-		const char *argv[] = {"run", "-e", "fib(int n)", "--filter-event", expr,
-				      hv_guest(NULL), NULL};
+		const char *argv[] = {"run", "-e",	     "fib(int n)", "--filter-event",
+				      expr,  hv_guest(NULL), NULL};
 
 		expect_tail(argv, 2, "xxxx...(500 bytes)': field name too long at column 16\n");
 	}
@@ -320,14 +320,17 @@ static void test_empty_trace_refused(void **state)
 	static const struct hv_run_case c[] = {
 	    {"-p nop -l fib",
 	     {"run", "-p", "nop", "-l", "fib", GUEST},
-	     REFUSED("hvtrace: -l: -p nop traces no function (use -p function or function_graph)\n")},
+	     REFUSED(
+		 "hvtrace: -l: -p nop traces no function (use -p function or function_graph)\n")},
 	    {"-p nop -n fib",
 	     {"run", "-p", "nop", "-n", "fib", "-e", "fib(int n)", GUEST},
-	     REFUSED("hvtrace: -n: -p nop traces no function (use -p function or function_graph)\n")},
+	     REFUSED(
+		 "hvtrace: -n: -p nop traces no function (use -p function or function_graph)\n")},
 	    {"--tracing-off without traceon",
 	     {"run", "--tracing-off", "--trigger", "fib:traceoff", GUEST},
-	     REFUSED("hvtrace: --tracing-off: no --trigger FUNC:traceon turns tracing on (the trace "
-		     "would be empty)\n")},
+	     REFUSED(
+		 "hvtrace: --tracing-off: no --trigger FUNC:traceon turns tracing on (the trace "
+		 "would be empty)\n")},
 	    {"--cpu 99 of 2",
 	     {"run", "--cpu", "99", GUEST},
 	     REFUSED("hvtrace: --cpu: CPU 99: the guest has 2 vCPUs (0-1)\n")},
@@ -358,12 +361,14 @@ static void test_wording(void **state)
 		    {"--qmp ''",
 		     {"attach", "--qmp", ""},
 		     {.status = 2,
-		      .err_is = "hvtrace: qmp: an empty address (unix:PATH, PATH or tcp:HOST:PORT)\n"}},
+		      .err_is =
+			  "hvtrace: qmp: an empty address (unix:PATH, PATH or tcp:HOST:PORT)\n"}},
 		    {"--filter-event number out of 64 bits",
 		     {"run", "-e", "fib(int n)", "--filter-event", "fib: n > 99999999999999999999",
 		      GUEST},
-		     REFUSED("hvtrace: --filter-event 'fib: n > 99999999999999999999': a number out of "
-			     "range (64 bits) at column 10\n")},
+		     REFUSED(
+			 "hvtrace: --filter-event 'fib: n > 99999999999999999999': a number out of "
+			 "range (64 bits) at column 10\n")},
 		};
 
 		play(c, ARRAY_LEN(c));
@@ -377,7 +382,8 @@ static void test_wording(void **state)
 	{
 		const char *argv[] = {"attach", "--qmp", file, NULL};
 
-		snprintf(want, sizeof(want), "hvtrace: qmp %s: a regular file, not a socket\n", file);
+		snprintf(want, sizeof(want), "hvtrace: qmp %s: a regular file, not a socket\n",
+			 file);
 		expect_tail(argv, 2, want);
 	}
 	{
@@ -389,16 +395,19 @@ static void test_wording(void **state)
 		expect_tail(argv, 2, want);
 	}
 	{
-		const char *argv[] = {"run", "--qemu", "--kernel", file, "--initrd", "/nonexistent/initrd",
-				      NULL};
+		const char *argv[] = {
+		    "run", "--qemu", "--kernel", file, "--initrd", "/nonexistent/initrd", NULL};
 
-		expect_tail(argv, 2, "hvtrace: --initrd /nonexistent/initrd: No such file or directory\n");
+		expect_tail(argv, 2,
+			    "hvtrace: --initrd /nonexistent/initrd: No such file or directory\n");
 	}
 	{
 		/* a function_graph recording whose host file is missing: named as missing, not as
 		 * "bad or truncated" */
-		const char *argv[] = {"report", "-i", "tests/fuzz/corpus/tracedat/graph-events-chain.dat",
-				      "--exits", "--host-input", "/nonexistent/host.dat", NULL};
+		const char *argv[] = {
+		    "report",  "-i",	       "tests/fuzz/corpus/tracedat/graph-events-chain.dat",
+		    "--exits", "--host-input", "/nonexistent/host.dat",
+		    NULL};
 
 		expect_tail(argv, 2,
 			    "hvtrace: report --exits: /nonexistent/host.dat: No such file or "
@@ -418,16 +427,19 @@ static void test_wording(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_missing_file),	     cmocka_unit_test(test_not_elf),
-		cmocka_unit_test(test_no_mcount_loc),	     cmocka_unit_test(test_glob_matches_nothing),
-		cmocka_unit_test(test_bad_arguments),	     cmocka_unit_test(test_site_not_nop5),
-		cmocka_unit_test(test_smp_mem),
-		cmocka_unit_test(test_output_write_error),
-		cmocka_unit_test(test_console_write_error),
-		cmocka_unit_test(test_stdout_write_error),
-		cmocka_unit_test(test_long_values_keep_reason),
-		cmocka_unit_test(test_empty_trace_refused),
-		cmocka_unit_test(test_wording),
+	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_not_elf),
+	    cmocka_unit_test(test_no_mcount_loc),
+	    cmocka_unit_test(test_glob_matches_nothing),
+	    cmocka_unit_test(test_bad_arguments),
+	    cmocka_unit_test(test_site_not_nop5),
+	    cmocka_unit_test(test_smp_mem),
+	    cmocka_unit_test(test_output_write_error),
+	    cmocka_unit_test(test_console_write_error),
+	    cmocka_unit_test(test_stdout_write_error),
+	    cmocka_unit_test(test_long_values_keep_reason),
+	    cmocka_unit_test(test_empty_trace_refused),
+	    cmocka_unit_test(test_wording),
 	};
 
 	return cmocka_run_group_tests_name("bad_input", tests, NULL, NULL);

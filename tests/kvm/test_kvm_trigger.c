@@ -125,8 +125,9 @@ static void test_tracing_off(void **state)
 	(void)state;
 	hv_run(&r, argv, 0, 0);
 	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err, "hvtrace: --tracing-off: no --trigger FUNC:traceon turns tracing "
-				   "on (the trace would be empty)\n");
+	assert_string_equal(r.err,
+			    "hvtrace: --tracing-off: no --trigger FUNC:traceon turns tracing "
+			    "on (the trace would be empty)\n");
 	assert_string_equal(r.console, "");
 	hv_result_free(&r);
 }

@@ -195,13 +195,14 @@ static void test_cpu_beyond_vcpus(void **state)
 	     fake_gdb_packet(b[3], 64, "+", "OK")},
 	    {fake_gdb_packet(b[4], 64, "+", "vCont?"), fake_gdb_packet(b[5], 64, "", "")},
 	    {fake_gdb_packet(b[6], 64, "", "?"), fake_gdb_packet(b[7], 64, "", "S05")},
-	    {fake_gdb_packet(b[8], 64, "", "qfThreadInfo"), fake_gdb_packet(b[9], 64, "", "m01,02")},
+	    {fake_gdb_packet(b[8], 64, "", "qfThreadInfo"),
+	     fake_gdb_packet(b[9], 64, "", "m01,02")},
 	    {fake_gdb_packet(b[10], 64, "", "qsThreadInfo"), fake_gdb_packet(b[11], 64, "", "l")},
 	    {fake_gdb_packet(b[12], 64, "", "Qqemu.PhyMemMode:1"),
 	     fake_gdb_packet(b[13], 64, "", "OK")},
 	};
-	const char *argv[] = {"attach",	    "--qmp", sock, "--system-map", sysmap, "--gdb-memory",
-			      "--cpu",	    "5",     "-l", "vfs_read",	   NULL};
+	const char *argv[] = {"attach", "--qmp", sock, "--system-map", sysmap, "--gdb-memory",
+			      "--cpu",	"5",	 "-l", "vfs_read",     NULL};
 	struct fake_server ms, gs;
 	struct fake_step steps[2];
 	char chardev[160];
@@ -228,7 +229,8 @@ static void test_cpu_beyond_vcpus(void **state)
 }
 
 /* A monitor whose error text is a terminal attack: an OSC title, BEL, a screen clear and a forged
- * second line. Every byte of it reaches stderr escaped, on hvtrace's one line (issue 37, class 7). */
+ * second line. Every byte of it reaches stderr escaped, on hvtrace's one line (issue 37, class 7).
+ */
 static void test_monitor_error_escaped(void **state)
 {
 	static const struct fake_step qmp[] = {
@@ -313,7 +315,8 @@ static void end_claimant(pid_t pid)
 static void attach_pid(pid_t pid, int status, int lines, const char *a, const char *b)
 {
 	char num[16];
-	const char *argv[] = {"attach", "--pid", num, "--system-map", sysmap, "-l", "vfs_read", NULL};
+	const char *argv[] = {"attach", "--pid", num,	     "--system-map",
+			      sysmap,	"-l",	 "vfs_read", NULL};
 	struct hv_result r;
 
 	snprintf(num, sizeof(num), "%d", (int)pid);
@@ -376,8 +379,8 @@ static void test_pid_not_qemu(void **state)
 	pid_t pid = claim_port("/bin/sh", true, &port, &l);
 
 	(void)state;
-	snprintf(want, sizeof(want), "hvtrace: --pid %d: process %d is not a QEMU (it runs /", (int)pid,
-		 (int)pid);
+	snprintf(want, sizeof(want), "hvtrace: --pid %d: process %d is not a QEMU (it runs /",
+		 (int)pid, (int)pid);
 	attach_pid(pid, 2, 1, want, NULL);
 	end_claimant(pid);
 }
@@ -393,16 +396,17 @@ static void test_pid_gdbstub_not_its_own(void **state)
 	(void)state;
 	fake_qemu(dir, exe, sizeof(exe));
 	pid = claim_port(exe, false, &port, &l);
-	snprintf(a, sizeof(a), "hvtrace: --pid %d: its gdbstub tcp:127.0.0.1:%d: port %d is held by "
-			       "process %d, not by process %d\n",
+	snprintf(a, sizeof(a),
+		 "hvtrace: --pid %d: its gdbstub tcp:127.0.0.1:%d: port %d is held by "
+		 "process %d, not by process %d\n",
 		 (int)pid, port, port, (int)getpid(), (int)pid);
 	attach_pid(pid, 2, 1, a, NULL);
 	end_claimant(pid);
 	close(l);
 
 	pid = spawn_claimant(exe, "tcp:192.0.2.1:1234", -1);
-	snprintf(a, sizeof(a), "hvtrace: --pid %d: its gdbstub tcp:192.0.2.1:1234 is not on loopback",
-		 (int)pid);
+	snprintf(a, sizeof(a),
+		 "hvtrace: --pid %d: its gdbstub tcp:192.0.2.1:1234 is not on loopback", (int)pid);
 	attach_pid(pid, 2, 1, a, "(hvtrace connects to no other host)\n");
 	end_claimant(pid);
 	fake_qemu_remove(dir, exe);

@@ -503,8 +503,7 @@ static void test_qmp_nobody(void **state)
 	(void)state;
 	unlink(cfg.qmp);
 	assert_int_equal(qemu_attach_open(&c, &cfg, err, sizeof(err)), -ENOENT);
-	assert_string_equal(
-	    err, "qmp /tmp/hvt-test-attach-nobody.sock: No such file or directory");
+	assert_string_equal(err, "qmp /tmp/hvt-test-attach-nobody.sock: No such file or directory");
 	assert_false(c.have_qmp);
 	assert_false(c.have_gdb);
 	qemu_attach_close(&c);

@@ -1,4 +1,5 @@
-/* host/util/msg_fmt: error lines keep their reason; values are what gets shortened (issue 37, class 6). */
+/* host/util/msg_fmt: error lines keep their reason; values are what gets shortened (issue 37, class
+ * 6). */
 #include "host/util/msg_fmt.h"
 
 #include <setjmp.h>
@@ -49,8 +50,9 @@ static void test_long_value_keeps_reason(void **state)
 	/* the head: as much as room allows, at most MSG_VALUE_HEAD bytes */
 	snprintf(tail, sizeof(tail), "%.100s", err + 4 + MSG_VALUE_HEAD - 2);
 	assert_string_equal(tail, "aa...(100000 bytes)': matches no traceable function");
-	assert_int_equal(strlen(err), 4 + MSG_VALUE_HEAD + strlen("...(100000 bytes)': matches no "
-								  "traceable function"));
+	assert_int_equal(strlen(err), 4 + MSG_VALUE_HEAD +
+					  strlen("...(100000 bytes)': matches no "
+						 "traceable function"));
 	free(glob);
 }
 
@@ -68,8 +70,9 @@ static void test_two_values(void **state)
 	assert_true(strlen(err) < sizeof(err));
 	assert_non_null(strstr(err, "...(299 bytes)' on fib: "));
 	assert_non_null(strstr(err, "...(150 bytes) is not a traced function"));
-	assert_null(strstr(err, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-				"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
+	assert_null(strstr(err,
+			   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
 }
 
 /* Words the message itself holds are never cut while a value can give; a message without values

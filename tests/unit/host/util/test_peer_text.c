@@ -16,8 +16,9 @@ static void test_controls_escaped(void **state)
 
 	(void)state;
 	peer_str(in, out, sizeof(out));
-	assert_string_equal(out, "\\x1b]0;pwned\\x07\\x1b[2Jok\\nhvtrace: fake second line\\\\ \\t\\r"
-				 "\\x7f\\xc3\\xb6");
+	assert_string_equal(out,
+			    "\\x1b]0;pwned\\x07\\x1b[2Jok\\nhvtrace: fake second line\\\\ \\t\\r"
+			    "\\x7f\\xc3\\xb6");
 	for (const char *c = out; *c; c++)
 		assert_true(*c >= 0x20 && *c < 0x7f);
 }
