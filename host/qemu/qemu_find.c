@@ -228,6 +228,40 @@ pid_t qemu_find_by_uuid(const char *uuid, char *err, size_t errlen)
 	return found;
 }
 
+static bool qemu_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "qemu-", 5) || !strcmp(base, "qemu");
+}
+
+/* Whether process @pid has a QEMU executable mapped executable (/proc/PID/maps, the kernel's
+ * view): a QEMU started through the dynamic loader (`ld-linux-x86-64.so.2 ... qemu-system-x86_64`),
+ * whose exe is the loader. */
+static bool maps_qemu(pid_t pid)
+{
+	char path[64], line[4608];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char perms[8];
+		int file = 0;
+
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%*s %7s %*s %*s %*s %n", perms, &file) == 1 && file > 0 &&
+		    perms[2] == 'x' && line[file] == '/')
+			found = qemu_name(line + file);
+	}
+	fclose(f);
+	return found;
+}
+
 int qemu_find_check_exe(pid_t pid, char *err, size_t errlen)
 {
 	char path[64], exe[4096], name[96];
@@ -246,7 +280,7 @@ int qemu_find_check_exe(pid_t pid, char *err, size_t errlen)
 	exe[n] = 0;
 	base = strrchr(exe, '/');
 	base = base ? base + 1 : exe;
-	if (!strncmp(base, "qemu-", 5) || !strcmp(base, "qemu"))
+	if (qemu_name(exe) || (!strncmp(base, "ld-", 3) && maps_qemu(pid)))
 		return 0;
 	msg_fmt(err, errlen, "process %d is not a QEMU (it runs %s)", (int)pid,
 		peer_str(exe, name, sizeof(name)));

@@ -18,8 +18,9 @@ pid_t qemu_find_socket_peer(int fd, char *err, size_t errlen);
 pid_t qemu_find_by_uuid(const char *uuid, char *err, size_t errlen);
 
 /* Whether process @pid runs a QEMU: the name of its executable (/proc/PID/exe, as the kernel has
- * it, not its command line) starts with "qemu-" or is "qemu". 0, or -errno with one line in @err
- * (-ENOEXEC: another program, named). */
+ * it, not its command line) starts with "qemu-" or is "qemu", or, run through the dynamic loader
+ * (exe "ld-*"), such an executable is mapped executable in it (/proc/PID/maps). 0, or -errno with
+ * one line in @err (-ENOEXEC: another program, named). */
 int qemu_find_check_exe(pid_t pid, char *err, size_t errlen);
 
 /* Whether @host (a numeric address or "localhost") is on loopback: 127.0.0.0/8, ::1,
