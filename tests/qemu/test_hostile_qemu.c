@@ -61,19 +61,38 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* `hvtrace attach --qmp` to the fake monitor, with @sig after 1 s if not 0. */
-static void attach(struct hv_result *r, int sig)
+/* `hvtrace attach --qmp` to the fake monitor (with the options of @extra, NULL-terminated, if not
+ * NULL), with @sig after 1 s if not 0. */
+static void attach(struct hv_result *r, int sig, const char *const *extra)
 {
-	const char *argv[] = {"attach", "--qmp",    sock, "--system-map", sysmap, "--gdb-memory",
-			      "-l",	"vfs_read", NULL};
+	const char *argv[16] = {"attach", "--qmp",    sock, "--system-map", sysmap, "--gdb-memory",
+				"-l",	  "vfs_read"};
+	size_t n = 8;
 
+	for (; extra && *extra && n + 1 < 16; extra++)
+		argv[n++] = *extra;
 	hv_run(r, argv, sig ? 1.0 : 0, sig);
 }
 
-/* The monitor plays @qmp; with @gdb, it names a gdbstub that plays @gdb. Returns hvtrace's result
- * in @r. */
+/* The gdbstub's side of the connection up to its thread list, answered with @threads
+ * ("m01,02"): five steps into @st, their bytes in @b. Returns 5. */
+static size_t gdb_handshake(struct fake_step *st, char b[][64], const char *threads)
+{
+	st[0] = (struct fake_step){fake_gdb_packet(b[0], 64, "", "qSupported"),
+				   fake_gdb_packet(b[1], 64, "+", "PacketSize=1000;QStartNoAckMode+")};
+	st[1] = (struct fake_step){fake_gdb_packet(b[2], 64, "+", "QStartNoAckMode"),
+				   fake_gdb_packet(b[3], 64, "+", "OK")};
+	st[2] = (struct fake_step){fake_gdb_packet(b[4], 64, "+", "vCont?"),
+				   fake_gdb_packet(b[5], 64, "", "")};
+	st[3] = (struct fake_step){fake_gdb_packet(b[6], 64, "", "?"), "$S05#b8"};
+	st[4] = (struct fake_step){"$qfThreadInfo#bb", fake_gdb_packet(b[7], 64, "", threads)};
+	return 5;
+}
+
+/* The monitor plays @qmp; with @gdb, it names a gdbstub that plays @gdb; hvtrace is given the
+ * options @extra (or none). Returns hvtrace's result in @r. */
 static void play(const struct fake_step *qmp, size_t nq, const struct fake_step *gdb, size_t ng,
-		 int sig, struct hv_result *r)
+		 int sig, const char *const *extra, struct hv_result *r)
 {
 	struct fake_server ms, gs;
 	struct fake_step steps[4];
@@ -93,7 +112,7 @@ static void play(const struct fake_step *qmp, size_t nq, const struct fake_step 
 	unlink(sock);
 	fake_server_listen_unix(&ms, sock, GREETING, steps, nq, FAKE_SERVER_HOLD);
 	alarm(60); /* an hvtrace that hangs fails the test (its peers' sockets then close too) */
-	attach(r, sig);
+	attach(r, sig, extra);
 	alarm(0);
 	fake_server_finish(&ms);
 	if (gdb)
@@ -116,7 +135,7 @@ static void test_sigint_ends_stalled_monitor(void **state)
 	struct hv_result r;
 
 	(void)state;
-	play(qmp, 1, NULL, 0, SIGINT, &r);
+	play(qmp, 1, NULL, 0, SIGINT, NULL, &r);
 	check(&r, 128 + SIGINT, "hvtrace: stopped while connecting to QEMU\n");
 }
 
@@ -128,7 +147,7 @@ static void test_flooding_monitor(void **state)
 	struct hv_result r;
 
 	(void)state;
-	play(qmp, 1, NULL, 0, 0, &r);
+	play(qmp, 1, NULL, 0, 0, NULL, &r);
 	check(&r, 6, "hvtrace: qmp: no answer to 'qmp_capabilities' within 5000 ms\n");
 }
 
@@ -142,7 +161,7 @@ static void test_flooding_gdbstub(void **state)
 	struct hv_result r;
 
 	(void)state;
-	play(qmp, 1, gdb, 1, 0, &r);
+	play(qmp, 1, gdb, 1, 0, NULL, &r);
 	check(&r, 6,
 	      "hvtrace: gdbstub: 257 console or stop packets and no reply to 'qSupported'\n");
 }
@@ -157,7 +176,7 @@ static void test_sigterm_ends_stalled_gdbstub(void **state)
 	struct hv_result r;
 
 	(void)state;
-	play(qmp, 1, gdb, 1, SIGTERM, &r);
+	play(qmp, 1, gdb, 1, SIGTERM, NULL, &r);
 	check(&r, 128 + SIGTERM, "hvtrace: stopped while connecting to QEMU\n");
 }
 
@@ -166,19 +185,11 @@ static void test_lying_gdbstub(void **state)
 {
 	static const struct fake_step qmp[] = {{CAPS, RET_EMPTY}};
 	char b[8][64];
-	const struct fake_step gdb[] = {
-	    {fake_gdb_packet(b[0], 64, "", "qSupported"),
-	     fake_gdb_packet(b[1], 64, "+", "PacketSize=1000;QStartNoAckMode+")},
-	    {fake_gdb_packet(b[2], 64, "+", "QStartNoAckMode"),
-	     fake_gdb_packet(b[3], 64, "+", "OK")},
-	    {fake_gdb_packet(b[4], 64, "+", "vCont?"), fake_gdb_packet(b[5], 64, "", "")},
-	    {fake_gdb_packet(b[6], 64, "", "?"), "$S05#b8"},
-	    {"$qfThreadInfo#bb", fake_gdb_packet(b[7], 64, "", "m01,01")},
-	};
+	struct fake_step gdb[5];
 	struct hv_result r;
 
 	(void)state;
-	play(qmp, 1, gdb, FAKE_NSTEPS(gdb), 0, &r);
+	play(qmp, 1, gdb, gdb_handshake(gdb, b, "m01,01"), 0, NULL, &r);
 	check(&r, 6, "hvtrace: gdbstub: thread 1 listed twice\n");
 }
 
@@ -187,44 +198,18 @@ static void test_lying_gdbstub(void **state)
 static void test_cpu_beyond_vcpus(void **state)
 {
 	static const struct fake_step qmp[] = {{CAPS, RET_EMPTY}};
-	char b[14][64];
-	const struct fake_step gdb[] = {
-	    {fake_gdb_packet(b[0], 64, "", "qSupported"),
-	     fake_gdb_packet(b[1], 64, "+", "PacketSize=1000;QStartNoAckMode+")},
-	    {fake_gdb_packet(b[2], 64, "+", "QStartNoAckMode"),
-	     fake_gdb_packet(b[3], 64, "+", "OK")},
-	    {fake_gdb_packet(b[4], 64, "+", "vCont?"), fake_gdb_packet(b[5], 64, "", "")},
-	    {fake_gdb_packet(b[6], 64, "", "?"), fake_gdb_packet(b[7], 64, "", "S05")},
-	    {fake_gdb_packet(b[8], 64, "", "qfThreadInfo"),
-	     fake_gdb_packet(b[9], 64, "", "m01,02")},
-	    {fake_gdb_packet(b[10], 64, "", "qsThreadInfo"), fake_gdb_packet(b[11], 64, "", "l")},
-	    {fake_gdb_packet(b[12], 64, "", "Qqemu.PhyMemMode:1"),
-	     fake_gdb_packet(b[13], 64, "", "OK")},
-	};
-	const char *argv[] = {"attach", "--qmp", sock, "--system-map", sysmap, "--gdb-memory",
-			      "--cpu",	"5",	 "-l", "vfs_read",     NULL};
-	struct fake_server ms, gs;
-	struct fake_step steps[2];
-	char chardev[160];
+	static const char *const cpu[] = {"--cpu", "5", NULL};
+	char b[12][64];
+	struct fake_step gdb[7];
+	size_t n = gdb_handshake(gdb, b, "m01,02");
 	struct hv_result r;
-	int port;
 
 	(void)state;
-	port = fake_server_listen_tcp(&gs, NULL, gdb, FAKE_NSTEPS(gdb), FAKE_SERVER_HOLD);
-	snprintf(chardev, sizeof(chardev),
-		 "{\"return\": \"gdb: filename=disconnected:tcp:127.0.0.1:%d,server=on\\r\\n\"}"
-		 "\r\n",
-		 port);
-	steps[0] = qmp[0];
-	steps[1] = (struct fake_step){CHARDEV, chardev};
-	unlink(sock);
-	fake_server_listen_unix(&ms, sock, GREETING, steps, 2, FAKE_SERVER_HOLD);
-	alarm(60);
-	hv_run(&r, argv, 0, 0);
-	alarm(0);
-	fake_server_finish(&ms);
-	fake_server_finish(&gs);
-	assert_null(strstr(gs.tail, "$Z0")); /* nothing patched */
+	gdb[n++] = (struct fake_step){fake_gdb_packet(b[8], 64, "", "qsThreadInfo"),
+				      fake_gdb_packet(b[9], 64, "", "l")};
+	gdb[n++] = (struct fake_step){fake_gdb_packet(b[10], 64, "", "Qqemu.PhyMemMode:1"),
+				      fake_gdb_packet(b[11], 64, "", "OK")};
+	play(qmp, 1, gdb, n, 0, cpu, &r);
 	check(&r, 2, "hvtrace: --cpu: CPU 5: the guest has 2 vCPUs (0-1)\n");
 }
 
@@ -239,7 +224,7 @@ static void test_monitor_error_escaped(void **state)
 	struct hv_result r;
 
 	(void)state;
-	play(qmp, 1, NULL, 0, 0, &r);
+	play(qmp, 1, NULL, 0, 0, NULL, &r);
 	for (const char *c = r.err; *c; c++)
 		assert_true((*c >= 0x20 && *c < 0x7f) || (*c == '\n' && !c[1]));
 	check(&r, 6,

@@ -323,30 +323,36 @@ static void test_qmp_started_gdbstub_stopped(void **state)
 	assert_string_equal(peer_hmp(&p, 3), "gdbserver none");
 }
 
-/* QEMU refuses the gdbserver command: its words in the error, and no `gdbserver none` after (it
- * could close a gdbstub that was there before). */
-static void test_qmp_gdbserver_refused(void **state)
+/* Attaching through the monitor @p, whose `gdbserver tcp:...` fails: -EIO, the error is @fmt with
+ * the port (printf, the port given twice), no `gdbserver none` after (it could close a gdbstub
+ * that was there before). */
+static void expect_gdbserver_failure(struct qmp_peer *p, const char *fmt)
 {
-	struct qmp_peer p = {.refuse_gdbserver = true};
 	struct qemu_attach_cfg cfg = {0};
 	struct qemu_conn c = {0};
 	char err[256], want[256];
 	int port = 0;
 
-	(void)state;
-	peer_start(&p);
-	cfg.qmp = p.path;
+	peer_start(p);
+	cfg.qmp = p->path;
 	assert_int_equal(qemu_attach_open(&c, &cfg, err, sizeof(err)), -EIO);
 	assert_false(c.started_gdb);
 	assert_int_equal(sscanf(err, "monitor 'gdbserver tcp:127.0.0.1:%d'", &port), 1);
-	snprintf(want, sizeof(want),
-		 "monitor 'gdbserver tcp:127.0.0.1:%d': Could not open gdbserver on device "
-		 "'tcp:127.0.0.1:%d'",
-		 port, port);
+	snprintf(want, sizeof(want), fmt, port, port);
 	assert_string_equal(err, want);
 	qemu_attach_close(&c);
-	peer_finish(&p);
-	assert_int_equal(p.nr, 3);
+	peer_finish(p);
+	assert_int_equal(p->nr, 3);
+}
+
+/* QEMU refuses the gdbserver command: its words in the error. */
+static void test_qmp_gdbserver_refused(void **state)
+{
+	struct qmp_peer p = {.refuse_gdbserver = true};
+
+	(void)state;
+	expect_gdbserver_failure(&p, "monitor 'gdbserver tcp:127.0.0.1:%d': Could not open gdbserver "
+				     "on device 'tcp:127.0.0.1:%d'");
 }
 
 /* A monitor that answers `gdbserver tcp:...` with nothing: the line says it was an empty reply,
@@ -354,20 +360,9 @@ static void test_qmp_gdbserver_refused(void **state)
 static void test_qmp_gdbserver_silent(void **state)
 {
 	struct qmp_peer p = {.silent_gdbserver = true};
-	struct qemu_attach_cfg cfg = {0};
-	struct qemu_conn c = {0};
-	char err[256], want[256];
-	int port = 0;
 
 	(void)state;
-	peer_start(&p);
-	cfg.qmp = p.path;
-	assert_int_equal(qemu_attach_open(&c, &cfg, err, sizeof(err)), -EIO);
-	assert_int_equal(sscanf(err, "monitor 'gdbserver tcp:127.0.0.1:%d'", &port), 1);
-	snprintf(want, sizeof(want), "monitor 'gdbserver tcp:127.0.0.1:%d': an empty reply", port);
-	assert_string_equal(err, want);
-	qemu_attach_close(&c);
-	peer_finish(&p);
+	expect_gdbserver_failure(&p, "monitor 'gdbserver tcp:127.0.0.1:%d': an empty reply");
 }
 
 /* `gdbserver none` not acknowledged while QEMU lives: one line saying the stub may still listen,
