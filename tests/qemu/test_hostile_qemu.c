@@ -65,8 +65,8 @@ static int teardown(void **state)
  * NULL), with @sig after 1 s if not 0. */
 static void attach(struct hv_result *r, int sig, const char *const *extra)
 {
-	const char *argv[16] = {"attach", "--qmp",    sock, "--system-map", sysmap, "--gdb-memory",
-				"-l",	  "vfs_read"};
+	const char *argv[16] = {"attach", "--qmp",	  sock, "--system-map",
+				sysmap,	  "--gdb-memory", "-l", "vfs_read"};
 	size_t n = 8;
 
 	for (; extra && *extra && n + 1 < 16; extra++)
@@ -78,8 +78,9 @@ static void attach(struct hv_result *r, int sig, const char *const *extra)
  * ("m01,02"): five steps into @st, their bytes in @b. Returns 5. */
 static size_t gdb_handshake(struct fake_step *st, char b[][64], const char *threads)
 {
-	st[0] = (struct fake_step){fake_gdb_packet(b[0], 64, "", "qSupported"),
-				   fake_gdb_packet(b[1], 64, "+", "PacketSize=1000;QStartNoAckMode+")};
+	st[0] =
+	    (struct fake_step){fake_gdb_packet(b[0], 64, "", "qSupported"),
+			       fake_gdb_packet(b[1], 64, "+", "PacketSize=1000;QStartNoAckMode+")};
 	st[1] = (struct fake_step){fake_gdb_packet(b[2], 64, "+", "QStartNoAckMode"),
 				   fake_gdb_packet(b[3], 64, "+", "OK")};
 	st[2] = (struct fake_step){fake_gdb_packet(b[4], 64, "+", "vCont?"),

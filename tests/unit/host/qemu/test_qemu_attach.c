@@ -351,8 +351,9 @@ static void test_qmp_gdbserver_refused(void **state)
 	struct qmp_peer p = {.refuse_gdbserver = true};
 
 	(void)state;
-	expect_gdbserver_failure(&p, "monitor 'gdbserver tcp:127.0.0.1:%d': Could not open gdbserver "
-				     "on device 'tcp:127.0.0.1:%d'");
+	expect_gdbserver_failure(&p,
+				 "monitor 'gdbserver tcp:127.0.0.1:%d': Could not open gdbserver "
+				 "on device 'tcp:127.0.0.1:%d'");
 }
 
 /* A monitor that answers `gdbserver tcp:...` with nothing: the line says it was an empty reply,

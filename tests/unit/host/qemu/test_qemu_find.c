@@ -1,6 +1,6 @@
 /* host/qemu/qemu_find: what the kernel says of a --pid target (issue 37, class 9): which program it
- * runs (its exe, or the QEMU the dynamic loader runs), whether an address is loopback, and whether a
- * loopback listener is the process's own. */
+ * runs (its exe, or the QEMU the dynamic loader runs), whether an address is loopback, and whether
+ * a loopback listener is the process's own. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -99,9 +99,10 @@ static void test_exe(void **state)
 {
 	const char *as_qemu[] = {qemu, "-c", "while :; do sleep 1; done", "sleeper", NULL};
 	const char *as_sh[] = {"/bin/sh", "-c", "while :; do sleep 1; done", "sleeper", NULL};
-	const char *loaded_qemu[] = {LOADER, qemu, "-c", "while :; do sleep 1; done", "sleeper", NULL};
-	const char *loaded_sh[] = {LOADER, "/bin/sh", "-c", "while :; do sleep 1; done", "sleeper",
-				   NULL};
+	const char *loaded_qemu[] = {LOADER,	qemu, "-c", "while :; do sleep 1; done",
+				     "sleeper", NULL};
+	const char *loaded_sh[] = {LOADER,    "/bin/sh", "-c", "while :; do sleep 1; done",
+				   "sleeper", NULL};
 	char err[256];
 	pid_t pid;
 
