@@ -1,4 +1,5 @@
 #include "vmi/vmi_btf.h"
+#include "host/util/msg_fmt.h"
 
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -58,7 +59,7 @@ struct vmi_btf *vmi_btf_new(const void *data, size_t size, char *err, size_t err
 	struct vmi_btf *b;
 
 	if (!size || size > VMI_BTF_MAX_SIZE) {
-		snprintf(err, errlen, "BTF of %zu bytes is implausible", size);
+		msg_fmt(err, errlen, "BTF of %zu bytes is implausible", size);
 		return NULL;
 	}
 	/* libbpf takes type records where the header puts them: they must be 4-byte aligned (as the
@@ -66,26 +67,26 @@ struct vmi_btf *vmi_btf_new(const void *data, size_t size, char *err, size_t err
 	if (size >= sizeof(hdr))
 		memcpy(&hdr, data, sizeof(hdr));
 	if (size < sizeof(hdr) || hdr.magic != BTF_MAGIC || (hdr.hdr_len + hdr.type_off) % 4) {
-		snprintf(err, errlen, "BTF of %zu bytes: %s", size,
-			 size < sizeof(hdr) || hdr.magic != BTF_MAGIC ? "no BTF header"
-								      : "unaligned type section");
+		msg_fmt(err, errlen, "BTF of %zu bytes: %s", size,
+			size < sizeof(hdr) || hdr.magic != BTF_MAGIC ? "no BTF header"
+								     : "unaligned type section");
 		return NULL;
 	}
 	b = calloc(1, sizeof(*b));
 	if (!b) {
-		snprintf(err, errlen, "BTF: %s", strerror(ENOMEM));
+		msg_fmt(err, errlen, "BTF: %s", strerror(ENOMEM));
 		return NULL;
 	}
 	libbpf_set_print(quiet);
 	b->btf = btf__new(data, (__u32)size); /* libbpf copies and validates */
 	if (!b->btf) {
-		snprintf(err, errlen, "BTF of %zu bytes refused by libbpf: %s", size,
-			 strerror(errno));
+		msg_fmt(err, errlen, "BTF of %zu bytes refused by libbpf: %s", size,
+			strerror(errno));
 		free(b);
 		return NULL;
 	}
 	if (index_funcs(b) < 0) {
-		snprintf(err, errlen, "BTF: %s", strerror(ENOMEM));
+		msg_fmt(err, errlen, "BTF: %s", strerror(ENOMEM));
 		vmi_btf_free(b);
 		return NULL;
 	}
@@ -229,17 +230,17 @@ int vmi_btf_func_proto(const struct vmi_btf *b, const char *func, struct vmi_btf
 
 	memset(out, 0, sizeof(*out));
 	if (id <= 0) {
-		snprintf(err, errlen, "BTF has no function %s", func);
+		msg_fmt(err, errlen, "BTF has no function %s", func);
 		return -ENOENT;
 	}
 	f = btf__type_by_id(btf, (__u32)id);
 	proto = f ? btf__type_by_id(btf, f->type) : NULL;
 	if (!proto || !btf_is_func_proto(proto)) {
-		snprintf(err, errlen, "BTF of %s: its prototype is not a FUNC_PROTO", func);
+		msg_fmt(err, errlen, "BTF of %s: its prototype is not a FUNC_PROTO", func);
 		return -EINVAL;
 	}
 	if (describe(btf, proto->type, &out->ret) < 0) {
-		snprintf(err, errlen, "BTF of %s: broken return type (id %u)", func, proto->type);
+		msg_fmt(err, errlen, "BTF of %s: broken return type (id %u)", func, proto->type);
 		return -EINVAL;
 	}
 	n = btf_vlen(proto);
@@ -249,8 +250,8 @@ int vmi_btf_func_proto(const struct vmi_btf *b, const char *func, struct vmi_btf
 		n--;
 	}
 	if (n > VMI_BTF_MAX_PARAMS) {
-		snprintf(err, errlen, "BTF of %s: %u parameters (at most %u)", func, n,
-			 VMI_BTF_MAX_PARAMS);
+		msg_fmt(err, errlen, "BTF of %s: %u parameters (at most %u)", func, n,
+			VMI_BTF_MAX_PARAMS);
 		return -EINVAL;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -262,8 +263,7 @@ int vmi_btf_func_proto(const struct vmi_btf *b, const char *func, struct vmi_btf
 		else
 			snprintf(q->name, sizeof(q->name), "arg%u", i + 1);
 		if (describe(btf, p[i].type, &q->type) < 0 || q->type.cls == VMI_BTF_VOID) {
-			snprintf(err, errlen, "BTF of %s: broken type of parameter %u", func,
-				 i + 1);
+			msg_fmt(err, errlen, "BTF of %s: broken type of parameter %u", func, i + 1);
 			return -EINVAL;
 		}
 	}

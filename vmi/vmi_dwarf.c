@@ -1,4 +1,5 @@
 #include "vmi/vmi_dwarf.h"
+#include "host/util/msg_fmt.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -80,9 +81,9 @@ long vmi_dwarf_c_functions(const uint8_t *file, size_t size, struct vmi_symtab *
 		Dwarf_Die cu;
 
 		if (!dwarf_offdie(dw, off + hdr, &cu)) {
-			snprintf(err, errlen,
-				 "its DWARF: the compile unit at 0x%llx cannot be read: %s",
-				 (unsigned long long)off, dwarf_errmsg(-1));
+			msg_fmt(err, errlen,
+				"its DWARF: the compile unit at 0x%llx cannot be read: %s",
+				(unsigned long long)off, dwarf_errmsg(-1));
 			ret = -EINVAL;
 			break;
 		}

@@ -1,5 +1,6 @@
 #include "vmi/vmi_elf.h"
 #include "vmi/vmi_file.h"
+#include "host/util/msg_fmt.h"
 
 #include <elf.h>
 #include <endian.h>
@@ -99,20 +100,20 @@ static int elf_parse(struct vmi_elf *img, const uint8_t *file, size_t size,
 	elf = elf_memory((char *)img->file, img->file_size);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
 	    gelf_getclass(elf) != ELFCLASS64) {
-		snprintf(err, errlen, "%s: not an ELF64 file", path);
+		msg_fmt(err, errlen, "%s: not an ELF64 file", path);
 		ret = -ENOEXEC;
 		goto fail;
 	}
 	if (eh.e_machine != EM_X86_64 || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {
-		snprintf(err, errlen, "%s: not an x86_64 executable (e_machine %u, e_type %u)",
+		msg_fmt(err, errlen, "%s: not an x86_64 executable (e_machine %u, e_type %u)",
 			 path, eh.e_machine, eh.e_type);
 		ret = -ENOEXEC;
 		goto fail;
 	}
 	img->entry = eh.e_entry;
 	if (elf_getshdrstrndx(elf, &shstrndx) < 0) {
-		snprintf(err, errlen,
-			 "%s: malformed section headers (e_shoff 0x%" PRIx64
+		msg_fmt(err, errlen,
+			"%s: malformed section headers (e_shoff 0x%" PRIx64
 			 ", e_shnum %u, e_shstrndx %u)",
 			 path, (uint64_t)eh.e_shoff, eh.e_shnum, eh.e_shstrndx);
 		ret = -ENOEXEC;
@@ -125,7 +126,7 @@ static int elf_parse(struct vmi_elf *img, const uint8_t *file, size_t size,
 	}
 	img->nr_segs = (size_t)nr;
 	if (!img->nr_segs) {
-		snprintf(err, errlen, "%s: no PT_LOAD program header: nothing to load", path);
+		msg_fmt(err, errlen, "%s: no PT_LOAD program header: nothing to load", path);
 		ret = -ENOEXEC;
 		goto fail;
 	}
@@ -142,14 +143,14 @@ static int elf_parse(struct vmi_elf *img, const uint8_t *file, size_t size,
 				goto fail;
 		} else if (name && !strcmp(name, "__mcount_loc")) {
 			if (have_mcount) { /* found by fuzzing: the first list leaked */
-				snprintf(err, errlen, "%s: more than one __mcount_loc section",
-					 path);
+				msg_fmt(err, errlen, "%s: more than one __mcount_loc section",
+					path);
 				ret = -ENOEXEC;
 				goto fail;
 			}
 			ret = read_mcount(img, scn, &sh);
 			if (ret < 0) {
-				snprintf(err, errlen, "%s: __mcount_loc is empty", path);
+				msg_fmt(err, errlen, "%s: __mcount_loc is empty", path);
 				goto fail;
 			}
 			have_mcount = 1;
@@ -158,7 +159,7 @@ static int elf_parse(struct vmi_elf *img, const uint8_t *file, size_t size,
 	vmi_symtab_sort(&img->funcs);
 	vmi_symtab_sort(&img->objects);
 	if (need_mcount && (!have_mcount || !img->nr_mcount)) {
-		snprintf(
+		msg_fmt(
 		    err, errlen,
 		    "%s: no __mcount_loc section (build the guest with -pg -mfentry -mnop-mcount "
 		    "-mrecord-mcount)",
@@ -170,7 +171,7 @@ static int elf_parse(struct vmi_elf *img, const uint8_t *file, size_t size,
 	return 0;
 fail:
 	if (ret == -ENOMEM)
-		snprintf(err, errlen, "%s: out of memory", path);
+		msg_fmt(err, errlen, "%s: out of memory", path);
 	if (elf)
 		elf_end(elf);
 	vmi_elf_close(img);

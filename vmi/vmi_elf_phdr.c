@@ -1,4 +1,5 @@
 #include "vmi/vmi_elf_phdr.h"
+#include "host/util/msg_fmt.h"
 
 #include <elf.h>
 #include <endian.h>
@@ -14,11 +15,11 @@ int vmi_elf_check_ident(const uint8_t *file, size_t size, const char *path, char
 {
 	if (size < sizeof(Elf64_Ehdr) || memcmp(file, ELFMAG, SELFMAG) ||
 	    file[EI_CLASS] != ELFCLASS64) {
-		snprintf(err, errlen, "%s: not an ELF64 file", path);
+		msg_fmt(err, errlen, "%s: not an ELF64 file", path);
 		return -ENOEXEC;
 	}
 	if (file[EI_DATA] != ELFDATA2LSB) {
-		snprintf(err, errlen, "%s: not a little-endian ELF64 file (EI_DATA %u)", path,
+		msg_fmt(err, errlen, "%s: not a little-endian ELF64 file (EI_DATA %u)", path,
 			 file[EI_DATA]);
 		return -ENOEXEC;
 	}
@@ -48,7 +49,7 @@ static int check_overlap(struct range *r, size_t n, const char *field, const cha
 			size_t a = r[i - 1].index < r[i].index ? r[i - 1].index : r[i].index;
 			size_t b = r[i - 1].index < r[i].index ? r[i].index : r[i - 1].index;
 
-			snprintf(err, errlen,
+			msg_fmt(err, errlen,
 				 "%s: program headers %zu and %zu (PT_LOAD) overlap: %s 0x%" PRIx64
 				 " (p_memsz 0x%" PRIx64 ") and 0x%" PRIx64,
 				 path, a, b, field, r[i - 1].start, r[i - 1].len, r[i].start);
@@ -88,7 +89,7 @@ static int phdr_count(const uint8_t *file, size_t size, const Elf64_Ehdr *eh, co
 		return 0;
 	}
 	if (!shoff || shoff > size || size - shoff < sizeof(sh0)) {
-		snprintf(err, errlen,
+		msg_fmt(err, errlen,
 			 "%s: e_phnum is PN_XNUM (0xffff) but section header 0, which holds the "
 			 "count, is not in the file (e_shoff 0x%" PRIx64 ")",
 			 path, shoff);
@@ -117,12 +118,12 @@ long vmi_elf_load_segments(const uint8_t *file, size_t size, const char *path,
 	if (ret < 0)
 		return ret;
 	if (count && le16toh(eh.e_phentsize) != sizeof(Elf64_Phdr)) {
-		snprintf(err, errlen, "%s: e_phentsize %u, not the %zu bytes of an Elf64_Phdr",
+		msg_fmt(err, errlen, "%s: e_phentsize %u, not the %zu bytes of an Elf64_Phdr",
 			 path, le16toh(eh.e_phentsize), sizeof(Elf64_Phdr));
 		return -ENOEXEC;
 	}
 	if (phoff > size || count > (size - phoff) / sizeof(Elf64_Phdr)) {
-		snprintf(err, errlen,
+		msg_fmt(err, errlen,
 			 "%s: the program header table (e_phoff 0x%" PRIx64 ", e_phnum %" PRIu64
 			 ") lies past the end of the file (%zu bytes)",
 			 path, phoff, count, size);
@@ -141,14 +142,14 @@ long vmi_elf_load_segments(const uint8_t *file, size_t size, const char *path,
 		vaddr = le64toh(ph.p_vaddr);
 		paddr = le64toh(ph.p_paddr);
 		if (filesz > memsz) {
-			snprintf(err, errlen,
+			msg_fmt(err, errlen,
 				 "%s: program header %" PRIu64 " (PT_LOAD): p_filesz 0x%" PRIx64
 				 " is larger than p_memsz 0x%" PRIx64,
 				 path, i, filesz, memsz);
 			goto bad;
 		}
 		if (off > size || filesz > size - off) {
-			snprintf(err, errlen,
+			msg_fmt(err, errlen,
 				 "%s: program header %" PRIu64 " (PT_LOAD): p_offset 0x%" PRIx64
 				 " + p_filesz 0x%" PRIx64
 				 " lies past the end of the file (%zu bytes)",
@@ -156,7 +157,7 @@ long vmi_elf_load_segments(const uint8_t *file, size_t size, const char *path,
 			goto bad;
 		}
 		if (memsz && (vaddr + memsz - 1 < vaddr || paddr + memsz - 1 < paddr)) {
-			snprintf(err, errlen,
+			msg_fmt(err, errlen,
 				 "%s: program header %" PRIu64 " (PT_LOAD): %s 0x%" PRIx64
 				 " + p_memsz 0x%" PRIx64 " wraps around the address space",
 				 path, i, vaddr + memsz - 1 < vaddr ? "p_vaddr" : "p_paddr",
@@ -164,7 +165,7 @@ long vmi_elf_load_segments(const uint8_t *file, size_t size, const char *path,
 			goto bad;
 		}
 		if (n == VMI_ELF_MAX_LOADS) {
-			snprintf(err, errlen, "%s: more than %u PT_LOAD program headers", path,
+			msg_fmt(err, errlen, "%s: more than %u PT_LOAD program headers", path,
 				 VMI_ELF_MAX_LOADS);
 			goto bad;
 		}
@@ -173,7 +174,7 @@ long vmi_elf_load_segments(const uint8_t *file, size_t size, const char *path,
 			r = calloc(VMI_ELF_MAX_LOADS, sizeof(*r));
 			idx = calloc(VMI_ELF_MAX_LOADS, sizeof(*idx));
 			if (!v || !r || !idx) {
-				snprintf(err, errlen, "%s: out of memory", path);
+				msg_fmt(err, errlen, "%s: out of memory", path);
 				free(v);
 				free(r);
 				free(idx);

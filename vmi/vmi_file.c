@@ -1,4 +1,5 @@
 #include "vmi/vmi_file.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,19 +49,19 @@ int vmi_file_open(const char *what, const char *path, uint64_t max, uint64_t *si
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		e = errno;
-		snprintf(err, errlen, "%s: %s", name(n, sizeof(n), what, path), strerror(e));
+		msg_fmt(err, errlen, "%s: %s", name(n, sizeof(n), what, path), strerror(e));
 		if (fd >= 0)
 			close(fd);
 		return -e;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file (%s)", name(n, sizeof(n), what, path),
+		msg_fmt(err, errlen, "%s: not a regular file (%s)", name(n, sizeof(n), what, path),
 			 vmi_file_kind(st.st_mode));
 		close(fd);
 		return -EINVAL;
 	}
 	if (max && (uint64_t)st.st_size > max) {
-		snprintf(err, errlen,
+		msg_fmt(err, errlen,
 			 "%s: %" PRIu64 " bytes, larger than the %" PRIu64 " bytes an input may have",
 			 name(n, sizeof(n), what, path), (uint64_t)st.st_size, max);
 		close(fd);
@@ -69,7 +70,7 @@ int vmi_file_open(const char *what, const char *path, uint64_t max, uint64_t *si
 	flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
 		e = errno;
-		snprintf(err, errlen, "%s: %s", name(n, sizeof(n), what, path), strerror(e));
+		msg_fmt(err, errlen, "%s: %s", name(n, sizeof(n), what, path), strerror(e));
 		close(fd);
 		return -e;
 	}
@@ -92,7 +93,7 @@ int vmi_file_map(const char *what, const char *path, uint64_t max, struct vmi_fi
 		return fd;
 	if (size > SIZE_MAX) {
 		close(fd);
-		snprintf(err, errlen, "%s: too large to map", name(n, sizeof(n), what, path));
+		msg_fmt(err, errlen, "%s: too large to map", name(n, sizeof(n), what, path));
 		return -EFBIG;
 	}
 	if (!size) {
@@ -103,7 +104,7 @@ int vmi_file_map(const char *what, const char *path, uint64_t max, struct vmi_fi
 	e = errno;
 	close(fd);
 	if (p == MAP_FAILED) {
-		snprintf(err, errlen, "%s: mmap: %s", name(n, sizeof(n), what, path), strerror(e));
+		msg_fmt(err, errlen, "%s: mmap: %s", name(n, sizeof(n), what, path), strerror(e));
 		return -e;
 	}
 	m->data = p;

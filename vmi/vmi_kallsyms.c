@@ -1,4 +1,5 @@
 #include "vmi/vmi_kallsyms.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -361,30 +362,30 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 	if (base % 8 || !find_tokens(&t)) {
 		if (t.work > WORK_MAX)
 			goto too_long;
-		snprintf(err, errlen,
-			 "no kallsyms tables (kallsyms_token_table/_index) in the kernel image at "
-			 "0x%" PRIx64 " (%zu bytes)",
-			 base, len);
+		msg_fmt(err, errlen,
+			"no kallsyms tables (kallsyms_token_table/_index) in the kernel image at "
+			"0x%" PRIx64 " (%zu bytes)",
+			base, len);
 		return -ENOENT;
 	}
 	if (!find_names(&t)) {
 		if (t.work > WORK_MAX)
 			goto too_long;
-		snprintf(err, errlen,
-			 "kallsyms: token table at 0x%" PRIx64
-			 " but no consistent kallsyms_markers, "
-			 "_num_syms and _names before it",
-			 base + t.tt);
+		msg_fmt(err, errlen,
+			"kallsyms: token table at 0x%" PRIx64
+			" but no consistent kallsyms_markers, "
+			"_num_syms and _names before it",
+			base + t.tt);
 		return -EINVAL;
 	}
 	if (!find_offsets(&t, &percpu)) {
 		if (t.work > WORK_MAX)
 			goto too_long;
-		snprintf(err, errlen,
-			 "kallsyms: %" PRIu32 " names at 0x%" PRIx64 " but no kallsyms_offsets "
-			 "(with _relative_base, or place-relative) next to them that give sorted "
-			 "addresses in the kernel image",
-			 t.n, base + t.names);
+		msg_fmt(err, errlen,
+			"kallsyms: %" PRIu32 " names at 0x%" PRIx64 " but no kallsyms_offsets "
+			"(with _relative_base, or place-relative) next to them that give sorted "
+			"addresses in the kernel image",
+			t.n, base + t.names);
 		return -EINVAL;
 	}
 	off = t.names;
@@ -393,10 +394,10 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 		int ret;
 
 		if (expand(&t, &off, name) < 0) {
-			snprintf(err, errlen,
-				 "kallsyms: symbol %" PRIu32 " of %" PRIu32 " at 0x%" PRIx64
-				 ": name empty or longer than %u bytes",
-				 i, t.n, base + off, VMI_KALLSYMS_NAME_MAX);
+			msg_fmt(err, errlen,
+				"kallsyms: symbol %" PRIu32 " of %" PRIu32 " at 0x%" PRIx64
+				": name empty or longer than %u bytes",
+				i, t.n, base + off, VMI_KALLSYMS_NAME_MAX);
 			return -EINVAL;
 		}
 		ret = add(actx, addr, name[0], name + 1);
@@ -405,10 +406,10 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 	}
 	return t.n;
 too_long:
-	snprintf(err, errlen,
-		 "kallsyms: the search in the kernel image at 0x%" PRIx64 " gave up after "
-		 "%lu steps (tables forged to look valid everywhere?)",
-		 base, WORK_MAX);
+	msg_fmt(err, errlen,
+		"kallsyms: the search in the kernel image at 0x%" PRIx64 " gave up after "
+		"%lu steps (tables forged to look valid everywhere?)",
+		base, WORK_MAX);
 	return -E2BIG;
 }
 
@@ -424,7 +425,7 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 	for (long k = 0; k < (long)(IMAGE_SIZE / BLOCK); k++, reads++) {
 		ret = read(ctx, IMAGE_BASE + (uint64_t)k * BLOCK, &b, 1);
 		if (ret == -EINTR) {
-			snprintf(err, errlen, "kallsyms: the search was stopped");
+			msg_fmt(err, errlen, "kallsyms: the search was stopped");
 			return ret;
 		}
 		if (ret == 0) {
@@ -434,21 +435,21 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 		}
 	}
 	if (first < 0) {
-		snprintf(err, errlen,
-			 "no kernel image mapped at 0x%llx-0x%llx (the kernel is not up)",
-			 IMAGE_BASE, IMAGE_BASE + IMAGE_SIZE);
+		msg_fmt(err, errlen,
+			"no kernel image mapped at 0x%llx-0x%llx (the kernel is not up)",
+			IMAGE_BASE, IMAGE_BASE + IMAGE_SIZE);
 		return -ESRCH;
 	}
 	size = (size_t)(last - first + 1) * BLOCK;
 	if (size > VMI_KALLSYMS_MAX_IMAGE) {
-		snprintf(err, errlen,
-			 "kallsyms: the kernel image mapping spans %zu MiB (more than %u)",
-			 size >> 20, VMI_KALLSYMS_MAX_IMAGE >> 20);
+		msg_fmt(err, errlen,
+			"kallsyms: the kernel image mapping spans %zu MiB (more than %u)",
+			size >> 20, VMI_KALLSYMS_MAX_IMAGE >> 20);
 		return -E2BIG;
 	}
 	img = calloc(1, size);
 	if (!img) {
-		snprintf(err, errlen, "kallsyms: out of memory");
+		msg_fmt(err, errlen, "kallsyms: out of memory");
 		return -ENOMEM;
 	}
 	for (size_t o = 0; o < size; o += BLOCK) {
@@ -469,11 +470,11 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 		}
 		if (ret == -EINTR || reads >= VMI_KALLSYMS_MAX_READS) {
 			if (ret == -EINTR)
-				snprintf(err, errlen, "kallsyms: the search was stopped");
+				msg_fmt(err, errlen, "kallsyms: the search was stopped");
 			else
-				snprintf(err, errlen,
-					 "kallsyms: more than %u reads of the kernel image",
-					 VMI_KALLSYMS_MAX_READS);
+				msg_fmt(err, errlen,
+					"kallsyms: more than %u reads of the kernel image",
+					VMI_KALLSYMS_MAX_READS);
 			free(img);
 			return ret == -EINTR ? -EINTR : -E2BIG;
 		}

@@ -4,6 +4,7 @@
 #include "vmi/vmi_file.h"
 #include "vmi/vmi_kallsyms.h"
 #include "vmi/vmi_modules.h"
+#include "host/util/msg_fmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -145,8 +146,8 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
 			goto out;
 		}
 		if (map_line(line, (size_t)len, &addr, &type, &nm, &nlen, &why) < 0) {
-			snprintf(err, errlen, "%s:%zu: %s", path, lines,
-				 why ? why : "not a System.map line");
+			msg_fmt(err, errlen, "%s:%zu: %s", path, lines,
+				why ? why : "not a System.map line");
 			ret = -EINVAL;
 			goto out;
 		}
@@ -154,22 +155,22 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
 		if (!t)
 			continue;
 		if (l->funcs.nr + l->objects.nr >= VMI_LINUX_MAX_SYMS) {
-			snprintf(err, errlen, "%s:%zu: more than %u symbols", path, lines,
-				 VMI_LINUX_MAX_SYMS);
+			msg_fmt(err, errlen, "%s:%zu: more than %u symbols", path, lines,
+				VMI_LINUX_MAX_SYMS);
 			ret = -EINVAL;
 			goto out;
 		}
 		memcpy(name, nm, nlen);
 		name[nlen] = 0;
 		if (vmi_symtab_add(t, addr, 0, name) < 0) {
-			snprintf(err, errlen, "%s: out of memory", path);
+			msg_fmt(err, errlen, "%s: out of memory", path);
 			ret = -ENOMEM;
 			goto out;
 		}
 	}
 	if (ferror(f)) {
 		ret = -EIO;
-		snprintf(err, errlen, "%s: read: %s", path, strerror(errno ? errno : EIO));
+		msg_fmt(err, errlen, "%s: read: %s", path, strerror(errno ? errno : EIO));
 		goto out;
 	}
 	vmi_symtab_sort(&l->funcs);
@@ -195,7 +196,7 @@ int vmi_linux_open(struct vmi_linux *l, const char *path, char *err, size_t errl
 		return fd;
 	if (!f) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		msg_fmt(err, errlen, "%s: %s", path, strerror(errno));
 		close(fd);
 		return ret;
 	}
@@ -228,9 +229,9 @@ static int resolve(struct vmi_linux *l, const char *path, size_t lines, char *er
 	const struct vmi_sym *be = vmi_symtab_find(&l->objects, "__stop_BTF");
 
 	if (!banner || !st || !et) {
-		snprintf(err, errlen,
-			 "%s: no linux_banner, _stext or _etext (%zu symbols): not a %s", path,
-			 lines, "System.map or vmlinux of a Linux kernel with its symbols");
+		msg_fmt(err, errlen,
+			"%s: no linux_banner, _stext or _etext (%zu symbols): not a %s", path,
+			lines, "System.map or vmlinux of a Linux kernel with its symbols");
 		return -ENODATA;
 	}
 	l->banner = banner->addr;
@@ -263,23 +264,23 @@ static uint64_t slid(uint64_t a, int64_t slide)
 int vmi_linux_check_text(const struct vmi_linux *l, char *err, size_t errlen)
 {
 	if (l->etext < l->stext) {
-		snprintf(err, errlen,
-			 "_etext 0x%" PRIx64 " is below _stext 0x%" PRIx64
-			 ": not the text of a kernel",
-			 l->etext, l->stext);
+		msg_fmt(err, errlen,
+			"_etext 0x%" PRIx64 " is below _stext 0x%" PRIx64
+			": not the text of a kernel",
+			l->etext, l->stext);
 		return -EINVAL;
 	}
 	if (l->etext == l->stext) {
-		snprintf(err, errlen, "_stext and _etext are both 0x%" PRIx64 ": no kernel text",
-			 l->stext);
+		msg_fmt(err, errlen, "_stext and _etext are both 0x%" PRIx64 ": no kernel text",
+			l->stext);
 		return -EINVAL;
 	}
 	if (l->stext < VMI_LINUX_TEXT_BASE || l->etext > VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE) {
-		snprintf(err, errlen,
-			 "_stext 0x%" PRIx64 " .. _etext 0x%" PRIx64 " is not within the "
-			 "kernel image (0x%llx-0x%llx)",
-			 l->stext, l->etext, VMI_LINUX_TEXT_BASE,
-			 VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE);
+		msg_fmt(err, errlen,
+			"_stext 0x%" PRIx64 " .. _etext 0x%" PRIx64 " is not within the "
+			"kernel image (0x%llx-0x%llx)",
+			l->stext, l->etext, VMI_LINUX_TEXT_BASE,
+			VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE);
 		return -EINVAL;
 	}
 	return 0;
@@ -302,19 +303,18 @@ int vmi_linux_find_slide(struct vmi_linux *l, vmi_read_fn read, void *ctx, char 
 
 		ret = read(ctx, l->banner + cand, buf, sizeof(buf));
 		if (ret == -EINTR) {
-			snprintf(err, errlen, "KASLR: the scan was stopped");
+			msg_fmt(err, errlen, "KASLR: the scan was stopped");
 			return ret;
 		}
 		if (ret == 0 && !memcmp(buf, BANNER, sizeof(buf)))
 			found = cand;
 	}
 	if (found == INT64_MIN) {
-		snprintf(err, errlen,
-			 "KASLR: no \"%s\" at linux_banner (0x%" PRIx64
-			 ") at any 2 MiB offset: the "
-			 "System.map is for another kernel (omit --system-map to read the symbols "
-			 "from the guest's kallsyms)",
-			 BANNER, l->banner);
+		msg_fmt(err, errlen,
+			"KASLR: no \"%s\" at linux_banner (0x%" PRIx64 ") at any 2 MiB offset: the "
+			"System.map is for another kernel (omit --system-map to read the symbols "
+			"from the guest's kallsyms)",
+			BANNER, l->banner);
 		return -ESRCH;
 	}
 	l->slide = found;
@@ -413,8 +413,8 @@ int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, ch
 	if (n >= 0 && file_by_section(l) < 0)
 		n = -ENOMEM;
 	if (n == -ENOMEM || n == -EOVERFLOW)
-		snprintf(err, errlen, "kallsyms: %s",
-			 n == -ENOMEM ? "out of memory" : "too many symbols");
+		msg_fmt(err, errlen, "kallsyms: %s",
+			n == -ENOMEM ? "out of memory" : "too many symbols");
 	if (n < 0) {
 		vmi_linux_close(l);
 		return (int)n;
@@ -423,9 +423,9 @@ int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, ch
 	vmi_symtab_sort(&l->objects);
 	if (!vmi_symtab_find(&l->objects, "linux_banner") ||
 	    !vmi_symtab_find(&l->funcs, "_stext") || !vmi_symtab_find(&l->funcs, "_etext")) {
-		snprintf(err, errlen,
-			 "kallsyms: %ld symbols, but no linux_banner, _stext or _etext among them",
-			 n);
+		msg_fmt(err, errlen,
+			"kallsyms: %ld symbols, but no linux_banner, _stext or _etext among them",
+			n);
 		vmi_linux_close(l);
 		return -ENODATA;
 	}
@@ -495,12 +495,12 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 	int ret;
 
 	if (!l->btf_start || l->btf_stop <= l->btf_start) {
-		snprintf(err, errlen, "the kernel has no BTF (__start_BTF/__stop_BTF)");
+		msg_fmt(err, errlen, "the kernel has no BTF (__start_BTF/__stop_BTF)");
 		return -ENOENT;
 	}
 	size = l->btf_stop - l->btf_start;
 	if (size > VMI_BTF_MAX_SIZE) {
-		snprintf(err, errlen, "BTF of %zu bytes is implausible", size);
+		msg_fmt(err, errlen, "BTF of %zu bytes is implausible", size);
 		return -EINVAL;
 	}
 	buf = malloc(size);
@@ -508,8 +508,8 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 		return -ENOMEM;
 	ret = read(ctx, l->btf_start, buf, size);
 	if (ret < 0) {
-		snprintf(err, errlen, "reading BTF at 0x%" PRIx64 ": %s", l->btf_start,
-			 strerror(-ret));
+		msg_fmt(err, errlen, "reading BTF at 0x%" PRIx64 ": %s", l->btf_start,
+			strerror(-ret));
 		free(buf);
 		return ret;
 	}
@@ -526,7 +526,7 @@ int vmi_linux_read_btf(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 	l->pid_off = vmi_btf_struct_offset(l->btf, "task_struct", "pid");
 	l->comm_off = vmi_btf_struct_offset(l->btf, "task_struct", "comm");
 	if (l->pid_off < 0 || l->comm_off < 0) {
-		snprintf(err, errlen, "BTF has no task_struct.pid/comm");
+		msg_fmt(err, errlen, "BTF has no task_struct.pid/comm");
 		l->pid_off = l->comm_off = -1;
 		return -ENOENT;
 	}
@@ -544,11 +544,11 @@ long vmi_linux_modules(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *e
 
 	vmi_modules_free(&l->mods);
 	if (!head) {
-		snprintf(err, errlen, "modules: no `modules` symbol");
+		msg_fmt(err, errlen, "modules: no `modules` symbol");
 		return -ENOENT;
 	}
 	if (!l->btf) {
-		snprintf(err, errlen, "modules: the kernel has no BTF");
+		msg_fmt(err, errlen, "modules: the kernel has no BTF");
 		return -ENOENT;
 	}
 	ret = vmi_module_layout_btf(l->btf_raw, l->btf_raw_size, &lo, err, errlen);

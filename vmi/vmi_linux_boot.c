@@ -1,4 +1,5 @@
 #include "vmi/vmi_linux_boot.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -50,9 +51,8 @@ static int read_locs(const struct vmi_linux *l, vmi_read_fn read, void *ctx, str
 		int ret = read(ctx, b->loc_start + 8 * i, buf, 8 * n);
 
 		if (ret < 0) {
-			snprintf(err, errlen,
-				 "boot tracing: cannot read __mcount_loc at 0x%" PRIx64,
-				 b->loc_start + 8 * i);
+			msg_fmt(err, errlen, "boot tracing: cannot read __mcount_loc at 0x%" PRIx64,
+				b->loc_start + 8 * i);
 			return ret;
 		}
 		for (size_t k = 0; k < n; k++)
@@ -76,20 +76,20 @@ int vmi_linux_boot_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struc
 	b->init_lo = sym_addr(l, "_sinittext");
 	b->init_hi = sym_addr(l, "_einittext");
 	if (!start || !stop || !l->fentry || !b->init_lo || !b->init_hi) {
-		snprintf(err, errlen, "boot tracing: the kernel's symbols lack %s",
-			 !start || !stop ? "__start_mcount_loc / __stop_mcount_loc"
-			 : !l->fentry	 ? "__fentry__"
-					 : "_sinittext / _einittext");
+		msg_fmt(err, errlen, "boot tracing: the kernel's symbols lack %s",
+			!start || !stop ? "__start_mcount_loc / __stop_mcount_loc"
+			: !l->fentry	? "__fentry__"
+					: "_sinittext / _einittext");
 		return -ENOENT;
 	}
 	if (!in_image(start, stop) || (stop - start) % 8 ||
 	    (stop - start) / 8 > VMI_BOOT_MAX_LOCS || !in_image(b->init_lo, b->init_hi) ||
 	    !in_image(l->stext, l->etext)) {
-		snprintf(err, errlen,
-			 "boot tracing: __mcount_loc 0x%" PRIx64 "..0x%" PRIx64
-			 " or .init.text 0x%" PRIx64 "..0x%" PRIx64
-			 " is not a table in the kernel image",
-			 start, stop, b->init_lo, b->init_hi);
+		msg_fmt(err, errlen,
+			"boot tracing: __mcount_loc 0x%" PRIx64 "..0x%" PRIx64
+			" or .init.text 0x%" PRIx64 "..0x%" PRIx64
+			" is not a table in the kernel image",
+			start, stop, b->init_lo, b->init_hi);
 		return -EINVAL;
 	}
 	b->loc_start = start;
@@ -98,7 +98,7 @@ int vmi_linux_boot_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struc
 	addrs = calloc(b->nr_locs ? b->nr_locs : 1, sizeof(*addrs));
 	ret = -ENOMEM;
 	if (!locs || !addrs) {
-		snprintf(err, errlen, "boot tracing: out of memory");
+		msg_fmt(err, errlen, "boot tracing: out of memory");
 		goto fail;
 	}
 	ret = read_locs(l, read, ctx, b, locs, err, errlen);
@@ -131,7 +131,7 @@ int vmi_linux_boot_sites(struct vmi_linux *l, vmi_read_fn read, void *ctx, struc
 	ret = vmi_sites_build(sites, addrs, n, &l->funcs);
 	free(addrs);
 	if (ret < 0) {
-		snprintf(err, errlen, "boot tracing: out of memory");
+		msg_fmt(err, errlen, "boot tracing: out of memory");
 		vmi_linux_boot_free(b);
 		return ret;
 	}

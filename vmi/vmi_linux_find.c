@@ -1,4 +1,5 @@
 #include "vmi/vmi_linux_find.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -33,11 +34,11 @@ int vmi_linux_find_symbols(struct vmi_linux *l, const char *system_map, bool boo
 		return ret;
 	vmi_linux_release(&k, read, ctx, rel, sizeof(rel));
 	vmi_linux_close(&k);
-	snprintf(err, errlen,
-		 "--system-map %s is for another kernel: no \"Linux version\" at its linux_banner "
-		 "at any KASLR slide (the guest runs %s); omit --system-map to read the symbols "
-		 "from the guest's kallsyms",
-		 system_map, *rel ? rel : "another kernel");
+	msg_fmt(err, errlen,
+		"--system-map %s is for another kernel: no \"Linux version\" at its linux_banner "
+		"at any KASLR slide (the guest runs %s); omit --system-map to read the symbols "
+		"from the guest's kallsyms",
+		system_map, *rel ? rel : "another kernel");
 	return -EMEDIUMTYPE;
 }
 

@@ -1,5 +1,6 @@
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_btf.h"
+#include "host/util/msg_fmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -120,22 +121,22 @@ int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64
 	uint64_t hdr, base, t_lo, t_hi, lo = LOW_LO, hi = LOW_HI;
 
 	if (!end || !rmh || !pob || !rb || !rbe) {
-		snprintf(err, errlen,
-			 "stub probes: the System.map lacks _end, real_mode_header, "
-			 "page_offset_base or real_mode_blob");
+		msg_fmt(err, errlen,
+			"stub probes: the System.map lacks _end, real_mode_header, "
+			"page_offset_base or real_mode_blob");
 		return -ENOTSUP;
 	}
 	if (read(ctx, l->banner, banner, sizeof(banner) - 1) < 0 ||
 	    !banner_version(banner, &major, &minor) || major * 1000 + minor < 5013) {
-		snprintf(err, errlen,
-			 "stub probes: kernel %u.%u reserves only part of the first MiB "
-			 "(5.13 or later needed)",
-			 major, minor);
+		msg_fmt(err, errlen,
+			"stub probes: kernel %u.%u reserves only part of the first MiB "
+			"(5.13 or later needed)",
+			major, minor);
 		return -ENOTSUP;
 	}
 	if (read(ctx, rmh->addr, &hdr, 8) < 0 || read(ctx, pob->addr, &base, 8) < 0 || hdr < base) {
-		snprintf(err, errlen,
-			 "stub probes: cannot read real_mode_header / page_offset_base");
+		msg_fmt(err, errlen,
+			"stub probes: cannot read real_mode_header / page_offset_base");
 		return -ENOTSUP;
 	}
 	/* the trampoline (real_mode_header points at its start) is the one thing Linux keeps there
@@ -149,7 +150,7 @@ int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64
 			lo = t_hi;
 	}
 	if (hi <= lo) {
-		snprintf(err, errlen, "stub probes: no free memory left in the first MiB");
+		msg_fmt(err, errlen, "stub probes: no free memory left in the first MiB");
 		return -ENOTSUP;
 	}
 	*phys_lo = lo;

@@ -1,4 +1,5 @@
 #include "vmi/vmi_modules.h"
+#include "host/util/msg_fmt.h"
 
 #include <bpf/btf.h>
 #include <errno.h>
@@ -84,7 +85,7 @@ int vmi_module_layout_btf(const void *data, size_t size, struct vmi_module_layou
 	const char *missing = NULL;
 
 	if (!btf) {
-		snprintf(err, errlen, "modules: the kernel's BTF does not parse");
+		msg_fmt(err, errlen, "modules: the kernel's BTF does not parse");
 		return -ENOENT;
 	}
 	lo->list = path_offset(btf, "module", "list");
@@ -108,7 +109,7 @@ int vmi_module_layout_btf(const void *data, size_t size, struct vmi_module_layou
 		  : lo->ks_symtab < 0 || lo->ks_num < 0 || lo->ks_strtab < 0 ? "struct mod_kallsyms"
 									     : NULL;
 	if (missing) {
-		snprintf(err, errlen, "modules: the kernel's BTF has no %s", missing);
+		msg_fmt(err, errlen, "modules: the kernel's BTF has no %s", missing);
 		return -ENOENT;
 	}
 	return 0;
@@ -193,7 +194,7 @@ long vmi_modules_read(const struct vmi_module_layout *lo, uint64_t head, vmi_rea
 	long total = 0;
 
 	if (read(ctx, head, &p, 8) < 0) {
-		snprintf(err, errlen, "modules: cannot read the list head at 0x%" PRIx64, head);
+		msg_fmt(err, errlen, "modules: cannot read the list head at 0x%" PRIx64, head);
 		return -EIO;
 	}
 	for (size_t count = 0; p != head; count++) {
@@ -203,15 +204,15 @@ long vmi_modules_read(const struct vmi_module_layout *lo, uint64_t head, vmi_rea
 		long n;
 
 		if (count >= VMI_MODULES_MAX) {
-			snprintf(err, errlen,
-				 "modules: the list at 0x%" PRIx64 " has more than %u "
-				 "entries (a cycle?)",
-				 head, VMI_MODULES_MAX);
+			msg_fmt(err, errlen,
+				"modules: the list at 0x%" PRIx64 " has more than %u "
+				"entries (a cycle?)",
+				head, VMI_MODULES_MAX);
 			return -ELOOP;
 		}
 		if (read(ctx, p, &next, 8) < 0) {
-			snprintf(err, errlen, "modules: cannot read the list entry at 0x%" PRIx64,
-				 p);
+			msg_fmt(err, errlen, "modules: cannot read the list entry at 0x%" PRIx64,
+				p);
 			return -EIO;
 		}
 		if (read(ctx, mod + (uint64_t)lo->name, m.name, sizeof(m.name)) < 0)
@@ -229,7 +230,7 @@ long vmi_modules_read(const struct vmi_module_layout *lo, uint64_t head, vmi_rea
 		if (m.text_size && ks) {
 			n = module_funcs(lo, ks, &m, read, ctx, funcs, max_syms);
 			if (n < 0) {
-				snprintf(err, errlen, "modules: out of memory");
+				msg_fmt(err, errlen, "modules: out of memory");
 				return n;
 			}
 			m.nr_funcs = (size_t)n;
@@ -237,7 +238,7 @@ long vmi_modules_read(const struct vmi_module_layout *lo, uint64_t head, vmi_rea
 		}
 		v = realloc(mods->v, (mods->nr + 1) * sizeof(*v));
 		if (!v) {
-			snprintf(err, errlen, "modules: out of memory");
+			msg_fmt(err, errlen, "modules: out of memory");
 			return -ENOMEM;
 		}
 		mods->v = v;

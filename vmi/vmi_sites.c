@@ -1,5 +1,6 @@
 #include "vmi/vmi_sites.h"
 #include "arch/arch.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -86,8 +87,8 @@ int vmi_site_check(const struct arch *a, const struct vmi_site *site, const uint
 
 	if (a->is_site_nop(bytes))
 		return 0;
-	snprintf(err, errlen, "%s: site 0x%" PRIx64 " holds %s, not a NOP5", site->func->name,
-		 site->addr, arch_format_bytes(bytes, a->site_len, hex));
+	msg_fmt(err, errlen, "%s: site 0x%" PRIx64 " holds %s, not a NOP5", site->func->name,
+		site->addr, arch_format_bytes(bytes, a->site_len, hex));
 	return -EILSEQ;
 }
 

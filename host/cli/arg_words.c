@@ -2,6 +2,7 @@
  * of a list, growing argv-string lists, getopt's short options from an option table. Pure (arg_push
  * allocates). */
 #include "host/cli/arg_words.h"
+#include "host/util/msg_fmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,7 +20,7 @@ int arg_uint(const char *opt, const char *arg, unsigned lo, unsigned hi, unsigne
 	v = strtoul(arg, &end, 10);
 	/* digits only: strtoul also takes blanks, '+' and '-' (which wraps) */
 	if (errno || !isdigit((unsigned char)arg[0]) || *end || v < lo || v > hi) {
-		snprintf(err, errlen, "%s '%s': expected an integer in %u..%u", opt, arg, lo, hi);
+		msg_fmt(err, errlen, "%s '%s': expected an integer in %u..%u", opt, arg, lo, hi);
 		return -EINVAL;
 	}
 	*out = (unsigned)v;
@@ -63,7 +64,7 @@ int arg_one_of(const char *opt, const char *arg, const char *const *words, int n
 				       : i == n - 1 ? " or "
 						    : ", ",
 				       words[i]);
-	snprintf(err, errlen, "%s '%s': expected %s", opt, arg, list);
+	msg_fmt(err, errlen, "%s '%s': expected %s", opt, arg, list);
 	return -EINVAL;
 }
 /* getopt's short options for @opts, from the table itself: ':' first (a missing argument comes back
@@ -91,7 +92,7 @@ int arg_seconds(const char *opt, const char *arg, double *out, char *err, size_t
 	errno = 0;
 	*out = strtod(arg, &end);
 	if (errno || end == arg || *end || !(*out > 0) || *out > 1e6) {
-		snprintf(err, errlen, "%s '%s': expected seconds > 0", opt, arg);
+		msg_fmt(err, errlen, "%s '%s': expected seconds > 0", opt, arg);
 		return -EINVAL;
 	}
 	return 0;

@@ -1,6 +1,7 @@
 #include "host/cli/cmd_common.h"
 #include "host/kvm/kvm_int3_probe.h"
 #include "host/sink/out_fail.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -46,18 +47,18 @@ int cmd_check_int3(const struct session *s, bool qemu, bool *no_trap, char *err,
 		return 0;
 	if (!qemu && c->verdict == KVM_INT3_NO_CHECK) {
 		/* no VM at all (no /dev/kvm, no permission): not a question of probes, whichever */
-		snprintf(err, errlen,
-			 "the embedded VMM cannot make a VM (%s); a Linux guest runs without KVM "
-			 "under QEMU: run --qemu --kernel ...",
-			 c->detail);
+		msg_fmt(err, errlen,
+			"the embedded VMM cannot make a VM (%s); a Linux guest runs without KVM "
+			"under QEMU: run --qemu --kernel ...",
+			c->detail);
 		return -ENODEV;
 	}
 	kvm_int3_why(c, qemu, why, sizeof(why));
 	if (s->probe == PROBE_TRAP) {
-		snprintf(err, errlen,
-			 "trap probes: INT3 in a guest does not exit on this host's KVM (%s); use "
-			 "--probe stub",
-			 why);
+		msg_fmt(err, errlen,
+			"trap probes: INT3 in a guest does not exit on this host's KVM (%s); use "
+			"--probe stub",
+			why);
 		return -ENOTSUP;
 	}
 	if (s->probe == PROBE_AUTO)

@@ -8,6 +8,7 @@
 #include "host/sink/sink_exits.h"
 #include "host/sink/tracedat_host.h"
 #include "host/sink/tracedat_read.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@ static int report_sink(struct sink *k, const struct sink_format *f, const struct
 	int ret = make ? make(k, &cfg) : -ENOTSUP; /* session_args chose a format report writes */
 
 	if (ret < 0) {
-		snprintf(err, errlen, "%s", ret == -ENOMEM ? "out of memory" : strerror(-ret));
+		msg_fmt(err, errlen, "%s", ret == -ENOMEM ? "out of memory" : strerror(-ret));
 		return -1;
 	}
 	return 0;

@@ -5,6 +5,7 @@
 #include "host/session/session_file.h"
 #include "host/sink/sink_format.h"
 #include "host/kvm/vm.h"
+#include "host/util/msg_fmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -129,8 +130,8 @@ static int parse_tracer(struct session *s, const char *arg, char *err, size_t er
 			s->tracer = (enum tracer_kind)k;
 			return 0;
 		}
-	snprintf(err, errlen, "-p '%s': unknown tracer (available: function function_graph nop)",
-		 arg);
+	msg_fmt(err, errlen, "-p '%s': unknown tracer (available: function function_graph nop)",
+		arg);
 	return -EINVAL;
 }
 
@@ -147,7 +148,7 @@ static int parse_event(struct session *s, const char *spec, char *err, size_t er
 		return -ENOMEM;
 	s->events = v;
 	if (fe_parse(spec, &v[s->nr_events], reason, sizeof(reason), &pos) < 0) {
-		snprintf(err, errlen, "-e: %s\n  %s\n  %*s^", reason, spec, (int)pos, "");
+		msg_fmt(err, errlen, "-e: %s\n  %s\n  %*s^", reason, spec, (int)pos, "");
 		return -EINVAL;
 	}
 	s->nr_events++;
@@ -172,19 +173,19 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 	ret = fe_parse(full, &v[s->nr_rprobes], reason, sizeof(reason), &pos);
 	free(full);
 	if (ret < 0) {
-		snprintf(err, errlen, "-r: %s\n  %s\n  %*s^", reason, spec, (int)pos, "");
+		msg_fmt(err, errlen, "-r: %s\n  %s\n  %*s^", reason, spec, (int)pos, "");
 		return -EINVAL;
 	}
 	if (v[s->nr_rprobes].offset) {
-		snprintf(err, errlen,
-			 "-r %s: a return probe is on a function, not on an instruction inside it",
-			 spec);
+		msg_fmt(err, errlen,
+			"-r %s: a return probe is on a function, not on an instruction inside it",
+			spec);
 		return -EINVAL;
 	}
 	/* bare: RAX in the return's BTF type where the guest has BTF, else in hex */
 	v[s->nr_rprobes].ret_hex = !strchr(spec, '(');
 	if (v[s->nr_rprobes].nr_args > 1 || v[s->nr_rprobes].all_args) {
-		snprintf(err, errlen, "-r %s: a return probe has one value (RAX)", spec);
+		msg_fmt(err, errlen, "-r %s: a return probe has one value (RAX)", spec);
 		return -EINVAL;
 	}
 	s->nr_rprobes++;
@@ -223,13 +224,14 @@ static int check_triggers(const struct session *s, char *err, size_t errlen)
 		const char *cmd = trigger_cmd_name(t->cmd);
 
 		if (s->record && (t->cmd == TRIG_STACKTRACE || t->cmd == TRIG_SNAPSHOT)) {
-			snprintf(err, errlen, "--trigger %s:%s: not with record (trace.dat)", t->func,
-				 cmd);
+			msg_fmt(err, errlen, "--trigger %s:%s: not with record (trace.dat)",
+				t->func, cmd);
 			return -EINVAL;
 		}
 		if (t->cmd == TRIG_SNAPSHOT && !s->output) {
-			snprintf(err, errlen, "--trigger %s:%s: needs -o FILE (snapshots are FILE.snapshot-N)",
-				 t->func, cmd);
+			msg_fmt(err, errlen,
+				"--trigger %s:%s: needs -o FILE (snapshots are FILE.snapshot-N)",
+				t->func, cmd);
 			return -EINVAL;
 		}
 	}
@@ -277,6 +279,33 @@ static const char *qemu_only_option(const struct session *s)
 				: NULL;
 }
 
+/* Option sets that can only give an empty trace, refused before the guest runs (as --max-depth
+ * without function_graph is): -l or -n with -p nop (no function is traced, the globs would choose
+ * nothing), --tracing-off with no traceon trigger (tracing never starts), a --cpu the guest does
+ * not have when its vCPU count is known now (run: --smp; attach checks once connected). */
+static int check_empty_trace(const struct session *s, char *err, size_t errlen)
+{
+	bool traceon = false;
+
+	if (s->tracer == TRACER_NOP && s->tracer_given && (s->nr_filter || s->nr_notrace)) {
+		msg_fmt(err, errlen,
+			"%s: -p nop traces no function (use -p function or function_graph)",
+			s->nr_filter ? "-l" : "-n");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < s->nr_triggers; i++)
+		traceon |= s->triggers[i].cmd == TRIG_TRACEON;
+	if (s->tracing_off && !traceon) {
+		msg_fmt(
+		    err, errlen,
+		    "--tracing-off: no --trigger FUNC:traceon turns tracing on (the trace would be "
+		    "empty)");
+		return -EINVAL;
+	}
+	if (s->cmd == CMD_RUN && rec_filter_check_cpus(&s->tasks, s->smp, err, errlen) < 0)
+		return -EINVAL;
+	return 0;
+}
 /* The checks that need every option: which target, and its required arguments. */
 static int check_target(struct session *s, int argc, char **argv, char *err, size_t errlen)
 {
@@ -284,20 +313,22 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 	bool attach = s->cmd == CMD_ATTACH || s->list_running;
 
 	if (s->attach.uri && (!attach || positional < 1)) {
-		snprintf(err, errlen, "-c %s: a libvirt URI goes with attach NAME", s->attach.uri);
+		msg_fmt(err, errlen, "-c %s: a libvirt URI goes with attach NAME", s->attach.uri);
 		return -EINVAL;
 	}
 	if (attach) {
 		int ways = (positional > 0) + !!s->attach.qmp + !!s->attach.pid;
 
 		if (positional > 1) {
-			snprintf(err, errlen, "'%s': unexpected argument after NAME", argv[optind + 1]);
+			msg_fmt(err, errlen, "'%s': unexpected argument after NAME",
+				argv[optind + 1]);
 			return -EINVAL;
 		}
 		if (ways != 1) {
-			snprintf(err, errlen, "%s: give exactly one of %sNAME, --qmp SOCKET, --pid PID",
-				 s->list_running ? "list-functions" : "attach",
-				 s->list_running ? "GUEST.elf, " : "");
+			msg_fmt(err, errlen,
+				"%s: give exactly one of %sNAME, --qmp SOCKET, --pid PID",
+				s->list_running ? "list-functions" : "attach",
+				s->list_running ? "GUEST.elf, " : "");
 			return -EINVAL;
 		}
 		if (positional)
@@ -305,11 +336,12 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 
 	} else if (s->vmm == VMM_QEMU) {
 		if (positional) {
-			snprintf(err, errlen, "'%s': --qemu takes --kernel, not a GUEST.elf", argv[optind]);
+			msg_fmt(err, errlen, "'%s': --qemu takes --kernel, not a GUEST.elf",
+				argv[optind]);
 			return -EINVAL;
 		}
 		if (!s->kernel) {
-			snprintf(err, errlen, "--qemu: missing --kernel FILE");
+			msg_fmt(err, errlen, "--qemu: missing --kernel FILE");
 			return -EINVAL;
 		}
 	} else if (s->kernel) {
@@ -317,12 +349,12 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 		const char *only_qemu = qemu_only_option(s);
 
 		if (only_qemu) {
-			snprintf(err, errlen, "%s: needs --qemu (or attach)", only_qemu);
+			msg_fmt(err, errlen, "%s: needs --qemu (or attach)", only_qemu);
 			return -EINVAL;
 		}
 		if (positional) {
-			snprintf(err, errlen, "'%s': --kernel boots a bzImage, not a GUEST.elf",
-				 argv[optind]);
+			msg_fmt(err, errlen, "'%s': --kernel boots a bzImage, not a GUEST.elf",
+				argv[optind]);
 			return -EINVAL;
 		}
 	} else {
@@ -331,16 +363,16 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 				       : qemu_only_option(s);
 
 		if (only_linux) {
-			snprintf(err, errlen, "%s: needs --qemu (or attach)", only_linux);
+			msg_fmt(err, errlen, "%s: needs --qemu (or attach)", only_linux);
 			return -EINVAL;
 		}
 		if (positional < 1) {
-			snprintf(err, errlen, "%s: missing GUEST.elf (see hvtrace --help)", argv[0]);
+			msg_fmt(err, errlen, "%s: missing GUEST.elf (see hvtrace --help)", argv[0]);
 			return -EINVAL;
 		}
 		if (positional > 1) {
-			snprintf(err, errlen, "'%s': unexpected argument after GUEST.elf",
-				 argv[optind + 1]);
+			msg_fmt(err, errlen, "'%s': unexpected argument after GUEST.elf",
+				argv[optind + 1]);
 			return -EINVAL;
 		}
 		s->guest = argv[optind];
@@ -421,7 +453,8 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_HOST_EVENT:
 			s->host = true;
 			if (!host_rec_event_name_ok(optarg)) {
-				snprintf(err, errlen, "--host-event %s: expected SYSTEM:EVENT", optarg);
+				msg_fmt(err, errlen, "--host-event %s: expected SYSTEM:EVENT",
+					optarg);
 				ret = -EINVAL;
 				break;
 			}
@@ -452,18 +485,18 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case 'h': s->cmd = CMD_HELP; return 0;
 		case ':':
 			/* only the last word can lack its argument: it is the option as typed */
-			snprintf(err, errlen, "%s: missing argument", argv[argc - 1]);
+			msg_fmt(err, errlen, "%s: missing argument", argv[argc - 1]);
 			return -EINVAL;
 		default:
 			/* a short option inside a group is named by optopt; a long one by its word */
 			if (optopt && optopt < 256)
-				snprintf(err, errlen, "-%c: unknown option", optopt);
+				msg_fmt(err, errlen, "-%c: unknown option", optopt);
 			else
-				snprintf(err, errlen, "%s: unknown option", argv[optind - 1]);
+				msg_fmt(err, errlen, "%s: unknown option", argv[optind - 1]);
 			return -EINVAL;
 		}
 		if (ret == -ENOMEM)
-			snprintf(err, errlen, "out of memory");
+			msg_fmt(err, errlen, "out of memory");
 		if (ret < 0)
 			return ret;
 	}
@@ -478,8 +511,8 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		return ret;
 	/* the embedded VMM keeps its stacks and page tables in guest RAM: the pair must fit */
 	if (s->cmd == CMD_RUN && s->vmm != VMM_QEMU && s->mem_mb < vm_min_mem_mb(s->smp)) {
-		snprintf(err, errlen, "--smp %u --mem %u: %u vCPUs need --mem %u or more", s->smp,
-			 s->mem_mb, s->smp, vm_min_mem_mb(s->smp));
+		msg_fmt(err, errlen, "--smp %u --mem %u: %u vCPUs need --mem %u or more", s->smp,
+			s->mem_mb, s->smp, vm_min_mem_mb(s->smp));
 		return -EINVAL;
 	}
 	if ((s->nr_events || s->nr_rprobes) && !s->tracer_given)
@@ -495,11 +528,11 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 							: NULL;
 
 		if (opt) {
-			snprintf(err, errlen, "%s: needs -p function_graph", opt);
+			msg_fmt(err, errlen, "%s: needs -p function_graph", opt);
 			return -EINVAL;
 		}
 	}
-	return 0;
+	return check_empty_trace(s, err, errlen);
 }
 
 static const struct option report_opts[] = {
@@ -539,22 +572,24 @@ static int parse_report(struct session *s, int argc, char **argv, char *err, siz
 		case OPT_HOST: s->report_exits = true; break;	    /* --exits */
 		case OPT_HOST_EVENT: s->host_input = optarg; break; /* --host-input */
 		case 'h': s->cmd = CMD_HELP; return 0;
-		case ':': snprintf(err, errlen, "%s: missing argument", argv[argc - 1]); return -EINVAL;
+		case ':':
+			msg_fmt(err, errlen, "%s: missing argument", argv[argc - 1]);
+			return -EINVAL;
 		default:
-			snprintf(err, errlen, "%s: unknown report option", argv[optind - 1]);
+			msg_fmt(err, errlen, "%s: unknown report option", argv[optind - 1]);
 			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
-		snprintf(err, errlen, "'%s': unexpected argument (report -i FILE)", argv[optind]);
+		msg_fmt(err, errlen, "'%s': unexpected argument (report -i FILE)", argv[optind]);
 		return -EINVAL;
 	}
 	if (s->host_input && !s->report_exits) {
-		snprintf(err, errlen, "--host-input: goes with --exits");
+		msg_fmt(err, errlen, "--host-input: goes with --exits");
 		return -EINVAL;
 	}
 	if (s->report_exits && (s->format || s->funcgraph_retval || s->funcgraph_tail)) {
-		snprintf(err, errlen, "--exits: a table of its own (no --format, --funcgraph-*)");
+		msg_fmt(err, errlen, "--exits: a table of its own (no --format, --funcgraph-*)");
 		return -EINVAL;
 	}
 	return 0;
@@ -565,12 +600,14 @@ static int parse_help(struct session *s, int argc, char **argv, char *err, size_
 {
 	s->cmd = CMD_HELP;
 	if (argc > 3) {
-		snprintf(err, errlen, "'%s': unexpected argument after %s %s", argv[3], argv[1], argv[2]);
+		msg_fmt(err, errlen, "'%s': unexpected argument after %s %s", argv[3], argv[1],
+			argv[2]);
 		return -EINVAL;
 	}
 	if (argc == 3 && !help_known(argv[2])) {
-		snprintf(err, errlen, "%s %s: expected one of run, attach, record, report, list-functions",
-			 argv[1], argv[2]);
+		msg_fmt(err, errlen,
+			"%s %s: expected one of run, attach, record, report, list-functions",
+			argv[1], argv[2]);
 		return -EINVAL;
 	}
 	s->help_cmd = argc == 3 ? argv[2] : NULL;
@@ -596,7 +633,7 @@ static int parse_run_sessions(struct session *s, int argc, char **argv, char *er
 	int ret;
 
 	if (!w) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	arg_short_options(run_opts, shortopts, sizeof(shortopts));
@@ -611,7 +648,7 @@ static int parse_run_sessions(struct session *s, int argc, char **argv, char *er
 	o = ret < 0 && parsing_word ? session_words_origin(s->words, parsing_word) : NULL;
 	if (o) {
 		snprintf(msg, sizeof(msg), "%s", err);
-		snprintf(err, errlen, "%s:%u: %s", o->file, o->line, msg);
+		msg_fmt(err, errlen, "%s:%u: %s", o->file, o->line, msg);
 	}
 	return ret;
 }
@@ -624,7 +661,7 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 	int k;
 
 	if (argc < 2) {
-		snprintf(err, errlen, "missing command (see hvtrace --help)");
+		msg_fmt(err, errlen, "missing command (see hvtrace --help)");
 		return -EINVAL;
 	}
 	cmd = argv[1];
@@ -649,8 +686,8 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 	}
 	k = arg_pick(cmd, cmds, CMD_LIST_FUNCTIONS + 1);
 	if (k < 0) {
-		snprintf(err, errlen,
-			 "'%s': unknown command (run, attach, record, report, list-functions)", cmd);
+		msg_fmt(err, errlen,
+			"'%s': unknown command (run, attach, record, report, list-functions)", cmd);
 		return -EINVAL;
 	}
 	s->cmd = (enum session_cmd)k;
@@ -665,7 +702,8 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		if (n && argv[2][0] != '-' &&
 		    ((n > 4 && !strcmp(argv[2] + n - 4, ".elf")) || access(argv[2], F_OK) == 0)) {
 			if (argc != 3) {
-				snprintf(err, errlen, "list-functions: expected exactly one GUEST.elf");
+				msg_fmt(err, errlen,
+					"list-functions: expected exactly one GUEST.elf");
 				return -EINVAL;
 			}
 			s->guest = argv[2];
@@ -677,19 +715,21 @@ int session_parse_args(struct session *s, int argc, char **argv, char *err, size
 		return -EINVAL;
 	if (s->format && s->format == sink_format_find("graph") &&
 	    s->tracer != TRACER_FUNCTION_GRAPH) {
-		snprintf(err, errlen,
-			 "--format graph: goes with -p function_graph (the calls' returns)");
+		msg_fmt(err, errlen,
+			"--format graph: goes with -p function_graph (the calls' returns)");
 		return -EINVAL;
 	}
 	if (s->host && !s->record) {
-		snprintf(err, errlen, "--host%s: the host's trace goes beside a trace.dat (use record)",
-			 s->nr_host_events ? "-event" : "");
+		msg_fmt(err, errlen,
+			"--host%s: the host's trace goes beside a trace.dat (use record)",
+			s->nr_host_events ? "-event" : "");
 		return -EINVAL;
 	}
 	if (s->record && !s->output)
 		s->output = "trace.dat";
 	if (s->host && !strcmp(s->output, "-")) {
-		snprintf(err, errlen, "--host: -o - (a pipe) has no name to put the host's file beside");
+		msg_fmt(err, errlen,
+			"--host: -o - (a pipe) has no name to put the host's file beside");
 		return -EINVAL;
 	}
 	if (check_triggers(s, err, errlen) < 0)

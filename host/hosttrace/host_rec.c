@@ -1,6 +1,7 @@
 #include "host/hosttrace/host_rec.h"
 #include "host/tracedat/le_bytes.h"
 #include "host/tracedat/tracedat_write.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -82,12 +83,12 @@ int host_rec_check(const char *const *extra, size_t nr_extra, char *err, size_t 
 		char sys[48], ev[48];
 
 		if (!split_event(extra[i], sys, sizeof(sys), ev, sizeof(ev))) {
-			snprintf(err, errlen, "--host-event %s: expected SYSTEM:EVENT", extra[i]);
+			msg_fmt(err, errlen, "--host-event %s: expected SYSTEM:EVENT", extra[i]);
 			return -EINVAL;
 		}
 		if (!tracefs_event_file_exists(NULL, sys, ev, "format")) {
-			snprintf(err, errlen,
-				 "--host-event %s: the host's tracefs has no such event", extra[i]);
+			msg_fmt(err, errlen,
+				"--host-event %s: the host's tracefs has no such event", extra[i]);
 			return -ENOENT;
 		}
 	}
@@ -196,30 +197,29 @@ static int enable_event(struct host_rec *h, const char *name, const char *filter
 	char sys[48], ev[48];
 
 	if (!split_event(name, sys, sizeof(sys), ev, sizeof(ev))) {
-		snprintf(err, errlen, "--host-event %s: expected SYSTEM:EVENT", name);
+		msg_fmt(err, errlen, "--host-event %s: expected SYSTEM:EVENT", name);
 		return -EINVAL;
 	}
 	if (!tracefs_event_file_exists(NULL, sys, ev, "format")) {
-		snprintf(err, errlen, "--host-event %s: the host's tracefs has no such event",
-			 name);
+		msg_fmt(err, errlen, "--host-event %s: the host's tracefs has no such event", name);
 		return -ENOENT;
 	}
 	for (size_t i = 0; i < h->nr_events; i++)
 		if (!strcmp(h->events[i], name))
 			return 0;
 	if (h->nr_events == HOST_REC_MAX_EVENTS) {
-		snprintf(err, errlen, "--host-event %s: more than %d host events", name,
-			 HOST_REC_MAX_EVENTS);
+		msg_fmt(err, errlen, "--host-event %s: more than %d host events", name,
+			HOST_REC_MAX_EVENTS);
 		return -E2BIG;
 	}
 	if (filter && tracefs_event_file_write(h->inst, sys, ev, "filter", filter) < 0) {
-		snprintf(err, errlen, "--host: the host refused the filter of %s: %s", name,
-			 strerror(errno));
+		msg_fmt(err, errlen, "--host: the host refused the filter of %s: %s", name,
+			strerror(errno));
 		return -EIO;
 	}
 	if (tracefs_event_enable(h->inst, sys, ev) < 0) {
-		snprintf(err, errlen, "--host: cannot enable the host's %s: %s", name,
-			 strerror(errno));
+		msg_fmt(err, errlen, "--host: cannot enable the host's %s: %s", name,
+			strerror(errno));
 		return -EIO;
 	}
 	snprintf(h->events[h->nr_events++], sizeof(h->events[0]), "%s", name);
@@ -280,8 +280,8 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 
 	memset(h, 0, sizeof(*h));
 	if (!nr_tids || nr_tids > HOST_REC_MAX_VCPUS) {
-		snprintf(err, errlen, "--host: %u vCPU threads (1 to %d)", nr_tids,
-			 HOST_REC_MAX_VCPUS);
+		msg_fmt(err, errlen, "--host: %u vCPU threads (1 to %d)", nr_tids,
+			HOST_REC_MAX_VCPUS);
 		return -EINVAL;
 	}
 	memcpy(h->tids, tids, nr_tids * sizeof(*tids));
@@ -294,8 +294,8 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 	host_rec_sweep();
 	h->inst = tracefs_instance_create(name);
 	if (!h->inst) {
-		snprintf(err, errlen, "--host: cannot make a tracefs instance %s: %s (as root?)",
-			 name, strerror(errno));
+		msg_fmt(err, errlen, "--host: cannot make a tracefs instance %s: %s (as root?)",
+			name, strerror(errno));
 		return -EACCES;
 	}
 	tracefs_trace_off(h->inst);
@@ -338,7 +338,7 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 			sizeof(run) ||
 		    (ret = enable_event(h, "syscalls:sys_enter_ioctl", run, err, errlen))) {
 			if (!ret) {
-				snprintf(err, errlen, "--host: too many vCPU threads for a filter");
+				msg_fmt(err, errlen, "--host: too many vCPU threads for a filter");
 				ret = -ENOSPC;
 			}
 			goto fail;
@@ -350,7 +350,7 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 	h->nr_cpus = cpus > 0 ? (unsigned)cpus : 1;
 	h->cpus = calloc(h->nr_cpus, sizeof(*h->cpus));
 	if (!h->cpus) {
-		snprintf(err, errlen, "--host: out of memory");
+		msg_fmt(err, errlen, "--host: out of memory");
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -363,20 +363,20 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 			h->page_size = tracefs_cpu_read_size(c->tcpu);
 		c->tmp = temp_file(tmpdir);
 		if (!c->tmp) {
-			snprintf(err, errlen, "--host: temporary files in %s: %s",
-				 tmpdir ? tmpdir : "$TMPDIR", strerror(errno));
+			msg_fmt(err, errlen, "--host: temporary files in %s: %s",
+				tmpdir ? tmpdir : "$TMPDIR", strerror(errno));
 			ret = -EIO;
 			goto fail;
 		}
 	}
 	if (tracefs_trace_on(h->inst) < 0) {
-		snprintf(err, errlen, "--host: cannot turn the host's tracing on: %s",
-			 strerror(errno));
+		msg_fmt(err, errlen, "--host: cannot turn the host's tracing on: %s",
+			strerror(errno));
 		ret = -EIO;
 		goto fail;
 	}
 	if (pthread_create(&h->thread, NULL, reader, h)) {
-		snprintf(err, errlen, "--host: cannot start the reader thread");
+		msg_fmt(err, errlen, "--host: cannot start the reader thread");
 		ret = -EAGAIN;
 		goto fail;
 	}
@@ -515,7 +515,7 @@ int host_rec_write(struct host_rec *h, const char *path, const char *guest_name,
 	if (!h->inst || glen > 256)
 		return -EINVAL;
 	if (h->err) {
-		snprintf(err, errlen, "--host: writing the host's pages: %s", strerror(h->err));
+		msg_fmt(err, errlen, "--host: writing the host's pages: %s", strerror(h->err));
 		return -h->err;
 	}
 	hpage = tracefs_instance_file_read(NULL, "events/header_page", &page_len);
@@ -523,12 +523,12 @@ int host_rec_write(struct host_rec *h, const char *path, const char *guest_name,
 	if (!hpage || !hevent) {
 		free(hpage);
 		free(hevent);
-		snprintf(err, errlen, "--host: cannot read the host's tracefs formats");
+		msg_fmt(err, errlen, "--host: cannot read the host's tracefs formats");
 		return -EIO;
 	}
 	o.f = fopen(path, "w");
 	if (!o.f) {
-		snprintf(err, errlen, "--host: %s: %s", path, strerror(errno));
+		msg_fmt(err, errlen, "--host: %s: %s", path, strerror(errno));
 		free(hpage);
 		free(hevent);
 		return -errno;
@@ -555,13 +555,13 @@ int host_rec_write(struct host_rec *h, const char *path, const char *guest_name,
 		      guest_option(guest, h, guest_name, glen, guest_trace_id));
 	td_out_flyrecord(&o, h->nr_cpus, (uint32_t)h->page_size, cpu_pages, h);
 	if (fclose(o.f) || o.err) {
-		snprintf(err, errlen, "--host: writing %s failed", path);
+		msg_fmt(err, errlen, "--host: writing %s failed", path);
 		return o.err == ENOMEM ? -ENOMEM : -EIO;
 	}
 	return 0;
 bad_tracefs:
 	fclose(o.f);
-	snprintf(err, errlen, "--host: cannot read the host's tracefs formats");
+	msg_fmt(err, errlen, "--host: cannot read the host's tracefs formats");
 	return -EIO;
 }
 

@@ -9,6 +9,7 @@
 #include "host/session/cmd_out.h"
 #include "host/session/cmd_probe.h"
 #include "host/session/exitcode.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -36,7 +37,7 @@ static int add_entry_sites(const struct session *s, struct guest_image *g, FILE 
 		n = step_slots_check(s, &g->sites, &g->elf.funcs, guest_image_read, g, note, err,
 				     errlen);
 	if (n == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 	return n == -ENOMEM ? EXIT_HOST_ERROR : n < 0 ? EXIT_BAD_INPUT : 0;
 }
 
@@ -52,7 +53,7 @@ static int elf_open(void *ctx, char *err, size_t errlen)
 	if (status)
 		return status;
 	if (!b->g.sites.nr) {
-		snprintf(err, errlen, "%s: no function can be traced", b->k.env.s->guest);
+		msg_fmt(err, errlen, "%s: no function can be traced", b->k.env.s->guest);
 		return EXIT_BAD_INPUT;
 	}
 	long n = inside_sites_build(b->g.arch, b->k.env.s, &b->g.sites, &b->g.elf.funcs,
@@ -73,14 +74,14 @@ static int write_step_slots(struct backend_elf *b, char *err, size_t errlen)
 	int ret;
 
 	if (!all.v) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	memcpy(all.v, b->g.sites.v, b->g.sites.nr * sizeof(*all.v));
 	all.nr = b->g.sites.nr;
 	ret = vmi_sites_add(&all, b->inside.sites.v, b->inside.sites.nr);
 	if (ret < 0)
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 	else
 		ret = vm_write_step_slots(&b->k.vm, &all, err, errlen);
 	vmi_sites_free(&all);

@@ -12,6 +12,7 @@
 #include "vmi/vmi_file.h"
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_linux_boot.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,11 +72,11 @@ static int take_from_ftrace(struct klrun *r, char *err, size_t errlen)
 		    !vmi_linux_boot_can_take(site->addr, loc, entry, b, r->l.fentry) ||
 		    r->tgt.ops->write_phys(&r->tgt, gpa, vmi_linux_boot_nop5, 5) < 0 ||
 		    r->tgt.ops->write_phys(&r->tgt, lgpa, &zero, 8) < 0) {
-			snprintf(err, errlen,
-				 "boot tracing: %s: site 0x%" PRIx64
-				 " is not a `call __fentry__` listed "
-				 "in __mcount_loc",
-				 site->func->name, site->addr);
+			msg_fmt(err, errlen,
+				"boot tracing: %s: site 0x%" PRIx64
+				" is not a `call __fentry__` listed "
+				"in __mcount_loc",
+				site->func->name, site->addr);
 			return EXIT_BAD_INPUT;
 		}
 	}
@@ -131,10 +132,10 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	if (!r->l.slid && vmi_linux_find_slide(&r->l, kread, r, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	if (r->l.slide) { /* the kernel runs at its link address here */
-		snprintf(err, errlen,
-			 "--system-map %s is not this kernel's: its linux_banner is 0x%" PRIx64
-			 " bytes away",
-			 s->system_map ? s->system_map : "", (uint64_t)r->l.slide);
+		msg_fmt(err, errlen,
+			"--system-map %s is not this kernel's: its linux_banner is 0x%" PRIx64
+			" bytes away",
+			s->system_map ? s->system_map : "", (uint64_t)r->l.slide);
 		return EXIT_BAD_INPUT;
 	}
 	vmi_linux_release(&r->l, kread, r, release, sizeof(release));
@@ -197,7 +198,7 @@ static int map_input(const char *path, const char *flag, struct vmi_file_map *m,
 	int ret = vmi_file_map(flag, path, FILE_MAX, m, err, errlen);
 
 	if (ret == 0 && !m->size) {
-		snprintf(err, errlen, "%s %s: empty", flag, path);
+		msg_fmt(err, errlen, "%s %s: empty", flag, path);
 		return -EINVAL;
 	}
 	return ret;
@@ -217,7 +218,7 @@ static int linux_open(void *ctx, char *err, size_t errlen)
 		return EXIT_BAD_INPUT;
 	/* a file that is no bzImage is named as such on any host */
 	if (bzimage_parse(r->kernel.data, r->kernel.size, &bz, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "%s: %s", s->kernel, why);
+		msg_fmt(err, errlen, "%s: %s", s->kernel, why);
 		return EXIT_BAD_INPUT;
 	}
 	if (vm_check_linux_host(err, errlen) < 0)
@@ -225,7 +226,7 @@ static int linux_open(void *ctx, char *err, size_t errlen)
 	if (asprintf(&r->cmdline, "%s%s%s", BASE_CMDLINE, s->append ? " " : "",
 		     s->append ? s->append : "") < 0) {
 		r->cmdline = NULL;
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return EXIT_HOST_ERROR;
 	}
 	if (s->system_map) {

@@ -1,4 +1,5 @@
 #include "host/kvm/bzimage.h"
+#include "host/util/msg_fmt.h"
 
 #include <bzlib.h>
 #include <errno.h>
@@ -42,7 +43,7 @@ static uint64_t le64(const uint8_t *p)
 
 static int bad(char *err, size_t errlen, const char *fmt, unsigned long off, unsigned long v)
 {
-	snprintf(err, errlen, fmt, off, v);
+	msg_fmt(err, errlen, fmt, off, v);
 	return -EINVAL;
 }
 
@@ -301,10 +302,10 @@ int bzimage_decompress(const struct bzimage *bz, uint8_t **out, size_t *outlen, 
 	*out = NULL;
 	*outlen = 0;
 	if (bz->codec >= BZ_UNKNOWN) {
-		snprintf(err, errlen,
-			 "payload compressed with an unknown method (magic %02x %02x %02x %02x): "
-			 "gzip, xz, lz4, zstd, lzma, bzip2 and lzo are supported",
-			 bz->payload[0], bz->payload[1], bz->payload[2], bz->payload[3]);
+		msg_fmt(err, errlen,
+			"payload compressed with an unknown method (magic %02x %02x %02x %02x): "
+			"gzip, xz, lz4, zstd, lzma, bzip2 and lzo are supported",
+			bz->payload[0], bz->payload[1], bz->payload[2], bz->payload[3]);
 		return -ENOTSUP;
 	}
 	static int (*const un[])(const uint8_t *, size_t, uint8_t *, size_t, size_t *) = {
@@ -313,8 +314,8 @@ int bzimage_decompress(const struct bzimage *bz, uint8_t **out, size_t *outlen, 
 	};
 	buf = malloc(cap);
 	if (!buf) {
-		snprintf(err, errlen, "decompressing the payload: %u bytes: out of memory",
-			 bz->vmlinux_size);
+		msg_fmt(err, errlen, "decompressing the payload: %u bytes: out of memory",
+			bz->vmlinux_size);
 		return -ENOMEM;
 	}
 	r = un[bz->codec](bz->payload, in_len, buf, cap, &done);

@@ -1,6 +1,7 @@
 #include "host/kvm/guest_image.h"
 #include "host/session/kernel_isa.h"
 #include "vmi/vmi_dwarf.h"
+#include "host/util/msg_fmt.h"
 
 #include <elf.h>
 
@@ -33,36 +34,36 @@ int guest_image_open(struct guest_image *g, const char *path, char *err, size_t 
 	g->arch = arch_of_elf(EM_X86_64); /* the only machine vmi_elf_open takes */
 	g->no_fentry = !g->elf.nr_mcount;
 	if (g->no_fentry && !g->elf.funcs.nr) {
-		snprintf(err, errlen,
-			 "%s: no __mcount_loc section and no function symbols: nothing to trace "
-			 "(build the guest with -pg -mfentry -mnop-mcount -mrecord-mcount, or keep "
-			 "its symbol table)",
-			 path);
+		msg_fmt(err, errlen,
+			"%s: no __mcount_loc section and no function symbols: nothing to trace "
+			"(build the guest with -pg -mfentry -mnop-mcount -mrecord-mcount, or keep "
+			"its symbol table)",
+			path);
 		ret = -ENODATA;
 		goto fail;
 	}
 	ret = vmi_sites_build(&g->sites, g->elf.mcount, g->elf.nr_mcount, &g->elf.funcs);
 	if (ret < 0) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		goto fail;
 	}
 	if (!g->sites.nr && !g->no_fentry) {
-		snprintf(err, errlen, "%s: __mcount_loc lists no address inside a function", path);
+		msg_fmt(err, errlen, "%s: __mcount_loc lists no address inside a function", path);
 		ret = -ENODATA;
 		goto fail;
 	}
 	ret = (int)vmi_dwarf_c_functions(g->elf.file, g->elf.file_size, &g->c_funcs, why,
 					 sizeof(why));
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", path, ret == -ENOMEM ? "out of memory" : why);
+		msg_fmt(err, errlen, "%s: %s", path, ret == -ENOMEM ? "out of memory" : why);
 		goto fail;
 	}
 	for (size_t i = 0; i < g->sites.nr; i++) {
 		const uint8_t *b = vmi_elf_bytes_at(&g->elf, g->sites.v[i].addr, g->arch->site_len);
 
 		if (!b) {
-			snprintf(err, errlen, "%s: site 0x%" PRIx64 " is outside the loaded image",
-				 g->sites.v[i].func->name, g->sites.v[i].addr);
+			msg_fmt(err, errlen, "%s: site 0x%" PRIx64 " is outside the loaded image",
+				g->sites.v[i].func->name, g->sites.v[i].addr);
 			ret = -ERANGE;
 			goto fail;
 		}

@@ -3,6 +3,7 @@
 #include "host/kvm/vm.h"
 #include "host/trace/clock.h"
 #include "arch/arch.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -159,7 +160,7 @@ static int write_guest(struct vm *vm, const uint8_t *text, size_t text_len, char
 
 	if (!code || !idt || !handlers || text_len > IDT_GPA - CODE_GPA ||
 	    vm->reserved_gpa < HANDLERS_GPA + NR_VECTORS * 8) {
-		snprintf(err, errlen, "check VM: no room for its code");
+		msg_fmt(err, errlen, "check VM: no room for its code");
 		return -ENOMEM;
 	}
 	memcpy(code, text, text_len);
@@ -189,7 +190,7 @@ static int write_guest(struct vm *vm, const uint8_t *text, size_t text_len, char
 	return 0;
 fail:
 	ret = -errno;
-	snprintf(err, errlen, "check VM: setting the IDT: %s", strerror(errno));
+	msg_fmt(err, errlen, "check VM: setting the IDT: %s", strerror(errno));
 	return ret;
 }
 
@@ -279,16 +280,16 @@ static void run_check(struct kvm_int3_check *res, const uint8_t *code, size_t le
 
 	res->verdict = KVM_INT3_NO_CHECK;
 	if (!cr) {
-		snprintf(res->detail, sizeof(res->detail), "out of memory");
+		msg_fmt(res->detail, sizeof(res->detail), "out of memory");
 		return;
 	}
 	if (vm_create(&cr->vm, &cfg, err, sizeof(err)) < 0) { /* nothing to free then */
-		snprintf(res->detail, sizeof(res->detail), "%s", err);
+		msg_fmt(res->detail, sizeof(res->detail), "%s", err);
 		free(cr);
 		return;
 	}
 	if (write_guest(&cr->vm, code, len, err, sizeof(err)) < 0) {
-		snprintf(res->detail, sizeof(res->detail), "%s", err);
+		msg_fmt(res->detail, sizeof(res->detail), "%s", err);
 		vm_destroy(&cr->vm);
 		free(cr);
 		return;
@@ -301,7 +302,7 @@ static void run_check(struct kvm_int3_check *res, const uint8_t *code, size_t le
 	vcpu_kick_handler_install();
 	e = pthread_create(&th, NULL, check_thread, cr);
 	if (e) {
-		snprintf(res->detail, sizeof(res->detail), "check VM thread: %s", strerror(e));
+		msg_fmt(res->detail, sizeof(res->detail), "check VM thread: %s", strerror(e));
 		vm_destroy(&cr->vm);
 		free(cr);
 		return;
@@ -320,9 +321,9 @@ static void run_check(struct kvm_int3_check *res, const uint8_t *code, size_t le
 		 * write) behind rather than hang */
 		pthread_detach(th);
 		res->verdict = KVM_INT3_TIMEOUT;
-		snprintf(res->detail, sizeof(res->detail),
-			 "KVM_RUN did not return within %d ms, even when kicked",
-			 CHECK_RUN_MS + CHECK_KICK_MS);
+		msg_fmt(res->detail, sizeof(res->detail),
+			"KVM_RUN did not return within %d ms, even when kicked",
+			CHECK_RUN_MS + CHECK_KICK_MS);
 		return;
 	}
 	pthread_join(th, NULL);

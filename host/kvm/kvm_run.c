@@ -6,6 +6,7 @@
 #include "host/session/entry_sites.h"
 #include "host/session/exitcode.h"
 #include "host/trace/clock.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -206,7 +207,7 @@ static int kvm_run_start(void *ctx, char *err, size_t errlen)
 	if (!s->host)
 		return vcpu_start_all(&k->vm, err, errlen) < 0 ? EXIT_HOST_ERROR : 0;
 	if (k->vm.nr_vcpus > HOST_REC_MAX_VCPUS) {
-		snprintf(err, errlen, "--host: more than %d vCPUs", HOST_REC_MAX_VCPUS);
+		msg_fmt(err, errlen, "--host: more than %d vCPUs", HOST_REC_MAX_VCPUS);
 		return EXIT_BAD_INPUT;
 	}
 	vcpu_pause_all(&k->vm); /* none started: they park at once */
@@ -323,6 +324,6 @@ int kvm_run_refuse_entry_probes(const struct session *s, struct vmi_sites *sites
 				 0, false, err, errlen);
 
 	if (n == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 	return n == -ENOMEM ? EXIT_HOST_ERROR : n < 0 ? EXIT_BAD_INPUT : 0;
 }

@@ -1,5 +1,6 @@
 #include "host/kvm/linux_boot.h"
 #include "host/tracedat/le_bytes.h"
+#include "host/util/msg_fmt.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -30,20 +31,21 @@ int lboot_load_elf(uint8_t *ram, uint64_t limit, const uint8_t *elf, size_t len,
 	uint64_t top = 0;
 
 	if (len < sizeof(eh)) {
-		snprintf(err, errlen, "decompressed kernel: %zu bytes, too short for an ELF header",
-			 len);
+		msg_fmt(err, errlen, "decompressed kernel: %zu bytes, too short for an ELF header",
+			len);
 		return -EINVAL;
 	}
 	memcpy(&eh, elf, sizeof(eh));
 	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_machine != EM_X86_64 || eh.e_phentsize != sizeof(Elf64_Phdr)) {
-		snprintf(err, errlen, "decompressed kernel: not an x86-64 ELF64 image");
+		msg_fmt(err, errlen, "decompressed kernel: not an x86-64 ELF64 image");
 		return -EINVAL;
 	}
 	if (eh.e_phoff > len || (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > len - eh.e_phoff) {
-		snprintf(err, errlen,
-			 "decompressed kernel: program headers at 0x%" PRIx64 " (%u) outside the image",
-			 (uint64_t)eh.e_phoff, eh.e_phnum);
+		msg_fmt(err, errlen,
+			"decompressed kernel: program headers at 0x%" PRIx64
+			" (%u) outside the image",
+			(uint64_t)eh.e_phoff, eh.e_phnum);
 		return -EINVAL;
 	}
 	for (int pass = 0; pass < 2; pass++) {
@@ -56,19 +58,20 @@ int lboot_load_elf(uint8_t *ram, uint64_t limit, const uint8_t *elf, size_t len,
 			if (!pass) {
 				if (ph.p_filesz > ph.p_memsz || ph.p_offset > len ||
 				    ph.p_filesz > len - ph.p_offset) {
-					snprintf(err, errlen,
-						 "decompressed kernel: segment %u (offset 0x%" PRIx64
-						 "+0x%" PRIx64 ") outside the image",
-						 i, (uint64_t)ph.p_offset, (uint64_t)ph.p_filesz);
+					msg_fmt(err, errlen,
+						"decompressed kernel: segment %u (offset 0x%" PRIx64
+						"+0x%" PRIx64 ") outside the image",
+						i, (uint64_t)ph.p_offset, (uint64_t)ph.p_filesz);
 					return -EINVAL;
 				}
 				if (ph.p_paddr < LB_HIGH_GPA || ph.p_paddr > limit ||
 				    ph.p_memsz > limit - ph.p_paddr) {
-					snprintf(err, errlen,
-						 "kernel segment %u at 0x%" PRIx64 "+0x%" PRIx64
-						 " does not fit in guest RAM between 1 MiB and 0x%" PRIx64
-						 " (raise --mem)",
-						 i, (uint64_t)ph.p_paddr, (uint64_t)ph.p_memsz, limit);
+					msg_fmt(err, errlen,
+						"kernel segment %u at 0x%" PRIx64 "+0x%" PRIx64
+						" does not fit in guest RAM between 1 MiB and "
+						"0x%" PRIx64 " (raise --mem)",
+						i, (uint64_t)ph.p_paddr, (uint64_t)ph.p_memsz,
+						limit);
 					return -ERANGE;
 				}
 				if (ph.p_paddr + ph.p_memsz > top)
@@ -79,7 +82,7 @@ int lboot_load_elf(uint8_t *ram, uint64_t limit, const uint8_t *elf, size_t len,
 			memset(ram + ph.p_paddr + ph.p_filesz, 0, ph.p_memsz - ph.p_filesz);
 		}
 		if (!pass && !top) {
-			snprintf(err, errlen, "decompressed kernel: no loadable segment");
+			msg_fmt(err, errlen, "decompressed kernel: no loadable segment");
 			return -EINVAL;
 		}
 	}

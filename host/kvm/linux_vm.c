@@ -3,6 +3,7 @@
 #include "host/kvm/bzimage.h"
 #include "host/kvm/linux_boot.h"
 #include "arch/arch.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -56,22 +57,22 @@ int vm_load_linux(struct vm *vm, const struct linux_image *li, char *err, size_t
 				     why, sizeof(why));
 	free(vmlinux);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", li->bzimage_name, why);
+		msg_fmt(err, errlen, "%s: %s", li->bzimage_name, why);
 		return ret;
 	}
 	/* the kernel's early boot uses init_size bytes from its load address (brk, page tables) */
 	if (bz.pref_address + bz.init_size > end)
 		end = bz.pref_address + bz.init_size;
 	if (end > vm->reserved_gpa) {
-		snprintf(err, errlen,
-			 "%s: the kernel needs RAM up to 0x%" PRIx64 ", the guest has 0x%" PRIx64
-			 " (raise --mem)",
-			 li->bzimage_name, end, vm->reserved_gpa);
+		msg_fmt(err, errlen,
+			"%s: the kernel needs RAM up to 0x%" PRIx64 ", the guest has 0x%" PRIx64
+			" (raise --mem)",
+			li->bzimage_name, end, vm->reserved_gpa);
 		return -ERANGE;
 	}
 	if (cmd_len >= LB_CMDLINE_MAX || (bz.cmdline_size && cmd_len > bz.cmdline_size)) {
-		snprintf(err, errlen, "kernel command line: %zu bytes, the kernel takes %u", cmd_len,
-			 bz.cmdline_size);
+		msg_fmt(err, errlen, "kernel command line: %zu bytes, the kernel takes %u", cmd_len,
+			bz.cmdline_size);
 		return -EINVAL;
 	}
 	memcpy(vm->ram + LB_CMDLINE_GPA, li->cmdline, cmd_len + 1);
@@ -86,10 +87,10 @@ int vm_load_linux(struct vm *vm, const struct linux_image *li, char *err, size_t
 		if (addr_max && (uint64_t)addr_max + 1 < top)
 			top = (uint64_t)addr_max + 1;
 		if (li->initrd_len > top || ((top - li->initrd_len) & ~0xfffull) < end) {
-			snprintf(err, errlen,
-				 "--initrd: %zu bytes do not fit between the kernel's end 0x%" PRIx64
-				 " and 0x%" PRIx64 " (raise --mem)",
-				 li->initrd_len, end, top);
+			msg_fmt(err, errlen,
+				"--initrd: %zu bytes do not fit between the kernel's end 0x%" PRIx64
+				" and 0x%" PRIx64 " (raise --mem)",
+				li->initrd_len, end, top);
 			return -ERANGE;
 		}
 		initrd_gpa = (top - li->initrd_len) & ~0xfffull;
@@ -110,7 +111,7 @@ int vm_load_linux(struct vm *vm, const struct linux_image *li, char *err, size_t
 	lboot_zero_page(vm->ram + LB_ZERO_PAGE_GPA, &bp);
 	ret = enter_64(vm, entry);
 	if (ret < 0) {
-		snprintf(err, errlen, "setting vCPU 0's registers: %s", strerror(-ret));
+		msg_fmt(err, errlen, "setting vCPU 0's registers: %s", strerror(-ret));
 		return ret;
 	}
 	return 0;

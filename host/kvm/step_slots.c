@@ -2,6 +2,7 @@
 #include "host/session/entry_sites.h"
 #include "host/session/session.h"
 #include "arch/arch.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -38,8 +39,8 @@ static int check_site(const struct vmi_site *v, const struct vmi_symtab *funcs, 
 
 	n = read_insn(read, ctx, v->addr, end, insn);
 	if (!n) {
-		snprintf(why, whylen, "its first bytes at 0x%llx cannot be read",
-			 (unsigned long long)v->addr);
+		msg_fmt(why, whylen, "its first bytes at 0x%llx cannot be read",
+			(unsigned long long)v->addr);
 		return -EFAULT;
 	}
 	ret = a->reloc_plan(insn, n, v->addr, 1, &plan, why, whylen);
@@ -53,8 +54,8 @@ static int check_site(const struct vmi_site *v, const struct vmi_symtab *funcs, 
 		return -ENOMEM;
 	ret = read(ctx, f->addr, body, len) < 0 ? -EFAULT : 0;
 	if (ret < 0)
-		snprintf(why, whylen, "its bytes at 0x%llx cannot be read",
-			 (unsigned long long)f->addr);
+		msg_fmt(why, whylen, "its bytes at 0x%llx cannot be read",
+			(unsigned long long)f->addr);
 	if (!ret)
 		ret = a->scan_branch_to(body, len, f->addr, v->addr, why, whylen);
 	if (!ret && v->addr != f->addr) /* a jump to the ENDBR64 before it runs into it too */
@@ -78,10 +79,10 @@ long step_slots_check(const struct session *s, struct vmi_sites *sites,
 		if (ret == -ENOMEM)
 			return -ENOMEM;
 		if (ret < 0 && entry_sites_named(s, v->func->name)) {
-			snprintf(err, errlen,
-				 "%s: no fentry site, and a breakpoint at its first instruction "
-				 "cannot trace it exactly: %s",
-				 v->func->name, why);
+			msg_fmt(err, errlen,
+				"%s: no fentry site, and a breakpoint at its first instruction "
+				"cannot trace it exactly: %s",
+				v->func->name, why);
 			return ret;
 		}
 		if (ret < 0) {
@@ -120,8 +121,8 @@ int step_slots_write(struct step_slots *ss, const struct vmi_sites *sites, uint8
 	if (!need)
 		return 0;
 	if (need > cap) {
-		snprintf(err, errlen, "%zu entry probes, room for %zu out-of-line copies", need,
-			 cap);
+		msg_fmt(err, errlen, "%zu entry probes, room for %zu out-of-line copies", need,
+			cap);
 		return -ENOSPC;
 	}
 	ss->v = calloc(need, sizeof(*ss->v));
@@ -142,15 +143,14 @@ int step_slots_write(struct step_slots *ss, const struct vmi_sites *sites, uint8
 		n = read_insn(read, ctx, v->addr, 0, insn);
 		ret = n ? a->reloc_plan(insn, n, v->addr, 1, &plan, why, sizeof(why)) : -EFAULT;
 		if (!n)
-			snprintf(why, sizeof(why), "its first bytes cannot be read");
+			msg_fmt(why, sizeof(why), "its first bytes cannot be read");
 		if (!ret)
 			ret =
 			    a->reloc_emit(&plan, insn, v->addr, gva, area + ss->nr * STEP_SLOT_SIZE,
 					  STEP_SLOT_SIZE, &len, why, sizeof(why));
 		if (ret < 0) {
-			snprintf(err, errlen,
-				 "%s: its first instruction cannot run out of line: %s",
-				 v->func->name, why);
+			msg_fmt(err, errlen, "%s: its first instruction cannot run out of line: %s",
+				v->func->name, why);
 			step_slots_free(ss);
 			return ret;
 		}

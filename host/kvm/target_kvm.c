@@ -3,6 +3,7 @@
 #include "host/kvm/vcpu.h"
 #include "host/vmm/stub_pt.h"
 #include "arch/arch.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -98,8 +99,8 @@ static int map_extra(struct vm *vm, uint64_t gpa, uint64_t size, char *err, size
 	int ret = vm_map_extra(vm, gpa, size);
 
 	if (ret < 0)
-		snprintf(err, errlen, "stub probes: cannot map %llu KiB at 0x%llx: %s",
-			 (unsigned long long)size >> 10, (unsigned long long)gpa, strerror(-ret));
+		msg_fmt(err, errlen, "stub probes: cannot map %llu KiB at 0x%llx: %s",
+			(unsigned long long)size >> 10, (unsigned long long)gpa, strerror(-ret));
 	return ret;
 }
 
@@ -115,18 +116,19 @@ static int kvm_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min
 	int ret;
 
 	if (gpa >= VM_IDMAP_END || VM_IDMAP_END - gpa < min) {
-		snprintf(err, errlen,
-			 "stub probes: the guest's identity map ends at 4 GiB, %llu KiB "
-			 "above its RAM at guest-physical 0x%llx",
-			 gpa < VM_IDMAP_END ? (unsigned long long)(VM_IDMAP_END - gpa) >> 10 : 0,
-			 (unsigned long long)gpa);
+		msg_fmt(err, errlen,
+			"stub probes: the guest's identity map ends at 4 GiB, %llu KiB "
+			"above its RAM at guest-physical 0x%llx",
+			gpa < VM_IDMAP_END ? (unsigned long long)(VM_IDMAP_END - gpa) >> 10 : 0,
+			(unsigned long long)gpa);
 		return -ENOSPC;
 	}
 	if (size > VM_IDMAP_END - gpa)
 		size = VM_IDMAP_END - gpa;
 	if (gpa + 4096 - lo > (2ull << 30) || (hi > gpa && hi - gpa > (2ull << 30))) {
-		snprintf(err, errlen, "stub probes: guest RAM (--mem) too large to place the stub within "
-				      "2 GiB of the traced code");
+		msg_fmt(err, errlen,
+			"stub probes: guest RAM (--mem) too large to place the stub within "
+			"2 GiB of the traced code");
 		return -ERANGE;
 	}
 	ret = map_extra(vm, gpa, size, err, errlen);
@@ -332,25 +334,25 @@ static int klinux_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t 
 	span = (size + PMD_SPAN - 1) & ~(PMD_SPAN - 1);
 	pd_gpa = LB_STUB_PT_GPA;
 	if (size < min || gpa + span > APIC_MMIO || !vm->kpud_gpa) {
-		snprintf(err, errlen, "stub probes: %s",
-			 !vm->kpud_gpa ? "the kernel's level3_kernel_pgt is not known"
-				       : "no room for the stub between guest RAM and the APICs "
-					 "(lower --mem)");
+		msg_fmt(err, errlen, "stub probes: %s",
+			!vm->kpud_gpa ? "the kernel's level3_kernel_pgt is not known"
+				      : "no room for the stub between guest RAM and the APICs "
+					"(lower --mem)");
 		return -ENOSPC;
 	}
 	npde = (unsigned)(span / PMD_SPAN);
 	va = STUB_TOP - span;
 	if ((lo < va + X86_PAGE_SIZE && va + X86_PAGE_SIZE - lo > (2ull << 30)) ||
 	    (hi > va && hi - va > (2ull << 30))) {
-		snprintf(err, errlen, "stub probes: 0x%llx is not within 2 GiB of the traced code",
-			 (unsigned long long)va);
+		msg_fmt(err, errlen, "stub probes: 0x%llx is not within 2 GiB of the traced code",
+			(unsigned long long)va);
 		return -ERANGE;
 	}
 	if (vm_read_pte(vm, vm->kpud_gpa + 8 * STUB_PUD, &old) < 0 || (old & X86_PTE_P)) {
-		snprintf(err, errlen,
-			 "stub probes: the kernel maps 0x%llx already (level3_kernel_pgt[%d] is "
-			 "0x%llx)",
-			 (unsigned long long)va, STUB_PUD, (unsigned long long)old);
+		msg_fmt(err, errlen,
+			"stub probes: the kernel maps 0x%llx already (level3_kernel_pgt[%d] is "
+			"0x%llx)",
+			(unsigned long long)va, STUB_PUD, (unsigned long long)old);
 		return -ENOSPC;
 	}
 	ret = map_extra(vm, gpa, span, err, errlen);
@@ -361,7 +363,7 @@ static int klinux_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t 
 	pud = vm_gpa_ptr(vm, vm->kpud_gpa + 8 * STUB_PUD, 8);
 	if (!pd || !pt || !pud) {
 		vm_unmap_extra(vm);
-		snprintf(err, errlen, "stub probes: the stub's page tables are not addressable");
+		msg_fmt(err, errlen, "stub probes: the stub's page tables are not addressable");
 		return -EFAULT;
 	}
 	memcpy(vm->stub_pt_saved, pd, X86_PAGE_SIZE);

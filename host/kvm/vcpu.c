@@ -5,6 +5,7 @@
 #include "host/sink/out_fail.h"
 #include "host/trace/clock.h"
 #include "arch/arch.h"
+#include "host/util/msg_fmt.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -51,7 +52,7 @@ static __attribute__((format(printf, 4, 5))) void end_vm(struct vm *vm, enum vm_
 	vm->end = why;
 	vm->end_status = status;
 	va_start(ap, fmt);
-	vsnprintf(vm->end_msg, sizeof(vm->end_msg), fmt, ap);
+	msg_vfmt(vm->end_msg, sizeof(vm->end_msg), fmt, ap);
 	va_end(ap);
 	atomic_store(&vm->stop, 1);
 	pthread_cond_broadcast(&vm->cond);
@@ -482,7 +483,7 @@ int vcpu_start_all(struct vm *vm, char *err, size_t errlen)
 
 		if (e) {
 			end_vm(vm, VM_END_ERROR, 0, "pthread_create: %s", strerror(e));
-			snprintf(err, errlen, "starting vCPU threads: %s", strerror(e));
+			msg_fmt(err, errlen, "starting vCPU threads: %s", strerror(e));
 			return -e;
 		}
 		c->started = true;

@@ -4,6 +4,7 @@
 #include "arch/arch.h"
 #include "arch/arch_tlb.h"
 #include "guest-stub/trampoline.h"
+#include "host/util/msg_fmt.h"
 
 #define MSR_TSC_AUX 0xc0000103
 
@@ -47,7 +48,7 @@ static uint8_t *map_ram(uint64_t size)
 
 static int fail(char *err, size_t errlen, int e, const char *what)
 {
-	snprintf(err, errlen, "%s: %s", what, strerror(e));
+	msg_fmt(err, errlen, "%s: %s", what, strerror(e));
 	return -e;
 }
 
@@ -265,7 +266,7 @@ int vm_write_step_slots(struct vm *vm, const struct vmi_sites *sites, char *err,
 				   vm->step_cap, read_ram, vm, err, errlen);
 
 	if (ret == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 	return ret;
 }
 
@@ -296,11 +297,11 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	memset(vm, 0, sizeof(*vm));
 	vm->kvm_fd = vm->vm_fd = vm->event_fd = -1;
 	if (cfg->smp < 1 || cfg->smp > VM_MAX_VCPUS) {
-		snprintf(err, errlen, "--smp %u: must be 1..%d", cfg->smp, VM_MAX_VCPUS);
+		msg_fmt(err, errlen, "--smp %u: must be 1..%d", cfg->smp, VM_MAX_VCPUS);
 		return -EINVAL;
 	}
 	if (cfg->mem_mb < 2 || cfg->mem_mb > 3072) {
-		snprintf(err, errlen, "--mem %u: must be 2..3072 MB", cfg->mem_mb);
+		msg_fmt(err, errlen, "--mem %u: must be 2..3072 MB", cfg->mem_mb);
 		return -EINVAL;
 	}
 	pthread_mutex_init(&vm->lock, NULL);
@@ -320,7 +321,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 		goto out;
 	}
 	if (ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION) {
-		snprintf(err, errlen, "/dev/kvm: unsupported KVM API version");
+		msg_fmt(err, errlen, "/dev/kvm: unsupported KVM API version");
 		ret = -ENOTSUP;
 		goto out;
 	}
@@ -349,8 +350,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, char *err, size_t errl
 	uint64_t reserved = reserved_bytes(vm->nr_vcpus, cfg->step_slots);
 
 	if (cfg->mem_mb < vm_min_mem_mb(cfg->smp) || 2 * reserved > vm->ram_size) {
-		snprintf(err, errlen, "--mem %u: too small for %u vCPUs%s", cfg->mem_mb, cfg->smp,
-			 cfg->step_slots ? " and the entry probes' out-of-line copies" : "");
+		msg_fmt(err, errlen, "--mem %u: too small for %u vCPUs%s", cfg->mem_mb, cfg->smp,
+			cfg->step_slots ? " and the entry probes' out-of-line copies" : "");
 		ret = -EINVAL;
 		goto out;
 	}
@@ -451,10 +452,10 @@ int vm_load_elf(struct vm *vm, const struct vmi_elf *img, char *err, size_t errl
 		const struct vmi_segment *s = &img->segs[i];
 
 		if (s->paddr + s->memsz < s->paddr || s->paddr + s->memsz > vm->reserved_gpa) {
-			snprintf(err, errlen,
-				 "%s: segment at 0x%" PRIx64 "+0x%" PRIx64
-				 " does not fit in guest RAM below 0x%" PRIx64 " (raise --mem)",
-				 img->path, s->paddr, s->memsz, vm->reserved_gpa);
+			msg_fmt(err, errlen,
+				"%s: segment at 0x%" PRIx64 "+0x%" PRIx64
+				" does not fit in guest RAM below 0x%" PRIx64 " (raise --mem)",
+				img->path, s->paddr, s->memsz, vm->reserved_gpa);
 			return -ERANGE;
 		}
 	}
@@ -482,9 +483,10 @@ int vm_boot_at(struct vm *vm, uint64_t entry, char *err, size_t errlen)
 int vm_check_linux_host(char *err, size_t errlen)
 {
 	if (access("/sys/module/kvm_pvm", F_OK) == 0) {
-		snprintf(err, errlen,
-			 "/dev/kvm is PVM (kvm_pvm): this host cannot boot a stock Linux kernel in the "
-			 "embedded VMM (use run --qemu, or real KVM)");
+		msg_fmt(
+		    err, errlen,
+		    "/dev/kvm is PVM (kvm_pvm): this host cannot boot a stock Linux kernel in the "
+		    "embedded VMM (use run --qemu, or real KVM)");
 		return -ENOTSUP;
 	}
 	return 0;

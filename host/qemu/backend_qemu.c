@@ -22,6 +22,8 @@
 #include "host/trace/filter.h"
 #include "vmi/vmi_linux.h"
 #include "vmi/vmi_linux_find.h"
+#include "host/trace/rec_filter.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define BOOT_WAIT_SEC 120 /* how long a booting kernel may take to get its ftrace sites in place   \
@@ -83,8 +86,8 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 		    (r->timeout_at && clock_now_s() > r->timeout_at)) {
 			if (!r->l.slid)
 				return -ESRCH; /* err says why */
-			snprintf(err, errlen, "the kernel has only %zu NOP5 function entries",
-				 r->sites.nr);
+			msg_fmt(err, errlen, "the kernel has only %zu NOP5 function entries",
+				r->sites.nr);
 			return -ENODATA;
 		}
 		ret = target_qemu_run_for(&r->tq, 100);
@@ -94,12 +97,12 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 			char why[256] = "";
 
 			if (!r->l.slid) /* err holds why the symbols were not found yet */
-				snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "%s%s%s%s",
-				 r->qc.gdb.why[0] ? r->qc.gdb.why
-						  : "the guest went away while booting",
-				 why[0] ? " before hvtrace found its symbols (" : "", why,
-				 why[0] ? ")" : "");
+				msg_fmt(why, sizeof(why), "%s", err);
+			msg_fmt(err, errlen, "%s%s%s%s",
+				r->qc.gdb.why[0] ? r->qc.gdb.why
+						 : "the guest went away while booting",
+				why[0] ? " before hvtrace found its symbols (" : "", why,
+				why[0] ? ")" : "");
 			return ret;
 		}
 	}
@@ -111,7 +114,7 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 		vmi_sites_free(&r->sites);
 		ret = vmi_linux_sites(&r->l, target_qemu_read_kernel, &r->tq, &r->sites);
 		if (ret < 0) {
-			snprintf(err, errlen, "reading the kernel text: %s", strerror(-ret));
+			msg_fmt(err, errlen, "reading the kernel text: %s", strerror(-ret));
 			return ret;
 		}
 	}
@@ -145,8 +148,7 @@ static int select_graph_closure(struct linux_run *r, const struct vmi_site ***se
 			if (filter_glob_match(s->graph[g], r->sites.v[i].func->name))
 				roots[nr_roots++] = i;
 		if (nr_roots == before) {
-			snprintf(err, errlen, "-g '%s': matches no traceable function",
-				 s->graph[g]);
+			msg_fmt(err, errlen, "-g '%s': matches no traceable function", s->graph[g]);
 			ret = -ENOENT;
 			goto out;
 		}
@@ -198,7 +200,7 @@ static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
 	}
 
 	if (n == -ENOMEM) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return EXIT_HOST_ERROR;
 	}
 	/* stub detours or trap probes: pipeline_build says which */
@@ -219,16 +221,18 @@ static int wait_text_patched(struct linux_run *r, char *err, size_t errlen)
 	while (a && target_qemu_read_kernel(&r->tq, a->addr, &done, sizeof(done)) == 0 && !done) {
 		if (clock_now_s() > give_up || qemu_run_signalled(r) ||
 		    (r->timeout_at && clock_now_s() > r->timeout_at)) {
-			snprintf(err, errlen,
-				 "the kernel did not patch its own text (alternatives_patched) in %d s: "
-				 "no stub detour can go in (use --probe trap)",
-				 BOOT_WAIT_SEC);
+			msg_fmt(
+			    err, errlen,
+			    "the kernel did not patch its own text (alternatives_patched) in %d s: "
+			    "no stub detour can go in (use --probe trap)",
+			    BOOT_WAIT_SEC);
 			return EXIT_BAD_INPUT;
 		}
 		ret = target_qemu_run_for(&r->tq, 100);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s",
-				 r->qc.gdb.why[0] ? r->qc.gdb.why : "the guest went away while booting");
+			msg_fmt(err, errlen, "%s",
+				r->qc.gdb.why[0] ? r->qc.gdb.why
+						 : "the guest went away while booting");
 			return ret == -EINTR ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
 		}
 	}
@@ -347,7 +351,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 
 		if (qemu_vcpu_threads(r->qc.qmp_cmd, r->qc.hmp_ctx, r->qc.pid, tids,
 				      HOST_REC_MAX_VCPUS, &n, why2, sizeof(why2)) < 0) {
-			snprintf(err, errlen, "--host: %s", why2);
+			msg_fmt(err, errlen, "--host: %s", why2);
 			return EXIT_QEMU_FAILED;
 		}
 		ret = pipeline_host_start(
@@ -359,7 +363,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	 * patch */
 	if (s->verify_text && text_verify_begin(&r->text, target_qemu_read_kernel, &r->tq,
 						r->l.stext, r->l.etext) < 0) {
-		snprintf(err, errlen, "--verify-text: cannot read the kernel text");
+		msg_fmt(err, errlen, "--verify-text: cannot read the kernel text");
 		return EXIT_QEMU_FAILED;
 	}
 	share_with_patchers(r, pg.stub);
@@ -453,10 +457,10 @@ static int failed(struct linux_run *r, int status, const char *when, char *err, 
 {
 	if (qemu_run_signalled(r)) {
 		if (out_fail_is(r->sig)) { /* the output's own line comes when it is closed */
-			snprintf(err, errlen, "stopped %s: an output could not be written", when);
+			msg_fmt(err, errlen, "stopped %s: an output could not be written", when);
 			return EXIT_HOST_ERROR;
 		}
-		snprintf(err, errlen, "stopped %s", when);
+		msg_fmt(err, errlen, "stopped %s", when);
 		return EXIT_SIGNAL_BASE + r->sig;
 	}
 	return status;
@@ -490,7 +494,7 @@ static int qemu_open(void *ctx, char *err, size_t errlen)
 	    kernel_isa_check(r->s->kernel, "--kernel", err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	if (r->s->system_map && vmi_linux_open(&r->l, r->s->system_map, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "--system-map %s", why);
+		msg_fmt(err, errlen, "--system-map %s", why);
 		return EXIT_BAD_INPUT;
 	}
 	return 0;
@@ -537,11 +541,21 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	if (s->vmm == VMM_QEMU && s->accel && !strcmp(s->accel, "kvm") &&
 	    r->env.check_int3(s, true, &r->no_trap, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	if (qemu_attach_open(&r->qc, &qa, err, errlen) < 0 ||
-	    target_qemu_init(&r->tq, &r->qc.gdb, r->qc.pid, r->qc.hmp, r->qc.qmp_cmd,
-			     r->qc.hmp_ctx, s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
+	status = qemu_attach_open(&r->qc, &qa, err, errlen);
+	/* a --qmp that names no socket is the user's input, wrong before any peer was reached */
+	if (status == -ENOTSOCK || status == -ENAMETOOLONG || status == -EDESTADDRREQ ||
+	    (status == -ENOENT && s->attach.qmp) ||
+	    /* a --pid that is no QEMU, or whose endpoints are not its own */
+	    (s->attach.pid && (status == -ENOEXEC || status == -EPERM || status == -EADDRNOTAVAIL)))
+		return failed(r, EXIT_BAD_INPUT, "while connecting to QEMU", err, errlen);
+	if (status < 0 ||
+	    target_qemu_init(&r->tq, &r->qc.gdb, r->qc.pid, r->qc.hmp, r->qc.qmp_cmd, r->qc.hmp_ctx,
+			     s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
 		return failed(r, EXIT_QEMU_FAILED, "while connecting to QEMU", err, errlen);
 	r->have_tq = true;
+	/* attach: the vCPU count is known now, before anything is patched (run: at parse time) */
+	if (rec_filter_check_cpus(&s->tasks, r->tq.t.nr_cpus, err, errlen) < 0)
+		return EXIT_BAD_INPUT;
 	kvm = s->vmm == VMM_QEMU ? s->accel && !strcmp(s->accel, "kvm") : qemu_uses_kvm(&r->qc);
 	target_qemu_set_tcg(&r->tq, kvm == 0);
 	/* attach: a QEMU on KVM (or one that does not say) gets the same check */

@@ -1,6 +1,8 @@
 #include "host/qemu/libvirt_dom.h"
 #include "host/qemu/qemu_find.h"
 #include "host/qemu/qmp_json.h"
+#include "host/util/msg_fmt.h"
+#include "host/util/peer_text.h"
 
 #include <errno.h>
 #include <libvirt/libvirt-qemu.h>
@@ -16,11 +18,12 @@ static void quiet_errors(void *data, virErrorPtr e)
 	(void)e;
 }
 
-static const char *last_error(void)
+/* libvirt's last error message (a peer's text: libvirtd's, QEMU's), escaped into @buf. */
+static const char *last_error(char *buf, size_t len)
 {
 	virErrorPtr e = virGetLastError();
 
-	return e && e->message ? e->message : "unknown libvirt error";
+	return peer_str(e && e->message ? e->message : "unknown libvirt error", buf, len);
 }
 
 /* The URI hvtrace connects to: -c URI, $LIBVIRT_DEFAULT_URI, or qemu:///system. */
@@ -43,14 +46,14 @@ int libvirt_dom_open(struct libvirt_dom *d, const char *uri, const char *name, c
 	virSetErrorFunc(NULL, quiet_errors);
 	d->conn = virConnectOpen(d->uri);
 	if (!d->conn) {
-		snprintf(err, errlen, "libvirt %s: %s", d->uri, last_error());
+		msg_fmt(err, errlen, "libvirt %s: %s", d->uri, last_error(why, sizeof(why)));
 		return -ECONNREFUSED;
 	}
 	d->dom = virDomainLookupByName(d->conn, name);
 	if (!d->dom || virDomainIsActive(d->dom) != 1 || virDomainGetInfo(d->dom, &info) < 0 ||
 	    virDomainGetUUIDString(d->dom, d->uuid) < 0) {
-		snprintf(err, errlen, "libvirt domain '%s': %s", name,
-			 d->dom ? "not running" : "no such domain");
+		msg_fmt(err, errlen, "libvirt domain '%s': %s", name,
+			d->dom ? "not running" : "no such domain");
 		libvirt_dom_close(d);
 		return -ENOENT;
 	}
@@ -59,7 +62,7 @@ int libvirt_dom_open(struct libvirt_dom *d, const char *uri, const char *name, c
 	/* libvirt has no call for the pid: the domain's UUID, which QEMU gets as -uuid */
 	d->pid = qemu_find_by_uuid(d->uuid, why, sizeof(why));
 	if (d->pid <= 0) {
-		snprintf(err, errlen, "libvirt domain '%s' (%s): %s", name, d->uri, why);
+		msg_fmt(err, errlen, "libvirt domain '%s' (%s): %s", name, d->uri, why);
 		libvirt_dom_close(d);
 		return -ENOENT;
 	}
@@ -68,16 +71,18 @@ int libvirt_dom_open(struct libvirt_dom *d, const char *uri, const char *name, c
 
 int libvirt_dom_reopen(struct libvirt_dom *d, char *err, size_t errlen)
 {
+	char why[256];
+
 	/* the inherited connection is dropped, not closed: its state is the dead process's */
 	d->conn = d->dom = NULL;
 	d->conn = virConnectOpen(d->uri);
 	if (!d->conn) {
-		snprintf(err, errlen, "libvirt %s: %s", d->uri, last_error());
+		msg_fmt(err, errlen, "libvirt %s: %s", d->uri, last_error(why, sizeof(why)));
 		return -ECONNREFUSED;
 	}
 	d->dom = virDomainLookupByUUIDString(d->conn, d->uuid);
 	if (!d->dom) {
-		snprintf(err, errlen, "libvirt %s: no domain %s any more", d->uri, d->uuid);
+		msg_fmt(err, errlen, "libvirt %s: no domain %s any more", d->uri, d->uuid);
 		libvirt_dom_close(d);
 		return -ENOENT;
 	}
@@ -91,7 +96,7 @@ int libvirt_dom_hmp(void *ctx, const char *cmd, char *out, size_t outlen)
 
 	if (virDomainQemuMonitorCommand(d->dom, cmd, &result,
 					VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
-		snprintf(out, outlen, "%s", last_error());
+		last_error(out, outlen);
 		return -EIO;
 	}
 	snprintf(out, outlen, "%s", result ? result : "");
@@ -108,7 +113,7 @@ int libvirt_dom_qmp(void *ctx, const char *cmd, char *reply, size_t len)
 	int ret = 0;
 
 	if (virDomainQemuMonitorCommand(d->dom, cmd, &result, 0) < 0) {
-		snprintf(reply, len, "%s", last_error());
+		last_error(reply, len);
 		return -EIO;
 	}
 	if (!result || qmp_json_member(result, strlen(result), "return", &v, &vlen) < 0)

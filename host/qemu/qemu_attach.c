@@ -1,6 +1,8 @@
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/qemu_find.h"
 #include "host/vmm/tcp.h"
+#include "host/util/msg_fmt.h"
+#include "host/util/peer_text.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,13 +46,20 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 			  size_t errlen)
 {
 	struct qemu_cmdline cl;
-	char *buf;
+	char *buf, why[256];
 	size_t n;
 	int ret = qemu_cmdline_read(pid, &buf, &n);
 
 	if (ret < 0) {
-		snprintf(err, errlen, "--pid %d: %s", (int)pid,
-			 ret == -ESRCH ? "no such process" : strerror(-ret));
+		msg_fmt(err, errlen, "--pid %d: %s", (int)pid,
+			ret == -ESRCH ? "no such process" : strerror(-ret));
+		return ret;
+	}
+	/* its command line is its own word: the kernel says which program it runs */
+	ret = qemu_find_check_exe(pid, why, sizeof(why));
+	if (ret < 0) {
+		free(buf);
+		msg_fmt(err, errlen, "--pid %d: %s", (int)pid, why);
 		return ret;
 	}
 	qemu_cmdline_parse(buf, n, &cl);
@@ -60,6 +69,21 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 		return 0;
 	}
 	if (cl.gdb_port) {
+		/* loopback only, and the port must be the process's own: the command line could
+		 * name any host, or a port another process listens on */
+		if (!qemu_find_is_loopback(cl.gdb_host)) {
+			msg_fmt(err, errlen,
+				"--pid %d: its gdbstub tcp:%s:%d is not on loopback (hvtrace "
+				"connects to no other host)",
+				(int)pid, cl.gdb_host, cl.gdb_port);
+			return -EADDRNOTAVAIL;
+		}
+		ret = qemu_find_check_listener(pid, (unsigned)cl.gdb_port, why, sizeof(why));
+		if (ret < 0) {
+			msg_fmt(err, errlen, "--pid %d: its gdbstub tcp:%s:%d: %s", (int)pid,
+				cl.gdb_host, cl.gdb_port, why);
+			return ret;
+		}
 		c->no_monitor = true;
 		snprintf(c->gdb_host, sizeof(c->gdb_host), "%s", cl.gdb_host);
 		c->gdb_port = cl.gdb_port;
@@ -69,11 +93,11 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 			(int)pid, cl.why[0] ? ": " : "", cl.why, cl.gdb_host, cl.gdb_port);
 		return 0;
 	}
-	snprintf(err, errlen, "--pid %d: %s", (int)pid,
-		 cl.why[0]
-		     ? cl.why
-		     : "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on its "
-		       "command line");
+	msg_fmt(err, errlen, "--pid %d: %s", (int)pid,
+		cl.why[0]
+		    ? cl.why
+		    : "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on its "
+		      "command line");
 	return -ENOENT;
 }
 
@@ -119,6 +143,9 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 			return ret;
 		if (c->no_monitor)
 			return 0; /* guest memory through the gdbstub: no monitor to learn the map from */
+	} else if (strlen(how->qmp) >= sizeof(path)) {
+		msg_fmt(err, errlen, "--qmp %s: longer than %zu bytes", how->qmp, sizeof(path) - 1);
+		return -ENAMETOOLONG;
 	} else {
 		snprintf(path, sizeof(path), "%s", how->qmp);
 	}
@@ -129,6 +156,16 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 		if (tcp_interrupted() || qemu_proc_wait(&c->proc, 10) != -ETIMEDOUT)
 			break;
 		ret = qmp_connect(&c->qmp, path, err, errlen);
+	}
+	/* a QEMU just launched that went away: what it said is why, not the broken connection */
+	if (ret < 0 && c->launched && ret != -EINTR) {
+		int st = qemu_proc_wait(&c->proc, 1000);
+		char text[sizeof(c->proc.err_text)];
+
+		if (st >= 0)
+			msg_fmt(err, errlen, "QEMU exited with status %d: %s", st,
+				c->proc.err_text[0] ? peer_str(c->proc.err_text, text, sizeof(text))
+						    : "nothing on its stderr");
 	}
 	if (ret < 0)
 		return ret;
@@ -141,12 +178,12 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 	/* the process behind the socket, as the kernel tells it: never what the peer says */
 	peer = qemu_find_socket_peer(c->qmp.fd, why, sizeof(why));
 	if (peer <= 0) {
-		snprintf(err, errlen, "QMP %s: %s", path, why);
+		msg_fmt(err, errlen, "QMP %s: %s", path, why);
 		return peer < 0 ? peer : -ENOENT;
 	}
 	if (c->pid && peer != c->pid) {
-		snprintf(err, errlen, "--pid %d: its QMP socket %s is held by process %d",
-			 (int)c->pid, path, (int)peer);
+		msg_fmt(err, errlen, "--pid %d: its QMP socket %s is held by process %d",
+			(int)c->pid, path, (int)peer);
 		return -EPERM;
 	}
 	c->pid = peer;
@@ -194,7 +231,7 @@ static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 		snprintf(c->gdb_host, sizeof(c->gdb_host), "127.0.0.1");
 		port = free_port();
 		if (port < 0) {
-			snprintf(err, errlen, "no free loopback port for the gdbstub");
+			msg_fmt(err, errlen, "no free loopback port for the gdbstub");
 			return -EADDRINUSE;
 		}
 		snprintf(cmd, sizeof(cmd), "gdbserver tcp:127.0.0.1:%d", port);
@@ -202,10 +239,13 @@ static int connect_gdbstub(struct qemu_conn *c, char *err, size_t errlen)
 		if (ret < 0 || !strstr(out, "Waiting for gdb connection")) {
 			char text[200];
 
-			tcp_printable(out, strcspn(out, "\r\n"), text, sizeof(text));
+			peer_text(out, strcspn(out, "\r\n"), text, sizeof(text));
 			/* not marked as started: a `gdbserver none` could close a gdbstub that was
 			 * there before (one this monitor did not show) */
-			snprintf(err, errlen, "monitor '%s': %s", cmd, text);
+			msg_fmt(err, errlen, "monitor '%s': %s", cmd,
+				text[0]	  ? text
+				: ret < 0 ? strerror(-ret)
+					  : "an empty reply");
 			return ret < 0 ? ret : -EIO;
 		}
 		c->started_gdb = true;
@@ -259,13 +299,13 @@ static int gdbserver_none(struct qemu_conn *c, char *err, size_t errlen)
 		return 0;
 	if (qemu_exited(c->pid))
 		return 0; /* the VM went away: its gdbstub with it */
-	if (!out[0])
-		snprintf(out, sizeof(out), "%s", strerror(ret < 0 ? -ret : EIO));
-	tcp_printable(out, strcspn(out, "\r\n"), text, sizeof(text));
-	snprintf(err, errlen,
-		 "the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: "
-		 "monitor 'gdbserver none': %s",
-		 c->gdb_port, text);
+	peer_text(out, strcspn(out, "\r\n"), text, sizeof(text));
+	if (!text[0]) /* nothing said: the error, or that the reply was empty */
+		snprintf(text, sizeof(text), "%s", ret < 0 ? strerror(-ret) : "an empty reply");
+	msg_fmt(err, errlen,
+		"the gdbstub hvtrace started on tcp:127.0.0.1:%d may still listen: "
+		"monitor 'gdbserver none': %s",
+		c->gdb_port, text);
 	return ret < 0 ? ret : -EIO;
 }
 

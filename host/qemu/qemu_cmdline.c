@@ -1,4 +1,6 @@
 #include "host/qemu/qemu_cmdline.h"
+#include "host/util/msg_fmt.h"
+#include "host/util/peer_text.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -169,23 +171,23 @@ static void socket_opts(const char *s, const char *end, char *id, size_t idlen, 
 			server = false;
 	}
 	if (bad) {
-		snprintf(why, wlen, "an option too long");
+		msg_fmt(why, wlen, "an option too long");
 	} else if (fd) {
-		snprintf(why, wlen, "a socket passed by fd (libvirt's own): attach by domain name");
+		msg_fmt(why, wlen, "a socket passed by fd (libvirt's own): attach by domain name");
 	} else if (!server) {
-		snprintf(why, wlen, "not a server (QEMU connects out)");
+		msg_fmt(why, wlen, "not a server (QEMU connects out)");
 	} else if (path[0]) {
 		if (strlen(path) > 107 || (size_t)snprintf(addr, alen, "unix:%s", path) >= alen) {
 			addr[0] = 0;
-			snprintf(why, wlen, "a unix socket path too long");
+			msg_fmt(why, wlen, "a unix socket path too long");
 		}
 	} else if (have_port) {
 		if (tcp_addr(host, port, addr, alen) < 0) {
 			addr[0] = 0;
-			snprintf(why, wlen, "no valid tcp HOST:PORT");
+			msg_fmt(why, wlen, "no valid tcp HOST:PORT");
 		}
 	} else {
-		snprintf(why, wlen, "a socket with neither path nor port");
+		msg_fmt(why, wlen, "a socket with neither path nor port");
 	}
 }
 
@@ -202,7 +204,7 @@ static void compat_spec(const char *spec, char *addr, size_t alen, char *why, si
 
 		/* "unix:" implies the key "path" */
 		if ((size_t)snprintf(opts, sizeof(opts), "path=%s", spec + 5) >= sizeof(opts)) {
-			snprintf(why, wlen, "a unix socket path too long");
+			msg_fmt(why, wlen, "a unix socket path too long");
 			return;
 		}
 		socket_opts(opts, opts + strlen(opts), NULL, 0, addr, alen, why, wlen, server);
@@ -216,7 +218,7 @@ static void compat_spec(const char *spec, char *addr, size_t alen, char *why, si
 		colon = memrchr(hp, ':', (size_t)(comma - hp));
 		if (!colon || (size_t)(colon - hp) >= sizeof(host) ||
 		    (size_t)(comma - colon - 1) >= sizeof(port)) {
-			snprintf(why, wlen, "no valid tcp HOST:PORT");
+			msg_fmt(why, wlen, "no valid tcp HOST:PORT");
 			return;
 		}
 		memcpy(host, hp, (size_t)(colon - hp));
@@ -237,15 +239,17 @@ static void compat_spec(const char *spec, char *addr, size_t alen, char *why, si
 					server = false;
 		}
 		if (!server)
-			snprintf(why, wlen, "not a server (QEMU connects out)");
+			msg_fmt(why, wlen, "not a server (QEMU connects out)");
 		else if (tcp_addr(host, port, addr, alen) < 0) {
 			addr[0] = 0;
-			snprintf(why, wlen, "no valid tcp HOST:PORT");
+			msg_fmt(why, wlen, "no valid tcp HOST:PORT");
 		}
 	} else {
 		size_t n = strcspn(spec, ":,");
+		char kind[48];
 
-		snprintf(why, wlen, "a '%.*s' chardev, not a socket", (int)(n > 24 ? 24 : n), spec);
+		msg_fmt(why, wlen, "a '%s' chardev, not a socket",
+			peer_text(spec, n > 24 ? 24 : n, kind, sizeof(kind)));
 	}
 }
 
@@ -417,25 +421,28 @@ static void resolve(struct parse *p, struct qemu_cmdline *c)
 			return;
 		}
 		if (!c->why[0]) {
+			char opt[160], id[80]; /* the target's own words, escaped */
+
+			peer_str(m->opt, opt, sizeof(opt));
 			if (m->by_id)
-				snprintf(c->why, sizeof(c->why),
-					 "its QMP monitor (%s chardev %.63s): %s", m->opt, m->id,
-					 why);
+				msg_fmt(c->why, sizeof(c->why),
+					"its QMP monitor (%s chardev %s): %s", opt,
+					peer_str(m->id, id, sizeof(id)), why);
 			else
-				snprintf(c->why, sizeof(c->why), "its QMP monitor (%s): %s", m->opt,
-					 why);
+				msg_fmt(c->why, sizeof(c->why), "its QMP monitor (%s): %s", opt,
+					why);
 		}
 	}
 	if (c->why[0])
 		return;
 	if (hmp)
-		snprintf(c->why, sizeof(c->why),
-			 "its only monitor is a human one (%s, HMP); hvtrace needs QMP "
-			 "(-qmp unix:PATH,server=on,wait=off)",
-			 hmp);
+		msg_fmt(c->why, sizeof(c->why),
+			"its only monitor is a human one (%s, HMP); hvtrace needs QMP "
+			"(-qmp unix:PATH,server=on,wait=off)",
+			hmp);
 	else if (p->readconfig)
-		snprintf(c->why, sizeof(c->why),
-			 "no QMP monitor on its command line (hvtrace does not read -readconfig)");
+		msg_fmt(c->why, sizeof(c->why),
+			"no QMP monitor on its command line (hvtrace does not read -readconfig)");
 }
 
 void qemu_cmdline_parse(const char *buf, size_t len, struct qemu_cmdline *c)
@@ -447,7 +454,7 @@ void qemu_cmdline_parse(const char *buf, size_t len, struct qemu_cmdline *c)
 
 	memset(c, 0, sizeof(*c));
 	if (!p || !val) {
-		snprintf(c->why, sizeof(c->why), "out of memory");
+		msg_fmt(c->why, sizeof(c->why), "out of memory");
 		goto out;
 	}
 	for (const char *a = buf; a < end;) {

@@ -3,6 +3,8 @@
 #include "host/sink/out_fail.h"
 #include "host/trace/clock.h"
 #include "vmi/vmi_file.h"
+#include "host/util/peer_text.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -112,30 +114,30 @@ int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64
 	if (fd < 0 || pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		if (fd >= 0)
 			close(fd);
-		snprintf(why, whylen, "cannot read the kernel's boot header");
+		msg_fmt(why, whylen, "cannot read the kernel's boot header");
 		return -EIO;
 	}
 	close(fd);
 	memcpy(&version, h + BZ_VERSION_OFF, 2);
 	memcpy(&init_size, h + BZ_INIT_SIZE_OFF, 4);
 	if (memcmp(h + BZ_MAGIC_OFF, "HdrS", 4) || version < 0x20a) {
-		snprintf(why, whylen, "the kernel is no bzImage of boot protocol 2.10 or later");
+		msg_fmt(why, whylen, "the kernel is no bzImage of boot protocol 2.10 or later");
 		return -ENOEXEC;
 	}
 	top = low - ACPI_ROOM;
 	if (cfg->initrd) {
 		if (stat(cfg->initrd, &st) < 0 || (uint64_t)st.st_size >= top) {
-			snprintf(why, whylen, "cannot size the initrd");
+			msg_fmt(why, whylen, "cannot size the initrd");
 			return -EIO;
 		}
 		top -= ((uint64_t)st.st_size + 4095) & ~4095ull;
 	}
 	floor = KERNEL_LOAD + (((uint64_t)init_size + 2 * MIB - 1) & ~(2 * MIB - 1));
 	if (size % (2 * MIB) || top < floor + 2 * MIB + size) {
-		snprintf(why, whylen,
-			 "%llu KiB do not fit between the kernel and the initrd in %llu "
-			 "MiB of RAM",
-			 (unsigned long long)size >> 10, (unsigned long long)ram >> 20);
+		msg_fmt(why, whylen,
+			"%llu KiB do not fit between the kernel and the initrd in %llu "
+			"MiB of RAM",
+			(unsigned long long)size >> 10, (unsigned long long)ram >> 20);
 		return -ENOSPC;
 	}
 	*gpa = (top - 2 * MIB - size) & ~(2 * MIB - 1);
@@ -209,7 +211,7 @@ static int make_run_dir(struct qemu_proc *p, char *err, size_t errlen)
 	if (!mkdtemp(p->run_dir)) {
 		int e = errno;
 
-		snprintf(err, errlen, "a directory for QEMU's sockets in %s: %s", tmp, strerror(e));
+		msg_fmt(err, errlen, "a directory for QEMU's sockets in %s: %s", tmp, strerror(e));
 		p->run_dir[0] = 0;
 		return -e;
 	}
@@ -242,7 +244,7 @@ int qemu_launch(const struct qemu_launch_cfg *cfg_in, struct qemu_proc *p, char 
 	if (cfg->qmp_path) {
 		if (snprintf(p->qmp_path, sizeof(p->qmp_path), "%s", cfg->qmp_path) >=
 		    (int)sizeof(p->qmp_path)) {
-			snprintf(err, errlen, "QMP socket %s: the name is too long", cfg->qmp_path);
+			msg_fmt(err, errlen, "QMP socket %s: the name is too long", cfg->qmp_path);
 			return -ENAMETOOLONG;
 		}
 	} else {
@@ -254,13 +256,13 @@ int qemu_launch(const struct qemu_launch_cfg *cfg_in, struct qemu_proc *p, char 
 	n = qemu_launch_argv(cfg, argv, 64, buf, sizeof(buf));
 	if (n < 0) {
 		qemu_proc_remove_run_dir(p);
-		snprintf(err, errlen, "QEMU command line too long");
+		msg_fmt(err, errlen, "QEMU command line too long");
 		return n;
 	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		ret = -errno;
 		qemu_proc_remove_run_dir(p);
-		snprintf(err, errlen, "pipe: %s", strerror(-ret));
+		msg_fmt(err, errlen, "pipe: %s", strerror(-ret));
 		return ret;
 	}
 	if (cfg_in->qmp_path)
@@ -269,7 +271,7 @@ int qemu_launch(const struct qemu_launch_cfg *cfg_in, struct qemu_proc *p, char 
 	if (p->pid < 0) {
 		ret = -errno;
 		qemu_proc_remove_run_dir(p);
-		snprintf(err, errlen, "fork: %s", strerror(-ret));
+		msg_fmt(err, errlen, "fork: %s", strerror(-ret));
 		return ret;
 	}
 	if (p->pid == 0) {
@@ -302,7 +304,7 @@ int qemu_launch(const struct qemu_launch_cfg *cfg_in, struct qemu_proc *p, char 
 		if (stat(cfg->qmp_path, &st) == 0 && S_ISSOCK(st.st_mode))
 			return 0;
 		if (tcp_interrupted()) {
-			snprintf(err, errlen, "stopped while QEMU was starting");
+			msg_fmt(err, errlen, "stopped while QEMU was starting");
 			qemu_proc_kill(p);
 			return -EINTR;
 		}
@@ -310,14 +312,17 @@ int qemu_launch(const struct qemu_launch_cfg *cfg_in, struct qemu_proc *p, char 
 			p->pid = -1;
 			usleep(20000);
 			read_err(p);
+			char text[sizeof(p->err_text)];
+
 			qemu_proc_remove_run_dir(p);
-			snprintf(err, errlen, "QEMU failed: %s",
-				 p->err_text[0] ? p->err_text : "exited at once");
+			msg_fmt(err, errlen, "QEMU failed: %s",
+				p->err_text[0] ? peer_str(p->err_text, text, sizeof(text))
+					       : "exited at once");
 			return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -ENOENT : -EIO;
 		}
 		usleep(10000);
 	}
-	snprintf(err, errlen, "QEMU did not open its QMP socket %s within 10 s", cfg->qmp_path);
+	msg_fmt(err, errlen, "QEMU did not open its QMP socket %s within 10 s", cfg->qmp_path);
 	qemu_proc_kill(p);
 	return -ETIMEDOUT;
 }

@@ -1,6 +1,7 @@
 /* The guest-physical map of a running QEMU learned through its monitor and smaps, into the
  * QEMU process's memory (proc_mem). */
 #include "host/qemu/qemu_mem.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -23,8 +24,8 @@ static int monitor(qemu_hmp_fn hmp, void *ctx, const char *cmd, char *out, char 
 	out[0] = 0;
 	rc = hmp(ctx, cmd, out, HMP_OUT);
 	if (rc < 0 || strnlen(out, HMP_OUT) >= HMP_OUT - 1) {
-		snprintf(err, errlen, "monitor '%s': %s", cmd,
-			 rc == -ENOSPC || rc >= 0 ? "its answer is too long" : strerror(-rc));
+		msg_fmt(err, errlen, "monitor '%s': %s", cmd,
+			rc == -ENOSPC || rc >= 0 ? "its answer is too long" : strerror(-rc));
 		return rc < 0 ? rc : -E2BIG;
 	}
 	return 0;
@@ -53,7 +54,7 @@ static int learn_map(struct proc_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn
 	int rc;
 
 	if (!out) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	rc = monitor(hmp, hmp_ctx, "info mtree -f", out, err, errlen);
@@ -89,7 +90,7 @@ static int learn_map(struct proc_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn
 	f = fopen(path, "re");
 	if (!f) {
 		rc = -errno;
-		snprintf(err, errlen, "QEMU pid %d: %s: %s", (int)pid, path, strerror(-rc));
+		msg_fmt(err, errlen, "QEMU pid %d: %s: %s", (int)pid, path, strerror(-rc));
 		return rc;
 	}
 	rc =
@@ -108,8 +109,8 @@ int qemu_mem_open(struct proc_mem *m, pid_t pid, qemu_hmp_fn hmp, qemu_qmp_fn qm
 	if (rc < 0) {
 		char why[256];
 
-		snprintf(why, sizeof(why), "%s", err);
-		snprintf(err, errlen, "QEMU %s", why);
+		msg_fmt(why, sizeof(why), "%s", err);
+		msg_fmt(err, errlen, "QEMU %s", why);
 		return rc;
 	}
 	rc = learn_map(m, pid, hmp, qmp, mon_ctx, phys_read, phys_ctx, err, errlen);

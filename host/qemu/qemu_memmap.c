@@ -1,6 +1,8 @@
 #include "host/qemu/qemu_memmap.h"
 #include "host/qemu/qmp_json.h"
 #include "host/vmm/tcp.h"
+#include "host/util/msg_fmt.h"
+#include "host/util/peer_text.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,8 +41,8 @@ static int out_of_shape(const char *what, const char *line, char *err, size_t er
 {
 	char buf[96];
 
-	tcp_printable(line, strnlen(line, 80), buf, sizeof(buf));
-	snprintf(err, errlen, "%s out of shape: '%s'", what, buf);
+	peer_text(line, strnlen(line, 80), buf, sizeof(buf));
+	msg_fmt(err, errlen, "%s out of shape: '%s'", what, buf);
 	return -EINVAL;
 }
 
@@ -49,10 +51,10 @@ static int out_of_shape(const char *what, const char *line, char *err, size_t er
 static int table_end(const char *cmd, int rc, const char *missing, char *err, size_t errlen)
 {
 	if (rc < 0)
-		snprintf(err, errlen, "%s: a line longer than %d bytes", cmd,
-			 QEMU_MEMMAP_MAX_LINE - 1);
+		msg_fmt(err, errlen, "%s: a line longer than %d bytes", cmd,
+			QEMU_MEMMAP_MAX_LINE - 1);
 	else if (missing)
-		snprintf(err, errlen, "%s: %s", cmd, missing);
+		msg_fmt(err, errlen, "%s: %s", cmd, missing);
 	else
 		return 0;
 	return -EINVAL;
@@ -164,8 +166,8 @@ int qemu_mtree_parse(const char *text, struct qemu_ram_range *r, unsigned max, u
 		}
 		if (in_view && !strcmp(line, " AS \"memory\", root: system")) {
 			if (found) {
-				snprintf(err, errlen,
-					 "info mtree: two flat views of address space memory");
+				msg_fmt(err, errlen,
+					"info mtree: two flat views of address space memory");
 				return -EINVAL;
 			}
 			found = in_mem = true;
@@ -179,7 +181,7 @@ int qemu_mtree_parse(const char *text, struct qemu_ram_range *r, unsigned max, u
 		if (!ram)
 			continue;
 		if (*nr == max) {
-			snprintf(err, errlen, "info mtree: more than %u RAM ranges", max);
+			msg_fmt(err, errlen, "info mtree: more than %u RAM ranges", max);
 			return -EINVAL;
 		}
 		r[(*nr)++] = x;
@@ -332,12 +334,14 @@ int qemu_ramblock_parse(const char *text, struct qemu_ramblock *b, unsigned max,
 			return out_of_shape("info ramblock: a block", line, err, errlen);
 		for (unsigned i = 0; i < *nr; i++)
 			if (!strcmp(b[i].name, x.name)) {
-				snprintf(err, errlen, "info ramblock: block %s listed twice",
-					 x.name);
+				char name[80];
+
+				msg_fmt(err, errlen, "info ramblock: block %s listed twice",
+					peer_str(x.name, name, sizeof(name)));
 				return -EINVAL;
 			}
 		if (*nr == max) {
-			snprintf(err, errlen, "info ramblock: more than %u blocks", max);
+			msg_fmt(err, errlen, "info ramblock: more than %u blocks", max);
 			return -EINVAL;
 		}
 		b[(*nr)++] = x;
@@ -362,7 +366,7 @@ int qemu_memdev_parse(const char *text, char (*ids)[QEMU_MEMMAP_NAME], unsigned 
 		if (!name(&p, id) || *p)
 			return out_of_shape("info memdev: a backend id", line, err, errlen);
 		if (*nr == max) {
-			snprintf(err, errlen, "info memdev: more than %u backends", max);
+			msg_fmt(err, errlen, "info memdev: more than %u backends", max);
 			return -EINVAL;
 		}
 		strcpy(ids[(*nr)++], id);
@@ -389,21 +393,23 @@ int qemu_memdev_parse_qmp(const char *json, char (*ids)[QEMU_MEMMAP_NAME], unsig
 			goto bad;
 		rc = qmp_json_member(json + i, n, "id", &v, &vlen);
 		if (rc == -ENOENT) { /* QEMU before 4.0 names no backend: its HMP text does */
-			snprintf(err, errlen, "query-memdev: a backend without an id");
+			msg_fmt(err, errlen, "query-memdev: a backend without an id");
 			return -ENOENT;
 		}
 		if (rc || *nr == max || qmp_json_string(v, vlen, ids[*nr], QEMU_MEMMAP_NAME) ||
 		    !ids[*nr][0] || strpbrk(ids[*nr], " \t\r\n")) {
 			if (*nr == max)
-				snprintf(err, errlen, "query-memdev: more than %u backends", max);
+				msg_fmt(err, errlen, "query-memdev: more than %u backends", max);
 			else
-				snprintf(err, errlen, "query-memdev: a backend id out of shape");
+				msg_fmt(err, errlen, "query-memdev: a backend id out of shape");
 			return -EINVAL;
 		}
 		for (unsigned k = 0; k < *nr; k++)
 			if (!strcmp(ids[k], ids[*nr])) {
-				snprintf(err, errlen, "query-memdev: backend %s listed twice",
-					 ids[k]);
+				char id[80];
+
+				msg_fmt(err, errlen, "query-memdev: backend %s listed twice",
+					peer_str(ids[k], id, sizeof(id)));
 				return -EINVAL;
 			}
 		(*nr)++;
@@ -416,7 +422,7 @@ int qemu_memdev_parse_qmp(const char *json, char (*ids)[QEMU_MEMMAP_NAME], unsig
 	if (i < len && qmp_json_skip_ws(json, i + 1, len) == len)
 		return 0;
 bad:
-	snprintf(err, errlen, "query-memdev: not an array of backends");
+	msg_fmt(err, errlen, "query-memdev: not an array of backends");
 	return -EINVAL;
 }
 
@@ -464,8 +470,8 @@ int qemu_maps_parse(FILE *f, const uint64_t *sizes, unsigned nsizes, struct qemu
 		if (!wanted)
 			continue;
 		if (*nr == max) {
-			snprintf(err, errlen, "more than %u host mappings of a RAM block's size",
-				 max);
+			msg_fmt(err, errlen, "more than %u host mappings of a RAM block's size",
+				max);
 			return -E2BIG;
 		}
 		last = &m[(*nr)++];
@@ -563,7 +569,7 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region 
 
 	*nr = 0;
 	if (in->nr_maps > QEMU_MEMMAP_MAX_MAPS || in->nr_blocks > QEMU_MEMMAP_MAX_BLOCKS) {
-		snprintf(err, errlen, "too many RAM blocks or host mappings");
+		msg_fmt(err, errlen, "too many RAM blocks or host mappings");
 		return -E2BIG;
 	}
 	for (unsigned i = 0; i < in->nr_maps; i++)
@@ -577,9 +583,9 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region 
 		if (!qemu_memmap_wanted(in, b->name))
 			continue;
 		if (!b->used || b->used % b->psize) {
-			snprintf(err, errlen,
-				 "memory backend %s: %" PRIu64 " bytes in %" PRIu64 "-byte pages",
-				 b->name, b->used, b->psize);
+			msg_fmt(err, errlen,
+				"memory backend %s: %" PRIu64 " bytes in %" PRIu64 "-byte pages",
+				b->name, b->used, b->psize);
 			return -EINVAL;
 		}
 		/* QEMU 10.0 prints where the block is (HVA): the mapping that starts there */
@@ -590,35 +596,36 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region 
 			alike += qemu_memmap_wanted(in, in->blocks[j].name) &&
 				 in->blocks[j].used == b->used && in->blocks[j].psize == b->psize;
 		if (!nc && b->hva) {
-			snprintf(err, errlen,
-				 "memory backend %s: no mapping of %" PRIu64 " MiB in %" PRIu64
-				 "-KiB pages at 0x%" PRIx64 " (info ramblock's HVA) in the QEMU process",
-				 b->name, b->used >> 20, b->psize >> 10, b->hva);
+			msg_fmt(err, errlen,
+				"memory backend %s: no mapping of %" PRIu64 " MiB in %" PRIu64
+				"-KiB pages at 0x%" PRIx64
+				" (info ramblock's HVA) in the QEMU process",
+				b->name, b->used >> 20, b->psize >> 10, b->hva);
 			return -ENOENT;
 		}
 		if (!nc) {
-			snprintf(err, errlen,
-				 "memory backend %s: no mapping of %" PRIu64 " MiB in %" PRIu64
-				 "-KiB pages in the QEMU process",
-				 b->name, b->used >> 20, b->psize >> 10);
+			msg_fmt(err, errlen,
+				"memory backend %s: no mapping of %" PRIu64 " MiB in %" PRIu64
+				"-KiB pages in the QEMU process",
+				b->name, b->used >> 20, b->psize >> 10);
 			return -ENOENT;
 		}
 		/* one mapping that fits and no other backend like this one: it is this one's */
 		if (nc > 1 || alike > 1)
 			rc = by_content(in, b, cand, &nc);
 		if (rc == -EIO) {
-			snprintf(err, errlen,
-				 "memory backend %s: cannot compare its candidate mappings with "
-				 "guest memory",
-				 b->name);
+			msg_fmt(err, errlen,
+				"memory backend %s: cannot compare its candidate mappings with "
+				"guest memory",
+				b->name);
 			return -EIO;
 		}
 		if (rc == -EEXIST) {
-			snprintf(err, errlen,
-				 "memory backends of %" PRIu64
-				 " MiB: %u mappings fit %s and hold the same "
-				 "bytes at every page compared; cannot tell them apart",
-				 b->used >> 20, nc, b->name);
+			msg_fmt(err, errlen,
+				"memory backends of %" PRIu64
+				" MiB: %u mappings fit %s and hold the same "
+				"bytes at every page compared; cannot tell them apart",
+				b->used >> 20, nc, b->name);
 			return -EEXIST;
 		}
 		if (rc == -ENOENT || owner[cand[0]] >= 0) {
@@ -643,14 +650,14 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region 
 			continue; /* device RAM, ROM shadows: not a backend's */
 		if (r->offset > map->hi - map->lo || r->len > map->hi - map->lo - r->offset ||
 		    r->gpa + r->len < r->gpa) {
-			snprintf(err, errlen,
-				 "info mtree: range 0x%" PRIx64 "+0x%" PRIx64
-				 " of %s at offset 0x%" PRIx64 " is outside its %" PRIu64 " MiB",
-				 r->gpa, r->len, r->name, r->offset, (map->hi - map->lo) >> 20);
+			msg_fmt(err, errlen,
+				"info mtree: range 0x%" PRIx64 "+0x%" PRIx64
+				" of %s at offset 0x%" PRIx64 " is outside its %" PRIu64 " MiB",
+				r->gpa, r->len, r->name, r->offset, (map->hi - map->lo) >> 20);
 			return -EINVAL;
 		}
 		if (n == QEMU_MEMMAP_MAX_RANGES) {
-			snprintf(err, errlen, "more than %u RAM ranges", QEMU_MEMMAP_MAX_RANGES);
+			msg_fmt(err, errlen, "more than %u RAM ranges", QEMU_MEMMAP_MAX_RANGES);
 			return -E2BIG;
 		}
 		/* staged in @out when it has room, else refused below */
@@ -659,16 +666,15 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region 
 		n++;
 	}
 	if (n > max) {
-		snprintf(err, errlen, "more than %u guest RAM regions", max);
+		msg_fmt(err, errlen, "more than %u guest RAM regions", max);
 		return -E2BIG;
 	}
 	qsort(out, n, sizeof(*out), by_gpa);
 	for (unsigned i = 1; i < n; i++)
 		if (out[i].gpa < out[i - 1].gpa + out[i - 1].len) {
-			snprintf(err, errlen,
-				 "info mtree: RAM ranges at 0x%" PRIx64 " and 0x%" PRIx64
-				 " overlap",
-				 out[i - 1].gpa, out[i].gpa);
+			msg_fmt(err, errlen,
+				"info mtree: RAM ranges at 0x%" PRIx64 " and 0x%" PRIx64 " overlap",
+				out[i - 1].gpa, out[i].gpa);
 			return -EINVAL;
 		}
 	/* merge neighbours contiguous in both address spaces */
@@ -683,7 +689,7 @@ int qemu_memmap_resolve(const struct qemu_memmap_in *in, struct proc_mem_region 
 			out[(*nr)++] = out[i];
 	}
 	if (!*nr) {
-		snprintf(err, errlen, "info mtree: no RAM range of a memory backend");
+		msg_fmt(err, errlen, "info mtree: no RAM range of a memory backend");
 		return -ENOENT;
 	}
 	return 0;

@@ -8,6 +8,7 @@
 #include "host/session/end_status.h"
 #include "host/session/exitcode.h"
 #include "host/trace/clock.h"
+#include "host/util/peer_text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -154,6 +155,8 @@ void qemu_run_detach(struct linux_run *r)
  * Returns EXIT_GUEST_FAULT. */
 static int abandon_reset_guest(struct linux_run *r)
 {
+	char reason[sizeof(r->qc.qmp.end_reason) * 4];
+
 	tcp_set_interrupt(-1);
 	guardian_stop(&r->guard);
 	pipeline_stop_drain(r->p);
@@ -162,7 +165,8 @@ static int abandon_reset_guest(struct linux_run *r)
 		qemu_attach_end_qemu(&r->qc);
 	cmd_error("the guest reset while traced (%s): the traced kernel is gone; "
 		  "breakpoints dropped, nothing written into the new boot",
-		  r->qc.qmp.end_reason[0] ? r->qc.qmp.end_reason : "QEMU said RESET");
+		  r->qc.qmp.end_reason[0] ? peer_str(r->qc.qmp.end_reason, reason, sizeof(reason))
+					  : "QEMU said RESET");
 	return EXIT_GUEST_FAULT;
 }
 
@@ -232,8 +236,10 @@ int qemu_run_finish(struct linux_run *r, enum qemu_run_end how)
 		return EXIT_GUEST_PANIC;
 	}
 	if (st != 0) {
+		char text[sizeof(r->qc.proc.err_text)];
+
 		cmd_error("QEMU exited with status %d%s%s", st, r->qc.proc.err_text[0] ? ": " : "",
-			  r->qc.proc.err_text);
+			  peer_str(r->qc.proc.err_text, text, sizeof(text)));
 		return EXIT_QEMU_FAILED;
 	}
 	return guest_reset_status(r);

@@ -1,6 +1,7 @@
 #include "host/qemu/qemu_stub_place.h"
 #include "vmi/vmi_linux_e820.h"
 #include "host/trace/stub.h"
+#include "host/util/msg_fmt.h"
 
 #include <stdio.h>
 
@@ -85,13 +86,13 @@ void qemu_stub_place(struct qemu_stub_place *sp, struct target_qemu *tq, struct 
 					  resv ? sp->resv_size : 0);
 		if (stub_live_at(&tq->t, target_qemu_stub_gpa(tq))) {
 			target_qemu_set_stub_area(tq, 0, 0, 0, 0, 0);
-			snprintf(why, whylen,
-				 "the stub of an earlier hvtrace is still live in "
-				 "this guest (it was killed with its guardian)");
+			msg_fmt(why, whylen,
+				"the stub of an earlier hvtrace is still live in "
+				"this guest (it was killed with its guardian)");
 		}
 	}
 	if (tq->mem.fd < 0 && !*why)
-		snprintf(why, whylen,
-			 "stub probes need guest memory through the QEMU "
-			 "process (not --gdb-memory)");
+		msg_fmt(why, whylen,
+			"stub probes need guest memory through the QEMU "
+			"process (not --gdb-memory)");
 }

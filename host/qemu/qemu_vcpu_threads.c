@@ -1,5 +1,6 @@
 #include "host/qemu/qemu_vcpu_threads.h"
 #include "host/qemu/qmp_json.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -51,13 +52,13 @@ int qemu_vcpu_threads_parse(const char *json, int *tids, unsigned max, unsigned 
 		    !small_int(v, vlen, &index) ||
 		    qmp_json_member(json + i, n, "thread-id", &v, &vlen) ||
 		    !small_int(v, vlen, &tid) || tid <= 0) {
-			snprintf(err, errlen,
-				 "query-cpus-fast: a vCPU without a cpu-index or thread-id");
+			msg_fmt(err, errlen,
+				"query-cpus-fast: a vCPU without a cpu-index or thread-id");
 			return -EINVAL;
 		}
 		if ((unsigned)index >= max || seen[index]) {
-			snprintf(err, errlen, "query-cpus-fast: vCPU %d %s", index,
-				 (unsigned)index >= max ? "out of range" : "listed twice");
+			msg_fmt(err, errlen, "query-cpus-fast: vCPU %d %s", index,
+				(unsigned)index >= max ? "out of range" : "listed twice");
 			return -EINVAL;
 		}
 		seen[index] = true;
@@ -73,17 +74,17 @@ int qemu_vcpu_threads_parse(const char *json, int *tids, unsigned max, unsigned 
 		goto bad;
 	for (unsigned k = 0; k < count; k++)
 		if (!seen[k]) {
-			snprintf(err, errlen, "query-cpus-fast: vCPU %u missing", k);
+			msg_fmt(err, errlen, "query-cpus-fast: vCPU %u missing", k);
 			return -EINVAL;
 		}
 	if (!count) {
-		snprintf(err, errlen, "query-cpus-fast: no vCPU");
+		msg_fmt(err, errlen, "query-cpus-fast: no vCPU");
 		return -EINVAL;
 	}
 	*nr = count;
 	return 0;
 bad:
-	snprintf(err, errlen, "query-cpus-fast: not an array of vCPUs");
+	msg_fmt(err, errlen, "query-cpus-fast: not an array of vCPUs");
 	return -EINVAL;
 }
 
@@ -97,13 +98,13 @@ int qemu_vcpu_threads(int (*qmp_cmd)(void *ctx, const char *cmd, char *reply, si
 	if (!reply)
 		return -ENOMEM;
 	if (!qmp_cmd) {
-		snprintf(err, errlen, "no QMP monitor to ask for the vCPU threads");
+		msg_fmt(err, errlen, "no QMP monitor to ask for the vCPU threads");
 		free(reply);
 		return -ENOTSUP;
 	}
 	ret = qmp_cmd(ctx, "{\"execute\":\"query-cpus-fast\"}", reply, REPLY_MAX);
 	if (ret < 0) {
-		snprintf(err, errlen, "query-cpus-fast failed");
+		msg_fmt(err, errlen, "query-cpus-fast failed");
 		free(reply);
 		return ret;
 	}
@@ -115,9 +116,9 @@ int qemu_vcpu_threads(int (*qmp_cmd)(void *ctx, const char *cmd, char *reply, si
 
 		snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tids[i]);
 		if (stat(path, &st) < 0) {
-			snprintf(err, errlen,
-				 "query-cpus-fast: vCPU %u's thread %d is not QEMU's (pid %d)", i,
-				 tids[i], pid);
+			msg_fmt(err, errlen,
+				"query-cpus-fast: vCPU %u's thread %d is not QEMU's (pid %d)", i,
+				tids[i], pid);
 			ret = -EINVAL;
 		}
 	}

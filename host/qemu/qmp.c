@@ -6,6 +6,8 @@
 #include "host/qemu/qmp_json.h"
 #include "host/vmm/tcp.h"
 #include "host/trace/clock.h"
+#include "host/util/msg_fmt.h"
+#include "host/util/peer_text.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -83,7 +86,7 @@ static int next_message(struct qmp *q, int64_t deadline, const char **msg, size_
 			if (q->pos < q->len && q->buf[q->pos] != '{') {
 				char text[80];
 
-				tcp_printable(q->buf + q->pos, q->len - q->pos, text, sizeof(text));
+				peer_text(q->buf + q->pos, q->len - q->pos, text, sizeof(text));
 				return broken(
 				    q,
 				    why(q, -EPROTO, "qmp: '%s' where a JSON object was due", text));
@@ -289,30 +292,32 @@ int qmp_attach_fd(struct qmp *q, int fd, char *err, size_t errlen)
 	rc = next_message(q, clock_now_ms() + q->timeout_ms, &msg, &mlen);
 	if (rc) {
 		if (rc == -ETIMEDOUT)
-			snprintf(err, errlen, "qmp: no whole greeting within %d ms", q->timeout_ms);
+			msg_fmt(err, errlen, "qmp: no whole greeting within %d ms", q->timeout_ms);
 		else if (q->why[0])
-			snprintf(err, errlen, "qmp: greeting: %s", q->why + strlen("qmp: "));
+			msg_fmt(err, errlen, "qmp: greeting: %s", q->why + strlen("qmp: "));
 		else
-			snprintf(err, errlen, "qmp: greeting: %s", strerror(-rc));
+			msg_fmt(err, errlen, "qmp: greeting: %s", strerror(-rc));
 		goto fail;
 	}
 	if (qmp_json_member(msg, mlen, "QMP", &v, &vlen)) {
 		char text[80];
 
 		rc = -EPROTO;
-		snprintf(err, errlen, "qmp: no QMP greeting: %s",
-			 tcp_printable(msg, mlen, text, sizeof(text)));
+		msg_fmt(err, errlen, "qmp: no QMP greeting: %s",
+			peer_text(msg, mlen, text, sizeof(text)));
 		goto fail;
 	}
 	greeting_version(q, msg, mlen);
 	rc = qmp_execute(q, "{\"execute\":\"qmp_capabilities\"}", reply, sizeof(reply));
 	if (rc && q->why[0]) {
-		snprintf(err, errlen, "%s", q->why);
+		msg_fmt(err, errlen, "%s", q->why);
 		goto fail;
 	}
 	if (rc) {
-		snprintf(err, errlen, "qmp: qmp_capabilities: %s%s%s", strerror(-rc),
-			 reply[0] ? ": " : "", reply);
+		char text[256];
+
+		msg_fmt(err, errlen, "qmp: qmp_capabilities: %s%s%s", strerror(-rc),
+			reply[0] ? ": " : "", peer_str(reply, text, sizeof(text)));
 		goto fail;
 	}
 	return 0;
@@ -326,20 +331,41 @@ static int connect_unix(const char *path, char *err, size_t errlen)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, rc;
 
+	struct stat st;
+
+	if (!path[0]) {
+		msg_fmt(err, errlen, "qmp: an empty socket path");
+		return -EDESTADDRREQ;
+	}
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "qmp %s: path too long", path);
+		msg_fmt(err, errlen, "qmp %s: path too long", path);
 		return -ENAMETOOLONG;
+	}
+	/* connect(2) says "Connection refused" for a file that is no socket: say what it is */
+	if (stat(path, &st) < 0) {
+		rc = -errno;
+		msg_fmt(err, errlen, "qmp %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		msg_fmt(err, errlen, "qmp %s: %s, not a socket", path,
+			S_ISDIR(st.st_mode)    ? "a directory"
+			: S_ISREG(st.st_mode)  ? "a regular file"
+			: S_ISFIFO(st.st_mode) ? "a FIFO"
+			: S_ISCHR(st.st_mode)  ? "a character device"
+					       : "a block device or other file");
+		return -ENOTSOCK;
 	}
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "qmp %s: socket: %s", path, strerror(-rc));
+		msg_fmt(err, errlen, "qmp %s: socket: %s", path, strerror(-rc));
 		return rc;
 	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "qmp %s: connect: %s", path, strerror(-rc));
+		msg_fmt(err, errlen, "qmp %s: connect: %s", path, strerror(-rc));
 		close(fd);
 		return rc;
 	}
@@ -353,16 +379,16 @@ static int connect_tcp(const char *hostport, char *err, size_t errlen)
 	int fd, gai;
 
 	if (!colon || (size_t)(colon - hostport) >= sizeof(host)) {
-		snprintf(err, errlen, "qmp %s: expected HOST:PORT", hostport);
+		msg_fmt(err, errlen, "qmp %s: expected HOST:PORT", hostport);
 		return -EINVAL;
 	}
 	memcpy(host, hostport, (size_t)(colon - hostport));
 	host[colon - hostport] = '\0';
 	fd = tcp_connect(host, colon + 1, &gai);
 	if (fd == -EHOSTUNREACH && gai)
-		snprintf(err, errlen, "qmp %s: %s", hostport, gai_strerror(gai));
+		msg_fmt(err, errlen, "qmp %s: %s", hostport, gai_strerror(gai));
 	else if (fd < 0)
-		snprintf(err, errlen, "qmp %s: connect: %s", hostport, strerror(-fd));
+		msg_fmt(err, errlen, "qmp %s: connect: %s", hostport, strerror(-fd));
 	return fd;
 }
 
@@ -372,11 +398,15 @@ int qmp_connect(struct qmp *q, const char *addr, char *err, size_t errlen)
 
 	memset(q, 0, sizeof(*q));
 	q->fd = -1;
+	if (!addr[0] || !strcmp(addr, "tcp:")) {
+		msg_fmt(err, errlen, "qmp: an empty address (unix:PATH, PATH or tcp:HOST:PORT)");
+		return -EDESTADDRREQ;
+	}
 	if (!strncmp(addr, "unix:", 5))
 		fd = connect_unix(addr + 5, err, errlen);
 	else if (!strncmp(addr, "tcp:", 4))
 		fd = connect_tcp(addr + 4, err, errlen);
-	else if (strchr(addr, '/'))
+	else if (strchr(addr, '/') || !strchr(addr, ':')) /* a path (a bare name too: no port) */
 		fd = connect_unix(addr, err, errlen);
 	else
 		fd = connect_tcp(addr, err, errlen);
@@ -441,7 +471,7 @@ int qmp_gdbserver(struct qmp *q, const char *dev, char *msg, size_t len)
 	rc = qmp_hmp(q, cmd, out, sizeof(out));
 	if (rc) {
 		if (msg && len)
-			snprintf(msg, len, "%s", out);
+			peer_str(out, msg, len);
 		return rc;
 	}
 	/* One line: drop the final line end, join the others with "; ". */
@@ -449,21 +479,22 @@ int qmp_gdbserver(struct qmp *q, const char *dev, char *msg, size_t len)
 	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
 		out[--n] = '\0';
 	if (msg && len) {
+		char joined[512];
 		size_t o = 0;
 
-		for (size_t i = 0; i < n && o + 1 < len; i++) {
+		for (size_t i = 0; i < n && o + 1 < sizeof(joined); i++) {
 			if (out[i] == '\r' && out[i + 1] == '\n')
 				continue;
 			if (out[i] == '\n' || out[i] == '\r') {
-				if (o + 3 >= len)
+				if (o + 3 >= sizeof(joined))
 					break;
-				msg[o++] = ';';
-				msg[o++] = ' ';
+				joined[o++] = ';';
+				joined[o++] = ' ';
 				continue;
 			}
-			msg[o++] = out[i];
+			joined[o++] = out[i];
 		}
-		msg[o] = '\0';
+		peer_text(joined, o, msg, len); /* QEMU's words, escaped */
 	}
 	return strstr(out, "Waiting for gdb connection") == out ? 0 : -EIO;
 }

@@ -52,9 +52,10 @@ struct qmp {
 
 /* ---- connection (the thread owning @q) ------------------------------------------------------- */
 
-/* Connects to "unix:PATH", a PATH containing '/', "tcp:HOST:PORT" or "HOST:PORT", reads the
- * greeting and sends qmp_capabilities. 0 or a negative errno with a one-line reason in @err; on
- * failure nothing needs closing. */
+/* Connects to "unix:PATH", a PATH containing '/' or no ':', "tcp:HOST:PORT" or "HOST:PORT", reads
+ * the greeting and sends qmp_capabilities. 0 or a negative errno with a one-line reason in @err: an
+ * empty address -EDESTADDRREQ, a path that is no socket -ENOTSOCK (named as what it is), a path too
+ * long -ENAMETOOLONG; on failure nothing needs closing. */
 int qmp_connect(struct qmp *q, const char *addr, char *err, size_t errlen);
 
 /* Same handshake over an already connected stream @fd, which @q takes over (closed on failure). */

@@ -3,6 +3,7 @@
 #include "arch/arch.h"
 #include "arch/arch_tlb.h"
 #include "host/trace/clock.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -241,9 +242,9 @@ static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t
 	struct stub_map_mem mem = stub_mem(q);
 
 	if (q->mem.fd < 0) {
-		snprintf(err, errlen,
-			 "stub probes: guest memory must be readable through the QEMU "
-			 "process (not --gdb-memory)");
+		msg_fmt(err, errlen,
+			"stub probes: guest memory must be readable through the QEMU "
+			"process (not --gdb-memory)");
 		return -ENOTSUP;
 	}
 	return stub_map_map(&q->stub, &mem, q->stub_low_why, capture_kernel_pt, q, lo, hi, min,
@@ -440,15 +441,15 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	ret = qemu_vm_stop(&q->vm);
 	if (ret < 0) {
 		if (gdb->why[0])
-			snprintf(err, errlen, "%s", gdb->why);
+			msg_fmt(err, errlen, "%s", gdb->why);
 		else
-			snprintf(err, errlen, "gdbstub: cannot stop the VM: %s", strerror(-ret));
+			msg_fmt(err, errlen, "gdbstub: cannot stop the VM: %s", strerror(-ret));
 		return ret;
 	}
 	ret = gdb_threads(gdb, threads, VMI_MAX_CPUS, &n);
 	if (ret < 0 || !n) {
-		snprintf(err, errlen, "%s",
-			 ret < 0 && gdb->why[0] ? gdb->why : "gdbstub: no vCPU threads");
+		msg_fmt(err, errlen, "%s",
+			ret < 0 && gdb->why[0] ? gdb->why : "gdbstub: no vCPU threads");
 		return ret < 0 ? ret : -ENOENT;
 	}
 	q->t.nr_cpus = n;
@@ -457,7 +458,7 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 		q->vm.cpu[i].thread = threads[i];
 	phys = gdb_set_phys_mode(gdb, true) == 0;
 	if (gdb_memory && !phys) {
-		snprintf(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");
+		msg_fmt(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");
 		return -ENOTSUP;
 	}
 	/* the VM is stopped: the gdbstub's view and the process's memory hold the same bytes */
@@ -466,13 +467,13 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 		fprintf(stderr, "hvtrace: %s: guest memory goes through the gdbstub (slower)\n",
 			err);
 		if (!phys) {
-			snprintf(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");
+			msg_fmt(err, errlen, "gdbstub: no physical memory mode (qemu.PhyMemMode)");
 			return -ENOTSUP;
 		}
 		gdb_memory = true;
 	}
 	if (!gdb_memory && phys && gdb_set_phys_mode(gdb, false) < 0) {
-		snprintf(err, errlen, "gdbstub: cannot leave physical memory mode");
+		msg_fmt(err, errlen, "gdbstub: cannot leave physical memory mode");
 		return -EIO;
 	}
 	return 0;

@@ -4,6 +4,7 @@
 #include "host/qemu/target_qemu_run.h"
 #include "arch/arch.h"
 #include "host/trace/clock.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,9 +30,9 @@ static int cpu_of_thread(struct target_qemu *q, int thread)
 static int gdb_failed(struct target_qemu *q, const char *what, int ret)
 {
 	if (q->vm.gdb->why[0])
-		snprintf(q->err, sizeof(q->err), "%s", q->vm.gdb->why);
+		msg_fmt(q->err, sizeof(q->err), "%s", q->vm.gdb->why);
 	else
-		snprintf(q->err, sizeof(q->err), "gdbstub: %s: %s", what, strerror(-ret));
+		msg_fmt(q->err, sizeof(q->err), "gdbstub: %s: %s", what, strerror(-ret));
 	return ret;
 }
 
@@ -55,7 +56,7 @@ static int step_once(struct target_qemu *q, struct qemu_cpu *c, uint64_t at)
 	if (ret < 0)
 		return gdb_failed(q, "stepping over a changed function entry", ret);
 	if (st.kind != GDB_STOP_SIGNAL) {
-		snprintf(q->err, sizeof(q->err), "gdbstub: the VM is gone (a step)");
+		msg_fmt(q->err, sizeof(q->err), "gdbstub: the VM is gone (a step)");
 		return -ESRCH;
 	}
 	return 0;
@@ -111,9 +112,9 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 	int ret;
 
 	if (cpu < 0) {
-		snprintf(q->err, sizeof(q->err),
-			 "gdbstub: a stop of thread %d, which is no vCPU of this VM (%u threads)",
-			 st->thread, q->t.nr_cpus);
+		msg_fmt(q->err, sizeof(q->err),
+			"gdbstub: a stop of thread %d, which is no vCPU of this VM (%u threads)",
+			st->thread, q->t.nr_cpus);
 		return -EPROTO;
 	}
 	c = &q->vm.cpu[cpu];

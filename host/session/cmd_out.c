@@ -1,5 +1,6 @@
 #include "host/session/cmd_out.h"
 #include "host/session/progress.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -10,26 +11,18 @@ void cmd_error(const char *fmt, ...)
 {
 	char line[4096];
 	va_list ap;
-	int n;
+	size_t n;
 
 	fflush(stdout);
 	progress_hold(); /* the progress line, if one shows, makes room */
 	va_start(ap, fmt);
-	n = vsnprintf(line + 9, sizeof(line) - 10, fmt, ap);
+	/* a value too long for the line is shortened, never the reason (msg_vfmt) */
+	n = msg_vfmt(line + 9, sizeof(line) - 10, fmt, ap);
 	va_end(ap);
-	if (n >= 0 && (size_t)n < sizeof(line) - 10) {
-		/* one write: the writer thread's output on a shared terminal cannot split the line
-		 */
-		memcpy(line, "hvtrace: ", 9);
-		line[9 + n] = '\n';
-		fwrite(line, 1, 9 + (size_t)n + 1, stderr);
-	} else { /* longer than a line buffer: in pieces */
-		fputs("hvtrace: ", stderr);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
+	/* one write: the writer thread's output on a shared terminal cannot split the line */
+	memcpy(line, "hvtrace: ", 9);
+	line[9 + n] = '\n';
+	fwrite(line, 1, 9 + n + 1, stderr);
 	progress_release();
 }
 

@@ -1,4 +1,5 @@
 #include "host/session/cmd_probe.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,14 +21,14 @@ int cmd_probe_mode(const struct session *s, const struct target *tgt,
 	if (s->probe == PROBE_TRAP)
 		return 0;
 	if (why && no_trap) {
-		snprintf(err, errlen,
-			 "trap probes: INT3 in a guest does not exit on this host's KVM, and stub "
-			 "probes cannot work: %s",
-			 why);
+		msg_fmt(err, errlen,
+			"trap probes: INT3 in a guest does not exit on this host's KVM, and stub "
+			"probes cannot work: %s",
+			why);
 		return -ENOTSUP;
 	}
 	if (why && s->probe == PROBE_STUB) {
-		snprintf(err, errlen, "--probe stub: %s", why);
+		msg_fmt(err, errlen, "--probe stub: %s", why);
 		return -ENOTSUP;
 	}
 	*stub = !why;

@@ -1,5 +1,6 @@
 #include "host/session/detour_plan.h"
 #include "host/session/entry_sites.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -30,33 +31,33 @@ static int plan_one(const struct arch *a, const struct probe *p, const struct vm
 	int ret, pushed;
 
 	if (!f) {
-		snprintf(why, whylen, "no function holds it in the guest's symbols");
+		msg_fmt(why, whylen, "no function holds it in the guest's symbols");
 		return -ENOENT;
 	}
 	end = vmi_symtab_end(funcs, f);
 	if (strstr(f->name, ".cold")) {
 		/* entered by a jump from its function, whose frame is live: no return address */
-		snprintf(why, whylen, "the cold part of a function, not an entry");
+		msg_fmt(why, whylen, "the cold part of a function, not an entry");
 		return -EPERM;
 	}
 	if ((p->addr & 4095) > 4096 - (uint64_t)a->jmp_len) {
-		snprintf(why, whylen, "the JMP would span two pages (it is written in one piece)");
+		msg_fmt(why, whylen, "the JMP would span two pages (it is written in one piece)");
 		return -ERANGE;
 	}
 	if (!end || end <= p->addr || p->addr < f->addr) {
-		snprintf(why, whylen, "its end is unknown");
+		msg_fmt(why, whylen, "its end is unknown");
 		return -ENODATA;
 	}
 	len = end - f->addr;
 	skip = p->addr - f->addr; /* its ENDBR64 (or the NOP sealed over one), or the offset */
 	if (len > DETOUR_FUNC_MAX) {
-		snprintf(why, whylen, "%llu bytes long, more than the %u scanned",
-			 (unsigned long long)len, DETOUR_FUNC_MAX);
+		msg_fmt(why, whylen, "%llu bytes long, more than the %u scanned",
+			(unsigned long long)len, DETOUR_FUNC_MAX);
 		return -EFBIG;
 	}
 	if (read(ctx, f->addr, buf, len) < 0) {
-		snprintf(why, whylen, "its %llu bytes at 0x%llx cannot be read",
-			 (unsigned long long)len, (unsigned long long)f->addr);
+		msg_fmt(why, whylen, "its %llu bytes at 0x%llx cannot be read",
+			(unsigned long long)len, (unsigned long long)f->addr);
 		return -EFAULT;
 	}
 	ret = a->reloc_plan(buf + skip, len - skip, p->addr, a->jmp_len, plan, why, whylen);
@@ -91,13 +92,13 @@ long detour_plan(struct tracer *t, const struct session *s, const struct vmi_sym
 		if (!p->entry)
 			continue;
 		if (!have_entry) {
-			snprintf(why, sizeof(why),
-				 "the guest's symbols do not say where its entry text is "
-				 "(__entry_text_start/_end)");
+			msg_fmt(why, sizeof(why),
+				"the guest's symbols do not say where its entry text is "
+				"(__entry_text_start/_end)");
 			ret = -ENOENT;
 		} else if (p->addr >= elo && p->addr < ehi) {
-			snprintf(why, sizeof(why),
-				 "in the kernel's entry text (%%gs may be the user's)");
+			msg_fmt(why, sizeof(why),
+				"in the kernel's entry text (%%gs may be the user's)");
 			ret = -EPERM;
 		} else
 			ret = plan_one(tracer_arch(t), p, funcs, read, ctx, buf, &plan, why,

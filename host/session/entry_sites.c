@@ -1,5 +1,6 @@
 #include "host/session/entry_sites.h"
 #include "host/trace/filter.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -102,16 +103,15 @@ long entry_sites_add(const struct arch *a, const struct session *s, struct vmi_s
 		if (!exact && !((s->entry_all || every) && glob_selects(s, f->name)))
 			continue;
 		if (no_entry) {
-			snprintf(err, errlen, "%s has no fentry site: %s",
-				 f->name, no_entry);
+			msg_fmt(err, errlen, "%s has no fentry site: %s", f->name, no_entry);
 			ret = -ENOTSUP;
 			goto out;
 		}
 		if (read(ctx, f->addr, b, sizeof(b)) < 0) {
 			if (!exact)
 				continue;
-			snprintf(err, errlen, "%s: its first bytes at 0x%llx cannot be read",
-				 f->name, (unsigned long long)f->addr);
+			msg_fmt(err, errlen, "%s: its first bytes at 0x%llx cannot be read",
+				f->name, (unsigned long long)f->addr);
 			ret = -EFAULT;
 			goto out;
 		}
@@ -152,8 +152,8 @@ static int check_inside(const struct arch *a, const struct fe_spec *e,
 	if (!end)
 		end = f->addr; /* no size, the last symbol: nothing is known to lie inside it */
 	if (end <= f->addr + e->offset) {
-		snprintf(err, errlen, "-e %s: past the end of %s (%llu bytes)", label, f->name,
-			 (unsigned long long)(end - f->addr));
+		msg_fmt(err, errlen, "-e %s: past the end of %s (%llu bytes)", label, f->name,
+			(unsigned long long)(end - f->addr));
 		return -EINVAL;
 	}
 	if (len > end - f->addr)
@@ -162,30 +162,30 @@ static int check_inside(const struct arch *a, const struct fe_spec *e,
 	if (!b)
 		return -ENOMEM;
 	if (read(ctx, f->addr, b, len) < 0) {
-		snprintf(err, errlen, "-e %s: the bytes of %s at 0x%llx cannot be read", label,
-			 f->name, (unsigned long long)f->addr);
+		msg_fmt(err, errlen, "-e %s: the bytes of %s at 0x%llx cannot be read", label,
+			f->name, (unsigned long long)f->addr);
 		free(b);
 		return -EFAULT;
 	}
 	ret = a->scan_insn_start(b, len, e->offset, &before, &after);
 	if (ret == 0 && a->insn_waits(b + e->offset, len - e->offset)) {
-		snprintf(err, errlen,
-			 "-e %s: an instruction that waits for an interrupt (HLT, MWAIT): the step "
-			 "over it, interrupts held off, might never end",
-			 label);
+		msg_fmt(err, errlen,
+			"-e %s: an instruction that waits for an interrupt (HLT, MWAIT): the step "
+			"over it, interrupts held off, might never end",
+			label);
 		ret = -EOPNOTSUPP;
 	}
 	free(b);
 	if (ret == -EINVAL)
-		snprintf(err, errlen,
-			 "-e %s: not an instruction's start (the instruction at +0x%zx ends at "
-			 "+0x%zx)",
-			 label, before, after);
+		msg_fmt(err, errlen,
+			"-e %s: not an instruction's start (the instruction at +0x%zx ends at "
+			"+0x%zx)",
+			label, before, after);
 	else if (ret < 0 && ret != -EOPNOTSUPP)
-		snprintf(err, errlen,
-			 "-e %s: the bytes of %s at +0x%zx do not decode as x86-64: no instruction "
-			 "can be found there",
-			 label, f->name, before);
+		msg_fmt(err, errlen,
+			"-e %s: the bytes of %s at +0x%zx do not decode as x86-64: no instruction "
+			"can be found there",
+			label, f->name, before);
 	return ret < 0 ? ret : 0;
 }
 
@@ -232,13 +232,13 @@ long inside_sites_build(const struct arch *a, const struct session *s,
 			continue;
 		f = vmi_symtab_find(funcs, ev->func);
 		if (!f) {
-			snprintf(err, errlen, "-e %s: no function %s in the guest's symbols", label,
-				 ev->func);
+			msg_fmt(err, errlen, "-e %s: no function %s in the guest's symbols", label,
+				ev->func);
 			ret = -ENOENT;
 			goto fail;
 		}
 		if (no_entry) {
-			snprintf(err, errlen, "-e %s: %s", label, no_entry);
+			msg_fmt(err, errlen, "-e %s: %s", label, no_entry);
 			ret = -ENOTSUP;
 			goto fail;
 		}
@@ -247,9 +247,9 @@ long inside_sites_build(const struct arch *a, const struct session *s,
 			goto fail;
 		own = site_at(sites, f->addr + ev->offset);
 		if (own) {
-			snprintf(err, errlen, "-e %s: the %s site of %s, which -e %s(...) probes",
-				 label, own->entry ? "entry" : "fentry", own->func->name,
-				 own->func->name);
+			msg_fmt(err, errlen, "-e %s: the %s site of %s, which -e %s(...) probes",
+				label, own->entry ? "entry" : "fentry", own->func->name,
+				own->func->name);
 			ret = -EEXIST;
 			goto fail;
 		}
@@ -265,7 +265,7 @@ long inside_sites_build(const struct arch *a, const struct session *s,
 	}
 	return (long)out->sites.nr;
 nomem:
-	snprintf(err, errlen, "out of memory");
+	msg_fmt(err, errlen, "out of memory");
 	ret = -ENOMEM;
 fail:
 	inside_sites_free(out);

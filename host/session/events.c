@@ -1,6 +1,7 @@
 #include "host/session/events.h"
 #include "host/trace/fevent_btf.h"
 #include "host/trace/filter.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,10 +21,10 @@ int events_select(const struct session *s, const struct vmi_sites *sites,
 		if (s->events[e].offset) {
 			char label[160];
 
-			snprintf(err, errlen,
-				 "-e %s: an instruction inside a function is probed through QEMU's "
-				 "gdbstub (run --qemu, attach); this backend cannot",
-				 fe_label(&s->events[e], label, sizeof(label)));
+			msg_fmt(err, errlen,
+				"-e %s: an instruction inside a function is probed through QEMU's "
+				"gdbstub (run --qemu, attach); this backend cannot",
+				fe_label(&s->events[e], label, sizeof(label)));
 			return -ENOENT;
 		}
 	if (!*sel) {
@@ -85,7 +86,7 @@ int events_resolve(const struct session *s, const struct vmi_btf *btf, struct fe
 	for (size_t e = 0; e < s->nr_events; e++) {
 		(*events)[e] = s->events[e];
 		if (fe_resolve_btf(&(*events)[e], false, btf, why, sizeof(why)) < 0) {
-			snprintf(err, errlen, "-e: %s", why);
+			msg_fmt(err, errlen, "-e: %s", why);
 			return -EINVAL;
 		}
 	}
@@ -102,8 +103,8 @@ int events_resolve(const struct session *s, const struct vmi_btf *btf, struct fe
 				n++;
 			}
 		if (n >= FE_MAX_CHAIN) {
-			snprintf(err, errlen, "-e %s: at most %d events on one function",
-				 s->events[e].func, FE_MAX_CHAIN);
+			msg_fmt(err, errlen, "-e %s: at most %d events on one function",
+				s->events[e].func, FE_MAX_CHAIN);
 			return -EINVAL;
 		}
 		(*events)[last].next = &(*events)[e];
@@ -111,7 +112,7 @@ int events_resolve(const struct session *s, const struct vmi_btf *btf, struct fe
 	for (size_t e = 0; e < s->nr_rprobes; e++) {
 		(*rprobes)[e] = s->rprobes[e];
 		if (fe_resolve_btf(&(*rprobes)[e], true, btf, why, sizeof(why)) < 0) {
-			snprintf(err, errlen, "-r: %s", why);
+			msg_fmt(err, errlen, "-r: %s", why);
 			return -EINVAL;
 		}
 	}

@@ -2,6 +2,7 @@
 #include "host/session/kernel_isa.h"
 #include "arch/arch.h"
 #include "vmi/vmi_kimage.h"
+#include "host/util/msg_fmt.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -15,13 +16,13 @@ int kernel_isa_check(const char *path, const char *opt, char *err, size_t errlen
 	int ret = vmi_kimage_read(path, &k, why, sizeof(why));
 
 	if (ret < 0) {
-		snprintf(err, errlen, "%s%s%s: %s", opt ? opt : "", opt ? " " : "", path, why);
+		msg_fmt(err, errlen, "%s%s%s: %s", opt ? opt : "", opt ? " " : "", path, why);
 		return ret;
 	}
 	if (!k.machine || arch_of_elf(k.machine))
 		return 0;
 	isa = vmi_kimage_isa(k.machine);
-	snprintf(err, errlen,
+	msg_fmt(err, errlen,
 		 "%s%s%s: %s: %s%s guests are not supported yet%s; hvtrace traces %s guests",
 		 opt ? opt : "", opt ? " " : "", path, vmi_kimage_describe(&k, what, sizeof(what)),
 		 isa ? isa : "its", isa ? "" : " machine's",

@@ -1,6 +1,7 @@
 #include "host/session/out_paths.h"
 #include "host/hosttrace/host_rec.h"
 #include "host/session/session_file.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -134,7 +135,7 @@ static int check_alias(const struct out_set *set, char *err, size_t errlen)
 				continue;
 			if ((!a->path && !b->path) || (a->exists && S_ISCHR(a->st.st_mode)))
 				continue;
-			snprintf(err, errlen, "%s and %s are the same file: %s",
+			msg_fmt(err, errlen, "%s and %s are the same file: %s",
 				 name(a, n1, sizeof(n1)), name(b, n2, sizeof(n2)),
 				 a->output && b->output ? "one output would overwrite the other"
 							: "the output would overwrite the input");
@@ -162,7 +163,7 @@ static int check_snapshots(const struct out_set *set, const char *func, char *er
 	size_t len;
 
 	if (o->exists && !S_ISREG(o->st.st_mode)) {
-		snprintf(err, errlen,
+		msg_fmt(err, errlen,
 			 "--trigger %s:snapshot: -o %s is not a regular file (snapshots are copies "
 			 "of the -o file beside it, FILE.snapshot-N)",
 			 func, o->path);
@@ -174,7 +175,7 @@ static int check_snapshots(const struct out_set *set, const char *func, char *er
 		const struct out_path *q = &set->p[i];
 
 		if (q->path && !strncmp(full_path(q, other), out, len)) {
-			snprintf(err, errlen,
+			msg_fmt(err, errlen,
 				 "--trigger %s:snapshot: its copies of -o %s (%s.snapshot-N) would "
 				 "overwrite %s",
 				 func, o->path, o->path, name(q, n, sizeof(n)));
@@ -226,7 +227,7 @@ int out_paths_check(const struct session *s, char *err, size_t errlen)
 			continue;
 		e = creatable(q);
 		if (e) {
-			snprintf(err, errlen, "%s %s: %s", q->flag, q->path, strerror(-e));
+			msg_fmt(err, errlen, "%s %s: %s", q->flag, q->path, strerror(-e));
 			return -EINVAL;
 		}
 	}

@@ -19,6 +19,7 @@
 #include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "vmi/vmi_dwarf.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -90,7 +91,7 @@ int pipeline_select(struct pipeline *p, const struct session *s, const struct vm
 	if (ret == 0)
 		ret = events_select(s, sites, inside, &p->sel, &p->nr_sel, err, errlen);
 	if (ret == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 	return ret == 0 ? 0 : ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 }
 
@@ -119,7 +120,7 @@ static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
 		return 0;
 	p->efilters = malloc(s->nr_efilters * sizeof(*p->efilters));
 	if (!p->efilters) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return EXIT_HOST_ERROR;
 	}
 	memcpy(p->efilters, s->efilters, s->nr_efilters * sizeof(*p->efilters));
@@ -136,14 +137,14 @@ static int bind_event_filters(struct pipeline *p, char *err, size_t errlen)
 				break;
 			}
 		if (!pr) {
-			snprintf(err, errlen, "--filter-event '%s': %s has no -e event", ef->text,
-				 ef->func);
+			msg_fmt(err, errlen, "--filter-event '%s': %s has no -e event", ef->text,
+				ef->func);
 			return EXIT_BAD_INPUT;
 		}
 		if (ef_bind(ef, pr->event, err, errlen) < 0)
 			return EXIT_BAD_INPUT;
 		if (rec_filter_add_event(&p->keep, pr->addr, ef) < 0) {
-			snprintf(err, errlen, "out of memory");
+			msg_fmt(err, errlen, "out of memory");
 			return EXIT_HOST_ERROR;
 		}
 	}
@@ -182,7 +183,7 @@ static int prepare_expect(struct pipeline *p, char *err, size_t errlen)
 		return EXIT_BAD_INPUT;
 	return 0;
 nomem:
-	snprintf(err, errlen, "out of memory");
+	msg_fmt(err, errlen, "out of memory");
 	return EXIT_HOST_ERROR;
 }
 
@@ -221,12 +222,13 @@ static int make_sink(struct pipeline *p, const struct pipeline_guest *g, FILE *o
 	}
 	ret = make ? make(&p->sink, &cfg) : -ENOTSUP; /* session_args chose a format @use writes */
 	if (ret < 0 && use == SINK_RECORD) {
-		snprintf(err, errlen, "-o %s: temporary per-CPU files: %s", s->output, strerror(-ret));
+		msg_fmt(err, errlen, "-o %s: temporary per-CPU files: %s", s->output,
+			strerror(-ret));
 		return EXIT_HOST_ERROR;
 	}
 	if (ret < 0) {
-		snprintf(err, errlen, "--format %s: %s", f->name,
-			 ret == -ENOMEM ? "out of memory" : strerror(-ret));
+		msg_fmt(err, errlen, "--format %s: %s", f->name,
+			ret == -ENOMEM ? "out of memory" : strerror(-ret));
 		return EXIT_HOST_ERROR;
 	}
 	return 0;
@@ -256,7 +258,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	ret = events_resolve(s, g->btf, &p->events, &p->rprobes, err, errlen);
 	if (ret < 0) {
 		if (ret == -ENOMEM)
-			snprintf(err, errlen, "out of memory");
+			msg_fmt(err, errlen, "out of memory");
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	}
 	text_range(g->funcs, &opts.text_lo, &opts.text_hi);
@@ -268,18 +270,17 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	p->keep.nr_events = 0;
 	ret = tracer_new(&p->tr, g->tgt, p->sel, p->nr_sel, g->task, &opts);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s",
-			 ret == -ENOTSUP ? g->no_trampoline
-					 : "out of memory for the trace buffers");
+		msg_fmt(err, errlen, "%s",
+			ret == -ENOTSUP ? g->no_trampoline : "out of memory for the trace buffers");
 		return ret == -ENOTSUP ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
 	}
 	p->have_tr = true;
 	if (probe_setup_detours(p->tr, s, g) < 0) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return EXIT_HOST_ERROR;
 	}
 	if (bind_events(p) < 0) {
-		snprintf(err, errlen, "out of memory for event buffers");
+		msg_fmt(err, errlen, "out of memory for event buffers");
 		return EXIT_HOST_ERROR;
 	}
 	ret = probe_setup_no_returns(p->tr, s, g, err, errlen);
@@ -329,7 +330,7 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	rings = tracer_rings(p->tr, &nr_rings);
 	ret = writer_start(&p->w, rings, nr_rings, &p->sink, tracer_horizon, p->tr);
 	if (ret < 0) {
-		snprintf(err, errlen, "writer thread: %s", strerror(-ret));
+		msg_fmt(err, errlen, "writer thread: %s", strerror(-ret));
 		return EXIT_HOST_ERROR;
 	}
 	p->writing = true;
@@ -479,7 +480,7 @@ static int pipeline_host_end(struct pipeline *p, int status, bool after)
 		ret = host_rec_write(&p->host, path, p->host_guest, p->guest_trace_id, err,
 				     sizeof(err));
 	else
-		snprintf(err, sizeof(err), "--host: -o %s: the name is too long", p->s->output);
+		msg_fmt(err, sizeof(err), "--host: -o %s: the name is too long", p->s->output);
 	host_rec_close(&p->host);
 	p->hosting = false;
 	if (ret < 0) {

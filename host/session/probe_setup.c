@@ -6,6 +6,7 @@
 #include "host/trace/filter.h"
 #include "host/trace/stub_drain.h"
 #include "vmi/vmi_dwarf.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@ int probe_setup_graph_roots(struct tracer *t, const struct session *s, char *err
 				any = true;
 			}
 		if (!any) {
-			snprintf(err, errlen, "-g '%s': matches no traced function", s->graph[g]);
+			msg_fmt(err, errlen, "-g '%s': matches no traced function", s->graph[g]);
 			return -ENOENT;
 		}
 	}
@@ -43,13 +44,13 @@ int probe_setup_triggers(struct tracer *t, const struct session *s, char *err, s
 		const struct probe *pr = probe_find(probes, tg->func);
 
 		if (!pr || (pr->quiet_entry && !pr->event)) {
-			snprintf(err, errlen,
-				 "--trigger %s:%s: %s is not a traced function (-l, -g, -e)",
-				 tg->func, trigger_cmd_name(tg->cmd), tg->func);
+			msg_fmt(err, errlen,
+				"--trigger %s:%s: %s is not a traced function (-l, -g, -e)",
+				tg->func, trigger_cmd_name(tg->cmd), tg->func);
 			return EXIT_BAD_INPUT;
 		}
 		if (tracer_add_trigger(t, pr->id, tg) < 0) {
-			snprintf(err, errlen, "out of memory");
+			msg_fmt(err, errlen, "out of memory");
 			return EXIT_HOST_ERROR;
 		}
 	}
@@ -86,15 +87,15 @@ bool probe_setup_need_trap(const struct tracer *t, char *err, size_t errlen)
 	probe_for_each(pr, probes) {
 		if (stub_drain_capable(pr) && !tracer_has_trigger(t, pr))
 			continue;
-		snprintf(err, errlen,
-			 "trap probes: INT3 in a guest does not exit on this host's KVM, and %s %s "
-			 "needs one",
-			 pr->ret_event && !fe_return_register_only(pr->ret_event)
-			     ? "the return probe -r of"
-			 : pr->inside && !pr->detour ? "the -e event with no stub detour at"
-			 : pr->event && !fe_registers_only(pr->event) ? "the -e event of"
-								      : "the --trigger on",
-			 pr->func->name);
+		msg_fmt(err, errlen,
+			"trap probes: INT3 in a guest does not exit on this host's KVM, and %s %s "
+			"needs one",
+			pr->ret_event && !fe_return_register_only(pr->ret_event)
+			    ? "the return probe -r of"
+			: pr->inside && !pr->detour ? "the -e event with no stub detour at"
+			: pr->event && !fe_registers_only(pr->event) ? "the -e event of"
+								     : "the --trigger on",
+			pr->func->name);
 		return true;
 	}
 	return false;
@@ -189,10 +190,10 @@ int probe_setup_no_returns(struct tracer *t, const struct session *s,
 		if (!v->entry || v->inside || c_function(g, v->func))
 			continue; /* inside a function: never a return (probe_table_build) */
 		if (v->ret_probe) {
-			snprintf(err, errlen,
-				 "-r %s: %s, so its return cannot be hooked (it may be entered "
-				 "without a CALL)",
-				 v->func->name, no_c_function(g));
+			msg_fmt(err, errlen,
+				"-r %s: %s, so its return cannot be hooked (it may be entered "
+				"without a CALL)",
+				v->func->name, no_c_function(g));
 			return EXIT_BAD_INPUT;
 		}
 		tracer_set_no_return(t, v->id);

@@ -2,6 +2,7 @@
 #include "host/trace/escape.h"
 #include "host/trace/text_check.h"
 #include "vmi/vmi_file.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,8 +97,8 @@ static int read_all(const char *path, const char *name, char **buf, size_t *len,
 			char *nb;
 
 			if (cap > SESSION_FILE_MAX_SIZE) {
-				snprintf(err, errlen, "%s: larger than %u bytes", name,
-					 SESSION_FILE_MAX_SIZE);
+				msg_fmt(err, errlen, "%s: larger than %u bytes", name,
+					SESSION_FILE_MAX_SIZE);
 				goto fail;
 			}
 			nb = realloc(b, cap * 2);
@@ -110,7 +111,7 @@ static int read_all(const char *path, const char *name, char **buf, size_t *len,
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			snprintf(err, errlen, "--session %s: %s", path, strerror(errno));
+			msg_fmt(err, errlen, "--session %s: %s", path, strerror(errno));
 			goto fail;
 		}
 		if (r == 0)
@@ -118,7 +119,7 @@ static int read_all(const char *path, const char *name, char **buf, size_t *len,
 		n += (size_t)r;
 	}
 	if (n > SESSION_FILE_MAX_SIZE) {
-		snprintf(err, errlen, "%s: larger than %u bytes", name, SESSION_FILE_MAX_SIZE);
+		msg_fmt(err, errlen, "%s: larger than %u bytes", name, SESSION_FILE_MAX_SIZE);
 		goto fail;
 	}
 	if (own)
@@ -128,7 +129,7 @@ static int read_all(const char *path, const char *name, char **buf, size_t *len,
 	*len = n;
 	return 0;
 nomem:
-	snprintf(err, errlen, "out of memory");
+	msg_fmt(err, errlen, "out of memory");
 	ret = -ENOMEM;
 fail:
 	free(b);
@@ -163,12 +164,12 @@ static int parse_line(struct session_words *w, size_t *cap, const struct option 
 	char *word;
 
 	if (memchr(p, 0, n)) {
-		snprintf(err, errlen, "%s:%u: a NUL byte in the line", name, line);
+		msg_fmt(err, errlen, "%s:%u: a NUL byte in the line", name, line);
 		return -EINVAL;
 	}
 	if (n > SESSION_FILE_MAX_LINE) {
-		snprintf(err, errlen, "%s:%u: line longer than %u bytes", name, line,
-			 SESSION_FILE_MAX_LINE);
+		msg_fmt(err, errlen, "%s:%u: line longer than %u bytes", name, line,
+			SESSION_FILE_MAX_LINE);
 		return -EINVAL;
 	}
 	/* text only (a CRLF line's CR aside): no byte of the file can reach a terminal as a control
@@ -179,7 +180,7 @@ static int parse_line(struct session_words *w, size_t *cap, const struct option 
 		char b[ESCAPE_SIZE(1)];
 
 		escape_str(b, sizeof(b), p + bad, 1);
-		snprintf(err, errlen, "%s:%u: byte %s at column %zu: %s (session files are text)",
+		msg_fmt(err, errlen, "%s:%u: byte %s at column %zu: %s (session files are text)",
 			 name, line, b, bad + 1,
 			 control_at(p + bad, text - bad) ? "a control character"
 							 : "not UTF-8 text");
@@ -211,8 +212,8 @@ static int parse_line(struct session_words *w, size_t *cap, const struct option 
 	}
 	o = find_long(opts, key, klen, true);
 	if (klen == 7 && !strncmp(key, "session", 7)) {
-		snprintf(err, errlen,
-			 "%s:%u: 'session' in a session file (session files do not nest)", name,
+		msg_fmt(err, errlen,
+			"%s:%u: 'session' in a session file (session files do not nest)", name,
 			 line);
 		return -EINVAL;
 	}
@@ -220,20 +221,20 @@ static int parse_line(struct session_words *w, size_t *cap, const struct option 
 		char shown[ESCAPE_SIZE(64)];
 
 		escape_str(shown, sizeof(shown), key, klen > 64 ? 64 : klen);
-		snprintf(err, errlen, "%s:%u: unknown option '%s'", name, line, shown);
+		msg_fmt(err, errlen, "%s:%u: unknown option '%s'", name, line, shown);
 		return -EINVAL;
 	}
 	if (o->has_arg == required_argument && !vlen) {
-		snprintf(err, errlen, "%s:%u: option '%s' needs a value", name, line, o->name);
+		msg_fmt(err, errlen, "%s:%u: option '%s' needs a value", name, line, o->name);
 		return -EINVAL;
 	}
 	if (o->has_arg == no_argument && vlen) {
-		snprintf(err, errlen, "%s:%u: option '%s' takes no value", name, line, o->name);
+		msg_fmt(err, errlen, "%s:%u: option '%s' takes no value", name, line, o->name);
 		return -EINVAL;
 	}
 	if (asprintf(&word, "--%s%s%.*s", o->name, o->has_arg == no_argument ? "" : "=", (int)vlen,
 		     val) < 0) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	return add_owned(w, cap, word, name, line);
@@ -301,13 +302,13 @@ int session_expand(int argc, char **argv, const struct option *opts, const char 
 			if (o && !strcmp(o->name, "session")) {
 				file = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
 				if (!file || !*file) {
-					snprintf(err, errlen, "%s: missing argument", a);
+					msg_fmt(err, errlen, "%s: missing argument", a);
 					ret = -EINVAL;
 					break;
 				}
 				if (!strcmp(file, "-") && stdin_read) {
-					snprintf(err, errlen,
-						 "--session -: standard input given twice");
+					msg_fmt(err, errlen,
+						"--session -: standard input given twice");
 					ret = -EINVAL;
 					break;
 				}
@@ -333,7 +334,7 @@ int session_expand(int argc, char **argv, const struct option *opts, const char 
 			}
 	}
 	if (ret == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 	if (ret < 0)
 		session_words_free(w);
 	return ret;

@@ -2,6 +2,7 @@
  *	const struct sink_format sink_format_NAME = {"NAME", live, record, report};
  * (each writer a sink_make_fn, NULL where the format is not offered) and its line below. */
 #include "host/sink/sink_format.h"
+#include "host/util/msg_fmt.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -72,14 +73,14 @@ const struct sink_format *sink_format_choose(const char *name, enum sink_use use
 
 	if (!f) {
 		sink_format_names(names, sizeof(names));
-		snprintf(err, errlen, "--format '%s': expected %s", name, names);
+		msg_fmt(err, errlen, "--format '%s': expected %s", name, names);
 		return NULL;
 	}
 	if (sink_format_maker(f, use))
 		return f;
-	snprintf(err, errlen, "--format %s: %s does not write it (%s%s%s%s%s %s)", name, cmd,
-		 f->live ? "run, attach" : "", f->live && (f->record || f->report) ? ", " : "",
-		 f->record ? "record" : "", f->record && f->report ? ", " : "",
-		 f->report ? "report" : "", f->live || (f->record && f->report) ? "do" : "does");
+	msg_fmt(err, errlen, "--format %s: %s does not write it (%s%s%s%s%s %s)", name, cmd,
+		f->live ? "run, attach" : "", f->live && (f->record || f->report) ? ", " : "",
+		f->record ? "record" : "", f->record && f->report ? ", " : "",
+		f->report ? "report" : "", f->live || (f->record && f->report) ? "do" : "does");
 	return NULL;
 }

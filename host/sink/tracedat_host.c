@@ -1,5 +1,6 @@
 #include "host/sink/tracedat_host.h"
 #include "host/sink/tracedat_read.h"
+#include "host/util/msg_fmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -233,15 +234,15 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 		return -EINVAL;
 	handle = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
 	if (!handle) {
-		snprintf(err, errlen, "%s: not a trace.dat libtracecmd can read", path);
+		msg_fmt(err, errlen, "%s: not a trace.dat libtracecmd can read", path);
 		return -EINVAL;
 	}
 	if (!guest_id || tracecmd_get_guest_cpumap(handle, guest_id, &name, &n, &pids) < 0 ||
 	    !pids || n < 1 || n > HOST_SIDE_MAX_VCPUS) {
-		snprintf(err, errlen,
-			 "%s: no GUEST option for this guest's trace id 0x%llx (record it with "
-			 "record --host)",
-			 path, guest_id);
+		msg_fmt(err, errlen,
+			"%s: no GUEST option for this guest's trace id 0x%llx (record it with "
+			"record --host)",
+			path, guest_id);
 		tracecmd_close(handle);
 		return -EINVAL;
 	}
@@ -268,9 +269,9 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 	ret = tracecmd_iterate_events(handle, NULL, 0, one, &rd);
 	tracecmd_close(handle);
 	if (ret < 0 || rd.err) {
-		snprintf(err, errlen, "%s: %s", path,
-			 rd.err == E2BIG ? "more events than report --exits takes"
-					 : "its event data cannot be read");
+		msg_fmt(err, errlen, "%s: %s", path,
+			rd.err == E2BIG ? "more events than report --exits takes"
+					: "its event data cannot be read");
 		host_side_free(h);
 		return -EINVAL;
 	}

@@ -4,6 +4,7 @@
 #include "host/sink/tracedat_read.h"
 #include "host/sink/tracedat_reader.h"
 #include "vmi/vmi_file.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,7 +40,7 @@ static int fail(struct tdr *r, char *err, size_t errlen, const char *fmt, const 
 	char what[512];
 
 	snprintf(what, sizeof(what), fmt, a, b);
-	snprintf(err, errlen, "%s: %s", r->path, what);
+	msg_fmt(err, errlen, "%s: %s", r->path, what);
 	return -EINVAL;
 }
 
@@ -283,7 +285,7 @@ static int check_header(int fd, const char *path, char *err, size_t errlen)
 	uint32_t page;
 
 	if (n < (ssize_t)sizeof(td_magic) || memcmp(h, td_magic, sizeof(td_magic))) {
-		snprintf(err, errlen, "%s: not a trace.dat (no trace-cmd magic at its start)",
+		msg_fmt(err, errlen, "%s: not a trace.dat (no trace-cmd magic at its start)",
 			 path);
 		return -EINVAL;
 	}
@@ -291,14 +293,14 @@ static int check_header(int fd, const char *path, char *err, size_t errlen)
 		v++;
 	/* the version's NUL, endianness (0 little, 1 big), sizeof(long), the page size */
 	if (v == sizeof(td_magic) || v + 7 > (size_t)n || h[v] || h[v + 1] > 1) {
-		snprintf(err, errlen, "%s: a trace.dat header that is cut short or malformed",
+		msg_fmt(err, errlen, "%s: a trace.dat header that is cut short or malformed",
 			 path);
 		return -EINVAL;
 	}
 	page = h[v + 1] ? (uint32_t)h[v + 3] << 24 | h[v + 4] << 16 | h[v + 5] << 8 | h[v + 6]
 			: (uint32_t)h[v + 6] << 24 | h[v + 5] << 16 | h[v + 4] << 8 | h[v + 3];
 	if (page < TD_PAGE_MIN || page > TD_PAGE_MAX || (page & (page - 1))) {
-		snprintf(err, errlen,
+		msg_fmt(err, errlen,
 			 "%s: page size %u in its header (a power of two from %u to %u expected)",
 			 path, page, TD_PAGE_MIN, TD_PAGE_MAX);
 		return -EINVAL;
@@ -355,7 +357,7 @@ int tdr_try_in_child(const char *path, char *err, size_t errlen)
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
-		snprintf(err, errlen, "%s: fork: %s", path, strerror(errno));
+		msg_fmt(err, errlen, "%s: fork: %s", path, strerror(errno));
 		return -errno;
 	}
 	if (pid == 0) {
@@ -382,13 +384,13 @@ int tdr_try_in_child(const char *path, char *err, size_t errlen)
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	if (WIFSIGNALED(st))
-		snprintf(err, errlen, "%s: libtracecmd crashed reading it (signal %d): a bad file",
-			 path, WTERMSIG(st));
+		msg_fmt(err, errlen, "%s: libtracecmd crashed reading it (signal %d): a bad file",
+			path, WTERMSIG(st));
 	else if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
-		snprintf(err, errlen, "%s: its event data cannot be read", path);
+		msg_fmt(err, errlen, "%s: its event data cannot be read", path);
 	else
-		snprintf(err, errlen, "%s: not a trace.dat libtracecmd can read (bad or truncated)",
-			 path);
+		msg_fmt(err, errlen, "%s: not a trace.dat libtracecmd can read (bad or truncated)",
+			path);
 	return -EINVAL;
 }
 
@@ -399,7 +401,7 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 	int missing = 0, n;
 
 	if (!r) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return NULL;
 	}
 	r->path = path;
@@ -411,15 +413,15 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 	}
 	r->h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
 	if (!r->h) {
-		snprintf(err, errlen, "%s: not a trace.dat libtracecmd can read (bad or truncated)",
-			 path);
+		msg_fmt(err, errlen, "%s: not a trace.dat libtracecmd can read (bad or truncated)",
+			path);
 		free(r);
 		return NULL;
 	}
 	r->tep = tracecmd_get_tep(r->h);
 	n = tep_get_cpus(r->tep);
 	if (n < 1 || n > TDR_MAX_CPUS) {
-		snprintf(err, errlen, "%s: %d CPUs (expected 1 to %d)", path, n, TDR_MAX_CPUS);
+		msg_fmt(err, errlen, "%s: %d CPUs (expected 1 to %d)", path, n, TDR_MAX_CPUS);
 		goto bad;
 	}
 	r->nr_cpus = (unsigned)n;
@@ -429,7 +431,7 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 	r->specs = calloc(TDR_MAX_SPECS, sizeof(*r->specs));
 	r->cpus = calloc(r->nr_cpus, sizeof(*r->cpus));
 	if (!r->roles || !r->specs || !r->cpus) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		goto bad;
 	}
 	for (int i = 0; evs && i < n && evs[i]; i++) {
@@ -460,8 +462,8 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 			int ret;
 
 			if (r->nr_specs == TDR_MAX_SPECS) {
-				snprintf(err, errlen, "%s: more than %d probe events", path,
-					 TDR_MAX_SPECS);
+				msg_fmt(err, errlen, "%s: more than %d probe events", path,
+					TDR_MAX_SPECS);
 				goto bad;
 			}
 			ret = rebuild_spec(r, ev, &r->specs[r->nr_specs], err, errlen);
@@ -476,8 +478,8 @@ struct tdr *tdr_open(const char *path, char *err, size_t errlen)
 			r->nr_roles++;
 	}
 	if (missing) {
-		snprintf(err, errlen,
-			 "%s: an ftrace function or function_graph event lacks its fields", path);
+		msg_fmt(err, errlen,
+			"%s: an ftrace function or function_graph event lacks its fields", path);
 		goto bad;
 	}
 	if (link_chains(r, err, errlen) < 0)

@@ -5,6 +5,7 @@
 #include "host/sink/tracedat_reader.h"
 #include "host/sink/out_fail.h"
 #include "host/sink/writer.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -405,13 +406,13 @@ static int iterate(struct tdr *r, char *err, size_t errlen)
 	for (unsigned k = 0; k < r->nr_cpus; k++)
 		flush_pending(r, &r->cpus[k]);
 	if (r->err == -ERANGE)
-		snprintf(err, errlen, "%s: a record's timestamp is beyond 2^62 ns", r->path);
+		msg_fmt(err, errlen, "%s: a record's timestamp is beyond 2^62 ns", r->path);
 	else if (r->err)
-		snprintf(err, errlen, "%s: %s", r->path, strerror(-r->err));
+		msg_fmt(err, errlen, "%s: %s", r->path, strerror(-r->err));
 	if (r->err)
 		return r->err == -ERANGE ? -EINVAL : r->err;
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: its event data cannot be read", r->path);
+		msg_fmt(err, errlen, "%s: its event data cannot be read", r->path);
 		return -EINVAL;
 	}
 	return 0;
@@ -426,7 +427,7 @@ int tdr_scan(struct tdr *r, struct vmi_symtab *syms, struct tdr_summary *sum, ch
 	sum->nr_cpus = r->nr_cpus;
 	r->named = calloc(TDR_ADDRS, sizeof(*r->named));
 	if (!r->named) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	r->replay = false;
@@ -444,7 +445,7 @@ int tdr_replay(struct tdr *r, struct sink *s, bool graph, char *err, size_t errl
 
 	r->rings = calloc(r->nr_cpus, sizeof(*r->rings));
 	if (!r->rings) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	for (unsigned k = 0; k < r->nr_cpus && !ret; k++) {
@@ -453,7 +454,7 @@ int tdr_replay(struct tdr *r, struct sink *s, bool graph, char *err, size_t errl
 		r->nr_rings = k + 1;
 	}
 	if (ret) {
-		snprintf(err, errlen, "out of memory");
+		msg_fmt(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	r->w.lookup = report_lookup;
@@ -464,7 +465,7 @@ int tdr_replay(struct tdr *r, struct sink *s, bool graph, char *err, size_t errl
 	atomic_store(&r->horizon, 0);
 	ret = writer_start(&r->w, r->rings, r->nr_cpus, s, horizon_of, r);
 	if (ret < 0) {
-		snprintf(err, errlen, "writer thread: %s", strerror(-ret));
+		msg_fmt(err, errlen, "writer thread: %s", strerror(-ret));
 		return ret;
 	}
 	ret = iterate(r, err, errlen);

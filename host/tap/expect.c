@@ -1,4 +1,5 @@
 #include "host/tap/expect.h"
+#include "host/util/msg_fmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -82,7 +83,7 @@ static int parse_number(const char *p, bool is_signed, int64_t *out)
 
 static int bad(char *err, size_t errlen, enum expect_kind kind, const char *spec, const char *why)
 {
-	snprintf(err, errlen, "%s '%s': %s", expect_option(kind), spec, why);
+	msg_fmt(err, errlen, "%s '%s': %s", expect_option(kind), spec, why);
 	return -EINVAL;
 }
 
@@ -169,20 +170,22 @@ int expect_bind(struct expect *v, size_t nr, const struct probe_table *probes, b
 
 			/* a -r only probe records no entry: only its returns can be judged */
 			if (!p || (p->quiet_entry && e->kind != EXPECT_RETURN)) {
-				snprintf(err, errlen,
-					 "%s %s: %s is not traced (check -l/-n and the guest's symbols)",
-					 expect_option(e->kind), e->spec, e->funcs[k]);
+				msg_fmt(
+				    err, errlen,
+				    "%s %s: %s is not traced (check -l/-n and the guest's symbols)",
+				    expect_option(e->kind), e->spec, e->funcs[k]);
 				return -ENOENT;
 			}
 			if (e->kind == EXPECT_RETURN &&
 			    !(p->ret_event ? rax_event(p->ret_event) : all_returns)) {
-				snprintf(err, errlen,
-					 p->ret_event ? "%s %s: needs %s's return values: its -r spec "
-							"must be RAX itself ('%s' or '%s(long ret)')"
-						      : "%s %s: needs %s's return values: trace it with "
-							"-p function_graph or -r %s",
-					 expect_option(e->kind), e->spec, e->funcs[k], e->funcs[k],
-					 e->funcs[k]);
+				msg_fmt(err, errlen,
+					p->ret_event
+					    ? "%s %s: needs %s's return values: its -r spec "
+					      "must be RAX itself ('%s' or '%s(long ret)')"
+					    : "%s %s: needs %s's return values: trace it with "
+					      "-p function_graph or -r %s",
+					expect_option(e->kind), e->spec, e->funcs[k], e->funcs[k],
+					e->funcs[k]);
 				return -ENOENT;
 			}
 			e->ids[k] = p->id;
@@ -303,33 +306,35 @@ static void judge_order(struct expect_state *st, struct expect *e)
 {
 	for (unsigned k = 0; k < e->nr_funcs; k++)
 		if (st->first_ts[e->ids[k]] == UINT64_MAX) {
-			snprintf(e->reason, sizeof(e->reason), "%s was never called", e->funcs[k]);
+			msg_fmt(e->reason, sizeof(e->reason), "%s was never called", e->funcs[k]);
 			return;
 		}
 	for (unsigned k = 1; k < e->nr_funcs; k++)
 		if (st->first_ts[e->ids[k]] <= st->first_ts[e->ids[k - 1]]) {
-			snprintf(e->reason, sizeof(e->reason), "%s was first called before %s",
-				 e->funcs[k], e->funcs[k - 1]);
+			msg_fmt(e->reason, sizeof(e->reason), "%s was first called before %s",
+				e->funcs[k], e->funcs[k - 1]);
 			return;
 		}
 	e->passed = true;
-	snprintf(e->reason, sizeof(e->reason), "first calls in this order");
+	msg_fmt(e->reason, sizeof(e->reason), "first calls in this order");
 }
 
 static void judge_return(struct expect *e)
 {
 	if (!e->returns) {
-		snprintf(e->reason, sizeof(e->reason), "%s never returned while traced", e->funcs[0]);
+		msg_fmt(e->reason, sizeof(e->reason), "%s never returned while traced",
+			e->funcs[0]);
 		return;
 	}
 	e->passed = !e->mismatches;
 	if (e->passed)
-		snprintf(e->reason, sizeof(e->reason), "%s returned %s%" PRId64 " %" PRIu64 " times",
-			 e->funcs[0], e->op == EXPECT_NE ? "other than " : "", e->value, e->returns);
+		msg_fmt(e->reason, sizeof(e->reason), "%s returned %s%" PRId64 " %" PRIu64 " times",
+			e->funcs[0], e->op == EXPECT_NE ? "other than " : "", e->value, e->returns);
 	else
-		snprintf(e->reason, sizeof(e->reason),
-			 "%s returned 0x%" PRIx64 " (%" PRId64 ") in %" PRIu64 " of %" PRIu64 " returns",
-			 e->funcs[0], e->first_bad, (int64_t)e->first_bad, e->mismatches, e->returns);
+		msg_fmt(
+		    e->reason, sizeof(e->reason),
+		    "%s returned 0x%" PRIx64 " (%" PRId64 ") in %" PRIu64 " of %" PRIu64 " returns",
+		    e->funcs[0], e->first_bad, (int64_t)e->first_bad, e->mismatches, e->returns);
 }
 
 int expect_evaluate(struct expect_state *st)
@@ -346,13 +351,13 @@ int expect_evaluate(struct expect_state *st)
 		case EXPECT_NO_CALL:
 			e->passed = compare(hits, e->op, e->value);
 			if (e->bare && !hits)
-				snprintf(e->reason, sizeof(e->reason), "the guest never called it");
+				msg_fmt(e->reason, sizeof(e->reason), "the guest never called it");
 			else if (e->kind == EXPECT_NO_CALL && hits)
-				snprintf(e->reason, sizeof(e->reason), "the guest called it %" PRIu64 " times",
-					 hits);
+				msg_fmt(e->reason, sizeof(e->reason),
+					"the guest called it %" PRIu64 " times", hits);
 			else
-				snprintf(e->reason, sizeof(e->reason), "the guest called %s %" PRIu64 " times",
-					 e->funcs[0], hits);
+				msg_fmt(e->reason, sizeof(e->reason),
+					"the guest called %s %" PRIu64 " times", e->funcs[0], hits);
 			break;
 		case EXPECT_RETURN: judge_return(e); break;
 		case EXPECT_ORDER: judge_order(st, e); break;

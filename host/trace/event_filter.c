@@ -1,6 +1,7 @@
 #include "host/trace/event_filter.h"
 
 #include "host/trace/filter.h"
+#include "host/util/msg_fmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -128,6 +129,9 @@ static int parse_cmp(struct parser *p)
 			e->num = strtoll(e->str, &end, 0);
 		else
 			e->num = (int64_t)strtoull(e->str, &end, 0);
+		/* digits that overflow are a number out of range, not a bare string */
+		if (errno == ERANGE && !*end && end != e->str)
+			return fail(p, start, "a number out of range (64 bits)");
 		e->is_string = errno || *end || end == e->str;
 	}
 	return id;
@@ -208,7 +212,7 @@ int ef_parse(const char *text, struct ef_filter *f, char *err, size_t errlen)
 
 	memset(f, 0, sizeof(*f));
 	if (strlen(text) >= EF_MAX_TEXT) {
-		snprintf(err, errlen, "--filter-event: longer than %d characters", EF_MAX_TEXT - 1);
+		msg_fmt(err, errlen, "--filter-event: longer than %d characters", EF_MAX_TEXT - 1);
 		return -EINVAL;
 	}
 	memcpy(f->text, text, strlen(text) + 1);
@@ -244,7 +248,7 @@ int ef_parse(const char *text, struct ef_filter *f, char *err, size_t errlen)
 	}
 	return 0;
 bad:
-	snprintf(err, errlen, "--filter-event '%s': %s at column %zu", text, p.why, p.at + 1);
+	msg_fmt(err, errlen, "--filter-event '%s': %s at column %zu", text, p.why, p.at + 1);
 	return -EINVAL;
 }
 
@@ -270,11 +274,28 @@ static bool is_string_field(const struct fe_field *f)
 	return f->kind == FE_STRING || f->kind == FE_CHARS;
 }
 
+/* Whether the number of @e can be a value of its bound number field (a field of B bits holds
+ * -2^(B-1) to 2^B-1: signed or unsigned, as a C comparison reads it); else what is wrong, in @why.
+ */
+static bool number_fits(const struct ef_node *e, char *why, size_t len)
+{
+	unsigned size = e->f->kind == FE_SYMBOL ? 8 : e->f->size, bits = 8 * size;
+
+	if (size >= 8 || !size)
+		return true;
+	if (e->num >= -(1ll << (bits - 1)) && e->num <= (long long)((1ull << bits) - 1))
+		return true;
+	msg_fmt(why, len, "%s is out of range for a %u-bit field (%lld to %llu)", e->str, bits,
+		-(1ll << (bits - 1)), (1ull << bits) - 1);
+	return false;
+}
+
 int ef_bind(struct ef_filter *f, const struct fe_spec *spec, char *err, size_t errlen)
 {
 	for (unsigned i = 0; i < f->nr_nodes; i++) {
 		struct ef_node *e = &f->nodes[i];
 		const char *why = NULL;
+		char range[96];
 
 		if (e->kind != EF_CMP)
 			continue;
@@ -288,9 +309,11 @@ int ef_bind(struct ef_filter *f, const struct fe_spec *spec, char *err, size_t e
 			why = "an array field cannot be compared";
 		else if (!is_string_field(e->f) && (e->op == EF_GLOB || e->is_string))
 			why = "a number field takes a number and == != < > <= >= &";
+		else if (!is_string_field(e->f) && !number_fits(e, range, sizeof(range)))
+			why = range;
 		if (why) {
-			snprintf(err, errlen, "--filter-event '%s': %s: %s at column %zu", f->text,
-				 e->field, why, e->pos + 1);
+			msg_fmt(err, errlen, "--filter-event '%s': %s: %s at column %zu", f->text,
+				e->field, why, e->pos + 1);
 			return -EINVAL;
 		}
 	}

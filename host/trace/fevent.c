@@ -1,5 +1,6 @@
 #include "host/trace/fevent.h"
 #include "host/trace/escape.h"
+#include "host/util/msg_fmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -20,7 +21,7 @@ struct parser {
 
 static int fail(struct parser *p, size_t at, const char *fmt, const char *what)
 {
-	snprintf(p->err, p->errlen, fmt, what);
+	msg_fmt(p->err, p->errlen, fmt, what);
 	*p->pos = at;
 	return -EINVAL;
 }
@@ -61,8 +62,8 @@ static int number(struct parser *p, int64_t *v, int64_t lo, int64_t hi, const ch
 	errno = 0;
 	*v = strtoll(s, &end, 0);
 	if (errno || *v < lo || *v > hi) {
-		snprintf(p->err, p->errlen, "%s out of range (%" PRId64 "..%" PRId64 ")", what, lo,
-			 hi);
+		msg_fmt(p->err, p->errlen, "%s out of range (%" PRId64 "..%" PRId64 ")", what, lo,
+			hi);
 		*p->pos = at;
 		return -EINVAL;
 	}

@@ -1,4 +1,5 @@
 #include "host/trace/fevent_btf.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -35,12 +36,12 @@ static int type_field(struct fe_field *f, const struct vmi_btf_value *v, const c
 		f->memory = true;
 		break;
 	case VMI_BTF_AGGREGATE:
-		snprintf(err, errlen, "%s: %s is %s passed by value, which hvtrace does not decode",
-			 func, what, v->c);
+		msg_fmt(err, errlen, "%s: %s is %s passed by value, which hvtrace does not decode",
+			func, what, v->c);
 		return -EINVAL;
 	default:
-		snprintf(err, errlen, "%s: %s has type %s, which hvtrace does not decode", func,
-			 what, v->c);
+		msg_fmt(err, errlen, "%s: %s has type %s, which hvtrace does not decode", func,
+			what, v->c);
 		return -EINVAL;
 	}
 	f->untyped = false;
@@ -54,7 +55,7 @@ static int add_step(struct fe_field *f, int64_t offset, bool deref, char *err, s
 	if (!deref && !offset)
 		return 0;
 	if (f->nr_steps == FE_MAX_STEPS) {
-		snprintf(err, errlen, "%s: too many dereferences", f->name);
+		msg_fmt(err, errlen, "%s: too many dereferences", f->name);
 		return -EINVAL;
 	}
 	f->steps[f->nr_steps++] = (struct fe_step){.offset = offset, .deref = deref};
@@ -85,9 +86,9 @@ static int resolve_members(struct fe_field *f, const char *path, struct vmi_btf_
 		path += n;
 		if (arrow) {
 			if (v.cls != VMI_BTF_PTR || !v.target) {
-				snprintf(err, errlen,
-					 "%s: '->%s' in '%s': not a pointer to a struct (%s)", func,
-					 m, f->name, v.c);
+				msg_fmt(err, errlen,
+					"%s: '->%s' in '%s': not a pointer to a struct (%s)", func,
+					m, f->name, v.c);
 				return -EINVAL;
 			}
 			if (in_memory && (add_step(f, offset, false, err, errlen) < 0 ||
@@ -97,28 +98,26 @@ static int resolve_members(struct fe_field *f, const char *path, struct vmi_btf_
 			id = v.target;
 		} else {
 			if (!in_memory || v.cls != VMI_BTF_AGGREGATE) {
-				snprintf(err, errlen, "%s: '.%s' in '%s': not a struct (%s)%s",
-					 func, m, f->name, v.c,
-					 v.cls == VMI_BTF_PTR ? ", use '->'" : "");
+				msg_fmt(err, errlen, "%s: '.%s' in '%s': not a struct (%s)%s", func,
+					m, f->name, v.c, v.cls == VMI_BTF_PTR ? ", use '->'" : "");
 				return -EINVAL;
 			}
 			id = v.id;
 		}
 		ret = vmi_btf_member(btf, id, m, &off, &v);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: '%s': %s '%s'", func, f->name,
-				 ret == -ENOENT	      ? "no member"
-				 : ret == -EOPNOTSUPP ? "a bitfield, which hvtrace does not decode:"
-						      : "broken BTF type at",
-				 m);
+			msg_fmt(err, errlen, "%s: '%s': %s '%s'", func, f->name,
+				ret == -ENOENT	     ? "no member"
+				: ret == -EOPNOTSUPP ? "a bitfield, which hvtrace does not decode:"
+						     : "broken BTF type at",
+				m);
 			return -EINVAL;
 		}
 		offset += off;
 		in_memory = true;
 	}
 	if (v.cls == VMI_BTF_AGGREGATE) {
-		snprintf(err, errlen, "%s: '%s' is %s: name one of its members", func, f->name,
-			 v.c);
+		msg_fmt(err, errlen, "%s: '%s' is %s: name one of its members", func, f->name, v.c);
 		return -EINVAL;
 	}
 	if (type_field(f, &v, func, f->name, err, errlen) < 0)
@@ -159,8 +158,8 @@ static int resolve_args(struct fe_spec *spec, const struct vmi_btf_proto *proto,
 
 	if (spec->all_args) {
 		if (proto->nr_params > FE_MAX_FIELDS) {
-			snprintf(err, errlen, "%s(*): %u parameters, more than %u fields",
-				 spec->func, proto->nr_params, FE_MAX_FIELDS);
+			msg_fmt(err, errlen, "%s(*): %u parameters, more than %u fields",
+				spec->func, proto->nr_params, FE_MAX_FIELDS);
 			return -EINVAL;
 		}
 		spec->nr_fields = 0;
@@ -170,8 +169,8 @@ static int resolve_args(struct fe_spec *spec, const struct vmi_btf_proto *proto,
 
 			memset(f, 0, sizeof(*f));
 			if (strlen(q->name) >= sizeof(f->name)) {
-				snprintf(err, errlen, "%s(*): parameter name '%s' too long",
-					 spec->func, q->name);
+				msg_fmt(err, errlen, "%s(*): parameter name '%s' too long",
+					spec->func, q->name);
 				return -EINVAL;
 			}
 			strcpy(f->name, q->name);
@@ -199,8 +198,8 @@ static int resolve_args(struct fe_spec *spec, const struct vmi_btf_proto *proto,
 				break;
 		if (k == proto->nr_params) {
 			list_params(list, sizeof(list), proto);
-			snprintf(err, errlen, "%s has no parameter '%.*s' (%s)", spec->func,
-				 (int)base, f->name, list);
+			msg_fmt(err, errlen, "%s has no parameter '%.*s' (%s)", spec->func,
+				(int)base, f->name, list);
 			return -EINVAL;
 		}
 		f->arg = k;
@@ -238,20 +237,20 @@ int fe_resolve_btf(struct fe_spec *spec, bool is_return, const struct vmi_btf *b
 		return 0;
 	if (!btf) {
 		if (spec->all_args) {
-			snprintf(err, errlen,
-				 "%s(*): every argument needs the guest's BTF, and this "
-				 "guest has none",
-				 spec->func);
+			msg_fmt(err, errlen,
+				"%s(*): every argument needs the guest's BTF, and this "
+				"guest has none",
+				spec->func);
 		} else {
 			const char *name = "";
 
 			for (unsigned i = 0; i < spec->nr_fields && !*name; i++)
 				if (spec->fields[i].untyped)
 					name = spec->fields[i].name;
-			snprintf(err, errlen,
-				 "%s: '%s' has no type, and this guest has no BTF to take "
-				 "it from (give one, e.g. 'long %s')",
-				 spec->func, name, name);
+			msg_fmt(err, errlen,
+				"%s: '%s' has no type, and this guest has no BTF to take "
+				"it from (give one, e.g. 'long %s')",
+				spec->func, name, name);
 		}
 		return -EINVAL;
 	}

@@ -1,4 +1,5 @@
 #include "host/trace/filter.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -30,7 +31,8 @@ static int check_each_matches(const struct vmi_sites *sites, char *const *globs,
 			if (filter_glob_match(globs[g], sites->v[i].func->name))
 				break;
 		if (i == sites->nr) {
-			snprintf(err, errlen, "%s '%s': matches no traceable function", flag, globs[g]);
+			msg_fmt(err, errlen, "%s '%s': matches no traceable function", flag,
+				globs[g]);
 			return -ENOENT;
 		}
 	}
@@ -65,9 +67,9 @@ int filter_select(const struct vmi_sites *sites, char *const *filters, size_t nr
 	}
 	if (!*nr) {
 		if (nr_notrace)
-			snprintf(err, errlen, "-n: excludes every function the filter selected");
+			msg_fmt(err, errlen, "-n: excludes every function the filter selected");
 		else
-			snprintf(err, errlen, "the guest has no traceable function");
+			msg_fmt(err, errlen, "the guest has no traceable function");
 		free(sel);
 		return -ENOENT;
 	}
@@ -91,8 +93,8 @@ int filter_add_events(const struct vmi_sites *sites, bool inside, const char *op
 			if (!strcmp(sites->v[i].func->name, label))
 				site = &sites->v[i];
 		if (!site) {
-			snprintf(err, errlen, "%s %s(...): %s is not a traceable function", opt,
-				 specs[e].func, specs[e].func);
+			msg_fmt(err, errlen, "%s %s(...): %s is not a traceable function", opt,
+				specs[e].func, specs[e].func);
 			return -ENOENT;
 		}
 		for (size_t k = 0; k < *nr && !have; k++)

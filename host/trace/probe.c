@@ -1,4 +1,5 @@
 #include "host/trace/probe.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -107,16 +108,16 @@ void probe_table_free(struct probe_table *t)
 static int verify_entry(struct probe *p, struct target *tgt, char *err, size_t errlen)
 {
 	if (!tgt->bp_in_place && !(p->stub && p->detour)) {
-		snprintf(err, errlen,
-			 "%s: no fentry site, and this target cannot run an instruction under a "
-			 "breakpoint in place",
-			 p->func->name);
+		msg_fmt(err, errlen,
+			"%s: no fentry site, and this target cannot run an instruction under a "
+			"breakpoint in place",
+			p->func->name);
 		return -ENOTSUP;
 	}
 	if (tgt->ops->translate(tgt, 0, p->addr, &p->gpa) < 0 ||
 	    tgt->ops->read_phys(tgt, p->gpa, &p->orig, 1) < 0) {
-		snprintf(err, errlen, "%s: entry 0x%" PRIx64 " is not mapped guest RAM",
-			 p->func->name, p->addr);
+		msg_fmt(err, errlen, "%s: entry 0x%" PRIx64 " is not mapped guest RAM",
+			p->func->name, p->addr);
 		return -EFAULT;
 	}
 	p->resolved = true;
@@ -141,23 +142,23 @@ int probe_verify_all(struct probe_table *t, struct target *tgt, char *err, size_
 		}
 		if (tgt->ops->translate(tgt, 0, p->addr, &gpa) < 0 ||
 		    tgt->ops->translate(tgt, 0, p->addr + n - 1, &last) < 0) {
-			snprintf(err, errlen, "%s: site 0x%" PRIx64 " is not mapped in the guest",
-				 p->func->name, p->addr);
+			msg_fmt(err, errlen, "%s: site 0x%" PRIx64 " is not mapped in the guest",
+				p->func->name, p->addr);
 			return -EFAULT;
 		}
 		/* the site's bytes are written at once by guest-physical address */
 		if (last != gpa + n - 1) {
-			snprintf(err, errlen,
-				 "%s: site 0x%" PRIx64 " spans two pages that are not adjacent in "
-				 "guest-physical memory",
-				 p->func->name, p->addr);
+			msg_fmt(err, errlen,
+				"%s: site 0x%" PRIx64 " spans two pages that are not adjacent in "
+				"guest-physical memory",
+				p->func->name, p->addr);
 			return -EFAULT;
 		}
 		if (tgt->ops->read_phys(tgt, gpa, bytes, n) < 0) {
-			snprintf(err, errlen,
-				 "%s: site 0x%" PRIx64 " maps guest-physical 0x%" PRIx64
-				 ", which is not guest RAM",
-				 p->func->name, p->addr, gpa);
+			msg_fmt(err, errlen,
+				"%s: site 0x%" PRIx64 " maps guest-physical 0x%" PRIx64
+				", which is not guest RAM",
+				p->func->name, p->addr, gpa);
 			return -EFAULT;
 		}
 		ret = vmi_site_check(target_arch(tgt), &site, bytes, err, errlen);
@@ -215,14 +216,13 @@ int probe_insert_all(struct probe_table *t, struct target *tgt, char *err, size_
 		ret = probe_insert(p, tgt);
 		if (ret < 0) {
 			if (ret == -ESTALE)
-				snprintf(err, errlen,
-					 "%s: site 0x%" PRIx64
-					 " was rewritten by the guest since it was verified",
-					 p->func->name, p->addr);
+				msg_fmt(err, errlen,
+					"%s: site 0x%" PRIx64
+					" was rewritten by the guest since it was verified",
+					p->func->name, p->addr);
 			else
-				snprintf(err, errlen,
-					 "%s: writing INT3 at 0x%" PRIx64 " failed: %s",
-					 p->func->name, p->addr, strerror(-ret));
+				msg_fmt(err, errlen, "%s: writing INT3 at 0x%" PRIx64 " failed: %s",
+					p->func->name, p->addr, strerror(-ret));
 			probe_remove_all(t, tgt);
 			return ret;
 		}

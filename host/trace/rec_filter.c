@@ -1,6 +1,7 @@
 #include "host/trace/rec_filter.h"
 
 #include "host/trace/filter.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@ int rec_filter_add_pid(struct rec_filter *f, const char *arg, char *err, size_t 
 	errno = 0;
 	pid = strtol(arg, &end, 10);
 	if (errno || end == arg || *end || arg[0] == '-' || arg[0] == '+' || pid > (1l << 30)) {
-		snprintf(err, errlen, "-P '%s': expected a guest pid (0 to %ld)", arg, 1l << 30);
+		msg_fmt(err, errlen, "-P '%s': expected a guest pid (0 to %ld)", arg, 1l << 30);
 		return -EINVAL;
 	}
 	v = realloc(f->pids, (f->nr_pids + 1) * sizeof(*v));
@@ -32,9 +33,9 @@ int rec_filter_add_comm(struct rec_filter *f, const char *glob, char *err, size_
 	char **v, *copy;
 
 	if (!glob[0] || strlen(glob) >= VMI_COMM_LEN * 4) {
-		snprintf(err, errlen,
-			 "--comm '%s': expected a task name or glob (1 to %d characters)", glob,
-			 VMI_COMM_LEN * 4 - 1);
+		msg_fmt(err, errlen,
+			"--comm '%s': expected a task name or glob (1 to %d characters)", glob,
+			VMI_COMM_LEN * 4 - 1);
 		return -EINVAL;
 	}
 	v = realloc(f->comms, (f->nr_comms + 1) * sizeof(*v));
@@ -102,8 +103,24 @@ int rec_filter_add_cpus(struct rec_filter *f, const char *list, char *err, size_
 	f->by_cpu = true;
 	return 0;
 bad:
-	snprintf(err, errlen, "--cpu '%s': %s at column %zu", list, why, (size_t)(at - list) + 1);
+	msg_fmt(err, errlen, "--cpu '%s': %s at column %zu", list, why, (size_t)(at - list) + 1);
 	return -EINVAL;
+}
+
+int rec_filter_check_cpus(const struct rec_filter *f, unsigned nr_cpus, char *err, size_t errlen)
+{
+	if (!f->by_cpu)
+		return 0;
+	for (unsigned c = nr_cpus; c < REC_FILTER_MAX_CPUS; c++)
+		if (f->cpus[c / 64] & (1ull << (c % 64))) {
+			if (nr_cpus == 1)
+				msg_fmt(err, errlen, "--cpu: CPU %u: the guest has 1 vCPU (0)", c);
+			else
+				msg_fmt(err, errlen, "--cpu: CPU %u: the guest has %u vCPUs (0-%u)",
+					c, nr_cpus, nr_cpus - 1);
+			return -EINVAL;
+		}
+	return 0;
 }
 
 int rec_filter_add_event(struct rec_filter *f, uint64_t ip, const struct ef_filter *ef)

@@ -38,6 +38,11 @@ int rec_filter_add_comm(struct rec_filter *f, const char *glob, char *err, size_
  * REC_FILTER_MAX_CPUS, ranges ascending). 0, or -EINVAL with "--cpu 'LIST': ... at column N". */
 int rec_filter_add_cpus(struct rec_filter *f, const char *list, char *err, size_t errlen);
 
+/* --cpu against a guest of @nr_cpus vCPUs: 0, or -EINVAL with "--cpu: CPU N is not one of the
+ * guest's M vCPUs (0-M-1)" in @err for the first CPU the list names that the guest does not have
+ * (records of it can never come: the trace would keep nothing of it). Pure. */
+int rec_filter_check_cpus(const struct rec_filter *f, unsigned nr_cpus, char *err, size_t errlen);
+
 /* --filter-event: event records of the probe at @ip are kept only if @ef (bound, outliving @f)
  * accepts their payload. 0 or -ENOMEM. */
 int rec_filter_add_event(struct rec_filter *f, uint64_t ip, const struct ef_filter *ef);

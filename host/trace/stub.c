@@ -1,4 +1,5 @@
 #include "host/trace/stub.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -157,44 +158,46 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->stack_shift = g->stack_shift;
 	s->cpu_from = g->cpu_aux_mask ? "rdtscp" : g->cpu_cpuid ? "cpuid" : "gs";
 	if (!tgt->ops->stub_map || !tgt->ops->kernel_gpa) {
-		snprintf(err, errlen, "the %s target cannot place stub probes", tgt->name);
+		msg_fmt(err, errlen, "the %s target cannot place stub probes", tgt->name);
 		return -ENOTSUP;
 	}
 	if (g->nr_detours > STUB_DETOURS_MAX) {
-		snprintf(err, errlen, "stub probes: %u functions at their entry (at most %u)",
-			 g->nr_detours, STUB_DETOURS_MAX);
+		msg_fmt(err, errlen, "stub probes: %u functions at their entry (at most %u)",
+			g->nr_detours, STUB_DETOURS_MAX);
 		return -ENOTSUP;
 	}
 	if (nr_cpus > STUB_MAX_CPUS || code > PAGE) {
-		snprintf(err, errlen, "stub probes: %u CPUs (at most %u)", nr_cpus, STUB_MAX_CPUS);
+		msg_fmt(err, errlen, "stub probes: %u CPUs (at most %u)", nr_cpus, STUB_MAX_CPUS);
 		return -ENOTSUP;
 	}
 	ret = tgt->ops->stub_map(tgt, lo, hi, min, want, &s->reg, why, sizeof(why));
 	if (ret < 0) {
 		/* one line: the size that did not fit, then where (the target's reason) */
-		snprintf(err, errlen,
-			 "stub probes: rings of %" PRIu64 " KiB per CPU (%" PRIu64
-			 " KiB for %u CPUs with the stub) cannot be placed: %s",
-			 min_records * STUB_REC_SIZE >> 10, min >> 10, nr_cpus,
-			 strncmp(why, "stub probes: ", 13) ? why : why + 13);
+		msg_fmt(err, errlen,
+			"stub probes: rings of %" PRIu64 " KiB per CPU (%" PRIu64
+			" KiB for %u CPUs with the stub) cannot be placed: %s",
+			min_records * STUB_REC_SIZE >> 10, min >> 10, nr_cpus,
+			strncmp(why, "stub probes: ", 13) ? why : why + 13);
 		return ret;
 	}
 	if (s->reg.size < min || s->reg.size > want) {
 		tgt->ops->stub_unmap(tgt, &s->reg);
-		snprintf(err, errlen,
-			 "stub probes: the %s target placed %" PRIu64 " KiB (%" PRIu64 "-%" PRIu64
-			 " KiB asked)",
-			 tgt->name, s->reg.size >> 10, min >> 10, want >> 10);
+		msg_fmt(err, errlen,
+			"stub probes: the %s target placed %" PRIu64 " KiB (%" PRIu64 "-%" PRIu64
+			" KiB asked)",
+			tgt->name, s->reg.size >> 10, min >> 10, want >> 10);
 		return -ERANGE;
 	}
 	/* The stub of an earlier hvtrace that died with its guardian keeps working there on its own
 	 * (sites call it, return slots point into it): overwriting it would crash the guest. */
 	if (stub_live_at(tgt, s->reg.gpa)) {
 		tgt->ops->stub_unmap(tgt, &s->reg);
-		snprintf(err, errlen,
-			 "stub probes: the stub of an earlier hvtrace is still live in this guest at "
-			 "guest-physical 0x%" PRIx64 " (it was killed with its guardian); use --probe trap",
-			 s->reg.gpa);
+		msg_fmt(
+		    err, errlen,
+		    "stub probes: the stub of an earlier hvtrace is still live in this guest at "
+		    "guest-physical 0x%" PRIx64
+		    " (it was killed with its guardian); use --probe trap",
+		    s->reg.gpa);
 		return -EBUSY;
 	}
 	if (s->reg.size == want) {
@@ -241,9 +244,8 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 		tgt->ops->stub_protect(tgt, &s->reg, s->detour_off, detours);
 	if (ret < 0) {
 		tgt->ops->stub_unmap(tgt, &s->reg);
-		snprintf(err, errlen,
-			 "stub region at guest-physical 0x%" PRIx64 ": cannot write it",
-			 s->reg.gpa);
+		msg_fmt(err, errlen, "stub region at guest-physical 0x%" PRIx64 ": cannot write it",
+			s->reg.gpa);
 		return ret;
 	}
 	s->placed = true;
@@ -370,7 +372,7 @@ int stub_detour_write(struct stub *s, unsigned idx, const struct arch_reloc_plan
 	int ret;
 
 	if (idx >= s->nr_detours || a->encode_branch(at, s->entry[which], true, now) < 0) {
-		snprintf(why, whylen, "no detour slot %u within reach of the stub", idx);
+		msg_fmt(why, whylen, "no detour slot %u within reach of the stub", idx);
 		return -ERANGE;
 	}
 	ret = a->detour_code(plan, &slot, at, s->entry[which], code, &len, why, whylen);
@@ -384,8 +386,9 @@ int stub_detour_write(struct stub *s, unsigned idx, const struct arch_reloc_plan
 		if (ret == 0)
 			ret = s->tgt->ops->write_text(s->tgt, gpa + off, now, code + off, n);
 		if (ret < 0) {
-			snprintf(why, whylen, "cannot write detour slot %u at guest-physical 0x%" PRIx64,
-				 idx, gpa + off);
+			msg_fmt(why, whylen,
+				"cannot write detour slot %u at guest-physical 0x%" PRIx64, idx,
+				gpa + off);
 			return ret;
 		}
 	}

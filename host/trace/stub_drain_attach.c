@@ -6,6 +6,7 @@
 #include "host/trace/clock.h"
 #include "host/trace/live_frames.h"
 #include "host/trace/shadow.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -196,7 +197,7 @@ static bool vcpu_inside_replaced(struct stub_drain *d, char *why, size_t len)
 		uint64_t ip;
 
 		if (tgt->ops->get_regs(tgt, i, &regs) < 0) {
-			snprintf(why, len, "the registers of vCPU %u cannot be read", i);
+			msg_fmt(why, len, "the registers of vCPU %u cannot be read", i);
 			return true;
 		}
 		ip = arch_regs_ip(target_arch(tgt), &regs);
@@ -204,19 +205,19 @@ static bool vcpu_inside_replaced(struct stub_drain *d, char *why, size_t len)
 			const struct probe *p = d->detour_probe[k];
 
 			if (ip > p->addr && ip < p->addr + p->detour->len) {
-				snprintf(why, len,
-					 "vCPU %u stays inside the first bytes of %s, which its "
-					 "detour replaces",
-					 i, p->func->name);
+				msg_fmt(why, len,
+					"vCPU %u stays inside the first bytes of %s, which its "
+					"detour replaces",
+					i, p->func->name);
 				return true;
 			}
 		}
 		/* what it interrupted is on a stack the task walk does not see (the IRQ stack) */
 		if (d->c.task && d->c.task->list.valid && cpu_in_interrupt(d, i)) {
-			snprintf(why, len,
-				 "vCPU %u stays in an interrupt (what it interrupted, on the "
-				 "interrupt stack, cannot be looked at)",
-				 i);
+			msg_fmt(why, len,
+				"vCPU %u stays in an interrupt (what it interrupted, on the "
+				"interrupt stack, cannot be looked at)",
+				i);
 			return true;
 		}
 	}
@@ -269,7 +270,7 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 	long n;
 
 	if (inner_points(d, &pt) < 0) {
-		snprintf(err, errlen, "stub detours: out of memory");
+		msg_fmt(err, errlen, "stub detours: out of memory");
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -278,16 +279,16 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 		       clock_now_ms() < leave_by && run_a_little(tgt))
 			;
 		if (vcpu_inside_replaced(d, why, sizeof(why))) {
-			snprintf(err, errlen, "stub detours: %s (use --probe trap)", why);
+			msg_fmt(err, errlen, "stub detours: %s (use --probe trap)", why);
 			ret = -EBUSY;
 			goto out;
 		}
 		n = scan_saved(d, &pt);
 		if (n < 0) {
-			snprintf(err, errlen, "stub detours: %s cannot be read: %s",
-				 pt.seen.scope == LIVE_FRAMES_TASKS ? "the guest's task list"
+			msg_fmt(err, errlen, "stub detours: %s cannot be read: %s",
+				pt.seen.scope == LIVE_FRAMES_TASKS ? "the guest's task list"
 								   : "guest RAM",
-				 strerror((int)-n));
+				strerror((int)-n));
 			ret = (int)n;
 			goto out;
 		}
@@ -302,8 +303,10 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 		if (!pt.hit[k])
 			continue;
 		if (!tgt->bp_in_place) {
-			snprintf(err, errlen, "%s: %s may resume inside its first bytes: no detour (use --probe trap)",
-				 p->func->name, saved_where(pt.seen.scope));
+			msg_fmt(err, errlen,
+				"%s: %s may resume inside its first bytes: no detour (use --probe "
+				"trap)",
+				p->func->name, saved_where(pt.seen.scope));
 			ret = -EBUSY;
 			goto out;
 		}
@@ -311,8 +314,8 @@ static int no_context_inside(struct stub_drain *d, char *err, size_t errlen)
 		p->stub = false;
 		ret = probe_insert(p, tgt);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: entry 0x%" PRIx64 ": cannot insert a breakpoint",
-				 p->func->name, p->addr);
+			msg_fmt(err, errlen, "%s: entry 0x%" PRIx64 ": cannot insert a breakpoint",
+				p->func->name, p->addr);
 			goto out;
 		}
 		fprintf(stderr,
@@ -358,8 +361,9 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 	if (!d->nr_detours)
 		return 0;
 	if ((!tgt->ops->scan_ram && !(d->c.task && d->c.task->list.valid)) || !tgt->ops->get_regs) {
-		snprintf(err, errlen, "stub detours: the %s target cannot show where its contexts are",
-			 tgt->name);
+		msg_fmt(err, errlen,
+			"stub detours: the %s target cannot show where its contexts are",
+			tgt->name);
 		return -ENOTSUP;
 	}
 	for (unsigned k = 0; k < d->nr_detours; k++) {
@@ -373,23 +377,23 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 		    tgt->ops->translate(tgt, 0, p->addr + jmp_len - 1, &last) < 0 ||
 		    last != p->gpa + jmp_len - 1) {
 			/* the JMP's five bytes are written at once by guest-physical address */
-			snprintf(err, errlen,
-				 "%s: entry 0x%" PRIx64 " is not mapped, or its first five bytes "
-				 "span two pages apart in guest-physical memory",
-				 p->func->name, p->addr);
+			msg_fmt(err, errlen,
+				"%s: entry 0x%" PRIx64 " is not mapped, or its first five bytes "
+				"span two pages apart in guest-physical memory",
+				p->func->name, p->addr);
 			return -EFAULT;
 		}
 		if (tgt->ops->read_phys(tgt, p->gpa, p->nop, jmp_len) < 0 ||
 		    memcmp(p->nop, p->detour->bytes, jmp_len)) {
-			snprintf(err, errlen, "%s: entry 0x%" PRIx64 " changed since it was read",
-				 p->func->name, p->addr);
+			msg_fmt(err, errlen, "%s: entry 0x%" PRIx64 " changed since it was read",
+				p->func->name, p->addr);
 			return -ESTALE;
 		}
 		p->resolved = true;
 		ret = stub_detour_write(&d->stub, k, p->detour, p->hooks_return, p->event != NULL,
 					graph && p->graph_root, why, sizeof(why));
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: stub detour: %s", p->func->name, why);
+			msg_fmt(err, errlen, "%s: stub detour: %s", p->func->name, why);
 			return ret;
 		}
 	}
@@ -403,9 +407,9 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 			continue;
 		ret = stub_detour_patch(&d->stub, k, p->addr, p->gpa, p->nop);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: entry 0x%" PRIx64 ": %s", p->func->name, p->addr,
-				 ret == -ESTALE ? "rewritten by the guest since it was read"
-						: "cannot write the JMP to its detour");
+			msg_fmt(err, errlen, "%s: entry 0x%" PRIx64 ": %s", p->func->name, p->addr,
+				ret == -ESTALE ? "rewritten by the guest since it was read"
+					       : "cannot write the JMP to its detour");
 			p->patched = stub_detour_may_jump(&d->stub, k, p->addr, p->gpa);
 			return ret;
 		}
@@ -458,7 +462,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	d->scratch = malloc(cfg->max_payload + 1);
 	if (!d->buf || !d->tc || !d->scratch || list_detours(d) < 0) {
 		free_buffers(d);
-		snprintf(err, errlen, "stub drain: out of memory");
+		msg_fmt(err, errlen, "stub drain: out of memory");
 		return -ENOMEM;
 	}
 	d->clock_anchored = d->have_offset = false;
@@ -483,11 +487,11 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 			continue;
 		ret = patch_site(d, p);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: site 0x%" PRIx64 ": %s", p->func->name, p->addr,
-				 ret == -EILSEQ	  ? "not a NOP5"
-				 : ret == -ERANGE ? "the stub is out of CALL rel32 reach"
-				 : ret == -ESTALE ? "rewritten by the guest since it was verified"
-						  : "cannot write the CALL");
+			msg_fmt(err, errlen, "%s: site 0x%" PRIx64 ": %s", p->func->name, p->addr,
+				ret == -EILSEQ	 ? "not a NOP5"
+				: ret == -ERANGE ? "the stub is out of CALL rel32 reach"
+				: ret == -ESTALE ? "rewritten by the guest since it was verified"
+						 : "cannot write the CALL");
 			/* a write the target failed may have landed all the same: the bytes say */
 			p->patched = stub_may_call(&d->stub, p->addr, p->gpa);
 			free_buffers(d);
@@ -511,7 +515,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 		free_buffers(d);
 		atomic_store(&d->horizon, UINT64_MAX);
 		undo_attach(d);
-		snprintf(err, errlen, "cannot start the stub drain thread: %s", strerror(ret));
+		msg_fmt(err, errlen, "cannot start the stub drain thread: %s", strerror(ret));
 		return -ret;
 	}
 	d->running = true;

@@ -3,6 +3,7 @@
 #include "host/trace/tracer.h"
 #include "host/trace/tracer_int.h"
 #include "host/trace/clock.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -41,7 +42,7 @@ static int attach_stubs(struct tracer *t, char *err, size_t errlen)
 	int ret = t->tgt->ops->pause(t->tgt);
 
 	if (ret < 0) {
-		snprintf(err, errlen, "cannot stop the vCPUs to patch: %s", strerror(-ret));
+		msg_fmt(err, errlen, "cannot stop the vCPUs to patch: %s", strerror(-ret));
 		return ret;
 	}
 	ret = stub_drain_attach(&t->stub, &cfg, err, errlen);
@@ -78,8 +79,8 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 			ret = t->tgt->ops->insert_bp(t->tgt, t->trampoline, t->trampoline_gpa,
 						     t->trampoline_orig);
 		if (ret < 0) {
-			snprintf(err, errlen, "return trampoline at 0x%llx: cannot write INT3: %s",
-				 (unsigned long long)t->trampoline, strerror(-ret));
+			msg_fmt(err, errlen, "return trampoline at 0x%llx: cannot write INT3: %s",
+				(unsigned long long)t->trampoline, strerror(-ret));
 			atomic_store(&t->active, 0);
 			return ret;
 		}
@@ -92,7 +93,7 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 			if (ret == 0 && probe_always_armed(p))
 				ret = probe_insert(p, t->tgt);
 		if (ret < 0 && !*err)
-			snprintf(err, errlen, "cannot insert a breakpoint: %s", strerror(-ret));
+			msg_fmt(err, errlen, "cannot insert a breakpoint: %s", strerror(-ret));
 		if (ret < 0)
 			probe_remove_all(&t->probes, t->tgt);
 	} else {

@@ -1,5 +1,6 @@
 #include "host/trace/trigger.h"
 #include "host/trace/fevent.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -68,7 +69,7 @@ int trigger_parse(const char *text, struct trigger *t, char *err, size_t errlen)
 	}
 	return 0;
 bad:
-	snprintf(err, errlen, "--trigger '%s': %s", text, why);
+	msg_fmt(err, errlen, "--trigger '%s': %s", text, why);
 	return -EINVAL;
 }
 

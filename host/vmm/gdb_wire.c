@@ -9,6 +9,8 @@
  * with no stop reply at all.
  */
 #include "host/vmm/gdb_wire.h"
+#include "host/util/msg_fmt.h"
+#include "host/util/peer_text.h"
 #include "host/vmm/tcp.h"
 #include "host/trace/clock.h"
 
@@ -32,9 +34,9 @@ int gdb_wire_bad_reply(struct gdb *g, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	msg_vfmt(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	tcp_printable(g->pkt, g->pkt_len, text, sizeof(text));
+	peer_text(g->pkt, g->pkt_len, text, sizeof(text));
 	return lie(g, "'%s' %s", text, what);
 }
 

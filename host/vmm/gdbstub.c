@@ -4,6 +4,7 @@
 #include "host/vmm/gdbstub.h"
 #include "host/vmm/gdb_wire.h"
 #include "host/vmm/tcp.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -31,9 +32,9 @@ int gdb_command(struct gdb *g, const char *cmd)
 static int negotiation_failed(struct gdb *g, const char *step, int rc, char *err, size_t errlen)
 {
 	if (g->why[0])
-		snprintf(err, errlen, "%s", g->why);
+		msg_fmt(err, errlen, "%s", g->why);
 	else
-		snprintf(err, errlen, "gdbstub: %s: %s", step, strerror(-rc));
+		msg_fmt(err, errlen, "gdbstub: %s: %s", step, strerror(-rc));
 	close(g->fd);
 	g->fd = -1;
 	return rc;
@@ -102,15 +103,16 @@ int gdb_connect(struct gdb *g, const char *host, int port, char *err, size_t err
 	fd = tcp_connect(host, service, &gai);
 	if (fd < 0) {
 		if (fd == -EHOSTUNREACH && gai)
-			snprintf(err, errlen, "gdbstub %s:%d: %s", host, port, gai_strerror(gai));
+			msg_fmt(err, errlen, "gdbstub %s:%d: %s", host, port, gai_strerror(gai));
 		else
-			snprintf(err, errlen, "gdbstub %s:%d: connect: %s", host, port, strerror(-fd));
+			msg_fmt(err, errlen, "gdbstub %s:%d: connect: %s", host, port,
+				strerror(-fd));
 		return fd;
 	}
 	/* Without it every small request waits for the previous segment's delayed ACK (~40 ms). */
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "gdbstub %s:%d: TCP_NODELAY: %s", host, port, strerror(-rc));
+		msg_fmt(err, errlen, "gdbstub %s:%d: TCP_NODELAY: %s", host, port, strerror(-rc));
 		close(fd);
 		return rc;
 	}

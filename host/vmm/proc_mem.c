@@ -1,5 +1,6 @@
 /* Guest RAM through a VMM process's /proc/PID/mem at the regions of a guest-physical map. */
 #include "host/vmm/proc_mem.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +19,7 @@ int proc_mem_open(struct proc_mem *m, pid_t pid, char *err, size_t errlen)
 	m->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (m->fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "pid %d: %s: %s", (int)pid, path, strerror(-rc));
+		msg_fmt(err, errlen, "pid %d: %s: %s", (int)pid, path, strerror(-rc));
 		return rc;
 	}
 	return 0;

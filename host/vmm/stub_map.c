@@ -3,6 +3,7 @@
 #include "host/vmm/stub_map.h"
 #include "host/vmm/stub_pt.h"
 #include "arch/arch.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -75,13 +76,12 @@ int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char 
 	int ret;
 
 	if (!q->va) {
-		snprintf(err, errlen, "stub probes: no free guest memory known for the stub");
+		msg_fmt(err, errlen, "stub probes: no free guest memory known for the stub");
 		return -ENOTSUP;
 	}
 	if ((q->resv_gpa | q->resv_size) & (PMD_SPAN - 1)) {
-		snprintf(err, errlen,
-			 "stub probes: reserved RAM 0x%llx+0x%llx is not 2 MiB aligned",
-			 (unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size);
+		msg_fmt(err, errlen, "stub probes: reserved RAM 0x%llx+0x%llx is not 2 MiB aligned",
+			(unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size);
 		return -EINVAL;
 	}
 	base = stub_map_gpa(q);
@@ -96,12 +96,11 @@ int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char 
 	if (size > want)
 		size = (want + X86_PAGE_SIZE - 1) & ~(X86_PAGE_SIZE - 1);
 	if (size < min || q->phys_hi - pt < X86_PAGE_SIZE) {
-		snprintf(err, errlen,
-			 "stub probes: %llu KiB free at guest-physical 0x%llx (%s%s%s)",
-			 (unsigned long long)size >> 10, (unsigned long long)base,
-			 q->resv_size ? "the RAM range the kernel reserved" : "low memory",
-			 !q->resv_size && low_why && *low_why ? ": " : "",
-			 !q->resv_size && low_why ? low_why : "");
+		msg_fmt(err, errlen, "stub probes: %llu KiB free at guest-physical 0x%llx (%s%s%s)",
+			(unsigned long long)size >> 10, (unsigned long long)base,
+			q->resv_size ? "the RAM range the kernel reserved" : "low memory",
+			!q->resv_size && low_why && *low_why ? ": " : "",
+			!q->resv_size && low_why ? low_why : "");
 		return -ENOSPC;
 	}
 	npde = (unsigned)((size + PMD_SPAN - 1) / PMD_SPAN);
@@ -115,10 +114,10 @@ int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char 
 	if (run < npde && q->va > IMAGE_MAP_BASE)
 		run = free_pde_run(mem, kcr3, kla57, IMAGE_MAP_BASE, q->va, npde, &va);
 	if (run < npde || !within_2g(va + X86_PAGE_SIZE, lo) || !within_2g(va, hi)) {
-		snprintf(err, errlen,
-			 "stub probes: no %u free 2 MiB kernel address slots in the image's 1 GiB "
-			 "within 2 GiB of the traced code",
-			 npde);
+		msg_fmt(err, errlen,
+			"stub probes: no %u free 2 MiB kernel address slots in the image's 1 GiB "
+			"within 2 GiB of the traced code",
+			npde);
 		return -ENOSPC;
 	}
 	q->saved_len = size;
@@ -127,15 +126,15 @@ int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char 
 	q->pde_gpa = calloc(npde, sizeof(*q->pde_gpa));
 	q->pde_old = calloc(npde, sizeof(*q->pde_old));
 	if (!q->saved || !q->pde_gpa || !q->pde_old) {
-		snprintf(err, errlen, "stub probes: out of memory keeping %llu KiB of guest memory",
-			 (unsigned long long)size >> 10);
+		msg_fmt(err, errlen, "stub probes: out of memory keeping %llu KiB of guest memory",
+			(unsigned long long)size >> 10);
 		ret = -ENOMEM;
 		goto fail;
 	}
 	if (mem_read(mem, base, q->saved, size) < 0 ||
 	    mem_read(mem, pt, q->saved_pt, X86_PAGE_SIZE) < 0) {
-		snprintf(err, errlen, "stub probes: cannot read guest memory at 0x%llx",
-			 (unsigned long long)base);
+		msg_fmt(err, errlen, "stub probes: cannot read guest memory at 0x%llx",
+			(unsigned long long)base);
 		ret = -EFAULT;
 		goto fail;
 	}
@@ -143,7 +142,7 @@ int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char 
 		if (x86_pde_addr(read_pte, (void *)mem, kcr3, kla57, va + i * PMD_SPAN,
 				 &q->pde_gpa[i]) < 0 ||
 		    mem_read(mem, q->pde_gpa[i], &q->pde_old[i], 8) < 0) {
-			snprintf(err, errlen, "stub probes: cannot read the guest's page tables");
+			msg_fmt(err, errlen, "stub probes: cannot read the guest's page tables");
 			ret = -EFAULT;
 			goto fail;
 		}
@@ -151,7 +150,7 @@ int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char 
 	wrote = true;
 	q->saved_pt_gpa = pt;
 	if (mem_write(mem, pt, ptes, sizeof(ptes)) < 0) {
-		snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
+		msg_fmt(err, errlen, "stub probes: cannot write the guest's page tables");
 		ret = -EFAULT;
 		goto fail;
 	}
@@ -160,7 +159,7 @@ int stub_map_map(struct stub_map *q, const struct stub_map_mem *mem, const char 
 		pde = q->nr_pde ? stub_pt_large_entry(base + (uint64_t)q->nr_pde * PMD_SPAN, false)
 				: stub_pt_table_entry(pt);
 		if (mem_write(mem, q->pde_gpa[q->nr_pde], &pde, 8) < 0) {
-			snprintf(err, errlen, "stub probes: cannot write the guest's page tables");
+			msg_fmt(err, errlen, "stub probes: cannot write the guest's page tables");
 			ret = -EFAULT;
 			goto fail;
 		}

@@ -1,4 +1,5 @@
 #include "host/vmm/tcp.h"
+#include "host/util/msg_fmt.h"
 #include "host/trace/clock.h"
 
 #include <errno.h>
@@ -30,28 +31,6 @@ bool tcp_interrupted(void)
 	struct pollfd pfd = {.fd = intr_fd, .events = POLLIN};
 
 	return intr_fd >= 0 && poll(&pfd, 1, 0) == 1;
-}
-
-const char *tcp_printable(const void *p, size_t len, char *out, size_t outlen)
-{
-	const unsigned char *b = p;
-	size_t o = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		char e[8];
-		int n = b[i] >= 0x20 && b[i] < 0x7f ? snprintf(e, sizeof(e), "%c", b[i])
-						    : snprintf(e, sizeof(e), "\\x%02x", b[i]);
-
-		if (o + (size_t)n + (i + 1 < len ? 3 : 0) >= outlen) {
-			memcpy(out + o, "...", 3);
-			o += 3;
-			break;
-		}
-		memcpy(out + o, e, (size_t)n);
-		o += (size_t)n;
-	}
-	out[o] = '\0';
-	return out;
 }
 
 /* Waits until @fd is ready for @events, @deadline or a stop. 0, -ETIMEDOUT, -EINTR, -errno. */
@@ -105,7 +84,7 @@ int tcp_why(char *buf, size_t len, int rc, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
+	msg_vfmt(buf, len, fmt, ap);
 	va_end(ap);
 	return rc;
 }

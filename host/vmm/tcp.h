@@ -27,11 +27,6 @@ int tcp_interrupt_fd(void);
 /* Whether the fd of tcp_set_interrupt is readable now (a stop is asked). Any thread. */
 bool tcp_interrupted(void);
 
-/* Up to @outlen - 1 characters (@outlen >= 8) showing the @len bytes a peer sent at @p in a
- * message: printable ASCII as is, any other byte as \xNN, "..." where cut. Returns @out. Any
- * thread. */
-const char *tcp_printable(const void *p, size_t len, char *out, size_t outlen);
-
 /* Writes one line of printf @fmt into @buf (the reason a client keeps for its last failure) and
  * returns @rc. Any thread. */
 int tcp_why(char *buf, size_t len, int rc, const char *fmt, ...)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -252,16 +253,193 @@ static void test_stdout_write_error(void **state)
 	expect_stdout_full(help);
 }
 
+/* ---- issue 37: long values keep their reason (class 6), option sets that could only give an
+ * empty trace (class 10), wording that says what is wrong (class 13); none needs /dev/kvm ---- */
+
+/* @n bytes of @c, NUL-terminated (malloc'd). */
+static char *repeat(char c, size_t n)
+{
+	char *s = malloc(n + 1);
+
+	assert_non_null(s);
+	memset(s, c, n);
+	s[n] = 0;
+	return s;
+}
+
+/* hvtrace @argv; its stderr is one line, exit @status, and the line ends with @tail. */
+static void expect_tail(const char *const *argv, int status, const char *tail)
+{
+	struct hv_result r;
+	size_t n, t = strlen(tail);
+
+	hv_run(&r, argv, 0, 0);
+	n = strlen(r.err);
+	assert_int_equal(r.status, status);
+	assert_int_equal(count_lines(r.err), 1);
+	if (n < t || strcmp(r.err + n - t, tail))
+		fail_msg("stderr does not end with \"%s\": \"%s\"", tail, r.err);
+	assert_true(n < 1024); /* the echoed value was shortened */
+	assert_memory_equal(r.err, "hvtrace: ", 9);
+	hv_result_free(&r);
+}
+
+/* Class 6: a 100 KB -l glob, a 10 KB --qmp path and a 500-character --filter-event print their
+ * reason; the value is shortened to its head and its length. */
+static void test_long_values_keep_reason(void **state)
+{
+	char *glob = repeat('a', 100000), *name = repeat('n', 10000), *fe = repeat('x', 480);
+	char expr[600];
+
+	(void)state;
+	{
+		const char *argv[] = {"run", "-l", glob, hv_guest(NULL), NULL};
+
+		expect_tail(argv, 2, "aaaa...(100000 bytes)': matches no traceable function\n");
+	}
+	{
+		const char *argv[] = {"attach", "--qmp", name, NULL};
+
+		expect_tail(argv, 2, "nnnn...(10000 bytes): longer than 127 bytes\n");
+	}
+	snprintf(expr, sizeof(expr), "fib: n == 1 && %s == 2", fe); /* 500 characters */
+	{
+		const char *argv[] = {"run", "-e",	     "fib(int n)", "--filter-event",
+				      expr,  hv_guest(NULL), NULL};
+
+		expect_tail(argv, 2, "xxxx...(500 bytes)': field name too long at column 16\n");
+	}
+	free(glob);
+	free(name);
+	free(fe);
+}
+
+/* Class 10: what can only give an empty trace is refused, as --max-depth without function_graph. */
+static void test_empty_trace_refused(void **state)
+{
+	static const struct hv_run_case c[] = {
+	    {"-p nop -l fib",
+	     {"run", "-p", "nop", "-l", "fib", GUEST},
+	     REFUSED(
+		 "hvtrace: -l: -p nop traces no function (use -p function or function_graph)\n")},
+	    {"-p nop -n fib",
+	     {"run", "-p", "nop", "-n", "fib", "-e", "fib(int n)", GUEST},
+	     REFUSED(
+		 "hvtrace: -n: -p nop traces no function (use -p function or function_graph)\n")},
+	    {"--tracing-off without traceon",
+	     {"run", "--tracing-off", "--trigger", "fib:traceoff", GUEST},
+	     REFUSED(
+		 "hvtrace: --tracing-off: no --trigger FUNC:traceon turns tracing on (the trace "
+		 "would be empty)\n")},
+	    {"--cpu 99 of 2",
+	     {"run", "--cpu", "99", GUEST},
+	     REFUSED("hvtrace: --cpu: CPU 99: the guest has 2 vCPUs (0-1)\n")},
+	    {"--cpu 0-1 of 1",
+	     {"run", "--smp", "1", "--cpu", "0-1", GUEST},
+	     REFUSED("hvtrace: --cpu: CPU 1: the guest has 1 vCPU (0)\n")},
+	    {"--cpu 3 of 2",
+	     {"run", "--smp", "2", "--cpu", "3", GUEST},
+	     REFUSED("hvtrace: --cpu: CPU 3: the guest has 2 vCPUs (0-1)\n")},
+	};
+
+	(void)state;
+	play(c, ARRAY_LEN(c));
+}
+
+/* Class 13: a --qmp that is empty, a directory or a regular file; report inputs that are missing or
+ * directories; a --filter-event number out of 64 bits. */
+static void test_wording(void **state)
+{
+	char dir[] = "/tmp/hvt-refusals-XXXXXX", file[64], want[256];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/plain", dir);
+	hv_write_text(file, "not a socket\n");
+	{
+		const struct hv_run_case c[] = {
+		    {"--qmp ''",
+		     {"attach", "--qmp", ""},
+		     {.status = 2,
+		      .err_is =
+			  "hvtrace: qmp: an empty address (unix:PATH, PATH or tcp:HOST:PORT)\n"}},
+		    {"--filter-event number out of 64 bits",
+		     {"run", "-e", "fib(int n)", "--filter-event", "fib: n > 99999999999999999999",
+		      GUEST},
+		     REFUSED(
+			 "hvtrace: --filter-event 'fib: n > 99999999999999999999': a number out of "
+			 "range (64 bits) at column 10\n")},
+		};
+
+		play(c, ARRAY_LEN(c));
+	}
+	{
+		const char *argv[] = {"attach", "--qmp", dir, NULL};
+
+		snprintf(want, sizeof(want), "hvtrace: qmp %s: a directory, not a socket\n", dir);
+		expect_tail(argv, 2, want);
+	}
+	{
+		const char *argv[] = {"attach", "--qmp", file, NULL};
+
+		snprintf(want, sizeof(want), "hvtrace: qmp %s: a regular file, not a socket\n",
+			 file);
+		expect_tail(argv, 2, want);
+	}
+	{
+		/* QEMU's inputs, before QEMU starts (it failed after its monitor was up: "qmp:
+		 * qmp_capabilities: Connection reset by peer", exit 6) */
+		const char *argv[] = {"run", "--qemu", "--kernel", dir, NULL};
+
+		snprintf(want, sizeof(want), "hvtrace: --kernel %s: not a regular file\n", dir);
+		expect_tail(argv, 2, want);
+	}
+	{
+		const char *argv[] = {
+		    "run", "--qemu", "--kernel", file, "--initrd", "/nonexistent/initrd", NULL};
+
+		expect_tail(argv, 2,
+			    "hvtrace: --initrd /nonexistent/initrd: No such file or directory\n");
+	}
+	{
+		/* a function_graph recording whose host file is missing: named as missing, not as
+		 * "bad or truncated" */
+		const char *argv[] = {
+		    "report",  "-i",	       "tests/fuzz/corpus/tracedat/graph-events-chain.dat",
+		    "--exits", "--host-input", "/nonexistent/host.dat",
+		    NULL};
+
+		expect_tail(argv, 2,
+			    "hvtrace: report --exits: /nonexistent/host.dat: No such file or "
+			    "directory\n");
+	}
+	{
+		const char *argv[] = {"report", "-i", dir, NULL};
+
+		snprintf(want, sizeof(want), "hvtrace: report: %s: a directory, not a trace.dat\n",
+			 dir);
+		expect_tail(argv, 2, want);
+	}
+	unlink(file);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_missing_file),	     cmocka_unit_test(test_not_elf),
-		cmocka_unit_test(test_no_mcount_loc),	     cmocka_unit_test(test_glob_matches_nothing),
-		cmocka_unit_test(test_bad_arguments),	     cmocka_unit_test(test_site_not_nop5),
-		cmocka_unit_test(test_smp_mem),
-		cmocka_unit_test(test_output_write_error),
-		cmocka_unit_test(test_console_write_error),
-		cmocka_unit_test(test_stdout_write_error),
+	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_not_elf),
+	    cmocka_unit_test(test_no_mcount_loc),
+	    cmocka_unit_test(test_glob_matches_nothing),
+	    cmocka_unit_test(test_bad_arguments),
+	    cmocka_unit_test(test_site_not_nop5),
+	    cmocka_unit_test(test_smp_mem),
+	    cmocka_unit_test(test_output_write_error),
+	    cmocka_unit_test(test_console_write_error),
+	    cmocka_unit_test(test_stdout_write_error),
+	    cmocka_unit_test(test_long_values_keep_reason),
+	    cmocka_unit_test(test_empty_trace_refused),
+	    cmocka_unit_test(test_wording),
 	};
 
 	return cmocka_run_group_tests_name("bad_input", tests, NULL, NULL);

@@ -183,7 +183,7 @@ static void test_all_options(void **state)
 {
 	/* clang-format off */
 	char *argv[] = {"hvtrace", "run",
-			"-p", "nop",
+			"-p", "function_graph",
 			"-l", "fib",
 			"-l", "tree_*",
 			"-n", "tree_leaf",
@@ -200,7 +200,7 @@ static void test_all_options(void **state)
 	(void)state;
 	assert_int_equal(parse(ARGC(argv), argv), 0);
 	assert_int_equal(cli.s.cmd, CMD_RUN);
-	assert_int_equal(cli.s.tracer, TRACER_NOP);
+	assert_int_equal(cli.s.tracer, TRACER_FUNCTION_GRAPH);
 	assert_int_equal(cli.s.nr_filter, 2);
 	assert_string_equal(cli.s.filter[0], "fib");
 	assert_string_equal(cli.s.filter[1], "tree_*");

@@ -14,6 +14,7 @@
 #include "tests/common/fake_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -42,6 +43,7 @@ struct qmp_peer {
 	int gdb_port;	  /* the port `info chardev` shows a gdbstub on (0: none) */
 	const char *host; /* and its host */
 	bool refuse_gdbserver, refuse_none;
+	bool silent_gdbserver; /* `gdbserver tcp:...` answered with an empty text */
 };
 
 /* The HMP command line of a QMP command, or "" for another command. */
@@ -69,6 +71,8 @@ static void peer_reply(struct qmp_peer *p, const char *cmd, char *out, size_t le
 			 p->host, p->gdb_port);
 	else if (!strcmp(hmp, "info chardev"))
 		snprintf(out, len, "{\"return\": \"serial0: filename=pty:/dev/pts/7\\r\\n\"}\r\n");
+	else if (!strncmp(hmp, "gdbserver tcp:", 14) && p->silent_gdbserver)
+		snprintf(out, len, "{\"return\": \"\"}\r\n");
 	else if (!strncmp(hmp, "gdbserver tcp:", 14) && !p->refuse_gdbserver)
 		snprintf(out, len,
 			 "{\"return\": \"Waiting for gdb connection on device '%s'\\r\\n\"}\r\n",
@@ -175,15 +179,45 @@ static int gdbstub_start(struct fake_server *s)
 	return fake_server_listen_tcp(s, NULL, st, 4, FAKE_SERVER_HOLD);
 }
 
-/* A process whose command line holds @args after "qemu-system-x86_64" (a shell that sleeps). */
-static pid_t fake_qemu(const char *a1, const char *a2)
+/* A copy of /bin/sh named qemu-system-x86_64 (what --pid's check of the executable lets through),
+ * made once; removed at exit. */
+static char fake_dir[] = "/tmp/hvt-test-fakeqemu-XXXXXX", fake_exe[96];
+
+static void fake_exe_remove(void)
 {
+	unlink(fake_exe);
+	rmdir(fake_dir);
+}
+
+static const char *fake_qemu_exe(void)
+{
+	if (!fake_exe[0]) {
+		char *sh = realpath("/bin/sh", NULL), *cmd;
+
+		assert_non_null(sh);
+		assert_non_null(mkdtemp(fake_dir));
+		snprintf(fake_exe, sizeof(fake_exe), "%s/qemu-system-x86_64", fake_dir);
+		assert_true(asprintf(&cmd, "cp %s %s", sh, fake_exe) > 0);
+		assert_int_equal(system(cmd), 0);
+		free(cmd);
+		free(sh);
+		atexit(fake_exe_remove);
+	}
+	return fake_exe;
+}
+
+/* A process whose command line holds @args after "qemu-system-x86_64" (a shell that sleeps, its
+ * executable named as QEMU's); it also holds @hold (a listening socket; -1 none). */
+static pid_t fake_qemu_holding(const char *a1, const char *a2, int hold)
+{
+	const char *exe = fake_qemu_exe();
 	pid_t pid = fork();
 
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		execl("/bin/sh", "sh", "-c", "sleep 30; :", "qemu-system-x86_64", a1, a2,
-		      (char *)NULL);
+		if (hold >= 0)
+			fcntl(hold, F_SETFD, 0); /* kept across the exec */
+		execl(exe, "sh", "-c", "sleep 30; :", "qemu-system-x86_64", a1, a2, (char *)NULL);
 		_exit(127);
 	}
 	/* its command line is the shell's once it runs */
@@ -203,6 +237,11 @@ static pid_t fake_qemu(const char *a1, const char *a2)
 		usleep(10000);
 	}
 	return pid;
+}
+
+static pid_t fake_qemu(const char *a1, const char *a2)
+{
+	return fake_qemu_holding(a1, a2, -1);
 }
 
 static void reap(pid_t pid)
@@ -284,30 +323,47 @@ static void test_qmp_started_gdbstub_stopped(void **state)
 	assert_string_equal(peer_hmp(&p, 3), "gdbserver none");
 }
 
-/* QEMU refuses the gdbserver command: its words in the error, and no `gdbserver none` after (it
- * could close a gdbstub that was there before). */
-static void test_qmp_gdbserver_refused(void **state)
+/* Attaching through the monitor @p, whose `gdbserver tcp:...` fails: -EIO, the error is @fmt with
+ * the port (printf, the port given twice), no `gdbserver none` after (it could close a gdbstub
+ * that was there before). */
+static void expect_gdbserver_failure(struct qmp_peer *p, const char *fmt)
 {
-	struct qmp_peer p = {.refuse_gdbserver = true};
 	struct qemu_attach_cfg cfg = {0};
 	struct qemu_conn c = {0};
 	char err[256], want[256];
 	int port = 0;
 
-	(void)state;
-	peer_start(&p);
-	cfg.qmp = p.path;
+	peer_start(p);
+	cfg.qmp = p->path;
 	assert_int_equal(qemu_attach_open(&c, &cfg, err, sizeof(err)), -EIO);
 	assert_false(c.started_gdb);
 	assert_int_equal(sscanf(err, "monitor 'gdbserver tcp:127.0.0.1:%d'", &port), 1);
-	snprintf(want, sizeof(want),
-		 "monitor 'gdbserver tcp:127.0.0.1:%d': Could not open gdbserver on device "
-		 "'tcp:127.0.0.1:%d'",
-		 port, port);
+	snprintf(want, sizeof(want), fmt, port, port);
 	assert_string_equal(err, want);
 	qemu_attach_close(&c);
-	peer_finish(&p);
-	assert_int_equal(p.nr, 3);
+	peer_finish(p);
+	assert_int_equal(p->nr, 3);
+}
+
+/* QEMU refuses the gdbserver command: its words in the error. */
+static void test_qmp_gdbserver_refused(void **state)
+{
+	struct qmp_peer p = {.refuse_gdbserver = true};
+
+	(void)state;
+	expect_gdbserver_failure(&p,
+				 "monitor 'gdbserver tcp:127.0.0.1:%d': Could not open gdbserver "
+				 "on device 'tcp:127.0.0.1:%d'");
+}
+
+/* A monitor that answers `gdbserver tcp:...` with nothing: the line says it was an empty reply,
+ * rather than ending at its colon (issue 37, class 13). */
+static void test_qmp_gdbserver_silent(void **state)
+{
+	struct qmp_peer p = {.silent_gdbserver = true};
+
+	(void)state;
+	expect_gdbserver_failure(&p, "monitor 'gdbserver tcp:127.0.0.1:%d': an empty reply");
 }
 
 /* `gdbserver none` not acknowledged while QEMU lives: one line saying the stub may still listen,
@@ -389,7 +445,7 @@ static void test_pid_gdbstub_only(void **state)
 
 	(void)state;
 	snprintf(gdb, sizeof(gdb), "tcp:127.0.0.1:%d", gdbstub_start(&g));
-	child = fake_qemu("-gdb", gdb);
+	child = fake_qemu_holding("-gdb", gdb, g.lfd); /* its gdbstub's socket is its own */
 	cfg.pid = child;
 	assert_int_equal(qemu_attach_open(&c, &cfg, err, sizeof(err)), 0);
 	assert_string_equal(err, "");
@@ -443,8 +499,7 @@ static void test_qmp_nobody(void **state)
 	(void)state;
 	unlink(cfg.qmp);
 	assert_int_equal(qemu_attach_open(&c, &cfg, err, sizeof(err)), -ENOENT);
-	assert_string_equal(
-	    err, "qmp /tmp/hvt-test-attach-nobody.sock: connect: No such file or directory");
+	assert_string_equal(err, "qmp /tmp/hvt-test-attach-nobody.sock: No such file or directory");
 	assert_false(c.have_qmp);
 	assert_false(c.have_gdb);
 	qemu_attach_close(&c);
@@ -456,6 +511,7 @@ int main(void)
 	    cmocka_unit_test(test_qmp_existing_gdbstub),
 	    cmocka_unit_test(test_qmp_started_gdbstub_stopped),
 	    cmocka_unit_test(test_qmp_gdbserver_refused),
+	    cmocka_unit_test(test_qmp_gdbserver_silent),
 	    cmocka_unit_test(test_stop_gdbstub_not_acknowledged),
 	    cmocka_unit_test(test_stop_gdbstub_no_monitor),
 	    cmocka_unit_test(test_pid_socket_of_another_process),

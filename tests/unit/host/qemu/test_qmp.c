@@ -558,7 +558,7 @@ static void test_hostile_deep_nesting(void **state)
 	assert_int_equal(qmp_execute(&q, QUERY, reply, sizeof(reply)), 0);
 	assert_string_equal(reply, "{}");
 	assert_int_equal(qmp_execute(&q, QUERY, reply, sizeof(reply)), -EPROTO);
-	assert_string_equal(q.why, "qmp: '[[[[1]]]]\\x0d\\x0a' where a JSON object was due");
+	assert_string_equal(q.why, "qmp: '[[[[1]]]]\\r\\n' where a JSON object was due");
 	qmp_close(&q);
 	fake_server_finish(&s);
 	free(deep);
@@ -635,7 +635,7 @@ static void test_connect_unix(void **state)
 	}
 	unlink(path);
 	assert_int_equal(qmp_connect(&q, path, err, sizeof(err)), -ENOENT);
-	snprintf(addr, sizeof(addr), "qmp %s: connect: No such file or directory", path);
+	snprintf(addr, sizeof(addr), "qmp %s: No such file or directory", path);
 	assert_string_equal(err, addr);
 	assert_int_equal(qmp_connect(&q, "tcp:127.0.0.1:1", err, sizeof(err)), -ECONNREFUSED);
 	assert_string_equal(err, "qmp 127.0.0.1:1: connect: Connection refused");

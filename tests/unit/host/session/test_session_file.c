@@ -293,10 +293,10 @@ static void test_control_bytes(void **state)
 		expect_error(ARGC(argv), argv, cases[i].msg);
 		assert_false(has_raw_byte(err));
 	}
-	hv_write_text(FILE1, "filter caf\xc3\xa9_*\r\ntracer\tnop\r\n");
+	hv_write_text(FILE1, "filter caf\xc3\xa9_*\r\ntracer\tfunction\r\n");
 	assert_int_equal(parse(ARGC(argv), argv), 0);
 	assert_string_equal(s.filter[0], "caf\xc3\xa9_*");
-	assert_int_equal(s.tracer, TRACER_NOP);
+	assert_int_equal(s.tracer, TRACER_FUNCTION);
 }
 
 /* A UTF-8 byte order mark before the first line is no part of it. */

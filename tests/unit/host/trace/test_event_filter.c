@@ -160,6 +160,13 @@ static void test_parse_errors(void **state)
 		    "--filter-event 'f+: a == 1': expected an offset into the function at column 3");
 	parse_error("f+0x100001: a == 1", "--filter-event 'f+0x100001: a == 1': expected an offset "
 					  "into the function at column 3");
+	/* a number too big for 64 bits is named as such, not taken for a word (issue 37) */
+	parse_error("f: a == 99999999999999999999999",
+		    "--filter-event 'f: a == 99999999999999999999999': a number out of range (64 "
+		    "bits) at column 9");
+	parse_error("f: a > -0x8000000000000001",
+		    "--filter-event 'f: a > -0x8000000000000001': a number out of range (64 bits) "
+		    "at column 8");
 }
 
 /* FUNC+OFFSET: the filter of an -e event inside a function, named as its probe ("f+0xOFF"). */
@@ -254,6 +261,13 @@ static void test_bind_errors(void **state)
 	    {"f: arr == 1",
 	     "--filter-event 'f: arr == 1': arr: an array field cannot be compared at "
 	     "column 4"},
+	    /* a number the field cannot hold: its range, not "takes a number" (issue 37) */
+	    {"f: a == 0x1ffffffff",
+	     "--filter-event 'f: a == 0x1ffffffff': a: 0x1ffffffff is out of range for a 32-bit "
+	     "field (-2147483648 to 4294967295) at column 4"},
+	    {"f: a < -2147483649",
+	     "--filter-event 'f: a < -2147483649': a: -2147483649 is out of range for a 32-bit "
+	     "field (-2147483648 to 4294967295) at column 4"},
 	};
 	struct ef_filter *f = malloc(sizeof(*f));
 	char err[256];
