@@ -191,10 +191,26 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 	return 0;
 }
 
+/* --trigger 'FUNC:hist:...': parsed now, appended (bound to FUNC's probe by the pipeline). */
+static int parse_hist(struct session *s, const char *text, char *err, size_t errlen)
+{
+	struct hist_spec *v = realloc(s->hists, (s->nr_hists + 1) * sizeof(*s->hists));
+
+	if (!v)
+		return -ENOMEM;
+	s->hists = v;
+	if (hist_parse(text, &s->hists[s->nr_hists], err, errlen) < 0)
+		return -EINVAL;
+	s->nr_hists++;
+	return 0;
+}
+
 /* --filter-event 'FUNC: EXPR' (bound to FUNC's -e event when the probes exist) or, with @trigger,
  * --trigger 'FUNC:CMD[:N]' (its function found among the probes later): parsed now, appended. */
 static int parse_bound(struct session *s, bool trigger, const char *text, char *err, size_t errlen)
 {
+	if (trigger && hist_is_trigger(text))
+		return parse_hist(s, text, err, errlen);
 	size_t n = trigger ? s->nr_triggers : s->nr_efilters;
 	void *v = trigger ? realloc(s->triggers, (n + 1) * sizeof(*s->triggers))
 			  : realloc(s->efilters, (n + 1) * sizeof(*s->efilters));
