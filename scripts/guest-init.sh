@@ -156,6 +156,8 @@ share_run() {
 # with 'hist:keys=common_pid.execname', "workload start", hvt.hist_wait=SEC for hvtrace to attach,
 # dd's N one-byte reads of a tmpfs file (N calls of vfs_read), the pid of dd, the kernel's hist file
 # between "hist begin" and "hist end" lines, hvt.hist_after=SEC for hvtrace to detach, power off.
+# hvt.hist_func=FUNC puts the kprobe event there instead (ksys_read: dd's reads are as many, and
+# vfs_read's fentry site stays free of the guest's ftrace, so hvtrace's stub probe can take it).
 hist_run() {
 	t=/sys/kernel/tracing
 	mount -t tracefs nodev $t
@@ -164,7 +166,7 @@ hist_run() {
 	ha=$(arg hist_after 60)
 	mkdir -p /tmp/hvt-hist && mount -t tmpfs tmpfs /tmp/hvt-hist &&
 		head -c 4096 /dev/zero > /tmp/hvt-hist/f
-	echo 'p:hvt_hist vfs_read' >> $t/kprobe_events
+	echo "p:hvt_hist $(arg hist_func vfs_read)" >> $t/kprobe_events
 	echo 'hist:keys=common_pid.execname' > $t/events/kprobes/hvt_hist/trigger
 	echo "hvt-linux: workload start"
 	sleep "$hw"
