@@ -303,6 +303,22 @@ static void test_log2_sym_text(void **state)
 	hist_set_free(&set);
 }
 
+/* a guest's task name is escaped, as in every line of the trace */
+static void test_hostile_comm(void **state)
+{
+	struct probe p = {.id = 0};
+	struct hist_set set;
+	struct hvt_record r = rec_of(7, "a\nb\x1b[2J", 0, 0x10, 0, 0, HVT_REC_ENTRY);
+	char line[256];
+
+	(void)state;
+	one_hist(&set, "f:hist:keys=common_pid.execname", 0);
+	feed(&set, &p, &r, 1);
+	hist_entry_format(line, sizeof(line), &set.v[0].spec, &set.v[0].elts[0], NULL);
+	assert_string_equal(line, "{ common_pid: a\\nb\\x1b[2J     [         7] } hitcount:          1\n");
+	hist_set_free(&set);
+}
+
 static void test_dropped(void **state)
 {
 	struct probe p = {.id = 1};
@@ -399,7 +415,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_good),	  cmocka_unit_test(test_parse_bad),
 	    cmocka_unit_test(test_execname_text), cmocka_unit_test(test_log2_sym_text),
-	    cmocka_unit_test(test_dropped),	  cmocka_unit_test(test_event_field),
+	    cmocka_unit_test(test_dropped),	  cmocka_unit_test(test_hostile_comm),	  cmocka_unit_test(test_event_field),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
