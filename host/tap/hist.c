@@ -84,8 +84,9 @@ int hist_set_init(struct hist_set *s, const struct hist_spec *specs, size_t nr,
 		h->on_return = hist_wants_returns(&h->spec);
 		snprintf(text, sizeof(text), "%s:hist", specs[k].func);
 		if (!pr || (!h->on_return && pr->quiet_entry && !pr->event)) {
-			snprintf(err, errlen, "--trigger %s: %s is not a traced function (-l, -g, -e)",
-				 text, specs[k].func);
+			snprintf(err, errlen,
+				 "--trigger %s: %s is not a traced function (-l, -g, -e)", text,
+				 specs[k].func);
 			return -EINVAL;
 		}
 		if (h->on_return && ((!graph && !pr->ret_probe) || pr->no_return)) {

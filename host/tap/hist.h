@@ -18,9 +18,9 @@ struct hist_entry {
 };
 
 struct hist {
-	struct hist_spec spec; /* a copy, with the -e fields bound */
-	uint32_t probe;	       /* the probe id it watches */
-	bool on_return;	       /* aggregates returns (a duration field), else calls */
+	struct hist_spec spec;	 /* a copy, with the -e fields bound */
+	uint32_t probe;		 /* the probe id it watches */
+	bool on_return;		 /* aggregates returns (a duration field), else calls */
 	struct hist_entry *elts; /* spec.size of them, nr_elts used */
 	uint32_t nr_elts;
 	uint32_t *slots; /* open addressing over 2 * spec.size: element index + 1, 0 empty */

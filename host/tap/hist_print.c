@@ -121,7 +121,8 @@ int hist_print(const struct hist *h, const struct vmi_symtab *syms, bool first, 
 		fwrite(line, 1, n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1, out);
 	}
 	free(order);
-	fprintf(out, "\nTotals:\n    Hits: %" PRIu64 "\n    Entries: %u\n    Dropped: %" PRIu64 "\n",
+	fprintf(out,
+		"\nTotals:\n    Hits: %" PRIu64 "\n    Entries: %u\n    Dropped: %" PRIu64 "\n",
 		h->hits, h->nr_elts, h->dropped);
 	return ferror(out) ? -EIO : 0;
 }

@@ -7,9 +7,8 @@
 #include <string.h>
 
 static const char *const mod_names[] = {
-    [HIST_MOD_NONE] = "",	   [HIST_MOD_EXECNAME] = "execname",
-    [HIST_MOD_HEX] = "hex",	   [HIST_MOD_SYM] = "sym",
-    [HIST_MOD_SYM_OFFSET] = "sym-offset", [HIST_MOD_LOG2] = "log2",
+    [HIST_MOD_NONE] = "",	    [HIST_MOD_EXECNAME] = "execname",	  [HIST_MOD_HEX] = "hex",
+    [HIST_MOD_SYM] = "sym",	    [HIST_MOD_SYM_OFFSET] = "sym-offset", [HIST_MOD_LOG2] = "log2",
     [HIST_MOD_BUCKETS] = "buckets", [HIST_MOD_USECS] = "usecs",
 };
 
@@ -17,8 +16,12 @@ static const struct {
 	const char *name;
 	enum hist_src src;
 } builtin[] = {
-    {"common_pid", HIST_SRC_PID}, {"common_cpu", HIST_SRC_CPU}, {"cpu", HIST_SRC_CPU},
-    {"ip", HIST_SRC_IP},	  {"parent_ip", HIST_SRC_PARENT_IP}, {"duration", HIST_SRC_DURATION},
+    {"common_pid", HIST_SRC_PID},
+    {"common_cpu", HIST_SRC_CPU},
+    {"cpu", HIST_SRC_CPU},
+    {"ip", HIST_SRC_IP},
+    {"parent_ip", HIST_SRC_PARENT_IP},
+    {"duration", HIST_SRC_DURATION},
     {"hitcount", HIST_SRC_HITCOUNT},
 };
 
@@ -31,20 +34,22 @@ bool hist_is_trigger(const char *text)
 
 static bool name_char(char c)
 {
-	return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+	return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+	       (c >= 'A' && c <= 'Z');
 }
 
 /* One field "NAME[.MOD]" of @len bytes at @s into @f (@key: a key, else a value). NULL, or why
  * not (in @why's buffer). */
-static const char *parse_field(const char *s, size_t len, bool key, struct hist_field *f,
-			       char *why, size_t wlen)
+static const char *parse_field(const char *s, size_t len, bool key, struct hist_field *f, char *why,
+			       size_t wlen)
 {
 	const char *dot = memchr(s, '.', len);
 	size_t nlen = dot ? (size_t)(dot - s) : len;
 
 	memset(f, 0, sizeof(*f));
 	if (!nlen || nlen >= sizeof(f->name)) {
-		snprintf(why, wlen, "%s: bad field name '%.*s'", key ? "keys" : "vals", (int)len, s);
+		snprintf(why, wlen, "%s: bad field name '%.*s'", key ? "keys" : "vals", (int)len,
+			 s);
 		return why;
 	}
 	for (size_t i = 0; i < nlen; i++)
@@ -70,9 +75,9 @@ static const char *parse_field(const char *s, size_t len, bool key, struct hist_
 		unsigned k;
 
 		for (k = 1; k < sizeof(mod_names) / sizeof(mod_names[0]); k++)
-			if (k == HIST_MOD_BUCKETS ? mlen > 8 && !strncmp(m, "buckets=", 8)
-						  : strlen(mod_names[k]) == mlen &&
-							!strncmp(m, mod_names[k], mlen))
+			if (k == HIST_MOD_BUCKETS
+				? mlen > 8 && !strncmp(m, "buckets=", 8)
+				: strlen(mod_names[k]) == mlen && !strncmp(m, mod_names[k], mlen))
 				break;
 		if (k == sizeof(mod_names) / sizeof(mod_names[0])) {
 			snprintf(why, wlen,
@@ -137,7 +142,8 @@ static const char *parse_list(const char *s, size_t len, bool key, struct hist_f
 			continue;
 		}
 		if (*nr == max) {
-			snprintf(why, wlen, "%s: too many (at most %u)", key ? "keys" : "vals", max);
+			snprintf(why, wlen, "%s: too many (at most %u)", key ? "keys" : "vals",
+				 max);
 			return why;
 		}
 		v[(*nr)++] = f;
@@ -170,8 +176,8 @@ static const char *parse_sort(struct hist_spec *h, const char *s, size_t len, ch
 			if (mlen == 10 && !strncmp(dot + 1, "descending", 10))
 				so.descending = true;
 			else if (!(mlen == 9 && !strncmp(dot + 1, "ascending", 9))) {
-				snprintf(why, wlen, "sort: %.*s: invalid sort modifier",
-					 (int)flen, p);
+				snprintf(why, wlen, "sort: %.*s: invalid sort modifier", (int)flen,
+					 p);
 				return why;
 			}
 		}
@@ -282,8 +288,8 @@ int hist_parse(const char *text, struct hist_spec *h, char *err, size_t errlen)
 		} else {
 			bad = why;
 			snprintf(why, sizeof(why),
-				 "'%.*s': not supported (keys=, vals=, sort=, size=, name=)", (int)alen,
-				 a);
+				 "'%.*s': not supported (keys=, vals=, sort=, size=, name=)",
+				 (int)alen, a);
 		}
 		if (bad)
 			goto out;
@@ -362,7 +368,8 @@ int hist_spec_info(char *buf, size_t len, const struct hist_spec *h)
 			if (n < len)
 				n += (size_t)snprintf(buf + n, len - n, "hitcount");
 		} else {
-			n = put_field(buf, len, n, s->is_key ? &h->keys[s->idx] : &h->vals[s->idx - 1]);
+			n = put_field(buf, len, n,
+				      s->is_key ? &h->keys[s->idx] : &h->vals[s->idx - 1]);
 		}
 		if (s->descending && n < len)
 			n += (size_t)snprintf(buf + n, len - n, ".descending");

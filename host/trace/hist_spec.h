@@ -7,28 +7,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HIST_KEYS_MAX	 3 /* the kernel's TRACING_MAP_KEYS_MAX */
-#define HIST_VALS_MAX	 3 /* values besides hitcount */
-#define HIST_SORT_MAX	 2 /* "Too many sort fields (Max = 2)" */
+#define HIST_KEYS_MAX	  3 /* the kernel's TRACING_MAP_KEYS_MAX */
+#define HIST_VALS_MAX	  3 /* values besides hitcount */
+#define HIST_SORT_MAX	  2 /* "Too many sort fields (Max = 2)" */
 #define HIST_SIZE_DEFAULT 2048
-#define HIST_SIZE_MIN	 128	/* 2^TRACING_MAP_BITS_MIN */
-#define HIST_SIZE_MAX	 131072 /* 2^TRACING_MAP_BITS_MAX */
+#define HIST_SIZE_MIN	  128	 /* 2^TRACING_MAP_BITS_MIN */
+#define HIST_SIZE_MAX	  131072 /* 2^TRACING_MAP_BITS_MAX */
 
 /* Where a field's value comes from in a record. */
 enum hist_src {
-	HIST_SRC_HITCOUNT,   /* 1 per event (values only) */
-	HIST_SRC_PID,	     /* common_pid */
-	HIST_SRC_CPU,	     /* common_cpu */
-	HIST_SRC_IP,	     /* ip: the function's address (the function event's field) */
-	HIST_SRC_PARENT_IP,  /* parent_ip: the return address (the function event's field) */
-	HIST_SRC_DURATION,   /* duration: ns from the call to its return (hvtrace's own: needs
-			      * returns, -r or function_graph; the histogram then counts returns) */
-	HIST_SRC_EVENT,	     /* a numeric field of the function's -e event (bound later) */
+	HIST_SRC_HITCOUNT,  /* 1 per event (values only) */
+	HIST_SRC_PID,	    /* common_pid */
+	HIST_SRC_CPU,	    /* common_cpu */
+	HIST_SRC_IP,	    /* ip: the function's address (the function event's field) */
+	HIST_SRC_PARENT_IP, /* parent_ip: the return address (the function event's field) */
+	HIST_SRC_DURATION,  /* duration: ns from the call to its return (hvtrace's own: needs
+			     * returns, -r or function_graph; the histogram then counts returns) */
+	HIST_SRC_EVENT,	    /* a numeric field of the function's -e event (bound later) */
 };
 
 /* A field's modifier: .execname .hex .sym .sym-offset .log2 .buckets=N .usecs */
-enum hist_mod { HIST_MOD_NONE, HIST_MOD_EXECNAME, HIST_MOD_HEX, HIST_MOD_SYM,
-		HIST_MOD_SYM_OFFSET, HIST_MOD_LOG2, HIST_MOD_BUCKETS, HIST_MOD_USECS };
+enum hist_mod {
+	HIST_MOD_NONE,
+	HIST_MOD_EXECNAME,
+	HIST_MOD_HEX,
+	HIST_MOD_SYM,
+	HIST_MOD_SYM_OFFSET,
+	HIST_MOD_LOG2,
+	HIST_MOD_BUCKETS,
+	HIST_MOD_USECS
+};
 
 struct hist_field {
 	char name[64]; /* the field's name as given, without its modifier */
@@ -44,7 +52,7 @@ struct hist_field {
 
 /* One sort key: hitcount, a key or a value. */
 struct hist_sort {
-	bool is_key;	 /* else a value: @idx 0 is hitcount, 1.. the vals */
+	bool is_key; /* else a value: @idx 0 is hitcount, 1.. the vals */
 	unsigned idx;
 	bool descending;
 };

@@ -52,8 +52,9 @@ static void test_parse_good(void **state)
 	assert_int_equal(h.sort[0].idx, 1);
 	assert_true(h.sort[0].descending);
 	hist_spec_info(info, sizeof(info), &h);
-	assert_string_equal(info, "hist:lat:keys=common_cpu,duration.log2:vals=hitcount,duration."
-				  "usecs:sort=duration.log2.descending,common_cpu:size=256 [active]");
+	assert_string_equal(info,
+			    "hist:lat:keys=common_cpu,duration.log2:vals=hitcount,duration."
+			    "usecs:sort=duration.log2.descending,common_cpu:size=256 [active]");
 
 	assert_int_equal(hist_parse("f:hist:keys=ip.sym,parent_ip.sym-offset,len.buckets=10:"
 				    "values=len.hex:size=128",
@@ -82,7 +83,8 @@ static void test_parse_bad(void **state)
 	    {"f:hist:keys=", "--trigger 'f:hist:keys=': keys: empty list"},
 	    {"f:hist:keys=a,", "--trigger 'f:hist:keys=a,': keys: bad field name ''"},
 	    {"f:hist:keys=a-b", "--trigger 'f:hist:keys=a-b': keys: bad field name 'a-b'"},
-	    {"f:hist:keys=hitcount", "--trigger 'f:hist:keys=hitcount': keys: hitcount is not a key"},
+	    {"f:hist:keys=hitcount",
+	     "--trigger 'f:hist:keys=hitcount': keys: hitcount is not a key"},
 	    {"f:hist:keys=a,b,c,d", "--trigger 'f:hist:keys=a,b,c,d': keys: too many (at most 3)"},
 	    {"f:hist:keys=ip.foo",
 	     "--trigger 'f:hist:keys=ip.foo': ip: unknown modifier '.foo' (execname, hex, sym, "
@@ -142,8 +144,12 @@ static struct vmi_symtab syms = {.syms = (struct vmi_sym *)syms_v, .nr = 2, .cap
 static struct hvt_record rec_of(int pid, const char *comm, unsigned cpu, uint64_t ip,
 				uint64_t parent, uint64_t dur, uint8_t type)
 {
-	struct hvt_record r = {.ip = ip, .parent = parent, .duration = dur, .pid = pid,
-			       .cpu = (uint16_t)cpu, .type = type};
+	struct hvt_record r = {.ip = ip,
+			       .parent = parent,
+			       .duration = dur,
+			       .pid = pid,
+			       .cpu = (uint16_t)cpu,
+			       .type = type};
 
 	snprintf(r.comm, sizeof(r.comm), "%s", comm);
 	return r;
@@ -215,20 +221,21 @@ static void test_execname_text(void **state)
 	feed(&set, &other, &o, 1);
 	text = print_of(&set.v[0], true);
 	/* hand-checked against the kernel's formats: "%s: %-16s[%10llu]", " hitcount: %10llu" */
-	assert_string_equal(text, "# event histogram\n"
-				  "#\n"
-				  "# trigger info: hist:keys=common_pid.execname:vals=hitcount:"
-				  "sort=hitcount:size=2048 [active]\n"
-				  "#\n"
-				  "\n"
-				  "{ common_pid: init            [         1] } hitcount:          1\n"
-				  "{ common_pid: sh              [        77] } hitcount:          2\n"
-				  "{ common_pid: dd              [       120] } hitcount:          3\n"
-				  "\n"
-				  "Totals:\n"
-				  "    Hits: 6\n"
-				  "    Entries: 3\n"
-				  "    Dropped: 0\n");
+	assert_string_equal(text,
+			    "# event histogram\n"
+			    "#\n"
+			    "# trigger info: hist:keys=common_pid.execname:vals=hitcount:"
+			    "sort=hitcount:size=2048 [active]\n"
+			    "#\n"
+			    "\n"
+			    "{ common_pid: init            [         1] } hitcount:          1\n"
+			    "{ common_pid: sh              [        77] } hitcount:          2\n"
+			    "{ common_pid: dd              [       120] } hitcount:          3\n"
+			    "\n"
+			    "Totals:\n"
+			    "    Hits: 6\n"
+			    "    Entries: 3\n"
+			    "    Dropped: 0\n");
 	free(text);
 	/* a later section is set apart by a blank line pair, as the kernel's hist_show */
 	text = print_of(&set.v[0], false);
@@ -256,22 +263,23 @@ static void test_log2_sym_text(void **state)
 		feed(&set, &p, &r, 1);
 	}
 	text = print_of(&set.v[0], true);
-	assert_string_equal(text, "# event histogram\n"
-				  "#\n"
-				  "# trigger info: hist:keys=duration.log2:vals=hitcount,duration:"
-				  "sort=duration.log2:size=2048 [active]\n"
-				  "#\n"
-				  "\n"
-				  "{ duration: ~ 2^0  } hitcount:          1  duration:          1\n"
-				  "{ duration: ~ 2^1  } hitcount:          1  duration:          2\n"
-				  "{ duration: ~ 2^2  } hitcount:          3  duration:         11\n"
-				  "{ duration: ~ 2^3  } hitcount:          1  duration:          5\n"
-				  "{ duration: ~ 2^10 } hitcount:          1  duration:       1000\n"
-				  "\n"
-				  "Totals:\n"
-				  "    Hits: 7\n"
-				  "    Entries: 5\n"
-				  "    Dropped: 0\n");
+	assert_string_equal(text,
+			    "# event histogram\n"
+			    "#\n"
+			    "# trigger info: hist:keys=duration.log2:vals=hitcount,duration:"
+			    "sort=duration.log2:size=2048 [active]\n"
+			    "#\n"
+			    "\n"
+			    "{ duration: ~ 2^0  } hitcount:          1  duration:          1\n"
+			    "{ duration: ~ 2^1  } hitcount:          1  duration:          2\n"
+			    "{ duration: ~ 2^2  } hitcount:          3  duration:         11\n"
+			    "{ duration: ~ 2^3  } hitcount:          1  duration:          5\n"
+			    "{ duration: ~ 2^10 } hitcount:          1  duration:       1000\n"
+			    "\n"
+			    "Totals:\n"
+			    "    Hits: 7\n"
+			    "    Entries: 5\n"
+			    "    Dropped: 0\n");
 	free(text);
 	hist_set_free(&set);
 
@@ -315,7 +323,8 @@ static void test_hostile_comm(void **state)
 	one_hist(&set, "f:hist:keys=common_pid.execname", 0);
 	feed(&set, &p, &r, 1);
 	hist_entry_format(line, sizeof(line), &set.v[0].spec, &set.v[0].elts[0], NULL);
-	assert_string_equal(line, "{ common_pid: a\\nb\\x1b[2J     [         7] } hitcount:          1\n");
+	assert_string_equal(
+	    line, "{ common_pid: a\\nb\\x1b[2J     [         7] } hitcount:          1\n");
 	hist_set_free(&set);
 }
 
@@ -356,9 +365,8 @@ static void test_event_field(void **state)
 	(void)state;
 	assert_int_equal(fe_parse("vfs_read(u64 file, s32 count)", &ev, err, sizeof(err), &pos), 0);
 	/* binding by hand as hist_set_init does it for the probe's event */
-	assert_int_equal(hist_parse("vfs_read:hist:keys=count:vals=file.hex", &spec, err,
-				    sizeof(err)),
-			 0);
+	assert_int_equal(
+	    hist_parse("vfs_read:hist:keys=count:vals=file.hex", &spec, err, sizeof(err)), 0);
 	(void)t;
 	struct vmi_sym fsym = {.addr = 0x1000, .size = 0x10, .name = "vfs_read"};
 	struct vmi_site site = {.addr = 0x1000, .func = &fsym};
@@ -415,7 +423,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_good),	  cmocka_unit_test(test_parse_bad),
 	    cmocka_unit_test(test_execname_text), cmocka_unit_test(test_log2_sym_text),
-	    cmocka_unit_test(test_dropped),	  cmocka_unit_test(test_hostile_comm),	  cmocka_unit_test(test_event_field),
+	    cmocka_unit_test(test_dropped),	  cmocka_unit_test(test_hostile_comm),
+	    cmocka_unit_test(test_event_field),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
