@@ -395,8 +395,12 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		probe_setup_say_trap(p->tr);
 	ret = hook_hist_returns(p);
 	if (ret < 0) {
-		snprintf(err, errlen, "--trigger hist: %s", strerror(-ret));
-		return EXIT_BAD_INPUT;
+		if (ret == -E2BIG)
+			snprintf(err, errlen, "--trigger hist: duration on more than %zu functions",
+				 sizeof(p->own_ret) / sizeof(p->own_ret[0]));
+		else
+			snprintf(err, errlen, "--trigger hist: returns: %s", strerror(-ret));
+		return ret == -E2BIG ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
 	}
 	ret = hist_set_init(&p->hists, s->hists, s->nr_hists, tracer_probes(p->tr),
 			    s->tracer == TRACER_FUNCTION_GRAPH, err, errlen);
