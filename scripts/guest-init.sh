@@ -152,6 +152,35 @@ share_run() {
 	echo "hvt-linux: workload done"
 	poweroff -f
 }
+# hvt.hist=N (issue 39): the guest's own hist trigger beside hvtrace's: a kprobe event on vfs_read
+# with 'hist:keys=common_pid.execname', "workload start", hvt.hist_wait=SEC for hvtrace to attach,
+# dd's N one-byte reads of a tmpfs file (N calls of vfs_read), the pid of dd, the kernel's hist file
+# between "hist begin" and "hist end" lines, hvt.hist_after=SEC for hvtrace to detach, power off.
+# hvt.hist_func=FUNC puts the kprobe event there instead (ksys_read: dd's reads are as many, and
+# vfs_read's fentry site stays free of the guest's ftrace, so hvtrace's stub probe can take it).
+hist_run() {
+	t=/sys/kernel/tracing
+	mount -t tracefs nodev $t
+	n=$(arg hist 50)
+	hw=$(arg hist_wait 25)
+	ha=$(arg hist_after 60)
+	mkdir -p /tmp/hvt-hist && mount -t tmpfs tmpfs /tmp/hvt-hist &&
+		head -c 4096 /dev/zero > /tmp/hvt-hist/f
+	echo "p:hvt_hist $(arg hist_func vfs_read)" >> $t/kprobe_events
+	echo 'hist:keys=common_pid.execname' > $t/events/kprobes/hvt_hist/trigger
+	echo "hvt-linux: workload start"
+	sleep "$hw"
+	dd if=/tmp/hvt-hist/f of=/dev/null bs=1 count="$n" 2>/dev/null &
+	dpid=$!
+	wait "$dpid"
+	echo "hvt-linux: hist dd pid $dpid reads $n"
+	echo "hvt-linux: hist begin"
+	cat $t/events/kprobes/hvt_hist/hist
+	echo "hvt-linux: hist end"
+	sleep "$ha"
+	echo "hvt-linux: workload done"
+	poweroff -f
+}
 share_at() { # what: a line with the guest's uptime
 	echo "hvt-linux: share $1 at $(cut -d' ' -f1 /proc/uptime)"
 }
@@ -184,6 +213,11 @@ share=$(arg share "")
 if [ -n "$share" ]; then
 	share_run "$share" # powers off
 fi
+# hvt.hist (read with builtins: no fork, the forks counted by test_linux stay the same)
+read -r cmdline < /proc/cmdline
+case " $cmdline " in
+*" hvt.hist="*) hist_run ;; # powers off
+esac
 echo "hvt-linux: workload start"
 if [ "$bm" -gt 0 ]; then
 	sleep "$bm_wait"

@@ -192,10 +192,26 @@ static int parse_rprobe(struct session *s, const char *spec, char *err, size_t e
 	return 0;
 }
 
+/* --trigger 'FUNC:hist:...': parsed now, appended (bound to FUNC's probe by the pipeline). */
+static int parse_hist(struct session *s, const char *text, char *err, size_t errlen)
+{
+	struct hist_spec *v = realloc(s->hists, (s->nr_hists + 1) * sizeof(*s->hists));
+
+	if (!v)
+		return -ENOMEM;
+	s->hists = v;
+	if (hist_parse(text, &s->hists[s->nr_hists], err, errlen) < 0)
+		return -EINVAL;
+	s->nr_hists++;
+	return 0;
+}
+
 /* --filter-event 'FUNC: EXPR' (bound to FUNC's -e event when the probes exist) or, with @trigger,
  * --trigger 'FUNC:CMD[:N]' (its function found among the probes later): parsed now, appended. */
 static int parse_bound(struct session *s, bool trigger, const char *text, char *err, size_t errlen)
 {
+	if (trigger && hist_is_trigger(text))
+		return parse_hist(s, text, err, errlen);
 	size_t n = trigger ? s->nr_triggers : s->nr_efilters;
 	void *v = trigger ? realloc(s->triggers, (n + 1) * sizeof(*s->triggers))
 			  : realloc(s->efilters, (n + 1) * sizeof(*s->efilters));
@@ -280,16 +296,18 @@ static const char *qemu_only_option(const struct session *s)
 }
 
 /* Option sets that can only give an empty trace, refused before the guest runs (as --max-depth
- * without function_graph is): -l or -n with -p nop (no function is traced, the globs would choose
- * nothing), --tracing-off with no traceon trigger (tracing never starts), a --cpu the guest does
+ * without function_graph is): -l or -n with -p nop and no hist trigger (no function is traced, the
+ * globs would choose nothing), --tracing-off with no traceon trigger (tracing never starts), a --cpu the guest does
  * not have when its vCPU count is known now (run: --smp; attach checks once connected). */
 static int check_empty_trace(const struct session *s, char *err, size_t errlen)
 {
 	bool traceon = false;
 
-	if (s->tracer == TRACER_NOP && s->tracer_given && (s->nr_filter || s->nr_notrace)) {
+	if (s->tracer == TRACER_NOP && s->tracer_given && (s->nr_filter || s->nr_notrace) &&
+	    !s->nr_hists) {
 		msg_fmt(err, errlen,
-			"%s: -p nop traces no function (use -p function or function_graph)",
+			"%s: -p nop traces no function (use -p function or function_graph, or a "
+			"--trigger FUNC:hist on them)",
 			s->nr_filter ? "-l" : "-n");
 		return -EINVAL;
 	}

@@ -10,10 +10,13 @@
 #include "host/sink/out_fail.h"
 #include "host/sink/sink.h"
 #include "host/sink/sink_format.h"
+#include "host/sink/sink_quiet.h"
 #include "host/sink/sink_tracedat.h"
 #include "host/sink/sink_trigger.h"
 #include "host/sink/writer.h"
 #include "host/tap/expect.h"
+#include "host/tap/hist.h"
+#include "host/tap/hist_print.h"
 #include "host/tap/profile.h"
 #include "host/tap/verdict_files.h"
 #include "host/trace/clock.h"
@@ -52,6 +55,10 @@ struct pipeline {
 	struct rec_filter keep;	       /* the session's task filter with the event filters added */
 	struct ef_filter *efilters;    /* --filter-event, bound to the probes' events (owned) */
 	struct sink_trigger trig_sink; /* --trigger: wraps the sink */
+	struct hist_set hists;	       /* --trigger FUNC:hist: the tables the tap fills */
+	struct sink_quiet quiet_sink;  /* -p nop: a hist's function feeds the hist alone */
+	uint32_t own_ret[64];	       /* probes whose returns are hooked for a duration hist only */
+	size_t nr_own_ret;
 	/* pipeline_run_ended: the thread that reads the signals coming once the run has ended */
 	pthread_t watcher;
 	bool watching;
@@ -70,6 +77,22 @@ int pipeline_new(struct pipeline **out)
 	return *out ? 0 : -ENOMEM;
 }
 
+/* The nop tracer traces nothing, but a hist trigger's function among the -l sites @sel (@nr) is
+ * probed all the same, its records feeding the hist only: those are moved to the front. Returns
+ * how many. */
+static size_t hist_only_sites(const struct session *s, const struct vmi_site **sel, size_t nr)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < nr; i++)
+		for (size_t k = 0; k < s->nr_hists; k++)
+			if (!strcmp(sel[i]->func->name, s->hists[k].func)) {
+				sel[kept++] = sel[i];
+				break;
+			}
+	return kept;
+}
+
 int pipeline_select(struct pipeline *p, const struct session *s, const struct vmi_sites *sites,
 		    const struct vmi_sites *inside, const struct vmi_site **preselected,
 		    size_t nr_preselected, char *err, size_t errlen)
@@ -86,7 +109,7 @@ int pipeline_select(struct pipeline *p, const struct session *s, const struct vm
 				    &p->sel, &p->nr_sel, err, errlen);
 	}
 	if (ret == 0 && s->tracer == TRACER_NOP)
-		p->nr_sel = 0;
+		p->nr_sel = hist_only_sites(s, p->sel, p->nr_sel);
 	p->nr_traced = p->nr_sel;
 	if (ret == 0)
 		ret = events_select(s, sites, inside, &p->sel, &p->nr_sel, err, errlen);
@@ -234,6 +257,78 @@ static int make_sink(struct pipeline *p, const struct pipeline_guest *g, FILE *o
 	return 0;
 }
 
+/* Whether a hist of @s needs returns. */
+static bool hists_want_returns(const struct session *s)
+{
+	for (size_t k = 0; k < s->nr_hists; k++)
+		if (hist_wants_returns(&s->hists[k]))
+			return true;
+	return false;
+}
+
+/* Whether probe @id's returns are hooked for a duration hist alone. */
+static bool own_return(const struct pipeline *p, uint32_t id)
+{
+	for (size_t i = 0; i < p->nr_own_ret; i++)
+		if (p->own_ret[i] == id)
+			return true;
+	return false;
+}
+
+/* What only a hist wants: under the nop tracer an entry, or a return that is no -r's, of a hist's
+ * function; under any tracer a return hooked for a duration hist alone. */
+static bool hist_only_record(const void *ctx, const struct sink_rec *rec)
+{
+	const struct pipeline *p = ctx;
+	const struct probe *pr = rec->probe;
+	bool nop = p->s->tracer == TRACER_NOP;
+
+	if (!pr || !hist_set_watches(&p->hists, pr->id))
+		return false;
+	if (rec->r->type == HVT_REC_ENTRY)
+		return nop;
+	return rec->r->type == HVT_REC_RETURN && ((nop && !pr->ret_probe) || own_return(p, pr->id));
+}
+
+/* A duration hist (keys or vals) needs its function's returns: hooked here when neither -r nor
+ * function_graph hooks them (their records then feed the hist alone). 0 or -errno. */
+static int hook_hist_returns(struct pipeline *p)
+{
+	const struct session *s = p->s;
+	const struct probe_table *probes = tracer_probes(p->tr);
+
+	if (s->tracer == TRACER_FUNCTION_GRAPH)
+		return 0;
+	for (size_t k = 0; k < s->nr_hists; k++) {
+		const struct probe *pr = probe_find(probes, s->hists[k].func);
+		int ret;
+
+		if (!hist_wants_returns(&s->hists[k]) || !pr || pr->ret_probe || pr->no_return ||
+		    pr->inside || (pr->quiet_entry && !pr->event))
+			continue;
+		if (p->nr_own_ret == sizeof(p->own_ret) / sizeof(p->own_ret[0]))
+			return -E2BIG;
+		ret = tracer_set_return(p->tr, pr->id, NULL, false);
+		if (ret < 0)
+			return ret;
+		p->own_ret[p->nr_own_ret++] = pr->id;
+	}
+	return 0;
+}
+
+/* The writer's tap: the expectations (which feed the profile) or the profile, and the hists. */
+static void pipeline_tap(void *ctx, const struct sink_rec *rec)
+{
+	struct pipeline *p = ctx;
+
+	if (p->expecting)
+		expect_tap(&p->expect, rec);
+	else if (p->profiling)
+		profile_add(&p->prof, rec);
+	if (p->hists.nr)
+		hist_add(&p->hists, rec);
+}
+
 int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out, char *err,
 		   size_t errlen)
 {
@@ -241,7 +336,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	struct tracer_opts opts = {
 	    .stub = g->stub,
 	    .stub_backpressure = g->stub && g->backpressure,
-	    .returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes,
+	    .returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes || hists_want_returns(s),
 	    .hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
 	    .graph_filter = s->nr_graph > 0,
 	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_new) */
@@ -300,20 +395,34 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		return EXIT_BAD_INPUT;
 	if (g->stub && s->probe == PROBE_STUB)
 		probe_setup_say_trap(p->tr);
+	ret = hook_hist_returns(p);
+	if (ret < 0) {
+		if (ret == -E2BIG)
+			snprintf(err, errlen, "--trigger hist: duration on more than %zu functions",
+				 sizeof(p->own_ret) / sizeof(p->own_ret[0]));
+		else
+			snprintf(err, errlen, "--trigger hist: returns: %s", strerror(-ret));
+		return ret == -E2BIG ? EXIT_BAD_INPUT : EXIT_HOST_ERROR;
+	}
+	ret = hist_set_init(&p->hists, s->hists, s->nr_hists, tracer_probes(p->tr),
+			    s->tracer == TRACER_FUNCTION_GRAPH, err, errlen);
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory for the hist tables");
+	if (ret)
+		return ret == -ENOMEM ? EXIT_HOST_ERROR : EXIT_BAD_INPUT;
 	ret = make_sink(p, g, out, nr_cpus, err, errlen);
 	if (ret)
 		return ret;
 	if (s->nr_triggers)
 		sink_trigger_wrap(&p->sink, &p->trig_sink, s->record ? NULL : s->output);
+	if (s->nr_hists && (s->tracer == TRACER_NOP || p->nr_own_ret))
+		sink_quiet_wrap(&p->sink, &p->quiet_sink, hist_only_record, p);
 	/* each record's probe and spec, looked up once by the writer for the sink and the tap */
 	p->w.lookup = writer_lookup_probes;
 	p->w.lookup_ctx = tracer_probes(p->tr);
-	if (p->expecting) {
-		p->w.tap = expect_tap;
-		p->w.tap_ctx = &p->expect;
-	} else if (p->profiling) {
-		p->w.tap = profile_add;
-		p->w.tap_ctx = &p->prof;
+	if (p->expecting || p->profiling || s->nr_hists) {
+		p->w.tap = pipeline_tap;
+		p->w.tap_ctx = p;
 	}
 	return 0;
 }
@@ -553,6 +662,40 @@ static int write_verdicts(struct pipeline *p, int status, unsigned long long los
 	return bad && !status ? EXIT_HOST_ERROR : status;
 }
 
+/* The hist triggers' tables as the kernel's `hist` files print them, one section each: to
+ * OUTPUT.hist beside -o OUTPUT, else on stdout after the trace. Returns 0, or 1 after one line on
+ * stderr saying what could not be written. */
+static int write_hists(struct pipeline *p)
+{
+	const char *out = p->s->output;
+	char path[4096];
+	FILE *f = stdout;
+	int ret = 0;
+
+	if (out) {
+		if (snprintf(path, sizeof(path), "%s.hist", out) >= (int)sizeof(path)) {
+			cmd_error("-o %s: the hist file's name is too long", out);
+			return 1;
+		}
+		f = fopen(path, "we");
+		if (!f) {
+			cmd_error("%s: %s", path, strerror(errno));
+			return 1;
+		}
+	} else {
+		fflush(stdout);
+	}
+	for (size_t k = 0; k < p->hists.nr && !ret; k++)
+		ret = hist_print(&p->hists.v[k], p->sink.syms, k == 0, f);
+	if (fflush(f) && !ret)
+		ret = -errno;
+	if (out && fclose(f) && !ret)
+		ret = -errno;
+	if (ret)
+		cmd_error("%s: %s", out ? path : "stdout", strerror(-ret));
+	return ret != 0;
+}
+
 int pipeline_finish(struct pipeline *p, int status,
 		    void (*backend_stats)(void *ctx, const struct pipeline *p), void *ctx)
 {
@@ -588,6 +731,8 @@ int pipeline_finish(struct pipeline *p, int status,
 	}
 	if (p->profiling && s->profile)
 		profile_print(&p->prof, st.stub_guest_lost, stderr);
+	if (p->hists.nr && write_hists(p) && !status)
+		status = EXIT_HOST_ERROR;
 	if (p->expecting && expect_evaluate(&p->expect) && status == 0) {
 		fflush(stdout);
 		expect_print_unmet(&p->expect, stderr);
@@ -609,6 +754,7 @@ void pipeline_free(struct pipeline *p)
 		host_rec_close(&p->host);
 	if (p->expecting)
 		expect_state_free(&p->expect);
+	hist_set_free(&p->hists);
 	if (p->profiling)
 		profile_free(&p->prof);
 	tracer_free(p->tr);

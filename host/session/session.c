@@ -33,6 +33,7 @@ void session_free(struct session *s)
 	rec_filter_free(&s->tasks);
 	SESSION_DROP(s->efilters, s->nr_efilters);
 	SESSION_DROP(s->triggers, s->nr_triggers);
+	SESSION_DROP(s->hists, s->nr_hists);
 	while (s->words) {
 		struct session_words *older = s->words->older;
 

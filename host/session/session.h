@@ -10,6 +10,7 @@
 #include "host/tap/expect.h"
 #include "host/trace/fevent.h"
 #include "host/trace/rec_filter.h"
+#include "host/trace/hist_spec.h"
 #include "host/trace/trigger.h"
 
 struct session_words;
@@ -78,6 +79,8 @@ struct session {
 	size_t nr_efilters;
 	struct trigger *triggers; /* --trigger, parsed, in the order given */
 	size_t nr_triggers;
+	struct hist_spec *hists; /* --trigger 'FUNC:hist:...', parsed, in the order given */
+	size_t nr_hists;
 	bool tracing_off; /* --tracing-off: start with tracing off */
 	bool entry_all;	  /* --entry: -l/-g globs match functions without an fentry site too */
 

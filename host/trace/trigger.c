@@ -51,7 +51,7 @@ int trigger_parse(const char *text, struct trigger *t, char *err, size_t errlen)
 	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
 		if (strlen(names[k]) == clen && !strncmp(cmd, names[k], clen))
 			break;
-	why = "unknown command (traceon, traceoff, stacktrace, snapshot)";
+	why = "unknown command (traceon, traceoff, stacktrace, snapshot, hist)";
 	if (k == sizeof(names) / sizeof(names[0]))
 		goto bad;
 	t->cmd = (enum trigger_cmd)k;

@@ -23,6 +23,7 @@ struct hv_result {
 	char *trace;   /* whole -o file */
 	char *console; /* whole --console file */
 	char *err;     /* whole stderr */
+	char *hist;    /* whole -o file's .hist (--trigger FUNC:hist), NULL when none */
 	struct trace_line *lines; /* every function line of the trace */
 	size_t nr_lines;
 };

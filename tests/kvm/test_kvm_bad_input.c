@@ -321,11 +321,11 @@ static void test_empty_trace_refused(void **state)
 	    {"-p nop -l fib",
 	     {"run", "-p", "nop", "-l", "fib", GUEST},
 	     REFUSED(
-		 "hvtrace: -l: -p nop traces no function (use -p function or function_graph)\n")},
+		 "hvtrace: -l: -p nop traces no function (use -p function or function_graph, or a --trigger FUNC:hist on them)\n")},
 	    {"-p nop -n fib",
 	     {"run", "-p", "nop", "-n", "fib", "-e", "fib(int n)", GUEST},
 	     REFUSED(
-		 "hvtrace: -n: -p nop traces no function (use -p function or function_graph)\n")},
+		 "hvtrace: -n: -p nop traces no function (use -p function or function_graph, or a --trigger FUNC:hist on them)\n")},
 	    {"--tracing-off without traceon",
 	     {"run", "--tracing-off", "--trigger", "fib:traceoff", GUEST},
 	     REFUSED(
@@ -391,7 +391,7 @@ static void test_wording(void **state)
 		 * qmp_capabilities: Connection reset by peer", exit 6) */
 		const char *argv[] = {"run", "--qemu", "--kernel", dir, NULL};
 
-		snprintf(want, sizeof(want), "hvtrace: --kernel %s: not a regular file\n", dir);
+		snprintf(want, sizeof(want), "hvtrace: --kernel %s: not a regular file (a directory)\n", dir);
 		expect_tail(argv, 2, want);
 	}
 	{
@@ -410,13 +410,13 @@ static void test_wording(void **state)
 		    NULL};
 
 		expect_tail(argv, 2,
-			    "hvtrace: report --exits: /nonexistent/host.dat: No such file or "
+			    "hvtrace: --host-input /nonexistent/host.dat: No such file or "
 			    "directory\n");
 	}
 	{
 		const char *argv[] = {"report", "-i", dir, NULL};
 
-		snprintf(want, sizeof(want), "hvtrace: report: %s: a directory, not a trace.dat\n",
+		snprintf(want, sizeof(want), "hvtrace: -i %s: not a regular file (a directory)\n",
 			 dir);
 		expect_tail(argv, 2, want);
 	}

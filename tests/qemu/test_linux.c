@@ -1494,6 +1494,108 @@ static void share_hvtrace_first_guest(const char *console)
 	assert_int_equal(share_number(console, "hvt-linux: share ftrace-warnings ", 0), 0);
 }
 
+/* ---- hist triggers (issue 39): hvtrace's hist beside the guest's own ------------------------- */
+
+#define HIST_READS 50 /* hvt.hist: dd's one-byte reads, each one vfs_read */
+
+/* The hitcounts summed over the lines of task @pid (-1: the first line of @comm gives it) in a
+ * hist text keyed by common_pid.execname first ("{ common_pid: dd              [       123]...
+ * } hitcount:         50"), from @text up to @end (NULL: its end); *@pid gets the pid. */
+static long hist_hits(const char *text, const char *end, const char *comm, long *pid)
+{
+	long sum = 0;
+
+	for (const char *at = text; at && (at = strstr(at, "{ common_pid: ")) && (!end || at < end);
+	     at++) {
+		const char *name = at + strlen("{ common_pid: "), *br = strchr(name, '[');
+		const char *hc = strstr(name, "} hitcount:");
+		size_t len = strcspn(name, " [");
+		long p;
+
+		if (!br || !hc || len != strlen(comm) || strncmp(name, comm, len))
+			continue;
+		p = strtol(br + 1, NULL, 10);
+		if (*pid < 0)
+			*pid = p;
+		if (p == *pid)
+			sum += strtol(hc + strlen("} hitcount:"), NULL, 10);
+	}
+	return sum;
+}
+
+/* what hvtrace's hist said of dd: its pid and calls, for the guest's side to compare */
+static long hist_hv_pid = -1, hist_hv_dd = -1;
+
+/* hvtrace's two hist sections: dd's calls of vfs_read keyed by common_pid.execname, and its
+ * log2 latency histogram (keyed by pid, duration.log2) summing to as many returns. */
+static void check_hist_sections(const struct hv_result *r)
+{
+	const char *second;
+	long pid = -1, pid2, sum;
+
+	printf("%s", r->hist ? r->hist : "(no hist file)\n");
+	assert_non_null(r->hist);
+	assert_int_equal(count_text(r->hist, "# event histogram\n"), 2);
+	assert_non_null(strstr(r->hist, "# trigger info: hist:keys=common_pid.execname:vals=hitcount:"
+					"sort=hitcount:size=2048 [active]\n"));
+	second = strstr(r->hist, "# trigger info: hist:keys=common_pid.execname,duration.log2:");
+	assert_non_null(second);
+	assert_int_equal(count_text(r->hist, "\nTotals:\n    Hits: "), 2);
+	hist_hv_dd = hist_hits(r->hist, second, "dd", &pid);
+	hist_hv_pid = pid;
+	assert_true(pid > 1);
+	assert_int_equal(hist_hv_dd, HIST_READS);
+	pid2 = pid;
+	sum = hist_hits(second, NULL, "dd", &pid2);
+	assert_int_equal(sum, HIST_READS);
+	assert_non_null(strstr(second, "duration: ~ 2^"));
+}
+
+/* -p nop (stub probes): the hists alone, no function line in the trace; the records the stub
+ * still writes for them (one per call: counting in the stub is issue 39's next step) */
+static void check_hist_nop(const struct hv_result *r)
+{
+	check_hist_sections(r);
+	assert_int_equal(r->nr_lines, 0);
+	printf("stub records %ld\n", hv_stat(r->err, "stub probes ", "records "));
+	assert_int_equal(hv_stat(r->err, "stub probes ", "stub probes "), 1);
+	assert_true(hv_stat(r->err, "stub probes ", "records ") >= HIST_READS);
+}
+
+/* -p function (trap probes): dd's vfs_read lines in the plain function trace are as many as its
+ * hitcount; the returns hooked for the duration hist alone print nothing */
+static void check_hist_function(const struct hv_result *r)
+{
+	long n = 0;
+
+	check_hist_sections(r);
+	for (size_t i = 0; i < r->nr_lines; i++)
+		n += !strcmp(r->lines[i].comm, "dd") && r->lines[i].pid == hist_hv_pid &&
+		     !strcmp(r->lines[i].func, "vfs_read");
+	printf("dd's vfs_read lines in the function trace: %ld\n", n);
+	assert_int_equal(n, hist_hv_dd);
+	assert_null(strstr(r->trace, "r_vfs_read"));
+	assert_null(strstr(r->trace, "<-vfs_read"));
+}
+
+/* the guest's own hist (its kprobe event on vfs_read, or ksys_read: hist:keys=common_pid.execname):
+ * dd's pid and hitcount equal to hvtrace's */
+static void check_hist_guest(const char *console)
+{
+	const char *begin = strstr(console, "hvt-linux: hist begin"), *end;
+	long pid = share_number(console, "hvt-linux: hist dd pid ", 0), kpid = pid;
+
+	assert_non_null(begin);
+	end = strstr(begin, "hvt-linux: hist end");
+	assert_non_null(end);
+	printf("%.*s\n", (int)(end - begin), begin);
+	assert_non_null(strstr(begin, "# trigger info: hist:keys=common_pid.execname:vals=hitcount:"
+				      "sort=hitcount:size=2048 [active]"));
+	assert_int_equal(hist_hits(begin, end, "dd", &kpid), HIST_READS);
+	assert_int_equal(pid, hist_hv_pid);
+	assert_int_equal(HIST_READS, hist_hv_dd);
+}
+
 /* ---- the tests ------------------------------------------------------------------------------- */
 
 #define WORKLOAD_DONE "hvt-linux: workload done"
@@ -2476,6 +2578,44 @@ static const struct linux_test linux_tests[] = {
 		      "-numa", "node,memdev=m1,cpus=0-1"},
 	.console_after = {WORKLOAD_DONE, POWER_DOWN},
 	.runs = {ATTACH_QMP_GRAPH("NUMA, 2 nodes")},
+    },
+    {
+	/* issue 39: a hist trigger on vfs_read keyed by common_pid.execname, hvtrace's (trap
+	 * probes, with the function tracer: dd's hitcount equal to its lines) beside the guest's own
+	 * (a kprobe event's hist trigger), and a log2 histogram of vfs_read's durations (returns
+	 * hooked for it alone, printing nothing) */
+	.name = "test_hist_trap",
+	.domain = "hvt.hist=50 hvt.hist_wait=25 hvt.hist_after=90",
+	.qemu = {"-qmp", QMP_TCP_ARG},
+	.console_after = {"hvt-linux: hist end", WORKLOAD_DONE},
+	.console_check = check_hist_guest,
+	.runs = {{
+	    .label = "attach --qmp -p function -l vfs_read, two hist triggers",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "-p", "function", "-l", "vfs_read", "--trigger",
+		     "vfs_read:hist:keys=common_pid.execname", "--trigger",
+		     "vfs_read:hist:keys=common_pid.execname,duration.log2", "--duration", "60"},
+	    .expect = {.check = check_hist_function},
+	}},
+    },
+    {
+	/* ... with stub probes and -p nop: the hists alone, no line in the trace. The guest's
+	 * kprobe event is on ksys_read (dd's reads, one vfs_read each): one on vfs_read would hold
+	 * its fentry site for the guest's ftrace, and hvtrace's probe there would be a trap probe */
+	.name = "test_hist_stub",
+	.domain = "hvt.hist=50 hvt.hist_wait=25 hvt.hist_after=90 hvt.hist_func=ksys_read",
+	.qemu = {"-qmp", QMP_TCP_ARG},
+	.console_after = {"hvt-linux: hist end", WORKLOAD_DONE},
+	.console_check = check_hist_guest,
+	.runs = {{
+	    .label = "attach --qmp --probe stub -p nop -l vfs_read, two hist triggers",
+	    .cmd = RAW,
+	    .args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "nop", "-l", "vfs_read",
+		     "--trigger", "vfs_read:hist:keys=common_pid.execname", "--trigger",
+		     "vfs_read:hist:keys=common_pid.execname,duration.log2", "--duration", "60",
+		     "--stats"},
+	    .expect = {.check = check_hist_nop},
+	}},
     },
     {
 	/* issue 36: hvtrace first (stub probes on vfs_read), then the guest's own function tracer on

@@ -220,6 +220,29 @@ static void test_all_options(void **state)
 	assert_ptr_equal(cli.s.guest, argv[ARGC(argv) - 1]);
 }
 
+/* --trigger FUNC:hist goes to the hist triggers, the function commands stay triggers; a bad hist
+ * spec is one line naming what is wrong. */
+static void test_hist_triggers(void **state)
+{
+	char *argv[] = {"hvtrace", "attach", "--qmp", "q.sock", "-p", "nop", "-l", "vfs_read",
+			"--trigger", "vfs_read:hist:keys=common_pid.execname", "--trigger",
+			"vfs_read:traceoff", "--trigger", "vfs_read:hist:keys=duration.log2"};
+	char *bad[] = {"hvtrace", "attach", "--qmp", "q.sock", "--trigger",
+		       "vfs_read:hist:keys=common_pid:sort=ip"};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(argv), argv), 0);
+	assert_int_equal(cli.s.nr_hists, 2);
+	assert_int_equal(cli.s.nr_triggers, 1);
+	assert_string_equal(cli.s.hists[0].func, "vfs_read");
+	assert_int_equal(cli.s.hists[0].keys[0].mod, HIST_MOD_EXECNAME);
+	assert_int_equal(cli.s.hists[1].keys[0].src, HIST_SRC_DURATION);
+	assert_int_equal(cli.s.triggers[0].cmd, TRIG_TRACEOFF);
+	expect_error(ARGC(bad), bad,
+		     "--trigger 'vfs_read:hist:keys=common_pid:sort=ip': sort: ip: sort field must "
+		     "be a key or a val");
+}
+
 /* Long spellings, --opt=value, and range limits accepted. */
 static void test_long_forms(void **state)
 {
@@ -814,6 +837,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_defaults, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_record_report, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_all_options, cli_setup, cli_teardown),
+	    cmocka_unit_test_setup_teardown(test_hist_triggers, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_long_forms, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_graph_options, cli_setup, cli_teardown),
 	    cmocka_unit_test_setup_teardown(test_graph_retval_hex, cli_setup, cli_teardown),

@@ -43,12 +43,13 @@ static void test_parse(void **state)
 	    {"", "--trigger '': expected FUNC:COMMAND[:N]"},
 	    {":traceon", "--trigger ':traceon': expected FUNC:COMMAND[:N]"},
 	    {"f", "--trigger 'f': expected FUNC:COMMAND[:N]"},
-	    {"f:", "--trigger 'f:': unknown command (traceon, traceoff, stacktrace, snapshot)"},
+	    {"f:", "--trigger 'f:': unknown command (traceon, traceoff, stacktrace, snapshot, "
+		   "hist)"},
 	    {"f:traceonx",
 	     "--trigger 'f:traceonx': unknown command (traceon, traceoff, stacktrace, "
-	     "snapshot)"},
+	     "snapshot, hist)"},
 	    {"f:trace", "--trigger 'f:trace': unknown command (traceon, traceoff, stacktrace, "
-			"snapshot)"},
+			"snapshot, hist)"},
 	    {"f g:traceon", "--trigger 'f g:traceon': bad function name"},
 	    {"+1:traceon", "--trigger '+1:traceon': bad function name"},
 	    {"f+:traceon", "--trigger 'f+:traceon': bad offset into the function"},
