@@ -359,8 +359,9 @@ FUZZ_SRCS_trigger_stack := host/trace/trigger.c host/sink/sink_trigger.c host/si
 FUZZ_LIBS_sysmap  := -lelf -lbpf
 FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf
-# arch/ (the ISA tables every fuzzer may reach through arch.h) and its decoder, in each
-FUZZ_ARCH    := $(wildcard arch/*.c) $(wildcard arch/x86/*.c)
+# arch/ (the ISA tables every fuzzer may reach through arch.h) and its decoder, and host/util (the
+# message formatting and peer escaping every layer's error lines go through), in each
+FUZZ_ARCH    := $(wildcard arch/*.c) $(wildcard arch/x86/*.c) $(wildcard host/util/*.c)
 FUZZ_BINS    := $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
 define FUZZ_RULE
 $(BUILD)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) $(FUZZ_ARCH) $$(wildcard */*.h */*/*.h) | $(DEPS)
