@@ -39,6 +39,22 @@ static bool holds_guest_call(struct tracer *t, const struct probe *p)
 	return a->direct_branch(b, a->site_len, p->addr, false, &to) == a->site_len;
 }
 
+/* An internal breakpoint of hvtrace's at @addr, resolved through vCPU @cpu's page tables, into
+ * @bp (addr, gpa, orig, inserted). 0 or -errno (nothing inserted). */
+static int insert_internal_bp(struct tracer *t, unsigned cpu, uint64_t addr,
+			      struct tracer_patcher *bp)
+{
+	int ret = t->tgt->ops->translate(t->tgt, cpu, addr, &bp->gpa);
+
+	if (ret == 0)
+		ret = t->tgt->ops->read_phys(t->tgt, bp->gpa, &bp->orig, 1);
+	if (ret == 0)
+		ret = t->tgt->ops->insert_bp(t->tgt, addr, bp->gpa, bp->orig);
+	bp->addr = addr;
+	bp->inserted = ret == 0;
+	return ret;
+}
+
 void tracer_patchers_attach(struct tracer *t)
 {
 	bool calls = false, detours = false;
@@ -54,13 +70,7 @@ void tracer_patchers_attach(struct tracer *t)
 
 		if (!(pt->detours ? detours : calls))
 			continue; /* no byte of the guest's it rewrites is ours: nothing to hand back */
-		ret = t->tgt->ops->translate(t->tgt, 0, pt->addr, &pt->gpa);
-
-		if (ret == 0)
-			ret = t->tgt->ops->read_phys(t->tgt, pt->gpa, &pt->orig, 1);
-		if (ret == 0)
-			ret = t->tgt->ops->insert_bp(t->tgt, pt->addr, pt->gpa, pt->orig);
-		pt->inserted = ret == 0;
+		ret = insert_internal_bp(t, 0, pt->addr, pt);
 		t->patchers_armed += ret == 0;
 		if (ret < 0)
 			fprintf(stderr,
@@ -145,20 +155,12 @@ static void arm_return(struct tracer *t, unsigned cpu, const struct arch_regs *r
 	/* the guest's stack says where: never inside hvtrace's own code in its memory */
 	r = t->stub.stub.placed && stub_owns_rip(&t->stub.stub, ret_addr) ? -EPERM : 0;
 	if (r == 0)
-		r = t->tgt->ops->translate(t->tgt, cpu, ret_addr, &rb->gpa);
-	if (r == 0)
-		r = t->tgt->ops->read_phys(t->tgt, rb->gpa, &rb->orig, 1);
-	if (r == 0)
-		r = t->tgt->ops->insert_bp(t->tgt, ret_addr, rb->gpa, rb->orig);
-	if (r < 0) {
+		r = insert_internal_bp(t, cpu, ret_addr, rb);
+	if (r < 0)
 		fprintf(stderr,
 			"hvtrace: no breakpoint at the return of the guest's text patcher (0x%" PRIx64
 			": %s): the sites handed back stay traced by breakpoints\n",
 			ret_addr, strerror(-r));
-		return;
-	}
-	rb->addr = ret_addr;
-	rb->inserted = true;
 }
 
 static void disarm_return(struct tracer *t)

@@ -212,6 +212,24 @@ static unsigned sites_calling_stub(struct fixture *x)
 	return n;
 }
 
+/* The fixture attached with one patcher (the guest's ftrace_modify_all_code at PATCHER). */
+static void attach_one_patcher(struct fixture *x)
+{
+	const struct vmi_patcher patcher = {.addr = PATCHER};
+	char err[256] = "";
+
+	assert_int_equal(tracer_set_patchers(x->tr, &patcher, 1), 0);
+	assert_int_equal(tracer_attach(x->tr, err, sizeof(err)), 0);
+}
+
+/* vCPU 0 stops at @patcher with its stack at @sp: the patcher's instruction is to run in place. */
+static void patcher_stop(struct fixture *x, struct arch_regs *regs, uint64_t patcher, uint64_t sp)
+{
+	regs->r[X86_RIP] = patcher;
+	regs->r[X86_RSP] = sp;
+	assert_int_equal(tracer_hit(x->tr, 0, patcher, regs), TARGET_BP_IN_PLACE);
+}
+
 /* hvtrace first: every site a stub probe; the guest reaches its patcher, hvtrace hands every site
  * back (NOP5, a breakpoint on it) and stops once more at the patcher's return; the guest writes its
  * CALL at one, hits there are traced (the NOP emulated by the target only where it is one); at the
@@ -320,18 +338,13 @@ static void test_patcher_hands_sites_back(void **state)
  * sites stay handed back, traced by breakpoints; one line says so. */
 static void test_patcher_return_unreadable(void **state)
 {
-	const struct vmi_patcher patcher = {.addr = PATCHER};
 	struct arch_regs regs = {0};
 	struct fixture x;
-	char err[256] = "";
 
 	(void)state;
 	fixture_init(&x, NR_SITES);
-	assert_int_equal(tracer_set_patchers(x.tr, &patcher, 1), 0);
-	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
-	regs.r[X86_RIP] = PATCHER;
-	regs.r[X86_RSP] = 0xdead0000;
-	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+	attach_one_patcher(&x);
+	patcher_stop(&x, &regs, PATCHER, 0xdead0000);
 	assert_int_equal(sites_calling_stub(&x), 0);
 	assert_int_equal(x.nr_bps, 1 + NR_SITES);
 	/* a stack that names hvtrace's own stub code as the return: no breakpoint there either */
@@ -339,8 +352,7 @@ static void test_patcher_return_unreadable(void **state)
 		uint64_t into_stub = x.tr->stub.stub.entry[0];
 
 		memcpy(x.stack + (STACK_SP - STACK), &into_stub, 8);
-		regs.r[X86_RSP] = STACK_SP;
-		assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+		patcher_stop(&x, &regs, PATCHER, STACK_SP);
 		assert_false(bp_at(&x, into_stub));
 		assert_int_equal(x.nr_bps, 1 + NR_SITES);
 	}
@@ -356,20 +368,15 @@ static void test_patcher_return_unreadable(void **state)
  * writes over neither, at the return nor at the detach, and says nothing false in --stats. */
 static void test_guest_scribbles_over_sites(void **state)
 {
-	const struct vmi_patcher patcher = {.addr = PATCHER};
 	static const uint8_t junk[5] = {0xcc, 0x0f, 0x0b, 0xeb, 0xfe};
 	struct arch_regs regs = {0};
 	struct tracer_stats st;
 	struct fixture x;
-	char err[256] = "";
 
 	(void)state;
 	fixture_init(&x, NR_SITES);
-	assert_int_equal(tracer_set_patchers(x.tr, &patcher, 1), 0);
-	assert_int_equal(tracer_attach(x.tr, err, sizeof(err)), 0);
-	regs.r[X86_RIP] = PATCHER;
-	regs.r[X86_RSP] = STACK_SP;
-	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+	attach_one_patcher(&x);
+	patcher_stop(&x, &regs, PATCHER, STACK_SP);
 	memcpy(x.text + 4 * 0x40, junk, 5);
 	assert_int_equal(tracer_hit(x.tr, 0, RET, &regs), 0);
 	assert_memory_equal(x.text + 4 * 0x40, junk, 5);
