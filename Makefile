@@ -28,7 +28,7 @@ CMOCKA_LIBS  = $(shell pkg-config --libs cmocka)
 
 DEPS := $(BUILD)/.deps-installed
 
-LIB_SRCS := $(wildcard arch/*.c) $(wildcard arch/x86/*.c) $(wildcard vmi/*.c) $(wildcard guest-stub/*.c guest-stub/*/*.c) \
+LIB_SRCS := $(wildcard arch/*.c) $(wildcard arch/x86/*.c) $(wildcard arch/arm64/*.c) $(wildcard vmi/*.c) $(wildcard guest-stub/*.c guest-stub/*/*.c) \
             $(filter-out host/cli/main.c,$(wildcard host/*/*.c))
 # One stub per guest ISA, guest-stub/<isa>/stub.S: one assembly unit that includes the other files
 # of its folder (they are not assembled alone).
@@ -361,7 +361,7 @@ FUZZ_LIBS_btf     := -lbpf
 FUZZ_LIBS_elf     := -lelf
 # arch/ (the ISA tables every fuzzer may reach through arch.h) and its decoder, and host/util (the
 # message formatting and peer escaping every layer's error lines go through), in each
-FUZZ_ARCH    := $(wildcard arch/*.c) $(wildcard arch/x86/*.c) $(wildcard host/util/*.c)
+FUZZ_ARCH    := $(wildcard arch/*.c) $(wildcard arch/x86/*.c) $(wildcard arch/arm64/*.c) $(wildcard host/util/*.c)
 FUZZ_BINS    := $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
 define FUZZ_RULE
 $(BUILD)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) $(FUZZ_ARCH) $$(wildcard */*.h */*/*.h) | $(DEPS)

@@ -7,6 +7,7 @@
 /* One line per ISA: an arm64 port adds its table here. */
 static const struct arch *const arch_tables[ARCH_NR_ISAS] = {
     [ARCH_X86_64] = &arch_x86_64,
+    [ARCH_ARM64] = &arch_arm64,
 };
 
 const struct arch *arch_get(enum arch_isa isa)

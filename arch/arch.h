@@ -14,6 +14,7 @@
 
 enum arch_isa {
 	ARCH_X86_64,
+	ARCH_ARM64,
 	ARCH_NR_ISAS,
 };
 
@@ -266,5 +267,6 @@ static inline bool arch_reg_is_arg(const struct arch *a, unsigned i)
  * and its exits, Linux's x86 page tables edited to map the stub, QEMU's x86_64 register numbers),
  * exposed here so that nothing outside arch/ includes an ISA's folder. */
 #include "arch/x86/x86_machine.h"
+#include "arch/arm64/arm64_machine.h"
 
 #endif

@@ -28,7 +28,8 @@ ALLOWED = {
     'vmi': {'arch', 'host/util'},
     # arch/arch.h is the one hook header; an ISA's folder is includable only from arch/ (arch.h
     # exposes what backends driving that ISA's machine may name)
-    'arch': {'arch/x86'},
+    'arch': {'arch/x86', 'arch/arm64'},
+    'arch/arm64': {'arch'},
     'arch/x86': {'arch'},
     'guest-stub': set(),
     'guest-stub/x86': {'guest-stub'},

@@ -1,0 +1,18 @@
+/* The arm64 register layout of QEMU's gdbstub: the `g` reply is org.gnu.gdb.aarch64.core (x0-x30,
+ * sp, pc as 8 bytes, cpsr as 4), register numbers 0-33. The system registers (TTBR1_EL1, TCR_EL1,
+ * SP_EL0, TPIDR_EL1) have numbers QEMU assigns at run time: learned from its target.xml, never
+ * from a table. */
+#ifndef HVT_ARM64_GDB_H
+#define HVT_ARM64_GDB_H
+
+#define ARM64_GDB_PC	       32
+#define ARM64_GDB_CPSR	       33
+#define ARM64_GDB_NR_REGS      34
+#define ARM64_GDB_DECODED_BYTES (33 * 8 + 4)
+
+struct arch_gdb_layout;
+
+/* The layout above as arch.h describes it (arm64_gdb_layout.c). */
+extern const struct arch_gdb_layout arm64_gdb_layout;
+
+#endif

@@ -1,0 +1,23 @@
+/* QEMU's aarch64 `g` layout (arm64_gdb.h) as struct arch_gdb_layout: x0-x30, sp and pc land in
+ * their arch_regs slots, cpsr in pstate. */
+#include "arch/arch.h"
+
+#define GP(n) [n] = {8, n}
+
+/* clang-format off */
+static const struct arch_gdb_reg arm64_gdb_regs[ARM64_GDB_NR_REGS] = {
+	GP(0), GP(1), GP(2), GP(3), GP(4), GP(5), GP(6), GP(7), GP(8), GP(9), GP(10), GP(11),
+	GP(12), GP(13), GP(14), GP(15), GP(16), GP(17), GP(18), GP(19), GP(20), GP(21), GP(22),
+	GP(23), GP(24), GP(25), GP(26), GP(27), GP(28), GP(29), GP(30),
+	[ARM64_SP] = {8, ARM64_SP},
+	[ARM64_GDB_PC] = {8, ARM64_PC},
+	[ARM64_GDB_CPSR] = {4, ARM64_PSTATE},
+};
+/* clang-format on */
+
+const struct arch_gdb_layout arm64_gdb_layout = {
+    .reg = arm64_gdb_regs,
+    .nr = ARM64_GDB_NR_REGS,
+    .decoded_bytes = ARM64_GDB_DECODED_BYTES,
+    .pc = ARM64_GDB_PC,
+};

@@ -1,0 +1,82 @@
+#include "arch/arm64/arm64_pagewalk.h"
+
+#include <errno.h>
+
+unsigned arm64_mode_of_tcr(uint64_t tcr, bool upper)
+{
+	unsigned tsz = (unsigned)(tcr >> (upper ? 16 : 0)) & 0x3f;
+	unsigned tg = (unsigned)(tcr >> (upper ? 30 : 14)) & 3, gshift;
+	unsigned ds = (unsigned)(tcr >> 59) & 1;
+
+	if (upper) /* TG1: 1 16 KiB, 2 4 KiB, 3 64 KiB */
+		gshift = tg == 1 ? 14 : tg == 2 ? 12 : tg == 3 ? 16 : 0;
+	else /* TG0: 0 4 KiB, 1 64 KiB, 2 16 KiB */
+		gshift = tg == 0 ? 12 : tg == 1 ? 16 : tg == 2 ? 14 : 0;
+	if (!gshift || tsz > 48 || tsz < 12)
+		return 0;
+	return (64 - tsz) | gshift << 8 | ds << 16;
+}
+
+/* The output address a descriptor (or TTBR) holds, aligned to @align_shift, with the high bits of
+ * a 52-bit address where the format puts them. */
+static uint64_t out_addr(uint64_t d, unsigned gshift, bool ds, unsigned align_shift)
+{
+	uint64_t a;
+
+	if (ds) /* LPA2 (4 and 16 KiB granules): OA[49:shift] in place, OA[51:50] in bits 9:8 */
+		a = (d & 0x0003fffffffff000ull) | ((d >> 8) & 3) << 50;
+	else if (gshift == 16) /* 64 KiB granule: OA[51:48] in bits 15:12 */
+		a = (d & 0x0000ffffffff0000ull) | ((d >> 12) & 0xf) << 48;
+	else
+		a = d & 0x0000fffffffff000ull;
+	return a & ~((1ull << align_shift) - 1);
+}
+
+int arm64_translate(arm64_read_pte_fn read, void *ctx, uint64_t ttbr, unsigned mode, uint64_t gva,
+		    uint64_t *gpa)
+{
+	unsigned ia = ARM64_MODE_IA(mode), g = ARM64_MODE_GSHIFT(mode), stride;
+	bool ds = ARM64_MODE_DS(mode);
+	int levels, level;
+	uint64_t table;
+
+	if ((g != 12 && g != 14 && g != 16) || ia <= g || ia > 52)
+		return -EINVAL;
+	stride = g - 3;
+	levels = (int)((ia - g + stride - 1) / stride);
+	/* the address must be of its half: bits ia..55 all equal (the top byte may be a tag) */
+	{
+		uint64_t top = (gva << 8) >> (8 + ia), ones = (1ull << (56 - ia)) - 1;
+
+		if (top != 0 && top != ones)
+			return -EFAULT;
+	}
+	/* TTBR: BADDR[47:1]; with 52-bit output addresses, BADDR[51:48] in bits 5:2 */
+	table = (ttbr & 0x0000fffffffffffeull) & ~0x3eull;
+	if (ds || (g == 16 && ia == 52))
+		table |= ((ttbr >> 2) & 0xf) << 48;
+	for (level = 4 - levels; level <= 3; level++) {
+		unsigned shift = g + stride * (unsigned)(3 - level);
+		unsigned bits = level == 4 - levels ? ia - shift : stride;
+		uint64_t idx = (gva >> shift) & ((1ull << bits) - 1), d;
+
+		if (read(ctx, table + idx * 8, &d) < 0)
+			return -EFAULT;
+		if (!(d & 1))
+			return -EFAULT;
+		if (level == 3) {
+			if (!(d & 2))
+				return -EFAULT; /* reserved at level 3 */
+			*gpa = out_addr(d, g, ds, g) | (gva & ((1ull << g) - 1));
+			return 0;
+		}
+		if (!(d & 2)) { /* a block */
+			if (level < 1 && !(ds && level == 0 && g == 12))
+				return -EFAULT;
+			*gpa = out_addr(d, g, ds, shift) | (gva & ((1ull << shift) - 1));
+			return 0;
+		}
+		table = out_addr(d, g, ds, g);
+	}
+	return -EFAULT;
+}
