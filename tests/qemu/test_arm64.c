@@ -422,13 +422,15 @@ static void test_refused(void **state)
 	hv_result_free(&r);
 }
 
-/* run --qemu on the arm64 Image (qemu-system-aarch64 -M virt launched for it), trap probes under
- * function_graph, dd's calls alone: on hvt.bm=7 hvt.tmpfs=5, each of dd's 12 reads is one
+/* record --qemu on the arm64 Image (qemu-system-aarch64 -M virt launched for it), trap probes
+ * under function_graph, dd's calls alone: on hvt.bm=7 hvt.tmpfs=5, each of dd's 12 reads is one
  * vfs_read, and each of the 5 of the tmpfs file holds shmem_file_read_iter right under it; the
- * BTF-typed -e on do_sys_openat2 names dd's 7 opens of binfmt_misc's status file. */
+ * BTF-typed -e on do_sys_openat2 names dd's 7 opens of binfmt_misc's status file. `hvtrace
+ * report` prints that graph; the real trace-cmd reads the same counts from the trace.dat. */
 static void test_run_graph(void **state)
 {
-	const char *argv[] = {"run",
+	char dat[340], *tc;
+	const char *argv[] = {"record",
 			      "--qemu",
 			      "--kernel",
 			      image,
@@ -448,15 +450,33 @@ static void test_run_graph(void **state)
 			      "do_sys_openat2(dfd, filename)",
 			      "--timeout",
 			      "900",
+			      "-o",
+			      dat,
 			      NULL};
 	struct hv_result r;
 
 	(void)state;
+	snprintf(dat, sizeof(dat), "%s/graph.dat", work);
 	hv_run(&r, argv, 0, 0);
-	printf("arm64: run --qemu -p function_graph: status %d, %ld lines\n%s", r.status,
-	       (long)count_lines(r.trace), r.err);
-	hv_write_file("/tmp/hvt-arm64-graph.txt", r.trace, strlen(r.trace));
+	printf("arm64: record --qemu -p function_graph: status %d\n%s", r.status, r.err);
 	assert_int_equal(r.status, 0);
+	tc = hv_sh("trace-cmd report -i %s 2>&1", dat);
+	assert_null(strstr(tc, "FAILED TO PARSE"));
+	assert_non_null(strstr(tc, "cpus=2\n"));
+	assert_int_equal(count_text(tc, ": funcgraph_entry: "), count_text(tc, "|  vfs_read() {\n") +
+	    count_text(tc, "|  vfs_read();\n") + count_text(tc, "|  do_sys_openat2() {\n") +
+	    count_text(tc, "|    shmem_file_read_iter();\n") +
+	    count_text(tc, "|    shmem_file_read_iter() {\n"));
+	assert_int_equal(count_text(tc, "vfs_read"), 7 + 5);
+	assert_int_equal(count_text(tc, "|  vfs_read() {\n"), 5);
+	assert_int_equal(count_text(tc, "|    shmem_file_read_iter"), 5);
+	assert_int_equal(count_text(tc, "shmem_file_read_iter"), 5);
+	assert_int_equal(count_text(tc, ": do_sys_openat2__entry_0: ("), count_text(tc, "dfd=-100 "));
+	assert_int_equal(count_text(tc, " dfd=-100 filename=\"/tmp/binfmt/status\"\n"), 7);
+	free(tc);
+	free(r.trace);
+	r.trace = hv_sh("%s report -i %s", hv_binary(), dat);
+	hv_write_file("/tmp/hvt-arm64-graph.txt", r.trace, strlen(r.trace));
 	assert_non_null(strstr(r.console, "hvt-linux: binfmt_misc status read 7 times"));
 	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
 	assert_int_equal(count_text(r.trace, "vfs_read"), 7 + 5);
