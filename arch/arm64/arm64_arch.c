@@ -1,12 +1,14 @@
 /* The arm64 table of arch/arch.h: the AAPCS64 register map (return address in x30), the patch
  * encodings (BRK #0, ftrace's `mov x9, x30; nop` entry, B/BL imm26, BTI C), the stage-1 page walk,
- * QEMU's aarch64 `g` layout. Detours (out-of-line relocation) are not there yet: each of their
- * hooks refuses in one line. */
+ * QEMU's aarch64 `g` layout, out-of-line relocation by bit pattern and the detour slot
+ * (arm64_reloc.h, arm64_reloc_scan.h, arm64_detour.h). */
 #include "arch/arch.h"
+#include "arch/arm64/arm64_detour.h"
+#include "arch/arm64/arm64_reloc.h"
+#include "arch/arm64/arm64_reloc_scan.h"
 
 #include <elf.h>
 #include <errno.h>
-#include <stdio.h>
 
 #ifndef EM_AARCH64
 #define EM_AARCH64 183
@@ -28,24 +30,6 @@ static int arm64_scan_insn_start(const uint8_t *body, size_t body_len, size_t of
 	if (off + ARM64_INSN_LEN > body_len)
 		return -EFAULT;
 	return off & 3 ? -EINVAL : 0;
-}
-
-/* WFI, WFE, WFIT, WFET: the instructions that wait for an interrupt or event. */
-static bool arm64_insn_waits(const uint8_t *p, size_t n)
-{
-	uint32_t w = n >= ARM64_INSN_LEN ? arm64_word(p) : 0;
-
-	return w == 0xd503207fu || w == 0xd503205fu || (w & 0xffffffc0u) == 0xd5031000u;
-}
-
-/* Detours need out-of-line relocation of arm64 code, which hvtrace does not have yet. */
-static int no_reloc_plan(const uint8_t *code, size_t code_len, uint64_t code_addr, size_t need,
-			 struct arch_reloc_plan *plan, char *why, size_t whylen)
-{
-	(void)code, (void)code_len, (void)code_addr, (void)need, (void)plan;
-	snprintf(why, whylen, "arm64 code cannot be run out of line yet (no detours or entry "
-			      "breakpoints on arm64)");
-	return -EOPNOTSUPP;
 }
 
 static int arm64_arch_translate(arch_read_pte_fn read, void *ctx, uint64_t root, unsigned mode,
@@ -86,9 +70,15 @@ const struct arch arch_arm64 = {
     .encode_branch = arm64_encode_branch,
     .direct_branch = arm64_direct_branch,
     .call_precedes = arm64_call_precedes,
-    .reloc_plan = no_reloc_plan,
+    .reloc_plan = arm64_reloc_plan,
+    .reloc_emit = arm64_reloc_emit,
+    .reloc_kernel_safe = arm64_reloc_kernel_safe,
+    .reloc_detour_check = arm64_reloc_detour_check,
+    .reloc_scan_body = arm64_reloc_scan_body,
+    .scan_branch_to = arm64_scan_branch_to,
     .scan_insn_start = arm64_scan_insn_start,
     .insn_waits = arm64_insn_waits,
+    .detour_code = arm64_detour_code,
     .translate = arm64_arch_translate,
     .gdb = &arm64_gdb_layout,
 };

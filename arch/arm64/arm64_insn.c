@@ -58,3 +58,10 @@ bool arm64_call_precedes(const uint8_t *b)
 	       (w & 0xfffff81fu) == 0xd63f081fu ||  /* BLRAAZ, BLRABZ */
 	       (w & 0xfffff800u) == 0xd73f0800u;    /* BLRAA, BLRAB */
 }
+
+bool arm64_insn_waits(const uint8_t *p, size_t n)
+{
+	uint32_t w = n >= ARM64_INSN_LEN ? arm64_word(p) : 0;
+
+	return w == 0xd503207fu || w == 0xd503205fu || (w & 0xffffffc0u) == 0xd5031000u;
+}

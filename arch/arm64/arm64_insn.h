@@ -52,4 +52,8 @@ size_t arm64_direct_branch(const uint8_t *p, size_t n, uint64_t at, bool jumps, 
  * authenticates (BLRAA, BLRAAZ, BLRAB, BLRABZ). */
 bool arm64_call_precedes(const uint8_t *b);
 
+/* Whether the word at @p (@n bytes available) waits for an interrupt or event: WFI, WFE, WFIT,
+ * WFET. */
+bool arm64_insn_waits(const uint8_t *p, size_t n);
+
 #endif
