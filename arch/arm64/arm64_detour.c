@@ -28,8 +28,10 @@ int arm64_detour_code(const struct arch_reloc_plan *plan, const struct arch_deto
 	*len = 0;
 	if ((at & 3) || (sti & 3) || (slot->size & 3) || sti < ARM64_DT_UNMASKED + 12 ||
 	    sti + 2 * ARM64_INSN_LEN > slot->size) {
-		snprintf(why, whylen, "detour slot %u: its layout has no room for arm64's copies "
-				      "and way back", slot->idx);
+		snprintf(why, whylen,
+			 "detour slot %u: its layout has no room for arm64's copies "
+			 "and way back",
+			 slot->idx);
 		return -EINVAL;
 	}
 	ret = arm64_reloc_detour_check(plan, &pushed, why, whylen);

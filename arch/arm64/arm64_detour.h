@@ -34,15 +34,16 @@
 
 #include "arch/arch.h"
 
-#define ARM64_DT_MASKED	  8  /* the copy run when the call was made with interrupts masked */
-#define ARM64_DT_UNMASKED 52 /* the copy run when they were not, then the way back at sti_off */
+#define ARM64_DT_MASKED	    8  /* the copy run when the call was made with interrupts masked */
+#define ARM64_DT_UNMASKED   52 /* the copy run when they were not, then the way back at sti_off */
 #define ARM64_DT_STP_X9_X30 0xa9bf7be9u /* stp x9, x30, [sp, #-16]! */
 #define ARM64_DT_LDP_X9_X30 0xa8c17be9u /* ldp x9, x30, [sp], #16 */
 #define ARM64_DAIFCLR_I	    0xd50342ffu /* msr daifclr, #2 */
 
 /* See struct arch's detour_code and the layout above: -EINVAL (a slot without room for that
  * layout), -ERANGE (@entry or the way back out of B/BL's reach), -ENOSPC (a relocated copy larger
- * than its part of the slot), or what arm64_reloc_detour_check and arm64_reloc_emit refuse. Pure. */
+ * than its part of the slot), or what arm64_reloc_detour_check and arm64_reloc_emit refuse. Pure.
+ */
 int arm64_detour_code(const struct arch_reloc_plan *plan, const struct arch_detour_slot *slot,
 		      uint64_t at, uint64_t entry, uint8_t *code, size_t *len, char *why,
 		      size_t whylen);

@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#define IP0	       16 /* x16: the scratch register of the far forms */
-#define LR	       30
-#define XZR	       31
-#define BR_X16	       0xd61f0200u
-#define OUT_WORDS_MAX  (ARCH_RELOC_OUT_MAX / ARM64_INSN_LEN)
+#define IP0	      16 /* x16: the scratch register of the far forms */
+#define LR	      30
+#define XZR	      31
+#define BR_X16	      0xd61f0200u
+#define OUT_WORDS_MAX (ARCH_RELOC_OUT_MAX / ARM64_INSN_LEN)
 
 int arm64_say(char *why, size_t whylen, int err, uint64_t base, uint64_t at, const uint8_t *p,
 	      size_t n, const char *fmt, ...)
@@ -70,8 +70,8 @@ bool arm64_rel_branch(uint32_t w, uint64_t pc, uint64_t *to, uint8_t *kind)
 /* The literal class of LDR (literal) word @w (opc:V), or -1 for the unallocated one. */
 static int lit_class(uint32_t w)
 {
-	static const int8_t cls[8] = {ARM64_LIT_W,  ARM64_LIT_S,    ARM64_LIT_X, ARM64_LIT_D,
-				      ARM64_LIT_SW, ARM64_LIT_Q,    ARM64_LIT_PRFM, -1};
+	static const int8_t cls[8] = {ARM64_LIT_W,  ARM64_LIT_S, ARM64_LIT_X,	 ARM64_LIT_D,
+				      ARM64_LIT_SW, ARM64_LIT_Q, ARM64_LIT_PRFM, -1};
 
 	return cls[(w >> 30) << 1 | ((w >> 26) & 1)];
 }
@@ -111,7 +111,8 @@ static const char *never_moves(uint32_t w, bool last, int *err)
 		if (opc != 0 && opc != 2 && opc != 8)
 			return "a branch (register) word not relocated";
 		if (!last)
-			return "a branch or return before the patch's bytes are covered (they would "
+			return "a branch or return before the patch's bytes are covered (they "
+			       "would "
 			       "overwrite what follows)";
 		return NULL;
 	}
@@ -122,7 +123,8 @@ static const char *never_moves(uint32_t w, bool last, int *err)
 		if (!arm64_rel_branch(w, 0, &to, &kind))
 			return "a branch-class word not relocated";
 		if (kind == ARM64_RELOC_BL && !last)
-			return "BL before the last displaced word: the callee would return into the "
+			return "BL before the last displaced word: the callee would return into "
+			       "the "
 			       "copy";
 		if (kind == ARM64_RELOC_B && !last)
 			return "B before the patch's bytes are covered (they would overwrite what "
@@ -144,7 +146,8 @@ static void classify(uint32_t w, uint64_t pc, struct arch_reloc_insn *ri)
 		int64_t imm = sext(((w >> 5) & 0x7ffffu) << 2 | ((w >> 29) & 3), 21);
 
 		ri->kind = w >> 31 ? ARM64_RELOC_ADRP : ARM64_RELOC_ADR;
-		ri->target = w >> 31 ? (pc & ~0xfffull) + (uint64_t)(imm * 4096) : pc + (uint64_t)imm;
+		ri->target =
+		    w >> 31 ? (pc & ~0xfffull) + (uint64_t)(imm * 4096) : pc + (uint64_t)imm;
 	} else if ((w & 0x3b000000u) == 0x18000000u) { /* LDR (literal) */
 		ri->kind = ARM64_RELOC_LIT;
 		ri->op = (uint8_t)lit_class(w);
@@ -225,11 +228,12 @@ int arm64_reloc_plan(const uint8_t *code, size_t code_len, uint64_t code_addr, s
 					 "loads from 0x%llx, inside the %zu displaced bytes",
 					 (unsigned long long)ri->target, plan->len);
 		if (ri->kind >= ARM64_RELOC_B && arm64_reloc_hits_patch(plan, ri->target, 1))
-			return arm64_say(why, whylen, -EOPNOTSUPP, code_addr, code_addr + ri->off,
-					 p, ARM64_INSN_LEN,
-					 "branches to 0x%llx (+%llu), inside the %zu displaced bytes",
-					 (unsigned long long)ri->target,
-					 (unsigned long long)(ri->target - code_addr), plan->len);
+			return arm64_say(
+			    why, whylen, -EOPNOTSUPP, code_addr, code_addr + ri->off, p,
+			    ARM64_INSN_LEN,
+			    "branches to 0x%llx (+%llu), inside the %zu displaced bytes",
+			    (unsigned long long)ri->target,
+			    (unsigned long long)(ri->target - code_addr), plan->len);
 	}
 	return 0;
 }
@@ -302,9 +306,9 @@ static void jump(struct words *o, uint64_t to)
 /* LDR of class @c into register @rt from [Xn]. */
 static uint32_t ldr_base(int c, unsigned rt, unsigned rn)
 {
-	static const uint32_t op[] = {[ARM64_LIT_W] = 0xb9400000u,  [ARM64_LIT_X] = 0xf9400000u,
-				      [ARM64_LIT_SW] = 0xb9800000u, [ARM64_LIT_S] = 0xbd400000u,
-				      [ARM64_LIT_D] = 0xfd400000u,  [ARM64_LIT_Q] = 0x3dc00000u};
+	static const uint32_t op[] = {
+	    [ARM64_LIT_W] = 0xb9400000u, [ARM64_LIT_X] = 0xf9400000u, [ARM64_LIT_SW] = 0xb9800000u,
+	    [ARM64_LIT_S] = 0xbd400000u, [ARM64_LIT_D] = 0xfd400000u, [ARM64_LIT_Q] = 0x3dc00000u};
 
 	return op[c] | rn << 5 | rt;
 }
@@ -459,8 +463,8 @@ int arm64_reloc_emit(const struct arch_reloc_plan *plan, const uint8_t *code, ui
 	put(&o, 0x14000000u | ((uint32_t)(d >> 2) & 0x3ffffffu));
 	total = 4 * o.n;
 	if (o.n > OUT_WORDS_MAX || total > out_cap)
-		return arm64_say(why, whylen, -ENOSPC, code_addr, code_addr + plan->pad_len, NULL, 0,
-				 "the copy needs %zu bytes, %zu given", total, out_cap);
+		return arm64_say(why, whylen, -ENOSPC, code_addr, code_addr + plan->pad_len, NULL,
+				 0, "the copy needs %zu bytes, %zu given", total, out_cap);
 	for (size_t i = 0; i < o.n; i++)
 		arm64_put_word(out + 4 * i, o.w[i]);
 	*out_len = total;

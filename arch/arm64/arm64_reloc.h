@@ -30,13 +30,13 @@ enum arm64_reloc_kind {
 
 /* A literal load's class (struct arch_reloc_insn's op for ARM64_RELOC_LIT). */
 enum arm64_lit {
-	ARM64_LIT_W,	 /* LDR Wt */
-	ARM64_LIT_X,	 /* LDR Xt */
-	ARM64_LIT_SW,	 /* LDRSW Xt */
-	ARM64_LIT_PRFM,	 /* PRFM: out of reach it becomes a NOP (a prefetch is only a hint) */
-	ARM64_LIT_S,	 /* LDR St: out of reach through x16 */
-	ARM64_LIT_D,	 /* LDR Dt: likewise */
-	ARM64_LIT_Q,	 /* LDR Qt: likewise */
+	ARM64_LIT_W,	/* LDR Wt */
+	ARM64_LIT_X,	/* LDR Xt */
+	ARM64_LIT_SW,	/* LDRSW Xt */
+	ARM64_LIT_PRFM, /* PRFM: out of reach it becomes a NOP (a prefetch is only a hint) */
+	ARM64_LIT_S,	/* LDR St: out of reach through x16 */
+	ARM64_LIT_D,	/* LDR Dt: likewise */
+	ARM64_LIT_Q,	/* LDR Qt: likewise */
 };
 
 /* The most words reloc_emit writes for one displaced word (BL out of B's reach: MOVZ/MOVK x30,

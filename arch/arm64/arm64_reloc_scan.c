@@ -9,7 +9,7 @@
 #define FP_REG 29
 
 static const char *const kind_name[] = {
-    [ARM64_RELOC_B] = "B",	   [ARM64_RELOC_BL] = "BL",	   [ARM64_RELOC_BCOND] = "B.cond",
+    [ARM64_RELOC_B] = "B",	   [ARM64_RELOC_BL] = "BL",	  [ARM64_RELOC_BCOND] = "B.cond",
     [ARM64_RELOC_CB] = "CBZ/CBNZ", [ARM64_RELOC_TB] = "TBZ/TBNZ",
 };
 
@@ -72,7 +72,7 @@ static int64_t sp_push(uint32_t w)
 	if ((w & 0xff0003ffu) == 0xd10003ffu && !(w & 0x00800000u))
 		return imm; /* sub sp, sp, #imm */
 	if ((w & 0xff0003ffu) == 0x910003ffu && !(w & 0x00800000u))
-		return -imm; /* add sp, sp, #imm */
+		return -imm;		      /* add sp, sp, #imm */
 	if ((w & 0xfe8003e0u) == 0xa88003e0u) /* stp/ldp Xt, Xt2, [sp, #imm]! or [sp], #imm */
 		return -8 * ((int64_t)((w >> 15) & 0x7f) << 57 >> 57);
 	return 0;
@@ -142,8 +142,8 @@ static int scan(const uint8_t *body, size_t body_len, uint64_t body_addr, uint64
 	return 0;
 }
 
-int arm64_reloc_scan_body(const struct arch_reloc_plan *plan, const uint8_t *body,
-			  size_t body_len, uint64_t body_addr, char *why, size_t whylen)
+int arm64_reloc_scan_body(const struct arch_reloc_plan *plan, const uint8_t *body, size_t body_len,
+			  uint64_t body_addr, char *why, size_t whylen)
 {
 	uint64_t lo = plan->code_addr + plan->pad_len + ARM64_INSN_LEN;
 	uint64_t span = plan->len > ARM64_INSN_LEN ? plan->len - ARM64_INSN_LEN : 0;
@@ -152,8 +152,8 @@ int arm64_reloc_scan_body(const struct arch_reloc_plan *plan, const uint8_t *bod
 		    "inside the words a detour would replace", why, whylen);
 }
 
-int arm64_scan_branch_to(const uint8_t *body, size_t body_len, uint64_t body_addr,
-			 uint64_t target, char *why, size_t whylen)
+int arm64_scan_branch_to(const uint8_t *body, size_t body_len, uint64_t body_addr, uint64_t target,
+			 char *why, size_t whylen)
 {
 	return scan(body, body_len, body_addr, target, 1, false, false,
 		    "jumps back to the function's first instruction", why, whylen);

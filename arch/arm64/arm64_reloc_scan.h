@@ -30,19 +30,19 @@ int arm64_reloc_detour_check(const struct arch_reloc_plan *plan, int *pushed, ch
 			     size_t whylen);
 
 /* Reads @body (@body_len bytes at @body_addr: the whole function, untrusted) word by word from its
- * start and refuses any PC-relative branch (B, BL, B.cond, BC.cond, CBZ/CBNZ, TBZ/TBNZ) or ADR whose
- * target lies inside the patch of @plan past its first word (arm64_reloc_hits_patch). Words that
- * are no instruction (data) are skipped: they cannot branch; a partial word at the end ends the
- * scan. Returns 0, -EINVAL (@body_addr not 4-aligned) or -EOPNOTSUPP, with one line in @why naming
- * the word. Pure. */
-int arm64_reloc_scan_body(const struct arch_reloc_plan *plan, const uint8_t *body,
-			  size_t body_len, uint64_t body_addr, char *why, size_t whylen);
+ * start and refuses any PC-relative branch (B, BL, B.cond, BC.cond, CBZ/CBNZ, TBZ/TBNZ) or ADR
+ * whose target lies inside the patch of @plan past its first word (arm64_reloc_hits_patch). Words
+ * that are no instruction (data) are skipped: they cannot branch; a partial word at the end ends
+ * the scan. Returns 0, -EINVAL (@body_addr not 4-aligned) or -EOPNOTSUPP, with one line in @why
+ * naming the word. Pure. */
+int arm64_reloc_scan_body(const struct arch_reloc_plan *plan, const uint8_t *body, size_t body_len,
+			  uint64_t body_addr, char *why, size_t whylen);
 
 /* Whether a PC-relative jump of @body (B, B.cond, BC.cond, CBZ/CBNZ, TBZ/TBNZ; BL excepted: a
  * recursive call is a call) targets @target itself: a breakpoint there would be hit by that jump
  * as by a call. 0, -EOPNOTSUPP (one does; one line in @why naming it) or -EINVAL (@body_addr not
  * 4-aligned). Pure. */
-int arm64_scan_branch_to(const uint8_t *body, size_t body_len, uint64_t body_addr,
-			 uint64_t target, char *why, size_t whylen);
+int arm64_scan_branch_to(const uint8_t *body, size_t body_len, uint64_t body_addr, uint64_t target,
+			 char *why, size_t whylen);
 
 #endif

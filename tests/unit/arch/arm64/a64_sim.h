@@ -15,17 +15,17 @@
 #include <string.h>
 
 struct a64_run {
-	uint64_t exit;	   /* where control left the words */
-	uint64_t reg[32];  /* values written (x31: none) */
-	uint32_t written;  /* bit n: xn was written */
-	unsigned loads;	   /* loads done */
+	uint64_t exit;	  /* where control left the words */
+	uint64_t reg[32]; /* values written (x31: none) */
+	uint32_t written; /* bit n: xn was written */
+	unsigned loads;	  /* loads done */
 	uint64_t load_addr;
-	uint32_t load_op;  /* the last load's opcode bits (31:22, V) and Rt */
-	unsigned prfm;	   /* literal prefetches */
-	unsigned copied;   /* other words run */
+	uint32_t load_op; /* the last load's opcode bits (31:22, V) and Rt */
+	unsigned prfm;	  /* literal prefetches */
+	unsigned copied;  /* other words run */
 	uint32_t last_copied;
 	unsigned steps;
-	bool stuck;	   /* more than 64 steps, or a register read before any write */
+	bool stuck; /* more than 64 steps, or a register read before any write */
 };
 
 static inline int64_t a64_sext(uint64_t v, unsigned bits)
@@ -80,7 +80,8 @@ static inline void a64_run(const uint8_t *words, uint64_t base, size_t len, uint
 			int64_t imm = a64_sext(((w >> 5) & 0x7ffffu) << 2 | ((w >> 29) & 3), 21);
 
 			a64_set(r, w & 31,
-				w >> 31 ? (pc & ~0xfffull) + (uint64_t)(imm * 4096) : pc + (uint64_t)imm);
+				w >> 31 ? (pc & ~0xfffull) + (uint64_t)(imm * 4096)
+					: pc + (uint64_t)imm);
 		} else if ((w & 0xffc00000u) == 0x91000000u) { /* ADD Xd, Xn, #imm12 */
 			a64_set(r, w & 31, a64_get(r, (w >> 5) & 31) + ((w >> 10) & 0xfff));
 		} else if ((w & 0xff800000u) == 0xd2800000u) { /* MOVZ */

@@ -68,8 +68,8 @@ static void test_encode_edges(void **state)
 /* Decoding gives back what was encoded at both edges, and BL/B are told apart. */
 static void test_direct_branch_roundtrip(void **state)
 {
-	static const int64_t offs[] = {0, 4, -4, 128 * MIB - 4, -(int64_t)(128 * MIB), 0x123454,
-				       -0x5678};
+	static const int64_t offs[] = {0,	 4,	 -4, 128 * MIB - 4, -(int64_t)(128 * MIB),
+				       0x123454, -0x5678};
 	uint8_t b[4];
 	uint64_t to;
 
@@ -81,7 +81,8 @@ static void test_direct_branch_roundtrip(void **state)
 			to = 0;
 			assert_int_equal(arm64_direct_branch(b, 4, KTEXT, true, &to), 4);
 			assert_true(to == KTEXT + (uint64_t)offs[i]);
-			assert_int_equal(arm64_direct_branch(b, 4, KTEXT, false, &to), call ? 4 : 0);
+			assert_int_equal(arm64_direct_branch(b, 4, KTEXT, false, &to),
+					 call ? 4 : 0);
 		}
 	}
 }
@@ -89,8 +90,8 @@ static void test_direct_branch_roundtrip(void **state)
 /* Too few bytes, and words that are no B/BL (B.cond, CBZ, BLR, NOP). */
 static void test_direct_branch_rejects(void **state)
 {
-	static const uint32_t others[] = {0x54000040u, 0xb4000040u, 0xd63f0060u, ARM64_NOP,
-					  0xd65f03c0u, 0x00000000u};
+	static const uint32_t others[] = {0x54000040u, 0xb4000040u, 0xd63f0060u,
+					  ARM64_NOP,   0xd65f03c0u, 0x00000000u};
 	uint8_t b[4];
 	uint64_t to = 7;
 
@@ -120,8 +121,9 @@ static void test_call_precedes(void **state)
 	    0xd61f0060u, 0xd71f0822u, /* br x3, braa x1, x2 */
 	    0xd65f03c0u, 0xd65f0bffu, /* ret, retaa */
 	    0x54000040u, 0xb4000040u, /* b.eq, cbz */
-	    ARM64_NOP,   0xd503245fu, 0xaa1e03e9u, 0xd503233fu, 0x00000000u, 0xffffffffu,
-	    0xd63f0061u, /* blr x3 with a nonzero low field: unallocated */
+	    ARM64_NOP,	 0xd503245fu, 0xaa1e03e9u, 0xd503233fu,
+	    0x00000000u, 0xffffffffu, 0xd63f0061u, /* blr x3 with a nonzero low field: unallocated
+						    */
 	};
 	uint8_t b[4];
 
@@ -156,7 +158,7 @@ static void test_entry_pad_len(void **state)
 	assert_int_equal(pad_of(ARM64_BTI_C, ARM64_NOP), 4);
 	assert_int_equal(pad_of(ARM64_MOV_X9_X30, ARM64_NOP), 4);
 	assert_int_equal(pad_of(ARM64_NOP, ARM64_NOP), 0);
-	assert_int_equal(pad_of(ARM64_PACIASP, 0xd10283ffu), 0); /* __schedule's */
+	assert_int_equal(pad_of(ARM64_PACIASP, 0xd10283ffu), 0);    /* __schedule's */
 	assert_int_equal(pad_of(0xd503249fu, ARM64_MOV_X9_X30), 0); /* bti j: no call lands */
 	assert_int_equal(pad_of(ARM64_MOV_X9_X30, ARM64_MOV_X9_X30), 4);
 	assert_int_equal(pad_of(0xaa1e03eau, ARM64_NOP), 0); /* mov x10, x30 */
@@ -165,8 +167,8 @@ static void test_entry_pad_len(void **state)
 /* The site NOP is the NOP alone; a BL over it, a BRK, the mov are not. */
 static void test_site_nop(void **state)
 {
-	static const uint32_t others[] = {0x94000001u, ARM64_BRK0, ARM64_MOV_X9_X30, 0xd503203fu,
-					  ARM64_BTI_C, 0x00000000u};
+	static const uint32_t others[] = {0x94000001u, ARM64_BRK0,  ARM64_MOV_X9_X30,
+					  0xd503203fu, ARM64_BTI_C, 0x00000000u};
 	uint8_t b[4];
 
 	(void)state;

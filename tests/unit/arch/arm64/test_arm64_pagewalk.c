@@ -174,13 +174,15 @@ static void test_4k48_page(void **state)
 	assert_int_equal(walk(&m, 0x00ab000040000001ull, mode(48, 12, false), K48_VA, &gpa), 0);
 	assert_true(gpa == 0x7654321345ull);
 	/* a tag in the top byte is ignored (TBI) */
-	assert_int_equal(walk(&m, 0x40000000, mode(48, 12, false), (K48_VA & ~(0xffull << 56)) |
-							      0x5aull << 56, &gpa), 0);
+	assert_int_equal(walk(&m, 0x40000000, mode(48, 12, false),
+			      (K48_VA & ~(0xffull << 56)) | 0x5aull << 56, &gpa),
+			 0);
 	assert_true(gpa == 0x7654321345ull);
 	/* via the table's hook, with the mode from a TCR */
-	assert_int_equal(arch_get(ARCH_ARM64)->translate(
-			     peek, &m, 0x40000000, arm64_mode_of_tcr(16ull << 16 | 2ull << 30, true),
-			     K48_VA, &gpa),
+	assert_int_equal(arch_get(ARCH_ARM64)
+			     ->translate(peek, &m, 0x40000000,
+					 arm64_mode_of_tcr(16ull << 16 | 2ull << 30, true), K48_VA,
+					 &gpa),
 			 0);
 	assert_true(gpa == 0x7654321345ull);
 }
@@ -278,7 +280,8 @@ static void test_small_start_table(void **state)
 	assert_true(gpa == 0x55555000);
 }
 
-/* ---- 4 KiB, 52-bit, LPA2: the real guest's TCR_EL1, walks from level -1 ----------------------- */
+/* ---- 4 KiB, 52-bit, LPA2: the real guest's TCR_EL1, walks from level -1 -----------------------
+ */
 
 /* A KASLR'd text address of the 6.12 guest: L-1 15, L0 0x14b, L1 0x1d3, L2 0x171, L3 0 */
 #define K52_VA 0xffffa5f4ee200abcull
@@ -337,7 +340,8 @@ static void test_4k52_blocks(void **state)
  * PA[51:50]. */
 static void test_4k52_high_pa(void **state)
 {
-	uint64_t root = 0x000c000041a92000ull, l0 = 0x0004000000001000ull, pg = 0x000b123456789000ull;
+	uint64_t root = 0x000c000041a92000ull, l0 = 0x0004000000001000ull,
+		 pg = 0x000b123456789000ull;
 	uint64_t ttbr = (root & 0x0000ffffffffffc0ull) | ((root >> 48) & 0xf) << 2 | 1;
 	unsigned md = mode(52, 12, true);
 	struct mem m = {0};
@@ -357,8 +361,9 @@ static void test_4k52_high_pa(void **state)
 /* ---- 16 KiB, 52-bit, LPA2 (a real 16k kernel's TCR_EL1): levels 0-3 -------------------------- */
 
 /* L0 (bits 51:47) 0x1f, L1 (46:36) 0x7ff, L2 (35:25) 0x400, L3 (24:14) 0x123 */
-#define K16_VA (0xfff0000000000000ull | 0x1full << 47 | 0x7ffull << 36 | 0x400ull << 25 | \
-		0x123ull << 14 | 0x2345)
+#define K16_VA                                                                                     \
+	(0xfff0000000000000ull | 0x1full << 47 | 0x7ffull << 36 | 0x400ull << 25 |                 \
+	 0x123ull << 14 | 0x2345)
 
 static void build_16k52(struct mem *m)
 {
@@ -439,9 +444,11 @@ static void test_64k48(void **state)
 /* 52-bit: 1024 entries at level 1 (51:42), PA[51:48] in descriptor bits 15:12 and TTBR bits 5:2. */
 static void test_64k52(void **state)
 {
-	uint64_t root = 0x0003000050000000ull, l2 = 0x000a000000010000ull, pg = 0x000f0000abcd0000ull;
+	uint64_t root = 0x0003000050000000ull, l2 = 0x000a000000010000ull,
+		 pg = 0x000f0000abcd0000ull;
 	uint64_t ttbr = (root & 0x0000ffffffffffc0ull) | ((root >> 48) & 0xf) << 2;
-	uint64_t va = 0xfff0000000000000ull | 0x3ffull << 42 | 0x10ull << 29 | 0x20ull << 16 | 0x1234;
+	uint64_t va =
+	    0xfff0000000000000ull | 0x3ffull << 42 | 0x10ull << 29 | 0x20ull << 16 | 0x1234;
 	struct mem m = {0};
 	uint64_t gpa;
 
@@ -451,8 +458,8 @@ static void test_64k52(void **state)
 	poke(&m, 0x70000000 + 0x20 * 8, page(pg, 16, false));
 	assert_int_equal(walk(&m, ttbr, mode(52, 16, false), va, &gpa), 0);
 	assert_true(gpa == (pg | 0x1234));
-	assert_int_equal(walk(&m, ttbr, arm64_mode_of_tcr(12ull << 16 | 3ull << 30, true), va, &gpa),
-			 0);
+	assert_int_equal(
+	    walk(&m, ttbr, arm64_mode_of_tcr(12ull << 16 | 3ull << 30, true), va, &gpa), 0);
 	assert_true(gpa == (pg | 0x1234));
 }
 

@@ -22,13 +22,13 @@
 #define MIB (1ull << 20)
 #define GIB (1ull << 30)
 
-#define PACIASP	 0xd503233fu
-#define SUB_SP	 0xd10283ffu /* sub sp, sp, #0xa0 */
-#define MRS_X1	 0xd5384101u /* mrs x1, sp_el0 */
-#define CMP_W0	 0x7100041fu /* cmp w0, #1 */
-#define STP_FP	 0xa9047bfdu /* stp x29, x30, [sp, #64] */
-#define MOV_X9	 0xaa1e03e9u
-#define BR_X16	 0xd61f0200u
+#define PACIASP 0xd503233fu
+#define SUB_SP	0xd10283ffu /* sub sp, sp, #0xa0 */
+#define MRS_X1	0xd5384101u /* mrs x1, sp_el0 */
+#define CMP_W0	0x7100041fu /* cmp w0, #1 */
+#define STP_FP	0xa9047bfdu /* stp x29, x30, [sp, #64] */
+#define MOV_X9	0xaa1e03e9u
+#define BR_X16	0xd61f0200u
 
 static void put_words(uint8_t *b, const uint32_t *w, size_t n)
 {
@@ -156,12 +156,12 @@ static void test_plan_kinds(void **state)
 	    {0x9c00018au, 0x28, ARM64_RELOC_LIT, ARM64_LIT_Q, 0x58},
 	    {0x14000040u, 0x2c, ARM64_RELOC_B, 0, 0x12c},
 	    {0x97f00000u, 0x30, ARM64_RELOC_BL, 0, 0x30 - 0x400000},
-	    {0x54000101u, 0x34, ARM64_RELOC_BCOND, 0, 0x54},	      /* b.ne */
-	    {0x54000210u, 0x38, ARM64_RELOC_BCOND, 0, 0x78},	      /* bc.eq */
-	    {0x34ffffcbu, 0x3c, ARM64_RELOC_CB, 0, 0x34},	      /* cbz w11, .-8 */
-	    {0xb51fffecu, 0x40, ARM64_RELOC_CB, 0, 0x4003c},	      /* cbnz x12 */
-	    {0x361bffedu, 0x44, ARM64_RELOC_TB, 0, 0x8040},	      /* tbz w13, #3 */
-	    {0xb744000eu, 0x48, ARM64_RELOC_TB, 0, 0x48 - 0x8000},    /* tbnz x14, #40 */
+	    {0x54000101u, 0x34, ARM64_RELOC_BCOND, 0, 0x54},	   /* b.ne */
+	    {0x54000210u, 0x38, ARM64_RELOC_BCOND, 0, 0x78},	   /* bc.eq */
+	    {0x34ffffcbu, 0x3c, ARM64_RELOC_CB, 0, 0x34},	   /* cbz w11, .-8 */
+	    {0xb51fffecu, 0x40, ARM64_RELOC_CB, 0, 0x4003c},	   /* cbnz x12 */
+	    {0x361bffedu, 0x44, ARM64_RELOC_TB, 0, 0x8040},	   /* tbz w13, #3 */
+	    {0xb744000eu, 0x48, ARM64_RELOC_TB, 0, 0x48 - 0x8000}, /* tbnz x14, #40 */
 	};
 	struct arch_reloc_plan plan;
 	uint8_t code[4];
@@ -191,21 +191,21 @@ static void test_plan_refusals(void **state)
 	    {{0xd4000002u}, 1, 4, -EOPNOTSUPP, "exception generation"}, /* hvc #0 */
 	    {{0x00000000u}, 1, 4, -EOPNOTSUPP, "UDF"},
 	    {{0xd69f03e0u}, 1, 4, -EOPNOTSUPP, "ERET"},
-	    {{0xd6bf03e0u}, 1, 4, -EOPNOTSUPP, "ERET or DRPS"}, /* drps */
+	    {{0xd6bf03e0u}, 1, 4, -EOPNOTSUPP, "ERET or DRPS"},	   /* drps */
 	    {{0xd63f0060u}, 1, 4, -EOPNOTSUPP, "indirect call"},   /* blr x3 */
 	    {{0xd73f0822u}, 1, 4, -EOPNOTSUPP, "indirect call"},   /* blraa x1, x2 */
 	    {{0xd63f08bfu}, 1, 4, -EOPNOTSUPP, "indirect call"},   /* blraaz x5 */
-	    {{0xc85f7c20u}, 1, 4, -EOPNOTSUPP, "exclusive"},	    /* ldxr x0, [x1] */
-	    {{0xc8027c20u}, 1, 4, -EOPNOTSUPP, "exclusive"},	    /* stxr w2, x0, [x1] */
-	    {{0xc87f8440u}, 1, 4, -EOPNOTSUPP, "exclusive"},	    /* ldaxp x0, x1, [x2] */
-	    {{0xc8238440u}, 1, 4, -EOPNOTSUPP, "exclusive"},	    /* stlxp w3, x0, x1, [x2] */
-	    {{0x085f7c20u}, 1, 4, -EOPNOTSUPP, "exclusive"},	    /* ldxrb w0, [x1] */
-	    {{0x04a0e3e0u}, 1, 4, -EOPNOTSUPP, "SVE"},		    /* incw x0 */
-	    {{0x02000000u}, 1, 4, -EILSEQ, "not an allocated"},	    /* op0 0001 */
-	    {{0x06000000u}, 1, 4, -EILSEQ, "not an allocated"},	    /* op0 0011 */
-	    {{0xdc000000u}, 1, 4, -EILSEQ, "unallocated literal"},  /* ldr (literal) opc 11 V 1 */
-	    {{0x55000000u}, 1, 4, -EOPNOTSUPP, "branch-class"},	    /* unallocated in 0x54 space */
-	    {{0x74000000u}, 1, 4, -EOPNOTSUPP, "branch-class"},	    /* FEAT_CMPBR's space */
+	    {{0xc85f7c20u}, 1, 4, -EOPNOTSUPP, "exclusive"},	   /* ldxr x0, [x1] */
+	    {{0xc8027c20u}, 1, 4, -EOPNOTSUPP, "exclusive"},	   /* stxr w2, x0, [x1] */
+	    {{0xc87f8440u}, 1, 4, -EOPNOTSUPP, "exclusive"},	   /* ldaxp x0, x1, [x2] */
+	    {{0xc8238440u}, 1, 4, -EOPNOTSUPP, "exclusive"},	   /* stlxp w3, x0, x1, [x2] */
+	    {{0x085f7c20u}, 1, 4, -EOPNOTSUPP, "exclusive"},	   /* ldxrb w0, [x1] */
+	    {{0x04a0e3e0u}, 1, 4, -EOPNOTSUPP, "SVE"},		   /* incw x0 */
+	    {{0x02000000u}, 1, 4, -EILSEQ, "not an allocated"},	   /* op0 0001 */
+	    {{0x06000000u}, 1, 4, -EILSEQ, "not an allocated"},	   /* op0 0011 */
+	    {{0xdc000000u}, 1, 4, -EILSEQ, "unallocated literal"}, /* ldr (literal) opc 11 V 1 */
+	    {{0x55000000u}, 1, 4, -EOPNOTSUPP, "branch-class"},	   /* unallocated in 0x54 space */
+	    {{0x74000000u}, 1, 4, -EOPNOTSUPP, "branch-class"},	   /* FEAT_CMPBR's space */
 	    {{0xd65f03c0u, SUB_SP}, 2, 8, -EOPNOTSUPP, "before the patch"}, /* ret first */
 	    {{0xd61f0060u, SUB_SP}, 2, 8, -EOPNOTSUPP, "before the patch"}, /* br x3 first */
 	    {{0x14000040u, SUB_SP}, 2, 8, -EOPNOTSUPP, "B before"},
@@ -318,11 +318,11 @@ static void test_emit_reencoded(void **state)
 		uint64_t pc, dest;
 		uint32_t want;
 	} e[] = {
-	    {0x10000801u, F, F + 0x40, 0x10000601u},		   /* adr x1 */
-	    {0x54000101u, F + 0x34, F + 0x74, 0x54ffff01u},	   /* b.ne */
+	    {0x10000801u, F, F + 0x40, 0x10000601u},		     /* adr x1 */
+	    {0x54000101u, F + 0x34, F + 0x74, 0x54ffff01u},	     /* b.ne */
 	    {0x361bffedu, F + 0x44, F + 0x44 + 0x7800, 0x36183fedu}, /* tbz w13, #3 */
-	    {0x58fffc06u, F + 0x14, F + 0x54, 0x58fffa06u},	   /* ldr x6 */
-	    {0xb51fffecu, F + 0x40, F + 0x80, 0xb51ffdecu},	   /* cbnz x12 */
+	    {0x58fffc06u, F + 0x14, F + 0x54, 0x58fffa06u},	     /* ldr x6 */
+	    {0xb51fffecu, F + 0x40, F + 0x80, 0xb51ffdecu},	     /* cbnz x12 */
 	    {PACIASP, F, F + 64 * MIB, PACIASP},
 	};
 	uint8_t out[ARCH_RELOC_OUT_MAX];
@@ -343,8 +343,7 @@ static void test_emit_reencoded(void **state)
 
 /* Where a copy of one word at @pc, written at @dest, goes and what it does, by the interpreter;
  * @taken: whether a condition holds. Asserts the copy ends with its B back. */
-static void run1(uint32_t w, uint64_t pc, uint64_t dest, bool taken, struct a64_run *r,
-		 size_t *n)
+static void run1(uint32_t w, uint64_t pc, uint64_t dest, bool taken, struct a64_run *r, size_t *n)
 {
 	uint8_t out[ARCH_RELOC_OUT_MAX];
 	char why[256];
@@ -361,8 +360,14 @@ static void run1(uint32_t w, uint64_t pc, uint64_t dest, bool taken, struct a64_
 
 /* The copy's destinations: near, past +-1 MiB, past +-32 KiB only, far from the function in the
  * other direction than the target. */
-static const int64_t dists[] = {0x1000, -0x1000, 0x10000, 3 * (int64_t)MIB, -3 * (int64_t)MIB,
-				100 * (int64_t)MIB, -100 * (int64_t)MIB, 127 * (int64_t)MIB};
+static const int64_t dists[] = {0x1000,
+				-0x1000,
+				0x10000,
+				3 * (int64_t)MIB,
+				-3 * (int64_t)MIB,
+				100 * (int64_t)MIB,
+				-100 * (int64_t)MIB,
+				127 * (int64_t)MIB};
 
 /* ADR and ADRP give the same register value from anywhere: ADR, ADRP (+ ADD), MOVZ/MOVK. */
 static void test_emit_adr_adrp(void **state)
@@ -371,11 +376,11 @@ static void test_emit_adr_adrp(void **state)
 		uint32_t w;
 		int64_t to;
 	} a[] = {
-	    {0x10000801u, 0x100},	     /* adr x1, .+0x100 */
-	    {0x10800002u, -0x100000},	     /* adr x2, .-1 MiB */
-	    {0xb0091a23u, 0x12345000},	     /* adrp x3, +0x12345 pages */
-	    {0xf0ffffe4u, -0x1000},	     /* adrp x4, page - 1 */
-	    {0x90800005u, -(4ll << 30)},     /* adrp x5, -4 GiB: MOVZ/MOVK from 100 MiB above */
+	    {0x10000801u, 0x100},	       /* adr x1, .+0x100 */
+	    {0x10800002u, -0x100000},	       /* adr x2, .-1 MiB */
+	    {0xb0091a23u, 0x12345000},	       /* adrp x3, +0x12345 pages */
+	    {0xf0ffffe4u, -0x1000},	       /* adrp x4, page - 1 */
+	    {0x90800005u, -(4ll << 30)},       /* adrp x5, -4 GiB: MOVZ/MOVK from 100 MiB above */
 	    {0xf07fffe6u, (4ll << 30) - 4096}, /* adrp x6, +4 GiB - 1 page */
 	};
 	struct a64_run r;
@@ -413,8 +418,8 @@ static void test_emit_literals(void **state)
 		uint32_t w;
 		int64_t to;
 	} l[] = {
-	    {0x18000205u, 0x40}, {0x58fffc06u, -0x80}, {0x987fffe7u, 0xffffc},
-	    {0xd8000100u, 0x20}, {0x1c000088u, 0x10},  {0x5c0000c9u, 0x18}, {0x9c00018au, 0x30},
+	    {0x18000205u, 0x40}, {0x58fffc06u, -0x80}, {0x987fffe7u, 0xffffc}, {0xd8000100u, 0x20},
+	    {0x1c000088u, 0x10}, {0x5c0000c9u, 0x18},  {0x9c00018au, 0x30},
 	};
 	struct a64_run r;
 	size_t n;
@@ -436,13 +441,15 @@ static void test_emit_literals(void **state)
 			assert_int_equal(r.loads, 1);
 			assert_true(r.load_addr == F + (uint64_t)l[i].to);
 			assert_int_equal(r.load_op & 31, l[i].w & 31); /* the same Rt */
-			assert_int_equal((r.load_op & 0x04000000u) != 0, simd); /* the same register file */
+			assert_int_equal((r.load_op & 0x04000000u) != 0,
+					 simd); /* the same register file */
 			if (!in && simd)
 				assert_true(r.written == 1u << 16); /* x16 only */
 			else if (!in)
 				assert_true(r.written == 1u << (l[i].w & 31));
 			else
-				assert_int_equal(r.load_op, (l[i].w & 0xff00001fu) | (r.load_op & 0x00ffffe0u));
+				assert_int_equal(r.load_op, (l[i].w & 0xff00001fu) |
+								(r.load_op & 0x00ffffe0u));
 		}
 	/* the load's size class survives the far form */
 	run1(0x987fffe7u, F, F + 100 * MIB, true, &r, &n);
@@ -460,17 +467,17 @@ static void test_emit_branches(void **state)
 		int64_t to;
 		bool cond;
 	} b[] = {
-	    {0x14000040u, 0x100, false},	      /* b .+0x100 */
+	    {0x14000040u, 0x100, false},		  /* b .+0x100 */
 	    {0x15ffffffu, 128 * (int64_t)MIB - 4, false}, /* b, the forward edge */
-	    {0x16000000u, -128 * (int64_t)MIB, false},    /* b, the backward edge */
-	    {0x54000101u, 0x20, true},		      /* b.ne */
-	    {0x54000210u, 0x40, true},		      /* bc.eq */
-	    {0x5400008eu, 0x10, false},		      /* b.al: always */
-	    {0x5400008fu, 0x10, false},		      /* b.nv: always too */
-	    {0x34ffffcbu, -0x8, true},		      /* cbz w11 */
-	    {0xb51fffecu, 0x3fffc, true},	      /* cbnz x12 */
-	    {0x361bffedu, 0x7ffc, true},	      /* tbz w13, #3 */
-	    {0xb744000eu, -0x8000, true},	      /* tbnz x14, #40 */
+	    {0x16000000u, -128 * (int64_t)MIB, false},	  /* b, the backward edge */
+	    {0x54000101u, 0x20, true},			  /* b.ne */
+	    {0x54000210u, 0x40, true},			  /* bc.eq */
+	    {0x5400008eu, 0x10, false},			  /* b.al: always */
+	    {0x5400008fu, 0x10, false},			  /* b.nv: always too */
+	    {0x34ffffcbu, -0x8, true},			  /* cbz w11 */
+	    {0xb51fffecu, 0x3fffc, true},		  /* cbnz x12 */
+	    {0x361bffedu, 0x7ffc, true},		  /* tbz w13, #3 */
+	    {0xb744000eu, -0x8000, true},		  /* tbnz x14, #40 */
 	};
 	struct a64_run r;
 	size_t n;
@@ -515,14 +522,14 @@ static void test_emit_bl(void **state)
 			uint32_t w[2] = {PACIASP, 0};
 			uint64_t dest = F + (uint64_t)dists[d];
 
-			assert_int_equal(arm64_encode_branch(F + 4, F + 4 + (uint64_t)tos[t], true, b),
-					 0);
+			assert_int_equal(
+			    arm64_encode_branch(F + 4, F + 4 + (uint64_t)tos[t], true, b), 0);
 			w[1] = arm64_word(b);
 			assert_int_equal(plan_words(w, 2, F, 8, &plan, code, why), 0);
 			assert_int_equal(plan.insn[1].kind, ARM64_RELOC_BL);
-			assert_int_equal(arm64_reloc_emit(&plan, code, F, dest, out, sizeof(out), &n,
-							  why, 256),
-					 0);
+			assert_int_equal(
+			    arm64_reloc_emit(&plan, code, F, dest, out, sizeof(out), &n, why, 256),
+			    0);
 			a64_run(out, dest, n, dest, w[1], true, &r);
 			assert_false(r.stuck);
 			assert_true(r.exit == F + 4 + (uint64_t)tos[t]);
@@ -546,56 +553,53 @@ static void test_emit_refusals(void **state)
 	(void)state;
 	assert_int_equal(plan_words(w, 2, F, 8, &plan, code, why), 0);
 	memset(out, 0xee, sizeof(out));
-	assert_int_equal(arm64_reloc_emit(&plan, code, F + 4, F + 0x1000, out, sizeof(out), &n,
-					  why, 256),
-			 -EINVAL);
+	assert_int_equal(
+	    arm64_reloc_emit(&plan, code, F + 4, F + 0x1000, out, sizeof(out), &n, why, 256),
+	    -EINVAL);
 	assert_int_equal(n, 0);
-	assert_int_equal(arm64_reloc_emit(&plan, code, F, F + 0x1002, out, sizeof(out), &n, why,
-					  256),
-			 -EINVAL);
+	assert_int_equal(
+	    arm64_reloc_emit(&plan, code, F, F + 0x1002, out, sizeof(out), &n, why, 256), -EINVAL);
 	memcpy(other, code, 8);
 	other[5] ^= 1;
-	assert_int_equal(arm64_reloc_emit(&plan, other, F, F + 0x1000, out, sizeof(out), &n, why,
-					  256),
-			 -EINVAL);
+	assert_int_equal(
+	    arm64_reloc_emit(&plan, other, F, F + 0x1000, out, sizeof(out), &n, why, 256), -EINVAL);
 	assert_non_null(strstr(why, "not the bytes"));
-	assert_int_equal(arm64_reloc_emit(&plan, NULL, F, F + 0x1000, out, sizeof(out), &n, why,
-					  256),
-			 -EINVAL);
+	assert_int_equal(
+	    arm64_reloc_emit(&plan, NULL, F, F + 0x1000, out, sizeof(out), &n, why, 256), -EINVAL);
 	assert_int_equal(arm64_reloc_emit(&plan, code, F, F + 0x1000, out, 8, &n, why, 256),
 			 -ENOSPC);
 	assert_non_null(strstr(why, "needs 12 bytes, 8 given"));
-	assert_int_equal(arm64_reloc_emit(&plan, code, F, F + 129 * MIB, out, sizeof(out), &n, why,
-					  256),
-			 -ERANGE);
+	assert_int_equal(
+	    arm64_reloc_emit(&plan, code, F, F + 129 * MIB, out, sizeof(out), &n, why, 256),
+	    -ERANGE);
 	assert_non_null(strstr(why, "way back"));
-	assert_int_equal(arm64_reloc_emit(&plan, code, F, F - 129 * MIB, out, sizeof(out), &n, why,
-					  256),
-			 -ERANGE);
+	assert_int_equal(
+	    arm64_reloc_emit(&plan, code, F, F - 129 * MIB, out, sizeof(out), &n, why, 256),
+	    -ERANGE);
 	for (size_t i = 0; i < sizeof(out); i++)
 		assert_int_equal(out[i], 0xee);
 	/* corrupt plans */
 	bad = plan;
 	bad.insn[1].kind = 42;
-	assert_int_equal(arm64_reloc_emit(&bad, code, F, F + 0x1000, out, sizeof(out), &n, why, 256),
-			 -EINVAL);
+	assert_int_equal(
+	    arm64_reloc_emit(&bad, code, F, F + 0x1000, out, sizeof(out), &n, why, 256), -EINVAL);
 	bad = plan;
 	bad.insn[0].kind = ARM64_RELOC_BL;
-	assert_int_equal(arm64_reloc_emit(&bad, code, F, F + 0x1000, out, sizeof(out), &n, why, 256),
-			 -EINVAL);
+	assert_int_equal(
+	    arm64_reloc_emit(&bad, code, F, F + 0x1000, out, sizeof(out), &n, why, 256), -EINVAL);
 	bad = plan;
 	bad.len = 12;
-	assert_int_equal(arm64_reloc_emit(&bad, code, F, F + 0x1000, out, sizeof(out), &n, why, 256),
-			 -EINVAL);
+	assert_int_equal(
+	    arm64_reloc_emit(&bad, code, F, F + 0x1000, out, sizeof(out), &n, why, 256), -EINVAL);
 	bad = plan;
 	bad.pad_len = 2;
-	assert_int_equal(arm64_reloc_emit(&bad, code, F, F + 0x1000, out, sizeof(out), &n, why, 256),
-			 -EINVAL);
+	assert_int_equal(
+	    arm64_reloc_emit(&bad, code, F, F + 0x1000, out, sizeof(out), &n, why, 256), -EINVAL);
 	bad = plan;
 	bad.nr = 0;
 	bad.len = 0;
-	assert_int_equal(arm64_reloc_emit(&bad, code, F, F + 0x1000, out, sizeof(out), &n, why, 256),
-			 -EINVAL);
+	assert_int_equal(
+	    arm64_reloc_emit(&bad, code, F, F + 0x1000, out, sizeof(out), &n, why, 256), -EINVAL);
 	/* a branch to the copy's own words: b to F + 0x1000, copied at F + 0x1000 (and + 4) */
 	{
 		uint8_t b[4];
@@ -625,9 +629,10 @@ static void test_emit_longest(void **state)
 	assert_int_equal(arm64_encode_branch(F + 12, F + 12 + 128 * MIB - 4, true, b), 0);
 	w[3] = arm64_word(b);
 	assert_int_equal(plan_words(w, 4, F, 16, &plan, code, why), 0);
-	assert_int_equal(arch_get(ARCH_ARM64)->reloc_emit(&plan, code, F, F - 127 * MIB, out,
-							   sizeof(out), &n, why, 256),
-			 0);
+	assert_int_equal(
+	    arch_get(ARCH_ARM64)
+		->reloc_emit(&plan, code, F, F - 127 * MIB, out, sizeof(out), &n, why, 256),
+	    0);
 	assert_true(n <= ARCH_RELOC_OUT_MAX);
 	assert_true(n >= 4 * 10);
 }
@@ -652,9 +657,8 @@ static void test_detour_schedule(void **state)
 
 	(void)state;
 	assert_int_equal(plan_words(w, 2, F, 4, &plan, code, why), 0);
-	assert_int_equal(arch_get(ARCH_ARM64)->detour_code(&plan, &slot, SLOT, ENTRY, s, &len, why,
-							   256),
-			 0);
+	assert_int_equal(
+	    arch_get(ARCH_ARM64)->detour_code(&plan, &slot, SLOT, ENTRY, s, &len, why, 256), 0);
 	assert_int_equal(len, 104);
 	assert_int_equal(arm64_word(s), ARM64_DT_STP_X9_X30);
 	assert_int_equal(arm64_direct_branch(s + 4, 4, SLOT + 4, false, &to), 4);
@@ -692,7 +696,8 @@ static void test_detour_adrp_behind_bti(void **state)
 	assert_int_equal(plan.pad_len, 4);
 	assert_int_equal(arm64_detour_code(&plan, &slot, SLOT, ENTRY, s, &len, why, 256), 0);
 	for (size_t c = 0; c < 2; c++) {
-		a64_run(s, SLOT, len, SLOT + (c ? ARM64_DT_UNMASKED : ARM64_DT_MASKED), 0, true, &r);
+		a64_run(s, SLOT, len, SLOT + (c ? ARM64_DT_UNMASKED : ARM64_DT_MASKED), 0, true,
+			&r);
 		assert_false(r.stuck);
 		assert_true(r.reg[3] == ((F + 4) & ~0xfffull) + 0x12345000ull);
 		assert_true(r.exit == F + 8);
@@ -732,8 +737,8 @@ static void test_detour_refusals(void **state)
 		assert_int_equal(plan_words(w, 4, F, 16, &plan, code, why), 0);
 		assert_int_equal(arm64_detour_code(&plan, &slot, SLOT, ENTRY, s, &len, why, 256),
 				 -ENOSPC);
-		assert_int_equal(arm64_detour_code(&plan, &slot, F + 0x100000 - 0x200,
-						   F + 0x1000, s, &len, why, 256),
+		assert_int_equal(arm64_detour_code(&plan, &slot, F + 0x100000 - 0x200, F + 0x1000,
+						   s, &len, why, 256),
 				 0); /* in reach: one word each */
 	}
 	{

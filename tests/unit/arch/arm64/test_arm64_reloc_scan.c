@@ -15,9 +15,9 @@
 #include <errno.h>
 #include <string.h>
 
-#define F       0xffff800080100000ull
+#define F	0xffff800080100000ull
 #define PACIASP 0xd503233fu
-#define SUB_SP  0xd10283ffu /* sub sp, sp, #0xa0 */
+#define SUB_SP	0xd10283ffu /* sub sp, sp, #0xa0 */
 
 static int plan_of(const uint32_t *w, size_t n, size_t need, struct arch_reloc_plan *plan)
 {
@@ -34,29 +34,28 @@ static int plan_of(const uint32_t *w, size_t n, size_t need, struct arch_reloc_p
 static void test_kernel_safe(void **state)
 {
 	static const uint32_t ok[] = {
-	    PACIASP,	 SUB_SP,      0xd5384104u, /* mrs x4, sp_el0 */
-	    0xa9bf7bfdu,			   /* stp x29, x30, [sp, #-16]! */
-	    0xf90007e1u,			   /* str x1, [sp, #8] */
-	    0xf9400ba0u,			   /* ldr x0, [x29, #16] */
-	    0x58fffc06u,			   /* ldr x6, literal */
-	    0x7100041fu,			   /* cmp w0, #1 */
-	    0x910003fdu,			   /* mov x29, sp */
-	    0x10000801u,			   /* adr x1 */
-	    0xd5033fdfu,			   /* isb */
+	    PACIASP,	 SUB_SP, 0xd5384104u, /* mrs x4, sp_el0 */
+	    0xa9bf7bfdu,		      /* stp x29, x30, [sp, #-16]! */
+	    0xf90007e1u,		      /* str x1, [sp, #8] */
+	    0xf9400ba0u,		      /* ldr x0, [x29, #16] */
+	    0x58fffc06u,		      /* ldr x6, literal */
+	    0x7100041fu,		      /* cmp w0, #1 */
+	    0x910003fdu,		      /* mov x29, sp */
+	    0x10000801u,		      /* adr x1 */
+	    0xd5033fdfu,		      /* isb */
 	};
 	static const struct {
 		uint32_t w;
 		const char *says;
 	} no[] = {
-	    {ARM64_NOP, "jump label"},
-	    {0x14000040u, "jump label"},	     /* b */
-	    {0x94000040u, "retarget"},		     /* bl */
-	    {0xf9400020u, "through x1"},	     /* ldr x0, [x1] */
-	    {0xf8400820u, "through x1"},	     /* ldtr x0, [x1] */
-	    {0xb9000262u, "through x19"},	     /* str w2, [x19] */
-	    {0x4c407000u, "through x0"},	     /* ld1 {v0.16b}, [x0] */
-	    {0xd50b7e20u, "SYS"},		     /* dc civac, x0 */
-	    {0xd508871fu, "SYS"},		     /* tlbi vmalle1 */
+	    {ARM64_NOP, "jump label"},	  {0x14000040u, "jump label"}, /* b */
+	    {0x94000040u, "retarget"},				       /* bl */
+	    {0xf9400020u, "through x1"},			       /* ldr x0, [x1] */
+	    {0xf8400820u, "through x1"},			       /* ldtr x0, [x1] */
+	    {0xb9000262u, "through x19"},			       /* str w2, [x19] */
+	    {0x4c407000u, "through x0"},			       /* ld1 {v0.16b}, [x0] */
+	    {0xd50b7e20u, "SYS"},				       /* dc civac, x0 */
+	    {0xd508871fu, "SYS"},				       /* tlbi vmalle1 */
 	};
 	struct arch_reloc_plan plan;
 	char why[256];
@@ -89,12 +88,12 @@ static void test_detour_check_pushed(void **state)
 	} p[] = {
 	    {{PACIASP}, 1, 0},
 	    {{SUB_SP}, 1, 160},
-	    {{0xa9ba7bfdu}, 1, 96},		 /* stp x29, x30, [sp, #-96]! */
-	    {{0xa8c67bfdu}, 1, -96},		 /* ldp x29, x30, [sp], #96 */
-	    {{0xd14007ffu}, 1, 4096},		 /* sub sp, sp, #1, lsl #12 */
-	    {{0x910043ffu}, 1, -16},		 /* add sp, sp, #0x10 */
-	    {{0xa9047bfdu}, 1, 0},		 /* stp x29, x30, [sp, #64]: no writeback */
-	    {{0xd10283e0u}, 1, 0},		 /* sub x0, sp, #0xa0: not sp */
+	    {{0xa9ba7bfdu}, 1, 96},   /* stp x29, x30, [sp, #-96]! */
+	    {{0xa8c67bfdu}, 1, -96},  /* ldp x29, x30, [sp], #96 */
+	    {{0xd14007ffu}, 1, 4096}, /* sub sp, sp, #1, lsl #12 */
+	    {{0x910043ffu}, 1, -16},  /* add sp, sp, #0x10 */
+	    {{0xa9047bfdu}, 1, 0},    /* stp x29, x30, [sp, #64]: no writeback */
+	    {{0xd10283e0u}, 1, 0},    /* sub x0, sp, #0xa0: not sp */
 	    {{PACIASP, 0xa9ba7bfdu, SUB_SP, 0xd53b4223u}, 4, 256}, /* ... mrs x3, daif */
 	};
 	struct arch_reloc_plan plan;
@@ -105,9 +104,8 @@ static void test_detour_check_pushed(void **state)
 	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) {
 		assert_int_equal(plan_of(p[i].w, p[i].n, 4 * p[i].n, &plan), 0);
 		pushed = 12345;
-		assert_int_equal(arch_get(ARCH_ARM64)->reloc_detour_check(&plan, &pushed, why,
-									  sizeof(why)),
-				 0);
+		assert_int_equal(
+		    arch_get(ARCH_ARM64)->reloc_detour_check(&plan, &pushed, why, sizeof(why)), 0);
 		assert_int_equal(pushed, p[i].pushed);
 	}
 }
