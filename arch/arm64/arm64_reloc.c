@@ -313,6 +313,20 @@ static uint32_t ldr_base(int c, unsigned rt, unsigned rn)
 	return op[c] | rn << 5 | rt;
 }
 
+/* The width of a conditional branch's offset field (bits 5 up): TBZ/TBNZ 14, the others 19. */
+static unsigned imm_bits(uint8_t kind)
+{
+	return kind == ARM64_RELOC_TB ? 14 : 19;
+}
+
+/* Word @w with its offset field of @bits (from bit 5) set to @d bytes. */
+static uint32_t with_imm(uint32_t w, int64_t d, unsigned bits)
+{
+	uint32_t mask = ((1u << bits) - 1) << 5;
+
+	return (w & ~mask) | ((uint32_t)(d >> 2) << 5 & mask);
+}
+
 /* A conditional branch @w (of @kind) to @to out of its reach: its inverse over a jump. */
 static void cond_far(struct words *o, uint32_t w, uint8_t kind, uint64_t to)
 {
@@ -325,10 +339,8 @@ static void cond_far(struct words *o, uint32_t w, uint8_t kind, uint64_t to)
 		return;
 	if (kind == ARM64_RELOC_BCOND)
 		o->w[at] = 0x54000000u | (uint32_t)words << 5 | ((w & 0xf) ^ 1);
-	else if (kind == ARM64_RELOC_CB)
-		o->w[at] = ((w ^ 0x01000000u) & ~(0x7ffffu << 5)) | (uint32_t)words << 5;
-	else
-		o->w[at] = ((w ^ 0x01000000u) & ~(0x3fffu << 5)) | (uint32_t)words << 5;
+	else /* CBZ <-> CBNZ, TBZ <-> TBNZ: bit 24 */
+		o->w[at] = with_imm(w ^ 0x01000000u, 4 * (int64_t)words, imm_bits(kind));
 }
 
 /* Writes displaced word @w (@ri, at original address @pc) at here(@o); 0 or -ERANGE. */
@@ -347,7 +359,7 @@ static int emit_one(struct words *o, const struct arch_reloc_insn *ri, uint32_t 
 		return 0;
 	case ARM64_RELOC_LIT:
 		if (reach(d, 19))
-			put(o, (w & ~(0x7ffffu << 5)) | ((uint32_t)(d >> 2) & 0x7ffff) << 5);
+			put(o, with_imm(w, d, 19));
 		else if (ri->op == ARM64_LIT_PRFM)
 			put(o, ARM64_NOP);
 		else if (ri->op >= ARM64_LIT_S) {
@@ -368,22 +380,12 @@ static int emit_one(struct words *o, const struct arch_reloc_insn *ri, uint32_t 
 		jump(o, ri->target);
 		return 0;
 	case ARM64_RELOC_BCOND:
-		if (reach(d, 19))
-			put(o, (w & ~(0x7ffffu << 5)) | ((uint32_t)(d >> 2) & 0x7ffff) << 5);
-		else if ((w & 0xf) >= 14) /* AL, NV: always */
-			jump(o, ri->target);
-		else
-			cond_far(o, w, ri->kind, ri->target);
-		return 0;
 	case ARM64_RELOC_CB:
-		if (reach(d, 19))
-			put(o, (w & ~(0x7ffffu << 5)) | ((uint32_t)(d >> 2) & 0x7ffff) << 5);
-		else
-			cond_far(o, w, ri->kind, ri->target);
-		return 0;
 	case ARM64_RELOC_TB:
-		if (reach(d, 14))
-			put(o, (w & ~(0x3fffu << 5)) | ((uint32_t)(d >> 2) & 0x3fff) << 5);
+		if (reach(d, imm_bits(ri->kind)))
+			put(o, with_imm(w, d, imm_bits(ri->kind)));
+		else if (ri->kind == ARM64_RELOC_BCOND && (w & 0xf) >= 14) /* AL, NV: always */
+			jump(o, ri->target);
 		else
 			cond_far(o, w, ri->kind, ri->target);
 		return 0;

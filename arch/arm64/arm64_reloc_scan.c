@@ -19,43 +19,61 @@ static bool loads_or_stores(uint32_t w)
 	return (w & 0x0a000000u) == 0x08000000u && (w & 0x3b000000u) != 0x18000000u;
 }
 
-/* Displaced word @i of @plan: its bytes, address and word. */
-#define DISPLACED(plan, i)                                                                         \
-	const uint8_t *p = (plan)->bytes + (plan)->insn[i].off;                                    \
-	uint64_t at = (plan)->code_addr + (plan)->insn[i].off;                                     \
-	uint32_t w = arm64_word(p)
+/* Checks one displaced word @w (at @at, bytes @p) of a plan made at @base; @ctx is the check's.
+ * 0, or a negative errno with @why. */
+typedef int (*word_check)(void *ctx, uint32_t w, uint64_t base, uint64_t at, const uint8_t *p,
+			  char *why, size_t whylen);
 
-int arm64_reloc_kernel_safe(const struct arch_reloc_plan *plan, char *why, size_t whylen)
+/* Hands each displaced word of @plan to @check, stopping at the first refusal. */
+static int each_word(const struct arch_reloc_plan *plan, word_check check, void *ctx, char *why,
+		     size_t whylen)
 {
-	uint64_t base = plan->code_addr;
-
 	if (why && whylen)
 		why[0] = 0;
 	for (size_t i = 0; i < plan->nr && i < ARCH_RELOC_MAX_INSNS; i++) {
-		DISPLACED(plan, i);
-		uint64_t to;
-		uint8_t kind;
+		const uint8_t *p = plan->bytes + plan->insn[i].off;
+		int err = check(ctx, arm64_word(p), plan->code_addr,
+				plan->code_addr + plan->insn[i].off, p, why, whylen);
 
-		if (w == ARM64_NOP)
-			return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
-					 "NOP: the kernel may turn it into a branch (jump label)");
-		if (arm64_rel_branch(w, at, &to, &kind) && kind == ARM64_RELOC_B)
-			return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
-					 "B: the kernel may turn it into a NOP (jump label)");
-		if (arm64_rel_branch(w, at, &to, &kind) && kind == ARM64_RELOC_BL)
-			return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
-					 "BL: a call site the kernel may retarget");
-		if (loads_or_stores(w) && ((w >> 5) & 31) != SP_REG && ((w >> 5) & 31) != FP_REG)
-			return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
-					 "a memory access through x%u, which may fault and be "
-					 "fixed up by its address",
-					 (w >> 5) & 31);
-		if ((w & 0xffd80000u) == 0xd5080000u)
-			return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
-					 "SYS/SYSL (cache or TLB maintenance): may fault and be "
-					 "fixed up by its address");
+		if (err)
+			return err;
 	}
 	return 0;
+}
+
+/* arm64_reloc_kernel_safe's check of one word. */
+static int kernel_safe_one(void *ctx, uint32_t w, uint64_t base, uint64_t at, const uint8_t *p,
+			   char *why, size_t whylen)
+{
+	uint64_t to;
+	uint8_t kind;
+	bool branch = arm64_rel_branch(w, at, &to, &kind);
+
+	(void)ctx;
+	if (w == ARM64_NOP)
+		return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
+				 "NOP: the kernel may turn it into a branch (jump label)");
+	if (branch && kind == ARM64_RELOC_B)
+		return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
+				 "B: the kernel may turn it into a NOP (jump label)");
+	if (branch && kind == ARM64_RELOC_BL)
+		return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
+				 "BL: a call site the kernel may retarget");
+	if (loads_or_stores(w) && ((w >> 5) & 31) != SP_REG && ((w >> 5) & 31) != FP_REG)
+		return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
+				 "a memory access through x%u, which may fault and be fixed up by "
+				 "its address",
+				 (w >> 5) & 31);
+	if ((w & 0xffd80000u) == 0xd5080000u)
+		return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
+				 "SYS/SYSL (cache or TLB maintenance): may fault and be fixed up "
+				 "by its address");
+	return 0;
+}
+
+int arm64_reloc_kernel_safe(const struct arch_reloc_plan *plan, char *why, size_t whylen)
+{
+	return each_word(plan, kernel_safe_one, NULL, why, whylen);
 }
 
 /* Whether @w writes PSTATE.DAIF: MSR DAIFSet/DAIFClr, #imm or MSR DAIF, Xt. */
@@ -78,33 +96,34 @@ static int64_t sp_push(uint32_t w)
 	return 0;
 }
 
+/* arm64_reloc_detour_check's check of one word; @ctx: how far sp moved down so far (int64_t). */
+static int detour_one(void *ctx, uint32_t w, uint64_t base, uint64_t at, const uint8_t *p,
+		      char *why, size_t whylen)
+{
+	uint64_t to;
+	uint8_t kind;
+
+	if (arm64_rel_branch(w, at, &to, &kind) || (w & 0xfe000000u) == 0xd6000000u)
+		return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
+				 "a branch would leave the detour with interrupts masked");
+	if (writes_daif(w))
+		return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
+				 "writes DAIF: the detour runs with interrupts masked");
+	if (arm64_insn_waits(p, ARM64_INSN_LEN))
+		return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
+				 "waits (WFI/WFE) with interrupts masked");
+	*(int64_t *)ctx += sp_push(w);
+	return 0;
+}
+
 int arm64_reloc_detour_check(const struct arch_reloc_plan *plan, int *pushed, char *why,
 			     size_t whylen)
 {
-	uint64_t base = plan->code_addr;
 	int64_t delta = 0;
+	int ret = each_word(plan, detour_one, &delta, why, whylen);
 
-	*pushed = 0;
-	if (why && whylen)
-		why[0] = 0;
-	for (size_t i = 0; i < plan->nr && i < ARCH_RELOC_MAX_INSNS; i++) {
-		DISPLACED(plan, i);
-		uint64_t to;
-		uint8_t kind;
-
-		if (arm64_rel_branch(w, at, &to, &kind) || (w & 0xfe000000u) == 0xd6000000u)
-			return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
-					 "a branch would leave the detour with interrupts masked");
-		if (writes_daif(w))
-			return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
-					 "writes DAIF: the detour runs with interrupts masked");
-		if (arm64_insn_waits(p, ARM64_INSN_LEN))
-			return arm64_say(why, whylen, -EOPNOTSUPP, base, at, p, 4,
-					 "waits (WFI/WFE) with interrupts masked");
-		delta += sp_push(w);
-	}
-	*pushed = (int)delta;
-	return 0;
+	*pushed = ret ? 0 : (int)delta;
+	return ret;
 }
 
 /* Reads @body from its start and refuses the first PC-relative branch (BL only with @calls, ADR

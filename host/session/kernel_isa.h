@@ -8,7 +8,8 @@
 #include <stddef.h>
 
 /* Checks the guest image @path (given as option @opt, e.g. "--kernel", or NULL for a GUEST.elf): 0
- * when it is of an ISA arch/ has a table for, or of a kind not recognised (the backend's own loader
+ * when it is of the ISA the backends launch and load (x86_64; arm64's table alone does not make an
+ * arm64 guest runnable), or of a kind not recognised (the backend's own loader
  * then says what it lacks); -ENOEXEC with one line in @err ("--kernel FILE: an arm64 Linux Image:
  * arm64 guests are not supported yet (issue 38); ...") for a kernel of another ISA; -errno with
  * "--kernel FILE: No such file or directory" for a file that cannot be read. Reads the file's

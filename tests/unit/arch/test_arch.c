@@ -17,7 +17,7 @@ static void test_names_and_tables(void **state)
 	(void)state;
 	assert_non_null(a);
 	assert_ptr_equal(arch_of_elf(EM_X86_64), a);
-	assert_null(arch_of_elf(EM_AARCH64)); /* not yet */
+	assert_ptr_equal(arch_of_elf(EM_AARCH64), arch_get(ARCH_ARM64));
 	assert_ptr_equal(arch_default(), a);
 	assert_null(arch_get(ARCH_NR_ISAS));
 	assert_int_equal(arch_reg_index(a, "rax"), X86_RAX);
