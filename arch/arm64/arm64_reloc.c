@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #define IP0	      16 /* x16: the scratch register of the far forms */
@@ -18,20 +17,11 @@
 int arm64_say(char *why, size_t whylen, int err, uint64_t base, uint64_t at, const uint8_t *p,
 	      size_t n, const char *fmt, ...)
 {
-	char bytes[3 * ARM64_INSN_LEN], reason[200];
 	va_list ap;
 
-	if (!why || !whylen)
-		return err;
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
+	arch_vsay(why, whylen, base, at, p, n >= ARM64_INSN_LEN ? ARM64_INSN_LEN : 0, fmt, ap);
 	va_end(ap);
-	if (p && n >= ARM64_INSN_LEN)
-		arch_format_bytes(p, ARM64_INSN_LEN, bytes);
-	else
-		strcpy(bytes, "no word");
-	snprintf(why, whylen, "+%llu at 0x%llx (%s): %s", (unsigned long long)(at - base),
-		 (unsigned long long)at, bytes, reason);
 	return err;
 }
 

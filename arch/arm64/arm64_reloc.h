@@ -88,8 +88,8 @@ int arm64_reloc_emit(const struct arch_reloc_plan *plan, const uint8_t *code, ui
 		     uint64_t dest_addr, uint8_t *out, size_t out_cap, size_t *out_len, char *why,
 		     size_t whylen);
 
-/* "+OFF at ADDR (WORD): REASON" (OFF from @base, WORD the 4 bytes at @p when @n >= 4) into @why;
- * returns @err. The one line every arm64 relocation refusal is. */
+/* arch_vsay's line (BYTES the word at @p when @n >= 4) into @why; returns @err. The one line every
+ * arm64 relocation refusal is. */
 int arm64_say(char *why, size_t whylen, int err, uint64_t base, uint64_t at, const uint8_t *p,
 	      size_t n, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
 
