@@ -92,7 +92,7 @@ static int64_t sp_push(uint32_t w)
 	if ((w & 0xff0003ffu) == 0x910003ffu && !(w & 0x00800000u))
 		return -imm;		      /* add sp, sp, #imm */
 	if ((w & 0xfe8003e0u) == 0xa88003e0u) /* stp/ldp Xt, Xt2, [sp, #imm]! or [sp], #imm */
-		return -8 * ((int64_t)((w >> 15) & 0x7f) << 57 >> 57);
+		return -8 * ((int64_t)((uint64_t)((w >> 15) & 0x7f) << 57) >> 57);
 	return 0;
 }
 

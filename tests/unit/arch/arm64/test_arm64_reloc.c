@@ -13,6 +13,7 @@
 #include "arch/arm64/arm64_detour.h"
 #include "arch/arm64/arm64_insn.h"
 #include "arch/arm64/arm64_reloc.h"
+#include "arch/arm64/arm64_reloc_scan.h"
 #include "tests/unit/arch/arm64/a64_sim.h"
 
 #include <errno.h>
@@ -751,6 +752,59 @@ static void test_detour_refusals(void **state)
 	}
 }
 
+/* Random words (a fixed seed): every hook either refuses in one line or gives a copy and a slot
+ * within their bounds; a word that moves as is is copied as is; nothing reads or writes outside. */
+static void test_random_words(void **state)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	unsigned planned = 0, slots = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 200000; i++) {
+		struct arch_reloc_plan plan;
+		uint8_t code[8], out[ARCH_RELOC_OUT_MAX + 1], s[128];
+		uint32_t w[2];
+		uint64_t dest;
+		char why[256];
+		size_t n, len;
+		int pushed, ret;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		w[0] = (uint32_t)x;
+		w[1] = (uint32_t)(x >> 32);
+		dest = F + ((int64_t)(x >> 40) - (1ll << 23)) * 16; /* +-128 MiB, 16-aligned */
+		ret = plan_words(w, 2, F, i & 1 ? 8 : 4, &plan, code, why);
+		if (ret) {
+			assert_true(ret == -EOPNOTSUPP || ret == -EILSEQ);
+			assert_non_null(strstr(why, " at 0xffff80008010000"));
+			continue;
+		}
+		planned++;
+		out[ARCH_RELOC_OUT_MAX] = 0x5a;
+		ret = arm64_reloc_emit(&plan, code, F, dest, out, ARCH_RELOC_OUT_MAX, &n, why, 256);
+		assert_int_equal(out[ARCH_RELOC_OUT_MAX], 0x5a);
+		if (ret) {
+			assert_true(ret == -ERANGE || ret == -EINVAL);
+			assert_true(why[0]);
+		} else {
+			assert_true(n >= 8 && n <= ARCH_RELOC_OUT_MAX && n % 4 == 0);
+			if (plan.nr == 1 && plan.insn[0].kind == ARM64_RELOC_COPY)
+				assert_int_equal(arm64_word(out), arm64_word(code + plan.pad_len));
+		}
+		(void)arm64_reloc_kernel_safe(&plan, why, sizeof(why));
+		if (arm64_reloc_detour_check(&plan, &pushed, why, sizeof(why)))
+			continue;
+		ret = arm64_detour_code(&plan, &slot, SLOT, ENTRY, s, &len, why, sizeof(why));
+		if (ret == 0) {
+			slots++;
+			assert_int_equal(len, 104);
+		} else
+			assert_true(ret == -ENOSPC || ret == -ERANGE || ret == -EINVAL);
+	}
+	assert_true(planned > 100000);
+	assert_true(slots > 50000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -770,6 +824,7 @@ int main(void)
 	    cmocka_unit_test(test_detour_schedule),
 	    cmocka_unit_test(test_detour_adrp_behind_bti),
 	    cmocka_unit_test(test_detour_refusals),
+	    cmocka_unit_test(test_random_words),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
