@@ -1,6 +1,7 @@
 /* The ISA tables by id and by ELF machine, and what every ISA shares (arch.h). */
 #include "arch/arch.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,4 +45,22 @@ char *arch_format_bytes(const uint8_t *p, size_t n, char *buf)
 	for (size_t i = 0; i < n; i++)
 		o += sprintf(o, i ? " %02x" : "%02x", p[i]);
 	return buf;
+}
+
+void arch_vsay(char *why, size_t whylen, uint64_t base, uint64_t at, const uint8_t *p, size_t n,
+	       const char *fmt, va_list ap)
+{
+	char bytes[3 * ARCH_SAY_BYTES_MAX], reason[200];
+
+	if (!why || !whylen)
+		return;
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	if (n > ARCH_SAY_BYTES_MAX)
+		n = ARCH_SAY_BYTES_MAX;
+	if (p && n)
+		arch_format_bytes(p, n, bytes);
+	else
+		strcpy(bytes, "no bytes");
+	snprintf(why, whylen, "+%llu at 0x%llx (%s): %s", (unsigned long long)(at - base),
+		 (unsigned long long)at, bytes, reason);
 }

@@ -8,6 +8,7 @@
 #ifndef HVT_ARCH_H
 #define HVT_ARCH_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -202,6 +203,13 @@ int arch_reg_index(const struct arch *a, const char *name);
 
 /* Formats @n bytes as "0f 1f 44 00 00" into @buf (needs 3*n bytes). Returns @buf. Pure. */
 char *arch_format_bytes(const uint8_t *p, size_t n, char *buf);
+
+/* The one line a relocation refusal is, "+OFF at ADDR (BYTES): REASON", into @why (nothing when
+ * @why is NULL or @whylen 0): OFF is @at - @base, BYTES the first @n (at most ARCH_SAY_BYTES_MAX)
+ * bytes at @p ("no bytes" for none), REASON @fmt with @ap. Pure. */
+#define ARCH_SAY_BYTES_MAX 16
+void arch_vsay(char *why, size_t whylen, uint64_t base, uint64_t at, const uint8_t *p, size_t n,
+	       const char *fmt, va_list ap) __attribute__((format(printf, 7, 0)));
 
 /* ---- hot-path accessors: inline index lookups, no branches on the ISA ------------------------ */
 

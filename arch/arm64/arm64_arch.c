@@ -1,12 +1,14 @@
 /* The arm64 table of arch/arch.h: the AAPCS64 register map (return address in x30), the patch
  * encodings (BRK #0, ftrace's `mov x9, x30; nop` entry, B/BL imm26, BTI C), the stage-1 page walk,
- * QEMU's aarch64 `g` layout. Detours (out-of-line relocation) are not there yet: each of their
- * hooks refuses in one line. */
+ * QEMU's aarch64 `g` layout, out-of-line relocation by bit pattern and the detour slot
+ * (arm64_reloc.h, arm64_reloc_scan.h, arm64_detour.h). */
 #include "arch/arch.h"
+#include "arch/arm64/arm64_detour.h"
+#include "arch/arm64/arm64_reloc.h"
+#include "arch/arm64/arm64_reloc_scan.h"
 
 #include <elf.h>
 #include <errno.h>
-#include <stdio.h>
 
 #ifndef EM_AARCH64
 #define EM_AARCH64 183
@@ -28,73 +30,6 @@ static int arm64_scan_insn_start(const uint8_t *body, size_t body_len, size_t of
 	if (off + ARM64_INSN_LEN > body_len)
 		return -EFAULT;
 	return off & 3 ? -EINVAL : 0;
-}
-
-/* WFI, WFE, WFIT, WFET: the instructions that wait for an interrupt or event. */
-static bool arm64_insn_waits(const uint8_t *p, size_t n)
-{
-	uint32_t w = n >= ARM64_INSN_LEN ? arm64_word(p) : 0;
-
-	return w == 0xd503207fu || w == 0xd503205fu || (w & 0xffffffc0u) == 0xd5031000u;
-}
-
-/* Detours need out-of-line relocation of arm64 code, which hvtrace does not have yet. */
-static int no_reloc_plan(const uint8_t *code, size_t code_len, uint64_t code_addr, size_t need,
-			 struct arch_reloc_plan *plan, char *why, size_t whylen)
-{
-	(void)code, (void)code_len, (void)code_addr, (void)need, (void)plan;
-	snprintf(why, whylen, "arm64 code cannot be run out of line yet (no detours or entry "
-			      "breakpoints on arm64)");
-	return -EOPNOTSUPP;
-}
-
-#define NO_RELOC(why, whylen)                                                                      \
-	(snprintf(why, whylen, "arm64 code cannot be run out of line yet"), -EOPNOTSUPP)
-
-static int no_reloc_emit(const struct arch_reloc_plan *plan, const uint8_t *code,
-			 uint64_t code_addr, uint64_t dest_addr, uint8_t *out, size_t out_cap,
-			 size_t *out_len, char *why, size_t whylen)
-{
-	(void)plan, (void)code, (void)code_addr, (void)dest_addr, (void)out, (void)out_cap;
-	*out_len = 0;
-	return NO_RELOC(why, whylen);
-}
-
-static int no_reloc_check(const struct arch_reloc_plan *plan, char *why, size_t whylen)
-{
-	(void)plan;
-	return NO_RELOC(why, whylen);
-}
-
-static int no_detour_check(const struct arch_reloc_plan *plan, int *pushed, char *why,
-			   size_t whylen)
-{
-	(void)plan;
-	*pushed = 0;
-	return NO_RELOC(why, whylen);
-}
-
-static int no_scan_body(const struct arch_reloc_plan *plan, const uint8_t *body, size_t body_len,
-			uint64_t body_addr, char *why, size_t whylen)
-{
-	(void)plan, (void)body, (void)body_len, (void)body_addr;
-	return NO_RELOC(why, whylen);
-}
-
-static int no_scan_branch_to(const uint8_t *body, size_t body_len, uint64_t body_addr,
-			     uint64_t target, char *why, size_t whylen)
-{
-	(void)body, (void)body_len, (void)body_addr, (void)target;
-	return NO_RELOC(why, whylen);
-}
-
-static int no_detour_code(const struct arch_reloc_plan *plan, const struct arch_detour_slot *slot,
-			  uint64_t at, uint64_t entry, uint8_t *code, size_t *len, char *why,
-			  size_t whylen)
-{
-	(void)plan, (void)slot, (void)at, (void)entry, (void)code;
-	*len = 0;
-	return NO_RELOC(why, whylen);
 }
 
 static int arm64_arch_translate(arch_read_pte_fn read, void *ctx, uint64_t root, unsigned mode,
@@ -150,15 +85,15 @@ const struct arch arch_arm64 = {
     .encode_branch = arm64_encode_branch,
     .direct_branch = arm64_direct_branch,
     .call_precedes = arm64_call_precedes,
-    .reloc_plan = no_reloc_plan,
-    .reloc_emit = no_reloc_emit,
-    .reloc_kernel_safe = no_reloc_check,
-    .reloc_detour_check = no_detour_check,
-    .reloc_scan_body = no_scan_body,
-    .scan_branch_to = no_scan_branch_to,
-    .detour_code = no_detour_code,
+    .reloc_plan = arm64_reloc_plan,
+    .reloc_emit = arm64_reloc_emit,
+    .reloc_kernel_safe = arm64_reloc_kernel_safe,
+    .reloc_detour_check = arm64_reloc_detour_check,
+    .reloc_scan_body = arm64_reloc_scan_body,
+    .scan_branch_to = arm64_scan_branch_to,
     .scan_insn_start = arm64_scan_insn_start,
     .insn_waits = arm64_insn_waits,
+    .detour_code = arm64_detour_code,
     .translate = arm64_arch_translate,
     .walk_root = arm64_walk_root,
     .current_task = arm64_current_task,

@@ -29,7 +29,8 @@ int arm64_encode_branch(uint64_t at, uint64_t to, bool call, uint8_t *out)
 		return -EINVAL;
 	if (off < -(int64_t)ARM64_BRANCH_REACH || off >= (int64_t)ARM64_BRANCH_REACH)
 		return -ERANGE;
-	arm64_put_word(out, (call ? 0x94000000u : 0x14000000u) | ((uint32_t)(off >> 2) & 0x3ffffffu));
+	arm64_put_word(out,
+		       (call ? 0x94000000u : 0x14000000u) | ((uint32_t)(off >> 2) & 0x3ffffffu));
 	return 0;
 }
 
@@ -53,8 +54,15 @@ bool arm64_call_precedes(const uint8_t *b)
 {
 	uint32_t w = arm64_word(b);
 
-	return (w & 0xfc000000u) == 0x94000000u ||  /* BL */
-	       (w & 0xfffffc1fu) == 0xd63f0000u ||  /* BLR Xn */
-	       (w & 0xfffff81fu) == 0xd63f081fu ||  /* BLRAAZ, BLRABZ */
-	       (w & 0xfffff800u) == 0xd73f0800u;    /* BLRAA, BLRAB */
+	return (w & 0xfc000000u) == 0x94000000u || /* BL */
+	       (w & 0xfffffc1fu) == 0xd63f0000u || /* BLR Xn */
+	       (w & 0xfffff81fu) == 0xd63f081fu || /* BLRAAZ, BLRABZ */
+	       (w & 0xfffff800u) == 0xd73f0800u;   /* BLRAA, BLRAB */
+}
+
+bool arm64_insn_waits(const uint8_t *p, size_t n)
+{
+	uint32_t w = n >= ARM64_INSN_LEN ? arm64_word(p) : 0;
+
+	return w == 0xd503207fu || w == 0xd503205fu || (w & 0xffffffc0u) == 0xd5031000u;
 }

@@ -8,14 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ARM64_INSN_LEN	  4
-#define ARM64_BRK0	  0xd4200000u /* BRK #0 */
-#define ARM64_NOP	  0xd503201fu
-#define ARM64_MOV_X9_X30  0xaa1e03e9u /* ftrace's first entry word once converted at boot */
-#define ARM64_BTI_C	  0xd503245fu
-#define ARM64_BTI_JC	  0xd50324dfu
-#define ARM64_PACIASP	  0xd503233fu
-#define ARM64_PACIBSP	  0xd503237fu
+#define ARM64_INSN_LEN	   4
+#define ARM64_BRK0	   0xd4200000u /* BRK #0 */
+#define ARM64_NOP	   0xd503201fu
+#define ARM64_MOV_X9_X30   0xaa1e03e9u /* ftrace's first entry word once converted at boot */
+#define ARM64_BTI_C	   0xd503245fu
+#define ARM64_BTI_JC	   0xd50324dfu
+#define ARM64_PACIASP	   0xd503233fu
+#define ARM64_PACIBSP	   0xd503237fu
 #define ARM64_BRANCH_REACH (128ull << 20) /* B and BL: +-128 MiB */
 
 /* The little-endian word at @p. */
@@ -51,5 +51,9 @@ size_t arm64_direct_branch(const uint8_t *p, size_t n, uint64_t at, bool jumps, 
 /* Whether the 4 bytes at @b (those before a return address) are a call: BL, BLR, or a BLR that
  * authenticates (BLRAA, BLRAAZ, BLRAB, BLRABZ). */
 bool arm64_call_precedes(const uint8_t *b);
+
+/* Whether the word at @p (@n bytes available) waits for an interrupt or event: WFI, WFE, WFIT,
+ * WFET. */
+bool arm64_insn_waits(const uint8_t *p, size_t n);
 
 #endif

@@ -12,7 +12,8 @@ unsigned arm64_mode_of_tcr(uint64_t tcr, bool upper)
 		gshift = tg == 1 ? 14 : tg == 2 ? 12 : tg == 3 ? 16 : 0;
 	else /* TG0: 0 4 KiB, 1 64 KiB, 2 16 KiB */
 		gshift = tg == 0 ? 12 : tg == 1 ? 16 : tg == 2 ? 14 : 0;
-	if (!gshift || tsz > 48 || tsz < 12)
+	/* 52-bit inputs (TnSZ < 16) need LPA2 with 4 and 16 KiB granules; 64 KiB has them (LVA) */
+	if (!gshift || tsz > 48 || tsz < 12 || (tsz < 16 && gshift != 16 && !ds))
 		return 0;
 	return (64 - tsz) | gshift << 8 | ds << 16;
 }
@@ -32,6 +33,16 @@ static uint64_t out_addr(uint64_t d, unsigned gshift, bool ds, unsigned align_sh
 	return a & ~((1ull << align_shift) - 1);
 }
 
+/* Whether a block descriptor is legal at @level of a walk with granule shift @g. */
+static bool block_ok(unsigned g, bool ds, int level)
+{
+	if (level == 2)
+		return true;
+	if (level == 1)
+		return g != 14 || ds;
+	return level == 0 && g == 12 && ds;
+}
+
 int arm64_translate(arm64_read_pte_fn read, void *ctx, uint64_t ttbr, unsigned mode, uint64_t gva,
 		    uint64_t *gpa)
 {
@@ -42,6 +53,9 @@ int arm64_translate(arm64_read_pte_fn read, void *ctx, uint64_t ttbr, unsigned m
 
 	if ((g != 12 && g != 14 && g != 16) || ia <= g || ia > 52)
 		return -EINVAL;
+	ds = ds && g != 16; /* TCR_EL1.DS means nothing with 64 KiB pages */
+	if (ia > 48 && g != 16 && !ds)
+		return -EINVAL; /* no level -1 (4 KiB) or 52-bit level 0 (16 KiB) without LPA2 */
 	stride = g - 3;
 	levels = (int)((ia - g + stride - 1) / stride);
 	/* the address must be of its half: bits ia..55 all equal (the top byte may be a tag) */
@@ -51,10 +65,11 @@ int arm64_translate(arm64_read_pte_fn read, void *ctx, uint64_t ttbr, unsigned m
 		if (top != 0 && top != ones)
 			return -EFAULT;
 	}
-	/* TTBR: BADDR[47:1]; with 52-bit output addresses, BADDR[51:48] in bits 5:2 */
-	table = (ttbr & 0x0000fffffffffffeull) & ~0x3eull;
+	/* TTBR: BADDR[47:1] (a start table smaller than 64 bytes has address bits in 5:1); with
+	 * 52-bit output addresses the table is 64-byte aligned and bits 5:2 hold BADDR[51:48] */
+	table = ttbr & 0x0000fffffffffffeull;
 	if (ds || (g == 16 && ia == 52))
-		table |= ((ttbr >> 2) & 0xf) << 48;
+		table = (table & ~0x3full) | ((ttbr >> 2) & 0xf) << 48;
 	for (level = 4 - levels; level <= 3; level++) {
 		unsigned shift = g + stride * (unsigned)(3 - level);
 		unsigned bits = level == 4 - levels ? ia - shift : stride;
@@ -70,8 +85,9 @@ int arm64_translate(arm64_read_pte_fn read, void *ctx, uint64_t ttbr, unsigned m
 			*gpa = out_addr(d, g, ds, g) | (gva & ((1ull << g) - 1));
 			return 0;
 		}
-		if (!(d & 2)) { /* a block */
-			if (level < 1 && !(ds && level == 0 && g == 12))
+		if (!(d & 2)) { /* a block: 4 KiB at levels 1-2 (0 with LPA2), 16 KiB at 2 (1 with
+				 * LPA2), 64 KiB at 1-2; elsewhere the descriptor is reserved */
+			if (!block_ok(g, ds, level))
 				return -EFAULT;
 			*gpa = out_addr(d, g, ds, shift) | (gva & ((1ull << shift) - 1));
 			return 0;

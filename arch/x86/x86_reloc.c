@@ -7,34 +7,22 @@
 #include <Zydis/Zydis.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 static const uint8_t endbr64[X86_ENDBR64_LEN] = {0xf3, 0x0f, 0x1e, 0xfa};
 
 #define MAX_INSN_LEN ZYDIS_MAX_INSTRUCTION_LENGTH
 
-/* Writes "+OFF at ADDR (BYTES): REASON" into @why; returns @err. */
+/* Writes "+OFF at ADDR (BYTES): REASON" into @why (arch_vsay); returns @err. */
 static int refuse(char *why, size_t whylen, int err, uint64_t code_addr, size_t off,
 		  const uint8_t *p, size_t n, const char *fmt, ...)
 {
-	char bytes[3 * MAX_INSN_LEN];
-	char reason[160];
 	va_list ap;
 
-	if (!why || !whylen)
-		return err;
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
+	arch_vsay(why, whylen, code_addr, code_addr + off, p, n > MAX_INSN_LEN ? MAX_INSN_LEN : n,
+		  fmt, ap);
 	va_end(ap);
-	if (n > MAX_INSN_LEN)
-		n = MAX_INSN_LEN;
-	if (n)
-		arch_format_bytes(p, n, bytes);
-	else
-		strcpy(bytes, "no bytes");
-	snprintf(why, whylen, "+%zu at 0x%llx (%s): %s", off, (unsigned long long)(code_addr + off),
-		 bytes, reason);
 	return err;
 }
 
