@@ -412,6 +412,28 @@ static void test_refused(void **state)
 	hv_result_free(&r);
 	unsetenv("HVTRACE_QEMU_AARCH64");
 
+	/* the reverse: an x86 bzImage (its setup header is all that is read) for the aarch64 QEMU */
+	{
+		char bz[340];
+		uint8_t h[0x400] = {0};
+		const char *x86[] = {"run", "--qemu", "--kernel", bz, "-l", "vfs_read", NULL};
+
+		snprintf(bz, sizeof(bz), "%s/bzImage", work);
+		memcpy(h + 0x202, "HdrS", 4);
+		hv_write_file(bz, h, sizeof(h));
+		setenv("HVTRACE_QEMU", "/usr/bin/qemu-system-aarch64", 1);
+		hv_run(&r, x86, 0, 0);
+		unsetenv("HVTRACE_QEMU");
+		snprintf(want, sizeof(want),
+			 "hvtrace: --kernel %s is an x86_64 kernel, and /usr/bin/qemu-system-aarch64 "
+			 "(qemu-system-aarch64) runs other guests; set $HVTRACE_QEMU to a "
+			 "qemu-system-x86_64\n",
+			 bz);
+		assert_string_equal(r.err, want);
+		assert_int_equal(r.status, 2);
+		hv_result_free(&r);
+	}
+
 	hv_run(&r, vmm, 0, 0);
 	snprintf(want, sizeof(want),
 		 "hvtrace: --kernel %s: an arm64 Linux Image: hvtrace's own VMM runs x86_64 guests; "

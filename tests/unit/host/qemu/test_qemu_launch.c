@@ -122,6 +122,43 @@ static void test_memmap_argument(void **state)
 	assert_string_equal(argv[n - 1], "console=ttyS0 panic=-1 memmap=12288K$0xf000000");
 }
 
+/* An arm64 guest: QEMU's aarch64 emulator, virt, pauth-impdef under TCG, the PL011 console. */
+static void test_arm64_argv(void **state)
+{
+	struct qemu_launch_cfg cfg = {.kernel = "Image", .qmp_path = "/tmp/q",
+				      .isa = arch_get(ARCH_ARM64)};
+	const char *argv[64];
+	char buf[1024], other[64];
+	int n;
+
+	(void)state;
+	unsetenv("HVTRACE_QEMU_AARCH64");
+	n = qemu_launch_argv(&cfg, argv, 64, buf, sizeof(buf));
+	assert_true(n > 8);
+	assert_string_equal(argv[0], "qemu-system-aarch64");
+	assert_string_equal(argv[4], "virt");
+	assert_string_equal(argv[6], "max,pauth-impdef=on");
+	assert_string_equal(argv[n - 1], "console=ttyAMA0 panic=-1");
+	cfg.accel = "kvm";
+	n = qemu_launch_argv(&cfg, argv, 64, buf, sizeof(buf));
+	assert_string_equal(argv[6], "host");
+	setenv("HVTRACE_QEMU_AARCH64", "/opt/q/qemu-system-aarch64", 1);
+	assert_string_equal(qemu_launch_binary(arch_get(ARCH_ARM64)), "/opt/q/qemu-system-aarch64");
+	unsetenv("HVTRACE_QEMU_AARCH64");
+
+	/* the other ISA's emulator, by its name; a name that says nothing passes */
+	assert_true(qemu_launch_other_isa("/usr/bin/qemu-system-x86_64", arch_get(ARCH_ARM64), other,
+					  sizeof(other)));
+	assert_string_equal(other, "qemu-system-x86_64");
+	assert_true(qemu_launch_other_isa("qemu-system-aarch64", arch_get(ARCH_X86_64), other,
+					  sizeof(other)));
+	assert_false(qemu_launch_other_isa("qemu-system-aarch64", arch_get(ARCH_ARM64), other,
+					   sizeof(other)));
+	assert_false(qemu_launch_other_isa("/cache/qemu/11/qemu-system-x86_64", arch_get(ARCH_X86_64),
+					   other, sizeof(other)));
+	assert_false(qemu_launch_other_isa("my-qemu", arch_get(ARCH_ARM64), other, sizeof(other)));
+}
+
 static void test_reserve_size(void **state)
 {
 	(void)state;
@@ -137,6 +174,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_reserve_refused, teardown),
 	    cmocka_unit_test(test_memmap_argument),
 	    cmocka_unit_test(test_reserve_size),
+	    cmocka_unit_test(test_arm64_argv),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
