@@ -250,12 +250,13 @@ static bool find_names(struct tables *t)
 }
 
 /* Whether @v lies in the kernel image's mapping: x86_64's 1 GiB when the tables lie there, else
- * (arm64, anywhere KASLR put it) the image read, to its end. */
+ * (arm64, anywhere KASLR put it) the image read, to its end, from 2 MiB below its start. */
 static bool in_image(const struct tables *t, uint64_t v)
 {
 	if (t->base >= IMAGE_BASE && t->base - IMAGE_BASE < IMAGE_SIZE)
 		return v >= IMAGE_BASE && v < IMAGE_BASE + IMAGE_SIZE;
-	return v >= t->base && v - t->base <= t->len;
+	/* (6.1's _text, the relative base, lies 64 KiB below the first page it maps) */
+	return v >= t->base - (2ull << 20) && v - t->base <= t->len;
 }
 
 /* Symbol @i's address: place-relative (7.0+), the offset's own address plus it; else with

@@ -446,6 +446,9 @@ int vmi_linux_open_kallsyms_of(struct vmi_linux *l, const struct arch *arch, uin
 		vmi_linux_close(l);
 		return (int)n;
 	}
+	if (l->image_hi) /* arm64 without KALLSYMS_ALL: the banner and the BTF by their shape */
+		vmi_linux_arm64_missing(&l->objects, read, ctx, l->image_lo,
+					l->image_hi - l->image_lo);
 	vmi_symtab_sort(&l->funcs);
 	vmi_symtab_sort(&l->objects);
 	if (!vmi_symtab_find(&l->objects, "linux_banner") ||

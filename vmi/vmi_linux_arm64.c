@@ -1,10 +1,16 @@
 /* An arm64 kernel image found by its boot header (vmi_linux_arm64.h). */
 #include "vmi/vmi_linux_arm64.h"
+#include "vmi/vmi_symtab.h"
 #include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+
+static int mapped_run(vmi_read_fn read, void *ctx, uint64_t hint, uint64_t *base, uint64_t *size,
+		      char *err, size_t errlen);
 
 #define MAGIC_OFF 0x38
 #define SIZE_OFF  0x10
@@ -36,9 +42,107 @@ int vmi_linux_arm64_image(vmi_read_fn read, void *ctx, uint64_t hint, uint64_t *
 		*size = sz;
 		return 0;
 	}
-	msg_fmt(err, errlen,
-		"no arm64 kernel header (\"ARM\\x64\" at 0x38) within %llu MiB below 0x%" PRIx64
-		" (the kernel is not up, or that is no kernel text)",
-		VMI_ARM64_IMAGE_MAX >> 20, hint);
-	return -ESRCH;
+	return mapped_run(read, ctx, hint, base, size, err, errlen);
+}
+
+#define STEP (64ull << 10)
+
+/* Whether the byte at @a reads: 1, 0, or -EINTR. */
+static int readable(vmi_read_fn read, void *ctx, uint64_t a)
+{
+	uint8_t b;
+	int ret = read(ctx, a, &b, 1);
+
+	return ret == -EINTR ? ret : ret == 0;
+}
+
+/* The run of mapped 64 KiB steps around @hint (vmi_linux_arm64_image's fallback). */
+static int mapped_run(vmi_read_fn read, void *ctx, uint64_t hint, uint64_t *base, uint64_t *size,
+		      char *err, size_t errlen)
+{
+	uint64_t lo = hint & ~(STEP - 1), hi = lo;
+	int r;
+
+	for (uint64_t k = 0; k < VMI_ARM64_IMAGE_MAX / STEP && lo >= STEP; k++) {
+		r = readable(read, ctx, lo - STEP);
+		if (r < 0)
+			return r;
+		if (!r)
+			break;
+		lo -= STEP;
+	}
+	for (uint64_t k = 0; k < VMI_ARM64_IMAGE_MAX / STEP; k++) {
+		r = readable(read, ctx, hi);
+		if (r < 0)
+			return r;
+		if (!r)
+			break;
+		hi += STEP;
+	}
+	if (hi == lo || hi - lo > VMI_ARM64_IMAGE_MAX) {
+		msg_fmt(err, errlen,
+			"no arm64 kernel header (\"ARM\\x64\" at 0x38) within %llu MiB below 0x%" PRIx64
+			", and %s (the kernel is not up, or that is no kernel text)",
+			VMI_ARM64_IMAGE_MAX >> 20, hint,
+			hi == lo ? "nothing mapped there" : "the mapping around it too large");
+		return -ESRCH;
+	}
+	*base = lo;
+	*size = hi - lo;
+	return 0;
+}
+
+#define CHUNK	 (1u << 20)
+#define OVERLAP	 64u
+#define BANNER	 "Linux version "
+#define BTF_HDR	 24u
+
+/* A vmlinux BTF header at @p (@n bytes readable from it): its whole size, else 0. */
+static uint64_t btf_blob(const uint8_t *p, size_t n)
+{
+	uint32_t hdr, toff, tlen, soff, slen;
+
+	if (n < BTF_HDR || p[0] != 0x9f || p[1] != 0xeb || p[2] != 1 || p[3] != 0)
+		return 0;
+	memcpy(&hdr, p + 4, 4);
+	memcpy(&toff, p + 8, 4);
+	memcpy(&tlen, p + 12, 4);
+	memcpy(&soff, p + 16, 4);
+	memcpy(&slen, p + 20, 4);
+	if (hdr != BTF_HDR || toff != 0 || soff != tlen || !tlen || !slen ||
+	    (uint64_t)tlen + slen > (64u << 20))
+		return 0;
+	return (uint64_t)hdr + soff + slen;
+}
+
+void vmi_linux_arm64_missing(struct vmi_symtab *objects, vmi_read_fn read, void *ctx,
+			     uint64_t base, uint64_t size)
+{
+	bool want_banner = !vmi_symtab_find(objects, "linux_banner");
+	bool want_btf = !vmi_symtab_find(objects, "__start_BTF");
+	uint8_t *buf = want_banner || want_btf ? malloc(CHUNK + OVERLAP) : NULL;
+
+	for (uint64_t o = 0; buf && o < size && (want_banner || want_btf); o += CHUNK) {
+		size_t n = size - o < CHUNK + OVERLAP ? (size_t)(size - o) : CHUNK + OVERLAP;
+
+		if (read(ctx, base + o, buf, n) < 0)
+			continue; /* a hole (the freed init segment) */
+		for (size_t i = 0; i < n && i < CHUNK; i++) {
+			uint64_t blob;
+
+			if (want_banner && buf[i] == 'L' && i + sizeof(BANNER) - 1 + 2 <= n &&
+			    !memcmp(buf + i, BANNER, sizeof(BANNER) - 1) &&
+			    buf[i + sizeof(BANNER) - 1] >= '1' && buf[i + sizeof(BANNER) - 1] <= '9') {
+				want_banner = vmi_symtab_add(objects, base + o + i, 0, "linux_banner") < 0;
+				want_banner = false;
+			}
+			if (want_btf && buf[i] == 0x9f && !((base + o + i) & 3) &&
+			    (blob = btf_blob(buf + i, n - i)) != 0 && o + i + blob <= size) {
+				if (vmi_symtab_add(objects, base + o + i, 0, "__start_BTF") == 0)
+					vmi_symtab_add(objects, base + o + i + blob, 0, "__stop_BTF");
+				want_btf = false;
+			}
+		}
+	}
+	free(buf);
 }

@@ -14,11 +14,22 @@
 #define VMI_ARM64_IMAGE_MAX   (256ull << 20) /* how far below @hint the header may lie */
 
 /* The image holding @hint: its first address into *@base and its size (the header's, rounded up to
- * whole 4 KiB pages) into *@size. 0; -ESRCH with @err when no header lies within
- * VMI_ARM64_IMAGE_MAX below @hint (not the kernel's text: a module's, or a kernel not up);
- * -EINVAL for a header whose size does not hold @hint or is past the bound; -EINTR from @read.
- * Calls only @read. */
+ * whole 4 KiB pages) into *@size. Where the header is not mapped (6.1 maps the kernel from _stext,
+ * 64 KiB above it), the run of mapped 64 KiB steps around @hint instead: down to the first unmapped
+ * one, and up to the first unmapped one (the init segment, unmapped once freed, ends it: the text
+ * and rodata, where kallsyms lies, are in it). 0; -ESRCH with @err when nothing around @hint is
+ * mapped; -EINVAL for a header whose size does not hold @hint or is past the bound; -EINTR from
+ * @read. Calls only @read. */
 int vmi_linux_arm64_image(vmi_read_fn read, void *ctx, uint64_t hint, uint64_t *base,
 			  uint64_t *size, char *err, size_t errlen);
+
+/* What a kernel built without KALLSYMS_ALL (Debian's 6.1 arm64) leaves out of kallsyms and hvtrace
+ * reads: linux_banner (the "Linux version " string) and __start_BTF/__stop_BTF (the vmlinux BTF
+ * blob: magic 0xeb9f, version 1, a 24-byte header, types then strings), found by their shape in
+ * [@base, @base + @size) and put in @objects under those names. Each one found only if absent;
+ * nothing when the image cannot be read. Calls only @read. */
+struct vmi_symtab;
+void vmi_linux_arm64_missing(struct vmi_symtab *objects, vmi_read_fn read, void *ctx,
+			     uint64_t base, uint64_t size);
 
 #endif
