@@ -120,7 +120,8 @@ if [ "$choice" != 6.1 ]; then
 	apt_private_setup "$isa"
 	# the newest package of the series and flavour by its Debian version; at the same version 7.x's
 	# linux-binary-unsigned (its linux-image is then a meta-package around the signed linux-binary)
-	re="^linux-(image|binary-unsigned)-${series//./\\.}$([[ $series =~ \..*\. ]] || echo '(\.[0-9]+)?')\+[^-]*-$suffix\$"
+	# (6.1 of bookworm: linux-image-6.1.0-50-cloud-arm64, an ABI number in place of +debNN)
+	re="^linux-(image|binary-unsigned)-${series//./\\.}$([[ $series =~ \..*\. ]] || echo '(\.[0-9]+)?')(\+[^-]*|-[0-9]+)-$suffix\$"
 	kpkg="" best=""
 	while read -r pkg ver; do
 		if [ -z "$best" ] || dpkg --compare-versions "$ver" gt "$best" ||
