@@ -37,6 +37,9 @@ case $version in
 	"are known" >&2; exit 1 ;;
 esac
 root="$cache/qemu/$version"
+fw_opt() { # ROOT -> the wrapper's -L for the firmware's data folder there, if the target has one
+	[ -z "$firmware" ] || printf ' -L "%s"' "$1/usr/share/$firmware"
+}
 wrapper="$root/qemu-system-$target"
 if [ -x "$wrapper" ] && [ -e "$root/$stamp" ] && [ ! "$wrapper" -ot "$0" ]; then
 	echo "$wrapper"
@@ -54,7 +57,7 @@ if [ "$suite" = trixie-backports ]; then
 # its own data files, firmware and modules, in this machine's namespace
 QEMU_MODULE_DIR="$troot/usr/lib/x86_64-linux-gnu/qemu" exec "$troot/lib64/ld-linux-x86-64.so.2" \\
 	--library-path "$libs" "$troot/usr/bin/qemu-system-$target" \\
-	-L "$troot/usr/share/qemu"${firmware:+ -L "$troot/usr/share/$firmware"} "\$@"
+	-L "$troot/usr/share/qemu"$(fw_opt "$troot") "\$@"
 WRAP
 	chmod +x "$wrapper.tmp"
 	"$wrapper.tmp" --version | grep -q "version $version\." ||
@@ -113,7 +116,7 @@ fi
 cat > "$wrapper.tmp" <<WRAP
 #!/bin/sh
 # QEMU $version unpacked by scripts/fetch-qemu.sh: its own data files, firmware and modules
-QEMU_MODULE_DIR="$root/usr/lib/x86_64-linux-gnu/qemu" exec "$bin" -L "$root/usr/share/qemu"${firmware:+ -L "$root/usr/share/$firmware"} "\$@"
+QEMU_MODULE_DIR="$root/usr/lib/x86_64-linux-gnu/qemu" exec "$bin" -L "$root/usr/share/qemu"$(fw_opt "$root") "\$@"
 WRAP
 chmod +x "$wrapper.tmp"
 mv "$wrapper.tmp" "$wrapper"
