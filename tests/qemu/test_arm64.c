@@ -271,6 +271,7 @@ static void test_gdbstub(void **state)
 	    "VBAR_EL1",	 "SCTLR_EL1", "CNTFRQ_EL0", "CNTVCT_EL0", "ID_AA64MMFR0_EL1"};
 	int n_ttbr1, n_tcr, n_sp_el0, n_tpidr, n_cntfrq, tids[8];
 	unsigned nr, in_el1 = 0;
+	int el1_user_sp = 0;
 	uint64_t tpidr[2] = {0}, tcr = 0, ttbr1 = 0;
 	char err[256], *va_bits = config_value("ARM64_VA_BITS"), *gran4k, *gran16k;
 	struct gdb *g = calloc(1, sizeof(*g));
@@ -326,15 +327,24 @@ static void test_gdbstub(void **state)
 			assert_int_equal(pc >> 63, el);
 			tpidr[i] = reg(g, n_tpidr);
 			if (el == 1) {
-				/* in the kernel SP_EL0 is `current`, a kernel address */
+				/* in the kernel SP_EL0 is `current`, a kernel address, but for the
+				 * few instructions of an entry from EL0 and of the return there
+				 * (kernel_entry, kernel_exit) that still hold the user's stack
+				 * pointer: such a stop does not count, another is asked for */
 				sp_el0 = reg(g, n_sp_el0);
-				assert_int_equal(sp_el0 >> 63, 1);
+				if (sp_el0 >> 63 == 0) {
+					el1_user_sp++;
+					continue;
+				}
 				tcr = reg(g, n_tcr);
 				ttbr1 = reg(g, n_ttbr1);
 				in_el1++;
 			}
 		}
 	}
+	if (el1_user_sp)
+		printf("arm64: %d stop(s) at EL1 with the user's SP_EL0 (kernel entry or exit)\n",
+		       el1_user_sp);
 	assert_true(in_el1 > 0);
 	/* each vCPU its own per-CPU area */
 	assert_true(tpidr[0] != tpidr[1]);
@@ -402,6 +412,19 @@ static void test_refused(void **state)
 	hv_result_free(&r);
 }
 
+/* The VM running on if a failed test left it stopped (an assertion between a gdbstub stop and the
+ * detach): QMP cont, which a running VM ignores; nothing when QEMU has already exited. */
+static void qemu_resume(void)
+{
+	char err[256], reply[512];
+	struct qmp q;
+
+	if (qmp_connect(&q, qmp_path, err, sizeof(err)) == 0) {
+		(void)qmp_execute(&q, "{\"execute\":\"cont\"}", reply, sizeof(reply));
+		qmp_close(&q);
+	}
+}
+
 /* The workload runs to its end and the guest powers off (PSCI SYSTEM_OFF): QEMU exits 0. */
 static void test_power_off(void **state)
 {
@@ -409,6 +432,7 @@ static void test_power_off(void **state)
 	int st = 0;
 
 	(void)state;
+	qemu_resume();
 	while (now_s() - t_start < 2 * BOOT_S && waitpid(qemu_pid, &st, WNOHANG) == 0)
 		sleep_ms(200);
 	assert_true(WIFEXITED(st));
