@@ -20,8 +20,8 @@ enum arch_isa {
 
 /* ---- register set ---------------------------------------------------------------------------- */
 
-/* Registers an ISA's set may have: arm64 has x0-x30, sp, pc and pstate. */
-#define ARCH_REGS_MAX	  34
+/* Registers an ISA's set may have: arm64 has x0-x30, sp, pc, pstate and sp_el0. */
+#define ARCH_REGS_MAX	  35
 #define ARCH_REG_ARGS_MAX 8
 #define ARCH_REG_NONE	  0xff
 
@@ -106,6 +106,12 @@ struct arch_gdb_layout {
 	unsigned nr;		/* registers decoded (the prefix of `g` the tracer needs) */
 	unsigned decoded_bytes; /* their bytes on the wire: a shorter reply is refused */
 	unsigned pc;		/* register number of the program counter (for `P`) */
+	/* System registers outside `g` whose numbers the VMM assigns at run time (QEMU's aarch64:
+	 * learned from its target description by name), read with `p` into sys[sys_first + i]. */
+	const char *const *sys_names;
+	unsigned nr_sys_names, sys_first;
+	const uint8_t *sys_gp; /* per named one: also into the arch_regs index, ARCH_REG_NONE none */
+	const char *xml_arch; /* the target description's <architecture> ("i386:x86-64") */
 };
 
 /* ---- the per-ISA table ----------------------------------------------------------------------- */
@@ -169,6 +175,15 @@ struct arch {
 	 * (x86: 1 for 5-level). 0 or -EFAULT. */
 	int (*translate)(arch_read_pte_fn read, void *ctx, uint64_t root, unsigned mode,
 			 uint64_t gva, uint64_t *gpa);
+
+	/* The table base and paging mode (translate's @root and @mode) for @gva that a vCPU's
+	 * system registers @sys give, as its gdb layout fills them (x86: CR3 and CR4.LA57; arm64:
+	 * TTBR1_EL1 or TTBR0_EL1 by the address's half, with TCR_EL1's fields). Pure. */
+	void (*walk_root)(const uint64_t *sys, uint64_t gva, uint64_t *root, unsigned *mode);
+	/* The current task's address from a vCPU's registers alone (arm64: SP_EL0 while in the
+	 * kernel), 0 when not there. NULL: the ISA's Linux keeps it in memory (x86: per-CPU data).
+	 * Pure. */
+	uint64_t (*current_task)(const struct arch_regs *r);
 
 	const struct arch_gdb_layout *gdb;
 };

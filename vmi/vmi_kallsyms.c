@@ -249,9 +249,13 @@ static bool find_names(struct tables *t)
 	return false;
 }
 
-static bool in_image(uint64_t v)
+/* Whether @v lies in the kernel image's mapping: x86_64's 1 GiB when the tables lie there, else
+ * (arm64, anywhere KASLR put it) the image read, to its end. */
+static bool in_image(const struct tables *t, uint64_t v)
 {
-	return v >= IMAGE_BASE && v < IMAGE_BASE + IMAGE_SIZE;
+	if (t->base >= IMAGE_BASE && t->base - IMAGE_BASE < IMAGE_SIZE)
+		return v >= IMAGE_BASE && v < IMAGE_BASE + IMAGE_SIZE;
+	return v >= t->base && v - t->base <= t->len;
 }
 
 /* Symbol @i's address: place-relative (7.0+), the offset's own address plus it; else with
@@ -279,7 +283,7 @@ static bool sorted(struct tables *t, bool percpu)
 	for (uint32_t i = 0; i < t->n; i++) {
 		uint64_t a = sym_addr(t, i, percpu);
 
-		if (a < prev || (t->place_rel && !in_image(a)))
+		if (a < prev || (t->place_rel && !in_image(t, a)))
 			return false;
 		prev = a;
 	}
@@ -290,7 +294,7 @@ static bool sorted(struct tables *t, bool percpu)
  * (any negative offset). */
 static bool offsets_at(struct tables *t, size_t off, size_t rb, bool *percpu)
 {
-	if (!in_image(u64_at(t->img + rb)))
+	if (!in_image(t, u64_at(t->img + rb)))
 		return false;
 	t->offsets = off;
 	t->rbase = u64_at(t->img + rb);
@@ -418,7 +422,7 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 {
 	long first = -1, last = -1, ret;
 	unsigned reads = 0;
-	uint8_t *img, b;
+	uint8_t b;
 	size_t size;
 
 	/* the image is 2 MiB-aligned and mapped whole; nothing else in its 1 GiB is */
@@ -447,17 +451,36 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 			size >> 20, VMI_KALLSYMS_MAX_IMAGE >> 20);
 		return -E2BIG;
 	}
+	return vmi_kallsyms_read_range(read, ctx, IMAGE_BASE + (uint64_t)first * BLOCK, size, reads,
+				       add, actx, err, errlen);
+}
+
+long vmi_kallsyms_read_range(vmi_read_fn read, void *ctx, uint64_t base, size_t size,
+			     unsigned reads, vmi_kallsyms_fn add, void *actx, char *err,
+			     size_t errlen)
+{
+	uint8_t *img;
+	long ret;
+
+	if (size > VMI_KALLSYMS_MAX_IMAGE || !size || (base & (PAGE - 1)) || (size & (PAGE - 1))) {
+		msg_fmt(err, errlen,
+			"kallsyms: a kernel image of %zu KiB at 0x%" PRIx64 " (at most %u MiB, whole "
+			"pages)",
+			size >> 10, base, VMI_KALLSYMS_MAX_IMAGE >> 20);
+		return -E2BIG;
+	}
 	img = calloc(1, size);
 	if (!img) {
 		msg_fmt(err, errlen, "kallsyms: out of memory");
 		return -ENOMEM;
 	}
 	for (size_t o = 0; o < size; o += BLOCK) {
-		uint64_t gva = IMAGE_BASE + (uint64_t)first * BLOCK + o;
+		uint64_t gva = base + o;
+		size_t chunk = size - o < BLOCK ? size - o : BLOCK;
 
-		ret = read(ctx, gva, img + o, BLOCK);
+		ret = read(ctx, gva, img + o, chunk);
 		reads++;
-		for (size_t p = 0; ret < 0 && ret != -EINTR && p < BLOCK; p += PAGE, reads++) {
+		for (size_t p = 0; ret < 0 && ret != -EINTR && p < chunk; p += PAGE, reads++) {
 			int r;
 
 			if (reads >= VMI_KALLSYMS_MAX_READS)
@@ -479,8 +502,7 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 			return ret == -EINTR ? -EINTR : -E2BIG;
 		}
 	}
-	ret = vmi_kallsyms_decode(img, size, IMAGE_BASE + (uint64_t)first * BLOCK, add, actx, err,
-				  errlen);
+	ret = vmi_kallsyms_decode(img, size, base, add, actx, err, errlen);
 	free(img);
 	return ret;
 }

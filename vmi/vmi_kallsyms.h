@@ -41,4 +41,12 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *actx, char *err,
 		       size_t errlen);
 
+/* Reads the kernel image at @base (@size bytes, whole pages, at most VMI_KALLSYMS_MAX_IMAGE) through
+ * @read (unmapped pages read as zeros, within VMI_KALLSYMS_MAX_READS reads, @reads of them spent
+ * already) and decodes it as vmi_kallsyms_decode: for an ISA whose image is found another way
+ * (arm64: vmi_linux_arm64_image). Returns as vmi_kallsyms_read. Caller's thread. */
+long vmi_kallsyms_read_range(vmi_read_fn read, void *ctx, uint64_t base, size_t size,
+			     unsigned reads, vmi_kallsyms_fn add, void *actx, char *err,
+			     size_t errlen);
+
 #endif

@@ -1,4 +1,5 @@
 #include "vmi/vmi_linux.h"
+#include "vmi/vmi_linux_arm64.h"
 #include "vmi/vmi_btf.h"
 #include "vmi/vmi_elf.h"
 #include "vmi/vmi_file.h"
@@ -220,7 +221,9 @@ static int resolve(struct vmi_linux *l, const char *path, size_t lines, char *er
 {
 	const struct vmi_sym *banner = vmi_symtab_find(&l->objects, "linux_banner");
 	const struct vmi_sym *st = vmi_symtab_find(&l->funcs, "_stext");
-	const struct vmi_sym *et = vmi_symtab_find(&l->funcs, "_etext");
+	/* (arm64 types _etext D: it is the start of the data after the text) */
+	const struct vmi_sym *et = vmi_symtab_find(&l->funcs, "_etext")
+					   ?: vmi_symtab_find(&l->objects, "_etext");
 	const struct vmi_sym *fe = vmi_symtab_find(&l->funcs, "__fentry__");
 	const struct vmi_sym *pco = vmi_symtab_find(&l->objects, "__per_cpu_offset");
 	const struct vmi_sym *ct = vmi_symtab_find(&l->objects, "current_task");
@@ -275,12 +278,14 @@ int vmi_linux_check_text(const struct vmi_linux *l, char *err, size_t errlen)
 			l->stext);
 		return -EINVAL;
 	}
-	if (l->stext < VMI_LINUX_TEXT_BASE || l->etext > VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE) {
+	uint64_t lo = l->image_hi ? l->image_lo : VMI_LINUX_TEXT_BASE,
+		 hi = l->image_hi ? l->image_hi : VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE;
+
+	if (l->stext < lo || l->etext > hi) {
 		msg_fmt(err, errlen,
 			"_stext 0x%" PRIx64 " .. _etext 0x%" PRIx64 " is not within the "
-			"kernel image (0x%llx-0x%llx)",
-			l->stext, l->etext, VMI_LINUX_TEXT_BASE,
-			VMI_LINUX_TEXT_BASE + KERNEL_IMAGE_SIZE);
+			"kernel image (0x%" PRIx64 "-0x%" PRIx64 ")",
+			l->stext, l->etext, lo, hi);
 		return -EINVAL;
 	}
 	return 0;
@@ -403,13 +408,35 @@ static int file_by_section(struct vmi_linux *l)
 int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err,
 			    size_t errlen)
 {
+	return vmi_linux_open_kallsyms_of(l, NULL, 0, read, ctx, err, errlen);
+}
+
+int vmi_linux_open_kallsyms_of(struct vmi_linux *l, const struct arch *arch, uint64_t hint,
+			       vmi_read_fn read, void *ctx, char *err, size_t errlen)
+{
 	const struct vmi_sym *text;
+	uint64_t base = 0, size = 0;
 	long n;
 	int ret;
 
 	memset(l, 0, sizeof(*l));
+	l->arch = arch;
+	l->image_hint = hint;
 	l->pid_off = l->comm_off = -1;
-	n = vmi_kallsyms_read(read, ctx, add_kallsym, l, err, errlen);
+	if (vmi_linux_arch(l)->regs.ra != ARCH_REG_NONE) { /* arm64: the image by its header */
+		if (!hint) {
+			msg_fmt(err, errlen, "no vCPU runs kernel code yet (the kernel is not up)");
+			return -ESRCH;
+		}
+		n = vmi_linux_arm64_image(read, ctx, hint, &base, &size, err, errlen);
+		if (n == 0)
+			n = vmi_kallsyms_read_range(read, ctx, base, size, 0, add_kallsym, l, err,
+						    errlen);
+		l->image_lo = base;
+		l->image_hi = base + size;
+	} else {
+		n = vmi_kallsyms_read(read, ctx, add_kallsym, l, err, errlen);
+	}
 	if (n >= 0 && file_by_section(l) < 0)
 		n = -ENOMEM;
 	if (n == -ENOMEM || n == -EOVERFLOW)
@@ -422,7 +449,7 @@ int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, ch
 	vmi_symtab_sort(&l->funcs);
 	vmi_symtab_sort(&l->objects);
 	if (!vmi_symtab_find(&l->objects, "linux_banner") ||
-	    !vmi_symtab_find(&l->funcs, "_stext") || !vmi_symtab_find(&l->funcs, "_etext")) {
+	    !vmi_symtab_find(&l->funcs, "_stext") || !any_addr(l, "_etext")) {
 		msg_fmt(err, errlen,
 			"kallsyms: %ld symbols, but no linux_banner, _stext or _etext among them",
 			n);
@@ -437,7 +464,8 @@ int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, ch
 		return ret;
 	}
 	text = vmi_symtab_find(&l->funcs, "_text");
-	l->slide = (int64_t)((text ? text->addr : l->stext) - LINUX_LINK_TEXT);
+	/* arm64's link address is not known without its vmlinux: no slide is claimed */
+	l->slide = l->image_hi ? 0 : (int64_t)((text ? text->addr : l->stext) - LINUX_LINK_TEXT);
 	l->slid = true; /* kallsyms holds the runtime addresses */
 	l->nr_kallsyms = (size_t)n;
 	return 0;

@@ -30,6 +30,10 @@
 
 struct vmi_linux {
 	const struct arch *arch;   /* the kernel's ISA; NULL: arch_default() */
+	/* arm64: an address inside the kernel's text (a vCPU's PC in the kernel), where its image is
+	 * looked for; kept, with arch, by vmi_linux_open_kallsyms */
+	uint64_t image_hint;
+	uint64_t image_lo, image_hi; /* the image's range once found (0: x86's fixed 1 GiB) */
 	struct vmi_symtab funcs;   /* text symbols (t, T, w, W) */
 	struct vmi_symtab objects; /* data symbols, per-CPU ones at their section offsets */
 	int64_t slide;		   /* applied to funcs and kernel-image objects once found */
@@ -73,6 +77,12 @@ int vmi_linux_open_map(struct vmi_linux *l, FILE *f, const char *path, char *err
  * range vmi_linux_find_slide would refuse). Caller frees. */
 int vmi_linux_open_kallsyms(struct vmi_linux *l, vmi_read_fn read, void *ctx, char *err,
 			    size_t errlen);
+
+/* vmi_linux_open_kallsyms for a kernel of ISA @arch (NULL: arch_default()); an arm64 kernel's image
+ * is found from @hint, an address inside its text (a vCPU's PC in the kernel): vmi_linux_arm64_image,
+ * -ESRCH without one. */
+int vmi_linux_open_kallsyms_of(struct vmi_linux *l, const struct arch *arch, uint64_t hint,
+			       vmi_read_fn read, void *ctx, char *err, size_t errlen);
 
 /* The kernel release after "Linux version " at linux_banner (e.g. "6.1.0-57-cloud-amd64"),
  * printable bytes only, into @buf; "" when unreadable. */

@@ -13,7 +13,7 @@ int vmi_linux_find_symbols(struct vmi_linux *l, const char *system_map, bool boo
 	int ret;
 
 	if (!system_map) {
-		ret = vmi_linux_open_kallsyms(l, read, ctx, err, errlen);
+		ret = vmi_linux_open_kallsyms_of(l, l->arch, l->image_hint, read, ctx, err, errlen);
 		if (ret == 0 || ret == -EINTR || ret == -ESRCH)
 			return ret;
 		if (ret == -ENOENT) { /* an image without kallsyms: the map is the way */
@@ -49,10 +49,16 @@ void vmi_linux_describe_symbols(const struct vmi_linux *l, const char *system_ma
 
 	for (size_t i = 0; i < l->mods.nr; i++)
 		mfuncs += l->mods.v[i].nr_funcs;
+	char where[64];
+
+	if (l->image_hi) /* arm64: the link address is not known, only where the image is */
+		snprintf(where, sizeof(where), "image at 0x%llx", (unsigned long long)l->image_lo);
+	else
+		snprintf(where, sizeof(where), "KASLR slide 0x%llx", (unsigned long long)l->slide);
 	snprintf(buf, len,
-		 "symbols: %zu (%zu functions) from %s%s (kernel %s, KASLR slide 0x%llx); "
+		 "symbols: %zu (%zu functions) from %s%s (kernel %s, %s); "
 		 "modules: %zu, with %zu functions",
 		 l->funcs.nr + l->objects.nr - mfuncs, l->funcs.nr - mfuncs,
 		 system_map ? "System.map " : "the guest's kallsyms", system_map ? system_map : "",
-		 *release ? release : "?", (unsigned long long)l->slide, l->mods.nr, mfuncs);
+		 *release ? release : "?", where, l->mods.nr, mfuncs);
 }

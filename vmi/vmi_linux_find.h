@@ -9,7 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The kernel's symbols into @l: from the guest's kallsyms (@system_map NULL), or the System.map
+/* The kernel's symbols into @l (zeroed, or l->arch and l->image_hint set: vmi_linux_open_kallsyms_of):
+ * from the guest's kallsyms (@system_map NULL), or the System.map
  * already opened into @l (its name @system_map) with the KASLR slide found, all read through @read
  * (which may fail with -EINTR to stop the scan). -ESRCH (and why in @err) while the kernel is not
  * up; -EMEDIUMTYPE when a System.map does not match a kernel that is up, or (@booting false: a

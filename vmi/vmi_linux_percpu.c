@@ -62,10 +62,14 @@ static void task_list(const struct vmi_linux *l, struct vmi_task_list *list)
 int vmi_linux_task_layout(struct vmi_linux *l, vmi_read_fn read, void *ctx, unsigned nr_cpus,
 			  struct vmi_task_layout *out)
 {
+	/* arm64: `current` is a register's (SP_EL0), which the tracer reads at each hit */
+	bool in_reg = vmi_linux_arch(l)->current_task != NULL;
+
 	memset(out, 0, sizeof(*out));
-	if (l->pid_off < 0 || l->comm_off < 0 || !l->per_cpu_offset || !l->current_task)
+	if (l->pid_off < 0 || l->comm_off < 0 ||
+	    (!in_reg && (!l->per_cpu_offset || !l->current_task)))
 		return -ENOENT;
-	for (unsigned c = 0; c < nr_cpus && c < VMI_MAX_CPUS; c++) {
+	for (unsigned c = 0; c < nr_cpus && c < VMI_MAX_CPUS && !in_reg; c++) {
 		uint64_t off;
 		int ret = read(ctx, l->per_cpu_offset + 8ull * c, &off, 8);
 

@@ -10,6 +10,17 @@
 #define ARM64_GDB_NR_REGS      34
 #define ARM64_GDB_DECODED_BYTES (33 * 8 + 4)
 
+/* The system registers read with `p` after each `g` (numbers from QEMU's target description),
+ * as indices into struct gdb_regs' sys[]. */
+enum arm64_gdb_sys {
+	ARM64_SYS_TTBR0, /* TTBR0_EL1: user half's tables */
+	ARM64_SYS_TTBR1, /* TTBR1_EL1: the kernel's */
+	ARM64_SYS_TCR,	 /* TCR_EL1: both halves' sizes and granules */
+	ARM64_SYS_SP_EL0, /* `current` while the vCPU is in the kernel */
+	ARM64_SYS_TPIDR,  /* TPIDR_EL1: this CPU's per-CPU offset */
+	ARM64_SYS_NR,
+};
+
 struct arch_gdb_layout;
 
 /* The layout above as arch.h describes it (arm64_gdb_layout.c). */

@@ -15,7 +15,21 @@ static const struct arch_gdb_reg arm64_gdb_regs[ARM64_GDB_NR_REGS] = {
 };
 /* clang-format on */
 
+static const char *const arm64_gdb_sys_names[ARM64_SYS_NR] = {
+    [ARM64_SYS_TTBR0] = "TTBR0_EL1", [ARM64_SYS_TTBR1] = "TTBR1_EL1", [ARM64_SYS_TCR] = "TCR_EL1",
+    [ARM64_SYS_SP_EL0] = "SP_EL0",   [ARM64_SYS_TPIDR] = "TPIDR_EL1",
+};
+
+static const uint8_t arm64_gdb_sys_gp[ARM64_SYS_NR] = {
+    ARCH_REG_NONE, ARCH_REG_NONE, ARCH_REG_NONE, ARM64_SP_EL0, ARCH_REG_NONE,
+};
+
 const struct arch_gdb_layout arm64_gdb_layout = {
+    .sys_gp = arm64_gdb_sys_gp,
+    .sys_names = arm64_gdb_sys_names,
+    .nr_sys_names = ARM64_SYS_NR,
+    .sys_first = 0,
+    .xml_arch = "aarch64",
     .reg = arm64_gdb_regs,
     .nr = ARM64_GDB_NR_REGS,
     .decoded_bytes = ARM64_GDB_DECODED_BYTES,

@@ -11,7 +11,8 @@ enum arm64_reg {
 	ARM64_SP = 31,
 	ARM64_PC = 32,
 	ARM64_PSTATE = 33,
-	ARM64_NR_REGS = 34,
+	ARM64_SP_EL0 = 34, /* a system register, read with the others: `current` in the kernel */
+	ARM64_NR_REGS = 35,
 };
 
 #define ARM64_NR_REG_ARGS 8

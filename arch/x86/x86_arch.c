@@ -21,6 +21,13 @@ static int x86_arch_translate(arch_read_pte_fn read, void *ctx, uint64_t root, u
 	return x86_translate(read, ctx, root, mode & 1, gva, gpa);
 }
 
+static void x86_walk_root(const uint64_t *sys, uint64_t gva, uint64_t *root, unsigned *mode)
+{
+	(void)gva;
+	*root = sys[X86_GDB_SYS(X86_GDB_CR3)];
+	*mode = (sys[X86_GDB_SYS(X86_GDB_CR4)] & X86_CR4_LA57) ? 1 : 0;
+}
+
 const struct arch arch_x86_64 = {
     .name = "x86_64",
     .elf_machine = EM_X86_64,
@@ -63,5 +70,6 @@ const struct arch arch_x86_64 = {
     .insn_waits = x86_insn_waits,
     .detour_code = x86_detour_code,
     .translate = x86_arch_translate,
+    .walk_root = x86_walk_root,
     .gdb = &x86_gdb_layout,
 };

@@ -23,4 +23,5 @@ const struct arch_gdb_layout x86_gdb_layout = {
     .nr = X86_GDB_NR_REGS,
     .decoded_bytes = X86_GDB_DECODED_BYTES,
     .pc = X86_GDB_RIP,
+    .xml_arch = "i386:x86-64",
 };

@@ -65,6 +65,8 @@ static int learn_kernel(struct linux_run *r, struct vmi_task_layout *task, char 
 
 	for (;;) {
 		if (!r->l.slid) {
+			r->l.arch = r->tq.t.arch;
+			r->l.image_hint = target_qemu_kernel_pc(&r->tq);
 			ret = vmi_linux_find_symbols(&r->l, r->s->system_map, r->qc.launched,
 						     read_kernel_or_stop, r, err, errlen);
 			if (ret == -EINVAL || ret == -EINTR || ret == -EMEDIUMTYPE)
@@ -301,7 +303,13 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	/* RDTSCP's IA32_TSC_AUX, which Linux sets for vgetcpu, before %gs:cpu_number */
 	vmi_linux_tsc_aux(&r->l, target_qemu_read_kernel, &r->tq, &tl.cpu_aux_mask);
 	if (s->probe != PROBE_TRAP) {
-		qemu_stub_place(&r->stub, &r->tq, &r->l, r->qc.launched, why, sizeof(why));
+		if (r->tq.t.arch != arch_get(ARCH_X86_64))
+			msg_fmt(why, sizeof(why),
+				"stub probes: the in-guest stub is x86_64 code; %s guests are traced "
+				"with trap probes (issue 38)",
+				r->tq.t.arch->name);
+		else
+			qemu_stub_place(&r->stub, &r->tq, &r->l, r->qc.launched, why, sizeof(why));
 		/* "stub probes: <reason>" -> "<reason>" after "--probe stub: " */
 		ret =
 		    cmd_probe_mode(s, &r->tq.t, &tl,
@@ -489,10 +497,32 @@ static int qemu_open(void *ctx, char *err, size_t errlen)
 	struct linux_run *r = ctx;
 	char why[512];
 
-	/* a kernel of another ISA (an arm64 Image) is named before any QEMU starts */
-	if (r->s->vmm == VMM_QEMU && r->s->kernel &&
-	    kernel_isa_check(r->s->kernel, "--kernel", err, errlen) < 0)
-		return EXIT_BAD_INPUT;
+	/* the kernel's ISA picks the QEMU; a QEMU of another ISA is named before it starts */
+	if (r->s->vmm == VMM_QEMU && r->s->kernel) {
+		char other[64];
+		const char *bin;
+
+		if (kernel_isa_pick(r->s->kernel, "--kernel", KERNEL_ISA_ANY, &r->isa, err, errlen) <
+		    0)
+			return EXIT_BAD_INPUT;
+		bin = qemu_launch_binary(r->isa);
+		if (qemu_launch_other_isa(bin, r->isa, other, sizeof(other))) {
+			msg_fmt(err, errlen,
+				"--kernel %s is an %s kernel, and %s (%s) runs other guests; set "
+				"%s to a qemu-system-%s",
+				r->s->kernel, r->isa->name, bin, other,
+				r->isa == arch_get(ARCH_ARM64) ? "$HVTRACE_QEMU_AARCH64"
+							      : "$HVTRACE_QEMU",
+				r->isa == arch_get(ARCH_ARM64) ? "aarch64" : "x86_64");
+			return EXIT_BAD_INPUT;
+		}
+		if (r->isa == arch_get(ARCH_ARM64) && r->s->machine) {
+			msg_fmt(err, errlen,
+				"--machine %s is an x86 machine; arm64 guests run on QEMU's virt",
+				r->s->machine);
+			return EXIT_BAD_INPUT;
+		}
+	}
 	if (r->s->system_map && vmi_linux_open(&r->l, r->s->system_map, why, sizeof(why)) < 0) {
 		msg_fmt(err, errlen, "--system-map %s", why);
 		return EXIT_BAD_INPUT;
@@ -517,6 +547,7 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	struct qemu_attach_cfg qa = {
 	    .launch = s->vmm == VMM_QEMU,
 	    .qemu = {.accel = s->accel,
+		     .isa = r->isa,
 		     .machine = s->machine,
 		     .kernel = s->kernel,
 		     .initrd = s->initrd,
@@ -535,7 +566,7 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 				      errlen) < 0)
 		return EXIT_BAD_INPUT;
 	/* stub probes: RAM the kernel is told to keep out of use (memmap=) */
-	if (s->vmm == VMM_QEMU && s->probe != PROBE_TRAP)
+	if (s->vmm == VMM_QEMU && s->probe != PROBE_TRAP && (!r->isa || r->isa == arch_default()))
 		qemu_stub_place_reserve(&r->stub, s, &qa.qemu);
 	/* QEMU with KVM needs KVM_EXIT_DEBUG for its breakpoints: checked before QEMU starts */
 	if (s->vmm == VMM_QEMU && s->accel && !strcmp(s->accel, "kvm") &&
@@ -553,6 +584,12 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 			     s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
 		return failed(r, EXIT_QEMU_FAILED, "while connecting to QEMU", err, errlen);
 	r->have_tq = true;
+	/* the guest QEMU runs is of the image's ISA (a wrapper's name said nothing) */
+	if (r->isa && r->tq.t.arch != r->isa) {
+		msg_fmt(err, errlen, "--kernel %s is an %s kernel, and %s runs %s guests",
+			s->kernel, r->isa->name, qemu_launch_binary(r->isa), r->tq.t.arch->name);
+		return EXIT_BAD_INPUT;
+	}
 	/* attach: the vCPU count is known now, before anything is patched (run: at parse time) */
 	if (rec_filter_check_cpus(&s->tasks, r->tq.t.nr_cpus, err, errlen) < 0)
 		return EXIT_BAD_INPUT;

@@ -45,6 +45,7 @@ struct linux_run {
 	 * would restore would land in the new boot's memory */
 	bool guest_reset;
 	bool no_trap; /* QEMU uses KVM, and INT3 does not exit on it (cmd_check_int3) */
+	const struct arch *isa; /* run --qemu: the kernel image's ISA (NULL: attach, learned later) */
 	struct qemu_stub_place stub; /* where the stub lives */
 	struct sched_boost boost;    /* stub probes: hvtrace's weight raised */
 };

@@ -5,15 +5,18 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include "arch/arch.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
 struct qemu_launch_cfg {
-	const char *binary; /* default qemu_launch_binary() */
+	const char *binary; /* default qemu_launch_binary(isa) */
+	const struct arch *isa; /* the guest's (arm64: -M virt, console ttyAMA0); NULL: x86_64 */
 	const char *accel;  /* "tcg" (default) or "kvm" */
-	const char *machine; /* -M: "pc" (default) or "q35" */
+	const char *machine; /* -M: "pc" (default) or "q35"; arm64: "virt" */
 	const char *kernel, *initrd, *append;
 	unsigned smp, mem_mb;
 	const char *qmp_path; /* unix socket QEMU listens on (NULL: in a private directory of its
@@ -43,9 +46,15 @@ struct qemu_proc {
 	char qmp_path[108]; /* the socket QEMU listens on: @cfg's, or "run_dir/qmp.sock" (sun_path) */
 };
 
-/* The QEMU `run --qemu` starts: $HVTRACE_QEMU (a path, or a name looked up in $PATH) when set and not
- * empty, else qemu-system-x86_64 from $PATH. */
-const char *qemu_launch_binary(void);
+/* The QEMU `run --qemu` starts for a guest of ISA @isa (NULL: x86_64): $HVTRACE_QEMU (arm64:
+ * $HVTRACE_QEMU_AARCH64; a path, or a name looked up in $PATH) when set and not empty, else
+ * qemu-system-x86_64 (qemu-system-aarch64) from $PATH. */
+const char *qemu_launch_binary(const struct arch *isa);
+
+/* Whether the QEMU @binary is, by its name, the system emulator of another ISA than @isa
+ * (qemu-system-x86_64 for an arm64 guest, or the reverse): its name then into @other. A name that
+ * says nothing (a wrapper called "qemu") passes. Pure. */
+bool qemu_launch_other_isa(const char *binary, const struct arch *isa, char *other, size_t len);
 
 /* Builds the argv for @cfg into @argv (at most @max entries, NULL-terminated; strings are static or
  * point into @buf). Returns the number of arguments or -E2BIG. Pure but for $HVTRACE_QEMU (for tests). */

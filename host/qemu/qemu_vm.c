@@ -2,6 +2,7 @@
 #include "host/qemu/qemu_vm.h"
 
 #include <errno.h>
+#include <string.h>
 #include <time.h>
 
 int qemu_vm_cpu_regs(struct qemu_vm *vm, unsigned cpu)
@@ -16,9 +17,14 @@ int qemu_vm_cpu_regs(struct qemu_vm *vm, unsigned cpu)
 	if (ret < 0)
 		return ret;
 	c->regs = r.gp;
-	c->cr3 = r.sys[X86_GDB_SYS(X86_GDB_CR3)];
-	c->cr4 = r.sys[X86_GDB_SYS(X86_GDB_CR4)];
-	c->efer = r.sys[X86_GDB_SYS(X86_GDB_EFER)];
+	memcpy(c->sys, r.sys, sizeof(c->sys));
+	if (qemu_vm_arch(vm) == arch_get(ARCH_X86_64)) {
+		c->cr3 = r.sys[X86_GDB_SYS(X86_GDB_CR3)];
+		c->cr4 = r.sys[X86_GDB_SYS(X86_GDB_CR4)];
+		c->efer = r.sys[X86_GDB_SYS(X86_GDB_EFER)];
+	} else { /* the translation cache's key */
+		qemu_vm_arch(vm)->walk_root(c->sys, 0, &c->cr3, &(unsigned){0});
+	}
 	c->regs_valid = true;
 	c->rip_dirty = false;
 	return 0;
@@ -32,7 +38,8 @@ int qemu_vm_flush_rips(struct qemu_vm *vm)
 
 		if (!c->rip_dirty)
 			continue;
-		ret = gdb_write_reg(vm->gdb, c->thread, X86_GDB_RIP, c->regs.r[X86_RIP]);
+		ret = gdb_write_reg(vm->gdb, c->thread, qemu_vm_arch(vm)->gdb->pc,
+				    arch_regs_ip(qemu_vm_arch(vm), &c->regs));
 		if (ret < 0) {
 			c->regs_valid = false; /* RIP may be as it was: read it again */
 			c->rip_dirty = false;
@@ -68,7 +75,7 @@ int qemu_vm_resume(struct qemu_vm *vm)
 			last = &vm->cpu[i];
 		}
 	if (ret == 0 && last && last->rip_dirty)
-		ret = gdb_write_pc_continue(vm->gdb, last->thread, last->regs.r[X86_RIP]);
+		ret = gdb_write_pc_continue(vm->gdb, last->thread, arch_regs_ip(qemu_vm_arch(vm), &last->regs));
 	else if (ret == 0)
 		ret = gdb_continue(vm->gdb);
 	if (vm->gdb->running) {

@@ -17,7 +17,8 @@ struct qemu_cpu {
 	int thread;	      /* gdbstub thread id */
 	struct arch_tlb tlb;  /* invalidated at every stop: page tables may change */
 	struct arch_regs regs; /* valid while the VM is stopped, once fetched */
-	uint64_t cr3, cr4, efer;
+	uint64_t sys[ARCH_GDB_SYS_MAX]; /* the gdb layout's system registers */
+	uint64_t cr3, cr4, efer;	/* x86: from sys[] */
 	bool regs_valid;
 	bool rip_dirty; /* regs.rip set by the tracer, not yet written (goes with the continue) */
 };
@@ -28,6 +29,12 @@ struct qemu_vm {
 	struct qemu_cpu cpu[VMI_MAX_CPUS];
 	bool stopped;
 };
+
+/* The guest's ISA, as the gdbstub's target description named it. */
+static inline const struct arch *qemu_vm_arch(const struct qemu_vm *vm)
+{
+	return vm->gdb->arch ? vm->gdb->arch : arch_default();
+}
 
 /* vCPU @cpu's registers at this stop, read from the gdbstub once per stop. 0 or -errno. */
 int qemu_vm_cpu_regs(struct qemu_vm *vm, unsigned cpu);

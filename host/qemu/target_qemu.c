@@ -1,5 +1,6 @@
 #include "host/qemu/target_qemu.h"
 #include "host/vmm/tcp.h"
+#include "host/vmm/gdb_target_desc.h"
 #include "arch/arch.h"
 #include "arch/arch_tlb.h"
 #include "host/trace/clock.h"
@@ -52,12 +53,14 @@ static int walk(void *ctx, uint64_t gva, uint64_t *gpa)
 	const struct vcpu_ref *r = ctx;
 	const struct arch *a = target_arch(&r->q->t);
 	struct qemu_cpu *c = &r->q->vm.cpu[r->cpu];
-	bool la57 = c->cr4 & X86_CR4_LA57;
+	unsigned mode;
+	uint64_t root;
 	int ret;
 
-	ret = a->translate(read_pte, r->q, c->cr3, la57, gva, gpa);
-	if (ret < 0 && gva >= KERNEL_HALF && (c->cr3 & PTI_USER_BIT))
-		ret = a->translate(read_pte, r->q, c->cr3 & ~PTI_USER_BIT, la57, gva, gpa);
+	a->walk_root(c->sys, gva, &root, &mode);
+	ret = a->translate(read_pte, r->q, root, mode, gva, gpa);
+	if (ret < 0 && a == arch_get(ARCH_X86_64) && gva >= KERNEL_HALF && (root & PTI_USER_BIT))
+		ret = a->translate(read_pte, r->q, root & ~PTI_USER_BIT, mode, gva, gpa);
 	return ret;
 }
 
@@ -179,6 +182,7 @@ static int qemu_get_regs(struct target *t, unsigned cpu, struct arch_regs *regs)
 static int qemu_set_regs(struct target *t, unsigned cpu, const struct arch_regs *regs)
 {
 	struct target_qemu *q = tq(t);
+	const struct arch *a;
 	int ret;
 
 	if (cpu >= q->t.nr_cpus || !q->vm.stopped)
@@ -186,11 +190,12 @@ static int qemu_set_regs(struct target *t, unsigned cpu, const struct arch_regs 
 	ret = qemu_vm_cpu_regs(&q->vm, cpu);
 	if (ret < 0)
 		return ret;
-	if (regs->r[X86_RIP] == q->vm.cpu[cpu].regs.r[X86_RIP])
+	a = target_arch(t);
+	if (arch_regs_ip(a, regs) == arch_regs_ip(a, &q->vm.cpu[cpu].regs))
 		return 0; /* also when that RIP is still to be sent: it goes out with the continue */
-	ret = gdb_write_reg(q->vm.gdb, q->vm.cpu[cpu].thread, X86_GDB_RIP, regs->r[X86_RIP]);
+	ret = gdb_write_reg(q->vm.gdb, q->vm.cpu[cpu].thread, a->gdb->pc, arch_regs_ip(a, regs));
 	if (ret == 0) {
-		q->vm.cpu[cpu].regs.r[X86_RIP] = regs->r[X86_RIP];
+		arch_regs_set_ip(a, &q->vm.cpu[cpu].regs, arch_regs_ip(a, regs));
 		q->vm.cpu[cpu].rip_dirty = false;
 	}
 	return ret;
@@ -433,7 +438,7 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 	q->mem.fd = -1;
 	q->t.ops = &qemu_ops;
 	q->t.name = "qemu";
-	q->t.arch = arch_get(ARCH_X86_64); /* QEMU's x86_64 gdbstub layout */
+	q->t.arch = arch_default(); /* until the gdbstub's target description says */
 	q->t.bp_in_place = true; /* handle_stop steps over an instruction under a breakpoint */
 	q->t.hit_all_stopped = true; /* all-stop: a hit is handled with the VM stopped */
 	q->t.priv = q;
@@ -452,6 +457,10 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 			ret < 0 && gdb->why[0] ? gdb->why : "gdbstub: no vCPU threads");
 		return ret < 0 ? ret : -ENOENT;
 	}
+	ret = gdb_target_desc(gdb, err, errlen);
+	if (ret < 0)
+		return ret;
+	q->t.arch = gdb->arch;
 	q->t.nr_cpus = n;
 	q->vm.nr_cpus = n;
 	for (unsigned i = 0; i < n; i++)
@@ -476,6 +485,17 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 		msg_fmt(err, errlen, "gdbstub: cannot leave physical memory mode");
 		return -EIO;
 	}
+	return 0;
+}
+
+uint64_t target_qemu_kernel_pc(struct target_qemu *q)
+{
+	const struct arch *a = target_arch(&q->t);
+
+	for (unsigned i = 0; i < q->t.nr_cpus; i++)
+		if (q->vm.stopped && qemu_vm_cpu_regs(&q->vm, i) == 0 &&
+		    arch_regs_ip(a, &q->vm.cpu[i].regs) >= a->kernel_half)
+			return arch_regs_ip(a, &q->vm.cpu[i].regs);
 	return 0;
 }
 

@@ -51,6 +51,10 @@ struct target_qemu {
 int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp_fn hmp,
 		     qemu_qmp_fn qmp, void *mon_ctx, bool gdb_memory, char *err, size_t errlen);
 
+/* The program counter of a vCPU that runs kernel code at this stop (the kernel half of the
+ * address space), 0 when none does: where an arm64 kernel's image is looked for. VM stopped. */
+uint64_t target_qemu_kernel_pc(struct target_qemu *q);
+
 /* Lets the VM run for @ms milliseconds, then stops it again (for polling a booting guest). 0 or
  * -errno; -ESRCH when the guest is gone. */
 int target_qemu_run_for(struct target_qemu *q, int ms);

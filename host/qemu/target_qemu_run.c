@@ -72,7 +72,7 @@ static int step_once(struct target_qemu *q, struct qemu_cpu *c, uint64_t at)
  * probe traced twice). 0 or -errno; the registers are read again afterwards. */
 static int step_over(struct target_qemu *q, struct qemu_cpu *c)
 {
-	uint64_t at = c->regs.r[X86_RIP];
+	uint64_t at = arch_regs_ip(q->t.arch, &c->regs);
 	unsigned cpu = (unsigned)(c - q->vm.cpu);
 	int ret;
 
@@ -83,7 +83,7 @@ static int step_over(struct target_qemu *q, struct qemu_cpu *c)
 		ret = qemu_vm_cpu_regs(&q->vm, cpu);
 		if (ret < 0)
 			return gdb_failed(q, "registers after a step", ret);
-		if (c->regs.r[X86_RIP] != at)
+		if (arch_regs_ip(q->t.arch, &c->regs) != at)
 			return 0;
 		q->steps_again++;
 	}
@@ -124,20 +124,20 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 	ret = qemu_vm_cpu_regs(&q->vm, (unsigned)cpu);
 	if (ret < 0)
 		return gdb_failed(q, "registers", ret);
-	rip = c->regs.r[X86_RIP];
+	rip = arch_regs_ip(q->t.arch, &c->regs);
 	ret = q->bp(q->bp_ctx, (unsigned)cpu, rip, &c->regs);
 	if (ret < 0)
 		return 0; /* not ours (an interrupt, another debugger's stop) */
 	q->hits++;
 	if (ret == TARGET_BP_IN_PLACE) { /* an entry probe: the instruction under it runs now */
-		c->regs.r[X86_RIP] = rip;
+		arch_regs_set_ip(q->t.arch, &c->regs, rip);
 		return step_over(q, c);
 	}
-	if (c->regs.r[X86_RIP] == rip)
+	if (arch_regs_ip(q->t.arch, &c->regs) == rip)
 		return 0; /* the breakpoint again (the trampoline for a tail call's second frame) */
-	if (c->regs.r[X86_RIP] == rip + q->t.arch->site_len && rip != q->t.trampoline &&
-	    !nop5_at(q, (unsigned)cpu, rip)) {
-		c->regs.r[X86_RIP] = rip;
+	if (arch_regs_ip(q->t.arch, &c->regs) == rip + q->t.arch->site_len &&
+	    rip != q->t.trampoline && !nop5_at(q, (unsigned)cpu, rip)) {
+		arch_regs_set_ip(q->t.arch, &c->regs, rip);
 		q->nop5_refused++;
 		return step_over(q, c);
 	}

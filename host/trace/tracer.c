@@ -108,13 +108,20 @@ static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t
 	uint64_t slot_gpa;
 	int hooked = 0;
 
+	bool link = target_arch(t->tgt)->regs.ra != ARCH_REG_NONE;
+
 	if ((slot & 7) || (p->entry && !entry_return(t, cpu, slot, orig)) ||
 	    t->tgt->ops->translate(t->tgt, cpu, slot, &slot_gpa) < 0)
 		return -1;
 	st = shadow_lock(&t->shadow, slot, true);
 	if (!st)
 		return -1;
-	shadow_drop_dead(&t->shadow, st, slot, orig, count_unwound, &d);
+	top = shadow_top(st);
+	/* a link register: a call at the same stack pointer returning where the frame there does
+	 * is that frame's tail call (its return address passed on in x30), not a frame gone */
+	shadow_drop_dead(&t->shadow, st, slot,
+			 link && top && top->slot == slot && top->orig == orig ? t->trampoline : orig,
+			 count_unwound, &d);
 	top = shadow_top(st);
 	e = (struct shadow_entry){
 	    .slot = slot,
@@ -131,7 +138,8 @@ static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t
 		hooked = 0;
 	} else if (!shadow_push(st, &e)) {
 		hooked = -1;
-	} else if (t->tgt->ops->write_phys(t->tgt, slot_gpa, &t->trampoline, 8) < 0) {
+	} else if (link ? ret_sites_hook(&t->ret_sites, t->tgt, cpu, orig) < 0
+			: t->tgt->ops->write_phys(t->tgt, slot_gpa, &t->trampoline, 8) < 0) {
 		st->nr--;
 		hooked = -1;
 	} else {
@@ -167,6 +175,7 @@ static int event_read(void *ctx, uint64_t gva, void *buf, size_t len)
 struct hit_task {
 	bool known;
 	struct vmi_task task;
+	const struct arch_regs *regs; /* the hit's registers: `current` where the ISA keeps it */
 };
 
 /* The record of an entry or a return at @now of probe @p on @cpu, with the task running there
@@ -178,7 +187,13 @@ static void make_record(struct tracer *t, struct hit_task *ht, struct hvt_record
 	if (!ht->known) {
 		struct event_reader rd = {t->tgt, cpu};
 
-		vmi_task_current(&t->task, cpu, event_read, &rd, &ht->task);
+		const struct arch *a = target_arch(t->tgt);
+
+		if (a->current_task && ht->regs)
+			vmi_task_at(&t->task, cpu, a->current_task(ht->regs), event_read, &rd,
+				    &ht->task);
+		else
+			vmi_task_current(&t->task, cpu, event_read, &rd, &ht->task);
 		ht->known = true;
 	}
 	hvt_record_entry(rec, now - t->t0, cpu, p->addr, parent, &ht->task);
@@ -345,7 +360,7 @@ static uint8_t inside_depth(struct tracer *t, uint64_t rsp)
 static void inside_event(struct tracer *t, unsigned cpu, struct probe *p, struct arch_regs *regs,
 			 uint64_t now)
 {
-	struct hit_task ht = {.known = false};
+	struct hit_task ht = {.known = false, .regs = regs};
 	struct hvt_record rec;
 	size_t len = p->event ? capture(t, cpu, p->event, regs) : 0;
 
@@ -362,8 +377,9 @@ static void inside_event(struct tracer *t, unsigned cpu, struct probe *p, struct
 static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct arch_regs *regs)
 {
 	uint64_t sp = arch_regs_sp(target_arch(t->tgt), regs); /* [sp]: the return address */
+	/* (a link register: sp at the call is the key of its frame, as it is again at the return) */
 	struct tracer_cpu *c = &t->cpu[cpu];
-	struct hit_task ht = {.known = false};
+	struct hit_task ht = {.known = false, .regs = regs};
 	struct hvt_record rec;
 	uint64_t orig = 0, now;
 	uint8_t depth = 0;
@@ -378,7 +394,10 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 	}
 	if (t->nr_triggers)
 		fire_triggers(t, &ht, cpu, p, regs, now, true);
-	if (t->tgt->ops->read_virt(t->tgt, cpu, sp, &orig, sizeof(orig)) < 0) {
+	if (target_arch(t->tgt)->regs.ra != ARCH_REG_NONE) {
+		/* the return address is in the link register, before the prologue signs it */
+		orig = regs->r[target_arch(t->tgt)->regs.ra];
+	} else if (t->tgt->ops->read_virt(t->tgt, cpu, sp, &orig, sizeof(orig)) < 0) {
 		miss(p);
 		if (t->opts.returns)
 			goto out;
@@ -421,7 +440,7 @@ static int function_return(struct tracer *t, unsigned cpu, struct arch_regs *reg
 	struct shadow_stack *st;
 	struct shadow_entry e;
 	struct hvt_record rec;
-	struct hit_task ht = {.known = false};
+	struct hit_task ht = {.known = false, .regs = regs};
 	struct dropped d = {.t = t};
 	const struct probe *p;
 	size_t len = 0;
@@ -463,10 +482,37 @@ static int function_return(struct tracer *t, unsigned cpu, struct arch_regs *reg
 	return 0;
 }
 
+/* A return-site breakpoint (a link-register ISA) hit at @addr: every hooked frame at this stack
+ * pointer that returns to @addr returns now (one, or a frame and its tail calls), each taking its
+ * reference off the breakpoint; then the instruction there runs in place. A path that reaches
+ * @addr without such a frame only runs it. */
+static int link_return(struct tracer *t, unsigned cpu, uint64_t addr, struct arch_regs *regs)
+{
+	const struct arch *a = target_arch(t->tgt);
+	uint64_t sp = arch_regs_sp(a, regs);
+
+	for (unsigned k = 0; k < SHADOW_MAX_DEPTH; k++) {
+		struct shadow_stack *st = shadow_lock(&t->shadow, sp, false);
+		const struct shadow_entry *top = st ? shadow_top(st) : NULL;
+		bool mine = top && top->slot == sp && top->orig == addr;
+
+		if (st)
+			shadow_unlock(st);
+		if (!mine || function_return(t, cpu, regs) < 0)
+			break;
+		ret_sites_unref(&t->ret_sites, t->tgt, addr);
+	}
+	arch_regs_set_ip(a, regs, addr);
+	return TARGET_BP_IN_PLACE;
+}
+
 int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
 {
 	struct tracer *t = ctx;
 	struct probe *p;
+
+	if (t->ret_sites.nr && ret_sites_has(&t->ret_sites, addr))
+		return link_return(t, cpu, addr, regs);
 
 	if (addr == t->trampoline && t->trampoline)
 		return function_return(t, cpu, regs);

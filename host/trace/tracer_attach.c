@@ -263,6 +263,7 @@ int tracer_detach(struct tracer *t)
 	if (t->before_detach)
 		t->before_detach(t->before_detach_ctx);
 	tracer_patchers_detach(t);
+	ret_sites_remove_all(&t->ret_sites, t->tgt);
 	ret = probe_remove_all(&t->probes, t->tgt);
 	if (t->stub.stub.placed) {
 		int r = stub_drain_detach(&t->stub);

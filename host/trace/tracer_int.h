@@ -7,6 +7,7 @@
 #include "host/trace/emit_gate.h"
 #include "host/trace/probe.h"
 #include "host/trace/ring.h"
+#include "host/trace/ret_sites.h"
 #include "host/trace/shadow.h"
 #include "host/trace/stub_drain.h"
 #include "host/trace/target.h"
@@ -92,6 +93,9 @@ struct tracer {
 	 * stack at the patcher's entry): a one-shot breakpoint at which yielded sites the guest left
 	 * as NOPs get the stub back. */
 	struct tracer_patcher ret_bp;
+	/* trap probes' returns on an ISA with a link register (arm64): breakpoints at the return
+	 * addresses of hooked calls in flight */
+	struct ret_sites ret_sites;
 	uint64_t yielded;	/* hand-backs of stub sites to the guest */
 	unsigned yielded_sites; /* distinct stub sites handed back */
 	uint64_t reclaimed;	/* yielded sites that got the stub's CALL back */

@@ -37,7 +37,8 @@ int tracer_new(struct tracer **out, struct target *tgt, const struct vmi_site *c
 	t->opts.lazy = opts->lazy && opts->graph_filter && opts->returns && !opts->stub;
 	t->nr_cpus = tgt->nr_cpus;
 	t->task = *task;
-	if (opts->returns && !tgt->trampoline) {
+	/* returns need a trampoline, but where the ISA has a link register (ret_sites.h) */
+	if (opts->returns && !tgt->trampoline && target_arch(tgt)->regs.ra == ARCH_REG_NONE) {
 		tracer_free(t);
 		return -ENOTSUP;
 	}

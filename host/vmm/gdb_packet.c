@@ -208,7 +208,7 @@ size_t gdb_packet_reg_offset(const struct arch_gdb_layout *l, unsigned regno)
 }
 
 /* @n little-endian bytes as hex at @hex ("xx" = unavailable, read as 0). 0 or -EPROTO. */
-static int le_from_hex(const char *hex, unsigned n, uint64_t *v)
+int gdb_packet_le_from_hex(const char *hex, unsigned n, uint64_t *v)
 {
 	*v = 0;
 	for (unsigned i = 0; i < n; i++) {
@@ -245,7 +245,7 @@ int gdb_packet_decode_regs(const struct arch_gdb_layout *l, const char *hex, siz
 		uint64_t v;
 
 		if (s->size > 8 || off + s->size > l->decoded_bytes ||
-		    le_from_hex(hex + 2 * off, s->size, &v))
+		    gdb_packet_le_from_hex(hex + 2 * off, s->size, &v))
 			return -EPROTO;
 		if (s->slot >= ARCH_GDB_SYS) {
 			if (s->slot - ARCH_GDB_SYS < ARCH_GDB_SYS_MAX)

@@ -74,6 +74,10 @@ size_t gdb_packet_reg_offset(const struct arch_gdb_layout *l, unsigned regno);
 /* Writes the @n low bytes of @v, little-endian, as 2 * @n hex digits at @hex (no NUL). */
 void gdb_packet_le_to_hex(uint64_t v, unsigned n, char *hex);
 
+/* The little-endian value of the @n bytes hex-encoded at @hex (2 * @n digits; "xx", unavailable,
+ * reads as 0) into *@v: 0, or -EPROTO for a digit that is not hex. Pure. */
+int gdb_packet_le_from_hex(const char *hex, unsigned n, uint64_t *v);
+
 /* Whether payload @p of @len bytes is `O hex` console output (not "OK"). */
 bool gdb_packet_is_console(const char *p, size_t len);
 

@@ -37,6 +37,9 @@ struct gdb {
 	int cur_thread;	      /* thread selected by the last Hg, 0 none */
 	int phys_mode;	      /* qemu.PhyMemMode as last set, -1 unknown */
 	const struct arch *arch; /* the guest's ISA (its `g` layout); NULL: arch_default() */
+	/* the numbers of the layout's named system registers (arch_gdb_layout.sys_names), learned
+	 * from the target description (gdb_target_desc); read with `p` after each `g` */
+	int sys_regno[ARCH_GDB_SYS_MAX];
 	/* NN of the last "E NN" reply, -1 none. Hex per the protocol, but QEMU writes its decimal
 	 * errno there: E14 (EFAULT) reads 0x14, E22 (EINVAL) 0x22. */
 	int last_error;

@@ -227,6 +227,36 @@ int gdb_read_regs(struct gdb *g, int tid, struct gdb_regs *r)
 	if (gdb_packet_decode_regs(gdb_layout(g), g->pkt, g->pkt_len, r) < 0)
 		return lie(g, "'g' reply of %zu bytes for thread %d, not %u hex digits or more",
 			   g->pkt_len, tid, 2 * gdb_layout(g)->decoded_bytes);
+	for (unsigned i = 0; i < gdb_layout(g)->nr_sys_names; i++) {
+		unsigned k = gdb_layout(g)->sys_first + i;
+
+		if (k >= ARCH_GDB_SYS_MAX || g->sys_regno[k] < 0)
+			continue;
+		rc = gdb_read_reg(g, tid, (unsigned)g->sys_regno[k], &r->sys[k]);
+		if (rc)
+			return rc;
+		if (gdb_layout(g)->sys_gp && gdb_layout(g)->sys_gp[i] < ARCH_REGS_MAX)
+			r->gp.r[gdb_layout(g)->sys_gp[i]] = r->sys[k];
+	}
+	return 0;
+}
+
+int gdb_read_reg(struct gdb *g, int tid, unsigned regno, uint64_t *v)
+{
+	char cmd[16];
+	int rc = gdb_select_thread(g, tid);
+
+	if (rc)
+		return rc;
+	snprintf(cmd, sizeof(cmd), "p%x", regno);
+	rc = gdb_command(g, cmd);
+	if (rc)
+		return rc;
+	/* 1 to 8 bytes, little-endian hex */
+	if (!g->pkt_len || g->pkt_len % 2 || g->pkt_len > 16 ||
+	    gdb_packet_le_from_hex(g->pkt, g->pkt_len / 2, v) < 0)
+		return lie(g, "'p%x' reply of %zu bytes for thread %d, not 2 to 16 hex digits", regno,
+			   g->pkt_len, tid);
 	return 0;
 }
 

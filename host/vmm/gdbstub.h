@@ -56,6 +56,10 @@ int gdb_select_thread(struct gdb *g, int tid);
  * decoded_bytes or not hex, or -errno. */
 int gdb_read_regs(struct gdb *g, int tid, struct gdb_regs *r);
 
+/* Reads register @regno (of 1 to 8 bytes) of thread @tid with `p` into *@v. 0, -EPROTO for a reply
+ * that is no such value, or -errno. */
+int gdb_read_reg(struct gdb *g, int tid, unsigned regno, uint64_t *v);
+
 /* Writes register @regno (enum gdb_reg) of thread @tid: `P`, or read-modify-write `g`/`G` when the
  * stub refuses P. 0, -EINVAL for an unknown regno, or -errno. */
 int gdb_write_reg(struct gdb *g, int tid, unsigned regno, uint64_t value);

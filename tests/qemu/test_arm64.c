@@ -36,6 +36,12 @@
 #define RAM_BASE 0x40000000ull /* virt's RAM */
 #define RAM_MB	 512
 #define BOOT_S	 600 /* to the workload, and from there to power-off: TCG on a shared host */
+/* the booted guest waits this long (hvt.wait) before its workload: time for test_attach_qmp */
+#define ATTACH_WAIT "45"
+/* its workload then reads a tmpfs file this many times, each one dd's read(2): as many calls of
+ * shmem_file_read_iter by dd, each returning the file's 16 bytes ("a line on tmpfs\n") */
+#define TMPFS_READS "5"
+#define TMPFS_LINE  "hvt-linux: tmpfs file read "
 
 static char dir[256], image[300], initrd[300], config[300], qemu[256];
 static char work[] = "/tmp/hvt-arm64-XXXXXX";
@@ -142,7 +148,9 @@ static int setup(void **state)
 		      "-smp", "2", "-m", "512", "-display", "none", "-nodefaults",
 		      "-no-user-config", "-no-reboot", "-serial", serial, "-qmp", qmp, "-gdb", gdb,
 		      "-kernel", image, "-initrd", initrd, "-append",
-		      "console=ttyAMA0 panic=-1 hvt.yes_sec=2", (char *)NULL);
+		      "console=ttyAMA0 panic=-1 hvt.yes_sec=2 hvt.wait=" ATTACH_WAIT
+		      " hvt.tmpfs=" TMPFS_READS,
+		      (char *)NULL);
 		_exit(127);
 	}
 	return 0;
@@ -180,12 +188,12 @@ static void wait_console(const char *text)
 	fail_msg("no '%s' on the console within %d s", text, BOOT_S);
 }
 
-static void test_boot_to_workload(void **state)
+static void test_boot_to_init(void **state)
 {
 	(void)state;
-	wait_console("hvt-linux: workload start");
+	wait_console("hvt-linux: init up");
 	t_workload = now_s();
-	printf("arm64: %s booted to the workload in %.1f s\n", image, t_workload - t_start);
+	printf("arm64: %s booted to init in %.1f s\n", image, t_workload - t_start);
 }
 
 /* QMP: the machine's vCPUs are aarch64 ones, two of them. */
@@ -380,18 +388,24 @@ static void test_gdbstub(void **state)
 }
 
 /* hvtrace refuses the Image before it launches anything: one line, exit 2, raw and gzip'd. */
+/* A QEMU of the other ISA, by its name, is one line before anything starts (exit 2): the x86 one
+ * for this arm64 Image (raw and gzip'd); and hvtrace's own VMM, which runs x86_64 guests, says
+ * where an arm64 kernel is traced. */
 static void test_refused(void **state)
 {
-	char gz[320], want[700];
+	char gz[320], want[900];
 	const char *argv[] = {"run",  "--qemu", "--kernel", image, "--initrd",
 			      initrd, "-l",	"vfs_read", NULL};
+	const char *vmm[] = {"run", "--kernel", image, "-l", "vfs_read", NULL};
 	struct hv_result r;
 
 	(void)state;
+	setenv("HVTRACE_QEMU_AARCH64", "/usr/bin/qemu-system-x86_64", 1);
 	hv_run(&r, argv, 0, 0);
 	snprintf(want, sizeof(want),
-		 "hvtrace: --kernel %s: an arm64 Linux Image: arm64 guests are not supported yet "
-		 "(issue 38); hvtrace traces x86_64 guests\n",
+		 "hvtrace: --kernel %s is an arm64 kernel, and /usr/bin/qemu-system-x86_64 "
+		 "(qemu-system-x86_64) runs other guests; set $HVTRACE_QEMU_AARCH64 to a "
+		 "qemu-system-aarch64\n",
 		 image);
 	assert_string_equal(r.err, want);
 	assert_int_equal(r.status, 2);
@@ -403,12 +417,99 @@ static void test_refused(void **state)
 	free(hv_sh("gzip -1 -c %s > %s", image, gz));
 	argv[3] = gz;
 	hv_run(&r, argv, 0, 0);
+	assert_non_null(strstr(r.err, " is an arm64 kernel, and /usr/bin/qemu-system-x86_64 "));
+	assert_int_equal(r.status, 2);
+	hv_result_free(&r);
+	unsetenv("HVTRACE_QEMU_AARCH64");
+
+	hv_run(&r, vmm, 0, 0);
 	snprintf(want, sizeof(want),
-		 "hvtrace: --kernel %s: a gzip-compressed arm64 Linux Image: arm64 guests are not "
-		 "supported yet (issue 38); hvtrace traces x86_64 guests\n",
-		 gz);
+		 "hvtrace: --kernel %s: an arm64 Linux Image: hvtrace's own VMM runs x86_64 guests; "
+		 "trace arm64 guests under QEMU (run --qemu)\n",
+		 image);
 	assert_string_equal(r.err, want);
 	assert_int_equal(r.status, 2);
+	hv_result_free(&r);
+}
+
+/* run --qemu on the arm64 Image (qemu-system-aarch64 -M virt launched for it), trap probes under
+ * function_graph, dd's calls alone: on hvt.bm=7 hvt.tmpfs=5, each of dd's 12 reads is one
+ * vfs_read, and each of the 5 of the tmpfs file holds shmem_file_read_iter right under it; the
+ * BTF-typed -e on do_sys_openat2 names dd's 7 opens of binfmt_misc's status file. */
+static void test_run_graph(void **state)
+{
+	const char *argv[] = {"run",
+			      "--qemu",
+			      "--kernel",
+			      image,
+			      "--initrd",
+			      initrd,
+			      "--append",
+			      "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+			      "-p",
+			      "function_graph",
+			      "-l",
+			      "vfs_read",
+			      "-l",
+			      "shmem_file_read_iter",
+			      "--comm",
+			      "dd",
+			      "-e",
+			      "do_sys_openat2(dfd, filename)",
+			      "--timeout",
+			      "900",
+			      NULL};
+	struct hv_result r;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	printf("arm64: run --qemu -p function_graph: status %d, %ld lines\n%s", r.status,
+	       (long)count_lines(r.trace), r.err);
+	hv_write_file("/tmp/hvt-arm64-graph.txt", r.trace, strlen(r.trace));
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, "hvt-linux: binfmt_misc status read 7 times"));
+	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
+	assert_int_equal(count_text(r.trace, "vfs_read"), 7 + 5);
+	/* a leaf (its return the next record of its CPU), or an entry and a return apart */
+	assert_int_equal(count_text(r.trace, "|    shmem_file_read_iter()"), 5);
+	assert_int_equal(count_text(r.trace, "shmem_file_read_iter"), 5);
+	assert_int_equal(count_text(r.trace, "|  vfs_read() {\n"), 5);
+	assert_int_equal(count_text(r.trace, "|  vfs_read();\n"), 7);
+	assert_int_equal(
+	    count_text(r.trace, "/* do_sys_openat2: dfd=-100 filename=\"/tmp/binfmt/status\" */"), 7);
+	hv_result_free(&r);
+}
+
+/* attach --qmp to the running guest while it waits (hvt.wait), trap probes on
+ * shmem_file_read_iter with its returns, dd's alone: the workload's tmpfs reads, each an entry
+ * from vfs_read (through f_op->read_iter) and a return of 16 bytes, as many as the guest says it
+ * made; the task names are the guest's (SP_EL0); then the guest runs on to its power-off
+ * (test_power_off), which ends the attach. */
+static void test_attach_qmp(void **state)
+{
+	const char *argv[] = {"attach", "--qmp", qmp_path, "-p", "function", "-l",
+			      "shmem_file_read_iter", "-r", "shmem_file_read_iter", "--comm", "dd",
+			      "--duration", "300", "--stats", NULL};
+	struct hv_result r;
+	const char *p;
+	long n;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	printf("arm64: attach --qmp: status %d, %ld lines\n%s", r.status, (long)count_lines(r.trace),
+	       r.err);
+	wait_console("hvt-linux: workload done");
+	p = strstr(hv_read_file(log_path), TMPFS_LINE);
+	assert_non_null(p);
+	n = strtol(p + strlen(TMPFS_LINE), NULL, 10);
+	assert_int_equal(n, atoi(TMPFS_READS));
+	assert_non_null(strstr(r.err, "from the guest's kallsyms (kernel 6."));
+	assert_int_equal(count_text(r.trace, ": shmem_file_read_iter <-vfs_read\n"), n);
+	assert_int_equal(count_text(r.trace, "<- shmem_file_read_iter) ret=16 duration="), n);
+	/* the entry's line, and the return's, which names it twice (kretprobe's layout) */
+	assert_int_equal(count_text(r.trace, "shmem_file_read_iter"), 3 * n);
+	assert_int_equal(count_text(r.trace, "      dd-"), 2 * n);
+	assert_int_equal(hv_stat(r.err, "kaslr-slide", "orphan-returns "), 0);
 	hv_result_free(&r);
 }
 
@@ -450,9 +551,10 @@ static void test_power_off(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_boot_to_workload), cmocka_unit_test(test_qmp_target),
-	    cmocka_unit_test(test_gdbstub),	     cmocka_unit_test(test_refused),
-	    cmocka_unit_test(test_power_off),
+	    cmocka_unit_test(test_boot_to_init), cmocka_unit_test(test_qmp_target),
+	    cmocka_unit_test(test_gdbstub),	 cmocka_unit_test(test_attach_qmp),
+	    cmocka_unit_test(test_refused),	 cmocka_unit_test(test_power_off),
+	    cmocka_unit_test(test_run_graph),
 	};
 	char why[400];
 

@@ -17,7 +17,8 @@ static void test_names_and_tables(void **state)
 	(void)state;
 	assert_non_null(a);
 	assert_ptr_equal(arch_of_elf(EM_X86_64), a);
-	assert_null(arch_of_elf(EM_AARCH64)); /* not yet */
+	assert_ptr_equal(arch_of_elf(EM_AARCH64), arch_get(ARCH_ARM64));
+	assert_string_equal(arch_get(ARCH_ARM64)->name, "arm64");
 	assert_ptr_equal(arch_default(), a);
 	assert_null(arch_get(ARCH_NR_ISAS));
 	assert_int_equal(arch_reg_index(a, "rax"), X86_RAX);
@@ -58,6 +59,7 @@ static void test_tables_complete(void **state)
 		assert_non_null(a->insn_waits);
 		assert_non_null(a->detour_code);
 		assert_non_null(a->translate);
+		assert_non_null(a->walk_root);
 		assert_non_null(a->gdb);
 		assert_ptr_equal(arch_of_elf(a->elf_machine), a);
 	}

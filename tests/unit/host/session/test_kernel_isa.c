@@ -55,8 +55,8 @@ static void test_arm64_refused(void **state)
 	assert_int_equal(kernel_isa_check(path, "--kernel", err, sizeof(err)), -ENOEXEC);
 	snprintf(
 	    want, sizeof(want),
-	    "--kernel %s: an arm64 Linux Image: arm64 guests are not supported yet (issue 38); "
-	    "hvtrace traces x86_64 guests",
+	    "--kernel %s: an arm64 Linux Image: hvtrace's own VMM runs x86_64 guests; trace "
+	    "arm64 guests under QEMU (run --qemu)",
 	    path);
 	assert_string_equal(err, want);
 
@@ -67,8 +67,8 @@ static void test_arm64_refused(void **state)
 	assert_int_equal(gzclose(gz), Z_OK);
 	assert_int_equal(kernel_isa_check(path, "--kernel", err, sizeof(err)), -ENOEXEC);
 	snprintf(want, sizeof(want),
-		 "--kernel %s: a gzip-compressed arm64 Linux Image: arm64 guests are not supported "
-		 "yet (issue 38); hvtrace traces x86_64 guests",
+		 "--kernel %s: a gzip-compressed arm64 Linux Image: hvtrace's own VMM runs x86_64 "
+		 "guests; trace arm64 guests under QEMU (run --qemu)",
 		 path);
 	assert_string_equal(err, want);
 
@@ -82,8 +82,8 @@ static void test_arm64_refused(void **state)
 	assert_int_equal(kernel_isa_check(path, NULL, err, sizeof(err)), -ENOEXEC);
 	snprintf(
 	    want, sizeof(want),
-	    "%s: an ELF file for arm64: arm64 guests are not supported yet (issue 38); hvtrace "
-	    "traces x86_64 guests",
+	    "%s: an ELF file for arm64: hvtrace's own VMM runs x86_64 guests; trace arm64 "
+	    "guests under QEMU (run --qemu)",
 	    path);
 	assert_string_equal(err, want);
 
@@ -93,8 +93,8 @@ static void test_arm64_refused(void **state)
 	file(path, sizeof(path), "odd.elf", h, sizeof(h));
 	assert_int_equal(kernel_isa_check(path, NULL, err, sizeof(err)), -ENOEXEC);
 	snprintf(want, sizeof(want),
-		 "%s: an ELF file for e_machine 4162: its machine's guests are not supported yet; "
-		 "hvtrace traces x86_64 guests",
+		 "%s: an ELF file for e_machine 4162: its machine's guests are not supported; "
+		 "hvtrace traces x86_64 and arm64 guests",
 		 path);
 	assert_string_equal(err, want);
 }

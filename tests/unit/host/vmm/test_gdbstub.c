@@ -1102,6 +1102,8 @@ static void test_target_stop_of_unknown_thread(void **state)
 	(void)state;
 	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01,02", "")};
 	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
+	st[n++] = (struct fake_step){pk("+", "qXfer:features:read:target.xml:0,ffb", ""),
+				     pk("+", "l<target><architecture>i386:x86-64</architecture></target>", "")};
 	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
 	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:09;", "")};
 	g = hostile(&s, st, n, FAKE_SERVER_HOLD);
@@ -1193,6 +1195,8 @@ static void hits_pipelined_nop5_checked(bool tcg)
 
 	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01,02", "")};
 	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
+	st[n++] = (struct fake_step){pk("+", "qXfer:features:read:target.xml:0,ffb", ""),
+				     pk("+", "l<target><architecture>i386:x86-64</architecture></target>", "")};
 	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
 	/* hit 1, vCPU 0 */
 	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
@@ -1311,6 +1315,8 @@ static void hits_leaving_rip_ending(target_bp_fn cb, bool tcg, unsigned hits, bo
 	memcpy(g_after + hexoff(X86_GDB_RIP), rip_hex, 16);
 	st[n++] = (struct fake_step){pk("+", "qfThreadInfo", ""), pk("+", "m01", "")};
 	st[n++] = (struct fake_step){pk("+", "qsThreadInfo", ""), pk("+", "l", "")};
+	st[n++] = (struct fake_step){pk("+", "qXfer:features:read:target.xml:0,ffb", ""),
+				     pk("+", "l<target><architecture>i386:x86-64</architecture></target>", "")};
 	st[n++] = (struct fake_step){pk("+", "Qqemu.PhyMemMode:1", ""), pk("+", "OK", "")};
 	for (unsigned h = 0; h < hits; h++) {
 		st[n++] = (struct fake_step){pk("+", "vCont;c", ""), pk("+", "T05thread:01;", "")};
