@@ -58,13 +58,16 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* qemu-system-aarch64 from $QEMU_AARCH64 or $PATH into qemu[]. */
+/* qemu-system-aarch64 from $QEMU_AARCH64 (then hvtrace's too, unless $HVTRACE_QEMU_AARCH64 names
+ * one) or $PATH into qemu[]. */
 static bool find_qemu(void)
 {
 	const char *env = getenv("QEMU_AARCH64"), *path = getenv("PATH");
 
 	if (env && *env) {
 		snprintf(qemu, sizeof(qemu), "%s", env);
+		/* hvtrace's run --qemu (test_run_graph) launches the same one */
+		setenv("HVTRACE_QEMU_AARCH64", qemu, 0);
 		return access(qemu, X_OK) == 0;
 	}
 	for (path = path ? path : "/usr/bin:/bin"; *path;) {
@@ -503,7 +506,7 @@ static void test_attach_qmp(void **state)
 	assert_non_null(p);
 	n = strtol(p + strlen(TMPFS_LINE), NULL, 10);
 	assert_int_equal(n, atoi(TMPFS_READS));
-	assert_non_null(strstr(r.err, "from the guest's kallsyms (kernel 6."));
+	assert_non_null(strstr(r.err, "from the guest's kallsyms (kernel "));
 	assert_int_equal(count_text(r.trace, ": shmem_file_read_iter <-vfs_read\n"), n);
 	assert_int_equal(count_text(r.trace, "<- shmem_file_read_iter) ret=16 duration="), n);
 	/* the entry's line, and the return's, which names it twice (kretprobe's layout) */
