@@ -58,16 +58,29 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* $HVTRACE_QEMU_AARCH64 for hvtrace's run --qemu (test_run_graph), "" for none: $QEMU_AARCH64's
+ * QEMU unless the caller named one; test_refused sets another for a while, then this again. */
+static char hvtrace_qemu[256];
+
+static void hvtrace_qemu_restore(void)
+{
+	if (*hvtrace_qemu)
+		setenv("HVTRACE_QEMU_AARCH64", hvtrace_qemu, 1);
+	else
+		unsetenv("HVTRACE_QEMU_AARCH64");
+}
+
 /* qemu-system-aarch64 from $QEMU_AARCH64 (then hvtrace's too, unless $HVTRACE_QEMU_AARCH64 names
  * one) or $PATH into qemu[]. */
 static bool find_qemu(void)
 {
 	const char *env = getenv("QEMU_AARCH64"), *path = getenv("PATH");
+	const char *hv = getenv("HVTRACE_QEMU_AARCH64");
 
+	snprintf(hvtrace_qemu, sizeof(hvtrace_qemu), "%s", hv && *hv ? hv : env ? env : "");
+	hvtrace_qemu_restore();
 	if (env && *env) {
 		snprintf(qemu, sizeof(qemu), "%s", env);
-		/* hvtrace's run --qemu (test_run_graph) launches the same one */
-		setenv("HVTRACE_QEMU_AARCH64", qemu, 0);
 		return access(qemu, X_OK) == 0;
 	}
 	for (path = path ? path : "/usr/bin:/bin"; *path;) {
@@ -423,7 +436,7 @@ static void test_refused(void **state)
 	assert_non_null(strstr(r.err, " is an arm64 kernel, and /usr/bin/qemu-system-x86_64 "));
 	assert_int_equal(r.status, 2);
 	hv_result_free(&r);
-	unsetenv("HVTRACE_QEMU_AARCH64");
+	hvtrace_qemu_restore();
 
 	hv_run(&r, vmm, 0, 0);
 	snprintf(want, sizeof(want),
