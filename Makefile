@@ -65,7 +65,7 @@ TEST_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/common/*.c))
 TEST_LIB    := $(BUILD)/tests/libtestcommon.a
 KVM_COMMON  := $(BUILD)/tests/kvm/kvm_common.o
 
-.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench bench-linux bench-nested clean format guest guest-kernels guest-arm64 trixie-tools qemu-versions fuzz install
+.PHONY: all check-layers test unit-test kvm-test test-nested qemu-test viewer-test bench bench-linux bench-nested clean format guest guest-kernels guest-arm64 arm64-test arm64-matrix trixie-tools qemu-versions fuzz install
 all: hvtrace $(GUEST) $(GUEST_VARIANTS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary and its man page (docs/hvtrace.1)
@@ -221,7 +221,7 @@ test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest guest-kernels 
 	else echo "SKIPPED: test-nested: $$why"; fi
 
 qemu-test: hvtrace $(QEMU_BINS) guest guest-kernels guest-arm64 trixie-tools qemu-versions
-	@$(TEST_ENV) scripts/run-tests.sh $(QEMU_BINS)
+	@$(TEST_ENV) scripts/run-tests.sh $(QEMU_BINS) $(ARM64_RUNS)
 
 # The include graph: layers include only downward, no include loop (scripts/check-layers.py); every
 # product file named in docs/architecture.md (scripts/check-architecture.py).
@@ -233,7 +233,7 @@ check-layers: | $(DEPS)
 # then the Linux guest under QEMU (launched, and attached to through libvirt).
 test: check-layers hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) $(QEMU_BINS) guest \
       guest-kernels guest-arm64 trixie-tools qemu-versions
-	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS) $(STUB_RUNS) $(QEMU_BINS)
+	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS) $(STUB_RUNS) $(QEMU_BINS) $(ARM64_RUNS)
 	@$(TEST_ENV) tests/viewer/check-viewers.sh
 
 # Chrome JSON and folded stacks loaded by speedscope in headless Chromium (npm, cached in build/viewer)
@@ -269,9 +269,11 @@ LINUX_GUEST := $(GUEST_DIR)/vmlinuz $(GUEST_DIR)/System.map $(GUEST_DIR)/config 
                $(GUEST_DIR)/initramfs.cpio.gz
 # make guest KERNEL=6.12 (6.12-rt, 6.18-rt, 7.3, 7.3-generic, ...): another Debian kernel in
 # $(GUEST_DIR)/<KERNEL>/ (no System.map: Debian ships none outside -dbg); the default stays in $(GUEST_DIR).
+# make guest ARCH=arm64 KERNEL=6.12-rt is make guest KERNEL=arm64-6.12-rt (issue 38; ARCH=aarch64 too).
 KERNEL ?= 6.1
+GUEST_KERNEL = $(if $(filter arm64 aarch64,$(ARCH)),arm64-$(KERNEL:arm64-%=%),$(KERNEL))
 guest: | $(DEPS)
-	bash scripts/fetch-guest.sh $(GUEST_DIR) $(KERNEL)
+	bash scripts/fetch-guest.sh $(GUEST_DIR) $(GUEST_KERNEL)
 
 # The kernel matrix of tests/qemu/test_kernels.c (issue 23): each kernel's guest in $(GUEST_DIR)/<K>/, fetched
 # as `make guest KERNEL=K` does (cached: quick when it is there). HVT_KERNELS= (empty) runs no kernel.
@@ -281,13 +283,31 @@ guest-kernels: | $(DEPS)
 	@for k in $(HVT_KERNELS); do bash scripts/fetch-guest.sh $(GUEST_DIR) $$k || exit 1; done
 
 # arm64 guests (issue 38): Debian's arm64 kernel of each series in $(HVT_ARM64_KERNELS) (6.12: its newest
-# cloud-arm64; 6.12-rt, 6.12-16k, 7.3, ... as `make guest KERNEL=arm64-K` takes them) with busybox-static
-# for arm64, in $(GUEST_DIR)/arm64-<K>/ (vmlinuz, Image, config, initramfs.cpio.gz), booted by
-# tests/qemu/test_arm64.c under qemu-system-aarch64. HVT_ARM64_KERNELS= (empty) fetches none.
-HVT_ARM64_KERNELS ?= 6.12
+# cloud-arm64; 6.1, 6.12-generic, 6.12-rt, 6.18, 7.3, 7.3-16k, ... as `make guest KERNEL=arm64-K` takes
+# them) with busybox-static for arm64, in $(GUEST_DIR)/arm64-<K>/ (vmlinuz, Image, config,
+# initramfs.cpio.gz), booted by tests/qemu/test_arm64.c under qemu-system-aarch64: the first kernel by the
+# machine's QEMU 7.2 and by each QEMU of $(HVT_ARM64_QEMUS) (scripts/fetch-qemu.sh V aarch64), every
+# further one by 7.2 (ARM64_RUNS). HVT_ARM64_KERNELS= (empty) fetches none; HVT_ARM64_QEMUS= none.
+# `make arm64-matrix`: the whole matrix of issue 38 (ARM64_MATRIX), each kernel under 7.2, 10.0 and 11.
+HVT_ARM64_KERNELS ?= 6.12 6.1
+HVT_ARM64_QEMUS ?= 11
 export HVT_ARM64_KERNELS
+ARM64_MATRIX := 6.1 6.12 6.12-generic 6.12-rt 6.18 7.3 7.3-16k
+QEMU_CACHE = $(or $(HVTRACE_CACHE),/var/cache/hvtrace)/qemu
+ARM64_TEST := $(BUILD)/tests/qemu/test_arm64
+ARM64_RUNS = $(foreach v,$(HVT_ARM64_QEMUS),QEMU_AARCH64=$(QEMU_CACHE)/$(v)/qemu-system-aarch64,$(ARM64_TEST)) \
+	$(foreach k,$(wordlist 2,$(words $(HVT_ARM64_KERNELS)),$(HVT_ARM64_KERNELS)),HVT_ARM64_GUEST=$(GUEST_DIR)/arm64-$(k),$(ARM64_TEST))
 guest-arm64: | $(DEPS)
 	@for k in $(HVT_ARM64_KERNELS); do bash scripts/fetch-guest.sh $(GUEST_DIR) arm64-$$k || exit 1; done
+	@for v in $(HVT_ARM64_QEMUS); do bash scripts/fetch-qemu.sh $$v aarch64 >/dev/null || \
+		echo "SKIPPED: qemu-system-aarch64 $$v: see the line above"; done
+
+# test_arm64 alone on each kernel of $(HVT_ARM64_KERNELS) under 7.2 and each QEMU of $(HVT_ARM64_QEMUS)
+ARM64_ALL_RUNS = $(foreach v,system $(HVT_ARM64_QEMUS),$(foreach k,$(HVT_ARM64_KERNELS),HVT_ARM64_GUEST=$(GUEST_DIR)/arm64-$(k),QEMU_AARCH64=$(if $(filter system,$(v)),,$(QEMU_CACHE)/$(v)/qemu-system-aarch64),$(ARM64_TEST)))
+arm64-test: hvtrace $(ARM64_TEST) guest-arm64
+	@$(TEST_ENV) scripts/run-tests.sh $(ARM64_ALL_RUNS)
+arm64-matrix:
+	@$(MAKE) --no-print-directory arm64-test HVT_ARM64_KERNELS="$(ARM64_MATRIX)" HVT_ARM64_QEMUS="10.0 11"
 
 # Debian 13's trace-cmd (3.3), which the trace.dat tests run beside the machine's 3.1.6, and KernelShark 2.4
 # (its library libkshark, headers and a C compiler: tests/viewer/kshark-load.c loads a trace.dat headless

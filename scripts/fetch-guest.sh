@@ -9,15 +9,17 @@
 # resolves linux-image-cloud-amd64 to, its System.map out of the -dbg package. Any other choice
 # SERIES[-FLAVOUR] (6.12, 6.12-rt, 6.18-rt, 7.2, 7.3, 7.3-generic; FLAVOUR cloud (default), rt or generic;
 # SERIES may name the patch level, 6.12.117) goes into OUT/KERNEL: the newest package of that series and
-# flavour by version, linux-image-<ver>-<flavour> or 7.x's linux-binary-unsigned-<ver>-<flavour> (with
-# linux-base-<ver> for config and linux-modules-<ver> for modules), fetched with a private apt
-# configuration in $HVTRACE_CACHE/apt: the machine's archive, suites trixie, trixie-backports, sid and
-# bookworm-backports. Debian's image packages ship a stub System.map: OUT/KERNEL has none then.
-# arm64-SERIES[-FLAVOUR] (arm64-6.12, arm64-6.1, arm64-7.3, arm64-6.12-rt, arm64-6.12-16k; FLAVOUR
-# cloud (default), rt, generic or 16k, 16 KiB pages): Debian's arm64 kernel of that series (issue 38)
-# through the private configuration's arm64 twin (scripts/apt-private.sh), bookworm's busybox-static
-# for arm64 (its applet links made from this machine's busybox of the same version), into OUT/KERNEL
-# with Image, the kernel uncompressed (vmlinuz itself, or gunzipped: qemu-system-aarch64 boots either).
+# flavour by version, linux-image-<ver>-<flavour> (bookworm's 6.1: linux-image-6.1.0-<abi>-<flavour>) or
+# 7.x's linux-binary-unsigned-<ver>-<flavour> (with linux-base-<ver> for config and linux-modules-<ver>
+# for modules), fetched with a private apt configuration in $HVTRACE_CACHE/apt: the machine's archive,
+# suites trixie, trixie-backports, sid and bookworm-backports. Debian's image packages ship a stub
+# System.map: OUT/KERNEL has none then.
+# arm64-SERIES[-FLAVOUR] (issue 38's matrix: arm64-6.1, arm64-6.12, arm64-6.12-generic, arm64-6.12-rt,
+# arm64-6.18, arm64-7.3, arm64-7.3-16k; FLAVOUR cloud (default), rt, generic or 16k, 16 KiB pages):
+# Debian's arm64 kernel of that series through the private configuration's arm64 twin
+# (scripts/apt-private.sh, with bookworm), bookworm's busybox-static for arm64 (its applet links made
+# from this machine's busybox of the same version), into OUT/KERNEL with Image, the kernel uncompressed
+# (vmlinuz itself, or gunzipped: qemu-system-aarch64 boots either).
 # Quick when the outputs are already there and newer than this script and the init.
 set -euo pipefail
 
@@ -120,7 +122,8 @@ if [ "$choice" != 6.1 ]; then
 	apt_private_setup "$isa"
 	# the newest package of the series and flavour by its Debian version; at the same version 7.x's
 	# linux-binary-unsigned (its linux-image is then a meta-package around the signed linux-binary)
-	re="^linux-(image|binary-unsigned)-${series//./\\.}$([[ $series =~ \..*\. ]] || echo '(\.[0-9]+)?')\+[^-]*-$suffix\$"
+	# (6.1 of bookworm: linux-image-6.1.0-50-cloud-arm64, an ABI number in place of +debNN)
+	re="^linux-(image|binary-unsigned)-${series//./\\.}$([[ $series =~ \..*\. ]] || echo '(\.[0-9]+)?')(\+[^-]*|-[0-9]+)-$suffix\$"
 	kpkg="" best=""
 	while read -r pkg ver; do
 		if [ -z "$best" ] || dpkg --compare-versions "$ver" gt "$best" ||

@@ -5,8 +5,11 @@
 # Prints the path of a qemu-system-x86_64 there: a wrapper that runs the unpacked binary with its own
 # data files, firmware and modules (-L, $QEMU_MODULE_DIR), so that `HVTRACE_QEMU=$(fetch-qemu.sh 10.0)
 # hvtrace run --qemu ...`, a test or a libvirt <emulator> use it as they would /usr/bin's.
+# With TARGET aarch64 (issue 38), the same for qemu-system-aarch64 (Debian's qemu-system-arm of the same
+# suite, beside the x86 one in the same folder, which stays as it is): `QEMU_AARCH64=$(fetch-qemu.sh 11
+# aarch64) build/tests/qemu/test_arm64`.
 #
-#   fetch-qemu.sh VERSION
+#   fetch-qemu.sh VERSION [TARGET]   (TARGET x86_64, the default, or aarch64)
 # VERSION 10.0: qemu-system-x86, -common and -data of bookworm-backports (built for Debian 12), with the
 # SeaBIOS of bookworm-backports it asks for. Shared libraries the binary lacks (ldd) are installed from
 # the machine's own archive (Debian 12 packages, never QEMU). Quick when the cache has it.
@@ -17,8 +20,16 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-version=${1:?usage: fetch-qemu.sh VERSION (10.0, 11)}
+version=${1:?usage: fetch-qemu.sh VERSION (10.0, 11) [TARGET (x86_64, aarch64)]}
+target=${2:-x86_64}
 cache=${HVTRACE_CACHE:-/var/cache/hvtrace}
+# the Debian package of the target's system emulator; x86's has SeaBIOS beside it, arm's boots -kernel
+# on -M virt without firmware files
+case $target in
+x86_64) qpkg=qemu-system-x86 firmware=seabios stamp=.unpacked ;;
+aarch64) qpkg=qemu-system-arm firmware="" stamp=.unpacked-aarch64 ;;
+*) echo "hvtrace: fetch-qemu.sh: target $target: only x86_64 and aarch64 are known" >&2; exit 1 ;;
+esac
 case $version in
 10.0) suite=bookworm-backports ;;
 11 | 11.1) suite=trixie-backports ;;
@@ -26,14 +37,17 @@ case $version in
 	"are known" >&2; exit 1 ;;
 esac
 root="$cache/qemu/$version"
-wrapper="$root/qemu-system-x86_64"
-if [ -x "$wrapper" ] && [ -e "$root/.unpacked" ] && [ ! "$wrapper" -ot "$0" ]; then
+fw_opt() { # ROOT -> the wrapper's -L for the firmware's data folder there, if the target has one
+	[ -z "$firmware" ] || printf ' -L "%s"' "$1/usr/share/$firmware"
+}
+wrapper="$root/qemu-system-$target"
+if [ -x "$wrapper" ] && [ -e "$root/$stamp" ] && [ ! "$wrapper" -ot "$0" ]; then
 	echo "$wrapper"
 	exit 0
 fi
 
 if [ "$suite" = trixie-backports ]; then
-	troot=$("$here/trixie-chroot.sh" qemu-system-x86/trixie-backports)
+	troot=$("$here/trixie-chroot.sh" "$qpkg/trixie-backports")
 	libs="$troot/lib/x86_64-linux-gnu:$troot/usr/lib/x86_64-linux-gnu"
 	mkdir -p "$root"
 	# -L and $QEMU_MODULE_DIR as for 10.0 below: the root's data files, SeaBIOS and modules
@@ -42,15 +56,15 @@ if [ "$suite" = trixie-backports ]; then
 # QEMU $version of $troot (scripts/fetch-qemu.sh): run by that root's dynamic loader with its libraries,
 # its own data files, firmware and modules, in this machine's namespace
 QEMU_MODULE_DIR="$troot/usr/lib/x86_64-linux-gnu/qemu" exec "$troot/lib64/ld-linux-x86-64.so.2" \\
-	--library-path "$libs" "$troot/usr/bin/qemu-system-x86_64" \\
-	-L "$troot/usr/share/qemu" -L "$troot/usr/share/seabios" "\$@"
+	--library-path "$libs" "$troot/usr/bin/qemu-system-$target" \\
+	-L "$troot/usr/share/qemu"$(fw_opt "$troot") "\$@"
 WRAP
 	chmod +x "$wrapper.tmp"
 	"$wrapper.tmp" --version | grep -q "version $version\." ||
-		{ echo "hvtrace: $troot/usr/bin/qemu-system-x86_64 is not QEMU $version" \
+		{ echo "hvtrace: $troot/usr/bin/qemu-system-$target is not QEMU $version" \
 			"($("$wrapper.tmp" --version 2>&1 | head -1))" >&2; exit 1; }
 	mv "$wrapper.tmp" "$wrapper"
-	touch "$root/.unpacked"
+	touch "$root/$stamp"
 	echo "hvtrace: QEMU $("$wrapper" --version | head -1 | sed 's/^QEMU emulator version //') in $troot" >&2
 	echo "$wrapper"
 	exit 0
@@ -60,11 +74,19 @@ fi
 . "$here/apt-private.sh"
 apt_private_setup
 mkdir -p "$root"
-for pkg in qemu-system-x86 qemu-system-common qemu-system-data seabios; do
+bin="$root/usr/bin/qemu-system-$target"
+# what is unpacked here already (a target's stamp) is not unpacked again, as a QEMU of this folder may
+# be running meanwhile: the shared packages once for both targets, each target's own once
+pkgs="$qpkg $firmware"
+if [ -e "$root/$stamp" ] && [ -x "$bin" ]; then
+	pkgs=""
+elif [ ! -e "$root/.unpacked" ] && [ ! -e "$root/.unpacked-aarch64" ]; then
+	pkgs="$pkgs qemu-system-common qemu-system-data"
+fi
+for pkg in $pkgs; do
 	deb=$(apt_private_fetch "$pkg/$suite")
 	dpkg-deb -x "$deb" "$root"
 done
-bin="$root/usr/bin/qemu-system-x86_64"
 "$bin" --version | grep -q "version $version\." ||
 	{ echo "hvtrace: $bin is not QEMU $version" >&2; exit 1; }
 
@@ -94,10 +116,10 @@ fi
 cat > "$wrapper.tmp" <<WRAP
 #!/bin/sh
 # QEMU $version unpacked by scripts/fetch-qemu.sh: its own data files, firmware and modules
-QEMU_MODULE_DIR="$root/usr/lib/x86_64-linux-gnu/qemu" exec "$bin" -L "$root/usr/share/qemu" -L "$root/usr/share/seabios" "\$@"
+QEMU_MODULE_DIR="$root/usr/lib/x86_64-linux-gnu/qemu" exec "$bin" -L "$root/usr/share/qemu"$(fw_opt "$root") "\$@"
 WRAP
 chmod +x "$wrapper.tmp"
 mv "$wrapper.tmp" "$wrapper"
-touch "$root/.unpacked"
+touch "$root/$stamp"
 echo "hvtrace: QEMU $("$bin" --version | head -1 | sed 's/^QEMU emulator version //') in $root" >&2
 echo "$wrapper"

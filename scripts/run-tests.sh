@@ -6,7 +6,7 @@
 # (cmocka's own exit status is its number of failed tests: 77 with a "[  FAILED  ]" line is 77 failures.)
 # Exits non-zero if a test failed or a binary crashed; the 60 lines before each failure are repeated
 # before that line (the end of a truncated CI log). An argument NAME=VALUE,BINARY runs BINARY with
-# NAME=VALUE in its environment.
+# NAME=VALUE in its environment (NAME=VALUE,NAME2=VALUE2,BINARY: both; no value holds a comma).
 # HVT_TEST_TIMEOUT=SECONDS ends each binary still running after that long (status 124, a failure).
 set -u
 limit=()
@@ -16,7 +16,8 @@ passed=0 failed=0 skipped=0 crashed=0 digest= skips=
 for t in "$@"; do
 	echo "== $t"
 	if [[ $t == *=*,* ]]; then
-		out=$(env "${t%%,*}" "${limit[@]}" "${t#*,}" 2>&1)
+		IFS=, read -ra vars <<< "${t%,*}"
+		out=$(env "${vars[@]}" "${limit[@]}" "${t##*,}" 2>&1)
 	else
 		out=$("${limit[@]}" "$t" 2>&1)
 	fi

@@ -58,11 +58,27 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* qemu-system-aarch64 from $QEMU_AARCH64 or $PATH into qemu[]. */
+/* $HVTRACE_QEMU_AARCH64 for hvtrace's run --qemu (test_run_graph), "" for none: $QEMU_AARCH64's
+ * QEMU unless the caller named one; test_refused sets another for a while, then this again. */
+static char hvtrace_qemu[256];
+
+static void hvtrace_qemu_restore(void)
+{
+	if (*hvtrace_qemu)
+		setenv("HVTRACE_QEMU_AARCH64", hvtrace_qemu, 1);
+	else
+		unsetenv("HVTRACE_QEMU_AARCH64");
+}
+
+/* qemu-system-aarch64 from $QEMU_AARCH64 (then hvtrace's too, unless $HVTRACE_QEMU_AARCH64 names
+ * one) or $PATH into qemu[]. */
 static bool find_qemu(void)
 {
 	const char *env = getenv("QEMU_AARCH64"), *path = getenv("PATH");
+	const char *hv = getenv("HVTRACE_QEMU_AARCH64");
 
+	snprintf(hvtrace_qemu, sizeof(hvtrace_qemu), "%s", hv && *hv ? hv : env ? env : "");
+	hvtrace_qemu_restore();
 	if (env && *env) {
 		snprintf(qemu, sizeof(qemu), "%s", env);
 		return access(qemu, X_OK) == 0;
@@ -279,6 +295,7 @@ static void test_gdbstub(void **state)
 	    "VBAR_EL1",	 "SCTLR_EL1", "CNTFRQ_EL0", "CNTVCT_EL0", "ID_AA64MMFR0_EL1"};
 	int n_ttbr1, n_tcr, n_sp_el0, n_tpidr, n_cntfrq, tids[8];
 	unsigned nr, in_el1 = 0;
+	int el1_user_sp = 0;
 	uint64_t tpidr[2] = {0}, tcr = 0, ttbr1 = 0;
 	char err[256], *va_bits = config_value("ARM64_VA_BITS"), *gran4k, *gran16k;
 	struct gdb *g = calloc(1, sizeof(*g));
@@ -334,15 +351,24 @@ static void test_gdbstub(void **state)
 			assert_int_equal(pc >> 63, el);
 			tpidr[i] = reg(g, n_tpidr);
 			if (el == 1) {
-				/* in the kernel SP_EL0 is `current`, a kernel address */
+				/* in the kernel SP_EL0 is `current`, a kernel address, but for the
+				 * few instructions of an entry from EL0 and of the return there
+				 * (kernel_entry, kernel_exit) that still hold the user's stack
+				 * pointer: such a stop does not count, another is asked for */
 				sp_el0 = reg(g, n_sp_el0);
-				assert_int_equal(sp_el0 >> 63, 1);
+				if (sp_el0 >> 63 == 0) {
+					el1_user_sp++;
+					continue;
+				}
 				tcr = reg(g, n_tcr);
 				ttbr1 = reg(g, n_ttbr1);
 				in_el1++;
 			}
 		}
 	}
+	if (el1_user_sp)
+		printf("arm64: %d stop(s) at EL1 with the user's SP_EL0 (kernel entry or exit)\n",
+		       el1_user_sp);
 	assert_true(in_el1 > 0);
 	/* each vCPU its own per-CPU area */
 	assert_true(tpidr[0] != tpidr[1]);
@@ -410,7 +436,7 @@ static void test_refused(void **state)
 	assert_non_null(strstr(r.err, " is an arm64 kernel, and /usr/bin/qemu-system-x86_64 "));
 	assert_int_equal(r.status, 2);
 	hv_result_free(&r);
-	unsetenv("HVTRACE_QEMU_AARCH64");
+	hvtrace_qemu_restore();
 
 	/* the reverse: an x86 bzImage (its setup header is all that is read) for the aarch64 QEMU */
 	{
@@ -490,7 +516,7 @@ static void test_run_graph(void **state)
 	    count_text(tc, "|    shmem_file_read_iter();\n") +
 	    count_text(tc, "|    shmem_file_read_iter() {\n"));
 	assert_int_equal(count_text(tc, "vfs_read"), 7 + 5);
-	assert_int_equal(count_text(tc, "|  vfs_read() {\n"), 5);
+	assert_int_equal(count_text(tc, "|  vfs_read()"), 7 + 5);
 	assert_int_equal(count_text(tc, "|    shmem_file_read_iter"), 5);
 	assert_int_equal(count_text(tc, "shmem_file_read_iter"), 5);
 	assert_int_equal(count_text(tc, ": do_sys_openat2__entry_0: ("), count_text(tc, "dfd=-100 "));
@@ -505,8 +531,8 @@ static void test_run_graph(void **state)
 	/* a leaf (its return the next record of its CPU), or an entry and a return apart */
 	assert_int_equal(count_text(r.trace, "|    shmem_file_read_iter()"), 5);
 	assert_int_equal(count_text(r.trace, "shmem_file_read_iter"), 5);
-	assert_int_equal(count_text(r.trace, "|  vfs_read() {\n"), 5);
-	assert_int_equal(count_text(r.trace, "|  vfs_read();\n"), 7);
+	/* (a leaf when its return is the next record of its CPU, else an entry and a return) */
+	assert_int_equal(count_text(r.trace, "|  vfs_read()"), 7 + 5);
 	assert_int_equal(
 	    count_text(r.trace, "/* do_sys_openat2: dfd=-100 filename=\"/tmp/binfmt/status\" */"), 7);
 	hv_result_free(&r);
@@ -535,7 +561,7 @@ static void test_attach_qmp(void **state)
 	assert_non_null(p);
 	n = strtol(p + strlen(TMPFS_LINE), NULL, 10);
 	assert_int_equal(n, atoi(TMPFS_READS));
-	assert_non_null(strstr(r.err, "from the guest's kallsyms (kernel 6."));
+	assert_non_null(strstr(r.err, "from the guest's kallsyms (kernel "));
 	assert_int_equal(count_text(r.trace, ": shmem_file_read_iter <-vfs_read\n"), n);
 	assert_int_equal(count_text(r.trace, "<- shmem_file_read_iter) ret=16 duration="), n);
 	/* the entry's line, and the return's, which names it twice (kretprobe's layout) */
@@ -545,6 +571,19 @@ static void test_attach_qmp(void **state)
 	hv_result_free(&r);
 }
 
+/* The VM running on if a failed test left it stopped (an assertion between a gdbstub stop and the
+ * detach): QMP cont, which a running VM ignores; nothing when QEMU has already exited. */
+static void qemu_resume(void)
+{
+	char err[256], reply[512];
+	struct qmp q;
+
+	if (qmp_connect(&q, qmp_path, err, sizeof(err)) == 0) {
+		(void)qmp_execute(&q, "{\"execute\":\"cont\"}", reply, sizeof(reply));
+		qmp_close(&q);
+	}
+}
+
 /* The workload runs to its end and the guest powers off (PSCI SYSTEM_OFF): QEMU exits 0. */
 static void test_power_off(void **state)
 {
@@ -552,6 +591,7 @@ static void test_power_off(void **state)
 	int st = 0;
 
 	(void)state;
+	qemu_resume();
 	while (now_s() - t_start < 2 * BOOT_S && waitpid(qemu_pid, &st, WNOHANG) == 0)
 		sleep_ms(200);
 	assert_true(WIFEXITED(st));
