@@ -615,10 +615,11 @@ static void test_attach_pid(void **state)
 
 /* The libvirt domain (tests/qemu/libvirt-domain.sh, HVT_DOMAIN_ARCH=aarch64): qemu-system-aarch64
  * -M virt -cpu max, 4 GiB, 2 vCPUs, the same Image and initramfs, console to a file; it waits
- * (hvt.wait) for list-functions and attach by name, reads its tmpfs file, and runs on (hvt.yes_sec)
- * long enough for a detach after the reads. */
-#define DOM_WAIT    "40"
-#define DOM_CMDLINE "panic=-1 hvt.wait=" DOM_WAIT " hvt.tmpfs=" TMPFS_READS " hvt.yes_sec=8"
+ * (hvt.wait) for list-functions and attach by name, reads its tmpfs file, and runs on (hvt.yes_sec:
+ * `yes > /dev/null`, its vfs_write calls) long enough for a detach after the reads and a SIGKILL'd
+ * attach after that. */
+#define DOM_WAIT    "30"
+#define DOM_CMDLINE "panic=-1 hvt.wait=" DOM_WAIT " hvt.tmpfs=" TMPFS_READS " hvt.yes_sec=20"
 
 static char *dom_state(void)
 {
@@ -706,6 +707,33 @@ static void test_attach_libvirt(void **state)
 	hv_result_free(&r);
 }
 
+/* attach NAME again while `yes` runs (vfs_write after vfs_write, each with its return breakpoint),
+ * hvtrace SIGKILL'd: its guardian removes every breakpoint and detaches; the guest runs on
+ * (test_libvirt_power_off). */
+static void test_libvirt_sigkill(void **state)
+{
+	const char *argv[] = {"attach", dom_name, "-p", "function_graph", "-l", "vfs_write",
+			      "--duration", "300", NULL};
+	struct hv_result r;
+	char *con, *st;
+
+	(void)state;
+	hv_run(&r, argv, 8, SIGKILL);
+	con = hv_slurp(dom_console);
+	printf("arm64: attach NAME, SIGKILL'd: status %d, %d lines, %.1f s after init\n%s",
+	       r.status, count_lines(r.trace), now_s() - t_dom, r.err);
+	assert_int_equal(r.status, 128 + SIGKILL);
+	/* killed while it traced, the workload still running */
+	assert_true(count_text(r.trace, "|  vfs_write() {\n") + count_text(r.trace, "vfs_write();\n") >
+		    0);
+	assert_null(strstr(con, "hvt-linux: workload done"));
+	free(con);
+	st = dom_state();
+	assert_true(!strcmp(st, "running\n") || !strcmp(st, "paused\n"));
+	free(st);
+	hv_result_free(&r);
+}
+
 /* Untraced again, the domain's guest runs its workload to the end and powers off (libvirt's
  * on_poweroff destroy: the domain is gone). */
 static void test_libvirt_power_off(void **state)
@@ -716,7 +744,7 @@ static void test_libvirt_power_off(void **state)
 	for (int i = 0; i < BOOT_S * 5; i++) {
 		free(st);
 		st = dom_state();
-		if (strcmp(st, "running\n"))
+		if (!strcmp(st, "gone\n") || !strcmp(st, "shut off\n"))
 			break;
 		sleep_ms(200);
 	}
@@ -764,6 +792,7 @@ int main(void)
 	    cmocka_unit_test(test_libvirt_boot),
 	    cmocka_unit_test(test_libvirt_list_functions),
 	    cmocka_unit_test(test_attach_libvirt),
+	    cmocka_unit_test(test_libvirt_sigkill),
 	    cmocka_unit_test(test_libvirt_power_off),
 	    cmocka_unit_test(test_run_graph),
 	};
