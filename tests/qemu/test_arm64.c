@@ -499,6 +499,26 @@ static void test_run_graph(void **state)
 	hv_result_free(&r);
 }
 
+/* The trace of `-p function -l shmem_file_read_iter -r shmem_file_read_iter --comm dd` over the
+ * guest's tmpfs reads, against the count its console @con says it made: each an entry from vfs_read
+ * (through f_op->read_iter) and a return of the file's 16 bytes, by dd (SP_EL0's task). */
+static void check_tmpfs_reads(const struct hv_result *r, const char *con)
+{
+	const char *p = strstr(con, TMPFS_LINE);
+	long n;
+
+	assert_non_null(p);
+	n = strtol(p + strlen(TMPFS_LINE), NULL, 10);
+	assert_int_equal(n, atoi(TMPFS_READS));
+	assert_non_null(strstr(r->err, "from the guest's kallsyms (kernel 6."));
+	assert_int_equal(count_text(r->trace, ": shmem_file_read_iter <-vfs_read\n"), n);
+	assert_int_equal(count_text(r->trace, "<- shmem_file_read_iter) ret=16 duration="), n);
+	/* the entry's line, and the return's, which names it twice (kretprobe's layout) */
+	assert_int_equal(count_text(r->trace, "shmem_file_read_iter"), 3 * n);
+	assert_int_equal(count_text(r->trace, "      dd-"), 2 * n);
+	assert_int_equal(hv_stat(r->err, "kaslr-slide", "orphan-returns "), 0);
+}
+
 /* attach --qmp to the running guest while it waits (hvt.wait), trap probes on
  * shmem_file_read_iter with its returns, dd's alone: the workload's tmpfs reads, each an entry
  * from vfs_read (through f_op->read_iter) and a return of 16 bytes, as many as the guest says it
@@ -510,25 +530,16 @@ static void test_attach_qmp(void **state)
 			      "shmem_file_read_iter", "-r", "shmem_file_read_iter", "--comm", "dd",
 			      "--duration", "300", "--stats", NULL};
 	struct hv_result r;
-	const char *p;
-	long n;
+	char *con;
 
 	(void)state;
 	hv_run(&r, argv, 0, 0);
 	printf("arm64: attach --qmp: status %d, %ld lines\n%s", r.status, (long)count_lines(r.trace),
 	       r.err);
 	wait_console("hvt-linux: workload done");
-	p = strstr(hv_read_file(log_path), TMPFS_LINE);
-	assert_non_null(p);
-	n = strtol(p + strlen(TMPFS_LINE), NULL, 10);
-	assert_int_equal(n, atoi(TMPFS_READS));
-	assert_non_null(strstr(r.err, "from the guest's kallsyms (kernel 6."));
-	assert_int_equal(count_text(r.trace, ": shmem_file_read_iter <-vfs_read\n"), n);
-	assert_int_equal(count_text(r.trace, "<- shmem_file_read_iter) ret=16 duration="), n);
-	/* the entry's line, and the return's, which names it twice (kretprobe's layout) */
-	assert_int_equal(count_text(r.trace, "shmem_file_read_iter"), 3 * n);
-	assert_int_equal(count_text(r.trace, "      dd-"), 2 * n);
-	assert_int_equal(hv_stat(r.err, "kaslr-slide", "orphan-returns "), 0);
+	con = hv_slurp(log_path);
+	check_tmpfs_reads(&r, con);
+	free(con);
 	hv_result_free(&r);
 }
 
@@ -677,33 +688,22 @@ static void test_attach_libvirt(void **state)
 			      "-r", "shmem_file_read_iter", "--comm", "dd", "--verify-text",
 			      "--duration", "300", "--stats", NULL};
 	struct hv_result r;
-	const char *p;
 	char *con, *st;
-	long n;
 
 	(void)state;
 	hv_run_signal_on_file(&r, argv, dom_console, TMPFS_LINE, 0.5, SIGINT);
 	printf("arm64: attach NAME: status %d, %d lines, %.1f s after init\n%s", r.status,
 	       count_lines(r.trace), now_s() - t_dom, r.err);
 	con = hv_slurp(dom_console);
-	p = strstr(con, TMPFS_LINE);
-	assert_non_null(p);
-	n = strtol(p + strlen(TMPFS_LINE), NULL, 10);
-	assert_int_equal(n, atoi(TMPFS_READS));
 	/* detached before the guest's end */
 	assert_null(strstr(con, "reboot: Power down"));
-	free(con);
 	st = dom_state();
 	assert_string_equal(st, "running\n");
 	free(st);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.err, TEXT_KEPT));
-	assert_non_null(strstr(r.err, "from the guest's kallsyms (kernel 6."));
-	assert_int_equal(count_text(r.trace, ": shmem_file_read_iter <-vfs_read\n"), n);
-	assert_int_equal(count_text(r.trace, "<- shmem_file_read_iter) ret=16 duration="), n);
-	assert_int_equal(count_text(r.trace, "shmem_file_read_iter"), 3 * n);
-	assert_int_equal(count_text(r.trace, "      dd-"), 2 * n);
-	assert_int_equal(hv_stat(r.err, "kaslr-slide", "orphan-returns "), 0);
+	check_tmpfs_reads(&r, con);
+	free(con);
 	hv_result_free(&r);
 }
 
