@@ -67,7 +67,7 @@ start)
   <on_reboot>destroy</on_reboot>
   <on_crash>destroy</on_crash>
   <devices>
-    <emulator>$(command -v qemu-system-$arch)</emulator>
+    <emulator>$(command -v "qemu-system-$arch")</emulator>
     <serial type='file'><source path='$console'/><target port='0'/></serial>
     <memballoon model='none'/>
   </devices>
