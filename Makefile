@@ -289,7 +289,7 @@ guest-kernels: | $(DEPS)
 # machine's QEMU 7.2 and by each QEMU of $(HVT_ARM64_QEMUS) (scripts/fetch-qemu.sh V aarch64), every
 # further one by 7.2 (ARM64_RUNS). HVT_ARM64_KERNELS= (empty) fetches none; HVT_ARM64_QEMUS= none.
 # `make arm64-matrix`: the whole matrix of issue 38 (ARM64_MATRIX), each kernel under 7.2, 10.0 and 11.
-HVT_ARM64_KERNELS ?= 6.12 6.1
+HVT_ARM64_KERNELS ?= 6.12
 HVT_ARM64_QEMUS ?= 11
 export HVT_ARM64_KERNELS
 ARM64_MATRIX := 6.1 6.12 6.12-generic 6.12-rt 6.18 7.3 7.3-16k

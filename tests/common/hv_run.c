@@ -94,22 +94,29 @@ void hv_wait_for_text(const char *path, const char *text, pid_t pid)
 	}
 }
 
-static void run(struct hv_result *r, const char *const *argv, const char *console_text,
-		double signal_after, int sig);
+static void run(struct hv_result *r, const char *const *argv, const char *watch,
+		const char *console_text, double signal_after, int sig);
 
 void hv_run(struct hv_result *r, const char *const *argv, double signal_after, int sig)
 {
-	run(r, argv, NULL, signal_after, sig);
+	run(r, argv, NULL, NULL, signal_after, sig);
 }
 
 void hv_run_signal_on(struct hv_result *r, const char *const *argv, const char *console_text,
 		      double after, int sig)
 {
-	run(r, argv, console_text, after, sig);
+	run(r, argv, NULL, console_text, after, sig);
 }
 
-static void run(struct hv_result *r, const char *const *argv, const char *console_text,
-		double signal_after, int sig)
+void hv_run_signal_on_file(struct hv_result *r, const char *const *argv, const char *path,
+			   const char *text, double after, int sig)
+{
+	run(r, argv, path, text, after, sig);
+}
+
+/* @watch: the file @console_text is waited for in (NULL: hvtrace's --console file) */
+static void run(struct hv_result *r, const char *const *argv, const char *watch,
+		const char *console_text, double signal_after, int sig)
 {
 	char dir[] = "/tmp/hvt-test-XXXXXX", tpath[256], cpath[256], epath[256], hpath[264];
 	const char *args[64];
@@ -170,7 +177,7 @@ static void run(struct hv_result *r, const char *const *argv, const char *consol
 		_exit(127);
 	}
 	if (console_text)
-		hv_wait_for_text(cpath, console_text, pid);
+		hv_wait_for_text(watch ? watch : cpath, console_text, pid);
 	if (signal_after > 0) {
 		struct timespec ts = {(time_t)signal_after,
 				      (long)((signal_after - (time_t)signal_after) * 1e9)};

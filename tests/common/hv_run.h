@@ -40,6 +40,9 @@ void hv_run(struct hv_result *r, const char *const *argv, double signal_after, i
  * (waited for at most 120 s): not before the guest runs, however slow the host is to start it. */
 void hv_run_signal_on(struct hv_result *r, const char *const *argv, const char *console_text,
 		      double after, int sig);
+/* The same, with @text waited for in the file @path (an attached VM's console log) instead. */
+void hv_run_signal_on_file(struct hv_result *r, const char *const *argv, const char *path,
+			   const char *text, double after, int sig);
 void hv_result_free(struct hv_result *r);
 /* Fills @r->lines and @r->nr_lines from @r->trace (the function lines: "task-pid [cpu] ts: f <-p"). */
 void hv_parse_trace(struct hv_result *r);

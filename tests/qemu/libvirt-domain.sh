@@ -2,7 +2,9 @@
 # Test helper: libvirt's daemons started by hand (no systemd here), and a transient TCG domain that boots
 # the Linux test guest.
 #   libvirt-domain.sh start NAME KERNEL INITRD CMDLINE CONSOLE_LOG
-#     (machine type $HVT_DOMAIN_MACHINE, default pc; RAM $HVT_DOMAIN_MEM_MB MiB, default 256)
+#     (machine type $HVT_DOMAIN_MACHINE, default pc; RAM $HVT_DOMAIN_MEM_MB MiB, default 256;
+#     $HVT_DOMAIN_ARCH x86_64, the default, or aarch64: qemu-system-aarch64 -M virt -cpu max, a PL011
+#     console, for an arm64 Image)
 #   libvirt-domain.sh state NAME          prints running / shut off / gone
 #   libvirt-domain.sh stop NAME
 #   libvirt-domain.sh daemons           starts virtlogd and libvirtd if they are not running
@@ -27,8 +29,19 @@ daemons() {
 case "$1" in
 start)
 	name=$2 kernel=$3 initrd=$4 cmdline=$5 console=$6
-	machine=${HVT_DOMAIN_MACHINE:-pc} mem=${HVT_DOMAIN_MEM_MB:-256}
-	case "$machine" in pc|q35) ;; *) echo "HVT_DOMAIN_MACHINE=$machine: pc or q35" >&2; exit 2;; esac
+	arch=${HVT_DOMAIN_ARCH:-x86_64} mem=${HVT_DOMAIN_MEM_MB:-256}
+	case "$arch" in
+	x86_64)
+		machine=${HVT_DOMAIN_MACHINE:-pc} console_dev=ttyS0 features='<features><acpi/></features>'
+		case "$machine" in pc|q35) ;; *) echo "HVT_DOMAIN_MACHINE=$machine: pc or q35" >&2; exit 2;; esac
+		;;
+	aarch64)
+		# direct kernel boot, no firmware: no ACPI (the kernel finds virt's devices in its DT)
+		machine=${HVT_DOMAIN_MACHINE:-virt} console_dev=ttyAMA0 features=''
+		case "$machine" in virt) ;; *) echo "HVT_DOMAIN_MACHINE=$machine: virt" >&2; exit 2;; esac
+		;;
+	*) echo "HVT_DOMAIN_ARCH=$arch: x86_64 or aarch64" >&2; exit 2;;
+	esac
 	case "$mem" in ''|*[!0-9]*) echo "HVT_DOMAIN_MEM_MB=$mem: a number of MiB" >&2; exit 2;; esac
 	daemons
 	dir=$(dirname "$console")
@@ -43,18 +56,18 @@ start)
   <memory unit='MiB'>$mem</memory>
   <vcpu>2</vcpu>
   <os>
-    <type arch='x86_64' machine='$machine'>hvm</type>
+    <type arch='$arch' machine='$machine'>hvm</type>
     <kernel>$dir/vmlinuz</kernel>
     <initrd>$dir/initrd</initrd>
-    <cmdline>console=ttyS0 $cmdline</cmdline>
+    <cmdline>console=$console_dev $cmdline</cmdline>
   </os>
-  <features><acpi/></features>
+  $features
   <cpu mode='maximum'/>
   <on_poweroff>destroy</on_poweroff>
   <on_reboot>destroy</on_reboot>
   <on_crash>destroy</on_crash>
   <devices>
-    <emulator>$(command -v qemu-system-x86_64)</emulator>
+    <emulator>$(command -v "qemu-system-$arch")</emulator>
     <serial type='file'><source path='$console'/><target port='0'/></serial>
     <memballoon model='none'/>
   </devices>

@@ -34,7 +34,8 @@
 #include <unistd.h>
 
 #define RAM_BASE 0x40000000ull /* virt's RAM */
-#define RAM_MB	 512
+#define RAM_MB	 4096 /* issue 38's "running 4 GiB VM": RAM up to 0x140000000, above 4 GiB */
+#define RAM_MB_S "4096"
 #define BOOT_S	 600 /* to the workload, and from there to power-off: TCG on a shared host */
 /* the booted guest waits this long (hvt.wait) before its workload: time for test_attach_qmp */
 #define ATTACH_WAIT "45"
@@ -46,9 +47,12 @@
 static char dir[256], image[300], initrd[300], config[300], qemu[256];
 static char work[] = "/tmp/hvt-arm64-XXXXXX";
 static char log_path[300], qmp_path[300];
+/* the libvirt domain (test_libvirt_*): hvtrace-arm64[-$HVT_TEST_DOMAIN], its console log */
+static char dom_name[96], dom_console[200];
+static bool dom_started;
 static pid_t qemu_pid = -1;
 static int gdb_port;
-static double t_start, t_workload;
+static double t_start, t_workload, t_dom;
 
 static double now_s(void)
 {
@@ -161,7 +165,7 @@ static int setup(void **state)
 		dup2(nul, 0);
 		dup2(nul, 1);
 		execl(qemu, "qemu-system-aarch64", "-M", "virt", "-cpu", "max", "-accel", "tcg",
-		      "-smp", "2", "-m", "512", "-display", "none", "-nodefaults",
+		      "-smp", "2", "-m", RAM_MB_S, "-display", "none", "-nodefaults",
 		      "-no-user-config", "-no-reboot", "-serial", serial, "-qmp", qmp, "-gdb", gdb,
 		      "-kernel", image, "-initrd", initrd, "-append",
 		      "console=ttyAMA0 panic=-1 hvt.yes_sec=2 hvt.wait=" ATTACH_WAIT
@@ -178,6 +182,11 @@ static int teardown(void **state)
 
 	(void)state;
 	qemu_kill();
+	if (dom_started) {
+		snprintf(cmd, sizeof(cmd), "tests/qemu/libvirt-domain.sh stop %s", dom_name);
+		if (system(cmd) != 0)
+			fprintf(stderr, "arm64: %s failed\n", cmd);
+	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", work);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -538,6 +547,26 @@ static void test_run_graph(void **state)
 	hv_result_free(&r);
 }
 
+/* The trace of `-p function -l shmem_file_read_iter -r shmem_file_read_iter --comm dd` over the
+ * guest's tmpfs reads, against the count its console @con says it made: each an entry from vfs_read
+ * (through f_op->read_iter) and a return of the file's 16 bytes, by dd (SP_EL0's task). */
+static void check_tmpfs_reads(const struct hv_result *r, const char *con)
+{
+	const char *p = strstr(con, TMPFS_LINE);
+	long n;
+
+	assert_non_null(p);
+	n = strtol(p + strlen(TMPFS_LINE), NULL, 10);
+	assert_int_equal(n, atoi(TMPFS_READS));
+	assert_non_null(strstr(r->err, "from the guest's kallsyms (kernel 6."));
+	assert_int_equal(count_text(r->trace, ": shmem_file_read_iter <-vfs_read\n"), n);
+	assert_int_equal(count_text(r->trace, "<- shmem_file_read_iter) ret=16 duration="), n);
+	/* the entry's line, and the return's, which names it twice (kretprobe's layout) */
+	assert_int_equal(count_text(r->trace, "shmem_file_read_iter"), 3 * n);
+	assert_int_equal(count_text(r->trace, "      dd-"), 2 * n);
+	assert_int_equal(hv_stat(r->err, "kaslr-slide", "orphan-returns "), 0);
+}
+
 /* attach --qmp to the running guest while it waits (hvt.wait), trap probes on
  * shmem_file_read_iter with its returns, dd's alone: the workload's tmpfs reads, each an entry
  * from vfs_read (through f_op->read_iter) and a return of 16 bytes, as many as the guest says it
@@ -549,26 +578,257 @@ static void test_attach_qmp(void **state)
 			      "shmem_file_read_iter", "-r", "shmem_file_read_iter", "--comm", "dd",
 			      "--duration", "300", "--stats", NULL};
 	struct hv_result r;
-	const char *p;
-	long n;
+	char *con;
 
 	(void)state;
 	hv_run(&r, argv, 0, 0);
 	printf("arm64: attach --qmp: status %d, %ld lines\n%s", r.status, (long)count_lines(r.trace),
 	       r.err);
 	wait_console("hvt-linux: workload done");
-	p = strstr(hv_read_file(log_path), TMPFS_LINE);
-	assert_non_null(p);
-	n = strtol(p + strlen(TMPFS_LINE), NULL, 10);
-	assert_int_equal(n, atoi(TMPFS_READS));
-	assert_non_null(strstr(r.err, "from the guest's kallsyms (kernel "));
-	assert_int_equal(count_text(r.trace, ": shmem_file_read_iter <-vfs_read\n"), n);
-	assert_int_equal(count_text(r.trace, "<- shmem_file_read_iter) ret=16 duration="), n);
-	/* the entry's line, and the return's, which names it twice (kretprobe's layout) */
-	assert_int_equal(count_text(r.trace, "shmem_file_read_iter"), 3 * n);
-	assert_int_equal(count_text(r.trace, "      dd-"), 2 * n);
-	assert_int_equal(hv_stat(r.err, "kaslr-slide", "orphan-returns "), 0);
+	con = hv_slurp(log_path);
+	check_tmpfs_reads(&r, con);
+	free(con);
 	hv_result_free(&r);
+}
+
+/* Whether the listing @list has the line @line (a function, with " [module]" for a module's). */
+static bool listed(const char *list, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = list; (p = strstr(p, line)); p += n)
+		if ((p == list || p[-1] == '\n') && p[n] == '\n')
+			return true;
+	return false;
+}
+
+/* What list-functions of the running guest (@how: its pid, or its libvirt name) must show: the
+ * guest's own available_filter_functions, one a line, from its kallsyms; vfs_read and
+ * shmem_file_read_iter traceable, __schedule (notrace) not, binfmt_misc's functions tagged with
+ * their module. */
+static void check_listing(const struct hv_result *r, const char *how)
+{
+	printf("arm64: list-functions %s: status %d, %d functions\n%s", how, r->status,
+	       count_lines(r->trace), r->err);
+	assert_int_equal(r->status, 0);
+	assert_non_null(strstr(r->err, " from the guest's kallsyms (kernel "));
+	/* a kernel without KALLSYMS_ALL (6.1) has no `modules` symbol: no module is listed, one line
+	 * says so */
+	if (strstr(r->err, "no `modules` symbol")) {
+		assert_null(strstr(r->trace, " [binfmt_misc]"));
+		return;
+	}
+	assert_non_null(strstr(r->err, "; modules: 1, with "));
+	assert_true(count_lines(r->trace) > 10000);
+	assert_true(listed(r->trace, "vfs_read"));
+	assert_true(listed(r->trace, "shmem_file_read_iter"));
+	assert_false(listed(r->trace, "__schedule"));
+	assert_true(listed(r->trace, "bm_status_read [binfmt_misc]"));
+	assert_false(listed(r->trace, "bm_status_read"));
+	/* every line a function: a name, and " [module]" after it for a module's */
+	assert_null(strstr(r->trace, "\n\n"));
+	assert_int_equal(count_text(r->trace, " "), count_text(r->trace, " [binfmt_misc]\n"));
+}
+
+/* list-functions --pid of the bare QEMU while the guest waits. */
+static void test_list_functions_pid(void **state)
+{
+	char pid[16];
+	const char *argv[] = {"list-functions", "--pid", pid, NULL};
+	struct hv_result r;
+	double t0 = now_s();
+
+	(void)state;
+	snprintf(pid, sizeof(pid), "%d", (int)qemu_pid);
+	hv_run(&r, argv, 0, 0);
+	check_listing(&r, "--pid");
+	printf("arm64: list-functions --pid in %.1f s\n", now_s() - t0);
+	hv_result_free(&r);
+}
+
+#define TEXT_KEPT "hvtrace: --verify-text: kernel text unchanged ("
+
+/* attach --pid (its QMP monitor found on its command line) while the guest waits: vfs_read for
+ * two seconds, then a detach that leaves the kernel text byte-identical (trap probes write nothing
+ * to the guest; --verify-text reads the text again after detach and compares); the guest still
+ * waits, then runs its workload under test_attach_qmp. */
+static void test_attach_pid(void **state)
+{
+	char pid[16];
+	const char *argv[] = {"attach", "--pid", pid, "-p", "function", "-l", "vfs_read",
+			      "--duration", "2", "--verify-text", "--stats", NULL};
+	struct hv_result r;
+	double t0 = now_s();
+	char *con;
+
+	(void)state;
+	snprintf(pid, sizeof(pid), "%d", (int)qemu_pid);
+	hv_run(&r, argv, 0, 0);
+	printf("arm64: attach --pid: status %d, %d lines in %.1f s\n%s", r.status,
+	       count_lines(r.trace), now_s() - t0, r.err);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, TEXT_KEPT));
+	assert_int_equal(hv_stat(r.err, "kaslr-slide", "probes "), 1);
+	assert_int_equal(hv_stat(r.err, "kaslr-slide", "orphan-returns "), 0);
+	/* still before its workload: detached in time for test_attach_qmp */
+	con = hv_slurp(log_path);
+	assert_null(strstr(con, "hvt-linux: workload start"));
+	free(con);
+	assert_int_equal(waitpid(qemu_pid, NULL, WNOHANG), 0);
+	hv_result_free(&r);
+}
+
+/* The libvirt domain (tests/qemu/libvirt-domain.sh, HVT_DOMAIN_ARCH=aarch64): qemu-system-aarch64
+ * -M virt -cpu max, 4 GiB, 2 vCPUs, the same Image and initramfs, console to a file; it waits
+ * (hvt.wait) for list-functions and attach by name, reads its tmpfs file, and runs on (hvt.yes_sec:
+ * `yes > /dev/null`, its vfs_write calls) long enough for a detach after the reads and a SIGKILL'd
+ * attach after that. */
+#define DOM_WAIT    "30"
+#define DOM_CMDLINE "panic=-1 hvt.wait=" DOM_WAIT " hvt.tmpfs=" TMPFS_READS " hvt.yes_sec=20"
+
+static char *dom_state(void)
+{
+	return hv_sh("tests/qemu/libvirt-domain.sh state %s", dom_name);
+}
+
+/* The libvirt domain runs the machine's own qemu-system-aarch64 (libvirt-domain.sh): its tests run
+ * once, in the run under that QEMU, not again under $QEMU_AARCH64's (CI's time). */
+static bool libvirt_wanted(void)
+{
+	const char *q = getenv("QEMU_AARCH64");
+
+	return !q || !*q;
+}
+
+static void test_libvirt_boot(void **state)
+{
+	if (!libvirt_wanted())
+		skip();
+	const char *env = getenv("HVT_TEST_DOMAIN");
+	char cmd[1200];
+	double t0 = now_s();
+
+	(void)state;
+	snprintf(dom_name, sizeof(dom_name), "hvtrace-arm64%s%s", env && *env ? "-" : "",
+		 env && *env ? env : "");
+	snprintf(dom_console, sizeof(dom_console), "/tmp/hvtrace-libvirt/%s/console.log",
+		 dom_name);
+	setenv("HVT_DOMAIN_ARCH", "aarch64", 1);
+	setenv("HVT_DOMAIN_MEM_MB", RAM_MB_S, 1);
+	snprintf(cmd, sizeof(cmd), "tests/qemu/libvirt-domain.sh start %s %s %s '%s' %s", dom_name,
+		 image, initrd, DOM_CMDLINE, dom_console);
+	dom_started = true;
+	assert_int_equal(system(cmd), 0);
+	hv_wait_for_text(dom_console, "hvt-linux: init up", 0);
+	{
+		char *con = hv_slurp(dom_console);
+
+		assert_non_null(strstr(con, "hvt-linux: module binfmt_misc loaded"));
+		assert_non_null(strstr(con, "hvt-linux: init up"));
+		assert_null(strstr(con, "hvt-linux: workload start"));
+		free(con);
+	}
+	printf("arm64: libvirt domain %s booted to init in %.1f s\n", dom_name, now_s() - t0);
+	t_dom = now_s();
+}
+
+static void test_libvirt_list_functions(void **state)
+{
+	const char *argv[] = {"list-functions", dom_name, NULL};
+	struct hv_result r;
+
+	(void)state;
+	if (!libvirt_wanted())
+		skip();
+	hv_run(&r, argv, 0, 0);
+	check_listing(&r, "NAME");
+	hv_result_free(&r);
+}
+
+/* attach NAME, as test_attach_qmp: dd's tmpfs reads exactly, each return 16; SIGINT once the guest
+ * says it made them, while it runs on: the detach leaves the kernel text as it was
+ * (--verify-text), and the guest finishes its workload and powers off by itself
+ * (test_libvirt_power_off). */
+static void test_attach_libvirt(void **state)
+{
+	const char *argv[] = {"attach", dom_name, "-p", "function", "-l", "shmem_file_read_iter",
+			      "-r", "shmem_file_read_iter", "--comm", "dd", "--verify-text",
+			      "--duration", "300", "--stats", NULL};
+	struct hv_result r;
+	char *con, *st;
+
+	(void)state;
+	if (!libvirt_wanted())
+		skip();
+	hv_run_signal_on_file(&r, argv, dom_console, TMPFS_LINE, 0.5, SIGINT);
+	printf("arm64: attach NAME: status %d, %d lines, %.1f s after init\n%s", r.status,
+	       count_lines(r.trace), now_s() - t_dom, r.err);
+	con = hv_slurp(dom_console);
+	/* detached before the guest's end */
+	assert_null(strstr(con, "reboot: Power down"));
+	st = dom_state();
+	assert_string_equal(st, "running\n");
+	free(st);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, TEXT_KEPT));
+	check_tmpfs_reads(&r, con);
+	free(con);
+	hv_result_free(&r);
+}
+
+/* attach NAME again while `yes` runs (vfs_write after vfs_write, each with its return breakpoint),
+ * hvtrace SIGKILL'd: its guardian removes every breakpoint and detaches; the guest runs on
+ * (test_libvirt_power_off). */
+static void test_libvirt_sigkill(void **state)
+{
+	const char *argv[] = {"attach", dom_name, "-p", "function_graph", "-l", "vfs_write",
+			      "--duration", "300", NULL};
+	struct hv_result r;
+	char *con, *st;
+
+	(void)state;
+	if (!libvirt_wanted())
+		skip();
+	hv_run(&r, argv, 8, SIGKILL);
+	con = hv_slurp(dom_console);
+	printf("arm64: attach NAME, SIGKILL'd: status %d, %d lines, %.1f s after init\n%s",
+	       r.status, count_lines(r.trace), now_s() - t_dom, r.err);
+	assert_int_equal(r.status, 128 + SIGKILL);
+	/* killed while it traced, the workload still running */
+	assert_true(count_text(r.trace, "|  vfs_write() {\n") + count_text(r.trace, "vfs_write();\n") >
+		    0);
+	assert_null(strstr(con, "hvt-linux: workload done"));
+	free(con);
+	st = dom_state();
+	assert_true(!strcmp(st, "running\n") || !strcmp(st, "paused\n"));
+	free(st);
+	hv_result_free(&r);
+}
+
+/* Untraced again, the domain's guest runs its workload to the end and powers off (libvirt's
+ * on_poweroff destroy: the domain is gone). */
+static void test_libvirt_power_off(void **state)
+{
+	char *con, *st = NULL;
+
+	(void)state;
+	if (!libvirt_wanted())
+		skip();
+	for (int i = 0; i < BOOT_S * 5; i++) {
+		free(st);
+		st = dom_state();
+		if (!strcmp(st, "gone\n") || !strcmp(st, "shut off\n"))
+			break;
+		sleep_ms(200);
+	}
+	assert_true(!strcmp(st, "gone\n") || !strcmp(st, "shut off\n"));
+	free(st);
+	dom_started = false;
+	con = hv_slurp(dom_console);
+	assert_non_null(strstr(con, "hvt-linux: workload done"));
+	assert_non_null(strstr(con, "reboot: Power down"));
+	free(con);
+	printf("arm64: libvirt domain: init to power-off %.1f s\n", now_s() - t_dom);
 }
 
 /* The VM running on if a failed test left it stopped (an assertion between a gdbstub stop and the
@@ -610,8 +870,17 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_boot_to_init), cmocka_unit_test(test_qmp_target),
-	    cmocka_unit_test(test_gdbstub),	 cmocka_unit_test(test_attach_qmp),
-	    cmocka_unit_test(test_refused),	 cmocka_unit_test(test_power_off),
+	    cmocka_unit_test(test_gdbstub),
+	    cmocka_unit_test(test_list_functions_pid),
+	    cmocka_unit_test(test_attach_pid),
+	    cmocka_unit_test(test_attach_qmp),
+	    cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_power_off),
+	    cmocka_unit_test(test_libvirt_boot),
+	    cmocka_unit_test(test_libvirt_list_functions),
+	    cmocka_unit_test(test_attach_libvirt),
+	    cmocka_unit_test(test_libvirt_sigkill),
+	    cmocka_unit_test(test_libvirt_power_off),
 	    cmocka_unit_test(test_run_graph),
 	};
 	char why[400];
