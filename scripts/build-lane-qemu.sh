@@ -67,7 +67,7 @@ start=$(date +%s)
 tree=$out/build/qemu-$upver
 rm -rf "$out/build"
 mkdir -p "$out/build"
-dpkg-source -q -x "$dsc" "$tree" >/dev/null # Debian's patches applied, as in the machine's QEMU
+dpkg-source -q -x "$dsc" "$tree" >"$out/build/source.log" 2>&1 # Debian's patches applied, as in the machine's QEMU (apt checked the files)
 patch -s -p1 -d "$tree" <"$patch"
 mkdir "$tree/b"
 (cd "$tree/b" && ../configure --prefix=/usr --target-list=x86_64-softmmu --without-default-features \

@@ -19,7 +19,8 @@
 set -uo pipefail
 
 # --check: only whether the lane can run here (status 0, else 2 and the line saying why).
-[ $# -gt 0 ] || { echo "usage: $0 --check | COMMAND [ARG...]" >&2; exit 2; }
+# --l0: which L0 the lane would use, one line: "lane PATH" (INT3 exits to L1's KVM) or "stock PATH".
+[ $# -gt 0 ] || { echo "usage: $0 --check | --l0 | COMMAND [ARG...]" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-build}
 [[ $build == /* ]] || build=$here/$build
@@ -34,9 +35,17 @@ virtiofsd=$(command -v virtiofsd || ls /usr/lib/qemu/virtiofsd /usr/libexec/virt
 log=${HVT_LANE_LOG:-$build/nested-kvm.log}
 lane_timeout=${HVT_LANE_TIMEOUT:-1800}
 
-qemu=qemu-system-x86_64
-[ "${HVT_LANE_QEMU:-}" = stock ] || [ ! -x "$cache/lane-qemu/qemu-system-x86_64" ] ||
+qemu=qemu-system-x86_64 qemu_data=()
+if [ "${HVT_LANE_QEMU:-}" != stock ] && [ -x "$cache/lane-qemu/qemu-system-x86_64" ]; then
 	qemu=$cache/lane-qemu/qemu-system-x86_64
+	# the machine's data files and firmware, as Debian's build finds them (else QEMU looks beside its binary)
+	qemu_data=(-L /usr/share/qemu -L /usr/share/seabios)
+fi
+
+if [ "$1" = --l0 ]; then
+	[ "$qemu" = qemu-system-x86_64 ] && echo "stock $(command -v qemu-system-x86_64)" || echo "lane $qemu"
+	exit 0
+fi
 
 skip() { echo "nested-kvm: cannot run here: $*" >&2; exit 2; }
 command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64" # its firmware serves both L0s
@@ -110,7 +119,8 @@ boot() {
 		-o log_level=err >>"$work/virtiofsd.log" 2>&1 &
 	vpid=$!
 	for _ in $(seq 50); do [ -S "$work/vfs.sock" ] && break; sleep 0.1; done
-	timeout --foreground -k 10 "$lane_timeout" "$qemu" -accel tcg,thread=multi -cpu "${HVT_LANE_CPU:-EPYC}" \
+	timeout --foreground -k 10 "$lane_timeout" "$qemu" "${qemu_data[@]}" -accel tcg,thread=multi \
+		-cpu "${HVT_LANE_CPU:-EPYC}" \
 		-smp "${HVT_LANE_SMP:-2}" -m "${HVT_LANE_MEM:-4096}" \
 		-object memory-backend-memfd,id=mem,size="${HVT_LANE_MEM:-4096}M",share=on -numa node,memdev=mem \
 		-chardev socket,id=vfs,path="$work/vfs.sock" -device vhost-user-fs-pci,chardev=vfs,tag=hostroot \
