@@ -226,7 +226,7 @@ test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest guest-kernels 
 			$(NESTED_LINUX_RUNS); fi
 
 # The nested lane's L0 with INT3 intercepted as AMD's manual says (issue 40): Debian's source of the
-# machine's QEMU with scripts/lane-qemu-int3.patch, x86_64-softmmu alone, built once (~30 min on 2 cores)
+# machine's QEMU with scripts/lane-qemu-int3.patch, x86_64-softmmu alone, built once (15 min on 2 cores)
 # and cached in $HVTRACE_CACHE/lane-qemu; scripts/nested-kvm.sh uses it as L0 when it is there.
 lane-qemu:
 	@bash scripts/build-lane-qemu.sh >/dev/null
