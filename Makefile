@@ -209,8 +209,9 @@ kvm-test: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS)
 
 # The embedded-VMM tests on a real kvm_amd, nested under QEMU TCG (scripts/nested-kvm.sh); each binary ends
 # after 10 minutes. With the lane's own L0 (make lane-qemu: INT3 intercepted as AMD's manual says, so INT3
-# exits to L1's KVM) they run with trap probes, and the stub runs of make kvm-test beside them; with the
-# machine's QEMU as L0 (INT3 does not exit there) with stub probes. test_kvm_linux (run --kernel, boot tracing)
+# exits to L1's KVM) they run with trap probes, and the stub runs of make kvm-test beside them (the lane's
+# timeout then 2 hours: 25 minutes for the trap runs alone on a loaded machine); with the machine's QEMU as
+# L0 (INT3 does not exit there) with stub probes. test_kvm_linux (run --kernel, boot tracing)
 # runs once per kernel of the matrix $(HVT_KERNELS), each its own binary run with its own 10 minutes.
 # Not in `make test` until it has passed 10 runs in a row. Skipped with one line where the lane cannot run
 # (no TCG, no kernel package).
@@ -218,7 +219,7 @@ NESTED_LINUX_RUNS = $(foreach k,$(HVT_KERNELS),HVT_KERNELS=$(k),$(BUILD)/tests/k
 test-nested: hvtrace $(GUEST) $(GUEST_VARIANTS) $(KVM_BINS) guest guest-kernels qemu-versions
 	@if ! why=$$(scripts/nested-kvm.sh --check 2>&1); then echo "SKIPPED: test-nested: $$why"; \
 	elif scripts/nested-kvm.sh --l0 | grep -q ^lane; then \
-		scripts/nested-kvm.sh env $(TEST_ENV) HVT_TEST_TIMEOUT=600 \
+		HVT_LANE_TIMEOUT=$${HVT_LANE_TIMEOUT:-7200} scripts/nested-kvm.sh env $(TEST_ENV) HVT_TEST_TIMEOUT=600 \
 			scripts/run-tests.sh $(filter-out %/test_kvm_linux,$(KVM_BINS)) $(STUB_RUNS) \
 			$(NESTED_LINUX_RUNS); \
 	else scripts/nested-kvm.sh env $(TEST_ENV) HVTRACE_TEST_PROBE=stub HVT_TEST_TIMEOUT=600 \
