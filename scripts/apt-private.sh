@@ -1,7 +1,7 @@
-# Sourced by scripts/fetch-guest.sh and scripts/fetch-qemu.sh: a private apt configuration in
-# $cache/apt (the machine's own archive, suites trixie, trixie-backports, sid and bookworm-backports)
-# through which packages of other Debian releases are downloaded (`apt-get download`), never installed.
-# The caller sets $cache and stops on errors (set -e).
+# Sourced by scripts/fetch-guest.sh, scripts/fetch-qemu.sh and scripts/build-lane-qemu.sh: a private
+# apt configuration in $cache/apt (the machine's own archive, suites trixie, trixie-backports, sid and
+# bookworm-backports) through which packages of other Debian releases are downloaded (`apt-get
+# download`), never installed. The caller sets $cache and stops on errors (set -e).
 #
 # `apt_private_setup arm64` makes a second one for arm64 guests (issue 38) in $cache/apt-arm64: arm64
 # packages only (APT::Architecture and APT::Architectures), of bookworm too (Debian 12's kernel and the
@@ -59,4 +59,32 @@ apt_private_fetch() {
 		deb=$(ls "$apt_debs/${pkg}_"*"$ver"*.deb | head -1)
 	fi
 	echo "$deb"
+}
+
+# `apt_private_src_setup DIR` (issue 40): fills apt_opts with a source-only configuration in DIR, deb-src
+# lines of the machine's own archive and suites (its .sources or sources.list; Debian 12's on our
+# machines), for `apt-get source` of the version the machine runs. Its Sources lists fetched once.
+apt_private_src_setup() {
+	local apt_dir=$1
+	mkdir -p "$apt_dir/sources.d" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+	if [ ! -s "$apt_dir/sources.list" ]; then
+		{
+			# deb822 stanzas: each URI with each suite of its stanza
+			awk '/^URIs:/ { u = $2 } /^Suites:/ { for (i = 2; i <= NF; i++) s[n++] = $i }
+				/^$/ { for (i = 0; i < n; i++) print u, s[i]; n = 0 }
+				END { for (i = 0; i < n; i++) print u, s[i] }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true
+			sed -n 's/^deb \(\[[^]]*\] *\)\?\([^ ]*\) \([^ ]*\) .*/\2 \3/p' /etc/apt/sources.list 2>/dev/null || true
+		} | sort -u | while read -r uri suite; do
+			echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main"
+		done > "$apt_dir/sources.list.tmp"
+		[ -s "$apt_dir/sources.list.tmp" ] ||
+			{ echo "hvtrace: no deb line in the machine's apt sources for $apt_dir" >&2; exit 1; }
+		mv "$apt_dir/sources.list.tmp" "$apt_dir/sources.list"
+	fi
+	apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o "Dir::Etc::sourceparts=$apt_dir/sources.d"
+		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache")
+	if ! ls "$apt_dir/lists/"*_Sources* >/dev/null 2>&1; then
+		apt-get "${apt_opts[@]}" update -qq >/dev/null ||
+			{ echo "hvtrace: apt-get update with $apt_dir/sources.list failed" >&2; exit 1; }
+	fi
 }

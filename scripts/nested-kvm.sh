@@ -12,10 +12,15 @@
 # again the status is 125 with one line "nested-kvm: infrastructure failure: WHY (LOG)" on stderr.
 # Status 2 with one line where the lane cannot run here (no QEMU, no TCG, no kernel package).
 # Tunables: HVT_LANE_SMP (2), HVT_LANE_MEM (MiB, 4096: room for the tests' --mem 3072), HVT_LANE_CPU (EPYC).
+# L0 (issue 40): the lane's QEMU, INT3 intercepted as AMD's manual says so that L1's KVM sees INT3 exit
+# (scripts/build-lane-qemu.sh, cached in $HVTRACE_CACHE/lane-qemu), when it is there; the machine's
+# qemu-system-x86_64 otherwise (INT3 does not exit), or always with HVT_LANE_QEMU=stock. The first
+# line of the L1 console log names it.
 set -uo pipefail
 
 # --check: only whether the lane can run here (status 0, else 2 and the line saying why).
-[ $# -gt 0 ] || { echo "usage: $0 --check | COMMAND [ARG...]" >&2; exit 2; }
+# --l0: which L0 the lane would use, one line: "lane PATH" (INT3 exits to L1's KVM) or "stock PATH".
+[ $# -gt 0 ] || { echo "usage: $0 --check | --l0 | COMMAND [ARG...]" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-build}
 [[ $build == /* ]] || build=$here/$build
@@ -30,9 +35,21 @@ virtiofsd=$(command -v virtiofsd || ls /usr/lib/qemu/virtiofsd /usr/libexec/virt
 log=${HVT_LANE_LOG:-$build/nested-kvm.log}
 lane_timeout=${HVT_LANE_TIMEOUT:-1800}
 
+qemu=qemu-system-x86_64 qemu_data=()
+if [ "${HVT_LANE_QEMU:-}" != stock ] && [ -x "$cache/lane-qemu/qemu-system-x86_64" ]; then
+	qemu=$cache/lane-qemu/qemu-system-x86_64
+	# the machine's data files and firmware, as Debian's build finds them (else QEMU looks beside its binary)
+	qemu_data=(-L /usr/share/qemu -L /usr/share/seabios)
+fi
+
+if [ "$1" = --l0 ]; then
+	[ "$qemu" = qemu-system-x86_64 ] && echo "stock $(command -v qemu-system-x86_64)" || echo "lane $qemu"
+	exit 0
+fi
+
 skip() { echo "nested-kvm: cannot run here: $*" >&2; exit 2; }
-command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64"
-qemu-system-x86_64 -accel help 2>/dev/null | grep -qx tcg || skip "QEMU has no TCG"
+command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64" # its firmware serves both L0s
+"$qemu" -accel help 2>/dev/null | grep -qx tcg || skip "QEMU has no TCG ($qemu)"
 [ -s "$kernel" ] || skip "no $kernel (make guest)"
 [ -n "$pkg" ] && [ -f "$mods/arch/x86/kvm/kvm-amd.ko" ] || skip "no linux-image package with kvm-amd.ko in $cache"
 [ -x "$busybox" ] || skip "no $busybox (make guest)"
@@ -97,12 +114,13 @@ status=
 boot() {
 	why=
 	status=
-	: >"$log"
+	echo "nested-kvm: L0 $qemu" >"$log"
 	"$virtiofsd" --socket-path="$work/vfs.sock" -o source=/ -o sandbox=chroot -o cache=auto -o no_posix_lock \
 		-o log_level=err >>"$work/virtiofsd.log" 2>&1 &
 	vpid=$!
 	for _ in $(seq 50); do [ -S "$work/vfs.sock" ] && break; sleep 0.1; done
-	timeout --foreground -k 10 "$lane_timeout" qemu-system-x86_64 -accel tcg,thread=multi -cpu "${HVT_LANE_CPU:-EPYC}" \
+	timeout --foreground -k 10 "$lane_timeout" "$qemu" "${qemu_data[@]}" -accel tcg,thread=multi \
+		-cpu "${HVT_LANE_CPU:-EPYC}" \
 		-smp "${HVT_LANE_SMP:-2}" -m "${HVT_LANE_MEM:-4096}" \
 		-object memory-backend-memfd,id=mem,size="${HVT_LANE_MEM:-4096}M",share=on -numa node,memdev=mem \
 		-chardev socket,id=vfs,path="$work/vfs.sock" -device vhost-user-fs-pci,chardev=vfs,tag=hostroot \

@@ -100,6 +100,43 @@ static void test_stub_dd(void **state)
 	hv_result_free(&r);
 }
 
+/* Trap probes under QEMU with KVM, where INT3 exits (the nested lane with its own L0, issue 40):
+ * QEMU's gdbstub breakpoints arrive as KVM_EXIT_DEBUG. dd's 7 reads (vfs_read) and its 14 opens as a
+ * BTF-typed -e that reads each filename from guest memory at the call: 7 of the binfmt_misc status
+ * file, 7 of /dev/null, by dd alone (--comm). */
+static void test_trap_dd(void **state)
+{
+	const struct qemu_case *q = case_qemu(state);
+	const char *args[] = {"--probe", "trap",      "-p", "function", "-l",	 "vfs_read", "-e",
+			      "do_sys_openat2(int dfd, string filename)", "--comm", "dd", "--stats",
+			      NULL};
+	struct hv_result r;
+
+	if (!kvm_int3_exits(kvm_int3_check()->verdict, true)) {
+		printf("SKIPPED: INT3 does not exit on this host's KVM: no trap probe under QEMU\n");
+		skip();
+	}
+	run_kvm(q, args, &r);
+	printf("hvt-kvm-qemu: QEMU %s, trap: status %d, vfs_read %ld, opens %ld\n", q->version,
+	       r.status, trace_count(&r, "vfs_read", -1),
+	       count_text(r.trace, "->do_sys_openat2("));
+	if (r.status)
+		print_failure(&r);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, "hvt-linux: binfmt_misc status read 7 times"));
+	assert_int_equal(trace_count(&r, "vfs_read", -1), BM_READS);
+	assert_int_equal(
+	    count_text(r.trace, "->do_sys_openat2(dfd=-100, filename=/tmp/binfmt/status)\n"),
+	    BM_READS);
+	assert_int_equal(count_text(r.trace, "->do_sys_openat2(dfd=-100, filename=/dev/null)\n"),
+			 BM_READS);
+	assert_int_equal(count_text(r.trace, "->do_sys_openat2("), 2 * BM_READS);
+	/* two gdbstub breakpoints, each hit a stop of the VM */
+	assert_int_equal(hv_stat(r.err, "kaslr-slide ", "probes "), 2);
+	assert_true(hv_stat(r.err, "kaslr-slide ", "hits ") >= 3 * BM_READS);
+	hv_result_free(&r);
+}
+
 /* A function without an fentry site needs a trap probe; where INT3 does not exit (the check hvtrace
  * makes before QEMU starts says so), --probe stub -l __schedule is one line naming it, exit 2. */
 static void test_entry_refused(void **state)
@@ -126,8 +163,8 @@ int main(void)
 {
 	static struct hv_kernel kernels[8];
 	static struct qemu_case qemus[] = {{"7.2", ""}, {"10.0", ""}, {"11", ""}};
-	static char names[2 * ARRAY_LEN(qemus)][64];
-	struct CMUnitTest tests[2 * ARRAY_LEN(qemus)];
+	static char names[3 * ARRAY_LEN(qemus)][64];
+	struct CMUnitTest tests[3 * ARRAY_LEN(qemus)];
 	const char *cache = getenv("HVTRACE_CACHE") ? getenv("HVTRACE_CACHE") : "/var/cache/hvtrace";
 	char why[256], *gdir;
 	size_t n = 0;
@@ -154,6 +191,12 @@ int main(void)
 		snprintf(names[n], sizeof(names[0]), "test_stub_dd_qemu_%s", qemus[i].version);
 		tests[n] = (struct CMUnitTest){
 		    .name = names[n], .test_func = test_stub_dd, .initial_state = &qemus[i]};
+		n++;
+	}
+	for (size_t i = 0; i < ARRAY_LEN(qemus); i++) {
+		snprintf(names[n], sizeof(names[0]), "test_trap_dd_qemu_%s", qemus[i].version);
+		tests[n] = (struct CMUnitTest){
+		    .name = names[n], .test_func = test_trap_dd, .initial_state = &qemus[i]};
 		n++;
 	}
 	snprintf(names[n], sizeof(names[0]), "test_entry_refused_qemu_%s", qemus[0].version);

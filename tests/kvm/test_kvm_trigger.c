@@ -335,7 +335,7 @@ static void test_refused(void **state)
 	(void)state;
 	refused((const char *[]){"--trigger", "fib:dump", NULL},
 		"hvtrace: --trigger 'fib:dump': unknown command (traceon, traceoff, stacktrace, "
-		"snapshot)\n");
+		"snapshot, hist)\n");
 	refused((const char *[]){"--trigger", "fib:traceoff:0", NULL},
 		"hvtrace: --trigger 'fib:traceoff:0': expected a count from 1 to 2147483647 after "
 		"the command\n");
