@@ -43,6 +43,8 @@ static size_t unpatch_all(struct stub_drain *d)
  * graph root). */
 static int patch_site(struct stub_drain *d, const struct probe *p)
 {
+	if (p->agg && p->agg_count)
+		return stub_patch_agg(&d->stub, p->addr, p->gpa, p->nop, p->agg_mode);
 	return stub_patch(&d->stub, p->addr, p->gpa, p->nop, p->hooks_return, p->event != NULL,
 			  d->c.graph && d->c.returns && p->graph_root);
 }
@@ -418,6 +420,15 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 	return 0;
 }
 
+/* Table entries a counting site of @mode may take on one CPU, with room to spare (each key a call
+ * entry, a return entry or a dozen log2 buckets, by a handful of tasks). */
+static uint64_t agg_entries_wanted(unsigned mode)
+{
+	uint64_t keys = 1 + ((mode & STUB_AGG_LOG2) ? 12 : (mode & STUB_AGG_RET) ? 1 : 0);
+
+	return 2 * keys * ((mode & STUB_AGG_PID) ? 16 : 1);
+}
+
 int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, char *err,
 		      size_t errlen)
 {
@@ -453,6 +464,8 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 		hi = p->addr > hi ? p->addr : hi;
 		returns |= p->hooks_return;
 		d->nr_probes++;
+		if (p->agg && p->agg_count)
+			g.agg_entries += agg_entries_wanted(p->agg_mode);
 	}
 	if (!d->nr_probes)
 		return 0;
@@ -477,6 +490,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	if (cfg->backpressure)
 		g.wait_tsc = (d->tsc_khz ? d->tsc_khz : DRAIN_TSC_KHZ_GUESS) * DRAIN_GUEST_WAIT_MS;
 	g.nr_detours = d->nr_detours;
+	g.tsc_khz = d->tsc_khz;
 	ret = stub_place(&d->stub, tgt, cfg->nr_cpus, returns, &g, lo, hi, err, errlen);
 	if (ret < 0) {
 		free_buffers(d);
@@ -568,6 +582,10 @@ void stub_drain_stop(struct stub_drain *d)
 		d->running = false;
 	}
 	stub_counters(&d->stub, &c);
+	/* the counting sites' tables, once no vCPU can count any more (a guest that is gone:
+	 * a->read stays false) */
+	if (d->stub.agg_entries && !d->agg.read && stub_agg_collect(&d->agg, &d->stub, d->c.probes) < 0)
+		d->agg_unread = true;
 	d->guest_lost = c.lost > UINT64_MAX - c.bad_cpu ? UINT64_MAX : c.lost + c.bad_cpu;
 	/* the guest's last word, for the writer to mark at the end */
 	for (unsigned i = 0; d->nr_probes && i < d->c.nr_cpus && i < STUB_MAX_CPUS; i++)

@@ -1551,15 +1551,19 @@ static void check_hist_sections(const struct hv_result *r)
 	assert_non_null(strstr(second, "duration: ~ 2^"));
 }
 
-/* -p nop (stub probes): the hists alone, no function line in the trace; the records the stub
- * still writes for them (one per call: counting in the stub is issue 39's next step) */
+/* -p nop (stub probes): the hists alone, no function line in the trace, counted by the stub in
+ * the guest: no record at all, one counting site, its tables read back whole */
 static void check_hist_nop(const struct hv_result *r)
 {
 	check_hist_sections(r);
 	assert_int_equal(r->nr_lines, 0);
 	printf("stub records %ld\n", hv_stat(r->err, "stub probes ", "records "));
 	assert_int_equal(hv_stat(r->err, "stub probes ", "stub probes "), 1);
-	assert_true(hv_stat(r->err, "stub probes ", "records ") >= HIST_READS);
+	assert_int_equal(hv_stat(r->err, "stub probes ", "records "), 0);
+	assert_int_equal(hv_stat(r->err, "stub counting sites ", "stub counting sites "), 1);
+	assert_true(hv_stat(r->err, "stub counting sites ", "entries-read ") >= 2);
+	assert_int_equal(hv_stat(r->err, "stub counting sites ", "agg-rejected "), 0);
+	assert_int_equal(hv_stat(r->err, "stub counting sites ", "agg-dropped "), 0);
 }
 
 /* -p function (trap probes): dd's vfs_read lines in the plain function trace are as many as its
