@@ -320,7 +320,7 @@ qemu-versions: | $(DEPS)
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
 FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms tracedat e820 \
-                viz_sinks session event_filter trigger_stack vcpu_threads x86_reloc kimage
+                viz_sinks session event_filter trigger_stack vcpu_threads x86_reloc kimage stub_agg
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -339,6 +339,7 @@ FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
 FUZZ_SRCS_kimage  := vmi/vmi_kimage.c
+FUZZ_SRCS_stub_agg := host/trace/stub_agg.c host/trace/probe.c vmi/vmi_sites.c vmi/vmi_symtab.c
 FUZZ_LIBS_kimage  := -lz
 FUZZ_SRCS_x86_reloc :=
 FUZZ_SRCS_tracedat := host/sink/tracedat_read.c vmi/vmi_file.c host/sink/tracedat_replay.c host/sink/writer.c host/trace/ring.c \

@@ -28,11 +28,11 @@ int profile_stat_duration(char *buf, size_t len, uint64_t ns)
 int profile_stat_line(char *buf, size_t len, const char *name, const struct profile_entry *e)
 {
 	uint64_t avg = e->hits ? e->total_ns / e->hits : 0, s2 = 0;
+	uint64_t denom = e->hits * (e->hits - 1) * 1000; /* wraps as ftrace's, but never to 0 here */
 	int n;
 
-	if (e->hits > 1)
-		s2 = (e->hits * e->sumsq_ns - e->total_ns * e->total_ns) /
-		     (e->hits * (e->hits - 1) * 1000);
+	if (e->hits > 1 && denom)
+		s2 = (e->hits * e->sumsq_ns - e->total_ns * e->total_ns) / denom;
 	n = snprintf(buf, len, "  %-30.30s  %10" PRIu64 "    ", name, e->hits);
 	n += profile_stat_duration(buf + n, (size_t)n < len ? len - (size_t)n : 0, e->total_ns);
 	n += snprintf(buf + n, (size_t)n < len ? len - (size_t)n : 0, "    ");

@@ -1,6 +1,5 @@
 #include "host/trace/stub_agg.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,40 +66,3 @@ void stub_agg_free(struct stub_agg *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/* Entries read from the guest at a time. */
-#define AGG_CHUNK 1024
-
-int stub_agg_collect(struct stub_agg *a, struct stub *s, const struct probe_table *probes)
-{
-	struct stub_agg_ent *buf;
-	int ret = 0;
-
-	if (!s->placed || !s->agg_entries || a->read)
-		return 0;
-	a->cap = (size_t)s->nr_cpus * s->agg_entries;
-	a->v = malloc(a->cap * sizeof(*a->v));
-	buf = malloc(AGG_CHUNK * sizeof(*buf));
-	if (!a->v || !buf) {
-		free(buf);
-		stub_agg_free(a);
-		return -ENOMEM;
-	}
-	for (unsigned c = 0; c < s->nr_cpus && ret == 0; c++) {
-		uint64_t dropped = 0;
-
-		for (uint64_t first = 0; first < s->agg_entries && ret == 0; first += AGG_CHUNK) {
-			uint64_t n = s->agg_entries - first < AGG_CHUNK ? s->agg_entries - first
-									: AGG_CHUNK;
-
-			ret = stub_agg_read(s, c, first, buf, n);
-			if (ret == 0)
-				stub_agg_parse(a, buf, n, c, probes);
-		}
-		if (ret == 0 && stub_agg_dropped(s, c, &dropped) == 0)
-			a->dropped = a->dropped + dropped < a->dropped ? UINT64_MAX
-								       : a->dropped + dropped;
-	}
-	free(buf);
-	a->read = ret == 0;
-	return ret;
-}

@@ -1,5 +1,6 @@
 /* Aggregation in the guest, read back: the stub's per-CPU tables (guest-stub/stub_abi.h, counting
- * routines) copied at the end of a run and validated entry by entry into host memory. The guest is
+ * routines), copied at the end of a run (stub_drain_stop), validated entry by entry into host
+ * memory. The guest is
  * untrusted: an entry the stub cannot have written (a site that is no counting probe, a bucket or
  * key its probe's mode does not make, sums that contradict their own count or maximum) is dropped
  * and counted; what passes is the guest's word on its own counts, and nothing more. */
@@ -8,7 +9,6 @@
 
 #include "guest-stub/stub_abi.h"
 #include "host/trace/probe.h"
-#include "host/trace/stub.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,12 +49,6 @@ void stub_agg_parse(struct stub_agg *a, const struct stub_agg_ent *raw, size_t n
 
 /* ilog2(roundup_pow_of_two(v)), as the kernel's .log2 (0 for 0 and 1). Pure. */
 unsigned stub_agg_log2(uint64_t v);
-
-/* Reads every CPU's table of the placed stub @s (within the host's own bounds, AGG_CHUNK entries at
- * a time) and validates it into @a (allocated here, at most every entry of every table), with the
- * CPUs' drop counts; once per run (a second call does nothing). 0 (also without tables), -ENOMEM,
- * or the read's -errno (a->read false then). Main thread, with the vCPUs paused or gone. */
-int stub_agg_collect(struct stub_agg *a, struct stub *s, const struct probe_table *probes);
 
 void stub_agg_free(struct stub_agg *a);
 

@@ -572,6 +572,48 @@ static bool cpu_inside(struct stub_drain *d)
 	return false;
 }
 
+/* Entries read from the guest at a time. */
+#define AGG_CHUNK 1024
+
+/* Reads every CPU's table of the placed stub @s (within the host's own bounds, AGG_CHUNK entries at
+ * a time) and validates it into @a (allocated here, at most every entry of every table), with the
+ * CPUs' drop counts, summed saturating; once per run. 0 (also without tables), -ENOMEM, or the
+ * read's -errno (a->read false then). */
+static int collect_agg(struct stub_agg *a, struct stub *s, const struct probe_table *probes)
+{
+	struct stub_agg_ent *buf;
+	int ret = 0;
+
+	if (!s->placed || !s->agg_entries || a->read)
+		return 0;
+	a->cap = (size_t)s->nr_cpus * s->agg_entries;
+	a->v = malloc(a->cap * sizeof(*a->v));
+	buf = malloc(AGG_CHUNK * sizeof(*buf));
+	if (!a->v || !buf) {
+		free(buf);
+		stub_agg_free(a);
+		return -ENOMEM;
+	}
+	for (unsigned c = 0; c < s->nr_cpus && ret == 0; c++) {
+		uint64_t dropped = 0;
+
+		for (uint64_t first = 0; first < s->agg_entries && ret == 0; first += AGG_CHUNK) {
+			uint64_t n = s->agg_entries - first < AGG_CHUNK ? s->agg_entries - first
+									: AGG_CHUNK;
+
+			ret = stub_agg_read(s, c, first, buf, n);
+			if (ret == 0)
+				stub_agg_parse(a, buf, n, c, probes);
+		}
+		if (ret == 0 && stub_agg_dropped(s, c, &dropped) == 0)
+			a->dropped = a->dropped + dropped < a->dropped ? UINT64_MAX
+								       : a->dropped + dropped;
+	}
+	free(buf);
+	a->read = ret == 0;
+	return ret;
+}
+
 void stub_drain_stop(struct stub_drain *d)
 {
 	struct stub_counters c;
@@ -584,7 +626,7 @@ void stub_drain_stop(struct stub_drain *d)
 	stub_counters(&d->stub, &c);
 	/* the counting sites' tables, once no vCPU can count any more (a guest that is gone:
 	 * a->read stays false) */
-	if (d->stub.agg_entries && !d->agg.read && stub_agg_collect(&d->agg, &d->stub, d->c.probes) < 0)
+	if (d->stub.agg_entries && !d->agg.read && collect_agg(&d->agg, &d->stub, d->c.probes) < 0)
 		d->agg_unread = true;
 	d->guest_lost = c.lost > UINT64_MAX - c.bad_cpu ? UINT64_MAX : c.lost + c.bad_cpu;
 	/* the guest's last word, for the writer to mark at the end */
