@@ -173,11 +173,13 @@
 #define STUB_AGG_RET 1	/* the return is hooked: returns and durations counted */
 #define STUB_AGG_PID 2	/* keyed by the task's pid too (else A_KEY's pid half is 0xffffffff) */
 #define STUB_AGG_LOG2 4 /* returns keyed by the log2 bucket of their duration in ns */
-#define STUB_AGG_NOPID 0xffffffffu
+#define STUB_AGG_NOPID 0xffffffff
+#define STUB_AGG_UNWOUND 0xffff /* the bucket of a counting site's frames unwound (A_KEY) */
 #define STUB_AGG_TSC_MASK 0x1fffffffffffffff /* E_TSC of a counting frame: the TSC below the mode */
 #define A_IP 0	   /* u64: the site; 0: an empty entry */
 #define A_KEY 8	   /* u64: the pid (u32, STUB_AGG_NOPID when not keyed by it), then the bucket
-		    * (u32): 0 calls, 1 returns, 2 + log2(duration in ns) returns in that bucket */
+		    * (u32): 0 calls, 1 returns, 2 + log2(duration in ns) returns in that bucket,
+		    * STUB_AGG_UNWOUND hooked frames abandoned without returning (pid not keyed) */
 #define A_HITS 16  /* u64 */
 #define A_SUM 24   /* u64: returns: the durations' sum in ns */
 #define A_SUMSQ 32 /* u64: returns: the sum of their squares (ns^2, wrapping) */

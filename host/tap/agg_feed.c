@@ -54,6 +54,13 @@ void agg_feed(const struct stub_agg *a, struct hist_set *hs, struct profile *pro
 
 		if (!p)
 			continue;
+		if (it->is_unwound) {
+			/* as the drain counts an abandoned frame's record */
+			struct probe *w = probe_at(probes, it->probe);
+
+			atomic_fetch_add_explicit(&w->n.unwound, it->hits, memory_order_relaxed);
+			continue;
+		}
 		for (size_t k = 0; k < hs->nr; k++)
 			if (hs->v[k].probe == it->probe && hs->v[k].on_return == it->is_return)
 				feed_hist(&hs->v[k], it, p);

@@ -1,7 +1,7 @@
 /* What the stub counted (host/trace/stub_agg: its tables, validated) added to the session's
  * aggregations as if each event had come through the writer: the hist triggers of each counted
  * function (keys computed from the entry's pid, CPU, function and log2 bucket, modifiers applied)
- * and the profile (calls, returns, times, per CPU). */
+ * and the profile (calls, returns, times, per CPU); frames unwound to their probe's counter. */
 #ifndef HVT_AGG_FEED_H
 #define HVT_AGG_FEED_H
 

@@ -174,10 +174,12 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	uint64_t records = stub_ring_records_for(g->max_records);
 	uint64_t min_records = g->exact ? records : STUB_RING_RECORDS_MIN;
 	uint64_t agg_entries = g->agg_entries ? stub_agg_entries_for(g->agg_entries) : 0;
-	uint64_t detours = detours_bytes(g->nr_detours) + stub_agg_bytes(nr_cpus, agg_entries);
-	uint64_t min =
-	    stub_region_bytes(nr_cpus, min_records, returns ? STUB_STACKS_MIN : 0) + detours;
-	uint64_t want = stub_region_bytes(nr_cpus, records, returns ? STUB_STACKS_MAX : 0) + detours;
+	uint64_t agg_min = agg_entries ? STUB_AGG_ENTRIES_MIN : 0;
+	uint64_t detours = detours_bytes(g->nr_detours);
+	uint64_t min = stub_region_bytes(nr_cpus, min_records, returns ? STUB_STACKS_MIN : 0) +
+		       detours + stub_agg_bytes(nr_cpus, agg_min);
+	uint64_t want = stub_region_bytes(nr_cpus, records, returns ? STUB_STACKS_MAX : 0) + detours +
+			stub_agg_bytes(nr_cpus, agg_entries);
 	char why[160] = "";
 	int ret;
 
@@ -187,7 +189,6 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->max_depth = g->max_depth < STUB_STACK_DEPTH ? g->max_depth : STUB_STACK_DEPTH;
 	s->stack_shift = g->stack_shift;
 	s->cpu_from = g->cpu_aux_mask ? "rdtscp" : g->cpu_cpuid ? "cpuid" : "gs";
-	s->agg_entries = agg_entries;
 	if (!tgt->ops->stub_map || !tgt->ops->kernel_gpa) {
 		msg_fmt(err, errlen, "the %s target cannot place stub probes", tgt->name);
 		return -ENOTSUP;
@@ -234,10 +235,18 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	if (s->reg.size == want) {
 		s->ring_records = records;
 		s->nr_stacks = returns ? STUB_STACKS_MAX : 0;
+		s->agg_entries = agg_entries;
 	} else {
-		/* less room than wanted: rings get what the shadow stacks leave, each a power of
-		 * two of records, at least min_records (the region holds min) */
+		/* less room than wanted: the counting tables get up to half of it, the rings what
+		 * the shadow stacks leave, each a power of two, at least their minimum (the region
+		 * holds min) */
 		uint64_t room = s->reg.size - detours - stub_region_bytes(0, 0, 0) - PAGE;
+
+		s->agg_entries = agg_min;
+		while (agg_entries && s->agg_entries < agg_entries &&
+		       stub_agg_bytes(nr_cpus, 2 * s->agg_entries) <= room / 2)
+			s->agg_entries *= 2;
+		room -= stub_agg_bytes(nr_cpus, s->agg_entries);
 
 		if (returns) {
 			s->nr_stacks = pow2_floor(room / 4 / STUB_STACK_SIZE);
@@ -252,10 +261,12 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 			s->ring_records = records;
 		if (s->ring_records < min_records)
 			s->ring_records = min_records;
-		if (stub_region_bytes(nr_cpus, s->ring_records, s->nr_stacks) + detours >
+		if (stub_region_bytes(nr_cpus, s->ring_records, s->nr_stacks) + detours +
+			stub_agg_bytes(nr_cpus, s->agg_entries) >
 		    s->reg.size) {
 			s->nr_stacks = returns ? STUB_STACKS_MIN : 0;
 			s->ring_records = min_records;
+			s->agg_entries = agg_min;
 		}
 	}
 	for (unsigned i = 0; i < sizeof(stub_routines) / sizeof(stub_routines[0]); i++)

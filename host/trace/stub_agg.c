@@ -14,6 +14,8 @@ static bool plausible(const struct stub_agg_ent *e, const struct probe *p)
 	unsigned mode = p->agg_mode;
 	bool pid = mode & STUB_AGG_PID, ret = mode & STUB_AGG_RET, log2 = mode & STUB_AGG_LOG2;
 
+	if (e->bucket == STUB_AGG_UNWOUND) /* frames abandoned: counted alone */
+		return ret && e->pid == STUB_AGG_NOPID && !e->sum && !e->sumsq && !e->max;
 	if (pid ? e->pid > STUB_AGG_PID_MAX : e->pid != STUB_AGG_NOPID)
 		return false;
 	if (e->bucket == 0) /* calls: no duration */
@@ -46,10 +48,11 @@ void stub_agg_parse(struct stub_agg *a, const struct stub_agg_ent *raw, size_t n
 		memset(it, 0, sizeof(*it));
 		it->probe = p->id;
 		it->cpu = (uint16_t)cpu;
-		it->has_pid = p->agg_mode & STUB_AGG_PID;
-		it->pid = (int32_t)e->pid;
-		it->is_return = e->bucket >= 1;
-		it->has_log2 = e->bucket >= 2;
+		it->is_unwound = e->bucket == STUB_AGG_UNWOUND;
+		it->has_pid = (p->agg_mode & STUB_AGG_PID) && !it->is_unwound;
+		it->pid = it->has_pid ? (int32_t)e->pid : -1;
+		it->is_return = e->bucket >= 1 && !it->is_unwound;
+		it->has_log2 = it->is_return && e->bucket >= 2;
 		it->log2 = it->has_log2 ? (uint8_t)(e->bucket - 2) : 0;
 		it->hits = e->hits;
 		it->sum_ns = e->sum;

@@ -16,13 +16,15 @@
 
 #define STUB_AGG_PID_MAX 4194304 /* Linux's PID_MAX_LIMIT */
 
-/* One validated entry: @hits calls (bucket 0) or returns (bucket >= 1) of probe @probe on CPU
- * @cpu, by task @pid (has_pid) and, in log2 mode, in duration bucket @log2 (bucket - 2). */
+/* One validated entry: @hits calls (bucket 0), returns (bucket >= 1) or frames unwound
+ * (STUB_AGG_UNWOUND) of probe @probe on CPU @cpu, by task @pid (has_pid) and, in log2 mode, in
+ * duration bucket @log2 (bucket - 2). */
 struct stub_agg_item {
 	uint32_t probe;
 	uint16_t cpu;
 	bool has_pid;
 	bool is_return;
+	bool is_unwound; /* @hits hooked frames abandoned without returning (no pid, no bucket) */
 	bool has_log2;
 	uint8_t log2;
 	int32_t pid;

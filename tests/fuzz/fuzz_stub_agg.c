@@ -45,7 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (it->probe > 1 || it->cpu != 3 || !it->hits || it->comm[15])
 			abort();
-		if (it->probe == 1 && (it->has_pid || it->is_return))
+		if (it->probe == 1 && (it->has_pid || it->is_return || it->is_unwound))
+			abort();
+		if (it->is_unwound && (it->has_pid || it->is_return || it->sum_ns))
 			abort();
 		if (it->is_return && (it->max_ns > it->sum_ns || it->log2 != stub_agg_log2(it->max_ns)))
 			abort();

@@ -223,6 +223,8 @@ static void test_forged_entries_rejected(void **state)
 	    (struct stub_agg_ent){
 		.ip = F_COUNT, .pid = 42, .bucket = 2 + 11, .hits = 50, .sum = 75000, .max = 2000});
 	put(1, 0, (struct stub_agg_ent){.ip = F_PLAIN, .pid = STUB_AGG_NOPID, .hits = big});
+	put(1, 1, (struct stub_agg_ent){.ip = F_COUNT, .pid = STUB_AGG_NOPID,
+					.bucket = STUB_AGG_UNWOUND, .hits = 3});
 	/* forged: */
 	put(0, 20, (struct stub_agg_ent){.ip = F_TRAP, .pid = STUB_AGG_NOPID, .hits = 1});
 	put(0, 21, (struct stub_agg_ent){.ip = F_COUNT + 1, .pid = 42, .hits = 1});
@@ -242,6 +244,10 @@ static void test_forged_entries_rejected(void **state)
 					 .sum = 2000, .max = 2000}); /* max not in its bucket */
 	put(0, 32, (struct stub_agg_ent){.ip = F_COUNT, .pid = 1, .bucket = 2 + 65, .hits = 1,
 					 .sum = 2000, .max = 2000});
+	put(0, 33, (struct stub_agg_ent){.ip = F_COUNT, .pid = 1, .bucket = STUB_AGG_UNWOUND,
+					 .hits = 1}); /* an unwound frame has no pid */
+	put(0, 34, (struct stub_agg_ent){.ip = F_PLAIN, .pid = STUB_AGG_NOPID,
+					 .bucket = STUB_AGG_UNWOUND, .hits = 1}); /* no return */
 	/* not counted yet (claimed, no hit): skipped, not rejected */
 	put(1, 5, (struct stub_agg_ent){.ip = F_COUNT, .pid = 9});
 	/* the guest's overflow counts, summed saturating */
@@ -251,8 +257,8 @@ static void test_forged_entries_rejected(void **state)
 
 	stub_drain_stop(&d);
 	assert_true(d.agg.read);
-	assert_int_equal(d.agg.nr, 3);
-	assert_int_equal(d.agg.rejected, 13);
+	assert_int_equal(d.agg.nr, 4);
+	assert_int_equal(d.agg.rejected, 15);
 	assert_int_equal(d.agg.dropped, UINT64_MAX);
 	assert_int_equal(d.agg.v[0].probe, 0);
 	assert_int_equal(d.agg.v[0].cpu, 0);
@@ -269,10 +275,14 @@ static void test_forged_entries_rejected(void **state)
 	assert_int_equal(d.agg.v[2].cpu, 1);
 	assert_false(d.agg.v[2].has_pid);
 	assert_int_equal(d.agg.v[2].hits, big);
+	assert_true(d.agg.v[3].is_unwound);
+	assert_false(d.agg.v[3].is_return);
+	assert_false(d.agg.v[3].has_pid);
+	assert_int_equal(d.agg.v[3].hits, 3);
 	/* read once: a second stop changes nothing */
 	put(0, 40, (struct stub_agg_ent){.ip = F_PLAIN, .pid = STUB_AGG_NOPID, .hits = 1});
 	stub_drain_stop(&d);
-	assert_int_equal(d.agg.nr, 3);
+	assert_int_equal(d.agg.nr, 4);
 }
 
 /* A guest that scribbles over the header (where its tables are, how big, how many CPUs) and fills
