@@ -18,7 +18,7 @@ static bool countable_field(const struct hist_field *f, bool key, unsigned *mode
 	case HIST_SRC_DURATION:
 		*mode |= STUB_AGG_RET;
 		if (!key)
-			return true; /* the sum of the durations */
+			return f->mod == HIST_MOD_NONE; /* the sum of the durations, in ns */
 		*mode |= STUB_AGG_LOG2;
 		return f->mod == HIST_MOD_LOG2;
 	default:

@@ -14,8 +14,8 @@
 #include <stdbool.h>
 
 /* Whether the stub can count what hist @h reads, and if so the STUB_AGG_* bits it needs in
- * *@mode: keys common_pid (any modifier), common_cpu, ip, duration.log2; values hitcount and
- * duration. Pure. */
+ * *@mode: keys common_pid, common_cpu, ip (any modifier), duration.log2; values hitcount and
+ * duration (in ns, no modifier). Pure. */
 bool agg_plan_hist_countable(const struct hist_spec *h, unsigned *mode);
 
 /* Marks every probe of @tr that only aggregations want under session @s (the nop tracer, no -e

@@ -31,8 +31,9 @@ static void feed_hist(struct hist *h, const struct stub_agg_item *it, const stru
 	for (unsigned i = 0; i < h->spec.nr_keys; i++)
 		key[i] = item_field(&h->spec.keys[i], it, p);
 	for (unsigned i = 0; i < h->spec.nr_vals; i++)
-		val[i] = h->spec.vals[i].src == HIST_SRC_DURATION ? it->sum_ns
-							       : item_field(&h->spec.vals[i], it, p);
+		val[i] = h->spec.vals[i].src == HIST_SRC_DURATION
+			     ? it->sum_ns
+			     : item_field(&h->spec.vals[i], it, p);
 	memset(comm, 0, sizeof(comm));
 	memcpy(comm, it->comm, sizeof(it->comm) < sizeof(comm) ? sizeof(it->comm) : sizeof(comm));
 	comm[VMI_COMM_LEN - 1] = 0;

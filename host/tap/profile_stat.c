@@ -28,7 +28,8 @@ int profile_stat_duration(char *buf, size_t len, uint64_t ns)
 int profile_stat_line(char *buf, size_t len, const char *name, const struct profile_entry *e)
 {
 	uint64_t avg = e->hits ? e->total_ns / e->hits : 0, s2 = 0;
-	uint64_t denom = e->hits * (e->hits - 1) * 1000; /* wraps as ftrace's, but never to 0 here */
+	uint64_t denom =
+	    e->hits * (e->hits - 1) * 1000; /* wraps as ftrace's, but never to 0 here */
 	int n;
 
 	if (e->hits > 1 && denom)
@@ -70,9 +71,10 @@ static void print_table(const struct profile *p, const struct profile_entry *tab
 	sort_tab = tab;
 	qsort(order, k, sizeof(*order), by_time);
 	fprintf(out, "%s\n", title);
-	fputs("  Function                               Hit    Time            Avg             s^2\n"
-	      "  --------                               ---    ----            ---             ---\n",
-	      out);
+	fputs(
+	    "  Function                               Hit    Time            Avg             s^2\n"
+	    "  --------                               ---    ----            ---             ---\n",
+	    out);
 	for (size_t i = 0; i < k; i++) {
 		profile_stat_line(line, sizeof(line), probe_at(p->probes, order[i])->func->name,
 				  &tab[order[i]]);

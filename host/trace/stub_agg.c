@@ -39,8 +39,8 @@ void stub_agg_parse(struct stub_agg *a, const struct stub_agg_ent *raw, size_t n
 		if (!e->ip || !e->hits)
 			continue;
 		p = probe_lookup(probes, e->ip);
-		if (!p || !p->stub || !p->agg || !p->agg_count || p->addr != e->ip || !plausible(e, p) ||
-		    a->nr == a->cap) {
+		if (!p || !p->stub || !p->agg || !p->agg_count || p->addr != e->ip ||
+		    !plausible(e, p) || a->nr == a->cap) {
 			a->rejected++;
 			continue;
 		}
@@ -68,4 +68,3 @@ void stub_agg_free(struct stub_agg *a)
 	free(a->v);
 	memset(a, 0, sizeof(*a));
 }
-

@@ -37,7 +37,8 @@ struct stub_agg_item {
 struct stub_agg {
 	struct stub_agg_item *v;
 	size_t nr, cap;
-	uint64_t dropped;  /* guest-reported: events no table had room for (RH_AGG_DROP, saturating) */
+	uint64_t
+	    dropped; /* guest-reported: events no table had room for (RH_AGG_DROP, saturating) */
 	uint64_t rejected; /* entries the stub cannot have written, left out */
 	bool read;	   /* the tables were read (else they could not be: nothing above holds) */
 };

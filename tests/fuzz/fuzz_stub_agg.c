@@ -11,8 +11,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct vmi_sym syms[3] = {{.name = (char *)"a"}, {.name = (char *)"b"},
-					 {.name = (char *)"c"}};
+	static struct vmi_sym syms[3] = {
+	    {.name = (char *)"a"}, {.name = (char *)"b"}, {.name = (char *)"c"}};
 	static struct vmi_site sites[3];
 	static struct probe_table probes;
 	static bool ready;
@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (it->is_unwound && (it->has_pid || it->is_return || it->sum_ns))
 			abort();
-		if (it->is_return && (it->max_ns > it->sum_ns || it->log2 != stub_agg_log2(it->max_ns)))
+		if (it->is_return &&
+		    (it->max_ns > it->sum_ns || it->log2 != stub_agg_log2(it->max_ns)))
 			abort();
 		if (it->has_pid && (it->pid < 0 || it->pid > STUB_AGG_PID_MAX))
 			abort();

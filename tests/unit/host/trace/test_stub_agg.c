@@ -223,8 +223,9 @@ static void test_forged_entries_rejected(void **state)
 	    (struct stub_agg_ent){
 		.ip = F_COUNT, .pid = 42, .bucket = 2 + 11, .hits = 50, .sum = 75000, .max = 2000});
 	put(1, 0, (struct stub_agg_ent){.ip = F_PLAIN, .pid = STUB_AGG_NOPID, .hits = big});
-	put(1, 1, (struct stub_agg_ent){.ip = F_COUNT, .pid = STUB_AGG_NOPID,
-					.bucket = STUB_AGG_UNWOUND, .hits = 3});
+	put(1, 1,
+	    (struct stub_agg_ent){
+		.ip = F_COUNT, .pid = STUB_AGG_NOPID, .bucket = STUB_AGG_UNWOUND, .hits = 3});
 	/* forged: */
 	put(0, 20, (struct stub_agg_ent){.ip = F_TRAP, .pid = STUB_AGG_NOPID, .hits = 1});
 	put(0, 21, (struct stub_agg_ent){.ip = F_COUNT + 1, .pid = 42, .hits = 1});
@@ -234,20 +235,43 @@ static void test_forged_entries_rejected(void **state)
 	put(0, 25, (struct stub_agg_ent){.ip = F_COUNT, .pid = STUB_AGG_PID_MAX + 1, .hits = 1});
 	put(0, 26, (struct stub_agg_ent){.ip = F_COUNT, .pid = 1, .hits = 1, .sum = 5});
 	put(0, 27, (struct stub_agg_ent){.ip = F_COUNT, .pid = 1, .bucket = 1, .hits = 1});
-	put(0, 28, (struct stub_agg_ent){.ip = F_PLAIN, .pid = STUB_AGG_NOPID, .bucket = 1,
-					 .hits = 1, .sum = 1, .max = 1});
-	put(0, 29, (struct stub_agg_ent){.ip = F_COUNT, .pid = 1, .bucket = 2 + 11, .hits = 2,
-					 .sum = 1000, .max = 2000}); /* max > sum */
-	put(0, 30, (struct stub_agg_ent){.ip = F_COUNT, .pid = 1, .bucket = 2 + 11, .hits = 2,
-					 .sum = 5000, .max = 2000}); /* sum > hits * max */
-	put(0, 31, (struct stub_agg_ent){.ip = F_COUNT, .pid = 1, .bucket = 2 + 5, .hits = 1,
-					 .sum = 2000, .max = 2000}); /* max not in its bucket */
-	put(0, 32, (struct stub_agg_ent){.ip = F_COUNT, .pid = 1, .bucket = 2 + 65, .hits = 1,
-					 .sum = 2000, .max = 2000});
-	put(0, 33, (struct stub_agg_ent){.ip = F_COUNT, .pid = 1, .bucket = STUB_AGG_UNWOUND,
-					 .hits = 1}); /* an unwound frame has no pid */
-	put(0, 34, (struct stub_agg_ent){.ip = F_PLAIN, .pid = STUB_AGG_NOPID,
-					 .bucket = STUB_AGG_UNWOUND, .hits = 1}); /* no return */
+	put(0, 28,
+	    (struct stub_agg_ent){
+		.ip = F_PLAIN, .pid = STUB_AGG_NOPID, .bucket = 1, .hits = 1, .sum = 1, .max = 1});
+	put(0, 29,
+	    (struct stub_agg_ent){.ip = F_COUNT,
+				  .pid = 1,
+				  .bucket = 2 + 11,
+				  .hits = 2,
+				  .sum = 1000,
+				  .max = 2000}); /* max > sum */
+	put(0, 30,
+	    (struct stub_agg_ent){.ip = F_COUNT,
+				  .pid = 1,
+				  .bucket = 2 + 11,
+				  .hits = 2,
+				  .sum = 5000,
+				  .max = 2000}); /* sum > hits * max */
+	put(0, 31,
+	    (struct stub_agg_ent){.ip = F_COUNT,
+				  .pid = 1,
+				  .bucket = 2 + 5,
+				  .hits = 1,
+				  .sum = 2000,
+				  .max = 2000}); /* max not in its bucket */
+	put(0, 32,
+	    (struct stub_agg_ent){
+		.ip = F_COUNT, .pid = 1, .bucket = 2 + 65, .hits = 1, .sum = 2000, .max = 2000});
+	put(0, 33,
+	    (struct stub_agg_ent){.ip = F_COUNT,
+				  .pid = 1,
+				  .bucket = STUB_AGG_UNWOUND,
+				  .hits = 1}); /* an unwound frame has no pid */
+	put(0, 34,
+	    (struct stub_agg_ent){.ip = F_PLAIN,
+				  .pid = STUB_AGG_NOPID,
+				  .bucket = STUB_AGG_UNWOUND,
+				  .hits = 1}); /* no return */
 	/* not counted yet (claimed, no hit): skipped, not rejected */
 	put(1, 5, (struct stub_agg_ent){.ip = F_COUNT, .pid = 9});
 	/* the guest's overflow counts, summed saturating */
@@ -295,7 +319,8 @@ static void test_scribbled_header_full_tables(void **state)
 	(void)state;
 	for (unsigned c = 0; c < 2; c++)
 		for (uint64_t i = 0; i < n; i++) {
-			put(c, i, (struct stub_agg_ent){.ip = F_COUNT, .pid = (uint32_t)i, .hits = 1});
+			put(c, i,
+			    (struct stub_agg_ent){.ip = F_COUNT, .pid = (uint32_t)i, .hits = 1});
 			memset(ent(c, i)->comm, 'x', 16); /* no NUL */
 		}
 	set_hdr(H_AGG, 0xffffffffffff0000ull);
