@@ -427,3 +427,15 @@ clean:
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- make bench-host (issue 39): the host pipeline alone (rings -> writer -> sink, one core) on a
+# recorded ring stream: a real all-functions run's trace.dat, recorded once into $(BUILD)/bench-host
+# by tests/bench/bench-host.sh (BENCH_HOST_DAT=FILE: another recording), read back, then replayed
+# through the trace.dat, text and jsonl sinks; prints one line of M records/s.
+$(BUILD)/tests/bench_host: tests/bench/bench_host.c $(LIB) | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) -o $@ $< $(LIB) $(LIB_LIBS)
+
+bench-host: hvtrace guest $(BUILD)/tests/bench_host
+	tests/bench/bench-host.sh $(GUEST_DIR) $(BUILD)/bench-host $(BUILD)/tests/bench_host
+.PHONY: bench-host
