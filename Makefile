@@ -347,6 +347,7 @@ FUZZ_SRCS_tracedat := host/sink/tracedat_read.c vmi/vmi_file.c host/sink/traceda
                       host/sink/sink_record.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_tracedat := $(shell pkg-config --cflags --libs libtracecmd libtraceevent)
 FUZZ_SRCS_viz_sinks := host/sink/sink_chrome.c host/sink/sink_folded.c host/sink/sink_json.c host/sink/task_table.c \
+                       host/sink/sink_function.c \
                        host/sink/sink_io.c host/sink/out_fail.c host/sink/sink_record.c host/trace/fevent.c \
                        host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_SRCS_session := host/session/session_file.c host/trace/text_check.c host/trace/escape.c vmi/vmi_file.c host/tap/expect.c host/tap/profile.c host/trace/probe.c \
