@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -697,11 +698,22 @@ static int write_verdicts(struct pipeline *p, int status, unsigned long long los
 }
 
 /* The hist triggers' tables as the kernel's `hist` files print them, one section each: to
- * OUTPUT.hist beside -o OUTPUT, else on stdout after the trace. Returns 0, or 1 after one line on
+ * OUTPUT.hist beside -o OUTPUT (a regular file), else on stdout after the trace. Returns 0, or 1 after one line on
  * stderr saying what could not be written. */
+/* -o's file when side files go beside it (OUTPUT.hist, OUTPUT.profile): a regular file (or one
+ * not there), not a device such as /dev/null, whose side files would land in /dev. */
+static const char *side_base(const struct pipeline *p)
+{
+	struct stat st;
+
+	if (!p->s->output || (stat(p->s->output, &st) == 0 && !S_ISREG(st.st_mode)))
+		return NULL;
+	return p->s->output;
+}
+
 static int write_hists(struct pipeline *p)
 {
-	const char *out = p->s->output;
+	const char *out = side_base(p);
 	char path[4096];
 	FILE *f = stdout;
 	int ret = 0;
@@ -746,11 +758,11 @@ static void feed_counted(struct pipeline *p)
 	agg_feed(a, &p->hists, p->profiling ? &p->prof : NULL, tracer_probes(p->tr));
 }
 
-/* --profile as ftrace's trace_stat/function files: to OUTPUT.profile beside -o OUTPUT, else on
- * stderr after the summary. Returns 0, or 1 after one line on stderr. */
+/* --profile as ftrace's trace_stat/function files: to OUTPUT.profile beside -o OUTPUT (a regular
+ * file), else on stderr after the summary. Returns 0, or 1 after one line on stderr. */
 static int write_profile_stat(struct pipeline *p)
 {
-	const char *out = p->s->output;
+	const char *out = side_base(p);
 	char path[4096];
 	FILE *f = stderr;
 	int ret;
