@@ -40,8 +40,9 @@ hvt_stub_count_ret_pid_log2:
 	leaq F_SLOT(%rsp), %r14
 	movq F_SITE(%rsp), %r13
 	subq $5, %r13
-	push %r10
-	call .Lagg_key
+	movl %r10d, %r11d
+	AGG_KEY
+	push %r11
 	xorl %r11d, %r11d /* a call: bucket 0, no duration */
 	call .Lagg
 	pop %r10
@@ -93,23 +94,6 @@ hvt_stub_count_ret_pid_log2:
 .Lagg_nohook:
 	lock incq H_NO_STACK(%rbx)
 	jmp .Lout
-
-/* r10 = the key of mode r10 for CPU r12's current task, bucket 0: its pid with STUB_AGG_PID (0
- * when unknown), else STUB_AGG_NOPID; r15 = the task. Clobbers rax, rcx. */
-.Lagg_key:
-	TASK
-	movq %rax, %r15
-	testl $STUB_AGG_PID, %r10d
-	movl $STUB_AGG_NOPID, %r10d
-	jz 1f
-	xorl %r10d, %r10d
-	testq %r15, %r15
-	jz 1f
-	cmpq $0, H_COMM_OFF(%rbx)
-	je 1f
-	movq H_PID_OFF(%rbx), %rcx
-	movl (%r15,%rcx), %r10d
-1:	ret
 
 /* Adds one event of site r13 and key r10 with duration r11 (ns; 0 for a call) to CPU r12's table:
  * the entry of that key found or claimed within STUB_AGG_PROBES entries of its hash (a pid key's

@@ -71,10 +71,11 @@ hvt_stub_ret:
 1:	mulq H_NS_MULT(%rbx)
 	movq H_NS_SHIFT(%rbx), %rcx
 	shrdq %cl, %rdx, %rax
-	movq %rax, %r11
-	push %r10
-	call .Lagg_key
-	pop %rax
+	push %rax
+	movl %r10d, %r11d
+	AGG_KEY
+	movl %r11d, %eax /* the mode */
+	pop %r11 /* the duration */
 	movl $1, %ecx /* bucket 1: a return */
 	testl $STUB_AGG_LOG2, %eax
 	jz 2f
