@@ -697,9 +697,6 @@ static int write_verdicts(struct pipeline *p, int status, unsigned long long los
 	return bad && !status ? EXIT_HOST_ERROR : status;
 }
 
-/* The hist triggers' tables as the kernel's `hist` files print them, one section each: to
- * OUTPUT.hist beside -o OUTPUT (a regular file), else on stdout after the trace. Returns 0, or 1 after one line on
- * stderr saying what could not be written. */
 /* -o's file when side files go beside it (OUTPUT.hist, OUTPUT.profile): a regular file (or one
  * not there), not a device such as /dev/null, whose side files would land in /dev. */
 static const char *side_base(const struct pipeline *p)
@@ -711,6 +708,9 @@ static const char *side_base(const struct pipeline *p)
 	return p->s->output;
 }
 
+/* The hist triggers' tables as the kernel's `hist` files print them, one section each: to
+ * OUTPUT.hist beside -o OUTPUT (a regular file), else on stdout after the trace. Returns 0, or 1 after one line on
+ * stderr saying what could not be written. */
 static int write_hists(struct pipeline *p)
 {
 	const char *out = side_base(p);
