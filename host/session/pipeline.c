@@ -312,8 +312,7 @@ static int hook_hist_returns(struct pipeline *p)
 		int ret;
 
 		if (!hist_wants_returns(&s->hists[k]) || !pr || pr->ret_probe || pr->agg ||
-		    pr->no_return ||
-		    pr->inside || (pr->quiet_entry && !pr->event))
+		    pr->no_return || pr->inside || (pr->quiet_entry && !pr->event))
 			continue;
 		if (p->nr_own_ret == sizeof(p->own_ret) / sizeof(p->own_ret[0]))
 			return -E2BIG;
@@ -345,8 +344,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	struct tracer_opts opts = {
 	    .stub = g->stub,
 	    .stub_backpressure = g->stub && g->backpressure,
-	    .returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes || hists_want_returns(s) ||
-		       (s->tracer == TRACER_NOP && s->profile),
+	    .returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes ||
+		       hists_want_returns(s) || (s->tracer == TRACER_NOP && s->profile),
 	    .hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
 	    .graph_filter = s->nr_graph > 0,
 	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_new) */
@@ -555,7 +554,8 @@ static void print_counting_stats(const struct pipeline *p)
 		"hvtrace: stats: stub counting sites %zu table-entries %llu/cpu entries-read %zu "
 		"agg-dropped %llu agg-rejected %llu%s\n",
 		n, (unsigned long long)tracer_stub_agg_entries(p->tr), a ? a->nr : 0,
-		a ? (unsigned long long)a->dropped : 0ull, a ? (unsigned long long)a->rejected : 0ull,
+		a ? (unsigned long long)a->dropped : 0ull,
+		a ? (unsigned long long)a->rejected : 0ull,
 		a && !a->read ? " (tables unread)" : "");
 }
 
@@ -709,8 +709,8 @@ static const char *side_base(const struct pipeline *p)
 }
 
 /* The hist triggers' tables as the kernel's `hist` files print them, one section each: to
- * OUTPUT.hist beside -o OUTPUT (a regular file), else on stdout after the trace. Returns 0, or 1 after one line on
- * stderr saying what could not be written. */
+ * OUTPUT.hist beside -o OUTPUT (a regular file), else on stdout after the trace. Returns 0, or 1
+ * after one line on stderr saying what could not be written. */
 static int write_hists(struct pipeline *p)
 {
 	const char *out = side_base(p);
@@ -751,8 +751,9 @@ static void feed_counted(struct pipeline *p)
 	if (!a)
 		return;
 	if (!a->read) {
-		cmd_error("the stub's aggregation tables could not be read (the guest is gone): the "
-			  "counts of the functions it counted are missing");
+		cmd_error(
+		    "the stub's aggregation tables could not be read (the guest is gone): the "
+		    "counts of the functions it counted are missing");
 		return;
 	}
 	agg_feed(a, &p->hists, p->profiling ? &p->prof : NULL, tracer_probes(p->tr));

@@ -178,8 +178,8 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	uint64_t detours = detours_bytes(g->nr_detours);
 	uint64_t min = stub_region_bytes(nr_cpus, min_records, returns ? STUB_STACKS_MIN : 0) +
 		       detours + stub_agg_bytes(nr_cpus, agg_min);
-	uint64_t want = stub_region_bytes(nr_cpus, records, returns ? STUB_STACKS_MAX : 0) + detours +
-			stub_agg_bytes(nr_cpus, agg_entries);
+	uint64_t want = stub_region_bytes(nr_cpus, records, returns ? STUB_STACKS_MAX : 0) +
+			detours + stub_agg_bytes(nr_cpus, agg_entries);
 	char why[160] = "";
 	int ret;
 
@@ -279,8 +279,7 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->ret = s->reg.gva + (uint64_t)(hvt_stub_ret - hvt_stub_start);
 	s->nr_detours = g->nr_detours;
 	s->detour_off = STUB_RINGS_OFF;
-	ret = zero_phys(tgt, s->reg.gpa,
-			agg_off(s) + stub_agg_bytes(nr_cpus, s->agg_entries));
+	ret = zero_phys(tgt, s->reg.gpa, agg_off(s) + stub_agg_bytes(nr_cpus, s->agg_entries));
 	if (ret == 0)
 		ret = tgt->ops->write_phys(tgt, s->reg.gpa + STUB_CODE_OFF, hvt_stub_start, code);
 	if (ret == 0)
@@ -341,8 +340,7 @@ int stub_agg_read(struct stub *s, unsigned cpu, uint64_t first, struct stub_agg_
 {
 	uint64_t off = agg_off(s) + ((uint64_t)cpu * s->agg_entries + first) * STUB_AGG_SIZE;
 
-	if (!s->placed || cpu >= s->nr_cpus || first > s->agg_entries ||
-	    n > s->agg_entries - first)
+	if (!s->placed || cpu >= s->nr_cpus || first > s->agg_entries || n > s->agg_entries - first)
 		return -EINVAL;
 	return s->tgt->ops->read_phys(s->tgt, s->reg.gpa + off, buf, n * STUB_AGG_SIZE);
 }

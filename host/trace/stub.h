@@ -39,7 +39,7 @@ struct stub {
 			     * 8 * from a detour slot] */
 	uint64_t ret;	   /* GVA of the return routine */
 	uint64_t agg[8];   /* GVAs of the counting routines by mode (STUB_AGG_*), 0: none */
-	uint64_t agg_entries; /* aggregation table entries per CPU (0: no tables) */
+	uint64_t agg_entries;	      /* aggregation table entries per CPU (0: no tables) */
 	uint64_t tail[STUB_MAX_CPUS]; /* next index the host reads, per CPU */
 	uint64_t head[STUB_MAX_CPUS]; /* guest-reported: the ring's head as last read (any value) */
 	uint64_t gave_up[STUB_MAX_CPUS]; /* guest-reported: its RH_GAVE_UP as last read */

@@ -598,16 +598,16 @@ static int collect_agg(struct stub_agg *a, struct stub *s, const struct probe_ta
 		uint64_t dropped = 0;
 
 		for (uint64_t first = 0; first < s->agg_entries && ret == 0; first += AGG_CHUNK) {
-			uint64_t n = s->agg_entries - first < AGG_CHUNK ? s->agg_entries - first
-									: AGG_CHUNK;
+			uint64_t n =
+			    s->agg_entries - first < AGG_CHUNK ? s->agg_entries - first : AGG_CHUNK;
 
 			ret = stub_agg_read(s, c, first, buf, n);
 			if (ret == 0)
 				stub_agg_parse(a, buf, n, c, probes);
 		}
 		if (ret == 0 && stub_agg_dropped(s, c, &dropped) == 0)
-			a->dropped = a->dropped + dropped < a->dropped ? UINT64_MAX
-								       : a->dropped + dropped;
+			a->dropped =
+			    a->dropped + dropped < a->dropped ? UINT64_MAX : a->dropped + dropped;
 	}
 	free(buf);
 	a->read = ret == 0;

@@ -111,7 +111,8 @@ void hv_run_signal_on(struct hv_result *r, const char *const *argv, const char *
 static void run(struct hv_result *r, const char *const *argv, const char *console_text,
 		double signal_after, int sig)
 {
-	char dir[] = "/tmp/hvt-test-XXXXXX", tpath[256], cpath[256], epath[256], hpath[264], ppath[272];
+	char dir[] = "/tmp/hvt-test-XXXXXX", tpath[256], cpath[256], epath[256], hpath[264],
+	     ppath[272];
 	const char *args[64];
 	int n = 0, st;
 	pid_t pid;

@@ -1657,8 +1657,9 @@ static void check_profile_stub(const struct hv_result *r)
 	assert_non_null(r->profile);
 	printf("%.*s...\n", (int)strcspn(r->profile, "\n") + 400, r->profile);
 	assert_int_equal(r->nr_lines, 0);
-	assert_non_null(strstr(r->profile, "trace_stat/function0:\n  Function                     "
-					   "          Hit    Time            Avg             s^2\n"));
+	assert_non_null(strstr(r->profile,
+			       "trace_stat/function0:\n  Function                     "
+			       "          Hit    Time            Avg             s^2\n"));
 	assert_int_equal(stat_hits(r->profile, "(all CPUs):", "bm_status_read", &ns), 7);
 	assert_true(ns > 0);
 	cpu0 = stat_hits(r->profile, "function0:", "bm_status_read", NULL);
@@ -1668,8 +1669,8 @@ static void check_profile_stub(const struct hv_result *r)
 	printf("profile: %ld calls in all, CPU 0 %ld, CPU 1 %ld\n", all,
 	       stat_total(r->profile, "function0:"), stat_total(r->profile, "function1:"));
 	assert_true(all > 100000);
-	assert_int_equal(stat_total(r->profile, "function0:") + stat_total(r->profile, "function1:"),
-			 all);
+	assert_int_equal(
+	    stat_total(r->profile, "function0:") + stat_total(r->profile, "function1:"), all);
 	assert_non_null(tot);
 	hist_hits = strtol(tot + strlen("Totals:\n    Hits: "), NULL, 10);
 	assert_int_equal(stat_hits(r->profile, "(all CPUs):", "vfs_read", NULL), hist_hits);
