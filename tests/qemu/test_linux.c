@@ -1684,6 +1684,26 @@ static void check_profile_stub(const struct hv_result *r)
 	assert_int_equal(hv_stat(r->err, "stub counting sites ", "agg-dropped "), 0);
 }
 
+/* --profile -p nop -l vfs_read with trap probes: nothing in the trace, vfs_read's calls and their
+ * times in the profile from the records (its returns hooked for the profile alone), as many calls
+ * as hvtrace's summary counts, no counting site */
+static void check_profile_trap(const struct hv_result *r)
+{
+	long hits;
+	double ns = 0;
+	char line[64];
+
+	assert_non_null(r->profile);
+	printf("%s", r->profile);
+	assert_int_equal(r->nr_lines, 0);
+	hits = stat_hits(r->profile, "(all CPUs):", "vfs_read", &ns);
+	assert_true(hits > 0);
+	assert_true(ns > 0);
+	snprintf(line, sizeof(line), "\n  %-30s %10ld ", "vfs_read", hits);
+	assert_non_null(strstr(r->err, line)); /* the summary's Hit */
+	assert_int_equal(hv_stat(r->err, "stub counting sites ", "stub counting sites "), -1);
+}
+
 /* ---- the tests ------------------------------------------------------------------------------- */
 
 #define WORKLOAD_DONE "hvt-linux: workload done"
@@ -2712,14 +2732,24 @@ static const struct linux_test linux_tests[] = {
 	.domain = "hvt.rounds=800 hvt.yes_sec=2 hvt.bm=7 hvt.bm_wait=60 memmap=16M$0xd000000",
 	.qemu = {"-qmp", QMP_TCP_ARG},
 	.console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},
-	.runs = {{
-	    .label = "attach --qmp --probe stub -p nop -l '*' --profile",
-	    .cmd = RAW,
-	    .args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "nop", "-l", "*",
-		     "--profile", "--trigger", "vfs_read:hist:keys=common_pid.execname",
-		     "--duration", "90", "--stats"},
-	    .expect = {.check = check_profile_stub},
-	}},
+	.runs = {
+	    {
+		.label = "attach --qmp --probe stub -p nop -l '*' --profile",
+		.cmd = RAW,
+		.args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "nop", "-l", "*",
+			 "--profile", "--trigger", "vfs_read:hist:keys=common_pid.execname",
+			 "--duration", "90", "--stats"},
+		.expect = {.check = check_profile_stub},
+	    },
+	    {
+		/* trap probes: the host counts, from records the trace leaves out */
+		.label = "attach --qmp --probe trap -p nop -l vfs_read --profile",
+		.cmd = RAW,
+		.args = {"attach", "--qmp", QMP_TCP, "--probe", "trap", "-p", "nop", "-l",
+			 "vfs_read", "--profile", "--duration", "15", "--stats"},
+		.expect = {.check = check_profile_trap},
+	    },
+	},
     },
     {
 	/* issue 36: hvtrace first (stub probes on vfs_read), then the guest's own function tracer on
