@@ -359,7 +359,7 @@ qemu-versions: | $(DEPS)
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
 FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms tracedat e820 \
-                viz_sinks session event_filter trigger_stack vcpu_threads x86_reloc kimage
+                viz_sinks session event_filter trigger_stack vcpu_threads x86_reloc kimage stub_agg
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -378,6 +378,7 @@ FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
 FUZZ_SRCS_kimage  := vmi/vmi_kimage.c
+FUZZ_SRCS_stub_agg := host/trace/stub_agg.c host/trace/probe.c vmi/vmi_sites.c vmi/vmi_symtab.c
 FUZZ_LIBS_kimage  := -lz
 FUZZ_SRCS_x86_reloc :=
 FUZZ_SRCS_tracedat := host/sink/tracedat_read.c vmi/vmi_file.c host/sink/tracedat_replay.c host/sink/writer.c host/trace/ring.c \
@@ -385,6 +386,7 @@ FUZZ_SRCS_tracedat := host/sink/tracedat_read.c vmi/vmi_file.c host/sink/traceda
                       host/sink/sink_record.c host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_LIBS_tracedat := $(shell pkg-config --cflags --libs libtracecmd libtraceevent)
 FUZZ_SRCS_viz_sinks := host/sink/sink_chrome.c host/sink/sink_folded.c host/sink/sink_json.c host/sink/task_table.c \
+                       host/sink/sink_function.c \
                        host/sink/sink_io.c host/sink/out_fail.c host/sink/sink_record.c host/trace/fevent.c \
                        host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_SRCS_session := host/session/session_file.c host/trace/text_check.c host/trace/escape.c vmi/vmi_file.c host/tap/expect.c host/tap/profile.c host/trace/probe.c \
@@ -465,3 +467,15 @@ clean:
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- make bench-host (issue 39): the host pipeline alone (rings -> writer -> sink, one core) on a
+# recorded ring stream: a real all-functions run's trace.dat, recorded once into $(BUILD)/bench-host
+# by tests/bench/bench-host.sh (BENCH_HOST_DAT=FILE: another recording), read back, then replayed
+# through the trace.dat, text and jsonl sinks; prints one line of M records/s.
+$(BUILD)/tests/bench_host: tests/bench/bench_host.c $(LIB) | $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LIB_CFLAGS) -o $@ $< $(LIB) $(LIB_LIBS)
+
+bench-host: hvtrace guest $(BUILD)/tests/bench_host
+	tests/bench/bench-host.sh $(GUEST_DIR) $(BUILD)/bench-host $(BUILD)/tests/bench_host
+.PHONY: bench-host

@@ -69,6 +69,11 @@
 #define H_PID_OFF 144	 /* u64: the pid's offset in the task struct (u32) */
 #define H_COMM_OFF 152	 /* u64: the comm's offset in the task struct (16 bytes); 0: records carry
 			  * no task identity (R_TASK_ID 0) */
+#define H_AGG 160	 /* u64: GVA of the aggregation tables (per CPU, H_AGG_MASK + 1 entries each);
+			  * 0: none */
+#define H_AGG_MASK 168	 /* u64: entries per CPU table - 1 (a power of two - 1) */
+#define H_NS_MULT 176	 /* u64: a duration in ns is (TSC ticks * this) >> H_NS_SHIFT */
+#define H_NS_SHIFT 184	 /* u64 */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 
 /* Ring header fields (offsets in a CPU's 64-byte ring header). */
@@ -81,6 +86,7 @@
 #define RH_LAST_ID 48	/* u32: and its identity (guest-written: the host never reads them) */
 #define RH_WAITS 32   /* u64: waits for room in a full ring (backpressure; each ended with room,
 		       * or timed out) */
+#define RH_AGG_DROP 56 /* u64: aggregated events whose key found no room in the CPU's table */
 
 /* Record fields: 64 bytes. An entry whose event needs the argument registers takes two consecutive
  * records (reserved together): the entry with R_FLAGS bit STUB_F_ARGS, then a STUB_REC_ARGS record
@@ -152,8 +158,46 @@
 #define E_IP 16
 #define E_TSC 24
 
+/* Aggregation in the guest (ftrace's hist triggers and function profiler kept by the stub): a site
+ * patched to a counting routine (hvt_stub_count*) writes no record; it adds the call, and with a
+ * hooked return the return and its duration, to its CPU's table: H_AGG_MASK + 1 entries of
+ * STUB_AGG_SIZE bytes, open addressing over at most STUB_AGG_PROBES entries from the key's hash,
+ * claimed by a compare-and-swap of A_IP (0: empty) after A_KEY is written, counted without LOCK
+ * (the CPU's own, interrupts off). A key that finds no room is counted in the CPU's RH_AGG_DROP.
+ * The host reads the tables at the end and trusts nothing in them but as the guest's word on its
+ * own counts (host/trace/stub_agg). The routine's mode (STUB_AGG_*: the index of its entry in
+ * struct stub's agg[]) is kept in the shadow frame's E_TSC bits 63..61 for the return. */
+#define STUB_AGG_SIZE 64
+#define STUB_AGG_SHIFT 6
+#define STUB_AGG_PROBES 16
+#define STUB_AGG_RET 1	/* the return is hooked: returns and durations counted */
+#define STUB_AGG_PID 2	/* keyed by the task's pid too (else A_KEY's pid half is 0xffffffff) */
+#define STUB_AGG_LOG2 4 /* returns keyed by the log2 bucket of their duration in ns */
+#define STUB_AGG_NOPID 0xffffffff
+#define STUB_AGG_UNWOUND 0xffff /* the bucket of a counting site's frames unwound (A_KEY) */
+#define STUB_AGG_TSC_MASK 0x1fffffffffffffff /* E_TSC of a counting frame: the TSC below the mode */
+#define A_IP 0	   /* u64: the site; 0: an empty entry */
+#define A_KEY 8	   /* u64: the pid (u32, STUB_AGG_NOPID when not keyed by it), then the bucket
+		    * (u32): 0 calls, 1 returns, 2 + log2(duration in ns) returns in that bucket,
+		    * STUB_AGG_UNWOUND hooked frames abandoned without returning (pid not keyed) */
+#define A_HITS 16  /* u64 */
+#define A_SUM 24   /* u64: returns: the durations' sum in ns */
+#define A_SUMSQ 32 /* u64: returns: the sum of their squares (ns^2, wrapping) */
+#define A_MAX 40   /* u64: returns: the longest, in ns */
+#define A_COMM 48  /* 16 bytes: the task's comm when the entry was claimed (pid keys) */
+
 #ifndef __ASSEMBLER__
 #include <stdint.h>
+
+/* One aggregation table entry as the host reads it. */
+struct stub_agg_ent {
+	uint64_t ip;
+	uint32_t pid, bucket;
+	uint64_t hits, sum, sumsq, max;
+	char comm[16];
+};
+
+_Static_assert(sizeof(struct stub_agg_ent) == STUB_AGG_SIZE, "stub aggregation entry layout");
 
 /* One ring record as the host reads it (a STUB_REC_ARGS record: args over tsc..t0). */
 struct stub_rec {

@@ -10,7 +10,8 @@
 # make bench: hvt.bench=N runs N rounds of the file workload alone between "bench start" and "bench end"
 # lines (hvt.bench_work=syscalls: of 2000 one-byte reads and writes by dd instead, syscall-dense), then
 # powers off; hvt.ftrace=GLOB[,GLOB...] (or "all") turns the guest's own function tracer on
-# (tracefs) for those rounds and prints how many events it recorded.
+# (tracefs) for those rounds and prints how many events it recorded (hvt.ftrace_tracer=function_graph:
+# that tracer instead).
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -44,7 +45,7 @@ if [ "$bench" -gt 0 ]; then
 		if [ "$ftrace" != all ]; then
 			echo "$ftrace" | tr ',' '\n' > $t/set_ftrace_filter
 		fi
-		echo function > $t/current_tracer
+		echo "$(arg ftrace_tracer function)" > $t/current_tracer
 		echo 0 > $t/tracing_on
 		echo > $t/trace
 	fi

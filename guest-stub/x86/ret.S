@@ -28,6 +28,8 @@ hvt_stub_ret:
 	DEPTH
 	FIX_ROOT /* the root itself returning ends the graph */
 	RELEASE
+	btq $61, %r11 /* a counting routine's frame (agg.S): counted, not recorded */
+	jc .Lr_count
 	movl %r12d, %r10d
 	shll $16, %r10d
 	shll $8, %eax
@@ -53,6 +55,40 @@ hvt_stub_ret:
 	movl %ecx, R_SEQ(%rax)
 .Lr_out:
 	RESTORE_RET /* to the saved return address, now back in the slot */
+.Lr_count:
+	/* the duration in ns ((ticks * H_NS_MULT) >> H_NS_SHIFT), keyed by the frame's mode (bits
+	 * 63..61 of its E_TSC, in r11) and added to the CPU's table */
+	cmpq $-1, %r12
+	je .Lr_out
+	movq %r11, %r10
+	shrq $61, %r10
+	movabsq $STUB_AGG_TSC_MASK, %rax
+	andq %rax, %r11
+	movq %rbp, %rax
+	subq %r11, %rax
+	jae 1f
+	xorl %eax, %eax /* a TSC behind the entry's (another CPU's): 0 */
+1:	mulq H_NS_MULT(%rbx)
+	movq H_NS_SHIFT(%rbx), %rcx
+	shrdq %cl, %rdx, %rax
+	push %rax
+	movl %r10d, %r11d
+	AGG_KEY
+	movl %r11d, %eax /* the mode */
+	pop %r11 /* the duration */
+	movl $1, %ecx /* bucket 1: a return */
+	testl $STUB_AGG_LOG2, %eax
+	jz 2f
+	movl $2, %ecx /* 2 + log2 of the duration as ftrace's .log2: ilog2(roundup_pow_of_two) */
+	cmpq $1, %r11
+	jbe 2f
+	leaq -1(%r11), %rax
+	bsrq %rax, %rax
+	leal 3(%rax), %ecx
+2:	shlq $32, %rcx
+	orq %rcx, %r10
+	call .Lagg
+	jmp .Lr_out
 .Lorphan:
 	/* A return through the stub with no frame for its slot: only a host bug can cause it. */
 	ud2

@@ -99,10 +99,13 @@
 	pop %r11
 	ret
 
-/* Records that the shadow frame at rcx was abandoned. Preserves rcx; clobbers rax, rdx. */
+/* Records that the shadow frame at rcx was abandoned (a counting routine's frame: counts it in the
+ * CPU's table, bucket STUB_AGG_UNWOUND). Preserves rcx; clobbers rax, rdx. */
 .Lemit_drop:
 	cmpq $-1, %r12
 	je 10f
+	btq $61, E_TSC(%rcx)
+	jc .Ldrop_count
 	push %rcx
 	push %r11
 	movl $1, %r11d
@@ -123,4 +126,17 @@
 	movl $0, R_TASK_ID(%rax)
 	movl %edx, R_SEQ(%rax)
 10:	ret
-
+.Ldrop_count:
+	push %rcx
+	push %r10
+	push %r11
+	push %r13
+	movq E_IP(%rcx), %r13
+	movabsq $((STUB_AGG_UNWOUND << 32) | STUB_AGG_NOPID), %r10
+	xorl %r11d, %r11d
+	call .Lagg
+	pop %r13
+	pop %r11
+	pop %r10
+	pop %rcx
+	ret

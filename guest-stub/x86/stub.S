@@ -11,6 +11,8 @@
  *                     hvt_stub_ret.
  * hvt_stub_entry_args, hvt_stub_entry_ret_args
  *                     the same two, recording the argument registers too (a second record).
+ * hvt_stub_count*     reached like hvt_stub_entry: the call counted in the CPU's aggregation
+ *                     table instead of recorded, the return hooked for its duration (agg.S).
  * hvt_stub_ret        reached by the hooked function's RET: pops the frame matching the slot,
  *                     records the return and goes on to the saved address. It needs nothing from
  *                     the host, so a guest whose tracer vanished still returns correctly.
@@ -23,8 +25,8 @@
  * Its parts, in this folder: macros expanded in place (frame.h: the saved registers, leaving;
  * cpu.h: the CPU number and the time; ring.h: records reserved and filled; task.h: the current
  * task and its announcement; shadow.h: shadow-stack frames), then the code, in the order of its
- * bytes (entry.S: the entry and detour routines; ret.S: the return routine; ring.S and shadow.S:
- * what those call out of line). */
+ * bytes (entry.S: the entry and detour routines; agg.S: the counting routines; ret.S: the return
+ * routine; ring.S and shadow.S: what those call out of line). */
 #include "guest-stub/stub_abi.h"
 #include "guest-stub/x86/frame.h"
 #include "guest-stub/x86/cpu.h"
@@ -38,11 +40,14 @@
 	.globl hvt_stub_entry_ret_args, hvt_stub_entry_root, hvt_stub_entry_root_args
 	.globl hvt_stub_detour, hvt_stub_detour_ret, hvt_stub_detour_args, hvt_stub_detour_ret_args
 	.globl hvt_stub_detour_root, hvt_stub_detour_root_args
+	.globl hvt_stub_count, hvt_stub_count_pid, hvt_stub_count_ret, hvt_stub_count_ret_pid
+	.globl hvt_stub_count_ret_log2, hvt_stub_count_ret_pid_log2
 	.globl hvt_stub_ret, hvt_stub_end
 hvt_stub_start:
 .Lbase:
 
 #include "guest-stub/x86/entry.S"
+#include "guest-stub/x86/agg.S"
 #include "guest-stub/x86/ret.S"
 #include "guest-stub/x86/ring.S"
 #include "guest-stub/x86/shadow.S"

@@ -61,5 +61,24 @@
 .Lann_out\@:
 .endm
 
+/* r10 = the key of mode r11 (STUB_AGG_*) for CPU r12's current task, bucket 0: its pid with
+ * STUB_AGG_PID (0 when unknown; r15 = the task, for the comm), else STUB_AGG_NOPID (the task is not
+ * read). Clobbers rax, rcx. */
+.macro AGG_KEY
+	movl $STUB_AGG_NOPID, %r10d
+	testl $STUB_AGG_PID, %r11d
+	jz .Lak_out\@
+	TASK
+	movq %rax, %r15
+	xorl %r10d, %r10d
+	testq %r15, %r15
+	jz .Lak_out\@
+	cmpq $0, H_COMM_OFF(%rbx)
+	je .Lak_out\@
+	movq H_PID_OFF(%rbx), %rcx
+	movl (%r15,%rcx), %r10d
+.Lak_out\@:
+.endm
+
 /* clang-format on */
 #endif

@@ -296,18 +296,19 @@ static const char *qemu_only_option(const struct session *s)
 }
 
 /* Option sets that can only give an empty trace, refused before the guest runs (as --max-depth
- * without function_graph is): -l or -n with -p nop and no hist trigger (no function is traced, the
- * globs would choose nothing), --tracing-off with no traceon trigger (tracing never starts), a --cpu the guest does
- * not have when its vCPU count is known now (run: --smp; attach checks once connected). */
+ * without function_graph is): -l or -n with -p nop and no hist trigger or --profile (no function is
+ * traced, the globs would choose nothing), --tracing-off with no traceon trigger (tracing never
+ * starts), a --cpu the guest does not have when its vCPU count is known now (run: --smp; attach
+ * checks once connected). */
 static int check_empty_trace(const struct session *s, char *err, size_t errlen)
 {
 	bool traceon = false;
 
 	if (s->tracer == TRACER_NOP && s->tracer_given && (s->nr_filter || s->nr_notrace) &&
-	    !s->nr_hists) {
+	    !s->nr_hists && !s->profile) {
 		msg_fmt(err, errlen,
 			"%s: -p nop traces no function (use -p function or function_graph, or a "
-			"--trigger FUNC:hist on them)",
+			"--trigger FUNC:hist or --profile on them)",
 			s->nr_filter ? "-l" : "-n");
 		return -EINVAL;
 	}

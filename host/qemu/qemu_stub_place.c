@@ -16,6 +16,10 @@ void qemu_stub_place_reserve(struct qemu_stub_place *sp, const struct session *s
 	    s->smp, stub_ring_records_for((uint64_t)s->buffer_size_kb * 1024 / STUB_REC_SIZE),
 	    STUB_STACKS_MAX);
 
+	/* the stub's counting tables (-p nop with --profile or a hist trigger), at their largest */
+	if (s->tracer == TRACER_NOP && (s->profile || s->nr_hists))
+		region += stub_agg_bytes(s->smp, STUB_AGG_ENTRIES_MAX);
+
 	sp->resv_size = target_qemu_stub_reserve(region);
 	if (qemu_launch_reserve(q, sp->resv_size, &sp->resv_gpa, sp->resv_why,
 				sizeof(sp->resv_why)) < 0)

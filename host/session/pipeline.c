@@ -18,6 +18,9 @@
 #include "host/tap/hist.h"
 #include "host/tap/hist_print.h"
 #include "host/tap/profile.h"
+#include "host/tap/profile_stat.h"
+#include "host/tap/agg_feed.h"
+#include "host/session/agg_plan.h"
 #include "host/tap/verdict_files.h"
 #include "host/trace/clock.h"
 #include "host/trace/filter.h"
@@ -33,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -108,7 +112,7 @@ int pipeline_select(struct pipeline *p, const struct session *s, const struct vm
 		ret = filter_select(sites, s->filter, s->nr_filter, s->notrace, s->nr_notrace,
 				    &p->sel, &p->nr_sel, err, errlen);
 	}
-	if (ret == 0 && s->tracer == TRACER_NOP)
+	if (ret == 0 && s->tracer == TRACER_NOP && !s->profile)
 		p->nr_sel = hist_only_sites(s, p->sel, p->nr_sel);
 	p->nr_traced = p->nr_sel;
 	if (ret == 0)
@@ -186,14 +190,15 @@ static void text_range(const struct vmi_symtab *funcs, uint64_t *lo, uint64_t *h
 
 /* The profile (--profile, and what the verdicts count) and the expectations, bound to the probes:
  * before the sink, so a function that is not traced is refused before anything is made. */
-static int prepare_expect(struct pipeline *p, char *err, size_t errlen)
+static int prepare_expect(struct pipeline *p, unsigned nr_cpus, char *err, size_t errlen)
 {
 	const struct session *s = p->s;
 	bool expecting = s->nr_expects || s->summary || s->junit;
 
 	if (!s->profile && !expecting)
 		return 0;
-	if (profile_init(&p->prof, tracer_probes(p->tr)) < 0)
+	if (profile_init(&p->prof, tracer_probes(p->tr)) < 0 ||
+	    profile_set_cpus(&p->prof, nr_cpus) < 0)
 		goto nomem;
 	p->profiling = true;
 	if (!expecting)
@@ -275,7 +280,8 @@ static bool own_return(const struct pipeline *p, uint32_t id)
 	return false;
 }
 
-/* What only a hist wants: under the nop tracer an entry, or a return that is no -r's, of a hist's
+/* What only the aggregations want: the entries and returns of a probe only they watch (agg_plan);
+ * under the nop tracer an entry, or a return that is no -r's, of a hist's
  * function; under any tracer a return hooked for a duration hist alone. */
 static bool hist_only_record(const void *ctx, const struct sink_rec *rec)
 {
@@ -283,6 +289,8 @@ static bool hist_only_record(const void *ctx, const struct sink_rec *rec)
 	const struct probe *pr = rec->probe;
 	bool nop = p->s->tracer == TRACER_NOP;
 
+	if (pr && pr->agg)
+		return rec->r->type == HVT_REC_ENTRY || rec->r->type == HVT_REC_RETURN;
 	if (!pr || !hist_set_watches(&p->hists, pr->id))
 		return false;
 	if (rec->r->type == HVT_REC_ENTRY)
@@ -303,8 +311,8 @@ static int hook_hist_returns(struct pipeline *p)
 		const struct probe *pr = probe_find(probes, s->hists[k].func);
 		int ret;
 
-		if (!hist_wants_returns(&s->hists[k]) || !pr || pr->ret_probe || pr->no_return ||
-		    pr->inside || (pr->quiet_entry && !pr->event))
+		if (!hist_wants_returns(&s->hists[k]) || !pr || pr->ret_probe || pr->agg ||
+		    pr->no_return || pr->inside || (pr->quiet_entry && !pr->event))
 			continue;
 		if (p->nr_own_ret == sizeof(p->own_ret) / sizeof(p->own_ret[0]))
 			return -E2BIG;
@@ -336,7 +344,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	struct tracer_opts opts = {
 	    .stub = g->stub,
 	    .stub_backpressure = g->stub && g->backpressure,
-	    .returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes || hists_want_returns(s),
+	    .returns = s->tracer == TRACER_FUNCTION_GRAPH || s->nr_rprobes ||
+		       hists_want_returns(s) || (s->tracer == TRACER_NOP && s->profile),
 	    .hook_all = s->tracer == TRACER_FUNCTION_GRAPH,
 	    .graph_filter = s->nr_graph > 0,
 	    .lazy = s->nr_graph > 0, /* trap probes only (tracer_new) */
@@ -387,7 +396,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		return ret;
 	if (probe_setup_graph_roots(p->tr, s, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
-	ret = prepare_expect(p, err, errlen);
+	ret = prepare_expect(p, nr_cpus, err, errlen);
 	if (ret)
 		return ret;
 	/* after the arguments' own checks: a wrong command line is told as such on every host */
@@ -395,6 +404,11 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		return EXIT_BAD_INPUT;
 	if (g->stub && s->probe == PROBE_STUB)
 		probe_setup_say_trap(p->tr);
+	ret = agg_plan_apply(p->tr, s, g->stub);
+	if (ret < 0) {
+		msg_fmt(err, errlen, "aggregation in the guest: %s", strerror(-ret));
+		return EXIT_HOST_ERROR;
+	}
 	ret = hook_hist_returns(p);
 	if (ret < 0) {
 		if (ret == -E2BIG)
@@ -415,7 +429,7 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		return ret;
 	if (s->nr_triggers)
 		sink_trigger_wrap(&p->sink, &p->trig_sink, s->record ? NULL : s->output);
-	if (s->nr_hists && (s->tracer == TRACER_NOP || p->nr_own_ret))
+	if ((s->nr_hists || s->profile) && (s->tracer == TRACER_NOP || p->nr_own_ret))
 		sink_quiet_wrap(&p->sink, &p->quiet_sink, hist_only_record, p);
 	/* each record's probe and spec, looked up once by the writer for the sink and the tap */
 	p->w.lookup = writer_lookup_probes;
@@ -525,6 +539,26 @@ int pipeline_detach(struct pipeline *p)
 	return p->have_tr ? tracer_detach(p->tr) : 0;
 }
 
+/* The stub's counting sites (aggregation in the guest), when there are any: how many, the table
+ * entries each CPU had, the entries read back, and the guest's overflow and forged entries. */
+static void print_counting_stats(const struct pipeline *p)
+{
+	const struct stub_agg *a = tracer_stub_agg(p->tr);
+	size_t n = 0;
+
+	probe_for_each(pr, tracer_probes(p->tr))
+		n += pr->stub && pr->agg && pr->agg_count;
+	if (!n)
+		return;
+	fprintf(stderr,
+		"hvtrace: stats: stub counting sites %zu table-entries %llu/cpu entries-read %zu "
+		"agg-dropped %llu agg-rejected %llu%s\n",
+		n, (unsigned long long)tracer_stub_agg_entries(p->tr), a ? a->nr : 0,
+		a ? (unsigned long long)a->dropped : 0ull,
+		a ? (unsigned long long)a->rejected : 0ull,
+		a && !a->read ? " (tables unread)" : "");
+}
+
 void pipeline_print_stub_stats(const struct pipeline *p)
 {
 	struct tracer_stats st;
@@ -544,6 +578,7 @@ void pipeline_print_stub_stats(const struct pipeline *p)
 		st.stub_waits, st.stub_wait_timeouts, st.stub_tasks_changed, st.stub_announced,
 		st.stub_leave_scans,
 		st.stub_leave_stacks);
+	print_counting_stats(p);
 }
 
 int pipeline_host_start(struct pipeline *p, const int *tids, unsigned n, const char *guest,
@@ -662,12 +697,23 @@ static int write_verdicts(struct pipeline *p, int status, unsigned long long los
 	return bad && !status ? EXIT_HOST_ERROR : status;
 }
 
+/* -o's file when side files go beside it (OUTPUT.hist, OUTPUT.profile): a regular file (or one
+ * not there), not a device such as /dev/null, whose side files would land in /dev. */
+static const char *side_base(const struct pipeline *p)
+{
+	struct stat st;
+
+	if (!p->s->output || (stat(p->s->output, &st) == 0 && !S_ISREG(st.st_mode)))
+		return NULL;
+	return p->s->output;
+}
+
 /* The hist triggers' tables as the kernel's `hist` files print them, one section each: to
- * OUTPUT.hist beside -o OUTPUT, else on stdout after the trace. Returns 0, or 1 after one line on
- * stderr saying what could not be written. */
+ * OUTPUT.hist beside -o OUTPUT (a regular file), else on stdout after the trace. Returns 0, or 1
+ * after one line on stderr saying what could not be written. */
 static int write_hists(struct pipeline *p)
 {
-	const char *out = p->s->output;
+	const char *out = side_base(p);
 	char path[4096];
 	FILE *f = stdout;
 	int ret = 0;
@@ -693,6 +739,51 @@ static int write_hists(struct pipeline *p)
 		ret = -errno;
 	if (ret)
 		cmd_error("%s: %s", out ? path : "stdout", strerror(-ret));
+	return ret != 0;
+}
+
+/* What the stub counted in the guest, into the hists and the profile (after the detach read the
+ * tables); one line when they could not be read. */
+static void feed_counted(struct pipeline *p)
+{
+	const struct stub_agg *a = tracer_stub_agg(p->tr);
+
+	if (!a)
+		return;
+	if (!a->read) {
+		cmd_error(
+		    "the stub's aggregation tables could not be read (the guest is gone): the "
+		    "counts of the functions it counted are missing");
+		return;
+	}
+	agg_feed(a, &p->hists, p->profiling ? &p->prof : NULL, tracer_probes(p->tr));
+}
+
+/* --profile as ftrace's trace_stat/function files: to OUTPUT.profile beside -o OUTPUT (a regular
+ * file), else on stderr after the summary. Returns 0, or 1 after one line on stderr. */
+static int write_profile_stat(struct pipeline *p)
+{
+	const char *out = side_base(p);
+	char path[4096];
+	FILE *f = stderr;
+	int ret;
+
+	if (out) {
+		if (snprintf(path, sizeof(path), "%s.profile", out) >= (int)sizeof(path)) {
+			cmd_error("-o %s: the profile file's name is too long", out);
+			return 1;
+		}
+		f = fopen(path, "we");
+		if (!f) {
+			cmd_error("%s: %s", path, strerror(errno));
+			return 1;
+		}
+	}
+	ret = profile_stat_print(&p->prof, f);
+	if (f != stderr && fclose(f) && !ret)
+		ret = -errno;
+	if (ret)
+		cmd_error("%s: %s", f != stderr ? path : "stderr", strerror(-ret));
 	return ret != 0;
 }
 
@@ -729,8 +820,12 @@ int pipeline_finish(struct pipeline *p, int status,
 			fprintf(stderr, "hvtrace: stats: filtered %llu (-P, --comm, --cpu, --filter-event)\n",
 				st.filtered);
 	}
-	if (p->profiling && s->profile)
+	feed_counted(p);
+	if (p->profiling && s->profile) {
 		profile_print(&p->prof, st.stub_guest_lost, stderr);
+		if (write_profile_stat(p) && !status)
+			status = EXIT_HOST_ERROR;
+	}
 	if (p->hists.nr && write_hists(p) && !status)
 		status = EXIT_HOST_ERROR;
 	if (p->expecting && expect_evaluate(&p->expect) && status == 0) {

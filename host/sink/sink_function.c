@@ -1,4 +1,5 @@
 #include "host/sink/sink.h"
+#include "host/sink/sink_line.h"
 #include "host/sink/sink_format.h"
 #include "host/trace/escape.h"
 
@@ -33,64 +34,6 @@ void sink_trailer(struct sink *s)
 	if (s->not_written)
 		sink_printf(s, "   not-written: %llu", s->not_written);
 	sink_write(s, "\n", 1);
-}
-
-/* A line built in a bounded buffer without printf (the function tracer formats every event):
- * @n counts what snprintf would have written, the buffer holds what fits, always terminated. */
-struct line {
-	char *buf;
-	size_t len, n;
-};
-
-static void put_mem(struct line *l, const char *p, size_t k)
-{
-	if (l->n < l->len) {
-		size_t room = l->len - 1 - l->n;
-
-		memcpy(l->buf + l->n, p, k < room ? k : room);
-	}
-	l->n += k;
-}
-
-static void put_spaces(struct line *l, size_t k)
-{
-	static const char spaces[] = "                ";
-
-	while (k) {
-		size_t c = k < sizeof(spaces) - 1 ? k : sizeof(spaces) - 1;
-
-		put_mem(l, spaces, c);
-		k -= c;
-	}
-}
-
-/* @v in decimal, at least @digits digits (zero-padded), right-aligned in @width (space-padded) or
- * left-aligned in -@width. */
-static void put_dec(struct line *l, bool neg, uint64_t v, unsigned digits, int width)
-{
-	char d[24];
-	size_t k = 0, len;
-
-	do {
-		d[sizeof(d) - 1 - k++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (k < digits && k < sizeof(d) - 1)
-		d[sizeof(d) - 1 - k++] = '0';
-	if (neg)
-		d[sizeof(d) - 1 - k++] = '-';
-	len = k;
-	if (width > 0 && (size_t)width > len)
-		put_spaces(l, (size_t)width - len);
-	put_mem(l, d + sizeof(d) - k, k);
-	if (width < 0 && (size_t)-width > len)
-		put_spaces(l, (size_t)-width - len);
-}
-
-static void put_end(struct line *l)
-{
-	if (l->len)
-		l->buf[l->n < l->len ? l->n : l->len - 1] = 0;
 }
 
 /* The context columns (see sink.h) into @l. */

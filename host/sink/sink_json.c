@@ -18,6 +18,7 @@
  * and bytes >= 0x80 (valid UTF-8 or not) cannot break a line or the document. */
 #include "host/sink/sink.h"
 #include "host/sink/sink_format.h"
+#include "host/sink/sink_line.h"
 #include "host/trace/escape.h"
 
 #include <inttypes.h>
@@ -122,8 +123,78 @@ static void json_begin(struct sink *s)
 		    s->tracer ? s->tracer : "function", s->nr_cpus);
 }
 
+/* @str (at most @max bytes) as a JSON string into @l, quotes included (a name longer than a line
+ * holds is cut: the line's length says so and the caller writes it the slow way). */
+static void put_json_string(struct line *l, const char *str, size_t max)
+{
+	size_t n = strnlen(str, max);
+
+	put_mem(l, "\"", 1);
+	if (l->n < l->len && l->len - l->n >= ESCAPE_JSON_SIZE(n))
+		l->n += escape_json(l->buf + l->n, l->len - l->n, str, n);
+	else
+		l->n = l->len; /* does not fit whole: the line is the slow way's */
+	put_mem(l, "\"", 1);
+}
+
+/* The name of the function holding @addr as a JSON string into @l (the sink's symbol cache),
+ * "0x<addr>" if none. */
+static void put_json_symbol(struct sink *s, struct line *l, uint64_t addr)
+{
+	const struct vmi_sym *sym = sink_symbol(s, addr);
+	static const char hex[] = "0123456789abcdef";
+	char d[20];
+	size_t k = 0;
+
+	if (sym) {
+		put_json_string(l, sym->name, SIZE_MAX);
+		return;
+	}
+	do {
+		d[sizeof(d) - 1 - k++] = hex[addr & 15];
+		addr >>= 4;
+	} while (addr);
+	put_mem(l, "\"0x", 3);
+	put_mem(l, d + sizeof(d) - k, k);
+	put_mem(l, "\"", 1);
+}
+
+/* A string literal into a line. */
+#define PUT_LIT(l, lit) put_mem(l, lit, sizeof(lit) - 1)
+
+/* An entry, the one line built in a buffer without printf (every event of a function trace
+ * comes through here); one that does not fit is written piece by piece instead. */
 static void json_entry(struct sink *s, const struct hvt_record *r)
 {
+	char buf[1024];
+	struct line l = {buf, sizeof(buf), 0};
+	uint64_t us = r->ts / 1000u + (r->ts % 1000u >= 500u); /* as ns2usecs() rounds */
+
+	PUT_LIT(&l, "{\"type\":\"entry\",\"ts\":");
+	put_dec(&l, false, us / 1000000u, 1, 0);
+	PUT_LIT(&l, ".");
+	put_dec(&l, false, us % 1000000u, 6, 0);
+	PUT_LIT(&l, ",\"ts_ns\":");
+	put_dec(&l, false, r->ts, 1, 0);
+	PUT_LIT(&l, ",\"cpu\":");
+	put_dec(&l, false, r->cpu, 1, 0);
+	PUT_LIT(&l, ",\"comm\":");
+	put_json_string(&l, r->comm, VMI_COMM_LEN);
+	PUT_LIT(&l, ",\"pid\":");
+	put_dec(&l, r->pid < 0, r->pid < 0 ? -(uint64_t)(int64_t)r->pid : (uint64_t)r->pid, 1, 0);
+	PUT_LIT(&l, ",\"func\":");
+	put_json_symbol(s, &l, r->ip);
+	PUT_LIT(&l, ",\"parent\":");
+	put_json_symbol(s, &l, r->parent);
+	if (sink_graph_tracer(s)) {
+		PUT_LIT(&l, ",\"depth\":");
+		put_dec(&l, false, r->depth, 1, 0);
+	}
+	PUT_LIT(&l, "}\n");
+	if (l.n < l.len) {
+		sink_write(s, buf, l.n);
+		return;
+	}
 	json_context(s, "entry", r);
 	sink_write(s, ",\"func\":", 8);
 	json_symbol(s, r->ip);

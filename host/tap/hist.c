@@ -1,4 +1,5 @@
 #include "host/tap/hist.h"
+#include "guest-stub/stub_abi.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -89,7 +90,9 @@ int hist_set_init(struct hist_set *s, const struct hist_spec *specs, size_t nr,
 				 specs[k].func);
 			return -EINVAL;
 		}
-		if (h->on_return && ((!graph && !pr->ret_probe) || pr->no_return)) {
+		if (h->on_return &&
+		    ((!graph && !pr->ret_probe && !(pr->agg && (pr->agg_mode & STUB_AGG_RET))) ||
+		     pr->no_return)) {
 			snprintf(err, errlen,
 				 "--trigger %s: duration: the returns of %s are not hooked (-r %s, "
 				 "-p function_graph; an entry probe with no return cannot)",
@@ -136,6 +139,20 @@ static uint64_t event_value(const struct hist_field *f, const struct sink_rec *r
 	return v;
 }
 
+uint64_t hist_field_mod(const struct hist_field *f, uint64_t v)
+{
+	switch (f->mod) {
+	case HIST_MOD_LOG2:
+		return log2_up(v);
+	case HIST_MOD_BUCKETS:
+		return v / f->buckets * f->buckets;
+	case HIST_MOD_USECS:
+		return v / 1000;
+	default:
+		return v;
+	}
+}
+
 uint64_t hist_field_value(const struct hist_field *f, const struct sink_rec *rec)
 {
 	const struct hvt_record *r = rec->r;
@@ -163,16 +180,7 @@ uint64_t hist_field_value(const struct hist_field *f, const struct sink_rec *rec
 		v = event_value(f, rec);
 		break;
 	}
-	switch (f->mod) {
-	case HIST_MOD_LOG2:
-		return log2_up(v);
-	case HIST_MOD_BUCKETS:
-		return v / f->buckets * f->buckets;
-	case HIST_MOD_USECS:
-		return v / 1000;
-	default:
-		return v;
-	}
+	return hist_field_mod(f, v);
 }
 
 static uint32_t hash_key(const uint64_t *key, unsigned n)
@@ -189,6 +197,12 @@ static uint32_t hash_key(const uint64_t *key, unsigned n)
 
 void hist_account(struct hist *h, const uint64_t *key, const uint64_t *val, const char *comm)
 {
+	hist_account_n(h, key, val, comm, 1);
+}
+
+void hist_account_n(struct hist *h, const uint64_t *key, const uint64_t *val, const char *comm,
+		    uint64_t n)
+{
 	unsigned nk = h->spec.nr_keys;
 	struct hist_entry *e = NULL;
 
@@ -197,7 +211,7 @@ void hist_account(struct hist *h, const uint64_t *key, const uint64_t *val, cons
 
 		if (!s) {
 			if (h->nr_elts == h->spec.size) {
-				h->dropped++;
+				h->dropped += n;
 				return;
 			}
 			e = &h->elts[h->nr_elts++];
@@ -212,8 +226,8 @@ void hist_account(struct hist *h, const uint64_t *key, const uint64_t *val, cons
 			break;
 		}
 	}
-	h->hits++;
-	e->sum[0]++;
+	h->hits += n;
+	e->sum[0] += n;
 	for (unsigned i = 0; i < h->spec.nr_vals; i++)
 		e->sum[1 + i] += val[i];
 }

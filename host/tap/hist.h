@@ -53,6 +53,14 @@ void hist_add(void *ctx, const struct sink_rec *rec);
  * .log2 and the others applied by hist_field_value) and task name @comm. Pure but for @h. */
 void hist_account(struct hist *h, const uint64_t *key, const uint64_t *val, const char *comm);
 
+/* hist_account for @n events at once, @val being their values' sums (a hitcount value: @n). Pure
+ * but for @h. */
+void hist_account_n(struct hist *h, const uint64_t *key, const uint64_t *val, const char *comm,
+		    uint64_t n);
+
+/* @v with field @f's modifier applied (.log2, .buckets=N, .usecs; the others print it). Pure. */
+uint64_t hist_field_mod(const struct hist_field *f, uint64_t v);
+
 /* A field's value in record @rec (payload included) with its modifier applied. Pure. */
 uint64_t hist_field_value(const struct hist_field *f, const struct sink_rec *rec);
 

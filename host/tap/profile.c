@@ -7,8 +7,62 @@
 int profile_init(struct profile *p, const struct probe_table *probes)
 {
 	p->probes = probes;
+	p->cpu_v = NULL;
+	p->nr_cpus = 0;
 	p->v = calloc(probe_count(probes) ? probe_count(probes) : 1, sizeof(*p->v));
 	return p->v ? 0 : -ENOMEM;
+}
+
+int profile_set_cpus(struct profile *p, unsigned nr_cpus)
+{
+	size_t n = probe_count(p->probes) ? probe_count(p->probes) : 1;
+
+	free(p->cpu_v);
+	p->cpu_v = calloc((size_t)(nr_cpus ? nr_cpus : 1) * n, sizeof(*p->cpu_v));
+	p->nr_cpus = p->cpu_v ? (nr_cpus ? nr_cpus : 1) : 0;
+	return p->cpu_v ? 0 : -ENOMEM;
+}
+
+/* Probe @id's entry of CPU @cpu, or NULL without per-CPU tables. */
+static struct profile_entry *cpu_entry(struct profile *p, unsigned cpu, uint32_t id)
+{
+	if (!p->cpu_v)
+		return NULL;
+	if (cpu >= p->nr_cpus)
+		cpu = p->nr_cpus - 1;
+	return &p->cpu_v[(size_t)cpu * probe_count(p->probes) + id];
+}
+
+static void count_calls(struct profile_entry *e, uint64_t n)
+{
+	if (e)
+		e->hits += n;
+}
+
+static void count_returns(struct profile_entry *e, uint64_t n, uint64_t sum, uint64_t sumsq,
+			  uint64_t max)
+{
+	if (!e)
+		return;
+	e->returns += n;
+	e->total_ns += sum;
+	e->sumsq_ns += sumsq;
+	if (max > e->max_ns)
+		e->max_ns = max;
+}
+
+void profile_add_counted(struct profile *p, unsigned cpu, uint32_t id, bool is_return, uint64_t n,
+			 uint64_t sum_ns, uint64_t sumsq_ns, uint64_t max_ns)
+{
+	if (id >= probe_count(p->probes))
+		return;
+	if (!is_return) {
+		count_calls(&p->v[id], n);
+		count_calls(cpu_entry(p, cpu, id), n);
+		return;
+	}
+	count_returns(&p->v[id], n, sum_ns, sumsq_ns, max_ns);
+	count_returns(cpu_entry(p, cpu, id), n, sum_ns, sumsq_ns, max_ns);
 }
 
 /* a call of @rec's probe (an -e event outside function_graph's graph all the same: no return) */
@@ -17,22 +71,16 @@ static void profile_call(void *ctx, const struct sink_rec *rec)
 	struct profile *p = ctx;
 
 	if (rec->probe)
-		p->v[rec->probe->id].hits++;
+		profile_add_counted(p, rec->r->cpu, rec->probe->id, false, 1, 0, 0, 0);
 }
 
 static void profile_ret(void *ctx, const struct sink_rec *rec)
 {
 	struct profile *p = ctx;
-	const struct hvt_record *r = rec->r;
-	struct profile_entry *e;
+	uint64_t d = rec->r->duration;
 
-	if (!rec->probe)
-		return;
-	e = &p->v[rec->probe->id];
-	e->returns++;
-	e->total_ns += r->duration;
-	if (r->duration > e->max_ns)
-		e->max_ns = r->duration;
+	if (rec->probe)
+		profile_add_counted(p, rec->r->cpu, rec->probe->id, true, 1, d, d * d, d);
 }
 
 static const struct sink_tap_ops profile_ops = {.call = profile_call, .ret = profile_ret};
@@ -123,5 +171,7 @@ void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *
 void profile_free(struct profile *p)
 {
 	free(p->v);
-	p->v = NULL;
+	free(p->cpu_v);
+	p->v = p->cpu_v = NULL;
+	p->nr_cpus = 0;
 }

@@ -57,6 +57,10 @@ struct probe {
 					  * return is never hooked */
 	const struct fe_spec *event;	 /* function-based event of its entries, or NULL; borrowed */
 	const struct fe_spec *ret_event; /* typed return fields of RAX, or NULL; borrowed */
+	bool agg;			 /* only aggregations want its events */
+	bool agg_count;			 /* ... and as a stub probe they are counted in the guest
+					  * (a counting routine), never recorded */
+	uint8_t agg_mode;		 /* what the aggregations need (STUB_AGG_*) */
 
 	struct probe_counters n;
 };

@@ -12,7 +12,9 @@ extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
 	hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_entry_root[],
 	hvt_stub_entry_root_args[], hvt_stub_detour[], hvt_stub_detour_ret[],
 	hvt_stub_detour_args[], hvt_stub_detour_ret_args[], hvt_stub_detour_root[],
-	hvt_stub_detour_root_args[], hvt_stub_ret[], hvt_stub_end[];
+	hvt_stub_detour_root_args[], hvt_stub_ret[], hvt_stub_end[], hvt_stub_count[],
+	hvt_stub_count_pid[], hvt_stub_count_ret[], hvt_stub_count_ret_pid[],
+	hvt_stub_count_ret_log2[], hvt_stub_count_ret_pid_log2[];
 
 /* The entry routines by their index in struct stub's entry[]: hook | 2 * arguments | 4 * graph
  * root | 8 * from a detour slot (none at 4, 6, 12, 14: a root's return is always hooked). */
@@ -23,6 +25,16 @@ static const uint8_t *const stub_routines[16] = {
     [8] = hvt_stub_detour,	 [9] = hvt_stub_detour_ret,
     [10] = hvt_stub_detour_args, [11] = hvt_stub_detour_ret_args,
     [13] = hvt_stub_detour_root, [15] = hvt_stub_detour_root_args,
+};
+
+/* The counting routines by their mode (STUB_AGG_*: none for a log2 mode without the return). */
+static const uint8_t *const stub_counters_by_mode[8] = {
+    [0] = hvt_stub_count,
+    [STUB_AGG_PID] = hvt_stub_count_pid,
+    [STUB_AGG_RET] = hvt_stub_count_ret,
+    [STUB_AGG_RET | STUB_AGG_PID] = hvt_stub_count_ret_pid,
+    [STUB_AGG_RET | STUB_AGG_LOG2] = hvt_stub_count_ret_log2,
+    [STUB_AGG_RET | STUB_AGG_PID | STUB_AGG_LOG2] = hvt_stub_count_ret_pid_log2,
 };
 
 #define PAGE	   4096ull
@@ -63,6 +75,16 @@ static uint64_t stacks_off(const struct stub *s)
 	return (end + PAGE - 1) & ~(PAGE - 1);
 }
 
+static uint64_t agg_off(const struct stub *s)
+{
+	return stacks_off(s) + s->nr_stacks * STUB_STACK_SIZE;
+}
+
+uint64_t stub_agg_bytes(unsigned nr_cpus, uint64_t entries)
+{
+	return (uint64_t)nr_cpus * entries * STUB_AGG_SIZE;
+}
+
 static int put_header(struct stub *s, const struct stub_guest *g)
 {
 	uint64_t h[PAGE / 8];
@@ -82,6 +104,13 @@ static int put_header(struct stub *s, const struct stub_guest *g)
 	h[H_GRAPH / 8] = g->graph;
 	h[H_WAIT_TSC / 8] = g->wait_tsc;
 	h[H_MAX_DEPTH / 8] = s->max_depth;
+	if (s->agg_entries) {
+		h[H_AGG / 8] = s->reg.gva + agg_off(s);
+		h[H_AGG_MASK / 8] = s->agg_entries - 1;
+		/* ns = ticks * 10^6 / kHz, as (ticks * mult) >> 32 */
+		h[H_NS_MULT / 8] = g->tsc_khz ? (1000000ull << 32) / g->tsc_khz : 1ull << 32;
+		h[H_NS_SHIFT / 8] = 32;
+	}
 	if (g->task && g->task->valid && g->task->has_task_gs) {
 		h[H_CUR_GS_ON / 8] = 1;
 		h[H_CUR_GS_OFF / 8] = g->task->task_gs_off;
@@ -144,10 +173,13 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	uint64_t per_cpu = STUB_REC_SIZE * (uint64_t)nr_cpus;
 	uint64_t records = stub_ring_records_for(g->max_records);
 	uint64_t min_records = g->exact ? records : STUB_RING_RECORDS_MIN;
+	uint64_t agg_entries = g->agg_entries ? stub_agg_entries_for(g->agg_entries) : 0;
+	uint64_t agg_min = agg_entries ? STUB_AGG_ENTRIES_MIN : 0;
 	uint64_t detours = detours_bytes(g->nr_detours);
-	uint64_t min =
-	    stub_region_bytes(nr_cpus, min_records, returns ? STUB_STACKS_MIN : 0) + detours;
-	uint64_t want = stub_region_bytes(nr_cpus, records, returns ? STUB_STACKS_MAX : 0) + detours;
+	uint64_t min = stub_region_bytes(nr_cpus, min_records, returns ? STUB_STACKS_MIN : 0) +
+		       detours + stub_agg_bytes(nr_cpus, agg_min);
+	uint64_t want = stub_region_bytes(nr_cpus, records, returns ? STUB_STACKS_MAX : 0) +
+			detours + stub_agg_bytes(nr_cpus, agg_entries);
 	char why[160] = "";
 	int ret;
 
@@ -203,10 +235,18 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	if (s->reg.size == want) {
 		s->ring_records = records;
 		s->nr_stacks = returns ? STUB_STACKS_MAX : 0;
+		s->agg_entries = agg_entries;
 	} else {
-		/* less room than wanted: rings get what the shadow stacks leave, each a power of
-		 * two of records, at least min_records (the region holds min) */
+		/* less room than wanted: the counting tables get up to half of it, the rings what
+		 * the shadow stacks leave, each a power of two, at least their minimum (the region
+		 * holds min) */
 		uint64_t room = s->reg.size - detours - stub_region_bytes(0, 0, 0) - PAGE;
+
+		s->agg_entries = agg_min;
+		while (agg_entries && s->agg_entries < agg_entries &&
+		       stub_agg_bytes(nr_cpus, 2 * s->agg_entries) <= room / 2)
+			s->agg_entries *= 2;
+		room -= stub_agg_bytes(nr_cpus, s->agg_entries);
 
 		if (returns) {
 			s->nr_stacks = pow2_floor(room / 4 / STUB_STACK_SIZE);
@@ -221,19 +261,25 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 			s->ring_records = records;
 		if (s->ring_records < min_records)
 			s->ring_records = min_records;
-		if (stub_region_bytes(nr_cpus, s->ring_records, s->nr_stacks) + detours >
+		if (stub_region_bytes(nr_cpus, s->ring_records, s->nr_stacks) + detours +
+			stub_agg_bytes(nr_cpus, s->agg_entries) >
 		    s->reg.size) {
 			s->nr_stacks = returns ? STUB_STACKS_MIN : 0;
 			s->ring_records = min_records;
+			s->agg_entries = agg_min;
 		}
 	}
 	for (unsigned i = 0; i < sizeof(stub_routines) / sizeof(stub_routines[0]); i++)
 		if (stub_routines[i])
 			s->entry[i] = s->reg.gva + (uint64_t)(stub_routines[i] - hvt_stub_start);
+	for (unsigned i = 0; i < 8; i++)
+		if (stub_counters_by_mode[i])
+			s->agg[i] =
+			    s->reg.gva + (uint64_t)(stub_counters_by_mode[i] - hvt_stub_start);
 	s->ret = s->reg.gva + (uint64_t)(hvt_stub_ret - hvt_stub_start);
 	s->nr_detours = g->nr_detours;
 	s->detour_off = STUB_RINGS_OFF;
-	ret = zero_phys(tgt, s->reg.gpa, stacks_off(s) + s->nr_stacks * STUB_STACK_SIZE);
+	ret = zero_phys(tgt, s->reg.gpa, agg_off(s) + stub_agg_bytes(nr_cpus, s->agg_entries));
 	if (ret == 0)
 		ret = tgt->ops->write_phys(tgt, s->reg.gpa + STUB_CODE_OFF, hvt_stub_start, code);
 	if (ret == 0)
@@ -266,6 +312,46 @@ int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t *nop, 
 	return s->tgt->ops->write_text(s->tgt, gpa, nop, call, a->site_len);
 }
 
+int stub_patch_agg(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t *nop, unsigned mode)
+{
+	const struct arch *a = target_arch(s->tgt);
+	uint8_t call[ARCH_PATCH_MAX];
+
+	if (mode >= 8 || !s->agg[mode] || !s->agg_entries)
+		return -EINVAL;
+	if (!a->is_site_nop(nop))
+		return -EILSEQ;
+	if (a->encode_branch(site, s->agg[mode], true, call) < 0)
+		return -ERANGE;
+	return s->tgt->ops->write_text(s->tgt, gpa, nop, call, a->site_len);
+}
+
+uint64_t stub_agg_entries_for(uint64_t want)
+{
+	uint64_t r = STUB_AGG_ENTRIES_MIN;
+
+	while (r < want && r < STUB_AGG_ENTRIES_MAX)
+		r <<= 1;
+	return r;
+}
+
+int stub_agg_read(struct stub *s, unsigned cpu, uint64_t first, struct stub_agg_ent *buf,
+		  uint64_t n)
+{
+	uint64_t off = agg_off(s) + ((uint64_t)cpu * s->agg_entries + first) * STUB_AGG_SIZE;
+
+	if (!s->placed || cpu >= s->nr_cpus || first > s->agg_entries || n > s->agg_entries - first)
+		return -EINVAL;
+	return s->tgt->ops->read_phys(s->tgt, s->reg.gpa + off, buf, n * STUB_AGG_SIZE);
+}
+
+int stub_agg_dropped(struct stub *s, unsigned cpu, uint64_t *out)
+{
+	if (!s->placed || cpu >= s->nr_cpus)
+		return -EINVAL;
+	return s->tgt->ops->read_phys(s->tgt, ringhdr_gpa(s, cpu) + RH_AGG_DROP, out, 8);
+}
+
 /* Whether @b (site_len bytes), at @site, is a call into one of the stub's entry routines. */
 static bool calls_stub(const struct stub *s, uint64_t site, const uint8_t *b)
 {
@@ -276,6 +362,9 @@ static bool calls_stub(const struct stub *s, uint64_t site, const uint8_t *b)
 		return false;
 	for (unsigned k = 0; k < sizeof(s->entry) / sizeof(s->entry[0]); k++)
 		if (s->entry[k] && to == s->entry[k])
+			return true;
+	for (unsigned k = 0; k < sizeof(s->agg) / sizeof(s->agg[0]); k++)
+		if (s->agg[k] && to == s->agg[k])
 			return true;
 	return false;
 }
@@ -334,6 +423,9 @@ bool stub_interruptible_at(const struct stub *s, uint64_t rip)
 		return true;
 	for (unsigned k = 0; k < sizeof(s->entry) / sizeof(s->entry[0]); k++)
 		if (s->entry[k] && at_offsets(rip, s->entry[k], entry_irq_on, sizeof(entry_irq_on)))
+			return true;
+	for (unsigned k = 0; k < sizeof(s->agg) / sizeof(s->agg[0]); k++)
+		if (s->agg[k] && at_offsets(rip, s->agg[k], entry_irq_on, sizeof(entry_irq_on)))
 			return true;
 	return false;
 }

@@ -19,6 +19,9 @@
 #define STUB_RING_RECORDS_MIN	  64
 #define STUB_STACKS_MAX	      256
 #define STUB_STACKS_MIN	      16
+/* Aggregation table entries per CPU: a power of two in this range (stub_agg_entries_for). */
+#define STUB_AGG_ENTRIES_MIN 1024
+#define STUB_AGG_ENTRIES_MAX 65536 /* 4 MiB per CPU */
 
 struct stub {
 	struct target *tgt; /* borrowed */
@@ -35,6 +38,8 @@ struct stub {
 	uint64_t entry[16]; /* GVAs of the entry routines: [hook | 2 * arguments | 4 * graph root |
 			     * 8 * from a detour slot] */
 	uint64_t ret;	   /* GVA of the return routine */
+	uint64_t agg[8];   /* GVAs of the counting routines by mode (STUB_AGG_*), 0: none */
+	uint64_t agg_entries;	      /* aggregation table entries per CPU (0: no tables) */
 	uint64_t tail[STUB_MAX_CPUS]; /* next index the host reads, per CPU */
 	uint64_t head[STUB_MAX_CPUS]; /* guest-reported: the ring's head as last read (any value) */
 	uint64_t gave_up[STUB_MAX_CPUS]; /* guest-reported: its RH_GAVE_UP as last read */
@@ -63,6 +68,9 @@ struct stub_guest {
 	uint64_t wait_tsc;    /* backpressure: TSC ticks the stub waits for room in a full ring
 			       * before it counts the event lost (0: it never waits) */
 	unsigned nr_detours;  /* detour slots wanted (probes at an entry without fentry site) */
+	uint64_t agg_entries; /* aggregation table entries per CPU wanted (0: no counting sites),
+			       * rounded by stub_agg_entries_for */
+	uint64_t tsc_khz;     /* the guest's TSC rate, for the durations the stub counts */
 };
 
 /* Records per CPU ring for @want records asked for (0: the default): the next power of two within
@@ -91,6 +99,29 @@ bool stub_live_at(struct target *tgt, uint64_t gpa);
  * -EFAULT. */
 int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t *nop, bool hook,
 	       bool args, bool root);
+
+/* With the target paused: CALL rel32 into the counting routine of @mode (STUB_AGG_*) at @site, as
+ * stub_patch's: the site's calls (and with STUB_AGG_RET its returns) are counted in the stub's
+ * tables, never recorded. 0, -EINVAL (no such routine, or no tables placed), or stub_patch's
+ * errors. */
+int stub_patch_agg(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t *nop, unsigned mode);
+
+/* Aggregation table entries per CPU for @want: the next power of two within
+ * [STUB_AGG_ENTRIES_MIN, STUB_AGG_ENTRIES_MAX]. Pure. */
+uint64_t stub_agg_entries_for(uint64_t want);
+
+/* Bytes of @nr_cpus aggregation tables of @entries each. Pure. */
+uint64_t stub_agg_bytes(unsigned nr_cpus, uint64_t entries);
+
+/* Copies entries [@first, @first + @n) of CPU @cpu's aggregation table (within the host's own
+ * bounds) into @buf, as the guest holds them (untrusted: host/trace/stub_agg validates). 0,
+ * -EINVAL out of bounds or without tables, -EFAULT. Main thread, or the drain thread. */
+int stub_agg_read(struct stub *s, unsigned cpu, uint64_t first, struct stub_agg_ent *buf,
+		  uint64_t n);
+
+/* CPU @cpu's count of aggregated events its table had no room for (RH_AGG_DROP, guest-reported:
+ * any value). 0 or -errno. */
+int stub_agg_dropped(struct stub *s, unsigned cpu, uint64_t *out);
 
 /* With the target paused: whether guest-physical @gpa may hold a CALL rel32 from @site into the
  * stub (it does, or it cannot be read): where a stub_patch that failed may have landed all the

@@ -10,6 +10,7 @@
 #include "host/trace/rec_filter.h"
 #include "host/trace/ring.h"
 #include "host/trace/stub.h"
+#include "host/trace/stub_agg.h"
 #include "host/trace/target.h"
 #include "host/trace/trigger.h"
 #include "vmi/vmi_task.h"
@@ -67,6 +68,8 @@ struct stub_drain {
 	uint64_t guest_lost; /* guest-reported, once stopped: events its rings could not take and
 			      * calls on CPU numbers out of range, as its counters say */
 	uint64_t rejected;   /* records the stub cannot have written (forged): dropped */
+	struct stub_agg agg; /* the counting sites' tables, read and validated at the stop */
+	bool agg_unread;     /* ... which could not be read (a guest that is gone) */
 	uint64_t tasks_changed; /* records whose task had another identity when read (named as
 				 * it is now; see task_of in stub_drain.c) */
 	/* the detach's looks at the guest's kernel stacks for a task preempted inside the stub, and

@@ -43,6 +43,8 @@ static size_t unpatch_all(struct stub_drain *d)
  * graph root). */
 static int patch_site(struct stub_drain *d, const struct probe *p)
 {
+	if (p->agg && p->agg_count)
+		return stub_patch_agg(&d->stub, p->addr, p->gpa, p->nop, p->agg_mode);
 	return stub_patch(&d->stub, p->addr, p->gpa, p->nop, p->hooks_return, p->event != NULL,
 			  d->c.graph && d->c.returns && p->graph_root);
 }
@@ -418,6 +420,15 @@ static int put_detours(struct stub_drain *d, bool graph, char *err, size_t errle
 	return 0;
 }
 
+/* Table entries a counting site of @mode may take on one CPU, with room to spare (each key a call
+ * entry, a return entry or a dozen log2 buckets, by a handful of tasks). */
+static uint64_t agg_entries_wanted(unsigned mode)
+{
+	uint64_t keys = 1 + ((mode & STUB_AGG_LOG2) ? 12 : (mode & STUB_AGG_RET) ? 1 : 0);
+
+	return 2 * keys * ((mode & STUB_AGG_PID) ? 16 : 1);
+}
+
 int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, char *err,
 		      size_t errlen)
 {
@@ -453,6 +464,8 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 		hi = p->addr > hi ? p->addr : hi;
 		returns |= p->hooks_return;
 		d->nr_probes++;
+		if (p->agg && p->agg_count)
+			g.agg_entries += agg_entries_wanted(p->agg_mode);
 	}
 	if (!d->nr_probes)
 		return 0;
@@ -477,6 +490,7 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	if (cfg->backpressure)
 		g.wait_tsc = (d->tsc_khz ? d->tsc_khz : DRAIN_TSC_KHZ_GUESS) * DRAIN_GUEST_WAIT_MS;
 	g.nr_detours = d->nr_detours;
+	g.tsc_khz = d->tsc_khz;
 	ret = stub_place(&d->stub, tgt, cfg->nr_cpus, returns, &g, lo, hi, err, errlen);
 	if (ret < 0) {
 		free_buffers(d);
@@ -558,6 +572,48 @@ static bool cpu_inside(struct stub_drain *d)
 	return false;
 }
 
+/* Entries read from the guest at a time. */
+#define AGG_CHUNK 1024
+
+/* Reads every CPU's table of the placed stub @s (within the host's own bounds, AGG_CHUNK entries at
+ * a time) and validates it into @a (allocated here, at most every entry of every table), with the
+ * CPUs' drop counts, summed saturating; once per run. 0 (also without tables), -ENOMEM, or the
+ * read's -errno (a->read false then). */
+static int collect_agg(struct stub_agg *a, struct stub *s, const struct probe_table *probes)
+{
+	struct stub_agg_ent *buf;
+	int ret = 0;
+
+	if (!s->placed || !s->agg_entries || a->read)
+		return 0;
+	a->cap = (size_t)s->nr_cpus * s->agg_entries;
+	a->v = malloc(a->cap * sizeof(*a->v));
+	buf = malloc(AGG_CHUNK * sizeof(*buf));
+	if (!a->v || !buf) {
+		free(buf);
+		stub_agg_free(a);
+		return -ENOMEM;
+	}
+	for (unsigned c = 0; c < s->nr_cpus && ret == 0; c++) {
+		uint64_t dropped = 0;
+
+		for (uint64_t first = 0; first < s->agg_entries && ret == 0; first += AGG_CHUNK) {
+			uint64_t n =
+			    s->agg_entries - first < AGG_CHUNK ? s->agg_entries - first : AGG_CHUNK;
+
+			ret = stub_agg_read(s, c, first, buf, n);
+			if (ret == 0)
+				stub_agg_parse(a, buf, n, c, probes);
+		}
+		if (ret == 0 && stub_agg_dropped(s, c, &dropped) == 0)
+			a->dropped =
+			    a->dropped + dropped < a->dropped ? UINT64_MAX : a->dropped + dropped;
+	}
+	free(buf);
+	a->read = ret == 0;
+	return ret;
+}
+
 void stub_drain_stop(struct stub_drain *d)
 {
 	struct stub_counters c;
@@ -568,6 +624,10 @@ void stub_drain_stop(struct stub_drain *d)
 		d->running = false;
 	}
 	stub_counters(&d->stub, &c);
+	/* the counting sites' tables, once no vCPU can count any more (a guest that is gone:
+	 * a->read stays false) */
+	if (d->stub.agg_entries && !d->agg.read && collect_agg(&d->agg, &d->stub, d->c.probes) < 0)
+		d->agg_unread = true;
 	d->guest_lost = c.lost > UINT64_MAX - c.bad_cpu ? UINT64_MAX : c.lost + c.bad_cpu;
 	/* the guest's last word, for the writer to mark at the end */
 	for (unsigned i = 0; d->nr_probes && i < d->c.nr_cpus && i < STUB_MAX_CPUS; i++)

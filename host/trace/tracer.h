@@ -6,6 +6,7 @@
 
 #include "host/trace/fevent.h"
 #include "host/trace/probe.h"
+#include "host/trace/stub_agg.h"
 #include "host/trace/ring.h"
 #include "host/trace/target.h"
 #include "host/trace/trigger.h"
@@ -83,6 +84,21 @@ bool tracer_has_trigger(const struct tracer *t, const struct probe *p);
  * the duration, or with the typed fields of @spec (evaluated with RAX as argument 0) if not NULL.
  * @quiet: do not record its entries. Before tracer_attach; needs opts.returns. 0 or -errno. */
 int tracer_set_return(struct tracer *t, uint32_t id, const struct fe_spec *spec, bool quiet);
+
+/* Only aggregations want probe @id's events (hist triggers, the profile): with STUB_AGG_RET in
+ * @mode its returns are hooked (and timed). With @count, as a stub probe it is counted in the guest
+ * by the counting routine of @mode (STUB_AGG_*), never recorded; otherwise (and as a trap probe)
+ * it records as usual. Before tracer_attach. 0, -EINVAL (an entry site, an -e event, no such
+ * mode), -ENOTSUP (returns asked without opts.returns, or of an entry that may not be a call). */
+int tracer_set_agg(struct tracer *t, uint32_t id, unsigned mode, bool count);
+
+/* The counting sites' tables as read at the end (the stub's, validated), or NULL when no table
+ * was placed; ->read false: they could not be read (the guest was gone). After the detach or
+ * tracer_stop_drain; main thread. */
+const struct stub_agg *tracer_stub_agg(const struct tracer *t);
+
+/* Entries per CPU of the stub's aggregation tables (0: none placed). Any thread after attach. */
+unsigned long long tracer_stub_agg_entries(const struct tracer *t);
 
 /* Verifies and patches every site (and the trampoline), and takes over breakpoint hits. On error
  * @err names the site and nothing stays patched, except stub probe sites the target would not

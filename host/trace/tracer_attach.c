@@ -68,8 +68,10 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 
 	t->t0 = clock_now_ns();
 	probe_for_each(p, &t->probes) {
-		p->hooks_return =
-		    t->opts.returns && (t->opts.hook_all || p->ret_probe) && !p->no_return;
+		p->hooks_return = t->opts.returns &&
+				  (t->opts.hook_all || p->ret_probe ||
+				   (p->agg && (p->agg_mode & STUB_AGG_RET))) &&
+				  !p->no_return;
 	}
 	atomic_store(&t->active, 1);
 	t->tgt->ops->set_bp_handler(t->tgt, tracer_hit, t);

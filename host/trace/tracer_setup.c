@@ -135,6 +135,31 @@ int tracer_set_return(struct tracer *t, uint32_t id, const struct fe_spec *spec,
 	return spec ? grow_scratch(t, fe_payload_size(spec)) : 0;
 }
 
+int tracer_set_agg(struct tracer *t, uint32_t id, unsigned mode, bool count)
+{
+	struct probe *p = probe_at(&t->probes, id);
+
+	if (!p || p->entry || p->event || mode >= 8 || mode == STUB_AGG_LOG2 ||
+	    mode == (STUB_AGG_LOG2 | STUB_AGG_PID))
+		return -EINVAL;
+	if ((mode & STUB_AGG_RET) && (!t->opts.returns || p->no_return))
+		return -ENOTSUP;
+	p->agg = true;
+	p->agg_count = count;
+	p->agg_mode = (uint8_t)mode;
+	return 0;
+}
+
+unsigned long long tracer_stub_agg_entries(const struct tracer *t)
+{
+	return t->stub.stub.agg_entries;
+}
+
+const struct stub_agg *tracer_stub_agg(const struct tracer *t)
+{
+	return t->stub.agg.read || t->stub.agg_unread ? &t->stub.agg : NULL;
+}
+
 int tracer_set_graph_root(struct tracer *t, uint32_t id)
 {
 	struct probe *p = probe_at(&t->probes, id);
@@ -176,6 +201,7 @@ void tracer_free(struct tracer *t)
 	if (!t)
 		return;
 	stub_drain_stop(&t->stub);
+	stub_agg_free(&t->stub.agg);
 	probe_table_free(&t->probes);
 	for (unsigned i = 0; t->rings && i < t->nr_rings; i++)
 		ring_free(&t->rings[i]);

@@ -118,7 +118,8 @@ void hv_run_signal_on_file(struct hv_result *r, const char *const *argv, const c
 static void run(struct hv_result *r, const char *const *argv, const char *watch,
 		const char *console_text, double signal_after, int sig)
 {
-	char dir[] = "/tmp/hvt-test-XXXXXX", tpath[256], cpath[256], epath[256], hpath[264];
+	char dir[] = "/tmp/hvt-test-XXXXXX", tpath[256], cpath[256], epath[256], hpath[264],
+	     ppath[272];
 	const char *args[64];
 	int n = 0, st;
 	pid_t pid;
@@ -132,6 +133,7 @@ static void run(struct hv_result *r, const char *const *argv, const char *watch,
 	snprintf(cpath, sizeof(cpath), "%s/console", dir);
 	snprintf(epath, sizeof(epath), "%s/stderr", dir);
 	snprintf(hpath, sizeof(hpath), "%s.hist", tpath);
+	snprintf(ppath, sizeof(ppath), "%s.profile", tpath);
 	args[n++] = hv_binary();
 	args[n++] = argv[0];
 	if (!strcmp(argv[0], "run") || !strcmp(argv[0], "attach")) {
@@ -194,7 +196,9 @@ static void run(struct hv_result *r, const char *const *argv, const char *watch,
 	r->console = slurp(cpath);
 	r->err = slurp(epath);
 	r->hist = access(hpath, F_OK) ? NULL : slurp(hpath);
+	r->profile = access(ppath, F_OK) ? NULL : slurp(ppath);
 	unlink(hpath);
+	unlink(ppath);
 	unlink(tpath);
 	unlink(cpath);
 	unlink(epath);
@@ -208,6 +212,7 @@ void hv_result_free(struct hv_result *r)
 	free(r->console);
 	free(r->err);
 	free(r->hist);
+	free(r->profile);
 	free(r->lines);
 	memset(r, 0, sizeof(*r));
 }

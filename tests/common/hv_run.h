@@ -24,6 +24,7 @@ struct hv_result {
 	char *console; /* whole --console file */
 	char *err;     /* whole stderr */
 	char *hist;    /* whole -o file's .hist (--trigger FUNC:hist), NULL when none */
+	char *profile; /* whole -o file's .profile (--profile's trace_stat), NULL when none */
 	struct trace_line *lines; /* every function line of the trace */
 	size_t nr_lines;
 };

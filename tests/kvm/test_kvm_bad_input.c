@@ -320,12 +320,12 @@ static void test_empty_trace_refused(void **state)
 	static const struct hv_run_case c[] = {
 	    {"-p nop -l fib",
 	     {"run", "-p", "nop", "-l", "fib", GUEST},
-	     REFUSED(
-		 "hvtrace: -l: -p nop traces no function (use -p function or function_graph, or a --trigger FUNC:hist on them)\n")},
+	     REFUSED("hvtrace: -l: -p nop traces no function (use -p function or function_graph, "
+		     "or a --trigger FUNC:hist or --profile on them)\n")},
 	    {"-p nop -n fib",
 	     {"run", "-p", "nop", "-n", "fib", "-e", "fib(int n)", GUEST},
-	     REFUSED(
-		 "hvtrace: -n: -p nop traces no function (use -p function or function_graph, or a --trigger FUNC:hist on them)\n")},
+	     REFUSED("hvtrace: -n: -p nop traces no function (use -p function or function_graph, "
+		     "or a --trigger FUNC:hist or --profile on them)\n")},
 	    {"--tracing-off without traceon",
 	     {"run", "--tracing-off", "--trigger", "fib:traceoff", GUEST},
 	     REFUSED(

@@ -1551,15 +1551,19 @@ static void check_hist_sections(const struct hv_result *r)
 	assert_non_null(strstr(second, "duration: ~ 2^"));
 }
 
-/* -p nop (stub probes): the hists alone, no function line in the trace; the records the stub
- * still writes for them (one per call: counting in the stub is issue 39's next step) */
+/* -p nop (stub probes): the hists alone, no function line in the trace, counted by the stub in
+ * the guest: no record at all, one counting site, its tables read back whole */
 static void check_hist_nop(const struct hv_result *r)
 {
 	check_hist_sections(r);
 	assert_int_equal(r->nr_lines, 0);
 	printf("stub records %ld\n", hv_stat(r->err, "stub probes ", "records "));
 	assert_int_equal(hv_stat(r->err, "stub probes ", "stub probes "), 1);
-	assert_true(hv_stat(r->err, "stub probes ", "records ") >= HIST_READS);
+	assert_int_equal(hv_stat(r->err, "stub probes ", "records "), 0);
+	assert_int_equal(hv_stat(r->err, "stub counting sites ", "stub counting sites "), 1);
+	assert_true(hv_stat(r->err, "stub counting sites ", "entries-read ") >= 2);
+	assert_int_equal(hv_stat(r->err, "stub counting sites ", "agg-rejected "), 0);
+	assert_int_equal(hv_stat(r->err, "stub counting sites ", "agg-dropped "), 0);
 }
 
 /* -p function (trap probes): dd's vfs_read lines in the plain function trace are as many as its
@@ -1594,6 +1598,110 @@ static void check_hist_guest(const char *console)
 	assert_int_equal(hist_hits(begin, end, "dd", &kpid), HIST_READS);
 	assert_int_equal(pid, hist_hv_pid);
 	assert_int_equal(HIST_READS, hist_hv_dd);
+}
+
+/* ---- the function profiler (issue 39): counted in the guest ---------------------------------- */
+
+/* Hit of @func in the section of trace_stat text @text titled @title ("trace_stat/function0:",
+ * "trace_stat/function (all CPUs):"), -1 when the section or the line is not there; *@ns gets its
+ * Time in ns (from "U.NNN us"). */
+static long stat_hits(const char *text, const char *title, const char *func, double *ns)
+{
+	const char *at = text ? strstr(text, title) : NULL, *end;
+	char pat[64];
+
+	if (!at)
+		return -1;
+	end = strstr(at + 1, "\ntrace_stat/");
+	snprintf(pat, sizeof(pat), "\n  %-30.30s  ", func);
+	at = strstr(at, pat);
+	if (!at || (end && at > end))
+		return -1;
+	at += strlen(pat);
+	long hits = strtol(at, (char **)&at, 10);
+	if (ns)
+		*ns = strtod(at, NULL) * 1000;
+	return hits;
+}
+
+/* Every function's Hit summed over a section (its lines up to the next section). */
+static long stat_total(const char *text, const char *title)
+{
+	const char *at = strstr(text, title), *end;
+	long sum = 0;
+
+	if (!at)
+		return -1;
+	end = strstr(at + 1, "\ntrace_stat/");
+	at = strstr(at, "  --------");
+	for (at = strchr(at, '\n'); at && *++at && (!end || at < end); at = strchr(at, '\n')) {
+		char name[64];
+		long hits;
+
+		if (sscanf(at, " %63s %ld", name, &hits) == 2)
+			sum += hits;
+	}
+	return sum;
+}
+
+/* --profile -p nop -l '*' --probe stub: every function counted in the guest, no record at all:
+ * bm_status_read's Hit the 7 status reads of the workload (as many as the function trace of the
+ * same workload has lines, test_attach_kallsyms_module), vfs_read's Hit the hist's Totals (the
+ * same tables), each CPU's section summing to the merged one, and ftrace's columns. */
+static void check_profile_stub(const struct hv_result *r)
+{
+	long hist_hits = -1, cpu0, cpu1, all;
+	const char *tot = r->hist ? strstr(r->hist, "Totals:\n    Hits: ") : NULL;
+	double ns = 0;
+
+	assert_non_null(r->profile);
+	printf("%.*s...\n", (int)strcspn(r->profile, "\n") + 400, r->profile);
+	assert_int_equal(r->nr_lines, 0);
+	assert_non_null(strstr(r->profile,
+			       "trace_stat/function0:\n  Function                     "
+			       "          Hit    Time            Avg             s^2\n"));
+	assert_int_equal(stat_hits(r->profile, "(all CPUs):", "bm_status_read", &ns), 7);
+	assert_true(ns > 0);
+	cpu0 = stat_hits(r->profile, "function0:", "bm_status_read", NULL);
+	cpu1 = stat_hits(r->profile, "function1:", "bm_status_read", NULL);
+	assert_int_equal((cpu0 > 0 ? cpu0 : 0) + (cpu1 > 0 ? cpu1 : 0), 7);
+	all = stat_total(r->profile, "(all CPUs):");
+	printf("profile: %ld calls in all, CPU 0 %ld, CPU 1 %ld\n", all,
+	       stat_total(r->profile, "function0:"), stat_total(r->profile, "function1:"));
+	assert_true(all > 100000);
+	assert_int_equal(
+	    stat_total(r->profile, "function0:") + stat_total(r->profile, "function1:"), all);
+	assert_non_null(tot);
+	hist_hits = strtol(tot + strlen("Totals:\n    Hits: "), NULL, 10);
+	assert_int_equal(stat_hits(r->profile, "(all CPUs):", "vfs_read", NULL), hist_hits);
+	printf("stub records %ld, counting sites %ld, entries read %ld\n",
+	       hv_stat(r->err, "stub probes ", "records "),
+	       hv_stat(r->err, "stub counting sites ", "stub counting sites "),
+	       hv_stat(r->err, "stub counting sites ", "entries-read "));
+	assert_int_equal(hv_stat(r->err, "stub probes ", "records "), 0);
+	assert_true(hv_stat(r->err, "stub counting sites ", "stub counting sites ") > 10000);
+	assert_int_equal(hv_stat(r->err, "stub counting sites ", "agg-rejected "), 0);
+	assert_int_equal(hv_stat(r->err, "stub counting sites ", "agg-dropped "), 0);
+}
+
+/* --profile -p nop -l vfs_read with trap probes: nothing in the trace, vfs_read's calls and their
+ * times in the profile from the records (its returns hooked for the profile alone), as many calls
+ * as hvtrace's summary counts, no counting site */
+static void check_profile_trap(const struct hv_result *r)
+{
+	long hits;
+	double ns = 0;
+	char line[64];
+
+	assert_non_null(r->profile);
+	printf("%s", r->profile);
+	assert_int_equal(r->nr_lines, 0);
+	hits = stat_hits(r->profile, "(all CPUs):", "vfs_read", &ns);
+	assert_true(hits > 0);
+	assert_true(ns > 0);
+	snprintf(line, sizeof(line), "\n  %-30s %10ld ", "vfs_read", hits);
+	assert_non_null(strstr(r->err, line)); /* the summary's Hit */
+	assert_int_equal(hv_stat(r->err, "stub counting sites ", "stub counting sites "), -1);
 }
 
 /* ---- the tests ------------------------------------------------------------------------------- */
@@ -2616,6 +2724,32 @@ static const struct linux_test linux_tests[] = {
 		     "--stats"},
 	    .expect = {.check = check_hist_nop},
 	}},
+    },
+    {
+	/* issue 39: the function profiler on every function with stub probes and -p nop: counted in
+	 * the guest, the binfmt_misc workload's 7 status reads exact */
+	.name = "test_profile_stub",
+	.domain = "hvt.rounds=800 hvt.yes_sec=2 hvt.bm=7 hvt.bm_wait=60 memmap=16M$0xd000000",
+	.qemu = {"-qmp", QMP_TCP_ARG},
+	.console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},
+	.runs = {
+	    {
+		.label = "attach --qmp --probe stub -p nop -l '*' --profile",
+		.cmd = RAW,
+		.args = {"attach", "--qmp", QMP_TCP, "--probe", "stub", "-p", "nop", "-l", "*",
+			 "--profile", "--trigger", "vfs_read:hist:keys=common_pid.execname",
+			 "--duration", "90", "--stats"},
+		.expect = {.check = check_profile_stub},
+	    },
+	    {
+		/* trap probes: the host counts, from records the trace leaves out */
+		.label = "attach --qmp --probe trap -p nop -l vfs_read --profile",
+		.cmd = RAW,
+		.args = {"attach", "--qmp", QMP_TCP, "--probe", "trap", "-p", "nop", "-l",
+			 "vfs_read", "--profile", "--duration", "15", "--stats"},
+		.expect = {.check = check_profile_trap},
+	    },
+	},
     },
     {
 	/* issue 36: hvtrace first (stub probes on vfs_read), then the guest's own function tracer on
