@@ -145,7 +145,7 @@ static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t
 	} else {
 		hooked = 1;
 		atomic_fetch_add_explicit(&p->n.hooked, 1, memory_order_relaxed);
-		if (slot_gpa >> 32)
+		if (!link && slot_gpa >> 32) /* a slot written above 4 GiB */
 			atomic_fetch_add_explicit(&t->slots_above_4g, 1, memory_order_relaxed);
 	}
 	shadow_unlock(st);

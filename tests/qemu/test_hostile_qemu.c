@@ -200,16 +200,20 @@ static void test_cpu_beyond_vcpus(void **state)
 {
 	static const struct fake_step qmp[] = {{CAPS, RET_EMPTY}};
 	static const char *const cpu[] = {"--cpu", "5", NULL};
-	char b[12][64];
-	struct fake_step gdb[7];
+	char b[14][64];
+	struct fake_step gdb[8];
 	size_t n = gdb_handshake(gdb, b, "m01,02");
 	struct hv_result r;
 
 	(void)state;
 	gdb[n++] = (struct fake_step){fake_gdb_packet(b[8], 64, "", "qsThreadInfo"),
 				      fake_gdb_packet(b[9], 64, "", "l")};
-	gdb[n++] = (struct fake_step){fake_gdb_packet(b[10], 64, "", "Qqemu.PhyMemMode:1"),
-				      fake_gdb_packet(b[11], 64, "", "OK")};
+	/* the target description: the guest's ISA (issue 38) */
+	gdb[n++] = (struct fake_step){
+	    fake_gdb_packet(b[10], 64, "", "qXfer:features:read:target.xml:0,ffb"),
+	    fake_gdb_packet(b[11], 64, "", "l<target><architecture>i386:x86-64</architecture></target>")};
+	gdb[n++] = (struct fake_step){fake_gdb_packet(b[12], 64, "", "Qqemu.PhyMemMode:1"),
+				      fake_gdb_packet(b[13], 64, "", "OK")};
 	play(qmp, 1, gdb, n, 0, cpu, &r);
 	check(&r, 2, "hvtrace: --cpu: CPU 5: the guest has 2 vCPUs (0-1)\n");
 }
