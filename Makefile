@@ -254,8 +254,8 @@ viewer-test: hvtrace $(GUEST) guest
 
 # On real KVM, in the nested lane: with the lane's own L0 (make lane-qemu), first the freestanding part of
 # make bench (a trap event through KVM_EXIT_DEBUG against a raw INT3 exit round trip and a stub event, in
-# one run; set BENCH_NESTED_PARTS=freestanding for it alone); then the Linux part: hvtrace's own VMM (run
-# --kernel), stub probes.
+# one run; set BENCH_NESTED_PARTS=freestanding for it alone; over 40 minutes of the lane on a loaded machine,
+# so give it HVT_LANE_TIMEOUT); then the Linux part: hvtrace's own VMM (run --kernel), stub probes.
 bench-nested: hvtrace guest $(BUILD)/tests/bench $(BENCH_GUEST) $(BENCH_NOPG_GUEST)
 	@if ! why=$$(scripts/nested-kvm.sh --check 2>&1); then echo "SKIPPED: bench-nested: $$why"; \
 	else if scripts/nested-kvm.sh --l0 | grep -q ^lane; then \
