@@ -365,7 +365,7 @@ FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,un
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
 FUZZ_SRCS_gdbstub := host/vmm/gdbstub.c host/vmm/gdb_wire.c host/vmm/gdb_packet.c host/vmm/tcp.c host/trace/clock.c
 FUZZ_SRCS_qmp     := host/qemu/qmp.c host/qemu/qmp_json.c host/vmm/tcp.c host/trace/clock.c
-FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_linux_percpu.c vmi/vmi_btf.c vmi/vmi_kallsyms.c vmi/vmi_modules.c vmi/vmi_elf.c \
+FUZZ_SRCS_sysmap  := vmi/vmi_linux.c vmi/vmi_linux_arm64.c vmi/vmi_linux_percpu.c vmi/vmi_btf.c vmi/vmi_kallsyms.c vmi/vmi_modules.c vmi/vmi_elf.c \
                      vmi/vmi_elf_phdr.c vmi/vmi_file.c vmi/vmi_symtab.c vmi/vmi_sites.c
 FUZZ_SRCS_elf     := vmi/vmi_elf.c vmi/vmi_elf_phdr.c vmi/vmi_file.c vmi/vmi_symtab.c vmi/vmi_sites.c
 FUZZ_SRCS_btf     := vmi/vmi_btf.c host/trace/fevent_btf.c host/trace/fevent.c host/trace/escape.c \
