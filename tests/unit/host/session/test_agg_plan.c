@@ -57,7 +57,7 @@ static struct tracer *new_tracer(bool returns)
 	static struct vmi_task_layout task;
 	struct tracer *tr = NULL;
 
-	memset(&syms, 0, sizeof(syms));
+	vmi_symtab_free(&syms); /* the previous case's */
 	vmi_symtab_add(&syms, 0x1000, 0x100, "f");
 	vmi_symtab_add(&syms, 0x2000, 0x100, "g");
 	vmi_symtab_add(&syms, 0x3000, 0x100, "h");
@@ -136,6 +136,14 @@ static void test_apply(void **state)
 	vmi_symtab_free(&syms);
 }
 
+/* The last case's symbols. */
+static int free_syms(void **state)
+{
+	(void)state;
+	vmi_symtab_free(&syms);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -143,5 +151,5 @@ int main(void)
 	    cmocka_unit_test(test_apply),
 	};
 
-	return cmocka_run_group_tests_name("agg_plan", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("agg_plan", tests, NULL, free_syms);
 }
