@@ -110,8 +110,10 @@ static int hook_return(struct tracer *t, unsigned cpu, struct probe *p, uint64_t
 
 	bool link = target_arch(t->tgt)->regs.ra != ARCH_REG_NONE;
 
+	/* a link register's return is a breakpoint (ret_sites): no slot in memory to resolve */
+	slot_gpa = 0;
 	if ((slot & 7) || (p->entry && !entry_return(t, cpu, slot, orig)) ||
-	    t->tgt->ops->translate(t->tgt, cpu, slot, &slot_gpa) < 0)
+	    (!link && t->tgt->ops->translate(t->tgt, cpu, slot, &slot_gpa) < 0))
 		return -1;
 	st = shadow_lock(&t->shadow, slot, true);
 	if (!st)
