@@ -271,6 +271,7 @@ bench: hvtrace $(BUILD)/tests/bench $(BENCH_GUEST) $(BENCH_NOPG_GUEST) guest
 	tests/bench/bench-qemu.sh $(GUEST_DIR)
 	tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
 	BENCH_PARTS=entry tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
+	BENCH_PARTS=profile tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
 
 # make bench-linux [KERNEL=6.12]: the Linux part alone, on the kernel `make guest KERNEL=...` fetches
 # (6.1, the default, in $(GUEST_DIR); any other in $(GUEST_DIR)/<KERNEL>/).
@@ -278,6 +279,7 @@ BENCH_LINUX_DIR = $(if $(filter 6.1,$(KERNEL)),$(GUEST_DIR),$(GUEST_DIR)/$(KERNE
 bench-linux: hvtrace guest
 	tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
 	BENCH_PARTS=entry tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
+	BENCH_PARTS=profile tests/bench/bench-linux.sh $(BENCH_LINUX_DIR)
 
 $(BUILD)/tests/bench: tests/bench/bench.c $(LIB) $(BENCH_GUEST) $(BENCH_NOPG_GUEST) | $(DEPS)
 	@mkdir -p $(@D)

@@ -74,6 +74,10 @@
 #define H_AGG_MASK 168	 /* u64: entries per CPU table - 1 (a power of two - 1) */
 #define H_NS_MULT 176	 /* u64: a duration in ns is (TSC ticks * this) >> H_NS_SHIFT */
 #define H_NS_SHIFT 184	 /* u64 */
+#define H_PREEMPT_GS 192 /* u64: nonzero: the CPU's preempt count is the u32 at %gs:this. The counting
+			   * routines and the return routine then raise it for their duration
+			   * instead of masking interrupts (no CLI, so no STI: under TCG an STI
+			   * ends the translation block through QEMU's main loop) */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 
 /* Ring header fields (offsets in a CPU's 64-byte ring header). */

@@ -163,6 +163,11 @@ int vmi_linux_stub_area(struct vmi_linux *l, vmi_read_fn read, void *ctx, uint64
  * symbols (or the BTF) lack it. */
 bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off);
 
+/* Where the preempt count is for %gs (x86-64: __preempt_count, or pcpu_hot's member on 6.2-6.14),
+ * as vmi_linux_cpu_gs's; for the stub's counting routines. False where the symbols (or the BTF) lack
+ * it, or on an ISA whose preempt count is not per CPU (arm64 keeps it in the task). */
+bool vmi_linux_preempt_gs(const struct vmi_linux *l, uint64_t *off);
+
 /* Linux writes IA32_TSC_AUX = (node << 12) | cpu on every CPU (for vgetcpu) when its boot CPU has
  * RDTSCP (or RDPID). Reads boot_cpu_data.x86_capability (BTF offset) through @read: 0 and *@mask =
  * VMI_LINUX_TSC_AUX_CPU_MASK if the kernel saw RDTSCP (RDTSCP's ECX & mask is the CPU number

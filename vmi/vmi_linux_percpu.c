@@ -182,6 +182,14 @@ bool vmi_linux_cpu_gs(const struct vmi_linux *l, uint64_t *off)
 	return true;
 }
 
+bool vmi_linux_preempt_gs(const struct vmi_linux *l, uint64_t *off)
+{
+	if (vmi_linux_arch(l)->current_task || !l->preempt_count)
+		return false;
+	*off = l->preempt_count;
+	return true;
+}
+
 #define X86_CAP_WORD_8000_0001_EDX 1 /* Linux's x86_capability word of CPUID 0x80000001 EDX */
 #define X86_CAP_RDTSCP_BIT	   27
 

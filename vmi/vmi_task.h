@@ -39,6 +39,9 @@ struct vmi_task_layout {
 			   * (exact while the per-CPU areas move at boot; current_slot is not) */
 	uint64_t task_gs_off;
 	bool has_cpu_gs;		     /* the CPU number is the u32 at %gs:cpu_gs_off */
+	bool has_preempt_gs; /* stub probes: the preempt count is the u32 at %gs:preempt_gs_off (the
+			      * counting routines raise it rather than mask interrupts) */
+	uint64_t preempt_gs_off;
 	uint64_t cpu_gs_off;
 	uint32_t cpu_aux_mask; /* nonzero: the CPU number is RDTSCP's ECX (IA32_TSC_AUX) & this,
 				* preferred to %gs:cpu_gs_off */

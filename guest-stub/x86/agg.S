@@ -6,37 +6,38 @@
 
 /* r10 = the routine's mode, STUB_AGG_* (its index in struct stub's agg[]) */
 hvt_stub_count:
-	SAVE
+	SAVE_NOCLI
 	xorl %r10d, %r10d
 	jmp .Lagg_entry
 
 hvt_stub_count_pid:
-	SAVE
+	SAVE_NOCLI
 	movl $STUB_AGG_PID, %r10d
 	jmp .Lagg_entry
 
 hvt_stub_count_ret:
-	SAVE
+	SAVE_NOCLI
 	movl $STUB_AGG_RET, %r10d
 	jmp .Lagg_entry
 
 hvt_stub_count_ret_pid:
-	SAVE
+	SAVE_NOCLI
 	movl $(STUB_AGG_RET | STUB_AGG_PID), %r10d
 	jmp .Lagg_entry
 
 hvt_stub_count_ret_log2:
-	SAVE
+	SAVE_NOCLI
 	movl $(STUB_AGG_RET | STUB_AGG_LOG2), %r10d
 	jmp .Lagg_entry
 
 hvt_stub_count_ret_pid_log2:
-	SAVE
+	SAVE_NOCLI
 	movl $(STUB_AGG_RET | STUB_AGG_PID | STUB_AGG_LOG2), %r10d
 .Lagg_entry:
+	PIN
 	PROLOGUE
 	cmpq $-1, %r12
-	je .Lout
+	je .Lcount_out
 	leaq F_SLOT(%rsp), %r14
 	movq F_SITE(%rsp), %r13
 	subq $5, %r13
@@ -47,7 +48,7 @@ hvt_stub_count_ret_pid_log2:
 	call .Lagg
 	pop %r10
 	testl $STUB_AGG_RET, %r10d
-	jz .Lout
+	jz .Lcount_out
 	/* the return hooked: a frame whose E_TSC holds the mode in bits 63..61 (bit 61, STUB_AGG_RET,
 	 * marks it as counting) over the TSC */
 	movq %r10, %r11
@@ -88,12 +89,15 @@ hvt_stub_count_ret_pid_log2:
 	movq H_RET(%rbx), %rax
 	movq %rax, (%r14)
 	movq $0, S_LOCK(%r10)
-	jmp .Lout
+	jmp .Lcount_out
 .Lagg_full:
 	RELEASE
 .Lagg_nohook:
 	lock incq H_NO_STACK(%rbx)
-	jmp .Lout
+	jmp .Lcount_out
+
+.Lcount_out:
+	UNPIN_RET
 
 /* Adds one event of site r13 and key r10 with duration r11 (ns; 0 for a call) to CPU r12's table:
  * the entry of that key found or claimed within STUB_AGG_PROBES entries of its hash (a pid key's

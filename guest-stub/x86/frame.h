@@ -43,6 +43,58 @@
 	push %r15
 .endm
 
+/* SAVE without the CLI: the counting routines' and the return routine's, which raise the preempt
+ * count instead (PIN) when the header says where it is. */
+.macro SAVE_NOCLI
+	pushfq
+	push %rax
+	push %rcx
+	push %rdx
+	push %rbx
+	push %rbp
+	push %r10
+	push %r11
+	push %r12
+	push %r13
+	push %r14
+	push %r15
+.endm
+
+/* After SAVE_NOCLI: this CPU kept until UNPIN, from the preempt count at %gs:H_PREEMPT_GS (no
+ * preemption, so no migration and no other task on this CPU; an interrupt or NMI may still nest,
+ * and each table update is one instruction), else with interrupts masked as SAVE's. Clobbers rcx
+ * and the arithmetic flags. */
+.macro PIN
+	movq .Lbase+STUB_HDR_OFF+H_PREEMPT_GS(%rip), %rcx
+	testq %rcx, %rcx
+	jz .Lpin_cli\@
+	incl %gs:(%rcx)
+	jmp .Lpin_out\@
+.Lpin_cli\@:
+	cli
+.Lpin_out\@:
+.endm
+
+/* Undoes PIN (the preempt count lowered, without a reschedule: as preempt_enable_no_resched) and
+ * returns as RESTORE_RET does: STI only when interrupts are masked now (PIN's CLI, or a drop
+ * record's, ring.S) and SAVE found them on. */
+.macro UNPIN_RET
+	movq .Lbase+STUB_HDR_OFF+H_PREEMPT_GS(%rip), %rcx
+	testq %rcx, %rcx
+	jz .Lunpin_if\@
+	decl %gs:(%rcx)
+.Lunpin_if\@:
+	pushfq
+	popq %rcx
+	testl $X86_EFLAGS_IF, %ecx
+	jnz .Lunpin_on\@
+	RESTORE_RET
+.Lunpin_on\@:
+	RESTORE_POPS
+	leaq 8(%rsp), %rsp
+	ret
+.endm
+
 /* Restores the registers SAVE pushed, leaving its flags word on the stack. */
 .macro RESTORE_POPS
 	pop %r15

@@ -4,7 +4,8 @@
 
 hvt_stub_ret:
 	subq $8, %rsp
-	SAVE
+	SAVE_NOCLI
+	PIN
 	PROLOGUE
 	leaq F_RSLOT(%rsp), %r14
 	xorl %edx, %edx
@@ -30,6 +31,7 @@ hvt_stub_ret:
 	RELEASE
 	btq $61, %r11 /* a counting routine's frame (agg.S): counted, not recorded */
 	jc .Lr_count
+	cli /* a record: the ring is written with interrupts masked */
 	movl %r12d, %r10d
 	shll $16, %r10d
 	shll $8, %eax
@@ -54,7 +56,7 @@ hvt_stub_ret:
 	movl %edx, R_TASK_ID(%rax)
 	movl %ecx, R_SEQ(%rax)
 .Lr_out:
-	RESTORE_RET /* to the saved return address, now back in the slot */
+	UNPIN_RET /* to the saved return address, now back in the slot */
 .Lr_count:
 	/* the duration in ns ((ticks * H_NS_MULT) >> H_NS_SHIFT), keyed by the frame's mode (bits
 	 * 63..61 of its E_TSC, in r11) and added to the CPU's table */
@@ -92,4 +94,7 @@ hvt_stub_ret:
 .Lorphan:
 	/* A return through the stub with no frame for its slot: only a host bug can cause it. */
 	ud2
+
+/* the end of the routines that run with interrupts on (agg.S, then this file) */
+hvt_stub_ret_end:
 

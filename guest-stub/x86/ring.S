@@ -106,6 +106,7 @@
 	je 10f
 	btq $61, E_TSC(%rcx)
 	jc .Ldrop_count
+	cli /* a record (PIN may have left interrupts on): UNPIN_RET turns them back on */
 	push %rcx
 	push %r11
 	movl $1, %r11d

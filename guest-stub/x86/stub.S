@@ -42,7 +42,7 @@
 	.globl hvt_stub_detour_root, hvt_stub_detour_root_args
 	.globl hvt_stub_count, hvt_stub_count_pid, hvt_stub_count_ret, hvt_stub_count_ret_pid
 	.globl hvt_stub_count_ret_log2, hvt_stub_count_ret_pid_log2
-	.globl hvt_stub_ret, hvt_stub_end
+	.globl hvt_stub_ret, hvt_stub_ret_end, hvt_stub_end
 hvt_stub_start:
 .Lbase:
 

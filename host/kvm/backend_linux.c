@@ -170,6 +170,7 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 		r->task.task_gs_off = r->l.current_task;
 	}
 	r->task.has_cpu_gs = vmi_linux_cpu_gs(&r->l, &r->task.cpu_gs_off);
+	r->task.has_preempt_gs = vmi_linux_preempt_gs(&r->l, &r->task.preempt_gs_off);
 	if (cmd_probe_mode(s, &r->tgt, &r->task, NULL, true, &pg.stub, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	ret = kvm_run_refuse_entry_probes(s, &r->sites, &r->l.funcs, err, errlen);

@@ -300,6 +300,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	int ret;
 
 	tl.has_cpu_gs = vmi_linux_cpu_gs(&r->l, &tl.cpu_gs_off);
+	tl.has_preempt_gs = vmi_linux_preempt_gs(&r->l, &tl.preempt_gs_off);
 	/* RDTSCP's IA32_TSC_AUX, which Linux sets for vgetcpu, before %gs:cpu_number */
 	vmi_linux_tsc_aux(&r->l, target_qemu_read_kernel, &r->tq, &tl.cpu_aux_mask);
 	if (s->probe != PROBE_TRAP) {

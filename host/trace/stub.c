@@ -14,7 +14,7 @@ extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
 	hvt_stub_detour_args[], hvt_stub_detour_ret_args[], hvt_stub_detour_root[],
 	hvt_stub_detour_root_args[], hvt_stub_ret[], hvt_stub_end[], hvt_stub_count[],
 	hvt_stub_count_pid[], hvt_stub_count_ret[], hvt_stub_count_ret_pid[],
-	hvt_stub_count_ret_log2[], hvt_stub_count_ret_pid_log2[];
+	hvt_stub_count_ret_log2[], hvt_stub_count_ret_pid_log2[], hvt_stub_ret_end[];
 
 /* The entry routines by their index in struct stub's entry[]: hook | 2 * arguments | 4 * graph
  * root | 8 * from a detour slot (none at 4, 6, 12, 14: a root's return is always hooked). */
@@ -115,6 +115,8 @@ static int put_header(struct stub *s, const struct stub_guest *g)
 		h[H_CUR_GS_ON / 8] = 1;
 		h[H_CUR_GS_OFF / 8] = g->task->task_gs_off;
 	}
+	if (g->task && g->task->valid && g->task->has_preempt_gs)
+		h[H_PREEMPT_GS / 8] = g->task->preempt_gs_off;
 	if (g->task && g->task->valid && g->task->comm_off) {
 		h[H_PID_OFF / 8] = g->task->pid_off;
 		h[H_COMM_OFF / 8] = g->task->comm_off;
@@ -397,11 +399,13 @@ bool stub_owns_rip(const struct stub *s, uint64_t rip)
 			     (rip >= d && rip - d < (uint64_t)s->nr_detours * STUB_DETOUR_SIZE));
 }
 
-/* Interrupts are on at an entry routine's first two instructions (SAVE's PUSHF and CLI) and at the
- * return routine's first three (SUB, PUSHF, CLI): the offsets of those instructions. test_stub
- * checks the bytes there. */
+/* Interrupts are on at an entry routine's first two instructions (SAVE's PUSHF and CLI): their
+ * offsets (test_stub checks the bytes there). The counting routines (agg.S) and the return routine
+ * (ret.S), which follow the entry routines in the blob, run with interrupts on throughout when the
+ * header's H_PREEMPT_GS pins them to their CPU (and mask them only after their first dozen
+ * instructions otherwise): any address of theirs may be where a context was interrupted, and
+ * before PIN or after UNPIN where a task was preempted. */
 static const uint8_t entry_irq_on[] = {0, 1};
-static const uint8_t ret_irq_on[] = {0, 4, 5};
 
 static bool at_offsets(uint64_t rip, uint64_t base, const uint8_t *off, size_t n)
 {
@@ -419,13 +423,11 @@ bool stub_interruptible_at(const struct stub *s, uint64_t rip)
 		return false;
 	if (rip >= d && rip - d < (uint64_t)s->nr_detours * STUB_DETOUR_SIZE)
 		return (rip - d) % STUB_DETOUR_SIZE == 0;
-	if (at_offsets(rip, s->ret, ret_irq_on, sizeof(ret_irq_on)))
+	if (rip >= s->reg.gva + (uint64_t)(hvt_stub_count - hvt_stub_start) &&
+	    rip < s->reg.gva + (uint64_t)(hvt_stub_ret_end - hvt_stub_start))
 		return true;
 	for (unsigned k = 0; k < sizeof(s->entry) / sizeof(s->entry[0]); k++)
 		if (s->entry[k] && at_offsets(rip, s->entry[k], entry_irq_on, sizeof(entry_irq_on)))
-			return true;
-	for (unsigned k = 0; k < sizeof(s->agg) / sizeof(s->agg[0]); k++)
-		if (s->agg[k] && at_offsets(rip, s->agg[k], entry_irq_on, sizeof(entry_irq_on)))
 			return true;
 	return false;
 }

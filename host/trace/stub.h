@@ -135,10 +135,11 @@ int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t *nop
 /* True if @rip is inside the stub's code or its detours. */
 bool stub_owns_rip(const struct stub *s, uint64_t rip);
 
-/* True if @rip is where a context interrupted inside the stub resumes: the instructions each
- * routine runs before its CLI, and a detour slot's CALL (everywhere else in the stub interrupts
- * are off, so no task is interrupted, let alone preempted, there). What the detach looks for on
- * the guest's kernel stacks before it unmaps the stub. Pure. */
+/* True if @rip is where a context interrupted inside the stub may resume: an entry routine's
+ * instructions before its CLI, a detour slot's CALL (everywhere else in those interrupts are off,
+ * so no task is interrupted, let alone preempted, there), and anywhere in the counting routines
+ * and the return routine (which run with interrupts on, pinned by the preempt count). What the
+ * detach looks for on the guest's kernel stacks before it unmaps the stub. Pure. */
 bool stub_interruptible_at(const struct stub *s, uint64_t rip);
 
 /* Detours: a probe at a function entry without an fentry site. The entry's first instructions

@@ -22,7 +22,8 @@
 
 extern const uint8_t hvt_stub_entry_root[], hvt_stub_entry_root_args[];
 extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
-    hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_ret[], hvt_stub_end[];
+    hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_ret[], hvt_stub_end[],
+    hvt_stub_count[], hvt_stub_ret_end[];
 
 static uint8_t *mem, far_page[0x1000];
 static bool unmapped;
@@ -93,6 +94,8 @@ static int setup(void **state)
 	fake_mem_map(&ft.mem, FAR_SITE & ~0xfffull, far_page, sizeof(far_page));
 	task.current_slot[0] = 0x5000;
 	task.current_slot[1] = 0x5008;
+	task.has_preempt_gs = true; /* the counting and return routines pin by %gs:0x1234 */
+	task.preempt_gs_off = 0x1234;
 	memcpy(at(SITE), "\x0f\x1f\x44\x00\x00", 5);
 	memcpy(at(FAR_SITE), "\x0f\x1f\x44\x00\x00", 5);
 	assert_int_equal(stub_place(&s, &ft.t, 2, true, &g, SITE, SITE, err, sizeof(err)), 0);
@@ -128,6 +131,7 @@ static void test_place(void **state)
 	assert_int_equal(u64(h + H_GRAPH), 0);
 	assert_int_equal(u64(h + H_RET), REGION + (uint64_t)(hvt_stub_ret - hvt_stub_start));
 	assert_int_equal(u64(h + H_CUR_GS_ON), 0); /* the slots, not %gs, without has_task_gs */
+	assert_int_equal(u64(h + H_PREEMPT_GS), 0x1234);
 	assert_int_equal(u64(h + H_CUR_SLOTS), 0x5000);
 	assert_int_equal(u64(h + H_CUR_SLOTS + 8), 0x5008);
 	assert_int_equal(u64(h + H_CUR_SLOTS + 16), 0);
@@ -333,15 +337,18 @@ static void test_restore_slots(void **state)
 	assert_int_equal(c.no_stack, 4);
 }
 
-/* Where a context interrupted inside the stub may resume: each routine's instructions before its
- * CLI (the bytes there are what stub_interruptible_at assumes: PUSHF, CLI; SUB $8, PUSHF, CLI),
- * nowhere after it. */
+/* Where a context interrupted inside the stub may resume: each entry routine's instructions before
+ * its CLI (the bytes there are what stub_interruptible_at assumes: PUSHF, CLI), nowhere after it;
+ * anywhere in the counting routines and the return routine (SUB $8, PUSHF, then pushes: no CLI),
+ * which run with interrupts on, up to the end of the return routine. */
 static void test_interruptible(void **state)
 {
 	const uint8_t *const entries[] = {hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_entry_args,
 					  hvt_stub_entry_ret_args, hvt_stub_entry_root,
 					  hvt_stub_entry_root_args};
 	uint64_t ret = REGION + (uint64_t)(hvt_stub_ret - hvt_stub_start);
+	uint64_t count = REGION + (uint64_t)(hvt_stub_count - hvt_stub_start);
+	uint64_t ret_end = REGION + (uint64_t)(hvt_stub_ret_end - hvt_stub_start);
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
@@ -353,12 +360,14 @@ static void test_interruptible(void **state)
 		assert_false(stub_interruptible_at(&s, e + 2));
 		assert_false(stub_interruptible_at(&s, e - 1));
 	}
-	assert_memory_equal(at(ret), "\x48\x83\xec\x08\x9c\xfa", 6);
+	assert_memory_equal(at(ret), "\x48\x83\xec\x08\x9c\x50", 6);
 	assert_true(stub_interruptible_at(&s, ret));
-	assert_false(stub_interruptible_at(&s, ret + 1));
-	assert_true(stub_interruptible_at(&s, ret + 4));
-	assert_true(stub_interruptible_at(&s, ret + 5));
-	assert_false(stub_interruptible_at(&s, ret + 6));
+	assert_true(stub_interruptible_at(&s, ret + 6));
+	assert_true(stub_interruptible_at(&s, count));
+	assert_true(stub_interruptible_at(&s, count + 2));
+	assert_false(stub_interruptible_at(&s, count - 1));
+	assert_true(stub_interruptible_at(&s, ret_end - 1));
+	assert_false(stub_interruptible_at(&s, ret_end));
 	assert_false(stub_interruptible_at(&s, SITE));
 	stub_unplace(&s);
 	assert_false(stub_interruptible_at(&s, ret));
