@@ -271,6 +271,15 @@ static bool hists_want_returns(const struct session *s)
 	return false;
 }
 
+/* Whether a hist of @s is keyed by stacktrace (its stack records are hidden from the trace). */
+static bool hists_want_stacks(const struct session *s)
+{
+	for (size_t k = 0; k < s->nr_hists; k++)
+		if (hist_stack_key(&s->hists[k]) >= 0)
+			return true;
+	return false;
+}
+
 /* Whether probe @id's returns are hooked for a duration hist alone. */
 static bool own_return(const struct pipeline *p, uint32_t id)
 {
@@ -289,6 +298,8 @@ static bool hist_only_record(const void *ctx, const struct sink_rec *rec)
 	const struct probe *pr = rec->probe;
 	bool nop = p->s->tracer == TRACER_NOP;
 
+	if (rec->r->type == HVT_REC_STACK && rec->r->parent == HVT_STACK_FOR_HIST)
+		return true; /* a hist's stacktrace key, never traced */
 	if (pr && pr->agg)
 		return rec->r->type == HVT_REC_ENTRY || rec->r->type == HVT_REC_RETURN;
 	if (!pr || !hist_set_watches(&p->hists, pr->id))
@@ -429,7 +440,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 		return ret;
 	if (s->nr_triggers)
 		sink_trigger_wrap(&p->sink, &p->trig_sink, s->record ? NULL : s->output);
-	if ((s->nr_hists || s->profile) && (s->tracer == TRACER_NOP || p->nr_own_ret))
+	if ((s->nr_hists || s->profile) &&
+	    (s->tracer == TRACER_NOP || p->nr_own_ret || hists_want_stacks(s)))
 		sink_quiet_wrap(&p->sink, &p->quiet_sink, hist_only_record, p);
 	/* each record's probe and spec, looked up once by the writer for the sink and the tap */
 	p->w.lookup = writer_lookup_probes;

@@ -54,6 +54,14 @@ int probe_setup_triggers(struct tracer *t, const struct session *s, char *err, s
 			return EXIT_HOST_ERROR;
 		}
 	}
+	/* a hist keyed by stacktrace: its function's stack walked at each call (a trap probe; a
+	 * function that is not traced is told by hist_set_init) */
+	for (size_t k = 0; k < s->nr_hists; k++) {
+		const struct probe *pr = probe_find(probes, s->hists[k].func);
+
+		if (pr && hist_stack_key(&s->hists[k]) >= 0)
+			tracer_set_stack_key(t, pr->id);
+	}
 	return 0;
 }
 

@@ -15,7 +15,8 @@
 static bool is_event(const struct hvt_record *r)
 {
 	return r->type == HVT_REC_ENTRY || r->type == HVT_REC_RETURN || r->type == HVT_REC_EVENT ||
-	       r->type == HVT_REC_EVENT_ALONE || r->type == HVT_REC_RETURN_EVENT;
+	       r->type == HVT_REC_EVENT_ALONE || r->type == HVT_REC_RETURN_EVENT ||
+	       r->type == HVT_REC_STACK; /* a hist's stacktrace key goes by its probe */
 }
 
 /* @rec's spec and probe, for a record at the head of ring @i or just after it: looked up once per

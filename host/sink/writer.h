@@ -27,8 +27,8 @@ struct writer {
 	struct sink *sink; /* borrowed */
 	writer_horizon_fn horizon;
 	void *horizon_ctx;
-	/* optional: fills each entry's, return's and event's spec and probe, once per record; without
-	 * it they stay NULL */
+	/* optional: fills each entry's, return's, event's and stack's spec and probe, once per record;
+	 * without it they stay NULL */
 	sink_lookup_fn lookup;
 	const void *lookup_ctx;
 	/* optional: sees every record the sink does, after it, with what was looked up */

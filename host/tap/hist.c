@@ -1,5 +1,6 @@
 #include "host/tap/hist.h"
 #include "guest-stub/stub_abi.h"
+#include "host/trace/record.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -83,6 +84,7 @@ int hist_set_init(struct hist_set *s, const struct hist_spec *specs, size_t nr,
 
 		h->spec = specs[k];
 		h->on_return = hist_wants_returns(&h->spec);
+		h->stack_key = hist_stack_key(&h->spec);
 		snprintf(text, sizeof(text), "%s:hist", specs[k].func);
 		if (!pr || (!h->on_return && pr->quiet_entry && !pr->event)) {
 			snprintf(err, errlen,
@@ -200,8 +202,9 @@ void hist_account(struct hist *h, const uint64_t *key, const uint64_t *val, cons
 	hist_account_n(h, key, val, comm, 1);
 }
 
-void hist_account_n(struct hist *h, const uint64_t *key, const uint64_t *val, const char *comm,
-		    uint64_t n)
+/* One event or @n of the key @key (and the frames @stack of a stacktrace key, else NULL). */
+static void account(struct hist *h, const uint64_t *key, const uint64_t *stack, const uint64_t *val,
+		    const char *comm, uint64_t n)
 {
 	unsigned nk = h->spec.nr_keys;
 	struct hist_entry *e = NULL;
@@ -217,11 +220,14 @@ void hist_account_n(struct hist *h, const uint64_t *key, const uint64_t *val, co
 			e = &h->elts[h->nr_elts++];
 			h->slots[i] = h->nr_elts;
 			memcpy(e->key, key, nk * sizeof(*key));
+			if (stack)
+				memcpy(e->stack, stack, sizeof(e->stack));
 			memcpy(e->comm, comm, VMI_COMM_LEN);
 			e->comm[VMI_COMM_LEN - 1] = 0;
 			break;
 		}
-		if (!memcmp(h->elts[s - 1].key, key, nk * sizeof(*key))) {
+		if (!memcmp(h->elts[s - 1].key, key, nk * sizeof(*key)) &&
+		    (!stack || !memcmp(h->elts[s - 1].stack, stack, sizeof(e->stack)))) {
 			e = &h->elts[s - 1];
 			break;
 		}
@@ -232,6 +238,41 @@ void hist_account_n(struct hist *h, const uint64_t *key, const uint64_t *val, co
 		e->sum[1 + i] += val[i];
 }
 
+void hist_account_n(struct hist *h, const uint64_t *key, const uint64_t *val, const char *comm,
+		    uint64_t n)
+{
+	account(h, key, NULL, val, comm, n);
+}
+
+void hist_account_stack(struct hist *h, const uint64_t *key, const uint64_t *stack,
+			const char *comm)
+{
+	uint64_t k[HIST_KEYS_MAX];
+
+	memcpy(k, key, h->spec.nr_keys * sizeof(*key));
+	if (h->stack_key >= 0)
+		k[h->stack_key] = (uint64_t)hash_key(stack, HIST_STACK_DEPTH) << 32 |
+				  hash_key(stack + 1, HIST_STACK_DEPTH - 1);
+	account(h, k, stack, NULL, comm, 1);
+}
+
+/* A stack record made for hist @h's key: its frames (at most HIST_STACK_DEPTH, the rest 0) and
+ * its other keys, accounted. */
+static void add_stack(struct hist *h, const struct sink_rec *rec)
+{
+	uint64_t key[HIST_KEYS_MAX] = {0}, stack[HIST_STACK_DEPTH] = {0};
+	size_t n = rec->payload ? rec->r->value / sizeof(uint64_t) : 0;
+
+	if (n > HIST_STACK_DEPTH)
+		n = HIST_STACK_DEPTH;
+	if (n)
+		memcpy(stack, rec->payload, n * sizeof(uint64_t));
+	for (unsigned i = 0; i < h->spec.nr_keys; i++)
+		if ((int)i != h->stack_key)
+			key[i] = hist_field_value(&h->spec.keys[i], rec);
+	hist_account_stack(h, key, stack, rec->r->comm);
+}
+
 void hist_add(void *ctx, const struct sink_rec *rec)
 {
 	struct hist_set *s = ctx;
@@ -239,13 +280,21 @@ void hist_add(void *ctx, const struct sink_rec *rec)
 	bool ret = type == HVT_REC_RETURN || type == HVT_REC_RETURN_EVENT;
 	bool call = type == HVT_REC_ENTRY || type == HVT_REC_EVENT || type == HVT_REC_EVENT_ALONE;
 
-	if (!rec->probe || (!ret && !call))
+	bool stack = type == HVT_REC_STACK && rec->r->parent == HVT_STACK_FOR_HIST;
+
+	if (!rec->probe || (!ret && !call && !stack))
 		return;
 	for (size_t k = 0; k < s->nr; k++) {
 		struct hist *h = &s->v[k];
 		uint64_t key[HIST_KEYS_MAX], val[HIST_VALS_MAX];
 
-		if (h->probe != rec->probe->id || h->on_return != ret)
+		if (h->probe != rec->probe->id || (h->stack_key >= 0) != stack)
+			continue;
+		if (stack) {
+			add_stack(h, rec);
+			continue;
+		}
+		if (h->on_return != ret)
 			continue;
 		for (unsigned i = 0; i < h->spec.nr_keys; i++)
 			key[i] = hist_field_value(&h->spec.keys[i], rec);

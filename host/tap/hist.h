@@ -11,8 +11,11 @@
 
 #include <stdint.h>
 
+#define HIST_STACK_DEPTH 16 /* frames a stacktrace key keeps, the kernel's HIST_STACKTRACE_DEPTH */
+
 struct hist_entry {
-	uint64_t key[HIST_KEYS_MAX];
+	uint64_t key[HIST_KEYS_MAX]; /* a stacktrace key: a hash of @stack */
+	uint64_t stack[HIST_STACK_DEPTH]; /* a stacktrace key's frames, 0 after the last */
 	uint64_t sum[1 + HIST_VALS_MAX]; /* [0] hitcount, then the vals */
 	char comm[VMI_COMM_LEN];	 /* the task's name at the first event (.execname) */
 };
@@ -21,6 +24,8 @@ struct hist {
 	struct hist_spec spec;	 /* a copy, with the -e fields bound */
 	uint32_t probe;		 /* the probe id it watches */
 	bool on_return;		 /* aggregates returns (a duration field), else calls */
+	int stack_key;		 /* the stacktrace key's index: aggregates the host's stack records
+				  * (HVT_REC_STACK marked HVT_STACK_FOR_HIST); -1: none */
 	struct hist_entry *elts; /* spec.size of them, nr_elts used */
 	uint32_t nr_elts;
 	uint32_t *slots; /* open addressing over 2 * spec.size: element index + 1, 0 empty */
@@ -57,6 +62,11 @@ void hist_account(struct hist *h, const uint64_t *key, const uint64_t *val, cons
  * but for @h. */
 void hist_account_n(struct hist *h, const uint64_t *key, const uint64_t *val, const char *comm,
 		    uint64_t n);
+
+/* hist_account_n with the frames of a stacktrace key (@stack: HIST_STACK_DEPTH of them, 0 after
+ * the last), told apart by their hash in its key and then frame by frame. Pure but for @h. */
+void hist_account_stack(struct hist *h, const uint64_t *key, const uint64_t *stack,
+			const char *comm);
 
 /* @v with field @f's modifier applied (.log2, .buckets=N, .usecs; the others print it). Pure. */
 uint64_t hist_field_mod(const struct hist_field *f, uint64_t v);

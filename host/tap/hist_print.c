@@ -25,6 +25,7 @@ static void sym_text(char *buf, size_t len, uint64_t addr, const struct vmi_symt
 int hist_entry_format(char *buf, size_t len, const struct hist_spec *spec,
 		      const struct hist_entry *e, const struct vmi_symtab *syms)
 {
+	bool multiline = false;
 	size_t n = 0;
 
 #define PUT(...)                                                                                   \
@@ -43,6 +44,17 @@ int hist_entry_format(char *buf, size_t len, const struct hist_spec *spec,
 
 		if (i)
 			PUT(", ");
+		if (f->src == HIST_SRC_STACKTRACE) {
+			/* as the kernel's: the name, then a frame a line (%pS, nine spaces in) up
+			 * to the first 0; the closing brace then follows the last line */
+			PUT("%s:\n", f->name);
+			for (unsigned k = 0; k < HIST_STACK_DEPTH && e->stack[k]; k++) {
+				sym_text(text, sizeof(text), e->stack[k], syms, true);
+				PUT("%9c%s\n", ' ', text);
+			}
+			multiline = true;
+			continue;
+		}
 		switch (f->mod) {
 		case HIST_MOD_HEX:
 			PUT("%s: %llx", f->name, v);
@@ -67,7 +79,7 @@ int hist_entry_format(char *buf, size_t len, const struct hist_spec *spec,
 			break;
 		}
 	}
-	PUT(" } hitcount: %10llu", (unsigned long long)e->sum[0]);
+	PUT("%s} hitcount: %10llu", multiline ? "" : " ", (unsigned long long)e->sum[0]);
 	for (unsigned i = 0; i < spec->nr_vals; i++) {
 		const struct hist_field *f = &spec->vals[i];
 
@@ -105,7 +117,7 @@ static int by_sort(const void *a, const void *b, void *arg)
 int hist_print(const struct hist *h, const struct vmi_symtab *syms, bool first, FILE *out)
 {
 	uint32_t *order = malloc((h->nr_elts ? h->nr_elts : 1) * sizeof(*order));
-	char info[1024], line[2048];
+	char info[1024], line[4096];
 
 	if (!order)
 		return -ENOMEM;

@@ -9,7 +9,8 @@
 #include <stdio.h>
 
 /* One entry's line: "{ key: value[, ...] } hitcount: N[  val: N ...]\n" with the kernel's field
- * widths; @syms names .sym / .sym-offset keys (NULL: addresses as "0x..."). Returns the length
+ * widths; @syms names .sym / .sym-offset keys and a stacktrace key's frames (NULL: addresses as
+ * "0x..."), those a line each after "stacktrace:", the brace after the last. Returns the length
  * (snprintf's). Pure. */
 int hist_entry_format(char *buf, size_t len, const struct hist_spec *spec,
 		      const struct hist_entry *e, const struct vmi_symtab *syms);

@@ -23,6 +23,8 @@ static const struct {
     {"parent_ip", HIST_SRC_PARENT_IP},
     {"duration", HIST_SRC_DURATION},
     {"hitcount", HIST_SRC_HITCOUNT},
+    {"stacktrace", HIST_SRC_STACKTRACE},
+    {"common_stacktrace", HIST_SRC_STACKTRACE},
 };
 
 bool hist_is_trigger(const char *text)
@@ -67,6 +69,11 @@ static const char *parse_field(const char *s, size_t len, bool key, struct hist_
 		strcpy(f->name, "common_cpu"); /* the kernel's name for "cpu" too */
 	if (f->src == HIST_SRC_HITCOUNT && key) {
 		snprintf(why, wlen, "keys: hitcount is not a key");
+		return why;
+	}
+	if (f->src == HIST_SRC_STACKTRACE && (!key || dot)) {
+		snprintf(why, wlen, "%s: %s", f->name,
+			 key ? "a stack trace takes no modifier" : "a stack trace is a key, not a value");
 		return why;
 	}
 	if (dot) {
@@ -210,6 +217,47 @@ static const char *parse_sort(struct hist_spec *h, const char *s, size_t len, ch
 	return NULL;
 }
 
+/* A stacktrace key is counted from the host's stack walk at the call, which has the call's task and
+ * CPU but no -e field and no return: alone, with common_pid, common_cpu or ip keys, hitcount the
+ * only value. NULL, or why not. */
+static const char *stack_fields(const struct hist_spec *h, char *why, size_t wlen)
+{
+	int k = hist_stack_key(h);
+
+	if (k < 0)
+		return NULL;
+	for (unsigned i = 0; i < h->nr_keys; i++) {
+		enum hist_src src = h->keys[i].src;
+
+		if ((int)i != k && src == HIST_SRC_STACKTRACE) {
+			snprintf(why, wlen, "keys: one stacktrace at most");
+			return why;
+		}
+		if (src != HIST_SRC_STACKTRACE && src != HIST_SRC_PID && src != HIST_SRC_CPU &&
+		    src != HIST_SRC_IP) {
+			snprintf(why, wlen,
+				 "keys: %s with %s: a stacktrace key goes with common_pid, "
+				 "common_cpu and ip only",
+				 h->keys[k].name, h->keys[i].name);
+			return why;
+		}
+	}
+	if (h->nr_vals) {
+		snprintf(why, wlen, "vals: %s with %s: a stacktrace hist counts hits only",
+			 h->keys[k].name, h->vals[0].name);
+		return why;
+	}
+	return NULL;
+}
+
+int hist_stack_key(const struct hist_spec *h)
+{
+	for (unsigned i = 0; i < h->nr_keys; i++)
+		if (h->keys[i].src == HIST_SRC_STACKTRACE)
+			return (int)i;
+	return -1;
+}
+
 int hist_parse(const char *text, struct hist_spec *h, char *err, size_t errlen)
 {
 	const char *colon = strchr(text, ':'), *p, *sort = NULL;
@@ -304,7 +352,9 @@ int hist_parse(const char *text, struct hist_spec *h, char *err, size_t errlen)
 		snprintf(why, sizeof(why), "keys= is missing");
 		goto out;
 	}
-	bad = sort ? parse_sort(h, sort, sort_len, why, sizeof(why)) : NULL;
+	bad = stack_fields(h, why, sizeof(why));
+	if (!bad)
+		bad = sort ? parse_sort(h, sort, sort_len, why, sizeof(why)) : NULL;
 	if (!sort)
 		h->nr_sort = 1; /* hitcount, ascending */
 out:

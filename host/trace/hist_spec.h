@@ -24,6 +24,9 @@ enum hist_src {
 	HIST_SRC_DURATION,  /* duration: ns from the call to its return (hvtrace's own: needs
 			     * returns, -r or function_graph; the histogram then counts returns) */
 	HIST_SRC_EVENT,	    /* a numeric field of the function's -e event (bound later) */
+	HIST_SRC_STACKTRACE, /* stacktrace (common_stacktrace since 6.5): the guest's call chain at
+			      * the call, a key only (trap probes: the host walks the stack at the
+			      * breakpoint) */
 };
 
 /* A field's modifier: .execname .hex .sym .sym-offset .log2 .buckets=N .usecs */
@@ -77,6 +80,9 @@ bool hist_is_trigger(const char *text);
  * other than common_pid, common_cpu, ip, parent_ip, duration and hitcount are taken as the -e
  * event's (HIST_SRC_EVENT), checked when bound. Pure. */
 int hist_parse(const char *text, struct hist_spec *h, char *err, size_t errlen);
+
+/* The index of @h's stacktrace key, or -1 if it has none. Pure. */
+int hist_stack_key(const struct hist_spec *h);
 
 /* Whether @h needs a call's return (a duration key or value). Pure. */
 bool hist_wants_returns(const struct hist_spec *h);

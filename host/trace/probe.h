@@ -61,6 +61,8 @@ struct probe {
 	bool agg_count;			 /* ... and as a stub probe they are counted in the guest
 					  * (a counting routine), never recorded */
 	uint8_t agg_mode;		 /* what the aggregations need (STUB_AGG_*) */
+	bool stack_key;			 /* a hist keyed by stacktrace watches it: its stack walked at
+					  * each call (a trap probe), HVT_STACK_FOR_HIST */
 
 	struct probe_counters n;
 };

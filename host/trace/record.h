@@ -18,7 +18,9 @@ enum hvt_rec_type {
 	HVT_REC_LOST = 5, /* `value` events of vCPU `cpu` were lost just before this point of its
 			   * stream (ts: when the loss was seen); no function, no payload */
 	HVT_REC_STACK = 6,    /* --trigger FUNC:stacktrace hit FUNC (`ip`): `value` bytes of guest
-			       * code addresses (u64, innermost first) follow as a payload */
+			       * code addresses (u64, innermost first) follow as a payload; with
+			       * `parent` HVT_STACK_FOR_HIST, a hist's stacktrace key instead (not
+			       * traced) */
 	HVT_REC_SNAPSHOT = 7, /* --trigger FUNC:snapshot: snapshot number `value` of what was
 			       * traced before this point; no payload */
 	/* an -e event at a call function_graph does not trace (outside -g's graph, past
@@ -43,6 +45,10 @@ struct hvt_record {
 	uint8_t depth; /* nesting depth on the guest stack, 0 = outermost traced call */
 	char comm[VMI_COMM_LEN];
 };
+
+/* An HVT_REC_STACK's `parent` when the stack was walked for a hist's stacktrace key (--trigger
+ * FUNC:hist:keys=stacktrace), not for the stacktrace trigger: the hist counts it, no sink shows it. */
+#define HVT_STACK_FOR_HIST 1
 
 static_assert(sizeof(struct hvt_record) == 64, "records are one cache line");
 

@@ -255,9 +255,10 @@ static uint64_t hooked_return(void *ctx, uint64_t slot)
 	return orig;
 }
 
-/* stacktrace: the guest's call chain at this entry, as an HVT_REC_STACK record with its task. */
+/* stacktrace: the guest's call chain at this entry, as an HVT_REC_STACK record with its task
+ * (@parent: 0, or HVT_STACK_FOR_HIST for a hist's key). */
 static void stack_record(struct tracer *t, struct hit_task *ht, unsigned cpu, const struct probe *p,
-			 const struct arch_regs *regs, uint64_t now)
+			 const struct arch_regs *regs, uint64_t now, uint64_t parent)
 {
 	const struct arch *a = target_arch(t->tgt);
 	struct event_reader rd = {t->tgt, cpu};
@@ -278,8 +279,24 @@ static void stack_record(struct tracer *t, struct hit_task *ht, unsigned cpu, co
 	n = trigger_walk_stack(&cfg, p->addr, arch_regs_sp(a, regs), arch_regs_fp(a, regs), frames,
 			       TRIGGER_MAX_FRAMES);
 	make_record(t, ht, &rec, HVT_REC_STACK, cpu, p, now, 0, 0);
+	rec.parent = parent;
 	rec.value = n * sizeof(frames[0]);
 	emit(t, cpu, &rec, frames, rec.value);
+}
+
+/* A hist's stacktrace key: the stack at every call the task and CPU filters keep (checked first:
+ * a call they drop costs no walk), recorded as any record is (not while tracing is off). */
+static void hist_stack(struct tracer *t, struct hit_task *ht, unsigned cpu, const struct probe *p,
+		       const struct arch_regs *regs, uint64_t now)
+{
+	if (t->opts.keep) {
+		struct hvt_record call;
+
+		make_record(t, ht, &call, HVT_REC_ENTRY, cpu, p, now, 0, 0);
+		if (!rec_filter_keep(t->opts.keep, &call, NULL, 0))
+			return;
+	}
+	stack_record(t, ht, cpu, p, regs, now, HVT_STACK_FOR_HIST);
 }
 
 /* Whether a trigger of probe @p fires in this phase (@before: traceon). */
@@ -325,7 +342,7 @@ static void fire_triggers(struct tracer *t, struct hit_task *ht, unsigned cpu,
 			break;
 		case TRIG_STACKTRACE:
 			if (tracing_state_at(&t->tracing, ts) && take(tt))
-				stack_record(t, ht, cpu, p, regs, now);
+				stack_record(t, ht, cpu, p, regs, now, 0);
 			break;
 		case TRIG_SNAPSHOT:
 			if (take(tt)) {
@@ -427,6 +444,8 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 	rec.value = len;
 	emit(t, cpu, &rec, t->scratch[cpu], len);
 out:
+	if (p->stack_key)
+		hist_stack(t, &ht, cpu, p, regs, now);
 	if (t->nr_triggers)
 		fire_triggers(t, &ht, cpu, p, regs, now, false);
 done:

@@ -77,8 +77,14 @@ int tracer_set_event(struct tracer *t, uint32_t id, const struct fe_spec *spec);
  * (trap probes only: a probe with a trigger is never a stub probe), whether or not the call is
  * recorded. Before tracer_attach. 0, -EINVAL for a bad id, or -ENOMEM. */
 int tracer_add_trigger(struct tracer *t, uint32_t id, const struct trigger *trig);
-/* Whether probe @p has a --trigger (and so is a trap probe whatever --probe says). Pure. */
+/* Whether probe @p has a --trigger (and so is a trap probe whatever --probe says), a hist's
+ * stacktrace key among them. Pure. */
 bool tracer_has_trigger(const struct tracer *t, const struct probe *p);
+
+/* A hist keyed by stacktrace watches probe @id: at each of its calls the stack is walked and
+ * recorded for the hist alone (HVT_REC_STACK, parent HVT_STACK_FOR_HIST), which makes it a trap
+ * probe. Before tracer_attach. 0, or -EINVAL for a bad id. */
+int tracer_set_stack_key(struct tracer *t, uint32_t id);
 
 /* Makes probe @id a return probe (kretprobe without maxactive): its returns are recorded with RAX and
  * the duration, or with the typed fields of @spec (evaluated with RAX as argument 0) if not NULL.

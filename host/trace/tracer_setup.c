@@ -113,8 +113,20 @@ int tracer_add_trigger(struct tracer *t, uint32_t id, const struct trigger *trig
 	return 0;
 }
 
+int tracer_set_stack_key(struct tracer *t, uint32_t id)
+{
+	struct probe *p = probe_at(&t->probes, id);
+
+	if (!p)
+		return -EINVAL;
+	p->stack_key = true;
+	return 0;
+}
+
 bool tracer_has_trigger(const struct tracer *t, const struct probe *p)
 {
+	if (p->stack_key)
+		return true;
 	for (size_t i = 0; i < t->nr_triggers; i++)
 		if (t->triggers[i].probe == p->id)
 			return true;

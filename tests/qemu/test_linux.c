@@ -1526,27 +1526,28 @@ static long hist_hits(const char *text, const char *end, const char *comm, long 
 /* what hvtrace's hist said of dd: its pid and calls, for the guest's side to compare */
 static long hist_hv_pid = -1, hist_hv_dd = -1;
 
-/* hvtrace's two hist sections: dd's calls of vfs_read keyed by common_pid.execname, and its
- * log2 latency histogram (keyed by pid, duration.log2) summing to as many returns. */
-static void check_hist_sections(const struct hv_result *r)
+/* hvtrace's first two hist sections (of @sections): dd's calls of vfs_read keyed by
+ * common_pid.execname, and its log2 latency histogram (keyed by pid, duration.log2) summing to as
+ * many returns. */
+static void check_hist_sections(const struct hv_result *r, int sections)
 {
 	const char *second;
 	long pid = -1, pid2, sum;
 
 	printf("%s", r->hist ? r->hist : "(no hist file)\n");
 	assert_non_null(r->hist);
-	assert_int_equal(count_text(r->hist, "# event histogram\n"), 2);
+	assert_int_equal(count_text(r->hist, "# event histogram\n"), sections);
 	assert_non_null(strstr(r->hist, "# trigger info: hist:keys=common_pid.execname:vals=hitcount:"
 					"sort=hitcount:size=2048 [active]\n"));
 	second = strstr(r->hist, "# trigger info: hist:keys=common_pid.execname,duration.log2:");
 	assert_non_null(second);
-	assert_int_equal(count_text(r->hist, "\nTotals:\n    Hits: "), 2);
+	assert_int_equal(count_text(r->hist, "\nTotals:\n    Hits: "), sections);
 	hist_hv_dd = hist_hits(r->hist, second, "dd", &pid);
 	hist_hv_pid = pid;
 	assert_true(pid > 1);
 	assert_int_equal(hist_hv_dd, HIST_READS);
 	pid2 = pid;
-	sum = hist_hits(second, NULL, "dd", &pid2);
+	sum = hist_hits(second, strstr(second, "\nTotals:"), "dd", &pid2);
 	assert_int_equal(sum, HIST_READS);
 	assert_non_null(strstr(second, "duration: ~ 2^"));
 }
@@ -1555,7 +1556,7 @@ static void check_hist_sections(const struct hv_result *r)
  * the guest: no record at all, one counting site, its tables read back whole */
 static void check_hist_nop(const struct hv_result *r)
 {
-	check_hist_sections(r);
+	check_hist_sections(r, 2);
 	assert_int_equal(r->nr_lines, 0);
 	printf("stub records %ld\n", hv_stat(r->err, "stub probes ", "records "));
 	assert_int_equal(hv_stat(r->err, "stub probes ", "stub probes "), 1);
@@ -1570,14 +1571,30 @@ static void check_hist_nop(const struct hv_result *r)
  * hitcount; the returns hooked for the duration hist alone print nothing */
 static void check_hist_function(const struct hv_result *r)
 {
-	long n = 0;
+	const char *third;
+	long n = 0, all = 0, pid;
 
-	check_hist_sections(r);
-	for (size_t i = 0; i < r->nr_lines; i++)
+	check_hist_sections(r, 3);
+	for (size_t i = 0; i < r->nr_lines; i++) {
 		n += !strcmp(r->lines[i].comm, "dd") && r->lines[i].pid == hist_hv_pid &&
 		     !strcmp(r->lines[i].func, "vfs_read");
-	printf("dd's vfs_read lines in the function trace: %ld\n", n);
+		all += !strcmp(r->lines[i].func, "vfs_read");
+	}
+	printf("dd's vfs_read lines in the function trace: %ld (all tasks': %ld)\n", n, all);
 	assert_int_equal(n, hist_hv_dd);
+	/* the third, keyed by pid and stacktrace (the host's walk at each breakpoint): dd's
+	 * hitcounts over its stacks sum to its calls, every task's to every call in the trace,
+	 * each stack from vfs_read itself through ksys_read; no stack line in the trace */
+	third = strstr(r->hist, "# trigger info: hist:keys=common_pid.execname,stacktrace:");
+	assert_non_null(third);
+	pid = hist_hv_pid;
+	assert_int_equal(hist_hits(third, NULL, "dd", &pid), HIST_READS);
+	assert_int_equal(strtol(strstr(third, "\nTotals:\n    Hits: ") + 19, NULL, 10), all);
+	assert_non_null(strstr(third, "], stacktrace:\n         vfs_read+0x"));
+	assert_non_null(strstr(third, "\n         ksys_read+0x"));
+	assert_int_equal(count_text(third, "], stacktrace:\n         vfs_read+0x"),
+			 count_text(third, "], stacktrace:\n"));
+	assert_null(strstr(r->trace, "<stack trace>"));
 	assert_null(strstr(r->trace, "r_vfs_read"));
 	assert_null(strstr(r->trace, "<-vfs_read"));
 }
@@ -2698,11 +2715,12 @@ static const struct linux_test linux_tests[] = {
 	.console_after = {"hvt-linux: hist end", WORKLOAD_DONE},
 	.console_check = check_hist_guest,
 	.runs = {{
-	    .label = "attach --qmp -p function -l vfs_read, two hist triggers",
+	    .label = "attach --qmp -p function -l vfs_read, three hist triggers",
 	    .cmd = RAW,
 	    .args = {"attach", "--qmp", QMP_TCP, "-p", "function", "-l", "vfs_read", "--trigger",
 		     "vfs_read:hist:keys=common_pid.execname", "--trigger",
-		     "vfs_read:hist:keys=common_pid.execname,duration.log2", "--duration", "60"},
+		     "vfs_read:hist:keys=common_pid.execname,duration.log2", "--trigger",
+		     "vfs_read:hist:keys=common_pid.execname,stacktrace", "--duration", "60"},
 	    .expect = {.check = check_hist_function},
 	}},
     },

@@ -118,6 +118,22 @@ static void test_parse_bad(void **state)
 	    {"f:hist:keys=ip:pause",
 	     "--trigger 'f:hist:keys=ip:pause': 'pause': not supported (keys=, vals=, sort=, "
 	     "size=, name=)"},
+	    {"f:hist:keys=stacktrace.hex",
+	     "--trigger 'f:hist:keys=stacktrace.hex': stacktrace: a stack trace takes no modifier"},
+	    {"f:hist:keys=ip:vals=stacktrace",
+	     "--trigger 'f:hist:keys=ip:vals=stacktrace': stacktrace: a stack trace is a key, not a "
+	     "value"},
+	    {"f:hist:keys=stacktrace,len",
+	     "--trigger 'f:hist:keys=stacktrace,len': keys: stacktrace with len: a stacktrace key "
+	     "goes with common_pid, common_cpu and ip only"},
+	    {"f:hist:keys=common_pid,duration.log2,stacktrace",
+	     "--trigger 'f:hist:keys=common_pid,duration.log2,stacktrace': keys: stacktrace with "
+	     "duration: a stacktrace key goes with common_pid, common_cpu and ip only"},
+	    {"f:hist:keys=stacktrace,common_stacktrace",
+	     "--trigger 'f:hist:keys=stacktrace,common_stacktrace': keys: one stacktrace at most"},
+	    {"f:hist:keys=common_stacktrace:vals=duration",
+	     "--trigger 'f:hist:keys=common_stacktrace:vals=duration': vals: common_stacktrace with "
+	     "duration: a stacktrace hist counts hits only"},
 	    {"f:hist:keys=ip if common_pid == 1",
 	     "--trigger 'f:hist:keys=ip if common_pid == 1': keys: bad field name 'ip if "
 	     "common_pid == 1'"},
@@ -176,6 +192,7 @@ static void one_hist(struct hist_set *set, const char *text, uint32_t probe)
 	assert_int_equal(hist_parse(text, &h->spec, err, sizeof(err)), 0);
 	h->probe = probe;
 	h->on_return = hist_wants_returns(&h->spec);
+	h->stack_key = hist_stack_key(&h->spec);
 	h->elts = calloc(h->spec.size, sizeof(*h->elts));
 	h->slots = calloc(2 * h->spec.size, sizeof(*h->slots));
 	assert_non_null(h->elts);
@@ -183,6 +200,16 @@ static void one_hist(struct hist_set *set, const char *text, uint32_t probe)
 	h->mask = 2 * h->spec.size - 1;
 	set->v = h;
 	set->nr = 1;
+}
+
+/* Lines of @text that start with @prefix. */
+static int count_lines(const char *text, const char *prefix)
+{
+	int n = 0;
+
+	for (const char *at = text; at; at = strchr(at, '\n'), at = at ? at + 1 : NULL)
+		n += !strncmp(at, prefix, strlen(prefix));
+	return n;
 }
 
 static char *print_of(const struct hist *h, bool first)
@@ -311,6 +338,85 @@ static void test_log2_sym_text(void **state)
 	hist_set_free(&set);
 }
 
+/* A stack record of task @pid/@comm for a hist's key (@for_hist) or the stacktrace trigger, with
+ * @n frames of @frames. */
+static void feed_stack(struct hist_set *set, const struct probe *p, int pid, const char *comm,
+		       const uint64_t *frames, size_t n, bool for_hist)
+{
+	struct hvt_record r = rec_of(pid, comm, 0, 0xffffffff81000000, 0, 0, HVT_REC_STACK);
+	struct sink_rec sr = {.r = &r, .probe = p, .payload = (const uint8_t *)frames};
+
+	r.parent = for_hist ? HVT_STACK_FOR_HIST : 0;
+	r.value = n * sizeof(*frames);
+	hist_add(set, &sr);
+}
+
+/* keys=common_pid.execname,stacktrace: the host's stack records made for it (not the
+ * stacktrace trigger's, not the calls themselves), told apart frame by frame, each printed as the
+ * kernel's hist_trigger_stacktrace_print (%pS a line, nine spaces in, the brace after the last);
+ * frames past HIST_STACK_DEPTH left out */
+static void test_stacktrace_text(void **state)
+{
+	static const uint64_t a[] = {0xffffffff81000000, 0xffffffff81000123, 0xffffffff81000140};
+	static const uint64_t b[] = {0xffffffff81000000, 0xffffffff81000150};
+	uint64_t deep[HIST_STACK_DEPTH + 4];
+	struct probe p = {.id = 2};
+	struct hvt_record call = rec_of(120, "dd", 0, 0xffffffff81000000, 0, 0, HVT_REC_ENTRY);
+	struct sink_rec sr = {.r = &call, .probe = &p};
+	struct hist_set set;
+	char *text;
+
+	(void)state;
+	one_hist(&set, "vfs_read:hist:keys=common_pid.execname,stacktrace", 2);
+	for (int i = 0; i < 3; i++)
+		feed_stack(&set, &p, 120, "dd", a, 3, true);
+	feed_stack(&set, &p, 120, "dd", b, 2, true);
+	feed_stack(&set, &p, 120, "dd", a, 2, true); /* a prefix of a: another stack */
+	feed_stack(&set, &p, 120, "dd", a, 3, false); /* the stacktrace trigger's */
+	hist_add(&set, &sr);			      /* the call itself */
+	text = print_of(&set.v[0], true);
+	assert_string_equal(text,
+			    "# event histogram\n"
+			    "#\n"
+			    "# trigger info: hist:keys=common_pid.execname,stacktrace:vals=hitcount:"
+			    "sort=hitcount:size=2048 [active]\n"
+			    "#\n"
+			    "\n"
+			    "{ common_pid: dd              [       120], stacktrace:\n"
+			    "         vfs_read+0x0/0x100\n"
+			    "         ksys_read+0x50/0x80\n"
+			    "} hitcount:          1\n"
+			    "{ common_pid: dd              [       120], stacktrace:\n"
+			    "         vfs_read+0x0/0x100\n"
+			    "         ksys_read+0x23/0x80\n"
+			    "} hitcount:          1\n"
+			    "{ common_pid: dd              [       120], stacktrace:\n"
+			    "         vfs_read+0x0/0x100\n"
+			    "         ksys_read+0x23/0x80\n"
+			    "         ksys_read+0x40/0x80\n"
+			    "} hitcount:          3\n"
+			    "\n"
+			    "Totals:\n"
+			    "    Hits: 5\n"
+			    "    Entries: 3\n"
+			    "    Dropped: 0\n");
+	free(text);
+	hist_set_free(&set);
+
+	one_hist(&set, "f:hist:keys=stacktrace", 2);
+	for (size_t i = 0; i < sizeof(deep) / sizeof(deep[0]); i++)
+		deep[i] = 0xffffffff81000000 + i;
+	feed_stack(&set, &p, 1, "init", deep, sizeof(deep) / sizeof(deep[0]), true);
+	assert_int_equal(set.v[0].nr_elts, 1);
+	assert_int_equal(set.v[0].elts[0].stack[HIST_STACK_DEPTH - 1],
+			 0xffffffff81000000 + HIST_STACK_DEPTH - 1);
+	text = print_of(&set.v[0], true);
+	assert_int_equal(count_lines(text, "         vfs_read+0x"), HIST_STACK_DEPTH);
+	assert_non_null(strstr(text, "\n{ stacktrace:\n         vfs_read+0x0/0x100\n"));
+	free(text);
+	hist_set_free(&set);
+}
+
 /* a guest's task name is escaped, as in every line of the trace */
 static void test_hostile_comm(void **state)
 {
@@ -424,7 +530,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_good),	  cmocka_unit_test(test_parse_bad),
 	    cmocka_unit_test(test_execname_text), cmocka_unit_test(test_log2_sym_text),
 	    cmocka_unit_test(test_dropped),	  cmocka_unit_test(test_hostile_comm),
-	    cmocka_unit_test(test_event_field),
+	    cmocka_unit_test(test_event_field),	  cmocka_unit_test(test_stacktrace_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
