@@ -271,6 +271,9 @@ static void stack_record(struct tracer *t, struct hit_task *ht, unsigned cpu, co
 	    .ctx = &sr,
 	    .trampoline = t->trampoline,
 	    .resolve = hooked_return,
+	    /* a hist's key: a frame-pointer chain, or (an ORC kernel, whose unwind tables hvtrace
+	     * does not read) the function and its caller */
+	    .reliable_only = parent == HVT_STACK_FOR_HIST,
 	};
 	uint64_t frames[TRIGGER_MAX_FRAMES];
 	struct hvt_record rec;

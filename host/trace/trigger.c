@@ -162,7 +162,7 @@ size_t trigger_walk_stack(const struct trigger_stack_cfg *c, uint64_t ip, uint64
 			break;
 		out[n++] = frame[1];
 	}
-	if (n > 2 || n == max)
+	if (n > 2 || n == max || c->reliable_only)
 		return n;
 	/* no chain: the text addresses on the stack above the return address */
 	for (uint64_t a = rsp + 8; a < top && n < max;) {

@@ -57,8 +57,8 @@ bool tracing_state_set(struct tracing_state *s, bool on, uint64_t ts);
  * first (unless c->no_frame_pointers) (each frame above the last, within TRIGGER_STACK_WINDOW of
  * @rsp, 8-aligned, its return address in [@text_lo, @text_hi)); if it does not reach past the
  * caller, every word of the window (up to the first unreadable page) that lies in the text range,
- * as the kernel's unwinder does without frame pointers. Every read is bounded and through c->read.
- */
+ * as the kernel's unwinder does without frame pointers (unless c->reliable_only: then the frames
+ * the chain vouches for alone). Every read is bounded and through c->read. */
 struct trigger_stack_cfg {
 	uint64_t text_lo, text_hi; /* code addresses */
 	bool no_frame_pointers;	   /* the guest's code keeps none (an ORC kernel): scan at once */
@@ -68,6 +68,9 @@ struct trigger_stack_cfg {
 	 * says (0 if it does not know) */
 	uint64_t trampoline;
 	uint64_t (*resolve)(void *ctx, uint64_t slot);
+	/* no scan: the words a scan finds include stale return addresses from earlier calls (in
+	 * the live frames' unset slots), which would split a hist's stacktrace key per call */
+	bool reliable_only;
 };
 
 size_t trigger_walk_stack(const struct trigger_stack_cfg *c, uint64_t ip, uint64_t rsp,

@@ -186,6 +186,16 @@ static void test_frame_pointers(void **state)
 		assert_int_equal(out[2], 0x400200);
 		assert_int_equal(out[3], 0x401234);
 		assert_int_equal(out[4], 0x400400);
+		/* a hist's key: the frames it can vouch for only (no scan) */
+		orc.reliable_only = true;
+		assert_int_equal(trigger_walk_stack(&orc, 0x400000, STACK + 0x100, STACK + 0x200,
+						    out, TRIGGER_MAX_FRAMES),
+				 2);
+		/* ... which with frame pointers is the whole chain */
+		orc.no_frame_pointers = false;
+		assert_int_equal(trigger_walk_stack(&orc, 0x400000, STACK + 0x100, STACK + 0x200,
+						    out, TRIGGER_MAX_FRAMES),
+				 5);
 	}
 	/* a return address out of the text: just the function */
 	W(0x100) = 0x1234;
