@@ -113,6 +113,9 @@ struct arch_gdb_layout {
 	unsigned nr_sys_names, sys_first;
 	const uint8_t *sys_gp; /* per named one: also into the arch_regs index, ARCH_REG_NONE none */
 	const char *xml_arch; /* the target description's <architecture> ("i386:x86-64") */
+	/* Optional: the system register holding the rate of the counter the ISA's stub reads its time
+	 * from (arm64: CNTFRQ_EL0 for CNTVCT_EL0), read once at attach; NULL: none. */
+	const char *counter_freq_name;
 };
 
 /* ---- the per-ISA table ----------------------------------------------------------------------- */

@@ -20,6 +20,9 @@ void qemu_stub_place_reserve(struct qemu_stub_place *sp, const struct session *s
 	if (s->tracer == TRACER_NOP && (s->profile || s->nr_hists))
 		region += stub_agg_bytes(s->smp, STUB_AGG_ENTRIES_MAX);
 
+	/* arm64: the stub's code in a 2 MiB block of its own below the region (stub_abi.h) */
+	if (q->isa == arch_get(ARCH_ARM64))
+		region += STUB_CODE_DELTA;
 	sp->resv_size = target_qemu_stub_reserve(region);
 	if (qemu_launch_reserve(q, sp->resv_size, &sp->resv_gpa, sp->resv_why,
 				sizeof(sp->resv_why)) < 0)
@@ -78,7 +81,21 @@ void qemu_stub_place(struct qemu_stub_place *sp, struct target_qemu *tq, struct 
 	uint64_t lo, hi, va;
 
 	*why = 0;
-	if (vmi_linux_stub_area(l, target_qemu_read_kernel, tq, &lo, &hi, &va, why, whylen) == 0) {
+	if (target_arch(&tq->t) == arch_get(ARCH_ARM64)) {
+		/* no low memory, no E820: the range mem= kept out of the kernel's use, which only a
+		 * launch by hvtrace knows */
+		if (!launched || !sp->resv_size)
+			msg_fmt(why, whylen,
+				"stub probes: an arm64 guest needs RAM its kernel keeps out of use, "
+				"known only when hvtrace boots it (run --qemu: mem=)%s%s",
+				sp->resv_why[0] ? ": " : "", sp->resv_why);
+		else if (stub_live_at(&tq->t, sp->resv_gpa + STUB_CODE_DELTA))
+			msg_fmt(why, whylen,
+				"the stub of an earlier hvtrace is still live in this guest (it was "
+				"killed with its guardian)");
+		else
+			target_qemu_set_stub_area(tq, 0, 0, 0, sp->resv_gpa, sp->resv_size);
+	} else if (vmi_linux_stub_area(l, target_qemu_read_kernel, tq, &lo, &hi, &va, why, whylen) == 0) {
 		bool resv;
 
 		if (!launched)

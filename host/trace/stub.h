@@ -23,9 +23,13 @@
 #define STUB_AGG_ENTRIES_MIN 1024
 #define STUB_AGG_ENTRIES_MAX 65536 /* 4 MiB per CPU */
 
+struct stub_blob;
+
 struct stub {
 	struct target *tgt; /* borrowed */
+	const struct stub_blob *blob; /* the guest ISA's stub (guest-stub/stub_blob.h) */
 	struct target_region reg;
+	uint64_t code_gva; /* where the stub's code runs: reg.gva, or reg.code_gva */
 	bool placed;
 	unsigned nr_cpus;
 	uint64_t ring_records; /* per CPU */

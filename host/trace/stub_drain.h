@@ -58,6 +58,7 @@ struct stub_drain {
 	/* no clock from the target (QEMU): the guest's TSC runs as the host's plus an offset,
 	 * learnt from the records (host_offset_of) */
 	bool clock_learnt, have_offset;
+	bool host_counter; /* the guest clock runs with CLOCK_MONOTONIC at tsc_khz (target counter_khz) */
 	int64_t tsc_offset; /* guest TSC - host TSC, the largest seen at a drain */
 	uint64_t offset_since; /* host ns of the first record (the clock's warm-up starts) */
 	uint64_t records;    /* records drained from the guest, announcements included */

@@ -480,8 +480,12 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	}
 	d->clock_anchored = d->have_offset = false;
 	d->clock_learnt = false;
-	if (tgt->ops->tsc_sync && tgt->ops->tsc_sync(tgt, &d->tsc_ref, &d->ns_ref, &d->tsc_khz) == 0 &&
-	    d->tsc_khz) {
+	d->host_counter = tgt->counter_khz != 0;
+	if (d->host_counter) {
+		d->tsc_khz = tgt->counter_khz; /* anchored at the first records, as QEMU's TSC */
+		d->clock_learnt = true;
+	} else if (tgt->ops->tsc_sync &&
+		   tgt->ops->tsc_sync(tgt, &d->tsc_ref, &d->ns_ref, &d->tsc_khz) == 0 && d->tsc_khz) {
 		d->clock_anchored = true;
 	} else {
 		d->tsc_khz = clock_host_tsc_khz(); /* QEMU: TCG's TSC is the host's */
