@@ -200,11 +200,11 @@ hvt_stub_start:
 	stlr xzr, [x17]
 .endm
 
-/* w17 = \src's depth (at most 255) shifted into R_DEPTH's byte of a type word. */
+/* w17 = \src's depth (at most 255) shifted into R_DEPTH's byte of a type word. Clobbers x27. */
 .macro DEPTH8 src
-	mov x17, #255
-	cmp \src, x17
-	csel x17, \src, x17, lo
+	mov x27, #255
+	cmp \src, x27
+	csel x17, \src, x27, lo
 	lsl w17, w17, #8
 .endm
 

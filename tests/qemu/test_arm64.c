@@ -505,6 +505,8 @@ static void test_run_graph(void **state)
 			      "dd",
 			      "-e",
 			      "do_sys_openat2(dfd, filename)",
+			      "--probe",
+			      "trap",
 			      "--timeout",
 			      "900",
 			      "-o",
@@ -565,6 +567,81 @@ static void check_tmpfs_reads(const struct hv_result *r, const char *con)
 	assert_int_equal(count_text(r->trace, "shmem_file_read_iter"), 3 * n);
 	assert_int_equal(count_text(r->trace, "      dd-"), 2 * n);
 	assert_int_equal(hv_stat(r->err, "kaslr-slide", "orphan-returns "), 0);
+}
+
+/* The stub's end of a run --qemu with --probe stub (--stats in @r->err): @probes stub probes
+ * placed in RAM mem= kept from the kernel, mapped with no page both writable and executable (the
+ * kernel's own check at boot walks them), every record drained, none lost, none forged. */
+static void check_stub_run(const struct hv_result *r, long probes)
+{
+	assert_non_null(strstr(r->console, "Kernel command line: console=ttyAMA0 panic=-1 mem="));
+	assert_non_null(strstr(r->console, "Checked W+X mappings: passed"));
+	assert_int_equal(hv_stat(r->err, "stub probes", "stub probes "), probes);
+	assert_true(hv_stat(r->err, "stub probes", "records ") > 0);
+	assert_int_equal(hv_stat(r->err, "stub probes", "lost "), 0);
+	assert_int_equal(hv_stat(r->err, "stub probes", "guest-reported-lost "), 0);
+	assert_int_equal(hv_stat(r->err, "stub probes", "rejected "), 0);
+	assert_non_null(strstr(r->err, " reserved "));
+	assert_non_null(strstr(r->err, "cpu-from mpidr"));
+	/* exit-free: no gdbstub stop for a probe */
+	assert_int_equal(hv_stat(r->err, "kaslr-slide", "hits "), 0);
+}
+
+/* run --qemu --probe stub (the exit-free stub, guest-stub/arm64): `-p function -l
+ * shmem_file_read_iter -r shmem_file_read_iter --comm dd` over the workload's tmpfs reads, exactly
+ * as many entries from vfs_read and returns of 16 bytes as the guest says it made, by dd. */
+static void test_run_stub_returns(void **state)
+{
+	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
+			      "--append", "hvt.bm=7 hvt.tmpfs=" TMPFS_READS " hvt.rounds=1 hvt.yes=1 "
+					  "hvt.yes_sec=1",
+			      "-p",	 "function", "-l", "shmem_file_read_iter", "-r",
+			      "shmem_file_read_iter", "--comm", "dd", "--probe", "stub", "--stats",
+			      "--timeout", "900", NULL};
+	struct hv_result r;
+	double t0 = now_s();
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	printf("arm64: run --qemu --probe stub -r: status %d in %.1f s\n%s", r.status,
+	       now_s() - t0, r.err);
+	assert_int_equal(r.status, 0);
+	check_tmpfs_reads(&r, r.console);
+	check_stub_run(&r, 1);
+	hv_result_free(&r);
+}
+
+/* run --qemu --probe stub under function_graph, dd's calls alone: on hvt.bm=7 hvt.tmpfs=5 each of
+ * dd's 12 reads is one vfs_read, and each of the 5 of the tmpfs file holds shmem_file_read_iter
+ * right under it, its return hooked through x30 before the function's paciasp signs it. */
+static void test_run_stub_graph(void **state)
+{
+	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
+			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+			      "-p",	 "function_graph", "-l", "vfs_read", "-l",
+			      "shmem_file_read_iter", "--comm", "dd", "--probe", "stub", "--stats",
+			      "--timeout", "900", NULL};
+	struct hv_result r;
+	double t0 = now_s();
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	printf("arm64: run --qemu --probe stub -p function_graph: status %d in %.1f s\n%s",
+	       r.status, now_s() - t0, r.err);
+	hv_write_file("/tmp/hvt-arm64-stub-graph.txt", r.trace, strlen(r.trace));
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, "hvt-linux: binfmt_misc status read 7 times"));
+	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
+	/* a leaf (its return the next record of its CPU), or an entry and a return apart */
+	assert_int_equal(count_text(r.trace, "vfs_read"), 7 + 5);
+	assert_int_equal(count_text(r.trace, "|  vfs_read()"), 7 + 5);
+	assert_int_equal(count_text(r.trace, "|    shmem_file_read_iter()"), 5);
+	assert_int_equal(count_text(r.trace, "shmem_file_read_iter"), 5);
+	/* each call's return: a leaf's line, or a closing brace */
+	assert_int_equal(count_text(r.trace, "|  vfs_read();\n") + count_text(r.trace, "|  }\n"),
+			 7 + 5);
+	check_stub_run(&r, 2);
+	hv_result_free(&r);
 }
 
 /* attach --qmp to the running guest while it waits (hvt.wait), trap probes on
@@ -882,6 +959,8 @@ int main(void)
 	    cmocka_unit_test(test_libvirt_sigkill),
 	    cmocka_unit_test(test_libvirt_power_off),
 	    cmocka_unit_test(test_run_graph),
+	    cmocka_unit_test(test_run_stub_returns),
+	    cmocka_unit_test(test_run_stub_graph),
 	};
 	char why[400];
 
