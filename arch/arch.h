@@ -188,6 +188,10 @@ struct arch {
 	 * kernel), 0 when not there. NULL: the ISA's Linux keeps it in memory (x86: per-CPU data).
 	 * Pure. */
 	uint64_t (*current_task)(const struct arch_regs *r);
+	/* Whether @after_ip, the word a saved context (an interrupt's frame) keeps right after its
+	 * instruction pointer, says the context ran in the kernel (x86: CS of ring 0; arm64: the
+	 * SPSR of EL1, pt_regs' pstate after pc). NULL: x86's CS test. Pure. */
+	bool (*saved_kernel_mode)(uint64_t after_ip);
 
 	const struct arch_gdb_layout *gdb;
 };

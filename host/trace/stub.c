@@ -595,6 +595,22 @@ int stub_restore_slots(struct stub *s, bool clear)
 	return first;
 }
 
+long stub_hooked_frames(struct stub *s)
+{
+	uint64_t base = s->reg.gpa + stacks_off(s);
+	long n = 0;
+
+	for (uint64_t i = 0; s->placed && i < s->nr_stacks; i++) {
+		uint64_t h[3];
+
+		if (s->tgt->ops->read_phys(s->tgt, base + i * STUB_STACK_SIZE, h, sizeof(h)) < 0)
+			return -EFAULT;
+		if (h[S_KEY / 8])
+			n += h[S_NR / 8] > STUB_STACK_DEPTH ? STUB_STACK_DEPTH : (long)h[S_NR / 8];
+	}
+	return n;
+}
+
 void stub_unplace(struct stub *s)
 {
 	if (!s->placed)

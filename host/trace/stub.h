@@ -183,6 +183,12 @@ bool stub_detour_may_jump(struct stub *s, unsigned idx, uint64_t site, uint64_t 
  * empties the shadow stacks. Returns 0 or the first error (it still tries all). */
 int stub_restore_slots(struct stub *s, bool clear);
 
+/* Hooked returns still out, as the guest's shadow stacks say (each stack's depth bounded by the
+ * layout's room: any value the guest wrote), -errno when they cannot be read. What a detach waits
+ * for where a return is hooked in a register (stub_blob ret_in_register): the stub must stay until
+ * each has come back through it. Target paused, or any thread. */
+long stub_hooked_frames(struct stub *s);
+
 /* With the target paused and nothing left that can enter it: unmaps the stub. */
 void stub_unplace(struct stub *s);
 

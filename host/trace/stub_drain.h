@@ -76,6 +76,7 @@ struct stub_drain {
 	/* the detach's looks at the guest's kernel stacks for a task preempted inside the stub, and
 	 * the stacks the last one scanned */
 	unsigned leave_scans;
+	long leave_hooked; /* hooked returns (in a register) still out when the detach gave up waiting */
 	unsigned long leave_stacks;
 	_Atomic uint64_t filtered; /* records cfg.keep rejected (-P, --comm, --cpu) */
 	struct emit_gate gate;	   /* cfg.tracing, cfg.keep into `filtered`; a full ring waits */
