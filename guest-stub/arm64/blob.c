@@ -1,7 +1,8 @@
 /* The arm64 stub (guest-stub/arm64/stub.S, assembled by binutils-aarch64-linux-gnu into
  * $(BUILD)/guest-stub/arm64/stub_bytes.h by scripts/stub-blob.sh) as a struct stub_blob. */
 #include "guest-stub/stub_blob.h"
-#include "guest-stub/arm64/stub_bytes.h"
+/* generated into $(BUILD) (the Makefile's -I$(BUILD) for this file alone), not a source file */
+#include <guest-stub/arm64/stub_bytes.h>
 
 #include <elf.h>
 

@@ -782,7 +782,8 @@ static void test_attach_pid(void **state)
  * `yes > /dev/null`, its vfs_write calls) long enough for a detach after the reads and a SIGKILL'd
  * attach after that. */
 #define DOM_WAIT    "30"
-#define DOM_CMDLINE "panic=-1 hvt.wait=" DOM_WAIT " hvt.tmpfs=" TMPFS_READS " hvt.yes_sec=20"
+#define DOM_CMDLINE                                                                                \
+	"panic=-1 hvt.wait=" DOM_WAIT " hvt.tmpfs=" TMPFS_READS " hvt.yes_sec=20 mem=" KERNEL_MEM
 
 static char *dom_state(void)
 {
@@ -850,8 +851,8 @@ static void test_libvirt_list_functions(void **state)
 static void test_attach_libvirt(void **state)
 {
 	const char *argv[] = {"attach", dom_name, "-p", "function", "-l", "shmem_file_read_iter",
-			      "-r", "shmem_file_read_iter", "--comm", "dd", "--verify-text",
-			      "--duration", "300", "--stats", NULL};
+			      "-r", "shmem_file_read_iter", "--comm", "dd", "--probe", "stub",
+			      "--verify-text", "--duration", "300", "--stats", NULL};
 	struct hv_result r;
 	char *con, *st;
 
@@ -868,8 +869,11 @@ static void test_attach_libvirt(void **state)
 	assert_string_equal(st, "running\n");
 	free(st);
 	assert_int_equal(r.status, 0);
+	/* stub probes: every site's word put back, the stub gone (no hooked return left out) */
 	assert_non_null(strstr(r.err, TEXT_KEPT));
+	assert_null(strstr(r.err, "left mapped"));
 	check_tmpfs_reads(&r, con);
+	check_stub_attach(&r, 1);
 	free(con);
 	hv_result_free(&r);
 }
@@ -880,7 +884,7 @@ static void test_attach_libvirt(void **state)
 static void test_libvirt_sigkill(void **state)
 {
 	const char *argv[] = {"attach", dom_name, "-p", "function_graph", "-l", "vfs_write",
-			      "--duration", "300", NULL};
+			      "--probe", "trap", "--duration", "300", NULL};
 	struct hv_result r;
 	char *con, *st;
 
