@@ -7,8 +7,8 @@
 extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
     hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_entry_root[],
     hvt_stub_entry_root_args[], hvt_stub_detour[], hvt_stub_detour_ret[], hvt_stub_detour_args[],
-    hvt_stub_detour_ret_args[], hvt_stub_detour_root[], hvt_stub_detour_root_args[],
-    hvt_stub_ret[], hvt_stub_end[], hvt_stub_count[], hvt_stub_count_pid[], hvt_stub_count_ret[],
+    hvt_stub_detour_ret_args[], hvt_stub_detour_root[], hvt_stub_detour_root_args[], hvt_stub_ret[],
+    hvt_stub_end[], hvt_stub_count[], hvt_stub_count_pid[], hvt_stub_count_ret[],
     hvt_stub_count_ret_pid[], hvt_stub_count_ret_log2[], hvt_stub_count_ret_pid_log2[];
 
 const struct stub_blob stub_blob_x86_64 = {

@@ -39,7 +39,8 @@ static bool slot_free(const struct stub_map_mem *mem, uint64_t ttbr, unsigned mo
 /* The first run of @n free level-2 slots from @from on, stepping @step (+-span), whose first slot
  * a BL from [@lo, @hi] reaches: its start in *@va. */
 static bool free_run(const struct stub_map_mem *mem, uint64_t ttbr, unsigned mode, uint64_t span,
-		     uint64_t from, int64_t step, uint64_t lo, uint64_t hi, unsigned n, uint64_t *va)
+		     uint64_t from, int64_t step, uint64_t lo, uint64_t hi, unsigned n,
+		     uint64_t *va)
 {
 	for (uint64_t v = from; bl_reaches(v, lo, hi); v += (uint64_t)step) {
 		uint64_t at;
@@ -64,9 +65,10 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 	int level, ret;
 
 	if (!q->resv_size) {
-		msg_fmt(err, errlen,
-			"stub probes: no RAM kept out of the arm64 kernel's use is known (run --qemu "
-			"boots it with mem= below the VM's RAM)");
+		msg_fmt(
+		    err, errlen,
+		    "stub probes: no RAM kept out of the arm64 kernel's use is known (run --qemu "
+		    "boots it with mem= below the VM's RAM)");
 		return -ENOTSUP;
 	}
 	if (ARM64_MODE_GSHIFT(mode) != 12) {
@@ -83,19 +85,21 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 	}
 	size = q->resv_size < want ? q->resv_size : (want + PAGE - 1) & ~(PAGE - 1);
 	if (size < min) {
-		msg_fmt(err, errlen,
-			"stub probes: %llu KiB kept out of the kernel's use at guest-physical 0x%llx",
-			(unsigned long long)q->resv_size >> 10, (unsigned long long)q->resv_gpa);
+		msg_fmt(
+		    err, errlen,
+		    "stub probes: %llu KiB kept out of the kernel's use at guest-physical 0x%llx",
+		    (unsigned long long)q->resv_size >> 10, (unsigned long long)q->resv_gpa);
 		return -ENOSPC;
 	}
 	if (q->resv_size < span + size) { /* the code's block below the region */
 		size = q->resv_size > span ? (q->resv_size - span) & ~(PAGE - 1) : 0;
 		if (size < min) {
-			msg_fmt(err, errlen,
-				"stub probes: %llu KiB kept out of the kernel's use at guest-physical "
-				"0x%llx",
-				(unsigned long long)q->resv_size >> 10,
-				(unsigned long long)q->resv_gpa);
+			msg_fmt(
+			    err, errlen,
+			    "stub probes: %llu KiB kept out of the kernel's use at guest-physical "
+			    "0x%llx",
+			    (unsigned long long)q->resv_size >> 10,
+			    (unsigned long long)q->resv_gpa);
 			return -ENOSPC;
 		}
 	}
@@ -114,10 +118,11 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 	down = (lo & ~(span - 1)) - span;
 	if (!free_run(mem, ttbr, mode, span, up, (int64_t)span, lo, hi, n, &va) &&
 	    !free_run(mem, ttbr, mode, span, down, -(int64_t)span, lo, hi, n, &va)) {
-		msg_fmt(err, errlen,
-			"stub probes: no %u free 2 MiB kernel address slots within BL reach (128 MiB) "
-			"of the traced code",
-			n);
+		msg_fmt(
+		    err, errlen,
+		    "stub probes: no %u free 2 MiB kernel address slots within BL reach (128 MiB) "
+		    "of the traced code",
+		    n);
 		return -ENOSPC;
 	}
 	q->saved_len = (uint64_t)n * span;
@@ -138,9 +143,9 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 		goto fail;
 	}
 	for (q->nr_pde = 0; q->nr_pde < n; q->nr_pde++) {
-		uint64_t at, d = arm64_block_desc(leaf, level, mode,
-						  q->resv_gpa + (uint64_t)q->nr_pde * span,
-						  q->nr_pde == 0);
+		uint64_t at,
+		    d = arm64_block_desc(leaf, level, mode,
+					 q->resv_gpa + (uint64_t)q->nr_pde * span, q->nr_pde == 0);
 
 		/* each looked at again: a table the walk found must still be there */
 		if (!slot_free(mem, ttbr, mode, va + (uint64_t)q->nr_pde * span, &at) ||
