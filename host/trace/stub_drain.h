@@ -77,6 +77,8 @@ struct stub_drain {
 	 * the stacks the last one scanned */
 	unsigned leave_scans;
 	long leave_hooked; /* hooked returns (in a register) still out when the detach gave up waiting */
+	long leave_hooked_first; /* and when the sites were put back */
+	unsigned long long leave_hooked_ms; /* the detach's wait for them */
 	unsigned long leave_stacks;
 	_Atomic uint64_t filtered; /* records cfg.keep rejected (-P, --comm, --cpu) */
 	struct emit_gate gate;	   /* cfg.tracing, cfg.keep into `filtered`; a full ring waits */

@@ -696,8 +696,9 @@ int stub_drain_detach(struct stub_drain *d)
 	/* returns hooked in a register (arm64's x30, signed into the frame by the function): the
 	 * guest runs on until each has come back through the stub */
 	if (d->stub.blob->ret_in_register) {
-		int64_t by = clock_now_ms() + LEAVE_HOOKED_MS;
+		int64_t t0 = clock_now_ms(), by = t0 + LEAVE_HOOKED_MS;
 
+		d->leave_hooked_first = stub_hooked_frames(&d->stub);
 		while ((hooked = stub_hooked_frames(&d->stub)) > 0 && clock_now_ms() < by) {
 			if (tgt->ops->run_for) {
 				if (tgt->ops->run_for(tgt, LEAVE_TASK_RUN_US) < 0)
@@ -709,6 +710,7 @@ int stub_drain_detach(struct stub_drain *d)
 			tgt->ops->pause(tgt);
 		}
 		d->leave_hooked = hooked;
+		d->leave_hooked_ms = (unsigned long long)(clock_now_ms() - t0);
 	}
 	leave_by = clock_now_ms() + LEAVE_MS;
 	for (;;) {
