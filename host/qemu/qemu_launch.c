@@ -100,10 +100,10 @@ int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int m
 		ARG(cfg->initrd);
 	}
 	ARG("-append");
-	if (cfg->reserve_size && arm64) /* no memmap= on arm64: the kernel keeps to RAM below */
-		ARG(FMT("console=%s panic=-1 mem=%lluK%s%s", console,
-			(unsigned long long)(cfg->reserve_gpa - QEMU_VIRT_RAM_BASE) >> 10,
-			cfg->append ? " " : "", cfg->append ? cfg->append : ""));
+	if (cfg->reserve_size && arm64) /* no memmap= on arm64: the kernel keeps to RAM below; */
+		ARG(FMT("console=%s panic=-1%s%s mem=%lluK", console, /* last: the kernel's */
+			cfg->append ? " " : "", cfg->append ? cfg->append : "",
+			(unsigned long long)(cfg->reserve_gpa - QEMU_VIRT_RAM_BASE) >> 10));
 	else if (cfg->reserve_size)
 		ARG(FMT("console=%s panic=-1 memmap=%lluK$0x%llx%s%s", console,
 			(unsigned long long)cfg->reserve_size >> 10,

@@ -589,7 +589,8 @@ static void check_stub_attach(const struct hv_result *r, long probes)
  * kernel's own check at boot walks them), every record drained, none lost, none forged. */
 static void check_stub_run(const struct hv_result *r, long probes)
 {
-	assert_non_null(strstr(r->console, "Kernel command line: console=ttyAMA0 panic=-1 mem="));
+	assert_non_null(strstr(r->console, "Kernel command line: console=ttyAMA0 panic=-1 hvt."));
+	assert_non_null(strstr(r->console, " hvt.yes_sec=1 mem="));
 	assert_non_null(strstr(r->console, "Checked W+X mappings: passed"));
 	assert_int_equal(hv_stat(r->err, "stub probes", "stub probes "), probes);
 	assert_true(hv_stat(r->err, "stub probes", "records ") > 0);
