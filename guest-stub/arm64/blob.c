@@ -22,6 +22,8 @@ const struct stub_blob stub_blob_arm64 = {
 	    [1] = AT(hvt_stub_entry_ret),
 	    [2] = AT(hvt_stub_entry_args),
 	    [3] = AT(hvt_stub_entry_ret_args),
+	    [5] = AT(hvt_stub_entry_root),
+	    [7] = AT(hvt_stub_entry_root_args),
 	},
     .ret = AT(hvt_stub_ret),
     /* MRS x16, DAIF and MSR DAIFSet, #3 open each routine; each leaves by its last instruction,

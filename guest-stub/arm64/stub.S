@@ -39,13 +39,15 @@
 	.text
 	.balign 4096
 	.globl hvt_stub_start, hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_entry_args
-	.globl hvt_stub_entry_ret_args, hvt_stub_ret, hvt_stub_end
+	.globl hvt_stub_entry_ret_args, hvt_stub_entry_root, hvt_stub_entry_root_args
+	.globl hvt_stub_ret, hvt_stub_end
 	.globl hvt_stub_irq_entry_out, hvt_stub_irq_ret_out
 hvt_stub_start:
 .Lbase:
 
 /* x16 = DAIF as it was, IRQ and FIQ masked; x10 = the routine's bits (bit 0 hook the return, bit 1
- * the argument registers). */
+ * the argument registers, bit 2 a graph root, bit 3 an entry outside the graph recorded for its
+ * event alone; R_FLAGS gets them >> 1). */
 .macro ENTER bits
 	mrs x16, daif
 	msr daifset, #3
@@ -189,6 +191,29 @@ hvt_stub_start:
 	ldr x17, [x26, #S_NR]
 	sub x17, x17, #1
 	str x17, [x26, #S_NR]
+	FIX_ROOT
+.endm
+
+/* A frame just popped from the shadow stack at x26 may have been the graph's root: S_ROOT (index
+ * + 1) past S_NR is cleared. Clobbers x17, x27. */
+.macro FIX_ROOT
+	ldr x17, [x26, #S_ROOT]
+	ldr x27, [x26, #S_NR]
+	cmp x17, x27
+	b.ls 8f
+	str xzr, [x26, #S_ROOT]
+8:
+.endm
+
+/* \dst = the depth of frame index \src on the shadow stack at x26, counted from the graph's root
+ * frame when there is one (DEPTH8 bounds it). Clobbers x27. */
+.macro REL_DEPTH dst, src
+	ldr x27, [x26, #S_ROOT]
+	mov \dst, \src
+	cbz x27, 9f
+	sub x27, x27, #1
+	sub \dst, \src, x27
+9:
 .endm
 
 /* Unlocks the shadow stack at x26, freed when it is empty. Clobbers x17. */
@@ -216,6 +241,10 @@ hvt_stub_entry_args:
 	ENTER 2
 hvt_stub_entry_ret_args:
 	ENTER 3
+hvt_stub_entry_root:
+	ENTER 5
+hvt_stub_entry_root_args:
+	ENTER 7
 
 /* x9 the function's return address, x30 the site + 4. */
 .Lentry:
@@ -227,7 +256,21 @@ hvt_stub_entry_ret_args:
 	PROLOGUE
 	cmn x12, #1
 	b.eq .Lout
-	ANNOUNCE
+	/* set_graph_function: below no live root on this stack, a call is not traced at all */
+	ldr x17, [x11, #H_GRAPH]
+	cbz x17, 2f
+	tbnz x20, #2, 2f
+	mov w10, #0
+	bl .Lstack_get
+	cbz x26, 3f
+	ldr x17, [x26, #S_ROOT]
+	add x27, x26, #S_LOCK
+	stlr xzr, [x27]
+	cbnz x17, 2f
+3:	/* outside the graph: an -e event still fires (as ftrace's do), its return not hooked */
+	tbz x20, #1, .Lout
+	mov x20, #10
+2:	ANNOUNCE
 	/* the entry (and the argument registers) */
 	mov x10, #1
 	tbz x20, #1, 1f
@@ -282,16 +325,37 @@ hvt_stub_entry_ret_args:
 	b.hs .Lfull
 	cmp x17, #STUB_STACK_DEPTH /* the room, whatever the header says now */
 	b.hs .Lfull
-	add x10, x26, x17, lsl #5
+	ldr x10, [x11, #H_GRAPH]
+	cbz x10, 5f
+	ldr x10, [x26, #S_ROOT]
+	tbnz x20, #2, 6f
+	cbz x10, .Lskip /* its root was unwound just now: outside the graph */
+	b 5f
+6:	cbnz x10, 5f /* a root below a live root: an ordinary frame of that graph */
+	add x10, x17, #1
+	str x10, [x26, #S_ROOT]
+5:	add x10, x26, x17, lsl #5
 	add x10, x10, #S_E
 	stp x21, x9, [x10, #E_SLOT] /* E_SLOT, E_ORIG */
 	stp x24, x14, [x10, #E_IP]  /* E_IP, E_TSC */
 	add x27, x17, #1
 	str x27, [x26, #S_NR]
-	DEPTH8 x17
+	REL_DEPTH x28, x17
+	DEPTH8 x28
 	orr w19, w19, w17
 	ldr x9, [x11, #H_RET] /* the function returns into the stub */
 	RELEASE
+	b .Lcommit_entry
+.Lskip:
+	RELEASE
+	and w19, w19, #0xffff0000
+	ldr w17, [x22, #R_FLAGS]
+	tbz w17, #0, 7f /* STUB_F_ARGS: an -e event, recorded alone as outside the graph */
+	orr w17, w17, #STUB_F_ALONE
+	str w17, [x22, #R_FLAGS]
+	orr w19, w19, #STUB_REC_ENTRY
+	b .Lcommit_entry
+7:	orr w19, w19, #STUB_REC_SKIP
 	b .Lcommit_entry
 .Lfull:
 	RELEASE
@@ -337,7 +401,8 @@ hvt_stub_ret:
 	ldr x22, [x10, #E_TSC]
 	sub x17, x17, #1
 	str x17, [x26, #S_NR]
-	mov x20, x17
+	REL_DEPTH x20, x17
+	FIX_ROOT /* the root itself returning ends the graph */
 	RELEASE
 	cmn x12, #1
 	b.eq .Lr_out

@@ -660,6 +660,34 @@ static void test_run_stub_graph(void **state)
 	hv_result_free(&r);
 }
 
+/* run --qemu --probe stub -p function_graph -g vfs_read (set_graph_function, decided in the
+ * guest by the stub's root routine): vfs_read, shmem_file_read_iter and ksys_read are all patched,
+ * but only what runs below a live vfs_read is traced: dd's 12 vfs_read from depth 0, the 5
+ * shmem_file_read_iter under them, and not one ksys_read (their caller, outside the graph). */
+static void test_run_stub_graph_root(void **state)
+{
+	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
+			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+			      "-p",	 "function_graph", "-g", "vfs_read", "-l", "vfs_read", "-l",
+			      "shmem_file_read_iter", "-l", "ksys_read", "--comm", "dd", "--probe",
+			      "stub", "--stats", "--timeout", "900", NULL};
+	struct hv_result r;
+	double t0 = now_s();
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	printf("arm64: run --qemu --probe stub -g vfs_read: status %d in %.1f s\n%s", r.status,
+	       now_s() - t0, r.err);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
+	assert_int_equal(count_text(r.trace, "|  vfs_read()"), 7 + 5);
+	assert_int_equal(count_text(r.trace, "|    shmem_file_read_iter()"), 5);
+	assert_int_equal(count_text(r.trace, "shmem_file_read_iter"), 5);
+	assert_int_equal(count_text(r.trace, "ksys_read"), 0);
+	check_stub_run(&r, 3);
+	hv_result_free(&r);
+}
+
 /* attach --qmp to the running guest while it waits (hvt.wait), trap probes on
  * shmem_file_read_iter with its returns, dd's alone: the workload's tmpfs reads, each an entry
  * from vfs_read (through f_op->read_iter) and a return of 16 bytes, as many as the guest says it
@@ -987,6 +1015,7 @@ int main(void)
 	    cmocka_unit_test(test_run_graph),
 	    cmocka_unit_test(test_run_stub_returns),
 	    cmocka_unit_test(test_run_stub_graph),
+	    cmocka_unit_test(test_run_stub_graph_root),
 	};
 	char why[400];
 
