@@ -31,8 +31,11 @@ DEPS := $(BUILD)/.deps-installed
 LIB_SRCS := $(wildcard arch/*.c) $(wildcard arch/x86/*.c) $(wildcard arch/arm64/*.c) $(wildcard vmi/*.c) $(wildcard guest-stub/*.c guest-stub/*/*.c) \
             $(filter-out host/cli/main.c,$(wildcard host/*/*.c))
 # One stub per guest ISA, guest-stub/<isa>/stub.S: one assembly unit that includes the other files
-# of its folder (they are not assembled alone).
-LIB_ASMS := $(wildcard guest-stub/*/stub.S)
+# of its folder (they are not assembled alone). The host's compiler assembles x86's; arm64's is
+# assembled by binutils-aarch64-linux-gnu into a header of bytes (scripts/stub-blob.sh) that
+# guest-stub/arm64/blob.c compiles as data.
+LIB_ASMS := guest-stub/x86/stub.S
+ARM64_STUB_H := $(BUILD)/guest-stub/arm64/stub_bytes.h
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(LIB_ASMS:%.S=$(BUILD)/%.o)
 LIB      := $(BUILD)/libhvtrace.a
 
@@ -89,6 +92,13 @@ $(BUILD)/guest-stub/%.o: guest-stub/%.S guest-stub/stub_abi.h | $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) -I. -MMD -MP -c $< -o $@
 	@if readelf -r $@ | grep -q '^Relocation section'; then echo "$<: the stub must need no relocations" >&2; rm -f $@; exit 1; fi
+
+$(ARM64_STUB_H): guest-stub/arm64/stub.S guest-stub/stub_abi.h scripts/stub-blob.sh | $(DEPS)
+	@mkdir -p $(@D)
+	scripts/stub-blob.sh aarch64-linux-gnu- $< $@
+
+$(BUILD)/guest-stub/arm64/blob.o: $(ARM64_STUB_H)
+$(BUILD)/guest-stub/arm64/blob.o: CFLAGS += -I$(BUILD)
 
 $(LIB): $(LIB_OBJS)
 	rm -f $@

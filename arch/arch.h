@@ -113,6 +113,9 @@ struct arch_gdb_layout {
 	unsigned nr_sys_names, sys_first;
 	const uint8_t *sys_gp; /* per named one: also into the arch_regs index, ARCH_REG_NONE none */
 	const char *xml_arch; /* the target description's <architecture> ("i386:x86-64") */
+	/* Optional: the system register holding the rate of the counter the ISA's stub reads its time
+	 * from (arm64: CNTFRQ_EL0 for CNTVCT_EL0), read once at attach; NULL: none. */
+	const char *counter_freq_name;
 };
 
 /* ---- the per-ISA table ----------------------------------------------------------------------- */
@@ -185,6 +188,10 @@ struct arch {
 	 * kernel), 0 when not there. NULL: the ISA's Linux keeps it in memory (x86: per-CPU data).
 	 * Pure. */
 	uint64_t (*current_task)(const struct arch_regs *r);
+	/* Whether @after_ip, the word a saved context (an interrupt's frame) keeps right after its
+	 * instruction pointer, says the context ran in the kernel (x86: CS of ring 0; arm64: the
+	 * SPSR of EL1, pt_regs' pstate after pc). NULL: x86's CS test. Pure. */
+	bool (*saved_kernel_mode)(uint64_t after_ip);
 
 	const struct arch_gdb_layout *gdb;
 };

@@ -17,7 +17,8 @@ PKGS="$PKGS liblz4-dev libzstd-dev liblzma-dev zlib1g-dev libbz2-dev liblzo2-dev
 # a freestanding guest built without -pg (vmi/vmi_dwarf.c): libdw tells its C functions from its DWARF
 PKGS="$PKGS libzydis-dev libdw-dev"
 # arm64 guests (issue 38): qemu-system-aarch64, beside the machine's qemu-system-x86
-PKGS="$PKGS qemu-system-arm"
+# and its in-guest stub (guest-stub/arm64/stub.S), assembled by binutils-aarch64-linux-gnu
+PKGS="$PKGS qemu-system-arm binutils-aarch64-linux-gnu"
 # tests that read a guest kernel's own bytes (tests/common/kernel_image.c): the decompressors, as
 # extract-vmlinux uses them (lz4 for Debian 12's kernels, zstd for Debian 13's)
 PKGS="$PKGS lz4 zstd xz-utils"

@@ -53,6 +53,12 @@ static uint64_t arm64_current_task(const struct arch_regs *r)
 	return (r->r[ARM64_PSTATE] >> 2 & 3) == 1 ? r->r[ARM64_SP_EL0] : 0;
 }
 
+/* pt_regs: pc, then pstate: AArch64 (M[4] clear), EL1t or EL1h, no bits above 32. */
+static bool arm64_saved_kernel_mode(uint64_t pstate)
+{
+	return !(pstate >> 32) && ((pstate & 0x1f) == 4 || (pstate & 0x1f) == 5);
+}
+
 const struct arch arch_arm64 = {
     .name = "arm64",
     .elf_machine = EM_AARCH64,
@@ -97,5 +103,6 @@ const struct arch arch_arm64 = {
     .translate = arm64_arch_translate,
     .walk_root = arm64_walk_root,
     .current_task = arm64_current_task,
+    .saved_kernel_mode = arm64_saved_kernel_mode,
     .gdb = &arm64_gdb_layout,
 };

@@ -30,6 +30,7 @@ const struct arch_gdb_layout arm64_gdb_layout = {
     .nr_sys_names = ARM64_SYS_NR,
     .sys_first = 0,
     .xml_arch = "aarch64",
+    .counter_freq_name = "CNTFRQ_EL0",
     .reg = arm64_gdb_regs,
     .nr = ARM64_GDB_NR_REGS,
     .decoded_bytes = ARM64_GDB_DECODED_BYTES,

@@ -1,6 +1,7 @@
 #include "arch/arm64/arm64_pagewalk.h"
 
 #include <errno.h>
+#include <stdbool.h>
 
 unsigned arm64_mode_of_tcr(uint64_t tcr, bool upper)
 {
@@ -95,4 +96,83 @@ int arm64_translate(arm64_read_pte_fn read, void *ctx, uint64_t ttbr, unsigned m
 		table = out_addr(d, g, ds, g);
 	}
 	return -EFAULT;
+}
+
+int arm64_walk_to(arm64_read_pte_fn read, void *ctx, uint64_t ttbr, unsigned mode, uint64_t gva,
+		  int stop, uint64_t *at, int *level)
+{
+	unsigned ia = ARM64_MODE_IA(mode), g = ARM64_MODE_GSHIFT(mode), stride;
+	bool ds = ARM64_MODE_DS(mode);
+	int levels, lv;
+	uint64_t table;
+
+	if ((g != 12 && g != 14 && g != 16) || ia <= g || ia > 52 || stop < 2 || stop > 3)
+		return -EINVAL;
+	ds = ds && g != 16;
+	if (ia > 48 && g != 16 && !ds)
+		return -EINVAL;
+	stride = g - 3;
+	levels = (int)((ia - g + stride - 1) / stride);
+	{
+		uint64_t top = (gva << 8) >> (8 + ia), ones = (1ull << (56 - ia)) - 1;
+
+		if (top != 0 && top != ones)
+			return -EFAULT;
+	}
+	table = ttbr & 0x0000fffffffffffeull;
+	if (ds || (g == 16 && ia == 52))
+		table = (table & ~0x3full) | ((ttbr >> 2) & 0xf) << 48;
+	for (lv = 4 - levels; lv <= 3; lv++) {
+		unsigned shift = g + stride * (unsigned)(3 - lv);
+		unsigned bits = lv == 4 - levels ? ia - shift : stride;
+		uint64_t idx = (gva >> shift) & ((1ull << bits) - 1), d;
+
+		*at = table + idx * 8;
+		*level = lv;
+		if (lv == stop)
+			return 0;
+		if (read(ctx, *at, &d) < 0 || !(d & 1))
+			return -EFAULT;
+		if (!(d & 2))
+			return block_ok(g, ds, lv) ? 0 : -EFAULT; /* a block above @stop */
+		table = out_addr(d, g, ds, g);
+	}
+	return -EFAULT;
+}
+
+uint64_t arm64_level2_span(unsigned mode)
+{
+	unsigned g = ARM64_MODE_GSHIFT(mode);
+
+	return g ? 1ull << (g + (g - 3)) : 0;
+}
+
+#define DESC_AP2    (1ull << 7)
+#define DESC_GP	    (1ull << 50)
+#define DESC_DBM    (1ull << 51)
+#define DESC_CONTIG (1ull << 52)
+#define DESC_PXN    (1ull << 53)
+#define DESC_UXN    (1ull << 54)
+
+uint64_t arm64_block_desc(uint64_t leaf, int leaf_level, unsigned mode, uint64_t pa, bool exec)
+{
+	unsigned g = ARM64_MODE_GSHIFT(mode);
+	bool ds = ARM64_MODE_DS(mode) && g != 16;
+	uint64_t span = arm64_level2_span(mode), d;
+
+	if (!span || (pa & (span - 1)) || !(leaf & 1) || ((leaf & 2) != 0) != (leaf_level == 3))
+		return 0;
+	/* attributes: AttrIndx, NS, AP, SH (not with LPA2: OA[51:50] there), AF, nG; the upper ones
+	 * but the output address, contiguous, dirty-state and execute-never bits */
+	d = leaf & (ds ? 0xcfcull : 0xffcull);
+	d |= leaf & 0xfff8000000000000ull & ~(DESC_DBM | DESC_CONTIG | DESC_PXN | DESC_UXN);
+	d &= ~(DESC_AP2 | DESC_GP);
+	d |= DESC_UXN | (exec ? DESC_AP2 : DESC_PXN) | 1; /* a block: bits 1:0 = 01 */
+	if (ds) /* OA[49:shift] in place, OA[51:50] in bits 9:8 */
+		d |= (pa & 0x0003ffffffffffffull) | ((pa >> 50) & 3) << 8;
+	else if (g == 16)
+		d |= (pa & 0x0000ffffffffffffull) | ((pa >> 48) & 0xf) << 12;
+	else
+		d |= pa & 0x0000ffffffffffffull;
+	return d;
 }

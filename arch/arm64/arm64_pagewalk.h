@@ -27,4 +27,21 @@ unsigned arm64_mode_of_tcr(uint64_t tcr, bool upper);
 int arm64_translate(arm64_read_pte_fn read, void *ctx, uint64_t ttbr, unsigned mode, uint64_t gva,
 		    uint64_t *gpa);
 
+/* Walks @gva through the tables at @ttbr as @mode says down to level @stop (2 or 3), or to a block
+ * above it: the guest-physical address of the descriptor there in *@at and its level in *@level
+ * (whatever that descriptor holds: it is not read). 0, -EFAULT (a read failed, or an invalid or
+ * reserved descriptor above @stop), -EINVAL (a mode arm64_mode_of_tcr never gives, or @stop). */
+int arm64_walk_to(arm64_read_pte_fn read, void *ctx, uint64_t ttbr, unsigned mode, uint64_t gva,
+		  int stop, uint64_t *at, int *level);
+
+/* Bytes a block descriptor at level 2 maps with @mode's granule (4 KiB: 2 MiB). */
+uint64_t arm64_level2_span(unsigned mode);
+
+/* A level-2 block descriptor of @mode mapping guest-physical @pa (arm64_level2_span aligned), its
+ * memory attributes, shareability, access flag and nG those of @leaf (a valid page or block
+ * descriptor of the same tables: the kernel's text, so normal cacheable memory as the kernel maps
+ * it), never executable at EL0; with @exec read-only and executable at EL1, else read-write (no
+ * DBM) and never executable; not contiguous. 0 when @leaf is not a valid leaf. Pure. */
+uint64_t arm64_block_desc(uint64_t leaf, int leaf_level, unsigned mode, uint64_t pa, bool exec);
+
 #endif

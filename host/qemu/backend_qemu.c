@@ -304,13 +304,7 @@ static int start_tracing(struct linux_run *r, const struct vmi_task_layout *task
 	/* RDTSCP's IA32_TSC_AUX, which Linux sets for vgetcpu, before %gs:cpu_number */
 	vmi_linux_tsc_aux(&r->l, target_qemu_read_kernel, &r->tq, &tl.cpu_aux_mask);
 	if (s->probe != PROBE_TRAP) {
-		if (r->tq.t.arch != arch_get(ARCH_X86_64))
-			msg_fmt(why, sizeof(why),
-				"stub probes: the in-guest stub is x86_64 code; %s guests are traced "
-				"with trap probes (issue 38)",
-				r->tq.t.arch->name);
-		else
-			qemu_stub_place(&r->stub, &r->tq, &r->l, r->qc.launched, why, sizeof(why));
+		qemu_stub_place(&r->stub, &r->tq, &r->l, r->qc.launched, why, sizeof(why));
 		/* "stub probes: <reason>" -> "<reason>" after "--probe stub: " */
 		ret =
 		    cmd_probe_mode(s, &r->tq.t, &tl,
@@ -567,7 +561,7 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 				      errlen) < 0)
 		return EXIT_BAD_INPUT;
 	/* stub probes: RAM the kernel is told to keep out of use (memmap=) */
-	if (s->vmm == VMM_QEMU && s->probe != PROBE_TRAP && (!r->isa || r->isa == arch_default()))
+	if (s->vmm == VMM_QEMU && s->probe != PROBE_TRAP)
 		qemu_stub_place_reserve(&r->stub, s, &qa.qemu);
 	/* QEMU with KVM needs KVM_EXIT_DEBUG for its breakpoints: checked before QEMU starts */
 	if (s->vmm == VMM_QEMU && s->accel && !strcmp(s->accel, "kvm") &&

@@ -100,7 +100,11 @@ int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int m
 		ARG(cfg->initrd);
 	}
 	ARG("-append");
-	if (cfg->reserve_size)
+	if (cfg->reserve_size && arm64) /* no memmap= on arm64: the kernel keeps to RAM below; */
+		ARG(FMT("console=%s panic=-1%s%s mem=%lluK", console, /* last: the kernel's */
+			cfg->append ? " " : "", cfg->append ? cfg->append : "",
+			(unsigned long long)(cfg->reserve_gpa - QEMU_VIRT_RAM_BASE) >> 10));
+	else if (cfg->reserve_size)
 		ARG(FMT("console=%s panic=-1 memmap=%lluK$0x%llx%s%s", console,
 			(unsigned long long)cfg->reserve_size >> 10,
 			(unsigned long long)cfg->reserve_gpa, cfg->append ? " " : "",
@@ -131,6 +135,22 @@ int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64
 	struct stat st;
 	int fd;
 
+	if (cfg->isa == arch_get(ARCH_ARM64)) {
+		/* virt: RAM from QEMU_VIRT_RAM_BASE, the DTB, the kernel and the initrd at its start;
+		 * the stub's range at its top, the kernel told (mem=) to keep below it */
+		if (cfg->machine && strcmp(cfg->machine, "virt")) {
+			msg_fmt(why, whylen, "hvtrace knows the RAM of -M virt only, not of -M %s",
+				cfg->machine);
+			return -ENOTSUP;
+		}
+		if (size % (2 * MIB) || size + 64 * MIB > ram) {
+			msg_fmt(why, whylen, "%llu KiB do not fit beside the kernel in %llu MiB of RAM",
+				(unsigned long long)size >> 10, (unsigned long long)ram >> 20);
+			return -ENOSPC;
+		}
+		*gpa = (QEMU_VIRT_RAM_BASE + ram - size) & ~(2 * MIB - 1);
+		return 0;
+	}
 	/* pc splits RAM at 3.5 GiB and q35 at 2.75 GiB; under either split only 2 GiB are sure */
 	low = ram >= 0xb0000000ull ? 0x80000000ull : ram;
 	fd = vmi_file_open("--kernel", cfg->kernel, 0, NULL, why, whylen); /* never blocks */

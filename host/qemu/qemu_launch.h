@@ -87,4 +87,7 @@ void qemu_proc_remove_run_dir(struct qemu_proc *p);
  * with a monitor is asked to quit first: qemu_attach_end.) */
 void qemu_proc_kill(struct qemu_proc *p);
 
+/* Where QEMU's arm64 `virt` machine puts RAM (its memory map: RAM from 1 GiB). */
+#define QEMU_VIRT_RAM_BASE 0x40000000ull
+
 #endif

@@ -1,6 +1,7 @@
 #include "host/qemu/target_qemu.h"
 #include "host/vmm/tcp.h"
 #include "host/vmm/gdb_target_desc.h"
+#include "host/vmm/stub_map_arm64.h"
 #include "arch/arch.h"
 #include "arch/arch_tlb.h"
 #include "host/trace/clock.h"
@@ -78,7 +79,7 @@ static int translate_kernel(void *ctx, uint64_t gva, uint64_t *gpa)
 {
 	const struct vcpu_ref *r = ctx;
 
-	return target_arch(&r->q->t)->translate(read_pte, r->q, r->q->kcr3, r->q->kla57, gva, gpa);
+	return target_arch(&r->q->t)->translate(read_pte, r->q, r->q->kcr3, r->q->kmode, gva, gpa);
 }
 
 static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
@@ -234,10 +235,23 @@ static int capture_kernel_pt(void *ctx, uint64_t *cr3, bool *la57)
 	if (ret < 0)
 		return ret;
 	q->kcr3 = q->vm.cpu[0].cr3 & ~PTI_USER_BIT & X86_PTE_ADDR;
-	q->kla57 = q->vm.cpu[0].cr4 & X86_CR4_LA57;
+	q->kmode = (q->vm.cpu[0].cr4 & X86_CR4_LA57) != 0;
 	*cr3 = q->kcr3;
-	*la57 = q->kla57;
+	*la57 = q->kmode;
 	return 0;
+}
+
+/* arm64: the kernel half's tables (TTBR1_EL1) and their walk (TCR_EL1), vCPU 0's at this stop,
+ * captured for read_kernel and the stub's map. */
+static int capture_kernel_pt_arm64(struct target_qemu *q)
+{
+	const struct arch *a = target_arch(&q->t);
+	int ret = qemu_vm_cpu_regs(&q->vm, 0);
+
+	if (ret < 0)
+		return ret;
+	a->walk_root(q->vm.cpu[0].sys, a->kernel_half, &q->kcr3, &q->kmode);
+	return q->kmode ? 0 : -EINVAL;
 }
 
 static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
@@ -251,6 +265,14 @@ static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t
 			"stub probes: guest memory must be readable through the QEMU "
 			"process (not --gdb-memory)");
 		return -ENOTSUP;
+	}
+	if (target_arch(t) == arch_get(ARCH_ARM64)) {
+		if (capture_kernel_pt_arm64(q) < 0) {
+			msg_fmt(err, errlen, "stub probes: cannot read the kernel's TTBR1_EL1/TCR_EL1");
+			return -EFAULT;
+		}
+		return stub_map_arm64_map(&q->stub, &mem, q->kcr3, q->kmode, lo, hi, min, want, out,
+					  err, errlen);
 	}
 	return stub_map_map(&q->stub, &mem, q->stub_low_why, capture_kernel_pt, q, lo, hi, min,
 			    want, out, err, errlen);
@@ -268,6 +290,8 @@ static int qemu_stub_protect_op(struct target *t, const struct target_region *r,
 	(void)r;
 	if (ret < 0)
 		return ret;
+	if (target_arch(t) != arch_get(ARCH_X86_64))
+		return 0; /* arm64: 2 MiB blocks, the first (code, header, ring headers) as placed */
 	if (!(q->vm.cpu[0].efer & EFER_NXE))
 		return 0; /* no NX in this guest: nothing can be made non-executable */
 	return stub_map_protect(&q->stub, &mem, exec_off, exec_len);
@@ -462,6 +486,15 @@ int target_qemu_init(struct target_qemu *q, struct gdb *gdb, pid_t pid, qemu_hmp
 		return ret;
 	q->t.arch = gdb->arch;
 	q->t.nr_cpus = n;
+	{
+		/* the stub's counter rate, once (bounded: 1 MHz to 10 GHz) */
+		uint64_t hz = 0;
+
+		if (gdb->freq_regno >= 0 &&
+		    gdb_read_reg(gdb, threads[0], (unsigned)gdb->freq_regno, &hz) == 0 &&
+		    hz >= 1000000 && hz <= 10000000000ull)
+			q->t.counter_khz = hz / 1000;
+	}
 	q->vm.nr_cpus = n;
 	for (unsigned i = 0; i < n; i++)
 		q->vm.cpu[i].thread = threads[i];

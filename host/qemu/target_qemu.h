@@ -38,7 +38,7 @@ struct target_qemu {
 	struct stub_map stub;
 	const char *stub_low_why; /* why low memory, not reserved RAM (NULL: not said); borrowed */
 	uint64_t kcr3;		  /* kernel page tables for read_kernel, captured by stub_map */
-	bool kla57;
+	unsigned kmode;		  /* and their walk's mode (x86: LA57; arm64: TCR_EL1's fields) */
 	bool phys_mode; /* the gdbstub's memory packets take physical addresses now */
 	bool tcg;	/* QEMU said it runs TCG: a single step ignores the breakpoint at its start
 			 * (target_qemu_set_tcg; false: KVM or not said) */

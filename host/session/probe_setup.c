@@ -1,6 +1,7 @@
 /* What the session asks of each probe, set on the tracer before it attaches (probe_setup.h). */
 #include "host/session/probe_setup.h"
 #include "host/session/detour_plan.h"
+#include "guest-stub/stub_blob.h"
 #include "host/session/entry_sites.h"
 #include "host/session/exitcode.h"
 #include "host/trace/filter.h"
@@ -234,7 +235,10 @@ int probe_setup_detours(struct tracer *t, const struct session *s, const struct 
 	}
 	if ((!entries && !inside) || s->cmd == CMD_LIST_FUNCTIONS)
 		return 0;
-	if (g->stub && g->text_read && g->funcs) {
+	const struct stub_blob *blob = stub_blob_of(target_arch(g->tgt)->elf_machine);
+
+	/* a stub without detour routines (arm64's, so far): those functions take trap probes */
+	if (g->stub && g->text_read && g->funcs && blob && blob->entry[8]) {
 		planned =
 		    detour_plan(t, s, g->funcs, g->text_read, g->text_ctx, g->no_user, stderr);
 		if (planned < 0)

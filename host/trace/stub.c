@@ -1,4 +1,5 @@
 #include "host/trace/stub.h"
+#include "guest-stub/stub_blob.h"
 #include "host/util/msg_fmt.h"
 
 #include <errno.h>
@@ -6,36 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The stub's bytes, assembled into this binary as data (guest-stub/x86/stub.S). */
-extern const uint8_t hvt_stub_start[], hvt_stub_entry[], hvt_stub_entry_ret[],
-	hvt_stub_entry_args[], hvt_stub_entry_ret_args[], hvt_stub_entry_root[],
-	hvt_stub_entry_root_args[], hvt_stub_detour[], hvt_stub_detour_ret[],
-	hvt_stub_detour_args[], hvt_stub_detour_ret_args[], hvt_stub_detour_root[],
-	hvt_stub_detour_root_args[], hvt_stub_ret[], hvt_stub_end[], hvt_stub_count[],
-	hvt_stub_count_pid[], hvt_stub_count_ret[], hvt_stub_count_ret_pid[],
-	hvt_stub_count_ret_log2[], hvt_stub_count_ret_pid_log2[], hvt_stub_ret_end[];
-
-/* The entry routines by their index in struct stub's entry[]: hook | 2 * arguments | 4 * graph
- * root | 8 * from a detour slot (none at 4, 6, 12, 14: a root's return is always hooked). */
-static const uint8_t *const stub_routines[16] = {
-    [0] = hvt_stub_entry,	 [1] = hvt_stub_entry_ret,
-    [2] = hvt_stub_entry_args,	 [3] = hvt_stub_entry_ret_args,
-    [5] = hvt_stub_entry_root,	 [7] = hvt_stub_entry_root_args,
-    [8] = hvt_stub_detour,	 [9] = hvt_stub_detour_ret,
-    [10] = hvt_stub_detour_args, [11] = hvt_stub_detour_ret_args,
-    [13] = hvt_stub_detour_root, [15] = hvt_stub_detour_root_args,
-};
-
-/* The counting routines by their mode (STUB_AGG_*: none for a log2 mode without the return). */
-static const uint8_t *const stub_counters_by_mode[8] = {
-    [0] = hvt_stub_count,
-    [STUB_AGG_PID] = hvt_stub_count_pid,
-    [STUB_AGG_RET] = hvt_stub_count_ret,
-    [STUB_AGG_RET | STUB_AGG_PID] = hvt_stub_count_ret_pid,
-    [STUB_AGG_RET | STUB_AGG_LOG2] = hvt_stub_count_ret_log2,
-    [STUB_AGG_RET | STUB_AGG_PID | STUB_AGG_LOG2] = hvt_stub_count_ret_pid_log2,
-};
 
 #define PAGE	   4096ull
 
@@ -171,7 +142,8 @@ uint64_t stub_region_bytes(unsigned nr_cpus, uint64_t ring_records, uint64_t nr_
 int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool returns,
 	       const struct stub_guest *g, uint64_t lo, uint64_t hi, char *err, size_t errlen)
 {
-	uint64_t code = (uint64_t)(hvt_stub_end - hvt_stub_start);
+	const struct stub_blob *b = stub_blob_of(target_arch(tgt)->elf_machine);
+	uint64_t code = b ? (uint64_t)(b->end - b->start) : 0;
 	uint64_t per_cpu = STUB_REC_SIZE * (uint64_t)nr_cpus;
 	uint64_t records = stub_ring_records_for(g->max_records);
 	uint64_t min_records = g->exact ? records : STUB_RING_RECORDS_MIN;
@@ -190,7 +162,16 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->nr_cpus = nr_cpus;
 	s->max_depth = g->max_depth < STUB_STACK_DEPTH ? g->max_depth : STUB_STACK_DEPTH;
 	s->stack_shift = g->stack_shift;
-	s->cpu_from = g->cpu_aux_mask ? "rdtscp" : g->cpu_cpuid ? "cpuid" : "gs";
+	s->cpu_from = b && b->cpu_from_vmm ? "mpidr"
+		      : g->cpu_aux_mask	   ? "rdtscp"
+		      : g->cpu_cpuid	   ? "cpuid"
+					   : "gs";
+	s->blob = b;
+	if (!b) {
+		msg_fmt(err, errlen, "stub probes: hvtrace has no in-guest stub for %s guests",
+			target_arch(tgt)->name);
+		return -ENOTSUP;
+	}
 	if (!tgt->ops->stub_map || !tgt->ops->kernel_gpa) {
 		msg_fmt(err, errlen, "the %s target cannot place stub probes", tgt->name);
 		return -ENOTSUP;
@@ -271,19 +252,22 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 			s->agg_entries = agg_min;
 		}
 	}
-	for (unsigned i = 0; i < sizeof(stub_routines) / sizeof(stub_routines[0]); i++)
-		if (stub_routines[i])
-			s->entry[i] = s->reg.gva + (uint64_t)(stub_routines[i] - hvt_stub_start);
+	s->code_gva = s->reg.code_gva ? s->reg.code_gva : s->reg.gva;
+	for (unsigned i = 0; i < 16; i++)
+		if (b->entry[i])
+			s->entry[i] = s->code_gva + (uint64_t)(b->entry[i] - b->start);
 	for (unsigned i = 0; i < 8; i++)
-		if (stub_counters_by_mode[i])
-			s->agg[i] =
-			    s->reg.gva + (uint64_t)(stub_counters_by_mode[i] - hvt_stub_start);
-	s->ret = s->reg.gva + (uint64_t)(hvt_stub_ret - hvt_stub_start);
+		if (b->agg[i])
+			s->agg[i] = s->code_gva + (uint64_t)(b->agg[i] - b->start);
+	s->ret = s->code_gva + (uint64_t)(b->ret - b->start);
 	s->nr_detours = g->nr_detours;
 	s->detour_off = STUB_RINGS_OFF;
 	ret = zero_phys(tgt, s->reg.gpa, agg_off(s) + stub_agg_bytes(nr_cpus, s->agg_entries));
 	if (ret == 0)
-		ret = tgt->ops->write_phys(tgt, s->reg.gpa + STUB_CODE_OFF, hvt_stub_start, code);
+		ret = tgt->ops->write_phys(tgt,
+					   s->reg.code_gpa ? s->reg.code_gpa
+							   : s->reg.gpa + STUB_CODE_OFF,
+					   b->start, code);
 	if (ret == 0)
 		ret = put_header(s, g);
 	/* no page both writable and executable (the kernel's W+X check, and plain hygiene): the
@@ -309,6 +293,8 @@ int stub_patch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t *nop, 
 
 	if (!a->is_site_nop(nop))
 		return -EILSEQ;
+	if (!s->entry[which])
+		return -EOPNOTSUPP;
 	if (a->encode_branch(site, s->entry[which], true, call) < 0)
 		return -ERANGE;
 	return s->tgt->ops->write_text(s->tgt, gpa, nop, call, a->site_len);
@@ -395,17 +381,9 @@ bool stub_owns_rip(const struct stub *s, uint64_t rip)
 {
 	uint64_t d = s->reg.gva + s->detour_off;
 
-	return s->placed && ((rip >= s->reg.gva && rip < s->reg.gva + PAGE) ||
+	return s->placed && ((rip >= s->code_gva && rip < s->code_gva + PAGE) ||
 			     (rip >= d && rip - d < (uint64_t)s->nr_detours * STUB_DETOUR_SIZE));
 }
-
-/* Interrupts are on at an entry routine's first two instructions (SAVE's PUSHF and CLI): their
- * offsets (test_stub checks the bytes there). The counting routines (agg.S) and the return routine
- * (ret.S), which follow the entry routines in the blob, run with interrupts on throughout when the
- * header's H_PREEMPT_GS pins them to their CPU (and mask them only after their first dozen
- * instructions otherwise): any address of theirs may be where a context was interrupted, and
- * before PIN or after UNPIN where a task was preempted. */
-static const uint8_t entry_irq_on[] = {0, 1};
 
 static bool at_offsets(uint64_t rip, uint64_t base, const uint8_t *off, size_t n)
 {
@@ -423,11 +401,24 @@ bool stub_interruptible_at(const struct stub *s, uint64_t rip)
 		return false;
 	if (rip >= d && rip - d < (uint64_t)s->nr_detours * STUB_DETOUR_SIZE)
 		return (rip - d) % STUB_DETOUR_SIZE == 0;
-	if (rip >= s->reg.gva + (uint64_t)(hvt_stub_count - hvt_stub_start) &&
-	    rip < s->reg.gva + (uint64_t)(hvt_stub_ret_end - hvt_stub_start))
+	const struct stub_blob *b = s->blob;
+
+	if (!b)
+		return false;
+	if (at_offsets(rip, s->ret, b->ret_irq_on, b->nr_ret_irq_on))
 		return true;
+	if (b->irq_lo && rip >= s->code_gva + (uint64_t)(b->irq_lo - b->start) &&
+	    rip < s->code_gva + (uint64_t)(b->irq_hi - b->start))
+		return true;
+	for (unsigned k = 0; k < b->nr_irq_at; k++)
+		if (rip == s->code_gva + (uint64_t)(b->irq_at[k] - b->start))
+			return true;
 	for (unsigned k = 0; k < sizeof(s->entry) / sizeof(s->entry[0]); k++)
-		if (s->entry[k] && at_offsets(rip, s->entry[k], entry_irq_on, sizeof(entry_irq_on)))
+		if (s->entry[k] &&
+		    at_offsets(rip, s->entry[k], b->entry_irq_on, b->nr_entry_irq_on))
+			return true;
+	for (unsigned k = 0; k < sizeof(s->agg) / sizeof(s->agg[0]); k++)
+		if (s->agg[k] && at_offsets(rip, s->agg[k], b->entry_irq_on, b->nr_entry_irq_on))
 			return true;
 	return false;
 }
@@ -558,6 +549,11 @@ int stub_restore_slots(struct stub *s, bool clear)
 
 	if (!s->placed || !s->nr_stacks)
 		return 0;
+	/* a return hooked in a register was signed into the guest's frame by the function itself:
+	 * nothing in the guest's memory is the host's to write back (stub_hooked_frames says what is
+	 * still out) */
+	if (s->blob && s->blob->ret_in_register)
+		return 0;
 	buf = malloc(STUB_STACK_SIZE);
 	if (!buf)
 		return -ENOMEM;
@@ -602,6 +598,22 @@ int stub_restore_slots(struct stub *s, bool clear)
 	}
 	free(buf);
 	return first;
+}
+
+long stub_hooked_frames(struct stub *s)
+{
+	uint64_t base = s->reg.gpa + stacks_off(s);
+	long n = 0;
+
+	for (uint64_t i = 0; s->placed && i < s->nr_stacks; i++) {
+		uint64_t h[3];
+
+		if (s->tgt->ops->read_phys(s->tgt, base + i * STUB_STACK_SIZE, h, sizeof(h)) < 0)
+			return -EFAULT;
+		if (h[S_KEY / 8])
+			n += h[S_NR / 8] > STUB_STACK_DEPTH ? STUB_STACK_DEPTH : (long)h[S_NR / 8];
+	}
+	return n;
 }
 
 void stub_unplace(struct stub *s)

@@ -23,9 +23,13 @@
 #define STUB_AGG_ENTRIES_MIN 1024
 #define STUB_AGG_ENTRIES_MAX 65536 /* 4 MiB per CPU */
 
+struct stub_blob;
+
 struct stub {
 	struct target *tgt; /* borrowed */
+	const struct stub_blob *blob; /* the guest ISA's stub (guest-stub/stub_blob.h) */
 	struct target_region reg;
+	uint64_t code_gva; /* where the stub's code runs: reg.gva, or reg.code_gva */
 	bool placed;
 	unsigned nr_cpus;
 	uint64_t ring_records; /* per CPU */
@@ -179,6 +183,12 @@ bool stub_detour_may_jump(struct stub *s, unsigned idx, uint64_t site, uint64_t 
  * still points at the return routine; with @clear (only once no vCPU is inside the stub) also
  * empties the shadow stacks. Returns 0 or the first error (it still tries all). */
 int stub_restore_slots(struct stub *s, bool clear);
+
+/* Hooked returns still out, as the guest's shadow stacks say (each stack's depth bounded by the
+ * layout's room: any value the guest wrote), -errno when they cannot be read. What a detach waits
+ * for where a return is hooked in a register (stub_blob ret_in_register): the stub must stay until
+ * each has come back through it. Target paused, or any thread. */
+long stub_hooked_frames(struct stub *s);
 
 /* With the target paused and nothing left that can enter it: unmaps the stub. */
 void stub_unplace(struct stub *s);

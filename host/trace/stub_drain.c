@@ -40,7 +40,11 @@ void stub_drain_init(struct stub_drain *d)
  * difference more than a second of TSC above the offset is the guest's lie, not time: ignored. */
 static void learn_clock(struct stub_drain *d, uint64_t tsc)
 {
-	uint64_t host = __rdtsc(), ns = clock_now_ns();
+	uint64_t ns = clock_now_ns();
+	/* a guest counter that runs with CLOCK_MONOTONIC (arm64 under TCG): the host's "TSC" is
+	 * that clock at the counter's rate */
+	uint64_t host = d->host_counter ? (uint64_t)((unsigned __int128)ns * d->tsc_khz / 1000000)
+					: __rdtsc();
 	int64_t diff = (int64_t)(tsc - host);
 
 	if (!d->have_offset ||

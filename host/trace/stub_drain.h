@@ -58,6 +58,7 @@ struct stub_drain {
 	/* no clock from the target (QEMU): the guest's TSC runs as the host's plus an offset,
 	 * learnt from the records (host_offset_of) */
 	bool clock_learnt, have_offset;
+	bool host_counter; /* the guest clock runs with CLOCK_MONOTONIC at tsc_khz (target counter_khz) */
 	int64_t tsc_offset; /* guest TSC - host TSC, the largest seen at a drain */
 	uint64_t offset_since; /* host ns of the first record (the clock's warm-up starts) */
 	uint64_t records;    /* records drained from the guest, announcements included */
@@ -75,6 +76,9 @@ struct stub_drain {
 	/* the detach's looks at the guest's kernel stacks for a task preempted inside the stub, and
 	 * the stacks the last one scanned */
 	unsigned leave_scans;
+	long leave_hooked; /* hooked returns (in a register) still out when the detach gave up waiting */
+	long leave_hooked_first; /* and when the sites were put back */
+	unsigned long long leave_hooked_ms; /* the detach's wait for them */
 	unsigned long leave_stacks;
 	_Atomic uint64_t filtered; /* records cfg.keep rejected (-P, --comm, --cpu) */
 	struct emit_gate gate;	   /* cfg.tracing, cfg.keep into `filtered`; a full ring waits */

@@ -2,6 +2,7 @@
  * placed and every CALL patched with the vCPUs paused, the drain started; at the end the vCPUs let
  * out of the stub, every CALL put back, hooked returns handed back, the stub unmapped. */
 #include "host/trace/stub_drain.h"
+#include "guest-stub/stub_blob.h"
 #include "host/trace/stub_drain_int.h"
 #include "host/trace/clock.h"
 #include "host/trace/live_frames.h"
@@ -480,8 +481,12 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 	}
 	d->clock_anchored = d->have_offset = false;
 	d->clock_learnt = false;
-	if (tgt->ops->tsc_sync && tgt->ops->tsc_sync(tgt, &d->tsc_ref, &d->ns_ref, &d->tsc_khz) == 0 &&
-	    d->tsc_khz) {
+	d->host_counter = tgt->counter_khz != 0;
+	if (d->host_counter) {
+		d->tsc_khz = tgt->counter_khz; /* anchored at the first records, as QEMU's TSC */
+		d->clock_learnt = true;
+	} else if (tgt->ops->tsc_sync &&
+		   tgt->ops->tsc_sync(tgt, &d->tsc_ref, &d->ns_ref, &d->tsc_khz) == 0 && d->tsc_khz) {
 		d->clock_anchored = true;
 	} else {
 		d->tsc_khz = clock_host_tsc_khz(); /* QEMU: TCG's TSC is the host's */
@@ -539,7 +544,11 @@ int stub_drain_attach(struct stub_drain *d, const struct stub_drain_cfg *cfg, ch
 /* A saved context (@v, then a ring-0 CS in @next) that resumes inside the stub @ctx. */
 static bool frame_in_stub(void *ctx, uint64_t v, uint64_t next)
 {
-	return live_frame_kernel_cs(next) && stub_interruptible_at(ctx, v);
+	const struct stub *s = ctx;
+	const struct arch *a = target_arch(s->tgt);
+
+	return (a->saved_kernel_mode ? a->saved_kernel_mode(next) : live_frame_kernel_cs(next)) &&
+	       stub_interruptible_at(s, v);
 }
 
 /* Whether a task not on a vCPU may resume inside the stub: preempted (or interrupted) at one of the
@@ -664,6 +673,7 @@ int stub_drain_detach(struct stub_drain *d)
 	struct target *tgt = d->c.tgt;
 	struct live_frames_seen seen = {LIVE_FRAMES_TASKS, 0};
 	int ret = 0, tries = 0, scans = 0, tasks = 0;
+	long hooked = 0;
 	int64_t leave_by;
 
 	size_t left;
@@ -683,10 +693,31 @@ int stub_drain_detach(struct stub_drain *d)
 	 * the second pass hands that back too). */
 	if (stub_restore_slots(&d->stub, false) < 0)
 		ret = -EFAULT;
+	/* returns hooked in a register (arm64's x30, signed into the frame by the function): the
+	 * guest runs on until each has come back through the stub */
+	if (d->stub.blob->ret_in_register) {
+		int64_t t0 = clock_now_ms(), by = t0 + LEAVE_HOOKED_MS;
+
+		d->leave_hooked_first = stub_hooked_frames(&d->stub);
+		while ((hooked = stub_hooked_frames(&d->stub)) > 0 && clock_now_ms() < by) {
+			if (tgt->ops->run_for) {
+				if (tgt->ops->run_for(tgt, LEAVE_TASK_RUN_US) < 0)
+					break;
+				continue;
+			}
+			tgt->ops->resume(tgt);
+			usleep(LEAVE_TASK_RUN_US);
+			tgt->ops->pause(tgt);
+		}
+		d->leave_hooked = hooked;
+		d->leave_hooked_ms = (unsigned long long)(clock_now_ms() - t0);
+	}
 	leave_by = clock_now_ms() + LEAVE_MS;
 	for (;;) {
 		unsigned run_us = LEAVE_RUN_US;
 
+		if (hooked)
+			break;
 		if (!cpu_inside(d)) {
 			/* a task preempted inside goes on once its CPU picks it again */
 			tasks = task_inside(d, &seen);
@@ -707,7 +738,23 @@ int stub_drain_detach(struct stub_drain *d)
 		usleep(run_us);
 		tgt->ops->pause(tgt);
 	}
-	if (!cpu_inside(d) && tasks > 0) {
+	if (hooked < 0) {
+		fprintf(stderr,
+			"hvtrace: the stub's shadow stacks cannot be read (hooked returns may be out): "
+			"it is left mapped in its reserved RAM%s\n",
+			ret ? "" : " (every site is restored)");
+		if (!ret)
+			ret = -EBUSY;
+	} else if (hooked) {
+		fprintf(stderr,
+			"hvtrace: %ld hooked return%s (signed by the guest's functions, so only they "
+			"can come back) %s not come back through the stub within %d s: it is left "
+			"mapped in its reserved RAM%s\n",
+			hooked, hooked == 1 ? "" : "s", hooked == 1 ? "has" : "have",
+			LEAVE_HOOKED_MS / 1000, ret ? "" : " (every site is restored)");
+		if (!ret)
+			ret = -EBUSY;
+	} else if (!cpu_inside(d) && tasks > 0) {
 		fprintf(stderr,
 			"hvtrace: %s may resume inside the stub (%s): it is left mapped%s\n",
 			seen.scope == LIVE_FRAMES_TASKS

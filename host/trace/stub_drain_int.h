@@ -52,6 +52,7 @@ struct drain_sched_attr {
 #define LEAVE_TASK_RUN_US 20000 /* a task preempted inside the stub waits for its CPU */
 #define LEAVE_TASK_SCANS  25	/* so many times, a walk of every task's kernel stack each */
 #define LEAVE_MS	  3000 /* and all of them together at most (QEMU: each run is a gdbstub round trip) */
+#define LEAVE_HOOKED_MS	  10000 /* hooked returns in a register (arm64) coming back, at most */
 
 /* Tasks by task struct pointer and the identity the stub recorded (R_TASK_ID), as the stub announced
  * them (STUB_REC_TASK: pid and comm read in the guest when that task started running on a CPU, or

@@ -103,6 +103,9 @@ struct target_ops {
 /* A region of guest memory placed for the stub. */
 struct target_region {
 	uint64_t gva, gpa, size;
+	/* Nonzero: the stub's code goes here (a page of its own, executable, the region's first page
+	 * then holds none), at STUB_CODE_DELTA below the region (arm64, whose blocks are 2 MiB) */
+	uint64_t code_gva, code_gpa;
 	const char
 	    *where; /* static: "memslot", "reserved" (RAM the kernel reserved), "low-memory" */
 };
@@ -120,6 +123,9 @@ struct target {
 	/* Every hit callback runs with every vCPU stopped (QEMU's all-stop gdbstub), so it may write
 	 * wider than one byte (write_text): needed for internal probes at the guest's patchers. */
 	bool hit_all_stopped;
+	/* Nonzero: the stub's time is a counter at this rate (kHz) that runs with the host's
+	 * CLOCK_MONOTONIC, not the host's TSC (arm64 under TCG: CNTVCT_EL0 at CNTFRQ_EL0) */
+	uint64_t counter_khz;
 	void *priv;	      /* backend state */
 };
 

@@ -615,6 +615,8 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 	    .stub_tasks_changed = t->stub.tasks_changed,
 	    .stub_leave_scans = t->stub.leave_scans,
 	    .stub_leave_stacks = t->stub.leave_stacks,
+	    .stub_leave_hooked = t->stub.leave_hooked_first,
+	    .stub_leave_hooked_ms = t->stub.leave_hooked_ms,
 	    .stub_backpressure = t->opts.stub_backpressure,
 	    .stub_mapped = t->stub.stub.placed,
 	    .filtered = atomic_load(&t->filtered) + atomic_load(&t->stub.filtered),

@@ -49,6 +49,10 @@ struct tracer_stats {
 						* now */
 	unsigned stub_leave_scans;	   /* the detach's looks for tasks preempted inside the stub */
 	unsigned long stub_leave_stacks; /* the kernel stacks the last look scanned */
+	/* returns hooked in a register (arm64) out when the sites were put back, and how long the
+	 * detach let the guest run for them to come back */
+	long stub_leave_hooked;
+	unsigned long long stub_leave_hooked_ms;
 	bool stub_backpressure;
 	bool stub_mapped; /* the stub is still in guest memory */
 	unsigned long long filtered; /* records -P, --comm, --cpu dropped (trap and stub paths) */

@@ -119,6 +119,8 @@ static int learn_sys_regs(struct gdb *g, const struct arch_gdb_layout *l, const 
 		rc = read_annex(g, annex, buf, GDB_DESC_MAX, err, errlen);
 		if (rc)
 			return rc;
+		if (l->counter_freq_name && g->freq_regno < 0)
+			g->freq_regno = gdb_desc_regnum(buf, l->counter_freq_name);
 		for (unsigned i = 0; i < l->nr_sys_names; i++) {
 			int r = gdb_desc_regnum(buf, l->sys_names[i]);
 
@@ -175,6 +177,7 @@ int gdb_target_desc(struct gdb *g, char *err, size_t errlen)
 	g->arch = a ? a : arch_default();
 	for (unsigned i = 0; i < ARCH_GDB_SYS_MAX; i++)
 		g->sys_regno[i] = -1;
+	g->freq_regno = -1;
 	if (g->arch->gdb->nr_sys_names)
 		rc = learn_sys_regs(g, g->arch->gdb, target, buf, err, errlen);
 out:

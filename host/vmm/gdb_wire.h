@@ -40,6 +40,7 @@ struct gdb {
 	/* the numbers of the layout's named system registers (arch_gdb_layout.sys_names), learned
 	 * from the target description (gdb_target_desc); read with `p` after each `g` */
 	int sys_regno[ARCH_GDB_SYS_MAX];
+	int freq_regno; /* the layout's counter_freq_name, -1: none or not described */
 	/* NN of the last "E NN" reply, -1 none. Hex per the protocol, but QEMU writes its decimal
 	 * errno there: E14 (EFAULT) reads 0x14, E22 (EINVAL) 0x22. */
 	int last_error;

@@ -36,6 +36,9 @@
 #define RAM_BASE 0x40000000ull /* virt's RAM */
 #define RAM_MB	 4096 /* issue 38's "running 4 GiB VM": RAM up to 0x140000000, above 4 GiB */
 #define RAM_MB_S "4096"
+/* the bare guest's kernel keeps to this much (mem=): the 64 MiB above are where attach places
+ * the stub (arm64 has no memmap=) */
+#define KERNEL_MEM "4032M"
 #define BOOT_S	 600 /* to the workload, and from there to power-off: TCG on a shared host */
 /* the booted guest waits this long (hvt.wait) before its workload: time for test_attach_qmp */
 #define ATTACH_WAIT "45"
@@ -169,7 +172,7 @@ static int setup(void **state)
 		      "-no-user-config", "-no-reboot", "-serial", serial, "-qmp", qmp, "-gdb", gdb,
 		      "-kernel", image, "-initrd", initrd, "-append",
 		      "console=ttyAMA0 panic=-1 hvt.yes_sec=2 hvt.wait=" ATTACH_WAIT
-		      " hvt.tmpfs=" TMPFS_READS,
+		      " hvt.tmpfs=" TMPFS_READS " mem=" KERNEL_MEM,
 		      (char *)NULL);
 		_exit(127);
 	}
@@ -505,6 +508,8 @@ static void test_run_graph(void **state)
 			      "dd",
 			      "-e",
 			      "do_sys_openat2(dfd, filename)",
+			      "--probe",
+			      "trap",
 			      "--timeout",
 			      "900",
 			      "-o",
@@ -567,6 +572,122 @@ static void check_tmpfs_reads(const struct hv_result *r, const char *con)
 	assert_int_equal(hv_stat(r->err, "kaslr-slide", "orphan-returns "), 0);
 }
 
+/* The stub's end of an attach with --probe stub (--stats in @r->err): @probes stub probes, in
+ * the RAM the guest's mem= keeps from its kernel, no record lost or forged, no exit for a probe. */
+static void check_stub_attach(const struct hv_result *r, long probes)
+{
+	assert_int_equal(hv_stat(r->err, "stub probes", "stub probes "), probes);
+	assert_int_equal(hv_stat(r->err, "stub probes", "lost "), 0);
+	assert_int_equal(hv_stat(r->err, "stub probes", "guest-reported-lost "), 0);
+	assert_int_equal(hv_stat(r->err, "stub probes", "rejected "), 0);
+	assert_non_null(strstr(r->err, " reserved "));
+	assert_int_equal(hv_stat(r->err, "kaslr-slide", "hits "), 0);
+}
+
+/* The stub's end of a run --qemu with --probe stub (--stats in @r->err): @probes stub probes
+ * placed in RAM mem= kept from the kernel, mapped with no page both writable and executable (the
+ * kernel's own check at boot walks them), every record drained, none lost, none forged. */
+static void check_stub_run(const struct hv_result *r, long probes)
+{
+	assert_non_null(strstr(r->console, "Kernel command line: console=ttyAMA0 panic=-1 hvt."));
+	assert_non_null(strstr(r->console, " hvt.yes_sec=1 mem="));
+	assert_non_null(strstr(r->console, "Checked W+X mappings: passed"));
+	assert_int_equal(hv_stat(r->err, "stub probes", "stub probes "), probes);
+	assert_true(hv_stat(r->err, "stub probes", "records ") > 0);
+	assert_int_equal(hv_stat(r->err, "stub probes", "lost "), 0);
+	assert_int_equal(hv_stat(r->err, "stub probes", "guest-reported-lost "), 0);
+	assert_int_equal(hv_stat(r->err, "stub probes", "rejected "), 0);
+	assert_non_null(strstr(r->err, " reserved "));
+	assert_non_null(strstr(r->err, "cpu-from mpidr"));
+	/* exit-free: no gdbstub stop for a probe */
+	assert_int_equal(hv_stat(r->err, "kaslr-slide", "hits "), 0);
+}
+
+/* run --qemu --probe stub (the exit-free stub, guest-stub/arm64): `-p function -l
+ * shmem_file_read_iter -r shmem_file_read_iter --comm dd` over the workload's tmpfs reads, exactly
+ * as many entries from vfs_read and returns of 16 bytes as the guest says it made, by dd. */
+static void test_run_stub_returns(void **state)
+{
+	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
+			      "--append", "hvt.bm=7 hvt.tmpfs=" TMPFS_READS " hvt.rounds=1 hvt.yes=1 "
+					  "hvt.yes_sec=1",
+			      "-p",	 "function", "-l", "shmem_file_read_iter", "-r",
+			      "shmem_file_read_iter", "--comm", "dd", "--probe", "stub", "--stats",
+			      "--timeout", "900", NULL};
+	struct hv_result r;
+	double t0 = now_s();
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	printf("arm64: run --qemu --probe stub -r: status %d in %.1f s\n%s", r.status,
+	       now_s() - t0, r.err);
+	assert_int_equal(r.status, 0);
+	check_tmpfs_reads(&r, r.console);
+	check_stub_run(&r, 1);
+	hv_result_free(&r);
+}
+
+/* run --qemu --probe stub under function_graph, dd's calls alone: on hvt.bm=7 hvt.tmpfs=5 each of
+ * dd's 12 reads is one vfs_read, and each of the 5 of the tmpfs file holds shmem_file_read_iter
+ * right under it, its return hooked through x30 before the function's paciasp signs it. */
+static void test_run_stub_graph(void **state)
+{
+	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
+			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+			      "-p",	 "function_graph", "-l", "vfs_read", "-l",
+			      "shmem_file_read_iter", "--comm", "dd", "--probe", "stub", "--stats",
+			      "--timeout", "900", NULL};
+	struct hv_result r;
+	double t0 = now_s();
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	printf("arm64: run --qemu --probe stub -p function_graph: status %d in %.1f s\n%s",
+	       r.status, now_s() - t0, r.err);
+	hv_write_file("/tmp/hvt-arm64-stub-graph.txt", r.trace, strlen(r.trace));
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, "hvt-linux: binfmt_misc status read 7 times"));
+	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
+	/* a leaf (its return the next record of its CPU), or an entry and a return apart */
+	assert_int_equal(count_text(r.trace, "vfs_read"), 7 + 5);
+	assert_int_equal(count_text(r.trace, "|  vfs_read()"), 7 + 5);
+	assert_int_equal(count_text(r.trace, "|    shmem_file_read_iter()"), 5);
+	assert_int_equal(count_text(r.trace, "shmem_file_read_iter"), 5);
+	/* each call's return: a leaf's line, or a closing brace */
+	assert_int_equal(count_text(r.trace, "|  vfs_read();\n") + count_text(r.trace, "|  }\n"),
+			 7 + 5);
+	check_stub_run(&r, 2);
+	hv_result_free(&r);
+}
+
+/* run --qemu --probe stub -p function_graph -g vfs_read (set_graph_function, decided in the
+ * guest by the stub's root routine): vfs_read, shmem_file_read_iter and ksys_read are all patched,
+ * but only what runs below a live vfs_read is traced: dd's 12 vfs_read from depth 0, the 5
+ * shmem_file_read_iter under them, and not one ksys_read (their caller, outside the graph). */
+static void test_run_stub_graph_root(void **state)
+{
+	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
+			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+			      "-p",	 "function_graph", "-g", "vfs_read", "-l", "vfs_read", "-l",
+			      "shmem_file_read_iter", "-l", "ksys_read", "--comm", "dd", "--probe",
+			      "stub", "--stats", "--timeout", "900", NULL};
+	struct hv_result r;
+	double t0 = now_s();
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	printf("arm64: run --qemu --probe stub -g vfs_read: status %d in %.1f s\n%s", r.status,
+	       now_s() - t0, r.err);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
+	assert_int_equal(count_text(r.trace, "|  vfs_read()"), 7 + 5);
+	assert_int_equal(count_text(r.trace, "|    shmem_file_read_iter()"), 5);
+	assert_int_equal(count_text(r.trace, "shmem_file_read_iter"), 5);
+	assert_int_equal(count_text(r.trace, "ksys_read"), 0);
+	check_stub_run(&r, 3);
+	hv_result_free(&r);
+}
+
 /* attach --qmp to the running guest while it waits (hvt.wait), trap probes on
  * shmem_file_read_iter with its returns, dd's alone: the workload's tmpfs reads, each an entry
  * from vfs_read (through f_op->read_iter) and a return of 16 bytes, as many as the guest says it
@@ -576,7 +697,7 @@ static void test_attach_qmp(void **state)
 {
 	const char *argv[] = {"attach", "--qmp", qmp_path, "-p", "function", "-l",
 			      "shmem_file_read_iter", "-r", "shmem_file_read_iter", "--comm", "dd",
-			      "--duration", "300", "--stats", NULL};
+			      "--probe", "stub", "--duration", "300", "--stats", NULL};
 	struct hv_result r;
 	char *con;
 
@@ -587,6 +708,7 @@ static void test_attach_qmp(void **state)
 	wait_console("hvt-linux: workload done");
 	con = hv_slurp(log_path);
 	check_tmpfs_reads(&r, con);
+	check_stub_attach(&r, 1);
 	free(con);
 	hv_result_free(&r);
 }
@@ -655,8 +777,9 @@ static void test_list_functions_pid(void **state)
 static void test_attach_pid(void **state)
 {
 	char pid[16];
-	const char *argv[] = {"attach", "--pid", pid, "-p", "function", "-l", "vfs_read",
-			      "--duration", "2", "--verify-text", "--stats", NULL};
+	const char *argv[] = {"attach", "--pid", pid, "-p", "function_graph", "-l", "vfs_read",
+			      "--probe", "stub", "--duration", "2", "--verify-text", "--stats",
+			      NULL};
 	struct hv_result r;
 	double t0 = now_s();
 	char *con;
@@ -667,7 +790,11 @@ static void test_attach_pid(void **state)
 	printf("arm64: attach --pid: status %d, %d lines in %.1f s\n%s", r.status,
 	       count_lines(r.trace), now_s() - t0, r.err);
 	assert_int_equal(r.status, 0);
+	/* the BL at vfs_read's site put back, the stub's hooked returns all come back through it
+	 * before it went (none left: no "left mapped" line) */
 	assert_non_null(strstr(r.err, TEXT_KEPT));
+	assert_null(strstr(r.err, "left mapped"));
+	check_stub_attach(&r, 1);
 	assert_int_equal(hv_stat(r.err, "kaslr-slide", "probes "), 1);
 	assert_int_equal(hv_stat(r.err, "kaslr-slide", "orphan-returns "), 0);
 	/* still before its workload: detached in time for test_attach_qmp */
@@ -684,7 +811,8 @@ static void test_attach_pid(void **state)
  * `yes > /dev/null`, its vfs_write calls) long enough for a detach after the reads and a SIGKILL'd
  * attach after that. */
 #define DOM_WAIT    "30"
-#define DOM_CMDLINE "panic=-1 hvt.wait=" DOM_WAIT " hvt.tmpfs=" TMPFS_READS " hvt.yes_sec=20"
+#define DOM_CMDLINE                                                                                \
+	"panic=-1 hvt.wait=" DOM_WAIT " hvt.tmpfs=" TMPFS_READS " hvt.yes_sec=20 mem=" KERNEL_MEM
 
 static char *dom_state(void)
 {
@@ -752,8 +880,8 @@ static void test_libvirt_list_functions(void **state)
 static void test_attach_libvirt(void **state)
 {
 	const char *argv[] = {"attach", dom_name, "-p", "function", "-l", "shmem_file_read_iter",
-			      "-r", "shmem_file_read_iter", "--comm", "dd", "--verify-text",
-			      "--duration", "300", "--stats", NULL};
+			      "-r", "shmem_file_read_iter", "--comm", "dd", "--probe", "stub",
+			      "--verify-text", "--duration", "300", "--stats", NULL};
 	struct hv_result r;
 	char *con, *st;
 
@@ -770,8 +898,11 @@ static void test_attach_libvirt(void **state)
 	assert_string_equal(st, "running\n");
 	free(st);
 	assert_int_equal(r.status, 0);
+	/* stub probes: every site's word put back, the stub gone (no hooked return left out) */
 	assert_non_null(strstr(r.err, TEXT_KEPT));
+	assert_null(strstr(r.err, "left mapped"));
 	check_tmpfs_reads(&r, con);
+	check_stub_attach(&r, 1);
 	free(con);
 	hv_result_free(&r);
 }
@@ -782,7 +913,7 @@ static void test_attach_libvirt(void **state)
 static void test_libvirt_sigkill(void **state)
 {
 	const char *argv[] = {"attach", dom_name, "-p", "function_graph", "-l", "vfs_write",
-			      "--duration", "300", NULL};
+			      "--probe", "trap", "--duration", "300", NULL};
 	struct hv_result r;
 	char *con, *st;
 
@@ -882,6 +1013,9 @@ int main(void)
 	    cmocka_unit_test(test_libvirt_sigkill),
 	    cmocka_unit_test(test_libvirt_power_off),
 	    cmocka_unit_test(test_run_graph),
+	    cmocka_unit_test(test_run_stub_returns),
+	    cmocka_unit_test(test_run_stub_graph),
+	    cmocka_unit_test(test_run_stub_graph_root),
 	};
 	char why[400];
 

@@ -314,6 +314,72 @@ static void test_4k52_lpa2(void **state)
 	assert_true(gpa == 0x80345678ull);
 }
 
+/* arm64_walk_to (where the stub's blocks go): the level-2 descriptor's address of the 6.12 kernel
+ * address, whatever it holds; the level-3 one; a block above the level asked for ends the walk
+ * there; a missing table above it, and a level other than 2 or 3, refused. */
+static void test_walk_to(void **state)
+{
+	unsigned md = arm64_mode_of_tcr(TCR_4K_LPA2, true);
+	struct mem m = {0};
+	uint64_t at = 0;
+	int level = 0;
+
+	(void)state;
+	build_4k52(&m);
+	assert_int_equal(arm64_walk_to(peek, &m, TTBR1_REAL, md, K52_VA, 2, &at, &level), 0);
+	assert_true(at == 0x41a95000 + 0x171 * 8);
+	assert_int_equal(level, 2);
+	assert_int_equal(arm64_walk_to(peek, &m, TTBR1_REAL, md, K52_VA, 3, &at, &level), 0);
+	assert_true(at == 0x41a96000);
+	assert_int_equal(level, 3);
+	/* the next 2 MiB: its level-2 entry (0 here) is where a block would go */
+	assert_int_equal(
+	    arm64_walk_to(peek, &m, TTBR1_REAL, md, K52_VA + (2 << 20), 2, &at, &level), 0);
+	assert_true(at == 0x41a95000 + 0x172 * 8);
+	/* its level-3 table does not exist */
+	assert_int_equal(
+	    arm64_walk_to(peek, &m, TTBR1_REAL, md, K52_VA + (2 << 20), 3, &at, &level), -EFAULT);
+	/* a 1 GiB block at level 1 */
+	poke(&m, 0x41a94000 + 0x1d3 * 8, blk(0x1c0000000ull, 12, true));
+	assert_int_equal(arm64_walk_to(peek, &m, TTBR1_REAL, md, K52_VA, 2, &at, &level), 0);
+	assert_int_equal(level, 1);
+	poke(&m, 0x41a94000 + 0x1d3 * 8, 0);
+	assert_int_equal(arm64_walk_to(peek, &m, TTBR1_REAL, md, K52_VA, 2, &at, &level),
+			 -EFAULT);
+	assert_int_equal(arm64_walk_to(peek, &m, TTBR1_REAL, md, K52_VA, 1, &at, &level),
+			 -EINVAL);
+}
+
+/* arm64_block_desc: a 2 MiB block with the kernel text leaf's attributes; the code's block
+ * read-only and executable at EL1, the data's writable and never executable; never at EL0; the
+ * leaf's contiguous, DBM and GP bits dropped; the output address placed as LPA2 says. */
+static void test_block_desc(void **state)
+{
+	unsigned ds = mode(52, 12, true), nods = mode(48, 12, false);
+	/* a text page: AF, AP[2] (read-only), UXN, contiguous, DBM, GP, AttrIndx 0 */
+	uint64_t text = (1ull << 54) | (1ull << 52) | (1ull << 51) | (1ull << 50) | 0x400 | 0x80 |
+			0x41a96000 | 3;
+
+	(void)state;
+	assert_true(arm64_level2_span(ds) == 2 << 20);
+	assert_true(arm64_block_desc(text, 3, ds, 0x4f200000, true) ==
+		    ((1ull << 54) | 0x400 | 0x80 | 0x4f200000 | 1));
+	assert_true(arm64_block_desc(text, 3, ds, 0x4f400000, false) ==
+		    ((1ull << 54) | (1ull << 53) | 0x400 | 0x4f400000 | 1));
+	/* LPA2: OA[51:50] in bits 9:8 (SH is TCR_EL1's) */
+	assert_true(arm64_block_desc(text | 0x300, 3, ds, 0x4000000000000ull, false) ==
+		    ((1ull << 54) | (1ull << 53) | 0x400 | (1ull << 8) | 1));
+	/* without LPA2: SH kept */
+	assert_true(arm64_block_desc((text & ~0x0003fffffffff000ull) | 0x300 | 0x41a96000, 3, nods,
+				     0x4f200000, true) ==
+		    ((1ull << 54) | 0x700 | 0x80 | 0x4f200000 | 1));
+	/* a block leaf (level 2) works as well; not a leaf, not aligned: none */
+	assert_true(arm64_block_desc((text & ~3ull) | 1, 2, ds, 0x4f200000, true) != 0);
+	assert_true(arm64_block_desc(text, 2, ds, 0x4f200000, true) == 0);
+	assert_true(arm64_block_desc(0, 3, ds, 0x4f200000, true) == 0);
+	assert_true(arm64_block_desc(text, 3, ds, 0x4f201000, true) == 0);
+}
+
 /* LPA2 blocks: 512 GiB at level 0, 1 GiB at 1, 2 MiB at 2; a block at level -1 is reserved. */
 static void test_4k52_blocks(void **state)
 {
@@ -474,6 +540,8 @@ int main(void)
 	    cmocka_unit_test(test_noncanonical),
 	    cmocka_unit_test(test_small_start_table),
 	    cmocka_unit_test(test_4k52_lpa2),
+	    cmocka_unit_test(test_walk_to),
+	    cmocka_unit_test(test_block_desc),
 	    cmocka_unit_test(test_4k52_blocks),
 	    cmocka_unit_test(test_4k52_high_pa),
 	    cmocka_unit_test(test_16k52),

@@ -122,6 +122,34 @@ static void test_memmap_argument(void **state)
 	assert_string_equal(argv[n - 1], "console=ttyS0 panic=-1 memmap=12288K$0xf000000");
 }
 
+/* arm64 has no memmap=: the stub's RAM is the top of virt's RAM (from 1 GiB), 2 MiB aligned, and
+ * the kernel is told to keep below it with mem=, last on its command line (the kernel takes the
+ * last one: a user's --append cannot undo it); only virt's RAM is known. */
+static void test_arm64_reserve(void **state)
+{
+	struct qemu_launch_cfg cfg = {.kernel = "Image", .qmp_path = "/tmp/q", .append = "mem=1G",
+				      .isa = arch_get(ARCH_ARM64), .mem_mb = 256};
+	const char *argv[64];
+	char buf[1024], why[200] = "";
+	uint64_t gpa = 0;
+	int n;
+
+	(void)state;
+	assert_int_equal(qemu_launch_reserve(&cfg, 10 * MIB, &gpa, why, sizeof(why)), 0);
+	assert_int_equal(gpa, 0x40000000 + 256 * MIB - 10 * MIB);
+	cfg.reserve_gpa = gpa;
+	cfg.reserve_size = 10 * MIB;
+	n = qemu_launch_argv(&cfg, argv, 64, buf, sizeof(buf));
+	assert_string_equal(argv[n - 1], "console=ttyAMA0 panic=-1 mem=1G mem=251904K");
+	/* no room beside the kernel, an odd size, another machine */
+	assert_int_equal(qemu_launch_reserve(&cfg, 200 * MIB, &gpa, why, sizeof(why)), -ENOSPC);
+	assert_string_equal(why, "204800 KiB do not fit beside the kernel in 256 MiB of RAM");
+	assert_int_equal(qemu_launch_reserve(&cfg, 3 * MIB, &gpa, why, sizeof(why)), -ENOSPC);
+	cfg.machine = "sbsa-ref";
+	assert_int_equal(qemu_launch_reserve(&cfg, 10 * MIB, &gpa, why, sizeof(why)), -ENOTSUP);
+	assert_string_equal(why, "hvtrace knows the RAM of -M virt only, not of -M sbsa-ref");
+}
+
 /* An arm64 guest: QEMU's aarch64 emulator, virt, pauth-impdef under TCG, the PL011 console. */
 static void test_arm64_argv(void **state)
 {
@@ -175,6 +203,7 @@ int main(void)
 	    cmocka_unit_test(test_memmap_argument),
 	    cmocka_unit_test(test_reserve_size),
 	    cmocka_unit_test(test_arm64_argv),
+	    cmocka_unit_test(test_arm64_reserve),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,39 @@
+/* The arm64 stub (guest-stub/arm64/stub.S, assembled by binutils-aarch64-linux-gnu into
+ * $(BUILD)/guest-stub/arm64/stub_bytes.h by scripts/stub-blob.sh) as a struct stub_blob. */
+#include "guest-stub/stub_blob.h"
+/* generated into $(BUILD) (the Makefile's -I$(BUILD) for this file alone), not a source file */
+#include <guest-stub/arm64/stub_bytes.h>
+
+#include <elf.h>
+
+#define AT(name) (hvt_stub_bytes + HVT_STUB_OFF_##name)
+
+_Static_assert(HVT_STUB_OFF_hvt_stub_start == 0, "the arm64 stub starts with hvt_stub_start");
+_Static_assert(HVT_STUB_OFF_hvt_stub_end <= sizeof(hvt_stub_bytes), "the arm64 stub's end");
+
+const struct stub_blob stub_blob_arm64 = {
+    .isa = "arm64",
+    .elf_machine = EM_AARCH64,
+    .start = hvt_stub_bytes,
+    .end = AT(hvt_stub_end),
+    .entry =
+	{
+	    [0] = AT(hvt_stub_entry),
+	    [1] = AT(hvt_stub_entry_ret),
+	    [2] = AT(hvt_stub_entry_args),
+	    [3] = AT(hvt_stub_entry_ret_args),
+	    [5] = AT(hvt_stub_entry_root),
+	    [7] = AT(hvt_stub_entry_root_args),
+	},
+    .ret = AT(hvt_stub_ret),
+    /* MRS x16, DAIF and MSR DAIFSet, #3 open each routine; each leaves by its last instruction,
+     * a RET after MSR DAIF, x16 (arm64 has no interrupt shadow) */
+    .entry_irq_on = {0, 4},
+    .nr_entry_irq_on = 2,
+    .ret_irq_on = {0, 4},
+    .nr_ret_irq_on = 2,
+    .irq_at = {AT(hvt_stub_irq_entry_out), AT(hvt_stub_irq_ret_out)},
+    .nr_irq_at = 2,
+    .ret_in_register = true,
+    .cpu_from_vmm = true,
+};

@@ -1,0 +1,542 @@
+/* The exit-free stub for arm64 guests: the only hvtrace code that runs inside an arm64 guest.
+ * Layout and record format: guest-stub/stub_abi.h (shared with x86-64: the host drains both the
+ * same way). Assembled by aarch64-linux-gnu-as (after the C preprocessor), turned into bytes by
+ * objcopy and compiled into the host binary as data (scripts/stub-blob.sh, guest-stub/arm64/blob.c);
+ * copied into the guest by host/trace/stub.c. Every reference is PC-relative inside the blob or
+ * goes through the header, so the bytes run wherever they are placed.
+ *
+ * hvt_stub_entry      reached by `BL` from a patched site: ftrace's patchable entry is
+ *                     `mov x9, x30; nop`, the NOP (the site) becomes `BL hvt_stub_entry*`. So x9
+ *                     holds the function's return address and x30 the site + 4; the routine
+ *                     records the entry and returns to x30 with x30 = x9 (as ftrace_caller does).
+ * hvt_stub_entry_ret  the same, and hooks the return: the return address is pushed on the shadow
+ *                     stack of its guest stack, keyed by SP at the call (which is SP again after
+ *                     the function's RET), and x30 leaves as hvt_stub_ret. The function's
+ *                     `paciasp` after the site then signs hvt_stub_ret, its `autiasp` checks it,
+ *                     and its RET comes here: nothing the host would have to re-sign.
+ * hvt_stub_entry_args, hvt_stub_entry_ret_args
+ *                     the same two, recording x0-x5 too (a STUB_REC_ARGS record).
+ * hvt_stub_ret        reached by a hooked function's RET: pops the frame of its SP, records the
+ *                     return (x0) and goes on to the saved address. It needs nothing from the
+ *                     host, so a guest whose tracer vanished still returns correctly.
+ *
+ * At a function's entry (and after its return) AAPCS64 leaves x9-x17 free (ftrace_caller uses
+ * them too); x0-x8 (arguments, the indirect result, return values), x18 and x19-x29 are kept, the
+ * last ones saved on the stack. IRQ and FIQ are masked from the routine's second instruction to
+ * its last (`msr daif` before the final RET), so a record and a shadow-stack update are never split
+ * by preemption or migration; the places where a context can be interrupted are marked
+ * hvt_stub_irq_* for the host's detach. The CPU number is MPIDR_EL1's affinity (the VMM's vCPU
+ * index on QEMU's virt up to its first cluster: what the guest cannot change), the time
+ * CNTVCT_EL0, the current task SP_EL0 (`current` in the kernel). Nothing here is ever written after
+ * placement. The code runs from its own read-only executable block STUB_CODE_DELTA below the
+ * region it writes (stub_abi.h), so no page is both writable and executable (the kernel's W+X
+ * check at boot walks our blocks too). */
+#include "guest-stub/stub_abi.h"
+
+/* clang-format off */
+#define FRAME 80 /* x19-x28 */
+
+	.text
+	.balign 4096
+	.globl hvt_stub_start, hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_entry_args
+	.globl hvt_stub_entry_ret_args, hvt_stub_entry_root, hvt_stub_entry_root_args
+	.globl hvt_stub_ret, hvt_stub_end
+	.globl hvt_stub_irq_entry_out, hvt_stub_irq_ret_out
+hvt_stub_start:
+.Lbase:
+
+/* x16 = DAIF as it was, IRQ and FIQ masked; x10 = the routine's bits (bit 0 hook the return, bit 1
+ * the argument registers, bit 2 a graph root, bit 3 an entry outside the graph recorded for its
+ * event alone; R_FLAGS gets them >> 1). */
+.macro ENTER bits
+	mrs x16, daif
+	msr daifset, #3
+	mov x10, #\bits
+	b .Lentry
+.endm
+
+.macro SAVE
+	sub sp, sp, #FRAME
+	stp x19, x20, [sp]
+	stp x21, x22, [sp, #16]
+	stp x23, x24, [sp, #32]
+	stp x25, x26, [sp, #48]
+	stp x27, x28, [sp, #64]
+.endm
+
+.macro RESTORE
+	ldp x19, x20, [sp]
+	ldp x21, x22, [sp, #16]
+	ldp x23, x24, [sp, #32]
+	ldp x25, x26, [sp, #48]
+	ldp x27, x28, [sp, #64]
+	add sp, sp, #FRAME
+.endm
+
+/* x11 = header, x14 = CNTVCT_EL0, x12 = CPU number (all-ones when out of range, counted),
+ * x13 = its ring header. Clobbers x10, x17, x27. */
+.macro PROLOGUE
+	adr x11, .Lbase
+	add x11, x11, #(STUB_CODE_DELTA >> 12), lsl #12
+	add x11, x11, #(STUB_HDR_OFF >> 12), lsl #12
+	mrs x14, cntvct_el0
+	mrs x12, mpidr_el1
+	and x12, x12, #0xffffff
+	ldr w17, [x11, #H_NR_CPUS]
+	cmp x12, x17
+	b.lo 1f
+	add x17, x11, #H_BAD_CPU
+2:	ldxr x10, [x17]
+	add x10, x10, #1
+	stxr w27, x10, [x17]
+	cbnz w27, 2b
+	mov x12, #-1
+	b 3f
+1:	add x13, x11, #((STUB_RINGHDR_OFF - STUB_HDR_OFF) >> 12), lsl #12
+	add x13, x13, x12, lsl #6
+3:
+.endm
+
+/* x15 = the current task (SP_EL0), w23 = its identity (stub_task_id in stub_abi.h; 0 without
+ * H_COMM_OFF), announced with a STUB_REC_TASK record when it is not the one this CPU's ring last
+ * announced. Clobbers x10, x17, x26, x27, x28, x30. */
+.macro ANNOUNCE
+	mrs x15, sp_el0
+	mov w23, #0
+	ldr x17, [x11, #H_COMM_OFF]
+	cbz x17, 5f
+	add x17, x15, x17
+	ldp x26, x27, [x17]
+	eor x26, x26, x27
+	eor x26, x26, x26, lsr #32
+	ldr x17, [x11, #H_PID_OFF]
+	ldr w27, [x15, x17]
+	movz w17, #0x79b1
+	movk w17, #0x9e37, lsl #16
+	mul w27, w27, w17
+	eor w23, w26, w27
+	orr w23, w23, #1
+	ldr x17, [x13, #RH_LAST_TASK]
+	cmp x17, x15
+	b.ne 4f
+	ldr w17, [x13, #RH_LAST_ID]
+	cmp w17, w23
+	b.eq 5f
+4:	mov x10, #1
+	bl .Lreserve
+	cbz x10, 5f
+	mov w17, #STUB_REC_TASK
+	orr w17, w17, w12, lsl #16
+	str w17, [x10, #R_TYPE]
+	str wzr, [x10, #R_FLAGS]
+	str x14, [x10, #R_TSC]
+	str x15, [x10, #R_TASK]
+	ldr x17, [x11, #H_PID_OFF]
+	ldr w17, [x15, x17]
+	str x17, [x10, #R_IP]
+	str xzr, [x10, #R_PARENT]
+	ldr x17, [x11, #H_COMM_OFF]
+	add x17, x15, x17
+	ldp x26, x27, [x17]
+	str x26, [x10, #R_RAX]
+	str x27, [x10, #R_T0]
+	COMMIT x10, w17, w23
+	str x15, [x13, #RH_LAST_TASK]
+	str w23, [x13, #RH_LAST_ID]
+5:
+.endm
+
+/* The record at \rec committed: R_TASK_ID (over the stash) = \id, then the stashed sequence
+ * number written last, after its fields. */
+.macro COMMIT rec, tmp, id
+	ldr \tmp, [\rec, #R_STASH]
+	str \id, [\rec, #R_TASK_ID]
+	dmb ishst
+	str \tmp, [\rec, #R_SEQ]
+.endm
+
+/* x10 = the top frame of the shadow stack at x26 (S_NR in x17); to \empty when it holds none. */
+.macro TOP_FRAME empty
+	ldr x17, [x26, #S_NR]
+	cbz x17, \empty
+	add x10, x26, x17, lsl #5
+	add x10, x10, #(S_E - 32)
+.endm
+
+/* The frame at x10 (the top of the shadow stack at x26) abandoned without returning: a
+ * STUB_REC_DROP record (when the ring has room), the frame popped. Clobbers x10, x17, x27, x28,
+ * x30. */
+.macro DROP_TOP
+	str x10, [sp, #-16]!
+	mov x10, #1
+	cmn x12, #1
+	b.eq 6f
+	bl .Lreserve
+	cbz x10, 6f
+	ldr x28, [sp]
+	mov w17, #STUB_REC_DROP
+	orr w17, w17, w12, lsl #16
+	str w17, [x10, #R_TYPE]
+	str wzr, [x10, #R_FLAGS]
+	str x14, [x10, #R_TSC]
+	ldr x17, [x28, #E_IP]
+	str x17, [x10, #R_IP]
+	ldr x17, [x28, #E_ORIG]
+	str x17, [x10, #R_PARENT]
+	ldr x17, [x28, #E_TSC]
+	str x17, [x10, #R_T0]
+	str xzr, [x10, #R_TASK]
+	COMMIT x10, w17, wzr
+6:	add sp, sp, #16
+	ldr x17, [x26, #S_NR]
+	sub x17, x17, #1
+	str x17, [x26, #S_NR]
+	FIX_ROOT
+.endm
+
+/* A frame just popped from the shadow stack at x26 may have been the graph's root: S_ROOT (index
+ * + 1) past S_NR is cleared. Clobbers x17, x27. */
+.macro FIX_ROOT
+	ldr x17, [x26, #S_ROOT]
+	ldr x27, [x26, #S_NR]
+	cmp x17, x27
+	b.ls 8f
+	str xzr, [x26, #S_ROOT]
+8:
+.endm
+
+/* \dst = the depth of frame index \src on the shadow stack at x26, counted from the graph's root
+ * frame when there is one (DEPTH8 bounds it). Clobbers x27. */
+.macro REL_DEPTH dst, src
+	ldr x27, [x26, #S_ROOT]
+	mov \dst, \src
+	cbz x27, 9f
+	sub x27, x27, #1
+	sub \dst, \src, x27
+9:
+.endm
+
+/* Unlocks the shadow stack at x26, freed when it is empty. Clobbers x17. */
+.macro RELEASE
+	ldr x17, [x26, #S_NR]
+	cbnz x17, 7f
+	str xzr, [x26, #S_KEY]
+7:	add x17, x26, #S_LOCK
+	stlr xzr, [x17]
+.endm
+
+/* w17 = \src's depth (at most 255) shifted into R_DEPTH's byte of a type word. Clobbers x27. */
+.macro DEPTH8 src
+	mov x27, #255
+	cmp \src, x27
+	csel x17, \src, x27, lo
+	lsl w17, w17, #8
+.endm
+
+hvt_stub_entry:
+	ENTER 0
+hvt_stub_entry_ret:
+	ENTER 1
+hvt_stub_entry_args:
+	ENTER 2
+hvt_stub_entry_ret_args:
+	ENTER 3
+hvt_stub_entry_root:
+	ENTER 5
+hvt_stub_entry_root_args:
+	ENTER 7
+
+/* x9 the function's return address, x30 the site + 4. */
+.Lentry:
+	SAVE
+	mov x20, x10
+	add x21, sp, #FRAME /* SP at the call: where the function's return leaves it */
+	sub x24, x30, #4    /* the site */
+	mov x25, x30
+	PROLOGUE
+	cmn x12, #1
+	b.eq .Lout
+	/* set_graph_function: below no live root on this stack, a call is not traced at all */
+	ldr x17, [x11, #H_GRAPH]
+	cbz x17, 2f
+	tbnz x20, #2, 2f
+	mov w10, #0
+	bl .Lstack_get
+	cbz x26, 3f
+	ldr x17, [x26, #S_ROOT]
+	add x27, x26, #S_LOCK
+	stlr xzr, [x27]
+	cbnz x17, 2f
+3:	/* outside the graph: an -e event still fires (as ftrace's do), its return not hooked */
+	tbz x20, #1, .Lout
+	mov x20, #10
+2:	ANNOUNCE
+	/* the entry (and the argument registers) */
+	mov x10, #1
+	tbz x20, #1, 1f
+	mov x10, #2
+1:	bl .Lreserve
+	cbz x10, .Lout /* ring full: counted, and the return is not hooked either */
+	mov x22, x10
+	tbz x20, #1, 2f
+	/* the argument registers, committed first: the host reads the entry before them */
+	mov w17, #STUB_REC_ARGS
+	orr w17, w17, w12, lsl #16
+	str w17, [x28, #R_TYPE]
+	str wzr, [x28, #R_FLAGS]
+	stp x0, x1, [x28, #R_ARGS]
+	stp x2, x3, [x28, #R_ARGS + 16]
+	stp x4, x5, [x28, #R_ARGS + 32]
+	COMMIT x28, w17, wzr
+2:	lsr w17, w20, #1
+	str w17, [x22, #R_FLAGS]
+	str x14, [x22, #R_TSC]
+	str x24, [x22, #R_IP]
+	str x9, [x22, #R_PARENT]
+	str x15, [x22, #R_TASK]
+	str x0, [x22, #R_RAX]
+	str xzr, [x22, #R_T0]
+	mov w19, #STUB_REC_ENTRY
+	orr w19, w19, w12, lsl #16
+	tbz x20, #0, .Lcommit_entry
+
+	/* Hook the return: the shadow stack of this guest stack, locked (busy or full: not hooked). */
+	mov w10, #1
+	bl .Lstack_get
+	cbz x26, .Lnohook
+.Ldrop_loop:
+	/* Frames deeper than this SP are gone; so is one at this SP unless the return address is
+	 * hvt_stub_ret (a tail call, whose frame stays below the new one). */
+	TOP_FRAME .Lpush
+	ldr x27, [x10, #E_SLOT]
+	cmp x27, x21
+	b.lo .Ldrop
+	b.ne .Lpush
+	ldr x27, [x11, #H_RET]
+	cmp x9, x27
+	b.eq .Lpush
+.Ldrop:
+	DROP_TOP
+	b .Ldrop_loop
+.Lpush:
+	ldr x17, [x26, #S_NR]
+	ldr x10, [x11, #H_MAX_DEPTH]
+	cmp x17, x10
+	b.hs .Lfull
+	cmp x17, #STUB_STACK_DEPTH /* the room, whatever the header says now */
+	b.hs .Lfull
+	ldr x10, [x11, #H_GRAPH]
+	cbz x10, 5f
+	ldr x10, [x26, #S_ROOT]
+	tbnz x20, #2, 6f
+	cbz x10, .Lskip /* its root was unwound just now: outside the graph */
+	b 5f
+6:	cbnz x10, 5f /* a root below a live root: an ordinary frame of that graph */
+	add x10, x17, #1
+	str x10, [x26, #S_ROOT]
+5:	add x10, x26, x17, lsl #5
+	add x10, x10, #S_E
+	stp x21, x9, [x10, #E_SLOT] /* E_SLOT, E_ORIG */
+	stp x24, x14, [x10, #E_IP]  /* E_IP, E_TSC */
+	add x27, x17, #1
+	str x27, [x26, #S_NR]
+	REL_DEPTH x28, x17
+	DEPTH8 x28
+	orr w19, w19, w17
+	ldr x9, [x11, #H_RET] /* the function returns into the stub */
+	RELEASE
+	b .Lcommit_entry
+.Lskip:
+	RELEASE
+	and w19, w19, #0xffff0000
+	ldr w17, [x22, #R_FLAGS]
+	tbz w17, #0, 7f /* STUB_F_ARGS: an -e event, recorded alone as outside the graph */
+	orr w17, w17, #STUB_F_ALONE
+	str w17, [x22, #R_FLAGS]
+	orr w19, w19, #STUB_REC_ENTRY
+	b .Lcommit_entry
+7:	orr w19, w19, #STUB_REC_SKIP
+	b .Lcommit_entry
+.Lfull:
+	RELEASE
+.Lnohook:
+	add x17, x11, #H_NO_STACK
+3:	ldxr x10, [x17]
+	add x10, x10, #1
+	stxr w27, x10, [x17]
+	cbnz w27, 3b
+	eor w19, w19, #(STUB_REC_ENTRY ^ STUB_REC_ENTRY_NOHOOK)
+.Lcommit_entry:
+	str w19, [x22, #R_TYPE]
+	COMMIT x22, w17, w23
+.Lout:
+	mov x17, x25
+	RESTORE
+	mov x30, x9
+	msr daif, x16
+hvt_stub_irq_entry_out:
+	ret x17
+
+/* Reached by a hooked function's RET: SP is what it was at the call. */
+hvt_stub_ret:
+	mrs x16, daif
+	msr daifset, #3
+	SAVE
+	add x21, sp, #FRAME
+	PROLOGUE
+	mov w10, #0
+	bl .Lstack_get
+	cbz x26, .Lorphan
+.Lr_pop:
+	TOP_FRAME .Lorphan
+	ldr x27, [x10, #E_SLOT]
+	cmp x27, x21
+	b.eq .Lr_match
+	b.hi .Lorphan
+	DROP_TOP
+	b .Lr_pop
+.Lr_match:
+	ldr x9, [x10, #E_ORIG]
+	ldr x24, [x10, #E_IP]
+	ldr x22, [x10, #E_TSC]
+	sub x17, x17, #1
+	str x17, [x26, #S_NR]
+	REL_DEPTH x20, x17
+	FIX_ROOT /* the root itself returning ends the graph */
+	RELEASE
+	cmn x12, #1
+	b.eq .Lr_out
+	ANNOUNCE
+	mov x10, #1
+	bl .Lreserve
+	cbz x10, .Lr_out
+	mov w19, #STUB_REC_RETURN
+	orr w19, w19, w12, lsl #16
+	DEPTH8 x20
+	orr w19, w19, w17
+	str w19, [x10, #R_TYPE]
+	str wzr, [x10, #R_FLAGS]
+	str x14, [x10, #R_TSC]
+	str x24, [x10, #R_IP]
+	str x9, [x10, #R_PARENT]
+	str x15, [x10, #R_TASK]
+	str x0, [x10, #R_RAX]
+	str x22, [x10, #R_T0]
+	COMMIT x10, w17, w23
+.Lr_out:
+	RESTORE
+	mov x30, x9
+	msr daif, x16
+hvt_stub_irq_ret_out:
+	ret
+.Lorphan:
+	/* A return through the stub with no frame for its SP: only a host bug can cause it. */
+	udf #0
+
+/* Reserves x10 (1 or 2) consecutive records on CPU x12's ring (header x13): the first in x10, the
+ * second in x28, each with its sequence number stashed; x10 = 0 when the ring is full (counted in
+ * the ring's lost). Only this CPU moves its ring's head, with IRQ and FIQ masked, so a plain store
+ * publishes it. Clobbers x17, x27, x28. */
+.Lreserve:
+	ldr x27, [x13, #RH_HEAD]
+	ldr x28, [x13, #RH_TAIL]
+	sub x17, x27, x28
+	add x17, x17, x10
+	sub x17, x17, #1
+	ldr x28, [x11, #H_RING_MASK]
+	cmp x17, x28
+	b.hi 9f
+	add x17, x27, x10
+	str x17, [x13, #RH_HEAD]
+	add x10, x28, #1
+	mul x10, x10, x12 /* this CPU's first record */
+	and x17, x27, x28
+	add x17, x17, x10
+	add x27, x27, #1
+	and x28, x27, x28
+	add x28, x28, x10
+	ldr x10, [x11, #H_RINGS]
+	add x28, x10, x28, lsl #STUB_REC_SHIFT
+	add x10, x10, x17, lsl #STUB_REC_SHIFT
+	str w27, [x10, #R_STASH]
+	add w27, w27, #1
+	str w27, [x28, #R_STASH]
+	ret
+9:	ldr x17, [x13, #RH_LOST]
+	add x17, x17, #1
+	str x17, [x13, #RH_LOST]
+	mov x10, #0
+	ret
+
+/* x26 = the shadow stack of the guest stack keyed by SP x21, locked; 0 if there is none. With
+ * w10 = 1 it is created if needed and only tried-locked (0 if busy); with w10 = 0 the lock is
+ * waited for. Clobbers x17, x27, x28. */
+.Lstack_get:
+	stp x0, x1, [sp, #-32]!
+	stp x2, x3, [sp, #16]
+.Lsg_retry:
+	ldr x0, [x11, #H_STACK_SHIFT]
+	lsr x27, x21, x0
+	add x27, x27, #1 /* the key */
+	movz x0, #0x7c15
+	movk x0, #0x7f4a, lsl #16
+	movk x0, #0x79b9, lsl #32
+	movk x0, #0x9e37, lsl #48
+	mul x28, x27, x0
+	lsr x28, x28, #32 /* the hash */
+	ldr x1, [x11, #H_STACKS_MASK]
+	ldr x2, [x11, #H_STACKS]
+	mov x17, #0
+1:	add x26, x28, x17
+	and x26, x26, x1
+	add x26, x2, x26, lsl #STUB_STACK_SHIFT
+	ldr x0, [x26, #S_KEY]
+	cmp x0, x27
+	b.eq .Lsg_found
+	add x17, x17, #1
+	cmp x17, #STUB_STACK_PROBES
+	b.lo 1b
+	cbz w10, .Lsg_none
+	mov x17, #0
+2:	add x26, x28, x17
+	and x26, x26, x1
+	add x26, x2, x26, lsl #STUB_STACK_SHIFT
+3:	ldaxr x0, [x26]
+	cbnz x0, 4f
+	stxr w3, x27, [x26]
+	cbnz w3, 3b
+	b .Lsg_found
+4:	clrex
+	cmp x0, x27 /* another CPU just claimed it for the same stack: share it */
+	b.eq .Lsg_found
+	add x17, x17, #1
+	cmp x17, #STUB_STACK_PROBES
+	b.lo 2b
+	b .Lsg_none
+.Lsg_found:
+	add x3, x26, #S_LOCK
+5:	ldaxr x0, [x3]
+	tbnz x0, #0, 6f
+	orr x0, x0, #1
+	stxr w1, x0, [x3]
+	cbnz w1, 5b
+	/* freed (emptied) or taken for another stack while we waited for the lock: look again */
+	ldr x0, [x26, #S_KEY]
+	cmp x0, x27
+	b.eq .Lsg_out
+	stlr xzr, [x3]
+	b .Lsg_retry
+6:	clrex
+	cbnz w10, .Lsg_none
+	yield
+	b 5b
+.Lsg_none:
+	mov x26, #0
+.Lsg_out:
+	ldp x2, x3, [sp, #16]
+	ldp x0, x1, [sp], #32
+	ret
+
+hvt_stub_end:
+	.section .note.GNU-stack, "", @progbits
+/* clang-format on */

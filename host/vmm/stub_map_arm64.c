@@ -1,0 +1,172 @@
+/* Stub probes' memory in an arm64 guest kernel: reserved RAM mapped by level-2 blocks near the
+ * traced code, and put back as it was (by stub_map_unmap). */
+#include "host/vmm/stub_map_arm64.h"
+#include "arch/arch.h"
+#include "host/util/msg_fmt.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define PAGE 4096ull
+
+static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
+{
+	const struct stub_map_mem *mem = ctx;
+
+	return mem->read(mem->ctx, gpa, pte, 8);
+}
+
+/* Whether a BL at any address of [@lo, @hi] reaches every address of [@va, @va + PAGE). */
+static bool bl_reaches(uint64_t va, uint64_t lo, uint64_t hi)
+{
+	int64_t reach = (int64_t)ARM64_BRANCH_REACH;
+
+	return (int64_t)(va + PAGE - lo) <= reach && (int64_t)(va - hi) >= -reach;
+}
+
+/* Whether the level-2 descriptor for @va exists in a table the kernel has and is 0 (nothing mapped,
+ * no table below); its guest-physical address in *@at. */
+static bool slot_free(const struct stub_map_mem *mem, uint64_t ttbr, unsigned mode, uint64_t va,
+		      uint64_t *at)
+{
+	uint64_t d = 1;
+	int level;
+
+	return arm64_walk_to(read_pte, (void *)mem, ttbr, mode, va, 2, at, &level) == 0 &&
+	       level == 2 && read_pte((void *)mem, *at, &d) == 0 && d == 0;
+}
+
+/* The first run of @n free level-2 slots from @from on, stepping @step (+-span), whose first slot
+ * a BL from [@lo, @hi] reaches: its start in *@va. */
+static bool free_run(const struct stub_map_mem *mem, uint64_t ttbr, unsigned mode, uint64_t span,
+		     uint64_t from, int64_t step, uint64_t lo, uint64_t hi, unsigned n,
+		     uint64_t *va)
+{
+	for (uint64_t v = from; bl_reaches(v, lo, hi); v += (uint64_t)step) {
+		uint64_t at;
+		unsigned k;
+
+		for (k = 0; k < n && slot_free(mem, ttbr, mode, v + k * span, &at); k++)
+			;
+		if (k == n) {
+			*va = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint64_t ttbr,
+		       unsigned mode, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
+		       struct target_region *out, char *err, size_t errlen)
+{
+	uint64_t span = arm64_level2_span(mode), size, va = 0, leaf_at, leaf = 0, up, down;
+	unsigned n;
+	int level, ret;
+
+	if (!q->resv_size) {
+		msg_fmt(
+		    err, errlen,
+		    "stub probes: no RAM kept out of the arm64 kernel's use is known (run --qemu "
+		    "boots it with mem= below the VM's RAM)");
+		return -ENOTSUP;
+	}
+	if (ARM64_MODE_GSHIFT(mode) != 12) {
+		msg_fmt(err, errlen,
+			"stub probes: the kernel's %u KiB pages (the arm64 stub is mapped by 2 MiB "
+			"blocks of 4 KiB-page tables)",
+			ARM64_MODE_GSHIFT(mode) ? 1u << (ARM64_MODE_GSHIFT(mode) - 10) : 0);
+		return -ENOTSUP;
+	}
+	if ((q->resv_gpa | q->resv_size) & (span - 1)) {
+		msg_fmt(err, errlen, "stub probes: reserved RAM 0x%llx+0x%llx is not 2 MiB aligned",
+			(unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size);
+		return -EINVAL;
+	}
+	size = q->resv_size < want ? q->resv_size : (want + PAGE - 1) & ~(PAGE - 1);
+	if (size < min) {
+		msg_fmt(
+		    err, errlen,
+		    "stub probes: %llu KiB kept out of the kernel's use at guest-physical 0x%llx",
+		    (unsigned long long)q->resv_size >> 10, (unsigned long long)q->resv_gpa);
+		return -ENOSPC;
+	}
+	if (q->resv_size < span + size) { /* the code's block below the region */
+		size = q->resv_size > span ? (q->resv_size - span) & ~(PAGE - 1) : 0;
+		if (size < min) {
+			msg_fmt(
+			    err, errlen,
+			    "stub probes: %llu KiB kept out of the kernel's use at guest-physical "
+			    "0x%llx",
+			    (unsigned long long)q->resv_size >> 10,
+			    (unsigned long long)q->resv_gpa);
+			return -ENOSPC;
+		}
+	}
+	n = 1 + (unsigned)((size + span - 1) / span);
+	/* the kernel text's own leaf: its memory attributes for ours */
+	if (arm64_walk_to(read_pte, (void *)mem, ttbr, mode, lo, 3, &leaf_at, &level) < 0 ||
+	    read_pte((void *)mem, leaf_at, &leaf) < 0 ||
+	    !arm64_block_desc(leaf, level, mode, q->resv_gpa, true)) {
+		msg_fmt(err, errlen,
+			"stub probes: the kernel's page tables do not map its text at 0x%llx",
+			(unsigned long long)lo);
+		return -EFAULT;
+	}
+	/* free slots after the traced code first, else before it */
+	up = (hi + span) & ~(span - 1);
+	down = (lo & ~(span - 1)) - span;
+	if (!free_run(mem, ttbr, mode, span, up, (int64_t)span, lo, hi, n, &va) &&
+	    !free_run(mem, ttbr, mode, span, down, -(int64_t)span, lo, hi, n, &va)) {
+		msg_fmt(
+		    err, errlen,
+		    "stub probes: no %u free 2 MiB kernel address slots within BL reach (128 MiB) "
+		    "of the traced code",
+		    n);
+		return -ENOSPC;
+	}
+	q->saved_len = (uint64_t)n * span;
+	q->saved_gpa = q->resv_gpa;
+	q->saved = malloc(q->saved_len);
+	q->pde_gpa = calloc(n, sizeof(*q->pde_gpa));
+	q->pde_old = calloc(n, sizeof(*q->pde_old));
+	if (!q->saved || !q->pde_gpa || !q->pde_old) {
+		msg_fmt(err, errlen, "stub probes: out of memory keeping %llu KiB of guest memory",
+			(unsigned long long)q->saved_len >> 10);
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if (mem->read(mem->ctx, q->saved_gpa, q->saved, q->saved_len) < 0) {
+		msg_fmt(err, errlen, "stub probes: cannot read guest memory at 0x%llx",
+			(unsigned long long)q->saved_gpa);
+		ret = -EFAULT;
+		goto fail;
+	}
+	for (q->nr_pde = 0; q->nr_pde < n; q->nr_pde++) {
+		uint64_t at,
+		    d = arm64_block_desc(leaf, level, mode,
+					 q->resv_gpa + (uint64_t)q->nr_pde * span, q->nr_pde == 0);
+
+		/* each looked at again: a table the walk found must still be there */
+		if (!slot_free(mem, ttbr, mode, va + (uint64_t)q->nr_pde * span, &at) ||
+		    mem->write(mem->ctx, at, &d, 8) < 0) {
+			msg_fmt(err, errlen, "stub probes: cannot write the guest's page tables");
+			ret = -EFAULT;
+			goto fail;
+		}
+		q->pde_gpa[q->nr_pde] = at;
+		q->pde_old[q->nr_pde] = 0;
+	}
+	/* the code's block first (read-only, executable), the region's after it (writable, never
+	 * executable) */
+	*out = (struct target_region){.gva = va + span,
+				      .gpa = q->resv_gpa + span,
+				      .size = size,
+				      .code_gva = va,
+				      .code_gpa = q->resv_gpa,
+				      .where = "reserved"};
+	return 0;
+fail:
+	stub_map_unmap(q, mem);
+	return ret;
+}
