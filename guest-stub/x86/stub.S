@@ -17,9 +17,13 @@
  *                     records the return and goes on to the saved address. It needs nothing from
  *                     the host, so a guest whose tracer vanished still returns correctly.
  *
- * Interrupts are off from the first instruction to the last (CLI after PUSHF; STI just before the
- * RET when they were on, see RESTORE_RET), so a record and a shadow-stack update are never split by
- * preemption or migration. Every register is preserved, and of the flags IF (the others are dead
+ * The entry routines run with interrupts off from the first instruction to the last (CLI after
+ * PUSHF; STI just before the RET when they were on, see RESTORE_RET), so a record and a
+ * shadow-stack update are never split by preemption or migration. The counting routines and the
+ * return routine keep them on where the header gives the preempt count (H_PREEMPT_GS: PIN raises
+ * it, UNPIN_RET lowers it; frame.h): no preemption or migration either, and no STI, which ends a
+ * TCG translation block through QEMU's main loop; they mask interrupts only for a record (the
+ * return routine's, a drop record). Every register is preserved, and of the flags IF (the others are dead
  * across a call, and the stub changes none of them).
  *
  * Its parts, in this folder: macros expanded in place (frame.h: the saved registers, leaving;

@@ -1,4 +1,5 @@
 #include "host/cli/cmd_common.h"
+#include "host/session/agg_dump.h"
 #include "host/kvm/kvm_int3_probe.h"
 #include "host/sink/out_fail.h"
 #include "host/util/msg_fmt.h"
@@ -9,12 +10,23 @@
 #include <pthread.h>
 #include <sys/signalfd.h>
 
+/* SIGUSR2 that comes when no hist is there to show (or after the run): nothing. */
+static void ignore_dump_signal(int sig)
+{
+	(void)sig;
+}
+
 int cmd_block_signals(sigset_t *old)
 {
+	struct sigaction sa = {.sa_handler = ignore_dump_signal, .sa_flags = SA_RESTART};
 	sigset_t sigs;
 	int fd;
 
 	signal(SIGINT, SIG_DFL);
+	/* SIGUSR2 (the hists so far): blocked in every thread but the one that waits for it
+	 * (agg_dump), and harmless whenever it is let through */
+	sigaction(AGG_DUMP_SIGNAL, &sa, NULL);
+	agg_dump_block();
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);

@@ -21,6 +21,7 @@
 #include "host/tap/profile_stat.h"
 #include "host/tap/agg_feed.h"
 #include "host/session/agg_plan.h"
+#include "host/session/agg_dump.h"
 #include "host/tap/verdict_files.h"
 #include "host/trace/clock.h"
 #include "host/trace/filter.h"
@@ -63,6 +64,7 @@ struct pipeline {
 	struct sink_quiet quiet_sink;  /* -p nop: a hist's function feeds the hist alone */
 	uint32_t own_ret[64];	       /* probes whose returns are hooked for a duration hist only */
 	size_t nr_own_ret;
+	struct agg_dump dump; /* SIGUSR2: the hists so far, written mid-run */
 	/* pipeline_run_ended: the thread that reads the signals coming once the run has ended */
 	pthread_t watcher;
 	bool watching;
@@ -453,6 +455,8 @@ int pipeline_build(struct pipeline *p, const struct pipeline_guest *g, FILE *out
 	return 0;
 }
 
+static void pipeline_poll(void *ctx);
+
 int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errlen)
 {
 	unsigned nr_rings;
@@ -462,6 +466,11 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	ret = tracer_attach(p->tr, err, errlen);
 	if (ret < 0) /* out of memory (the stub drain's buffers among it): a host failure */
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : attach_status;
+	/* SIGUSR2: the hists so far, from the writer thread's poll */
+	if (p->hists.nr && agg_dump_start(&p->dump) == 0) {
+		p->w.poll = pipeline_poll;
+		p->w.poll_ctx = p;
+	}
 	rings = tracer_rings(p->tr, &nr_rings);
 	ret = writer_start(&p->w, rings, nr_rings, &p->sink, tracer_horizon, p->tr);
 	if (ret < 0) {
@@ -548,6 +557,7 @@ static void unwatch_end(struct pipeline *p)
 
 int pipeline_detach(struct pipeline *p)
 {
+	agg_dump_end_live(&p->dump); /* the stub's tables are not read once it may be unmapped */
 	return p->have_tr ? tracer_detach(p->tr) : 0;
 }
 
@@ -721,6 +731,78 @@ static const char *side_base(const struct pipeline *p)
 	return p->s->output;
 }
 
+/* The hists of @hs, one section each, to @f. 0 or -errno. */
+static int print_hists(const struct pipeline *p, const struct hist_set *hs, FILE *f)
+{
+	int ret = 0;
+
+	for (size_t k = 0; k < hs->nr && !ret; k++)
+		ret = hist_print(&hs->v[k], p->sink.syms, k == 0, f);
+	if (fflush(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/* SIGUSR2 (the writer thread's poll): the hists so far, what the stub counted until now added
+ * (its tables read while the guest runs), written whole to OUTPUT.hist (a new file renamed over
+ * it: a reader never sees half of one) or, without a side file, to stderr; one line on stderr
+ * says where. The tap's tables are copied, never changed here. */
+static void dump_hists(struct pipeline *p)
+{
+	const char *out = side_base(p);
+	struct hist_set copy;
+	struct stub_agg a = {0};
+	char path[4096], part[4096 + 8];
+	unsigned long long hits = 0;
+	FILE *f = stderr;
+	int ret, read_ret = 0;
+
+	if (hist_set_copy(&copy, &p->hists) < 0) {
+		cmd_error("SIGUSR2: out of memory for the hists' copy");
+		return;
+	}
+	pthread_mutex_lock(&p->dump.lock);
+	if (p->dump.live)
+		read_ret = tracer_stub_agg_now(p->tr, &a);
+	pthread_mutex_unlock(&p->dump.lock);
+	if (a.read)
+		agg_feed(&a, &copy, NULL, tracer_probes(p->tr));
+	stub_agg_free(&a);
+	if (out && (snprintf(path, sizeof(path), "%s.hist", out) >= (int)sizeof(path) ||
+		    snprintf(part, sizeof(part), "%s.part", path) >= (int)sizeof(part)))
+		out = NULL;
+	if (out && !(f = fopen(part, "we"))) {
+		cmd_error("SIGUSR2: %s: %s", part, strerror(errno));
+		hist_set_free(&copy);
+		return;
+	}
+	ret = print_hists(p, &copy, f);
+	if (out && fclose(f) && !ret)
+		ret = -errno;
+	if (out && !ret && rename(part, path) < 0)
+		ret = -errno;
+	for (size_t k = 0; k < copy.nr; k++)
+		hits += copy.v[k].hits;
+	atomic_fetch_add(&p->dump.dumps, 1);
+	if (ret)
+		cmd_error("SIGUSR2: %s: %s", out ? path : "stderr", strerror(-ret));
+	else
+		fprintf(stderr, "hvtrace: SIGUSR2: the hists so far (%zu, hits %llu%s) in %s\n",
+			copy.nr, hits,
+			read_ret < 0 ? "; the stub's tables could not be read" : "",
+			out ? path : "the lines above");
+	hist_set_free(&copy);
+}
+
+/* The writer thread's poll: a SIGUSR2's dump. */
+static void pipeline_poll(void *ctx)
+{
+	struct pipeline *p = ctx;
+
+	if (agg_dump_wanted(&p->dump))
+		dump_hists(p);
+}
+
 /* The hist triggers' tables as the kernel's `hist` files print them, one section each: to
  * OUTPUT.hist beside -o OUTPUT (a regular file), else on stdout after the trace. Returns 0, or 1
  * after one line on stderr saying what could not be written. */
@@ -744,10 +826,7 @@ static int write_hists(struct pipeline *p)
 	} else {
 		fflush(stdout);
 	}
-	for (size_t k = 0; k < p->hists.nr && !ret; k++)
-		ret = hist_print(&p->hists.v[k], p->sink.syms, k == 0, f);
-	if (fflush(f) && !ret)
-		ret = -errno;
+	ret = print_hists(p, &p->hists, f);
 	if (out && fclose(f) && !ret)
 		ret = -errno;
 	if (ret)
@@ -813,6 +892,7 @@ int pipeline_finish(struct pipeline *p, int status,
 	p->sink.guest_lost = st.stub_guest_lost;
 	status = pipeline_host_end(p, status, false);
 	writer_stop(&p->w, tracer_lost(p->tr));
+	agg_dump_stop(&p->dump);
 	if (p->sink.err && !status)
 		status = EXIT_HOST_ERROR; /* the trace is incomplete: so say --summary and --junit */
 	status = pipeline_host_end(p, status, true);
@@ -858,6 +938,7 @@ void pipeline_free(struct pipeline *p)
 	if (!p)
 		return;
 	unwatch_end(p);
+	agg_dump_stop(&p->dump);
 	if (p->hosting)
 		host_rec_close(&p->host);
 	if (p->expecting)

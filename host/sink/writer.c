@@ -165,6 +165,8 @@ static void *writer_thread(void *arg)
 	bool unflushed = false;
 
 	while (!atomic_load(&w->stop)) {
+		if (w->poll)
+			w->poll(w->poll_ctx);
 		if (atomic_load_explicit(&w->cut, memory_order_relaxed) ? discard(w)
 									: drain(w, 4096, false)) {
 			unflushed = true;

@@ -34,6 +34,11 @@ struct writer {
 	/* optional: sees every record the sink does, after it, with what was looked up */
 	void (*tap)(void *ctx, const struct sink_rec *rec);
 	void *tap_ctx;
+	/* optional: called by the writer thread at each pass of its loop (between batches of
+	 * records, and every 0.5 ms when idle): work that must not race the tap (SIGUSR1's dump of
+	 * the hists); keep it to an atomic load when there is nothing to do */
+	void (*poll)(void *ctx);
+	void *poll_ctx;
 	pthread_t thread;
 	atomic_int stop;
 	atomic_bool cut; /* writer_cut: the rest is dropped, not written */

@@ -304,6 +304,32 @@ void hist_add(void *ctx, const struct sink_rec *rec)
 	}
 }
 
+int hist_set_copy(struct hist_set *dst, const struct hist_set *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	if (!src->nr)
+		return 0;
+	dst->v = calloc(src->nr, sizeof(*dst->v));
+	if (!dst->v)
+		return -ENOMEM;
+	dst->nr = src->nr;
+	for (size_t k = 0; k < src->nr; k++) {
+		const struct hist *h = &src->v[k];
+		struct hist *c = &dst->v[k];
+
+		*c = *h;
+		c->elts = malloc(h->spec.size * sizeof(*c->elts));
+		c->slots = malloc(2 * (size_t)h->spec.size * sizeof(*c->slots));
+		if (!c->elts || !c->slots) {
+			hist_set_free(dst);
+			return -ENOMEM;
+		}
+		memcpy(c->elts, h->elts, h->spec.size * sizeof(*c->elts));
+		memcpy(c->slots, h->slots, 2 * (size_t)h->spec.size * sizeof(*c->slots));
+	}
+	return 0;
+}
+
 void hist_set_free(struct hist_set *s)
 {
 	for (size_t k = 0; k < s->nr; k++) {

@@ -74,6 +74,10 @@ uint64_t hist_field_mod(const struct hist_field *f, uint64_t v);
 /* A field's value in record @rec (payload included) with its modifier applied. Pure. */
 uint64_t hist_field_value(const struct hist_field *f, const struct sink_rec *rec);
 
+/* A deep copy of @src into @dst (its tables as they are now): 0 or -ENOMEM (@dst empty then).
+ * The thread that fills @src. */
+int hist_set_copy(struct hist_set *dst, const struct hist_set *src);
+
 void hist_set_free(struct hist_set *s);
 
 #endif

@@ -146,6 +146,12 @@ int stub_drain_yield(struct stub_drain *d, struct probe *p);
  * Main thread. */
 int stub_drain_reclaim(struct stub_drain *d, struct probe *p);
 
+/* The counting sites' tables as they are now, read (through the target, as the drain thread
+ * reads the rings: the VM may be running) and validated into @a (zeroed first; stub_agg_free it):
+ * what SIGUSR1 shows mid-run. 0 (also without tables: @a->read false), -ENOMEM or the read's
+ * -errno. Any one thread at a time, while the stub is placed. */
+int stub_drain_read_agg(struct stub_drain *d, struct stub_agg *a);
+
 /* Drains the guest rings one last time, as far as they can still be read, and stops the drain
  * thread; `lost` and `guest_lost` are then final (the guest's figure as it last said if it is
  * gone). For a guest that went away without a detach; idempotent. Main thread. */

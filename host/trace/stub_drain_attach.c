@@ -623,6 +623,14 @@ static int collect_agg(struct stub_agg *a, struct stub *s, const struct probe_ta
 	return ret;
 }
 
+int stub_drain_read_agg(struct stub_drain *d, struct stub_agg *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (!d->stub.placed || !d->stub.agg_entries)
+		return 0;
+	return collect_agg(a, &d->stub, d->c.probes);
+}
+
 void stub_drain_stop(struct stub_drain *d)
 {
 	struct stub_counters c;

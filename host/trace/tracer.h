@@ -107,6 +107,11 @@ int tracer_set_agg(struct tracer *t, uint32_t id, unsigned mode, bool count);
  * tracer_stop_drain; main thread. */
 const struct stub_agg *tracer_stub_agg(const struct tracer *t);
 
+/* The counting sites' tables as they are now (stub_drain_read_agg), into @a (stub_agg_free it): 0
+ * (@a->read false without tables), -ENOMEM or -errno. One thread at a time, between attach and
+ * detach. */
+int tracer_stub_agg_now(struct tracer *t, struct stub_agg *a);
+
 /* Entries per CPU of the stub's aggregation tables (0: none placed). Any thread after attach. */
 unsigned long long tracer_stub_agg_entries(const struct tracer *t);
 

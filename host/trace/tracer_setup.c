@@ -167,6 +167,11 @@ unsigned long long tracer_stub_agg_entries(const struct tracer *t)
 	return t->stub.stub.agg_entries;
 }
 
+int tracer_stub_agg_now(struct tracer *t, struct stub_agg *a)
+{
+	return stub_drain_read_agg(&t->stub, a);
+}
+
 const struct stub_agg *tracer_stub_agg(const struct tracer *t)
 {
 	return t->stub.agg.read || t->stub.agg_unread ? &t->stub.agg : NULL;

@@ -1556,7 +1556,21 @@ static void check_hist_sections(const struct hv_result *r, int sections)
  * the guest: no record at all, one counting site, its tables read back whole */
 static void check_hist_nop(const struct hv_result *r)
 {
+	const char *mid = r->err ? strstr(r->err, "hvtrace: SIGUSR2: the hists so far (2, hits ") : NULL;
+	long mid_hits, end_hits = 0;
+
 	check_hist_sections(r, 2);
+	/* the SIGUSR2 45 s in: both hists written then, with what the stub had counted by then (no
+	 * more than at the end), into the .hist file the end wrote again */
+	assert_non_null(mid);
+	mid_hits = strtol(mid + strlen("hvtrace: SIGUSR2: the hists so far (2, hits "), NULL, 10);
+	for (const char *at = r->hist; (at = strstr(at, "\nTotals:\n    Hits: ")); at++)
+		end_hits += strtol(at + 19, NULL, 10);
+	printf("hits at SIGUSR2: %ld, at the end: %ld\n", mid_hits, end_hits);
+	assert_true(mid_hits > 0);
+	assert_true(mid_hits <= end_hits);
+	assert_non_null(strstr(mid, ".hist\n"));
+	assert_int_equal(r->status, 0);
 	assert_int_equal(r->nr_lines, 0);
 	printf("stub records %ld\n", hv_stat(r->err, "stub probes ", "records "));
 	assert_int_equal(hv_stat(r->err, "stub probes ", "stub probes "), 1);
@@ -2744,6 +2758,10 @@ static const struct linux_test linux_tests[] = {
 	.name = "test_hist_stub",
 	.domain = "hvt.hist=50 hvt.hist_wait=25 hvt.hist_after=90 hvt.hist_func=ksys_read",
 	.qemu = {"-qmp", QMP_TCP_ARG},
+	/* SIGUSR2 45 s in: the hists so far written (the stub's tables read while the guest
+	 * runs), and the run goes on to its end */
+	.kill = SIGUSR2,
+	.kill_after = 45,
 	.console_after = {"hvt-linux: hist end", WORKLOAD_DONE},
 	.console_check = check_hist_guest,
 	.runs = {{
