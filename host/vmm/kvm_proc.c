@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define VCPU_PREFIX "anon_inode:kvm-vcpu:"
-#define THREAD_LOOKS 20 /* passes over the threads for vCPUs not yet seen in KVM_RUN, 1 ms apart */
+#define THREAD_LOOKS 3 /* looks at the threads for vCPUs not yet seen in KVM_RUN, 1 ms apart */
 
 enum kvm_proc_fd_kind kvm_proc_fd_kind(const char *link, unsigned *id)
 {
@@ -224,9 +224,7 @@ const struct kvm_proc_vcpu *kvm_proc_vcpu_by_fd(const struct kvm_proc *kp, int f
 	return NULL;
 }
 
-/* One pass over the threads: each one sitting in ioctl(VCPU_FD, KVM_RUN) names its vCPU. Returns
- * how many vCPUs still have no thread. */
-static unsigned scan_threads(struct kvm_proc *kp)
+unsigned kvm_proc_vcpu_threads(struct kvm_proc *kp)
 {
 	char path[64], text[256];
 	DIR *d;
@@ -312,7 +310,7 @@ int kvm_proc_discover(pid_t pid, struct kvm_proc *kp, char *err, size_t errlen)
 		return rc == -ENOENT ? -ESRCH : rc;
 	}
 	qsort(kp->ram, kp->nr_ram, sizeof(kp->ram[0]), by_len_desc);
-	for (int look = 0; look < THREAD_LOOKS && scan_threads(kp); look++)
+	for (int look = 0; look < THREAD_LOOKS && kvm_proc_vcpu_threads(kp); look++)
 		nanosleep(&(struct timespec){0, 1000000}, NULL);
 	return 0;
 }

@@ -74,9 +74,15 @@ void kvm_proc_take_map(struct kvm_proc *kp, const struct proc_maps_entry *e);
 /* Finds @pid's KVM VM: fds, vCPU threads, kvm_run mappings, RAM candidates, into @kp (caller-owned;
  * about 14 KiB). 0, or a negative errno with one line in @err naming the process: -ESRCH (no such
  * process), -EACCES (not allowed to look: ptrace access is needed), -ENODEV (not a KVM VMM: no VM
- * fd, or a VM without vCPUs). A vCPU whose thread is outside KVM_RUN at every look keeps tid 0.
- * Changes nothing in the process. Main thread; allocates nothing. */
+ * fd, or a VM without vCPUs). vCPU threads as kvm_proc_vcpu_threads finds them (a vCPU whose thread
+ * runs guest code keeps tid 0). Changes nothing in the process. Main thread; allocates nothing. */
 int kvm_proc_discover(pid_t pid, struct kvm_proc *kp, char *err, size_t errlen);
+
+/* One look at the VMM's threads: each one blocked in ioctl(VCPU_FD, KVM_RUN) (/proc/PID/task/TID/
+ * syscall) becomes its vCPU's thread. A thread running guest code is "running", not in a syscall,
+ * for /proc: look again with every thread stopped (ptrace_inject_attach; a stopped vCPU thread sits
+ * at the end of its KVM_RUN) to find them all. Returns how many vCPUs still have no thread. */
+unsigned kvm_proc_vcpu_threads(struct kvm_proc *kp);
 
 /* The vCPU of @kp with fd @fd, or NULL. */
 const struct kvm_proc_vcpu *kvm_proc_vcpu_by_fd(const struct kvm_proc *kp, int fd);

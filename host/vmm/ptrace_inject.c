@@ -231,6 +231,11 @@ int ptrace_inject_attach(struct ptrace_inject *pi, pid_t pid, int timeout_ms, ch
 	int rc = 0, round;
 
 	memset(pi, 0, offsetof(struct ptrace_inject, thr));
+	pi->tid = 0;
+	pi->have_saved = false;
+	pi->syscall_at = pi->scratch = 0;
+	pi->scratch_len = 0;
+	pi->injected = 0;
 	ptrace_inject_release(0);
 	pi->pid = pid;
 	pi->mem_fd = -1;
@@ -573,8 +578,12 @@ void ptrace_inject_detach(struct ptrace_inject *pi)
 					linger[k].sig = t->sig;
 					break;
 				}
-		} else if (t->tid) {
-			ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(uintptr_t)t->sig);
+		} else if (t->tid && ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(uintptr_t)t->sig) != 0 &&
+			   errno == ESRCH) {
+			/* no longer stopped: killed meanwhile (the VMM exited), its exit ours to reap
+			 * (else its process could never be reaped), or stopped again: let go then */
+			if (wait_tid(t->tid, deadline, &st) == 1 && WIFSTOPPED(st))
+				ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(uintptr_t)t->sig);
 		}
 		*t = (struct ptrace_inject_thread){0};
 	}
