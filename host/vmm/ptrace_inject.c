@@ -18,7 +18,7 @@
 #define SEIZE_ROUNDS 64	       /* listings of the threads until no new one shows */
 #define SCAN_MAX (64u << 20)   /* bytes of executable mappings searched for a syscall instruction */
 #define STEP_TRIES 8	       /* stops before the syscall instruction ran, tolerated */
-#define POLL_NS 200000	       /* between two looks at a thread that has not stopped yet */
+#define POLL_NS 1000000	       /* at most between two looks at a thread that has not stopped */
 
 #define LINGER_MAX 64 /* threads seized that never stopped, remembered to be let go later */
 
@@ -40,7 +40,7 @@ static uint64_t now_ms(void)
  * (not ours any more). */
 static int wait_tid(pid_t tid, uint64_t deadline, int *st)
 {
-	for (;;) {
+	for (long ns = 1000;; ns = ns * 2 < POLL_NS ? ns * 2 : POLL_NS) {
 		pid_t r = waitpid(tid, st, __WALL | WNOHANG);
 
 		if (r == tid)
@@ -49,7 +49,7 @@ static int wait_tid(pid_t tid, uint64_t deadline, int *st)
 			return -ECHILD;
 		if (now_ms() >= deadline)
 			return -ETIMEDOUT;
-		nanosleep(&(struct timespec){0, POLL_NS}, NULL);
+		nanosleep(&(struct timespec){0, ns}, NULL); /* 1 us, doubling up to POLL_NS */
 	}
 }
 
@@ -164,8 +164,9 @@ static int seize_new(struct ptrace_inject *pi, const char *comm, char *err, size
 			break;
 		}
 		if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) != 0) {
-			if (errno == ESRCH)
-				continue; /* gone meanwhile */
+			/* gone meanwhile (ESRCH), or exited and not reaped yet (EPERM then) */
+			if (errno == ESRCH || (errno == EPERM && zombie(pi->pid, (pid_t)tid)))
+				continue;
 			rc = -errno;
 			if (rc == -EPERM)
 				why_eperm(pi, comm, err, errlen);
@@ -394,7 +395,6 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 		msg_fmt(err, errlen, "pid %d: no thread chosen for %s", (int)pi->pid, name);
 		return -EINVAL;
 	}
-	proc_comm(pi->pid, tid, comm, sizeof(comm));
 	r = pi->saved;
 	r.rax = (uint64_t)nr;
 	r.orig_rax = (uint64_t)-1; /* no syscall to restart on the way out of this stop */
@@ -408,7 +408,7 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 	if (ptrace(PTRACE_SETREGS, tid, NULL, &r) != 0) {
 		rc = -errno;
 		msg_fmt(err, errlen, "pid %d thread %d (%s): setting its registers for %s: %s",
-			(int)pi->pid, (int)tid, comm, name, strerror(-rc));
+			(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name, strerror(-rc));
 		return rc;
 	}
 	pi->injected++;
@@ -416,7 +416,7 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 		if (ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL) != 0) {
 			rc = -errno;
 			msg_fmt(err, errlen, "pid %d thread %d (%s): PTRACE_SINGLESTEP for %s: %s",
-				(int)pi->pid, (int)tid, comm, name, strerror(-rc));
+				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name, strerror(-rc));
 			if (rc == -ESRCH)
 				thread_gone(pi, tid);
 			return rc;
@@ -428,7 +428,7 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 			rc = wait_tid(tid, now_ms() + (uint64_t)pi->timeout_ms, &st);
 			msg_fmt(err, errlen,
 				"pid %d thread %d (%s): the injected %s did not return within %d ms",
-				(int)pi->pid, (int)tid, comm, name, pi->timeout_ms);
+				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name, pi->timeout_ms);
 			if (rc != 1 || !WIFSTOPPED(st))
 				thread_gone(pi, tid);
 			return -ETIMEDOUT;
@@ -437,7 +437,7 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 			bool sys = rc == 1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS;
 
 			msg_fmt(err, errlen, "pid %d thread %d (%s) %s at the injected %s%s", (int)pi->pid,
-				(int)tid, comm, sys ? "was killed by SIGSYS" : "ended", name,
+				(int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), sys ? "was killed by SIGSYS" : "ended", name,
 				sys ? " (its seccomp filter forbids it)" : "");
 			thread_gone(pi, tid);
 			return -ESRCH;
@@ -447,7 +447,7 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 		if (ptrace(PTRACE_GETREGS, tid, NULL, &r) != 0) {
 			rc = -errno;
 			msg_fmt(err, errlen, "pid %d thread %d (%s): reading its registers after %s: %s",
-				(int)pi->pid, (int)tid, comm, name, strerror(-rc));
+				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name, strerror(-rc));
 			if (rc == -ESRCH)
 				thread_gone(pi, tid);
 			return rc;
@@ -456,7 +456,7 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 			/* SECCOMP_RET_TRAP: the signal is not delivered (the VMM never sees it) */
 			msg_fmt(err, errlen,
 				"pid %d thread %d (%s): its seccomp filter trapped the injected %s (SIGSYS)",
-				(int)pi->pid, (int)tid, comm, name);
+				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name);
 			return -EPERM;
 		}
 		if (r.rip == pi->syscall_at + 2)
@@ -471,7 +471,7 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 		}
 		msg_fmt(err, errlen,
 			"pid %d thread %d (%s): after the injected %s it stopped at 0x%llx, not 0x%llx",
-			(int)pi->pid, (int)tid, comm, name, (unsigned long long)r.rip,
+			(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name, (unsigned long long)r.rip,
 			(unsigned long long)pi->syscall_at + 2);
 		return -EIO;
 	}
@@ -481,7 +481,7 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 		msg_fmt(err, errlen,
 			"pid %d thread %d (%s): the injected %s returned %s under the thread's seccomp "
 			"filter: refused there",
-			(int)pi->pid, (int)tid, comm, name,
+			(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name,
 			*ret == -EPERM ? "EPERM" : *ret == -EACCES ? "EACCES" : "ENOSYS");
 		return -EPERM;
 	}
