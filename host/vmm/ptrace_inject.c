@@ -335,8 +335,11 @@ int ptrace_inject_select(struct ptrace_inject *pi, pid_t tid, char *err, size_t 
 	pi->tid = 0;
 	pi->have_saved = false;
 	if (!t || !t->stopped) {
-		msg_fmt(err, errlen, "pid %d: thread %d is not one of its stopped threads", (int)pi->pid,
-			(int)tid);
+		if (kill(pi->pid, 0) != 0 || zombie(pi->pid, pi->pid))
+			msg_fmt(err, errlen, "pid %d exited during the attach", (int)pi->pid);
+		else
+			msg_fmt(err, errlen, "pid %d: thread %d is not one of its stopped threads",
+				(int)pi->pid, (int)tid);
 		return -ESRCH;
 	}
 	if (ptrace(PTRACE_GETREGS, tid, NULL, &pi->saved) != 0 ||

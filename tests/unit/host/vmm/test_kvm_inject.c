@@ -19,8 +19,10 @@
 #include "tests/common/vmm_standin.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -200,10 +202,43 @@ static void test_inject_regs(void **state)
 	vmm_standin_kill(&s);
 }
 
+/* Where a hostile case is, for the watchdog's line if it ever stops making progress. */
+static const char *volatile phase = "";
+static volatile pid_t phase_pid;
+static volatile int phase_round;
+
+/* Prints what the stand-in's threads are doing, then aborts: a hang is a failure with its cause. */
+static void *watchdog(void *arg)
+{
+	char path[96], buf[512];
+
+	sleep((unsigned)(uintptr_t)arg);
+	fprintf(stderr, "watchdog: stuck in round %d at %s (stand-in pid %d)\n", phase_round,
+		phase, (int)phase_pid);
+	for (const char *f = "status\0syscall\0wchan\0stack\0"; *f; f += strlen(f) + 1) {
+		int fd;
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)phase_pid, f);
+		fd = open(path, O_RDONLY);
+		n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		fprintf(stderr, "%s:\n%s\n", path, buf);
+	}
+	abort();
+	return NULL;
+}
+
 /* Hostile: the VMM exits at some moment of the attach. */
 static void test_exits_during_attach(void **state)
 {
+	pthread_t wd;
+
 	(void)state;
+	assert_int_equal(pthread_create(&wd, NULL, watchdog, (void *)(uintptr_t)240), 0);
+	pthread_detach(wd);
 	for (unsigned round = 0; round < 12; round++) {
 		struct vmm_standin s;
 		struct kvm_regs r;
@@ -211,21 +246,33 @@ static void test_exits_during_attach(void **state)
 		uint64_t t0;
 		int rc;
 
+		phase_round = (int)round;
+		phase = "start";
 		start(&s, VMM_STANDIN_EXIT, round * 700);
+		phase_pid = s.pid;
 		t0 = now_ms();
+		phase = "discover";
 		rc = kvm_proc_discover(s.pid, &kp, err, sizeof(err));
+		phase = "attach";
 		if (rc == 0)
 			rc = ptrace_inject_attach(&pi, s.pid, 1000, err, sizeof(err));
 		if (rc == 0) {
+			phase = "threads";
 			kvm_proc_vcpu_threads(&kp);
+			phase = "select";
 			rc = ptrace_inject_select(&pi, kp.vcpu[0].tid ? kp.vcpu[0].tid : s.pid, err,
 						  sizeof(err));
+			phase = "inject";
 			if (rc == 0)
 				rc = kvm_inject_get_regs(&pi, kp.vcpu[0].fd, &r, err, sizeof(err));
 			if (rc == 0)
 				assert_int_equal(r.rbx, s.info.regs.rbx);
+			phase = "detach";
 			ptrace_inject_detach(&pi);
 		}
+		fprintf(stderr, "round %u: %d ms: %s\n", round, (int)(now_ms() - t0),
+			rc ? err : "registers read");
+		phase = "kill";
 		if (rc) {
 			assert_true(err[0] != 0);
 			assert_null(strchr(err, '\n'));
