@@ -1,6 +1,7 @@
 /* A syscall made by a thread of another process, through ptrace, and the thread put back. */
 #include "host/vmm/ptrace_inject.h"
 #include "host/vmm/proc_maps.h"
+#include "host/vmm/seccomp_check.h"
 #include "host/util/msg_fmt.h"
 
 #include <dirent.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -237,6 +239,7 @@ int ptrace_inject_attach(struct ptrace_inject *pi, pid_t pid, int timeout_ms, ch
 	pi->syscall_at = pi->scratch = 0;
 	pi->scratch_len = 0;
 	pi->injected = 0;
+	pi->seccomp_unchecked = false;
 	ptrace_inject_release(0);
 	pi->pid = pid;
 	pi->mem_fd = -1;
@@ -385,6 +388,36 @@ static void thread_gone(struct ptrace_inject *pi, pid_t tid)
 	}
 }
 
+/* Would the thread's seccomp refuse the call? -EPERM with one line if so (nothing injected); 0 if
+ * it allows it, or if that cannot be known (filters unreadable without CAP_SYS_ADMIN, an eBPF
+ * filter): the call's result is checked after it then. */
+static int seccomp_refuses(struct ptrace_inject *pi, pid_t tid, const char *name, long nr,
+			   const uint64_t args[6], char *err, size_t errlen)
+{
+	long mode = status_field(pi->pid, tid, "Seccomp");
+	uint32_t action;
+	char comm[72];
+
+	if (mode == 1 && nr != SYS_read && nr != SYS_write && nr != SYS_exit &&
+	    nr != SYS_rt_sigreturn) {
+		msg_fmt(err, errlen,
+			"pid %d thread %d (%s): it runs in seccomp's strict mode, which would kill it "
+			"for %s: not injected",
+			(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name);
+		return -EPERM;
+	}
+	if (mode != 2 || seccomp_check_thread(tid, nr, args, pi->syscall_at + 2, &action) != 0)
+		return 0;
+	action &= SECCOMP_RET_ACTION_FULL;
+	if (action == SECCOMP_RET_ALLOW || action == SECCOMP_RET_LOG)
+		return 0;
+	msg_fmt(err, errlen,
+		"pid %d thread %d (%s): its seccomp filter would answer %s with %s: not injected",
+		(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name,
+		seccomp_check_action_name(action));
+	return -EPERM;
+}
+
 int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 			  const uint64_t args[6], int64_t *ret, char *err, size_t errlen)
 {
@@ -398,6 +431,9 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 		msg_fmt(err, errlen, "pid %d: no thread chosen for %s", (int)pi->pid, name);
 		return -EINVAL;
 	}
+	rc = pi->seccomp_unchecked ? 0 : seccomp_refuses(pi, tid, name, nr, args, err, errlen);
+	if (rc)
+		return rc;
 	r = pi->saved;
 	r.rax = (uint64_t)nr;
 	r.orig_rax = (uint64_t)-1; /* no syscall to restart on the way out of this stop */

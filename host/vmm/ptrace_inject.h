@@ -40,6 +40,10 @@ struct ptrace_inject {
 	size_t scratch_len;
 	uint8_t scratch_saved[PTRACE_INJECT_SCRATCH_MAX];
 	unsigned injected; /* syscalls injected */
+	/* false (the default): each call is first run through the thread's seccomp filters
+	 * (seccomp_check) and not made if they would refuse it; true: made without that look, a
+	 * refusal then seen in its result (for tests, and where the filters cannot be read) */
+	bool seccomp_unchecked;
 };
 
 /* Seizes and interrupts every thread of @pid (threads born meanwhile too), each wait bounded by
@@ -57,7 +61,9 @@ int ptrace_inject_select(struct ptrace_inject *pi, pid_t tid, char *err, size_t 
 
 /* Runs syscall @nr(@args) on the chosen thread; its return value (a negative errno included) in
  * *@ret. 0, or a negative errno with one line naming @name: -EPERM when the thread's seccomp
- * filter refused it (returned EPERM, EACCES or ENOSYS while a filter is on, or raised SIGSYS),
+ * filter would refuse it (its filters run on the call first: nothing is injected then, the VMM
+ * untouched; where they cannot be read, the call made and a refusal seen in its result: EPERM,
+ * EACCES or ENOSYS returned while a filter is on, or SIGSYS raised and not delivered),
  * -ESRCH when the thread or the process died (killed by a filter, or exited), -ETIMEDOUT when the
  * call did not come back (the thread is interrupted again). The thread's registers hold the call's
  * state until ptrace_inject_restore. */

@@ -286,12 +286,36 @@ static void test_seccomp(void **state)
 {
 	pid_t pid = spawn(filtered);
 	uint64_t args[6] = {0};
-	int64_t ret = 0;
+	int64_t ret = 0x7777;
 	char err[256] = "";
 	int st;
 
 	(void)state;
+	/* the filters run first: nothing refused is injected, even what would kill */
 	attach_select(pid);
+	assert_int_equal(ptrace_inject_syscall(&pi, "getppid", SYS_getppid, args, &ret, err,
+					       sizeof(err)),
+			 -EPERM);
+	assert_int_equal(ret, 0x7777);
+	assert_non_null(strstr(err, "its seccomp filter would answer getppid with "
+				    "SECCOMP_RET_ERRNO: not injected"));
+	assert_int_equal(ptrace_inject_syscall(&pi, "getuid", SYS_getuid, args, &ret, err,
+					       sizeof(err)),
+			 -EPERM);
+	assert_non_null(strstr(err, "would answer getuid with SECCOMP_RET_TRAP: not injected"));
+	assert_int_equal(ptrace_inject_syscall(&pi, "getpgrp", SYS_getpgrp, args, &ret, err,
+					       sizeof(err)),
+			 -EPERM);
+	assert_non_null(strstr(err, "would answer getpgrp with SECCOMP_RET_KILL_PROCESS: not "
+				    "injected"));
+	assert_int_equal(pi.injected, 0);
+	assert_int_equal(inject(SYS_gettid, 0, 0, 0, 0, 0, 0), pid); /* allowed: made */
+	ptrace_inject_detach(&pi);
+	assert_runs_on();
+
+	/* unchecked: the refusal seen in the result */
+	attach_select(pid);
+	pi.seccomp_unchecked = true;
 	assert_int_equal(ptrace_inject_syscall(&pi, "getppid", SYS_getppid, args, &ret, err,
 					       sizeof(err)),
 			 -EPERM);
@@ -310,6 +334,7 @@ static void test_seccomp(void **state)
 	assert_runs_on(); /* the SIGSYS was not delivered: it lives */
 
 	attach_select(pid);
+	pi.seccomp_unchecked = true;
 	err[0] = 0;
 	assert_int_equal(ptrace_inject_syscall(&pi, "getpgrp", SYS_getpgrp, args, &ret, err,
 					       sizeof(err)),
