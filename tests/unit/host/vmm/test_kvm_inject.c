@@ -240,7 +240,7 @@ static void test_exits_during_attach(void **state)
 	pthread_t wd;
 
 	(void)state;
-	assert_int_equal(pthread_create(&wd, NULL, watchdog, (void *)(uintptr_t)240), 0);
+	assert_int_equal(pthread_create(&wd, NULL, watchdog, (void *)(uintptr_t)90), 0);
 	pthread_detach(wd);
 	for (unsigned round = 0; round < 12; round++) {
 		struct vmm_standin s;
