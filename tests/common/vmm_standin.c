@@ -38,8 +38,11 @@ static void *nothing(void *arg)
 /* The child: never returns. */
 static void standin(int report, enum vmm_standin_mode mode, unsigned exit_us)
 {
+	/* an exit per round (the OUT): a guest that never exits starves a nested host's CPU of its
+	 * timer (the nested lane's L1 stalled in RCU with a pure `incq; jmp` loop in L2) */
 	static const uint8_t loop[] = {0x48, 0xff, 0x04, 0x25, 0x00, 0x20, 0x00, 0x00, /* incq 0x2000 */
-				       0xeb, 0xf6};				      /* jmp loop */
+				       0xe6, 0x80,				      /* out %al, $0x80 */
+				       0xeb, 0xf4};				      /* jmp loop */
 	struct vm_config cfg = {.smp = 1, .mem_mb = 8};
 	struct vmm_standin_info info = {0};
 	struct timespec ts;
