@@ -56,13 +56,16 @@ static void say_kvm_vmm(pid_t pid, const char *why, char *err, size_t errlen)
 	}
 	rc = kvm_proc_discover(pid, kp, line, sizeof(line));
 	if (rc == 0)
-		msg_fmt(err, errlen,
-			"--pid %d: %s; it is a KVM VMM (%u vCPUs, VM fd %d), but attaching to a VMM "
-			"other than QEMU with QMP or a gdbstub (issue 41) is not built yet",
-			(int)pid, why, kp->nr_vcpus, kp->vm_fd);
+		msg_fmt(
+		    err, errlen,
+		    "--pid %d: %s; it is a KVM VMM (%u vCPUs, VM fd %d), but attaching to a VMM "
+		    "other than QEMU with QMP or a gdbstub (issue 41) is not built yet",
+		    (int)pid, why, kp->nr_vcpus, kp->vm_fd);
 	else if (rc == -ENODEV && kp->vm_fd < 0)
-		msg_fmt(err, errlen, "--pid %d: %s, and not a KVM VMM: no anon_inode:kvm-vm among its "
-			"%u open files", (int)pid, why, kp->nr_fds);
+		msg_fmt(err, errlen,
+			"--pid %d: %s, and not a KVM VMM: no anon_inode:kvm-vm among its "
+			"%u open files",
+			(int)pid, why, kp->nr_fds);
 	else
 		msg_fmt(err, errlen, "--pid %d: %s", (int)pid, why);
 	free(kp);
@@ -122,9 +125,10 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 		return 0;
 	}
 	say_kvm_vmm(pid,
-		    cl.why[0] ? cl.why
-			      : "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on "
-				"its command line",
+		    cl.why[0]
+			? cl.why
+			: "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on "
+			  "its command line",
 		    err, errlen);
 	return -ENOENT;
 }

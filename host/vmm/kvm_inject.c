@@ -29,8 +29,8 @@ static int get_state(struct ptrace_inject *pi, int vcpu_fd, unsigned long req, c
 		msg_fmt(err, errlen, "pid %d: writing its stack for %s: %s", (int)pi->pid, name,
 			strerror(-rc));
 	if (!rc && ret < 0) {
-		msg_fmt(err, errlen, "pid %d thread %d: the injected ioctl(%d, %s): %s", (int)pi->pid,
-			(int)pi->tid, vcpu_fd, name, strerror((int)-ret));
+		msg_fmt(err, errlen, "pid %d thread %d: the injected ioctl(%d, %s): %s",
+			(int)pi->pid, (int)pi->tid, vcpu_fd, name, strerror((int)-ret));
 		rc = ret < -4095 ? -EIO : (int)ret;
 	}
 	if (!rc && ptrace_inject_read(pi, buf, out, len) != 0) {

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VCPU_PREFIX "anon_inode:kvm-vcpu:"
+#define VCPU_PREFIX  "anon_inode:kvm-vcpu:"
 #define THREAD_LOOKS 3 /* looks at the threads for vCPUs not yet seen in KVM_RUN, 1 ms apart */
 
 enum kvm_proc_fd_kind kvm_proc_fd_kind(const char *link, unsigned *id)
@@ -99,7 +99,8 @@ int kvm_proc_parse_syscall(const char *text, size_t len, long *nr, uint64_t args
 	for (int i = 0; i < 6; i++)
 		if (!num_field(&p, end, true, &args[i], &neg))
 			return -EINVAL;
-	if (!num_field(&p, end, true, &sp, &neg) || !num_field(&p, end, true, &pc, &neg) || p != end)
+	if (!num_field(&p, end, true, &sp, &neg) || !num_field(&p, end, true, &pc, &neg) ||
+	    p != end)
 		return -EINVAL;
 	return 0;
 }
@@ -121,8 +122,9 @@ static int by_len_desc(const void *a, const void *b)
 /* Could this mapping's name be guest RAM's? Anonymous, or shared memory of some kind. */
 static bool ram_name(const struct proc_maps_entry *e)
 {
-	static const char *const prefixes[] = {"/memfd:", "/dev/shm/", "/dev/hugepages", "/SYSV",
-					       "[anon:", "/anon_hugepage", "/dev/zero"};
+	static const char *const prefixes[] = {"/memfd:",  "/dev/shm/", "/dev/hugepages",
+					       "/SYSV",	   "[anon:",	"/anon_hugepage",
+					       "/dev/zero"};
 
 	if (!e->name[0] || e->shared)
 		return strncmp(e->name, "anon_inode:", 11) != 0;
@@ -243,7 +245,8 @@ unsigned kvm_proc_vcpu_threads(struct kvm_proc *kp)
 		int fd;
 		struct kvm_proc_vcpu *v;
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *endp || tid <= 0 || tid > INT32_MAX)
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *endp || tid <= 0 ||
+		    tid > INT32_MAX)
 			continue;
 		seen++;
 		snprintf(path, sizeof(path), "%ld/syscall", tid);
@@ -286,21 +289,23 @@ int kvm_proc_discover(pid_t pid, struct kvm_proc *kp, char *err, size_t errlen)
 	}
 	if (rc) {
 		msg_fmt(err, errlen,
-			"pid %d (%s): /proc/%d/fd: %s (looking into a VMM needs ptrace access to it: root, "
+			"pid %d (%s): /proc/%d/fd: %s (looking into a VMM needs ptrace access to "
+			"it: root, "
 			"or its own user with kernel.yama.ptrace_scope 0)",
 			(int)pid, kp->comm, (int)pid, strerror(-rc));
 		return rc == -EPERM ? -EACCES : rc;
 	}
 	if (kp->vm_fd < 0) {
-		msg_fmt(err, errlen,
-			"pid %d (%s): not a KVM VMM: no anon_inode:kvm-vm among its %u open files%s",
-			(int)pid, kp->comm, kp->nr_fds,
-			kp->dev_fd >= 0 ? " (it has /dev/kvm open, but no VM)" : "");
+		msg_fmt(
+		    err, errlen,
+		    "pid %d (%s): not a KVM VMM: no anon_inode:kvm-vm among its %u open files%s",
+		    (int)pid, kp->comm, kp->nr_fds,
+		    kp->dev_fd >= 0 ? " (it has /dev/kvm open, but no VM)" : "");
 		return -ENODEV;
 	}
 	if (kp->nr_vcpus == 0) {
-		msg_fmt(err, errlen, "pid %d (%s): its KVM VM (fd %d) has no vCPU", (int)pid, kp->comm,
-			kp->vm_fd);
+		msg_fmt(err, errlen, "pid %d (%s): its KVM VM (fd %d) has no vCPU", (int)pid,
+			kp->comm, kp->vm_fd);
 		return -ENODEV;
 	}
 	rc = proc_maps_each(pid, take_map, kp);

@@ -14,12 +14,12 @@
 
 #include "host/vmm/proc_maps.h"
 
-#define KVM_PROC_MAX_VCPUS 512	   /* vCPUs kept (more: `vcpus_cut` set) */
-#define KVM_PROC_MAX_VCPU_ID 65535 /* a larger N in kvm-vcpu:N is not KVM's */
-#define KVM_PROC_MAX_RAM 32	   /* RAM candidates kept, the largest first */
-#define KVM_PROC_RAM_MIN (1u << 20) /* a smaller mapping is no RAM candidate */
-#define KVM_PROC_MAX_FDS (1u << 20) /* /proc/PID/fd entries looked at */
-#define KVM_PROC_MAX_THREADS 4096   /* /proc/PID/task entries looked at */
+#define KVM_PROC_MAX_VCPUS   512	/* vCPUs kept (more: `vcpus_cut` set) */
+#define KVM_PROC_MAX_VCPU_ID 65535	/* a larger N in kvm-vcpu:N is not KVM's */
+#define KVM_PROC_MAX_RAM     32		/* RAM candidates kept, the largest first */
+#define KVM_PROC_RAM_MIN     (1u << 20) /* a smaller mapping is no RAM candidate */
+#define KVM_PROC_MAX_FDS     (1u << 20) /* /proc/PID/fd entries looked at */
+#define KVM_PROC_MAX_THREADS 4096	/* /proc/PID/task entries looked at */
 
 /* What a link in /proc/PID/fd is, for KVM. */
 enum kvm_proc_fd_kind {
@@ -37,8 +37,8 @@ struct kvm_proc_vcpu {
 };
 
 /* A guest RAM candidate: a writable mapping of at least KVM_PROC_RAM_MIN bytes, anonymous, shared
- * memory (memfd, /dev/shm, hugetlbfs, SysV) or any shared file. Which guest-physical range it holds,
- * if any, is for the caller to prove (a page-table walk, the kernel's image). */
+ * memory (memfd, /dev/shm, hugetlbfs, SysV) or any shared file. Which guest-physical range it
+ * holds, if any, is for the caller to prove (a page-table walk, the kernel's image). */
 struct kvm_proc_ram {
 	uint64_t hva, len;
 	bool shared;
@@ -47,9 +47,10 @@ struct kvm_proc_ram {
 struct kvm_proc {
 	pid_t pid;
 	char comm[72]; /* the process's comm (at most 16 bytes), escaped by peer_text */
-	int vm_fd;	/* -1: none */
-	int nr_vm_fds;	/* anon_inode:kvm-vm fds seen (more than one: several VMs; vm_fd the lowest) */
-	int dev_fd;	/* /dev/kvm, -1: none */
+	int vm_fd;     /* -1: none */
+	int nr_vm_fds; /* anon_inode:kvm-vm fds seen (more than one: several VMs; vm_fd the lowest)
+			*/
+	int dev_fd;    /* /dev/kvm, -1: none */
 	unsigned nr_fds, nr_threads;
 	unsigned nr_vcpus; /* sorted by id */
 	bool vcpus_cut;	   /* more vCPU fds than KVM_PROC_MAX_VCPUS */

@@ -138,7 +138,8 @@ int proc_maps_each(pid_t pid, int (*each)(void *ctx, const struct proc_maps_entr
 			if (!nl)
 				break;
 			if (!skipping && lines++ < PROC_MAPS_MAX_LINES &&
-			    proc_maps_parse_line(buf + start, (size_t)(nl - buf - start), &e) == 0) {
+			    proc_maps_parse_line(buf + start, (size_t)(nl - buf - start), &e) ==
+				0) {
 				rc = each(ctx, &e);
 				if (rc)
 					goto out;

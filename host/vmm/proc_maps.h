@@ -10,11 +10,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PROC_MAPS_NAME_MAX 256	   /* bytes of a mapping's name kept (longer: cut, `cut` set) */
-#define PROC_MAPS_LINE_MAX 8192	   /* a longer line is skipped whole */
+#define PROC_MAPS_NAME_MAX  256	   /* bytes of a mapping's name kept (longer: cut, `cut` set) */
+#define PROC_MAPS_LINE_MAX  8192   /* a longer line is skipped whole */
 #define PROC_MAPS_MAX_LINES 200000 /* lines read at most (vm.max_map_count is 65530 by default) */
 
-/* One line of /proc/PID/maps: [lo, hi), permissions, and the name (path, [stack], anon_inode:...). */
+/* One line of /proc/PID/maps: [lo, hi), permissions, and the name (path, [stack], anon_inode:...).
+ */
 struct proc_maps_entry {
 	uint64_t lo, hi, offset;
 	bool r, w, x, shared;
@@ -22,8 +23,8 @@ struct proc_maps_entry {
 	char name[PROC_MAPS_NAME_MAX];
 };
 
-/* Parses one line (@len bytes, no NUL needed, without its newline) into @e: 0, or -EINVAL when it is
- * not "LO-HI PERMS OFFSET DEV INODE [NAME]" with LO < HI. Pure; any thread. */
+/* Parses one line (@len bytes, no NUL needed, without its newline) into @e: 0, or -EINVAL when it
+ * is not "LO-HI PERMS OFFSET DEV INODE [NAME]" with LO < HI. Pure; any thread. */
 int proc_maps_parse_line(const char *line, size_t len, struct proc_maps_entry *e);
 
 /* Calls @each for every well-formed line of /proc/@pid/maps (at most PROC_MAPS_MAX_LINES) until it

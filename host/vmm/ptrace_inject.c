@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SEIZE_ROUNDS 64	       /* listings of the threads until no new one shows */
-#define SCAN_MAX (64u << 20)   /* bytes of executable mappings searched for a syscall instruction */
-#define STEP_TRIES 8	       /* stops before the syscall instruction ran, tolerated */
-#define POLL_NS 1000000	       /* at most between two looks at a thread that has not stopped */
+#define SEIZE_ROUNDS 64		 /* listings of the threads until no new one shows */
+#define SCAN_MAX     (64u << 20) /* bytes of executable mappings searched for a syscall instruction */
+#define STEP_TRIES   8		 /* stops before the syscall instruction ran, tolerated */
+#define POLL_NS	     1000000	 /* at most between two looks at a thread that has not stopped */
 
 #define LINGER_MAX 64 /* threads seized that never stopped, remembered to be let go later */
 
@@ -125,16 +125,18 @@ static void why_eperm(const struct ptrace_inject *pi, const char *comm, char *er
 		close(fd);
 	}
 	if (tracer > 0)
-		msg_fmt(err, errlen,
-			"pid %d (%s): ptrace refused: the process is traced already (TracerPid %ld: a "
-			"debugger, strace, or another hvtrace)",
-			(int)pi->pid, comm, tracer);
+		msg_fmt(
+		    err, errlen,
+		    "pid %d (%s): ptrace refused: the process is traced already (TracerPid %ld: a "
+		    "debugger, strace, or another hvtrace)",
+		    (int)pi->pid, comm, tracer);
 	else
-		msg_fmt(err, errlen,
-			"pid %d (%s): ptrace refused (Operation not permitted): run hvtrace as root or "
-			"as the VMM's user with CAP_SYS_PTRACE%s%s%s",
-			(int)pi->pid, comm, scope[0] ? " (kernel.yama.ptrace_scope is " : "", scope,
-			scope[0] ? ")" : "");
+		msg_fmt(
+		    err, errlen,
+		    "pid %d (%s): ptrace refused (Operation not permitted): run hvtrace as root or "
+		    "as the VMM's user with CAP_SYS_PTRACE%s%s%s",
+		    (int)pi->pid, comm, scope[0] ? " (kernel.yama.ptrace_scope is " : "", scope,
+		    scope[0] ? ")" : "");
 }
 
 /* Seizes and interrupts every thread of the process not held yet: how many were new (0: none), or
@@ -156,12 +158,12 @@ static int seize_new(struct ptrace_inject *pi, const char *comm, char *err, size
 		char *endp;
 		long tid = strtol(de->d_name, &endp, 10);
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *endp || tid <= 0 || tid > INT32_MAX ||
-		    thread_of(pi, (pid_t)tid) || zombie(pi->pid, (pid_t)tid))
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *endp || tid <= 0 ||
+		    tid > INT32_MAX || thread_of(pi, (pid_t)tid) || zombie(pi->pid, (pid_t)tid))
 			continue;
 		if (pi->nr >= PTRACE_INJECT_MAX_THREADS) {
-			msg_fmt(err, errlen, "pid %d (%s): more than %u threads", (int)pi->pid, comm,
-				PTRACE_INJECT_MAX_THREADS);
+			msg_fmt(err, errlen, "pid %d (%s): more than %u threads", (int)pi->pid,
+				comm, PTRACE_INJECT_MAX_THREADS);
 			rc = -E2BIG;
 			break;
 		}
@@ -173,8 +175,8 @@ static int seize_new(struct ptrace_inject *pi, const char *comm, char *err, size
 			if (rc == -EPERM)
 				why_eperm(pi, comm, err, errlen);
 			else
-				msg_fmt(err, errlen, "pid %d (%s): thread %ld: ptrace: %s", (int)pi->pid,
-					comm, tid, strerror(-rc));
+				msg_fmt(err, errlen, "pid %d (%s): thread %ld: ptrace: %s",
+					(int)pi->pid, comm, tid, strerror(-rc));
 			break;
 		}
 		pi->thr[pi->nr++] = (struct ptrace_inject_thread){.tid = (pid_t)tid};
@@ -203,7 +205,8 @@ static int stop_all(struct ptrace_inject *pi, const char *comm, char *err, size_
 			rc = wait_tid(t->tid, deadline, &st);
 			if (rc == -ETIMEDOUT) {
 				msg_fmt(err, errlen,
-					"pid %d (%s): thread %d did not stop within %d ms of PTRACE_INTERRUPT",
+					"pid %d (%s): thread %d did not stop within %d ms of "
+					"PTRACE_INTERRUPT",
 					(int)pi->pid, comm, (int)t->tid, pi->timeout_ms);
 				return rc;
 			}
@@ -221,7 +224,8 @@ static int stop_all(struct ptrace_inject *pi, const char *comm, char *err, size_
 				continue;
 			t->stopped = true;
 			if ((st >> 16) == 0 && WSTOPSIG(st) != SIGTRAP && !t->sig)
-				t->sig = WSTOPSIG(st); /* a signal's delivery stop: delivered at the detach */
+				t->sig = WSTOPSIG(
+				    st); /* a signal's delivery stop: delivered at the detach */
 		}
 	}
 	return 0;
@@ -258,8 +262,8 @@ int ptrace_inject_attach(struct ptrace_inject *pi, pid_t pid, int timeout_ms, ch
 			break;
 	}
 	if (rc == 0 && round == SEIZE_ROUNDS) {
-		msg_fmt(err, errlen, "pid %d (%s): still making threads after %d looks", (int)pid, comm,
-			SEIZE_ROUNDS);
+		msg_fmt(err, errlen, "pid %d (%s): still making threads after %d looks", (int)pid,
+			comm, SEIZE_ROUNDS);
 		rc = -EAGAIN;
 	}
 	if (rc == 0 && !thread_of(pi, pid) && pi->nr == 0) {
@@ -271,7 +275,8 @@ int ptrace_inject_attach(struct ptrace_inject *pi, pid_t pid, int timeout_ms, ch
 		pi->mem_fd = open(path, O_RDWR | O_CLOEXEC);
 		if (pi->mem_fd < 0) {
 			rc = -errno;
-			msg_fmt(err, errlen, "pid %d (%s): %s: %s", (int)pid, comm, path, strerror(-rc));
+			msg_fmt(err, errlen, "pid %d (%s): %s: %s", (int)pid, comm, path,
+				strerror(-rc));
 		}
 	}
 	if (rc)
@@ -307,7 +312,7 @@ static int scan_exec(void *ctx, const struct proc_maps_entry *e)
 
 	if (!e->x || !e->r || strcmp(e->name, "[vsyscall]") == 0)
 		return 0;
-	for (uint64_t a = e->lo; a < e->hi && s->budget; ) {
+	for (uint64_t a = e->lo; a < e->hi && s->budget;) {
 		size_t n = e->hi - a < 65536 ? (size_t)(e->hi - a) : 65536;
 
 		if (n > s->budget)
@@ -364,9 +369,10 @@ int ptrace_inject_select(struct ptrace_inject *pi, pid_t tid, char *err, size_t 
 	if (!pi->syscall_at && proc_maps_each(pi->pid, scan_exec, &s) == 1)
 		pi->syscall_at = s.found;
 	if (!pi->syscall_at) {
-		msg_fmt(err, errlen,
-			"pid %d: no syscall instruction in its executable mappings (%u MiB searched)",
-			(int)pi->pid, SCAN_MAX >> 20);
+		msg_fmt(
+		    err, errlen,
+		    "pid %d: no syscall instruction in its executable mappings (%u MiB searched)",
+		    (int)pi->pid, SCAN_MAX >> 20);
 		pi->tid = 0;
 		pi->have_saved = false;
 		return -ENOEXEC;
@@ -400,10 +406,11 @@ static int seccomp_refuses(struct ptrace_inject *pi, pid_t tid, const char *name
 
 	if (mode == 1 && nr != SYS_read && nr != SYS_write && nr != SYS_exit &&
 	    nr != SYS_rt_sigreturn) {
-		msg_fmt(err, errlen,
-			"pid %d thread %d (%s): it runs in seccomp's strict mode, which would kill it "
-			"for %s: not injected",
-			(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name);
+		msg_fmt(
+		    err, errlen,
+		    "pid %d thread %d (%s): it runs in seccomp's strict mode, which would kill it "
+		    "for %s: not injected",
+		    (int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name);
 		return -EPERM;
 	}
 	if (mode != 2 || seccomp_check_thread(tid, nr, args, pi->syscall_at + 2, &action) != 0)
@@ -447,7 +454,8 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 	if (ptrace(PTRACE_SETREGS, tid, NULL, &r) != 0) {
 		rc = -errno;
 		msg_fmt(err, errlen, "pid %d thread %d (%s): setting its registers for %s: %s",
-			(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name, strerror(-rc));
+			(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name,
+			strerror(-rc));
 		return rc;
 	}
 	pi->injected++;
@@ -455,7 +463,8 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 		if (ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL) != 0) {
 			rc = -errno;
 			msg_fmt(err, errlen, "pid %d thread %d (%s): PTRACE_SINGLESTEP for %s: %s",
-				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name, strerror(-rc));
+				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)),
+				name, strerror(-rc));
 			if (rc == -ESRCH)
 				thread_gone(pi, tid);
 			return rc;
@@ -465,9 +474,11 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 		if (rc == -ETIMEDOUT) {
 			ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
 			rc = wait_tid(tid, now_ms() + (uint64_t)pi->timeout_ms, &st);
-			msg_fmt(err, errlen,
-				"pid %d thread %d (%s): the injected %s did not return within %d ms",
-				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name, pi->timeout_ms);
+			msg_fmt(
+			    err, errlen,
+			    "pid %d thread %d (%s): the injected %s did not return within %d ms",
+			    (int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)),
+			    name, pi->timeout_ms);
 			if (rc != 1 || !WIFSTOPPED(st))
 				thread_gone(pi, tid);
 			return -ETIMEDOUT;
@@ -475,8 +486,9 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 		if (rc < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
 			bool sys = rc == 1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS;
 
-			msg_fmt(err, errlen, "pid %d thread %d (%s) %s at the injected %s%s", (int)pi->pid,
-				(int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), sys ? "was killed by SIGSYS" : "ended", name,
+			msg_fmt(err, errlen, "pid %d thread %d (%s) %s at the injected %s%s",
+				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)),
+				sys ? "was killed by SIGSYS" : "ended", name,
 				sys ? " (its seccomp filter forbids it)" : "");
 			thread_gone(pi, tid);
 			return -ESRCH;
@@ -485,8 +497,10 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 			continue;
 		if (ptrace(PTRACE_GETREGS, tid, NULL, &r) != 0) {
 			rc = -errno;
-			msg_fmt(err, errlen, "pid %d thread %d (%s): reading its registers after %s: %s",
-				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name, strerror(-rc));
+			msg_fmt(err, errlen,
+				"pid %d thread %d (%s): reading its registers after %s: %s",
+				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)),
+				name, strerror(-rc));
 			if (rc == -ESRCH)
 				thread_gone(pi, tid);
 			return rc;
@@ -494,8 +508,10 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 		if ((st >> 16) == 0 && WSTOPSIG(st) == SIGSYS) {
 			/* SECCOMP_RET_TRAP: the signal is not delivered (the VMM never sees it) */
 			msg_fmt(err, errlen,
-				"pid %d thread %d (%s): its seccomp filter trapped the injected %s (SIGSYS)",
-				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name);
+				"pid %d thread %d (%s): its seccomp filter trapped the injected %s "
+				"(SIGSYS)",
+				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)),
+				name);
 			return -EPERM;
 		}
 		if (r.rip == pi->syscall_at + 2)
@@ -508,20 +524,24 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 				t->sig = WSTOPSIG(st);
 			continue;
 		}
-		msg_fmt(err, errlen,
-			"pid %d thread %d (%s): after the injected %s it stopped at 0x%llx, not 0x%llx",
-			(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name, (unsigned long long)r.rip,
-			(unsigned long long)pi->syscall_at + 2);
+		msg_fmt(
+		    err, errlen,
+		    "pid %d thread %d (%s): after the injected %s it stopped at 0x%llx, not 0x%llx",
+		    (int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name,
+		    (unsigned long long)r.rip, (unsigned long long)pi->syscall_at + 2);
 		return -EIO;
 	}
 	*ret = (int64_t)r.rax;
 	if ((*ret == -EPERM || *ret == -EACCES || *ret == -ENOSYS) &&
 	    status_field(pi->pid, tid, "Seccomp") > 0) {
-		msg_fmt(err, errlen,
-			"pid %d thread %d (%s): the injected %s returned %s under the thread's seccomp "
-			"filter: refused there",
-			(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name,
-			*ret == -EPERM ? "EPERM" : *ret == -EACCES ? "EACCES" : "ENOSYS");
+		msg_fmt(
+		    err, errlen,
+		    "pid %d thread %d (%s): the injected %s returned %s under the thread's seccomp "
+		    "filter: refused there",
+		    (int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name,
+		    *ret == -EPERM    ? "EPERM"
+		    : *ret == -EACCES ? "EACCES"
+				      : "ENOSYS");
 		return -EPERM;
 	}
 	return 0;
@@ -552,8 +572,8 @@ int ptrace_inject_scratch(struct ptrace_inject *pi, size_t len, uint64_t *addr, 
 
 	if (!pi->tid || !pi->have_saved || pi->scratch || len == 0 ||
 	    len > PTRACE_INJECT_SCRATCH_MAX) {
-		msg_fmt(err, errlen, "pid %d: no scratch memory of %zu bytes to be had", (int)pi->pid,
-			len);
+		msg_fmt(err, errlen, "pid %d: no scratch memory of %zu bytes to be had",
+			(int)pi->pid, len);
 		return -EINVAL;
 	}
 	if (rsp < PTRACE_INJECT_RED_ZONE + len + 64) {
@@ -565,7 +585,8 @@ int ptrace_inject_scratch(struct ptrace_inject *pi, size_t len, uint64_t *addr, 
 	proc_maps_each(pi->pid, in_writable, &s);
 	if (!s.ok || ptrace_inject_read(pi, s.lo, pi->scratch_saved, len) != 0) {
 		msg_fmt(err, errlen,
-			"pid %d thread %d: no %zu writable bytes below its stack's red zone (RSP 0x%llx)",
+			"pid %d thread %d: no %zu writable bytes below its stack's red zone (RSP "
+			"0x%llx)",
 			(int)pi->pid, (int)pi->tid, len, (unsigned long long)rsp);
 		return -EFAULT;
 	}
@@ -581,8 +602,8 @@ int ptrace_inject_restore(struct ptrace_inject *pi)
 
 	if (!pi->tid || !pi->have_saved)
 		return 0;
-	if (pi->scratch && ptrace_inject_write(pi, pi->scratch, pi->scratch_saved,
-					       pi->scratch_len) != 0)
+	if (pi->scratch &&
+	    ptrace_inject_write(pi, pi->scratch, pi->scratch_saved, pi->scratch_len) != 0)
 		rc = -EFAULT;
 	pi->scratch = 0;
 	if (ptrace(PTRACE_SETFPREGS, pi->tid, NULL, &pi->saved_fp) != 0 ||
@@ -602,9 +623,9 @@ void ptrace_inject_detach(struct ptrace_inject *pi)
 		struct ptrace_inject_thread *t = &pi->thr[i];
 		int st;
 
-		/* seized but not seen stopped (an attach that failed half-way): PTRACE_DETACH needs a
-		 * stop, so wait for the one its PTRACE_INTERRUPT brings (bounded; a thread left so is
-		 * let go by the kernel when hvtrace exits) */
+		/* seized but not seen stopped (an attach that failed half-way): PTRACE_DETACH needs
+		 * a stop, so wait for the one its PTRACE_INTERRUPT brings (bounded; a thread left
+		 * so is let go by the kernel when hvtrace exits) */
 		while (t->tid && !t->stopped && wait_tid(t->tid, deadline, &st) == 1)
 			if (WIFSTOPPED(st))
 				t->stopped = true;
@@ -617,10 +638,12 @@ void ptrace_inject_detach(struct ptrace_inject *pi)
 					linger[k].sig = t->sig;
 					break;
 				}
-		} else if (t->tid && ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(uintptr_t)t->sig) != 0 &&
+		} else if (t->tid &&
+			   ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(uintptr_t)t->sig) != 0 &&
 			   errno == ESRCH) {
-			/* no longer stopped: killed meanwhile (the VMM exited), its exit ours to reap
-			 * (else its process could never be reaped), or stopped again: let go then */
+			/* no longer stopped: killed meanwhile (the VMM exited), its exit ours to
+			 * reap (else its process could never be reaped), or stopped again: let go
+			 * then */
 			if (wait_tid(t->tid, deadline, &st) == 1 && WIFSTOPPED(st))
 				ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(uintptr_t)t->sig);
 		}
@@ -648,7 +671,8 @@ unsigned ptrace_inject_release(int wait_ms)
 			continue;
 		}
 		if (rc == 1 && WIFSTOPPED(st))
-			ptrace(PTRACE_DETACH, linger[k].tid, NULL, (void *)(uintptr_t)linger[k].sig);
+			ptrace(PTRACE_DETACH, linger[k].tid, NULL,
+			       (void *)(uintptr_t)linger[k].sig);
 		linger[k].tid = 0;
 	}
 	return held;

@@ -15,8 +15,8 @@
 
 #define PTRACE_INJECT_MAX_THREADS 4096 /* threads of the process held at most */
 #define PTRACE_INJECT_SCRATCH_MAX 4096 /* bytes of scratch memory on the thread's stack */
-#define PTRACE_INJECT_RED_ZONE 128     /* the x86_64 ABI's red zone below RSP, left alone */
-#define PTRACE_INJECT_TIMEOUT_MS 2000  /* the default deadline of each wait */
+#define PTRACE_INJECT_RED_ZONE	  128  /* the x86_64 ABI's red zone below RSP, left alone */
+#define PTRACE_INJECT_TIMEOUT_MS  2000 /* the default deadline of each wait */
 
 struct ptrace_inject_thread {
 	pid_t tid;

@@ -63,18 +63,49 @@ int seccomp_check_eval(const struct sock_filter *f, unsigned n, const struct sec
 			break;
 		case BPF_ALU:
 			switch (BPF_OP(i->code)) {
-			case BPF_ADD: a += src; break;
-			case BPF_SUB: a -= src; break;
-			case BPF_MUL: a *= src; break;
-			case BPF_DIV: if (!src) { *ret = 0; return 0; } a /= src; break;
-			case BPF_MOD: if (!src) { *ret = 0; return 0; } a %= src; break;
-			case BPF_OR: a |= src; break;
-			case BPF_AND: a &= src; break;
-			case BPF_XOR: a ^= src; break;
-			case BPF_LSH: a = src >= 32 ? 0 : a << src; break;
-			case BPF_RSH: a = src >= 32 ? 0 : a >> src; break;
-			case BPF_NEG: a = -a; break;
-			default: return -EINVAL;
+			case BPF_ADD:
+				a += src;
+				break;
+			case BPF_SUB:
+				a -= src;
+				break;
+			case BPF_MUL:
+				a *= src;
+				break;
+			case BPF_DIV:
+				if (!src) {
+					*ret = 0;
+					return 0;
+				}
+				a /= src;
+				break;
+			case BPF_MOD:
+				if (!src) {
+					*ret = 0;
+					return 0;
+				}
+				a %= src;
+				break;
+			case BPF_OR:
+				a |= src;
+				break;
+			case BPF_AND:
+				a &= src;
+				break;
+			case BPF_XOR:
+				a ^= src;
+				break;
+			case BPF_LSH:
+				a = src >= 32 ? 0 : a << src;
+				break;
+			case BPF_RSH:
+				a = src >= 32 ? 0 : a >> src;
+				break;
+			case BPF_NEG:
+				a = -a;
+				break;
+			default:
+				return -EINVAL;
 			}
 			break;
 		case BPF_JMP: {
@@ -88,11 +119,20 @@ int seccomp_check_eval(const struct sock_filter *f, unsigned n, const struct sec
 				break;
 			}
 			switch (BPF_OP(i->code)) {
-			case BPF_JEQ: t = a == src; break;
-			case BPF_JGT: t = a > src; break;
-			case BPF_JGE: t = a >= src; break;
-			case BPF_JSET: t = (a & src) != 0; break;
-			default: return -EINVAL;
+			case BPF_JEQ:
+				t = a == src;
+				break;
+			case BPF_JGT:
+				t = a > src;
+				break;
+			case BPF_JGE:
+				t = a >= src;
+				break;
+			case BPF_JSET:
+				t = (a & src) != 0;
+				break;
+			default:
+				return -EINVAL;
 			}
 			to = t ? i->jt : i->jf;
 			if (to >= n - pc - 1)
@@ -127,23 +167,32 @@ int seccomp_check_eval(const struct sock_filter *f, unsigned n, const struct sec
 static unsigned rank(uint32_t action)
 {
 	switch (action & SECCOMP_RET_ACTION_FULL) {
-	case SECCOMP_RET_KILL_PROCESS: return 0;
-	case SECCOMP_RET_KILL_THREAD: return 1;
-	case SECCOMP_RET_TRAP: return 2;
-	case SECCOMP_RET_ERRNO: return 3;
-	case SECCOMP_RET_USER_NOTIF: return 4;
-	case SECCOMP_RET_TRACE: return 5;
-	case SECCOMP_RET_LOG: return 6;
-	case SECCOMP_RET_ALLOW: return 7;
-	default: return 0; /* the kernel treats an unknown action as KILL_PROCESS */
+	case SECCOMP_RET_KILL_PROCESS:
+		return 0;
+	case SECCOMP_RET_KILL_THREAD:
+		return 1;
+	case SECCOMP_RET_TRAP:
+		return 2;
+	case SECCOMP_RET_ERRNO:
+		return 3;
+	case SECCOMP_RET_USER_NOTIF:
+		return 4;
+	case SECCOMP_RET_TRACE:
+		return 5;
+	case SECCOMP_RET_LOG:
+		return 6;
+	case SECCOMP_RET_ALLOW:
+		return 7;
+	default:
+		return 0; /* the kernel treats an unknown action as KILL_PROCESS */
 	}
 }
 
-int seccomp_check_thread(pid_t tid, long nr, const uint64_t args[6], uint64_t ip,
-			 uint32_t *action)
+int seccomp_check_thread(pid_t tid, long nr, const uint64_t args[6], uint64_t ip, uint32_t *action)
 {
 	static struct sock_filter prog[BPF_MAXINSNS]; /* main thread only */
-	struct seccomp_data d = {.nr = (int)nr, .arch = AUDIT_ARCH_X86_64, .instruction_pointer = ip};
+	struct seccomp_data d = {
+	    .nr = (int)nr, .arch = AUDIT_ARCH_X86_64, .instruction_pointer = ip};
 	uint32_t best = SECCOMP_RET_ALLOW;
 
 	for (int i = 0; i < 6; i++)
@@ -158,7 +207,8 @@ int seccomp_check_thread(pid_t tid, long nr, const uint64_t args[6], uint64_t ip
 		if (n < 0 && errno == EINVAL && idx == 0)
 			break; /* not in filter mode: no filter */
 		if (n < 0)
-			return errno == EMEDIUMTYPE ? -EINVAL : -errno; /* EMEDIUMTYPE: an eBPF one */
+			return errno == EMEDIUMTYPE ? -EINVAL
+						    : -errno; /* EMEDIUMTYPE: an eBPF one */
 		if (n == 0 || n > BPF_MAXINSNS)
 			return -EINVAL;
 		if (ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)idx, prog) != n)
@@ -176,14 +226,23 @@ int seccomp_check_thread(pid_t tid, long nr, const uint64_t args[6], uint64_t ip
 const char *seccomp_check_action_name(uint32_t action)
 {
 	switch (action & SECCOMP_RET_ACTION_FULL) {
-	case SECCOMP_RET_KILL_PROCESS: return "SECCOMP_RET_KILL_PROCESS";
-	case SECCOMP_RET_KILL_THREAD: return "SECCOMP_RET_KILL_THREAD";
-	case SECCOMP_RET_TRAP: return "SECCOMP_RET_TRAP";
-	case SECCOMP_RET_ERRNO: return "SECCOMP_RET_ERRNO";
-	case SECCOMP_RET_USER_NOTIF: return "SECCOMP_RET_USER_NOTIF";
-	case SECCOMP_RET_TRACE: return "SECCOMP_RET_TRACE";
-	case SECCOMP_RET_LOG: return "SECCOMP_RET_LOG";
-	case SECCOMP_RET_ALLOW: return "SECCOMP_RET_ALLOW";
-	default: return "an unknown seccomp action (the kernel kills)";
+	case SECCOMP_RET_KILL_PROCESS:
+		return "SECCOMP_RET_KILL_PROCESS";
+	case SECCOMP_RET_KILL_THREAD:
+		return "SECCOMP_RET_KILL_THREAD";
+	case SECCOMP_RET_TRAP:
+		return "SECCOMP_RET_TRAP";
+	case SECCOMP_RET_ERRNO:
+		return "SECCOMP_RET_ERRNO";
+	case SECCOMP_RET_USER_NOTIF:
+		return "SECCOMP_RET_USER_NOTIF";
+	case SECCOMP_RET_TRACE:
+		return "SECCOMP_RET_TRACE";
+	case SECCOMP_RET_LOG:
+		return "SECCOMP_RET_LOG";
+	case SECCOMP_RET_ALLOW:
+		return "SECCOMP_RET_ALLOW";
+	default:
+		return "an unknown seccomp action (the kernel kills)";
 	}
 }

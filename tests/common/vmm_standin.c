@@ -40,9 +40,10 @@ static void standin(int report, enum vmm_standin_mode mode, unsigned exit_us)
 {
 	/* an exit per round (the OUT): a guest that never exits starves a nested host's CPU of its
 	 * timer (the nested lane's L1 stalled in RCU with a pure `incq; jmp` loop in L2) */
-	static const uint8_t loop[] = {0x48, 0xff, 0x04, 0x25, 0x00, 0x20, 0x00, 0x00, /* incq 0x2000 */
-				       0xe6, 0x80,				      /* out %al, $0x80 */
-				       0xeb, 0xf4};				      /* jmp loop */
+	static const uint8_t loop[] = {0x48, 0xff, 0x04, 0x25,
+				       0x00, 0x20, 0x00, 0x00, /* incq 0x2000 */
+				       0xe6, 0x80,	       /* out %al, $0x80 */
+				       0xeb, 0xf4};	       /* jmp loop */
 	struct vm_config cfg = {.smp = 1, .mem_mb = 8};
 	struct vmm_standin_info info = {0};
 	struct timespec ts;
@@ -79,7 +80,8 @@ static void standin(int report, enum vmm_standin_mode mode, unsigned exit_us)
 	info.vcpu_fd = vm.vcpus[0].fd;
 	if (pthread_create(&th, NULL, vcpu_loop, NULL))
 		_exit(25);
-	while (!atomic_load(&vcpu_tid) || *(volatile uint64_t *)(vm.ram + VMM_STANDIN_COUNTER_GPA) == 0)
+	while (!atomic_load(&vcpu_tid) ||
+	       *(volatile uint64_t *)(vm.ram + VMM_STANDIN_COUNTER_GPA) == 0)
 		usleep(1000);
 	info.vcpu_tid = atomic_load(&vcpu_tid);
 	if (write(report, &info, sizeof(info)) != (ssize_t)sizeof(info))
@@ -91,14 +93,16 @@ static void standin(int report, enum vmm_standin_mode mode, unsigned exit_us)
 		_exit(0);
 	case VMM_STANDIN_REMAP:
 		for (;;) {
-			void *p = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-				       -1, 0), *q;
+			void *p = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE,
+				       MAP_SHARED | MAP_ANONYMOUS, -1, 0),
+			     *q;
 			pthread_t t;
 
 			if (p != MAP_FAILED) {
 				memset(p, 1, 4096);
 				q = mremap(p, 4 << 20, 8 << 20, MREMAP_MAYMOVE);
-				munmap(q != MAP_FAILED ? q : p, q != MAP_FAILED ? 8 << 20 : 4 << 20);
+				munmap(q != MAP_FAILED ? q : p,
+				       q != MAP_FAILED ? 8 << 20 : 4 << 20);
 			}
 			if (pthread_create(&t, NULL, nothing, NULL) == 0)
 				pthread_join(t, NULL);
@@ -140,7 +144,8 @@ int vmm_standin_start(struct vmm_standin *s, enum vmm_standin_mode mode, unsigne
 	close(fds[0]);
 	if (n != (ssize_t)sizeof(s->info)) {
 		vmm_standin_kill(s);
-		snprintf(err, errlen, "the stand-in VMM did not report within 10 s (see its line above)");
+		snprintf(err, errlen,
+			 "the stand-in VMM did not report within 10 s (see its line above)");
 		return -EIO;
 	}
 	return 0;

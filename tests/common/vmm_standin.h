@@ -2,8 +2,8 @@
  * with a KVM VM of its own (hvtrace's embedded VM code as a library: 8 MiB of RAM, one vCPU in long
  * mode running `incq (0x2000); out %al, $0x80; jmp` on a thread of its own that re-enters KVM_RUN
  * after each exit at once, its main thread waiting), registers set
- * with KVM_SET_REGS / KVM_SET_SREGS before it runs, a cookie written into its RAM. It shares nothing
- * with the test but the report it writes once running. Needs /dev/kvm. */
+ * with KVM_SET_REGS / KVM_SET_SREGS before it runs, a cookie written into its RAM. It shares
+ * nothing with the test but the report it writes once running. Needs /dev/kvm. */
 #ifndef HVT_TESTS_VMM_STANDIN_H
 #define HVT_TESTS_VMM_STANDIN_H
 
@@ -12,9 +12,9 @@
 #include <sys/types.h>
 #include <linux/kvm.h>
 
-#define VMM_STANDIN_CODE_GPA 0x1000ull	  /* the guest loop, 12 bytes */
+#define VMM_STANDIN_CODE_GPA	0x1000ull /* the guest loop, 12 bytes */
 #define VMM_STANDIN_COUNTER_GPA 0x2000ull /* the u64 it increments */
-#define VMM_STANDIN_COOKIE_GPA 0x4000ull  /* the cookie */
+#define VMM_STANDIN_COOKIE_GPA	0x4000ull /* the cookie */
 
 enum vmm_standin_mode {
 	VMM_STANDIN_PLAIN, /* the main thread waits */

@@ -37,7 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (len < sizeof(link)) {
 			memcpy(link, p, len);
 			link[len] = 0;
-			if (kvm_proc_fd_kind(link, &id) == KVM_PROC_FD_VCPU && id > KVM_PROC_MAX_VCPU_ID)
+			if (kvm_proc_fd_kind(link, &id) == KVM_PROC_FD_VCPU &&
+			    id > KVM_PROC_MAX_VCPU_ID)
 				abort();
 		}
 		if (kvm_proc_parse_syscall(p, len, &nr, args) == 0 && (nr < 0 || nr > 4095))

@@ -229,8 +229,8 @@ static void *watchdog(void *arg)
 	sleep((unsigned)(uintptr_t)arg);
 	if (phase_done)
 		return NULL;
-	fprintf(stderr, "watchdog: stuck in round %d at %s (stand-in pid %d)\n", phase_round,
-		phase, (int)phase_pid);
+	fprintf(stderr, "watchdog: stuck in round %d at %s (stand-in pid %d)\n", phase_round, phase,
+		(int)phase_pid);
 	for (const char *f = "status\0syscall\0wchan\0stack\0"; *f; f += strlen(f) + 1) {
 		int fd;
 		ssize_t n;
@@ -317,7 +317,8 @@ static void test_remapping(void **state)
 		if (rc == 0) {
 			rc = ptrace_inject_select(&pi, s.pid, err, sizeof(err));
 			if (rc == 0)
-				rc = kvm_inject_get_sregs(&pi, s.info.vcpu_fd, &sr, err, sizeof(err));
+				rc = kvm_inject_get_sregs(&pi, s.info.vcpu_fd, &sr, err,
+							  sizeof(err));
 			if (rc == 0)
 				assert_int_equal(sr.cr3, s.info.sregs.cr3);
 			ptrace_inject_detach(&pi);

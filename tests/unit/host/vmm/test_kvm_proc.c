@@ -49,8 +49,8 @@ static void test_parse_syscall(void **state)
 	uint64_t args[6] = {0};
 
 	(void)state;
-	assert_int_equal(SYSCALL_OK("16 0xc 0xae80 0x0 0x0 0x0 0x0 0x7f5e3bffe8c8 0x7f5e4bd1fafb\n"),
-			 0);
+	assert_int_equal(
+	    SYSCALL_OK("16 0xc 0xae80 0x0 0x0 0x0 0x0 0x7f5e3bffe8c8 0x7f5e4bd1fafb\n"), 0);
 	assert_int_equal(nr, 16);
 	assert_int_equal(args[0], 12);
 	assert_int_equal(args[1], 0xae80);
@@ -98,9 +98,8 @@ static void test_maps_line(void **state)
 			 0);
 	assert_string_equal(e.name, "anon_inode:kvm-vcpu:0");
 	assert_int_equal(LINE("55d5e1c00000-55d5e1c21000 rw-p 00000000 00:00 0 [heap]", &e), 0);
-	assert_int_equal(LINE("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]",
-			      &e),
-			 0);
+	assert_int_equal(
+	    LINE("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]", &e), 0);
 	assert_true(e.x && !e.r);
 	assert_int_equal(LINE("7f5e-7f5e rw-p 00000000 00:00 0", &e), -EINVAL); /* empty */
 	assert_int_equal(LINE("7f5f-7f5e rw-p 00000000 00:00 0", &e), -EINVAL);
@@ -132,12 +131,12 @@ static void test_ram_candidates(void **state)
 	kp.nr_vcpus = 2;
 	kp.vcpu[0] = (struct kvm_proc_vcpu){.id = 0, .fd = 12};
 	kp.vcpu[1] = (struct kvm_proc_vcpu){.id = 1, .fd = 13};
-	take("7f5e3c000000-7f5e7c000000 rw-p 00000000 00:00 0 ");	       /* 1 GiB anonymous */
+	take("7f5e3c000000-7f5e7c000000 rw-p 00000000 00:00 0 "); /* 1 GiB anonymous */
 	take("7f0000000000-7f0000800000 rw-s 00000000 00:01 9 /memfd:pc.ram (deleted)");
-	take("7f1000000000-7f1000100000 rw-p 00000000 00:00 0 ");	       /* 1 MiB: the least */
-	take("7f2000000000-7f20000ff000 rw-p 00000000 00:00 0 ");	       /* smaller */
+	take("7f1000000000-7f1000100000 rw-p 00000000 00:00 0 "); /* 1 MiB: the least */
+	take("7f2000000000-7f20000ff000 rw-p 00000000 00:00 0 "); /* smaller */
 	take("7f3000000000-7f3001000000 r-xp 00000000 08:01 5 /usr/lib/libc.so.6");
-	take("7f4000000000-7f4001000000 r--p 00000000 00:00 0 ");	       /* read-only */
+	take("7f4000000000-7f4001000000 r--p 00000000 00:00 0 "); /* read-only */
 	take("7ffc00000000-7ffc00800000 rw-p 00000000 00:00 0 [stack]");
 	take("7f5000000000-7f5001000000 rw-p 00000000 08:01 5 /var/lib/private-file");
 	take("7f6000000000-7f6001000000 rw-s 00000000 08:01 5 /var/lib/vm.img"); /* shared file */
@@ -170,8 +169,10 @@ static void test_not_a_vmm(void **state)
 
 	(void)state;
 	assert_int_equal(kvm_proc_discover(getpid(), &kp, err, sizeof(err)), -ENODEV);
-	snprintf(want, sizeof(want), "pid %d (test_kvm_proc): not a KVM VMM: no anon_inode:kvm-vm "
-		 "among its %u open files", (int)getpid(), kp.nr_fds);
+	snprintf(want, sizeof(want),
+		 "pid %d (test_kvm_proc): not a KVM VMM: no anon_inode:kvm-vm "
+		 "among its %u open files",
+		 (int)getpid(), kp.nr_fds);
 	assert_string_equal(err, want);
 	assert_true(kp.nr_fds >= 3);
 	assert_int_equal(kvm_proc_discover(1 << 23, &kp, err, sizeof(err)), -ESRCH);
@@ -199,9 +200,9 @@ static void test_maps_each_self(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fd_kind),	   cmocka_unit_test(test_parse_syscall),
-	    cmocka_unit_test(test_maps_line),	   cmocka_unit_test(test_ram_candidates),
-	    cmocka_unit_test(test_not_a_vmm),	   cmocka_unit_test(test_maps_each_self),
+	    cmocka_unit_test(test_fd_kind),   cmocka_unit_test(test_parse_syscall),
+	    cmocka_unit_test(test_maps_line), cmocka_unit_test(test_ram_candidates),
+	    cmocka_unit_test(test_not_a_vmm), cmocka_unit_test(test_maps_each_self),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct ptrace_inject pi; /* large: not on the stack */
+static struct ptrace_inject pi;	   /* large: not on the stack */
 static volatile uint64_t *counter; /* shared with the children: their progress */
 
 static uint64_t now_ms(void)
@@ -242,8 +242,8 @@ static void test_mmap_and_scratch(void **state)
 	assert_int_equal(ptrace_inject_read(&pi, page, back, 1), -EFAULT);
 
 	/* scratch below the red zone: its bytes come back */
-	assert_int_equal(ptrace_inject_read(&pi, pi.saved.rsp - sizeof(below), below, sizeof(below)),
-			 0);
+	assert_int_equal(
+	    ptrace_inject_read(&pi, pi.saved.rsp - sizeof(below), below, sizeof(below)), 0);
 	assert_int_equal(ptrace_inject_scratch(&pi, sizeof(junk), &scratch, err, sizeof(err)), 0);
 	assert_true(scratch + sizeof(junk) <= pi.saved.rsp - PTRACE_INJECT_RED_ZONE);
 	assert_int_equal(scratch & 63, 0);
@@ -254,8 +254,8 @@ static void test_mmap_and_scratch(void **state)
 	assert_int_equal(ptrace_inject_read(&pi, scratch, back, 16), 0);
 	assert_memory_not_equal(back, junk, 16);
 	assert_int_equal(ptrace_inject_restore(&pi), 0);
-	assert_int_equal(ptrace_inject_read(&pi, pi.saved.rsp - sizeof(again), again, sizeof(again)),
-			 0);
+	assert_int_equal(
+	    ptrace_inject_read(&pi, pi.saved.rsp - sizeof(again), again, sizeof(again)), 0);
 	assert_memory_equal(below, again, sizeof(below));
 	ptrace_inject_detach(&pi);
 	assert_runs_on();
@@ -277,7 +277,8 @@ static void filtered(void)
 	};
 	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
 		_exit(9);
 	busy();
 }
@@ -293,19 +294,18 @@ static void test_seccomp(void **state)
 	(void)state;
 	/* the filters run first: nothing refused is injected, even what would kill */
 	attach_select(pid);
-	assert_int_equal(ptrace_inject_syscall(&pi, "getppid", SYS_getppid, args, &ret, err,
-					       sizeof(err)),
-			 -EPERM);
+	assert_int_equal(
+	    ptrace_inject_syscall(&pi, "getppid", SYS_getppid, args, &ret, err, sizeof(err)),
+	    -EPERM);
 	assert_int_equal(ret, 0x7777);
 	assert_non_null(strstr(err, "its seccomp filter would answer getppid with "
 				    "SECCOMP_RET_ERRNO: not injected"));
-	assert_int_equal(ptrace_inject_syscall(&pi, "getuid", SYS_getuid, args, &ret, err,
-					       sizeof(err)),
-			 -EPERM);
+	assert_int_equal(
+	    ptrace_inject_syscall(&pi, "getuid", SYS_getuid, args, &ret, err, sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "would answer getuid with SECCOMP_RET_TRAP: not injected"));
-	assert_int_equal(ptrace_inject_syscall(&pi, "getpgrp", SYS_getpgrp, args, &ret, err,
-					       sizeof(err)),
-			 -EPERM);
+	assert_int_equal(
+	    ptrace_inject_syscall(&pi, "getpgrp", SYS_getpgrp, args, &ret, err, sizeof(err)),
+	    -EPERM);
 	assert_non_null(strstr(err, "would answer getpgrp with SECCOMP_RET_KILL_PROCESS: not "
 				    "injected"));
 	assert_int_equal(pi.injected, 0);
@@ -316,18 +316,18 @@ static void test_seccomp(void **state)
 	/* unchecked: the refusal seen in the result */
 	attach_select(pid);
 	pi.seccomp_unchecked = true;
-	assert_int_equal(ptrace_inject_syscall(&pi, "getppid", SYS_getppid, args, &ret, err,
-					       sizeof(err)),
-			 -EPERM);
+	assert_int_equal(
+	    ptrace_inject_syscall(&pi, "getppid", SYS_getppid, args, &ret, err, sizeof(err)),
+	    -EPERM);
 	assert_int_equal(ret, -EPERM);
-	assert_non_null(strstr(err, "the injected getppid returned EPERM under the thread's seccomp "
-				    "filter"));
+	assert_non_null(strstr(err,
+			       "the injected getppid returned EPERM under the thread's seccomp "
+			       "filter"));
 	/* the thread is still usable */
 	assert_int_equal(inject(SYS_gettid, 0, 0, 0, 0, 0, 0), pid);
 	err[0] = 0;
-	assert_int_equal(ptrace_inject_syscall(&pi, "getuid", SYS_getuid, args, &ret, err,
-					       sizeof(err)),
-			 -EPERM);
+	assert_int_equal(
+	    ptrace_inject_syscall(&pi, "getuid", SYS_getuid, args, &ret, err, sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "its seccomp filter trapped the injected getuid (SIGSYS)"));
 	assert_int_equal(inject(SYS_getpid, 0, 0, 0, 0, 0, 0), pid);
 	ptrace_inject_detach(&pi);
@@ -336,9 +336,9 @@ static void test_seccomp(void **state)
 	attach_select(pid);
 	pi.seccomp_unchecked = true;
 	err[0] = 0;
-	assert_int_equal(ptrace_inject_syscall(&pi, "getpgrp", SYS_getpgrp, args, &ret, err,
-					       sizeof(err)),
-			 -ESRCH);
+	assert_int_equal(
+	    ptrace_inject_syscall(&pi, "getpgrp", SYS_getpgrp, args, &ret, err, sizeof(err)),
+	    -ESRCH);
 	assert_non_null(strstr(err, "was killed by SIGSYS at the injected getpgrp (its seccomp "
 				    "filter forbids it)"));
 	ptrace_inject_detach(&pi);
@@ -442,8 +442,8 @@ static void test_exits_during_attach(void **state)
 		if (rc == 0) {
 			rc = ptrace_inject_select(&pi, pid, err, sizeof(err));
 			if (rc == 0)
-				rc = ptrace_inject_syscall(&pi, "getpid", SYS_getpid, args, &ret, err,
-							   sizeof(err));
+				rc = ptrace_inject_syscall(&pi, "getpid", SYS_getpid, args, &ret,
+							   err, sizeof(err));
 			if (rc == 0)
 				assert_int_equal(ret, pid);
 			ptrace_inject_detach(&pi);
@@ -455,7 +455,8 @@ static void test_exits_during_attach(void **state)
 			assert_null(strchr(err, '\n'));
 		}
 		assert_true(now_ms() - t0 < 3000);
-		/* reapable: no thread of it left unreaped by the tracer (bounded: fail, not hang) */
+		/* reapable: no thread of it left unreaped by the tracer (bounded: fail, not hang)
+		 */
 		for (int i = 0;; i++) {
 			pid_t r = waitpid(pid, NULL, __WALL | WNOHANG);
 
@@ -508,13 +509,12 @@ static void test_hostile_churn(void **state)
 		if (rc == 0) {
 			rc = ptrace_inject_select(&pi, pid, err, sizeof(err));
 			if (rc == 0)
-				rc = ptrace_inject_syscall(&pi, "getpid", SYS_getpid, args, &ret, err,
-							   sizeof(err));
+				rc = ptrace_inject_syscall(&pi, "getpid", SYS_getpid, args, &ret,
+							   err, sizeof(err));
 			if (rc == 0) {
 				assert_int_equal(ret, pid);
-				assert_int_equal(ptrace_inject_scratch(&pi, 128, &scratch, err,
-								       sizeof(err)),
-						 0);
+				assert_int_equal(
+				    ptrace_inject_scratch(&pi, 128, &scratch, err, sizeof(err)), 0);
 			}
 			ptrace_inject_detach(&pi);
 		}
@@ -531,7 +531,7 @@ static void test_hostile_churn(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_getpid_busy),	    cmocka_unit_test(test_blocked_read_restarts),
+	    cmocka_unit_test(test_getpid_busy),	     cmocka_unit_test(test_blocked_read_restarts),
 	    cmocka_unit_test(test_mmap_and_scratch), cmocka_unit_test(test_seccomp),
 	    cmocka_unit_test(test_traced_already),   cmocka_unit_test(test_no_process),
 	    cmocka_unit_test(test_will_not_stop),    cmocka_unit_test(test_exits_during_attach),

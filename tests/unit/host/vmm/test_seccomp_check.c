@@ -72,11 +72,13 @@ static void test_alu(void **state)
 	    BPF_STMT(BPF_LD | BPF_IMM, 7),	     BPF_STMT(BPF_ALU | BPF_MUL | BPF_K, 6),
 	    BPF_STMT(BPF_LDX | BPF_IMM, 2),	     BPF_STMT(BPF_ALU | BPF_SUB | BPF_X, 0),
 	    BPF_STMT(BPF_ALU | BPF_LSH | BPF_K, 40), /* past 31: 0 */
-	    BPF_STMT(BPF_ALU | BPF_OR | BPF_K, 9),    BPF_STMT(BPF_RET | BPF_A, 0),
+	    BPF_STMT(BPF_ALU | BPF_OR | BPF_K, 9),   BPF_STMT(BPF_RET | BPF_A, 0),
 	};
 	const struct sock_filter div0[] = {
-	    BPF_STMT(BPF_LD | BPF_IMM, 7), BPF_STMT(BPF_LDX | BPF_IMM, 0),
-	    BPF_STMT(BPF_ALU | BPF_DIV | BPF_X, 0), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_IMM, 7),
+	    BPF_STMT(BPF_LDX | BPF_IMM, 0),
+	    BPF_STMT(BPF_ALU | BPF_DIV | BPF_X, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct seccomp_data d = {0};
 	uint32_t ret;
