@@ -270,6 +270,27 @@ unsigned kvm_proc_vcpu_threads(struct kvm_proc *kp)
 	return missing;
 }
 
+/* Has @pid exited (a zombie whose files are closed, or gone)? Its state follows the last ')' of
+ * /proc/PID/stat (the comm may hold any byte). */
+static bool exited(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 int kvm_proc_discover(pid_t pid, struct kvm_proc *kp, char *err, size_t errlen)
 {
 	int rc;
@@ -294,6 +315,11 @@ int kvm_proc_discover(pid_t pid, struct kvm_proc *kp, char *err, size_t errlen)
 			"or its own user with kernel.yama.ptrace_scope 0)",
 			(int)pid, kp->comm, (int)pid, strerror(-rc));
 		return rc == -EPERM ? -EACCES : rc;
+	}
+	if (kp->vm_fd < 0 && exited(pid)) {
+		msg_fmt(err, errlen, "pid %d (%s) has exited (a zombie, or gone)", (int)pid,
+			kp->comm);
+		return -ESRCH;
 	}
 	if (kp->vm_fd < 0) {
 		msg_fmt(

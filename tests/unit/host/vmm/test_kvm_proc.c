@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct kvm_proc kp;
@@ -180,6 +181,29 @@ static void test_not_a_vmm(void **state)
 	assert_int_equal(kvm_proc_discover(0, &kp, err, sizeof(err)), -ESRCH);
 }
 
+/* A process that has exited and is not reaped yet (its files closed): said so, not "not a VMM". */
+static void test_zombie(void **state)
+{
+	char err[256], want[128];
+	pid_t pid = fork();
+
+	(void)state;
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	for (int i = 0; i < 5000; i++) { /* until it is a zombie (waitid WNOWAIT leaves it so) */
+		siginfo_t si = {0};
+
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0 && si.si_pid == pid)
+			break;
+	}
+	assert_int_equal(kvm_proc_discover(pid, &kp, err, sizeof(err)), -ESRCH);
+	snprintf(want, sizeof(want), "pid %d (test_kvm_proc) has exited (a zombie, or gone)",
+		 (int)pid);
+	assert_string_equal(err, want);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
 static int count_lines(void *ctx, const struct proc_maps_entry *e)
 {
 	(void)e;
@@ -200,9 +224,10 @@ static void test_maps_each_self(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fd_kind),   cmocka_unit_test(test_parse_syscall),
-	    cmocka_unit_test(test_maps_line), cmocka_unit_test(test_ram_candidates),
-	    cmocka_unit_test(test_not_a_vmm), cmocka_unit_test(test_maps_each_self),
+	    cmocka_unit_test(test_fd_kind),	   cmocka_unit_test(test_parse_syscall),
+	    cmocka_unit_test(test_maps_line),	   cmocka_unit_test(test_ram_candidates),
+	    cmocka_unit_test(test_not_a_vmm),	   cmocka_unit_test(test_zombie),
+	    cmocka_unit_test(test_maps_each_self),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
