@@ -364,14 +364,15 @@ qemu-versions: | $(DEPS)
 # tables in guest memory (kallsyms), trace.dat files for `report` (tracedat), record streams through
 # the viewer sinks and the live JSON Lines (viz_sinks), session files and --expect-* specs (session),
 # QEMU's query-cpus-fast answer for record --host (vcpu_threads), a function's first instructions
-# relocated out of line from guest bytes (x86_reloc), a kernel image's head, gzip'd or not (kimage). Each
+# relocated out of line from guest bytes (x86_reloc), a kernel image's head, gzip'd or not (kimage), a
+# VMM process's /proc maps, fd links and syscall lines (kvm_proc). Each
 # runs FUZZ_SECONDS (default 30) from its seeds in
 # tests/fuzz/corpus/<name>/, new inputs kept in build/fuzz/corpus/<name>/; ASan, and UBSan aborting
 # (-fno-sanitize-recover), so any report is a crash that stops `make fuzz`. `make fuzz-smoke`: 5 s
 # each; `make fuzz-replay`: each seed once, no mutation (CI).
 FUZZ_SECONDS ?= 30
 FUZZERS      := fevent gdbstub qmp sysmap elf btf accel memmap qemu_cmdline kallsyms tracedat e820 \
-                viz_sinks session event_filter trigger_stack vcpu_threads x86_reloc kimage stub_agg
+                viz_sinks session event_filter trigger_stack vcpu_threads x86_reloc kimage stub_agg kvm_proc
 FUZZ_CFLAGS  := -std=gnu11 -I. -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS_fevent  := host/trace/fevent.c host/trace/escape.c vmi/vmi_symtab.c
@@ -389,6 +390,7 @@ FUZZ_SRCS_memmap  := host/qemu/qemu_memmap.c host/qemu/qemu_mem.c host/vmm/proc_
 FUZZ_SRCS_qemu_cmdline := host/qemu/qemu_cmdline.c
 FUZZ_SRCS_vcpu_threads := host/qemu/qemu_vcpu_threads.c host/qemu/qmp_json.c
 FUZZ_SRCS_kallsyms := vmi/vmi_kallsyms.c
+FUZZ_SRCS_kvm_proc := host/vmm/kvm_proc.c host/vmm/proc_maps.c
 FUZZ_SRCS_kimage  := vmi/vmi_kimage.c
 FUZZ_SRCS_stub_agg := host/trace/stub_agg.c host/trace/probe.c vmi/vmi_sites.c vmi/vmi_symtab.c
 FUZZ_LIBS_kimage  := -lz

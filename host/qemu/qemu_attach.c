@@ -1,5 +1,6 @@
 #include "host/qemu/qemu_attach.h"
 #include "host/qemu/qemu_find.h"
+#include "host/vmm/kvm_proc.h"
 #include "host/vmm/tcp.h"
 #include "host/util/msg_fmt.h"
 #include "host/util/peer_text.h"
@@ -40,6 +41,36 @@ static int free_port(void)
 	return port;
 }
 
+/* What @pid is for KVM, in the words of a refusal (@why: the line so far): a KVM VMM (its vCPUs),
+ * or not one (no VM among its files), so that a process hvtrace cannot attach to is named for
+ * what it is. */
+static void say_kvm_vmm(pid_t pid, const char *why, char *err, size_t errlen)
+{
+	struct kvm_proc *kp = malloc(sizeof(*kp));
+	char line[320];
+	int rc;
+
+	if (!kp) {
+		msg_fmt(err, errlen, "--pid %d: %s", (int)pid, why);
+		return;
+	}
+	rc = kvm_proc_discover(pid, kp, line, sizeof(line));
+	if (rc == 0)
+		msg_fmt(
+		    err, errlen,
+		    "--pid %d: %s; it is a KVM VMM (%u vCPUs, VM fd %d), but attaching to a VMM "
+		    "other than QEMU with QMP or a gdbstub (issue 41) is not built yet",
+		    (int)pid, why, kp->nr_vcpus, kp->vm_fd);
+	else if (rc == -ENODEV && kp->vm_fd < 0)
+		msg_fmt(err, errlen,
+			"--pid %d: %s, and not a KVM VMM: no anon_inode:kvm-vm among its "
+			"%u open files",
+			(int)pid, why, kp->nr_fds);
+	else
+		msg_fmt(err, errlen, "--pid %d: %s", (int)pid, why);
+	free(kp);
+}
+
 /* How to reach QEMU @pid from its command line: its QMP monitor's address in @addr, or (no monitor)
  * its gdbstub in c->gdb_host/port with c->no_monitor. */
 static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len, char *err,
@@ -59,7 +90,7 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 	ret = qemu_find_check_exe(pid, why, sizeof(why));
 	if (ret < 0) {
 		free(buf);
-		msg_fmt(err, errlen, "--pid %d: %s", (int)pid, why);
+		say_kvm_vmm(pid, why, err, errlen);
 		return ret;
 	}
 	qemu_cmdline_parse(buf, n, &cl);
@@ -93,11 +124,12 @@ static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len
 			(int)pid, cl.why[0] ? ": " : "", cl.why, cl.gdb_host, cl.gdb_port);
 		return 0;
 	}
-	msg_fmt(err, errlen, "--pid %d: %s", (int)pid,
-		cl.why[0]
-		    ? cl.why
-		    : "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on its "
-		      "command line");
+	say_kvm_vmm(pid,
+		    cl.why[0]
+			? cl.why
+			: "neither a QMP monitor (-qmp, -mon) nor a gdbstub (-s, -gdb tcp:) on "
+			  "its command line",
+		    err, errlen);
 	return -ENOENT;
 }
 

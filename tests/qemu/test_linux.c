@@ -3039,7 +3039,8 @@ static const struct linux_test linux_tests[] = {
 		.expect = {
 		    .status = 2,
 		    .err_lines = 1,
-		    .err = {" is not a QEMU (it runs /", "/test_linux)\n"},
+		    .err = {" is not a QEMU (it runs /",
+			    "/test_linux), and not a KVM VMM: no anon_inode:kvm-vm among its "},
 		},
 	    },
 	},
