@@ -57,6 +57,7 @@ static void test_copy_apart(void **state)
 	struct hist *h = calloc(1, sizeof(*h));
 	char err[128];
 	uint64_t key[1] = {7}, none[1] = {0};
+	const char a[VMI_COMM_LEN] = "a"; /* a comm is VMI_COMM_LEN bytes */
 
 	(void)state;
 	assert_non_null(h);
@@ -67,11 +68,11 @@ static void test_copy_apart(void **state)
 	h->mask = 2 * h->spec.size - 1;
 	set.v = h;
 	set.nr = 1;
-	hist_account(h, key, none, "a");
+	hist_account(h, key, none, a);
 	assert_int_equal(hist_set_copy(&copy, &set), 0);
-	hist_account(h, key, none, "a"); /* the tap goes on: the copy keeps what it had */
-	hist_account(&copy.v[0], key, none, "a");
-	hist_account(&copy.v[0], key, none, "a");
+	hist_account(h, key, none, a); /* the tap goes on: the copy keeps what it had */
+	hist_account(&copy.v[0], key, none, a);
+	hist_account(&copy.v[0], key, none, a);
 	assert_int_equal(h->hits, 2);
 	assert_int_equal(copy.v[0].hits, 3);
 	assert_int_equal(copy.v[0].nr_elts, 1);
