@@ -8,13 +8,16 @@
 # before that line (the end of a truncated CI log). An argument NAME=VALUE,BINARY runs BINARY with
 # NAME=VALUE in its environment (NAME=VALUE,NAME2=VALUE2,BINARY: both; no value holds a comma).
 # HVT_TEST_TIMEOUT=SECONDS ends each binary still running after that long (status 124, a failure).
+# Before the closing line, one line per binary that ran a minute or more says how long it took.
 set -u
 limit=()
 # (line-buffered: what a binary ended this way had printed is shown, its last test named)
 [ -n "${HVT_TEST_TIMEOUT:-}" ] && limit=(timeout -k 10 "$HVT_TEST_TIMEOUT" stdbuf -oL)
 passed=0 failed=0 skipped=0 crashed=0 digest= skips=
+times=
 for t in "$@"; do
 	echo "== $t"
+	start=$SECONDS
 	if [[ $t == *=*,* ]]; then
 		IFS=, read -ra vars <<< "${t%,*}"
 		out=$(env "${vars[@]}" "${limit[@]}" "${t##*,}" 2>&1)
@@ -23,6 +26,7 @@ for t in "$@"; do
 	fi
 	rc=$?
 	printf '%s\n' "$out"
+	[ $((SECONDS - start)) -ge 60 ] && times+=$(printf '\nhvtrace: %s took %d s' "$t" $((SECONDS - start)))
 	if [ "$rc" -eq 77 ] && ! printf '%s\n' "$out" | grep -q '^\[  FAILED  \]'; then
 		why=$(printf '%s\n' "$out" | sed -n 's/^SKIPPED: //p' | tail -1)
 		skips+=$(printf '\nhvtrace: skipped %s: %s' "$t" "${why:-no reason given}")
@@ -51,5 +55,7 @@ done
 failed=$((failed + crashed))
 [ -n "$digest" ] && printf '%s\n' "$digest"
 [ -n "$skips" ] && printf '%s\n' "${skips#?}"
+# the binaries that took a minute or more (where CI's time goes)
+[ -n "$times" ] && printf '%s\n' "${times#?}"
 echo "hvtrace: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
