@@ -480,6 +480,12 @@ int stub_detour_write(struct stub *s, unsigned idx, const struct arch_reloc_plan
 	size_t len = 0;
 	int ret;
 
+	if (s->reg.text_guarded) {
+		msg_fmt(why, whylen,
+			"the kernel's text is BTI-guarded (GP): a B over its first word would fault "
+			"on an indirect call (use --probe trap)");
+		return -ENOTSUP;
+	}
 	if (idx >= s->nr_detours || a->encode_branch(at, s->entry[which], true, now) < 0) {
 		msg_fmt(why, whylen, "no detour slot %u within reach of the stub", idx);
 		return -ERANGE;

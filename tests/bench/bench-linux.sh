@@ -16,6 +16,10 @@ set -euo pipefail
 guest=${1:-build/guest}
 rounds=${BENCH_ROUNDS:-20}
 vmm=${BENCH_VMM:-qemu}
+# an arm64 guest (make guest-arm64: build/guest/arm64-SERIES) boots its Image under
+# qemu-system-aarch64 (run --qemu learns the architecture from it)
+kimage=$guest/vmlinuz
+[ -f "$guest/Image" ] && kimage=$guest/Image
 if [ "$vmm" = kvm ]; then
 	boot=(--kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz")
 	kaslr=""
@@ -26,11 +30,13 @@ elif [ -f "$guest/System.map" ]; then
 else
 	# a kernel Debian ships no System.map for (make guest KERNEL=6.12, 7.3, ...): symbols from the
 	# guest's own kallsyms, KASLR on
-	boot=(--qemu --kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz")
+	boot=(--qemu --kernel "$kimage" --initrd "$guest/initramfs.cpio.gz")
 	kaslr=""
 fi
 [ -f "$guest/vmlinuz" ] || { echo "bench-linux: no kernel in $guest (make guest KERNEL=...)" >&2; exit 1; }
 kernel_name=$(file -b "$guest/vmlinuz" | sed -n 's/.*version \([^ ,]*\).*/\1/p')
+# arm64: file(1) names no version in an Image; fetch-guest.sh's config names it
+[ -n "$kernel_name" ] || kernel_name=$(sed -n 's/^# Linux\/arm64 \([^ ]*\) Kernel Configuration$/arm64 \1/p' "$guest/config" 2>/dev/null)
 few=vfs_read,vfs_write,do_sys_openat2,vfs_open
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
