@@ -164,6 +164,42 @@ if [ "${BENCH_PARTS:-all}" = profile ]; then
 	exit 0
 fi
 
+# BENCH_PARTS=few (make bench-arm64): stub probes on vfs_read and vfs_write against the guest's own
+# ftrace function tracer on the same two, per event, on the syscall-dense workload (dd's one-byte
+# reads and writes: one event of each per syscall; the event count is the guest's ftrace count),
+# interleaved windows, each one's shortest. The stub's cost is taken against a window with hvtrace's
+# threads running and no event in it (stub_idle: start_kernel probed), as the KVM part does: under
+# TCG on shared cores what hvtrace's threads take from QEMU is not a per-event cost. (On arm64 stub
+# probes on every function crash the guest's early boot: see docs/arm64.md.)
+if [ "${BENCH_PARTS:-all}" = few ]; then
+	two=vfs_read,vfs_write
+	kaslr="${kaslr}hvt.bench_work=syscalls "
+	t_base="" t_ff="" t_sf="" t_si=""
+	for _ in $(seq "${BENCH_REPEAT:-2}"); do
+		one base "" -p nop
+		t_base=$(min "$t_base" "$window")
+		one ftrace_two "hvt.ftrace=$two" -p nop
+		t_ff=$(min "$t_ff" "$window") e_two=$events
+		one stub_idle "" -p function --probe stub -l start_kernel
+		t_si=$(min "$t_si" "$window")
+		one stub_two "" -p function --probe stub -l vfs_read -l vfs_write
+		t_sf=$(min "$t_sf" "$window")
+	done
+	sfield() { sed -n "s/.*stats: stub probes .* $1 \([0-9]*\).*/\1/p" "$work/stub_two.err"; }
+	lost=$(($(sfield lost) + $(sfield guest-reported-lost)))
+	records=$(sed -n 's/.*stats: stub probes [0-9]* records \([0-9]*\) .*/\1/p' "$work/stub_two.err")
+	awk -v kn="${kernel_name:-?}" -v r="$rounds" -v b="$t_base" -v ff="$t_ff" -v sf="$t_sf" \
+		-v si="$t_si" -v ef="$e_two" -v two="$two" -v rec="${records:-0}" -v lost="$lost" 'BEGIN {
+	cf = (ff - b) / ef; cs = (sf - si) / ef
+	printf "%s: %d rounds of dd'"'"'s one-byte reads and writes; %s: %d calls in the window (the guest'"'"'s ftrace count)\n", kn, r, two, ef
+	printf "  untraced %.3f s; hvtrace'"'"'s threads running, no event in the window %.3f s\n", b, si
+	printf "  guest ftrace function tracer %.3f s  %.3f us/event (against the untraced window)\n", ff, 1e6 * cf
+	printf "  hvtrace stub probes          %.3f s  %.3f us/event (against the idle-threads window; %d records, boot included; lost %d)\n", sf, 1e6 * cs, rec, lost
+	printf "  ratio stub / guest ftrace (per event): %.2f\n", cs / cf
+}'
+	exit 0
+fi
+
 # the cheap-per-event runs twice, interleaved, keeping each one's shortest window (machine noise only
 # ever adds time)
 t_base="" t_ftrace_all="" t_stub_all=""
