@@ -194,8 +194,10 @@ if [ "${BENCH_PARTS:-all}" = few ]; then
 	printf "%s: %d rounds of dd'"'"'s one-byte reads and writes; %s: %d calls in the window (the guest'"'"'s ftrace count)\n", kn, r, two, ef
 	printf "  untraced %.3f s; hvtrace'"'"'s threads running, no event in the window %.3f s\n", b, si
 	printf "  guest ftrace function tracer %.3f s  %.3f us/event (against the untraced window)\n", ff, 1e6 * cf
+	cu = (sf - b) / ef
 	printf "  hvtrace stub probes          %.3f s  %.3f us/event (against the idle-threads window; %d records, boot included; lost %d)\n", sf, 1e6 * cs, rec, lost
-	printf "  ratio stub / guest ftrace (per event): %.2f\n", cs / cf
+	printf "                                        %.3f us/event (against the untraced window)\n", 1e6 * cu
+	printf "  ratio stub / guest ftrace (per event): %.2f (against the untraced window: %.2f)\n", cs / cf, cu / cf
 }'
 	exit 0
 fi
