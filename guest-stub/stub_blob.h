@@ -30,6 +30,8 @@ struct stub_blob {
 	 * and the return routine, pinned to their CPU by the preempt count, H_PREEMPT_GS); NULL:
 	 * none */
 	const uint8_t *irq_lo, *irq_hi;
+	/* Offsets in a detour slot (stub_abi.h) where a context can be interrupted */
+	uint8_t slot_irq_on[STUB_BLOB_IRQ_MAX], nr_slot_irq_on;
 	/* The return address is hooked in a register (arm64's x30, signed by the function's own
 	 * prologue) rather than in a stack slot: the host can never write it back, a detach waits
 	 * for the hooked frames to return through the stub instead. */

@@ -154,6 +154,11 @@ uint64_t arm64_level2_span(unsigned mode)
 #define DESC_PXN    (1ull << 53)
 #define DESC_UXN    (1ull << 54)
 
+bool arm64_desc_guarded(uint64_t leaf)
+{
+	return (leaf & 1) && (leaf & DESC_GP);
+}
+
 uint64_t arm64_block_desc(uint64_t leaf, int leaf_level, unsigned mode, uint64_t pa, bool exec)
 {
 	unsigned g = ARM64_MODE_GSHIFT(mode);

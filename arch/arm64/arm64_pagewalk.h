@@ -44,4 +44,8 @@ uint64_t arm64_level2_span(unsigned mode);
  * DBM) and never executable; not contiguous. 0 when @leaf is not a valid leaf. Pure. */
 uint64_t arm64_block_desc(uint64_t leaf, int leaf_level, unsigned mode, uint64_t pa, bool exec);
 
+/* Whether the valid leaf descriptor @leaf maps guarded pages (GP, bit 50: BTI enforced at EL1, so
+ * an indirect branch may land only on a landing pad there). Pure. */
+bool arm64_desc_guarded(uint64_t leaf);
+
 #endif

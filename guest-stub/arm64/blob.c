@@ -1,5 +1,6 @@
 /* The arm64 stub (guest-stub/arm64/stub.S, assembled by binutils-aarch64-linux-gnu into
  * $(BUILD)/guest-stub/arm64/stub_bytes.h by scripts/stub-blob.sh) as a struct stub_blob. */
+#include "guest-stub/stub_abi.h"
 #include "guest-stub/stub_blob.h"
 /* generated into $(BUILD) (the Makefile's -I$(BUILD) for this file alone), not a source file */
 #include <guest-stub/arm64/stub_bytes.h>
@@ -24,6 +25,12 @@ const struct stub_blob stub_blob_arm64 = {
 	    [3] = AT(hvt_stub_entry_ret_args),
 	    [5] = AT(hvt_stub_entry_root),
 	    [7] = AT(hvt_stub_entry_root_args),
+	    [8] = AT(hvt_stub_detour),
+	    [9] = AT(hvt_stub_detour_ret),
+	    [10] = AT(hvt_stub_detour_args),
+	    [11] = AT(hvt_stub_detour_ret_args),
+	    [13] = AT(hvt_stub_detour_root),
+	    [15] = AT(hvt_stub_detour_root_args),
 	},
     .ret = AT(hvt_stub_ret),
     /* MRS x16, DAIF and MSR DAIFSet, #3 open each routine; each leaves by its last instruction,
@@ -34,6 +41,10 @@ const struct stub_blob stub_blob_arm64 = {
     .nr_ret_irq_on = 2,
     .irq_at = {AT(hvt_stub_irq_entry_out), AT(hvt_stub_irq_ret_out)},
     .nr_irq_at = 2,
+    /* a detour slot (arch/arm64/arm64_detour.h): its STP and BL, run as the function had
+     * interrupts, and the B after its MSR DAIFClr at DT_STI (no shadow) */
+    .slot_irq_on = {0, 4, DT_STI + 4},
+    .nr_slot_irq_on = 3,
     .ret_in_register = true,
     .cpu_from_vmm = true,
 };

@@ -40,10 +40,26 @@
 	.balign 4096
 	.globl hvt_stub_start, hvt_stub_entry, hvt_stub_entry_ret, hvt_stub_entry_args
 	.globl hvt_stub_entry_ret_args, hvt_stub_entry_root, hvt_stub_entry_root_args
+	.globl hvt_stub_detour, hvt_stub_detour_ret, hvt_stub_detour_args, hvt_stub_detour_ret_args
+	.globl hvt_stub_detour_root, hvt_stub_detour_root_args
 	.globl hvt_stub_ret, hvt_stub_end
 	.globl hvt_stub_irq_entry_out, hvt_stub_irq_ret_out
 hvt_stub_start:
 .Lbase:
+
+/* A detour routine (arch/arm64/arm64_detour.h): reached by the slot's `BL` with x30 = slot + 8,
+ * [sp] = the function's x9 (free here: the slot restores it), [sp + 8] its return address. x9 =
+ * DAIF as it was, IRQ and FIQ masked; x10-x17 pushed (a detour keeps every register but x30 and
+ * the flags); x10 = the routine's bits | 16 (from a detour slot). */
+#define DFRAME 64 /* x10-x17 */
+.macro DETOUR bits
+	mrs x9, daif
+	msr daifset, #3
+	sub sp, sp, #DFRAME
+	stp x10, x11, [sp]
+	mov x10, #(\bits | 16)
+	b .Ldetour
+.endm
 
 /* x16 = DAIF as it was, IRQ and FIQ masked; x10 = the routine's bits (bit 0 hook the return, bit 1
  * the argument registers, bit 2 a graph root, bit 3 an entry outside the graph recorded for its
@@ -246,6 +262,33 @@ hvt_stub_entry_root:
 hvt_stub_entry_root_args:
 	ENTER 7
 
+hvt_stub_detour:
+	DETOUR 0
+hvt_stub_detour_ret:
+	DETOUR 1
+hvt_stub_detour_args:
+	DETOUR 2
+hvt_stub_detour_ret_args:
+	DETOUR 3
+hvt_stub_detour_root:
+	DETOUR 5
+hvt_stub_detour_root_args:
+	DETOUR 7
+
+/* From a detour slot: x9 DAIF as it was, x10 the bits, x10-x11 pushed, x30 the slot + 8. */
+.Ldetour:
+	stp x12, x13, [sp, #16]
+	stp x14, x15, [sp, #32]
+	stp x16, x17, [sp, #48]
+	mov x16, x9
+	ldr x9, [sp, #(DFRAME + 8)] /* the function's return address, pushed by the slot */
+	SAVE
+	mov x20, x10
+	add x21, sp, #(FRAME + DFRAME + 16) /* SP at the function's entry, before the slot's push */
+	sub x24, x30, #8                    /* the slot: the record's site */
+	mov x25, x30
+	b .Lentry_body
+
 /* x9 the function's return address, x30 the site + 4. */
 .Lentry:
 	SAVE
@@ -253,6 +296,7 @@ hvt_stub_entry_root_args:
 	add x21, sp, #FRAME /* SP at the call: where the function's return leaves it */
 	sub x24, x30, #4    /* the site */
 	mov x25, x30
+.Lentry_body:
 	PROLOGUE
 	cmn x12, #1
 	b.eq .Lout
@@ -269,7 +313,9 @@ hvt_stub_entry_root_args:
 	cbnz x17, 2f
 3:	/* outside the graph: an -e event still fires (as ftrace's do), its return not hooked */
 	tbz x20, #1, .Lout
-	mov x20, #10
+	and x20, x20, #16 /* from a detour slot or not */
+	orr x20, x20, #8 /* | 2: the argument registers, alone */
+	orr x20, x20, #2
 2:	ANNOUNCE
 	/* the entry (and the argument registers) */
 	mov x10, #1
@@ -288,7 +334,7 @@ hvt_stub_entry_root_args:
 	stp x2, x3, [x28, #R_ARGS + 16]
 	stp x4, x5, [x28, #R_ARGS + 32]
 	COMMIT x28, w17, wzr
-2:	lsr w17, w20, #1
+2:	ubfx w17, w20, #1, #3
 	str w17, [x22, #R_FLAGS]
 	str x14, [x22, #R_TSC]
 	str x24, [x22, #R_IP]
@@ -370,12 +416,31 @@ hvt_stub_entry_root_args:
 	str w19, [x22, #R_TYPE]
 	COMMIT x22, w17, w23
 .Lout:
+	tbnz x20, #4, .Ldetour_out
 	mov x17, x25
 	RESTORE
 	mov x30, x9
 	msr daif, x16
 hvt_stub_irq_entry_out:
 	ret x17
+
+/* Back into the slot: the return address (hvt_stub_ret when hooked) where the slot's LDP takes
+ * it, IRQ left masked (the slot unmasks it after the displaced words when it was on), to the
+ * slot's first copy (x30) when IRQ was masked at the call, else to its second. */
+.Ldetour_out:
+	str x9, [sp, #(FRAME + DFRAME + 8)]
+	mov x30, x25
+	RESTORE
+	tbnz x16, #7, 1f /* PSTATE.I */
+	add x30, x30, #(52 - 8) /* ARM64_DT_UNMASKED */
+	orr x16, x16, #(1 << 7)
+1:	ldp x10, x11, [sp]
+	ldp x12, x13, [sp, #16]
+	ldp x14, x15, [sp, #32]
+	msr daif, x16
+	ldp x16, x17, [sp, #48]
+	add sp, sp, #DFRAME
+	ret
 
 /* Reached by a hooked function's RET: SP is what it was at the call. */
 hvt_stub_ret:

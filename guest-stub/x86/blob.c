@@ -51,4 +51,7 @@ const struct stub_blob stub_blob_x86_64 = {
     .nr_entry_irq_on = 2,
     .irq_lo = hvt_stub_count,
     .irq_hi = hvt_stub_ret_end,
+    /* a detour slot's CALL (its way back runs under STI's shadow) */
+    .slot_irq_on = {0},
+    .nr_slot_irq_on = 1,
 };

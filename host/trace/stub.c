@@ -262,6 +262,22 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	s->ret = s->code_gva + (uint64_t)(b->ret - b->start);
 	s->nr_detours = g->nr_detours;
 	s->detour_off = STUB_RINGS_OFF;
+	s->detour_gva = s->reg.gva + s->detour_off;
+	s->detour_gpa = s->reg.gpa + s->detour_off;
+	/* a code block of its own (arm64: the region is never executable): the slots follow the
+	 * code's page there, read-only and executable as it is (written by physical address) */
+	if (s->reg.code_gva) {
+		if (detours > STUB_CODE_DELTA - PAGE) {
+			tgt->ops->stub_unmap(tgt, &s->reg);
+			msg_fmt(err, errlen,
+				"stub probes: %u functions at their entry (at most %llu here)",
+				g->nr_detours,
+				(unsigned long long)((STUB_CODE_DELTA - PAGE) / STUB_DETOUR_SIZE));
+			return -ENOTSUP;
+		}
+		s->detour_gva = s->reg.code_gva + PAGE;
+		s->detour_gpa = s->reg.code_gpa + PAGE;
+	}
 	ret = zero_phys(tgt, s->reg.gpa, agg_off(s) + stub_agg_bytes(nr_cpus, s->agg_entries));
 	if (ret == 0)
 		ret = tgt->ops->write_phys(tgt,
@@ -379,7 +395,7 @@ int stub_unpatch(struct stub *s, uint64_t site, uint64_t gpa, const uint8_t *nop
 
 bool stub_owns_rip(const struct stub *s, uint64_t rip)
 {
-	uint64_t d = s->reg.gva + s->detour_off;
+	uint64_t d = s->detour_gva;
 
 	return s->placed && ((rip >= s->code_gva && rip < s->code_gva + PAGE) ||
 			     (rip >= d && rip - d < (uint64_t)s->nr_detours * STUB_DETOUR_SIZE));
@@ -395,14 +411,22 @@ static bool at_offsets(uint64_t rip, uint64_t base, const uint8_t *off, size_t n
 
 bool stub_interruptible_at(const struct stub *s, uint64_t rip)
 {
-	uint64_t d = s->reg.gva + s->detour_off;
+	uint64_t d = s->detour_gva;
 
 	if (!s->placed)
 		return false;
-	if (rip >= d && rip - d < (uint64_t)s->nr_detours * STUB_DETOUR_SIZE)
-		return (rip - d) % STUB_DETOUR_SIZE == 0;
 	const struct stub_blob *b = s->blob;
 
+	if (rip >= d && rip - d < (uint64_t)s->nr_detours * STUB_DETOUR_SIZE) {
+		uint64_t off = (rip - d) % STUB_DETOUR_SIZE;
+
+		if (!b)
+			return off == 0;
+		for (unsigned k = 0; k < b->nr_slot_irq_on; k++)
+			if (off == b->slot_irq_on[k])
+				return true;
+		return false;
+	}
 	if (!b)
 		return false;
 	if (at_offsets(rip, s->ret, b->ret_irq_on, b->nr_ret_irq_on))
@@ -427,12 +451,12 @@ bool stub_interruptible_at(const struct stub *s, uint64_t rip)
 
 uint64_t stub_detour_gva(const struct stub *s, unsigned idx)
 {
-	return s->reg.gva + s->detour_off + (uint64_t)idx * STUB_DETOUR_SIZE;
+	return s->detour_gva + (uint64_t)idx * STUB_DETOUR_SIZE;
 }
 
 long stub_detour_index(const struct stub *s, uint64_t ip)
 {
-	uint64_t off = ip - (s->reg.gva + s->detour_off);
+	uint64_t off = ip - s->detour_gva;
 
 	if (!s->nr_detours || off % STUB_DETOUR_SIZE ||
 	    off / STUB_DETOUR_SIZE >= s->nr_detours)
@@ -451,11 +475,17 @@ int stub_detour_write(struct stub *s, unsigned idx, const struct arch_reloc_plan
 					      .idx = idx};
 	unsigned which = 8 | (hook || root) | args << 1 | root << 2;
 	uint64_t at = stub_detour_gva(s, idx),
-		 gpa = s->reg.gpa + s->detour_off + (uint64_t)idx * STUB_DETOUR_SIZE;
+		 gpa = s->detour_gpa + (uint64_t)idx * STUB_DETOUR_SIZE;
 	uint8_t code[STUB_DETOUR_SIZE], now[16];
 	size_t len = 0;
 	int ret;
 
+	if (s->reg.text_guarded) {
+		msg_fmt(why, whylen,
+			"the kernel's text is BTI-guarded (GP): a B over its first word would fault "
+			"on an indirect call (use --probe trap)");
+		return -ENOTSUP;
+	}
 	if (idx >= s->nr_detours || a->encode_branch(at, s->entry[which], true, now) < 0) {
 		msg_fmt(why, whylen, "no detour slot %u within reach of the stub", idx);
 		return -ERANGE;

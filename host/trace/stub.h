@@ -54,7 +54,8 @@ struct stub {
 	uint64_t bad_cpu, no_stack;   /* guest-reported: the header's counters, as last read */
 	uint64_t restored_slots;      /* hooked returns handed back at detach */
 	unsigned nr_detours;	      /* detour slots at the region's end (stub_detour_write) */
-	uint64_t detour_off;	      /* region offset of slot 0 */
+	uint64_t detour_off;	      /* region offset of slot 0 (in the code's block, when separate) */
+	uint64_t detour_gva, detour_gpa; /* slot 0 */
 };
 
 /* Where the stub needs the CPU number and the running task. */

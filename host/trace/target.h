@@ -106,6 +106,10 @@ struct target_region {
 	/* Nonzero: the stub's code goes here (a page of its own, executable, the region's first page
 	 * then holds none), at STUB_CODE_DELTA below the region (arm64, whose blocks are 2 MiB) */
 	uint64_t code_gva, code_gpa;
+	/* the kernel's text is guarded (arm64's GP: BTI at EL1): a detour's B over a function's first
+	 * word (a PACIxSP, an implicit landing pad) would fault where the function is called
+	 * indirectly, so no detour is written */
+	bool text_guarded;
 	const char
 	    *where; /* static: "memslot", "reserved" (RAM the kernel reserved), "low-memory" */
 };

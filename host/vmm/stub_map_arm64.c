@@ -164,6 +164,7 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 				      .size = size,
 				      .code_gva = va,
 				      .code_gpa = q->resv_gpa,
+				      .text_guarded = arm64_desc_guarded(leaf),
 				      .where = "reserved"};
 	return 0;
 fail:

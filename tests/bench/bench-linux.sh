@@ -16,6 +16,10 @@ set -euo pipefail
 guest=${1:-build/guest}
 rounds=${BENCH_ROUNDS:-20}
 vmm=${BENCH_VMM:-qemu}
+# an arm64 guest (make guest-arm64: build/guest/arm64-SERIES) boots its Image under
+# qemu-system-aarch64 (run --qemu learns the architecture from it)
+kimage=$guest/vmlinuz
+[ -f "$guest/Image" ] && kimage=$guest/Image
 if [ "$vmm" = kvm ]; then
 	boot=(--kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz")
 	kaslr=""
@@ -26,11 +30,13 @@ elif [ -f "$guest/System.map" ]; then
 else
 	# a kernel Debian ships no System.map for (make guest KERNEL=6.12, 7.3, ...): symbols from the
 	# guest's own kallsyms, KASLR on
-	boot=(--qemu --kernel "$guest/vmlinuz" --initrd "$guest/initramfs.cpio.gz")
+	boot=(--qemu --kernel "$kimage" --initrd "$guest/initramfs.cpio.gz")
 	kaslr=""
 fi
 [ -f "$guest/vmlinuz" ] || { echo "bench-linux: no kernel in $guest (make guest KERNEL=...)" >&2; exit 1; }
 kernel_name=$(file -b "$guest/vmlinuz" | sed -n 's/.*version \([^ ,]*\).*/\1/p')
+# arm64: file(1) names no version in an Image; fetch-guest.sh's config names it
+[ -n "$kernel_name" ] || kernel_name=$(sed -n 's/^# Linux\/arm64 \([^ ]*\) Kernel Configuration$/arm64 \1/p' "$guest/config" 2>/dev/null)
 few=vfs_read,vfs_write,do_sys_openat2,vfs_open
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -154,6 +160,44 @@ if [ "${BENCH_PARTS:-all}" = profile ]; then
 	awk -v kn="${kernel_name:-?}" -v r="$rounds" -v b="$t_base" -v g="$t_graph" -v p="$t_prof" \
 		-v eg="$e_graph" -v rec="${recs:-?}" -v ns="${sites:-?}" 'BEGIN {
 	printf "profile: %s, %d rounds, medians of interleaved windows: untraced %.3f s; guest function_graph on every function %.3f s (%d events); hvtrace --profile -p nop --probe stub on every function %.3f s (%s counting sites, %s records); ratio profile / function_graph (time added): %.2f\n", kn, r, b, g, eg, p, ns, rec, (p - b) / (g - b)
+}'
+	exit 0
+fi
+
+# BENCH_PARTS=few (make bench-arm64): stub probes on vfs_read and vfs_write against the guest's own
+# ftrace function tracer on the same two, per event, on the syscall-dense workload (dd's one-byte
+# reads and writes: one event of each per syscall; the event count is the guest's ftrace count),
+# interleaved windows, each one's shortest. The stub's cost is taken against a window with hvtrace's
+# threads running and no event in it (stub_idle: start_kernel probed), as the KVM part does: under
+# TCG on shared cores what hvtrace's threads take from QEMU is not a per-event cost. (On arm64 stub
+# probes on every function crash the guest's early boot: see docs/arm64.md.)
+if [ "${BENCH_PARTS:-all}" = few ]; then
+	two=vfs_read,vfs_write
+	kaslr="${kaslr}hvt.bench_work=syscalls "
+	t_base="" t_ff="" t_sf="" t_si=""
+	for _ in $(seq "${BENCH_REPEAT:-2}"); do
+		one base "" -p nop
+		t_base=$(min "$t_base" "$window")
+		one ftrace_two "hvt.ftrace=$two" -p nop
+		t_ff=$(min "$t_ff" "$window") e_two=$events
+		one stub_idle "" -p function --probe stub -l start_kernel
+		t_si=$(min "$t_si" "$window")
+		one stub_two "" -p function --probe stub -l vfs_read -l vfs_write
+		t_sf=$(min "$t_sf" "$window")
+	done
+	sfield() { sed -n "s/.*stats: stub probes .* $1 \([0-9]*\).*/\1/p" "$work/stub_two.err"; }
+	lost=$(($(sfield lost) + $(sfield guest-reported-lost)))
+	records=$(sed -n 's/.*stats: stub probes [0-9]* records \([0-9]*\) .*/\1/p' "$work/stub_two.err")
+	awk -v kn="${kernel_name:-?}" -v r="$rounds" -v b="$t_base" -v ff="$t_ff" -v sf="$t_sf" \
+		-v si="$t_si" -v ef="$e_two" -v two="$two" -v rec="${records:-0}" -v lost="$lost" 'BEGIN {
+	cf = (ff - b) / ef; cs = (sf - si) / ef
+	printf "%s: %d rounds of dd'"'"'s one-byte reads and writes; %s: %d calls in the window (the guest'"'"'s ftrace count)\n", kn, r, two, ef
+	printf "  untraced %.3f s; hvtrace'"'"'s threads running, no event in the window %.3f s\n", b, si
+	printf "  guest ftrace function tracer %.3f s  %.3f us/event (against the untraced window)\n", ff, 1e6 * cf
+	cu = (sf - b) / ef
+	printf "  hvtrace stub probes          %.3f s  %.3f us/event (against the idle-threads window; %d records, boot included; lost %d)\n", sf, 1e6 * cs, rec, lost
+	printf "                                        %.3f us/event (against the untraced window)\n", 1e6 * cu
+	printf "  ratio stub / guest ftrace (per event): %.2f (against the untraced window: %.2f)\n", cs / cf, cu / cf
 }'
 	exit 0
 fi

@@ -41,7 +41,7 @@
 #define KERNEL_MEM "4032M"
 #define BOOT_S	 600 /* to the workload, and from there to power-off: TCG on a shared host */
 /* the booted guest waits this long (hvt.wait) before its workload: time for test_attach_qmp */
-#define ATTACH_WAIT "45"
+#define ATTACH_WAIT "75"
 /* its workload then reads a tmpfs file this many times, each one dd's read(2): as many calls of
  * shmem_file_read_iter by dd, each returning the file's 16 bytes ("a line on tmpfs\n") */
 #define TMPFS_READS "5"
@@ -688,6 +688,104 @@ static void test_run_stub_graph_root(void **state)
 	hv_result_free(&r);
 }
 
+/* The known callers of __schedule in 6.12 (kernel/sched/core.c): the parent each entry through
+ * the detour must name, read by the stub's detour routine from the slot's push of x30. */
+static long schedule_callers(const char *trace)
+{
+	static const char *const callers[] = {
+	    "schedule",		 "schedule_idle",	     "__cond_resched",
+	    "do_task_dead",	 "preempt_schedule_common", "preempt_schedule_irq",
+	    "preempt_schedule", "preempt_schedule_notrace", "schedule_rtlock",
+	};
+	char line[64];
+	long n = 0;
+
+	for (size_t i = 0; i < sizeof(callers) / sizeof(callers[0]); i++) {
+		snprintf(line, sizeof(line), ": __schedule <-%s\n", callers[i]);
+		n += count_text(trace, line);
+	}
+	return n;
+}
+
+/* run --qemu --probe stub on __schedule, which has no patchable entry (paciasp first): its first
+ * word gives way to a B into a detour slot, whose BL reaches the stub's detour routine (exit-free:
+ * no gdbstub stop). dd's calls alone, with their returns (-r, hooked at [sp + 8] before the
+ * displaced paciasp signs it): each of the workload's 12 dd processes reads once (vfs_read from
+ * ksys_read, a patched fentry site beside the detour) and dies in exactly one __schedule called
+ * by do_task_dead, which never returns; every other __schedule of dd's returns to its caller. So
+ * entries = returns + 12, each entry's parent a caller of __schedule, each return to one. */
+static void test_run_stub_detour(void **state)
+{
+	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
+			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+			      "-p",	 "function", "-l", "__schedule", "-r", "__schedule", "-l",
+			      "vfs_read", "--comm", "dd", "--probe", "stub", "--stats",
+			      "--timeout", "900", NULL};
+	struct hv_result r;
+	double t0 = now_s();
+	long entries, returns;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	printf("arm64: run --qemu --probe stub -l __schedule (a detour): status %d in %.1f s\n%s",
+	       r.status, now_s() - t0, r.err);
+	hv_write_file("/tmp/hvt-arm64-stub-detour.txt", r.trace, strlen(r.trace));
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "hvtrace: 1 function without an fentry site probed at its "
+				      "entry through a stub detour\n"));
+	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
+	assert_int_equal(count_text(r.trace, ": vfs_read <-ksys_read\n"), 7 + 5);
+	assert_int_equal(count_text(r.trace, ": __schedule <-do_task_dead\n"), 7 + 5);
+	entries = count_text(r.trace, ": __schedule <-");
+	returns = count_text(r.trace, " <- __schedule) duration=");
+	printf("arm64: dd's __schedule: %ld entries, %ld returns\n", entries, returns);
+	assert_int_equal(schedule_callers(r.trace), entries);
+	assert_int_equal(returns, entries - (7 + 5));
+	assert_int_equal(count_text(r.trace, "(schedule+0x") +
+			     count_text(r.trace, "(__cond_resched+0x") +
+			     count_text(r.trace, "(preempt_schedule_common+0x") +
+			     count_text(r.trace, "(preempt_schedule_irq+0x"),
+			 returns);
+	/* every event dd's: its entries, returns and reads */
+	assert_int_equal(count_text(r.trace, " dd-"), entries + returns + 7 + 5);
+	check_stub_run(&r, 2);
+	hv_result_free(&r);
+}
+
+/* The same detour under function_graph: dd's 12 vfs_read, each with its return, and the calls of
+ * __schedule, all closed by their returns but the 12 that never return (do_task_dead's). */
+static void test_run_stub_detour_graph(void **state)
+{
+	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
+			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+			      "-p",	 "function_graph", "-l", "__schedule", "-l", "vfs_read",
+			      "--comm", "dd", "--probe", "stub", "--stats", "--timeout", "900",
+			      NULL};
+	struct hv_result r;
+	double t0 = now_s();
+	long opened, leaves;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	printf("arm64: run --qemu --probe stub -p function_graph -l __schedule (a detour): status "
+	       "%d in %.1f s\n%s",
+	       r.status, now_s() - t0, r.err);
+	hv_write_file("/tmp/hvt-arm64-stub-detour-graph.txt", r.trace, strlen(r.trace));
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "probed at its entry through a stub detour\n"));
+	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
+	assert_int_equal(count_text(r.trace, "vfs_read"), 7 + 5);
+	assert_int_equal(count_text(r.trace, "vfs_read();\n"), 7 + 5);
+	opened = count_text(r.trace, "__schedule() {\n");
+	leaves = count_text(r.trace, "__schedule();\n");
+	printf("arm64: dd's __schedule: %ld opened, %ld leaves, %ld closed\n", opened, leaves,
+	       (long)count_text(r.trace, "}\n"));
+	assert_int_equal(count_text(r.trace, "__schedule"), opened + leaves);
+	assert_int_equal(opened - count_text(r.trace, "}\n"), 7 + 5);
+	check_stub_run(&r, 2);
+	hv_result_free(&r);
+}
+
 /* attach --qmp to the running guest while it waits (hvt.wait), trap probes on
  * shmem_file_read_iter with its returns, dd's alone: the workload's tmpfs reads, each an entry
  * from vfs_read (through f_op->read_iter) and a return of 16 bytes, as many as the guest says it
@@ -798,6 +896,44 @@ static void test_attach_pid(void **state)
 	assert_int_equal(hv_stat(r.err, "kaslr-slide", "probes "), 1);
 	assert_int_equal(hv_stat(r.err, "kaslr-slide", "orphan-returns "), 0);
 	/* still before its workload: detached in time for test_attach_qmp */
+	con = hv_slurp(log_path);
+	assert_null(strstr(con, "hvt-linux: workload start"));
+	free(con);
+	assert_int_equal(waitpid(qemu_pid, NULL, WNOHANG), 0);
+	hv_result_free(&r);
+}
+
+/* attach --pid while the guest waits, -p function on __schedule (no patchable entry: a stub
+ * detour, exit-free) for two seconds: the idle tasks' and kworkers' calls, each naming a caller
+ * of __schedule (the return address the detour routine read where the slot pushed it); then a
+ * detach that puts the function's first word back (--verify-text: the whole text byte-identical)
+ * and takes the stub away with it, the guest still waiting. */
+static void test_attach_pid_detour(void **state)
+{
+	char pid[16];
+	const char *argv[] = {"attach", "--pid", pid, "-p", "function", "-l", "__schedule",
+			      "--probe", "stub", "--duration", "2", "--verify-text", "--stats",
+			      NULL};
+	struct hv_result r;
+	double t0 = now_s();
+	long n;
+	char *con;
+
+	(void)state;
+	snprintf(pid, sizeof(pid), "%d", (int)qemu_pid);
+	hv_run(&r, argv, 0, 0);
+	n = count_text(r.trace, ": __schedule <-");
+	printf("arm64: attach --pid -l __schedule (a detour): status %d, %ld calls in %.1f s\n%s",
+	       r.status, n, now_s() - t0, r.err);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "hvtrace: 1 function without an fentry site probed at its "
+				      "entry through a stub detour\n"));
+	assert_non_null(strstr(r.err, TEXT_KEPT));
+	assert_null(strstr(r.err, "left mapped"));
+	check_stub_attach(&r, 1);
+	assert_true(n > 0);
+	assert_int_equal(schedule_callers(r.trace), n);
+	assert_true(count_text(r.trace, ": __schedule <-schedule_idle\n") > 0);
 	con = hv_slurp(log_path);
 	assert_null(strstr(con, "hvt-linux: workload start"));
 	free(con);
@@ -1004,6 +1140,7 @@ int main(void)
 	    cmocka_unit_test(test_gdbstub),
 	    cmocka_unit_test(test_list_functions_pid),
 	    cmocka_unit_test(test_attach_pid),
+	    cmocka_unit_test(test_attach_pid_detour),
 	    cmocka_unit_test(test_attach_qmp),
 	    cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_power_off),
@@ -1016,6 +1153,8 @@ int main(void)
 	    cmocka_unit_test(test_run_stub_returns),
 	    cmocka_unit_test(test_run_stub_graph),
 	    cmocka_unit_test(test_run_stub_graph_root),
+	    cmocka_unit_test(test_run_stub_detour),
+	    cmocka_unit_test(test_run_stub_detour_graph),
 	};
 	char why[400];
 

@@ -378,6 +378,10 @@ static void test_block_desc(void **state)
 	assert_true(arm64_block_desc(text, 2, ds, 0x4f200000, true) == 0);
 	assert_true(arm64_block_desc(0, 3, ds, 0x4f200000, true) == 0);
 	assert_true(arm64_block_desc(text, 3, ds, 0x4f201000, true) == 0);
+	/* GP: guarded text (a clang kernel with BTI); not set, or not a valid descriptor: not */
+	assert_true(arm64_desc_guarded(text));
+	assert_false(arm64_desc_guarded(text & ~(1ull << 50)));
+	assert_false(arm64_desc_guarded(text & ~1ull));
 }
 
 /* LPA2 blocks: 512 GiB at level 0, 1 GiB at 1, 2 MiB at 2; a block at level -1 is reserved. */
