@@ -27,9 +27,8 @@
 #define F_DETOUR_MARK 0x80
 #define F_DETOUR_IF 0x40
 
-.macro SAVE
-	pushfq
-	cli
+/* The eleven registers of the frame, after its flags word. */
+.macro SAVE_REGS
 	push %rax
 	push %rcx
 	push %rdx
@@ -43,21 +42,17 @@
 	push %r15
 .endm
 
+.macro SAVE
+	pushfq
+	cli
+	SAVE_REGS
+.endm
+
 /* SAVE without the CLI: the counting routines' and the return routine's, which raise the preempt
  * count instead (PIN) when the header says where it is. */
 .macro SAVE_NOCLI
 	pushfq
-	push %rax
-	push %rcx
-	push %rdx
-	push %rbx
-	push %rbp
-	push %r10
-	push %r11
-	push %r12
-	push %r13
-	push %r14
-	push %r15
+	SAVE_REGS
 .endm
 
 /* After SAVE_NOCLI: this CPU kept until UNPIN, from the preempt count at %gs:H_PREEMPT_GS (no
