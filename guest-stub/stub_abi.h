@@ -4,11 +4,12 @@
  * the text it is called from:
  *
  *   +0x0000  code: the entry routines and the return routine (position independent, never
- *            written after placement, so TCG's translation cache never holds a stale copy)
- *   +0x1000  header: parameters the host writes before any site calls the stub, and the
+ *            written after placement, so TCG's translation cache never holds a stale copy),
+ *            STUB_CODE_SIZE bytes at most
+ *   +0x2000  header: parameters the host writes before any site calls the stub, and the
  *            counters the stub keeps
- *   +0x2000  per-CPU ring headers, 64 bytes each (STUB_MAX_CPUS of them)
- *   +0x3000  detour slots (STUB_DETOUR_SIZE bytes each, whole pages; none without detours):
+ *   +0x3000  per-CPU ring headers, 64 bytes each (STUB_MAX_CPUS of them)
+ *   +0x4000  detour slots (STUB_DETOUR_SIZE bytes each, whole pages; none without detours):
  *            with the code, the only executable pages (the host writes them by physical address)
  *   +rings   nr_cpus rings of (ring_mask + 1) records of STUB_REC_SIZE bytes (the header's H_RINGS)
  *   +stacks  (stacks_mask + 1) shadow stacks of STUB_STACK_SIZE bytes
@@ -35,8 +36,9 @@
 
 #define STUB_MAX_CPUS 64
 #define STUB_CODE_OFF 0x0000
-#define STUB_HDR_OFF 0x1000
-#define STUB_RINGHDR_OFF 0x2000
+#define STUB_CODE_SIZE 0x2000 /* the code's pages, the only ones executable but for detour slots */
+#define STUB_HDR_OFF 0x2000
+#define STUB_RINGHDR_OFF 0x3000
 #define STUB_RINGHDR_SIZE 64
 #define STUB_RINGS_OFF (STUB_RINGHDR_OFF + STUB_MAX_CPUS * STUB_RINGHDR_SIZE)
 #define STUB_MAGIC 0x6275747374766868 /* "hhvtstub" */
@@ -82,6 +84,11 @@
 			   * routines and the return routine then raise it for their duration
 			   * instead of masking interrupts (no CLI, so no STI: under TCG an STI
 			   * ends the translation block through QEMU's main loop) */
+#define H_FAST 200	 /* u64: nonzero (the host sets it with aggregation tables, H_PREEMPT_GS, and the
+			  * CPU number from RDTSCP or %gs): the function profiler's mode (STUB_AGG_RET)
+			  * takes the short path (guest-stub/x86/prof.S): one table entry per site and
+			  * CPU (bucket STUB_AGG_BOTH) counting calls and returns, its address kept in
+			  * the frame (E_IP, see STUB_AGG_BOTH) so the return needs no second lookup */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 
 /* Ring header fields (offsets in a CPU's 64-byte ring header). */
@@ -183,11 +190,17 @@
 #define STUB_AGG_LOG2 4 /* returns keyed by the log2 bucket of their duration in ns */
 #define STUB_AGG_NOPID 0xffffffff
 #define STUB_AGG_UNWOUND 0xffff /* the bucket of a counting site's frames unwound (A_KEY) */
+/* The bucket of the short path's entries (H_FAST): A_HITS counts the calls, the u64 at A_COMM the
+ * returns, A_SUM, A_SUMSQ and A_MAX their durations (pid not keyed: A_KEY is all ones). Its frames
+ * keep in E_IP that entry's address with bit 63 cleared and the CPU in bits 5..0 (a site, always a
+ * kernel address, has bit 63 set). */
+#define STUB_AGG_BOTH 0xffffffff
 #define STUB_AGG_TSC_MASK 0x1fffffffffffffff /* E_TSC of a counting frame: the TSC below the mode */
 #define A_IP 0	   /* u64: the site; 0: an empty entry */
 #define A_KEY 8	   /* u64: the pid (u32, STUB_AGG_NOPID when not keyed by it), then the bucket
 		    * (u32): 0 calls, 1 returns, 2 + log2(duration in ns) returns in that bucket,
-		    * STUB_AGG_UNWOUND hooked frames abandoned without returning (pid not keyed) */
+		    * STUB_AGG_UNWOUND hooked frames abandoned without returning (pid not keyed),
+		    * STUB_AGG_BOTH calls and returns (H_FAST) */
 #define A_HITS 16  /* u64 */
 #define A_SUM 24   /* u64: returns: the durations' sum in ns */
 #define A_SUMSQ 32 /* u64: returns: the sum of their squares (ns^2, wrapping) */

@@ -15,7 +15,8 @@ hvt_stub_count_pid:
 	movl $STUB_AGG_PID, %r10d
 	jmp .Lagg_entry
 
-hvt_stub_count_ret:
+/* hvt_stub_count_ret (prof.S) comes here when its short path does not apply */
+.Lcount_ret_general:
 	SAVE_NOCLI
 	movl $STUB_AGG_RET, %r10d
 	jmp .Lagg_entry

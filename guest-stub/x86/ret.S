@@ -4,6 +4,9 @@
 
 hvt_stub_ret:
 	subq $8, %rsp
+	cmpq $0, .Lbase+STUB_HDR_OFF+H_FAST(%rip)
+	jne .Lprof_ret /* the function profiler's frames first (prof.S), which comes back below */
+.Lret_general:
 	SAVE_NOCLI
 	PIN
 	PROLOGUE
@@ -23,6 +26,7 @@ hvt_stub_ret:
 	movq E_ORIG(%rcx), %rax
 	movq %rax, (%r14)
 	movq E_IP(%rcx), %r13
+	DECODE_SITE %r13
 	movq E_TSC(%rcx), %r11
 	decq S_NR(%r10)
 	movq S_NR(%r10), %rcx

@@ -133,6 +133,7 @@
 	push %r11
 	push %r13
 	movq E_IP(%rcx), %r13
+	DECODE_SITE %r13
 	movabsq $((STUB_AGG_UNWOUND << 32) | STUB_AGG_NOPID), %r10
 	xorl %r11d, %r11d
 	call .Lagg

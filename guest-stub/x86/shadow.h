@@ -66,5 +66,16 @@
 	movq $0, S_LOCK(%r10)
 .endm
 
+/* The site of a counting frame whose E_IP is in \reg: E_IP itself, or, for a frame of prof.S's
+ * short path (bit 63 clear: its table entry and CPU, STUB_AGG_BOTH), the site that entry holds. */
+.macro DECODE_SITE reg
+	btq $63, \reg
+	jc .Lds_out\@
+	andq $-64, \reg
+	btsq $63, \reg
+	movq A_IP(\reg), \reg
+.Lds_out\@:
+.endm
+
 /* clang-format on */
 #endif

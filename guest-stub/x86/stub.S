@@ -29,7 +29,8 @@
  * Its parts, in this folder: macros expanded in place (frame.h: the saved registers, leaving;
  * cpu.h: the CPU number and the time; ring.h: records reserved and filled; task.h: the current
  * task and its announcement; shadow.h: shadow-stack frames), then the code, in the order of its
- * bytes (entry.S: the entry and detour routines; agg.S: the counting routines; ret.S: the return
+ * bytes (entry.S: the entry and detour routines; agg.S: the counting routines; prof.S: the
+ * function profiler's short path of a counting routine and of the return routine; ret.S: the return
  * routine; ring.S and shadow.S: what those call out of line). */
 #include "guest-stub/stub_abi.h"
 #include "guest-stub/x86/frame.h"
@@ -52,6 +53,7 @@ hvt_stub_start:
 
 #include "guest-stub/x86/entry.S"
 #include "guest-stub/x86/agg.S"
+#include "guest-stub/x86/prof.S"
 #include "guest-stub/x86/ret.S"
 #include "guest-stub/x86/ring.S"
 #include "guest-stub/x86/shadow.S"

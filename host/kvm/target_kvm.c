@@ -2,6 +2,7 @@
 #include "host/kvm/linux_boot.h"
 #include "host/kvm/vcpu.h"
 #include "host/vmm/stub_pt.h"
+#include "guest-stub/stub_abi.h"
 #include "arch/arch.h"
 #include "host/util/msg_fmt.h"
 
@@ -106,7 +107,7 @@ static int map_extra(struct vm *vm, uint64_t gpa, uint64_t size, char *err, size
 
 /* The stub region: a memslot right above RAM (2 MiB aligned), which the freestanding guest, told
  * only about its RAM, never uses; the boot identity map already maps it, executable. Any size up to
- * the end of the identity map: only its first page (the code) must be within CALL rel32 reach. */
+ * the end of the identity map: only its code (STUB_CODE_SIZE) must be within CALL rel32 reach. */
 static int kvm_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 			struct target_region *out, char *err, size_t errlen)
 {
@@ -125,7 +126,7 @@ static int kvm_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min
 	}
 	if (size > VM_IDMAP_END - gpa)
 		size = VM_IDMAP_END - gpa;
-	if (gpa + 4096 - lo > (2ull << 30) || (hi > gpa && hi - gpa > (2ull << 30))) {
+	if (gpa + STUB_CODE_SIZE - lo > (2ull << 30) || (hi > gpa && hi - gpa > (2ull << 30))) {
 		msg_fmt(err, errlen,
 			"stub probes: guest RAM (--mem) too large to place the stub within "
 			"2 GiB of the traced code");
@@ -316,7 +317,7 @@ static void klinux_stub_unmap(struct target *t, const struct target_region *r)
  * early page tables, init_top_pgt, every process's), which Linux leaves empty there. The page
  * directory and page table behind it are two pages of the first MiB (LB_STUB_PT_GPA, saved and put
  * back at unmap): the kernel walks page tables through its direct map, which covers RAM only. The
- * code page is read-only and executable, everything else writable and not executable (no W+X
+ * code pages are read-only and executable, everything else writable and not executable (no W+X
  * mapping for the kernel's CONFIG_DEBUG_WX check to find). */
 static int klinux_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 			   struct target_region *out, char *err, size_t errlen)
@@ -342,7 +343,7 @@ static int klinux_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t 
 	}
 	npde = (unsigned)(span / PMD_SPAN);
 	va = STUB_TOP - span;
-	if ((lo < va + X86_PAGE_SIZE && va + X86_PAGE_SIZE - lo > (2ull << 30)) ||
+	if ((lo < va + STUB_CODE_SIZE && va + STUB_CODE_SIZE - lo > (2ull << 30)) ||
 	    (hi > va && hi - va > (2ull << 30))) {
 		msg_fmt(err, errlen, "stub probes: 0x%llx is not within 2 GiB of the traced code",
 			(unsigned long long)va);
@@ -373,7 +374,8 @@ static int klinux_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t 
 	pd[first] = stub_pt_table_entry(pd_gpa + X86_PAGE_SIZE);
 	for (unsigned i = 1; i < npde; i++)
 		pd[first + i] = stub_pt_large_entry(gpa + i * PMD_SPAN, true);
-	/* page 0 (STUB_CODE_OFF): the code, never written by the guest; the rest data, not code */
+	/* the code's pages (STUB_CODE_OFF, STUB_CODE_SIZE), never written by the guest; the rest data,
+	 * not code */
 	stub_pt_fill(pt, gpa, STUB_PT_ENTRIES, 0, 0, true);
 	vm->pud_old = old;
 	vm->pud_set = true;

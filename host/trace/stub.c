@@ -86,8 +86,12 @@ static int put_header(struct stub *s, const struct stub_guest *g)
 		h[H_CUR_GS_ON / 8] = 1;
 		h[H_CUR_GS_OFF / 8] = g->task->task_gs_off;
 	}
-	if (g->task && g->task->valid && g->task->has_preempt_gs)
+	if (g->task && g->task->valid && g->task->has_preempt_gs) {
 		h[H_PREEMPT_GS / 8] = g->task->preempt_gs_off;
+		/* the profiler's short path: CPU-pinned by the preempt count, the CPU number from
+		 * RDTSCP or %gs (not CPUID) */
+		h[H_FAST / 8] = s->agg_entries && !h[H_CPUID / 8];
+	}
 	if (g->task && g->task->valid && g->task->comm_off) {
 		h[H_PID_OFF / 8] = g->task->pid_off;
 		h[H_COMM_OFF / 8] = g->task->comm_off;
@@ -181,7 +185,7 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 			g->nr_detours, STUB_DETOURS_MAX);
 		return -ENOTSUP;
 	}
-	if (nr_cpus > STUB_MAX_CPUS || code > PAGE) {
+	if (nr_cpus > STUB_MAX_CPUS || code > STUB_CODE_SIZE) {
 		msg_fmt(err, errlen, "stub probes: %u CPUs (at most %u)", nr_cpus, STUB_MAX_CPUS);
 		return -ENOTSUP;
 	}
@@ -267,16 +271,16 @@ int stub_place(struct stub *s, struct target *tgt, unsigned nr_cpus, bool return
 	/* a code block of its own (arm64: the region is never executable): the slots follow the
 	 * code's page there, read-only and executable as it is (written by physical address) */
 	if (s->reg.code_gva) {
-		if (detours > STUB_CODE_DELTA - PAGE) {
+		if (detours > STUB_CODE_DELTA - STUB_CODE_SIZE) {
 			tgt->ops->stub_unmap(tgt, &s->reg);
 			msg_fmt(err, errlen,
 				"stub probes: %u functions at their entry (at most %llu here)",
 				g->nr_detours,
-				(unsigned long long)((STUB_CODE_DELTA - PAGE) / STUB_DETOUR_SIZE));
+				(unsigned long long)((STUB_CODE_DELTA - STUB_CODE_SIZE) / STUB_DETOUR_SIZE));
 			return -ENOTSUP;
 		}
-		s->detour_gva = s->reg.code_gva + PAGE;
-		s->detour_gpa = s->reg.code_gpa + PAGE;
+		s->detour_gva = s->reg.code_gva + STUB_CODE_SIZE;
+		s->detour_gpa = s->reg.code_gpa + STUB_CODE_SIZE;
 	}
 	ret = zero_phys(tgt, s->reg.gpa, agg_off(s) + stub_agg_bytes(nr_cpus, s->agg_entries));
 	if (ret == 0)
@@ -397,7 +401,7 @@ bool stub_owns_rip(const struct stub *s, uint64_t rip)
 {
 	uint64_t d = s->detour_gva;
 
-	return s->placed && ((rip >= s->code_gva && rip < s->code_gva + PAGE) ||
+	return s->placed && ((rip >= s->code_gva && rip < s->code_gva + STUB_CODE_SIZE) ||
 			     (rip >= d && rip - d < (uint64_t)s->nr_detours * STUB_DETOUR_SIZE));
 }
 

@@ -28,6 +28,58 @@ static bool plausible(const struct stub_agg_ent *e, const struct probe *p)
 	return !log2 || stub_agg_log2(e->max) == e->bucket - 2;
 }
 
+/* The returns an STUB_AGG_BOTH entry counts (the u64 at A_COMM), and whether the rest of its comm
+ * is zero as the stub leaves it. */
+static uint64_t both_returns(const struct stub_agg_ent *e, bool *clean)
+{
+	uint64_t rets, rest;
+
+	memcpy(&rets, e->comm, 8);
+	memcpy(&rest, e->comm + 8, 8);
+	*clean = rest == 0;
+	return rets;
+}
+
+/* Whether @e, an STUB_AGG_BOTH entry (calls and returns of the profiler's short path, prof.S), is
+ * what the stub writes for counting probe @p. */
+static bool plausible_both(const struct stub_agg_ent *e, const struct probe *p)
+{
+	bool clean;
+	uint64_t rets = both_returns(e, &clean);
+
+	if (p->agg_mode != STUB_AGG_RET || e->pid != STUB_AGG_NOPID || !clean)
+		return false;
+	if (!rets)
+		return !e->sum && !e->sumsq && !e->max;
+	return e->max <= e->sum && (unsigned __int128)rets * e->max >= e->sum;
+}
+
+/* Appends to @a the item of @e's probe @p on CPU @cpu (its hits, and its durations when
+ * @is_return), or counts it rejected when @a is full. */
+static struct stub_agg_item *add_item(struct stub_agg *a, const struct stub_agg_ent *e,
+				      const struct probe *p, unsigned cpu, bool is_return)
+{
+	struct stub_agg_item *it;
+
+	if (a->nr == a->cap) {
+		a->rejected++;
+		return NULL;
+	}
+	it = &a->v[a->nr++];
+	memset(it, 0, sizeof(*it));
+	it->probe = p->id;
+	it->cpu = (uint16_t)cpu;
+	it->pid = -1;
+	it->is_return = is_return;
+	it->hits = e->hits;
+	if (is_return) {
+		it->sum_ns = e->sum;
+		it->sumsq_ns = e->sumsq;
+		it->max_ns = e->max;
+	}
+	return it;
+}
+
 void stub_agg_parse(struct stub_agg *a, const struct stub_agg_ent *raw, size_t n, unsigned cpu,
 		    const struct probe_table *probes)
 {
@@ -39,6 +91,20 @@ void stub_agg_parse(struct stub_agg *a, const struct stub_agg_ent *raw, size_t n
 		if (!e->ip || !e->hits)
 			continue;
 		p = probe_lookup(probes, e->ip);
+		if (p && p->stub && p->agg && p->agg_count && p->addr == e->ip &&
+		    e->bucket == STUB_AGG_BOTH) {
+			bool clean;
+			uint64_t rets = both_returns(e, &clean);
+
+			if (!plausible_both(e, p)) {
+				a->rejected++;
+				continue;
+			}
+			add_item(a, e, p, cpu, false);
+			if (rets && (it = add_item(a, e, p, cpu, true)))
+				it->hits = rets;
+			continue;
+		}
 		if (!p || !p->stub || !p->agg || !p->agg_count || p->addr != e->ip ||
 		    !plausible(e, p) || a->nr == a->cap) {
 			a->rejected++;

@@ -44,8 +44,9 @@ struct stub_agg {
 };
 
 /* Validates @n raw entries of CPU @cpu's table (as the guest holds them) against the counting
- * probes of @probes (stub probes with a mode, p->agg), appending each good one to @a (at most
- * a->cap in all; past that, counted rejected) and counting the others in a->rejected. Empty
+ * probes of @probes (stub probes with a mode, p->agg), appending each good one to @a (an
+ * STUB_AGG_BOTH entry as two items, its calls and its returns; at most a->cap in all; past that,
+ * counted rejected) and counting the others in a->rejected. Empty
  * entries (A_IP 0) and entries not yet counted (hits 0) are skipped. Pure but for @a. */
 void stub_agg_parse(struct stub_agg *a, const struct stub_agg_ent *raw, size_t n, unsigned cpu,
 		    const struct probe_table *probes);

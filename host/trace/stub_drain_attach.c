@@ -595,7 +595,8 @@ static int collect_agg(struct stub_agg *a, struct stub *s, const struct probe_ta
 
 	if (!s->placed || !s->agg_entries || a->read)
 		return 0;
-	a->cap = (size_t)s->nr_cpus * s->agg_entries;
+	/* an STUB_AGG_BOTH entry gives two items (its calls, its returns) */
+	a->cap = 2 * (size_t)s->nr_cpus * s->agg_entries;
 	a->v = malloc(a->cap * sizeof(*a->v));
 	buf = malloc(AGG_CHUNK * sizeof(*buf));
 	if (!a->v || !buf) {

@@ -65,7 +65,7 @@ struct target_ops {
 	int (*stub_map)(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 			struct target_region *out, char *err, size_t errlen);
 	/* Optional, while paused, after stub_map: the region mapped with no page both writable and
-	 * executable: its first page (the code) and [@exec_off, +@exec_len) (detour slots, 0: none)
+	 * executable: its code's pages (STUB_CODE_SIZE) and [@exec_off, +@exec_len) (detour slots, 0: none)
 	 * read-only and executable, the rest writable and not executable, where the guest uses NX
 	 * (page granularity where the target maps with small pages; a large page that holds any of
 	 * the executable range stays executable). The host writes the region by physical address
@@ -103,8 +103,8 @@ struct target_ops {
 /* A region of guest memory placed for the stub. */
 struct target_region {
 	uint64_t gva, gpa, size;
-	/* Nonzero: the stub's code goes here (a page of its own, executable, the region's first page
-	 * then holds none), at STUB_CODE_DELTA below the region (arm64, whose blocks are 2 MiB) */
+	/* Nonzero: the stub's code goes here (pages of its own, executable, the region's first
+	 * STUB_CODE_SIZE bytes then hold none), at STUB_CODE_DELTA below the region (arm64, whose blocks are 2 MiB) */
 	uint64_t code_gva, code_gpa;
 	/* the kernel's text is guarded (arm64's GP: BTI at EL1): a detour's B over a function's first
 	 * word (a PACIxSP, an implicit landing pad) would fault where the function is called

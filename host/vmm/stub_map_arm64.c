@@ -2,6 +2,7 @@
  * traced code, and put back as it was (by stub_map_unmap). */
 #include "host/vmm/stub_map_arm64.h"
 #include "arch/arch.h"
+#include "guest-stub/stub_abi.h"
 #include "host/util/msg_fmt.h"
 
 #include <errno.h>
@@ -16,12 +17,12 @@ static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
 	return mem->read(mem->ctx, gpa, pte, 8);
 }
 
-/* Whether a BL at any address of [@lo, @hi] reaches every address of [@va, @va + PAGE). */
+/* Whether a BL at any address of [@lo, @hi] reaches every address of [@va, @va + STUB_CODE_SIZE). */
 static bool bl_reaches(uint64_t va, uint64_t lo, uint64_t hi)
 {
 	int64_t reach = (int64_t)ARM64_BRANCH_REACH;
 
-	return (int64_t)(va + PAGE - lo) <= reach && (int64_t)(va - hi) >= -reach;
+	return (int64_t)(va + STUB_CODE_SIZE - lo) <= reach && (int64_t)(va - hi) >= -reach;
 }
 
 /* Whether the level-2 descriptor for @va exists in a table the kernel has and is 0 (nothing mapped,

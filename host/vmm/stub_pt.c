@@ -1,6 +1,7 @@
 /* The page-table entries of stub probes' memory in a guest kernel's page tables. */
 #include "host/vmm/stub_pt.h"
 #include "arch/arch.h"
+#include "guest-stub/stub_abi.h"
 
 #include <string.h>
 
@@ -30,7 +31,7 @@ void stub_pt_fill(uint64_t pt[STUB_PT_ENTRIES], uint64_t gpa, uint64_t npages, u
 {
 	memset(pt, 0, STUB_PT_ENTRIES * sizeof(*pt));
 	for (uint64_t i = 0; i < npages && i < STUB_PT_ENTRIES; i++) {
-		bool exec = !i || stub_pt_meets(exec_off, exec_len, i * X86_PAGE_SIZE,
+		bool exec = i < STUB_CODE_SIZE / X86_PAGE_SIZE || stub_pt_meets(exec_off, exec_len, i * X86_PAGE_SIZE,
 						(i + 1) * X86_PAGE_SIZE);
 
 		pt[i] = (gpa + i * X86_PAGE_SIZE) |

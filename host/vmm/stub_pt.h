@@ -1,6 +1,6 @@
 /* The page-table entries that map stub probes' memory into a guest kernel's page tables, the same
- * for every backend whatever the place it chose: a page table whose first page (the stub's code) is
- * read-only and executable and whose other pages are writable data, 2 MiB pages of data past it,
+ * for every backend whatever the place it chose: a page table whose first pages (the stub's code,
+ * STUB_CODE_SIZE) are read-only and executable and whose other pages are writable data, 2 MiB pages of data past it,
  * and the entry that points at a page table. Pure; x86-64 4-level or 5-level paging. */
 #ifndef HVT_STUB_PT_H
 #define HVT_STUB_PT_H
@@ -19,7 +19,7 @@ uint64_t stub_pt_table_entry(uint64_t gpa);
 uint64_t stub_pt_large_entry(uint64_t gpa, bool nx);
 
 /* Fills page table @pt: its first @npages entries (at most STUB_PT_ENTRIES) map the pages from
- * guest-physical @gpa on, the others are 0. Page 0 (the code) and each page meeting [@exec_off,
+ * guest-physical @gpa on, the others are 0. The code's pages (STUB_CODE_SIZE) and each page meeting [@exec_off,
  * +@exec_len) are read-only and executable; every other page is writable data, not executable with
  * @nx. */
 void stub_pt_fill(uint64_t pt[STUB_PT_ENTRIES], uint64_t gpa, uint64_t npages, uint64_t exec_off,

@@ -336,6 +336,98 @@ static void test_scribbled_header_full_tables(void **state)
 	assert_int_equal(d.agg.v[2 * n - 1].pid, (int32_t)(n - 1));
 }
 
+/* The same with the guest's preempt count known: the header turns on the profiler's short path
+ * (prof.S); without it (every other test here) it stays off. */
+static int setup_preempt(void **state)
+{
+	task.valid = true;
+	task.has_preempt_gs = true;
+	task.preempt_gs_off = 0x40;
+	return setup(state);
+}
+
+static int teardown_preempt(void **state)
+{
+	task.valid = false;
+	task.has_preempt_gs = false;
+	task.preempt_gs_off = 0;
+	return teardown(state);
+}
+
+static void test_short_path_header(void **state)
+{
+	(void)state;
+	assert_int_equal(hdr(H_PREEMPT_GS), 0x40);
+	assert_int_equal(hdr(H_FAST), 1);
+}
+
+static void test_no_short_path_without_preempt_count(void **state)
+{
+	(void)state;
+	assert_int_equal(hdr(H_PREEMPT_GS), 0);
+	assert_int_equal(hdr(H_FAST), 0);
+}
+
+/* An STUB_AGG_BOTH entry (the short path's: calls in A_HITS, returns in the u64 at A_COMM, their
+ * durations) gives two items, its calls and its returns, for a probe of mode STUB_AGG_RET alone;
+ * anything else in that bucket is rejected. */
+static void test_both_entries(void **state)
+{
+	struct stub_agg_ent raw[9];
+	struct stub_agg_item items[16];
+	struct stub_agg a = {.v = items, .cap = 16};
+	uint64_t rets = 7, two = 2;
+
+	(void)state;
+	probes.v[1].agg_mode = STUB_AGG_RET;
+	probes.v[1].hooks_return = true;
+	memset(raw, 0, sizeof(raw));
+	for (unsigned i = 0; i < 9; i++)
+		raw[i] = (struct stub_agg_ent){
+		    .ip = F_PLAIN, .pid = STUB_AGG_NOPID, .bucket = STUB_AGG_BOTH, .hits = 8};
+	/* good: 8 calls, 7 returns of 100..400 ns */
+	raw[0].sum = 1000, raw[0].sumsq = 190000, raw[0].max = 400;
+	memcpy(raw[0].comm, &rets, 8);
+	/* good: calls only (none returned yet) */
+	/* forged: returns without durations' room (sum > returns * max) */
+	raw[2].sum = 5000, raw[2].max = 400;
+	memcpy(raw[2].comm, &rets, 8);
+	/* forged: durations and no return */
+	raw[3].sum = 10, raw[3].max = 10;
+	/* forged: a pid */
+	raw[4].pid = 42;
+	/* forged: the comm's second half written */
+	raw[5].comm[12] = 'x';
+	/* forged: max above the sum */
+	raw[6].sum = 10, raw[6].max = 20;
+	memcpy(raw[6].comm, &two, 8);
+	/* forged: the bucket at a probe of another mode (f_count: pid, log2) */
+	raw[7].ip = F_COUNT;
+	/* forged: a trap probe's site */
+	raw[8].ip = F_TRAP;
+	stub_agg_parse(&a, raw, 9, 1, &probes);
+	assert_int_equal(a.nr, 3);
+	assert_int_equal(a.rejected, 7);
+	assert_false(items[0].is_return);
+	assert_false(items[0].has_pid);
+	assert_int_equal(items[0].hits, 8);
+	assert_int_equal(items[0].cpu, 1);
+	assert_int_equal(items[0].sum_ns, 0);
+	assert_true(items[1].is_return);
+	assert_false(items[1].has_log2);
+	assert_int_equal(items[1].hits, 7);
+	assert_int_equal(items[1].sum_ns, 1000);
+	assert_int_equal(items[1].sumsq_ns, 190000);
+	assert_int_equal(items[1].max_ns, 400);
+	assert_false(items[2].is_return);
+	assert_int_equal(items[2].hits, 8);
+	/* a table with room for one item more: the calls kept, the returns counted rejected */
+	a = (struct stub_agg){.v = items, .cap = 1};
+	stub_agg_parse(&a, raw, 1, 0, &probes);
+	assert_int_equal(a.nr, 1);
+	assert_int_equal(a.rejected, 1);
+}
+
 /* stub_agg_parse alone: a table past its capacity counts the rest rejected. */
 static void test_parse_bounded(void **state)
 {
@@ -365,6 +457,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_forged_entries_rejected, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_scribbled_header_full_tables, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_parse_bounded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_short_path_header, setup_preempt, teardown_preempt),
+	    cmocka_unit_test_setup_teardown(test_no_short_path_without_preempt_count, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_both_entries, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("stub_agg", tests, NULL, NULL);

@@ -124,15 +124,15 @@ static void test_records_for(void **state)
 static void test_region_bytes(void **state)
 {
 	(void)state;
-	/* code, header and ring headers take 0x3000; rings; shadow stacks page-aligned after them
+	/* code, header and ring headers take STUB_RINGS_OFF (0x4000); rings; shadow stacks page-aligned after them
 	 */
 	assert_int_equal(stub_region_bytes(0, 0, 0), STUB_RINGS_OFF);
-	assert_int_equal(stub_region_bytes(2, 32768, 0), 0x3000 + 2 * 32768 * 64);
-	assert_int_equal(stub_region_bytes(2, 32768, 256), 0x3000 + 2 * 32768 * 64 + 256 * 8192);
+	assert_int_equal(stub_region_bytes(2, 32768, 0), STUB_RINGS_OFF + 2 * 32768 * 64);
+	assert_int_equal(stub_region_bytes(2, 32768, 256), STUB_RINGS_OFF + 2 * 32768 * 64 + 256 * 8192);
 	assert_int_equal(stub_region_bytes(64, STUB_RING_RECORDS_MAX, 256),
-			 0x3000 + 64ull * (1ull << 30) + (2ull << 20));
+			 STUB_RINGS_OFF + 64ull * (1ull << 30) + (2ull << 20));
 	/* 3 rings of 64 records end mid-page: the stacks start at the next page */
-	assert_int_equal(stub_region_bytes(3, 64, 16), 0x3000 + 0x3000 + 16 * 8192);
+	assert_int_equal(stub_region_bytes(3, 64, 16), STUB_RINGS_OFF + 0x3000 + 16 * 8192);
 }
 
 /* Room for everything: exactly the rings asked for and the full set of shadow stacks. */
@@ -147,7 +147,7 @@ static void test_place_default_and_asked(void **state)
 	assert_int_equal(s.nr_stacks, STUB_STACKS_MAX);
 	assert_int_equal(s.reg.size, stub_region_bytes(2, 32768, STUB_STACKS_MAX));
 	assert_int_equal(hdr(H_RING_MASK), 32767);
-	assert_int_equal(hdr(H_STACKS), REGION + 0x3000 + 2 * 32768 * 64);
+	assert_int_equal(hdr(H_STACKS), REGION + STUB_RINGS_OFF + 2 * 32768 * 64);
 	assert_int_equal(hdr(H_STACKS_MASK), STUB_STACKS_MAX - 1);
 	stub_unplace(&s);
 	memset(mem + REGION, 0, STUB_RINGS_OFF); /* a target gives back memory as it was */
@@ -157,7 +157,7 @@ static void test_place_default_and_asked(void **state)
 	assert_int_equal(s.ring_records, 131072);
 	assert_int_equal(s.nr_stacks, 0);
 	assert_int_equal(asked_min, asked_want);
-	assert_int_equal(s.reg.size, 0x3000 + 3 * 131072 * 64);
+	assert_int_equal(s.reg.size, STUB_RINGS_OFF + 3 * 131072 * 64);
 	assert_int_equal(hdr(H_RING_MASK), 131071);
 	stub_unplace(&s);
 }
@@ -194,7 +194,7 @@ static void test_place_asked_too_big(void **state)
 	unmapped = false;
 	assert_int_equal(place(&s, 2, false, 4096 * 1024 / 64, true, err, sizeof(err)), -ENOSPC);
 	assert_string_equal(err,
-			    "stub probes: rings of 4096 KiB per CPU (8204 KiB for 2 CPUs with "
+			    "stub probes: rings of 4096 KiB per CPU (8208 KiB for 2 CPUs with "
 			    "the stub) cannot be placed: 600 KiB free at guest-physical 0x100000");
 	assert_false(s.placed);
 	assert_null(strchr(err, '\n'));
@@ -222,7 +222,7 @@ static void test_place_target_overshoots(void **state)
 	unmapped = false;
 	assert_int_equal(place(&s, 1, false, 64, false, err, sizeof(err)), -ERANGE);
 	assert_true(unmapped);
-	assert_string_equal(err, "stub probes: the memory target placed 20 KiB (16-16 KiB asked)");
+	assert_string_equal(err, "stub probes: the memory target placed 24 KiB (20-20 KiB asked)");
 	ft.t.ops = &ops;
 }
 

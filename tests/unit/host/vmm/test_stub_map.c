@@ -113,12 +113,13 @@ static void test_entries(void **state)
 	assert_int_equal(stub_pt_large_entry(0x200000, true), 0x200000 | P | RW | A | D | PS | NX);
 	/* the embedded VMM's: every entry, data not executable */
 	stub_pt_fill(pt, 0x100000, STUB_PT_ENTRIES, 0, 0, true);
-	assert_int_equal(pt[0], 0x100000 | P | A);
-	assert_int_equal(pt[1], 0x101000 | P | RW | A | D | NX);
+	assert_int_equal(pt[0], 0x100000 | P | A); /* the code's two pages (STUB_CODE_SIZE) */
+	assert_int_equal(pt[1], 0x101000 | P | A);
+	assert_int_equal(pt[2], 0x102000 | P | RW | A | D | NX);
 	assert_int_equal(pt[511], 0x2ff000 | P | RW | A | D | NX);
 	/* fewer pages than entries: the rest 0; a range marked executable */
 	stub_pt_fill(pt, 0x100000, 4, 0x2ff0, 0x20, false);
-	assert_int_equal(pt[1], 0x101000 | P | RW | A | D);
+	assert_int_equal(pt[1], 0x101000 | P | A);
 	assert_int_equal(pt[2], 0x102000 | P | A);
 	assert_int_equal(pt[3], 0x103000 | P | A);
 	assert_int_equal(pt[4], 0);
@@ -154,17 +155,19 @@ static void test_map_low_memory(void **state)
 	assert_int_equal(u64_at(PD + 8 * 16), LOW_LO | P | RW | A);
 	assert_int_equal(u64_at(PD + 8 * 17), 0);
 	assert_int_equal(u64_at(LOW_LO), (LOW_LO + 0x1000) | P | A);
-	for (unsigned i = 1; i < 8; i++)
+	assert_int_equal(u64_at(LOW_LO + 8), (LOW_LO + 0x2000) | P | A);
+	for (unsigned i = 2; i < 8; i++)
 		assert_int_equal(u64_at(LOW_LO + 8 * i),
 				 (LOW_LO + 0x1000 + i * 0x1000) | P | RW | A | D);
 	assert_int_equal(u64_at(LOW_LO + 8 * 8), 0);
 	/* the stub's own bytes are left as they were (the caller writes them) */
 	assert_memory_equal(guest + LOW_LO + 0x1000, before + LOW_LO + 0x1000, 0x8000);
-	/* W^X: page 2 holds executable code too */
-	assert_int_equal(stub_map_protect(&s, &mem, 0x2000, 0x100), 0);
+	/* W^X: page 3 holds executable code too (pages 0 and 1 are the code's) */
+	assert_int_equal(stub_map_protect(&s, &mem, 0x3000, 0x100), 0);
 	assert_int_equal(u64_at(LOW_LO), (LOW_LO + 0x1000) | P | A);
-	assert_int_equal(u64_at(LOW_LO + 8), (LOW_LO + 0x2000) | P | RW | A | D | NX);
-	assert_int_equal(u64_at(LOW_LO + 16), (LOW_LO + 0x3000) | P | A);
+	assert_int_equal(u64_at(LOW_LO + 8), (LOW_LO + 0x2000) | P | A);
+	assert_int_equal(u64_at(LOW_LO + 16), (LOW_LO + 0x3000) | P | RW | A | D | NX);
+	assert_int_equal(u64_at(LOW_LO + 24), (LOW_LO + 0x4000) | P | A);
 	/* the guest writes its stub; unmap puts everything back */
 	memset(guest + LOW_LO + 0x1000, 0xcc, 0x8000);
 	stub_map_unmap(&s, &mem);
