@@ -95,6 +95,7 @@ typedef int (*arch_read_pte_fn)(void *ctx, uint64_t gpa, uint64_t *pte);
 /* Where one register of a `g` reply lands: an arch_regs index, or ARCH_GDB_SYS + n for sys[n]. */
 #define ARCH_GDB_SYS	 0x80
 #define ARCH_GDB_SYS_MAX 24
+#define ARCH_GDB_ONCE_MAX 8
 
 struct arch_gdb_reg {
 	uint8_t size; /* bytes on the wire */
@@ -116,6 +117,11 @@ struct arch_gdb_layout {
 	/* Optional: the system register holding the rate of the counter the ISA's stub reads its time
 	 * from (arm64: CNTFRQ_EL0 for CNTVCT_EL0), read once at attach; NULL: none. */
 	const char *counter_freq_name;
+	/* Optional: system registers read only when asked (not at each stop: e.g. what the kernel
+	 * enabled of the MMU, read when the stub is mapped), learned by name as sys_names; a name the
+	 * description lacks has no number (-1), which the reader takes as "not readable here". */
+	const char *const *once_names;
+	unsigned nr_once_names; /* at most ARCH_GDB_ONCE_MAX */
 };
 
 /* ---- the per-ISA table ----------------------------------------------------------------------- */
