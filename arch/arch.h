@@ -148,6 +148,11 @@ struct arch {
 	bool (*is_site_nop)(const uint8_t *p);
 	/* Bytes of the landing pad (or sealed one) a function starting at @p opens with, else 0. */
 	size_t (*entry_pad_len)(const uint8_t *p);
+	/* Optional: whether the function starting at @p, whose first word after its pad (@skip
+	 * bytes) is a NOP, has the patchable entry its compiler and the kernel's ftrace made (arm64:
+	 * `mov x9, x30` right before the NOP, which holds the return address the patch's BL takes
+	 * from x30); NULL: any NOP after the pad is one. */
+	bool (*site_entry_ok)(const uint8_t *p, size_t skip);
 	/* A call (@call) or jump from @at to @to into @out (site_len or jmp_len bytes): 0, or
 	 * -ERANGE when @to is out of the encoding's reach. */
 	int (*encode_branch)(uint64_t at, uint64_t to, bool call, uint8_t *out);
