@@ -774,6 +774,47 @@ static void test_run_stub_detour(void **state)
 	hv_result_free(&r);
 }
 
+/* run --qemu --probe stub on every function (-p function, no -l): a site on every function the
+ * guest's own ftrace lists, exactly as many (the guest prints its available_filter_functions count,
+ * hvt.nfuncs, after the workload), and the guest boots, runs its workload and powers off with every
+ * one patched (docs/arm64.md, What is left 4: a BL over a function's first NOP where no `mov x9,
+ * x30` kept x30 took its kernel down); dd's calls alone written (--comm: the stub still runs in every
+ * call of every task), none lost. */
+static void test_run_stub_every_function(void **state)
+{
+	const char *argv[] = {"run",	  "--qemu",   "--kernel", image, "--initrd", initrd,
+			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1 "
+					  "hvt.nfuncs=1",
+			      "-p",	  "function", "--comm",	  "dd",	 "--probe",  "stub",
+			      "--stats",  "--timeout", "900",	  NULL};
+	static const char nfuncs[] = "hvt-linux: ftrace kernel functions ";
+	struct hv_result r;
+	double t0 = now_s();
+	const char *p;
+	long sites, guest;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	sites = hv_stat(r.err, "kaslr-slide", "sites ");
+	printf("arm64: run --qemu --probe stub on every function: status %d in %.1f s, %ld sites\n%s",
+	       r.status, now_s() - t0, sites, r.err);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, "hvt-linux: workload done"));
+	p = strstr(r.console, nfuncs);
+	assert_non_null(p);
+	guest = strtol(p + strlen(nfuncs), NULL, 10);
+	printf("arm64: the guest's ftrace lists %ld functions of its kernel\n", guest);
+	assert_true(guest > 10000);
+	assert_int_equal(sites, guest);
+	check_stub_run(&r, guest);
+	assert_null(strstr(r.console, "Oops"));
+	assert_null(strstr(r.console, "WARNING"));
+	assert_int_equal(count_text(r.trace, ": shmem_file_read_iter <-vfs_read\n"),
+			 atoi(TMPFS_READS));
+	assert_int_equal(count_text(r.trace, ": vfs_read <-ksys_read\n"), 12);
+	hv_result_free(&r);
+}
+
 /* The same detour under function_graph: dd's 12 vfs_read, each with its return, and the calls of
  * __schedule, all closed by their returns but the 12 that never return (do_task_dead's). */
 static void test_run_stub_detour_graph(void **state)
@@ -1177,6 +1218,7 @@ int main(void)
 	    cmocka_unit_test(test_run_stub_graph_root),
 	    cmocka_unit_test(test_run_stub_detour),
 	    cmocka_unit_test(test_run_stub_detour_graph),
+	    cmocka_unit_test(test_run_stub_every_function),
 	};
 	char why[400];
 
