@@ -25,8 +25,8 @@ static const uint8_t arm64_gdb_sys_gp[ARM64_SYS_NR] = {
 };
 
 static const char *const arm64_gdb_once_names[ARM64_ONCE_NR] = {
-    [ARM64_ONCE_TCR2] = "TCR2_EL1",   [ARM64_ONCE_PIR] = "PIR_EL1",
-    [ARM64_ONCE_PIRE0] = "PIRE0_EL1", [ARM64_ONCE_GCSCR] = "GCSCR_EL1",
+    [ARM64_ONCE_TCR2] = "TCR2_EL1",	     [ARM64_ONCE_PIR] = "PIR_EL1",
+    [ARM64_ONCE_PIRE0] = "PIRE0_EL1",	     [ARM64_ONCE_GCSCR] = "GCSCR_EL1",
     [ARM64_ONCE_MMFR3] = "ID_AA64MMFR3_EL1",
 };
 

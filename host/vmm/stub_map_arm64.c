@@ -81,10 +81,11 @@ int stub_map_arm64_perm(const struct stub_map_arm64_regs *r, struct stub_map_arm
 		return -ENOTSUP;
 	} else if (r->tcr2 & ARM64_TCR2_PIE) {
 		if (!r->has_pir || !r->has_pire0) {
-			msg_fmt(err, errlen,
-				"stub probes: the guest kernel uses stage-1 permission indirection "
-				"(TCR2_EL1.PIE) and its PIR_EL1/PIRE0_EL1 cannot be read through the "
-				"gdbstub (use --probe trap)");
+			msg_fmt(
+			    err, errlen,
+			    "stub probes: the guest kernel uses stage-1 permission indirection "
+			    "(TCR2_EL1.PIE) and its PIR_EL1/PIRE0_EL1 cannot be read through the "
+			    "gdbstub (use --probe trap)");
 			return -ENOTSUP;
 		}
 		data = arm64_pie_index(r->pir, r->pire0, ARM64_PIE_RW);
@@ -128,8 +129,9 @@ static uint64_t block_desc(const struct stub_map_arm64_perm *perm, uint64_t leaf
 }
 
 int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint64_t ttbr,
-		       unsigned mode, const struct stub_map_arm64_perm *perm, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
-		       struct target_region *out, char *err, size_t errlen)
+		       unsigned mode, const struct stub_map_arm64_perm *perm, uint64_t lo,
+		       uint64_t hi, uint64_t min, uint64_t want, struct target_region *out,
+		       char *err, size_t errlen)
 {
 	uint64_t span = arm64_level2_span(mode), size, va = 0, leaf_at, leaf = 0, up, down;
 	unsigned n;
@@ -215,8 +217,8 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 	}
 	for (q->nr_pde = 0; q->nr_pde < n; q->nr_pde++) {
 		uint64_t at,
-		    d = block_desc(perm, leaf, level, mode, q->resv_gpa + (uint64_t)q->nr_pde * span,
-				   q->nr_pde == 0);
+		    d = block_desc(perm, leaf, level, mode,
+				   q->resv_gpa + (uint64_t)q->nr_pde * span, q->nr_pde == 0);
 
 		/* each looked at again: a table the walk found must still be there */
 		if (!slot_free(mem, ttbr, mode, va + (uint64_t)q->nr_pde * span, &at) ||

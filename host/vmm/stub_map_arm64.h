@@ -34,11 +34,13 @@ int stub_map_arm64_perm(const struct stub_map_arm64_regs *r, struct stub_map_arm
 /* Maps at least @min, at most @want bytes of the reserved range s->resv_gpa/resv_size (2 MiB
  * aligned) into the kernel tables at @ttbr walked as @mode (arch arm64's walk mode), the first
  * block (the stub's code) executable, within BL reach of every address in [@lo, @hi]; the leaf
- * descriptor that maps @lo gives the memory attributes, @perm the permission encoding. 0 with *@out filled, or -ENOTSUP (no
- * reserved range, or a granule other than 4 KiB), -ENOSPC, -ENOMEM or -EFAULT with one line in
+ * descriptor that maps @lo gives the memory attributes, @perm the permission encoding. 0 with *@out
+ * filled, or -ENOTSUP (no reserved range, or a granule other than 4 KiB), -ENOSPC, -ENOMEM or
+ * -EFAULT with one line in
  * @err; on failure the guest is as it was. */
 int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint64_t ttbr,
-		       unsigned mode, const struct stub_map_arm64_perm *perm, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
-		       struct target_region *out, char *err, size_t errlen);
+		       unsigned mode, const struct stub_map_arm64_perm *perm, uint64_t lo,
+		       uint64_t hi, uint64_t min, uint64_t want, struct target_region *out,
+		       char *err, size_t errlen);
 
 #endif

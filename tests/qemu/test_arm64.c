@@ -783,8 +783,8 @@ static void test_run_stub_detour(void **state)
 static void test_run_stub_every_function(void **state)
 {
 	const char *argv[] = {"run",	  "--qemu",   "--kernel", image, "--initrd", initrd,
-			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1 "
-					  "hvt.nfuncs=1",
+			      "--append", "hvt.nfuncs=1 hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 "
+					  "hvt.yes_sec=1",
 			      "-p",	  "function", "--comm",	  "dd",	 "--probe",  "stub",
 			      "--stats",  "--timeout", "900",	  NULL};
 	static const char nfuncs[] = "hvt-linux: ftrace kernel functions ";

@@ -196,7 +196,7 @@ static void test_site_entry(void **state)
 	    {{ARM64_NOP, ARM64_NOP, 0xaa0003e2u}, false, 0}, /* caches_clean_inval_pou */
 	    {{ARM64_BTI_C, ARM64_NOP, ARM64_NOP}, false, 0},
 	    {{ARM64_MOV_X9_X30, 0x94000001u, ARM64_PACIASP}, false, 0}, /* a BL already there */
-	    {{ARM64_PACIASP, 0xd10283ffu, 0}, false, 0},		  /* __schedule */
+	    {{ARM64_PACIASP, 0xd10283ffu, 0}, false, 0},		/* __schedule */
 	};
 	const struct arch *a = arch_get(ARCH_ARM64);
 

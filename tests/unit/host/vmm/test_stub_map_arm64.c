@@ -96,9 +96,10 @@ static void test_refusals(void **state)
 	r = qemu11;
 	r.has_pire0 = false;
 	assert_int_equal(perm(&r, &p, err), -ENOTSUP);
-	assert_string_equal(err, "stub probes: the guest kernel uses stage-1 permission indirection "
-				 "(TCR2_EL1.PIE) and its PIR_EL1/PIRE0_EL1 cannot be read through "
-				 "the gdbstub (use --probe trap)");
+	assert_string_equal(err,
+			    "stub probes: the guest kernel uses stage-1 permission indirection "
+			    "(TCR2_EL1.PIE) and its PIR_EL1/PIRE0_EL1 cannot be read through "
+			    "the gdbstub (use --probe trap)");
 	/* no kernel-only read-write index (14 gone; 15 and 7 are EL0's too) */
 	r = qemu11;
 	r.pir &= ~(0xfull << 56);
@@ -115,15 +116,17 @@ static void test_refusals(void **state)
 	r = qemu11;
 	r.tcr2 |= ARM64_TCR2_D128;
 	assert_int_equal(perm(&r, &p, err), -ENOTSUP);
-	assert_string_equal(err, "stub probes: the guest kernel uses 128-bit page-table descriptors "
-				 "(TCR2_EL1.D128) (use --probe trap)");
+	assert_string_equal(err,
+			    "stub probes: the guest kernel uses 128-bit page-table descriptors "
+			    "(TCR2_EL1.D128) (use --probe trap)");
 	/* a guarded control stack at EL1, with or without indirection */
 	r = qemu11;
 	r.gcscr = 1;
 	assert_int_equal(perm(&r, &p, err), -ENOTSUP);
-	assert_string_equal(err, "stub probes: the guest kernel runs with a guarded control stack "
-				 "(GCSCR_EL1.PCRSEL, FEAT_GCS), which the stub's return hooks would "
-				 "break (use --probe trap)");
+	assert_string_equal(err,
+			    "stub probes: the guest kernel runs with a guarded control stack "
+			    "(GCSCR_EL1.PCRSEL, FEAT_GCS), which the stub's return hooks would "
+			    "break (use --probe trap)");
 	r.tcr2 = 0;
 	assert_int_equal(perm(&r, &p, err), -ENOTSUP);
 	/* GCSCR_EL1's other bits (EL0's stack is the user's business) */
