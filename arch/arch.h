@@ -95,6 +95,7 @@ typedef int (*arch_read_pte_fn)(void *ctx, uint64_t gpa, uint64_t *pte);
 /* Where one register of a `g` reply lands: an arch_regs index, or ARCH_GDB_SYS + n for sys[n]. */
 #define ARCH_GDB_SYS	 0x80
 #define ARCH_GDB_SYS_MAX 24
+#define ARCH_GDB_ONCE_MAX 8
 
 struct arch_gdb_reg {
 	uint8_t size; /* bytes on the wire */
@@ -116,6 +117,11 @@ struct arch_gdb_layout {
 	/* Optional: the system register holding the rate of the counter the ISA's stub reads its time
 	 * from (arm64: CNTFRQ_EL0 for CNTVCT_EL0), read once at attach; NULL: none. */
 	const char *counter_freq_name;
+	/* Optional: system registers read only when asked (not at each stop: e.g. what the kernel
+	 * enabled of the MMU, read when the stub is mapped), learned by name as sys_names; a name the
+	 * description lacks has no number (-1), which the reader takes as "not readable here". */
+	const char *const *once_names;
+	unsigned nr_once_names; /* at most ARCH_GDB_ONCE_MAX */
 };
 
 /* ---- the per-ISA table ----------------------------------------------------------------------- */
@@ -142,6 +148,11 @@ struct arch {
 	bool (*is_site_nop)(const uint8_t *p);
 	/* Bytes of the landing pad (or sealed one) a function starting at @p opens with, else 0. */
 	size_t (*entry_pad_len)(const uint8_t *p);
+	/* Optional: whether the function starting at @p, whose first word after its pad (@skip
+	 * bytes) is a NOP, has the patchable entry its compiler and the kernel's ftrace made (arm64:
+	 * `mov x9, x30` right before the NOP, which holds the return address the patch's BL takes
+	 * from x30); NULL: any NOP after the pad is one. */
+	bool (*site_entry_ok)(const uint8_t *p, size_t skip);
 	/* A call (@call) or jump from @at to @to into @out (site_len or jmp_len bytes): 0, or
 	 * -ERANGE when @to is out of the encoding's reach. */
 	int (*encode_branch)(uint64_t at, uint64_t to, bool call, uint8_t *out);

@@ -9,7 +9,7 @@
 # the guest would power off).
 # make bench: hvt.bench=N runs N rounds of the file workload alone between "bench start" and "bench end"
 # lines (hvt.bench_work=syscalls: of 2000 one-byte reads and writes by dd instead, syscall-dense), then
-# powers off; hvt.ftrace=GLOB[,GLOB...] (or "all") turns the guest's own function tracer on
+# powers off (hvt.nfuncs=1 and hvt.end below); hvt.ftrace=GLOB[,GLOB...] (or "all") turns the guest's own function tracer on
 # (tracefs) for those rounds and prints how many events it recorded (hvt.ftrace_tracer=function_graph:
 # that tracer instead).
 export PATH=/bin
@@ -256,9 +256,17 @@ sleep "$yes_sec"
 kill $pids 2>/dev/null
 wait 2>/dev/null
 echo "hvt-linux: workload done"
-# hvt.end=reboot: reset instead of powering off (read with builtins: no fork, the forks counted by
-# test_linux stay the same)
+# hvt.end=reboot: reset instead of powering off; hvt.nfuncs=1: first print how many functions of the
+# kernel itself (modules' not) its ftrace lists as traceable, available_filter_functions (both read
+# with builtins when not asked: no fork, the forks counted by test_linux stay the same)
 read -r cmdline < /proc/cmdline
+case " $cmdline " in
+*" hvt.nfuncs=1 "*)
+	mkdir -p /sys/kernel/tracing
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+	echo "hvt-linux: ftrace kernel functions $(grep -vc '\[' /sys/kernel/tracing/available_filter_functions)"
+	;;
+esac
 case " $cmdline " in
 *" hvt.end=reboot "*) reboot -f ;;
 esac

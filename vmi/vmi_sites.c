@@ -18,7 +18,7 @@ bool vmi_site_entry(const struct arch *a, const uint8_t *p, uint64_t func, uint6
 {
 	size_t skip = a->entry_pad_len(p);
 
-	if (!a->is_site_nop(p + skip))
+	if (!a->is_site_nop(p + skip) || (a->site_entry_ok && !a->site_entry_ok(p, skip)))
 		return false;
 	*site = func + skip;
 	return true;

@@ -88,6 +88,7 @@ const struct arch arch_arm64 = {
     .pad_len = ARM64_INSN_LEN,
     .is_site_nop = arm64_is_site_nop,
     .entry_pad_len = arm64_entry_pad_len,
+    .site_entry_ok = arm64_site_entry_ok,
     .encode_branch = arm64_encode_branch,
     .direct_branch = arm64_direct_branch,
     .call_precedes = arm64_call_precedes,

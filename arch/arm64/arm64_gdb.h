@@ -21,6 +21,17 @@ enum arm64_gdb_sys {
 	ARM64_SYS_NR,
 };
 
+/* The system registers read once, when the stub is mapped (arch_gdb_layout.once_names), as
+ * indices into struct gdb's once_regno[]: what the kernel enabled of the MMU and the CPU has. */
+enum arm64_gdb_once {
+	ARM64_ONCE_TCR2,  /* TCR2_EL1: PIE (permission indirection), D128 (128-bit descriptors) */
+	ARM64_ONCE_PIR,	  /* PIR_EL1: EL1's permission of each descriptor index (with PIE) */
+	ARM64_ONCE_PIRE0, /* PIRE0_EL1: EL0's (with PIE) */
+	ARM64_ONCE_GCSCR, /* GCSCR_EL1: PCRSEL, EL1's guarded control stack */
+	ARM64_ONCE_MMFR3, /* ID_AA64MMFR3_EL1: S1PIE, whether the CPU has permission indirection */
+	ARM64_ONCE_NR,
+};
+
 struct arch_gdb_layout;
 
 /* The layout above as arch.h describes it (arm64_gdb_layout.c). */

@@ -24,6 +24,12 @@ static const uint8_t arm64_gdb_sys_gp[ARM64_SYS_NR] = {
     ARCH_REG_NONE, ARCH_REG_NONE, ARCH_REG_NONE, ARM64_SP_EL0, ARCH_REG_NONE,
 };
 
+static const char *const arm64_gdb_once_names[ARM64_ONCE_NR] = {
+    [ARM64_ONCE_TCR2] = "TCR2_EL1",	     [ARM64_ONCE_PIR] = "PIR_EL1",
+    [ARM64_ONCE_PIRE0] = "PIRE0_EL1",	     [ARM64_ONCE_GCSCR] = "GCSCR_EL1",
+    [ARM64_ONCE_MMFR3] = "ID_AA64MMFR3_EL1",
+};
+
 const struct arch_gdb_layout arm64_gdb_layout = {
     .sys_gp = arm64_gdb_sys_gp,
     .sys_names = arm64_gdb_sys_names,
@@ -31,6 +37,8 @@ const struct arch_gdb_layout arm64_gdb_layout = {
     .sys_first = 0,
     .xml_arch = "aarch64",
     .counter_freq_name = "CNTFRQ_EL0",
+    .once_names = arm64_gdb_once_names,
+    .nr_once_names = ARM64_ONCE_NR,
     .reg = arm64_gdb_regs,
     .nr = ARM64_GDB_NR_REGS,
     .decoded_bytes = ARM64_GDB_DECODED_BYTES,

@@ -7,6 +7,11 @@ bool arm64_is_site_nop(const uint8_t *p)
 	return arm64_word(p) == ARM64_NOP;
 }
 
+bool arm64_site_entry_ok(const uint8_t *p, size_t skip)
+{
+	return skip >= ARM64_INSN_LEN && arm64_word(p + skip - ARM64_INSN_LEN) == ARM64_MOV_X9_X30;
+}
+
 size_t arm64_entry_pad_len(const uint8_t *p)
 {
 	size_t n = 0;

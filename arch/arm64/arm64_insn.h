@@ -40,6 +40,12 @@ bool arm64_is_site_nop(const uint8_t *p);
  * `mov x9, x30`, each 4 bytes when there; 0 for neither. */
 size_t arm64_entry_pad_len(const uint8_t *p);
 
+/* Whether the @skip bytes arm64_entry_pad_len counted at @p end with ftrace's `mov x9, x30`: only
+ * then is the NOP after them a patch site (x9 keeps the return address a BL there overwrites in
+ * x30); a function that merely opens with a NOP (an alternative's or a jump label's slot in
+ * assembly, caches_clean_inval_pou) is none. */
+bool arm64_site_entry_ok(const uint8_t *p, size_t skip);
+
 /* BL (@call) or B from @at to @to into @out (4 bytes): 0, -ERANGE beyond +-128 MiB, -EINVAL when
  * either address is not 4-aligned. */
 int arm64_encode_branch(uint64_t at, uint64_t to, bool call, uint8_t *out);

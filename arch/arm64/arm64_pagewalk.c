@@ -147,12 +147,28 @@ uint64_t arm64_level2_span(unsigned mode)
 	return g ? 1ull << (g + (g - 3)) : 0;
 }
 
+#define DESC_AP1    (1ull << 6)
 #define DESC_AP2    (1ull << 7)
 #define DESC_GP	    (1ull << 50)
 #define DESC_DBM    (1ull << 51)
 #define DESC_CONTIG (1ull << 52)
 #define DESC_PXN    (1ull << 53)
 #define DESC_UXN    (1ull << 54)
+
+int arm64_pie_index(uint64_t pir, uint64_t pire0, unsigned el1_perm)
+{
+	for (unsigned i = 0; i < 16; i++)
+		if (((pir >> (4 * i)) & 0xf) == el1_perm && !((pire0 >> (4 * i)) & 0xf))
+			return (int)i;
+	return -1;
+}
+
+uint64_t arm64_desc_set_pi(uint64_t d, unsigned pi)
+{
+	d &= ~(DESC_UXN | DESC_PXN | DESC_DBM | DESC_AP1);
+	return d | (pi & 8 ? DESC_UXN : 0) | (pi & 4 ? DESC_PXN : 0) | (pi & 2 ? DESC_DBM : 0) |
+	       (pi & 1 ? DESC_AP1 : 0);
+}
 
 bool arm64_desc_guarded(uint64_t leaf)
 {

@@ -44,6 +44,22 @@ uint64_t arm64_level2_span(unsigned mode);
  * DBM) and never executable; not contiguous. 0 when @leaf is not a valid leaf. Pure. */
 uint64_t arm64_block_desc(uint64_t leaf, int leaf_level, unsigned mode, uint64_t pa, bool exec);
 
+/* Stage-1 permission indirection (FEAT_S1PIE, on when TCR2_EL1.PIE is set): a descriptor's bits
+ * 54 (UXN), 53 (PXN), 51 (DBM) and 6 (AP[1]) are then a 4-bit index into PIR_EL1 (EL1's
+ * permission) and PIRE0_EL1 (EL0's), 4 bits per index, instead of AP/PXN/UXN. The permission
+ * values hvtrace asks for (no overlay: POR_EL1 does not apply to them): */
+#define ARM64_TCR2_PIE	(1ull << 1)
+#define ARM64_TCR2_D128 (1ull << 5)
+#define ARM64_PIE_RX	0xa /* read, execute */
+#define ARM64_PIE_RW	0xc /* read, write */
+
+/* The lowest index whose PIR_EL1 field (@pir) is @el1_perm and whose PIRE0_EL1 field (@pire0) is 0
+ * (no EL0 access), -1 when there is none. Pure. */
+int arm64_pie_index(uint64_t pir, uint64_t pire0, unsigned el1_perm);
+
+/* Descriptor @d with its index bits (54, 53, 51, 6) those of index @pi (0-15). Pure. */
+uint64_t arm64_desc_set_pi(uint64_t d, unsigned pi);
+
 /* Whether the valid leaf descriptor @leaf maps guarded pages (GP, bit 50: BTI enforced at EL1, so
  * an indirect branch may land only on a landing pad there). Pure. */
 bool arm64_desc_guarded(uint64_t leaf);

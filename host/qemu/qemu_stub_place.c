@@ -163,6 +163,8 @@ void qemu_stub_place(struct qemu_stub_place *sp, struct target_qemu *tq, struct 
 			msg_fmt(why, whylen,
 				"stub probes: an arm64 guest needs RAM its kernel keeps out of use%s%s",
 				sp->resv_why[0] ? ": " : "", sp->resv_why);
+		else if (target_qemu_stub_arm64_perm(tq, why, whylen) < 0)
+			; /* what the kernel enabled that the stub cannot follow: why says */
 		else if (stub_live_at(&tq->t, sp->resv_gpa + STUB_CODE_DELTA))
 			msg_fmt(why, whylen,
 				"the stub of an earlier hvtrace is still live in this guest (it was "

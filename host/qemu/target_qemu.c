@@ -254,11 +254,42 @@ static int capture_kernel_pt_arm64(struct target_qemu *q)
 	return q->kmode ? 0 : -EINVAL;
 }
 
+int target_qemu_stub_arm64_perm(struct target_qemu *q, char *why, size_t whylen)
+{
+	const struct gdb *g = q->vm.gdb;
+	struct stub_map_arm64_regs r = {0};
+	uint64_t *val[ARM64_ONCE_NR] = {&r.tcr2, &r.pir, &r.pire0, &r.gcscr, &r.mmfr3};
+	bool *has[ARM64_ONCE_NR] = {&r.has_tcr2, &r.has_pir, &r.has_pire0, &r.has_gcscr,
+				    &r.has_mmfr3};
+
+	if (target_arch(&q->t) != arch_get(ARCH_ARM64))
+		return 0;
+	if (!q->s1perm_state) {
+		if (!q->vm.stopped || !q->vm.nr_cpus)
+			return 1;
+		/* vCPU 0's: the kernel sets them alike on every CPU at boot */
+		for (unsigned i = 0; i < ARM64_ONCE_NR; i++)
+			*has[i] = g->once_regno[i] >= 0 &&
+				  gdb_read_reg(q->vm.gdb, q->vm.cpu[0].thread,
+					       (unsigned)g->once_regno[i], val[i]) == 0;
+		q->s1perm_state = stub_map_arm64_perm(&r, &q->s1perm, q->s1perm_why,
+						      sizeof(q->s1perm_why)) < 0
+				      ? -ENOTSUP
+				      : 1;
+	}
+	if (q->s1perm_state < 0) {
+		msg_fmt(why, whylen, "%s", q->s1perm_why);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
 static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 			    struct target_region *out, char *err, size_t errlen)
 {
 	struct target_qemu *q = tq(t);
 	struct stub_map_mem mem = stub_mem(q);
+	int ret;
 
 	if (q->mem.fd < 0) {
 		msg_fmt(err, errlen,
@@ -271,8 +302,15 @@ static int qemu_stub_map_op(struct target *t, uint64_t lo, uint64_t hi, uint64_t
 			msg_fmt(err, errlen, "stub probes: cannot read the kernel's TTBR1_EL1/TCR_EL1");
 			return -EFAULT;
 		}
-		return stub_map_arm64_map(&q->stub, &mem, q->kcr3, q->kmode, lo, hi, min, want, out,
-					  err, errlen);
+		ret = target_qemu_stub_arm64_perm(q, err, errlen);
+		if (ret) {
+			if (ret > 0)
+				msg_fmt(err, errlen, "stub probes: the guest's system registers "
+						     "cannot be read (the VM runs)");
+			return ret > 0 ? -EAGAIN : ret;
+		}
+		return stub_map_arm64_map(&q->stub, &mem, q->kcr3, q->kmode, &q->s1perm, lo, hi,
+					  min, want, out, err, errlen);
 	}
 	return stub_map_map(&q->stub, &mem, q->stub_low_why, capture_kernel_pt, q, lo, hi, min,
 			    want, out, err, errlen);

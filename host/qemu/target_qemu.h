@@ -7,6 +7,7 @@
 
 #include "host/vmm/gdbstub.h"
 #include "host/vmm/stub_map.h"
+#include "host/vmm/stub_map_arm64.h"
 #include "host/qemu/qemu_mem.h"
 #include "host/qemu/qemu_vm.h"
 #include "host/trace/target.h"
@@ -39,6 +40,12 @@ struct target_qemu {
 	const char *stub_low_why; /* why low memory, not reserved RAM (NULL: not said); borrowed */
 	uint64_t kcr3;		  /* kernel page tables for read_kernel, captured by stub_map */
 	unsigned kmode;		  /* and their walk's mode (x86: LA57; arm64: TCR_EL1's fields) */
+	/* arm64: how the stub's blocks encode their permissions, learned once from the guest's
+	 * system registers (target_qemu_stub_arm64_perm); s1perm_state 0 not yet, 1 learned, < 0 the
+	 * stub cannot follow the guest (why in s1perm_why) */
+	struct stub_map_arm64_perm s1perm;
+	int s1perm_state;
+	char s1perm_why[224];
 	bool phys_mode; /* the gdbstub's memory packets take physical addresses now */
 	bool tcg;	/* QEMU said it runs TCG: a single step ignores the breakpoint at its start
 			 * (target_qemu_set_tcg; false: KVM or not said) */
@@ -68,6 +75,12 @@ int target_qemu_read_kernel(void *ctx, uint64_t gva, void *buf, size_t len);
  * aligned), and only its page-table page is low. Without it, stub_map refuses. */
 void target_qemu_set_stub_area(struct target_qemu *q, uint64_t phys_lo, uint64_t phys_hi,
 			       uint64_t va, uint64_t resv_gpa, uint64_t resv_size);
+
+/* arm64: whether the stub's blocks and code can follow what the guest kernel enabled (stage-1
+ * permission indirection, 128-bit descriptors, an EL1 guarded control stack), learned from its
+ * system registers once, with the VM stopped: 0, 1 when it cannot be told yet (the VM runs), or
+ * -ENOTSUP with one line in @why. 0 for other ISAs. */
+int target_qemu_stub_arm64_perm(struct target_qemu *q, char *why, size_t whylen);
 
 /* Bytes of guest RAM (a multiple of 2 MiB) to reserve for a stub region of @region bytes. Pure. */
 uint64_t target_qemu_stub_reserve(uint64_t region);

@@ -590,12 +590,13 @@ void pipeline_print_stub_stats(const struct pipeline *p)
 		return;
 	fprintf(stderr,
 		"hvtrace: stats: stub probes %zu records %llu lost %llu guest-reported-lost %llu "
-		"rejected %llu ring %llu/cpu region %llu KiB %s host-ring-stalls %llu "
+		"rejected %llu ring %llu/cpu region %llu KiB %s%s%s host-ring-stalls %llu "
 		"cpu-from %s backpressure %s pauses %llu paused-us %llu guest-waits %llu wait-timeouts %llu "
 		"tasks-changed %llu tasks-announced %llu detach-scans %u detach-stacks %lu "
 		"detach-hooked %ld detach-hooked-ms %llu\n",
 		st.stub_probes, st.stub_records, st.stub_lost, st.stub_guest_lost, st.stub_rejected,
 		st.stub_ring_records, st.stub_region_bytes >> 10, st.stub_region_where,
+		st.stub_region_perm ? " perm " : "", st.stub_region_perm ? st.stub_region_perm : "",
 		st.stub_host_stalls, st.stub_cpu_from,
 		st.stub_backpressure ? "on" : "off", st.stub_pauses, st.stub_paused_ns / 1000,
 		st.stub_waits, st.stub_wait_timeouts, st.stub_tasks_changed, st.stub_announced,

@@ -112,6 +112,9 @@ struct target_region {
 	bool text_guarded;
 	const char
 	    *where; /* static: "memslot", "reserved" (RAM the kernel reserved), "low-memory" */
+	/* static, NULL for the ISA's only way: how the descriptors mapping it give permissions
+	 * (arm64: "ap" AP/PXN/UXN, "pie" the kernel's stage-1 permission indirection) */
+	const char *perm;
 };
 
 struct target {

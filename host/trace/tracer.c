@@ -606,6 +606,7 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 	    .stub_ring_records = t->stub.stub.ring_records,
 	    .stub_region_bytes = t->stub.stub.reg.size,
 	    .stub_region_where = t->stub.stub.reg.where ? t->stub.stub.reg.where : "-",
+	    .stub_region_perm = t->stub.stub.reg.perm,
 	    .stub_cpu_from = t->stub.stub.cpu_from ? t->stub.stub.cpu_from : "-",
 	    .stub_host_stalls = stub_drain_stalls(&t->stub),
 	    .stub_pauses = t->stub.pauses,

@@ -37,6 +37,7 @@ struct tracer_stats {
 	unsigned long long stub_records, stub_announced, stub_lost, stub_ring_records,
 	    stub_region_bytes;
 	const char *stub_region_where; /* target_region.where */
+	const char *stub_region_perm;  /* target_region.perm (NULL: the ISA has one way) */
 	const char *stub_cpu_from; /* the stub's CPU number: "rdtscp", "gs" or "cpuid" (stub.h) */
 	unsigned long long stub_guest_lost; /* guest-reported: what the stub's counters say */
 	unsigned long long stub_rejected;   /* forged records dropped */

@@ -121,6 +121,9 @@ static int learn_sys_regs(struct gdb *g, const struct arch_gdb_layout *l, const 
 			return rc;
 		if (l->counter_freq_name && g->freq_regno < 0)
 			g->freq_regno = gdb_desc_regnum(buf, l->counter_freq_name);
+		for (unsigned i = 0; i < l->nr_once_names && i < ARCH_GDB_ONCE_MAX; i++)
+			if (g->once_regno[i] < 0)
+				g->once_regno[i] = gdb_desc_regnum(buf, l->once_names[i]);
 		for (unsigned i = 0; i < l->nr_sys_names; i++) {
 			int r = gdb_desc_regnum(buf, l->sys_names[i]);
 
@@ -178,6 +181,8 @@ int gdb_target_desc(struct gdb *g, char *err, size_t errlen)
 	for (unsigned i = 0; i < ARCH_GDB_SYS_MAX; i++)
 		g->sys_regno[i] = -1;
 	g->freq_regno = -1;
+	for (unsigned i = 0; i < ARCH_GDB_ONCE_MAX; i++)
+		g->once_regno[i] = -1;
 	if (g->arch->gdb->nr_sys_names)
 		rc = learn_sys_regs(g, g->arch->gdb, target, buf, err, errlen);
 out:

@@ -41,6 +41,7 @@ struct gdb {
 	 * from the target description (gdb_target_desc); read with `p` after each `g` */
 	int sys_regno[ARCH_GDB_SYS_MAX];
 	int freq_regno; /* the layout's counter_freq_name, -1: none or not described */
+	int once_regno[ARCH_GDB_ONCE_MAX]; /* the layout's once_names, -1: not described */
 	/* NN of the last "E NN" reply, -1 none. Hex per the protocol, but QEMU writes its decimal
 	 * errno there: E14 (EFAULT) reads 0x14, E22 (EINVAL) 0x22. */
 	int last_error;

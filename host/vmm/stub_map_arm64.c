@@ -57,9 +57,82 @@ static bool free_run(const struct stub_map_mem *mem, uint64_t ttbr, unsigned mod
 	return false;
 }
 
+#define MMFR3_S1PIE(v) (((v) >> 8) & 0xf)
+#define GCSCR_PCRSEL   1ull
+
+int stub_map_arm64_perm(const struct stub_map_arm64_regs *r, struct stub_map_arm64_perm *p,
+			char *err, size_t errlen)
+{
+	int data, code;
+
+	*p = (struct stub_map_arm64_perm){0};
+	/* a CPU that says it has permission indirection, and the kernel's switch for it unread */
+	if (!r->has_tcr2) {
+		if (r->has_mmfr3 && MMFR3_S1PIE(r->mmfr3)) {
+			msg_fmt(err, errlen,
+				"stub probes: the guest's CPU has stage-1 permission indirection "
+				"(FEAT_S1PIE) and its TCR2_EL1 cannot be read through the gdbstub "
+				"(use --probe trap)");
+			return -ENOTSUP;
+		}
+	} else if (r->tcr2 & ARM64_TCR2_D128) {
+		msg_fmt(err, errlen,
+			"stub probes: the guest kernel uses 128-bit page-table descriptors "
+			"(TCR2_EL1.D128) (use --probe trap)");
+		return -ENOTSUP;
+	} else if (r->tcr2 & ARM64_TCR2_PIE) {
+		if (!r->has_pir || !r->has_pire0) {
+			msg_fmt(
+			    err, errlen,
+			    "stub probes: the guest kernel uses stage-1 permission indirection "
+			    "(TCR2_EL1.PIE) and its PIR_EL1/PIRE0_EL1 cannot be read through the "
+			    "gdbstub (use --probe trap)");
+			return -ENOTSUP;
+		}
+		data = arm64_pie_index(r->pir, r->pire0, ARM64_PIE_RW);
+		code = arm64_pie_index(r->pir, r->pire0, ARM64_PIE_RX);
+		if (data < 0 || code < 0) {
+			msg_fmt(err, errlen,
+				"stub probes: the guest kernel's permission indirection (PIR_EL1 "
+				"0x%016llx, PIRE0_EL1 0x%016llx) has no index for kernel-only %s "
+				"(use --probe trap)",
+				(unsigned long long)r->pir, (unsigned long long)r->pire0,
+				data < 0 ? "read-write data" : "read-execute code");
+			return -ENOTSUP;
+		}
+		*p = (struct stub_map_arm64_perm){
+		    .pie = true, .data_pi = (unsigned)data, .code_pi = (unsigned)code};
+	}
+	/* hooked returns land in the stub, not where the caller's BL pushed: a kernel's own GCS
+	 * would fault on them */
+	if (r->has_gcscr && (r->gcscr & GCSCR_PCRSEL)) {
+		msg_fmt(err, errlen,
+			"stub probes: the guest kernel runs with a guarded control stack "
+			"(GCSCR_EL1.PCRSEL, FEAT_GCS), which the stub's return hooks would break "
+			"(use --probe trap)");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/* The stub's block descriptor for @pa: arm64_block_desc's, its permission bits as @perm encodes
+ * them (with indirection: read-write or read-execute by index, kernel-only). AP[2] stays as
+ * arm64_block_desc sets it (the code's 1, the data's 0): with indirection it is the dirty state
+ * (0: writes allowed), and the kernel's own W+X check reads it as read-only still. */
+static uint64_t block_desc(const struct stub_map_arm64_perm *perm, uint64_t leaf, int level,
+			   unsigned mode, uint64_t pa, bool exec)
+{
+	uint64_t d = arm64_block_desc(leaf, level, mode, pa, exec);
+
+	if (d && perm->pie)
+		d = arm64_desc_set_pi(d, exec ? perm->code_pi : perm->data_pi);
+	return d;
+}
+
 int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint64_t ttbr,
-		       unsigned mode, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
-		       struct target_region *out, char *err, size_t errlen)
+		       unsigned mode, const struct stub_map_arm64_perm *perm, uint64_t lo,
+		       uint64_t hi, uint64_t min, uint64_t want, struct target_region *out,
+		       char *err, size_t errlen)
 {
 	uint64_t span = arm64_level2_span(mode), size, va = 0, leaf_at, leaf = 0, up, down;
 	unsigned n;
@@ -108,7 +181,7 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 	/* the kernel text's own leaf: its memory attributes for ours */
 	if (arm64_walk_to(read_pte, (void *)mem, ttbr, mode, lo, 3, &leaf_at, &level) < 0 ||
 	    read_pte((void *)mem, leaf_at, &leaf) < 0 ||
-	    !arm64_block_desc(leaf, level, mode, q->resv_gpa, true)) {
+	    !block_desc(perm, leaf, level, mode, q->resv_gpa, true)) {
 		msg_fmt(err, errlen,
 			"stub probes: the kernel's page tables do not map its text at 0x%llx",
 			(unsigned long long)lo);
@@ -145,8 +218,8 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 	}
 	for (q->nr_pde = 0; q->nr_pde < n; q->nr_pde++) {
 		uint64_t at,
-		    d = arm64_block_desc(leaf, level, mode,
-					 q->resv_gpa + (uint64_t)q->nr_pde * span, q->nr_pde == 0);
+		    d = block_desc(perm, leaf, level, mode,
+				   q->resv_gpa + (uint64_t)q->nr_pde * span, q->nr_pde == 0);
 
 		/* each looked at again: a table the walk found must still be there */
 		if (!slot_free(mem, ttbr, mode, va + (uint64_t)q->nr_pde * span, &at) ||
@@ -166,6 +239,7 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 				      .code_gva = va,
 				      .code_gpa = q->resv_gpa,
 				      .text_guarded = arm64_desc_guarded(leaf),
+				      .perm = perm->pie ? "pie" : "ap",
 				      .where = "reserved"};
 	return 0;
 fail:

@@ -11,14 +11,36 @@
 
 #include "host/vmm/stub_map.h"
 
+/* What the guest's kernel enabled that the stub's descriptors and code must follow, learned from
+ * its system registers (read once through the VMM, each with whether it could be read). */
+struct stub_map_arm64_regs {
+	uint64_t tcr2, pir, pire0, gcscr, mmfr3;
+	bool has_tcr2, has_pir, has_pire0, has_gcscr, has_mmfr3;
+};
+
+/* How the stub's two blocks give their permissions: classic AP/PXN/UXN, or (pie) the PIR_EL1
+ * indices of EL1 read-write and of EL1 read-execute, neither reachable from EL0. */
+struct stub_map_arm64_perm {
+	bool pie;
+	unsigned data_pi, code_pi;
+};
+
+/* From @r: *@p, or -ENOTSUP with one line in @err naming what the stub cannot follow (permission
+ * indirection whose registers cannot be read or that offer no such index, 128-bit descriptors,
+ * a guarded control stack at EL1). Pure. */
+int stub_map_arm64_perm(const struct stub_map_arm64_regs *r, struct stub_map_arm64_perm *p,
+			char *err, size_t errlen);
+
 /* Maps at least @min, at most @want bytes of the reserved range s->resv_gpa/resv_size (2 MiB
  * aligned) into the kernel tables at @ttbr walked as @mode (arch arm64's walk mode), the first
  * block (the stub's code) executable, within BL reach of every address in [@lo, @hi]; the leaf
- * descriptor that maps @lo gives the memory attributes. 0 with *@out filled, or -ENOTSUP (no
- * reserved range, or a granule other than 4 KiB), -ENOSPC, -ENOMEM or -EFAULT with one line in
+ * descriptor that maps @lo gives the memory attributes, @perm the permission encoding. 0 with *@out
+ * filled, or -ENOTSUP (no reserved range, or a granule other than 4 KiB), -ENOSPC, -ENOMEM or
+ * -EFAULT with one line in
  * @err; on failure the guest is as it was. */
 int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint64_t ttbr,
-		       unsigned mode, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
-		       struct target_region *out, char *err, size_t errlen);
+		       unsigned mode, const struct stub_map_arm64_perm *perm, uint64_t lo,
+		       uint64_t hi, uint64_t min, uint64_t want, struct target_region *out,
+		       char *err, size_t errlen);
 
 #endif

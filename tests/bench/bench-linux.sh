@@ -169,8 +169,8 @@ fi
 # reads and writes: one event of each per syscall; the event count is the guest's ftrace count),
 # interleaved windows, each one's shortest. The stub's cost is taken against a window with hvtrace's
 # threads running and no event in it (stub_idle: start_kernel probed), as the KVM part does: under
-# TCG on shared cores what hvtrace's threads take from QEMU is not a per-event cost. (On arm64 stub
-# probes on every function crash the guest's early boot: see docs/arm64.md.)
+# TCG on shared cores what hvtrace's threads take from QEMU is not a per-event cost. (Stub probes on
+# every function work on arm64 too since docs/arm64.md's What is left 4: BENCH_PARTS=stub there.)
 if [ "${BENCH_PARTS:-all}" = few ]; then
 	two=vfs_read,vfs_write
 	kaslr="${kaslr}hvt.bench_work=syscalls "

@@ -298,14 +298,20 @@ static uint64_t reg(struct gdb *g, int regnum)
 	return v;
 }
 
+/* Whether the guest kernel turned on stage-1 permission indirection (TCR2_EL1.PIE, FEAT_S1PIE:
+ * QEMU 11's -cpu max has it, 7.2's not), as test_gdbstub read it: 1 on, 0 off or no TCR2_EL1 in
+ * the gdbstub's description, -1 not read. hvtrace's stub blocks must then say `perm pie`. */
+static int guest_pie = -1;
+
 /* The gdbstub: aarch64's core registers and QEMU's system registers, their values on each vCPU. */
 static void test_gdbstub(void **state)
 {
 	static char xml[256 << 10];
 	static const char *const sysregs[] = {
 	    "TTBR1_EL1", "TTBR0_EL1", "TCR_EL1",    "SP_EL0",	  "TPIDR_EL1",	     "MAIR_EL1",
-	    "VBAR_EL1",	 "SCTLR_EL1", "CNTFRQ_EL0", "CNTVCT_EL0", "ID_AA64MMFR0_EL1"};
-	int n_ttbr1, n_tcr, n_sp_el0, n_tpidr, n_cntfrq, tids[8];
+	    "VBAR_EL1",	 "SCTLR_EL1", "CNTFRQ_EL0", "CNTVCT_EL0", "ID_AA64MMFR0_EL1",
+	    "TCR2_EL1",	 "PIR_EL1"};
+	int n_ttbr1, n_tcr, n_sp_el0, n_tpidr, n_cntfrq, n_tcr2, tids[8];
 	unsigned nr, in_el1 = 0;
 	int el1_user_sp = 0;
 	uint64_t tpidr[2] = {0}, tcr = 0, ttbr1 = 0;
@@ -340,6 +346,7 @@ static void test_gdbstub(void **state)
 	n_sp_el0 = sys_regnum(xml, "SP_EL0");
 	n_tpidr = sys_regnum(xml, "TPIDR_EL1");
 	n_cntfrq = sys_regnum(xml, "CNTFRQ_EL0");
+	n_tcr2 = sys_regnum(xml, "TCR2_EL1");
 
 	assert_int_equal(gdb_threads(g, tids, 8, &nr), 0);
 	assert_int_equal(nr, 2);
@@ -374,6 +381,7 @@ static void test_gdbstub(void **state)
 				}
 				tcr = reg(g, n_tcr);
 				ttbr1 = reg(g, n_ttbr1);
+				guest_pie = n_tcr2 >= 0 && (reg(g, n_tcr2) & 2);
 				in_el1++;
 			}
 		}
@@ -382,6 +390,8 @@ static void test_gdbstub(void **state)
 		printf("arm64: %d stop(s) at EL1 with the user's SP_EL0 (kernel entry or exit)\n",
 		       el1_user_sp);
 	assert_true(in_el1 > 0);
+	printf("arm64: TCR2_EL1 %s, permission indirection %s\n", n_tcr2 >= 0 ? "read" : "absent",
+	       guest_pie ? "on" : "off");
 	/* each vCPU its own per-CPU area */
 	assert_true(tpidr[0] != tpidr[1]);
 	assert_true(reg(g, n_cntfrq) > 0);
@@ -572,6 +582,16 @@ static void check_tmpfs_reads(const struct hv_result *r, const char *con)
 	assert_int_equal(hv_stat(r->err, "kaslr-slide", "orphan-returns "), 0);
 }
 
+/* The stub blocks' permissions as the guest's kernel encodes them (guest_pie, learned here from
+ * the gdbstub): `perm pie` with permission indirection on, else `perm ap`. */
+static void check_stub_perm(const struct hv_result *r)
+{
+	if (guest_pie < 0)
+		assert_non_null(strstr(r->err, " reserved perm "));
+	else
+		assert_non_null(strstr(r->err, guest_pie ? " reserved perm pie " : " reserved perm ap "));
+}
+
 /* The stub's end of an attach with --probe stub (--stats in @r->err): @probes stub probes, in
  * the RAM the guest's mem= keeps from its kernel, no record lost or forged, no exit for a probe. */
 static void check_stub_attach(const struct hv_result *r, long probes)
@@ -581,6 +601,7 @@ static void check_stub_attach(const struct hv_result *r, long probes)
 	assert_int_equal(hv_stat(r->err, "stub probes", "guest-reported-lost "), 0);
 	assert_int_equal(hv_stat(r->err, "stub probes", "rejected "), 0);
 	assert_non_null(strstr(r->err, " reserved "));
+	check_stub_perm(r);
 	assert_int_equal(hv_stat(r->err, "kaslr-slide", "hits "), 0);
 }
 
@@ -598,6 +619,7 @@ static void check_stub_run(const struct hv_result *r, long probes)
 	assert_int_equal(hv_stat(r->err, "stub probes", "guest-reported-lost "), 0);
 	assert_int_equal(hv_stat(r->err, "stub probes", "rejected "), 0);
 	assert_non_null(strstr(r->err, " reserved "));
+	check_stub_perm(r);
 	assert_non_null(strstr(r->err, "cpu-from mpidr"));
 	/* exit-free: no gdbstub stop for a probe */
 	assert_int_equal(hv_stat(r->err, "kaslr-slide", "hits "), 0);
@@ -606,26 +628,8 @@ static void check_stub_run(const struct hv_result *r, long probes)
 /* run --qemu --probe stub (the exit-free stub, guest-stub/arm64): `-p function -l
  * shmem_file_read_iter -r shmem_file_read_iter --comm dd` over the workload's tmpfs reads, exactly
  * as many entries from vfs_read and returns of 16 bytes as the guest says it made, by dd. */
-/* Stub probes under $QEMU_AARCH64's QEMU (11 in make test): its -cpu max guest panicked as soon
- * as stub probes were in (6.12 cloud-arm64, session 24; trap probes and the x86 stub are fine there),
- * a bug not understood yet (issue 38): those tests run under the machine's QEMU 7.2 only, and say
- * so. */
-static bool stub_wanted(void)
-{
-	const char *q = getenv("QEMU_AARCH64");
-
-	if (!q || !*q)
-		return true;
-	printf("SKIPPED here: stub probes under %s's -cpu max panic the guest (issue 38, not "
-	       "understood yet)\n",
-	       q);
-	return false;
-}
-
 static void test_run_stub_returns(void **state)
 {
-	if (!stub_wanted())
-		skip();
 	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
 			      "--append", "hvt.bm=7 hvt.tmpfs=" TMPFS_READS " hvt.rounds=1 hvt.yes=1 "
 					  "hvt.yes_sec=1",
@@ -650,8 +654,6 @@ static void test_run_stub_returns(void **state)
  * right under it, its return hooked through x30 before the function's paciasp signs it. */
 static void test_run_stub_graph(void **state)
 {
-	if (!stub_wanted())
-		skip();
 	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
 			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
 			      "-p",	 "function_graph", "-l", "vfs_read", "-l",
@@ -686,8 +688,6 @@ static void test_run_stub_graph(void **state)
  * shmem_file_read_iter under them, and not one ksys_read (their caller, outside the graph). */
 static void test_run_stub_graph_root(void **state)
 {
-	if (!stub_wanted())
-		skip();
 	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
 			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
 			      "-p",	 "function_graph", "-g", "vfs_read", "-l", "vfs_read", "-l",
@@ -738,8 +738,6 @@ static long schedule_callers(const char *trace)
  * entries = returns + 12, each entry's parent a caller of __schedule, each return to one. */
 static void test_run_stub_detour(void **state)
 {
-	if (!stub_wanted())
-		skip();
 	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
 			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
 			      "-p",	 "function", "-l", "__schedule", "-r", "__schedule", "-l",
@@ -776,12 +774,51 @@ static void test_run_stub_detour(void **state)
 	hv_result_free(&r);
 }
 
+/* run --qemu --probe stub on every function (-p function, no -l): a site on every function the
+ * guest's own ftrace lists, exactly as many (the guest prints its available_filter_functions count,
+ * hvt.nfuncs, after the workload), and the guest boots, runs its workload and powers off with every
+ * one patched (docs/arm64.md, What is left 4: a BL over a function's first NOP where no `mov x9,
+ * x30` kept x30 took its kernel down); dd's calls alone written (--comm: the stub still runs in every
+ * call of every task), none lost. */
+static void test_run_stub_every_function(void **state)
+{
+	const char *argv[] = {"run",	  "--qemu",   "--kernel", image, "--initrd", initrd,
+			      "--append", "hvt.nfuncs=1 hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 "
+					  "hvt.yes_sec=1",
+			      "-p",	  "function", "--comm",	  "dd",	 "--probe",  "stub",
+			      "--stats",  "--timeout", "900",	  NULL};
+	static const char nfuncs[] = "hvt-linux: ftrace kernel functions ";
+	struct hv_result r;
+	double t0 = now_s();
+	const char *p;
+	long sites, guest;
+
+	(void)state;
+	hv_run(&r, argv, 0, 0);
+	sites = hv_stat(r.err, "kaslr-slide", "sites ");
+	printf("arm64: run --qemu --probe stub on every function: status %d in %.1f s, %ld sites\n%s",
+	       r.status, now_s() - t0, sites, r.err);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, "hvt-linux: workload done"));
+	p = strstr(r.console, nfuncs);
+	assert_non_null(p);
+	guest = strtol(p + strlen(nfuncs), NULL, 10);
+	printf("arm64: the guest's ftrace lists %ld functions of its kernel\n", guest);
+	assert_true(guest > 10000);
+	assert_int_equal(sites, guest);
+	check_stub_run(&r, guest);
+	assert_null(strstr(r.console, "Oops"));
+	assert_null(strstr(r.console, "WARNING"));
+	assert_int_equal(count_text(r.trace, ": shmem_file_read_iter <-vfs_read\n"),
+			 atoi(TMPFS_READS));
+	assert_int_equal(count_text(r.trace, ": vfs_read <-ksys_read\n"), 12);
+	hv_result_free(&r);
+}
+
 /* The same detour under function_graph: dd's 12 vfs_read, each with its return, and the calls of
  * __schedule, all closed by their returns but the 12 that never return (do_task_dead's). */
 static void test_run_stub_detour_graph(void **state)
 {
-	if (!stub_wanted())
-		skip();
 	const char *argv[] = {"run",	 "--qemu",   "--kernel", image, "--initrd", initrd,
 			      "--append", "hvt.bm=7 hvt.tmpfs=5 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
 			      "-p",	 "function_graph", "-l", "__schedule", "-l", "vfs_read",
@@ -819,11 +856,9 @@ static void test_run_stub_detour_graph(void **state)
  * (test_power_off), which ends the attach. */
 static void test_attach_qmp(void **state)
 {
-	/* stub probes, or trap probes where the stub's are known to panic the guest (stub_wanted) */
-	bool stub = stub_wanted();
 	const char *argv[] = {"attach", "--qmp", qmp_path, "-p", "function", "-l",
 			      "shmem_file_read_iter", "-r", "shmem_file_read_iter", "--comm", "dd",
-			      "--probe", stub ? "stub" : "trap", "--duration", "300", "--stats", NULL};
+			      "--probe", "stub", "--duration", "300", "--stats", NULL};
 	struct hv_result r;
 	char *con;
 
@@ -834,8 +869,7 @@ static void test_attach_qmp(void **state)
 	wait_console("hvt-linux: workload done");
 	con = hv_slurp(log_path);
 	check_tmpfs_reads(&r, con);
-	if (stub)
-		check_stub_attach(&r, 1);
+	check_stub_attach(&r, 1);
 	free(con);
 	hv_result_free(&r);
 }
@@ -939,8 +973,6 @@ static void test_attach_pid(void **state)
  * and takes the stub away with it, the guest still waiting. */
 static void test_attach_pid_detour(void **state)
 {
-	if (!stub_wanted())
-		skip();
 	char pid[16];
 	const char *argv[] = {"attach", "--pid", pid, "-p", "function", "-l", "__schedule",
 			      "--probe", "stub", "--duration", "2", "--verify-text", "--stats",
@@ -1186,6 +1218,7 @@ int main(void)
 	    cmocka_unit_test(test_run_stub_graph_root),
 	    cmocka_unit_test(test_run_stub_detour),
 	    cmocka_unit_test(test_run_stub_detour_graph),
+	    cmocka_unit_test(test_run_stub_every_function),
 	};
 	char why[400];
 

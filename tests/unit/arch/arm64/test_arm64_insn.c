@@ -8,6 +8,7 @@
 
 #include "arch/arch.h"
 #include "arch/arm64/arm64_insn.h"
+#include "vmi/vmi_sites.h"
 
 #include <errno.h>
 #include <string.h>
@@ -180,6 +181,40 @@ static void test_site_nop(void **state)
 	}
 }
 
+/* A site is the NOP after ftrace's `mov x9, x30` (a `bti c` before it or not), as vmi_site_entry
+ * finds it: a function that merely opens with a NOP (caches_clean_inval_pou's alternative slot,
+ * `nop; nop` before ftrace's boot-time rewrite), or a `bti c; nop`, is none. */
+static void test_site_entry(void **state)
+{
+	static const struct {
+		uint32_t w[3];
+		bool ok;
+		uint64_t off;
+	} c[] = {
+	    {{ARM64_MOV_X9_X30, ARM64_NOP, ARM64_PACIASP}, true, 4},
+	    {{ARM64_BTI_C, ARM64_MOV_X9_X30, ARM64_NOP}, true, 8},
+	    {{ARM64_NOP, ARM64_NOP, 0xaa0003e2u}, false, 0}, /* caches_clean_inval_pou */
+	    {{ARM64_BTI_C, ARM64_NOP, ARM64_NOP}, false, 0},
+	    {{ARM64_MOV_X9_X30, 0x94000001u, ARM64_PACIASP}, false, 0}, /* a BL already there */
+	    {{ARM64_PACIASP, 0xd10283ffu, 0}, false, 0},		/* __schedule */
+	};
+	const struct arch *a = arch_get(ARCH_ARM64);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		uint8_t b[12];
+		uint64_t site = 0;
+
+		le(b, c[i].w[0]);
+		le(b + 4, c[i].w[1]);
+		le(b + 8, c[i].w[2]);
+		assert_int_equal(vmi_site_entry(a, b, 0xffff800080010000ull, &site), c[i].ok);
+		if (c[i].ok)
+			assert_true(site == 0xffff800080010000ull + c[i].off);
+	}
+	assert_false(arm64_site_entry_ok((const uint8_t *)"\x1f\x20\x03\xd5", 0));
+}
+
 /* WFI, WFE, WFIT x3, WFET x4 wait; YIELD, SEV, NOP, and too few bytes do not. */
 static void test_insn_waits(void **state)
 {
@@ -231,6 +266,7 @@ int main(void)
 	    cmocka_unit_test(test_call_precedes),
 	    cmocka_unit_test(test_entry_pad_len),
 	    cmocka_unit_test(test_site_nop),
+	    cmocka_unit_test(test_site_entry),
 	    cmocka_unit_test(test_insn_waits),
 	    cmocka_unit_test(test_table),
 	};

@@ -384,6 +384,35 @@ static void test_block_desc(void **state)
 	assert_false(arm64_desc_guarded(text & ~1ull));
 }
 
+/* Permission indirection (FEAT_S1PIE): the index of a permission in PIR_EL1 with no EL0 access in
+ * PIRE0_EL1, and a descriptor's index bits (54 UXN, 53 PXN, 51 DBM, 6 AP[1]). PIR_EL1 and PIRE0_EL1
+ * as Debian's 6.12.117 cloud-arm64 set them under QEMU 11.1.3's -cpu max (read through its
+ * gdbstub): index 14 (UXN|PXN|DBM, the kernel's PAGE_KERNEL) read-write, 8 (UXN, PAGE_KERNEL_ROX)
+ * read-execute, 12 (UXN|PXN, PAGE_KERNEL_RO: what a classic read-write block of hvtrace's meant
+ * there) read-only. */
+static void test_pie_index(void **state)
+{
+	const uint64_t pir = 0xcc880e0ac0800000ull, pire0 = 0x5010000070320000ull;
+	/* a classic read-write, never executable block: UXN, PXN, AP 00, AF, valid */
+	const uint64_t data = (1ull << 54) | (1ull << 53) | 0x400 | 0x4f400000 | 1;
+
+	(void)state;
+	assert_int_equal(arm64_pie_index(pir, pire0, ARM64_PIE_RW), 14);
+	assert_int_equal(arm64_pie_index(pir, pire0, ARM64_PIE_RX), 8);
+	assert_int_equal((pir >> (4 * 12)) & 0xf, 0x8); /* the classic encoding's index: R only */
+	/* index 15 is read-write at EL1 too, but EL0 may write there (PIRE0 5): never taken */
+	assert_int_equal(arm64_pie_index(pir & ~(0xfull << 56), pire0, ARM64_PIE_RW), -1);
+	assert_int_equal(arm64_pie_index(pir, pire0 | (1ull << 32), ARM64_PIE_RX), -1);
+	assert_int_equal(arm64_pie_index(0, 0, ARM64_PIE_RW), -1);
+	assert_true(arm64_desc_set_pi(data, 14) == (data | (1ull << 51)));
+	assert_true(arm64_desc_set_pi(data, 8) == (data & ~(1ull << 53)));
+	assert_true(arm64_desc_set_pi(data | (1ull << 51) | 0x40, 0) ==
+		    (data & ~((1ull << 54) | (1ull << 53))));
+	assert_true(arm64_desc_set_pi(0, 15) ==
+		    ((1ull << 54) | (1ull << 53) | (1ull << 51) | 0x40));
+	assert_true(arm64_desc_set_pi(0, 1) == 0x40);
+}
+
 /* LPA2 blocks: 512 GiB at level 0, 1 GiB at 1, 2 MiB at 2; a block at level -1 is reserved. */
 static void test_4k52_blocks(void **state)
 {
@@ -546,6 +575,7 @@ int main(void)
 	    cmocka_unit_test(test_4k52_lpa2),
 	    cmocka_unit_test(test_walk_to),
 	    cmocka_unit_test(test_block_desc),
+	    cmocka_unit_test(test_pie_index),
 	    cmocka_unit_test(test_4k52_blocks),
 	    cmocka_unit_test(test_4k52_high_pa),
 	    cmocka_unit_test(test_16k52),
