@@ -42,6 +42,8 @@ struct attach_target {
 	const char *uri;    /* -c: libvirt URI (default $LIBVIRT_DEFAULT_URI, qemu:///system) */
 	const char *qmp;    /* --qmp: QMP socket of a bare QEMU */
 	int pid;	    /* --pid: the VMM process (QEMU: its -qmp on its command line) */
+	bool generic;	    /* --vmm generic: any KVM VMM by pid, nothing asked of it (issue 41) */
+	bool vmm_given;	    /* --vmm was given (qemu: never the generic backend) */
 };
 
 struct session {
