@@ -74,45 +74,22 @@ static int vmm_status(int ret)
 		   : EXIT_HOST_ERROR;
 }
 
-/* With the boot map of candidate @c: whether some vCPU's CR3 names a plausible root in it, and
- * the kernel's symbols are found through it. 0, or -errno with why in @err. */
-static int try_candidate(struct vmmpid_run *r, const struct kvm_proc_ram *c, char *err,
-			 size_t errlen)
+static int host_read(void *ctx, uint64_t hva, void *buf, size_t len)
 {
-	struct proc_mem_region boot;
-	int ret = -ENOENT;
+	struct vmmpid_run *r = ctx;
 
-	vmmpid_ram_boot_map(c, &boot);
-	r->mem.region[0] = boot;
-	r->mem.nr = 1;
-	msg_fmt(err, errlen, "no vCPU's CR3 names a page-table root in it");
-	for (unsigned i = 0; i < r->vm->nr_cpus; i++) {
-		const struct vmmpid_cpu *cpu = &r->vm->cpu[i];
-		uint64_t root = cpu->cr3 & VMMPID_CR3_ADDR, pml4[512];
-		char why[320];
+	return proc_mem_host_read(&r->mem, hva, buf, len);
+}
 
-		if (!(cpu->efer & (1ull << 10)) /* EFER.LMA: not in long mode yet */ ||
-		    root + sizeof(pml4) > boot.len ||
-		    proc_mem_read(&r->mem, root, pml4, sizeof(pml4)) < 0 ||
-		    !vmmpid_ram_pml4_plausible(pml4, boot.len))
-			continue;
-		bool same = false;
-		for (unsigned k = 0; k < i; k++)
-			same |= (r->vm->cpu[k].cr3 & VMMPID_CR3_ADDR) == root;
-		if (same)
-			continue;
-		r->kcr3 = root;
-		r->kmode = (cpu->cr4 & CR4_LA57) ? 1 : 0;
-		vmi_linux_close(&r->l);
-		memset(&r->l, 0, sizeof(r->l));
-		r->l.arch = arch_get(ARCH_X86_64);
-		ret = vmi_linux_find_symbols(&r->l, NULL, false, read_kernel, r, why, sizeof(why));
-		if (ret == 0)
-			return 0;
-		msg_fmt(err, errlen, "vCPU %u's page tables (CR3 0x%llx) lead to no kernel: %s", i,
-			(unsigned long long)cpu->cr3, why);
-	}
-	return ret;
+/* The proof's kernel finder: the guest's kallsyms through the hypothesis' reader. */
+static int find_kernel(void *ctx, vmi_read_fn read, void *rctx, char *why, size_t whylen)
+{
+	struct vmmpid_run *r = ctx;
+
+	vmi_linux_close(&r->l);
+	memset(&r->l, 0, sizeof(r->l));
+	r->l.arch = arch_get(ARCH_X86_64);
+	return vmi_linux_find_symbols(&r->l, NULL, false, read, rctx, why, whylen);
 }
 
 /* Which mapping holds which guest RAM, proved through the kernel found in it; the map in r->mem.
@@ -125,9 +102,20 @@ static int prove_ram(struct vmmpid_run *r, char *err, size_t errlen)
 	uint8_t tbl[4 + VMI_E820_ENTRY_SIZE * 128];
 	long n = -1;
 
-	for (unsigned c = 0; c < kp->nr_ram; c++) {
-		if (try_candidate(r, &kp->ram[c], why, sizeof(why)) < 0)
-			continue;
+	struct vmmpid_ram_cpu cpu[VMI_MAX_CPUS];
+	struct vmmpid_ram_proof pr;
+
+	for (unsigned i = 0; i < r->vm->nr_cpus; i++)
+		cpu[i] = (struct vmmpid_ram_cpu){r->vm->cpu[i].cr3, r->vm->cpu[i].cr4,
+						 r->vm->cpu[i].efer};
+	if (vmmpid_ram_prove(kp->ram, kp->nr_ram, cpu, r->vm->nr_cpus, host_read, r, find_kernel,
+			     r, &pr, why, sizeof(why)) == 0) {
+		unsigned c = pr.cand;
+
+		r->kcr3 = pr.root;
+		r->kmode = pr.mode;
+		vmmpid_ram_boot_map(&kp->ram[c], &r->mem.region[0]);
+		r->mem.nr = 1;
 		/* the rest of RAM from the kernel's own E820 table (the firmware's, as passed at
 		 * boot, where the kernel keeps it) */
 		f = vmi_symtab_find(&r->l.objects, "e820_table_firmware");

@@ -1,6 +1,8 @@
 #include "host/vmmpid/vmmpid_ram.h"
 #include "host/util/msg_fmt.h"
 #include "vmi/vmi_linux_e820.h"
+#include "arch/arch.h"
+#include "arch/arch_tlb.h"
 
 #include <errno.h>
 #include <string.h>
@@ -9,6 +11,10 @@
 #define PTE_PS (1ull << 7)
 #define E820_ACPI 3
 #define E820_NVS  4
+#define EFER_LMA  (1ull << 10)
+#define CR4_LA57  (1ull << 12)
+#define PTI_USER_BIT 0x1000ull /* PTI: the user PGD is the kernel PGD + 4 KiB */
+#define KERNEL_HALF 0xffff800000000000ull
 
 bool vmmpid_ram_pml4_plausible(const uint64_t pml4[512], uint64_t limit)
 {
@@ -132,4 +138,96 @@ short_low:
 		"guest-physical 0 (0x%llx bytes)",
 		(unsigned long long)low_need, (unsigned long long)L);
 	return -EINVAL;
+}
+
+/* One hypothesis: guest-physical [0, map.len) at map.hva in the VMM, walked from @root. */
+struct hyp {
+	struct proc_mem_region map;
+	vmmpid_host_read_fn host_read;
+	void *hctx;
+	uint64_t root;
+	unsigned mode;
+};
+
+static int hyp_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
+{
+	const struct hyp *h = ctx;
+
+	if (write || gpa >= h->map.len || len > h->map.len - gpa)
+		return -EFAULT;
+	return h->host_read(h->hctx, h->map.hva + gpa, buf, len) < 0 ? -EFAULT : 0;
+}
+
+static int hyp_pte(void *ctx, uint64_t gpa, uint64_t *pte)
+{
+	return hyp_phys(ctx, gpa, pte, 8, false);
+}
+
+static int hyp_translate(void *ctx, uint64_t gva, uint64_t *gpa)
+{
+	const struct hyp *h = ctx;
+	const struct arch *a = arch_get(ARCH_X86_64);
+	int ret;
+
+	if (gva < KERNEL_HALF)
+		return -EFAULT; /* the kernel's half only: a user mapping proves nothing */
+	ret = a->translate(hyp_pte, ctx, h->root, h->mode, gva, gpa);
+	if (ret < 0 && (h->root & PTI_USER_BIT))
+		ret = a->translate(hyp_pte, ctx, h->root & ~PTI_USER_BIT, h->mode, gva, gpa);
+	return ret;
+}
+
+static int hyp_read(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	return arch_copy_virt(gva, buf, len, false, hyp_translate, hyp_phys, ctx);
+}
+
+int vmmpid_ram_prove(const struct kvm_proc_ram *cand, unsigned nr, const struct vmmpid_ram_cpu *cpu,
+		     unsigned nr_cpus, vmmpid_host_read_fn host_read, void *hctx,
+		     vmmpid_find_kernel_fn find, void *fctx, struct vmmpid_ram_proof *out, char *err,
+		     size_t errlen)
+{
+	char why[320];
+
+	msg_fmt(err, errlen, nr ? "no vCPU in long mode" : "no RAM candidate among its mappings");
+	for (unsigned c = 0; c < nr; c++) {
+		struct hyp h = {.host_read = host_read, .hctx = hctx};
+		bool plausible = false, said = false;
+
+		vmmpid_ram_boot_map(&cand[c], &h.map);
+		for (unsigned i = 0; i < nr_cpus; i++) {
+			uint64_t root = cpu[i].cr3 & VMMPID_CR3_ADDR, pml4[512];
+			bool seen = false;
+
+			if (!(cpu[i].efer & EFER_LMA))
+				continue;
+			for (unsigned k = 0; k < i; k++)
+				seen |= (cpu[k].cr3 & VMMPID_CR3_ADDR) == root;
+			if (seen)
+				continue;
+			if (hyp_phys(&h, root, pml4, sizeof(pml4), false) < 0 ||
+			    !vmmpid_ram_pml4_plausible(pml4, h.map.len)) {
+				if (!plausible && !said)
+					said = true, msg_fmt(err, errlen,
+						"the mapping at 0x%llx (0x%llx bytes) holds no page-table "
+						"root at vCPU %u's CR3 0x%llx",
+						(unsigned long long)cand[c].hva,
+						(unsigned long long)cand[c].len, i,
+						(unsigned long long)cpu[i].cr3);
+				continue;
+			}
+			plausible = true;
+			h.root = root;
+			h.mode = (cpu[i].cr4 & CR4_LA57) ? 1 : 0;
+			if (find(fctx, hyp_read, &h, why, sizeof(why)) == 0) {
+				*out = (struct vmmpid_ram_proof){c, i, h.mode, root};
+				return 0;
+			}
+			msg_fmt(err, errlen,
+				"vCPU %u's page tables (CR3 0x%llx) in the mapping at 0x%llx lead to no "
+				"kernel: %s",
+				i, (unsigned long long)cpu[i].cr3, (unsigned long long)cand[c].hva, why);
+		}
+	}
+	return -ENOENT;
 }

@@ -10,6 +10,7 @@
 
 #include "host/vmm/kvm_proc.h"
 #include "host/vmm/proc_mem.h"
+#include "vmi/vmi_read.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,6 +28,39 @@ bool vmmpid_ram_pml4_plausible(const uint64_t pml4[512], uint64_t limit);
 /* The bootstrap map with candidate @c at guest-physical 0: [0, min(len, VMMPID_RAM_LOW_MAX)) at
  * c->hva, in @out (one region). Pure. */
 void vmmpid_ram_boot_map(const struct kvm_proc_ram *c, struct proc_mem_region *out);
+
+/* The VMM's own memory at its address @hva: 0 or -EFAULT (proc_mem_host_read). */
+typedef int (*vmmpid_host_read_fn)(void *ctx, uint64_t hva, void *buf, size_t len);
+
+/* Finds the guest's kernel through @read (kernel-half guest-virtual reads through one hypothesis:
+ * vmi_linux_find_symbols in the backend). 0, or a negative errno with why in @why. */
+typedef int (*vmmpid_find_kernel_fn)(void *ctx, vmi_read_fn read, void *rctx, char *why,
+				     size_t whylen);
+
+/* What a vCPU's system registers say of its paging (KVM_GET_SREGS). */
+struct vmmpid_ram_cpu {
+	uint64_t cr3, cr4, efer;
+};
+
+/* The proof: candidate @cand holds guest-physical 0 (vmmpid_ram_boot_map), and the kernel was
+ * found through page-table root @root (paging mode @mode: 1 for 5-level) that vCPU @cpu's CR3
+ * names. */
+struct vmmpid_ram_proof {
+	unsigned cand, cpu, mode;
+	uint64_t root;
+};
+
+/* For each candidate of @cand[@nr] (in order) and each distinct root of the vCPUs @cpu[@nr_cpus]
+ * in long mode: the root read through the candidate's boot map (@host_read), checked by
+ * vmmpid_ram_pml4_plausible, then the kernel looked for by @find through a reader that walks the
+ * guest's page tables (x86_64, 4 or 5 levels; the kernel half of a PTI pair) with every table and
+ * byte read through that boot map alone. 0 with *@out at the first that finds it; else -ENOENT
+ * with one line in @err saying what was missing for the last candidate tried. Every guest value
+ * bounded; allocates nothing. Any thread. */
+int vmmpid_ram_prove(const struct kvm_proc_ram *cand, unsigned nr, const struct vmmpid_ram_cpu *cpu,
+		     unsigned nr_cpus, vmmpid_host_read_fn host_read, void *hctx,
+		     vmmpid_find_kernel_fn find, void *fctx, struct vmmpid_ram_proof *out, char *err,
+		     size_t errlen);
 
 /* The whole map, from the kernel's E820 table @e820 (@len bytes: a u32 count, then 20-byte {addr,
  * size, type} entries; vmi_linux_e820_read's image) and the candidates @cand[@nr], of which
