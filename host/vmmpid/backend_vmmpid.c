@@ -1,6 +1,18 @@
 #include "host/vmmpid/backend_vmmpid.h"
 #include "host/vmmpid/vmmpid_ram.h"
 #include "host/vmmpid/vmmpid_vm.h"
+#include "host/vmmpid/target_vmmpid.h"
+#include "host/session/cmd_out.h"
+#include "host/session/cmd_probe.h"
+#include "host/session/end_status.h"
+#include "host/session/entry_sites.h"
+#include "host/session/pipeline_guest.h"
+#include "host/session/text_verify.h"
+#include "host/sink/out_fail.h"
+#include "host/trace/clock.h"
+#include "host/trace/probe.h"
+#include "host/trace/rec_filter.h"
+#include "host/trace/tracer.h"
 #include "host/vmm/proc_mem.h"
 #include "host/session/exitcode.h"
 #include "host/util/msg_fmt.h"
@@ -12,9 +24,13 @@
 #include "vmi/vmi_sites.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
 #define MIN_SITES    1000		    /* fewer NOP5 entries: ftrace has not converted them */
 #define PTI_USER_BIT 0x1000ull		    /* PTI: the user PGD is the kernel PGD + 4 KiB */
@@ -30,7 +46,23 @@ struct vmmpid_run {
 	unsigned kmode; /* 1: 5-level */
 	struct vmi_linux l;
 	struct vmi_sites sites;
+	struct inside_sites inside;
+	struct vmi_task_layout task;
+	/* attach */
+	struct pipeline *p;
+	struct target_vmmpid tq;
+	bool have_tq, detached, restore_failed, text_changed, gone;
+	struct text_verify text;
+	int sfd, sig;
+	double detach_at, timeout_at;
 };
+
+/* Why no trap probe: what cmd_probe_mode and the probe set-up say of a KVM where INT3 does not
+ * exit is said of the VMM here. */
+#define NO_TRAP_KVM "trap probes: INT3 in a guest does not exit on this host's KVM"
+#define NO_TRAP_VMM                                                                                \
+	"trap probes: a VMM attached by pid (--vmm generic) does not hand hvtrace its "             \
+	"KVM_EXIT_DEBUG (stub probes only; -e events that read guest memory need a trap probe)"
 
 static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
 {
@@ -178,6 +210,180 @@ static int learn_kernel(struct vmmpid_run *r, char *err, size_t errlen)
 	return 0;
 }
 
+/* Whether a signal came (taken from the signalfd once, kept in r->sig). */
+static bool signalled(struct vmmpid_run *r)
+{
+	struct pollfd pf = {.fd = r->sfd, .events = POLLIN};
+	struct signalfd_siginfo si;
+
+	if (r->sig)
+		return true;
+	if (r->sfd >= 0 && poll(&pf, 1, 0) == 1 && read(r->sfd, &si, sizeof(si)) == sizeof(si))
+		r->sig = (int)si.ssi_signo;
+	return r->sig != 0;
+}
+
+/* The run cannot go on: a pending signal is why, or @err is (@status). */
+static int failed(struct vmmpid_run *r, int status, const char *when, char *err, size_t errlen)
+{
+	if (signalled(r)) {
+		if (out_fail_is(r->sig)) {
+			msg_fmt(err, errlen, "stopped %s: an output could not be written", when);
+			return EXIT_HOST_ERROR;
+		}
+		msg_fmt(err, errlen, "stopped %s", when);
+		return EXIT_SIGNAL_BASE + r->sig;
+	}
+	return status;
+}
+
+/* A refusal worded for a KVM whose INT3 does not exit, said of the VMM instead. */
+static void say_vmm(char *err, size_t errlen)
+{
+	size_t n = strlen(NO_TRAP_KVM);
+	char rest[512];
+
+	if (strncmp(err, NO_TRAP_KVM, n))
+		return;
+	msg_fmt(rest, sizeof(rest), "%s", err + n);
+	msg_fmt(err, errlen, "%s%s", NO_TRAP_VMM, rest);
+}
+
+/* Entry probes for the functions named without an fentry site: stub detours, or refused. */
+static int add_entry_sites(struct vmmpid_run *r, char *err, size_t errlen)
+{
+	const struct session *s = r->s;
+	long n = entry_sites_add(vmi_linux_arch(&r->l), s, &r->sites, &r->l.funcs, read_kernel, r,
+				 NO_TRAP_VMM, r->l.fentry, r->sites.nr == 0, err, errlen);
+
+	if (n >= 0) {
+		inside_sites_free(&r->inside);
+		n = inside_sites_build(vmi_linux_arch(&r->l), s, &r->sites, &r->l.funcs,
+				       read_kernel, r, NO_TRAP_VMM, &r->inside, err, errlen);
+	}
+	if (n == -ENOMEM) {
+		msg_fmt(err, errlen, "out of memory");
+		return EXIT_HOST_ERROR;
+	}
+	return n < 0 ? EXIT_BAD_INPUT : 0;
+}
+
+/* Stub probes in (the VMM held by ptrace while the tracer patches), the drain and writer
+ * running, the VMM let go. 0 or an exit status with @err. */
+static int start_tracing(struct vmmpid_run *r, char *err, size_t errlen)
+{
+	const struct session *s = r->s;
+	struct vmi_task_layout tl;
+	struct pipeline_guest pg = {
+	    .task = &tl,
+	    .funcs = &r->l.funcs,
+	    .no_trampoline = "no __fentry__ in the kernel's symbols",
+	    .btf = r->l.btf,
+	    .no_trap = true,
+	    /* the drain never asks the VMM to be held: a full ring counts its events lost */
+	    .backpressure = false,
+	    .text_read = read_kernel,
+	    .text_ctx = r,
+	};
+	uint64_t lo, hi, va;
+	char why[256] = "";
+	int ret;
+
+	target_vmmpid_init(&r->tq, r->vm, &r->mem, r->kcr3, r->kmode);
+	r->have_tq = true;
+	pg.tgt = &r->tq.t;
+	if (vmi_linux_task_layout(&r->l, read_kernel, r, r->vm->nr_cpus, &r->task) < 0)
+		r->task.unknown = true;
+	tl = r->task;
+	tl.has_cpu_gs = vmi_linux_cpu_gs(&r->l, &tl.cpu_gs_off);
+	tl.has_preempt_gs = vmi_linux_preempt_gs(&r->l, &tl.preempt_gs_off);
+	vmi_linux_tsc_aux(&r->l, read_kernel, r, &tl.cpu_aux_mask);
+	if (vmi_linux_stub_area(&r->l, read_kernel, r, &lo, &hi, &va, why, sizeof(why)) == 0)
+		target_vmmpid_set_stub_area(&r->tq, lo, hi, va);
+	ret = cmd_probe_mode(s, &r->tq.t, &tl,
+			     *why ? why + (strncmp(why, "stub probes: ", 13) ? 0 : 13) : NULL, true,
+			     &pg.stub, err, errlen);
+	if (ret < 0) {
+		say_vmm(err, errlen);
+		return EXIT_BAD_INPUT;
+	}
+	ret = add_entry_sites(r, err, errlen);
+	if (ret)
+		return ret;
+	ret = pipeline_select(r->p, s, &r->sites, &r->inside.sites, NULL, 0, err, errlen);
+	if (ret)
+		return ret;
+	r->tq.t.trampoline = r->l.fentry;
+	r->tq.t.stack_shift = VMI_LINUX_THREAD_SHIFT;
+	ret = pipeline_build(r->p, &pg, r->out, err, errlen);
+	if (ret) {
+		say_vmm(err, errlen);
+		return ret;
+	}
+	if (s->verify_text &&
+	    text_verify_begin(&r->text, read_kernel, r, r->l.stext, r->l.etext) < 0) {
+		msg_fmt(err, errlen, "--verify-text: cannot read the kernel text");
+		return EXIT_HOST_ERROR;
+	}
+	ret = pipeline_start(r->p, EXIT_HOST_ERROR, err, errlen);
+	if (ret) {
+		if (r->tq.err[0] && !err[0])
+			msg_fmt(err, errlen, "%s", r->tq.err);
+		return ret;
+	}
+	fprintf(stderr,
+		"hvtrace: pid %d (%s): %zu stub probes in, the VMM held %.1f ms by ptrace; its guest "
+		"runs on, exit-free. The guest's own text patchers are not watched: its ftrace, "
+		"kprobes and BPF must not be turned on while hvtrace holds these sites\n",
+		(int)r->vm->kp.pid, r->vm->kp.comm, probe_count(tracer_probes(pipeline_tracer(r->p))),
+		r->vm->held_ns / 1e6);
+	return 0;
+}
+
+/* --verify-text: the kernel text after the detach against the copy from before the first patch. */
+static void verify_text(struct vmmpid_run *r)
+{
+	const struct tracer *t = pipeline_tracer(r->p);
+	struct text_verdict v;
+
+	if (text_verify_end(&r->text, tracer_arch(t), read_kernel, r, tracer_probes(t),
+			    tracer_trampoline(t), &v) < 0) {
+		cmd_error("--verify-text: cannot read the kernel text after detach");
+		r->text_changed = true;
+	} else if (v.ours) {
+		cmd_error("--verify-text: kernel text differs after detach at 0x%llx: %02x, was %02x, "
+			  "a byte hvtrace patched (%zu such bytes)",
+			  (unsigned long long)v.ours_at, v.ours_now, v.ours_was, v.ours);
+		r->text_changed = true;
+	} else if (v.kernel) {
+		fprintf(stderr,
+			"hvtrace: --verify-text: kernel text unchanged where hvtrace patched; the "
+			"kernel itself changed %zu bytes in %zu places since attach\n",
+			v.kernel, v.kernel_runs);
+	} else {
+		fprintf(stderr, "hvtrace: --verify-text: kernel text unchanged (%zu bytes)\n", v.len);
+	}
+}
+
+/* Every probe out, every hooked return handed back, with the VMM held; then let go. */
+static void detach_guest(struct vmmpid_run *r)
+{
+	int ret;
+
+	if (r->detached || !r->have_tq)
+		return;
+	r->detached = true;
+	ret = pipeline_selected(r->p) ? pipeline_detach(r->p) : 0;
+	if (ret < 0 && ret != -EBUSY) {
+		cmd_error("restoring the guest failed%s%s: some probes or return slots may remain",
+			  r->tq.err[0] ? ": " : "", r->tq.err);
+		r->restore_failed = true;
+	}
+	if (r->text.before)
+		verify_text(r);
+	vmmpid_vm_release(r->vm);
+}
+
 static int vmmpid_open(void *ctx, char *err, size_t errlen)
 {
 	struct vmmpid_run *r = ctx;
@@ -201,13 +407,12 @@ static int vmmpid_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, s
 	ret = vmmpid_vm_open(r->vm, r->s->attach.pid, err, errlen);
 	if (ret < 0)
 		return vmm_status(ret);
-	if (r->s->cmd == CMD_ATTACH) {
-		msg_fmt(err, errlen,
-			"pid %d (%s): attach with the generic backend (--vmm generic, issue 41) is not "
-			"built yet; list-functions --pid is",
-			(int)r->vm->kp.pid, r->vm->kp.comm);
+	if (r->s->cmd == CMD_ATTACH && r->s->probe == PROBE_TRAP) {
+		msg_fmt(err, errlen, "--probe trap: %s", NO_TRAP_VMM + 13);
 		return EXIT_BAD_INPUT;
 	}
+	if (rec_filter_check_cpus(&r->s->tasks, r->vm->nr_cpus, err, errlen) < 0)
+		return EXIT_BAD_INPUT;
 	/* the registers: the VMM held only as long as the injected ioctls take */
 	ret = vmmpid_vm_hold(r->vm, err, errlen);
 	vmmpid_vm_release(r->vm);
@@ -222,6 +427,11 @@ static int vmmpid_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, s
 	status = learn_kernel(r, err, errlen);
 	if (status)
 		return status;
+	if (r->s->cmd == CMD_ATTACH) {
+		r->sfd = sfd;
+		status = start_tracing(r, err, errlen);
+		return status ? failed(r, status, "while attaching", err, errlen) : 0;
+	}
 	for (size_t i = 0; i < r->sites.nr && !ferror(r->out); i++) {
 		const struct vmi_site *site = &r->sites.v[i];
 		const struct vmi_module *m = vmi_modules_find(&r->l.mods, site->addr);
@@ -234,23 +444,70 @@ static int vmmpid_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, s
 
 static int vmmpid_start(void *ctx, char *err, size_t errlen)
 {
-	(void)ctx, (void)err, (void)errlen;
+	struct vmmpid_run *r = ctx;
+
+	(void)err, (void)errlen;
+	r->detach_at = r->s->duration > 0 ? clock_now_s() + r->s->duration : 0;
+	r->timeout_at = r->s->timeout > 0 ? clock_now_s() + r->s->timeout : 0;
 	return 0;
 }
 
+/* The guest runs on its own (exit-free: the drain reads its rings through /proc/PID/mem): waits
+ * for a signal, --duration, --timeout, or the VMM's end, then detaches. */
 static int vmmpid_wait(void *ctx, int sfd)
 {
-	(void)ctx, (void)sfd;
+	struct vmmpid_run *r = ctx;
+	char path[64];
+
+	r->sfd = sfd;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)r->vm->kp.pid);
+	for (;;) {
+		struct pollfd pf = {.fd = sfd, .events = POLLIN};
+		double t = clock_now_s();
+
+		if (signalled(r) || (r->detach_at && t >= r->detach_at) ||
+		    (r->timeout_at && t >= r->timeout_at))
+			break;
+		if (access(path, F_OK) < 0 || kill(r->vm->kp.pid, 0) < 0) {
+			r->gone = true;
+			break;
+		}
+		poll(&pf, 1, 100);
+	}
+	(void)pipeline_run_ended(r->p, sfd);
+	if (r->gone) {
+		pipeline_stop_drain(r->p);
+		r->detached = true;
+		cmd_error("pid %d (%s): the VMM went away", (int)r->vm->kp.pid, r->vm->kp.comm);
+		return EXIT_HOST_ERROR;
+	}
+	detach_guest(r);
 	return 0;
 }
 
-/* Nothing of the VMM is held past prepare, and nothing of the guest changed. */
+/* After any step: whatever is still patched restored and the VMM let go. */
 static int vmmpid_detach(void *ctx, int status)
 {
 	struct vmmpid_run *r = ctx;
 
+	detach_guest(r);
 	vmmpid_vm_release(r->vm);
+	if (pipeline_selected(r->p) && (r->text_changed || r->restore_failed) && status == 0)
+		status = EXIT_HOST_ERROR;
 	return status;
+}
+
+/* --stats of the generic backend: how the VMM was reached and held. */
+static void vmmpid_stats(void *ctx, const struct pipeline *p)
+{
+	struct vmmpid_run *r = ctx;
+
+	fprintf(stderr,
+		"hvtrace: stats: vmm pid %d (%s) vcpus %u guest-memory process regions %u holds %u "
+		"held-us %llu set-regs %llu\n",
+		(int)r->vm->kp.pid, r->vm->kp.comm, r->vm->nr_cpus, r->mem.nr, r->vm->holds,
+		(unsigned long long)(r->vm->held_ns / 1000), (unsigned long long)r->tq.set_regs);
+	pipeline_print_stub_stats(p);
 }
 
 static int vmmpid_close(void *ctx)
@@ -259,6 +516,8 @@ static int vmmpid_close(void *ctx)
 
 	vmmpid_vm_release(r->vm);
 	proc_mem_close(&r->mem);
+	text_verify_free(&r->text);
+	inside_sites_free(&r->inside);
 	vmi_sites_free(&r->sites);
 	vmi_linux_close(&r->l);
 	free(r->vm);
@@ -272,6 +531,7 @@ static const struct backend_ops vmmpid_ops = {
     .start = vmmpid_start,
     .wait = vmmpid_wait,
     .detach = vmmpid_detach,
+    .stats = vmmpid_stats,
     .close = vmmpid_close,
 };
 
@@ -285,6 +545,8 @@ int backend_vmmpid_new(struct backend *b, const struct backend_env *env)
 	}
 	r->env = *env;
 	r->s = env->s;
+	r->p = env->p;
+	r->sfd = -1;
 	r->mem.fd = -1;
 	r->vm->pi.mem_fd = -1;
 	b->ops = &vmmpid_ops;
