@@ -77,12 +77,16 @@ bool qemu_attach_pid_generic(pid_t pid)
 	struct qemu_cmdline cl;
 	char why[320], *buf;
 	size_t n;
-	bool vm, channel = false;
+	bool vm, channel;
 
 	if (!kp)
 		return false;
-	vm = kvm_proc_discover(pid, kp, why, sizeof(why)) == 0;
+	int ret = kvm_proc_discover(pid, kp, why, sizeof(why));
+
+	vm = ret == 0;
 	free(kp);
+	if (ret == -ESRCH)
+		return true; /* gone (or never there): the generic backend says so, status 2 */
 	if (!vm)
 		return false;
 	if (qemu_find_check_exe(pid, why, sizeof(why)) < 0)
