@@ -500,8 +500,10 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_NO_BACKPRESSURE: s->no_backpressure = true; break;
 		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
 		case OPT_PROBE:
-			if (!(ret = arg_one_of("--probe", optarg, probes, 3, &k, err, errlen)))
+			if (!(ret = arg_one_of("--probe", optarg, probes, 3, &k, err, errlen))) {
 				s->probe = (enum probe_kind)k;
+				s->probe_given = true;
+			}
 			break;
 		case 'o': s->output = optarg; break;
 		case OPT_CONSOLE: s->console = optarg; break;

@@ -76,6 +76,7 @@ struct session {
 	bool buffer_size_set;	 /* --buffer-size-kb given: the stub's rings must get it */
 	bool stats;
 	enum probe_kind probe;	    /* --probe */
+	bool probe_given; /* --probe was given (the generic backend: stub probes without it) */
 	struct rec_filter tasks;    /* -P, --comm, --cpu: which guest tasks and CPUs are traced */
 	struct ef_filter *efilters; /* --filter-event, parsed (bound to their -e by the pipeline) */
 	size_t nr_efilters;

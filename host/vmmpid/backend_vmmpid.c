@@ -13,6 +13,7 @@
 #include "host/trace/probe.h"
 #include "host/trace/rec_filter.h"
 #include "host/trace/tracer.h"
+#include "host/vmm/guardian.h"
 #include "host/vmm/proc_mem.h"
 #include "host/session/exitcode.h"
 #include "host/util/msg_fmt.h"
@@ -38,7 +39,10 @@
 
 struct vmmpid_run {
 	struct backend_env env;
-	const struct session *s;
+	const struct session *s; /* &sess */
+	/* the session, with stub probes where no --probe was given (trap probes, hvtrace's default
+	 * elsewhere, are not to be had here) */
+	struct session sess;
 	FILE *out;
 	struct vmmpid_vm *vm; /* large */
 	struct proc_mem mem;
@@ -53,6 +57,7 @@ struct vmmpid_run {
 	struct target_vmmpid tq;
 	bool have_tq, detached, restore_failed, text_changed, gone;
 	struct text_verify text;
+	struct guardian guard; /* restores the guest if hvtrace dies while it is traced */
 	int sfd, sig;
 	double detach_at, timeout_at;
 };
@@ -268,6 +273,24 @@ static int add_entry_sites(struct vmmpid_run *r, char *err, size_t errlen)
 	return n < 0 ? EXIT_BAD_INPUT : 0;
 }
 
+/* The guardian's takeover after hvtrace died (@ctx: the struct vmmpid_run, as at the fork): the
+ * kernel let the VMM's threads go with hvtrace's ptrace links; they are seized again, the guest
+ * restored as the detach does (the shadow stacks are shared memory), and let go. In the guardian
+ * process. */
+static void guardian_takeover(void *ctx)
+{
+	struct vmmpid_run *r = ctx;
+
+	r->vm->held = false; /* what hvtrace held died with it */
+	r->tq.paused = 0;
+	if (pipeline_has_tracer(r->p) && pipeline_takeover_detach(r->p) < 0)
+		dprintf(2, "hvtrace guardian: restoring the guest failed: %s\n", r->tq.err);
+	else
+		dprintf(2, "hvtrace guardian: hvtrace died; stub probes removed, return slots "
+			   "restored, the VMM let go\n");
+	vmmpid_vm_release(r->vm);
+}
+
 /* Stub probes in (the VMM held by ptrace while the tracer patches), the drain and writer
  * running, the VMM let go. 0 or an exit status with @err. */
 static int start_tracing(struct vmmpid_run *r, char *err, size_t errlen)
@@ -331,6 +354,10 @@ static int start_tracing(struct vmmpid_run *r, char *err, size_t errlen)
 			msg_fmt(err, errlen, "%s", r->tq.err);
 		return ret;
 	}
+	/* a guardian that knows the tracer (and shares its shadow stacks) */
+	if (guardian_start(&r->guard, guardian_takeover, r) < 0)
+		fprintf(stderr, "hvtrace: no guardian (fork failed): if hvtrace dies, the stub stays "
+				"in the guest\n");
 	fprintf(stderr,
 		"hvtrace: pid %d (%s): %zu stub probes in, the VMM held %.1f ms by ptrace; its guest "
 		"runs on, exit-free. The guest's own text patchers are not watched: its ftrace, "
@@ -370,6 +397,7 @@ static void detach_guest(struct vmmpid_run *r)
 {
 	int ret;
 
+	guardian_stop(&r->guard);
 	if (r->detached || !r->have_tq)
 		return;
 	r->detached = true;
@@ -476,6 +504,7 @@ static int vmmpid_wait(void *ctx, int sfd)
 	}
 	(void)pipeline_run_ended(r->p, sfd);
 	if (r->gone) {
+		guardian_stop(&r->guard);
 		pipeline_stop_drain(r->p);
 		r->detached = true;
 		/* as an attached QEMU that goes: the trace so far is written, status 0 */
@@ -515,6 +544,7 @@ static int vmmpid_close(void *ctx)
 {
 	struct vmmpid_run *r = ctx;
 
+	guardian_stop(&r->guard);
 	vmmpid_vm_release(r->vm);
 	proc_mem_close(&r->mem);
 	text_verify_free(&r->text);
@@ -545,9 +575,14 @@ int backend_vmmpid_new(struct backend *b, const struct backend_env *env)
 		return -ENOMEM;
 	}
 	r->env = *env;
-	r->s = env->s;
+	r->sess = *env->s;
+	if (!r->sess.probe_given)
+		r->sess.probe = PROBE_STUB;
+	r->s = &r->sess;
 	r->p = env->p;
 	r->sfd = -1;
+	r->guard.pid = -1;
+	r->guard.fd = -1;
 	r->mem.fd = -1;
 	r->vm->pi.mem_fd = -1;
 	b->ops = &vmmpid_ops;
