@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -425,13 +426,51 @@ static int vmmpid_open(void *ctx, char *err, size_t errlen)
 	return 0;
 }
 
+/* Whether the VMM process is gone (or a zombie): a step that failed then failed for that. */
+static bool vmm_gone(pid_t pid)
+{
+	char path[64], buf[512];
+	const char *rp;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	rp = strrchr(buf, ')');
+	return !rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X';
+}
+
+static int prepare_steps(struct vmmpid_run *r, int sfd, char *err, size_t errlen);
+
 static int vmmpid_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, size_t errlen)
 {
 	struct vmmpid_run *r = ctx;
+	int status;
+
+	(void)con;
+	r->out = out;
+	r->sfd = sfd;
+	status = prepare_steps(r, sfd, err, errlen);
+	/* whatever a step said, a VMM that went meanwhile is why */
+	if (status && status != BACKEND_DONE && r->vm->kp.pid > 0 && vmm_gone(r->vm->kp.pid)) {
+		msg_fmt(err, errlen, "pid %d (%s) exited during the attach", (int)r->vm->kp.pid,
+			r->vm->kp.comm);
+		status = EXIT_BAD_INPUT;
+	}
+	return status;
+}
+
+static int prepare_steps(struct vmmpid_run *r, int sfd, char *err, size_t errlen)
+{
 	int ret, status;
 
-	(void)sfd, (void)con;
-	r->out = out;
 	ret = vmmpid_vm_open(r->vm, r->s->attach.pid, err, errlen);
 	if (ret < 0)
 		return vmm_status(ret);
