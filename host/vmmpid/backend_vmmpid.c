@@ -34,8 +34,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#define MIN_SITES    1000		    /* fewer NOP5 entries: ftrace has not converted them */
-#define PTI_USER_BIT 0x1000ull		    /* PTI: the user PGD is the kernel PGD + 4 KiB */
+#define MIN_SITES    1000      /* fewer NOP5 entries: ftrace has not converted them */
+#define PTI_USER_BIT 0x1000ull /* PTI: the user PGD is the kernel PGD + 4 KiB */
 #define CR4_LA57     (1ull << 12)
 
 struct vmmpid_run {
@@ -47,7 +47,7 @@ struct vmmpid_run {
 	FILE *out;
 	struct vmmpid_vm *vm; /* large */
 	struct proc_mem mem;
-	uint64_t kcr3; /* the kernel's page-table root (a vCPU's CR3, address bits) */
+	uint64_t kcr3;	/* the kernel's page-table root (a vCPU's CR3, address bits) */
 	unsigned kmode; /* 1: 5-level */
 	struct vmi_linux l;
 	struct vmi_sites sites;
@@ -67,7 +67,7 @@ struct vmmpid_run {
  * exit is said of the VMM here. */
 #define NO_TRAP_KVM "trap probes: INT3 in a guest does not exit on this host's KVM"
 #define NO_TRAP_VMM                                                                                \
-	"trap probes: a VMM attached by pid (--vmm generic) does not hand hvtrace its "             \
+	"trap probes: a VMM attached by pid (--vmm generic) does not hand hvtrace its "            \
 	"KVM_EXIT_DEBUG (stub probes only; -e events that read guest memory need a trap probe)"
 
 static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
@@ -93,7 +93,8 @@ static int copy_phys(void *ctx, uint64_t gpa, void *buf, size_t len, bool write)
 {
 	struct vmmpid_run *r = ctx;
 
-	return write ? proc_mem_write(&r->mem, gpa, buf, len) : proc_mem_read(&r->mem, gpa, buf, len);
+	return write ? proc_mem_write(&r->mem, gpa, buf, len)
+		     : proc_mem_read(&r->mem, gpa, buf, len);
 }
 
 /* Kernel-half reads for vmi (a vmi_read_fn) through the captured page tables. */
@@ -146,8 +147,8 @@ static int prove_ram(struct vmmpid_run *r, char *err, size_t errlen)
 	for (unsigned i = 0; i < r->vm->nr_cpus; i++)
 		cpu[i] = (struct vmmpid_ram_cpu){r->vm->cpu[i].cr3, r->vm->cpu[i].cr4,
 						 r->vm->cpu[i].efer};
-	if (vmmpid_ram_prove(kp->ram, kp->nr_ram, cpu, r->vm->nr_cpus, host_read, r, find_kernel,
-			     r, &pr, why, sizeof(why)) == 0) {
+	if (vmmpid_ram_prove(kp->ram, kp->nr_ram, cpu, r->vm->nr_cpus, host_read, r, find_kernel, r,
+			     &pr, why, sizeof(why)) == 0) {
 		unsigned c = pr.cand;
 
 		r->kcr3 = pr.root;
@@ -164,7 +165,8 @@ static int prove_ram(struct vmmpid_run *r, char *err, size_t errlen)
 			n = vmi_linux_e820_read(read_kernel, r, e->addr, tbl, sizeof(tbl));
 		if (n < 0) {
 			msg_fmt(err, errlen,
-				"pid %d (%s): its kernel is in the mapping at 0x%llx, but its E820 table "
+				"pid %d (%s): its kernel is in the mapping at 0x%llx, but its E820 "
+				"table "
 				"(e820_table) cannot be read: the rest of its RAM is not placed",
 				(int)kp->pid, kp->comm, (unsigned long long)kp->ram[c].hva);
 			return EXIT_BAD_INPUT;
@@ -182,9 +184,10 @@ static int prove_ram(struct vmmpid_run *r, char *err, size_t errlen)
 		return 0;
 	}
 	r->mem.nr = 0;
-	msg_fmt(err, errlen,
-		"pid %d (%s): none of its %u RAM mappings is proved to hold the guest's kernel (%s)",
-		(int)kp->pid, kp->comm, kp->nr_ram, why);
+	msg_fmt(
+	    err, errlen,
+	    "pid %d (%s): none of its %u RAM mappings is proved to hold the guest's kernel (%s)",
+	    (int)kp->pid, kp->comm, kp->nr_ram, why);
 	return EXIT_BAD_INPUT;
 }
 
@@ -204,10 +207,11 @@ static int learn_kernel(struct vmmpid_run *r, char *err, size_t errlen)
 		return EXIT_HOST_ERROR;
 	}
 	if (r->sites.nr < MIN_SITES) {
-		msg_fmt(err, errlen,
-			"pid %d (%s): its kernel has only %zu NOP5 function entries (ftrace has not "
-			"converted its call sites, or it is not built with ftrace)",
-			(int)r->vm->kp.pid, r->vm->kp.comm, r->sites.nr);
+		msg_fmt(
+		    err, errlen,
+		    "pid %d (%s): its kernel has only %zu NOP5 function entries (ftrace has not "
+		    "converted its call sites, or it is not built with ftrace)",
+		    (int)r->vm->kp.pid, r->vm->kp.comm, r->sites.nr);
 		return EXIT_BAD_INPUT;
 	}
 	vmi_linux_release(&r->l, read_kernel, r, rel, sizeof(rel));
@@ -357,14 +361,16 @@ static int start_tracing(struct vmmpid_run *r, char *err, size_t errlen)
 	}
 	/* a guardian that knows the tracer (and shares its shadow stacks) */
 	if (guardian_start(&r->guard, guardian_takeover, r) < 0)
-		fprintf(stderr, "hvtrace: no guardian (fork failed): if hvtrace dies, the stub stays "
-				"in the guest\n");
-	fprintf(stderr,
-		"hvtrace: pid %d (%s): %zu stub probes in, the VMM held %.1f ms by ptrace; its guest "
-		"runs on, exit-free. The guest's own text patchers are not watched: its ftrace, "
-		"kprobes and BPF must not be turned on while hvtrace holds these sites\n",
-		(int)r->vm->kp.pid, r->vm->kp.comm, probe_count(tracer_probes(pipeline_tracer(r->p))),
-		r->vm->held_ns / 1e6);
+		fprintf(stderr,
+			"hvtrace: no guardian (fork failed): if hvtrace dies, the stub stays "
+			"in the guest\n");
+	fprintf(
+	    stderr,
+	    "hvtrace: pid %d (%s): %zu stub probes in, the VMM held %.1f ms by ptrace; its guest "
+	    "runs on, exit-free. The guest's own text patchers are not watched: its ftrace, "
+	    "kprobes and BPF must not be turned on while hvtrace holds these sites\n",
+	    (int)r->vm->kp.pid, r->vm->kp.comm, probe_count(tracer_probes(pipeline_tracer(r->p))),
+	    r->vm->held_ns / 1e6);
 	return 0;
 }
 
@@ -379,9 +385,10 @@ static void verify_text(struct vmmpid_run *r)
 		cmd_error("--verify-text: cannot read the kernel text after detach");
 		r->text_changed = true;
 	} else if (v.ours) {
-		cmd_error("--verify-text: kernel text differs after detach at 0x%llx: %02x, was %02x, "
-			  "a byte hvtrace patched (%zu such bytes)",
-			  (unsigned long long)v.ours_at, v.ours_now, v.ours_was, v.ours);
+		cmd_error(
+		    "--verify-text: kernel text differs after detach at 0x%llx: %02x, was %02x, "
+		    "a byte hvtrace patched (%zu such bytes)",
+		    (unsigned long long)v.ours_at, v.ours_now, v.ours_was, v.ours);
 		r->text_changed = true;
 	} else if (v.kernel) {
 		fprintf(stderr,
@@ -389,7 +396,8 @@ static void verify_text(struct vmmpid_run *r)
 			"kernel itself changed %zu bytes in %zu places since attach\n",
 			v.kernel, v.kernel_runs);
 	} else {
-		fprintf(stderr, "hvtrace: --verify-text: kernel text unchanged (%zu bytes)\n", v.len);
+		fprintf(stderr, "hvtrace: --verify-text: kernel text unchanged (%zu bytes)\n",
+			v.len);
 	}
 }
 
@@ -418,9 +426,10 @@ static int vmmpid_open(void *ctx, char *err, size_t errlen)
 	struct vmmpid_run *r = ctx;
 
 	if (r->s->system_map) {
-		msg_fmt(err, errlen,
-			"--system-map with --vmm generic: the generic backend reads the guest's own "
-			"kallsyms");
+		msg_fmt(
+		    err, errlen,
+		    "--system-map with --vmm generic: the generic backend reads the guest's own "
+		    "kallsyms");
 		return EXIT_BAD_INPUT;
 	}
 	return 0;

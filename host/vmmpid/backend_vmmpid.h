@@ -1,7 +1,7 @@
 /* Any KVM VMM by pid, with nothing asked of the VMM (issue 41): `list-functions --pid PID` (and
  * `--vmm generic`) finds the VM from the VMM's /proc, reads the vCPUs' registers by ioctls injected
- * into its own thread, proves which of its mappings holds which guest RAM by walking the guest's page
- * tables to its kernel, and reads the kernel's functions through /proc/PID/mem. */
+ * into its own thread, proves which of its mappings holds which guest RAM by walking the guest's
+ * page tables to its kernel, and reads the kernel's functions through /proc/PID/mem. */
 #ifndef HVT_BACKEND_VMMPID_H
 #define HVT_BACKEND_VMMPID_H
 

@@ -7,14 +7,14 @@
 #include <errno.h>
 #include <string.h>
 
-#define PTE_P  (1ull << 0)
-#define PTE_PS (1ull << 7)
-#define E820_ACPI 3
-#define E820_NVS  4
-#define EFER_LMA  (1ull << 10)
-#define CR4_LA57  (1ull << 12)
+#define PTE_P	     (1ull << 0)
+#define PTE_PS	     (1ull << 7)
+#define E820_ACPI    3
+#define E820_NVS     4
+#define EFER_LMA     (1ull << 10)
+#define CR4_LA57     (1ull << 12)
 #define PTI_USER_BIT 0x1000ull /* PTI: the user PGD is the kernel PGD + 4 KiB */
-#define KERNEL_HALF 0xffff800000000000ull
+#define KERNEL_HALF  0xffff800000000000ull
 
 bool vmmpid_ram_pml4_plausible(const uint64_t pml4[512], uint64_t limit)
 {
@@ -111,7 +111,8 @@ int vmmpid_ram_layout(const uint8_t *e820, size_t len, const struct kvm_proc_ram
 	/* one mapping for all RAM: the part below 4 GiB, then the rest */
 	if (L > high && L - high >= low_need && L - high <= VMMPID_RAM_LOW_MAX) {
 		out[0] = (struct proc_mem_region){0, L - high, cand[boot].hva};
-		out[1] = (struct proc_mem_region){VMMPID_RAM_LOW_MAX, high, cand[boot].hva + L - high};
+		out[1] =
+		    (struct proc_mem_region){VMMPID_RAM_LOW_MAX, high, cand[boot].hva + L - high};
 		*nr_out = 2;
 		return 0;
 	}
@@ -184,8 +185,8 @@ static int hyp_read(void *ctx, uint64_t gva, void *buf, size_t len)
 
 int vmmpid_ram_prove(const struct kvm_proc_ram *cand, unsigned nr, const struct vmmpid_ram_cpu *cpu,
 		     unsigned nr_cpus, vmmpid_host_read_fn host_read, void *hctx,
-		     vmmpid_find_kernel_fn find, void *fctx, struct vmmpid_ram_proof *out, char *err,
-		     size_t errlen)
+		     vmmpid_find_kernel_fn find, void *fctx, struct vmmpid_ram_proof *out,
+		     char *err, size_t errlen)
 {
 	char why[320];
 
@@ -209,11 +210,12 @@ int vmmpid_ram_prove(const struct kvm_proc_ram *cand, unsigned nr, const struct 
 			    !vmmpid_ram_pml4_plausible(pml4, h.map.len)) {
 				if (!plausible && !said)
 					said = true, msg_fmt(err, errlen,
-						"the mapping at 0x%llx (0x%llx bytes) holds no page-table "
-						"root at vCPU %u's CR3 0x%llx",
-						(unsigned long long)cand[c].hva,
-						(unsigned long long)cand[c].len, i,
-						(unsigned long long)cpu[i].cr3);
+							     "the mapping at 0x%llx (0x%llx bytes) "
+							     "holds no page-table "
+							     "root at vCPU %u's CR3 0x%llx",
+							     (unsigned long long)cand[c].hva,
+							     (unsigned long long)cand[c].len, i,
+							     (unsigned long long)cpu[i].cr3);
 				continue;
 			}
 			plausible = true;
@@ -224,9 +226,11 @@ int vmmpid_ram_prove(const struct kvm_proc_ram *cand, unsigned nr, const struct 
 				return 0;
 			}
 			msg_fmt(err, errlen,
-				"vCPU %u's page tables (CR3 0x%llx) in the mapping at 0x%llx lead to no "
+				"vCPU %u's page tables (CR3 0x%llx) in the mapping at 0x%llx lead "
+				"to no "
 				"kernel: %s",
-				i, (unsigned long long)cpu[i].cr3, (unsigned long long)cand[c].hva, why);
+				i, (unsigned long long)cpu[i].cr3, (unsigned long long)cand[c].hva,
+				why);
 		}
 	}
 	return -ENOENT;

@@ -59,8 +59,8 @@ struct vmmpid_ram_proof {
  * bounded; allocates nothing. Any thread. */
 int vmmpid_ram_prove(const struct kvm_proc_ram *cand, unsigned nr, const struct vmmpid_ram_cpu *cpu,
 		     unsigned nr_cpus, vmmpid_host_read_fn host_read, void *hctx,
-		     vmmpid_find_kernel_fn find, void *fctx, struct vmmpid_ram_proof *out, char *err,
-		     size_t errlen);
+		     vmmpid_find_kernel_fn find, void *fctx, struct vmmpid_ram_proof *out,
+		     char *err, size_t errlen);
 
 /* The whole map, from the kernel's E820 table @e820 (@len bytes: a u32 count, then 20-byte {addr,
  * size, type} entries; vmi_linux_e820_read's image) and the candidates @cand[@nr], of which

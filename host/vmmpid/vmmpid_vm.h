@@ -23,12 +23,12 @@ struct vmmpid_cpu {
 struct vmmpid_vm {
 	struct kvm_proc kp;
 	struct ptrace_inject pi;
-	bool held;	   /* every thread of the VMM stopped by our ptrace */
-	unsigned nr_cpus;  /* kp.nr_vcpus, at most VMI_MAX_CPUS */
-	pid_t inject_tid;  /* the thread whose injected ioctls worked last (0: none yet) */
-	unsigned holds;	   /* times held */
-	uint64_t held_ns;  /* time held, in all */
-	uint64_t hold_at;  /* CLOCK_MONOTONIC ns of the current hold */
+	bool held;	  /* every thread of the VMM stopped by our ptrace */
+	unsigned nr_cpus; /* kp.nr_vcpus, at most VMI_MAX_CPUS */
+	pid_t inject_tid; /* the thread whose injected ioctls worked last (0: none yet) */
+	unsigned holds;	  /* times held */
+	uint64_t held_ns; /* time held, in all */
+	uint64_t hold_at; /* CLOCK_MONOTONIC ns of the current hold */
 	struct vmmpid_cpu cpu[VMI_MAX_CPUS]; /* as at the last hold */
 };
 

@@ -76,8 +76,8 @@ static void test_not_a_vmm(void **state)
 	snprintf(want, sizeof(want), "hvtrace: pid %d (", (int)child);
 	const char *list[] = {"list-functions", "--pid", pid, "--vmm", "generic", NULL};
 	const char *attach[] = {"attach", "--pid", pid, "--vmm", "generic", "-l", "vfs_read", NULL};
-	const char *trap[] = {"attach", "--pid",  pid,	  "--vmm",    "generic",
-			      "--probe", "trap", "-l", "vfs_read", NULL};
+	const char *trap[] = {"attach",	 "--pid", pid,	"--vmm",    "generic",
+			      "--probe", "trap",  "-l", "vfs_read", NULL};
 
 	refused(list, "): not a KVM VMM: no anon_inode:kvm-vm among its ");
 	refused(attach, want);
@@ -109,7 +109,8 @@ static void test_gone(void **state)
 
 static void test_bad_options(void **state)
 {
-	const char *no_pid[] = {"list-functions", "--vmm", "generic", "--qmp", "/nonexistent", NULL};
+	const char *no_pid[] = {"list-functions", "--vmm",	  "generic",
+				"--qmp",	  "/nonexistent", NULL};
 	const char *word[] = {"attach", "--pid", "1", "--vmm", "firecracker", NULL};
 	const char *run[] = {"run", "--vmm", "generic", "build/guest/test-guest.elf", NULL};
 

@@ -121,9 +121,9 @@ static void test_prove(void **state)
 
 	(void)state;
 	finds = 0;
-	assert_int_equal(vmmpid_ram_prove(cands, 2, cpu, 2, host_read, NULL, find, NULL, &pr, err,
-					  sizeof(err)),
-			 0);
+	assert_int_equal(
+	    vmmpid_ram_prove(cands, 2, cpu, 2, host_read, NULL, find, NULL, &pr, err, sizeof(err)),
+	    0);
 	assert_int_equal(pr.cand, 1);
 	assert_int_equal(pr.cpu, 0);
 	assert_int_equal(pr.root, 0x10000);
@@ -138,13 +138,13 @@ static void test_not_long_mode(void **state)
 	char err[512];
 
 	(void)state;
-	assert_int_equal(vmmpid_ram_prove(cands, 2, cpu, 1, host_read, NULL, find, NULL, &pr, err,
-					  sizeof(err)),
-			 -ENOENT);
+	assert_int_equal(
+	    vmmpid_ram_prove(cands, 2, cpu, 1, host_read, NULL, find, NULL, &pr, err, sizeof(err)),
+	    -ENOENT);
 	assert_string_equal(err, "no vCPU in long mode");
-	assert_int_equal(vmmpid_ram_prove(cands, 0, cpu, 1, host_read, NULL, find, NULL, &pr, err,
-					  sizeof(err)),
-			 -ENOENT);
+	assert_int_equal(
+	    vmmpid_ram_prove(cands, 0, cpu, 1, host_read, NULL, find, NULL, &pr, err, sizeof(err)),
+	    -ENOENT);
 	assert_string_equal(err, "no RAM candidate among its mappings");
 }
 
@@ -156,9 +156,9 @@ static void test_wrong_root(void **state)
 	char err[512];
 
 	(void)state;
-	assert_int_equal(vmmpid_ram_prove(cands, 2, cpu, 2, host_read, NULL, find, NULL, &pr, err,
-					  sizeof(err)),
-			 -ENOENT);
+	assert_int_equal(
+	    vmmpid_ram_prove(cands, 2, cpu, 2, host_read, NULL, find, NULL, &pr, err, sizeof(err)),
+	    -ENOENT);
 	assert_non_null(strstr(err, "holds no page-table root at vCPU 0's CR3 0x30000"));
 }
 
@@ -173,9 +173,9 @@ static void test_pti_pair(void **state)
 	(void)state;
 	build_tables(0x40000);
 	put(0x41000 + 300 * 8, 0x50000 | P);
-	assert_int_equal(vmmpid_ram_prove(cands, 2, cpu, 1, host_read, NULL, find, NULL, &pr, err,
-					  sizeof(err)),
-			 0);
+	assert_int_equal(
+	    vmmpid_ram_prove(cands, 2, cpu, 1, host_read, NULL, find, NULL, &pr, err, sizeof(err)),
+	    0);
 	assert_int_equal(pr.root, 0x41000);
 }
 
@@ -192,9 +192,9 @@ static void test_hostile_tables(void **state)
 	put(0x60000 + 511 * 8, (RAM_LEN + 0x1000) | P);
 	put(0x70000 + 511 * 8, 0x70000 | P);
 	put(0x70000 + 510 * 8, 0x70000 | P);
-	assert_int_equal(vmmpid_ram_prove(cands, 2, cpu, 2, host_read, NULL, find, NULL, &pr, err,
-					  sizeof(err)),
-			 -ENOENT);
+	assert_int_equal(
+	    vmmpid_ram_prove(cands, 2, cpu, 2, host_read, NULL, find, NULL, &pr, err, sizeof(err)),
+	    -ENOENT);
 	assert_non_null(strstr(err, "vCPU 1's page tables (CR3 0x70000)"));
 	assert_non_null(strstr(err, "lead to no kernel: no banner"));
 	/* the plausibility check itself */
@@ -227,23 +227,21 @@ static size_t e820(uint8_t *buf, const uint64_t (*e)[3], uint32_t n)
 static void test_layout_qemu(void **state)
 {
 	/* pc.ram of 6 GiB: 2 GiB below the PCI hole (SeaBIOS reserves its top pages), 4 above */
-	static const uint64_t e[][3] = {{0, 0x9fc00, 1},
-					{0x9fc00, 0x400, 2},
-					{0xf0000, 0x10000, 2},
-					{0x100000, 0x7fee0000 - 0x100000, 1},
-					{0x7fee0000, 0x20000, 3},
-					{0x7ff00000, 0x100000, 2},
-					{0xfeffc000, 0x4000, 2},
-					{4 * GiB, 4 * GiB, 1}};
-	struct kvm_proc_ram c[2] = {{0x7f0000000000ull, 6 * GiB, true}, {0x7e0000000000ull, 64 * MiB}};
+	static const uint64_t e[][3] = {
+	    {0, 0x9fc00, 1},	      {0x9fc00, 0x400, 2},
+	    {0xf0000, 0x10000, 2},    {0x100000, 0x7fee0000 - 0x100000, 1},
+	    {0x7fee0000, 0x20000, 3}, {0x7ff00000, 0x100000, 2},
+	    {0xfeffc000, 0x4000, 2},  {4 * GiB, 4 * GiB, 1}};
+	struct kvm_proc_ram c[2] = {{0x7f0000000000ull, 6 * GiB, true},
+				    {0x7e0000000000ull, 64 * MiB}};
 	struct proc_mem_region reg[PROC_MEM_MAX_REGIONS];
 	uint8_t tbl[4 + 20 * 16];
 	unsigned nr;
 	char err[256];
 
 	(void)state;
-	assert_int_equal(vmmpid_ram_layout(tbl, e820(tbl, e, 8), c, 2, 0, reg, &nr, err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    vmmpid_ram_layout(tbl, e820(tbl, e, 8), c, 2, 0, reg, &nr, err, sizeof(err)), 0);
 	assert_int_equal(nr, 2);
 	assert_int_equal(reg[0].gpa, 0);
 	assert_int_equal(reg[0].len, 2 * GiB);
@@ -256,9 +254,8 @@ static void test_layout_qemu(void **state)
 static void test_layout_per_range(void **state)
 {
 	/* Firecracker: [0, 3.25 GiB) and [4 GiB, 5 GiB), a mapping each */
-	static const uint64_t e[][3] = {{0, 0x9fc00, 1},
-					{0x100000, 0xd0000000 - 0x100000, 1},
-					{4 * GiB, 1 * GiB, 1}};
+	static const uint64_t e[][3] = {
+	    {0, 0x9fc00, 1}, {0x100000, 0xd0000000 - 0x100000, 1}, {4 * GiB, 1 * GiB, 1}};
 	struct kvm_proc_ram c[3] = {{0x7f0000000000ull, 0xd0000000, false},
 				    {0x7e0000000000ull, 512 * MiB, false},
 				    {0x7d0000000000ull, 1 * GiB, false}};
@@ -268,8 +265,8 @@ static void test_layout_per_range(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(vmmpid_ram_layout(tbl, e820(tbl, e, 3), c, 3, 0, reg, &nr, err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    vmmpid_ram_layout(tbl, e820(tbl, e, 3), c, 3, 0, reg, &nr, err, sizeof(err)), 0);
 	assert_int_equal(nr, 2);
 	assert_int_equal(reg[0].len, 0xd0000000);
 	assert_int_equal(reg[0].hva, 0x7f0000000000ull);
@@ -281,7 +278,8 @@ static void test_layout_small_and_refused(void **state)
 {
 	static const uint64_t small[][3] = {{0, 0x9fc00, 1}, {0x100000, 1 * GiB - 0x100000, 1}};
 	static const uint64_t big[][3] = {{0x100000, 2 * GiB - 0x100000, 1}};
-	static const uint64_t high[][3] = {{0x100000, 1 * GiB - 0x100000, 1}, {4 * GiB, 3 * GiB, 1}};
+	static const uint64_t high[][3] = {{0x100000, 1 * GiB - 0x100000, 1},
+					   {4 * GiB, 3 * GiB, 1}};
 	/* hostile: a wrapping entry, and a count far past the bytes given */
 	static const uint64_t wrap[][3] = {{0x100000, 1 * GiB - 0x100000, 1},
 					   {0xfffffffffffff000ull, 0x2000, 1}};
