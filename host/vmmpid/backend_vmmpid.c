@@ -467,8 +467,8 @@ static int vmmpid_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, s
 	r->out = out;
 	r->sfd = sfd;
 	status = prepare_steps(r, sfd, err, errlen);
-	/* whatever a step said, a VMM that went meanwhile is why */
-	if (status && status != BACKEND_DONE && r->vm->kp.pid > 0 && vmm_gone(r->vm->kp.pid)) {
+	/* whatever a step said after the VM was found, a VMM that went meanwhile is why */
+	if (status && status != BACKEND_DONE && r->vm->nr_cpus && vmm_gone(r->vm->kp.pid)) {
 		msg_fmt(err, errlen, "pid %d (%s) exited during the attach", (int)r->vm->kp.pid,
 			r->vm->kp.comm);
 		status = EXIT_BAD_INPUT;
