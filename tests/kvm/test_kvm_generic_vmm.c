@@ -1,5 +1,5 @@
-/* The generic backend (issue 41): `hvtrace list-functions --pid` and `attach --pid` on a KVM VMM that
- * offers no debug channel: a bare QEMU with KVM started by this test as a separate process
+/* The generic backend (issue 41): `hvtrace list-functions --pid` and `attach --pid` on a KVM VMM
+ * that offers no debug channel: a bare QEMU with KVM started by this test as a separate process
  * (`-nodefaults -monitor none`, no QMP, no gdbstub), the machine's QEMU and QEMU 10.0 and 11 where
  * scripts/fetch-qemu.sh put them. The Linux test guest waits (hvt.wait) so that hvtrace attaches
  * before dd reads the binfmt_misc status file 7 times (7 vfs_read calls by dd, no other reader
@@ -31,8 +31,7 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define BM_READS     7
-#define APPEND                                                                                     \
-	"console=ttyS0 hvt.wait=30 hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=900"
+#define APPEND	     "console=ttyS0 hvt.wait=30 hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=900"
 
 static const char *kernel, *initrd;
 
@@ -125,8 +124,8 @@ static const struct qemu_case *case_qemu(void **state)
 	const struct qemu_case *q = *state;
 
 	if (q->path[0] && access(q->path, X_OK) != 0) {
-		printf("SKIPPED: QEMU %s: not fetched (make qemu-versions HVT_QEMUS=%s)\n", q->version,
-		       q->version);
+		printf("SKIPPED: QEMU %s: not fetched (make qemu-versions HVT_QEMUS=%s)\n",
+		       q->version, q->version);
 		skip();
 	}
 	return q;
@@ -156,9 +155,9 @@ static void test_generic(void **state)
 	assert_let_go(v.pid, false); /* the guest sleeps (hvt.wait) */
 
 	/* attach --pid, stub probes: dd's reads exactly, then the detach (SIGINT) */
-	const char *attach[] = {"attach",   "--pid", pid,	 "--probe", "stub",    "-p",
-				"function", "-l",    "vfs_read", "--comm",  "dd",      "--stats",
-				"--verify-text",     NULL};
+	const char *attach[] = {"attach",	 "--pid", pid,	      "--probe", "stub", "-p",
+				"function",	 "-l",	  "vfs_read", "--comm",	 "dd",	 "--stats",
+				"--verify-text", NULL};
 	hv_run_signal_on_file(&r, attach, v.con, "hvt-linux: binfmt_misc status read", 2, SIGINT);
 	printf("hvt-generic: QEMU %s: attach status %d, vfs_read by dd %ld\n", q->version, r.status,
 	       trace_count(&r, "vfs_read", -1));
@@ -176,10 +175,10 @@ static void test_generic(void **state)
 	assert_let_go(v.pid, true);
 
 	/* again, function_graph on what `yes` calls, for 3 s (--duration) */
-	const char *graph[] = {"attach",	"--pid", pid,	     "--vmm",	      "generic",
-			       "-p",		"function_graph",    "-l",	      "ksys_write",
-			       "-l",		"vfs_write",	     "--duration",    "3",
-			       "--verify-text", "--stats",	     NULL};
+	const char *graph[] = {"attach",    "--pid",	      pid,  "--vmm",	     "generic",
+			       "-p",	    "function_graph", "-l", "ksys_write",    "-l",
+			       "vfs_write", "--duration",     "3",  "--verify-text", "--stats",
+			       NULL};
 	hv_run(&r, graph, 0, 0);
 	printf("hvt-generic: QEMU %s: function_graph status %d, %ld ksys_write\n", q->version,
 	       r.status, count_text(r.trace, "ksys_write() {"));
@@ -239,7 +238,8 @@ int main(void)
 	static struct qemu_case qemus[] = {{"7.2", "", 300}, {"10.0", "", 1000}, {"11", "", 1700}};
 	static char names[ARRAY_LEN(qemus)][64];
 	struct CMUnitTest tests[ARRAY_LEN(qemus)];
-	const char *cache = getenv("HVTRACE_CACHE") ? getenv("HVTRACE_CACHE") : "/var/cache/hvtrace";
+	const char *cache =
+	    getenv("HVTRACE_CACHE") ? getenv("HVTRACE_CACHE") : "/var/cache/hvtrace";
 	char why[256], *gdir;
 	long nr;
 
@@ -258,8 +258,8 @@ int main(void)
 	if (!kernel)
 		hv_skip_binary("test_kvm_generic_vmm: no Linux guest (make guest)");
 	for (size_t i = 1; i < ARRAY_LEN(qemus); i++)
-		snprintf(qemus[i].path, sizeof(qemus[i].path), "%s/qemu/%s/qemu-system-x86_64", cache,
-			 qemus[i].version);
+		snprintf(qemus[i].path, sizeof(qemus[i].path), "%s/qemu/%s/qemu-system-x86_64",
+			 cache, qemus[i].version);
 	for (size_t i = 0; i < ARRAY_LEN(qemus); i++) {
 		snprintf(names[i], sizeof(names[0]), "test_generic_qemu_%s", qemus[i].version);
 		tests[i] = (struct CMUnitTest){
