@@ -425,6 +425,12 @@ static int vmmpid_open(void *ctx, char *err, size_t errlen)
 {
 	struct vmmpid_run *r = ctx;
 
+	if (r->s->host) {
+		msg_fmt(err, errlen,
+			"--host with the generic backend (--vmm generic): not built yet (the vCPU "
+			"threads' host events)");
+		return EXIT_BAD_INPUT;
+	}
 	if (r->s->system_map) {
 		msg_fmt(
 		    err, errlen,
