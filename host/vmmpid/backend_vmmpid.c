@@ -401,6 +401,8 @@ static void verify_text(struct vmmpid_run *r)
 	}
 }
 
+static bool vmm_gone(pid_t pid);
+
 /* Every probe out, every hooked return handed back, with the VMM held; then let go. */
 static void detach_guest(struct vmmpid_run *r)
 {
@@ -410,6 +412,11 @@ static void detach_guest(struct vmmpid_run *r)
 	if (r->detached || !r->have_tq)
 		return;
 	r->detached = true;
+	if (vmm_gone(r->vm->kp.pid)) { /* nothing left to restore in a VMM that is gone */
+		pipeline_stop_drain(r->p);
+		vmmpid_vm_release(r->vm);
+		return;
+	}
 	ret = pipeline_selected(r->p) ? pipeline_detach(r->p) : 0;
 	if (ret < 0 && ret != -EBUSY) {
 		cmd_error("restoring the guest failed%s%s: some probes or return slots may remain",
