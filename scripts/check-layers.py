@@ -8,10 +8,12 @@ import os, re, subprocess, sys
 
 # What each layer may include besides itself.
 ALLOWED = {
-    'host/cli': {'host/kvm', 'host/qemu', 'host/vmm', 'host/session', 'host/hosttrace', 'host/tap', 'host/sink', 'host/tracedat',
+    'host/cli': {'host/kvm', 'host/qemu', 'host/vmmpid', 'host/vmm', 'host/session', 'host/hosttrace', 'host/tap', 'host/sink', 'host/tracedat',
                  'host/trace', 'vmi', 'arch', 'guest-stub', 'host/util'},
     'host/kvm': {'host/vmm', 'host/session', 'host/hosttrace', 'host/tap', 'host/sink', 'host/tracedat', 'host/trace', 'vmi',
                  'arch', 'guest-stub', 'host/util'},
+    'host/vmmpid': {'host/vmm', 'host/session', 'host/hosttrace', 'host/tap', 'host/sink', 'host/tracedat', 'host/trace', 'vmi',
+                    'arch', 'guest-stub', 'host/util'},
     'host/qemu': {'host/vmm', 'host/session', 'host/hosttrace', 'host/tap', 'host/sink', 'host/tracedat', 'host/trace', 'vmi',
                   'arch', 'guest-stub', 'host/util'},
     'host/vmm': {'host/session', 'host/hosttrace', 'host/tap', 'host/sink', 'host/tracedat', 'host/trace', 'vmi',

@@ -6,11 +6,12 @@
 static const char *const commands[] = {"run", "attach", "record", "report", "list-functions"};
 
 /* Options of session_usage that a command does not take (by long name). */
-static const char *const not_run[] = {"connect", "qmp", "pid", NULL};
+static const char *const not_run[] = {"connect", "qmp", "pid", "vmm", NULL};
 static const char *const not_attach[] = {"qemu", "accel", "machine", "kernel", "initrd", "append",
 					 "smp", "mem", NULL};
 /* ... and the only ones list-functions of a running VM takes */
-static const char *const list_only[] = {"connect", "qmp", "pid", "system-map", "gdb-memory", NULL};
+static const char *const list_only[] = {"connect", "qmp", "pid", "vmm", "system-map", "gdb-memory",
+					 NULL};
 
 /* report's options (they are not run's, so session_usage describes only its synopsis) */
 static const char report_options[] =

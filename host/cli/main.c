@@ -9,6 +9,8 @@
 #include "host/kvm/backend_elf.h"
 #include "host/kvm/backend_linux.h"
 #include "host/qemu/backend_qemu.h"
+#include "host/qemu/qemu_attach.h"
+#include "host/vmmpid/backend_vmmpid.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -32,6 +34,17 @@ const char *__lsan_default_options(void);
 const char *__lsan_default_options(void)
 {
 	return "print_suppressions=0";
+}
+
+/* attach / list-functions --pid: the generic backend (any KVM VMM, issue 41) with --vmm generic,
+ * or without --vmm for a KVM VMM QEMU's channels cannot reach; else the QEMU backend. */
+static driver_backend_new attach_backend(const struct session *s)
+{
+	if (!s->attach.pid)
+		return backend_qemu_new;
+	if (s->attach.vmm_given)
+		return s->attach.generic ? backend_vmmpid_new : backend_qemu_new;
+	return qemu_attach_pid_generic(s->attach.pid) ? backend_vmmpid_new : backend_qemu_new;
 }
 
 int main(int argc, char **argv)
@@ -67,7 +80,7 @@ int main(int argc, char **argv)
 		status = cmd_finish_out(stdout, NULL, NULL, status) < 0 ? EXIT_HOST_ERROR : 0;
 		break;
 	case CMD_LIST_FUNCTIONS:
-		status = s.list_running ? driver_run(&s, backend_qemu_new)
+		status = s.list_running ? driver_run(&s, attach_backend(&s))
 					: backend_elf_list_functions(&s);
 		break;
 	case CMD_RUN:
@@ -76,7 +89,7 @@ int main(int argc, char **argv)
 					   : driver_run(&s, backend_elf_new);
 		break;
 	case CMD_ATTACH:
-		status = driver_run(&s, backend_qemu_new);
+		status = driver_run(&s, attach_backend(&s));
 		break;
 	case CMD_REPORT:
 		status = cmd_report(&s);

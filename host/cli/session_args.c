@@ -38,6 +38,7 @@ enum {
 	OPT_SYSTEM_MAP,
 	OPT_QMP,
 	OPT_PID,
+	OPT_VMM,
 	OPT_EXPECT_CALL,
 	OPT_EXPECT_NO_CALL,
 	OPT_VERIFY_TEXT,
@@ -91,6 +92,7 @@ static const struct option run_opts[] = {
 	{"connect", required_argument, NULL, 'c'},
 	{"qmp", required_argument, NULL, OPT_QMP},
 	{"pid", required_argument, NULL, OPT_PID},
+	{"vmm", required_argument, NULL, OPT_VMM},
 	{"expect-call", required_argument, NULL, OPT_EXPECT_CALL},
 	{"expect-no-call", required_argument, NULL, OPT_EXPECT_NO_CALL},
 	{"expect-return", required_argument, NULL, OPT_EXPECT_RETURN},
@@ -331,6 +333,10 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 	int positional = argc - optind;
 	bool attach = s->cmd == CMD_ATTACH || s->list_running;
 
+	if (s->attach.vmm_given && !attach) {
+		msg_fmt(err, errlen, "--vmm: goes with attach and list-functions of a running VM");
+		return -EINVAL;
+	}
 	if (s->attach.uri && (!attach || positional < 1)) {
 		msg_fmt(err, errlen, "-c %s: a libvirt URI goes with attach NAME", s->attach.uri);
 		return -EINVAL;
@@ -352,6 +358,10 @@ static int check_target(struct session *s, int argc, char **argv, char *err, siz
 		}
 		if (positional)
 			s->attach.domain = argv[optind];
+		if (s->attach.generic && !s->attach.pid) {
+			msg_fmt(err, errlen, "--vmm generic: goes with --pid PID (the VMM process)");
+			return -EINVAL;
+		}
 
 	} else if (s->vmm == VMM_QEMU) {
 		if (positional) {
@@ -452,6 +462,14 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 			s->attach.pid = (int)pid;
 			break;
 		}
+		case OPT_VMM: {
+			static const char *const vmms[] = {"qemu", "generic"};
+
+			if (!(ret = arg_one_of("--vmm", optarg, vmms, 2, &k, err, errlen)))
+				s->attach.generic = k == 1;
+			s->attach.vmm_given = true;
+			break;
+		}
 		case OPT_EXPECT_CALL:
 		case OPT_EXPECT_NO_CALL:
 		case OPT_EXPECT_RETURN:
@@ -482,8 +500,10 @@ static int parse_run(struct session *s, int argc, char **argv, char *err, size_t
 		case OPT_NO_BACKPRESSURE: s->no_backpressure = true; break;
 		case OPT_GDB_MEMORY: s->gdb_memory = true; break;
 		case OPT_PROBE:
-			if (!(ret = arg_one_of("--probe", optarg, probes, 3, &k, err, errlen)))
+			if (!(ret = arg_one_of("--probe", optarg, probes, 3, &k, err, errlen))) {
 				s->probe = (enum probe_kind)k;
+				s->probe_given = true;
+			}
 			break;
 		case 'o': s->output = optarg; break;
 		case OPT_CONSOLE: s->console = optarg; break;

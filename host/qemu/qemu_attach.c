@@ -71,6 +71,34 @@ static void say_kvm_vmm(pid_t pid, const char *why, char *err, size_t errlen)
 	free(kp);
 }
 
+bool qemu_attach_pid_generic(pid_t pid)
+{
+	struct kvm_proc *kp = malloc(sizeof(*kp));
+	struct qemu_cmdline cl;
+	char why[320], *buf;
+	size_t n;
+	bool vm, channel;
+
+	if (!kp)
+		return false;
+	int ret = kvm_proc_discover(pid, kp, why, sizeof(why));
+
+	vm = ret == 0;
+	free(kp);
+	if (ret == -ESRCH)
+		return true; /* gone (or never there): the generic backend says so, status 2 */
+	if (!vm)
+		return false;
+	if (qemu_find_check_exe(pid, why, sizeof(why)) < 0)
+		return true;
+	if (qemu_cmdline_read(pid, &buf, &n) < 0)
+		return false;
+	qemu_cmdline_parse(buf, n, &cl);
+	free(buf);
+	channel = cl.qmp[0] || cl.gdb_port;
+	return !channel;
+}
+
 /* How to reach QEMU @pid from its command line: its QMP monitor's address in @addr, or (no monitor)
  * its gdbstub in c->gdb_host/port with c->no_monitor. */
 static int monitor_of_pid(struct qemu_conn *c, pid_t pid, char *addr, size_t len, char *err,

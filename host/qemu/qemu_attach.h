@@ -51,6 +51,12 @@ struct qemu_conn {
 
 /* Launches or finds the VM of @cfg, connects to its monitor and its gdbstub. Returns 0, or -errno
  * with one line in @err; what was opened stays in @c for qemu_attach_close either way. */
+/* `--pid PID` without --vmm: whether @pid is a KVM VMM (an anon_inode:kvm-vm among its fds) that
+ * this backend cannot reach: not a QEMU, or a QEMU with neither a QMP monitor nor a gdbstub on its
+ * command line; or no such process. Then the generic backend (host/vmmpid) takes it; otherwise (not
+ * a KVM VMM, a QEMU with a channel) this backend does, and says what is wrong. Main thread. */
+bool qemu_attach_pid_generic(pid_t pid);
+
 int qemu_attach_open(struct qemu_conn *c, const struct qemu_attach_cfg *cfg, char *err,
 		     size_t errlen);
 

@@ -494,8 +494,8 @@ void qemu_cmdline_parse(const char *buf, size_t len, struct qemu_cmdline *c)
 			val[vlen] = 0;
 			if (!strcmp(opt, "-qmp") || !strcmp(opt, "-qmp-pretty"))
 				opt_qmp(p, opt, val, true);
-			else if (!strcmp(opt, "-monitor"))
-				opt_qmp(p, opt, val, false);
+			else if (!strcmp(opt, "-monitor") && strcmp(val, "none"))
+				opt_qmp(p, opt, val, false); /* -monitor none: no monitor at all */
 			else if (!strcmp(opt, "-mon"))
 				opt_mon(p, val);
 			else if (!strcmp(opt, "-chardev"))

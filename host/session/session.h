@@ -42,6 +42,8 @@ struct attach_target {
 	const char *uri;    /* -c: libvirt URI (default $LIBVIRT_DEFAULT_URI, qemu:///system) */
 	const char *qmp;    /* --qmp: QMP socket of a bare QEMU */
 	int pid;	    /* --pid: the VMM process (QEMU: its -qmp on its command line) */
+	bool generic;	    /* --vmm generic: any KVM VMM by pid, nothing asked of it (issue 41) */
+	bool vmm_given;	    /* --vmm was given (qemu: never the generic backend) */
 };
 
 struct session {
@@ -74,6 +76,7 @@ struct session {
 	bool buffer_size_set;	 /* --buffer-size-kb given: the stub's rings must get it */
 	bool stats;
 	enum probe_kind probe;	    /* --probe */
+	bool probe_given; /* --probe was given (the generic backend: stub probes without it) */
 	struct rec_filter tasks;    /* -P, --comm, --cpu: which guest tasks and CPUs are traced */
 	struct ef_filter *efilters; /* --filter-event, parsed (bound to their -e by the pipeline) */
 	size_t nr_efilters;

@@ -6,9 +6,10 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-/* ioctl(@vcpu_fd, @req, scratch) on the chosen thread, the @len bytes KVM wrote there into @out. */
-static int get_state(struct ptrace_inject *pi, int vcpu_fd, unsigned long req, const char *name,
-		     void *out, size_t len, char *err, size_t errlen)
+/* ioctl(@vcpu_fd, @req, scratch) on the chosen thread, the @len bytes KVM wrote there into @out;
+ * with @set, @out's bytes are what the scratch holds for KVM to take, and nothing is read back. */
+static int state_io(struct ptrace_inject *pi, int vcpu_fd, unsigned long req, const char *name,
+		    void *out, size_t len, bool set, char *err, size_t errlen)
 {
 	uint64_t buf, args[6] = {0};
 	int64_t ret = 0;
@@ -18,7 +19,8 @@ static int get_state(struct ptrace_inject *pi, int vcpu_fd, unsigned long req, c
 	if (rc)
 		return rc;
 	/* a pattern KVM overwrites: what comes back is KVM's, not the stack's old bytes */
-	memset(out, 0xa5, len);
+	if (!set)
+		memset(out, 0xa5, len);
 	rc = ptrace_inject_write(pi, buf, out, len);
 	args[0] = (uint64_t)vcpu_fd;
 	args[1] = req;
@@ -33,7 +35,7 @@ static int get_state(struct ptrace_inject *pi, int vcpu_fd, unsigned long req, c
 			(int)pi->pid, (int)pi->tid, vcpu_fd, name, strerror((int)-ret));
 		rc = ret < -4095 ? -EIO : (int)ret;
 	}
-	if (!rc && ptrace_inject_read(pi, buf, out, len) != 0) {
+	if (!rc && !set && ptrace_inject_read(pi, buf, out, len) != 0) {
 		msg_fmt(err, errlen, "pid %d: reading back %s's buffer: the VMM's memory is gone",
 			(int)pi->pid, name);
 		rc = -ESRCH;
@@ -49,13 +51,22 @@ static int get_state(struct ptrace_inject *pi, int vcpu_fd, unsigned long req, c
 int kvm_inject_get_regs(struct ptrace_inject *pi, int vcpu_fd, struct kvm_regs *regs, char *err,
 			size_t errlen)
 {
-	return get_state(pi, vcpu_fd, KVM_GET_REGS, "KVM_GET_REGS", regs, sizeof(*regs), err,
-			 errlen);
+	return state_io(pi, vcpu_fd, KVM_GET_REGS, "KVM_GET_REGS", regs, sizeof(*regs), false, err,
+			errlen);
 }
 
 int kvm_inject_get_sregs(struct ptrace_inject *pi, int vcpu_fd, struct kvm_sregs *sregs, char *err,
 			 size_t errlen)
 {
-	return get_state(pi, vcpu_fd, KVM_GET_SREGS, "KVM_GET_SREGS", sregs, sizeof(*sregs), err,
-			 errlen);
+	return state_io(pi, vcpu_fd, KVM_GET_SREGS, "KVM_GET_SREGS", sregs, sizeof(*sregs), false,
+			err, errlen);
+}
+
+int kvm_inject_set_regs(struct ptrace_inject *pi, int vcpu_fd, const struct kvm_regs *regs,
+			char *err, size_t errlen)
+{
+	struct kvm_regs r = *regs;
+
+	return state_io(pi, vcpu_fd, KVM_SET_REGS, "KVM_SET_REGS", &r, sizeof(r), true, err,
+			errlen);
 }

@@ -19,4 +19,8 @@ int kvm_inject_get_regs(struct ptrace_inject *pi, int vcpu_fd, struct kvm_regs *
 int kvm_inject_get_sregs(struct ptrace_inject *pi, int vcpu_fd, struct kvm_sregs *sregs, char *err,
 			 size_t errlen);
 
+/* KVM_SET_REGS on @vcpu_fd, made the same way (@regs copied to the thread's stack first). */
+int kvm_inject_set_regs(struct ptrace_inject *pi, int vcpu_fd, const struct kvm_regs *regs,
+			char *err, size_t errlen);
+
 #endif

@@ -71,6 +71,9 @@ static const struct cmdline_case cases[] = {
 	{Q "-qmp\ntcp:4444", "", "no valid tcp HOST:PORT"},
 	/* human monitors only */
 	{Q "-monitor\nunix:/tmp/h.sock,server,nowait", "", "its only monitor is a human one (-monitor, HMP)"},
+	/* -monitor none (with -nodefaults): no monitor, not a human one (issue 41) */
+	{Q "-nodefaults\n-monitor\nnone", "", ""},
+	{Q "-monitor\nnone\n-qmp\nunix:/tmp/q.sock,server=on,wait=off", "unix:/tmp/q.sock", ""},
 	{Q "-chardev\nsocket,id=h,path=/tmp/h.sock,server=on\n-mon\nchardev=h", "", "its only monitor is a human one (-mon, HMP)"},
 	{Q "-chardev\nsocket,id=h,path=/tmp/h.sock,server=on\n-mon\nchardev=h,mode=readline", "", "(-mon, HMP)"},
 	{Q "-readconfig\n/etc/vm.cfg", "", "hvtrace does not read -readconfig"},
