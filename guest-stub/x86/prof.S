@@ -15,73 +15,72 @@
  * on another CPU is counted there in that CPU's table. Part of guest-stub/x86/stub.S, which
  * includes it; not assembled alone. */
 
-/* The entry's frame after its seven pushes. */
-#define PF_SITE 56 /* site + 5 */
-#define PF_SLOT 64 /* the function's return-address slot */
+/* A header field, RIP-relative (no register holds the header). */
+#define HDR(f) .Lbase+STUB_HDR_OFF+f(%rip)
+/* The entry's frame after its five pushes. */
+#define PF_SITE 40 /* site + 5 */
+#define PF_SLOT 48 /* the function's return-address slot */
 /* The return's frame after its two pushes (and the slot's word the RET left). */
 #define PR_SLOT 16
 
 /* rax = the TSC, r10d = the CPU number (RDTSCP, else RDTSC and %gs: H_FAST says there is no
- * CPUID case); to \bad when it is not below the header's nr_cpus. r11 = the header. Clobbers rcx,
- * rdx. */
+ * CPUID case); to \bad when it is not below the header's nr_cpus. Clobbers rcx, rdx. */
 .macro PROF_NOW bad
-	cmpq $0, H_AUX_MASK(%r11)
+	cmpq $0, HDR(H_AUX_MASK)
 	je 1f
 	rdtscp
-	andl H_AUX_MASK(%r11), %ecx
+	andl HDR(H_AUX_MASK), %ecx
 	movl %ecx, %r10d
 	jmp 2f
 1:	rdtsc
-	movq H_CPU_GS_OFF(%r11), %rcx
+	movq HDR(H_CPU_GS_OFF), %rcx
 	movl %gs:(%rcx), %r10d
 2:	shlq $32, %rdx
 	orq %rdx, %rax
-	cmpl H_NR_CPUS(%r11), %r10d
+	cmpl HDR(H_NR_CPUS), %r10d
 	jae \bad
 .endm
 
 /* rdi = the shadow stack of slot rsi, locked, if it is claimed at the first place its hash gives
  * (shadow.S's first probe); to \none if it is not there or is locked, to \unlock (locked here)
- * if it was taken for another stack meanwhile. Claiming is left to the general routines: one that looked at only one
- * place could claim a second shadow stack for a guest stack already holding one further on. r11 =
- * the header. Clobbers rcx, rdx. */
+ * if it was taken for another stack meanwhile. Claiming is left to the general routines: one that
+ * looked at only one place could claim a second shadow stack for a guest stack already holding
+ * one further on. The lock is taken without LOCK: a guest stack is used by one CPU at a time (its
+ * task's, or the CPU's own interrupt stacks), so only what nests on this CPU (an interrupt, an
+ * NMI) can race for it, and one instruction is atomic against those. Clobbers rcx, rdx. */
 .macro PROF_STACK none, unlock
-	movq H_STACK_SHIFT(%r11), %rcx
+	movq HDR(H_STACK_SHIFT), %rcx
 	movq %rsi, %rdx
 	shrq %cl, %rdx
 	incq %rdx /* the key */
 	movabsq $0x9e3779b97f4a7c15, %rdi
 	imulq %rdx, %rdi
 	shrq $32, %rdi
-	andq H_STACKS_MASK(%r11), %rdi
+	andq HDR(H_STACKS_MASK), %rdi
 	shlq $STUB_STACK_SHIFT, %rdi
-	addq H_STACKS(%r11), %rdi
+	addq HDR(H_STACKS), %rdi
 	cmpq %rdx, S_KEY(%rdi)
 	jne \none
-	lock btsq $0, S_LOCK(%rdi)
+	btsq $0, S_LOCK(%rdi)
 	jc \none
 	cmpq %rdx, S_KEY(%rdi)
 	jne \unlock
 .endm
 
-/* Raises (PIN) or lowers (UNPIN) the preempt count at %gs:H_PREEMPT_GS. r11 = the header. Clobbers
- * rcx. */
+/* Raises (PIN) or lowers (UNPIN) the preempt count at %gs:H_PREEMPT_GS. Clobbers rcx. */
 .macro PROF_PIN op
-	movq H_PREEMPT_GS(%r11), %rcx
+	movq HDR(H_PREEMPT_GS), %rcx
 	\op %gs:(%rcx)
 .endm
 
 hvt_stub_count_ret:
-	cmpq $0, .Lbase+STUB_HDR_OFF+H_FAST(%rip)
+	cmpq $0, HDR(H_FAST)
 	je .Lcount_ret_general
 	push %rax
 	push %rcx
 	push %rdx
 	push %rsi
 	push %rdi
-	push %r8
-	push %r9
-	leaq .Lbase+STUB_HDR_OFF(%rip), %r11
 	PROF_PIN incl
 	PROF_NOW .Lpf_general
 	leaq PF_SLOT(%rsp), %rsi
@@ -95,13 +94,12 @@ hvt_stub_count_ret:
 	cmpq %rsi, S_E-32+E_SLOT(%rdi,%rcx)
 	jbe .Lpf_unlock
 	shrq $5, %rcx
-1:	cmpq H_MAX_DEPTH(%r11), %rcx
+1:	cmpq HDR(H_MAX_DEPTH), %rcx
 	jae .Lpf_unlock
 	cmpq $STUB_STACK_DEPTH, %rcx
 	jae .Lpf_unlock
-	movq H_AGG(%r11), %r8
-	testq %r8, %r8
-	jz .Lpf_unlock
+	cmpq $0, HDR(H_AGG)
+	je .Lpf_unlock
 	/* the new frame (not counted in S_NR until its entry is found): the slot, what it holds, the
 	 * CPU (its entry or'ed in below), the mode over the TSC */
 	shlq $5, %rcx
@@ -116,22 +114,22 @@ hvt_stub_count_ret:
 	movq %rax, E_TSC(%rdx)
 	/* the site's STUB_AGG_BOTH entry in the CPU's table, found or claimed within STUB_AGG_PROBES
 	 * entries of its hash (as agg.S's .Lagg, whose entries are keyed otherwise) */
-	movq H_AGG_MASK(%r11), %rcx
+	movq HDR(H_AGG_MASK), %rcx
 	incq %rcx
-	imulq %r10, %rcx
-	shlq $STUB_AGG_SHIFT, %rcx
-	addq %rcx, %r8 /* the CPU's table */
-	movq PF_SITE(%rsp), %r9
-	subq $5, %r9 /* the site */
+	imulq %rcx, %r10
+	shlq $STUB_AGG_SHIFT, %r10
+	addq HDR(H_AGG), %r10 /* the CPU's table */
+	movq PF_SITE(%rsp), %r11
+	subq $5, %r11 /* the site */
 	movabsq $0x9e3779b97f4a7c15, %rcx
-	imulq %r9, %rcx
+	imulq %r11, %rcx
 	shrq $32, %rcx
 	movl $STUB_AGG_PROBES, %eax
-2:	andq H_AGG_MASK(%r11), %rcx
+2:	andq HDR(H_AGG_MASK), %rcx
 	movq %rcx, %rsi
 	shlq $STUB_AGG_SHIFT, %rsi
-	addq %r8, %rsi
-	cmpq %r9, A_IP(%rsi)
+	addq %r10, %rsi
+	cmpq %r11, A_IP(%rsi)
 	jne 3f
 	cmpq $-1, A_KEY(%rsi) /* STUB_AGG_NOPID, STUB_AGG_BOTH */
 	je 5f
@@ -142,7 +140,7 @@ hvt_stub_count_ret:
 	movq $-1, A_KEY(%rsi)
 	push %rax
 	xorl %eax, %eax
-	cmpxchgq %r9, A_IP(%rsi) /* this CPU's alone: no LOCK */
+	cmpxchgq %r11, A_IP(%rsi) /* this CPU's alone: no LOCK */
 	pop %rax
 	jne 2b
 	jmp 5f
@@ -155,12 +153,10 @@ hvt_stub_count_ret:
 	orq %rsi, E_IP(%rdx)
 	incq S_NR(%rdi)
 	movq E_SLOT(%rdx), %rsi
-	movq H_RET(%r11), %rcx
+	movq HDR(H_RET), %rcx
 	movq %rcx, (%rsi) /* the return hooked */
 	movq $0, S_LOCK(%rdi)
 	PROF_PIN decl
-	pop %r9
-	pop %r8
 	pop %rdi
 	pop %rsi
 	pop %rdx
@@ -172,8 +168,6 @@ hvt_stub_count_ret:
 	movq $0, S_LOCK(%rdi)
 .Lpf_general:
 	PROF_PIN decl
-	pop %r9
-	pop %r8
 	pop %rdi
 	pop %rsi
 	pop %rdx
@@ -187,7 +181,6 @@ hvt_stub_count_ret:
 .Lprof_ret:
 	push %rax
 	push %rdx
-	leaq .Lbase+STUB_HDR_OFF(%rip), %r11
 	PROF_PIN incl
 	leaq PR_SLOT(%rsp), %rsi
 	PROF_STACK .Lpr_general, .Lpr_unlock
@@ -226,8 +219,8 @@ hvt_stub_count_ret:
 	subq %r8, %rax
 	jae 3f
 	xorl %eax, %eax /* a TSC behind the entry's: 0 */
-3:	mulq H_NS_MULT(%r11)
-	movq H_NS_SHIFT(%r11), %rcx
+3:	mulq HDR(H_NS_MULT)
+	movq HDR(H_NS_SHIFT), %rcx
 	shrdq %cl, %rdx, %rax /* the duration in ns */
 	incq A_COMM(%r9) /* the returns */
 	addq %rax, A_SUM(%r9)
@@ -242,7 +235,7 @@ hvt_stub_count_ret:
 	pop %rax
 	ret /* to the address back in the slot */
 .Lpr_bad_cpu:
-	lock incq H_BAD_CPU(%r11)
+	lock incq HDR(H_BAD_CPU)
 	jmp .Lpr_out
 .Lpr_other_cpu:
 	/* migrated since the entry: counted in this CPU's table as the general routine counts it,
@@ -268,3 +261,5 @@ hvt_stub_count_ret:
 	pop %rdx
 	pop %rax
 	jmp .Lret_general
+
+#undef HDR
