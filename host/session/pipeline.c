@@ -466,8 +466,8 @@ int pipeline_start(struct pipeline *p, int attach_status, char *err, size_t errl
 	ret = tracer_attach(p->tr, err, errlen);
 	if (ret < 0) /* out of memory (the stub drain's buffers among it): a host failure */
 		return ret == -ENOMEM ? EXIT_HOST_ERROR : attach_status;
-	/* SIGUSR2: the hists so far, from the writer thread's poll */
-	if (p->hists.nr && agg_dump_start(&p->dump) == 0) {
+	/* SIGUSR2: the hists and the profile so far, from the writer thread's poll */
+	if ((p->hists.nr || (p->profiling && p->s->profile)) && agg_dump_start(&p->dump) == 0) {
 		p->w.poll = pipeline_poll;
 		p->w.poll_ctx = p;
 	}
@@ -744,22 +744,70 @@ static int print_hists(const struct pipeline *p, const struct hist_set *hs, FILE
 	return ret;
 }
 
-/* SIGUSR2 (the writer thread's poll): the hists so far, what the stub counted until now added
- * (its tables read while the guest runs), written whole to OUTPUT.hist (a new file renamed over
- * it: a reader never sees half of one) or, without a side file, to stderr; one line on stderr
- * says where. The tap's tables are copied, never changed here. */
-static void dump_hists(struct pipeline *p)
+/* Writes @hs (SIGUSR2: the hists so far) to @f. */
+static int print_hists_to(void *ctx, const void *what, FILE *f)
+{
+	return print_hists(ctx, what, f);
+}
+
+/* Writes @what (the profile so far) to @f as trace_stat/function. */
+static int print_profile_to(void *ctx, const void *what, FILE *f)
+{
+	(void)ctx;
+	return profile_stat_print(what, f);
+}
+
+/* SIGUSR2's dump of one aggregation: @print's text to OUTPUT@suffix beside -o OUTPUT (written to
+ * OUTPUT@suffix.part, then renamed, so a reader never sees half of it), else to stderr. 0, or
+ * -errno after one line; the file's name (or "the lines above") in @where. */
+static int dump_one(struct pipeline *p, const char *suffix,
+		    int (*print)(void *ctx, const void *what, FILE *f), const void *what, char *where,
+		    size_t wlen)
 {
 	const char *out = side_base(p);
-	struct hist_set copy;
-	struct stub_agg a = {0};
 	char path[4096], part[4096 + 8];
-	unsigned long long hits = 0;
 	FILE *f = stderr;
-	int ret, read_ret = 0;
+	int ret;
 
-	if (hist_set_copy(&copy, &p->hists) < 0) {
+	if (out && (snprintf(path, sizeof(path), "%s%s", out, suffix) >= (int)sizeof(path) ||
+		    snprintf(part, sizeof(part), "%s.part", path) >= (int)sizeof(part)))
+		out = NULL;
+	snprintf(where, wlen, "%s", out ? path : "the lines above");
+	if (out && !(f = fopen(part, "we"))) {
+		ret = -errno;
+		cmd_error("SIGUSR2: %s: %s", part, strerror(errno));
+		return ret;
+	}
+	ret = print(p, what, f);
+	if (out && fclose(f) && !ret)
+		ret = -errno;
+	if (out && !ret && rename(part, path) < 0)
+		ret = -errno;
+	if (ret)
+		cmd_error("SIGUSR2: %s: %s", out ? path : "stderr", strerror(-ret));
+	return ret;
+}
+
+/* SIGUSR2 (the writer thread's poll): the hists, and with --profile the function profile, so far:
+ * the host's own counts copied, the stub's tables read now (the guest running on) and added to the
+ * copies, each written out (dump_one). */
+static void dump_aggregates(struct pipeline *p)
+{
+	struct hist_set copy = {0};
+	struct profile prof = {0};
+	bool want_prof = p->profiling && p->s->profile;
+	struct stub_agg a = {0};
+	char where[4096 + 16];
+	unsigned long long hits = 0;
+	int read_ret = 0;
+
+	if (p->hists.nr && hist_set_copy(&copy, &p->hists) < 0) {
 		cmd_error("SIGUSR2: out of memory for the hists' copy");
+		return;
+	}
+	if (want_prof && profile_copy(&prof, &p->prof) < 0) {
+		cmd_error("SIGUSR2: out of memory for the profile's copy");
+		hist_set_free(&copy);
 		return;
 	}
 	pthread_mutex_lock(&p->dump.lock);
@@ -767,32 +815,22 @@ static void dump_hists(struct pipeline *p)
 		read_ret = tracer_stub_agg_now(p->tr, &a);
 	pthread_mutex_unlock(&p->dump.lock);
 	if (a.read)
-		agg_feed(&a, &copy, NULL, tracer_probes(p->tr));
+		agg_feed(&a, &copy, want_prof ? &prof : NULL, tracer_probes(p->tr));
 	stub_agg_free(&a);
-	if (out && (snprintf(path, sizeof(path), "%s.hist", out) >= (int)sizeof(path) ||
-		    snprintf(part, sizeof(part), "%s.part", path) >= (int)sizeof(part)))
-		out = NULL;
-	if (out && !(f = fopen(part, "we"))) {
-		cmd_error("SIGUSR2: %s: %s", part, strerror(errno));
-		hist_set_free(&copy);
-		return;
-	}
-	ret = print_hists(p, &copy, f);
-	if (out && fclose(f) && !ret)
-		ret = -errno;
-	if (out && !ret && rename(part, path) < 0)
-		ret = -errno;
-	for (size_t k = 0; k < copy.nr; k++)
-		hits += copy.v[k].hits;
-	atomic_fetch_add(&p->dump.dumps, 1);
-	if (ret)
-		cmd_error("SIGUSR2: %s: %s", out ? path : "stderr", strerror(-ret));
-	else
+	if (p->hists.nr && dump_one(p, ".hist", print_hists_to, &copy, where, sizeof(where)) == 0) {
+		for (size_t k = 0; k < copy.nr; k++)
+			hits += copy.v[k].hits;
 		fprintf(stderr, "hvtrace: SIGUSR2: the hists so far (%zu, hits %llu%s) in %s\n",
 			copy.nr, hits,
-			read_ret < 0 ? "; the stub's tables could not be read" : "",
-			out ? path : "the lines above");
+			read_ret < 0 ? "; the stub's tables could not be read" : "", where);
+	}
+	if (want_prof && dump_one(p, ".profile", print_profile_to, &prof, where, sizeof(where)) == 0)
+		fprintf(stderr, "hvtrace: SIGUSR2: the profile so far%s in %s\n",
+			read_ret < 0 ? " (the stub's tables could not be read)" : "", where);
+	atomic_fetch_add(&p->dump.dumps, 1);
 	hist_set_free(&copy);
+	if (want_prof)
+		profile_free(&prof);
 }
 
 /* The writer thread's poll: a SIGUSR2's dump. */
@@ -801,7 +839,7 @@ static void pipeline_poll(void *ctx)
 	struct pipeline *p = ctx;
 
 	if (agg_dump_wanted(&p->dump))
-		dump_hists(p);
+		dump_aggregates(p);
 }
 
 /* The hist triggers' tables as the kernel's `hist` files print them, one section each: to

@@ -168,6 +168,27 @@ void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *
 			stub_lost);
 }
 
+int profile_copy(struct profile *dst, const struct profile *src)
+{
+	size_t n = probe_count(src->probes) ? probe_count(src->probes) : 1;
+
+	memset(dst, 0, sizeof(*dst));
+	dst->probes = src->probes;
+	dst->v = malloc(n * sizeof(*dst->v));
+	if (src->cpu_v)
+		dst->cpu_v = malloc((size_t)src->nr_cpus * n * sizeof(*dst->cpu_v));
+	if (!dst->v || (src->cpu_v && !dst->cpu_v)) {
+		profile_free(dst);
+		return -ENOMEM;
+	}
+	memcpy(dst->v, src->v, n * sizeof(*dst->v));
+	if (src->cpu_v) {
+		memcpy(dst->cpu_v, src->cpu_v, (size_t)src->nr_cpus * n * sizeof(*dst->cpu_v));
+		dst->nr_cpus = src->nr_cpus;
+	}
+	return 0;
+}
+
 void profile_free(struct profile *p)
 {
 	free(p->v);

@@ -47,6 +47,11 @@ void profile_add(void *ctx, const struct sink_rec *rec);
  * (guest-reported), if any. After the writer stopped; main thread. */
 void profile_print(const struct profile *p, unsigned long long stub_lost, FILE *out);
 
+/* @dst as a copy of @src (the same probes, per CPU if @src is), to be freed with profile_free:
+ * what SIGUSR2's dump adds the stub's tables so far to. The writer thread (which feeds @src). 0 or
+ * -ENOMEM (@dst then empty). */
+int profile_copy(struct profile *dst, const struct profile *src);
+
 void profile_free(struct profile *p);
 
 #endif

@@ -1579,6 +1579,12 @@ static void check_hist_nop(const struct hv_result *r)
 	assert_true(hv_stat(r->err, "stub counting sites ", "entries-read ") >= 2);
 	assert_int_equal(hv_stat(r->err, "stub counting sites ", "agg-rejected "), 0);
 	assert_int_equal(hv_stat(r->err, "stub counting sites ", "agg-dropped "), 0);
+	/* the SIGUSR2 dump 45 s in (the stub's tables read with the guest running), to the side files
+	 * the end then rewrote */
+	assert_non_null(r->err);
+	assert_non_null(strstr(r->err, "hvtrace: SIGUSR2: the profile so far in "));
+	assert_null(strstr(r->err, "SIGUSR2: the profile so far (the stub's tables could not be read)"));
+	assert_non_null(strstr(r->err, "hvtrace: SIGUSR2: the hists so far (1, hits "));
 }
 
 /* -p function (trap probes): dd's vfs_read lines in the plain function trace are as many as its
@@ -2780,6 +2786,9 @@ static const struct linux_test linux_tests[] = {
 	.name = "test_profile_stub",
 	.domain = "hvt.rounds=800 hvt.yes_sec=2 hvt.bm=7 hvt.bm_wait=60 memmap=16M$0xd000000",
 	.qemu = {"-qmp", QMP_TCP_ARG},
+	/* SIGUSR2 45 s in: the profile and the hist so far written, the run going on to its end */
+	.kill = SIGUSR2,
+	.kill_after = 45,
 	.console_after = {"hvt-linux: binfmt_misc status read 7 times", WORKLOAD_DONE},
 	.runs = {
 	    {
