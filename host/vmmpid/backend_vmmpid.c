@@ -497,7 +497,7 @@ static int prepare_steps(struct vmmpid_run *r, int sfd, char *err, size_t errlen
 	if (ret < 0)
 		return vmm_status(ret);
 	if (r->s->cmd == CMD_ATTACH && r->s->probe == PROBE_TRAP) {
-		msg_fmt(err, errlen, "--probe trap: %s", NO_TRAP_VMM + 13);
+		msg_fmt(err, errlen, "--probe trap: %s", &NO_TRAP_VMM[13]); /* past "trap probes: " */
 		return EXIT_BAD_INPUT;
 	}
 	if (rec_filter_check_cpus(&r->s->tasks, r->vm->nr_cpus, err, errlen) < 0)
