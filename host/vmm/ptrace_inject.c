@@ -110,6 +110,22 @@ static long status_field(pid_t pid, pid_t tid, const char *name)
 	return -1;
 }
 
+/* Whether thread @tid of the process, whose seize was refused with EPERM while another of its
+ * threads is held already (so not for want of permission), is only exiting: no other tracer holds
+ * it (its TracerPid 0, gone, or a thread of this process). */
+static bool exiting_thread(const struct ptrace_inject *pi, pid_t tid)
+{
+	long tracer = status_field(pi->pid, tid, "TracerPid");
+	char path[64];
+
+	if (!pi->nr)
+		return false;
+	if (tracer <= 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/self/task/%ld", tracer);
+	return access(path, F_OK) == 0;
+}
+
 /* The line for a PTRACE_SEIZE refused with EPERM: who holds the process, or what forbids it. */
 static void why_eperm(const struct ptrace_inject *pi, const char *comm, char *err, size_t errlen)
 {
@@ -169,7 +185,8 @@ static int seize_new(struct ptrace_inject *pi, const char *comm, char *err, size
 		}
 		if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) != 0) {
 			/* gone meanwhile (ESRCH), or exited and not reaped yet (EPERM then) */
-			if (errno == ESRCH || (errno == EPERM && zombie(pi->pid, (pid_t)tid)))
+			if (errno == ESRCH || (errno == EPERM && (zombie(pi->pid, (pid_t)tid) ||
+								  exiting_thread(pi, (pid_t)tid))))
 				continue;
 			rc = -errno;
 			if (rc == -EPERM)
