@@ -2499,7 +2499,7 @@ static const struct linux_test linux_tests[] = {
 			 "--buffer-size-kb", "16384", "-o", "/dev/null", "--timeout", "600"},
 		.expect = {
 		    .console = {WORKLOAD_DONE, POWER_DOWN},
-		    .err = {" lost 0 guest-reported-lost 0 rejected 0 ring 262144/cpu region 32780 "
+		    .err = {" lost 0 guest-reported-lost 0 rejected 0 ring 262144/cpu region 32784 "
 			    "KiB reserved "},
 		    .stub = {{"records ", 1000}},
 		},
