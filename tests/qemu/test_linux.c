@@ -2512,7 +2512,7 @@ static const struct linux_test linux_tests[] = {
 			 "128", "--buffer-size-kb", "65536", "-o", "/dev/null"},
 		.expect = {
 		    .status = 6,
-		    .err = {"\nhvtrace: stub probes: rings of 65536 KiB per CPU (131084 KiB for 2 CPUs "
+		    .err = {"\nhvtrace: stub probes: rings of 65536 KiB per CPU (131088 KiB for 2 CPUs "
 			    "with the stub) cannot be placed: ",
 			    " KiB free at guest-physical 0x",
 			    " (low memory: 135168 KiB do not fit between the kernel and the initrd in "
