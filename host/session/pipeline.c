@@ -874,20 +874,22 @@ static int write_hists(struct pipeline *p)
 }
 
 /* What the stub counted in the guest, into the hists and the profile (after the detach read the
- * tables); one line when they could not be read. */
-static void feed_counted(struct pipeline *p)
+ * tables). Returns 1 after one line when they could not be read (the hists and the profile then
+ * lack those counts: not a success), else 0. */
+static int feed_counted(struct pipeline *p)
 {
 	const struct stub_agg *a = tracer_stub_agg(p->tr);
 
 	if (!a)
-		return;
+		return 0;
 	if (!a->read) {
 		cmd_error(
 		    "the stub's aggregation tables could not be read (the guest is gone): the "
 		    "counts of the functions it counted are missing");
-		return;
+		return 1;
 	}
 	agg_feed(a, &p->hists, p->profiling ? &p->prof : NULL, tracer_probes(p->tr));
+	return 0;
 }
 
 /* --profile as ftrace's trace_stat/function files: to OUTPUT.profile beside -o OUTPUT (a regular
@@ -952,7 +954,8 @@ int pipeline_finish(struct pipeline *p, int status,
 			fprintf(stderr, "hvtrace: stats: filtered %llu (-P, --comm, --cpu, --filter-event)\n",
 				st.filtered);
 	}
-	feed_counted(p);
+	if (feed_counted(p) && !status)
+		status = EXIT_HOST_ERROR;
 	if (p->profiling && s->profile) {
 		profile_print(&p->prof, st.stub_guest_lost, stderr);
 		if (write_profile_stat(p) && !status)
