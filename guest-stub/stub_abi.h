@@ -43,8 +43,9 @@
 #define STUB_RINGS_OFF (STUB_RINGHDR_OFF + STUB_MAX_CPUS * STUB_RINGHDR_SIZE)
 #define STUB_MAGIC 0x6275747374766868 /* "hhvtstub" */
 /* A stub whose code must not share its mapping with the data it writes (arm64: the region is
- * mapped by 2 MiB blocks, none both writable and executable) runs from a copy of its code this far
- * below the region, and finds the header at .Lbase + STUB_CODE_DELTA + STUB_HDR_OFF. */
+ * mapped by level-2 blocks, 2 MiB or larger, none both writable and executable) runs from a copy of
+ * its code this far below the region (at the end of a block of its own), and finds the header at
+ * .Lbase + STUB_CODE_DELTA + STUB_HDR_OFF. */
 #define STUB_CODE_DELTA 0x200000
 
 /* Header fields (offsets in the header page). The guest can rewrite any of them: the host keeps its

@@ -53,8 +53,11 @@ void vmi_kimage_classify(const uint8_t *h, size_t n, struct vmi_kimage *k)
 		k->kind = VMI_KIMAGE_BZIMAGE;
 		k->machine = EM_X86_64;
 	} else if (n >= 0x3c && !memcmp(h + 0x38, "ARM\x64", 4)) {
+		static const unsigned shift[4] = {0, 12, 14, 16};
+
 		k->kind = VMI_KIMAGE_ARM64_IMAGE;
 		k->machine = EM_AARCH64;
+		k->page_shift = shift[(h[0x18] >> 1) & 3]; /* flags: bits 2:1 the page size */
 	} else if (n >= 0x3c && !memcmp(h + 0x38, "RSC\x05", 4)) {
 		k->kind = VMI_KIMAGE_RISCV_IMAGE;
 		k->machine = EM_RISCV;

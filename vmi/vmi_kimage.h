@@ -24,6 +24,9 @@ struct vmi_kimage {
 	unsigned machine; /* the ELF e_machine of the kernel's ISA (EM_X86_64, EM_AARCH64, ...); 0
 			     unknown */
 	bool gzip; /* the file is gzip'd: kind and machine are those of its decompressed start */
+	/* an arm64 Image: log2 of the kernel's page size from its header's flags (bits 2:1 of the
+	 * u64 at 0x18: 12, 14 or 16), 0 where the header leaves it unspecified; 0 for other kinds */
+	unsigned page_shift;
 };
 
 /* The head of a kernel image to classify: at least this much (or the whole file) is looked at. */

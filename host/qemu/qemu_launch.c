@@ -1,4 +1,5 @@
 #include "host/qemu/qemu_launch.h"
+#include "vmi/vmi_kimage.h"
 #include "host/vmm/tcp.h"
 #include "host/sink/out_fail.h"
 #include "host/trace/clock.h"
@@ -125,6 +126,19 @@ int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int m
 #define BZ_VERSION_OFF	 0x206
 #define BZ_INIT_SIZE_OFF 0x260 /* u32, boot protocol 2.10 and later */
 
+uint64_t qemu_launch_block_span(const struct qemu_launch_cfg *cfg)
+{
+	struct vmi_kimage k;
+	char why[128];
+
+	if (cfg->isa != arch_get(ARCH_ARM64) || !cfg->kernel ||
+	    vmi_kimage_read(cfg->kernel, &k, why, sizeof(why)) < 0 ||
+	    k.kind != VMI_KIMAGE_ARM64_IMAGE || !k.page_shift)
+		return 2 * MIB;
+	/* a level-2 entry maps what a table of 2^(shift - 3) entries of pages maps */
+	return 1ull << (k.page_shift + k.page_shift - 3);
+}
+
 int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64_t *gpa, char *why,
 			size_t whylen)
 {
@@ -143,12 +157,14 @@ int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64
 				cfg->machine);
 			return -ENOTSUP;
 		}
-		if (size % (2 * MIB) || size + 64 * MIB > ram) {
+		uint64_t span = qemu_launch_block_span(cfg);
+
+		if (size % span || size + 64 * MIB > ram) {
 			msg_fmt(why, whylen, "%llu KiB do not fit beside the kernel in %llu MiB of RAM",
 				(unsigned long long)size >> 10, (unsigned long long)ram >> 20);
 			return -ENOSPC;
 		}
-		*gpa = (QEMU_VIRT_RAM_BASE + ram - size) & ~(2 * MIB - 1);
+		*gpa = (QEMU_VIRT_RAM_BASE + ram - size) & ~(span - 1);
 		return 0;
 	}
 	/* pc splits RAM at 3.5 GiB and q35 at 2.75 GiB; under either split only 2 GiB are sure */

@@ -61,12 +61,19 @@ bool qemu_launch_other_isa(const char *binary, const struct arch *isa, char *oth
 int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int max, char *buf,
 		     size_t buflen);
 
-/* Where @size bytes (a multiple of 2 MiB) of guest RAM can be reserved for hvtrace by memmap=, so
+/* The granule of the RAM the stub's range is reserved in for a guest of @cfg: the span of a
+ * level-2 block of the arm64 kernel's page size, which its Image header gives (2 MiB for 4 KiB
+ * pages or a size the header leaves unspecified, 32 MiB for 16 KiB, 512 MiB for 64 KiB); 2 MiB
+ * (a PMD) for x86. Reads the head of cfg->kernel; any thread. */
+uint64_t qemu_launch_block_span(const struct qemu_launch_cfg *cfg);
+
+/* Where @size bytes (a multiple of 2 MiB; arm64: of qemu_launch_block_span) of guest RAM can be reserved for hvtrace by memmap=, so
  * that nothing before the kernel proper reads that kernel parameter writes there either: below the
  * RAM under 4 GiB (either machine type), below where QEMU loads the initrd (the top of that RAM,
  * less its ACPI room) with 2 MiB to spare, and above where the decompressor puts the kernel without
  * KASLR (16 MiB + the bzImage's init_size; KASLR itself avoids memmap= ranges). Reads the kernel's
- * header and the initrd's size. 0 with *@gpa (2 MiB aligned), or -errno with the reason in @why. */
+ * header and the initrd's size. 0 with *@gpa (2 MiB aligned; arm64: at the top of the RAM, aligned
+ * to qemu_launch_block_span), or -errno with the reason in @why. */
 int qemu_launch_reserve(const struct qemu_launch_cfg *cfg, uint64_t size, uint64_t *gpa, char *why,
 			size_t whylen);
 

@@ -22,9 +22,13 @@ void qemu_stub_place_reserve(struct qemu_stub_place *sp, const struct session *s
 	if (s->tracer == TRACER_NOP && (s->profile || s->nr_hists))
 		region += stub_agg_bytes(s->smp, STUB_AGG_ENTRIES_MAX);
 
-	/* arm64: the stub's code in a 2 MiB block of its own below the region (stub_abi.h) */
-	if (q->isa == arch_get(ARCH_ARM64))
-		region += STUB_CODE_DELTA;
+	/* arm64: the stub's code in a level-2 block of its own below the region's blocks (2 MiB with
+	 * 4 KiB pages, 32 MiB with 16 KiB: stub_map_arm64.h) */
+	if (q->isa == arch_get(ARCH_ARM64)) {
+		uint64_t span = qemu_launch_block_span(q);
+
+		region = ((region + span - 1) & ~(span - 1)) + span;
+	}
 	sp->resv_size = target_qemu_stub_reserve(region);
 	if (qemu_launch_reserve(q, sp->resv_size, &sp->resv_gpa, sp->resv_why,
 				sizeof(sp->resv_why)) < 0)
@@ -148,6 +152,17 @@ static void stub_find_mem_limit(struct qemu_stub_place *sp, struct target_qemu *
 	sp->resv_size = hi - lo;
 }
 
+/* arm64: whether an earlier hvtrace's stub is live in the reserved range, its region one level-2
+ * block above the range's start (2 MiB, 32 MiB or 512 MiB: the kernel's page size). */
+static bool stub_live_arm64(struct target_qemu *tq, const struct qemu_stub_place *sp)
+{
+	for (unsigned shift = 21; shift <= 29; shift += 4)
+		if ((1ull << shift) < sp->resv_size &&
+		    stub_live_at(&tq->t, sp->resv_gpa + (1ull << shift)))
+			return true;
+	return false;
+}
+
 void qemu_stub_place(struct qemu_stub_place *sp, struct target_qemu *tq, struct vmi_linux *l,
 		     bool launched, char *why, size_t whylen)
 {
@@ -165,7 +180,7 @@ void qemu_stub_place(struct qemu_stub_place *sp, struct target_qemu *tq, struct 
 				sp->resv_why[0] ? ": " : "", sp->resv_why);
 		else if (target_qemu_stub_arm64_perm(tq, why, whylen) < 0)
 			; /* what the kernel enabled that the stub cannot follow: why says */
-		else if (stub_live_at(&tq->t, sp->resv_gpa + STUB_CODE_DELTA))
+		else if (stub_live_arm64(tq, sp))
 			msg_fmt(why, whylen,
 				"the stub of an earlier hvtrace is still live in this guest (it was "
 				"killed with its guardian)");

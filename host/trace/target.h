@@ -104,7 +104,8 @@ struct target_ops {
 struct target_region {
 	uint64_t gva, gpa, size;
 	/* Nonzero: the stub's code goes here (pages of its own, executable, the region's first
-	 * STUB_CODE_SIZE bytes then hold none), at STUB_CODE_DELTA below the region (arm64, whose blocks are 2 MiB) */
+	 * STUB_CODE_SIZE bytes then hold none), at STUB_CODE_DELTA below the region (arm64, whose
+	 * blocks are 2 MiB or larger) */
 	uint64_t code_gva, code_gpa;
 	/* the kernel's text is guarded (arm64's GP: BTI at EL1): a detour's B over a function's first
 	 * word (a PACIxSP, an implicit landing pad) would fault where the function is called

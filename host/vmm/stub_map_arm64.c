@@ -17,12 +17,15 @@ static int read_pte(void *ctx, uint64_t gpa, uint64_t *pte)
 	return mem->read(mem->ctx, gpa, pte, 8);
 }
 
-/* Whether a BL at any address of [@lo, @hi] reaches every address of [@va, @va + STUB_CODE_SIZE). */
-static bool bl_reaches(uint64_t va, uint64_t lo, uint64_t hi)
+/* Whether a BL at any address of [@lo, @hi] reaches every address of the stub's code when the
+ * first of its blocks (@span bytes) is mapped at @va: the code sits at the block's end,
+ * STUB_CODE_DELTA below the region that follows (stub_abi.h). */
+static bool bl_reaches(uint64_t va, uint64_t span, uint64_t lo, uint64_t hi)
 {
 	int64_t reach = (int64_t)ARM64_BRANCH_REACH;
+	uint64_t code = va + span - STUB_CODE_DELTA;
 
-	return (int64_t)(va + STUB_CODE_SIZE - lo) <= reach && (int64_t)(va - hi) >= -reach;
+	return (int64_t)(code + STUB_CODE_SIZE - lo) <= reach && (int64_t)(code - hi) >= -reach;
 }
 
 /* Whether the level-2 descriptor for @va exists in a table the kernel has and is 0 (nothing mapped,
@@ -43,7 +46,7 @@ static bool free_run(const struct stub_map_mem *mem, uint64_t ttbr, unsigned mod
 		     uint64_t from, int64_t step, uint64_t lo, uint64_t hi, unsigned n,
 		     uint64_t *va)
 {
-	for (uint64_t v = from; bl_reaches(v, lo, hi); v += (uint64_t)step) {
+	for (uint64_t v = from; bl_reaches(v, span, lo, hi); v += (uint64_t)step) {
 		uint64_t at;
 		unsigned k;
 
@@ -145,16 +148,16 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 		    "boots it with mem= below the VM's RAM)");
 		return -ENOTSUP;
 	}
-	if (ARM64_MODE_GSHIFT(mode) != 12) {
-		msg_fmt(err, errlen,
-			"stub probes: the kernel's %u KiB pages (the arm64 stub is mapped by 2 MiB "
-			"blocks of 4 KiB-page tables)",
-			ARM64_MODE_GSHIFT(mode) ? 1u << (ARM64_MODE_GSHIFT(mode) - 10) : 0);
+	if (span < STUB_CODE_DELTA) {
+		msg_fmt(err, errlen, "stub probes: the kernel's page-table walk (TCR_EL1) is unknown");
 		return -ENOTSUP;
 	}
 	if ((q->resv_gpa | q->resv_size) & (span - 1)) {
-		msg_fmt(err, errlen, "stub probes: reserved RAM 0x%llx+0x%llx is not 2 MiB aligned",
-			(unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size);
+		msg_fmt(err, errlen,
+			"stub probes: reserved RAM 0x%llx+0x%llx is not aligned to the %llu MiB "
+			"blocks of the kernel's %u KiB pages",
+			(unsigned long long)q->resv_gpa, (unsigned long long)q->resv_size,
+			(unsigned long long)span >> 20, 1u << (ARM64_MODE_GSHIFT(mode) - 10));
 		return -EINVAL;
 	}
 	size = q->resv_size < want ? q->resv_size : (want + PAGE - 1) & ~(PAGE - 1);
@@ -194,13 +197,14 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 	    !free_run(mem, ttbr, mode, span, down, -(int64_t)span, lo, hi, n, &va)) {
 		msg_fmt(
 		    err, errlen,
-		    "stub probes: no %u free 2 MiB kernel address slots within BL reach (128 MiB) "
-		    "of the traced code",
-		    n);
+		    "stub probes: no %u free %llu MiB kernel address slots within BL reach "
+		    "(128 MiB) of the traced code",
+		    n, (unsigned long long)span >> 20);
 		return -ENOSPC;
 	}
-	q->saved_len = (uint64_t)n * span;
-	q->saved_gpa = q->resv_gpa;
+	/* what the stub writes: its code at the end of the first block, the region's blocks */
+	q->saved_len = STUB_CODE_DELTA + (uint64_t)(n - 1) * span;
+	q->saved_gpa = q->resv_gpa + span - STUB_CODE_DELTA;
 	q->saved = malloc(q->saved_len);
 	q->pde_gpa = calloc(n, sizeof(*q->pde_gpa));
 	q->pde_old = calloc(n, sizeof(*q->pde_old));
@@ -231,13 +235,14 @@ int stub_map_arm64_map(struct stub_map *q, const struct stub_map_mem *mem, uint6
 		q->pde_gpa[q->nr_pde] = at;
 		q->pde_old[q->nr_pde] = 0;
 	}
-	/* the code's block first (read-only, executable), the region's after it (writable, never
+	/* the code's block first (read-only, executable; the code at its end, STUB_CODE_DELTA below
+	 * the region, where the stub looks for its header), the region's after it (writable, never
 	 * executable) */
 	*out = (struct target_region){.gva = va + span,
 				      .gpa = q->resv_gpa + span,
 				      .size = size,
-				      .code_gva = va,
-				      .code_gpa = q->resv_gpa,
+				      .code_gva = va + span - STUB_CODE_DELTA,
+				      .code_gpa = q->resv_gpa + span - STUB_CODE_DELTA,
 				      .text_guarded = arm64_desc_guarded(leaf),
 				      .perm = perm->pie ? "pie" : "ap",
 				      .where = "reserved"};

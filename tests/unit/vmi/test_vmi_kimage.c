@@ -55,6 +55,31 @@ static void elf(uint8_t *h, int cls, int data, unsigned machine)
 	}
 }
 
+/* The page size an arm64 Image's header gives (flags at 0x18, bits 2:1), as Debian's 4 KiB (0x0a)
+ * and 16 KiB (0x0c) kernels carry it; unspecified is 0, and another kind has none. */
+static void test_arm64_page_shift(void **state)
+{
+	static const struct {
+		uint8_t flags;
+		unsigned shift;
+	} c[] = {{0x0a, 12}, {0x0c, 14}, {0x0e, 16}, {0x08, 0}, {0x00, 0}, {0x03, 12}, {0xfc, 14}};
+	uint8_t h[HEAD];
+	struct vmi_kimage k;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		arm64_image(h);
+		h[0x18] = c[i].flags;
+		vmi_kimage_classify(h, sizeof(h), &k);
+		assert_int_equal(k.kind, VMI_KIMAGE_ARM64_IMAGE);
+		assert_int_equal(k.page_shift, c[i].shift);
+	}
+	bzimage(h);
+	h[0x18] = 0x0c;
+	vmi_kimage_classify(h, sizeof(h), &k);
+	assert_int_equal(k.page_shift, 0);
+}
+
 static void test_classify_kinds(void **state)
 {
 	uint8_t h[HEAD];
@@ -272,6 +297,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_classify_kinds),
+	    cmocka_unit_test(test_arm64_page_shift),
 	    cmocka_unit_test(test_classify_truncated),
 	    cmocka_unit_test(test_read_files),
 	    cmocka_unit_test(test_describe),
