@@ -7,8 +7,8 @@
 # bm_status_read), hvt.tmpfs=N (then read a file on a tmpfs N times, each one read(2) by dd: N calls of
 # shmem_file_read_iter, through vfs_read's f_op->read_iter), hvt.end=reboot (reset at the end, where
 # the guest would power off).
-# make bench: hvt.bench=N runs N rounds of the file workload alone between "bench start" and "bench end"
-# lines (hvt.bench_work=syscalls: of 2000 one-byte reads and writes by dd instead, syscall-dense), then
+# make bench: hvt.bench=N runs N rounds of the file workload alone between "bench start UPTIME" and
+# "bench end UPTIME" lines (hvt.bench_work=syscalls: of 2000 one-byte reads and writes by dd instead, syscall-dense), then
 # powers off (hvt.nfuncs=1 and hvt.end below); hvt.ftrace=GLOB[,GLOB...] (or "all") turns the guest's own function tracer on
 # (tracefs) for those rounds and prints how many events it recorded (hvt.ftrace_tracer=function_graph:
 # that tracer instead).
@@ -49,7 +49,10 @@ if [ "$bench" -gt 0 ]; then
 		echo 0 > $t/tracing_on
 		echo > $t/trace
 	fi
-	echo "hvt-linux: bench start"
+	# the guest's own clock at each end (its uptime, read by the shell: no process started), for a
+	# bench that times the window in the guest (BENCH_CLOCK=guest)
+	read -r up _ < /proc/uptime
+	echo "hvt-linux: bench start $up"
 	[ -n "$ftrace" ] && echo 1 > $t/tracing_on
 	i=0
 	work=$(arg bench_work files)
@@ -62,7 +65,8 @@ if [ "$bench" -gt 0 ]; then
 		i=$((i + 1))
 	done
 	[ -n "$ftrace" ] && echo 0 > $t/tracing_on
-	echo "hvt-linux: bench end"
+	read -r up _ < /proc/uptime
+	echo "hvt-linux: bench end $up"
 	if [ -n "$ftrace" ]; then
 		n=0 lost=0
 		for f in $t/per_cpu/cpu*/stats; do
