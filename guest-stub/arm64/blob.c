@@ -33,14 +33,15 @@ const struct stub_blob stub_blob_arm64 = {
 	    [15] = AT(hvt_stub_detour_root_args),
 	},
     .ret = AT(hvt_stub_ret),
-    /* MRS x16, DAIF and MSR DAIFSet, #3 open each routine; each leaves by its last instruction,
-     * a RET after MSR DAIF, x16 (arm64 has no interrupt shadow) */
+    /* MRS x16, DAIF and MSR DAIFSet, #3 open each routine; each leaves by one of two RETs, after
+     * MSR DAIFClr, #3 or after MSR DAIF, x16 (arm64 has no interrupt shadow) */
     .entry_irq_on = {0, 4},
     .nr_entry_irq_on = 2,
     .ret_irq_on = {0, 4},
     .nr_ret_irq_on = 2,
-    .irq_at = {AT(hvt_stub_irq_entry_out), AT(hvt_stub_irq_ret_out)},
-    .nr_irq_at = 2,
+    .irq_at = {AT(hvt_stub_irq_entry_out), AT(hvt_stub_irq_ret_out), AT(hvt_stub_irq_entry_out2),
+	       AT(hvt_stub_irq_ret_out2)},
+    .nr_irq_at = 4,
     /* a detour slot (arch/arm64/arm64_detour.h): its STP and BL, run as the function had
      * interrupts, and the B after its MSR DAIFClr at DT_STI (no shadow) */
     .slot_irq_on = {0, 4, DT_STI + 4},

@@ -44,6 +44,7 @@
 	.globl hvt_stub_detour_root, hvt_stub_detour_root_args
 	.globl hvt_stub_ret, hvt_stub_end
 	.globl hvt_stub_irq_entry_out, hvt_stub_irq_ret_out
+	.globl hvt_stub_irq_entry_out2, hvt_stub_irq_ret_out2
 hvt_stub_start:
 .Lbase:
 
@@ -59,6 +60,22 @@ hvt_stub_start:
 	stp x10, x11, [sp]
 	mov x10, #(\bits | 16)
 	b .Ldetour
+.endm
+
+/* Leaves a routine by `ret \target` with DAIF's I and F as they were at its start (x16): when both
+ * were clear (the common case) by MSR DAIFClr, #3, which under TCG leaves QEMU's CPU loop to look
+ * for pending interrupts but does not, as a write of DAIF from a register does, rebuild QEMU's
+ * cached CPU flags as well; otherwise by the general MSR DAIF. \on and \on2: where an interrupt
+ * may be taken inside the stub (hvt_stub_irq_*; no shadow on arm64). Clobbers the flags. */
+.macro LEAVE target, on, on2
+	tst x16, #0xc0
+	b.ne 1f
+	msr daifclr, #3
+\on:
+	ret \target
+1:	msr daif, x16
+\on2:
+	ret \target
 .endm
 
 /* x16 = DAIF as it was, IRQ and FIQ masked; x10 = the routine's bits (bit 0 hook the return, bit 1
@@ -420,9 +437,7 @@ hvt_stub_detour_root_args:
 	mov x17, x25
 	RESTORE
 	mov x30, x9
-	msr daif, x16
-hvt_stub_irq_entry_out:
-	ret x17
+	LEAVE x17, hvt_stub_irq_entry_out, hvt_stub_irq_entry_out2
 
 /* Back into the slot: the return address (hvt_stub_ret when hooked) where the slot's LDP takes
  * it, IRQ left masked (the slot unmasks it after the displaced words when it was on), to the
@@ -491,9 +506,7 @@ hvt_stub_ret:
 .Lr_out:
 	RESTORE
 	mov x30, x9
-	msr daif, x16
-hvt_stub_irq_ret_out:
-	ret
+	LEAVE x30, hvt_stub_irq_ret_out, hvt_stub_irq_ret_out2
 .Lorphan:
 	/* A return through the stub with no frame for its SP: only a host bug can cause it. */
 	udf #0
