@@ -32,8 +32,18 @@ const struct stub_blob stub_blob_arm64 = {
 	    [13] = AT(hvt_stub_detour_root),
 	    [15] = AT(hvt_stub_detour_root_args),
 	},
+    /* none for a log2 mode without the return */
+    .agg =
+	{
+	    [0] = AT(hvt_stub_count),
+	    [1] = AT(hvt_stub_count_ret),
+	    [2] = AT(hvt_stub_count_pid),
+	    [3] = AT(hvt_stub_count_ret_pid),
+	    [5] = AT(hvt_stub_count_ret_log2),
+	    [7] = AT(hvt_stub_count_ret_pid_log2),
+	},
     .ret = AT(hvt_stub_ret),
-    /* MRS x16, DAIF and MSR DAIFSet, #3 open each routine; each leaves by one of two RETs, after
+    /* MRS x16, DAIF and MSR DAIFSet, #3 open each routine (the counting ones too); each leaves by one of two RETs, after
      * MSR DAIFClr, #3 or after MSR DAIF, x16 (arm64 has no interrupt shadow) */
     .entry_irq_on = {0, 4},
     .nr_entry_irq_on = 2,

@@ -45,6 +45,8 @@
 	.globl hvt_stub_ret, hvt_stub_end
 	.globl hvt_stub_irq_entry_out, hvt_stub_irq_ret_out
 	.globl hvt_stub_irq_entry_out2, hvt_stub_irq_ret_out2
+	.globl hvt_stub_count, hvt_stub_count_pid, hvt_stub_count_ret, hvt_stub_count_ret_pid
+	.globl hvt_stub_count_ret_log2, hvt_stub_count_ret_pid_log2
 hvt_stub_start:
 .Lbase:
 
@@ -201,9 +203,13 @@ hvt_stub_start:
  * x30. */
 .macro DROP_TOP
 	str x10, [sp, #-16]!
-	mov x10, #1
 	cmn x12, #1
 	b.eq 6f
+	ldr x17, [x10, #E_TSC]
+	tbz x17, #61, 10f
+	bl .Ldrop_count /* a counting routine's frame: counted as unwound, not recorded */
+	b 6f
+10:	mov x10, #1
 	bl .Lreserve
 	cbz x10, 6f
 	ldr x28, [sp]
@@ -266,6 +272,22 @@ hvt_stub_start:
 	lsl w17, w17, #8
 .endm
 
+/* x22 = the key of mode x20 for .Lagg, bucket 0: the current task's pid (x15 = SP_EL0, the task)
+ * with STUB_AGG_PID (0 where the task or its layout is unknown), else STUB_AGG_NOPID. Clobbers
+ * x17. */
+.macro AGG_KEY
+	mov w22, #STUB_AGG_NOPID
+	mrs x15, sp_el0
+	tbz x20, #1, 1f /* STUB_AGG_PID */
+	mov x22, #0
+	cbz x15, 1f
+	ldr x17, [x11, #H_COMM_OFF]
+	cbz x17, 1f
+	ldr x17, [x11, #H_PID_OFF]
+	ldr w22, [x15, x17]
+1:
+.endm
+
 hvt_stub_entry:
 	ENTER 0
 hvt_stub_entry_ret:
@@ -292,6 +314,31 @@ hvt_stub_detour_root:
 hvt_stub_detour_root_args:
 	DETOUR 7
 
+/* The counting routines (aggregation in the guest, stub_abi.h): reached by a site's BL as the
+ * entry routines are, with x10 = the mode (STUB_AGG_*: the routine's index in struct stub's
+ * agg[]), x16 = DAIF as it was, IRQ and FIQ masked. They add the call to the CPU's table instead of
+ * recording it and hook the return when the mode says so (a frame whose E_TSC holds the mode in
+ * bits 63..61 over the counter, which hvt_stub_ret counts in turn). */
+.macro COUNT mode
+	mrs x16, daif
+	msr daifset, #3
+	mov x10, #\mode
+	b .Lcount
+.endm
+
+hvt_stub_count:
+	COUNT 0
+hvt_stub_count_ret:
+	COUNT STUB_AGG_RET
+hvt_stub_count_pid:
+	COUNT STUB_AGG_PID
+hvt_stub_count_ret_pid:
+	COUNT (STUB_AGG_RET | STUB_AGG_PID)
+hvt_stub_count_ret_log2:
+	COUNT (STUB_AGG_RET | STUB_AGG_LOG2)
+hvt_stub_count_ret_pid_log2:
+	COUNT (STUB_AGG_RET | STUB_AGG_PID | STUB_AGG_LOG2)
+
 /* From a detour slot: x9 DAIF as it was, x10 the bits, x10-x11 pushed, x30 the slot + 8. */
 .Ldetour:
 	stp x12, x13, [sp, #16]
@@ -305,6 +352,65 @@ hvt_stub_detour_root_args:
 	sub x24, x30, #8                    /* the slot: the record's site */
 	mov x25, x30
 	b .Lentry_body
+
+/* A counting routine's body: x9 the function's return address, x30 the site + 4, x10 the mode. */
+.Lcount:
+	SAVE
+	mov x20, x10
+	add x21, sp, #FRAME /* SP at the call: where the function's return leaves it */
+	sub x24, x30, #4    /* the site */
+	mov x25, x30
+	PROLOGUE
+	cmn x12, #1
+	b.eq .Lout
+	AGG_KEY
+	mov x23, #0 /* a call: bucket 0, no duration */
+	bl .Lagg
+	tbz x20, #0, .Lout /* STUB_AGG_RET */
+	/* the return hooked: the frame's E_TSC is the mode in bits 63..61 over the counter */
+	and x23, x14, #STUB_AGG_TSC_MASK
+	orr x23, x23, x20, lsl #61
+	mov w10, #1
+	bl .Lstack_get
+	cbz x26, .Lc_nohook
+.Lc_drop_loop:
+	/* as the entry routines': frames deeper than this SP are gone (tail calls excepted) */
+	TOP_FRAME .Lc_push
+	ldr x27, [x10, #E_SLOT]
+	cmp x27, x21
+	b.lo .Lc_drop
+	b.ne .Lc_push
+	ldr x27, [x11, #H_RET]
+	cmp x9, x27
+	b.eq .Lc_push
+.Lc_drop:
+	DROP_TOP
+	b .Lc_drop_loop
+.Lc_push:
+	ldr x17, [x26, #S_NR]
+	ldr x10, [x11, #H_MAX_DEPTH]
+	cmp x17, x10
+	b.hs .Lc_full
+	cmp x17, #STUB_STACK_DEPTH /* the room, whatever the header says now */
+	b.hs .Lc_full
+	add x10, x26, x17, lsl #5
+	add x10, x10, #S_E
+	stp x21, x9, [x10, #E_SLOT] /* E_SLOT, E_ORIG */
+	stp x24, x23, [x10, #E_IP]  /* E_IP, E_TSC */
+	add x17, x17, #1
+	str x17, [x26, #S_NR]
+	ldr x9, [x11, #H_RET] /* the function returns into the stub */
+	RELEASE
+	b .Lout
+.Lc_full:
+	RELEASE
+.Lc_nohook:
+	add x17, x11, #H_NO_STACK
+1:	ldxr x10, [x17]
+	add x10, x10, #1
+	stxr w27, x10, [x17]
+	cbnz w27, 1b
+	b .Lout
 
 /* x9 the function's return address, x30 the site + 4. */
 .Lentry:
@@ -486,6 +592,7 @@ hvt_stub_ret:
 	RELEASE
 	cmn x12, #1
 	b.eq .Lr_out
+	tbnz x22, #61, .Lr_count /* a counting routine's frame: counted, not recorded */
 	ANNOUNCE
 	mov x10, #1
 	bl .Lreserve
@@ -507,6 +614,37 @@ hvt_stub_ret:
 	RESTORE
 	mov x30, x9
 	LEAVE x30, hvt_stub_irq_ret_out, hvt_stub_irq_ret_out2
+.Lr_count:
+	/* the duration in ns ((ticks * H_NS_MULT) >> H_NS_SHIFT), keyed by the frame's mode (bits
+	 * 63..61 of its E_TSC, in x22) and added to the CPU's table */
+	lsr x20, x22, #61
+	and x22, x22, #STUB_AGG_TSC_MASK
+	subs x23, x14, x22
+	csel x23, x23, xzr, hs /* a counter behind the entry's (another CPU's): 0 */
+	ldr x17, [x11, #H_NS_MULT]
+	mul x27, x23, x17
+	umulh x28, x23, x17
+	ldr x17, [x11, #H_NS_SHIFT]
+	and x17, x17, #63
+	lsr x27, x27, x17
+	neg x10, x17
+	lsl x28, x28, x10 /* by 64 - shift (mod 64) */
+	cmp x17, #0
+	csel x28, x28, xzr, ne
+	orr x23, x27, x28
+	AGG_KEY
+	mov x17, #1 /* bucket 1: a return */
+	tbz x20, #2, 2f /* STUB_AGG_LOG2 */
+	mov x17, #2 /* 2 + log2 of the duration as ftrace's .log2: ilog2(roundup_pow_of_two) */
+	cmp x23, #1
+	b.ls 2f
+	sub x27, x23, #1
+	clz x27, x27
+	mov x10, #66
+	sub x17, x10, x27
+2:	orr x22, x22, x17, lsl #32
+	bl .Lagg
+	b .Lr_out
 .Lorphan:
 	/* A return through the stub with no frame for its SP: only a host bug can cause it. */
 	udf #0
@@ -544,6 +682,87 @@ hvt_stub_ret:
 	add x17, x17, #1
 	str x17, [x13, #RH_LOST]
 	mov x10, #0
+	ret
+
+/* Adds one event of site x24 and key x22 with duration x23 (ns; 0 for a call) to CPU x12's table
+ * (ring header x13): the entry of that key found or claimed within STUB_AGG_PROBES entries of its
+ * hash (a pid key's first claim copies task x15's comm), else counted in the CPU's RH_AGG_DROP.
+ * The table is this CPU's alone and IRQ and FIQ are masked: plain loads and stores. Clobbers x10,
+ * x17, x19, x27, x28. */
+.Lagg:
+	ldr x17, [x11, #H_AGG]
+	cbz x17, 9f
+	stp x0, x1, [sp, #-16]!
+	ldr x28, [x11, #H_AGG_MASK]
+	add x10, x28, #1
+	mul x10, x10, x12
+	add x10, x17, x10, lsl #STUB_AGG_SHIFT /* the CPU's table */
+	ror x19, x22, #35 /* the hash: rotl(key, 29) ^ site, times a large odd number, folded */
+	eor x19, x19, x24
+	movz x17, #0xe995
+	movk x17, #0x5bd1, lsl #16
+	mul x19, x19, x17
+	eor x19, x19, x19, lsr #29
+	mov w27, #STUB_AGG_PROBES
+1:	and x19, x19, x28
+	add x17, x10, x19, lsl #STUB_AGG_SHIFT
+	ldr x0, [x17, #A_IP]
+	cmp x0, x24
+	b.ne 2f
+	ldr x0, [x17, #A_KEY]
+	cmp x0, x22
+	b.eq 4f
+	b 3f
+2:	cbnz x0, 3f
+	/* an empty entry: the key first, then the claim */
+	str x22, [x17, #A_KEY]
+	str x24, [x17, #A_IP]
+	cmn w22, #1 /* STUB_AGG_NOPID: no comm */
+	b.eq 4f
+	cbz x15, 4f
+	ldr x0, [x11, #H_COMM_OFF]
+	cbz x0, 4f
+	add x0, x15, x0
+	ldp x0, x1, [x0]
+	stp x0, x1, [x17, #A_COMM]
+	b 4f
+3:	add x19, x19, #1
+	subs w27, w27, #1
+	b.ne 1b
+	ldr x0, [x13, #RH_AGG_DROP]
+	add x0, x0, #1
+	str x0, [x13, #RH_AGG_DROP]
+	b 5f
+4:	ldr x0, [x17, #A_HITS]
+	add x0, x0, #1
+	str x0, [x17, #A_HITS]
+	ldr x0, [x17, #A_SUM]
+	add x0, x0, x23
+	str x0, [x17, #A_SUM]
+	ldr x0, [x17, #A_SUMSQ]
+	madd x0, x23, x23, x0
+	str x0, [x17, #A_SUMSQ]
+	ldr x0, [x17, #A_MAX]
+	cmp x23, x0
+	b.ls 5f
+	str x23, [x17, #A_MAX]
+5:	ldp x0, x1, [sp], #16
+9:	ret
+
+/* A counting routine's frame x10 abandoned without returning: counted in the CPU's table as
+ * STUB_AGG_UNWOUND of its site (pid not keyed). Keeps every register but x10, x17, x27, x28 and
+ * x30 (DROP_TOP's). */
+.Ldrop_count:
+	stp x22, x23, [sp, #-48]!
+	stp x24, x19, [sp, #16]
+	str x30, [sp, #32]
+	ldr x24, [x10, #E_IP]
+	movn x22, #0xffff, lsl #48 /* (STUB_AGG_UNWOUND << 32) | STUB_AGG_NOPID */
+	mov x23, #0
+	bl .Lagg
+	ldr x30, [sp, #32]
+	ldp x24, x19, [sp, #16]
+	ldp x22, x23, [sp], #48
 	ret
 
 /* x26 = the shadow stack of the guest stack keyed by SP x21, locked; 0 if there is none. With

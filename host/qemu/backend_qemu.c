@@ -560,6 +560,9 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	if (s->host && host_rec_check((const char *const *)s->host_events, s->nr_host_events, err,
 				      errlen) < 0)
 		return EXIT_BAD_INPUT;
+	/* counting in the guest (--profile, hist triggers): its tables are read after its power-off,
+	 * which -no-shutdown leaves QEMU (and the guest's memory) there for */
+	qa.qemu.no_shutdown = s->vmm == VMM_QEMU && (s->profile || s->nr_hists);
 	/* stub probes: RAM the kernel is told to keep out of use (memmap=) */
 	if (s->vmm == VMM_QEMU && s->probe != PROBE_TRAP)
 		qemu_stub_place_reserve(&r->stub, s, &qa.qemu);
@@ -579,6 +582,7 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 			     s->gdb_memory || r->qc.no_monitor, err, errlen) < 0)
 		return failed(r, EXIT_QEMU_FAILED, "while connecting to QEMU", err, errlen);
 	r->have_tq = true;
+	r->tq.no_shutdown = qa.launch && qa.qemu.no_shutdown;
 	/* the guest QEMU runs is of the image's ISA (a wrapper's name said nothing) */
 	if (r->isa && r->tq.t.arch != r->isa) {
 		msg_fmt(err, errlen, "--kernel %s is an %s kernel, and %s runs %s guests",

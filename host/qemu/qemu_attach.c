@@ -16,6 +16,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+/* The QMP connections retried after a command's deadline passed, for a QEMU hvtrace launched (and
+ * that still runs): seen at a load of 9 on 2 cores, QEMU 11's first answer later than 5 s */
+#define QMP_LAUNCH_RETRIES 4
+
 static int qmp_hmp_fn(void *ctx, const char *cmd, char *out, size_t len)
 {
 	return qmp_hmp(ctx, cmd, out, len);
@@ -211,8 +215,13 @@ static int connect_monitor(struct qemu_conn *c, const struct qemu_attach_cfg *ho
 	}
 	ret = qmp_connect(&c->qmp, path, err, errlen);
 	/* a QEMU just launched binds its socket (which qemu_launch waits for) before it listens on
-	 * it: refused until then, for as long as it lives (10 s at most) */
-	for (int i = 0; ret == -ECONNREFUSED && c->launched && i < 1000; i++) {
+	 * it: refused until then, for as long as it lives (10 s at most); and on a host loaded
+	 * enough, its monitor can take longer than a command's deadline to answer the first ones:
+	 * asked again, a few times, while it lives */
+	for (int i = 0, slow = 0;
+	     (ret == -ECONNREFUSED || (ret == -ETIMEDOUT && slow++ < QMP_LAUNCH_RETRIES)) &&
+	     c->launched && i < 1000;
+	     i++) {
 		if (tcp_interrupted() || qemu_proc_wait(&c->proc, 10) != -ETIMEDOUT)
 			break;
 		ret = qmp_connect(&c->qmp, path, err, errlen);

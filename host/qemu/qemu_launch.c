@@ -88,6 +88,8 @@ int qemu_launch_argv(const struct qemu_launch_cfg *cfg, const char **argv, int m
 	ARG("-nodefaults");
 	ARG("-no-user-config");
 	ARG("-no-reboot");
+	if (cfg->no_shutdown)
+		ARG("-no-shutdown");
 	ARG("-serial");
 	ARG("stdio");
 	ARG("-monitor");

@@ -24,6 +24,9 @@ struct qemu_launch_cfg {
 	int nice; /* QEMU runs this much nicer than hvtrace (stub probes: the drain and the writer
 		   * go first, so a busy host slows the guest rather than letting its rings
 		   * overflow) */
+	/* -no-shutdown: a guest that powers off leaves QEMU running, the VM stopped, until it is
+	 * told to quit (the stub's counting tables are read after the guest's end) */
+	bool no_shutdown;
 	uint64_t reserve_gpa,
 	    reserve_size;     /* nonzero: memmap=SIZE$ADDR on the kernel command line
 			       * (qemu_launch_reserve), RAM the kernel keeps out of use */

@@ -186,6 +186,18 @@ static int guest_reset_status(struct linux_run *r)
 	return 0;
 }
 
+/* The guest powered off (or reset: -no-reboot) and QEMU, under -no-shutdown, holds it stopped:
+ * QEMU told to quit, and the status as if it had exited by itself. */
+static int guest_off_status(struct linux_run *r)
+{
+	qemu_attach_end_qemu(&r->qc);
+	if (atomic_load(&r->qc.proc.panic)) {
+		cmd_error("the guest kernel panicked (see the console)");
+		return EXIT_GUEST_PANIC;
+	}
+	return guest_reset_status(r);
+}
+
 /* After the traced part: what happened to the guest decides the status. */
 int qemu_run_finish(struct linux_run *r, enum qemu_run_end how)
 {
@@ -200,8 +212,9 @@ int qemu_run_finish(struct linux_run *r, enum qemu_run_end how)
 		return abandon_reset_guest(r);
 	if (how == QEMU_RUN_STOP_ASKED)
 		qemu_run_detach(r);
-	else
-		pipeline_stop_drain(r->p); /* nothing left to restore in a VM that is gone */
+	else /* nothing left to restore in a VM that is gone or off (its memory, still there when
+	      * off, gives the last records and the counting tables) */
+		pipeline_stop_drain(r->p);
 	r->detached = true;
 	if (!r->qc.launched) {
 		/* attach: the VM runs on; a detach by signal or --duration is the normal end */
@@ -215,11 +228,18 @@ int qemu_run_finish(struct linux_run *r, enum qemu_run_end how)
 			return end_status_signal(r->sig);
 		return end_status_timeout(s, "QEMU");
 	}
+	/* powered off under -no-shutdown: QEMU waits to be told to quit */
+	if (how == QEMU_RUN_GUEST_OFF)
+		return guest_off_status(r);
 	/* the guest goes on to power off (after --duration it runs untraced) */
 	for (;;) {
 		st = qemu_proc_wait(&r->qc.proc, 100);
 		if (st != -ETIMEDOUT)
 			break;
+		/* -no-shutdown: its power-off is QMP's SHUTDOWN event, QEMU staying */
+		if (r->tq.no_shutdown && r->qc.have_qmp && qmp_drain_events(&r->qc.qmp) == 0 &&
+		    (r->qc.qmp.events & QMP_EV_SHUTDOWN))
+			return guest_off_status(r);
 		if (atomic_load(&r->qc.proc.panic) || qemu_run_signalled(r) ||
 		    (r->timeout_at && clock_now_s() > r->timeout_at))
 			break;

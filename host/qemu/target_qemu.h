@@ -31,6 +31,9 @@ struct target_qemu {
 	    steps_again;  /* steps QEMU reported done with the vCPU still before the instruction */
 	uint64_t held_ns; /* time the VM stood stopped at stops target_qemu_run handled */
 	bool (*hold)(void *ctx); /* target_qemu_set_hold */
+	/* QEMU runs with -no-shutdown: its gdbstub's stop with SIGQUIT is the guest's power-off
+	 * (target_qemu_run ends with QEMU_RUN_GUEST_OFF) */
+	bool no_shutdown;
 	void *hold_ctx;
 	uint64_t holds, hold_ns; /* times target_qemu_run held the VM for @hold, and how long */
 	char err[224];		 /* why target_qemu_run ended with QEMU_RUN_ERROR */

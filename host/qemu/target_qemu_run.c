@@ -227,6 +227,10 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 			return QEMU_RUN_GUEST_GONE;
 		stopped_at = clock_now_ns();
 		q->vm.stopped = true;
+		/* QEMU's gdbstub stops with SIGQUIT when the guest shuts down (RUN_STATE_SHUTDOWN),
+		 * which -no-shutdown turns into a stopped VM that cannot run again */
+		if (q->no_shutdown && st.code == GDB_SIGNAL_QUIT)
+			return QEMU_RUN_GUEST_OFF;
 		/* asked to end meanwhile: the stop is left unhandled (a guest that reset stops at a
 		 * stale breakpoint in its new boot, which is no probe's function) */
 		if (should_stop(ctx))

@@ -13,7 +13,9 @@
 void target_qemu_set_tcg(struct target_qemu *q, bool tcg);
 
 /* Result of target_qemu_run. */
-enum qemu_run_end { QEMU_RUN_STOP_ASKED, QEMU_RUN_GUEST_GONE, QEMU_RUN_ERROR };
+/* QEMU_RUN_GUEST_OFF: the guest powered off (or reset under -no-reboot) and QEMU, started with
+ * -no-shutdown (target_qemu.no_shutdown), holds the VM stopped: its memory can still be read. */
+enum qemu_run_end { QEMU_RUN_STOP_ASKED, QEMU_RUN_GUEST_GONE, QEMU_RUN_GUEST_OFF, QEMU_RUN_ERROR };
 
 /* Lets the VM run, handing every breakpoint stop to the registered callback, until @should_stop
  * (polled at least every 50 ms, and at once when a wait is interrupted: tcp_set_interrupt) says so

@@ -21,10 +21,13 @@ struct gdb_regs {
 };
 
 enum gdb_stop_kind {
-	GDB_STOP_SIGNAL, /* T/S: the VM stopped; signal 5 breakpoint/step, 2 interrupt */
+	GDB_STOP_SIGNAL, /* T/S: the VM stopped; signal 5 breakpoint/step, 2 interrupt, 3
+			  * (GDB_SIGNAL_QUIT) QEMU's guest shut down (-no-shutdown) */
 	GDB_STOP_EXITED, /* W: the VM process is gone; code is its exit status */
 	GDB_STOP_KILLED, /* X: the VM process is gone; code is the terminating signal */
 };
+
+#define GDB_SIGNAL_QUIT 3 /* gdb's number: QEMU's stop for RUN_STATE_SHUTDOWN */
 
 struct gdb_stop {
 	enum gdb_stop_kind kind;

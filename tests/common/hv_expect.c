@@ -189,3 +189,45 @@ void hv_case_play(const struct hv_run_case *c, const char *(*arg)(const char *))
 	hv_expect_check(c->label, &c->expect, &r);
 	hv_result_free(&r);
 }
+
+/* Hit of @func in the section of trace_stat text @text titled @title ("trace_stat/function0:",
+ * "trace_stat/function (all CPUs):"), -1 when the section or the line is not there; *@ns gets its
+ * Time in ns (from "U.NNN us"). */
+long hv_profile_hits(const char *text, const char *title, const char *func, double *ns)
+{
+	const char *at = text ? strstr(text, title) : NULL, *end;
+	char pat[64];
+
+	if (!at)
+		return -1;
+	end = strstr(at + 1, "\ntrace_stat/");
+	snprintf(pat, sizeof(pat), "\n  %-30.30s  ", func);
+	at = strstr(at, pat);
+	if (!at || (end && at > end))
+		return -1;
+	at += strlen(pat);
+	long hits = strtol(at, (char **)&at, 10);
+	if (ns)
+		*ns = strtod(at, NULL) * 1000;
+	return hits;
+}
+
+/* Every function's Hit summed over a section (its lines up to the next section). */
+long hv_profile_total(const char *text, const char *title)
+{
+	const char *at = strstr(text, title), *end;
+	long sum = 0;
+
+	if (!at)
+		return -1;
+	end = strstr(at + 1, "\ntrace_stat/");
+	at = strstr(at, "  --------");
+	for (at = strchr(at, '\n'); at && *++at && (!end || at < end); at = strchr(at, '\n')) {
+		char name[64];
+		long hits;
+
+		if (sscanf(at, " %63s %ld", name, &hits) == 2)
+			sum += hits;
+	}
+	return sum;
+}

@@ -69,5 +69,11 @@ void hv_expect_check(const char *label, const struct hv_expect *e, const struct 
 /* The "restored-slots N" of hvtrace's --stats on @err: hooked returns in flight at detach; fails
  * the running test if there is none. */
 long hv_restored_slots(const char *err);
+/* Hit of @func in the section of trace_stat text @text (--profile's FILE.profile) titled @title
+ * ("trace_stat/function0:", "(all CPUs):"), -1 when the section or the line is not there; *@ns
+ * (when not NULL) gets its Time in ns. */
+long hv_profile_hits(const char *text, const char *title, const char *func, double *ns);
+/* Every function's Hit summed over the section of @text titled @title, -1 without it. */
+long hv_profile_total(const char *text, const char *title);
 
 #endif

@@ -1646,48 +1646,6 @@ static void check_hist_guest(const char *console)
 
 /* ---- the function profiler (issue 39): counted in the guest ---------------------------------- */
 
-/* Hit of @func in the section of trace_stat text @text titled @title ("trace_stat/function0:",
- * "trace_stat/function (all CPUs):"), -1 when the section or the line is not there; *@ns gets its
- * Time in ns (from "U.NNN us"). */
-static long stat_hits(const char *text, const char *title, const char *func, double *ns)
-{
-	const char *at = text ? strstr(text, title) : NULL, *end;
-	char pat[64];
-
-	if (!at)
-		return -1;
-	end = strstr(at + 1, "\ntrace_stat/");
-	snprintf(pat, sizeof(pat), "\n  %-30.30s  ", func);
-	at = strstr(at, pat);
-	if (!at || (end && at > end))
-		return -1;
-	at += strlen(pat);
-	long hits = strtol(at, (char **)&at, 10);
-	if (ns)
-		*ns = strtod(at, NULL) * 1000;
-	return hits;
-}
-
-/* Every function's Hit summed over a section (its lines up to the next section). */
-static long stat_total(const char *text, const char *title)
-{
-	const char *at = strstr(text, title), *end;
-	long sum = 0;
-
-	if (!at)
-		return -1;
-	end = strstr(at + 1, "\ntrace_stat/");
-	at = strstr(at, "  --------");
-	for (at = strchr(at, '\n'); at && *++at && (!end || at < end); at = strchr(at, '\n')) {
-		char name[64];
-		long hits;
-
-		if (sscanf(at, " %63s %ld", name, &hits) == 2)
-			sum += hits;
-	}
-	return sum;
-}
-
 /* --profile -p nop -l '*' --probe stub: every function counted in the guest, no record at all:
  * bm_status_read's Hit the 7 status reads of the workload (as many as the function trace of the
  * same workload has lines, test_attach_kallsyms_module), vfs_read's Hit the hist's Totals (the
@@ -1704,20 +1662,20 @@ static void check_profile_stub(const struct hv_result *r)
 	assert_non_null(strstr(r->profile,
 			       "trace_stat/function0:\n  Function                     "
 			       "          Hit    Time            Avg             s^2\n"));
-	assert_int_equal(stat_hits(r->profile, "(all CPUs):", "bm_status_read", &ns), 7);
+	assert_int_equal(hv_profile_hits(r->profile, "(all CPUs):", "bm_status_read", &ns), 7);
 	assert_true(ns > 0);
-	cpu0 = stat_hits(r->profile, "function0:", "bm_status_read", NULL);
-	cpu1 = stat_hits(r->profile, "function1:", "bm_status_read", NULL);
+	cpu0 = hv_profile_hits(r->profile, "function0:", "bm_status_read", NULL);
+	cpu1 = hv_profile_hits(r->profile, "function1:", "bm_status_read", NULL);
 	assert_int_equal((cpu0 > 0 ? cpu0 : 0) + (cpu1 > 0 ? cpu1 : 0), 7);
-	all = stat_total(r->profile, "(all CPUs):");
+	all = hv_profile_total(r->profile, "(all CPUs):");
 	printf("profile: %ld calls in all, CPU 0 %ld, CPU 1 %ld\n", all,
-	       stat_total(r->profile, "function0:"), stat_total(r->profile, "function1:"));
+	       hv_profile_total(r->profile, "function0:"), hv_profile_total(r->profile, "function1:"));
 	assert_true(all > 100000);
 	assert_int_equal(
-	    stat_total(r->profile, "function0:") + stat_total(r->profile, "function1:"), all);
+	    hv_profile_total(r->profile, "function0:") + hv_profile_total(r->profile, "function1:"), all);
 	assert_non_null(tot);
 	hist_hits = strtol(tot + strlen("Totals:\n    Hits: "), NULL, 10);
-	assert_int_equal(stat_hits(r->profile, "(all CPUs):", "vfs_read", NULL), hist_hits);
+	assert_int_equal(hv_profile_hits(r->profile, "(all CPUs):", "vfs_read", NULL), hist_hits);
 	printf("stub records %ld, counting sites %ld, entries read %ld\n",
 	       hv_stat(r->err, "stub probes ", "records "),
 	       hv_stat(r->err, "stub counting sites ", "stub counting sites "),
@@ -1746,7 +1704,7 @@ static void check_profile_trap(const struct hv_result *r)
 	assert_non_null(r->profile);
 	printf("%s", r->profile);
 	assert_int_equal(r->nr_lines, 0);
-	hits = stat_hits(r->profile, "(all CPUs):", "vfs_read", &ns);
+	hits = hv_profile_hits(r->profile, "(all CPUs):", "vfs_read", &ns);
 	assert_true(hits > 0);
 	assert_true(ns > 0);
 	snprintf(line, sizeof(line), "\n  %-30s %10ld ", "vfs_read", hits);
