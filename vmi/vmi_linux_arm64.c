@@ -115,6 +115,44 @@ static uint64_t btf_blob(const uint8_t *p, size_t n)
 	return (uint64_t)hdr + soff + slen;
 }
 
+#define CMDLINE_FN_WORDS 32 /* the words of cmdline_proc_show looked at */
+
+void vmi_linux_arm64_cmdline(struct vmi_symtab *objects, const struct vmi_symtab *funcs,
+			     vmi_read_fn read, void *ctx, uint64_t base, uint64_t size)
+{
+	const struct vmi_sym *f = vmi_symtab_find(funcs, "cmdline_proc_show");
+	uint8_t code[CMDLINE_FN_WORDS * 4];
+
+	if (vmi_symtab_find(objects, "saved_command_line") || !f || (f->addr & 3) ||
+	    read(ctx, f->addr, code, sizeof(code)) < 0)
+		return;
+	for (unsigned i = 0; i < CMDLINE_FN_WORDS; i++) {
+		uint32_t w = (uint32_t)code[4 * i] | (uint32_t)code[4 * i + 1] << 8 |
+			     (uint32_t)code[4 * i + 2] << 16 | (uint32_t)code[4 * i + 3] << 24;
+		uint64_t pc = f->addr + 4 * i, page;
+		int64_t imm;
+
+		if ((w & 0x9f000000u) != 0x90000000u) /* ADRP */
+			continue;
+		imm = (int64_t)((((w >> 5) & 0x7ffff) << 2) | ((w >> 29) & 3));
+		imm = imm << 43 >> 43; /* 21 bits, signed */
+		page = (pc & ~0xfffull) + (uint64_t)(imm * 4096);
+		for (unsigned j = i + 1; j < CMDLINE_FN_WORDS && j <= i + 4; j++) {
+			uint32_t l = (uint32_t)code[4 * j] | (uint32_t)code[4 * j + 1] << 8 |
+				     (uint32_t)code[4 * j + 2] << 16 | (uint32_t)code[4 * j + 3] << 24;
+			uint64_t at = page + ((l >> 10) & 0xfff) * 8;
+
+			/* LDR Xt, [Xn, #imm12 * 8] from the ADRP's register */
+			if ((l & 0xffc00000u) != 0xf9400000u || ((l >> 5) & 31) != (w & 31))
+				continue;
+			if (at >= base && at - base < size)
+				vmi_symtab_add(objects, at, 8, "saved_command_line");
+			return;
+		}
+		return; /* the first ADRP is the pointer's */
+	}
+}
+
 void vmi_linux_arm64_missing(struct vmi_symtab *objects, vmi_read_fn read, void *ctx,
 			     uint64_t base, uint64_t size)
 {

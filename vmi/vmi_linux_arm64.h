@@ -23,6 +23,15 @@
 int vmi_linux_arm64_image(vmi_read_fn read, void *ctx, uint64_t hint, uint64_t *base,
 			  uint64_t *size, char *err, size_t errlen);
 
+/* saved_command_line (a char *), which a kernel without KALLSYMS_ALL leaves out of kallsyms, from
+ * the code of the function that prints it for /proc/cmdline (@funcs' cmdline_proc_show): its first
+ * ADRP Xn followed within four instructions by LDR Xm, [Xn, #off] (the pointer's load), the address
+ * they form inside the image [@base, @base + @size), put in @objects. Nothing when it is already
+ * there, when the function is not, or when its code has no such pair. Calls only @read. */
+struct vmi_symtab;
+void vmi_linux_arm64_cmdline(struct vmi_symtab *objects, const struct vmi_symtab *funcs,
+			     vmi_read_fn read, void *ctx, uint64_t base, uint64_t size);
+
 /* What a kernel built without KALLSYMS_ALL (Debian's 6.1 arm64) leaves out of kallsyms and hvtrace
  * reads: linux_banner (the "Linux version " string) and __start_BTF/__stop_BTF (the vmlinux BTF
  * blob: magic 0xeb9f, version 1, a 24-byte header, types then strings), found by their shape in

@@ -1,0 +1,147 @@
+/* vmi/vmi_linux_arm64.h, vmi_linux_arm64_cmdline: saved_command_line learned from the code of
+ * cmdline_proc_show in a kernel whose kallsyms lack data symbols (Debian's 6.1 arm64), over a fake
+ * guest memory holding that function as such a kernel compiles it (ftrace's two NOPs, PACIASP, the
+ * frame, then ADRP and LDR of the pointer); and every shape that must leave it unknown. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "vmi/vmi_linux_arm64.h"
+#include "vmi/vmi_symtab.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#define IMAGE	  0xffff800008000000ull /* the image's start */
+#define IMAGE_SZ  (64ull << 20)
+#define FN	  (IMAGE + 0x3a1230) /* cmdline_proc_show */
+#define NOP	  0xd503201fu
+#define PACIASP	  0xd503233fu
+#define MOV_X9_30 0xaa1e03e9u
+#define STP_FRAME 0xa9bf7bfdu /* stp x29, x30, [sp, #-16]! */
+#define MOV_FP	  0x910003fdu /* mov x29, sp */
+
+static uint32_t code[32];
+static uint64_t code_at = FN;
+
+static int rd(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	(void)ctx;
+	if (gva < code_at || gva - code_at > sizeof(code) || len > sizeof(code) - (gva - code_at))
+		return -EFAULT;
+	memcpy(buf, (const uint8_t *)code + (gva - code_at), len);
+	return 0;
+}
+
+/* ADRP x@rd of the page holding @target, at @pc. */
+static uint32_t adrp(unsigned rd_, uint64_t pc, uint64_t target)
+{
+	int64_t pages = (int64_t)((target & ~0xfffull) - (pc & ~0xfffull)) / 4096;
+	uint32_t imm = (uint32_t)pages & 0x1fffff;
+
+	return 0x90000000u | (imm & 3) << 29 | (imm >> 2) << 5 | rd_;
+}
+
+/* LDR x@rt, [x@rn, #(@target's offset in its page)] */
+static uint32_t ldr(unsigned rt, unsigned rn, uint64_t target)
+{
+	return 0xf9400000u | (uint32_t)((target & 0xfff) / 8) << 10 | rn << 5 | rt;
+}
+
+/* 6.1's shape with the pointer at @ptr: nop; mov x9, x30 (ftrace's, converted); paciasp; the
+ * frame; adrp x1; ldr x1, [x1]; bl seq_puts (a BL's word, never looked at). */
+static void fn_61(uint64_t ptr)
+{
+	memset(code, 0, sizeof(code));
+	code[0] = NOP;
+	code[1] = MOV_X9_30;
+	code[2] = PACIASP;
+	code[3] = STP_FRAME;
+	code[4] = MOV_FP;
+	code[5] = adrp(1, FN + 20, ptr);
+	code[6] = ldr(1, 1, ptr);
+	code[7] = 0x94000000u | 0x1234;
+}
+
+/* What vmi_linux_arm64_cmdline finds: the address of saved_command_line, 0 for none. */
+static uint64_t learn(bool with_fn, bool already)
+{
+	struct vmi_symtab objects = {0}, funcs = {0};
+	const struct vmi_sym *s;
+	uint64_t at;
+
+	if (with_fn)
+		assert_int_equal(vmi_symtab_add(&funcs, FN, 64, "cmdline_proc_show"), 0);
+	assert_int_equal(vmi_symtab_add(&funcs, FN + 64, 64, "cmdline_proc_show_next"), 0);
+	vmi_symtab_sort(&funcs);
+	if (already)
+		assert_int_equal(vmi_symtab_add(&objects, 0x1000, 8, "saved_command_line"), 0);
+	vmi_linux_arm64_cmdline(&objects, &funcs, rd, NULL, IMAGE, IMAGE_SZ);
+	s = vmi_symtab_find(&objects, "saved_command_line");
+	at = s ? s->addr : 0;
+	vmi_symtab_free(&objects);
+	vmi_symtab_free(&funcs);
+	return at;
+}
+
+/* The pointer in .data after the text (pages ahead of the code) and before it (a negative ADRP). */
+static void test_found(void **state)
+{
+	uint64_t ptr = IMAGE + 0x1c52a48;
+
+	(void)state;
+	fn_61(ptr);
+	assert_true(learn(true, false) == ptr);
+	ptr = IMAGE + 0x10; /* before the function: ADRP's offset negative */
+	fn_61(ptr);
+	assert_true(learn(true, false) == ptr);
+	/* another register pair, an instruction between the two */
+	ptr = IMAGE + 0x1c52a48;
+	fn_61(ptr);
+	code[5] = adrp(8, FN + 20, ptr);
+	code[6] = MOV_FP;
+	code[7] = ldr(0, 8, ptr);
+	assert_true(learn(true, false) == ptr);
+}
+
+/* Left unknown: a kallsyms that has it already (untouched), no such function, no ADRP, an LDR from
+ * another register, the LDR more than four instructions later, a target outside the image, a
+ * function that cannot be read. */
+static void test_unknown(void **state)
+{
+	uint64_t ptr = IMAGE + 0x1c52a48;
+
+	(void)state;
+	fn_61(ptr);
+	assert_true(learn(true, true) == 0x1000);
+	assert_true(learn(false, false) == 0);
+	fn_61(ptr);
+	code[5] = NOP;
+	assert_true(learn(true, false) == 0);
+	fn_61(ptr);
+	code[6] = ldr(1, 2, ptr);
+	assert_true(learn(true, false) == 0);
+	fn_61(ptr);
+	code[6] = NOP;
+	code[10] = ldr(1, 1, ptr);
+	assert_true(learn(true, false) == 0);
+	fn_61(IMAGE + IMAGE_SZ + 0x1000);
+	assert_true(learn(true, false) == 0);
+	fn_61(ptr);
+	code_at = FN + 4;
+	assert_true(learn(true, false) == 0);
+	code_at = FN;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_found),
+	    cmocka_unit_test(test_unknown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
