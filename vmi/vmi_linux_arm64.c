@@ -116,6 +116,9 @@ static uint64_t btf_blob(const uint8_t *p, size_t n)
 }
 
 #define CMDLINE_FN_WORDS 32 /* the words of cmdline_proc_show looked at */
+/* where the pointer may be past the image's start: the image's data follows its text and BSS, and
+ * the range kallsyms gives (a 6.1 image found without its header: its text) can end before */
+#define CMDLINE_SPAN_MIN (1ull << 30)
 
 void vmi_linux_arm64_cmdline(struct vmi_symtab *objects, const struct vmi_symtab *funcs,
 			     vmi_read_fn read, void *ctx, uint64_t base, uint64_t size)
@@ -145,7 +148,7 @@ void vmi_linux_arm64_cmdline(struct vmi_symtab *objects, const struct vmi_symtab
 			/* LDR Xt, [Xn, #imm12 * 8] from the ADRP's register */
 			if ((l & 0xffc00000u) != 0xf9400000u || ((l >> 5) & 31) != (w & 31))
 				continue;
-			if (at >= base && at - base < size)
+			if (at >= base && at - base < (size > CMDLINE_SPAN_MIN ? size : CMDLINE_SPAN_MIN))
 				vmi_symtab_add(objects, at, 8, "saved_command_line");
 			return;
 		}

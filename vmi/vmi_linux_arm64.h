@@ -26,7 +26,8 @@ int vmi_linux_arm64_image(vmi_read_fn read, void *ctx, uint64_t hint, uint64_t *
 /* saved_command_line (a char *), which a kernel without KALLSYMS_ALL leaves out of kallsyms, from
  * the code of the function that prints it for /proc/cmdline (@funcs' cmdline_proc_show): its first
  * ADRP Xn followed within four instructions by LDR Xm, [Xn, #off] (the pointer's load), the address
- * they form inside the image [@base, @base + @size), put in @objects. Nothing when it is already
+ * they form within max(@size, 1 GiB) past the image's start @base (the range kallsyms gives a
+ * 6.1 image found without its header ends with its text), put in @objects. Nothing when it is already
  * there, when the function is not, or when its code has no such pair. Calls only @read. */
 struct vmi_symtab;
 void vmi_linux_arm64_cmdline(struct vmi_symtab *objects, const struct vmi_symtab *funcs,

@@ -95,6 +95,10 @@ static void test_found(void **state)
 	(void)state;
 	fn_61(ptr);
 	assert_true(learn(true, false) == ptr);
+	/* past the range kallsyms gave (6.1: its text alone), within the image's data */
+	ptr = IMAGE + IMAGE_SZ + 0x19f0020;
+	fn_61(ptr);
+	assert_true(learn(true, false) == ptr);
 	ptr = IMAGE + 0x10; /* before the function: ADRP's offset negative */
 	fn_61(ptr);
 	assert_true(learn(true, false) == ptr);
@@ -128,7 +132,9 @@ static void test_unknown(void **state)
 	code[6] = NOP;
 	code[10] = ldr(1, 1, ptr);
 	assert_true(learn(true, false) == 0);
-	fn_61(IMAGE + IMAGE_SZ + 0x1000);
+	fn_61(IMAGE - 0x1000); /* before the image */
+	assert_true(learn(true, false) == 0);
+	fn_61(IMAGE + (1ull << 30)); /* a GiB past its start */
 	assert_true(learn(true, false) == 0);
 	fn_61(ptr);
 	code_at = FN + 4;
