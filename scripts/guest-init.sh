@@ -261,7 +261,9 @@ kill $pids 2>/dev/null
 wait 2>/dev/null
 echo "hvt-linux: workload done"
 # hvt.end=reboot: reset instead of powering off; hvt.nfuncs=1: first print how many functions of the
-# kernel itself (modules' not) its ftrace lists as traceable, available_filter_functions (both read
+# kernel itself (modules' not) its ftrace lists as traceable, available_filter_functions, and how
+# many distinct names they have (6.1's lists some 290 sites without a symbol of their own under
+# the name of one before them) (both read
 # with builtins when not asked: no fork, the forks counted by test_linux stay the same)
 read -r cmdline < /proc/cmdline
 case " $cmdline " in
@@ -269,6 +271,7 @@ case " $cmdline " in
 	mkdir -p /sys/kernel/tracing
 	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 	echo "hvt-linux: ftrace kernel functions $(grep -vc '\[' /sys/kernel/tracing/available_filter_functions)"
+	echo "hvt-linux: ftrace kernel function names $(grep -v '\[' /sys/kernel/tracing/available_filter_functions | sort -u | wc -l)"
 	;;
 esac
 case " $cmdline " in
