@@ -330,7 +330,8 @@ guest-kernels: | $(DEPS)
 # initramfs.cpio.gz), booted by tests/qemu/test_arm64.c under qemu-system-aarch64: the first kernel by the
 # machine's QEMU 7.2 and by each QEMU of $(HVT_ARM64_QEMUS) (scripts/fetch-qemu.sh V aarch64), every
 # further one by 7.2 (ARM64_RUNS). HVT_ARM64_KERNELS= (empty) fetches none; HVT_ARM64_QEMUS= none.
-# `make arm64-matrix`: the whole matrix of issue 38 (ARM64_MATRIX), each kernel under 7.2, 10.0 and 11.
+# `make arm64-matrix`: the whole matrix of issue 38 (ARM64_MATRIX), each kernel under 7.2, 10.0 and 11,
+# the libvirt tests under 11 too (HVT_ARM64_LIBVIRT_TRIXIE=1: the trixie root's libvirtd and QEMU 11).
 HVT_ARM64_KERNELS ?= 6.12
 HVT_ARM64_QEMUS ?= 11
 export HVT_ARM64_KERNELS
@@ -349,7 +350,8 @@ ARM64_ALL_RUNS = $(foreach v,system $(HVT_ARM64_QEMUS),$(foreach k,$(HVT_ARM64_K
 arm64-test: hvtrace $(ARM64_TEST) guest-arm64
 	@$(TEST_ENV) scripts/run-tests.sh $(ARM64_ALL_RUNS)
 arm64-matrix:
-	@$(MAKE) --no-print-directory arm64-test HVT_ARM64_KERNELS="$(ARM64_MATRIX)" HVT_ARM64_QEMUS="10.0 11"
+	@HVT_ARM64_LIBVIRT_TRIXIE=1 $(MAKE) --no-print-directory arm64-test HVT_ARM64_KERNELS="$(ARM64_MATRIX)" \
+		HVT_ARM64_QEMUS="10.0 11"
 
 # Debian 13's trace-cmd (3.3), which the trace.dat tests run beside the machine's 3.1.6, and KernelShark 2.4
 # (its library libkshark, headers and a C compiler: tests/viewer/kshark-load.c loads a trace.dat headless

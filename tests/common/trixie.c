@@ -152,3 +152,28 @@ char *hv_trace_cmd_records(const char *report)
 	fclose(o);
 	return out;
 }
+
+bool hv_trixie_libvirt_up(char *uri, size_t urilen, char *root, size_t rootlen)
+{
+	FILE *p = popen("tests/qemu/libvirt-trixie.sh daemons", "r");
+	char line[512] = "";
+	const char *sock;
+	int status;
+
+	if (!p)
+		return false;
+	if (!fgets(line, sizeof(line), p))
+		line[0] = 0;
+	status = pclose(p);
+	line[strcspn(line, "\n")] = 0;
+	sock = strstr(line, "?socket=");
+	if (status != 0 || !sock || !strstr(sock, "/run/libvirt/") || strlen(line) >= urilen) {
+		printf("%s\n", line[0] ? line : "SKIPPED: tests/qemu/libvirt-trixie.sh daemons failed");
+		return false;
+	}
+	snprintf(uri, urilen, "%s", line);
+	sock += strlen("?socket=");
+	snprintf(root, rootlen, "%.*s", (int)(strstr(sock, "/run/libvirt/") - sock), sock);
+	setenv("HVT_LIBVIRT_URI", uri, 1);
+	return true;
+}

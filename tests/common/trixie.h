@@ -3,6 +3,9 @@
 #ifndef HVT_TESTS_TRIXIE_H
 #define HVT_TESTS_TRIXIE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 /* The root: $HVT_TRIXIE_ROOT, or /var/cache/hvtrace/trixie (or $HVTRACE_CACHE/trixie); NULL when it
  * holds no trace-cmd, after one line on stdout saying so ("SKIPPED: trace-cmd of Debian 13: ..."). */
 const char *hv_trixie_root(void);
@@ -29,5 +32,11 @@ char *hv_trixie_kernelshark(const char *root, const char *file);
  * function's parent: `trace-cmd report -O parent` does too. malloc'd; a record line out of that
  * shape fails the test. */
 char *hv_trace_cmd_records(const char *report);
+
+/* Starts the trixie root's libvirtd (Debian 13's libvirt with that root's QEMUs, 11 of
+ * trixie-backports: tests/qemu/libvirt-trixie.sh daemons): its URI into @uri and
+ * $HVT_LIBVIRT_URI (tests/qemu/libvirt-domain.sh's), the root its files are under into @root.
+ * false, after the script's one line ("SKIPPED: ...") on stdout, when it cannot run. */
+bool hv_trixie_libvirt_up(char *uri, size_t urilen, char *root, size_t rootlen);
 
 #endif

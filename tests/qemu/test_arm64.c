@@ -21,6 +21,7 @@
 #include "tests/common/hv_run.h"
 #include "tests/common/port.h"
 #include "tests/common/skip.h"
+#include "tests/common/trixie.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -144,6 +145,12 @@ static void qemu_kill(void)
 	}
 }
 
+/* The libvirtd of the libvirt tests: the machine's (its qemu-system-aarch64, 7.2), or with
+ * $HVT_ARM64_LIBVIRT_TRIXIE=1 under $QEMU_AARCH64 the trixie root's (Debian 13's libvirt with that
+ * root's QEMU 11: tests/qemu/libvirt-trixie.sh), reached with `-c URI`. */
+static char lv_uri[512], lv_root[256];
+static int lv_state; /* 0 not asked yet, 1 the machine's, 2 the trixie root's, -1 none */
+
 /* Starts the guest: console to log_path, QMP at qmp_path, a gdbstub on gdb_port. */
 static int setup(void **state)
 {
@@ -191,6 +198,8 @@ static int teardown(void **state)
 		if (system(cmd) != 0)
 			fprintf(stderr, "arm64: %s failed\n", cmd);
 	}
+	if (lv_state == 2 && system("tests/qemu/libvirt-trixie.sh stop") != 0)
+		fprintf(stderr, "arm64: tests/qemu/libvirt-trixie.sh stop failed\n");
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", work);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -1110,13 +1119,37 @@ static char *dom_state(void)
 	return hv_sh("tests/qemu/libvirt-domain.sh state %s", dom_name);
 }
 
-/* The libvirt domain runs the machine's own qemu-system-aarch64 (libvirt-domain.sh): its tests run
- * once, in the run under that QEMU, not again under $QEMU_AARCH64's (CI's time). */
+/* Whether the libvirt tests run in this run: once under the machine's QEMU (by default not again
+ * under $QEMU_AARCH64's: CI's time), and under QEMU 11 by the trixie root's libvirtd when asked
+ * (`make arm64-matrix`). */
 static bool libvirt_wanted(void)
 {
-	const char *q = getenv("QEMU_AARCH64");
+	const char *q = getenv("QEMU_AARCH64"), *t = getenv("HVT_ARM64_LIBVIRT_TRIXIE");
 
-	return !q || !*q;
+	if (!lv_state)
+		lv_state = !q || !*q				    ? 1
+			   : !t || strcmp(t, "1")		    ? -1
+			   : hv_trixie_libvirt_up(lv_uri, sizeof(lv_uri), lv_root,
+						  sizeof(lv_root)) ? 2
+								    : -1;
+	return lv_state > 0;
+}
+
+/* @argv ("attach" or "list-functions", then NAME ...) into @out (at most @max entries) with
+ * `-c URI` after its first word where the trixie root's libvirtd runs the domain. */
+static const char *const *lv_argv(const char *const *argv, const char **out, size_t max)
+{
+	size_t n = 0;
+
+	if (lv_state != 2)
+		return argv;
+	out[n++] = argv[0];
+	out[n++] = "-c";
+	out[n++] = lv_uri;
+	for (size_t i = 1; argv[i] && n + 1 < max; i++)
+		out[n++] = argv[i];
+	out[n] = NULL;
+	return out;
 }
 
 static void test_libvirt_boot(void **state)
@@ -1153,13 +1186,13 @@ static void test_libvirt_boot(void **state)
 
 static void test_libvirt_list_functions(void **state)
 {
-	const char *argv[] = {"list-functions", dom_name, NULL};
+	const char *argv[] = {"list-functions", dom_name, NULL}, *lv[40];
 	struct hv_result r;
 
 	(void)state;
 	if (!libvirt_wanted())
 		skip();
-	hv_run(&r, argv, 0, 0);
+	hv_run(&r, lv_argv(argv, lv, 40), 0, 0);
 	check_listing(&r, "NAME");
 	hv_result_free(&r);
 }
@@ -1173,13 +1206,14 @@ static void test_attach_libvirt(void **state)
 	const char *argv[] = {"attach", dom_name, "-p", "function", "-l", "shmem_file_read_iter",
 			      "-r", "shmem_file_read_iter", "--comm", "dd", "--probe", "stub",
 			      "--verify-text", "--duration", "300", "--stats", NULL};
+	const char *lv[40];
 	struct hv_result r;
 	char *con, *st;
 
 	(void)state;
 	if (!libvirt_wanted())
 		skip();
-	hv_run_signal_on_file(&r, argv, dom_console, TMPFS_LINE, 0.5, SIGINT);
+	hv_run_signal_on_file(&r, lv_argv(argv, lv, 40), dom_console, TMPFS_LINE, 0.5, SIGINT);
 	printf("arm64: attach NAME: status %d, %d lines, %.1f s after init\n%s", r.status,
 	       count_lines(r.trace), now_s() - t_dom, r.err);
 	con = hv_slurp(dom_console);
@@ -1205,13 +1239,14 @@ static void test_libvirt_sigkill(void **state)
 {
 	const char *argv[] = {"attach", dom_name, "-p", "function_graph", "-l", "vfs_write",
 			      "--probe", "trap", "--duration", "300", NULL};
+	const char *lv[40];
 	struct hv_result r;
 	char *con, *st;
 
 	(void)state;
 	if (!libvirt_wanted())
 		skip();
-	hv_run(&r, argv, 8, SIGKILL);
+	hv_run(&r, lv_argv(argv, lv, 40), 8, SIGKILL);
 	con = hv_slurp(dom_console);
 	printf("arm64: attach NAME, SIGKILL'd: status %d, %d lines, %.1f s after init\n%s",
 	       r.status, count_lines(r.trace), now_s() - t_dom, r.err);

@@ -3283,33 +3283,12 @@ static void check_expect(const struct linux_test *t, const struct hv_case *c,
 	hv_expect_check(c->label, &c->expect, r);
 }
 
-/* Starts the trixie root's libvirtd (tests/qemu/libvirt-trixie.sh daemons): its URI in trixie_uri and
- * $HVT_LIBVIRT_URI (tests/qemu/libvirt-domain.sh's), its root in libvirt_root. false, after the script's
- * one line saying why, when it cannot run. */
+/* Starts the trixie root's libvirtd: its URI in trixie_uri and $HVT_LIBVIRT_URI, its root in
+ * libvirt_root (hv_trixie_libvirt_up). */
 static bool trixie_libvirt_up(void)
 {
-	FILE *p = popen("tests/qemu/libvirt-trixie.sh daemons", "r");
-	char line[sizeof(trixie_uri)] = "";
-	const char *sock;
-	int status;
-
-	if (!p)
-		return false;
-	if (!fgets(line, sizeof(line), p))
-		line[0] = 0;
-	status = pclose(p);
-	line[strcspn(line, "\n")] = 0;
-	sock = strstr(line, "?socket=");
-	if (status != 0 || !sock || !strstr(sock, "/run/libvirt/")) {
-		printf("%s\n", line[0] ? line : "SKIPPED: tests/qemu/libvirt-trixie.sh daemons failed");
-		return false;
-	}
-	snprintf(trixie_uri, sizeof(trixie_uri), "%s", line);
-	sock += strlen("?socket=");
-	snprintf(libvirt_root, sizeof(libvirt_root), "%.*s", (int)(strstr(sock, "/run/libvirt/") - sock),
-		 sock);
-	setenv("HVT_LIBVIRT_URI", trixie_uri, 1);
-	return true;
+	return hv_trixie_libvirt_up(trixie_uri, sizeof(trixie_uri), libvirt_root,
+				    sizeof(libvirt_root));
 }
 
 /* In a child: after @after seconds, resets the bare QEMU's guest through the test's own QMP
