@@ -233,6 +233,36 @@ hvt_stub_start:
 	FIX_ROOT
 .endm
 
+/* Before a push on the shadow stack at x26: frames deeper than SP x21 are gone, and so is one at
+ * x21 unless the return address x9 is hvt_stub_ret (a tail call, whose frame stays below the new
+ * one), each dropped (DROP_TOP). Clobbers x10, x17, x27, x28, x30. */
+.macro DROP_STALE
+.Lds_loop\@:
+	TOP_FRAME .Lds_out\@
+	ldr x27, [x10, #E_SLOT]
+	cmp x27, x21
+	b.lo .Lds_drop\@
+	b.ne .Lds_out\@
+	ldr x27, [x11, #H_RET]
+	cmp x9, x27
+	b.eq .Lds_out\@
+.Lds_drop\@:
+	DROP_TOP
+	b .Lds_loop\@
+.Lds_out\@:
+.endm
+
+/* x17 = the frames on the shadow stack at x26; to \full when it has no room for one more (the
+ * header's bound, and the room's whatever the header says now). Clobbers x10. */
+.macro ROOM full
+	ldr x17, [x26, #S_NR]
+	ldr x10, [x11, #H_MAX_DEPTH]
+	cmp x17, x10
+	b.hs \full
+	cmp x17, #STUB_STACK_DEPTH
+	b.hs \full
+.endm
+
 /* A frame just popped from the shadow stack at x26 may have been the graph's root: S_ROOT (index
  * + 1) past S_NR is cleared. Clobbers x17, x27. */
 .macro FIX_ROOT
@@ -373,26 +403,8 @@ hvt_stub_count_ret_pid_log2:
 	mov w10, #1
 	bl .Lstack_get
 	cbz x26, .Lc_nohook
-.Lc_drop_loop:
-	/* as the entry routines': frames deeper than this SP are gone (tail calls excepted) */
-	TOP_FRAME .Lc_push
-	ldr x27, [x10, #E_SLOT]
-	cmp x27, x21
-	b.lo .Lc_drop
-	b.ne .Lc_push
-	ldr x27, [x11, #H_RET]
-	cmp x9, x27
-	b.eq .Lc_push
-.Lc_drop:
-	DROP_TOP
-	b .Lc_drop_loop
-.Lc_push:
-	ldr x17, [x26, #S_NR]
-	ldr x10, [x11, #H_MAX_DEPTH]
-	cmp x17, x10
-	b.hs .Lc_full
-	cmp x17, #STUB_STACK_DEPTH /* the room, whatever the header says now */
-	b.hs .Lc_full
+	DROP_STALE
+	ROOM .Lc_full
 	add x10, x26, x17, lsl #5
 	add x10, x10, #S_E
 	stp x21, x9, [x10, #E_SLOT] /* E_SLOT, E_ORIG */
@@ -473,27 +485,8 @@ hvt_stub_count_ret_pid_log2:
 	mov w10, #1
 	bl .Lstack_get
 	cbz x26, .Lnohook
-.Ldrop_loop:
-	/* Frames deeper than this SP are gone; so is one at this SP unless the return address is
-	 * hvt_stub_ret (a tail call, whose frame stays below the new one). */
-	TOP_FRAME .Lpush
-	ldr x27, [x10, #E_SLOT]
-	cmp x27, x21
-	b.lo .Ldrop
-	b.ne .Lpush
-	ldr x27, [x11, #H_RET]
-	cmp x9, x27
-	b.eq .Lpush
-.Ldrop:
-	DROP_TOP
-	b .Ldrop_loop
-.Lpush:
-	ldr x17, [x26, #S_NR]
-	ldr x10, [x11, #H_MAX_DEPTH]
-	cmp x17, x10
-	b.hs .Lfull
-	cmp x17, #STUB_STACK_DEPTH /* the room, whatever the header says now */
-	b.hs .Lfull
+	DROP_STALE
+	ROOM .Lfull
 	ldr x10, [x11, #H_GRAPH]
 	cbz x10, 5f
 	ldr x10, [x26, #S_ROOT]
