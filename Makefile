@@ -340,8 +340,16 @@ QEMU_CACHE = $(or $(HVTRACE_CACHE),/var/cache/hvtrace)/qemu
 ARM64_TEST := $(BUILD)/tests/qemu/test_arm64
 ARM64_RUNS = $(foreach v,$(HVT_ARM64_QEMUS),QEMU_AARCH64=$(QEMU_CACHE)/$(v)/qemu-system-aarch64,$(ARM64_TEST)) \
 	$(foreach k,$(wordlist 2,$(words $(HVT_ARM64_KERNELS)),$(HVT_ARM64_KERNELS)),HVT_ARM64_GUEST=$(GUEST_DIR)/arm64-$(k),$(ARM64_TEST))
+# make test's quick pass over more of the matrix (issue 38): each kernel of $(HVT_ARM64_QUICK_KERNELS)
+# under the last QEMU of $(HVT_ARM64_QEMUS) (else 7.2), test_arm64 with HVT_ARM64_QUICK=1: stub probes
+# with -r, and on every function with -g, two boots of run --qemu, about 30 s (no VM for the attach
+# tests; those, and the rest, run on the whole matrix in `make arm64-matrix`)
+HVT_ARM64_QUICK_KERNELS ?= 6.1 6.12-generic 6.12-rt 7.3 7.3-16k
+ARM64_QUICK_QEMU = $(lastword $(HVT_ARM64_QEMUS))
+ARM64_RUNS += $(foreach k,$(HVT_ARM64_QUICK_KERNELS),HVT_ARM64_QUICK=1,HVT_ARM64_GUEST=$(GUEST_DIR)/arm64-$(k),$(if $(ARM64_QUICK_QEMU),QEMU_AARCH64=$(QEMU_CACHE)/$(ARM64_QUICK_QEMU)/qemu-system-aarch64$(comma))$(ARM64_TEST))
+comma := ,
 guest-arm64: | $(DEPS)
-	@for k in $(HVT_ARM64_KERNELS); do bash scripts/fetch-guest.sh $(GUEST_DIR) arm64-$$k || exit 1; done
+	@for k in $(HVT_ARM64_KERNELS) $(HVT_ARM64_QUICK_KERNELS); do bash scripts/fetch-guest.sh $(GUEST_DIR) arm64-$$k || exit 1; done
 	@for v in $(HVT_ARM64_QEMUS); do bash scripts/fetch-qemu.sh $$v aarch64 >/dev/null || \
 		echo "SKIPPED: qemu-system-aarch64 $$v: see the line above"; done
 
