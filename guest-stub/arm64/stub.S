@@ -645,7 +645,10 @@ hvt_stub_ret:
 /* Reserves x10 (1 or 2) consecutive records on CPU x12's ring (header x13): the first in x10, the
  * second in x28, each with its sequence number stashed; x10 = 0 when the ring is full (counted in
  * the ring's lost). Only this CPU moves its ring's head, with IRQ and FIQ masked, so a plain store
- * publishes it. Clobbers x17, x27, x28. */
+ * publishes it. With H_WAIT_TSC set (backpressure), a full ring is first waited for, a YIELD loop
+ * bounded by that many counter ticks, until the host has made room; a wait that times out sets the
+ * ring's RH_GAVE_UP, and no more is waited on that ring until the host clears it (as x86's).
+ * Clobbers x17, x27, x28. */
 .Lreserve:
 	ldr x27, [x13, #RH_HEAD]
 	ldr x28, [x13, #RH_TAIL]
@@ -671,7 +674,30 @@ hvt_stub_ret:
 	add w27, w27, #1
 	str w27, [x28, #R_STASH]
 	ret
-9:	ldr x17, [x13, #RH_LOST]
+9:	ldr x17, [x11, #H_WAIT_TSC]
+	cbz x17, 12f
+	ldr x27, [x13, #RH_GAVE_UP]
+	cbnz x27, 12f
+	ldr x27, [x13, #RH_WAITS]
+	add x27, x27, #1
+	str x27, [x13, #RH_WAITS]
+	mrs x27, cntvct_el0
+	add x17, x17, x27 /* the deadline */
+10:	yield
+	ldr x27, [x13, #RH_HEAD]
+	ldr x28, [x13, #RH_TAIL]
+	sub x27, x27, x28
+	add x27, x27, x10
+	sub x27, x27, #1
+	ldr x28, [x11, #H_RING_MASK]
+	cmp x27, x28
+	b.ls .Lreserve /* room now: reserve again */
+	mrs x27, cntvct_el0
+	cmp x27, x17
+	b.lo 10b
+	mov x27, #1
+	str x27, [x13, #RH_GAVE_UP]
+12:	ldr x17, [x13, #RH_LOST]
 	add x17, x17, #1
 	str x17, [x13, #RH_LOST]
 	mov x10, #0
