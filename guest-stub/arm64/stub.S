@@ -233,6 +233,31 @@ hvt_stub_start:
 	FIX_ROOT
 .endm
 
+/* One record reserved as .Lreserve reserves it (x10, 0 when the ring is full), its common case
+ * (room in the ring) in place: no call and return for QEMU to look up at run time; a full ring goes
+ * to .Lreserve (its wait under backpressure, its count). Clobbers x17, x27, x28, x30. */
+.macro RESERVE1
+	ldr x27, [x13, #RH_HEAD]
+	ldr x28, [x13, #RH_TAIL]
+	sub x17, x27, x28
+	ldr x28, [x11, #H_RING_MASK]
+	cmp x17, x28
+	b.ls .Lr1_room\@
+	mov x10, #1
+	bl .Lreserve
+	b .Lr1_out\@
+.Lr1_room\@:
+	add x17, x27, #1
+	str x17, [x13, #RH_HEAD]
+	madd x10, x28, x12, x12 /* (mask + 1) * cpu: this CPU's first record */
+	and x28, x27, x28
+	add x28, x28, x10
+	ldr x10, [x11, #H_RINGS]
+	add x10, x10, x28, lsl #STUB_REC_SHIFT
+	str w17, [x10, #R_STASH] /* its sequence number: the index + 1 */
+.Lr1_out\@:
+.endm
+
 /* Before a push on the shadow stack at x26: frames deeper than SP x21 are gone, and so is one at
  * x21 unless the return address x9 is hvt_stub_ret (a tail call, whose frame stays below the new
  * one), each dropped (DROP_TOP). Clobbers x10, x17, x27, x28, x30. */
@@ -453,11 +478,12 @@ hvt_stub_count_ret_pid_log2:
 	orr x20, x20, #2
 2:	ANNOUNCE
 	/* the entry (and the argument registers) */
-	mov x10, #1
-	tbz x20, #1, 1f
-	mov x10, #2
-1:	bl .Lreserve
-	cbz x10, .Lout /* ring full: counted, and the return is not hooked either */
+	tbnz x20, #1, 1f
+	RESERVE1
+	b 3f
+1:	mov x10, #2
+	bl .Lreserve
+3:	cbz x10, .Lout /* ring full: counted, and the return is not hooked either */
 	mov x22, x10
 	tbz x20, #1, 2f
 	/* the argument registers, committed first: the host reads the entry before them */
@@ -587,8 +613,7 @@ hvt_stub_ret:
 	b.eq .Lr_out
 	tbnz x22, #61, .Lr_count /* a counting routine's frame: counted, not recorded */
 	ANNOUNCE
-	mov x10, #1
-	bl .Lreserve
+	RESERVE1
 	cbz x10, .Lr_out
 	mov w19, #STUB_REC_RETURN
 	orr w19, w19, w12, lsl #16
@@ -660,6 +685,7 @@ hvt_stub_ret:
 	b.hi 9f
 	add x17, x27, x10
 	str x17, [x13, #RH_HEAD]
+	cmp x10, #2 /* eq: two records (the flags kept to the end) */
 	add x10, x28, #1
 	mul x10, x10, x12 /* this CPU's first record */
 	and x17, x27, x28
@@ -671,9 +697,10 @@ hvt_stub_ret:
 	add x28, x10, x28, lsl #STUB_REC_SHIFT
 	add x10, x10, x17, lsl #STUB_REC_SHIFT
 	str w27, [x10, #R_STASH]
+	b.ne 11f /* one record: the slot after it is not this event's (a full ring's is the host's) */
 	add w27, w27, #1
 	str w27, [x28, #R_STASH]
-	ret
+11:	ret
 9:	ldr x17, [x11, #H_WAIT_TSC]
 	cbz x17, 12f
 	ldr x27, [x13, #RH_GAVE_UP]
