@@ -15,7 +15,7 @@ before the vCPUs run; KVM's guest TSC is the host TSC plus the vCPU's offset, wh
 the lane twice per KVM_RUN: back to where the guest TSC stopped, then forward to catch up, and at a
 vCPU's first run by tens of milliseconds, a different amount per vCPU). So an event's host time is its
 recorded time less (offset of its vCPU in force then - vCPU 0's offset at the anchor) / rate; the
-anchor's offset is vCPU 0's first write's previous_tsc_offset. Exit status 0; 2 on bad arguments.
+anchor's offset is vCPU 0's in force at the session's start (the guest file's TIME_SHIFT offset). Exit status 0; 2 on bad arguments.
 """
 import bisect
 import re
@@ -78,8 +78,19 @@ def main():
         print("lane-tsc-offsets: no kvm_write_tsc_offset of vCPU 0 in %s (--host-event)" % host,
               file=sys.stderr)
         return 2
-    ref = writes[0][0][1]
+    # the anchor: vCPU 0's offset in force at the session's start (the guest file's TIME_SHIFT offset,
+    # hvtrace's t0, CLOCK_MONOTONIC ns), before its first write if none came earlier
+    gopts = subprocess.run(["trace-cmd", "dump", "--options", "-i", guest], capture_output=True,
+                           text=True).stdout
+    m = re.search(r"^\s*(\d+) \d+ \d+ \d+\s*\[offset \* scaling", gopts, re.M)
+    t0 = int(m.group(1)) / 1e9 if m else None
     wtimes = {v: [w[0] for w in writes[v]] for v in range(nv)}
+    if t0 is None:
+        print("lane-tsc-offsets: %s has no TIME_SHIFT (not a record --host guest file)" % guest,
+              file=sys.stderr)
+        return 2
+    k = bisect.bisect_right(wtimes[0], t0) - 1
+    ref = writes[0][0][1] if k < 0 else writes[0][k][2]
 
     def offset(v, t):
         i = bisect.bisect_right(wtimes[v], t) - 1
