@@ -263,13 +263,15 @@ viewer-test: hvtrace $(GUEST) guest
 	@$(TEST_ENV) tests/viewer/check-viewers.sh
 
 # On real KVM, in the nested lane: with the lane's own L0 (make lane-qemu), first the freestanding part of
-# make bench (a trap event through KVM_EXIT_DEBUG against a raw INT3 exit round trip and a stub event, in
-# one run; set BENCH_NESTED_PARTS=freestanding for it alone; over 40 minutes of the lane on a loaded machine,
-# so give it HVT_LANE_TIMEOUT); then the Linux part: hvtrace's own VMM (run --kernel), stub probes.
+# make bench, short (BENCH_SHORT: 1 vCPU, no probe, raw INT3 round trip, trap event, stub event,
+# $(BENCH_NESTED_ROUNDS) rounds, default 3): a trap event through KVM_EXIT_DEBUG against a raw INT3 exit
+# round trip and a stub event, in one run; set BENCH_NESTED_PARTS=freestanding for it alone; then the
+# Linux part: hvtrace's own VMM (run --kernel), stub probes.
 bench-nested: hvtrace guest $(BUILD)/tests/bench $(BENCH_GUEST) $(BENCH_NOPG_GUEST)
 	@if ! why=$$(scripts/nested-kvm.sh --check 2>&1); then echo "SKIPPED: bench-nested: $$why"; \
 	else if scripts/nested-kvm.sh --l0 | grep -q ^lane; then \
-		scripts/nested-kvm.sh $(BUILD)/tests/bench $(BENCH_GUEST) $(BENCH_NOPG_GUEST) || exit 1; \
+		scripts/nested-kvm.sh env BENCH_SHORT=1 BENCH_ROUNDS=$${BENCH_NESTED_ROUNDS:-3} \
+			$(BUILD)/tests/bench $(BENCH_GUEST) || exit 1; \
 	else echo "SKIPPED: bench-nested: the trap part: INT3 does not exit with the machine's QEMU as L0" \
 		"(make lane-qemu)"; fi; \
 	[ "$$BENCH_NESTED_PARTS" = freestanding ] || \

@@ -123,25 +123,63 @@ static int qemu_translate(struct target *t, unsigned cpu, uint64_t gva, uint64_t
 	return 0;
 }
 
+/* Whether vCPU @cpu's own page tables (as QEMU walks them: no PTI fallback) map @gva to @gpa. */
+static bool cpu_maps(struct target_qemu *q, unsigned cpu, uint64_t gva, uint64_t gpa)
+{
+	const struct arch *a = target_arch(&q->t);
+	struct vcpu_ref r = {q, cpu};
+	uint64_t root, at;
+	unsigned mode;
+
+	if (qemu_vm_cpu_regs(&q->vm, cpu) < 0)
+		return false;
+	a->walk_root(q->vm.cpu[cpu].sys, gva, &root, &mode);
+	return a->translate(read_pte, r.q, root, mode, gva, &at) == 0 && at == gpa;
+}
+
+/* QEMU's gdbstub under KVM writes (and takes back) a Z0's INT3 through the page tables of its
+ * current CPU, c_cpu. A stop without a hit leaves that wherever QEMU put it: QEMU 10.0 and 11 name
+ * the last vCPU in an interrupt stop, and while Linux boots that one has not been started yet
+ * (paging off), so Z0 got E22 there where 7.2's stop named vCPU 0. The breakpoint goes through a
+ * vCPU whose own page tables map @gva to @gpa: the current one if it does, else the first. */
+static int select_bp_cpu(struct target_qemu *q, uint64_t gva, uint64_t gpa)
+{
+	struct gdb *g = q->vm.gdb;
+
+	for (unsigned i = 0; i < q->t.nr_cpus; i++)
+		if (q->vm.cpu[i].thread == g->bp_thread && cpu_maps(q, i, gva, gpa))
+			return 0;
+	for (unsigned i = 0; i < q->t.nr_cpus; i++)
+		if (cpu_maps(q, i, gva, gpa))
+			return gdb_select_bp_thread(g, q->vm.cpu[i].thread);
+	return 0; /* none does (an address hvtrace mapped otherwise): QEMU's answer says */
+}
+
 /* A gdbstub breakpoint changes no guest byte: the one at @gpa is only checked to be still @orig.
  * The VM is stopped (attach, or a hit being handled). */
 static int qemu_insert_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
 {
 	struct target_qemu *q = tq(t);
 	uint8_t now;
+	int ret;
 
 	if (!q->vm.stopped || phys_access(q, gpa, &now, 1, false) < 0)
 		return -EFAULT;
 	if (now != orig)
 		return -ESTALE;
-	return gdb_insert_bp(q->vm.gdb, gva);
+	ret = select_bp_cpu(q, gva, gpa);
+	return ret ? ret : gdb_insert_bp(q->vm.gdb, gva);
 }
 
-/* QEMU owns the breakpoint and never wrote the guest's byte: nothing there to check or put back. */
+/* QEMU owns the breakpoint and never wrote the guest's byte: nothing there to check or put back
+ * (under KVM QEMU takes its INT3 back through its current CPU, chosen as for the insert). */
 static int qemu_remove_bp(struct target *t, uint64_t gva, uint64_t gpa, uint8_t orig)
 {
-	(void)gpa, (void)orig;
-	return gdb_remove_bp(tq(t)->vm.gdb, gva);
+	struct target_qemu *q = tq(t);
+	int ret = q->vm.stopped ? select_bp_cpu(q, gva, gpa) : 0;
+
+	(void)orig;
+	return ret ? ret : gdb_remove_bp(q->vm.gdb, gva);
 }
 
 /* The VM is stopped whenever the tracer runs (hits are handled at a stop); pausing makes sure of

@@ -44,6 +44,8 @@ static int step_once(struct target_qemu *q, struct qemu_cpu *c, uint64_t at)
 	struct gdb_stop st;
 	int ret = qemu_vm_flush_rips(&q->vm);
 
+	if (ret == 0 && !q->tcg) /* QEMU takes it out and puts it back through c_cpu: @c maps @at */
+		ret = gdb_select_bp_thread(q->vm.gdb, c->thread);
 	if (ret == 0 && !q->tcg)
 		ret = gdb_remove_bp(q->vm.gdb, at);
 	if (ret == 0)

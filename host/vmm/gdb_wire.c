@@ -208,6 +208,7 @@ void gdb_wire_note_stop(struct gdb *g, const struct gdb_stop *st)
 	g->last_stop = *st;
 	g->running = false;
 	g->cur_thread = 0; /* QEMU moves its register thread to the CPU that stopped */
+	g->bp_thread = st->thread > 0 ? st->thread : 0; /* and its c_cpu: the thread it names */
 	if (st->kind != GDB_STOP_SIGNAL)
 		g->gone = true;
 }

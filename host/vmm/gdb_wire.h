@@ -35,6 +35,7 @@ struct gdb {
 	unsigned owed;	      /* replies still to come for commands a stop interrupted: skipped */
 	int p_state;	      /* P packet: 1 works, 0 unsupported (G used), -1 not tried yet */
 	int cur_thread;	      /* thread selected by the last Hg, 0 none */
+	int bp_thread;	      /* QEMU's c_cpu: last Hc or stop reply's thread, 0 unknown */
 	int phys_mode;	      /* qemu.PhyMemMode as last set, -1 unknown */
 	const struct arch *arch; /* the guest's ISA (its `g` layout); NULL: arch_default() */
 	/* the numbers of the layout's named system registers (arch_gdb_layout.sys_names), learned

@@ -422,6 +422,25 @@ static int breakpoint(struct gdb *g, char op, uint64_t addr)
 	return gdb_wire_reply_is(g, "OK") ? 0 : gdb_wire_bad_reply(g, "in reply to '%s'", cmd);
 }
 
+int gdb_select_bp_thread(struct gdb *g, int tid)
+{
+	char cmd[32];
+	int rc;
+
+	if (tid <= 0)
+		return -EINVAL;
+	if (g->bp_thread == tid)
+		return 0;
+	snprintf(cmd, sizeof(cmd), "Hc%x", tid);
+	rc = gdb_command(g, cmd);
+	if (rc)
+		return rc;
+	if (!gdb_wire_reply_is(g, "OK"))
+		return gdb_wire_bad_reply(g, "in reply to '%s'", cmd);
+	g->bp_thread = tid;
+	return 0;
+}
+
 int gdb_insert_bp(struct gdb *g, uint64_t addr)
 {
 	return breakpoint(g, 'Z', addr);
@@ -443,6 +462,7 @@ static int resume(struct gdb *g, const char *cmd)
 		return rc;
 	g->running = true;
 	g->cur_thread = 0;
+	g->bp_thread = 0; /* the stop reply names it again */
 	return 0;
 }
 

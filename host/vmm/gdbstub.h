@@ -85,6 +85,12 @@ int gdb_set_phys_mode(struct gdb *g, bool phys);
 int gdb_insert_bp(struct gdb *g, uint64_t addr);
 int gdb_remove_bp(struct gdb *g, uint64_t addr);
 
+/* Makes thread @tid QEMU's current CPU (`Hc`, c_cpu), the one its gdbstub inserts and removes
+ * breakpoints through: under KVM QEMU writes the INT3 through that vCPU's page tables, so a vCPU
+ * not started yet (paging off) answers E22. Nothing sent when @tid is it already (the last Hc, or
+ * the thread the last stop reply named: QEMU stops on c_cpu). The VM stopped. 0 or -errno. */
+int gdb_select_bp_thread(struct gdb *g, int tid);
+
 /* Lets every vCPU run (`vCont;c` or `c`). No reply: wait with gdb_wait_stop. 0 or -errno. */
 int gdb_continue(struct gdb *g);
 

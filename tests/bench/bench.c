@@ -2,7 +2,10 @@
  * measured side by side in one run on the bench guest (each vCPU calls bench_leaf BENCH_CALLS times);
  * given the bench guest built without -pg too, the entry probes' cost (bench_leaf has no fentry site
  * there: an INT3 whose instruction runs out of line, or a stub detour) against the fentry probes',
- * all modes interleaved in the same rounds. */
+ * all modes interleaved in the same rounds. BENCH_SHORT=1 (make bench-nested, where an exit costs
+ * ~130 us and the full set outlasted the lane's 40 minutes): 1 vCPU, only no probe, the raw round
+ * trip, the function tracer and stub probes, BENCH_ROUNDS rounds (default 3): the trap event against
+ * the raw INT3 round trip and stub against trap, side by side in one run. */
 #include "host/trace/clock.h"
 #include "host/trace/filter.h"
 #include "host/kvm/guest_image.h"
@@ -28,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ROUNDS 5
+#define ROUNDS 5 /* at most; BENCH_ROUNDS may ask fewer */
 
 /* MODE_STUB takes the CPU number where the bench guest says (%gs:hvtrace_cpu_gs), MODE_STUB_CPUID
  * from CPUID's APIC ID (a guest that says nothing, on a host without RDTSCP) */
@@ -207,6 +210,43 @@ static void open_nopg(struct guest_image *g, const char *path)
 		die("entry sites", err);
 }
 
+/* BENCH_SHORT: 1 vCPU, the modes of the trap/raw and stub/trap ratios, @rounds interleaved rounds;
+ * each mode's CPU seconds per round and the medians' ratios. 0. */
+static int bench_short(struct guest_image *g, const char *path, int rounds)
+{
+	static const enum mode modes[] = {MODE_BASE, MODE_RAW, MODE_TRACE, MODE_STUB};
+	enum { NR = sizeof(modes) / sizeof(modes[0]) };
+	double v[NR][ROUNDS], t[NR];
+	char err[256];
+
+	if (guest_image_open(g, path, err, sizeof(err)) < 0)
+		die("guest", err);
+	printf("hvtrace bench (short): bench_leaf called %d times on 1 vCPU; %d interleaved rounds;\n"
+	       "costs are CPU time of the hvtrace process\n",
+	       BENCH_CALLS, rounds);
+	for (int r = 0; r < rounds; r++)
+		for (int i = 0; i < NR; i++) {
+			v[i][r] = run_once(g, 1, modes[i]);
+			printf("  round %d: %-22s %8.3f CPU-s (%.3f s wall)\n", r + 1,
+			       mode_names[modes[i]], v[i][r], last_wall);
+			fflush(stdout);
+		}
+	for (int i = 0; i < NR; i++) {
+		qsort(v[i], rounds, sizeof(double), cmp_double);
+		t[i] = v[i][rounds / 2];
+	}
+	double raw = (t[1] - t[0]) / BENCH_CALLS, fn = (t[2] - t[0]) / BENCH_CALLS;
+	double stub = (t[3] - t[0]) / BENCH_CALLS;
+
+	printf("  per event (medians): raw INT3 round trip %.2f us, trap event %.2f us, stub event "
+	       "%.2f us\n",
+	       raw * 1e6, fn * 1e6, stub * 1e6);
+	printf("  ratio trap event / raw INT3 round trip: %.3f\n", fn / raw);
+	printf("  ratio stub / trap event: %.3f\n", stub / fn);
+	guest_image_close(g);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct guest_image g, ng;
@@ -214,38 +254,54 @@ int main(int argc, char **argv)
 	unsigned smps[2] = {1, 2};
 	double t[2][NR_MODES], wall[2];
 	int nr_modes = argc == 3 ? NR_MODES : NR_PG_MODES;
+	const char *short_env = getenv("BENCH_SHORT"), *rounds_env = getenv("BENCH_ROUNDS");
+	bool brief = short_env && !strcmp(short_env, "1");
+	int rounds = brief ? 3 : ROUNDS, nr_smps = brief ? 1 : 2;
 
 	if (argc != 2 && argc != 3) {
 		fprintf(stderr, "usage: bench BENCH-GUEST.elf [BENCH-GUEST-WITHOUT-PG.elf]\n");
 		return 2;
 	}
+	if (rounds_env) {
+		char *end;
+		long v = strtol(rounds_env, &end, 10);
+
+		if (!*rounds_env || *end || v < 1 || v > ROUNDS) {
+			fprintf(stderr, "bench: BENCH_ROUNDS: '%s' is not a number from 1 to %d\n",
+				rounds_env, ROUNDS);
+			return 2;
+		}
+		rounds = (int)v;
+	}
+	if (brief)
+		return bench_short(&g, argv[1], rounds);
 	if (guest_image_open(&g, argv[1], err, sizeof(err)) < 0)
 		die("guest", err);
 	if (argc == 3)
 		open_nopg(&ng, argv[2]);
-	for (int s = 0; s < 2; s++) {
+	for (int s = 0; s < nr_smps; s++) {
 		double v[NR_MODES][ROUNDS];
 
 		/* interleave the modes so that machine noise hits all of them alike */
 		double wv[ROUNDS];
 
-		for (int r = 0; r < ROUNDS; r++)
+		for (int r = 0; r < rounds; r++)
 			for (int m = 0; m < nr_modes; m++) {
 				v[m][r] = run_once(m < NR_PG_MODES ? &g : &ng, smps[s], m);
 				if (m == MODE_TRACE)
 					wv[r] = last_wall;
 			}
-		qsort(wv, ROUNDS, sizeof(double), cmp_double);
-		wall[s] = wv[ROUNDS / 2];
+		qsort(wv, rounds, sizeof(double), cmp_double);
+		wall[s] = wv[rounds / 2];
 		for (int m = 0; m < nr_modes; m++) {
-			qsort(v[m], ROUNDS, sizeof(double), cmp_double);
-			t[s][m] = v[m][ROUNDS / 2];
+			qsort(v[m], rounds, sizeof(double), cmp_double);
+			t[s][m] = v[m][rounds / 2];
 		}
 	}
 	printf("hvtrace bench: bench_leaf called %d times per vCPU; median of %d interleaved runs;\n"
 	       "costs are CPU time of the hvtrace process (vCPU threads with in-kernel emulation, writer)\n",
-	       BENCH_CALLS, ROUNDS);
-	for (int s = 0; s < 2; s++) {
+	       BENCH_CALLS, rounds);
+	for (int s = 0; s < nr_smps; s++) {
 		double n = (double)smps[s] * BENCH_CALLS;
 		double raw = (t[s][MODE_RAW] - t[s][MODE_BASE]) / n;
 		double fn = (t[s][MODE_TRACE] - t[s][MODE_BASE]) / n;

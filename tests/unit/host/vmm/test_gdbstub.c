@@ -720,6 +720,49 @@ static void test_execution(void **state)
 	free(g);
 }
 
+/* QEMU's current CPU for breakpoints (c_cpu, issue 40): the thread the last stop reply named, or the
+ * last Hc; gdb_select_bp_thread sends Hc only for another thread, and an error leaves it as it was. */
+static void test_bp_thread(void **state)
+{
+	struct fake_step st[16];
+	struct fake_server s;
+	struct gdb *g = new_gdb();
+	struct gdb_stop stop;
+	char err[128];
+	size_t n;
+
+	(void)state;
+	n = qemu72_hello(st, "", "+");
+	st[n++] = (struct fake_step){pk("+", "Hc2", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "Z0,7c01,1", ""), pk("+", "OK", "")};
+	st[n++] = (struct fake_step){pk("+", "vCont;c", ""), "+"};
+	st[n++] = (struct fake_step){"\x03", pk("", "T02thread:02;", "")};
+	st[n++] = (struct fake_step){pk("+", "Hc1", ""), pk("+", "E22", "")};
+	st[n++] = (struct fake_step){pk("+", "D", ""), pk("+", "OK", "")};
+
+	assert_int_equal(gdb_attach_fd(g, fake_server_start(&s, NULL, st, n, FAKE_SERVER_HOLD), err,
+				       sizeof(err)),
+			 0);
+	assert_int_equal(g->bp_thread, 1); /* the stop reply to '?' named thread 1 */
+	assert_int_equal(gdb_select_bp_thread(g, 1), 0); /* no packet */
+	assert_int_equal(gdb_select_bp_thread(g, 0), -EINVAL);
+	assert_int_equal(gdb_select_bp_thread(g, 2), 0);
+	assert_int_equal(g->bp_thread, 2);
+	assert_int_equal(gdb_select_bp_thread(g, 2), 0); /* no packet */
+	assert_int_equal(gdb_insert_bp(g, 0x7c01), 0);
+	assert_int_equal(gdb_continue(g), 0);
+	assert_int_equal(g->bp_thread, 0); /* running: unknown until the stop */
+	assert_int_equal(gdb_interrupt(g, 1000, &stop), 0);
+	assert_int_equal(stop.thread, 2);
+	assert_int_equal(g->bp_thread, 2);
+	assert_int_equal(gdb_select_bp_thread(g, 2), 0); /* no packet */
+	assert_int_equal(gdb_select_bp_thread(g, 1), -EIO);
+	assert_int_equal(g->bp_thread, 2);
+	assert_int_equal(gdb_detach(g), 0);
+	fake_server_finish(&s);
+	free(g);
+}
+
 /* The '+' owed for the reply to a P sent with a continue is not sent while the VM runs: an interrupt
  * is the 0x03 byte alone (QEMU 8.1 and later stop on the '+' without a stop reply and drop the 0x03,
  * seen on QEMU 10.0 and 11.1), and that '+' is never sent: the first command after the stop carries
@@ -1436,6 +1479,7 @@ int main(void)
 	    cmocka_unit_test(test_write_reg_g_fallback),
 	    cmocka_unit_test(test_memory_chunks),
 	    cmocka_unit_test(test_execution),
+	    cmocka_unit_test(test_bp_thread),
 	    cmocka_unit_test(test_interrupt_alone_while_running),
 	    cmocka_unit_test(test_connection_lost),
 	    cmocka_unit_test(test_connect_refused),
