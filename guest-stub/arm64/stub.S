@@ -333,14 +333,25 @@ hvt_stub_start:
 .macro AGG_KEY
 	mov w22, #STUB_AGG_NOPID
 	mrs x15, sp_el0
-	tbz x20, #1, 1f /* STUB_AGG_PID */
+	tbz x20, #1, .Lak_out\@ /* STUB_AGG_PID */
 	mov x22, #0
-	cbz x15, 1f
+	cbz x15, .Lak_out\@
 	ldr x17, [x11, #H_COMM_OFF]
-	cbz x17, 1f
+	cbz x17, .Lak_out\@
 	ldr x17, [x11, #H_PID_OFF]
 	ldr w22, [x15, x17]
-1:
+.Lak_out\@:
+.endm
+
+/* The profiler's mode (STUB_AGG_RET alone: no pid, no log2): one entry of the site counts its calls
+ * and its returns (STUB_AGG_BOTH, as x86's short path keeps them: calls in A_HITS, returns in the
+ * u64 at A_COMM, their durations in A_SUM, A_SUMSQ and A_MAX), so a site hit on a CPU takes one
+ * entry of its table, not two. x22 = that key for mode x20 (else as it was). */
+.macro BOTH_KEY
+	cmp x20, #STUB_AGG_RET
+	b.ne .Lbk_out\@
+	mov x22, #-1 /* (STUB_AGG_BOTH << 32) | STUB_AGG_NOPID */
+.Lbk_out\@:
 .endm
 
 hvt_stub_entry:
@@ -419,7 +430,9 @@ hvt_stub_count_ret_pid_log2:
 	cmn x12, #1
 	b.eq .Lout
 	AGG_KEY
-	mov x23, #0 /* a call: bucket 0, no duration */
+	BOTH_KEY
+	mov x23, #0 /* a call: bucket 0 (STUB_AGG_BOTH's calls), no duration */
+	mov x19, #A_HITS
 	bl .Lagg
 	tbz x20, #0, .Lout /* STUB_AGG_RET */
 	/* the return hooked: the frame's E_TSC is the mode in bits 63..61 over the counter */
@@ -651,6 +664,14 @@ hvt_stub_ret:
 	csel x28, x28, xzr, ne
 	orr x23, x27, x28
 	AGG_KEY
+	mov x19, #A_HITS
+	cmp x20, #STUB_AGG_RET
+	b.ne .Lr_bucket
+	BOTH_KEY /* the profiler's: the returns' count in A_COMM's first u64 */
+	mov x19, #A_COMM
+	bl .Lagg
+	b .Lr_out
+.Lr_bucket:
 	mov x17, #1 /* bucket 1: a return */
 	tbz x20, #2, 2f /* STUB_AGG_LOG2 */
 	mov x17, #2 /* 2 + log2 of the duration as ftrace's .log2: ilog2(roundup_pow_of_two) */
@@ -731,27 +752,29 @@ hvt_stub_ret:
 	ret
 
 /* Adds one event of site x24 and key x22 with duration x23 (ns; 0 for a call) to CPU x12's table
- * (ring header x13): the entry of that key found or claimed within STUB_AGG_PROBES entries of its
- * hash (a pid key's first claim copies task x15's comm), else counted in the CPU's RH_AGG_DROP.
- * The table is this CPU's alone and IRQ and FIQ are masked: plain loads and stores. Clobbers x10,
- * x17, x19, x27, x28. */
+ * (ring header x13), its count in the entry's u64 at offset x19 (A_HITS; A_COMM for a
+ * STUB_AGG_BOTH entry's returns): the entry of that key found or claimed within STUB_AGG_PROBES
+ * entries of its hash (a pid key's first claim copies task x15's comm), else counted in the CPU's
+ * RH_AGG_DROP. The table is this CPU's alone and IRQ and FIQ are masked: plain loads and stores.
+ * Clobbers x10, x17, x27, x28. */
 .Lagg:
 	ldr x17, [x11, #H_AGG]
 	cbz x17, 9f
-	stp x0, x1, [sp, #-16]!
+	stp x0, x1, [sp, #-32]!
+	str x2, [sp, #16]
 	ldr x28, [x11, #H_AGG_MASK]
 	add x10, x28, #1
 	mul x10, x10, x12
 	add x10, x17, x10, lsl #STUB_AGG_SHIFT /* the CPU's table */
-	ror x19, x22, #35 /* the hash: rotl(key, 29) ^ site, times a large odd number, folded */
-	eor x19, x19, x24
+	ror x2, x22, #35 /* the hash: rotl(key, 29) ^ site, times a large odd number, folded */
+	eor x2, x2, x24
 	movz x17, #0xe995
 	movk x17, #0x5bd1, lsl #16
-	mul x19, x19, x17
-	eor x19, x19, x19, lsr #29
+	mul x2, x2, x17
+	eor x2, x2, x2, lsr #29
 	mov w27, #STUB_AGG_PROBES
-1:	and x19, x19, x28
-	add x17, x10, x19, lsl #STUB_AGG_SHIFT
+1:	and x2, x2, x28
+	add x17, x10, x2, lsl #STUB_AGG_SHIFT
 	ldr x0, [x17, #A_IP]
 	cmp x0, x24
 	b.ne 2f
@@ -772,16 +795,16 @@ hvt_stub_ret:
 	ldp x0, x1, [x0]
 	stp x0, x1, [x17, #A_COMM]
 	b 4f
-3:	add x19, x19, #1
+3:	add x2, x2, #1
 	subs w27, w27, #1
 	b.ne 1b
 	ldr x0, [x13, #RH_AGG_DROP]
 	add x0, x0, #1
 	str x0, [x13, #RH_AGG_DROP]
 	b 5f
-4:	ldr x0, [x17, #A_HITS]
+4:	ldr x0, [x17, x19]
 	add x0, x0, #1
-	str x0, [x17, #A_HITS]
+	str x0, [x17, x19]
 	ldr x0, [x17, #A_SUM]
 	add x0, x0, x23
 	str x0, [x17, #A_SUM]
@@ -792,7 +815,8 @@ hvt_stub_ret:
 	cmp x23, x0
 	b.ls 5f
 	str x23, [x17, #A_MAX]
-5:	ldp x0, x1, [sp], #16
+5:	ldr x2, [sp, #16]
+	ldp x0, x1, [sp], #32
 9:	ret
 
 /* A counting routine's frame x10 abandoned without returning: counted in the CPU's table as
@@ -805,6 +829,7 @@ hvt_stub_ret:
 	ldr x24, [x10, #E_IP]
 	movn x22, #0xffff, lsl #48 /* (STUB_AGG_UNWOUND << 32) | STUB_AGG_NOPID */
 	mov x23, #0
+	mov x19, #A_HITS
 	bl .Lagg
 	ldr x30, [sp, #32]
 	ldp x24, x19, [sp, #16]

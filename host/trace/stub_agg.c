@@ -88,19 +88,23 @@ void stub_agg_parse(struct stub_agg *a, const struct stub_agg_ent *raw, size_t n
 		const struct probe *p;
 		struct stub_agg_item *it;
 
-		if (!e->ip || !e->hits)
+		bool clean;
+
+		/* nothing counted (a STUB_AGG_BOTH entry may hold returns alone: of calls made on
+		 * another CPU, arm64's general routines counting them where they return) */
+		if (!e->ip || (!e->hits && (e->bucket != STUB_AGG_BOTH || !both_returns(e, &clean))))
 			continue;
 		p = probe_lookup(probes, e->ip);
 		if (p && p->stub && p->agg && p->agg_count && p->addr == e->ip &&
 		    e->bucket == STUB_AGG_BOTH) {
-			bool clean;
 			uint64_t rets = both_returns(e, &clean);
 
 			if (!plausible_both(e, p)) {
 				a->rejected++;
 				continue;
 			}
-			add_item(a, e, p, cpu, false);
+			if (e->hits)
+				add_item(a, e, p, cpu, false);
 			if (rets && (it = add_item(a, e, p, cpu, true)))
 				it->hits = rets;
 			continue;

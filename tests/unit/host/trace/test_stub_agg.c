@@ -426,6 +426,17 @@ static void test_both_entries(void **state)
 	stub_agg_parse(&a, raw, 1, 0, &probes);
 	assert_int_equal(a.nr, 1);
 	assert_int_equal(a.rejected, 1);
+	/* returns alone (arm64: calls made on another CPU, their returns counted here): one item,
+	 * the returns'; an entry with neither is nothing */
+	raw[0].hits = 0;
+	raw[1].hits = 0;
+	a = (struct stub_agg){.v = items, .cap = 16};
+	stub_agg_parse(&a, raw, 2, 0, &probes);
+	assert_int_equal(a.nr, 1);
+	assert_int_equal(a.rejected, 0);
+	assert_true(items[0].is_return);
+	assert_int_equal(items[0].hits, 7);
+	assert_int_equal(items[0].sum_ns, 1000);
 }
 
 /* stub_agg_parse alone: a table past its capacity counts the rest rejected. */
