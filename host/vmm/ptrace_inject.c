@@ -3,6 +3,7 @@
 #include "host/vmm/proc_maps.h"
 #include "host/vmm/seccomp_check.h"
 #include "host/util/msg_fmt.h"
+#include "host/util/proc_state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -67,21 +68,10 @@ static struct ptrace_inject_thread *thread_of(struct ptrace_inject *pi, pid_t ti
  * whose state follows the last ')' (the comm may hold any byte). */
 static bool zombie(pid_t pid, pid_t tid)
 {
-	char path[80], buf[512], *p;
-	int fd;
-	ssize_t n;
+	char state;
+	int ret = proc_state(pid, tid, &state);
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	return ret == 0 ? PROC_STATE_EXITED(state) : ret != -EBADMSG;
 }
 
 /* "Name:\tVALUE" of /proc/PID/task/TID/status (TID 0: the process's) as a number; -1 if absent. */

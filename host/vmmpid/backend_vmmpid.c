@@ -17,6 +17,7 @@
 #include "host/vmm/proc_mem.h"
 #include "host/session/exitcode.h"
 #include "host/util/msg_fmt.h"
+#include "host/util/proc_state.h"
 #include "arch/arch.h"
 #include "arch/arch_tlb.h"
 #include "vmi/vmi_linux.h"
@@ -451,22 +452,9 @@ static int vmmpid_open(void *ctx, char *err, size_t errlen)
 /* Whether the VMM process is gone (or a zombie): a step that failed then failed for that. */
 static bool vmm_gone(pid_t pid)
 {
-	char path[64], buf[512];
-	const char *rp;
-	ssize_t n;
-	int fd;
+	char state;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	rp = strrchr(buf, ')');
-	return !rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X';
+	return proc_state(pid, 0, &state) < 0 || PROC_STATE_EXITED(state);
 }
 
 static int prepare_steps(struct vmmpid_run *r, int sfd, char *err, size_t errlen);
