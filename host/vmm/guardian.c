@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define GOODBYE	'q'
+#define GOODBYE	     'q'
 #define GONE_WAIT_MS 2000
 
 /* The parent's files close before the kernel drops its ptrace links (exit_files, then exit_notify's
