@@ -8,8 +8,9 @@
  * 7 reads exactly with stub probes and nothing lost, the kernel text unchanged after the detach
  * (--verify-text), the VMM let go (no tracer, not stopped) and its guest running on (its CPU time
  * grows), a second attach (function_graph, --duration) detaching as cleanly, and a VMM killed
- * while hvtrace attaches: one line, never a hang. Needs real KVM (the nested lane: make
- * test-nested); skipped with one line without /dev/kvm. */
+ * while hvtrace attaches: one line, never a hang; and hvtrace SIGKILLed in its patch hold: the
+ * VMM left running, untraced, its text as it was (the patch hold's guardian). Needs real KVM (the
+ * nested lane: make test-nested); skipped with one line without /dev/kvm. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -125,6 +126,97 @@ static void assert_let_go(pid_t pid, bool busy)
 	free(s1);
 }
 
+/* TracerPid of @pid (0: none, -1: gone). */
+static int tracer_pid(pid_t pid)
+{
+	char path[64], buf[2048];
+	const char *tp;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	tp = strstr(buf, "TracerPid:");
+	return tp ? atoi(tp + 10) : -1;
+}
+
+/* hvtrace SIGKILLed HOLD_KILL_MS into its second ptrace hold of the VMM (the patch hold: the stub
+ * and the CALLs going in, past the hold's injected register reads): the patch hold's guardian
+ * undoes every write, the VMM runs on untraced, and a new attach on the same functions finds every
+ * site a NOP5 again and detaches with the text unchanged. */
+#define HOLD_KILL_MS 40
+static void killed_in_patch_hold(const struct qemu_case *q, struct vmm *v, const char *pid)
+{
+	char errpath[128], *err = NULL;
+	int holds = 0, was = 0, st;
+	pid_t h;
+	struct hv_result r;
+
+	snprintf(errpath, sizeof(errpath), "%s/killed.err", v->dir);
+	h = fork();
+	assert_true(h >= 0);
+	if (h == 0) {
+		int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644),
+		    null = open("/dev/null", O_RDWR);
+
+		dup2(e, 2);
+		dup2(null, 1);
+		execl(hv_binary(), hv_binary(), "attach", "--pid", pid, "-l", "vfs_*", "-l",
+		      "ksys_*", (char *)NULL);
+		_exit(127);
+	}
+	st = 0;
+	for (int i = 0; i < 300000 && waitpid(h, &st, WNOHANG) == 0; i++) { /* 5 min at most */
+		int now = tracer_pid(v->pid) > 0; /* (the tracer may be a thread of hvtrace) */
+
+		if (now && !was && ++holds == 2) {
+			usleep(HOLD_KILL_MS * 1000);
+			break;
+		}
+		was = now;
+		usleep(1000);
+	}
+	kill(h, SIGKILL); /* in its second hold, or (a failure below) wherever it is */
+	waitpid(h, &st, 0);
+	if (holds != 2) {
+		char *e = hv_slurp(errpath);
+
+		fail_msg("hvtrace's second hold of the VMM not seen (%d holds): %s", holds, e);
+	}
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	/* the guardian's line, then the VMM let go */
+	for (int i = 0; i < 200; i++) {
+		free(err);
+		err = hv_slurp(errpath);
+		if (strstr(err, "hvtrace guardian:") && tracer_pid(v->pid) == 0)
+			break;
+		sleep_ms(50);
+	}
+	printf("hvt-generic: VMM %s: hvtrace killed %d ms into its patch hold: %s", q->version,
+	       HOLD_KILL_MS, err);
+	assert_non_null(strstr(err, "hvtrace guardian: hvtrace died while it patched; "));
+	assert_non_null(strstr(err, " writes undone, 0 left (changed since), the VMM let go"));
+	assert_null(strstr(err, "; 0 writes undone"));
+	free(err);
+	assert_let_go(v->pid, true);
+	const char *again[] = {"attach", "--pid",  pid,		 "-l", "vfs_*",
+			       "-l",	 "ksys_*", "--duration", "2",  "--verify-text",
+			       NULL};
+	hv_run(&r, again, 0, 0);
+	printf("hvt-generic: VMM %s: attach after it: status %d\n", q->version, r.status);
+	if (r.status)
+		fprintf(stderr, "stderr: %s\n", r.err);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "--verify-text: kernel text unchanged"));
+	hv_result_free(&r);
+	assert_let_go(v->pid, true);
+}
+
 static const struct qemu_case *case_qemu(void **state)
 {
 	const struct qemu_case *q = *state;
@@ -204,27 +296,19 @@ static void test_generic(void **state)
 	assert_non_null(strstr(r.err, "KVM_EXIT_DEBUG"));
 	hv_result_free(&r);
 
+	killed_in_patch_hold(q, &v, pid);
+
 	/* the VMM killed while hvtrace holds it (its Nth ptrace hold: 1, the registers; 2, the
 	 * patch), seen from /proc: one line, no hang */
 	pid_t killer = fork();
 
 	assert_true(killer >= 0);
 	if (killer == 0) {
-		char path[64], buf[2048];
 		int holds = 0, was = 0;
 
-		snprintf(path, sizeof(path), "/proc/%d/status", (int)v.pid);
 		for (int i = 0; i < 600000; i++) { /* about 10 minutes at most */
-			FILE *f = fopen(path, "r");
-			size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-			const char *tp;
-			int now;
+			int now = tracer_pid(v.pid) > 0;
 
-			if (f)
-				fclose(f);
-			buf[n] = 0;
-			tp = strstr(buf, "TracerPid:");
-			now = tp ? atoi(tp + 10) != 0 : 0;
 			if (now && !was && ++holds == q->kill_hold) {
 				kill(v.pid, SIGKILL);
 				_exit(0);
