@@ -8,9 +8,9 @@
  * 7 reads exactly with stub probes and nothing lost, the kernel text unchanged after the detach
  * (--verify-text), the VMM let go (no tracer, not stopped) and its guest running on (its CPU time
  * grows), a second attach (function_graph, --duration) detaching as cleanly, and a VMM killed
- * while hvtrace attaches: one line, never a hang; and hvtrace SIGKILLed in its patch hold: the
- * VMM left running, untraced, its text as it was (the patch hold's guardian). Needs real KVM (the
- * nested lane: make test-nested); skipped with one line without /dev/kvm. */
+ * while hvtrace attaches: one line, never a hang; and (hvtrace's VMM) hvtrace SIGKILLed in its
+ * patch hold: the VMM left running, untraced, its text as it was (the patch hold's guardian). Needs
+ * real KVM (the nested lane: make test-nested); skipped with one line without /dev/kvm. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -145,17 +145,58 @@ static int tracer_pid(pid_t pid)
 	return tp ? atoi(tp + 10) : -1;
 }
 
-/* hvtrace SIGKILLed HOLD_KILL_MS into its second ptrace hold of the VMM (the patch hold: the stub
- * and the CALLs going in, past the hold's injected register reads): the patch hold's guardian
- * undoes every write, the VMM runs on untraced, and a new attach on the same functions finds every
- * site a NOP5 again and detaches with the text unchanged. */
-#define HOLD_KILL_MS 40
+/* Where vfs_read's first byte is in the VMM's own memory: hvtrace's VMM runs the kernel at its link
+ * address (no KASLR: System.map's address), guest-physical = virtual - 0xffffffff80000000, all of
+ * its 1 GiB of RAM one mapping from guest-physical 0. 0 if not found. */
+static uint64_t vfs_read_hva(pid_t pid)
+{
+	char *dir = strdup(kernel), path[512], *out;
+	uint64_t sym = 0, lo = 0, hi = 0;
+
+	snprintf(path, sizeof(path), "%s/System.map", dirname(dir));
+	free(dir);
+	out = hv_sh("awk '$3 == \"vfs_read\" {print $1}' %s", path);
+	sym = strtoull(out, NULL, 16);
+	free(out);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "r");
+	char line[512];
+	unsigned long a, b;
+
+	while (f && !lo && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && b - a == (1ul << 30))
+			lo = a;
+	if (f)
+		fclose(f);
+	hi = lo + (1ull << 30);
+	if (!sym || !lo || sym < 0xffffffff80000000ull || lo + (sym - 0xffffffff80000000ull) >= hi)
+		return 0;
+	return lo + (sym - 0xffffffff80000000ull);
+}
+
+/* hvtrace SIGKILLed in its second ptrace hold of the VMM (the patch hold) once vfs_read's NOP5 has
+ * become its CALL (so past the hold's injected register reads, among the text writes): the patch
+ * hold's guardian undoes every write, the VMM runs on untraced, and a new attach on the same
+ * functions finds every site a NOP5 again and detaches with the text unchanged. hvtrace's own VMM
+ * only: a QEMU's kernel lies where its KASLR put it physically. */
 static void killed_in_patch_hold(const struct qemu_case *q, struct vmm *v, const char *pid)
 {
-	char errpath[128], *err = NULL;
-	int holds = 0, was = 0, st;
+	char errpath[128], mpath[64], *err = NULL;
+	int holds = 0, was = 0, st, mfd;
+	uint8_t b = 0;
+	uint64_t at;
 	pid_t h;
 	struct hv_result r;
+
+	if (strcmp(q->version, "hvtrace"))
+		return;
+	at = vfs_read_hva(v->pid);
+	assert_true(at != 0);
+	snprintf(mpath, sizeof(mpath), "/proc/%d/mem", (int)v->pid);
+	mfd = open(mpath, O_RDONLY | O_CLOEXEC);
+	assert_true(mfd >= 0);
+	assert_int_equal(pread(mfd, &b, 1, (off_t)at), 1);
+	assert_int_equal(b, 0x0f); /* a NOP5 */
 
 	snprintf(errpath, sizeof(errpath), "%s/killed.err", v->dir);
 	h = fork();
@@ -174,19 +215,22 @@ static void killed_in_patch_hold(const struct qemu_case *q, struct vmm *v, const
 	for (int i = 0; i < 300000 && waitpid(h, &st, WNOHANG) == 0; i++) { /* 5 min at most */
 		int now = tracer_pid(v->pid) > 0; /* (the tracer may be a thread of hvtrace) */
 
-		if (now && !was && ++holds == 2) {
-			usleep(HOLD_KILL_MS * 1000);
+		if (now && !was)
+			holds++;
+		if (holds == 2 && now && pread(mfd, &b, 1, (off_t)at) == 1 && b == 0xe8)
 			break;
-		}
 		was = now;
-		usleep(1000);
+		usleep(200);
 	}
-	kill(h, SIGKILL); /* in its second hold, or (a failure below) wherever it is */
+	kill(h, SIGKILL); /* in its second hold, vfs_read patched, or (a failure) wherever it is */
 	waitpid(h, &st, 0);
-	if (holds != 2) {
+	close(mfd);
+	if (holds != 2 || b != 0xe8) {
 		char *e = hv_slurp(errpath);
 
-		fail_msg("hvtrace's second hold of the VMM not seen (%d holds): %s", holds, e);
+		fail_msg(
+		    "hvtrace's second hold (%d seen) with vfs_read patched (%02x) not seen: %s",
+		    holds, b, e);
 	}
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	/* the guardian's line, then the VMM let go */
@@ -197,8 +241,8 @@ static void killed_in_patch_hold(const struct qemu_case *q, struct vmm *v, const
 			break;
 		sleep_ms(50);
 	}
-	printf("hvt-generic: VMM %s: hvtrace killed %d ms into its patch hold: %s", q->version,
-	       HOLD_KILL_MS, err);
+	printf("hvt-generic: VMM %s: hvtrace killed in its patch hold, vfs_read's CALL in: %s",
+	       q->version, err);
 	assert_non_null(strstr(err, "hvtrace guardian: hvtrace died while it patched; "));
 	assert_non_null(strstr(err, " writes undone, 0 left (changed since), the VMM let go"));
 	assert_null(strstr(err, "; 0 writes undone"));
