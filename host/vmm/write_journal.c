@@ -1,5 +1,6 @@
 #include "host/vmm/write_journal.h"
 #include "host/vmm/ptrace_inject.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -88,7 +89,8 @@ void write_journal_clear(struct write_journal *j)
 }
 
 size_t write_journal_undo(const struct write_journal *j, write_journal_read_fn read,
-			  write_journal_write_fn write, void *ctx, size_t *left)
+			  write_journal_write_fn write, void *ctx, size_t *left, char *why,
+			  size_t whylen)
 {
 	struct head *h = (struct head *)j->map;
 	uint8_t now[WRITE_JOURNAL_WRITE_MAX];
@@ -97,6 +99,8 @@ size_t write_journal_undo(const struct write_journal *j, write_journal_read_fn r
 
 	if (left)
 		*left = 0;
+	if (why && whylen)
+		*why = 0;
 	if (!h)
 		return 0;
 	end = atomic_load(&h->used);
@@ -115,11 +119,20 @@ size_t write_journal_undo(const struct write_journal *j, write_journal_read_fn r
 			break;
 		const uint8_t *old = base + end - size + sizeof(e), *new = old + e.len;
 
-		if (read(ctx, e.addr, now, e.len) == 0 && !memcmp(now, new, e.len) &&
-		    (!memcmp(old, new, e.len) || write(ctx, e.addr, old, e.len) == 0))
+		int rd = read(ctx, e.addr, now, e.len);
+
+		if (rd == 0 && !memcmp(now, new, e.len) &&
+		    (!memcmp(old, new, e.len) || write(ctx, e.addr, old, e.len) == 0)) {
 			done++;
-		else
-			kept++;
+		} else {
+			if (!kept++ && why) /* the newest one left, said */
+				msg_fmt(
+				    why, whylen,
+				    "0x%llx (%llu bytes) %s%02x%s, hvtrace wrote %02x, was %02x",
+				    (unsigned long long)e.addr, (unsigned long long)e.len,
+				    rd ? "unreadable" : "holds ", rd ? 0 : now[0], rd ? "" : "..",
+				    new[0], old[0]);
+		}
 		end -= size;
 	}
 	if (left)
@@ -136,7 +149,7 @@ int write_journal_takeover(const struct write_journal *j, struct ptrace_inject *
 	*undone = *left = 0;
 	if (ret < 0)
 		return ret;
-	*undone = write_journal_undo(j, read, write, ctx, left);
+	*undone = write_journal_undo(j, read, write, ctx, left, err, errlen);
 	ptrace_inject_detach(pi);
 	return 0;
 }

@@ -43,16 +43,19 @@ typedef int (*write_journal_write_fn)(void *ctx, uint64_t addr, const void *buf,
 /* Undoes the logged writes, newest first: where @read finds the new bytes, @write puts the old
  * ones back; elsewhere (the write was never made, or the bytes changed since) nothing is written.
  * Returns how many were undone; *@left (if not NULL) how many were not (never made, changed since,
- * or unreadable). Any process that shares the mapping (the guardian). */
+ * or unreadable), the newest of those described in @why (if not NULL; "" when none). Any process
+ * that shares the mapping (the guardian). */
 size_t write_journal_undo(const struct write_journal *j, write_journal_read_fn read,
-			  write_journal_write_fn write, void *ctx, size_t *left);
+			  write_journal_write_fn write, void *ctx, size_t *left, char *why,
+			  size_t whylen);
 
 struct ptrace_inject;
 
 /* The guardian's takeover after the writer died mid-hold: every thread of @pid seized and stopped
  * again through @pi (no call injected), write_journal_undo through @read/@write, the threads let
- * go. 0 with *@undone and *@left, or the attach's negative errno with one line in @err (nothing
- * written). Main thread of the guardian. */
+ * go. 0 with *@undone and *@left (@err: the newest write left, as write_journal_undo's @why), or
+ * the attach's negative errno with one line in @err (nothing written). Main thread of the guardian.
+ */
 int write_journal_takeover(const struct write_journal *j, struct ptrace_inject *pi, pid_t pid,
 			   write_journal_read_fn read, write_journal_write_fn write, void *ctx,
 			   size_t *undone, size_t *left, char *err, size_t errlen);

@@ -325,12 +325,16 @@ static void patch_guardian_takeover(void *ctx)
 	r->vm->held = false;
 	if (write_journal_takeover(&r->journal, &r->vm->pi, r->vm->kp.pid, journal_read,
 				   journal_write, &r->mem, &undone, &left, err, sizeof(err)) < 0) {
-		dprintf(2, "hvtrace guardian: hvtrace died while it patched, and the VMM cannot be "
-			   "held again: %s\n", err);
+		dprintf(2,
+			"hvtrace guardian: hvtrace died while it patched, and the VMM cannot be "
+			"held again: %s\n",
+			err);
 		return;
 	}
-	dprintf(2, "hvtrace guardian: hvtrace died while it patched; %zu writes undone, %zu left "
-		   "(changed since), the VMM let go\n", undone, left);
+	dprintf(2,
+		"hvtrace guardian: hvtrace died while it patched; %zu writes undone, %zu left "
+		"(changed since)%s%s, the VMM let go\n",
+		undone, left, left ? ": newest " : "", left ? err : "");
 }
 
 /* Stub probes in (the VMM held by ptrace while the tracer patches), the drain and writer
@@ -405,7 +409,8 @@ static int start_tracing(struct vmmpid_run *r, char *err, size_t errlen)
 		return ret; /* the detach restores with the journal's guardian still up */
 	}
 	/* a guardian that knows the tracer (and shares its shadow stacks), then the patch hold's
-	 * let go (were hvtrace to die between the two, both restore: each write checks the bytes) */
+	 * let go (were hvtrace to die between the two, both restore: each write checks the bytes)
+	 */
 	if (guardian_start(&r->guard, guardian_takeover, r) < 0)
 		fprintf(stderr,
 			"hvtrace: no guardian (fork failed): if hvtrace dies, the stub stays "
@@ -539,7 +544,8 @@ static int prepare_steps(struct vmmpid_run *r, int sfd, char *err, size_t errlen
 	if (ret < 0)
 		return vmm_status(ret);
 	if (r->s->cmd == CMD_ATTACH && r->s->probe == PROBE_TRAP) {
-		msg_fmt(err, errlen, "--probe trap: %s", &NO_TRAP_VMM[13]); /* past "trap probes: " */
+		msg_fmt(err, errlen, "--probe trap: %s",
+			&NO_TRAP_VMM[13]); /* past "trap probes: " */
 		return EXIT_BAD_INPUT;
 	}
 	if (rec_filter_check_cpus(&r->s->tasks, r->vm->nr_cpus, err, errlen) < 0)

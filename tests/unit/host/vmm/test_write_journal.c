@@ -64,6 +64,7 @@ static void test_undo_newest_first(void **state)
 	uint64_t pte_x = 0x8000000000001063ull, pte_y = 0x1234063, pte_z = 0x1234061;
 	uint8_t q[5] = {9, 9, 9, 9, 9};
 	size_t left = 99;
+	char why[128];
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(mem); i++)
@@ -72,7 +73,7 @@ static void test_undo_newest_first(void **state)
 	memcpy(mem + 100, &pte_x, 8);
 	memcpy(orig, mem, sizeof(mem));
 	assert_int_equal(write_journal_open(&j, 4096), 0);
-	patch(&j, 0, call, 5);	  /* a site */
+	patch(&j, 0, call, 5);	   /* a site */
 	patch(&j, 100, &pte_y, 8); /* a page-table entry, */
 	patch(&j, 100, &pte_z, 8); /* written again (protect) */
 	/* logged, never made (hvtrace died between the two) */
@@ -80,7 +81,9 @@ static void test_undo_newest_first(void **state)
 	patch(&j, 300, call, 5);
 	mem[302] = 0xcc; /* changed since by someone else: left as it is */
 	assert_int_equal(write_journal_count(&j), 5);
-	assert_int_equal(write_journal_undo(&j, mem_read, mem_write, NULL, &left), 3);
+	assert_int_equal(write_journal_undo(&j, mem_read, mem_write, NULL, &left, why, sizeof(why)),
+			 3);
+	assert_string_equal(why, "0x12c (5 bytes) holds e8.., hvtrace wrote e8, was 34");
 	assert_int_equal(left, 2);
 	orig[302] = 0xcc;
 	for (int k = 0; k < 5; k++) /* 300's other bytes still hvtrace's: only a whole match is */
@@ -92,7 +95,9 @@ static void test_undo_newest_first(void **state)
 	assert_int_equal(write_journal_note(&j, 0, mem, mem, 0), -EINVAL);
 	write_journal_clear(&j);
 	assert_int_equal(write_journal_count(&j), 0);
-	assert_int_equal(write_journal_undo(&j, mem_read, mem_write, NULL, &left), 0);
+	assert_int_equal(write_journal_undo(&j, mem_read, mem_write, NULL, &left, why, sizeof(why)),
+			 0);
+	assert_string_equal(why, "");
 	static uint8_t page[WRITE_JOURNAL_WRITE_MAX + 1];
 	assert_int_equal(write_journal_note(&j, 0, page, page, sizeof(page)), -EINVAL);
 	/* 4096 bytes: 16 of head, then 40-byte entries of 5 bytes (16 + 16 + 8): 102 fit */
@@ -113,9 +118,9 @@ static void test_undo_newest_first(void **state)
 static uint8_t sites[SITES][8]; /* the child's "text": the same address in every fork */
 
 struct shared {
-	_Atomic uint64_t counter;  /* the child's progress */
-	_Atomic int patched;	   /* the stand-in hvtrace's sites written, in its hold */
-	_Atomic int took_over;	   /* the guardian's: 1 + undone, or -1 */
+	_Atomic uint64_t counter; /* the child's progress */
+	_Atomic int patched;	  /* the stand-in hvtrace's sites written, in its hold */
+	_Atomic int took_over;	  /* the guardian's: 1 + undone, or -1 */
 	_Atomic int left;
 };
 
