@@ -319,10 +319,19 @@ static int journal_write(void *ctx, uint64_t gpa, const void *buf, size_t len)
 static void patch_guardian_takeover(void *ctx)
 {
 	struct vmmpid_run *r = ctx;
-	char err[320];
+	char err[320], path[64];
 	size_t undone, left;
+	int fd;
 
 	r->vm->held = false;
+	/* the VMM's memory through a /proc/PID/mem of the guardian's own: through hvtrace's, inherited,
+	 * every read failed in the lane once hvtrace was dead */
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)r->vm->kp.pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		close(r->mem.fd);
+		r->mem.fd = fd;
+	}
 	if (write_journal_takeover(&r->journal, &r->vm->pi, r->vm->kp.pid, journal_read,
 				   journal_write, &r->mem, &undone, &left, err, sizeof(err)) < 0) {
 		dprintf(2,
