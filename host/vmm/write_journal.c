@@ -124,6 +124,9 @@ size_t write_journal_undo(const struct write_journal *j, write_journal_read_fn r
 		if (rd == 0 && !memcmp(now, new, e.len) &&
 		    (!memcmp(old, new, e.len) || write(ctx, e.addr, old, e.len) == 0)) {
 			done++;
+		} else if (rd == 0 && !memcmp(now, old, e.len)) {
+			/* logged, never made (hvtrace died between the two), or made and put
+			 * back already: nothing to undo */
 		} else {
 			if (!kept++ && why) /* the newest one left, said */
 				msg_fmt(

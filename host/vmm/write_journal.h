@@ -41,10 +41,11 @@ typedef int (*write_journal_read_fn)(void *ctx, uint64_t addr, void *buf, size_t
 typedef int (*write_journal_write_fn)(void *ctx, uint64_t addr, const void *buf, size_t len);
 
 /* Undoes the logged writes, newest first: where @read finds the new bytes, @write puts the old
- * ones back; elsewhere (the write was never made, or the bytes changed since) nothing is written.
- * Returns how many were undone; *@left (if not NULL) how many were not (never made, changed since,
- * or unreadable), the newest of those described in @why (if not NULL; "" when none). Any process
- * that shares the mapping (the guardian). */
+ * ones back; where it finds the old ones (the write was logged and never made) nothing is to be
+ * done; elsewhere (the bytes changed since, or unreadable) nothing is written. Returns how many
+ * were undone; *@left (if not NULL) how many were changed since or unreadable, the newest of those
+ * described in @why (if not NULL; "" when none). Any process that shares the mapping (the
+ * guardian). */
 size_t write_journal_undo(const struct write_journal *j, write_journal_read_fn read,
 			  write_journal_write_fn write, void *ctx, size_t *left, char *why,
 			  size_t whylen);

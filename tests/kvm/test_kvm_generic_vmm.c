@@ -242,6 +242,14 @@ static void killed_in_patch_hold(const struct qemu_case *q, struct vmm *v, const
 	}
 	printf("hvt-generic: VMM %s: hvtrace killed in its patch hold, vfs_read's CALL in: %s",
 	       q->version, err);
+	if (!strstr(err, " writes undone, 0 left (changed since), the VMM let go")) {
+		char *con =
+		    hv_sh("tail -c 1500 %s; echo; grep -E 'State|TracerPid' /proc/%d/status",
+			  v->con, (int)v->pid);
+
+		printf("hvt-generic: the VMM's console's end and state: %s\n", con);
+		free(con);
+	}
 	assert_non_null(strstr(err, "hvtrace guardian: hvtrace died while it patched; "));
 	assert_non_null(strstr(err, " writes undone, 0 left (changed since), the VMM let go"));
 	assert_null(strstr(err, "; 0 writes undone"));
