@@ -18,6 +18,7 @@
 #define IMAGE_SIZE     0x40000000ull
 #define BLOCK	       0x200000ull
 #define PAGE	       0x1000ull
+#define WINDOW	       (64ull << 20) /* a linear map's search window (read_windows) */
 #define LITERALS       "0123456789abcdefghijklmnopqrstuvwxyz_"
 #define LITERALS_MIN   30 /* of the 37 above, kept as themselves in a real token table */
 /* steps of the searches (candidate checks, tokens, names walked): a real kernel needs a few
@@ -418,15 +419,111 @@ too_long:
 	return -E2BIG;
 }
 
+/* What a first decoding says of the image's extent: its lowest and highest addresses in the image
+ * mapping, and _text and _end where kallsyms has them. */
+struct extent {
+	uint64_t lo, hi, text, end;
+};
+
+static int extent_add(void *ctx, uint64_t addr, char type, const char *name)
+{
+	struct extent *e = ctx;
+
+	(void)type;
+	if (addr < IMAGE_BASE || addr - IMAGE_BASE >= IMAGE_SIZE)
+		return 0; /* per-CPU offsets, or a 7.0+ per-CPU symbol below the image */
+	if (!e->lo || addr < e->lo)
+		e->lo = addr;
+	if (addr > e->hi)
+		e->hi = addr;
+	if (!strcmp(name, "_text"))
+		e->text = addr;
+	else if (!strcmp(name, "_end"))
+		e->end = addr;
+	return 0;
+}
+
+/* A mapping of more than VMI_KALLSYMS_MAX_IMAGE around the image (a VMM's or the boot's linear map
+ * of RAM, not the kernel's own trimmed one): each run of mapped blocks in [@first, @last] (of @map)
+ * is searched in WINDOW bytes at a time, each window half over the one before (tables of up to
+ * half of it lie whole in one), until the tables decode; the image is then the extent they
+ * give, _text (else the lowest symbol) to _end (else the highest), in whole blocks, read and
+ * decoded again for @add. Returns as vmi_kallsyms_read. */
+static long read_windows(vmi_read_fn read, void *ctx, const uint8_t *map, long first, long last,
+			 unsigned reads, vmi_kallsyms_fn add, void *actx, char *err, size_t errlen)
+{
+	const long win = (long)(WINDOW / BLOCK);
+	long ret = -ENOENT, runs = 0;
+	char why[320] = "";
+
+	for (long k = first; k <= last;) {
+		long end = k;
+
+		if (!map[k]) {
+			k++;
+			continue;
+		}
+		while (end + 1 <= last && map[end + 1])
+			end++;
+		runs++;
+		for (long w = k; w <= end; w += win / 2) {
+			long n = end - w + 1 < win ? end - w + 1 : win;
+			struct extent e = {0};
+			uint64_t lo, hi;
+
+			ret = vmi_kallsyms_read_range(read, ctx, IMAGE_BASE + (uint64_t)w * BLOCK,
+						      (size_t)n * BLOCK, reads, extent_add, &e, why,
+						      sizeof(why));
+			reads += (unsigned)n;
+			if (ret == -EINTR || ret == -ENOMEM) {
+				msg_fmt(err, errlen, "%s", why);
+				return ret;
+			}
+			if (ret <= 0 || !e.hi) {
+				if (w + win > end)
+					break; /* this window reached the run's end */
+				continue;
+			}
+			lo = (e.text ? e.text : e.lo) & ~(BLOCK - 1);
+			hi = ((e.end > e.hi ? e.end : e.hi) + BLOCK) & ~(BLOCK - 1);
+			if (lo < IMAGE_BASE + (uint64_t)k * BLOCK ||
+			    hi > IMAGE_BASE + (uint64_t)(end + 1) * BLOCK ||
+			    hi - lo > VMI_KALLSYMS_MAX_IMAGE) {
+				msg_fmt(err, errlen,
+					"kallsyms: the kernel image, 0x%" PRIx64 "-0x%" PRIx64
+					" by its own symbols (_text to _end), spans %" PRIu64
+					" MiB (more than %u) or lies outside the mapped 0x%" PRIx64
+					"-0x%" PRIx64,
+					lo, hi, (hi - lo) >> 20, VMI_KALLSYMS_MAX_IMAGE >> 20,
+					(uint64_t)(IMAGE_BASE + (uint64_t)k * BLOCK),
+					(uint64_t)(IMAGE_BASE + (uint64_t)(end + 1) * BLOCK));
+				return -E2BIG;
+			}
+			return vmi_kallsyms_read_range(read, ctx, lo, hi - lo, reads, add, actx,
+						       err, errlen);
+		}
+		k = end + 1;
+	}
+	msg_fmt(err, errlen,
+		"kallsyms: no kernel image found in the %ld mapped run(s) of the kernel image "
+		"mapping 0x%llx-0x%llx (%ld MiB mapped from the first to the last: %s)",
+		runs, IMAGE_BASE + (unsigned long long)first * BLOCK,
+		IMAGE_BASE + (unsigned long long)(last + 1) * BLOCK,
+		(last - first + 1) * (long)(BLOCK >> 20), why);
+	return ret == -E2BIG ? -E2BIG : ret < 0 ? ret : -ENOENT;
+}
+
 long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *actx, char *err,
 		       size_t errlen)
 {
+	uint8_t map[IMAGE_SIZE / BLOCK] = {0};
 	long first = -1, last = -1, ret;
 	unsigned reads = 0;
 	uint8_t b;
 	size_t size;
 
-	/* the image is 2 MiB-aligned and mapped whole; nothing else in its 1 GiB is */
+	/* the image is 2 MiB-aligned and mapped whole; in the kernel's own page tables nothing
+	 * else in its 1 GiB is (a linear map of RAM there is searched: read_windows) */
 	for (long k = 0; k < (long)(IMAGE_SIZE / BLOCK); k++, reads++) {
 		ret = read(ctx, IMAGE_BASE + (uint64_t)k * BLOCK, &b, 1);
 		if (ret == -EINTR) {
@@ -434,6 +531,7 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 			return ret;
 		}
 		if (ret == 0) {
+			map[k] = 1;
 			if (first < 0)
 				first = k;
 			last = k;
@@ -446,12 +544,8 @@ long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *a
 		return -ESRCH;
 	}
 	size = (size_t)(last - first + 1) * BLOCK;
-	if (size > VMI_KALLSYMS_MAX_IMAGE) {
-		msg_fmt(err, errlen,
-			"kallsyms: the kernel image mapping spans %zu MiB (more than %u)",
-			size >> 20, VMI_KALLSYMS_MAX_IMAGE >> 20);
-		return -E2BIG;
-	}
+	if (size > VMI_KALLSYMS_MAX_IMAGE)
+		return read_windows(read, ctx, map, first, last, reads, add, actx, err, errlen);
 	return vmi_kallsyms_read_range(read, ctx, IMAGE_BASE + (uint64_t)first * BLOCK, size, reads,
 				       add, actx, err, errlen);
 }

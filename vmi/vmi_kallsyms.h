@@ -35,9 +35,14 @@ long vmi_kallsyms_decode(const uint8_t *img, size_t len, uint64_t base, vmi_kall
 
 /* Finds the kernel image in the kernel-image mapping (0xffffffff80000000, 1 GiB, 2 MiB-aligned),
  * reads it through @read (unmapped pages read as zeros, within VMI_KALLSYMS_MAX_READS reads and
- * VMI_KALLSYMS_MAX_IMAGE bytes), and decodes it as vmi_kallsyms_decode. Returns as that, or
- * -ESRCH when nothing of the image is mapped (a kernel not up yet), -E2BIG past the budgets, or
- * -EINTR as soon as @read fails so. Caller's thread. */
+ * VMI_KALLSYMS_MAX_IMAGE bytes), and decodes it as vmi_kallsyms_decode. The image is what is mapped
+ * there (the kernel's own page tables map _text to _end alone); where more than
+ * VMI_KALLSYMS_MAX_IMAGE is (a linear map of RAM: the boot's page tables, or the embedded VMM's
+ * loader), the tables are looked for 64 MiB at a time in each mapped run and the image is then
+ * the extent its own symbols give (_text to _end, else to the highest). Returns as
+ * vmi_kallsyms_decode, or -ESRCH when nothing of the image is mapped (a kernel not up yet), -ENOENT
+ * when no run of a linear map holds the tables, -E2BIG past the budgets (the image by its symbols
+ * included), or -EINTR as soon as @read fails so. Caller's thread. */
 long vmi_kallsyms_read(vmi_read_fn read, void *ctx, vmi_kallsyms_fn add, void *actx, char *err,
 		       size_t errlen);
 

@@ -3,6 +3,7 @@
 #include "host/vmm/kvm_proc.h"
 #include "host/vmm/tcp.h"
 #include "host/util/msg_fmt.h"
+#include "host/util/proc_state.h"
 #include "host/util/peer_text.h"
 
 #include <arpa/inet.h>
@@ -338,23 +339,15 @@ int qemu_attach_open(struct qemu_conn *c, const struct qemu_attach_cfg *cfg, cha
 /* Whether QEMU @pid has exited (a zombie too): then nothing of it listens. */
 static bool qemu_exited(pid_t pid)
 {
-	char path[64], stat[256], *paren;
-	ssize_t n;
-	int fd;
+	char state;
+	int ret;
 
 	if (pid <= 0)
 		return false;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT;
-	n = read(fd, stat, sizeof(stat) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	stat[n] = 0;
-	paren = strrchr(stat, ')'); /* "PID (COMM) STATE ...": COMM may hold anything */
-	return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+	ret = proc_state(pid, 0, &state);
+	if (ret == 0)
+		return PROC_STATE_EXITED(state);
+	return ret == -ENOENT || ret == -ENODATA;
 }
 
 /* `gdbserver none` through the monitor: QEMU closes the gdbstub's chardev, listening socket

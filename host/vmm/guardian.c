@@ -3,12 +3,27 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#define GOODBYE 'q'
+#define GOODBYE	     'q'
+#define GONE_WAIT_MS 2000
+
+/* The parent's files close before the kernel drops its ptrace links (exit_files, then exit_notify's
+ * exit_ptrace): a takeover that seized the VMM's threads at the pipe's EOF would find them traced
+ * still, by the dying parent. They are dropped before its children are handed to a reaper, so the
+ * takeover waits for that (getppid changes), at most GONE_WAIT_MS. */
+static void wait_gone(pid_t parent)
+{
+	struct timespec ms = {0, 1000000};
+
+	for (int i = 0; i < GONE_WAIT_MS && getppid() == parent; i++)
+		nanosleep(&ms, NULL);
+}
 
 int guardian_start(struct guardian *g, void (*takeover)(void *ctx), void *ctx)
 {
+	pid_t parent = getpid();
 	int p[2];
 	char c;
 
@@ -29,8 +44,10 @@ int guardian_start(struct guardian *g, void (*takeover)(void *ctx), void *ctx)
 		do
 			n = read(p[0], &c, 1);
 		while (n < 0 && errno == EINTR);
-		if (n == 0)
-			takeover(ctx); /* EOF without a goodbye: the parent is gone */
+		if (n == 0) { /* EOF without a goodbye: the parent is dying */
+			wait_gone(parent);
+			takeover(ctx);
+		}
 		_exit(0);
 	}
 	close(p[0]);

@@ -12,8 +12,9 @@ struct guardian {
 	int fd;	   /* write end of the pipe; closing it without a goodbye means "hvtrace died" */
 };
 
-/* Forks the guardian. In the child, @takeover(@ctx) runs (with the parent's memory as at the fork, and
- * its descriptors) only if the parent dies first; then the child exits. Returns 0 or -errno. */
+/* Forks the guardian. In the child, @takeover(@ctx) runs (with the parent's memory as at the
+ * fork, and its descriptors) only if the parent dies first, once the kernel has dropped the
+ * parent's ptrace links (up to 2 s after its death); then the child exits. 0 or -errno. */
 int guardian_start(struct guardian *g, void (*takeover)(void *ctx), void *ctx);
 
 /* The normal end: the guardian exits without doing anything; reaps it. Idempotent. */

@@ -1,6 +1,7 @@
 /* A KVM VMM's VM, vCPUs, vCPU threads and RAM candidates, from /proc alone. */
 #include "host/vmm/kvm_proc.h"
 #include "host/util/msg_fmt.h"
+#include "host/util/proc_state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -274,21 +275,10 @@ unsigned kvm_proc_vcpu_threads(struct kvm_proc *kp)
  * /proc/PID/stat (the comm may hold any byte). */
 static bool exited(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	int fd;
-	ssize_t n;
+	char state;
+	int ret = proc_state(pid, 0, &state);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	return ret == 0 ? PROC_STATE_EXITED(state) : ret != -EBADMSG;
 }
 
 int kvm_proc_discover(pid_t pid, struct kvm_proc *kp, char *err, size_t errlen)

@@ -3,6 +3,7 @@
 #include "host/vmm/proc_maps.h"
 #include "host/vmm/seccomp_check.h"
 #include "host/util/msg_fmt.h"
+#include "host/util/proc_state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -67,21 +68,10 @@ static struct ptrace_inject_thread *thread_of(struct ptrace_inject *pi, pid_t ti
  * whose state follows the last ')' (the comm may hold any byte). */
 static bool zombie(pid_t pid, pid_t tid)
 {
-	char path[80], buf[512], *p;
-	int fd;
-	ssize_t n;
+	char state;
+	int ret = proc_state(pid, tid, &state);
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	return ret == 0 ? PROC_STATE_EXITED(state) : ret != -EBADMSG;
 }
 
 /* "Name:\tVALUE" of /proc/PID/task/TID/status (TID 0: the process's) as a number; -1 if absent. */
@@ -210,6 +200,28 @@ static int seize_new(struct ptrace_inject *pi, const char *comm, char *err, size
 }
 
 /* Waits for every seized thread to stop: 0, or a negative errno with one line. */
+/* Where thread @tid sleeps (/proc/PID/task/TID/wchan: a kernel function's name, "0" when it
+ * runs, "?" when unreadable), printable bytes only, into @buf. */
+static void thread_wchan(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char path[80];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, len - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		n = snprintf(buf, len, "?");
+	buf[n] = 0;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] < 0x21 || buf[i] > 0x7e)
+			buf[i] = '?';
+}
+
 static int stop_all(struct ptrace_inject *pi, const char *comm, char *err, size_t errlen)
 {
 	uint64_t deadline = now_ms() + (uint64_t)pi->timeout_ms;
@@ -221,10 +233,15 @@ static int stop_all(struct ptrace_inject *pi, const char *comm, char *err, size_
 		while (t->tid && !t->stopped) {
 			rc = wait_tid(t->tid, deadline, &st);
 			if (rc == -ETIMEDOUT) {
+				char state = '?', wchan[64];
+
+				proc_state(pi->pid, t->tid, &state);
+				thread_wchan(pi->pid, t->tid, wchan, sizeof(wchan));
 				msg_fmt(err, errlen,
 					"pid %d (%s): thread %d did not stop within %d ms of "
-					"PTRACE_INTERRUPT",
-					(int)pi->pid, comm, (int)t->tid, pi->timeout_ms);
+					"PTRACE_INTERRUPT (state %c, in %s)",
+					(int)pi->pid, comm, (int)t->tid, pi->timeout_ms,
+					state ? state : '?', wchan);
 				return rc;
 			}
 			if (rc < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {

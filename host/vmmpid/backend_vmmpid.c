@@ -15,8 +15,10 @@
 #include "host/trace/tracer.h"
 #include "host/vmm/guardian.h"
 #include "host/vmm/proc_mem.h"
+#include "host/vmm/write_journal.h"
 #include "host/session/exitcode.h"
 #include "host/util/msg_fmt.h"
+#include "host/util/proc_state.h"
 #include "arch/arch.h"
 #include "arch/arch_tlb.h"
 #include "vmi/vmi_linux.h"
@@ -37,6 +39,7 @@
 #define MIN_SITES    1000      /* fewer NOP5 entries: ftrace has not converted them */
 #define PTI_USER_BIT 0x1000ull /* PTI: the user PGD is the kernel PGD + 4 KiB */
 #define CR4_LA57     (1ull << 12)
+#define JOURNAL_SIZE (64ull << 20) /* the patch hold's undo log (mapped lazily): ~2M sites */
 
 struct vmmpid_run {
 	struct backend_env env;
@@ -59,6 +62,9 @@ struct vmmpid_run {
 	bool have_tq, detached, restore_failed, text_changed, gone;
 	struct text_verify text;
 	struct guardian guard; /* restores the guest if hvtrace dies while it is traced */
+	/* the patch hold's: undoes the journal's writes if hvtrace dies while it patches */
+	struct guardian patch_guard;
+	struct write_journal journal;
 	int sfd, sig;
 	double detach_at, timeout_at;
 };
@@ -296,6 +302,50 @@ static void guardian_takeover(void *ctx)
 	vmmpid_vm_release(r->vm);
 }
 
+static int journal_read(void *ctx, uint64_t gpa, void *buf, size_t len)
+{
+	return proc_mem_read(ctx, gpa, buf, len);
+}
+
+static int journal_write(void *ctx, uint64_t gpa, const void *buf, size_t len)
+{
+	return proc_mem_write(ctx, gpa, buf, len);
+}
+
+/* The patch hold's guardian, after hvtrace died while it patched (@ctx: the struct vmmpid_run, as
+ * at the fork; the journal shared): the kernel let the VMM's threads go with hvtrace's ptrace
+ * links; they are seized again (no call injected), every logged write that still holds what
+ * hvtrace wrote is put back, newest first, and they are let go. In the guardian process. */
+static void patch_guardian_takeover(void *ctx)
+{
+	struct vmmpid_run *r = ctx;
+	char err[320], path[64];
+	size_t undone, left;
+	int fd;
+
+	r->vm->held = false;
+	/* the VMM's memory through a /proc/PID/mem of the guardian's own: through hvtrace's, inherited,
+	 * every read failed in the lane once hvtrace was dead */
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)r->vm->kp.pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		close(r->mem.fd);
+		r->mem.fd = fd;
+	}
+	if (write_journal_takeover(&r->journal, &r->vm->pi, r->vm->kp.pid, journal_read,
+				   journal_write, &r->mem, &undone, &left, err, sizeof(err)) < 0) {
+		dprintf(2,
+			"hvtrace guardian: hvtrace died while it patched, and the VMM cannot be "
+			"held again: %s\n",
+			err);
+		return;
+	}
+	dprintf(2,
+		"hvtrace guardian: hvtrace died while it patched; %zu writes undone, %zu left "
+		"(changed since)%s%s, the VMM let go\n",
+		undone, left, left ? ": newest " : "", left ? err : "");
+}
+
 /* Stub probes in (the VMM held by ptrace while the tracer patches), the drain and writer
  * running, the VMM let go. 0 or an exit status with @err. */
 static int start_tracing(struct vmmpid_run *r, char *err, size_t errlen)
@@ -353,17 +403,30 @@ static int start_tracing(struct vmmpid_run *r, char *err, size_t errlen)
 		msg_fmt(err, errlen, "--verify-text: cannot read the kernel text");
 		return EXIT_HOST_ERROR;
 	}
+	/* the patch hold's guardian: every text and page-table write logged first in memory it
+	 * shares, undone by it if hvtrace dies before the tracer's own guardian is up */
+	if (write_journal_open(&r->journal, JOURNAL_SIZE) == 0 &&
+	    guardian_start(&r->patch_guard, patch_guardian_takeover, r) == 0)
+		r->tq.journal = &r->journal;
+	else
+		fprintf(stderr, "hvtrace: no guardian for the patch hold (mmap or fork failed): if "
+				"hvtrace dies while it patches, the patched sites stay\n");
 	ret = pipeline_start(r->p, EXIT_HOST_ERROR, err, errlen);
 	if (ret) {
 		if (r->tq.err[0] && !err[0])
 			msg_fmt(err, errlen, "%s", r->tq.err);
-		return ret;
+		return ret; /* the detach restores with the journal's guardian still up */
 	}
-	/* a guardian that knows the tracer (and shares its shadow stacks) */
+	/* a guardian that knows the tracer (and shares its shadow stacks), then the patch hold's
+	 * let go (were hvtrace to die between the two, both restore: each write checks the bytes)
+	 */
 	if (guardian_start(&r->guard, guardian_takeover, r) < 0)
 		fprintf(stderr,
 			"hvtrace: no guardian (fork failed): if hvtrace dies, the stub stays "
 			"in the guest\n");
+	guardian_stop(&r->patch_guard);
+	r->tq.journal = NULL;
+	write_journal_close(&r->journal);
 	fprintf(
 	    stderr,
 	    "hvtrace: pid %d (%s): %zu stub probes in, the VMM held %.1f ms by ptrace; its guest "
@@ -409,8 +472,10 @@ static void detach_guest(struct vmmpid_run *r)
 	int ret;
 
 	guardian_stop(&r->guard);
-	if (r->detached || !r->have_tq)
+	if (r->detached || !r->have_tq) {
+		guardian_stop(&r->patch_guard);
 		return;
+	}
 	r->detached = true;
 	if (vmm_gone(r->vm->kp.pid)) { /* nothing left to restore in a VMM that is gone */
 		pipeline_stop_drain(r->p);
@@ -426,6 +491,10 @@ static void detach_guest(struct vmmpid_run *r)
 	if (r->text.before)
 		verify_text(r);
 	vmmpid_vm_release(r->vm);
+	/* a failed start's restore is made: its journal's guardian goes */
+	guardian_stop(&r->patch_guard);
+	r->tq.journal = NULL;
+	write_journal_close(&r->journal);
 }
 
 static int vmmpid_open(void *ctx, char *err, size_t errlen)
@@ -451,22 +520,9 @@ static int vmmpid_open(void *ctx, char *err, size_t errlen)
 /* Whether the VMM process is gone (or a zombie): a step that failed then failed for that. */
 static bool vmm_gone(pid_t pid)
 {
-	char path[64], buf[512];
-	const char *rp;
-	ssize_t n;
-	int fd;
+	char state;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	rp = strrchr(buf, ')');
-	return !rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X';
+	return proc_state(pid, 0, &state) < 0 || PROC_STATE_EXITED(state);
 }
 
 static int prepare_steps(struct vmmpid_run *r, int sfd, char *err, size_t errlen);
@@ -497,7 +553,8 @@ static int prepare_steps(struct vmmpid_run *r, int sfd, char *err, size_t errlen
 	if (ret < 0)
 		return vmm_status(ret);
 	if (r->s->cmd == CMD_ATTACH && r->s->probe == PROBE_TRAP) {
-		msg_fmt(err, errlen, "--probe trap: %s", &NO_TRAP_VMM[13]); /* past "trap probes: " */
+		msg_fmt(err, errlen, "--probe trap: %s",
+			&NO_TRAP_VMM[13]); /* past "trap probes: " */
 		return EXIT_BAD_INPUT;
 	}
 	if (rec_filter_check_cpus(&r->s->tasks, r->vm->nr_cpus, err, errlen) < 0)
@@ -566,6 +623,7 @@ static int vmmpid_wait(void *ctx, int sfd)
 	(void)pipeline_run_ended(r->p, sfd);
 	if (r->gone) {
 		guardian_stop(&r->guard);
+		guardian_stop(&r->patch_guard);
 		pipeline_stop_drain(r->p);
 		r->detached = true;
 		/* as an attached QEMU that goes: the trace so far is written, status 0 */
@@ -606,6 +664,8 @@ static int vmmpid_close(void *ctx)
 	struct vmmpid_run *r = ctx;
 
 	guardian_stop(&r->guard);
+	guardian_stop(&r->patch_guard);
+	write_journal_close(&r->journal);
 	vmmpid_vm_release(r->vm);
 	proc_mem_close(&r->mem);
 	text_verify_free(&r->text);
@@ -644,6 +704,8 @@ int backend_vmmpid_new(struct backend *b, const struct backend_env *env)
 	r->sfd = -1;
 	r->guard.pid = -1;
 	r->guard.fd = -1;
+	r->patch_guard.pid = -1;
+	r->patch_guard.fd = -1;
 	r->mem.fd = -1;
 	r->vm->pi.mem_fd = -1;
 	b->ops = &vmmpid_ops;

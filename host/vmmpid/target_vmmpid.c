@@ -237,22 +237,36 @@ static int op_write_text(struct target *t, uint64_t gpa, const void *expect, con
 		return -EFAULT;
 	if (memcmp(now, expect, len))
 		return -ESTALE;
+	if (q->journal && write_journal_note(q->journal, gpa, now, buf, len) < 0)
+		return -ENOSPC;
 	return proc_mem_write(q->mem, gpa, buf, len);
 }
 
 static int stub_mem_read(void *ctx, uint64_t gpa, void *buf, size_t len)
 {
-	return proc_mem_read(ctx, gpa, buf, len);
+	const struct target_vmmpid *q = ctx;
+
+	return proc_mem_read(q->mem, gpa, buf, len);
 }
 
+/* The stub's page-table writes, logged first when a journal is kept. */
 static int stub_mem_write(void *ctx, uint64_t gpa, const void *buf, size_t len)
 {
-	return proc_mem_write(ctx, gpa, buf, len);
+	const struct target_vmmpid *q = ctx;
+	uint8_t old[WRITE_JOURNAL_WRITE_MAX];
+
+	if (q->journal) {
+		if (len > sizeof(old) || proc_mem_read(q->mem, gpa, old, len) < 0)
+			return -EFAULT;
+		if (write_journal_note(q->journal, gpa, old, buf, len) < 0)
+			return -ENOSPC;
+	}
+	return proc_mem_write(q->mem, gpa, buf, len);
 }
 
 static struct stub_map_mem stub_mem(struct target_vmmpid *q)
 {
-	return (struct stub_map_mem){stub_mem_read, stub_mem_write, (void *)q->mem};
+	return (struct stub_map_mem){stub_mem_read, stub_mem_write, q};
 }
 
 static int kernel_pt(void *ctx, uint64_t *cr3, bool *la57)

@@ -9,6 +9,7 @@
 
 #include "host/vmm/proc_mem.h"
 #include "host/vmm/stub_map.h"
+#include "host/vmm/write_journal.h"
 #include "host/vmmpid/vmmpid_vm.h"
 #include "host/trace/target.h"
 
@@ -23,6 +24,9 @@ struct target_vmmpid {
 	unsigned kmode;		    /* 1: 5-level */
 	unsigned paused;	    /* pause nesting */
 	struct stub_map stub;
+	/* when set: every text and page-table write logged first (the guardian undoes them if
+	 * hvtrace dies while it patches); a write the journal has no room for is not made */
+	struct write_journal *journal;
 	uint64_t set_regs; /* KVM_SET_REGS injected (statistics) */
 	char err[320];	   /* why the last pause failed */
 };

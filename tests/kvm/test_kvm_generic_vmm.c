@@ -1,14 +1,17 @@
 /* The generic backend (issue 41): `hvtrace list-functions --pid` and `attach --pid` on a KVM VMM
  * that offers no debug channel: a bare QEMU with KVM started by this test as a separate process
  * (`-nodefaults -monitor none`, no QMP, no gdbstub), the machine's QEMU and QEMU 10.0 and 11 where
- * scripts/fetch-qemu.sh put them. The Linux test guest waits (hvt.wait) so that hvtrace attaches
- * before dd reads the binfmt_misc status file 7 times (7 vfs_read calls by dd, no other reader
- * named dd); then `yes` keeps it busy. Checked: at least 30,000 functions listed, dd's 7 reads
- * exactly with stub probes and nothing lost, the kernel text unchanged after the detach
+ * scripts/fetch-qemu.sh put them, and hvtrace's own VMM (`hvtrace run --kernel -p nop --mem 1024`,
+ * another process: no socket, nothing shared). The Linux test guest waits (hvt.wait) so that
+ * hvtrace attaches before dd reads the binfmt_misc status file 7 times (7 vfs_read calls by dd, no
+ * other reader named dd); then `yes` keeps it busy. Checked: at least 30,000 functions listed, dd's
+ * 7 reads exactly with stub probes and nothing lost, the kernel text unchanged after the detach
  * (--verify-text), the VMM let go (no tracer, not stopped) and its guest running on (its CPU time
  * grows), a second attach (function_graph, --duration) detaching as cleanly, and a VMM killed
- * while hvtrace attaches: one line, never a hang. Needs real KVM (the nested lane: make
- * test-nested); skipped with one line without /dev/kvm. */
+ * while hvtrace attaches: one line, never a hang. test_patch_hold_guardian_hvtrace: hvtrace
+ * SIGKILLed in its patch hold of hvtrace's VMM: the VMM left running, untraced, its text as it was
+ * (the patch hold's guardian). Needs
+ * real KVM (the nested lane: make test-nested); skipped with one line without /dev/kvm. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -36,9 +39,9 @@
 static const char *kernel, *initrd;
 
 struct qemu_case {
-	const char *version;
-	char path[512]; /* "": the machine's qemu-system-x86_64 */
-	int kill_hold;	/* the last attach: the VMM killed in hvtrace's Nth ptrace hold of it */
+	const char *version; /* "hvtrace": hvtrace's own VMM, not a QEMU */
+	char path[512];	     /* "": the machine's qemu-system-x86_64 */
+	int kill_hold; /* the last attach: the VMM killed in hvtrace's Nth ptrace hold of it */
 };
 
 /* One bare QEMU with KVM, its console in a file. */
@@ -65,6 +68,11 @@ static void vmm_start(struct vmm *v, const struct qemu_case *q)
 		dup2(null, 0);
 		dup2(null, 1);
 		setpgid(0, 0);
+		if (!strcmp(q->version, "hvtrace")) /* untraced: -p nop; its console in the file */
+			execl(hv_binary(), hv_binary(), "run", "--kernel", kernel, "--initrd",
+			      initrd, "--mem", "1024", "--smp", "2", "--append",
+			      APPEND + strlen("console=ttyS0 "), "-p", "nop", "--console", v->con,
+			      (char *)NULL);
 		execlp(bin, bin, "-accel", "kvm", "-nodefaults", "-monitor", "none", "-display",
 		       "none", "-m", "1024", "-smp", "2", "-kernel", kernel, "-initrd", initrd,
 		       "-append", APPEND, "-serial", serial, (char *)NULL);
@@ -119,6 +127,147 @@ static void assert_let_go(pid_t pid, bool busy)
 	free(s1);
 }
 
+/* TracerPid of @pid (0: none, -1: gone). */
+static int tracer_pid(pid_t pid)
+{
+	char path[64], buf[2048];
+	const char *tp;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	tp = strstr(buf, "TracerPid:");
+	return tp ? atoi(tp + 10) : -1;
+}
+
+/* Where vfs_read's first byte is in the VMM's own memory: hvtrace's VMM runs the kernel at its link
+ * address (no KASLR: System.map's address), guest-physical = virtual - 0xffffffff80000000, all of
+ * its 1 GiB of RAM one mapping from guest-physical 0. 0 if not found. */
+static uint64_t vfs_read_hva(pid_t pid)
+{
+	char *dir = strdup(kernel), path[512], *out;
+	uint64_t sym = 0, lo = 0, hi = 0;
+
+	snprintf(path, sizeof(path), "%s/System.map", dirname(dir));
+	free(dir);
+	out = hv_sh("awk '$3 == \"vfs_read\" {print $1}' %s", path);
+	sym = strtoull(out, NULL, 16);
+	free(out);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "r");
+	char line[512];
+	unsigned long a, b;
+
+	while (f && !lo && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && b - a == (1ul << 30))
+			lo = a;
+	if (f)
+		fclose(f);
+	hi = lo + (1ull << 30);
+	if (!sym || !lo || sym < 0xffffffff80000000ull || lo + (sym - 0xffffffff80000000ull) >= hi)
+		return 0;
+	return lo + (sym - 0xffffffff80000000ull);
+}
+
+/* hvtrace SIGKILLed in its second ptrace hold of the VMM (the patch hold) once vfs_read's NOP5 has
+ * become its CALL (so past the hold's injected register reads, among the text writes): the patch
+ * hold's guardian undoes every write, the VMM runs on untraced, and a new attach on the same
+ * functions finds every site a NOP5 again and detaches with the text unchanged. hvtrace's own VMM
+ * only: a QEMU's kernel lies where its KASLR put it physically. */
+static void killed_in_patch_hold(const struct qemu_case *q, struct vmm *v, const char *pid)
+{
+	char errpath[128], mpath[64], *err = NULL;
+	int holds = 0, was = 0, st, mfd;
+	uint8_t b = 0;
+	uint64_t at;
+	pid_t h;
+	struct hv_result r;
+
+	at = vfs_read_hva(v->pid);
+	assert_true(at != 0);
+	snprintf(mpath, sizeof(mpath), "/proc/%d/mem", (int)v->pid);
+	mfd = open(mpath, O_RDONLY | O_CLOEXEC);
+	assert_true(mfd >= 0);
+	assert_int_equal(pread(mfd, &b, 1, (off_t)at), 1);
+	assert_int_equal(b, 0x0f); /* a NOP5 */
+
+	snprintf(errpath, sizeof(errpath), "%s/killed.err", v->dir);
+	h = fork();
+	assert_true(h >= 0);
+	if (h == 0) {
+		int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644),
+		    null = open("/dev/null", O_RDWR);
+
+		dup2(e, 2);
+		dup2(null, 1);
+		execl(hv_binary(), hv_binary(), "attach", "--pid", pid, "-l", "vfs_*", "-l",
+		      "ksys_*", (char *)NULL);
+		_exit(127);
+	}
+	st = 0;
+	for (int i = 0; i < 300000 && waitpid(h, &st, WNOHANG) == 0; i++) { /* 5 min at most */
+		int now = tracer_pid(v->pid) > 0; /* (the tracer may be a thread of hvtrace) */
+
+		if (now && !was)
+			holds++;
+		if (holds == 2 && now && pread(mfd, &b, 1, (off_t)at) == 1 && b == 0xe8)
+			break;
+		was = now;
+		usleep(200);
+	}
+	kill(h, SIGKILL); /* in its second hold, vfs_read patched, or (a failure) wherever it is */
+	waitpid(h, &st, 0);
+	close(mfd);
+	if (holds != 2 || b != 0xe8) {
+		char *e = hv_slurp(errpath);
+
+		fail_msg(
+		    "hvtrace's second hold (%d seen) with vfs_read patched (%02x) not seen: %s",
+		    holds, b, e);
+	}
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	/* the guardian's line, then the VMM let go */
+	for (int i = 0; i < 200; i++) {
+		free(err);
+		err = hv_slurp(errpath);
+		if (strstr(err, "hvtrace guardian:") && tracer_pid(v->pid) == 0)
+			break;
+		sleep_ms(50);
+	}
+	printf("hvt-generic: VMM %s: hvtrace killed in its patch hold, vfs_read's CALL in: %s",
+	       q->version, err);
+	if (!strstr(err, " writes undone, 0 left (changed since), the VMM let go")) {
+		char *con =
+		    hv_sh("tail -c 1500 %s; echo; grep -E 'State|TracerPid' /proc/%d/status",
+			  v->con, (int)v->pid);
+
+		printf("hvt-generic: the VMM's console's end and state: %s\n", con);
+		free(con);
+	}
+	assert_non_null(strstr(err, "hvtrace guardian: hvtrace died while it patched; "));
+	assert_non_null(strstr(err, " writes undone, 0 left (changed since), the VMM let go"));
+	assert_null(strstr(err, "; 0 writes undone"));
+	free(err);
+	assert_let_go(v->pid, true);
+	const char *again[] = {"attach", "--pid",  pid,		 "-l", "vfs_*",
+			       "-l",	 "ksys_*", "--duration", "2",  "--verify-text",
+			       NULL};
+	hv_run(&r, again, 0, 0);
+	printf("hvt-generic: VMM %s: attach after it: status %d\n", q->version, r.status);
+	if (r.status)
+		fprintf(stderr, "stderr: %s\n", r.err);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "--verify-text: kernel text unchanged"));
+	hv_result_free(&r);
+	assert_let_go(v->pid, true);
+}
+
 static const struct qemu_case *case_qemu(void **state)
 {
 	const struct qemu_case *q = *state;
@@ -144,7 +293,7 @@ static void test_generic(void **state)
 	/* list-functions --pid: chosen by itself (a QEMU with no QMP and no gdbstub) */
 	const char *list[] = {"list-functions", "--pid", pid, NULL};
 	hv_run(&r, list, 0, 0);
-	printf("hvt-generic: QEMU %s: list-functions status %d, %d functions\n", q->version,
+	printf("hvt-generic: VMM %s: list-functions status %d, %d functions\n", q->version,
 	       r.status, count_lines(r.trace));
 	if (r.status)
 		fprintf(stderr, "stderr: %s\n", r.err);
@@ -159,7 +308,7 @@ static void test_generic(void **state)
 				"function",	 "-l",	  "vfs_read", "--comm",	 "dd",	 "--stats",
 				"--verify-text", NULL};
 	hv_run_signal_on_file(&r, attach, v.con, "hvt-linux: binfmt_misc status read", 2, SIGINT);
-	printf("hvt-generic: QEMU %s: attach status %d, vfs_read by dd %ld\n", q->version, r.status,
+	printf("hvt-generic: VMM %s: attach status %d, vfs_read by dd %ld\n", q->version, r.status,
 	       trace_count(&r, "vfs_read", -1));
 	if (r.status)
 		fprintf(stderr, "stderr: %s\n", r.err);
@@ -180,7 +329,7 @@ static void test_generic(void **state)
 			       "vfs_write", "--duration",     "3",  "--verify-text", "--stats",
 			       NULL};
 	hv_run(&r, graph, 0, 0);
-	printf("hvt-generic: QEMU %s: function_graph status %d, %ld ksys_write\n", q->version,
+	printf("hvt-generic: VMM %s: function_graph status %d, %ld ksys_write\n", q->version,
 	       r.status, count_text(r.trace, "ksys_write() {"));
 	if (r.status)
 		fprintf(stderr, "stderr: %s\n", r.err);
@@ -204,21 +353,11 @@ static void test_generic(void **state)
 
 	assert_true(killer >= 0);
 	if (killer == 0) {
-		char path[64], buf[2048];
 		int holds = 0, was = 0;
 
-		snprintf(path, sizeof(path), "/proc/%d/status", (int)v.pid);
 		for (int i = 0; i < 600000; i++) { /* about 10 minutes at most */
-			FILE *f = fopen(path, "r");
-			size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-			const char *tp;
-			int now;
+			int now = tracer_pid(v.pid) > 0;
 
-			if (f)
-				fclose(f);
-			buf[n] = 0;
-			tp = strstr(buf, "TracerPid:");
-			now = tp ? atoi(tp + 10) != 0 : 0;
 			if (now && !was && ++holds == q->kill_hold) {
 				kill(v.pid, SIGKILL);
 				_exit(0);
@@ -232,7 +371,7 @@ static void test_generic(void **state)
 	hv_run(&r, all, 0, 0);
 	kill(killer, SIGKILL); /* if it never saw that hold */
 	waitpid(killer, NULL, 0);
-	printf("hvt-generic: QEMU %s: VMM killed in hvtrace's hold %d: status %d: %s", q->version,
+	printf("hvt-generic: VMM %s: VMM killed in hvtrace's hold %d: status %d: %s", q->version,
 	       q->kill_hold, r.status, r.err);
 	/* before the probes are in: one line, status 2; after: the trace so far, status 0 */
 	if (r.status == 2) {
@@ -254,12 +393,26 @@ static void test_generic(void **state)
 	vmm_stop(&v);
 }
 
+/* hvtrace's own VMM, hvtrace SIGKILLed in its patch hold (killed_in_patch_hold). */
+static void test_patch_hold_guardian_hvtrace(void **state)
+{
+	const struct qemu_case *q = *state;
+	struct vmm v = {0};
+	char pid[16];
+
+	vmm_start(&v, q);
+	snprintf(pid, sizeof(pid), "%d", (int)v.pid);
+	killed_in_patch_hold(q, &v, pid);
+	vmm_stop(&v);
+}
+
 int main(void)
 {
 	static struct hv_kernel kernels[8];
-	static struct qemu_case qemus[] = {{"7.2", "", 1}, {"10.0", "", 2}, {"11", "", 2}};
+	static struct qemu_case qemus[] = {
+	    {"7.2", "", 1}, {"10.0", "", 2}, {"11", "", 2}, {"hvtrace", "", 2}};
 	static char names[ARRAY_LEN(qemus)][64];
-	struct CMUnitTest tests[ARRAY_LEN(qemus)];
+	struct CMUnitTest tests[ARRAY_LEN(qemus) + 1];
 	const char *cache =
 	    getenv("HVTRACE_CACHE") ? getenv("HVTRACE_CACHE") : "/var/cache/hvtrace";
 	char why[256], *gdir;
@@ -279,15 +432,20 @@ int main(void)
 		}
 	if (!kernel)
 		hv_skip_binary("test_kvm_generic_vmm: no Linux guest (make guest)");
-	for (size_t i = 1; i < ARRAY_LEN(qemus); i++)
+	for (size_t i = 1; i + 1 < ARRAY_LEN(qemus); i++)
 		snprintf(qemus[i].path, sizeof(qemus[i].path), "%s/qemu/%s/qemu-system-x86_64",
 			 cache, qemus[i].version);
 	for (size_t i = 0; i < ARRAY_LEN(qemus); i++) {
-		snprintf(names[i], sizeof(names[0]), "test_generic_qemu_%s", qemus[i].version);
+		snprintf(names[i], sizeof(names[0]), "test_generic_%s%s",
+			 i + 1 < ARRAY_LEN(qemus) ? "qemu_" : "", qemus[i].version);
 		tests[i] = (struct CMUnitTest){
 		    .name = names[i], .test_func = test_generic, .initial_state = &qemus[i]};
 	}
 	if (getenv("HVT_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
-	return _cmocka_run_group_tests("kvm_generic_vmm", tests, ARRAY_LEN(qemus), NULL, NULL);
+	tests[ARRAY_LEN(qemus)] =
+	    (struct CMUnitTest){.name = "test_patch_hold_guardian_hvtrace",
+				.test_func = test_patch_hold_guardian_hvtrace,
+				.initial_state = &qemus[ARRAY_LEN(qemus) - 1]};
+	return _cmocka_run_group_tests("kvm_generic_vmm", tests, ARRAY_LEN(qemus) + 1, NULL, NULL);
 }

@@ -377,7 +377,8 @@ static void test_read(void **state)
 	assert_int_equal(vmi_kallsyms_read(stop_read, &s, collect, g, err, sizeof(err)), -ESRCH);
 	assert_non_null(strstr(err, "no kernel image mapped"));
 
-	/* the whole 1 GiB "mapped" (a hostile guest): refused before any big read */
+	/* two blocks 1 GiB apart "mapped" (a hostile guest): each run of mapped blocks searched
+	 * alone (one 2 MiB read, then its 512 pages), never the 1 GiB between them */
 	{
 		static uint8_t one[1];
 		struct fake_mem m;
@@ -386,12 +387,71 @@ static void test_read(void **state)
 		fake_mem_map(&m, 0xffffffff80000000ull, one, 1);
 		fake_mem_map(&m, 0xffffffffbfe00000ull, one, 1);
 		assert_int_equal(vmi_kallsyms_read(fake_mem_read, &m, collect, g, err, sizeof(err)),
-				 -E2BIG);
-		assert_non_null(strstr(err, "spans 1024 MiB"));
-		assert_int_equal(m.reads, 512);
+				 -ENOENT);
+		assert_non_null(strstr(err, "no kernel image found in the 2 mapped run(s)"));
+		assert_non_null(strstr(err, "1024 MiB mapped from the first to the last"));
+		assert_int_equal(m.reads, 512 + 2 * (1 + 512));
+		assert_int_equal(g->n, 0);
 	}
 	free(a);
 	free(b);
+	free(g);
+}
+
+/* The kernel image inside a linear map of all of RAM at 0xffffffff80000000 (300 MiB here: what
+ * the embedded VMM's boot page tables and its loader's reader give, guest-physical = virtual -
+ * 0xffffffff80000000), more than the 256 MiB an image may span: the tables found in a 64 MiB
+ * window, the image bounded by its own symbols (_text to the last one, or _end), read and decoded
+ * from there. At 16 MiB (the link address: the first window), at 200 MiB (the seventh window,
+ * each 32 MiB after the one before), and with an _end 272 MiB after _text: refused, named. */
+static void test_read_linear_map(void **state)
+{
+	const size_t ram = 300u << 20;
+	const uint64_t map = 0xffffffff80000000ull;
+	uint8_t *mem = calloc(1, ram);
+	struct got *g = calloc(1, sizeof(*g));
+	const uint64_t at[] = {BASE, map + (200u << 20)};
+	const unsigned reads[] = {512 + 32 + 1, 512 + 6 * 32 + 1};
+	struct fake_mem m;
+	struct ks_where w;
+	char err[320] = "";
+
+	(void)state;
+	assert_non_null(mem);
+	for (int k = 0; k < 2; k++) {
+		make_syms();
+		for (size_t i = 2; i < NSYMS; i++)
+			syms[i].addr += at[k] - BASE;
+		if (k) /* the tables before, away */
+			memset(mem + (at[k - 1] - map), 0, 1 << 20);
+		assert_true(ks_build(mem + (at[k] - map), 1 << 20, syms, NSYMS, KS_6_1, at[k], 8192,
+				     &w) > 0);
+		fake_mem_init(&m);
+		fake_mem_map(&m, map, mem, ram);
+		memset(g, 0, sizeof(*g));
+		if (vmi_kallsyms_read(fake_mem_read, &m, collect, g, err, sizeof(err)) != NSYMS)
+			fail_msg("image at 0x%llx: %s", (unsigned long long)at[k], err);
+		assert_all(g);
+		/* 512 probes, the windows before the tables' (32 blocks each), the one they are
+		 * in, then the image's one block (_text to linux_banner) */
+		assert_int_equal(m.reads, reads[k]);
+	}
+
+	/* an _end 272 MiB after _text: the extent the symbols give is too large */
+	make_syms();
+	snprintf(names[NSYMS - 1], sizeof(names[0]), "B_end");
+	syms[NSYMS - 1].addr = BASE + (272u << 20);
+	memset(mem + (at[1] - map), 0, 1 << 20);
+	assert_true(ks_build(mem + (BASE - map), 1 << 20, syms, NSYMS, KS_6_1, BASE, 8192, &w) > 0);
+	fake_mem_init(&m);
+	fake_mem_map(&m, map, mem, ram);
+	memset(g, 0, sizeof(*g));
+	assert_int_equal(vmi_kallsyms_read(fake_mem_read, &m, collect, g, err, sizeof(err)),
+			 -E2BIG);
+	assert_non_null(strstr(err, "0xffffffff81000000-0xffffffff92200000 by its own symbols (_text "
+				    "to _end), spans 274 MiB (more than 256)"));
+	assert_int_equal(g->n, 0);
+	free(mem);
 	free(g);
 }
 
@@ -786,6 +846,7 @@ int main(void)
 	    cmocka_unit_test(test_hostile),
 	    cmocka_unit_test(test_name_too_long),
 	    cmocka_unit_test(test_read),
+	    cmocka_unit_test(test_read_linear_map),
 	    cmocka_unit_test(test_linux_open_kallsyms),
 	    cmocka_unit_test(test_linux_open_kallsyms_7_0),
 	    cmocka_unit_test(test_symbolless_map),

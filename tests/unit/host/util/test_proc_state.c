@@ -1,0 +1,83 @@
+/* host/util/proc_state: the state letter of a process or thread from /proc, past a comm that holds
+ * ')' and spaces; a zombie is told from a running process, a gone one from both. */
+#include "host/util/proc_state.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* This process is running ('R': it is reading its own stat), and so is this thread. */
+static void test_self_running(void **state)
+{
+	char s = '?';
+
+	(void)state;
+	assert_int_equal(proc_state(getpid(), 0, &s), 0);
+	assert_int_equal(s, 'R');
+	s = '?';
+	assert_int_equal(proc_state(getpid(), (pid_t)syscall(SYS_gettid), &s), 0);
+	assert_int_equal(s, 'R');
+	assert_false(PROC_STATE_EXITED(s));
+}
+
+/* A child named "a) Z (b" (a comm that looks like a state) that has exited and is not reaped: 'Z',
+ * by the last ')'; once reaped, gone: -ENOENT. A stopped child: 'T'. */
+static void test_zombie_stopped_gone(void **state)
+{
+	pid_t c = fork();
+	char s = 0;
+	int st;
+
+	(void)state;
+	assert_true(c >= 0);
+	if (c == 0) {
+		prctl(PR_SET_NAME, "a) Z (b");
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(c, &st, WUNTRACED), c);
+	assert_true(WIFSTOPPED(st));
+	assert_int_equal(proc_state(c, 0, &s), 0);
+	assert_int_equal(s, 'T');
+	kill(c, SIGCONT);
+	/* exited, not reaped: waitid with WNOWAIT leaves it a zombie */
+	siginfo_t si;
+	assert_int_equal(waitid(P_PID, (id_t)c, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(proc_state(c, 0, &s), 0);
+	assert_int_equal(s, 'Z');
+	assert_true(PROC_STATE_EXITED(s));
+	assert_int_equal(proc_state(c, c, &s), 0); /* its one thread */
+	assert_int_equal(s, 'Z');
+	assert_int_equal(waitpid(c, &st, 0), c);
+	assert_int_equal(proc_state(c, 0, &s), -ENOENT);
+	assert_int_equal(s, 0);
+}
+
+/* A thread id that is not one of the process's threads: -ENOENT. */
+static void test_no_such_thread(void **state)
+{
+	char s;
+
+	(void)state;
+	assert_int_equal(proc_state(getpid(), 1, &s), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_self_running),
+	    cmocka_unit_test(test_zombie_stopped_gone),
+	    cmocka_unit_test(test_no_such_thread),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
