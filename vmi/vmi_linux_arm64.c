@@ -138,7 +138,8 @@ void vmi_linux_arm64_cmdline(struct vmi_symtab *objects, const struct vmi_symtab
 		if ((w & 0x9f000000u) != 0x90000000u) /* ADRP */
 			continue;
 		imm = (int64_t)((((w >> 5) & 0x7ffff) << 2) | ((w >> 29) & 3));
-		imm = imm << 43 >> 43; /* 21 bits, signed */
+		if (imm & (1 << 20)) /* 21 bits, signed */
+			imm -= 1 << 21;
 		page = (pc & ~0xfffull) + (uint64_t)(imm * 4096);
 		for (unsigned j = i + 1; j < CMDLINE_FN_WORDS && j <= i + 4; j++) {
 			uint32_t l = (uint32_t)code[4 * j] | (uint32_t)code[4 * j + 1] << 8 |

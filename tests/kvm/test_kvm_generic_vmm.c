@@ -71,7 +71,7 @@ static void vmm_start(struct vmm *v, const struct qemu_case *q)
 		if (!strcmp(q->version, "hvtrace")) /* untraced: -p nop; its console in the file */
 			execl(hv_binary(), hv_binary(), "run", "--kernel", kernel, "--initrd",
 			      initrd, "--mem", "1024", "--smp", "2", "--append",
-			      APPEND + strlen("console=ttyS0 "), "-p", "nop", "--console", v->con,
+			      &APPEND[strlen("console=ttyS0 ")], "-p", "nop", "--console", v->con,
 			      (char *)NULL);
 		execlp(bin, bin, "-accel", "kvm", "-nodefaults", "-monitor", "none", "-display",
 		       "none", "-m", "1024", "-smp", "2", "-kernel", kernel, "-initrd", initrd,
