@@ -108,6 +108,16 @@ hvt_stub_start:
 	add sp, sp, #FRAME
 .endm
 
+/* The header's u64 counter at \off incremented atomically (every CPU counts there). Clobbers x10,
+ * x17, x27. */
+.macro HDR_INC off
+	add x17, x11, #\off
+.Lhi\@:	ldxr x10, [x17]
+	add x10, x10, #1
+	stxr w27, x10, [x17]
+	cbnz w27, .Lhi\@
+.endm
+
 /* x11 = header, x14 = CNTVCT_EL0, x12 = CPU number (all-ones when out of range, counted),
  * x13 = its ring header. Clobbers x10, x17, x27. */
 .macro PROLOGUE
@@ -120,11 +130,7 @@ hvt_stub_start:
 	ldr w17, [x11, #H_NR_CPUS]
 	cmp x12, x17
 	b.lo 1f
-	add x17, x11, #H_BAD_CPU
-2:	ldxr x10, [x17]
-	add x10, x10, #1
-	stxr w27, x10, [x17]
-	cbnz w27, 2b
+	HDR_INC H_BAD_CPU
 	mov x12, #-1
 	b 3f
 1:	add x13, x11, #((STUB_RINGHDR_OFF - STUB_HDR_OFF) >> 12), lsl #12
@@ -455,11 +461,7 @@ hvt_stub_count_ret_pid_log2:
 .Lc_full:
 	RELEASE
 .Lc_nohook:
-	add x17, x11, #H_NO_STACK
-1:	ldxr x10, [x17]
-	add x10, x10, #1
-	stxr w27, x10, [x17]
-	cbnz w27, 1b
+	HDR_INC H_NO_STACK
 	b .Lout
 
 /* x9 the function's return address, x30 the site + 4. */
@@ -561,11 +563,7 @@ hvt_stub_count_ret_pid_log2:
 .Lfull:
 	RELEASE
 .Lnohook:
-	add x17, x11, #H_NO_STACK
-3:	ldxr x10, [x17]
-	add x10, x10, #1
-	stxr w27, x10, [x17]
-	cbnz w27, 3b
+	HDR_INC H_NO_STACK
 	eor w19, w19, #(STUB_REC_ENTRY ^ STUB_REC_ENTRY_NOHOOK)
 .Lcommit_entry:
 	str w19, [x22, #R_TYPE]
