@@ -243,7 +243,7 @@ lane-qemu:
 	@bash scripts/build-lane-qemu.sh >/dev/null
 
 qemu-test: hvtrace $(QEMU_BINS) guest guest-kernels guest-arm64 trixie-tools qemu-versions
-	@$(TEST_ENV) scripts/run-tests.sh $(QEMU_BINS) $(ARM64_RUNS)
+	@$(TEST_ENV) HVT_TEST_JOBS=$(TEST_JOBS) scripts/run-tests.sh $(QEMU_RUNS)
 
 # The include graph: layers include only downward, no include loop (scripts/check-layers.py); every
 # product file named in docs/architecture.md (scripts/check-architecture.py).
@@ -253,9 +253,18 @@ check-layers: | $(DEPS)
 
 # The layers, the unit tests, then the integration tests: the freestanding guest in the embedded VMM (KVM),
 # then the Linux guest under QEMU (launched, and attached to through libvirt).
+# $(TEST_JOBS) binaries at a time (most of a guest test's time is spent waiting on a TCG guest or a
+# gdbstub round trip, not on the host's cores), the longest first: test_linux in two shards (every
+# other test, each shard with its own libvirt domain), the kernel matrix, arm64, then the rest.
+TEST_JOBS ?= 2
+LINUX_TEST := $(BUILD)/tests/qemu/test_linux
+LINUX_SHARDS = HVT_TEST_SHARD=0/2,$(LINUX_TEST) HVT_TEST_SHARD=1/2,HVT_TEST_DOMAIN=hvtrace-test-b,$(LINUX_TEST)
+QEMU_RUNS = $(LINUX_SHARDS) $(BUILD)/tests/qemu/test_kernels $(ARM64_TEST) $(ARM64_RUNS) \
+	$(filter-out $(LINUX_TEST) $(BUILD)/tests/qemu/test_kernels $(ARM64_TEST),$(QEMU_BINS))
 test: check-layers hvtrace $(GUEST) $(GUEST_VARIANTS) $(UNIT_BINS) $(KVM_BINS) $(QEMU_BINS) guest \
       guest-kernels guest-arm64 trixie-tools qemu-versions
-	@$(TEST_ENV) scripts/run-tests.sh $(UNIT_BINS) $(KVM_BINS) $(STUB_RUNS) $(QEMU_BINS) $(ARM64_RUNS)
+	@$(TEST_ENV) HVT_TEST_JOBS=$(TEST_JOBS) scripts/run-tests.sh $(QEMU_RUNS) $(KVM_BINS) $(STUB_RUNS) \
+		$(UNIT_BINS)
 	@$(TEST_ENV) tests/viewer/check-viewers.sh
 
 # Chrome JSON and folded stacks loaded by speedscope in headless Chromium (npm, cached in build/viewer)
@@ -340,8 +349,9 @@ export HVT_ARM64_KERNELS
 ARM64_MATRIX := 6.1 6.12 6.12-generic 6.12-rt 6.18 7.3 7.3-16k
 QEMU_CACHE = $(or $(HVTRACE_CACHE),/var/cache/hvtrace)/qemu
 ARM64_TEST := $(BUILD)/tests/qemu/test_arm64
-ARM64_RUNS = $(foreach v,$(HVT_ARM64_QEMUS),QEMU_AARCH64=$(QEMU_CACHE)/$(v)/qemu-system-aarch64,$(ARM64_TEST)) \
-	$(foreach k,$(wordlist 2,$(words $(HVT_ARM64_KERNELS)),$(HVT_ARM64_KERNELS)),HVT_ARM64_GUEST=$(GUEST_DIR)/arm64-$(k),$(ARM64_TEST))
+# (each run with a libvirt domain of its own, HVT_TEST_DOMAIN: make test runs them side by side)
+ARM64_RUNS = $(foreach v,$(HVT_ARM64_QEMUS),HVT_TEST_DOMAIN=q$(v),QEMU_AARCH64=$(QEMU_CACHE)/$(v)/qemu-system-aarch64,$(ARM64_TEST)) \
+	$(foreach k,$(wordlist 2,$(words $(HVT_ARM64_KERNELS)),$(HVT_ARM64_KERNELS)),HVT_TEST_DOMAIN=k$(k),HVT_ARM64_GUEST=$(GUEST_DIR)/arm64-$(k),$(ARM64_TEST))
 # make test's quick pass over more of the matrix (issue 38): each kernel of $(HVT_ARM64_QUICK_KERNELS)
 # under the last QEMU of $(HVT_ARM64_QEMUS) (else 7.2), test_arm64 with HVT_ARM64_QUICK=1: stub probes
 # with -r, and on every function with -g, two boots of run --qemu, about 30 s (no VM for the attach

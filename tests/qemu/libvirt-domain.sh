@@ -13,15 +13,23 @@ uri=${HVT_LIBVIRT_URI:-qemu:///system} # the tests boot a qemu:///session domain
 
 daemons() {
 	mkdir -p /var/log/libvirt /run/libvirt
+	# one starter at a time (make test runs test binaries side by side); the daemons do not keep
+	# the lock's descriptor
+	exec 9>/run/libvirt/hvtrace-daemons.lock
+	flock 9
 	getent group libvirt-qemu >/dev/null || groupadd -r libvirt-qemu
 	id libvirt-qemu >/dev/null 2>&1 || useradd -r -g libvirt-qemu -d /var/lib/libvirt \
 		-s /usr/sbin/nologin libvirt-qemu
-	pgrep -x virtlogd >/dev/null || virtlogd -d
-	pgrep -x libvirtd >/dev/null || libvirtd -d
+	pgrep -x virtlogd >/dev/null || virtlogd -d 9>&-
+	pgrep -x libvirtd >/dev/null || libvirtd -d 9>&-
 	for _ in $(seq 100); do
-		timeout 10 virsh -c "$uri" version >/dev/null 2>&1 && return 0
+		if timeout 10 virsh -c "$uri" version >/dev/null 2>&1; then
+			exec 9>&-
+			return 0
+		fi
 		sleep 0.1
 	done
+	exec 9>&-
 	echo "libvirtd did not come up" >&2
 	return 1
 }

@@ -16,6 +16,7 @@
 #include "tests/common/kernel_image.h"
 #include "tests/common/trixie.h"
 #include "tests/common/port.h"
+#include "tests/common/shard.h"
 #include "tests/common/skip.h"
 #include "host/qemu/qmp.h"
 
@@ -3487,14 +3488,18 @@ int main(void)
 {
 	const char *dir = getenv("LINUX_GUEST_DIR") ? getenv("LINUX_GUEST_DIR") : "build/guest";
 	struct CMUnitTest tests[ARRAY_LEN(linux_tests)];
+	size_t ntests = 0;
 
+	/* $HVT_TEST_SHARD=K/N: every Nth test (make test runs two shards side by side, each with its
+	 * own $HVT_TEST_DOMAIN) */
 	for (size_t i = 0; i < ARRAY_LEN(linux_tests); i++)
-		tests[i] = (struct CMUnitTest){
-		    .name = linux_tests[i].name,
-		    .test_func = play_test,
-		    .teardown_func = linux_tests[i].domain ? teardown : NULL,
-		    .initial_state = (void *)&linux_tests[i],
-		};
+		if (hv_shard_keeps(i))
+			tests[ntests++] = (struct CMUnitTest){
+			    .name = linux_tests[i].name,
+			    .test_func = play_test,
+			    .teardown_func = linux_tests[i].domain ? teardown : NULL,
+			    .initial_state = (void *)&linux_tests[i],
+			};
 	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", dir);
 	snprintf(initrd, sizeof(initrd), "%s/initramfs.cpio.gz", dir);
 	snprintf(sysmap, sizeof(sysmap), "%s/System.map", dir);
@@ -3539,10 +3544,9 @@ int main(void)
 		printf("cannot write the System.maps of test_system_map_errors in /tmp\n");
 		return 1;
 	}
-	if (getenv("HVT_TEST_FILTER")) /* e.g. HVT_TEST_FILTER='test_sigkill*' while developing */
-		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
-	/* $HVT_TEST_FILTER: only the tests whose names match this glob (cmocka's test filter) */
+	/* $HVT_TEST_FILTER: only the tests whose names match this glob (cmocka's test filter), e.g.
+	 * HVT_TEST_FILTER='test_sigkill*' while developing */
 	if (getenv("HVT_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
-	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);
+	return _cmocka_run_group_tests("linux", tests, ntests, NULL, NULL);
 }
