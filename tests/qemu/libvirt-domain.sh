@@ -81,6 +81,8 @@ start)
   </devices>
 </domain>
 XML
+	# a domain of this test's name left running by a test run that was killed
+	timeout 60 virsh -q -c "$uri" destroy "$name" >/dev/null 2>&1 || true
 	timeout 300 virsh -q -c "$uri" create "$dir/$name.xml" >/dev/null
 	;;
 state)
