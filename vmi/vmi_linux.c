@@ -450,9 +450,12 @@ int vmi_linux_open_kallsyms_of(struct vmi_linux *l, const struct arch *arch, uin
 		vmi_linux_arm64_missing(&l->objects, read, ctx, l->image_lo,
 					l->image_hi - l->image_lo);
 	vmi_symtab_sort(&l->funcs);
-	if (l->image_hi) /* ... and the command line's pointer from the code that prints it */
+	if (l->image_hi) { /* ... the command line's pointer and the module list from code using them */
 		vmi_linux_arm64_cmdline(&l->objects, &l->funcs, read, ctx, l->image_lo,
 					l->image_hi - l->image_lo);
+		vmi_linux_arm64_modules(&l->objects, &l->funcs, read, ctx, l->image_lo,
+					l->image_hi - l->image_lo);
+	}
 	vmi_symtab_sort(&l->objects);
 	if (!vmi_symtab_find(&l->objects, "linux_banner") ||
 	    !vmi_symtab_find(&l->funcs, "_stext") || !any_addr(l, "_etext")) {

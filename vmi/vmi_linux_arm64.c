@@ -120,41 +120,91 @@ static uint64_t btf_blob(const uint8_t *p, size_t n)
  * the range kallsyms gives (a 6.1 image found without its header: its text) can end before */
 #define CMDLINE_SPAN_MIN (1ull << 30)
 
-void vmi_linux_arm64_cmdline(struct vmi_symtab *objects, const struct vmi_symtab *funcs,
-			     vmi_read_fn read, void *ctx, uint64_t base, uint64_t size)
+static uint32_t word_at(const uint8_t *code, unsigned i)
 {
-	const struct vmi_sym *f = vmi_symtab_find(funcs, "cmdline_proc_show");
+	return (uint32_t)code[4 * i] | (uint32_t)code[4 * i + 1] << 8 | (uint32_t)code[4 * i + 2] << 16 |
+	       (uint32_t)code[4 * i + 3] << 24;
+}
+
+/* The address an ADRP Xn (of register @rd, any when @rd is 32) and a following LDR Xt, [Xn, #off]
+ * (@want_ldr) or ADD Xn, Xn, #off (else) within four instructions form in the first
+ * CMDLINE_FN_WORDS words of function @fn, if the first such ADRP has that partner and the address
+ * lies within max(@size, 1 GiB) past @base; else 0. Calls only @read. */
+static uint64_t adrp_pair(vmi_read_fn read, void *ctx, uint64_t fn, unsigned rd, bool want_ldr,
+			  uint64_t base, uint64_t size)
+{
 	uint8_t code[CMDLINE_FN_WORDS * 4];
 
-	if (vmi_symtab_find(objects, "saved_command_line") || !f || (f->addr & 3) ||
-	    read(ctx, f->addr, code, sizeof(code)) < 0)
-		return;
+	if ((fn & 3) || read(ctx, fn, code, sizeof(code)) < 0)
+		return 0;
 	for (unsigned i = 0; i < CMDLINE_FN_WORDS; i++) {
-		uint32_t w = (uint32_t)code[4 * i] | (uint32_t)code[4 * i + 1] << 8 |
-			     (uint32_t)code[4 * i + 2] << 16 | (uint32_t)code[4 * i + 3] << 24;
-		uint64_t pc = f->addr + 4 * i, page;
+		uint32_t w = word_at(code, i);
+		uint64_t pc = fn + 4 * i, page;
 		int64_t imm;
 
-		if ((w & 0x9f000000u) != 0x90000000u) /* ADRP */
+		if ((w & 0x9f000000u) != 0x90000000u || (rd < 32 && (w & 31) != rd)) /* ADRP */
 			continue;
 		imm = (int64_t)((((w >> 5) & 0x7ffff) << 2) | ((w >> 29) & 3));
 		if (imm & (1 << 20)) /* 21 bits, signed */
 			imm -= 1 << 21;
 		page = (pc & ~0xfffull) + (uint64_t)(imm * 4096);
 		for (unsigned j = i + 1; j < CMDLINE_FN_WORDS && j <= i + 4; j++) {
-			uint32_t l = (uint32_t)code[4 * j] | (uint32_t)code[4 * j + 1] << 8 |
-				     (uint32_t)code[4 * j + 2] << 16 | (uint32_t)code[4 * j + 3] << 24;
-			uint64_t at = page + ((l >> 10) & 0xfff) * 8;
+			uint32_t l = word_at(code, j);
+			uint64_t at;
 
-			/* LDR Xt, [Xn, #imm12 * 8] from the ADRP's register */
-			if ((l & 0xffc00000u) != 0xf9400000u || ((l >> 5) & 31) != (w & 31))
-				continue;
-			if (at >= base && at - base < (size > CMDLINE_SPAN_MIN ? size : CMDLINE_SPAN_MIN))
-				vmi_symtab_add(objects, at, 8, "saved_command_line");
-			return;
+			if (want_ldr) { /* LDR Xt, [Xn, #imm12 * 8] from the ADRP's register */
+				if ((l & 0xffc00000u) != 0xf9400000u || ((l >> 5) & 31) != (w & 31))
+					continue;
+				at = page + ((l >> 10) & 0xfff) * 8;
+			} else { /* ADD Xn, Xn, #imm12 (unshifted), into the same register */
+				if ((l & 0xffc00000u) != 0x91000000u || ((l >> 5) & 31) != (w & 31) ||
+				    (l & 31) != (w & 31))
+					continue;
+				at = page + ((l >> 10) & 0xfff);
+			}
+			return at >= base &&
+					       at - base < (size > CMDLINE_SPAN_MIN ? size : CMDLINE_SPAN_MIN)
+				   ? at
+				   : 0;
 		}
-		return; /* the first ADRP is the pointer's */
+		return 0; /* the first such ADRP is the address's */
 	}
+	return 0;
+}
+
+void vmi_linux_arm64_cmdline(struct vmi_symtab *objects, const struct vmi_symtab *funcs,
+			     vmi_read_fn read, void *ctx, uint64_t base, uint64_t size)
+{
+	const struct vmi_sym *f = vmi_symtab_find(funcs, "cmdline_proc_show");
+	uint64_t at;
+
+	if (vmi_symtab_find(objects, "saved_command_line") || !f)
+		return;
+	at = adrp_pair(read, ctx, f->addr, 32, true, base, size);
+	if (at)
+		vmi_symtab_add(objects, at, 8, "saved_command_line");
+}
+
+/* A kernel virtual address of an 8-byte aligned object: the top 16 bits set. */
+static bool kernel_ptr(uint64_t v)
+{
+	return (v >> 48) == 0xffff && !(v & 7);
+}
+
+void vmi_linux_arm64_modules(struct vmi_symtab *objects, const struct vmi_symtab *funcs,
+			     vmi_read_fn read, void *ctx, uint64_t base, uint64_t size)
+{
+	const struct vmi_sym *f = vmi_symtab_find(funcs, "m_next");
+	uint64_t at, head[2];
+
+	if (vmi_symtab_find(objects, "modules") || !f)
+		return;
+	/* seq_list_next(p, &modules, pos): the list's address in x1 */
+	at = adrp_pair(read, ctx, f->addr, 1, false, base, size);
+	if (!at || (at & 7) || read(ctx, at, head, sizeof(head)) < 0 || !kernel_ptr(head[0]) ||
+	    !kernel_ptr(head[1]) || ((head[0] == at) != (head[1] == at)))
+		return;
+	vmi_symtab_add(objects, at, 16, "modules");
 }
 
 void vmi_linux_arm64_missing(struct vmi_symtab *objects, vmi_read_fn read, void *ctx,

@@ -33,6 +33,16 @@ struct vmi_symtab;
 void vmi_linux_arm64_cmdline(struct vmi_symtab *objects, const struct vmi_symtab *funcs,
 			     vmi_read_fn read, void *ctx, uint64_t base, uint64_t size);
 
+/* The `modules` list head (a struct list_head), which a kernel without KALLSYMS_ALL leaves out of
+ * kallsyms, from the code of /proc/modules' m_next (@funcs'), which passes its address to
+ * seq_list_next in x1: its first ADRP X1 followed within four instructions by ADD X1, X1, #off,
+ * the address within max(@size, 1 GiB) past @base, 8-byte aligned, its two pointers kernel
+ * addresses (both the head itself for an empty list, or neither), put in @objects as `modules`.
+ * Nothing when it is already there, when the function is not, or when its code or the list has
+ * another shape (the module walk bounds and checks every entry further). Calls only @read. */
+void vmi_linux_arm64_modules(struct vmi_symtab *objects, const struct vmi_symtab *funcs,
+			     vmi_read_fn read, void *ctx, uint64_t base, uint64_t size);
+
 /* What a kernel built without KALLSYMS_ALL (Debian's 6.1 arm64) leaves out of kallsyms and hvtrace
  * reads: linux_banner (the "Linux version " string) and __start_BTF/__stop_BTF (the vmlinux BTF
  * blob: magic 0xeb9f, version 1, a 24-byte header, types then strings), found by their shape in

@@ -1,7 +1,8 @@
-/* vmi/vmi_linux_arm64.h, vmi_linux_arm64_cmdline: saved_command_line learned from the code of
- * cmdline_proc_show in a kernel whose kallsyms lack data symbols (Debian's 6.1 arm64), over a fake
- * guest memory holding that function as such a kernel compiles it (ftrace's two NOPs, PACIASP, the
- * frame, then ADRP and LDR of the pointer); and every shape that must leave it unknown. */
+/* vmi/vmi_linux_arm64.h, vmi_linux_arm64_cmdline and vmi_linux_arm64_modules: saved_command_line
+ * learned from the code of cmdline_proc_show, and the `modules` list head from m_next's, in a kernel
+ * whose kallsyms lack data symbols (Debian's 6.1 arm64), over a fake guest memory holding that
+ * function as such a kernel compiles it (ftrace's NOPs, PACIASP, the frame, then ADRP and LDR of the
+ * pointer, or ADRP and ADD of the list's address); and every shape that must leave it unknown. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -26,10 +27,15 @@
 
 static uint32_t code[32];
 static uint64_t code_at = FN;
+static uint64_t head[2], head_at; /* the module list's head, where vmi_linux_arm64_modules reads it */
 
 static int rd(void *ctx, uint64_t gva, void *buf, size_t len)
 {
 	(void)ctx;
+	if (head_at && gva == head_at && len == sizeof(head)) {
+		memcpy(buf, head, len);
+		return 0;
+	}
 	if (gva < code_at || gva - code_at > sizeof(code) || len > sizeof(code) - (gva - code_at))
 		return -EFAULT;
 	memcpy(buf, (const uint8_t *)code + (gva - code_at), len);
@@ -142,11 +148,116 @@ static void test_unknown(void **state)
 	code_at = FN;
 }
 
+/* ADD x@rd_, x@rn, #@imm */
+static uint32_t add(unsigned rd_, unsigned rn, unsigned imm)
+{
+	return 0x91000000u | (imm & 0xfff) << 10 | rn << 5 | rd_;
+}
+
+#define MODULE_A 0xffff80000a012008ull /* a module's list member */
+#define MODULE_B 0xffff80000a3c1008ull
+
+/* 6.1's m_next with the list at @list, its head {@next, @prev}: mov x9, x30; nop; paciasp; the
+ * frame; mov x0, x1; mov x29, sp; adrp x1; add x1, x1, #off; bl seq_list_next (never looked at). */
+static void m_next_61(uint64_t list, uint64_t next, uint64_t prev)
+{
+	memset(code, 0, sizeof(code));
+	code[0] = MOV_X9_30;
+	code[1] = NOP;
+	code[2] = PACIASP;
+	code[3] = STP_FRAME;
+	code[4] = 0xaa0103e0u; /* mov x0, x1 */
+	code[5] = MOV_FP;
+	code[6] = adrp(1, FN + 24, list);
+	code[7] = add(1, 1, list & 0xfff);
+	code[8] = 0x94000000u | 0x4321;
+	head_at = list;
+	head[0] = next;
+	head[1] = prev;
+}
+
+/* What vmi_linux_arm64_modules finds: the address of `modules`, 0 for none. */
+static uint64_t learn_modules(bool with_fn, bool already)
+{
+	struct vmi_symtab objects = {0}, funcs = {0};
+	const struct vmi_sym *s;
+	uint64_t at;
+
+	if (with_fn)
+		assert_int_equal(vmi_symtab_add(&funcs, FN, 64, "m_next"), 0);
+	assert_int_equal(vmi_symtab_add(&funcs, FN + 64, 64, "m_start"), 0);
+	vmi_symtab_sort(&funcs);
+	if (already)
+		assert_int_equal(vmi_symtab_add(&objects, 0x2000, 16, "modules"), 0);
+	vmi_linux_arm64_modules(&objects, &funcs, rd, NULL, IMAGE, IMAGE_SZ);
+	s = vmi_symtab_find(&objects, "modules");
+	at = s ? s->addr : 0;
+	vmi_symtab_free(&objects);
+	vmi_symtab_free(&funcs);
+	return at;
+}
+
+/* 6.1's shape (ADD's offset 0x610, as Debian's 6.1.176 has it), with two modules, and empty. */
+static void test_modules_found(void **state)
+{
+	uint64_t list = IMAGE + 0x1d0c610;
+
+	(void)state;
+	m_next_61(list, MODULE_A, MODULE_B);
+	assert_true(learn_modules(true, false) == list);
+	m_next_61(list, list, list);
+	assert_true(learn_modules(true, false) == list);
+	/* past the range kallsyms gave, an instruction between ADRP and ADD */
+	list = IMAGE + IMAGE_SZ + 0x1000;
+	m_next_61(list, MODULE_A, MODULE_A);
+	code[7] = MOV_FP;
+	code[8] = add(1, 1, list & 0xfff);
+	assert_true(learn_modules(true, false) == list);
+	head_at = 0;
+}
+
+/* Left unknown: already known (untouched), no m_next, ADRP into another register than x1, an ADD
+ * into another register or from another one, a target outside the image or not 8-byte aligned, a
+ * head that cannot be read, pointers that are no kernel addresses, a head half pointing at itself. */
+static void test_modules_unknown(void **state)
+{
+	uint64_t list = IMAGE + 0x1d0c610;
+
+	(void)state;
+	m_next_61(list, MODULE_A, MODULE_B);
+	assert_true(learn_modules(true, true) == 0x2000);
+	assert_true(learn_modules(false, false) == 0);
+	code[6] = adrp(2, FN + 24, list);
+	code[7] = add(2, 2, list & 0xfff);
+	assert_true(learn_modules(true, false) == 0);
+	m_next_61(list, MODULE_A, MODULE_B);
+	code[7] = add(2, 1, list & 0xfff);
+	assert_true(learn_modules(true, false) == 0);
+	code[7] = add(1, 2, list & 0xfff);
+	assert_true(learn_modules(true, false) == 0);
+	m_next_61(IMAGE - 0x1000, MODULE_A, MODULE_B);
+	assert_true(learn_modules(true, false) == 0);
+	m_next_61(list + 4, MODULE_A, MODULE_B);
+	assert_true(learn_modules(true, false) == 0);
+	m_next_61(list, MODULE_A, MODULE_B);
+	head_at = list + 8;
+	assert_true(learn_modules(true, false) == 0);
+	m_next_61(list, 0x0000aaaa12340000ull, MODULE_B);
+	assert_true(learn_modules(true, false) == 0);
+	m_next_61(list, MODULE_A, MODULE_B + 4);
+	assert_true(learn_modules(true, false) == 0);
+	m_next_61(list, list, MODULE_B);
+	assert_true(learn_modules(true, false) == 0);
+	head_at = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_found),
 	    cmocka_unit_test(test_unknown),
+	    cmocka_unit_test(test_modules_found),
+	    cmocka_unit_test(test_modules_unknown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
