@@ -502,6 +502,18 @@ static void test_refused(void **state)
 	hv_result_free(&r);
 }
 
+/* Keeps a run's trace for whoever debugs a failure: /tmp/hvt-arm64[-$HVT_TEST_DOMAIN]-@what.txt
+ * (each run of make test has a domain of its own). */
+static void save_trace(const char *what, const char *trace)
+{
+	const char *env = getenv("HVT_TEST_DOMAIN");
+	char path[200];
+
+	snprintf(path, sizeof(path), "/tmp/hvt-arm64%s%s-%s.txt", env && *env ? "-" : "",
+		 env && *env ? env : "", what);
+	hv_write_file(path, trace, strlen(trace));
+}
+
 /* record --qemu on the arm64 Image (qemu-system-aarch64 -M virt launched for it), trap probes
  * under function_graph, dd's calls alone: on hvt.bm=7 hvt.tmpfs=5, each of dd's 12 reads is one
  * vfs_read, and each of the 5 of the tmpfs file holds shmem_file_read_iter right under it; the
@@ -558,7 +570,7 @@ static void test_run_graph(void **state)
 	free(tc);
 	free(r.trace);
 	r.trace = hv_sh("%s report -i %s", hv_binary(), dat);
-	hv_write_file("/tmp/hvt-arm64-graph.txt", r.trace, strlen(r.trace));
+	save_trace("graph", r.trace);
 	assert_non_null(strstr(r.console, "hvt-linux: binfmt_misc status read 7 times"));
 	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
 	assert_int_equal(count_text(r.trace, "vfs_read"), 7 + 5);
@@ -676,7 +688,7 @@ static void test_run_stub_graph(void **state)
 	hv_run(&r, argv, 0, 0);
 	printf("arm64: run --qemu --probe stub -p function_graph: status %d in %.1f s\n%s",
 	       r.status, now_s() - t0, r.err);
-	hv_write_file("/tmp/hvt-arm64-stub-graph.txt", r.trace, strlen(r.trace));
+	save_trace("stub-graph", r.trace);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.console, "hvt-linux: binfmt_misc status read 7 times"));
 	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
@@ -714,7 +726,7 @@ static void test_run_stub_graph_root(void **state)
 	printf("arm64: run --qemu --probe stub -g vfs_read on every function: status %d in %.1f s, "
 	       "%ld sites\n%s",
 	       r.status, now_s() - t0, sites, r.err);
-	hv_write_file("/tmp/hvt-arm64-stub-graph-root.txt", r.trace, strlen(r.trace));
+	save_trace("stub-graph-root", r.trace);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
 	assert_int_equal(count_text(r.trace, "|  vfs_read() {"), 7 + 5);
@@ -774,7 +786,7 @@ static void test_run_stub_detour(void **state)
 	hv_run(&r, argv, 0, 0);
 	printf("arm64: run --qemu --probe stub -l __schedule (a detour): status %d in %.1f s\n%s",
 	       r.status, now_s() - t0, r.err);
-	hv_write_file("/tmp/hvt-arm64-stub-detour.txt", r.trace, strlen(r.trace));
+	save_trace("stub-detour", r.trace);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.err, "hvtrace: 1 function without an fentry site probed at its "
 				      "entry through a stub detour\n"));
@@ -934,7 +946,7 @@ static void test_run_stub_detour_graph(void **state)
 	printf("arm64: run --qemu --probe stub -p function_graph -l __schedule (a detour): status "
 	       "%d in %.1f s\n%s",
 	       r.status, now_s() - t0, r.err);
-	hv_write_file("/tmp/hvt-arm64-stub-detour-graph.txt", r.trace, strlen(r.trace));
+	save_trace("stub-detour-graph", r.trace);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.err, "probed at its entry through a stub detour\n"));
 	assert_non_null(strstr(r.console, TMPFS_LINE "5 times"));
