@@ -185,10 +185,11 @@ void vmi_linux_arm64_cmdline(struct vmi_symtab *objects, const struct vmi_symtab
 		vmi_symtab_add(objects, at, 8, "saved_command_line");
 }
 
-/* A kernel virtual address of an 8-byte aligned object: the top 16 bits set. */
+/* A kernel virtual address (TTBR1's half: bit 55, whatever a tag in the top byte says) of an
+ * 8-byte aligned object. */
 static bool kernel_ptr(uint64_t v)
 {
-	return (v >> 48) == 0xffff && !(v & 7);
+	return (v >> 55 & 1) && !(v & 7);
 }
 
 void vmi_linux_arm64_modules(struct vmi_symtab *objects, const struct vmi_symtab *funcs,
