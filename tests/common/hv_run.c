@@ -114,7 +114,17 @@ void hv_run_signal_on_file(struct hv_result *r, const char *const *argv, const c
 	run(r, argv, path, text, after, sig);
 }
 
-/* @watch: the file @console_text is waited for in (NULL: hvtrace's --console file) */
+/* the @watch of hv_run_signal_on_trace: hvtrace's own trace output */
+static const char watch_trace[] = "";
+
+void hv_run_signal_on_trace(struct hv_result *r, const char *const *argv, const char *text,
+			    double after, int sig)
+{
+	run(r, argv, watch_trace, text, after, sig);
+}
+
+/* @watch: the file @console_text is waited for in (NULL: hvtrace's --console file; watch_trace:
+ * its trace, -o) */
 static void run(struct hv_result *r, const char *const *argv, const char *watch,
 		const char *console_text, double signal_after, int sig)
 {
@@ -179,7 +189,7 @@ static void run(struct hv_result *r, const char *const *argv, const char *watch,
 		_exit(127);
 	}
 	if (console_text)
-		hv_wait_for_text(watch ? watch : cpath, console_text, pid);
+		hv_wait_for_text(watch == watch_trace ? tpath : watch ? watch : cpath, console_text, pid);
 	if (signal_after > 0) {
 		struct timespec ts = {(time_t)signal_after,
 				      (long)((signal_after - (time_t)signal_after) * 1e9)};

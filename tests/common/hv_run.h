@@ -44,6 +44,10 @@ void hv_run_signal_on(struct hv_result *r, const char *const *argv, const char *
 /* The same, with @text waited for in the file @path (an attached VM's console log) instead. */
 void hv_run_signal_on_file(struct hv_result *r, const char *const *argv, const char *path,
 			   const char *text, double after, int sig);
+/* The same, with @text waited for in hvtrace's own trace output (`-o`, as far as hvtrace has
+ * written it out): @sig sent once it traces, however long its start took. */
+void hv_run_signal_on_trace(struct hv_result *r, const char *const *argv, const char *text,
+			    double after, int sig);
 void hv_result_free(struct hv_result *r);
 /* Fills @r->lines and @r->nr_lines from @r->trace (the function lines: "task-pid [cpu] ts: f <-p"). */
 void hv_parse_trace(struct hv_result *r);
