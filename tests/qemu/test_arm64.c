@@ -1132,6 +1132,21 @@ static char *dom_state(void)
 	return hv_sh("tests/qemu/libvirt-domain.sh state %s", dom_name);
 }
 
+/* The domain's state once libvirt has caught up with QEMU's events: libvirtd learns of a resume
+ * from QEMU's RESUME event, which a loaded host delivers late; "paused" is asked again for up to
+ * 10 s (a VM left paused stays so). */
+static char *dom_state_settled(void)
+{
+	char *st = dom_state();
+
+	for (int i = 0; i < 50 && !strcmp(st, "paused\n"); i++) {
+		free(st);
+		sleep_ms(200);
+		st = dom_state();
+	}
+	return st;
+}
+
 /* Whether the libvirt tests run in this run: once under the machine's QEMU (by default not again
  * under $QEMU_AARCH64's: CI's time), and under QEMU 11 by the trixie root's libvirtd when asked
  * (`make arm64-matrix`). */
@@ -1232,7 +1247,7 @@ static void test_attach_libvirt(void **state)
 	con = hv_slurp(dom_console);
 	/* detached before the guest's end */
 	assert_null(strstr(con, "reboot: Power down"));
-	st = dom_state();
+	st = dom_state_settled();
 	assert_string_equal(st, "running\n");
 	free(st);
 	assert_int_equal(r.status, 0);
