@@ -2338,7 +2338,9 @@ static const struct linux_test linux_tests[] = {
 		     "--timeout", "400"},
 	    .expect = {
 		.check = check_rprobe_balanced,
-		.counts = {{"             yes-", 100}},
+		/* a VM stop per hit: how many fit in 15 s is the host's load's to say (make test runs
+		 * two guests side by side); 20 show the writers ran under the probe */
+		.counts = {{"             yes-", 20}},
 	    },
 	}},
     },
