@@ -614,9 +614,9 @@ static int qemu_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, siz
 	status = start_tracing(r, &task, err, errlen);
 	if (status)
 		return failed(r, status, "while attaching", err, errlen);
-	/* a guardian that knows the tracer (and shares its shadow stacks) */
-	guardian_stop(&r->guard);
-	guardian_start(&r->guard, qemu_run_guardian_takeover, r);
+	/* a guardian that knows the tracer (and shares its shadow stacks), taking over from the one
+	 * that watched the attach with no moment when none watches */
+	guardian_handover(&r->guard, qemu_run_guardian_takeover, r);
 	return 0;
 }
 
