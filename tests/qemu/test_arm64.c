@@ -42,8 +42,10 @@
  * the stub (arm64 has no memmap=) */
 #define KERNEL_MEM "4032M"
 #define BOOT_S	 600 /* to the workload, and from there to power-off: TCG on a shared host */
-/* the booted guest waits this long (hvt.wait) before its workload: time for test_attach_qmp */
-#define ATTACH_WAIT "75"
+/* the booted guest waits this long (hvt.wait) before its workload: time for the gdbstub, listing
+ * and attach tests before test_attach_qmp; for test_attach_qmp alone (HVT_ARM64_QUICK) less */
+#define ATTACH_WAIT	  "75"
+#define ATTACH_WAIT_QUICK "40"
 /* its workload then reads a tmpfs file this many times, each one dd's read(2): as many calls of
  * shmem_file_read_iter by dd, each returning the file's 16 bytes ("a line on tmpfs\n") */
 #define TMPFS_READS "5"
@@ -152,6 +154,14 @@ static char lv_uri[512], lv_root[256];
 static int lv_state; /* 0 not asked yet, 1 the machine's, 2 the trixie root's, -1 none */
 
 /* Starts the guest: console to log_path, QMP at qmp_path, a gdbstub on gdb_port. */
+/* HVT_ARM64_QUICK=1: make test's quick pass (main) */
+static bool quick_pass(void)
+{
+	const char *q = getenv("HVT_ARM64_QUICK");
+
+	return q && !strcmp(q, "1");
+}
+
 static int setup(void **state)
 {
 	char serial[340], qmp[340], gdb[64];
@@ -179,8 +189,10 @@ static int setup(void **state)
 		      "-smp", "2", "-m", RAM_MB_S, "-display", "none", "-nodefaults",
 		      "-no-user-config", "-no-reboot", "-serial", serial, "-qmp", qmp, "-gdb", gdb,
 		      "-kernel", image, "-initrd", initrd, "-append",
-		      "console=ttyAMA0 panic=-1 hvt.yes_sec=2 hvt.wait=" ATTACH_WAIT
-		      " hvt.tmpfs=" TMPFS_READS " mem=" KERNEL_MEM,
+		      quick_pass() ? "console=ttyAMA0 panic=-1 hvt.yes_sec=2 hvt.wait=" ATTACH_WAIT_QUICK
+				     " hvt.tmpfs=" TMPFS_READS " mem=" KERNEL_MEM
+				   : "console=ttyAMA0 panic=-1 hvt.yes_sec=2 hvt.wait=" ATTACH_WAIT
+				     " hvt.tmpfs=" TMPFS_READS " mem=" KERNEL_MEM,
 		      (char *)NULL);
 		_exit(127);
 	}
@@ -1379,13 +1391,16 @@ int main(void)
 	    cmocka_unit_test(test_run_stub_profile),
 	};
 	/* HVT_ARM64_QUICK=1 (make test's pass over the other kernels of the matrix, issue 38): the
-	 * run --qemu tests with stub probes that cover the most in the fewest boots (-r's values; every
-	 * function patched, -g following vfs_read's f_op), and no VM booted for the attach tests */
+	 * running 4 GiB VM attached by its QMP socket (stub probes, -r, detached at its power-off),
+	 * then the run --qemu tests with stub probes that cover the most in the fewest boots (-r's
+	 * values; every function patched, -g following vfs_read's f_op): three boots */
 	const struct CMUnitTest quick[] = {
+	    cmocka_unit_test(test_boot_to_init),
+	    cmocka_unit_test(test_attach_qmp),
+	    cmocka_unit_test(test_power_off),
 	    cmocka_unit_test(test_run_stub_returns),
 	    cmocka_unit_test(test_run_stub_graph_root),
 	};
-	const char *q = getenv("HVT_ARM64_QUICK");
 	char why[400];
 
 	if (!find_guest(why, sizeof(why)))
@@ -1397,7 +1412,7 @@ int main(void)
 	/* one test alone (cmocka's name pattern), as HVT_TEST_FILTER picks test_linux's */
 	if (getenv("HVT_TEST_FILTER") && *getenv("HVT_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("HVT_TEST_FILTER"));
-	if (q && !strcmp(q, "1"))
-		return cmocka_run_group_tests_name("arm64 quick", quick, NULL, NULL);
+	if (quick_pass())
+		return cmocka_run_group_tests_name("arm64 quick", quick, setup, teardown);
 	return cmocka_run_group_tests_name("arm64", tests, setup, teardown);
 }
