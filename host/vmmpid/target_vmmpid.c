@@ -298,8 +298,8 @@ static int op_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min,
 
 		ret = write_journal_note_taken(q->journal, q->stub.saved_gpa + off,
 					       q->stub.saved + off, (size_t)n);
-		if (ret <
-		    0) { /* (unlogged: the journal is full; the put-back makes no new state) */
+		if (ret < 0) {
+			/* unlogged (the journal is full): the put-back makes no new state */
 			struct write_journal *j = q->journal;
 
 			q->journal = NULL;
