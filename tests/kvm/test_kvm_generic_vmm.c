@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -200,7 +201,7 @@ static char *vmm_threads(pid_t pid)
 static void killed_in_patch_hold(const struct qemu_case *q, struct vmm *v, const char *pid)
 {
 	char errpath[128], mpath[64], *err = NULL;
-	int holds = 0, was = 0, st, mfd;
+	int st, mfd;
 	uint8_t b = 0;
 	uint64_t at;
 	pid_t h;
@@ -227,33 +228,47 @@ static void killed_in_patch_hold(const struct qemu_case *q, struct vmm *v, const
 		      "ksys_*", (char *)NULL);
 		_exit(127);
 	}
-	st = 0;
-	for (int i = 0; i < 300000 && waitpid(h, &st, WNOHANG) == 0; i++) { /* 5 min at most */
-		int now = tracer_pid(v->pid) > 0; /* (the tracer may be a thread of hvtrace) */
+	/* vfs_read's CALL in while hvtrace holds the VMM: only the patch hold writes text (the
+	 * first hold reads registers; without --duration no detach hold comes), so the byte and the
+	 * VMM's TracerPid say it, looked at without a pause (the hold lasts 0.1 to 0.25 s, and the
+	 * lane's L1 may be starved by its host); the hold is over once hvtrace says its probes are
+	 * in (the VMM may be let go a moment within the hold, to run out of a detour's bytes) */
+	bool in_hold = false, over = false;
+	struct timespec t0, t;
 
-		if (now && !was)
-			holds++;
-		if (holds == 2 && now && pread(mfd, &b, 1, (off_t)at) == 1 && b == 0xe8)
+	st = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (t = t0; t.tv_sec - t0.tv_sec < 600 && waitpid(h, &st, WNOHANG) == 0;
+	     clock_gettime(CLOCK_MONOTONIC, &t)) {
+		if (pread(mfd, &b, 1, (off_t)at) != 1 || b != 0xe8) {
+			usleep(20);
+			continue;
+		}
+		if (tracer_pid(v->pid) > 0) { /* (the tracer may be a thread of hvtrace) */
+			in_hold = true;
 			break;
-		was = now;
-		usleep(200);
+		}
+		free(err);
+		err = hv_slurp(errpath);
+		if ((over = strstr(err, " stub probes in, ") != NULL))
+			break;
 	}
 	char *after;
 	int vst = 0;
 	pid_t gone = 0;
 
-	kill(h, SIGKILL); /* in its second hold, vfs_read patched, or (a failure) wherever it is */
+	kill(h, SIGKILL); /* in its patch hold, vfs_read patched, or (a failure) wherever it is */
 	waitpid(h, &st, 0);
 	after = vmm_threads(v->pid);
 	close(mfd);
-	if (holds != 2 || b != 0xe8) {
-		char *e = hv_slurp(errpath);
-
-		fail_msg(
-		    "hvtrace's second hold (%d seen) with vfs_read patched (%02x) not seen: %s",
-		    holds, b, e);
+	if (!in_hold) {
+		free(err);
+		err = hv_slurp(errpath);
+		fail_msg("hvtrace's patch hold with vfs_read patched (%02x) not seen%s: %s", b,
+			 over ? " (the hold was over when the test looked)" : "", err);
 	}
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	free(err);
 	err = hv_slurp(errpath);
 	if (strstr(err, " stub probes in, "))
 		fail_msg("hvtrace was killed after its patch hold, not in it: %s", err);
