@@ -477,7 +477,15 @@ static int unstep(struct ptrace_inject *pi, pid_t tid)
 	for (int tries = 0; tries < STEP_TRIES; tries++) {
 		if (ptrace(PTRACE_CONT, tid, NULL, NULL) != 0)
 			return -errno;
-		rc = wait_tid(tid, deadline, &st);
+		/* in slices: a process that exits meanwhile (a leader's exit is not reported
+		 * while its other threads are unreaped) is said at once, not at the deadline */
+		do
+			rc =
+			    wait_tid(tid, now_ms() + 10 < deadline ? now_ms() + 10 : deadline, &st);
+		while (rc == -ETIMEDOUT && now_ms() < deadline && !zombie(pi->pid, tid) &&
+		       !zombie(pi->pid, pi->pid));
+		if (rc == -ETIMEDOUT && now_ms() < deadline)
+			return -ESRCH;
 		if (rc < 0)
 			return rc;
 		if (WIFEXITED(st) || WIFSIGNALED(st))
