@@ -459,6 +459,72 @@ static int seccomp_refuses(struct ptrace_inject *pi, pid_t tid, const char *name
 	return -EPERM;
 }
 
+/* Takes PTRACE_SINGLESTEP's trap flag off stopped thread @tid without letting it run an instruction
+ * of its own: the flag stays on a thread that stays stopped, and a tracer that dies does not take
+ * it off (the kernel drops its ptrace links without a detach), so the thread, let go, would trap
+ * after one instruction, and an untraced SIGTRAP dumps the whole process's core. PTRACE_INTERRUPT,
+ * then PTRACE_CONT (which takes the flag off): the thread stops again in the kernel's signal
+ * handling, as the attach's PTRACE_INTERRUPT left it, before any instruction of its own. 0, or a
+ * negative errno (-ESRCH: it ended; -ETIMEDOUT; -EIO: it did not come to that stop). */
+static int unstep(struct ptrace_inject *pi, pid_t tid)
+{
+	struct ptrace_inject_thread *t = thread_of(pi, tid);
+	uint64_t deadline = now_ms() + (uint64_t)pi->timeout_ms;
+	int st, rc;
+
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0)
+		return -errno;
+	for (int tries = 0; tries < STEP_TRIES; tries++) {
+		if (ptrace(PTRACE_CONT, tid, NULL, NULL) != 0)
+			return -errno;
+		/* in slices: a process that exits meanwhile (a leader's exit is not reported
+		 * while its other threads are unreaped) is said at once, not at the deadline */
+		do
+			rc =
+			    wait_tid(tid, now_ms() + 10 < deadline ? now_ms() + 10 : deadline, &st);
+		while (rc == -ETIMEDOUT && now_ms() < deadline && !zombie(pi->pid, tid) &&
+		       !zombie(pi->pid, pi->pid));
+		if (rc == -ETIMEDOUT && now_ms() < deadline)
+			return -ESRCH;
+		if (rc < 0)
+			return rc;
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return -ESRCH;
+		if (!WIFSTOPPED(st))
+			continue;
+		if ((st >> 16) == PTRACE_EVENT_STOP)
+			return 0;
+		/* a signal that came meanwhile, stopped at: delivered at the detach */
+		if ((st >> 16) == 0 && WSTOPSIG(st) != SIGTRAP && t && !t->sig)
+			t->sig = WSTOPSIG(st);
+	}
+	return -EIO;
+}
+
+/* ptrace_inject_syscall's end, the thread stopped: the trap flag off (unstep), @rc kept, or the
+ * failure to take it off said in @err. */
+static int call_end(struct ptrace_inject *pi, pid_t tid, const char *name, int rc, char *err,
+		    size_t errlen)
+{
+	char comm[72];
+	int u = unstep(pi, tid);
+
+	if (u == 0)
+		return rc;
+	if (u == -ESRCH)
+		thread_gone(pi, tid);
+	if (rc == 0 || rc == -EPERM) { /* (other failures said more already) */
+		msg_fmt(
+		    err, errlen,
+		    "pid %d thread %d (%s): after the injected %s, its single step could not be "
+		    "taken off: %s",
+		    (int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name,
+		    strerror(-u));
+		return u;
+	}
+	return rc;
+}
+
 int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 			  const uint64_t args[6], int64_t *ret, char *err, size_t errlen)
 {
@@ -513,9 +579,11 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 			    "pid %d thread %d (%s): the injected %s did not return within %d ms",
 			    (int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)),
 			    name, pi->timeout_ms);
-			if (rc != 1 || !WIFSTOPPED(st))
+			if (rc != 1 || !WIFSTOPPED(st)) {
 				thread_gone(pi, tid);
-			return -ETIMEDOUT;
+				return -ETIMEDOUT;
+			}
+			return call_end(pi, tid, name, -ETIMEDOUT, err, errlen);
 		}
 		if (rc < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
 			bool sys = rc == 1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS;
@@ -546,7 +614,7 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 				"(SIGSYS)",
 				(int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)),
 				name);
-			return -EPERM;
+			return call_end(pi, tid, name, -EPERM, err, errlen);
 		}
 		if (r.rip == pi->syscall_at + 2)
 			break;
@@ -563,8 +631,11 @@ int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 		    "pid %d thread %d (%s): after the injected %s it stopped at 0x%llx, not 0x%llx",
 		    (int)pi->pid, (int)tid, proc_comm(pi->pid, tid, comm, sizeof(comm)), name,
 		    (unsigned long long)r.rip, (unsigned long long)pi->syscall_at + 2);
-		return -EIO;
+		return call_end(pi, tid, name, -EIO, err, errlen);
 	}
+	rc = call_end(pi, tid, name, 0, err, errlen);
+	if (rc)
+		return rc;
 	*ret = (int64_t)r.rax;
 	if ((*ret == -EPERM || *ret == -EACCES || *ret == -ENOSYS) &&
 	    status_field(pi->pid, tid, "Seccomp") > 0) {

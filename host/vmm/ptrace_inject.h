@@ -66,7 +66,8 @@ int ptrace_inject_select(struct ptrace_inject *pi, pid_t tid, char *err, size_t 
  * EACCES or ENOSYS returned while a filter is on, or SIGSYS raised and not delivered),
  * -ESRCH when the thread or the process died (killed by a filter, or exited), -ETIMEDOUT when the
  * call did not come back (the thread is interrupted again). The thread's registers hold the call's
- * state until ptrace_inject_restore. */
+ * state until ptrace_inject_restore; it is left stopped as the attach stopped it, with no single
+ * step pending (a tracer that dies leaves it so: it runs on, not trapped). */
 int ptrace_inject_syscall(struct ptrace_inject *pi, const char *name, long nr,
 			  const uint64_t args[6], int64_t *ret, char *err, size_t errlen);
 

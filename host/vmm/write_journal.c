@@ -7,8 +7,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* The mapping: this header, then entries, each {addr, len} + old + new (padded to 8) + its own
- * size (a u64), so that they can be walked newest first. */
+/* The mapping: this header, then entries, each {addr, len, taken} + old + new (padded to 8) + its
+ * own size (a u64), so that they can be walked newest first; a taken range's entry holds old only.
+ */
 struct head {
 	_Atomic uint64_t used;	  /* bytes of entries, published after each one is whole */
 	_Atomic uint64_t entries; /* how many */
@@ -16,19 +17,20 @@ struct head {
 
 struct entry {
 	uint64_t addr;
-	uint64_t len;
+	uint32_t len;
+	uint32_t taken; /* 1: memory taken (write_journal_note_taken), its old bytes alone */
 };
 
-static size_t entry_size(size_t len)
+static size_t entry_size(size_t len, bool taken)
 {
-	return sizeof(struct entry) + ((2 * len + 7) & ~(size_t)7) + sizeof(uint64_t);
+	return sizeof(struct entry) + (((taken ? 1 : 2) * len + 7) & ~(size_t)7) + sizeof(uint64_t);
 }
 
 int write_journal_open(struct write_journal *j, size_t cap)
 {
 	j->map = NULL;
 	j->cap = 0;
-	if (cap < sizeof(struct head) + entry_size(1))
+	if (cap < sizeof(struct head) + entry_size(1, false))
 		return -EINVAL;
 	j->map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
 		      -1, 0);
@@ -48,13 +50,14 @@ void write_journal_close(struct write_journal *j)
 	j->cap = 0;
 }
 
-int write_journal_note(struct write_journal *j, uint64_t addr, const void *old, const void *new,
-		       size_t len)
+/* Appends one entry (@new NULL: a taken range's). */
+static int note(struct write_journal *j, uint64_t addr, const void *old, const void *new,
+		size_t len)
 {
 	struct head *h = (struct head *)j->map;
 	uint8_t *p;
-	uint64_t used, size = entry_size(len);
-	struct entry e = {addr, len};
+	uint64_t used, size = entry_size(len, !new);
+	struct entry e = {addr, (uint32_t)len, !new};
 
 	if (!h || !len || len > WRITE_JOURNAL_WRITE_MAX)
 		return -EINVAL;
@@ -64,11 +67,23 @@ int write_journal_note(struct write_journal *j, uint64_t addr, const void *old, 
 	p = j->map + sizeof(*h) + used;
 	memcpy(p, &e, sizeof(e));
 	memcpy(p + sizeof(e), old, len);
-	memcpy(p + sizeof(e) + len, new, len);
+	if (new)
+		memcpy(p + sizeof(e) + len, new, len);
 	memcpy(p + size - sizeof(uint64_t), &size, sizeof(uint64_t));
 	atomic_store(&h->entries, atomic_load(&h->entries) + 1);
 	atomic_store(&h->used, used + size); /* the entry is whole: publish it */
 	return 0;
+}
+
+int write_journal_note(struct write_journal *j, uint64_t addr, const void *old, const void *new,
+		       size_t len)
+{
+	return new ? note(j, addr, old, new, len) : -EINVAL;
+}
+
+int write_journal_note_taken(struct write_journal *j, uint64_t addr, const void *old, size_t len)
+{
+	return note(j, addr, old, NULL, len);
 }
 
 size_t write_journal_count(const struct write_journal *j)
@@ -112,13 +127,25 @@ size_t write_journal_undo(const struct write_journal *j, write_journal_read_fn r
 		struct entry e;
 
 		memcpy(&size, base + end - sizeof(uint64_t), sizeof(size));
-		if (size > end || size < entry_size(1))
+		if (size > end || size < entry_size(1, true))
 			break;
 		memcpy(&e, base + end - size, sizeof(e));
-		if (!e.len || e.len > WRITE_JOURNAL_WRITE_MAX || entry_size(e.len) != size)
+		if (!e.len || e.len > WRITE_JOURNAL_WRITE_MAX || e.taken > 1 ||
+		    entry_size(e.len, e.taken) != size)
 			break;
 		const uint8_t *old = base + end - size + sizeof(e), *new = old + e.len;
 
+		if (e.taken) { /* the guest wrote there too (the stub's rings): put back as it was
+				*/
+			if (write(ctx, e.addr, old, e.len) == 0)
+				done++;
+			else if (!kept++ && why)
+				msg_fmt(why, whylen,
+					"0x%llx (%llu bytes) unwritable (memory hvtrace took)",
+					(unsigned long long)e.addr, (unsigned long long)e.len);
+			end -= size;
+			continue;
+		}
 		int rd = read(ctx, e.addr, now, e.len);
 
 		if (rd == 0 && !memcmp(now, new, e.len) &&

@@ -31,6 +31,13 @@ void write_journal_close(struct write_journal *j);
 int write_journal_note(struct write_journal *j, uint64_t addr, const void *old, const void *new,
 		       size_t len);
 
+/* Logs that guest memory at @addr (@len bytes, 1..WRITE_JOURNAL_WRITE_MAX) is taken for hvtrace's
+ * own (the stub's pages): @old as it is, before hvtrace first writes there. The guest writes there
+ * too once it runs (the stub's rings), so the undo puts @old back whatever it holds then, after
+ * every newer entry. Call before the first write there; those writes need no entry of their own. 0,
+ * -ENOSPC or -EINVAL, as write_journal_note. */
+int write_journal_note_taken(struct write_journal *j, uint64_t addr, const void *old, size_t len);
+
 /* How many writes are logged. */
 size_t write_journal_count(const struct write_journal *j);
 
@@ -42,8 +49,9 @@ typedef int (*write_journal_write_fn)(void *ctx, uint64_t addr, const void *buf,
 
 /* Undoes the logged writes, newest first: where @read finds the new bytes, @write puts the old
  * ones back; where it finds the old ones (the write was logged and never made) nothing is to be
- * done; elsewhere (the bytes changed since, or unreadable) nothing is written. Returns how many
- * were undone; *@left (if not NULL) how many were changed since or unreadable, the newest of those
+ * done; elsewhere (the bytes changed since, or unreadable) nothing is written. Taken memory gets
+ * its old bytes back unconditionally. Returns how many were undone (taken ranges put back
+ * included); *@left (if not NULL) how many were changed since or unreadable, the newest of those
  * described in @why (if not NULL; "" when none). Any process that shares the mapping (the
  * guardian). */
 size_t write_journal_undo(const struct write_journal *j, write_journal_read_fn read,

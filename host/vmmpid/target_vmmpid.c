@@ -2,6 +2,7 @@
 #include "host/vmm/kvm_inject.h"
 #include "arch/arch.h"
 #include "arch/arch_tlb.h"
+#include "host/util/msg_fmt.h"
 
 #include <errno.h>
 #include <string.h>
@@ -278,14 +279,36 @@ static int kernel_pt(void *ctx, uint64_t *cr3, bool *la57)
 	return 0;
 }
 
+/* With a journal, the stub's pages as they were are logged as taken (the writes there, the stub's
+ * and the guest's, need no entries of their own) before hvtrace writes there: the mapper kept
+ * them. */
 static int op_stub_map(struct target *t, uint64_t lo, uint64_t hi, uint64_t min, uint64_t want,
 		       struct target_region *out, char *err, size_t errlen)
 {
 	struct target_vmmpid *q = tv(t);
 	struct stub_map_mem mem = stub_mem(q);
+	int ret =
+	    stub_map_map(&q->stub, &mem, NULL, kernel_pt, q, lo, hi, min, want, out, err, errlen);
 
-	return stub_map_map(&q->stub, &mem, NULL, kernel_pt, q, lo, hi, min, want, out, err,
-			    errlen);
+	for (uint64_t off = 0; ret == 0 && q->journal && off < q->stub.saved_len;
+	     off += WRITE_JOURNAL_WRITE_MAX) {
+		uint64_t n = q->stub.saved_len - off < WRITE_JOURNAL_WRITE_MAX
+				 ? q->stub.saved_len - off
+				 : WRITE_JOURNAL_WRITE_MAX;
+
+		ret = write_journal_note_taken(q->journal, q->stub.saved_gpa + off,
+					       q->stub.saved + off, (size_t)n);
+		if (ret < 0) {
+			/* unlogged (the journal is full): the put-back makes no new state */
+			struct write_journal *j = q->journal;
+
+			q->journal = NULL;
+			stub_map_unmap(&q->stub, &mem);
+			q->journal = j;
+			msg_fmt(err, errlen, "stub probes: the patch hold's journal is full");
+		}
+	}
+	return ret;
 }
 
 static int op_stub_protect(struct target *t, const struct target_region *r, uint64_t exec_off,

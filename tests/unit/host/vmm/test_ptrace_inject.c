@@ -4,7 +4,8 @@
  * in read(), whose read is restarted); a seccomp filter that refuses (EPERM), traps (SIGSYS) or
  * kills; ptrace refused (another tracer); a process that will not stop (vfork); hostile children
  * that exit during the attach, make threads, and change their mappings without pause: every call
- * returns within its deadline. No /dev/kvm needed. */
+ * returns within its deadline; a tracer SIGKILLed while it holds a process after injected calls
+ * leaves it running as it was. No /dev/kvm needed. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -412,6 +413,93 @@ static void *spin(void *arg)
 	return arg;
 }
 
+/* A tracer of its own (a forked process, as hvtrace is to a VMM) that holds @pid after injected
+ * calls (getpid, gettid: a hold's register reads), the thread put back, and holds on until it is
+ * killed. Returns once it holds. */
+static pid_t tracer_holding(pid_t pid)
+{
+	int ready[2];
+	pid_t t;
+	char c = 0;
+
+	assert_int_equal(pipe(ready), 0);
+	t = fork();
+	assert_true(t >= 0);
+	if (t == 0) { /* no cmocka here: a failure is the exit status */
+		uint64_t args[6] = {0};
+		int64_t ret = 0;
+		char err[256] = "";
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(ready[0]);
+		if (ptrace_inject_attach(&pi, pid, 0, err, sizeof(err)) ||
+		    ptrace_inject_select(&pi, pid, err, sizeof(err)) ||
+		    ptrace_inject_syscall(&pi, "getpid", SYS_getpid, args, &ret, err,
+					  sizeof(err)) ||
+		    ret != pid ||
+		    ptrace_inject_syscall(&pi, "gettid", SYS_gettid, args, &ret, err,
+					  sizeof(err)) ||
+		    ret != pid || ptrace_inject_restore(&pi)) {
+			fprintf(stderr, "tracer: %s (%lld)\n", err, (long long)ret);
+			_exit(1);
+		}
+		if (write(ready[1], "y", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1); /* EOF: it failed */
+	close(ready[0]);
+	return t;
+}
+
+/* The tracer SIGKILLed while it holds the process after injected calls (hvtrace killed in its patch
+ * hold): the kernel drops its ptrace links without a detach, and the process runs on as it was,
+ * neither trapped nor killed: the busy one counts on, the one blocked in read() reads again (its
+ * read restarted: a byte written then comes back). PTRACE_SINGLESTEP's trap flag left on the
+ * injected thread had it die of SIGTRAP at its next instruction. */
+static void test_tracer_dies_holding(void **state)
+{
+	pid_t pid = spawn(busy), t;
+	uint64_t c0;
+	char c = 'a';
+	int st;
+
+	(void)state;
+	t = tracer_holding(pid);
+	c0 = *counter;
+	usleep(50000);
+	assert_int_equal(*counter, c0); /* held */
+	kill(t, SIGKILL);
+	assert_int_equal(waitpid(t, &st, 0), t);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_runs_on();
+	usleep(100000);
+	assert_int_equal(waitpid(pid, &st, WNOHANG), 0); /* alive */
+	assert_runs_on();
+	reap(pid);
+
+	assert_int_equal(pipe(pipe_in), 0);
+	assert_int_equal(pipe(pipe_out), 0);
+	pid = spawn(reader);
+	usleep(20000); /* into its read */
+	t = tracer_holding(pid);
+	kill(t, SIGKILL);
+	assert_int_equal(waitpid(t, &st, 0), t);
+	assert_int_equal(write(pipe_in[1], &c, 1), 1);
+	assert_int_equal(read(pipe_out[0], &c, 1), 1);
+	assert_int_equal(c, 'b');
+	assert_int_equal(waitpid(pid, &st, WNOHANG), 0); /* alive */
+	/* EOF: it exits 0 */
+	close(pipe_in[1]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(pipe_in[0]);
+	close(pipe_out[0]);
+	close(pipe_out[1]);
+}
+
 /* Hostile: a process that exits at some moment of the attach (each round a different one), with
  * one thread or two. */
 static void test_exits_during_attach(void **state)
@@ -536,7 +624,7 @@ int main(void)
 	    cmocka_unit_test(test_mmap_and_scratch), cmocka_unit_test(test_seccomp),
 	    cmocka_unit_test(test_traced_already),   cmocka_unit_test(test_no_process),
 	    cmocka_unit_test(test_will_not_stop),    cmocka_unit_test(test_exits_during_attach),
-	    cmocka_unit_test(test_hostile_churn),
+	    cmocka_unit_test(test_hostile_churn),    cmocka_unit_test(test_tracer_dies_holding),
 	};
 
 	counter = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -1,6 +1,7 @@
 /* host/vmm/write_journal: the patch hold's undo log and its guardian. In memory: writes undone
  * newest first (a page-table entry written twice comes back as it was), one never made or changed
- * since left alone, a full journal refusing. Across processes: a stand-in "hvtrace" holds a busy
+ * since left alone, memory taken (the stub's pages) put back whatever it holds, a full journal
+ * refusing. Across processes: a stand-in "hvtrace" holds a busy
  * child (the VMM) by ptrace and patches 5 of its 8 "sites" (NOP5 -> CALL), each logged first, then
  * is SIGKILLed in the hold: with the guardian (forked before the hold, sharing the journal) the
  * child runs on, untraced, with its 8 sites as they were; without it, the kernel lets the child go
@@ -108,6 +109,44 @@ static void test_undo_newest_first(void **state)
 	assert_int_equal(write_journal_note(&j, 0, nop5, call, 5), -ENOSPC);
 	write_journal_close(&j);
 	assert_int_equal(write_journal_note(&j, 0, nop5, call, 5), -EINVAL);
+}
+
+/* Memory taken (the stub's pages): its old bytes back whatever it holds, after every newer entry
+ * (a write into it, then one over a site); a write into it logged before it was taken, as any. */
+static void test_taken(void **state)
+{
+	struct write_journal j;
+	uint8_t orig[sizeof(mem)], code[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	size_t left = 99;
+	char why[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(mem); i++)
+		mem[i] = (uint8_t)(i * 3 + 1);
+	memcpy(mem + 8, nop5, 5);
+	memcpy(orig, mem, sizeof(mem));
+	assert_int_equal(write_journal_open(&j, 4096), 0);
+	assert_int_equal(write_journal_note_taken(&j, 256, mem + 256, 256), 0);
+	memset(mem + 256, 0, 256); /* the stub's writes there: not logged */
+	memcpy(mem + 256, code, sizeof(code));
+	patch(&j, 300, call, 5); /* a detour written into it: logged */
+	patch(&j, 8, call, 5);	 /* a site calling it */
+	mem[400] = 0x77;	 /* the guest's stub wrote its ring */
+	mem[302] = 0x55;	 /* and over the detour's bytes */
+	assert_int_equal(write_journal_count(&j), 3);
+	assert_int_equal(write_journal_undo(&j, mem_read, mem_write, NULL, &left, why, sizeof(why)),
+			 2);
+	assert_int_equal(left, 1); /* the detour, changed since: the taken range puts it back */
+	assert_memory_equal(mem, orig, sizeof(mem));
+	/* taken memory that cannot be written: left, said */
+	write_journal_clear(&j);
+	assert_int_equal(write_journal_note_taken(&j, 500, mem, 64), 0);
+	assert_int_equal(write_journal_undo(&j, mem_read, mem_write, NULL, &left, why, sizeof(why)),
+			 0);
+	assert_int_equal(left, 1);
+	assert_string_equal(why, "0x1f4 (64 bytes) unwritable (memory hvtrace took)");
+	assert_int_equal(write_journal_note_taken(&j, 0, mem, 0), -EINVAL);
+	write_journal_close(&j);
 }
 
 /* ---- across processes ---- */
@@ -297,6 +336,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_undo_newest_first),
+	    cmocka_unit_test(test_taken),
 	    cmocka_unit_test(test_killed_in_hold_guarded),
 	    cmocka_unit_test(test_killed_in_hold_unguarded),
 	};
