@@ -271,7 +271,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_counted_return_low_site, setup, teardown),
 	};
 
-	return cmocka_run_group_tests_name("stub_exec", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("stub_x86_exec", tests, NULL, NULL);
 }
 #else
 int main(void)
