@@ -172,9 +172,9 @@ static void run(struct hv_result *r, const char *const *argv, const char *watch,
 
 		setpgid(0, 0); /* its own process group: a negative @sig reaches its children too */
 		/* ... and so out of reach of what ends the test (run-tests.sh's timeout signals the
-		 * test's group): hvtrace gets SIGTERM when the test dies, and tears its VM down rather
-		 * than run on orphaned (a hung run left that way kept the nested lane's two CPUs
-		 * busy for every later binary) */
+		 * test's group): hvtrace gets SIGTERM when the test dies, and tears its VM down
+		 * rather than run on orphaned (its vCPUs would keep the nested lane's two CPUs busy
+		 * for every later binary) */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
 			_exit(127);
