@@ -89,7 +89,9 @@
 			  * CPU number from RDTSCP or %gs): the function profiler's mode (STUB_AGG_RET)
 			  * takes the short path (guest-stub/x86/prof.S): one table entry per site and
 			  * CPU (bucket STUB_AGG_BOTH) counting calls and returns, its address kept in
-			  * the frame (E_IP, see STUB_AGG_BOTH) so the return needs no second lookup */
+			  * the frame (E_IP, see STUB_AGG_BOTH) so the return needs no second lookup.
+			  * Only for a kernel in the upper half (Linux: its preempt count): such a frame
+			  * is told from a site by bit 63, so without H_FAST E_IP is always the site */
 #define H_CUR_SLOTS 512	 /* u64[STUB_MAX_CPUS]: GVA of the current-task pointer per CPU, 0: none */
 
 /* Ring header fields (offsets in a CPU's 64-byte ring header). */

@@ -25,8 +25,7 @@ hvt_stub_ret:
 .Lr_match:
 	movq E_ORIG(%rcx), %rax
 	movq %rax, (%r14)
-	movq E_IP(%rcx), %r13
-	DECODE_SITE %r13
+	movq E_IP(%rcx), %r13 /* a record frame's site; a counting frame's is decoded at .Lr_count */
 	movq E_TSC(%rcx), %r11
 	decq S_NR(%r10)
 	movq S_NR(%r10), %rcx
@@ -66,6 +65,7 @@ hvt_stub_ret:
 	 * 63..61 of its E_TSC, in r11) and added to the CPU's table */
 	cmpq $-1, %r12
 	je .Lr_out
+	DECODE_SITE %r13
 	movq %r11, %r10
 	shrq $61, %r10
 	movabsq $STUB_AGG_TSC_MASK, %rax

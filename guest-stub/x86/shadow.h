@@ -66,9 +66,14 @@
 	movq $0, S_LOCK(%r10)
 .endm
 
-/* The site of a counting frame whose E_IP is in \reg: E_IP itself, or, for a frame of prof.S's
- * short path (bit 63 clear: its table entry and CPU, STUB_AGG_BOTH), the site that entry holds. */
+/* The site of a counting frame whose E_IP is in \reg (rbx = the header): E_IP itself, or, for a
+ * frame of prof.S's short path (bit 63 clear: its table entry and CPU, STUB_AGG_BOTH), the site that
+ * entry holds. Only with H_FAST are there such frames: without it a site is E_IP whatever its bit 63
+ * (a freestanding guest's text is in the lower half; decoded, its site was a non-canonical address
+ * and the load a #GP). */
 .macro DECODE_SITE reg
+	cmpq $0, H_FAST(%rbx)
+	je .Lds_out\@
 	btq $63, \reg
 	jc .Lds_out\@
 	andq $-64, \reg

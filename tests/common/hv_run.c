@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -132,7 +133,7 @@ static void run(struct hv_result *r, const char *const *argv, const char *watch,
 	     ppath[272];
 	const char *args[64];
 	int n = 0, st;
-	pid_t pid;
+	pid_t pid, parent;
 
 	memset(r, 0, sizeof(*r));
 	if (!mkdtemp(dir)) {
@@ -174,11 +175,19 @@ static void run(struct hv_result *r, const char *const *argv, const char *watch,
 	}
 	args[n] = NULL;
 	fflush(NULL);
+	parent = getpid();
 	pid = fork();
 	if (pid == 0) {
 		int fd = open(epath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		setpgid(0, 0); /* its own process group: a negative @sig reaches its children too */
+		/* ... and so out of reach of what ends the test (run-tests.sh's timeout signals the
+		 * test's group): hvtrace gets SIGTERM when the test dies, and tears its VM down
+		 * rather than run on orphaned (its vCPUs would keep the nested lane's two CPUs busy
+		 * for every later binary) */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(127);
 		int out =
 		    open(strcmp(argv[0], "run") && strcmp(argv[0], "attach") ? tpath : "/dev/null",
 			 O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -1,7 +1,7 @@
 /* host/stub.c against a target that is plain memory (GVA = GPA): where the stub's header, code and
  * rings go, the CALL rel32 it patches and takes back, reading committed records only, and handing
  * the hooked return slots back from the guest-memory shadow stacks. (The stub's code itself runs in
- * the KVM tests: it needs CPL0.) */
+ * the KVM tests, and natively in tests/unit/guest-stub/x86/test_stub.c.) */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
