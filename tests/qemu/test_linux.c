@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The libvirt domain the attach tests boot, and its console log: $HVT_TEST_DOMAIN (default
@@ -3320,10 +3321,20 @@ static pid_t reset_later(unsigned after)
 /* stderr of the last hvtrace run of a test, shown if its guest does not power off after it */
 static char last_err[16384];
 
+/* Seconds on the monotonic clock. */
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void play_test(void **state)
 {
 	const struct linux_test *t = *state;
 	char ports[512] = "";
+	double t0 = mono_s();
 
 	test_qemu = NULL;
 	for (size_t i = 0; t->binary && i < ARRAY_LEN(qemu_versions); i++)
@@ -3428,6 +3439,8 @@ static void play_test(void **state)
 		t->console_check(c);
 		free(c);
 	}
+	/* where the time goes (make test's shards are every other test of this table) */
+	printf("test_linux: %s took %.0f s\n", t->name, mono_s() - t0);
 }
 
 static int teardown(void **state)
