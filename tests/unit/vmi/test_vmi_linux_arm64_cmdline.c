@@ -72,25 +72,37 @@ static void fn_61(uint64_t ptr)
 	code[7] = 0x94000000u | 0x1234;
 }
 
-/* What vmi_linux_arm64_cmdline finds: the address of saved_command_line, 0 for none. */
-static uint64_t learn(bool with_fn, bool already)
+typedef void learn_fn(struct vmi_symtab *objects, const struct vmi_symtab *funcs,
+		      vmi_read_fn read, void *ctx, uint64_t base, uint64_t size);
+
+/* What @learner finds from the code of function @fn (at FN when @with_fn, a neighbour after it
+ * always): the address of @object, 0 for none; @object already known at @known when @already. */
+static uint64_t learn_by(learn_fn *learner, const char *fn, const char *object, uint64_t known,
+			 bool with_fn, bool already)
 {
 	struct vmi_symtab objects = {0}, funcs = {0};
 	const struct vmi_sym *s;
 	uint64_t at;
 
 	if (with_fn)
-		assert_int_equal(vmi_symtab_add(&funcs, FN, 64, "cmdline_proc_show"), 0);
-	assert_int_equal(vmi_symtab_add(&funcs, FN + 64, 64, "cmdline_proc_show_next"), 0);
+		assert_int_equal(vmi_symtab_add(&funcs, FN, 64, fn), 0);
+	assert_int_equal(vmi_symtab_add(&funcs, FN + 64, 64, "a_neighbour"), 0);
 	vmi_symtab_sort(&funcs);
 	if (already)
-		assert_int_equal(vmi_symtab_add(&objects, 0x1000, 8, "saved_command_line"), 0);
-	vmi_linux_arm64_cmdline(&objects, &funcs, rd, NULL, IMAGE, IMAGE_SZ);
-	s = vmi_symtab_find(&objects, "saved_command_line");
+		assert_int_equal(vmi_symtab_add(&objects, known, 8, object), 0);
+	learner(&objects, &funcs, rd, NULL, IMAGE, IMAGE_SZ);
+	s = vmi_symtab_find(&objects, object);
 	at = s ? s->addr : 0;
 	vmi_symtab_free(&objects);
 	vmi_symtab_free(&funcs);
 	return at;
+}
+
+/* What vmi_linux_arm64_cmdline finds: the address of saved_command_line, 0 for none. */
+static uint64_t learn(bool with_fn, bool already)
+{
+	return learn_by(vmi_linux_arm64_cmdline, "cmdline_proc_show", "saved_command_line", 0x1000,
+			with_fn, already);
 }
 
 /* The pointer in .data after the text (pages ahead of the code) and before it (a negative ADRP). */
@@ -179,22 +191,7 @@ static void m_next_61(uint64_t list, uint64_t next, uint64_t prev)
 /* What vmi_linux_arm64_modules finds: the address of `modules`, 0 for none. */
 static uint64_t learn_modules(bool with_fn, bool already)
 {
-	struct vmi_symtab objects = {0}, funcs = {0};
-	const struct vmi_sym *s;
-	uint64_t at;
-
-	if (with_fn)
-		assert_int_equal(vmi_symtab_add(&funcs, FN, 64, "m_next"), 0);
-	assert_int_equal(vmi_symtab_add(&funcs, FN + 64, 64, "m_start"), 0);
-	vmi_symtab_sort(&funcs);
-	if (already)
-		assert_int_equal(vmi_symtab_add(&objects, 0x2000, 16, "modules"), 0);
-	vmi_linux_arm64_modules(&objects, &funcs, rd, NULL, IMAGE, IMAGE_SZ);
-	s = vmi_symtab_find(&objects, "modules");
-	at = s ? s->addr : 0;
-	vmi_symtab_free(&objects);
-	vmi_symtab_free(&funcs);
-	return at;
+	return learn_by(vmi_linux_arm64_modules, "m_next", "modules", 0x2000, with_fn, already);
 }
 
 /* 6.1's shape (ADD's offset 0x610, as Debian's 6.1.176 has it), with two modules, and empty. */

@@ -193,6 +193,20 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* A record of the one call at depth 0 on CPU 0, no flags: its sequence number and type, the
+ * site and the return address. */
+static void check_rec(const struct stub_rec *x, uint64_t seq, unsigned type, uint64_t site,
+		      uint64_t ra)
+{
+	assert_int_equal(x->seq, seq);
+	assert_int_equal(x->type, type);
+	assert_int_equal(x->depth, 0);
+	assert_int_equal(x->cpu, 0);
+	assert_int_equal(x->flags, 0);
+	assert_int_equal(x->ip, site);
+	assert_int_equal(x->parent, ra);
+}
+
 /* A hooked return at a lower-half site (a freestanding guest's): the function's value comes back
  * to its caller, and the ring holds its entry and its return, exactly. */
 static void test_hooked_return_low_site(void **state)
@@ -204,21 +218,9 @@ static void test_hooked_return_low_site(void **state)
 	assert_true(site >> 63 == 0);
 	assert_int_equal(call_site(site, 41, &ra), 42);
 	assert_int_equal(ring_head(), 2);
-	assert_int_equal(e->seq, 1);
-	assert_int_equal(e->type, STUB_REC_ENTRY);
-	assert_int_equal(e->depth, 0);
-	assert_int_equal(e->cpu, 0);
-	assert_int_equal(e->flags, 0);
-	assert_int_equal(e->ip, site);
-	assert_int_equal(e->parent, ra);
+	check_rec(e, 1, STUB_REC_ENTRY, site, ra);
 	assert_int_equal(e->task, 0);
-	assert_int_equal(r->seq, 2);
-	assert_int_equal(r->type, STUB_REC_RETURN);
-	assert_int_equal(r->depth, 0);
-	assert_int_equal(r->cpu, 0);
-	assert_int_equal(r->flags, 0);
-	assert_int_equal(r->ip, site);
-	assert_int_equal(r->parent, ra);
+	check_rec(r, 2, STUB_REC_RETURN, site, ra);
 	assert_int_equal(r->rax, 42);
 	assert_int_equal(r->t0, e->tsc);
 	assert_true(r->tsc >= r->t0);
