@@ -96,7 +96,8 @@ int host_rec_check(const char *const *extra, size_t nr_extra, char *err, size_t 
 }
 
 /* Whether @name is "hvtrace-PID" of a process that is gone, or of this process (then left by an
- * earlier process of this pid: not made by us yet). A live process keeps its instance whatever it
+ * earlier process of this pid: not made by us yet), or tsc_follow's "hvtrace-PID-tsc" of a process
+ * that is gone. A live process keeps its instance whatever it
  * is: a pid reused by another program only delays the sweep until it ends. */
 static bool orphan_instance(const char *name)
 {
@@ -107,8 +108,10 @@ static bool orphan_instance(const char *name)
 		return false;
 	errno = 0;
 	pid = strtol(name + 8, &end, 10);
-	if (*end || errno || pid <= 0 || pid > INT32_MAX)
+	if ((*end && strcmp(end, "-tsc")) || errno || pid <= 0 || pid > INT32_MAX)
 		return false;
+	if (*end) /* tsc_follow's: this process's own may be in use */
+		return pid != getpid() && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 	return pid == getpid() || (kill((pid_t)pid, 0) < 0 && errno == ESRCH);
 }
 

@@ -1,4 +1,5 @@
 #include "host/kvm/kvm_run.h"
+#include "host/hosttrace/tsc_follow.h"
 #include "host/kvm/vcpu.h"
 #include "host/hosttrace/host_rec.h"
 #include "host/session/cmd_out.h"
@@ -105,12 +106,18 @@ void kvm_run_print_vm_stats(const struct vm *vm)
 {
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		exit_stats_print(&vm->vcpus[i].xs, i, stderr);
+	uint64_t moves = 0, lost = 0, old = 0;
+
+	if (vm->follow)
+		tsc_follow_counts(vm->follow, &moves, &lost, &old);
 	fprintf(stderr,
 		"hvtrace: stats: vm pauses %llu paused-ms %llu coalesced-pio %llu tsc-offset %s "
-		"tsc-skew-us %lld\n",
+		"tsc-skew-us %lld tsc-follow %s tsc-moves %llu tsc-moves-lost %llu "
+		"tsc-too-old %llu\n",
 		(unsigned long long)vm->pauses, (unsigned long long)(vm->paused_ns / 1000000),
 		(unsigned long long)vm->pio_coalesced, vm->tsc_shared ? "shared" : "per-vcpu",
-		vm_tsc_skew_us(vm));
+		vm_tsc_skew_us(vm), vm->follow ? "on" : "off", (unsigned long long)moves,
+		(unsigned long long)lost, (unsigned long long)old);
 }
 
 void kvm_run_print_stats(const struct vm *vm, const struct pipeline *p)
@@ -195,18 +202,59 @@ static int kvm_run_prepare(void *ctx, int sfd, FILE *out, FILE *con, char *err, 
 	return k->guest->prepare(ctx, out, con, err, errlen);
 }
 
-/* The vCPU threads are started; with record --host they park before their first KVM_RUN until
- * the host's recording, filtered to their thread ids, has begun. */
+/* Follows each vCPU's TSC offset (tsc_follow) where the host's TSC can move it, from before the
+ * vCPUs first run: the host's moves of the vCPU threads @tids and of this thread, each vCPU seeded
+ * with its offset now. Best effort: a host where it cannot be done gets one line, and stub records
+ * keep the one anchor. While the vCPUs are parked. */
+static void follow_tsc(struct vm *vm, const int *tids)
+{
+	int all[HOST_REC_MAX_VCPUS + 1];
+	char err[256];
+	uint64_t off;
+	int r;
+
+	memcpy(all, tids, vm->nr_vcpus * sizeof(*tids));
+	all[vm->nr_vcpus] = (int)gettid();
+	if (tsc_follow_start(&vm->follow, all, vm->nr_vcpus + 1, vm->nr_vcpus, err,
+			     sizeof(err)) < 0) {
+		fprintf(stderr,
+			"hvtrace: the host's TSC is not stable and its moves of the vCPUs' TSC "
+			"offsets cannot be followed (%s): stub timestamps may be off between "
+			"vCPUs and against the host\n",
+			err);
+		return;
+	}
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		if ((r = vm_tsc_offset(vm, i, &off)) < 0) {
+			fprintf(stderr,
+				"hvtrace: the host's TSC is not stable, and vCPU %u's TSC offset "
+				"cannot be read (KVM_VCPU_TSC_OFFSET, Linux 5.16 and later: %s): "
+				"stub timestamps may be off between vCPUs and against the host\n",
+				i, strerror(-r));
+			tsc_follow_close(vm->follow);
+			vm->follow = NULL;
+			return;
+		}
+		tsc_follow_seed(vm->follow, i, off);
+	}
+}
+
+/* The vCPU threads are started; with record --host, or where the vCPUs' TSC offsets are followed,
+ * they park before their first KVM_RUN until the host's recording, filtered to their thread ids,
+ * has begun. */
 static int kvm_run_start(void *ctx, char *err, size_t errlen)
 {
 	struct kvm_run_state *k = ctx;
 	const struct session *s = k->env.s;
-	int tids[HOST_REC_MAX_VCPUS], status;
+	int tids[HOST_REC_MAX_VCPUS], status = 0;
+	bool follow = tsc_follow_wanted();
 	const char *name;
 
-	if (!s->host)
+	if (!s->host && !follow)
 		return vcpu_start_all(&k->vm, err, errlen) < 0 ? EXIT_HOST_ERROR : 0;
 	if (k->vm.nr_vcpus > HOST_REC_MAX_VCPUS) {
+		if (!s->host)
+			return vcpu_start_all(&k->vm, err, errlen) < 0 ? EXIT_HOST_ERROR : 0;
 		msg_fmt(err, errlen, "--host: more than %d vCPUs", HOST_REC_MAX_VCPUS);
 		return EXIT_BAD_INPUT;
 	}
@@ -218,9 +266,13 @@ static int kvm_run_start(void *ctx, char *err, size_t errlen)
 	vcpu_pause_all(&k->vm); /* each has its thread id once parked */
 	for (unsigned i = 0; i < k->vm.nr_vcpus; i++)
 		tids[i] = atomic_load(&k->vm.vcpus[i].tid);
-	name = s->guest ? s->guest : s->kernel ? s->kernel : "hvtrace";
-	name = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-	status = pipeline_host_start(k->env.p, tids, k->vm.nr_vcpus, name, err, errlen);
+	if (follow)
+		follow_tsc(&k->vm, tids);
+	if (s->host) {
+		name = s->guest ? s->guest : s->kernel ? s->kernel : "hvtrace";
+		name = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+		status = pipeline_host_start(k->env.p, tids, k->vm.nr_vcpus, name, err, errlen);
+	}
 	vcpu_resume_all(&k->vm);
 	vcpu_resume_all(&k->vm);
 	return status;
@@ -280,6 +332,8 @@ static int kvm_run_close(void *ctx)
 	struct kvm_run_state *k = ctx;
 	int con_err = 0;
 
+	tsc_follow_close(k->vm.follow);
+	k->vm.follow = NULL;
 	if (k->vm_made) {
 		con_err = k->vm.console_err;
 		vm_destroy(&k->vm);

@@ -1,4 +1,5 @@
 #include "host/kvm/target_kvm.h"
+#include "host/hosttrace/tsc_follow.h"
 #include "host/kvm/linux_boot.h"
 #include "host/kvm/vcpu.h"
 #include "host/vmm/stub_pt.h"
@@ -218,6 +219,23 @@ static int kvm_tsc_sync(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t 
 	return vm_tsc_sync(t->priv, tsc, ns, khz);
 }
 
+static bool kvm_tsc_update(struct target *t)
+{
+	struct vm *vm = t->priv;
+
+	if (!vm->follow)
+		return false;
+	tsc_follow_update(vm->follow);
+	return true;
+}
+
+static bool kvm_tsc_host(struct target *t, unsigned cpu, uint64_t tsc, uint64_t *host)
+{
+	struct vm *vm = t->priv;
+
+	return vm->follow && tsc_follow_host(vm->follow, cpu, tsc, host);
+}
+
 static const struct target_ops kvm_ops = {
 	.stub_map = kvm_stub_map,
 	.stub_unmap = kvm_stub_unmap,
@@ -227,6 +245,8 @@ static const struct target_ops kvm_ops = {
 	.read_kernel = kvm_read_kernel,
 	.kernel_gpa = kvm_kernel_gpa,
 	.tsc_sync = kvm_tsc_sync,
+	.tsc_update = kvm_tsc_update,
+	.tsc_host = kvm_tsc_host,
 	.scan_ram = kvm_scan_ram,
 	.set_bp_handler = kvm_set_bp_handler,
 	.get_regs = kvm_get_regs,

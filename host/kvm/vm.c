@@ -561,6 +561,19 @@ int vm_tsc_sync(struct vm *vm, uint64_t *tsc, uint64_t *ns, uint64_t *khz)
 	return 0;
 }
 
+int vm_tsc_offset(struct vm *vm, unsigned i, uint64_t *offset)
+{
+	struct kvm_device_attr a = {.group = KVM_VCPU_TSC_CTRL,
+				    .attr = KVM_VCPU_TSC_OFFSET,
+				    .addr = (uintptr_t)offset};
+
+	if (i >= vm->nr_vcpus)
+		return -EINVAL;
+	if (ioctl(vm->vcpus[i].fd, KVM_HAS_DEVICE_ATTR, &a) < 0)
+		return -ENXIO;
+	return ioctl(vm->vcpus[i].fd, KVM_GET_DEVICE_ATTR, &a) < 0 ? -errno : 0;
+}
+
 long long vm_tsc_skew_us(const struct vm *vm)
 {
 	uint64_t t0, n0, t, n;

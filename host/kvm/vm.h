@@ -92,6 +92,9 @@ struct vm {
 	bool tsc_aux; /* every vCPU's RDTSCP returns its index in ECX (IA32_TSC_AUX, set and read back) */
 	bool cpuid_apic_id; /* every vCPU's CPUID leaf 1 has its index as APIC ID (EBX[31:24]) */
 	bool tsc_shared;    /* every vCPU has vCPU 0's TSC offset (KVM_VCPU_TSC_OFFSET) */
+	/* each vCPU's TSC offset followed as the host moves it (an unstable host TSC); NULL: not.
+	 * Owned: kvm_run starts it before the vCPUs first run and closes it after the drain */
+	struct tsc_follow *follow;
 	uint64_t cr3_boot; /* identity-map page tables */
 	uint64_t gdt_gpa;
 	unsigned nr_vcpus;
@@ -177,6 +180,10 @@ int vm_tsc_sync(struct vm *vm, uint64_t *tsc, uint64_t *ns, uint64_t *khz);
 /* The largest difference, in microseconds, between what another vCPU's TSC and vCPU 0's say for the
  * same host time (read one after the other, the host's clock between): 0 where they agree (the stub's
  * one clock anchor then holds for every vCPU), -1 when it cannot be read. vCPUs stopped. */
+/* vCPU @i's TSC offset now (KVM_VCPU_TSC_OFFSET: guest TSC - host TSC), into *@offset. 0 or
+ * -errno (-ENXIO: the host's KVM has no such attribute, before Linux 5.16). While paused. */
+int vm_tsc_offset(struct vm *vm, unsigned i, uint64_t *offset);
+
 long long vm_tsc_skew_us(const struct vm *vm);
 
 /* Host pointer to guest-physical [gpa, gpa+len) or NULL if that is not all RAM (or the extra slot).

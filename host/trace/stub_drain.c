@@ -59,10 +59,35 @@ static void learn_clock(struct stub_drain *d, uint64_t tsc)
 	d->clock_anchored = true;
 }
 
-/* Session ns (since t0) of guest TSC @tsc. */
-static uint64_t tsc_to_ts(const struct stub_drain *d, uint64_t tsc)
+/* Session ns (since t0) of guest TSC @tsc read on CPU @cpu: through the host TSC where the target
+ * follows the vCPUs' offsets, else through the one anchor. */
+static uint64_t tsc_to_ts(struct stub_drain *d, unsigned cpu, uint64_t tsc)
 {
+	struct target *tgt = d->c.tgt;
+	uint64_t host;
+
+	if (d->follow) {
+		if (tgt->ops->tsc_host(tgt, cpu, tsc, &host))
+			return clock_tsc_to_ns(host, d->host_ref, d->host_ns_ref, d->tsc_khz,
+					       d->c.t0);
+		d->follow_misses++;
+	}
 	return clock_tsc_to_ns(tsc, d->tsc_ref, d->ns_ref, d->tsc_khz, d->c.t0);
+}
+
+/* Takes in the target's offset moves up to now where it follows them (from when the vCPUs first
+ * run, which may be after the attach), after records were read: every move before a
+ * record read was made before that record was written. The host TSC and monotonic clock are read
+ * side by side for the records' conversion. */
+static void follow_update(struct stub_drain *d)
+{
+	struct target *tgt = d->c.tgt;
+
+	if (!d->clock_anchored || !tgt->ops->tsc_update || !tgt->ops->tsc_host ||
+	    !(d->follow = tgt->ops->tsc_update(tgt)))
+		return;
+	d->host_ns_ref = clock_now_ns();
+	d->host_ref = __rdtsc();
 }
 
 /* ---- task names ------------------------------------------------------------------------------ */
@@ -215,7 +240,7 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 		alone = (g->flags & STUB_F_ALONE) || deep;
 		if (!p->quiet_entry && (!alone || (p->event && args))) {
 			task_of(d, tc, cpu, g->task, g->task_id, &task);
-			hvt_record_entry(&rec, tsc_to_ts(d, g->tsc), cpu, p->addr, g->parent, &task);
+			hvt_record_entry(&rec, tsc_to_ts(d, cpu, g->tsc), cpu, p->addr, g->parent, &task);
 			rec.depth = p->hooks_return ? g->depth : 0;
 			if (deep)
 				rec.depth = (uint8_t)d->c.max_depth;
@@ -248,8 +273,8 @@ static bool convert(struct stub_drain *d, unsigned cpu, struct task_cache *tc, u
 		if (deep)
 			return true;
 		task_of(d, tc, cpu, g->task, g->task_id, &task);
-		ts = tsc_to_ts(d, g->tsc);
-		t0 = tsc_to_ts(d, g->t0);
+		ts = tsc_to_ts(d, cpu, g->tsc);
+		t0 = tsc_to_ts(d, cpu, g->t0);
 		hvt_record_entry(&rec, ts, cpu, p->addr, g->parent, &task);
 		rec.type = HVT_REC_RETURN;
 		rec.value = g->rax;
@@ -321,6 +346,7 @@ static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct ta
 			}
 			if (d->clock_learnt)
 				learn_clock(d, buf[n - 1].tsc);
+			follow_update(d);
 			for (k = 0; k < n; k += step) {
 				const struct stub_rec *args = NULL;
 
@@ -352,7 +378,7 @@ static unsigned drain_pass(struct stub_drain *d, struct stub_rec *buf, struct ta
 			if (k < n) {
 				/* the writer first: nothing of this CPU from here on is in a host
 				 * ring */
-				uint64_t ts = tsc_to_ts(d, buf[k].tsc), left = stub_backlog(&d->stub, c);
+				uint64_t ts = tsc_to_ts(d, c, buf[k].tsc), left = stub_backlog(&d->stub, c);
 
 				pending = ts < pending ? ts : pending;
 				*more = true;

@@ -60,6 +60,12 @@ struct stub_drain {
 	bool clock_learnt, have_offset;
 	bool host_counter; /* the guest clock runs with CLOCK_MONOTONIC at tsc_khz (target counter_khz) */
 	int64_t tsc_offset; /* guest TSC - host TSC, the largest seen at a drain */
+	/* the target follows each vCPU's TSC offset (tsc_update said so at the last pass): a record's
+	 * guest TSC is converted to the host's TSC, and that to host ns by a host TSC read beside the
+	 * monotonic clock at each update (host_ref at host_ns_ref) at tsc_khz (no TSC scaling) */
+	bool follow;
+	uint64_t host_ref, host_ns_ref;
+	uint64_t follow_misses; /* records of a vCPU the target had no offset of (anchor used) */
 	uint64_t offset_since; /* host ns of the first record (the clock's warm-up starts) */
 	uint64_t records;    /* records drained from the guest, announcements included */
 	uint64_t announced;  /* ... of which task announcements (STUB_REC_TASK), no event */

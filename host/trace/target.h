@@ -98,6 +98,13 @@ struct target_ops {
 	/* A guest TSC value and the host CLOCK_MONOTONIC ns at which it was current, and the guest TSC
 	 * rate; optional (NULL: the stub clock is anchored at its first records). While paused. */
 	int (*tsc_sync)(struct target *t, uint64_t *tsc, uint64_t *ns, uint64_t *khz);
+	/* Optional: each vCPU's guest TSC offset followed as the host moves it (a host whose TSC is
+	 * unstable moves it at every vcpu_load). Takes in the moves up to now; false when they are
+	 * not followed (tsc_sync's anchor holds then). Drain thread. */
+	bool (*tsc_update)(struct target *t);
+	/* Optional, after a tsc_update that said true: the host TSC at which vCPU @cpu's guest read
+	 * @tsc (the host's TSC runs at tsc_sync's rate); false: unknown for that vCPU. Drain thread. */
+	bool (*tsc_host)(struct target *t, unsigned cpu, uint64_t tsc, uint64_t *host);
 };
 
 /* A region of guest memory placed for the stub. */
