@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "guest-stub/stub_abi.h"
 #include "tests/kvm/kvm_common.h"
 
 #include <stdio.h>
@@ -280,10 +281,11 @@ static void test_ring_size_asked(void **state)
 
 	hv_run(&r, asked, 0, 0);
 	assert_int_equal(r.status, 0);
-	/* 16 MiB of 64-byte records per CPU; code, header and ring headers (12 KiB) ahead of them
-	 */
+	/* 16 MiB of 64-byte records per CPU; code, header and ring headers ahead of them (16 KiB
+	 * since the code has two pages) */
 	assert_int_equal(hv_stat(r.err, "stub probes ", " ring "), 262144);
-	assert_int_equal(hv_stat(r.err, "stub probes ", " region "), 12 + 2 * 16384);
+	assert_int_equal(STUB_RINGS_OFF, 16 << 10);
+	assert_int_equal(hv_stat(r.err, "stub probes ", " region "), 16 + 2 * 16384);
 	assert_int_equal(hv_stat(r.err, "stub probes ", " lost "), 0);
 	assert_int_equal(hv_stat(r.err, "stub probes ", " guest-reported-lost "), 0);
 	for (size_t f = 0; f < NR_FUNCS; f++)
@@ -295,7 +297,7 @@ static void test_ring_size_asked(void **state)
 	hv_run(&r, huge, 0, 0);
 	assert_int_equal(r.status, 2);
 	assert_string_equal(r.err,
-			    "hvtrace: stub probes: rings of 1048576 KiB per CPU (2097164 KiB "
+			    "hvtrace: stub probes: rings of 1048576 KiB per CPU (2097168 KiB "
 			    "for 2 CPUs with the stub) cannot be placed: the guest's identity "
 			    "map ends at 4 GiB, 1048576 KiB above its RAM at guest-physical "
 			    "0xc0000000\n");
