@@ -390,9 +390,29 @@ static bool bp_exit(const char *line)
 struct pair_check {
 	long trap_events, bp_exits, stub_events, guest_mode, runs;
 	long violations;
+	/* how long after its vCPU thread's last exit (kvm_exit where the host fires it, else
+	 * kvm_userspace_exit) each trap event is stamped, in ns: printed, never asserted (a time) */
+	uint64_t exit_gap_max, exit_gap[4096];
+	long nr_gaps;
 };
 
-/* Walks `trace-cmd report -R -i HOST -i GUEST` output @text in time order, each vCPU v's host
+/* The time of a `trace-cmd report -t` line, in ns, from the "SECONDS.NANOSECONDS:" after @at (the
+ * line's "] "); 0 if none. */
+static uint64_t line_ns(const char *at)
+{
+	unsigned long long sec, ns;
+
+	return sscanf(at + 2, " %llu.%9llu:", &sec, &ns) == 2 ? sec * 1000000000ull + ns : 0;
+}
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Walks `trace-cmd report -R -t -i HOST -i GUEST` output @text in time order, each vCPU v's host
  * thread @tids[v]: a trap event (a guest line holding @trap_event) must sit at a breakpoint exit of
  * its vCPU's thread, the last event of that thread before it, one exit per event; any other guest
  * event (a stub probe's, where @stub) must lie in guest mode on its vCPU's thread: between its
@@ -404,6 +424,7 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 {
 	bool pending[8] = {false}, in_run[8] = {false}, seen_run[8] = {false};
 	bool hw[8] = {false}, in_guest[8] = {false};
+	uint64_t exit_ns[8] = {0};
 
 	memset(c, 0, sizeof(*c));
 	for (const char *l = text; *l;) {
@@ -430,6 +451,8 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 				if (entry || exit) {
 					hw[v] = true;
 					in_guest[v] = entry;
+					if (exit)
+						exit_ns[v] = line_ns(strstr(line, "] "));
 					continue;
 				}
 				if (run) {
@@ -444,6 +467,8 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 				}
 				pending[v] = bp_exit(line);
 				c->bp_exits += pending[v];
+				if (!hw[v])
+					exit_ns[v] = line_ns(strstr(line, "] "));
 			}
 			continue;
 		}
@@ -455,6 +480,12 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 			if (!pending[cpu]) {
 				c->violations++;
 				printf("not at a breakpoint exit of its vCPU's thread: %s\n", line);
+			} else if (exit_ns[cpu] && line_ns(at) >= exit_ns[cpu]) {
+				uint64_t gap = line_ns(at) - exit_ns[cpu];
+
+				c->exit_gap_max = gap > c->exit_gap_max ? gap : c->exit_gap_max;
+				if (c->nr_gaps < (long)(sizeof(c->exit_gap) / sizeof(c->exit_gap[0])))
+					c->exit_gap[c->nr_gaps++] = gap;
 			}
 			pending[cpu] = false;
 		} else if (stub && (hw[cpu] || seen_run[cpu])) {
@@ -472,6 +503,18 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 	printf("trap events %ld, breakpoint exits %ld, stub events %ld (%ld checked against "
 	       "kvm_entry/kvm_exit) in %ld KVM_RUNs, violations %ld\n",
 	       c->trap_events, c->bp_exits, c->stub_events, c->guest_mode, c->runs, c->violations);
+	if (c->nr_gaps) {
+		long near = 0;
+
+		for (long i = 0; i < c->nr_gaps; i++)
+			near += c->exit_gap[i] <= 20000;
+		qsort(c->exit_gap, (size_t)c->nr_gaps, sizeof(c->exit_gap[0]), by_u64);
+		printf("trap events after their exit (%s): median %.1f us, max %.1f us, %ld "
+		       "within 20 us of %ld\n",
+		       hw[0] ? "kvm_exit" : "kvm_userspace_exit",
+		       c->exit_gap[c->nr_gaps / 2] / 1000.0, c->exit_gap_max / 1000.0,
+		       near, c->nr_gaps);
+	}
 }
 
 /* `hvtrace record --host -o DAT @args... GUEST`, then the pair walked (walk_pair). */
@@ -499,7 +542,7 @@ static void record_host_pair(const char *const *args, const char *trap_event, bo
 	opt = hv_sh("trace-cmd dump --options -i %s 2>/dev/null", host);
 	nv = hv_guest_threads(opt, tids, 8);
 	assert_int_equal(nv, 2);
-	text = hv_sh("trace-cmd report -R -i %s -i %s 2>/dev/null", host, dat);
+	text = hv_sh("trace-cmd report -R -t -i %s -i %s 2>/dev/null", host, dat);
 	walk_pair(text, tids, nv, trap_event, stub, c);
 	free(text);
 	free(opt);
