@@ -95,11 +95,11 @@ int host_rec_check(const char *const *extra, size_t nr_extra, char *err, size_t 
 	return 0;
 }
 
-/* Whether @name is "hvtrace-PID" of a process that is gone, or of this process (then left by an
- * earlier process of this pid: not made by us yet), or tsc_follow's "hvtrace-PID-tsc" of a process
- * that is gone. A live process keeps its instance whatever it
- * is: a pid reused by another program only delays the sweep until it ends. */
-static bool orphan_instance(const char *name)
+/* Whether @name is "hvtrace-PID" or tsc_follow's "hvtrace-PID-tsc" of a process that is gone, or
+ * "hvtrace-PID" of this process where @own (host_rec_start's sweep: left by an earlier process of
+ * this pid, as this one has not made it yet). A live process keeps its instance whatever it is: a
+ * pid reused by another program only delays the sweep until it ends. */
+static bool orphan_instance(const char *name, bool own)
 {
 	char *end;
 	long pid;
@@ -110,24 +110,29 @@ static bool orphan_instance(const char *name)
 	pid = strtol(name + 8, &end, 10);
 	if ((*end && strcmp(end, "-tsc")) || errno || pid <= 0 || pid > INT32_MAX)
 		return false;
-	if (*end) /* tsc_follow's: this process's own may be in use */
-		return pid != getpid() && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
-	return pid == getpid() || (kill((pid_t)pid, 0) < 0 && errno == ESRCH);
+	if (pid == getpid())
+		return own && !*end;
+	return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 }
+
+struct sweep {
+	unsigned n;
+	bool own;
+};
 
 static int sweep_one(const char *name, void *ctx)
 {
-	unsigned *n = ctx;
+	struct sweep *w = ctx;
 	struct tracefs_instance *old;
 
-	if (!orphan_instance(name) || !(old = tracefs_instance_alloc(NULL, name)))
+	if (!orphan_instance(name, w->own) || !(old = tracefs_instance_alloc(NULL, name)))
 		return 0;
 	if (tracefs_instance_destroy(old) == 0) {
 		fprintf(stderr,
 			"hvtrace: --host: removed the tracefs instance %s, left by an hvtrace "
 			"that was killed\n",
 			name);
-		++*n;
+		w->n++;
 	}
 	tracefs_instance_free(old);
 	return 0;
@@ -135,10 +140,18 @@ static int sweep_one(const char *name, void *ctx)
 
 unsigned host_rec_sweep(void)
 {
-	unsigned n = 0;
+	struct sweep w = {.own = true};
 
-	tracefs_instances_walk(sweep_one, &n);
-	return n;
+	tracefs_instances_walk(sweep_one, &w);
+	return w.n;
+}
+
+unsigned host_rec_sweep_dead(void)
+{
+	struct sweep w = {.own = false};
+
+	tracefs_instances_walk(sweep_one, &w);
+	return w.n;
 }
 
 /* An unlinked temporary file in @dir (or $TMPDIR, /tmp). */

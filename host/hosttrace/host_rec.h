@@ -62,10 +62,14 @@ int host_rec_check(const char *const *extra, size_t nr_extra, char *err, size_t 
 int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const char *const *extra,
 		   size_t nr_extra, const char *tmpdir, char *err, size_t errlen);
 
-/* Removes the host's tracefs instances "hvtrace-PID" that an hvtrace killed before it could remove
- * them left behind: those whose process is gone (and this process's own name, not made yet), one
- * line on stderr each. host_rec_start calls it. Returns how many. */
+/* Removes the host's tracefs instances "hvtrace-PID" and "hvtrace-PID-tsc" that an hvtrace killed
+ * before it could remove them left behind: those whose process is gone (and this process's own
+ * "hvtrace-PID", not made yet), one line on stderr each. host_rec_start calls it. Returns how many. */
 unsigned host_rec_sweep(void);
+
+/* The same for the instances ("hvtrace-PID", "hvtrace-PID-tsc") of processes that are gone only,
+ * never this process's own (tsc_follow_start calls it, whatever this process has made). */
+unsigned host_rec_sweep_dead(void);
 
 /* Stops recording and takes in what the ring buffers still hold. Safe to call twice. */
 void host_rec_stop(struct host_rec *h);

@@ -1,4 +1,5 @@
 #include "host/hosttrace/tsc_follow.h"
+#include "host/hosttrace/host_rec.h"
 #include "host/util/msg_fmt.h"
 
 #include <errno.h>
@@ -117,6 +118,7 @@ int tsc_follow_start(struct tsc_follow **out, const int *tids, unsigned nr_tids,
 		goto fail;
 	}
 	snprintf(name, sizeof(name), "hvtrace-%d-tsc", (int)getpid());
+	host_rec_sweep_dead();
 	f->inst = tracefs_instance_create(name);
 	if (!f->inst) {
 		msg_fmt(err, errlen, "cannot make a tracefs instance %s: %s (as root?)", name,
