@@ -97,14 +97,19 @@ static void test_vcpu_threads_hostile(void **state)
 	}
 }
 
-static bool make_instance(int pid, char *name, size_t len)
+static bool make_named(int pid, const char *suffix, char *name, size_t len)
 {
 	struct tracefs_instance *i;
 
-	snprintf(name, len, "hvtrace-%d", pid);
+	snprintf(name, len, "hvtrace-%d%s", pid, suffix);
 	i = tracefs_instance_create(name);
 	tracefs_instance_free(i);
 	return i && tracefs_instance_exists(name);
+}
+
+static bool make_instance(int pid, char *name, size_t len)
+{
+	return make_named(pid, "", name, len);
 }
 
 static void drop_instance(const char *name)
@@ -117,10 +122,12 @@ static void drop_instance(const char *name)
 }
 
 /* Instances of a process that is gone and of this very pid go; a live process's (an hvtrace, or
- * not: init) and a name not hvtrace-PID stay. */
+ * not: init) and a name not hvtrace-PID stay. tsc_follow's hvtrace-PID-tsc of a process that is
+ * gone goes too, this process's own never; host_rec_sweep_dead leaves this pid's hvtrace-PID. */
 static void test_sweep(void **state)
 {
-	char gone[32], other[32], own[32], live[32], mine[32] = "hvtrace-x1";
+	char gone[32], other[32], own[32], live[32], mine[32] = "hvtrace-x1", gone_tsc[40],
+	    own_tsc[40], odd[40];
 	int sync[2], dead, runner;
 	char c;
 
@@ -145,8 +152,20 @@ static void test_sweep(void **state)
 	assert_true(make_instance(1, other, sizeof(other))); /* init */
 	assert_true(make_instance(runner, live, sizeof(live)));
 	tracefs_instance_free(tracefs_instance_create(mine));
+	assert_true(make_named(dead, "-tsc", gone_tsc, sizeof(gone_tsc)));
+	assert_true(make_named(getpid(), "-tsc", own_tsc, sizeof(own_tsc)));
+	assert_true(make_named(dead, "-tscx", odd, sizeof(odd)));
+
+	assert_int_equal(host_rec_sweep_dead(), 2);
+	assert_false(tracefs_instance_exists(gone));
+	assert_false(tracefs_instance_exists(gone_tsc));
+	assert_true(tracefs_instance_exists(own));
+	assert_true(tracefs_instance_exists(own_tsc));
+	assert_true(tracefs_instance_exists(odd));
+	assert_true(make_instance(dead, gone, sizeof(gone)));
 
 	assert_int_equal(host_rec_sweep(), 2);
+	assert_true(tracefs_instance_exists(own_tsc));
 	assert_false(tracefs_instance_exists(gone));
 	assert_true(tracefs_instance_exists(other));
 	assert_false(tracefs_instance_exists(own));
@@ -157,6 +176,8 @@ static void test_sweep(void **state)
 	drop_instance(live);
 	drop_instance(other);
 	drop_instance(mine);
+	drop_instance(own_tsc);
+	drop_instance(odd);
 	kill(runner, SIGKILL);
 	waitpid(runner, NULL, 0);
 	close(sync[0]);
