@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* How long an entry may wait for the next record of its vCPU (to be printed as a leaf): output is
@@ -163,6 +164,7 @@ static void *writer_thread(void *arg)
 {
 	struct writer *w = arg;
 	bool unflushed = false;
+	struct timespec ts;
 
 	while (!atomic_load(&w->stop)) {
 		if (w->poll)
@@ -185,6 +187,8 @@ static void *writer_thread(void *arg)
 	/* cut short, or (cannot happen) a record the sink could not be handed: what is left is
 	 * counted, not left unsaid */
 	discard(w);
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+		w->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	return NULL;
 }
 
@@ -201,6 +205,7 @@ int writer_start(struct writer *w, struct ring *rings, unsigned nr, struct sink 
 	atomic_store(&w->stop, 0);
 	atomic_store(&w->cut, false);
 	w->not_written = 0;
+	w->cpu_ns = 0;
 	w->events = calloc(nr, sizeof(*w->events));
 	w->dropped_lost = calloc(nr, sizeof(*w->dropped_lost));
 	w->seen = calloc(nr, sizeof(*w->seen));

@@ -51,6 +51,7 @@ struct writer {
 	uint8_t *payload;	    /* an event's payload, gathered from its records */
 	uint8_t *next_payload;	    /* the looked-ahead record's payload (inside @payload's block) */
 	uint64_t last_ts;	    /* of the last record handed to the sink */
+	uint64_t cpu_ns;	    /* the writer thread's CPU time, set as it ends */
 };
 
 /* Calls the sink's begin() and starts the thread. Records are emitted in timestamp order across rings,
