@@ -35,7 +35,7 @@ struct writer {
 	void (*tap)(void *ctx, const struct sink_rec *rec);
 	void *tap_ctx;
 	/* optional: called by the writer thread at each pass of its loop (between batches of
-	 * records, and every 0.5 ms when idle): work that must not race the tap (SIGUSR1's dump of
+	 * records, and every 0.5 to 8 ms when idle): work that must not race the tap (SIGUSR1's dump of
 	 * the hists); keep it to an atomic load when there is nothing to do */
 	void (*poll)(void *ctx);
 	void *poll_ctx;
