@@ -43,8 +43,10 @@ if [ -z "$force" ] && [ -x "$bin" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$k
 	exit 0
 fi
 
+# libfdt-dev: x86_64-softmmu requires fdt (meson: "fdt not available but required by targets"),
+# and --without-default-features leaves out the bundled dtc
 pkgs="gcc make ninja-build meson pkg-config python3 python3-venv flex bison dpkg-dev xz-utils patch
-      libglib2.0-dev libpixman-1-dev zlib1g-dev"
+      libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

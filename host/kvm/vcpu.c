@@ -14,7 +14,9 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 /* struct kvm_regs is copied as a block into and out of struct arch_regs (x86_64's order) */
 static_assert(sizeof(struct kvm_regs) == 8 * X86_NR_REGS, "x86 registers as kvm_regs");
@@ -357,8 +359,9 @@ static void *vcpu_thread(void *arg)
 	struct kvm_run *run = c->run;
 	sigset_t set;
 	char what[96];
-	uint64_t exit_rip;
-	bool reset;
+	uint64_t exit_rip, back;
+	struct timespec ts;
+	bool reset, bp;
 
 	atomic_store(&c->tid, (int)gettid());
 	sigemptyset(&set);
@@ -387,6 +390,8 @@ static void *vcpu_thread(void *arg)
 			       strerror(errno));
 			break;
 		}
+		back = __rdtsc();
+		bp = false;
 		c->exits++;
 		exit_stats_add(&c->xs, run);
 		arch_tlb_invalidate(&c->tlb);
@@ -419,8 +424,10 @@ static void *vcpu_thread(void *arg)
 		case KVM_EXIT_DEBUG:
 		case KVM_EXIT_INTERNAL_ERROR:
 		case KVM_EXIT_SHUTDOWN:
-			if (!reset && handle_bp(c))
+			if (!reset && handle_bp(c)) {
+				bp = true;
 				break;
+			}
 			if (run->exit_reason == KVM_EXIT_SHUTDOWN && vm->linux_pc) {
 				/* Linux's last way to reboot; QEMU's -no-reboot ends there too */
 				uart_flush_all(vm);
@@ -450,10 +457,14 @@ static void *vcpu_thread(void *arg)
 		c->last_rip = exit_rip;
 		c->last_exit = run->exit_reason;
 		c->has_last = true;
+		if (bp)
+			c->bp_cycles += __rdtsc() - back;
 	}
 	if (vm->linux_pc)
 		uart_flush_all(vm);
 	console_flush(c);
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+		c->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	pthread_mutex_lock(&vm->lock);
 	c->state = VCPU_DONE;
 	pthread_cond_broadcast(&vm->cond);

@@ -74,6 +74,11 @@ struct vcpu {
 	uint32_t last_exit; /* that exit's reason */
 	bool has_last;	    /* false until an exit has been handled */
 	uint64_t bp_exits[3]; /* breakpoint hits the tracer owned, by exit kind (enum vcpu_bp_kind) */
+	/* host TSC cycles (elapsed: a preemption meanwhile counts) from KVM_RUN's return to the end
+	 * of handling the breakpoint exits the tracer owned: user space's share of a hit (make
+	 * bench); own thread, then final */
+	uint64_t bp_cycles;
+	uint64_t cpu_ns; /* the thread's CPU time, user and kernel, set as it ends */
 	struct exit_stats xs; /* own thread */
 };
 

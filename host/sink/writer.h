@@ -35,7 +35,7 @@ struct writer {
 	void (*tap)(void *ctx, const struct sink_rec *rec);
 	void *tap_ctx;
 	/* optional: called by the writer thread at each pass of its loop (between batches of
-	 * records, and every 0.5 ms when idle): work that must not race the tap (SIGUSR1's dump of
+	 * records, and every 0.5 to 8 ms when idle): work that must not race the tap (SIGUSR1's dump of
 	 * the hists); keep it to an atomic load when there is nothing to do */
 	void (*poll)(void *ctx);
 	void *poll_ctx;
@@ -51,6 +51,7 @@ struct writer {
 	uint8_t *payload;	    /* an event's payload, gathered from its records */
 	uint8_t *next_payload;	    /* the looked-ahead record's payload (inside @payload's block) */
 	uint64_t last_ts;	    /* of the last record handed to the sink */
+	uint64_t cpu_ns;	    /* the writer thread's CPU time, set as it ends */
 };
 
 /* Calls the sink's begin() and starts the thread. Records are emitted in timestamp order across rings,

@@ -408,8 +408,8 @@ static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struc
 	bool alone = false;
 	size_t len = 0;
 
-	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
-	now = clock_now_ns();
+	now = clock_now_ns(); /* the one clock read of a hit: the records' time, and busy's */
+	atomic_store(&c->busy_since, now - t->t0);
 	if (p->inside) {
 		inside_event(t, cpu, p, regs, now);
 		goto done;
@@ -470,8 +470,8 @@ static int function_return(struct tracer *t, unsigned cpu, struct arch_regs *reg
 	size_t len = 0;
 	bool found;
 
-	atomic_store(&c->busy_since, clock_now_ns() - t->t0);
-	now = clock_now_ns();
+	now = clock_now_ns(); /* the one clock read of a hit, as at the entry */
+	atomic_store(&c->busy_since, now - t->t0);
 	st = shadow_lock(&t->shadow, slot, false);
 	found = st && shadow_pop(st, slot, &e, count_unwound, &d);
 	if (st)

@@ -67,6 +67,10 @@ static double cpu_now(void)
 }
 
 static double last_wall; /* wall seconds of the last run_once */
+/* where the last run_once's CPU time went, in seconds: the vCPU threads (all of it; the user-space
+ * handling of breakpoint exits, KVM_RUN's return to the next entry, alone) and the writer thread */
+static double last_vcpu, last_bp_user, last_writer;
+static uint64_t tsc_khz; /* the host's TSC rate, for vCPU bp_cycles */
 
 /* The least a hit can cost: recognise the probe, step over the NOP, resume. */
 static int raw_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
@@ -167,12 +171,18 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 	if (vm.end != VM_END_GUEST_EXIT || vm.end_status != 0)
 		die("guest", vm.end_msg);
 	vcpu_join_all(&vm);
+	last_vcpu = last_bp_user = last_writer = 0;
+	for (unsigned i = 0; i < vm.nr_vcpus; i++) {
+		last_vcpu += vm.vcpus[i].cpu_ns / 1e9;
+		last_bp_user += (double)vm.vcpus[i].bp_cycles / ((double)tsc_khz * 1e3);
+	}
 	if (m == MODE_RAW) {
 		probe_remove_all(&probes, &tgt);
 		probe_table_free(&probes);
 	} else if (m != MODE_BASE && m != MODE_NOPG_BASE) {
 		tracer_detach(tr);
 		writer_stop(&w, tracer_lost(tr));
+		last_writer = w.cpu_ns / 1e9;
 		if (sink.written != (unsigned long long)smp * BENCH_CALLS *
 					    (m == MODE_GRAPH || m == MODE_STUB_GRAPH ? 2 : 1))
 			die("tracer", "wrong number of events");
@@ -217,6 +227,8 @@ static int bench_short(struct guest_image *g, const char *path, int rounds)
 	static const enum mode modes[] = {MODE_BASE, MODE_RAW, MODE_TRACE, MODE_STUB};
 	enum { NR = sizeof(modes) / sizeof(modes[0]) };
 	double v[NR][ROUNDS], t[NR];
+	/* per mode and round: vCPU thread, its user-space share of breakpoint exits, writer */
+	double pv[NR][ROUNDS], pu[NR][ROUNDS], pw[NR][ROUNDS];
 	char err[256];
 
 	if (guest_image_open(g, path, err, sizeof(err)) < 0)
@@ -227,12 +239,20 @@ static int bench_short(struct guest_image *g, const char *path, int rounds)
 	for (int r = 0; r < rounds; r++)
 		for (int i = 0; i < NR; i++) {
 			v[i][r] = run_once(g, 1, modes[i]);
-			printf("  round %d: %-22s %8.3f CPU-s (%.3f s wall)\n", r + 1,
-			       mode_names[modes[i]], v[i][r], last_wall);
+			pv[i][r] = last_vcpu;
+			pu[i][r] = last_bp_user;
+			pw[i][r] = last_writer;
+			printf("  round %d: %-22s %8.3f CPU-s (%.3f s wall; vCPU thread %.3f, of "
+			       "it breakpoint exits' user space %.3f; writer %.3f)\n",
+			       r + 1, mode_names[modes[i]], v[i][r], last_wall, last_vcpu,
+			       last_bp_user, last_writer);
 			fflush(stdout);
 		}
 	for (int i = 0; i < NR; i++) {
 		qsort(v[i], rounds, sizeof(double), cmp_double);
+		qsort(pv[i], rounds, sizeof(double), cmp_double);
+		qsort(pu[i], rounds, sizeof(double), cmp_double);
+		qsort(pw[i], rounds, sizeof(double), cmp_double);
 		t[i] = v[i][rounds / 2];
 	}
 	double raw = (t[1] - t[0]) / BENCH_CALLS, fn = (t[2] - t[0]) / BENCH_CALLS;
@@ -241,6 +261,15 @@ static int bench_short(struct guest_image *g, const char *path, int rounds)
 	printf("  per event (medians): raw INT3 round trip %.2f us, trap event %.2f us, stub event "
 	       "%.2f us\n",
 	       raw * 1e6, fn * 1e6, stub * 1e6);
+	/* where a trap event's extra over the raw round trip goes (medians of each part, so they
+	 * need not add up exactly) */
+	printf("  per event (medians), raw / trap: vCPU thread %.2f / %.2f us, of it user space "
+	       "from KVM_RUN's return to the next KVM_RUN %.2f / %.2f us; writer thread %.2f / "
+	       "%.2f us\n",
+	       (pv[1][rounds / 2] - pv[0][rounds / 2]) / BENCH_CALLS * 1e6,
+	       (pv[2][rounds / 2] - pv[0][rounds / 2]) / BENCH_CALLS * 1e6,
+	       pu[1][rounds / 2] / BENCH_CALLS * 1e6, pu[2][rounds / 2] / BENCH_CALLS * 1e6,
+	       pw[1][rounds / 2] / BENCH_CALLS * 1e6, pw[2][rounds / 2] / BENCH_CALLS * 1e6);
 	printf("  ratio trap event / raw INT3 round trip: %.3f\n", fn / raw);
 	printf("  ratio stub / trap event: %.3f\n", stub / fn);
 	guest_image_close(g);
@@ -273,6 +302,7 @@ int main(int argc, char **argv)
 		}
 		rounds = (int)v;
 	}
+	tsc_khz = clock_host_tsc_khz();
 	if (brief)
 		return bench_short(&g, argv[1], rounds);
 	if (guest_image_open(&g, argv[1], err, sizeof(err)) < 0)
