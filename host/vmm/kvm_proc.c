@@ -242,6 +242,7 @@ unsigned kvm_proc_vcpu_threads(struct kvm_proc *kp)
 		char *endp;
 		long tid = strtol(de->d_name, &endp, 10), nr;
 		uint64_t args[6];
+		unsigned long flags;
 		ssize_t n;
 		int fd;
 		struct kvm_proc_vcpu *v;
@@ -250,6 +251,10 @@ unsigned kvm_proc_vcpu_threads(struct kvm_proc *kp)
 		    tid > INT32_MAX)
 			continue;
 		seen++;
+		/* the kernel's workers in the process are no vCPU threads, whatever their syscall
+		 * file says (KVM's NX recovery thread is cloned from a vCPU thread in KVM_RUN) */
+		if (proc_flags(kp->pid, (pid_t)tid, &flags) == 0 && PROC_FLAGS_KERNEL_WORKER(flags))
+			continue;
 		snprintf(path, sizeof(path), "%ld/syscall", tid);
 		fd = openat(dirfd(d), path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)

@@ -1,5 +1,6 @@
-/* host/util/proc_state: the state letter of a process or thread from /proc, past a comm that holds
- * ')' and spaces; a zombie is told from a running process, a gone one from both. */
+/* host/util/proc_state: the state letter and task flags of a process or thread from /proc, past a
+ * comm that holds ')' and spaces; a zombie is told from a running process, a gone one from both, a
+ * kernel worker from the program's threads. */
 #include "host/util/proc_state.h"
 
 #include <setjmp.h>
@@ -9,6 +10,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -71,12 +74,37 @@ static void test_no_such_thread(void **state)
 	assert_int_equal(proc_state(getpid(), 1, &s), -ENOENT);
 }
 
+/* The task flags past a comm holding ") ": this process is no kernel worker; kthreadd (pid 2,
+ * where it is there) is one. */
+static void test_flags(void **state)
+{
+	unsigned long f = 1;
+	char comm[32] = "";
+	FILE *k;
+
+	(void)state;
+	prctl(PR_SET_NAME, "a) 1 2 (b");
+	assert_int_equal(proc_flags(getpid(), (pid_t)syscall(SYS_gettid), &f), 0);
+	assert_false(PROC_FLAGS_KERNEL_WORKER(f));
+	assert_int_equal(proc_flags(getpid(), 0, &f), 0);
+	assert_false(PROC_FLAGS_KERNEL_WORKER(f));
+	k = fopen("/proc/2/comm", "r");
+	if (k && fgets(comm, sizeof(comm), k) && !strcmp(comm, "kthreadd\n")) {
+		assert_int_equal(proc_flags(2, 0, &f), 0);
+		assert_true(PROC_FLAGS_KERNEL_WORKER(f));
+	}
+	if (k)
+		fclose(k);
+	assert_int_equal(proc_flags(getpid(), 999999999, &f), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_self_running),
 	    cmocka_unit_test(test_zombie_stopped_gone),
 	    cmocka_unit_test(test_no_such_thread),
+	    cmocka_unit_test(test_flags),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
