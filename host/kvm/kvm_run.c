@@ -129,8 +129,9 @@ void kvm_run_print_stats(const struct vm *vm, const struct pipeline *p)
 	tracer_stats(t, &st);
 	fprintf(stderr,
 		"hvtrace: stats: probes %zu restored-slots %llu orphan-returns %llu "
-		"interrupted-returns %llu\n",
-		st.probes, st.restored_slots, st.orphan_returns, st.interrupted_returns);
+		"interrupted-returns %llu detached-at-us %lld\n",
+		st.probes, st.restored_slots, st.orphan_returns, st.interrupted_returns,
+		st.detached_us);
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		fprintf(stderr,
 			"hvtrace: stats: cpu%u events %llu exits %llu bp-exits debug %llu "

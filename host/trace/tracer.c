@@ -592,6 +592,12 @@ void tracer_stats(const struct tracer *t, struct tracer_stats *out)
 	    .restored_slots = t->restored_slots,
 	    .interrupted_returns = t->interrupted_returns,
 	    .text_rewritten = t->text_rewritten,
+	    .detached_us = t->paused_to_detach_ns
+			       ? (long long)((t->paused_to_detach_ns > t->t0
+						  ? t->paused_to_detach_ns - t->t0
+						  : 0) /
+					     1000)
+			       : -1,
 	    .orphan_returns = atomic_load(&t->orphan_returns),
 	    .slots_above_4g = atomic_load(&t->slots_above_4g),
 	    .arms = t->arms,

@@ -29,6 +29,9 @@ struct tracer_stats {
 	unsigned long long interrupted_returns; /* in an interrupt's frame (tracer_attach.c) */
 	unsigned long long slots_above_4g; /* hooked return slots at guest-physical >= 4 GiB */
 	unsigned text_rewritten; /* sites the guest rewrote over a patch: reported, left alone */
+	/* us after t0 at which the detach had every vCPU stopped (every hit is stamped before it);
+	 * -1: not detached (yet) */
+	long long detached_us;
 	/* stub probes (all 0 without) */
 	size_t stub_probes;
 	size_t stub_detours; /* of them, entry probes through a detour */

@@ -261,6 +261,7 @@ int tracer_detach(struct tracer *t)
 	if (!t->attached)
 		return 0;
 	t->tgt->ops->pause(t->tgt);
+	t->paused_to_detach_ns = clock_now_ns();
 	atomic_store(&t->active, 0);
 	if (t->before_detach)
 		t->before_detach(t->before_detach_ctx);

@@ -66,6 +66,8 @@ struct tracer {
 					 trampoline) */
 	uint64_t interrupted_returns; /* of those: returns an interrupt caught on the trampoline */
 	unsigned text_rewritten; /* patched sites (and trampoline) the guest rewrote: left alone */
+	uint64_t paused_to_detach_ns; /* host ns at which tracer_detach had every vCPU stopped: no
+				       * hit is stamped later (0: never detached) */
 	struct stub_drain stub;	 /* stub probes */
 	_Atomic uint64_t filtered; /* trap-path records opts.keep rejected */
 	struct emit_gate
