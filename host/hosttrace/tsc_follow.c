@@ -74,9 +74,9 @@ static int pid_filter(const int *tids, unsigned n, char *out, size_t len)
 int tsc_follow_start(struct tsc_follow **out, const int *tids, unsigned nr_tids, unsigned nr_vcpus,
 		     char *err, size_t errlen)
 {
-	static const char *const systems[] = {"kvm", NULL};
 	struct tsc_follow *f = calloc(1, sizeof(*f));
-	char name[64], filter[4096];
+	char name[64], filter[4096], *fmt;
+	int fmt_len = 0;
 	struct tep_event *ev;
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	int ret = -EIO;
@@ -100,7 +100,13 @@ int tsc_follow_start(struct tsc_follow **out, const int *tids, unsigned nr_tids,
 		goto fail;
 	}
 	ret = -EIO;
-	f->tep = tracefs_local_events_system(NULL, systems);
+	/* the one event's format (all of kvm's would be parsed by tracefs_local_events_system,
+	 * and libtraceevent 1.7 leaks on some of them) */
+	fmt = tracefs_event_file_read(NULL, "kvm", "kvm_write_tsc_offset", "format", &fmt_len);
+	f->tep = tep_alloc();
+	if (f->tep && fmt && fmt_len > 0)
+		tep_parse_event(f->tep, fmt, (unsigned long)fmt_len, "kvm");
+	free(fmt);
 	ev = f->tep ? tep_find_event_by_name(f->tep, "kvm", "kvm_write_tsc_offset") : NULL;
 	if (!ev || !(f->f_vcpu = tep_find_field(ev, "vcpu_id")) ||
 	    !(f->f_next = tep_find_field(ev, "next_tsc_offset")) || f->f_next->size != 8 ||

@@ -132,7 +132,9 @@ static void test_segs_overflow(void **state)
 	assert_int_equal(host, (n - 1) * 100 + 7);
 	assert_true(tsc_segs_host(&s, 0, UINT64_MAX, &host));
 	assert_true(tsc_segs_host(&s, 0, 0, &host));
+	tsc_segs_free(&s);
 	assert_int_equal(tsc_segs_init(&s, 0), -EINVAL);
+	assert_int_equal(tsc_segs_init(&s, 1025), -EINVAL);
 	tsc_segs_free(&s);
 }
 
