@@ -175,7 +175,6 @@ static FILE *temp_file(const char *dir)
 	return f;
 }
 
-/* The filter that keeps @field's events of the vCPU threads: "F==a||F==b...", in @out. */
 /* KVM_RUN's ioctl number (_IO(KVMIO, 0x80)), as sys_enter_ioctl's cmd holds it. */
 #define KVM_RUN_CMD 0xae80u
 
@@ -188,8 +187,8 @@ static bool asked_for(const char *const *extra, size_t n, const char *name)
 	return false;
 }
 
-static int tid_filter(const char *const *fields, size_t nf, const int *tids, unsigned n, char *out,
-		      size_t len)
+int host_rec_tid_filter(const char *const *fields, size_t nf, const int *tids, unsigned n,
+			char *out, size_t len)
 {
 	size_t used = 0;
 
@@ -324,13 +323,13 @@ int host_rec_start(struct host_rec *h, const int *tids, unsigned nr_tids, const 
 		goto fail;
 	}
 	tracefs_instance_file_write(h->inst, "buffer_size_kb", BUFFER_KB_PER_CPU);
-	if (tid_filter(switch_fields, 2, tids, nr_tids, filter, sizeof(filter)) ||
+	if (host_rec_tid_filter(switch_fields, 2, tids, nr_tids, filter, sizeof(filter)) ||
 	    (ret = enable_event(h, "sched:sched_switch", filter, err, errlen)))
 		goto fail;
-	tid_filter(wakeup_fields, 1, tids, nr_tids, filter, sizeof(filter));
+	host_rec_tid_filter(wakeup_fields, 1, tids, nr_tids, filter, sizeof(filter));
 	if ((ret = enable_event(h, "sched:sched_wakeup", filter, err, errlen)))
 		goto fail;
-	tid_filter(task_fields, 1, tids, nr_tids, filter, sizeof(filter));
+	host_rec_tid_filter(task_fields, 1, tids, nr_tids, filter, sizeof(filter));
 	if (tracefs_event_file_exists(NULL, "kvm", "kvm_entry", "format") &&
 	    tracefs_event_file_exists(NULL, "kvm", "kvm_exit", "format") &&
 	    ((ret = enable_event(h, "kvm:kvm_entry", filter, err, errlen)) ||

@@ -51,6 +51,11 @@ int host_rec_path(const char *guest_path, char *out, size_t len);
 /* Whether @name has the shape SYSTEM:EVENT (identifiers). Pure. */
 bool host_rec_event_name_ok(const char *name);
 
+/* The tracefs filter that keeps the events whose @nf @fields hold one of the @n thread ids @tids:
+ * "F==a||F==b||G==a...", in @out. 0, or -ENOSPC when it does not fit in @len. Pure. */
+int host_rec_tid_filter(const char *const *fields, size_t nf, const int *tids, unsigned n,
+			char *out, size_t len);
+
 /* Before anything starts: the host's tracefs can be reached, and has each of @extra. 0, or a
  * negative errno with one line in @err. */
 int host_rec_check(const char *const *extra, size_t nr_extra, char *err, size_t errlen);

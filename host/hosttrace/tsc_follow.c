@@ -55,25 +55,10 @@ bool tsc_follow_wanted(void)
 	return cs[0] && strcmp(cs, "tsc") != 0;
 }
 
-/* "common_pid==a||common_pid==b..." of @tids in @out. */
-static int pid_filter(const int *tids, unsigned n, char *out, size_t len)
-{
-	size_t used = 0;
-
-	out[0] = 0;
-	for (unsigned i = 0; i < n; i++) {
-		int k = snprintf(out + used, len - used, "%scommon_pid==%d", i ? "||" : "", tids[i]);
-
-		if (k < 0 || (size_t)k >= len - used)
-			return -ENOSPC;
-		used += (size_t)k;
-	}
-	return 0;
-}
-
 int tsc_follow_start(struct tsc_follow **out, const int *tids, unsigned nr_tids, unsigned nr_vcpus,
 		     char *err, size_t errlen)
 {
+	static const char *const pid_field[] = {"common_pid"};
 	struct tsc_follow *f = calloc(1, sizeof(*f));
 	char name[64], filter[4096], *fmt;
 	int fmt_len = 0;
@@ -139,7 +124,7 @@ int tsc_follow_start(struct tsc_follow **out, const int *tids, unsigned nr_tids,
 		goto fail;
 	}
 	tracefs_instance_file_write(f->inst, "buffer_size_kb", FOLLOW_BUFFER_KB);
-	if (pid_filter(tids, nr_tids, filter, sizeof(filter)) < 0 ||
+	if (host_rec_tid_filter(pid_field, 1, tids, nr_tids, filter, sizeof(filter)) < 0 ||
 	    tracefs_event_file_write(f->inst, "kvm", "kvm_write_tsc_offset", "filter", filter) < 0 ||
 	    tracefs_event_enable(f->inst, "kvm", "kvm_write_tsc_offset") < 0) {
 		msg_fmt(err, errlen, "cannot enable kvm:kvm_write_tsc_offset for %u threads: %s",

@@ -66,12 +66,8 @@ static uint64_t tsc_to_ts(struct stub_drain *d, unsigned cpu, uint64_t tsc)
 	struct target *tgt = d->c.tgt;
 	uint64_t host;
 
-	if (d->follow) {
-		if (tgt->ops->tsc_host(tgt, cpu, tsc, &host))
-			return clock_tsc_to_ns(host, d->host_ref, d->host_ns_ref, d->tsc_khz,
-					       d->c.t0);
-		d->follow_misses++;
-	}
+	if (d->follow && tgt->ops->tsc_host(tgt, cpu, tsc, &host))
+		return clock_tsc_to_ns(host, d->host_ref, d->host_ns_ref, d->tsc_khz, d->c.t0);
 	return clock_tsc_to_ns(tsc, d->tsc_ref, d->ns_ref, d->tsc_khz, d->c.t0);
 }
 

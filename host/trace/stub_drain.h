@@ -65,7 +65,6 @@ struct stub_drain {
 	 * monotonic clock at each update (host_ref at host_ns_ref) at tsc_khz (no TSC scaling) */
 	bool follow;
 	uint64_t host_ref, host_ns_ref;
-	uint64_t follow_misses; /* records of a vCPU the target had no offset of (anchor used) */
 	uint64_t offset_since; /* host ns of the first record (the clock's warm-up starts) */
 	uint64_t records;    /* records drained from the guest, announcements included */
 	uint64_t announced;  /* ... of which task announcements (STUB_REC_TASK), no event */
