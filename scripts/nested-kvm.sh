@@ -16,6 +16,11 @@
 # (scripts/build-lane-qemu.sh, cached in $HVTRACE_CACHE/lane-qemu), when it is there; the machine's
 # qemu-system-x86_64 otherwise (INT3 does not exit), or always with HVT_LANE_QEMU=stock. The first
 # line of the L1 console log names it.
+# Stalls: L1 writes "hvt-lane: alive UPTIME" to its console every 30 s. When the console has been
+# silent for $HVT_LANE_STALL seconds (300), L1 has stopped: the script samples L1's vCPUs through L0's
+# monitor (RIP with its symbol, CPL, halted or not, three times 2 s apart) and L0's threads (state,
+# CPU time), appends that to the console log under "nested-kvm: stall", says whose the stop looks like
+# (L0 hung, L1 idle with no timer, L1 spinning in SYMBOL) and ends the boot as an infrastructure failure.
 set -uo pipefail
 
 # --check: only whether the lane can run here (status 0, else 2 and the line saying why).
@@ -34,6 +39,8 @@ busybox=$cache/busybox-static/bin/busybox
 virtiofsd=$(command -v virtiofsd || ls /usr/lib/qemu/virtiofsd /usr/libexec/virtiofsd 2>/dev/null | head -1)
 log=${HVT_LANE_LOG:-$build/nested-kvm.log}
 lane_timeout=${HVT_LANE_TIMEOUT:-1800}
+lane_stall=${HVT_LANE_STALL:-300}
+sysmap=$build/guest/System.map
 
 qemu=qemu-system-x86_64 qemu_data=()
 if [ "${HVT_LANE_QEMU:-}" != stock ] && [ -x "$cache/lane-qemu/qemu-system-x86_64" ]; then
@@ -100,6 +107,8 @@ mount -t devtmpfs devtmpfs /new/dev; mkdir -p /new/dev/pts; mount -t devpts devp
 # L1's own tracefs (record --host records L1's kvm events about the vCPU threads)
 mount -t tracefs nodev /new/sys/kernel/tracing 2>/dev/null || true
 stty -F /dev/ttyS1 raw -echo
+# the heartbeat the script's stall watch reads (L1's timers and scheduler still work)
+(while sleep 30; do read up _ </proc/uptime; echo "hvt-lane: alive \$up"; done) &
 cp /command /new/tmp/hvt-lane-command
 echo "hvt-lane: start"
 chroot /new /bin/bash /tmp/hvt-lane-command </dev/null >/dev/ttyS1 2>&1
@@ -109,34 +118,130 @@ INIT
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc 2>/dev/null) >"$work/initrd.cpio"
 
+# One monitor command to L0 ($work/mon.in/.out, HMP); its output on stdout, at most 5 s.
+mon() {
+	local line
+	exec 7<>"$work/mon.out" 8<>"$work/mon.in" # read-write: neither open waits for L0
+	while read -r -t 0.2 -u 7 line; do :; done # what an earlier command left
+	echo "$*" >&8
+	while read -r -t 5 -u 7 line; do
+		line=${line//$'\r'/}
+		[[ $line == "(qemu)"* ]] && [ -n "${seen:-}" ] && break
+		[[ $line == "(qemu)"* ]] && { seen=1; continue; }
+		echo "$line"
+	done
+	unset seen
+	exec 7<&- 8>&-
+}
+
+# The symbol of a kernel address of L1's (booted nokaslr), from its System.map: "sym+0xoff" or the address.
+sym() {
+	local a hit
+	a=$(printf '%016x' "$((16#${1#0x}))" 2>/dev/null) || { echo "$1"; return; }
+	[[ $a == ffff* ]] && [ -s "$sysmap" ] || { echo "0x$a"; return; } # user space, or L2's
+	hit=$(awk -v a="$a" '$1 <= a && $2 ~ /^[tTwW]$/ { s = $3; b = $1 } END { if (s != "") print b, s }' "$sysmap")
+	[ -n "$hit" ] || { echo "0x$a"; return; }
+	printf '%s+0x%x\n' "${hit#* }" "$((16#$a - 16#${hit%% *}))"
+}
+
+# L1 has been silent for $lane_stall s: what its vCPUs and L0's threads are doing, appended to $log,
+# and one line of whose stop it looks like in $stall_why.
+stall_report() {
+	local i rips=() cpus halted threads cpu0 cpu1 qemu_pid task
+	qemu_pid=$(pgrep -P "$qpid" | head -1)
+	{
+		echo "nested-kvm: stall: L1's console silent for ${lane_stall}s (last: $(grep -a '^hvt-lane: alive' "$log" | tail -1))"
+		echo "nested-kvm: stall: host load $(cut -d' ' -f1-3 /proc/loadavg)"
+	} >>"$log"
+	cpu0=$(awk '{ s += $14 + $15 } END { print s }' /proc/"$qemu_pid"/task/*/stat 2>/dev/null)
+	for i in 1 2 3; do
+		cpus=$(mon info registers -a)
+		if [ -z "$cpus" ]; then
+			echo "nested-kvm: stall: L0's monitor does not answer" >>"$log"
+			break
+		fi
+		local r
+		r=$(echo "$cpus" | grep -o 'RIP=[0-9a-f]*' | cut -d= -f2 | tr '\n' ' ')
+		rips+=("$r")
+		halted=$(echo "$cpus" | grep -o 'HLT=[01]' | tr '\n' ' ')
+		{
+			echo -n "nested-kvm: stall: sample $i:"
+			local x
+			for x in $r; do echo -n " $(sym "$x")"; done
+			echo " ($halted; $(echo "$cpus" | grep -o 'CPL=[0-3]' | tr '\n' ' '))"
+		} >>"$log"
+		sleep 2
+	done
+	cpu1=$(awk '{ s += $14 + $15 } END { print s }' /proc/"$qemu_pid"/task/*/stat 2>/dev/null)
+	threads=$(for task in /proc/"$qemu_pid"/task/*; do
+		echo "$(cut -d' ' -f3 "$task/stat" 2>/dev/null)/$(cat "$task/wchan" 2>/dev/null)"; done | sort | uniq -c | tr -s ' \n' ' ')
+	echo "nested-kvm: stall: L0 threads (count state/wchan):$threads; L0 CPU ticks over the samples $((cpu1 - cpu0))" >>"$log"
+	local vm
+	vm=$(mon info status)
+	echo "nested-kvm: stall: L0 says: $vm" >>"$log"
+	if [ ${#rips[@]} -eq 0 ]; then
+		stall_why="L0 hung (its monitor does not answer)"
+	elif [[ $vm != *running* ]]; then
+		stall_why="L0 paused L1 ($vm)"
+	elif [ "${rips[0]}" = "${rips[2]}" ] && [ $((cpu1 - cpu0)) -lt 50 ]; then
+		if [[ $halted == *HLT=0* ]]; then
+			stall_why="L0 stopped running L1 (vCPUs not halted, same RIP, L0 idle)"
+		else
+			stall_why="L1 idle with every vCPU halted and no timer waking it (L0's timer or interrupt emulation)"
+		fi
+	else
+		stall_why="L1 spinning: $(for x in ${rips[2]}; do echo -n "$(sym "$x") "; done)"
+	fi
+	echo "nested-kvm: stall: $stall_why" >>"$log"
+}
+
 # One L1 boot; sets $why to the infrastructure failure, empty if COMMAND ran to its end.
 status=
 boot() {
 	why=
 	status=
-	echo "nested-kvm: L0 $qemu" >"$log"
+	echo "nested-kvm: L0 $qemu" >"$log" # L0 appends L1's console to it
 	"$virtiofsd" --socket-path="$work/vfs.sock" -o source=/ -o sandbox=chroot -o cache=auto -o no_posix_lock \
 		-o log_level=err >>"$work/virtiofsd.log" 2>&1 &
 	vpid=$!
 	for _ in $(seq 50); do [ -S "$work/vfs.sock" ] && break; sleep 0.1; done
+	rm -f "$work/mon.in" "$work/mon.out" "$work/stalled"
+	mkfifo "$work/mon.in" "$work/mon.out"
 	timeout --foreground -k 10 "$lane_timeout" "$qemu" "${qemu_data[@]}" -accel tcg,thread=multi \
 		-cpu "${HVT_LANE_CPU:-EPYC}" \
 		-smp "${HVT_LANE_SMP:-2}" -m "${HVT_LANE_MEM:-4096}" \
 		-object memory-backend-memfd,id=mem,size="${HVT_LANE_MEM:-4096}M",share=on -numa node,memdev=mem \
 		-chardev socket,id=vfs,path="$work/vfs.sock" -device vhost-user-fs-pci,chardev=vfs,tag=hostroot \
 		-kernel "$kernel" -initrd "$work/initrd.cpio" \
-		-append "console=ttyS0 panic=-1 oops=panic quiet" -display none -nodefaults -no-reboot \
-		-serial file:"$log" -serial stdio </dev/null 2>>"$work/qemu.err" &
+		-append "console=ttyS0 panic=-1 oops=panic quiet nokaslr" -display none -nodefaults -no-reboot \
+		-chardev pipe,id=mon0,path="$work/mon" -mon chardev=mon0,mode=readline \
+		-chardev file,id=con0,path="$log",append=on -serial chardev:con0 -serial stdio </dev/null 2>>"$work/qemu.err" &
 	qpid=$!
+	# the stall watch: L1's console (its heartbeat) silent for $lane_stall s ends the boot
+	(
+		while sleep 10; do
+			kill -0 "$qpid" 2>/dev/null || exit 0
+			[ $(($(date +%s) - $(stat -c %Y "$log"))) -ge "$lane_stall" ] || continue
+			stall_report
+			echo "$stall_why" >"$work/stalled"
+			pkill -TERM -P "$qpid"
+			exit 0
+		done
+	) &
+	local wpid=$!
 	wait "$qpid"
 	local rc=$?
+	kill "$wpid" 2>/dev/null
+	wait "$wpid" 2>/dev/null
 	qpid=
 	kill "$vpid" 2>/dev/null
 	wait "$vpid" 2>/dev/null
 	vpid=
 	rm -f "$work/vfs.sock"
 	status=$(sed -n 's/^hvt-lane: status \([0-9]*\).*/\1/p' "$log" | tail -1)
-	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+	if [ -s "$work/stalled" ]; then
+		why="L1 stopped, its console silent for ${lane_stall}s: $(cat "$work/stalled")"
+	elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		why="lane timeout (${lane_timeout}s)"
 	elif grep -q 'Kernel panic' "$log"; then
 		why="L1 panic: $(grep -m1 -o 'Kernel panic.*' "$log" | tr -d '\r')"

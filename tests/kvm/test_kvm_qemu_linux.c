@@ -137,6 +137,51 @@ static void test_trap_dd(void **state)
 	hv_result_free(&r);
 }
 
+/* An entry probe and a return probe under QEMU with KVM, where INT3 exits (issue 40): the noinstr
+ * do_syscall_64 has no fentry site, so its probe is a breakpoint at its first instruction, with -e
+ * 'do_syscall_64(nr)' filtered to nr == 0 and --comm dd: dd's read syscalls are exactly its N reads of
+ * the status file; -r 'vfs_read(long ret)' gives each of them its return value, the 8 bytes of
+ * "enabled\n" that bs=64 reads. */
+static void test_trap_entry_ret_dd(void **state)
+{
+	const struct qemu_case *q = case_qemu(state);
+	const char *args[] = {"--probe",
+			      "trap",
+			      "-e",
+			      "do_syscall_64(nr)",
+			      "--filter-event",
+			      "do_syscall_64: nr == 0",
+			      "-r",
+			      "vfs_read(long ret)",
+			      "--comm",
+			      "dd",
+			      "--stats",
+			      NULL};
+	struct hv_result r;
+
+	if (!kvm_int3_exits(kvm_int3_check()->verdict, true)) {
+		printf("SKIPPED: INT3 does not exit on this host's KVM: no entry probe under QEMU\n");
+		skip();
+	}
+	run_kvm(q, args, &r);
+	printf("hvt-kvm-qemu: QEMU %s, entry and return: status %d, do_syscall_64(nr=0) %ld, vfs_read "
+	       "returns %ld (ret=8 %ld)\n",
+	       q->version, r.status, count_text(r.trace, "->do_syscall_64(nr=0)\n"),
+	       count_text(r.trace, " <- vfs_read) ret="),
+	       count_text(r.trace, " <- vfs_read) ret=8 duration="));
+	if (r.status)
+		print_failure(&r);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, "hvt-linux: binfmt_misc status read 7 times"));
+	assert_int_equal(count_text(r.trace, "->do_syscall_64(nr=0)\n"), BM_READS);
+	assert_int_equal(count_text(r.trace, "do_syscall_64"), BM_READS);
+	assert_int_equal(count_text(r.trace, " <- vfs_read) ret="), BM_READS);
+	assert_int_equal(count_text(r.trace, " <- vfs_read) ret=8 duration="), BM_READS);
+	/* breakpoints: every syscall of every task stops at do_syscall_64's, and each vfs_read twice */
+	assert_true(hv_stat(r.err, "kaslr-slide ", "hits ") >= 3 * BM_READS);
+	hv_result_free(&r);
+}
+
 /* A function without an fentry site needs a trap probe; where INT3 does not exit (the check hvtrace
  * makes before QEMU starts says so), --probe stub -l __schedule is one line naming it, exit 2. */
 static void test_entry_refused(void **state)
@@ -163,8 +208,8 @@ int main(void)
 {
 	static struct hv_kernel kernels[8];
 	static struct qemu_case qemus[] = {{"7.2", ""}, {"10.0", ""}, {"11", ""}};
-	static char names[3 * ARRAY_LEN(qemus)][64];
-	struct CMUnitTest tests[3 * ARRAY_LEN(qemus)];
+	static char names[4 * ARRAY_LEN(qemus)][64];
+	struct CMUnitTest tests[4 * ARRAY_LEN(qemus)];
 	const char *cache = getenv("HVTRACE_CACHE") ? getenv("HVTRACE_CACHE") : "/var/cache/hvtrace";
 	char why[256], *gdir;
 	size_t n = 0;
@@ -197,6 +242,12 @@ int main(void)
 		snprintf(names[n], sizeof(names[0]), "test_trap_dd_qemu_%s", qemus[i].version);
 		tests[n] = (struct CMUnitTest){
 		    .name = names[n], .test_func = test_trap_dd, .initial_state = &qemus[i]};
+		n++;
+	}
+	for (size_t i = 0; i < ARRAY_LEN(qemus); i++) {
+		snprintf(names[n], sizeof(names[0]), "test_trap_entry_ret_dd_qemu_%s", qemus[i].version);
+		tests[n] = (struct CMUnitTest){
+		    .name = names[n], .test_func = test_trap_entry_ret_dd, .initial_state = &qemus[i]};
 		n++;
 	}
 	snprintf(names[n], sizeof(names[0]), "test_entry_refused_qemu_%s", qemus[0].version);
