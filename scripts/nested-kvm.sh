@@ -17,10 +17,12 @@
 # qemu-system-x86_64 otherwise (INT3 does not exit), or always with HVT_LANE_QEMU=stock. The first
 # line of the L1 console log names it.
 # Stalls: L1 writes "hvt-lane: alive UPTIME" to its console every 30 s. When the console has been
-# silent for $HVT_LANE_STALL seconds (300), L1 has stopped: the script samples L1's vCPUs through L0's
+# silent for $HVT_LANE_STALL seconds (180), L1 has stopped: the script samples L1's vCPUs through L0's
 # monitor (RIP with its symbol, CPL, halted or not, three times 2 s apart) and L0's threads (state,
 # CPU time), appends that to the console log under "nested-kvm: stall", says whose the stop looks like
-# (L0 hung, L1 idle with no timer, L1 spinning in SYMBOL) and ends the boot as an infrastructure failure.
+# (L0 hung, L1 idle with no timer, L1 spinning in SYMBOL); then an NMI through L0's monitor makes L1
+# panic (unknown_nmi_panic) with every CPU's backtrace on its console (panic_print=0x40), and the boot
+# ends as an infrastructure failure. Each sample's full registers go to $log.regs.
 set -uo pipefail
 
 # --check: only whether the lane can run here (status 0, else 2 and the line saying why).
@@ -39,7 +41,7 @@ busybox=$cache/busybox-static/bin/busybox
 virtiofsd=$(command -v virtiofsd || ls /usr/lib/qemu/virtiofsd /usr/libexec/virtiofsd 2>/dev/null | head -1)
 log=${HVT_LANE_LOG:-$build/nested-kvm.log}
 lane_timeout=${HVT_LANE_TIMEOUT:-1800}
-lane_stall=${HVT_LANE_STALL:-300}
+lane_stall=${HVT_LANE_STALL:-180}
 sysmap=$build/guest/System.map
 
 qemu=qemu-system-x86_64 qemu_data=()
@@ -156,6 +158,7 @@ stall_report() {
 	cpu0=$(awk '{ s += $14 + $15 } END { print s }' /proc/"$qemu_pid"/task/*/stat 2>/dev/null)
 	for i in 1 2 3; do
 		cpus=$(mon info registers -a)
+		echo "$cpus" | sed "s/^/sample $i: /" >>"$log.regs"
 		if [ -z "$cpus" ]; then
 			echo "nested-kvm: stall: L0's monitor does not answer" >>"$log"
 			break
@@ -168,7 +171,8 @@ stall_report() {
 			echo -n "nested-kvm: stall: sample $i:"
 			local x
 			for x in $r; do echo -n " $(sym "$x")"; done
-			echo " ($halted; $(echo "$cpus" | grep -o 'CPL=[0-3]' | tr '\n' ' '))"
+			echo " ($halted; $(echo "$cpus" | grep -o 'CPL=[0-3]' | tr '\n' ' ');" \
+				"GS $(echo "$cpus" | grep -o '^GS =[0-9]* [0-9a-f]*' | cut -d' ' -f3 | tr '\n' ' '))"
 		} >>"$log"
 		sleep 2
 	done
@@ -193,6 +197,12 @@ stall_report() {
 		stall_why="L1 spinning: $(for x in ${rips[2]}; do echo -n "$(sym "$x") "; done)"
 	fi
 	echo "nested-kvm: stall: $stall_why" >>"$log"
+	# L1's own view: every CPU's backtrace, as it panics on the NMI (its console, into $log)
+	if [ ${#rips[@]} -gt 0 ]; then
+		mon nmi >/dev/null
+		echo "nested-kvm: stall: NMI sent: L1's backtraces follow, if it can print them" >>"$log"
+		sleep 15
+	fi
 }
 
 # One L1 boot; sets $why to the infrastructure failure, empty if COMMAND ran to its end.
@@ -205,7 +215,7 @@ boot() {
 		-o log_level=err >>"$work/virtiofsd.log" 2>&1 &
 	vpid=$!
 	for _ in $(seq 50); do [ -S "$work/vfs.sock" ] && break; sleep 0.1; done
-	rm -f "$work/mon.in" "$work/mon.out" "$work/stalled"
+	rm -f "$work/mon.in" "$work/mon.out" "$work/stalled" "$log.regs"
 	mkfifo "$work/mon.in" "$work/mon.out"
 	timeout --foreground -k 10 "$lane_timeout" "$qemu" "${qemu_data[@]}" -accel tcg,thread=multi \
 		-cpu "${HVT_LANE_CPU:-EPYC}" \
@@ -213,7 +223,7 @@ boot() {
 		-object memory-backend-memfd,id=mem,size="${HVT_LANE_MEM:-4096}M",share=on -numa node,memdev=mem \
 		-chardev socket,id=vfs,path="$work/vfs.sock" -device vhost-user-fs-pci,chardev=vfs,tag=hostroot \
 		-kernel "$kernel" -initrd "$work/initrd.cpio" \
-		-append "console=ttyS0 panic=-1 oops=panic quiet nokaslr" -display none -nodefaults -no-reboot \
+		-append "console=ttyS0 panic=-1 oops=panic quiet nokaslr unknown_nmi_panic panic_print=0x40" -display none -nodefaults -no-reboot \
 		-chardev pipe,id=mon0,path="$work/mon" -mon chardev=mon0,mode=readline \
 		-chardev file,id=con0,path="$log",append=on -serial chardev:con0 -serial stdio </dev/null 2>>"$work/qemu.err" &
 	qpid=$!
