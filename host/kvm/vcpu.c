@@ -319,8 +319,9 @@ static void triple_fault(struct vcpu *c, bool reset)
 		       (uint64_t)c->run->s.regs.regs.rip, last);
 }
 
-/* Returns true if the exit was a breakpoint the tracer owns (and it resumed the vCPU's RIP). */
-static bool handle_bp(struct vcpu *c)
+/* Returns true if the exit was a breakpoint the tracer owns (and it resumed the vCPU's RIP). @at_ns:
+ * when KVM_RUN came back with it. */
+static bool handle_bp(struct vcpu *c, uint64_t at_ns)
 {
 	struct kvm_run *run = c->run;
 	struct vm *vm = c->vm;
@@ -332,7 +333,7 @@ static bool handle_bp(struct vcpu *c)
 		return false;
 	memcpy(regs.r, &run->s.regs.regs, sizeof(run->s.regs.regs));
 	memset(regs.r + X86_NR_REGS, 0, sizeof(regs) - sizeof(run->s.regs.regs));
-	ret = vm->bp_hit(vm->bp_ctx, c->index, addr, &regs);
+	ret = vm->bp_hit(vm->bp_ctx, c->index, addr, &regs, at_ns);
 	if (ret < 0)
 		return false;
 	memcpy(&run->s.regs.regs, regs.r, sizeof(run->s.regs.regs));
@@ -359,7 +360,7 @@ static void *vcpu_thread(void *arg)
 	struct kvm_run *run = c->run;
 	sigset_t set;
 	char what[96];
-	uint64_t exit_rip, back;
+	uint64_t exit_rip, back, at_ns;
 	struct timespec ts;
 	bool reset, bp;
 
@@ -391,6 +392,13 @@ static void *vcpu_thread(void *arg)
 			break;
 		}
 		back = __rdtsc();
+		/* an exit a breakpoint can be (INT3: KVM_EXIT_DEBUG on real KVM, an emulation
+		 * failure on PVM): its time now, before anything of hvtrace's runs, as the hit's */
+		at_ns = vm->bp_hit && (run->exit_reason == KVM_EXIT_DEBUG ||
+				       run->exit_reason == KVM_EXIT_INTERNAL_ERROR ||
+				       run->exit_reason == KVM_EXIT_SHUTDOWN)
+			    ? clock_now_ns()
+			    : 0;
 		bp = false;
 		c->exits++;
 		exit_stats_add(&c->xs, run);
@@ -424,7 +432,7 @@ static void *vcpu_thread(void *arg)
 		case KVM_EXIT_DEBUG:
 		case KVM_EXIT_INTERNAL_ERROR:
 		case KVM_EXIT_SHUTDOWN:
-			if (!reset && handle_bp(c)) {
+			if (!reset && handle_bp(c, at_ns)) {
 				bp = true;
 				break;
 			}

@@ -103,10 +103,11 @@ static bool nop5_at(struct target_qemu *q, unsigned cpu, uint64_t rip)
 	       q->t.arch->is_site_nop(b);
 }
 
-/* Handles one stop: a breakpoint of the tracer's gets its callback; the new RIP it sets goes out
+/* Handles one stop, which came at monotonic ns @at_ns: a breakpoint of the tracer's gets its callback
+ * (its records stamped then, not after the register round trip); the new RIP it sets goes out
  * with the continue (resume_vm). A NOP5 emulation over bytes that are no NOP5 is refused: the
  * instruction there is single-stepped instead, so the guest runs what it wrote. */
-static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
+static int handle_stop(struct target_qemu *q, const struct gdb_stop *st, uint64_t at_ns)
 {
 	int cpu = cpu_of_thread(q, st->thread);
 	struct qemu_cpu *c;
@@ -127,7 +128,7 @@ static int handle_stop(struct target_qemu *q, const struct gdb_stop *st)
 	if (ret < 0)
 		return gdb_failed(q, "registers", ret);
 	rip = arch_regs_ip(q->t.arch, &c->regs);
-	ret = q->bp(q->bp_ctx, (unsigned)cpu, rip, &c->regs);
+	ret = q->bp(q->bp_ctx, (unsigned)cpu, rip, &c->regs, at_ns);
 	if (ret < 0)
 		return 0; /* not ours (an interrupt, another debugger's stop) */
 	q->hits++;
@@ -237,7 +238,7 @@ enum qemu_run_end target_qemu_run(struct target_qemu *q, bool (*should_stop)(voi
 		 * stale breakpoint in its new boot, which is no probe's function) */
 		if (should_stop(ctx))
 			continue;
-		ret = handle_stop(q, &st);
+		ret = handle_stop(q, &st, stopped_at);
 		if (ret < 0 && ret != -EINTR) {
 			if (q->vm.stopped)
 				qemu_vm_flush_rips(&q->vm);

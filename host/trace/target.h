@@ -12,13 +12,16 @@
 struct target;
 struct target_region;
 
-/* Called on the thread that owns vCPU @cpu when it hits an INT3 at @addr. Returns 0 if the
+/* Called on the thread that owns vCPU @cpu when it hits an INT3 at @addr, which the backend learned
+ * of at monotonic ns @at_ns (clock_now_ns: read as soon as the exit or stop came back, so that the
+ * hit's records are stamped nearest to the breakpoint; 0: the callback reads the clock itself). Returns 0 if the
  * breakpoint is the tracer's (its instruction pointer then says where to resume: @addr itself
  * executes the breakpoint again, as the return trampoline does for a tail call's second frame),
  * TARGET_BP_IN_PLACE if it is the tracer's and the instruction under it is to run in place (an
  * entry probe: only on a target with bp_in_place), -ENOENT otherwise. Must not block for long. */
 #define TARGET_BP_IN_PLACE 1
-typedef int (*target_bp_fn)(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs);
+typedef int (*target_bp_fn)(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs,
+			    uint64_t at_ns);
 
 struct target_ops {
 	/* Guest-virtual memory as vCPU @cpu sees it. 0 or -EFAULT. From that vCPU's hit callback, or from

@@ -396,19 +396,20 @@ static void inside_event(struct tracer *t, unsigned cpu, struct probe *p, struct
 		fire_triggers(t, &ht, cpu, p, regs, now, false);
 }
 
-static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct arch_regs *regs)
+static int function_entry(struct tracer *t, unsigned cpu, struct probe *p, struct arch_regs *regs,
+			  uint64_t now)
 {
 	uint64_t sp = arch_regs_sp(target_arch(t->tgt), regs); /* [sp]: the return address */
 	/* (a link register: sp at the call is the key of its frame, as it is again at the return) */
 	struct tracer_cpu *c = &t->cpu[cpu];
 	struct hit_task ht = {.known = false, .regs = regs};
 	struct hvt_record rec;
-	uint64_t orig = 0, now;
+	uint64_t orig = 0;
 	uint8_t depth = 0;
 	bool alone = false;
 	size_t len = 0;
 
-	now = clock_now_ns(); /* the one clock read of a hit: the records' time, and busy's */
+	/* the hit's time (the one clock read of a hit: the records' time, and busy's) */
 	atomic_store(&c->busy_since, now - t->t0);
 	if (p->inside) {
 		inside_event(t, cpu, p, regs, now);
@@ -456,11 +457,11 @@ done:
 	return 0;
 }
 
-static int function_return(struct tracer *t, unsigned cpu, struct arch_regs *regs)
+static int function_return(struct tracer *t, unsigned cpu, struct arch_regs *regs, uint64_t now)
 {
 	const struct arch *a = target_arch(t->tgt);
 	struct tracer_cpu *c = &t->cpu[cpu];
-	uint64_t slot = arch_regs_sp(a, regs) - a->regs.ret_slot_back, now;
+	uint64_t slot = arch_regs_sp(a, regs) - a->regs.ret_slot_back;
 	struct shadow_stack *st;
 	struct shadow_entry e;
 	struct hvt_record rec;
@@ -470,8 +471,7 @@ static int function_return(struct tracer *t, unsigned cpu, struct arch_regs *reg
 	size_t len = 0;
 	bool found;
 
-	now = clock_now_ns(); /* the one clock read of a hit, as at the entry */
-	atomic_store(&c->busy_since, now - t->t0);
+	atomic_store(&c->busy_since, now - t->t0); /* the hit's time, as at the entry */
 	st = shadow_lock(&t->shadow, slot, false);
 	found = st && shadow_pop(st, slot, &e, count_unwound, &d);
 	if (st)
@@ -510,7 +510,8 @@ static int function_return(struct tracer *t, unsigned cpu, struct arch_regs *reg
  * pointer that returns to @addr returns now (one, or a frame and its tail calls), each taking its
  * reference off the breakpoint; then the instruction there runs in place. A path that reaches
  * @addr without such a frame only runs it. */
-static int link_return(struct tracer *t, unsigned cpu, uint64_t addr, struct arch_regs *regs)
+static int link_return(struct tracer *t, unsigned cpu, uint64_t addr, struct arch_regs *regs,
+		       uint64_t now)
 {
 	const struct arch *a = target_arch(t->tgt);
 	uint64_t sp = arch_regs_sp(a, regs);
@@ -522,7 +523,7 @@ static int link_return(struct tracer *t, unsigned cpu, uint64_t addr, struct arc
 
 		if (st)
 			shadow_unlock(st);
-		if (!mine || function_return(t, cpu, regs) < 0)
+		if (!mine || function_return(t, cpu, regs, now) < 0)
 			break;
 		ret_sites_unref(&t->ret_sites, t->tgt, addr);
 	}
@@ -530,16 +531,17 @@ static int link_return(struct tracer *t, unsigned cpu, uint64_t addr, struct arc
 	return TARGET_BP_IN_PLACE;
 }
 
-int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
+int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs, uint64_t at_ns)
 {
 	struct tracer *t = ctx;
+	uint64_t now = at_ns ? at_ns : clock_now_ns();
 	struct probe *p;
 
 	if (t->ret_sites.nr && ret_sites_has(&t->ret_sites, addr))
-		return link_return(t, cpu, addr, regs);
+		return link_return(t, cpu, addr, regs, now);
 
 	if (addr == t->trampoline && t->trampoline)
-		return function_return(t, cpu, regs);
+		return function_return(t, cpu, regs, now);
 	if (t->nr_patchers && tracer_patcher_return_hit(t, addr)) {
 		arch_regs_set_ip(target_arch(t->tgt), regs, addr);
 		return 0; /* its breakpoint is out: the vCPU goes on from there */
@@ -556,7 +558,7 @@ int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
 	arch_regs_set_ip(target_arch(t->tgt), regs,
 			 p->entry ? addr : addr + target_arch(t->tgt)->site_len);
 	if (atomic_load_explicit(&t->active, memory_order_relaxed))
-		function_entry(t, cpu, p, regs);
+		function_entry(t, cpu, p, regs, now);
 	return p->entry ? TARGET_BP_IN_PLACE : 0;
 }
 

@@ -138,8 +138,9 @@ int tracer_detach(struct tracer *t);
  * nothing is written there. Returns how many. Main thread. */
 size_t tracer_forget_range(struct tracer *t, uint64_t lo, uint64_t hi);
 
-/* The breakpoint callback (target_bp_fn): records the entry or the return and resumes the vCPU. */
-int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs);
+/* The breakpoint callback (target_bp_fn): records the entry or the return, stamped @at_ns (now if
+ * 0), and resumes the vCPU. */
+int tracer_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs, uint64_t at_ns);
 
 /* Timestamp below which every record is already visible in the rings (for in-order merging). Any
  * thread. */

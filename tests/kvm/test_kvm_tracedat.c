@@ -394,6 +394,10 @@ struct pair_check {
 	 * kvm_userspace_exit) each trap event is stamped, in ns: printed, never asserted (a time) */
 	uint64_t exit_gap_max, exit_gap[4096];
 	long nr_gaps;
+	/* and after its kvm_userspace_exit (KVM_RUN's return to hvtrace), where kvm_exit is the exit:
+	 * what of exit_gap is hvtrace's own user space */
+	uint64_t user_gap[4096];
+	long nr_user_gaps;
 };
 
 /* The time of a `trace-cmd report -t` line, in ns, from the "SECONDS.NANOSECONDS:" after @at (the
@@ -424,7 +428,7 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 {
 	bool pending[8] = {false}, in_run[8] = {false}, seen_run[8] = {false};
 	bool hw[8] = {false}, in_guest[8] = {false};
-	uint64_t exit_ns[8] = {0};
+	uint64_t exit_ns[8] = {0}, uexit_ns[8] = {0};
 
 	memset(c, 0, sizeof(*c));
 	for (const char *l = text; *l;) {
@@ -461,6 +465,7 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 					continue;
 				}
 				in_run[v] = false;
+				uexit_ns[v] = line_ns(strstr(line, "] "));
 				if (pending[v]) {
 					c->violations++; /* the thread went on: an exit without its event */
 					printf("a breakpoint exit of vCPU %u's thread without its event\n", v);
@@ -486,6 +491,9 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 				c->exit_gap_max = gap > c->exit_gap_max ? gap : c->exit_gap_max;
 				if (c->nr_gaps < (long)(sizeof(c->exit_gap) / sizeof(c->exit_gap[0])))
 					c->exit_gap[c->nr_gaps++] = gap;
+				if (hw[cpu] && uexit_ns[cpu] >= exit_ns[cpu] && line_ns(at) >= uexit_ns[cpu] &&
+				    c->nr_user_gaps < (long)(sizeof(c->user_gap) / sizeof(c->user_gap[0])))
+					c->user_gap[c->nr_user_gaps++] = line_ns(at) - uexit_ns[cpu];
 			}
 			pending[cpu] = false;
 		} else if (stub && (hw[cpu] || seen_run[cpu])) {
@@ -514,6 +522,13 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 		       hw[0] ? "kvm_exit" : "kvm_userspace_exit",
 		       c->exit_gap[c->nr_gaps / 2] / 1000.0, c->exit_gap_max / 1000.0,
 		       near, c->nr_gaps);
+	}
+	if (c->nr_user_gaps) {
+		qsort(c->user_gap, (size_t)c->nr_user_gaps, sizeof(c->user_gap[0]), by_u64);
+		printf("of which after kvm_userspace_exit (hvtrace's user space): median %.1f us, max "
+		       "%.1f us, of %ld\n",
+		       c->user_gap[c->nr_user_gaps / 2] / 1000.0,
+		       c->user_gap[c->nr_user_gaps - 1] / 1000.0, c->nr_user_gaps);
 	}
 }
 

@@ -132,7 +132,7 @@ static int hit(struct fixture *x, uint64_t addr)
 	arch_regs_set_sp(arch_default(), &regs, STACK + 0x800);
 
 	assert_non_null(x->hit);
-	return x->hit(x->hit_ctx, 0, addr, &regs);
+	return x->hit(x->hit_ctx, 0, addr, &regs, 0);
 }
 
 static void count_stats(void *ctx, const struct pipeline *p)

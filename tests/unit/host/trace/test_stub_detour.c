@@ -408,7 +408,7 @@ static void test_kprobe_patcher_takes_detours_back(void **state)
 	assert_int_equal(x.text[site(0) - TEXT], 0xe9);
 
 	regs.r[X86_RIP] = TEXT + 0xe80;
-	assert_int_equal(tracer_hit(x.tr, 0, TEXT + 0xe80, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(tracer_hit(x.tr, 0, TEXT + 0xe80, &regs, 0), TARGET_BP_IN_PLACE);
 	for (unsigned i = 0; i < NR_FUNCS; i++) {
 		const struct probe *p = &tracer_probes(x.tr)->v[i];
 		uint8_t want[sizeof(func_bytes)];
@@ -423,11 +423,11 @@ static void test_kprobe_patcher_takes_detours_back(void **state)
 	assert_int_equal(st.yielded_sites, NR_FUNCS);
 	/* the function is traced by its breakpoint, push rbp run in place */
 	regs.r[X86_RIP] = site(1);
-	assert_int_equal(tracer_hit(x.tr, 0, site(1), &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(tracer_hit(x.tr, 0, site(1), &regs, 0), TARGET_BP_IN_PLACE);
 	assert_int_equal(regs.r[X86_RIP], site(1));
 	/* the next kprobe: nothing more to hand back, and no return breakpoint */
 	regs.r[X86_RIP] = TEXT + 0xe80;
-	assert_int_equal(tracer_hit(x.tr, 0, TEXT + 0xe80, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(tracer_hit(x.tr, 0, TEXT + 0xe80, &regs, 0), TARGET_BP_IN_PLACE);
 	tracer_stats(x.tr, &st);
 	assert_int_equal(st.yields, NR_FUNCS);
 	assert_int_equal(st.reclaims, 0);

@@ -161,14 +161,14 @@ static void call_and_return(struct fixture *x, struct arch_regs *at_return)
 	attach(x);
 	memcpy(x->stack + (SLOT - STACK), &ret, 8);
 	x->regs[0] = r;
-	assert_int_equal(tracer_hit(x->tr, 0, SITE_A, &x->regs[0]), 0);
+	assert_int_equal(tracer_hit(x->tr, 0, SITE_A, &x->regs[0], 0), 0);
 	assert_int_equal(x->regs[0].r[X86_RIP], SITE_A + X86_NOP5_LEN);
 	assert_int_equal(slot_value(x), TRAMP);
 	/* its RET: RIP on the trampoline, the slot popped */
 	x->regs[0].r[X86_RIP] = TRAMP;
 	x->regs[0].r[X86_RSP] = SLOT + 8;
 	*at_return = x->regs[0];
-	assert_int_equal(tracer_hit(x->tr, 0, TRAMP, at_return), 0);
+	assert_int_equal(tracer_hit(x->tr, 0, TRAMP, at_return, 0), 0);
 	assert_int_equal(at_return->r[X86_RIP], CALLER);
 }
 
@@ -223,7 +223,7 @@ static uint64_t return_interrupted(struct fixture *x, uint64_t slot, uint64_t fr
 	attach(x);
 	memcpy(x->stack + (slot - STACK), &ret, 8);
 	x->regs[0] = (struct arch_regs){.r[X86_RIP] = SITE_A, .r[X86_RSP] = slot};
-	assert_int_equal(tracer_hit(x->tr, 0, SITE_A, &x->regs[0]), 0);
+	assert_int_equal(tracer_hit(x->tr, 0, SITE_A, &x->regs[0], 0), 0);
 	memcpy(&ret, x->stack + (slot - STACK), 8);
 	assert_int_equal(ret, TRAMP);
 	memcpy(x->stack + (frame - STACK), hw, sizeof(hw));
@@ -300,7 +300,7 @@ static void test_detach_stale_interrupted_frame(void **state)
 		memcpy(x.stack + (frame - STACK), hw, sizeof(hw));
 		x.regs[0] = (struct arch_regs){.r[X86_RIP] = SITE_A, .r[X86_RSP] = slots[i]};
 		memcpy(x.stack + (slots[i] - STACK), &(uint64_t){CALLER}, 8);
-		assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0]), 0);
+		assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0], 0), 0);
 		assert_int_equal(stack_word(&x, slots[i]), TRAMP);
 		assert_int_equal(tracer_detach(x.tr), 0);
 		assert_int_equal(stack_word(&x, slots[i]), CALLER);
@@ -459,7 +459,7 @@ static void test_task_read_once_per_hit(void **state)
 	memcpy(x.stack + (SLOT - STACK), &ret, 8);
 	x.regs[0] = r;
 	x.task_reads = 0;
-	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0]), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0], 0), 0);
 	assert_int_equal(x.task_reads, 1);
 	while ((rec = ring_peek(&x.tr->rings[0]))) {
 		uint64_t slots =
@@ -474,6 +474,45 @@ static void test_task_read_once_per_hit(void **state)
 	}
 	assert_int_equal(types, 1u << HVT_REC_ENTRY | 1u << HVT_REC_STACK | 1u << HVT_REC_SNAPSHOT);
 	assert_int_equal(n, 3);
+	tracer_detach(x.tr);
+	fixture_free(&x);
+}
+
+/* A hit's records carry the time the backend learned of the hit (at_ns: KVM_RUN's return, the
+ * gdbstub's stop reply), not a later clock read: an entry at t0 + 5 us and its return at t0 + 12 us
+ * are stamped 5000 and 12000 ns into the session, the return's duration 7000. */
+static void test_hit_stamped_when_it_came(void **state)
+{
+	struct arch_regs r = {.r[X86_RIP] = SITE_A, .r[X86_RSP] = SLOT};
+	const struct hvt_record *rec;
+	uint64_t ret = CALLER, ts[2] = {0}, dur = 0;
+	uint8_t types[2];
+	unsigned n = 0;
+	struct fixture x;
+
+	(void)state;
+	fixture_init(&x);
+	attach(&x);
+	memcpy(x.stack + (SLOT - STACK), &ret, 8);
+	x.regs[0] = r;
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0], x.tr->t0 + 5000), 0);
+	x.regs[0].r[X86_RIP] = TRAMP;
+	x.regs[0].r[X86_RSP] = SLOT + 8;
+	assert_int_equal(tracer_hit(x.tr, 0, TRAMP, &x.regs[0], x.tr->t0 + 12000), 0);
+	assert_int_equal(x.regs[0].r[X86_RIP], CALLER);
+	while ((rec = ring_peek(&x.tr->rings[0]))) {
+		assert_true(n < 2);
+		types[n] = rec->type;
+		ts[n++] = rec->ts;
+		dur = rec->duration;
+		ring_pop(&x.tr->rings[0]);
+	}
+	assert_int_equal(n, 2);
+	assert_int_equal(types[0], HVT_REC_ENTRY);
+	assert_int_equal(types[1], HVT_REC_RETURN);
+	assert_int_equal(ts[0], 5000);
+	assert_int_equal(ts[1], 12000);
+	assert_int_equal(dur, 7000);
 	tracer_detach(x.tr);
 	fixture_free(&x);
 }
@@ -534,7 +573,7 @@ static void event_outside_graph(unsigned max_depth)
 	/* func_b alone: its event, its return left alone */
 	memcpy(x.stack + (SLOT - STACK), &ret, 8);
 	x.regs[0] = r;
-	assert_int_equal(tracer_hit(x.tr, 0, SITE_B, &x.regs[0]), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_B, &x.regs[0], 0), 0);
 	assert_int_equal(slot_value(&x), CALLER);
 	assert_int_equal(pop_records(&x, types, depths, 8), 1);
 	assert_int_equal(types[0], HVT_REC_EVENT_ALONE);
@@ -543,9 +582,9 @@ static void event_outside_graph(unsigned max_depth)
 	/* func_a (the root, hooked at slot_a), then func_b under it */
 	memcpy(x.stack + (slot_a - STACK), &ret, 8);
 	x.regs[0] = (struct arch_regs){.r[X86_RIP] = SITE_A, .r[X86_RSP] = slot_a};
-	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0]), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0], 0), 0);
 	x.regs[0] = r;
-	assert_int_equal(tracer_hit(x.tr, 0, SITE_B, &x.regs[0]), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_B, &x.regs[0], 0), 0);
 	assert_int_equal(slot_value(&x), max_depth == 1 ? CALLER : TRAMP);
 	assert_int_equal(pop_records(&x, types, depths, 8), 2);
 	assert_int_equal(types[0], HVT_REC_ENTRY);
@@ -581,12 +620,12 @@ static void test_entry_probe_in_place(void **state)
 	attach(&x);
 	memcpy(x.stack + (SLOT - STACK), &ret, 8);
 	x.regs[0] = (struct arch_regs){.r[X86_RIP] = SITE_A, .r[X86_RSP] = SLOT};
-	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0]), TARGET_BP_IN_PLACE);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_A, &x.regs[0], 0), TARGET_BP_IN_PLACE);
 	assert_int_equal(x.regs[0].r[X86_RIP], SITE_A);
 	assert_int_equal(slot_value(&x), CALLER);
 	/* func_b, an fentry site, is hooked as before */
 	x.regs[0] = (struct arch_regs){.r[X86_RIP] = SITE_B, .r[X86_RSP] = SLOT};
-	assert_int_equal(tracer_hit(x.tr, 0, SITE_B, &x.regs[0]), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, SITE_B, &x.regs[0], 0), 0);
 	assert_int_equal(x.regs[0].r[X86_RIP], SITE_B + X86_NOP5_LEN);
 	assert_int_equal(slot_value(&x), TRAMP);
 	fixture_free(&x);
@@ -607,6 +646,7 @@ int main(void)
 	    cmocka_unit_test(test_event_outside_graph),
 	    cmocka_unit_test(test_event_past_max_depth),
 	    cmocka_unit_test(test_entry_probe_in_place),
+	    cmocka_unit_test(test_hit_stamped_when_it_came),
 	    cmocka_unit_test(test_verify_entry_probe_byte),
 	};
 

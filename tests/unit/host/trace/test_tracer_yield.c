@@ -227,7 +227,7 @@ static void patcher_stop(struct fixture *x, struct arch_regs *regs, uint64_t pat
 {
 	regs->r[X86_RIP] = patcher;
 	regs->r[X86_RSP] = sp;
-	assert_int_equal(tracer_hit(x->tr, 0, patcher, regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(tracer_hit(x->tr, 0, patcher, regs, 0), TARGET_BP_IN_PLACE);
 }
 
 /* hvtrace first: every site a stub probe; the guest reaches its patcher, hvtrace hands every site
@@ -258,7 +258,7 @@ static void test_patcher_hands_sites_back(void **state)
 	 * a breakpoint waits at its return */
 	regs.r[X86_RIP] = PATCHER;
 	regs.r[X86_RSP] = STACK_SP;
-	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs, 0), TARGET_BP_IN_PLACE);
 	assert_int_equal(regs.r[X86_RIP], PATCHER);
 	assert_int_equal(sites_calling_stub(&x), 0);
 	for (unsigned i = 0; i < NR_SITES; i++) {
@@ -279,7 +279,7 @@ static void test_patcher_hands_sites_back(void **state)
 	 * breakpoint */
 	regs.r[X86_RIP] = PATCHER2;
 	regs.r[X86_RSP] = STACK_SP - 0x40;
-	assert_int_equal(tracer_hit(x.tr, 0, PATCHER2, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(tracer_hit(x.tr, 0, PATCHER2, &regs, 0), TARGET_BP_IN_PLACE);
 	assert_int_equal(x.nr_bps, 2 + NR_SITES + 1);
 
 	/* the guest's verify finds its NOP5 and writes its CALL; hvtrace's breakpoint traces the
@@ -287,13 +287,13 @@ static void test_patcher_hands_sites_back(void **state)
 	guest_call(call, site2);
 	memcpy(x.text + 2 * 0x40, call, 5);
 	regs.r[X86_RIP] = site2;
-	assert_int_equal(tracer_hit(x.tr, 0, site2, &regs), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, site2, &regs, 0), 0);
 	assert_int_equal(regs.r[X86_RIP], site2 + 5);
 
 	/* the patcher returns: the sites the guest left as NOP5s are stub sites again, the guest's
 	 * stays traced by its breakpoint; the return's breakpoint is gone, the vCPU goes on there */
 	regs.r[X86_RIP] = RET;
-	assert_int_equal(tracer_hit(x.tr, 0, RET, &regs), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, RET, &regs, 0), 0);
 	assert_int_equal(regs.r[X86_RIP], RET);
 	assert_false(bp_at(&x, RET));
 	assert_int_equal(sites_calling_stub(&x), NR_SITES - 1);
@@ -307,10 +307,10 @@ static void test_patcher_hands_sites_back(void **state)
 	 * the return every site is the stub's once more */
 	regs.r[X86_RIP] = PATCHER;
 	regs.r[X86_RSP] = STACK_SP;
-	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs, 0), TARGET_BP_IN_PLACE);
 	assert_int_equal(sites_calling_stub(&x), 0);
 	memcpy(x.text + 2 * 0x40, NOP5, 5);
-	assert_int_equal(tracer_hit(x.tr, 0, RET, &regs), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, RET, &regs, 0), 0);
 	assert_int_equal(sites_calling_stub(&x), NR_SITES);
 	assert_int_equal(x.nr_bps, 2);
 	tracer_stats(x.tr, &st);
@@ -321,7 +321,7 @@ static void test_patcher_hands_sites_back(void **state)
 
 	/* a last update the guest is inside when hvtrace detaches: its CALL stays, the rest NOP5s */
 	regs.r[X86_RIP] = PATCHER;
-	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(tracer_hit(x.tr, 0, PATCHER, &regs, 0), TARGET_BP_IN_PLACE);
 	memcpy(x.text + 2 * 0x40, call, 5);
 	assert_int_equal(tracer_detach(x.tr), 0);
 	assert_memory_equal(x.text + 2 * 0x40, call, 5);
@@ -378,7 +378,7 @@ static void test_guest_scribbles_over_sites(void **state)
 	attach_one_patcher(&x);
 	patcher_stop(&x, &regs, PATCHER, STACK_SP);
 	memcpy(x.text + 4 * 0x40, junk, 5);
-	assert_int_equal(tracer_hit(x.tr, 0, RET, &regs), 0);
+	assert_int_equal(tracer_hit(x.tr, 0, RET, &regs, 0), 0);
 	assert_memory_equal(x.text + 4 * 0x40, junk, 5);
 	assert_int_equal(sites_calling_stub(&x), NR_SITES - 1);
 	tracer_stats(x.tr, &st);
@@ -437,7 +437,7 @@ static void test_guest_call_at_attach_shared(void **state)
 	assert_int_equal(st.shared_sites, 1);
 	assert_int_equal(st.yielded_sites, 0);
 	regs.r[X86_RIP] = site3;
-	assert_int_equal(tracer_hit(x.tr, 0, site3, &regs), TARGET_BP_IN_PLACE);
+	assert_int_equal(tracer_hit(x.tr, 0, site3, &regs, 0), TARGET_BP_IN_PLACE);
 	assert_int_equal(regs.r[X86_RIP], site3);
 	assert_int_equal(tracer_detach(x.tr), 0);
 	assert_memory_equal(x.text + 3 * 0x40, call, 5);

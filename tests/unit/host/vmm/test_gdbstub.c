@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "host/trace/clock.h"
 #include "host/vmm/gdbstub.h"
 #include "host/qemu/target_qemu_run.h"
 #include "host/vmm/tcp.h"
@@ -1171,13 +1172,20 @@ static void test_target_stop_of_unknown_thread(void **state)
 #define HIT_RIP 0x401000ull /* PML4 0, PDPT 0, PD 2, PT 1 under CR3 0x1000: code at 0x5000 */
 
 static unsigned hit_calls;
+static uint64_t hit_at_min, hit_at_max; /* the hits' at_ns: when the stops came */
 
-/* The tracer's part of a hit on a function entry: emulate the NOP5 (RIP + 5). */
-static int emulate_nop5(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
+/* The tracer's part of a hit on a function entry: emulate the NOP5 (RIP + 5). Each hit is handed
+ * the time its stop came (at_ns), read before the register round trip: never 0, never later than
+ * now. */
+static int emulate_nop5(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs,
+			uint64_t at_ns)
 {
 	(void)ctx, (void)cpu;
 	if (addr != HIT_RIP)
 		return -ENOENT;
+	assert_true(at_ns != 0 && at_ns <= clock_now_ns());
+	hit_at_min = hit_at_min && hit_at_min < at_ns ? hit_at_min : at_ns;
+	hit_at_max = hit_at_max > at_ns ? hit_at_max : at_ns;
 	hit_calls++;
 	regs->r[X86_RIP] = addr + 5;
 	return 0;
@@ -1211,7 +1219,7 @@ static size_t walk_steps(struct fake_step *st, const char *code)
  * P and vCont;c go out together (the stub answers only once it has both: had the client waited for
  * P's OK first, the run would time out); no Hg after any debug stop (QEMU made the stopping vCPU
  * the register thread); the third hit's bytes are a CALL, not the NOP5: the emulation is refused
- * and that vCPU steps the real instruction instead: under TCG (@tcg) with the breakpoint left in
+ * and that vCPU steps the real instruction instead (each hit handed when its stop came): under TCG (@tcg) with the breakpoint left in
  * (a step ignores it), else (KVM, or QEMU did not say) with it taken out for the step and put
  * back, as its INT3 would trap again. */
 static void hits_pipelined_nop5_checked(bool tcg)
@@ -1223,6 +1231,7 @@ static void hits_pipelined_nop5_checked(bool tcg)
 	struct gdb *gdb;
 	char err[256];
 	size_t n = qemu72_hello(st, "", "+");
+	uint64_t t0;
 
 	build_g(g, "");
 	put_le(rip_hex, HIT_RIP, 8);
@@ -1273,11 +1282,14 @@ static void hits_pipelined_nop5_checked(bool tcg)
 	target_qemu_set_tcg(q, tcg);
 	q->t.ops->set_bp_handler(&q->t, emulate_nop5, NULL);
 	hit_calls = run_polls = 0;
+	hit_at_min = hit_at_max = 0;
 	watchdog(20);
+	t0 = clock_now_ns();
 	if (target_qemu_run(q, stop_on_seventh_poll, NULL) != QEMU_RUN_STOP_ASKED)
 		fail_msg("run: %s (hits %u, polls %u)", q->err, hit_calls, run_polls);
 	alarm(0);
 	assert_int_equal(hit_calls, 3);
+	assert_true(hit_at_min >= t0 && hit_at_max >= hit_at_min);
 	assert_int_equal(q->hits, 3);
 	assert_int_equal(q->stops, 3);
 	assert_int_equal(q->nop5_refused, 1);
@@ -1291,9 +1303,9 @@ static void hits_pipelined_nop5_checked(bool tcg)
 }
 
 /* The tracer's part of a hit on an entry probe: RIP stays, the instruction there runs in place. */
-static int in_place(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
+static int in_place(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs, uint64_t at_ns)
 {
-	(void)ctx, (void)cpu, (void)regs;
+	(void)ctx, (void)cpu, (void)regs, (void)at_ns;
 	if (addr != HIT_RIP)
 		return -ENOENT;
 	hit_calls++;
@@ -1302,9 +1314,10 @@ static int in_place(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *re
 
 /* The tracer's part of a trampoline hit that pops a tail call's second frame: RIP stays on the
  * breakpoint, which is to be executed (and hit) again, not stepped over. */
-static int hit_again(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
+static int hit_again(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs,
+		     uint64_t at_ns)
 {
-	(void)ctx, (void)cpu, (void)regs;
+	(void)ctx, (void)cpu, (void)regs, (void)at_ns;
 	if (addr != HIT_RIP)
 		return -ENOENT;
 	hit_calls++;
