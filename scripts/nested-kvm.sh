@@ -79,7 +79,7 @@ trap 'exit 130' INT TERM
 root=$work/root
 mkdir -p "$root"/{bin,lib,proc,sys,dev,new}
 cp "$busybox" "$root/bin/"
-for a in sh mount insmod poweroff cat chroot mkdir echo sleep stty cp ifconfig; do ln -s busybox "$root/bin/$a"; done
+for a in sh mount insmod poweroff cat chroot mkdir echo sleep stty cp ifconfig grep; do ln -s busybox "$root/bin/$a"; done
 for m in drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_pci_legacy_dev \
 	drivers/virtio/virtio_pci_modern_dev drivers/virtio/virtio_pci fs/fuse/fuse fs/fuse/virtiofs \
 	virt/lib/irqbypass arch/x86/kvm/kvm arch/x86/kvm/kvm-amd; do
@@ -109,6 +109,8 @@ mount -t devtmpfs devtmpfs /new/dev; mkdir -p /new/dev/pts; mount -t devpts devp
 # L1's own tracefs (record --host records L1's kvm events about the vCPU threads)
 mount -t tracefs nodev /new/sys/kernel/tracing 2>/dev/null || true
 stty -F /dev/ttyS1 raw -echo
+# where L1's kernel is (KASLR): the stall report's symbols
+echo "hvt-lane: _text \$(grep -m1 ' _text\$' /proc/kallsyms)"
 # the heartbeat the script's stall watch reads (L1's timers and scheduler still work)
 (while sleep 30; do read up _ </proc/uptime; echo "hvt-lane: alive \$up"; done) &
 cp /command /new/tmp/hvt-lane-command
@@ -136,11 +138,16 @@ mon() {
 	exec 7<&- 8>&-
 }
 
-# The symbol of a kernel address of L1's (booted nokaslr), from its System.map: "sym+0xoff" or the address.
+# The symbol of a kernel address of L1's, from its System.map and where L1 said its _text is (KASLR):
+# "sym+0xoff", or the address.
 sym() {
-	local a hit
+	local a hit text slide=0
+	text=$(sed -n 's/^hvt-lane: _text \([0-9a-f]\{16\}\) .*/\1/p' "$log" | head -1)
+	[ -n "$text" ] && [ -s "$sysmap" ] &&
+		slide=$((16#$text - 16#$(awk '$3 == "_text" { print $1; exit }' "$sysmap")))
 	a=$(printf '%016x' "$((16#${1#0x}))" 2>/dev/null) || { echo "$1"; return; }
 	[[ $a == ffff* ]] && [ -s "$sysmap" ] || { echo "0x$a"; return; } # user space, or L2's
+	a=$(printf '%016x' "$((16#$a - slide))")
 	hit=$(awk -v a="$a" '$1 <= a && $2 ~ /^[tTwW]$/ { s = $3; b = $1 } END { if (s != "") print b, s }' "$sysmap")
 	[ -n "$hit" ] || { echo "0x$a"; return; }
 	printf '%s+0x%x\n' "${hit#* }" "$((16#$a - 16#${hit%% *}))"
@@ -223,7 +230,7 @@ boot() {
 		-object memory-backend-memfd,id=mem,size="${HVT_LANE_MEM:-4096}M",share=on -numa node,memdev=mem \
 		-chardev socket,id=vfs,path="$work/vfs.sock" -device vhost-user-fs-pci,chardev=vfs,tag=hostroot \
 		-kernel "$kernel" -initrd "$work/initrd.cpio" \
-		-append "console=ttyS0 panic=-1 oops=panic quiet nokaslr unknown_nmi_panic panic_print=0x40" -display none -nodefaults -no-reboot \
+		-append "console=ttyS0 panic=-1 oops=panic quiet ${HVT_LANE_APPEND:-} unknown_nmi_panic panic_print=0x40" -display none -nodefaults -no-reboot \
 		-chardev pipe,id=mon0,path="$work/mon" -mon chardev=mon0,mode=readline \
 		-chardev file,id=con0,path="$log",append=on -serial chardev:con0 -serial stdio </dev/null 2>>"$work/qemu.err" &
 	qpid=$!
