@@ -130,6 +130,7 @@ mon() {
 	echo "$*" >&8
 	while read -r -t 5 -u 7 line; do
 		line=${line//$'\r'/}
+		[[ $line == *$'\e'* ]] && continue # the monitor's echo of the command
 		[[ $line == "(qemu)"* ]] && [ -n "${seen:-}" ] && break
 		[[ $line == "(qemu)"* ]] && { seen=1; continue; }
 		echo "$line"
@@ -153,10 +154,24 @@ sym() {
 	printf '%s+0x%x\n' "${hit#* }" "$((16#$a - 16#${hit%% *}))"
 }
 
+# Where a vCPU at RIP @1 with CPL @2 is: "L1 SYMBOL" (L1's kernel text, KASLR taken into account),
+# "L2 0xRIP" (a kernel address outside L1's text: the nested guest, the vCPU in guest mode), "user 0xRIP".
+where() {
+	local s
+	[ "$2" = 3 ] && { echo "user 0x$1"; return; }
+	s=$(sym "$1")
+	case $s in
+	0x*) echo "L2 $s" ;;
+	_etext* | __sched_text_end* | exit_amd_microcode* | *+0x[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]*) echo "L2 0x$1" ;;
+	*) echo "L1 $s" ;;
+	esac
+}
+
 # L1 has been silent for $lane_stall s: what its vCPUs and L0's threads are doing, appended to $log,
 # and one line of whose stop it looks like in $stall_why.
 stall_report() {
-	local i rips=() cpus halted threads cpu0 cpu1 qemu_pid task
+	local i rips=() cpus halted threads cpu0 cpu1 qemu_pid task places=() v
+	local -a first last hl
 	qemu_pid=$(pgrep -P "$qpid" | head -1)
 	{
 		echo "nested-kvm: stall: L1's console silent for ${lane_stall}s (last: $(grep -a '^hvt-lane: alive' "$log" | tail -1))"
@@ -170,16 +185,17 @@ stall_report() {
 			echo "nested-kvm: stall: L0's monitor does not answer" >>"$log"
 			break
 		fi
-		local r
+		local r c x
 		r=$(echo "$cpus" | grep -o 'RIP=[0-9a-f]*' | cut -d= -f2 | tr '\n' ' ')
+		c=($(echo "$cpus" | grep -o 'CPL=[0-3]' | cut -d= -f2))
 		rips+=("$r")
 		halted=$(echo "$cpus" | grep -o 'HLT=[01]' | tr '\n' ' ')
+		places=()
+		for x in $r; do places+=("$(where "$x" "${c[${#places[@]}]:-0}")"); done
 		{
 			echo -n "nested-kvm: stall: sample $i:"
-			local x
-			for x in $r; do echo -n " $(sym "$x")"; done
-			echo " ($halted; $(echo "$cpus" | grep -o 'CPL=[0-3]' | tr '\n' ' ');" \
-				"GS $(echo "$cpus" | grep -o '^GS =[0-9]* [0-9a-f]*' | cut -d' ' -f3 | tr '\n' ' '))"
+			for x in "${places[@]}"; do echo -n " [$x]"; done
+			echo " ($halted; GS $(echo "$cpus" | grep -o '^GS =[0-9]* [0-9a-f]*' | cut -d' ' -f3 | tr '\n' ' '))"
 		} >>"$log"
 		sleep 2
 	done
@@ -194,14 +210,24 @@ stall_report() {
 		stall_why="L0 hung (its monitor does not answer)"
 	elif [[ $vm != *running* ]]; then
 		stall_why="L0 paused L1 ($vm)"
-	elif [ "${rips[0]}" = "${rips[2]}" ] && [ $((cpu1 - cpu0)) -lt 50 ]; then
-		if [[ $halted == *HLT=0* ]]; then
-			stall_why="L0 stopped running L1 (vCPUs not halted, same RIP, L0 idle)"
-		else
-			stall_why="L1 idle with every vCPU halted and no timer waking it (L0's timer or interrupt emulation)"
-		fi
 	else
-		stall_why="L1 spinning: $(for x in ${rips[2]}; do echo -n "$(sym "$x") "; done)"
+		# each vCPU: where it is, and whether it moved over the samples
+		first=(${rips[0]}) last=(${rips[${#rips[@]} - 1]}) hl=($halted)
+		stall_why=
+		for v in "${!last[@]}"; do
+			local state=moving
+			[ "${hl[$v]}" = HLT=1 ] && state=halted
+			[ "$state" = moving ] && [ "${first[$v]}" = "${last[$v]}" ] && state="at one instruction"
+			# the bytes there, through vCPU v's view (the monitor's x)
+			mon "cpu $v" >/dev/null
+			echo "nested-kvm: stall: vCPU $v at ${places[$v]}: $(mon "x/16xb 0x${last[$v]}" | head -2 | tr -s ' \n' ' ')" >>"$log"
+			stall_why+="vCPU $v ${state} in ${places[$v]}; "
+		done
+		case $stall_why in
+		*"at one instruction in L2"*) stall_why+="a vCPU stays in L2 and L1 never gets it back (L0's SVM or interrupt emulation)" ;;
+		*"moving in L1"*) stall_why+="L1's kernel spins (L1's, or L0's emulation under it)" ;;
+		*) [ $((cpu1 - cpu0)) -lt 50 ] && stall_why+="L0 idle: no timer or interrupt wakes L1 (L0's)" || stall_why+="not classified" ;;
+		esac
 	fi
 	echo "nested-kvm: stall: $stall_why" >>"$log"
 	# L1's own view: every CPU's backtrace, as it panics on the NMI (its console, into $log)
