@@ -11,7 +11,9 @@
 # $HVT_LANE_TIMEOUT seconds, default 1800; L1 never reaching COMMAND) is retried once; if it happens
 # again the status is 125 with one line "nested-kvm: infrastructure failure: WHY (LOG)" on stderr.
 # Status 2 with one line where the lane cannot run here (no QEMU, no TCG, no kernel package).
-# Tunables: HVT_LANE_SMP (2), HVT_LANE_MEM (MiB, 4096: room for the tests' --mem 3072), HVT_LANE_CPU (EPYC).
+# Tunables: HVT_LANE_SMP (2), HVT_LANE_MEM (MiB, 4096: room for the tests' --mem 3072), HVT_LANE_CPU (EPYC),
+# HVT_LANE_HOLD_VM (1: L1 holds one idle KVM VM for the whole run, see /init; 0: not),
+# HVT_LANE_APPEND (more of L1's kernel command line).
 # L0 (issue 40): the lane's QEMU, INT3 intercepted as AMD's manual says so that L1's KVM sees INT3 exit
 # (scripts/build-lane-qemu.sh, cached in $HVTRACE_CACHE/lane-qemu), when it is there; the machine's
 # qemu-system-x86_64 otherwise (INT3 does not exit), or always with HVT_LANE_QEMU=stock. The first
@@ -106,6 +108,14 @@ mount -o remount,bind,ro /new
 mount -t tmpfs tmpfs /new/tmp; mount -t proc proc /new/proc; mount -t sysfs sysfs /new/sys
 mkdir -p /new$here; mount --move /checkout /new$here
 mount -t devtmpfs devtmpfs /new/dev; mkdir -p /new/dev/pts; mount -t devpts devpts /new/dev/pts
+# One KVM VM held for the whole run (QEMU, no machine, never started). KVM turns the scheduler's
+# preempt-notifier static key on at a VM's creation and off with the last VM's end: a jump label in
+# __schedule, rewritten through INT3 (text_poke_bp) at every test VM's start and end. L0's TCG has
+# been seen to keep executing that INT3 from a stale translation after L1 put the NOP back, and L1's
+# kprobe handler then backs up over the "removed" INT3 forever (both vCPUs in exc_int3 and
+# __schedule, the bytes there 0f 1f 44 00 00). With one VM always there the key never changes.
+[ "${HVT_LANE_HOLD_VM:-1}" = 0 ] || { chroot /new qemu-system-x86_64 -machine none -accel kvm -S -display none \
+	-nodefaults -monitor none -serial none </dev/null >/dev/null 2>&1 & echo "hvt-lane: holding a KVM VM"; }
 # L1's own tracefs (record --host records L1's kvm events about the vCPU threads)
 mount -t tracefs nodev /new/sys/kernel/tracing 2>/dev/null || true
 stty -F /dev/ttyS1 raw -echo
