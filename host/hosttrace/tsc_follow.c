@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include <event-parse.h>
 #include <kbuffer.h>
@@ -14,6 +15,9 @@
 
 #define FOLLOW_BUFFER_KB "1024" /* per host CPU: 32-byte events, thousands a second at most */
 #define FOLLOW_BATCH	 8192u	/* moves sorted together per update (more: in several sorts) */
+/* An update reads a CPU's pages until one holds a move this many host TSC ticks past the update's
+ * start (about 2 ms at 2 GHz; more than the host CPUs' TSCs differ by) */
+#define FOLLOW_PAST_TICKS (1ull << 22)
 
 struct follow_move {
 	uint64_t ts; /* host TSC */
@@ -181,15 +185,16 @@ static void flush_batch(struct tsc_follow *f)
 	f->nr_batch = 0;
 }
 
-/* The moves of the page in f->page. */
-static void take_page(struct tsc_follow *f)
+/* The moves of the page in f->page. Returns the page's last event time (host TSC), 0 if none. */
+static uint64_t take_page(struct tsc_follow *f)
 {
+	uint64_t last = 0;
 	unsigned long long ts, vcpu, next;
 	void *data;
 	int missed;
 
 	if (kbuffer_load_subbuffer(f->kb, f->page) < 0)
-		return;
+		return 0;
 	missed = kbuffer_missed_events(f->kb);
 	if (missed > 0)
 		f->host_lost += (uint64_t)missed;
@@ -197,6 +202,7 @@ static void take_page(struct tsc_follow *f)
 		unsigned size = kbuffer_event_size(f->kb);
 		uint16_t type;
 
+		last = ts;
 		if (size < 2 || f->f_vcpu->offset + f->f_vcpu->size > (int)size ||
 		    f->f_next->offset + 8 > (int)size)
 			continue;
@@ -209,15 +215,22 @@ static void take_page(struct tsc_follow *f)
 		f->batch[f->nr_batch++] =
 		    (struct follow_move){.ts = ts, .offset = next, .vcpu = (uint32_t)vcpu};
 	}
+	return last;
 }
 
 void tsc_follow_update(struct tsc_follow *f)
 {
+	/* every move made before now, and not much more: the host writes moves while they are read
+	 * (two at each return of a vCPU to the guest), and a reader no faster than that writer
+	 * would otherwise never leave */
+	uint64_t enough = __rdtsc() + FOLLOW_PAST_TICKS;
+
 	for (unsigned i = 0; i < f->nr_cpus; i++) {
 		if (!f->cpus[i])
 			continue;
 		while (tracefs_cpu_read(f->cpus[i], f->page, true) > 0)
-			take_page(f);
+			if (take_page(f) > enough)
+				break;
 	}
 	flush_batch(f);
 }
