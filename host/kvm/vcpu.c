@@ -319,8 +319,8 @@ static void triple_fault(struct vcpu *c, bool reset)
 		       (uint64_t)c->run->s.regs.regs.rip, last);
 }
 
-/* Returns true if the exit was a breakpoint the tracer owns (and it resumed the vCPU's RIP). @at_ns:
- * when KVM_RUN came back with it. */
+/* Returns true if the exit was a breakpoint the tracer owns (and it resumed the vCPU's RIP).
+ * @at_ns: when KVM_RUN came back with it. */
 static bool handle_bp(struct vcpu *c, uint64_t at_ns)
 {
 	struct kvm_run *run = c->run;

@@ -14,9 +14,10 @@ struct target_region;
 
 /* Called on the thread that owns vCPU @cpu when it hits an INT3 at @addr, which the backend learned
  * of at monotonic ns @at_ns (clock_now_ns: read as soon as the exit or stop came back, so that the
- * hit's records are stamped nearest to the breakpoint; 0: the callback reads the clock itself). Returns 0 if the
- * breakpoint is the tracer's (its instruction pointer then says where to resume: @addr itself
- * executes the breakpoint again, as the return trampoline does for a tail call's second frame),
+ * hit's records are stamped nearest to the breakpoint; 0: the callback reads the clock itself).
+ * Returns 0 if the breakpoint is the tracer's (its instruction pointer then says where to resume:
+ * @addr itself executes the breakpoint again, as the return trampoline does for a tail call's
+ * second frame),
  * TARGET_BP_IN_PLACE if it is the tracer's and the instruction under it is to run in place (an
  * entry probe: only on a target with bp_in_place), -ENOENT otherwise. Must not block for long. */
 #define TARGET_BP_IN_PLACE 1

@@ -4,8 +4,8 @@
  * exactly 7 reads and 14 opens, no VM stop and nothing lost. Where INT3 exits (the nested lane with
  * its own L0), trap probes with a BTF-typed -e reading each filename, and an entry probe (no fentry
  * site) with a typed return probe, exact; where it does not, a function without an fentry site (an
- * entry probe is a trap probe) is refused with one line before anything is traced. Needs real KVM (the nested lane gives it here: make
- * test-nested); on a host whose /dev/kvm cannot boot Linux (PVM) the binary is skipped, and a QEMU
+ * entry probe is a trap probe) is refused with one line before anything is traced. Needs real KVM
+ * (the nested lane gives it here: make test-nested); on a host whose /dev/kvm cannot boot Linux (PVM) the binary is skipped, and a QEMU
  * version that is not fetched has its case skipped with the command that fetches it. */
 #include <stdarg.h>
 #include <stddef.h>
