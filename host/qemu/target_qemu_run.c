@@ -104,8 +104,8 @@ static bool nop5_at(struct target_qemu *q, unsigned cpu, uint64_t rip)
 }
 
 /* Handles one stop, which came at monotonic ns @at_ns: a breakpoint of the tracer's gets its
- * callback (its records stamped then, not after the register round trip); the new RIP it sets goes out
- * with the continue (resume_vm). A NOP5 emulation over bytes that are no NOP5 is refused: the
+ * callback (its records stamped then, not after the register round trip); the new RIP it sets goes
+ * out with the continue (resume_vm). A NOP5 emulation over bytes that are no NOP5 is refused: the
  * instruction there is single-stepped instead, so the guest runs what it wrote. */
 static int handle_stop(struct target_qemu *q, const struct gdb_stop *st, uint64_t at_ns)
 {
