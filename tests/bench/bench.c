@@ -73,9 +73,9 @@ static double last_vcpu, last_bp_user, last_writer;
 static uint64_t tsc_khz; /* the host's TSC rate, for vCPU bp_cycles */
 
 /* The least a hit can cost: recognise the probe, step over the NOP, resume. */
-static int raw_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs)
+static int raw_hit(void *ctx, unsigned cpu, uint64_t addr, struct arch_regs *regs, uint64_t at_ns)
 {
-	(void)cpu;
+	(void)cpu, (void)at_ns;
 	if (!probe_lookup(ctx, addr))
 		return -ENOENT;
 	regs->r[X86_RIP] = addr + X86_NOP5_LEN;
