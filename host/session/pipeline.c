@@ -12,6 +12,7 @@
 #include "host/sink/sink_format.h"
 #include "host/sink/sink_quiet.h"
 #include "host/sink/sink_tracedat.h"
+#include "host/sink/tracedat_host.h"
 #include "host/sink/sink_trigger.h"
 #include "host/sink/writer.h"
 #include "host/tap/expect.h"
@@ -75,6 +76,10 @@ struct pipeline {
 	bool hosting;
 	char host_guest[64]; /* the guest's name in the host file */
 	uint64_t guest_trace_id;
+	int host_status;		/* the host file's writing: 0, or an exit status (said) */
+	char host_path[4096];		/* where it went */
+	struct host_side *host_side;	/* that file read back: trap events to their exits (owned) */
+	struct td_restamp_counts moved; /* what the sink moved */
 };
 
 int pipeline_new(struct pipeline **out)
@@ -625,14 +630,44 @@ int pipeline_host_start(struct pipeline *p, const int *tids, unsigned n, const c
 	return 0;
 }
 
-/* pipeline_finish's part: before the sink ends, stops the host recording and gives the guest's
- * file its pairing options; after, writes the host's file (@after). Returns @status, or an exit
- * status when the host's file could not be written. */
-static int pipeline_host_end(struct pipeline *p, int status, bool after)
+/* record --host, before the guest's file is written: the host's file, then read back so that the
+ * guest's trap events take their vCPU's kvm_exit as their time (sink_tracedat_restamp). A host file
+ * that cannot be read back leaves them as hvtrace stamped them, with one line. */
+static void host_file_write(struct pipeline *p)
 {
-	char path[4096], err[512];
+	char err[512];
 	int ret;
 
+	ret = host_rec_path(p->s->output, p->host_path, sizeof(p->host_path));
+	if (!ret)
+		ret = host_rec_write(&p->host, p->host_path, p->host_guest, p->guest_trace_id, err,
+				     sizeof(err));
+	else
+		msg_fmt(err, sizeof(err), "--host: -o %s: the name is too long", p->s->output);
+	if (ret < 0) {
+		cmd_error("%s", err);
+		p->host_status = EXIT_HOST_ERROR;
+		return;
+	}
+	p->host_side = malloc(sizeof(*p->host_side));
+	if (!p->host_side ||
+	    host_side_read(p->host_side, p->host_path, p->guest_trace_id, err, sizeof(err)) < 0) {
+		if (p->host_side)
+			fprintf(stderr, "hvtrace: --host: trap events keep hvtrace's own times: %s\n",
+				err);
+		free(p->host_side);
+		p->host_side = NULL;
+		return;
+	}
+	sink_tracedat_restamp(&p->sink, p->host_side, tracer_trampoline(p->tr), &p->moved);
+}
+
+/* pipeline_finish's part: before the sink ends, stops the host recording, writes the host's file and
+ * gives the guest's file its pairing options; after (@after), says where the host's file went and
+ * how many trap events moved to their exits. Returns @status, or an exit status when the host's
+ * file could not be written. */
+static int pipeline_host_end(struct pipeline *p, int status, bool after)
+{
 	if (!p->hosting)
 		return status;
 	if (!after) {
@@ -641,23 +676,28 @@ static int pipeline_host_end(struct pipeline *p, int status, bool after)
 		    sizeof(p->guest_trace_id))
 			p->guest_trace_id = p->host.trace_id ^ 0x9e3779b97f4a7c15ull;
 		sink_tracedat_peer(&p->sink, p->guest_trace_id, p->host.trace_id, tracer_t0(p->tr));
+		host_file_write(p);
 		return status;
 	}
-	ret = host_rec_path(p->s->output, path, sizeof(path));
-	if (!ret)
-		ret = host_rec_write(&p->host, path, p->host_guest, p->guest_trace_id, err,
-				     sizeof(err));
-	else
-		msg_fmt(err, sizeof(err), "--host: -o %s: the name is too long", p->s->output);
 	host_rec_close(&p->host);
 	p->hosting = false;
-	if (ret < 0) {
-		cmd_error("%s", err);
-		return status ? status : EXIT_HOST_ERROR;
+	if (p->host_side) {
+		host_side_free(p->host_side);
+		free(p->host_side);
+		p->host_side = NULL;
 	}
+	if (p->host_status)
+		return status ? status : p->host_status;
+	if (!p->s->quiet && p->moved.moved)
+		fprintf(stderr,
+			"hvtrace: --host: %llu trap events at their vCPU's kvm_exit (moved back %.1f us "
+			"on average, %.1f us at most)\n",
+			(unsigned long long)p->moved.moved,
+			(double)p->moved.shift_total_ns / (double)p->moved.moved / 1000.0,
+			(double)p->moved.shift_max_ns / 1000.0);
 	if (!p->s->quiet)
 		fprintf(stderr, "hvtrace: the host's side: %s (trace-cmd report -i %s -i %s)\n",
-			path, path, p->s->output);
+			p->host_path, p->host_path, p->s->output);
 	return status;
 }
 
@@ -983,6 +1023,10 @@ void pipeline_free(struct pipeline *p)
 	agg_dump_stop(&p->dump);
 	if (p->hosting)
 		host_rec_close(&p->host);
+	if (p->host_side) {
+		host_side_free(p->host_side);
+		free(p->host_side);
+	}
 	if (p->expecting)
 		expect_state_free(&p->expect);
 	hist_set_free(&p->hists);

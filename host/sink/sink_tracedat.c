@@ -322,6 +322,36 @@ static void tracedat_ret(struct sink *s, const struct sink_rec *rec)
 	s->written++;
 }
 
+static FILE *temp_next_to(const char *path, FILE *out);
+
+/* The per-vCPU pages again, trap events at their exits (sink_tracedat_restamp). A vCPU whose pages
+ * cannot be copied keeps them as they were; the error is the sink's. */
+static void restamp_pages(struct sink *s, struct td_sink *t)
+{
+	memset(t->restamped, 0, sizeof(*t->restamped));
+	for (unsigned c = 0; c < s->nr_cpus && !s->err; c++) {
+		struct td_cpu *cpu = &t->cpus[c];
+		FILE *to = temp_next_to(t->path, s->out);
+		uint64_t pages;
+		int ret;
+
+		if (!to) {
+			sink_fail(s, errno);
+			return;
+		}
+		ret = td_restamp_cpu(&t->restamp, c, cpu->tmp, cpu->pages, to, &pages,
+				     t->restamped);
+		if (ret < 0) {
+			fclose(to);
+			sink_fail(s, -ret);
+			return;
+		}
+		fclose(cpu->tmp);
+		cpu->tmp = to;
+		cpu->pages = pages;
+	}
+}
+
 static void tracedat_end(struct sink *s)
 {
 	struct td_sink *t = s->priv;
@@ -334,6 +364,8 @@ static void tracedat_end(struct sink *s)
 		if (cpu->page.started && (cpu->page.len || cpu->page.lost))
 			flush_page(s, cpu);
 	}
+	if (t->restamped)
+		restamp_pages(s, t);
 	tracedat_headers_write(s);
 	for (unsigned c = 0; c < s->nr_cpus; c++)
 		if (t->cpus[c].tmp)
@@ -436,6 +468,21 @@ void sink_tracedat_peer(struct sink *s, uint64_t trace_id, uint64_t host_trace_i
 	t->trace_id = trace_id;
 	t->host_trace_id = host_trace_id;
 	t->t0_ns = t0_ns;
+}
+
+void sink_tracedat_restamp(struct sink *s, const struct host_side *host, uint64_t trampoline,
+			   struct td_restamp_counts *counts)
+{
+	struct td_sink *t = s->priv;
+
+	t->restamp = (struct td_restamp){
+	    .host = host,
+	    .t0_ns = t->t0_ns,
+	    .trampoline = trampoline,
+	    .ret_first = TD_ID_DYNAMIC + (unsigned)t->nr_events,
+	    .ret_end = TD_ID_DYNAMIC + (unsigned)(t->nr_events + t->nr_rprobes),
+	};
+	t->restamped = counts;
 }
 
 static int tracedat_make(struct sink *s, const struct sink_config *cfg)

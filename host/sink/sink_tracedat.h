@@ -4,6 +4,7 @@
 #define HVT_SINK_TRACEDAT_H
 
 #include "host/sink/sink.h"
+#include "host/sink/tracedat_restamp.h"
 
 /* Sets up @s to write trace.dat to @out (opened for writing at @path; per-vCPU pages go to unlinked
  * temporary files in @path's directory, or $TMPDIR when @out is a pipe, until end()). @graph:
@@ -18,5 +19,12 @@ int sink_tracedat_init(struct sink *s, FILE *out, const char *path, const struct
  * offset per vCPU, @t0_ns: the host's mono clock at the session's start, which the records'
  * timestamps count from. Before the sink ends (the headers are written then). Main thread. */
 void sink_tracedat_peer(struct sink *s, uint64_t trace_id, uint64_t host_trace_id, uint64_t t0_ns);
+
+/* record --host, after sink_tracedat_peer: at the end, each trap event moves to its vCPU's exit in
+ * @host (borrowed until the sink ends; tracedat_restamp.h says which events), returns when they
+ * exited at @trampoline. What moved is counted in *@counts (the caller's, read once the sink has
+ * ended). Main thread, before the sink ends. */
+void sink_tracedat_restamp(struct sink *s, const struct host_side *host, uint64_t trampoline,
+			   struct td_restamp_counts *counts);
 
 #endif

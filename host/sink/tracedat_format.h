@@ -18,6 +18,7 @@
 #define TD_TYPE_DATA_MAX    28 /* 1..28: data of type_len * 4 bytes */
 #define TD_TYPE_PADDING	    29
 #define TD_TYPE_TIME_EXTEND 30
+#define TD_TYPE_TIME_STAMP  31
 #define TD_DELTA_BITS	    27
 
 /* The ftrace event ids of Linux x86-64 (enum trace_type), and where ours start. */
@@ -47,5 +48,21 @@ bool td_page_add(struct td_page *p, uint64_t ts, const void *data, size_t len);
 /* Finishes the page for writing: sets the commit (data length, and the missed-events flags with the
  * count stored after the data when @p->lost). Pure. */
 void td_page_finish(struct td_page *p);
+
+/* Reading a finished page back (td_page_read_start, td_page_read_next). */
+struct td_page_reader {
+	const uint8_t *buf;
+	size_t at, end; /* offsets in buf */
+	uint64_t ts;	/* of the last event read (the page's base at first) */
+};
+
+/* Starts reading the finished page @buf (TD_PAGE_SIZE bytes): its missed-events count in *@lost (0:
+ * none marked). false when its commit does not fit the page. Pure. */
+bool td_page_read_start(struct td_page_reader *r, const uint8_t *buf, uint64_t *lost);
+
+/* The page's next event: 1 with its time (*@ts), data (*@data, in the page) and length (*@len), 0
+ * at the page's end, -1 when an event header does not fit the page. Time extends, absolute
+ * timestamps and padding are taken as the kernel writes them. Pure. */
+int td_page_read_next(struct td_page_reader *r, uint64_t *ts, const uint8_t **data, size_t *len);
 
 #endif

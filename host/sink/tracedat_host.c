@@ -14,7 +14,7 @@
 struct reading {
 	struct host_side *h;
 	struct tep_event *sw, *exit, *entry, *uexit, *ioctl; /* NULL: not in the file */
-	struct tep_format_field *prev_pid, *next_pid, *reason, *ureason, *cmd;
+	struct tep_format_field *prev_pid, *next_pid, *reason, *rip, *ureason, *cmd;
 	int err;
 };
 
@@ -191,12 +191,15 @@ static int one(struct tracecmd_input *handle, struct tep_record *rec, int cpu, v
 
 		c->kvm_seen = h->kvm = true;
 		c->hw_seen |= ev == rd->exit;
-		h->user_exits |= ev == rd->uexit;
 		if (!grow((void **)&c->exits, &c->cap_exits, c->nr_exits, sizeof(*c->exits))) {
 			rd->err = E2BIG;
 			return -1;
 		}
-		c->exits[c->nr_exits++] = (struct hs_exit){rec->ts, ok ? reason : UINT32_MAX};
+		bool rip_ok = ev == rd->exit;
+		uint64_t rip = ev == rd->exit ? field(rd->rip, rec, &rip_ok) : 0;
+
+		c->exits[c->nr_exits++] = (struct hs_exit){rec->ts, rip_ok ? rip : 0,
+							   ok ? reason : UINT32_MAX, rip_ok};
 		if (ok)
 			learn_name(h, tep, rec, reason);
 		go_away(c, rec->ts);
@@ -260,8 +263,10 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 		rd.prev_pid = tep_find_field(rd.sw, "prev_pid");
 		rd.next_pid = tep_find_field(rd.sw, "next_pid");
 	}
-	if (rd.exit)
+	if (rd.exit) {
 		rd.reason = tep_find_field(rd.exit, "exit_reason");
+		rd.rip = tep_find_field(rd.exit, "guest_rip");
+	}
 	if (rd.uexit)
 		rd.ureason = tep_find_field(rd.uexit, "reason");
 	if (rd.ioctl)
@@ -278,6 +283,19 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 	for (unsigned i = 0; i < h->nr_vcpus; i++) /* away at the end: until the end of time */
 		if (h->v[i].is_away && !come_back(&rd, &h->v[i], UINT64_MAX))
 			break;
+	/* a vCPU whose exits were all kvm_userspace_exits (one before its first kvm_exit, a KVM_RUN
+	 * that never entered, does not make a host without kvm_exit, nor counts as an exit) */
+	for (unsigned i = 0; i < h->nr_vcpus; i++) {
+		struct hs_vcpu *v = &h->v[i];
+		size_t k = 0;
+
+		h->user_exits |= v->nr_exits && !v->hw_seen;
+		for (size_t j = 0; v->hw_seen && j < v->nr_exits; j++) /* those KVM_RUNs' own */
+			if (v->exits[j].hw)
+				v->exits[k++] = v->exits[j];
+		if (v->hw_seen)
+			v->nr_exits = k;
+	}
 	return 0;
 }
 
@@ -333,6 +351,36 @@ uint64_t host_side_away(const struct host_side *h, unsigned cpu, uint64_t from, 
 			(*other)++;
 	}
 	return exits;
+}
+
+bool host_side_exit_of(const struct host_side *h, unsigned cpu, uint64_t t, uint64_t *exit_ts,
+		       uint64_t *rip)
+{
+	const struct hs_vcpu *v;
+	const struct hs_exit *e;
+	size_t lo = 0, hi, a;
+
+	if (cpu >= h->nr_vcpus)
+		return false;
+	v = &h->v[cpu];
+	hi = v->nr_exits;
+	while (lo < hi) { /* the first exit after @t */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v->exits[mid].ts <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return false;
+	e = &v->exits[lo - 1];
+	a = first_after(v->away, v->nr_away, t); /* the stretch away that holds @t, if one does */
+	if (!e->hw || a == v->nr_away || v->away[a].from > t || e->ts < v->away[a].from)
+		return false;
+	*exit_ts = e->ts;
+	*rip = e->rip;
+	return true;
 }
 
 void host_side_free(struct host_side *h)

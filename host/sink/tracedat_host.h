@@ -25,7 +25,9 @@ struct hs_span {
 
 struct hs_exit {
 	uint64_t ts;
-	uint32_t reason;
+	uint64_t rip;	 /* the guest's RIP at the exit (kvm_exit's guest_rip) */
+	uint32_t reason; /* UINT32_MAX: unreadable */
+	bool hw;	 /* a kvm_exit (else a kvm_userspace_exit, rip 0) */
 };
 
 struct hs_vcpu {
@@ -46,7 +48,8 @@ struct host_side {
 	struct hs_vcpu v[HOST_SIDE_MAX_VCPUS];
 	unsigned long long events; /* host records read */
 	bool kvm;		   /* kvm_exit events of the vCPU threads seen */
-	bool user_exits; /* some exits are kvm_userspace_exits: a host whose KVM fires no kvm_exit */
+	bool user_exits; /* a vCPU with no kvm_exit, only kvm_userspace_exits: a host whose KVM fires
+			  * no kvm_exit */
 	/* exit reasons as the host's own kvm_exit format prints them (its __print_symbolic table:
 	 * VMX's or SVM's, as the host is), learnt from the first exit of each reason */
 	struct {
@@ -69,6 +72,13 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 uint64_t host_side_away(const struct host_side *h, unsigned cpu, uint64_t from, uint64_t to,
 			uint64_t *away_ns, uint64_t *by_reason, unsigned nr_reasons,
 			uint64_t *other);
+
+/* The kvm_exit that took vCPU @cpu out of its guest for the host-mode stretch that holds host time
+ * @t (no kvm_entry of its thread between the two): true with its time and guest RIP, false when @t
+ * is in guest mode, the vCPU has no such exit, or the stretch began otherwise (a kvm_userspace_exit
+ * of a host whose KVM fires no kvm_exit). Pure. */
+bool host_side_exit_of(const struct host_side *h, unsigned cpu, uint64_t t, uint64_t *exit_ts,
+		       uint64_t *rip);
 
 /* The name of exit reason @reason as the host file's kvm_exit format prints it, or NULL (no exit of
  * that reason read, or the format gives no name). Pure. */

@@ -61,3 +61,74 @@ void td_page_finish(struct td_page *p)
 	memset(p->buf + TD_PAGE_HEADER + p->len + (p->lost ? 8 : 0), 0,
 	       TD_PAGE_DATA - p->len - (p->lost ? 8 : 0));
 }
+
+bool td_page_read_start(struct td_page_reader *r, const uint8_t *buf, uint64_t *lost)
+{
+	uint64_t commit = le_get64(buf + 8);
+	uint64_t len = commit & ~(TD_MISSED_EVENTS | TD_MISSED_STORED);
+	bool stored = commit & TD_MISSED_STORED;
+
+	*lost = 0;
+	if (len > TD_PAGE_DATA || (stored && len + 8 > TD_PAGE_DATA))
+		return false;
+	if (stored)
+		*lost = le_get64(buf + TD_PAGE_HEADER + len);
+	else if (commit & TD_MISSED_EVENTS)
+		*lost = 1; /* some, count unknown */
+	r->buf = buf;
+	r->at = TD_PAGE_HEADER;
+	r->end = TD_PAGE_HEADER + (size_t)len;
+	r->ts = le_get64(buf);
+	return true;
+}
+
+int td_page_read_next(struct td_page_reader *r, uint64_t *ts, const uint8_t **data, size_t *len)
+{
+	while (r->at < r->end) {
+		uint32_t w, type, delta;
+		size_t left = r->end - r->at, n;
+
+		if (left < 4)
+			return -1;
+		w = le_get32(r->buf + r->at);
+		type = w & 31;
+		delta = w >> 5;
+		if (type == TD_TYPE_PADDING && !delta)
+			return 0; /* the rest of the page is padding */
+		if (type >= TD_TYPE_PADDING || type == 0) {
+			if (left < 8)
+				return -1;
+			n = le_get32(r->buf + r->at + 4);
+		}
+		if (type == TD_TYPE_TIME_EXTEND || type == TD_TYPE_TIME_STAMP) {
+			uint64_t t = (uint64_t)n << TD_DELTA_BITS | delta;
+
+			r->ts = type == TD_TYPE_TIME_STAMP ? t : r->ts + t;
+			r->at += 8;
+			continue;
+		}
+		if (type == TD_TYPE_PADDING) { /* a discarded event: its length word counts itself */
+			if (n < 8 || n > left)
+				return -1;
+			r->at += n;
+			continue;
+		}
+		if (type == 0) { /* data beyond 112 bytes: a length word that counts itself */
+			if (n < 4 || n - 4 > left - 8)
+				return -1;
+			*data = r->buf + r->at + 8;
+			*len = n - 4;
+			r->at += 8 + ((n - 4 + 3) & ~(size_t)3);
+		} else {
+			if ((size_t)type * 4 > left - 4)
+				return -1;
+			*data = r->buf + r->at + 4;
+			*len = (size_t)type * 4;
+			r->at += 4 + *len;
+		}
+		r->ts += delta;
+		*ts = r->ts;
+		return 1;
+	}
+	return 0;
+}

@@ -6,6 +6,7 @@
 
 #include "host/sink/sink.h"
 #include "host/sink/tracedat_format.h"
+#include "host/sink/tracedat_restamp.h"
 
 #define TD_COMMS 4096 /* task names kept for the cmdlines (open addressing) */
 
@@ -34,6 +35,10 @@ struct td_sink {
 	/* record --host: the options that pair this file with the host's (sink_tracedat_peer) */
 	bool peer;
 	uint64_t trace_id, host_trace_id, t0_ns;
+	/* and trap events at their exits, when the host's file could be read back
+	 * (sink_tracedat_restamp; NULL: not asked) */
+	struct td_restamp restamp;
+	struct td_restamp_counts *restamped;
 	uint8_t ev[TD_PAGE_DATA]; /* one event being built */
 };
 

@@ -386,14 +386,30 @@ static bool bp_exit(const char *line)
 	return strstr(line, " reason=4 ") || strstr(line, " reason=17 ");
 }
 
+/* A breakpoint's kvm_exit, as `trace-cmd report -R` prints it: SVM's #BP intercept (exit code
+ * 0x43), or VMX's exception exit (0) with vector 3 in its interruption info. */
+static bool bp_kvm_exit(const char *line)
+{
+	const char *info = strstr(line, " intr_info=");
+	unsigned long long v;
+
+	if (strstr(line, " exit_reason=67 "))
+		return true;
+	return strstr(line, " exit_reason=0 ") && info && sscanf(info, " intr_info=%lli", &v) == 1 &&
+	       (v & 0xff) == 3;
+}
+
 /* What the walk of a record --host pair found. */
 struct pair_check {
 	long trap_events, bp_exits, stub_events, guest_mode, runs;
 	long violations;
 	/* how long after its vCPU thread's last exit (kvm_exit where the host fires it, else
-	 * kvm_userspace_exit) each trap event is stamped, in ns: printed, never asserted (a time) */
+	 * kvm_userspace_exit) each trap event is stamped, in ns; where the host fires kvm_exit
+	 * (hw), record --host gives each trap event its exit's time: @near of them within 20 us */
 	uint64_t exit_gap_max, exit_gap[4096];
-	long nr_gaps;
+	long nr_gaps, near;
+	bool hw;
+	long moved; /* trap events hvtrace said it moved to their kvm_exit (-1: no such line) */
 	/* and after its kvm_userspace_exit (KVM_RUN's return to hvtrace), where kvm_exit is the exit:
 	 * what of exit_gap is hvtrace's own user space */
 	uint64_t user_gap[4096];
@@ -455,8 +471,18 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 				if (entry || exit) {
 					hw[v] = true;
 					in_guest[v] = entry;
-					if (exit)
-						exit_ns[v] = line_ns(strstr(line, "] "));
+					if (!exit)
+						continue;
+					/* where the host fires kvm_exit, a trap event takes its
+					 * exit's time (record --host): it follows the exit */
+					exit_ns[v] = line_ns(strstr(line, "] "));
+					if (pending[v]) {
+						c->violations++;
+						printf("a breakpoint exit of vCPU %u's thread without its "
+						       "event\n", v);
+					}
+					pending[v] = bp_kvm_exit(line);
+					c->bp_exits += pending[v];
 					continue;
 				}
 				if (run) {
@@ -466,14 +492,15 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 				}
 				in_run[v] = false;
 				uexit_ns[v] = line_ns(strstr(line, "] "));
+				if (hw[v])
+					continue; /* the kvm_exit before it was the exit */
 				if (pending[v]) {
 					c->violations++; /* the thread went on: an exit without its event */
 					printf("a breakpoint exit of vCPU %u's thread without its event\n", v);
 				}
 				pending[v] = bp_exit(line);
 				c->bp_exits += pending[v];
-				if (!hw[v])
-					exit_ns[v] = line_ns(strstr(line, "] "));
+				exit_ns[v] = line_ns(strstr(line, "] "));
 			}
 			continue;
 		}
@@ -511,17 +538,16 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 	printf("trap events %ld, breakpoint exits %ld, stub events %ld (%ld checked against "
 	       "kvm_entry/kvm_exit) in %ld KVM_RUNs, violations %ld\n",
 	       c->trap_events, c->bp_exits, c->stub_events, c->guest_mode, c->runs, c->violations);
+	c->hw = hw[0];
 	if (c->nr_gaps) {
-		long near = 0;
-
 		for (long i = 0; i < c->nr_gaps; i++)
-			near += c->exit_gap[i] <= 20000;
+			c->near += c->exit_gap[i] <= 20000;
 		qsort(c->exit_gap, (size_t)c->nr_gaps, sizeof(c->exit_gap[0]), by_u64);
 		printf("trap events after their exit (%s): median %.1f us, max %.1f us, %ld "
 		       "within 20 us of %ld\n",
 		       hw[0] ? "kvm_exit" : "kvm_userspace_exit",
 		       c->exit_gap[c->nr_gaps / 2] / 1000.0, c->exit_gap_max / 1000.0,
-		       near, c->nr_gaps);
+		       c->near, c->nr_gaps);
 	}
 	if (c->nr_user_gaps) {
 		qsort(c->user_gap, (size_t)c->nr_user_gaps, sizeof(c->user_gap[0]), by_u64);
@@ -538,6 +564,7 @@ static void record_host_pair(const char *const *args, const char *trap_event, bo
 {
 	const char *argv[32] = {"record", "-o", dat, "--host"};
 	char host[160], said[640], *opt, *text;
+	const char *moved;
 	struct hv_result r;
 	int tids[8], n = 4;
 	unsigned nv;
@@ -559,6 +586,14 @@ static void record_host_pair(const char *const *args, const char *trap_event, bo
 	assert_int_equal(nv, 2);
 	text = hv_sh("trace-cmd report -R -t -i %s -i %s 2>/dev/null", host, dat);
 	walk_pair(text, tids, nv, trap_event, stub, c);
+	moved = strstr(r.err, "hvtrace: --host: ");
+	if (!moved || sscanf(moved, "hvtrace: --host: %ld trap events at their vCPU's kvm_exit",
+			     &c->moved) != 1)
+		c->moved = -1;
+	if (c->hw) { /* the host fires kvm_exit: every trap event at its own */
+		assert_int_equal(c->moved, c->trap_events);
+		assert_int_equal(c->near, c->trap_events);
+	}
 	free(text);
 	free(opt);
 	hv_result_free(&r);
