@@ -275,7 +275,7 @@ int host_side_read(struct host_side *h, const char *path, unsigned long long gue
 	tracecmd_close(handle);
 	if (ret < 0 || rd.err) {
 		msg_fmt(err, errlen, "%s: %s", path,
-			rd.err == E2BIG ? "more events than report --exits takes"
+			rd.err == E2BIG ? "more kvm events per vCPU than hvtrace reads (16M)"
 					: "its event data cannot be read");
 		host_side_free(h);
 		return -EINVAL;
