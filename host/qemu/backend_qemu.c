@@ -212,8 +212,8 @@ static int add_entry_sites(struct linux_run *r, char *err, size_t errlen)
 /* Stub detours replace a function's first instructions, and under KVM a gdbstub breakpoint is an
  * INT3 in the guest's memory (under TCG QEMU keeps it out of sight): neither before the kernel has
  * patched its own text (alternatives, return thunks at __fentry__ where the return trampoline's
- * breakpoint goes, sealed ENDBR64s), which it does once, early in boot, whatever is there, and after
- * ftrace has converted its call sites (learn_kernel waits for that). The guest says when with
+ * breakpoint goes, sealed ENDBR64s), which it does once, early in boot, whatever is there, and
+ * after ftrace has converted its call sites (learn_kernel waits for that). The guest says when with
  * alternatives_patched (a guest without it: no wait). @what names what waits. 0, or an exit status
  * with @err. */
 static int wait_text_patched(struct linux_run *r, const char *what, char *err, size_t errlen)
@@ -226,10 +226,11 @@ static int wait_text_patched(struct linux_run *r, const char *what, char *err, s
 	while (a && target_qemu_read_kernel(&r->tq, a->addr, &done, sizeof(done)) == 0 && !done) {
 		if (clock_now_s() > give_up || qemu_run_signalled(r) ||
 		    (r->timeout_at && clock_now_s() > r->timeout_at)) {
-			msg_fmt(err, errlen,
-				"the kernel did not patch its own text (alternatives_patched) in %d s: "
-				"%s",
-				BOOT_WAIT_SEC, what);
+			msg_fmt(
+			    err, errlen,
+			    "the kernel did not patch its own text (alternatives_patched) in %d s: "
+			    "%s",
+			    BOOT_WAIT_SEC, what);
 			return EXIT_BAD_INPUT;
 		}
 		ret = target_qemu_run_for(&r->tq, 100);

@@ -76,9 +76,9 @@ struct pipeline {
 	bool hosting;
 	char host_guest[64]; /* the guest's name in the host file */
 	uint64_t guest_trace_id;
-	int host_status;		/* the host file's writing: 0, or an exit status (said) */
-	char host_path[4096];		/* where it went */
-	struct host_side *host_side;	/* that file read back: trap events to their exits (owned) */
+	int host_status;	     /* the host file's writing: 0, or an exit status (said) */
+	char host_path[4096];	     /* where it went */
+	struct host_side *host_side; /* that file read back: trap events to their exits (owned) */
 	struct td_restamp_counts moved; /* what the sink moved */
 };
 
@@ -653,8 +653,8 @@ static void host_file_write(struct pipeline *p)
 	if (!p->host_side ||
 	    host_side_read(p->host_side, p->host_path, p->guest_trace_id, err, sizeof(err)) < 0) {
 		if (p->host_side)
-			fprintf(stderr, "hvtrace: --host: trap events keep hvtrace's own times: %s\n",
-				err);
+			fprintf(stderr,
+				"hvtrace: --host: trap events keep hvtrace's own times: %s\n", err);
 		free(p->host_side);
 		p->host_side = NULL;
 		return;
@@ -662,9 +662,9 @@ static void host_file_write(struct pipeline *p)
 	sink_tracedat_restamp(&p->sink, p->host_side, tracer_trampoline(p->tr), &p->moved);
 }
 
-/* pipeline_finish's part: before the sink ends, stops the host recording, writes the host's file and
- * gives the guest's file its pairing options; after (@after), says where the host's file went and
- * how many trap events moved to their exits. Returns @status, or an exit status when the host's
+/* pipeline_finish's part: before the sink ends, stops the host recording, writes the host's file
+ * and gives the guest's file its pairing options; after (@after), says where the host's file went
+ * and how many trap events moved to their exits. Returns @status, or an exit status when the host's
  * file could not be written. */
 static int pipeline_host_end(struct pipeline *p, int status, bool after)
 {
@@ -690,8 +690,8 @@ static int pipeline_host_end(struct pipeline *p, int status, bool after)
 		return status ? status : p->host_status;
 	if (!p->s->quiet && p->moved.moved)
 		fprintf(stderr,
-			"hvtrace: --host: %llu trap events at their vCPU's kvm_exit (moved back %.1f us "
-			"on average, %.1f us at most)\n",
+			"hvtrace: --host: %llu trap events at their vCPU's kvm_exit (moved back "
+			"%.1f us on average, %.1f us at most)\n",
 			(unsigned long long)p->moved.moved,
 			(double)p->moved.shift_total_ns / (double)p->moved.moved / 1000.0,
 			(double)p->moved.shift_max_ns / 1000.0);

@@ -339,8 +339,8 @@ static void restamp_pages(struct sink *s, struct td_sink *t)
 			sink_fail(s, errno);
 			return;
 		}
-		ret = td_restamp_cpu(&t->restamp, c, cpu->tmp, cpu->pages, to, &pages,
-				     t->restamped);
+		ret =
+		    td_restamp_cpu(&t->restamp, c, cpu->tmp, cpu->pages, to, &pages, t->restamped);
 		if (ret < 0) {
 			fclose(to);
 			sink_fail(s, -ret);

@@ -198,8 +198,8 @@ static int one(struct tracecmd_input *handle, struct tep_record *rec, int cpu, v
 		bool rip_ok = ev == rd->exit;
 		uint64_t rip = ev == rd->exit ? field(rd->rip, rec, &rip_ok) : 0;
 
-		c->exits[c->nr_exits++] = (struct hs_exit){rec->ts, rip_ok ? rip : 0,
-							   ok ? reason : UINT32_MAX, rip_ok};
+		c->exits[c->nr_exits++] =
+		    (struct hs_exit){rec->ts, rip_ok ? rip : 0, ok ? reason : UINT32_MAX, rip_ok};
 		if (ok)
 			learn_name(h, tep, rec, reason);
 		go_away(c, rec->ts);

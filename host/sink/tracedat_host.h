@@ -48,8 +48,8 @@ struct host_side {
 	struct hs_vcpu v[HOST_SIDE_MAX_VCPUS];
 	unsigned long long events; /* host records read */
 	bool kvm;		   /* kvm_exit events of the vCPU threads seen */
-	bool user_exits; /* a vCPU with no kvm_exit, only kvm_userspace_exits: a host whose KVM fires
-			  * no kvm_exit */
+	bool user_exits; /* a vCPU with no kvm_exit, only kvm_userspace_exits: a host whose KVM
+			  * fires no kvm_exit */
 	/* exit reasons as the host's own kvm_exit format prints them (its __print_symbolic table:
 	 * VMX's or SVM's, as the host is), learnt from the first exit of each reason */
 	struct {

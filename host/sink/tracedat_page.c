@@ -107,7 +107,8 @@ int td_page_read_next(struct td_page_reader *r, uint64_t *ts, const uint8_t **da
 			r->at += 8;
 			continue;
 		}
-		if (type == TD_TYPE_PADDING) { /* a discarded event: its length word counts itself */
+		/* a discarded event: its length word counts itself */
+		if (type == TD_TYPE_PADDING) {
 			if (n < 8 || n > left)
 				return -1;
 			r->at += n;

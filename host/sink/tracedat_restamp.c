@@ -95,7 +95,8 @@ int td_restamp_cpu(const struct td_restamp *r, unsigned cpu, FILE *in, uint64_t 
 			if (to != ts) {
 				n->moved++;
 				n->shift_total_ns += ts - to;
-				n->shift_max_ns = ts - to > n->shift_max_ns ? ts - to : n->shift_max_ns;
+				n->shift_max_ns =
+				    ts - to > n->shift_max_ns ? ts - to : n->shift_max_ns;
 			}
 			out_add(&o, to, data, len);
 		}

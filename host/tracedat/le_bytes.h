@@ -1,5 +1,6 @@
-/* Little-endian stores into (and loads from) byte buffers, no alignment assumed: the one encoding of the files and
- * tables hvtrace lays out byte by byte (trace.dat's headers and pages, boot_params, ACPI tables).
+/* Little-endian stores into (and loads from) byte buffers, no alignment assumed: the one encoding
+ * of the files and tables hvtrace lays out byte by byte (trace.dat's headers and pages,
+ * boot_params, ACPI tables).
  */
 #ifndef HVT_LE_BYTES_H
 #define HVT_LE_BYTES_H

@@ -395,8 +395,8 @@ static bool bp_kvm_exit(const char *line)
 
 	if (strstr(line, " exit_reason=67 "))
 		return true;
-	return strstr(line, " exit_reason=0 ") && info && sscanf(info, " intr_info=%lli", &v) == 1 &&
-	       (v & 0xff) == 3;
+	return strstr(line, " exit_reason=0 ") && info &&
+	       sscanf(info, " intr_info=%lli", &v) == 1 && (v & 0xff) == 3;
 }
 
 /* What the walk of a record --host pair found. */
@@ -410,8 +410,8 @@ struct pair_check {
 	long nr_gaps, near;
 	bool hw;
 	long moved; /* trap events hvtrace said it moved to their kvm_exit (-1: no such line) */
-	/* and after its kvm_userspace_exit (KVM_RUN's return to hvtrace), where kvm_exit is the exit:
-	 * what of exit_gap is hvtrace's own user space */
+	/* and after its kvm_userspace_exit (KVM_RUN's return to hvtrace), where kvm_exit is the
+	 * exit: what of exit_gap is hvtrace's own user space */
 	uint64_t user_gap[4096];
 	long nr_user_gaps;
 };
@@ -478,8 +478,10 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 					exit_ns[v] = line_ns(strstr(line, "] "));
 					if (pending[v]) {
 						c->violations++;
-						printf("a breakpoint exit of vCPU %u's thread without its "
-						       "event\n", v);
+						printf("a breakpoint exit of vCPU %u's thread "
+						       "without its "
+						       "event\n",
+						       v);
 					}
 					pending[v] = bp_kvm_exit(line);
 					c->bp_exits += pending[v];
@@ -546,8 +548,8 @@ static void walk_pair(const char *text, const int *tids, unsigned nv, const char
 		printf("trap events after their exit (%s): median %.1f us, max %.1f us, %ld "
 		       "within 20 us of %ld\n",
 		       hw[0] ? "kvm_exit" : "kvm_userspace_exit",
-		       c->exit_gap[c->nr_gaps / 2] / 1000.0, c->exit_gap_max / 1000.0,
-		       c->near, c->nr_gaps);
+		       c->exit_gap[c->nr_gaps / 2] / 1000.0, c->exit_gap_max / 1000.0, c->near,
+		       c->nr_gaps);
 	}
 	if (c->nr_user_gaps) {
 		qsort(c->user_gap, (size_t)c->nr_user_gaps, sizeof(c->user_gap[0]), by_u64);

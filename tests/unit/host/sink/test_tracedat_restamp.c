@@ -1,7 +1,7 @@
 /* record --host: the ring-buffer pages read back (td_page_read_*), and trap events moved to their
  * vCPU's kvm_exit (td_restamp_cpu over host_side_exit_of): which events move (at their own
- * breakpoint's exit, out of guest mode), which stay (stub events in guest mode, another site's exit,
- * a host without kvm_exit), and the pages' losses and order kept. */
+ * breakpoint's exit, out of guest mode), which stay (stub events in guest mode, another site's
+ * exit, a host without kvm_exit), and the pages' losses and order kept. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define T0    1000000000ull
-#define SITE  0xffffffff81001000ull
-#define OTHER 0xffffffff81002000ull
-#define TRAMP 0xffffffffa0000000ull
+#define T0	  1000000000ull
+#define SITE	  0xffffffff81001000ull
+#define OTHER	  0xffffffff81002000ull
+#define TRAMP	  0xffffffffa0000000ull
 #define RPROBE_ID (TD_ID_DYNAMIC + 2)
 
 /* One event of ours: id, then the function's site first (as every event hvtrace writes). */
@@ -163,10 +163,10 @@ static void test_exit_of(void **state)
 	assert_true(host_side_exit_of(h, 0, T0 + 2000, &ts, &rip));
 	assert_int_equal(ts, T0 + 1000);
 	assert_int_equal(rip, SITE);
-	assert_true(host_side_exit_of(h, 0, T0 + 1000, &ts, &rip)); /* at the exit itself */
+	assert_true(host_side_exit_of(h, 0, T0 + 1000, &ts, &rip));  /* at the exit itself */
 	assert_false(host_side_exit_of(h, 0, T0 + 3000, &ts, &rip)); /* back in the guest */
 	assert_false(host_side_exit_of(h, 0, T0 + 4000, &ts, &rip));
-	assert_false(host_side_exit_of(h, 0, T0 + 500, &ts, &rip));  /* before any exit */
+	assert_false(host_side_exit_of(h, 0, T0 + 500, &ts, &rip)); /* before any exit */
 	assert_true(host_side_exit_of(h, 0, T0 + 6999, &ts, &rip));
 	assert_int_equal(rip, TRAMP);
 	assert_false(host_side_exit_of(h, 1, T0 + 2000, &ts, &rip)); /* no kvm_exit */
