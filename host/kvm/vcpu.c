@@ -394,9 +394,10 @@ static void *vcpu_thread(void *arg)
 		back = __rdtsc();
 		/* an exit a breakpoint can be (INT3: KVM_EXIT_DEBUG on real KVM, an emulation
 		 * failure on PVM): its time now, before anything of hvtrace's runs, as the hit's */
-		at_ns = vm->bp_hit && (run->exit_reason == KVM_EXIT_DEBUG ||
-				       run->exit_reason == KVM_EXIT_INTERNAL_ERROR ||
-				       run->exit_reason == KVM_EXIT_SHUTDOWN)
+		at_ns = vm->bp_hit && !vm->bp_untimed &&
+				(run->exit_reason == KVM_EXIT_DEBUG ||
+				 run->exit_reason == KVM_EXIT_INTERNAL_ERROR ||
+				 run->exit_reason == KVM_EXIT_SHUTDOWN)
 			    ? clock_now_ns()
 			    : 0;
 		bp = false;

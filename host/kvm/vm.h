@@ -113,6 +113,9 @@ struct vm {
 	 * vCPU's registers with RIP as the exit left it. Must not block. */
 	target_bp_fn bp_hit;
 	void *bp_ctx;
+	/* bp_hit takes no time (a bench's raw round trip): the exit's clock is not read for it, and
+	 * its at_ns is 0 */
+	bool bp_untimed;
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

@@ -118,6 +118,7 @@ static double run_once(struct guest_image *g, unsigned smp, enum mode m)
 		if (probe_insert_all(&probes, &tgt, err, sizeof(err)) < 0)
 			die("probes", err);
 		tgt.ops->set_bp_handler(&tgt, raw_hit, &probes);
+		vm.bp_untimed = true; /* the least a hit costs: no clock read (a traced event's) */
 	} else {
 		bool graph = m == MODE_GRAPH || m == MODE_STUB_GRAPH;
 		struct tracer_opts opts = {.ring_records = 1 << 18,
