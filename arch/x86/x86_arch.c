@@ -28,6 +28,14 @@ static void x86_walk_root(const uint64_t *sys, uint64_t gva, uint64_t *root, uns
 	*mode = (sys[X86_GDB_SYS(X86_GDB_CR4)] & X86_CR4_LA57) ? 1 : 0;
 }
 
+/* A kernel's GS base (upper half) where the backend filled the slot. */
+static uint64_t x86_percpu_base(const struct arch_regs *r)
+{
+	uint64_t gs = r->r[X86_GS_BASE_SLOT];
+
+	return gs >= X86_UPPER_HALF ? gs : 0;
+}
+
 const struct arch arch_x86_64 = {
     .name = "x86_64",
     .elf_machine = EM_X86_64,
@@ -56,6 +64,7 @@ const struct arch arch_x86_64 = {
     .pad = {0xf3, 0x0f, 0x1e, 0xfa},
     .pad_len = X86_ENDBR64_LEN,
     .is_site_nop = x86_is_nop5,
+    .percpu_base = x86_percpu_base,
     .entry_pad_len = x86_entry_pad_len,
     .encode_branch = x86_encode_rel32,
     .direct_branch = x86_direct_branch,

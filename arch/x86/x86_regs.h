@@ -29,4 +29,8 @@ enum x86_reg {
 
 #define X86_NR_REG_ARGS 6
 
+/* Past the general registers: the vCPU's GS base, where a backend has it with the registers (the
+ * embedded VMM, from KVM's sregs, for a Linux guest); 0 where it does not. */
+#define X86_GS_BASE_SLOT X86_NR_REGS
+
 #endif

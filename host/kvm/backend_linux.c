@@ -1,5 +1,6 @@
 #include "host/kvm/backend_linux.h"
 #include "host/kvm/bzimage.h"
+#include "host/kvm/kvm_int3_probe.h"
 #include "host/kvm/kvm_run.h"
 #include "host/kvm/linux_vm.h"
 #include "host/kvm/target_kvm.h"
@@ -111,12 +112,19 @@ static void before_detach(void *ctx)
 static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 {
 	const struct session *s = r->k.env.s;
+	/* INT3 is the guest's own (text_poke_bp, kprobes): hvtrace takes it (KVM_GUESTDBG) only for
+	 * --probe trap, where it exits as KVM_EXIT_DEBUG, and gives back what is not its own */
+	bool trap = s->probe == PROBE_TRAP;
 	struct pipeline_guest pg = {
 	    .tgt = &r->tgt,
 	    .task = &r->task,
 	    .funcs = &r->l.funcs,
-	    .no_trampoline = "no __fentry__ in the kernel's symbols",
-	    .no_trap = true, /* INT3 belongs to the guest: no KVM_GUESTDBG on a linux_pc VM */
+	    /* the return trampoline would be __fentry__'s RET, which the kernel itself rewrites
+	     * at boot (apply_returns) */
+	    .no_trampoline = trap ? "run --kernel with --probe trap hooks no returns yet (use "
+				    "--probe stub)"
+				  : "no __fentry__ in the kernel's symbols",
+	    .no_trap = !trap,
 	    .backpressure = !s->no_backpressure, /* kvm_run_supervise holds the vCPUs when asked */
 	};
 	const struct vmi_sym *top, *pud;
@@ -171,7 +179,18 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	}
 	r->task.has_cpu_gs = vmi_linux_cpu_gs(&r->l, &r->task.cpu_gs_off);
 	r->task.has_preempt_gs = vmi_linux_preempt_gs(&r->l, &r->task.preempt_gs_off);
-	if (cmd_probe_mode(s, &r->tgt, &r->task, NULL, true, &pg.stub, err, errlen) < 0)
+	if (trap) {
+		const struct kvm_int3_check *c = kvm_int3_check();
+		char why[160];
+
+		if (!kvm_int3_exits(c->verdict, true)) {
+			msg_fmt(err, errlen,
+				"--probe trap: INT3 in a guest does not exit on this host's KVM (%s)",
+				kvm_int3_why(c, true, why, sizeof(why)));
+			return EXIT_BAD_INPUT;
+		}
+	}
+	if (cmd_probe_mode(s, &r->tgt, &r->task, NULL, !trap, &pg.stub, err, errlen) < 0)
 		return EXIT_BAD_INPUT;
 	ret = kvm_run_refuse_entry_probes(s, &r->sites, &r->l.funcs, err, errlen);
 	if (ret)
@@ -182,8 +201,10 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	ret = take_from_ftrace(r, err, errlen);
 	if (ret)
 		return ret;
-	r->tgt.trampoline = r->l.fentry;
+	r->tgt.trampoline = trap ? 0 : r->l.fentry;
 	pg.btf = r->l.btf;
+	if (trap && vm_guest_debug(&r->k.vm, err, errlen) < 0)
+		return EXIT_HOST_ERROR;
 	ret = pipeline_build(r->k.env.p, &pg, r->out, err, errlen);
 	if (ret)
 		return ret;

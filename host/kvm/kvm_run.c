@@ -113,11 +113,12 @@ void kvm_run_print_vm_stats(const struct vm *vm)
 	fprintf(stderr,
 		"hvtrace: stats: vm pauses %llu paused-ms %llu coalesced-pio %llu tsc-offset %s "
 		"tsc-skew-us %lld tsc-follow %s tsc-moves %llu tsc-moves-lost %llu "
-		"tsc-too-old %llu\n",
+		"tsc-too-old %llu guest-debug %s bp-given-back %llu\n",
 		(unsigned long long)vm->pauses, (unsigned long long)(vm->paused_ns / 1000000),
 		(unsigned long long)vm->pio_coalesced, vm->tsc_shared ? "shared" : "per-vcpu",
 		vm_tsc_skew_us(vm), vm->follow ? "on" : "off", (unsigned long long)moves,
-		(unsigned long long)lost, (unsigned long long)old);
+		(unsigned long long)lost, (unsigned long long)old, vm->guest_debug ? "on" : "off",
+		(unsigned long long)atomic_load(&vm->bp_reinjected));
 }
 
 void kvm_run_print_stats(const struct vm *vm, const struct pipeline *p)

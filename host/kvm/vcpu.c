@@ -333,6 +333,8 @@ static bool handle_bp(struct vcpu *c, uint64_t at_ns)
 		return false;
 	memcpy(regs.r, &run->s.regs.regs, sizeof(run->s.regs.regs));
 	memset(regs.r + X86_NR_REGS, 0, sizeof(regs) - sizeof(run->s.regs.regs));
+	if (vm->linux_pc) /* `current` is at the kernel's GS base (the tracer's percpu_base) */
+		regs.r[X86_GS_BASE_SLOT] = run->s.regs.sregs.gs.base;
 	ret = vm->bp_hit(vm->bp_ctx, c->index, addr, &regs, at_ns);
 	if (ret < 0)
 		return false;
@@ -349,6 +351,29 @@ static bool handle_bp(struct vcpu *c, uint64_t at_ns)
 	c->bp_exits[run->exit_reason == KVM_EXIT_DEBUG		? VCPU_BP_DEBUG
 		    : run->exit_reason == KVM_EXIT_INTERNAL_ERROR ? VCPU_BP_EMULATION
 								  : VCPU_BP_SHUTDOWN]++;
+	return true;
+}
+
+/* The guest's own INT3 (not hvtrace's) on a Linux VM with guest debug on (vm_guest_debug): its #BP
+ * goes back to it, injected as the exception KVM took, RIP left at the INT3 (KVM moves it past the
+ * instruction for a soft exception, as for QEMU's). Returns whether it did. */
+static bool give_back_bp(struct vcpu *c)
+{
+	struct kvm_run *run = c->run;
+	struct kvm_vcpu_events ev;
+
+	if (!c->vm->guest_debug || run->exit_reason != KVM_EXIT_DEBUG ||
+	    run->debug.arch.exception != 3 || ioctl(c->fd, KVM_GET_VCPU_EVENTS, &ev) < 0 ||
+	    ev.exception.injected || ev.exception.pending)
+		return false;
+	ev.exception.injected = 1;
+	ev.exception.nr = 3;
+	ev.exception.has_error_code = 0;
+	ev.exception.error_code = 0;
+	ev.flags = 0; /* NMI, SIPI, shadow and SMM state: as they are */
+	if (ioctl(c->fd, KVM_SET_VCPU_EVENTS, &ev) < 0)
+		return false;
+	atomic_fetch_add_explicit(&c->vm->bp_reinjected, 1, memory_order_relaxed);
 	return true;
 }
 
@@ -437,6 +462,8 @@ static void *vcpu_thread(void *arg)
 				bp = true;
 				break;
 			}
+			if (!reset && give_back_bp(c))
+				break;
 			if (run->exit_reason == KVM_EXIT_SHUTDOWN && vm->linux_pc) {
 				/* Linux's last way to reboot; QEMU's -no-reboot ends there too */
 				uart_flush_all(vm);

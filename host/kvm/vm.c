@@ -60,6 +60,18 @@ static int enable_sw_breakpoints(struct vcpu *c)
 	return ioctl(c->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0 ? -errno : 0;
 }
 
+int vm_guest_debug(struct vm *vm, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		int ret = enable_sw_breakpoints(&vm->vcpus[i]);
+
+		if (ret < 0)
+			return fail(err, errlen, -ret, "KVM_SET_GUEST_DEBUG");
+	}
+	vm->guest_debug = true;
+	return 0;
+}
+
 /* Whether vCPU @c's CPUID table, as KVM gives it back, has @index as leaf 1's initial APIC ID. */
 static bool cpuid_apic_id_is(struct vcpu *c, struct kvm_cpuid2 *cpuid, unsigned n, unsigned index)
 {

@@ -136,6 +136,11 @@ struct vm {
 	uint64_t pio_coalesced; /* ring entries drained; under uart_lock */
 	char uart_line[256];	/* COM1 output being assembled into a line; under uart_lock */
 	unsigned uart_line_len;
+	/* linux_pc with trap probes (vm_guest_debug): INT3 exits to hvtrace, and a breakpoint that
+	 * is not hvtrace's (the kernel's own: int3_selftest, text_poke_bp, kprobes) goes back to the
+	 * guest as its #BP (vcpu.c) */
+	bool guest_debug;
+	_Atomic uint64_t bp_reinjected; /* those, counted */
 	bool tsc_deadline; /* linux_pc: KVM's local APIC has the TSC-deadline timer (CPUID says so) */
 	uint64_t xcr0_supported; /* CPUID 0xD.0 EDX:EAX as the vCPUs were given it */
 	/* linux_pc (target_kvm_linux_init): the kernel's top-level page table (init_top_pgt) and
@@ -171,6 +176,11 @@ int vm_boot_at(struct vm *vm, uint64_t entry, char *err, size_t errlen);
 /* Whether this host's /dev/kvm can boot a stock Linux kernel: not on PVM (software virtualization, the
  * kvm_pvm module). Returns 0, or -ENOTSUP with one line in @err. Any thread. */
 int vm_check_linux_host(char *err, size_t errlen);
+
+/* A Linux VM (linux_pc) with trap probes: every vCPU's INT3 exits to hvtrace
+ * (KVM_SET_GUEST_DEBUG, USE_SW_BP) from now on, the guest's own given back to it as its #BP. Before
+ * the vCPUs first run. 0, or a negative errno with @err. Main thread. */
+int vm_guest_debug(struct vm *vm, char *err, size_t errlen);
 
 /* Maps @size bytes of zeroed memory at guest-physical @gpa (outside RAM, inside the boot identity map)
  * as a second memslot: memory the guest has never been told about. 0 or -errno. Main thread. */

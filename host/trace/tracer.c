@@ -191,9 +191,16 @@ static void make_record(struct tracer *t, struct hit_task *ht, struct hvt_record
 
 		const struct arch *a = target_arch(t->tgt);
 
+		uint64_t base = a->percpu_base && ht->regs && t->task.has_task_gs
+				    ? a->percpu_base(ht->regs)
+				    : 0,
+			 cur = 0;
+
 		if (a->current_task && ht->regs)
 			vmi_task_at(&t->task, cpu, a->current_task(ht->regs), event_read, &rd,
 				    &ht->task);
+		else if (base && event_read(&rd, base + t->task.task_gs_off, &cur, 8) == 0 && cur)
+			vmi_task_at(&t->task, cpu, cur, event_read, &rd, &ht->task);
 		else
 			vmi_task_current(&t->task, cpu, event_read, &rd, &ht->task);
 		ht->known = true;

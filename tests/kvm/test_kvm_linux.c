@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "host/kvm/kvm_int3_probe.h"
 #include "tests/common/kernels.h"
 #include "tests/kvm/kvm_common.h"
 
@@ -284,6 +285,60 @@ static void test_panic(void **state)
 	hv_result_free(&r);
 }
 
+/* Trap probes in the embedded VMM (issue 40), where INT3 exits as KVM_EXIT_DEBUG (real KVM, the
+ * nested lane with its own L0): hvtrace takes the VM's INT3s (guest debug) and gives the kernel's
+ * own back to it (int3_selftest at boot, text_poke_bp); dd's 7 reads (vfs_read) and its 14 opens as
+ * a BTF-typed -e reading each filename from guest memory at the call, by dd alone (--comm: the task
+ * read from the kernel's GS base at each hit, its per-CPU areas having moved since boot). Then the
+ * same with function_graph, refused in one line: no return trampoline in run --kernel yet. */
+static void test_trap_event(void **state)
+{
+	const struct hv_kernel *k = case_kernel(state, "test_trap_event");
+	const char *argv[] = {"run",	   "--kernel", k->vmlinuz,
+			      "--initrd",  k->initrd,  "--smp",
+			      "2",	   "--append", "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+			      "--probe",   "trap",     "-p",
+			      "function",  "-l",       "vfs_read",
+			      "-e",	   "do_sys_openat2(int dfd, string filename)",
+			      "--comm",	   "dd",       "--stats",
+			      "--timeout", "600",      NULL};
+	const char *graph[] = {"run",	  "--kernel", k->vmlinuz, "--initrd", k->initrd,
+			       "--probe", "trap",     "-p",	  "function_graph", "-l",
+			       "vfs_read", NULL};
+	struct hv_result r;
+	double t0 = now_s();
+
+	if (!kvm_int3_exits(kvm_int3_check()->verdict, true)) {
+		printf("SKIPPED: INT3 does not exit as KVM_EXIT_DEBUG on this host's KVM: no trap "
+		       "probe in run --kernel\n");
+		skip();
+	}
+	hv_run(&r, argv, 0, 0);
+	printf("hvt-kvm-linux: %s test_trap_event: status %d in %.1f s, vfs_read %ld, opens %ld\n",
+	       k->name, r.status, now_s() - t0, trace_count(&r, "vfs_read", -1),
+	       count_text(r.trace, "->do_sys_openat2("));
+	if (r.status)
+		print_failure(&r);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, "hvt-linux: binfmt_misc status read 7 times"));
+	assert_int_equal(trace_count(&r, "vfs_read", -1), 7);
+	assert_int_equal(
+	    count_text(r.trace, "->do_sys_openat2(dfd=-100, filename=/tmp/binfmt/status)\n"), 7);
+	assert_int_equal(count_text(r.trace, "->do_sys_openat2(dfd=-100, filename=/dev/null)\n"),
+			 7);
+	assert_int_equal(trace_count(&r, NULL, -1), 7); /* the function lines: vfs_read alone */
+	for (size_t i = 0; i < r.nr_lines; i++)
+		assert_string_equal(r.lines[i].comm, "dd");
+	assert_non_null(strstr(r.err, " guest-debug on bp-given-back "));
+	hv_result_free(&r);
+
+	hv_run(&r, graph, 0, 0);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "run --kernel with --probe trap hooks no returns yet (use "
+				      "--probe stub)"));
+	hv_result_free(&r);
+}
+
 /* the matrix cases of each kernel: test_<name>_<kernel> */
 static const struct {
 	const char *name;
@@ -292,6 +347,7 @@ static const struct {
     {"test_vfs_read", test_vfs_read},
     {"test_boot_trace", test_boot_trace},
     {"test_boot_trace_detach_after_init", test_boot_trace_detach_after_init},
+    {"test_trap_event", test_trap_event},
 };
 
 int main(void)
