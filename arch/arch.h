@@ -199,9 +199,9 @@ struct arch {
 	 * kernel), 0 when not there. NULL: the ISA's Linux keeps it in memory (x86: per-CPU data).
 	 * Pure. */
 	uint64_t (*current_task)(const struct arch_regs *r);
-	/* The running CPU's per-CPU base from a vCPU's registers, where the backend gave it (x86: the
-	 * GS base of a kernel, X86_GS_BASE_SLOT), 0 when not there: `current` is then read at that base
-	 * plus the guest's per-CPU offset of its current task. NULL: none. Pure. */
+	/* The running CPU's per-CPU base from a vCPU's registers, where the backend gave it (x86:
+	 * the GS base of a kernel, X86_GS_BASE_SLOT), 0 when not there: `current` is then read at
+	 * that base plus the guest's per-CPU offset of its current task. NULL: none. Pure. */
 	uint64_t (*percpu_base)(const struct arch_regs *r);
 	/* Whether @after_ip, the word a saved context (an interrupt's frame) keeps right after its
 	 * instruction pointer, says the context ran in the kernel (x86: CS of ring 0; arm64: the

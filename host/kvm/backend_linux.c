@@ -185,7 +185,8 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 
 		if (!kvm_int3_exits(c->verdict, true)) {
 			msg_fmt(err, errlen,
-				"--probe trap: INT3 in a guest does not exit on this host's KVM (%s)",
+				"--probe trap: INT3 in a guest does not exit on this host's KVM "
+				"(%s)",
 				kvm_int3_why(c, true, why, sizeof(why)));
 			return EXIT_BAD_INPUT;
 		}

@@ -136,9 +136,9 @@ struct vm {
 	uint64_t pio_coalesced; /* ring entries drained; under uart_lock */
 	char uart_line[256];	/* COM1 output being assembled into a line; under uart_lock */
 	unsigned uart_line_len;
-	/* linux_pc with trap probes (vm_guest_debug): INT3 exits to hvtrace, and a breakpoint that
-	 * is not hvtrace's (the kernel's own: int3_selftest, text_poke_bp, kprobes) goes back to the
-	 * guest as its #BP (vcpu.c) */
+	/* linux_pc with trap probes (vm_guest_debug): INT3 exits to hvtrace, and a breakpoint
+	 * that is not hvtrace's (the kernel's own: int3_selftest, text_poke_bp, kprobes) goes back
+	 * to the guest as its #BP (vcpu.c) */
 	bool guest_debug;
 	_Atomic uint64_t bp_reinjected; /* those, counted */
 	bool tsc_deadline; /* linux_pc: KVM's local APIC has the TSC-deadline timer (CPUID says so) */

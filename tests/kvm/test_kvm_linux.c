@@ -294,14 +294,29 @@ static void test_panic(void **state)
 static void test_trap_event(void **state)
 {
 	const struct hv_kernel *k = case_kernel(state, "test_trap_event");
-	const char *argv[] = {"run",	   "--kernel", k->vmlinuz,
-			      "--initrd",  k->initrd,  "--smp",
-			      "2",	   "--append", "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
-			      "--probe",   "trap",     "-p",
-			      "function",  "-l",       "vfs_read",
-			      "-e",	   "do_sys_openat2(int dfd, string filename)",
-			      "--comm",	   "dd",       "--stats",
-			      "--timeout", "600",      NULL};
+	const char *argv[] = {"run",
+			      "--kernel",
+			      k->vmlinuz,
+			      "--initrd",
+			      k->initrd,
+			      "--smp",
+			      "2",
+			      "--append",
+			      "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
+			      "--probe",
+			      "trap",
+			      "-p",
+			      "function",
+			      "-l",
+			      "vfs_read",
+			      "-e",
+			      "do_sys_openat2(int dfd, string filename)",
+			      "--comm",
+			      "dd",
+			      "--stats",
+			      "--timeout",
+			      "600",
+			      NULL};
 	const char *graph[] = {"run",	  "--kernel", k->vmlinuz, "--initrd", k->initrd,
 			       "--probe", "trap",     "-p",	  "function_graph", "-l",
 			       "vfs_read", NULL};

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "arch/arch.h"
+#include "arch/x86/x86_regs.h"
 
 #include <elf.h>
 
@@ -65,11 +66,30 @@ static void test_tables_complete(void **state)
 	}
 }
 
+/* x86's per-CPU base: the GS base slot a backend filled, when it is a kernel address; 0 (not there)
+ * when the slot is empty or holds a user-space base (a vCPU stopped in user mode, or before the
+ * kernel set its GS). arm64 keeps `current` in SP_EL0 instead. */
+static void test_x86_percpu_base(void **state)
+{
+	const struct arch *a = arch_of_elf(EM_X86_64);
+	struct arch_regs r = {{0}};
+
+	(void)state;
+	assert_non_null(a->percpu_base);
+	assert_int_equal(a->percpu_base(&r), 0);
+	r.r[X86_GS_BASE_SLOT] = 0xffff88807dc00000ull;
+	assert_int_equal(a->percpu_base(&r), 0xffff88807dc00000ull);
+	r.r[X86_GS_BASE_SLOT] = 0x7f1234560000ull;
+	assert_int_equal(a->percpu_base(&r), 0);
+	assert_null(arch_of_elf(EM_AARCH64)->percpu_base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_names_and_tables),
 	    cmocka_unit_test(test_tables_complete),
+	    cmocka_unit_test(test_x86_percpu_base),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
