@@ -95,6 +95,22 @@ void hv_wait_for_text(const char *path, const char *text, pid_t pid)
 	}
 }
 
+void hv_wait_signal_taken(pid_t pid, int sig)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	for (int i = 0; i < 120000; i++) {
+		char *s = slurp(path), *at = strstr(s, "\nShdPnd:\t");
+		unsigned long long pending = at ? strtoull(at + 9, NULL, 16) : 0;
+
+		free(s);
+		if (!at || !(pending & (1ull << (sig - 1))))
+			return;
+		sleep_ms(1);
+	}
+}
+
 static void run(struct hv_result *r, const char *const *argv, const char *watch,
 		const char *console_text, double signal_after, int sig);
 
