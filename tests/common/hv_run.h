@@ -54,8 +54,8 @@ void hv_parse_trace(struct hv_result *r);
 /* Waits (at most 120 s, or until process @pid has ended, which is not reaped) for @text in the file
  * @path. */
 void hv_wait_for_text(const char *path, const char *text, pid_t pid);
-/* Waits (at most 120 s, or until process @pid has ended) until the process-directed signal @sig sent
- * to @pid is no longer pending (/proc/<pid>/status ShdPnd): a thread of @pid has taken it (a
+/* Waits (at most 120 s, or until process @pid has ended) until the process-directed signal @sig
+ * sent to @pid is no longer pending (/proc/<pid>/status ShdPnd): a thread of @pid has taken it (a
  * signalfd read, a handler), or it was never pending. */
 void hv_wait_signal_taken(pid_t pid, int sig);
 

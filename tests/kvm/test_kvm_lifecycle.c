@@ -226,9 +226,9 @@ static void cut_short(int first, int second, int status)
 	/* said as the run ends, before the rest is written: the first signal has been taken */
 	hv_wait_for_text(errp, first_line, pid);
 	kill(pid, second);
-	/* nothing is read before hvtrace's watcher has taken the signal: the writer, held by the full
-	 * pipe, must not run ahead of it (on a loaded CI machine the watcher woke only after the
-	 * reader had let the whole backlog through, and nothing was cut) */
+	/* nothing is read before hvtrace's watcher has taken the signal: the writer, held by the
+	 * full pipe, must not run ahead of it (on a loaded CI machine the watcher woke only after
+	 * the reader had let the whole backlog through, and nothing was cut) */
 	hv_wait_signal_taken(pid, second);
 	assert_int_equal(fcntl(fd, F_SETFL, 0), 0);
 	r.trace = malloc(cap);
