@@ -119,10 +119,12 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	    .tgt = &r->tgt,
 	    .task = &r->task,
 	    .funcs = &r->l.funcs,
-	    /* the return trampoline would be __fentry__'s RET, which the kernel itself rewrites
-	     * at boot (apply_returns) */
-	    .no_trampoline = trap ? "run --kernel with --probe trap hooks no returns yet (use "
-				    "--probe stub)"
+	    /* trap probes: the trampoline is a page of hvtrace's own (tgt.trampoline_page), not
+	     * __fentry__'s RET, which the kernel rewrites at boot (apply_returns: an INT3 there
+	     * makes it warn of a missing return thunk) */
+	    .no_trampoline = trap ? "--probe trap: no page for the return trampoline (the "
+				    "kernel maps the top of [-3 GiB, -2 GiB) itself, or no room "
+				    "above guest RAM)"
 				  : "no __fentry__ in the kernel's symbols",
 	    .no_trap = !trap,
 	    .backpressure = !s->no_backpressure, /* kvm_run_supervise holds the vCPUs when asked */
@@ -203,6 +205,7 @@ static int attach_at_boot(struct klrun *r, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	r->tgt.trampoline = trap ? 0 : r->l.fentry;
+	r->tgt.trampoline_page = trap;
 	pg.btf = r->l.btf;
 	if (trap && vm_guest_debug(&r->k.vm, err, errlen) < 0)
 		return EXIT_HOST_ERROR;

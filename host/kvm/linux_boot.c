@@ -125,3 +125,21 @@ void lboot_gdt(uint64_t gdt[LB_GDT_ENTRIES])
 	gdt[2] = 0x00af9b000000ffffull; /* 64-bit code, accessed */
 	gdt[3] = 0x00cf93000000ffffull; /* data, accessed */
 }
+
+bool lboot_reboots_by_triple_fault(const char *cmdline)
+{
+	char type = 0;
+
+	for (const char *p = cmdline; p && (p = strstr(p, "reboot=")); p += 7) {
+		if (p != cmdline && p[-1] != ' ')
+			continue; /* part of another parameter's name or value */
+		for (const char *o = p + 7; *o && *o != ' ';) {
+			if (strchr("baktep", *o))
+				type = *o;
+			o += strcspn(o, ", ");
+			if (*o == ',')
+				o++;
+		}
+	}
+	return type == 't';
+}

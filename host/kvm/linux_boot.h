@@ -8,6 +8,7 @@
 #include "host/kvm/bzimage.h"
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Guest-physical layout below 1 MiB (the kernel reserves that MiB itself). */
@@ -65,5 +66,11 @@ void lboot_zero_page(uint8_t zp[4096], const struct lboot_params *p);
 
 /* Writes the boot GDT (LB_GDT_ENTRIES descriptors: null, null, 64-bit code, data) to @gdt. */
 void lboot_gdt(uint64_t gdt[LB_GDT_ENTRIES]);
+
+/* Whether a kernel booted with command line @cmdline reboots by a triple fault: its last reboot=
+ * parameter's last type option is 't' (Linux's reboot_setup: comma-separated options, each known by
+ * its first letter; b, a, k, t, e, p choose the way). Otherwise it resets through ACPI or the
+ * 8042 (the default), and a triple fault is a crash. Pure. */
+bool lboot_reboots_by_triple_fault(const char *cmdline);
 
 #endif

@@ -76,6 +76,7 @@ int vm_load_linux(struct vm *vm, const struct linux_image *li, char *err, size_t
 		return -EINVAL;
 	}
 	memcpy(vm->ram + LB_CMDLINE_GPA, li->cmdline, cmd_len + 1);
+	vm->triple_fault_reboots = lboot_reboots_by_triple_fault(li->cmdline);
 	if (li->initrd) {
 		/* as high as the kernel allows (initrd_addr_max), page-aligned, above the kernel */
 		uint32_t addr_max = (uint32_t)bz.hdr[0x22c - BZ_HDR_OFFSET] |

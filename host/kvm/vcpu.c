@@ -464,8 +464,9 @@ static void *vcpu_thread(void *arg)
 			}
 			if (!reset && give_back_bp(c))
 				break;
-			if (run->exit_reason == KVM_EXIT_SHUTDOWN && vm->linux_pc) {
-				/* Linux's last way to reboot; QEMU's -no-reboot ends there too */
+			if (run->exit_reason == KVM_EXIT_SHUTDOWN && vm->linux_pc &&
+			    vm->triple_fault_reboots) {
+				/* the way to reboot the kernel was told to take (reboot=t) */
 				uart_flush_all(vm);
 				end_vm(vm, VM_END_REBOOT, 0, "the guest reset the machine (triple fault)");
 				break;

@@ -46,7 +46,7 @@ enum vm_end {
 	VM_END_STOPPED,	   /* the host asked (signal, timeout, end of tracing) */
 	VM_END_ERROR,	   /* a KVM call failed */
 	VM_END_POWEROFF,   /* linux_pc: ACPI S5 written to the sleep control register */
-	VM_END_REBOOT,	   /* linux_pc: reset (ACPI reset register, 8042, triple fault) */
+	VM_END_REBOOT,	   /* linux_pc: reset (ACPI reset register, 8042; triple fault if asked) */
 	VM_END_PANIC,	   /* linux_pc: "Kernel panic - not syncing" on the console */
 };
 
@@ -140,6 +140,9 @@ struct vm {
 	 * that is not hvtrace's (the kernel's own: int3_selftest, text_poke_bp, kprobes) goes back
 	 * to the guest as its #BP (vcpu.c) */
 	bool guest_debug;
+	/* linux_pc: the kernel reboots by a triple fault (reboot=t): that triple fault is its reset;
+	 * any other is a crash (Linux resets through the ACPI reset register or the 8042 first) */
+	bool triple_fault_reboots;
 	_Atomic uint64_t bp_reinjected; /* those, counted */
 	bool tsc_deadline; /* linux_pc: KVM's local APIC has the TSC-deadline timer (CPUID says so) */
 	uint64_t xcr0_supported; /* CPUID 0xD.0 EDX:EAX as the vCPUs were given it */

@@ -61,6 +61,36 @@ static int resolve_trampoline(struct tracer *t)
 	return 0;
 }
 
+/* Whether a probe that hooks returns is a trap probe: its returns go through the trampoline (a
+ * stub probe's through the stub). */
+static bool trap_returns(const struct tracer *t)
+{
+	probe_for_each(p, &t->probes)
+		if (p->hooks_return && !p->stub)
+			return true;
+	return false;
+}
+
+/* The trampoline's INT3, once. 0, or -errno with @err. */
+static int insert_trampoline(struct tracer *t, char *err, size_t errlen)
+{
+	int ret;
+
+	if (t->trampoline_inserted)
+		return 0;
+	ret = resolve_trampoline(t);
+	if (ret == 0)
+		ret = t->tgt->ops->insert_bp(t->tgt, t->trampoline, t->trampoline_gpa,
+					     t->trampoline_orig);
+	if (ret < 0) {
+		msg_fmt(err, errlen, "return trampoline at 0x%llx: cannot write INT3: %s",
+			(unsigned long long)t->trampoline, strerror(-ret));
+		return ret;
+	}
+	t->trampoline_inserted = true;
+	return 0;
+}
+
 int tracer_attach(struct tracer *t, char *err, size_t errlen)
 {
 	bool stubs = false;
@@ -72,21 +102,17 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 				  (t->opts.hook_all || p->ret_probe ||
 				   (p->agg && (p->agg_mode & STUB_AGG_RET))) &&
 				  !p->no_return;
+		/* which probes the stub takes, before anything goes in: the trampoline's INT3
+		 * goes in only for the returns of trap probes (a kernel booted under hvtrace
+		 * calls __fentry__, where it may lie, before it has an IDT) */
+		p->stub = !t->opts.lazy && stub_capable(t, p);
 	}
 	atomic_store(&t->active, 1);
 	t->tgt->ops->set_bp_handler(t->tgt, tracer_hit, t);
-	if (t->trampoline) {
-		ret = resolve_trampoline(t);
-		if (ret == 0)
-			ret = t->tgt->ops->insert_bp(t->tgt, t->trampoline, t->trampoline_gpa,
-						     t->trampoline_orig);
-		if (ret < 0) {
-			msg_fmt(err, errlen, "return trampoline at 0x%llx: cannot write INT3: %s",
-				(unsigned long long)t->trampoline, strerror(-ret));
-			atomic_store(&t->active, 0);
-			return ret;
-		}
-		t->trampoline_inserted = true;
+	ret = t->trampoline && trap_returns(t) ? insert_trampoline(t, err, errlen) : 0;
+	if (ret < 0) {
+		atomic_store(&t->active, 0);
+		return ret;
 	}
 	if (t->opts.lazy) {
 		/* every site is checked now; only the graph roots are armed until one is entered */
@@ -99,13 +125,14 @@ int tracer_attach(struct tracer *t, char *err, size_t errlen)
 		if (ret < 0)
 			probe_remove_all(&t->probes, t->tgt);
 	} else {
-		probe_for_each(p, &t->probes) {
-			p->stub = stub_capable(t, p);
+		probe_for_each(p, &t->probes)
 			stubs |= p->stub;
-		}
 		ret = probe_insert_all(&t->probes, t->tgt, err, errlen);
 		if (ret == 0 && stubs)
 			ret = attach_stubs(t, err, errlen);
+		/* a detour that became a trap probe (attach_stubs) */
+		if (ret == 0 && t->trampoline && trap_returns(t))
+			ret = insert_trampoline(t, err, errlen);
 		if (ret == 0)
 			tracer_patchers_attach(t);
 	}
@@ -299,6 +326,9 @@ int tracer_detach(struct tracer *t)
 			}
 			t->trampoline_inserted = r < 0 && r != -ESTALE;
 		}
+		/* every return handed back: a page of the tracer's own goes (its INT3 with it) */
+		if (!t->trampoline_inserted)
+			tracer_unmap_trampoline_page(t);
 	}
 	report_rewritten(t);
 	t->tgt->ops->resume(t->tgt);

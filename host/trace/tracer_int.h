@@ -78,6 +78,9 @@ struct tracer {
 	_Atomic uint64_t snapshots; /* snapshot triggers fired */
 	/* The backend's last look at the guest before the detach puts anything back, called by
 	 * tracer_detach with the target paused (e.g. tracer_forget_range); NULL: none. */
+	/* target.trampoline_page: the page the trampoline lives in while mapped */
+	struct target_region tramp_reg;
+	bool tramp_mapped;
 	void (*before_detach)(void *ctx);
 	void *before_detach_ctx;
 	/* The guest's text patchers (tracer_yield.c): internal breakpoints of hvtrace's own, never
@@ -118,5 +121,9 @@ bool tracer_patcher_hit(struct tracer *t, unsigned cpu, uint64_t addr,
 /* From tracer_hit: whether @addr is that return's: its breakpoint is then gone (the vCPU resumes
  * there as is) and yielded sites the guest left as NOPs have the stub's CALL back. VM stopped. */
 bool tracer_patcher_return_hit(struct tracer *t, uint64_t addr);
+
+/* Unmaps target.trampoline_page's page if the tracer mapped one (nothing may run in it any more:
+ * the trampoline out and every slot back, or the guest gone). Paused, or the guest gone. */
+void tracer_unmap_trampoline_page(struct tracer *t);
 
 #endif

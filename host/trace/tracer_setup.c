@@ -4,12 +4,50 @@
  * tracer_attach.c. */
 #include "host/trace/tracer.h"
 #include "host/trace/tracer_int.h"
+#include "guest-stub/stub_abi.h"
+#include "guest-stub/trampoline.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SHADOW_STACKS 1024
+
+/* target.trampoline_page: maps a page of the tracer's own in the guest's kernel page tables (near
+ * the traced text, opts' range) with guest_stub_trampoline's bytes at STUB_CODE_OFF, read-only and
+ * executable, and takes it as the return trampoline. 0, or -errno (nothing mapped). */
+static int map_trampoline_page(struct tracer *t, const struct tracer_opts *opts)
+{
+	struct target *tgt = t->tgt;
+	uint64_t lo = opts->text_lo, hi = opts->text_hi > lo ? opts->text_hi : lo;
+	char why[256];
+	int ret;
+
+	if (!tgt->ops->stub_map || !tgt->ops->stub_unmap || !tgt->ops->write_phys)
+		return -ENOTSUP;
+	ret = tgt->ops->stub_map(tgt, lo, hi, STUB_CODE_SIZE, STUB_CODE_SIZE, &t->tramp_reg, why,
+				 sizeof(why));
+	if (ret < 0)
+		return ret;
+	if (t->tramp_reg.code_gva ||
+	    tgt->ops->write_phys(tgt, t->tramp_reg.gpa + STUB_CODE_OFF, guest_stub_trampoline,
+				 guest_stub_trampoline_size) < 0 ||
+	    (tgt->ops->stub_protect && tgt->ops->stub_protect(tgt, &t->tramp_reg, 0, 0) < 0)) {
+		tgt->ops->stub_unmap(tgt, &t->tramp_reg);
+		return -EFAULT;
+	}
+	t->tramp_mapped = true;
+	t->trampoline = t->tramp_reg.gva + STUB_CODE_OFF;
+	return 0;
+}
+
+void tracer_unmap_trampoline_page(struct tracer *t)
+{
+	if (!t->tramp_mapped)
+		return;
+	t->tgt->ops->stub_unmap(t->tgt, &t->tramp_reg);
+	t->tramp_mapped = false;
+}
 
 int tracer_new(struct tracer **out, struct target *tgt, const struct vmi_site *const *sites,
 	       size_t n, const struct vmi_task_layout *task, const struct tracer_opts *opts)
@@ -37,10 +75,17 @@ int tracer_new(struct tracer **out, struct target *tgt, const struct vmi_site *c
 	t->opts.lazy = opts->lazy && opts->graph_filter && opts->returns && !opts->stub;
 	t->nr_cpus = tgt->nr_cpus;
 	t->task = *task;
-	/* returns need a trampoline, but where the ISA has a link register (ret_sites.h) */
+	/* returns need a trampoline, but where the ISA has a link register (ret_sites.h); one of
+	 * the tracer's own where the target asks for it (stub probes map their region later, in the
+	 * same place: the two do not go together) */
 	if (opts->returns && !tgt->trampoline && target_arch(tgt)->regs.ra == ARCH_REG_NONE) {
-		tracer_free(t);
-		return -ENOTSUP;
+		int ret = tgt->trampoline_page && !opts->stub ? map_trampoline_page(t, opts)
+							       : -ENOTSUP;
+
+		if (ret < 0) {
+			tracer_free(t);
+			return ret == -ENOMEM ? ret : -ENOTSUP;
+		}
 	}
 	if (probe_table_init(&t->probes, sites, n) < 0)
 		goto nomem;
@@ -60,7 +105,8 @@ int tracer_new(struct tracer **out, struct target *tgt, const struct vmi_site *c
 		if (ring_init(&t->rings[i], opts->ring_records * (i < t->nr_cpus ? 1 : 4)) < 0)
 			goto nomem;
 	if (opts->returns) {
-		t->trampoline = tgt->trampoline;
+		if (!t->tramp_mapped)
+			t->trampoline = tgt->trampoline;
 		if (shadow_init(&t->shadow, SHADOW_STACKS, tgt->stack_shift, t->trampoline) < 0)
 			goto nomem;
 	}
@@ -218,6 +264,7 @@ void tracer_free(struct tracer *t)
 	if (!t)
 		return;
 	stub_drain_stop(&t->stub);
+	tracer_unmap_trampoline_page(t);
 	stub_agg_free(&t->stub.agg);
 	probe_table_free(&t->probes);
 	for (unsigned i = 0; t->rings && i < t->nr_rings; i++)

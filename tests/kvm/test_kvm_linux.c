@@ -289,8 +289,7 @@ static void test_panic(void **state)
  * nested lane with its own L0): hvtrace takes the VM's INT3s (guest debug) and gives the kernel's
  * own back to it (int3_selftest at boot, text_poke_bp); dd's 7 reads (vfs_read) and its 14 opens as
  * a BTF-typed -e reading each filename from guest memory at the call, by dd alone (--comm: the task
- * read from the kernel's GS base at each hit, its per-CPU areas having moved since boot). Then the
- * same with function_graph, refused in one line: no return trampoline in run --kernel yet. */
+ * read from the kernel's GS base at each hit, its per-CPU areas having moved since boot). */
 static void test_trap_event(void **state)
 {
 	const struct hv_kernel *k = case_kernel(state, "test_trap_event");
@@ -317,9 +316,6 @@ static void test_trap_event(void **state)
 			      "--timeout",
 			      "600",
 			      NULL};
-	const char *graph[] = {"run",	  "--kernel", k->vmlinuz, "--initrd", k->initrd,
-			       "--probe", "trap",     "-p",	  "function_graph", "-l",
-			       "vfs_read", NULL};
 	struct hv_result r;
 	double t0 = now_s();
 
@@ -346,12 +342,73 @@ static void test_trap_event(void **state)
 		assert_string_equal(r.lines[i].comm, "dd");
 	assert_non_null(strstr(r.err, " guest-debug on bp-given-back "));
 	hv_result_free(&r);
+}
 
-	hv_run(&r, graph, 0, 0);
-	assert_int_equal(r.status, 2);
-	assert_non_null(strstr(r.err, "run --kernel with --probe trap hooks no returns yet (use "
-				      "--probe stub)"));
+/* One run of returns_traced: dd's 7 reads of binfmt_misc's status (8 bytes each) as @tracer shows
+ * them, with --probe @probe, and @ret's return probe on vfs_read (-r) if set. */
+static void returns_run(const struct hv_kernel *k, const char *probe, const char *tracer, bool ret)
+{
+	const char *argv[] = {"run",	  "--kernel", k->vmlinuz, "--initrd",	k->initrd,
+			      "--smp",	  "2",	      "--append", "hvt.bm=7",	"--probe",
+			      probe,	  "-p",	      tracer,	  "-l",		"vfs_read",
+			      "--comm",	  "dd",	      "--stats",  "--timeout",	"600",
+			      ret ? "-r" : NULL, "vfs_read", NULL};
+	bool graph = !strcmp(tracer, "function_graph");
+	struct hv_result r;
+	double t0 = now_s();
+
+	hv_run(&r, argv, 0, 0);
+	printf("hvt-kvm-linux: %s returns_traced (%s, %s%s): status %d in %.1f s, %ld leaves, "
+	       "%ld returns\n",
+	       k->name, probe, tracer, ret ? ", -r" : "", r.status, now_s() - t0,
+	       count_text(r.trace, "|  vfs_read();\n"),
+	       count_text(r.trace, " <- vfs_read) ret=8 duration="));
+	if (r.status)
+		print_failure(&r);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.console, "hvt-linux: binfmt_misc status read 7 times"));
+	assert_null(strstr(r.console, "missing return thunk"));
+	assert_null(strstr(r.console, "WARNING: CPU"));
+	assert_non_null(strstr(r.console, "reboot: Power down"));
+	if (graph) {
+		/* a leaf each (no child traced), with its duration */
+		assert_int_equal(count_text(r.trace, "|  vfs_read();\n"), 7);
+		assert_int_equal(count_text(r.trace, "vfs_read() {"), 0);
+		for (const char *l = strstr(r.trace, "|  vfs_read();\n"); l;
+		     l = strstr(l + 1, "|  vfs_read();\n")) {
+			const char *bol = l;
+
+			while (bol > r.trace && bol[-1] != '\n')
+				bol--;
+			if (!memmem(bol, (size_t)(l - bol), " us ", 4))
+				fail_msg("a vfs_read leaf without its duration: %.*s",
+					 (int)(l - bol) + 14, bol);
+		}
+	} else {
+		assert_int_equal(trace_count(&r, "vfs_read", -1), 7);
+		assert_int_equal(count_text(r.trace, " <- vfs_read) ret=8 duration="), 7);
+		assert_int_equal(count_text(r.trace, "r_vfs_read: "), 7);
+	}
+	assert_non_null(strstr(r.err, " orphan-returns 0 "));
 	hv_result_free(&r);
+}
+
+/* Returns traced in hvtrace's own VMM: with trap probes through a return trampoline in a page of
+ * hvtrace's own (the kernel rewrites __fentry__'s RET at boot), as function_graph and as -r; with
+ * stub probes as function_graph, whose run once ended at the kernel's first instruction (a triple
+ * fault on the trampoline's INT3 at __fentry__, which the stub's returns never use) with exit 0. */
+static void test_returns_traced(void **state)
+{
+	const struct hv_kernel *k = case_kernel(state, "test_returns_traced");
+
+	if (kvm_int3_exits(kvm_int3_check()->verdict, true)) {
+		returns_run(k, "trap", "function_graph", false);
+		returns_run(k, "trap", "function", true);
+	} else {
+		printf("hvt-kvm-linux: INT3 does not exit as KVM_EXIT_DEBUG on this host's KVM: the "
+		       "stub probes' returns alone\n");
+	}
+	returns_run(k, "stub", "function_graph", false);
 }
 
 /* the matrix cases of each kernel: test_<name>_<kernel> */
@@ -363,6 +420,7 @@ static const struct {
     {"test_boot_trace", test_boot_trace},
     {"test_boot_trace_detach_after_init", test_boot_trace_detach_after_init},
     {"test_trap_event", test_trap_event},
+    {"test_returns_traced", test_returns_traced},
 };
 
 int main(void)

@@ -897,6 +897,26 @@ static void test_pio_ring(void **state)
 	assert_int_equal(ring.r.first, 4);
 }
 
+/* reboot=: the last parameter's last way wins; a triple fault is the kernel's reset only after 't' */
+static void test_reboot_by_triple_fault(void **state)
+{
+	(void)state;
+	assert_false(lboot_reboots_by_triple_fault("console=ttyS0 panic=-1"));
+	assert_true(lboot_reboots_by_triple_fault("console=ttyS0 reboot=t"));
+	assert_true(lboot_reboots_by_triple_fault("reboot=triple quiet"));
+	assert_true(lboot_reboots_by_triple_fault("reboot=w,t"));
+	assert_true(lboot_reboots_by_triple_fault("reboot=k,cold,triple"));
+	assert_false(lboot_reboots_by_triple_fault("reboot=t,kbd"));
+	assert_false(lboot_reboots_by_triple_fault("reboot=t reboot=acpi"));
+	assert_true(lboot_reboots_by_triple_fault("reboot=a reboot=t"));
+	assert_false(lboot_reboots_by_triple_fault("reboot=warm,cold"));
+	assert_true(lboot_reboots_by_triple_fault("reboot=t,force")); /* f: force, not a way */
+	assert_false(lboot_reboots_by_triple_fault("xreboot=t"));
+	assert_false(lboot_reboots_by_triple_fault("init=/bin/sh,reboot=t"));
+	assert_false(lboot_reboots_by_triple_fault("reboot="));
+	assert_false(lboot_reboots_by_triple_fault(""));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -916,6 +936,7 @@ int main(void)
 	    cmocka_unit_test(test_acpi),
 	    cmocka_unit_test(test_uart),
 	    cmocka_unit_test(test_pio_ring),
+	    cmocka_unit_test(test_reboot_by_triple_fault),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
