@@ -140,8 +140,9 @@ struct vm {
 	 * that is not hvtrace's (the kernel's own: int3_selftest, text_poke_bp, kprobes) goes back
 	 * to the guest as its #BP (vcpu.c) */
 	bool guest_debug;
-	/* linux_pc: the kernel reboots by a triple fault (reboot=t): that triple fault is its reset;
-	 * any other is a crash (Linux resets through the ACPI reset register or the 8042 first) */
+	/* linux_pc: the kernel reboots by a triple fault (reboot=t): that triple fault is its
+	 * reset; any other is a crash (Linux resets through the ACPI reset register or the 8042
+	 * first) */
 	bool triple_fault_reboots;
 	_Atomic uint64_t bp_reinjected; /* those, counted */
 	bool tsc_deadline; /* linux_pc: KVM's local APIC has the TSC-deadline timer (CPUID says so) */

@@ -135,10 +135,10 @@ struct target {
 	const struct arch *arch; /* the guest's ISA: its registers, encodings, decoder */
 	unsigned nr_cpus;
 	uint64_t trampoline; /* GVA of a guest-executable byte the tracer may own for returns, 0: none */
-	/* With no trampoline of the guest's own (0 above) and returns traced, the tracer maps a page
-	 * of its own for one (stub_map, guest_stub_trampoline's bytes at STUB_CODE_OFF) from
-	 * tracer_new to the end of tracer_detach, or tracer_free: a kernel booted under hvtrace with
-	 * trap probes, whose candidate byte (__fentry__'s RET) the kernel rewrites at boot */
+	/* With no trampoline of the guest's own (0 above) and returns traced, the tracer maps a
+	 * page of its own for one (stub_map, guest_stub_trampoline's bytes at STUB_CODE_OFF) from
+	 * tracer_new to the end of tracer_detach, or tracer_free: a kernel booted under hvtrace
+	 * with trap probes, whose candidate byte (__fentry__'s RET) the kernel rewrites at boot */
 	bool trampoline_page;
 	unsigned stack_shift; /* guest stacks are 1 << stack_shift aligned regions */
 	/* A hit callback that leaves RIP on the breakpoint has the instruction there run in place

@@ -50,23 +50,29 @@ static int attach_stubs(struct tracer *t, char *err, size_t errlen)
 	return ret;
 }
 
-/* The trampoline's guest-physical address and byte, through vCPU 0's page tables at attach. */
+/* The trampoline's guest-physical address and byte, through vCPU 0's page tables at attach (a page
+ * of the tracer's own: where it was placed; a kernel not yet booted may not map it in the tables
+ * its vCPU 0 starts with). */
 static int resolve_trampoline(struct tracer *t)
 {
 	struct target *tgt = t->tgt;
 
-	if (tgt->ops->translate(tgt, 0, t->trampoline, &t->trampoline_gpa) < 0 ||
-	    tgt->ops->read_phys(tgt, t->trampoline_gpa, &t->trampoline_orig, 1) < 0)
+	if (t->tramp_mapped)
+		t->trampoline_gpa = t->tramp_reg.gpa + (t->trampoline - t->tramp_reg.gva);
+	else if (tgt->ops->translate(tgt, 0, t->trampoline, &t->trampoline_gpa) < 0)
+		return -EFAULT;
+	if (tgt->ops->read_phys(tgt, t->trampoline_gpa, &t->trampoline_orig, 1) < 0)
 		return -EFAULT;
 	return 0;
 }
 
-/* Whether a probe that hooks returns is a trap probe: its returns go through the trampoline (a
- * stub probe's through the stub). */
+/* Whether a probe that hooks returns is a trap probe, or a stub probe that may become one (its site
+ * yielded to the guest's patcher gets a breakpoint, tracer_yield.c): their returns go through the
+ * trampoline (a stub probe's through the stub). */
 static bool trap_returns(const struct tracer *t)
 {
 	probe_for_each(p, &t->probes)
-		if (p->hooks_return && !p->stub)
+		if (p->hooks_return && (!p->stub || t->nr_patchers))
 			return true;
 	return false;
 }

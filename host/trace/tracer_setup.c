@@ -79,8 +79,8 @@ int tracer_new(struct tracer **out, struct target *tgt, const struct vmi_site *c
 	 * the tracer's own where the target asks for it (stub probes map their region later, in the
 	 * same place: the two do not go together) */
 	if (opts->returns && !tgt->trampoline && target_arch(tgt)->regs.ra == ARCH_REG_NONE) {
-		int ret = tgt->trampoline_page && !opts->stub ? map_trampoline_page(t, opts)
-							       : -ENOTSUP;
+		int ret =
+		    tgt->trampoline_page && !opts->stub ? map_trampoline_page(t, opts) : -ENOTSUP;
 
 		if (ret < 0) {
 			tracer_free(t);

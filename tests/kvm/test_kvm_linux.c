@@ -348,11 +348,11 @@ static void test_trap_event(void **state)
  * them, with --probe @probe, and @ret's return probe on vfs_read (-r) if set. */
 static void returns_run(const struct hv_kernel *k, const char *probe, const char *tracer, bool ret)
 {
-	const char *argv[] = {"run",	  "--kernel", k->vmlinuz, "--initrd",	k->initrd,
-			      "--smp",	  "2",	      "--append", "hvt.bm=7",	"--probe",
-			      probe,	  "-p",	      tracer,	  "-l",		"vfs_read",
-			      "--comm",	  "dd",	      "--stats",  "--timeout",	"600",
-			      ret ? "-r" : NULL, "vfs_read", NULL};
+	const char *argv[] = {
+	    "run",	 "--kernel", k->vmlinuz,	"--initrd", k->initrd, "--smp",
+	    "2",	 "--append", "hvt.bm=7",	"--probe",  probe,     "-p",
+	    tracer,	 "-l",	     "vfs_read",	"--comm",   "dd",      "--stats",
+	    "--timeout", "600",	     ret ? "-r" : NULL, "vfs_read", NULL};
 	bool graph = !strcmp(tracer, "function_graph");
 	struct hv_result r;
 	double t0 = now_s();
@@ -405,8 +405,9 @@ static void test_returns_traced(void **state)
 		returns_run(k, "trap", "function_graph", false);
 		returns_run(k, "trap", "function", true);
 	} else {
-		printf("hvt-kvm-linux: INT3 does not exit as KVM_EXIT_DEBUG on this host's KVM: the "
-		       "stub probes' returns alone\n");
+		printf(
+		    "hvt-kvm-linux: INT3 does not exit as KVM_EXIT_DEBUG on this host's KVM: the "
+		    "stub probes' returns alone\n");
 	}
 	returns_run(k, "stub", "function_graph", false);
 }

@@ -897,7 +897,8 @@ static void test_pio_ring(void **state)
 	assert_int_equal(ring.r.first, 4);
 }
 
-/* reboot=: the last parameter's last way wins; a triple fault is the kernel's reset only after 't' */
+/* reboot=: the last parameter's last way wins; a triple fault is the kernel's reset only after 't'
+ */
 static void test_reboot_by_triple_fault(void **state)
 {
 	(void)state;
