@@ -95,20 +95,52 @@ static void print_console_tail(const char *label, const char *console)
 	fflush(stdout);
 }
 
+/* The first kernel splat's own line and the RIP line after it on @console ("Oops: int3: 0000
+ * [#1] ... | RIP: 0010:sched_clock_tick+0x5/0x70"), into @buf; "" when it has none. A failure's
+ * message carries it: a CI log that keeps only the end of a long console still says what the
+ * guest died of. */
+static const char *console_splat(const char *console, char *buf, size_t size)
+{
+	static const char *const splats[] = {"BUG: ", "Oops: ", "Kernel panic"};
+	const char *first = NULL, *rip;
+
+	buf[0] = '\0';
+	for (size_t i = 0; console && i < ARRAY_LEN(splats); i++) {
+		const char *p = strstr(console, splats[i]);
+
+		if (p && (!first || p < first))
+			first = p;
+	}
+	if (!first)
+		return buf;
+	rip = strstr(first, "RIP: ");
+	snprintf(buf, size, " (the guest's first splat: %.*s%s%.*s)", (int)strcspn(first, "\r\n"),
+		 first, rip ? " | " : "", rip ? (int)strcspn(rip, "\r\n") : 0, rip ? rip : "");
+	return buf;
+}
+
 static void assert_has(const char *label, const char *what, const char *s, const char *text)
 {
 	if (strstr(s, text))
 		return;
-	if (!strcmp(what, "console"))
+	if (!strcmp(what, "console")) {
+		char splat[400];
+
 		print_console_tail(label, s);
+		fail_msg("%s: no \"%s\" in its console%s", label, text,
+			 console_splat(s, splat, sizeof(splat)));
+	}
 	fail_msg("%s: no \"%s\" in its %s: %.2000s", label, text, what, s);
 }
 
 void hv_expect_check(const char *label, const struct hv_expect *e, const struct hv_result *r)
 {
 	if (r->status != e->status) {
+		char splat[400];
+
 		print_console_tail(label, r->console);
-		fail_msg("%s: status %d, not %d: %s", label, r->status, e->status, r->err);
+		fail_msg("%s: status %d, not %d%s: %s", label, r->status, e->status,
+			 console_splat(r->console, splat, sizeof(splat)), r->err);
 	}
 	if (e->err_is && strcmp(r->err, e->err_is))
 		fail_msg("%s: stderr \"%s\", not \"%s\"", label, r->err, e->err_is);

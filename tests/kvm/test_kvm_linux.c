@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "host/kvm/kvm_int3_probe.h"
+#include "tests/common/hv_expect.h"
 #include "tests/common/kernels.h"
 #include "tests/kvm/kvm_common.h"
 
@@ -412,6 +413,66 @@ static void test_returns_traced(void **state)
 	returns_run(k, "stub", "function_graph", false);
 }
 
+/* Trap probes' returns handed back when the host detaches in the middle of a call: function_graph
+ * on hrtimer_nanosleep while the init sleeps (hvt.wait), --duration ending the trace inside that
+ * sleep. Its return slot points at the trampoline page then; the detach must write the real return
+ * address back before it unmaps that page, or the sleep's end returns into nothing. The guest
+ * must wake, run its workload and power off. */
+static void test_returns_detached(void **state)
+{
+	const struct hv_kernel *k = case_kernel(state, "test_returns_detached");
+	const char *argv[] = {"run",
+			      "--kernel",
+			      k->vmlinuz,
+			      "--initrd",
+			      k->initrd,
+			      "--smp",
+			      "2",
+			      "--append",
+			      "hvt.wait=60 hvt.rounds=1 hvt.yes=0 hvt.yes_sec=0",
+			      "--probe",
+			      "trap",
+			      "-p",
+			      "function_graph",
+			      "-l",
+			      "hrtimer_nanosleep",
+			      "--stats",
+			      "--duration",
+			      "35",
+			      "--timeout",
+			      "600",
+			      NULL};
+	struct hv_result r;
+	double t0 = now_s();
+
+	if (!kvm_int3_exits(kvm_int3_check()->verdict, true)) {
+		printf("SKIPPED: INT3 does not exit as KVM_EXIT_DEBUG on this host's KVM\n");
+		skip();
+	}
+	hv_run(&r, argv, 0, 0);
+	printf("hvt-kvm-linux: %s returns_detached: status %d in %.1f s, %ld calls open, "
+	       "restored-slots %ld\n",
+	       k->name, r.status, now_s() - t0, count_text(r.trace, "hrtimer_nanosleep() {"),
+	       hv_restored_slots(r.err));
+	if (r.status || !strstr(r.console, "reboot: Power down"))
+		print_failure(&r);
+	assert_int_equal(r.status, 0);
+	/* the init's sleep: entered, not returned when the trace ended, its slot handed back */
+	assert_non_null(strstr(r.console, "hvt-linux: init up, waiting 60s"));
+	assert_int_equal(count_text(r.trace, "hrtimer_nanosleep() {"), 1);
+	assert_int_equal(count_text(r.trace, "hrtimer_nanosleep();"), 0);
+	assert_int_equal(hv_restored_slots(r.err), 1);
+	assert_non_null(strstr(r.err, " orphan-returns 0 "));
+	/* and the guest went on as if never traced */
+	assert_non_null(strstr(r.console, "hvt-linux: workload done"));
+	assert_non_null(strstr(r.console, "reboot: Power down"));
+	assert_null(strstr(r.console, "Oops"));
+	assert_null(strstr(r.console, "BUG: "));
+	assert_null(strstr(r.console, "WARNING: CPU"));
+	assert_null(strstr(r.console, "missing return thunk"));
+	hv_result_free(&r);
+}
+
 /* the matrix cases of each kernel: test_<name>_<kernel> */
 static const struct {
 	const char *name;
@@ -422,6 +483,7 @@ static const struct {
     {"test_boot_trace_detach_after_init", test_boot_trace_detach_after_init},
     {"test_trap_event", test_trap_event},
     {"test_returns_traced", test_returns_traced},
+    {"test_returns_detached", test_returns_detached},
 };
 
 int main(void)
