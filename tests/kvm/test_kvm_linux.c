@@ -415,7 +415,8 @@ static void test_returns_traced(void **state)
 
 /* Trap probes' returns handed back when the host detaches in the middle of a call: function_graph
  * on the clock_nanosleep system call while the init sleeps in it (hvt.wait; busybox's sleep),
- * --duration ending the trace inside that sleep. Its return slot points at the trampoline page then; the detach must write the real return
+ * --duration ending the trace inside that sleep (50 s after the start: the lane boots a kernel in
+ * 10-35 s, and the sleep lasts 80). Its return slot points at the trampoline page then; the detach must write the real return
  * address back before it unmaps that page, or the sleep's end returns into nothing. The guest
  * must wake, run its workload and power off. */
 #define SLEEP_CALL "__x64_sys_clock_nanosleep"
@@ -431,7 +432,7 @@ static void test_returns_detached(void **state)
 			      "--smp",
 			      "2",
 			      "--append",
-			      "hvt.wait=60 hvt.rounds=1 hvt.yes=0 hvt.yes_sec=0",
+			      "hvt.wait=80 hvt.rounds=1 hvt.yes=0 hvt.yes_sec=0",
 			      "--probe",
 			      "trap",
 			      "-p",
@@ -440,7 +441,7 @@ static void test_returns_detached(void **state)
 			      SLEEP_CALL,
 			      "--stats",
 			      "--duration",
-			      "35",
+			      "50",
 			      "--timeout",
 			      "600",
 			      NULL};
@@ -460,7 +461,7 @@ static void test_returns_detached(void **state)
 		print_failure(&r);
 	assert_int_equal(r.status, 0);
 	/* the init's sleep: entered, not returned when the trace ended, its slot handed back */
-	assert_non_null(strstr(r.console, "hvt-linux: init up, waiting 60s"));
+	assert_non_null(strstr(r.console, "hvt-linux: init up, waiting 80s"));
 	assert_int_equal(count_text(r.trace, SLEEP_CALL "() {"), 1);
 	assert_int_equal(count_text(r.trace, SLEEP_CALL "();"), 0);
 	assert_int_equal(hv_restored_slots(r.err), 1);
