@@ -416,9 +416,9 @@ static void test_returns_traced(void **state)
 /* Trap probes' returns handed back when the host detaches in the middle of a call: function_graph
  * on the clock_nanosleep system call while the init sleeps in it (hvt.wait; busybox's sleep),
  * --duration ending the trace inside that sleep (50 s after the start: the lane boots a kernel in
- * 10-35 s, and the sleep lasts 80). Its return slot points at the trampoline page then; the detach must write the real return
- * address back before it unmaps that page, or the sleep's end returns into nothing. The guest
- * must wake, run its workload and power off. */
+ * 10-35 s, and the sleep lasts 80). Its return slot points at the trampoline page then; the detach
+ * must write the real return address back before it unmaps that page, or the sleep's end returns
+ * into nothing. The guest must wake, run its workload and power off. */
 #define SLEEP_CALL "__x64_sys_clock_nanosleep"
 
 static void test_returns_detached(void **state)

@@ -281,17 +281,18 @@ static void run_qemu_append(const struct hv_kernel *k, const char *append, const
 		argv[n++] = args[i];
 	argv[n] = NULL;
 	hv_run(&r, argv, 0, 0);
-	/* The 7.3 and 6.12 guests' kernels die now and then under QEMU 7.2 TCG with an int3 oops in
-	 * their own text patching (a static key or ftrace's NOPs being rewritten: sched_clock_tick+0x5,
-	 * sched_clock_cpu+0x9, sched_clock_idle_wakeup_event+0x5, ktime_get_real_ts64+0x42,
-	 * __msecs_to_jiffies+0x5; "Fatal exception in interrupt", as the int3 handler runs as an NMI),
-	 * in their boot or later. Without hvtrace too: 3 of 22 plain QEMU 7.2 boots of the 7.3 guest
-	 * (no gdbstub, no hvtrace; the guest's own ftrace on every function), 0 of 14 under QEMU 10.0;
-	 * 1 of 30 plain QEMU 7.2 boots of the 6.12 guest with this matrix's command line (right after
-	 * "sched_clock: Marking stable"). Under TCG hvtrace writes no INT3 into the guest (trap and
-	 * entry probes are gdbstub breakpoints, stub probes CALLs), so such an oops is not hvtrace's:
-	 * the run is told and made again, up to twice; a third failure fails (CI once saw 6.12's
-	 * graph case fail with two such deaths in a row, or so its log's end suggests). */
+	/* The 7.3 and 6.12 guests' kernels die now and then under QEMU 7.2 TCG with an int3 oops
+	 * in their own text patching, a static key or ftrace's NOPs being rewritten (at
+	 * sched_clock_tick+0x5, sched_clock_cpu+0x9, sched_clock_idle_wakeup_event+0x5,
+	 * ktime_get_real_ts64+0x42, __msecs_to_jiffies+0x5), in their boot or later. The int3
+	 * handler runs as an NMI: "Fatal exception in interrupt". Without hvtrace too: 3 of 22
+	 * plain QEMU 7.2 boots of the 7.3 guest (the guest's own ftrace on every function), 0 of 14
+	 * under QEMU 10.0; 1 of 30 plain QEMU 7.2 boots of the 6.12 guest with this matrix's
+	 * command line (right after "sched_clock: Marking stable"). Under TCG hvtrace writes no
+	 * INT3 into the guest (trap and entry probes are gdbstub breakpoints, stub probes CALLs),
+	 * so such an oops is not hvtrace's: the run is told and made again, up to twice; a third
+	 * failure fails. CI once failed 6.12's graph case on such a death (its log's end shows
+	 * the panic; whether the one retry then died too is cut off). */
 	for (int again = 0; again < 2 && e->status == 0 && (r.status == 3 || r.status == 5) &&
 			    r.console && strstr(r.console, "Oops: int3");
 	     again++) {
