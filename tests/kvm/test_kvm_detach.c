@@ -49,7 +49,9 @@ static struct tracer_stats stats_of(const struct tracer *tr)
 	return st;
 }
 
-static void detach_in_flight_of(const char *guest, bool returns, bool stub)
+/* One attach, run and detach of @guest; with @returns, whether a call was in flight at the detach
+ * (a return handed back). Everything else is asserted here. */
+static bool detach_in_flight_once(const char *guest, bool returns, bool stub)
 {
 	struct kvm_fixture f;
 	struct sink sink;
@@ -58,6 +60,7 @@ static void detach_in_flight_of(const char *guest, bool returns, bool stub)
 	const struct vmi_sym *iters;
 	uint64_t before, after, events;
 	sigset_t sigs;
+	bool in_flight;
 
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -101,9 +104,8 @@ static void detach_in_flight_of(const char *guest, bool returns, bool stub)
 	assert_true(*(volatile uint64_t *)vm_gpa_ptr(&f.vm, iters->addr, 8) > 0);
 	assert_int_equal(tracer_detach(f.tr), 0);
 	assert_true(kvm_sites_pristine(&f));
+	in_flight = stats_of(f.tr).restored_slots > 0;
 	if (returns) {
-		/* the loop spends nearly all its time inside tree_root: calls were in flight */
-		assert_true(stats_of(f.tr).restored_slots > 0);
 		assert_memory_equal(vm_gpa_ptr(&f.vm, f.vm.stub_gpa, 1), "\xc3", 1);
 		assert_int_equal(stats_of(f.tr).orphan_returns, 0);
 	}
@@ -126,6 +128,22 @@ static void detach_in_flight_of(const char *guest, bool returns, bool stub)
 	assert_int_equal(sink.written, events);
 	writer_free(&w);
 	kvm_fixture_free(&f);
+	return in_flight;
+}
+
+/* The loop spends nearly all its time inside tree_root, so calls are in flight when the tracer
+ * detaches: with @returns, some return is handed back. Not always: with trap probes the VM stops
+ * for the detach at an exit, and one exit in about 24 of an iteration (tree_root's return taken, its
+ * next entry not yet) leaves no call open (make test once saw it). Such a run is made again, up to 4
+ * times; each one's other checks hold all the same. */
+static void detach_in_flight_of(const char *guest, bool returns, bool stub)
+{
+	for (int again = 0; !detach_in_flight_once(guest, returns, stub) && returns; again++) {
+		if (again == 4)
+			fail_msg("%s: no call in flight at the detach in 5 runs", guest);
+		printf("%s (%s probes): no call was in flight at the detach: once more\n", guest,
+		       stub ? "stub" : "trap");
+	}
 }
 
 static void detach_in_flight(bool returns, bool stub)
