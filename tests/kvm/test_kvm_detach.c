@@ -133,9 +133,9 @@ static bool detach_in_flight_once(const char *guest, bool returns, bool stub)
 
 /* The loop spends nearly all its time inside tree_root, so calls are in flight when the tracer
  * detaches: with @returns, some return is handed back. Not always: with trap probes the VM stops
- * for the detach at an exit, and one exit in about 24 of an iteration (tree_root's return taken, its
- * next entry not yet) leaves no call open (make test once saw it). Such a run is made again, up to 4
- * times; each one's other checks hold all the same. */
+ * for the detach at an exit, and one exit in about 24 of an iteration (tree_root's return taken,
+ * its next entry not yet) leaves no call open (make test once saw it). Such a run is made again, up
+ * to 4 times; each one's other checks hold all the same. */
 static void detach_in_flight_of(const char *guest, bool returns, bool stub)
 {
 	for (int again = 0; !detach_in_flight_once(guest, returns, stub) && returns; again++) {
