@@ -70,7 +70,7 @@ static long stub_stat(const char *err, const char *field)
  * hung or ended early did last. From a little before its first kernel splat (BUG, Oops, WARNING,
  * panic) where it has one, 16000 bytes at most: the first one says what went wrong, the later
  * ones follow from it; else its last 6000 bytes. */
-static void print_console_tail(const char *label, const char *console)
+void hv_print_console(const char *label, const char *console)
 {
 	static const char *const splats[] = {"BUG: ", "Oops: ", "WARNING: ", "Kernel panic"};
 	size_t n = console ? strlen(console) : 0;
@@ -126,7 +126,7 @@ static void assert_has(const char *label, const char *what, const char *s, const
 	if (!strcmp(what, "console")) {
 		char splat[400];
 
-		print_console_tail(label, s);
+		hv_print_console(label, s);
 		fail_msg("%s: no \"%s\" in its console%s", label, text,
 			 console_splat(s, splat, sizeof(splat)));
 	}
@@ -138,7 +138,7 @@ void hv_expect_check(const char *label, const struct hv_expect *e, const struct 
 	if (r->status != e->status) {
 		char splat[400];
 
-		print_console_tail(label, r->console);
+		hv_print_console(label, r->console);
 		fail_msg("%s: status %d, not %d%s: %s", label, r->status, e->status,
 			 console_splat(r->console, splat, sizeof(splat)), r->err);
 	}

@@ -58,13 +58,13 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* A failed run's side of the story: hvtrace's stderr and the console's last 2000 bytes. */
+/* A failed run's side of the story: hvtrace's stderr and the console from before its first splat
+ * (hv_print_console). */
 static void print_failure(const struct hv_result *r)
 {
-	size_t len = r->console ? strlen(r->console) : 0;
-
-	fprintf(stderr, "stderr: %s\nconsole tail: %s\n", r->err,
-		len > 2000 ? r->console + len - 2000 : r->console);
+	fprintf(stderr, "stderr: %s\n", r->err);
+	fflush(stderr);
+	hv_print_console("the failed run", r->console);
 }
 
 /* On PVM: one line saying so, exit 2, before any VM exists. */
