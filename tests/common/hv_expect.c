@@ -2,6 +2,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,22 +67,31 @@ static long stub_stat(const char *err, const char *field)
 	return hv_stat(err, "stub probes ", field);
 }
 
+/* Where the first kernel splat on @console starts (BUG, Oops, panic, and WARNING with
+ * @warnings), NULL without one. */
+static const char *first_splat(const char *console, bool warnings)
+{
+	static const char *const splats[] = {"BUG: ", "Oops: ", "Kernel panic", "WARNING: "};
+	const char *first = NULL;
+
+	for (size_t i = 0; console && i < ARRAY_LEN(splats) - !warnings; i++) {
+		const char *p = strstr(console, splats[i]);
+
+		if (p && (!first || p < first))
+			first = p;
+	}
+	return first;
+}
+
 /* @console printed apart (cmocka cuts a long failure message short): what a guest that panicked,
  * hung or ended early did last. From a little before its first kernel splat (BUG, Oops, WARNING,
  * panic) where it has one, 16000 bytes at most: the first one says what went wrong, the later
  * ones follow from it; else its last 6000 bytes. */
 void hv_print_console(const char *label, const char *console)
 {
-	static const char *const splats[] = {"BUG: ", "Oops: ", "WARNING: ", "Kernel panic"};
 	size_t n = console ? strlen(console) : 0;
-	const char *first = NULL;
+	const char *first = first_splat(console, true);
 
-	for (size_t i = 0; n && i < sizeof(splats) / sizeof(splats[0]); i++) {
-		const char *p = strstr(console, splats[i]);
-
-		if (p && (!first || p < first))
-			first = p;
-	}
 	if (first) {
 		const char *from = first - console > 500 ? first - 500 : console;
 
@@ -95,22 +105,15 @@ void hv_print_console(const char *label, const char *console)
 	fflush(stdout);
 }
 
-/* The first kernel splat's own line and the RIP line after it on @console ("Oops: int3: 0000
- * [#1] ... | RIP: 0010:sched_clock_tick+0x5/0x70"), into @buf; "" when it has none. A failure's
- * message carries it: a CI log that keeps only the end of a long console still says what the
- * guest died of. */
+/* The first kernel splat's own line (a WARNING aside: the guest died of something else) and the
+ * RIP line after it on @console ("Oops: int3: 0000 [#1] ... | RIP: 0010:sched_clock_tick+0x5/
+ * 0x70"), into @buf; "" when it has none. A failure's message carries it: a CI log that keeps only
+ * the end of a long console still says what the guest died of. */
 static const char *console_splat(const char *console, char *buf, size_t size)
 {
-	static const char *const splats[] = {"BUG: ", "Oops: ", "Kernel panic"};
-	const char *first = NULL, *rip;
+	const char *first = first_splat(console, false), *rip;
 
 	buf[0] = '\0';
-	for (size_t i = 0; console && i < ARRAY_LEN(splats); i++) {
-		const char *p = strstr(console, splats[i]);
-
-		if (p && (!first || p < first))
-			first = p;
-	}
 	if (!first)
 		return buf;
 	rip = strstr(first, "RIP: ");

@@ -67,6 +67,43 @@ static void print_failure(const struct hv_result *r)
 	hv_print_console("the failed run", r->console);
 }
 
+/* `run --kernel` of @k on 2 vCPUs with the kernel command line @append and @args after it
+ * (NULL-terminated, at most 24), into @r. */
+static void run_kernel(struct hv_result *r, const struct hv_kernel *k, const char *append,
+		       const char *const *args)
+{
+	const char *argv[32] = {"run",	 "--kernel", k->vmlinuz, "--initrd", k->initrd,
+				"--smp", "2",	     "--append", append};
+	size_t n = 9;
+
+	for (size_t i = 0; args[i] && n < ARRAY_LEN(argv) - 1; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	hv_run(r, argv, 0, 0);
+}
+
+/* Trap probes in run --kernel need the host's INT3 to exit as KVM_EXIT_DEBUG: the running test is
+ * skipped with one line where it does not. */
+static void skip_without_trap_probes(void)
+{
+	if (kvm_int3_exits(kvm_int3_check()->verdict, true))
+		return;
+	printf("SKIPPED: INT3 does not exit as KVM_EXIT_DEBUG on this host's KVM: no trap probe in "
+	       "run --kernel\n");
+	skip();
+}
+
+/* The guest powered off as if never traced: no oops, BUG or WARNING, no "missing return thunk"
+ * (the kernel finding a breakpoint where it rewrites a return). */
+static void assert_clean_power_off(const struct hv_result *r)
+{
+	assert_non_null(strstr(r->console, "reboot: Power down"));
+	assert_null(strstr(r->console, "Oops"));
+	assert_null(strstr(r->console, "BUG: "));
+	assert_null(strstr(r->console, "WARNING: CPU"));
+	assert_null(strstr(r->console, "missing return thunk"));
+}
+
 /* On PVM: one line saying so, exit 2, before any VM exists. */
 static void test_pvm_refused(void **state)
 {
@@ -294,38 +331,16 @@ static void test_panic(void **state)
 static void test_trap_event(void **state)
 {
 	const struct hv_kernel *k = case_kernel(state, "test_trap_event");
-	const char *argv[] = {"run",
-			      "--kernel",
-			      k->vmlinuz,
-			      "--initrd",
-			      k->initrd,
-			      "--smp",
-			      "2",
-			      "--append",
-			      "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1",
-			      "--probe",
-			      "trap",
-			      "-p",
-			      "function",
-			      "-l",
-			      "vfs_read",
-			      "-e",
-			      "do_sys_openat2(int dfd, string filename)",
-			      "--comm",
-			      "dd",
-			      "--stats",
-			      "--timeout",
-			      "600",
-			      NULL};
+	const char *args[] = {
+	    "--probe", "trap",	   "-p",      "function",
+	    "-l",      "vfs_read", "-e",      "do_sys_openat2(int dfd, string filename)",
+	    "--comm",  "dd",	   "--stats", "--timeout",
+	    "600",     NULL};
 	struct hv_result r;
 	double t0 = now_s();
 
-	if (!kvm_int3_exits(kvm_int3_check()->verdict, true)) {
-		printf("SKIPPED: INT3 does not exit as KVM_EXIT_DEBUG on this host's KVM: no trap "
-		       "probe in run --kernel\n");
-		skip();
-	}
-	hv_run(&r, argv, 0, 0);
+	skip_without_trap_probes();
+	run_kernel(&r, k, "hvt.bm=7 hvt.rounds=1 hvt.yes=1 hvt.yes_sec=1", args);
 	printf("hvt-kvm-linux: %s test_trap_event: status %d in %.1f s, vfs_read %ld, opens %ld\n",
 	       k->name, r.status, now_s() - t0, trace_count(&r, "vfs_read", -1),
 	       count_text(r.trace, "->do_sys_openat2("));
@@ -349,16 +364,14 @@ static void test_trap_event(void **state)
  * them, with --probe @probe, and @ret's return probe on vfs_read (-r) if set. */
 static void returns_run(const struct hv_kernel *k, const char *probe, const char *tracer, bool ret)
 {
-	const char *argv[] = {
-	    "run",	 "--kernel", k->vmlinuz,	"--initrd", k->initrd, "--smp",
-	    "2",	 "--append", "hvt.bm=7",	"--probe",  probe,     "-p",
-	    tracer,	 "-l",	     "vfs_read",	"--comm",   "dd",      "--stats",
-	    "--timeout", "600",	     ret ? "-r" : NULL, "vfs_read", NULL};
+	const char *args[] = {"--probe",  probe, "-p",	    tracer,	 "-l",	"vfs_read",
+			      "--comm",	  "dd",	 "--stats", "--timeout", "600", ret ? "-r" : NULL,
+			      "vfs_read", NULL};
 	bool graph = !strcmp(tracer, "function_graph");
 	struct hv_result r;
 	double t0 = now_s();
 
-	hv_run(&r, argv, 0, 0);
+	run_kernel(&r, k, "hvt.bm=7", args);
 	printf("hvt-kvm-linux: %s returns_traced (%s, %s%s): status %d in %.1f s, %ld leaves, "
 	       "%ld returns\n",
 	       k->name, probe, tracer, ret ? ", -r" : "", r.status, now_s() - t0,
@@ -368,9 +381,7 @@ static void returns_run(const struct hv_kernel *k, const char *probe, const char
 		print_failure(&r);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.console, "hvt-linux: binfmt_misc status read 7 times"));
-	assert_null(strstr(r.console, "missing return thunk"));
-	assert_null(strstr(r.console, "WARNING: CPU"));
-	assert_non_null(strstr(r.console, "reboot: Power down"));
+	assert_clean_power_off(&r);
 	if (graph) {
 		/* a leaf each (no child traced), with its duration */
 		assert_int_equal(count_text(r.trace, "|  vfs_read();\n"), 7);
@@ -424,55 +435,30 @@ static void test_returns_traced(void **state)
 static void test_returns_detached(void **state)
 {
 	const struct hv_kernel *k = case_kernel(state, "test_returns_detached");
-	const char *argv[] = {"run",
-			      "--kernel",
-			      k->vmlinuz,
-			      "--initrd",
-			      k->initrd,
-			      "--smp",
-			      "2",
-			      "--append",
-			      "hvt.wait=80 hvt.rounds=1 hvt.yes=0 hvt.yes_sec=0",
-			      "--probe",
-			      "trap",
-			      "-p",
-			      "function_graph",
-			      "-l",
-			      SLEEP_CALL,
-			      "--stats",
-			      "--duration",
-			      "50",
-			      "--timeout",
-			      "600",
-			      NULL};
+	const char *args[] = {"--probe", "trap",       "-p", "function_graph", "-l",  SLEEP_CALL,
+			      "--stats", "--duration", "50", "--timeout",      "600", NULL};
 	struct hv_result r;
+	long restored;
 	double t0 = now_s();
 
-	if (!kvm_int3_exits(kvm_int3_check()->verdict, true)) {
-		printf("SKIPPED: INT3 does not exit as KVM_EXIT_DEBUG on this host's KVM\n");
-		skip();
-	}
-	hv_run(&r, argv, 0, 0);
+	skip_without_trap_probes();
+	run_kernel(&r, k, "hvt.wait=80 hvt.rounds=1 hvt.yes=0 hvt.yes_sec=0", args);
+	restored = hv_restored_slots(r.err);
 	printf("hvt-kvm-linux: %s returns_detached: status %d in %.1f s, %ld calls open, "
 	       "restored-slots %ld\n",
-	       k->name, r.status, now_s() - t0, count_text(r.trace, SLEEP_CALL "() {"),
-	       hv_restored_slots(r.err));
-	if (r.status || !strstr(r.console, "reboot: Power down") || hv_restored_slots(r.err) != 1)
+	       k->name, r.status, now_s() - t0, count_text(r.trace, SLEEP_CALL "() {"), restored);
+	if (r.status || !strstr(r.console, "reboot: Power down") || restored != 1)
 		print_failure(&r);
 	assert_int_equal(r.status, 0);
 	/* the init's sleep: entered, not returned when the trace ended, its slot handed back */
 	assert_non_null(strstr(r.console, "hvt-linux: init up, waiting 80s"));
 	assert_int_equal(count_text(r.trace, SLEEP_CALL "() {"), 1);
 	assert_int_equal(count_text(r.trace, SLEEP_CALL "();"), 0);
-	assert_int_equal(hv_restored_slots(r.err), 1);
+	assert_int_equal(restored, 1);
 	assert_non_null(strstr(r.err, " orphan-returns 0 "));
 	/* and the guest went on as if never traced */
 	assert_non_null(strstr(r.console, "hvt-linux: workload done"));
-	assert_non_null(strstr(r.console, "reboot: Power down"));
-	assert_null(strstr(r.console, "Oops"));
-	assert_null(strstr(r.console, "BUG: "));
-	assert_null(strstr(r.console, "WARNING: CPU"));
-	assert_null(strstr(r.console, "missing return thunk"));
+	assert_clean_power_off(&r);
 	hv_result_free(&r);
 }
 
