@@ -67,11 +67,12 @@ static long stub_stat(const char *err, const char *field)
 	return hv_stat(err, "stub probes ", field);
 }
 
-/* Where the first kernel splat on @console starts (BUG, Oops, panic, and WARNING with
- * @warnings), NULL without one. */
+/* Where the first kernel splat on @console starts (BUG, Oops, panic, and a WARN()'s "WARNING:
+ * CPU:" with @warnings; not a message that merely says WARNING, as SRSO's at boot does), NULL
+ * without one. */
 static const char *first_splat(const char *console, bool warnings)
 {
-	static const char *const splats[] = {"BUG: ", "Oops: ", "Kernel panic", "WARNING: "};
+	static const char *const splats[] = {"BUG: ", "Oops: ", "Kernel panic", "WARNING: CPU:"};
 	const char *first = NULL;
 
 	for (size_t i = 0; console && i < ARRAY_LEN(splats) - !warnings; i++) {
@@ -85,8 +86,8 @@ static const char *first_splat(const char *console, bool warnings)
 
 /* @console printed apart (cmocka cuts a long failure message short): what a guest that panicked,
  * hung or ended early did last. From a little before its first kernel splat (BUG, Oops, WARNING,
- * panic) where it has one, 16000 bytes at most: the first one says what went wrong, the later
- * ones follow from it; else its last 6000 bytes. */
+ * panic) where it has one, 16000 bytes at most (then its last 2000 too): the first one says what
+ * went wrong, the later ones follow from it; else its last 6000 bytes. */
 void hv_print_console(const char *label, const char *console)
 {
 	size_t n = console ? strlen(console) : 0;
@@ -95,9 +96,14 @@ void hv_print_console(const char *label, const char *console)
 	if (first) {
 		const char *from = first - console > 500 ? first - 500 : console;
 
-		printf("-- %s: the guest's console from before its first splat:\n%.16000s\n-- end of "
-		       "console\n",
-		       label, from);
+		size_t left = n - (size_t)(from - console);
+
+		printf("-- %s: the guest's console from before its first splat:\n%.16000s\n", label,
+		       from);
+		if (left > 16000) /* and how it ended */
+			printf("-- %s: ... its last 2000 bytes:\n%s\n", label,
+			       console + n - (left - 16000 > 2000 ? 2000 : left - 16000));
+		printf("-- end of console\n");
 	} else {
 		printf("-- %s: the guest's console, its last 6000 bytes:\n%s\n-- end of console\n",
 		       label, n > 6000 ? console + n - 6000 : n ? console : "(none)");

@@ -67,8 +67,8 @@ void hv_case_play(const struct hv_run_case *c, const char *(*arg)(const char *))
  * does not meet; @r->lines must be parsed (hv_run does). */
 void hv_expect_check(const char *label, const struct hv_expect *e, const struct hv_result *r);
 /* Prints @console (a guest's, may be NULL) apart from a failure message, labelled @label: from a
- * little before its first kernel splat where it has one (16000 bytes at most), else its last 6000
- * bytes. */
+ * little before its first kernel splat where it has one (16000 bytes at most, then its last 2000),
+ * else its last 6000 bytes. */
 void hv_print_console(const char *label, const char *console);
 /* The "restored-slots N" of hvtrace's --stats on @err: hooked returns in flight at detach; fails
  * the running test if there is none. */
